@@ -1,0 +1,32 @@
+# Set-up and the main jobs. `make reproduce` and `make test` do everything on a
+# fresh machine: venv, pinned CPU torch first (an unpinned torch pulls gigabytes
+# of CUDA packages), then the project with its test extra.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+TORCH  := torch==2.13.0
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+
+.PHONY: venv test reproduce bench clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet $(TORCH)
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+reproduce: venv
+	$(BIN)/dsr reproduce sample --out out/sample
+
+bench: venv
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) out *.egg-info

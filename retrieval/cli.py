@@ -1,0 +1,75 @@
+"""``dsr``: the command line.
+
+Each area registers its own subcommands (``register(subparsers)``) so the
+parser stays small and heavy libraries (torch, faiss) are imported only by the
+command that needs them. Exit codes: 0 success, 2 bad input, 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+from retrieval import __version__
+from retrieval.errors import InputError
+
+# Modules that define register(subparsers); the order is the order in --help.
+COMMAND_MODULES = (
+    "retrieval.collections.commands",   # collections, data fetch/build, stats
+    "retrieval.rankers.commands",       # run, rerank, fuse
+    "eval.commands",                    # evaluate, validate
+    "retrieval.train",                  # train
+    "retrieval.reproduce",              # reproduce
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dsr",
+        description="Sentence retrieval in dialogue: build collections, rank, rerank, "
+                    "evaluate with the official split protocol, reproduce the baselines.",
+        epilog="Exit codes: 0 success, 2 bad input (the message names file, line/record "
+               "and field), 1 internal error. Data and indexes live under $DSR_HOME "
+               "(default ~/.cache/dsr).",
+    )
+    parser.add_argument("--version", action="version", version=f"dsr {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name == name:  # not written yet
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        code = args.func(args)
+    except InputError as err:
+        print(f"dsr: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dsr: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception:  # a bug, not bad input
+        traceback.print_exc()
+        print("dsr: internal error (exit 1): please report it with the command you ran",
+              file=sys.stderr)
+        return 1
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

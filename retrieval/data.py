@@ -1,0 +1,342 @@
+"""Records of the task: Turn, Candidate, Dialogue, Collection, and the benchmark file.
+
+The benchmark file is JSON Lines, one dialogue per line, in the SIGIR 2022
+schema (``id``, ``subreddit``, ``title``, ``context`` [turns], ``target``,
+``candidates`` [{``id``, ``title``, ``body``, ``score``, ``label``}]) plus the
+optional ``subset``, ``source`` and ``meta``. Every collection converts to it
+and back without loss, so converted collections and users' own files are
+handled by the same code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from retrieval.atomic import atomic_write
+from retrieval.errors import InputError
+
+
+@dataclass
+class Turn:
+    """One message of a dialogue."""
+
+    author_id: str
+    author_name: str
+    body: str
+    score: int | float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"author_id": self.author_id, "author_name": self.author_name,
+                "body": self.body, "score": self.score}
+
+
+@dataclass
+class Candidate:
+    """A sentence that may help write the next turn.
+
+    ``score`` is the collection's initial ranker score (None when there is
+    none); ``label`` is the relevance grade (0 = not relevant; 1, 2, ... graded).
+    """
+
+    id: str
+    title: str
+    body: str
+    score: float | None
+    label: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "body": self.body,
+                "score": self.score, "label": self.label}
+
+
+@dataclass
+class Dialogue:
+    """A query point: the conversation so far, the turn to be written, and candidates."""
+
+    id: str
+    title: str
+    context: list[Turn]
+    target: Turn | None
+    candidates: list[Candidate]
+    subset: str = "all"
+    subreddit: str = ""
+    source: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def relevant(self) -> list[Candidate]:
+        return [c for c in self.candidates if c.label > 0]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "id": self.id,
+            "subreddit": self.subreddit,
+            "title": self.title,
+            "context": [t.to_json() for t in self.context],
+            "target": self.target.to_json() if self.target is not None else None,
+            "candidates": [c.to_json() for c in self.candidates],
+            "subset": self.subset,
+            "source": self.source,
+        }
+        if self.meta:
+            out["meta"] = self.meta
+        return out
+
+
+class Collection:
+    """Dialogues in a fixed order, with lookups and a content hash.
+
+    ``splits`` holds the val/test protocol when the collection has one: a list
+    of ``(val_ids, test_ids)`` pairs (the SIGIR 2022 official 50 splits).
+    """
+
+    def __init__(self, name: str, dialogues: Iterable[Dialogue], *,
+                 splits: list[tuple[list[str], list[str]]] | None = None,
+                 meta: dict[str, Any] | None = None):
+        self.name = name
+        self.dialogues = list(dialogues)
+        self.splits = splits
+        self.meta = dict(meta or {})
+        self._by_id: dict[str, Dialogue] = {}
+        for d in self.dialogues:
+            if d.id in self._by_id:
+                raise InputError(f"duplicate dialogue id {d.id!r}", record=d.id, field="id")
+            self._by_id[d.id] = d
+
+    def __len__(self) -> int:
+        return len(self.dialogues)
+
+    def __iter__(self) -> Iterator[Dialogue]:
+        return iter(self.dialogues)
+
+    def __getitem__(self, dialogue_id: str) -> Dialogue:
+        return self._by_id[dialogue_id]
+
+    def __contains__(self, dialogue_id: object) -> bool:
+        return dialogue_id in self._by_id
+
+    @property
+    def ids(self) -> list[str]:
+        return [d.id for d in self.dialogues]
+
+    @property
+    def subsets(self) -> list[str]:
+        """Subset names in order of first appearance."""
+        return list(dict.fromkeys(d.subset for d in self.dialogues))
+
+    def subset(self, name: str) -> list[Dialogue]:
+        return [d for d in self.dialogues if d.subset == name]
+
+    def candidate_ids(self, dialogue_id: str) -> list[str]:
+        return [c.id for c in self._by_id[dialogue_id].candidates]
+
+    def sentences(self) -> dict[str, Candidate]:
+        """The sentence pool: every distinct candidate id across dialogues (first wins)."""
+        pool: dict[str, Candidate] = {}
+        for d in self.dialogues:
+            for c in d.candidates:
+                pool.setdefault(c.id, c)
+        return pool
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 over the canonical JSON of every dialogue, in order.
+
+        Changes when any text, label, score, id, subset or order changes; it
+        does not depend on the file the collection was read from.
+        """
+        digest = hashlib.sha256()
+        for d in self.dialogues:
+            digest.update(canonical_json(d.to_json()).encode("utf-8"))
+            digest.update(b"\n")
+        return digest.hexdigest()
+
+    def describe(self) -> dict[str, Any]:
+        """Identity of the collection as recorded in sidecars and reports."""
+        return {"name": self.name, "hash": self.content_hash, "dialogues": len(self),
+                "subsets": self.subsets, **({"meta": self.meta} if self.meta else {})}
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- benchmark file -------------------------------------------------------
+
+def write_benchmark(collection: Collection, path: str | Path) -> None:
+    """Write the collection as a benchmark file (JSON Lines), atomically."""
+    with atomic_write(path) as handle:
+        for d in collection.dialogues:
+            handle.write(json.dumps(d.to_json(), ensure_ascii=False))
+            handle.write("\n")
+
+
+def read_benchmark(path: str | Path, name: str | None = None) -> Collection:
+    """Read a benchmark file; every problem names the file, line and field."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("no such file", path=path) from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+    dialogues = []
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
+                             path=path, line=lineno) from None
+        where = _Where(path, lineno)
+        dialogue = dialogue_from_json(obj, where)
+        if dialogue.id in seen:
+            raise InputError(f"duplicate dialogue id {dialogue.id!r} (first on line {seen[dialogue.id]})",
+                             path=path, line=lineno, record=dialogue.id, field="id")
+        seen[dialogue.id] = lineno
+        dialogues.append(dialogue)
+    if not dialogues:
+        raise InputError("no dialogues in the file", path=path)
+    return Collection(name or path.stem, dialogues, meta={"path": str(path)})
+
+
+@dataclass
+class _Where:
+    path: Path | str | None
+    line: int | None = None
+    record: str | None = None
+
+    def error(self, message: str, field: str | None = None) -> InputError:
+        return InputError(message, path=self.path, line=self.line, record=self.record, field=field)
+
+
+def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
+    """Parse one benchmark-file dialogue, strictly (labels must be whole numbers >= 0)."""
+    where = where or _Where(None)
+    if not isinstance(obj, dict):
+        raise where.error(f"expected a JSON object, got {type(obj).__name__}")
+    did = _text(obj, "id", where, required=True)
+    where = _Where(where.path, where.line, did)
+    context = obj.get("context")
+    if not isinstance(context, list):
+        raise where.error("missing or not a list", "context")
+    turns = [_turn(t, where, f"context[{i}]") for i, t in enumerate(context)]
+    target = obj.get("target")
+    target_turn = None if target is None else _turn(target, where, "target")
+    cands_raw = obj.get("candidates")
+    if not isinstance(cands_raw, list):
+        raise where.error("missing or not a list", "candidates")
+    candidates = []
+    seen: set[str] = set()
+    for i, c in enumerate(cands_raw):
+        cand = candidate_from_json(c, where, f"candidates[{i}]")
+        if cand.id in seen:
+            raise where.error(f"duplicate candidate id {cand.id!r}", f"candidates[{i}].id")
+        seen.add(cand.id)
+        candidates.append(cand)
+    meta = obj.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise where.error("must be an object", "meta")
+    return Dialogue(
+        id=did,
+        title=_text(obj, "title", where),
+        context=turns,
+        target=target_turn,
+        candidates=candidates,
+        subset=_text(obj, "subset", where) or "all",
+        subreddit=_text(obj, "subreddit", where),
+        source=_text(obj, "source", where),
+        meta=meta,
+    )
+
+
+def candidate_from_json(obj: Any, where: _Where, name: str = "candidate") -> Candidate:
+    if not isinstance(obj, dict):
+        raise where.error("expected an object", name)
+    cid = _text(obj, "id", where, required=True, prefix=name)
+    body = obj.get("body")
+    if not isinstance(body, str) or not body.strip():
+        raise where.error("missing or empty sentence text", f"{name}.body")
+    return Candidate(
+        id=cid,
+        title=_text(obj, "title", where, prefix=name),
+        body=body,
+        score=parse_number(obj.get("score"), where, f"{name}.score", allow_none=True),
+        label=parse_label(obj.get("label"), where, f"{name}.label"),
+    )
+
+
+def parse_number(value: Any, where: _Where, name: str, allow_none: bool = False) -> float | int | None:
+    """A finite number, also when stored as a string ("3", "0.25")."""
+    if value is None or value == "":
+        if allow_none:
+            return None
+        raise where.error("missing number", name)
+    if isinstance(value, bool):
+        raise where.error(f"expected a number, got {value!r}", name)
+    if isinstance(value, (int, float)):
+        number = value
+    elif isinstance(value, str):
+        try:
+            number = int(value)
+        except ValueError:
+            try:
+                number = float(value)
+            except ValueError:
+                raise where.error(f"expected a number, got {value!r}", name) from None
+    else:
+        raise where.error(f"expected a number, got {type(value).__name__}", name)
+    if isinstance(number, float) and not math.isfinite(number):
+        raise where.error(f"not a finite number: {value!r}", name)
+    return number
+
+
+def parse_label(value: Any, where: _Where, name: str, allowed: tuple[int, ...] | None = None) -> int:
+    """A relevance grade: a whole number >= 0 (or in ``allowed``), strings like "1" accepted."""
+    if value is None:
+        raise where.error("missing relevance label", name)
+    number = parse_number(value, where, name)
+    if isinstance(number, float):
+        if not number.is_integer():
+            raise where.error(f"label must be a whole number, got {value!r}", name)
+        number = int(number)
+    if number < 0 or (allowed is not None and number not in allowed):
+        expected = "/".join(map(str, allowed)) if allowed else "a whole number >= 0"
+        raise where.error(f"label must be {expected}, got {value!r}", name)
+    return number
+
+
+def _text(obj: dict, key: str, where: _Where, required: bool = False, prefix: str | None = None) -> str:
+    name = f"{prefix}.{key}" if prefix else key
+    value = obj.get(key)
+    if value is None or value == "":
+        if required:
+            raise where.error("missing", name)
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise where.error(f"expected text, got {type(value).__name__}", name)
+    return value
+
+
+def _turn(obj: Any, where: _Where, name: str) -> Turn:
+    if not isinstance(obj, dict):
+        raise where.error("expected an object", name)
+    body = obj.get("body")
+    if not isinstance(body, str):
+        raise where.error("missing turn text", f"{name}.body")
+    return Turn(
+        author_id=_text(obj, "author_id", where, prefix=name),
+        author_name=_text(obj, "author_name", where, prefix=name),
+        body=body,
+        score=parse_number(obj.get("score"), where, f"{name}.score", allow_none=True),
+    )

@@ -1,0 +1,41 @@
+"""Errors that mean "the input is wrong" (exit code 2), as opposed to bugs (exit 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class InputError(Exception):
+    """Bad input: names the file, the line or record, and the field.
+
+    ``str(err)`` reads ``FILE:LINE: record ID: field FIELD: message``, leaving
+    out the parts that are not known, so a user can go straight to the spot.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        record: str | None = None,
+        field: str | None = None,
+    ):
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.record = record
+        self.field = field
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = []
+        if self.path is not None:
+            where.append(self.path if self.line is None else f"{self.path}:{self.line}")
+        elif self.line is not None:
+            where.append(f"line {self.line}")
+        if self.record is not None:
+            where.append(f"record {self.record}")
+        if self.field is not None:
+            where.append(f"field '{self.field}'")
+        return ": ".join(where + [self.message])

@@ -1,0 +1,45 @@
+"""What every ranker is: parameters in, a Run out.
+
+A ranker is built from keyword parameters (``make_ranker("bm25", k1=1.2)``)
+and scores each dialogue's candidates (re-ranking mode, the benchmark's task)
+or, where it supports it, the whole sentence pool (open retrieval). It
+declares the grid the split protocol tunes over on val (``GRID``), and a
+``describe()`` dict that goes into run sidecars and reports.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from retrieval.data import Collection
+from retrieval.errors import InputError
+from retrieval.run import Run
+
+
+class Ranker:
+    """Base class: subclasses set ``name``, ``PARAMS`` (defaults) and ``GRID``."""
+
+    name: ClassVar[str] = ""
+    #: parameter name -> default value; unknown parameters are an InputError
+    PARAMS: ClassVar[dict[str, Any]] = {}
+    #: parameter name -> values tried on val by the split protocol
+    GRID: ClassVar[dict[str, list[Any]]] = {}
+
+    def __init__(self, **params: Any):
+        unknown = sorted(set(params) - set(self.PARAMS))
+        if unknown:
+            raise InputError(f"unknown parameter(s) {', '.join(unknown)} for ranker {self.name!r}; "
+                             f"known: {', '.join(sorted(self.PARAMS)) or 'none'}", field="--param")
+        self.params = {**self.PARAMS, **params}
+
+    @property
+    def tag(self) -> str:
+        """Run tag: ranker name and the parameters that differ from the defaults."""
+        changed = [f"{k}={v}" for k, v in sorted(self.params.items()) if v != self.PARAMS.get(k)]
+        return "-".join([self.name, *changed]).replace(" ", "_")
+
+    def describe(self) -> dict[str, Any]:
+        return {"ranker": self.name, "params": dict(self.params)}
+
+    def rank(self, collection: Collection) -> Run:  # pragma: no cover - abstract
+        raise NotImplementedError

@@ -1,0 +1,31 @@
+"""Shared test set-up: an isolated DSR_HOME, no network for models, and ../shared/data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+# Never let a test reach the Hugging Face hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def dsr_home(tmp_path_factory, monkeypatch) -> Path:
+    """Every test gets its own empty DSR_HOME."""
+    home = tmp_path_factory.mktemp("dsr_home")
+    monkeypatch.setenv("DSR_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """../shared/data (real copies of the sources); skips when absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is not beside the checkout")
+    return SHARED_DATA
