@@ -25,6 +25,47 @@ COMMAND_MODULES = (
 )
 
 
+def add_collection_argument(parser: argparse.ArgumentParser) -> None:
+    """COLLECTION (a registered name or a benchmark .jsonl path), --source and --split."""
+    parser.add_argument("collection", metavar="COLLECTION",
+                        help="a registered collection (sigir2022, cmu_dog, redial, ccpe, sample) "
+                             "or a path to a benchmark .jsonl file")
+    parser.add_argument("--source", metavar="DIR",
+                        help="folder with the source's raw files (default: $DSR_HOME/data/NAME)")
+    parser.add_argument("--split", metavar="S", help="source split to build (e.g. valid for cmu_dog)")
+
+
+def collection_from_args(args: argparse.Namespace):
+    from retrieval.collections import load_collection
+
+    return load_collection(args.collection, getattr(args, "source", None), getattr(args, "split", None))
+
+
+def parse_params(items: list[str] | None, flag: str = "--param") -> dict[str, object]:
+    """``["k1=1.2", "query=last"]`` -> ``{"k1": 1.2, "query": "last"}`` (numbers and booleans typed)."""
+    params: dict[str, object] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"expected NAME=VALUE, got {item!r}", field=flag)
+        params[key.strip()] = _typed(value.strip())
+    return params
+
+
+def _typed(value: str) -> object:
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsr",

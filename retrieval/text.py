@@ -1,0 +1,44 @@
+"""Text normalisation shared by BM25, query building and silver labelling.
+
+Tokens are lowercased runs of letters and digits (apostrophes inside words are
+dropped, so "don't" -> "dont"). Stopwords are NLTK's English list (179 words),
+taken from bm25s, which ships it as data (``STOPWORDS_EN_PLUS``): nltk itself
+downloads its corpora at run time, which cannot work offline. Stemming is
+Snowball English through PyStemmer: a maintained C implementation, about 10x
+faster than pure-Python Porter, with nothing to download.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_APOSTROPHE = re.compile(r"(?<=[a-z])['\u2019](?=[a-z])")
+
+STOPWORDS: frozenset[str] = frozenset(w.replace("'", "") for w in STOPWORDS_EN_PLUS) | frozenset(
+    STOPWORDS_EN_PLUS)
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer  # PyStemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def tokenize(text: str, *, stopwords: bool = False, stem: bool = False) -> list[str]:
+    """Lowercase word tokens; optionally without stopwords and Snowball-stemmed."""
+    tokens = _TOKEN.findall(_APOSTROPHE.sub("", text.lower()))
+    if stopwords:
+        tokens = [t for t in tokens if t not in STOPWORDS]
+    if stem:
+        tokens = _stemmer().stemWords(tokens)
+    return tokens
+
+
+def content_words(text: str) -> set[str]:
+    """Distinct lowercased non-stopword tokens (used for silver relevance)."""
+    return set(tokenize(text, stopwords=True))
