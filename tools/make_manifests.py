@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Write retrieval/collections/manifests/NAME.json: the git blob ids `dsr data fetch` verifies.
+
+A git blob id is sha1(b"blob <size>\\0" + data): the id git itself gives a
+file, so a download can be checked against it without trusting the server.
+The ids are computed here from the unchanged upstream copies in
+../shared/data (see its SOURCES.md for repositories and commits); the SIGIR
+2022 dialogue files are not available there, so their ids are the ones
+SOURCES.md publishes (kept in retrieval/collections/sigir2022.py).
+
+Files we have no copy of (CMU_DoG's Conversations/test, ReDial's train split
+and the zip that holds it, CCPE-M's data.json) cannot be listed here; fetch
+records their sha256 on the first verified download instead (trust on first
+use, DSR_HOME/data/NAME/CHECKSUMS.json) and checks every later download
+against that record.
+
+    python tools/make_manifests.py [--shared ../shared/data]
+
+Run it again only when a pinned commit in retrieval/fetch.py changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from retrieval.collections import sigir2022  # noqa: E402
+from retrieval.fetch import PLANS, git_blob_file  # noqa: E402
+
+OUT = ROOT / "retrieval" / "collections" / "manifests"
+
+# folder under ../shared/data -> (plan name, {path in the repository: path in the copy})
+COPIES = {
+    "sigir2022": {"README.md": "README.md", "LICENSE.md": "LICENSE.md",
+                  "evaluation/val_test_splits.json": "val_test_splits.json"},
+    "redial": {"movies_with_mentions.csv": "movies_with_mentions.csv",
+               # the member of redial_dataset.zip, copied out unchanged
+               "test_data.jsonl": "test_data.jsonl"},
+    "ccpe": {"README.md": "README.md"},
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, plan in PLANS.items():
+        folder = args.shared / name
+        if name == "cmu_dog":
+            files = {}
+            for sub in ("Conversations/train", "Conversations/valid", "WikiData"):
+                for path in sorted((folder / sub).glob("*.json")):
+                    files[f"{sub}/{path.name}"] = git_blob_file(path)
+            files["README.md"] = git_blob_file(folder / "README.md")
+        else:
+            files = {repo_path: git_blob_file(folder / copy)
+                     for repo_path, copy in COPIES[name].items()}
+        if name == "sigir2022":
+            if files["evaluation/val_test_splits.json"] != sigir2022.SPLIT_BLOB:
+                raise SystemExit("the split file copy does not match SOURCES.md's blob id")
+            for revision, blobs in sigir2022.BLOBS.items():
+                for file_name, blob in blobs.items():
+                    key = f"datasets/{file_name}" if revision == "current" else \
+                        f"{sigir2022.OLD_COMMIT}:datasets/{file_name}"
+                    files[key] = blob
+        manifest = {
+            "name": name,
+            "repository": plan.repository,
+            "commit": plan.commit,
+            "about": "git blob ids (sha1 of b'blob <size>\\0' + data) of the files at the "
+                     "commit; written by tools/make_manifests.py",
+            "git_blobs": dict(sorted(files.items())),
+        }
+        path = OUT / f"{name}.json"
+        path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{path.relative_to(ROOT)}: {len(files)} files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
