@@ -153,3 +153,15 @@ def test_failed_write_leaves_nothing(tmp_path):
     with pytest.raises(TypeError):
         write_benchmark(coll, out)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_written_files_get_the_usual_mode(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        write_benchmark(make_collection(), tmp_path / "b.jsonl")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "b.jsonl").stat().st_mode) == 0o644
