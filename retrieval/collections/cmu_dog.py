@@ -1,0 +1,508 @@
+"""CMU_DoG (CMU Document Grounded Conversations) as sentence retrieval, with SILVER labels.
+
+Source: github.com/festvox/datasets-CMU_DoG at commit
+618a14f27546165859305649aa84e6ac8710bb63 (Zhou, Prabhumoye and Black, EMNLP
+2018). Two crowd workers chat about a movie; one or both were shown its
+Wikipedia-derived document, one section at a time (``docIdx``: 0 = overview,
+1-3 = plot scenes). No licence is stated; the documents are Wikipedia text
+(CC BY-SA).
+
+How it becomes the task:
+
+- **Sentences.** For each of the 30 ``WikiData`` documents (id = file stem,
+  e.g. ``Jaws``): the ``introduction`` and each plot scene (``1``, ``2``,
+  ``3``) are split into sentences with pysbd (rule-based, ships its rules);
+  each ``cast``, ``critical_response`` and ``rating`` item is one sentence;
+  one line ``"<movie>: directed by <director>; genre: <genre>; year: <year>."``
+  Whitespace runs are collapsed (the upstream text has double spaces where
+  links were removed). Ids are ``<document>/<section>/<index>`` with section
+  ``introduction``, ``cast``, ``critical_response``, ``rating``, ``facts``,
+  ``scene1``, ``scene2``, ``scene3``; they depend only on the document text,
+  so they are stable across runs.
+- **Query points.** A turn whose author saw the document (``whoSawDoc``;
+  history ``uid`` values are ``user1``/``user2``, the same names, and the
+  worker ids come from ``user1_id``/``user2_id``) with at least
+  ``min_context`` (default 2) turns before it. Context = every turn before it
+  (as written, also empty ones); target = that turn. Dialogue id =
+  ``<conversation file stem>-<turn index>``.
+- **Relevance (SILVER, computed, not judged by people).** Let T be the
+  target's content words (``retrieval.text.content_words``: lowercased tokens,
+  NLTK stopwords removed). A sentence of the conversation's own document
+  (the one the writer was shown; sentences of the other 29 documents are never
+  relevant) is relevant when it contains at least ``threshold`` (default 0.5)
+  of T. The sentences with the highest coverage get grade 2 (all of them when
+  several tie: equal coverage is equal evidence, and picking one would be
+  arbitrary); the other relevant ones grade 1. Grades are computed over the
+  whole document, before pooling, so a sentence's grade does not depend on
+  the initial ranker. A target with no content words ("ok!", "lol") has no
+  relevant sentence, so it is never a query point.
+- **Candidates.** The top ``pool_size`` (default 50) sentences of BM25
+  (rank_bm25 ``BM25Okapi`` formula and idf, k1 1.5, b 0.75) over all sentences
+  of all 30 documents; tokens are ``retrieval.text.tokenize`` with stopwords
+  removed and Snowball stemming; query = the context turns joined. Only
+  sentences with a positive score enter the pool (a zero score is no evidence,
+  and filling up with them would be an arbitrary id order). Order: score
+  descending (rounded to 6 decimals), ties by sentence id; candidate
+  ``score`` = that BM25 score. As in
+  the SIGIR 2022 set, a query point is kept only when its pool holds a
+  relevant sentence.
+- **Subset** = the document section shown at the target turn (``docIdx``):
+  ``section0`` (overview: introduction, cast, reviews, ratings, facts) or
+  ``section1``..``section3`` (plot scenes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from retrieval.atomic import write_json
+from retrieval.collections import SourceInfo
+from retrieval.data import Candidate, Collection, Dialogue, Turn, read_benchmark, write_benchmark
+from retrieval.errors import InputError
+from retrieval.home import data_dir, dsr_home
+from retrieval.text import content_words, tokenize
+
+NAME = "cmu_dog"
+REPOSITORY = "festvox/datasets-CMU_DoG"
+COMMIT = "618a14f27546165859305649aa84e6ac8710bb63"
+#: bump when the conversion changes, so cached builds are rebuilt
+BUILDER_VERSION = 1
+
+DEFAULTS: dict[str, Any] = {"threshold": 0.5, "pool_size": 50, "min_context": 2}
+
+SOURCE = SourceInfo(
+    name=NAME,
+    description="CMU_DoG movie chats grounded in 30 Wikipedia-derived documents; query = the "
+                "turns before a document-reader's turn, candidates = BM25 top 50 of the "
+                "documents' sentences, SILVER labels from content-word overlap with the turn",
+    licence="none stated upstream; the documents are Wikipedia text (CC BY-SA)",
+    repository=REPOSITORY,
+    commit=COMMIT,
+    splits=("train", "valid", "test"),
+    default_split="valid",
+    has_candidates=True,
+    notes=(
+        "labels are SILVER: a sentence of the conversation's document is relevant when it "
+        "covers >= 50% of the target turn's content words; the best-covering one(s) get grade 2",
+        "subsets: section0 (overview) .. section3, the document section shown at the target turn",
+        "parameters: threshold (0.5), pool_size (50), min_context (2)",
+    ),
+)
+
+SECTION_SUBSET = {0: "section0", 1: "section1", 2: "section2", 3: "section3"}
+
+
+# --- public entry points ----------------------------------------------------------
+
+def load(source: Path | None = None, split: str | None = None) -> Collection:
+    """The collection for ``split`` (default ``valid``), built once and cached.
+
+    ``source`` is a folder with ``Conversations/<split>/*.json`` and
+    ``WikiData/*.json``; default ``$DSR_HOME/data/cmu_dog``. The built
+    benchmark file is kept under ``$DSR_HOME/collections/cmu_dog/`` and reused
+    while the source files, parameters and builder version are unchanged.
+    """
+    folder = _resolve(source)
+    split = split or SOURCE.default_split
+    _check_split(folder, split)
+    inputs = sorted((folder / "Conversations" / split).glob("*.json")) + _wiki_files(folder)
+    return cached_build(NAME, split, folder, inputs, DEFAULTS, BUILDER_VERSION,
+                        lambda: build(folder, split))
+
+
+def build(source: Path, split: str | None = None, **params: Any) -> Collection:
+    """Convert the raw files of one split (default ``valid``) to a Collection.
+
+    ``params``: ``threshold`` (0 < t <= 1, share of the target's content words
+    a relevant sentence must contain), ``pool_size`` (candidates per query
+    point), ``min_context`` (turns required before the target). Any other name
+    is an InputError.
+    """
+    options = check_params(params, DEFAULTS, NAME)
+    threshold = float(options["threshold"])
+    pool_size = int(options["pool_size"])
+    min_context = int(options["min_context"])
+    if not 0 < threshold <= 1:
+        raise InputError(f"threshold must be in (0, 1], got {threshold}", field="threshold")
+    if pool_size < 1 or min_context < 0:
+        raise InputError("pool_size must be >= 1 and min_context >= 0", field="pool_size/min_context")
+    folder = Path(source)
+    split = split or SOURCE.default_split
+    _check_split(folder, split)
+
+    documents = read_documents(folder)
+    # sorted by id, so the index order is the documented tie order (sentence id)
+    sentences = sorted((s for doc in documents.values() for s in doc.sentences),
+                       key=lambda s: s.id)
+    index = BM25Matrix([tokenize(s.body, stopwords=True, stem=True) for s in sentences])
+    by_wiki_idx = {doc.wiki_idx: doc for doc in documents.values()}
+
+    files = sorted((folder / "Conversations" / split).glob("*.json"))
+    dialogues: list[Dialogue] = []
+    considered = 0
+    for path in _progress(files, f"cmu_dog {split}"):
+        conv = read_conversation(path, set(by_wiki_idx))
+        doc = by_wiki_idx[conv["wikiDocumentIdx"]]
+        history = conv["history"]
+        turns = [Turn(conv["ids"][h["uid"]], h["uid"], h["text"]) for h in history]
+        for i, h in enumerate(history):
+            if i < min_context or h["uid"] not in conv["whoSawDoc"]:
+                continue
+            considered += 1
+            grades = silver_grades(h["text"], doc.sentence_words, threshold)
+            if not grades:
+                continue
+            query = " ".join(t.body for t in turns[:i])
+            pool = index.top(tokenize(query, stopwords=True, stem=True), pool_size)
+            candidates = []
+            for j, score in pool:
+                sentence = sentences[j]
+                label = grades.get(sentence.id, 0) if sentence.doc == doc.name else 0
+                candidates.append(Candidate(sentence.id, sentence.title, sentence.body,
+                                            score, label))
+            if not any(c.label for c in candidates):
+                continue
+            dialogues.append(Dialogue(
+                id=f"{path.stem}-{i}", title=doc.movie, context=turns[:i], target=turns[i],
+                candidates=candidates, subset=SECTION_SUBSET[h["docIdx"]], source=NAME,
+                meta={"conversation": path.name, "turn": i, "document": doc.name,
+                      "wikiDocumentIdx": doc.wiki_idx, "docIdx": h["docIdx"],
+                      "whoSawDoc": sorted(conv["whoSawDoc"]), "rating": conv.get("rating"),
+                      "relevant_in_document": len(grades)},
+            ))
+    return Collection(f"{NAME}-{split}", dialogues, meta={
+        "source": str(folder), "split": split, "params": options,
+        "conversations": len(files), "eligible_turns": considered,
+        "sentences": len(sentences), "builder_version": BUILDER_VERSION,
+    })
+
+
+# --- documents -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Sentence:
+    id: str
+    doc: str
+    title: str
+    body: str
+
+
+@dataclass
+class Document:
+    name: str
+    wiki_idx: int
+    movie: str
+    sentences: list[Sentence]
+    #: sentence id -> content words, for silver labels
+    sentence_words: dict[str, set[str]]
+
+
+_SPACES = re.compile(r"\s+")
+
+
+def _clean(text: str) -> str:
+    return _SPACES.sub(" ", text).strip()
+
+
+def read_documents(folder: Path) -> dict[str, Document]:
+    """All ``WikiData/*.json`` documents split into sentences (see the module docstring)."""
+    import pysbd  # imported here: loading its rules costs a few hundred ms
+
+    segmenter = pysbd.Segmenter(language="en", clean=False)
+    documents: dict[str, Document] = {}
+    seen_idx: dict[int, Path] = {}
+    for path in _wiki_files(folder):
+        raw = _read_json(path)
+        where = {"path": path, "record": path.stem}
+        overview = _field(raw, "0", dict, where)
+        wiki_idx = _field(raw, "wikiDocumentIdx", int, where)
+        if wiki_idx in seen_idx:
+            raise InputError(f"wikiDocumentIdx {wiki_idx} also used by {seen_idx[wiki_idx].name}",
+                             field="wikiDocumentIdx", **where)
+        seen_idx[wiki_idx] = path
+        movie = _clean(_field(overview, "movieName", str, where, "0.movieName"))
+        parts: list[tuple[str, list[str]]] = []
+        parts.append(("introduction", _split(segmenter,
+                                             _field(overview, "introduction", str, where,
+                                                    "0.introduction"))))
+        for key in ("cast", "critical_response", "rating"):
+            items = _field(overview, key, list, where, f"0.{key}")
+            for k, item in enumerate(items):
+                if not isinstance(item, str):
+                    raise InputError(f"expected text, got {type(item).__name__}",
+                                     field=f"0.{key}[{k}]", **where)
+            parts.append((key, [_clean(t) for t in items]))
+        facts = {key: _clean(str(_field(overview, key, (str, int), where, f"0.{key}")))
+                 for key in ("director", "genre", "year")}
+        parts.append(("facts", [f"{movie}: directed by {facts['director']}; "
+                                f"genre: {facts['genre']}; year: {facts['year']}."]))
+        for scene in ("1", "2", "3"):
+            parts.append((f"scene{scene}", _split(segmenter, _field(raw, scene, str, where))))
+        sentences = []
+        for section, texts in parts:
+            # index counts only non-empty sentences, so ids never point at nothing
+            for k, text in enumerate(t for t in texts if t):
+                sentences.append(Sentence(f"{path.stem}/{section}/{k}", path.stem, movie, text))
+        documents[path.stem] = Document(path.stem, wiki_idx, movie, sentences,
+                                        {s.id: content_words(s.body) for s in sentences})
+    if not documents:
+        raise InputError("no WikiData/*.json documents", path=folder / "WikiData")
+    return documents
+
+
+def _split(segmenter, text: str) -> list[str]:
+    return [_clean(s) for s in segmenter.segment(text) if _clean(s)]
+
+
+# --- silver labels ---------------------------------------------------------------
+
+def silver_grades(target: str, sentence_words: dict[str, set[str]],
+                  threshold: float) -> dict[str, int]:
+    """Sentence id -> grade (2 for the best coverage, ties included; 1 above threshold).
+
+    Coverage = share of the target's content words found in the sentence; a
+    sentence is relevant when coverage >= ``threshold``. Empty when the target
+    has no content words or nothing reaches the threshold.
+    """
+    wanted = content_words(target)
+    if not wanted:
+        return {}
+    coverage = {sid: len(wanted & words) / len(wanted) for sid, words in sentence_words.items()}
+    relevant = {sid: c for sid, c in coverage.items() if c >= threshold}
+    if not relevant:
+        return {}
+    best = max(relevant.values())
+    return {sid: 2 if c == best else 1 for sid, c in relevant.items()}
+
+
+# --- BM25 ------------------------------------------------------------------------
+
+class BM25Matrix:
+    """rank_bm25's BM25Okapi scores as one sparse matrix product per query.
+
+    ``BM25Okapi.get_scores`` loops in Python over every sentence for every
+    query token (minutes for a split); the per-(sentence, term) weights do not
+    depend on the query, so they are computed once, and a query is the dot
+    product with its term counts. Same formula, idf (with its epsilon floor)
+    and parameters as ``BM25Okapi``, which computes the idf here.
+    """
+
+    def __init__(self, corpus: list[list[str]], k1: float = 1.5, b: float = 0.75,
+                 epsilon: float = 0.25):
+        from rank_bm25 import BM25Okapi
+        from scipy import sparse
+
+        # rank_bm25 divides by the corpus size and average length; an empty
+        # document list would fail deep inside it
+        okapi = BM25Okapi([tokens or [""] for tokens in corpus], k1=k1, b=b, epsilon=epsilon)
+        self.vocab = {term: n for n, term in enumerate(okapi.idf)}
+        rows, cols, vals = [], [], []
+        for d, freqs in enumerate(okapi.doc_freqs):
+            norm = k1 * (1 - b + b * okapi.doc_len[d] / okapi.avgdl)
+            for term, tf in freqs.items():
+                rows.append(d)
+                cols.append(self.vocab[term])
+                vals.append(okapi.idf[term] * tf * (k1 + 1) / (tf + norm))
+        self.weights = sparse.csr_matrix((vals, (rows, cols)),
+                                         shape=(len(corpus), len(self.vocab)))
+
+    def scores(self, query: list[str]) -> np.ndarray:
+        """BM25 score of every document (query tokens counted with repeats, as rank_bm25 does)."""
+        counts = np.zeros(len(self.vocab))
+        for term in query:
+            n = self.vocab.get(term)
+            if n is not None:
+                counts[n] += 1
+        return self.weights @ counts
+
+    def top(self, query: list[str], k: int) -> list[tuple[int, float]]:
+        """The ``k`` best (document index, score) with score > 0, score desc then index.
+
+        Scores are rounded to 6 decimals first: sums in another order (rank_bm25's
+        loop) differ in the last bits, and equal scores must tie the same way.
+        """
+        scores = np.round(self.scores(query), 6)
+        positive = np.flatnonzero(scores > 0)
+        # lexsort: last key is primary -> score descending, then index ascending
+        order = positive[np.lexsort((positive, -scores[positive]))][:k]
+        return [(int(j), float(scores[j])) for j in order]
+
+
+# --- conversations ---------------------------------------------------------------
+
+def read_conversation(path: Path, doc_indexes: set[int]) -> dict[str, Any]:
+    """One conversation file, checked; adds ``ids`` (user1/user2 -> worker id)."""
+    raw = _read_json(path)
+    where = {"path": path, "record": path.stem}
+    history = _field(raw, "history", list, where)
+    who = _field(raw, "whoSawDoc", list, where)
+    if not who or any(w not in ("user1", "user2") for w in who):
+        raise InputError(f"expected user1 and/or user2, got {who!r}", field="whoSawDoc", **where)
+    wiki_idx = _field(raw, "wikiDocumentIdx", int, where)
+    if wiki_idx not in doc_indexes:
+        raise InputError(f"no WikiData document has wikiDocumentIdx {wiki_idx}",
+                         field="wikiDocumentIdx", **where)
+    ids = {}
+    for user in ("user1", "user2"):
+        value = raw.get(f"{user}_id")
+        # the worker id when recorded; otherwise the role name keeps turns attributable
+        ids[user] = str(value) if value not in (None, "") else user
+    for i, h in enumerate(history):
+        name = f"history[{i}]"
+        if not isinstance(h, dict):
+            raise InputError("expected an object", field=name, **where)
+        if h.get("uid") not in ("user1", "user2"):
+            raise InputError(f"expected user1 or user2, got {h.get('uid')!r}",
+                             field=f"{name}.uid", **where)
+        if not isinstance(h.get("text"), str):
+            raise InputError("missing turn text", field=f"{name}.text", **where)
+        if h.get("docIdx") not in SECTION_SUBSET or isinstance(h.get("docIdx"), bool):
+            raise InputError(f"expected a section index 0-3, got {h.get('docIdx')!r}",
+                             field=f"{name}.docIdx", **where)
+    return {"history": history, "whoSawDoc": set(who), "wikiDocumentIdx": wiki_idx,
+            "ids": ids, "rating": raw.get("rating")}
+
+
+# --- shared helpers (also used by the redial and ccpe modules) ----------------------
+
+def check_params(params: dict[str, Any], defaults: dict[str, Any], name: str) -> dict[str, Any]:
+    """``defaults`` overridden by ``params``; an unknown name or a wrong type is an InputError."""
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise InputError(f"unknown parameter(s) {', '.join(unknown)} for {name}; known: "
+                         + ", ".join(f"{k} (default {v})" for k, v in defaults.items()),
+                         field="--param")
+    options = dict(defaults)
+    for key, value in params.items():
+        default = defaults[key]
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            raise InputError(f"expected {type(default).__name__}, got {value!r}", field=key)
+        options[key] = value
+    return options
+
+
+def cached_build(name: str, split: str | None, source: Path, inputs: list[Path],
+                 params: dict[str, Any], version: int,
+                 builder: Callable[[], Collection]) -> Collection:
+    """``builder()``'s collection, cached as a benchmark file under ``$DSR_HOME/collections/NAME``.
+
+    The cache key hashes the builder version, split, parameters and every input
+    file's bytes (path relative to ``source`` + sha256), so any change to the
+    raw files or the conversion rebuilds. A cached file is used only when its
+    manifest's key matches and the file's content hash equals the one
+    recorded at build time (a damaged file is rebuilt, not trusted). The
+    benchmark file is written first and the manifest last, both atomically:
+    an interrupted build leaves no manifest that points at it.
+    """
+    digest = hashlib.sha256()
+    digest.update(json.dumps({"name": name, "split": split, "params": params,
+                              "version": version}, sort_keys=True).encode())
+    for path in inputs:
+        digest.update(str(path.relative_to(source)).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    key = digest.hexdigest()
+    folder = dsr_home() / "collections" / name
+    stem = split or "all"
+    bench, manifest_path = folder / f"{stem}.jsonl", folder / f"{stem}.manifest.json"
+    label = f"{name}-{split}" if split else name
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        manifest = None
+    if manifest and manifest.get("key") == key and bench.exists():
+        try:
+            cached = read_benchmark(bench, name=label)
+        except InputError:
+            cached = None
+        if cached is not None and cached.content_hash == manifest.get("content_hash"):
+            cached.meta = {**manifest.get("meta", {}), "cache": str(bench)}
+            return cached
+        print(f"{label}: cached build at {bench} is damaged; rebuilding", file=sys.stderr)
+    elif manifest:
+        print(f"{label}: source, parameters or builder changed; rebuilding", file=sys.stderr)
+    started = time.perf_counter()
+    collection = builder()
+    write_benchmark(collection, bench)
+    write_json(manifest_path, {
+        "key": key, "name": name, "split": split, "params": params, "builder_version": version,
+        "content_hash": collection.content_hash, "dialogues": len(collection),
+        "source": str(source), "inputs": len(inputs),
+        "seconds": round(time.perf_counter() - started, 3), "meta": collection.meta,
+    })
+    collection.meta = {**collection.meta, "cache": str(bench)}
+    return collection
+
+
+def resolve_source(name: str, source: Path | None) -> Path:
+    """``source`` or ``$DSR_HOME/data/NAME``; missing -> InputError saying how to get it."""
+    folder = Path(source) if source is not None else data_dir(name)
+    if not folder.exists():
+        how = ("pass the folder with --source DIR" if source is not None else
+               f"run `dsr data fetch {name}` to download it, or pass a local copy with --source DIR")
+        raise InputError(f"no {name} data here; {how}", path=folder)
+    return folder
+
+
+def _progress(items, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit="file", file=sys.stderr, leave=False,
+                disable=len(items) < 50)
+
+
+def _resolve(source: Path | None) -> Path:
+    return resolve_source(NAME, source)
+
+
+def _check_split(folder: Path, split: str) -> None:
+    if split not in SOURCE.splits:
+        raise InputError(f"unknown split {split!r} for cmu_dog; use one of "
+                         f"{', '.join(SOURCE.splits)}", field="--split")
+    if not (folder / "WikiData").is_dir():
+        raise InputError("no WikiData folder: expected the CMU_DoG repository layout "
+                         "(Conversations/<split>/*.json, WikiData/*.json)", path=folder)
+    conv = folder / "Conversations" / split
+    if not conv.is_dir() or not any(conv.glob("*.json")):
+        raise InputError(f"no conversations for split {split!r}", path=conv)
+
+
+def _wiki_files(folder: Path) -> list[Path]:
+    return sorted((folder / "WikiData").glob("*.json"))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
+                         path=path, line=err.lineno) from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+
+
+def _field(obj: Any, key: str, kind, where: dict, name: str | None = None) -> Any:
+    if not isinstance(obj, dict):
+        raise InputError("expected a JSON object", **where)
+    value = obj.get(key)
+    if value is None or isinstance(value, bool) or not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        got = "nothing" if value is None else type(value).__name__
+        raise InputError(f"expected {expected}, got {got}", field=name or key, **where)
+    return value
