@@ -1,0 +1,434 @@
+"""``dsr reproduce``: from a collection to the paper-style baseline table in one command.
+
+The suite (every row is evaluated on the same dialogues):
+
+* ``random`` (seeded floor) and ``initial`` (the collection's own candidate
+  scores, when it has them: the SIGIR 2022 initial ranker);
+* ``BM25 (Q)`` for each query strategy Q, tuned per split over the BM25 grid
+  (k1, b), and ``BM25``: tuned over the strategy too. ``BM25`` is the baseline
+  of the significance tests;
+* ``dense (Q)``: all-MiniLM-L6-v2 (or ``--dense-model``) for each strategy;
+* ``RRF(BM25, dense)``: reciprocal rank fusion of a BM25 run (default k1, b)
+  and a dense run, tuned per split over the BM25 strategy, the dense strategy
+  and RRF's k. "The best BM25 and the best dense" are thus chosen on each
+  split's val half, never on its test half;
+* ``cross-encoder``: a cross-encoder (``--cross-encoder``, else the model
+  ``dsr train`` saves by default when it exists) reranking the top k of a
+  first stage, tuned per split over the first stage (each BM25 and dense run)
+  and k (10, 20, all). Its scores are computed once per (dialogue, sentence)
+  and cached, so the grid costs no extra model calls. Without a cross-encoder
+  the row is skipped and the report says why.
+
+With a split file (the official 50 splits of SIGIR 2022), tuning is per split
+on val and the table gives the test halves' mean and sd; collections without
+one get ``--n-splits`` seeded random splits (recorded in the manifest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from retrieval.errors import InputError
+
+DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
+RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
+BASELINE = "BM25"
+
+
+class StageTimer:
+    """Wall time per stage, for the manifest (and a line on stderr per stage)."""
+
+    def __init__(self, quiet: bool = False):
+        self.seconds: dict[str, float] = {}
+        self.quiet = quiet
+
+    @contextlib.contextmanager
+    def __call__(self, stage: str, what: str = ""):
+        if not self.quiet:
+            print(f"dsr reproduce: {stage}{': ' + what if what else ''}", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 3)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "reproduce", help="the whole baseline table, end to end",
+        description="Load a collection, build or reuse its indexes, run the baseline suite "
+                    "(random, initial, BM25 and dense with each query strategy, RRF, a "
+                    "cross-encoder when one is available), tune each on val per split, "
+                    "evaluate with significance against BM25, and write the report, run files "
+                    "and a manifest into --out.",
+        epilog="Examples: dsr reproduce sample --out out/sample ; "
+               "dsr reproduce sigir2022 --out out/sigir2022 ; "
+               "dsr reproduce cmu_dog --source ../shared/data/cmu_dog --split valid")
+    p.add_argument("collection", nargs="?", metavar="COLLECTION",
+                   help="registered name or benchmark .jsonl (default: sigir2022 when its files "
+                        "are present)")
+    p.add_argument("--source", metavar="DIR", help="folder with the source's raw files")
+    p.add_argument("--split", metavar="S", help="source split to build (e.g. valid for cmu_dog)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: out/COLLECTION)")
+    p.add_argument("--splits", metavar="FILE",
+                   help="val/test split file (JSON lines {\"val\": [...], \"test\": [...]}); default: "
+                        "the collection's own (SIGIR 2022: the official 50), else generated")
+    p.add_argument("--n-splits", type=int, default=50, metavar="N",
+                   help="splits to generate when the collection has none (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="seed for generated splits, random ranker, "
+                   "permutation test (default 0)")
+    p.add_argument("--target", default="nDCG@5", help="measure tuned on val (default nDCG@5)")
+    p.add_argument("--measures", nargs="+", metavar="M", help="measures (default: the evaluator's set)")
+    p.add_argument("--queries", nargs="+", metavar="Q",
+                   help="query strategies to run (default: all of them)")
+    p.add_argument("--dense-model", default="all-MiniLM-L6-v2", metavar="MODEL",
+                   help="bi-encoder for the dense rows (default all-MiniLM-L6-v2)")
+    p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
+    p.add_argument("--cross-encoder", metavar="MODEL",
+                   help=f"cross-encoder for the reranking row: a folder, hub id or dsr:NAME "
+                        f"(default: {DEFAULT_CROSS_ENCODER} when `dsr train` has saved it)")
+    p.add_argument("--no-cross-encoder", action="store_true", help="skip the cross-encoder row")
+    p.add_argument("--ce-query", default="all", metavar="Q",
+                   help="query strategy for the cross-encoder (default all)")
+    p.add_argument("--test", choices=("t", "perm"), default="t",
+                   help="test that decides the † marks: paired t-test or permutation (default t)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=cmd_reproduce)
+
+
+def default_collection(args: argparse.Namespace):
+    """sigir2022 when its files are present, else an error that says what to do."""
+    from retrieval.collections import load_collection
+
+    try:
+        return load_collection("sigir2022", args.source, args.split)
+    except InputError as err:
+        raise InputError(
+            "no COLLECTION given and the SIGIR 2022 files are not available "
+            f"({err}). Fetch them with `dsr data fetch sigir2022`, pass them with "
+            "`dsr reproduce sigir2022 --source DIR`, or run the bundled example: "
+            "`dsr reproduce sample`") from None
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from retrieval.collections import load_collection
+
+    timer = StageTimer()
+    started = time.perf_counter()
+    with timer("load", args.collection or "sigir2022 (default)"):
+        collection = (load_collection(args.collection, args.source, args.split)
+                      if args.collection else default_collection(args))
+    out = Path(args.out or Path("out") / _slug(collection.name))
+    if out.exists() and not out.is_dir():
+        raise InputError("exists and is not a directory", path=out, field="--out")
+    cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or _trained_default())
+    result = reproduce(
+        collection, out, splits_file=args.splits, n_splits=args.n_splits, seed=args.seed,
+        target=args.target, measures=args.measures, strategies=args.queries,
+        dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
+        ce_query=args.ce_query, test=args.test, timer=timer,
+        skipped_reason=_skip_reason(args), command=["dsr", *sys.argv[1:]], started=started)
+    from eval import tables
+    if args.json:
+        print(json.dumps(result["report"], indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        print(tables.format_text(result["results"]))
+        print(f"\nreport, runs and manifest: {out}/ (total {result['manifest']['wall_time_s']['total']:.1f} s)")
+    return 0
+
+
+def _trained_default() -> str | None:
+    from retrieval.home import models_dir
+
+    name = DEFAULT_CROSS_ENCODER.split(":", 1)[1]
+    return DEFAULT_CROSS_ENCODER if (models_dir() / name).is_dir() else None
+
+
+def _skip_reason(args: argparse.Namespace) -> str:
+    if args.no_cross_encoder:
+        return "skipped: --no-cross-encoder"
+    return (f"skipped: no cross-encoder given (--cross-encoder MODEL) and no trained default "
+            f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see docs/training.md)")
+
+
+def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 50, seed: int = 0,
+              target: str = "nDCG@5", measures=None, strategies=None,
+              dense_model: str | None = "all-MiniLM-L6-v2", cross_encoder: str | None = None,
+              ce_query: str = "all", test: str = "t", timer: StageTimer | None = None,
+              skipped_reason: str = "skipped: no cross-encoder given",
+              command: list[str] | None = None, started: float | None = None) -> dict[str, Any]:
+    """Run the suite on ``collection`` and write report, runs and manifest into ``out``.
+
+    Returns ``{"results": Results, "report": dict, "manifest": dict}``.
+    """
+    from eval.protocol import resolve_splits
+    from eval.report import report_json, write_report
+    from eval.results import evaluate_runs
+    from retrieval.queries import STRATEGIES, check_strategy
+
+    timer = timer or StageTimer(quiet=True)
+    started = time.perf_counter() if started is None else started
+    out = Path(out)
+    if not any(d.candidates for d in collection):
+        raise InputError(f"collection {collection.name!r} has no candidates to rank; "
+                         "reproduce needs a benchmark with candidate lists")
+    strategies = list(strategies or STRATEGIES)
+    for q in strategies:
+        check_strategy(q)
+    check_strategy(ce_query)
+
+    with timer("splits"):
+        splits = resolve_splits(collection, splits_file, n_splits, seed)
+    suite = Suite(collection, strategies, seed, timer)
+    suite.first_stages(dense_model)
+    if dense_model:
+        suite.fusion()
+    if cross_encoder:
+        suite.cross_encoder(cross_encoder, ce_query)
+    else:
+        suite.notes.append(f"cross-encoder row {skipped_reason}")
+
+    with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
+        results = evaluate_runs(collection, suite.runs, measures, splits=splits,
+                                families=suite.families, target=target, baseline=BASELINE,
+                                test=test, seed=seed, run_info=suite.info)
+        results.notes.extend(suite.notes)
+
+    with timer("write", str(out)):
+        written = suite.write_runs(out / "runs", results)
+        for name, entry in written.items():  # the report names each run file and its hash
+            results.run_info.setdefault(name, {}).update(entry)
+        command = command or ["dsr", "reproduce", collection.name]
+        write_report(results, out, command=command)
+        report = report_json(results, command)
+    manifest = _manifest(collection, results, suite, written, timer, command, started,
+                         dense_model, cross_encoder, ce_query, skipped_reason)
+    from retrieval.atomic import write_json
+    write_json(out / "manifest.json", manifest)
+    return {"results": results, "report": report, "manifest": manifest}
+
+
+class Suite:
+    """Builds the runs (untuned rows) and families (tuned rows) of the baseline table."""
+
+    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer):
+        self.collection = collection
+        self.strategies = strategies
+        self.seed = seed
+        self.timer = timer
+        self.runs: dict[str, Any] = {}
+        self.families: dict[str, dict[str, Any]] = {}
+        self.info: dict[str, dict[str, Any]] = {}
+        self.notes: list[str] = []
+        self.models: dict[str, Any] = {}
+        self.bm25_default: dict[str, Any] = {}
+        self.dense: dict[str, Any] = {}
+        self.order = {d.id: collection.candidate_ids(d.id) for d in collection}
+
+    def first_stages(self, dense_model: str | None) -> None:
+        from retrieval.rankers import make_ranker
+        from retrieval.rankers.bm25 import BM25Ranker
+
+        c = self.collection
+        with self.timer("random"):
+            self._add_run("random", make_ranker("random", seed=self.seed))
+        with self.timer("initial"):
+            if all(cand.score is not None for d in c for cand in d.candidates):
+                self._add_run("initial", make_ranker("initial"))
+            else:
+                self.notes.append("initial ranker skipped: some candidates have no initial score")
+
+        grid = [dict(zip(("k1", "b"), kb)) for kb in itertools.product(BM25Ranker.GRID["k1"],
+                                                                       BM25Ranker.GRID["b"])]
+        default = {"k1": BM25Ranker.PARAMS["k1"], "b": BM25Ranker.PARAMS["b"]}
+        if default in grid:  # the default first: it wins ties on val
+            grid.remove(default)
+        grid.insert(0, default)
+        with self.timer("bm25", f"{len(self.strategies)} query strategies x {len(grid)} (k1, b)"):
+            every: dict[str, Any] = {}
+            for q in self.strategies:
+                family = {}
+                for params in grid:
+                    run = make_ranker("bm25", query=q, **params).rank(c)
+                    family[_config(params)] = run
+                    every[_config({"query": q, **params})] = run
+                self.families[f"BM25 ({q})"] = family
+                self.info[f"BM25 ({q})"] = {"ranker": "bm25", "grid": {"k1": BM25Ranker.GRID["k1"],
+                                                                       "b": BM25Ranker.GRID["b"]},
+                                            "fixed": {"query": q}}
+                self.bm25_default[q] = family[_config(default)]
+            self.families[BASELINE] = every
+            self.info[BASELINE] = {"ranker": "bm25", "grid": {"query": self.strategies,
+                                                              "k1": BM25Ranker.GRID["k1"],
+                                                              "b": BM25Ranker.GRID["b"]}}
+        if not dense_model:
+            self.notes.append("dense and fusion rows skipped: --no-dense")
+            return
+        from retrieval.models import resolve_model
+
+        self.models["dense"] = resolve_model(dense_model, "bi-encoder").describe()
+        with self.timer("dense", f"{dense_model}, {len(self.strategies)} query strategies"):
+            for q in self.strategies:
+                name = f"dense ({q})"
+                self._add_run(name, make_ranker("dense", model=dense_model, query=q))
+                self.dense[q] = self.runs[name]
+
+    def fusion(self) -> None:
+        from retrieval.rankers.fusion import FusionRanker, fuse
+
+        ks = FusionRanker.GRID["k"]
+        configs: dict[str, Callable] = {}
+        for qb, qd, k in itertools.product(self.strategies, self.strategies, ks):
+            def make(qb=qb, qd=qd, k=k):
+                run = fuse([self.bm25_default[qb], self.dense[qd]], "rrf", k=k,
+                           initial_order=self.order, tag=f"rrf-bm25_{qb}-dense_{qd}-k{k}")
+                run.config = {"fusion": "rrf", "k": k, "runs": [f"BM25 ({qb}) k1/b default",
+                                                                 f"dense ({qd})"],
+                              "collection": self.collection.describe()}
+                return run
+            configs[_config({"bm25": qb, "dense": qd, "k": k})] = make
+        name = "RRF(BM25, dense)"
+        self.families[name] = configs
+        self.info[name] = {"fusion": "rrf", "grid": {"bm25 query": self.strategies,
+                                                     "dense query": self.strategies, "k": ks}}
+
+    def cross_encoder(self, model: str, query: str) -> None:
+        from retrieval.rerankers.base import rerank_top_k
+
+        with self.timer("cross-encoder", f"{model}, query {query}"):
+            scores, described = cross_encoder_scores(self.collection, model, query)
+        self.models["cross_encoder"] = described
+        stages = {f"BM25 ({q})": r for q, r in self.bm25_default.items()}
+        stages.update({f"dense ({q})": r for q, r in self.dense.items()})
+        configs: dict[str, Callable] = {}
+        for depth in RERANK_DEPTHS:
+            # reranking every candidate makes the first stage irrelevant (up to ties): one config
+            for stage_name, stage in (stages.items() if depth else [next(iter(stages.items()))]):
+                def make(stage=stage, depth=depth, stage_name=stage_name):
+                    run = rerank_top_k(self.collection, stage, scores, depth)
+                    run.tag = f"cross-encoder-top{depth or 'all'}"
+                    run.config = {"reranker": "cross-encoder", "model": described, "query": query,
+                                  "top_k": depth, "first_stage": stage_name,
+                                  "collection": self.collection.describe()}
+                    return run
+                key = {"first stage": stage_name, "top_k": depth} if depth else {"top_k": "all"}
+                configs[_config(key)] = make
+        self.families["cross-encoder"] = configs
+        self.info["cross-encoder"] = {"reranker": "cross-encoder", "model": described, "query": query,
+                                      "grid": {"first stage": list(stages),
+                                               "top_k": [d or "all" for d in RERANK_DEPTHS]}}
+
+    def _add_run(self, name: str, ranker) -> None:
+        run = ranker.rank(self.collection)
+        self.runs[name] = run
+        self.info[name] = ranker.describe()
+
+    def write_runs(self, folder: Path, results) -> dict[str, dict[str, str]]:
+        """Every untuned run, and each family's most often chosen configuration, with sidecars."""
+        from retrieval.provenance import sha256_file
+
+        written = {}
+        for name, run in self.runs.items():
+            written[name] = self._write(folder, name, run, {"system": name})
+        for family, configs in self.families.items():
+            system = results.systems[family]
+            counts = system.tuned.choice_counts()
+            modal = max(counts, key=lambda c: (counts[c], -system.tuned.configs.index(c)))
+            source = configs[modal]
+            run = source() if callable(source) else source
+            written[family] = self._write(folder, family, run, {
+                "system": family, "config": modal, "chosen_on_val": counts,
+                "note": "the configuration chosen most often over the splits; each split's own "
+                        "choice is in results.json"})
+        for entry in written.values():
+            entry["sha256"] = sha256_file(entry["path"])
+        return written
+
+    def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
+        from retrieval.provenance import package_versions
+
+        path = folder / f"{_slug(name)}.run"
+        run.config = {**run.config, **extra, "collection": self.collection.describe(),
+                      "versions": package_versions()}
+        run.write(path)
+        return {"path": str(path)}
+
+
+def cross_encoder_scores(collection, model: str, query: str) -> tuple[dict, dict]:
+    """Cross-encoder score of every (dialogue, candidate) pair, cached under DSR_HOME/indexes.
+
+    The cache key is the collection's content hash, the model (name and
+    weights hash), the query strategy and the reranker's parameters.
+    """
+    from indexes.manifest import cached_build, expected_manifest
+    from retrieval.models import resolve_model
+    from retrieval.rerankers import make_reranker
+    from retrieval.run import Run
+
+    resolved = resolve_model(model, "cross-encoder")
+    reranker = make_reranker("cross-encoder", model=model, query=query)
+    params = {k: v for k, v in reranker.params.items() if k not in ("model", "top_k", "batch_size")}
+    expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=params,
+                                 model=resolved.describe(),
+                                 packages=("sentence-transformers", "transformers", "torch"))
+
+    def build(folder: Path) -> None:
+        everything = Run({d.id: [(c.id, 0.0) for c in d.candidates] for d in collection}, "pairs")
+        scored = reranker.rerank(collection, everything, None)
+        table = {q: dict(ranked) for q, ranked in scored.rankings.items()}
+        (folder / "scores.json").write_text(json.dumps(table), encoding="utf-8")
+
+    folder, _ = cached_build("cross-encoder-scores", f"{collection.name}-{resolved.key}-{query}",
+                             expected, build)
+    table = json.loads((folder / "scores.json").read_text(encoding="utf-8"))
+    scores = {(q, d): s for q, docs in table.items() for d, s in docs.items()}
+    return scores, resolved.describe()
+
+
+def _manifest(collection, results, suite: Suite, written, timer: StageTimer, command, started,
+              dense_model, cross_encoder, ce_query, skipped_reason) -> dict[str, Any]:
+    from retrieval.provenance import machine, package_versions
+    from retrieval.rankers.bm25 import BM25Ranker
+
+    timer.seconds["total"] = round(time.perf_counter() - started, 3)
+    return {
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": command,
+        "collection": collection.describe(),
+        "protocol": results.protocol_json(),
+        "measures": results.measures,
+        "baseline": BASELINE,
+        "significance": {"test": results.test, "alpha": results.alpha,
+                         "correction": "holm", "n_resamples": results.n_resamples, "seed": results.seed},
+        "models": {"dense": suite.models.get("dense", "skipped: --no-dense" if not dense_model else None),
+                   "cross_encoder": suite.models.get("cross_encoder", skipped_reason)},
+        "parameters": {"query strategies": suite.strategies, "bm25": {"defaults": BM25Ranker.PARAMS,
+                                                                      "grid": BM25Ranker.GRID},
+                       "dense model": dense_model, "cross-encoder": cross_encoder,
+                       "cross-encoder query": ce_query,
+                       "rerank depths": [d or "all" for d in RERANK_DEPTHS], "seed": suite.seed,
+                       "systems": suite.info},
+        "runs": written,
+        "notes": results.notes,
+        "versions": package_versions(),
+        "machine": machine(),
+        "wall_time_s": dict(timer.seconds),
+    }
+
+
+def _config(params: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in params.items())
+
+
+def _slug(name: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name).strip("_") or "run"

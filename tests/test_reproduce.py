@@ -1,0 +1,78 @@
+"""``dsr reproduce`` end to end on the bundled sample collection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from retrieval.cli import main
+from retrieval.collections import load_collection
+from tests.tiny_bert import collection_texts, make_tiny_bert
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory) -> Path:
+    return make_tiny_bert(tmp_path_factory.mktemp("ce"), collection_texts(load_collection("sample")),
+                          initializer_range=0.5)
+
+
+def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "10"]) == 0
+    printed = capsys.readouterr().out
+    assert "BM25" in printed and "cross-encoder row skipped" in printed
+    manifest = json.loads((out / "manifest.json").read_text())
+    sample = load_collection("sample")
+    assert manifest["collection"]["hash"] == sample.content_hash
+    assert manifest["protocol"]["splits"]["n"] == 10
+    assert manifest["models"]["cross_encoder"].startswith("skipped")
+    assert {"load", "bm25", "evaluate", "write", "total"} <= set(manifest["wall_time_s"])
+    assert manifest["versions"]["numpy"]
+    for name in ("results.md", "results.csv", "results.json", "results.tex"):
+        assert (out / name).stat().st_size > 0
+    runs = manifest["runs"]
+    assert {"random", "initial", "BM25", "BM25 (last)", "BM25 (title+all)"} <= set(runs)
+    # every run file written is a valid submission for the collection
+    for entry in runs.values():
+        assert main(["validate", "sample", entry["path"]]) == 0
+    # the tuned family's file is the configuration chosen most often on val
+    side = json.loads(Path(runs["BM25 (last)"]["path"] + ".json").read_text())
+    counts = side["chosen_on_val"]
+    assert sum(counts.values()) == 10 and counts[side["config"]] == max(counts.values())
+    results = json.loads((out / "results.json").read_text())
+    assert results["collection"]["hash"] == sample.content_hash
+
+
+def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(tmp_path, capsys,
+                                                                      tiny_cross_encoder):
+    args = ["reproduce", "sample", "--queries", "last", "all", "--n-splits", "5",
+            "--cross-encoder", str(tiny_cross_encoder)]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    first = capsys.readouterr()
+    assert "building cross-encoder-scores" in first.err
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert {"dense (last)", "dense (all)", "RRF(BM25, dense)", "cross-encoder"} <= set(manifest["runs"])
+    assert manifest["models"]["dense"]["weights_sha256"].startswith("53aa5117")
+    assert manifest["models"]["cross_encoder"]["source"] == "folder"
+    # the second run reuses the cross-encoder's scores and the embeddings
+    assert main([*args, "--out", str(tmp_path / "b")]) == 0
+    second = capsys.readouterr()
+    assert "cross-encoder-scores" not in second.err
+    assert "encoding" not in second.err.lower() or "0 new" in second.err
+    a = (tmp_path / "a" / "results.csv").read_text()
+    b = (tmp_path / "b" / "results.csv").read_text()
+    assert a == b
+
+
+def test_reproduce_without_a_collection_says_what_to_do(tmp_path, capsys):
+    assert main(["reproduce", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "dsr data fetch sigir2022" in err and "dsr reproduce sample" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_reproduce_rejects_unknown_strategy(tmp_path, capsys):
+    assert main(["reproduce", "sample", "--queries", "nope", "--out", str(tmp_path / "x")]) == 2
+    assert "nope" in capsys.readouterr().err
