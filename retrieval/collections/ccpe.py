@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.collections import SourceInfo
-from retrieval.collections.cmu_dog import cached_build, check_params, resolve_source
+from retrieval.collections.common import cached_build, check_params, resolve_source
 from retrieval.data import Collection, Dialogue, Turn
 from retrieval.errors import InputError
 

@@ -65,7 +65,8 @@ from typing import Any
 import numpy as np
 
 from retrieval.collections import SourceInfo
-from retrieval.collections.cmu_dog import (BM25Matrix, cached_build, check_params,
+from retrieval.collections.cmu_dog import BM25Matrix
+from retrieval.collections.common import (cached_build, check_params,
                                            resolve_source)
 from retrieval.data import Candidate, Collection, Dialogue, Turn
 from retrieval.errors import InputError

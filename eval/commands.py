@@ -1,0 +1,243 @@
+"""``dsr evaluate`` and ``dsr validate``.
+
+Heavy imports (ir_measures, scipy, matplotlib) happen inside the commands so
+``dsr --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from retrieval.cli import add_collection_argument, collection_from_args
+from retrieval.errors import InputError
+
+EVALUATE_EPILOG = """\
+protocols:
+  all       every dialogue once, untuned (default for collections without splits)
+  official  the SIGIR 2022 protocol: for each val/test split, tune each ranker family on val
+            by --target, report the mean and sample sd over the test halves, beside the
+            untuned results over all dialogues (default when the collection has splits,
+            --splits is given or --tune is used). Splits: --splits FILE, else the
+            collection's own, else --n-splits random halves from --seed.
+
+tuning (--tune, repeatable):
+  GROUP=RUN,RUN,...  these run files are configurations of one family, tuned per split
+  auto               group the positional runs whose sidecars (RUN.json) share "family"
+                     (else "ranker", "reranker" or "fusion"); a group of one is reported
+                     untuned
+  Ties on val go to the configuration given first.
+
+missing topics count 0 (as trec_eval -c); topics not in the collection are ignored.
+significance (--baseline): paired two-sided t-test and randomisation test by topic,
+Holm-corrected across the runs compared; † marks p < --alpha for --test.
+"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "evaluate", help="measure runs (official split protocol, significance, reports)",
+        description="Evaluate runs: an aligned table (rows runs, columns measures, one block per "
+                    "subset); --json prints the same numbers.",
+        epilog=EVALUATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_collection_argument(p)
+    p.add_argument("runs", nargs="*", metavar="RUN", help="TREC run files (sidecar RUN.json read when present)")
+    p.add_argument("--measures", nargs="+", action="extend", metavar="M",
+                   help="ir_measures strings, space or comma separated (default: RR nDCG@1 nDCG@3 "
+                        "nDCG@5 nDCG@10 P@1 P@5 AP R@10)")
+    p.add_argument("--subset", action="append", metavar="S",
+                   help="only this subset (repeatable; 'all' for every dialogue; default: all and "
+                        "each of the collection's subsets)")
+    p.add_argument("--protocol", choices=("official", "all"), help="see below")
+    p.add_argument("--splits", metavar="FILE", help="val/test split file (JSON lines {\"val\": [...], \"test\": [...]})")
+    p.add_argument("--n-splits", type=int, default=50, metavar="N",
+                   help="splits to generate when the collection has none (default 50)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of generated splits and of the randomisation test (default 0)")
+    p.add_argument("--target", default="nDCG@5", metavar="M", help="measure tuned on val (default nDCG@5)")
+    p.add_argument("--tune", action="append", metavar="GROUP=RUN,...|auto", help="see below")
+    p.add_argument("--baseline", metavar="RUN", help="run (name or path) or family tested against")
+    p.add_argument("--test", choices=("t", "perm"), default="t",
+                   help="test whose Holm-adjusted p marks the table (default t); JSON has both")
+    p.add_argument("--permutations", type=int, default=10_000, metavar="N",
+                   help="resamples of the randomisation test (default 10000; 0 skips it)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument("--per-topic", metavar="FILE", help="write per-topic values (.tsv, or .jsonl)")
+    p.add_argument("--report", metavar="DIR", help="write Markdown, CSV, JSON, LaTeX tables and PNG plots")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=evaluate_command)
+
+    v = subparsers.add_parser(
+        "validate", help="check a run file before evaluation or submission",
+        description="Check every line of a TREC run against a collection; every problem is "
+                    "printed with its line number. Exit 0 when valid, 2 when not.")
+    add_collection_argument(v)
+    v.add_argument("run", metavar="RUN", help="TREC run file")
+    v.add_argument("--allow-missing", action="store_true",
+                   help="dialogues without lines are a note, not a problem")
+    v.add_argument("--max-problems", type=int, default=50, metavar="N",
+                   help="list at most N problems, then count the rest (default 50; 0 for all)")
+    v.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    v.set_defaults(func=validate_command)
+
+
+def _run_names(paths: list[str]) -> dict[str, str]:
+    """path -> a short unique name (file name without .run/.trec/.txt, parent folder if needed)."""
+    def stem(path: Path) -> str:
+        return path.stem if path.suffix in (".run", ".trec", ".txt", ".tsv") else path.name
+
+    names: dict[str, str] = {}
+    used: set[str] = set()
+    for raw in paths:
+        if raw in names:
+            continue
+        path = Path(raw)
+        name = stem(path)
+        if name in used:
+            name = f"{path.parent.name}/{name}" if path.parent.name else name
+        base, k = name, 2
+        while name in used:
+            name, k = f"{base}#{k}", k + 1
+        used.add(name)
+        names[raw] = name
+    return names
+
+
+def _parse_tune(items: list[str], run_paths: list[str]) -> tuple[bool, dict[str, list[str]]]:
+    auto, groups = False, {}
+    for item in items:
+        if item.strip() == "auto":
+            auto = True
+            continue
+        group, sep, members = item.partition("=")
+        paths = [m.strip() for m in members.split(",") if m.strip()]
+        if not sep or not group.strip() or not paths:
+            raise InputError(f"expected GROUP=RUN,RUN,... or auto, got {item!r}", field="--tune")
+        if group.strip() in groups:
+            raise InputError(f"group {group.strip()!r} given twice", field="--tune")
+        groups[group.strip()] = paths
+    return auto, groups
+
+
+def _collection_hash(config: dict) -> str | None:
+    """The collection hash a run's sidecar records, if any (``collection.hash`` or ``collection_hash``)."""
+    collection = config.get("collection")
+    if isinstance(collection, dict) and isinstance(collection.get("hash"), str):
+        return collection["hash"]
+    value = config.get("collection_hash")
+    return value if isinstance(value, str) else None
+
+
+def evaluate_command(args) -> int:
+    from retrieval.provenance import sha256_file
+    from retrieval.run import Run
+
+    from eval.measures import split_measure_list
+    from eval.protocol import resolve_splits
+    from eval.results import evaluate_runs, write_per_topic
+    from eval.tables import format_text
+
+    collection = collection_from_args(args)
+    auto, groups = _parse_tune(args.tune or [], args.runs)
+    protocol = args.protocol or ("official" if (args.splits or collection.splits or args.tune) else "all")
+    if protocol == "all" and args.tune:
+        raise InputError("tuning needs val/test splits: use --protocol official", field="--tune")
+    if protocol == "all" and args.splits:
+        raise InputError("--splits is for --protocol official", field="--splits")
+
+    # Every path once, in the order given: positional runs, then --tune members, then the baseline.
+    member_paths = [p for paths in groups.values() for p in paths]
+    positional = list(dict.fromkeys(args.runs))
+    names = _run_names(positional + member_paths)
+    by_name = {n: p for p, n in names.items()}
+    resolve = lambda ref: ref if ref in names else by_name.get(ref, ref)  # noqa: E731
+    baseline_path = None
+    if args.baseline and args.baseline not in groups:
+        baseline_path = resolve(args.baseline)
+        if baseline_path not in names:
+            names.update(_run_names(list(names) + [baseline_path]))
+            positional.append(baseline_path)
+    if not positional and not groups:
+        raise InputError("give at least one RUN (or --tune GROUP=RUN,...)")
+
+    loaded: dict[str, Run] = {}
+    info: dict[str, dict] = {}
+    for path in names:
+        loaded[path] = Run.read(path)
+        run = loaded[path]
+        info[names[path]] = {"path": str(path), "sha256": sha256_file(path), "tag": run.tag,
+                             "config": run.config}
+        run_hash = _collection_hash(run.config)
+        if run_hash and run_hash != collection.content_hash:
+            print(f"dsr: warning: {path} was made for a collection with hash {run_hash[:12]}…, "
+                  f"not {collection.content_hash[:12]}…", file=sys.stderr)
+
+    families: dict[str, dict[str, Run]] = {}
+    for group, paths in groups.items():
+        families[group] = {names[resolve(p)]: loaded[resolve(p)] for p in paths}
+        info[group] = {"members": [str(resolve(p)) for p in paths]}
+    if auto:
+        keyed: dict[str, list[str]] = {}
+        for path in positional:
+            config = loaded[path].config
+            key = next((config[k] for k in ("family", "ranker", "reranker", "fusion")
+                        if isinstance(config.get(k), str) and config[k]), None)
+            if key:
+                keyed.setdefault(str(key), []).append(path)
+        for key, paths in keyed.items():
+            if len(paths) < 2:
+                continue
+            family = key if key not in names.values() and key not in families else f"{key} (tuned)"
+            families[family] = {names[p]: loaded[p] for p in paths}
+            info[family] = {"members": paths, "grouped_by": "sidecar family/ranker"}
+    runs = {names[p]: loaded[p] for p in positional}
+
+    splits = resolve_splits(collection, args.splits, args.n_splits, args.seed) if protocol == "official" else None
+    baseline = None
+    if args.baseline:
+        baseline = args.baseline if args.baseline in families else names[baseline_path]
+        if baseline not in families and any(loaded[baseline_path] is r for f in families.values()
+                                             for r in f.values()):
+            raise InputError(f"the baseline {args.baseline!r} is a configuration of a tuned family; "
+                             "name the family instead", field="--baseline")
+    results = evaluate_runs(
+        collection, runs, split_measure_list(args.measures) if args.measures else None,
+        subsets=args.subset, splits=splits, families=families, target=args.target,
+        baseline=baseline, test=args.test, n_resamples=args.permutations, seed=args.seed,
+        alpha=args.alpha, run_info=info, progress=not args.quiet)
+
+    if args.per_topic:
+        write_per_topic(results, args.per_topic)
+    if args.report:
+        from eval.report import write_report
+
+        write_report(results, args.report)
+    if args.json:
+        json.dump(results.to_json(), sys.stdout, indent=2, sort_keys=True, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_text(results))
+    return 0
+
+
+def validate_command(args) -> int:
+    from eval.validate import validate_run
+
+    collection = collection_from_args(args)
+    result = validate_run(collection, args.run, allow_missing=args.allow_missing)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        limit = args.max_problems if args.max_problems > 0 else len(result.problems)
+        for problem in result.problems[:limit]:
+            print(problem.format(result.path))
+        hidden = len(result.problems) - limit
+        if hidden > 0:
+            print(f"{result.path}: ... and {hidden} more problem(s) ({len(result.problems)} in all; "
+                  "--max-problems 0 lists them all)")
+        print(result.summary(), file=sys.stdout if result.valid else sys.stderr)
+    return 0 if result.valid else 2

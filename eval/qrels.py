@@ -1,0 +1,71 @@
+"""Qrels: topic id -> {doc id: relevance grade}, from a collection or a TREC qrels file.
+
+The TREC qrels format is ``qid iteration docid grade`` (four columns, the
+iteration is ignored, ``0`` when written). Graded labels are kept as they are:
+nDCG uses the grade as its gain (trec_eval's rule), the binary measures count
+a document as relevant when its grade is >= ``rel`` (1 unless a measure says
+otherwise, e.g. ``RR(rel=2)``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retrieval.atomic import atomic_write
+from retrieval.data import Collection
+from retrieval.errors import InputError
+
+Qrels = dict[str, dict[str, int]]
+
+
+def qrels_from_collection(collection: Collection) -> Qrels:
+    """Every candidate of every dialogue with its label (0 kept: judged not relevant).
+
+    Judged non-relevant candidates are kept so the qrels say exactly what was
+    judged; the measures of the default set do not depend on them, but
+    judged-only measures (e.g. ``P(judged_only=True)@5``) do.
+    """
+    return {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+
+
+def write_qrels(qrels: Qrels, path: str | Path) -> None:
+    """Write TREC qrels (``qid 0 docid grade``), atomically, topics in the given order."""
+    with atomic_write(path) as handle:
+        for qid, docs in qrels.items():
+            for doc, grade in docs.items():
+                handle.write(f"{qid} 0 {doc} {int(grade)}\n")
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """Read TREC qrels strictly: the first problem raises an InputError naming its line.
+
+    Four columns per line, an integer grade (negative grades, which some TREC
+    tracks use for "junk", are kept as they are; they count as not relevant),
+    no (topic, doc) pair twice.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such qrels file", path=path)
+    qrels: Qrels = {}
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            parts = line.split()
+            if len(parts) != 4:
+                raise InputError(f"expected 4 columns (qid iteration docid grade), got {len(parts)}",
+                                 path=path, line=lineno)
+            qid, _, doc, grade_text = parts
+            try:
+                grade = int(grade_text)
+            except ValueError:
+                raise InputError(f"grade is not a whole number: {grade_text!r}", path=path,
+                                 line=lineno, field="grade") from None
+            docs = qrels.setdefault(qid, {})
+            if doc in docs:
+                raise InputError(f"duplicate judgement for topic {qid!r} and doc {doc!r}",
+                                 path=path, line=lineno, field="docid")
+            docs[doc] = grade
+    if not qrels:
+        raise InputError("the qrels file is empty", path=path)
+    return qrels

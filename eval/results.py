@@ -1,0 +1,372 @@
+"""The evaluator's Python API: ``evaluate_runs``, ``tune_and_evaluate`` and their ``Results``.
+
+``dsr evaluate`` and ``dsr reproduce`` both call :func:`evaluate_runs`::
+
+    results = evaluate_runs(collection, {"bm25": run_a, "dense": run_b},
+                            splits=resolve_splits(collection), baseline="bm25")
+    results.summary("all")          # {system: {measure: (mean, sd)}}
+    write_report(results, "report/")  # eval.report
+
+Ranker families are tuned per split on val (see ``eval.protocol``): pass
+``families={"bm25": {"k1=0.9,b=0.4": run_or_callable, ...}}``; a callable
+(no arguments, returns a Run) is called once, evaluated and dropped, so a grid
+never has to sit in memory. :func:`configs_from_grid` builds those callables
+from a ranker's ``GRID``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence, Union
+
+import numpy as np
+
+from eval import significance as sig
+from eval.measures import Evaluator, TopicValues, measure_names, parse_measures
+from eval.protocol import SD_DDOF, TIE_DECIMALS, SplitIndex, Splits, Tuned, summarise, tune
+from eval.qrels import qrels_from_collection
+from retrieval.atomic import atomic_write
+from retrieval.data import Collection
+from retrieval.errors import InputError
+from retrieval.run import Run
+
+ConfigSource = Union[Run, Callable[[], Run]]
+
+PAIRING = ("paired by topic: an untuned run's value on each dialogue; a tuned family's value is the "
+           "mean, over the splits whose test half holds the dialogue, of the configuration chosen "
+           "on that split's val half (out of sample)")
+
+
+@dataclass
+class System:
+    """A row of the protocol's table: an untuned run or a family tuned per split."""
+
+    name: str
+    kind: str                                  # "run" or "tuned"
+    per_topic: np.ndarray                      # (n_topics, n_measures), for significance
+    splits: dict[str, np.ndarray] | None = None  # subset -> (n_splits, n_measures) test means
+    tuned: Tuned | None = None
+    config_means: dict[str, np.ndarray] | None = None   # tuned: each config over all dialogues
+
+
+@dataclass
+class Results:
+    """Everything measured: per-topic matrices, split means, choices, significance.
+
+    ``runs`` holds each untuned run's per-topic values over all dialogues;
+    ``systems`` what the table reports (with splits: test-half values per
+    split; without: the runs themselves).
+    """
+
+    collection: dict[str, Any]
+    topics: list[str]
+    topic_subsets: list[str]
+    subsets: dict[str, np.ndarray]
+    measures: list[str]
+    runs: dict[str, TopicValues]
+    run_info: dict[str, dict[str, Any]]
+    systems: dict[str, System]
+    splits: Splits | None = None
+    target: str | None = None
+    baseline: str | None = None
+    significance: dict[str, dict] | None = None
+    test: str = "t"
+    alpha: float = sig.ALPHA
+    n_resamples: int = sig.DEFAULT_RESAMPLES
+    seed: int = 0
+    notes: list[str] = field(default_factory=list)
+    #: untuned Run objects (for recall-at-k curves in reports); not serialised
+    run_objects: dict[str, Run] = field(default_factory=dict, repr=False)
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+
+    @property
+    def protocol(self) -> str:
+        return "official" if self.splits is not None else "all"
+
+    def summary(self, subset: str = "all") -> dict[str, dict[str, tuple[float, float | None]]]:
+        """{system: {measure: (mean, sd)}}: test halves over splits, or all dialogues (sd None)."""
+        out = {}
+        for name, system in self.systems.items():
+            if system.splits is not None:
+                mean, sd = summarise(system.splits[subset])
+                out[name] = {m: (float(mean[j]), _num(sd[j])) for j, m in enumerate(self.measures)}
+            else:
+                mean = self.runs[name].mean(self.subsets[subset])
+                out[name] = {m: (float(mean[j]), None) for j, m in enumerate(self.measures)}
+        return out
+
+    def untuned(self, subset: str = "all") -> dict[str, dict[str, float]]:
+        """{run: {measure: mean over the subset's dialogues}} for every untuned run."""
+        return {name: dict(zip(self.measures, map(float, tv.mean(self.subsets[subset]))))
+                for name, tv in self.runs.items()}
+
+    def significant(self, subset: str, system: str, measure: str) -> bool:
+        """Whether the baseline comparison's Holm-adjusted p (of ``test``) is below alpha."""
+        entry = ((self.significance or {}).get(subset, {}).get(system, {}).get(measure))
+        p = entry.get(f"{self.test}_holm") if entry else None
+        return p is not None and p < self.alpha
+
+    def protocol_json(self) -> dict[str, Any]:
+        if self.splits is None:
+            return {"name": "all", "description": "every dialogue once, no tuning"}
+        return {"name": "official", "splits": self.splits.describe(), "target": self.target,
+                "selection": f"highest val mean of the target (rounded to {TIE_DECIMALS} decimals); "
+                             "ties go to the configuration given first",
+                "sd": f"sample standard deviation over splits (ddof={SD_DDOF})",
+                "subsets": "configuration chosen on the whole val half, reported per subset of the test half"}
+
+    def to_json(self) -> dict[str, Any]:
+        """The numbers of the tables (and more), JSON-ready; NaN becomes null."""
+        out: dict[str, Any] = {
+            "collection": self.collection,
+            "protocol": self.protocol_json(),
+            "measures": self.measures,
+            "subsets": {s: int(len(i)) for s, i in self.subsets.items()},
+            "runs": {},
+            "notes": self.notes,
+        }
+        for name, tv in self.runs.items():
+            out["runs"][name] = {
+                **self.run_info.get(name, {}),
+                "missing_topics": tv.missing, "unknown_topics": tv.unknown,
+                "all_dialogues": {s: _means(tv.mean(i), self.measures) for s, i in self.subsets.items()},
+            }
+        if self.splits is not None:
+            out["systems"] = {}
+            for name, system in self.systems.items():
+                entry: dict[str, Any] = {"kind": system.kind, "test": {}}
+                for subset, split_means in system.splits.items():
+                    mean, sd = summarise(split_means)
+                    entry["test"][subset] = {
+                        m: {"mean": _num(mean[j]), "sd": _num(sd[j]),
+                            "splits": [_num(v) for v in split_means[:, j]]}
+                        for j, m in enumerate(self.measures)}
+                if system.tuned is not None:
+                    entry["configs"] = {c: _means(v, self.measures)
+                                        for c, v in (system.config_means or {}).items()}
+                    entry["chosen"] = system.tuned.chosen_names
+                    entry["choice_counts"] = system.tuned.choice_counts()
+                    entry.update(self.run_info.get(name, {}))
+                out["systems"][name] = entry
+        if self.baseline is not None:
+            out["significance"] = {
+                "baseline": self.baseline, "marked_by": f"{self.test}_holm", "alpha": self.alpha,
+                "tests": {"t": "paired t-test (scipy.stats.ttest_rel), two-sided",
+                          "perm": f"paired sign-flip randomisation test, two-sided, "
+                                  f"{self.n_resamples} resamples, seed {self.seed}"},
+                "correction": "Holm-Bonferroni across the systems compared, per subset and measure",
+                "pairing": PAIRING,
+                "results": self.significance,
+            }
+        return out
+
+
+def _num(value) -> float | None:
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _means(values: np.ndarray, measures: list[str]) -> dict[str, float | None]:
+    return {m: _num(values[j]) for j, m in enumerate(measures)}
+
+
+def subset_indices(collection: Collection, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """"all" and each of the collection's subsets (or only ``names``) -> topic indices."""
+    labels = np.array([d.subset for d in collection.dialogues])
+    available = {"all": np.arange(len(labels))}
+    own = collection.subsets
+    if own != ["all"]:
+        for name in own:
+            available[name] = np.flatnonzero(labels == name)
+    if not names:
+        return available
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise InputError(f"no subset {unknown[0]!r} in {collection.name}; it has "
+                         f"{', '.join(available)}", field="--subset")
+    return {n: available[n] for n in dict.fromkeys(names)}
+
+
+def configs_from_grid(make_run: Callable[..., Run], grid: Mapping[str, Sequence[Any]]) -> dict[str, Callable[[], Run]]:
+    """``{"k1=0.9,b=0.4": lambda: make_run(k1=0.9, b=0.4), ...}`` over the grid's product.
+
+    Order: the grid's keys in order, values in order (the first configuration
+    wins ties on val, so list a ranker's default first).
+    """
+    keys = list(grid)
+    configs = {}
+    for values in itertools.product(*(grid[k] for k in keys)):
+        params = dict(zip(keys, values))
+        name = ",".join(f"{k}={v}" for k, v in params.items()) or "default"
+        configs[name] = (lambda p=params: make_run(**p))
+    return configs
+
+
+def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Sequence | None = None, *,
+                  subsets: Sequence[str] | None = None, splits: Splits | None = None,
+                  families: Mapping[str, Mapping[str, ConfigSource]] | None = None,
+                  target: str = "nDCG@5", baseline: str | None = None, test: str = "t",
+                  n_resamples: int = sig.DEFAULT_RESAMPLES, seed: int = 0, alpha: float = sig.ALPHA,
+                  run_info: Mapping[str, dict] | None = None, progress: bool = True) -> Results:
+    """Evaluate runs (and tune families per split) on a collection.
+
+    * ``runs``: name -> Run, reported untuned (over all dialogues, and with
+      ``splits`` also on each split's test half).
+    * ``families``: family -> {config name: Run or callable -> Run}; needs
+      ``splits``; each family is tuned on val per split by ``target`` (added
+      to the measures when missing). A Run object that is both in ``runs``
+      and in a family is evaluated once and shown as the family in the
+      protocol's table (and as itself in the untuned one).
+    * ``baseline``: a run or family name; every other system is tested
+      against it (``test`` "t" or "perm" decides the table marks).
+    * ``subsets``: restrict to these ("all" and the collection's own by default).
+    """
+    from tqdm import tqdm
+
+    if test not in ("t", "perm"):
+        raise InputError(f"unknown test {test!r}: use t or perm", field="--test")
+    measures = list(measures) if measures is not None else None
+    if measures is None or all(isinstance(m, str) for m in measures):
+        measures = parse_measures(measures)
+    families = dict(families or {})
+    target_name = None
+    if families and splits is None:
+        raise InputError("tuning a ranker family needs val/test splits (the official protocol)",
+                         field="--tune")
+    if splits is not None:
+        target_measure = parse_measures([target], field="--target")[0]
+        target_name = str(target_measure)
+        if target_name not in measure_names(measures):
+            measures = [*measures, target_measure]
+    names = measure_names(measures)
+    if not runs and not families:
+        raise InputError("no runs to evaluate")
+    clash = set(runs) & set(families)
+    if clash:
+        raise InputError(f"{sorted(clash)[0]!r} names both a run and a family; rename one", field="--tune")
+    qrels = qrels_from_collection(collection)
+    topics = collection.ids
+    index_by_subset = subset_indices(collection, subsets)
+    evaluator = Evaluator(qrels, measures, topics)
+    notes: list[str] = []
+    norel = sum(1 for d in collection.dialogues if not d.relevant)
+    if norel:
+        notes.append(f"{norel} dialogue(s) have no relevant candidate; they score 0 on every measure "
+                     "(as in trec_eval)")
+
+    memo: dict[int, TopicValues] = {}
+    jobs = len(runs) + sum(len(c) for c in families.values())
+    bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=not progress, leave=False)
+
+    def measure(run: Run) -> TopicValues:
+        key = id(run)
+        if key not in memo:
+            memo[key] = evaluator(run)
+        bar.update(1)
+        return memo[key]
+
+    values = {}
+    for name, run in runs.items():
+        values[name] = measure(run)
+        tv = values[name]
+        if tv.missing:
+            notes.append(f"{name}: {tv.missing} of {len(topics)} dialogues not ranked; they count 0")
+        if tv.unknown:
+            notes.append(f"{name}: {tv.unknown} topic(s) not in {collection.name} were ignored")
+        if tv.unknown == len(run) and len(run):
+            raise InputError(f"run {name!r} ranks no dialogue of {collection.name}: "
+                             "wrong collection?", record=name)
+    info = {name: dict((run_info or {}).get(name, {})) or {"tag": runs[name].tag, "config": runs[name].config}
+            for name in runs}
+
+    systems: dict[str, System] = {}
+    if splits is None:
+        for name, tv in values.items():
+            systems[name] = System(name, "run", tv.values)
+    else:
+        index = SplitIndex(splits, topics, index_by_subset)
+        never = int((index.test_counts() == 0).sum())
+        if never:
+            notes.append(f"{never} dialogue(s) are in no test half; they have no tuned per-topic value")
+        members = {id(r) for configs in families.values() for r in configs.values() if isinstance(r, Run)}
+        for name, tv in values.items():
+            if id(runs[name]) in members:
+                continue
+            systems[name] = System(name, "run", tv.values,
+                                   {s: index.means(tv.values, "test", s) for s in index_by_subset})
+        target_j = names.index(target_name)
+        for family, configs in families.items():
+            if not configs:
+                raise InputError(f"family {family!r} has no configuration", field="--tune")
+            stack = []
+            for config, source in configs.items():
+                run = source if isinstance(source, Run) else source()
+                stack.append(measure(run).values)
+                if not isinstance(source, Run):
+                    memo.pop(id(run), None)   # produced here, not shared: let it go
+            stack = np.stack(stack)
+            tuned = tune(index, list(configs), stack, target_j)
+            systems[family] = System(family, "tuned", tuned.per_topic, tuned.test, tuned,
+                                     {c: stack[k].mean(axis=0) for k, c in enumerate(configs)})
+            info.setdefault(family, {})
+            info[family].update((run_info or {}).get(family, {}))
+    bar.close()
+
+    results = Results(collection.describe(), list(topics), [d.subset for d in collection.dialogues],
+                      index_by_subset, names, values, info, systems, splits, target_name, None, None,
+                      test, alpha, n_resamples, seed, notes,
+                      {n: r for n, r in runs.items()}, qrels)
+    if baseline is not None:
+        if baseline not in systems:
+            raise InputError(f"baseline {baseline!r} is not one of the systems compared: "
+                             f"{', '.join(systems)}", field="--baseline")
+        results.baseline = baseline
+        per_topic = {n: s.per_topic for n, s in systems.items()}
+        results.significance = {
+            subset: sig.compare(per_topic, baseline, names, idx, n_resamples, seed)
+            for subset, idx in index_by_subset.items()}
+    return results
+
+
+def tune_and_evaluate(collection: Collection, configs: Mapping[str, Mapping[str, ConfigSource]],
+                      splits: Splits, target: str = "nDCG@5", measures: Sequence | None = None,
+                      **kwargs) -> Results:
+    """Tune each family per split on val by ``target`` and report its test halves.
+
+    ``results.systems[family].tuned`` holds the chosen configuration per split
+    (``chosen_names``), val means, test means per subset and the per-topic
+    values used for significance; ``kwargs`` go to :func:`evaluate_runs`
+    (``runs=`` for untuned runs beside the families, ``baseline=``...).
+    """
+    runs = kwargs.pop("runs", {})
+    return evaluate_runs(collection, runs, measures, splits=splits, families=configs,
+                         target=target, **kwargs)
+
+
+def write_per_topic(results: Results, path: str | Path) -> None:
+    """Per-topic values of every run (all dialogues) and tuned family (out-of-sample values).
+
+    ``.jsonl``/``.json``: one object per (system, topic); anything else: TSV
+    with a header ``system kind topic subset MEASURE...``. Written atomically.
+    """
+    import json
+
+    path = Path(path)
+    rows: list[tuple[str, str, np.ndarray]] = [(n, "run", tv.values) for n, tv in results.runs.items()]
+    rows += [(n, "tuned", s.per_topic) for n, s in results.systems.items() if s.kind == "tuned"]
+    jsonl = path.suffix.lower() in (".jsonl", ".json")
+    with atomic_write(path) as handle:
+        if not jsonl:
+            handle.write("\t".join(["system", "kind", "topic", "subset", *results.measures]) + "\n")
+        for name, kind, matrix in rows:
+            for i, topic in enumerate(results.topics):
+                if jsonl:
+                    handle.write(json.dumps({"system": name, "kind": kind, "topic": topic,
+                                             "subset": results.topic_subsets[i],
+                                             "values": _means(matrix[i], results.measures)}) + "\n")
+                else:
+                    cells = ["" if math.isnan(v) else repr(float(v)) for v in matrix[i]]
+                    handle.write("\t".join([name, kind, topic, results.topic_subsets[i], *cells]) + "\n")
