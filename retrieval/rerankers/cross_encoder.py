@@ -1,0 +1,165 @@
+"""Cross-encoder reranker: a sentence-transformers CrossEncoder scores each
+(query, candidate) pair of a run's top k.
+
+The model comes through :mod:`retrieval.models` (``all-MiniLM``-style short
+names, hub ids, local folders, ``dsr:NAME`` for trained models; offline
+first), so a folder saved by ``transformers`` (``save_pretrained`` of a
+``*ForSequenceClassification`` with one label, plus its tokenizer) works the
+same way as a published cross-encoder. The default model
+(``cross-encoder/ms-marco-MiniLM-L-6-v2``) is not bundled: offline, pass a
+folder or a model trained with ``dsr train`` (``dsr:NAME``).
+
+Scores
+------
+The reranked block's scores are the model's raw logits (no sigmoid):
+sentence-transformers applies a sigmoid to one-label models by default, and
+in float32 it saturates, turning distinct logits into ties. Order is the
+same either way.
+
+Below the block, the rest of the run keeps its original order with scores
+``lowest block score - 1``, ``- 2``, ...: they say where a sentence stands, not
+how good the model thinks it is (the model never saw them). Ties inside the
+block follow the run tie rule (initial rank, then sentence id).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from retrieval.data import Candidate, Collection
+from retrieval.errors import InputError
+from retrieval.queries import DEFAULT_DECAY, STRATEGIES, check_decay, check_strategy, query_text
+# the candidate text forms are the dense ranker's, so both read candidates alike
+from retrieval.rankers.dense import candidate_text, check_batch_size, check_text_form
+from retrieval.rerankers.base import Reranker, rerank_top_k
+from retrieval.run import Run
+
+#: the published MS MARCO cross-encoder of MiniLM-L6 size (hub id cross-encoder/NAME)
+DEFAULT_MODEL = "ms-marco-MiniLM-L-6-v2"
+
+
+class CrossEncoderReranker(Reranker):
+    """Rescore each topic's top ``top_k`` (None: all) with a cross-encoder.
+
+    Parameters: ``model`` (spec for :func:`retrieval.models.resolve_model`),
+    ``query`` (strategy of :mod:`retrieval.queries`) and its ``decay``,
+    ``batch_size``, ``max_length`` (tokens of query + candidate; longer pairs
+    are truncated), ``text`` (``body`` or ``title: body``), ``top_k``.
+    """
+
+    name = "cross-encoder"
+    PARAMS = {"model": DEFAULT_MODEL, "query": "all", "decay": DEFAULT_DECAY, "batch_size": 32,
+              "max_length": 256, "text": "body", "top_k": None}
+    GRID = {"query": list(STRATEGIES)}
+
+    def __init__(self, **params: Any):
+        super().__init__(**params)
+        p = self.params
+        check_strategy(p["query"])
+        check_decay(p["decay"])
+        check_text_form(p["text"])
+        check_batch_size(p["batch_size"])
+        for name in ("max_length", "top_k"):
+            value = p[name]
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InputError(f"{name} must be a whole number >= 1, got {value!r}", field=name)
+        self.model_info = None  # the ResolvedModel, once rerank() has loaded it
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        if self.model_info is not None:
+            out["model"] = self.model_info.describe()
+        return out
+
+    def rerank(self, collection: Collection, run: Run, top_k: int | None = None) -> Run:
+        """A new run: each topic's top ``top_k`` (default: the ``top_k`` parameter, else all)
+        rescored by the model, the rest below in their original order.
+
+        Every topic must be a dialogue of ``collection`` and every sentence a
+        candidate of it (or of the collection's sentence pool), else InputError.
+        """
+        from retrieval.models import load_cross_encoder, resolve_model
+
+        p = self.params
+        k = top_k if top_k is not None else p["top_k"]
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise InputError(f"top_k must be a whole number >= 1, got {k!r}", field="top_k")
+
+        pairs, keys = self._pairs(collection, run, k)
+        self.model_info = resolve_model(p["model"], "cross-encoder")
+        model = load_cross_encoder(self.model_info, max_length=p["max_length"])
+        scores = score_pairs(model, pairs, p["batch_size"])
+        reranked = rerank_top_k(collection, run, dict(zip(keys, scores)), k)
+        # the tag names the first stage too, as the bi-encoder's does: "bm25-...>>cross-encoder-...@k"
+        reranked.tag = f"{run.tag}>>{self.tag}" + (f"@{k}" if k else "")
+        return reranked
+
+    @property
+    def tag(self) -> str:
+        """``cross-encoder-MODEL`` and the parameters that differ from the defaults
+        (``top_k`` shows as ``@k`` in the run's tag instead)."""
+        changed = [f"{k}={v}" for k, v in sorted(self.params.items())
+                   if k not in ("model", "top_k") and v != self.PARAMS.get(k)]
+        model = str(self.params["model"]).rstrip("/").replace("\\", "/").rsplit("/", 1)[-1]
+        return "-".join([self.name, model, *changed]).replace(" ", "_")
+
+    def _pairs(self, collection: Collection, run: Run, k: int | None):
+        p = self.params
+        pool: dict[str, Candidate] | None = None
+        pairs: list[tuple[str, str]] = []
+        keys: list[tuple[str, str]] = []
+        for qid, ranked in run.rankings.items():
+            if qid not in collection:
+                raise InputError(f"topic {qid!r} is not a dialogue of collection {collection.name!r}",
+                                 record=qid, field="qid")
+            dialogue = collection[qid]
+            query = query_text(dialogue, p["query"], p["decay"])
+            candidates = {c.id: c for c in dialogue.candidates}
+            for doc, _ in ranked if k is None else ranked[:k]:
+                candidate = candidates.get(doc)
+                if candidate is None:
+                    # open-retrieval runs may rank sentences of the whole pool
+                    pool = collection.sentences() if pool is None else pool
+                    candidate = pool.get(doc)
+                if candidate is None:
+                    raise InputError(f"sentence {doc!r} is not in collection {collection.name!r}",
+                                     record=qid, field="docid")
+                pairs.append((query, candidate_text(candidate, p["text"])))
+                keys.append((qid, doc))
+        return pairs, keys
+
+
+def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
+    """Raw logits of a one-label CrossEncoder for each (query, text) pair, in input order.
+
+    Pairs are scored longest first so that a batch holds pairs of similar
+    length (less padding); a tqdm bar on stderr counts pairs.
+    """
+    import numpy as np
+    import torch
+    from tqdm import tqdm
+
+    if not pairs:
+        return []
+    order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
+    out = np.empty(len(pairs), dtype=np.float64)
+    with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False) as bar:
+        for start in range(0, len(order), batch_size):
+            batch = order[start:start + batch_size]
+            logits = model.predict([pairs[i] for i in batch], batch_size=batch_size,
+                                   show_progress_bar=False, activation_fn=torch.nn.Identity(),
+                                   convert_to_numpy=True)
+            logits = np.asarray(logits, dtype=np.float64)
+            if logits.ndim == 2 and logits.shape[1] == 1:
+                logits = logits[:, 0]
+            if logits.ndim != 1:
+                raise InputError(f"the cross-encoder gives {logits.shape[-1]} scores per pair; "
+                                 "a reranker needs a model with one output (num_labels=1)",
+                                 field="model")
+            out[batch] = logits
+            bar.update(len(batch))
+    bad = [i for i in range(len(pairs)) if not math.isfinite(out[i])]
+    if bad:
+        raise ValueError(f"the cross-encoder returned a non-finite score for {len(bad)} pair(s)")
+    return out.tolist()
