@@ -1,0 +1,150 @@
+"""Manifests: what an index on disk was built from, so a stale one is never reused.
+
+Every index and cache lives in its own folder under ``DSR_HOME/indexes/KIND/NAME``
+with a ``manifest.json`` recording the inputs' hash, the model (name and weights
+sha256), the parameters and the library versions that shape the files. An
+index is reused only when the manifest a caller expects equals the one on
+disk (the ``built`` time and the machine are informative and not compared);
+otherwise it is rebuilt and the reason printed on stderr.
+
+Folders are replaced atomically: the new index is built in a temporary folder
+beside the old one, its manifest written last, then swapped in by rename. A
+crash leaves either the old index or none, never a half-written one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from retrieval.atomic import write_json
+from retrieval.home import index_dir
+from retrieval.provenance import machine, package_versions
+
+MANIFEST = "manifest.json"
+#: manifest keys that describe a build but do not decide whether it is reusable
+INFORMATIVE = ("built", "machine", "seconds")
+
+
+def text_hash(texts: Iterable[str]) -> str:
+    """sha256 over texts (length-prefixed, so ["ab", "c"] and ["a", "bc"] differ)."""
+    digest = hashlib.sha256()
+    for text in texts:
+        data = text.encode("utf-8")
+        digest.update(len(data).to_bytes(8, "little"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def safe_name(name: str) -> str:
+    """A folder name from any string (model ids, collection names)."""
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", name).strip("._") or "index"
+
+
+def expected_manifest(kind: str, *, inputs: str, params: dict[str, Any] | None = None,
+                      model: dict[str, Any] | None = None,
+                      packages: Iterable[str] = ()) -> dict[str, Any]:
+    """The manifest an index of ``kind`` built now from these inputs would have.
+
+    ``packages`` names the libraries whose version changes the files (faiss-cpu
+    for a FAISS index, sentence-transformers for vectors): their versions are
+    compared, so an upgrade rebuilds rather than loads something incompatible.
+    """
+    versions = package_versions(tuple(packages)) if packages else {}
+    versions.pop("python", None)
+    return {"kind": kind, "inputs": inputs, "params": dict(params or {}),
+            "model": dict(model) if model else None, "versions": versions, "format": 1}
+
+
+def read_manifest(folder: str | Path) -> dict[str, Any] | None:
+    """The folder's manifest, or None when it has none or it is unreadable."""
+    try:
+        return json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def mismatch(found: dict[str, Any] | None, expected: dict[str, Any]) -> str | None:
+    """None when ``found`` matches ``expected``; otherwise why not, in words."""
+    if found is None:
+        return "no index yet"
+    reasons = []
+    for key in sorted(set(found) | set(expected)):
+        if key in INFORMATIVE:
+            continue
+        old, new = found.get(key), expected.get(key)
+        if _normal(old) == _normal(new):
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            changed = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
+                       for k in sorted(set(old) | set(new)) if _normal(old.get(k)) != _normal(new.get(k))]
+            reasons.append(f"{key} changed ({'; '.join(changed)})")
+        else:
+            reasons.append(f"{key} changed ({_short(old)} -> {_short(new)})")
+    return "; ".join(reasons) or None
+
+
+def _normal(value: Any) -> str:
+    # JSON round trip: tuples become lists, so an in-memory manifest compares
+    # equal to the one read back.
+    return json.dumps(value, sort_keys=True)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else text[:12] + "..." + text[-8:]
+
+
+def index_folder(kind: str, name: str) -> Path:
+    return index_dir() / safe_name(kind) / safe_name(name)
+
+
+def cached_build(kind: str, name: str, expected: dict[str, Any],
+                 build: Callable[[Path], None], *, announce_new: bool = True) -> tuple[Path, bool]:
+    """Reuse ``DSR_HOME/indexes/KIND/NAME`` if its manifest matches, else build it.
+
+    ``build(folder)`` writes the index files into an empty temporary folder;
+    the manifest is added and the folder swapped in atomically. Returns the
+    index folder and whether it was (re)built. A rebuild is always announced
+    on stderr with its reason; a first build unless ``announce_new`` is False.
+    """
+    folder = index_folder(kind, name)
+    reason = mismatch(read_manifest(folder), expected)
+    if reason is None:
+        return folder, False
+    if reason != "no index yet":
+        print(f"dsr: rebuilding {kind} index {folder.name!r}: {reason}", file=sys.stderr)
+    elif announce_new:
+        print(f"dsr: building {kind} index {folder.name!r}", file=sys.stderr)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        start = time.perf_counter()
+        build(tmp)
+        write_json(tmp / MANIFEST, {**expected, "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                    "machine": machine(),
+                                    "seconds": round(time.perf_counter() - start, 3)})
+        replace_folder(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder, True
+
+
+def replace_folder(new: Path, target: Path) -> None:
+    """Move folder ``new`` to ``target``, replacing what is there (two renames)."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+        os.replace(target, old)
+    os.replace(new, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

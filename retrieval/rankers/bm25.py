@@ -1,0 +1,125 @@
+"""``bm25``: BM25 between the dialogue query and each candidate sentence.
+
+Re-ranking (:class:`BM25Ranker`, the benchmark task): IDF and average length
+come from the collection's whole sentence pool, and each dialogue's own
+candidates are scored. Open retrieval (:func:`bm25_search`): the top k of a
+whole pool for each query, with the fast bm25s backend by default.
+Formulas, variants and weighted queries: see :mod:`indexes.bm25`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from tqdm import tqdm
+
+from indexes.bm25 import BACKENDS, BM25Index, BM25SIndex, check_number, check_variant
+from retrieval.data import Collection
+from retrieval.errors import InputError
+from retrieval.queries import STRATEGIES, check_decay, check_strategy, query_terms
+from retrieval.rankers.base import Ranker
+from retrieval.rankers.initial import ranker_config
+from retrieval.run import Run
+
+
+def strategy_tag(ranker: Ranker) -> str:
+    """Run tag that always names the query strategy, then the parameters changed from the defaults."""
+    changed = [f"{k}={v}" for k, v in sorted(ranker.params.items())
+               if v != ranker.PARAMS.get(k) and k != "query"]
+    return "-".join([ranker.name, f"query={ranker.params['query']}", *changed]).replace(" ", "_")
+
+
+def _check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(f"{name} must be true or false, got {value!r}", field=name)
+    return value
+
+
+class BM25Ranker(Ranker):
+    """BM25 (rank_bm25) re-ranking of each dialogue's candidates.
+
+    Parameters: ``query`` (a strategy of retrieval.queries), ``variant``
+    (okapi, l, plus), ``k1``, ``b``, ``delta`` (BM25L/BM25+; None = the
+    variant's default), ``stopwords`` and ``stem`` (tokeniser options, for
+    sentences and queries alike), ``decay`` (for ``query=weighted``).
+    """
+
+    name = "bm25"
+    PARAMS = {"query": "all", "variant": "okapi", "k1": 1.2, "b": 0.75, "delta": None,
+              "stopwords": False, "stem": False, "decay": 0.5}
+    # 3 x 2 x 5 = 30 configurations; sentences are short, so b matters less than k1.
+    GRID = {"k1": [0.9, 1.2, 1.6], "b": [0.4, 0.75], "query": list(STRATEGIES)}
+
+    def __init__(self, **params: Any):
+        super().__init__(**params)
+        p = self.params
+        check_strategy(p["query"])
+        check_variant(p["variant"])
+        check_number(p["k1"], "k1")
+        check_number(p["b"], "b")
+        if not 0 <= p["b"] <= 1:
+            raise InputError(f"b must be between 0 and 1, got {p['b']!r}", field="b")
+        if p["delta"] is not None:
+            check_number(p["delta"], "delta")
+        _check_bool(p["stopwords"], "stopwords")
+        _check_bool(p["stem"], "stem")
+        check_decay(p["decay"])
+
+    @property
+    def tag(self) -> str:
+        return strategy_tag(self)
+
+    def index(self, collection: Collection) -> BM25Index:
+        """The pool's rank_bm25 index (cached under DSR_HOME/indexes/bm25)."""
+        p = self.params
+        pool = collection.sentences()
+        return BM25Index.cached(list(pool), [c.body for c in pool.values()], name=collection.name,
+                                variant=p["variant"], k1=p["k1"], b=p["b"], delta=p["delta"],
+                                stopwords=p["stopwords"], stem=p["stem"])
+
+    def rank(self, collection: Collection) -> Run:
+        p = self.params
+        index = self.index(collection)
+        scores = {}
+        for dialogue in tqdm(collection.dialogues, desc="bm25", unit="dialogue", leave=False,
+                             disable=len(collection) < 200):
+            terms = query_terms(dialogue, p["query"], p["decay"], stopwords=p["stopwords"], stem=p["stem"])
+            ids = collection.candidate_ids(dialogue.id)
+            scores[dialogue.id] = dict(zip(ids, index.scores(terms, ids).tolist()))
+        return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
+                               initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
+
+
+def bm25_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str | Mapping[str, float]],
+                k: int = 100, *, backend: str = "bm25s", variant: str = "okapi", k1: float = 1.2,
+                b: float = 0.75, delta: float | None = None, stopwords: bool = False, stem: bool = False,
+                name: str | None = None, tag: str = "bm25") -> Run:
+    """Open retrieval: the top ``k`` sentences of ``pool`` for each query.
+
+    ``pool``: a collection (its sentence pool, body text) or ``{id: text}``.
+    ``queries``: ``{qid: text}`` (tokenised like the pool) or
+    ``{qid: {token: weight}}`` (e.g. from :func:`retrieval.queries.query_terms`
+    with the same tokeniser options). The index is cached under
+    ``DSR_HOME/indexes`` as ``NAME`` (default: the collection's name, or
+    ``pool``). Ties are broken by pool order.
+    """
+    if backend not in BACKENDS:
+        raise InputError(f"unknown BM25 backend {backend!r}; choose from {', '.join(BACKENDS)}",
+                         field="backend")
+    if isinstance(pool, Collection):
+        name = name or pool.name
+        texts_by_id = {d: c.body for d, c in pool.sentences().items()}
+    else:
+        texts_by_id = dict(pool)
+    cls = BM25SIndex if backend == "bm25s" else BM25Index
+    index = cls.cached(list(texts_by_id), list(texts_by_id.values()), name=name or "pool", variant=variant,
+                       k1=k1, b=b, delta=delta, stopwords=stopwords, stem=stem)
+    results = {}
+    for qid, query in tqdm(queries.items(), desc=f"bm25 search ({backend})", unit="query", leave=False,
+                           disable=len(queries) < 200):
+        terms = index.query_tokens(query) if isinstance(query, str) else query
+        results[qid] = index.search(terms, k)
+    return Run.from_scores({q: dict(r) for q, r in results.items()}, tag=tag,
+                           config={"search": "bm25", "backend": backend, "k": k, "variant": variant,
+                                   "k1": k1, "b": b, "delta": delta, "stopwords": stopwords, "stem": stem},
+                           initial_order={q: [d for d, _ in r] for q, r in results.items()})

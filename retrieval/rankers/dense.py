@@ -1,0 +1,116 @@
+"""``dense``: cosine between the encoded dialogue query and each candidate sentence.
+
+Re-ranking (:class:`DenseRanker`, the benchmark task) encodes every candidate
+and query text once (vectors are cached on disk, see :mod:`indexes.embeddings`)
+and scores each dialogue's own candidates. Open retrieval
+(:func:`dense_search`) searches a FAISS index of a whole pool.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from retrieval.data import Candidate, Collection
+from retrieval.errors import InputError
+from retrieval.queries import STRATEGIES, check_decay, check_strategy, query_text
+from retrieval.rankers.base import Ranker
+from retrieval.rankers.bm25 import strategy_tag
+from retrieval.rankers.initial import ranker_config
+from retrieval.run import Run
+
+TEXT_FORMS = ("body", "title: body")
+
+
+def check_text_form(text: str) -> str:
+    if text not in TEXT_FORMS:
+        raise InputError(f"unknown candidate text form {text!r}; choose from "
+                         f"{', '.join(repr(t) for t in TEXT_FORMS)}", field="text")
+    return text
+
+
+def candidate_text(candidate: Candidate, text: str = "body") -> str:
+    """The text a model sees for a candidate: its body, or ``"title: body"`` when it has a title."""
+    if text == "title: body" and candidate.title:
+        return f"{candidate.title}: {candidate.body}"
+    return candidate.body
+
+
+def check_batch_size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"batch_size must be a whole number >= 1, got {value!r}", field="batch_size")
+    return value
+
+
+class DenseRanker(Ranker):
+    """Bi-encoder re-ranking: cosine(query text, candidate text).
+
+    Parameters: ``model`` (a spec for retrieval.models.resolve_model),
+    ``query`` (a strategy; ``weighted`` is its text form), ``batch_size``,
+    ``text`` (``body`` or ``title: body``), ``decay`` (for ``weighted``).
+    """
+
+    name = "dense"
+    PARAMS = {"model": "all-MiniLM-L6-v2", "query": "all", "batch_size": 64, "text": "body", "decay": 0.5}
+    GRID = {"query": list(STRATEGIES)}
+
+    def __init__(self, **params: Any):
+        super().__init__(**params)
+        check_strategy(self.params["query"])
+        check_text_form(self.params["text"])
+        check_batch_size(self.params["batch_size"])
+        check_decay(self.params["decay"])
+
+    @property
+    def tag(self) -> str:
+        return strategy_tag(self)
+
+    def rank(self, collection: Collection) -> Run:
+        from indexes.embeddings import encode
+        from retrieval.models import resolve_model
+
+        p = self.params
+        model = resolve_model(str(p["model"]), "bi-encoder")
+        cand_texts = [candidate_text(c, p["text"]) for d in collection for c in d.candidates]
+        queries = [query_text(d, p["query"], p["decay"]) for d in collection]
+        cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates")
+        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries")
+        scores, row = {}, 0
+        for dialogue, qvec in zip(collection, query_vectors):
+            n = len(dialogue.candidates)
+            cosines = cand_vectors[row:row + n] @ qvec
+            row += n
+            scores[dialogue.id] = {c.id: float(s) for c, s in zip(dialogue.candidates, cosines)}
+        return Run.from_scores(scores, tag=self.tag,
+                               config=ranker_config(self, collection, model=model.describe()),
+                               initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
+
+
+def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str], k: int = 100, *,
+                 model: str = "all-MiniLM-L6-v2", index: str = "flat", batch_size: int = 64,
+                 text: str = "body", name: str | None = None, tag: str = "dense",
+                 **index_params: Any) -> Run:
+    """Open retrieval: the top ``k`` sentences of ``pool`` by cosine, for each query text.
+
+    ``pool``: a collection (its sentence pool, as ``text``) or ``{id: text}``;
+    ``index``: ``flat`` (exact), ``hnsw`` or ``ivf`` (see :mod:`indexes.dense`,
+    which also lists ``index_params``). The FAISS index and all vectors are
+    cached under ``DSR_HOME/indexes``. Ties are broken by FAISS rank.
+    """
+    from indexes.dense import DenseIndex
+
+    check_text_form(text)
+    if isinstance(pool, Collection):
+        name = name or pool.name
+        texts_by_id = {d: candidate_text(c, text) for d, c in pool.sentences().items()}
+    else:
+        texts_by_id = dict(pool)
+    dense = DenseIndex.cached(list(texts_by_id), list(texts_by_id.values()), name=name or "pool",
+                              model=model, kind=index, batch_size=check_batch_size(batch_size),
+                              **index_params)
+    qids = list(queries)
+    results = dense.search([queries[q] for q in qids], k)
+    return Run.from_scores({q: dict(r) for q, r in zip(qids, results)}, tag=tag,
+                           config={"search": "dense", "k": k, "index": index, "model": dense.model.describe(),
+                                   "text": text, **index_params},
+                           initial_order={q: [d for d, _ in r] for q, r in zip(qids, results)})
+

@@ -1,0 +1,43 @@
+"""``random``: a seeded random order of each dialogue's candidates (the floor of a table)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from retrieval.data import Collection
+from retrieval.errors import InputError
+from retrieval.rankers.base import Ranker
+from retrieval.rankers.initial import ranker_config
+from retrieval.run import Run
+
+
+class RandomRanker(Ranker):
+    """Uniform random scores, seeded by ``seed`` and the dialogue id.
+
+    A dialogue's order depends only on the seed and its own id, not on which
+    other dialogues the collection holds or their order, so subsets and
+    splits of a collection get the same rankings.
+    """
+
+    name = "random"
+    PARAMS = {"seed": 0}
+    GRID = {}
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        seed = self.params["seed"]
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise InputError(f"seed must be a whole number >= 0, got {seed!r}", field="seed")
+
+    def rank(self, collection: Collection) -> Run:
+        seed = int(self.params["seed"])
+        scores = {}
+        for dialogue in collection:
+            salt = int.from_bytes(hashlib.sha256(dialogue.id.encode("utf-8")).digest()[:8], "little")
+            rng = np.random.default_rng([seed, salt])
+            values = rng.random(len(dialogue.candidates))
+            scores[dialogue.id] = {c.id: float(v) for c, v in zip(dialogue.candidates, values)}
+        return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
+                               initial_order={d.id: collection.candidate_ids(d.id) for d in collection})

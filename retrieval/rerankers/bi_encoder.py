@@ -1,0 +1,82 @@
+"""``bi-encoder``: rescore a run's top k by cosine between query and candidate embeddings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from retrieval.data import Collection
+from retrieval.errors import InputError
+from retrieval.queries import STRATEGIES, check_decay, check_strategy, query_text
+from retrieval.rankers.dense import candidate_text, check_batch_size, check_text_form
+from retrieval.rerankers.base import Reranker
+from retrieval.run import Run, strictly_decreasing
+
+
+class BiEncoderReranker(Reranker):
+    """Cosine(query text, candidate text) with a sentence-transformers bi-encoder.
+
+    The top ``top_k`` sentences of each topic (all when None) are rescored and
+    sorted by cosine (ties keep the run's order); the rest follow in the run's
+    order, with scores ``min(top cosines) - 1 - i`` so that every score stays
+    strictly decreasing. Embeddings are cached (:mod:`indexes.embeddings`).
+    Parameters as for the ``dense`` ranker: ``model``, ``query``,
+    ``batch_size``, ``text``, ``decay``.
+    """
+
+    name = "bi-encoder"
+    PARAMS = {"model": "all-MiniLM-L6-v2", "query": "all", "batch_size": 64, "text": "body", "decay": 0.5}
+    GRID = {"query": list(STRATEGIES)}
+
+    def __init__(self, **params: Any):
+        super().__init__(**params)
+        check_strategy(self.params["query"])
+        check_text_form(self.params["text"])
+        check_batch_size(self.params["batch_size"])
+        check_decay(self.params["decay"])
+
+    def rerank(self, collection: Collection, run: Run, top_k: int | None = None) -> Run:
+        from indexes.embeddings import encode
+        from retrieval.models import resolve_model
+
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise InputError(f"top_k must be a whole number >= 1, got {top_k!r}", field="--top-k")
+        p = self.params
+        model = resolve_model(str(p["model"]), "bi-encoder")
+        heads: dict[str, list[str]] = {}
+        pair_texts: list[str] = []
+        queries: list[str] = []
+        for qid in run.topics():
+            if qid not in collection:
+                raise InputError(f"topic {qid!r} of the run is not a dialogue of collection "
+                                 f"{collection.name!r} (a run for another collection?)", record=qid,
+                                 field="qid")
+            dialogue = collection[qid]
+            by_id = {c.id: c for c in dialogue.candidates}
+            head = run.top(qid, top_k)
+            for doc in head:
+                if doc not in by_id:
+                    raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r}",
+                                     record=qid, field="docid")
+                pair_texts.append(candidate_text(by_id[doc], p["text"]))
+            heads[qid] = head
+            queries.append(query_text(dialogue, p["query"], p["decay"]))
+        cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates")
+        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries")
+        rankings, row = {}, 0
+        for (qid, head), qvec in zip(heads.items(), query_vectors):
+            cosines = (cand_vectors[row:row + len(head)] @ qvec).tolist()
+            row += len(head)
+            rankings[qid] = keep_rest_below(run.top(qid), head, cosines)
+        config = {**self.describe(), "model": model.describe(), "top_k": top_k,
+                  "first_stage": {"tag": run.tag, **run.config}, "collection": collection.describe()}
+        tag = f"{run.tag}>>{self.name}-query={p['query']}" + (f"@{top_k}" if top_k else "")
+        return Run(rankings, tag, config)
+
+
+def keep_rest_below(ranked: list[str], head: list[str], scores: list[float]) -> list[tuple[str, float]]:
+    """``head`` sorted by ``scores`` (stable: ties keep run order), then the rest of ``ranked`` below."""
+    order = sorted(range(len(head)), key=lambda i: -scores[i])
+    top = [(head[i], scores[i]) for i in order]
+    floor = min(scores) if scores else 0.0
+    rest = [(doc, floor - 1.0 - i) for i, doc in enumerate(ranked[len(head):])]
+    return strictly_decreasing(top + rest)
