@@ -8,8 +8,8 @@ from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.queries import STRATEGIES, check_decay, check_strategy, query_text
 from retrieval.rankers.dense import candidate_text, check_batch_size, check_text_form
-from retrieval.rerankers.base import Reranker
-from retrieval.run import Run, strictly_decreasing
+from retrieval.rerankers.base import Reranker, rerank_top_k
+from retrieval.run import Run
 
 
 class BiEncoderReranker(Reranker):
@@ -62,21 +62,14 @@ class BiEncoderReranker(Reranker):
             queries.append(query_text(dialogue, p["query"], p["decay"]))
         cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates")
         query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries")
-        rankings, row = {}, 0
+        new_scores, row = {}, 0
         for (qid, head), qvec in zip(heads.items(), query_vectors):
             cosines = (cand_vectors[row:row + len(head)] @ qvec).tolist()
             row += len(head)
-            rankings[qid] = keep_rest_below(run.top(qid), head, cosines)
+            new_scores.update(((qid, doc), cos) for doc, cos in zip(head, cosines))
+        rankings = rerank_top_k(collection, run, new_scores, top_k).rankings
         config = {**self.describe(), "model": model.describe(), "top_k": top_k,
                   "first_stage": {"tag": run.tag, **run.config}, "collection": collection.describe()}
         tag = f"{run.tag}>>{self.name}-query={p['query']}" + (f"@{top_k}" if top_k else "")
         return Run(rankings, tag, config)
 
-
-def keep_rest_below(ranked: list[str], head: list[str], scores: list[float]) -> list[tuple[str, float]]:
-    """``head`` sorted by ``scores`` (stable: ties keep run order), then the rest of ``ranked`` below."""
-    order = sorted(range(len(head)), key=lambda i: -scores[i])
-    top = [(head[i], scores[i]) for i in order]
-    floor = min(scores) if scores else 0.0
-    rest = [(doc, floor - 1.0 - i) for i, doc in enumerate(ranked[len(head):])]
-    return strictly_decreasing(top + rest)
