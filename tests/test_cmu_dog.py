@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pysbd
 import pytest
+
+from indexes.bm25 import BM25Index
 from rank_bm25 import BM25Okapi
 
 from retrieval.collections import cmu_dog
@@ -157,13 +159,20 @@ def test_silver_grades_hand_made():
     assert cmu_dog.silver_grades("Brody was great", sentences, 0.9) == {}
 
 
-def test_bm25_matrix_equals_rank_bm25():
+def test_pool_bm25_equals_rank_bm25_defaults():
     corpus = [tokenize(t, stopwords=True, stem=True) for t in (
         "The shark attacks the swimmers", "Brody hunts the shark with Quint",
         "Quint's boat sinks", "The mayor keeps the beaches open for the summer")]
     query = tokenize("shark shark boat beaches Quint", stopwords=True, stem=True)
     expected = BM25Okapi(corpus).get_scores(query)
-    assert cmu_dog.BM25Matrix(corpus).scores(query) == pytest.approx(expected)
+    texts = ["The shark attacks the swimmers", "Brody hunts the shark with Quint",
+             "Quint's boat sinks", "The mayor keeps the beaches open for the summer"]
+    index = BM25Index([str(i) for i in range(4)], texts, k1=1.5, b=0.75, stopwords=True, stem=True)
+    assert index.all_scores(query) == pytest.approx(expected)
+    top = cmu_dog.top_positive(index.all_scores(query), 3)
+    # only positive scores enter a pool, best first
+    assert [j for j, _ in top] == sorted((j for j in range(4) if expected[j] > 0),
+                                         key=lambda j: -expected[j])[:3]
 
 
 def _tiny_source(tmp: Path, history: list[dict], who=("user1",)) -> Path:

@@ -62,11 +62,12 @@ from typing import Any
 
 import numpy as np
 
+from indexes.bm25 import BM25Index
 from retrieval.collections import SourceInfo
 from retrieval.collections.common import cached_build, check_params, resolve_source
 from retrieval.data import Candidate, Collection, Dialogue, Turn
 from retrieval.errors import InputError
-from retrieval.text import content_words, tokenize
+from retrieval.text import content_words
 
 NAME = "cmu_dog"
 REPOSITORY = "festvox/datasets-CMU_DoG"
@@ -140,7 +141,9 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     # sorted by id, so the index order is the documented tie order (sentence id)
     sentences = sorted((s for doc in documents.values() for s in doc.sentences),
                        key=lambda s: s.id)
-    index = BM25Matrix([tokenize(s.body, stopwords=True, stem=True) for s in sentences])
+    # rank_bm25's BM25Okapi defaults (k1=1.5, b=0.75, epsilon=0.25) over the whole pool
+    index = BM25Index([s.id for s in sentences], [s.body for s in sentences], k1=1.5, b=0.75,
+                      stopwords=True, stem=True)
     by_wiki_idx = {doc.wiki_idx: doc for doc in documents.values()}
 
     files = sorted((folder / "Conversations" / split).glob("*.json"))
@@ -159,7 +162,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
             if not grades:
                 continue
             query = " ".join(t.body for t in turns[:i])
-            pool = index.top(tokenize(query, stopwords=True, stem=True), pool_size)
+            pool = top_positive(index.all_scores(index.query_tokens(query)), pool_size)
             candidates = []
             for j, score in pool:
                 sentence = sentences[j]
@@ -283,55 +286,17 @@ def silver_grades(target: str, sentence_words: dict[str, set[str]],
 
 # --- BM25 ------------------------------------------------------------------------
 
-class BM25Matrix:
-    """rank_bm25's BM25Okapi scores as one sparse matrix product per query.
+def top_positive(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` best (index, score) with score > 0, score desc then index.
 
-    ``BM25Okapi.get_scores`` loops in Python over every sentence for every
-    query token (minutes for a split); the per-(sentence, term) weights do not
-    depend on the query, so they are computed once, and a query is the dot
-    product with its term counts. Same formula, idf (with its epsilon floor)
-    and parameters as ``BM25Okapi``, which computes the idf here.
+    Scores are rounded to 6 decimals first: sums in another order (rank_bm25's
+    loop) differ in the last bits, and equal scores must tie the same way.
     """
-
-    def __init__(self, corpus: list[list[str]], k1: float = 1.5, b: float = 0.75,
-                 epsilon: float = 0.25):
-        from rank_bm25 import BM25Okapi
-        from scipy import sparse
-
-        # rank_bm25 divides by the corpus size and average length; an empty
-        # document list would fail deep inside it
-        okapi = BM25Okapi([tokens or [""] for tokens in corpus], k1=k1, b=b, epsilon=epsilon)
-        self.vocab = {term: n for n, term in enumerate(okapi.idf)}
-        rows, cols, vals = [], [], []
-        for d, freqs in enumerate(okapi.doc_freqs):
-            norm = k1 * (1 - b + b * okapi.doc_len[d] / okapi.avgdl)
-            for term, tf in freqs.items():
-                rows.append(d)
-                cols.append(self.vocab[term])
-                vals.append(okapi.idf[term] * tf * (k1 + 1) / (tf + norm))
-        self.weights = sparse.csr_matrix((vals, (rows, cols)),
-                                         shape=(len(corpus), len(self.vocab)))
-
-    def scores(self, query: list[str]) -> np.ndarray:
-        """BM25 score of every document (query tokens counted with repeats, as rank_bm25 does)."""
-        counts = np.zeros(len(self.vocab))
-        for term in query:
-            n = self.vocab.get(term)
-            if n is not None:
-                counts[n] += 1
-        return self.weights @ counts
-
-    def top(self, query: list[str], k: int) -> list[tuple[int, float]]:
-        """The ``k`` best (document index, score) with score > 0, score desc then index.
-
-        Scores are rounded to 6 decimals first: sums in another order (rank_bm25's
-        loop) differ in the last bits, and equal scores must tie the same way.
-        """
-        scores = np.round(self.scores(query), 6)
-        positive = np.flatnonzero(scores > 0)
-        # lexsort: last key is primary -> score descending, then index ascending
-        order = positive[np.lexsort((positive, -scores[positive]))][:k]
-        return [(int(j), float(scores[j])) for j in order]
+    scores = np.round(scores, 6)
+    positive = np.flatnonzero(scores > 0)
+    # lexsort: last key is primary -> score descending, then index ascending
+    order = positive[np.lexsort((positive, -scores[positive]))][:k]
+    return [(int(j), float(scores[j])) for j in order]
 
 
 # --- conversations ---------------------------------------------------------------

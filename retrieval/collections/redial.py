@@ -65,12 +65,11 @@ from typing import Any
 import numpy as np
 
 from retrieval.collections import SourceInfo
-from retrieval.collections.cmu_dog import BM25Matrix
+from indexes.bm25 import BM25Index
 from retrieval.collections.common import (cached_build, check_params,
                                            resolve_source)
 from retrieval.data import Candidate, Collection, Dialogue, Turn
 from retrieval.errors import InputError
-from retrieval.text import tokenize
 
 NAME = "redial"
 REPOSITORY = "ReDialData/website"
@@ -235,8 +234,9 @@ class MovieRanker:
         self.ids = list(movies)
         self.position = {m: n for n, m in enumerate(self.ids)}
         self.cooc_weight, self.bm25_weight = cooc_weight, bm25_weight
-        self.bm25 = (BM25Matrix([tokenize(m.name, stopwords=True, stem=True)
-                                 for m in movies.values()]) if bm25_weight else None)
+        # rank_bm25's BM25Okapi defaults (k1=1.5, b=0.75) over the titles
+        self.bm25 = (BM25Index(self.ids, [m.name for m in movies.values()], k1=1.5, b=0.75,
+                               stopwords=True, stem=True) if bm25_weight else None)
         mentions = np.array([movies[m].mentions for m in self.ids], dtype=float)
         self.prior = prior_weight * np.log1p(mentions)
         #: movie -> movie -> number of dialogues naming both
@@ -262,8 +262,7 @@ class MovieRanker:
                     counts[self.position[b]] += n - (b in own)
             scores += self.cooc_weight * np.log1p(counts)
         if self.bm25 is not None:
-            scores += self.bm25_weight * self.bm25.scores(tokenize(context, stopwords=True,
-                                                                    stem=True))
+            scores += self.bm25_weight * self.bm25.all_scores(self.bm25.query_tokens(context))
         return scores
 
     def top(self, context: str, mentioned: set[str], own: set[str],
