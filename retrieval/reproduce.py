@@ -96,8 +96,9 @@ def register(subparsers) -> None:
                    help=f"cross-encoder for the reranking row: a folder, hub id or dsr:NAME "
                         f"(default: {DEFAULT_CROSS_ENCODER} when `dsr train` has saved it)")
     p.add_argument("--no-cross-encoder", action="store_true", help="skip the cross-encoder row")
-    p.add_argument("--ce-query", default="all", metavar="Q",
-                   help="query strategy for the cross-encoder (default all)")
+    p.add_argument("--ce-query", metavar="Q",
+                   help="query strategy for the cross-encoder (default: the one a `dsr train` model "
+                        "was trained with, from its card; else all)")
     p.add_argument("--test", choices=("t", "perm"), default="t",
                    help="test that decides the † marks: paired t-test or permutation (default t)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -162,7 +163,7 @@ def _skip_reason(args: argparse.Namespace) -> str:
 def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 50, seed: int = 0,
               target: str = "nDCG@5", measures=None, strategies=None,
               dense_model: str | None = "all-MiniLM-L6-v2", cross_encoder: str | None = None,
-              ce_query: str = "all", test: str = "t", timer: StageTimer | None = None,
+              ce_query: str | None = None, test: str = "t", timer: StageTimer | None = None,
               skipped_reason: str = "skipped: no cross-encoder given",
               command: list[str] | None = None, started: float | None = None) -> dict[str, Any]:
     """Run the suite on ``collection`` and write report, runs and manifest into ``out``.
@@ -183,7 +184,8 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
     strategies = list(strategies or STRATEGIES)
     for q in strategies:
         check_strategy(q)
-    check_strategy(ce_query)
+    if ce_query is not None:
+        check_strategy(ce_query)
 
     with timer("splits"):
         splits = resolve_splits(collection, splits_file, n_splits, seed)
@@ -300,11 +302,12 @@ class Suite:
         self.info[name] = {"fusion": "rrf", "grid": {"bm25 query": self.strategies,
                                                      "dense query": self.strategies, "k": ks}}
 
-    def cross_encoder(self, model: str, query: str) -> None:
+    def cross_encoder(self, model: str, query: str | None) -> None:
         from retrieval.rerankers.base import rerank_top_k
 
-        with self.timer("cross-encoder", f"{model}, query {query}"):
-            scores, described = cross_encoder_scores(self.collection, model, query)
+        with self.timer("cross-encoder", model):
+            scores, described, params = cross_encoder_scores(self.collection, model, query)
+        query = params["query"]
         self.models["cross_encoder"] = described
         stages = {f"BM25 ({q})": r for q, r in self.bm25_default.items()}
         stages.update({f"dense ({q})": r for q, r in self.dense.items()})
@@ -322,7 +325,7 @@ class Suite:
                 key = {"first stage": stage_name, "top_k": depth} if depth else {"top_k": "all"}
                 configs[_config(key)] = make
         self.families["cross-encoder"] = configs
-        self.info["cross-encoder"] = {"reranker": "cross-encoder", "model": described, "query": query,
+        self.info["cross-encoder"] = {"reranker": "cross-encoder", "model": described, "params": params,
                                       "grid": {"first stage": list(stages),
                                                "top_k": [d or "all" for d in RERANK_DEPTHS]}}
 
@@ -362,11 +365,14 @@ class Suite:
         return {"path": str(path)}
 
 
-def cross_encoder_scores(collection, model: str, query: str) -> tuple[dict, dict]:
+def cross_encoder_scores(collection, model: str, query: str | None) -> tuple[dict, dict, dict]:
     """Cross-encoder score of every (dialogue, candidate) pair, cached under DSR_HOME/indexes.
 
-    The cache key is the collection's content hash, the model (name and
-    weights hash), the query strategy and the reranker's parameters.
+    A model made by ``dsr train`` is scored with the query strategy and max
+    length it was trained with (its ``dsr_model.json``) unless ``query`` is
+    given. The cache key is the collection's content hash, the model (name and
+    weights hash), the query strategy and the reranker's parameters. Returns
+    the scores, the model's description and the reranker's parameters.
     """
     from indexes.manifest import cached_build, expected_manifest
     from retrieval.models import resolve_model
@@ -374,7 +380,12 @@ def cross_encoder_scores(collection, model: str, query: str) -> tuple[dict, dict
     from retrieval.run import Run
 
     resolved = resolve_model(model, "cross-encoder")
-    reranker = make_reranker("cross-encoder", model=model, query=query)
+    card = Path(resolved.path) / "dsr_model.json"
+    trained = json.loads(card.read_text(encoding="utf-8")) if card.exists() else {}
+    settings = {"query": query or trained.get("query") or "all"}
+    if trained.get("max_length"):
+        settings["max_length"] = int(trained["max_length"])
+    reranker = make_reranker("cross-encoder", model=model, **settings)
     params = {k: v for k, v in reranker.params.items() if k not in ("model", "top_k", "batch_size")}
     expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=params,
                                  model=resolved.describe(),
@@ -386,11 +397,11 @@ def cross_encoder_scores(collection, model: str, query: str) -> tuple[dict, dict
         table = {q: dict(ranked) for q, ranked in scored.rankings.items()}
         (folder / "scores.json").write_text(json.dumps(table), encoding="utf-8")
 
-    folder, _ = cached_build("cross-encoder-scores", f"{collection.name}-{resolved.key}-{query}",
-                             expected, build)
+    folder, _ = cached_build("cross-encoder-scores",
+                             f"{collection.name}-{resolved.key}-{params['query']}", expected, build)
     table = json.loads((folder / "scores.json").read_text(encoding="utf-8"))
     scores = {(q, d): s for q, docs in table.items() for d, s in docs.items()}
-    return scores, resolved.describe()
+    return scores, resolved.describe(), params
 
 
 def _manifest(collection, results, suite: Suite, written, timer: StageTimer, command, started,
@@ -413,7 +424,7 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
         "parameters": {"query strategies": suite.strategies, "bm25": {"defaults": BM25Ranker.PARAMS,
                                                                       "grid": BM25Ranker.GRID},
                        "dense model": dense_model, "cross-encoder": cross_encoder,
-                       "cross-encoder query": ce_query,
+                       "cross-encoder query": ce_query or "from the model card, else all",
                        "rerank depths": [d or "all" for d in RERANK_DEPTHS], "seed": suite.seed,
                        "systems": suite.info},
         "runs": written,
