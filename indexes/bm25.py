@@ -201,7 +201,8 @@ class BM25Index:
             built["index"] = index
 
         folder, fresh = cached_build("bm25", f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}",
-                                     expected, build)
+                                     expected, build,
+                                     files=("tf.npz", "stats.npz", "vocab.json", "ids.json"))
         if fresh:
             return built["index"]
         stats = np.load(folder / "stats.npz")
@@ -301,7 +302,7 @@ class BM25SIndex:
             built["index"] = index
 
         folder, fresh = cached_build("bm25s", f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}",
-                                     expected, build)
+                                     expected, build, files=("bm25s", "ids.json"))
         if fresh:
             return built["index"]
         model = bm25s.BM25.load(str(folder / "bm25s"))

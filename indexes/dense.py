@@ -104,7 +104,8 @@ class DenseIndex:
             faiss.write_index(build_faiss(vectors, kind, **params), str(folder / "index.faiss"))
             (folder / "ids.json").write_text(json.dumps(list(ids)), encoding="utf-8")
 
-        folder, _ = cached_build("faiss", f"{name}-{kind}-{resolved.key}", expected, build)
+        folder, _ = cached_build("faiss", f"{name}-{kind}-{resolved.key}", expected, build,
+                                 files=("index.faiss", "ids.json"))
         index = faiss.read_index(str(folder / "index.faiss"))
         set_search_parameters(index, kind, params)
         saved_ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))

@@ -108,16 +108,26 @@ def index_folder(kind: str, name: str) -> Path:
 
 
 def cached_build(kind: str, name: str, expected: dict[str, Any],
-                 build: Callable[[Path], None], *, announce_new: bool = True) -> tuple[Path, bool]:
+                 build: Callable[[Path], None], *, files: Iterable[str] = (),
+                 announce_new: bool = True) -> tuple[Path, bool]:
     """Reuse ``DSR_HOME/indexes/KIND/NAME`` if its manifest matches, else build it.
 
     ``build(folder)`` writes the index files into an empty temporary folder;
-    the manifest is added and the folder swapped in atomically. Returns the
-    index folder and whether it was (re)built. A rebuild is always announced
-    on stderr with its reason; a first build unless ``announce_new`` is False.
+    the manifest is added and the folder swapped in atomically. ``files``
+    names what the index must hold: they are recorded in the manifest (so a
+    change of layout between versions rebuilds) and a folder missing one is
+    rebuilt, never half-loaded. Returns the index folder and whether it was
+    (re)built. A rebuild is always announced on stderr with its reason; a
+    first build unless ``announce_new`` is False.
     """
     folder = index_folder(kind, name)
+    files = sorted(files)
+    if files:
+        expected = {**expected, "files": files}
     reason = mismatch(read_manifest(folder), expected)
+    missing = [f for f in files if not (folder / f).exists()]
+    if reason is None and missing:
+        reason = f"missing {', '.join(missing)}"
     if reason is None:
         return folder, False
     if reason != "no index yet":

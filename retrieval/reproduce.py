@@ -398,7 +398,8 @@ def cross_encoder_scores(collection, model: str, query: str | None) -> tuple[dic
         (folder / "scores.json").write_text(json.dumps(table), encoding="utf-8")
 
     folder, _ = cached_build("cross-encoder-scores",
-                             f"{collection.name}-{resolved.key}-{params['query']}", expected, build)
+                             f"{collection.name}-{resolved.key}-{params['query']}", expected, build,
+                             files=("scores.json",))
     table = json.loads((folder / "scores.json").read_text(encoding="utf-8"))
     scores = {(q, d): s for q, docs in table.items() for d, s in docs.items()}
     return scores, resolved.describe(), params

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -236,3 +237,20 @@ def test_open_retrieval_over_the_pool(backend):
 def test_open_retrieval_unknown_backend():
     with pytest.raises(InputError, match="backend"):
         bm25_search({"a": "x"}, {"q": "x"}, backend="lucene")
+
+
+def test_cached_index_missing_a_file_or_of_an_older_layout_is_rebuilt(capsys):
+    from indexes.manifest import index_folder
+
+    BM25Index.cached(IDS, CORPUS, name="layout")
+    folder = index_folder("bm25", "layout-okapi-sw0-st0")
+    (folder / "stats.npz").unlink()
+    index = BM25Index.cached(IDS, CORPUS, name="layout")
+    assert "missing stats.npz" in capsys.readouterr().err
+    assert index.scores(["cat"], ["s0"])[0] > 0
+    # an index written by an older version records no (or other) files: rebuilt, not loaded
+    manifest = json.loads((folder / "manifest.json").read_text())
+    del manifest["files"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    BM25Index.cached(IDS, CORPUS, name="layout")
+    assert "files changed" in capsys.readouterr().err
