@@ -179,23 +179,12 @@ def write_benchmark(collection: Collection, path: str | Path) -> None:
 
 def read_benchmark(path: str | Path, name: str | None = None) -> Collection:
     """Read a benchmark file; every problem names the file, line and field."""
+    from retrieval.jsonio import iter_json_lines, read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
     dialogues = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
-                             path=path, line=lineno) from None
+    for lineno, obj in iter_json_lines(read_text(path), path):
         where = _Where(path, lineno)
         dialogue = dialogue_from_json(obj, where)
         if dialogue.id in seen:

@@ -19,7 +19,6 @@ read back is identical to the one written.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,10 +84,11 @@ class Run:
         run = read_trec_run(path)
         side = sidecar_path(path)
         if side.exists():
-            try:
-                config = json.loads(side.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as err:
-                raise InputError(f"malformed JSON: {err.msg}", path=side, line=err.lineno) from None
+            from retrieval.jsonio import load_json
+
+            config = load_json(side)
+            if not isinstance(config, dict):
+                raise InputError("a run sidecar must be a JSON object", path=side)
             config.pop("tag", None)
             run.config = config
         return run

@@ -35,7 +35,6 @@ offset comparison, for a copy whose offsets were computed differently.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from retrieval.collections import SourceInfo
 from retrieval.collections.common import cached_build, check_params, resolve_source
 from retrieval.data import Collection, Dialogue, Turn
 from retrieval.errors import InputError
+from retrieval.jsonio import load_json
 
 NAME = "ccpe"
 REPOSITORY = "google-research-datasets/ccpe"
@@ -142,15 +142,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
 
 def read_conversations(path: Path, check_offsets: bool = True) -> list[dict[str, Any]]:
     """``data.json`` checked against its documented schema; ``segments`` filled in as []."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except json.JSONDecodeError as err:
-        raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
-                         path=path, line=err.lineno) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+    raw = load_json(path)
     if not isinstance(raw, list):
         raise InputError(f"expected a JSON array of conversations, got {type(raw).__name__}",
                          path=path)

@@ -53,7 +53,6 @@ How it becomes the task:
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import dataclass
@@ -67,6 +66,7 @@ from retrieval.collections import SourceInfo
 from retrieval.collections.common import cached_build, check_params, resolve_source
 from retrieval.data import Candidate, Collection, Dialogue, Turn
 from retrieval.errors import InputError
+from retrieval.jsonio import load_json
 from retrieval.text import content_words
 
 NAME = "cmu_dog"
@@ -362,13 +362,7 @@ def _wiki_files(folder: Path) -> list[Path]:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
-                         path=path, line=err.lineno) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+    return load_json(path)
 
 
 def _field(obj: Any, key: str, kind, where: dict, name: str | None = None) -> Any:

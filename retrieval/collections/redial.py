@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +69,7 @@ from retrieval.collections.common import (cached_build, check_params,
                                            resolve_source)
 from retrieval.data import Candidate, Collection, Dialogue, Turn
 from retrieval.errors import InputError
+from retrieval.jsonio import iter_json_lines, read_text
 
 NAME = "redial"
 REPOSITORY = "ReDialData/website"
@@ -316,18 +316,7 @@ def _liked(answers: Any) -> bool:
 
 def read_dialogues(path: Path):
     """(line number, object) for each non-empty line of a JSON Lines file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield lineno, json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
-                             path=path, line=lineno) from None
+    return iter_json_lines(read_text(path), path)
 
 
 def parse_dialogue(raw: Any, path: Path, lineno: int, movies: dict[str, Movie]) -> Conversation:

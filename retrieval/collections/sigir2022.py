@@ -42,6 +42,7 @@ from retrieval.collections import SourceInfo
 from retrieval.data import (Candidate, Collection, Dialogue, Turn, _Where, parse_label,
                             parse_number)
 from retrieval.errors import InputError
+from retrieval.jsonio import iter_json_lines, read_text
 from retrieval.home import data_dir
 
 REPOSITORY = "SIGIR-2022/A-Dataset-for-Sentence-Retrieval-for-Open-Ended-Dialogues"
@@ -133,12 +134,7 @@ def _read_dialogue_file(path: Path, subset: str) -> tuple[list[Dialogue], set[st
 
 def _records(path: Path) -> Iterator[tuple[int, int | None, str | None, Any]]:
     """(index, line or None, key or None, object) for each record of the file."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("no such file", path=path) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+    text = read_text(path, "utf-8-sig")
     try:
         whole = json.loads(text)
     except json.JSONDecodeError as err:
@@ -160,17 +156,8 @@ def _records(path: Path) -> Iterator[tuple[int, int | None, str | None, Any]]:
     if whole is not None:
         raise InputError(f"expected a JSON array, an object keyed by dialogue id, or JSON Lines; "
                          f"got a {type(whole).__name__}", path=path)
-    index = 0
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
-                             path=path, line=lineno) from None
+    for index, (lineno, obj) in enumerate(iter_json_lines(text, path)):
         yield index, lineno, None, obj
-        index += 1
 
 
 def dialogue_from_sigir(obj: Any, where: _Where, subset: str, key: str | None = None) -> Dialogue:
@@ -317,12 +304,7 @@ def read_split_file(path: str | Path) -> list[tuple[list[str], list[str]]]:
     Whether the lines partition a collection is ``check_splits``' job.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("no such split file", path=path) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+    text = read_text(path, "utf-8-sig")
     items: list[tuple[int, Any]] = []
     try:
         whole = json.loads(text)
@@ -331,14 +313,7 @@ def read_split_file(path: str | Path) -> list[tuple[list[str], list[str]]]:
     if isinstance(whole, list):
         items = list(enumerate(whole, start=1))
     else:
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append((lineno, json.loads(line)))
-            except json.JSONDecodeError as err:
-                raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
-                                 path=path, line=lineno) from None
+        items.extend(iter_json_lines(text, path))
     if not items:
         raise InputError("no splits in the file", path=path)
     splits = []

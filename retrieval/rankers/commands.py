@@ -28,7 +28,6 @@ written atomically, so a failed command leaves no partial file.
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from datetime import datetime, timezone
@@ -204,21 +203,13 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
 def load_run(path: str | Path):
     """Read a run and its sidecar; anything unreadable is an InputError naming the file."""
-    from retrieval.run import Run, sidecar_path
+    from retrieval.run import Run
 
     path = Path(path)
     if path.is_dir():
         raise InputError("is a folder, not a run file", path=path)
-    side = sidecar_path(path)
     try:
-        if side.exists():
-            try:
-                config = json.loads(side.read_text(encoding="utf-8"))
-            except json.JSONDecodeError as err:
-                raise InputError(f"malformed JSON: {err.msg}", path=side, line=err.lineno) from None
-            if not isinstance(config, dict):
-                raise InputError("a run sidecar must be a JSON object", path=side)
-        return Run.read(path)
+        return Run.read(path)  # the sidecar's errors name the sidecar
     except UnicodeDecodeError as err:
         raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
     except OSError as err:

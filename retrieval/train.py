@@ -1,0 +1,320 @@
+"""``dsr train``: fine-tune a cross-encoder reranker on a collection's (weak) labels.
+
+Training pairs come from a collection's training part (for example CMU_DoG
+train with its silver labels, or the val half of one official split of a
+collection with a split file), a cross-encoder is fine-tuned on them with
+sentence-transformers, and the result is saved as ``DSR_HOME/models/NAME``
+with a model card, ready for ``dsr rerank --model dsr:NAME``.
+
+The model is trained in ``DSR_HOME/models/.NAME.partial`` (checkpoints
+included, so ``--resume`` can continue an interrupted run) and renamed to
+``NAME`` only when it and its card are complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from retrieval.errors import InputError
+
+DEFAULT_BASE = "all-MiniLM-L6-v2"
+#: Most recent turn first: cross-encoders truncate the end of a long input,
+#: so this keeps the latest turns (see retrieval.queries).
+DEFAULT_QUERY = "weighted"
+DEFAULTS: dict[str, Any] = {
+    "seed": 42, "epochs": 1.0, "batch_size": 16, "max_length": 128, "lr": 5e-5, "warmup": 0.1,
+    "max_steps": 400, "neg_per_pos": 3.0, "random_negatives": 0, "targets": "binary",
+    "holdout": 0.1, "holdout_max": 100, "save_steps": 100,
+}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def register(subparsers) -> None:
+    from retrieval.cli import add_collection_argument
+
+    p = subparsers.add_parser(
+        "train", help="fine-tune a cross-encoder reranker on a collection's labels",
+        description="Fine-tune a cross-encoder on (query, candidate sentence, label) pairs from "
+                    "COLLECTION and save it as $DSR_HOME/models/NAME (use it with "
+                    "`dsr rerank --model dsr:NAME`). The defaults finish in under 30 minutes "
+                    "on 2 CPU cores; see docs/training.md for larger recipes.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_collection_argument(p)
+    p.add_argument("--name", required=True, help="model name: saved as $DSR_HOME/models/NAME")
+    p.add_argument("--base", default=DEFAULT_BASE,
+                   help="starting checkpoint: a short name, a local folder or dsr:NAME "
+                        "(a BERT-style encoder; its classification head starts untrained)")
+    p.add_argument("--query", default=DEFAULT_QUERY, metavar="STRATEGY",
+                   help="query strategy (last, last2, all, title+all, weighted)")
+    g = p.add_argument_group("data")
+    g.add_argument("--subset", metavar="NAME", help="train only on dialogues of this subset")
+    g.add_argument("--val-of-split", type=int, metavar="K",
+                   help="train on the val half of official split K (collections with a split "
+                        "file, e.g. sigir2022: the supervised setting)")
+    g.add_argument("--neg-per-pos", type=float, default=DEFAULTS["neg_per_pos"], metavar="R",
+                   help="in-list negatives per positive (sampled; -1 keeps all)")
+    g.add_argument("--random-negatives", type=int, default=DEFAULTS["random_negatives"], metavar="N",
+                   help="random sentences from other dialogues added as negatives, per dialogue")
+    g.add_argument("--targets", choices=("binary", "graded"), default=DEFAULTS["targets"],
+                   help="binary: label > 0 -> 1; graded: label / highest label")
+    g.add_argument("--holdout", type=float, default=DEFAULTS["holdout"], metavar="FRACTION",
+                   help="fraction of dialogues (whole conversations) kept out for the card's metrics")
+    g.add_argument("--holdout-max", type=int, default=DEFAULTS["holdout_max"], metavar="N",
+                   help="at most this many held-out dialogues (scoring them takes time on CPU)")
+    o = p.add_argument_group("optimisation")
+    o.add_argument("--seed", type=int, default=DEFAULTS["seed"])
+    o.add_argument("--epochs", type=float, default=DEFAULTS["epochs"])
+    o.add_argument("--batch-size", type=int, default=DEFAULTS["batch_size"])
+    o.add_argument("--max-length", type=int, default=DEFAULTS["max_length"], metavar="L",
+                   help="word pieces of query + sentence")
+    o.add_argument("--lr", type=float, default=DEFAULTS["lr"], help="peak learning rate")
+    o.add_argument("--warmup", type=float, default=DEFAULTS["warmup"], metavar="W",
+                   help="linear warm-up: a fraction of the steps when < 1, else steps")
+    o.add_argument("--max-steps", type=int, default=DEFAULTS["max_steps"], metavar="N",
+                   help="stop after N optimiser steps (-1: run all epochs)")
+    o.add_argument("--save-steps", type=int, default=DEFAULTS["save_steps"], metavar="N",
+                   help="checkpoint every N steps (the last two are kept until the end)")
+    o.add_argument("--resume", action="store_true",
+                   help="continue from the newest checkpoint of an interrupted run of NAME")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing model NAME")
+    p.add_argument("--json", action="store_true", help="print the model card as JSON")
+    p.set_defaults(func=cmd_train)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from retrieval.home import models_dir
+    from retrieval.queries import check_strategy
+
+    _check_args(args)
+    check_strategy(args.query)
+    final = models_dir() / args.name
+    if final.exists() and not args.overwrite:
+        raise InputError(f"model {args.name!r} already exists at {final}; pass --overwrite "
+                         "to replace it or choose another --name", field="--name")
+    base = _resolve_base(args.base)
+    from retrieval.cli import collection_from_args
+
+    collection = collection_from_args(args)
+    result = train(collection, args, base, final)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2, sort_keys=True)
+        print()
+    else:
+        _print_summary(result, final)
+    return 0
+
+
+def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, Any]:
+    """Select, pair, fine-tune, measure, write the card, move into place; returns the card."""
+    from retrieval.queries import query_text
+    from retrieval.training.pairs import make_pairs, split_heldout
+
+    started = time.monotonic()
+    dialogues, selection = _select(collection, args)
+    train_part, heldout = split_heldout(dialogues, args.holdout, seed=args.seed,
+                                        limit=args.holdout_max, group=conversation_of)
+    source = str(collection.meta.get("path") or collection.name)
+
+    def query(d):
+        return query_text(d, args.query)
+
+    pairset = make_pairs(train_part, query, neg_per_pos=args.neg_per_pos,
+                         random_negatives=args.random_negatives, targets=args.targets,
+                         seed=args.seed, source=source)
+    print(f"dsr train: {len(train_part)} training dialogues ({pairset.dialogues_used} with a "
+          f"relevant candidate) -> {len(pairset.pairs)} pairs; {len(heldout)} held out",
+          file=sys.stderr)
+
+    # torch and transformers load only now, after the cheap checks passed.
+    from retrieval.training.finetune import FitSettings, fine_tune, load_base
+
+    settings = FitSettings(seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
+                           max_length=args.max_length, lr=args.lr, warmup=args.warmup,
+                           max_steps=args.max_steps, save_steps=args.save_steps)
+    work = final.parent / f".{final.name}.partial"
+    if work.exists() and not args.resume:
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        model = load_base(base.path, args.max_length, args.seed)
+    except InputError:
+        shutil.rmtree(work, ignore_errors=True)  # nothing to resume from a model that never loaded
+        raise
+    figures = fine_tune(model, pairset.columns(), settings, work, resume=args.resume)
+    train_seconds = time.monotonic() - started
+
+    held = None
+    if heldout:
+        from retrieval.rerankers.cross_encoder import score_pairs
+        from retrieval.training.heldout import evaluate_heldout
+
+        # Scored exactly as `dsr rerank` scores (raw logits, same batching).
+        held = evaluate_heldout(lambda pairs: score_pairs(model, pairs, 32), heldout, query,
+                                args.name)
+
+    out = work / "model"
+    if out.exists():
+        shutil.rmtree(out)
+    model.save(str(out))
+    card = _card(args, collection, selection, base, pairset, train_part, heldout, settings,
+                 figures, held, str(model.device), train_seconds, time.monotonic() - started)
+    from retrieval.training.card import write_card
+
+    write_card(out, card)
+    _move_into_place(out, final)
+    shutil.rmtree(work, ignore_errors=True)
+    return card
+
+
+def conversation_of(dialogue) -> str:
+    """The conversation a dialogue (query point) was cut from, for grouping held-out data."""
+    meta = dialogue.meta or {}
+    for key in ("conversation", "conversation_id", "dialogue_id"):
+        if meta.get(key):
+            return str(meta[key])
+    return dialogue.id
+
+
+# --- helpers -----------------------------------------------------------------
+
+def _check_args(args: argparse.Namespace) -> None:
+    if not _NAME.match(args.name):
+        raise InputError(f"model name {args.name!r} must be letters, digits, '.', '_' or '-' "
+                         "(it becomes a folder name)", field="--name")
+    for flag, value, low in (("--batch-size", args.batch_size, 1), ("--max-length", args.max_length, 8),
+                             ("--save-steps", args.save_steps, 1), ("--holdout-max", args.holdout_max, 1)):
+        if value < low:
+            raise InputError(f"must be at least {low}, got {value}", field=flag)
+    if args.epochs <= 0:
+        raise InputError(f"must be > 0, got {args.epochs}", field="--epochs")
+    if not args.lr > 0:
+        raise InputError(f"must be > 0, got {args.lr}", field="--lr")
+    if args.warmup < 0:
+        raise InputError(f"must be >= 0, got {args.warmup}", field="--warmup")
+    if args.max_steps == 0 or args.max_steps < -1:
+        raise InputError(f"must be a positive number of steps or -1, got {args.max_steps}",
+                         field="--max-steps")
+    if args.random_negatives < 0:
+        raise InputError(f"must be >= 0, got {args.random_negatives}", field="--random-negatives")
+
+
+def _resolve_base(spec: str):
+    """``--base`` -> a ResolvedModel with a local checkpoint folder (retrieval.models, offline first)."""
+    from retrieval.models import resolve_model
+
+    try:
+        resolved = resolve_model(spec, "cross-encoder")
+    except InputError as err:
+        raise InputError(err.message, path=err.path, field="--base") from None
+    if not (Path(resolved.path) / "config.json").is_file():
+        raise InputError(f"base model {spec!r} resolved to {resolved.path}, which is not a "
+                         "BERT-style checkpoint folder (no config.json)", path=resolved.path,
+                         field="--base")
+    return resolved
+
+
+def _select(collection, args: argparse.Namespace) -> tuple[list, dict[str, Any]]:
+    dialogues = list(collection.dialogues)
+    selection: dict[str, Any] = {}
+    if args.val_of_split is not None:
+        splits = collection.splits
+        if not splits:
+            raise InputError(f"collection {collection.name!r} has no split file, so there is no "
+                             "val half to train on; drop --val-of-split", field="--val-of-split")
+        if not 0 <= args.val_of_split < len(splits):
+            raise InputError(f"split {args.val_of_split} does not exist; the collection has "
+                             f"splits 0..{len(splits) - 1}", field="--val-of-split")
+        val = set(splits[args.val_of_split][0])
+        dialogues = [d for d in dialogues if d.id in val]
+        selection["val_of_split"] = args.val_of_split
+    if args.subset:
+        if args.subset not in collection.subsets:
+            raise InputError(f"no subset {args.subset!r} in {collection.name!r}; it has "
+                             f"{', '.join(collection.subsets)}", field="--subset")
+        dialogues = [d for d in dialogues if d.subset == args.subset]
+        selection["subset"] = args.subset
+    if not dialogues:
+        raise InputError("no dialogues left to train on after the selection", field="--subset")
+    return dialogues, selection
+
+
+def _card(args, collection, selection, base, pairset, train_part, heldout, settings,
+          figures, held, device, train_seconds, wall_seconds) -> dict[str, Any]:
+    from retrieval.provenance import TRACKED_PACKAGES, machine, package_versions
+
+    return {
+        "format": 1,
+        "name": args.name,
+        "kind": "cross-encoder",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
+        "query": args.query,
+        "max_length": args.max_length,
+        "base": {
+            "spec": args.base,
+            "path": base.path,
+            **base.describe(),
+            "head": "The classification head (one logit) is not part of the base checkpoint: "
+                    "it starts untrained, randomly initialised from the seed.",
+        },
+        "training_data": {
+            "collection": collection.name,
+            "hash": collection.content_hash,
+            "source": collection.meta.get("path") or args.source,
+            "source_split": args.split,
+            "selection": selection,
+            "train_dialogues": len(train_part),
+            "heldout_dialogues": len(heldout),
+            "targets": args.targets,
+            **pairset.stats(),
+        },
+        "parameters": {
+            **settings.as_dict(),
+            "neg_per_pos": args.neg_per_pos,
+            "random_negatives": args.random_negatives,
+            "holdout": args.holdout,
+            "holdout_max": args.holdout_max,
+            "loss": "BinaryCrossEntropyLoss",
+        },
+        "training": {**figures, "device": device, "wall_seconds": round(train_seconds, 1),
+                     "total_seconds": round(wall_seconds, 1)},
+        "heldout": held,
+        "machine": machine(),
+        "versions": package_versions((*TRACKED_PACKAGES, "datasets", "accelerate")),
+    }
+
+
+def _move_into_place(out: Path, final: Path) -> None:
+    """Rename the finished folder to NAME; an old NAME (--overwrite) goes only after that works."""
+    old = None
+    if final.exists():
+        old = final.parent / f".{final.name}.old"
+        shutil.rmtree(old, ignore_errors=True)
+        final.rename(old)
+    out.rename(final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _print_summary(card: dict[str, Any], final: Path) -> None:
+    t = card["training"]
+    d = card["training_data"]
+    print(f"model: {final}")
+    print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN "
+          f"(queries: {card['query']})")
+    print(f"data:  {d['pairs']} pairs ({d['positives']} positives) from {d['train_dialogues']} "
+          f"dialogues of {d['collection']}")
+    print(f"train: {t['steps']} steps, loss {t['train_loss']:.4f}, {t['wall_seconds']:.0f} s")
+    held = card.get("heldout")
+    if held:
+        print(f"held out ({held['dialogues']} dialogues):")
+        for name, scores in held["rankers"].items():
+            print(f"  {name:8s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items()))

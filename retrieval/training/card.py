@@ -1,0 +1,78 @@
+"""The model card of a trained reranker: ``dsr_model.json`` and ``README.md``.
+
+``dsr_model.json`` is the machine-readable record (what went in, how it was
+trained, how it did on held-out dialogues, on what machine with what
+versions); ``README.md`` says the same for a reader. Both are written into the
+model folder before it is renamed into place, so a model never exists without
+its card.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from retrieval.atomic import atomic_write, write_json
+
+CARD_FILE = "dsr_model.json"
+
+
+def write_card(folder: Path, card: dict[str, Any]) -> None:
+    write_json(folder / CARD_FILE, card)
+    with atomic_write(folder / "README.md") as handle:
+        handle.write(render_readme(card))
+
+
+def render_readme(card: dict[str, Any]) -> str:
+    base, data, params, run = card["base"], card["training_data"], card["parameters"], card["training"]
+    held = card.get("heldout") or {}
+    lines = [
+        f"# {card['name']}: a dialogue sentence reranker (cross-encoder)",
+        "",
+        f"Trained with `dsr train` (dsr {card['versions'].get('dialogue-sentence-retrieval')}) "
+        f"on {card['created']}. Use it with `dsr rerank COLLECTION --run RUN --model dsr:{card['name']} "
+        f"--out RUN`; it reads queries built with the **`{card['query']}`** strategy "
+        f"and inputs of at most {params['max_length']} word pieces.",
+        "",
+        "## Base model",
+        f"- `{base['spec']}` = `{base['name']}` (from {base['source']}: {base['path']})",
+        f"- weights sha256 `{base.get('weights_sha256')}`",
+        f"- {base['head']}",
+        "",
+        "## Training data",
+        f"- collection `{data['collection']}` (content hash `{data['hash']}`)"
+        + (f", source split `{data['source_split']}`" if data.get("source_split") else "")
+        + (f", selection: {data['selection']}" if data.get("selection") else ""),
+        f"- {data['train_dialogues']} training dialogues, {data['heldout_dialogues']} held out",
+        f"- {data['pairs']} pairs: {data['positives']} positives, {data['list_negatives']} negatives "
+        f"from the same candidate lists, {data['random_negatives']} random negatives from other "
+        f"dialogues; targets `{data['targets']}`",
+        f"- {data['dialogues_without_positive']} dialogues had no relevant candidate and were not used",
+        "",
+        "## Parameters",
+        "",
+        "| parameter | value |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in sorted(params.items())],
+        "",
+        "## Training run",
+        f"- {run['steps']} steps ({run['epochs']} epochs), final mean loss {run['train_loss']:.4f}",
+        f"- wall time {run['wall_seconds']:.0f} s on {card['machine'].get('platform')} "
+        f"({card['machine'].get('cpus')} CPUs, device {run.get('device')})",
+        "",
+    ]
+    if held.get("rankers"):
+        measures = held["measures"]
+        lines += [
+            f"## Held-out dialogues ({held['dialogues']}, never trained on)",
+            "",
+            "Their own candidate lists reranked; labels as in the training data.",
+            "",
+            "| ranker | " + " | ".join(measures) + " |",
+            "|---|" + "---|" * len(measures),
+            *[f"| {name} | " + " | ".join(f"{scores[m]:.4f}" for m in measures) + " |"
+              for name, scores in held["rankers"].items()],
+            "",
+        ]
+    lines += ["## Versions", "", *[f"- {k} {v}" for k, v in sorted(card["versions"].items()) if v], ""]
+    return "\n".join(lines)

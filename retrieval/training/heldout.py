@@ -1,0 +1,68 @@
+"""How well a trained model reranks dialogues it never saw, next to the baselines.
+
+The held-out dialogues' own candidate lists are reranked (every candidate
+scored), and nDCG@5 and MRR are computed with ir_measures against the
+dialogues' labels, for the trained model, the collection's initial order and
+BM25. The figures go into the model card; they are a sanity check on data
+from the training distribution, not the benchmark result (``dsr evaluate``
+on a collection never trained on is).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from retrieval.data import Collection, Dialogue
+from retrieval.run import Run
+from retrieval.training.pairs import candidate_text
+
+MEASURES = ("nDCG@5", "RR")
+BASELINES = ("initial", "bm25")
+
+
+def qrels_of(dialogues: Sequence[Dialogue]) -> dict[str, dict[str, int]]:
+    return {d.id: {c.id: c.label for c in d.candidates} for d in dialogues}
+
+
+def measure(run: Run, qrels: dict[str, dict[str, int]]) -> dict[str, float]:
+    """Mean nDCG@5 and MRR (RR) of ``run`` over the topics of ``qrels``."""
+    import ir_measures
+
+    measures = [ir_measures.parse_measure(m) for m in MEASURES]
+    found = ir_measures.calc_aggregate(measures, qrels, run.as_dict())
+    return {str(m): round(float(found[m]), 4) for m in measures}
+
+
+def model_run(score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
+              dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], tag: str) -> Run:
+    """Score every candidate of every dialogue in one batch call; ties by initial rank."""
+    pairs, keys = [], []
+    for d in dialogues:
+        text = query(d)
+        for c in d.candidates:
+            pairs.append((text, candidate_text(c)))
+            keys.append((d.id, c.id))
+    scores: dict[str, dict[str, float]] = {}
+    for (qid, cid), score in zip(keys, score_pairs(pairs)):
+        scores.setdefault(qid, {})[cid] = float(score)
+    initial = {d.id: [c.id for c in d.candidates] for d in dialogues}
+    return Run.from_scores(scores, tag=tag, initial_order=initial)
+
+
+def baseline_runs(collection: Collection) -> dict[str, Run]:
+    """The registered initial and BM25 rankers on the held-out dialogues (default parameters)."""
+    from retrieval.rankers import make_ranker
+
+    return {name: make_ranker(name).rank(collection) for name in BASELINES}
+
+
+def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: str
+                     ) -> dict[str, Any]:
+    """Figures for the model card: measures of the model and the baselines, per ranker."""
+    qrels = qrels_of(dialogues)
+    subset = Collection(f"{name}-heldout", dialogues)
+    out: dict[str, Any] = {"dialogues": len(dialogues), "measures": list(MEASURES), "rankers": {}}
+    for label, run in baseline_runs(subset).items():
+        out["rankers"][label] = measure(run, qrels)
+    out["rankers"]["model"] = measure(model_run(score_pairs, dialogues, query, name), qrels)
+    return out

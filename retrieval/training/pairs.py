@@ -1,0 +1,175 @@
+"""Training pairs from a collection: (query text, candidate sentence, target).
+
+Positives are a dialogue's relevant candidates (label > 0). Negatives are its
+non-relevant candidates (hard-ish: they were retrieved for this very
+dialogue), ``neg_per_pos`` of them per positive, plus ``random_negatives``
+sentences drawn from other dialogues (easy negatives that keep the model from
+learning only "topic matches"). A dialogue with no relevant candidate gives
+no pairs: its in-list "negatives" may simply be unlabelled positives, and
+without a positive it cannot teach a ranking.
+
+Targets: ``binary`` (default) is 1.0 for label > 0 and 0.0 otherwise, the
+input ``BinaryCrossEntropyLoss`` expects. Silver labels (CMU_DoG) are binary
+anyway, and on graded crowd labels (SIGIR 2022: number of annotators who found
+the sentence useful) the binary cut is the one the official measures use for
+"relevant". ``graded`` divides each label by the collection's highest label,
+a soft target in [0, 1] for BCE, for collections whose grades carry meaning.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from retrieval.data import Candidate, Dialogue
+from retrieval.errors import InputError
+
+TARGETS = ("binary", "graded")
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One training example; ``kind`` is positive, list-negative or random-negative."""
+
+    query: str
+    sentence: str
+    target: float
+    dialogue: str
+    candidate: str
+    kind: str
+
+
+@dataclass
+class PairSet:
+    """The pairs and what went into them (recorded in the model card)."""
+
+    pairs: list[Pair]
+    dialogues_used: int
+    dialogues_without_positive: int
+    max_label: int
+    counts: Counter = field(default_factory=Counter)
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "pairs": len(self.pairs),
+            "positives": self.counts["positive"],
+            "list_negatives": self.counts["list-negative"],
+            "random_negatives": self.counts["random-negative"],
+            "dialogues_used": self.dialogues_used,
+            "dialogues_without_positive": self.dialogues_without_positive,
+            "max_label": self.max_label,
+        }
+
+    def columns(self) -> dict[str, list]:
+        """The column layout sentence-transformers' trainer takes (query, sentence, label)."""
+        return {"query": [p.query for p in self.pairs],
+                "sentence": [p.sentence for p in self.pairs],
+                "label": [p.target for p in self.pairs]}
+
+
+def candidate_text(candidate: Candidate) -> str:
+    """The sentence text the cross-encoder reads (the body; titles repeat across a list)."""
+    return candidate.body
+
+
+def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
+               neg_per_pos: float = 3.0, random_negatives: int = 0, targets: str = "binary",
+               seed: int = 0, source: str = "collection") -> PairSet:
+    """Build balanced training pairs from ``dialogues`` (deterministic for a seed).
+
+    ``query`` maps a dialogue to its query text (a strategy of
+    ``retrieval.queries``). ``neg_per_pos`` caps the in-list negatives at that
+    many per positive (sampled at random; a negative value keeps them all).
+    Raises InputError when no dialogue has a relevant candidate.
+    """
+    if targets not in TARGETS:
+        raise InputError(f"unknown target kind {targets!r}; choose from {', '.join(TARGETS)}",
+                         field="--targets")
+    rng = random.Random(seed)
+    max_label = max((c.label for d in dialogues for c in d.candidates), default=0)
+    if max_label <= 0:
+        raise InputError(f"{source}: no dialogue has a relevant candidate (every label is 0), "
+                         "so there is nothing to learn from; check the labels or the --split",
+                         path=source if source.endswith((".jsonl", ".json")) else None,
+                         field="candidates[].label")
+    pool = _sentence_pool(dialogues)
+    pairs: list[Pair] = []
+    counts: Counter = Counter()
+    used = without = 0
+    for d in dialogues:
+        positives = [c for c in d.candidates if c.label > 0]
+        if not positives:
+            without += 1
+            continue
+        used += 1
+        text = query(d)
+        negatives = [c for c in d.candidates if c.label <= 0]
+        if neg_per_pos >= 0:
+            keep = min(len(negatives), int(round(neg_per_pos * len(positives))))
+            negatives = rng.sample(negatives, keep)
+        for c in positives:
+            target = 1.0 if targets == "binary" else c.label / max_label
+            pairs.append(Pair(text, candidate_text(c), target, d.id, c.id, "positive"))
+        for c in negatives:
+            pairs.append(Pair(text, candidate_text(c), 0.0, d.id, c.id, "list-negative"))
+        if random_negatives > 0:
+            own = {candidate_text(c) for c in d.candidates}
+            drawn = 0
+            # Bounded retries: a tiny pool can be all of this dialogue's own sentences.
+            for _ in range(random_negatives * 10):
+                if drawn == random_negatives:
+                    break
+                sentence_id, sentence = pool[rng.randrange(len(pool))]
+                if sentence in own:
+                    continue
+                pairs.append(Pair(text, sentence, 0.0, d.id, sentence_id, "random-negative"))
+                drawn += 1
+    for p in pairs:
+        counts[p.kind] += 1
+    return PairSet(pairs, used, without, max_label, counts)
+
+
+def _sentence_pool(dialogues: Iterable[Dialogue]) -> list[tuple[str, str]]:
+    """Distinct (id, text) of every candidate, in first-seen order (so sampling is reproducible)."""
+    seen: dict[str, str] = {}
+    for d in dialogues:
+        for c in d.candidates:
+            seen.setdefault(c.id, candidate_text(c))
+    return list(seen.items())
+
+
+def split_heldout(dialogues: Sequence[Dialogue], fraction: float, *, seed: int = 0,
+                  limit: int | None = None, group: Callable[[Dialogue], str] | None = None
+                  ) -> tuple[list[Dialogue], list[Dialogue]]:
+    """Split into (train, held-out) by whole groups (default: one group per dialogue).
+
+    Dialogues from one conversation share context and document, so they are
+    kept on the same side (``group``) or the held-out score would be inflated.
+    Only dialogues with a relevant candidate are held out (the others cannot
+    be scored). ``limit`` caps the held-out dialogues, because scoring them
+    all with a cross-encoder on CPU can take longer than training.
+    """
+    if not 0 <= fraction < 1:
+        raise InputError(f"holdout must be in [0, 1), got {fraction}", field="--holdout")
+    if fraction == 0:
+        return list(dialogues), []
+    group = group or (lambda d: d.id)
+    scorable = list(dict.fromkeys(group(d) for d in dialogues if d.relevant))
+    rng = random.Random(seed)
+    rng.shuffle(scorable)
+    wanted = max(1, round(fraction * sum(1 for d in dialogues if d.relevant)))
+    if limit is not None:
+        wanted = min(wanted, limit)
+    held_groups: set[str] = set()
+    held = 0
+    sizes = Counter(group(d) for d in dialogues if d.relevant)
+    for g in scorable:
+        if held >= wanted:
+            break
+        held_groups.add(g)
+        held += sizes[g]
+    train = [d for d in dialogues if group(d) not in held_groups]
+    heldout = [d for d in dialogues if group(d) in held_groups and d.relevant]
+    return train, heldout
