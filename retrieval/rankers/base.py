@@ -16,6 +16,15 @@ from retrieval.errors import InputError
 from retrieval.run import Run
 
 
+def with_defaults(params: dict[str, Any], defaults: dict[str, Any], what: str) -> dict[str, Any]:
+    """``defaults`` overridden by ``params``; a name not in ``defaults`` is an InputError."""
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise InputError(f"unknown parameter(s) {', '.join(unknown)} for {what}; "
+                         f"known: {', '.join(sorted(defaults)) or 'none'}", field="--param")
+    return {**defaults, **params}
+
+
 class Ranker:
     """Base class: subclasses set ``name``, ``PARAMS`` (defaults) and ``GRID``."""
 
@@ -26,11 +35,7 @@ class Ranker:
     GRID: ClassVar[dict[str, list[Any]]] = {}
 
     def __init__(self, **params: Any):
-        unknown = sorted(set(params) - set(self.PARAMS))
-        if unknown:
-            raise InputError(f"unknown parameter(s) {', '.join(unknown)} for ranker {self.name!r}; "
-                             f"known: {', '.join(sorted(self.PARAMS)) or 'none'}", field="--param")
-        self.params = {**self.PARAMS, **params}
+        self.params = with_defaults(params, self.PARAMS, f"ranker {self.name!r}")
 
     @property
     def tag(self) -> str:

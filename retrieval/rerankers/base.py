@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from retrieval.data import Collection
-from retrieval.errors import InputError
+from retrieval.rankers.base import with_defaults
 from retrieval.run import Run
 
 
@@ -20,11 +20,7 @@ class Reranker:
     GRID: ClassVar[dict[str, list[Any]]] = {}
 
     def __init__(self, **params: Any):
-        unknown = sorted(set(params) - set(self.PARAMS))
-        if unknown:
-            raise InputError(f"unknown parameter(s) {', '.join(unknown)} for reranker {self.name!r}; "
-                             f"known: {', '.join(sorted(self.PARAMS)) or 'none'}", field="--param")
-        self.params = {**self.PARAMS, **params}
+        self.params = with_defaults(params, self.PARAMS, f"reranker {self.name!r}")
 
     def describe(self) -> dict[str, Any]:
         return {"reranker": self.name, "params": dict(self.params)}
