@@ -375,17 +375,11 @@ def cross_encoder_scores(collection, model: str, query: str | None) -> tuple[dic
     the scores, the model's description and the reranker's parameters.
     """
     from indexes.manifest import cached_build, expected_manifest
-    from retrieval.models import resolve_model
     from retrieval.rerankers import make_reranker
     from retrieval.run import Run
 
-    resolved = resolve_model(model, "cross-encoder")
-    card = Path(resolved.path) / "dsr_model.json"
-    trained = json.loads(card.read_text(encoding="utf-8")) if card.exists() else {}
-    settings = {"query": query or trained.get("query") or "all"}
-    if trained.get("max_length"):
-        settings["max_length"] = int(trained["max_length"])
-    reranker = make_reranker("cross-encoder", model=model, **settings)
+    reranker = make_reranker("cross-encoder", model=model, **({"query": query} if query else {}))
+    resolved = reranker.resolve()  # a trained model's card sets query and max length
     params = {k: v for k, v in reranker.params.items() if k not in ("model", "top_k", "batch_size")}
     expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=params,
                                  model=resolved.describe(),

@@ -187,3 +187,23 @@ def test_bad_parameters(params, field):
     with pytest.raises(InputError) as err:
         CrossEncoderReranker(**params)
     assert err.value.field == field
+
+
+def test_a_trained_models_card_sets_query_and_max_length_unless_given(tmp_path, tiny_model, collection,
+                                                                       initial_run):
+    folder = tmp_path / "trained"
+    shutil.copytree(tiny_model, folder)
+    (folder / "dsr_model.json").write_text(json.dumps({"query": "last", "max_length": 64}))
+    reranker = make_reranker("cross-encoder", model=str(folder))
+    reranker.resolve()
+    assert reranker.params["query"] == "last" and reranker.params["max_length"] == 64
+    explicit = make_reranker("cross-encoder", model=str(folder), query="all")
+    explicit.resolve()
+    assert explicit.params["query"] == "all" and explicit.params["max_length"] == 64
+    # the card's strategy is what the model is fed: same scores as asking for it
+    _, run = initial_run
+    by_card = reranker.rerank(collection, run)
+    asked = make_reranker("cross-encoder", model=str(tiny_model), query="last", max_length=64)
+    default = make_reranker("cross-encoder", model=str(tiny_model))
+    assert by_card.rankings == asked.rerank(collection, run).rankings
+    assert by_card.rankings != default.rerank(collection, run).rankings

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.cli import main
+from tests.tiny_bert import make_tiny_bert
 
 TOPICS = {
     "space": ("apollo moon rocket saturn launch nasa orbit astronaut crater lunar", "Moon landings"),
@@ -67,21 +68,10 @@ def bench(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory) -> Path:
-    """A 2-layer, 32-wide random BERT encoder with the fixture's words as its vocabulary."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast, set_seed
-
-    folder = tmp_path_factory.mktemp("tiny-bert")
-    words = sorted({w for text, _ in TOPICS.values() for w in text.split()} | set(FILLER)
-                   | {str(i) for i in range(10)} | {"about", "."})
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    (folder / "vocab.txt").write_text("\n".join(specials + words) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
-    set_seed(0)
-    config = BertConfig(vocab_size=len(specials) + len(words), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    """A 2-layer, 32-wide random BERT encoder (no head) with the fixture's words as its vocabulary."""
+    texts = [text for text, _ in TOPICS.values()] + [" ".join(FILLER), "0 1 2 3 4 5 6 7 8 9 about ."]
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), texts, num_labels=None,
+                          max_position_embeddings=128)
 
 
 def _train(bench: Path, base: Path, name: str, *extra: str) -> int:

@@ -25,6 +25,7 @@ block follow the run tie rule (initial rank, then sentence id).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from retrieval.data import Candidate, Collection
@@ -49,12 +50,15 @@ class CrossEncoderReranker(Reranker):
     """
 
     name = "cross-encoder"
+    #: parameters a `dsr train` model's card (dsr_model.json) supplies when not given
+    CARD_PARAMS = ("query", "max_length")
     PARAMS = {"model": DEFAULT_MODEL, "query": "all", "decay": DEFAULT_DECAY, "batch_size": 32,
               "max_length": 256, "text": "body", "top_k": None}
     GRID = {"query": list(STRATEGIES)}
 
     def __init__(self, **params: Any):
         super().__init__(**params)
+        self.explicit = set(params)
         p = self.params
         check_strategy(p["query"])
         check_decay(p["decay"])
@@ -72,6 +76,22 @@ class CrossEncoderReranker(Reranker):
             out["model"] = self.model_info.describe()
         return out
 
+    def resolve(self):
+        """Resolve the model (once). A model made by ``dsr train`` is used with the query
+        strategy and max length it was trained with, from its card, unless given."""
+        from retrieval.jsonio import load_json
+        from retrieval.models import resolve_model
+
+        if self.model_info is None:
+            self.model_info = resolve_model(self.params["model"], "cross-encoder")
+            card = Path(self.model_info.path) / "dsr_model.json"
+            trained = load_json(card) if card.exists() else {}
+            for key in self.CARD_PARAMS:
+                if key not in self.explicit and trained.get(key) is not None:
+                    self.params[key] = trained[key]
+            check_strategy(self.params["query"])
+        return self.model_info
+
     def rerank(self, collection: Collection, run: Run, top_k: int | None = None) -> Run:
         """A new run: each topic's top ``top_k`` (default: the ``top_k`` parameter, else all)
         rescored by the model, the rest below in their original order.
@@ -79,15 +99,15 @@ class CrossEncoderReranker(Reranker):
         Every topic must be a dialogue of ``collection`` and every sentence a
         candidate of it (or of the collection's sentence pool), else InputError.
         """
-        from retrieval.models import load_cross_encoder, resolve_model
+        from retrieval.models import load_cross_encoder
 
+        self.resolve()
         p = self.params
         k = top_k if top_k is not None else p["top_k"]
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise InputError(f"top_k must be a whole number >= 1, got {k!r}", field="top_k")
 
         pairs, keys = self._pairs(collection, run, k)
-        self.model_info = resolve_model(p["model"], "cross-encoder")
         model = load_cross_encoder(self.model_info, max_length=p["max_length"])
         scores = score_pairs(model, pairs, p["batch_size"])
         reranked = rerank_top_k(collection, run, dict(zip(keys, scores)), k)
