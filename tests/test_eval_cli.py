@@ -88,7 +88,7 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
     # the report
     rep = tmp_path / "rep"
     names = sorted(p.name for p in rep.iterdir())
-    assert names == ["bars_RR.png", "bars_nDCG_5.png", "diff_bm25.png", "per_topic.tsv", "recall_at_k.png",
+    assert names == ["bars_RR.png", "bars_nDCG_5.png", "diff_vs_baseline.png", "per_topic.tsv", "recall_at_k.png",
                      "results.csv", "results.json", "results.md", "results.tex"]
     for png in rep.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
