@@ -41,6 +41,14 @@ def check_batch_size(value: Any) -> int:
     return value
 
 
+def check_dense_params(params: dict[str, Any]) -> None:
+    """The checks shared by the dense ranker and the bi-encoder reranker."""
+    check_strategy(params["query"])
+    check_text_form(params["text"])
+    check_batch_size(params["batch_size"])
+    check_decay(params["decay"])
+
+
 class DenseRanker(Ranker):
     """Bi-encoder re-ranking: cosine(query text, candidate text).
 
@@ -55,10 +63,7 @@ class DenseRanker(Ranker):
 
     def __init__(self, **params: Any):
         super().__init__(**params)
-        check_strategy(self.params["query"])
-        check_text_form(self.params["text"])
-        check_batch_size(self.params["batch_size"])
-        check_decay(self.params["decay"])
+        check_dense_params(self.params)
 
     @property
     def tag(self) -> str:

@@ -6,8 +6,8 @@ from typing import Any
 
 from retrieval.data import Collection
 from retrieval.errors import InputError
-from retrieval.queries import STRATEGIES, check_decay, check_strategy, query_text
-from retrieval.rankers.dense import candidate_text, check_batch_size, check_text_form
+from retrieval.queries import query_text
+from retrieval.rankers.dense import DenseRanker, candidate_text, check_dense_params
 from retrieval.rerankers.base import Reranker, rerank_top_k
 from retrieval.run import Run
 
@@ -24,15 +24,12 @@ class BiEncoderReranker(Reranker):
     """
 
     name = "bi-encoder"
-    PARAMS = {"model": "all-MiniLM-L6-v2", "query": "all", "batch_size": 64, "text": "body", "decay": 0.5}
-    GRID = {"query": list(STRATEGIES)}
+    PARAMS = DenseRanker.PARAMS
+    GRID = DenseRanker.GRID
 
     def __init__(self, **params: Any):
         super().__init__(**params)
-        check_strategy(self.params["query"])
-        check_text_form(self.params["text"])
-        check_batch_size(self.params["batch_size"])
-        check_decay(self.params["decay"])
+        check_dense_params(self.params)
 
     def rerank(self, collection: Collection, run: Run, top_k: int | None = None) -> Run:
         from indexes.embeddings import encode
