@@ -13,24 +13,11 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from retrieval.data import Collection, Dialogue
+from retrieval.rankers.dense import candidate_text
 from retrieval.run import Run
-from retrieval.training.pairs import candidate_text
 
 MEASURES = ("nDCG@5", "RR")
 BASELINES = ("initial", "bm25")
-
-
-def qrels_of(dialogues: Sequence[Dialogue]) -> dict[str, dict[str, int]]:
-    return {d.id: {c.id: c.label for c in d.candidates} for d in dialogues}
-
-
-def measure(run: Run, qrels: dict[str, dict[str, int]]) -> dict[str, float]:
-    """Mean nDCG@5 and MRR (RR) of ``run`` over the topics of ``qrels``."""
-    import ir_measures
-
-    measures = [ir_measures.parse_measure(m) for m in MEASURES]
-    found = ir_measures.calc_aggregate(measures, qrels, run.as_dict())
-    return {str(m): round(float(found[m]), 4) for m in measures}
 
 
 def model_run(score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
@@ -59,10 +46,17 @@ def baseline_runs(collection: Collection) -> dict[str, Run]:
 def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: str
                      ) -> dict[str, Any]:
     """Figures for the model card: measures of the model and the baselines, per ranker."""
-    qrels = qrels_of(dialogues)
+    from eval.measures import Evaluator
+    from eval.qrels import qrels_from_collection
+
     subset = Collection(f"{name}-heldout", dialogues)
+    evaluator = Evaluator(qrels_from_collection(subset), list(MEASURES), subset.ids)
+
+    def measure(run: Run) -> dict[str, float]:
+        return {m: round(float(v), 4) for m, v in zip(evaluator.names, evaluator(run).mean())}
+
     out: dict[str, Any] = {"dialogues": len(dialogues), "measures": list(MEASURES), "rankers": {}}
     for label, run in baseline_runs(subset).items():
-        out["rankers"][label] = measure(run, qrels)
-    out["rankers"]["model"] = measure(model_run(score_pairs, dialogues, query, name), qrels)
+        out["rankers"][label] = measure(run)
+    out["rankers"]["model"] = measure(model_run(score_pairs, dialogues, query, name))
     return out

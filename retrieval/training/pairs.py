@@ -23,8 +23,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from retrieval.data import Candidate, Dialogue
+from retrieval.data import Dialogue
 from retrieval.errors import InputError
+# the body, as the cross-encoder reranker reads it by default (titles repeat across a list)
+from retrieval.rankers.dense import candidate_text
 
 TARGETS = ("binary", "graded")
 
@@ -67,11 +69,6 @@ class PairSet:
         return {"query": [p.query for p in self.pairs],
                 "sentence": [p.sentence for p in self.pairs],
                 "label": [p.target for p in self.pairs]}
-
-
-def candidate_text(candidate: Candidate) -> str:
-    """The sentence text the cross-encoder reads (the body; titles repeat across a list)."""
-    return candidate.body
 
 
 def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
