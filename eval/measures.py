@@ -87,6 +87,12 @@ def measure_names(measures: Sequence) -> list[str]:
     return [str(m) for m in measures]
 
 
+def nan_to_none(value) -> float | None:
+    """A float, or None for NaN (a mean over no topic), so JSON and tables show it as missing."""
+    value = float(value)
+    return None if value != value else value
+
+
 @dataclass
 class TopicValues:
     """Per-topic values of one run: ``values[i, j]`` is measure ``j`` on topic ``i``."""

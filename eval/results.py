@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 import numpy as np
 
 from eval import significance as sig
-from eval.measures import Evaluator, TopicValues, measure_names, parse_measures
+from eval.measures import Evaluator, TopicValues, measure_names, nan_to_none, parse_measures
 from eval.protocol import SD_DDOF, TIE_DECIMALS, SplitIndex, Splits, Tuned, summarise, tune
 from eval.qrels import qrels_from_collection
 from retrieval.atomic import atomic_write
@@ -92,7 +92,7 @@ class Results:
         for name, system in self.systems.items():
             if system.splits is not None:
                 mean, sd = summarise(system.splits[subset])
-                out[name] = {m: (float(mean[j]), _num(sd[j])) for j, m in enumerate(self.measures)}
+                out[name] = {m: (float(mean[j]), nan_to_none(sd[j])) for j, m in enumerate(self.measures)}
             else:
                 mean = self.runs[name].mean(self.subsets[subset])
                 out[name] = {m: (float(mean[j]), None) for j, m in enumerate(self.measures)}
@@ -141,8 +141,8 @@ class Results:
                 for subset, split_means in system.splits.items():
                     mean, sd = summarise(split_means)
                     entry["test"][subset] = {
-                        m: {"mean": _num(mean[j]), "sd": _num(sd[j]),
-                            "splits": [_num(v) for v in split_means[:, j]]}
+                        m: {"mean": nan_to_none(mean[j]), "sd": nan_to_none(sd[j]),
+                            "splits": [nan_to_none(v) for v in split_means[:, j]]}
                         for j, m in enumerate(self.measures)}
                 if system.tuned is not None:
                     entry["configs"] = {c: _means(v, self.measures)
@@ -164,13 +164,8 @@ class Results:
         return out
 
 
-def _num(value) -> float | None:
-    value = float(value)
-    return None if math.isnan(value) else value
-
-
 def _means(values: np.ndarray, measures: list[str]) -> dict[str, float | None]:
-    return {m: _num(values[j]) for j, m in enumerate(measures)}
+    return {m: nan_to_none(values[j]) for j, m in enumerate(measures)}
 
 
 def subset_indices(collection: Collection, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:

@@ -35,6 +35,8 @@ from typing import Mapping
 
 import numpy as np
 
+from eval.measures import nan_to_none
+
 DEFAULT_RESAMPLES = 10_000
 ALPHA = 0.05
 #: the mark tables put after a value significantly different from the baseline's
@@ -161,11 +163,8 @@ def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[s
     t_adj = np.column_stack([holm(t_p[:, j]) for j in range(len(measures))]) if others else t_p
     r_adj = np.column_stack([holm(r_p[:, j]) for j in range(len(measures))]) if others else r_p
     for (k, name), (j, measure) in product(enumerate(others), enumerate(measures)):
-        out[name][measure].update(t=_f(t_p[k, j]), t_holm=_f(t_adj[k, j]),
-                                  perm=_f(r_p[k, j]), perm_holm=_f(r_adj[k, j]))
+        out[name][measure].update(t=nan_to_none(t_p[k, j]), t_holm=nan_to_none(t_adj[k, j]),
+                                  perm=nan_to_none(r_p[k, j]), perm_holm=nan_to_none(r_adj[k, j]))
     return out
 
 
-def _f(value) -> float | None:
-    value = float(value)
-    return None if np.isnan(value) else value

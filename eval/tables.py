@@ -11,6 +11,7 @@ import csv
 import io
 from dataclasses import dataclass
 
+from eval.measures import nan_to_none
 from eval.protocol import summarise
 from eval.results import Results
 from eval.significance import MARK
@@ -40,12 +41,12 @@ def blocks(results: Results) -> list[Block]:
             rows = []
             for name, system in results.systems.items():
                 mean, sd = summarise(system.splits[subset])
-                rows.append(Row(name, [_f(v) for v in mean], [_f(v) for v in sd],
+                rows.append(Row(name, [nan_to_none(v) for v in mean], [nan_to_none(v) for v in sd],
                                 _marks(results, subset, name)))
             title = (f"{subset}: test halves, mean ± sd over {len(results.splits)} splits "
                      f"({_tuning_note(results)})")
             out.append(Block(subset, "test", title, rows))
-        rows = [Row(name, [_f(v) for v in tv.mean(index)], [None] * len(results.measures),
+        rows = [Row(name, [nan_to_none(v) for v in tv.mean(index)], [None] * len(results.measures),
                     _marks(results, subset, name))
                 for name, tv in results.runs.items()]
         untuned = ", untuned" if results.splits is not None else ""
@@ -62,11 +63,6 @@ def _tuning_note(results: Results) -> str:
 
 def _marks(results: Results, subset: str, name: str) -> list[bool]:
     return [results.significant(subset, name, m) for m in results.measures]
-
-
-def _f(value) -> float | None:
-    value = float(value)
-    return None if value != value else value
 
 
 def cell(row: Row, j: int, digits: int = 4, pm: str = "±") -> str:
