@@ -168,13 +168,8 @@ class FetchResult:
 # --- hashing ----------------------------------------------------------------
 
 def git_blob_file(path: str | Path) -> str:
-    """The git blob id of a file, read in chunks."""
-    path = Path(path)
-    digest = hashlib.sha1(b"blob %d\0" % path.stat().st_size)
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """The git blob id of a file: sha1 of ``b"blob <size>\\0" + content``, read in chunks."""
+    return _hashes(Path(path))[0]
 
 
 def _hashes(path: Path) -> tuple[str, str]:

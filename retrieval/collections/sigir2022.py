@@ -32,7 +32,6 @@ the record (dialogue id, or its index when the id is missing) and the field.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
@@ -80,11 +79,6 @@ SOURCE = SourceInfo(
         "its candidates are ordered by initial score, descending, stable",
     ),
 )
-
-
-def git_blob_id(data: bytes) -> str:
-    """The id git gives a file's content: sha1 of ``b"blob <size>\\0" + data``."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 # --- locating the files -----------------------------------------------------
@@ -442,7 +436,9 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
 
 
 def _file_meta(path: Path) -> dict[str, Any]:
-    blob = git_blob_id(path.read_bytes())
+    from retrieval.fetch import git_blob_file
+
+    blob = git_blob_file(path)
     official = None
     for revision, blobs in BLOBS.items():
         if blob == blobs.get(path.name):
