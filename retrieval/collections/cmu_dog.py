@@ -221,7 +221,7 @@ def read_documents(folder: Path) -> dict[str, Document]:
     documents: dict[str, Document] = {}
     seen_idx: dict[int, Path] = {}
     for path in _wiki_files(folder):
-        raw = _read_json(path)
+        raw = load_json(path)
         where = {"path": path, "record": path.stem}
         overview = _field(raw, "0", dict, where)
         wiki_idx = _field(raw, "wikiDocumentIdx", int, where)
@@ -303,7 +303,7 @@ def top_positive(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
 
 def read_conversation(path: Path, doc_indexes: set[int]) -> dict[str, Any]:
     """One conversation file, checked; adds ``ids`` (user1/user2 -> worker id)."""
-    raw = _read_json(path)
+    raw = load_json(path)
     where = {"path": path, "record": path.stem}
     history = _field(raw, "history", list, where)
     who = _field(raw, "whoSawDoc", list, where)
@@ -359,10 +359,6 @@ def _check_split(folder: Path, split: str) -> None:
 
 def _wiki_files(folder: Path) -> list[Path]:
     return sorted((folder / "WikiData").glob("*.json"))
-
-
-def _read_json(path: Path) -> Any:
-    return load_json(path)
 
 
 def _field(obj: Any, key: str, kind, where: dict, name: str | None = None) -> Any:
