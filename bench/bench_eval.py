@@ -25,14 +25,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from eval.measures import DEFAULT_MEASURES  # noqa: E402
 from eval.protocol import generate_splits, read_splits  # noqa: E402
 from eval.results import evaluate_runs  # noqa: E402
 from retrieval.provenance import machine, package_versions  # noqa: E402
 
-from eval_synth import make_collection, make_run  # noqa: E402
+from retrieval.collections.synthetic import make_collection, make_run  # noqa: E402
 
 DEFAULT_SPLITS = ROOT.parent / "shared" / "data" / "sigir2022" / "val_test_splits.json"
 

@@ -23,7 +23,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -44,10 +43,10 @@ def main(argv=None) -> int:
 
     spec = args.collection
     if spec == "synthetic":
-        from bench_retrieval import synthetic_collection
+        from retrieval.collections.synthetic import text_collection
 
         spec = str(home / "synthetic.jsonl")
-        write_benchmark(synthetic_collection(args.dialogues), spec)
+        write_benchmark(text_collection(args.dialogues), spec)
     from retrieval.collections import load_collection
 
     rows = []

@@ -79,39 +79,6 @@ def stage(name: str, fn, *, items: int | None = None, unit: str = "", target: st
     return value
 
 
-def synthetic_collection(n_dialogues: int = 846, n_candidates: int = 50, seed: int = 0):
-    """SIGIR-shaped: every dialogue has its own 50 distinct candidates."""
-    import numpy as np
-
-    from retrieval.data import Candidate, Collection, Dialogue, Turn
-
-    from retrieval.models import resolve_model
-
-    rng = np.random.default_rng(seed)
-    # Whole English words of MiniLM's WordPiece vocabulary (one word piece each, so
-    # encoder input lengths are like real text), in a seeded order for the Zipf ranks.
-    vocab_file = Path(resolve_model("all-MiniLM-L6-v2").path) / "vocab.txt"
-    words = [w for w in vocab_file.read_text(encoding="utf-8").split("\n")
-             if w.isalpha() and w.isascii() and len(w) > 1]
-    vocab = [words[i] for i in rng.permutation(len(words))]
-    cdf = np.cumsum(1.0 / np.arange(1, len(vocab) + 1) ** 1.05)  # Zipf: a few very common words
-    cdf /= cdf[-1]
-
-    def sentence(low: int, high: int) -> str:
-        picks = np.searchsorted(cdf, rng.random(int(rng.integers(low, high))))
-        return " ".join(vocab[i] for i in picks).capitalize() + "."
-
-    dialogues = []
-    for d in range(n_dialogues):
-        # Reddit-like turns of 10-60 words, Wikipedia-like sentences of 10-40
-        turns = [Turn(f"u{t % 2}", f"user{t % 2}", sentence(10, 60)) for t in range(int(rng.integers(2, 8)))]
-        cands = [Candidate(f"d{d}-s{c}", f"Article {d % 97}", sentence(10, 40), None, int(c < 3))
-                 for c in range(n_candidates)]
-        dialogues.append(Dialogue(f"d{d}", sentence(4, 10), turns, None, cands,
-                                  subset="grounded" if d % 2 else "plain"))
-    return Collection("synthetic-sigir-shape", dialogues)
-
-
 def bench_bm25(collection, label: str, n_search: int) -> None:
     from indexes.bm25 import BM25Index, BM25SIndex
     from retrieval.queries import query_terms
@@ -261,7 +228,9 @@ def main(argv=None) -> int:
               "dsr_home": home}
     print(f"bench_retrieval {header['date']} on {platform.node()}", file=sys.stderr)
 
-    synthetic = stage("[synthetic] generate 846x50 collection", synthetic_collection)
+    from retrieval.collections.synthetic import text_collection
+
+    synthetic = stage("[synthetic] generate 846x50 collection", text_collection)
     if "bm25" not in args.skip:
         bench_bm25(synthetic, "synthetic", n_search=50 if args.quick else 200)
     if "dense" not in args.skip:

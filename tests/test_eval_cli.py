@@ -13,7 +13,7 @@ from eval.measures import DEFAULT_MEASURES
 from retrieval.cli import main
 from retrieval.data import write_benchmark
 
-from eval_synth import make_collection, make_run
+from retrieval.collections.synthetic import make_collection, make_run
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from eval.results import evaluate_runs, write_per_topic
 from retrieval.errors import InputError
 from retrieval.run import Run
 
-from eval_synth import make_collection, make_run
+from retrieval.collections.synthetic import make_collection, make_run
 
 
 # --- the reference: trec_eval's definitions, written out -------------------

@@ -13,7 +13,7 @@ from eval.qrels import qrels_from_collection
 from eval.results import configs_from_grid, evaluate_runs, tune_and_evaluate
 from retrieval.errors import InputError
 
-from eval_synth import make_collection, make_run
+from retrieval.collections.synthetic import make_collection, make_run
 
 MEASURES = ["RR", "nDCG@5", "P@1", "R@10"]
 

@@ -10,7 +10,7 @@ from eval.protocol import generate_splits
 from eval.results import evaluate_runs
 from eval.significance import compare, holm, paired_t, randomisation
 
-from eval_synth import make_collection, make_run
+from retrieval.collections.synthetic import make_collection, make_run
 
 
 def test_holm_on_a_known_example():
