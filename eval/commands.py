@@ -31,6 +31,9 @@ tuning (--tune, repeatable):
   Ties on val go to the configuration given first.
 
 missing topics count 0 (as trec_eval -c); topics not in the collection are ignored.
+scores are compared as 32-bit floats, as trec_eval does; ties are ordered by doc id,
+descending, and counted per run (a warning; "tied_topics" in --json).
+measure cutoffs (@k) and rel= are whole numbers >= 1.
 significance (--baseline): paired two-sided t-test and randomisation test by topic,
 Holm-corrected across the runs compared; † marks p < --alpha for --test.
 """
@@ -62,8 +65,8 @@ def register(subparsers) -> None:
     p.add_argument("--test", choices=("t", "perm"), default="t",
                    help="test whose Holm-adjusted p marks the table (default t); JSON has both")
     p.add_argument("--permutations", type=int, default=10_000, metavar="N",
-                   help="resamples of the randomisation test (default 10000; 0 skips it)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+                   help="resamples of the randomisation test (default 10000; 0 skips it; not negative)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--per-topic", metavar="FILE", help="write per-topic values (.tsv, or .jsonl)")
     p.add_argument("--report", metavar="DIR", help="write Markdown, CSV, JSON, LaTeX tables and PNG plots")

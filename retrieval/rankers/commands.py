@@ -19,10 +19,13 @@ sidecar ``RUN.json`` with everything needed to make it again:
 ``versions``
     Python and package versions
 
-Input runs are checked before any model is loaded: a run whose sidecar names
-another collection hash, or whose topics or sentence ids are not the
+Input runs (plain or ``.gz``) are checked before any model is loaded: a run
+whose sidecar names another collection hash (unless
+``--allow-collection-mismatch``), or whose topics or sentence ids are not the
 collection's, is bad input (exit 2) naming the file and line. Outputs are
-written atomically, so a failed command leaves no partial file.
+written atomically (gzipped when ``--out`` ends in ``.gz``), the run before
+its sidecar, so a failed command leaves no partial file and a killed one at
+worst a stale sidecar that readers detect.
 """
 
 from __future__ import annotations
