@@ -48,12 +48,7 @@ def read_qrels(path: str | Path) -> Qrels:
     if not path.exists():
         raise InputError("no such qrels file", path=path)
     qrels: Qrels = {}
-    try:
-        lines = read_lines(path)   # plain or gzip
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+    lines = read_lines(path)   # plain or gzip
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -29,7 +29,6 @@ with dsr's tie rule (initial rank, then id; scores distinct in float32).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +36,7 @@ import numpy as np
 
 from retrieval.data import Collection
 from retrieval.errors import InputError
-from retrieval.run import check_collection_hash, parse_run_line, read_sidecar, Run
+from retrieval.run import Run, check_collection_hash, parse_run_line, read_sidecar, recorded_collection_hash
 from retrieval.textfiles import read_bytes
 
 
@@ -129,8 +128,6 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
         problems.append(Problem(None, str(err)))
     else:
         if allow_mismatch and config:
-            from retrieval.run import recorded_collection_hash
-
             if recorded_collection_hash(config) not in (None, collection.content_hash):
                 result.warnings.append(Problem(None, "the sidecar names another collection hash "
                                                      "(allowed by --allow-collection-mismatch)"))

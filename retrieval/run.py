@@ -293,12 +293,7 @@ def read_trec_run(path: str | Path) -> Run:
     rankings: dict[str, list[tuple[str, float]]] = {}
     seen: set[tuple[str, str]] = set()
     tag = None
-    try:
-        lines = read_lines(path)
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+    lines = read_lines(path)   # plain or gzip
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue

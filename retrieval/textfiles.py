@@ -32,8 +32,14 @@ def read_bytes(path: str | Path) -> bytes:
 
 def read_lines(path: str | Path) -> list[str]:
     """Lines of a UTF-8 text file (gzip or plain), split on ``\\n`` only (so a
-    stray U+2028 or form feed stays inside its line), without the newlines."""
-    lines = read_bytes(path).decode("utf-8").split("\n")
+    stray U+2028 or form feed stays inside its line), without the newlines.
+    Unreadable or non-UTF-8 files are an InputError naming the file."""
+    try:
+        lines = read_bytes(path).decode("utf-8").split("\n")
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
     if lines and lines[-1] == "":
         lines.pop()
     return lines

@@ -13,7 +13,7 @@ from eval.results import evaluate_runs, write_per_topic
 from retrieval.errors import InputError
 from retrieval.run import Run
 
-from eval_synth import make_collection, make_run
+from eval_synth import make_collection, make_run, plain_measure
 
 
 # --- the reference: trec_eval's definitions, written out -------------------
@@ -24,32 +24,7 @@ def trec_order(doc_scores: dict[str, float]) -> list[str]:
 
 
 def reference(measure: str, qrels: dict[str, int], doc_scores: dict[str, float]) -> float:
-    ranked = trec_order(doc_scores)
-    rel = [qrels.get(d, 0) for d in ranked]
-    n_rel = sum(1 for g in qrels.values() if g >= 1)
-    if measure == "RR":
-        return next((1 / (i + 1) for i, g in enumerate(rel) if g >= 1), 0.0)
-    if measure == "AP":
-        if not n_rel:
-            return 0.0
-        hits, total = 0, 0.0
-        for i, g in enumerate(rel):
-            if g >= 1:
-                hits += 1
-                total += hits / (i + 1)
-        return total / n_rel
-    name, k = measure.split("@")
-    k = int(k)
-    if name == "P":
-        return sum(1 for g in rel[:k] if g >= 1) / k
-    if name == "R":
-        return sum(1 for g in rel[:k] if g >= 1) / n_rel if n_rel else 0.0
-    if name == "nDCG":
-        dcg = sum(g / math.log2(i + 2) for i, g in enumerate(rel[:k]))
-        ideal = sorted(qrels.values(), reverse=True)[:k]
-        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-        return dcg / idcg if idcg > 0 else 0.0
-    raise AssertionError(measure)
+    return plain_measure(measure, trec_order(doc_scores), qrels)
 
 
 def reference_matrix(collection, run: Run, measures, scores=None) -> np.ndarray:

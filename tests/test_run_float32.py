@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from eval.measures import Evaluator
 from retrieval.run import Run, read_trec_run
 
+from eval_synth import plain_measure
+
 ROOT = Path(__file__).resolve().parents[1]
 MEASURES = ["RR", "P@1", "P@5", "nDCG@1", "nDCG@5", "nDCG@10", "nDCG@100", "AP", "R@10", "R@1000"]
 
@@ -43,32 +45,6 @@ def plain_walk(path: Path) -> dict[str, list[str]]:
         assert [r[1] for r in rows] == list(range(1, len(rows) + 1))
         order[qid] = [r[2] for r in rows]
     return order
-
-
-def plain_measure(measure: str, ranked: list[str], labels: dict[str, int]) -> float:
-    gains = [labels.get(d, 0) for d in ranked]
-    n_rel = sum(1 for g in labels.values() if g >= 1)
-    if measure == "RR":
-        return next((1 / (i + 1) for i, g in enumerate(gains) if g >= 1), 0.0)
-    if measure == "AP":
-        hits, total = 0, 0.0
-        for i, g in enumerate(gains):
-            if g >= 1:
-                hits += 1
-                total += hits / (i + 1)
-        return total / n_rel if n_rel else 0.0
-    name, k = measure.split("@")
-    k = int(k)
-    if name == "P":
-        return sum(1 for g in gains[:k] if g >= 1) / k
-    if name == "R":
-        return sum(1 for g in gains[:k] if g >= 1) / n_rel if n_rel else 0.0
-    if name == "nDCG":   # trec_eval: gain = label, discount log2(rank + 1)
-        dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains[:k]))
-        ideal = sorted(labels.values(), reverse=True)[:k]
-        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-        return dcg / idcg if idcg > 0 else 0.0
-    raise AssertionError(measure)
 
 
 # --- the minimal case of the issue ---------------------------------------------------------

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from eval.qrels import qrels_from_collection, read_qrels, write_qrels
