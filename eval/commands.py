@@ -98,8 +98,10 @@ def register(subparsers) -> None:
 
 
 def _run_names(paths: list[str]) -> dict[str, str]:
-    """path -> a short unique name (file name without .run/.trec/.txt, parent folder if needed)."""
+    """path -> a short unique name (file name without .run/.trec/.txt and .gz, parent folder if needed)."""
     def stem(path: Path) -> str:
+        if path.suffix == ".gz":
+            path = path.with_suffix("")
         return path.stem if path.suffix in (".run", ".trec", ".txt", ".tsv") else path.name
 
     names: dict[str, str] = {}
