@@ -212,7 +212,13 @@ def test_a_run_of_another_collection_is_rejected_everywhere_unless_allowed(tmp_p
     other.dialogues[0].candidates[0].label = 1 - other.dialogues[0].candidates[0].label
     write_benchmark(other, tmp_path / "other.jsonl")
     run = root / "a.run"
+    foreign = tmp_path / "foreign.run"
+    Run.read(run).write(foreign)
+    side = json.loads(Path(str(foreign) + ".json").read_text())
+    side["collection"] = other.describe()
+    Path(str(foreign) + ".json").write_text(json.dumps(side))
     for argv in (["evaluate", tmp_path / "other.jsonl", run, "--quiet"],
+                 ["fuse", run, foreign, "--method", "rrf", "--out", tmp_path / "g.run"],
                  ["validate", tmp_path / "other.jsonl", run],
                  ["fuse", run, run, "--method", "rrf", "--collection", tmp_path / "other.jsonl",
                   "--out", tmp_path / "f.run"]):

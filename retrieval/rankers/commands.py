@@ -185,8 +185,8 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         collection = load_collection(args.collection)
         for path, run in zip(args.runs, runs):
             check_run(run, path, collection, allow_mismatch=args.allow_collection_mismatch)
-    elif not args.allow_collection_mismatch:
-        _check_same_collection(args.runs, runs)
+    else:
+        _check_same_collection(args.runs, runs, allow=args.allow_collection_mismatch)
     if not set.intersection(*(set(r.rankings) for r in runs)):
         raise InputError("the runs have no topic in common: are they runs of the same collection?",
                          path=args.runs[-1], field="qid")
@@ -264,8 +264,9 @@ def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -
                              path=path, line=lineno, field="docid")
 
 
-def _check_same_collection(paths: list[str], runs: list) -> None:
-    """Without a collection: the sidecars that name a collection hash must agree."""
+def _check_same_collection(paths: list[str], runs: list, allow: bool = False) -> None:
+    """Without a collection: the sidecars that name a collection hash must agree
+    (``allow``: a warning instead)."""
     from retrieval.run import sidecar_path
 
     first = None
@@ -276,11 +277,14 @@ def _check_same_collection(paths: list[str], runs: list) -> None:
         if first is None:
             first = (path, recorded)
         elif recorded["hash"] != first[1]["hash"]:
-            raise InputError(
-                f"made for collection {recorded.get('name')!r} (hash {str(recorded['hash'])[:12]}) but "
-                f"{first[0]} for {first[1].get('name')!r} (hash {str(first[1]['hash'])[:12]}): "
-                "fuse runs of one collection (or pass --allow-collection-mismatch)",
-                path=sidecar_path(path), field="collection.hash")
+            message = (f"{path} was made for collection {recorded.get('name')!r} (hash {recorded['hash']}) "
+                       f"but {first[0]} for {first[1].get('name')!r} (hash {first[1]['hash']})")
+            if allow:
+                print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
+                continue
+            raise InputError(f"{message}: fuse runs of one collection (or pass "
+                             "--allow-collection-mismatch)", path=sidecar_path(path),
+                             field="collection.hash")
 
 
 # --- sidecars ---------------------------------------------------------------------
