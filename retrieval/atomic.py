@@ -120,9 +120,10 @@ def _temp_prefix(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def temp_beside(path: str | Path, suffix: str = ".tmp", mode: str = "wb") -> Iterator[tuple[Path, IO]]:
+def temp_beside(path: str | Path, suffix: str = ".tmp", mode: str = "wb",
+                field: str | None = None) -> Iterator[tuple[Path, IO]]:
     """A new temporary file beside ``path`` (removed on exit unless renamed away meanwhile)."""
-    path = check_output_path(path)
+    path = check_output_path(path, field)
     clean_stale(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=suffix, dir=path.parent)
