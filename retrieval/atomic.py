@@ -46,7 +46,13 @@ def check_output_path(path: str | Path, field: str | None = "--out", *, folder: 
     Also rejects a folder where a file is wanted (and the reverse).
     """
     path = Path(path)
-    make = path if folder else path.parent
+    _make_folder(path if folder else path.parent, path, field)
+    if not folder and path.is_dir():
+        raise InputError("is a folder; a file name is needed", path=path, field=field)
+    return path
+
+
+def _make_folder(make: Path, path: Path, field: str | None) -> None:
     try:
         make.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -54,9 +60,6 @@ def check_output_path(path: str | Path, field: str | None = "--out", *, folder: 
         why = (f"{blocker} is a file, not a folder" if blocker is not None
                else f"cannot create the folder {make}: {err.strerror or err}")
         raise InputError(f"cannot write here: {why}", path=path, field=field) from None
-    if not folder and path.is_dir():
-        raise InputError("is a folder; a file name is needed", path=path, field=field)
-    return path
 
 
 def clean_stale(target: str | Path) -> list[Path]:
@@ -189,7 +192,7 @@ def check_replaceable(path: str | Path, allowed: Iterable[str], field: str | Non
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise InputError("exists and is not a folder", path=path, field=field)
-    check_output_path(path, field)
+    _make_folder(path.parent, path, field)
     patterns = tuple(allowed)
     foreign = sorted(p.name for p in (path.iterdir() if path.is_dir() else ())
                      if not any(fnmatch.fnmatchcase(p.name, pat) for pat in patterns))
