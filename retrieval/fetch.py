@@ -24,6 +24,32 @@ already present that verify are kept (``--force`` downloads them again).
 Without network the first request fails within ``timeout`` seconds with a
 message saying how to use local files (``--source DIR``).
 
+Bounds, each an exit 2 naming the URL or file (never a traceback):
+
+- **size**: a file whose size the manifest (or CHECKSUMS.json) records may
+  have that size plus 10 % + 64 KiB (``size_cap``); any other download, and
+  archive members without a recorded size, at most ``DEFAULT_MAX_BYTES``
+  (1 GiB). A larger ``Content-Length`` is refused before reading; a body
+  that grows past the cap is stopped.
+- **time**: each file's whole download, headers included, must finish within
+  ``DEFAULT_DEADLINE`` seconds (``$DSR_FETCH_DEADLINE``, ``deadline=``); a
+  server that trickles bytes is cut off then, not only one that goes silent
+  (``timeout``, per read).
+- **integrity**: a body shorter than its ``Content-Length``, a cut chunked
+  body, a corrupt zip (central directory, or a member's CRC) or a truncated
+  tar.gz fail the fetch.
+- **archives**: members are unpacked to temporary files and take their names
+  only after the whole archive has been read without error; declared member
+  sizes are checked against their caps before unpacking, and everything
+  unpacked (for a tar.gz, the whole decompressed stream) must stay within
+  ``MAX_RATIO`` (100) times the archive's size, at most ``DEFAULT_MAX_BYTES``
+  (real archives expand about 5 times; a bomb is stopped). A member path
+  that leaves the archive's folder (``..``, absolute) fails the fetch.
+
+A fetch that fails leaves only what verified: temporaries (``.part``), files
+that only this fetch's first-use checksum would vouch for, and folders it
+created that stay empty are removed.
+
 The base URL (default ``https://github.com``) can be replaced by a mirror or a
 test server with ``base_url=`` / ``--base-url`` or ``$DSR_FETCH_BASE_URL``; it
 must serve ``{base}/{owner}/{repo}/raw/{commit}/{path}`` and, for CMU_DoG,

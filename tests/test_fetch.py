@@ -232,6 +232,9 @@ def test_no_first_use_record_from_a_fetch_that_failed(server, shared_data, dsr_h
     dest = dsr_home / "data" / "ccpe"
     files = json.loads((dest / CHECKSUMS).read_text())["files"] if (dest / CHECKSUMS).exists() else {}
     assert "data.json" not in files and not (dest / "README.md").exists()
+    # and a failed fetch keeps nothing unverified: data.json arrived, but only the
+    # first-use record this fetch does not write would vouch for it
+    assert leftovers(dest) == [] and not is_available("ccpe")
 
 
 # --- archives: cmu_dog (tar.gz) and redial (zip) ------------------------------
@@ -599,14 +602,3 @@ def test_tar_path_traversal_is_refused(server, shared_data, dsr_home, tmp_path):
     assert not list(dsr_home.rglob("evil.json")) and not list(tmp_path.rglob("evil.json"))
     assert leftovers(dsr_home / "data" / "cmu_dog") == []
 
-
-def test_failed_fetch_removes_unverified_files_and_empty_folders(server, shared_data, dsr_home):
-    root, base, _ = server
-    serve_ccpe(root, shared_data)
-    readme = root / CCPE.repository / "raw" / CCPE.commit / "README.md"
-    readme.write_bytes(readme.read_bytes() + b"\ninjected\n")
-    with pytest.raises(InputError):
-        fetch("ccpe", base_url=base, progress=False)
-    dest = dsr_home / "data" / "ccpe"
-    assert leftovers(dest) == []  # data.json arrived, but only a first-use record vouches for it
-    assert not is_available("ccpe")

@@ -5,6 +5,7 @@ A git blob id is sha1(b"blob <size>\\0" + data): the id git itself gives a
 file, so a download can be checked against it without trusting the server.
 Each file's size in bytes is recorded too: `dsr data fetch` stops a download
 (or an archive member) that grows past it plus a margin.
+
 The ids are computed here from the unchanged upstream copies in
 ../shared/data (see its SOURCES.md for repositories and commits); the SIGIR
 2022 dialogue files are not available there, so their ids are the ones
