@@ -4,15 +4,15 @@ A crash or a bad record half way through never leaves a half-written output.
 
 * ``atomic_write(path)``: one file, through ``.NAME.<random>.tmp`` beside it.
 * ``atomic_dir(path, allowed)``: a folder written as a set (a report): built in a
-  hidden sibling ``.NAME.<random>.dsr-new`` and swapped in (old folder renamed
-  aside to ``.NAME.<random>.dsr-old``, new one renamed in, old one removed), so a
-  killed process leaves the old set or the new one, never a mix.
+  hidden sibling ``.NAME.<pid>-<random>.dsr-new`` and swapped in (old folder
+  renamed aside to ``.NAME.old-<pid>-<n>``, new one renamed in, old one removed),
+  so a killed process leaves the old set or the new one, never a mix.
 * ``check_output_path(path)``: an output whose parent is a file, or whose folder
   cannot be created, is an ``InputError`` naming the path (exit 2), not a
   traceback. Both writers above call it.
 
 Temporaries a killed process left behind (``.NAME.*.tmp``, ``.part``,
-``.partial``, ``.dsr-new``, ``.dsr-old`` beside NAME) are removed by the next
+``.partial``, ``.dsr-new``, ``.NAME.old-*`` beside NAME) are removed by the next
 write to the same target (``clean_stale``): those last modified before this
 process started and not owned by a running process.
 """
@@ -36,7 +36,7 @@ from retrieval.errors import InputError
 #: and not tagged with a live process id are left over from a killed process
 PROCESS_STARTED = time.time()
 _FILE_SUFFIXES = (".tmp", ".part", ".partial", ".partial.json")
-_DIR_SUFFIXES = (".dsr-new", ".dsr-old")
+_DIR_SUFFIXES = (".dsr-new",)
 
 
 def check_output_path(path: str | Path, field: str | None = "--out", *, folder: bool = False) -> Path:
@@ -68,7 +68,8 @@ def clean_stale(target: str | Path) -> list[Path]:
     Candidates are the hidden siblings ``.NAME.*`` with a dsr temporary suffix.
     One is stale when it was last modified before this process started and the
     process id in its name (when it has one) is not running. Folders are only
-    removed when they carry a ``.dsr-new``/``.dsr-old`` suffix (``dsr train``'s
+    removed when they are a staging (``.dsr-new``) or set-aside (``.NAME.old-PID-N``)
+    folder (``dsr train``'s
     resumable ``.NAME.partial`` folder is never touched).
     """
     target = Path(target)
@@ -81,10 +82,12 @@ def clean_stale(target: str | Path) -> list[Path]:
         name = sibling.name
         try:
             is_dir = sibling.is_dir() and not sibling.is_symlink()
-            if not name.endswith(_DIR_SUFFIXES if is_dir else _FILE_SUFFIXES):
+            rest = name[len(target.name) + 2:]
+            if is_dir and rest.startswith("old-"):  # indexes.manifest.replace_folder's
+                rest = rest[4:]
+            elif not name.endswith(_DIR_SUFFIXES if is_dir else _FILE_SUFFIXES):
                 continue
-            if sibling.lstat().st_mtime >= PROCESS_STARTED or _owner_running(
-                    name[len(target.name) + 2:]):
+            if sibling.lstat().st_mtime >= PROCESS_STARTED or _owner_running(rest):
                 continue
             if is_dir:
                 shutil.rmtree(sibling)
@@ -180,7 +183,10 @@ def atomic_dir(path: str | Path, allowed: Iterable[str], field: str | None = Non
     try:
         yield staging
         os.chmod(staging, 0o777 & ~_umask())
-        swap_in(staging, path)
+        # old renamed aside (.NAME.old-PID-N), new renamed in, old removed: a kill
+        # between the renames leaves the old set aside, after them clean_stale's work
+        from indexes.manifest import replace_folder  # the indexes' swap, shared
+        replace_folder(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -202,22 +208,6 @@ def check_replaceable(path: str | Path, allowed: Iterable[str], field: str | Non
             f"{', ...' if len(foreign) > 5 else ''}); the folder is replaced as a whole, so "
             "choose a new or empty folder (or move those files)", path=path, field=field)
     return path
-
-
-def swap_in(new: Path, path: Path) -> None:
-    """Replace folder ``path`` by folder ``new``: old renamed aside, new renamed in, old removed.
-
-    A kill between the two renames leaves the old set aside as
-    ``.NAME.<pid>-*.dsr-old`` (and no ``path``); a kill after them leaves that
-    folder to ``clean_stale``. Never a mix of the two sets.
-    """
-    old = None
-    if path.exists():
-        old = Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".dsr-old", dir=path.parent))
-        os.replace(path, old)  # over the empty placeholder mkdtemp made
-    os.replace(new, path)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def _umask() -> int:

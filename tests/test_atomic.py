@@ -134,7 +134,7 @@ def test_stale_temporaries_are_removed_by_the_next_write(tmp_path):
     for p in stale:
         p.write_text("half")
         _old(p)
-    stale_dir = tmp_path / f".x.run.{dead}-q.dsr-old"
+    stale_dir = tmp_path / f".x.run.old-{dead}-123"
     (stale_dir / "runs").mkdir(parents=True)
     (stale_dir / "runs" / "a.run").write_text("old")
     _old(stale_dir)
