@@ -110,7 +110,6 @@ def test_reproduce_refuses_a_folder_with_other_files_before_working(tmp_path, ca
     out = tmp_path / "out"
     out.mkdir()
     (out / "thesis.tex").write_text("x")
-    start = time.monotonic()
     assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "3"]) == 2
     err = capsys.readouterr().err
     assert "thesis.tex" in err and "dsr reproduce: bm25" not in err
