@@ -359,6 +359,7 @@ def _command_line(command: str, args: argparse.Namespace) -> str:
 def _check_out(out: str | Path) -> None:
     if Path(out).is_dir():
         raise InputError("is a folder; --out takes a run file name", path=out, field="--out")
+    __import__("retrieval.atomic").atomic.check_output_path(out, "--out")  # parent a file: exit 2
 
 
 def _write(run, out: str | Path) -> None:
