@@ -91,6 +91,12 @@ class Run:
                 raise InputError("a run sidecar must be a JSON object", path=side)
             config.pop("tag", None)
             run.config = config
+        else:
+            from retrieval.ir_metadata import config_from_header, read_header
+
+            header = read_header(path)  # a run from elsewhere may carry an ir_metadata header
+            if header:
+                run.config = config_from_header(header)
         return run
 
 
@@ -136,8 +142,8 @@ def read_trec_run(path: str | Path) -> Run:
     tag = None
     with open(path, encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+            if not line.strip() or line.startswith("#"):
+                continue  # comments: ir_metadata headers (retrieval.ir_metadata)
             parts = line.split()
             if len(parts) != 6:
                 raise InputError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}",
