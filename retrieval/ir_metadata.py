@@ -108,6 +108,18 @@ def _stages(config: dict[str, Any], used: set[str]) -> list[dict[str, Any]]:
         elif isinstance(item, dict) and item.get("tag"):
             inputs.append(str(item["tag"]))
     stage: dict[str, Any] = {}
+    carried = (config.get("ir_metadata") or {}).get("method", {}).get("retrieval")
+    if not any(config.get(k) for k in ("fusion", "reranker", "ranker")) and isinstance(carried, list):
+        # a run known only by its header: its own stages, renamed where a name is taken
+        for item in carried:
+            if isinstance(item, dict) and item.get("name"):
+                item = dict(item)
+                base, k = str(item["name"]), 2
+                while item["name"] in used:
+                    item["name"], k = f"{base} #{k}", k + 1
+                used.add(item["name"])
+                stages.append(item)
+        return stages
     if config.get("fusion"):
         stage = {"name": f"fusion {config['fusion']}", "method": f"dsr fuse --method {config['fusion']}"}
         if inputs:
@@ -121,7 +133,9 @@ def _stages(config: dict[str, Any], used: set[str]) -> list[dict[str, Any]]:
     if not stage:
         return stages
     if isinstance(config.get("params"), dict):
-        stage["params"] = config["params"]
+        stage["params"] = dict(config["params"])
+        if config.get("top_k") is not None:  # rerankers record their depth beside the params
+            stage["params"].setdefault("top_k", config["top_k"])
     models = [m.get("spec") or m.get("name") for m in config.get("models") or [] if isinstance(m, dict)]
     if any(models):
         stage["models"] = [m for m in models if m]
