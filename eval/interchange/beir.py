@@ -29,8 +29,7 @@ FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "candidates.jsonl")
 
 
 def write(view: TestCollection, folder: Path) -> list[str]:
-    write_jsonl(folder / "corpus.jsonl", ({"_id": d.doc_id, "title": d.title, "text": d.text}
-                                          for d in view.documents.values()))
+    write_jsonl(folder / "corpus.jsonl", corpus_rows(view))
     write_jsonl(folder / "queries.jsonl", (
         {"_id": d.id, "text": view.query_text(d.id),
          "metadata": {"subset": d.subset, "title": d.title}} for d in view.collection))
@@ -38,6 +37,10 @@ def write(view: TestCollection, folder: Path) -> list[str]:
         f"{qid}\t{doc}\t{grade}" for qid, docs in view.qrels().items() for doc, grade in docs.items()])
     write_jsonl(folder / "candidates.jsonl", candidate_rows(view))
     return list(FILES)
+
+
+def corpus_rows(view: TestCollection):
+    return ({"_id": d.doc_id, "title": d.title, "text": d.text} for d in view.documents.values())
 
 
 def candidate_rows(view: TestCollection):

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eval.interchange.beir import candidate_rows
+from eval.interchange.beir import candidate_rows, corpus_rows
 from eval.interchange.corpus import TestCollection
 from eval.interchange.folder import write_jsonl, write_lines
 
@@ -46,8 +46,7 @@ def write(view: TestCollection, folder: Path) -> list[str]:
     write_jsonl(folder / "qrels" / "test.jsonl", (
         {"query-id": qid, "corpus-id": doc, "score": grade}
         for qid, docs in view.qrels().items() for doc, grade in docs.items()))
-    write_jsonl(folder / "corpus.jsonl", ({"_id": d.doc_id, "title": d.title, "text": d.text}
-                                          for d in view.documents.values()))
+    write_jsonl(folder / "corpus.jsonl", corpus_rows(view))
     write_jsonl(folder / "queries.jsonl", ({"_id": d.id, "text": view.query_text(d.id),
                                             "subset": d.subset} for d in view.collection))
     write_jsonl(folder / "candidates.jsonl", candidate_rows(view))

@@ -89,10 +89,14 @@ class _Lazy:
         return TestCollection.build(self._loader())
 
 
-class DsrDocs(BaseDocs):
+class _OnView:
+    """A handler over the shared lazy view."""
+
     def __init__(self, lazy: _Lazy):
         self._lazy = lazy
 
+
+class DsrDocs(_OnView, BaseDocs):
     def docs_iter(self):
         for doc in self._lazy.view.documents.values():
             yield DsrDoc(doc.doc_id, doc.text, doc.title)
@@ -126,10 +130,7 @@ class _Store(Docstore):
                 yield DsrDoc(doc.doc_id, doc.text, doc.title)
 
 
-class DsrQueries(BaseQueries):
-    def __init__(self, lazy: _Lazy):
-        self._lazy = lazy
-
+class DsrQueries(_OnView, BaseQueries):
     def queries_iter(self):
         view = self._lazy.view
         for dialogue in view.collection:
@@ -147,10 +148,7 @@ class DsrQueries(BaseQueries):
         return "en"
 
 
-class DsrQrels(BaseQrels):
-    def __init__(self, lazy: _Lazy):
-        self._lazy = lazy
-
+class DsrQrels(_OnView, BaseQrels):
     def qrels_iter(self):
         for qid, docs in self._lazy.view.qrels().items():
             for doc, grade in docs.items():
@@ -163,10 +161,7 @@ class DsrQrels(BaseQrels):
         return dict(QRELS_DEFS)
 
 
-class DsrScoredDocs(BaseScoredDocs):
-    def __init__(self, lazy: _Lazy):
-        self._lazy = lazy
-
+class DsrScoredDocs(_OnView, BaseScoredDocs):
     def scoreddocs_iter(self):
         view = self._lazy.view
         for qid in view.candidates:
