@@ -242,3 +242,18 @@ def test_cmu_dog_hf_export_loads(tmp_path, monkeypatch, shared_data):
     assert dialogues.num_rows == 502
     assert qrels.num_rows == sum(len(d["candidates"]) for d in dialogues)
     assert max(qrels["score"]) == 2
+
+
+def test_bad_outputs_and_collections_without_candidates_are_exit_2(tmp_path, capsys):
+    assert main(["qrels", "sample", "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    record = _sample_records()[0]
+    record["candidates"] = []
+    path = tmp_path / "empty.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    assert main(["export", str(path), "--format", "beir", "--out", str(tmp_path / "e")]) == 2
+    assert "no candidates" in capsys.readouterr().err
+    assert not (tmp_path / "e").exists()
+    (tmp_path / "file").write_text("x")
+    assert main(["export", "sample", "--format", "beir", "--out", str(tmp_path / "file")]) == 2
+    assert "is a file" in capsys.readouterr().err
