@@ -147,3 +147,17 @@ def test_format_header_lines_are_comments():
     assert lines[0] == "# ir_metadata.start" and lines[-1] == "# ir_metadata.end"
     assert all(line.startswith("#") and "\n" not in line for line in lines)
     assert parse_header([line + "\n" for line in lines])["method"]["retrieval"][0]["params"] == {"k1": 1.2}
+
+
+def test_a_bad_line_below_a_header_is_named_not_a_header_line(tmp_path, capsys):
+    plain = tmp_path / "plain.run"
+    assert main(["run", "sample", "--ranker", "bm25", "--out", str(plain)]) == 0
+    lines = plain.read_text().splitlines(keepends=True)
+    lines[7] = "nope " + lines[7].split(" ", 1)[1]
+    header = ["# ir_metadata.start\n", "# tag: x\n", "# cmd: a b c d\n", "# ir_metadata.end\n"]
+    run = tmp_path / "bad.run"
+    run.write_text("".join(header + lines))
+    capsys.readouterr()
+    assert main(["fuse", str(run), str(plain), "--collection", "sample", "--method", "rrf",
+                 "--out", str(tmp_path / "f.run")]) == 2
+    assert f"{run}:{len(header) + 8}: field 'qid': topic 'nope'" in capsys.readouterr().err

@@ -249,7 +249,7 @@ def check_run(run, path: str | Path, collection) -> None:
     with open(path, encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, start=1):
             parts = line.split()
-            if len(parts) != 6:
+            if len(parts) != 6 or line.startswith("#"):  # '#': an ir_metadata header
                 continue
             qid, doc = parts[0], parts[2]
             if qid not in collection:
