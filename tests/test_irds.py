@@ -96,3 +96,23 @@ def test_register_benchmark_file(tmp_path, records):
     dataset = irds.register_benchmark("dsr-test/mine", path)
     assert [q.query_id for q in dataset.queries_iter()] == [r["id"] for r in records[:3]]
     assert dataset.docs_count() == len({c["id"] for r in records[:3] for c in r["candidates"]})
+
+
+def test_what_pyterriers_irds_adapter_reads(records):
+    """PyTerrier (not installable here: it needs Java) reads an ir_datasets id with these calls:
+    topics and results as DataFrames of the namedtuples (a query field picked by name), and
+    text for `pt.text.get_text` from the doc fields annotated exactly `str` via docs_store."""
+    import pandas as pd
+
+    dataset = ir_datasets.load("dsr/sample")
+    docs_cls = dataset.docs_cls()
+    text_fields = [f for f in docs_cls._fields if f != "doc_id" and docs_cls.__annotations__[f] is str]
+    assert text_fields == ["text", "title"]
+    assert "last" in dataset.queries_cls()._fields[1:]
+    topics = pd.DataFrame(dataset.queries_iter()).rename(columns={"query_id": "qid", "last": "query"})
+    assert list(topics["query"]) == [r["context"][-1]["body"] for r in records]
+    results = pd.DataFrame(dataset.scoreddocs)
+    assert list(results.columns) == ["query_id", "doc_id", "score"]
+    assert len(results) == sum(len(r["candidates"]) for r in records)
+    wanted = set(results["doc_id"])
+    assert {d.doc_id for d in dataset.docs_store().get_many_iter(wanted)} == wanted

@@ -32,8 +32,8 @@ for ``ir_datasets.formats.TrecScoredDocs``). TSV text has whitespace runs made
 one space; docs.tsv holds the sentence (``title`` is in the BEIR and HF exports).
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations` here: PyTerrier's text loader keeps the document
+# fields whose annotation *is* `str`, which string annotations would hide.
 from functools import cached_property
 from pathlib import Path
 from typing import Callable, NamedTuple
