@@ -108,7 +108,7 @@ def _stages(config: dict[str, Any], used: set[str]) -> list[dict[str, Any]]:
         elif isinstance(item, dict) and item.get("tag"):
             inputs.append(str(item["tag"]))
     stage: dict[str, Any] = {}
-    carried = (config.get("ir_metadata") or {}).get("method", {}).get("retrieval")
+    carried = _get(config, "ir_metadata", "method", "retrieval")
     if not any(config.get(k) for k in ("fusion", "reranker", "ranker")) and isinstance(carried, list):
         # a run known only by its header: its own stages, renamed where a name is taken
         for item in carried:
@@ -144,6 +144,16 @@ def _stages(config: dict[str, Any], used: set[str]) -> list[dict[str, Any]]:
         stage["name"], k = f"{base} #{k}", k + 1
     used.add(stage["name"])
     return stages + [stage]
+
+
+def _get(mapping: Any, *keys: str) -> Any:
+    """``mapping[k1][k2]...``, or None where a level is missing or not a mapping (a header
+    from elsewhere may use the schema loosely)."""
+    for key in keys:
+        if not isinstance(mapping, dict):
+            return None
+        mapping = mapping.get(key)
+    return mapping
 
 
 def parse_header(lines: Iterable[str], path: str | Path | None = None) -> dict[str, Any]:
@@ -207,14 +217,12 @@ def config_from_header(meta: dict[str, Any]) -> dict[str, Any]:
     read), and, where the header has them, ``collection`` (name, hash) and
     ``command_line``, so the collection check works without a sidecar."""
     config: dict[str, Any] = {"ir_metadata": meta}
-    data = meta.get("data")
-    test = data.get("test collection") if isinstance(data, dict) else None
+    test = _get(meta, "data", "test collection")
     if isinstance(test, dict) and test.get("name"):
         config["collection"] = {k: test[k] for k in ("name", "hash", "dialogues") if k in test}
-    implementation = meta.get("implementation")
-    executable = implementation.get("executable") if isinstance(implementation, dict) else None
-    if isinstance(executable, dict) and isinstance(executable.get("cmd"), str):
-        config["command_line"] = executable["cmd"]
+    cmd = _get(meta, "implementation", "executable", "cmd")
+    if isinstance(cmd, str):
+        config["command_line"] = cmd
     return config
 
 

@@ -161,3 +161,17 @@ def test_a_bad_line_below_a_header_is_named_not_a_header_line(tmp_path, capsys):
     assert main(["fuse", str(run), str(plain), "--collection", "sample", "--method", "rrf",
                  "--out", str(tmp_path / "f.run")]) == 2
     assert f"{run}:{len(header) + 8}: field 'qid': topic 'nope'" in capsys.readouterr().err
+
+
+def test_a_loosely_written_foreign_header_is_kept_not_fatal(tmp_path):
+    plain = tmp_path / "plain.run"
+    assert main(["run", "sample", "--ranker", "bm25", "--out", str(plain)]) == 0
+    foreign = tmp_path / "foreign.run"
+    foreign.write_text("# ir_metadata.start\n# tag: theirs\n# method: bm25\n# data: nyt\n"
+                       "# ir_metadata.end\n" + plain.read_text())
+    config = Run.read(foreign).config
+    assert config == {"ir_metadata": {"tag": "theirs", "method": "bm25", "data": "nyt"}}
+    fused = tmp_path / "f.run"
+    assert main(["fuse", str(foreign), str(plain), "--method", "rrf", "--out", str(fused),
+                 "--ir-metadata"]) == 0
+    assert _plain_yaml(fused)["method"]["retrieval"][-1]["ensembles"] == ["bm25-query=all", "bm25"]
