@@ -190,12 +190,24 @@ def parse_header(lines: Iterable[str], path: str | Path | None = None) -> dict[s
                                  path=path, line=where) from None
             if not isinstance(meta, dict):
                 raise InputError("ir_metadata header must be a YAML mapping", path=path, line=start_line)
-            return meta
+            return _jsonable(meta)
         block.append(body)
     if start_line is not None:
         raise InputError(f"'# {START}' without '# {END}' before the first run line", path=path,
                          line=start_line)
     return {}
+
+
+def _jsonable(obj: Any) -> Any:
+    """YAML values as JSON can hold them (the header goes into sidecars): dates and
+    other scalars as text, mapping keys as text."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_jsonable(v) for v in obj]
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    return obj.isoformat() if hasattr(obj, "isoformat") else str(obj)
 
 
 def read_header(path: str | Path) -> dict[str, Any]:

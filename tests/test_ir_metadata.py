@@ -59,6 +59,11 @@ def test_parse_the_documented_example():
     assert config["command_line"].startswith("python generate_runs.py")
     assert config["collection"] == {"name": "The New York Times Annotated Corpus"}
     assert parse_header(["q1 Q0 d1 1 2.0 x\n"]) == {}
+    # YAML dates and number keys become JSON-ready text (the header goes into sidecars)
+    dated = parse_header(["# ir_metadata.start\n", "# actor:\n", "#   date: 2022-07-11\n",
+                          "#   1: first\n", "# ir_metadata.end\n"])
+    assert dated == {"actor": {"date": "2022-07-11", "1": "first"}}
+    json.dumps(dated, sort_keys=True)
 
 
 def test_bad_headers_name_the_line():
