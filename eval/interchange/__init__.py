@@ -20,9 +20,12 @@ domain (collections, runs) does not import evaluation.
 ``hf``             a Hugging Face ``datasets`` folder (configs in README.md)
 ``irds``           ir_datasets: registration of ``dsr/...`` ids and its
                    docs.tsv/queries.tsv/qrels layout
-``ir_metadata``    ir_metadata (PRIMAD) run headers: format and parse
-``commands``       ``dsr export``, ``dsr qrels`` and ``--ir-metadata``
+``folder``         an export folder written whole, and its manifest
+``commands``       ``dsr export`` and ``dsr qrels``
 =================  ==========================================================
+
+Run headers (ir_metadata) live beside the run format, in
+:mod:`retrieval.ir_metadata`: runs are the domain's, and the run reader uses them.
 """
 
 from __future__ import annotations
