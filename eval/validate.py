@@ -143,8 +143,8 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     for lineno, line in enumerate(lines, start=1):
         if "\ufffd" in line:
             problems.append(Problem(lineno, "not UTF-8 text"))
-        if not line.strip():
-            continue
+        if not line.strip() or line.startswith("#"):
+            continue  # comments: ir_metadata headers (retrieval.ir_metadata)
         result.lines += 1
         last = truncated and lineno == len(lines)
         parts = line.split()

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "eval.commands",                    # evaluate, validate
     "retrieval.train",                  # train
     "retrieval.reproduce",              # reproduce
+    "eval.interchange.commands",        # export, qrels
 )
 
 
@@ -93,6 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    from retrieval.cli_help import add_defaults_and_examples
+    from retrieval.ir_metadata import add_option
+
+    add_option(sub)                     # --ir-metadata on run, rerank, fuse
+    add_defaults_and_examples(parser)   # every --help: defaults and one example
     return parser
 
 

@@ -122,6 +122,12 @@ class Run:
         """Read a run file and its sidecar (a stale sidecar is reported and left out)."""
         run = read_trec_run(path)
         run.config = read_sidecar(path)
+        if not run.config:
+            from retrieval.ir_metadata import config_from_header, read_header
+
+            header = read_header(path)  # a run from elsewhere may carry an ir_metadata header
+            if header:
+                run.config = config_from_header(header)
         return run
 
 
@@ -241,12 +247,13 @@ class RunLine:
     tag: str
 
 
-def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, str]]]:
+def parse_run_line(parts: list[str], min_rank: int = 1) -> tuple[RunLine | None, list[tuple[str, str]]]:
     """One split line of a run -> (the line, or None) and its problems ``[(field, message)]``.
 
     Six whitespace-separated columns; the second is ``Q0`` or ``0``; the rank
-    a whole number >= 1 (trec_eval ignores it, dsr checks it against the
-    scores); the score a plain decimal number (no ``_``, hex, ``inf``, ``nan``)
+    a whole number >= ``min_rank`` (trec_eval ignores it; ``dsr validate``
+    wants 1 or more and checks it against the scores, while reading for
+    evaluation takes PyTerrier's ranks from 0 as they are); the score a plain decimal number (no ``_``, hex, ``inf``, ``nan``)
     within the float32 range trec_eval keeps scores in.
     """
     if len(parts) != 6:
@@ -258,8 +265,8 @@ def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, st
     rank = 0
     if not rank_text.isascii() or not rank_text.isdigit() or len(rank_text) > 18:
         problems.append(("rank", f"rank is not a whole number: {rank_text!r}"))
-    elif int(rank_text) < 1:
-        problems.append(("rank", f"rank must be 1 or more, got {rank_text!r}"))
+    elif int(rank_text) < min_rank:
+        problems.append(("rank", f"rank must be {min_rank} or more, got {rank_text!r}"))
     else:
         rank = int(rank_text)
     score = math.nan
@@ -295,9 +302,9 @@ def read_trec_run(path: str | Path) -> Run:
     tag = None
     lines = read_lines(path)   # plain or gzip
     for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        parsed, problems = parse_run_line(line.split())
+        if not line.strip() or line.startswith("#"):
+            continue  # comments: ir_metadata headers (retrieval.ir_metadata)
+        parsed, problems = parse_run_line(line.split(), min_rank=0)
         if problems:
             name, message = problems[0]
             raise InputError(message, path=path, line=lineno,

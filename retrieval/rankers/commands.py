@@ -251,7 +251,7 @@ def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -
     # Find the first offending line of the file, so the user can go to it.
     for lineno, line in enumerate(read_lines(path), start=1):
         parts = line.split()
-        if len(parts) != 6:
+        if len(parts) != 6 or line.startswith("#"):  # '#': an ir_metadata header
             continue
         qid, doc = parts[0], parts[2]
         if qid not in collection:
