@@ -137,12 +137,73 @@ class Collection:
         return [c.id for c in self._by_id[dialogue_id].candidates]
 
     def sentences(self) -> dict[str, Candidate]:
-        """The sentence pool: every distinct candidate id across dialogues (first wins)."""
+        """Every distinct candidate id across dialogues (first wins): only for lookups of a
+        sentence by id alone (open retrieval), where :meth:`unique_sentences` is the safe form.
+
+        A candidate is identified by (dialogue id, candidate id): files may reuse
+        local ids (c0, c1...) in every dialogue, so ranking and scoring use
+        :meth:`sentence_rows` or the dialogue's own candidates, never this map.
+        """
         pool: dict[str, Candidate] = {}
         for d in self.dialogues:
             for c in d.candidates:
                 pool.setdefault(c.id, c)
         return pool
+
+    def unique_sentences(self) -> dict[str, Candidate]:
+        """:meth:`sentences`, or InputError naming both dialogues when one id carries two texts
+        (then an id alone does not say which sentence is meant)."""
+        pool: dict[str, Candidate] = {}
+        where: dict[str, str] = {}
+        for d in self.dialogues:
+            for i, c in enumerate(d.candidates):
+                first = pool.get(c.id)
+                if first is None:
+                    pool[c.id], where[c.id] = c, d.id
+                elif (first.title, first.body) != (c.title, c.body):
+                    raise InputError(
+                        f"sentence id {c.id!r} carries different texts in dialogues {where[c.id]!r} "
+                        f"and {d.id!r}: a whole-pool search needs globally unique sentence ids",
+                        record=d.id, field=f"candidates[{i}].id")
+        return pool
+
+    def sentence_rows(self) -> tuple[list[Candidate], dict[tuple[str, str], int]]:
+        """The sentence pool for corpus statistics (BM25's IDF and average length), and the
+        row of each candidate in it, as ``{(dialogue id, candidate id): row}``.
+
+        When every candidate id carries one text across the collection (the
+        SIGIR 2022 files, CMU_DoG, ReDial...), ids are global and a sentence is
+        an id: the pool is the distinct ids, as it always was. When some id
+        carries different texts in different dialogues, ids are local to their
+        dialogue (c0, c1... reused) and a sentence is its text: the same text in
+        several dialogues is one sentence, two candidates of one dialogue with
+        the same text are two. A file with global ids and the same file with
+        its ids renamed per dialogue then give the same pool, so the same scores.
+        Rows are in order of first appearance.
+        """
+        texts: dict[str, str] = {}
+        local = False
+        for d in self.dialogues:
+            for c in d.candidates:
+                if texts.setdefault(c.id, c.body) != c.body:
+                    local = True
+        rows: list[Candidate] = []
+        row_of_key: dict[tuple[str, Any], int] = {}
+        row_of: dict[tuple[str, str], int] = {}
+        for d in self.dialogues:
+            seen_here: dict[str, int] = {}
+            for c in d.candidates:
+                if local:
+                    copy = seen_here[c.body] = seen_here.get(c.body, -1) + 1
+                    key: tuple[str, Any] = (c.body, copy)
+                else:
+                    key = (c.id, None)
+                row = row_of_key.get(key)
+                if row is None:
+                    row = row_of_key[key] = len(rows)
+                    rows.append(c)
+                row_of[d.id, c.id] = row
+        return rows, row_of
 
     @cached_property
     def content_hash(self) -> str:
