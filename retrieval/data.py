@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import unicodedata
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -50,6 +51,10 @@ class Candidate:
     score: float | None
     label: int
 
+    def __post_init__(self) -> None:
+        # every builder goes through here: an id a run file cannot carry never gets in
+        check_id(self.id, _Where(None), "candidate id")
+
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "body": self.body,
                 "score": self.score, "label": self.label}
@@ -68,6 +73,12 @@ class Dialogue:
     subreddit: str = ""
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_id(self.id, _Where(None), "id")
+        for i, c in enumerate(self.candidates):
+            # a Candidate's own check has no dialogue to name: name it here
+            check_id(c.id, _Where(None, record=self.id), f"candidates[{i}].id")
 
     @property
     def relevant(self) -> list[Candidate]:
@@ -273,7 +284,7 @@ def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
     where = where or _Where(None)
     if not isinstance(obj, dict):
         raise where.error(f"expected a JSON object, got {type(obj).__name__}")
-    did = _text(obj, "id", where, required=True)
+    did = check_id(_text(obj, "id", where, required=True), where, "id")
     where = _Where(where.path, where.line, did)
     context = obj.get("context")
     if not isinstance(context, list):
@@ -311,7 +322,7 @@ def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
 def candidate_from_json(obj: Any, where: _Where, name: str = "candidate") -> Candidate:
     if not isinstance(obj, dict):
         raise where.error("expected an object", name)
-    cid = _text(obj, "id", where, required=True, prefix=name)
+    cid = check_id(_text(obj, "id", where, required=True, prefix=name), where, f"{name}.id")
     body = obj.get("body")
     if not isinstance(body, str) or not body.strip():
         raise where.error("missing or empty sentence text", f"{name}.body")
@@ -322,6 +333,18 @@ def candidate_from_json(obj: Any, where: _Where, name: str = "candidate") -> Can
         score=parse_number(obj.get("score"), where, f"{name}.score", allow_none=True),
         label=parse_label(obj.get("label"), where, f"{name}.label"),
     )
+
+
+def check_id(value: str, where: _Where, name: str) -> str:
+    """A dialogue or candidate id that a TREC run or qrels file can carry: not empty and
+    without whitespace of any kind (run files are split on it), else InputError."""
+    if not isinstance(value, str) or not value:
+        raise where.error("missing or empty id", name)
+    bad = next((ch for ch in value if ch.isspace() or unicodedata.category(ch) == "Cc"), None)
+    if bad is not None:
+        raise where.error(f"id {value!r} contains {bad!r}: TREC run and qrels files split on "
+                          "whitespace, so ids must not contain any (nor control characters)", name)
+    return value
 
 
 def parse_number(value: Any, where: _Where, name: str, allow_none: bool = False) -> float | int | None:
@@ -349,6 +372,10 @@ def parse_number(value: Any, where: _Where, name: str, allow_none: bool = False)
     return number
 
 
+#: the largest relevance grade: trec_eval and pytrec_eval keep grades as C ints
+MAX_LABEL = 2**31 - 1
+
+
 def parse_label(value: Any, where: _Where, name: str, allowed: tuple[int, ...] | None = None) -> int:
     """A relevance grade: a whole number >= 0 (or in ``allowed``), strings like "1" accepted."""
     if value is None:
@@ -358,8 +385,8 @@ def parse_label(value: Any, where: _Where, name: str, allowed: tuple[int, ...] |
         if not number.is_integer():
             raise where.error(f"label must be a whole number, got {value!r}", name)
         number = int(number)
-    if number < 0 or (allowed is not None and number not in allowed):
-        expected = "/".join(map(str, allowed)) if allowed else "a whole number >= 0"
+    if number < 0 or number > MAX_LABEL or (allowed is not None and number not in allowed):
+        expected = "/".join(map(str, allowed)) if allowed else f"a whole number from 0 to {MAX_LABEL}"
         raise where.error(f"label must be {expected}, got {value!r}", name)
     return number
 
@@ -372,6 +399,8 @@ def _text(obj: dict, key: str, where: _Where, required: bool = False, prefix: st
             raise where.error("missing", name)
         return ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise where.error(f"expected text, got the number {value!r}", name)
         return str(value)
     if not isinstance(value, str):
         raise where.error(f"expected text, got {type(value).__name__}", name)
