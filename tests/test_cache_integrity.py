@@ -43,7 +43,9 @@ def _nan_fill(path: Path) -> None:
                                           for k, v in arrays.items()})
     else:
         array = np.load(path)
-        np.save(path, np.full_like(array, np.nan))
+        # integer arrays (the shard's digest rows) get their largest value instead
+        fill = np.nan if np.issubdtype(array.dtype, np.floating) else np.iinfo(array.dtype).max
+        np.save(path, np.full_like(array, fill))
 
 
 DAMAGE = {"empty": _empty, "truncated": _truncate, "edited": _edit, "nan": _nan_fill}
