@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import unicodedata
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -335,14 +335,18 @@ def candidate_from_json(obj: Any, where: _Where, name: str = "candidate") -> Can
     )
 
 
+#: whitespace of any kind (what str.split splits on) and control characters (category Cc)
+_BAD_ID_CHAR = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
 def check_id(value: str, where: _Where, name: str) -> str:
     """A dialogue or candidate id that a TREC run or qrels file can carry: not empty and
     without whitespace of any kind (run files are split on it), else InputError."""
     if not isinstance(value, str) or not value:
         raise where.error("missing or empty id", name)
-    bad = next((ch for ch in value if ch.isspace() or unicodedata.category(ch) == "Cc"), None)
+    bad = _BAD_ID_CHAR.search(value)
     if bad is not None:
-        raise where.error(f"id {value!r} contains {bad!r}: TREC run and qrels files split on "
+        raise where.error(f"id {value!r} contains {bad.group()!r}: TREC run and qrels files split on "
                           "whitespace, so ids must not contain any (nor control characters)", name)
     return value
 
