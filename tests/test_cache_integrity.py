@@ -157,6 +157,12 @@ def test_damaged_built_collection_is_rebuilt(capsys, shared_data, dsr_home):
     _empty(bench)
     assert cmu_dog.load(shared_data / "cmu_dog", "valid").content_hash == clean.content_hash
     assert "damaged" in capsys.readouterr().err
+    # bytes edited without changing the content (the old content-hash check let this through)
+    lines = bench.read_text(encoding="utf-8").split("\n")
+    lines[0] = json.dumps(json.loads(lines[0]), ensure_ascii=False, indent=None, separators=(", ", ":  "))
+    bench.write_text("\n".join(lines), encoding="utf-8")
+    assert cmu_dog.load(shared_data / "cmu_dog", "valid").content_hash == clean.content_hash
+    assert "fails its checksum" in capsys.readouterr().err
 
 
 # --- a DSR_HOME that cannot be written ----------------------------------------
