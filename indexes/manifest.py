@@ -96,9 +96,10 @@ def expected_manifest(kind: str, *, inputs: str, params: dict[str, Any] | None =
 def read_manifest(folder: str | Path) -> dict[str, Any] | None:
     """The folder's manifest, or None when it has none or it is unreadable."""
     try:
-        return json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError):
+        found = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):  # missing, unreadable, damaged
         return None
+    return found if isinstance(found, dict) else None
 
 
 def mismatch(found: dict[str, Any] | None, expected: dict[str, Any]) -> str | None:
