@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from retrieval.cli import add_collection_argument, collection_from_args
+from retrieval.cli import add_allow_mismatch_argument, add_collection_argument, collection_from_args
 from retrieval.errors import InputError
 
 EVALUATE_EPILOG = """\
@@ -31,6 +31,9 @@ tuning (--tune, repeatable):
   Ties on val go to the configuration given first.
 
 missing topics count 0 (as trec_eval -c); topics not in the collection are ignored.
+scores are compared as 32-bit floats, as trec_eval does; ties are ordered by doc id,
+descending, and counted per run (a warning; "tied_topics" in --json).
+measure cutoffs (@k) and rel= are whole numbers >= 1.
 significance (--baseline): paired two-sided t-test and randomisation test by topic,
 Holm-corrected across the runs compared; † marks p < --alpha for --test.
 """
@@ -62,20 +65,30 @@ def register(subparsers) -> None:
     p.add_argument("--test", choices=("t", "perm"), default="t",
                    help="test whose Holm-adjusted p marks the table (default t); JSON has both")
     p.add_argument("--permutations", type=int, default=10_000, metavar="N",
-                   help="resamples of the randomisation test (default 10000; 0 skips it)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+                   help="resamples of the randomisation test (default 10000; 0 skips it; not negative)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
     p.add_argument("--per-topic", metavar="FILE", help="write per-topic values (.tsv, or .jsonl)")
     p.add_argument("--report", metavar="DIR", help="write Markdown, CSV, JSON, LaTeX tables and PNG plots")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_allow_mismatch_argument(p)
     p.set_defaults(func=evaluate_command)
 
     v = subparsers.add_parser(
         "validate", help="check a run file before evaluation or submission",
-        description="Check every line of a TREC run against a collection; every problem is "
-                    "printed with its line number. Exit 0 when valid, 2 when not.")
+        description="Check every line of a TREC run (plain or .gz) against a collection; every "
+                    "problem is printed with its line number. Scores that tie as 32-bit floats "
+                    "(trec_eval orders those by doc id, descending) are warnings. Exit 0 when "
+                    "valid, 2 when not.")
     add_collection_argument(v)
     v.add_argument("run", metavar="RUN", help="TREC run file")
+    v.add_argument("--strict", action="store_true",
+                   help="ties are problems, not warnings (for submissions that must be tie-free)")
+    v.add_argument("--fix-ties", action="store_true",
+                   help="write the run with dsr's tie rule (ties by the collection's initial rank, "
+                        "then id; scores distinct as float32) to --out, with a sidecar")
+    v.add_argument("--out", metavar="FIXED", help="where --fix-ties writes (.gz: gzipped)")
+    add_allow_mismatch_argument(v)
     v.add_argument("--allow-missing", action="store_true",
                    help="dialogues without lines are a note, not a problem")
     v.add_argument("--max-problems", type=int, default=50, metavar="N",
@@ -85,8 +98,10 @@ def register(subparsers) -> None:
 
 
 def _run_names(paths: list[str]) -> dict[str, str]:
-    """path -> a short unique name (file name without .run/.trec/.txt, parent folder if needed)."""
+    """path -> a short unique name (file name without .run/.trec/.txt and .gz, parent folder if needed)."""
     def stem(path: Path) -> str:
+        if path.suffix == ".gz":
+            path = path.with_suffix("")
         return path.stem if path.suffix in (".run", ".trec", ".txt", ".tsv") else path.name
 
     names: dict[str, str] = {}
@@ -122,24 +137,26 @@ def _parse_tune(items: list[str], run_paths: list[str]) -> tuple[bool, dict[str,
     return auto, groups
 
 
-def _collection_hash(config: dict) -> str | None:
-    """The collection hash a run's sidecar records, if any (``collection.hash`` or ``collection_hash``)."""
-    collection = config.get("collection")
-    if isinstance(collection, dict) and isinstance(collection.get("hash"), str):
-        return collection["hash"]
-    value = config.get("collection_hash")
-    return value if isinstance(value, str) else None
-
-
 def evaluate_command(args) -> int:
     from retrieval.provenance import sha256_file
-    from retrieval.run import Run
+    from retrieval.rankers.commands import load_run
+    from retrieval.run import Run, check_collection_hash
 
-    from eval.measures import split_measure_list
+    from eval.measures import parse_measures, split_measure_list
     from eval.protocol import resolve_splits
     from eval.results import evaluate_runs, write_per_topic
     from eval.tables import format_text
 
+    # Options first, before any file is read: a bad value is exit 2 naming the option.
+    measures = parse_measures(split_measure_list(args.measures)) if args.measures else None
+    if not 0 < args.alpha < 1:
+        raise InputError(f"must be between 0 and 1 (exclusive), e.g. 0.05; got {args.alpha!r}",
+                         field="--alpha")
+    if args.permutations < 0:
+        raise InputError(f"must be 0 (skip the randomisation test) or a whole number of resamples "
+                         f"of 1 or more, e.g. 10000; got {args.permutations}", field="--permutations")
+    if args.n_splits < 1:
+        raise InputError(f"must be 1 or more, got {args.n_splits}", field="--n-splits")
     collection = collection_from_args(args)
     auto, groups = _parse_tune(args.tune or [], args.runs)
     protocol = args.protocol or ("official" if (args.splits or collection.splits or args.tune) else "all")
@@ -166,14 +183,15 @@ def evaluate_command(args) -> int:
     loaded: dict[str, Run] = {}
     info: dict[str, dict] = {}
     for path in names:
-        loaded[path] = Run.read(path)
-        run = loaded[path]
+        loaded[path] = run = load_run(path)
+        check_collection_hash(run, path, collection, allow=args.allow_collection_mismatch)
+        tied = run.tied_topics()
         info[names[path]] = {"path": str(path), "sha256": sha256_file(path), "tag": run.tag,
-                             "config": run.config}
-        run_hash = _collection_hash(run.config)
-        if run_hash and run_hash != collection.content_hash:
-            print(f"dsr: warning: {path} was made for a collection with hash {run_hash[:12]}…, "
-                  f"not {collection.content_hash[:12]}…", file=sys.stderr)
+                             "config": run.config, "tied_topics": len(tied)}
+        if tied:
+            print(f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit "
+                  f"floats (e.g. {tied[0]!r}); they are scored as trec_eval orders them, by doc id "
+                  "descending (dsr validate --fix-ties rewrites the run)", file=sys.stderr)
 
     families: dict[str, dict[str, Run]] = {}
     for group, paths in groups.items():
@@ -204,7 +222,7 @@ def evaluate_command(args) -> int:
             raise InputError(f"the baseline {args.baseline!r} is a configuration of a tuned family; "
                              "name the family instead", field="--baseline")
     results = evaluate_runs(
-        collection, runs, split_measure_list(args.measures) if args.measures else None,
+        collection, runs, measures,
         subsets=args.subset, splits=splits, families=families, target=args.target,
         baseline=baseline, test=args.test, n_resamples=args.permutations, seed=args.seed,
         alpha=args.alpha, run_info=info, progress=not args.quiet)
@@ -226,10 +244,19 @@ def evaluate_command(args) -> int:
 def validate_command(args) -> int:
     from eval.validate import validate_run
 
+    if args.fix_ties != bool(args.out):
+        raise InputError("--fix-ties and --out FIXED.run go together", field="--out")
     collection = collection_from_args(args)
-    result = validate_run(collection, args.run, allow_missing=args.allow_missing)
+    result = validate_run(collection, args.run, allow_missing=args.allow_missing, strict=args.strict,
+                          allow_mismatch=args.allow_collection_mismatch)
+    fixed = None
+    if args.fix_ties and result.valid:
+        fixed = fix_ties(collection, args.run, args.out)
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2, ensure_ascii=False)
+        out = result.to_json()
+        if args.fix_ties:
+            out["fixed"] = str(args.out) if fixed is not None else None
+        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
         limit = args.max_problems if args.max_problems > 0 else len(result.problems)
@@ -239,5 +266,37 @@ def validate_command(args) -> int:
         if hidden > 0:
             print(f"{result.path}: ... and {hidden} more problem(s) ({len(result.problems)} in all; "
                   "--max-problems 0 lists them all)")
+        for warning in result.warnings[:limit]:
+            print(f"warning: {warning.format(result.path)}", file=sys.stderr)
+        if len(result.warnings) > limit:
+            print(f"warning: {result.path}: ... and {len(result.warnings) - limit} more warning(s)",
+                  file=sys.stderr)
+        if result.tied_topics:
+            print(f"dsr: warning: {result.path}: {len(result.tied_topics)} topic(s) hold scores that "
+                  "tie as 32-bit floats", file=sys.stderr)
         print(result.summary(), file=sys.stdout if result.valid else sys.stderr)
+        if args.fix_ties and not result.valid:
+            print("dsr: --fix-ties wrote nothing: fix the problems above first", file=sys.stderr)
     return 0 if result.valid else 2
+
+
+def fix_ties(collection, path: str, out: str):
+    """Rewrite the run at ``path`` with dsr's tie rule (scores as read, ties by the
+    collection's initial rank then id, strictly decreasing as float32) to ``out``,
+    with a sidecar naming the input; returns the new Run."""
+    import shlex
+
+    from retrieval.rankers.commands import _check_out, _input, _sidecar, _write, load_run
+    from retrieval.run import Run
+
+    _check_out(out)
+    run = load_run(path)
+    order = {d.id: collection.candidate_ids(d.id) for d in collection}
+    scores = {q: dict(ranked) for q, ranked in run.rankings.items()}   # as read, not yet float32
+    fixed = Run.from_scores(scores, tag=run.tag, initial_order=order)
+    fixed.config = _sidecar("validate", shlex.join(["dsr", "validate", collection.name, str(path),
+                                                    "--fix-ties", "--out", str(out)]),
+                            {"ties": "initial rank, then id; scores strictly decreasing as float32"},
+                            collection=collection.describe(), inputs=[_input(path, run)])
+    _write(fixed, out)
+    return fixed

@@ -17,8 +17,14 @@ What counts, as ``trec_eval -c`` counts it:
   same); it is not dropped from the mean;
 * topics of the run that are not in the collection are ignored
   (:attr:`TopicValues.unknown` counts them);
-* tied scores are broken as trec_eval breaks them (by doc id, descending);
-  runs written by dsr have no ties (see ``retrieval.run``).
+* the order scored is the order a :class:`~retrieval.run.Run` holds: the
+  evaluator is given the scores the run file holds (``Run.as_dict``: float32,
+  strictly decreasing, see ``retrieval.run``), so a run is scored exactly as
+  trec_eval scores its written file. A run read from a file holds trec_eval's
+  order: scores as float32, ties by doc id, descending
+  (``Run.tied_topics`` counts the topics where such a tie decides);
+* measure parameters are checked before trec_eval sees them (a cutoff of 0
+  aborts trec_eval's process): cutoffs and ``rel`` are whole numbers >= 1.
 """
 
 from __future__ import annotations
@@ -75,11 +81,28 @@ def parse_measures(items: Iterable[str] | None = None, field: str = "--measures"
             raise InputError(f"measure {name!r}: {measure.NAME} has no parameter "
                              f"{', '.join(unknown)}; it takes "
                              f"{', '.join(sorted(measure.SUPPORTED_PARAMS)) or 'none'}", field=field)
+        _check_params(measure, name, field)
         key = str(measure)
         if key not in seen:
             seen.add(key)
             measures.append(measure)
     return measures
+
+
+def _check_params(measure, name: str, field: str) -> None:
+    """InputError for parameter values trec_eval or ir_measures would crash on."""
+    try:
+        measure.validate_params()
+    except AssertionError as err:
+        raise InputError(f"measure {name!r}: {err}; e.g. {measure.NAME}@5", field=field) from None
+    for key in ("cutoff", "rel"):
+        value = measure.params.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            what = "cutoff (after @)" if key == "cutoff" else "rel"
+            raise InputError(f"measure {name!r}: the {what} must be a whole number of 1 or more, "
+                             f"got {value!r}", field=field)
 
 
 def measure_names(measures: Sequence) -> list[str]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.atomic import atomic_write
 from retrieval.data import Collection
 from retrieval.errors import InputError
+from retrieval.textfiles import atomic_write_text, read_lines
 
 Qrels = dict[str, dict[str, int]]
 
@@ -29,8 +29,9 @@ def qrels_from_collection(collection: Collection) -> Qrels:
 
 
 def write_qrels(qrels: Qrels, path: str | Path) -> None:
-    """Write TREC qrels (``qid 0 docid grade``), atomically, topics in the given order."""
-    with atomic_write(path) as handle:
+    """Write TREC qrels (``qid 0 docid grade``), atomically, topics in the given order
+    (gzipped when ``path`` ends in ``.gz``)."""
+    with atomic_write_text(path) as handle:
         for qid, docs in qrels.items():
             for doc, grade in docs.items():
                 handle.write(f"{qid} 0 {doc} {int(grade)}\n")
@@ -47,25 +48,32 @@ def read_qrels(path: str | Path) -> Qrels:
     if not path.exists():
         raise InputError("no such qrels file", path=path)
     qrels: Qrels = {}
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 4:
-                raise InputError(f"expected 4 columns (qid iteration docid grade), got {len(parts)}",
-                                 path=path, line=lineno)
-            qid, _, doc, grade_text = parts
-            try:
-                grade = int(grade_text)
-            except ValueError:
-                raise InputError(f"grade is not a whole number: {grade_text!r}", path=path,
-                                 line=lineno, field="grade") from None
-            docs = qrels.setdefault(qid, {})
-            if doc in docs:
-                raise InputError(f"duplicate judgement for topic {qid!r} and doc {doc!r}",
-                                 path=path, line=lineno, field="docid")
-            docs[doc] = grade
+    lines = read_lines(path)   # plain or gzip
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 4:
+            raise InputError(f"expected 4 columns (qid iteration docid grade), got {len(parts)}",
+                             path=path, line=lineno)
+        qid, _, doc, grade_text = parts
+        grade = _grade(grade_text)
+        if grade is None:
+            raise InputError(f"grade is not a whole number (as trec_eval reads it): {grade_text!r}",
+                             path=path, line=lineno, field="grade")
+        docs = qrels.setdefault(qid, {})
+        if doc in docs:
+            raise InputError(f"duplicate judgement for topic {qid!r} and doc {doc!r}",
+                             path=path, line=lineno, field="docid")
+        docs[doc] = grade
     if not qrels:
         raise InputError("the qrels file is empty", path=path)
     return qrels
+
+
+def _grade(text: str) -> int | None:
+    """A whole number as C reads it: optional sign, ASCII digits (no ``_``), at most 18 of them."""
+    digits = text[1:] if text[:1] in "+-" else text
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 18:
+        return None
+    return int(text)

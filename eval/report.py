@@ -1,7 +1,8 @@
 """``--report DIR``: the tables as Markdown, CSV, JSON and LaTeX, plus PNG plots.
 
-Files written (each atomically, after everything has been computed, so a
-failure leaves no half-written report):
+Files written, as a set: built in a hidden sibling folder after everything
+has been computed and swapped in at the end (``retrieval.atomic.atomic_dir``),
+so a failure or a kill leaves the previous report or the new one, never a mix:
 
 * ``results.md``, ``results.csv``, ``results.json``, ``results.tex`` — the same
   numbers as the terminal table; ``results.json`` also records the collection
@@ -31,7 +32,7 @@ import numpy as np
 from eval import tables
 from eval.protocol import summarise
 from eval.results import Results, write_per_topic
-from retrieval.atomic import atomic_write
+from retrieval.atomic import atomic_dir, atomic_write
 from retrieval.provenance import machine, package_versions
 
 
@@ -45,12 +46,28 @@ def report_json(results: Results, command: Sequence[str] | None = None) -> dict:
     return {**results.to_json(), "provenance": provenance(command)}
 
 
+#: what a report folder holds (``atomic_dir`` replaces a folder holding only these)
+REPORT_FILES = ("results.md", "results.csv", "results.json", "results.tex", "per_topic.tsv",
+                "*.png")
+
+
 def write_report(results: Results, directory: str | Path, command: Sequence[str] | None = None) -> list[Path]:
-    """Write the report into ``directory`` (created if needed); returns the paths written."""
+    """Write the report into ``directory`` as a set; returns the paths written.
+
+    The files are built in a hidden sibling folder and swapped in at the end, so
+    a failure or a kill leaves the previous report (or none), never a mix; files
+    of an earlier report that this one does not write (plots of other measures)
+    are gone afterwards. A ``directory`` holding other files is refused (exit 2).
+    """
     directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        from retrieval.errors import InputError
-        raise InputError("exists and is not a directory", path=directory, field="--report")
+    with atomic_dir(directory, REPORT_FILES, field="--report") as staging:
+        names = write_report_files(results, staging, command)
+    return [directory / name for name in names]
+
+
+def write_report_files(results: Results, directory: Path,
+                       command: Sequence[str] | None = None) -> list[str]:
+    """Write the report's files into an existing folder (one at a time); returns their names."""
     texts = {
         "results.md": _markdown(results),
         "results.csv": tables.to_csv(results),
@@ -63,13 +80,13 @@ def write_report(results: Results, directory: str | Path, command: Sequence[str]
     for name, text in texts.items():
         with atomic_write(directory / name) as handle:
             handle.write(text)
-        written.append(directory / name)
+        written.append(name)
     write_per_topic(results, directory / "per_topic.tsv")
-    written.append(directory / "per_topic.tsv")
+    written.append("per_topic.tsv")
     for name, data in images.items():
         with atomic_write(directory / name, "wb") as handle:
             handle.write(data)
-        written.append(directory / name)
+        written.append(name)
     return written
 
 

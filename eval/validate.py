@@ -1,27 +1,43 @@
 """``dsr validate``: check a run file against a collection before it is evaluated or submitted.
 
 Unlike ``retrieval.run.read_trec_run`` (which stops at the first problem), this
-reports every problem with its line number:
+reports every problem with its line number. Lines are parsed as trec_eval
+parses them, with the same rules as ``read_trec_run``
+(``retrieval.run.parse_run_line``); plain and gzip files are read.
 
-* six columns per line (``qid Q0 docid rank score tag``); a last line without
-  a newline (a truncated file) is reported too;
+Problems (the run is not valid, exit 2):
+
+* six columns per line (``qid Q0 docid rank score tag``), the second ``Q0``
+  or ``0``; a last line without a newline (a truncated file) is reported too;
 * the topic is a dialogue of the collection and the doc one of its candidates;
 * no (topic, doc) pair twice;
-* the rank is a whole number, the score a finite number;
+* the rank is a whole number >= 1, the score a plain decimal number (no
+  ``1_000``, ``inf``, ``nan``) within the float32 range;
 * ranks agree with scores: trec_eval ignores the rank column and orders by
-  score (ties by doc id, descending), so a rank order that differs from that
-  order is not the ranking that will be evaluated;
+  score as a 32-bit float, so a rank whose score is higher than a better
+  rank's is not the ranking that will be evaluated;
+* the sidecar (when there is one and it is not stale) names this
+  collection's hash (``allow_mismatch`` makes it a warning);
 * every dialogue has lines (a missing one counts 0); ``allow_missing`` turns
   this into a note.
+
+Warnings (valid, but said): topics holding scores that tie as float32;
+trec_eval (and ``dsr evaluate``) orders those by doc id, descending.
+``strict`` makes them problems; ``dsr validate --fix-ties`` rewrites the run
+with dsr's tie rule (initial rank, then id; scores distinct in float32).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from retrieval.data import Collection
+from retrieval.errors import InputError
+from retrieval.run import Run, check_collection_hash, parse_run_line, read_sidecar, recorded_collection_hash
+from retrieval.textfiles import read_bytes
 
 
 @dataclass
@@ -45,6 +61,10 @@ class Validation:
     expected_topics: int = 0
     missing: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
+    #: things that do not make the run invalid (ties as float32, an allowed collection mismatch)
+    warnings: list[Problem] = field(default_factory=list)
+    #: topics holding scores that tie as float32
+    tied_topics: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -54,15 +74,19 @@ class Validation:
         if self.valid:
             missing = f", {len(self.missing)} missing (they count 0)" if self.missing else ""
             tags = ", ".join(self.tags) or "-"
+            ties = (f", {len(self.tied_topics)} topic(s) with scores tied as float32"
+                    if self.tied_topics else "")
             return (f"{self.path}: valid run for {self.collection}: {self.lines} lines, "
-                    f"{self.topics} of {self.expected_topics} topics{missing}, tag {tags}")
+                    f"{self.topics} of {self.expected_topics} topics{missing}{ties}, tag {tags}")
         return f"{self.path}: {len(self.problems)} problem(s); the run is not valid"
 
     def to_json(self) -> dict:
         return {"path": self.path, "collection": self.collection, "valid": self.valid,
                 "lines": self.lines, "topics": self.topics, "expected_topics": self.expected_topics,
                 "missing_topics": len(self.missing), "tags": self.tags,
-                "problems": [{"line": p.line, "message": p.message} for p in self.problems]}
+                "tied_topics": len(self.tied_topics),
+                "problems": [{"line": p.line, "message": p.message} for p in self.problems],
+                "warnings": [{"line": p.line, "message": p.message} for p in self.warnings]}
 
 
 @dataclass
@@ -73,22 +97,40 @@ class _Entry:
     score: float
 
 
-def validate_run(collection: Collection, path: str | Path, allow_missing: bool = False) -> Validation:
-    """Every problem of the run file at ``path`` against ``collection``."""
+def validate_run(collection: Collection, path: str | Path, allow_missing: bool = False,
+                 strict: bool = False, allow_mismatch: bool = False) -> Validation:
+    """Every problem (and warning) of the run file at ``path`` against ``collection``.
+
+    ``strict``: ties as float32 are problems, not warnings. ``allow_mismatch``:
+    a sidecar naming another collection hash is a warning, not a problem.
+    """
     path = Path(path)
     result = Validation(str(path), collection.name, expected_topics=len(collection))
     problems = result.problems
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except FileNotFoundError:
         problems.append(Problem(None, "no such run file"))
         return result
     except IsADirectoryError:
         problems.append(Problem(None, "is a directory, not a run file"))
         return result
+    except InputError as err:   # a corrupt gzip file
+        problems.append(Problem(None, err.message))
+        return result
     if not data.strip():
         problems.append(Problem(None, "the run file is empty"))
         return result
+    try:
+        config = read_sidecar(path)
+        check_collection_hash(Run({}, config=config), path, collection, allow=allow_mismatch)
+    except InputError as err:
+        problems.append(Problem(None, str(err)))
+    else:
+        if allow_mismatch and config:
+            if recorded_collection_hash(config) not in (None, collection.content_hash):
+                result.warnings.append(Problem(None, "the sidecar names another collection hash "
+                                                     "(allowed by --allow-collection-mismatch)"))
     text = data.decode("utf-8", errors="replace")
     lines = text.split("\n")
     truncated = not text.endswith("\n")
@@ -101,8 +143,8 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     for lineno, line in enumerate(lines, start=1):
         if "\ufffd" in line:
             problems.append(Problem(lineno, "not UTF-8 text"))
-        if not line.strip():
-            continue
+        if not line.strip() or line.startswith("#"):
+            continue  # comments: ir_metadata headers (retrieval.ir_metadata)
         result.lines += 1
         last = truncated and lineno == len(lines)
         parts = line.split()
@@ -114,7 +156,7 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
         if last:
             problems.append(Problem(lineno, "the file ends without a newline: the last line "
                                             "may be truncated"))
-        qid, _, doc, rank_text, score_text, tag = parts
+        qid, _, doc, _, _, tag = parts
         tags.setdefault(tag)
         ok = True
         if qid not in candidates:
@@ -128,25 +170,20 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
             ok = False
         else:
             seen[(qid, doc)] = lineno
-        try:
-            rank = int(rank_text)
-        except ValueError:
-            problems.append(Problem(lineno, f"rank is not a whole number: {rank_text!r}"))
-            ok = False
-        try:
-            score = float(score_text)
-        except ValueError:
-            problems.append(Problem(lineno, f"score is not a number: {score_text!r}"))
-            ok = False
-        else:
-            if not math.isfinite(score):
-                problems.append(Problem(lineno, f"score is not finite: {score_text!r}"))
-                ok = False
-        if ok:
-            by_topic.setdefault(qid, []).append(_Entry(lineno, doc, rank, score))
+        parsed, line_problems = parse_run_line(parts)
+        problems.extend(Problem(lineno, message) for _, message in line_problems)
+        if ok and parsed is not None:
+            by_topic.setdefault(qid, []).append(_Entry(lineno, doc, parsed.rank, parsed.score))
     result.tags = list(tags)
     for qid, entries in by_topic.items():
         _check_order(qid, entries, problems)
+        tie = _first_tie(entries)
+        if tie is not None:
+            result.tied_topics.append(qid)
+            message = (f"topic {qid!r}: scores tie as 32-bit floats (e.g. line {tie[0]} and line "
+                       f"{tie[1]}); trec_eval and dsr evaluate order ties by doc id, descending "
+                       "(dsr validate --fix-ties rewrites the run with distinct scores)")
+            (problems if strict else result.warnings).append(Problem(tie[1], message))
     present = {qid for (qid, _doc) in seen if qid in candidates}
     result.topics = len(present)
     result.missing = [d for d in collection.ids if d not in present]
@@ -155,7 +192,23 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
         problems.append(Problem(None, f"{len(result.missing)} of {len(collection)} topics have no "
                                       f"lines (e.g. {example}); they would count 0"))
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
+    result.warnings.sort(key=lambda p: (p.line is None, p.line or 0))
     return result
+
+
+def _as32(score: float) -> float:
+    return float(np.float32(score))
+
+
+def _first_tie(entries: list[_Entry]) -> tuple[int, int] | None:
+    """Lines of the first two entries (in file order) whose scores are equal as float32."""
+    first: dict[float, int] = {}
+    for e in entries:
+        key = _as32(e.score)
+        if key in first:
+            return first[key], e.line
+        first[key] = e.line
+    return None
 
 
 def _check_order(qid: str, entries: list[_Entry], problems: list[Problem]) -> None:
@@ -169,11 +222,7 @@ def _check_order(qid: str, entries: list[_Entry], problems: list[Problem]) -> No
     for prev, cur in zip(ordered, ordered[1:]):
         if cur.rank == prev.rank:
             continue
-        if cur.score > prev.score:
+        if _as32(cur.score) > _as32(prev.score):
             problems.append(Problem(cur.line, f"rank {cur.rank} has a higher score ({cur.score!r}) than "
-                                              f"rank {prev.rank} on line {prev.line} ({prev.score!r}): "
-                                              "trec_eval orders by score, not by rank"))
-        elif cur.score == prev.score and cur.doc > prev.doc:
-            problems.append(Problem(cur.line, f"score ties with rank {prev.rank} on line {prev.line}; "
-                                              f"trec_eval breaks ties by doc id (descending) and would "
-                                              f"put {cur.doc!r} first: give distinct scores"))
+                                              f"rank {prev.rank} on line {prev.line} ({prev.score!r}) "
+                                              "as a 32-bit float: trec_eval orders by score, not by rank"))

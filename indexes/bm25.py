@@ -112,7 +112,9 @@ class BM25Index:
         if not ids:
             raise InputError("the sentence pool is empty: nothing to index", field="candidates")
         self.ids = list(ids)
-        self.position = {d: i for i, d in enumerate(self.ids)}
+        self.position: dict[str, int] = {}
+        for i, d in enumerate(self.ids):
+            self.position.setdefault(d, i)  # by id: the first row (see row_scores)
         self.variant, self.stopwords, self.stem = variant, stopwords, stem
         if _arrays is None:
             _arrays = self._statistics(_tokenized(texts, stopwords, stem, progress), variant)
@@ -233,6 +235,12 @@ class BM25Index:
             rows = [self.position[d] for d in ids]
         except KeyError as err:
             raise InputError(f"sentence {err.args[0]!r} is not in the index", field="candidates") from None
+        return self.row_scores(query, rows)
+
+    def row_scores(self, query: Query, rows: Sequence[int]) -> np.ndarray:
+        """BM25 scores of the pool rows ``rows`` (re-ranking by position: a pool may hold
+        one id at several rows when dialogues reuse local ids with other texts)."""
+        rows = list(rows)
         matrix, absent = self._contributions()
         cols, weights = self._query_vector(query)
         if not len(cols):

@@ -7,14 +7,17 @@ its name and the first 16 hex digits of its weights' sha256 (so a retrained
 ``dsr:NAME`` never reuses old vectors), a text by the sha256 of its UTF-8
 bytes (so re-runs, query texts and other collections share vectors).
 
-On disk the cache is a set of shards, each a pair ``S.vectors.npy`` (float32
-rows) and ``S.keys.npy`` (32-byte digests as uint8 rows), plus a manifest (model, vector
+On disk the cache is a set of shards, each ``S.vectors.npy`` (float32
+rows), ``S.keys.npy`` (32-byte digests as uint8 rows) and ``S.shard.json``
+(the two files' sha256, rows and width), plus a manifest (model, vector
 size, normalisation, sentence-transformers and transformers versions: an
 upgrade may change vectors, so it starts a fresh cache). New vectors are
-written as new shards, each file atomically and the keys last, so a reader
-never sees a half shard, an interrupted encoding keeps what it finished, and
-two processes can add to one cache. Many shards are merged into one now and
-then.
+written as new shards, each file atomically and the shard manifest last, so
+a reader never sees a half shard, an interrupted encoding keeps what it
+finished, and two processes can add to one cache. A shard whose files fail
+their checksums (empty, truncated, edited) or hold non-finite vectors is
+never used: it is removed, with a notice on stderr, and its texts are
+encoded again. Many shards are merged into one now and then.
 
 ``stats`` counts what was encoded and what was reused, for tests and the
 benchmark.
@@ -23,6 +26,7 @@ benchmark.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 import time
@@ -32,8 +36,9 @@ from typing import Sequence
 
 import numpy as np
 
-from indexes.manifest import cached_build, expected_manifest, index_folder, safe_name
-from retrieval.atomic import atomic_write
+from indexes.manifest import cached_build, checksum, expected_manifest, index_folder, safe_name
+from retrieval.atomic import atomic_write, write_json
+from retrieval.home import require_writable
 from retrieval.models import ResolvedModel, load_sentence_transformer, resolve_model
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -42,6 +47,8 @@ CHUNK = 2048
 #: merge the shards when a cache has more than this many
 MAX_SHARDS = 16
 PACKAGES = ("sentence-transformers", "transformers")
+#: suffix of a shard's manifest (its files' sha256), written last
+SHARD = ".shard.json"
 
 
 @dataclass
@@ -80,28 +87,67 @@ class EmbeddingCache:
     def open(self) -> None:
         """Create the folder (or start afresh when its manifest is stale), then read it."""
         expected = expected_manifest("embeddings", inputs=self.model.key, model=self.model.describe(),
-                                     params={"normalize": True, "dtype": "float32"}, packages=PACKAGES)
+                                     params={"normalize": True, "dtype": "float32",
+                                             "shards": "sha256"}, packages=PACKAGES)
         cached_build("embeddings", self.folder.name, expected, lambda folder: None, announce_new=False)
         self.refresh()
 
     def refresh(self) -> None:
         """Read shards written since the last look (also by other processes)."""
-        names = sorted(p.name[: -len(".keys.npy")] for p in self.folder.glob("*.keys.npy"))
+        names = sorted(p.name[: -len(SHARD)] for p in self.folder.glob(f"*{SHARD}"))
         for name in names:
             if name in self._names:
                 continue
             try:
-                keys = np.load(self.folder / f"{name}.keys.npy")
-                vectors = np.load(self.folder / f"{name}.vectors.npy", mmap_mode="r")
-            except (FileNotFoundError, ValueError, OSError):
+                shard = self._read_shard(name)
+            except FileNotFoundError:
                 continue  # merged away by another process meanwhile
-            if len(keys) != len(vectors):
+            if shard is None:
                 continue
+            keys, vectors = shard
             index = len(self._shards)
             self._shards.append(vectors)
             self._names.append(name)
             for row, key in enumerate(keys):
                 self._lookup.setdefault(key.tobytes(), (index, row))
+
+    def _read_shard(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The shard's keys and vectors, or None (notice on stderr, files removed) when it
+        fails its checksums or holds vectors that are not finite."""
+        from indexes.manifest import failed_checksums
+
+        files = {"keys": f"{name}.keys.npy", "vectors": f"{name}.vectors.npy"}
+        try:
+            info = json.loads((self.folder / f"{name}{SHARD}").read_text(encoding="utf-8"))
+            recorded = {files[k]: v for k, v in info["sha256"].items()}
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return self._discard(name, "its manifest is unreadable")
+        bad = failed_checksums(self.folder, files.values(), recorded)
+        if bad:
+            if not (self.folder / f"{name}{SHARD}").exists():
+                raise FileNotFoundError(name)  # merged away while we read it
+            return self._discard(name, f"{', '.join(bad)} fails its checksum")
+        try:
+            keys = np.load(self.folder / files["keys"])
+            vectors = np.load(self.folder / files["vectors"], mmap_mode="r")
+        except (ValueError, OSError) as err:
+            return self._discard(name, f"unreadable ({err})")
+        if (keys.ndim != 2 or keys.shape[1] != 32 or vectors.ndim != 2 or len(keys) != len(vectors)
+                or len(keys) != info.get("rows") or not np.isfinite(vectors).all()):
+            return self._discard(name, "its vectors are not finite or do not match its keys")
+        return keys, vectors
+
+    def _discard(self, name: str, why: str) -> None:
+        print(f"dsr: embedding cache shard {name!r} in {self.folder} is damaged ({why}); "
+              "not using it, its texts will be encoded again", file=sys.stderr)
+        for suffix in (SHARD, ".keys.npy", ".vectors.npy"):
+            try:
+                (self.folder / f"{name}{suffix}").unlink()
+            except OSError:
+                pass
+        return None
 
     def __contains__(self, key: bytes) -> bool:
         return key in self._lookup
@@ -130,6 +176,10 @@ class EmbeddingCache:
         with atomic_write(self.folder / f"{name}.keys.npy", "wb") as handle:
             # uint8 rows, not numpy "S32": S strings drop trailing NUL bytes of digests.
             np.save(handle, np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(-1, 32))
+        # the shard manifest last: it marks the shard complete and carries its checksums
+        write_json(self.folder / f"{name}{SHARD}", {
+            "rows": len(keys), "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
+            "sha256": {part: checksum(self.folder / f"{name}.{part}.npy") for part in ("keys", "vectors")}})
         self.refresh()
 
     def compact(self) -> None:
@@ -142,8 +192,8 @@ class EmbeddingCache:
         self._lookup, self._shards, self._names = {}, [], []
         self.add(keys, vectors)
         for name in old:
-            # keys first: a reader that lists shards now skips this one entirely.
-            for suffix in (".keys.npy", ".vectors.npy"):
+            # manifest first: a reader that lists shards now skips this one entirely.
+            for suffix in (SHARD, ".keys.npy", ".vectors.npy"):
                 try:
                     (self.folder / f"{name}{suffix}").unlink()
                 except FileNotFoundError:
@@ -190,6 +240,7 @@ def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL
             missing[key] = text
     stats.reused += len(set(keys)) - len(missing)
     if missing:
+        require_writable(store.folder)
         from tqdm import tqdm
 
         # By default only work long enough to watch gets a bar.

@@ -31,7 +31,8 @@ from retrieval.provenance import machine, package_versions
 
 MANIFEST = "manifest.json"
 #: manifest keys that describe a build but do not decide whether it is reusable
-INFORMATIVE = ("built", "machine", "seconds")
+#: (``checksums`` is checked apart: against the files, not the expected manifest)
+INFORMATIVE = ("built", "machine", "seconds", "checksums")
 
 
 def text_hash(texts: Iterable[str]) -> str:
@@ -42,6 +43,34 @@ def text_hash(texts: Iterable[str]) -> str:
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
     return digest.hexdigest()
+
+
+def checksum(path: Path) -> str:
+    """sha256 of a file, or of a folder's files (relative names and contents, sorted)."""
+    from retrieval.provenance import sha256_file
+
+    if not path.is_dir():
+        return sha256_file(path)
+    digest = hashlib.sha256()
+    for item in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(item.relative_to(path)).encode("utf-8") + b"\0")
+        digest.update(bytes.fromhex(sha256_file(item)))
+    return digest.hexdigest()
+
+
+def failed_checksums(folder: Path, files: Iterable[str], recorded: Any) -> list[str]:
+    """The ``files`` of ``folder`` that are missing or whose sha256 differs from ``recorded``."""
+    recorded = recorded if isinstance(recorded, dict) else {}
+    bad = []
+    for name in files:
+        path = folder / name
+        try:
+            ok = path.exists() and recorded.get(name) == checksum(path)
+        except OSError:
+            ok = False
+        if not ok:
+            bad.append(name)
+    return bad
 
 
 def safe_name(name: str) -> str:
@@ -67,9 +96,10 @@ def expected_manifest(kind: str, *, inputs: str, params: dict[str, Any] | None =
 def read_manifest(folder: str | Path) -> dict[str, Any] | None:
     """The folder's manifest, or None when it has none or it is unreadable."""
     try:
-        return json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError, UnicodeDecodeError):
+        found = json.loads((Path(folder) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):  # missing, unreadable, damaged
         return None
+    return found if isinstance(found, dict) else None
 
 
 def mismatch(found: dict[str, Any] | None, expected: dict[str, Any]) -> str | None:
@@ -116,20 +146,31 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
     the manifest is added and the folder swapped in atomically. ``files``
     names what the index must hold: they are recorded in the manifest (so a
     change of layout between versions rebuilds) and a folder missing one is
-    rebuilt, never half-loaded. Returns the index folder and whether it was
-    (re)built. A rebuild is always announced on stderr with its reason; a
-    first build unless ``announce_new`` is False.
+    rebuilt, never half-loaded. Each file's sha256 is recorded in the
+    manifest (``checksums``) and checked on every reuse: a file that is
+    missing, empty, truncated or edited fails it and the index is rebuilt.
+    Returns the index folder and whether it was (re)built. A rebuild is
+    always announced on stderr with its reason; a first build unless
+    ``announce_new`` is False.
     """
+    from retrieval.home import require_writable
+
     folder = index_folder(kind, name)
     files = sorted(files)
     if files:
         expected = {**expected, "files": files}
-    reason = mismatch(read_manifest(folder), expected)
-    missing = [f for f in files if not (folder / f).exists()]
-    if reason is None and missing:
-        reason = f"missing {', '.join(missing)}"
+    found = read_manifest(folder)
+    reason = mismatch(found, expected)
+    if reason is None and files:
+        missing = [f for f in files if not (folder / f).exists()]
+        bad = failed_checksums(folder, files, found.get("checksums"))
+        if missing:
+            reason = f"missing {', '.join(missing)}"
+        elif bad:
+            reason = f"{', '.join(bad)} fails its checksum (damaged or edited)"
     if reason is None:
         return folder, False
+    require_writable(index_dir())
     if reason != "no index yet":
         print(f"dsr: rebuilding {kind} index {folder.name!r}: {reason}", file=sys.stderr)
     elif announce_new:
@@ -140,6 +181,7 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
         start = time.perf_counter()
         build(tmp)
         write_json(tmp / MANIFEST, {**expected, "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                    "checksums": {f: checksum(tmp / f) for f in files},
                                     "machine": machine(),
                                     "seconds": round(time.perf_counter() - start, 3)})
         replace_folder(tmp, folder)

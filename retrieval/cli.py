@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "eval.commands",                    # evaluate, validate
     "retrieval.train",                  # train
     "retrieval.reproduce",              # reproduce
+    "eval.interchange.commands",        # export, qrels
 )
 
 
@@ -33,6 +34,14 @@ def add_collection_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", metavar="DIR",
                         help="folder with the source's raw files (default: $DSR_HOME/data/NAME)")
     parser.add_argument("--split", metavar="S", help="source split to build (e.g. valid for cmu_dog)")
+
+
+def add_allow_mismatch_argument(parser: argparse.ArgumentParser) -> None:
+    """``--allow-collection-mismatch``: the one override of the collection-hash policy
+    (``retrieval.run.check_collection_hash``)."""
+    parser.add_argument("--allow-collection-mismatch", action="store_true",
+                        help="use a run whose sidecar names another collection hash "
+                             "(a warning instead of exit 2)")
 
 
 def collection_from_args(args: argparse.Namespace):
@@ -85,12 +94,40 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    from retrieval.cli_help import add_defaults_and_examples
+    from retrieval.ir_metadata import add_option
+
+    add_option(sub)                     # --ir-metadata on run, rerank, fuse
+    add_defaults_and_examples(parser)   # every --help: defaults and one example
     return parser
+
+
+def _subparsers(parser: argparse.ArgumentParser):
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse with options before or after positionals (``dsr evaluate C --split valid a.run b.run``).
+
+    argparse's ``parse_intermixed_args`` refuses parsers with subcommands, so
+    the command words are walked here and the (sub)command's own parser
+    parses the rest intermixed. Anything else (``--help``, ``--version``, an
+    unknown command) goes to the plain parser, which prints or errors.
+    """
+    sub = _subparsers(parser)
+    if sub is None:
+        return parser.parse_intermixed_args(argv)
+    if not argv or argv[0] not in sub.choices:
+        return parser.parse_args(argv)
+    args = parse_arguments(sub.choices[argv[0]], argv[1:])
+    if sub.dest is not argparse.SUPPRESS:
+        setattr(args, sub.dest, argv[0])
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_arguments(parser, list(sys.argv[1:] if argv is None else argv))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

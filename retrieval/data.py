@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -50,6 +51,10 @@ class Candidate:
     score: float | None
     label: int
 
+    def __post_init__(self) -> None:
+        # every builder goes through here: an id a run file cannot carry never gets in
+        check_id(self.id, _Where(None), "candidate id")
+
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "body": self.body,
                 "score": self.score, "label": self.label}
@@ -68,6 +73,12 @@ class Dialogue:
     subreddit: str = ""
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_id(self.id, _Where(None), "id")
+        for i, c in enumerate(self.candidates):
+            # a Candidate's own check has no dialogue to name: name it here
+            check_id(c.id, _Where(None, record=self.id), f"candidates[{i}].id")
 
     @property
     def relevant(self) -> list[Candidate]:
@@ -137,12 +148,73 @@ class Collection:
         return [c.id for c in self._by_id[dialogue_id].candidates]
 
     def sentences(self) -> dict[str, Candidate]:
-        """The sentence pool: every distinct candidate id across dialogues (first wins)."""
+        """Every distinct candidate id across dialogues (first wins): only for lookups of a
+        sentence by id alone (open retrieval), where :meth:`unique_sentences` is the safe form.
+
+        A candidate is identified by (dialogue id, candidate id): files may reuse
+        local ids (c0, c1...) in every dialogue, so ranking and scoring use
+        :meth:`sentence_rows` or the dialogue's own candidates, never this map.
+        """
         pool: dict[str, Candidate] = {}
         for d in self.dialogues:
             for c in d.candidates:
                 pool.setdefault(c.id, c)
         return pool
+
+    def unique_sentences(self) -> dict[str, Candidate]:
+        """:meth:`sentences`, or InputError naming both dialogues when one id carries two texts
+        (then an id alone does not say which sentence is meant)."""
+        pool: dict[str, Candidate] = {}
+        where: dict[str, str] = {}
+        for d in self.dialogues:
+            for i, c in enumerate(d.candidates):
+                first = pool.get(c.id)
+                if first is None:
+                    pool[c.id], where[c.id] = c, d.id
+                elif (first.title, first.body) != (c.title, c.body):
+                    raise InputError(
+                        f"sentence id {c.id!r} carries different texts in dialogues {where[c.id]!r} "
+                        f"and {d.id!r}: a whole-pool search needs globally unique sentence ids",
+                        record=d.id, field=f"candidates[{i}].id")
+        return pool
+
+    def sentence_rows(self) -> tuple[list[Candidate], dict[tuple[str, str], int]]:
+        """The sentence pool for corpus statistics (BM25's IDF and average length), and the
+        row of each candidate in it, as ``{(dialogue id, candidate id): row}``.
+
+        When every candidate id carries one text across the collection (the
+        SIGIR 2022 files, CMU_DoG, ReDial...), ids are global and a sentence is
+        an id: the pool is the distinct ids, as it always was. When some id
+        carries different texts in different dialogues, ids are local to their
+        dialogue (c0, c1... reused) and a sentence is its text: the same text in
+        several dialogues is one sentence, two candidates of one dialogue with
+        the same text are two. A file with global ids and the same file with
+        its ids renamed per dialogue then give the same pool, so the same scores.
+        Rows are in order of first appearance.
+        """
+        texts: dict[str, str] = {}
+        local = False
+        for d in self.dialogues:
+            for c in d.candidates:
+                if texts.setdefault(c.id, c.body) != c.body:
+                    local = True
+        rows: list[Candidate] = []
+        row_of_key: dict[tuple[str, Any], int] = {}
+        row_of: dict[tuple[str, str], int] = {}
+        for d in self.dialogues:
+            seen_here: dict[str, int] = {}
+            for c in d.candidates:
+                if local:
+                    copy = seen_here[c.body] = seen_here.get(c.body, -1) + 1
+                    key: tuple[str, Any] = (c.body, copy)
+                else:
+                    key = (c.id, None)
+                row = row_of_key.get(key)
+                if row is None:
+                    row = row_of_key[key] = len(rows)
+                    rows.append(c)
+                row_of[d.id, c.id] = row
+        return rows, row_of
 
     @cached_property
     def content_hash(self) -> str:
@@ -212,7 +284,7 @@ def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
     where = where or _Where(None)
     if not isinstance(obj, dict):
         raise where.error(f"expected a JSON object, got {type(obj).__name__}")
-    did = _text(obj, "id", where, required=True)
+    did = check_id(_text(obj, "id", where, required=True), where, "id")
     where = _Where(where.path, where.line, did)
     context = obj.get("context")
     if not isinstance(context, list):
@@ -250,7 +322,7 @@ def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
 def candidate_from_json(obj: Any, where: _Where, name: str = "candidate") -> Candidate:
     if not isinstance(obj, dict):
         raise where.error("expected an object", name)
-    cid = _text(obj, "id", where, required=True, prefix=name)
+    cid = check_id(_text(obj, "id", where, required=True, prefix=name), where, f"{name}.id")
     body = obj.get("body")
     if not isinstance(body, str) or not body.strip():
         raise where.error("missing or empty sentence text", f"{name}.body")
@@ -261,6 +333,22 @@ def candidate_from_json(obj: Any, where: _Where, name: str = "candidate") -> Can
         score=parse_number(obj.get("score"), where, f"{name}.score", allow_none=True),
         label=parse_label(obj.get("label"), where, f"{name}.label"),
     )
+
+
+#: whitespace of any kind (what str.split splits on) and control characters (category Cc)
+_BAD_ID_CHAR = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
+
+
+def check_id(value: str, where: _Where, name: str) -> str:
+    """A dialogue or candidate id that a TREC run or qrels file can carry: not empty and
+    without whitespace of any kind (run files are split on it), else InputError."""
+    if not isinstance(value, str) or not value:
+        raise where.error("missing or empty id", name)
+    bad = _BAD_ID_CHAR.search(value)
+    if bad is not None:
+        raise where.error(f"id {value!r} contains {bad.group()!r}: TREC run and qrels files split on "
+                          "whitespace, so ids must not contain any (nor control characters)", name)
+    return value
 
 
 def parse_number(value: Any, where: _Where, name: str, allow_none: bool = False) -> float | int | None:
@@ -288,6 +376,10 @@ def parse_number(value: Any, where: _Where, name: str, allow_none: bool = False)
     return number
 
 
+#: the largest relevance grade: trec_eval and pytrec_eval keep grades as C ints
+MAX_LABEL = 2**31 - 1
+
+
 def parse_label(value: Any, where: _Where, name: str, allowed: tuple[int, ...] | None = None) -> int:
     """A relevance grade: a whole number >= 0 (or in ``allowed``), strings like "1" accepted."""
     if value is None:
@@ -297,8 +389,8 @@ def parse_label(value: Any, where: _Where, name: str, allowed: tuple[int, ...] |
         if not number.is_integer():
             raise where.error(f"label must be a whole number, got {value!r}", name)
         number = int(number)
-    if number < 0 or (allowed is not None and number not in allowed):
-        expected = "/".join(map(str, allowed)) if allowed else "a whole number >= 0"
+    if number < 0 or number > MAX_LABEL or (allowed is not None and number not in allowed):
+        expected = "/".join(map(str, allowed)) if allowed else f"a whole number from 0 to {MAX_LABEL}"
         raise where.error(f"label must be {expected}, got {value!r}", name)
     return number
 
@@ -311,6 +403,8 @@ def _text(obj: dict, key: str, where: _Where, required: bool = False, prefix: st
             raise where.error("missing", name)
         return ""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise where.error(f"expected text, got the number {value!r}", name)
         return str(value)
     if not isinstance(value, str):
         raise where.error(f"expected text, got {type(value).__name__}", name)

@@ -28,27 +28,60 @@ def read_text(path: str | Path, encoding: str = "utf-8") -> str:
         raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
 
 
+def loads(text: str) -> Any:
+    """``json.loads`` that fails only with ``json.JSONDecodeError`` on any text.
+
+    Nesting deeper than Python's recursion limit becomes a JSONDecodeError
+    instead of a RecursionError, and an integer too long for ``int`` (Python
+    refuses over 4,300 digits) is read as a float (so ``inf`` when huge), which
+    the number checks of :mod:`retrieval.data` then reject naming the field.
+    """
+    try:
+        return json.loads(text, parse_int=_parse_int)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", text, 0) from None
+    except ValueError as err:  # pragma: no cover - json raises JSONDecodeError for bad syntax
+        raise json.JSONDecodeError(str(err), text, 0) from None
+
+
+def _parse_int(digits: str) -> int | float:
+    return int(digits) if len(digits) <= 4000 else float(digits)
+
+
 def parse_json(text: str, path: str | Path) -> Any:
     """One JSON document; a syntax error names its line and column."""
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as err:
-        raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
-                         path=path, line=err.lineno) from None
+        raise InputError(json_error(err), path=path, line=err.lineno) from None
 
 
 def load_json(path: str | Path) -> Any:
     return parse_json(read_text(path), path)
 
 
+def split_lines(text: str) -> list[str]:
+    """JSON Lines split on ``\n`` only (``\r\n`` too): ``str.splitlines`` would also split on
+    U+2028, U+2029, U+0085 and other characters JSON allows raw inside strings."""
+    return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+
+
 def iter_json_lines(text: str, path: str | Path) -> Iterator[tuple[int, Any]]:
     """(line number, object) for each non-empty line of JSON Lines text."""
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads(line)
         except json.JSONDecodeError as err:
-            raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
-                             path=path, line=lineno) from None
+            raise InputError(json_error(err), path=path, line=lineno) from None
         yield lineno, obj
+
+
+def json_error(err: json.JSONDecodeError) -> str:
+    """The message of an InputError for a JSON syntax error."""
+    if err.msg == "nested too deeply":
+        return "malformed JSON: nested too deeply (arrays or objects inside each other)"
+    return f"malformed JSON: {err.msg} (column {err.colno})"

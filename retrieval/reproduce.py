@@ -128,8 +128,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         collection = (load_collection(args.collection, args.source, args.split)
                       if args.collection else default_collection(args))
     out = Path(args.out or Path("out") / _slug(collection.name))
-    if out.exists() and not out.is_dir():
-        raise InputError("exists and is not a directory", path=out, field="--out")
     cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or _trained_default())
     result = reproduce(
         collection, out, splits_file=args.splits, n_splits=args.n_splits, seed=args.seed,
@@ -171,13 +169,15 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
     Returns ``{"results": Results, "report": dict, "manifest": dict}``.
     """
     from eval.protocol import resolve_splits
-    from eval.report import report_json, write_report
+    from eval.report import REPORT_FILES, report_json, write_report_files
     from eval.results import evaluate_runs
+    from retrieval.atomic import atomic_dir, check_replaceable, write_json
     from retrieval.queries import STRATEGIES, check_strategy
 
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter() if started is None else started
-    out = Path(out)
+    out_files = (*REPORT_FILES, "runs", "manifest.json")  # what --out holds, replaced as a set
+    out = check_replaceable(out, out_files, field="--out")  # before the long work
     if not any(d.candidates for d in collection):
         raise InputError(f"collection {collection.name!r} has no candidates to rank; "
                          "reproduce needs a benchmark with candidate lists")
@@ -204,17 +204,21 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
                                 test=test, seed=seed, run_info=suite.info)
         results.notes.extend(suite.notes)
 
-    with timer("write", str(out)):
-        written = suite.write_runs(out / "runs", results)
-        for name, entry in written.items():  # the report names each run file and its hash
-            results.run_info.setdefault(name, {}).update(entry)
-        command = command or ["dsr", "reproduce", collection.name]
-        write_report(results, out, command=command)
-        report = report_json(results, command)
-    manifest = _manifest(collection, results, suite, written, timer, command, started,
-                         dense_model, cross_encoder, ce_query, skipped_reason)
-    from retrieval.atomic import write_json
-    write_json(out / "manifest.json", manifest)
+    # --out is written as a set (report, runs/, manifest.json): built in a hidden
+    # sibling and swapped in, so a kill leaves the previous set or this one. Nothing
+    # in --out is read back: warm runs reuse the caches under DSR_HOME (indexes,
+    # embeddings, cross-encoder scores), not the previous output.
+    with atomic_dir(out, out_files, field="--out") as staging:
+        with timer("write", str(out)):
+            written = suite.write_runs(staging / "runs", results, shown=out / "runs")
+            for name, entry in written.items():  # the report names each run file and its hash
+                results.run_info.setdefault(name, {}).update(entry)
+            command = command or ["dsr", "reproduce", collection.name]
+            write_report_files(results, staging, command=command)
+            report = report_json(results, command)
+        manifest = _manifest(collection, results, suite, written, timer, command, started,
+                             dense_model, cross_encoder, ce_query, skipped_reason)
+        write_json(staging / "manifest.json", manifest)
     return {"results": results, "report": report, "manifest": manifest}
 
 
@@ -334,11 +338,16 @@ class Suite:
         self.runs[name] = run
         self.info[name] = ranker.describe()
 
-    def write_runs(self, folder: Path, results) -> dict[str, dict[str, str]]:
-        """Every untuned run, and each family's most often chosen configuration, with sidecars."""
+    def write_runs(self, folder: Path, results, shown: Path | None = None) -> dict[str, dict[str, str]]:
+        """Every untuned run, and each family's most often chosen configuration, with sidecars.
+
+        Written into ``folder``; the paths recorded are under ``shown`` (default
+        ``folder``), where they will be once the output set is swapped in.
+        """
         from retrieval.provenance import sha256_file
 
         written = {}
+        shown = shown or folder
         for name, run in self.runs.items():
             written[name] = self._write(folder, name, run, {"system": name})
         for family, configs in self.families.items():
@@ -353,6 +362,7 @@ class Suite:
                         "choice is in results.json"})
         for entry in written.values():
             entry["sha256"] = sha256_file(entry["path"])
+            entry["path"] = str(shown / Path(entry["path"]).name)
         return written
 
     def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:

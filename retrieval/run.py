@@ -2,37 +2,65 @@
 of (sentence id, score). Every ranker, reranker and fusion returns one; the
 evaluator takes them.
 
-On disk a run is a TREC run file (``qid Q0 docid rank score tag``) plus a JSON
-sidecar ``RUN.json`` with the full configuration and the collection's hash.
+On disk a run is a TREC run file (``qid Q0 docid rank score tag``, gzipped
+when the name ends in ``.gz``) plus a JSON sidecar ``RUN.json`` with the full
+configuration, the collection's hash and the run file's sha256.
 
 Tie rule
 --------
-trec_eval-style tools sort by score and break ties by document id, which would
-silently change the metric of a run with tied scores. So a Run never holds
-ties: when scores tie, the order is decided by the topic's *initial rank* (the
-candidate's position in the collection's candidate list) and then by sentence
-id, and each tied score is lowered to the next representable float below its
-predecessor (``numpy.nextafter``). Scores are then strictly decreasing, the
-change is the smallest possible, and files are written with ``repr`` so a run
-read back is identical to the one written.
+trec_eval (and pytrec_eval, ir_measures) keeps each score as a 32-bit float,
+orders by it and breaks ties by document id, descending. So every run dsr
+writes is strictly decreasing *in 32 bits*: when scores tie, the order is
+decided by the topic's *initial rank* (the candidate's position in the
+collection's candidate list) and then by sentence id; every score is rounded
+to float32 and, when it is not below its predecessor, lowered to the next
+float32 below it. Subnormal float32 values (and -0.0) become 0.0 and the step
+below 0 is the smallest normal float32, so no reader that flushes subnormals
+to zero sees a tie. Scores beyond the float32 range are clamped to it. The
+order a Run holds is the order written, evaluated and read back.
+
+A score is written as the shortest decimal of its (float32-exact) value as a
+64-bit float: C ``atof`` then a cast to float32 (trec_eval), ``strtof`` and
+Python's ``float`` all give back exactly that value, so a run read back is
+identical to the one written.
+
+Reading a run (any run, also users') follows trec_eval: scores are ordered as
+float32, ties by doc id descending; :func:`tied_topics` counts the topics
+where that tie-break decides. Lines are parsed as trec_eval parses them (see
+:func:`parse_run_line`).
+
+Sidecar consistency: the run is written first, then the sidecar with the run
+file's sha256 (``run_sha256``). A sidecar whose hash is not the file's (a
+process killed between the two writes, a run edited by hand) is stale: it is
+not used, and a warning names both files.
 """
 
 from __future__ import annotations
 
 import math
+import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from retrieval.atomic import atomic_write, write_json
+from retrieval.atomic import write_json
 from retrieval.errors import InputError
+from retrieval.textfiles import atomic_write_text, read_lines
+
+#: largest finite float32, and the smallest normal one
+F32_MAX = float(np.finfo(np.float32).max)
+F32_TINY = float(np.finfo(np.float32).tiny)
+
+#: sidecar key holding the run file's sha256
+RUN_SHA256 = "run_sha256"
 
 
 @dataclass
 class Run:
-    """topic id -> [(doc id, score)], strictly decreasing scores per topic."""
+    """topic id -> [(doc id, score)], in ranked order (see the tie rule above)."""
 
     rankings: dict[str, list[tuple[str, float]]]
     tag: str = "dsr"
@@ -70,43 +98,116 @@ class Run:
         return [d for d, _ in (ranked if k is None else ranked[:k])]
 
     def as_dict(self) -> dict[str, dict[str, float]]:
-        """The ir_measures / pytrec_eval shape: {qid: {docid: score}}."""
-        return {q: dict(r) for q, r in self.rankings.items()}
+        """The ir_measures / pytrec_eval shape ``{qid: {docid: score}}``, with the scores
+        the file would hold (strictly decreasing in float32), so an evaluator scores
+        exactly the order this Run holds, as it would score the written file."""
+        return {q: dict(strictly_decreasing(r)) for q, r in self.rankings.items()}
+
+    def tied_topics(self) -> list[str]:
+        """Topics where two scores are equal as float32 (trec_eval breaks those ties by doc id)."""
+        return [q for q, r in self.rankings.items() if _has_float32_ties([s for _, s in r])]
 
     def write(self, path: str | Path, sidecar: bool = True) -> None:
-        """Write the TREC file and (by default) its JSON sidecar, both atomically."""
+        """Write the TREC file (the tie rule applied to the order held), then its
+        JSON sidecar with the file's sha256; each atomically, in that order."""
         write_trec_run(self, path)
         if sidecar:
-            write_json(sidecar_path(path), {"tag": self.tag, **self.config})
+            from retrieval.provenance import sha256_file
+
+            write_json(sidecar_path(path), {"tag": self.tag, **self.config,
+                                            RUN_SHA256: sha256_file(path)})
 
     @classmethod
     def read(cls, path: str | Path) -> "Run":
+        """Read a run file and its sidecar (a stale sidecar is reported and left out)."""
         run = read_trec_run(path)
-        side = sidecar_path(path)
-        if side.exists():
-            from retrieval.jsonio import load_json
+        run.config = read_sidecar(path)
+        if not run.config:
+            from retrieval.ir_metadata import config_from_header, read_header
 
-            config = load_json(side)
-            if not isinstance(config, dict):
-                raise InputError("a run sidecar must be a JSON object", path=side)
-            config.pop("tag", None)
-            run.config = config
+            header = read_header(path)  # a run from elsewhere may carry an ir_metadata header
+            if header:
+                run.config = config_from_header(header)
         return run
 
 
-def strictly_decreasing(ranked: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
-    """Lower each score that is not below its predecessor to the next float below it."""
-    out: list[tuple[str, float]] = []
-    prev = math.inf
-    for doc, score in ranked:
-        score = float(score)
-        if not math.isfinite(score):
-            raise ValueError(f"score of {doc!r} is not finite: {score!r}")
-        if score >= prev:
-            score = float(np.nextafter(prev, -math.inf))
-        out.append((doc, score))
-        prev = score
+def read_sidecar(path: str | Path, warn: bool = True) -> dict[str, Any]:
+    """The configuration in the sidecar of the run file at ``path`` ({} when there is
+    none, or when it is stale: its ``run_sha256`` is not the file's; then a warning
+    naming both files is printed unless ``warn`` is False)."""
+    side = sidecar_path(path)
+    if not side.exists():
+        return {}
+    from retrieval.jsonio import load_json
+    from retrieval.provenance import sha256_file
+
+    config = load_json(side)
+    if not isinstance(config, dict):
+        raise InputError("a run sidecar must be a JSON object", path=side)
+    config.pop("tag", None)
+    recorded = config.pop(RUN_SHA256, None)
+    if recorded is not None and recorded != sha256_file(path):
+        if warn:
+            print(f"dsr: warning: the sidecar {side} is stale: the sha256 it records is not "
+                  f"that of {path}; its configuration is not used", file=sys.stderr)
+        return {}
+    return config
+
+
+def float32(score: float) -> float:
+    """``score`` as the float32 a run file holds (a Python float): rounded to
+    nearest, clamped to the float32 range, subnormals and -0.0 made 0.0."""
+    return float(_float32_array(np.array([score], dtype=np.float64))[0])
+
+
+def _float32_array(values: np.ndarray) -> np.ndarray:
+    out = np.clip(values, -F32_MAX, F32_MAX).astype(np.float32).astype(np.float64)
+    out[np.abs(out) < F32_TINY] = 0.0
     return out
+
+
+def _step_below(value: float) -> float:
+    """The next float32 below ``value``, skipping subnormals."""
+    if value == 0.0:
+        return -F32_TINY
+    if value == F32_TINY:
+        return 0.0
+    below = float(np.nextafter(np.float32(value), np.float32(-np.inf)))
+    if below < -F32_MAX:
+        raise ValueError("too many tied scores at the bottom of the float32 range")
+    return below
+
+
+def strictly_decreasing(ranked: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The ranking with each score rounded to float32 and, when it is not below its
+    predecessor, lowered to the next float32 below it (see the tie rule)."""
+    ranked = list(ranked)
+    values = np.array([float(s) for _, s in ranked], dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        doc, score = ranked[bad[0]]
+        raise ValueError(f"score of {doc!r} is not finite: {score!r}")
+    scores = _float32_array(values).tolist()
+    if len(scores) > 1 and not all(b < a for a, b in zip(scores, scores[1:])):
+        prev = math.inf
+        for i, score in enumerate(scores):
+            if score >= prev:
+                score = _step_below(prev)
+            scores[i] = prev = score
+    return [(doc, score) for (doc, _), score in zip(ranked, scores)]
+
+
+def _has_float32_ties(scores: list[float]) -> bool:
+    as32 = np.asarray(scores, dtype=np.float64).astype(np.float32)
+    return len(np.unique(as32)) < len(as32)
+
+
+def trec_eval_order(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The order trec_eval evaluates: score as float32 descending, ties by doc id descending."""
+    by_doc = sorted(ranked, key=lambda ds: ds[0], reverse=True)
+    as32 = np.asarray([s for _, s in by_doc], dtype=np.float64).astype(np.float32)
+    order = np.argsort(-as32, kind="stable")
+    return [by_doc[i] for i in order]
 
 
 def sidecar_path(path: str | Path) -> Path:
@@ -114,16 +215,81 @@ def sidecar_path(path: str | Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
+def format_score(score: float) -> str:
+    """The text written for a (float32-exact) score: ``repr`` of the float, which C
+    ``atof`` + float32 cast, ``strtof`` and Python ``float`` all read back exactly."""
+    return repr(float(score))
+
+
 def write_trec_run(run: Run, path: str | Path) -> None:
+    """Write the TREC file atomically (gzipped for ``.gz``), the tie rule applied."""
     tag = run.tag.replace(" ", "_") or "dsr"
-    with atomic_write(path) as handle:
+    with atomic_write_text(path) as handle:
         for qid, ranked in run.rankings.items():
-            for rank, (doc, score) in enumerate(ranked, start=1):
-                handle.write(f"{qid} Q0 {doc} {rank} {score!r} {tag}\n")
+            for rank, (doc, score) in enumerate(strictly_decreasing(ranked), start=1):
+                handle.write(f"{qid} Q0 {doc} {rank} {format_score(score)} {tag}\n")
+
+
+# --- parsing, as trec_eval parses -------------------------------------------------
+
+# What C atof reads in full as a decimal number; Python's float() also takes
+# "1_000", " 1", "inf", "nan" and "0x1p3"-like text, which trec_eval reads differently.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NOT_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+
+
+@dataclass
+class RunLine:
+    qid: str
+    doc: str
+    rank: int
+    score: float
+    tag: str
+
+
+def parse_run_line(parts: list[str], min_rank: int = 1) -> tuple[RunLine | None, list[tuple[str, str]]]:
+    """One split line of a run -> (the line, or None) and its problems ``[(field, message)]``.
+
+    Six whitespace-separated columns; the second is ``Q0`` or ``0``; the rank
+    a whole number >= ``min_rank`` (trec_eval ignores it; ``dsr validate``
+    wants 1 or more and checks it against the scores, while reading for
+    evaluation takes PyTerrier's ranks from 0 as they are); the score a plain decimal number (no ``_``, hex, ``inf``, ``nan``)
+    within the float32 range trec_eval keeps scores in.
+    """
+    if len(parts) != 6:
+        return None, [("columns", f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}")]
+    qid, iteration, doc, rank_text, score_text, tag = parts
+    problems = []
+    if iteration not in ("Q0", "0"):
+        problems.append(("Q0", f"the second column must be Q0 (or 0), got {iteration!r}"))
+    rank = 0
+    if not rank_text.isascii() or not rank_text.isdigit() or len(rank_text) > 18:
+        problems.append(("rank", f"rank is not a whole number: {rank_text!r}"))
+    elif int(rank_text) < min_rank:
+        problems.append(("rank", f"rank must be {min_rank} or more, got {rank_text!r}"))
+    else:
+        rank = int(rank_text)
+    score = math.nan
+    if score_text.lower() in _NOT_FINITE:
+        problems.append(("score", f"score is not finite: {score_text!r}"))
+    elif not _DECIMAL.fullmatch(score_text):
+        problems.append(("score", f"score is not a number as trec_eval reads it: {score_text!r} "
+                                  "(digits, one '.', an optional exponent; no '_', hex or words)"))
+    else:
+        score = float(score_text)
+        if not math.isfinite(score):
+            problems.append(("score", f"score is not finite: {score_text!r}"))
+        elif abs(score) > F32_MAX:
+            problems.append(("score", f"score {score_text} is outside the float32 range trec_eval "
+                                      f"keeps scores in (|score| <= {F32_MAX:.7g})"))
+    if problems:
+        return None, problems
+    return RunLine(qid, doc, rank, score, tag), []
 
 
 def read_trec_run(path: str | Path) -> Run:
-    """Read a TREC run strictly; the first problem raises an InputError with its line.
+    """Read a TREC run (plain or gzip) strictly; the first problem raises an InputError
+    with its line. Each topic is ordered as trec_eval orders it.
 
     ``dsr validate`` reports every problem of a file at once; this reader is
     for files that should already be valid.
@@ -134,32 +300,51 @@ def read_trec_run(path: str | Path) -> Run:
     rankings: dict[str, list[tuple[str, float]]] = {}
     seen: set[tuple[str, str]] = set()
     tag = None
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 6:
-                raise InputError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}",
-                                 path=path, line=lineno)
-            qid, _, doc, rank, score_text, tag = parts
-            try:
-                score = float(score_text)
-            except ValueError:
-                raise InputError(f"score is not a number: {score_text!r}", path=path, line=lineno,
-                                 field="score") from None
-            if not math.isfinite(score):
-                raise InputError(f"score is not finite: {score_text!r}", path=path, line=lineno,
-                                 field="score")
-            if (qid, doc) in seen:
-                raise InputError(f"duplicate line for topic {qid!r} and doc {doc!r}", path=path,
-                                 line=lineno, field="docid")
-            seen.add((qid, doc))
-            rankings.setdefault(qid, []).append((doc, score))
+    lines = read_lines(path)   # plain or gzip
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip() or line.startswith("#"):
+            continue  # comments: ir_metadata headers (retrieval.ir_metadata)
+        parsed, problems = parse_run_line(line.split(), min_rank=0)
+        if problems:
+            name, message = problems[0]
+            raise InputError(message, path=path, line=lineno,
+                             field=None if name == "columns" else name)
+        if (parsed.qid, parsed.doc) in seen:
+            raise InputError(f"duplicate line for topic {parsed.qid!r} and doc {parsed.doc!r}",
+                             path=path, line=lineno, field="docid")
+        seen.add((parsed.qid, parsed.doc))
+        tag = parsed.tag
+        rankings.setdefault(parsed.qid, []).append((parsed.doc, parsed.score))
     if not rankings:
         raise InputError("the run file is empty", path=path)
-    # Order by score (as trec_eval would, ties by doc id descending is trec_eval's
-    # rule; ours has no ties when written by dsr).
-    for qid, ranked in rankings.items():
-        ranked.sort(key=lambda ds: -ds[1])
-    return Run(rankings, tag or "dsr")
+    return Run({q: trec_eval_order(r) for q, r in rankings.items()}, tag or "dsr")
+
+
+# --- the collection a run was made for ----------------------------------------------
+
+def recorded_collection_hash(config: Mapping[str, Any]) -> str | None:
+    """The collection hash a run's sidecar records (``collection.hash`` or ``collection_hash``)."""
+    collection = config.get("collection")
+    if isinstance(collection, dict) and isinstance(collection.get("hash"), str) and collection["hash"]:
+        return collection["hash"]
+    value = config.get("collection_hash")
+    return value if isinstance(value, str) and value else None
+
+
+def check_collection_hash(run: Run, path: str | Path, collection, allow: bool = False) -> str | None:
+    """The one policy for a run whose sidecar names another collection: an InputError
+    (exit 2) naming the run file and both hashes, unless ``allow``
+    (``--allow-collection-mismatch``), which returns the message as a warning
+    (and prints it on stderr). None when the hashes agree or none is recorded."""
+    recorded = recorded_collection_hash(run.config)
+    if recorded is None or recorded == collection.content_hash:
+        return None
+    named = run.config.get("collection", {}).get("name") if isinstance(run.config.get("collection"), dict) else None
+    message = (f"{path} was made for collection {named!r} (hash {recorded}), not "
+               f"{collection.name!r} (hash {collection.content_hash})")
+    if not allow:
+        raise InputError(f"{message}: rank this collection again, or pass "
+                         "--allow-collection-mismatch to use it anyway", path=sidecar_path(path),
+                         field="collection.hash")
+    print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
+    return message

@@ -178,7 +178,7 @@ def test_ranker_scores_candidates_with_pool_statistics():
     run = make_ranker("bm25", query="last").rank(collection())
     # the pool is all 8 sentences of both dialogues: the hand computation's corpus
     expected = okapi_by_hand("does your cat sit on the mat".split(), 1.2, 0.75)
-    assert run.scores("d1")["s0"] == pytest.approx(expected[0], rel=1e-12)
+    assert run.scores("d1")["s0"] == pytest.approx(expected[0], rel=1e-7)   # run scores are float32
     assert run.top("d1")[0] == "s0"
     # d2: "a bird sang" (last) matches s3 only
     assert run.top("d2")[0] == "s3"
@@ -201,7 +201,7 @@ def test_ranker_weighted_query_and_tag():
     run = ranker.rank(collection())
     index = BM25Index(IDS, CORPUS, k1=0.9)
     expected = index.scores({"the": 0.2, "birds": 0.2, "a": 1.0, "bird": 1.0, "sang": 1.0}, ["s3"])[0]
-    assert run.scores("d2")["s3"] == pytest.approx(expected, rel=1e-12)
+    assert run.scores("d2")["s3"] == pytest.approx(expected, rel=1e-7)   # run scores are float32
     assert run.tag == "bm25-query=weighted-decay=0.2-k1=0.9"
 
 

@@ -17,7 +17,7 @@ from retrieval.provenance import sha256_file
 from retrieval.queries import query_text
 from retrieval.rerankers import make_reranker
 from retrieval.rerankers.cross_encoder import CrossEncoderReranker, candidate_text
-from retrieval.run import Run
+from retrieval.run import Run, float32
 from tests.tiny_bert import collection_texts, make_tiny_bert
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs_tiny.jsonl"
@@ -116,8 +116,8 @@ def test_top_k_keeps_the_tail_in_its_original_order(tmp_path, tiny_model, collec
         assert run.top(qid) == sorted(head, key=lambda d: -logits[d]) + tail
         ranked = run.rankings[qid]
         floor = ranked[1][1]
-        # the tail sits below the block: lowest block score - 1, - 2, ...
-        assert [s for _, s in ranked[2:]] == [floor - 1, floor - 2, floor - 3]
+        # the tail sits below the block: lowest block score - 1, - 2, ... (as float32)
+        assert [s for _, s in ranked[2:]] == [float32(floor - 1), float32(floor - 2), float32(floor - 3)]
     side = json.loads((tmp_path / "top2.run.json").read_text())
     assert side["params"]["top_k"] == 2
     assert run.tag == f"initial>>cross-encoder-{tiny_model.name}@2"

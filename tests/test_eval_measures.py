@@ -13,6 +13,7 @@ from eval.results import evaluate_runs, write_per_topic
 from retrieval.errors import InputError
 from retrieval.run import Run
 
+from plain_eval import plain_measure
 from retrieval.collections.synthetic import make_collection, make_run
 
 
@@ -24,37 +25,12 @@ def trec_order(doc_scores: dict[str, float]) -> list[str]:
 
 
 def reference(measure: str, qrels: dict[str, int], doc_scores: dict[str, float]) -> float:
-    ranked = trec_order(doc_scores)
-    rel = [qrels.get(d, 0) for d in ranked]
-    n_rel = sum(1 for g in qrels.values() if g >= 1)
-    if measure == "RR":
-        return next((1 / (i + 1) for i, g in enumerate(rel) if g >= 1), 0.0)
-    if measure == "AP":
-        if not n_rel:
-            return 0.0
-        hits, total = 0, 0.0
-        for i, g in enumerate(rel):
-            if g >= 1:
-                hits += 1
-                total += hits / (i + 1)
-        return total / n_rel
-    name, k = measure.split("@")
-    k = int(k)
-    if name == "P":
-        return sum(1 for g in rel[:k] if g >= 1) / k
-    if name == "R":
-        return sum(1 for g in rel[:k] if g >= 1) / n_rel if n_rel else 0.0
-    if name == "nDCG":
-        dcg = sum(g / math.log2(i + 2) for i, g in enumerate(rel[:k]))
-        ideal = sorted(qrels.values(), reverse=True)[:k]
-        idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-        return dcg / idcg if idcg > 0 else 0.0
-    raise AssertionError(measure)
+    return plain_measure(measure, trec_order(doc_scores), qrels)
 
 
-def reference_matrix(collection, run: Run, measures) -> np.ndarray:
+def reference_matrix(collection, run: Run, measures, scores=None) -> np.ndarray:
     qrels = qrels_from_collection(collection)
-    scores = run.as_dict()
+    scores = run.as_dict() if scores is None else scores
     out = np.zeros((len(collection), len(measures)))
     for i, qid in enumerate(collection.ids):
         if qid not in scores:
@@ -80,21 +56,35 @@ def test_every_default_measure_equals_the_reference_without_ties(collection):
         assert got.missing == seed
 
 
-def test_tied_scores_are_broken_by_doc_id_descending_as_trec_eval_does(collection):
+def test_tied_scores_are_broken_by_doc_id_descending_as_trec_eval_does(collection, tmp_path):
     run = make_run(collection, seed=11, ties=True, quality=1.0)
+    raw = {q: dict(r) for q, r in run.rankings.items()}
     tied = sum(len(r) - len({s for _, s in r}) for r in run.rankings.values())
     assert tied > 1000  # the check below is about ties
-    got = Evaluator(qrels_from_collection(collection), topics=collection.ids)(run)
-    np.testing.assert_allclose(got.values, reference_matrix(collection, run, DEFAULT_MEASURES),
-                               rtol=0, atol=1e-12)
+    # a user's file with ties (written by hand, not by dsr's writer, which breaks them)
+    path = tmp_path / "tied.run"
+    path.write_text("".join(f"{q} Q0 {d} {i} {s!r} user\n" for q, r in run.rankings.items()
+                            for i, (d, s) in enumerate(r, start=1)))
+    read = Run.read(path)
+    assert len(read.tied_topics()) == sum(1 for r in raw.values() if len(set(r.values())) < len(r))
+    expected = reference_matrix(collection, Run({q: list(r.items()) for q, r in raw.items()}),
+                                DEFAULT_MEASURES, scores=raw)
+    evaluator = Evaluator(qrels_from_collection(collection), topics=collection.ids)
+    got = evaluator(read)
+    np.testing.assert_allclose(got.values, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(evaluator(raw).values, expected, rtol=0, atol=1e-12)   # a plain dict
     # and the other tie order (doc id ascending) would give different values
     qrels = qrels_from_collection(collection)
-    scores = run.as_dict()
     ascending_rr = []
     for q in collection.ids:
-        ranked = sorted(scores[q], key=lambda d: (-scores[q][d], d))
+        ranked = sorted(raw[q], key=lambda d: (-raw[q][d], d))
         ascending_rr.append(next((1 / (i + 1) for i, d in enumerate(ranked) if qrels[q][d] >= 1), 0.0))
     assert not np.allclose(ascending_rr, got.column("RR"))
+    # an in-memory Run is scored in the order it holds (as its written file would be)
+    held = evaluator(run)
+    held_rr = [next((1 / (i + 1) for i, (d, _) in enumerate(run.rankings[q]) if qrels[q][d] >= 1), 0.0)
+               for q in collection.ids]
+    np.testing.assert_allclose(held.column("RR"), held_rr, rtol=0, atol=1e-12)
 
 
 def test_hand_built_run_has_the_known_mrr_and_ndcg():

@@ -70,8 +70,12 @@ def test_ranks_that_disagree_with_scores_and_ties_against_trec_eval_order(tmp_pa
     path = tmp_path / "order.run"
     path.write_text("\n".join(lines) + "\n")
     result = validate_run(collection, path, allow_missing=True)
-    assert [(p.line, "higher score" in p.message, "ties" in p.message) for p in result.problems] == \
-        [(2, True, False), (4, False, True)]
+    assert [(p.line, "higher score" in p.message) for p in result.problems] == [(2, True)]
+    # a tie is a warning (trec_eval and dsr evaluate order it by doc id), a problem with strict
+    assert [(p.line, "tie" in p.message) for p in result.warnings] == [(4, True)]
+    assert result.tied_topics == [d.id]
+    strict = validate_run(collection, path, allow_missing=True, strict=True)
+    assert [p.line for p in strict.problems] == [2, 4] and not strict.warnings
     assert result.missing == collection.ids[1:]
 
 

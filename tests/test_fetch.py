@@ -232,6 +232,9 @@ def test_no_first_use_record_from_a_fetch_that_failed(server, shared_data, dsr_h
     dest = dsr_home / "data" / "ccpe"
     files = json.loads((dest / CHECKSUMS).read_text())["files"] if (dest / CHECKSUMS).exists() else {}
     assert "data.json" not in files and not (dest / "README.md").exists()
+    # and a failed fetch keeps nothing unverified: data.json arrived, but only the
+    # first-use record this fetch does not write would vouch for it
+    assert leftovers(dest) == [] and not is_available("ccpe")
 
 
 # --- archives: cmu_dog (tar.gz) and redial (zip) ------------------------------
@@ -359,3 +362,243 @@ def test_offline_default_source_paths_do_not_touch_the_network(dsr_home):
     assert not is_available("sigir2022") and not is_available("cmu_dog")
     shutil.copytree(FIXTURES / "old", dsr_home / "data" / "sigir2022")  # files at the root
     assert is_available("sigir2022")
+
+
+# --- hostile servers and archives (issue 9) ------------------------------------
+
+class RawServer:
+    """A loopback server that answers every request with ``respond(conn)`` (raw bytes)."""
+
+    def __init__(self, respond):
+        self.respond = respond
+        self.stop = threading.Event()
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(4)
+        self.listener.settimeout(0.2)
+        self.base = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                continue
+            with conn:
+                try:
+                    conn.recv(65536)  # the request
+                    self.respond(conn, self.stop)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(5)
+        self.listener.close()
+
+
+@pytest.fixture
+def raw_server():
+    servers = []
+
+    def start(respond):
+        servers.append(RawServer(respond))
+        return servers[-1].base
+    yield start
+    for s in servers:
+        s.close()
+
+
+def trickle(conn, stop, headers=b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n", body=b"x" * 40):
+    """Headers at once, then a byte every 0.5 s (20 s for the whole body)."""
+    conn.sendall(headers)
+    for i in range(len(body)):
+        if stop.wait(0.5):
+            return
+        conn.sendall(body[i:i + 1])
+
+
+def leftovers(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUMS] \
+        if folder.exists() else []
+
+
+def test_trickling_server_stops_at_the_deadline_with_exit_2(raw_server, dsr_home, capsys,
+                                                             monkeypatch):
+    base = raw_server(trickle)
+    monkeypatch.setenv("DSR_FETCH_DEADLINE", "1.5")
+    start = time.monotonic()
+    assert main(["data", "fetch", "ccpe", "--base-url", base, "--timeout", "5"]) == 2
+    assert time.monotonic() - start < 6  # the whole body would take 20 s
+    err = capsys.readouterr().err
+    assert "did not finish within 1.5 s" in err and "data.json" in err and "Traceback" not in err
+    assert leftovers(dsr_home / "data" / "ccpe") == []
+
+
+def test_trickled_headers_are_bounded_too(raw_server, dsr_home):
+    base = raw_server(lambda conn, stop: trickle(conn, stop, headers=b"", body=(
+        b"HTTP/1.1 200 OK\r\nX-Slow: " + b"y" * 40 + b"\r\n\r\n")))
+    start = time.monotonic()
+    with pytest.raises(InputError, match="did not finish within 1 s"):
+        fetch("ccpe", base_url=base, deadline=1, timeout=5, progress=False)
+    assert time.monotonic() - start < 5
+
+
+def test_download_past_the_recorded_size_is_refused(server, shared_data, dsr_home, capsys):
+    root, base, _ = server
+    serve_ccpe(root, shared_data)
+    readme = root / CCPE.repository / "raw" / CCPE.commit / "README.md"
+    size = fetch_mod.load_sizes("ccpe")["README.md"]
+    assert size == (shared_data / "ccpe" / "README.md").stat().st_size
+    readme.write_bytes(b"#" * (fetch_mod.size_cap(size) + 1))
+    assert main(["data", "fetch", "ccpe", "--base-url", base]) == 2
+    err = capsys.readouterr().err
+    assert "README.md" in err and f"more than the {fetch_mod.size_cap(size)} allowed" in err
+    assert leftovers(dsr_home / "data" / "ccpe") == []  # data.json (first use) removed too
+
+
+def test_download_without_a_length_stops_at_the_cap(raw_server, dsr_home):
+    def endless(conn, stop):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+        for _ in range(200):  # 12.8 MB if nobody stops reading
+            if stop.is_set():
+                return
+            conn.sendall(b"z" * 65536)
+    base = raw_server(endless)
+    with pytest.raises(InputError, match="sent more than the 100000 bytes allowed"):
+        fetch("ccpe", base_url=base, max_bytes=100_000, progress=False)
+    assert leftovers(dsr_home / "data" / "ccpe") == []
+
+
+@pytest.mark.parametrize("reply", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"[" * 500,
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n" + b"[" * 16 + b"\r\n100\r\n[[[",
+], ids=["content-length", "chunked"])
+def test_truncated_body_is_exit_2_naming_the_url(raw_server, dsr_home, capsys, reply):
+    base = raw_server(lambda conn, stop: conn.sendall(reply))
+    assert main(["data", "fetch", "ccpe", "--base-url", base]) == 2
+    err = capsys.readouterr().err
+    assert "cut short" in err and f"{CCPE.repository}/raw/{CCPE.commit}/data.json" in err
+    assert "Traceback" not in err
+    assert leftovers(dsr_home / "data" / "ccpe") == []
+    assert not (dsr_home / "data" / "ccpe" / CHECKSUMS).exists()
+
+
+def redial_zip(root: Path, shared: Path, members: dict[str, bytes], raw: bytes | None = None):
+    plan = PLANS["redial"]
+    put(root, plan.repository, plan.commit, "movies_with_mentions.csv",
+        (shared / "redial" / "movies_with_mentions.csv").read_bytes())
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    put(root, plan.repository, plan.commit, "redial_dataset.zip",
+        raw if raw is not None else buffer.getvalue())
+    return buffer.getvalue()
+
+
+def test_corrupt_zip_member_is_exit_2_and_nothing_stays(server, shared_data, dsr_home, capsys):
+    root, base, _ = server
+    test_data = (shared_data / "redial" / "test_data.jsonl").read_bytes()
+    good = redial_zip(root, shared_data, {"train_data.jsonl": b'{"a": 1}\n' * 5000,
+                                          "test_data.jsonl": test_data})
+    # the central directory is intact; the last member's compressed data is damaged
+    middle = len(good) - len(test_data) // 20
+    bad = good[:middle] + bytes(b ^ 0x5A for b in good[middle:middle + 64]) + good[middle + 64:]
+    redial_zip(root, shared_data, {}, raw=bad)
+    assert main(["data", "fetch", "redial", "--base-url", base]) == 2
+    err = capsys.readouterr().err
+    assert "not a readable zip archive" in err and "redial_dataset.zip" in err
+    assert "Traceback" not in err
+    dest = dsr_home / "data" / "redial"
+    # the csv verified by git blob id and stays; train_data.jsonl (first use) does not
+    assert [p.name for p in leftovers(dest)] == ["movies_with_mentions.csv"]
+    assert not is_available("redial")
+
+
+def test_zip_bomb_is_refused_before_unpacking(server, shared_data, dsr_home, capsys):
+    root, base, _ = server
+    data = redial_zip(root, shared_data, {"train_data.jsonl": b" " * (30 << 20),
+                                          "test_data.jsonl": b"{}\n"})
+    assert len(data) < 100_000  # 30 MB from under 100 KB
+    assert main(["data", "fetch", "redial", "--base-url", base]) == 2
+    err = capsys.readouterr().err
+    assert "zip bomb" in err and "Traceback" not in err
+    assert [p.name for p in leftovers(dsr_home / "data" / "redial")] == ["movies_with_mentions.csv"]
+
+
+def cmu_tarball(root: Path, members: dict[str, bytes], cut: int | None = None) -> bytes:
+    plan = PLANS["cmu_dog"]
+    prefix = f"datasets-CMU_DoG-{plan.commit}"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for rel, data in members.items():
+            info = tarfile.TarInfo(rel if rel.startswith("..") else f"{prefix}/{rel}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    data = buffer.getvalue()[:cut]
+    target = root / plan.repository / "archive" / f"{plan.commit}.tar.gz"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    return data
+
+
+def cmu_members(shared: Path, n: int = 3) -> dict[str, bytes]:
+    real = shared / "cmu_dog"
+    files = sorted((real / "WikiData").glob("*.json"))[:n]
+    return {p.relative_to(real).as_posix(): p.read_bytes() for p in files}
+
+
+def test_truncated_tar_gz_is_exit_2_and_writes_nothing(server, shared_data, dsr_home, capsys):
+    root, base, _ = server
+    members = cmu_members(shared_data)
+    members["Conversations/test/0a1b.json"] = b'{"history": []}\n'
+    full = cmu_tarball(root, members)
+    cmu_tarball(root, members, cut=len(full) * 2 // 3)
+    manifest = {rel: load_manifest("cmu_dog")[rel] for rel in members if "test" not in rel}
+    with pytest.raises(InputError, match="not a readable tar.gz archive") as err:
+        fetch("cmu_dog", base_url=base, manifest=manifest, progress=False)
+    assert f"{PLANS['cmu_dog'].commit}.tar.gz" in str(err.value)
+    dest = dsr_home / "data" / "cmu_dog"
+    # members are staged until the whole archive reads: none of them took its name
+    assert leftovers(dest) == [] and not is_available("cmu_dog")
+    assert not (dest / "WikiData").exists() and not (dest / "Conversations").exists()
+
+
+def test_tar_bomb_stops_at_the_budget(server, shared_data, dsr_home):
+    root, base, _ = server
+    members = cmu_members(shared_data)
+    manifest = {rel: load_manifest("cmu_dog")[rel] for rel in members}
+    members["Code/padding.bin"] = b"\0" * (40 << 20)  # not even a kept member
+    assert len(cmu_tarball(root, members)) < 200_000
+    with pytest.raises(InputError, match="tar bomb"):
+        fetch("cmu_dog", base_url=base, manifest=manifest, progress=False)
+    assert leftovers(dsr_home / "data" / "cmu_dog") == []
+
+
+def test_tar_member_larger_than_its_recorded_size_is_refused(server, shared_data, dsr_home):
+    root, base, _ = server
+    members = cmu_members(shared_data)
+    manifest = {rel: load_manifest("cmu_dog")[rel] for rel in members}
+    rel = next(iter(members))
+    size = fetch_mod.load_sizes("cmu_dog")[rel]
+    members[rel] = b" " * (fetch_mod.size_cap(size) + 1)
+    cmu_tarball(root, members)
+    with pytest.raises(InputError, match=f"{rel} declares {fetch_mod.size_cap(size) + 1} bytes"):
+        fetch("cmu_dog", base_url=base, manifest=manifest, progress=False)
+    assert leftovers(dsr_home / "data" / "cmu_dog") == []
+
+
+def test_tar_path_traversal_is_refused(server, shared_data, dsr_home, tmp_path):
+    root, base, _ = server
+    members = cmu_members(shared_data)
+    manifest = {rel: load_manifest("cmu_dog")[rel] for rel in members}
+    members["../../evil.json"] = b"{}"
+    cmu_tarball(root, members)
+    with pytest.raises(InputError, match="unsafe member path '../../evil.json' refused"):
+        fetch("cmu_dog", base_url=base, manifest=manifest, progress=False)
+    assert not list(dsr_home.rglob("evil.json")) and not list(tmp_path.rglob("evil.json"))
+    assert leftovers(dsr_home / "data" / "cmu_dog") == []
+

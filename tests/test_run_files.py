@@ -8,13 +8,14 @@ import math
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from retrieval.cli import main
 from retrieval.data import read_benchmark
 from retrieval.rankers import make_ranker
 from retrieval.rankers.fusion import fuse
-from retrieval.run import Run
+from retrieval.run import Run, strictly_decreasing
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs_tiny.jsonl"
 
@@ -30,14 +31,24 @@ def collection():
 
 
 def test_written_and_read_back_is_identical_to_the_last_bit(tmp_path):
-    run = Run({"q2": [(f"s{i}", s) for i, s in enumerate(AWKWARD)],
-               "q1": [("only", 2.5)]}, tag="awkward", config={"note": "round trip"})
+    held = Run({"q2": [(f"s{i}", s) for i, s in enumerate(AWKWARD)],
+                "q1": [("only", 2.5)]}, tag="awkward", config={"note": "round trip"})
+    held.write(tmp_path / "held.run")
+    # the file holds the float32 scores of the tie rule, in the order the Run held
+    written = {q: strictly_decreasing(r) for q, r in held.rankings.items()}
+    assert Run.read(tmp_path / "held.run").rankings == written
+    assert [d for d, _ in written["q2"]] == [f"s{i}" for i in range(len(AWKWARD))]
+    run = Run(written, tag="awkward", config={"note": "round trip"})
     path = tmp_path / "a.run"
     run.write(path)
     back = Run.read(path)
     assert back.rankings == run.rankings
     assert list(back.rankings) == ["q2", "q1"]            # topic order kept
-    assert [s for _, s in back.rankings["q2"]] == AWKWARD  # == on floats: bit for bit
+    assert [s for _, s in back.rankings["q2"]] == [s for _, s in written["q2"]]  # bit for bit
+    # every written score is exactly a float32, and they are distinct as float32
+    scores = [s for _, s in back.rankings["q2"]]
+    assert all(float(np.float32(s)) == s for s in scores)
+    assert all(np.float32(b) < np.float32(a) for a, b in zip(scores, scores[1:]))
     assert back.tag == "awkward" and back.config == {"note": "round trip"}
     # and writing what was read gives the same bytes
     back.write(tmp_path / "b.run")
@@ -73,9 +84,11 @@ def test_ties_are_broken_by_initial_rank_then_id(tmp_path, collection):
                                              "Opening_chess_22987_3_0_1"]
     assert [parts[3] for parts in lines] == ["1", "2", "3", "4", "5"]
     scores = [float(parts[4]) for parts in lines]
-    # strictly decreasing, each tied score lowered by the smallest possible step
-    assert scores == [1.0, math.nextafter(1.0, 0), math.nextafter(math.nextafter(1.0, 0), 0),
-                      0.0, math.nextafter(0.0, -1)]
+    # strictly decreasing as float32, each tied score lowered by the smallest float32 step
+    # (below 0: the smallest normal float32, so readers that flush subnormals see no tie)
+    one_below = float(np.nextafter(np.float32(1.0), np.float32(0)))
+    assert scores == [1.0, one_below, float(np.nextafter(np.float32(one_below), np.float32(0))),
+                      0.0, -float(np.finfo(np.float32).tiny)]
     # a sentence the initial order does not know comes after those it does, then by id
     run = Run.from_scores({"q": {"zeta": 1.0, "alpha": 1.0, "known2": 1.0, "known1": 1.0}},
                           initial_order={"q": ["known1", "known2"]})

@@ -3,6 +3,9 @@
 
 A git blob id is sha1(b"blob <size>\\0" + data): the id git itself gives a
 file, so a download can be checked against it without trusting the server.
+Each file's size in bytes is recorded too: `dsr data fetch` stops a download
+(or an archive member) that grows past it plus a margin.
+
 The ids are computed here from the unchanged upstream copies in
 ../shared/data (see its SOURCES.md for repositories and commits); the SIGIR
 2022 dialogue files are not available there, so their ids are the ones
@@ -53,14 +56,15 @@ def main() -> int:
     for name, plan in PLANS.items():
         folder = args.shared / name
         if name == "cmu_dog":
-            files = {}
-            for sub in ("Conversations/train", "Conversations/valid", "WikiData"):
-                for path in sorted((folder / sub).glob("*.json")):
-                    files[f"{sub}/{path.name}"] = git_blob_file(path)
-            files["README.md"] = git_blob_file(folder / "README.md")
+            copies = {f"{sub}/{path.name}": path
+                      for sub in ("Conversations/train", "Conversations/valid", "WikiData")
+                      for path in sorted((folder / sub).glob("*.json"))}
+            copies["README.md"] = folder / "README.md"
         else:
-            files = {repo_path: git_blob_file(folder / copy)
-                     for repo_path, copy in COPIES[name].items()}
+            copies = {repo_path: folder / copy for repo_path, copy in COPIES[name].items()}
+        files = {repo_path: git_blob_file(path) for repo_path, path in copies.items()}
+        # sizes cap each download (fetch.size_cap); files without one get fetch's default cap
+        sizes = {repo_path: path.stat().st_size for repo_path, path in copies.items()}
         if name == "sigir2022":
             if files["evaluation/val_test_splits.json"] != sigir2022.SPLIT_BLOB:
                 raise SystemExit("the split file copy does not match SOURCES.md's blob id")
@@ -76,6 +80,7 @@ def main() -> int:
             "about": "git blob ids (sha1 of b'blob <size>\\0' + data) of the files at the "
                      "commit; written by tools/make_manifests.py",
             "git_blobs": dict(sorted(files.items())),
+            "sizes": dict(sorted(sizes.items())),
         }
         path = OUT / f"{name}.json"
         path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

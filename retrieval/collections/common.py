@@ -12,7 +12,8 @@ from typing import Any, Callable
 from retrieval.atomic import write_json
 from retrieval.data import Collection, read_benchmark, write_benchmark
 from retrieval.errors import InputError
-from retrieval.home import data_dir, dsr_home
+from indexes.manifest import checksum, failed_checksums
+from retrieval.home import data_dir, dsr_home, require_writable
 
 
 def check_params(params: dict[str, Any], defaults: dict[str, Any], name: str) -> dict[str, Any]:
@@ -47,8 +48,8 @@ def cached_build(name: str, split: str | None, source: Path, inputs: list[Path],
     The cache key hashes the builder version, split, parameters and every input
     file's bytes (path relative to ``source`` + sha256), so any change to the
     raw files or the conversion rebuilds. A cached file is used only when its
-    manifest's key matches and the file's content hash equals the one
-    recorded at build time (a damaged file is rebuilt, not trusted). The
+    manifest's key matches, the file's sha256 and its content hash equal the
+    ones recorded at build time (a damaged file is rebuilt, not trusted). The
     benchmark file is written first and the manifest last, both atomically:
     an interrupted build leaves no manifest that points at it.
     """
@@ -65,24 +66,31 @@ def cached_build(name: str, split: str | None, source: Path, inputs: list[Path],
     label = f"{name}-{split}" if split else name
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+    except (OSError, ValueError):  # missing, unreadable, not JSON (JSONDecodeError, Unicode)
+        manifest = None
+    if not isinstance(manifest, dict):
         manifest = None
     if manifest and manifest.get("key") == key and bench.exists():
-        try:
-            cached = read_benchmark(bench, name=label)
-        except InputError:
-            cached = None
+        cached = None
+        if not failed_checksums(folder, [bench.name], {bench.name: manifest.get("sha256")}):
+            try:
+                cached = read_benchmark(bench, name=label)
+            except InputError:
+                pass
         if cached is not None and cached.content_hash == manifest.get("content_hash"):
             cached.meta = {**manifest.get("meta", {}), "cache": str(bench)}
             return cached
-        print(f"{label}: cached build at {bench} is damaged; rebuilding", file=sys.stderr)
+        print(f"{label}: cached build at {bench} is damaged (fails its checksum); rebuilding",
+              file=sys.stderr)
     elif manifest:
         print(f"{label}: source, parameters or builder changed; rebuilding", file=sys.stderr)
+    require_writable(folder)
     started = time.perf_counter()
     collection = builder()
     write_benchmark(collection, bench)
     write_json(manifest_path, {
         "key": key, "name": name, "split": split, "params": params, "builder_version": version,
+        "sha256": checksum(bench),
         "content_hash": collection.content_hash, "dialogues": len(collection),
         "source": str(source), "inputs": len(inputs),
         "seconds": round(time.perf_counter() - started, 3), "meta": collection.meta,

@@ -23,6 +23,10 @@ Two schema versions are read:
   have a score: without one the only order left is "relevant first", which
   would hand the initial ranker the labels, so a missing score is an error.
 
+Sentence ids: upstream ids embed titles with spaces; they are read with each
+whitespace character replaced by ``_`` (:func:`trec_id`), so that run and
+qrels files can carry them.
+
 The reader is strict about whatever would change results: a candidate without
 id or body, a label other than 0/1, duplicate candidate ids in a dialogue,
 duplicate dialogue ids (also across the two files), a dialogue without a
@@ -33,14 +37,16 @@ the record (dialogue id, or its index when the id is missing) and the field.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
 from retrieval.collections import SourceInfo
-from retrieval.data import (Candidate, Collection, Dialogue, Turn, _Where, parse_label,
+from retrieval.data import (Candidate, Collection, Dialogue, Turn, _Where, check_id, parse_label,
                             parse_number)
 from retrieval.errors import InputError
+from retrieval import jsonio
 from retrieval.jsonio import iter_json_lines, read_text
 from retrieval.home import data_dir
 
@@ -130,11 +136,10 @@ def _records(path: Path) -> Iterator[tuple[int, int | None, str | None, Any]]:
     """(index, line or None, key or None, object) for each record of the file."""
     text = read_text(path, "utf-8-sig")
     try:
-        whole = json.loads(text)
+        whole = jsonio.loads(text)
     except json.JSONDecodeError as err:
         if err.msg != "Extra data":
-            raise InputError(f"malformed JSON: {err.msg} (column {err.colno})",
-                             path=path, line=err.lineno) from None
+            raise InputError(jsonio.json_error(err), path=path, line=err.lineno) from None
         whole = None  # more than one value: JSON Lines
     if isinstance(whole, list):
         for index, obj in enumerate(whole):
@@ -169,6 +174,7 @@ def _parse_dialogue(obj: Any, where: _Where, subset: str, key: str | None) -> tu
         did = did or key
     if not did:
         raise where.error("missing dialogue id", "id")
+    check_id(did, where, "id")
     where = _Where(where.path, where.line, did)
 
     context = obj.get("context")
@@ -229,6 +235,18 @@ def _parse_dialogue(obj: Any, where: _Where, subset: str, key: str | None) -> tu
     ), schema
 
 
+def trec_id(sentence_id: str) -> str:
+    """The sentence id as runs and qrels carry it: each whitespace character becomes ``_``.
+
+    Upstream sentence ids embed Wikipedia titles with spaces
+    (``Great Pyramid of Giza.12138.0.0.1.Great Pyramid of Giza``), which a TREC
+    file (split on whitespace) cannot carry; ``Great_Pyramid_of_Giza.12138...``
+    can, and keeps ids distinct (a clash inside a dialogue is reported as a
+    duplicate id).
+    """
+    return re.sub(r"\s", "_", sentence_id)
+
+
 def _str(value: Any) -> str:
     if value is None:
         return ""
@@ -266,6 +284,7 @@ def _candidate(obj: Any, where: _Where, name: str, group_label: int | None) -> C
     cid = _text_field(obj, "id", where, name)
     if not cid.strip():
         raise where.error("missing candidate id", f"{name}.id")
+    cid = check_id(trec_id(cid), where, f"{name}.id")
     body = obj.get("body")
     if not isinstance(body, str) or not body.strip():
         raise where.error("missing or empty sentence text", f"{name}.body")
@@ -301,7 +320,7 @@ def read_split_file(path: str | Path) -> list[tuple[list[str], list[str]]]:
     text = read_text(path, "utf-8-sig")
     items: list[tuple[int, Any]] = []
     try:
-        whole = json.loads(text)
+        whole = jsonio.loads(text)
     except json.JSONDecodeError:
         whole = None
     if isinstance(whole, list):

@@ -69,23 +69,27 @@ class BM25Ranker(Ranker):
     def tag(self) -> str:
         return strategy_tag(self)
 
-    def index(self, collection: Collection) -> BM25Index:
-        """The pool's rank_bm25 index (cached under DSR_HOME/indexes/bm25)."""
+    def index(self, collection: Collection) -> tuple[BM25Index, dict[tuple[str, str], int]]:
+        """The pool's rank_bm25 index (cached under DSR_HOME/indexes/bm25) and the row of
+        each (dialogue id, candidate id): a candidate is read from its own dialogue, so
+        files that reuse local ids (c0, c1...) per dialogue score like unique ids."""
         p = self.params
-        pool = collection.sentences()
-        return BM25Index.cached(list(pool), [c.body for c in pool.values()], name=collection.name,
-                                variant=p["variant"], k1=p["k1"], b=p["b"], delta=p["delta"],
-                                stopwords=p["stopwords"], stem=p["stem"])
+        rows, row_of = collection.sentence_rows()
+        index = BM25Index.cached([c.id for c in rows], [c.body for c in rows], name=collection.name,
+                                 variant=p["variant"], k1=p["k1"], b=p["b"], delta=p["delta"],
+                                 stopwords=p["stopwords"], stem=p["stem"])
+        return index, row_of
 
     def rank(self, collection: Collection) -> Run:
         p = self.params
-        index = self.index(collection)
+        index, row_of = self.index(collection)
         scores = {}
         for dialogue in tqdm(collection.dialogues, desc="bm25", unit="dialogue", leave=False,
                              disable=len(collection) < 200):
             terms = query_terms(dialogue, p["query"], p["decay"], stopwords=p["stopwords"], stem=p["stem"])
             ids = collection.candidate_ids(dialogue.id)
-            scores[dialogue.id] = dict(zip(ids, index.scores(terms, ids).tolist()))
+            rows = [row_of[dialogue.id, c] for c in ids]
+            scores[dialogue.id] = dict(zip(ids, index.row_scores(terms, rows).tolist()))
         return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
                                initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
 
@@ -108,7 +112,7 @@ def bm25_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str 
                          field="backend")
     if isinstance(pool, Collection):
         name = name or pool.name
-        texts_by_id = {d: c.body for d, c in pool.sentences().items()}
+        texts_by_id = {d: c.body for d, c in pool.unique_sentences().items()}
     else:
         texts_by_id = dict(pool)
     cls = BM25SIndex if backend == "bm25s" else BM25Index

@@ -19,10 +19,13 @@ sidecar ``RUN.json`` with everything needed to make it again:
 ``versions``
     Python and package versions
 
-Input runs are checked before any model is loaded: a run whose sidecar names
-another collection hash, or whose topics or sentence ids are not the
+Input runs (plain or ``.gz``) are checked before any model is loaded: a run
+whose sidecar names another collection hash (unless
+``--allow-collection-mismatch``), or whose topics or sentence ids are not the
 collection's, is bad input (exit 2) naming the file and line. Outputs are
-written atomically, so a failed command leaves no partial file.
+written atomically (gzipped when ``--out`` ends in ``.gz``), the run before
+its sidecar, so a failed command leaves no partial file and a killed one at
+worst a stale sidecar that readers detect.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from retrieval.cli import add_collection_argument, collection_from_args, parse_params
+from retrieval.cli import (add_allow_mismatch_argument, add_collection_argument, collection_from_args,
+                           parse_params)
 from retrieval.errors import InputError
 
 
@@ -51,7 +55,7 @@ def register(subparsers) -> None:
                           "(default: the ranker's)")
     _add_param_argument(run, "ranker parameters, e.g. k1=1.2 b=0.75; for fusion also "
                              "rankers=bm25,dense method=rrf k=60 and RANKER.PARAM=VALUE")
-    run.add_argument("--out", required=True, metavar="RUN", help="run file to write")
+    run.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
     run.set_defaults(func=cmd_run)
 
     rerank = subparsers.add_parser(
@@ -70,7 +74,8 @@ def register(subparsers) -> None:
     rerank.add_argument("--batch-size", type=int, metavar="N", help="pairs or texts per batch")
     _add_param_argument(rerank, "other reranker parameters, e.g. max_length=256 "
                                 "'text=title: body'")
-    rerank.add_argument("--out", required=True, metavar="RUN", help="run file to write")
+    rerank.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
+    add_allow_mismatch_argument(rerank)
     rerank.set_defaults(func=cmd_rerank)
 
     fuse = subparsers.add_parser(
@@ -84,7 +89,8 @@ def register(subparsers) -> None:
     fuse.add_argument("--collection", metavar="COLLECTION",
                       help="check the runs against this collection and break ties by its "
                            "initial rank (a registered name or a benchmark .jsonl)")
-    fuse.add_argument("--out", required=True, metavar="RUN", help="run file to write")
+    fuse.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
+    add_allow_mismatch_argument(fuse)
     fuse.set_defaults(func=cmd_fuse)
 
 
@@ -144,7 +150,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
         reranker.params["top_k"] = top_k
     collection = collection_from_args(args)
     run = load_run(args.run)
-    check_run(run, args.run, collection)
+    check_run(run, args.run, collection, allow_mismatch=args.allow_collection_mismatch)
     out = reranker.rerank(collection, run, top_k=top_k)
     described = {**out.config, **reranker.describe()}
     described.setdefault("top_k", top_k)
@@ -178,9 +184,9 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
         collection = load_collection(args.collection)
         for path, run in zip(args.runs, runs):
-            check_run(run, path, collection)
+            check_run(run, path, collection, allow_mismatch=args.allow_collection_mismatch)
     else:
-        _check_same_collection(args.runs, runs)
+        _check_same_collection(args.runs, runs, allow=args.allow_collection_mismatch)
     if not set.intersection(*(set(r.rankings) for r in runs)):
         raise InputError("the runs have no topic in common: are they runs of the same collection?",
                          path=args.runs[-1], field="qid")
@@ -216,22 +222,19 @@ def load_run(path: str | Path):
         raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
 
 
-def check_run(run, path: str | Path, collection) -> None:
+def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -> None:
     """InputError unless ``run`` (read from ``path``) belongs to ``collection``.
 
     The sidecar's collection hash, when there is one, must be the
-    collection's; every topic must be one of its dialogues and every sentence
-    a candidate of it (or of its sentence pool, for open retrieval). The
-    error names the sidecar field or the run file's line.
+    collection's (``retrieval.run.check_collection_hash``; ``allow_mismatch``
+    makes it a warning); every topic must be one of its dialogues and every
+    sentence a candidate of it (or of its sentence pool, for open retrieval).
+    The error names the sidecar field or the run file's line.
     """
-    from retrieval.run import sidecar_path
+    from retrieval.run import check_collection_hash
+    from retrieval.textfiles import read_lines
 
-    recorded = run.config.get("collection")
-    if isinstance(recorded, dict) and recorded.get("hash") and recorded["hash"] != collection.content_hash:
-        raise InputError(
-            f"the run was made for collection {recorded.get('name')!r} (hash {str(recorded['hash'])[:12]}), "
-            f"not {collection.name!r} (hash {collection.content_hash[:12]}): rank this collection "
-            f"again with `dsr run`", path=sidecar_path(path), field="collection.hash")
+    check_collection_hash(run, path, collection, allow=allow_mismatch)
     missing_topic = next((q for q in run.rankings if q not in collection), None)
     candidates = {}
     missing_doc = None
@@ -246,24 +249,24 @@ def check_run(run, path: str | Path, collection) -> None:
         return
     pool = collection.sentences() if missing_doc is not None else {}
     # Find the first offending line of the file, so the user can go to it.
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            parts = line.split()
-            if len(parts) != 6:
-                continue
-            qid, doc = parts[0], parts[2]
-            if qid not in collection:
-                raise InputError(f"topic {qid!r} is not a dialogue of collection {collection.name!r}: "
-                                 "is this a run of another collection?", path=path, line=lineno,
-                                 field="qid")
-            if doc not in candidates.get(qid, ()) and doc not in pool:
-                raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r} nor in "
-                                 f"collection {collection.name!r}: is this a run of another collection?",
-                                 path=path, line=lineno, field="docid")
+    for lineno, line in enumerate(read_lines(path), start=1):
+        parts = line.split()
+        if len(parts) != 6 or line.startswith("#"):  # '#': an ir_metadata header
+            continue
+        qid, doc = parts[0], parts[2]
+        if qid not in collection:
+            raise InputError(f"topic {qid!r} is not a dialogue of collection {collection.name!r}: "
+                             "is this a run of another collection?", path=path, line=lineno,
+                             field="qid")
+        if doc not in candidates.get(qid, ()) and doc not in pool:
+            raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r} nor in "
+                             f"collection {collection.name!r}: is this a run of another collection?",
+                             path=path, line=lineno, field="docid")
 
 
-def _check_same_collection(paths: list[str], runs: list) -> None:
-    """Without a collection: the sidecars that name a collection hash must agree."""
+def _check_same_collection(paths: list[str], runs: list, allow: bool = False) -> None:
+    """Without a collection: the sidecars that name a collection hash must agree
+    (``allow``: a warning instead)."""
     from retrieval.run import sidecar_path
 
     first = None
@@ -274,10 +277,14 @@ def _check_same_collection(paths: list[str], runs: list) -> None:
         if first is None:
             first = (path, recorded)
         elif recorded["hash"] != first[1]["hash"]:
-            raise InputError(
-                f"made for collection {recorded.get('name')!r} (hash {str(recorded['hash'])[:12]}) but "
-                f"{first[0]} for {first[1].get('name')!r} (hash {str(first[1]['hash'])[:12]}): "
-                "fuse runs of one collection", path=sidecar_path(path), field="collection.hash")
+            message = (f"{path} was made for collection {recorded.get('name')!r} (hash {recorded['hash']}) "
+                       f"but {first[0]} for {first[1].get('name')!r} (hash {first[1]['hash']})")
+            if allow:
+                print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
+                continue
+            raise InputError(f"{message}: fuse runs of one collection (or pass "
+                             "--allow-collection-mismatch)", path=sidecar_path(path),
+                             field="collection.hash")
 
 
 # --- sidecars ---------------------------------------------------------------------
@@ -352,22 +359,26 @@ def _command_line(command: str, args: argparse.Namespace) -> str:
 def _check_out(out: str | Path) -> None:
     if Path(out).is_dir():
         raise InputError("is a folder; --out takes a run file name", path=out, field="--out")
+    __import__("retrieval.atomic").atomic.check_output_path(out, "--out")  # parent a file: exit 2
 
 
 def _write(run, out: str | Path) -> None:
     """Write the run and its sidecar as a pair: both go to temporary names beside
-    ``out`` first, so a failure leaves the previous pair (or nothing) in place."""
+    ``out`` first, so a failure leaves the previous pair (or nothing) in place;
+    then the run is renamed into place, then the sidecar (which records the run's
+    sha256), so a kill between the two leaves a stale sidecar that readers detect."""
     import contextlib
     import os
 
     from retrieval.run import sidecar_path
 
     out = Path(out)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.partial")
+    # the temporary name keeps a .gz ending: Run.write gzips by name
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.partial" + (".gz" if out.name.endswith(".gz") else ""))
     try:
         run.write(tmp)
-        os.replace(sidecar_path(tmp), sidecar_path(out))
         os.replace(tmp, out)
+        os.replace(sidecar_path(tmp), sidecar_path(out))
     except OSError as err:
         raise InputError(f"cannot write: {err.strerror or err}", path=out, field="--out") from None
     finally:

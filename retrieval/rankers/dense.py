@@ -106,7 +106,7 @@ def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str
     check_text_form(text)
     if isinstance(pool, Collection):
         name = name or pool.name
-        texts_by_id = {d: candidate_text(c, text) for d, c in pool.sentences().items()}
+        texts_by_id = {d: candidate_text(c, text) for d, c in pool.unique_sentences().items()}
     else:
         texts_by_id = dict(pool)
     dense = DenseIndex.cached(list(texts_by_id), list(texts_by_id.values()), name=name or "pool",

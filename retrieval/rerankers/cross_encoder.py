@@ -143,7 +143,7 @@ class CrossEncoderReranker(Reranker):
                 candidate = candidates.get(doc)
                 if candidate is None:
                     # open-retrieval runs may rank sentences of the whole pool
-                    pool = collection.sentences() if pool is None else pool
+                    pool = collection.unique_sentences() if pool is None else pool
                     candidate = pool.get(doc)
                 if candidate is None:
                     raise InputError(f"sentence {doc!r} is not in collection {collection.name!r}",

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from retrieval.data import Dialogue
+from retrieval.data import Collection, Dialogue
 from retrieval.errors import InputError
 # the body, as the cross-encoder reranker reads it by default (titles repeat across a list)
 from retrieval.rankers.dense import candidate_text
@@ -129,12 +129,13 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
 
 
 def _sentence_pool(dialogues: Iterable[Dialogue]) -> list[tuple[str, str]]:
-    """Distinct (id, text) of every candidate, in first-seen order (so sampling is reproducible)."""
-    seen: dict[str, str] = {}
-    for d in dialogues:
-        for c in d.candidates:
-            seen.setdefault(c.id, candidate_text(c))
-    return list(seen.items())
+    """Distinct (id, text) of every candidate, in first-seen order (so sampling is reproducible).
+
+    The sentences of :meth:`Collection.sentence_rows`: by id when ids are
+    global, by text when dialogues reuse local ids (c0, c1...), so such a file
+    draws from the same sentences as the same file with global ids."""
+    rows, _ = Collection("pool", dialogues).sentence_rows()
+    return [(c.id, candidate_text(c)) for c in rows]
 
 
 def split_heldout(dialogues: Sequence[Dialogue], fraction: float, *, seed: int = 0,

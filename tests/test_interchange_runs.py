@@ -1,0 +1,92 @@
+"""Runs written by other tools (trec_eval, Anserini/pyserini, PyTerrier, ranx, hand-edited
+files) evaluate as they are, with the numbers ir_measures gives on the same files."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import ir_measures
+import pytest
+
+from retrieval.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "interchange"
+RUNS = sorted(FIXTURES.glob("*.run"))
+MEASURES = ["RR", "nDCG@1", "nDCG@3", "nDCG@5", "nDCG@10", "P@1", "P@5", "AP", "R@10"]
+
+
+def _dsr_json(argv: list[str]) -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(argv) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.fixture(scope="module")
+def qrels_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("qrels") / "sample.qrels"
+    assert main(["qrels", "sample", "--out", str(path)]) == 0
+    return path
+
+
+def test_the_fixtures_are_in_the_styles_they_claim():
+    text = {p.name: p.read_bytes() for p in RUNS}
+    assert len(RUNS) == 6
+    assert b"\tQ0\t" in text["trec_eval_tabs.run"]
+    assert text["anserini.run"].split(b"\n")[0].endswith(b" Anserini")
+    assert text["pyserini.run"].split(b"\n")[0].endswith(b" pyserini")
+    assert text["pyterrier.run"].split(b"\n")[0].split()[3] == b"0"      # ranks from 0
+    assert b"\r\n" in text["messy_whitespace.run"] and b"\r\n\r\n" in text["messy_whitespace.run"]
+    scores = [float(line.split()[4]) for line in text["pyserini.run"].decode().splitlines()]
+    assert len(set(scores)) < len(scores)                                 # ties
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
+def test_dsr_evaluate_equals_ir_measures(run, qrels_file):
+    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all",
+                        "--measures", *MEASURES])
+    (values,) = [r["all_dialogues"]["all"] for r in result["runs"].values()]
+    expected = ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in MEASURES],
+                                          list(ir_measures.read_trec_qrels(str(qrels_file))),
+                                          list(ir_measures.read_trec_run(str(run))))
+    for measure in MEASURES:
+        assert values[measure] == pytest.approx(expected[ir_measures.parse_measure(measure)],
+                                                abs=1e-12), measure
+
+
+def test_dsr_evaluate_equals_the_ir_measures_command_line(qrels_file):
+    run = FIXTURES / "messy_whitespace.run"
+    cli = subprocess.run([sys.executable, "-m", "ir_measures", str(qrels_file), str(run),
+                          " ".join(MEASURES), "--places", "15"],
+                         capture_output=True, text=True, check=True)
+    expected = {name: float(value) for name, value in
+                (line.split("\t") for line in cli.stdout.strip().splitlines())}
+    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all",
+                        "--measures", *MEASURES])
+    (values,) = [r["all_dialogues"]["all"] for r in result["runs"].values()]
+    assert set(expected) == set(MEASURES)
+    for measure in MEASURES:
+        assert values[measure] == pytest.approx(expected[measure], abs=1e-14), measure
+
+
+def test_validate_accepts_every_style_and_names_ties(capsys):
+    """Whitespace and tags are no problem for `dsr validate`; tied scores are a warning
+    (an error with --strict), and ranks from 0 (PyTerrier) are refused for submissions,
+    though `dsr evaluate` scores such runs as trec_eval does (above)."""
+    for run in RUNS:
+        code = main(["validate", "sample", str(run)])
+        captured = capsys.readouterr()
+        out = captured.out + captured.err
+        if run.name == "pyserini.run":
+            assert code == 0 and "tie as 32-bit floats" in out
+            assert main(["validate", "sample", str(run), "--strict"]) == 2
+            capsys.readouterr()
+        elif run.name == "pyterrier.run":
+            assert code == 2 and "rank must be 1 or more" in out
+        else:
+            assert code == 0, (run.name, out)
