@@ -37,7 +37,7 @@ def main() -> int:
 
     from retrieval.cli import main as dsr
     from retrieval.provenance import machine, package_versions
-    from retrieval.train import DEFAULTS
+    from retrieval.training.recipe import DEFAULTS
 
     started = time.perf_counter()
     try:

@@ -19,11 +19,8 @@ so a failure or a kill leaves the previous report or the new one, never a mix:
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import json
-import re
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -33,13 +30,12 @@ from eval import tables
 from eval.protocol import summarise
 from eval.results import Results, write_per_topic
 from retrieval.atomic import atomic_dir, atomic_write
-from retrieval.provenance import machine, package_versions
+from retrieval.provenance import package_versions, slug, stamp
 
 
 def provenance(command: Sequence[str] | None = None) -> dict:
-    return {"created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": list(command) if command is not None else ["dsr", *sys.argv[1:]],
-            "versions": package_versions(), "machine": machine()}
+    """The report's stamp: when, which command, versions, machine (retrieval.provenance.stamp)."""
+    return stamp(command)
 
 
 def report_json(results: Results, command: Sequence[str] | None = None) -> dict:
@@ -115,10 +111,6 @@ def _markdown(results: Results) -> str:
         f"\n- note: {n}" for n in results.notes) + ("\n" if results.notes else "")
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_") or "x"
-
-
 def _png(fig) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -159,7 +151,7 @@ def _plots(results: Results) -> dict[str, bytes]:
         ax.set_title(f"{measure} ({what})", fontsize=9)
         if len(subsets) > 1:
             ax.legend(fontsize=8)
-        images[f"bars_{_slug(measure)}.png"] = _png(fig)
+        images[f"bars_{slug(measure)}.png"] = _png(fig)
 
     if results.baseline is not None:
         measure = results.target or ("nDCG@5" if "nDCG@5" in results.measures else results.measures[0])

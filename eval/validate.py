@@ -226,3 +226,15 @@ def _check_order(qid: str, entries: list[_Entry], problems: list[Problem]) -> No
             problems.append(Problem(cur.line, f"rank {cur.rank} has a higher score ({cur.score!r}) than "
                                               f"rank {prev.rank} on line {prev.line} ({prev.score!r}) "
                                               "as a 32-bit float: trec_eval orders by score, not by rank"))
+
+
+def fix_ties(collection: Collection, path: str | Path) -> tuple[Run, Run]:
+    """(fixed, as read): the run at ``path`` rewritten with dsr's tie rule: scores as read, ties ordered
+    by the collection's initial rank then id, scores made strictly decreasing as
+    float32 (``retrieval.run``). The caller writes it (``dsr validate --fix-ties``)."""
+    from retrieval.run import load_run
+
+    run = load_run(path)
+    order = {d.id: collection.candidate_ids(d.id) for d in collection}
+    scores = {q: dict(ranked) for q, ranked in run.rankings.items()}   # as read, not yet float32
+    return Run.from_scores(scores, tag=run.tag, initial_order=order), run

@@ -1,12 +1,21 @@
-"""What a report must record to be reproducible: package versions and the machine."""
+"""What a run, a report, a manifest or a model card records to be reproducible.
+
+One stamp for all of them (:func:`stamp`: time, command, versions, machine),
+the sidecar of a run (:func:`run_sidecar`, with the models it used and its input
+runs), file hashes and the one slug rule for names that become file names.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import platform
+import re
+import sys
+from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from typing import Any, Sequence
 
 TRACKED_PACKAGES = (
     "dialogue-sentence-retrieval", "numpy", "scipy", "rank_bm25", "bm25s", "PyStemmer",
@@ -40,3 +49,60 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
         for block in iter(lambda: handle.read(chunk), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 to the second (every record's ``created``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def stamp(command: Sequence[str] | None = None) -> dict[str, Any]:
+    """When, by which command line, with which versions, on which machine."""
+    return {"created": now(),
+            "command": list(command) if command is not None else ["dsr", *sys.argv[1:]],
+            "versions": package_versions(), "machine": machine()}
+
+
+def slug(text: str, empty: str = "x") -> str:
+    """``text`` as a file-name part: runs of anything but letters, digits and ``._+=-``
+    become one ``_`` (``empty`` when nothing is left)."""
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip("_") or empty
+
+
+def run_sidecar(command: str, command_line: str, described: dict[str, Any], **parts: Any) -> dict[str, Any]:
+    """A run's sidecar: the stage's describe() at top level (``ranker``/``reranker``/
+    ``fusion`` and ``params``), the command, the provenance parts, the time and versions."""
+    return {**described, "command": command, "command_line": command_line, "created": now(),
+            **parts, "versions": package_versions()}
+
+
+def model_records(described: dict[str, Any], params: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """Resolved models recorded in a describe() (a dict with ``weights_sha256``), else the
+    ``model`` parameter resolved now."""
+    found: list[dict[str, Any]] = []
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, dict):
+            if "spec" in obj and "weights_sha256" in obj:
+                if obj not in found:
+                    found.append(obj)
+                return
+            for value in obj.values():
+                walk(value)
+        elif isinstance(obj, list):
+            for value in obj:
+                walk(value)
+
+    walk(described)
+    if not found:
+        spec = described.get("params", {}).get("model") or params.get("model")
+        if isinstance(spec, str) and spec:
+            from retrieval.models import resolve_model
+
+            found.append(resolve_model(spec, kind).describe())
+    return found
+
+
+def input_record(path: str | Path, run) -> dict[str, Any]:
+    return {"path": str(Path(path).resolve()), "sha256": sha256_file(path), "tag": run.tag,
+            "config": {k: v for k, v in run.config.items() if k != "versions"}}

@@ -26,9 +26,7 @@ one get ``--n-splits`` seeded random splits (recorded in the manifest).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import datetime as dt
 import itertools
 import json
 import sys
@@ -37,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from retrieval.errors import InputError
+from retrieval.provenance import slug
 
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
 RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
@@ -61,98 +60,15 @@ class StageTimer:
             self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 3)
 
 
-def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "reproduce", help="the whole baseline table, end to end",
-        description="Load a collection, build or reuse its indexes, run the baseline suite "
-                    "(random, initial, BM25 and dense with each query strategy, RRF, a "
-                    "cross-encoder when one is available), tune each on val per split, "
-                    "evaluate with significance against BM25, and write the report, run files "
-                    "and a manifest into --out.",
-        epilog="Examples: dsr reproduce sample --out out/sample ; "
-               "dsr reproduce sigir2022 --out out/sigir2022 ; "
-               "dsr reproduce cmu_dog --source ../shared/data/cmu_dog --split valid")
-    p.add_argument("collection", nargs="?", metavar="COLLECTION",
-                   help="registered name or benchmark .jsonl (default: sigir2022 when its files "
-                        "are present)")
-    p.add_argument("--source", metavar="DIR", help="folder with the source's raw files")
-    p.add_argument("--split", metavar="S", help="source split to build (e.g. valid for cmu_dog)")
-    p.add_argument("--out", metavar="DIR", help="output folder (default: out/COLLECTION)")
-    p.add_argument("--splits", metavar="FILE",
-                   help="val/test split file (JSON lines {\"val\": [...], \"test\": [...]}); default: "
-                        "the collection's own (SIGIR 2022: the official 50), else generated")
-    p.add_argument("--n-splits", type=int, default=50, metavar="N",
-                   help="splits to generate when the collection has none (default 50)")
-    p.add_argument("--seed", type=int, default=0, help="seed for generated splits, random ranker, "
-                   "permutation test (default 0)")
-    p.add_argument("--target", default="nDCG@5", help="measure tuned on val (default nDCG@5)")
-    p.add_argument("--measures", nargs="+", metavar="M", help="measures (default: the evaluator's set)")
-    p.add_argument("--queries", nargs="+", metavar="Q",
-                   help="query strategies to run (default: all of them)")
-    p.add_argument("--dense-model", default="all-MiniLM-L6-v2", metavar="MODEL",
-                   help="bi-encoder for the dense rows (default all-MiniLM-L6-v2)")
-    p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
-    p.add_argument("--cross-encoder", metavar="MODEL",
-                   help=f"cross-encoder for the reranking row: a folder, hub id or dsr:NAME "
-                        f"(default: {DEFAULT_CROSS_ENCODER} when `dsr train` has saved it)")
-    p.add_argument("--no-cross-encoder", action="store_true", help="skip the cross-encoder row")
-    p.add_argument("--ce-query", metavar="Q",
-                   help="query strategy for the cross-encoder (default: the one a `dsr train` model "
-                        "was trained with, from its card; else all)")
-    p.add_argument("--test", choices=("t", "perm"), default="t",
-                   help="test that decides the † marks: paired t-test or permutation (default t)")
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.set_defaults(func=cmd_reproduce)
-
-
-def default_collection(args: argparse.Namespace):
-    """sigir2022 when its files are present, else an error that says what to do."""
-    from retrieval.collections import load_collection
-
-    try:
-        return load_collection("sigir2022", args.source, args.split)
-    except InputError as err:
-        raise InputError(
-            "no COLLECTION given and the SIGIR 2022 files are not available "
-            f"({err}). Fetch them with `dsr data fetch sigir2022`, pass them with "
-            "`dsr reproduce sigir2022 --source DIR`, or run the bundled example: "
-            "`dsr reproduce sample`") from None
-
-
-def cmd_reproduce(args: argparse.Namespace) -> int:
-    from retrieval.collections import load_collection
-
-    timer = StageTimer()
-    started = time.perf_counter()
-    with timer("load", args.collection or "sigir2022 (default)"):
-        collection = (load_collection(args.collection, args.source, args.split)
-                      if args.collection else default_collection(args))
-    out = Path(args.out or Path("out") / _slug(collection.name))
-    cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or _trained_default())
-    result = reproduce(
-        collection, out, splits_file=args.splits, n_splits=args.n_splits, seed=args.seed,
-        target=args.target, measures=args.measures, strategies=args.queries,
-        dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
-        ce_query=args.ce_query, test=args.test, timer=timer,
-        skipped_reason=_skip_reason(args), command=["dsr", *sys.argv[1:]], started=started)
-    from eval import tables
-    if args.json:
-        print(json.dumps(result["report"], indent=2, sort_keys=True, ensure_ascii=False))
-    else:
-        print(tables.format_text(result["results"]))
-        print(f"\nreport, runs and manifest: {out}/ (total {result['manifest']['wall_time_s']['total']:.1f} s)")
-    return 0
-
-
-def _trained_default() -> str | None:
+def trained_default() -> str | None:
     from retrieval.home import models_dir
 
     name = DEFAULT_CROSS_ENCODER.split(":", 1)[1]
     return DEFAULT_CROSS_ENCODER if (models_dir() / name).is_dir() else None
 
 
-def _skip_reason(args: argparse.Namespace) -> str:
-    if args.no_cross_encoder:
+def skip_reason(no_cross_encoder: bool) -> str:
+    if no_cross_encoder:
         return "skipped: --no-cross-encoder"
     return (f"skipped: no cross-encoder given (--cross-encoder MODEL) and no trained default "
             f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see docs/training.md)")
@@ -368,7 +284,7 @@ class Suite:
     def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
         from retrieval.provenance import package_versions
 
-        path = folder / f"{_slug(name)}.run"
+        path = folder / f"{slug(name, 'run')}.run"
         run.config = {**run.config, **extra, "collection": self.collection.describe(),
                       "versions": package_versions()}
         run.write(path)
@@ -411,13 +327,14 @@ def cross_encoder_scores(collection, model: str, query: str | None) -> tuple[dic
 
 def _manifest(collection, results, suite: Suite, written, timer: StageTimer, command, started,
               dense_model, cross_encoder, ce_query, skipped_reason) -> dict[str, Any]:
-    from retrieval.provenance import machine, package_versions
+    from retrieval.provenance import stamp
     from retrieval.rankers.bm25 import BM25Ranker
 
     timer.seconds["total"] = round(time.perf_counter() - started, 3)
+    provenance = stamp(command)
     return {
-        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": command,
+        "created": provenance["created"],
+        "command": provenance["command"],
         "collection": collection.describe(),
         "protocol": results.protocol_json(),
         "measures": results.measures,
@@ -434,17 +351,11 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
                        "systems": suite.info},
         "runs": written,
         "notes": results.notes,
-        "versions": package_versions(),
-        "machine": machine(),
+        "versions": provenance["versions"],
+        "machine": provenance["machine"],
         "wall_time_s": dict(timer.seconds),
     }
 
 
 def _config(params: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items())
-
-
-def _slug(name: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", name).strip("_") or "run"

@@ -107,10 +107,18 @@ class Run:
         """Topics where two scores are equal as float32 (trec_eval breaks those ties by doc id)."""
         return [q for q, r in self.rankings.items() if _has_float32_ties([s for _, s in r])]
 
-    def write(self, path: str | Path, sidecar: bool = True) -> None:
+    def write(self, path: str | Path, sidecar: bool = True, ir_metadata: bool = False) -> None:
         """Write the TREC file (the tie rule applied to the order held), then its
-        JSON sidecar with the file's sha256; each atomically, in that order."""
-        write_trec_run(self, path)
+        JSON sidecar with the file's sha256; each atomically, in that order.
+        ``ir_metadata``: the file starts with an ir_metadata header made from the
+        configuration (``retrieval.ir_metadata``), and the sidecar says so."""
+        header: list[str] = []
+        if ir_metadata:
+            from retrieval.ir_metadata import format_header
+
+            self.config["ir_metadata_header"] = True
+            header = format_header({"tag": self.tag, **self.config}, self.tag)
+        write_trec_run(self, path, header)
         if sidecar:
             from retrieval.provenance import sha256_file
 
@@ -221,10 +229,13 @@ def format_score(score: float) -> str:
     return repr(float(score))
 
 
-def write_trec_run(run: Run, path: str | Path) -> None:
-    """Write the TREC file atomically (gzipped for ``.gz``), the tie rule applied."""
+def write_trec_run(run: Run, path: str | Path, header: Iterable[str] = ()) -> None:
+    """Write the TREC file atomically (gzipped for ``.gz``), the tie rule applied,
+    after the ``header`` lines (``#`` comments, e.g. an ir_metadata header)."""
     tag = run.tag.replace(" ", "_") or "dsr"
     with atomic_write_text(path) as handle:
+        for line in header:
+            handle.write(line + "\n")
         for qid, ranked in run.rankings.items():
             for rank, (doc, score) in enumerate(strictly_decreasing(ranked), start=1):
                 handle.write(f"{qid} Q0 {doc} {rank} {format_score(score)} {tag}\n")
@@ -348,3 +359,109 @@ def check_collection_hash(run: Run, path: str | Path, collection, allow: bool = 
                          field="collection.hash")
     print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
     return message
+
+
+# --- runs read for a collection, and written as a pair -------------------------
+
+def load_run(path: str | Path):
+    """Read a run and its sidecar; anything unreadable is an InputError naming the file."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a folder, not a run file", path=path)
+    try:
+        return Run.read(path)  # the sidecar's errors name the sidecar
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+
+
+def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -> None:
+    """InputError unless ``run`` (read from ``path``) belongs to ``collection``.
+
+    The sidecar's collection hash, when there is one, must be the
+    collection's (``retrieval.run.check_collection_hash``; ``allow_mismatch``
+    makes it a warning); every topic must be one of its dialogues and every
+    sentence a candidate of it (or of its sentence pool, for open retrieval).
+    The error names the sidecar field or the run file's line.
+    """
+    from retrieval.textfiles import read_lines
+
+    check_collection_hash(run, path, collection, allow=allow_mismatch)
+    missing_topic = next((q for q in run.rankings if q not in collection), None)
+    candidates = {}
+    missing_doc = None
+    for qid, ranked in run.rankings.items():
+        if qid not in collection:
+            continue
+        candidates[qid] = set(collection.candidate_ids(qid))
+        if any(doc not in candidates[qid] for doc, _ in ranked):
+            missing_doc = qid
+            break
+    if missing_topic is None and missing_doc is None:
+        return
+    pool = collection.sentences() if missing_doc is not None else {}
+    # Find the first offending line of the file, so the user can go to it.
+    for lineno, line in enumerate(read_lines(path), start=1):
+        parts = line.split()
+        if len(parts) != 6 or line.startswith("#"):  # '#': an ir_metadata header
+            continue
+        qid, doc = parts[0], parts[2]
+        if qid not in collection:
+            raise InputError(f"topic {qid!r} is not a dialogue of collection {collection.name!r}: "
+                             "is this a run of another collection?", path=path, line=lineno,
+                             field="qid")
+        if doc not in candidates.get(qid, ()) and doc not in pool:
+            raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r} nor in "
+                             f"collection {collection.name!r}: is this a run of another collection?",
+                             path=path, line=lineno, field="docid")
+
+
+def check_same_collection(paths: list[str], runs: list, allow: bool = False) -> None:
+    """Without a collection: the sidecars that name a collection hash must agree
+    (``allow``: a warning instead)."""
+    first = None
+    for path, run in zip(paths, runs):
+        recorded = run.config.get("collection")
+        if not (isinstance(recorded, dict) and recorded.get("hash")):
+            continue
+        if first is None:
+            first = (path, recorded)
+        elif recorded["hash"] != first[1]["hash"]:
+            message = (f"{path} was made for collection {recorded.get('name')!r} (hash {recorded['hash']}) "
+                       f"but {first[0]} for {first[1].get('name')!r} (hash {first[1]['hash']})")
+            if allow:
+                print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
+                continue
+            raise InputError(f"{message}: fuse runs of one collection (or pass "
+                             "--allow-collection-mismatch)", path=sidecar_path(path),
+                             field="collection.hash")
+
+
+def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
+    """Write the run and its sidecar as a pair: both go to temporary names beside
+    ``out`` first, so a failure leaves the previous pair (or nothing) in place;
+    then the run is renamed into place, then the sidecar (which records the run's
+    sha256), so a kill between the two leaves a stale sidecar that readers detect.
+    An unwritable ``out`` is an InputError naming it."""
+    import contextlib
+    import os
+
+    from retrieval.atomic import check_output_path
+
+    out = Path(out)
+    if out.is_dir():
+        raise InputError("is a folder, not a run file name", path=out, field="--out")
+    check_output_path(out, "--out")  # a parent that is a file: exit 2
+    # the temporary name keeps a .gz ending: Run.write gzips by name
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.partial" + (".gz" if out.name.endswith(".gz") else ""))
+    try:
+        run.write(tmp, ir_metadata=ir_metadata)
+        os.replace(tmp, out)
+        os.replace(sidecar_path(tmp), sidecar_path(out))
+    except OSError as err:
+        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="--out") from None
+    finally:
+        for leftover in (tmp, sidecar_path(tmp)):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()

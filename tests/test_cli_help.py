@@ -8,7 +8,7 @@ import shlex
 import pytest
 
 from retrieval.cli import build_parser
-from retrieval.cli_help import EXAMPLES, commands
+from retrieval.cli.help import EXAMPLES, commands
 
 PARSER = build_parser()
 COMMANDS = commands(PARSER)
@@ -16,7 +16,7 @@ COMMANDS = commands(PARSER)
 
 def test_every_command_has_an_example():
     missing = sorted(set(COMMANDS) - set(EXAMPLES))
-    assert not missing, f"add a line for {missing} to retrieval.cli_help.EXAMPLES"
+    assert not missing, f"add a line for {missing} to retrieval.cli.help.EXAMPLES"
     assert {"run", "rerank", "fuse", "evaluate", "validate", "export", "qrels", "data fetch"} <= set(COMMANDS)
 
 

@@ -139,7 +139,7 @@ def test_missing_run_file_and_bad_run_line_exit_2(files, capsys, tmp_path):
 
 
 def test_command_module_imports_nothing_heavy():
-    code = ("import sys, eval.commands; "
+    code = ("import sys, retrieval.cli; "
             "print(sorted(m for m in ('ir_measures', 'scipy', 'matplotlib', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

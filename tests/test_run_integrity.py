@@ -199,8 +199,8 @@ def test_a_kill_between_the_two_renames_of_a_command(tmp_path, setup, monkeypatc
 
     monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(KeyboardInterrupt):
-        from retrieval.rankers.commands import _write
-        _write(Run({"q": [("a", 1.0)]}, "new", {"ranker": "new"}), out)
+        from retrieval.run import write_run
+        write_run(Run({"q": [("a", 1.0)]}, "new", {"ranker": "new"}), out)
     monkeypatch.undo()
     assert calls[-2:] == ["r.run", "r.run.json"]           # the run was renamed first
     capsys.readouterr()

@@ -257,7 +257,7 @@ def test_heldout_keeps_conversations_together():
     for i, d in enumerate(raw):
         d["meta"] = {"conversation": f"conv{i // 4}"}
     dialogues = _collection(raw).dialogues
-    from retrieval.train import conversation_of
+    from retrieval.training.recipe import conversation_of
 
     train, held = split_heldout(dialogues, 0.2, seed=1, group=conversation_of)
     assert len(held) == 4 and len(train) == 16

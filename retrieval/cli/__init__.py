@@ -1,78 +1,33 @@
-"""``dsr``: the command line.
+"""``dsr``: the command line, in one package.
 
-Each area registers its own subcommands (``register(subparsers)``) so the
-parser stays small and heavy libraries (torch, faiss) are imported only by the
-command that needs them. Exit codes: 0 success, 2 bad input, 1 internal error.
+:data:`COMMANDS` is the explicit table of command modules (the order is the
+order in ``--help``); each module's ``register(subparsers)`` adds its commands
+and holds only argument handling: what a command does lives in the domain
+packages (``retrieval``, ``indexes``, ``eval``) it calls. Heavy libraries
+(torch, faiss) are imported inside the commands, so ``dsr --help`` stays fast.
+Nothing outside this package imports it. Exit codes: 0 success, 2 bad input,
+1 internal error.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import traceback
 
 from retrieval import __version__
+from retrieval.cli import data, evaluation, interchange, ranking, reproduce, training
 from retrieval.errors import InputError
 
-# Modules that define register(subparsers); the order is the order in --help.
-COMMAND_MODULES = (
-    "retrieval.collections.commands",   # collections, data fetch/build, stats
-    "retrieval.rankers.commands",       # run, rerank, fuse
-    "eval.commands",                    # evaluate, validate
-    "retrieval.train",                  # train
-    "retrieval.reproduce",              # reproduce
-    "eval.interchange.commands",        # export, qrels
+#: command modules, in --help order
+COMMANDS = (
+    data,          # collections, data fetch/build, stats
+    ranking,       # run, rerank, fuse
+    evaluation,    # evaluate, validate
+    training,      # train
+    reproduce,     # reproduce
+    interchange,   # export, qrels
 )
-
-
-def add_collection_argument(parser: argparse.ArgumentParser) -> None:
-    """COLLECTION (a registered name or a benchmark .jsonl path), --source and --split."""
-    parser.add_argument("collection", metavar="COLLECTION",
-                        help="a registered collection (sigir2022, cmu_dog, redial, ccpe, sample) "
-                             "or a path to a benchmark .jsonl file")
-    parser.add_argument("--source", metavar="DIR",
-                        help="folder with the source's raw files (default: $DSR_HOME/data/NAME)")
-    parser.add_argument("--split", metavar="S", help="source split to build (e.g. valid for cmu_dog)")
-
-
-def add_allow_mismatch_argument(parser: argparse.ArgumentParser) -> None:
-    """``--allow-collection-mismatch``: the one override of the collection-hash policy
-    (``retrieval.run.check_collection_hash``)."""
-    parser.add_argument("--allow-collection-mismatch", action="store_true",
-                        help="use a run whose sidecar names another collection hash "
-                             "(a warning instead of exit 2)")
-
-
-def collection_from_args(args: argparse.Namespace):
-    from retrieval.collections import load_collection
-
-    return load_collection(args.collection, getattr(args, "source", None), getattr(args, "split", None))
-
-
-def parse_params(items: list[str] | None, flag: str = "--param") -> dict[str, object]:
-    """``["k1=1.2", "query=last"]`` -> ``{"k1": 1.2, "query": "last"}`` (numbers and booleans typed)."""
-    params: dict[str, object] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InputError(f"expected NAME=VALUE, got {item!r}", field=flag)
-        params[key.strip()] = _typed(value.strip())
-    return params
-
-
-def _typed(value: str) -> object:
-    lowered = value.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("none", "null"):
-        return None
-    for cast in (int, float):
-        try:
-            return cast(value)
-        except ValueError:
-            pass
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,18 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dsr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name == name:  # not written yet
-                continue
-            raise
+    for module in COMMANDS:
         module.register(sub)
-    from retrieval.cli_help import add_defaults_and_examples
-    from retrieval.ir_metadata import add_option
-
-    add_option(sub)                     # --ir-metadata on run, rerank, fuse
+    from retrieval.cli.help import add_defaults_and_examples
     add_defaults_and_examples(parser)   # every --help: defaults and one example
     return parser
 

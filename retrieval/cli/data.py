@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
-from retrieval.cli import add_collection_argument, collection_from_args, parse_params
+from retrieval.cli.common import add_collection_argument, collection_from_args, parse_params
 from retrieval.errors import InputError
 
 
@@ -82,39 +81,9 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 # --- dsr collections --------------------------------------------------------
 
-def collections_info() -> list[dict[str, Any]]:
-    """One dict per registered source: what it is, its licence, its cache and availability."""
-    from retrieval.collections import REGISTERED, source_module
-    from retrieval.fetch import PLANS, default_dest, is_available
-
-    rows = []
-    for name in REGISTERED:
-        row: dict[str, Any] = {"name": name}
-        try:
-            info = source_module(name).SOURCE
-        except ModuleNotFoundError as err:
-            if err.name != f"retrieval.collections.{name}":
-                raise
-            info = None
-        if info is not None:
-            row.update(description=info.description, licence=info.licence,
-                       repository=info.repository, commit=info.commit,
-                       splits=list(info.splits), has_candidates=info.has_candidates)
-        else:
-            row.update(description="(module not installed)", licence="", repository="",
-                       commit="", splits=[], has_candidates=None)
-        if name in PLANS:
-            folder = default_dest(name)
-            row.update(fetchable=True, cache=str(folder),
-                       available=info is not None and is_available(name, folder))
-        else:
-            row.update(fetchable=False, cache="bundled with the package",
-                       available=info is not None)
-        rows.append(row)
-    return rows
-
-
 def cmd_collections(args) -> int:
+    from retrieval.collections.stats import collections_info
+
     rows = collections_info()
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -179,49 +148,9 @@ def cmd_build(args) -> int:
 
 # --- dsr stats --------------------------------------------------------------
 
-def collection_stats(collection) -> dict[str, Any]:
-    """Per subset and overall ("all"): counts, per-dialogue mean/min/max, labels, token lengths."""
-    out = {"collection": collection.name, "hash": collection.content_hash,
-           "subsets": {name: _group_stats(collection.subset(name)) for name in collection.subsets},
-           "all": _group_stats(collection.dialogues)}
-    if collection.splits is not None:
-        out["splits"] = {"count": len(collection.splits),
-                         "val": _summary([len(v) for v, _ in collection.splits]),
-                         "test": _summary([len(t) for _, t in collection.splits])}
-    return out
-
-
-def _group_stats(dialogues) -> dict[str, Any]:
-    from retrieval.text import tokenize
-
-    labels: dict[str, int] = {}
-    for d in dialogues:
-        for c in d.candidates:
-            labels[str(c.label)] = labels.get(str(c.label), 0) + 1
-    return {
-        "dialogues": len(dialogues),
-        "candidates_per_dialogue": _summary([len(d.candidates) for d in dialogues]),
-        "relevant_per_dialogue": _summary([len(d.relevant) for d in dialogues]),
-        "labels": dict(sorted(labels.items(), key=lambda kv: int(kv[0]))),
-        "context_turns": _summary([len(d.context) for d in dialogues]),
-        "tokens": {
-            "context_turn": _summary([len(tokenize(t.body)) for d in dialogues for t in d.context]),
-            "target": _summary([len(tokenize(d.target.body)) for d in dialogues
-                                if d.target is not None]),
-            "candidate": _summary([len(tokenize(c.body)) for d in dialogues
-                                   for c in d.candidates]),
-        },
-    }
-
-
-def _summary(values: list[int]) -> dict[str, Any]:
-    if not values:
-        return {"n": 0, "mean": None, "min": None, "max": None}
-    return {"n": len(values), "mean": round(statistics.fmean(values), 2),
-            "min": min(values), "max": max(values)}
-
-
 def cmd_stats(args) -> int:
+    from retrieval.collections.stats import collection_stats
+
     collection = collection_from_args(args)
     stats = collection_stats(collection)
     if args.json:

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from retrieval.cli import add_allow_mismatch_argument, add_collection_argument, collection_from_args
+from retrieval.cli.common import add_allow_mismatch_argument, add_collection_argument, check_out, collection_from_args
 from retrieval.errors import InputError
 
 EVALUATE_EPILOG = """\
@@ -139,7 +139,7 @@ def _parse_tune(items: list[str], run_paths: list[str]) -> tuple[bool, dict[str,
 
 def evaluate_command(args) -> int:
     from retrieval.provenance import sha256_file
-    from retrieval.rankers.commands import load_run
+    from retrieval.run import load_run
     from retrieval.run import Run, check_collection_hash
 
     from eval.measures import parse_measures, split_measure_list
@@ -251,7 +251,7 @@ def validate_command(args) -> int:
                           allow_mismatch=args.allow_collection_mismatch)
     fixed = None
     if args.fix_ties and result.valid:
-        fixed = fix_ties(collection, args.run, args.out)
+        fixed = _fix_ties(collection, args.run, args.out)
     if args.json:
         out = result.to_json()
         if args.fix_ties:
@@ -280,23 +280,19 @@ def validate_command(args) -> int:
     return 0 if result.valid else 2
 
 
-def fix_ties(collection, path: str, out: str):
-    """Rewrite the run at ``path`` with dsr's tie rule (scores as read, ties by the
-    collection's initial rank then id, strictly decreasing as float32) to ``out``,
-    with a sidecar naming the input; returns the new Run."""
+def _fix_ties(collection, path: str, out: str):
+    """``--fix-ties``: write the rewritten run with a sidecar naming its input."""
     import shlex
 
-    from retrieval.rankers.commands import _check_out, _input, _sidecar, _write, load_run
-    from retrieval.run import Run
+    from eval.validate import fix_ties
+    from retrieval.provenance import input_record, run_sidecar
+    from retrieval.run import write_run
 
-    _check_out(out)
-    run = load_run(path)
-    order = {d.id: collection.candidate_ids(d.id) for d in collection}
-    scores = {q: dict(ranked) for q, ranked in run.rankings.items()}   # as read, not yet float32
-    fixed = Run.from_scores(scores, tag=run.tag, initial_order=order)
-    fixed.config = _sidecar("validate", shlex.join(["dsr", "validate", collection.name, str(path),
-                                                    "--fix-ties", "--out", str(out)]),
-                            {"ties": "initial rank, then id; scores strictly decreasing as float32"},
-                            collection=collection.describe(), inputs=[_input(path, run)])
-    _write(fixed, out)
+    check_out(out)
+    fixed, run = fix_ties(collection, path)
+    fixed.config = run_sidecar("validate", shlex.join(["dsr", "validate", collection.name, str(path),
+                                                       "--fix-ties", "--out", str(out)]),
+                               {"ties": "initial rank, then id; scores strictly decreasing as float32"},
+                               collection=collection.describe(), inputs=[input_record(path, run)])
+    write_run(fixed, out)
     return fixed

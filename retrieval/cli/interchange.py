@@ -6,13 +6,11 @@ Heavy imports (ir_datasets, the format writers) happen inside the commands so
 
 from __future__ import annotations
 
-import gzip
 import importlib
 import sys
 from pathlib import Path
 
-from retrieval.atomic import atomic_write
-from retrieval.cli import add_collection_argument, collection_from_args
+from retrieval.cli.common import add_collection_argument, check_out, collection_from_args
 from retrieval.errors import InputError
 
 from eval.interchange import FORMATS
@@ -70,28 +68,12 @@ def cmd_export(args) -> int:
 
 
 def cmd_qrels(args) -> int:
-    from eval.qrels import qrels_from_collection
+    from eval.qrels import qrels_from_collection, write_qrels
 
     out = Path(args.out)
-    if out.is_dir():
-        raise InputError("is a folder; --out takes a file name", path=out, field="--out")
+    check_out(out, "a qrels file name")
     qrels = qrels_from_collection(collection_from_args(args))
-    write_qrels_file(qrels, out)
+    write_qrels(qrels, out)
     print(f"dsr: wrote {out} ({len(qrels)} topics, {sum(len(d) for d in qrels.values())} judgements)",
           file=sys.stderr)
     return 0
-
-
-def write_qrels_file(qrels, path: Path) -> None:
-    """TREC qrels, atomically; gzip when the name ends in ``.gz`` (mtime 0, so the same
-    qrels give the same bytes)."""
-    from eval.qrels import write_qrels
-
-    if not path.name.endswith(".gz"):
-        write_qrels(qrels, path)
-        return
-    with atomic_write(path, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as handle:
-            for qid, docs in qrels.items():
-                for doc, grade in docs.items():
-                    handle.write(f"{qid} 0 {doc} {int(grade)}\n".encode("utf-8"))

@@ -33,12 +33,12 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from retrieval.cli import (add_allow_mismatch_argument, add_collection_argument, collection_from_args,
-                           parse_params)
+from retrieval.cli.common import (add_allow_mismatch_argument, add_collection_argument, add_param_argument,
+                                  check_out, collection_from_args, parse_params)
+from retrieval.provenance import input_record, model_records, run_sidecar
+from retrieval.run import check_run, check_same_collection, load_run, write_run
 from retrieval.errors import InputError
 
 
@@ -53,9 +53,10 @@ def register(subparsers) -> None:
     run.add_argument("--query", metavar="Q",
                      help="query strategy: last, last2, all, title+all, weighted "
                           "(default: the ranker's)")
-    _add_param_argument(run, "ranker parameters, e.g. k1=1.2 b=0.75; for fusion also "
+    add_param_argument(run, "ranker parameters, e.g. k1=1.2 b=0.75; for fusion also "
                              "rankers=bm25,dense method=rrf k=60 and RANKER.PARAM=VALUE")
     run.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
+    _add_ir_metadata_argument(run)
     run.set_defaults(func=cmd_run)
 
     rerank = subparsers.add_parser(
@@ -72,9 +73,10 @@ def register(subparsers) -> None:
                         help="rescore the top K of each topic (default: all)")
     rerank.add_argument("--query", metavar="Q", help="query strategy (default: the reranker's)")
     rerank.add_argument("--batch-size", type=int, metavar="N", help="pairs or texts per batch")
-    _add_param_argument(rerank, "other reranker parameters, e.g. max_length=256 "
+    add_param_argument(rerank, "other reranker parameters, e.g. max_length=256 "
                                 "'text=title: body'")
     rerank.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
+    _add_ir_metadata_argument(rerank)
     add_allow_mismatch_argument(rerank)
     rerank.set_defaults(func=cmd_rerank)
 
@@ -85,18 +87,14 @@ def register(subparsers) -> None:
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")
     fuse.add_argument("--method", required=True, choices=("rrf", "combsum", "combmnz", "interp"),
                       help="rrf (k), combsum/combmnz (norm), interp (weight, norm; two runs)")
-    _add_param_argument(fuse, "k=60 | weight=0.5 | norm=minmax|zscore")
+    add_param_argument(fuse, "k=60 | weight=0.5 | norm=minmax|zscore")
     fuse.add_argument("--collection", metavar="COLLECTION",
                       help="check the runs against this collection and break ties by its "
                            "initial rank (a registered name or a benchmark .jsonl)")
     fuse.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
+    _add_ir_metadata_argument(fuse)
     add_allow_mismatch_argument(fuse)
     fuse.set_defaults(func=cmd_fuse)
-
-
-def _add_param_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
-    parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
-                        help=help_text)
 
 
 # --- commands ------------------------------------------------------------------
@@ -104,7 +102,7 @@ def _add_param_argument(parser: argparse.ArgumentParser, help_text: str) -> None
 def cmd_run(args: argparse.Namespace) -> int:
     from retrieval.rankers import make_ranker
 
-    _check_out(args.out)
+    check_out(args.out)
     params = parse_params(args.param)
     if args.query is not None:
         params["query"] = args.query
@@ -115,17 +113,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     # describe() after rank(): rankers record what they resolved (models, indexes) there;
     # what a ranker put in the run's own config is kept too.
     described = {**run.config, **ranker.describe()}
-    run.config = _sidecar("run", _command_line("run", args), described,
+    run.config = run_sidecar("run", _command_line("run", args), described,
                           collection=collection.describe(),
-                          models=_models(described, params, "bi-encoder"))
-    _write(run, args.out)
+                          models=model_records(described, params, "bi-encoder"))
+    _write(run, args)
     return 0
 
 
 def cmd_rerank(args: argparse.Namespace) -> int:
     from retrieval.rerankers import RERANKERS, make_reranker
 
-    _check_out(args.out)
+    check_out(args.out)
     if args.reranker not in RERANKERS:
         raise InputError(f"unknown reranker {args.reranker!r}; choose from {', '.join(RERANKERS)}",
                          field="--reranker")
@@ -155,10 +153,10 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     described = {**out.config, **reranker.describe()}
     described.setdefault("top_k", top_k)
     kind = "cross-encoder" if args.reranker == "cross-encoder" else "bi-encoder"
-    out.config = _sidecar("rerank", _command_line("rerank", args), described,
+    out.config = run_sidecar("rerank", _command_line("rerank", args), described,
                           collection=collection.describe(),
-                          models=_models(described, params, kind), inputs=[_input(args.run, run)])
-    _write(out, args.out)
+                          models=model_records(described, params, kind), inputs=[input_record(args.run, run)])
+    _write(out, args)
     return 0
 
 
@@ -167,7 +165,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
     from retrieval.rankers.fusion import FUSERS, fuse
 
-    _check_out(args.out)
+    check_out(args.out)
     if len(args.runs) < 2:
         raise InputError(f"fuse needs at least two runs, got {len(args.runs)}", field="RUN")
     params = parse_params(args.param)
@@ -186,7 +184,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         for path, run in zip(args.runs, runs):
             check_run(run, path, collection, allow_mismatch=args.allow_collection_mismatch)
     else:
-        _check_same_collection(args.runs, runs, allow=args.allow_collection_mismatch)
+        check_same_collection(args.runs, runs, allow=args.allow_collection_mismatch)
     if not set.intersection(*(set(r.rankings) for r in runs)):
         raise InputError("the runs have no topic in common: are they runs of the same collection?",
                          path=args.runs[-1], field="qid")
@@ -199,138 +197,10 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         (r.config["collection"] for r in runs if isinstance(r.config.get("collection"), dict)), None)
     fusion = {"fusion": args.method, "params": {**defaults, **params},
               "ties": "initial rank, then id" if collection else "id"}
-    fused.config = _sidecar("fuse", _command_line("fuse", args), fusion, collection=described,
-                            inputs=[_input(p, r) for p, r in zip(args.runs, runs)])
-    _write(fused, args.out)
+    fused.config = run_sidecar("fuse", _command_line("fuse", args), fusion, collection=described,
+                            inputs=[input_record(p, r) for p, r in zip(args.runs, runs)])
+    _write(fused, args)
     return 0
-
-
-# --- reading and checking runs ----------------------------------------------------
-
-def load_run(path: str | Path):
-    """Read a run and its sidecar; anything unreadable is an InputError naming the file."""
-    from retrieval.run import Run
-
-    path = Path(path)
-    if path.is_dir():
-        raise InputError("is a folder, not a run file", path=path)
-    try:
-        return Run.read(path)  # the sidecar's errors name the sidecar
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
-
-
-def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -> None:
-    """InputError unless ``run`` (read from ``path``) belongs to ``collection``.
-
-    The sidecar's collection hash, when there is one, must be the
-    collection's (``retrieval.run.check_collection_hash``; ``allow_mismatch``
-    makes it a warning); every topic must be one of its dialogues and every
-    sentence a candidate of it (or of its sentence pool, for open retrieval).
-    The error names the sidecar field or the run file's line.
-    """
-    from retrieval.run import check_collection_hash
-    from retrieval.textfiles import read_lines
-
-    check_collection_hash(run, path, collection, allow=allow_mismatch)
-    missing_topic = next((q for q in run.rankings if q not in collection), None)
-    candidates = {}
-    missing_doc = None
-    for qid, ranked in run.rankings.items():
-        if qid not in collection:
-            continue
-        candidates[qid] = set(collection.candidate_ids(qid))
-        if any(doc not in candidates[qid] for doc, _ in ranked):
-            missing_doc = qid
-            break
-    if missing_topic is None and missing_doc is None:
-        return
-    pool = collection.sentences() if missing_doc is not None else {}
-    # Find the first offending line of the file, so the user can go to it.
-    for lineno, line in enumerate(read_lines(path), start=1):
-        parts = line.split()
-        if len(parts) != 6 or line.startswith("#"):  # '#': an ir_metadata header
-            continue
-        qid, doc = parts[0], parts[2]
-        if qid not in collection:
-            raise InputError(f"topic {qid!r} is not a dialogue of collection {collection.name!r}: "
-                             "is this a run of another collection?", path=path, line=lineno,
-                             field="qid")
-        if doc not in candidates.get(qid, ()) and doc not in pool:
-            raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r} nor in "
-                             f"collection {collection.name!r}: is this a run of another collection?",
-                             path=path, line=lineno, field="docid")
-
-
-def _check_same_collection(paths: list[str], runs: list, allow: bool = False) -> None:
-    """Without a collection: the sidecars that name a collection hash must agree
-    (``allow``: a warning instead)."""
-    from retrieval.run import sidecar_path
-
-    first = None
-    for path, run in zip(paths, runs):
-        recorded = run.config.get("collection")
-        if not (isinstance(recorded, dict) and recorded.get("hash")):
-            continue
-        if first is None:
-            first = (path, recorded)
-        elif recorded["hash"] != first[1]["hash"]:
-            message = (f"{path} was made for collection {recorded.get('name')!r} (hash {recorded['hash']}) "
-                       f"but {first[0]} for {first[1].get('name')!r} (hash {first[1]['hash']})")
-            if allow:
-                print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
-                continue
-            raise InputError(f"{message}: fuse runs of one collection (or pass "
-                             "--allow-collection-mismatch)", path=sidecar_path(path),
-                             field="collection.hash")
-
-
-# --- sidecars ---------------------------------------------------------------------
-
-def _sidecar(command: str, command_line: str, described: dict[str, Any], **parts: Any) -> dict[str, Any]:
-    """The sidecar: the stage's describe() at top level (as ``ranker_config`` writes it:
-    ``ranker``/``reranker``/``fusion`` and ``params``), then the provenance parts."""
-    from retrieval.provenance import package_versions
-
-    return {**described, "command": command, "command_line": command_line,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            **parts, "versions": package_versions()}
-
-
-def _models(described: dict[str, Any], params: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    """Resolved models recorded in a describe() (a dict with ``weights_sha256``), else the
-    ``model`` parameter resolved now."""
-    found: list[dict[str, Any]] = []
-
-    def walk(obj: Any) -> None:
-        if isinstance(obj, dict):
-            if "spec" in obj and "weights_sha256" in obj:
-                if obj not in found:
-                    found.append(obj)
-                return
-            for value in obj.values():
-                walk(value)
-        elif isinstance(obj, list):
-            for value in obj:
-                walk(value)
-
-    walk(described)
-    if not found:
-        spec = described.get("params", {}).get("model") or params.get("model")
-        if isinstance(spec, str) and spec:
-            from retrieval.models import resolve_model
-
-            found.append(resolve_model(spec, kind).describe())
-    return found
-
-
-def _input(path: str | Path, run) -> dict[str, Any]:
-    from retrieval.provenance import sha256_file
-
-    return {"path": str(Path(path).resolve()), "sha256": sha256_file(path), "tag": run.tag,
-            "config": {k: v for k, v in run.config.items() if k != "versions"}}
 
 
 def _command_line(command: str, args: argparse.Namespace) -> str:
@@ -354,38 +224,16 @@ def _command_line(command: str, args: argparse.Namespace) -> str:
     return shlex.join(words)
 
 
-# --- output ----------------------------------------------------------------------
+def _add_ir_metadata_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--ir-metadata", action="store_true",
+                        help="also write the run's provenance as an ir_metadata header (# lines "
+                             "at the top; trec_eval and ir_measures reject them: see "
+                             "docs/interchange.md)")
 
-def _check_out(out: str | Path) -> None:
-    if Path(out).is_dir():
-        raise InputError("is a folder; --out takes a run file name", path=out, field="--out")
-    __import__("retrieval.atomic").atomic.check_output_path(out, "--out")  # parent a file: exit 2
 
-
-def _write(run, out: str | Path) -> None:
-    """Write the run and its sidecar as a pair: both go to temporary names beside
-    ``out`` first, so a failure leaves the previous pair (or nothing) in place;
-    then the run is renamed into place, then the sidecar (which records the run's
-    sha256), so a kill between the two leaves a stale sidecar that readers detect."""
-    import contextlib
-    import os
-
-    from retrieval.run import sidecar_path
-
-    out = Path(out)
-    # the temporary name keeps a .gz ending: Run.write gzips by name
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.partial" + (".gz" if out.name.endswith(".gz") else ""))
-    try:
-        run.write(tmp)
-        os.replace(tmp, out)
-        os.replace(sidecar_path(tmp), sidecar_path(out))
-    except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="--out") from None
-    finally:
-        for leftover in (tmp, sidecar_path(tmp)):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
+def _write(run, args: argparse.Namespace) -> None:
+    out = args.out
+    write_run(run, out, ir_metadata=args.ir_metadata)
     lines = sum(len(r) for r in run.rankings.values())
     print(f"dsr: wrote {out} ({len(run.rankings)} topics, {lines} lines) and its sidecar "
           f"{Path(str(out) + '.json').name}", file=sys.stderr)
-

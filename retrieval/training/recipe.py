@@ -1,4 +1,5 @@
-"""``dsr train``: fine-tune a cross-encoder reranker on a collection's (weak) labels.
+"""The training recipe behind ``dsr train``: fine-tune a cross-encoder reranker on a
+collection's (weak) labels.
 
 Training pairs come from a collection's training part (for example CMU_DoG
 train with its silver labels, or the val half of one official split of a
@@ -19,11 +20,11 @@ import re
 import shutil
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from retrieval.errors import InputError
+from retrieval.provenance import now
 
 DEFAULT_BASE = "all-MiniLM-L6-v2"
 #: Most recent turn first: cross-encoders truncate the end of a long input,
@@ -35,81 +36,6 @@ DEFAULTS: dict[str, Any] = {
     "holdout": 0.1, "holdout_max": 100, "save_steps": 100,
 }
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def register(subparsers) -> None:
-    from retrieval.cli import add_collection_argument
-
-    p = subparsers.add_parser(
-        "train", help="fine-tune a cross-encoder reranker on a collection's labels",
-        description="Fine-tune a cross-encoder on (query, candidate sentence, label) pairs from "
-                    "COLLECTION and save it as $DSR_HOME/models/NAME (use it with "
-                    "`dsr rerank --model dsr:NAME`). The defaults finish in under 30 minutes "
-                    "on 2 CPU cores; see docs/training.md for larger recipes.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_collection_argument(p)
-    p.add_argument("--name", required=True, help="model name: saved as $DSR_HOME/models/NAME")
-    p.add_argument("--base", default=DEFAULT_BASE,
-                   help="starting checkpoint: a short name, a local folder or dsr:NAME "
-                        "(a BERT-style encoder; its classification head starts untrained)")
-    p.add_argument("--query", default=DEFAULT_QUERY, metavar="STRATEGY",
-                   help="query strategy (last, last2, all, title+all, weighted)")
-    g = p.add_argument_group("data")
-    g.add_argument("--subset", metavar="NAME", help="train only on dialogues of this subset")
-    g.add_argument("--val-of-split", type=int, metavar="K",
-                   help="train on the val half of official split K (collections with a split "
-                        "file, e.g. sigir2022: the supervised setting)")
-    g.add_argument("--neg-per-pos", type=float, default=DEFAULTS["neg_per_pos"], metavar="R",
-                   help="in-list negatives per positive (sampled; -1 keeps all)")
-    g.add_argument("--random-negatives", type=int, default=DEFAULTS["random_negatives"], metavar="N",
-                   help="random sentences from other dialogues added as negatives, per dialogue")
-    g.add_argument("--targets", choices=("binary", "graded"), default=DEFAULTS["targets"],
-                   help="binary: label > 0 -> 1; graded: label / highest label")
-    g.add_argument("--holdout", type=float, default=DEFAULTS["holdout"], metavar="FRACTION",
-                   help="fraction of dialogues (whole conversations) kept out for the card's metrics")
-    g.add_argument("--holdout-max", type=int, default=DEFAULTS["holdout_max"], metavar="N",
-                   help="at most this many held-out dialogues (scoring them takes time on CPU)")
-    o = p.add_argument_group("optimisation")
-    o.add_argument("--seed", type=int, default=DEFAULTS["seed"])
-    o.add_argument("--epochs", type=float, default=DEFAULTS["epochs"])
-    o.add_argument("--batch-size", type=int, default=DEFAULTS["batch_size"])
-    o.add_argument("--max-length", type=int, default=DEFAULTS["max_length"], metavar="L",
-                   help="word pieces of query + sentence")
-    o.add_argument("--lr", type=float, default=DEFAULTS["lr"], help="peak learning rate")
-    o.add_argument("--warmup", type=float, default=DEFAULTS["warmup"], metavar="W",
-                   help="linear warm-up: a fraction of the steps when < 1, else steps")
-    o.add_argument("--max-steps", type=int, default=DEFAULTS["max_steps"], metavar="N",
-                   help="stop after N optimiser steps (-1: run all epochs)")
-    o.add_argument("--save-steps", type=int, default=DEFAULTS["save_steps"], metavar="N",
-                   help="checkpoint every N steps (the last two are kept until the end)")
-    o.add_argument("--resume", action="store_true",
-                   help="continue from the newest checkpoint of an interrupted run of NAME")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing model NAME")
-    p.add_argument("--json", action="store_true", help="print the model card as JSON")
-    p.set_defaults(func=cmd_train)
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-    from retrieval.home import models_dir
-    from retrieval.queries import check_strategy
-
-    _check_args(args)
-    check_strategy(args.query)
-    final = models_dir() / args.name
-    if final.exists() and not args.overwrite:
-        raise InputError(f"model {args.name!r} already exists at {final}; pass --overwrite "
-                         "to replace it or choose another --name", field="--name")
-    base = _resolve_base(args.base)
-    from retrieval.cli import collection_from_args
-
-    collection = collection_from_args(args)
-    result = train(collection, args, base, final)
-    if args.json:
-        json.dump(result, sys.stdout, indent=2, sort_keys=True)
-        print()
-    else:
-        _print_summary(result, final)
-    return 0
 
 
 def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, Any]:
@@ -185,7 +111,7 @@ def conversation_of(dialogue) -> str:
 
 # --- helpers -----------------------------------------------------------------
 
-def _check_args(args: argparse.Namespace) -> None:
+def check_settings(args: argparse.Namespace) -> None:
     if not _NAME.match(args.name):
         raise InputError(f"model name {args.name!r} must be letters, digits, '.', '_' or '-' "
                          "(it becomes a folder name)", field="--name")
@@ -206,7 +132,7 @@ def _check_args(args: argparse.Namespace) -> None:
         raise InputError(f"must be >= 0, got {args.random_negatives}", field="--random-negatives")
 
 
-def _resolve_base(spec: str):
+def resolve_base(spec: str):
     """``--base`` -> a ResolvedModel with a local checkpoint folder (retrieval.models, offline first)."""
     from retrieval.models import resolve_model
 
@@ -254,7 +180,7 @@ def _card(args, collection, selection, base, pairset, train_part, heldout, setti
         "format": 1,
         "name": args.name,
         "kind": "cross-encoder",
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": now(),
         "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
         "query": args.query,
         "max_length": args.max_length,
@@ -302,19 +228,3 @@ def _move_into_place(out: Path, final: Path) -> None:
     out.rename(final)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def _print_summary(card: dict[str, Any], final: Path) -> None:
-    t = card["training"]
-    d = card["training_data"]
-    print(f"model: {final}")
-    print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN "
-          f"(queries: {card['query']})")
-    print(f"data:  {d['pairs']} pairs ({d['positives']} positives) from {d['train_dialogues']} "
-          f"dialogues of {d['collection']}")
-    print(f"train: {t['steps']} steps, loss {t['train_loss']:.4f}, {t['wall_seconds']:.0f} s")
-    held = card.get("heldout")
-    if held:
-        print(f"held out ({held['dialogues']} dialogues):")
-        for name, scores in held["rankers"].items():
-            print(f"  {name:8s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items()))
