@@ -84,10 +84,10 @@ def read_splits(path: str | Path, ids: Sequence[str] | None = None) -> Splits:
     """A split file: JSON Lines, one ``{"val": [ids], "test": [ids]}`` per split.
 
     With ``ids`` (the collection's dialogue ids), every id must be one of them.
-    The reader and the partition check are the sigir2022 source's, so a split
-    file is read the same way by the loader and the evaluator.
+    The reader and the partition check are :mod:`retrieval.splits`', so a split
+    file is read the same way by the loaders and the evaluator.
     """
-    from retrieval.collections.sigir2022 import check_splits, read_split_file
+    from retrieval.splits import check_splits, read_split_file
 
     path = Path(path)
     pairs = [(list(v), list(t)) for v, t in read_split_file(path)]

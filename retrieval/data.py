@@ -235,6 +235,25 @@ class Collection:
                 "subsets": self.subsets, **({"meta": self.meta} if self.meta else {})}
 
 
+# --- the text a model sees for a candidate ------------------------------------
+
+TEXT_FORMS = ("body", "title: body")
+
+
+def check_text_form(text: str) -> str:
+    if text not in TEXT_FORMS:
+        raise InputError(f"unknown candidate text form {text!r}; choose from "
+                         f"{', '.join(repr(t) for t in TEXT_FORMS)}", field="text")
+    return text
+
+
+def candidate_text(candidate: Candidate, text: str = "body") -> str:
+    """The text a model sees for a candidate: its body, or ``"title: body"`` when it has a title."""
+    if text == "title: body" and candidate.title:
+        return f"{candidate.title}: {candidate.body}"
+    return candidate.body
+
+
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from retrieval import splits as split_files
 from retrieval.collections import load_collection, sigir2022
 from retrieval.data import read_benchmark, write_benchmark
 from retrieval.errors import InputError
@@ -293,7 +294,7 @@ def test_keyed_object_whose_id_differs_from_its_key(tmp_path):
 # --- split files ------------------------------------------------------------
 
 def test_fixture_split_file_is_read_and_checked():
-    splits = sigir2022.read_split_file(CURRENT / "evaluation" / "val_test_splits.json")
+    splits = split_files.read_split_file(CURRENT / "evaluation" / "val_test_splits.json")
     lines = (CURRENT / "evaluation" / "val_test_splits.json").read_text().splitlines()
     assert splits == [(json.loads(x)["val"], json.loads(x)["test"]) for x in lines]
     assert sigir2022.load(CURRENT).splits == splits
@@ -314,16 +315,16 @@ def test_split_file_not_partitioning_the_collection(tmp_path):
 
 def test_check_splits_names_line_and_ids():
     ids = ["a", "b", "c", "d"]
-    sigir2022.check_splits([(["a", "b"], ["c", "d"]), (["d", "a"], ["b", "c"])], ids, "s.json")
+    split_files.check_splits([(["a", "b"], ["c", "d"]), (["d", "a"], ["b", "c"])], ids, "s.json")
     with pytest.raises(InputError) as err:
-        sigir2022.check_splits([(["a", "b"], ["c", "d"]), (["a", "b"], ["c", "x", "d"])], ids,
+        split_files.check_splits([(["a", "b"], ["c", "d"]), (["a", "b"], ["c", "x", "d"])], ids,
                                "s.json")
     assert (err.value.line, err.value.field) == (2, "test") and "x" in err.value.message
     with pytest.raises(InputError) as err:
-        sigir2022.check_splits([(["a"], ["c", "d"])], ids, "s.json")
+        split_files.check_splits([(["a"], ["c", "d"])], ids, "s.json")
     assert err.value.line == 1 and "b" in err.value.message and "neither" in err.value.message
     with pytest.raises(InputError) as err:
-        sigir2022.check_splits([(["a", "b"], ["b", "c", "d"])], ids, "s.json")
+        split_files.check_splits([(["a", "b"], ["b", "c", "d"])], ids, "s.json")
     assert "both" in err.value.message
 
 
@@ -338,7 +339,7 @@ def test_read_split_file_errors(tmp_path, line, field, message):
     path = tmp_path / "splits.json"
     path.write_text('{"val": ["a", "b"], "test": ["c", "d"]}\n' + line + "\n")
     with pytest.raises(InputError) as err:
-        sigir2022.read_split_file(path)
+        split_files.read_split_file(path)
     assert err.value.line == 2 and err.value.field == field and message in err.value.message
 
 
@@ -347,7 +348,7 @@ def test_real_split_file_is_the_official_one(shared_data):
     data = path.read_bytes()
     assert hashlib.sha1(b"blob " + str(len(data)).encode() + b"\0" + data).hexdigest() == \
         "b832c178d530d366884ff7258a3310457578ba12" == sigir2022.SPLIT_BLOB
-    splits = sigir2022.read_split_file(path)
+    splits = split_files.read_split_file(path)
     assert len(splits) == 50
     ids = set(splits[0][0]) | set(splits[0][1])
     assert len(ids) == 846
@@ -355,10 +356,10 @@ def test_real_split_file_is_the_official_one(shared_data):
         assert len(val) == 423 and len(test) == 423
         assert set(val) | set(test) == ids and not set(val) & set(test)
     assert len({tuple(sorted(t)) for _, t in splits}) == 50  # 50 different splits
-    sigir2022.check_splits(splits, ids, path)
+    split_files.check_splits(splits, ids, path)
     missing = sorted(ids)[17]
     with pytest.raises(InputError) as err:
-        sigir2022.check_splits(splits, ids - {missing}, path)
+        split_files.check_splits(splits, ids - {missing}, path)
     assert err.value.line == 1 and missing in err.value.message
 
 
@@ -366,5 +367,5 @@ def test_split_file_as_a_json_array(tmp_path):
     lines = (CURRENT / "evaluation" / "val_test_splits.json").read_text().splitlines()
     path = tmp_path / "splits.json"
     path.write_text(json.dumps([json.loads(x) for x in lines], indent=2))
-    assert sigir2022.read_split_file(path) == sigir2022.read_split_file(
+    assert split_files.read_split_file(path) == split_files.read_split_file(
         CURRENT / "evaluation" / "val_test_splits.json")

@@ -48,3 +48,15 @@ class Ranker:
 
     def rank(self, collection: Collection) -> Run:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def ranker_config(ranker: Ranker, collection: Collection, **extra) -> dict:
+    """What a run sidecar records: the ranker's description and the collection's identity."""
+    return {**ranker.describe(), **extra, "collection": collection.describe()}
+
+
+def strategy_tag(ranker: Ranker) -> str:
+    """Run tag that always names the query strategy, then the parameters changed from the defaults."""
+    changed = [f"{k}={v}" for k, v in sorted(ranker.params.items())
+               if v != ranker.PARAMS.get(k) and k != "query"]
+    return "-".join([ranker.name, f"query={ranker.params['query']}", *changed]).replace(" ", "_")

@@ -17,16 +17,8 @@ from indexes.bm25 import BACKENDS, BM25Index, BM25SIndex, check_number, check_va
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.queries import STRATEGIES, check_decay, check_strategy, query_terms
-from retrieval.rankers.base import Ranker
-from retrieval.rankers.initial import ranker_config
+from retrieval.rankers.base import Ranker, ranker_config, strategy_tag
 from retrieval.run import Run
-
-
-def strategy_tag(ranker: Ranker) -> str:
-    """Run tag that always names the query strategy, then the parameters changed from the defaults."""
-    changed = [f"{k}={v}" for k, v in sorted(ranker.params.items())
-               if v != ranker.PARAMS.get(k) and k != "query"]
-    return "-".join([ranker.name, f"query={ranker.params['query']}", *changed]).replace(" ", "_")
 
 
 def _check_bool(value: Any, name: str) -> bool:

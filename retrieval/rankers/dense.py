@@ -10,30 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from retrieval.data import Candidate, Collection
+from retrieval.data import Collection, candidate_text, check_text_form
 from retrieval.errors import InputError
 from retrieval.queries import STRATEGIES, check_decay, check_strategy, query_text
-from retrieval.rankers.base import Ranker
-from retrieval.rankers.bm25 import strategy_tag
-from retrieval.rankers.initial import ranker_config
+from retrieval.rankers.base import Ranker, ranker_config, strategy_tag
 from retrieval.run import Run
-
-TEXT_FORMS = ("body", "title: body")
-
-
-def check_text_form(text: str) -> str:
-    if text not in TEXT_FORMS:
-        raise InputError(f"unknown candidate text form {text!r}; choose from "
-                         f"{', '.join(repr(t) for t in TEXT_FORMS)}", field="text")
-    return text
-
-
-def candidate_text(candidate: Candidate, text: str = "body") -> str:
-    """The text a model sees for a candidate: its body, or ``"title: body"`` when it has a title."""
-    if text == "title: body" and candidate.title:
-        return f"{candidate.title}: {candidate.body}"
-    return candidate.body
-
 
 def check_batch_size(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from retrieval.data import Collection
 from retrieval.errors import InputError
-from retrieval.rankers.base import Ranker
+from retrieval.rankers.base import Ranker, ranker_config
 from retrieval.run import Run
 
 
@@ -30,8 +30,3 @@ class InitialRanker(Ranker):
             scores[dialogue.id] = {c.id: float(c.score) for c in dialogue.candidates}
         return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
                                initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
-
-
-def ranker_config(ranker: Ranker, collection: Collection, **extra) -> dict:
-    """What a run sidecar records: the ranker's description and the collection's identity."""
-    return {**ranker.describe(), **extra, "collection": collection.describe()}

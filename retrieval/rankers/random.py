@@ -8,8 +8,7 @@ import numpy as np
 
 from retrieval.data import Collection
 from retrieval.errors import InputError
-from retrieval.rankers.base import Ranker
-from retrieval.rankers.initial import ranker_config
+from retrieval.rankers.base import Ranker, ranker_config
 from retrieval.run import Run
 
 

@@ -7,7 +7,8 @@ from typing import Any
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.queries import query_text
-from retrieval.rankers.dense import DenseRanker, candidate_text, check_dense_params
+from retrieval.data import candidate_text
+from retrieval.rankers.dense import DenseRanker, check_dense_params
 from retrieval.rerankers.base import Reranker, rerank_top_k
 from retrieval.run import Run
 

@@ -32,7 +32,8 @@ from retrieval.data import Candidate, Collection
 from retrieval.errors import InputError
 from retrieval.queries import DEFAULT_DECAY, STRATEGIES, check_decay, check_strategy, query_text
 # the candidate text forms are the dense ranker's, so both read candidates alike
-from retrieval.rankers.dense import candidate_text, check_batch_size, check_text_form
+from retrieval.data import candidate_text, check_text_form
+from retrieval.rankers.dense import check_batch_size
 from retrieval.rerankers.base import Reranker, rerank_top_k
 from retrieval.run import Run
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from retrieval.data import Collection, Dialogue
-from retrieval.rankers.dense import candidate_text
+from retrieval.data import candidate_text
 from retrieval.run import Run
 
 MEASURES = ("nDCG@5", "RR")

@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Sequence
 from retrieval.data import Collection, Dialogue
 from retrieval.errors import InputError
 # the body, as the cross-encoder reranker reads it by default (titles repeat across a list)
-from retrieval.rankers.dense import candidate_text
+from retrieval.data import candidate_text
 
 TARGETS = ("binary", "graded")
 
