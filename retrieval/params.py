@@ -21,8 +21,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from retrieval.errors import InputError
 
-#: value kinds a parameter can declare
-KINDS = ("int", "float", "bool", "str")
+#: value kinds a parameter can declare ("any": not checked here; the stage checks it)
+KINDS = ("int", "float", "bool", "str", "any")
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,10 @@ class Param:
             raise ValueError(f"{self.name}: kind must be one of {KINDS}, not {self.kind!r}")
 
     def check(self, value: Any, what: str = "") -> Any:
-        """``value`` if it is allowed (an int widened to float for a float parameter), else InputError."""
+        """``value`` if it is allowed (a whole float narrowed to int for an int parameter; an
+        int stays an int for a float one, so tags read ``k=60``), else InputError."""
+        if self.kind == "any":
+            return value
         if value is None:
             if self.optional or self.default is None:
                 return None
@@ -66,7 +69,6 @@ class Param:
                 if not float(value).is_integer():
                     raise self._error(value, what)
                 value = int(value)
-            value = float(value) if self.kind == "float" else value
             if not math.isfinite(value) or not self._in_range(value):
                 raise self._error(value, what)
             return value
@@ -80,6 +82,8 @@ class Param:
 
     def accepts(self) -> str:
         """What the parameter accepts, in words (for errors and --help)."""
+        if self.kind == "any":
+            return "any value"
         if self.kind == "bool":
             text = "true or false"
         elif self.kind in ("int", "float"):

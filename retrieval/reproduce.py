@@ -170,7 +170,7 @@ class Suite:
 
         grid = [dict(zip(("k1", "b"), kb)) for kb in itertools.product(BM25Ranker.GRID["k1"],
                                                                        BM25Ranker.GRID["b"])]
-        default = {"k1": BM25Ranker.PARAMS["k1"], "b": BM25Ranker.PARAMS["b"]}
+        default = {"k1": BM25Ranker.DEFAULTS["k1"], "b": BM25Ranker.DEFAULTS["b"]}
         if default in grid:  # the default first: it wins ties on val
             grid.remove(default)
         grid.insert(0, default)
@@ -343,7 +343,7 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
                          "correction": "holm", "n_resamples": results.n_resamples, "seed": results.seed},
         "models": {"dense": suite.models.get("dense", "skipped: --no-dense" if not dense_model else None),
                    "cross_encoder": suite.models.get("cross_encoder", skipped_reason)},
-        "parameters": {"query strategies": suite.strategies, "bm25": {"defaults": BM25Ranker.PARAMS,
+        "parameters": {"query strategies": suite.strategies, "bm25": {"defaults": BM25Ranker.DEFAULTS,
                                                                       "grid": BM25Ranker.GRID},
                        "dense model": dense_model, "cross-encoder": cross_encoder,
                        "cross-encoder query": ce_query or "from the model card, else all",

@@ -210,7 +210,7 @@ def test_ranker_grid_is_modest_and_valid():
     size = math.prod(len(v) for v in ranker_cls.GRID.values())
     assert 20 <= size <= 40
     for key in ranker_cls.GRID:
-        assert key in ranker_cls.PARAMS
+        assert key in ranker_cls.DEFAULTS
 
 
 @pytest.mark.parametrize("params, field", [

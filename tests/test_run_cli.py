@@ -162,7 +162,7 @@ def test_rerank_run_is_a_folder(tmp_path, capsys):
     (["--reranker", "colbert"], ["unknown reranker 'colbert'", "--reranker"]),
     (["--top-k", "0"], ["--top-k", ">= 1"]),
     (["--batch-size", "0"], ["--batch-size", ">= 1"]),
-    (["--query", "first"], ["unknown query strategy 'first'"]),
+    (["--query", "first"], ["parameter query of reranker 'cross-encoder' must be one of last", "got 'first'"]),
     (["--param", "temperature=2"], ["unknown parameter(s) temperature", "cross-encoder"]),
     (["--param", "model=other"], ["model given both as --model and as --param"]),
 ])

@@ -44,9 +44,10 @@ from retrieval.errors import InputError
 
 def register(subparsers) -> None:
     run = subparsers.add_parser(
-        "run", help="rank every dialogue's candidates with a ranker",
+        "run", help="rank every dialogue's candidates with a ranker", add_help=False,
         description="Rank each dialogue's candidates with a ranker and write a TREC run "
                     "and its JSON sidecar (configuration, collection hash, versions).")
+    _add_stage_help(run, "ranker")
     add_collection_argument(run)
     run.add_argument("--ranker", required=True, metavar="R",
                      help="initial, bm25, dense, random or fusion")
@@ -60,9 +61,10 @@ def register(subparsers) -> None:
     run.set_defaults(func=cmd_run)
 
     rerank = subparsers.add_parser(
-        "rerank", help="rescore a run's top k with a cross-encoder or bi-encoder",
+        "rerank", help="rescore a run's top k with a cross-encoder or bi-encoder", add_help=False,
         description="Rescore each topic's top K of a run with a model; the rest of the run "
                     "stays below in its original order.")
+    _add_stage_help(rerank, "reranker")
     add_collection_argument(rerank)
     rerank.add_argument("--run", required=True, metavar="RUN", help="input run file")
     rerank.add_argument("--model", required=True, metavar="M",
@@ -144,7 +146,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
             raise InputError("top_k given both as --top-k and as --param", field="--param")
         top_k = args.top_k
     reranker = make_reranker(args.reranker, **params)
-    if "top_k" in reranker.PARAMS:   # so that describe() records it
+    if "top_k" in reranker.DEFAULTS:   # so that describe() records it
         reranker.params["top_k"] = top_k
     collection = collection_from_args(args)
     run = load_run(args.run)
@@ -222,6 +224,34 @@ def _command_line(command: str, args: argparse.Namespace) -> str:
         words += ["--param", *args.param]
     words += ["--out", str(args.out)]
     return shlex.join(words)
+
+
+class _StageHelp(argparse.Action):
+    """``-h/--help`` that also lists the parameters of the ranker (reranker) named
+    before it, from the stage's declaration: ``dsr run --ranker bm25 --help``."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help=None, kind: str = "ranker"):
+        super().__init__(option_strings, dest, default=default, nargs=0, help=help)
+        self.kind = kind
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from retrieval.rankers import RANKERS, ranker_class
+        from retrieval.rerankers import RERANKERS, reranker_class
+
+        registry, lookup = (RANKERS, ranker_class) if self.kind == "ranker" else (RERANKERS, reranker_class)
+        chosen = getattr(namespace, self.kind, None)
+        parser.print_help()
+        for name in [chosen] if chosen in registry else list(registry):
+            print(f"\nparameters of {self.kind} {name} (--param NAME=VALUE):")
+            print(lookup(name).help())
+        parser.exit()
+
+
+def _add_stage_help(parser: argparse.ArgumentParser, kind: str) -> None:
+    parser.add_argument("-h", "--help", action=_StageHelp, kind=kind,
+                        help=f"show this help and the parameters of the {kind} given before it "
+                             f"(--{kind} NAME --help), else of every {kind}")
 
 
 def _add_ir_metadata_argument(parser: argparse.ArgumentParser) -> None:

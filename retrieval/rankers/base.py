@@ -1,50 +1,37 @@
-"""What every ranker is: parameters in, a Run out.
+"""What every ranker is: a :class:`~retrieval.stage.Stage` with parameters in and a Run out,
+and the helpers every ranker shares (its sidecar config, its run tag).
 
 A ranker is built from keyword parameters (``make_ranker("bm25", k1=1.2)``)
 and scores each dialogue's candidates (re-ranking mode, the benchmark's task)
 or, where it supports it, the whole sentence pool (open retrieval). It
-declares the grid the split protocol tunes over on val (``GRID``), and a
-``describe()`` dict that goes into run sidecars and reports.
+declares its parameters with the grid the split protocol tunes over on val,
+and a ``describe()`` dict that goes into run sidecars and reports.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.run import Run
+from retrieval.stage import Stage
 
 
-def with_defaults(params: dict[str, Any], defaults: dict[str, Any], what: str) -> dict[str, Any]:
-    """``defaults`` overridden by ``params``; a name not in ``defaults`` is an InputError."""
-    unknown = sorted(set(params) - set(defaults))
-    if unknown:
-        raise InputError(f"unknown parameter(s) {', '.join(unknown)} for {what}; "
-                         f"known: {', '.join(sorted(defaults)) or 'none'}", field="--param")
-    return {**defaults, **params}
+class Ranker(Stage):
+    """A first-stage ranker: ``ranker(collection)`` (or ``ranker.rank(collection)``) -> Run.
 
+    Subclasses set ``name``, ``PARAMS`` (declared :class:`~retrieval.params.Param`,
+    each with its tuning ``grid``) and ``rank``.
+    """
 
-class Ranker:
-    """Base class: subclasses set ``name``, ``PARAMS`` (defaults) and ``GRID``."""
+    kind = "ranker"
 
-    name: ClassVar[str] = ""
-    #: parameter name -> default value; unknown parameters are an InputError
-    PARAMS: ClassVar[dict[str, Any]] = {}
-    #: parameter name -> values tried on val by the split protocol
-    GRID: ClassVar[dict[str, list[Any]]] = {}
-
-    def __init__(self, **params: Any):
-        self.params = with_defaults(params, self.PARAMS, f"ranker {self.name!r}")
-
-    @property
-    def tag(self) -> str:
-        """Run tag: ranker name and the parameters that differ from the defaults."""
-        changed = [f"{k}={v}" for k, v in sorted(self.params.items()) if v != self.PARAMS.get(k)]
-        return "-".join([self.name, *changed]).replace(" ", "_")
-
-    def describe(self) -> dict[str, Any]:
-        return {"ranker": self.name, "params": dict(self.params)}
+    def __call__(self, collection: Collection, *runs: Run) -> Run:
+        if runs:
+            raise InputError(f"ranker {self.name!r} makes a run from the collection; it takes no "
+                             "input run (rerank or fuse runs instead)")
+        return self.rank(collection)
 
     def rank(self, collection: Collection) -> Run:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -58,5 +45,5 @@ def ranker_config(ranker: Ranker, collection: Collection, **extra) -> dict:
 def strategy_tag(ranker: Ranker) -> str:
     """Run tag that always names the query strategy, then the parameters changed from the defaults."""
     changed = [f"{k}={v}" for k, v in sorted(ranker.params.items())
-               if v != ranker.PARAMS.get(k) and k != "query"]
+               if v != ranker.DEFAULTS.get(k) and k != "query"]
     return "-".join([ranker.name, f"query={ranker.params['query']}", *changed]).replace(" ", "_")

@@ -9,22 +9,17 @@ Formulas, variants and weighted queries: see :mod:`indexes.bm25`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from tqdm import tqdm
 
-from indexes.bm25 import BACKENDS, BM25Index, BM25SIndex, check_number, check_variant
+from indexes.bm25 import BACKENDS, VARIANTS, BM25Index, BM25SIndex
 from retrieval.data import Collection
 from retrieval.errors import InputError
-from retrieval.queries import STRATEGIES, check_decay, check_strategy, query_terms
+from retrieval.params import Param
+from retrieval.queries import STRATEGIES, query_terms
 from retrieval.rankers.base import Ranker, ranker_config, strategy_tag
 from retrieval.run import Run
-
-
-def _check_bool(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise InputError(f"{name} must be true or false, got {value!r}", field=name)
-    return value
 
 
 class BM25Ranker(Ranker):
@@ -37,25 +32,18 @@ class BM25Ranker(Ranker):
     """
 
     name = "bm25"
-    PARAMS = {"query": "all", "variant": "okapi", "k1": 1.2, "b": 0.75, "delta": None,
-              "stopwords": False, "stem": False, "decay": 0.5}
-    # 3 x 2 x 5 = 30 configurations; sentences are short, so b matters less than k1.
-    GRID = {"k1": [0.9, 1.2, 1.6], "b": [0.4, 0.75], "query": list(STRATEGIES)}
-
-    def __init__(self, **params: Any):
-        super().__init__(**params)
-        p = self.params
-        check_strategy(p["query"])
-        check_variant(p["variant"])
-        check_number(p["k1"], "k1")
-        check_number(p["b"], "b")
-        if not 0 <= p["b"] <= 1:
-            raise InputError(f"b must be between 0 and 1, got {p['b']!r}", field="b")
-        if p["delta"] is not None:
-            check_number(p["delta"], "delta")
-        _check_bool(p["stopwords"], "stopwords")
-        _check_bool(p["stem"], "stem")
-        check_decay(p["decay"])
+    # 3 x 2 x 5 = 30 configurations tuned; sentences are short, so b matters less than k1.
+    PARAMS = (
+        Param("query", "all", "str", "query strategy (retrieval.queries)", choices=tuple(STRATEGIES),
+              grid=tuple(STRATEGIES)),
+        Param("variant", "okapi", "str", "BM25 variant", choices=tuple(VARIANTS)),
+        Param("k1", 1.2, "float", "term-frequency saturation", low=0, grid=(0.9, 1.2, 1.6)),
+        Param("b", 0.75, "float", "length normalisation", low=0, high=1, grid=(0.4, 0.75)),
+        Param("delta", None, "float", "BM25L/BM25+ delta (none: the variant's default)", low=0),
+        Param("stopwords", False, "bool", "drop English stopwords"),
+        Param("stem", False, "bool", "Snowball-stem tokens"),
+        Param("decay", 0.5, "float", "per-turn weight decay of query=weighted", above=0, high=1),
+    )
 
     @property
     def tag(self) -> str:

@@ -10,24 +10,23 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from retrieval.data import Collection, candidate_text, check_text_form
+from retrieval.data import TEXT_FORMS, Collection, candidate_text, check_text_form
+from retrieval.params import Param, by_name
 from retrieval.errors import InputError
-from retrieval.queries import STRATEGIES, check_decay, check_strategy, query_text
+from retrieval.queries import DEFAULT_DECAY, STRATEGIES, query_text
 from retrieval.rankers.base import Ranker, ranker_config, strategy_tag
 from retrieval.run import Run
 
-def check_batch_size(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"batch_size must be a whole number >= 1, got {value!r}", field="batch_size")
-    return value
-
-
-def check_dense_params(params: dict[str, Any]) -> None:
-    """The checks shared by the dense ranker and the bi-encoder reranker."""
-    check_strategy(params["query"])
-    check_text_form(params["text"])
-    check_batch_size(params["batch_size"])
-    check_decay(params["decay"])
+def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple[Param, ...]:
+    """The parameters of the dense ranker and the bi-encoder reranker (one declaration)."""
+    return (
+        Param("model", model, "str", "bi-encoder: a short name, a folder, dsr:NAME or a hub id"),
+        Param("query", "all", "str", "query strategy (retrieval.queries)", choices=tuple(STRATEGIES),
+              grid=tuple(STRATEGIES)),
+        Param("batch_size", batch_size, "int", "texts encoded per batch", low=1),
+        Param("text", "body", "str", "what a candidate's text is", choices=TEXT_FORMS),
+        Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
+    )
 
 
 class DenseRanker(Ranker):
@@ -39,12 +38,7 @@ class DenseRanker(Ranker):
     """
 
     name = "dense"
-    PARAMS = {"model": "all-MiniLM-L6-v2", "query": "all", "batch_size": 64, "text": "body", "decay": 0.5}
-    GRID = {"query": list(STRATEGIES)}
-
-    def __init__(self, **params: Any):
-        super().__init__(**params)
-        check_dense_params(self.params)
+    PARAMS = dense_params()
 
     @property
     def tag(self) -> str:
@@ -91,7 +85,7 @@ def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str
     else:
         texts_by_id = dict(pool)
     dense = DenseIndex.cached(list(texts_by_id), list(texts_by_id.values()), name=name or "pool",
-                              model=model, kind=index, batch_size=check_batch_size(batch_size),
+                              model=model, kind=index, batch_size=by_name(dense_params())["batch_size"].check(batch_size, "dense search"),
                               **index_params)
     qids = list(queries)
     results = dense.search([queries[q] for q in qids], k)

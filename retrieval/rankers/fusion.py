@@ -52,8 +52,10 @@ import numpy as np
 
 from retrieval.data import Collection
 from retrieval.errors import InputError
+from retrieval.params import Param
 from retrieval.rankers.base import Ranker
 from retrieval.run import Run
+from retrieval.stage import Stage
 
 Scores = dict[str, dict[str, float]]
 
@@ -216,6 +218,42 @@ def fuse(runs: Sequence[Run], method: str = "rrf", *,
 
 # --- as a ranker -----------------------------------------------------------------
 
+class Fusion(Stage):
+    """Runs in, one run out, as a stage: ``Fusion(method="rrf", k=60)(collection, a, b)``.
+
+    The collection gives the tie rule's initial rank (``None``: ties by id). Only
+    the method's own parameters are used (``k`` for rrf, ``norm`` for combsum and
+    combmnz, ``weight`` and ``norm`` for interp).
+    """
+
+    name = "fuse"
+    kind = "fusion"
+    PARAMS = (
+        Param("method", "rrf", "str", "fusion method", choices=METHODS),
+        Param("k", 60, "float", "rrf: the rank offset", low=0, grid=(1, 10, 30, 60, 100)),
+        Param("weight", 0.5, "float", "interp: the weight of the first run", low=0, high=1,
+              grid=tuple(round(0.1 * i, 1) for i in range(11))),
+        Param("norm", "minmax", "str", "score normalisation of combsum, combmnz and interp",
+              choices=NORMS),
+    )
+
+    def own_params(self) -> dict[str, Any]:
+        _, takes = FUSERS[self.params["method"]]
+        return {k: self.params[k] for k in takes}
+
+    def describe(self) -> dict[str, Any]:
+        return {"fusion": self.params["method"], "params": self.own_params()}
+
+    @property
+    def tag(self) -> str:
+        own = [f"{k}={v}" for k, v in sorted(self.own_params().items())]
+        return "-".join([self.params["method"], *own]).replace(" ", "_")
+
+    def __call__(self, collection: Collection | None, *runs: Run) -> Run:
+        order = {d.id: collection.candidate_ids(d.id) for d in collection} if collection is not None else None
+        return fuse(runs, self.params["method"], initial_order=order, tag=self.tag, **self.own_params())
+
+
 class FusionRanker(Ranker):
     """Runs its sub-rankers on the collection and fuses their runs.
 
@@ -232,8 +270,15 @@ class FusionRanker(Ranker):
     """
 
     name = "fusion"
-    PARAMS = {"rankers": "bm25,dense", "method": "rrf", "k": 60, "weight": 0.5,
-              "norm": "minmax", "query": None}
+    PARAMS = (
+        Param("rankers", "bm25,dense", "str", "two or more registered rankers, comma-separated"),
+        Param("method", "rrf", "str", "fusion method", choices=METHODS),
+        Param("k", 60, "float", "rrf: the rank offset", low=0),
+        Param("weight", 0.5, "float", "interp: the weight of the first ranker", low=0, high=1),
+        Param("norm", "minmax", "str", "score normalisation of combsum, combmnz and interp",
+              choices=NORMS),
+        Param("query", None, "str", "query strategy given to every sub-ranker that takes one"),
+    )
     GRID = {"k": [1, 10, 30, 60, 100]}
     _GRIDS = {"rrf": {"k": [1, 10, 30, 60, 100]},
               "interp": {"weight": [round(0.1 * i, 1) for i in range(11)]},
@@ -254,14 +299,8 @@ class FusionRanker(Ranker):
                                  f"{', '.join(r for r in RANKERS if r != self.name)}",
                                  field="rankers")
         method = self.params["method"]
-        if method not in FUSERS:
-            raise InputError(f"unknown fusion method {method!r}; choose from {', '.join(METHODS)}",
-                             field="method")
         if method == "interp" and len(names) != 2:
             raise InputError(f"interp fuses exactly two rankers, got {len(names)}", field="rankers")
-        if self.params["norm"] not in NORMS:
-            raise InputError(f"unknown normalisation {self.params['norm']!r}; choose from "
-                             f"{', '.join(NORMS)}", field="norm")
         self.names = names
         self.sub_params: dict[str, dict[str, Any]] = {n: {} for n in names}
         for key, value in params.items():
@@ -299,7 +338,7 @@ class FusionRanker(Ranker):
         for n in self.names:
             cls = ranker_class(n)
             params = dict(self.sub_params[n])
-            if self.params["query"] is not None and "query" in cls.PARAMS:
+            if self.params["query"] is not None and "query" in cls.DEFAULTS:
                 params.setdefault("query", self.params["query"])
             rankers.append(cls(**params))
         self._rankers = rankers

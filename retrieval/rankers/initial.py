@@ -16,8 +16,6 @@ class InitialRanker(Ranker):
     """
 
     name = "initial"
-    PARAMS = {}
-    GRID = {}
 
     def rank(self, collection: Collection) -> Run:
         scores: dict[str, dict[str, float]] = {}

@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 
 from retrieval.data import Collection
-from retrieval.errors import InputError
+from retrieval.params import Param
 from retrieval.rankers.base import Ranker, ranker_config
 from retrieval.run import Run
 
@@ -21,14 +21,7 @@ class RandomRanker(Ranker):
     """
 
     name = "random"
-    PARAMS = {"seed": 0}
-    GRID = {}
-
-    def __init__(self, **params):
-        super().__init__(**params)
-        seed = self.params["seed"]
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise InputError(f"seed must be a whole number >= 0, got {seed!r}", field="seed")
+    PARAMS = (Param("seed", 0, "int", "random seed (with the dialogue id)", low=0),)
 
     def rank(self, collection: Collection) -> Run:
         seed = int(self.params["seed"])

@@ -14,8 +14,13 @@ RERANKERS: dict[str, str] = {
 }
 
 
-def make_reranker(name: str, **params: Any) -> Reranker:
+def reranker_class(name: str) -> type[Reranker]:
     if name not in RERANKERS:
-        raise InputError(f"unknown reranker {name!r}; choose from {', '.join(RERANKERS)}")
+        raise InputError(f"unknown reranker {name!r}; choose from {', '.join(RERANKERS)}",
+                         field="--reranker")
     module, _, attr = RERANKERS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)(**params)
+    return getattr(importlib.import_module(module), attr)
+
+
+def make_reranker(name: str, **params: Any) -> Reranker:
+    return reranker_class(name)(**params)

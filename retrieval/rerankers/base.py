@@ -7,23 +7,22 @@ so its output is still a full ranking of every candidate.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from retrieval.data import Collection
-from retrieval.rankers.base import with_defaults
+from retrieval.errors import InputError
 from retrieval.run import Run
+from retrieval.stage import Stage
 
 
-class Reranker:
-    name: ClassVar[str] = ""
-    PARAMS: ClassVar[dict[str, Any]] = {}
-    GRID: ClassVar[dict[str, list[Any]]] = {}
+class Reranker(Stage):
+    """A reranker: ``reranker(collection, run)`` (or ``reranker.rerank(collection, run,
+    top_k)``) -> Run; its ``top_k`` parameter, when it declares one, is the depth."""
 
-    def __init__(self, **params: Any):
-        self.params = with_defaults(params, self.PARAMS, f"reranker {self.name!r}")
+    kind = "reranker"
 
-    def describe(self) -> dict[str, Any]:
-        return {"reranker": self.name, "params": dict(self.params)}
+    def __call__(self, collection: Collection, *runs: Run) -> Run:
+        if len(runs) != 1:
+            raise InputError(f"reranker {self.name!r} takes exactly one input run, got {len(runs)}")
+        return self.rerank(collection, runs[0], top_k=self.params.get("top_k"))
 
     def rerank(self, collection: Collection, run: Run, top_k: int | None = None) -> Run:
         raise NotImplementedError  # pragma: no cover - abstract

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from retrieval.data import Collection
+from retrieval.data import Collection, candidate_text
 from retrieval.errors import InputError
 from retrieval.queries import query_text
-from retrieval.data import candidate_text
-from retrieval.rankers.dense import DenseRanker, check_dense_params
+from retrieval.params import Param
+from retrieval.rankers.dense import dense_params
 from retrieval.rerankers.base import Reranker, rerank_top_k
 from retrieval.run import Run
 
@@ -25,17 +25,14 @@ class BiEncoderReranker(Reranker):
     """
 
     name = "bi-encoder"
-    PARAMS = DenseRanker.PARAMS
-    GRID = DenseRanker.GRID
-
-    def __init__(self, **params: Any):
-        super().__init__(**params)
-        check_dense_params(self.params)
+    PARAMS = (*dense_params(),
+              Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1))
 
     def rerank(self, collection: Collection, run: Run, top_k: int | None = None) -> Run:
         from indexes.embeddings import encode
         from retrieval.models import resolve_model
 
+        top_k = top_k if top_k is not None else self.params["top_k"]
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
             raise InputError(f"top_k must be a whole number >= 1, got {top_k!r}", field="--top-k")
         p = self.params

@@ -28,12 +28,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from retrieval.data import Candidate, Collection
+from retrieval.data import TEXT_FORMS, Candidate, Collection, candidate_text
 from retrieval.errors import InputError
-from retrieval.queries import DEFAULT_DECAY, STRATEGIES, check_decay, check_strategy, query_text
+from retrieval.queries import DEFAULT_DECAY, STRATEGIES, check_strategy, query_text
 # the candidate text forms are the dense ranker's, so both read candidates alike
-from retrieval.data import candidate_text, check_text_form
-from retrieval.rankers.dense import check_batch_size
+from retrieval.params import Param
 from retrieval.rerankers.base import Reranker, rerank_top_k
 from retrieval.run import Run
 
@@ -54,24 +53,23 @@ class CrossEncoderReranker(Reranker):
     name = "cross-encoder"
     #: parameters a `dsr train` model's card (dsr_model.json) supplies when not given
     CARD_PARAMS = ("query", "max_length")
-    PARAMS = {"model": DEFAULT_MODEL, "query": "all", "decay": DEFAULT_DECAY, "batch_size": 32,
-              "max_length": 256, "text": "body", "top_k": None, "precision": "fp32"}
-    GRID = {"query": list(STRATEGIES)}
+    PARAMS = (
+        Param("model", DEFAULT_MODEL, "str", "cross-encoder: a short name, a folder, dsr:NAME or a hub id"),
+        Param("query", "all", "str", "query strategy (retrieval.queries)", choices=tuple(STRATEGIES),
+              grid=tuple(STRATEGIES)),
+        Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
+        Param("batch_size", 32, "int", "pairs scored per batch", low=1),
+        Param("max_length", 256, "int", "word pieces of query + candidate (longer pairs are truncated)",
+              low=1),
+        Param("text", "body", "str", "what a candidate's text is", choices=TEXT_FORMS),
+        Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1),
+        Param("precision", "fp32", "str", "fp32 (exact) or bf16 (faster on AVX-512 BF16 CPUs and GPUs)",
+              choices=("fp32", "bf16")),
+    )
 
     def __init__(self, **params: Any):
         super().__init__(**params)
         self.explicit = set(params)
-        p = self.params
-        check_strategy(p["query"])
-        check_decay(p["decay"])
-        check_text_form(p["text"])
-        check_batch_size(p["batch_size"])
-        if p["precision"] not in ("fp32", "bf16"):
-            raise InputError(f"precision must be fp32 or bf16, got {p['precision']!r}", field="precision")
-        for name in ("max_length", "top_k"):
-            value = p[name]
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-                raise InputError(f"{name} must be a whole number >= 1, got {value!r}", field=name)
         self.model_info = None  # the ResolvedModel, once rerank() has loaded it
 
     def describe(self) -> dict[str, Any]:
@@ -124,7 +122,7 @@ class CrossEncoderReranker(Reranker):
         """``cross-encoder-MODEL`` and the parameters that differ from the defaults
         (``top_k`` shows as ``@k`` in the run's tag instead)."""
         changed = [f"{k}={v}" for k, v in sorted(self.params.items())
-                   if k not in ("model", "top_k") and v != self.PARAMS.get(k)]
+                   if k not in ("model", "top_k") and v != self.DEFAULTS.get(k)]
         model = str(self.params["model"]).rstrip("/").replace("\\", "/").rsplit("/", 1)[-1]
         return "-".join([self.name, model, *changed]).replace(" ", "_")
 
