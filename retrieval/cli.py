@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "retrieval.collections.commands",   # collections, data fetch/build, stats
     "retrieval.rankers.commands",       # run, rerank, fuse
     "eval.commands",                    # evaluate, validate
+    "eval.board.commands",              # serve, submit, board (the leaderboard)
     "retrieval.train",                  # train
     "retrieval.reproduce",              # reproduce
 )
