@@ -373,6 +373,16 @@ def create_app(board: Board) -> FastAPI:
         except InputError as err:
             return JSONResponse({"error": str(err)}, status_code=400)
 
+    @app.get("/api/boards/{collection}/{phase}/topics")
+    def api_topics(collection: str, phase: str):
+        """The dialogues a run for this phase ranks (ids and subsets; never labels)."""
+        found = find_phase(collection, phase)
+        if found is None:
+            return JSONResponse({"error": "no such board"}, status_code=404)
+        data = board.phase_data(found)
+        return {"collection": collection, "phase": phase,
+                "topics": [{"id": d.id, "subset": d.subset} for d in data.collection.dialogues]}
+
     @app.get("/api/runs/{submission_id}")
     def api_run(submission_id: int):
         view = run_view(submission_id)
