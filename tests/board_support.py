@@ -195,3 +195,98 @@ class LiveServer:
     def __exit__(self, *exc):
         self.server.should_exit = True
         self.thread.join(timeout=30)
+
+
+class ServerProcess:
+    """``dsr serve`` in a subprocess (what an organiser runs), on 127.0.0.1 and a free port."""
+
+    def __init__(self, db_url: str, store: Path, *extra: str, env: dict | None = None):
+        import sys
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        root = Path(__file__).resolve().parents[1]
+        self.command = [sys.executable, "-m", "retrieval.cli", "serve", "--db", db_url, "--store",
+                        str(store), "--port", str(self.port), *extra]
+        self.env = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
+        self.cwd = root
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60) -> "ServerProcess":
+        import httpx
+
+        self.process = subprocess.Popen(self.command, cwd=self.cwd, env=self.env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"dsr serve exited: {self.process.stderr.read().decode()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("dsr serve did not answer in time")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown handler runs (a crash)."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def hammer(url: str, jobs: list[dict], clients: int, timeout: float = 120.0) -> list[dict]:
+    """Send ``jobs`` ({token, phase, system, run: bytes}) from ``clients`` concurrent clients
+    (one HTTP connection each); returns each job with its ``status`` and ``seconds``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    queues = [jobs[i::clients] for i in range(clients)]
+
+    def client(queue):
+        out = []
+        with httpx.Client(base_url=url, timeout=timeout) as http:
+            for job in queue:
+                start = time.perf_counter()
+                try:
+                    answer = http.post("/api/submissions",
+                                       data={"collection": "sample", "phase": job["phase"],
+                                             "system": job["system"]},
+                                       files={"run": ("run.run", job["run"])},
+                                       headers={"Authorization": f"Bearer {job['token']}"})
+                    status, body = answer.status_code, answer.json()
+                except httpx.HTTPError as err:
+                    status, body = -1, {"error": str(err)}
+                out.append({**job, "status": status, "body": body,
+                            "seconds": time.perf_counter() - start})
+        return out
+
+    with ThreadPoolExecutor(clients) as pool:
+        return [r for part in pool.map(client, queues) for r in part]
+
+
+def load_jobs(runs: Path, tokens: list[str], per_team: int) -> list[dict]:
+    """``per_team`` submissions per team, alternating the hidden (quota) and public phases."""
+    files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
+    jobs = []
+    for k in range(per_team):
+        for t, token in enumerate(tokens):
+            jobs.append({"token": token, "team": t, "phase": "test" if k % 2 == 0 else "public",
+                         "system": f"team{t}-{k}", "run": files[(k + t) % len(files)]})
+    return jobs
