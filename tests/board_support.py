@@ -148,6 +148,19 @@ def read(path: Path) -> bytes:
     return Path(path).read_bytes()
 
 
+def plain_rr(run_path: Path, labels: dict[str, dict[str, int]]) -> dict[str, float]:
+    """Reciprocal rank of the first relevant doc per topic, from the file's scores (no ties)."""
+    ranked: dict[str, list[tuple[float, str]]] = {}
+    for line in Path(run_path).read_text().splitlines():
+        qid, _, doc, _rank, score, _tag = line.split()
+        ranked.setdefault(qid, []).append((float(score), doc))
+    out = {}
+    for qid, docs in labels.items():
+        order = [d for _, d in sorted(ranked.get(qid, []), reverse=True)]
+        out[qid] = next((1 / (i + 1) for i, d in enumerate(order) if docs.get(d, 0) >= 1), 0.0)
+    return out
+
+
 def make_board(db_url: str, tmp_path: Path, **config):
     from eval.board.service import Board, BoardConfig
 

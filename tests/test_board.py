@@ -20,24 +20,11 @@ from fastapi.testclient import TestClient
 from scipy import stats
 from sqlalchemy import select, text
 
-from board_support import db_url, make_board, postgres, read, runs, setup_phases  # noqa: F401
+from board_support import db_url, make_board, plain_rr, postgres, read, runs, setup_phases  # noqa: F401
 from eval.board.app import create_app
 from eval.board.models import Submission, Team
 from eval.qrels import read_qrels
 from retrieval.collections import load_collection
-
-
-def plain_rr(run_path: Path, labels: dict[str, dict[str, int]]) -> dict[str, float]:
-    """Reciprocal rank of the first relevant doc per topic, from the file's scores (no ties)."""
-    ranked: dict[str, list[tuple[float, str]]] = {}
-    for line in Path(run_path).read_text().splitlines():
-        qid, _, doc, _rank, score, _tag = line.split()
-        ranked.setdefault(qid, []).append((float(score), doc))
-    out = {}
-    for qid, docs in labels.items():
-        order = [d for _, d in sorted(ranked.get(qid, []), reverse=True)]
-        out[qid] = next((1 / (i + 1) for i, d in enumerate(order) if docs.get(d, 0) >= 1), 0.0)
-    return out
 
 
 def public_labels():
