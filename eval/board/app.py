@@ -246,17 +246,8 @@ def create_app(board: Board) -> FastAPI:
             phase = next((p for p in board.phases() if str(p.id) == str(values["phase"])), None)
             if phase is None:
                 raise Refused(422, "choose a phase")
-            upload = form.get("run")
-            if upload is None or isinstance(upload, str):
-                raise Refused(422, "choose a run file")
-            data = await upload.read()
-            sidecar = form.get("sidecar")
-            side = await sidecar.read() if sidecar is not None and not isinstance(sidecar, str) else None
-            meta = Metadata(str(values["system"] or ""), str(values["description"] or ""),
-                            str(values["link"] or ""), str(values["run_type"] or "automatic"),
-                            form.get("trained") in ("on", "yes", "true", "1"))
-            sub, _quota = await _in_thread(board.submit, team, phase, data, upload.filename or "run",
-                                           meta, side or None)
+            upload = await _upload(form)
+            sub, _quota = await _in_thread(board.submit, team, phase, *upload)
         except Refused as refused:
             return page(request, "submit.html",
                         {"team": team, **submit_context(team), "refused": refused, "values": values},
@@ -426,17 +417,8 @@ def create_app(board: Board) -> FastAPI:
                 names = ", ".join(f"{p.collection}/{p.name}" for p in board.phases()) or "none"
                 raise Refused(404 if not phases else 422,
                               f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
-            upload = form.get("run")
-            if upload is None or isinstance(upload, str):
-                raise Refused(422, "no run file (field 'run')")
-            data = await upload.read()
-            sidecar = form.get("sidecar")
-            side = await sidecar.read() if sidecar is not None and not isinstance(sidecar, str) else None
-            meta = Metadata(str(form.get("system") or ""), str(form.get("description") or ""),
-                            str(form.get("link") or ""), str(form.get("run_type") or "automatic"),
-                            str(form.get("trained_on_collection") or "").lower() in ("1", "true", "yes", "on"))
-            sub, quota = await _in_thread(board.submit, team, phases[0], data,
-                                          upload.filename or "run", meta, side or None)
+            upload = await _upload(form)
+            sub, quota = await _in_thread(board.submit, team, phases[0], *upload)
         except Refused as refused:
             return JSONResponse({"error": refused.message, "problems": refused.problems,
                                  "quota": refused.quota}, status_code=refused.status)
@@ -448,6 +430,20 @@ def create_app(board: Board) -> FastAPI:
         return {"ok": True}
 
     return app
+
+
+async def _upload(form) -> tuple[bytes, str, Metadata, bytes | None]:
+    """The run file, its name, the metadata and the sidecar of a submission form (web or API)."""
+    upload = form.get("run")
+    if upload is None or isinstance(upload, str):
+        raise Refused(422, "no run file (field 'run')")
+    data = await upload.read()
+    sidecar = form.get("sidecar")
+    side = await sidecar.read() if sidecar is not None and not isinstance(sidecar, str) else None
+    meta = Metadata(str(form.get("system") or ""), str(form.get("description") or ""),
+                    str(form.get("link") or ""), str(form.get("run_type") or "automatic"),
+                    str(form.get("trained_on_collection") or "").lower() in ("1", "true", "yes", "on"))
+    return data, upload.filename or "run", meta, side or None
 
 
 async def _in_thread(function, *args):

@@ -332,7 +332,8 @@ class Board:
             s.flush()
             if baseline and fresh.baseline_id is None:
                 fresh.baseline_id = row.id
-        return row, self.quota(team, phase)
+            after = self.quota(locked, fresh, s)      # this run counted, in the same transaction
+        return row, after
 
     def _unpack(self, data: bytes) -> bytes:
         limit = self.config.max_upload
