@@ -21,7 +21,7 @@ def test_kill_mid_submission_then_restart(db_url, tmp_path, runs, capsys):  # no
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs)
     tokens = [board.add_team(f"team{t}") for t in range(3)]
-    jobs = load_jobs(runs, tokens, per_team=20)            # 60 submissions, far more than get through
+    jobs = load_jobs(runs, tokens, per_team=12)            # 36 submissions, more than get through
     server = ServerProcess(db_url, tmp_path / "store", "--rate-limit", "0").start()
     results: list[dict] = []
 
