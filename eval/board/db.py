@@ -10,6 +10,8 @@ and upgraded by the Alembic migrations shipped in ``eval/board/migrations``.
 from __future__ import annotations
 
 import contextlib
+import threading
+import weakref
 from pathlib import Path
 from typing import Iterator
 
@@ -83,9 +85,22 @@ def read_session(engine: Engine) -> Iterator[Session]:
         yield session
 
 
+_WRITE_LOCKS: "weakref.WeakKeyDictionary[Engine, threading.Lock]" = weakref.WeakKeyDictionary()
+
+
 @contextlib.contextmanager
 def write_session(engine: Engine) -> Iterator[Session]:
-    """A session whose transaction holds SQLite's write lock from its start; commits on success."""
-    with Session(engine.execution_options(board_write=True), expire_on_commit=False) as session:
-        with session.begin():
-            yield session
+    """A session whose transaction holds SQLite's write lock from its start; commits on success.
+
+    On SQLite the server's threads also queue on a lock first: SQLite's own
+    busy handler polls with growing sleeps, which under 20 concurrent writers
+    put seconds into the slowest requests. Other processes (admin commands)
+    still meet ``BEGIN IMMEDIATE`` and the busy timeout.
+    """
+    lock = None
+    if engine.dialect.name == "sqlite":
+        lock = _WRITE_LOCKS.setdefault(engine, threading.Lock())
+    with lock if lock is not None else contextlib.nullcontext():
+        with Session(engine.execution_options(board_write=True), expire_on_commit=False) as session:
+            with session.begin():
+                yield session
