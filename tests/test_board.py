@@ -276,3 +276,31 @@ def test_web_forms_need_csrf_and_login(setup, runs):  # noqa: F811
     assert done.status_code == 303 and done.headers["location"].startswith("/runs/")
     with board.engine.connect() as conn:
         assert conn.scalar(select(Submission.system).where(Submission.system == "web")) == "web"
+
+
+def test_baselines_from_a_reproduce_folder(db_url, tmp_path, runs):  # noqa: F811
+    """``dsr board add-baseline`` takes dsr reproduce's output folder (its runs/ of *.run + sidecars)."""
+    import shutil
+
+    from eval.board.admin import add_baselines
+    from retrieval.errors import InputError
+
+    board = make_board(db_url, tmp_path)
+    phase = board.add_phase("sample", "public")
+    out = tmp_path / "out" / "sample"
+    (out / "runs").mkdir(parents=True)
+    for name in ("initial", "bm25"):
+        for suffix in (".run", ".run.json"):
+            shutil.copy(runs / f"{name}{suffix}", out / "runs" / f"{name}{suffix}")
+    added = add_baselines(board, phase, [str(out)])
+    assert [s.system for s in added] == ["bm25", "initial"]
+    assert board.get_phase("sample", "public").baseline_id == added[0].id
+    assert json.loads(board.submission(added[0].id).sidecar_json)["ranker"] == "bm25"
+    client = TestClient(create_app(board))
+    rows = client.get("/api/boards/sample/public").json()["rows"]
+    assert all(r["baseline"] and r["team"] == "baselines" for r in rows) and len(rows) == 2
+    client.close()
+    (out / "runs" / "bm25.run").write_text("broken\n")
+    with pytest.raises(InputError, match="bm25.run"):
+        add_baselines(board, phase, [str(out / "runs" / "bm25.run")])
+    board.close()

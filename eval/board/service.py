@@ -23,7 +23,7 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
