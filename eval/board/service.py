@@ -304,6 +304,8 @@ class Board:
         scratch = self.store.scratch(text)
         try:
             scored = scoring.check_and_score(pdata, scratch)
+        except InputError as err:     # the reader after the validator: should not happen, but say so
+            raise Refused(422, f"{_display_name(filename)}: {err.message}") from None
         finally:
             scratch.unlink(missing_ok=True)
         display = _display_name(filename)
