@@ -146,9 +146,11 @@ def test_invalid_run_is_refused_with_line_numbers_and_stores_nothing(setup, runs
 def test_quotas_per_day_and_in_total(setup, runs):  # noqa: F811
     board, client, tokens = setup
     alpha = tokens["alpha"]
-    codes = [post_run(client, alpha, runs / f"random{i}.run", f"r{i}", phase="test").status_code
-             for i in range(3)]
-    assert codes == [201, 201, 429]
+    answers = [post_run(client, alpha, runs / f"random{i}.run", f"r{i}", phase="test") for i in range(3)]
+    assert [a.status_code for a in answers] == [201, 201, 429]
+    first = answers[0].json()          # shown before and after the submission
+    assert (first["quota_before"]["daily_left"], first["quota"]["daily_left"]) == (2, 1)
+    assert (first["quota_before"]["total_used"], first["quota"]["total_used"]) == (0, 1)
     refused = post_run(client, alpha, runs / "random3.run", "r3", phase="test").json()
     assert refused["quota"]["daily_left"] == 0 and refused["quota"]["resets_at"].endswith("T00:00:00Z")
     # a new day: move alpha's runs back a day; the total quota (3) then stops the 4th

@@ -51,7 +51,7 @@ def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = 
             except ValueError:
                 pass
         try:
-            sub, _ = board.submit(team, phase, path.read_bytes(), path.name,
+            sub, _, _ = board.submit(team, phase, path.read_bytes(), path.name,
                                   Metadata(name, description, "", "automatic", False), sidecar,
                                   baseline=True)
         except Refused as refused:

@@ -247,7 +247,7 @@ def create_app(board: Board) -> FastAPI:
             if phase is None:
                 raise Refused(422, "choose a phase")
             upload = await _upload(form)
-            sub, _quota = await _in_thread(board.submit, team, phase, *upload)
+            sub, _before, _after = await _in_thread(board.submit, team, phase, *upload)
         except Refused as refused:
             return page(request, "submit.html",
                         {"team": team, **submit_context(team), "refused": refused, "values": values},
@@ -418,12 +418,13 @@ def create_app(board: Board) -> FastAPI:
                 raise Refused(404 if not phases else 422,
                               f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
             upload = await _upload(form)
-            sub, quota = await _in_thread(board.submit, team, phases[0], *upload)
+            sub, before, quota = await _in_thread(board.submit, team, phases[0], *upload)
         except Refused as refused:
             return JSONResponse({"error": refused.message, "problems": refused.problems,
                                  "quota": refused.quota}, status_code=refused.status)
         return JSONResponse({"id": sub.id, "url": f"/runs/{sub.id}", "sha256": sub.sha256,
-                             "means": json.loads(sub.means_json), "quota": quota}, status_code=201)
+                             "means": json.loads(sub.means_json), "quota_before": before,
+                             "quota": quota}, status_code=201)
 
     @app.get("/healthz")
     def healthz():

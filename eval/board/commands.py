@@ -147,7 +147,8 @@ def submit_command(args) -> int:
         shown = ", ".join(f"{m} {v:.4f}" for m, v in list(means.items())[:5] if v is not None)
         print(f"accepted: run #{body['id']} {args.server.rstrip('/')}{body['url']}")
         print(f"all dialogues: {shown}")
-        _print_quota(body.get("quota"))
+        _print_quota(body.get("quota_before"), label="quota before")
+        _print_quota(body.get("quota"), label="quota now")
     else:
         for problem in body.get("problems") or []:
             print(problem.get("text") or problem.get("message"), file=sys.stderr)
@@ -156,7 +157,7 @@ def submit_command(args) -> int:
     return 0 if answer.status == 201 else 2
 
 
-def _print_quota(quota, stream=sys.stdout) -> None:
+def _print_quota(quota, stream=None, label: str = "quota") -> None:
     if not quota:
         return
     parts = []
@@ -165,7 +166,8 @@ def _print_quota(quota, stream=sys.stdout) -> None:
     if quota.get("total_limit") is not None:
         parts.append(f"{quota['total_left']} of {quota['total_limit']} left in all")
     if parts:
-        print(f"quota: {', '.join(parts)} (the day resets at {quota['resets_at']})", file=stream)
+        print(f"{label}: {', '.join(parts)} (the day resets at {quota['resets_at']})",
+              file=stream or sys.stdout)
 
 
 def add_team_command(args) -> int:

@@ -293,13 +293,17 @@ class Board:
 
     # -- submitting --------------------------------------------------------
     def submit(self, team: Team, phase: Phase, data: bytes, filename: str, meta: Metadata,
-               sidecar: bytes | None = None, baseline: bool = False) -> tuple[Submission, dict]:
-        """Check, score, store and record one run; raises :class:`Refused` when not accepted."""
+               sidecar: bytes | None = None, baseline: bool = False) -> tuple[Submission, dict, dict]:
+        """Check, score, store and record one run: (the row, the quota before, the quota after).
+
+        Raises :class:`Refused` when the run is not accepted (nothing is stored then).
+        """
         meta.check()
         text = self._unpack(data)
         sidecar_json = self._sidecar(sidecar)
-        if self.quota(team, phase)["exhausted"]:
-            raise Refused(429, "quota exhausted", quota=self.quota(team, phase))
+        before = self.quota(team, phase)
+        if before["exhausted"]:
+            raise Refused(429, "quota exhausted", quota=before)
         pdata = self.phase_data(phase)
         scratch = self.store.scratch(text)
         try:
@@ -335,7 +339,7 @@ class Board:
             if baseline and fresh.baseline_id is None:
                 fresh.baseline_id = row.id
             after = self.quota(locked, fresh, s)      # this run counted, in the same transaction
-        return row, after
+        return row, before, after
 
     def _unpack(self, data: bytes) -> bytes:
         limit = self.config.max_upload
