@@ -306,3 +306,15 @@ def test_baselines_from_a_reproduce_folder(db_url, tmp_path, runs):  # noqa: F81
     with pytest.raises(InputError, match="bm25.run"):
         add_baselines(board, phase, [str(out / "runs" / "bm25.run")])
     board.close()
+
+
+def test_uploaded_file_names_never_become_paths(setup, runs, tmp_path):  # noqa: F811
+    board, client, tokens = setup
+    answer = client.post("/api/submissions", data={"collection": "sample", "phase": "public", "system": "p"},
+                         files={"run": ("../../../escape.run", read(runs / "bm25.run"))},
+                         headers={"Authorization": f"Bearer {tokens['alpha']}"})
+    assert answer.status_code == 201
+    assert client.get(f"/api/runs/{answer.json()['id']}").json()["filename"] == "escape.run"
+    assert not list(tmp_path.parent.rglob("escape.run"))
+    files = [p for p in board.store.root.rglob("*") if p.is_file()]
+    assert files and all(p.parent.parent == board.store.root and len(p.name) == 64 for p in files)
