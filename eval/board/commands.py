@@ -15,6 +15,30 @@ one run store (--store; default $DSR_HOME/board/runs). Give serve and board comm
 """
 
 
+#: one command line per command that works as written (after the README's quickstart)
+EXAMPLES = {
+    "serve": "dsr serve --port 8000",
+    "submit": "dsr submit sample runs/bm25.run --server http://127.0.0.1:8000 --token dsr_TOKEN "
+              "--system BM25",
+    "board": "dsr board list",
+    "board add-team": "dsr board add-team my-lab",
+    "board add-phase": "dsr board add-phase sample --phase public",
+    "board add-baseline": "dsr board add-baseline sample out/sample/runs --phase public",
+    "board rebuild": "dsr board rebuild",
+    "board export": "dsr board export sample --phase public --format latex --out board.tex",
+    "board list": "dsr board list",
+}
+
+
+def _share_examples() -> None:
+    # Where the CLI ends every --help with an example (retrieval.cli_help), these are ours.
+    try:
+        from retrieval.cli_help import EXAMPLES as shared
+    except ImportError:
+        return
+    shared.update(EXAMPLES)
+
+
 def _db_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="URL",
                         help="database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB "
@@ -23,6 +47,7 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
+    _share_examples()
     s = subparsers.add_parser(
         "serve", help="start the leaderboard server (web pages and JSON API)",
         description="Serve the leaderboard: boards, run pages, a submission form and "
