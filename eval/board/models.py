@@ -75,7 +75,9 @@ class Submission(Base):
     lines: Mapped[int] = mapped_column(Integer)
     sidecar_json: Mapped[str | None] = mapped_column(Text, nullable=True)
     means_json: Mapped[str] = mapped_column(Text)                # {subset: {measure: mean}}
-    per_topic: Mapped[bytes] = mapped_column(LargeBinary)        # float64 (topics x measures)
+    # float64 (topics x measures); loaded only when asked for (boards read it through
+    # Board.matrix, which caches it: a row never changes once written)
+    per_topic: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
     team: Mapped[Team] = relationship(lazy="joined")

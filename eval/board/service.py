@@ -380,10 +380,13 @@ class Board:
                                   .order_by(Submission.id)))
 
     def matrix(self, sub: Submission, n_measures: int):
-        # rows never change once written, so their matrices are cached by id
+        """The row's per-topic values (topics x measures), cached by id: a row never changes
+        once written (``dsr board rebuild`` runs in its own process)."""
         cached = self._matrices.get(sub.id)
         if cached is None:
-            cached = scoring.matrix_from_bytes(sub.per_topic, n_measures)
+            with read_session(self.engine) as s:
+                blob = s.scalar(select(Submission.per_topic).where(Submission.id == sub.id))
+            cached = scoring.matrix_from_bytes(blob, n_measures)
             self._matrices[sub.id] = cached
         return cached
 
