@@ -319,11 +319,21 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
             raise InputError(f"baseline {baseline!r} is not one of the systems compared: "
                              f"{', '.join(systems)}", field="--baseline")
         results.baseline = baseline
-        per_topic = {n: s.per_topic for n, s in systems.items()}
-        results.significance = {
-            subset: sig.compare(per_topic, baseline, names, idx, n_resamples, seed)
-            for subset, idx in index_by_subset.items()}
+        results.significance = significance_by_subset(
+            {n: s.per_topic for n, s in systems.items()}, baseline, names, index_by_subset,
+            n_resamples, seed)
     return results
+
+
+def significance_by_subset(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
+                           subsets: Mapping[str, np.ndarray], n_resamples: int = sig.DEFAULT_RESAMPLES,
+                           seed: int = 0) -> dict[str, dict]:
+    """``{subset: eval.significance.compare(...)}``: every system against ``baseline`` per subset.
+
+    The shape of :attr:`Results.significance`; the leaderboard server calls it too.
+    """
+    return {subset: sig.compare(per_topic, baseline, measures, idx, n_resamples, seed)
+            for subset, idx in subsets.items()}
 
 
 def tune_and_evaluate(collection: Collection, configs: Mapping[str, Mapping[str, ConfigSource]],

@@ -16,7 +16,7 @@ import sys
 import traceback
 
 from retrieval import __version__
-from retrieval.cli import data, evaluation, interchange, ranking, reproduce, training
+from retrieval.cli import board, data, evaluation, interchange, ranking, reproduce, training
 from retrieval.errors import InputError
 
 #: command modules, in --help order
@@ -24,6 +24,7 @@ COMMANDS = (
     data,          # collections, data fetch/build, stats
     ranking,       # run, rerank, fuse
     evaluation,    # evaluate, validate
+    board,         # serve, submit, board (the leaderboard)
     training,      # train
     reproduce,     # reproduce
     interchange,   # export, qrels

@@ -38,6 +38,16 @@ EXAMPLES = {
     "reproduce": "dsr reproduce sample --out out/sample",
     "export": "dsr export sample --format beir --out export/sample-beir",
     "qrels": "dsr qrels sample --out sample.qrels.gz",
+    "serve": "dsr serve --port 8000",
+    "submit": "dsr submit sample runs/bm25.run --server http://127.0.0.1:8000 --token dsr_TOKEN "
+              "--system BM25",
+    "board": "dsr board list",
+    "board add-team": "dsr board add-team my-lab",
+    "board add-phase": "dsr board add-phase sample --phase public",
+    "board add-baseline": "dsr board add-baseline sample out/sample/runs --phase public",
+    "board rebuild": "dsr board rebuild",
+    "board export": "dsr board export sample --phase public --format latex --out board.tex",
+    "board list": "dsr board list",
 }
 
 

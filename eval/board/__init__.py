@@ -1,0 +1,19 @@
+"""The leaderboard server: ``dsr serve``, ``dsr submit`` and ``dsr board ...``.
+
+Evaluation's front door: a submitted run is checked by the same validator as
+``dsr validate`` (:func:`eval.validate.validate_run`), scored by the same
+evaluator as ``dsr evaluate`` (:class:`eval.measures.Evaluator`) and compared
+with a baseline by the same paired tests (:mod:`eval.significance`).
+
+Modules, one thing each:
+
+* ``models`` — the database tables (SQLAlchemy 2 ORM)
+* ``db`` — engines (SQLite with WAL, PostgreSQL), Alembic migrations, sessions
+* ``store`` — content-addressed run files (sha256), fsynced before the DB commit
+* ``scoring`` — a phase's collection and labels, validation, scores, board tables
+* ``service`` — tokens, quotas and the submission transaction
+* ``app`` — the web pages and the JSON API (FastAPI, Jinja2 templates, no JS)
+* ``admin`` — teams, phases, hidden labels, baselines, rebuild, export
+* ``client`` — ``dsr submit``
+* ``commands`` — the argparse glue
+"""

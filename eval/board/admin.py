@@ -1,0 +1,121 @@
+"""Organisers' operations beyond ``service.Board``: baselines, rebuild, export."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import select
+
+from eval.board import leaderboard, scoring
+from eval.board.db import read_session, write_session
+from eval.board.models import Phase, Submission
+from eval.board.service import Board, Metadata, Refused
+from retrieval.errors import InputError
+from retrieval.run import sidecar_path
+
+
+def run_files(paths: list[str]) -> list[Path]:
+    """The run files named, a folder standing for its ``*.run`` files (``dsr reproduce``'s runs/)."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(path.glob("*.run")) or sorted((path / "runs").glob("*.run"))
+            if not found:
+                raise InputError("no *.run file in this folder (or its runs/)", path=path)
+            out += found
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise InputError("no such run file or folder", path=path)
+    return out
+
+
+def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = False) -> list[Submission]:
+    """Load runs (e.g. ``dsr reproduce``'s) as baseline rows; the first becomes the phase's
+    baseline unless one is set (``default`` makes the first of these the baseline)."""
+    team = board.organisers()
+    added = []
+    for path in run_files(paths):
+        side = sidecar_path(path)
+        sidecar = side.read_bytes() if side.is_file() else None
+        name = path.name[:-4] if path.name.endswith(".run") else path.name
+        description = ""
+        if sidecar:
+            try:
+                config = json.loads(sidecar)
+                description = json.dumps({k: config[k] for k in ("ranker", "params", "query")
+                                          if k in config}, sort_keys=True)
+            except ValueError:
+                pass
+        try:
+            sub, _, _ = board.submit(team, phase, path.read_bytes(), path.name,
+                                  Metadata(name, description, "", "automatic", False), sidecar,
+                                  baseline=True)
+        except Refused as refused:
+            details = "; ".join(p["text"] for p in refused.problems[:5])
+            raise InputError(f"{refused.message}{': ' + details if details else ''}", path=path) from None
+        added.append(sub)
+    if default and added:
+        with write_session(board.engine) as s:
+            s.get(Phase, phase.id).baseline_id = added[0].id
+    return added
+
+
+@dataclass
+class RebuildReport:
+    rescored: int = 0
+    changed: int = 0
+    missing: list[int] = field(default_factory=list)     # rows whose run file is gone or altered
+    orphans: int = 0                                    # store files no row names (harmless)
+
+
+def rebuild(board: Board) -> RebuildReport:
+    """Re-validate and re-score every stored run from the run store and the phases' labels.
+
+    The board is a function of runs + labels: this recomputes every row's
+    per-topic values and means (e.g. after labels were corrected or the
+    database was restored from an older backup) and reports rows whose file is
+    missing or no longer matches its sha256, and store files no row names.
+    """
+    report = RebuildReport()
+    named: set[str] = set()
+    with read_session(board.engine) as s:
+        subs = list(s.scalars(select(Submission).order_by(Submission.id)))
+    for sub in subs:
+        named.add(sub.sha256)
+        if not board.store.verify(sub.sha256):
+            report.missing.append(sub.id)
+            continue
+        data = board.phase_data(sub.phase)
+        scored = scoring.check_and_score(data, board.store.path(sub.sha256))
+        if not scored.validation.valid:
+            report.missing.append(sub.id)
+            continue
+        blob = scoring.matrix_bytes(scored.values.values)
+        means = json.dumps(scored.means(data.subsets))
+        with write_session(board.engine) as s:
+            row = s.get(Submission, sub.id)
+            if row.per_topic != blob or row.means_json != means:
+                report.changed += 1
+                row.per_topic, row.means_json = blob, means
+        report.rescored += 1
+    board._matrices.clear()
+    for path in board.store.root.glob("??/*"):
+        if path.name not in named:
+            report.orphans += 1
+    return report
+
+
+def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> str:
+    """The board as CSV or LaTeX (``eval.tables``) or JSON (the API's answer)."""
+    from eval.tables import to_csv, to_latex
+
+    lb = leaderboard.build(board, phase, select=select_rule)
+    if fmt == "csv":
+        return to_csv(lb.results)
+    if fmt == "latex":
+        return to_latex(lb.results)
+    return json.dumps(lb.to_json(), indent=2, ensure_ascii=False) + "\n"

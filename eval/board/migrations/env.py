@@ -1,0 +1,14 @@
+"""Alembic environment: runs on the connection ``eval.board.db.migrate`` passes in."""
+
+from alembic import context
+
+from eval.board.models import Base
+
+config = context.config
+connection = config.attributes.get("connection")
+if connection is None:
+    raise RuntimeError("run the board's migrations through eval.board.db.migrate")
+context.configure(connection=connection, target_metadata=Base.metadata,
+                  render_as_batch=connection.dialect.name == "sqlite")
+with context.begin_transaction():
+    context.run_migrations()

@@ -1,0 +1,248 @@
+"""``dsr serve``, ``dsr submit`` and ``dsr board ...``: the argparse glue of the leaderboard."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from retrieval.errors import InputError
+
+BOARD_EPILOG = """\
+The board lives in one database (--db; default SQLite at $DSR_HOME/board/board.sqlite) and
+one run store (--store; default $DSR_HOME/board/runs). Give serve and board commands the same.
+"""
+
+
+def _db_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="URL",
+                        help="database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB "
+                             "(default: SQLite under $DSR_HOME/board/)")
+    parser.add_argument("--store", metavar="DIR", help="run store (default $DSR_HOME/board/runs)")
+
+
+def register(subparsers) -> None:
+    s = subparsers.add_parser(
+        "serve", help="start the leaderboard server (web pages and JSON API)",
+        description="Serve the leaderboard: boards, run pages, a submission form and "
+                    "/api/... (see docs/board.md).", epilog=BOARD_EPILOG)
+    _db_options(s)
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    s.add_argument("--max-upload-mb", type=float, default=20, metavar="MB",
+                   help="largest run file accepted, unpacked (default 20)")
+    s.add_argument("--rate-limit", type=float, default=30, metavar="N",
+                   help="submissions per minute per team (default 30; 0 for no limit)")
+    s.set_defaults(func=serve_command)
+
+    u = subparsers.add_parser(
+        "submit", help="submit a run file to a leaderboard server",
+        description="Upload a run (and RUN.json beside it) to a server started by dsr serve. "
+                    "Exit 0 when accepted, 2 when refused (the validator's messages are printed).")
+    u.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
+    u.add_argument("run", metavar="RUN", help="TREC run file (.run or .run.gz)")
+    u.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
+    u.add_argument("--token", metavar="T", help="the team token (default: $DSR_TOKEN)")
+    u.add_argument("--phase", metavar="P", help="phase (needed when the collection has several)")
+    u.add_argument("--system", metavar="NAME", help="system name (default: the file name)")
+    u.add_argument("--description", default="", help="what the system does")
+    u.add_argument("--link", default="", metavar="URL", help="paper or code link")
+    u.add_argument("--run-type", choices=("automatic", "manual"), default="automatic")
+    u.add_argument("--trained", action="store_true", help="the system was trained or tuned on this collection")
+    u.add_argument("--sidecar", metavar="FILE", help="sidecar JSON (default: RUN.json when present)")
+    u.add_argument("--json", action="store_true", help="print the server's answer as JSON")
+    u.set_defaults(func=submit_command)
+
+    b = subparsers.add_parser("board", help="organise a leaderboard: teams, phases, baselines, rebuild, export",
+                              description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
+    sub = b.add_subparsers(dest="board_command", metavar="ACTION")
+
+    t = sub.add_parser("add-team", help="create a team and print its token (shown once)")
+    _db_options(t)
+    t.add_argument("name", metavar="NAME")
+    t.set_defaults(func=add_team_command)
+
+    p = sub.add_parser("add-phase", help="open a board: a collection and a phase (public or hidden labels)")
+    _db_options(p)
+    p.add_argument("collection", metavar="COLLECTION", help="a registered collection or a benchmark .jsonl path")
+    p.add_argument("--phase", required=True, metavar="NAME", help="phase name, e.g. public or test")
+    p.add_argument("--hidden", action="store_true",
+                   help="labels only the server holds (--qrels, else the collection file's own labels)")
+    p.add_argument("--qrels", metavar="FILE", help="hidden labels (TREC qrels); their topics are the phase's")
+    p.add_argument("--measures", nargs="+", metavar="M", help="ir_measures strings (default: dsr evaluate's)")
+    p.add_argument("--daily-quota", type=int, metavar="N", help="accepted runs per team per UTC day")
+    p.add_argument("--total-quota", type=int, metavar="N", help="accepted runs per team in all")
+    p.add_argument("--description", default="", help="shown on the board")
+    p.add_argument("--name", metavar="NAME", help="the collection's name on the board (default its own)")
+    p.set_defaults(func=add_phase_command)
+
+    a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
+    _db_options(a)
+    a.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
+    a.add_argument("runs", nargs="+", metavar="RUN", help="run files or folders of *.run files")
+    a.add_argument("--phase", metavar="P")
+    a.add_argument("--default", action="store_true", help="make the first of these the board's baseline")
+    a.set_defaults(func=add_baseline_command)
+
+    r = sub.add_parser("rebuild", help="re-score every stored run from the run store and the labels")
+    _db_options(r)
+    r.set_defaults(func=rebuild_command)
+
+    e = sub.add_parser("export", help="the board as CSV, LaTeX or JSON")
+    _db_options(e)
+    e.add_argument("collection", metavar="COLLECTION")
+    e.add_argument("--phase", metavar="P")
+    e.add_argument("--format", choices=("csv", "latex", "json"), default="csv")
+    e.add_argument("--select", choices=("all", "best", "latest"), default="all",
+                   help="every run, or each team's best or latest (default all)")
+    e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
+    e.set_defaults(func=export_command)
+
+    ls = sub.add_parser("list", help="phases and teams")
+    _db_options(ls)
+    ls.set_defaults(func=list_command)
+    b.set_defaults(func=lambda args: b.print_help() or 2)
+
+
+def _board(args, **extra):
+    from eval.board.service import Board, BoardConfig
+
+    return Board(BoardConfig(db=args.db, store=args.store, **extra))
+
+
+def serve_command(args) -> int:
+    import uvicorn
+
+    from eval.board.app import create_app
+
+    if args.max_upload_mb <= 0:
+        raise InputError("must be > 0", field="--max-upload-mb")
+    board = _board(args, max_upload=int(args.max_upload_mb * 1024 * 1024),
+                   rate_per_minute=args.rate_limit)
+    print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
+          f"runs in {board.store.root})", file=sys.stderr)
+    uvicorn.run(create_app(board), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+def submit_command(args) -> int:
+    from pathlib import Path
+
+    from eval.board.client import submit
+
+    token = args.token or os.environ.get("DSR_TOKEN")
+    if not token:
+        raise InputError("give --token or set DSR_TOKEN", field="--token")
+    system = args.system or Path(args.run).name.removesuffix(".gz").removesuffix(".run")
+    answer = submit(args.server, token, args.collection, args.run, phase=args.phase, system=system,
+                    description=args.description, link=args.link, run_type=args.run_type,
+                    trained=args.trained, sidecar=args.sidecar)
+    body = answer.body
+    if args.json:
+        json.dump({"status": answer.status, **body}, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    elif answer.status == 201:
+        means = body["means"]["all"]
+        shown = ", ".join(f"{m} {v:.4f}" for m, v in list(means.items())[:5] if v is not None)
+        print(f"accepted: run #{body['id']} {args.server.rstrip('/')}{body['url']}")
+        print(f"all dialogues: {shown}")
+        _print_quota(body.get("quota_before"), label="quota before")
+        _print_quota(body.get("quota"), label="quota now")
+    else:
+        for problem in body.get("problems") or []:
+            print(problem.get("text") or problem.get("message"), file=sys.stderr)
+        print(f"dsr: refused ({answer.status}): {body.get('error')}", file=sys.stderr)
+        _print_quota(body.get("quota"), sys.stderr)
+    return 0 if answer.status == 201 else 2
+
+
+def _print_quota(quota, stream=None, label: str = "quota") -> None:
+    if not quota:
+        return
+    parts = []
+    if quota.get("daily_limit") is not None:
+        parts.append(f"{quota['daily_left']} of {quota['daily_limit']} left today")
+    if quota.get("total_limit") is not None:
+        parts.append(f"{quota['total_left']} of {quota['total_limit']} left in all")
+    if parts:
+        print(f"{label}: {', '.join(parts)} (the day resets at {quota['resets_at']})",
+              file=stream or sys.stdout)
+
+
+def add_team_command(args) -> int:
+    token = _board(args).add_team(args.name)
+    print(f"team {args.name!r} created; its token (shown once, only its hash is stored):", file=sys.stderr)
+    print(token)
+    return 0
+
+
+def add_phase_command(args) -> int:
+    from eval.measures import split_measure_list
+    from eval.qrels import read_qrels
+
+    if args.qrels and not args.hidden:
+        raise InputError("--qrels loads hidden labels: add --hidden", field="--qrels")
+    labels = read_qrels(args.qrels) if args.qrels else None
+    board = _board(args)
+    phase = board.add_phase(args.collection, args.phase, hidden=args.hidden, labels=labels,
+                            measures=split_measure_list(args.measures) if args.measures else None,
+                            daily_quota=args.daily_quota, total_quota=args.total_quota,
+                            description=args.description, display=args.name)
+    kind = "hidden labels" if phase.hidden else "public labels"
+    print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, {kind}")
+    return 0
+
+
+def add_baseline_command(args) -> int:
+    from eval.board.admin import add_baselines
+
+    board = _board(args)
+    phase = board.get_phase(args.collection, args.phase)
+    for sub in add_baselines(board, phase, args.runs, default=args.default):
+        print(f"baseline #{sub.id} {sub.system}: {json.loads(sub.means_json)['all']}")
+    return 0
+
+
+def rebuild_command(args) -> int:
+    from eval.board.admin import rebuild
+
+    report = rebuild(_board(args))
+    print(f"rescored {report.rescored} run(s), {report.changed} changed; "
+          f"{report.orphans} store file(s) named by no row (harmless)")
+    if report.missing:
+        print(f"dsr: error: run file missing or altered for submission(s) "
+              f"{', '.join(map(str, report.missing))}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def export_command(args) -> int:
+    from retrieval.atomic import atomic_write
+
+    from eval.board.admin import export
+
+    board = _board(args)
+    text = export(board, board.get_phase(args.collection, args.phase), args.format, args.select)
+    if args.out:
+        with atomic_write(args.out) as handle:
+            handle.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def list_command(args) -> int:
+    from sqlalchemy import select
+
+    from eval.board.db import read_session
+    from eval.board.models import Team
+
+    board = _board(args)
+    for p in board.phases():
+        print(f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "
+              f"quota {p.daily_quota}/day {p.total_quota} in all, {len(board.submissions(p))} run(s)")
+    with read_session(board.engine) as s:
+        for team in s.scalars(select(Team).order_by(Team.name)):
+            print(f"team {team.name}{' (organisers)' if team.organiser else ''}")
+    return 0

@@ -1,0 +1,60 @@
+"""The README's leaderboard quickstart through the command line: add-phase, add-baseline,
+add-team, ``dsr serve`` (a subprocess), ``dsr submit`` accepted and refused, export, rebuild."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+
+from board_support import ServerProcess, plain_rr, runs  # noqa: F401
+from retrieval.cli import main
+from retrieval.collections import load_collection
+
+
+def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):  # noqa: F811
+    assert main(["board", "add-phase", "sample", "--phase", "public"]) == 0
+    assert main(["board", "add-baseline", "sample", str(runs / "initial.run")]) == 0
+    capsys.readouterr()
+    assert main(["board", "add-team", "my-lab"]) == 0
+    out = capsys.readouterr()
+    token = out.out.strip()
+    assert token.startswith("dsr_") and "shown once" in out.err
+    assert main(["board", "add-team", "my-lab"]) == 2            # a team name once
+    db = f"sqlite:///{dsr_home / 'board' / 'board.sqlite'}"
+    assert (dsr_home / "board" / "board.sqlite").is_file()       # the embedded default
+    assert token.encode() not in (dsr_home / "board" / "board.sqlite").read_bytes()
+
+    bad = tmp_path / "bad.run"
+    lines = (runs / "bm25.run").read_text().splitlines(keepends=True)
+    bad.write_text("".join(lines[:3] + ["x Q0 y 1 2.0 t\n"] + lines[3:]))
+    with ServerProcess(db, dsr_home / "board" / "runs") as server:
+        capsys.readouterr()
+        assert main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url,
+                     "--token", token, "--system", "BM25"]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("accepted: run #2 ") and "RR 0.7136" in out
+        assert main(["submit", "sample", str(bad), "--server", server.url, "--token", token]) == 2
+        err = capsys.readouterr().err
+        assert "bad.run:4: topic 'x' is not a dialogue of sample" in err and "refused (422)" in err
+        assert main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url,
+                     "--token", "nope"]) == 2
+        assert "refused (401)" in capsys.readouterr().err
+    assert main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url, "--token", token]) == 2
+    assert "cannot reach the server" in capsys.readouterr().err
+
+    assert main(["board", "export", "sample", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    rr = {r["run"]: float(r["mean"]) for r in rows if r["measure"] == "RR" and r["subset"] == "all"}
+    collection = load_collection("sample")
+    labels = {d.id: {c.id: c.label for c in d.candidates} for d in collection.dialogues}
+    expected = {name: np.mean(list(plain_rr(runs / f"{run}.run", labels).values()))
+                for name, run in (("baselines / initial #1", "initial"), ("my-lab / BM25 #2", "bm25"))}
+    assert rr == pytest.approx(expected, abs=1e-12)
+    assert main(["board", "export", "sample", "--format", "latex", "--out", str(tmp_path / "b.tex")]) == 0
+    assert r"\begin{tabular}" in (tmp_path / "b.tex").read_text()
+    assert main(["board", "rebuild"]) == 0
+    assert "rescored 2 run(s), 0 changed" in capsys.readouterr().out
+    assert main(["board", "add-phase", "sample", "--phase", "x", "--qrels", str(runs / "hidden.qrels")]) == 2

@@ -1,0 +1,149 @@
+"""Every route of the leaderboard app is walked, as anonymous, API token and browser session:
+no hidden label and no hidden per-topic value comes back from any of them (pages, JSON API,
+CSV/LaTeX exports, run files, static files), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from starlette.routing import Mount
+
+from board_support import db_url, make_board, postgres, read, runs, setup_phases  # noqa: F401
+from eval.board import leaderboard
+from eval.board.app import create_app
+from eval.qrels import read_qrels
+from retrieval.collections import load_collection
+
+POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions"}
+QUERIES = {"/board/{collection}/{phase}": ["", "?select=best", "?select=latest&subset=grounded&order=asc",
+                                           "?sort=nDCG@5&subset=plain"],
+           "/runs/{submission_id}": ["", "?measure=nDCG@5", "?measure=AP&submitted=1"],
+           "/api/boards/{collection}/{phase}": ["", "?select=best&sort=AP"],
+           "/board/{collection}/{phase}/export.csv": ["", "?select=best"],
+           "/board/{collection}/{phase}/export.tex": ["", "?select=latest"]}
+
+
+def strings(value: float) -> set[str]:
+    return {repr(float(value)), f"{value:.4f}", f"{value:.3f}", json.dumps(float(value))}
+
+
+class LeakCheck:
+    """What must never appear: hidden labels (and any candidate id) and hidden per-topic values."""
+
+    def __init__(self, board, runs):  # noqa: F811
+        collection = load_collection("sample")
+        self.doc_ids = {c.id for d in collection.dialogues for c in d.candidates}
+        self.qrels_lines = [f"{t} 0 {d} {g}" for t, docs in read_qrels(runs / "hidden.qrels").items()
+                            for d, g in docs.items()]
+        served: set[str] = set()     # numbers that are fine to serve: means, public per-topic values
+        hidden_values: set[float] = set()
+        for phase in board.phases():
+            n_measures = len(json.loads(phase.measures_json))
+            for sub in board.submissions(phase):
+                for means in json.loads(sub.means_json).values():
+                    for v in means.values():
+                        served |= strings(v)
+                matrix = board.matrix(sub, n_measures)
+                if phase.hidden:
+                    hidden_values |= set(np.unique(matrix).tolist())
+                else:
+                    for v in np.unique(matrix):
+                        served |= strings(v)
+            for select in ("all", "best", "latest"):   # p-values are served (aggregates)
+                for entry in leaderboard.build(board, phase, select=select).entries:
+                    for by_measure in entry.p.values():
+                        for v in by_measure.values():
+                            if v is not None:
+                                served |= strings(v)
+        self.secret = {s for v in hidden_values if v not in (0.0, 1.0) for s in strings(v)} - served
+        assert len(self.secret) >= 40, "too few distinctive hidden values for the check to mean much"
+
+    def leaks(self, body: str) -> list[str]:
+        numbers = set(re.findall(r"-?\d+\.\d+(?:[eE][-+]?\d+)?", body))
+        found = sorted(self.secret & numbers)
+        found += [d for d in self.doc_ids if d in body]
+        found += [q for q in self.qrels_lines[:50] if q in body]
+        return found
+
+
+@pytest.fixture
+def walked(db_url, tmp_path, runs):  # noqa: F811
+    board = make_board(db_url, tmp_path)
+    public, hidden = setup_phases(board, runs, daily_quota=5)
+    token = board.add_team("alpha")
+    client = TestClient(create_app(board))
+    posted = []
+    for name in ("bm25", "random0", "random1"):
+        for phase in ("public", "test"):
+            answer = client.post("/api/submissions",
+                                 data={"collection": "sample", "phase": phase, "system": name},
+                                 files={"run": (f"{name}.run", read(runs / f"{name}.run"))},
+                                 headers={"Authorization": f"Bearer {token}"})
+            assert answer.status_code == 201, answer.text
+            posted.append(answer.text)
+    yield board, client, token, posted
+    client.close()
+    board.close()
+
+
+def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):  # noqa: F811
+    board, client, token, posted = walked
+    check = LeakCheck(board, runs)
+    ids = [s.id for p in board.phases() for s in board.submissions(p)]
+    values = {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids}
+    app = client.app
+
+    # three identities: anonymous, API token, logged-in browser session
+    browser = TestClient(app)
+    browser.get("/login")
+    browser.post("/login", data={"token": token, "csrf": browser.cookies.get("dsr_csrf")})
+    headers = {"anonymous": {}, "token": {"Authorization": f"Bearer {token}"}}
+
+    bodies: dict[str, str] = {f"POST /api/submissions #{i}": t for i, t in enumerate(posted)}
+    seen_routes = set()
+    for route in app.routes:
+        if isinstance(route, Mount):   # static files: walk each one
+            for path in sorted(p.name for p in Path(route.app.directory).iterdir()):
+                bodies[f"{route.path}/{path}"] = client.get(f"{route.path}/{path}").text
+            continue
+        methods = set(route.methods) - {"HEAD"}
+        if methods == {"POST"}:
+            assert route.path in POST_ROUTES, f"new POST route {route.path}: add it to this walk"
+            continue
+        assert methods == {"GET"}, route.path
+        seen_routes.add(route.path)
+        params = route.param_convertors
+        unknown = set(params) - set(values)
+        assert not unknown, f"route {route.path} has parameters {unknown} this walk cannot fill"
+        urls = [route.path]
+        for name in params:
+            urls = [u.replace("{" + name + "}", str(v)) for u in urls for v in values[name]]
+        for url in urls:
+            for query in QUERIES.get(route.path, [""]):
+                for who, head in headers.items():
+                    bodies[f"{who} GET {url}{query}"] = client.get(url + query, headers=head).text
+                bodies[f"session GET {url}{query}"] = browser.get(url + query).text
+    browser.close()
+    assert {"/", "/board/{collection}/{phase}", "/runs/{submission_id}", "/api/boards/{collection}/{phase}",
+            "/api/runs/{submission_id}", "/api/runs/{submission_id}/file"} <= seen_routes
+    leaks = {where: found[:3] for where, body in bodies.items()
+             if (found := [x for x in check.leaks(body)
+                           # run files are the team's own upload (doc ids): not labels
+                           if not (where.endswith("/file") and x in check.doc_ids)])}
+    assert not leaks
+    assert len(bodies) > 100
+
+    # The check is not vacuous: hidden per-topic values or labels, if served, would be caught...
+    hidden = next(p for p in board.phases() if p.hidden)
+    sub = next(s for s in board.submissions(hidden) if not s.baseline)
+    assert check.leaks(json.dumps(board.matrix(sub, len(json.loads(hidden.measures_json))).tolist()))
+    assert check.leaks((runs / "hidden.qrels").read_text()[:400])
+    # ...while a public phase's per-topic values are served (allowed)
+    public = next(p for p in board.phases() if not p.hidden)
+    pub = next(s for s in board.submissions(public) if not s.baseline)
+    assert "per_topic" in client.get(f"/api/runs/{pub.id}").json()
