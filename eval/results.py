@@ -109,6 +109,48 @@ class Results:
         p = entry.get(f"{self.test}_holm") if entry else None
         return p is not None and p < self.alpha
 
+    def to_frame(self):
+        """The table as a pandas DataFrame, one row per (system, subset, measure).
+
+        Columns: ``system``, ``kind`` (run or tuned), ``subset``, ``measure``,
+        ``mean``, ``sd`` (over the splits' test halves; NaN without splits),
+        ``p_holm`` (the baseline comparison's Holm-adjusted p of ``test``, NaN
+        for the baseline and without one) and ``significant``. Pivot it for a
+        wide table: ``frame.pivot_table(index="system", columns="measure", values="mean")``.
+        """
+        import pandas as pd
+
+        rows = []
+        for subset in self.subsets:
+            for system, means in self.summary(subset).items():
+                for measure, (mean, sd) in means.items():
+                    entry = (self.significance or {}).get(subset, {}).get(system, {}).get(measure)
+                    p = entry.get(f"{self.test}_holm") if entry else None
+                    rows.append({"system": system, "kind": self.systems[system].kind, "subset": subset,
+                                 "measure": measure, "mean": mean,
+                                 "sd": float("nan") if sd is None else sd,
+                                 "p_holm": float("nan") if p is None else p,
+                                 "significant": p is not None and p < self.alpha})
+        return pd.DataFrame(rows, columns=["system", "kind", "subset", "measure", "mean", "sd",
+                                           "p_holm", "significant"])
+
+    def per_topic_frame(self):
+        """Per-topic values as a pandas DataFrame: ``system``, ``kind``, ``topic``, ``subset``
+        and a column per measure (tuned families: out-of-sample values, as in significance)."""
+        import pandas as pd
+
+        frames = []
+        rows = [(n, "run", tv.values) for n, tv in self.runs.items()]
+        rows += [(n, "tuned", s.per_topic) for n, s in self.systems.items() if s.kind == "tuned"]
+        for name, kind, matrix in rows:
+            frame = pd.DataFrame(matrix, columns=self.measures)
+            frame.insert(0, "subset", self.topic_subsets)
+            frame.insert(0, "topic", self.topics)
+            frame.insert(0, "kind", kind)
+            frame.insert(0, "system", name)
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True)
+
     def protocol_json(self) -> dict[str, Any]:
         if self.splits is None:
             return {"name": "all", "description": "every dialogue once, no tuning"}
@@ -219,101 +261,37 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
       against it (``test`` "t" or "perm" decides the table marks).
     * ``subsets``: restrict to these ("all" and the collection's own by default).
     """
-    from tqdm import tqdm
-
-    if test not in ("t", "perm"):
-        raise InputError(f"unknown test {test!r}: use t or perm", field="--test")
-    measures = list(measures) if measures is not None else None
-    if measures is None or all(isinstance(m, str) for m in measures):
-        measures = parse_measures(measures)
     families = dict(families or {})
-    target_name = None
-    if families and splits is None:
-        raise InputError("tuning a ranker family needs val/test splits (the official protocol)",
-                         field="--tune")
-    if splits is not None:
-        target_measure = parse_measures([target], field="--target")[0]
-        target_name = str(target_measure)
-        if target_name not in measure_names(measures):
-            measures = [*measures, target_measure]
+    measures, target_name = _check_request(runs, families, measures, splits, target, test)
     names = measure_names(measures)
-    if not runs and not families:
-        raise InputError("no runs to evaluate")
-    clash = set(runs) & set(families)
-    if clash:
-        raise InputError(f"{sorted(clash)[0]!r} names both a run and a family; rename one", field="--tune")
     qrels = qrels_from_collection(collection)
     topics = collection.ids
     index_by_subset = subset_indices(collection, subsets)
-    evaluator = Evaluator(qrels, measures, topics)
-    notes: list[str] = []
-    norel = sum(1 for d in collection.dialogues if not d.relevant)
-    if norel:
-        notes.append(f"{norel} dialogue(s) have no relevant candidate; they score 0 on every measure "
-                     "(as in trec_eval)")
-
-    memo: dict[int, TopicValues] = {}
-    jobs = len(runs) + sum(len(c) for c in families.values())
-    bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=not progress, leave=False)
-
-    def measure(run: Run) -> TopicValues:
-        key = id(run)
-        if key not in memo:
-            memo[key] = evaluator(run)
-        bar.update(1)
-        return memo[key]
-
-    values = {}
-    for name, run in runs.items():
-        values[name] = measure(run)
-        tv = values[name]
-        if tv.missing:
-            notes.append(f"{name}: {tv.missing} of {len(topics)} dialogues not ranked; they count 0")
-        if tv.unknown:
-            notes.append(f"{name}: {tv.unknown} topic(s) not in {collection.name} were ignored")
-        if tv.unknown == len(run) and len(run):
-            raise InputError(f"run {name!r} ranks no dialogue of {collection.name}: "
-                             "wrong collection?", record=name)
+    measurer = _Measurer(Evaluator(qrels, measures, topics),
+                         len(runs) + sum(len(c) for c in families.values()), progress)
+    notes = _no_relevant_note(collection)
+    values = {name: measurer(run) for name, run in runs.items()}
+    notes += _coverage_notes(collection, runs, values)
     info = {name: dict((run_info or {}).get(name, {})) or {"tag": runs[name].tag, "config": runs[name].config}
             for name in runs}
-
-    systems: dict[str, System] = {}
     if splits is None:
-        for name, tv in values.items():
-            systems[name] = System(name, "run", tv.values)
+        systems = {name: System(name, "run", tv.values) for name, tv in values.items()}
     else:
         index = SplitIndex(splits, topics, index_by_subset)
         never = int((index.test_counts() == 0).sum())
         if never:
             notes.append(f"{never} dialogue(s) are in no test half; they have no tuned per-topic value")
-        members = {id(r) for configs in families.values() for r in configs.values() if isinstance(r, Run)}
-        for name, tv in values.items():
-            if id(runs[name]) in members:
-                continue
-            systems[name] = System(name, "run", tv.values,
-                                   {s: index.means(tv.values, "test", s) for s in index_by_subset})
-        target_j = names.index(target_name)
-        for family, configs in families.items():
-            if not configs:
-                raise InputError(f"family {family!r} has no configuration", field="--tune")
-            stack = []
-            for config, source in configs.items():
-                run = source if isinstance(source, Run) else source()
-                stack.append(measure(run).values)
-                if not isinstance(source, Run):
-                    memo.pop(id(run), None)   # produced here, not shared: let it go
-            stack = np.stack(stack)
-            tuned = tune(index, list(configs), stack, target_j)
-            systems[family] = System(family, "tuned", tuned.per_topic, tuned.test, tuned,
-                                     {c: stack[k].mean(axis=0) for k, c in enumerate(configs)})
-            info.setdefault(family, {})
-            info[family].update((run_info or {}).get(family, {}))
-    bar.close()
+        systems = _untuned_systems(runs, values, families, index, index_by_subset)
+        systems.update(_tuned_systems(families, measurer, index, names.index(target_name)))
+        for family in families:
+            info.setdefault(family, {}).update((run_info or {}).get(family, {}))
+    measurer.close()
 
-    results = Results(collection.describe(), list(topics), [d.subset for d in collection.dialogues],
-                      index_by_subset, names, values, info, systems, splits, target_name, None, None,
-                      test, alpha, n_resamples, seed, notes,
-                      {n: r for n, r in runs.items()}, qrels)
+    results = Results(collection=collection.describe(), topics=list(topics),
+                      topic_subsets=[d.subset for d in collection.dialogues], subsets=index_by_subset,
+                      measures=names, runs=values, run_info=info, systems=systems, splits=splits,
+                      target=target_name, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
+                      notes=notes, run_objects=dict(runs), qrels=qrels)
     if baseline is not None:
         if baseline not in systems:
             raise InputError(f"baseline {baseline!r} is not one of the systems compared: "
@@ -323,6 +301,108 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
             {n: s.per_topic for n, s in systems.items()}, baseline, names, index_by_subset,
             n_resamples, seed)
     return results
+
+
+# --- the steps of evaluate_runs ---------------------------------------------------------
+
+def _check_request(runs, families, measures, splits, target, test):
+    """The measures to compute (the tuning target added) and the target's name; bad
+    requests are InputErrors naming the option."""
+    if test not in ("t", "perm"):
+        raise InputError(f"unknown test {test!r}: use t or perm", field="--test")
+    measures = list(measures) if measures is not None else None
+    if measures is None or all(isinstance(m, str) for m in measures):
+        measures = parse_measures(measures)
+    target_name = None
+    if families and splits is None:
+        raise InputError("tuning a ranker family needs val/test splits (the official protocol)",
+                         field="--tune")
+    if splits is not None:
+        target_measure = parse_measures([target], field="--target")[0]
+        target_name = str(target_measure)
+        if target_name not in measure_names(measures):
+            measures = [*measures, target_measure]
+    if not runs and not families:
+        raise InputError("no runs to evaluate")
+    clash = set(runs) & set(families)
+    if clash:
+        raise InputError(f"{sorted(clash)[0]!r} names both a run and a family; rename one", field="--tune")
+    return measures, target_name
+
+
+class _Measurer:
+    """The evaluator with a memo by run object (a run in ``runs`` and in a family is
+    measured once) and one progress bar over every run and configuration."""
+
+    def __init__(self, evaluator: Evaluator, jobs: int, progress: bool):
+        from tqdm import tqdm
+
+        self.evaluator = evaluator
+        self.memo: dict[int, TopicValues] = {}
+        self.bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=not progress, leave=False)
+
+    def __call__(self, run: Run) -> TopicValues:
+        key = id(run)
+        if key not in self.memo:
+            self.memo[key] = self.evaluator(run)
+        self.bar.update(1)
+        return self.memo[key]
+
+    def forget(self, run: Run) -> None:
+        self.memo.pop(id(run), None)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _no_relevant_note(collection: Collection) -> list[str]:
+    norel = sum(1 for d in collection.dialogues if not d.relevant)
+    return [f"{norel} dialogue(s) have no relevant candidate; they score 0 on every measure "
+            "(as in trec_eval)"] if norel else []
+
+
+def _coverage_notes(collection: Collection, runs: Mapping[str, Run],
+                    values: Mapping[str, TopicValues]) -> list[str]:
+    """Notes on dialogues a run misses and topics it has that the collection does not;
+    a run of no dialogue of the collection is an InputError."""
+    notes = []
+    for name, tv in values.items():
+        if tv.missing:
+            notes.append(f"{name}: {tv.missing} of {len(collection)} dialogues not ranked; they count 0")
+        if tv.unknown:
+            notes.append(f"{name}: {tv.unknown} topic(s) not in {collection.name} were ignored")
+        if tv.unknown == len(runs[name]) and len(runs[name]):
+            raise InputError(f"run {name!r} ranks no dialogue of {collection.name}: "
+                             "wrong collection?", record=name)
+    return notes
+
+
+def _untuned_systems(runs, values, families, index: SplitIndex, index_by_subset) -> dict[str, System]:
+    """Each untuned run on the splits' test halves (runs that are a family's member are
+    reported as the family)."""
+    members = {id(r) for configs in families.values() for r in configs.values() if isinstance(r, Run)}
+    return {name: System(name, "run", tv.values, {s: index.means(tv.values, "test", s) for s in index_by_subset})
+            for name, tv in values.items() if id(runs[name]) not in members}
+
+
+def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: int) -> dict[str, System]:
+    """Each family tuned per split on val by the target; callables are run, measured
+    and let go, so a grid never sits in memory."""
+    systems = {}
+    for family, configs in families.items():
+        if not configs:
+            raise InputError(f"family {family!r} has no configuration", field="--tune")
+        stack = []
+        for source in configs.values():
+            run = source if isinstance(source, Run) else source()
+            stack.append(measurer(run).values)
+            if not isinstance(source, Run):
+                measurer.forget(run)   # produced here, not shared: let it go
+        stack = np.stack(stack)
+        tuned = tune(index, list(configs), stack, target_j)
+        systems[family] = System(family, "tuned", tuned.per_topic, tuned.test, tuned,
+                                 {c: stack[k].mean(axis=0) for k, c in enumerate(configs)})
+    return systems
 
 
 def significance_by_subset(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
