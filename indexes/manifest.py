@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from retrieval.atomic import write_json
+from retrieval.atomic import replace_folder, write_json
 from retrieval.home import index_dir
 from retrieval.provenance import machine, package_versions
 
@@ -189,14 +189,3 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return folder, True
-
-
-def replace_folder(new: Path, target: Path) -> None:
-    """Move folder ``new`` to ``target``, replacing what is there (two renames)."""
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-        os.replace(target, old)
-    os.replace(new, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

@@ -83,7 +83,7 @@ def clean_stale(target: str | Path) -> list[Path]:
         try:
             is_dir = sibling.is_dir() and not sibling.is_symlink()
             rest = name[len(target.name) + 2:]
-            if is_dir and rest.startswith("old-"):  # indexes.manifest.replace_folder's
+            if is_dir and rest.startswith("old-"):  # replace_folder's
                 rest = rest[4:]
             elif not name.endswith(_DIR_SUFFIXES if is_dir else _FILE_SUFFIXES):
                 continue
@@ -185,7 +185,6 @@ def atomic_dir(path: str | Path, allowed: Iterable[str], field: str | None = Non
         os.chmod(staging, 0o777 & ~_umask())
         # old renamed aside (.NAME.old-PID-N), new renamed in, old removed: a kill
         # between the renames leaves the old set aside, after them clean_stale's work
-        from indexes.manifest import replace_folder  # the indexes' swap, shared
         replace_folder(staging, path)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -221,3 +220,14 @@ def write_json(path: str | Path, obj, indent: int | None = 2) -> None:
     with atomic_write(path) as handle:
         json.dump(obj, handle, indent=indent, sort_keys=True, ensure_ascii=False)
         handle.write("\n")
+
+
+def replace_folder(new: Path, target: Path) -> None:
+    """Move folder ``new`` to ``target``, replacing what is there (two renames)."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+        os.replace(target, old)
+    os.replace(new, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -118,11 +118,14 @@ class Remote:
 
 @dataclass(frozen=True)
 class Plan:
-    """What ``dsr data fetch NAME`` downloads, from where, and how each file is checked."""
+    """What ``dsr data fetch NAME`` downloads, from where, and how each file is checked.
+
+    The repository and the pinned commit are the source's own declaration
+    (``SOURCE`` in ``retrieval/collections/NAME.py``), read when first needed, so
+    they are written once; ``pinned`` overrides the commit (another revision).
+    """
 
     name: str
-    repository: str
-    commit: str
     remotes: tuple[Remote, ...]
     #: files (glob patterns) verified by a sha256 recorded on first use
     first_use: tuple[str, ...] = ()
@@ -133,6 +136,25 @@ class Plan:
     #: default folder name under DSR_HOME/data
     folder: str = ""
     description: str = ""
+    #: another revision: the name of the source module's constant holding its commit
+    #: (``--revision old`` of sigir2022: ``OLD_COMMIT``)
+    revision: str = ""
+
+    @property
+    def repository(self) -> str:
+        return _source(self.name).SOURCE.repository
+
+    @property
+    def commit(self) -> str:
+        module = _source(self.name)
+        return getattr(module, self.revision) if self.revision else module.SOURCE.commit
+
+    def commit_of(self, remote: "Remote") -> str:
+        """The commit a remote file is taken from: its own pin (``PINNED``: the source's
+        pinned commit, whatever the plan's revision), else the plan's."""
+        if remote.commit == PINNED:
+            return _source(self.name).SOURCE.commit
+        return remote.commit or self.commit
 
     @property
     def manifest_name(self) -> str:
@@ -140,23 +162,33 @@ class Plan:
 
     @property
     def folder_name(self) -> str:
-        return self.folder or self.name
+        if self.folder:
+            return self.folder
+        return f"{self.name}-{self.commit}" if self.revision else self.name
 
 
-SIGIR_REPOSITORY = "SIGIR-2022/A-Dataset-for-Sentence-Retrieval-for-Open-Ended-Dialogues"
-SIGIR_COMMIT = "bc72a50686642cc25bd4f98fa6c12045b159c530"
-SIGIR_OLD_COMMIT = "b351828"
+#: Remote.commit meaning "the source's pinned commit" in a plan for another revision
+PINNED = "pinned"
+
+
+def _source(name: str):
+    """The source's module: its ``SOURCE`` declaration holds the repository and commit."""
+    from retrieval.collections import source_module
+
+    return source_module(name)
+
+
 _SIGIR_DIALOGUES = ("datasets/dialogues.json", "datasets/wikipedia_grounded_dialogues.json")
 
 PLANS: dict[str, Plan] = {
     "sigir2022": Plan(
-        "sigir2022", SIGIR_REPOSITORY, SIGIR_COMMIT,
+        "sigir2022",
         remotes=tuple(Remote(p) for p in (*_SIGIR_DIALOGUES, "evaluation/val_test_splits.json",
                                           "README.md", "LICENSE.md")),
         required=_SIGIR_DIALOGUES,
         description="the 846 dialogues (both files) and the official split file"),
     "cmu_dog": Plan(
-        "cmu_dog", "festvox/datasets-CMU_DoG", "618a14f27546165859305649aa84e6ac8710bb63",
+        "cmu_dog",
         remotes=(Remote("", kind="tarball", keep=(
             "Conversations/train/*.json", "Conversations/valid/*.json",
             "Conversations/test/*.json", "WikiData/*.json", "README.md")),),
@@ -165,7 +197,7 @@ PLANS: dict[str, Plan] = {
         description="the repository at the pinned commit (one tar.gz): conversations "
                     "(train, valid, test) and the 30 WikiData documents"),
     "redial": Plan(
-        "redial", "ReDialData/website", "849e9eb1bb60e312f8bf4daa82fc10a285e9318b",
+        "redial",
         remotes=(Remote("movies_with_mentions.csv"),
                  Remote("redial_dataset.zip", kind="zip",
                         keep=("train_data.jsonl", "test_data.jsonl"))),
@@ -174,7 +206,7 @@ PLANS: dict[str, Plan] = {
         description="branch `data`: movies_with_mentions.csv and redial_dataset.zip "
                     "(train_data.jsonl and test_data.jsonl are unpacked from it)"),
     "ccpe": Plan(
-        "ccpe", "google-research-datasets/ccpe", "2c9cd30f33f3a154b5a27d015333679262ff36f5",
+        "ccpe",
         remotes=(Remote("data.json"), Remote("README.md")),
         first_use=("data.json",),
         required=("data.json",),
@@ -184,12 +216,12 @@ PLANS: dict[str, Plan] = {
 #: other revisions a source can be fetched at (``--revision``)
 REVISIONS: dict[tuple[str, str], Plan] = {
     ("sigir2022", "old"): Plan(
-        "sigir2022", SIGIR_REPOSITORY, SIGIR_OLD_COMMIT,
+        "sigir2022", revision="OLD_COMMIT",
         # the split file did not change meaning; take the pinned one
         remotes=(*(Remote(p) for p in _SIGIR_DIALOGUES),
-                 Remote("evaluation/val_test_splits.json", commit=SIGIR_COMMIT)),
-        required=_SIGIR_DIALOGUES, manifest="sigir2022", folder=f"sigir2022-{SIGIR_OLD_COMMIT}",
-        description=f"the older schema (commit {SIGIR_OLD_COMMIT}, candidates as pos/neg) "
+                 Remote("evaluation/val_test_splits.json", commit=PINNED)),
+        required=_SIGIR_DIALOGUES, manifest="sigir2022",
+        description="the older schema (candidates as pos/neg) "
                     "and the pinned split file"),
 }
 
@@ -278,7 +310,7 @@ def _base_url(base_url: str | None) -> str:
 
 
 def _url(base: str, plan: Plan, remote: Remote) -> str:
-    commit = remote.commit or plan.commit
+    commit = plan.commit_of(remote)
     if remote.kind == "tarball":
         return f"{base}/{plan.repository}/archive/{commit}.tar.gz"
     return f"{base}/{plan.repository}/raw/{commit}/{urllib.parse.quote(remote.path)}"
@@ -389,7 +421,7 @@ class _Fetch:
         return self.result
 
     def fetch_raw(self, remote: Remote) -> None:
-        commit = remote.commit or self.plan.commit
+        commit = self.plan.commit_of(remote)
         if self.local_ok(remote.path, commit):
             return
         target = self.dest / remote.path
@@ -401,7 +433,7 @@ class _Fetch:
             self.verify(tmp, remote.path, commit)
 
     def fetch_archive(self, remote: Remote) -> None:
-        commit = remote.commit or self.plan.commit
+        commit = self.plan.commit_of(remote)
         wanted = _archive_expected(self.plan, remote, self.blobs, self.record)
         if wanted and all(self.local_ok(rel, commit) for rel in sorted(wanted)):
             return

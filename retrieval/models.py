@@ -247,3 +247,28 @@ def load_cross_encoder(spec: str | ResolvedModel, max_length: int | None = None)
     """A CrossEncoder for ``spec`` (inputs truncated to ``max_length`` tokens), loaded once per process."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "cross-encoder")
     return _load_cross_encoder(model.path, max_length)
+
+
+def model_records(described: dict[str, Any], params: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    """Resolved models recorded in a describe() (a dict with ``weights_sha256``), else the
+    ``model`` parameter resolved now."""
+    found: list[dict[str, Any]] = []
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, dict):
+            if "spec" in obj and "weights_sha256" in obj:
+                if obj not in found:
+                    found.append(obj)
+                return
+            for value in obj.values():
+                walk(value)
+        elif isinstance(obj, list):
+            for value in obj:
+                walk(value)
+
+    walk(described)
+    if not found:
+        spec = described.get("params", {}).get("model") or params.get("model")
+        if isinstance(spec, str) and spec:
+            found.append(resolve_model(spec, kind).describe())
+    return found

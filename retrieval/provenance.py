@@ -76,33 +76,6 @@ def run_sidecar(command: str, command_line: str, described: dict[str, Any], **pa
             **parts, "versions": package_versions()}
 
 
-def model_records(described: dict[str, Any], params: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    """Resolved models recorded in a describe() (a dict with ``weights_sha256``), else the
-    ``model`` parameter resolved now."""
-    found: list[dict[str, Any]] = []
-
-    def walk(obj: Any) -> None:
-        if isinstance(obj, dict):
-            if "spec" in obj and "weights_sha256" in obj:
-                if obj not in found:
-                    found.append(obj)
-                return
-            for value in obj.values():
-                walk(value)
-        elif isinstance(obj, list):
-            for value in obj:
-                walk(value)
-
-    walk(described)
-    if not found:
-        spec = described.get("params", {}).get("model") or params.get("model")
-        if isinstance(spec, str) and spec:
-            from retrieval.models import resolve_model
-
-            found.append(resolve_model(spec, kind).describe())
-    return found
-
-
 def input_record(path: str | Path, run) -> dict[str, Any]:
     return {"path": str(Path(path).resolve()), "sha256": sha256_file(path), "tag": run.tag,
             "config": {k: v for k, v in run.config.items() if k != "versions"}}

@@ -37,7 +37,8 @@ from pathlib import Path
 
 from retrieval.cli.common import (add_allow_mismatch_argument, add_collection_argument, add_param_argument,
                                   check_out, collection_from_args, parse_params)
-from retrieval.provenance import input_record, model_records, run_sidecar
+from retrieval.models import model_records
+from retrieval.provenance import input_record, run_sidecar
 from retrieval.run import check_run, check_same_collection, load_run, write_run
 from retrieval.errors import InputError
 
