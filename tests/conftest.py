@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
+
+# tools/plain_eval.py, the independent reference evaluator, is imported by tests as plain_eval
+sys.path.insert(0, str(ROOT / "tools"))
 
 # Never let a test reach the Hugging Face hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

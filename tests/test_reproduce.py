@@ -37,6 +37,12 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
     # every run file written is a valid submission for the collection
     for entry in runs.values():
         assert main(["validate", "sample", entry["path"]]) == 0
+    # and dsr evaluate, and the report's per-topic values, agree with a plain walk of each file
+    import crosscheck_eval
+
+    capsys.readouterr()
+    assert crosscheck_eval.main(["sample", str(out)]) == 0
+    assert "agree to 1e-09" in capsys.readouterr().out
     # the tuned family's file is the configuration chosen most often on val
     side = json.loads(Path(runs["BM25 (last)"]["path"] + ".json").read_text())
     counts = side["chosen_on_val"]

@@ -1,7 +1,7 @@
-"""An independent, plain evaluator for tests: trec_eval's definitions written out by hand.
+"""An independent, plain evaluator: trec_eval's definitions written out by hand.
 
-Kept in tests/ on purpose: it is the reference the package's evaluator is checked
-against, so it shares no code with it.
+The reference the package's evaluator is checked against (by the tests, and by
+``tools/crosscheck_eval.py`` on real runs), so it shares no code with it.
 """
 
 from __future__ import annotations
