@@ -120,6 +120,14 @@ class Param:
 Declaration = Sequence[Param]
 
 
+def inferred(given_defaults: Mapping[str, Any]) -> tuple[Param, ...]:
+    """Params for a plain ``{name: default}`` table, each of the kind of its default
+    (bool, int, float or str; anything else is not checked)."""
+    kinds = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"))
+    return tuple(Param(name, value, next((k for t, k in kinds if isinstance(value, t)), "any"))
+                 for name, value in given_defaults.items())
+
+
 def by_name(declared: Declaration) -> dict[str, Param]:
     return {p.name: p for p in declared}
 

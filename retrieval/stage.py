@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Sequence
 
 from retrieval.data import Collection
-from retrieval.params import Param, defaults, grid, help_text, resolve
+from retrieval.params import Param, defaults, grid, help_text, inferred, resolve
 from retrieval.run import Run
 
 
@@ -30,7 +30,8 @@ class Stage:
     name: ClassVar[str] = ""
     #: what it is, for messages (``ranker``, ``reranker``, ``fusion``)
     kind: ClassVar[str] = "stage"
-    #: the declared parameters (a plain {name: default} dict is read as untyped Params)
+    #: the declared parameters (a plain {name: default} dict is read as Params of its
+    #: defaults' kinds)
     PARAMS: ClassVar[Sequence[Param]] = ()
     #: name -> default, derived from PARAMS
     DEFAULTS: ClassVar[dict[str, Any]] = {}
@@ -40,8 +41,8 @@ class Stage:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         declared = cls.__dict__.get("PARAMS", cls.PARAMS)
-        if isinstance(declared, dict):   # {name: default}: untyped, checked by the stage itself
-            declared = tuple(Param(name, value, "any") for name, value in declared.items())
+        if isinstance(declared, dict):   # {name: default}: each of its default's kind
+            declared = inferred(declared)
         cls.PARAMS = tuple(declared)
         cls.DEFAULTS = defaults(cls.PARAMS)
         if "GRID" not in cls.__dict__:

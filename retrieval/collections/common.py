@@ -14,30 +14,13 @@ from retrieval.data import Collection, read_benchmark, write_benchmark
 from retrieval.errors import InputError
 from indexes.manifest import checksum, failed_checksums
 from retrieval.home import data_dir, dsr_home, require_writable
+from retrieval.params import inferred, resolve
 
 
 def check_params(params: dict[str, Any], defaults: dict[str, Any], name: str) -> dict[str, Any]:
-    """``defaults`` overridden by ``params``; an unknown name or a wrong type is an InputError."""
-    unknown = sorted(set(params) - set(defaults))
-    if unknown:
-        raise InputError(f"unknown parameter(s) {', '.join(unknown)} for {name}; known: "
-                         + ", ".join(f"{k} (default {v})" for k, v in defaults.items()),
-                         field="--param")
-    options = dict(defaults)
-    for key, value in params.items():
-        default = defaults[key]
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, int):
-            ok = isinstance(value, int) and not isinstance(value, bool)
-        elif isinstance(default, float):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        else:
-            ok = isinstance(value, type(default))
-        if not ok:
-            raise InputError(f"expected {type(default).__name__}, got {value!r}", field=key)
-        options[key] = value
-    return options
+    """``defaults`` overridden by ``params``, each checked against the kind of its default
+    (one resolver for every parameter: :func:`retrieval.params.resolve`)."""
+    return resolve(params, inferred(defaults), f"collection {name!r}")
 
 
 def cached_build(name: str, split: str | None, source: Path, inputs: list[Path],
