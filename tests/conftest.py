@@ -11,8 +11,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
-# tools/plain_eval.py, the independent reference evaluator, is imported by tests as plain_eval
+# Tests mirror the packages (tests/retrieval, tests/eval, tests/indexes, tests/cli); the
+# helpers beside this file (board_support) and tools/plain_eval.py, the independent
+# reference evaluator, are imported by name from any of them.
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 # Never let a test reach the Hugging Face hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

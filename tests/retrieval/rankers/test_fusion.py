@@ -17,7 +17,7 @@ from retrieval.rankers.fusion import (FusionRanker, combmnz, combsum, fuse, inte
                                       zscore)
 from retrieval.run import Run
 
-FIXTURE = Path(__file__).parent / "fixtures" / "runs_tiny.jsonl"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "runs_tiny.jsonl"
 
 # Run A retrieves d1 d2 d3, run B retrieves d2 d3 d4 (d1 and d4 each missing once);
 # topic q2 exists only in run A.

@@ -15,7 +15,7 @@ from retrieval.collections import load_collection, sigir2022
 from retrieval.data import read_benchmark, write_benchmark
 from retrieval.errors import InputError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sigir2022"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sigir2022"
 CURRENT = FIXTURES / "current"
 OLD = FIXTURES / "old"
 PLAIN = CURRENT / "datasets" / "dialogues.json"

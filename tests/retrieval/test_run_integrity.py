@@ -21,7 +21,7 @@ from retrieval.run import Run, read_trec_run
 
 from retrieval.collections.synthetic import make_collection, make_run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from retrieval.run import Run, read_trec_run
 
 from plain_eval import plain_measure
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MEASURES = ["RR", "P@1", "P@5", "nDCG@1", "nDCG@5", "nDCG@10", "nDCG@100", "AP", "R@10", "R@1000"]
 
 

@@ -14,7 +14,7 @@ from retrieval.collections import redial
 from retrieval.data import read_benchmark, write_benchmark
 from retrieval.errors import InputError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "redial"
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "data" / "redial"
 
 
 @pytest.fixture(scope="module")

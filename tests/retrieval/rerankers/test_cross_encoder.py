@@ -20,7 +20,7 @@ from retrieval.rerankers.cross_encoder import CrossEncoderReranker, candidate_te
 from retrieval.run import Run, float32
 from tests.tiny_bert import collection_texts, make_tiny_bert
 
-FIXTURE = Path(__file__).parent / "fixtures" / "runs_tiny.jsonl"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "runs_tiny.jsonl"
 
 
 @pytest.fixture(scope="module")

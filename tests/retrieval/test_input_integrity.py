@@ -19,7 +19,7 @@ from retrieval.collections import load_collection
 from retrieval.data import Candidate, Collection, Dialogue, read_benchmark, write_benchmark
 from retrieval.errors import InputError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sigir2022"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sigir2022"
 
 
 @pytest.fixture(scope="module")

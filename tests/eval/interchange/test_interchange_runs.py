@@ -15,7 +15,7 @@ import pytest
 
 from retrieval.cli import main
 
-FIXTURES = Path(__file__).parent / "fixtures" / "interchange"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "interchange"
 RUNS = sorted(FIXTURES.glob("*.run"))
 MEASURES = ["RR", "nDCG@1", "nDCG@3", "nDCG@5", "nDCG@10", "P@1", "P@5", "AP", "R@10"]
 

@@ -12,7 +12,7 @@ from retrieval.collections import ccpe
 from retrieval.data import read_benchmark, write_benchmark
 from retrieval.errors import InputError
 
-FIXTURE = Path(__file__).parent / "fixtures" / "ccpe"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "ccpe"
 RAW = json.loads((FIXTURE / "data.json").read_text(encoding="utf-8"))
 
 

@@ -14,7 +14,7 @@ from retrieval.collections import REGISTERED, sigir2022
 from retrieval.data import read_benchmark
 from retrieval.text import tokenize
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sigir2022"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sigir2022"
 CURRENT = FIXTURES / "current"
 
 

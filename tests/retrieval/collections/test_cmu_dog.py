@@ -19,7 +19,7 @@ from retrieval.data import read_benchmark, write_benchmark
 from retrieval.errors import InputError
 from retrieval.text import STOPWORDS, content_words, tokenize
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmu_dog"
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "data" / "cmu_dog"
 needs_data = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/cmu_dog absent")
 
 

@@ -18,7 +18,7 @@ from retrieval.data import read_benchmark, write_benchmark
 from retrieval.errors import InputError
 from retrieval.text import content_words, tokenize
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGED = ROOT / "retrieval" / "collections" / "data" / "sample.jsonl"
 # <Doc_title>_<docid>_<section>_<passage>_<sentence>, as in the SIGIR 2022 files
 SENTENCE_ID = re.compile(r"^(?P<title>.+)_(?P<doc>\d+)_(\d+)_(\d+)_(\d+)$")

@@ -17,7 +17,7 @@ from retrieval.rankers import make_ranker
 from retrieval.rankers.fusion import fuse
 from retrieval.run import Run, strictly_decreasing
 
-FIXTURE = Path(__file__).parent / "fixtures" / "runs_tiny.jsonl"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runs_tiny.jsonl"
 
 # Scores that a decimal printout would not survive: thirds, neighbours one ulp apart,
 # the smallest subnormal, huge and tiny magnitudes, negatives.

@@ -23,7 +23,7 @@ from retrieval.collections import sigir2022
 from retrieval.errors import InputError
 from retrieval.fetch import (CHECKSUMS, PLANS, REVISIONS, fetch, is_available, load_manifest)
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sigir2022"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sigir2022"
 SIGIR = PLANS["sigir2022"]
 
 

@@ -12,7 +12,7 @@ from retrieval.cli import main
 from retrieval.data import read_benchmark
 from retrieval.run import Run
 
-FIXTURE = Path(__file__).parent / "fixtures" / "runs_tiny.jsonl"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runs_tiny.jsonl"
 
 
 @pytest.fixture(scope="module")

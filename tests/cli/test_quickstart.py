@@ -9,7 +9,7 @@ from pathlib import Path
 
 from retrieval.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def quickstart_commands() -> list[list[str]]:
