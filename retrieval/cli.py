@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "eval.commands",                    # evaluate, validate
     "retrieval.train",                  # train
     "retrieval.reproduce",              # reproduce
+    "indexes.corpus.commands",          # corpus build/index/search, pool
 )
 
 

@@ -125,7 +125,9 @@ def index_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, 
     method, idf_method = _BM25S_METHOD[p["variant"]]
     model = bm25s.BM25(k1=p["k1"], b=p["b"], delta=p["delta"] or 0.0, method=method, idf_method=idf_method)
     doc_freqs = {i: int(global_df[t]) for t, i in vocab.items()}  # global, not the shard's
-    n_docs, avgdl = int(stats["sentences"]), float(stats["avgdl"])
+    # np.float64, as bm25s computes it (a numpy mean): under numpy's promotion rules a Python
+    # float would make the term-frequency part float32 and scores differ in the last bits.
+    n_docs, avgdl = int(stats["sentences"]), np.float64(stats["avgdl"])
     if model.method in model.methods_requiring_nonoccurrence:
         model.nonoccurrence_array = scoring._build_nonoccurrence_array(
             doc_frequencies=doc_freqs, n_docs=n_docs, compute_idf_fn=scoring._select_idf_scorer(idf_method),

@@ -128,7 +128,7 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
         "versions": package_versions(PACKAGES),
         "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "executor": executor.describe(),
-        "id_scheme": "TITLE.DOC.SECTION.PASSAGE.SENTENCE.TITLE",
+        "id_scheme": "TITLE_DOC_SECTION_PASSAGE_SENTENCE",
     })
     return report
 

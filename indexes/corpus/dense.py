@@ -32,8 +32,11 @@ measures recall@50 against flat and memory per sentence.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -51,6 +54,20 @@ from retrieval.provenance import package_versions
 KINDS = ("flat", "ivfpq")
 IVFPQ = {"nlist": None, "m": 48, "nbits": 8, "train_size": 100_000, "seed": 0}
 SEARCH = {"nprobe": 32, "refine": 0}
+
+
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """Send what C code (faiss) prints on stdout to stderr: stdout carries results."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def model_folder(corpus: Corpus, model: ResolvedModel) -> Path:
@@ -192,7 +209,8 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
         index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, nlist, m, nbits, faiss.METRIC_INNER_PRODUCT)
         index.cp.seed = p["seed"]
         index.pq.cp.seed = p["seed"]
-        index.train(vectors)
+        with stdout_to_stderr():  # k-means warnings
+            index.train(vectors)
         tmp = out / ".trained.faiss.tmp"
         faiss.write_index(index, str(tmp))
         tmp.replace(out / "trained.faiss")
@@ -209,7 +227,8 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
         trained = faiss.read_index(str(out / "trained.faiss"))
         for stale in ("index.faiss", "index.ivfdata"):
             (out / stale).unlink(missing_ok=True)
-        merge_ondisk(trained, [str(out / f"{n}.faiss") for n in corpus.names], str(out / "index.ivfdata"))
+        with stdout_to_stderr():  # merge_ondisk prints its progress
+            merge_ondisk(trained, [str(out / f"{n}.faiss") for n in corpus.names], str(out / "index.ivfdata"))
         faiss.write_index(trained, str(out / "index.faiss"))
         write_marker(out, "index", merged_key, [out / "index.faiss", out / "index.ivfdata"], name="index",
                      settings=settings, sentences=len(corpus))
@@ -260,7 +279,8 @@ class ShardedDense:
             if not path.exists():
                 raise InputError("the corpus has no IVF-PQ index: run `dsr corpus index DIR --dense "
                                  "--index ivfpq`", path=corpus.folder)
-            self.index = faiss.read_index(str(path), faiss.IO_FLAG_ONDISK_SAME_DIR)
+            with stdout_to_stderr():  # faiss announces the on-disk file name on C stdout
+                self.index = faiss.read_index(str(path), faiss.IO_FLAG_ONDISK_SAME_DIR)
             self.index.nprobe = self.nprobe
 
     def encode(self, queries: Sequence[str]) -> np.ndarray:

@@ -54,6 +54,7 @@ class Executor:
         self.workers = check_workers(workers)
         self.address = address
         self._started = False
+        self._depth = 0  # nested `with` blocks share one Ray session
 
     @property
     def uses_ray(self) -> bool:
@@ -63,7 +64,8 @@ class Executor:
         return {"workers": self.workers, "ray_address": self.address}
 
     def __enter__(self) -> "Executor":
-        if self.uses_ray:
+        self._depth += 1
+        if self.uses_ray and self._depth == 1:
             ray = import_ray()
             if not ray.is_initialized():
                 env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
@@ -84,7 +86,8 @@ class Executor:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._started:
+        self._depth -= 1
+        if self._started and self._depth == 0:
             import_ray().shutdown()
             self._started = False
 
@@ -135,22 +138,26 @@ class Executor:
         context = ray.data.DataContext.get_current()
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
-        dataset = ray.data.read_parquet([str(f) for f in files], columns=["text"], include_paths=True,
-                                        shuffle=None)
+        # Each shard's texts are read by a Ray task on a worker (not by the driver) and handed
+        # to Ray Data as Arrow blocks. (ray.data.read_parquet would do the same but its path
+        # handling imports fsspec's HTTP filesystem, which needs aiohttp, not a dependency.)
+        reader = ray.remote(num_cpus=0)(_read_texts)
+        dataset = ray.data.from_arrow_refs([reader.remote(str(f), i) for i, f in enumerate(files)])
         encoded = dataset.map_batches(EncoderActor, fn_constructor_args=(model, batch_size),
                                       batch_size=4 * batch_size, batch_format="numpy",
                                       concurrency=self.workers, num_cpus=1)
-        number_of = {str(f): i for i, f in enumerate(files)}
         buffers: dict[int, list[np.ndarray]] = {}
         filled: dict[int, int] = {}
         for batch in encoded.iter_batches(batch_size=None, batch_format="numpy"):
-            for path in dict.fromkeys(batch["path"]):
-                mask = batch["path"] == path
-                number = number_of[_match_path(path, number_of)]
-                buffers.setdefault(number, []).append(np.stack(batch["vector"][mask]))
+            for number in dict.fromkeys(batch["shard"].tolist()):
+                mask = batch["shard"] == number
+                buffers.setdefault(number, []).append(np.asarray(batch["vector"][mask], dtype=np.float32))
                 filled[number] = filled.get(number, 0) + int(mask.sum())
                 if filled[number] == counts[number]:
-                    yield number, np.concatenate(buffers.pop(number)).astype(np.float32)
+                    yield number, np.concatenate(buffers.pop(number))
+        for number, count in enumerate(counts):  # empty shards never reach a batch
+            if count == 0:
+                yield number, np.zeros((0, 0), dtype=np.float32)
 
 
 def _call(function: Callable[..., Any], *args: Any) -> Any:
@@ -159,15 +166,12 @@ def _call(function: Callable[..., Any], *args: Any) -> Any:
     return function(*args)
 
 
-def _match_path(path: str, known: dict[str, int]) -> str:
-    # Ray Data reports paths without a scheme and may normalise them; match on the resolved path.
-    if path in known:
-        return path
-    resolved = str(Path(path).resolve())
-    for candidate in known:
-        if str(Path(candidate).resolve()) == resolved:
-            return candidate
-    raise RuntimeError(f"Ray Data returned an unknown file {path!r}")
+def _read_texts(path: str, number: int):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    texts = pq.read_table(path, columns=["text"]).column("text")
+    return pa.table({"text": texts, "shard": pa.array([number] * len(texts), pa.int64())})
 
 
 class EncoderActor:
@@ -188,7 +192,7 @@ class EncoderActor:
 
         vectors = encode([str(t) for t in batch["text"]], self.model, self.batch_size, cache=False,
                          progress=False)
-        return {"path": batch["path"], "vector": vectors}
+        return {"shard": batch["shard"], "vector": vectors}
 
 
 def import_ray():

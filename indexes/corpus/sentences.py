@@ -1,10 +1,13 @@
 """Documents -> sentences with ids in the SIGIR 2022 style.
 
 The SIGIR 2022 corpus names a sentence by "the document title, document ID,
-section ID, passage ID, sentence ID and the paper title" (its README), e.g.
-``Great Pyramid of Giza.12138.0.0.1.Great Pyramid of Giza``:
-``TITLE.DOC.SECTION.PASSAGE.SENTENCE.TITLE``. Here:
+section ID, passage ID, sentence ID and the paper title" (its README). Here a
+sentence id is ``TITLE_DOC_SECTION_PASSAGE_SENTENCE`` as in this project's
+README (``Roman_concrete_1_2_0_3``): the title as in a Wikipedia URL (white
+space -> ``_``), without the trailing repeat of the title, because run files
+are whitespace-separated (an id with a space would break a TREC line), and:
 
+* TITLE is the document title with every run of white space replaced by ``_``;
 * DOC is the source's document id (the page id of a dump);
 * SECTION counts headings (``== H ==`` lines, see indexes.corpus.sources):
   0 is the lead, 1 the first section, and so on;
@@ -43,8 +46,11 @@ class Sentence:
     text: str
 
 
+_SPACE = re.compile(r"\s+")
+
+
 def sentence_id(title: str, doc_id: str, section: int, passage: int, sentence: int) -> str:
-    return f"{title}.{doc_id}.{section}.{passage}.{sentence}.{title}"
+    return f"{_SPACE.sub('_', title.strip())}_{_SPACE.sub('_', doc_id.strip())}_{section}_{passage}_{sentence}"
 
 
 @lru_cache(maxsize=1)
