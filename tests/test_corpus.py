@@ -367,10 +367,12 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path):
     results = {}
     for name, workers in (("local", 0), ("ray", 2)):
         executor = Executor(workers)
-        build_corpus(src, tmp_path / name, docs_per_shard=6, executor=executor)
-        corpus = Corpus(tmp_path / name)
-        build_bm25(corpus, executor=executor)
-        encode_corpus(corpus, executor=executor)
+        with executor:  # one Ray session (ray.init(num_cpus=2)) for the stages
+            build_corpus(src, tmp_path / name, docs_per_shard=6, executor=executor)
+            corpus = Corpus(tmp_path / name)
+            build_bm25(corpus, executor=executor)
+            encode_corpus(corpus, executor=executor)
+            assert ray.is_initialized() == bool(workers)
         results[name] = corpus
         assert not ray.is_initialized()  # the executor shut its Ray down
     local, remote = results["local"], results["ray"]

@@ -110,11 +110,11 @@ class Executor:
                 pending.append(remote.remote(function, *job))
                 while len(pending) >= limit:
                     done, pending = ray.wait(pending, num_returns=1)
-                    yield ray.get(done[0])
+                    yield _get(ray, done[0])
                     bar.update(1)
             while pending:
                 done, pending = ray.wait(pending, num_returns=1)
-                yield ray.get(done[0])
+                yield _get(ray, done[0])
                 bar.update(1)
 
     def encode_parquet(self, files: list[Path], counts: list[int], model, batch_size: int,
@@ -134,7 +134,10 @@ class Executor:
                 texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()
                 yield number, encode(texts, model, batch_size, cache=False, progress=False)
             return
+        import logging
+
         ray = import_ray()
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # keep stderr to our progress bars
         context = ray.data.DataContext.get_current()
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False
@@ -158,6 +161,16 @@ class Executor:
         for number, count in enumerate(counts):  # empty shards never reach a batch
             if count == 0:
                 yield number, np.zeros((0, 0), dtype=np.float32)
+
+
+def _get(ray, ref) -> Any:
+    """A task's result; bad input found in a task is raised here as the InputError it is (exit 2)."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as err:
+        if isinstance(err.cause, InputError):
+            raise err.cause from None
+        raise
 
 
 def _call(function: Callable[..., Any], *args: Any) -> Any:
