@@ -86,7 +86,7 @@ def real_documents(held_out: int) -> tuple[list[dict], list[str]]:
         if i >= len(conversations) - 40:  # held out: queries only
             queries.extend(m for m in messages if len(m.split()) >= 6)
             continue
-        docs.append({"id": f"cmudog-{path.stem[:12]}", "title": f"CMU_DoG {path.parent.name} {path.stem[:12]}",
+        docs.append({"id": f"cmudog-{path.parent.name}-{path.stem}", "title": f"CMU_DoG {path.parent.name} {path.stem[:12]}",
                      "text": "\n".join(messages)})
     for path in sorted((DATA / "cmu_dog" / "WikiData").glob("*.json")):
         lines = [s.strip() for s in strings(json.loads(path.read_text())) if len(s.split()) >= 3]

@@ -180,7 +180,8 @@ def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor=No
         index_key = {"stage": "bm25-index", "corpus": corpus.key, "global": stats["sha256"], "params": p,
                      "versions": versions}
         _run_stage(executor, index_shard, corpus, folder / "shards", index_key, report, "bm25 shards")
-    write_json(folder / "index.json", {"params": p, "key": key_hash(index_key), "sentences": stats["sentences"],
+    write_json(folder / "index.json", {"params": p, "key": key_hash(index_key), "corpus": corpus.key,
+                                       "sentences": stats["sentences"],
                                        "avgdl": stats["avgdl"], "vocabulary": stats["vocabulary"],
                                        "shards": corpus.names, "versions": versions})
     report.seconds = time.perf_counter() - start
@@ -219,7 +220,7 @@ class ShardedBM25:
         import bm25s
 
         info = _read_json(corpus.folder / "bm25" / "index.json")
-        if info is None or info.get("shards") != corpus.names:
+        if info is None or info.get("corpus") != corpus.key:
             from retrieval.errors import InputError
 
             raise InputError("the corpus has no BM25 index (or it is out of date): run "

@@ -92,7 +92,7 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
     seen_docs: set[str] = set()
 
     def jobs() -> Iterator[tuple]:
-        for number, batch in enumerate(_batches(_checked(read_documents(source, fmt), seen_docs),
+        for number, batch in enumerate(_batches(_checked(read_documents(source, fmt), seen_docs, source),
                                                 docs_per_shard)):
             marker = read_marker(shards_dir, shard_name(number), key)
             if marker is not None:
@@ -133,9 +133,9 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
     return report
 
 
-def _checked(docs: Iterator[Document], seen: set[str]) -> Iterator[Document]:
+def _checked(docs: Iterator[Document], seen: set[str], source: Path) -> Iterator[Document]:
     for doc in docs:
         if doc.id in seen:
-            raise InputError(f"duplicate document id {doc.id!r}", record=doc.title, field="id")
+            raise InputError(f"duplicate document id {doc.id!r}", path=source, record=doc.title, field="id")
         seen.add(doc.id)
         yield doc

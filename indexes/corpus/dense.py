@@ -118,6 +118,7 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
                 report.built.append(f"vectors/{name}")
                 bar.update(len(vectors))
     write_json(folder.parent / "model.json", {"model": resolved.describe(), "key": key_hash(key),
+                                              "corpus": corpus.key,
                                               "dimension": int(_shard_vectors(folder, corpus.names[0]).shape[1])})
     report.seconds = time.perf_counter() - start
     return report
@@ -188,7 +189,7 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
     folder = model_folder(corpus, resolved)
     info = _read(folder / "model.json")
-    if info is None or any(not (folder / "vectors" / f"{n}.npy").exists() for n in corpus.names):
+    if info is None or info.get("corpus") != corpus.key:
         raise InputError("the corpus has no vectors for this model yet: run `dsr corpus index DIR --dense`",
                          path=corpus.folder)
     out = folder / "ivfpq"
@@ -231,7 +232,7 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
             merge_ondisk(trained, [str(out / f"{n}.faiss") for n in corpus.names], str(out / "index.ivfdata"))
         faiss.write_index(trained, str(out / "index.faiss"))
         write_marker(out, "index", merged_key, [out / "index.faiss", out / "index.ivfdata"], name="index",
-                     settings=settings, sentences=len(corpus))
+                     settings=settings, sentences=len(corpus), corpus=corpus.key)
         report.built.append("ivfpq/index")
     else:
         report.reused.append("ivfpq/index")
@@ -267,8 +268,9 @@ class ShardedDense:
         self.nprobe, self.refine = int(nprobe), int(refine)
         self.model = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
         self.folder = model_folder(corpus, self.model)
-        if any(not (self.folder / "vectors" / f"{n}.npy").exists() for n in corpus.names):
-            raise InputError(f"the corpus has no vectors for {self.model.name}: run "
+        info = _read(self.folder / "model.json")
+        if info is None or info.get("corpus") != corpus.key:
+            raise InputError(f"the corpus has no vectors for {self.model.name} (or they are out of date): run "
                              "`dsr corpus index DIR --dense`", path=corpus.folder)
         self.vectors = [_shard_vectors(self.folder / "vectors", n) for n in corpus.names]
         self.index = None
@@ -276,9 +278,10 @@ class ShardedDense:
             import faiss
 
             path = self.folder / "ivfpq" / "index.faiss"
-            if not path.exists():
-                raise InputError("the corpus has no IVF-PQ index: run `dsr corpus index DIR --dense "
-                                 "--index ivfpq`", path=corpus.folder)
+            marker = _read(self.folder / "ivfpq" / "index.done.json")
+            if not path.exists() or marker is None or marker.get("corpus") != corpus.key:
+                raise InputError("the corpus has no IVF-PQ index (or it is out of date): run "
+                                 "`dsr corpus index DIR --dense --index ivfpq`", path=corpus.folder)
             with stdout_to_stderr():  # faiss announces the on-disk file name on C stdout
                 self.index = faiss.read_index(str(path), faiss.IO_FLAG_ONDISK_SAME_DIR)
             self.index.nprobe = self.nprobe

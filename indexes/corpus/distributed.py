@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -146,9 +147,16 @@ class Executor:
         # handling imports fsspec's HTTP filesystem, which needs aiohttp, not a dependency.)
         reader = ray.remote(num_cpus=0)(_read_texts)
         dataset = ray.data.from_arrow_refs([reader.remote(str(f), i) for i, f in enumerate(files)])
-        encoded = dataset.map_batches(EncoderActor, fn_constructor_args=(model, batch_size),
-                                      batch_size=4 * batch_size, batch_format="numpy",
-                                      concurrency=self.workers, num_cpus=1)
+        with warnings.catch_warnings():
+            # max_restarts has no named parameter in Ray Data yet; passing it as a remote
+            # argument is what Ray documents for it, and it warns about the form.
+            warnings.simplefilter("ignore")
+            encoded = dataset.map_batches(
+                EncoderActor, fn_constructor_args=(model, batch_size), batch_size=4 * batch_size,
+                batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=self.workers), num_cpus=1,
+                # an actor killed (e.g. by Ray's memory monitor) fails the stage, which resumes
+                # on the next run, instead of being restarted forever
+                max_restarts=0, max_task_retries=0)
         buffers: dict[int, list[np.ndarray]] = {}
         filled: dict[int, int] = {}
         for batch in encoded.iter_batches(batch_size=None, batch_format="numpy"):
