@@ -397,3 +397,20 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path):
     report = build_ivfpq(local, params={"m": 8, "nlist": 2}, executor=Executor(2))
     assert report.reused == ["ivfpq/trained"] and len(report.built) == 5
     assert {p.name: p.read_bytes() for p in local.folder.glob("dense/*/ivfpq/*.faiss")} == first
+
+
+def test_a_rebuilt_corpus_is_not_searched_with_its_old_indexes(tmp_path, capsys):
+    src = tmp_path / "docs.jsonl"
+    src.write_text(json.dumps({"id": "1", "title": "A", "text": "Roman concrete sets under water."}) + "\n")
+    build_corpus(src, tmp_path / "c")
+    build_bm25(Corpus(tmp_path / "c"))
+    assert ShardedBM25(Corpus(tmp_path / "c")).search(["concrete"], 1)[0][0] == 0
+    src.write_text(json.dumps({"id": "1", "title": "A", "text": "Tobermorite is a mineral."}) + "\n")
+    build_corpus(src, tmp_path / "c")
+    assert main(["corpus", "search", str(tmp_path / "c"), "--query", "concrete"]) == 2
+    assert "no BM25 index (or it is out of date)" in capsys.readouterr().err
+    assert main(["corpus", "index", str(tmp_path / "c"), "--bm25", "--workers", "0"]) == 0
+    capsys.readouterr()
+    assert main(["corpus", "search", str(tmp_path / "c"), "--query", "mineral", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in result["results"]] == ["A_1_0_0_0"]
