@@ -125,6 +125,45 @@ def ray_up(executor) -> float:
     return time.perf_counter() - start
 
 
+# Anchors for the plan (issue 13): all-MiniLM-L6-v2 on a V100; autofaiss; bm25s per core.
+V100_SENTENCES_PER_S = 14_200
+AUTOFAISS = {"vectors": 200e6, "hours": 3.0, "ram_gb": 15.0}
+BM25S_DOCS_PER_S_PER_CORE = 7_500
+
+
+def plan(total: float = 150e6, nodes: int = 8, cores: int = 16, gpus: int = 8) -> list[str]:
+    """The 150-million-sentence plan, from this run's per-sentence costs (RESULTS) and the anchors."""
+    n, m = RESULTS["corpus"]["sentences"], RESULTS["subset"]["sentences"]
+    stages = RESULTS["stages"]
+    per_core = {  # sentences per second on one worker (Ray, one CPU), this machine
+        "split": n / stages["split [ray-1]"],
+        "bm25": n / stages["bm25 [ray-1]"],
+        "encode": m / stages[f"encode {m:,} [ray-1]"],
+    }
+    scaling = stages["split [ray-1]"] / stages["split [ray-2]"] / 2  # parallel efficiency at 2 workers
+    b = RESULTS["bytes_per_sentence"]
+    gb = lambda per_sentence: per_sentence * total / 1e9  # noqa: E731
+    hours = lambda rate: total / rate / 3600  # noqa: E731
+    cpus = nodes * cores
+    lines = [f"plan for {total / 1e6:.0f} M sentences (measured per-core rates x {cpus} cores = {nodes} nodes x "
+             f"{cores}; parallel efficiency {scaling:.2f} as measured at 2 workers; {gpus} GPUs at the V100 anchor)"]
+    for stage, rate in per_core.items():
+        lines.append(f"  {stage:<7} {rate:8,.0f} sent/s/core -> {hours(rate):8.1f} core-hours; "
+                     f"{hours(rate * cpus * scaling):6.2f} h on {cpus} cores")
+    lines.append(f"  encode  on {gpus} V100-class GPUs: {hours(V100_SENTENCES_PER_S * gpus):.2f} h "
+                 f"({hours(V100_SENTENCES_PER_S):.1f} h on one)")
+    lines.append(f"  bm25    anchor {BM25S_DOCS_PER_S_PER_CORE:,} docs/s/core -> {hours(BM25S_DOCS_PER_S_PER_CORE):.1f} "
+                 "core-hours")
+    lines.append(f"  ivfpq   autofaiss anchor: {AUTOFAISS['hours'] * total / AUTOFAISS['vectors']:.2f} h, "
+                 f"{AUTOFAISS['ram_gb']:.0f} GB RAM for {AUTOFAISS['vectors'] / 1e6:.0f} M vectors")
+    for label, key in (("sentences (Parquet)", "sentences (Parquet, zstd)"),
+                       ("bm25 score matrices", "bm25 (score matrices, all shards)"),
+                       ("vectors float32", "flat (float32 vectors)"),
+                       ("ivfpq codes + ids", "ivfpq (codes + ids, index.ivfdata)")):
+        lines.append(f"  disk/RAM {label:<22} {b[key]:8.1f} B/sentence -> {gb(b[key]):8.1f} GB")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="20,000 sentences, 2,000 encoded")
@@ -296,6 +335,9 @@ def main() -> int:
     for k, v in latency.items():
         print(f"  {k:<44} {1000 * v:8.2f}")
     print(f"load average at end: {' '.join(f'{x:.1f}' for x in RESULTS['load_average_end'])}")
+    print()
+    RESULTS["plan"] = plan()
+    print("\n".join(RESULTS["plan"]))
     if args.json:
         Path(args.json).write_text(json.dumps(RESULTS, indent=2, default=str))
     if not args.work:
