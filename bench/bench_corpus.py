@@ -48,6 +48,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Ray's memory monitor kills workers when the machine is above 95 % memory, whoever uses it;
+# on a shared machine that stops a benchmark whose own workers use ~0.5 GB each.
+os.environ.setdefault("RAY_memory_usage_threshold", "0.995")
 DATA = ROOT.parent / "shared" / "data"
 
 RESULTS: dict = {}

@@ -359,8 +359,11 @@ def test_corpus_search_cli(indexed, capsys):
 
 # --- Ray -------------------------------------------------------------------------
 
-def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path):
+def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypatch):
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install '.[distributed]')")
+    # Ray kills workers when the *machine* is above 95 % memory; on a shared test machine that is
+    # other people's memory (our actors use ~0.5 GB each): let the local Ray run up to 99.5 %.
+    monkeypatch.setenv("RAY_memory_usage_threshold", "0.995")
     from indexes.corpus.distributed import Executor
 
     src = sample_docs(tmp_path / "docs.jsonl", limit=24)
