@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from indexes.bm25 import BM25SIndex
@@ -18,7 +17,6 @@ from indexes.corpus.bm25 import ShardedBM25, build_bm25
 from indexes.corpus.build import build_corpus
 from indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus
 from indexes.corpus.search import CorpusSearcher
-from indexes.corpus.sources import read_documents
 from indexes.corpus.store import Corpus
 from retrieval.cli import main
 from retrieval.collections import load_collection

@@ -37,7 +37,8 @@ import numpy as np
 
 from indexes.bm25 import _BM25S_METHOD, DEFAULT_DELTA, BM25SIndex, check_number, check_variant
 from indexes.corpus.build import StageReport
-from indexes.corpus.store import Corpus, file_sha256, key_hash, read_marker, shard_name, write_marker
+from indexes.corpus.store import (Corpus, file_sha256, key_hash, read_json, read_marker, shard_name,
+                                  write_marker)
 from retrieval.atomic import atomic_write, write_json
 from retrieval.provenance import package_versions
 from retrieval.text import tokenize
@@ -173,7 +174,7 @@ def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor=No
                      "stem": p["stem"], "versions": versions}
         counts = _run_stage(executor, count_shard, corpus, folder / "counts", count_key, report, "bm25 counts")
         stats_key = {"counts": key_hash([m["files"] for m in counts])}
-        stats = _read_json(folder / "global.json")
+        stats = read_json(folder / "global.json")
         if stats is None or stats.get("key") != stats_key or not (folder / "global.parquet").exists() \
                 or file_sha256(folder / "global.parquet") != stats.get("sha256"):
             stats = merge_counts(folder, counts, stats_key)
@@ -186,13 +187,6 @@ def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor=No
                                        "shards": corpus.names, "versions": versions})
     report.seconds = time.perf_counter() - start
     return report
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
 
 
 def _run_stage(executor, function, corpus: Corpus, folder: Path, key: dict[str, Any], report: StageReport,
@@ -219,7 +213,7 @@ class ShardedBM25:
     def __init__(self, corpus: Corpus):
         import bm25s
 
-        info = _read_json(corpus.folder / "bm25" / "index.json")
+        info = read_json(corpus.folder / "bm25" / "index.json")
         if info is None or info.get("corpus") != corpus.key:
             from retrieval.errors import InputError
 

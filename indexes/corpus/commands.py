@@ -8,6 +8,7 @@ runs (:mod:`indexes.corpus.distributed`).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 
@@ -107,6 +108,10 @@ def _executor(args: argparse.Namespace):
     workers = args.workers
     if workers is None:
         workers = 0 if args.ray_address else (os.cpu_count() or 1)
+        if not args.ray_address and importlib.util.find_spec("ray") is None:
+            print("dsr: Ray is not installed (pip install 'dialogue-sentence-retrieval[distributed]'): "
+                  "running in this process", file=sys.stderr)
+            workers = 0
     return Executor(workers, args.ray_address)
 
 

@@ -33,7 +33,6 @@ measures recall@50 against flat and memory per sentence.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import sys
@@ -44,7 +43,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from indexes.corpus.build import StageReport
-from indexes.corpus.store import Corpus, file_sha256, key_hash, read_marker, shard_name, write_marker
+from indexes.corpus.store import Corpus, file_sha256, key_hash, read_json, read_marker, write_marker
 from indexes.embeddings import DEFAULT_MODEL, encode
 from retrieval.atomic import atomic_write, write_json
 from retrieval.errors import InputError
@@ -188,7 +187,7 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     p = check_ivfpq(dict(params or {}))
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
     folder = model_folder(corpus, resolved)
-    info = _read(folder / "model.json")
+    info = read_json(folder / "model.json")
     if info is None or info.get("corpus") != corpus.key:
         raise InputError("the corpus has no vectors for this model yet: run `dsr corpus index DIR --dense`",
                          path=corpus.folder)
@@ -250,13 +249,6 @@ class _AddShard:
         return add_shard(corpus_dir, self.folder, number, key)
 
 
-def _read(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-
-
 class ShardedDense:
     """Dense search over a corpus: exact (``flat``) over the vector shards, or the merged IVF-PQ."""
 
@@ -268,7 +260,7 @@ class ShardedDense:
         self.nprobe, self.refine = int(nprobe), int(refine)
         self.model = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
         self.folder = model_folder(corpus, self.model)
-        info = _read(self.folder / "model.json")
+        info = read_json(self.folder / "model.json")
         if info is None or info.get("corpus") != corpus.key:
             raise InputError(f"the corpus has no vectors for {self.model.name} (or they are out of date): run "
                              "`dsr corpus index DIR --dense`", path=corpus.folder)
@@ -278,7 +270,7 @@ class ShardedDense:
             import faiss
 
             path = self.folder / "ivfpq" / "index.faiss"
-            marker = _read(self.folder / "ivfpq" / "index.done.json")
+            marker = read_json(self.folder / "ivfpq" / "index.done.json")
             if not path.exists() or marker is None or marker.get("corpus") != corpus.key:
                 raise InputError("the corpus has no IVF-PQ index (or it is out of date): run "
                                  "`dsr corpus index DIR --dense --index ivfpq`", path=corpus.folder)

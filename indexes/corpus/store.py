@@ -49,6 +49,14 @@ def key_hash(key: Any) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
 
 
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON file's object, or None when it is missing or unreadable (an unfinished stage)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
 def marker_path(folder: Path, name: str) -> Path:
     return folder / f"{name}.done.json"
 
@@ -74,9 +82,8 @@ def _checksum(path: Path) -> str:
 
 def read_marker(folder: Path, name: str, key: dict[str, Any]) -> dict[str, Any] | None:
     """The unit's marker when it is done for this ``key`` and its files are intact, else None."""
-    try:
-        marker = json.loads(marker_path(folder, name).read_text(encoding="utf-8"))
-    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
+    marker = read_json(marker_path(folder, name))
+    if marker is None:
         return None
     if json.dumps(marker.get("key"), sort_keys=True) != json.dumps(key, sort_keys=True):
         return None
