@@ -168,7 +168,9 @@ class Executor:
                     yield number, np.concatenate(buffers.pop(number))
         for number, count in enumerate(counts):  # empty shards never reach a batch
             if count == 0:
-                yield number, np.zeros((0, 0), dtype=np.float32)
+                from indexes.embeddings import dimension
+
+                yield number, np.zeros((0, dimension(model)), dtype=np.float32)
 
 
 def _get(ray, ref) -> Any:
