@@ -16,7 +16,7 @@ LAYERS = {
              "retrieval.stage", "retrieval.models", "retrieval.backends", "retrieval"),
     "indexes": ("indexes",),
     "domain": ("retrieval.collections", "retrieval.queries", "retrieval.fetch", "retrieval.rankers",
-               "retrieval.rerankers", "retrieval.pool"),
+               "retrieval.rerankers", "retrieval.pool", "retrieval.search"),
     "eval": ("eval",),
     "orchestration": ("retrieval.training", "retrieval.reproduce", "retrieval.kfold"),
     "api": ("dsr",),

@@ -16,7 +16,7 @@ import sys
 import traceback
 
 from retrieval import __version__
-from retrieval.cli import board, data, evaluation, interchange, ranking, reproduce, training
+from retrieval.cli import board, corpus, data, evaluation, interchange, ranking, reproduce, training
 from retrieval.errors import InputError
 
 #: command modules, in --help order
@@ -28,6 +28,7 @@ COMMANDS = (
     training,      # train
     reproduce,     # reproduce
     interchange,   # export, qrels
+    corpus,        # corpus build/index/search, pool (open retrieval)
 )
 
 

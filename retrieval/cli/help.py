@@ -48,6 +48,11 @@ EXAMPLES = {
     "board rebuild": "dsr board rebuild",
     "board export": "dsr board export sample --phase public --format latex --out board.tex",
     "board list": "dsr board list",
+    "corpus": "dsr corpus build enwiki-pages-articles.xml.bz2 --out wiki/",
+    "corpus build": "dsr corpus build enwiki-pages-articles.xml.bz2 --out wiki/",
+    "corpus index": "dsr corpus index wiki/ --bm25 --dense --index ivfpq",
+    "corpus search": "dsr corpus search wiki/ --query \"roman concrete\" --method fused",
+    "pool": "dsr pool ccpe --source data/ccpe --corpus wiki/ --out ccpe-pool.jsonl",
 }
 
 

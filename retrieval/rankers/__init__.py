@@ -14,6 +14,7 @@ RANKERS: dict[str, str] = {
     "dense": "retrieval.rankers.dense:DenseRanker",
     "random": "retrieval.rankers.random:RandomRanker",
     "fusion": "retrieval.rankers.fusion:FusionRanker",
+    "open": "retrieval.rankers.open:OpenRanker",
 }
 
 

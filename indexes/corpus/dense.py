@@ -1,0 +1,322 @@
+"""Dense indexes over a sharded corpus (``dsr corpus index --dense``).
+
+Stages, each resumable per shard (done-markers, see indexes.corpus.store),
+under ``DIR/dense/MODEL@WEIGHTS/``:
+
+1. **encode**: each shard's sentences -> ``vectors/shard-N.npy`` (float32,
+   L2-normalised, row order = the shard's). In-process this is
+   :func:`indexes.embeddings.encode` without its text-keyed cache (the vector
+   files *are* the corpus's cache: a lookup table of 10^8 text digests would
+   not fit in memory); on Ray it is Ray Data ``map_batches`` with actors that
+   keep the model loaded (indexes.corpus.distributed).
+2. **flat**: nothing more to build. Exact search reads every vector shard
+   (memory-mapped), scores it with one matrix product and merges the shards'
+   top k; it is the reference that IVF-PQ's recall is measured against.
+3. **ivfpq**: FAISS ``IndexIVFPQ`` (inner product): trained once on a sample
+   of ``train_size`` vectors drawn evenly (seeded) from all shards
+   (``ivfpq/trained.faiss``); each shard's vectors are added to a copy of the
+   trained index with their global row as id (``ivfpq/shard-N.faiss``, one
+   unit each, in parallel); the shards are then merged on disk with
+   ``faiss.contrib.ondisk.merge_ondisk`` into ``ivfpq/index.faiss`` plus
+   ``ivfpq/index.ivfdata`` (the inverted lists, memory-mapped at search time,
+   loaded with ``IO_FLAG_ONDISK_SAME_DIR`` so the folder can move).
+
+IVF-PQ parameters: ``nlist`` (clusters; default ``4 sqrt(N)``, at most the
+training sample / 39), ``m`` (sub-quantizers: bytes per vector with 8-bit
+codes; must divide the dimension, default 48 for 384 dimensions), ``nbits``
+(default 8, lowered for tiny corpora), and at search time ``nprobe`` (lists
+visited) and ``refine`` (re-score the top ``refine x k`` PQ candidates
+exactly with the stored vectors; 0 = PQ scores only). bench/bench_corpus.py
+measures recall@50 against flat and memory per sentence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from indexes.corpus.build import StageReport
+from indexes.corpus.store import Corpus, file_sha256, key_hash, read_json, read_marker, write_marker
+from indexes.embeddings import DEFAULT_MODEL, encode
+from retrieval.atomic import atomic_write, write_json
+from retrieval.errors import InputError
+from retrieval.models import ResolvedModel, resolve_model
+from retrieval.provenance import package_versions
+
+KINDS = ("flat", "ivfpq")
+IVFPQ = {"nlist": None, "m": 48, "nbits": 8, "train_size": 100_000, "seed": 0}
+SEARCH = {"nprobe": 32, "refine": 0}
+
+
+@contextlib.contextmanager
+def stdout_to_stderr():
+    """Send what C code (faiss) prints on stdout to stderr: stdout carries results."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def model_folder(corpus: Corpus, model: ResolvedModel) -> Path:
+    from indexes.manifest import safe_name
+
+    return corpus.folder / "dense" / safe_name(model.key)
+
+
+def _versions(*names: str) -> dict[str, str]:
+    versions = package_versions(names)
+    versions.pop("python", None)
+    return versions
+
+
+def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64,
+                  executor=None) -> StageReport:
+    """Vectors of every shard not yet encoded (resumable)."""
+    from indexes.corpus.distributed import Executor
+
+    start = time.perf_counter()
+    resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
+    folder = model_folder(corpus, resolved) / "vectors"
+    folder.mkdir(parents=True, exist_ok=True)
+    key = {"stage": "encode", "corpus": corpus.key, "model": resolved.describe(),
+           "versions": _versions("sentence-transformers", "transformers", "torch")}
+    report = StageReport()
+    todo = []
+    for number, name in enumerate(corpus.names):
+        if read_marker(folder, name, key) is None:
+            todo.append(number)
+        else:
+            report.reused.append(f"vectors/{name}")
+    executor = executor or Executor(0)
+    if todo:
+        from tqdm import tqdm
+
+        with executor, tqdm(total=sum(corpus.shards[n]["sentences"] for n in todo), unit="sent",
+                            desc=f"encoding ({resolved.name})") as bar:
+            files = [corpus.shard_path(n) for n in todo]
+            counts = [corpus.shards[n]["sentences"] for n in todo]
+            for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size):
+                number = todo[position]
+                name = corpus.names[number]
+                path = folder / f"{name}.npy"
+                with atomic_write(path, "wb") as handle:
+                    np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32))
+                write_marker(folder, name, key, [path], name=name, sentences=len(vectors))
+                report.built.append(f"vectors/{name}")
+                bar.update(len(vectors))
+    write_json(folder.parent / "model.json", {"model": resolved.describe(), "key": key_hash(key),
+                                              "corpus": corpus.key,
+                                              "dimension": int(_shard_vectors(folder, corpus.names[0]).shape[1])})
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _shard_vectors(folder: Path, name: str) -> np.ndarray:
+    return np.load(folder / f"{name}.npy", mmap_mode="r")
+
+
+def check_ivfpq(params: dict[str, Any]) -> dict[str, Any]:
+    from retrieval.params import inferred, resolve
+
+    p = resolve(params, inferred(IVFPQ), "an IVF-PQ index")
+    for name in ("m", "nbits", "train_size"):
+        if isinstance(p[name], bool) or not isinstance(p[name], int) or p[name] < 1:
+            raise InputError(f"{name} must be a whole number >= 1, got {p[name]!r}", field=name)
+    if p["nlist"] is not None and (not isinstance(p["nlist"], int) or p["nlist"] < 1):
+        raise InputError(f"nlist must be a whole number >= 1, got {p['nlist']!r}", field="nlist")
+    return p
+
+
+def _sample_rows(corpus: Corpus, size: int, seed: int) -> np.ndarray:
+    n = len(corpus)
+    if size >= n:
+        return np.arange(n, dtype=np.int64)
+    return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False)).astype(np.int64)
+
+
+def gather(corpus: Corpus, folder: Path, rows: np.ndarray) -> np.ndarray:
+    """Vectors of global ``rows`` (sorted) from the memory-mapped shard files."""
+    parts = []
+    shards = np.searchsorted(corpus.offsets, rows, side="right") - 1
+    for number in np.unique(shards):
+        local = rows[shards == number] - corpus.offsets[number]
+        parts.append(np.asarray(_shard_vectors(folder, corpus.names[number])[local]))
+    return np.concatenate(parts).astype(np.float32)
+
+
+def add_shard(corpus_dir: str, folder: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
+    """One unit: add shard ``number``'s vectors (ids = global rows) to a copy of the trained index."""
+    import faiss
+
+    corpus = Corpus(corpus_dir)
+    folder = Path(folder)
+    index = faiss.read_index(str(folder / "ivfpq" / "trained.faiss"))
+    name = corpus.names[number]
+    vectors = np.ascontiguousarray(_shard_vectors(folder / "vectors", name), dtype=np.float32)
+    rows = np.arange(corpus.offsets[number], corpus.offsets[number + 1], dtype=np.int64)
+    index.add_with_ids(vectors, rows)
+    path = folder / "ivfpq" / f"{name}.faiss"
+    tmp = path.with_name(f".{path.name}.tmp")
+    faiss.write_index(index, str(tmp))  # faiss writes by name: rename for atomicity
+    tmp.replace(path)
+    return write_marker(folder / "ivfpq", name, key, [path], name=name, sentences=len(rows))
+
+
+def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, params: dict[str, Any] | None = None,
+                executor=None) -> StageReport:
+    """Train (on a sample), add every shard (in parallel), merge on disk. Needs the vectors."""
+    import faiss
+    from faiss.contrib.ondisk import merge_ondisk
+
+    from indexes.corpus.bm25 import _run_stage
+    from indexes.corpus.distributed import Executor
+
+    start = time.perf_counter()
+    p = check_ivfpq(dict(params or {}))
+    resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
+    folder = model_folder(corpus, resolved)
+    info = read_json(folder / "model.json")
+    if info is None or info.get("corpus") != corpus.key:
+        raise InputError("the corpus has no vectors for this model yet: run `dsr corpus index DIR --dense`",
+                         path=corpus.folder)
+    out = folder / "ivfpq"
+    out.mkdir(parents=True, exist_ok=True)
+    report = StageReport()
+    dim = int(info["dimension"])
+    sample = _sample_rows(corpus, p["train_size"], p["seed"])
+    nbits = min(p["nbits"], max(1, int(math.log2(len(sample) / 39)) if len(sample) >= 78 else 1))
+    nlist = p["nlist"] or max(1, round(4 * math.sqrt(len(corpus))))
+    nlist = max(1, min(nlist, len(sample) // 39 or 1))
+    m = max(d for d in range(1, min(p["m"], dim) + 1) if dim % d == 0)
+    settings = {"nlist": nlist, "m": m, "nbits": nbits, "train_size": len(sample), "seed": p["seed"],
+                "dimension": dim}
+    train_key = {"stage": "ivfpq-train", "vectors": info["key"], "corpus": corpus.key, "settings": settings,
+                 "versions": _versions("faiss-cpu")}
+    if read_marker(out, "trained", train_key) is None:
+        vectors = gather(corpus, folder / "vectors", sample)
+        index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, nlist, m, nbits, faiss.METRIC_INNER_PRODUCT)
+        index.cp.seed = p["seed"]
+        index.pq.cp.seed = p["seed"]
+        with stdout_to_stderr():  # k-means warnings
+            index.train(vectors)
+        tmp = out / ".trained.faiss.tmp"
+        faiss.write_index(index, str(tmp))
+        tmp.replace(out / "trained.faiss")
+        write_marker(out, "trained", train_key, [out / "trained.faiss"], name="trained")
+        report.built.append("ivfpq/trained")
+    else:
+        report.reused.append("ivfpq/trained")
+    add_key = {**train_key, "stage": "ivfpq-add", "trained": file_sha256(out / "trained.faiss")}
+    executor = executor or Executor(0)
+    with executor:
+        markers = _run_stage(executor, _AddShard(str(folder)), corpus, out, add_key, report, "ivfpq shards")
+    merged_key = {"stage": "ivfpq-merge", "shards": key_hash([m["files"] for m in markers])}
+    if read_marker(out, "index", merged_key) is None:
+        trained = faiss.read_index(str(out / "trained.faiss"))
+        for stale in ("index.faiss", "index.ivfdata"):
+            (out / stale).unlink(missing_ok=True)
+        with stdout_to_stderr():  # merge_ondisk prints its progress
+            merge_ondisk(trained, [str(out / f"{n}.faiss") for n in corpus.names], str(out / "index.ivfdata"))
+        faiss.write_index(trained, str(out / "index.faiss"))
+        write_marker(out, "index", merged_key, [out / "index.faiss", out / "index.ivfdata"], name="index",
+                     settings=settings, sentences=len(corpus), corpus=corpus.key)
+        report.built.append("ivfpq/index")
+    else:
+        report.reused.append("ivfpq/index")
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+class _AddShard:
+    """``add_shard`` with the model folder bound (a picklable callable for Ray tasks)."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+
+    def __call__(self, corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
+        return add_shard(corpus_dir, self.folder, number, key)
+
+
+class ShardedDense:
+    """Dense search over a corpus: exact (``flat``) over the vector shards, or the merged IVF-PQ."""
+
+    def __init__(self, corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, kind: str = "flat",
+                 nprobe: int = SEARCH["nprobe"], refine: int = SEARCH["refine"], batch_size: int = 64):
+        if kind not in KINDS:
+            raise InputError(f"unknown index kind {kind!r}; choose from {', '.join(KINDS)}", field="index")
+        self.corpus, self.kind, self.batch_size = corpus, kind, batch_size
+        self.nprobe, self.refine = int(nprobe), int(refine)
+        self.model = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
+        self.folder = model_folder(corpus, self.model)
+        info = read_json(self.folder / "model.json")
+        if info is None or info.get("corpus") != corpus.key:
+            raise InputError(f"the corpus has no vectors for {self.model.name} (or they are out of date): run "
+                             "`dsr corpus index DIR --dense`", path=corpus.folder)
+        self.vectors = [_shard_vectors(self.folder / "vectors", n) for n in corpus.names]
+        self.index = None
+        if kind == "ivfpq":
+            import faiss
+
+            path = self.folder / "ivfpq" / "index.faiss"
+            marker = read_json(self.folder / "ivfpq" / "index.done.json")
+            if not path.exists() or marker is None or marker.get("corpus") != corpus.key:
+                raise InputError("the corpus has no IVF-PQ index (or it is out of date): run "
+                                 "`dsr corpus index DIR --dense --index ivfpq`", path=corpus.folder)
+            with stdout_to_stderr():  # faiss announces the on-disk file name on C stdout
+                self.index = faiss.read_index(str(path), faiss.IO_FLAG_ONDISK_SAME_DIR)
+            self.index.nprobe = self.nprobe
+
+    def encode(self, queries: Sequence[str]) -> np.ndarray:
+        return encode(list(queries), self.model, self.batch_size, desc="encoding queries")
+
+    def search_vectors(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """Top ``k`` (global row, score) per query vector, best first (ties by row)."""
+        from indexes.corpus.bm25 import merge_top_k
+
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if self.kind == "flat":
+            return [merge_top_k(*self._flat(q, k), k) for q in queries]
+        depth = k * self.refine if self.refine else k
+        scores, rows = self.index.search(queries, depth)
+        out = []
+        for q, srow, rrow in zip(queries, scores, rows):
+            keep = rrow >= 0
+            rrow, srow = rrow[keep].astype(np.int64), srow[keep].astype(np.float64)
+            if self.refine:
+                srow = self.exact_scores(q, rrow)
+            out.append(merge_top_k(rrow, srow, k))
+        return out
+
+    def _flat(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        rows, scores = [], []
+        for number, vectors in enumerate(self.vectors):
+            s = np.asarray(vectors @ query, dtype=np.float64)
+            top = np.argsort(-s, kind="stable")[:k] if len(s) > k else np.arange(len(s))
+            # every row tied with the k-th score, so the merge breaks ties by row like one index
+            if len(s) > k:
+                top = np.flatnonzero(s >= s[top[-1]])
+            rows.append(top + self.corpus.offsets[number])
+            scores.append(s[top])
+        return np.concatenate(rows).astype(np.int64), np.concatenate(scores)
+
+    def exact_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        order = np.argsort(rows, kind="stable")
+        vectors = gather(self.corpus, self.folder / "vectors", rows[order])
+        out = np.empty(len(rows), dtype=np.float64)
+        out[order] = vectors @ query
+        return out
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
+        return self.search_vectors(self.encode(queries), k)
