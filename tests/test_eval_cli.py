@@ -84,7 +84,8 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
     assert set(bm25["chosen"]) <= {"bm25_a", "bm25_b", "bm25_c"}
     assert len(bm25["test"]["grounded"]["RR"]["splits"]) == 10
     sig = data["significance"]["results"]["all"]["bm25"]["nDCG@5"]
-    assert set(sig) == {"diff", "n", "t", "t_holm", "perm", "perm_holm"}
+    assert set(sig) == {"diff", "n", "t", "t_holm", "perm", "perm_holm", "t_adj", "perm_adj", "ci_low",
+                        "ci_high", "d", "wins", "ties", "losses"}
     # the report
     rep = tmp_path / "rep"
     names = sorted(p.name for p in rep.iterdir())

@@ -51,7 +51,17 @@ def register(subparsers) -> None:
                    help="query strategy for the cross-encoder (default: the one a `dsr train` model "
                         "was trained with, from its card; else all)")
     p.add_argument("--test", choices=("t", "perm"), default="t",
-                   help="test that decides the † marks: paired t-test or permutation (default t)")
+                   help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)")
+    p.add_argument("--correction", choices=("holm", "bonferroni", "bh"), default="holm",
+                   help="multiple-comparison correction of the marks (default holm)")
+    p.add_argument("--family", choices=("runs", "runs+measures", "runs+measures+subsets"), default="runs",
+                   help="p-values corrected together (default runs: per subset and measure)")
+    p.add_argument("--ci", choices=("t", "bootstrap"), default="t",
+                   help="95%% interval of each mean: t, or bootstrap over topics (default t)")
+    p.add_argument("--all-pairs", action="store_true",
+                   help="test every pair of systems and report groups of statistically tied ones")
+    p.add_argument("--format", choices=("text", "md", "latex", "csv", "json"), default="text",
+                   help="printed tables (default text); the report folder holds them all")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=cmd_reproduce)
 
@@ -86,11 +96,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         target=args.target, measures=args.measures, strategies=args.queries,
         dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
         ce_query=args.ce_query, test=args.test, timer=timer,
-        skipped_reason=skip_reason(args.no_cross_encoder), command=["dsr", *sys.argv[1:]], started=started)
+        skipped_reason=skip_reason(args.no_cross_encoder), command=["dsr", *sys.argv[1:]], started=started,
+        evaluation={"correction": args.correction, "family": args.family, "ci": args.ci,
+                    "all_pairs": args.all_pairs})
     from eval import tables
     if args.json:
         print(json.dumps(result["report"], indent=2, sort_keys=True, ensure_ascii=False))
     else:
-        print(tables.format_text(result["results"]))
+        print(tables.render(result["results"], args.format))
         print(f"\nreport, runs and manifest: {out}/ (total {result['manifest']['wall_time_s']['total']:.1f} s)")
     return 0
