@@ -264,8 +264,8 @@ def _plots(results: Results) -> dict[str, bytes]:
                    if "wins" in entry else "")
             ax.set_title(f"{name} − {results.baseline} {mark}\nmean Δ "
                          f"{np.mean(diff) if len(diff) else float('nan'):+.4f}"
-                         + (f", p (adj.) = {p:.3g}" if p is not None else "") + wtl, fontsize=8,
-                         color=colours[name])
+                         + (f", p (adj.) = {p:.3g}" if p is not None else "") + wtl, fontsize=8)
+            ax.xaxis.get_major_locator().set_params(integer=True)
         for k in range(len(others), rows * cols):
             axes[k // cols][k % cols].set_visible(False)
         fig.suptitle(f"per-topic {measure} differences against {results.baseline} ({first}; blue: "
@@ -279,7 +279,7 @@ def _plots(results: Results) -> dict[str, bytes]:
         depth = max((len(r) for r in results.qrels.values()), default=0) or 1
         ks = list(range(1, depth + 1))
         evaluator = Evaluator(results.qrels, parse_measures([f"R@{k}" for k in ks]), results.topics)
-        fig = Figure(figsize=(6.0, 4.0), layout="constrained")
+        fig = Figure(figsize=(9.0, 4.2), layout="constrained")
         ax = fig.add_subplot()
         for name, run in results.run_objects.items():
             config = results.modal_config(name)
@@ -290,7 +290,7 @@ def _plots(results: Results) -> dict[str, bytes]:
         ax.set_ylabel("R@k (all dialogues)")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         ax.set_title("recall at k; a tuned family is its configuration chosen most often over the "
                      "splits", fontsize=8)
         images.update(_figure_files(fig, "recall_at_k"))

@@ -263,7 +263,7 @@ def to_markdown(results: Results, digits: int = 4) -> str:
 def to_csv(results: Results) -> str:
     """Long format: one line per (block, subset, run, measure), with p-values when tested."""
     frame = main_frame(results).drop(columns=["title", "label"])
-    return frame.to_csv(index=False, lineterminator="\n", float_format=repr, na_rep="")
+    return frame.to_csv(index=False, lineterminator="\n", float_format=lambda v: repr(float(v)), na_rep="")
 
 
 def to_json(results: Results) -> str:
