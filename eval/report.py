@@ -45,7 +45,11 @@ def provenance(command: Sequence[str] | None = None) -> dict:
 
 
 def report_json(results: Results, command: Sequence[str] | None = None) -> dict:
-    return {**results.to_json(), "provenance": provenance(command)}
+    curves = {name: (f"tuned family: its configuration chosen most often, {results.modal_config(name)}"
+                     if results.modal_config(name) else "untuned run")
+              for name in results.run_objects}
+    return {**results.to_json(), "provenance": provenance(command),
+            "figures": {"recall_at_k": curves, "colours": "one per system, the same in every figure"}}
 
 
 #: what a report folder holds (``atomic_dir`` replaces a folder holding only these)
