@@ -151,7 +151,8 @@ def system_colours(results: Results) -> dict[str, tuple]:
     from matplotlib import colormaps
 
     names = list(dict.fromkeys([*results.systems, *results.runs]))
-    palette = list(colormaps["tab10"].colors) + list(colormaps["tab20"].colors[1::2])
+    palette = (list(colormaps["tab10"].colors) + list(colormaps["Dark2"].colors)
+               + list(colormaps["Set1"].colors))
     return {n: palette[k % len(palette)] for k, n in enumerate(names)}
 
 
@@ -283,19 +284,21 @@ def _plots(results: Results) -> dict[str, bytes]:
         depth = max((len(r) for r in results.qrels.values()), default=0) or 1
         ks = list(range(1, depth + 1))
         evaluator = Evaluator(results.qrels, parse_measures([f"R@{k}" for k in ks]), results.topics)
-        fig = Figure(figsize=(9.0, 4.2), layout="constrained")
+        fig = Figure(figsize=(9.5, 4.2), layout="constrained")
         ax = fig.add_subplot()
         for name, run in results.run_objects.items():
             config = results.modal_config(name)
-            label = name + (f" (tuned: {config}, chosen most often)" if config else "")
-            ax.plot(ks, evaluator(run).mean(), label=label, linewidth=1.2,
+            label = (f"{name} (baseline)" if name == results.baseline else name) + (
+                f" [{config}]" if config else "")
+            ax.plot(ks, evaluator(run).mean(), label=label,
+                    linewidth=2.2 if name == results.baseline else 1.2,
                     color=colours.get(name), linestyle="--" if name == results.baseline else "-")
         ax.set_xlabel("k")
         ax.set_ylabel("R@k (all dialogues)")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-        ax.set_title("recall at k; a tuned family is its configuration chosen most often over the "
-                     "splits", fontsize=8)
+        ax.set_title("recall at k; a tuned family [config] is its configuration chosen most "
+                     "often over the splits", fontsize=8)
         images.update(_figure_files(fig, "recall_at_k"))
     return images
