@@ -45,6 +45,21 @@ example: dsr evaluate sample a.run b.run --baseline a --correction bh --family r
 """
 
 
+def add_report_arguments(p) -> None:
+    """--correction, --family, --ci, --all-pairs and --format (dsr evaluate and dsr reproduce)."""
+    p.add_argument("--correction", choices=("holm", "bonferroni", "bh"), default="holm",
+                   help="multiple-comparison correction of the marks (default holm)")
+    p.add_argument("--family", choices=("runs", "runs+measures", "runs+measures+subsets"), default="runs",
+                   help="p-values corrected together (default runs: per subset and measure)")
+    p.add_argument("--ci", choices=("t", "bootstrap"), default="t",
+                   help="95%% interval of each mean: t, or bootstrap over topics with --seed (default t)")
+    p.add_argument("--all-pairs", action="store_true",
+                   help="test every pair of systems and show groups of statistically tied ones")
+    p.add_argument("--format", choices=("text", "md", "latex", "csv", "json"), default="text",
+                   help="printed tables: aligned text (default), Markdown, LaTeX, CSV (long) or JSON "
+                        "records of the tables")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "evaluate", help="measure runs (official split protocol, significance, reports)",
@@ -73,17 +88,7 @@ def register(subparsers) -> None:
     p.add_argument("--permutations", type=int, default=10_000, metavar="N",
                    help="resamples of the randomisation test (default 10000; 0 skips it; not negative)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
-    p.add_argument("--correction", choices=("holm", "bonferroni", "bh"), default="holm",
-                   help="multiple-comparison correction of the marks (default holm)")
-    p.add_argument("--family", choices=("runs", "runs+measures", "runs+measures+subsets"), default="runs",
-                   help="p-values corrected together (default runs: per subset and measure)")
-    p.add_argument("--ci", choices=("t", "bootstrap"), default="t",
-                   help="95%% interval of each mean: t, or bootstrap over topics with --seed (default t)")
-    p.add_argument("--all-pairs", action="store_true",
-                   help="test every pair of systems and show groups of statistically tied ones")
-    p.add_argument("--format", choices=("text", "md", "latex", "csv", "json"), default="text",
-                   help="printed tables: aligned text (default), Markdown, LaTeX, CSV (long) or JSON "
-                        "records of the tables")
+    add_report_arguments(p)
     p.add_argument("--json", action="store_true", help="print the full results JSON instead of the table")
     p.add_argument("--per-topic", metavar="FILE", help="write per-topic values (.tsv, or .jsonl)")
     p.add_argument("--report", metavar="DIR", help="write Markdown, CSV, JSON, LaTeX tables and PNG plots")

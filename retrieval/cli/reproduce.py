@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from retrieval.cli.evaluation import add_report_arguments
 from retrieval.errors import InputError
 from retrieval.reproduce import DEFAULT_CROSS_ENCODER, StageTimer, reproduce, skip_reason, trained_default
 
@@ -52,16 +53,7 @@ def register(subparsers) -> None:
                         "was trained with, from its card; else all)")
     p.add_argument("--test", choices=("t", "perm"), default="t",
                    help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)")
-    p.add_argument("--correction", choices=("holm", "bonferroni", "bh"), default="holm",
-                   help="multiple-comparison correction of the marks (default holm)")
-    p.add_argument("--family", choices=("runs", "runs+measures", "runs+measures+subsets"), default="runs",
-                   help="p-values corrected together (default runs: per subset and measure)")
-    p.add_argument("--ci", choices=("t", "bootstrap"), default="t",
-                   help="95%% interval of each mean: t, or bootstrap over topics (default t)")
-    p.add_argument("--all-pairs", action="store_true",
-                   help="test every pair of systems and report groups of statistically tied ones")
-    p.add_argument("--format", choices=("text", "md", "latex", "csv", "json"), default="text",
-                   help="printed tables (default text); the report folder holds them all")
+    add_report_arguments(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=cmd_reproduce)
 
