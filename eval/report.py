@@ -79,7 +79,7 @@ def write_report_files(results: Results, directory: Path,
         "results.csv": tables.to_csv(results),
         "results.json": json.dumps(report_json(results, command), indent=2, sort_keys=True,
                                    ensure_ascii=False) + "\n",
-        "results.tex": tables.to_latex(results),
+        "results.tex": tables.to_latex(results, extras=True),
     }
     images = _plots(results)
     written = []

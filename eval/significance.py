@@ -53,8 +53,6 @@ DEFAULT_RESAMPLES = 10_000
 ALPHA = 0.05
 #: the marks tables put after a value significantly better / worse than the baseline's
 BETTER, WORSE = "▲", "▼"
-#: kept for callers of the old undirected mark
-MARK = "†"
 CORRECTIONS = ("holm", "bonferroni", "bh")
 FAMILIES = ("runs", "runs+measures", "runs+measures+subsets")
 CORRECTION_NAMES = {"holm": "Holm-Bonferroni", "bonferroni": "Bonferroni",

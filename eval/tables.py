@@ -296,9 +296,13 @@ def _tex(text: str) -> str:
     return text.replace("±", r"$\pm$").replace("Δ", r"$\Delta$").replace("–", "--")
 
 
-def to_latex(results: Results, digits: int = 3) -> str:
+def to_latex(results: Results, digits: int = 3, extras: bool = False) -> str:
     """One ``tabular`` per table (booktabs, ``DataFrame.to_latex``); in the results
-    blocks the best mean per column is bold; ↑/↓ mark significantly better/worse."""
+    blocks the best mean per column is bold; ↑/↓ mark significantly better/worse.
+
+    ``extras`` adds the comparison with the baseline and the all-pairs groups
+    (reports and ``--format latex``); without, only the results blocks (what the
+    leaderboard exports: win/tie/loss counts would tell a hidden phase's per-topic story)."""
     frame = main_frame(results)
     parts = []
     for (title, table), (_, block) in zip(wide(results, frame, digits),
@@ -318,9 +322,9 @@ def to_latex(results: Results, digits: int = 3) -> str:
             table[measure] = cells
         parts.append(_latex_table(title, table))
     extra = []
-    if results.baseline is not None:
+    if extras and results.baseline is not None:
         extra += _comparison_wide(results, digits=digits)
-    if results.pairs is not None:
+    if extras and results.pairs is not None:
         extra += _pairs_wide(results, digits)
     for title, table in extra:
         parts.append(_latex_table(title, table.map(_tex)))
@@ -341,5 +345,6 @@ def _latex_table(title: str, table) -> str:
 
 def render(results: Results, fmt: str = "text") -> str:
     """The printed tables in ``fmt``: text, md, latex, csv (long) or json (records)."""
-    return {"text": format_text, "md": to_markdown, "latex": to_latex, "csv": to_csv,
-            "json": to_json}[fmt](results)
+    if fmt == "latex":
+        return to_latex(results, extras=True)
+    return {"text": format_text, "md": to_markdown, "csv": to_csv, "json": to_json}[fmt](results)
