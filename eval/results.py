@@ -89,6 +89,7 @@ class Results:
     #: tuned family its configuration chosen most often (:meth:`modal_config`); not serialised
     run_objects: dict[str, Run] = field(default_factory=dict, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    _intervals: dict = field(default_factory=dict, repr=False)
 
     @property
     def protocol(self) -> str:
@@ -143,8 +144,11 @@ class Results:
     def mean_ci(self, subset: str, system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Mean per measure of the system's per-topic values on the subset, with a 95%
         interval (``ci``: t or bootstrap over topics with ``seed``)."""
-        values = self.systems[system].per_topic if system in self.systems else self.runs[system].values
-        return sig.mean_ci(values[self.subsets[subset]], self.ci, seed=self.seed)
+        key = (subset, system, self.ci, self.seed)
+        if key not in self._intervals:   # a bootstrap is worth computing once per report
+            values = self.systems[system].per_topic if system in self.systems else self.runs[system].values
+            self._intervals[key] = sig.mean_ci(values[self.subsets[subset]], self.ci, seed=self.seed)
+        return self._intervals[key]
 
     def to_frame(self):
         """The table as a pandas DataFrame, one row per (system, subset, measure).
