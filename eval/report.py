@@ -9,6 +9,11 @@ so a failure or a kill leaves the previous report or the new one, never a mix:
   (name, content hash), the split protocol (source, N, seed), measures, runs
   (paths, sha256, sidecar configs), significance settings, package versions,
   machine, date and command;
+* ``comparison.csv`` (with a baseline) — each system against it per subset and
+  measure: per-topic mean and 95% interval, mean difference and interval,
+  Cohen's d_z, wins/ties/losses, raw and adjusted p, mark
+  (``eval.tables.comparison_frame``); ``pairs.csv`` (with all pairs) — each
+  mean with its group letters (``eval.tables.pairs_frame``);
 * ``per_topic.tsv`` — per-topic values (see ``eval.results.write_per_topic``);
 * every figure as ``.png``, vector ``.pdf`` and ``.svg``; each system has one
   colour in every figure (:func:`system_colours`); ▲/▼ over a bar mark a
@@ -54,7 +59,7 @@ def report_json(results: Results, command: Sequence[str] | None = None) -> dict:
 
 #: what a report folder holds (``atomic_dir`` replaces a folder holding only these)
 REPORT_FILES = ("results.md", "results.csv", "results.json", "results.tex", "per_topic.tsv",
-                "*.png", "*.pdf", "*.svg")
+                "comparison.csv", "pairs.csv", "*.png", "*.pdf", "*.svg")
 
 
 def write_report(results: Results, directory: str | Path, command: Sequence[str] | None = None) -> list[Path]:
@@ -81,6 +86,10 @@ def write_report_files(results: Results, directory: Path,
                                    ensure_ascii=False) + "\n",
         "results.tex": tables.to_latex(results, extras=True),
     }
+    if results.baseline is not None:
+        texts["comparison.csv"] = tables.frame_csv(tables.comparison_frame(results))
+    if results.pairs is not None:
+        texts["pairs.csv"] = tables.frame_csv(tables.pairs_frame(results))
     images = _plots(results)
     written = []
     for name, text in texts.items():

@@ -263,6 +263,11 @@ def to_markdown(results: Results, digits: int = 4) -> str:
 def to_csv(results: Results) -> str:
     """Long format: one line per (block, subset, run, measure), with p-values when tested."""
     frame = main_frame(results).drop(columns=["title", "label"])
+    return frame_csv(frame)
+
+
+def frame_csv(frame) -> str:
+    """A frame as CSV, floats as their shortest exact repr (they read back equal)."""
     return frame.to_csv(index=False, lineterminator="\n", float_format=lambda v: repr(float(v)), na_rep="")
 
 

@@ -91,7 +91,8 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
     names = sorted(p.name for p in rep.iterdir())
     figures = ["bars_RR", "bars_nDCG_5", "diff_vs_baseline", "recall_at_k", "subsets_nDCG_5"]
     assert names == sorted([f"{f}.{ext}" for f in figures for ext in ("pdf", "png", "svg")]
-                           + ["per_topic.tsv", "results.csv", "results.json", "results.md", "results.tex"])
+                           + ["comparison.csv", "per_topic.tsv", "results.csv", "results.json", "results.md",
+                              "results.tex"])
     for png in rep.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = json.loads((rep / "results.json").read_text())

@@ -198,6 +198,11 @@ def test_report_writes_png_pdf_svg_for_every_figure(constructed, tmp_path):
         assert (tmp_path / "rep" / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / "rep" / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
         ET.parse(tmp_path / "rep" / f"{stem}.svg")
+    comparison = pd.read_csv(tmp_path / "rep" / "comparison.csv")
+    assert len(comparison) == 3 * len(results.subsets) * len(results.measures)
+    worse = comparison[comparison.system == "worse"]
+    assert (worse["mark"] == sig.WORSE).all() and (worse["diff"] < 0).all()
+    assert set(pd.read_csv(tmp_path / "rep" / "pairs.csv")["system"]) == set(results.systems)
     report = json.loads((tmp_path / "rep" / "results.json").read_text())
     assert report["significance"]["method"] == "holm" and report["significance"]["family"] == "runs"
 
