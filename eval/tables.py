@@ -228,7 +228,7 @@ def _pairs_wide(results: Results, digits: int = 4):
         table = part.pivot(index="system", columns="measure", values="cell")
         table = table.loc[list(results.systems), results.measures]
         table.columns.name = None
-        out.append((f"{subset}: all pairs ({'t-test' if results.test == 't' else 'randomisation'}, "
+        out.append((f"{subset}: all pairs, per-topic means ({'t-test' if results.test == 't' else 'randomisation'}, "
                     f"{sig.CORRECTION_NAMES[results.correction]} over the pairs); "
                     "systems sharing a letter are not significantly different", table))
     return out
