@@ -140,13 +140,20 @@ class TopicValues:
 class Evaluator:
     """Qrels and measures bound once; call it on each run.
 
-    Measures pytrec_eval supports go through it (trec_eval's code); any other
-    ir_measures measure goes through the provider ir_measures picks for it.
+    Measures trec_eval computes (P, RR, AP, nDCG without custom gains, R; any
+    ``rel``, ``judged_only``) go to ``pytrec_eval.RelevanceEvaluator`` directly
+    (trec_eval's own C code), one evaluator per (rel, judged_only), named as
+    ir_measures' pytrec_eval provider names them (``P_5``, ``ndcg_cut_5``...).
+    Any other measure goes through ``ir_measures.evaluator(...).iter_calc``.
+    Both are public APIs: ir_measures' per-topic ``Metric`` objects cost ~10x
+    trec_eval's own evaluation, so the common measures skip them; the tests
+    check every default measure against ``ir_measures.calc``.
     """
 
     def __init__(self, qrels: Mapping[str, Mapping[str, int]], measures: Sequence | None = None,
                  topics: Sequence[str] | None = None):
         import ir_measures
+        import pytrec_eval
 
         self.measures = list(measures) if measures is not None else parse_measures()
         if self.measures and isinstance(self.measures[0], str):
@@ -156,14 +163,23 @@ class Evaluator:
         self._topic_index = {t: i for i, t in enumerate(self.topics)}
         self._measure_index = {n: j for j, n in enumerate(self.names)}
         qrels = {t: dict(qrels.get(t, {})) for t in self.topics}
-        native = [m for m in self.measures if ir_measures.pytrec_eval.supports(m)]
-        other = [m for m in self.measures if not ir_measures.pytrec_eval.supports(m)]
-        self._evaluators = []
-        if native:
-            self._evaluators.append(ir_measures.pytrec_eval.evaluator(native, qrels))
+        groups: dict[tuple, dict[str, int]] = {}
+        other = []
+        for j, measure in enumerate(self.measures):
+            native = _trec_eval_name(measure)
+            if native is None:
+                other.append(measure)
+            else:
+                key, name = native
+                groups.setdefault(key, {})[name] = j
+        #: (pytrec_eval.RelevanceEvaluator, {trec_eval measure name: column})
+        self._native = [(pytrec_eval.RelevanceEvaluator(qrels, list(columns), relevance_level=rel,
+                                                        judged_docs_only_flag=int(judged)), columns)
+                        for (rel, judged), columns in groups.items()]
+        self._other = None
         if other:
             try:
-                self._evaluators.append(ir_measures.evaluator(other, qrels))
+                self._other = ir_measures.evaluator(other, qrels)
             except Exception as err:
                 raise InputError(f"no installed ir_measures provider computes "
                                  f"{', '.join(map(str, other))} ({err})", field="--measures") from None
@@ -171,12 +187,17 @@ class Evaluator:
     def __call__(self, run: Run | Mapping[str, Mapping[str, float]]) -> TopicValues:
         scores = run.as_dict() if isinstance(run, Run) else {q: dict(d) for q, d in run.items()}
         values = np.zeros((len(self.topics), len(self.names)))
-        for evaluator in self._evaluators:
-            invokers = _pytrec_invokers(evaluator)
-            if invokers is not None:
-                self._fill_fast(invokers, scores, values)
-                continue
-            for metric in evaluator.iter_calc(scores):
+        # Topics absent from the run keep 0 (trec_eval -c; ir_measures' default too).
+        for evaluator, columns in self._native:
+            for qid, by_measure in evaluator.evaluate(scores).items():
+                i = self._topic_index.get(qid)
+                if i is None:
+                    continue
+                row = values[i]
+                for key, value in by_measure.items():
+                    row[columns[key]] = value
+        if self._other is not None:
+            for metric in self._other.iter_calc(scores):
                 i = self._topic_index.get(metric.query_id)
                 if i is not None:
                     values[i, self._measure_index[str(metric.measure)]] = metric.value
@@ -186,35 +207,29 @@ class Evaluator:
         return TopicValues(list(self.topics), list(self.names), values, missing, unknown)
 
 
-    def _fill_fast(self, invokers, scores, values: np.ndarray) -> None:
-        # ir_measures' per-topic objects (a Metric, a Measure repr and hash per
-        # value) cost ~10x pytrec_eval's own C++ evaluation; read pytrec_eval's
-        # result dicts directly, with ir_measures' own measure mapping.
-        # Topics absent from the run keep 0 (ir_measures' DEFAULT for these).
-        for invoker in invokers:
-            columns = {key: self._measure_index[str(measure)]
-                       for key, (measure, _) in invoker.measure_map.items()}
-            for qid, by_measure in invoker.evaluator.evaluate(scores).items():
-                i = self._topic_index.get(qid)
-                if i is None:
-                    continue
-                row = values[i]
-                for key, value in by_measure.items():
-                    row[columns[key]] = value
-
-
-def _pytrec_invokers(evaluator):
-    """The pytrec_eval invokers of an ir_measures pytrec_eval evaluator (None for other providers).
-
-    Relies on ir_measures internals (``invokers``, ``measure_map``,
-    ``evaluator``), checked here so a change there falls back to ``iter_calc``.
-    """
-    invokers = getattr(evaluator, "invokers", None)
-    if type(evaluator).__name__ != "PytrecEvalEvaluator" or not invokers:
+def _trec_eval_name(measure) -> tuple[tuple[int, bool], str] | None:
+    """``((relevance_level, judged_only), trec_eval measure)`` for a measure trec_eval
+    computes as ir_measures defines it, else None (the names pytrec_eval reports back)."""
+    name, params = measure.NAME, measure.params
+    judged = bool(measure["judged_only"]) if "judged_only" in measure.SUPPORTED_PARAMS else False
+    cutoff = params.get("cutoff")
+    if name == "nDCG":
+        if set(params) - {"cutoff", "judged_only"}:    # gains or dcg: ir_measures decides
+            return None
+        # trec_eval's ndcg uses the grades as gains; the relevance level does not enter
+        return (1, judged), ("ndcg" if cutoff is None else f"ndcg_cut_{cutoff}")
+    if set(params) - {"cutoff", "rel", "judged_only"}:
         return None
-    if not all(hasattr(i, "measure_map") and hasattr(i, "evaluator") for i in invokers):
-        return None
-    return invokers
+    rel = int(measure["rel"])
+    if name == "P" and cutoff is not None:
+        return (rel, judged), f"P_{cutoff}"
+    if name == "R" and cutoff is not None and "rel" not in params:
+        return (rel, judged), f"recall_{cutoff}"
+    if name == "RR" and cutoff is None:
+        return (rel, judged), "recip_rank"
+    if name == "AP":
+        return (rel, judged), ("map" if cutoff is None else f"map_cut_{cutoff}")
+    return None
 
 
 def evaluate_run(qrels, run, measures=None, topics=None) -> TopicValues:

@@ -78,9 +78,18 @@ class Results:
     n_resamples: int = sig.DEFAULT_RESAMPLES
     seed: int = 0
     notes: list[str] = field(default_factory=list)
-    #: untuned Run objects (for recall-at-k curves in reports); not serialised
+    #: multiple-comparison correction (eval.significance.CORRECTIONS) and the family it spans
+    correction: str = "holm"
+    family: str = "runs"
+    #: confidence interval of each mean: "t" or "bootstrap" (over topics, ``seed``)
+    ci: str = "t"
+    #: ``{subset: eval.significance.all_pairs(...)}`` when every pair was tested
+    pairs: dict[str, dict] | None = None
+    #: Run objects for recall-at-k curves in reports: the untuned runs, and for a
+    #: tuned family its configuration chosen most often (:meth:`modal_config`); not serialised
     run_objects: dict[str, Run] = field(default_factory=dict, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    _intervals: dict = field(default_factory=dict, repr=False)
 
     @property
     def protocol(self) -> str:
@@ -103,11 +112,43 @@ class Results:
         return {name: dict(zip(self.measures, map(float, tv.mean(self.subsets[subset]))))
                 for name, tv in self.runs.items()}
 
-    def significant(self, subset: str, system: str, measure: str) -> bool:
-        """Whether the baseline comparison's Holm-adjusted p (of ``test``) is below alpha."""
+    def modal_config(self, system: str) -> str | None:
+        """A tuned family's configuration chosen most often over the splits (ties: the first given)."""
+        tuned = self.systems[system].tuned if system in self.systems else None
+        if tuned is None:
+            return None
+        counts = tuned.choice_counts()
+        return max(counts, key=lambda c: (counts[c], -tuned.configs.index(c)))
+
+    def adjusted_p(self, subset: str, system: str, measure: str) -> float | None:
+        """The baseline comparison's p of ``test``, adjusted by ``correction`` over ``family``."""
         entry = ((self.significance or {}).get(subset, {}).get(system, {}).get(measure))
-        p = entry.get(f"{self.test}_holm") if entry else None
+        if not entry:
+            return None
+        return entry.get(f"{self.test}_adj", entry.get(f"{self.test}_holm"))
+
+    def significant(self, subset: str, system: str, measure: str) -> bool:
+        """Whether the baseline comparison's adjusted p (of ``test``) is below alpha."""
+        p = self.adjusted_p(subset, system, measure)
         return p is not None and p < self.alpha
+
+    def mark(self, subset: str, system: str, measure: str) -> str:
+        """▲ significantly better than the baseline, ▼ significantly worse, else ""."""
+        entry = ((self.significance or {}).get(subset, {}).get(system, {}).get(measure)) or {}
+        return sig.direction(entry.get("diff"), self.adjusted_p(subset, system, measure), self.alpha)
+
+    def correction_text(self) -> str:
+        """What the marks were corrected over, in words (the report states it)."""
+        return (f"{sig.CORRECTION_NAMES[self.correction]} over {sig.FAMILY_NAMES[self.family]}")
+
+    def mean_ci(self, subset: str, system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Mean per measure of the system's per-topic values on the subset, with a 95%
+        interval (``ci``: t or bootstrap over topics with ``seed``)."""
+        key = (subset, system, self.ci, self.seed)
+        if key not in self._intervals:   # a bootstrap is worth computing once per report
+            values = self.systems[system].per_topic if system in self.systems else self.runs[system].values
+            self._intervals[key] = sig.mean_ci(values[self.subsets[subset]], self.ci, seed=self.seed)
+        return self._intervals[key]
 
     def to_frame(self):
         """The table as a pandas DataFrame, one row per (system, subset, measure).
@@ -115,24 +156,44 @@ class Results:
         Columns: ``system``, ``kind`` (run or tuned), ``subset``, ``measure``,
         ``mean``, ``sd`` (over the splits' test halves; NaN without splits),
         ``p_holm`` (the baseline comparison's Holm-adjusted p of ``test``, NaN
-        for the baseline and without one) and ``significant``. Pivot it for a
+        for the baseline and without one), ``significant``, then ``p_adj``
+        (adjusted by ``correction`` over ``family``), ``mark`` (▲/▼/""),
+        ``topic_mean``, ``ci_low``, ``ci_high`` (the per-topic mean and its 95%
+        interval), ``diff``, ``diff_low``, ``diff_high``, ``d``, ``wins``,
+        ``ties``, ``losses`` (against the baseline) and ``group`` (all-pairs
+        letters). Pivot it for a
         wide table: ``frame.pivot_table(index="system", columns="measure", values="mean")``.
         """
         import pandas as pd
 
+        nan = float("nan")
+        num = lambda v: nan if v is None else v  # noqa: E731
         rows = []
         for subset in self.subsets:
             for system, means in self.summary(subset).items():
-                for measure, (mean, sd) in means.items():
-                    entry = (self.significance or {}).get(subset, {}).get(system, {}).get(measure)
-                    p = entry.get(f"{self.test}_holm") if entry else None
+                topic_mean, low, high = self.mean_ci(subset, system)
+                for j, (measure, (mean, sd)) in enumerate(means.items()):
+                    entry = (self.significance or {}).get(subset, {}).get(system, {}).get(measure) or {}
+                    p = entry.get(f"{self.test}_holm")
+                    letters = ((self.pairs or {}).get(subset, {}).get(measure, {})
+                               .get("letters", {}).get(system, ""))
                     rows.append({"system": system, "kind": self.systems[system].kind, "subset": subset,
-                                 "measure": measure, "mean": mean,
-                                 "sd": float("nan") if sd is None else sd,
-                                 "p_holm": float("nan") if p is None else p,
-                                 "significant": p is not None and p < self.alpha})
-        return pd.DataFrame(rows, columns=["system", "kind", "subset", "measure", "mean", "sd",
-                                           "p_holm", "significant"])
+                                 "measure": measure, "mean": mean, "sd": num(sd), "p_holm": num(p),
+                                 "significant": self.significant(subset, system, measure),
+                                 "p_adj": num(self.adjusted_p(subset, system, measure)),
+                                 "mark": self.mark(subset, system, measure),
+                                 "topic_mean": topic_mean[j], "ci_low": low[j], "ci_high": high[j],
+                                 "diff": num(entry.get("diff")), "diff_low": num(entry.get("ci_low")),
+                                 "diff_high": num(entry.get("ci_high")), "d": num(entry.get("d")),
+                                 "wins": entry.get("wins", pd.NA), "ties": entry.get("ties", pd.NA),
+                                 "losses": entry.get("losses", pd.NA), "group": letters})
+        columns = ["system", "kind", "subset", "measure", "mean", "sd", "p_holm", "significant",
+                   "p_adj", "mark", "topic_mean", "ci_low", "ci_high", "diff", "diff_low", "diff_high",
+                   "d", "wins", "ties", "losses", "group"]
+        frame = pd.DataFrame(rows, columns=columns)
+        for col in ("wins", "ties", "losses"):
+            frame[col] = frame[col].astype("Int64")
+        return frame
 
     def per_topic_frame(self):
         """Per-topic values as a pandas DataFrame: ``system``, ``kind``, ``topic``, ``subset``
@@ -195,14 +256,28 @@ class Results:
                 out["systems"][name] = entry
         if self.baseline is not None:
             out["significance"] = {
-                "baseline": self.baseline, "marked_by": f"{self.test}_holm", "alpha": self.alpha,
+                "baseline": self.baseline, "marked_by": f"{self.test}_adj", "alpha": self.alpha,
+                "marks": {sig.BETTER: "significantly better than the baseline",
+                          sig.WORSE: "significantly worse than the baseline"},
+                "method": self.correction, "family": self.family,
+                "effects": "diff: mean paired difference with 95% t interval (ci_low, ci_high); "
+                           "d: Cohen's d_z (mean / sd of the differences); wins/ties/losses: "
+                           "topics above / equal to / below the baseline",
                 "tests": {"t": "paired t-test (scipy.stats.ttest_rel), two-sided",
                           "perm": f"paired sign-flip randomisation test, two-sided, "
                                   f"{self.n_resamples} resamples, seed {self.seed}"},
-                "correction": "Holm-Bonferroni across the systems compared, per subset and measure",
+                "correction": self.correction_text() + " (t_holm/perm_holm: Holm over the systems, "
+                              "per subset and measure)",
                 "pairing": PAIRING,
                 "results": self.significance,
             }
+        if self.pairs is not None:
+            out["all_pairs"] = {"test": self.test, "correction": f"{sig.CORRECTION_NAMES[self.correction]}"
+                                f" over the pairs, per subset and measure", "alpha": self.alpha,
+                                "letters": "systems sharing a letter are not significantly different",
+                                "results": self.pairs}
+        out["intervals"] = {"method": self.ci, "confidence": 0.95, "seed": self.seed,
+                            "of": "the per-topic mean of each system on each subset"}
         return out
 
 
@@ -247,7 +322,9 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
                   families: Mapping[str, Mapping[str, ConfigSource]] | None = None,
                   target: str = "nDCG@5", baseline: str | None = None, test: str = "t",
                   n_resamples: int = sig.DEFAULT_RESAMPLES, seed: int = 0, alpha: float = sig.ALPHA,
-                  run_info: Mapping[str, dict] | None = None, progress: bool = True) -> Results:
+                  run_info: Mapping[str, dict] | None = None, progress: bool = True,
+                  correction: str = "holm", family: str = "runs", ci: str = "t",
+                  all_pairs: bool = False) -> Results:
     """Evaluate runs (and tune families per split) on a collection.
 
     * ``runs``: name -> Run, reported untuned (over all dialogues, and with
@@ -260,9 +337,14 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
     * ``baseline``: a run or family name; every other system is tested
       against it (``test`` "t" or "perm" decides the table marks).
     * ``subsets``: restrict to these ("all" and the collection's own by default).
+    * ``correction`` (holm, bonferroni, bh) over ``family`` (runs,
+      runs+measures, runs+measures+subsets) decides the marks; ``ci`` (t or
+      bootstrap) the intervals; ``all_pairs`` tests every pair of systems.
     """
     families = dict(families or {})
-    measures, target_name = _check_request(runs, families, measures, splits, target, test)
+    correction_family = family      # ``family`` is reused below for each tuned family
+    measures, target_name = _check_request(runs, families, measures, splits, target, test,
+                                           correction, family, ci)
     names = measure_names(measures)
     qrels = qrels_from_collection(collection)
     topics = collection.ids
@@ -291,25 +373,41 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
                       topic_subsets=[d.subset for d in collection.dialogues], subsets=index_by_subset,
                       measures=names, runs=values, run_info=info, systems=systems, splits=splits,
                       target=target_name, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
-                      notes=notes, run_objects=dict(runs), qrels=qrels)
+                      notes=notes, run_objects=dict(runs), qrels=qrels, correction=correction,
+                      family=correction_family, ci=ci)
+    for family_name, configs in families.items():
+        # a tuned family's recall@k curve in reports: the configuration chosen most
+        # often, when it is a Run in hand (callables were let go)
+        modal = configs[results.modal_config(family_name)]
+        if isinstance(modal, Run):
+            results.run_objects[family_name] = modal
+    per_topic = {n: s.per_topic for n, s in systems.items()}
+    if all_pairs:
+        results.pairs = {subset: sig.all_pairs(per_topic, names, idx, test, correction, alpha,
+                                               n_resamples, seed)
+                         for subset, idx in index_by_subset.items()}
     if baseline is not None:
         if baseline not in systems:
             raise InputError(f"baseline {baseline!r} is not one of the systems compared: "
                              f"{', '.join(systems)}", field="--baseline")
         results.baseline = baseline
         results.significance = significance_by_subset(
-            {n: s.per_topic for n, s in systems.items()}, baseline, names, index_by_subset,
-            n_resamples, seed)
+            per_topic, baseline, names, index_by_subset, n_resamples, seed, correction, correction_family)
     return results
 
 
 # --- the steps of evaluate_runs ---------------------------------------------------------
 
-def _check_request(runs, families, measures, splits, target, test):
+def _check_request(runs, families, measures, splits, target, test, correction="holm", family="runs",
+                   ci="t"):
     """The measures to compute (the tuning target added) and the target's name; bad
     requests are InputErrors naming the option."""
     if test not in ("t", "perm"):
         raise InputError(f"unknown test {test!r}: use t or perm", field="--test")
+    for value, allowed, option in ((correction, sig.CORRECTIONS, "--correction"),
+                                   (family, sig.FAMILIES, "--family"), (ci, ("t", "bootstrap"), "--ci")):
+        if value not in allowed:
+            raise InputError(f"unknown value {value!r}: use {', '.join(allowed)}", field=option)
     measures = list(measures) if measures is not None else None
     if measures is None or all(isinstance(m, str) for m in measures):
         measures = parse_measures(measures)
@@ -407,13 +505,16 @@ def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: i
 
 def significance_by_subset(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
                            subsets: Mapping[str, np.ndarray], n_resamples: int = sig.DEFAULT_RESAMPLES,
-                           seed: int = 0) -> dict[str, dict]:
-    """``{subset: eval.significance.compare(...)}``: every system against ``baseline`` per subset.
+                           seed: int = 0, correction: str = "holm", family: str = "runs") -> dict[str, dict]:
+    """``{subset: eval.significance.compare(...)}``: every system against ``baseline`` per subset,
+    then adjusted by ``correction`` over ``family`` (``eval.significance.correct``).
 
     The shape of :attr:`Results.significance`; the leaderboard server calls it too.
     """
-    return {subset: sig.compare(per_topic, baseline, measures, idx, n_resamples, seed)
-            for subset, idx in subsets.items()}
+    out = {subset: sig.compare(per_topic, baseline, measures, idx, n_resamples, seed)
+           for subset, idx in subsets.items()}
+    sig.correct(out, correction, family)
+    return out
 
 
 def tune_and_evaluate(collection: Collection, configs: Mapping[str, Mapping[str, ConfigSource]],

@@ -14,7 +14,19 @@ Two tests, both paired by topic and two-sided:
   it against scipy.
 
 Both p-values are Holm–Bonferroni-adjusted across the runs compared with the
-baseline (per measure, per subset, per test): ``holm``.
+baseline (per measure, per subset, per test): ``holm``. :func:`correct`
+adjusts them again over a family the caller chooses (``runs``,
+``runs+measures``, ``runs+measures+subsets``) by Holm, Bonferroni or
+Benjamini–Hochberg (``scipy.stats.false_discovery_control``), into ``t_adj``
+and ``perm_adj``; the default (Holm over runs) gives ``t_holm``'s numbers.
+
+Each comparison also carries what a paper reports beside a p-value: the mean
+difference with its 95% t confidence interval (``ci_low``, ``ci_high``), the
+paired effect size Cohen's d_z (mean difference / sd of the differences,
+ddof 1; NaN when every difference is equal) and win/tie/loss counts (topics
+where the system is above, equal to, below the baseline). :func:`mean_ci`
+gives each system's mean with a t or bootstrap interval; :func:`all_pairs`
+tests every pair and groups the systems that are statistically tied.
 
 Pairing under the split protocol: systems are compared by **topic** (each
 dialogue is one paired observation). A tuned family's value on a topic is the
@@ -39,8 +51,24 @@ from eval.measures import nan_to_none
 
 DEFAULT_RESAMPLES = 10_000
 ALPHA = 0.05
-#: the mark tables put after a value significantly different from the baseline's
-MARK = "†"
+#: the marks tables put after a value significantly better / worse than the baseline's
+BETTER, WORSE = "▲", "▼"
+CORRECTIONS = ("holm", "bonferroni", "bh")
+FAMILIES = ("runs", "runs+measures", "runs+measures+subsets")
+CORRECTION_NAMES = {"holm": "Holm-Bonferroni", "bonferroni": "Bonferroni",
+                    "bh": "Benjamini-Hochberg (false discovery rate)"}
+FAMILY_NAMES = {"runs": "the systems compared, per subset and measure",
+                "runs+measures": "the systems compared and the measures, per subset",
+                "runs+measures+subsets": "the systems compared, the measures and the subsets"}
+#: differences within this of 0 are ties in win/tie/loss counts (trec_eval values are exact)
+TIE_TOLERANCE = 1e-12
+
+
+def direction(diff: float | None, p: float | None, alpha: float = ALPHA) -> str:
+    """``BETTER``, ``WORSE`` or "" for a difference against the baseline and its adjusted p."""
+    if diff is None or p is None or p != p or not p < alpha or diff == 0:
+        return ""
+    return BETTER if diff > 0 else WORSE
 
 
 def holm(pvalues) -> np.ndarray:
@@ -63,6 +91,170 @@ def holm(pvalues) -> np.ndarray:
     result[order] = adjusted
     out[valid] = result
     return out
+
+
+def bonferroni(pvalues) -> np.ndarray:
+    """Bonferroni: each p times the number of (non-NaN) p-values, clipped at 1."""
+    p = np.asarray(pvalues, dtype=float)
+    m = int((~np.isnan(p)).sum())
+    return np.minimum(p * m, 1.0)
+
+
+def benjamini_hochberg(pvalues) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (``scipy.stats.false_discovery_control``),
+    NaN left NaN and not counted."""
+    from scipy import stats
+
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    valid = ~np.isnan(p)
+    if valid.any():
+        out[valid] = stats.false_discovery_control(p[valid], method="bh")
+    return out
+
+
+def adjust(pvalues, method: str = "holm") -> np.ndarray:
+    """Adjusted p-values by ``method`` (one of :data:`CORRECTIONS`)."""
+    if method not in CORRECTIONS:
+        raise ValueError(f"unknown correction {method!r}: use {', '.join(CORRECTIONS)}")
+    return {"holm": holm, "bonferroni": bonferroni, "bh": benjamini_hochberg}[method](pvalues)
+
+
+def correct(significance: dict, method: str = "holm", family: str = "runs",
+            keys: tuple[str, ...] = ("t", "perm")) -> None:
+    """Adjust the raw p-values of ``{subset: {system: {measure: entry}}}`` in place.
+
+    ``family`` decides which p-values are corrected together: ``runs`` (the
+    systems, per subset and measure), ``runs+measures`` (per subset) or
+    ``runs+measures+subsets`` (all). Writes ``entry[key + "_adj"]``.
+    """
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}: use {', '.join(FAMILIES)}")
+    groups: dict[tuple, list[dict]] = {}
+    for subset, by_system in significance.items():
+        for by_measure in by_system.values():
+            for measure, entry in by_measure.items():
+                key = {"runs": (subset, measure), "runs+measures": (subset,),
+                       "runs+measures+subsets": ()}[family]
+                groups.setdefault(key, []).append(entry)
+    for entries in groups.values():
+        for k in keys:
+            raw = np.array([np.nan if e.get(k) is None else e[k] for e in entries], dtype=float)
+            for e, p in zip(entries, adjust(raw, method)):
+                e[f"{k}_adj"] = nan_to_none(p)
+
+
+def paired_effects(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> dict[str, np.ndarray]:
+    """Per column of paired (n, m) arrays: mean difference ``a - b``, its t confidence
+    interval, Cohen's d_z (mean / sd of the differences, ddof 1) and win/tie/loss counts."""
+    from scipy import stats
+
+    d = np.atleast_2d((np.asarray(a, float) - np.asarray(b, float)).T).T
+    n = len(d)
+    mean = d.mean(axis=0) if n else np.full(d.shape[1], np.nan)
+    sd = d.std(axis=0, ddof=1) if n > 1 else np.full(d.shape[1], np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n) if n > 1 else sd
+        cohen = np.where(sd > 0, mean / np.where(sd > 0, sd, 1), np.nan)
+    return {"diff": mean, "ci_low": mean - half, "ci_high": mean + half, "d": cohen,
+            "wins": (d > TIE_TOLERANCE).sum(axis=0), "ties": (np.abs(d) <= TIE_TOLERANCE).sum(axis=0),
+            "losses": (d < -TIE_TOLERANCE).sum(axis=0)}
+
+
+def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,
+            n_resamples: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Mean per column of (n_topics, n_measures) ``values`` with a confidence interval.
+
+    ``t``: mean ± t quantile x sd / sqrt(n). ``bootstrap``: percentile interval
+    of the means of ``n_resamples`` resamples of the topics (with replacement),
+    drawn from ``numpy.random.default_rng(seed)``. Rows holding NaN are left out.
+    """
+    from scipy import stats
+
+    values = np.atleast_2d(np.asarray(values, float).T).T
+    values = values[~np.isnan(values).any(axis=1)]
+    n, m = values.shape
+    if n == 0:
+        nan = np.full(m, np.nan)
+        return nan, nan, nan
+    mean = values.mean(axis=0)
+    if n < 2:
+        return mean, mean.copy(), mean.copy()
+    if method == "t":
+        half = stats.t.ppf(0.5 + confidence / 2, n - 1) * values.std(axis=0, ddof=1) / np.sqrt(n)
+        return mean, mean - half, mean + half
+    if method != "bootstrap":
+        raise ValueError(f"unknown interval {method!r}: use t or bootstrap")
+    rng = np.random.default_rng(seed)
+    means = np.empty((n_resamples, m))
+    for start in range(0, n_resamples, 200):
+        size = min(200, n_resamples - start)
+        idx = rng.integers(0, n, size=(size, n))
+        means[start:start + size] = values[idx].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail], axis=0)
+    return mean, low, high
+
+
+def all_pairs(per_topic: Mapping[str, np.ndarray], measures: list[str], index: np.ndarray | None = None,
+              test: str = "t", correction: str = "holm", alpha: float = ALPHA,
+              n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, dict]:
+    """Every pair of systems, per measure: p-values corrected over the pairs, and groups.
+
+    Returns ``{measure: {"order": [systems, best mean first], "means": {...},
+    "p": {"A|B": adjusted p}, "letters": {system: "ab"}}}``. Systems that
+    share a letter are not significantly different; each letter is a maximal
+    run of consecutive systems (by mean) with no significant pair among them,
+    so a shared letter always means "statistically tied".
+    """
+    names = list(per_topic)
+    rows = None if index is None else np.asarray(index)
+    data = {n: (v if rows is None else v[rows]) for n, v in per_topic.items()}
+    ok = ~np.any([np.isnan(v).any(axis=1) for v in data.values()], axis=0)
+    data = {n: v[ok] for n, v in data.items()}
+    pairs = [(x, y) for i, x in enumerate(names) for y in names[i + 1:]]
+    m = len(measures)
+    raw = np.full((len(pairs), m), np.nan)
+    if pairs:
+        a = np.hstack([data[x] for x, _ in pairs])
+        b = np.hstack([data[y] for _, y in pairs])
+        p = paired_t(a, b) if test == "t" else randomisation(a, b, n_resamples, seed)
+        raw = p.reshape(len(pairs), m)
+    out = {}
+    for j, measure in enumerate(measures):
+        adj = adjust(raw[:, j], correction) if pairs else raw[:, j]
+        pvalue = {pair: adj[k] for k, pair in enumerate(pairs)}
+        means = {n: float(data[n][:, j].mean()) if len(data[n]) else float("nan") for n in names}
+        order = sorted(names, key=lambda n: -means[n] if means[n] == means[n] else np.inf)
+
+        def differs(x, y):
+            p = pvalue.get((x, y), pvalue.get((y, x)))
+            return p is not None and p == p and p < alpha
+
+        letters = {n: "" for n in names}
+        last_end = -1
+        code = 0
+        for start in range(len(order)):
+            end = start
+            while end + 1 < len(order) and not any(differs(order[end + 1], order[k])
+                                                   for k in range(start, end + 1)):
+                end += 1
+            if end <= last_end:
+                continue            # inside the group before: no new letter
+            letter = _letter(code)
+            code += 1
+            for k in range(start, end + 1):
+                letters[order[k]] += letter
+            last_end = end
+        out[measure] = {"order": order, "means": means, "n": int(ok.sum()),
+                        "p": {f"{x}|{y}": nan_to_none(pvalue[(x, y)]) for x, y in pairs},
+                        "letters": letters}
+    return out
+
+
+def _letter(k: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return letters[k] if k < 26 else letters[k // 26 - 1] + letters[k % 26]
 
 
 def paired_t(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -128,7 +320,8 @@ def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[s
     ``per_topic`` maps a system name to its (n_topics, n_measures) values
     (NaN where a system has no value; such topics are left out of that pair).
     Returns ``{system: {measure: {"diff", "t", "t_holm", "perm", "perm_holm",
-    "n"}}}`` for every system but the baseline; ``perm`` is NaN when
+    "n", "ci_low", "ci_high", "d", "wins", "ties", "losses"}}}`` (see
+    :func:`paired_effects`) for every system but the baseline; ``perm`` is NaN when
     ``n_resamples`` is 0. Every comparison uses the same ``seed``, so its
     result does not depend on which other systems are compared.
     """
@@ -148,8 +341,13 @@ def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[s
         # A topic without a value in either system (NaN: never in a test half) is left out.
         ok = ~(np.isnan(a).any(axis=1) | np.isnan(b).any(axis=1))
         pairs.append((a, b, ok))
-        diff = (a[ok] - b[ok]).mean(axis=0) if ok.any() else np.full(n_m, np.nan)
-        out[name] = {m: {"diff": float(diff[j]), "n": int(ok.sum())} for j, m in enumerate(measures)}
+        effects = paired_effects(a[ok], b[ok])
+        out[name] = {m: {"diff": float(effects["diff"][j]), "n": int(ok.sum()),
+                         "ci_low": nan_to_none(effects["ci_low"][j]),
+                         "ci_high": nan_to_none(effects["ci_high"][j]),
+                         "d": nan_to_none(effects["d"][j]), "wins": int(effects["wins"][j]),
+                         "ties": int(effects["ties"][j]), "losses": int(effects["losses"][j])}
+                     for j, m in enumerate(measures)}
         t_p[k] = paired_t(a[ok], b[ok])
         groups.setdefault(ok.tobytes(), []).append(k)
     if n_resamples > 0:

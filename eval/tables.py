@@ -1,20 +1,33 @@
-"""Result tables: rows systems, columns measures, one block per subset.
+"""Result tables: every table is a pandas DataFrame first, rendered from it.
 
-The same blocks render as aligned text (the terminal), Markdown, CSV and
-LaTeX, so every format shows the same numbers. Values significantly different
-from the baseline's (Holm-adjusted p < alpha) carry ``†``.
+* :func:`main_frame` — the results table (rows systems, columns measures, one
+  block per subset): values as numbers, long format. Rendered as aligned text
+  (the terminal), Markdown, LaTeX, CSV and JSON by :func:`render`; every
+  format shows the same numbers. A value significantly better than the
+  baseline's (adjusted p < alpha) carries ``▲``, significantly worse ``▼``.
+* :func:`comparison_frame` — each system against the baseline per subset and
+  measure: mean with its 95% interval, mean difference with its interval,
+  Cohen's d_z, win/tie/loss counts, raw and adjusted p.
+* :func:`pairs_frame` — with ``--all-pairs``: each mean with the letters of
+  its statistically tied group.
+
+Markdown is rendered here from the DataFrame (``DataFrame.to_markdown``
+needs ``tabulate``, which is not installed); LaTeX through
+``DataFrame.to_latex`` (jinja2); CSV through ``DataFrame.to_csv``.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
+
+import numpy as np
 
 from eval.measures import nan_to_none
 from eval.protocol import summarise
 from eval.results import Results
-from eval.significance import MARK
+from eval import significance as sig
+
+FORMATS = ("text", "md", "latex", "csv", "json")
 
 
 @dataclass
@@ -22,7 +35,9 @@ class Row:
     name: str
     means: list[float | None]
     sds: list[float | None]
-    marks: list[bool]
+    marks: list[str]
+    #: a tuned family's out-of-sample values in the untuned block
+    tuned: bool = False
 
 
 @dataclass
@@ -42,13 +57,22 @@ def blocks(results: Results) -> list[Block]:
             for name, system in results.systems.items():
                 mean, sd = summarise(system.splits[subset])
                 rows.append(Row(name, [nan_to_none(v) for v in mean], [nan_to_none(v) for v in sd],
-                                _marks(results, subset, name)))
+                                _marks(results, subset, name), tuned=system.kind == "tuned"))
             title = (f"{subset}: test halves, mean ± sd over {len(results.splits)} splits "
                      f"({_tuning_note(results)})")
             out.append(Block(subset, "test", title, rows))
+        # untuned: every run over all dialogues, and each tuned family by its
+        # out-of-sample per-topic values (its configuration chosen on val per split)
         rows = [Row(name, [nan_to_none(v) for v in tv.mean(index)], [None] * len(results.measures),
                     _marks(results, subset, name))
                 for name, tv in results.runs.items()]
+        for name, system in results.systems.items():
+            if system.kind == "tuned":
+                values = system.per_topic[index]
+                values = values[~np.isnan(values).any(axis=1)]
+                rows.append(Row(name, [nan_to_none(v) for v in (values.mean(axis=0) if len(values)
+                                                                else np.full(len(results.measures), np.nan))],
+                                [None] * len(results.measures), _marks(results, subset, name), tuned=True))
         untuned = ", untuned" if results.splits is not None else ""
         out.append(Block(subset, "all", f"{subset}: all {n} dialogues{untuned}", rows))
     return out
@@ -61,47 +85,167 @@ def _tuning_note(results: Results) -> str:
     return f"{source}; " + (f"tuned on val by {results.target}" if tuned else "untuned")
 
 
-def _marks(results: Results, subset: str, name: str) -> list[bool]:
-    return [results.significant(subset, name, m) for m in results.measures]
+def _marks(results: Results, subset: str, name: str) -> list[str]:
+    return [results.mark(subset, name, m) for m in results.measures]
+
+
+def main_frame(results: Results):
+    """The results table, long: one row per (block, subset, system, measure) with
+    ``mean``, ``sd``, raw and adjusted p-values, ``mark`` (▲/▼/"") and ``significant``."""
+    import pandas as pd
+
+    rows = []
+    for block in blocks(results):
+        for r in block.rows:
+            for j, m in enumerate(results.measures):
+                entry = (results.significance or {}).get(block.subset, {}).get(r.name, {}).get(m, {})
+                rows.append({"block": block.kind, "subset": block.subset, "title": block.title,
+                             "run": r.name, "kind": "tuned" if r.tuned else "run",
+                             "label": _label(results, r.name) + (" (tuned, out of sample)" if r.tuned and block.kind == "all" else ""),
+                             "measure": m,
+                             "mean": np.nan if r.means[j] is None else r.means[j],
+                             "sd": np.nan if r.sds[j] is None else r.sds[j],
+                             **{f"p_{k}": np.nan if entry.get(k) is None else entry[k]
+                                for k in ("t", "t_holm", "t_adj", "perm", "perm_holm", "perm_adj")},
+                             "mark": r.marks[j], "significant": int(bool(r.marks[j]))})
+    return pd.DataFrame(rows, columns=["block", "subset", "title", "run", "kind", "label", "measure", "mean", "sd",
+                                       "p_t", "p_t_holm", "p_t_adj", "p_perm", "p_perm_holm",
+                                       "p_perm_adj", "mark", "significant"])
+
+
+def comparison_frame(results: Results):
+    """Each system against the baseline (empty without one): ``subset``, ``system``,
+    ``measure``, ``mean``/``ci_low``/``ci_high`` (per-topic mean, 95% interval),
+    ``diff``/``diff_low``/``diff_high``, ``d``, ``wins``/``ties``/``losses``, ``p``, ``p_adj``, ``mark``."""
+    frame = results.to_frame()
+    frame = frame[frame["system"] != results.baseline] if results.baseline else frame.iloc[0:0]
+    frame = frame.rename(columns={"topic_mean": "mean_topics"})
+    p = [((results.significance or {}).get(s, {}).get(n, {}).get(m, {}) or {}).get(results.test)
+         for s, n, m in zip(frame["subset"], frame["system"], frame["measure"])]
+    frame = frame.assign(p=[np.nan if v is None else v for v in p])
+    return frame[["subset", "system", "measure", "mean_topics", "ci_low", "ci_high", "diff", "diff_low",
+                  "diff_high", "d", "wins", "ties", "losses", "p", "p_adj", "mark"]].reset_index(drop=True)
+
+
+def pairs_frame(results: Results):
+    """With all-pairs testing: ``subset``, ``system``, ``measure``, ``mean``, ``group`` (letters)."""
+    import pandas as pd
+
+    rows = []
+    for subset, by_measure in (results.pairs or {}).items():
+        for measure, entry in by_measure.items():
+            for name in entry["order"]:
+                rows.append({"subset": subset, "system": name, "measure": measure,
+                             "mean": entry["means"][name], "group": entry["letters"][name]})
+    return pd.DataFrame(rows, columns=["subset", "system", "measure", "mean", "group"])
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+def _cell(mean, sd, mark, digits: int, pm: str = "±") -> str:
+    if mean is None or mean != mean:
+        return "–"
+    text = f"{mean:.{digits}f}"
+    if sd is not None and sd == sd:
+        text += f"{pm}{sd:.{digits}f}"
+    return text + (mark or "")
 
 
 def cell(row: Row, j: int, digits: int = 4, pm: str = "±") -> str:
-    mean = row.means[j]
-    if mean is None:
-        return "–"
-    text = f"{mean:.{digits}f}"
-    if row.sds[j] is not None:
-        text += f"{pm}{row.sds[j]:.{digits}f}"
-    return text + (MARK if row.marks[j] else "")
+    return _cell(row.means[j], row.sds[j], row.marks[j], digits, pm)
 
 
 def legend(results: Results) -> str:
     if results.baseline is None:
         return ""
     test = "paired t-test" if results.test == "t" else "randomisation test"
-    return (f"{MARK} p < {results.alpha:g} against the baseline {results.baseline} "
-            f"({test}, two-sided, Holm-corrected)")
+    return (f"{sig.BETTER}/{sig.WORSE} significantly better/worse than the baseline {results.baseline}: "
+            f"p < {results.alpha:g} ({test}, two-sided, {results.correction_text()})")
 
 
 def _label(results: Results, name: str) -> str:
     return f"{name} (baseline)" if name == results.baseline else name
 
 
+def wide(results: Results, frame=None, digits: int = 4) -> list[tuple[str, "object"]]:
+    """``[(title, DataFrame)]``: each block of :func:`main_frame` as a wide table of
+    formatted cells (index: runs, columns: measures)."""
+    frame = main_frame(results) if frame is None else frame
+    out = []
+    for (title), part in frame.groupby("title", sort=False):
+        part = part.assign(cell=[_cell(m, s, k, digits) for m, s, k in
+                                 zip(part["mean"], part["sd"], part["mark"])])
+        table = part.pivot(index="label", columns="measure", values="cell")
+        table = table.loc[list(dict.fromkeys(part["label"])), results.measures]
+        table.index.name, table.columns.name = "run", None
+        out.append((title, table))
+    return out
+
+
+def _markdown_table(table) -> str:
+    header = [table.index.name or "", *map(str, table.columns)]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(table.columns)]
+    for label, row in table.iterrows():
+        lines.append("| " + " | ".join([str(label), *map(str, row.tolist())]) + " |")
+    return "\n".join(lines)
+
+
+def _text_table(table) -> str:
+    header = [table.index.name or "", *map(str, table.columns)]
+    body = [[str(label), *map(str, row.tolist())] for label, row in table.iterrows()]
+    widths = [max(len(r[c]) for r in [header, *body]) for c in range(len(header))]
+    return "\n".join("  ".join(v.ljust(widths[0]) if c == 0 else v.rjust(widths[c])
+                               for c, v in enumerate(r)) for r in [header, *body])
+
+
+def _comparison_wide(results: Results, measure: str | None = None, digits: int = 4):
+    """Per subset, the comparison with the baseline on one measure (the target, else the first)."""
+    frame = comparison_frame(results)
+    measure = measure or (results.target if results.target in results.measures else results.measures[0])
+    frame = frame[frame["measure"] == measure]
+    out = []
+    for subset, part in frame.groupby("subset", sort=False):
+        table = part.set_index("system")[[]].copy()
+        table[f"{measure} [95% CI]"] = [f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+                                        for m, lo, hi in zip(part["mean_topics"], part["ci_low"], part["ci_high"])]
+        table[f"Δ vs {results.baseline} [95% CI]"] = [
+            f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]{k}"
+            for d, lo, hi, k in zip(part["diff"], part["diff_low"], part["diff_high"], part["mark"])]
+        table["d"] = ["–" if v != v else f"{v:+.2f}" for v in part["d"]]
+        table["W/T/L"] = [f"{w}/{t}/{lo}" for w, t, lo in zip(part["wins"], part["ties"], part["losses"])]
+        table["p (adj.)"] = ["–" if v != v else f"{v:.3g}" for v in part["p_adj"]]
+        table.index.name = "system"
+        out.append((f"{subset}: against the baseline {results.baseline} on {measure} "
+                    f"(per-topic means, {results.ci} interval)", table))
+    return out
+
+
+def _pairs_wide(results: Results, digits: int = 4):
+    frame = pairs_frame(results)
+    out = []
+    for subset, part in frame.groupby("subset", sort=False):
+        part = part.assign(cell=[f"{m:.{digits}f} {g}" for m, g in zip(part["mean"], part["group"])])
+        table = part.pivot(index="system", columns="measure", values="cell")
+        table = table.loc[list(results.systems), results.measures]
+        table.columns.name = None
+        out.append((f"{subset}: all pairs, per-topic means ({'t-test' if results.test == 't' else 'randomisation'}, "
+                    f"{sig.CORRECTION_NAMES[results.correction]} over the pairs); "
+                    "systems sharing a letter are not significantly different", table))
+    return out
+
+
+def _all_wide(results: Results, digits: int = 4):
+    tables = wide(results, digits=digits)
+    if results.baseline is not None:
+        tables += _comparison_wide(results, digits=digits)
+    if results.pairs is not None:
+        tables += _pairs_wide(results, digits)
+    return tables
+
+
 def format_text(results: Results, digits: int = 4) -> str:
     """Aligned plain-text tables, one block per subset (what ``dsr evaluate`` prints)."""
-    parts = []
-    for block in blocks(results):
-        header = ["run", *results.measures]
-        body = [[_label(results, r.name), *(cell(r, j, digits) for j in range(len(results.measures)))]
-                for r in block.rows]
-        widths = [max(len(row[c]) for row in [header, *body]) for c in range(len(header))]
-        lines = [block.title,
-                 "  ".join(h.ljust(widths[0]) if c == 0 else h.rjust(widths[c]) for c, h in enumerate(header))]
-        for row in body:
-            lines.append("  ".join(v.ljust(widths[0]) if c == 0 else v.rjust(widths[c])
-                                   for c, v in enumerate(row)))
-        parts.append("\n".join(lines))
-    text = "\n\n".join(parts)
+    text = "\n\n".join(f"{title}\n{_text_table(t)}" for title, t in _all_wide(results, digits))
     if results.notes:
         text += "\n\n" + "\n".join(f"note: {n}" for n in results.notes)
     if legend(results):
@@ -110,16 +254,7 @@ def format_text(results: Results, digits: int = 4) -> str:
 
 
 def to_markdown(results: Results, digits: int = 4) -> str:
-    parts = []
-    for block in blocks(results):
-        lines = [f"### {block.title}", "",
-                 "| run | " + " | ".join(results.measures) + " |",
-                 "|---|" + "---:|" * len(results.measures)]
-        for r in block.rows:
-            lines.append(f"| {_label(results, r.name)} | "
-                         + " | ".join(cell(r, j, digits) for j in range(len(results.measures))) + " |")
-        parts.append("\n".join(lines))
-    text = "\n\n".join(parts) + "\n"
+    text = "\n\n".join(f"### {title}\n\n{_markdown_table(t)}" for title, t in _all_wide(results, digits)) + "\n"
     if legend(results):
         text += "\n" + legend(results) + "\n"
     return text
@@ -127,59 +262,94 @@ def to_markdown(results: Results, digits: int = 4) -> str:
 
 def to_csv(results: Results) -> str:
     """Long format: one line per (block, subset, run, measure), with p-values when tested."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["block", "subset", "run", "measure", "mean", "sd", "p_t", "p_t_holm",
-                     "p_perm", "p_perm_holm", "significant"])
-    for block in blocks(results):
-        for r in block.rows:
-            for j, m in enumerate(results.measures):
-                entry = (results.significance or {}).get(block.subset, {}).get(r.name, {}).get(m, {})
-                writer.writerow([block.kind, block.subset, r.name, m,
-                                 "" if r.means[j] is None else repr(r.means[j]),
-                                 "" if r.sds[j] is None else repr(r.sds[j]),
-                                 *("" if entry.get(k) is None else repr(entry[k])
-                                   for k in ("t", "t_holm", "perm", "perm_holm")),
-                                 int(r.marks[j])])
-    return out.getvalue()
+    frame = main_frame(results).drop(columns=["title", "label"])
+    return frame_csv(frame)
+
+
+def frame_csv(frame) -> str:
+    """A frame as CSV, floats as their shortest exact repr (they read back equal)."""
+    return frame.to_csv(index=False, lineterminator="\n", float_format=lambda v: repr(float(v)), na_rep="")
+
+
+def to_json(results: Results) -> str:
+    """The tables' frames as JSON records: ``{"table": [...], "comparison": [...], "pairs": [...]}``."""
+    import json
+
+    def records(frame):
+        return [{k: (None if isinstance(v, float) and v != v else
+                     (v.item() if hasattr(v, "item") else (None if v is None or str(v) == "<NA>" else v)))
+                 for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+    out = {"table": records(main_frame(results))}
+    if results.baseline is not None:
+        out["comparison"] = records(comparison_frame(results))
+    if results.pairs is not None:
+        out["pairs"] = records(pairs_frame(results))
+    return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
+
+
+_TEX_MARKS = {sig.BETTER: r"$^{\uparrow}$", sig.WORSE: r"$^{\downarrow}$"}
 
 
 def _tex(text: str) -> str:
     text = text.replace("\\", "\x00")
     for ch in "&%$#_{}":
         text = text.replace(ch, "\\" + ch)
-    return text.replace("\x00", r"\textbackslash{}")
+    text = text.replace("\x00", r"\textbackslash{}")
+    for mark, tex in _TEX_MARKS.items():
+        text = text.replace(mark, tex)
+    return text.replace("±", r"$\pm$").replace("Δ", r"$\Delta$").replace("–", "--")
 
 
-def to_latex(results: Results, digits: int = 3) -> str:
-    """One ``tabular`` per block (booktabs), the best mean per column in bold."""
+def to_latex(results: Results, digits: int = 3, extras: bool = False) -> str:
+    """One ``tabular`` per table (booktabs, ``DataFrame.to_latex``); in the results
+    blocks the best mean per column is bold; ↑/↓ mark significantly better/worse.
+
+    ``extras`` adds the comparison with the baseline and the all-pairs groups
+    (reports and ``--format latex``); without, only the results blocks (what the
+    leaderboard exports: win/tie/loss counts would tell a hidden phase's per-topic story)."""
+    frame = main_frame(results)
     parts = []
-    for block in blocks(results):
-        cols = "l" + "r" * len(results.measures)
-        lines = [f"% {block.title}", r"\begin{tabular}{" + cols + "}", r"\toprule",
-                 " & ".join(["Run", *(_tex(m) for m in results.measures)]) + r" \\", r"\midrule"]
-        best = []
-        for j in range(len(results.measures)):
-            vals = [r.means[j] for r in block.rows if r.means[j] is not None]
-            best.append(max(vals) if vals else None)
-        for r in block.rows:
+    for (title, table), (_, block) in zip(wide(results, frame, digits),
+                                          frame.groupby("title", sort=False)):
+        best = block.groupby("measure")["mean"].max()
+        table = table.copy()
+        for measure in results.measures:
+            means = block[block["measure"] == measure].set_index("run")["mean"]
             cells = []
-            for j in range(len(results.measures)):
-                if r.means[j] is None:
-                    cells.append("--")
-                    continue
-                text = f"{r.means[j]:.{digits}f}"
-                if best[j] is not None and round(r.means[j], digits) == round(best[j], digits):
-                    text = r"\textbf{" + text + "}"
-                if r.sds[j] is not None:
-                    text += rf"$\pm${r.sds[j]:.{digits}f}"
-                if r.marks[j]:
-                    text += r"$^\dagger$"
+            for label, run in zip(table.index, dict.fromkeys(block["run"])):
+                text = _tex(table.loc[label, measure])
+                value = means.get(run)
+                if value == value and value is not None and round(value, digits) == round(best[measure], digits):
+                    head = f"{value:.{digits}f}"
+                    text = text.replace(head, r"\textbf{" + head + "}", 1)
                 cells.append(text)
-            lines.append(" & ".join([_tex(_label(results, r.name)), *cells]) + r" \\")
-        lines += [r"\bottomrule", r"\end{tabular}"]
-        parts.append("\n".join(lines))
+            table[measure] = cells
+        parts.append(_latex_table(title, table))
+    extra = []
+    if extras and results.baseline is not None:
+        extra += _comparison_wide(results, digits=digits)
+    if extras and results.pairs is not None:
+        extra += _pairs_wide(results, digits)
+    for title, table in extra:
+        parts.append(_latex_table(title, table.map(_tex)))
     text = "\n\n".join(parts) + "\n"
     if legend(results):
-        text += "% " + legend(results).replace(MARK, "dagger") + "\n"
+        text += "% " + legend(results).replace(sig.BETTER, "uparrow").replace(sig.WORSE, "downarrow") + "\n"
     return text
+
+
+def _latex_table(title: str, table) -> str:
+    table = table.copy()
+    table.index = [_tex(str(i)) for i in table.index]
+    table.columns = [_tex(str(c)) for c in table.columns]
+    table.index.name = "Run"
+    body = table.to_latex(escape=False, column_format="l" + "r" * len(table.columns))
+    return f"% {title}\n" + body.rstrip("\n")
+
+
+def render(results: Results, fmt: str = "text") -> str:
+    """The printed tables in ``fmt``: text, md, latex, csv (long) or json (records)."""
+    if fmt == "latex":
+        return to_latex(results, extras=True)
+    return {"text": format_text, "md": to_markdown, "csv": to_csv, "json": to_json}[fmt](results)

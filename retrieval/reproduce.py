@@ -79,8 +79,12 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
               dense_model: str | None = "all-MiniLM-L6-v2", cross_encoder: str | None = None,
               ce_query: str | None = None, test: str = "t", timer: StageTimer | None = None,
               skipped_reason: str = "skipped: no cross-encoder given",
-              command: list[str] | None = None, started: float | None = None) -> dict[str, Any]:
+              command: list[str] | None = None, started: float | None = None,
+              evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run the suite on ``collection`` and write report, runs and manifest into ``out``.
+
+    ``evaluation``: more keyword arguments for ``eval.results.evaluate_runs``
+    (``correction``, ``family``, ``ci``, ``all_pairs``).
 
     Returns ``{"results": Results, "report": dict, "manifest": dict}``.
     """
@@ -117,7 +121,7 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
     with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
         results = evaluate_runs(collection, suite.runs, measures, splits=splits,
                                 families=suite.families, target=target, baseline=BASELINE,
-                                test=test, seed=seed, run_info=suite.info)
+                                test=test, seed=seed, run_info=suite.info, **(evaluation or {}))
         results.notes.extend(suite.notes)
 
     # --out is written as a set (report, runs/, manifest.json): built in a hidden
@@ -269,9 +273,10 @@ class Suite:
         for family, configs in self.families.items():
             system = results.systems[family]
             counts = system.tuned.choice_counts()
-            modal = max(counts, key=lambda c: (counts[c], -system.tuned.configs.index(c)))
+            modal = results.modal_config(family)
             source = configs[modal]
             run = source() if callable(source) else source
+            results.run_objects[family] = run   # the report's recall@k curve of the family
             written[family] = self._write(folder, family, run, {
                 "system": family, "config": modal, "chosen_on_val": counts,
                 "note": "the configuration chosen most often over the splits; each split's own "
@@ -340,7 +345,8 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
         "measures": results.measures,
         "baseline": BASELINE,
         "significance": {"test": results.test, "alpha": results.alpha,
-                         "correction": "holm", "n_resamples": results.n_resamples, "seed": results.seed},
+                         "correction": results.correction, "family": results.family,
+                         "n_resamples": results.n_resamples, "seed": results.seed},
         "models": {"dense": suite.models.get("dense", "skipped: --no-dense" if not dense_model else None),
                    "cross_encoder": suite.models.get("cross_encoder", skipped_reason)},
         "parameters": {"query strategies": suite.strategies, "bm25": {"defaults": BM25Ranker.DEFAULTS,

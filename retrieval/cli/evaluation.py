@@ -34,9 +34,30 @@ missing topics count 0 (as trec_eval -c); topics not in the collection are ignor
 scores are compared as 32-bit floats, as trec_eval does; ties are ordered by doc id,
 descending, and counted per run (a warning; "tied_topics" in --json).
 measure cutoffs (@k) and rel= are whole numbers >= 1.
-significance (--baseline): paired two-sided t-test and randomisation test by topic,
-Holm-corrected across the runs compared; † marks p < --alpha for --test.
+significance (--baseline): paired two-sided t-test and randomisation test by topic;
+▲/▼ mark a value significantly better/worse than the baseline (adjusted p < --alpha for
+--test). --correction holm|bonferroni|bh over --family runs (default: per subset and
+measure) | runs+measures (per subset) | runs+measures+subsets; the report states it.
+Beside each comparison: mean difference with a 95% t interval, Cohen's d_z and
+win/tie/loss counts; --ci t|bootstrap sets each mean's interval. --all-pairs tests every
+pair of systems and prints groups (systems sharing a letter are statistically tied).
+example: dsr evaluate sample a.run b.run --baseline a --correction bh --family runs+measures --format md
 """
+
+
+def add_report_arguments(p) -> None:
+    """--correction, --family, --ci, --all-pairs and --format (dsr evaluate and dsr reproduce)."""
+    p.add_argument("--correction", choices=("holm", "bonferroni", "bh"), default="holm",
+                   help="multiple-comparison correction of the marks (default holm)")
+    p.add_argument("--family", choices=("runs", "runs+measures", "runs+measures+subsets"), default="runs",
+                   help="p-values corrected together (default runs: per subset and measure)")
+    p.add_argument("--ci", choices=("t", "bootstrap"), default="t",
+                   help="95%% interval of each mean: t, or bootstrap over topics with --seed (default t)")
+    p.add_argument("--all-pairs", action="store_true",
+                   help="test every pair of systems and show groups of statistically tied ones")
+    p.add_argument("--format", choices=("text", "md", "latex", "csv", "json"), default="text",
+                   help="printed tables: aligned text (default), Markdown, LaTeX, CSV (long) or JSON "
+                        "records of the tables")
 
 
 def register(subparsers) -> None:
@@ -67,7 +88,8 @@ def register(subparsers) -> None:
     p.add_argument("--permutations", type=int, default=10_000, metavar="N",
                    help="resamples of the randomisation test (default 10000; 0 skips it; not negative)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    add_report_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the full results JSON instead of the table")
     p.add_argument("--per-topic", metavar="FILE", help="write per-topic values (.tsv, or .jsonl)")
     p.add_argument("--report", metavar="DIR", help="write Markdown, CSV, JSON, LaTeX tables and PNG plots")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -145,7 +167,7 @@ def evaluate_command(args) -> int:
     from eval.measures import parse_measures, split_measure_list
     from eval.protocol import resolve_splits
     from eval.results import evaluate_runs, write_per_topic
-    from eval.tables import format_text
+    from eval.tables import render
 
     # Options first, before any file is read: a bad value is exit 2 naming the option.
     measures = parse_measures(split_measure_list(args.measures)) if args.measures else None
@@ -225,7 +247,8 @@ def evaluate_command(args) -> int:
         collection, runs, measures,
         subsets=args.subset, splits=splits, families=families, target=args.target,
         baseline=baseline, test=args.test, n_resamples=args.permutations, seed=args.seed,
-        alpha=args.alpha, run_info=info, progress=not args.quiet)
+        alpha=args.alpha, run_info=info, progress=not args.quiet, correction=args.correction,
+        family=args.family, ci=args.ci, all_pairs=args.all_pairs)
 
     if args.per_topic:
         write_per_topic(results, args.per_topic)
@@ -237,7 +260,7 @@ def evaluate_command(args) -> int:
         json.dump(results.to_json(), sys.stdout, indent=2, sort_keys=True, ensure_ascii=False)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_text(results))
+        sys.stdout.write(render(results, args.format))
     return 0
 
 

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from retrieval.cli.evaluation import add_report_arguments
 from retrieval.errors import InputError
 from retrieval.reproduce import DEFAULT_CROSS_ENCODER, StageTimer, reproduce, skip_reason, trained_default
 
@@ -51,7 +52,8 @@ def register(subparsers) -> None:
                    help="query strategy for the cross-encoder (default: the one a `dsr train` model "
                         "was trained with, from its card; else all)")
     p.add_argument("--test", choices=("t", "perm"), default="t",
-                   help="test that decides the † marks: paired t-test or permutation (default t)")
+                   help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)")
+    add_report_arguments(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=cmd_reproduce)
 
@@ -86,11 +88,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         target=args.target, measures=args.measures, strategies=args.queries,
         dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
         ce_query=args.ce_query, test=args.test, timer=timer,
-        skipped_reason=skip_reason(args.no_cross_encoder), command=["dsr", *sys.argv[1:]], started=started)
+        skipped_reason=skip_reason(args.no_cross_encoder), command=["dsr", *sys.argv[1:]], started=started,
+        evaluation={"correction": args.correction, "family": args.family, "ci": args.ci,
+                    "all_pairs": args.all_pairs})
     from eval import tables
     if args.json:
         print(json.dumps(result["report"], indent=2, sort_keys=True, ensure_ascii=False))
     else:
-        print(tables.format_text(result["results"]))
+        print(tables.render(result["results"], args.format))
         print(f"\nreport, runs and manifest: {out}/ (total {result['manifest']['wall_time_s']['total']:.1f} s)")
     return 0

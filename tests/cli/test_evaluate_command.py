@@ -84,12 +84,15 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
     assert set(bm25["chosen"]) <= {"bm25_a", "bm25_b", "bm25_c"}
     assert len(bm25["test"]["grounded"]["RR"]["splits"]) == 10
     sig = data["significance"]["results"]["all"]["bm25"]["nDCG@5"]
-    assert set(sig) == {"diff", "n", "t", "t_holm", "perm", "perm_holm"}
+    assert set(sig) == {"diff", "n", "t", "t_holm", "perm", "perm_holm", "t_adj", "perm_adj", "ci_low",
+                        "ci_high", "d", "wins", "ties", "losses"}
     # the report
     rep = tmp_path / "rep"
     names = sorted(p.name for p in rep.iterdir())
-    assert names == ["bars_RR.png", "bars_nDCG_5.png", "diff_vs_baseline.png", "per_topic.tsv", "recall_at_k.png",
-                     "results.csv", "results.json", "results.md", "results.tex"]
+    figures = ["bars_RR", "bars_nDCG_5", "diff_vs_baseline", "recall_at_k", "subsets_nDCG_5"]
+    assert names == sorted([f"{f}.{ext}" for f in figures for ext in ("pdf", "png", "svg")]
+                           + ["comparison.csv", "per_topic.tsv", "results.csv", "results.json", "results.md",
+                              "results.tex"])
     for png in rep.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = json.loads((rep / "results.json").read_text())

@@ -186,9 +186,11 @@ def test_per_topic_export_tsv_and_jsonl(tmp_path, collection):
 
 
 def test_fast_path_equals_ir_measures_iter_calc(collection):
+    """pytrec_eval called directly (and ir_measures for the rest) gives ir_measures' values."""
     import ir_measures
 
-    measures = [*DEFAULT_MEASURES, "RR(rel=2)", "nDCG@20", "P(rel=2)@3"]
+    measures = [*DEFAULT_MEASURES, "RR(rel=2)", "nDCG@20", "P(rel=2)@3", "AP@5", "nDCG",
+                "nDCG(judged_only=True)@5", "RR@5", "AP(rel=2)", "Success@3"]
     qrels = qrels_from_collection(collection)
     run = make_run(collection, seed=21, quality=0.7, drop_topics=3, drop_docs=0.3)
     got = Evaluator(qrels, measures, collection.ids)(run)

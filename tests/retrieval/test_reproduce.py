@@ -49,6 +49,19 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
     assert sum(counts.values()) == 10 and counts[side["config"]] == max(counts.values())
     results = json.loads((out / "results.json").read_text())
     assert results["collection"]["hash"] == sample.content_hash
+    # tuned systems are in the untuned tables (out-of-sample values) and in the recall@k
+    # figure (the configuration chosen most often), so the figure has its BM25 baseline
+    import pandas as pd
+
+    table = pd.read_csv(out / "results.csv")
+    untuned = table[table.block == "all"]
+    assert set(untuned.loc[untuned.run == "BM25", "kind"]) == {"tuned"}
+    assert "BM25 (baseline) (tuned, out of sample)" in printed
+    curves = results["figures"]["recall_at_k"]
+    assert {"BM25", "BM25 (last)", "random"} <= set(curves)
+    assert curves["BM25"].endswith(json.loads(Path(runs["BM25"]["path"] + ".json").read_text())["config"])
+    for stem in ("recall_at_k", "diff_vs_baseline", "subsets_nDCG_5", "bars_nDCG_5"):
+        assert all((out / f"{stem}.{ext}").stat().st_size > 0 for ext in ("png", "pdf", "svg"))
 
 
 def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(tmp_path, capsys,
