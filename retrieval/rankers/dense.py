@@ -47,6 +47,9 @@ def check_dense_params(params: dict[str, Any]) -> None:
     check_text_form(params["text"])
     check_batch_size(params["batch_size"])
     check_decay(params["decay"])
+    from retrieval.backends import check_backend
+
+    check_backend(params["backend"])
 
 
 class DenseRanker(Ranker):
@@ -54,11 +57,14 @@ class DenseRanker(Ranker):
 
     Parameters: ``model`` (a spec for retrieval.models.resolve_model),
     ``query`` (a strategy; ``weighted`` is its text form), ``batch_size``,
-    ``text`` (``body`` or ``title: body``), ``decay`` (for ``weighted``).
+    ``text`` (``body`` or ``title: body``), ``decay`` (for ``weighted``),
+    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-int8``: see
+    :mod:`retrieval.backends`).
     """
 
     name = "dense"
-    PARAMS = {"model": "all-MiniLM-L6-v2", "query": "all", "batch_size": 64, "text": "body", "decay": 0.5}
+    PARAMS = {"model": "all-MiniLM-L6-v2", "query": "all", "batch_size": 64, "text": "body", "decay": 0.5,
+              "backend": "torch"}
     GRID = {"query": list(STRATEGIES)}
 
     def __init__(self, **params: Any):
@@ -77,8 +83,9 @@ class DenseRanker(Ranker):
         model = resolve_model(str(p["model"]), "bi-encoder")
         cand_texts = [candidate_text(c, p["text"]) for d in collection for c in d.candidates]
         queries = [query_text(d, p["query"], p["decay"]) for d in collection]
-        cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates")
-        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries")
+        cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates",
+                              backend=p["backend"])
+        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries", backend=p["backend"])
         scores, row = {}, 0
         for dialogue, qvec in zip(collection, query_vectors):
             n = len(dialogue.candidates)

@@ -47,14 +47,17 @@ class CrossEncoderReranker(Reranker):
     ``query`` (strategy of :mod:`retrieval.queries`) and its ``decay``,
     ``batch_size``, ``max_length`` (tokens of query + candidate; longer pairs
     are truncated), ``text`` (``body`` or ``title: body``), ``top_k``,
-    ``precision`` (``fp32``, the default, or ``bf16``: faster, see score_pairs).
+    ``precision`` (``fp32``, the default, or ``bf16``: faster, see score_pairs),
+    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-int8``: see
+    :mod:`retrieval.backends`; precision applies to torch only).
     """
 
     name = "cross-encoder"
     #: parameters a `dsr train` model's card (dsr_model.json) supplies when not given
     CARD_PARAMS = ("query", "max_length")
     PARAMS = {"model": DEFAULT_MODEL, "query": "all", "decay": DEFAULT_DECAY, "batch_size": 32,
-              "max_length": 256, "text": "body", "top_k": None, "precision": "fp32"}
+              "max_length": 256, "text": "body", "top_k": None, "precision": "fp32",
+              "backend": "torch"}
     GRID = {"query": list(STRATEGIES)}
 
     def __init__(self, **params: Any):
@@ -67,6 +70,11 @@ class CrossEncoderReranker(Reranker):
         check_batch_size(p["batch_size"])
         if p["precision"] not in ("fp32", "bf16"):
             raise InputError(f"precision must be fp32 or bf16, got {p['precision']!r}", field="precision")
+        from retrieval.backends import check_backend
+
+        if check_backend(p["backend"]) != "torch" and p["precision"] != "fp32":
+            raise InputError(f"precision={p['precision']} is for the torch backend; backend "
+                             f"{p['backend']} sets its own", field="precision")
         for name in ("max_length", "top_k"):
             value = p[name]
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -111,7 +119,12 @@ class CrossEncoderReranker(Reranker):
             raise InputError(f"top_k must be a whole number >= 1, got {k!r}", field="top_k")
 
         pairs, keys = self._pairs(collection, run, k)
-        model = load_cross_encoder(self.model_info, max_length=p["max_length"])
+        if p["backend"] == "torch":
+            model = load_cross_encoder(self.model_info, max_length=p["max_length"])
+        else:
+            from retrieval.backends import load_fast
+
+            model = load_fast(self.model_info, "cross-encoder", p["backend"], p["max_length"])
         scores = score_pairs(model, pairs, p["batch_size"], p["precision"])
         reranked = rerank_top_k(collection, run, dict(zip(keys, scores)), k)
         # the tag names the first stage too, as the bi-encoder's does: "bm25-...>>cross-encoder-...@k"
