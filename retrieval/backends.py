@@ -32,6 +32,7 @@ padding), as sentence-transformers does.
 
 from __future__ import annotations
 
+import inspect
 import json
 import random
 import sys
@@ -114,7 +115,7 @@ def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
     expected = expected_export_manifest(model, kind, backend)
     folder, _ = cached_build("fast-model", folder.name, expected,
                              lambda tmp: _build(model, kind, backend, tmp),
-                             files=("model.xml", "model.bin", "fast.json", "tokenizer"), folder=folder)
+                             files=("model.xml", "model.bin", "fast.json", "tokenizer.json"), folder=folder)
     info = json.loads((folder / "fast.json").read_text(encoding="utf-8"))
     return FastModel(folder, kind, backend, info["output"], tuple(info["inputs"]), info["max_length"],
                      info["do_lower_case"])
@@ -132,14 +133,24 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
 
     print(f"dsr: exporting {model.name} ({kind}) to OpenVINO {backend}", file=sys.stderr)
     module = _torch_model(model, kind)
-    tokenizer = module.tokenizer
-    max_length = int(module.max_seq_length if kind == "bi-encoder" else (module.max_length or 512))
+    if not getattr(module.tokenizer, "is_fast", False):
+        raise InputError(f"backend {backend} needs a model with a fast (Rust) tokenizer; "
+                         f"{model.name} has none", field="backend")
+    # The Rust tokenizer alone: at run time neither transformers nor torch is imported.
+    (folder / "tokenizer.json").write_text(module.tokenizer.backend_tokenizer.to_str(), encoding="utf-8")
+    pad = {"pad_id": int(module.tokenizer.pad_token_id or 0), "pad_token": str(module.tokenizer.pad_token)}
+    tokenizer = _tokenizer(folder, pad)
+    max_length = int(module.max_seq_length or 512)
     do_lower_case = bool(getattr(module[0], "do_lower_case", False))
-    fed = FastModel(folder, kind, backend, OUTPUTS[kind], (), max_length, do_lower_case)
+    fed = FastModel(folder, kind, backend, OUTPUTS[kind], ("input_ids", "attention_mask", "token_type_ids"),
+                    max_length, do_lower_case)
     calibration = calibration_items(kind)
     # Inputs of different lengths: the traced graph then applies the attention
     # mask (with no padding transformers may skip it).
     example = _features(tokenizer, fed, calibration[:4], None)
+    # only what the network takes (some models have no token types)
+    taken = set(inspect.signature(getattr(module[0], "auto_model", module[0]).forward).parameters)
+    example = {k: v for k, v in example.items() if k in taken}
     inputs = tuple(example)
 
     class Wrapped(torch.nn.Module):
@@ -165,9 +176,8 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
                                   model_type=nncf.ModelType.TRANSFORMER, subset_size=len(items))
     # compress_to_fp16 would halve the weights' precision: fp32 is fp32
     ov.save_model(converted, str(folder / "model.xml"), compress_to_fp16=False)
-    tokenizer.save_pretrained(str(folder / "tokenizer"))
     info = {"kind": kind, "output": OUTPUTS[kind], "inputs": list(inputs), "max_length": max_length,
-            "do_lower_case": do_lower_case}
+            "do_lower_case": do_lower_case, **pad}
     (folder / "fast.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     fed = FastModel(folder, kind, backend, OUTPUTS[kind], inputs, max_length, do_lower_case)
     (folder / "check.json").write_text(json.dumps(_agreement(module, fed, calibration[:CHECK_ITEMS]),
@@ -218,18 +228,29 @@ def calibration_items(kind: str) -> list:
     return items[:CALIBRATION_SIZE]
 
 
+def _tokenizer(folder: Path, pad: dict[str, Any]):
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_padding(pad_id=pad["pad_id"], pad_token=pad["pad_token"])  # to the batch's longest
+    return tokenizer
+
+
 def _features(tokenizer, fed: FastModel, items: list, max_length: int | None) -> dict[str, np.ndarray]:
-    """Tokenised, padded numpy inputs for texts (bi-encoder) or pairs (cross-encoder)."""
+    """Tokenised, padded numpy inputs for texts (bi-encoder) or pairs (cross-encoder), as the
+    transformers tokenizer call of sentence-transformers makes them (stripped texts,
+    longest-first truncation, padding to the batch's longest)."""
     if fed.kind == "bi-encoder":
-        columns = [[str(t).strip() for t in items]]
+        batch: list = [str(t).strip() for t in items]
     else:
-        columns = [[str(p[0]).strip() for p in items], [str(p[1]).strip() for p in items]]
+        batch = [(str(a).strip(), str(b).strip()) for a, b in items]
     if fed.do_lower_case:
-        columns = [[t.lower() for t in col] for col in columns]
-    encoded = tokenizer(*columns, padding=True, truncation="longest_first", return_tensors="np",
-                        max_length=max_length or fed.max_length)
-    names = fed.inputs or tuple(k for k in ("input_ids", "attention_mask", "token_type_ids") if k in encoded)
-    return {k: np.asarray(encoded[k], dtype=np.int64) for k in names}
+        batch = [t.lower() for t in batch] if fed.kind == "bi-encoder" else [(a.lower(), b.lower()) for a, b in batch]
+    tokenizer.enable_truncation(max_length or fed.max_length, strategy="longest_first")
+    encoded = tokenizer.encode_batch(batch)
+    columns = {"input_ids": [e.ids for e in encoded], "attention_mask": [e.attention_mask for e in encoded],
+               "token_type_ids": [e.type_ids for e in encoded]}
+    return {k: np.asarray(columns[k], dtype=np.int64) for k in fed.inputs}
 
 
 class _Runner:
@@ -237,10 +258,10 @@ class _Runner:
 
     def __init__(self, fed: FastModel, config: dict[str, Any] | None = None):
         import openvino as ov
-        from transformers import AutoTokenizer
 
         self.fed = fed
-        self.tokenizer = AutoTokenizer.from_pretrained(str(fed.folder / "tokenizer"), local_files_only=True)
+        info = json.loads((fed.folder / "fast.json").read_text(encoding="utf-8"))
+        self.tokenizer = _tokenizer(fed.folder, info)
         self.compiled = ov.Core().compile_model(str(fed.folder / "model.xml"), "CPU",
                                                 {**COMPILE_CONFIG, **(config or {})})
         self.request = self.compiled.create_infer_request()
