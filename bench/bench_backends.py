@@ -5,8 +5,8 @@
     python bench/bench_backends.py --skip quality    # speed and memory only
 
 Speed and memory: each (model kind, backend, input set, setting) runs in its
-own subprocess, so ``peak RSS`` (ru_maxrss of that process: imports, model,
-inference) belongs to that backend alone; exports are built beforehand (their
+own subprocess, so ``peak RSS`` (the peak resident size of that process:
+imports, model, inference; VmHWM, see peak_rss_mib) belongs to that backend alone; exports are built beforehand (their
 cost is printed separately) and every worker warms up on two batches before
 the timed pass. Models: all-MiniLM-L6-v2 (bi-encoder) and a MiniLM-L6
 cross-encoder (the same weights with a seeded one-logit head: the size and
@@ -111,7 +111,21 @@ def worker(spec: dict) -> dict:
     timed_pass(items)
     seconds = time.perf_counter() - start
     return {"load_s": load, "seconds": seconds, "rate": len(items) / seconds, "n": len(items),
-            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "peak_rss_mib": peak_rss_mib()}
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident size. Linux: VmHWM of /proc/self/status, the high-water
+    mark of this program's own memory; ru_maxrss would not do, because a child keeps the
+    parent's high-water mark across fork and exec (every worker would report the bench's)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
 def measure(spec: dict) -> dict:
@@ -135,6 +149,8 @@ def inputs(collection, kind: str, length: str, limit: int) -> list:
             items = [query_text(d, "all") for d in dialogues]
             items = [t for t in items if len(t.split()) >= 220] or items
     else:
+        if length == "256":  # long contexts, so (every turn, candidate) fills the 256 tokens
+            dialogues = [d for d in dialogues if len(query_text(d, "all").split()) >= 220] or dialogues
         query = "last" if length == "real" else "all"
         items = [(query_text(d, query), c.body) for d in dialogues for c in d.candidates[:10]]
     # a fixed spread over the collection, not its first dialogues only

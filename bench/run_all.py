@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHES = ("bench_eval.py", "bench_retrieval.py", "bench_reproduce.py", "bench_train.py")
+BENCHES = ("bench_eval.py", "bench_retrieval.py", "bench_backends.py", "bench_reproduce.py", "bench_train.py")
 
 if __name__ == "__main__":
     here = Path(__file__).resolve().parent
