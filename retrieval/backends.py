@@ -70,6 +70,17 @@ def check_backend(value: Any) -> str:
     return value
 
 
+def require_fast_extra(backend: str) -> None:
+    """InputError naming the install command when openvino or nncf is missing."""
+    import importlib.util
+
+    missing = [name for name in ("openvino", "nncf") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InputError(f"backend {backend} needs {' and '.join(missing)}: install the fast extra "
+                         "(pip install 'dialogue-sentence-retrieval[fast]', or -e '.[fast]' in a checkout)",
+                         field="backend")
+
+
 @dataclass(frozen=True)
 class FastModel:
     """An exported model on disk: its folder and what ``fast.json`` says about feeding it."""
@@ -111,6 +122,7 @@ def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
     check_backend(backend)
     if backend == "torch":
         raise ValueError("export() is for the OpenVINO backends")
+    require_fast_extra(backend)
     folder = fast_folder(model, kind, backend)
     expected = expected_export_manifest(model, kind, backend)
     folder, _ = cached_build("fast-model", folder.name, expected,

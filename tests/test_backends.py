@@ -193,3 +193,14 @@ def test_bad_backend_is_exit_2(tmp_path, argv, capsys, tiny_model):
     err = capsys.readouterr().err
     assert "backend" in err and "Traceback" not in err
     assert not (tmp_path / "x.run").exists()
+
+
+def test_missing_fast_extra_is_a_clear_input_error(monkeypatch, tiny_model):
+    import importlib.util
+
+    from retrieval.errors import InputError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nncf" else real(name, *a))
+    with pytest.raises(InputError, match=r"needs nncf: install the fast extra"):
+        backends.export(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder", "openvino")
