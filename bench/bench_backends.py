@@ -185,7 +185,7 @@ def cross_encoder_folder(home: Path) -> Path:
 
 # --- parts ----------------------------------------------------------------
 
-def bench_speed(collection, home: Path, quick: bool, rows: list) -> None:
+def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool) -> None:
     from retrieval.backends import export
     from retrieval.models import resolve_model
 
@@ -205,7 +205,7 @@ def bench_speed(collection, home: Path, quick: bool, rows: list) -> None:
         path.write_text(json.dumps(items), encoding="utf-8")
         mean_tokens = token_lengths(items, kind, 256)
         settings = [dict(batch_size=BATCH[kind], threads=0, sorted=True)]
-        if length == "real" and not quick:
+        if length == "real" and extra:
             settings += [dict(batch_size=16, threads=0, sorted=True), dict(batch_size=128, threads=0, sorted=True),
                          dict(batch_size=BATCH[kind], threads=1, sorted=True),
                          dict(batch_size=BATCH[kind], threads=0, sorted=False)]
@@ -260,6 +260,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer texts, default settings only")
     parser.add_argument("--skip", nargs="*", default=[], choices=["speed", "quality"])
+    parser.add_argument("--settings", action="store_true",
+                        help="with --quick: still try batch sizes, one thread and unsorted batches")
     parser.add_argument("--source", default=str(ROOT.parent / "shared" / "data" / "cmu_dog"),
                         help="CMU_DoG raw folder (default ../shared/data/cmu_dog)")
     parser.add_argument("--judged", default=str(ROOT.parent / "shared" / "data" / "judged"
@@ -286,7 +288,7 @@ def main(argv=None) -> int:
     speed: list = []
     quality: list = []
     if "speed" not in args.skip:
-        bench_speed(cmu_dog, home, args.quick, speed)
+        bench_speed(cmu_dog, home, args.quick, speed, args.settings or not args.quick)
     if "quality" not in args.skip:
         collections = {"cmu_dog valid (silver)": cmu_dog}
         if Path(args.judged).exists():
