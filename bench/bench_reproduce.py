@@ -2,6 +2,7 @@
 
     python bench/bench_reproduce.py                 # SIGIR-shaped synthetic set (846 x 50)
     python bench/bench_reproduce.py --collection sample   # the bundled sample (make reproduce)
+    python bench/bench_reproduce.py --fast          # dense on OpenVINO int8 (dsr reproduce --fast)
 
 Each collection is reproduced twice in one fresh DSR_HOME: the first run
 builds every index and encodes every sentence (cold), the second finds them
@@ -33,13 +34,17 @@ def main(argv=None) -> int:
                         help="synthetic (846 x 50, SIGIR shape) or any COLLECTION dsr accepts")
     parser.add_argument("--dialogues", type=int, default=846, help="synthetic: dialogues")
     parser.add_argument("--home", help="DSR_HOME to use (default: a fresh temporary folder)")
+    parser.add_argument("--fast", action="store_true", help="as dsr reproduce --fast (cold includes the export)")
+    parser.add_argument("--backend", choices=("torch", "openvino", "openvino-int8"), help="as dsr reproduce --backend")
     args = parser.parse_args(argv)
 
     home = Path(args.home or tempfile.mkdtemp(prefix="dsr-bench-reproduce-"))
     os.environ["DSR_HOME"] = str(home)
     from retrieval.data import write_benchmark
     from retrieval.provenance import machine, package_versions
-    from retrieval.reproduce import StageTimer, reproduce
+    from retrieval.reproduce import FAST_BACKEND, StageTimer, reproduce
+
+    backend = args.backend or (FAST_BACKEND if args.fast else "torch")
 
     spec = args.collection
     if spec == "synthetic":
@@ -55,7 +60,7 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         with timer("load"):
             collection = load_collection(spec)
-        reproduce(collection, home / f"out-{label}", timer=timer, started=start,
+        reproduce(collection, home / f"out-{label}", timer=timer, started=start, backend=backend,
                   skipped_reason="skipped: benchmark without a cross-encoder")
         rows.append((label, dict(timer.seconds)))
         print(f"{label}: {timer.seconds['total']:.1f} s", file=sys.stderr, flush=True)
@@ -63,7 +68,7 @@ def main(argv=None) -> int:
     cold, warm = rows[0][1], rows[1][1]
     print(f"# dsr reproduce, cold vs warm — {dt.datetime.now().isoformat(timespec='seconds')}")
     print(f"collection: {args.collection} ({len(collection)} dialogues, "
-          f"{sum(len(d.candidates) for d in collection)} candidates), DSR_HOME {home}")
+          f"{sum(len(d.candidates) for d in collection)} candidates), backend {backend}, DSR_HOME {home}")
     print(f"machine: {json.dumps(machine())}")
     versions = package_versions()
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v))

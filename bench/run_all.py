@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHES = ("bench_eval.py", "bench_retrieval.py", "bench_reproduce.py", "bench_train.py",
-           "bench_board.py")
+BENCHES = ("bench_eval.py", "bench_retrieval.py", "bench_backends.py", "bench_reproduce.py",
+           "bench_train.py", "bench_board.py")
 
 if __name__ == "__main__":
     here = Path(__file__).resolve().parent

@@ -77,18 +77,21 @@ def text_key(text: str) -> bytes:
 class EmbeddingCache:
     """The cache folder of one model; vectors looked up by text digest."""
 
-    def __init__(self, model: ResolvedModel):
+    def __init__(self, model: ResolvedModel, backend: str = "torch"):
         self.model = model
-        self.folder = index_folder("embeddings", safe_name(model.key))
+        self.backend = backend
+        self.folder = index_folder("embeddings", cache_name(model, backend))
         self._lookup: dict[bytes, tuple[int, int]] = {}
         self._shards: list[np.ndarray] = []
         self._names: list[str] = []
 
     def open(self) -> None:
         """Create the folder (or start afresh when its manifest is stale), then read it."""
+        params = {"normalize": True, "dtype": "float32"}
+        if self.backend != "torch":  # the torch caches' manifests stay as they were
+            params["backend"] = self.backend
         expected = expected_manifest("embeddings", inputs=self.model.key, model=self.model.describe(),
-                                     params={"normalize": True, "dtype": "float32",
-                                             "shards": "sha256"}, packages=PACKAGES)
+                                     params={**params, "shards": "sha256"}, packages=PACKAGES)
         cached_build("embeddings", self.folder.name, expected, lambda folder: None, announce_new=False)
         self.refresh()
 
@@ -203,14 +206,20 @@ class EmbeddingCache:
 _caches: dict[str, EmbeddingCache] = {}
 
 
-def _cache_for(model: ResolvedModel) -> EmbeddingCache:
-    folder = str(index_folder("embeddings", safe_name(model.key)))
+def cache_name(model: ResolvedModel, backend: str = "torch") -> str:
+    """The cache folder's name: ``MODEL@WEIGHTS16``, plus ``+BACKEND`` for a fast backend
+    (its vectors differ from torch's in the last digits, so they are kept apart)."""
+    return safe_name(model.key if backend == "torch" else f"{model.key}+{backend}")
+
+
+def _cache_for(model: ResolvedModel, backend: str = "torch") -> EmbeddingCache:
+    folder = str(index_folder("embeddings", cache_name(model, backend)))
     cache = _caches.get(folder)
     if cache is None:
-        cache = _caches[folder] = EmbeddingCache(model)
+        cache = _caches[folder] = EmbeddingCache(model, backend)
         cache.open()
     elif not cache.folder.is_dir():  # removed (or DSR_HOME emptied) since: start again
-        cache = _caches[folder] = EmbeddingCache(model)
+        cache = _caches[folder] = EmbeddingCache(model, backend)
         cache.open()
     else:
         cache.refresh()
@@ -218,22 +227,24 @@ def _cache_for(model: ResolvedModel) -> EmbeddingCache:
 
 
 def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64, *,
-           cache: bool = True, progress: bool | None = None, desc: str = "encoding") -> np.ndarray:
+           cache: bool = True, progress: bool | None = None, desc: str = "encoding",
+           backend: str = "torch") -> np.ndarray:
     """Embed ``texts``: float32 rows of unit length, in the order given.
 
     Only texts missing from the cache are encoded (each distinct text once);
     ``stats`` counts them. ``cache=False`` encodes everything and stores
     nothing. ``progress`` (default: when 256 or more texts need encoding)
-    shows a tqdm bar on stderr.
+    shows a tqdm bar on stderr. ``backend``: ``torch`` (exact) or a fast
+    one of :mod:`indexes.backends`, with its own cache.
     """
     stats.calls += 1
     model = model_spec if isinstance(model_spec, ResolvedModel) else resolve_model(model_spec, "bi-encoder")
     texts = [str(t) for t in texts]
     if not cache:
         stats.encoded += len(texts)
-        return _run_model(model, texts, batch_size, progress, desc)
+        return _run_model(model, texts, batch_size, progress, desc, backend)
     keys = [text_key(t) for t in texts]
-    store = _cache_for(model)
+    store = _cache_for(model, backend)
     missing: dict[bytes, str] = {}
     for key, text in zip(keys, texts):
         if key not in store and key not in missing:
@@ -250,7 +261,7 @@ def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL
                   file=sys.stderr) as bar:
             for start in range(0, len(todo), CHUNK):
                 chunk = todo[start:start + CHUNK]
-                vectors = _run_model(model, [t for _, t in chunk], batch_size, False, desc)
+                vectors = _run_model(model, [t for _, t in chunk], batch_size, False, desc, backend)
                 store.add([k for k, _ in chunk], vectors)
                 stats.encoded += len(chunk)
                 bar.update(len(chunk))
@@ -261,10 +272,15 @@ def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL
 
 
 def _run_model(model: ResolvedModel, texts: list[str], batch_size: int, progress: bool | None,
-               desc: str) -> np.ndarray:
+               desc: str, backend: str = "torch") -> np.ndarray:
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
-    encoder = load_sentence_transformer(model)
+    if backend != "torch":
+        from indexes.backends import load_fast
+
+        encoder = load_fast(model, "bi-encoder", backend)
+    else:
+        encoder = load_sentence_transformer(model)
     vectors = encoder.encode(texts, batch_size=int(batch_size), show_progress_bar=bool(progress),
                              convert_to_numpy=True, normalize_embeddings=True)
     return normalise(np.asarray(vectors, dtype=np.float32))

@@ -139,7 +139,7 @@ def index_folder(kind: str, name: str) -> Path:
 
 def cached_build(kind: str, name: str, expected: dict[str, Any],
                  build: Callable[[Path], None], *, files: Iterable[str] = (),
-                 announce_new: bool = True) -> tuple[Path, bool]:
+                 announce_new: bool = True, folder: Path | None = None) -> tuple[Path, bool]:
     """Reuse ``DSR_HOME/indexes/KIND/NAME`` if its manifest matches, else build it.
 
     ``build(folder)`` writes the index files into an empty temporary folder;
@@ -151,11 +151,12 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
     missing, empty, truncated or edited fails it and the index is rebuilt.
     Returns the index folder and whether it was (re)built. A rebuild is
     always announced on stderr with its reason; a first build unless
-    ``announce_new`` is False.
+    ``announce_new`` is False. ``folder`` puts it elsewhere than under
+    ``DSR_HOME/indexes`` (exported models live under ``models/``).
     """
     from retrieval.home import require_writable
 
-    folder = index_folder(kind, name)
+    folder = Path(folder) if folder is not None else index_folder(kind, name)
     files = sorted(files)
     if files:
         expected = {**expected, "files": files}

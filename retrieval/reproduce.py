@@ -19,6 +19,11 @@ The suite (every row is evaluated on the same dialogues):
   and cached, so the grid costs no extra model calls. Without a cross-encoder
   the row is skipped and the report says why.
 
+``--fast`` (or ``--backend openvino|openvino-int8``) runs the dense and
+cross-encoder models on a fast CPU backend (:mod:`indexes.backends`): its
+scores differ slightly from the exact torch path, so the manifest and each
+run's parameters name the backend.
+
 With a split file (the official 50 splits of SIGIR 2022), tuning is per split
 on val and the table gives the test halves' mean and sd; collections without
 one get ``--n-splits`` seeded random splits (recorded in the manifest).
@@ -38,6 +43,8 @@ from retrieval.errors import InputError
 from retrieval.provenance import slug
 
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
+#: what --fast means: int8 OpenVINO (|delta nDCG@5| vs torch in the README)
+FAST_BACKEND = "openvino-int8"
 RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
 BASELINE = "BM25"
 
@@ -109,7 +116,7 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
 
     with timer("splits"):
         splits = resolve_splits(collection, splits_file, n_splits, seed)
-    suite = Suite(collection, strategies, seed, timer)
+    suite = Suite(collection, strategies, seed, timer, backend)
     suite.first_stages(dense_model)
     if dense_model:
         suite.fusion()
@@ -145,8 +152,10 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
 class Suite:
     """Builds the runs (untuned rows) and families (tuned rows) of the baseline table."""
 
-    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer):
+    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer,
+                 backend: str = "torch"):
         self.collection = collection
+        self.backend = backend
         self.strategies = strategies
         self.seed = seed
         self.timer = timer
@@ -204,7 +213,7 @@ class Suite:
         with self.timer("dense", f"{dense_model}, {len(self.strategies)} query strategies"):
             for q in self.strategies:
                 name = f"dense ({q})"
-                self._add_run(name, make_ranker("dense", model=dense_model, query=q))
+                self._add_run(name, make_ranker("dense", model=dense_model, query=q, backend=self.backend))
                 self.dense[q] = self.runs[name]
 
     def fusion(self) -> None:
@@ -230,7 +239,7 @@ class Suite:
         from retrieval.rerankers.base import rerank_top_k
 
         with self.timer("cross-encoder", model):
-            scores, described, params = cross_encoder_scores(self.collection, model, query)
+            scores, described, params = cross_encoder_scores(self.collection, model, query, self.backend)
         query = params["query"]
         self.models["cross_encoder"] = described
         stages = {f"BM25 ({q})": r for q, r in self.bm25_default.items()}
@@ -296,7 +305,8 @@ class Suite:
         return {"path": str(path)}
 
 
-def cross_encoder_scores(collection, model: str, query: str | None) -> tuple[dict, dict, dict]:
+def cross_encoder_scores(collection, model: str, query: str | None,
+                         backend: str = "torch") -> tuple[dict, dict, dict]:
     """Cross-encoder score of every (dialogue, candidate) pair, cached under DSR_HOME/indexes.
 
     A model made by ``dsr train`` is scored with the query strategy and max
@@ -309,9 +319,12 @@ def cross_encoder_scores(collection, model: str, query: str | None) -> tuple[dic
     from retrieval.rerankers import make_reranker
     from retrieval.run import Run
 
-    reranker = make_reranker("cross-encoder", model=model, **({"query": query} if query else {}))
+    reranker = make_reranker("cross-encoder", model=model, backend=backend,
+                             **({"query": query} if query else {}))
     resolved = reranker.resolve()  # a trained model's card sets query and max length
     params = {k: v for k, v in reranker.params.items() if k not in ("model", "top_k", "batch_size")}
+    if backend == "torch":  # as before backends existed, so the exact path's caches stay valid
+        params.pop("backend")
     expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=params,
                                  model=resolved.describe(),
                                  packages=("sentence-transformers", "transformers", "torch"))
@@ -323,7 +336,8 @@ def cross_encoder_scores(collection, model: str, query: str | None) -> tuple[dic
         (folder / "scores.json").write_text(json.dumps(table), encoding="utf-8")
 
     folder, _ = cached_build("cross-encoder-scores",
-                             f"{collection.name}-{resolved.key}-{params['query']}", expected, build,
+                             f"{collection.name}-{resolved.key}-{params['query']}"
+                             + ("" if backend == "torch" else f"-{backend}"), expected, build,
                              files=("scores.json",))
     table = json.loads((folder / "scores.json").read_text(encoding="utf-8"))
     scores = {(q, d): s for q, docs in table.items() for d, s in docs.items()}
@@ -352,6 +366,7 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
         "parameters": {"query strategies": suite.strategies, "bm25": {"defaults": BM25Ranker.DEFAULTS,
                                                                       "grid": BM25Ranker.GRID},
                        "dense model": dense_model, "cross-encoder": cross_encoder,
+                       "backend": suite.backend,
                        "cross-encoder query": ce_query or "from the model card, else all",
                        "rerank depths": [d or "all" for d in RERANK_DEPTHS], "seed": suite.seed,
                        "systems": suite.info},

@@ -13,7 +13,7 @@ LAYERS = {
     "core": ("retrieval.errors", "retrieval.atomic", "retrieval.jsonio", "retrieval.textfiles",
              "retrieval.text", "retrieval.home", "retrieval.provenance", "retrieval.params",
              "retrieval.data", "retrieval.run", "retrieval.splits", "retrieval.ir_metadata",
-             "retrieval.stage", "retrieval.models", "retrieval.backends", "retrieval"),
+             "retrieval.stage", "retrieval.models", "retrieval"),
     "indexes": ("indexes",),
     "domain": ("retrieval.collections", "retrieval.queries", "retrieval.fetch", "retrieval.rankers",
                "retrieval.rerankers", "retrieval.pool", "retrieval.search"),

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from retrieval.cli.evaluation import add_report_arguments
 from retrieval.errors import InputError
-from retrieval.reproduce import DEFAULT_CROSS_ENCODER, StageTimer, reproduce, skip_reason, trained_default
+from indexes.backends import BACKENDS
+from retrieval.reproduce import DEFAULT_CROSS_ENCODER, FAST_BACKEND, StageTimer, reproduce, skip_reason, trained_default
 
 
 def register(subparsers) -> None:
@@ -51,6 +52,12 @@ def register(subparsers) -> None:
     p.add_argument("--ce-query", metavar="Q",
                    help="query strategy for the cross-encoder (default: the one a `dsr train` model "
                         "was trained with, from its card; else all)")
+    p.add_argument("--fast", action="store_true",
+                   help=f"run the dense and cross-encoder models on the fast CPU backend "
+                        f"({FAST_BACKEND}); scores differ slightly from the exact default (torch)")
+    p.add_argument("--backend", choices=BACKENDS,
+                   help="backend for the dense and cross-encoder models (default torch; --fast: "
+                        f"{FAST_BACKEND})")
     p.add_argument("--test", choices=("t", "perm"), default="t",
                    help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)")
     add_report_arguments(p)
@@ -88,6 +95,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         target=args.target, measures=args.measures, strategies=args.queries,
         dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
         ce_query=args.ce_query, test=args.test, timer=timer,
+        backend=args.backend or (FAST_BACKEND if args.fast else "torch"),
         skipped_reason=skip_reason(args.no_cross_encoder), command=["dsr", *sys.argv[1:]], started=started,
         evaluation={"correction": args.correction, "family": args.family, "ci": args.ci,
                     "all_pairs": args.all_pairs})

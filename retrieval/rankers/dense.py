@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from retrieval.data import TEXT_FORMS, Collection, candidate_text, check_text_form
+from indexes.backends import BACKENDS, DEFAULT_BACKEND
 from retrieval.params import Param, by_name
 from retrieval.errors import InputError
 from retrieval.queries import DEFAULT_DECAY, STRATEGIES, query_text
@@ -26,6 +27,8 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
         Param("batch_size", batch_size, "int", "texts encoded per batch", low=1),
         Param("text", "body", "str", "what a candidate's text is", choices=TEXT_FORMS),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
+        Param("backend", DEFAULT_BACKEND, "str", "inference backend (torch: exact; openvino, "
+              "openvino-int8: faster on CPUs, scores differ slightly)", choices=BACKENDS),
     )
 
 
@@ -34,7 +37,9 @@ class DenseRanker(Ranker):
 
     Parameters: ``model`` (a spec for retrieval.models.resolve_model),
     ``query`` (a strategy; ``weighted`` is its text form), ``batch_size``,
-    ``text`` (``body`` or ``title: body``), ``decay`` (for ``weighted``).
+    ``text`` (``body`` or ``title: body``), ``decay`` (for ``weighted``),
+    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-int8``: see
+    :mod:`indexes.backends`).
     """
 
     name = "dense"
@@ -52,8 +57,9 @@ class DenseRanker(Ranker):
         model = resolve_model(str(p["model"]), "bi-encoder")
         cand_texts = [candidate_text(c, p["text"]) for d in collection for c in d.candidates]
         queries = [query_text(d, p["query"], p["decay"]) for d in collection]
-        cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates")
-        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries")
+        cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates",
+                              backend=p["backend"])
+        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries", backend=p["backend"])
         scores, row = {}, 0
         for dialogue, qvec in zip(collection, query_vectors):
             n = len(dialogue.candidates)

@@ -21,7 +21,7 @@ class BiEncoderReranker(Reranker):
     order, with scores ``min(top cosines) - 1 - i`` so that every score stays
     strictly decreasing. Embeddings are cached (:mod:`indexes.embeddings`).
     Parameters as for the ``dense`` ranker: ``model``, ``query``,
-    ``batch_size``, ``text``, ``decay``.
+    ``batch_size``, ``text``, ``decay``, ``backend``.
     """
 
     name = "bi-encoder"
@@ -55,8 +55,9 @@ class BiEncoderReranker(Reranker):
                 pair_texts.append(candidate_text(by_id[doc], p["text"]))
             heads[qid] = head
             queries.append(query_text(dialogue, p["query"], p["decay"]))
-        cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates")
-        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries")
+        cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates",
+                              backend=p["backend"])
+        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries", backend=p["backend"])
         new_scores, row = {}, 0
         for (qid, head), qvec in zip(heads.items(), query_vectors):
             cosines = (cand_vectors[row:row + len(head)] @ qvec).tolist()

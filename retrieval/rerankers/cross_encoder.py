@@ -32,6 +32,7 @@ from retrieval.data import TEXT_FORMS, Candidate, Collection, candidate_text
 from retrieval.errors import InputError
 from retrieval.queries import DEFAULT_DECAY, STRATEGIES, check_strategy, query_text
 # the candidate text forms are the dense ranker's, so both read candidates alike
+from indexes.backends import BACKENDS, DEFAULT_BACKEND
 from retrieval.params import Param
 from retrieval.rerankers.base import Reranker, rerank_top_k
 from retrieval.run import Run
@@ -47,7 +48,9 @@ class CrossEncoderReranker(Reranker):
     ``query`` (strategy of :mod:`retrieval.queries`) and its ``decay``,
     ``batch_size``, ``max_length`` (tokens of query + candidate; longer pairs
     are truncated), ``text`` (``body`` or ``title: body``), ``top_k``,
-    ``precision`` (``fp32``, the default, or ``bf16``: faster, see score_pairs).
+    ``precision`` (``fp32``, the default, or ``bf16``: faster, see score_pairs),
+    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-int8``: see
+    :mod:`indexes.backends`; precision applies to torch only).
     """
 
     name = "cross-encoder"
@@ -65,11 +68,16 @@ class CrossEncoderReranker(Reranker):
         Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1),
         Param("precision", "fp32", "str", "fp32 (exact) or bf16 (faster on AVX-512 BF16 CPUs and GPUs)",
               choices=("fp32", "bf16")),
+        Param("backend", DEFAULT_BACKEND, "str", "inference backend (torch: exact; openvino, "
+              "openvino-int8: faster on CPUs, scores differ slightly)", choices=BACKENDS),
     )
 
     def __init__(self, **params: Any):
         super().__init__(**params)
         self.explicit = set(params)
+        if self.params["backend"] != "torch" and self.params["precision"] != "fp32":
+            raise InputError(f"precision={self.params['precision']} is for the torch backend; backend "
+                             f"{self.params['backend']} sets its own", field="precision")
         self.model_info = None  # the ResolvedModel, once rerank() has loaded it
 
     def describe(self) -> dict[str, Any]:
@@ -110,7 +118,12 @@ class CrossEncoderReranker(Reranker):
             raise InputError(f"top_k must be a whole number >= 1, got {k!r}", field="top_k")
 
         pairs, keys = self._pairs(collection, run, k)
-        model = load_cross_encoder(self.model_info, max_length=p["max_length"])
+        if p["backend"] == "torch":
+            model = load_cross_encoder(self.model_info, max_length=p["max_length"])
+        else:
+            from indexes.backends import load_fast
+
+            model = load_fast(self.model_info, "cross-encoder", p["backend"], p["max_length"])
         scores = score_pairs(model, pairs, p["batch_size"], p["precision"])
         reranked = rerank_top_k(collection, run, dict(zip(keys, scores)), k)
         # the tag names the first stage too, as the bi-encoder's does: "bm25-...>>cross-encoder-...@k"

@@ -90,6 +90,34 @@ def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(tmp_path, c
     assert a == b
 
 
+def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(tmp_path, tiny_cross_encoder):
+    args = ["reproduce", "sample", "--queries", "last", "--n-splits", "5",
+            "--cross-encoder", str(tiny_cross_encoder)]
+    assert main([*args, "--out", str(tmp_path / "exact")]) == 0
+    assert main([*args, "--backend", "openvino", "--out", str(tmp_path / "fast")]) == 0
+    manifest = json.loads((tmp_path / "fast" / "manifest.json").read_text())
+    assert manifest["parameters"]["backend"] == "openvino"
+    assert manifest["parameters"]["systems"]["dense (last)"]["params"]["backend"] == "openvino"
+    assert manifest["parameters"]["systems"]["cross-encoder"]["params"]["backend"] == "openvino"
+    assert json.loads((tmp_path / "exact" / "manifest.json").read_text())["parameters"]["backend"] == "torch"
+    exact, fast = _means(tmp_path / "exact", "nDCG@5"), _means(tmp_path / "fast", "nDCG@5")
+    assert set(exact) == set(fast)
+    compared = [key for key in exact if key[2] in ("dense (last)", "cross-encoder")]
+    assert len(compared) >= 4
+    # fp32 OpenVINO scores agree with torch's to ~6 digits: the table agrees to 3 decimals
+    for key in compared:
+        assert fast[key] == pytest.approx(exact[key], abs=1e-3), key
+
+
+def _means(out: Path, measure: str) -> dict[tuple[str, str, str], float]:
+    """(block, subset, run) -> mean of ``measure``, from a report's results.csv."""
+    import csv
+
+    with open(out / "results.csv", newline="", encoding="utf-8") as f:
+        return {(r["block"], r["subset"], r["run"]): float(r["mean"])
+                for r in csv.DictReader(f) if r["measure"] == measure and r["mean"]}
+
+
 def test_reproduce_without_a_collection_says_what_to_do(tmp_path, capsys):
     assert main(["reproduce", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err

@@ -133,7 +133,7 @@ def test_sidecar_records_model_params_and_input(tmp_path, tiny_model, collection
     assert side["reranker"] == "cross-encoder" and side["command"] == "rerank"
     assert side["params"] == {"model": str(tiny_model), "query": "last", "decay": 0.5,
                               "batch_size": 32, "max_length": 64, "text": "title: body",
-                              "top_k": None, "precision": "fp32"}
+                              "top_k": None, "precision": "fp32", "backend": "torch"}
     weights = sha256_file(tiny_model / "model.safetensors")
     assert side["model"]["weights_sha256"] == weights
     assert side["model"]["source"] == "folder"

@@ -1,0 +1,310 @@
+"""Fast backends side by side: torch fp32, OpenVINO fp32, OpenVINO int8 (run on demand, not a test).
+
+    python bench/bench_backends.py                   # speed, memory and quality
+    python bench/bench_backends.py --quick           # fewer texts and settings
+    python bench/bench_backends.py --skip quality    # speed and memory only
+
+Speed and memory: each (model kind, backend, input set, setting) runs in its
+own subprocess, so ``peak RSS`` (the peak resident size of that process:
+imports, model, inference; VmHWM, see peak_rss_mib) belongs to that backend alone; exports are built beforehand (their
+cost is printed separately) and every worker warms up on two batches before
+the timed pass. Models: all-MiniLM-L6-v2 (bi-encoder) and a MiniLM-L6
+cross-encoder (the same weights with a seeded one-logit head: the size and
+speed of ms-marco-MiniLM-L-6-v2, which is not on this machine). Inputs, from
+CMU_DoG valid (built from ../shared/data/cmu_dog):
+
+* ``real``: bi-encoder: the pool's distinct sentences; cross-encoder:
+  (last turn, candidate) pairs. Realistic lengths.
+* ``256``: bi-encoder: whole contexts, truncated at the model's 256 tokens;
+  cross-encoder: (every turn, candidate) pairs truncated at 256 tokens, what
+  the reranker's default (query=all, max_length=256) feeds.
+
+Settings: the default batch sizes (64 bi-encoder, 32 cross-encoder) and all
+cores; then batch sizes 16 and 128, one thread, and unsorted batches (inputs
+in their original order instead of longest first).
+
+Quality: nDCG@5 of the dense ranker (query strategies all and weighted) and of
+a cross-encoder reranking each dialogue's top 20 of BM25 (query all) for each
+backend, and |delta| against torch fp32, on CMU_DoG valid (silver labels, 502
+dialogues) and on the judged dev set
+(../shared/data/judged/cmu_dog-valid-judged.jsonl, 115 dialogues). The
+cross-encoder is ``--cross-encoder MODEL`` (a trained one: a random head says
+nothing about quality), skipped when not given.
+
+Targets (issue 12): int8 >= 6x torch fp32 (bi-encoder) and >= 5x
+(cross-encoder), OpenVINO fp32 >= 3x; |delta nDCG@5| <= 0.005.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+BACKENDS = ("torch", "openvino", "openvino-int8")
+BATCH = {"bi-encoder": 64, "cross-encoder": 32}
+
+
+# --- worker (one subprocess per measurement) ---------------------------------
+
+def worker(spec: dict) -> dict:
+    """Load one backend, warm up, time one pass over the inputs; the process's peak RSS."""
+    import numpy as np
+
+    kind, backend, batch, threads = spec["kind"], spec["backend"], spec["batch_size"], spec["threads"]
+    items = json.loads(Path(spec["inputs"]).read_text(encoding="utf-8"))
+    if kind == "cross-encoder":
+        items = [tuple(p) for p in items]
+    if not spec["sorted"]:  # a fixed shuffle: batches of mixed lengths
+        items = [items[i] for i in np.random.default_rng(0).permutation(len(items))]
+    start = time.perf_counter()
+    from retrieval.models import resolve_model
+
+    model = resolve_model(spec["model"], kind)
+    if backend == "torch":  # torch is imported only here, so the others' peak RSS is their own
+        import torch
+
+        from retrieval.models import load_cross_encoder, load_sentence_transformer
+
+        if threads:
+            torch.set_num_threads(threads)
+
+        if kind == "bi-encoder":
+            st = load_sentence_transformer(model)
+            run = lambda xs: st.encode(xs, batch_size=batch, convert_to_numpy=True)  # noqa: E731
+        else:
+            from retrieval.rerankers.cross_encoder import score_pairs
+
+            ce = load_cross_encoder(model, spec["max_length"])
+            run = lambda xs: score_pairs(ce, xs, batch)  # noqa: E731
+    else:
+        from indexes.backends import FastBiEncoder, FastCrossEncoder, export
+
+        fed = export(model, kind, backend)
+        config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
+        fast = (FastBiEncoder(fed, config) if kind == "bi-encoder"
+                else FastCrossEncoder(fed, spec["max_length"], config))
+        call = fast.encode if kind == "bi-encoder" else fast.predict
+        run = lambda xs: call(xs, batch_size=batch)  # noqa: E731
+    load = time.perf_counter() - start
+
+    def timed_pass(xs):
+        if spec["sorted"]:
+            return run(xs)
+        # unsorted: one call per batch, so no sort across batches happens
+        return [run(xs[i:i + batch]) for i in range(0, len(xs), batch)]
+
+    timed_pass(items[: 2 * batch])  # warm-up: first-call allocations, OpenVINO's shape caches
+    start = time.perf_counter()
+    timed_pass(items)
+    seconds = time.perf_counter() - start
+    return {"load_s": load, "seconds": seconds, "rate": len(items) / seconds, "n": len(items),
+            "peak_rss_mib": peak_rss_mib()}
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident size. Linux: VmHWM of /proc/self/status, the high-water
+    mark of this program's own memory; ru_maxrss would not do, because a child keeps the
+    parent's high-water mark across fork and exec (every worker would report the bench's)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
+def measure(spec: dict) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True,
+                         text=True, env=os.environ.copy())
+    if out.returncode != 0:
+        raise RuntimeError(f"worker failed for {spec}:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# --- inputs ----------------------------------------------------------------
+
+def inputs(collection, kind: str, length: str, limit: int) -> list:
+    from retrieval.queries import query_text
+
+    dialogues = list(collection)
+    if kind == "bi-encoder":
+        if length == "real":
+            items = sorted({c.body for d in dialogues for c in d.candidates})
+        else:  # whole contexts of >= 256 tokens (about 200+ words) after truncation
+            items = [query_text(d, "all") for d in dialogues]
+            items = [t for t in items if len(t.split()) >= 220] or items
+    else:
+        if length == "256":  # long contexts, so (every turn, candidate) fills the 256 tokens
+            dialogues = [d for d in dialogues if len(query_text(d, "all").split()) >= 220] or dialogues
+        query = "last" if length == "real" else "all"
+        items = [(query_text(d, query), c.body) for d in dialogues for c in d.candidates[:10]]
+    # a fixed spread over the collection, not its first dialogues only
+    step = max(1, len(items) // limit)
+    return items[::step][:limit]
+
+
+def token_lengths(items: list, kind: str, max_length: int) -> float:
+    from retrieval.models import load_sentence_transformer
+
+    tok = load_sentence_transformer("all-MiniLM-L6-v2").tokenizer
+    cols = [items] if kind == "bi-encoder" else [[a for a, _ in items], [b for _, b in items]]
+    enc = tok(*cols, truncation="longest_first", max_length=max_length)
+    return sum(len(x) for x in enc["input_ids"]) / len(items)
+
+
+def cross_encoder_folder(home: Path) -> Path:
+    """MiniLM-L6 with a seeded one-logit head, saved once (a fixed model for every process)."""
+    folder = home / "bench-minilm-ce"
+    if not (folder / "config.json").exists():
+        import torch
+        from sentence_transformers import CrossEncoder
+
+        from retrieval.models import resolve_model
+
+        torch.manual_seed(0)
+        ce = CrossEncoder(resolve_model("all-MiniLM-L6-v2").path, num_labels=1, local_files_only=True,
+                          device="cpu")
+        ce.save_pretrained(str(folder))
+    return folder
+
+
+# --- parts ----------------------------------------------------------------
+
+def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool) -> None:
+    from indexes.backends import export
+    from retrieval.models import resolve_model
+
+    models = {"bi-encoder": "all-MiniLM-L6-v2", "cross-encoder": str(cross_encoder_folder(home))}
+    for kind, spec in models.items():
+        for backend in BACKENDS[1:]:
+            start = time.perf_counter()
+            export(resolve_model(spec, kind), kind, backend)
+            print(f"  export {kind} {backend}: {time.perf_counter() - start:.1f} s (cached after)",
+                  file=sys.stderr)
+    limits = {("bi-encoder", "real"): 600 if quick else 1151, ("bi-encoder", "256"): 100 if quick else 300,
+              ("cross-encoder", "real"): 300 if quick else 1000, ("cross-encoder", "256"): 100 if quick else 300}
+    folder = Path(tempfile.mkdtemp(prefix="bench-inputs-"))
+    for (kind, length), limit in limits.items():
+        items = inputs(collection, kind, length, limit)
+        path = folder / f"{kind}-{length}.json"
+        path.write_text(json.dumps(items), encoding="utf-8")
+        mean_tokens = token_lengths(items, kind, 256)
+        settings = [dict(batch_size=BATCH[kind], threads=0, sorted=True)]
+        if length == "real" and extra:
+            settings += [dict(batch_size=16, threads=0, sorted=True), dict(batch_size=128, threads=0, sorted=True),
+                         dict(batch_size=BATCH[kind], threads=1, sorted=True),
+                         dict(batch_size=BATCH[kind], threads=0, sorted=False)]
+        for setting in settings:
+            for backend in BACKENDS:
+                if backend == "torch" and kind == "bi-encoder" and not setting["sorted"]:
+                    continue  # sentence-transformers always sorts by length
+                spec = {"kind": kind, "backend": backend, "model": models[kind], "inputs": str(path),
+                        "max_length": 256, **setting}
+                result = measure(spec)
+                row = {"kind": kind, "inputs": length, "n": len(items), "mean_tokens": round(mean_tokens, 1),
+                       "backend": backend, **setting, **result}
+                base = next((r for r in rows if r["kind"] == kind and r["inputs"] == length
+                             and r["backend"] == "torch" and all(r[k] == setting[k] for k in setting)), None)
+                row["speedup"] = row["rate"] / base["rate"] if base else None
+                rows.append(row)
+                speed = f"{row['speedup']:.2f}x" if row["speedup"] else "-"
+                print(f"  {kind:<13} {length:>4} ({mean_tokens:5.1f} tok) {backend:<13} batch {setting['batch_size']:>3} "
+                      f"threads {setting['threads'] or 'all'} {'sorted' if setting['sorted'] else 'unsorted':<8} "
+                      f"{row['rate']:8.1f}/s  {speed:>6}  peak {row['peak_rss_mib']:6.0f} MiB", file=sys.stderr)
+
+
+def bench_quality(collections: dict, cross_encoder: str | None, rows: list) -> None:
+    from eval.measures import evaluate_run
+    from eval.qrels import qrels_from_collection
+    from retrieval.rankers import make_ranker
+    from retrieval.rerankers import make_reranker
+
+    for name, collection in collections.items():
+        qrels = qrels_from_collection(collection)
+        ndcg = lambda run: float(evaluate_run(qrels, run, ["nDCG@5"]).values[:, 0].mean())  # noqa: E731
+        systems = [(f"dense ({q})", lambda b, q=q: make_ranker("dense", query=q, backend=b).rank(collection))
+                   for q in ("all", "weighted")]
+        if cross_encoder:
+            first = make_ranker("bm25", query="all").rank(collection)
+            systems.append(("cross-encoder top 20 of BM25 (all)", lambda b: make_reranker(
+                "cross-encoder", model=cross_encoder, backend=b).rerank(collection, first, 20)))
+        for system, make in systems:
+            exact = None
+            for backend in BACKENDS:
+                start = time.perf_counter()
+                value = ndcg(make(backend))
+                exact = value if backend == "torch" else exact
+                row = {"collection": name, "system": system, "backend": backend, "nDCG@5": value,
+                       "delta": value - exact, "seconds": time.perf_counter() - start}
+                rows.append(row)
+                print(f"  {name:<22} {system:<36} {backend:<13} nDCG@5 {value:.4f}  delta {row['delta']:+.4f}"
+                      f"  ({row['seconds']:.0f} s)", file=sys.stderr)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer texts, default settings only")
+    parser.add_argument("--skip", nargs="*", default=[], choices=["speed", "quality"])
+    parser.add_argument("--settings", action="store_true",
+                        help="with --quick: still try batch sizes, one thread and unsorted batches")
+    parser.add_argument("--source", default=str(ROOT.parent / "shared" / "data" / "cmu_dog"),
+                        help="CMU_DoG raw folder (default ../shared/data/cmu_dog)")
+    parser.add_argument("--judged", default=str(ROOT.parent / "shared" / "data" / "judged"
+                                                / "cmu_dog-valid-judged.jsonl"))
+    parser.add_argument("--cross-encoder", metavar="MODEL", help="a trained cross-encoder for the quality rows")
+    parser.add_argument("--home", help="DSR_HOME to use (default: a fresh temporary one)")
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return 0
+
+    home = Path(args.home or tempfile.mkdtemp(prefix="dsr-bench-home-"))
+    os.environ["DSR_HOME"] = str(home)
+    from retrieval.collections import load_collection
+    from retrieval.provenance import package_versions
+
+    header = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": platform.processor() or platform.machine(),
+              "cores": os.cpu_count(), "load_average": os.getloadavg(),
+              "versions": package_versions(("torch", "openvino", "nncf", "transformers", "sentence-transformers"))}
+    print(json.dumps(header), file=sys.stderr)
+    cmu_dog = load_collection("cmu_dog", args.source, "valid")
+    speed: list = []
+    quality: list = []
+    if "speed" not in args.skip:
+        bench_speed(cmu_dog, home, args.quick, speed, args.settings or not args.quick)
+    if "quality" not in args.skip:
+        collections = {"cmu_dog valid (silver)": cmu_dog}
+        if Path(args.judged).exists():
+            collections["cmu_dog valid judged"] = load_collection(args.judged)
+        bench_quality(collections, args.cross_encoder, quality)
+    header["load_average_after"] = os.getloadavg()
+    if args.json:
+        Path(args.json).write_text(json.dumps({"header": header, "speed": speed, "quality": quality}, indent=2),
+                                   encoding="utf-8")
+    print(json.dumps(header))
+    for row in speed:
+        print("speed", json.dumps(row))
+    for row in quality:
+        print("quality", json.dumps(row))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
