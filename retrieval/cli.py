@@ -22,13 +22,16 @@ COMMAND_MODULES = (
     "eval.commands",                    # evaluate, validate
     "retrieval.train",                  # train
     "retrieval.reproduce",              # reproduce
+    "retrieval.kfold",                  # kfold (document-disjoint evaluation)
+    "eval.agreement",                   # agreement (silver vs judged system rankings)
 )
 
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
     """COLLECTION (a registered name or a benchmark .jsonl path), --source and --split."""
     parser.add_argument("collection", metavar="COLLECTION",
-                        help="a registered collection (sigir2022, cmu_dog, redial, ccpe, sample) "
+                        help="a registered collection (sigir2022, cmu_dog, redial, ccpe, sample, "
+                             "cmu_dog_judged) "
                              "or a path to a benchmark .jsonl file")
     parser.add_argument("--source", metavar="DIR",
                         help="folder with the source's raw files (default: $DSR_HOME/data/NAME)")

@@ -12,6 +12,9 @@ The suite (every row is evaluated on the same dialogues):
   and a dense run, tuned per split over the BM25 strategy, the dense strategy
   and RRF's k. "The best BM25 and the best dense" are thus chosen on each
   split's val half, never on its test half;
+* ``trained bi-encoder``: the bi-encoder ``dsr train`` saves by default
+  (``--trained-dense``, else ``dsr:dialogue-minilm-bi`` when it exists), with
+  the query strategy of its card;
 * ``cross-encoder``: a cross-encoder (``--cross-encoder``, else the model
   ``dsr train`` saves by default when it exists) reranking the top k of a
   first stage, tuned per split over the first stage (each BM25 and dense run)
@@ -39,6 +42,7 @@ from typing import Any, Callable
 from retrieval.errors import InputError
 
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
+DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
 RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
 BASELINE = "BM25"
 
@@ -92,6 +96,9 @@ def register(subparsers) -> None:
     p.add_argument("--dense-model", default="all-MiniLM-L6-v2", metavar="MODEL",
                    help="bi-encoder for the dense rows (default all-MiniLM-L6-v2)")
     p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
+    p.add_argument("--trained-dense", metavar="MODEL",
+                   help=f"bi-encoder trained by `dsr train` for the `trained bi-encoder` row "
+                        f"(default: {DEFAULT_TRAINED_DENSE} when it exists; 'none' skips it)")
     p.add_argument("--cross-encoder", metavar="MODEL",
                    help=f"cross-encoder for the reranking row: a folder, hub id or dsr:NAME "
                         f"(default: {DEFAULT_CROSS_ENCODER} when `dsr train` has saved it)")
@@ -131,11 +138,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise InputError("exists and is not a directory", path=out, field="--out")
     cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or _trained_default())
+    trained_dense = (None if args.no_dense or args.trained_dense == "none"
+                     else args.trained_dense or _trained_default(DEFAULT_TRAINED_DENSE))
     result = reproduce(
         collection, out, splits_file=args.splits, n_splits=args.n_splits, seed=args.seed,
         target=args.target, measures=args.measures, strategies=args.queries,
         dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
-        ce_query=args.ce_query, test=args.test, timer=timer,
+        ce_query=args.ce_query, test=args.test, timer=timer, trained_dense=trained_dense,
         skipped_reason=_skip_reason(args), command=["dsr", *sys.argv[1:]], started=started)
     from eval import tables
     if args.json:
@@ -146,11 +155,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-def _trained_default() -> str | None:
+def _trained_default(spec: str = DEFAULT_CROSS_ENCODER) -> str | None:
     from retrieval.home import models_dir
 
-    name = DEFAULT_CROSS_ENCODER.split(":", 1)[1]
-    return DEFAULT_CROSS_ENCODER if (models_dir() / name).is_dir() else None
+    name = spec.split(":", 1)[1]
+    return spec if (models_dir() / name).is_dir() else None
 
 
 def _skip_reason(args: argparse.Namespace) -> str:
@@ -165,7 +174,8 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
               dense_model: str | None = "all-MiniLM-L6-v2", cross_encoder: str | None = None,
               ce_query: str | None = None, test: str = "t", timer: StageTimer | None = None,
               skipped_reason: str = "skipped: no cross-encoder given",
-              command: list[str] | None = None, started: float | None = None) -> dict[str, Any]:
+              command: list[str] | None = None, started: float | None = None,
+              trained_dense: str | None = None) -> dict[str, Any]:
     """Run the suite on ``collection`` and write report, runs and manifest into ``out``.
 
     Returns ``{"results": Results, "report": dict, "manifest": dict}``.
@@ -193,6 +203,8 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
     suite.first_stages(dense_model)
     if dense_model:
         suite.fusion()
+    if trained_dense:
+        suite.trained_dense(trained_dense)
     if cross_encoder:
         suite.cross_encoder(cross_encoder, ce_query)
     else:
@@ -301,6 +313,19 @@ class Suite:
         self.families[name] = configs
         self.info[name] = {"fusion": "rrf", "grid": {"bm25 query": self.strategies,
                                                      "dense query": self.strategies, "k": ks}}
+
+    def trained_dense(self, model: str) -> None:
+        """The ``trained bi-encoder`` row: ``model`` with the query strategy of its card."""
+        from retrieval.jsonio import load_json
+        from retrieval.models import resolve_model
+        from retrieval.rankers import make_ranker
+
+        resolved = resolve_model(model, "bi-encoder")
+        card = Path(resolved.path) / "dsr_model.json"
+        query = (load_json(card).get("query") if card.is_file() else None) or "title+recent"
+        self.models["trained_dense"] = resolved.describe()
+        with self.timer("trained bi-encoder", f"{model}, query {query}"):
+            self._add_run("trained bi-encoder", make_ranker("dense", model=model, query=query))
 
     def cross_encoder(self, model: str, query: str | None) -> None:
         from retrieval.rerankers.base import rerank_top_k

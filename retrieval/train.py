@@ -1,4 +1,12 @@
-"""``dsr train``: fine-tune a cross-encoder reranker on a collection's (weak) labels.
+"""``dsr train``: fine-tune a bi-encoder or a cross-encoder on a collection's (weak) labels.
+
+``--model-type bi-encoder`` (the default recipe) fine-tunes a
+sentence-transformers bi-encoder with MultipleNegativesRankingLoss (in-batch
+and in-pool negatives, :mod:`retrieval.training.biencoder`), usable with
+``dsr run --ranker dense --param model=dsr:NAME``;
+``--model-type cross-encoder`` fine-tunes a reranker (below).
+``--folds K --fold I`` or ``--exclude-docs`` leave documents out of training
+(:mod:`retrieval.training.folds`). The judged development set is refused.
 
 Training pairs come from a collection's training part (for example CMU_DoG
 train with its silver labels, or the val half of one official split of a
@@ -34,6 +42,18 @@ DEFAULTS: dict[str, Any] = {
     "max_steps": 400, "neg_per_pos": 3.0, "random_negatives": 0, "targets": "binary",
     "holdout": 0.1, "holdout_max": 100, "save_steps": 100,
 }
+MODEL_TYPES = ("bi-encoder", "cross-encoder")
+DEFAULT_MODEL_TYPE = "bi-encoder"
+#: the bi-encoder recipe's defaults where they differ from the cross-encoder's
+#: (max_length None: the base model's own max sequence length, 256 for MiniLM)
+BI_ENCODER_DEFAULTS: dict[str, Any] = {"query": "title+recent", "batch_size": 32, "max_steps": 120,
+                                       "max_length": None, "save_steps": 60}
+#: what each recipe defaults to, by model type (flags left unset take these)
+RECIPES: dict[str, dict[str, Any]] = {
+    "cross-encoder": {"query": DEFAULT_QUERY, **{k: DEFAULTS[k] for k in
+                                                 ("batch_size", "max_steps", "max_length", "save_steps")}},
+    "bi-encoder": BI_ENCODER_DEFAULTS,
+}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -41,19 +61,24 @@ def register(subparsers) -> None:
     from retrieval.cli import add_collection_argument
 
     p = subparsers.add_parser(
-        "train", help="fine-tune a cross-encoder reranker on a collection's labels",
-        description="Fine-tune a cross-encoder on (query, candidate sentence, label) pairs from "
-                    "COLLECTION and save it as $DSR_HOME/models/NAME (use it with "
-                    "`dsr rerank --model dsr:NAME`). The defaults finish in under 30 minutes "
-                    "on 2 CPU cores; see docs/training.md for larger recipes.",
+        "train", help="fine-tune a bi-encoder or cross-encoder on a collection's labels",
+        description="Fine-tune a bi-encoder (default: MultipleNegativesRankingLoss, in-batch and "
+                    "pool negatives; use it with `dsr run --ranker dense --param model=dsr:NAME`) "
+                    "or a cross-encoder (--model-type cross-encoder; `dsr rerank --model dsr:NAME`) "
+                    "on COLLECTION's labels and save it as $DSR_HOME/models/NAME. The defaults "
+                    "finish in under 30 minutes on 2 CPU cores; see docs/training.md. The judged "
+                    "development set (cmu_dog_judged) is never trained on (exit 2).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_collection_argument(p)
     p.add_argument("--name", required=True, help="model name: saved as $DSR_HOME/models/NAME")
     p.add_argument("--base", default=DEFAULT_BASE,
                    help="starting checkpoint: a short name, a local folder or dsr:NAME "
                         "(a BERT-style encoder; its classification head starts untrained)")
-    p.add_argument("--query", default=DEFAULT_QUERY, metavar="STRATEGY",
-                   help="query strategy (last, last2, all, title+all, weighted)")
+    p.add_argument("--model-type", choices=MODEL_TYPES, default=DEFAULT_MODEL_TYPE,
+                   help="bi-encoder (MultipleNegativesRankingLoss) or cross-encoder (BCE)")
+    p.add_argument("--query", default=None, metavar="STRATEGY",
+                   help="query strategy (last, last2, all, title+all, weighted, title+recent; "
+                        "default: title+recent for a bi-encoder, weighted for a cross-encoder)")
     g = p.add_argument_group("data")
     g.add_argument("--subset", metavar="NAME", help="train only on dialogues of this subset")
     g.add_argument("--val-of-split", type=int, metavar="K",
@@ -65,6 +90,12 @@ def register(subparsers) -> None:
                    help="random sentences from other dialogues added as negatives, per dialogue")
     g.add_argument("--targets", choices=("binary", "graded"), default=DEFAULTS["targets"],
                    help="binary: label > 0 -> 1; graded: label / highest label")
+    g.add_argument("--exclude-docs", metavar="DOC[,DOC...]",
+                   help="leave these documents (meta.document, e.g. CMU_DoG films) out of training: "
+                        "their dialogues and their sentences in every pool")
+    g.add_argument("--folds", type=int, metavar="K",
+                   help="document folds (with --fold): train without fold I's documents")
+    g.add_argument("--fold", type=int, metavar="I", help="the fold left out (0..K-1)")
     g.add_argument("--holdout", type=float, default=DEFAULTS["holdout"], metavar="FRACTION",
                    help="fraction of dialogues (whole conversations) kept out for the card's metrics")
     g.add_argument("--holdout-max", type=int, default=DEFAULTS["holdout_max"], metavar="N",
@@ -72,15 +103,18 @@ def register(subparsers) -> None:
     o = p.add_argument_group("optimisation")
     o.add_argument("--seed", type=int, default=DEFAULTS["seed"])
     o.add_argument("--epochs", type=float, default=DEFAULTS["epochs"])
-    o.add_argument("--batch-size", type=int, default=DEFAULTS["batch_size"])
-    o.add_argument("--max-length", type=int, default=DEFAULTS["max_length"], metavar="L",
-                   help="word pieces of query + sentence")
+    o.add_argument("--batch-size", type=int, default=None,
+                   help="examples per step (default: 32 bi-encoder, 16 cross-encoder)")
+    o.add_argument("--max-length", type=int, default=None, metavar="L",
+                   help="word pieces of query + sentence (cross-encoder, default 128) or of one "
+                        "text (bi-encoder, default: the base model's max sequence length)")
     o.add_argument("--lr", type=float, default=DEFAULTS["lr"], help="peak learning rate")
     o.add_argument("--warmup", type=float, default=DEFAULTS["warmup"], metavar="W",
                    help="linear warm-up: a fraction of the steps when < 1, else steps")
-    o.add_argument("--max-steps", type=int, default=DEFAULTS["max_steps"], metavar="N",
-                   help="stop after N optimiser steps (-1: run all epochs)")
-    o.add_argument("--save-steps", type=int, default=DEFAULTS["save_steps"], metavar="N",
+    o.add_argument("--max-steps", type=int, default=None, metavar="N",
+                   help="stop after N optimiser steps (-1: run all epochs; default 120 bi-encoder, "
+                        "400 cross-encoder)")
+    o.add_argument("--save-steps", type=int, default=None, metavar="N",
                    help="checkpoint every N steps (the last two are kept until the end)")
     o.add_argument("--resume", action="store_true",
                    help="continue from the newest checkpoint of an interrupted run of NAME")
@@ -93,6 +127,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from retrieval.home import models_dir
     from retrieval.queries import check_strategy
 
+    apply_recipe(args)
     _check_args(args)
     check_strategy(args.query)
     final = models_dir() / args.name
@@ -103,13 +138,64 @@ def cmd_train(args: argparse.Namespace) -> int:
     from retrieval.cli import collection_from_args
 
     collection = collection_from_args(args)
-    result = train(collection, args, base, final)
+    refuse_judged(collection, args.collection)
+    if args.model_type == "bi-encoder":
+        from retrieval.training.biencoder import train_bi_encoder
+
+        result = train_bi_encoder(collection, args, base, final)
+    else:
+        result = train(collection, args, base, final)
     if args.json:
         json.dump(result, sys.stdout, indent=2, sort_keys=True)
         print()
     else:
         _print_summary(result, final)
     return 0
+
+
+def apply_recipe(args: argparse.Namespace) -> None:
+    """Fill the flags left unset with the defaults of ``--model-type``'s recipe."""
+    for key, value in RECIPES[args.model_type].items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+    for key in ("exclude_docs", "folds", "fold"):
+        if not hasattr(args, key):
+            setattr(args, key, None)
+    if not hasattr(args, "model_type"):
+        args.model_type = DEFAULT_MODEL_TYPE
+
+
+def refuse_judged(collection, spec: str | None = None) -> None:
+    """InputError for the judged development set: its labels must never be trained on."""
+    from retrieval.collections.cmu_dog_judged import is_judged
+
+    if is_judged(collection, spec):
+        raise InputError(f"{collection.name!r} is the judged development set: it is for evaluation "
+                         "only and is never trained on; train on the silver labels, e.g. "
+                         "`dsr train cmu_dog --source DIR --split train`", field="COLLECTION")
+
+
+def excluded_documents(dialogues, args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
+    """The documents ``--exclude-docs`` or ``--folds K --fold I`` leave out, and how (for the card)."""
+    from retrieval.training.folds import documents, fold_documents
+
+    if (args.folds is None) != (args.fold is None):
+        raise InputError("--folds K and --fold I go together", field="--folds/--fold")
+    excluded: list[str] = []
+    how: dict[str, Any] = {}
+    if args.folds is not None:
+        excluded = fold_documents(dialogues, args.folds, args.fold)
+        how = {"folds": args.folds, "fold": args.fold}
+    if args.exclude_docs:
+        named = [d.strip() for d in args.exclude_docs.split(",") if d.strip()]
+        known = set(documents(dialogues))
+        unknown = [d for d in named if d not in known]
+        if unknown:
+            raise InputError(f"unknown document(s) {', '.join(unknown)}; the collection has "
+                             f"{', '.join(sorted(known))}", field="--exclude-docs")
+        excluded = sorted(set(excluded) | set(named))
+        how["exclude_docs"] = named
+    return excluded, how
 
 
 def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, Any]:
@@ -119,6 +205,12 @@ def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, 
 
     started = time.monotonic()
     dialogues, selection = _select(collection, args)
+    excluded, how = excluded_documents(dialogues, args)
+    if excluded:
+        from retrieval.training.folds import exclude_documents
+
+        dialogues, dropped = exclude_documents(dialogues, excluded)
+        selection.update(how, excluded_documents=excluded, **dropped)
     train_part, heldout = split_heldout(dialogues, args.holdout, seed=args.seed,
                                         limit=args.holdout_max, group=conversation_of)
     source = str(collection.meta.get("path") or collection.name)
@@ -191,7 +283,7 @@ def _check_args(args: argparse.Namespace) -> None:
                          "(it becomes a folder name)", field="--name")
     for flag, value, low in (("--batch-size", args.batch_size, 1), ("--max-length", args.max_length, 8),
                              ("--save-steps", args.save_steps, 1), ("--holdout-max", args.holdout_max, 1)):
-        if value < low:
+        if value is not None and value < low:
             raise InputError(f"must be at least {low}, got {value}", field=flag)
     if args.epochs <= 0:
         raise InputError(f"must be > 0, got {args.epochs}", field="--epochs")
@@ -258,6 +350,7 @@ def _card(args, collection, selection, base, pairset, train_part, heldout, setti
         "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
         "query": args.query,
         "max_length": args.max_length,
+        "excluded_documents": selection.get("excluded_documents", []),
         "base": {
             "spec": args.base,
             "path": base.path,
@@ -308,8 +401,12 @@ def _print_summary(card: dict[str, Any], final: Path) -> None:
     t = card["training"]
     d = card["training_data"]
     print(f"model: {final}")
-    print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN "
-          f"(queries: {card['query']})")
+    if card.get("kind") == "bi-encoder":
+        print(f"use:   dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} "
+              f"--query {card['query']} --out RUN")
+    else:
+        print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN "
+              f"(queries: {card['query']})")
     print(f"data:  {d['pairs']} pairs ({d['positives']} positives) from {d['train_dialogues']} "
           f"dialogues of {d['collection']}")
     print(f"train: {t['steps']} steps, loss {t['train_loss']:.4f}, {t['wall_seconds']:.0f} s")

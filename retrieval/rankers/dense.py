@@ -35,6 +35,15 @@ def candidate_text(candidate: Candidate, text: str = "body") -> str:
     return candidate.body
 
 
+def budgeted_queries(dialogues, model, strategy: str, decay: float) -> list[str]:
+    """Each dialogue's query text, fitted to the bi-encoder's max sequence length
+    (oldest turns dropped first; see :mod:`retrieval.queries`)."""
+    from retrieval.queries import model_query_budget
+
+    budget, count = model_query_budget(model.path)
+    return [query_text(d, strategy, decay, budget=budget, count=count) for d in dialogues]
+
+
 def check_batch_size(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError(f"batch_size must be a whole number >= 1, got {value!r}", field="batch_size")
@@ -76,7 +85,7 @@ class DenseRanker(Ranker):
         p = self.params
         model = resolve_model(str(p["model"]), "bi-encoder")
         cand_texts = [candidate_text(c, p["text"]) for d in collection for c in d.candidates]
-        queries = [query_text(d, p["query"], p["decay"]) for d in collection]
+        queries = budgeted_queries(collection, model, p["query"], p["decay"])
         cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates")
         query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries")
         scores, row = {}, 0
