@@ -198,12 +198,11 @@ def excluded_documents(dialogues, args: argparse.Namespace) -> tuple[list[str], 
     return excluded, how
 
 
-def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, Any]:
-    """Select, pair, fine-tune, measure, write the card, move into place; returns the card."""
-    from retrieval.queries import query_text
-    from retrieval.training.pairs import make_pairs, split_heldout
+def training_dialogues(collection, args: argparse.Namespace):
+    """(training dialogues, held-out dialogues, selection for the card, excluded documents):
+    ``--subset``/``--val-of-split``, then ``--exclude-docs``/``--folds``, then the held-out split."""
+    from retrieval.training.pairs import split_heldout
 
-    started = time.monotonic()
     dialogues, selection = _select(collection, args)
     excluded, how = excluded_documents(dialogues, args)
     if excluded:
@@ -213,6 +212,16 @@ def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, 
         selection.update(how, excluded_documents=excluded, **dropped)
     train_part, heldout = split_heldout(dialogues, args.holdout, seed=args.seed,
                                         limit=args.holdout_max, group=conversation_of)
+    return train_part, heldout, selection, excluded
+
+
+def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, Any]:
+    """Select, pair, fine-tune, measure, write the card, move into place; returns the card."""
+    from retrieval.queries import query_text
+    from retrieval.training.pairs import make_pairs
+
+    started = time.monotonic()
+    train_part, heldout, selection, _ = training_dialogues(collection, args)
     source = str(collection.meta.get("path") or collection.name)
 
     def query(d):
@@ -228,18 +237,8 @@ def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, 
     # torch and transformers load only now, after the cheap checks passed.
     from retrieval.training.finetune import FitSettings, fine_tune, load_base
 
-    settings = FitSettings(seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
-                           max_length=args.max_length, lr=args.lr, warmup=args.warmup,
-                           max_steps=args.max_steps, save_steps=args.save_steps)
-    work = final.parent / f".{final.name}.partial"
-    if work.exists() and not args.resume:
-        shutil.rmtree(work)
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        model = load_base(base.path, args.max_length, args.seed)
-    except InputError:
-        shutil.rmtree(work, ignore_errors=True)  # nothing to resume from a model that never loaded
-        raise
+    settings = fit_settings(args, FitSettings)
+    work, model = start_work(final, args.resume, lambda: load_base(base.path, args.max_length, args.seed))
     figures = fine_tune(model, pairset.columns(), settings, work, resume=args.resume)
     train_seconds = time.monotonic() - started
 
@@ -264,6 +263,26 @@ def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, 
     _move_into_place(out, final)
     shutil.rmtree(work, ignore_errors=True)
     return card
+
+
+def fit_settings(args: argparse.Namespace, cls):
+    """The optimisation flags as a ``FitSettings`` (``cls``, imported by the caller with torch)."""
+    return cls(seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
+               max_length=args.max_length or 0, lr=args.lr, warmup=args.warmup,
+               max_steps=args.max_steps, save_steps=args.save_steps)
+
+
+def start_work(final: Path, resume: bool, load):
+    """The ``.NAME.partial`` work folder (emptied unless resuming) and ``load()``'s model."""
+    work = final.parent / f".{final.name}.partial"
+    if work.exists() and not resume:
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        return work, load()
+    except InputError:
+        shutil.rmtree(work, ignore_errors=True)  # nothing to resume from a model that never loaded
+        raise
 
 
 def conversation_of(dialogue) -> str:

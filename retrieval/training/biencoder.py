@@ -105,9 +105,7 @@ def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir:
     from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from sentence_transformers.sentence_transformer.training_args import BatchSamplers
-    from transformers.trainer_callback import ProgressCallback
-
-    from retrieval.training.finetune import StderrProgress, _last_checkpoint
+    from retrieval.training.finetune import run_trainer, training_arguments
 
     datasets.disable_progress_bars()
     logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
@@ -115,39 +113,11 @@ def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir:
                                           "positive": [t.positive for t in triplets],
                                           "negative": [t.negative for t in triplets]})
     checkpoints = work_dir / "checkpoints"
-    args = SentenceTransformerTrainingArguments(
-        output_dir=str(checkpoints),
-        num_train_epochs=settings.epochs,
-        max_steps=settings.max_steps,
-        per_device_train_batch_size=settings.batch_size,
-        learning_rate=settings.lr,
-        warmup_steps=settings.warmup,
-        seed=settings.seed,
-        data_seed=settings.seed,
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
-        save_strategy="steps",
-        save_steps=settings.save_steps,
-        save_total_limit=2,
-        logging_strategy="steps",
-        logging_steps=settings.logging_steps,
-        report_to="none",
-        disable_tqdm=False,
-        dataloader_num_workers=0,
-    )
+    args = SentenceTransformerTrainingArguments(**training_arguments(settings, checkpoints),
+                                                batch_sampler=BatchSamplers.NO_DUPLICATES)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
                                          loss=MultipleNegativesRankingLoss(model))
-    trainer.remove_callback(ProgressCallback)
-    trainer.add_callback(StderrProgress())
-    last = _last_checkpoint(checkpoints) if resume else None
-    output = trainer.train(resume_from_checkpoint=str(last) if last else None)
-    history = [h for h in trainer.state.log_history if "loss" in h]
-    return {
-        "steps": trainer.state.global_step,
-        "epochs": round(float(trainer.state.epoch or 0), 4),
-        "train_loss": output.training_loss,
-        "loss_history": [{"step": h["step"], "loss": h["loss"]} for h in history],
-        "resumed_from": last.name if last else None,
-    }
+    return run_trainer(trainer, checkpoints, resume)
 
 
 def cosine_scorer(model, batch_size: int = 64) -> Callable[[list[tuple[str, str]]], list[float]]:
@@ -170,19 +140,11 @@ def train_bi_encoder(collection, args, base, final: Path) -> dict[str, Any]:
     import time
 
     from retrieval.queries import model_query_budget, query_text
-    from retrieval.train import _move_into_place, _select, conversation_of, excluded_documents
+    from retrieval.train import _move_into_place, fit_settings, start_work, training_dialogues
     from retrieval.training.finetune import FitSettings
-    from retrieval.training.folds import exclude_documents
-    from retrieval.training.pairs import split_heldout
 
     started = time.monotonic()
-    dialogues, selection = _select(collection, args)
-    excluded, how = excluded_documents(dialogues, args)
-    if excluded:
-        dialogues, dropped = exclude_documents(dialogues, excluded)
-        selection.update(how, excluded_documents=excluded, **dropped)
-    train_part, heldout = split_heldout(dialogues, args.holdout, seed=args.seed,
-                                        limit=args.holdout_max, group=conversation_of)
+    train_part, heldout, selection, excluded = training_dialogues(collection, args)
     source = str(collection.meta.get("path") or collection.name)
     # The query text is fitted to the model's sequence length, as `dsr run --ranker dense` fits it.
     budget, count = model_query_budget(base.path, args.max_length)
@@ -195,18 +157,9 @@ def train_bi_encoder(collection, args, base, final: Path) -> dict[str, Any]:
           f"(query, positive, pool negative); {len(heldout)} held out"
           + (f"; {len(excluded)} documents excluded" if excluded else ""), file=sys.stderr)
 
-    settings = FitSettings(seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
-                           max_length=args.max_length or 0, lr=args.lr, warmup=args.warmup,
-                           max_steps=args.max_steps, save_steps=args.save_steps)
-    work = final.parent / f".{final.name}.partial"
-    if work.exists() and not args.resume:
-        shutil.rmtree(work)
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        model = load_bi_encoder(base.path, args.seed, args.max_length)
-    except InputError:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    settings = fit_settings(args, FitSettings)
+    work, model = start_work(final, args.resume,
+                             lambda: load_bi_encoder(base.path, args.seed, args.max_length))
     figures = fine_tune_bi_encoder(model, triplets, settings, work, resume=args.resume)
     train_seconds = time.monotonic() - started
 
