@@ -66,7 +66,11 @@ def agreement(silver, judged, runs: dict[str, object], measure: str = "nDCG@5") 
     by_judged = Evaluator(qrels_from_collection(judged), [measure], topics)
     names, silver_means, judged_means, missing = [], [], [], {}
     for name, run in runs.items():
-        a, b = by_silver(run), by_judged(run)
+        # Scores replaced by rank positions: the run's own order is what is compared, and
+        # near-tied float scores cannot be re-tied (and reordered by id) downstream.
+        ranked = {q: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)}
+                  for q, docs in run.rankings.items()}
+        a, b = by_silver(ranked), by_judged(ranked)
         names.append(name)
         silver_means.append(float(a.mean()[0]))
         judged_means.append(float(b.mean()[0]))

@@ -214,3 +214,22 @@ def test_agreement_is_kendall_tau_over_systems(data, tmp_path, capsys):
     assert opposite["tau"] == pytest.approx(-1.0)
     assert main(["agreement", str(data["dev"]), str(data["reversed"]), runs[0]]) == 2
     assert "at least two runs" in capsys.readouterr().err
+
+
+def test_agreement_follows_the_run_order_even_for_near_tied_scores():
+    """Two scores one float64 ulp apart are one float32 value: measured from the raw scores,
+    trec_eval would order them by id. Agreement measures the run's own order."""
+    from eval.agreement import agreement
+    from retrieval.data import Candidate, Collection, Dialogue, Turn
+    from retrieval.run import Run
+
+    def collection(labels):
+        cands = [Candidate(cid, "", "text", None, lab) for cid, lab in zip(("a", "z"), labels)]
+        return Collection("c", [Dialogue("q", "t", [Turn("u", "u", "hi")], None, cands)])
+
+    silver, judged = collection([0, 1]), collection([0, 1])
+    top = 1.0
+    runs = {"z-first": Run({"q": [("z", top), ("a", float(np.nextafter(top, 0)))]}, "z"),
+            "a-first": Run({"q": [("a", top), ("z", float(np.nextafter(top, 0)))]}, "a")}
+    result = agreement(silver, judged, runs)
+    assert result.silver[0] == pytest.approx(1.0) and result.silver[1] < 1.0
