@@ -37,7 +37,7 @@ def main() -> int:
 
     from retrieval.cli import main as dsr
     from retrieval.provenance import machine, package_versions
-    from retrieval.training.recipe import DEFAULTS
+    from retrieval.training.recipe import DEFAULT_MODEL_TYPE, RECIPES
 
     started = time.perf_counter()
     try:
@@ -57,15 +57,16 @@ def main() -> int:
     print(f"machine: {json.dumps(machine())}  load average: {os.getloadavg()}")
     print("versions: " + ", ".join(f"{k} {v}" for k, v in package_versions(
         ("torch", "transformers", "sentence-transformers", "datasets", "accelerate")).items()))
-    print(f"args: {' '.join(extra) or '(defaults)'}")
+    print(f"args: {' '.join(extra) or '(defaults)'}; recipe: {card.get('recipe') or card['kind']}")
     print(f"pairs {d['pairs']} ({d['positives']} positives), batch {card['parameters']['batch_size']}, "
           f"max_length {card['parameters']['max_length']}, device {t['device']}")
     print(f"steps {t['steps']}: load+train {t['wall_seconds']:.0f} s, {per_step:.2f} s/step, "
           f"{card['parameters']['batch_size'] / per_step:.1f} pairs/s")
     print(f"held-out scoring + card: {t['total_seconds'] - t['wall_seconds']:.0f} s; "
           f"whole command incl. collection build: {total:.0f} s")
-    default_steps = DEFAULTS["max_steps"]
-    print(f"estimated default recipe ({default_steps} steps): "
+    kind = "cross-encoder" if "cross-encoder" in extra else DEFAULT_MODEL_TYPE
+    default_steps = RECIPES[kind]["max_steps"]
+    print(f"estimated {kind} recipe at its default {default_steps} steps: "
           f"{(total - t['wall_seconds'] + per_step * default_steps) / 60:.1f} min")
     return 0
 

@@ -12,6 +12,8 @@ means the same query.
 ``weighted``    every context turn, each weighted by recency: a term of the
                 turn ``age`` turns before the last one (the last has age 0)
                 counts ``decay ** age``
+``title+recent`` the dialogue title, then the last :data:`RECENT_TURNS` context
+                turns, most recent first
 ==============  =============================================================
 
 For BM25 (:func:`query_terms`) a query is a bag of tokens with weights. For
@@ -27,23 +29,36 @@ first. Encoders truncate long inputs at the end (MiniLM at 256 word pieces),
 so this keeps the latest turns and drops the oldest, where ``all`` (oldest
 first) would drop the latest.
 
+**Token budgets.** An encoder reads at most its max sequence length in word
+pieces and silently cuts the rest. With a ``budget`` (word pieces for the
+query text, and ``count`` a word-piece counter, see :func:`token_counter`),
+:func:`query_text` drops whole turns until the text fits, oldest first, and
+never the title or the latest turn: the title names the document (a
+CMU_DoG film) and the latest turns are what the next turn answers. The kept
+pieces stay in the strategy's order. Only when the title and the last turn
+alone exceed the budget does the encoder's own truncation cut text.
+:func:`model_query_budget` reads a model folder's budget.
+
 A dialogue without context turns falls back to its title for every strategy.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Callable
 
 from retrieval.data import Dialogue
 from retrieval.errors import InputError
 from retrieval.text import tokenize
 
-STRATEGIES: tuple[str, ...] = ("last", "last2", "all", "title+all", "weighted")
+STRATEGIES: tuple[str, ...] = ("last", "last2", "all", "title+all", "weighted", "title+recent")
 
 #: default recency decay of ``weighted`` (weight of the turn before the last)
 DEFAULT_DECAY = 0.5
 #: turns weighing less than this are left out of ``weighted``'s text form
 MIN_WEIGHT = 0.05
+#: context turns of ``title+recent`` (the issue's zero-shot query: title, last four turns)
+RECENT_TURNS = 4
 
 
 def check_strategy(strategy: str) -> str:
@@ -82,23 +97,102 @@ def query_turns(dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY)
         return [(t, 1.0) for t in turns]
     if strategy == "title+all":
         return ([(dialogue.title, 1.0)] if dialogue.title else []) + [(t, 1.0) for t in turns]
+    if strategy == "title+recent":
+        return ([(dialogue.title, 1.0)] if dialogue.title else []) + [
+            (t, 1.0) for t in reversed(turns[-RECENT_TURNS:])]
     decay = check_decay(decay)
     n = len(turns)
     return [(t, decay ** (n - 1 - i)) for i, t in enumerate(turns)]
 
 
-def query_text(dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY) -> str:
-    """The text a dense model encodes for this dialogue (turns joined by newlines).
+def query_text(dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY, *,
+               budget: int | None = None, count: Callable[[str], int] | None = None) -> str:
+    """The text a dense model or cross-encoder reads for this dialogue (pieces joined by newlines).
 
-    ``weighted`` gives the turns of weight >= MIN_WEIGHT, most recent first
-    (see the module docstring); the others keep the dialogue's order.
+    ``weighted`` gives the turns of weight >= MIN_WEIGHT, most recent first,
+    ``title+recent`` the title then the recent turns most recent first (see the
+    module docstring); the others keep the dialogue's order. With ``budget``
+    and ``count`` (word pieces of a text), whole turns are dropped, oldest
+    first, until the text fits; the title and the latest turn always stay.
     """
+    pieces = _text_pieces(dialogue, strategy, decay)
+    if budget is not None and count is not None:
+        pieces = fit_pieces(pieces, budget, count)
+    return "\n".join(text for text, _ in pieces)
+
+
+def _text_pieces(dialogue: Dialogue, strategy: str, decay: float) -> list[tuple[str, int]]:
+    """(text, priority) in output order; priority 0 = never dropped, higher = dropped sooner."""
     pieces = query_turns(dialogue, strategy, decay)
+    has_title = bool(dialogue.title) and strategy in ("title+all", "title+recent")
+    turns = [(t, w) for t, w in pieces[1:]] if has_title and pieces else list(pieces)
+    title = [(pieces[0][0], 0)] if has_title and pieces else []
+    if not any(t.body and t.body.strip() for t in dialogue.context):
+        return [(text, 0) for text, _ in pieces]   # the title alone
     if strategy == "weighted":
         # The last turn weighs 1, so it is always kept.
-        kept = [text for text, weight in pieces if weight >= MIN_WEIGHT]
-        return "\n".join(reversed(kept))
-    return "\n".join(text for text, _ in pieces)
+        kept = [text for text, weight in turns if weight >= MIN_WEIGHT]
+        return [(text, age) for age, text in enumerate(reversed(kept))]
+    if strategy == "title+recent":  # already most recent first
+        return title + [(text, age) for age, (text, _) in enumerate(turns)]
+    n = len(turns)
+    return title + [(text, n - 1 - i) for i, (text, _) in enumerate(turns)]
+
+
+def fit_pieces(pieces: list[tuple[str, int]], budget: int, count: Callable[[str], int]
+               ) -> list[tuple[str, int]]:
+    """Drop the pieces of highest priority (oldest turns) until the joined text fits ``budget``.
+
+    Pieces of priority 0 and 1... are dropped in descending priority; the one of
+    priority 0 (the latest turn) and the title are never dropped.
+    """
+    kept = list(pieces)
+    protected = min((p for _, p in kept), default=0)
+    while len(kept) > 1 and sum(count(t) for t, _ in kept) > budget:
+        worst = max(p for _, p in kept)
+        if worst <= protected:
+            break
+        kept = [(t, p) for t, p in kept if p != worst]
+    return kept
+
+
+def token_counter(tokenizer) -> Callable[[str], int]:
+    """A cached word-piece counter (no special tokens) for a Hugging Face tokenizer."""
+    cache: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        if text not in cache:
+            # verbose=False: counting a long text is not an error (no "longer than" warning)
+            cache[text] = len(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+        return cache[text]
+    return count
+
+
+#: [CLS] and [SEP] around a single text
+SPECIAL_TOKENS = 2
+
+
+def model_query_budget(folder: str, max_length: int | None = None) -> tuple[int, Callable[[str], int]]:
+    """(word pieces a query text may use, counter) for the model in ``folder``.
+
+    The length is ``max_length`` when given (a cross-encoder's), else the
+    sentence-transformers ``max_seq_length`` (``sentence_bert_config.json``),
+    else the tokenizer's ``model_max_length``, else 512; minus the special tokens.
+    """
+    import json
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    length = max_length
+    config = Path(folder) / "sentence_bert_config.json"
+    if length is None and config.is_file():
+        length = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
+    if length is None:
+        limit = getattr(tokenizer, "model_max_length", None)
+        length = limit if isinstance(limit, int) and limit < 100_000 else 512
+    return max(1, int(length) - SPECIAL_TOKENS), token_counter(tokenizer)
 
 
 def query_terms(dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY, *,

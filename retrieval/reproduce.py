@@ -12,6 +12,9 @@ The suite (every row is evaluated on the same dialogues):
   and a dense run, tuned per split over the BM25 strategy, the dense strategy
   and RRF's k. "The best BM25 and the best dense" are thus chosen on each
   split's val half, never on its test half;
+* ``trained bi-encoder``: the bi-encoder ``dsr train`` saves by default
+  (``--trained-dense``, else ``dsr:dialogue-minilm-bi`` when it exists), with
+  the query strategy of its card;
 * ``cross-encoder``: a cross-encoder (``--cross-encoder``, else the model
   ``dsr train`` saves by default when it exists) reranking the top k of a
   first stage, tuned per split over the first stage (each BM25 and dense run)
@@ -45,6 +48,7 @@ from retrieval.provenance import slug
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
 #: what --fast means: int8 OpenVINO (|delta nDCG@5| vs torch in the README)
 FAST_BACKEND = "openvino-int8"
+DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
 RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
 BASELINE = "BM25"
 
@@ -67,11 +71,11 @@ class StageTimer:
             self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 3)
 
 
-def trained_default() -> str | None:
+def trained_default(spec: str = DEFAULT_CROSS_ENCODER) -> str | None:
     from retrieval.home import models_dir
 
-    name = DEFAULT_CROSS_ENCODER.split(":", 1)[1]
-    return DEFAULT_CROSS_ENCODER if (models_dir() / name).is_dir() else None
+    name = spec.split(":", 1)[1]
+    return spec if (models_dir() / name).is_dir() else None
 
 
 def skip_reason(no_cross_encoder: bool) -> str:
@@ -87,7 +91,8 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
               ce_query: str | None = None, test: str = "t", timer: StageTimer | None = None,
               skipped_reason: str = "skipped: no cross-encoder given",
               command: list[str] | None = None, started: float | None = None,
-              evaluation: dict[str, Any] | None = None) -> dict[str, Any]:
+              evaluation: dict[str, Any] | None = None, backend: str = "torch",
+              trained_dense: str | None = None) -> dict[str, Any]:
     """Run the suite on ``collection`` and write report, runs and manifest into ``out``.
 
     ``evaluation``: more keyword arguments for ``eval.results.evaluate_runs``
@@ -120,6 +125,8 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
     suite.first_stages(dense_model)
     if dense_model:
         suite.fusion()
+    if trained_dense:
+        suite.trained_dense(trained_dense)
     if cross_encoder:
         suite.cross_encoder(cross_encoder, ce_query)
     else:
@@ -234,6 +241,19 @@ class Suite:
         self.families[name] = configs
         self.info[name] = {"fusion": "rrf", "grid": {"bm25 query": self.strategies,
                                                      "dense query": self.strategies, "k": ks}}
+
+    def trained_dense(self, model: str) -> None:
+        """The ``trained bi-encoder`` row: ``model`` with the query strategy of its card."""
+        from retrieval.jsonio import load_json
+        from retrieval.models import resolve_model
+        from retrieval.rankers import make_ranker
+
+        resolved = resolve_model(model, "bi-encoder")
+        card = Path(resolved.path) / "dsr_model.json"
+        query = (load_json(card).get("query") if card.is_file() else None) or "title+recent"
+        self.models["trained_dense"] = resolved.describe()
+        with self.timer("trained bi-encoder", f"{model}, query {query}"):
+            self._add_run("trained bi-encoder", make_ranker("dense", model=model, query=query))
 
     def cross_encoder(self, model: str, query: str | None) -> None:
         from retrieval.rerankers.base import rerank_top_k

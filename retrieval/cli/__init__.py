@@ -16,7 +16,8 @@ import sys
 import traceback
 
 from retrieval import __version__
-from retrieval.cli import board, corpus, data, evaluation, interchange, ranking, reproduce, training
+from retrieval.cli import (agreement, board, corpus, data, evaluation, interchange, kfold, ranking,
+                           reproduce, training)
 from retrieval.errors import InputError
 
 #: command modules, in --help order
@@ -24,8 +25,10 @@ COMMANDS = (
     data,          # collections, data fetch/build, stats
     ranking,       # run, rerank, fuse
     evaluation,    # evaluate, validate
+    agreement,     # agreement (silver vs judged system rankings)
     board,         # serve, submit, board (the leaderboard)
     training,      # train
+    kfold,         # kfold (document-disjoint evaluation)
     reproduce,     # reproduce
     interchange,   # export, qrels
     corpus,        # corpus build/index/search, pool (open retrieval)

@@ -17,7 +17,8 @@ from retrieval.params import parse_assignments
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
     """COLLECTION (a registered name or a benchmark .jsonl path), --source and --split."""
     parser.add_argument("collection", metavar="COLLECTION",
-                        help="a registered collection (sigir2022, cmu_dog, redial, ccpe, sample) "
+                        help="a registered collection (sigir2022, cmu_dog, cmu_dog_judged, redial, ccpe, "
+                             "sample) "
                              "or a path to a benchmark .jsonl file")
     parser.add_argument("--source", metavar="DIR",
                         help="folder with the source's raw files (default: $DSR_HOME/data/NAME)")

@@ -53,6 +53,10 @@ EXAMPLES = {
     "corpus index": "dsr corpus index wiki/ --bm25 --dense --index ivfpq",
     "corpus search": "dsr corpus search wiki/ --query \"roman concrete\" --method fused",
     "pool": "dsr pool ccpe --source data/ccpe --corpus wiki/ --out ccpe-pool.jsonl",
+    "kfold": "dsr kfold cmu_dog --source ../shared/data/cmu_dog --split train --eval cmu_dog_judged "
+             "--eval-source ../shared/data/judged --name dialogue-minilm-bi --out out/kfold",
+    "agreement": "dsr agreement cmu_dog cmu_dog_judged --silver-source ../shared/data/cmu_dog "
+                 "--silver-split valid --judged-source ../shared/data/judged runs/a.run runs/b.run",
 }
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from retrieval.cli.evaluation import add_report_arguments
 from retrieval.errors import InputError
 from indexes.backends import BACKENDS
-from retrieval.reproduce import DEFAULT_CROSS_ENCODER, FAST_BACKEND, StageTimer, reproduce, skip_reason, trained_default
+from retrieval.reproduce import DEFAULT_CROSS_ENCODER, DEFAULT_TRAINED_DENSE, FAST_BACKEND, StageTimer, reproduce, skip_reason, trained_default
 
 
 def register(subparsers) -> None:
@@ -45,6 +45,9 @@ def register(subparsers) -> None:
     p.add_argument("--dense-model", default="all-MiniLM-L6-v2", metavar="MODEL",
                    help="bi-encoder for the dense rows (default all-MiniLM-L6-v2)")
     p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
+    p.add_argument("--trained-dense", metavar="MODEL",
+                   help=f"bi-encoder trained by `dsr train` for the `trained bi-encoder` row "
+                        f"(default: {DEFAULT_TRAINED_DENSE} when it exists; 'none' skips it)")
     p.add_argument("--cross-encoder", metavar="MODEL",
                    help=f"cross-encoder for the reranking row: a folder, hub id or dsr:NAME "
                         f"(default: {DEFAULT_CROSS_ENCODER} when `dsr train` has saved it)")
@@ -90,11 +93,13 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                       if args.collection else default_collection(args))
     out = Path(args.out or Path("out") / slug(collection.name, 'run'))
     cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or trained_default())
+    trained_dense = (None if args.no_dense or args.trained_dense == "none"
+                     else args.trained_dense or trained_default(DEFAULT_TRAINED_DENSE))
     result = reproduce(
         collection, out, splits_file=args.splits, n_splits=args.n_splits, seed=args.seed,
         target=args.target, measures=args.measures, strategies=args.queries,
         dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
-        ce_query=args.ce_query, test=args.test, timer=timer,
+        ce_query=args.ce_query, test=args.test, timer=timer, trained_dense=trained_dense,
         backend=args.backend or (FAST_BACKEND if args.fast else "torch"),
         skipped_reason=skip_reason(args.no_cross_encoder), command=["dsr", *sys.argv[1:]], started=started,
         evaluation={"correction": args.correction, "family": args.family, "ci": args.ci,

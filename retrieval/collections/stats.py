@@ -28,7 +28,11 @@ def collections_info() -> list[dict[str, Any]]:
         else:
             row.update(description="(module not installed)", licence="", repository="",
                        commit="", splits=[], has_candidates=None)
-        if name in PLANS:
+        module = source_module(name) if info is not None else None
+        if hasattr(module, "is_available"):  # read from a folder, not fetched (cmu_dog_judged)
+            row.update(fetchable=False, cache=str(module.default_folder()),
+                       available=module.is_available())
+        elif name in PLANS:
             folder = default_dest(name)
             row.update(fetchable=True, cache=str(folder),
                        available=info is not None and is_available(name, folder))

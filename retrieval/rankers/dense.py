@@ -32,6 +32,15 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
     )
 
 
+def budgeted_queries(dialogues, model, strategy: str, decay: float) -> list[str]:
+    """Each dialogue's query text, fitted to the bi-encoder's max sequence length
+    (oldest turns dropped first; see :mod:`retrieval.queries`)."""
+    from retrieval.queries import model_query_budget
+
+    budget, count = model_query_budget(model.path)
+    return [query_text(d, strategy, decay, budget=budget, count=count) for d in dialogues]
+
+
 class DenseRanker(Ranker):
     """Bi-encoder re-ranking: cosine(query text, candidate text).
 
@@ -56,7 +65,7 @@ class DenseRanker(Ranker):
         p = self.params
         model = resolve_model(str(p["model"]), "bi-encoder")
         cand_texts = [candidate_text(c, p["text"]) for d in collection for c in d.candidates]
-        queries = [query_text(d, p["query"], p["decay"]) for d in collection]
+        queries = budgeted_queries(collection, model, p["query"], p["decay"])
         cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates",
                               backend=p["backend"])
         query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries", backend=p["backend"])

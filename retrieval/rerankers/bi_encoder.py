@@ -6,9 +6,8 @@ from typing import Any
 
 from retrieval.data import Collection, candidate_text
 from retrieval.errors import InputError
-from retrieval.queries import query_text
 from retrieval.params import Param
-from retrieval.rankers.dense import dense_params
+from retrieval.rankers.dense import budgeted_queries, dense_params
 from retrieval.rerankers.base import Reranker, rerank_top_k
 from retrieval.run import Run
 
@@ -39,7 +38,7 @@ class BiEncoderReranker(Reranker):
         model = resolve_model(str(p["model"]), "bi-encoder")
         heads: dict[str, list[str]] = {}
         pair_texts: list[str] = []
-        queries: list[str] = []
+        queries: list = []  # the dialogues, in topic order
         for qid in run.topics():
             if qid not in collection:
                 raise InputError(f"topic {qid!r} of the run is not a dialogue of collection "
@@ -54,10 +53,11 @@ class BiEncoderReranker(Reranker):
                                      record=qid, field="docid")
                 pair_texts.append(candidate_text(by_id[doc], p["text"]))
             heads[qid] = head
-            queries.append(query_text(dialogue, p["query"], p["decay"]))
+            queries.append(dialogue)
         cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates",
                               backend=p["backend"])
-        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries", backend=p["backend"])
+        query_vectors = encode(budgeted_queries(queries, model, p["query"], p["decay"]), model,
+                               p["batch_size"], desc="encoding queries", backend=p["backend"])
         new_scores, row = {}, 0
         for (qid, head), qvec in zip(heads.items(), query_vectors):
             cosines = (cand_vectors[row:row + len(head)] @ qvec).tolist()

@@ -117,7 +117,7 @@ class CrossEncoderReranker(Reranker):
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise InputError(f"top_k must be a whole number >= 1, got {k!r}", field="top_k")
 
-        pairs, keys = self._pairs(collection, run, k)
+        pairs, keys = self._pairs(collection, run, k, self._budget())
         if p["backend"] == "torch":
             model = load_cross_encoder(self.model_info, max_length=p["max_length"])
         else:
@@ -139,7 +139,16 @@ class CrossEncoderReranker(Reranker):
         model = str(self.params["model"]).rstrip("/").replace("\\", "/").rsplit("/", 1)[-1]
         return "-".join([self.name, model, *changed]).replace(" ", "_")
 
-    def _pairs(self, collection: Collection, run: Run, k: int | None):
+    def _budget(self):
+        """(max_length, word-piece counter) of the model, for fitting query texts per pair."""
+        from retrieval.queries import model_query_budget
+
+        _, count = model_query_budget(self.model_info.path, self.params["max_length"])
+        return self.params["max_length"], count
+
+    def _pairs(self, collection: Collection, run: Run, k: int | None, budget=None):
+        """(query text, candidate text) per scored sentence; with ``budget`` = (max_length,
+        counter), each query is fitted to what the pair leaves it (see pair_query_budget)."""
         p = self.params
         pool: dict[str, Candidate] | None = None
         pairs: list[tuple[str, str]] = []
@@ -150,6 +159,7 @@ class CrossEncoderReranker(Reranker):
                                  record=qid, field="qid")
             dialogue = collection[qid]
             query = query_text(dialogue, p["query"], p["decay"])
+            fitted: dict[int, str] = {}
             candidates = {c.id: c for c in dialogue.candidates}
             for doc, _ in ranked if k is None else ranked[:k]:
                 candidate = candidates.get(doc)
@@ -160,9 +170,28 @@ class CrossEncoderReranker(Reranker):
                 if candidate is None:
                     raise InputError(f"sentence {doc!r} is not in collection {collection.name!r}",
                                      record=qid, field="docid")
-                pairs.append((query, candidate_text(candidate, p["text"])))
+                sentence = candidate_text(candidate, p["text"])
+                if budget is None:
+                    pairs.append((query, sentence))
+                    continue
+                room = pair_query_budget(budget[0], budget[1](sentence))
+                if room not in fitted:
+                    fitted[room] = query_text(dialogue, p["query"], p["decay"], budget=room,
+                                              count=budget[1])
+                pairs.append((fitted[room], sentence))
                 keys.append((qid, doc))
         return pairs, keys
+
+
+def pair_query_budget(max_length: int, sentence_tokens: int) -> int:
+    """Word pieces a query may take beside a sentence of ``sentence_tokens`` in ``max_length``.
+
+    A pair holds [CLS] query [SEP] sentence [SEP]. Too long, the tokenizer
+    cuts the longer of the two first ("longest_first"), so a query of half
+    the room is never cut, whatever the sentence.
+    """
+    room = max_length - 3
+    return max(room - sentence_tokens, room // 2, 1)
 
 
 def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,

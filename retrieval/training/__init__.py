@@ -3,7 +3,7 @@
 ``pairs`` turns dialogues into (query, sentence, target) training pairs,
 ``finetune`` fine-tunes a sentence-transformers cross-encoder on them,
 ``heldout`` measures the result on dialogues kept out of training, and
-``card`` writes the model card. ``retrieval.train`` is the ``dsr train``
+``card`` writes the model card. ``retrieval.training.recipe`` is the ``dsr train``
 command that strings them together.
 
 Nothing here imports torch at module level except ``finetune``, which the

@@ -27,12 +27,18 @@ def render_readme(card: dict[str, Any]) -> str:
     base, data, params, run = card["base"], card["training_data"], card["parameters"], card["training"]
     held = card.get("heldout") or {}
     lines = [
-        f"# {card['name']}: a dialogue sentence reranker (cross-encoder)",
+        f"# {card['name']}: a dialogue sentence "
+        + ("ranker (bi-encoder)" if card.get("kind") == "bi-encoder" else "reranker (cross-encoder)"),
         "",
         f"Trained with `dsr train` (dsr {card['versions'].get('dialogue-sentence-retrieval')}) "
-        f"on {card['created']}. Use it with `dsr rerank COLLECTION --run RUN --model dsr:{card['name']} "
-        f"--out RUN`; it reads queries built with the **`{card['query']}`** strategy "
+        f"on {card['created']}. Use it with "
+        + (f"`dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} --query "
+           f"{card['query']} --out RUN`" if card.get("kind") == "bi-encoder" else
+           f"`dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN`")
+        + f"; it reads queries built with the **`{card['query']}`** strategy "
         f"and inputs of at most {params['max_length']} word pieces.",
+        *([f"Documents left out of training: {', '.join(card['excluded_documents'])}."]
+          if card.get("excluded_documents") else []),
         "",
         "## Base model",
         f"- `{base['spec']}` = `{base['name']}` (from {base['source']}: {base['path']})",

@@ -78,7 +78,15 @@ def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: 
     logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
     dataset = datasets.Dataset.from_dict(columns)
     checkpoints = work_dir / "checkpoints"
-    args = CrossEncoderTrainingArguments(
+    args = CrossEncoderTrainingArguments(**training_arguments(settings, checkpoints))
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset,
+                                  loss=BinaryCrossEntropyLoss(model))
+    return run_trainer(trainer, checkpoints, resume)
+
+
+def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, Any]:
+    """The trainer arguments both recipes share (sentence-transformers' *TrainingArguments)."""
+    return dict(
         output_dir=str(checkpoints),
         num_train_epochs=settings.epochs,
         max_steps=settings.max_steps,
@@ -96,8 +104,10 @@ def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: 
         disable_tqdm=False,
         dataloader_num_workers=0,
     )
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset,
-                                  loss=BinaryCrossEntropyLoss(model))
+
+
+def run_trainer(trainer, checkpoints: Path, resume: bool) -> dict[str, Any]:
+    """Train (from the newest checkpoint when ``resume``), progress on stderr; the figures."""
     # The stock progress callback prints loss lines to stdout; keep stdout for results.
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(StderrProgress())

@@ -1,5 +1,13 @@
-"""The training recipe behind ``dsr train``: fine-tune a cross-encoder reranker on a
+"""The training recipes behind ``dsr train``: fine-tune a bi-encoder or a cross-encoder on a
 collection's (weak) labels.
+
+``--model-type bi-encoder`` (the default recipe) fine-tunes a
+sentence-transformers bi-encoder with MultipleNegativesRankingLoss (in-batch
+and in-pool negatives, :mod:`retrieval.training.biencoder`), usable with
+``dsr run --ranker dense --param model=dsr:NAME``;
+``--model-type cross-encoder`` fine-tunes a reranker (below).
+``--folds K --fold I`` or ``--exclude-docs`` leave documents out of training
+(:mod:`retrieval.training.folds`). The judged development set is refused.
 
 Training pairs come from a collection's training part (for example CMU_DoG
 train with its silver labels, or the val half of one official split of a
@@ -35,18 +43,90 @@ DEFAULTS: dict[str, Any] = {
     "max_steps": 400, "neg_per_pos": 3.0, "random_negatives": 0, "targets": "binary",
     "holdout": 0.1, "holdout_max": 100, "save_steps": 100,
 }
+MODEL_TYPES = ("bi-encoder", "cross-encoder")
+DEFAULT_MODEL_TYPE = "bi-encoder"
+#: the bi-encoder recipe's defaults where they differ from the cross-encoder's
+#: (max_length None: the base model's own max sequence length, 256 for MiniLM)
+BI_ENCODER_DEFAULTS: dict[str, Any] = {"query": "title+recent", "batch_size": 32, "max_steps": 120,
+                                       "max_length": None, "save_steps": 60}
+#: what each recipe defaults to, by model type (flags left unset take these)
+RECIPES: dict[str, dict[str, Any]] = {
+    "cross-encoder": {"query": DEFAULT_QUERY, **{k: DEFAULTS[k] for k in
+                                                 ("batch_size", "max_steps", "max_length", "save_steps")}},
+    "bi-encoder": BI_ENCODER_DEFAULTS,
+}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def apply_recipe(args: argparse.Namespace) -> None:
+    """Fill the flags left unset with the defaults of ``--model-type``'s recipe."""
+    for key, value in RECIPES[args.model_type].items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+    for key in ("exclude_docs", "folds", "fold"):
+        if not hasattr(args, key):
+            setattr(args, key, None)
+    if not hasattr(args, "model_type"):
+        args.model_type = DEFAULT_MODEL_TYPE
+
+
+def refuse_judged(collection, spec: str | None = None) -> None:
+    """InputError for the judged development set: its labels must never be trained on."""
+    from retrieval.collections.cmu_dog_judged import is_judged
+
+    if is_judged(collection, spec):
+        raise InputError(f"{collection.name!r} is the judged development set: it is for evaluation "
+                         "only and is never trained on; train on the silver labels, e.g. "
+                         "`dsr train cmu_dog --source DIR --split train`", field="COLLECTION")
+
+
+def excluded_documents(dialogues, args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
+    """The documents ``--exclude-docs`` or ``--folds K --fold I`` leave out, and how (for the card)."""
+    from retrieval.training.folds import documents, fold_documents
+
+    if (args.folds is None) != (args.fold is None):
+        raise InputError("--folds K and --fold I go together", field="--folds/--fold")
+    excluded: list[str] = []
+    how: dict[str, Any] = {}
+    if args.folds is not None:
+        excluded = fold_documents(dialogues, args.folds, args.fold)
+        how = {"folds": args.folds, "fold": args.fold}
+    if args.exclude_docs:
+        named = [d.strip() for d in args.exclude_docs.split(",") if d.strip()]
+        known = set(documents(dialogues))
+        unknown = [d for d in named if d not in known]
+        if unknown:
+            raise InputError(f"unknown document(s) {', '.join(unknown)}; the collection has "
+                             f"{', '.join(sorted(known))}", field="--exclude-docs")
+        excluded = sorted(set(excluded) | set(named))
+        how["exclude_docs"] = named
+    return excluded, how
+
+
+def training_dialogues(collection, args: argparse.Namespace):
+    """(training dialogues, held-out dialogues, selection for the card, excluded documents):
+    ``--subset``/``--val-of-split``, then ``--exclude-docs``/``--folds``, then the held-out split."""
+    from retrieval.training.pairs import split_heldout
+
+    dialogues, selection = _select(collection, args)
+    excluded, how = excluded_documents(dialogues, args)
+    if excluded:
+        from retrieval.training.folds import exclude_documents
+
+        dialogues, dropped = exclude_documents(dialogues, excluded)
+        selection.update(how, excluded_documents=excluded, **dropped)
+    train_part, heldout = split_heldout(dialogues, args.holdout, seed=args.seed,
+                                        limit=args.holdout_max, group=conversation_of)
+    return train_part, heldout, selection, excluded
 
 
 def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, Any]:
     """Select, pair, fine-tune, measure, write the card, move into place; returns the card."""
     from retrieval.queries import query_text
-    from retrieval.training.pairs import make_pairs, split_heldout
+    from retrieval.training.pairs import make_pairs
 
     started = time.monotonic()
-    dialogues, selection = _select(collection, args)
-    train_part, heldout = split_heldout(dialogues, args.holdout, seed=args.seed,
-                                        limit=args.holdout_max, group=conversation_of)
+    train_part, heldout, selection, _ = training_dialogues(collection, args)
     source = str(collection.meta.get("path") or collection.name)
 
     def query(d):
@@ -62,18 +142,8 @@ def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, 
     # torch and transformers load only now, after the cheap checks passed.
     from retrieval.training.finetune import FitSettings, fine_tune, load_base
 
-    settings = FitSettings(seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
-                           max_length=args.max_length, lr=args.lr, warmup=args.warmup,
-                           max_steps=args.max_steps, save_steps=args.save_steps)
-    work = final.parent / f".{final.name}.partial"
-    if work.exists() and not args.resume:
-        shutil.rmtree(work)
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        model = load_base(base.path, args.max_length, args.seed)
-    except InputError:
-        shutil.rmtree(work, ignore_errors=True)  # nothing to resume from a model that never loaded
-        raise
+    settings = fit_settings(args, FitSettings)
+    work, model = start_work(final, args.resume, lambda: load_base(base.path, args.max_length, args.seed))
     figures = fine_tune(model, pairset.columns(), settings, work, resume=args.resume)
     train_seconds = time.monotonic() - started
 
@@ -100,6 +170,26 @@ def train(collection, args: argparse.Namespace, base, final: Path) -> dict[str, 
     return card
 
 
+def fit_settings(args: argparse.Namespace, cls):
+    """The optimisation flags as a ``FitSettings`` (``cls``, imported by the caller with torch)."""
+    return cls(seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
+               max_length=args.max_length or 0, lr=args.lr, warmup=args.warmup,
+               max_steps=args.max_steps, save_steps=args.save_steps)
+
+
+def start_work(final: Path, resume: bool, load):
+    """The ``.NAME.partial`` work folder (emptied unless resuming) and ``load()``'s model."""
+    work = final.parent / f".{final.name}.partial"
+    if work.exists() and not resume:
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        return work, load()
+    except InputError:
+        shutil.rmtree(work, ignore_errors=True)  # nothing to resume from a model that never loaded
+        raise
+
+
 def conversation_of(dialogue) -> str:
     """The conversation a dialogue (query point) was cut from, for grouping held-out data."""
     meta = dialogue.meta or {}
@@ -117,7 +207,7 @@ def check_settings(args: argparse.Namespace) -> None:
                          "(it becomes a folder name)", field="--name")
     for flag, value, low in (("--batch-size", args.batch_size, 1), ("--max-length", args.max_length, 8),
                              ("--save-steps", args.save_steps, 1), ("--holdout-max", args.holdout_max, 1)):
-        if value < low:
+        if value is not None and value < low:
             raise InputError(f"must be at least {low}, got {value}", field=flag)
     if args.epochs <= 0:
         raise InputError(f"must be > 0, got {args.epochs}", field="--epochs")
@@ -184,6 +274,7 @@ def _card(args, collection, selection, base, pairset, train_part, heldout, setti
         "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
         "query": args.query,
         "max_length": args.max_length,
+        "excluded_documents": selection.get("excluded_documents", []),
         "base": {
             "spec": args.base,
             "path": base.path,

@@ -20,7 +20,7 @@ D = dialogue("I like cats.", "Dogs are better than cats!", "Cats purr softly.")
 
 
 def test_strategy_names():
-    assert STRATEGIES == ("last", "last2", "all", "title+all", "weighted")
+    assert STRATEGIES == ("last", "last2", "all", "title+all", "weighted", "title+recent")
 
 
 def test_plain_strategies_text():
@@ -85,3 +85,49 @@ def test_unknown_strategy_lists_the_names():
 def test_bad_decay(decay):
     with pytest.raises(InputError, match="decay"):
         query_terms(D, "weighted", decay=decay)
+
+
+# --- title+recent and token budgets -------------------------------------------
+
+LONG = dialogue("one two", "three four five", "six seven", "eight", "nine ten eleven", "twelve")
+
+
+def words(text: str) -> int:
+    """A stand-in word-piece counter: whitespace words."""
+    return len(text.split())
+
+
+def test_title_recent_is_title_then_last_four_turns_newest_first():
+    assert query_text(LONG, "title+recent") == "Cats or dogs\ntwelve\nnine ten eleven\neight\nsix seven"
+    # BM25 sees the same words, unweighted
+    assert query_terms(LONG, "title+recent") == {w: 1 for w in
+                                                 "cats or dogs twelve nine ten eleven eight six seven".split()}
+
+
+def test_budget_drops_the_oldest_turns_and_keeps_title_and_latest():
+    # 15 words in all: title (3) + 6 turns (12 words)
+    assert words(query_text(LONG, "title+all")) == 15
+    fitted = query_text(LONG, "title+all", budget=9, count=words)
+    assert fitted == "Cats or dogs\neight\nnine ten eleven\ntwelve"  # oldest three turns dropped
+    assert query_text(LONG, "all", budget=4, count=words) == "nine ten eleven\ntwelve"
+    assert query_text(LONG, "title+recent", budget=7, count=words) == "Cats or dogs\ntwelve\nnine ten eleven"
+    assert query_text(LONG, "weighted", budget=4, count=words) == "twelve\nnine ten eleven"
+    assert query_text(LONG, "weighted", budget=3, count=words) == "twelve"
+    # a budget below title + latest turn keeps both (the encoder truncates the rest)
+    assert query_text(LONG, "title+all", budget=1, count=words) == "Cats or dogs\ntwelve"
+    assert query_text(LONG, "last", budget=0, count=words) == "twelve"
+    # a budget that fits changes nothing
+    for q in STRATEGIES:
+        assert query_text(LONG, q, budget=1000, count=words) == query_text(LONG, q)
+
+
+def test_model_budget_counts_word_pieces_of_the_model(tmp_path):
+    from retrieval.queries import model_query_budget
+    from tests.tiny_bert import make_tiny_bert
+
+    folder = make_tiny_bert(tmp_path / "m", ["cats or dogs twelve eleven"], max_position_embeddings=64)
+    budget, count = model_query_budget(str(folder), max_length=20)
+    assert budget == 18  # [CLS] and [SEP] left out
+    assert count("cats or dogs") == 3 and count("twelve eleven") == 2
+    (folder / "sentence_bert_config.json").write_text('{"max_seq_length": 12}')
+    assert model_query_budget(str(folder))[0] == 10

@@ -75,7 +75,8 @@ def tiny_bert(tmp_path_factory) -> Path:
 
 
 def _train(bench: Path, base: Path, name: str, *extra: str) -> int:
-    return main(["train", str(bench), "--name", name, "--base", str(base), "--max-steps", "6",
+    return main(["train", str(bench), "--name", name, "--base", str(base), "--model-type",
+                 "cross-encoder", "--max-steps", "6",
                  "--batch-size", "8", "--max-length", "64", "--lr", "1e-3", "--save-steps", "4",
                  "--holdout", "0.25", *extra])
 
@@ -219,7 +220,8 @@ def test_existing_model_needs_overwrite(trained, bench, tiny_bert, monkeypatch, 
                                          ("--holdout", "1.5"), ("--query", "nonsense"),
                                          ("--name", "../escape")])
 def test_bad_flags_are_bad_input(bench, tiny_bert, flag, value, capsys):
-    args = ["train", str(bench), "--name", "x", "--base", str(tiny_bert), flag, value]
+    args = ["train", str(bench), "--name", "x", "--base", str(tiny_bert), "--model-type",
+            "cross-encoder", flag, value]
     assert main(args) == 2
     assert "error" in capsys.readouterr().err
 

@@ -1,0 +1,94 @@
+"""``cmu_dog_judged``: CMU_DoG valid query points with JUDGED relevance (a development set).
+
+115 query points of CMU_DoG **valid** (one per sampled conversation), with
+exactly the dialogues and 50-candidate BM25 pools of ``dsr data build cmu_dog
+--split valid``; only the labels differ: every candidate was graded 0/1/2 for
+usefulness to the next turn by independent judges (see the README beside the
+file). It is read, never copied into the package: ``--source DIR`` is a
+folder holding :data:`FILE_NAME` (or the file itself); the default folder is
+``$DSR_HOME/data/cmu_dog_judged``. In this project's checkout the file lives
+in ``../shared/data/judged``::
+
+    dsr stats cmu_dog_judged --source ../shared/data/judged
+
+**Never train on it.** ``dsr train`` refuses it by name, by file name and by
+content hash (:func:`is_judged`), so that judged labels cannot leak into a
+model; selecting a checkpoint or recipe on it is allowed when reported.
+The file has one split, ``valid`` (the default and the only one).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from retrieval.collections import SourceInfo
+from retrieval.collections.common import resolve_source
+from retrieval.data import Collection, read_benchmark
+from retrieval.errors import InputError
+
+NAME = "cmu_dog_judged"
+FILE_NAME = "cmu_dog-valid-judged.jsonl"
+#: content hashes (retrieval.data.Collection.content_hash) of the published judged files
+KNOWN_HASHES: frozenset[str] = frozenset({
+    "896240b0fe42ae3a7bc539c341c12107c0c584f9ca72760eddf06cae7b9e47a8",  # 2026-11-22, 115 points
+})
+
+SOURCE = SourceInfo(
+    name=NAME,
+    description="115 CMU_DoG valid query points (the project's 50-candidate BM25 pools) with "
+                "judged 0/1/2 relevance for the next turn: a development set, never trained on",
+    licence="as CMU_DoG (none stated; documents CC BY-SA)",
+    repository="",
+    commit="",
+    splits=("valid",),
+    default_split="valid",
+    has_candidates=True,
+    notes=(
+        f"read from --source DIR holding {FILE_NAME} (default $DSR_HOME/data/{NAME}); "
+        "in this project: --source ../shared/data/judged",
+        "never trained on: dsr train refuses it (exit 2)",
+    ),
+)
+
+
+def default_folder() -> Path:
+    from retrieval.home import data_dir
+
+    return data_dir(NAME)
+
+
+def is_available(folder: Path | None = None) -> bool:
+    folder = Path(folder) if folder is not None else default_folder()
+    return (folder / FILE_NAME).is_file() or (folder.is_file() and folder.suffix == ".jsonl")
+
+
+def data_file(source: Path | None) -> Path:
+    """The judged file: ``source`` itself when it is a file, else ``source/FILE_NAME``."""
+    if source is not None and Path(source).is_file():
+        return Path(source)
+    folder = resolve_source(NAME, source)
+    path = folder / FILE_NAME
+    if not path.is_file():
+        raise InputError(f"no {FILE_NAME} in this folder; pass the folder that holds it "
+                         "(in this project: --source ../shared/data/judged)", path=folder,
+                         field="--source")
+    return path
+
+
+def load(source: Path | None = None, split: str | None = None) -> Collection:
+    """The judged collection (split ``valid``, the only one), read from ``source``."""
+    if split not in (None, "valid"):
+        raise InputError(f"unknown split {split!r} for {NAME}; it has only 'valid'", field="--split")
+    path = data_file(source)
+    collection = read_benchmark(path, name=NAME)
+    collection.meta = {**collection.meta, "judged": True, "split": "valid"}
+    return collection
+
+
+def is_judged(collection: Collection, spec: str | None = None) -> bool:
+    """True for the judged development set however it was named: the registered name, a
+    file named like it, a known content hash, or a collection marked ``judged``."""
+    path = str(collection.meta.get("path") or spec or "")
+    return (collection.name == NAME or bool(collection.meta.get("judged"))
+            or Path(path).name == FILE_NAME or "judged" in Path(path).name.lower()
+            or collection.content_hash in KNOWN_HASHES)
