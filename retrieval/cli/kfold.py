@@ -33,7 +33,7 @@ def register(subparsers) -> None:
                    help="base model: trained per fold, and the zero-shot comparison")
     p.add_argument("--in-domain", metavar="MODEL", help="also rank with this model trained on "
                    "every document (e.g. dsr:NAME from a plain `dsr train`)")
-    p.add_argument("--out", required=True, metavar="DIR", help="folder for runs and report")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder for the runs (the report goes to DIR/report)")
     p.add_argument("--measures", nargs="+", default=["nDCG@5", "RR", "nDCG@10"], metavar="M")
     p.add_argument("--train-arg", action="append", default=[], metavar="ARG",
                    help="extra `dsr train` argument, repeatable (e.g. --train-arg=--max-steps=60)")
@@ -55,9 +55,9 @@ def cmd_kfold(args: argparse.Namespace) -> int:
         models.append(f"dsr:{name}")
     results = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
                              measures=args.measures)
-    write_report(results, out, command=["dsr", *sys.argv[1:]])
+    write_report(results, out / "report", command=["dsr", *sys.argv[1:]])
     print(format_text(results))
-    print(f"\nruns and report: {out}/")
+    print(f"\nruns: {out}/, report: {out / 'report'}/")
     return 0
 
 

@@ -186,8 +186,8 @@ def test_kfold_pools_fold_models_and_tests_against_zero_shot(data, tiny, tmp_pat
     for i in range(3):
         card = json.loads((home / "models" / f"kf-fold{i}" / "dsr_model.json").read_text())
         assert card["training_data"]["selection"]["fold"] == i
-    assert (out / "zero-shot.run").is_file() and (out / "results.md").is_file()
-    assert "kfold" in (out / "results.md").read_text()
+    assert (out / "zero-shot.run").is_file() and (out / "report" / "results.md").is_file()
+    assert "kfold" in (out / "report" / "results.md").read_text()
 
 
 def test_agreement_is_kendall_tau_over_systems(data, tmp_path, capsys):
