@@ -53,14 +53,14 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-BACKENDS = ("torch", "openvino", "openvino-int8")
+from indexes.backends import BACKENDS  # noqa: E402
 BATCH = {"bi-encoder": 64, "cross-encoder": 32}
 
 
 # --- worker (one subprocess per measurement) ---------------------------------
 
 def worker(spec: dict) -> dict:
-    """Load one backend, warm up, time one pass over the inputs; the process's peak RSS."""
+    """Load one backend, warm up, time ``passes`` passes over the inputs; the process's peak RSS."""
     import numpy as np
 
     kind, backend, batch, threads = spec["kind"], spec["backend"], spec["batch_size"], spec["threads"]
@@ -94,24 +94,28 @@ def worker(spec: dict) -> dict:
 
         fed = export(model, kind, backend)
         config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
-        fast = (FastBiEncoder(fed, config) if kind == "bi-encoder"
-                else FastCrossEncoder(fed, spec["max_length"], config))
-        call = fast.encode if kind == "bi-encoder" else fast.predict
-        run = lambda xs: call(xs, batch_size=batch)  # noqa: E731
+        if spec.get("hint"):
+            config["PERFORMANCE_HINT"] = spec["hint"]
+        runner = {"request_batch": batch, "in_flight": spec["in_flight"]}
+        fast = (FastBiEncoder(fed, config, **runner) if kind == "bi-encoder"
+                else FastCrossEncoder(fed, spec["max_length"], config, **runner))
+        run = lambda xs: fast.runner.run(xs, fast.max_length if kind == "cross-encoder" else None,  # noqa: E731
+                                         order=spec["sorted"])
     load = time.perf_counter() - start
 
     def timed_pass(xs):
-        if spec["sorted"]:
+        if spec["sorted"] or backend != "torch":
             return run(xs)
-        # unsorted: one call per batch, so no sort across batches happens
+        # torch unsorted: one call per batch, so no sort across batches happens
         return [run(xs[i:i + batch]) for i in range(0, len(xs), batch)]
 
-    timed_pass(items[: 2 * batch])  # warm-up: first-call allocations, OpenVINO's shape caches
-    start = time.perf_counter()
-    timed_pass(items)
-    seconds = time.perf_counter() - start
-    return {"load_s": load, "seconds": seconds, "rate": len(items) / seconds, "n": len(items),
-            "peak_rss_mib": peak_rss_mib()}
+    timed_pass(items[: 4 * batch])  # warm-up: first-call allocations, OpenVINO's shape caches
+    rates = []
+    for _ in range(spec["passes"]):
+        start = time.perf_counter()
+        timed_pass(items)
+        rates.append(len(items) / (time.perf_counter() - start))
+    return {"load_s": load, "rates": rates, "n": len(items), "peak_rss_mib": peak_rss_mib()}
 
 
 def peak_rss_mib() -> float:
@@ -185,13 +189,47 @@ def cross_encoder_folder(home: Path) -> Path:
 
 # --- parts ----------------------------------------------------------------
 
-def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool) -> None:
+def speed_settings(kind: str, length: str, extra: bool) -> list[dict]:
+    """(backend, setting) pairs to time: each backend's default, then (``extra``, realistic
+    lengths) other batch sizes, one thread, unsorted inputs, and the fast backends' old
+    one-request LATENCY setting."""
+    from indexes.backends import IN_FLIGHT, REQUEST_BATCH
+
+    def fast(**kw):
+        return {"batch_size": REQUEST_BATCH, "in_flight": IN_FLIGHT, "hint": None, "threads": 0, "sorted": True,
+                **kw}
+
+    torch_default = {"batch_size": BATCH[kind], "in_flight": 1, "hint": None, "threads": 0, "sorted": True}
+    rows = [("torch", torch_default)] + [(b, fast()) for b in fast_backends()]
+    if extra and length == "real":
+        for size in (16, 32, 128):
+            rows.append(("torch", dict(torch_default, batch_size=size)))
+        rows.append(("torch", dict(torch_default, threads=1)))
+        for b in fast_backends():
+            rows += [(b, fast(batch_size=8)), (b, fast(batch_size=32)), (b, fast(in_flight=2)),
+                     (b, fast(threads=1)), (b, fast(sorted=False)),
+                     (b, fast(batch_size=BATCH[kind], in_flight=1, hint="LATENCY"))]
+    return rows
+
+
+def fast_backends() -> list[str]:
+    from indexes.backends import cpu_has_bf16
+
+    return [b for b in BACKENDS[1:] if b != "openvino-bf16" or cpu_has_bf16()]
+
+
+def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool, rounds: int, passes: int) -> None:
+    """Every (backend, setting) in its own process, ``rounds`` times interleaved (so a slow
+    minute of a shared host falls on all of them), ``passes`` timed passes each; the figure is
+    the median pass, the speed-up the ratio to torch's default setting's median."""
+    import statistics
+
     from indexes.backends import export
     from retrieval.models import resolve_model
 
     models = {"bi-encoder": "all-MiniLM-L6-v2", "cross-encoder": str(cross_encoder_folder(home))}
     for kind, spec in models.items():
-        for backend in BACKENDS[1:]:
+        for backend in fast_backends():
             start = time.perf_counter()
             export(resolve_model(spec, kind), kind, backend)
             print(f"  export {kind} {backend}: {time.perf_counter() - start:.1f} s (cached after)",
@@ -204,28 +242,30 @@ def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool) ->
         path = folder / f"{kind}-{length}.json"
         path.write_text(json.dumps(items), encoding="utf-8")
         mean_tokens = token_lengths(items, kind, 256)
-        settings = [dict(batch_size=BATCH[kind], threads=0, sorted=True)]
-        if length == "real" and extra:
-            settings += [dict(batch_size=16, threads=0, sorted=True), dict(batch_size=128, threads=0, sorted=True),
-                         dict(batch_size=BATCH[kind], threads=1, sorted=True),
-                         dict(batch_size=BATCH[kind], threads=0, sorted=False)]
-        for setting in settings:
-            for backend in BACKENDS:
-                if backend == "torch" and kind == "bi-encoder" and not setting["sorted"]:
-                    continue  # sentence-transformers always sorts by length
-                spec = {"kind": kind, "backend": backend, "model": models[kind], "inputs": str(path),
-                        "max_length": 256, **setting}
-                result = measure(spec)
-                row = {"kind": kind, "inputs": length, "n": len(items), "mean_tokens": round(mean_tokens, 1),
-                       "backend": backend, **setting, **result}
-                base = next((r for r in rows if r["kind"] == kind and r["inputs"] == length
-                             and r["backend"] == "torch" and all(r[k] == setting[k] for k in setting)), None)
-                row["speedup"] = row["rate"] / base["rate"] if base else None
-                rows.append(row)
-                speed = f"{row['speedup']:.2f}x" if row["speedup"] else "-"
-                print(f"  {kind:<13} {length:>4} ({mean_tokens:5.1f} tok) {backend:<13} batch {setting['batch_size']:>3} "
-                      f"threads {setting['threads'] or 'all'} {'sorted' if setting['sorted'] else 'unsorted':<8} "
-                      f"{row['rate']:8.1f}/s  {speed:>6}  peak {row['peak_rss_mib']:6.0f} MiB", file=sys.stderr)
+        plan = speed_settings(kind, length, extra)
+        results: list[dict] = [{"rates": [], "peak_rss_mib": 0.0, "load_s": []} for _ in plan]
+        for _ in range(rounds):
+            for (backend, setting), result in zip(plan, results):
+                got = measure({"kind": kind, "backend": backend, "model": models[kind], "inputs": str(path),
+                               "max_length": 256, "passes": passes, **setting})
+                result["rates"] += got["rates"]
+                result["load_s"].append(got["load_s"])
+                result["peak_rss_mib"] = max(result["peak_rss_mib"], got["peak_rss_mib"])
+        base = statistics.median(results[0]["rates"])
+        for (backend, setting), result in zip(plan, results):
+            rate = statistics.median(result["rates"])
+            row = {"kind": kind, "inputs": length, "n": len(items), "mean_tokens": round(mean_tokens, 1),
+                   "backend": backend, **setting, "rate": rate, "rates": [round(r, 1) for r in result["rates"]],
+                   "speedup": rate / base, "peak_rss_mib": result["peak_rss_mib"],
+                   "load_s": statistics.median(result["load_s"])}
+            rows.append(row)
+            how = (f"batch {setting['batch_size']:>3}" + (f" x{setting['in_flight']}" if backend != "torch" else "")
+                   + f" threads {setting['threads'] or 'all'}" + ("" if setting["sorted"] else " unsorted")
+                   + (f" {setting['hint']}" if setting["hint"] else ""))
+            spread = f"{min(result['rates']):.0f}-{max(result['rates']):.0f}"
+            print(f"  {kind:<13} {length:>4} ({mean_tokens:5.1f} tok) {backend:<13} {how:<38} "
+                  f"{rate:8.1f}/s ({spread:>9})  {row['speedup']:5.2f}x  peak {row['peak_rss_mib']:6.0f} MiB",
+                  file=sys.stderr)
 
 
 def bench_quality(collections: dict, cross_encoder: str | None, rows: list) -> None:
@@ -245,7 +285,7 @@ def bench_quality(collections: dict, cross_encoder: str | None, rows: list) -> N
                 "cross-encoder", model=cross_encoder, backend=b).rerank(collection, first, 20)))
         for system, make in systems:
             exact = None
-            for backend in BACKENDS:
+            for backend in ["torch", *fast_backends()]:
                 start = time.perf_counter()
                 value = ndcg(make(backend))
                 exact = value if backend == "torch" else exact
@@ -262,6 +302,8 @@ def main(argv=None) -> int:
     parser.add_argument("--skip", nargs="*", default=[], choices=["speed", "quality"])
     parser.add_argument("--settings", action="store_true",
                         help="with --quick: still try batch sizes, one thread and unsorted batches")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3; --quick 1)")
+    parser.add_argument("--passes", type=int, default=3, help="timed passes per process (default 3)")
     parser.add_argument("--source", default=str(ROOT.parent / "shared" / "data" / "cmu_dog"),
                         help="CMU_DoG raw folder (default ../shared/data/cmu_dog)")
     parser.add_argument("--judged", default=str(ROOT.parent / "shared" / "data" / "judged"
@@ -288,7 +330,8 @@ def main(argv=None) -> int:
     speed: list = []
     quality: list = []
     if "speed" not in args.skip:
-        bench_speed(cmu_dog, home, args.quick, speed, args.settings or not args.quick)
+        rounds = args.rounds or (1 if args.quick else 3)
+        bench_speed(cmu_dog, home, args.quick, speed, args.settings or not args.quick, rounds, args.passes)
     if "quality" not in args.skip:
         collections = {"cmu_dog valid (silver)": cmu_dog}
         if Path(args.judged).exists():

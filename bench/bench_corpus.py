@@ -29,6 +29,11 @@ left out of the corpus).
 
 Ray's overhead is reported as the ratio Ray 1 worker / in-process 1 thread
 (wall seconds), the scaling as Ray 1 worker / Ray 2 workers (target >= 1.7).
+Before split and BM25 each Ray worker is started and has imported the stages'
+modules (a once-per-worker cost, shown apart like Ray's start-up). Each Ray
+Data encoding pass starts its actors, which load the model: that start-up is
+measured separately (the same number of actors started together) and the
+encoding rate is shown both with it and with it taken out.
 The machine's load average is printed: other work on a shared machine
 lowers every figure.
 """
@@ -143,6 +148,44 @@ def ray_up(executor) -> float:
     return time.perf_counter() - start
 
 
+def _warm_unit(hold: float) -> int:
+    import bm25s  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+    import pysbd  # noqa: F401
+
+    import indexes.corpus.bm25  # noqa: F401
+    import indexes.corpus.build  # noqa: F401
+
+    time.sleep(hold)  # keeps this worker busy, so the next unit starts another one
+    return os.getpid()
+
+
+def warm_workers(executor) -> float:
+    """Start every Ray worker process and import the stages' modules in it before a timed
+    stage: a cost paid once per worker and session (on a cluster, once per job), shown apart
+    like Ray's start-up, so the stage's rate is the work's, not the processes' start."""
+    start = time.perf_counter()
+    pids = set(executor.map(_warm_unit, [(1.0,)] * executor.workers, desc="warm-up", total=executor.workers))
+    RESULTS.setdefault("warm_workers", []).append(len(pids))
+    return time.perf_counter() - start
+
+
+def actor_start_seconds(executor, model) -> float:
+    """Seconds until ``executor.workers`` encoder actors started together have loaded the model
+    (what each Ray Data encoding pass pays before its first batch)."""
+    import ray
+
+    from indexes.corpus.distributed import EncoderActor
+
+    start = time.perf_counter()
+    actors = [ray.remote(num_cpus=1)(EncoderActor).remote(model, 64) for _ in range(executor.workers)]
+    ray.get([a.__ray_ready__.remote() for a in actors])
+    seconds = time.perf_counter() - start
+    for actor in actors:
+        ray.kill(actor)
+    return seconds
+
+
 # Anchors for the plan (issue 13): all-MiniLM-L6-v2 on a V100; autofaiss; bm25s per core.
 V100_SENTENCES_PER_S = 14_200
 AUTOFAISS = {"vectors": 200e6, "hours": 3.0, "ram_gb": 15.0}
@@ -235,6 +278,8 @@ def main() -> int:
         out = work / f"corpus-{name}"
         shutil.rmtree(out, ignore_errors=True)
         startup = ray_up(executor) if executor.uses_ray else 0.0
+        if executor.uses_ray:
+            RESULTS.setdefault("warm_up_seconds", {})[name] = warm_workers(executor)
         try:
             _, split[name] = timed(f"split [{name}]", lambda: build_corpus(
                 source, out, docs_per_shard=args.docs_per_shard, executor=executor))
@@ -297,6 +342,8 @@ def main() -> int:
         if threads:
             torch.set_num_threads(threads)
         startup = ray_up(executor) if executor.uses_ray else 0.0
+        if executor.uses_ray:
+            RESULTS.setdefault("actor_start_seconds", {})[name] = actor_start_seconds(executor, model)
         try:
             _, encode[name] = timed(f"encode {len(sub):,} [{name}]",
                                     lambda: encode_corpus(sub, model, executor=executor))
@@ -356,6 +403,13 @@ def main() -> int:
                                 ("ivfpq", ivf, m)):
         row = "  ".join(f"{k} {count / v:,.0f}" for k, v in table.items())
         print(f"  {label:<7} {row}")
+    actors = RESULTS.get("actor_start_seconds", {})
+    if actors:
+        steady = {k: m / max(1e-9, encode[k] - actors[k]) for k in actors}
+        RESULTS["encode_without_actor_start"] = steady
+        print("  encode  Ray, each pass's actor start-up (model load) taken out: "
+              + "  ".join(f"{k} {v:,.0f} (start-up {actors[k]:.1f} s)" for k, v in steady.items())
+              + f"; scaling {steady['ray-2'] / steady['ray-1']:.2f}x")
     for label, table in (("split", split), ("bm25", bm25), ("encode", encode)):
         base = table.get("in-process-1-thread", table["in-process"])
         print(f"  {label:<7} Ray overhead (ray-1 / in-process{' 1 thread' if 'in-process-1-thread' in table else ''})"
@@ -365,6 +419,8 @@ def main() -> int:
     print(f"  dump    {d['sentences'] / d['seconds']:,.0f} sent/s from .xml.bz2 (bz2 + iterparse + mwparserfromhell "
           f"+ pysbd) vs {d['sentences'] / d['jsonl_seconds']:,.0f} from JSON Lines, same {d['documents']:,} "
           "documents (real text with little markup: Wikipedia's templates and tables cost more)")
+    print("  Ray worker warm-up before split/BM25 (s, excluded): "
+          + ", ".join(f"{k} {v:.1f}" for k, v in RESULTS.get("warm_up_seconds", {}).items()))
     print("  Ray start-up (s): " + ", ".join(f"{k} {v:.1f}" for k, v in RESULTS["ray_startup_seconds"].items()
                                             if v))
     print("\nbytes per sentence")

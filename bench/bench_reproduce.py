@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--dialogues", type=int, default=846, help="synthetic: dialogues")
     parser.add_argument("--home", help="DSR_HOME to use (default: a fresh temporary folder)")
     parser.add_argument("--fast", action="store_true", help="as dsr reproduce --fast (cold includes the export)")
-    parser.add_argument("--backend", choices=("torch", "openvino", "openvino-int8"), help="as dsr reproduce --backend")
+    parser.add_argument("--backend", choices=("torch", "openvino", "openvino-bf16", "openvino-int8"), help="as dsr reproduce --backend")
     args = parser.parse_args(argv)
 
     home = Path(args.home or tempfile.mkdtemp(prefix="dsr-bench-reproduce-"))

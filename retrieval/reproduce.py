@@ -22,7 +22,7 @@ The suite (every row is evaluated on the same dialogues):
   and cached, so the grid costs no extra model calls. Without a cross-encoder
   the row is skipped and the report says why.
 
-``--fast`` (or ``--backend openvino|openvino-int8``) runs the dense and
+``--fast`` (or ``--backend openvino|openvino-bf16|openvino-int8``) runs the dense and
 cross-encoder models on a fast CPU backend (:mod:`indexes.backends`): its
 scores differ slightly from the exact torch path, so the manifest and each
 run's parameters name the backend.

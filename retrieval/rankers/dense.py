@@ -28,7 +28,7 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
         Param("text", "body", "str", "what a candidate's text is", choices=TEXT_FORMS),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
         Param("backend", DEFAULT_BACKEND, "str", "inference backend (torch: exact; openvino, "
-              "openvino-int8: faster on CPUs, scores differ slightly)", choices=BACKENDS),
+              "openvino-bf16, openvino-int8: faster on CPUs, scores differ slightly)", choices=BACKENDS),
     )
 
 
@@ -47,7 +47,7 @@ class DenseRanker(Ranker):
     Parameters: ``model`` (a spec for retrieval.models.resolve_model),
     ``query`` (a strategy; ``weighted`` is its text form), ``batch_size``,
     ``text`` (``body`` or ``title: body``), ``decay`` (for ``weighted``),
-    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-int8``: see
+    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-bf16`` / ``openvino-int8``: see
     :mod:`indexes.backends`).
     """
 

@@ -49,7 +49,7 @@ class CrossEncoderReranker(Reranker):
     ``batch_size``, ``max_length`` (tokens of query + candidate; longer pairs
     are truncated), ``text`` (``body`` or ``title: body``), ``top_k``,
     ``precision`` (``fp32``, the default, or ``bf16``: faster, see score_pairs),
-    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-int8``: see
+    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-bf16`` / ``openvino-int8``: see
     :mod:`indexes.backends`; precision applies to torch only).
     """
 
@@ -69,7 +69,7 @@ class CrossEncoderReranker(Reranker):
         Param("precision", "fp32", "str", "fp32 (exact) or bf16 (faster on AVX-512 BF16 CPUs and GPUs)",
               choices=("fp32", "bf16")),
         Param("backend", DEFAULT_BACKEND, "str", "inference backend (torch: exact; openvino, "
-              "openvino-int8: faster on CPUs, scores differ slightly)", choices=BACKENDS),
+              "openvino-bf16, openvino-int8: faster on CPUs, scores differ slightly)", choices=BACKENDS),
     )
 
     def __init__(self, **params: Any):
@@ -194,6 +194,19 @@ def pair_query_budget(max_length: int, sentence_tokens: int) -> int:
     return max(room - sentence_tokens, room // 2, 1)
 
 
+def _one_score_each(logits):
+    """Logits of shape (n,) or (n, 1) as (n,) floats, else InputError (not a one-label model)."""
+    import numpy as np
+
+    logits = np.asarray(logits, dtype=np.float64)
+    if logits.ndim == 2 and logits.shape[1] == 1:
+        logits = logits[:, 0]
+    if logits.ndim != 1:
+        raise InputError(f"the cross-encoder gives {logits.shape[-1]} scores per pair; "
+                         "a reranker needs a model with one output (num_labels=1)", field="model")
+    return logits
+
+
 def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
                 precision: str = "fp32") -> list[float]:
     """Raw logits of a one-label CrossEncoder for each (query, text) pair, in input order.
@@ -216,24 +229,20 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
 
     if not pairs:
         return []
-    order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
     out = np.empty(len(pairs), dtype=np.float64)
-    with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False) as bar:
-        for start in range(0, len(order), batch_size):
-            batch = order[start:start + batch_size]
-            with autocast:
-                logits = model.predict([pairs[i] for i in batch], batch_size=batch_size,
-                                       show_progress_bar=False, activation_fn=torch.nn.Identity(),
-                                       convert_to_numpy=True)
-            logits = np.asarray(logits, dtype=np.float64)
-            if logits.ndim == 2 and logits.shape[1] == 1:
-                logits = logits[:, 0]
-            if logits.ndim != 1:
-                raise InputError(f"the cross-encoder gives {logits.shape[-1]} scores per pair; "
-                                 "a reranker needs a model with one output (num_labels=1)",
-                                 field="model")
-            out[batch] = logits
-            bar.update(len(batch))
+    if hasattr(model, "runner"):  # a fast backend (indexes.backends) orders and batches by itself
+        out[:] = _one_score_each(model.predict(pairs, show_progress_bar=True))
+    else:
+        order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
+        with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False) as bar:
+            for start in range(0, len(order), batch_size):
+                batch = order[start:start + batch_size]
+                with autocast:
+                    logits = model.predict([pairs[i] for i in batch], batch_size=batch_size,
+                                           show_progress_bar=False, activation_fn=torch.nn.Identity(),
+                                           convert_to_numpy=True)
+                out[batch] = _one_score_each(logits)
+                bar.update(len(batch))
     bad = [i for i in range(len(pairs)) if not math.isfinite(out[i])]
     if bad:
         raise ValueError(f"the cross-encoder returned a non-finite score for {len(bad)} pair(s)")
