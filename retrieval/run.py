@@ -450,9 +450,7 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
     from retrieval.atomic import check_output_path
 
     out = Path(out)
-    if out.is_dir():
-        raise InputError("is a folder, not a run file name", path=out, field="--out")
-    check_output_path(out, "--out")  # a parent that is a file: exit 2
+    check_output_path(out, "--out")  # a folder, or a parent that is a file: exit 2
     # the temporary name keeps a .gz ending: Run.write gzips by name
     tmp = out.with_name(f".{out.name}.{os.getpid()}.partial" + (".gz" if out.name.endswith(".gz") else ""))
     try:

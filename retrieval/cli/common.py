@@ -11,7 +11,6 @@ import argparse
 from pathlib import Path
 
 from retrieval.errors import InputError
-from retrieval.params import parse_assignments
 
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
@@ -43,11 +42,6 @@ def collection_from_args(args: argparse.Namespace):
     from retrieval.collections import load_collection
 
     return load_collection(args.collection, getattr(args, "source", None), getattr(args, "split", None))
-
-
-def parse_params(items: list[str] | None, flag: str = "--param") -> dict[str, object]:
-    """``["k1=1.2", "query=last"]`` -> ``{"k1": 1.2, "query": "last"}`` (numbers and booleans typed)."""
-    return parse_assignments(items, flag)
 
 
 def check_out(out: str | Path, what: str = "a run file name") -> None:

@@ -138,10 +138,10 @@ def cmd_build(args: argparse.Namespace) -> int:
 def _split_params(items: list[str]) -> tuple[dict, dict]:
     from indexes.corpus.bm25 import PARAMS
     from indexes.corpus.dense import IVFPQ
-    from retrieval.cli.common import parse_params
+    from retrieval.params import parse_assignments
 
     bm25, ivfpq = {}, {}
-    for name, value in parse_params(items).items():
+    for name, value in parse_assignments(items, "--param").items():
         group, _, key = name.rpartition(".")
         if group == "bm25" or (not group and key in PARAMS):
             bm25[key] = value

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from retrieval.cli.common import add_collection_argument, collection_from_args, parse_params
+from retrieval.cli.common import add_collection_argument, check_out, collection_from_args
+from retrieval.params import parse_assignments
 from retrieval.errors import InputError
 
 
@@ -125,7 +126,7 @@ def cmd_build(args) -> int:
     from retrieval.collections import source_module
     from retrieval.data import write_benchmark
 
-    params = parse_params(args.param)
+    params = parse_assignments(args.param, "--param")
     module = source_module(args.name)
     build = getattr(module, "build", None)
     if build is None:
@@ -136,8 +137,7 @@ def cmd_build(args) -> int:
         raise InputError("no such folder (--source must be the folder of raw files)",
                          path=source, field="--source")
     out = Path(args.out)
-    if out.is_dir():
-        raise InputError("is a folder; --out must be a file name", path=out, field="--out")
+    check_out(out, "a benchmark file name")
     collection = build(source, args.split, **params)
     write_benchmark(collection, out)
     subsets = ", ".join(f"{s} {len(collection.subset(s))}" for s in collection.subsets)

@@ -36,8 +36,9 @@ import sys
 from pathlib import Path
 
 from retrieval.cli.common import (add_allow_mismatch_argument, add_collection_argument, add_param_argument,
-                                  check_out, collection_from_args, parse_params)
+                                  check_out, collection_from_args)
 from retrieval.models import model_records
+from retrieval.params import parse_assignments
 from retrieval.provenance import input_record, run_sidecar
 from retrieval.run import check_run, check_same_collection, load_run, write_run
 from retrieval.errors import InputError
@@ -106,7 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from retrieval.rankers import make_ranker
 
     check_out(args.out)
-    params = parse_params(args.param)
+    params = parse_assignments(args.param, "--param")
     if args.query is not None:
         params["query"] = args.query
     ranker = make_ranker(args.ranker, **params)   # unknown ranker/parameter: before loading data
@@ -134,7 +135,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
         raise InputError(f"must be >= 1, got {args.top_k}", field="--top-k")
     if args.batch_size is not None and args.batch_size < 1:
         raise InputError(f"must be >= 1, got {args.batch_size}", field="--batch-size")
-    params = parse_params(args.param)
+    params = parse_assignments(args.param, "--param")
     for flag, key, value in (("--model", "model", args.model), ("--query", "query", args.query),
                              ("--batch-size", "batch_size", args.batch_size)):
         if value is not None:
@@ -171,7 +172,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     check_out(args.out)
     if len(args.runs) < 2:
         raise InputError(f"fuse needs at least two runs, got {len(args.runs)}", field="RUN")
-    params = parse_params(args.param)
+    params = parse_assignments(args.param, "--param")
     function, takes = FUSERS[args.method]
     unknown = sorted(set(params) - set(takes))
     if unknown:

@@ -11,6 +11,7 @@ from typing import Any
 
 from retrieval.cli.common import add_collection_argument, collection_from_args
 from retrieval.errors import InputError
+from retrieval.data import TEXT_FORMS
 from retrieval.training.recipe import DEFAULT_BASE, DEFAULT_MODEL_TYPE, DEFAULTS, MODEL_TYPES
 
 
@@ -34,6 +35,9 @@ def register(subparsers) -> None:
     p.add_argument("--query", default=None, metavar="STRATEGY",
                    help="query strategy (last, last2, all, title+all, weighted, title+recent; "
                         "default: title+recent for a bi-encoder, weighted for a cross-encoder)")
+    p.add_argument("--text", choices=TEXT_FORMS, default="body",
+                   help="bi-encoder: what a candidate's text is in training (the card records it; "
+                        "rank with the same --param text=...)")
     g = p.add_argument_group("data")
     g.add_argument("--subset", metavar="NAME", help="train only on dialogues of this subset")
     g.add_argument("--val-of-split", type=int, metavar="K",
@@ -95,6 +99,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     base = resolve_base(args.base)
     collection = collection_from_args(args)
     refuse_judged(collection, args.collection)
+    if args.model_type != "bi-encoder" and args.text != "body":
+        raise InputError("--text applies to bi-encoder training only (the cross-encoder recipe "
+                         "reads candidate bodies)", field="--text")
     if args.model_type == "bi-encoder":
         from retrieval.training.biencoder import train_bi_encoder
 
@@ -115,7 +122,8 @@ def print_summary(card: dict[str, Any], final: Path) -> None:
     print(f"model: {final}")
     if card.get("kind") == "bi-encoder":
         print(f"use:   dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} "
-              f"--query {card['query']} --out RUN")
+              f"--query {card['query']}"
+              + (f" --param 'text={card['text']}'" if card.get("text", "body") != "body" else "") + " --out RUN")
     else:
         print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN "
               f"(queries: {card['query']})")

@@ -41,8 +41,10 @@ class Triplet:
 
 
 def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
-                  seed: int = 0, source: str = "collection") -> tuple[list[Triplet], dict[str, int]]:
-    """One triplet per dialogue with a relevant and a non-relevant candidate (deterministic).
+                  seed: int = 0, source: str = "collection", text: str = "body",
+                  ) -> tuple[list[Triplet], dict[str, int]]:
+    """One triplet per dialogue with a relevant and a non-relevant candidate (deterministic);
+    candidates as ``text`` (``body`` or ``title: body``) renders them.
 
     Returns the triplets and counts for the model card. InputError when no
     dialogue has a relevant candidate.
@@ -62,7 +64,7 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
         top = max(c.label for c in positives)
         positive = rng.choice([c for c in positives if c.label == top])
         negative = rng.choice(negatives)
-        triplets.append(Triplet(query(d), candidate_text(positive), candidate_text(negative), d.id))
+        triplets.append(Triplet(query(d), candidate_text(positive, text), candidate_text(negative, text), d.id))
     if not triplets:
         raise InputError(f"{source}: no dialogue has both a relevant and a non-relevant candidate, "
                          "so there is nothing to learn from; check the labels or the --split",
@@ -152,7 +154,8 @@ def train_bi_encoder(collection, args, base, final: Path) -> dict[str, Any]:
     def query(d):
         return query_text(d, args.query, budget=budget, count=count)
 
-    triplets, counts = make_triplets(train_part, query, seed=args.seed, source=source)
+    text = getattr(args, "text", "body")
+    triplets, counts = make_triplets(train_part, query, seed=args.seed, source=source, text=text)
     print(f"dsr train: {len(train_part)} training dialogues -> {len(triplets)} triplets "
           f"(query, positive, pool negative); {len(heldout)} held out"
           + (f"; {len(excluded)} documents excluded" if excluded else ""), file=sys.stderr)
@@ -167,7 +170,7 @@ def train_bi_encoder(collection, args, base, final: Path) -> dict[str, Any]:
     if heldout:
         from retrieval.training.heldout import evaluate_heldout
 
-        held = evaluate_heldout(cosine_scorer(model), heldout, query, args.name)
+        held = evaluate_heldout(cosine_scorer(model), heldout, query, args.name, text)
     out = work / "model"
     if out.exists():
         shutil.rmtree(out)
@@ -205,6 +208,7 @@ def bi_encoder_card(args, collection, selection, excluded, base, counts, train_p
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
         "query": args.query,
+        "text": getattr(args, "text", "body"),
         "max_length": model.max_seq_length,
         "excluded_documents": excluded,
         "base": {"spec": args.base, "path": base.path, **base.describe(),

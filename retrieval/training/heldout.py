@@ -21,13 +21,15 @@ BASELINES = ("initial", "bm25")
 
 
 def model_run(score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
-              dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], tag: str) -> Run:
-    """Score every candidate of every dialogue in one batch call; ties by initial rank."""
+              dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], tag: str,
+              text: str = "body") -> Run:
+    """Score every candidate (as ``text`` renders it) of every dialogue in one batch call;
+    ties by initial rank."""
     pairs, keys = [], []
     for d in dialogues:
-        text = query(d)
+        query_string = query(d)
         for c in d.candidates:
-            pairs.append((text, candidate_text(c)))
+            pairs.append((query_string, candidate_text(c, text)))
             keys.append((d.id, c.id))
     scores: dict[str, dict[str, float]] = {}
     for (qid, cid), score in zip(keys, score_pairs(pairs)):
@@ -43,7 +45,7 @@ def baseline_runs(collection: Collection) -> dict[str, Run]:
     return {name: make_ranker(name).rank(collection) for name in BASELINES}
 
 
-def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: str
+def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: str, text: str = "body",
                      ) -> dict[str, Any]:
     """Figures for the model card: measures of the model and the baselines, per ranker."""
     from eval.measures import Evaluator
@@ -58,5 +60,5 @@ def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: st
     out: dict[str, Any] = {"dialogues": len(dialogues), "measures": list(MEASURES), "rankers": {}}
     for label, run in baseline_runs(subset).items():
         out["rankers"][label] = measure(run)
-    out["rankers"]["model"] = measure(model_run(score_pairs, dialogues, query, name))
+    out["rankers"]["model"] = measure(model_run(score_pairs, dialogues, query, name, text))
     return out

@@ -62,6 +62,7 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
 
     cards = [card(m) for m in models]
     query = cards[0]["query"]
+    text = cards[0].get("text", "body")  # the candidate text the fold models were trained on
     owner: dict[str, int] = {}
     for i, fold_card in enumerate(cards):
         if fold_card.get("query") != query:
@@ -84,16 +85,17 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
                           meta=evaluation.meta)
         if not len(part):
             continue
-        run = make_ranker("dense", model=model, query=query).rank(part)
+        run = make_ranker("dense", model=model, query=query, text=text).rank(part)
         rankings.update(run.rankings)
         fold_runs.append({"model": model, "dialogues": len(part),
                           "documents": cards[i].get("excluded_documents")})
-    pooled = Run(rankings, f"kfold-{len(models)}-dense-query={query}",
-                 {"kfold": fold_runs, "query": query, "collection": evaluation.describe()})
-    runs = {"zero-shot": make_ranker("dense", model=base, query=query).rank(evaluation),
+    pooled = Run(rankings, f"kfold-{len(models)}-dense-query={query}" + ("" if text == "body" else "-text=title_body"),
+                 {"kfold": fold_runs, "query": query, "text": text, "collection": evaluation.describe()})
+    # zero-shot and in-domain read the candidates as the fold models do
+    runs = {"zero-shot": make_ranker("dense", model=base, query=query, text=text).rank(evaluation),
             "kfold": pooled}
     if in_domain:
-        runs["in-domain"] = make_ranker("dense", model=in_domain, query=query).rank(evaluation)
+        runs["in-domain"] = make_ranker("dense", model=in_domain, query=query, text=text).rank(evaluation)
     out.mkdir(parents=True, exist_ok=True)
     for name, run in runs.items():
         run.write(out / f"{name}.run")

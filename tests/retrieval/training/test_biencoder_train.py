@@ -190,6 +190,33 @@ def test_kfold_pools_fold_models_and_tests_against_zero_shot(data, tiny, tmp_pat
     assert "kfold" in (out / "report" / "results.md").read_text()
 
 
+def test_title_body_text_trains_and_is_recorded(data, tiny, tmp_path, monkeypatch):
+    from retrieval.data import read_benchmark
+    from retrieval.training.biencoder import make_triplets
+
+    dialogues = read_benchmark(data["train"]).dialogues
+    plain, _ = make_triplets(dialogues, lambda d: d.title)
+    titled, _ = make_triplets(dialogues, lambda d: d.title, text="title: body")
+    assert len(plain) == len(titled) == len(dialogues)
+    for a, b in zip(plain, titled):  # same draws, the film's name before each sentence
+        assert b.positive.endswith(": " + a.positive) and b.negative.endswith(": " + a.negative)
+        assert b.positive.split(": ")[0] in DOCS
+    monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
+    assert main(["train", str(data["train"]), "--name", "tb", "--base", str(tiny), "--text", "title: body",
+                 *TRAIN_FLAGS]) == 0
+    card = json.loads((tmp_path / "home" / "models" / "tb" / "dsr_model.json").read_text())
+    assert card["text"] == "title: body"
+
+
+def test_text_is_refused_for_a_cross_encoder(data, tiny, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
+    assert main(["train", str(data["train"]), "--name", "ce", "--base", str(tiny), "--model-type",
+                 "cross-encoder", "--text", "title: body"]) == 2
+    err = capsys.readouterr().err
+    assert "--text" in err and "Traceback" not in err
+    assert not (tmp_path / "home" / "models" / "ce").exists()
+
+
 def test_agreement_is_kendall_tau_over_systems(data, tmp_path, capsys):
     from retrieval.run import Run
 
