@@ -243,17 +243,20 @@ class Suite:
                                                      "dense query": self.strategies, "k": ks}}
 
     def trained_dense(self, model: str) -> None:
-        """The ``trained bi-encoder`` row: ``model`` with the query strategy of its card."""
+        """The ``trained bi-encoder`` row: ``model`` with the query strategy and candidate text
+        of its card."""
         from retrieval.jsonio import load_json
         from retrieval.models import resolve_model
         from retrieval.rankers import make_ranker
 
         resolved = resolve_model(model, "bi-encoder")
-        card = Path(resolved.path) / "dsr_model.json"
-        query = (load_json(card).get("query") if card.is_file() else None) or "title+recent"
+        card_path = Path(resolved.path) / "dsr_model.json"
+        card = load_json(card_path) if card_path.is_file() else {}
+        query = card.get("query") or "title+recent"
+        text = card.get("text") or "body"
         self.models["trained_dense"] = resolved.describe()
-        with self.timer("trained bi-encoder", f"{model}, query {query}"):
-            self._add_run("trained bi-encoder", make_ranker("dense", model=model, query=query))
+        with self.timer("trained bi-encoder", f"{model}, query {query}, text {text}"):
+            self._add_run("trained bi-encoder", make_ranker("dense", model=model, query=query, text=text))
 
     def cross_encoder(self, model: str, query: str | None) -> None:
         from retrieval.rerankers.base import rerank_top_k

@@ -206,6 +206,13 @@ def test_title_body_text_trains_and_is_recorded(data, tiny, tmp_path, monkeypatc
                  *TRAIN_FLAGS]) == 0
     card = json.loads((tmp_path / "home" / "models" / "tb" / "dsr_model.json").read_text())
     assert card["text"] == "title: body"
+    # dsr reproduce's trained row reads the card's query strategy and candidate text
+    out = tmp_path / "out"
+    assert main(["reproduce", str(data["dev"]), "--no-cross-encoder", "--trained-dense", "dsr:tb",
+                 "--queries", "last", "--n-splits", "5", "--out", str(out)]) == 0
+    (sidecar,) = (out / "runs").glob("trained*.run.json")
+    params = json.loads(sidecar.read_text())["params"]
+    assert params["text"] == "title: body" and params["query"] == "title+recent"
 
 
 def test_text_is_refused_for_a_cross_encoder(data, tiny, tmp_path, monkeypatch, capsys):
