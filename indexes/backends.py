@@ -34,10 +34,10 @@ Texts are fed longest first, so a request holds texts of similar length (less
 padding, as sentence-transformers does), padded to a multiple of
 ``PAD_MULTIPLE`` tokens (fewer distinct shapes for the CPU plugin to prepare),
 in requests of ``REQUEST_BATCH`` texts with ``IN_FLIGHT`` requests running at
-once under OpenVINO's THROUGHPUT hint (one stream per core): on 2 cores that
-was 1.5-2x faster than one request of 64 at a time under the LATENCY hint
-(bench/bench_backends.py ``--settings``). The caller's ``batch_size`` is the
-torch path's; the fast path keeps its own.
+once under OpenVINO's THROUGHPUT hint (one stream per core). On 2 cores this
+replaces one request of 64 at a time under the LATENCY hint, which was slower in
+scratch comparisons (bench/bench_backends.py ``--settings`` times both). The
+caller's ``batch_size`` is the torch path's; the fast path keeps its own.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ OUTPUTS = {"bi-encoder": "sentence_embedding", "cross-encoder": "scores"}
 #: calibration items for int8 (texts or pairs from the bundled sample collection): at most this
 #: many, which is all of them (548 texts, 508 pairs). Chosen on CMU_DoG valid and the judged set
 #: among 7 variants (300 items, queries in 5 forms, SmoothQuant 0.5 or off, full bias correction):
-#: the largest |delta nDCG@5| was 0.0038 with all items, 0.0046-0.0139 with the others.
+#: all items gave the smallest largest |delta nDCG@5| (0.0038, README).
 CALIBRATION_SIZE = 600
 CALIBRATION_SEED = 0
 #: the int8 recipe, recorded in the manifest (a change rebuilds)

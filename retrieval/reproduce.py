@@ -245,13 +245,12 @@ class Suite:
     def trained_dense(self, model: str) -> None:
         """The ``trained bi-encoder`` row: ``model`` with the query strategy and candidate text
         of its card."""
-        from retrieval.jsonio import load_json
         from retrieval.models import resolve_model
         from retrieval.rankers import make_ranker
+        from retrieval.training.card import read_card
 
         resolved = resolve_model(model, "bi-encoder")
-        card_path = Path(resolved.path) / "dsr_model.json"
-        card = load_json(card_path) if card_path.is_file() else {}
+        card = read_card(resolved.path) or {}
         query = card.get("query") or "title+recent"
         text = card.get("text") or "body"
         self.models["trained_dense"] = resolved.describe()

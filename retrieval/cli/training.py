@@ -92,6 +92,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     apply_recipe(args)
     check_settings(args)
     check_strategy(args.query)
+    if args.model_type != "bi-encoder" and args.text != "body":
+        raise InputError("--text applies to bi-encoder training only (the cross-encoder recipe "
+                         "reads candidate bodies)", field="--text")
     final = models_dir() / args.name
     if final.exists() and not args.overwrite:
         raise InputError(f"model {args.name!r} already exists at {final}; pass --overwrite "
@@ -99,9 +102,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     base = resolve_base(args.base)
     collection = collection_from_args(args)
     refuse_judged(collection, args.collection)
-    if args.model_type != "bi-encoder" and args.text != "body":
-        raise InputError("--text applies to bi-encoder training only (the cross-encoder recipe "
-                         "reads candidate bodies)", field="--text")
     if args.model_type == "bi-encoder":
         from retrieval.training.biencoder import train_bi_encoder
 

@@ -17,6 +17,14 @@ from retrieval.atomic import atomic_write, write_json
 CARD_FILE = "dsr_model.json"
 
 
+def read_card(folder: str | Path) -> dict[str, Any] | None:
+    """The card in a model folder, or None when it has none (not a `dsr train` model)."""
+    from retrieval.jsonio import load_json
+
+    path = Path(folder) / CARD_FILE
+    return load_json(path) if path.is_file() else None
+
+
 def write_card(folder: Path, card: dict[str, Any]) -> None:
     write_json(folder / CARD_FILE, card)
     with atomic_write(folder / "README.md") as handle:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import InputError
+from retrieval.provenance import slug
 
 
 def trained_for_fold(name: str, k: int, i: int) -> bool:
@@ -33,21 +34,20 @@ def trained_for_fold(name: str, k: int, i: int) -> bool:
 
 
 def card(model: str, required: bool = True) -> dict[str, Any] | None:
-    from retrieval.jsonio import load_json
     from retrieval.models import resolve_model
+    from retrieval.training.card import CARD_FILE, read_card
 
     try:
-        path = Path(resolve_model(model, "bi-encoder").path) / "dsr_model.json"
+        folder = Path(resolve_model(model, "bi-encoder").path)
     except InputError:
         if required:
             raise
         return None
-    if not path.is_file():
-        if required:
-            raise InputError("not a model trained by `dsr train` (no dsr_model.json)", path=path,
-                             field="model")
-        return None
-    return load_json(path)
+    found = read_card(folder)
+    if found is None and required:
+        raise InputError(f"not a model trained by `dsr train` (no {CARD_FILE})", path=folder / CARD_FILE,
+                         field="model")
+    return found
 
 
 def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all-MiniLM-L6-v2",
@@ -68,6 +68,9 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
         if fold_card.get("query") != query:
             raise InputError(f"fold models use different query strategies ({query}, {fold_card.get('query')})",
                              field="model")
+        if fold_card.get("text", "body") != text:
+            raise InputError(f"fold models use different candidate texts ({text}, "
+                             f"{fold_card.get('text', 'body')})", field="model")
         for doc in fold_card.get("excluded_documents") or []:
             if doc in owner:
                 raise InputError(f"document {doc!r} is left out by two fold models "
@@ -89,7 +92,8 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
         rankings.update(run.rankings)
         fold_runs.append({"model": model, "dialogues": len(part),
                           "documents": cards[i].get("excluded_documents")})
-    pooled = Run(rankings, f"kfold-{len(models)}-dense-query={query}" + ("" if text == "body" else "-text=title_body"),
+    tag = f"kfold-{len(models)}-dense-query={query}" + ("" if text == "body" else f"-text={slug(text)}")
+    pooled = Run(rankings, tag,
                  {"kfold": fold_runs, "query": query, "text": text, "collection": evaluation.describe()})
     # zero-shot and in-domain read the candidates as the fold models do
     runs = {"zero-shot": make_ranker("dense", model=base, query=query, text=text).rank(evaluation),

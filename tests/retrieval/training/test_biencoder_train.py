@@ -224,6 +224,23 @@ def test_text_is_refused_for_a_cross_encoder(data, tiny, tmp_path, monkeypatch, 
     assert not (tmp_path / "home" / "models" / "ce").exists()
 
 
+@pytest.mark.parametrize("second, message", [
+    ({"query": "last", "text": "body"}, "different query strategies"),
+    ({"query": "title+recent", "text": "title: body"}, "different candidate texts"),
+])
+def test_kfold_refuses_fold_models_trained_differently(data, tmp_path, monkeypatch, second, message):
+    from retrieval.data import read_benchmark
+    from retrieval.errors import InputError
+    from retrieval.training import kfold
+
+    cards = {"dsr:a": {"query": "title+recent", "excluded_documents": ["Moon"]},  # no text: body
+             "dsr:b": {**second, "excluded_documents": ["Sea"]}}
+    monkeypatch.setattr(kfold, "card", lambda model, required=True: cards[model])
+    with pytest.raises(InputError, match=message):
+        kfold.kfold_evaluate(read_benchmark(data["dev"]), ["dsr:a", "dsr:b"], tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_agreement_is_kendall_tau_over_systems(data, tmp_path, capsys):
     from retrieval.run import Run
 
