@@ -57,7 +57,7 @@ def split_measure_list(items: Iterable[str]) -> list[str]:
     return [s.strip() for s in out if s.strip()]
 
 
-def parse_measures(items: Iterable[str] | None = None, field: str = "--measures") -> list:
+def parse_measures(items: Iterable[str] | None = None, field: str = "measures") -> list:
     """ir_measures Measure objects for the strings (the default set when None), in order, once each.
 
     An unknown measure, a bad parameter or a malformed string raises an
@@ -182,7 +182,7 @@ class Evaluator:
                 self._other = ir_measures.evaluator(other, qrels)
             except Exception as err:
                 raise InputError(f"no installed ir_measures provider computes "
-                                 f"{', '.join(map(str, other))} ({err})", field="--measures") from None
+                                 f"{', '.join(map(str, other))} ({err})", field="measures") from None
 
     def __call__(self, run: Run | Mapping[str, Mapping[str, float]]) -> TopicValues:
         scores = run.as_dict() if isinstance(run, Run) else {q: dict(d) for q, d in run.items()}

@@ -39,7 +39,7 @@ _FILE_SUFFIXES = (".tmp", ".part", ".partial", ".partial.json")
 _DIR_SUFFIXES = (".dsr-new",)
 
 
-def check_output_path(path: str | Path, field: str | None = "--out", *, folder: bool = False) -> Path:
+def check_output_path(path: str | Path, field: str | None = "out", *, folder: bool = False) -> Path:
     """Create ``path``'s parent folder (``path`` itself when ``folder``); InputError if impossible.
 
     Names the path and, when a file stands where a folder must be, that file.

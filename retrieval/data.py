@@ -147,6 +147,11 @@ class Collection:
     def candidate_ids(self, dialogue_id: str) -> list[str]:
         return [c.id for c in self._by_id[dialogue_id].candidates]
 
+    def initial_order(self) -> dict[str, list[str]]:
+        """Topic -> its candidate ids in the collection's order: the run tie rule's initial rank
+        (``Run.from_scores(..., initial_order=collection.initial_order())``)."""
+        return initial_order(self.dialogues)
+
     def sentences(self) -> dict[str, Candidate]:
         """Every distinct candidate id across dialogues (first wins): only for lookups of a
         sentence by id alone (open retrieval), where :meth:`unique_sentences` is the safe form.
@@ -238,6 +243,11 @@ class Collection:
 # --- the text a model sees for a candidate ------------------------------------
 
 TEXT_FORMS = ("body", "title: body")
+
+
+def initial_order(dialogues: Iterable[Dialogue]) -> dict[str, list[str]]:
+    """Dialogue id -> its candidate ids in order (see :meth:`Collection.initial_order`)."""
+    return {d.id: [c.id for c in d.candidates] for d in dialogues}
 
 
 def check_text_form(text: str) -> str:

@@ -205,7 +205,7 @@ def fuse(runs: Sequence[Run], method: str = "rrf", *,
     unknown = sorted(set(params) - set(takes))
     if unknown:
         raise InputError(f"fusion method {method!r} takes {', '.join(takes)}, not "
-                         f"{', '.join(unknown)}", field="--param")
+                         f"{', '.join(unknown)}", field="params")
     scores = function(runs, **params)
     shown = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
     return Run.from_scores(scores, tag=tag or f"fusion-{method}" + (f"-{shown}" if shown else ""),

@@ -450,7 +450,7 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
     from retrieval.atomic import check_output_path
 
     out = Path(out)
-    check_output_path(out, "--out")  # a folder, or a parent that is a file: exit 2
+    check_output_path(out, "out")  # a folder, or a parent that is a file: exit 2
     # the temporary name keeps a .gz ending: Run.write gzips by name
     tmp = out.with_name(f".{out.name}.{os.getpid()}.partial" + (".gz" if out.name.endswith(".gz") else ""))
     try:
@@ -458,7 +458,7 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
         os.replace(tmp, out)
         os.replace(sidecar_path(tmp), sidecar_path(out))
     except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="--out") from None
+        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="out") from None
     finally:
         for leftover in (tmp, sidecar_path(tmp)):
             with contextlib.suppress(FileNotFoundError):

@@ -18,6 +18,8 @@ import traceback
 from retrieval import __version__
 from dsr.cli import (agreement, board, corpus, data, evaluation, interchange, kfold, ranking,
                            reproduce, training)
+from dsr.cli.common import shown_as_flag
+from dsr.cli.help import add_defaults_and_examples
 from retrieval.errors import InputError
 
 #: command modules, in --help order
@@ -48,7 +50,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         module.register(sub)
-    from dsr.cli.help import add_defaults_and_examples
     add_defaults_and_examples(parser)   # every --help: defaults and one example
     return parser
 
@@ -67,9 +68,9 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     """
     sub = _subparsers(parser)
     if sub is None:
-        return parser.parse_intermixed_args(argv)
+        return parser.parse_intermixed_args(argv, argparse.Namespace(command_parser=parser))
     if not argv or argv[0] not in sub.choices:
-        return parser.parse_args(argv)
+        return parser.parse_args(argv, argparse.Namespace(command_parser=parser))
     args = parse_arguments(sub.choices[argv[0]], argv[1:])
     if sub.dest is not argparse.SUPPRESS:
         setattr(args, sub.dest, argv[0])
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = args.func(args)
     except InputError as err:
-        print(f"dsr: error: {err}", file=sys.stderr)
+        print(f"dsr: error: {shown_as_flag(err, args.command_parser, args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dsr: interrupted", file=sys.stderr)

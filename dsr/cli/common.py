@@ -10,7 +10,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from typing import Sequence
+
+from retrieval.atomic import check_output_path
+from retrieval.collections import load_collection
 from retrieval.errors import InputError
+from retrieval.params import TYPES, Param
+
+#: library parameter names that differ from the flag's dest (``make_ranker(name, **params)``
+#: -> ``--param``)
+DEST_OF = {"params": "param"}
 
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
@@ -38,16 +47,53 @@ def add_param_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
                         help=help_text)
 
 
-def collection_from_args(args: argparse.Namespace):
-    from retrieval.collections import load_collection
+def add_param_flags(parser, declared: Sequence[Param]) -> None:
+    """One flag per declared setting: ``--max-steps`` for ``max_steps``, typed by its kind,
+    with its default and help (a bool is a switch). The library checks the values (choices
+    and bounds), so a wrong one is exit 2 naming the flag, as from Python."""
+    for p in declared:
+        flag = "--" + p.name.replace("_", "-")
+        if p.kind == "bool":
+            parser.add_argument(flag, action="store_true", default=p.default, help=p.help)
+            continue
+        choices = "{" + ",".join(map(str, p.choices)) + "}" if p.choices else ""
+        shown = p.help + (f"; one of {choices}" if choices and p.metavar else "")
+        parser.add_argument(flag, type=TYPES[p.kind] if p.kind != "any" else str, default=p.default,
+                            metavar=p.metavar or choices or p.name.upper(), help=shown)
 
+
+def param_values(args: argparse.Namespace, declared: Sequence[Param]) -> dict:
+    """The values of :func:`add_param_flags`' flags, by setting name."""
+    return {p.name: getattr(args, p.name) for p in declared}
+
+
+def collection_from_args(args: argparse.Namespace):
     return load_collection(args.collection, getattr(args, "source", None), getattr(args, "split", None))
 
 
 def check_out(out: str | Path, what: str = "a run file name") -> None:
     """An --out that is a folder is bad input (the writers check the parent)."""
-    from retrieval.atomic import check_output_path
-
     if Path(out).is_dir():
         raise InputError(f"is a folder; --out takes {what}", path=out, field="--out")
     check_output_path(out, "--out")  # a parent that is a file: exit 2, before any work
+
+
+def shown_as_flag(err: InputError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> InputError:
+    """``err`` with the Python parameter it names shown as the command's flag: the one
+    mapping from the library's names (``max_steps``, ``out``) to the command line's
+    (``--max-steps``, ``--out``; a positional by its metavar, ``COLLECTION``).
+
+    A field of a file's record is left alone unless the file is the very value of that
+    flag (``--out FILE``), so a benchmark's ``target`` field is not shown as ``--target``.
+    """
+    dest = DEST_OF.get(err.field or "", err.field)
+    action = next((a for a in parser._actions if a.dest == dest and dest), None)
+    if action is None:
+        return err
+    if err.path is not None and str(getattr(args, dest, None)) != err.path:
+        return err
+    if action.option_strings:
+        err.field = max(action.option_strings, key=len)
+    else:
+        err.field = action.metavar if isinstance(action.metavar, str) else dest.upper()
+    return err

@@ -193,7 +193,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         raise InputError("the runs have no topic in common: are they runs of the same collection?",
                          path=args.runs[-1], field="qid")
 
-    order = {d.id: collection.candidate_ids(d.id) for d in collection} if collection else None
+    order = collection.initial_order() if collection else None
     defaults = {name: p.default for name, p in inspect.signature(function).parameters.items()
                 if name in takes}
     fused = fuse(runs, args.method, initial_order=order, **params)

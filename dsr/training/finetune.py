@@ -1,10 +1,5 @@
-"""Fine-tune a cross-encoder with sentence-transformers' trainer.
-
-The model starts from a BERT-style checkpoint folder; a sentence-transformers
-bi-encoder folder (such as all-MiniLM-L6-v2) is converted by
-sentence-transformers, keeping the encoder and adding a one-logit
-classification head that starts untrained (random, from the seed). The loss is
-``BinaryCrossEntropyLoss`` on (query, sentence, target) pairs.
+"""Fine-tuning with sentence-transformers' trainer, as both recipes run it: the optimisation
+settings, the trainer's arguments, checkpoints, resuming and progress on stderr.
 
 Determinism: the seed fixes the head's initialisation (``set_seed`` before the
 model is built), dropout and the data order (``seed`` and ``data_seed`` of the
@@ -16,7 +11,6 @@ This module imports torch and transformers: import it only where training runs.
 
 from __future__ import annotations
 
-import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +18,12 @@ from typing import Any
 
 from tqdm.auto import tqdm
 from transformers.trainer_callback import ProgressCallback
-
-from retrieval.errors import InputError
+from transformers.trainer_utils import get_last_checkpoint
 
 
 @dataclass
 class FitSettings:
-    """Optimisation settings (``dsr train`` flags of the same names)."""
+    """Optimisation settings (``dsr train`` settings of the same names)."""
 
     seed: int = 42
     epochs: float = 1.0
@@ -46,42 +39,11 @@ class FitSettings:
         return dict(vars(self))
 
 
-def load_base(path: str | Path, max_length: int, seed: int):
-    """A CrossEncoder with one output logit from a local checkpoint folder.
-
-    The seed is set first because the classification head is initialised
-    randomly when the checkpoint has none.
-    """
-    from sentence_transformers import CrossEncoder
-    from transformers import set_seed
-
-    set_seed(seed)
-    try:
-        return CrossEncoder(str(path), num_labels=1, max_length=max_length, local_files_only=True)
-    except (OSError, ValueError) as err:
-        raise InputError(f"cannot load a BERT-style checkpoint from {path}: {err}",
-                         path=path, field="--base") from None
-
-
-def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: Path,
-              resume: bool = False) -> dict[str, Any]:
-    """Train ``model`` in place on ``columns`` (query, sentence, label); return trainer figures.
-
-    Checkpoints go to ``work_dir/checkpoints`` every ``save_steps`` steps and
-    at each epoch end; ``resume`` continues from the newest one there.
-    """
-    import datasets
-    from sentence_transformers.cross_encoder import (CrossEncoderTrainer,
-                                                     CrossEncoderTrainingArguments)
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
-    datasets.disable_progress_bars()
-    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-    dataset = datasets.Dataset.from_dict(columns)
-    checkpoints = work_dir / "checkpoints"
-    args = CrossEncoderTrainingArguments(**training_arguments(settings, checkpoints))
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset,
-                                  loss=BinaryCrossEntropyLoss(model))
-    return run_trainer(trainer, checkpoints, resume)
+def fit_settings(settings) -> FitSettings:
+    """The optimisation settings of a ``dsr.training.settings.TrainSettings``."""
+    return FitSettings(seed=settings.seed, epochs=settings.epochs, batch_size=settings.batch_size,
+                       max_length=settings.max_length or 0, lr=settings.lr, warmup=settings.warmup,
+                       max_steps=settings.max_steps, save_steps=settings.save_steps)
 
 
 def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, Any]:
@@ -124,8 +86,6 @@ def run_trainer(trainer, checkpoints: Path, resume: bool) -> dict[str, Any]:
 
 
 def _last_checkpoint(folder: Path) -> Path | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
     return Path(found) if folder.is_dir() and (found := get_last_checkpoint(str(folder))) else None
 
 

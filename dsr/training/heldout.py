@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from retrieval.data import Collection, Dialogue
-from retrieval.data import candidate_text
+from retrieval.data import Collection, Dialogue, candidate_text, initial_order
 from retrieval.run import Run
 
 MEASURES = ("nDCG@5", "RR")
@@ -34,8 +33,7 @@ def model_run(score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
     scores: dict[str, dict[str, float]] = {}
     for (qid, cid), score in zip(keys, score_pairs(pairs)):
         scores.setdefault(qid, {})[cid] = float(score)
-    initial = {d.id: [c.id for c in d.candidates] for d in dialogues}
-    return Run.from_scores(scores, tag=tag, initial_order=initial)
+    return Run.from_scores(scores, tag=tag, initial_order=initial_order(dialogues))
 
 
 def baseline_runs(collection: Collection) -> dict[str, Run]:

@@ -18,8 +18,6 @@ with sidecars, and the report (``results.md``, ``results.json``...).
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 

@@ -27,10 +27,10 @@ def export_folder(out: str | Path) -> Iterator[Path]:
     """Yield a temporary folder; on success it replaces ``out``."""
     out = Path(out)
     if out.exists() and not out.is_dir():
-        raise InputError("is a file; --out takes a folder", path=out, field="--out")
+        raise InputError("is a file; --out takes a folder", path=out, field="out")
     if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).exists():
         raise InputError(f"folder is not empty and holds no {MANIFEST}: give a new or empty folder "
-                         "(an earlier dsr export is replaced)", path=out, field="--out")
+                         "(an earlier dsr export is replaced)", path=out, field="out")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.partial")
     old = out.with_name(f".{out.name}.{os.getpid()}.old")

@@ -81,7 +81,7 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
     start = time.perf_counter()
     source, out = Path(source), Path(out)
     if isinstance(docs_per_shard, bool) or not isinstance(docs_per_shard, int) or docs_per_shard < 1:
-        raise InputError(f"must be a whole number >= 1, got {docs_per_shard!r}", field="--docs-per-shard")
+        raise InputError(f"must be a whole number >= 1, got {docs_per_shard!r}", field="docs_per_shard")
     fmt = fmt or detect_format(source)
     files = source_files(source, fmt)
     key = shard_key(source_hash(files), fmt, docs_per_shard, min_chars)

@@ -44,7 +44,7 @@ PASSED_ENV = ("DSR_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
 
 def check_workers(workers: int) -> int:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        raise InputError(f"must be a whole number >= 0, got {workers!r}", field="--workers")
+        raise InputError(f"must be a whole number >= 0, got {workers!r}", field="workers")
     return workers
 
 
@@ -223,5 +223,5 @@ def import_ray():
         import ray
     except ImportError:
         raise InputError("Ray is not installed: pip install 'dialogue-sentence-retrieval[distributed]' "
-                         "(or run with --workers 0)", field="--workers") from None
+                         "(or run with --workers 0)", field="workers") from None
     return ray

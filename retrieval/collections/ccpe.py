@@ -226,7 +226,7 @@ def _check_segment(seg: Any, text: str, name: str, error, check_offsets: bool) -
 
 def _data_path(source: Path, split: str | None) -> Path:
     if split not in (None, "all"):
-        raise InputError(f"ccpe has no splits, got {split!r}", field="--split")
+        raise InputError(f"ccpe has no splits, got {split!r}", field="split")
     path = source / DATA_FILE if source.is_dir() else source
     if not path.is_file():
         raise InputError(f"missing {DATA_FILE}; `dsr data fetch ccpe` downloads it, or pass "

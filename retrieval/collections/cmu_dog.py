@@ -348,7 +348,7 @@ def _resolve(source: Path | None) -> Path:
 def _check_split(folder: Path, split: str) -> None:
     if split not in SOURCE.splits:
         raise InputError(f"unknown split {split!r} for cmu_dog; use one of "
-                         f"{', '.join(SOURCE.splits)}", field="--split")
+                         f"{', '.join(SOURCE.splits)}", field="split")
     if not (folder / "WikiData").is_dir():
         raise InputError("no WikiData folder: expected the CMU_DoG repository layout "
                          "(Conversations/<split>/*.json, WikiData/*.json)", path=folder)

@@ -71,14 +71,14 @@ def data_file(source: Path | None) -> Path:
     if not path.is_file():
         raise InputError(f"no {FILE_NAME} in this folder; pass the folder that holds it "
                          "(in this project: --source ../shared/data/judged)", path=folder,
-                         field="--source")
+                         field="source")
     return path
 
 
 def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The judged collection (split ``valid``, the only one), read from ``source``."""
     if split not in (None, "valid"):
-        raise InputError(f"unknown split {split!r} for {NAME}; it has only 'valid'", field="--split")
+        raise InputError(f"unknown split {split!r} for {NAME}; it has only 'valid'", field="split")
     path = data_file(source)
     collection = read_benchmark(path, name=NAME)
     collection.meta = {**collection.meta, "judged": True, "split": "valid"}

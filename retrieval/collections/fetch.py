@@ -283,7 +283,7 @@ def plan_for(name: str, revision: str | None = None) -> Plan:
     if plan is None:
         known = [r for (n, r) in REVISIONS if n == name]
         raise InputError(f"no revision {revision!r} for {name}; "
-                         f"known: {', '.join(['current', *known])}", field="--revision")
+                         f"known: {', '.join(['current', *known])}", field="revision")
     return plan
 
 
@@ -489,7 +489,7 @@ class _Fetch:
     def mkdir(self, folder: Path) -> None:
         """Create ``folder`` (and parents), remembering which ones were new."""
         new = [p for p in (folder, *folder.parents) if not p.exists()]
-        check_output_path(folder, "--dest", folder=True)
+        check_output_path(folder, "dest", folder=True)
         self.made_dirs.extend(reversed(new))
 
     def expected(self, rel: str, commit: str) -> tuple[str, str] | None:

@@ -132,7 +132,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     weights = {k: float(options[k]) for k in ("cooc_weight", "prior_weight", "bm25_weight")}
     if pool_size < 1 or min_context < 0 or min(weights.values()) < 0:
         raise InputError("pool_size must be >= 1; min_context and the weights >= 0",
-                         field="--param")
+                         field="params")
     folder = Path(source)
     split = split or SOURCE.default_split
     dialogues_path, movies_path = _paths(folder, split)
@@ -392,7 +392,7 @@ def parse_dialogue(raw: Any, path: Path, lineno: int, movies: dict[str, Movie]) 
 def _paths(folder: Path, split: str) -> tuple[Path, Path]:
     if split not in SPLIT_FILES:
         raise InputError(f"unknown split {split!r} for redial; use "
-                         f"{' or '.join(SPLIT_FILES)}", field="--split")
+                         f"{' or '.join(SPLIT_FILES)}", field="split")
     dialogues, movies = folder / SPLIT_FILES[split], folder / MOVIES_FILE
     for path in (dialogues, movies):
         if not path.is_file():

@@ -78,5 +78,5 @@ def build(source: Path | None = None, split: str | None = None, **params) -> Col
     """Same as :func:`load`: there are no raw files to convert."""
     if params:
         raise InputError(f"the sample collection takes no parameters, got {', '.join(sorted(params))}",
-                         field="--param")
+                         field="params")
     return load(source, split)

@@ -322,7 +322,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     source = Path(source) if source is not None else data_dir("sigir2022")
     if split not in (None, "all", *FILES):
         raise InputError(f"unknown split {split!r} for sigir2022; use plain or grounded "
-                         "(or leave it out for both)", field="--split")
+                         "(or leave it out for both)", field="split")
     if source.is_file():
         raise InputError("expected a folder with the SIGIR 2022 files, got a file "
                          "(a benchmark .jsonl file is passed as the COLLECTION itself)",
@@ -371,7 +371,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     """``dsr data build sigir2022``: the collection as loaded (no parameters)."""
     if params:
         raise InputError(f"sigir2022 takes no parameters, got {', '.join(sorted(params))}",
-                         field="--param")
+                         field="params")
     return load(Path(source), split)
 
 

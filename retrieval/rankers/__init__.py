@@ -20,7 +20,7 @@ RANKERS: dict[str, str] = {
 
 def ranker_class(name: str) -> type[Ranker]:
     if name not in RANKERS:
-        raise InputError(f"unknown ranker {name!r}; choose from {', '.join(RANKERS)}", field="--ranker")
+        raise InputError(f"unknown ranker {name!r}; choose from {', '.join(RANKERS)}", field="ranker")
     module, _, attr = RANKERS[name].partition(":")
     return getattr(importlib.import_module(module), attr)
 

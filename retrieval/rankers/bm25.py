@@ -71,7 +71,7 @@ class BM25Ranker(Ranker):
             rows = [row_of[dialogue.id, c] for c in ids]
             scores[dialogue.id] = dict(zip(ids, index.row_scores(terms, rows).tolist()))
         return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
-                               initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
+                               initial_order=collection.initial_order())
 
 
 def bm25_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str | Mapping[str, float]],

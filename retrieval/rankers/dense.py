@@ -77,7 +77,7 @@ class DenseRanker(Ranker):
             scores[dialogue.id] = {c.id: float(s) for c, s in zip(dialogue.candidates, cosines)}
         return Run.from_scores(scores, tag=self.tag,
                                config=ranker_config(self, collection, model=model.describe()),
-                               initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
+                               initial_order=collection.initial_order())
 
 
 def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str], k: int = 100, *,

@@ -48,7 +48,7 @@ class Fusion(Stage):
         return "-".join([self.params["method"], *own]).replace(" ", "_")
 
     def __call__(self, collection: Collection | None, *runs: Run) -> Run:
-        order = {d.id: collection.candidate_ids(d.id) for d in collection} if collection is not None else None
+        order = collection.initial_order() if collection is not None else None
         return fuse(runs, self.params["method"], initial_order=order, tag=self.tag, **self.own_params())
 
 
@@ -107,7 +107,7 @@ class FusionRanker(Ranker):
             ranker, _, param = key.partition(".")
             if ranker not in self.sub_params or not param:
                 raise InputError(f"parameter {key!r} names no ranker of this fusion "
-                                 f"({', '.join(names)})", field="--param")
+                                 f"({', '.join(names)})", field="params")
             self.sub_params[ranker][param] = value
         self.GRID = self._GRIDS[method]  # per instance: the grid depends on the method
         self._rankers: list[Ranker] | None = None
@@ -155,6 +155,6 @@ class FusionRanker(Ranker):
         holds what each sub-run recorded (models, indexes), less the collection."""
         runs = [ranker.rank(collection) for ranker in self.sub_rankers()]
         self._configs = [{k: v for k, v in run.config.items() if k != "collection"} for run in runs]
-        order = {d.id: collection.candidate_ids(d.id) for d in collection}
+        order = collection.initial_order()
         return fuse(runs, self.params["method"], initial_order=order, tag=self.tag,
                     **self._fusion_params())

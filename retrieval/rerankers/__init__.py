@@ -17,7 +17,7 @@ RERANKERS: dict[str, str] = {
 def reranker_class(name: str) -> type[Reranker]:
     if name not in RERANKERS:
         raise InputError(f"unknown reranker {name!r}; choose from {', '.join(RERANKERS)}",
-                         field="--reranker")
+                         field="reranker")
     module, _, attr = RERANKERS[name].partition(":")
     return getattr(importlib.import_module(module), attr)
 

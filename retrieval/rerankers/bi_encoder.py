@@ -33,7 +33,7 @@ class BiEncoderReranker(Reranker):
 
         top_k = top_k if top_k is not None else self.params["top_k"]
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-            raise InputError(f"top_k must be a whole number >= 1, got {top_k!r}", field="--top-k")
+            raise InputError(f"top_k must be a whole number >= 1, got {top_k!r}", field="top_k")
         p = self.params
         model = resolve_model(str(p["model"]), "bi-encoder")
         heads: dict[str, list[str]] = {}

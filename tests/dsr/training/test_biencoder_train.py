@@ -85,6 +85,8 @@ def tiny(tmp_path_factory) -> Path:
 
 TRAIN_FLAGS = ["--max-steps", "4", "--batch-size", "6", "--lr", "1e-3", "--save-steps", "2",
                "--holdout", "0.2"]
+#: the same settings as Python keyword arguments (``dsr.train``, ``dsr kfold --train-param``)
+TRAIN_SETTINGS = {"max_steps": 4, "batch_size": 6, "lr": 1e-3, "save_steps": 2, "holdout": 0.2}
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +177,7 @@ def test_kfold_pools_fold_models_and_tests_against_zero_shot(data, tiny, tmp_pat
     out = tmp_path / "kfold"
     assert main(["kfold", str(data["train"]), "--eval", str(data["dev"]), "--folds", "3",
                  "--name", "kf", "--base", str(tiny), "--out", str(out),
-                 *[f"--train-arg={a}" for a in TRAIN_FLAGS]]) == 0
+                 "--train-param", *[f"{k}={v}" for k, v in TRAIN_SETTINGS.items()]]) == 0
     pooled = Run.read(out / "kfold.run")
     assert len(pooled.topics()) == 12  # every dev dialogue, each by the model that never saw it
     owners = {}

@@ -259,9 +259,45 @@ def test_heldout_keeps_conversations_together():
     for i, d in enumerate(raw):
         d["meta"] = {"conversation": f"conv{i // 4}"}
     dialogues = _collection(raw).dialogues
-    from dsr.training.recipe import conversation_of
+    from dsr.training.steps import conversation_of
 
     train, held = split_heldout(dialogues, 0.2, seed=1, group=conversation_of)
     assert len(held) == 4 and len(train) == 16
     assert len({conversation_of(d) for d in held}) == 1
     assert not {conversation_of(d) for d in held} & {conversation_of(d) for d in train}
+
+
+# --- the settings: declared once, the same from Python and the command line ---------
+
+def test_train_keywords_and_flags_are_the_declared_settings():
+    import inspect
+
+    import dsr
+    from dsr.cli import build_parser
+    from dsr.training.settings import PARAMS
+
+    keywords = [name for name, p in inspect.signature(dsr.train).parameters.items()
+                if p.kind is p.KEYWORD_ONLY and name not in ("source", "split")]
+    assert keywords == [p.name for p in PARAMS]
+    train = next(a for a in build_parser()._actions if a.dest == "command").choices["train"]
+    flags = {o for a in train._actions for o in a.option_strings}
+    assert {"--" + p.name.replace("_", "-") for p in PARAMS} <= flags
+
+
+@pytest.mark.parametrize("setting, value, flag", [("max_steps", 0, "--max-steps"),
+                                                  ("holdout", 1.5, "--holdout"),
+                                                  ("batch_size", 0, "--batch-size"),
+                                                  ("query", "nonsense", "--query"),
+                                                  ("text", "title: body", "--text")])
+def test_a_bad_setting_names_the_parameter_in_python_and_the_flag_on_the_command_line(
+        bench, tiny_bert, dsr_home, capsys, setting, value, flag):
+    import dsr
+    from retrieval.errors import InputError
+
+    with pytest.raises(ValueError) as err:   # an InputError is a ValueError
+        dsr.train(bench, "x", base=str(tiny_bert), model_type="cross-encoder", **{setting: value})
+    assert isinstance(err.value, InputError) and err.value.field == setting
+    assert main(["train", str(bench), "--name", "x", "--base", str(tiny_bert), "--model-type",
+                 "cross-encoder", flag, str(value)]) == 2
+    assert f"field '{flag}'" in capsys.readouterr().err
+    assert not (dsr_home / "models").exists()
