@@ -189,8 +189,8 @@ def test_output_under_a_file_is_exit_2_naming_it(tmp_path, random_run, capsys):
 def test_check_output_path_names_the_path(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(InputError) as err:
-        check_output_path(tmp_path / "f" / "g" / "h.json", "--out")
-    assert err.value.path == str(tmp_path / "f" / "g" / "h.json") and err.value.field == "--out"
+        check_output_path(tmp_path / "f" / "g" / "h.json")
+    assert err.value.path == str(tmp_path / "f" / "g" / "h.json") and err.value.field == "out"
     with pytest.raises(InputError, match="is a folder"):
         check_output_path(tmp_path, "--out")
     assert check_output_path(tmp_path / "new" / "deep" / "x.run") == tmp_path / "new" / "deep" / "x.run"

@@ -173,7 +173,7 @@ def test_rerank_bad_options(tmp_path, capsys, runs, argv, expected):
 
 def test_rerank_missing_model_is_bad_input(tmp_path, capsys, runs):
     fails(["rerank", FIXTURE, "--run", runs["initial"], "--model", tmp_path / "no-model",
-           "--out", tmp_path / "o.run"], capsys, "no-model", "no such model folder", "field 'model'")
+           "--out", tmp_path / "o.run"], capsys, "no-model", "no such model folder", "field '--model'")
     fails(["rerank", FIXTURE, "--run", runs["initial"], "--model", "dsr:never-trained",
            "--out", tmp_path / "o.run"], capsys, "no trained model 'never-trained'")
     empty = tmp_path / "empty-model"
