@@ -149,9 +149,18 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
                                 family=family, ci=ci, all_pairs=all_pairs)
         results.notes.extend(suite.notes)
     command = command or ["dsr", "reproduce", collection.name]
-    # out is written as a set (report, runs/, manifest.json): built in a hidden sibling and
-    # swapped in, so a kill leaves the previous set or this one. Nothing in out is read back:
-    # warm runs reuse the caches under DSR_HOME (indexes, embeddings, cross-encoder scores).
+    asked = {"dense model": dense_model, "cross-encoder": cross_encoder,
+             "cross-encoder query": ce_query or "from the model card, else all"}
+    report, manifest = _write_outputs(out, out_files, suite, results, timer, command, started, asked)
+    return {"results": results, "report": report, "manifest": manifest, "out": out}
+
+
+def _write_outputs(out: Path, out_files: tuple[str, ...], suite: "Suite", results, timer: StageTimer,
+                   command: list[str], started: float, asked: dict[str, Any]) -> tuple[dict, dict]:
+    """Write the report, ``runs/`` and ``manifest.json`` into ``out`` as one set: built in a
+    hidden sibling and swapped in, so a kill leaves the previous set or this one. Nothing in
+    ``out`` is read back: warm runs reuse the caches under DSR_HOME (indexes, embeddings,
+    cross-encoder scores). Returns the report's numbers and the manifest."""
     with atomic_dir(out, out_files, field="out") as staging:
         with timer("write", str(out)):
             written = suite.write_runs(staging / "runs", results, shown=out / "runs")
@@ -160,11 +169,9 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
             write_report_files(results, staging, command=command)
             report = report_json(results, command)
         timer.seconds["total"] = round(time.perf_counter() - started, 3)
-        manifest = _manifest(collection, results, suite, written, timer, command,
-                             {"dense model": dense_model, "cross-encoder": cross_encoder,
-                              "cross-encoder query": ce_query or "from the model card, else all"})
+        manifest = _manifest(suite.collection, results, suite, written, timer, command, asked)
         write_json(staging / "manifest.json", manifest)
-    return {"results": results, "report": report, "manifest": manifest, "out": out}
+    return report, manifest
 
 
 def _collection(spec, source, split) -> Collection:

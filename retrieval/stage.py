@@ -17,9 +17,11 @@ Each stage declares its parameters once, as data (:mod:`retrieval.params`):
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+import importlib
+from typing import Any, ClassVar, Mapping, Sequence
 
 from retrieval.data import Collection
+from retrieval.errors import InputError
 from retrieval.params import Param, defaults, grid, help_text, inferred, resolve
 from retrieval.run import Run
 
@@ -103,3 +105,13 @@ class Pipeline(Stage):
 
     def __rshift__(self, other: Stage) -> "Pipeline":
         return Pipeline([*self.stages, other])
+
+
+def registered(table: Mapping[str, str], name: str, kind: str) -> type:
+    """The class registered as ``name`` in ``table`` (name -> ``"module:Class"``), imported on
+    first use so that a registry costs nothing until a stage is built; an unknown name is an
+    InputError naming ``kind`` (``ranker``, ``reranker``) and the registered names."""
+    if name not in table:
+        raise InputError(f"unknown {kind} {name!r}; choose from {', '.join(table)}", field=kind)
+    module, _, attr = table[name].partition(":")
+    return getattr(importlib.import_module(module), attr)

@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 
 from eval.agreement import agreement
+from retrieval.collections import load_collection
 from retrieval.errors import InputError
+from retrieval.run import Run
 
 
 def register(subparsers) -> None:
@@ -31,9 +33,6 @@ def register(subparsers) -> None:
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
-    from retrieval.collections import load_collection
-    from retrieval.run import Run
-
     silver = load_collection(args.silver, args.silver_source, args.silver_split)
     judged = load_collection(args.judged, args.judged_source, None)
     runs = {}

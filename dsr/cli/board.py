@@ -7,6 +7,10 @@ import json
 import os
 import sys
 
+from eval.board.client import submit
+from eval.measures import split_measure_list
+from eval.qrels import read_qrels
+from retrieval.atomic import atomic_write
 from retrieval.errors import InputError
 
 BOARD_EPILOG = """\
@@ -23,6 +27,17 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
+    _register_serve(subparsers)
+    _register_submit(subparsers)
+    b = subparsers.add_parser("board", help="organise a leaderboard: teams, phases, baselines, rebuild, export",
+                              description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
+    sub = b.add_subparsers(dest="board_command", metavar="ACTION")
+    _register_setup(sub)
+    _register_reports(sub)
+    b.set_defaults(func=lambda args: b.print_help() or 2)
+
+
+def _register_serve(subparsers) -> None:
     s = subparsers.add_parser(
         "serve", help="start the leaderboard server (web pages and JSON API)",
         description="Serve the leaderboard: boards, run pages, a submission form and "
@@ -34,8 +49,10 @@ def register(subparsers) -> None:
                    help="largest run file accepted, unpacked (default 20)")
     s.add_argument("--rate-limit", type=float, default=30, metavar="N",
                    help="submissions per minute per team (default 30; 0 for no limit)")
-    s.set_defaults(func=serve_command)
+    s.set_defaults(func=cmd_serve)
 
+
+def _register_submit(subparsers) -> None:
     u = subparsers.add_parser(
         "submit", help="submit a run file to a leaderboard server",
         description="Upload a run (and RUN.json beside it) to a server started by dsr serve. "
@@ -52,16 +69,15 @@ def register(subparsers) -> None:
     u.add_argument("--trained", action="store_true", help="the system was trained or tuned on this collection")
     u.add_argument("--sidecar", metavar="FILE", help="sidecar JSON (default: RUN.json when present)")
     u.add_argument("--json", action="store_true", help="print the server's answer as JSON")
-    u.set_defaults(func=submit_command)
+    u.set_defaults(func=cmd_submit)
 
-    b = subparsers.add_parser("board", help="organise a leaderboard: teams, phases, baselines, rebuild, export",
-                              description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
-    sub = b.add_subparsers(dest="board_command", metavar="ACTION")
 
+def _register_setup(sub) -> None:
+    """``dsr board add-team``, ``add-phase`` and ``add-baseline``."""
     t = sub.add_parser("add-team", help="create a team and print its token (shown once)")
     _db_options(t)
     t.add_argument("name", metavar="NAME")
-    t.set_defaults(func=add_team_command)
+    t.set_defaults(func=cmd_board_add_team)
 
     p = sub.add_parser("add-phase", help="open a board: a collection and a phase (public or hidden labels)")
     _db_options(p)
@@ -75,7 +91,7 @@ def register(subparsers) -> None:
     p.add_argument("--total-quota", type=int, metavar="N", help="accepted runs per team in all")
     p.add_argument("--description", default="", help="shown on the board")
     p.add_argument("--name", metavar="NAME", help="the collection's name on the board (default its own)")
-    p.set_defaults(func=add_phase_command)
+    p.set_defaults(func=cmd_board_add_phase)
 
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
@@ -83,11 +99,14 @@ def register(subparsers) -> None:
     a.add_argument("runs", nargs="+", metavar="RUN", help="run files or folders of *.run files")
     a.add_argument("--phase", metavar="P")
     a.add_argument("--default", action="store_true", help="make the first of these the board's baseline")
-    a.set_defaults(func=add_baseline_command)
+    a.set_defaults(func=cmd_board_add_baseline)
 
+
+def _register_reports(sub) -> None:
+    """``dsr board rebuild``, ``export`` and ``list``."""
     r = sub.add_parser("rebuild", help="re-score every stored run from the run store and the labels")
     _db_options(r)
-    r.set_defaults(func=rebuild_command)
+    r.set_defaults(func=cmd_board_rebuild)
 
     e = sub.add_parser("export", help="the board as CSV, LaTeX or JSON")
     _db_options(e)
@@ -97,12 +116,11 @@ def register(subparsers) -> None:
     e.add_argument("--select", choices=("all", "best", "latest"), default="all",
                    help="every run, or each team's best or latest (default all)")
     e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
-    e.set_defaults(func=export_command)
+    e.set_defaults(func=cmd_board_export)
 
     ls = sub.add_parser("list", help="phases and teams")
     _db_options(ls)
-    ls.set_defaults(func=list_command)
-    b.set_defaults(func=lambda args: b.print_help() or 2)
+    ls.set_defaults(func=cmd_board_list)
 
 
 def _board(args, **extra):
@@ -111,7 +129,7 @@ def _board(args, **extra):
     return Board(BoardConfig(db=args.db, store=args.store, **extra))
 
 
-def serve_command(args) -> int:
+def cmd_serve(args) -> int:
     import uvicorn
 
     from eval.board.app import create_app
@@ -126,10 +144,8 @@ def serve_command(args) -> int:
     return 0
 
 
-def submit_command(args) -> int:
+def cmd_submit(args) -> int:
     from pathlib import Path
-
-    from eval.board.client import submit
 
     token = args.token or os.environ.get("DSR_TOKEN")
     if not token:
@@ -170,17 +186,14 @@ def _print_quota(quota, stream=None, label: str = "quota") -> None:
               file=stream or sys.stdout)
 
 
-def add_team_command(args) -> int:
+def cmd_board_add_team(args) -> int:
     token = _board(args).add_team(args.name)
     print(f"team {args.name!r} created; its token (shown once, only its hash is stored):", file=sys.stderr)
     print(token)
     return 0
 
 
-def add_phase_command(args) -> int:
-    from eval.measures import split_measure_list
-    from eval.qrels import read_qrels
-
+def cmd_board_add_phase(args) -> int:
     if args.qrels and not args.hidden:
         raise InputError("--qrels loads hidden labels: add --hidden", field="--qrels")
     labels = read_qrels(args.qrels) if args.qrels else None
@@ -194,7 +207,7 @@ def add_phase_command(args) -> int:
     return 0
 
 
-def add_baseline_command(args) -> int:
+def cmd_board_add_baseline(args) -> int:
     from eval.board.admin import add_baselines
 
     board = _board(args)
@@ -204,7 +217,7 @@ def add_baseline_command(args) -> int:
     return 0
 
 
-def rebuild_command(args) -> int:
+def cmd_board_rebuild(args) -> int:
     from eval.board.admin import rebuild
 
     report = rebuild(_board(args))
@@ -217,9 +230,7 @@ def rebuild_command(args) -> int:
     return 0
 
 
-def export_command(args) -> int:
-    from retrieval.atomic import atomic_write
-
+def cmd_board_export(args) -> int:
     from eval.board.admin import export
 
     board = _board(args)
@@ -232,7 +243,7 @@ def export_command(args) -> int:
     return 0
 
 
-def list_command(args) -> int:
+def cmd_board_list(args) -> int:
     from sqlalchemy import select
 
     from eval.board.db import read_session

@@ -13,8 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from dsr.cli.common import add_collection_argument, check_out, collection_from_args
-from retrieval.params import parse_assignments
+from retrieval.collections import source_module
+from retrieval.collections.fetch import fetch
+from retrieval.collections.stats import collection_stats, collections_info
+from retrieval.data import write_benchmark
 from retrieval.errors import InputError
+from retrieval.params import parse_assignments
 
 
 def register(subparsers) -> None:
@@ -83,8 +87,6 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 # --- dsr collections --------------------------------------------------------
 
 def cmd_collections(args) -> int:
-    from retrieval.collections.stats import collections_info
-
     rows = collections_info()
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -109,8 +111,6 @@ def cmd_collections(args) -> int:
 # --- dsr data fetch / build -------------------------------------------------
 
 def cmd_fetch(args) -> int:
-    from retrieval.collections.fetch import fetch
-
     result = fetch(args.name, args.dest, base_url=args.base_url, revision=args.revision,
                    force=args.force, timeout=args.timeout)
     counts: dict[str, int] = {}
@@ -123,9 +123,6 @@ def cmd_fetch(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from retrieval.collections import source_module
-    from retrieval.data import write_benchmark
-
     params = parse_assignments(args.param, "--param")
     module = source_module(args.name)
     build = getattr(module, "build", None)
@@ -149,8 +146,6 @@ def cmd_build(args) -> int:
 # --- dsr stats --------------------------------------------------------------
 
 def cmd_stats(args) -> int:
-    from retrieval.collections.stats import collection_stats
-
     collection = collection_from_args(args)
     stats = collection_stats(collection)
     if args.json:

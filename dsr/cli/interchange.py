@@ -14,6 +14,9 @@ from dsr.cli.common import add_collection_argument, check_out, collection_from_a
 from retrieval.errors import InputError
 
 from eval.interchange import FORMATS
+from eval.interchange.corpus import TestCollection
+from eval.interchange.folder import export_folder, write_manifest
+from eval.qrels import qrels_from_collection, write_qrels
 
 EXPORT_EPILOG = """\
 formats (each export also writes dsr_export.json: collection hash, query strategy, corpus-id rule, file sha256s):
@@ -50,9 +53,6 @@ def register(subparsers) -> None:
 
 
 def cmd_export(args) -> int:
-    from eval.interchange.corpus import TestCollection
-    from eval.interchange.folder import export_folder, write_manifest
-
     collection = collection_from_args(args)
     if not any(d.candidates for d in collection):
         raise InputError(f"collection {collection.name!r} has no candidates to export "
@@ -68,8 +68,6 @@ def cmd_export(args) -> int:
 
 
 def cmd_qrels(args) -> int:
-    from eval.qrels import qrels_from_collection, write_qrels
-
     out = Path(args.out)
     check_out(out, "a qrels file name")
     qrels = qrels_from_collection(collection_from_args(args))

@@ -37,11 +37,15 @@ from pathlib import Path
 
 from dsr.cli.common import (add_allow_mismatch_argument, add_collection_argument, add_param_argument,
                                   check_out, collection_from_args)
+from retrieval.collections import load_collection
+from retrieval.errors import InputError
+from retrieval.fusion import check_params as check_fusion_params, fuse, method_params
 from retrieval.models import model_records
 from retrieval.params import parse_assignments
 from retrieval.provenance import input_record, run_sidecar
+from retrieval.rankers import make_ranker, ranker_class, RANKERS
+from retrieval.rerankers import make_reranker, reranker_class, RERANKERS
 from retrieval.run import check_run, check_same_collection, load_run, write_run
-from retrieval.errors import InputError
 
 
 def register(subparsers) -> None:
@@ -104,8 +108,6 @@ def register(subparsers) -> None:
 # --- commands ------------------------------------------------------------------
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from retrieval.rankers import make_ranker
-
     check_out(args.out)
     params = parse_assignments(args.param, "--param")
     if args.query is not None:
@@ -125,8 +127,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_rerank(args: argparse.Namespace) -> int:
-    from retrieval.rerankers import RERANKERS, make_reranker
-
     check_out(args.out)
     if args.reranker not in RERANKERS:
         raise InputError(f"unknown reranker {args.reranker!r}; choose from {', '.join(RERANKERS)}",
@@ -165,25 +165,15 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
-    import inspect
-
-    from retrieval.fusion import FUSERS, fuse
-
     check_out(args.out)
     if len(args.runs) < 2:
         raise InputError(f"fuse needs at least two runs, got {len(args.runs)}", field="RUN")
     params = parse_assignments(args.param, "--param")
-    function, takes = FUSERS[args.method]
-    unknown = sorted(set(params) - set(takes))
-    if unknown:
-        raise InputError(f"--method {args.method} takes {', '.join(takes)}, not "
-                         f"{', '.join(unknown)}", field="--param")
+    check_fusion_params(args.method, params)   # before the runs are read
     runs = [load_run(path) for path in args.runs]
 
     collection = None
     if args.collection:
-        from retrieval.collections import load_collection
-
         collection = load_collection(args.collection)
         for path, run in zip(args.runs, runs):
             check_run(run, path, collection, allow_mismatch=args.allow_collection_mismatch)
@@ -194,12 +184,10 @@ def cmd_fuse(args: argparse.Namespace) -> int:
                          path=args.runs[-1], field="qid")
 
     order = collection.initial_order() if collection else None
-    defaults = {name: p.default for name, p in inspect.signature(function).parameters.items()
-                if name in takes}
     fused = fuse(runs, args.method, initial_order=order, **params)
     described = collection.describe() if collection else next(
         (r.config["collection"] for r in runs if isinstance(r.config.get("collection"), dict)), None)
-    fusion = {"fusion": args.method, "params": {**defaults, **params},
+    fusion = {"fusion": args.method, "params": {**method_params(args.method), **params},
               "ties": "initial rank, then id" if collection else "id"}
     fused.config = run_sidecar("fuse", _command_line("fuse", args), fusion, collection=described,
                             inputs=[input_record(p, r) for p, r in zip(args.runs, runs)])
@@ -238,9 +226,6 @@ class _StageHelp(argparse.Action):
         self.kind = kind
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from retrieval.rankers import RANKERS, ranker_class
-        from retrieval.rerankers import RERANKERS, reranker_class
-
         registry, lookup = (RANKERS, ranker_class) if self.kind == "ranker" else (RERANKERS, reranker_class)
         chosen = getattr(namespace, self.kind, None)
         parser.print_help()

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from eval.measures import Evaluator
+from eval.qrels import qrels_from_collection
 from retrieval.data import Collection, Dialogue, candidate_text, initial_order
+from retrieval.rankers import make_ranker
 from retrieval.run import Run
 
 MEASURES = ("nDCG@5", "RR")
@@ -38,7 +41,6 @@ def model_run(score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
 
 def baseline_runs(collection: Collection) -> dict[str, Run]:
     """The registered initial and BM25 rankers on the held-out dialogues (default parameters)."""
-    from retrieval.rankers import make_ranker
 
     return {name: make_ranker(name).rank(collection) for name in BASELINES}
 
@@ -46,8 +48,6 @@ def baseline_runs(collection: Collection) -> dict[str, Run]:
 def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: str, text: str = "body",
                      ) -> dict[str, Any]:
     """Figures for the model card: measures of the model and the baselines, per ranker."""
-    from eval.measures import Evaluator
-    from eval.qrels import qrels_from_collection
 
     subset = Collection(f"{name}-heldout", dialogues)
     evaluator = Evaluator(qrels_from_collection(subset), list(MEASURES), subset.ids)

@@ -21,8 +21,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dsr.training.card import CARD_FILE, read_card
+from dsr.training.folds import dialogue_document
+from eval.results import evaluate_runs
+from retrieval.data import Collection
 from retrieval.errors import InputError
+from retrieval.models import resolve_model
 from retrieval.provenance import slug
+from retrieval.rankers import make_ranker
+from retrieval.run import Run
 
 
 def trained_for_fold(name: str, k: int, i: int) -> bool:
@@ -32,9 +39,6 @@ def trained_for_fold(name: str, k: int, i: int) -> bool:
 
 
 def card(model: str, required: bool = True) -> dict[str, Any] | None:
-    from retrieval.models import resolve_model
-    from dsr.training.card import CARD_FILE, read_card
-
     try:
         folder = Path(resolve_model(model, "bi-encoder").path)
     except InputError:
@@ -52,11 +56,6 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
                    in_domain: str | None = None, measures=("nDCG@5", "RR")):
     """Rank each dialogue of ``evaluation`` with the fold model that left its document out,
     pool, write the runs into ``out`` and evaluate them against zero-shot ``base``."""
-    from eval.results import evaluate_runs
-    from retrieval.data import Collection
-    from retrieval.rankers import make_ranker
-    from retrieval.run import Run
-    from dsr.training.folds import dialogue_document
 
     cards = [card(m) for m in models]
     query = cards[0]["query"]

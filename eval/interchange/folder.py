@@ -16,8 +16,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from retrieval import __version__
 from retrieval.atomic import write_json
 from retrieval.errors import InputError
+from retrieval.provenance import sha256_file
 
 MANIFEST = "dsr_export.json"
 
@@ -49,8 +51,6 @@ def export_folder(out: str | Path) -> Iterator[Path]:
 def write_manifest(folder: Path, fmt: str, described: dict[str, Any], files: list[str],
                    extra: dict[str, Any] | None = None) -> None:
     """``dsr_export.json``: format, the collection and view, files with sha256, versions."""
-    from retrieval import __version__
-    from retrieval.provenance import sha256_file
 
     write_json(folder / MANIFEST, {
         "format": fmt, **described, **(extra or {}),

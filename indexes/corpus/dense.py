@@ -48,10 +48,19 @@ from indexes.embeddings import DEFAULT_MODEL, encode
 from retrieval.atomic import atomic_write, write_json
 from retrieval.errors import InputError
 from retrieval.models import ResolvedModel, resolve_model
+from retrieval.params import Param, resolve
 from retrieval.provenance import package_versions
 
 KINDS = ("flat", "ivfpq")
-IVFPQ = {"nlist": None, "m": 48, "nbits": 8, "train_size": 100_000, "seed": 0}
+#: the parameters of an IVF-PQ index
+IVFPQ = (
+    Param("nlist", None, "int", "inverted lists (none: 4 sqrt(sentences), at most what the "
+          "sample trains)", low=1),
+    Param("m", 48, "int", "sub-quantisers per vector", low=1),
+    Param("nbits", 8, "int", "bits per sub-quantiser code", low=1),
+    Param("train_size", 100_000, "int", "vectors sampled to train the quantisers", low=1),
+    Param("seed", 0, "int", "seed of the training sample"),
+)
 SEARCH = {"nprobe": 32, "refine": 0}
 
 
@@ -128,15 +137,8 @@ def _shard_vectors(folder: Path, name: str) -> np.ndarray:
 
 
 def check_ivfpq(params: dict[str, Any]) -> dict[str, Any]:
-    from retrieval.params import inferred, resolve
-
-    p = resolve(params, inferred(IVFPQ), "an IVF-PQ index")
-    for name in ("m", "nbits", "train_size"):
-        if isinstance(p[name], bool) or not isinstance(p[name], int) or p[name] < 1:
-            raise InputError(f"{name} must be a whole number >= 1, got {p[name]!r}", field=name)
-    if p["nlist"] is not None and (not isinstance(p["nlist"], int) or p["nlist"] < 1):
-        raise InputError(f"nlist must be a whole number >= 1, got {p['nlist']!r}", field="nlist")
-    return p
+    """``params`` checked against :data:`IVFPQ`, its defaults filled in."""
+    return resolve(params, IVFPQ, "an IVF-PQ index")
 
 
 def _sample_rows(corpus: Corpus, size: int, seed: int) -> np.ndarray:

@@ -25,6 +25,7 @@ from retrieval.collections import SourceInfo
 from retrieval.collections.common import resolve_source
 from retrieval.data import Collection, read_benchmark
 from retrieval.errors import InputError
+from retrieval.home import data_dir
 
 NAME = "cmu_dog_judged"
 FILE_NAME = "cmu_dog-valid-judged.jsonl"
@@ -52,8 +53,6 @@ SOURCE = SourceInfo(
 
 
 def default_folder() -> Path:
-    from retrieval.home import data_dir
-
     return data_dir(NAME)
 
 

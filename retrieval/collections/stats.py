@@ -8,6 +8,7 @@ from typing import Any
 
 from retrieval.collections import REGISTERED, source_module
 from retrieval.collections.fetch import default_dest, is_available, sources
+from retrieval.text import tokenize
 
 
 def collections_info() -> list[dict[str, Any]]:
@@ -57,8 +58,6 @@ def collection_stats(collection) -> dict[str, Any]:
 
 
 def _group_stats(dialogues) -> dict[str, Any]:
-    from retrieval.text import tokenize
-
     labels: dict[str, int] = {}
     for d in dialogues:
         for c in d.candidates:

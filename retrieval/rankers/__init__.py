@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from retrieval.errors import InputError
 from retrieval.rankers.base import Ranker
+from retrieval.stage import registered
 
 RANKERS: dict[str, str] = {
     "initial": "retrieval.rankers.initial:InitialRanker",
@@ -19,10 +18,7 @@ RANKERS: dict[str, str] = {
 
 
 def ranker_class(name: str) -> type[Ranker]:
-    if name not in RANKERS:
-        raise InputError(f"unknown ranker {name!r}; choose from {', '.join(RANKERS)}", field="ranker")
-    module, _, attr = RANKERS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return registered(RANKERS, name, "ranker")
 
 
 def make_ranker(name: str, **params: Any) -> Ranker:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from retrieval.errors import InputError
 from retrieval.rerankers.base import Reranker
+from retrieval.stage import registered
 
 RERANKERS: dict[str, str] = {
     "cross-encoder": "retrieval.rerankers.cross_encoder:CrossEncoderReranker",
@@ -15,11 +14,7 @@ RERANKERS: dict[str, str] = {
 
 
 def reranker_class(name: str) -> type[Reranker]:
-    if name not in RERANKERS:
-        raise InputError(f"unknown reranker {name!r}; choose from {', '.join(RERANKERS)}",
-                         field="reranker")
-    module, _, attr = RERANKERS[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return registered(RERANKERS, name, "reranker")
 
 
 def make_reranker(name: str, **params: Any) -> Reranker:
