@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 from retrieval.atomic import replace_folder, write_json
 from retrieval.home import index_dir, require_writable
-from retrieval.provenance import machine, package_versions, sha256_file
+from retrieval.provenance import machine, package_versions, sha256_file, slug
 
 MANIFEST = "manifest.json"
 #: manifest keys that describe a build but do not decide whether it is reusable
@@ -72,8 +71,9 @@ def failed_checksums(folder: Path, files: Iterable[str], recorded: Any) -> list[
 
 
 def safe_name(name: str) -> str:
-    """A folder name from any string (model ids, collection names)."""
-    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", name).strip("._") or "index"
+    """A folder name from any string (model ids, collection names): a :func:`slug` that starts
+    and ends with neither ``.`` nor ``_``."""
+    return slug(name, "index", strip="._")
 
 
 def expected_manifest(kind: str, *, inputs: str, params: dict[str, Any] | None = None,

@@ -50,10 +50,16 @@ TIES = ("scores strictly decreasing: ties broken by the candidate's initial rank
         "id, each tied score lowered to the next float below (retrieval.run)")
 
 
-def format_header(config: dict[str, Any], tag: str | None = None) -> list[str]:
-    """The header lines (each starting with ``#``, no newline) for a run's sidecar ``config``."""
+def _yaml():
+    """PyYAML, imported on first use, in this one place."""
     import yaml
 
+    return yaml
+
+
+def format_header(config: dict[str, Any], tag: str | None = None) -> list[str]:
+    """The header lines (each starting with ``#``, no newline) for a run's sidecar ``config``."""
+    yaml = _yaml()
     meta = primad(config, tag)
     text = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10_000,
                           default_flow_style=False)
@@ -165,8 +171,7 @@ def parse_header(lines: Iterable[str], path: str | Path | None = None) -> dict[s
     start without an end, or YAML that does not parse to a mapping, is an
     InputError naming the line.
     """
-    import yaml
-
+    yaml = _yaml()
     block: list[str] = []
     start_line = None
     for lineno, raw in enumerate(lines, start=1):
