@@ -93,15 +93,8 @@ class Param:
             text = "true or false"
         elif self.kind in ("int", "float"):
             noun = "a whole number" if self.kind == "int" else "a number"
-            bounds = []
-            if self.above is not None:
-                bounds.append(f"> {self.above:g}")
-            if self.low is not None:
-                bounds.append(f">= {self.low:g}")
-            if self.high is not None:
-                bounds.append(f"<= {self.high:g}")
-            if self.below is not None:
-                bounds.append(f"< {self.below:g}")
+            marks = ((">", self.above), (">=", self.low), ("<=", self.high), ("<", self.below))
+            bounds = [f"{op} {value:g}" for op, value in marks if value is not None]
             text = f"{noun} {' and '.join(bounds)}".strip()
         elif self.choices is not None:
             text = "one of " + ", ".join(map(str, self.choices))

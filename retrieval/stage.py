@@ -107,11 +107,23 @@ class Pipeline(Stage):
         return Pipeline([*self.stages, other])
 
 
-def registered(table: Mapping[str, str], name: str, kind: str) -> type:
-    """The class registered as ``name`` in ``table`` (name -> ``"module:Class"``), imported on
-    first use so that a registry costs nothing until a stage is built; an unknown name is an
-    InputError naming ``kind`` (``ranker``, ``reranker``) and the registered names."""
-    if name not in table:
-        raise InputError(f"unknown {kind} {name!r}; choose from {', '.join(table)}", field=kind)
-    module, _, attr = table[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+class Registry(dict):
+    """Stages by name: name -> ``"module:Class"``, each class imported on first use, so a
+    registry costs nothing until a stage is built (``dsr --help`` loads no model library).
+    An unknown name is an InputError naming ``kind`` and the registered names."""
+
+    def __init__(self, kind: str, entries: Mapping[str, str]):
+        super().__init__(entries)
+        self.kind = kind
+
+    def lookup(self, name: str) -> type:
+        """The class registered as ``name``."""
+        if name not in self:
+            raise InputError(f"unknown {self.kind} {name!r}; choose from {', '.join(self)}",
+                             field=self.kind)
+        module, _, attr = self[name].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def make(self, name: str, **params: Any) -> "Stage":
+        """The stage registered as ``name``, built with ``params`` (checked by its PARAMS)."""
+        return self.lookup(name)(**params)

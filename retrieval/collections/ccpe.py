@@ -65,7 +65,6 @@ PARAMS = (
     Param("min_context", 2, "int", "turns required before the target", low=0),
     Param("check_offsets", True, "bool", "check each annotation's offsets against its text"),
 )
-DEFAULTS: dict[str, Any] = defaults(PARAMS)
 
 SOURCE = SourceInfo(
     name=NAME,
@@ -89,7 +88,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The query points from ``data.json`` (``source``: the file or its folder;
     default ``$DSR_HOME/data/ccpe``), built once and cached."""
     path = _data_path(resolve_source(NAME, source), split)
-    return cached_build(NAME, None, path.parent, [path], DEFAULTS, BUILDER_VERSION,
+    return cached_build(NAME, None, path.parent, [path], defaults(PARAMS), BUILDER_VERSION,
                         lambda: build(path))
 
 

@@ -83,7 +83,6 @@ PARAMS = (
     Param("pool_size", 50, "int", "candidates per query point (BM25 top k)", low=1),
     Param("min_context", 2, "int", "turns required before the target", low=0),
 )
-DEFAULTS: dict[str, Any] = defaults(PARAMS)
 
 SOURCE = SourceInfo(
     name=NAME,
@@ -121,7 +120,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     split = split or SOURCE.default_split
     _check_split(folder, split)
     inputs = sorted((folder / "Conversations" / split).glob("*.json")) + _wiki_files(folder)
-    return cached_build(NAME, split, folder, inputs, DEFAULTS, BUILDER_VERSION,
+    return cached_build(NAME, split, folder, inputs, defaults(PARAMS), BUILDER_VERSION,
                         lambda: build(folder, split))
 
 

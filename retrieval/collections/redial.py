@@ -88,7 +88,6 @@ PARAMS = (
     Param("bm25_weight", 0.0, "float", "weight of BM25 over the movie titles", low=0),
     Param("min_context", 1, "int", "turns required before the target", low=0),
 )
-DEFAULTS: dict[str, Any] = defaults(PARAMS)
 
 SOURCE = SourceInfo(
     name=NAME,
@@ -123,7 +122,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     folder = resolve_source(NAME, source)
     split = split or SOURCE.default_split
     dialogues_path, movies_path = _paths(folder, split)
-    return cached_build(NAME, split, folder, [dialogues_path, movies_path], DEFAULTS,
+    return cached_build(NAME, split, folder, [dialogues_path, movies_path], defaults(PARAMS),
                         BUILDER_VERSION, lambda: build(folder, split))
 
 
