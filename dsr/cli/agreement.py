@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from dsr.cli.commands import summary
 from eval.agreement import agreement
 from retrieval.collections import load_collection
 from retrieval.errors import InputError
@@ -15,7 +16,7 @@ from retrieval.run import Run
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "agreement", help="Kendall tau between system rankings by silver and by judged labels",
+        "agreement", help=summary("agreement"),
         description="Measure each RUN with the labels of SILVER and of JUDGED on the query points "
                     "both collections hold, and compare the two orderings of the runs with "
                     "Kendall's tau (scipy.stats.kendalltau).",

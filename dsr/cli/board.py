@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from dsr.cli.commands import summary
 from eval.board.client import submit
 from eval.measures import split_measure_list
 from eval.qrels import read_qrels
@@ -29,7 +30,7 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
 def register(subparsers) -> None:
     _register_serve(subparsers)
     _register_submit(subparsers)
-    b = subparsers.add_parser("board", help="organise a leaderboard: teams, phases, baselines, rebuild, export",
+    b = subparsers.add_parser("board", help=summary("board"),
                               description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
     sub = b.add_subparsers(dest="board_command", metavar="ACTION")
     _register_setup(sub)
@@ -39,7 +40,7 @@ def register(subparsers) -> None:
 
 def _register_serve(subparsers) -> None:
     s = subparsers.add_parser(
-        "serve", help="start the leaderboard server (web pages and JSON API)",
+        "serve", help=summary("serve"),
         description="Serve the leaderboard: boards, run pages, a submission form and "
                     "/api/... (see docs/board.md).", epilog=BOARD_EPILOG)
     _db_options(s)
@@ -54,7 +55,7 @@ def _register_serve(subparsers) -> None:
 
 def _register_submit(subparsers) -> None:
     u = subparsers.add_parser(
-        "submit", help="submit a run file to a leaderboard server",
+        "submit", help=summary("submit"),
         description="Upload a run (and RUN.json beside it) to a server started by dsr serve. "
                     "Exit 0 when accepted, 2 when refused (the validator's messages are printed).")
     u.add_argument("collection", metavar="COLLECTION", help="the board's collection name")

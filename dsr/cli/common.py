@@ -17,10 +17,6 @@ from retrieval.collections import load_collection
 from retrieval.errors import InputError
 from retrieval.params import TYPES, Param
 
-#: library parameter names that differ from the flag's dest (``make_ranker(name, **params)``
-#: -> ``--param``)
-DEST_OF = {"params": "param"}
-
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
     """COLLECTION (a registered name or a benchmark .jsonl path), --source and --split."""
@@ -76,24 +72,3 @@ def check_out(out: str | Path, what: str = "a run file name") -> None:
     if Path(out).is_dir():
         raise InputError(f"is a folder; --out takes {what}", path=out, field="--out")
     check_output_path(out, "--out")  # a parent that is a file: exit 2, before any work
-
-
-def shown_as_flag(err: InputError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> InputError:
-    """``err`` with the Python parameter it names shown as the command's flag: the one
-    mapping from the library's names (``max_steps``, ``out``) to the command line's
-    (``--max-steps``, ``--out``; a positional by its metavar, ``COLLECTION``).
-
-    A field of a file's record is left alone unless the file is the very value of that
-    flag (``--out FILE``), so a benchmark's ``target`` field is not shown as ``--target``.
-    """
-    dest = DEST_OF.get(err.field or "", err.field)
-    action = next((a for a in parser._actions if a.dest == dest and dest), None)
-    if action is None:
-        return err
-    if err.path is not None and str(getattr(args, dest, None)) != err.path:
-        return err
-    if action.option_strings:
-        err.field = max(action.option_strings, key=len)
-    else:
-        err.field = action.metavar if isinstance(action.metavar, str) else dest.upper()
-    return err

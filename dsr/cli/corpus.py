@@ -12,6 +12,7 @@ import importlib.util
 import json
 import sys
 
+from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, collection_from_args
 from indexes.bm25 import PARAMS as BM25_PARAMS
 from indexes.corpus.bm25 import build_bm25
@@ -47,7 +48,7 @@ def _add_search(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers) -> None:
     corpus = subparsers.add_parser(
-        "corpus", help="a sentence corpus for open retrieval: build, index, search",
+        "corpus", help=summary("corpus"),
         description="Build a sentence corpus from documents (Parquet shards), index it (BM25 with global "
                     "statistics, dense vectors, FAISS IVF-PQ) and search it. See docs/scale.md.")
     sub = corpus.add_subparsers(dest="corpus_command", metavar="STEP")
@@ -110,7 +111,7 @@ def _register_search(sub) -> None:
 
 def _register_pool(subparsers) -> None:
     pool = subparsers.add_parser(
-        "pool", help="each dialogue's top sentences of a corpus, as a benchmark file to judge",
+        "pool", help=summary("pool"),
         description="For dialogues without candidates: search the corpus with each dialogue's query and "
                     "write the top --depth sentences as its candidates (labels 0, meta judged=false).")
     add_collection_argument(pool)

@@ -1,8 +1,6 @@
-"""``dsr collections``, ``dsr data fetch|build`` and ``dsr stats``.
-
-Heavy or network modules are imported inside the commands so that ``dsr --help``
-stays fast.
-"""
+"""``dsr collections``, ``dsr data fetch|build`` and ``dsr stats``: argument handling; the
+work is :mod:`retrieval.collections` (sources, builders, stats) and
+:mod:`retrieval.collections.fetch` (verified downloads)."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, check_out, collection_from_args
 from retrieval.collections import source_module
 from retrieval.collections.fetch import fetch
@@ -23,13 +22,13 @@ from retrieval.params import parse_assignments
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "collections", help="list the registered sources: licence, cache folder, availability",
+        "collections", help=summary("collections"),
         description="List each registered source with its licence, where its raw files are "
                     "cached ($DSR_HOME/data/NAME) and whether they are there.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_collections)
 
-    data = subparsers.add_parser("data", help="download (fetch) or convert (build) a source",
+    data = subparsers.add_parser("data", help=summary("data"),
                                  description="Download and verify a source's raw files, or "
                                              "convert them into a benchmark file.")
     actions = data.add_subparsers(dest="data_command", metavar="ACTION")
@@ -70,7 +69,7 @@ def register(subparsers) -> None:
     b.set_defaults(func=cmd_build)
 
     s = subparsers.add_parser(
-        "stats", help="counts per subset: dialogues, candidates, labels, context, lengths",
+        "stats", help=summary("stats"),
         description="Per subset and overall: dialogues; candidates, relevant candidates and "
                     "context turns per dialogue (mean/min/max); the label distribution; "
                     "lengths in tokens of context turns, targets and candidates.")

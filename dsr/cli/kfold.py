@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument
 from dsr.training import kfold
 from dsr.training.kfold import kfold_evaluate, trained_for_fold
@@ -24,8 +25,7 @@ PER_FOLD = ("base", "folds", "fold", "overwrite")
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "kfold", help="document-disjoint k-fold: train per fold, rank each fold's evaluation "
-                      "dialogues, pool, test against zero-shot",
+        "kfold", help=summary("kfold"),
         description=kfold.__doc__.split("\n\n")[1].replace("\n", " "),
         epilog="Example: dsr kfold cmu_dog --source ../shared/data/cmu_dog --split train "
                "--eval cmu_dog_judged --eval-source ../shared/data/judged --folds 3 "

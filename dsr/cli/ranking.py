@@ -35,6 +35,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from dsr.cli.commands import summary
 from dsr.cli.common import (add_allow_mismatch_argument, add_collection_argument, add_param_argument,
                                   check_out, collection_from_args)
 from retrieval.collections import load_collection
@@ -50,7 +51,7 @@ from retrieval.run import check_run, check_same_collection, load_run, write_run
 
 def register(subparsers) -> None:
     run = subparsers.add_parser(
-        "run", help="rank every dialogue's candidates with a ranker", add_help=False,
+        "run", help=summary("run"), add_help=False,
         description="Rank each dialogue's candidates with a ranker and write a TREC run "
                     "and its JSON sidecar (configuration, collection hash, versions).")
     _add_stage_help(run, "ranker")
@@ -67,7 +68,7 @@ def register(subparsers) -> None:
     run.set_defaults(func=cmd_run)
 
     rerank = subparsers.add_parser(
-        "rerank", help="rescore a run's top k with a cross-encoder or bi-encoder", add_help=False,
+        "rerank", help=summary("rerank"), add_help=False,
         description="Rescore each topic's top K of a run with a model; the rest of the run "
                     "stays below in its original order.")
     _add_stage_help(rerank, "reranker")
@@ -89,7 +90,7 @@ def register(subparsers) -> None:
     rerank.set_defaults(func=cmd_rerank)
 
     fuse = subparsers.add_parser(
-        "fuse", help="fuse runs (rrf, combsum, combmnz, interp)",
+        "fuse", help=summary("fuse"),
         description="Fuse two or more runs of the same collection. Ties in the fused scores "
                     "are broken by initial rank when --collection is given, else by sentence id.")
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")

@@ -8,6 +8,7 @@ import sys
 
 from dsr.baselines import (DEFAULT_CROSS_ENCODER, DEFAULT_DENSE, DEFAULT_TRAINED_DENSE, FAST_BACKEND,
                            StageTimer, reproduce, skip_reason, trained_default)
+from dsr.cli.commands import summary
 from dsr.cli.evaluation import add_report_arguments
 from eval import tables
 from indexes.backends import BACKENDS
@@ -15,7 +16,7 @@ from indexes.backends import BACKENDS
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "reproduce", help="the whole baseline table, end to end",
+        "reproduce", help=summary("reproduce"),
         description="Load a collection, build or reuse its indexes, run the baseline suite "
                     "(random, initial, BM25 and dense with each query strategy, RRF, a "
                     "cross-encoder when one is available), tune each on val per split, "

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, param_values
 from dsr.training.recipe import train
 from dsr.training.settings import GROUPS, PARAMS
@@ -17,7 +18,7 @@ from retrieval.home import models_dir
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "train", help="fine-tune a bi-encoder or cross-encoder on a collection's labels",
+        "train", help=summary("train"),
         description="Fine-tune a bi-encoder (default: MultipleNegativesRankingLoss, in-batch and "
                     "pool negatives; use it with `dsr run --ranker dense --param model=dsr:NAME`) "
                     "or a cross-encoder (--model-type cross-encoder; `dsr rerank --model dsr:NAME`) "
