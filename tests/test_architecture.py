@@ -265,3 +265,18 @@ def test_each_heavy_library_is_imported_in_one_place_per_module():
                         places.setdefault(library.split(".")[0], set()).add(fn.name)
         several += [f"{name}: {lib} in {sorted(fns)}" for lib, fns in places.items() if len(fns) > 1]
     assert not several, several
+
+
+def test_command_handlers_are_named_cmd():
+    """Every handler a command registers (``set_defaults(func=...)``) is ``cmd_<name>``."""
+    odd = []
+    for name, path in MODULES.items():
+        if not name.startswith("dsr.cli.") or _in_flight(name):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "set_defaults":
+                for keyword in node.keywords:
+                    if keyword.arg == "func" and isinstance(keyword.value, ast.Name) \
+                            and not keyword.value.id.startswith("cmd_"):
+                        odd.append(f"{name}: {keyword.value.id}")
+    assert not odd, odd

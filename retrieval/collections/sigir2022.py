@@ -43,6 +43,7 @@ from typing import Any, Iterator
 
 from retrieval import jsonio
 from retrieval.collections import SourceInfo
+from retrieval.collections.common import check_params
 from retrieval.collections.fetch import git_blob_file
 from retrieval.data import (Candidate, Collection, Dialogue, Turn, _Where, check_id, parse_label,
                             parse_number)
@@ -69,8 +70,12 @@ BLOBS = {
 }
 SPLIT_BLOB = "b832c178d530d366884ff7258a3310457578ba12"
 
+NAME = "sigir2022"
+#: ``build``'s parameters: none (the files are the collection)
+PARAMS = ()
+
 SOURCE = SourceInfo(
-    name="sigir2022",
+    name=NAME,
     description="SIGIR 2022 Reddit dialogues with 50 Wikipedia candidate sentences each, "
                 "labelled by Mechanical Turk workers (400 plain + 446 Wikipedia-grounded); "
                 "official protocol: 50 random 423/423 val/test splits",
@@ -380,10 +385,8 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
 
 
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:
-    """``dsr data build sigir2022``: the collection as loaded (no parameters)."""
-    if params:
-        raise InputError(f"sigir2022 takes no parameters, got {', '.join(sorted(params))}",
-                         field="params")
+    """``dsr data build sigir2022``: the collection as loaded (:data:`PARAMS` is empty)."""
+    check_params(params, PARAMS, NAME)
     return load(Path(source), split)
 
 
