@@ -15,7 +15,7 @@ from starlette.routing import Mount
 
 from board_support import db_url, make_board, postgres, read, runs, setup_phases  # noqa: F401
 from eval.board import leaderboard
-from eval.board.app import create_app
+from eval.board.app import all_routes, create_app
 from eval.qrels import read_qrels
 from retrieval.collections import load_collection
 
@@ -106,7 +106,7 @@ def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
 
     bodies: dict[str, str] = {f"POST /api/submissions #{i}": t for i, t in enumerate(posted)}
     seen_routes = set()
-    for route in app.routes:
+    for route in all_routes(app):
         if isinstance(route, Mount):   # static files: walk each one
             for path in sorted(p.name for p in Path(route.app.directory).iterdir()):
                 bodies[f"{route.path}/{path}"] = client.get(f"{route.path}/{path}").text
