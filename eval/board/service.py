@@ -4,7 +4,7 @@
 commands and the tests all go through it, so a run submitted from the browser,
 the API or ``dsr board add-baseline`` takes the same path:
 
-1. size and format checks (gzip is unpacked with a size cap);
+1. size and format checks (gzip is unpacked with a size cap, by the command line's reader);
 2. the quota is checked (a fast refusal, nothing stored);
 3. the run is validated and scored (``scoring.check_and_score``); an invalid
    run is refused with the validator's messages and nothing is stored;
@@ -21,7 +21,6 @@ import json
 import secrets
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -35,6 +34,7 @@ from eval.board.models import Phase, Submission, Team, utcnow
 from eval.board.store import RunStore
 from retrieval.errors import InputError
 from retrieval.home import dsr_home
+from retrieval.textfiles import TooLarge, unpack
 
 RUN_TYPES = ("automatic", "manual")
 MAX_UPLOAD = 20 * 1024 * 1024
@@ -342,19 +342,17 @@ class Board:
         return row, before, after
 
     def _unpack(self, data: bytes) -> bytes:
+        """The run's text: the upload, or every member of a gzip upload (the command line's
+        reader, ``retrieval.textfiles.unpack``), capped at ``max_upload`` unpacked bytes."""
         limit = self.config.max_upload
         if len(data) > limit:
             raise Refused(413, f"the run file is larger than {limit} bytes")
-        if data[:2] == b"\x1f\x8b":
-            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            try:
-                text = inflater.decompress(data, limit + 1)
-            except zlib.error as err:
-                raise Refused(422, f"not a valid gzip file ({err})") from None
-            if len(text) > limit or inflater.unconsumed_tail:
-                raise Refused(413, f"the unpacked run file is larger than {limit} bytes")
-            return text
-        return data
+        try:
+            return unpack(data, limit)
+        except TooLarge:
+            raise Refused(413, f"the unpacked run file is larger than {limit} bytes") from None
+        except InputError as err:
+            raise Refused(422, f"the run file is not valid gzip: {err.message}") from None
 
     def _sidecar(self, sidecar: bytes | None) -> str | None:
         if not sidecar:
