@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -10,7 +11,8 @@ from fastapi.responses import JSONResponse
 from eval.board import leaderboard
 from eval.board.routes.deps import BoardDep, bearer_team, find_phase, in_thread, read_upload, unauthorized
 from eval.board.routes.pages import run_file, run_view
-from eval.board.service import Board, Refused
+from eval.board.intake import idempotency_key
+from eval.board.service import Board, Refused, tie_note
 from retrieval.errors import InputError
 
 router = APIRouter(prefix="/api")
@@ -94,14 +96,13 @@ async def api_submit(request: Request, board: BoardDep):
             names = ", ".join(f"{p.collection}/{p.name}" for p in board.phases()) or "none"
             raise Refused(404 if not phases else 422,
                           f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
+        key = idempotency_key(request.headers.get("idempotency-key"))
         upload = await read_upload(form)
-        sub, before, quota = await in_thread(board.submit, team, phases[0], *upload)
+        accepted = await in_thread(partial(board.submit, key=key), team, phases[0], *upload)
     except Refused as refused:
-        return JSONResponse({"error": refused.message, "problems": refused.problems,
-                             "quota": refused.quota}, status_code=refused.status)
-    return JSONResponse({"id": sub.id, "url": f"/runs/{sub.id}", "sha256": sub.sha256,
-                         "means": json.loads(sub.means_json), "quota_before": before,
-                         "quota": quota}, status_code=201)
+        return JSONResponse(refused.to_json(), status_code=refused.status)
+    return JSONResponse(accepted.answer, status_code=201,
+                        headers={"Idempotency-Replayed": "true"} if accepted.replayed else None)
 
 
 def run_json(board: Board, view: dict) -> dict:
@@ -111,8 +112,8 @@ def run_json(board: Board, view: dict) -> dict:
            "description": sub.description, "link": sub.link, "run_type": sub.run_type,
            "trained_on_collection": sub.trained_on_collection, "baseline": sub.baseline,
            "filename": sub.filename, "sha256": sub.sha256, "lines": sub.lines,
-           "submitted": sub.created_at.isoformat() + "Z", "sidecar": view["sidecar"],
-           "means": view["means"]}
+           "submitted": sub.created_at.isoformat() + "Z", "published": view["published"],
+           "tied_topics": sub.tied_topics, "ties": tie_note(sub.tied_topics), "means": view["means"]}
     if view["plot"] is not None:
         data = board.phase_data(sub.phase)
         matrix = board.matrix(sub, len(data.measures))

@@ -13,7 +13,8 @@ from eval.board import leaderboard
 from eval.board.models import Team
 from eval.board.routes.deps import (CSRF_REFUSED, BoardDep, bearer_team, checked_form, error_page,
                                     find_phase, in_thread, page, read_upload, web_team)
-from eval.board.service import RUN_TYPES, Board, Refused
+from eval.board.leaderboard import published_means
+from eval.board.service import RUN_TYPES, Board, Refused, tie_note
 from retrieval.errors import InputError
 
 router = APIRouter()
@@ -56,10 +57,10 @@ def run_view(board: Board, submission_id: int, measure: str | None = None) -> di
     if sub is None:
         return None
     data = board.phase_data(sub.phase)
-    view = {"sub": sub, "means": json.loads(sub.means_json), "measures": data.measures,
+    view = {"sub": sub, "means": published_means(sub, data), "measures": data.measures,
             "subsets": list(data.subsets),
-            "sidecar": json.loads(sub.sidecar_json) if sub.sidecar_json else None,
-            "plot": None}
+            "published": json.loads(sub.sidecar_json) if sub.sidecar_json else None,
+            "ties": tie_note(sub.tied_topics), "plot": None}
     if not sub.phase.hidden:   # per-topic values of a hidden phase never leave the server
         measure = measure if measure in data.measures else data.measures[0]
         matrix = board.matrix(sub, len(data.measures))
@@ -132,9 +133,9 @@ async def submit_page(request: Request, board: BoardDep):
         if phase is None:
             raise Refused(422, "choose a phase")
         upload = await read_upload(form)
-        sub, _before, _after = await in_thread(board.submit, team, phase, *upload)
+        accepted = await in_thread(board.submit, team, phase, *upload)
     except Refused as refused:
         return page(request, "submit.html",
                     {"team": team, **submit_context(board, team), "refused": refused, "values": values},
                     refused.status)
-    return RedirectResponse(f"/runs/{sub.id}?submitted=1", status_code=303)
+    return RedirectResponse(f"/runs/{accepted.row.id}?submitted=1", status_code=303)
