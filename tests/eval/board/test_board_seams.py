@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from board_support import db_url, make_board, plain_rr, postgres, read, runs, setup_phases  # noqa: F401
 from eval.board.app import create_app
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections import load_collection
 
 
