@@ -108,7 +108,11 @@ def _owner_running(rest: str) -> bool:
     match = re.match(r"(\d{1,9})[.-]", rest)
     if match is None:
         return False
-    pid = int(match.group(1))
+    return process_running(int(match.group(1)))
+
+
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` runs (this one included), as far as this machine can tell."""
     if pid == os.getpid():
         return True
     try:

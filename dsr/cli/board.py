@@ -7,7 +7,11 @@ import json
 import os
 import sys
 
-from retrieval.errors import InputError
+from retrieval.errors import InputError, require_extra
+
+#: what the board extra provides, by import name (serve needs all; the board commands the database part)
+SERVER_MODULES = ("fastapi", "uvicorn", "jinja2", "python_multipart", "sqlalchemy", "alembic")
+DATABASE_MODULES = ("sqlalchemy", "alembic")
 
 BOARD_EPILOG = """\
 The board lives in one database (--db; default SQLite at $DSR_HOME/board/board.sqlite) and
@@ -75,6 +79,11 @@ def register(subparsers) -> None:
     p.add_argument("--total-quota", type=int, metavar="N", help="accepted runs per team in all")
     p.add_argument("--description", default="", help="shown on the board")
     p.add_argument("--name", metavar="NAME", help="the collection's name on the board (default its own)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse runs whose scores tie as 32-bit floats (default: accept, count and say it)")
+    p.add_argument("--min-dialogues", type=int, metavar="N",
+                   help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
+                        "cover; smaller subsets are merged or withheld (default 20)")
     p.set_defaults(func=add_phase_command)
 
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
@@ -106,12 +115,16 @@ def register(subparsers) -> None:
 
 
 def _board(args, **extra):
+    for module in DATABASE_MODULES:
+        require_extra(module, "board")
     from eval.board.service import Board, BoardConfig
 
     return Board(BoardConfig(db=args.db, store=args.store, **extra))
 
 
 def serve_command(args) -> int:
+    for module in SERVER_MODULES:
+        require_extra(module, "board")
     import uvicorn
 
     from eval.board.app import create_app
@@ -129,12 +142,15 @@ def serve_command(args) -> int:
 def submit_command(args) -> int:
     from pathlib import Path
 
-    from eval.board.client import submit
+    from eval.board.client import published_for, submit
 
     token = args.token or os.environ.get("DSR_TOKEN")
     if not token:
         raise InputError("give --token or set DSR_TOKEN", field="--token")
     system = args.system or Path(args.run).name.removesuffix(".gz").removesuffix(".run")
+    if not args.json:   # what the board will publish, before anything is sent
+        published = published_for(Path(args.run), args.sidecar)
+        print(f"published metadata: {json.dumps(published, sort_keys=True) if published else 'none'}")
     answer = submit(args.server, token, args.collection, args.run, phase=args.phase, system=system,
                     description=args.description, link=args.link, run_type=args.run_type,
                     trained=args.trained, sidecar=args.sidecar)
@@ -143,18 +159,26 @@ def submit_command(args) -> int:
         json.dump({"status": answer.status, **body}, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     elif answer.status == 201:
-        means = body["means"]["all"]
-        shown = ", ".join(f"{m} {v:.4f}" for m, v in list(means.items())[:5] if v is not None)
-        print(f"accepted: run #{body['id']} {args.server.rstrip('/')}{body['url']}")
-        print(f"all dialogues: {shown}")
-        _print_quota(body.get("quota_before"), label="quota before")
-        _print_quota(body.get("quota"), label="quota now")
+        _print_accepted(args.server.rstrip("/"), body, answer.replayed)
     else:
         for problem in body.get("problems") or []:
             print(problem.get("text") or problem.get("message"), file=sys.stderr)
-        print(f"dsr: refused ({answer.status}): {body.get('error')}", file=sys.stderr)
+        first = f" (first: {args.server.rstrip('/')}{body['first']})" if body.get("first") else ""
+        print(f"dsr: refused ({answer.status}): {body.get('error')}{first}", file=sys.stderr)
         _print_quota(body.get("quota"), sys.stderr)
     return 0 if answer.status == 201 else 2
+
+
+def _print_accepted(server: str, body: dict, replayed: bool) -> None:
+    means = body["means"]["all"]
+    shown = ", ".join(f"{m} {v:.4f}" for m, v in list(means.items())[:5] if v is not None)
+    again = " (the answer to an earlier try of this submission)" if replayed else ""
+    print(f"accepted: run #{body['id']} {server}{body['url']}{again}")
+    print(f"all dialogues: {shown}")
+    if body.get("ties"):
+        print(f"ties: {body['ties']}")
+    _print_quota(body.get("quota_before"), label="quota before")
+    _print_quota(body.get("quota"), label="quota now")
 
 
 def _print_quota(quota, stream=None, label: str = "quota") -> None:
@@ -188,9 +212,18 @@ def add_phase_command(args) -> int:
     phase = board.add_phase(args.collection, args.phase, hidden=args.hidden, labels=labels,
                             measures=split_measure_list(args.measures) if args.measures else None,
                             daily_quota=args.daily_quota, total_quota=args.total_quota,
-                            description=args.description, display=args.name)
+                            description=args.description, display=args.name, strict=args.strict,
+                            min_dialogues=args.min_dialogues)
     kind = "hidden labels" if phase.hidden else "public labels"
-    print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, {kind}")
+    ties = "runs with tied scores refused" if phase.strict else "tied scores counted and said"
+    print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, "
+          f"{kind}, {ties}")
+    data = board.phase_data(phase)
+    if phase.hidden:
+        print(f"published means: {', '.join(f'{s} ({len(i)} dialogues)' for s, i in data.subsets.items())}"
+              f" (each, and all minus each, covers at least {phase.min_dialogues} dialogues)")
+    for note in data.subset_notes:
+        print(f"  {note}")
     return 0
 
 

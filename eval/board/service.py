@@ -45,7 +45,7 @@ from eval.board.intake import (RUN_TYPES, Metadata, Refused, display_name, idemp
 from eval.board.store import RunStore, Staged
 from eval.board.published import check_text
 from retrieval.errors import InputError
-from retrieval.home import dsr_home
+from retrieval.home import dsr_home, require_writable
 
 MAX_UPLOAD = 20 * 1024 * 1024
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
@@ -117,6 +117,22 @@ class BoardConfig:
     def store_dir(self) -> Path:
         return Path(self.store) if self.store else board_home() / "runs"
 
+    def check_folders(self) -> None:
+        """The store's folder and an SQLite database's folder can be written, else an
+        InputError naming the folder (a read-only DSR_HOME, a --store on a read-only disk)."""
+        from sqlalchemy.engine import make_url
+
+        try:
+            url = make_url(self.db_url())
+        except Exception:     # make_engine names a bad URL
+            url = None
+        if url is not None and url.get_backend_name() == "sqlite" and url.database \
+                and url.database != ":memory:":
+            require_writable(Path(url.database).parent, "set DSR_HOME to a writable folder or give --db"
+                             if self.db is None else "give --db a file in a writable folder")
+        require_writable(self.store_dir(), "set DSR_HOME to a writable folder or give --store"
+                         if self.store is None else "give --store a writable folder")
+
 
 @dataclass
 class Board:
@@ -125,6 +141,7 @@ class Board:
     config: BoardConfig = field(default_factory=BoardConfig)
 
     def __post_init__(self):
+        self.config.check_folders()
         self.engine = make_engine(self.config.db_url())
         migrate(self.engine)
         self.store = RunStore(self.config.store_dir())

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from retrieval.atomic import process_running
+
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 _TEMP = re.compile(r"^(stage|check)-(\d+)-(.*)$")
 
@@ -117,7 +119,7 @@ class RunStore:
         out = []
         for path in self.tmp.iterdir():
             found = _TEMP.match(path.name)
-            if found and not _alive(int(found.group(2))):
+            if found and not process_running(int(found.group(2))):
                 kind, rest = found.group(1), found.group(3)
                 out.append((kind, path, rest[:64] if kind == "stage" and _HEX.match(rest[:64]) else ""))
         return out
@@ -130,18 +132,6 @@ class Staged:
     digest: str
     path: Path
     placed: bool = False
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:      # another user's live process
-        return True
-    return True
 
 
 @contextlib.contextmanager

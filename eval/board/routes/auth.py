@@ -33,7 +33,7 @@ async def login(request: Request, board: BoardDep):
     key = secrets.token_urlsafe(32)
     with write_session(board.engine) as s:
         s.execute(delete(WebSession).where(WebSession.expires_at < utcnow()))
-        s.add(WebSession(key_hash=key_hash(key), team_id=team.id,
+        s.add(WebSession(key_hash=key_hash(key), team_id=team.id, csrf=secrets.token_urlsafe(32),
                          expires_at=utcnow() + timedelta(days=SESSION_DAYS)))
     response = RedirectResponse("/submit", status_code=303)
     response.set_cookie(SESSION_COOKIE, key, httponly=True, samesite="lax",

@@ -46,15 +46,24 @@ def key_hash(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
-def web_team(board: Board, request: Request) -> Team | None:
-    """The team of the browser session cookie, if it is valid and not expired."""
+def web_session(board: Board, request: Request) -> WebSession | None:
+    """The browser session of the session cookie, if it is valid and not expired."""
     key = request.cookies.get(SESSION_COOKIE)
     if not key:
         return None
     with read_session(board.engine) as s:
         row = s.scalar(select(WebSession).where(WebSession.key_hash == key_hash(key)))
-        if row is None or row.expires_at < utcnow():
-            return None
+    if row is None or row.expires_at < utcnow() or not row.csrf:
+        return None
+    return row
+
+
+def web_team(board: Board, request: Request) -> Team | None:
+    """The team of the browser session, if there is a valid one."""
+    row = web_session(board, request)
+    if row is None:
+        return None
+    with read_session(board.engine) as s:
         return s.get(Team, row.team_id)
 
 
@@ -72,29 +81,33 @@ def unauthorized(message: str = "missing or wrong token") -> JSONResponse:
                         headers={"WWW-Authenticate": 'Bearer realm="dsr"'})
 
 
-def csrf_value(request: Request) -> str:
-    return request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+def expected_csrf(request: Request) -> str | None:
+    """The CSRF token a form must carry: the logged-in session's own (a token of another
+    session does not pass), or before logging in the double-submit cookie's."""
+    session = web_session(get_board(request), request)
+    return session.csrf if session is not None else request.cookies.get(CSRF_COOKIE)
 
 
 def page(request: Request, name: str, context: dict, status: int = 200) -> HTMLResponse:
     """Render template ``name`` with the CSRF token and the logged-in team (``context['team']``
     when the caller knows it already)."""
-    token = csrf_value(request)
+    expected = expected_csrf(request)
+    token = expected or secrets.token_urlsafe(32)
     team = context.pop("team", None) or web_team(get_board(request), request)
     response = templates.TemplateResponse(request, name, {**context, "csrf": token, "team": team},
                                           status_code=status)
-    if request.cookies.get(CSRF_COOKIE) != token:
+    if expected is None:
         response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict",
                             secure=request.url.scheme == "https")
     return response
 
 
 async def checked_form(request: Request):
-    """The posted form when its CSRF field matches the cookie, else None."""
+    """The posted form when its CSRF field is the expected token (:func:`expected_csrf`), else None."""
     form = await request.form()
-    cookie = request.cookies.get(CSRF_COOKIE) or ""
+    expected = expected_csrf(request) or ""
     sent = form.get("csrf") or ""
-    if not cookie or not isinstance(sent, str) or not hmac.compare_digest(cookie, sent):
+    if not expected or not isinstance(sent, str) or not hmac.compare_digest(expected, sent):
         return None
     return form
 

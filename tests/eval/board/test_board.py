@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -272,6 +273,8 @@ def test_web_forms_need_csrf_and_login(setup, runs):  # noqa: F811
     assert client.post("/login", data={"token": "wrong", "csrf": csrf}).status_code == 401
     ok = client.post("/login", data={"token": tokens["alpha"], "csrf": csrf}, follow_redirects=False)
     assert ok.status_code == 303
+    # logged in, forms carry the session's own token (the page's hidden field)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/submit").text).group(1)
     form = {"csrf": csrf, "phase": str(board.get_phase("sample", "public").id), "system": "web",
             "run_type": "automatic"}
     files = {"run": ("bm25.run", read(runs / "bm25.run"))}
