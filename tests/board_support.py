@@ -310,3 +310,51 @@ def load_jobs(runs: Path, tokens: list[str], per_team: int) -> list[dict]:
             jobs.append({"token": token, "team": t, "phase": "test" if k % 2 == 0 else "public",
                          "system": f"team{t}-{k}", "run": retag(files[(k + t) % len(files)], f"t{t}-{k}")})
     return jobs
+
+
+#: the routes that only take POSTs (a walk of GETs leaves them out, and fails on a new one)
+POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions"}
+
+
+def walk_every_route(client, token: str, values: dict[str, list], queries: dict[str, list[str]],
+                     post_routes=POST_ROUTES) -> tuple[dict[str, str], set[str]]:
+    """GET every route of the app (``eval.board.app.all_routes``: pages, API, exports, static
+    files) with every value of its path parameters and each query of ``queries``, as three
+    identities: anonymous, API token and a logged-in browser session. Returns the bodies by
+    "WHO GET URL" and the route paths walked; fails on a route it cannot fill."""
+    from fastapi.testclient import TestClient
+    from starlette.routing import Mount
+
+    from eval.board.app import all_routes
+
+    app = client.app
+    browser = TestClient(app)
+    browser.get("/login")
+    browser.post("/login", data={"token": token, "csrf": browser.cookies.get("dsr_csrf")})
+    headers = {"anonymous": {}, "token": {"Authorization": f"Bearer {token}"}}
+    bodies: dict[str, str] = {}
+    seen = set()
+    for route in all_routes(app):
+        if isinstance(route, Mount):   # static files: walk each one
+            for path in sorted(p.name for p in Path(route.app.directory).iterdir()):
+                bodies[f"{route.path}/{path}"] = client.get(f"{route.path}/{path}").text
+            continue
+        methods = set(route.methods) - {"HEAD"}
+        if methods == {"POST"}:
+            assert route.path in post_routes, f"new POST route {route.path}: add it to this walk"
+            continue
+        assert methods == {"GET"}, route.path
+        seen.add(route.path)
+        params = route.param_convertors
+        unknown = set(params) - set(values)
+        assert not unknown, f"route {route.path} has parameters {unknown} this walk cannot fill"
+        urls = [route.path]
+        for name in params:
+            urls = [u.replace("{" + name + "}", str(v)) for u in urls for v in values[name]]
+        for url in urls:
+            for query in queries.get(route.path, [""]):
+                for who, head in headers.items():
+                    bodies[f"{who} GET {url}{query}"] = client.get(url + query, headers=head).text
+                bodies[f"session GET {url}{query}"] = browser.get(url + query).text
+    browser.close()
+    return bodies, seen

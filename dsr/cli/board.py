@@ -266,12 +266,12 @@ def export_command(args) -> int:
 
 
 def list_command(args) -> int:
+    board = _board(args)        # first: it says what to install when the board extra is missing
     from sqlalchemy import select
 
     from eval.board.db import read_session
     from eval.board.models import Team
 
-    board = _board(args)
     for p in board.phases():
         print(f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "
               f"quota {p.daily_quota}/day {p.total_quota} in all, {len(board.submissions(p))} run(s)")

@@ -103,7 +103,24 @@ def published_from_sidecar(sidecar: bytes | None) -> dict[str, Any]:
         raise Refused(422, f"the sidecar is not JSON ({err})") from None
     if not isinstance(value, dict):
         raise Refused(422, "the sidecar must be a JSON object")
+    _check_json_text(value)
     return published_metadata(value)
+
+
+def _check_json_text(value: Any) -> None:
+    """Every key and string of the sidecar is text a board can keep (``check_text``: no lone
+    surrogate, no NUL or other control character), else a 422 naming its place."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                text_field(key, f"sidecar {where}{key!r} (a key)", multiline=True)
+                stack.append((f"{where}{key}.", child))
+        elif isinstance(item, list):
+            stack.extend((f"{where}{i}.", child) for i, child in enumerate(item))
+        elif isinstance(item, str):
+            text_field(item, f"sidecar {where.rstrip('.')}", multiline=True)
 
 
 def idempotency_key(value: str | None) -> str | None:
