@@ -358,3 +358,66 @@ def walk_every_route(client, token: str, values: dict[str, list], queries: dict[
                 bodies[f"session GET {url}{query}"] = browser.get(url + query).text
     browser.close()
     return bodies, seen
+
+
+LAUNCHER = r"""
+import os, sys
+import dsr.cli, eval.board.app, eval.board.service, uvicorn   # the imports a start costs, paid once
+for line in sys.stdin:
+    args = line.split()
+    if args[0] == "reap":                  # wait for a killed server, so its pid is gone
+        os.waitpid(int(args[1]), 0)
+        print("reaped", flush=True)
+        continue
+    pid = os.fork()
+    if pid == 0:                           # the server: dsr serve, as an organiser runs it
+        os._exit(dsr.cli.main(args))
+    print(pid, flush=True)
+"""
+
+
+class ForkedServers:
+    """``dsr serve`` processes forked from one launcher that has imported dsr already, so a
+    kill test can start (and SIGKILL) a real server many times in a few seconds."""
+
+    def __init__(self, log: Path):
+        import sys
+
+        root = Path(__file__).resolve().parents[1]
+        self.log = open(log, "ab")
+        self.launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER], cwd=root, text=True,
+                                         env={**os.environ, "PYTHONPATH": str(root)},
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
+
+    def _ask(self, line: str) -> str:
+        self.launcher.stdin.write(line + "\n")
+        self.launcher.stdin.flush()
+        return self.launcher.stdout.readline().strip()
+
+    def start(self, *serve_args: str, timeout: float = 30) -> tuple[int, str]:
+        """(pid, url) of a new server, once it answers /healthz."""
+        import httpx
+
+        port = free_port()
+        pid = int(self._ask(" ".join(["serve", "--port", str(port), *serve_args])))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    return pid, url
+            except httpx.HTTPError:
+                time.sleep(0.02)
+        raise RuntimeError(f"the forked dsr serve did not answer; see {self.log.name}")
+
+    def kill(self, pid: int) -> None:
+        """SIGKILL (no handler runs), then reap it."""
+        import signal
+
+        os.kill(pid, signal.SIGKILL)
+        assert self._ask(f"reap {pid}") == "reaped"
+
+    def close(self) -> None:
+        self.launcher.stdin.close()
+        self.launcher.wait(timeout=30)
+        self.log.close()
