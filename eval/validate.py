@@ -122,16 +122,7 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     if not data.strip():
         problems.append(Problem(None, "the run file is empty"))
         return result
-    try:
-        config = read_sidecar(path)
-        check_collection_hash(Run({}, config=config), path, collection, allow=allow_mismatch)
-    except InputError as err:
-        problems.append(Problem(None, str(err)))
-    else:
-        if allow_mismatch and config:
-            if recorded_collection_hash(config) not in (None, collection.content_hash):
-                result.warnings.append(Problem(None, "the sidecar names another collection hash "
-                                                     "(allowed by --allow-collection-mismatch)"))
+    _check_sidecar(collection, path, allow_mismatch, result)
     text = data.decode("utf-8", errors="replace")
     lines = text.split("\n")
     truncated = not text.endswith("\n")
@@ -176,6 +167,19 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
     result.warnings.sort(key=lambda p: (p.line is None, p.line or 0))
     return result
+
+
+def _check_sidecar(collection: Collection, path: Path, allow_mismatch: bool, result: Validation) -> None:
+    """The sidecar's collection hash, when it records one, is the collection's."""
+    try:
+        config = read_sidecar(path)
+        check_collection_hash(Run({}, config=config), path, collection, allow=allow_mismatch)
+    except InputError as err:
+        result.problems.append(Problem(None, str(err)))
+        return
+    if allow_mismatch and config and recorded_collection_hash(config) not in (None, collection.content_hash):
+        result.warnings.append(Problem(None, "the sidecar names another collection hash "
+                                             "(allowed by --allow-collection-mismatch)"))
 
 
 def _as32(score: float) -> float:

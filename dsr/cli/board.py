@@ -67,24 +67,7 @@ def register(subparsers) -> None:
     t.add_argument("name", metavar="NAME")
     t.set_defaults(func=add_team_command)
 
-    p = sub.add_parser("add-phase", help="open a board: a collection and a phase (public or hidden labels)")
-    _db_options(p)
-    p.add_argument("collection", metavar="COLLECTION", help="a registered collection or a benchmark .jsonl path")
-    p.add_argument("--phase", required=True, metavar="NAME", help="phase name, e.g. public or test")
-    p.add_argument("--hidden", action="store_true",
-                   help="labels only the server holds (--qrels, else the collection file's own labels)")
-    p.add_argument("--qrels", metavar="FILE", help="hidden labels (TREC qrels); their topics are the phase's")
-    p.add_argument("--measures", nargs="+", metavar="M", help="ir_measures strings (default: dsr evaluate's)")
-    p.add_argument("--daily-quota", type=int, metavar="N", help="accepted runs per team per UTC day")
-    p.add_argument("--total-quota", type=int, metavar="N", help="accepted runs per team in all")
-    p.add_argument("--description", default="", help="shown on the board")
-    p.add_argument("--name", metavar="NAME", help="the collection's name on the board (default its own)")
-    p.add_argument("--strict", action="store_true",
-                   help="refuse runs whose scores tie as 32-bit floats (default: accept, count and say it)")
-    p.add_argument("--min-dialogues", type=int, metavar="N",
-                   help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
-                        "cover; smaller subsets are merged or withheld (default 20)")
-    p.set_defaults(func=add_phase_command)
+    _add_phase_parser(sub)
 
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
@@ -112,6 +95,28 @@ def register(subparsers) -> None:
     _db_options(ls)
     ls.set_defaults(func=list_command)
     b.set_defaults(func=lambda args: b.print_help() or 2)
+
+
+def _add_phase_parser(sub) -> None:
+    """``dsr board add-phase``'s options."""
+    p = sub.add_parser("add-phase", help="open a board: a collection and a phase (public or hidden labels)")
+    _db_options(p)
+    p.add_argument("collection", metavar="COLLECTION", help="a registered collection or a benchmark .jsonl path")
+    p.add_argument("--phase", required=True, metavar="NAME", help="phase name, e.g. public or test")
+    p.add_argument("--hidden", action="store_true",
+                   help="labels only the server holds (--qrels, else the collection file's own labels)")
+    p.add_argument("--qrels", metavar="FILE", help="hidden labels (TREC qrels); their topics are the phase's")
+    p.add_argument("--measures", nargs="+", metavar="M", help="ir_measures strings (default: dsr evaluate's)")
+    p.add_argument("--daily-quota", type=int, metavar="N", help="accepted runs per team per UTC day")
+    p.add_argument("--total-quota", type=int, metavar="N", help="accepted runs per team in all")
+    p.add_argument("--description", default="", help="shown on the board")
+    p.add_argument("--name", metavar="NAME", help="the collection's name on the board (default its own)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse runs whose scores tie as 32-bit floats (default: accept, count and say it)")
+    p.add_argument("--min-dialogues", type=int, metavar="N",
+                   help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
+                        "cover; smaller subsets are merged or withheld (default 20)")
+    p.set_defaults(func=add_phase_command)
 
 
 def _board(args, **extra):

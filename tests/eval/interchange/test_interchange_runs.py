@@ -27,6 +27,19 @@ def _dsr_json(argv: list[str]) -> dict:
     return json.loads(out.getvalue())
 
 
+def assert_evaluate_equals_ir_measures(run: Path, qrels_file: Path) -> None:
+    """dsr evaluate's means of ``run`` are ir_measures' on the same files."""
+    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all",
+                        "--measures", *MEASURES])
+    (values,) = [r["all_dialogues"]["all"] for r in result["runs"].values()]
+    expected = ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in MEASURES],
+                                          list(ir_measures.read_trec_qrels(str(qrels_file))),
+                                          list(ir_measures.read_trec_run(str(run))))
+    for measure in MEASURES:
+        assert values[measure] == pytest.approx(expected[ir_measures.parse_measure(measure)],
+                                                abs=1e-12), measure
+
+
 @pytest.fixture(scope="module")
 def qrels_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("qrels") / "sample.qrels"
@@ -48,15 +61,7 @@ def test_the_fixtures_are_in_the_styles_they_claim():
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
 def test_dsr_evaluate_equals_ir_measures(run, qrels_file):
-    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all",
-                        "--measures", *MEASURES])
-    (values,) = [r["all_dialogues"]["all"] for r in result["runs"].values()]
-    expected = ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in MEASURES],
-                                          list(ir_measures.read_trec_qrels(str(qrels_file))),
-                                          list(ir_measures.read_trec_run(str(run))))
-    for measure in MEASURES:
-        assert values[measure] == pytest.approx(expected[ir_measures.parse_measure(measure)],
-                                                abs=1e-12), measure
+    assert_evaluate_equals_ir_measures(run, qrels_file)
 
 
 def test_dsr_evaluate_equals_the_ir_measures_command_line(qrels_file):
@@ -113,14 +118,7 @@ def test_tool_written_runs_validate_evaluate_and_fix(tool, tool_runs, qrels_file
     captured = capsys.readouterr()
     assert code == 0, captured.out + captured.err
     assert ("tie as 32-bit floats" in captured.err) == (tool == "anserini")
-    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--measures", *MEASURES])
-    (values,) = [r["all_dialogues"]["all"] for r in result["runs"].values()]
-    expected = ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in MEASURES],
-                                          list(ir_measures.read_trec_qrels(str(qrels_file))),
-                                          list(ir_measures.read_trec_run(str(run))))
-    for measure in MEASURES:
-        assert values[measure] == pytest.approx(expected[ir_measures.parse_measure(measure)],
-                                                abs=1e-12), measure
+    assert_evaluate_equals_ir_measures(run, qrels_file)
     fixed = tmp_path / "fixed.run"
     assert main(["validate", "sample", str(run), "--fix-ties", "--out", str(fixed)]) == 0
     capsys.readouterr()
