@@ -362,7 +362,9 @@ def walk_every_route(client, token: str, values: dict[str, list], queries: dict[
 
 LAUNCHER = r"""
 import os, sys
-import dsr.cli, eval.board.app, eval.board.service, uvicorn   # the imports a start costs, paid once
+import alembic.command, alembic.config, dsr.cli, eval.board.app, eval.board.routes, eval.board.service
+import psycopg, uvicorn   # the imports a start costs, paid once; and uvicorn's own, made by load():
+uvicorn.Config(lambda scope, receive, send: None, log_level="warning").load()
 for line in sys.stdin:
     args = line.split()
     if args[0] == "reap":                  # wait for a killed server, so its pid is gone

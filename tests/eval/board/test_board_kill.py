@@ -1,7 +1,8 @@
 """Kill test (SQLite and PostgreSQL): ``dsr serve`` is SIGKILLed at random moments while
 clients submit, 20 times; after each restart the database and the run store agree: every row
 has its file and every file a row, no file is half written (each hashes to its name), no run
-is on a board twice, every acknowledged run is stored, and no temporary is left. Then a
+is on a board twice, every acknowledged run is stored, and no temporary is left; a request
+cut by the kill and sent again with its Idempotency-Key is answered 201 and stored once. Then a
 new run is accepted and ``dsr board rebuild`` finds nothing missing. Servers are forked from
 one launcher that has imported dsr already, so 20 starts take seconds."""
 
@@ -29,13 +30,15 @@ def consistent(db: str, store: Path) -> dict:
     """The store and the database agree (read directly: no Board is made, which would recover)."""
     engine = create_engine(db.replace("postgresql://", "postgresql+psycopg://", 1))
     with engine.connect() as conn:
-        rows = conn.execute(text("select id, phase_id, sha256 from submissions")).all()
+        rows = conn.execute(text("select id, phase_id, sha256, idempotency_key from submissions")).all()
     engine.dispose()
     files = {p.name: p for p in store.glob("??/*")}
     assert {r.sha256 for r in rows} == set(files), "a row without its file, or a file without a row"
     for name, path in files.items():
         assert hashlib.sha256(path.read_bytes()).hexdigest() == name, f"half-written {name}"
     assert len({(r.phase_id, r.sha256) for r in rows}) == len(rows), "a run twice on one board"
+    keys = [r.idempotency_key for r in rows if r.idempotency_key]
+    assert len(set(keys)) == len(keys), "a retried submission stored twice"
     assert not list((store / "tmp").iterdir()), "a temporary left behind"
     return {r.id for r in rows}
 
@@ -86,13 +89,19 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):  # noqa: F
     rng = random.Random(19)
     acknowledged: set[int] = set()
     started = time.monotonic()
-    outcomes = {"killed mid-request": 0, "accepted": 0, "duplicate": 0}
+    outcomes = {"killed mid-request": 0, "accepted": 0, "duplicate": 0, "retried": 0}
+    cut_with_key: list[dict] = []
     try:
         for trial in range(TRIALS):
             pid, url = servers.start("--db", db_url, "--store", str(store), "--rate-limit", "0")
             assert acknowledged <= consistent(db_url, store)          # after the restart
             for phase in ("public", "test"):     # the phases' scoring data, loaded on first use
                 assert httpx.get(f"{url}/api/boards/sample/{phase}/topics", timeout=30).status_code == 200
+            retried: list[dict] = []             # what a client does when its answer was cut: again
+            send(url, cut_with_key, retried)
+            assert [r["status"] for r in retried] == [201] * len(cut_with_key), retried
+            acknowledged |= {r["body"]["id"] for r in retried}
+            outcomes["retried"] += len(retried)
             results: list[dict] = []
             clients = [threading.Thread(target=send, args=(url, jobs, results))
                        for jobs in jobs_for(trial, tokens, base)]
@@ -105,6 +114,7 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):  # noqa: F
             for client in clients:
                 client.join(timeout=30)
             acknowledged |= {r["body"]["id"] for r in results if r["status"] == 201}
+            cut_with_key = [r for r in results if r["status"] == -1 and r["headers"]]
             outcomes["killed mid-request"] += sum(r["status"] == -1 for r in results)
             outcomes["accepted"] += sum(r["status"] == 201 for r in results)
             outcomes["duplicate"] += sum(r["status"] == 409 for r in results)
@@ -120,5 +130,6 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):  # noqa: F
     finally:
         servers.close()
     assert outcomes["killed mid-request"] >= 5 and outcomes["accepted"] >= 10 and outcomes["duplicate"] >= 1, outcomes
+    assert outcomes["retried"] >= 1, outcomes
     assert main(["board", "rebuild", "--db", db_url, "--store", str(store)]) == 0
     print(f"{TRIALS} kills in {time.monotonic() - started:.1f} s: {outcomes}")
