@@ -108,19 +108,8 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     path = Path(path)
     result = Validation(str(path), collection.name, expected_topics=len(collection))
     problems = result.problems
-    try:
-        data = read_bytes(path)
-    except FileNotFoundError:
-        problems.append(Problem(None, "no such run file"))
-        return result
-    except IsADirectoryError:
-        problems.append(Problem(None, "is a directory, not a run file"))
-        return result
-    except InputError as err:   # a corrupt gzip file
-        problems.append(Problem(None, err.message))
-        return result
-    if not data.strip():
-        problems.append(Problem(None, "the run file is empty"))
+    data = _read(path, problems)
+    if data is None:
         return result
     _check_sidecar(collection, path, allow_mismatch, result)
     text = data.decode("utf-8", errors="replace")
@@ -167,6 +156,25 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
     result.warnings.sort(key=lambda p: (p.line is None, p.line or 0))
     return result
+
+
+def _read(path: Path, problems: list[Problem]) -> bytes | None:
+    """The run file's text (gzip unpacked), or None with the problem that stops reading it."""
+    try:
+        data = read_bytes(path)
+    except FileNotFoundError:
+        problems.append(Problem(None, "no such run file"))
+        return None
+    except IsADirectoryError:
+        problems.append(Problem(None, "is a directory, not a run file"))
+        return None
+    except InputError as err:   # a damaged, cut or padded gzip file
+        problems.append(Problem(None, err.message))
+        return None
+    if not data.strip():
+        problems.append(Problem(None, "the run file is empty"))
+        return None
+    return data
 
 
 def _check_sidecar(collection: Collection, path: Path, allow_mismatch: bool, result: Validation) -> None:

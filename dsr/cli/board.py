@@ -40,23 +40,7 @@ def register(subparsers) -> None:
                    help="submissions per minute per team (default 30; 0 for no limit)")
     s.set_defaults(func=serve_command)
 
-    u = subparsers.add_parser(
-        "submit", help="submit a run file to a leaderboard server",
-        description="Upload a run (and RUN.json beside it) to a server started by dsr serve. "
-                    "Exit 0 when accepted, 2 when refused (the validator's messages are printed).")
-    u.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
-    u.add_argument("run", metavar="RUN", help="TREC run file (.run or .run.gz)")
-    u.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
-    u.add_argument("--token", metavar="T", help="the team token (default: $DSR_TOKEN)")
-    u.add_argument("--phase", metavar="P", help="phase (needed when the collection has several)")
-    u.add_argument("--system", metavar="NAME", help="system name (default: the file name)")
-    u.add_argument("--description", default="", help="what the system does")
-    u.add_argument("--link", default="", metavar="URL", help="paper or code link")
-    u.add_argument("--run-type", choices=("automatic", "manual"), default="automatic")
-    u.add_argument("--trained", action="store_true", help="the system was trained or tuned on this collection")
-    u.add_argument("--sidecar", metavar="FILE", help="sidecar JSON (default: RUN.json when present)")
-    u.add_argument("--json", action="store_true", help="print the server's answer as JSON")
-    u.set_defaults(func=submit_command)
+    _submit_parser(subparsers)
 
     b = subparsers.add_parser("board", help="organise a leaderboard: teams, phases, baselines, rebuild, export",
                               description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
@@ -95,6 +79,27 @@ def register(subparsers) -> None:
     _db_options(ls)
     ls.set_defaults(func=list_command)
     b.set_defaults(func=lambda args: b.print_help() or 2)
+
+
+def _submit_parser(subparsers) -> None:
+    """``dsr submit``'s options."""
+    u = subparsers.add_parser(
+        "submit", help="submit a run file to a leaderboard server",
+        description="Upload a run (and RUN.json beside it) to a server started by dsr serve. "
+                    "Exit 0 when accepted, 2 when refused (the validator's messages are printed).")
+    u.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
+    u.add_argument("run", metavar="RUN", help="TREC run file (.run or .run.gz)")
+    u.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
+    u.add_argument("--token", metavar="T", help="the team token (default: $DSR_TOKEN)")
+    u.add_argument("--phase", metavar="P", help="phase (needed when the collection has several)")
+    u.add_argument("--system", metavar="NAME", help="system name (default: the file name)")
+    u.add_argument("--description", default="", help="what the system does")
+    u.add_argument("--link", default="", metavar="URL", help="paper or code link")
+    u.add_argument("--run-type", choices=("automatic", "manual"), default="automatic")
+    u.add_argument("--trained", action="store_true", help="the system was trained or tuned on this collection")
+    u.add_argument("--sidecar", metavar="FILE", help="sidecar JSON (default: RUN.json when present)")
+    u.add_argument("--json", action="store_true", help="print the server's answer as JSON")
+    u.set_defaults(func=submit_command)
 
 
 def _add_phase_parser(sub) -> None:

@@ -40,7 +40,7 @@ from sqlalchemy.exc import IntegrityError
 from eval.board import scoring
 from eval.board.db import make_engine, migrate, read_session, sqlite_url, write_session
 from eval.board.models import Phase, Submission, Team, utcnow
-from eval.board.intake import (RUN_TYPES, Metadata, Refused, display_name, idempotency_key,  # noqa: F401
+from eval.board.intake import (RUN_TYPES, Metadata, Refused, display_name,  # noqa: F401 (re-exported)
                                published_from_sidecar, unpack_run)
 from eval.board.store import RunStore, Staged
 from eval.board.published import check_text

@@ -94,8 +94,6 @@ def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
     check = LeakCheck(board, runs)
     ids = [s.id for p in board.phases() for s in board.submissions(p)]
     values = {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids}
-    app = client.app
-
     bodies, seen_routes = walk_every_route(client, token, values, QUERIES, POST_ROUTES)
     bodies.update({f"POST /api/submissions #{i}": t for i, t in enumerate(posted)})
     assert {"/", "/board/{collection}/{phase}", "/runs/{submission_id}", "/api/boards/{collection}/{phase}",

@@ -8,6 +8,10 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -502,12 +506,7 @@ def test_bad_text_is_refused_at_intake_naming_the_field_and_leaves_nothing(db_ur
 
 # --- 9. dsr serve: a read-only DSR_HOME, the board extra missing ------------------------------
 
-def run_serve(env: dict, prefix: list[str] = (), timeout: float = 60) -> "subprocess.CompletedProcess":
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
+def run_serve(env: dict, prefix: list[str] = (), timeout: float = 60) -> subprocess.CompletedProcess:
     root = Path(__file__).resolve().parents[3]
     command = [*prefix, sys.executable, "-m", "dsr.cli", "serve", "--port", "0"]
     return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout,
@@ -515,7 +514,6 @@ def run_serve(env: dict, prefix: list[str] = (), timeout: float = 60) -> "subpro
 
 
 def test_serve_with_a_read_only_dsr_home_is_exit_2_naming_the_folder(tmp_path):
-    import os
     import shutil
 
     home = tmp_path / "ro-home"
@@ -541,8 +539,6 @@ def test_serve_with_a_read_only_dsr_home_is_exit_2_naming_the_folder(tmp_path):
                                               (["submit", "sample", "RUN", "--server", "http://127.0.0.1:9",
                                                 "--token", "t"], "httpx")])
 def test_a_missing_board_extra_says_what_to_install(command, missing, runs, tmp_path, monkeypatch, capsys):  # noqa: F811
-    import sys
-
     monkeypatch.setitem(sys.modules, missing, None)       # as if the board extra were not installed
     command = [str(runs / "bm25.run") if part == "RUN" else part for part in command]
     assert main(command + (["--db", f"sqlite:///{tmp_path / 'b.sqlite'}"] if command[0] == "board" else [])) == 2
@@ -585,18 +581,12 @@ def test_a_csrf_token_of_one_session_does_not_work_in_another(setup, runs):  # n
 
 
 def dead_pid() -> int:
-    import subprocess
-    import sys
-
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
     return process.pid
 
 
 def test_temporaries_are_removed_on_failure_and_at_the_next_start(db_url, tmp_path, runs, monkeypatch):  # noqa: F811
-    import hashlib
-    import os
-
     from eval.board.service import Metadata
 
     board = make_board(db_url, tmp_path)
