@@ -85,7 +85,9 @@ def _submit_parser(subparsers) -> None:
     """``dsr submit``'s options."""
     u = subparsers.add_parser(
         "submit", help="submit a run file to a leaderboard server",
-        description="Upload a run (and RUN.json beside it) to a server started by dsr serve. "
+        description="Upload a run (and the published metadata of RUN.json beside it: printed first) to a "
+                    "server started by dsr serve; a try without an answer is sent again with its "
+                    "Idempotency-Key. "
                     "Exit 0 when accepted, 2 when refused (the validator's messages are printed).")
     u.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
     u.add_argument("run", metavar="RUN", help="TREC run file (.run or .run.gz)")

@@ -6,14 +6,19 @@ Security rules, as a participant would test them:
 * teams authenticate with tokens (``Authorization: Bearer`` on the API, a
   login form that opens a server-side session for the browser); a missing or
   wrong token is 401, another team's run file is 403;
-* every form carries a CSRF token (double submit: a ``SameSite=Strict`` cookie
-  and a hidden field that must match);
+* every form carries a CSRF token: a logged-in session's own (a token of
+  another session is refused), before logging in a double-submit
+  ``SameSite=Strict`` cookie;
 * request bodies are capped (413) and submissions rate-limited per team (429);
 * templates autoescape, and a Content-Security-Policy forbids scripts;
 * no path is built from user input (the store names files by sha256), SQL only
   goes through the ORM;
 * hidden phases: labels and per-topic values never leave the server; pages,
-  API and exports carry means only.
+  API and exports carry means only, over subsets of at least the phase's
+  minimum of dialogues (``scoring.publishable_subsets``);
+* of a run's sidecar only the published allow-list is kept and served
+  (``published``); text with NUL, control characters or lone surrogates is
+  refused at intake (422 naming the field).
 """
 
 from __future__ import annotations
