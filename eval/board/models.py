@@ -66,9 +66,9 @@ class Submission(Base):
     __tablename__ = "submissions"
     __table_args__ = (Index("ix_submissions_phase_team_time", "phase_id", "team_id", "created_at"),
                       # the same run text once per board (a duplicate is refused, 409)
-                      UniqueConstraint("phase_id", "sha256", name="uq_submission_phase_sha256"),
+                      Index("uq_submission_phase_sha256", "phase_id", "sha256", unique=True),
                       # a retried request (same Idempotency-Key) is answered, not stored again
-                      UniqueConstraint("team_id", "idempotency_key", name="uq_submission_team_key"))
+                      Index("uq_submission_team_key", "team_id", "idempotency_key", unique=True))
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id"))
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))

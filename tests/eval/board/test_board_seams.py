@@ -21,6 +21,7 @@ from sqlalchemy import text
 from board_support import db_url, make_board, plain_rr, postgres, read, runs, setup_phases  # noqa: F401
 from dsr.cli import main
 from eval.board.app import create_app
+from eval.board.published import published_metadata
 from eval.qrels import read_qrels
 from retrieval.collections import load_collection
 from tool_runs import tool_runs  # noqa: F401
@@ -626,3 +627,39 @@ def test_temporaries_are_removed_on_failure_and_at_the_next_start(db_url, tmp_pa
     assert not again.store.has(orphan_digest) and again.store.verify(kept)
     assert stored(again) == before
     again.close()
+
+
+def test_upgrading_a_board_keeps_only_the_published_metadata_of_stored_sidecars(db_url, tmp_path, runs):  # noqa: F811
+    """A board made before migration 0002 served whole sidecars: the upgrade rewrites them."""
+    from alembic import command
+    from alembic.config import Config
+
+    from eval.board.db import MIGRATIONS, make_engine
+
+    engine = make_engine(db_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    side = json.dumps(private_sidecar(tmp_path, "somehost", "someone"), sort_keys=True)
+    with engine.begin() as conn:
+        conn.execute(text("insert into teams (id, name, token_hash, organiser, created_at) values "
+                          "(1, 'alpha', :h, false, '2026-11-01 00:00:00')"), {"h": "0" * 64})
+        conn.execute(text("insert into phases (id, collection, name, collection_ref, collection_hash, hidden, "
+                          "description, topics_json, measures_json, created_at) values (1, 'sample', 'public', "
+                          "'sample', :c, false, '', '[]', '[\"RR\"]', '2026-11-01 00:00:00')"),
+                     {"c": load_collection("sample").content_hash})
+        conn.execute(text("insert into submissions (phase_id, team_id, system, description, link, run_type, "
+                          "trained_on_collection, baseline, filename, sha256, size, lines, sidecar_json, "
+                          "means_json, per_topic, created_at) values (1, 1, 'x', '', '', 'automatic', false, "
+                          "false, 'x.run', :s, 1, 1, :side, '{}', :blob, '2026-11-01 00:00:00')"),
+                     {"s": "e" * 64, "side": side, "blob": b"\0" * 8})
+    engine.dispose()
+    board = make_board(db_url, tmp_path)                 # migrates to the newest schema
+    with board.engine.connect() as conn:
+        kept = json.loads(conn.scalar(text("select sidecar_json from submissions")))
+        assert conn.scalar(text("select version_num from alembic_version")) == "0002"
+    assert kept == published_metadata(json.loads(side)) and kept["ranker"] == "bm25"
+    assert "somehost" not in json.dumps(kept) and "/home/" not in json.dumps(kept)
+    board.close()

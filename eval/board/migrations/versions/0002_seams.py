@@ -50,27 +50,26 @@ def _no_duplicates() -> None:
 
 
 def upgrade() -> None:
+    # Plain ADD COLUMN and unique indexes: SQLite does both in place, so no table is
+    # copied and dropped (which its foreign keys would refuse for phases).
     _no_duplicates()
-    with op.batch_alter_table('phases', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('strict', sa.Boolean(), server_default=sa.false(), nullable=False))
-        batch_op.add_column(sa.Column('min_dialogues', sa.Integer(), nullable=True))
-    with op.batch_alter_table('submissions', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('tied_topics', sa.Integer(), server_default='0', nullable=False))
-        batch_op.add_column(sa.Column('idempotency_key', sa.String(length=200), nullable=True))
-        batch_op.add_column(sa.Column('answer_json', sa.Text(), nullable=True))
-        batch_op.create_unique_constraint('uq_submission_phase_sha256', ['phase_id', 'sha256'])
-        batch_op.create_unique_constraint('uq_submission_team_key', ['team_id', 'idempotency_key'])
-    with op.batch_alter_table('web_sessions', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('csrf', sa.String(length=64), nullable=True))
+    op.add_column('phases', sa.Column('strict', sa.Boolean(), server_default=sa.false(), nullable=False))
+    op.add_column('phases', sa.Column('min_dialogues', sa.Integer(), nullable=True))
+    op.add_column('submissions', sa.Column('tied_topics', sa.Integer(), server_default='0', nullable=False))
+    op.add_column('submissions', sa.Column('idempotency_key', sa.String(length=200), nullable=True))
+    op.add_column('submissions', sa.Column('answer_json', sa.Text(), nullable=True))
+    op.create_index('uq_submission_phase_sha256', 'submissions', ['phase_id', 'sha256'], unique=True)
+    op.create_index('uq_submission_team_key', 'submissions', ['team_id', 'idempotency_key'], unique=True)
+    op.add_column('web_sessions', sa.Column('csrf', sa.String(length=64), nullable=True))
     _published_only()
 
 
 def downgrade() -> None:
     with op.batch_alter_table('web_sessions', schema=None) as batch_op:
         batch_op.drop_column('csrf')
+    op.drop_index('uq_submission_team_key', table_name='submissions')
+    op.drop_index('uq_submission_phase_sha256', table_name='submissions')
     with op.batch_alter_table('submissions', schema=None) as batch_op:
-        batch_op.drop_constraint('uq_submission_team_key', type_='unique')
-        batch_op.drop_constraint('uq_submission_phase_sha256', type_='unique')
         batch_op.drop_column('answer_json')
         batch_op.drop_column('idempotency_key')
         batch_op.drop_column('tied_topics')
