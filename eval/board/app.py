@@ -430,6 +430,8 @@ def create_app(board: Board) -> FastAPI:
     def healthz():
         return {"ok": True}
 
+    from eval.board.judging_routes import router as judging_router   # the judging pages (/judge)
+    app.include_router(judging_router)
     return app
 
 

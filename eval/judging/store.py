@@ -1,0 +1,372 @@
+"""Campaigns in the board's database: create, assign, grade, read back.
+
+:class:`Judging` binds an engine (the leaderboard's: SQLite by default, PostgreSQL
+by URL; see :mod:`eval.board.db`); ``dsr judge`` commands, the judging pages and
+the tests all go through it. Every grade is its own committed transaction
+(:meth:`Judging.grade`): one row per (item, assessor), so a grade given again
+(or sent again after a lost answer) replaces the row instead of adding one.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import pandas as pd
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from eval.board.db import make_engine, migrate, read_session, write_session
+from eval.board.judging_models import (Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem,
+                                       JudgeTask)
+from eval.board.models import utcnow
+from eval.judging import guidelines as guidelines_module
+from eval.judging.guidelines import Guidelines
+from eval.judging.honeypots import GoldSet
+from eval.judging.tasks import assign, plan_tasks
+from retrieval.data import Collection, dialogue_from_json
+from retrieval.errors import InputError
+
+#: the longest time a grade may say it took (longer means the page was left open)
+MAX_SECONDS = 3600.0
+
+
+class Refused(Exception):
+    """A grade or page that is not allowed: ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Settings:
+    """How a campaign is judged (see ``dsr judge create --help``)."""
+
+    k: int = 3
+    chunk: int = 10
+    honeypot_rate: float = 0.1
+    threshold: float = 0.7
+    min_checks: int = 3
+    seed: int = 0
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    id: int
+    task_id: int
+    campaign_id: int
+
+
+class Judging:
+    """Judging campaigns stored in the database behind ``engine``."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self._items: dict[str, ItemRef] = {}
+        self._guidelines: dict[tuple[int, str], Guidelines] = {}
+        self._scales: dict[int, list[int]] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, url: str) -> "Judging":
+        engine = make_engine(url)
+        migrate(engine)
+        return cls(engine)
+
+    # -- campaigns ---------------------------------------------------------
+    def create(self, name: str, pool: Collection, rules: Guidelines, settings: Settings,
+               golds: dict[str, GoldSet] | None = None) -> Campaign:
+        """A campaign over ``pool``: its dialogues, tasks and items (honeypots planted)."""
+        name = _checked_name(name, "NAME")
+        if not 1 <= settings.k <= 20:
+            raise InputError("from 1 to 20 assessors per item", field="--k")
+        if not 0 <= settings.threshold <= 1:
+            raise InputError("a fraction from 0 to 1", field="--honeypot-threshold")
+        if settings.min_checks < 0:
+            raise InputError("a whole number >= 0", field="--min-honeypots")
+        planned = plan_tasks(pool, golds or {}, settings.chunk, settings.honeypot_rate,
+                             rules.relevant_from, settings.seed)
+        described = {k: v for k, v in pool.describe().items() if k != "meta"}
+        with write_session(self.engine) as s:
+            if s.scalar(select(Campaign.id).where(Campaign.name == name)) is not None:
+                raise InputError(f"campaign {name!r} exists already", field="NAME")
+            campaign = Campaign(name=name, description=settings.description,
+                                guidelines_json=json.dumps(rules.to_json()), k=settings.k,
+                                chunk=settings.chunk, honeypot_rate=settings.honeypot_rate,
+                                threshold=settings.threshold, min_checks=settings.min_checks,
+                                seed=settings.seed, pool_json=json.dumps(described))
+            s.add(campaign)
+            s.flush()
+            rows = {d.id: JudgeDialogue(campaign_id=campaign.id, position=i, dialogue_id=d.id,
+                                        data_json=json.dumps(d.to_json(), ensure_ascii=False))
+                    for i, d in enumerate(pool)}
+            s.add_all(rows.values())
+            s.flush()
+            tasks = [JudgeTask(campaign_id=campaign.id, seq=n, dialogue_pk=rows[t.dialogue].id,
+                               size=len(t.items)) for n, t in enumerate(planned, start=1)]
+            s.add_all(tasks)
+            s.flush()
+            s.add_all(JudgeItem(campaign_id=campaign.id, task_id=task.id, position=p,
+                                key=secrets.token_hex(8), candidate_id=it.candidate, title=it.title,
+                                body=it.body, gold=it.gold, source=it.source)
+                      for task, t in zip(tasks, planned) for p, it in enumerate(t.items))
+        return campaign
+
+    def campaign(self, name: str) -> Campaign:
+        with read_session(self.engine) as s:
+            found = s.scalar(select(Campaign).where(Campaign.name == name))
+        if found is None:
+            names = ", ".join(c.name for c in self.campaigns()) or "none yet"
+            raise InputError(f"no campaign {name!r} (campaigns: {names})", field="CAMPAIGN")
+        return found
+
+    def campaigns(self) -> list[Campaign]:
+        with read_session(self.engine) as s:
+            return list(s.scalars(select(Campaign).order_by(Campaign.id)))
+
+    def guidelines(self, campaign: Campaign) -> Guidelines:
+        key = (campaign.id, campaign.guidelines_json)
+        with self._lock:
+            cached = self._guidelines.get(key)
+        if cached is None:
+            cached = guidelines_module.from_json(json.loads(campaign.guidelines_json))
+            with self._lock:
+                self._guidelines[key] = cached
+        return cached
+
+    def scale(self, campaign_id: int, fresh: bool = False) -> list[int]:
+        """The campaign's grades (cached; ``fresh`` reads them again)."""
+        with self._lock:
+            values = None if fresh else self._scales.get(campaign_id)
+        if values is None:
+            with read_session(self.engine) as s:
+                values = self.guidelines(s.get(Campaign, campaign_id)).grades
+            with self._lock:
+                self._scales[campaign_id] = values
+        return values
+
+    def set_guidelines(self, name: str, rules: Guidelines) -> None:
+        """Replace a campaign's text and examples; the scale's grades cannot change once graded."""
+        campaign = self.campaign(name)
+        if rules.grades != self.guidelines(campaign).grades and self._graded(campaign.id):
+            raise InputError("the campaign has grades: its scale's grades cannot change "
+                             f"(now {self.guidelines(campaign).grades})", field="scale")
+        with write_session(self.engine) as s:
+            s.get(Campaign, campaign.id).guidelines_json = json.dumps(rules.to_json())
+
+    def _graded(self, campaign_id: int) -> int:
+        with read_session(self.engine) as s:
+            return int(s.scalar(select(func.count()).select_from(Grade).join(JudgeItem)
+                                .where(JudgeItem.campaign_id == campaign_id)))
+
+    def pool(self, campaign: Campaign) -> Collection:
+        """The campaign's pool, as it was given (labels untouched)."""
+        with read_session(self.engine) as s:
+            rows = s.scalars(select(JudgeDialogue.data_json).where(JudgeDialogue.campaign_id == campaign.id)
+                             .order_by(JudgeDialogue.position)).all()
+        return Collection(json.loads(campaign.pool_json)["name"],
+                          [dialogue_from_json(json.loads(r)) for r in rows])
+
+    # -- assessors -----------------------------------------------------------
+    def add_assessor(self, name: str) -> str:
+        """Create an assessor; returns their token (shown once: only its hash is kept)."""
+        from eval.board.service import hash_token, new_token
+
+        name = _checked_name(name, "NAME")
+        token = new_token()
+        with write_session(self.engine) as s:
+            if s.scalar(select(Assessor.id).where(Assessor.name == name)) is not None:
+                raise InputError(f"assessor {name!r} exists already", field="NAME")
+            s.add(Assessor(name=name, token_hash=hash_token(token), origin="web"))
+        return token
+
+    def assessor_for_token(self, token: str | None) -> Assessor | None:
+        from eval.board.service import hash_token
+
+        if not token:
+            return None
+        with read_session(self.engine) as s:
+            return s.scalar(select(Assessor).where(Assessor.token_hash == hash_token(token)))
+
+    def assessors(self) -> list[Assessor]:
+        with read_session(self.engine) as s:
+            return list(s.scalars(select(Assessor).order_by(Assessor.name)))
+
+    # -- assignments -----------------------------------------------------------
+    def assign(self, name: str, assessors: list[str] | None = None,
+               release: Iterable[str] = ()) -> dict[str, int]:
+        """Fill every task's places up to k (see :func:`eval.judging.tasks.assign`); first drop
+        the untouched assignments of the ``release``d assessors. Returns the sentences now
+        assigned to each assessor."""
+        campaign = self.campaign(name)
+        with write_session(self.engine) as s:
+            people = {a.name: a for a in s.scalars(select(Assessor))}
+            chosen = list(assessors) if assessors else [n for n, a in people.items()
+                                                       if a.origin == "web"]
+            gone = set(release)
+            for who in [*chosen, *gone]:
+                if who not in people:
+                    raise InputError(f"no assessor {who!r} (add them with dsr judge add-assessor)",
+                                     field="--assessors")
+            self._release(s, campaign.id, [people[n].id for n in gone])
+            chosen = [n for n in chosen if n not in gone]
+            sizes = dict(s.execute(select(JudgeTask.id, JudgeTask.size)
+                                   .where(JudgeTask.campaign_id == campaign.id)).all())
+            existing: dict[int, set[str]] = {}
+            load = dict.fromkeys(chosen, 0)
+            names = {a.id: n for n, a in people.items()}
+            for task_id, assessor_id in s.execute(select(Assignment.task_id, Assignment.assessor_id)
+                                                  .join(JudgeTask).where(JudgeTask.campaign_id == campaign.id)):
+                existing.setdefault(task_id, set()).add(names[assessor_id])
+                if names[assessor_id] in load:
+                    load[names[assessor_id]] += sizes[task_id]
+            new = assign(sizes, chosen, campaign.k, existing, load, campaign.seed)
+            s.add_all(Assignment(task_id=t, assessor_id=people[n].id) for t, n in new)
+            for t, n in new:
+                load[n] += sizes[t]
+        return load
+
+    def _release(self, s, campaign_id: int, assessor_ids: list[int]) -> None:
+        if not assessor_ids:
+            return
+        rows = s.scalars(select(Assignment).join(JudgeTask).where(
+            JudgeTask.campaign_id == campaign_id, Assignment.assessor_id.in_(assessor_ids))).all()
+        for row in rows:
+            graded = s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(
+                JudgeItem.task_id == row.task_id, Grade.assessor_id == row.assessor_id))
+            if not graded:
+                s.delete(row)
+
+    # -- grades --------------------------------------------------------------
+    def item(self, key: str) -> ItemRef | None:
+        """An item by its public key (cached: items never change)."""
+        with self._lock:
+            ref = self._items.get(key)
+        if ref is None:
+            with read_session(self.engine) as s:
+                row = s.execute(select(JudgeItem.id, JudgeItem.task_id, JudgeItem.campaign_id)
+                                .where(JudgeItem.key == key)).first()
+            if row is None:
+                return None
+            ref = ItemRef(*row)
+            with self._lock:
+                self._items[key] = ref
+        return ref
+
+    def grade(self, assessor: Assessor, key: str, grade: int | None, unsure: bool = False,
+              seconds: float | None = None, source: str = "web") -> bool:
+        """Record one grade (committed on return); True when it is the item's first from them."""
+        ref = self.item(key)
+        if ref is None:
+            raise Refused(404, "no such item")
+        if unsure:
+            grade = None
+        elif grade not in self.scale(ref.campaign_id) and grade not in self.scale(ref.campaign_id, True):
+            raise Refused(422, f"grade must be one of {self.scale(ref.campaign_id)} (or unsure)")
+        if seconds is not None:
+            seconds = min(max(float(seconds), 0.0), MAX_SECONDS)
+        for attempt in (1, 2):
+            try:
+                with write_session(self.engine) as s:
+                    return self._upsert(s, assessor.id, ref, grade, unsure, seconds, source)
+            except IntegrityError:       # the same grade sent twice at once (PostgreSQL): update
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _upsert(self, s, assessor_id: int, ref: ItemRef, grade, unsure, seconds, source) -> bool:
+        if s.scalar(select(Assignment.id).where(Assignment.task_id == ref.task_id,
+                                                Assignment.assessor_id == assessor_id)) is None:
+            raise Refused(403, "this item is not in one of your tasks")
+        row = s.scalar(select(Grade).where(Grade.item_id == ref.id, Grade.assessor_id == assessor_id))
+        now = utcnow()
+        if row is None:
+            s.add(Grade(item_id=ref.id, assessor_id=assessor_id, grade=grade, unsure=unsure,
+                        seconds=seconds, source=source, created_at=now, updated_at=now))
+            s.flush()
+            return True
+        row.grade, row.unsure, row.updated_at, row.source = grade, unsure, now, source
+        if seconds is not None:
+            row.seconds = seconds
+        return False
+
+    def import_grades(self, name: str, rows: list[dict[str, Any]], origin: str) -> int:
+        """Grades read from another tool (``rows``: item key, assessor, grade or None, unsure,
+        seconds). Assessors are created without a token (named ``origin:ID``) and given the
+        item's task; a grade already imported is replaced, so importing again changes nothing."""
+        campaign = self.campaign(name)
+        values = self.guidelines(campaign).grades
+        with write_session(self.engine) as s:
+            items = dict(s.execute(select(JudgeItem.key, JudgeItem.id).where(JudgeItem.campaign_id == campaign.id)).all())
+            tasks = dict(s.execute(select(JudgeItem.id, JudgeItem.task_id).where(JudgeItem.campaign_id == campaign.id)).all())
+            people = {a.name: a for a in s.scalars(select(Assessor))}
+            for row in rows:
+                where = row.get("where") or {}
+                if row["item"] not in items:
+                    raise InputError(f"item {row['item']!r} is not in campaign {name!r}", **where)
+                if row["grade"] is not None and row["grade"] not in values:
+                    raise InputError(f"grade must be one of {values}, got {row['grade']!r}", **where)
+                who = f"{origin}:{row['assessor']}"
+                if who not in people:
+                    people[who] = Assessor(name=who, token_hash=None, origin=origin)
+                    s.add(people[who])
+                    s.flush()
+                self._imported(s, people[who].id, items[row["item"]], tasks[items[row["item"]]], row, origin)
+        return len(rows)
+
+    def _imported(self, s, assessor_id: int, item_id: int, task_id: int, row: dict, origin: str) -> None:
+        if s.scalar(select(Assignment.id).where(Assignment.task_id == task_id,
+                                                Assignment.assessor_id == assessor_id)) is None:
+            s.add(Assignment(task_id=task_id, assessor_id=assessor_id))
+        self._upsert(s, assessor_id, ItemRef(item_id, task_id, 0), row["grade"], row["grade"] is None,
+                     row.get("seconds"), origin)
+
+    # -- reading -------------------------------------------------------------
+    def grades_frame(self, campaign: Campaign) -> pd.DataFrame:
+        """Every grade of the campaign, one row per (item, assessor) (see ``aggregate.COLUMNS``)."""
+        from eval.judging.aggregate import COLUMNS
+
+        query = (select(Grade.item_id, Assessor.name, Grade.grade, Grade.unsure, Grade.seconds,
+                        JudgeItem.gold, JudgeItem.candidate_id.is_(None), JudgeDialogue.dialogue_id,
+                        JudgeItem.candidate_id, JudgeTask.seq, Grade.created_at)
+                 .join(Assessor, Grade.assessor_id == Assessor.id)
+                 .join(JudgeItem, Grade.item_id == JudgeItem.id)
+                 .join(JudgeTask, JudgeItem.task_id == JudgeTask.id)
+                 .join(JudgeDialogue, JudgeTask.dialogue_pk == JudgeDialogue.id)
+                 .where(JudgeItem.campaign_id == campaign.id).order_by(Grade.item_id, Assessor.name))
+        with read_session(self.engine) as s:
+            rows = s.execute(query).all()
+        frame = pd.DataFrame([tuple(r) for r in rows], columns=list(COLUMNS))
+        frame["grade"] = frame["grade"].astype(float)
+        frame["gold"] = frame["gold"].astype(float)
+        frame["seconds"] = frame["seconds"].astype(float)
+        frame["unsure"] = frame["unsure"].astype(bool)
+        frame["planted"] = frame["planted"].astype(bool)
+        return frame
+
+    def items_frame(self, campaign: Campaign) -> pd.DataFrame:
+        """Every item: id, key, task seq, position, dialogue, candidate, title, body, gold, source."""
+        query = (select(JudgeItem.id, JudgeItem.key, JudgeTask.seq, JudgeItem.position,
+                        JudgeDialogue.dialogue_id, JudgeItem.candidate_id, JudgeItem.title,
+                        JudgeItem.body, JudgeItem.gold, JudgeItem.source)
+                 .join(JudgeTask, JudgeItem.task_id == JudgeTask.id)
+                 .join(JudgeDialogue, JudgeTask.dialogue_pk == JudgeDialogue.id)
+                 .where(JudgeItem.campaign_id == campaign.id).order_by(JudgeTask.seq, JudgeItem.position))
+        with read_session(self.engine) as s:
+            rows = s.execute(query).all()
+        return pd.DataFrame([tuple(r) for r in rows],
+                            columns=["item", "key", "task", "position", "dialogue", "candidate",
+                                     "title", "body", "gold", "source"])
+
+
+def _checked_name(name: str, field: str) -> str:
+    name = (name or "").strip()
+    if not name or len(name) > 100 or "/" in name or not name.isprintable():
+        raise InputError("a name of 1 to 100 printable characters without '/'", field=field)
+    return name
