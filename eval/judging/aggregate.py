@@ -25,6 +25,7 @@ with scikit-learn 1.9's ``check_is_fitted``, so they are not offered.)
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import pandas as pd
@@ -89,7 +90,9 @@ def aggregate(grades: pd.DataFrame, method: str = "mv", seed: int = 0) -> pd.Ser
         return pd.Series(dtype=int, name="label")
     data = pd.DataFrame({"task": grades["item"].to_numpy(), "worker": grades["assessor"].to_numpy(),
                          "label": grades["grade"].astype(int).to_numpy()})
-    probas = _aggregator(method, seed).fit(data).probas_
+    with warnings.catch_warnings():     # crowd-kit 1.4 uses pandas keywords pandas 3 deprecates
+        warnings.filterwarnings("ignore", module=r"crowdkit\.")
+        probas = _aggregator(method, seed).fit(data).probas_
     probas = probas[sorted(probas.columns)]          # idxmax keeps the first of a tie: the lowest
     return probas.idxmax(axis="columns").astype(int).rename("label").sort_index()
 

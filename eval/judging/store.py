@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from eval.board.db import make_engine, migrate, read_session, write_session
@@ -296,36 +296,65 @@ class Judging:
             row.seconds = seconds
         return False
 
-    def import_grades(self, name: str, rows: list[dict[str, Any]], origin: str) -> int:
-        """Grades read from another tool (``rows``: item key, assessor, grade or None, unsure,
-        seconds). Assessors are created without a token (named ``origin:ID``) and given the
-        item's task; a grade already imported is replaced, so importing again changes nothing."""
+    def import_grades(self, name: str, rows: list[dict[str, Any]], origin: str | None) -> int:
+        """Many grades in one transaction (``rows``: item key, assessor, grade or None for
+        unsure, seconds, and ``where`` for error messages).
+
+        From another tool (``origin`` "label-studio", "crowd"): assessors are created without
+        a token as ``origin:ID`` and given the item's task. With ``origin`` None the assessors
+        exist and must hold the item's task (bulk grading, e.g. simulated assessors). A grade
+        given again replaces the earlier one, so importing a file again changes nothing."""
         campaign = self.campaign(name)
         values = self.guidelines(campaign).grades
         with write_session(self.engine) as s:
-            items = dict(s.execute(select(JudgeItem.key, JudgeItem.id).where(JudgeItem.campaign_id == campaign.id)).all())
-            tasks = dict(s.execute(select(JudgeItem.id, JudgeItem.task_id).where(JudgeItem.campaign_id == campaign.id)).all())
-            people = {a.name: a for a in s.scalars(select(Assessor))}
+            items = {k: (i, t) for k, i, t in s.execute(select(JudgeItem.key, JudgeItem.id, JudgeItem.task_id)
+                                                        .where(JudgeItem.campaign_id == campaign.id))}
+            people = {a.name: a.id for a in s.scalars(select(Assessor))}
+            assigned = set(s.execute(select(Assignment.task_id, Assignment.assessor_id).join(JudgeTask)
+                                     .where(JudgeTask.campaign_id == campaign.id)).all())
+            graded = dict(((i, a), g) for i, a, g in s.execute(
+                select(Grade.item_id, Grade.assessor_id, Grade.id).join(JudgeItem)
+                .where(JudgeItem.campaign_id == campaign.id)))
+            new, changed, now = [], [], utcnow()
             for row in rows:
                 where = row.get("where") or {}
                 if row["item"] not in items:
                     raise InputError(f"item {row['item']!r} is not in campaign {name!r}", **where)
                 if row["grade"] is not None and row["grade"] not in values:
                     raise InputError(f"grade must be one of {values}, got {row['grade']!r}", **where)
-                who = f"{origin}:{row['assessor']}"
-                if who not in people:
-                    people[who] = Assessor(name=who, token_hash=None, origin=origin)
-                    s.add(people[who])
-                    s.flush()
-                self._imported(s, people[who].id, items[row["item"]], tasks[items[row["item"]]], row, origin)
+                item_id, task_id = items[row["item"]]
+                who = self._importer(s, people, row["assessor"], origin, where)
+                if (task_id, who) not in assigned:
+                    if origin is None:
+                        raise InputError(f"{row['assessor']} does not hold this item's task", **where)
+                    s.add(Assignment(task_id=task_id, assessor_id=who))
+                    assigned.add((task_id, who))
+                values_of = {"grade": row["grade"], "unsure": row["grade"] is None,
+                             "seconds": row.get("seconds"), "source": origin or "bulk", "updated_at": now}
+                if (item_id, who) in graded and graded[item_id, who] is None:
+                    raise InputError(f"{row['assessor']} grades item {row['item']} twice", **where)
+                if (item_id, who) in graded:
+                    changed.append({"id": graded[item_id, who], **values_of})
+                else:
+                    graded[item_id, who] = None
+                    new.append({"item_id": item_id, "assessor_id": who, "created_at": now, **values_of})
+            if new:
+                s.execute(insert(Grade), new)
+            if changed:
+                s.execute(update(Grade), changed)
         return len(rows)
 
-    def _imported(self, s, assessor_id: int, item_id: int, task_id: int, row: dict, origin: str) -> None:
-        if s.scalar(select(Assignment.id).where(Assignment.task_id == task_id,
-                                                Assignment.assessor_id == assessor_id)) is None:
-            s.add(Assignment(task_id=task_id, assessor_id=assessor_id))
-        self._upsert(s, assessor_id, ItemRef(item_id, task_id, 0), row["grade"], row["grade"] is None,
-                     row.get("seconds"), origin)
+    @staticmethod
+    def _importer(s, people: dict[str, int], assessor: str, origin: str | None, where: dict) -> int:
+        name = assessor if origin is None else f"{origin}:{assessor}"
+        if name not in people:
+            if origin is None:
+                raise InputError(f"no assessor {assessor!r}", **where)
+            row = Assessor(name=name, token_hash=None, origin=origin)
+            s.add(row)
+            s.flush()
+            people[name] = row.id
+        return people[name]
 
     # -- reading -------------------------------------------------------------
     def grades_frame(self, campaign: Campaign) -> pd.DataFrame:
