@@ -37,7 +37,8 @@ def truth_of(collection: Collection, top: int = 2) -> dict[tuple[str, str], int]
 
 
 def sample_campaign(judging, name: str = "s1", k: int = 3, chunk: int = 10, rate: float = 0.1,
-                    threshold: float = 0.7, assessors=ASSESSORS, assign: bool = True, seed: int = 0):
+                    threshold: float = 0.7, assessors=ASSESSORS, assign: bool = True, seed: int = 0,
+                    min_checks: int = 3):
     """A campaign on ``sample`` with automatic honeypots; returns (truth, {assessor: token})."""
     from eval.judging import guidelines, honeypots
     from eval.judging.store import Settings
@@ -47,7 +48,7 @@ def sample_campaign(judging, name: str = "s1", k: int = 3, chunk: int = 10, rate
     pool = as_pool(sample)
     rules = guidelines.load()
     golds = honeypots.auto_golds(pool, 0, 2, seed)
-    judging.create(name, pool, rules, Settings(k, chunk, rate, threshold, 3, seed), golds)
+    judging.create(name, pool, rules, Settings(k, chunk, rate, threshold, min_checks, seed), golds)
     tokens = {a: judging.add_assessor(a) for a in assessors if a not in {x.name for x in judging.assessors()}}
     if assign:
         judging.assign(name, list(assessors))

@@ -95,7 +95,7 @@ def task_view(judging: Judging, assessor: Assessor, campaign: Campaign, seq: int
     at = order.index(seq)
     items = [{**it, "graded": it["key"] in mine, "grade": mine.get(it["key"])} for it in made.items]
     return {"campaign": campaign, "seq": seq, "number": at + 1, "title": made.title, "turns": made.turns,
-            "next_speaker": made.next_speaker, "items": items,
+            "next_speaker": made.next_speaker, "sentences": items,
             "previous": order[at - 1] if at > 0 else None,
             "following": order[at + 1] if at + 1 < len(order) else None,
             "progress": progress(rows)}
