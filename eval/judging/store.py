@@ -71,6 +71,8 @@ class Judging:
         self._items: dict[str, ItemRef] = {}
         self._guidelines: dict[tuple[int, str], Guidelines] = {}
         self._scales: dict[int, list[int]] = {}
+        #: what never changes once written (task contents), for the pages (dict operations are atomic)
+        self.cache: dict[Any, Any] = {}
         self._lock = threading.Lock()
 
     @classmethod

@@ -9,7 +9,6 @@ Task contents never change once made, so they are cached per task.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,10 +25,6 @@ class TaskContent:
     turns: list[dict[str, str]]
     next_speaker: str
     items: list[dict[str, str]]            # key, title, body
-
-
-_CONTENT: dict[int, TaskContent] = {}
-_CONTENT_LOCK = threading.Lock()
 
 
 def task_rows(judging: Judging, assessor: Assessor, campaign: Campaign) -> list[dict[str, int]]:
@@ -62,8 +57,8 @@ def my_campaigns(judging: Judging, assessor: Assessor) -> list[dict[str, Any]]:
 
 
 def content(judging: Judging, task: JudgeTask) -> TaskContent:
-    with _CONTENT_LOCK:
-        cached = _CONTENT.get(task.id)
+    """What the task shows (cached on ``judging``: a task never changes once made)."""
+    cached = judging.cache.get(("task", task.id))
     if cached is not None:
         return cached
     with read_session(judging.engine) as s:
@@ -76,8 +71,7 @@ def content(judging: Judging, task: JudgeTask) -> TaskContent:
                         for t in record["context"]],
                        target.get("author_name") or target.get("author_id") or "?",
                        [{"key": k, "title": t, "body": b} for k, t, b in items])
-    with _CONTENT_LOCK:
-        _CONTENT[task.id] = made
+    judging.cache[("task", task.id)] = made
     return made
 
 
