@@ -13,9 +13,8 @@ import json
 import secrets
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-import pandas as pd
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
@@ -25,10 +24,13 @@ from eval.board.judging_models import (Assessor, Assignment, Campaign, Grade, Ju
 from eval.board.models import utcnow
 from eval.judging import guidelines as guidelines_module
 from eval.judging.guidelines import Guidelines
-from eval.judging.honeypots import GoldSet
-from eval.judging.tasks import assign, plan_tasks
 from retrieval.data import Collection, dialogue_from_json
 from retrieval.errors import InputError
+
+if TYPE_CHECKING:      # the server imports this module: pandas and the planners only when used
+    import pandas as pd
+
+    from eval.judging.honeypots import GoldSet
 
 #: the longest time a grade may say it took (longer means the page was left open)
 MAX_SECONDS = 3600.0
@@ -85,6 +87,8 @@ class Judging:
     def create(self, name: str, pool: Collection, rules: Guidelines, settings: Settings,
                golds: dict[str, GoldSet] | None = None) -> Campaign:
         """A campaign over ``pool``: its dialogues, tasks and items (honeypots planted)."""
+        from eval.judging.tasks import plan_tasks
+
         name = _checked_name(name, "NAME")
         if not 1 <= settings.k <= 20:
             raise InputError("from 1 to 20 assessors per item", field="--k")
@@ -206,6 +210,8 @@ class Judging:
         """Fill every task's places up to k (see :func:`eval.judging.tasks.assign`); first drop
         the untouched assignments of the ``release``d assessors. Returns the sentences now
         assigned to each assessor."""
+        from eval.judging.tasks import assign
+
         campaign = self.campaign(name)
         with write_session(self.engine) as s:
             people = {a.name: a for a in s.scalars(select(Assessor))}
@@ -361,6 +367,8 @@ class Judging:
     # -- reading -------------------------------------------------------------
     def grades_frame(self, campaign: Campaign) -> pd.DataFrame:
         """Every grade of the campaign, one row per (item, assessor) (see ``aggregate.COLUMNS``)."""
+        import pandas as pd
+
         from eval.judging.aggregate import COLUMNS
 
         query = (select(Grade.item_id, Assessor.name, Grade.grade, Grade.unsure, Grade.seconds,
@@ -383,6 +391,8 @@ class Judging:
 
     def items_frame(self, campaign: Campaign) -> pd.DataFrame:
         """Every item: id, key, task seq, position, dialogue, candidate, title, body, gold, source."""
+        import pandas as pd
+
         query = (select(JudgeItem.id, JudgeItem.key, JudgeTask.seq, JudgeItem.position,
                         JudgeDialogue.dialogue_id, JudgeItem.candidate_id, JudgeItem.title,
                         JudgeItem.body, JudgeItem.gold, JudgeItem.source)

@@ -24,12 +24,15 @@ assessor's untouched tasks) continues the campaign.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from eval.judging.honeypots import GoldSet, Planted
-from retrieval.data import Collection
 from retrieval.errors import InputError
+
+if TYPE_CHECKING:
+    from eval.judging.honeypots import GoldSet, Planted
+    from retrieval.data import Collection
 
 
 @dataclass
