@@ -73,7 +73,7 @@ def assignments(judging, name: str) -> list[dict]:
 
 def true_grade(pair: dict, truth: dict) -> int:
     """A pool item's true grade, a planted sentence's known one."""
-    if pair["candidate"] is None:
+    if not isinstance(pair["candidate"], str):        # None, or NaN from a DataFrame
         return int(pair["gold"])
     return truth[pair["dialogue"], pair["candidate"]]
 
