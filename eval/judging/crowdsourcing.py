@@ -61,7 +61,7 @@ def template(rules: Guidelines, slots: int) -> str:
     scale = "".join(f"<li><b>{g.grade} · {html.escape(g.name)}</b>: {html.escape(g.help)}</li>" for g in rules.scale)
     text = "".join(f"<p>{html.escape(p)}</p>" for p in rules.paragraphs)
     places = "\n".join(_place(rules, n) for n in range(1, slots + 1))
-    return f"""<!-- dsr judge: one HIT = one task; ${{...}} are batch.csv's columns -->
+    return f"""<!-- dsr judge: one HIT = one task; the dollar-braced names are batch.csv columns -->
 <script src="https://assets.crowd.aws/crowd-html-elements.js"></script>
 <style>.s{{margin:.6em 0;padding:.4em;border:1px solid #ccc}}.s.empty{{display:none}}.doc{{color:#666;font-size:90%}}</style>
 <crowd-form answer-format="flatten-objects">
