@@ -19,7 +19,8 @@ from eval.board.app import create_app
 from eval.qrels import read_qrels
 from retrieval.collections import load_collection
 
-POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions"}
+POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions",
+               "/judge/login", "/judge/logout", "/judge/{name}/task/{seq}", "/judge/api/grades"}
 QUERIES = {"/board/{collection}/{phase}": ["", "?select=best", "?select=latest&subset=grounded&order=asc",
                                            "?sort=nDCG@5&subset=plain"],
            "/runs/{submission_id}": ["", "?measure=nDCG@5", "?measure=AP&submitted=1"],
@@ -95,7 +96,8 @@ def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
     board, client, token, posted = walked
     check = LeakCheck(board, runs)
     ids = [s.id for p in board.phases() for s in board.submissions(p)]
-    values = {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids}
+    values = {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids,
+              "name": ["nope"], "seq": [1]}                    # the judging pages (no campaign here)
     app = client.app
 
     # three identities: anonymous, API token, logged-in browser session
@@ -106,7 +108,8 @@ def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
 
     bodies: dict[str, str] = {f"POST /api/submissions #{i}": t for i, t in enumerate(posted)}
     seen_routes = set()
-    for route in app.routes:
+    routes = [r for top in app.routes for r in getattr(getattr(top, "original_router", None), "routes", [top])]
+    for route in routes:
         if isinstance(route, Mount):   # static files: walk each one
             for path in sorted(p.name for p in Path(route.app.directory).iterdir()):
                 bodies[f"{route.path}/{path}"] = client.get(f"{route.path}/{path}").text
