@@ -16,7 +16,7 @@ import pytest
 from eval.judging import crowdsourcing
 from eval.judging.store import Judging
 from judging_support import sample_campaign, true_grade
-from retrieval.cli import main
+from dsr.cli import main
 
 
 class Radios(HTMLParser):

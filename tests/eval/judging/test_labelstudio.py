@@ -23,7 +23,7 @@ import pytest
 
 from board_support import free_port
 from judging_support import sample_campaign, true_grade
-from retrieval.cli import main
+from dsr.cli import main
 
 VENV = Path(os.environ.get("DSR_LABEL_STUDIO_VENV",
                            Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dsr" / "label-studio-venv"))
