@@ -27,6 +27,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from sqlalchemy import delete, select
+from starlette.concurrency import run_in_threadpool
 
 from eval.board.db import read_session, write_session
 from eval.board.judging_models import Assessor, JudgeSession
@@ -215,14 +216,21 @@ async def judge_task_form(request: Request, name: str, seq: int):
 @router.post("/judge/api/grades")
 async def judge_api_grade(request: Request):
     """``{"item": KEY, "grade": G}`` or ``{"item": KEY, "unsure": true}`` (``seconds`` optional):
-    committed before the answer; ``new`` says whether it is the assessor's first on the item."""
+    committed before the answer; ``new`` says whether it is the assessor's first on the item.
+    The database work runs in the thread pool, so grades sent at the same moment share one
+    commit (see ``Judging.grade``) instead of queueing on the event loop."""
+    body = await request.body()
+    return await run_in_threadpool(_api_grade, request, body)
+
+
+def _api_grade(request: Request, raw: bytes):
     assessor, bearer = api_assessor(request)
     if assessor is None:
         return JSONResponse({"error": "missing or wrong token"}, status_code=401)
     if not bearer and not csrf_ok(request, request.headers.get("x-csrf-token")):
         return JSONResponse({"error": CSRF_REFUSED}, status_code=403)
     try:
-        body = json.loads(await request.body())
+        body = json.loads(raw)
         if not isinstance(body, dict) or not isinstance(body.get("item"), str):
             raise ValueError("a JSON object with an item key")
         unsure = body.get("unsure") is True

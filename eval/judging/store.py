@@ -2,9 +2,12 @@
 
 :class:`Judging` binds an engine (the leaderboard's: SQLite by default, PostgreSQL
 by URL; see :mod:`eval.board.db`); ``dsr judge`` commands, the judging pages and
-the tests all go through it. Every grade is its own committed transaction
-(:meth:`Judging.grade`): one row per (item, assessor), so a grade given again
-(or sent again after a lost answer) replaces the row instead of adding one.
+the tests all go through it. A grade is committed before :meth:`Judging.grade`
+returns (so before the page is told it is saved); grades arriving at the same moment
+from the server's threads share one transaction, one commit and one fsync (group
+commit), since SQLite writes one transaction at a time. There is one row per (item,
+assessor), so a grade given again (or sent again after a lost answer) replaces the row
+instead of adding one.
 """
 
 from __future__ import annotations
@@ -65,6 +68,21 @@ class ItemRef:
     campaign_id: int
 
 
+@dataclass
+class _Job:
+    """One grade waiting for the group commit of :meth:`Judging.grade`."""
+
+    assessor_id: int
+    ref: ItemRef
+    grade: int | None
+    unsure: bool
+    seconds: float | None
+    source: str
+    new: bool = False
+    done: bool = False
+    error: Exception | None = None
+
+
 class Judging:
     """Judging campaigns stored in the database behind ``engine``."""
 
@@ -75,6 +93,10 @@ class Judging:
         self._scales: dict[int, list[int]] = {}
         #: what never changes once written (task contents), for the pages (dict operations are atomic)
         self.cache: dict[Any, Any] = {}
+        self._pending: list[_Job] = []
+        self._pending_lock = threading.Lock()
+        self._writer = threading.Lock()
+        self._tokens: dict[str, Assessor] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -197,8 +219,14 @@ class Judging:
 
         if not token:
             return None
-        with read_session(self.engine) as s:
-            return s.scalar(select(Assessor).where(Assessor.token_hash == hash_token(token)))
+        digest = hash_token(token)
+        found = self._tokens.get(digest)          # a token never changes hands: kept once found
+        if found is None:
+            with read_session(self.engine) as s:
+                found = s.scalar(select(Assessor).where(Assessor.token_hash == digest))
+            if found is not None:
+                self._tokens[digest] = found
+        return found
 
     def assessors(self) -> list[Assessor]:
         with read_session(self.engine) as s:
@@ -279,29 +307,58 @@ class Judging:
             raise Refused(422, f"grade must be one of {self.scale(ref.campaign_id)} (or unsure)")
         if seconds is not None:
             seconds = min(max(float(seconds), 0.0), MAX_SECONDS)
+        job = _Job(assessor.id, ref, grade, unsure, seconds, source)
+        with self._pending_lock:
+            self._pending.append(job)
+        with self._writer:          # group commit: the first to get here writes everyone's
+            if not job.done:
+                with self._pending_lock:
+                    batch, self._pending = self._pending, []
+                self._write(batch)
+        if job.error is not None:
+            raise job.error
+        return job.new
+
+    def _write(self, batch: list["_Job"]) -> None:
+        """The grades waiting together, in one transaction (one commit, one fsync for all);
+        a refused grade writes nothing and does not hold the others back."""
         for attempt in (1, 2):
             try:
                 with write_session(self.engine) as s:
-                    return self._upsert(s, assessor.id, ref, grade, unsure, seconds, source)
-            except IntegrityError:       # the same grade sent twice at once (PostgreSQL): update
+                    for job in batch:
+                        try:
+                            job.new = self._upsert(s, job.assessor_id, job.ref, job.grade, job.unsure,
+                                                   job.seconds, job.source)
+                            job.error = None
+                        except Refused as refused:       # raised before anything is written
+                            job.error = refused
+                break
+            except IntegrityError as err:    # the same grade sent twice at once (PostgreSQL): again
                 if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+                    for job in batch:
+                        job.error = err
+            except Exception as err:         # nothing of the batch is committed: all are told
+                for job in batch:
+                    job.error = err
+                break
+        for job in batch:
+            job.done = True
 
     def _upsert(self, s, assessor_id: int, ref: ItemRef, grade, unsure, seconds, source) -> bool:
-        if s.scalar(select(Assignment.id).where(Assignment.task_id == ref.task_id,
-                                                Assignment.assessor_id == assessor_id)) is None:
+        """Insert or replace one grade (SQL statements, no ORM objects: this is the hot path)."""
+        if s.execute(select(Assignment.id).where(Assignment.task_id == ref.task_id,
+                                                 Assignment.assessor_id == assessor_id)).first() is None:
             raise Refused(403, "this item is not in one of your tasks")
-        row = s.scalar(select(Grade).where(Grade.item_id == ref.id, Grade.assessor_id == assessor_id))
+        existing = s.execute(select(Grade.id).where(Grade.item_id == ref.id,
+                                                    Grade.assessor_id == assessor_id)).scalar()
         now = utcnow()
-        if row is None:
-            s.add(Grade(item_id=ref.id, assessor_id=assessor_id, grade=grade, unsure=unsure,
-                        seconds=seconds, source=source, created_at=now, updated_at=now))
-            s.flush()
-            return True
-        row.grade, row.unsure, row.updated_at, row.source = grade, unsure, now, source
+        values = {"grade": grade, "unsure": unsure, "source": source, "updated_at": now}
         if seconds is not None:
-            row.seconds = seconds
+            values["seconds"] = seconds
+        if existing is None:
+            s.execute(insert(Grade).values(item_id=ref.id, assessor_id=assessor_id, created_at=now, **values))
+            return True
+        s.execute(update(Grade).where(Grade.id == existing).values(**values))
         return False
 
     def import_grades(self, name: str, rows: list[dict[str, Any]], origin: str | None) -> int:

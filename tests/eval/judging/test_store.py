@@ -122,3 +122,35 @@ def test_export_refuses_unfinished_dialogues_unless_partial(tmp_path):
     assert partial.ids == [first]
     assert [c.label for c in partial.dialogues[0].candidates] == \
         [truth[first, c.id] for c in partial.dialogues[0].candidates]
+
+
+def test_grades_sent_at_once_share_commits_and_each_gets_its_own_answer(db_url):  # noqa: F811
+    """16 threads send 320 grades at once through the group commit: each allowed grade is stored
+    once and told whether it was new (a grade sent twice is new once), each refused one is
+    refused alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    judging = Judging.open(db_url)
+    sample_campaign(judging)
+    people = {a.name: a for a in judging.assessors()}
+    pairs = assignments(judging, "s1")
+    mine = [p for p in pairs if p["assessor"] == "alice"][:80]
+    foreign = [p for p in pairs if p["assessor"] == "bob" and p["key"] not in {m["key"] for m in mine}][:40]
+    jobs = [(people["alice"], p["key"], 1) for p in mine] * 2 + [(people["alice"], p["key"], 2) for p in foreign] + \
+           [(people[p["assessor"]], p["key"], 0) for p in pairs if p["assessor"] in ("carol", "dave")][:120]
+
+    def one(job):
+        try:
+            return judging.grade(*job)
+        except Refused as refused:
+            return refused.status
+
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(one, jobs))
+    firsts = answers[:80]
+    seconds = answers[80:160]
+    assert all(a is True or b is True for a, b in zip(firsts, seconds))          # new exactly once...
+    assert not any(a is True and b is True for a, b in zip(firsts, seconds))
+    assert answers[160:200] == [403] * 40                                         # refused alone
+    assert all(a is True for a in answers[200:])
+    assert count_grades(judging) == 80 + len(jobs[200:])
