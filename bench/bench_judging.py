@@ -103,22 +103,11 @@ def main() -> None:
         for name in args.db.split(","):
             folder = Path(tmp) / name
             folder.mkdir()
-            postgres = None
-            if name == "sqlite":
-                url = f"sqlite:///{folder / 'board.sqlite'}"
-            else:
-                bindir = bs.pg_bin()
-                if bindir is None:
+            with bs.bench_database(name, folder) as url:
+                if url is None:
                     print(f"{name}: skipped (PostgreSQL binaries not found)")
                     continue
-                postgres = bs.Postgres(bindir)
-                postgres.start()
-                url = postgres.new_database()
-            try:
                 r = bench(url, folder, args.assessors, args.grades, args.think)
-            finally:
-                if postgres is not None:
-                    postgres.stop()
             print(f"{name:10s}: {r['ok']} of {r['n']} grades answered 200 in {r['wall']:.1f} s = "
                   f"{r['n'] / r['wall']:.0f} grades/s; latency p50 {r['p50'] * 1000:.1f} ms, p95 "
                   f"{r['p95'] * 1000:.1f} ms, p99 {r['p99'] * 1000:.1f} ms, max {r['max'] * 1000:.0f} ms; "

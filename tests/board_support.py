@@ -303,3 +303,22 @@ def load_jobs(runs: Path, tokens: list[str], per_team: int) -> list[dict]:
             jobs.append({"token": token, "team": t, "phase": "test" if k % 2 == 0 else "public",
                          "system": f"team{t}-{k}", "run": files[(k + t) % len(files)]})
     return jobs
+
+
+@contextlib.contextmanager
+def bench_database(name: str, folder: Path):
+    """For the benchmarks: a fresh database URL, SQLite in ``folder`` or ``postgresql`` on a
+    throwaway server (stopped afterwards); None when PostgreSQL's binaries are missing."""
+    if name == "sqlite":
+        yield f"sqlite:///{folder / 'board.sqlite'}"
+        return
+    bindir = pg_bin()
+    if bindir is None:
+        yield None
+        return
+    server = Postgres(bindir)
+    server.start()
+    try:
+        yield server.new_database()
+    finally:
+        server.stop()
