@@ -38,7 +38,7 @@ from eval.judging.views import content, my_campaigns, task_rows, task_view
 router = APIRouter()
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 JUDGE_COOKIE = "dsr_judge"
-CSRF_COOKIE = "dsr_csrf"        # the board's double-submit cookie, shared
+CSRF_COOKIE = "dsr_judge_csrf"  # its own double-submit cookie: the board may treat dsr_csrf otherwise
 SESSION_DAYS = 7
 PAGE_CSP = ("default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; "
             "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
