@@ -11,6 +11,7 @@ candidate (in candidate order) and the share of them equal to the label.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,15 @@ def outcome(judging: Judging, name: str, method: str = "mv") -> Outcome:
                    judging.items_frame(campaign))
 
 
+def _without_paths(meta: dict[str, Any]) -> dict[str, Any]:
+    """A pool dialogue's ``meta`` as published: ``dsr pool`` records the corpus folder it
+    searched (``pool.corpus``); the judged file keeps only the folder's name."""
+    pool = meta.get("pool")
+    if isinstance(pool, dict) and isinstance(pool.get("corpus"), str):
+        return {**meta, "pool": {**pool, "corpus": PurePath(pool["corpus"]).name}}
+    return meta
+
+
 def judged_collection(judging: Judging, result: Outcome, only_relevant: bool = False,
                       partial: bool = False) -> Collection:
     """The pool with the aggregated labels (see the module docstring)."""
@@ -88,7 +98,7 @@ def judged_collection(judging: Judging, result: Outcome, only_relevant: bool = F
             continue
         given = [g for k in keys for g in per_item.get(k, [])]
         same = [g == labels[k] for k in keys for g in per_item.get(k, [])]
-        meta = {**d.meta, "judged": True,
+        meta = {**_without_paths(d.meta), "judged": True,
                 "judging": {"campaign": result.campaign.name, "method": result.method,
                             "grades": [len(per_item.get(k, [])) for k in keys],
                             "agreement": float(np.mean(same)) if given else None}}

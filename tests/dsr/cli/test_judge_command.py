@@ -22,7 +22,10 @@ def pool_file(tmp_path):
     from retrieval.collections import load_collection
 
     sample = load_collection("sample")
-    write_benchmark(as_pool(sample), tmp_path / "pool.jsonl")
+    pool = as_pool(sample)
+    for d in pool:                  # what dsr pool records: the corpus folder it searched
+        d.meta["pool"] = {"corpus": str(tmp_path / "corpora" / "wiki"), "depth": 50}
+    write_benchmark(pool, tmp_path / "pool.jsonl")
     return tmp_path / "pool.jsonl", truth_of(sample)
 
 
@@ -57,6 +60,8 @@ def test_a_whole_campaign_from_the_command_line(tmp_path, pool_file, capsys):
     assert code == 0 and "wrote" in out
     judged = read_benchmark(tmp_path / "j.jsonl")
     assert all(d.meta["judged"] is True and d.relevant for d in judged)
+    assert judged.dialogues[0].meta["pool"] == {"corpus": "wiki", "depth": 50}
+    assert str(tmp_path) not in (tmp_path / "j.jsonl").read_text()           # no path of this machine
     assert read_qrels(tmp_path / "j.qrels") == qrels_from_collection(judged)
     assert json.loads((tmp_path / "r.json").read_text())["method"] == "ds"
     j = str(tmp_path / "j.jsonl")
