@@ -35,6 +35,8 @@ if TYPE_CHECKING:      # the server imports this module: pandas and the planners
 
     from eval.judging.honeypots import GoldSet
 
+#: campaign names the judging pages use as paths (/judge/login, /judge/api/...)
+RESERVED_NAMES = frozenset({"login", "logout", "api"})
 #: the longest time a grade may say it took (longer means the page was left open)
 MAX_SECONDS = 3600.0
 
@@ -112,6 +114,8 @@ class Judging:
         from eval.judging.tasks import plan_tasks
 
         name = _checked_name(name, "NAME")
+        if name.lower() in RESERVED_NAMES:
+            raise InputError(f"{name!r} is a path of the judging pages; choose another name", field="NAME")
         if not 1 <= settings.k <= 20:
             raise InputError("from 1 to 20 assessors per item", field="--k")
         if not 0 <= settings.threshold <= 1:
