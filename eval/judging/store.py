@@ -13,6 +13,7 @@ instead of adding one.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import threading
 from dataclasses import dataclass
@@ -114,6 +115,9 @@ class Judging:
         from eval.judging.tasks import plan_tasks
 
         name = _checked_name(name, "NAME")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            raise InputError("a campaign name is letters, digits, '.', '_' and '-' (it is a URL part)",
+                             field="NAME")
         if name.lower() in RESERVED_NAMES:
             raise InputError(f"{name!r} is a path of the judging pages; choose another name", field="NAME")
         if not 1 <= settings.k <= 20:
