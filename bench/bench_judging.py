@@ -10,7 +10,7 @@ case; reading a sentence and pressing a key takes a person a few seconds). Print
 after, grades per second and latency p50/p95/p99/max, and the check that the database
 holds exactly the acknowledged grades. Target: p95 under 100 ms.
 
-    python bench/bench_judging.py [--assessors 20] [--grades 60] [--think 0] [--db sqlite,postgresql]
+    python bench/bench_judging.py [--assessors 20] [--grades 30] [--think 2,0] [--db sqlite,postgresql]
 """
 
 from __future__ import annotations
@@ -89,8 +89,10 @@ def bench(url: str, folder: Path, assessors: int, grades: int, think: float) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--assessors", type=int, default=20)
-    parser.add_argument("--grades", type=int, default=60, help="grades per assessor")
-    parser.add_argument("--think", type=float, default=0.0, help="seconds between an assessor's grades")
+    parser.add_argument("--grades", type=int, default=30, help="grades per assessor")
+    parser.add_argument("--think", default="2,0",
+                        help="mean seconds between an assessor's grades, one run per value (default: 2 s, a "
+                             "fast reader; then 0, back to back)")
     parser.add_argument("--db", default="sqlite,postgresql")
     args = parser.parse_args()
     print(f"# bench_judging {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
@@ -98,20 +100,24 @@ def main() -> None:
     print("versions: " + ", ".join(f"{k} {v}" for k, v in
                                     package_versions(("fastapi", "uvicorn", "sqlalchemy", "psycopg")).items()))
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"work: {args.assessors} assessors at once, {args.grades} grades each, think {args.think} s")
+    thinks = [float(t) for t in args.think.split(",")]
+    print(f"work: {args.assessors} assessors at once, {args.grades} grades each, mean pause {args.think} s")
     with tempfile.TemporaryDirectory(prefix="bench-judging-") as tmp:
         for name in args.db.split(","):
             folder = Path(tmp) / name
             folder.mkdir()
-            with bs.bench_database(name, folder) as url:
-                if url is None:
-                    print(f"{name}: skipped (PostgreSQL binaries not found)")
-                    continue
-                r = bench(url, folder, args.assessors, args.grades, args.think)
-            print(f"{name:10s}: {r['ok']} of {r['n']} grades answered 200 in {r['wall']:.1f} s = "
-                  f"{r['n'] / r['wall']:.0f} grades/s; latency p50 {r['p50'] * 1000:.1f} ms, p95 "
-                  f"{r['p95'] * 1000:.1f} ms, p99 {r['p99'] * 1000:.1f} ms, max {r['max'] * 1000:.0f} ms; "
-                  f"stored == acknowledged: {r['stored'] == r['ok']}")
+            for think in thinks:
+                run_folder = folder / f"think{think:g}"
+                run_folder.mkdir()
+                with bs.bench_database(name, run_folder) as url:
+                    if url is None:
+                        print(f"{name}: skipped (PostgreSQL binaries not found)")
+                        break
+                    r = bench(url, run_folder, args.assessors, args.grades, think)
+                print(f"{name:10s} pause {think:g} s: {r['ok']} of {r['n']} grades answered 200 in "
+                      f"{r['wall']:.1f} s = {r['n'] / r['wall']:.0f} grades/s; latency p50 {r['p50'] * 1000:.1f} "
+                      f"ms, p95 {r['p95'] * 1000:.1f} ms, p99 {r['p99'] * 1000:.1f} ms, max "
+                      f"{r['max'] * 1000:.0f} ms; stored == acknowledged: {r['stored'] == r['ok']}")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
