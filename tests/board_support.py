@@ -313,7 +313,8 @@ def load_jobs(runs: Path, tokens: list[str], per_team: int) -> list[dict]:
 
 
 #: the routes that only take POSTs (a walk of GETs leaves them out, and fails on a new one)
-POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions"}
+POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions",
+               "/judge/login", "/judge/logout", "/judge/{name}/task/{seq}", "/judge/api/grades"}
 
 
 def walk_every_route(client, token: str, values: dict[str, list], queries: dict[str, list[str]],
@@ -423,3 +424,30 @@ class ForkedServers:
         self.launcher.stdin.close()
         self.launcher.wait(timeout=30)
         self.log.close()
+
+@contextlib.contextmanager
+def bench_database(name: str, folder: Path):
+    """For the benchmarks: a fresh database URL, SQLite in ``folder`` or ``postgresql`` on a
+    throwaway server (stopped afterwards); None when PostgreSQL's binaries are missing."""
+    if name == "sqlite":
+        yield f"sqlite:///{folder / 'board.sqlite'}"
+        return
+    bindir = pg_bin()
+    if bindir is None:
+        yield None
+        return
+    server = Postgres(bindir)
+    server.start()
+    try:
+        yield server.new_database()
+    finally:
+        server.stop()
+
+
+def migration_head() -> str:
+    """The newest migration shipped in eval/board/migrations."""
+    from alembic.script import ScriptDirectory
+
+    from eval.board.db import MIGRATIONS
+
+    return ScriptDirectory(str(MIGRATIONS)).get_current_head()

@@ -16,8 +16,8 @@ import sys
 import traceback
 
 from retrieval import __version__
-from dsr.cli import (agreement, board, corpus, data, evaluation, interchange, kfold, ranking,
-                           reproduce, training)
+from dsr.cli import (agreement, board, corpus, data, evaluation, interchange, judge, kfold, ranking,
+                     reproduce, training)
 from retrieval.errors import InputError
 
 #: command modules, in --help order
@@ -27,6 +27,7 @@ COMMANDS = (
     evaluation,    # evaluate, validate
     agreement,     # agreement (silver vs judged system rankings)
     board,         # serve, submit, board (the leaderboard)
+    judge,         # judge (judging campaigns: pool -> judged collection)
     training,      # train
     kfold,         # kfold (document-disjoint evaluation)
     reproduce,     # reproduce
