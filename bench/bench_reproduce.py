@@ -42,7 +42,7 @@ def main(argv=None) -> int:
     os.environ["DSR_HOME"] = str(home)
     from retrieval.data import write_benchmark
     from retrieval.provenance import machine, package_versions
-    from retrieval.reproduce import FAST_BACKEND, StageTimer, reproduce
+    from dsr.reproduce import FAST_BACKEND, StageTimer, reproduce
 
     backend = args.backend or (FAST_BACKEND if args.fast else "torch")
 

@@ -35,9 +35,9 @@ def main() -> int:
     home = args.keep or tempfile.mkdtemp(prefix="dsr-bench-train-")
     os.environ["DSR_HOME"] = home
 
-    from retrieval.cli import main as dsr
+    from dsr.cli import main as dsr
     from retrieval.provenance import machine, package_versions
-    from retrieval.training.recipe import DEFAULT_MODEL_TYPE, RECIPES
+    from dsr.training.recipe import DEFAULT_MODEL_TYPE, RECIPES
 
     started = time.perf_counter()
     try:

@@ -5,7 +5,8 @@ Rankers (``stage(collection)``), rerankers (``stage(collection, run)``) and fusi
 (``stage(collection, run, run, ...)``) are all stages, so a pipeline reads as a
 sequence of stages, PyTerrier's transformers and ranx's Run-in/Run-out in one::
 
-    from retrieval import make_ranker, make_reranker
+    from retrieval.rankers import make_ranker
+    from retrieval.rerankers import make_reranker
     pipeline = make_ranker("bm25", query="all") >> make_reranker("bi-encoder", top_k=20)
     run = pipeline(collection)
 

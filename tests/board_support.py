@@ -219,7 +219,7 @@ class ServerProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         root = Path(__file__).resolve().parents[1]
-        self.command = [sys.executable, "-m", "retrieval.cli", "serve", "--db", db_url, "--store",
+        self.command = [sys.executable, "-m", "dsr.cli", "serve", "--db", db_url, "--store",
                         str(store), "--port", str(self.port), *extra]
         self.env = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
         self.cwd = root

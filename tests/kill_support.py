@@ -4,7 +4,7 @@ Starting Python and importing pandas, scipy and matplotlib takes longer than the
 commands under test, so a :class:`Forker` starts one warm helper process (this
 file run as a script, the modules to preload as arguments) that forks a fresh
 child per job: the child is a real process with its own pid (``dsr``'s
-``PROCESS_STARTED`` is reset at the fork), running ``retrieval.cli.main(argv)``
+``PROCESS_STARTED`` is reset at the fork), running ``dsr.cli.main(argv)``
 or a function ``module:name(*args)``, and the test kills it with ``os.kill``.
 
 Protocol on the helper's stdin/stdout, one JSON line each way: a job
@@ -67,7 +67,7 @@ def _child(job: dict[str, Any]) -> int:
     os.dup2(null, 1)
     os.dup2(log, 2)
     if "argv" in job:
-        from retrieval.cli import main
+        from dsr.cli import main
 
         return main(job["argv"])
     module, _, name = job["call"].partition(":")

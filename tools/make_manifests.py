@@ -19,7 +19,7 @@ against that record.
 
     python tools/make_manifests.py [--shared ../shared/data]
 
-Run it again only when a pinned commit in retrieval/fetch.py changes.
+Run it again only when a pinned commit in retrieval/collections/fetch.py changes.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from retrieval.collections import sigir2022  # noqa: E402
-from retrieval.fetch import PLANS, git_blob_file  # noqa: E402
+from retrieval.collections.fetch import PLANS, git_blob_file  # noqa: E402
 
 OUT = ROOT / "retrieval" / "collections" / "manifests"
 

@@ -6,7 +6,7 @@
 * :mod:`indexes.corpus.build` — Parquet shards and the manifest;
 * :mod:`indexes.corpus.bm25` — bm25s shards scored with global statistics;
 * :mod:`indexes.corpus.dense` — vectors per shard, FAISS flat and IVF-PQ;
-* :mod:`retrieval.search` (the domain layer, because it fuses) — top k over all shards, merged;
+* :mod:`retrieval.open.search` (the domain layer, because it fuses) — top k over all shards, merged;
 * :mod:`indexes.corpus.distributed` — in-process or Ray execution;
 * :mod:`indexes.corpus.commands` — ``dsr corpus build|index|search`` and ``dsr pool``.
 

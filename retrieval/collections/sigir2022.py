@@ -376,7 +376,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
 
 
 def _file_meta(path: Path) -> dict[str, Any]:
-    from retrieval.fetch import git_blob_file
+    from retrieval.collections.fetch import git_blob_file
 
     blob = git_blob_file(path)
     official = None

@@ -10,7 +10,7 @@ from typing import Any
 def collections_info() -> list[dict[str, Any]]:
     """One dict per registered source: what it is, its licence, its cache and availability."""
     from retrieval.collections import REGISTERED, source_module
-    from retrieval.fetch import PLANS, default_dest, is_available
+    from retrieval.collections.fetch import PLANS, default_dest, is_available
 
     rows = []
     for name in REGISTERED:

@@ -4,7 +4,7 @@ Unlike the other rankers, which re-rank each dialogue's own candidates,
 ``dsr run COLLECTION --ranker open --param corpus=DIR`` searches a corpus
 built by ``dsr corpus build`` and indexed by ``dsr corpus index`` and writes
 each dialogue's top ``depth`` corpus sentences (their ids are corpus ids, so
-such a run is judged against a pool, see :mod:`retrieval.pool`, not against
+such a run is judged against a pool, see :mod:`retrieval.open.pool`, not against
 the collection's candidates). Parameters: ``corpus`` (the folder, required),
 ``method`` (bm25, dense, fused), ``query``, ``decay``, ``depth`` (default 50),
 ``model``, ``index`` (flat, ivfpq), ``nprobe``, ``refine``.
@@ -49,8 +49,8 @@ class OpenRanker(Ranker):
         return strategy_tag(self).replace(f"-corpus={self.params['corpus']}", "")
 
     def rank(self, collection: Collection) -> Run:
-        from retrieval.search import CorpusSearcher
-        from retrieval.pool import retrieve
+        from retrieval.open.search import CorpusSearcher
+        from retrieval.open.pool import retrieve
 
         p = self.params
         searcher = CorpusSearcher(str(p["corpus"]), p["method"], model=str(p["model"]), index=p["index"],

@@ -19,7 +19,7 @@ from eval import tables
 from eval.protocol import generate_splits
 from eval.report import write_report
 from eval.results import evaluate_runs
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.data import write_benchmark
 from retrieval.errors import InputError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from eval.validate import validate_run
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.data import write_benchmark
 
 from retrieval.collections.synthetic import make_collection, make_run

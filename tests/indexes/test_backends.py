@@ -26,7 +26,7 @@ from scipy.stats import spearmanr
 
 from indexes.manifest import safe_name
 from indexes import backends
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections import load_collection
 from retrieval.models import resolve_model
 from retrieval.queries import query_text

@@ -14,7 +14,7 @@ import pytest
 
 from indexes import embeddings
 from indexes.manifest import index_folder
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections import load_collection
 from retrieval.errors import InputError
 from retrieval.rankers import make_ranker

@@ -16,9 +16,9 @@ from indexes.corpus import bm25 as bm25_module
 from indexes.corpus.bm25 import ShardedBM25, build_bm25
 from indexes.corpus.build import build_corpus
 from indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus
-from retrieval.search import CorpusSearcher
+from retrieval.open.search import CorpusSearcher
 from indexes.corpus.store import Corpus
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections import load_collection
 from retrieval.data import read_benchmark
 from retrieval.queries import query_terms

@@ -14,7 +14,7 @@ import pytest
 
 import eval.report
 from retrieval.atomic import atomic_dir, check_output_path, write_json
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.errors import InputError
 
 

@@ -1,7 +1,7 @@
 """Bad input never gets in, nor out with a traceback: ids a TREC file cannot carry,
 line separators inside JSON strings, deep nesting, huge numbers and labels.
 
-Each case goes through the command line (``retrieval.cli.main`` returns the exit
+Each case goes through the command line (``dsr.cli.main`` returns the exit
 code): exit 2, a message naming the file, the line or record and the field, and
 no traceback."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections import load_collection
 from retrieval.data import Candidate, Collection, Dialogue, read_benchmark, write_benchmark
 from retrieval.errors import InputError

@@ -8,7 +8,7 @@ import ir_measures
 import pytest
 import yaml
 
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.errors import InputError
 from retrieval.ir_metadata import config_from_header, format_header, parse_header
 from retrieval.run import Run, read_trec_run

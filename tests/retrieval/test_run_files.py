@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.data import read_benchmark
 from retrieval.rankers import make_ranker
-from retrieval.rankers.fusion import fuse
+from retrieval.fusion import fuse
 from retrieval.run import Run, strictly_decreasing
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runs_tiny.jsonl"

@@ -157,7 +157,7 @@ def test_dsr_evaluate_cli_agrees_with_the_plain_walk(tmp_path):
 
     collection = load_collection("sample")
     out = tmp_path / "bm25.run"
-    cli = [sys.executable, "-m", "retrieval.cli"]
+    cli = [sys.executable, "-m", "dsr.cli"]
     subprocess.run(cli + ["run", "sample", "--ranker", "bm25", "--out", str(out)], cwd=ROOT, check=True,
                    capture_output=True)
     done = subprocess.run(cli + ["evaluate", "sample", str(out), "--measures", *MEASURES, "--quiet",

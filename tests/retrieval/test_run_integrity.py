@@ -14,7 +14,7 @@ import pytest
 
 from eval.qrels import qrels_from_collection, read_qrels, write_qrels
 from eval.validate import validate_run
-from retrieval.cli import build_parser, main
+from dsr.cli import build_parser, main
 from retrieval.data import write_benchmark
 from retrieval.errors import InputError
 from retrieval.run import Run, read_trec_run
@@ -281,7 +281,7 @@ def test_every_subcommand_parses_intermixed():
 def test_bad_evaluation_options_exit_2_without_a_traceback(setup, extra, option, says):
     root, _ = setup
     # a subprocess: trec_eval aborts the whole process on a cutoff of 0
-    done = subprocess.run([sys.executable, "-m", "retrieval.cli", "evaluate", str(root / "c.jsonl"),
+    done = subprocess.run([sys.executable, "-m", "dsr.cli", "evaluate", str(root / "c.jsonl"),
                            str(root / "a.run"), "--quiet", *extra], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 2, done.stderr

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections import load_collection
 from retrieval.errors import InputError
 from retrieval.queries import STRATEGIES
 from retrieval.rankers import make_ranker
-from retrieval.rankers.fusion import Fusion, fuse
+from retrieval.fusion import fuse
+from retrieval.rankers.fusion import Fusion
 from retrieval.rerankers import make_reranker
 from retrieval.stage import Pipeline
 

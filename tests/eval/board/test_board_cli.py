@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from board_support import ServerProcess, plain_rr, runs  # noqa: F401
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections import load_collection
 
 

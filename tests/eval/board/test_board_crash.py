@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from board_support import (ServerProcess, db_url, hammer, load_jobs, make_board, postgres,  # noqa: F401
                            read, runs, setup_phases)
-from retrieval.cli import main
+from dsr.cli import main
 
 
 def test_kill_mid_submission_then_restart(db_url, tmp_path, runs, capsys):  # noqa: F811

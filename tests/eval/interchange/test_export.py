@@ -10,7 +10,7 @@ from pathlib import Path
 import ir_measures
 import pytest
 
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections.sample import data_file
 from retrieval.queries import query_text
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import ir_measures
 import pytest
 
-from retrieval.cli import main
+from dsr.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "interchange"
 RUNS = sorted(FIXTURES.glob("*.run"))

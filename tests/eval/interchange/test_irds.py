@@ -9,7 +9,7 @@ import ir_measures
 import pytest
 
 import eval.interchange.irds as irds
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections.sample import data_file
 from retrieval.errors import InputError
 from retrieval.queries import query_text

@@ -13,7 +13,7 @@ import pytest
 from indexes.bm25 import BM25Index
 from rank_bm25 import BM25Okapi
 
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections import cmu_dog
 from retrieval.data import read_benchmark, write_benchmark
 from retrieval.errors import InputError

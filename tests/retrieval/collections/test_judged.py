@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.cli import main
+from dsr.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
 JUDGED = ROOT.parent / "shared" / "data" / "judged"

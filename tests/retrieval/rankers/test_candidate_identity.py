@@ -11,13 +11,13 @@ import pytest
 
 from eval.measures import evaluate_run
 from eval.qrels import qrels_from_collection
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.collections import load_collection
 from retrieval.data import Collection, read_benchmark, write_benchmark
 from retrieval.errors import InputError
 from retrieval.rankers import make_ranker
 from retrieval.rerankers import make_reranker
-from retrieval.training.pairs import _sentence_pool, make_pairs
+from dsr.training.pairs import _sentence_pool, make_pairs
 from tests.tiny_bert import collection_texts, make_tiny_bert
 
 

@@ -13,8 +13,8 @@ from retrieval import rankers as rankers_module
 from retrieval.data import read_benchmark
 from retrieval.errors import InputError
 from retrieval.rankers.base import Ranker
-from retrieval.rankers.fusion import (FusionRanker, combmnz, combsum, fuse, interp, minmax, rrf,
-                                      zscore)
+from retrieval.fusion import combmnz, combsum, fuse, interp, minmax, rrf, zscore
+from retrieval.rankers.fusion import FusionRanker
 from retrieval.run import Run
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "runs_tiny.jsonl"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.cli import main
+from dsr.cli import main
 from retrieval.data import read_benchmark
 from retrieval.errors import InputError
 from retrieval.provenance import sha256_file

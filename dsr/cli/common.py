@@ -1,0 +1,53 @@
+"""Argument handling shared by the command modules: the COLLECTION argument, --param,
+--out checks and the one override of the collection-hash policy.
+
+Only argument handling lives in ``dsr.cli``; what a command does is in the
+domain packages it calls. Nothing outside this package imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from retrieval.errors import InputError
+
+
+def add_collection_argument(parser: argparse.ArgumentParser) -> None:
+    """COLLECTION (a registered name or a benchmark .jsonl path), --source and --split."""
+    parser.add_argument("collection", metavar="COLLECTION",
+                        help="a registered collection (sigir2022, cmu_dog, cmu_dog_judged, redial, ccpe, "
+                             "sample) "
+                             "or a path to a benchmark .jsonl file")
+    parser.add_argument("--source", metavar="DIR",
+                        help="folder with the source's raw files (default: $DSR_HOME/data/NAME)")
+    parser.add_argument("--split", metavar="S", help="source split to build (e.g. valid for cmu_dog)")
+
+
+def add_allow_mismatch_argument(parser: argparse.ArgumentParser) -> None:
+    """``--allow-collection-mismatch``: the one override of the collection-hash policy
+    (``retrieval.run.check_collection_hash``)."""
+    parser.add_argument("--allow-collection-mismatch", action="store_true",
+                        help="use a run whose sidecar names another collection hash "
+                             "(a warning instead of exit 2)")
+
+
+def add_param_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+    """``--param NAME=VALUE ...`` (repeatable, several per flag)."""
+    parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
+                        help=help_text)
+
+
+def collection_from_args(args: argparse.Namespace):
+    from retrieval.collections import load_collection
+
+    return load_collection(args.collection, getattr(args, "source", None), getattr(args, "split", None))
+
+
+def check_out(out: str | Path, what: str = "a run file name") -> None:
+    """An --out that is a folder is bad input (the writers check the parent)."""
+    from retrieval.atomic import check_output_path
+
+    if Path(out).is_dir():
+        raise InputError(f"is a folder; --out takes {what}", path=out, field="--out")
+    check_output_path(out, "--out")  # a parent that is a file: exit 2, before any work

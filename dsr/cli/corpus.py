@@ -1,0 +1,217 @@
+"""``dsr corpus build|index|search`` and ``dsr pool``: the command-line glue of the corpus.
+
+Every option maps onto a function of :mod:`indexes.corpus` or
+:mod:`retrieval.open.pool`; ``--workers``/``--ray-address`` pick where the work
+runs (:mod:`indexes.corpus.distributed`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+
+from retrieval.errors import InputError
+
+
+def _add_execution(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="0: in this process; N: a local Ray with N CPUs (default: this machine's "
+                             "cores; with --ray-address, the cluster's)")
+    parser.add_argument("--ray-address", metavar="ADDR",
+                        help="join a Ray cluster (e.g. ray://head:10001 or auto) instead of a local Ray")
+
+
+def _add_search(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--method", default="bm25", choices=("bm25", "dense", "fused"),
+                        help="bm25 (default), dense, or fused (RRF of both)")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", metavar="M", help="bi-encoder for dense")
+    parser.add_argument("--index", default="flat", choices=("flat", "ivfpq"), help="dense index (default flat)")
+    parser.add_argument("--nprobe", type=int, default=32, metavar="N", help="IVF lists searched (ivfpq)")
+    parser.add_argument("--refine", type=int, default=0, metavar="R",
+                        help="re-score the top R x k IVF-PQ hits exactly (0: off)")
+
+
+def register(subparsers) -> None:
+    from dsr.cli.common import add_collection_argument
+
+    corpus = subparsers.add_parser(
+        "corpus", help="a sentence corpus for open retrieval: build, index, search",
+        description="Build a sentence corpus from documents (Parquet shards), index it (BM25 with global "
+                    "statistics, dense vectors, FAISS IVF-PQ) and search it. See docs/scale.md.")
+    sub = corpus.add_subparsers(dest="corpus_command", metavar="STEP")
+
+    build = sub.add_parser("build", help="documents -> sentence shards with a manifest",
+                           description="Split documents into sentences (pysbd; ids TITLE_DOC_SECTION_"
+                                       "PASSAGE_SENTENCE, e.g. Roman_concrete_1_2_0_3) and write Parquet shards; resumes a killed "
+                                       "build from its finished shards.")
+    build.add_argument("source", metavar="SOURCE",
+                       help="a Wikipedia XML dump (.xml or .xml.bz2), a wikiextractor --json output folder "
+                            "or file, or JSON Lines of {id, title, text}")
+    build.add_argument("--out", required=True, metavar="DIR", help="corpus folder to write")
+    build.add_argument("--format", choices=("xml", "wikiextractor", "jsonl"),
+                       help="source format (default: from the name)")
+    build.add_argument("--docs-per-shard", type=int, default=10_000, metavar="N",
+                       help="documents per shard (default 10000)")
+    build.add_argument("--min-chars", type=int, default=1, metavar="N",
+                       help="drop sentences shorter than N characters (default 1)")
+    _add_execution(build)
+    build.set_defaults(func=cmd_build)
+
+    index = sub.add_parser("index", help="BM25 and/or dense indexes over the shards",
+                           description="Index every shard (resumable): --bm25 (global df and avgdl), "
+                                       "--dense (vectors; --index ivfpq adds an IVF-PQ index).")
+    index.add_argument("corpus", metavar="DIR", help="corpus folder (dsr corpus build)")
+    index.add_argument("--bm25", action="store_true", help="build the BM25 shards")
+    index.add_argument("--dense", action="store_true", help="encode the sentences")
+    index.add_argument("--model", default="all-MiniLM-L6-v2", metavar="M", help="bi-encoder (dense)")
+    index.add_argument("--index", default="flat", choices=("flat", "ivfpq"),
+                       help="flat (vectors only, exact search) or ivfpq (also an IVF-PQ index)")
+    index.add_argument("--batch-size", type=int, default=64, metavar="N", help="encoding batch size")
+    index.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
+                       help="BM25: variant, k1, b, delta, stopwords, stem; IVF-PQ: nlist, m, nbits, "
+                            "train_size, seed (ivfpq.m=48 or bm25.k1=0.9 to be explicit)")
+    _add_execution(index)
+    index.set_defaults(func=cmd_index)
+
+    search = sub.add_parser("search", help="top k sentences of the corpus for a query",
+                            description="Search the corpus; prints rank, score, sentence id and text "
+                                        "(--json: one JSON object per query).")
+    search.add_argument("corpus", metavar="DIR", help="corpus folder")
+    search.add_argument("--query", required=True, action="append", metavar="TEXT",
+                        help="query text (repeat for several)")
+    search.add_argument("-k", type=int, default=10, metavar="K", help="results per query (default 10)")
+    _add_search(search)
+    search.add_argument("--json", action="store_true", help="JSON Lines output")
+    search.set_defaults(func=cmd_search)
+
+    pool = subparsers.add_parser(
+        "pool", help="each dialogue's top sentences of a corpus, as a benchmark file to judge",
+        description="For dialogues without candidates: search the corpus with each dialogue's query and "
+                    "write the top --depth sentences as its candidates (labels 0, meta judged=false).")
+    add_collection_argument(pool)
+    pool.add_argument("--corpus", required=True, metavar="DIR", help="corpus folder (built and indexed)")
+    pool.add_argument("--depth", type=int, default=50, metavar="N", help="candidates per dialogue (default 50)")
+    pool.add_argument("--query", default="all", metavar="Q",
+                      help="query strategy: last, last2, all, title+all, weighted (default all)")
+    _add_search(pool)
+    pool.add_argument("--out", required=True, metavar="FILE", help="benchmark file to write (.jsonl)")
+    pool.set_defaults(func=cmd_pool)
+
+
+def _executor(args: argparse.Namespace):
+    import os
+
+    from indexes.corpus.distributed import Executor
+
+    workers = args.workers
+    if workers is None:
+        workers = 0 if args.ray_address else (os.cpu_count() or 1)
+        if not args.ray_address and importlib.util.find_spec("ray") is None:
+            print("dsr: Ray is not installed (pip install 'dialogue-sentence-retrieval[distributed]'): "
+                  "running in this process", file=sys.stderr)
+            workers = 0
+    return Executor(workers, args.ray_address)
+
+
+def _report(stage: str, report) -> None:
+    print(f"{stage}: built {len(report.built)}, reused {len(report.reused)} (already done), "
+          f"{report.seconds:.1f} s", file=sys.stderr)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from indexes.corpus.build import build_corpus
+    from indexes.corpus.store import Corpus
+
+    executor = _executor(args)
+    report = build_corpus(args.source, args.out, fmt=args.format, docs_per_shard=args.docs_per_shard,
+                          min_chars=args.min_chars, executor=executor)
+    _report("shards", report)
+    corpus = Corpus(args.out)
+    counts = corpus.manifest["counts"]
+    print(f"{args.out}: {counts['documents']} documents, {counts['sentences']} sentences, "
+          f"{counts['shards']} shards")
+    return 0
+
+
+def _split_params(items: list[str]) -> tuple[dict, dict]:
+    from indexes.corpus.bm25 import PARAMS
+    from indexes.corpus.dense import IVFPQ
+    from retrieval.params import parse_assignments
+
+    bm25, ivfpq = {}, {}
+    for name, value in parse_assignments(items, "--param").items():
+        group, _, key = name.rpartition(".")
+        if group == "bm25" or (not group and key in PARAMS):
+            bm25[key] = value
+        elif group == "ivfpq" or (not group and key in IVFPQ):
+            ivfpq[key] = value
+        else:
+            raise InputError(f"unknown parameter {name!r}; BM25: {', '.join(PARAMS)}; IVF-PQ: "
+                             f"{', '.join(IVFPQ)}", field="--param")
+    return bm25, ivfpq
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from indexes.corpus.store import Corpus
+
+    if not (args.bm25 or args.dense):
+        raise InputError("say what to build: --bm25, --dense or both", field="--bm25")
+    bm25_params, ivfpq_params = _split_params(args.param)
+    corpus = Corpus(args.corpus)
+    executor = _executor(args)
+    with executor:  # one Ray session for every stage
+        if args.bm25:
+            from indexes.corpus.bm25 import build_bm25
+
+            _report("bm25", build_bm25(corpus, bm25_params, executor))
+        if args.dense:
+            from indexes.corpus.dense import build_ivfpq, encode_corpus
+
+            _report("vectors", encode_corpus(corpus, args.model, args.batch_size, executor))
+            if args.index == "ivfpq":
+                _report("ivfpq", build_ivfpq(corpus, args.model, ivfpq_params, executor))
+    print(f"{args.corpus}: indexed {len(corpus)} sentences")
+    return 0
+
+
+def _searcher(args: argparse.Namespace, folder: str):
+    from retrieval.open.search import CorpusSearcher
+
+    return CorpusSearcher(folder, args.method, model=args.model, index=args.index, nprobe=args.nprobe,
+                          refine=args.refine)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    searcher = _searcher(args, args.corpus)
+    results = searcher.search(args.query, args.k)
+    for text, ranked in zip(args.query, results):
+        records = searcher.corpus.records([row for row, _ in ranked])
+        if args.json:
+            print(json.dumps({"query": text, "results": [
+                {"rank": i, "score": score, "id": r["id"], "title": r["title"], "text": r["text"]}
+                for i, (r, (_, score)) in enumerate(zip(records, ranked), 1)]}, ensure_ascii=False))
+            continue
+        print(f"# {text}")
+        for i, (r, (_, score)) in enumerate(zip(records, ranked), 1):
+            print(f"{i}\t{score:.4f}\t{r['id']}\t{r['text']}")
+    return 0
+
+
+def cmd_pool(args: argparse.Namespace) -> int:
+    from dsr.cli.common import collection_from_args
+    from retrieval.data import write_benchmark
+    from retrieval.open.pool import pool_collection
+    from retrieval.queries import check_strategy
+
+    check_strategy(args.query)
+    if args.depth < 1:
+        raise InputError(f"must be >= 1, got {args.depth}", field="--depth")
+    searcher = _searcher(args, args.corpus)
+    collection = collection_from_args(args)
+    pooled = pool_collection(collection, searcher, args.depth, args.query)
+    write_benchmark(pooled, args.out)
+    print(f"{args.out}: {len(pooled)} dialogues, {args.depth} candidates each from {len(searcher.corpus)} "
+          f"sentences ({args.method})")
+    return 0

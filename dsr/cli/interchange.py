@@ -1,0 +1,79 @@
+"""``dsr export`` and ``dsr qrels``: a collection in other tools' formats.
+
+Heavy imports (ir_datasets, the format writers) happen inside the commands so
+``dsr --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+from dsr.cli.common import add_collection_argument, check_out, collection_from_args
+from retrieval.errors import InputError
+
+from eval.interchange import FORMATS
+
+EXPORT_EPILOG = """\
+formats (each export also writes dsr_export.json: collection hash, query strategy, corpus-id rule, file sha256s):
+  trec         topics.tsv, topics.trec (<top> format), qrels.txt (graded)
+  beir         corpus.jsonl, queries.jsonl, qrels/test.tsv, candidates.jsonl
+  hf           README.md (dataset configs), corpus/queries/qrels/candidates/dialogues .jsonl
+  ir_datasets  docs.tsv, queries.tsv, qrels.trec, scoreddocs.run
+See docs/interchange.md for loading each with its library.
+"""
+
+
+def register(subparsers) -> None:
+    e = subparsers.add_parser(
+        "export", help="write a collection as TREC, BEIR, Hugging Face or ir_datasets files",
+        description="Write a collection's queries, corpus, graded qrels and candidate lists in "
+                    "the layout another IR tool loads. The folder is written whole or not at all.",
+        epilog=EXPORT_EPILOG)
+    add_collection_argument(e)
+    e.add_argument("--format", required=True, choices=sorted(FORMATS), help="layout to write")
+    e.add_argument("--out", required=True, metavar="DIR",
+                   help="folder to write (new, empty, or an earlier dsr export, which is replaced)")
+    e.add_argument("--query", default="all", metavar="Q",
+                   help="query strategy for the query text: last, last2, all, title+all, weighted")
+    e.set_defaults(func=cmd_export)
+
+    q = subparsers.add_parser(
+        "qrels", help="write a collection's graded qrels (TREC format)",
+        description="Write the collection's labels as TREC qrels (qid 0 docid grade): every "
+                    "candidate of every dialogue, graded labels kept, judged non-relevant "
+                    "candidates with 0. FILE ending in .gz is gzip-compressed.")
+    add_collection_argument(q)
+    q.add_argument("--out", required=True, metavar="FILE", help="qrels file to write (.gz: gzip)")
+    q.set_defaults(func=cmd_qrels)
+
+
+def cmd_export(args) -> int:
+    from eval.interchange.corpus import TestCollection
+    from eval.interchange.folder import export_folder, write_manifest
+
+    collection = collection_from_args(args)
+    if not any(d.candidates for d in collection):
+        raise InputError(f"collection {collection.name!r} has no candidates to export "
+                         "(pool candidates for it first)")
+    view = TestCollection.build(collection, args.query)
+    writer = importlib.import_module(FORMATS[args.format])
+    with export_folder(args.out) as folder:
+        files = writer.write(view, folder)
+        write_manifest(folder, args.format, view.describe(), files)
+    print(f"dsr: wrote {args.out} ({args.format}: {len(collection)} queries, {len(view.documents)} "
+          f"documents, {len(files)} files)", file=sys.stderr)
+    return 0
+
+
+def cmd_qrels(args) -> int:
+    from eval.qrels import qrels_from_collection, write_qrels
+
+    out = Path(args.out)
+    check_out(out, "a qrels file name")
+    qrels = qrels_from_collection(collection_from_args(args))
+    write_qrels(qrels, out)
+    print(f"dsr: wrote {out} ({len(qrels)} topics, {sum(len(d) for d in qrels.values())} judgements)",
+          file=sys.stderr)
+    return 0

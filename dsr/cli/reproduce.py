@@ -1,0 +1,113 @@
+"""``dsr reproduce``: argument handling; the suite is :mod:`dsr.reproduce`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from dsr.cli.evaluation import add_report_arguments
+from retrieval.errors import InputError
+from indexes.backends import BACKENDS
+from dsr.reproduce import DEFAULT_CROSS_ENCODER, DEFAULT_TRAINED_DENSE, FAST_BACKEND, StageTimer, reproduce, skip_reason, trained_default
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "reproduce", help="the whole baseline table, end to end",
+        description="Load a collection, build or reuse its indexes, run the baseline suite "
+                    "(random, initial, BM25 and dense with each query strategy, RRF, a "
+                    "cross-encoder when one is available), tune each on val per split, "
+                    "evaluate with significance against BM25, and write the report, run files "
+                    "and a manifest into --out.",
+        epilog="Examples: dsr reproduce sample --out out/sample ; "
+               "dsr reproduce sigir2022 --out out/sigir2022 ; "
+               "dsr reproduce cmu_dog --source ../shared/data/cmu_dog --split valid")
+    p.add_argument("collection", nargs="?", metavar="COLLECTION",
+                   help="registered name or benchmark .jsonl (default: sigir2022 when its files "
+                        "are present)")
+    p.add_argument("--source", metavar="DIR", help="folder with the source's raw files")
+    p.add_argument("--split", metavar="S", help="source split to build (e.g. valid for cmu_dog)")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: out/COLLECTION)")
+    p.add_argument("--splits", metavar="FILE",
+                   help="val/test split file (JSON lines {\"val\": [...], \"test\": [...]}); default: "
+                        "the collection's own (SIGIR 2022: the official 50), else generated")
+    p.add_argument("--n-splits", type=int, default=50, metavar="N",
+                   help="splits to generate when the collection has none (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="seed for generated splits, random ranker, "
+                   "permutation test (default 0)")
+    p.add_argument("--target", default="nDCG@5", help="measure tuned on val (default nDCG@5)")
+    p.add_argument("--measures", nargs="+", metavar="M", help="measures (default: the evaluator's set)")
+    p.add_argument("--queries", nargs="+", metavar="Q",
+                   help="query strategies to run (default: all of them)")
+    p.add_argument("--dense-model", default="all-MiniLM-L6-v2", metavar="MODEL",
+                   help="bi-encoder for the dense rows (default all-MiniLM-L6-v2)")
+    p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
+    p.add_argument("--trained-dense", metavar="MODEL",
+                   help=f"bi-encoder trained by `dsr train` for the `trained bi-encoder` row "
+                        f"(default: {DEFAULT_TRAINED_DENSE} when it exists; 'none' skips it)")
+    p.add_argument("--cross-encoder", metavar="MODEL",
+                   help=f"cross-encoder for the reranking row: a folder, hub id or dsr:NAME "
+                        f"(default: {DEFAULT_CROSS_ENCODER} when `dsr train` has saved it)")
+    p.add_argument("--no-cross-encoder", action="store_true", help="skip the cross-encoder row")
+    p.add_argument("--ce-query", metavar="Q",
+                   help="query strategy for the cross-encoder (default: the one a `dsr train` model "
+                        "was trained with, from its card; else all)")
+    p.add_argument("--fast", action="store_true",
+                   help=f"run the dense and cross-encoder models on the fast CPU backend "
+                        f"({FAST_BACKEND}); scores differ slightly from the exact default (torch)")
+    p.add_argument("--backend", choices=BACKENDS,
+                   help="backend for the dense and cross-encoder models (default torch; --fast: "
+                        f"{FAST_BACKEND})")
+    p.add_argument("--test", choices=("t", "perm"), default="t",
+                   help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)")
+    add_report_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=cmd_reproduce)
+
+
+def default_collection(args: argparse.Namespace):
+    """sigir2022 when its files are present, else an error that says what to do."""
+    from retrieval.collections import load_collection
+
+    try:
+        return load_collection("sigir2022", args.source, args.split)
+    except InputError as err:
+        raise InputError(
+            "no COLLECTION given and the SIGIR 2022 files are not available "
+            f"({err}). Fetch them with `dsr data fetch sigir2022`, pass them with "
+            "`dsr reproduce sigir2022 --source DIR`, or run the bundled example: "
+            "`dsr reproduce sample`") from None
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from retrieval.collections import load_collection
+    from retrieval.provenance import slug
+
+    timer = StageTimer()
+    started = time.perf_counter()
+    with timer("load", args.collection or "sigir2022 (default)"):
+        collection = (load_collection(args.collection, args.source, args.split)
+                      if args.collection else default_collection(args))
+    out = Path(args.out or Path("out") / slug(collection.name, 'run'))
+    cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or trained_default())
+    trained_dense = (None if args.no_dense or args.trained_dense == "none"
+                     else args.trained_dense or trained_default(DEFAULT_TRAINED_DENSE))
+    result = reproduce(
+        collection, out, splits_file=args.splits, n_splits=args.n_splits, seed=args.seed,
+        target=args.target, measures=args.measures, strategies=args.queries,
+        dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
+        ce_query=args.ce_query, test=args.test, timer=timer, trained_dense=trained_dense,
+        backend=args.backend or (FAST_BACKEND if args.fast else "torch"),
+        skipped_reason=skip_reason(args.no_cross_encoder), command=["dsr", *sys.argv[1:]], started=started,
+        evaluation={"correction": args.correction, "family": args.family, "ci": args.ci,
+                    "all_pairs": args.all_pairs})
+    from eval import tables
+    if args.json:
+        print(json.dumps(result["report"], indent=2, sort_keys=True, ensure_ascii=False))
+    else:
+        print(tables.render(result["results"], args.format))
+        print(f"\nreport, runs and manifest: {out}/ (total {result['manifest']['wall_time_s']['total']:.1f} s)")
+    return 0

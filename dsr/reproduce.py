@@ -1,0 +1,405 @@
+"""``dsr reproduce``: from a collection to the paper-style baseline table in one command.
+
+The suite (every row is evaluated on the same dialogues):
+
+* ``random`` (seeded floor) and ``initial`` (the collection's own candidate
+  scores, when it has them: the SIGIR 2022 initial ranker);
+* ``BM25 (Q)`` for each query strategy Q, tuned per split over the BM25 grid
+  (k1, b), and ``BM25``: tuned over the strategy too. ``BM25`` is the baseline
+  of the significance tests;
+* ``dense (Q)``: all-MiniLM-L6-v2 (or ``--dense-model``) for each strategy;
+* ``RRF(BM25, dense)``: reciprocal rank fusion of a BM25 run (default k1, b)
+  and a dense run, tuned per split over the BM25 strategy, the dense strategy
+  and RRF's k. "The best BM25 and the best dense" are thus chosen on each
+  split's val half, never on its test half;
+* ``trained bi-encoder``: the bi-encoder ``dsr train`` saves by default
+  (``--trained-dense``, else ``dsr:dialogue-minilm-bi`` when it exists), with
+  the query strategy of its card;
+* ``cross-encoder``: a cross-encoder (``--cross-encoder``, else the model
+  ``dsr train`` saves by default when it exists) reranking the top k of a
+  first stage, tuned per split over the first stage (each BM25 and dense run)
+  and k (10, 20, all). Its scores are computed once per (dialogue, sentence)
+  and cached, so the grid costs no extra model calls. Without a cross-encoder
+  the row is skipped and the report says why.
+
+``--fast`` (or ``--backend openvino|openvino-bf16|openvino-int8``) runs the dense and
+cross-encoder models on a fast CPU backend (:mod:`indexes.backends`): its
+scores differ slightly from the exact torch path, so the manifest and each
+run's parameters name the backend.
+
+With a split file (the official 50 splits of SIGIR 2022), tuning is per split
+on val and the table gives the test halves' mean and sd; collections without
+one get ``--n-splits`` seeded random splits (recorded in the manifest).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from retrieval.errors import InputError
+from retrieval.provenance import slug
+
+DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
+#: what --fast means: int8 OpenVINO (|delta nDCG@5| vs torch in the README)
+FAST_BACKEND = "openvino-int8"
+DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
+RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
+BASELINE = "BM25"
+
+
+class StageTimer:
+    """Wall time per stage, for the manifest (and a line on stderr per stage)."""
+
+    def __init__(self, quiet: bool = False):
+        self.seconds: dict[str, float] = {}
+        self.quiet = quiet
+
+    @contextlib.contextmanager
+    def __call__(self, stage: str, what: str = ""):
+        if not self.quiet:
+            print(f"dsr reproduce: {stage}{': ' + what if what else ''}", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 3)
+
+
+def trained_default(spec: str = DEFAULT_CROSS_ENCODER) -> str | None:
+    from retrieval.home import models_dir
+
+    name = spec.split(":", 1)[1]
+    return spec if (models_dir() / name).is_dir() else None
+
+
+def skip_reason(no_cross_encoder: bool) -> str:
+    if no_cross_encoder:
+        return "skipped: --no-cross-encoder"
+    return (f"skipped: no cross-encoder given (--cross-encoder MODEL) and no trained default "
+            f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see docs/training.md)")
+
+
+def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 50, seed: int = 0,
+              target: str = "nDCG@5", measures=None, strategies=None,
+              dense_model: str | None = "all-MiniLM-L6-v2", cross_encoder: str | None = None,
+              ce_query: str | None = None, test: str = "t", timer: StageTimer | None = None,
+              skipped_reason: str = "skipped: no cross-encoder given",
+              command: list[str] | None = None, started: float | None = None,
+              evaluation: dict[str, Any] | None = None, backend: str = "torch",
+              trained_dense: str | None = None) -> dict[str, Any]:
+    """Run the suite on ``collection`` and write report, runs and manifest into ``out``.
+
+    ``evaluation``: more keyword arguments for ``eval.results.evaluate_runs``
+    (``correction``, ``family``, ``ci``, ``all_pairs``).
+
+    Returns ``{"results": Results, "report": dict, "manifest": dict}``.
+    """
+    from eval.protocol import resolve_splits
+    from eval.report import REPORT_FILES, report_json, write_report_files
+    from eval.results import evaluate_runs
+    from retrieval.atomic import atomic_dir, check_replaceable, write_json
+    from retrieval.queries import STRATEGIES, check_strategy
+
+    timer = timer or StageTimer(quiet=True)
+    started = time.perf_counter() if started is None else started
+    out_files = (*REPORT_FILES, "runs", "manifest.json")  # what --out holds, replaced as a set
+    out = check_replaceable(out, out_files, field="--out")  # before the long work
+    if not any(d.candidates for d in collection):
+        raise InputError(f"collection {collection.name!r} has no candidates to rank; "
+                         "reproduce needs a benchmark with candidate lists")
+    strategies = list(strategies or STRATEGIES)
+    for q in strategies:
+        check_strategy(q)
+    if ce_query is not None:
+        check_strategy(ce_query)
+
+    with timer("splits"):
+        splits = resolve_splits(collection, splits_file, n_splits, seed)
+    suite = Suite(collection, strategies, seed, timer, backend)
+    suite.first_stages(dense_model)
+    if dense_model:
+        suite.fusion()
+    if trained_dense:
+        suite.trained_dense(trained_dense)
+    if cross_encoder:
+        suite.cross_encoder(cross_encoder, ce_query)
+    else:
+        suite.notes.append(f"cross-encoder row {skipped_reason}")
+
+    with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
+        results = evaluate_runs(collection, suite.runs, measures, splits=splits,
+                                families=suite.families, target=target, baseline=BASELINE,
+                                test=test, seed=seed, run_info=suite.info, **(evaluation or {}))
+        results.notes.extend(suite.notes)
+
+    # --out is written as a set (report, runs/, manifest.json): built in a hidden
+    # sibling and swapped in, so a kill leaves the previous set or this one. Nothing
+    # in --out is read back: warm runs reuse the caches under DSR_HOME (indexes,
+    # embeddings, cross-encoder scores), not the previous output.
+    with atomic_dir(out, out_files, field="--out") as staging:
+        with timer("write", str(out)):
+            written = suite.write_runs(staging / "runs", results, shown=out / "runs")
+            for name, entry in written.items():  # the report names each run file and its hash
+                results.run_info.setdefault(name, {}).update(entry)
+            command = command or ["dsr", "reproduce", collection.name]
+            write_report_files(results, staging, command=command)
+            report = report_json(results, command)
+        manifest = _manifest(collection, results, suite, written, timer, command, started,
+                             dense_model, cross_encoder, ce_query, skipped_reason)
+        write_json(staging / "manifest.json", manifest)
+    return {"results": results, "report": report, "manifest": manifest}
+
+
+class Suite:
+    """Builds the runs (untuned rows) and families (tuned rows) of the baseline table."""
+
+    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer,
+                 backend: str = "torch"):
+        self.collection = collection
+        self.backend = backend
+        self.strategies = strategies
+        self.seed = seed
+        self.timer = timer
+        self.runs: dict[str, Any] = {}
+        self.families: dict[str, dict[str, Any]] = {}
+        self.info: dict[str, dict[str, Any]] = {}
+        self.notes: list[str] = []
+        self.models: dict[str, Any] = {}
+        self.bm25_default: dict[str, Any] = {}
+        self.dense: dict[str, Any] = {}
+        self.order = {d.id: collection.candidate_ids(d.id) for d in collection}
+
+    def first_stages(self, dense_model: str | None) -> None:
+        from retrieval.rankers import make_ranker
+        from retrieval.rankers.bm25 import BM25Ranker
+
+        c = self.collection
+        with self.timer("random"):
+            self._add_run("random", make_ranker("random", seed=self.seed))
+        with self.timer("initial"):
+            if all(cand.score is not None for d in c for cand in d.candidates):
+                self._add_run("initial", make_ranker("initial"))
+            else:
+                self.notes.append("initial ranker skipped: some candidates have no initial score")
+
+        grid = [dict(zip(("k1", "b"), kb)) for kb in itertools.product(BM25Ranker.GRID["k1"],
+                                                                       BM25Ranker.GRID["b"])]
+        default = {"k1": BM25Ranker.DEFAULTS["k1"], "b": BM25Ranker.DEFAULTS["b"]}
+        if default in grid:  # the default first: it wins ties on val
+            grid.remove(default)
+        grid.insert(0, default)
+        with self.timer("bm25", f"{len(self.strategies)} query strategies x {len(grid)} (k1, b)"):
+            every: dict[str, Any] = {}
+            for q in self.strategies:
+                family = {}
+                for params in grid:
+                    run = make_ranker("bm25", query=q, **params).rank(c)
+                    family[_config(params)] = run
+                    every[_config({"query": q, **params})] = run
+                self.families[f"BM25 ({q})"] = family
+                self.info[f"BM25 ({q})"] = {"ranker": "bm25", "grid": {"k1": BM25Ranker.GRID["k1"],
+                                                                       "b": BM25Ranker.GRID["b"]},
+                                            "fixed": {"query": q}}
+                self.bm25_default[q] = family[_config(default)]
+            self.families[BASELINE] = every
+            self.info[BASELINE] = {"ranker": "bm25", "grid": {"query": self.strategies,
+                                                              "k1": BM25Ranker.GRID["k1"],
+                                                              "b": BM25Ranker.GRID["b"]}}
+        if not dense_model:
+            self.notes.append("dense and fusion rows skipped: --no-dense")
+            return
+        from retrieval.models import resolve_model
+
+        self.models["dense"] = resolve_model(dense_model, "bi-encoder").describe()
+        with self.timer("dense", f"{dense_model}, {len(self.strategies)} query strategies"):
+            for q in self.strategies:
+                name = f"dense ({q})"
+                self._add_run(name, make_ranker("dense", model=dense_model, query=q, backend=self.backend))
+                self.dense[q] = self.runs[name]
+
+    def fusion(self) -> None:
+        from retrieval.fusion import fuse
+        from retrieval.rankers.fusion import FusionRanker
+
+        ks = FusionRanker.GRID["k"]
+        configs: dict[str, Callable] = {}
+        for qb, qd, k in itertools.product(self.strategies, self.strategies, ks):
+            def make(qb=qb, qd=qd, k=k):
+                run = fuse([self.bm25_default[qb], self.dense[qd]], "rrf", k=k,
+                           initial_order=self.order, tag=f"rrf-bm25_{qb}-dense_{qd}-k{k}")
+                run.config = {"fusion": "rrf", "k": k, "runs": [f"BM25 ({qb}) k1/b default",
+                                                                 f"dense ({qd})"],
+                              "collection": self.collection.describe()}
+                return run
+            configs[_config({"bm25": qb, "dense": qd, "k": k})] = make
+        name = "RRF(BM25, dense)"
+        self.families[name] = configs
+        self.info[name] = {"fusion": "rrf", "grid": {"bm25 query": self.strategies,
+                                                     "dense query": self.strategies, "k": ks}}
+
+    def trained_dense(self, model: str) -> None:
+        """The ``trained bi-encoder`` row: ``model`` with the query strategy and candidate text
+        of its card."""
+        from retrieval.models import resolve_model
+        from retrieval.rankers import make_ranker
+        from dsr.training.card import read_card
+
+        resolved = resolve_model(model, "bi-encoder")
+        card = read_card(resolved.path) or {}
+        query = card.get("query") or "title+recent"
+        text = card.get("text") or "body"
+        self.models["trained_dense"] = resolved.describe()
+        with self.timer("trained bi-encoder", f"{model}, query {query}, text {text}"):
+            self._add_run("trained bi-encoder", make_ranker("dense", model=model, query=query, text=text))
+
+    def cross_encoder(self, model: str, query: str | None) -> None:
+        from retrieval.rerankers.base import rerank_top_k
+
+        with self.timer("cross-encoder", model):
+            scores, described, params = cross_encoder_scores(self.collection, model, query, self.backend)
+        query = params["query"]
+        self.models["cross_encoder"] = described
+        stages = {f"BM25 ({q})": r for q, r in self.bm25_default.items()}
+        stages.update({f"dense ({q})": r for q, r in self.dense.items()})
+        configs: dict[str, Callable] = {}
+        for depth in RERANK_DEPTHS:
+            # reranking every candidate makes the first stage irrelevant (up to ties): one config
+            for stage_name, stage in (stages.items() if depth else [next(iter(stages.items()))]):
+                def make(stage=stage, depth=depth, stage_name=stage_name):
+                    run = rerank_top_k(self.collection, stage, scores, depth)
+                    run.tag = f"cross-encoder-top{depth or 'all'}"
+                    run.config = {"reranker": "cross-encoder", "model": described, "query": query,
+                                  "top_k": depth, "first_stage": stage_name,
+                                  "collection": self.collection.describe()}
+                    return run
+                key = {"first stage": stage_name, "top_k": depth} if depth else {"top_k": "all"}
+                configs[_config(key)] = make
+        self.families["cross-encoder"] = configs
+        self.info["cross-encoder"] = {"reranker": "cross-encoder", "model": described, "params": params,
+                                      "grid": {"first stage": list(stages),
+                                               "top_k": [d or "all" for d in RERANK_DEPTHS]}}
+
+    def _add_run(self, name: str, ranker) -> None:
+        run = ranker.rank(self.collection)
+        self.runs[name] = run
+        self.info[name] = ranker.describe()
+
+    def write_runs(self, folder: Path, results, shown: Path | None = None) -> dict[str, dict[str, str]]:
+        """Every untuned run, and each family's most often chosen configuration, with sidecars.
+
+        Written into ``folder``; the paths recorded are under ``shown`` (default
+        ``folder``), where they will be once the output set is swapped in.
+        """
+        from retrieval.provenance import sha256_file
+
+        written = {}
+        shown = shown or folder
+        for name, run in self.runs.items():
+            written[name] = self._write(folder, name, run, {"system": name})
+        for family, configs in self.families.items():
+            system = results.systems[family]
+            counts = system.tuned.choice_counts()
+            modal = results.modal_config(family)
+            source = configs[modal]
+            run = source() if callable(source) else source
+            results.run_objects[family] = run   # the report's recall@k curve of the family
+            written[family] = self._write(folder, family, run, {
+                "system": family, "config": modal, "chosen_on_val": counts,
+                "note": "the configuration chosen most often over the splits; each split's own "
+                        "choice is in results.json"})
+        for entry in written.values():
+            entry["sha256"] = sha256_file(entry["path"])
+            entry["path"] = str(shown / Path(entry["path"]).name)
+        return written
+
+    def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
+        from retrieval.provenance import package_versions
+
+        path = folder / f"{slug(name, 'run')}.run"
+        run.config = {**run.config, **extra, "collection": self.collection.describe(),
+                      "versions": package_versions()}
+        run.write(path)
+        return {"path": str(path)}
+
+
+def cross_encoder_scores(collection, model: str, query: str | None,
+                         backend: str = "torch") -> tuple[dict, dict, dict]:
+    """Cross-encoder score of every (dialogue, candidate) pair, cached under DSR_HOME/indexes.
+
+    A model made by ``dsr train`` is scored with the query strategy and max
+    length it was trained with (its ``dsr_model.json``) unless ``query`` is
+    given. The cache key is the collection's content hash, the model (name and
+    weights hash), the query strategy and the reranker's parameters. Returns
+    the scores, the model's description and the reranker's parameters.
+    """
+    from indexes.manifest import cached_build, expected_manifest
+    from retrieval.rerankers import make_reranker
+    from retrieval.run import Run
+
+    reranker = make_reranker("cross-encoder", model=model, backend=backend,
+                             **({"query": query} if query else {}))
+    resolved = reranker.resolve()  # a trained model's card sets query and max length
+    params = {k: v for k, v in reranker.params.items() if k not in ("model", "top_k", "batch_size")}
+    if backend == "torch":  # as before backends existed, so the exact path's caches stay valid
+        params.pop("backend")
+    expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=params,
+                                 model=resolved.describe(),
+                                 packages=("sentence-transformers", "transformers", "torch"))
+
+    def build(folder: Path) -> None:
+        everything = Run({d.id: [(c.id, 0.0) for c in d.candidates] for d in collection}, "pairs")
+        scored = reranker.rerank(collection, everything, None)
+        table = {q: dict(ranked) for q, ranked in scored.rankings.items()}
+        (folder / "scores.json").write_text(json.dumps(table), encoding="utf-8")
+
+    folder, _ = cached_build("cross-encoder-scores",
+                             f"{collection.name}-{resolved.key}-{params['query']}"
+                             + ("" if backend == "torch" else f"-{backend}"), expected, build,
+                             files=("scores.json",))
+    table = json.loads((folder / "scores.json").read_text(encoding="utf-8"))
+    scores = {(q, d): s for q, docs in table.items() for d, s in docs.items()}
+    return scores, resolved.describe(), params
+
+
+def _manifest(collection, results, suite: Suite, written, timer: StageTimer, command, started,
+              dense_model, cross_encoder, ce_query, skipped_reason) -> dict[str, Any]:
+    from retrieval.provenance import stamp
+    from retrieval.rankers.bm25 import BM25Ranker
+
+    timer.seconds["total"] = round(time.perf_counter() - started, 3)
+    provenance = stamp(command)
+    return {
+        "created": provenance["created"],
+        "command": provenance["command"],
+        "collection": collection.describe(),
+        "protocol": results.protocol_json(),
+        "measures": results.measures,
+        "baseline": BASELINE,
+        "significance": {"test": results.test, "alpha": results.alpha,
+                         "correction": results.correction, "family": results.family,
+                         "n_resamples": results.n_resamples, "seed": results.seed},
+        "models": {"dense": suite.models.get("dense", "skipped: --no-dense" if not dense_model else None),
+                   "cross_encoder": suite.models.get("cross_encoder", skipped_reason)},
+        "parameters": {"query strategies": suite.strategies, "bm25": {"defaults": BM25Ranker.DEFAULTS,
+                                                                      "grid": BM25Ranker.GRID},
+                       "dense model": dense_model, "cross-encoder": cross_encoder,
+                       "backend": suite.backend,
+                       "cross-encoder query": ce_query or "from the model card, else all",
+                       "rerank depths": [d or "all" for d in RERANK_DEPTHS], "seed": suite.seed,
+                       "systems": suite.info},
+        "runs": written,
+        "notes": results.notes,
+        "versions": provenance["versions"],
+        "machine": provenance["machine"],
+        "wall_time_s": dict(timer.seconds),
+    }
+
+
+def _config(params: dict[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in params.items())

@@ -1,0 +1,106 @@
+"""``dsr kfold``: document-disjoint evaluation of a trained bi-encoder in one command.
+
+For each of ``--folds K`` folds of the training collection's documents
+(:mod:`dsr.training.folds`), ``dsr train ... --folds K --fold I`` trains
+``PREFIX-foldI`` without fold I's documents (an existing model whose card
+records the same fold is reused). Each fold model then ranks only the
+evaluation dialogues about its left-out documents, and the rankings are
+pooled into one run over the whole evaluation collection: every dialogue is
+ranked by a model that never saw its document, its sentences or its
+conversations. The pooled run is compared with the zero-shot base model
+under the same query strategy (paired tests over all evaluation dialogues,
+Holm-corrected; ``dsr evaluate``'s machinery) and, with ``--in-domain
+dsr:NAME``, with a model trained on every document.
+
+Outputs in ``--out``: ``kfold.run``, ``zero-shot.run`` (and ``in-domain.run``)
+with sidecars, and the report (``results.md``, ``results.json``...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from retrieval.errors import InputError
+from retrieval.provenance import slug
+
+
+def trained_for_fold(name: str, k: int, i: int) -> bool:
+    found = card(f"dsr:{name}", required=False)
+    selection = (found or {}).get("training_data", {}).get("selection", {})
+    return bool(found) and selection.get("folds") == k and selection.get("fold") == i
+
+
+def card(model: str, required: bool = True) -> dict[str, Any] | None:
+    from retrieval.models import resolve_model
+    from dsr.training.card import CARD_FILE, read_card
+
+    try:
+        folder = Path(resolve_model(model, "bi-encoder").path)
+    except InputError:
+        if required:
+            raise
+        return None
+    found = read_card(folder)
+    if found is None and required:
+        raise InputError(f"not a model trained by `dsr train` (no {CARD_FILE})", path=folder / CARD_FILE,
+                         field="model")
+    return found
+
+
+def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all-MiniLM-L6-v2",
+                   in_domain: str | None = None, measures=("nDCG@5", "RR")):
+    """Rank each dialogue of ``evaluation`` with the fold model that left its document out,
+    pool, write the runs into ``out`` and evaluate them against zero-shot ``base``."""
+    from eval.results import evaluate_runs
+    from retrieval.data import Collection
+    from retrieval.rankers import make_ranker
+    from retrieval.run import Run
+    from dsr.training.folds import dialogue_document
+
+    cards = [card(m) for m in models]
+    query = cards[0]["query"]
+    text = cards[0].get("text", "body")  # the candidate text the fold models were trained on
+    owner: dict[str, int] = {}
+    for i, fold_card in enumerate(cards):
+        if fold_card.get("query") != query:
+            raise InputError(f"fold models use different query strategies ({query}, {fold_card.get('query')})",
+                             field="model")
+        if fold_card.get("text", "body") != text:
+            raise InputError(f"fold models use different candidate texts ({text}, "
+                             f"{fold_card.get('text', 'body')})", field="model")
+        for doc in fold_card.get("excluded_documents") or []:
+            if doc in owner:
+                raise InputError(f"document {doc!r} is left out by two fold models "
+                                 f"({models[owner[doc]]}, {models[i]})", field="model")
+            owner[doc] = i
+    uncovered = sorted({dialogue_document(d) for d in evaluation} - set(owner))
+    if uncovered:
+        raise InputError(f"no fold model left out {', '.join(map(str, uncovered))}: every "
+                         "evaluation document must be held out by exactly one fold", field="model")
+    rankings: dict[str, list] = {}
+    fold_runs = []
+    for i, model in enumerate(models):
+        part = Collection(f"{evaluation.name}-fold{i}",
+                          [d for d in evaluation if owner[dialogue_document(d)] == i],
+                          meta=evaluation.meta)
+        if not len(part):
+            continue
+        run = make_ranker("dense", model=model, query=query, text=text).rank(part)
+        rankings.update(run.rankings)
+        fold_runs.append({"model": model, "dialogues": len(part),
+                          "documents": cards[i].get("excluded_documents")})
+    tag = f"kfold-{len(models)}-dense-query={query}" + ("" if text == "body" else f"-text={slug(text)}")
+    pooled = Run(rankings, tag,
+                 {"kfold": fold_runs, "query": query, "text": text, "collection": evaluation.describe()})
+    # zero-shot and in-domain read the candidates as the fold models do
+    runs = {"zero-shot": make_ranker("dense", model=base, query=query, text=text).rank(evaluation),
+            "kfold": pooled}
+    if in_domain:
+        runs["in-domain"] = make_ranker("dense", model=in_domain, query=query, text=text).rank(evaluation)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, run in runs.items():
+        run.write(out / f"{name}.run")
+    return evaluate_runs(evaluation, runs, list(measures), subsets=["all"], baseline="zero-shot")

@@ -1,0 +1,214 @@
+"""Fusion: several runs in, one run out.
+
+Each method is one small function over runs, returning unordered scores
+``{topic: {doc: score}}``; :func:`fuse` turns them into a :class:`Run` with
+the tie rule of :mod:`retrieval.run` (ties by initial rank, then doc id).
+
+Methods
+-------
+``rrf``      Reciprocal rank fusion, ``sum 1 / (k + rank)`` (Cormack, Clarke and
+             Büttcher, "Reciprocal rank fusion outperforms Condorcet and
+             individual rank learning methods", SIGIR 2009; k = 60 there).
+``combsum``  Sum of normalised scores (Fox and Shaw, "Combination of multiple
+             searches", TREC-2, 1994).
+``combmnz``  CombSUM times the number of runs that retrieved the document
+             (Fox and Shaw 1994).
+``interp``   ``weight * a + (1 - weight) * b`` on normalised scores of exactly
+             two runs (Vogt and Cottrell, "Fusion via a linear combination of
+             scores", Information Retrieval 1(3), 1999).
+
+Score normalisation (per run, per topic) for the score-based methods:
+``minmax`` maps the run's scores of a topic to [0, 1] (Lee, "Analyses of
+multiple evidence combination", SIGIR 1997); ``zscore`` subtracts their mean
+and divides by their (population) standard deviation (Montague and Aslam,
+"Relevance score normalization for metasearch", CIKM 2001). A topic whose
+scores in a run are all equal carries no ranking information and normalises
+to 0 under both.
+
+Missing topics and documents
+----------------------------
+The fused run holds the union of the runs' topics, and for each topic the
+union of their documents. A run that lacks a topic contributes nothing to it.
+A document that a run lacks (for a topic the run has) is treated as ranked
+below everything that run retrieved:
+
+* ``rrf``: it gets no term from that run (the sum in Cormack et al. runs over
+  the rankings that contain the document);
+* ``combsum`` / ``interp``: it gets that run's lowest normalised score for the
+  topic (0 under min-max, which is the usual "missing counts as zero"; under
+  z-score, zero would be the mean and would lift an unretrieved document above
+  half the retrieved ones);
+* ``combmnz``: as combsum, and it does not count towards the multiplier, which
+  counts the runs that retrieved it (Fox and Shaw count non-zero scores; a
+  min-max normalised last document scores 0 but was still retrieved).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from retrieval.errors import InputError
+from retrieval.run import Run
+
+Scores = dict[str, dict[str, float]]
+
+METHODS = ("rrf", "combsum", "combmnz", "interp")
+NORMS = ("minmax", "zscore")
+
+
+# --- normalisation -----------------------------------------------------------
+
+def minmax(scores: Mapping[str, float]) -> dict[str, float]:
+    """``(s - min) / (max - min)``; all 0 when the scores are all equal (Lee 1997)."""
+    if not scores:
+        return {}
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    low, high = float(values.min()), float(values.max())
+    span = high - low
+    if span == 0 or not math.isfinite(span):
+        return {doc: 0.0 for doc in scores}
+    return {doc: (float(s) - low) / span for doc, s in scores.items()}
+
+
+def zscore(scores: Mapping[str, float]) -> dict[str, float]:
+    """``(s - mean) / std`` with the population std; all 0 when the scores are all equal
+    (Montague and Aslam 2001)."""
+    if not scores:
+        return {}
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    mean, std = float(values.mean()), float(values.std())
+    if std == 0:
+        return {doc: 0.0 for doc in scores}
+    return {doc: (float(s) - mean) / std for doc, s in scores.items()}
+
+
+NORMALISERS: dict[str, Callable[[Mapping[str, float]], dict[str, float]]] = {
+    "minmax": minmax, "zscore": zscore}
+
+
+def normalise(run: Run, norm: str) -> Scores:
+    """Each topic of ``run`` normalised on its own with ``norm`` (``minmax`` or ``zscore``)."""
+    if norm not in NORMALISERS:
+        raise InputError(f"unknown normalisation {norm!r}; choose from {', '.join(NORMS)}",
+                         field="norm")
+    return {qid: NORMALISERS[norm](dict(ranked)) for qid, ranked in run.rankings.items()}
+
+
+def _topics(runs: Sequence[Run]) -> list[str]:
+    """Union of the runs' topics, in order of first appearance."""
+    return list(dict.fromkeys(qid for run in runs for qid in run.rankings))
+
+
+def _docs(runs: Sequence[Mapping[str, Any]], qid: str) -> list[str]:
+    return list(dict.fromkeys(doc for run in runs for doc in run.get(qid, ())))
+
+
+# --- methods -------------------------------------------------------------------
+
+def rrf(runs: Sequence[Run], k: float = 60) -> Scores:
+    """Reciprocal rank fusion: ``score(d) = sum over runs containing d of 1 / (k + rank(d))``,
+    ranks from 1 (Cormack, Clarke and Büttcher, SIGIR 2009)."""
+    if not k >= 0:
+        raise InputError(f"k must be >= 0, got {k!r}", field="k")
+    fused: Scores = {}
+    for run in runs:
+        for qid, ranked in run.rankings.items():
+            topic = fused.setdefault(qid, {})
+            for rank, (doc, _) in enumerate(ranked, start=1):
+                topic[doc] = topic.get(doc, 0.0) + 1.0 / (k + rank)
+    return {qid: fused[qid] for qid in _topics(runs)}
+
+
+def _with_floor(normalised: Sequence[Scores], qid: str, docs: list[str]) -> list[dict[str, float] | None]:
+    """Per run, each doc's normalised score in ``qid``, a missing doc getting the run's
+    lowest score for the topic; None for a run without the topic."""
+    out: list[dict[str, float] | None] = []
+    for scores in normalised:
+        topic = scores.get(qid)
+        if topic is None:
+            out.append(None)
+            continue
+        floor = min(topic.values()) if topic else 0.0
+        out.append({doc: topic.get(doc, floor) for doc in docs})
+    return out
+
+
+def combsum(runs: Sequence[Run], norm: str = "minmax") -> Scores:
+    """CombSUM: the sum of each run's normalised score (Fox and Shaw 1994)."""
+    normalised = [normalise(run, norm) for run in runs]
+    fused: Scores = {}
+    for qid in _topics(runs):
+        docs = _docs(normalised, qid)
+        per_run = [r for r in _with_floor(normalised, qid, docs) if r is not None]
+        fused[qid] = {doc: sum(r[doc] for r in per_run) for doc in docs}
+    return fused
+
+
+def combmnz(runs: Sequence[Run], norm: str = "minmax") -> Scores:
+    """CombMNZ: CombSUM times the number of runs that retrieved the document
+    (Fox and Shaw 1994)."""
+    summed = combsum(runs, norm)
+    fused: Scores = {}
+    for qid, topic in summed.items():
+        retrieved = [{doc for doc, _ in run.rankings.get(qid, ())} for run in runs]
+        fused[qid] = {doc: score * sum(doc in r for r in retrieved) for doc, score in topic.items()}
+    return fused
+
+
+def interp(runs: Sequence[Run], weight: float = 0.5, norm: str = "minmax") -> Scores:
+    """Linear interpolation of two runs: ``weight * a + (1 - weight) * b`` on normalised
+    scores (Vogt and Cottrell 1999). A topic only one run has takes that run's
+    weighted score alone."""
+    if len(runs) != 2:
+        raise InputError(f"interp fuses exactly two runs, got {len(runs)}", field="method")
+    if not 0 <= weight <= 1:
+        raise InputError(f"weight must be in [0, 1], got {weight!r}", field="weight")
+    normalised = [normalise(run, norm) for run in runs]
+    fused: Scores = {}
+    for qid in _topics(runs):
+        docs = _docs(normalised, qid)
+        a, b = _with_floor(normalised, qid, docs)
+        fused[qid] = {doc: (weight * a[doc] if a is not None else 0.0)
+                      + ((1 - weight) * b[doc] if b is not None else 0.0) for doc in docs}
+    return fused
+
+
+# method -> (function, the parameters it takes)
+FUSERS: dict[str, tuple[Callable[..., Scores], tuple[str, ...]]] = {
+    "rrf": (rrf, ("k",)),
+    "combsum": (combsum, ("norm",)),
+    "combmnz": (combmnz, ("norm",)),
+    "interp": (interp, ("weight", "norm")),
+}
+
+
+def fuse(runs: Sequence[Run], method: str = "rrf", *,
+         initial_order: Mapping[str, list[str]] | None = None, tag: str | None = None,
+         **params: Any) -> Run:
+    """Fuse ``runs`` with ``method`` (``rrf`` k=; ``combsum``/``combmnz`` norm=;
+    ``interp`` weight=, norm=) into one run.
+
+    Ties in the fused scores follow the run tie rule: by ``initial_order``
+    (usually ``{topic: collection.candidate_ids(topic)}``), then by doc id.
+    Parameters a method does not take are an InputError, so a typo is not
+    silently ignored.
+    """
+    if method not in FUSERS:
+        raise InputError(f"unknown fusion method {method!r}; choose from {', '.join(METHODS)}",
+                         field="method")
+    if len(runs) < 2:
+        raise InputError(f"fusion needs at least two runs, got {len(runs)}", field="runs")
+    function, takes = FUSERS[method]
+    unknown = sorted(set(params) - set(takes))
+    if unknown:
+        raise InputError(f"fusion method {method!r} takes {', '.join(takes)}, not "
+                         f"{', '.join(unknown)}", field="--param")
+    scores = function(runs, **params)
+    shown = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
+    return Run.from_scores(scores, tag=tag or f"fusion-{method}" + (f"-{shown}" if shown else ""),
+                           initial_order=initial_order)
+
+

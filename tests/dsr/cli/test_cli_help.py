@@ -1,0 +1,50 @@
+"""Every command's --help names its defaults and ends with an example that parses."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+import pytest
+
+from dsr.cli import build_parser
+from dsr.cli.help import EXAMPLES, commands
+
+PARSER = build_parser()
+COMMANDS = commands(PARSER)
+
+
+def test_every_command_has_an_example():
+    missing = sorted(set(COMMANDS) - set(EXAMPLES))
+    assert not missing, f"add a line for {missing} to dsr.cli.help.EXAMPLES"
+    assert {"run", "rerank", "fuse", "evaluate", "validate", "export", "qrels", "data fetch"} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("path", sorted(COMMANDS), ids=lambda p: p or "dsr")
+def test_help_ends_with_a_parsing_example_and_names_defaults(path):
+    command = COMMANDS[path]
+    text = command.format_help()
+    example = EXAMPLES[path]
+    assert text.rstrip().endswith(f"example:\n  {example}")
+    # the example parses, and to this command
+    words = shlex.split(example)
+    assert words[0] == "dsr"
+    args = build_parser().parse_args(words[1:])
+    assert getattr(args, "func", None) is not None
+    if path:
+        assert words[1:1 + len(path.split())] == path.split()
+    # every option with a real default says it
+    for action in command._actions:
+        if not action.option_strings or action.help == argparse.SUPPRESS:
+            continue
+        if action.default in (None, False, [], argparse.SUPPRESS):
+            continue
+        rendered = command._get_formatter()._expand_help(action) if action.help else ""
+        assert "default" in rendered.lower(), (path, action.option_strings)
+
+
+def test_examples_survive_the_help_formatter():
+    text = COMMANDS["export"].format_help()
+    assert "  trec         topics.tsv" in text          # epilog tables keep their lines
+    assert "(default: all)" in COMMANDS["export"].format_help()
+    assert "default: 42" in COMMANDS["train"].format_help()      # --seed had no help text
