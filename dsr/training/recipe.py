@@ -310,12 +310,8 @@ def _card(args, collection, selection, base, pairset, train_part, heldout, setti
 
 
 def _move_into_place(out: Path, final: Path) -> None:
-    """Rename the finished folder to NAME; an old NAME (--overwrite) goes only after that works."""
-    old = None
-    if final.exists():
-        old = final.parent / f".{final.name}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        final.rename(old)
-    out.rename(final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    """Swap the finished folder in as NAME (an old NAME, with --overwrite, goes only after that
+    works; a kill between the renames is finished by the next command: retrieval.atomic)."""
+    from retrieval.atomic import replace_folder
+
+    replace_folder(out, final)

@@ -115,6 +115,12 @@ def test_reproduce_refuses_a_folder_with_other_files_before_working(tmp_path, ca
     err = capsys.readouterr().err
     assert "thesis.tex" in err and "dsr reproduce: bm25" not in err
     assert sorted(os.listdir(out)) == ["thesis.tex"]
+    # a file of the user's inside runs/ too: the whole folder is replaced, so it is refused
+    (out / "thesis.tex").unlink()
+    (out / "runs").mkdir()
+    (out / "runs" / "mine.txt").write_text("notes")
+    assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "3"]) == 2
+    assert "runs/mine.txt" in capsys.readouterr().err and (out / "runs" / "mine.txt").read_text() == "notes"
 
 
 # --- stale temporaries ----------------------------------------------------------
