@@ -49,8 +49,6 @@ PROCESS_STARTED = time.time()
 _FILE_SUFFIXES = (".tmp", ".part", ".partial", ".partial.json")
 #: staging folders: ours, and the ``.NAME.XXXX.tmp`` of index builds by earlier dsr versions
 _DIR_SUFFIXES = (".dsr-new", ".tmp")
-#: tests only: seconds a folder swap waits between its two renames (so a kill can land there)
-SWAP_PAUSE_ENV = "DSR_TEST_SWAP_PAUSE"
 
 
 def _forked() -> None:
@@ -215,7 +213,7 @@ def atomic_dir(path: str | Path, allowed: Iterable[str] | None,
     else:
         recover_folder(path)
         _make_folder(path.parent, path, field)
-    clean_stale(path)
+        clean_stale(path)
     staging = make_staging(path, field)
     try:
         yield staging
@@ -244,13 +242,14 @@ def check_replaceable(path: str | Path, allowed: Iterable[str], field: str | Non
     A pattern matches a name in ``path`` (``*.png``; a folder matching it is
     replaced whole) or, with a ``/``, names in a subfolder (``runs/*.run``: the
     folder ``runs`` may hold only those). A swap a killed process left half done
-    is finished or undone first (``recover_folder``).
+    is finished or undone first (``recover_folder``), and stale temporaries removed.
     """
     path = Path(path)
     recover_folder(path)
     if path.exists() and not path.is_dir():
         raise InputError("is a file; a folder is needed", path=path, field=field)
     _make_folder(path.parent, path, field)
+    clean_stale(path)
     foreign = _foreign(path, tuple(allowed)) if path.is_dir() else []
     if foreign:
         raise InputError(
@@ -307,9 +306,6 @@ def replace_folder(new: Path, target: Path) -> None:
     moved = target.exists() or target.is_symlink()
     if moved:
         os.replace(target, old)
-    pause = float(os.environ.get(SWAP_PAUSE_ENV) or 0)
-    if pause > 0:
-        time.sleep(pause)  # tests: a kill lands between the renames
     os.replace(ready, target)
     if moved:
         _remove(old)

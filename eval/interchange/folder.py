@@ -16,16 +16,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from retrieval.atomic import atomic_dir, glob_escape, recover_folder, write_json
+from retrieval.atomic import atomic_dir, check_replaceable, glob_escape, recover_folder, write_json
 
 MANIFEST = "dsr_export.json"
+
+
+def check_export_out(out: str | Path) -> Path:
+    """``out`` once a swap a killed export left is finished or undone; InputError when it holds
+    anything an earlier export did not write. Call it before the work."""
+    out = Path(out)
+    recover_folder(out)
+    return check_replaceable(out, replaceable(out), field="--out")
 
 
 @contextlib.contextmanager
 def export_folder(out: str | Path) -> Iterator[Path]:
     """Yield an empty staging folder; on success it replaces ``out`` as a whole."""
-    out = Path(out)
-    recover_folder(out)
+    out = check_export_out(out)
     with atomic_dir(out, replaceable(out), field="--out") as staging:
         yield staging
 

@@ -18,7 +18,6 @@ from dsr.cli import main
 from indexes.corpus.bm25 import build_bm25
 from indexes.corpus.build import build_corpus
 from indexes.corpus.dense import encode_corpus
-from indexes.corpus.sentences import MAX_TOKEN_CHARS, _segmenter, chunks, split_sentences
 from indexes.corpus.store import Corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +45,8 @@ def _jsonl(path: Path, docs: list[tuple[str, str]]) -> Path:
 # --- bounded work ------------------------------------------------------------------
 
 def test_a_long_paragraph_is_split_in_pieces_with_the_same_sentences():
+    from indexes.corpus.sentences import MAX_TOKEN_CHARS, _segmenter, chunks, split_sentences
+
     text = prose(9000)
     pieces = list(chunks(text))
     assert "".join(pieces) == text and len(pieces) >= 5 and max(map(len, pieces)) <= 2000
@@ -88,7 +89,7 @@ def test_huge_paragraphs_and_tokens_build_in_linear_time_and_bounded_memory(tmp_
     assert got["long_cpu_s"] < 30, got  # measured 2.4 s; the quadratic splitter: > 200 s
     assert got["long_sentences"] == text.count("."), got  # every sentence, none cut
     assert got["token_peak"] < 5 * 20_000_000, got  # measured 2.0x (the JSON line and its text)
-    assert got["token_texts"] == [len("It starts."), MAX_TOKEN_CHARS + len(" It ends.")], got
+    assert got["token_texts"] == [len("It starts."), 1000 + len(" It ends.")], got  # the token cut
 
 
 # --- building ----------------------------------------------------------------------

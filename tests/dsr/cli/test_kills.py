@@ -3,12 +3,12 @@ next command has run, exactly the old set or the new set (issue 19).
 
 Bounded trials of ``dsr reproduce`` and ``dsr export`` on the bundled sample, in real
 processes (tests/kill_support.py forks them from a warm helper): half are killed
-between the two renames of the folder swap (``DSR_TEST_SWAP_PAUSE`` holds the swap
-there; the test kills as soon as the old folder is set aside), half after a random
-delay within the command's duration. After each trial the first step of every
-folder writer (``recover_folder``, ``clean_stale``) runs in a new process, then the
-folder is compared, file by file with sha256, with the set before the trial and
-with what the command writes.
+between the two renames of the folder swap (the child is held before the rename
+onto the output folder, the old one already set aside), half after a random delay
+within the command's duration. After each trial the next command on the folder
+runs (the same command with a bad argument, refused right after it has checked its
+output folder), then the folder is compared, file by file with sha256, with the
+set before the trial and with what the command writes.
 """
 
 from __future__ import annotations
@@ -44,22 +44,19 @@ def forker(tmp_path_factory):
     helper.close()
 
 
-def _kill_when_swapping(pid: int, out: Path, deadline: float) -> None:
-    """Kill ``pid`` between the renames: its new set is ready and ``out`` is set aside."""
-    while time.monotonic() < deadline:
-        ready = any(p.name.startswith(f".{out.name}.ready-") for p in out.parent.iterdir())
-        if ready and not out.exists():
-            break
-        time.sleep(0.002)
-    os.kill(pid, signal.SIGKILL)
-
-
-def _trial(forker: Forker, job: dict, out: Path, delay: float | None, log: Path) -> dict:
-    """Run ``job``; kill it after ``delay`` s (None: between the renames). Returns how it ended."""
-    env = {"DSR_TEST_SWAP_PAUSE": "30"} if delay is None else {}
-    pid = forker.start({**job, "env": env, "log": str(log)})
+def _trial(forker: Forker, job: dict, after: dict, out: Path, delay: float | None, log: Path) -> dict:
+    """Run ``job``; kill it after ``delay`` s (None: between the renames); then run ``after``,
+    the next command. Returns how ``job`` ended."""
+    flag = log.with_name("paused")
+    flag.unlink(missing_ok=True)
+    pause = {"before_rename_to": str(out), "flag": str(flag)} if delay is None else None
+    pid = forker.start({**job, "pause": pause, "log": str(log)})
     if delay is None:
-        _kill_when_swapping(pid, out, time.monotonic() + 60)
+        deadline = time.monotonic() + 120
+        while not flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert flag.exists(), "the command never swapped its folder in"
+        os.kill(pid, signal.SIGKILL)
     else:
         time.sleep(delay)
         try:
@@ -67,38 +64,38 @@ def _trial(forker: Forker, job: dict, out: Path, delay: float | None, log: Path)
         except ProcessLookupError:
             pass
     end = forker.wait()
-    # what any next command to this folder does first, in a new process
-    for step in ("recover_folder", "clean_stale"):
-        assert forker.run({"call": f"retrieval.atomic:{step}", "args": [str(out)]}) == {"exit": 0}
+    assert forker.run({**after, "log": str(log.with_name("after.log"))}) == {"exit": 2}
     return end
 
 
-def _kill_trials(forker, tmp_path, out, jobs, is_new, duration: float) -> list[str]:
-    """TRIALS kill trials of ``jobs`` (alternating); every outcome is the old or the new set."""
+def _kill_trials(forker, tmp_path, out, jobs, after, is_new, duration: float) -> list[str]:
+    """TRIALS kill trials of ``jobs`` (alternating), each followed by the command ``after``;
+    every outcome is the old or the new set."""
     rng = random.Random(19)
     before = snapshot(out)
     outcomes = []
     for i in range(TRIALS):
         version, job = jobs[i % 2]
         delay = None if i % 2 == 0 else rng.uniform(0, duration)
-        end = _trial(forker, job, out, delay, tmp_path / "trial.log")
-        after = snapshot(out)
+        end = _trial(forker, job, after, out, delay, tmp_path / "trial.log")
+        now = snapshot(out)
         left = sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
         assert left == [], (i, end, left)
         if delay is None:  # killed inside the swap: the new set was complete, so it is finished
-            assert end == {"signal": signal.SIGKILL} and is_new(out, after, version), (i, end)
-        if after == before:  # (two exports within a second are the same bytes)
+            assert end == {"signal": signal.SIGKILL} and is_new(out, now, version), (i, end)
+        if now == before:  # (two exports within a second are the same bytes)
             outcomes.append("old")
         else:
-            assert after is not None and is_new(out, after, version), (i, end, delay)
+            assert now is not None and is_new(out, now, version), (i, end, delay)
             outcomes.append("new")
-        before = after
+        before = now
     return outcomes
 
 
 def _timed(forker, job) -> float:
+    """Run ``job`` to the end in the helper itself (warming what its children inherit)."""
     start = time.monotonic()
-    assert forker.run(job) == {"exit": 0}
+    assert forker.run({**job, "warm": True}) == {"exit": 0}
     return time.monotonic() - start
 
 
@@ -123,7 +120,8 @@ def test_reproduce_killed_at_any_moment_leaves_the_old_or_the_new_set(forker, tm
         assert all(files[f"runs/{Path(e['path']).name}"] == e["sha256"] for e in manifest["runs"].values())
         return True
 
-    outcomes = _kill_trials(forker, tmp_path, out, jobs, is_new, duration * 1.2)
+    after = {"argv": [*base, "--queries", "no-such-strategy"]}
+    outcomes = _kill_trials(forker, tmp_path, out, jobs, after, is_new, duration * 1.2)
     assert "old" in outcomes and "new" in outcomes, outcomes
 
 
@@ -143,5 +141,6 @@ def test_export_killed_at_any_moment_leaves_the_old_or_the_new_set(forker, tmp_p
         assert {k: v for k, v in files.items() if k != "dsr_export.json"} == manifest["files"]
         return True
 
-    outcomes = _kill_trials(forker, tmp_path, out, jobs, is_new, duration * 1.5)
+    after = {"argv": ["export", "sample", "--format", "trec", "--out", str(out), "--query", "no-such-strategy"]}
+    outcomes = _kill_trials(forker, tmp_path, out, jobs, after, is_new, duration * 1.5)
     assert "new" in outcomes, outcomes
