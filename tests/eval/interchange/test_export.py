@@ -248,6 +248,22 @@ def test_export_over_an_earlier_export_keeps_the_users_files(tmp_path, capsys):
         "dsr_export.json", "qrels.txt", "topics.trec", "topics.tsv"]
 
 
+def test_an_export_carries_no_path_of_the_machine(tmp_path):
+    """Issue 19: dsr_export.json named the collection's file (and a built collection's
+    source and cache folders)."""
+    copy = tmp_path / "mine.jsonl"
+    copy.write_text(data_file().read_text(encoding="utf-8"), encoding="utf-8")
+    for fmt in ("hf", "trec", "beir", "ir_datasets"):
+        out = _export(fmt, tmp_path / fmt)
+        assert main(["export", str(copy), "--format", fmt, "--out", str(tmp_path / f"{fmt}-file")]) == 0
+        for folder in (out, tmp_path / f"{fmt}-file"):
+            for path in folder.rglob("*"):
+                text = path.read_text(encoding="utf-8") if path.is_file() else ""
+                assert str(tmp_path) not in text and str(data_file().parent) not in text, path
+    manifest = json.loads((tmp_path / "trec-file" / "dsr_export.json").read_text())
+    assert manifest["collection"]["name"] == "mine" and "path" not in manifest["collection"].get("meta", {})
+
+
 def test_export_bad_query_strategy_is_exit_2_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "x"
     assert main(["export", "sample", "--format", "beir", "--out", str(out), "--query", "nope"]) == 2
