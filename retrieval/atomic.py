@@ -85,11 +85,11 @@ def _make_folder(make: Path, path: Path, field: str | None) -> None:
 def clean_stale(target: str | Path) -> list[Path]:
     """Remove temporaries of ``target`` left by a killed process; returns what was removed.
 
-    Candidates are the hidden siblings ``.NAME.*`` with a dsr temporary suffix. One is stale when it was last modified before this
-    process started and the process id in its name (when it has one) is not
-    running. Folders are only removed when they are a staging folder
-    (``.dsr-new``, or an older version's ``.tmp``): ``dsr train``'s resumable ``.NAME.partial`` folder is never
-    touched.
+    Candidates are the hidden siblings ``.NAME.*`` with a dsr temporary suffix.
+    One is stale when it was last modified before this process started and the
+    process id in its name (when it has one) is not running. Folders are only
+    removed when they are a staging folder (``.dsr-new``, or an older version's
+    ``.tmp``): ``dsr train``'s resumable ``.NAME.partial`` folder is never touched.
     """
     target = Path(target)
     removed = []
@@ -334,7 +334,7 @@ def recover_folder(target: str | Path) -> str | None:
     ``"cleaned"`` or None (nothing to do); says so on stderr when it renamed.
     """
     target = Path(target)
-    pattern = re.compile(rf"\.{re.escape(target.name)}\.(old|ready)-((\d+)-(\d+))")
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.(old|ready)-(\d+-\d+)")
     swaps: dict[str, dict[str, Path]] = {}
     for sibling in _siblings(target):
         match = pattern.fullmatch(sibling.name)
@@ -343,7 +343,7 @@ def recover_folder(target: str | Path) -> str | None:
     done = None
     for tag in sorted(swaps, key=lambda t: tuple(map(int, t.split("-")))):
         parts = swaps[tag]
-        if not all(_is_stale(p, tag + "-") for p in parts.values()):
+        if not all(_is_stale(p, tag) for p in parts.values()):
             continue
         done = "cleaned"
         if not (target.exists() or target.is_symlink()):
