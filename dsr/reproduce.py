@@ -108,7 +108,8 @@ def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 
 
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter() if started is None else started
-    out_files = (*REPORT_FILES, "runs", "manifest.json")  # what --out holds, replaced as a set
+    # what --out holds, replaced as a set (a file of yours in runs/ is refused, never deleted)
+    out_files = (*REPORT_FILES, "runs/*.run", "runs/*.run.json", "manifest.json")
     out = check_replaceable(out, out_files, field="--out")  # before the long work
     if not any(d.candidates for d in collection):
         raise InputError(f"collection {collection.name!r} has no candidates to rank; "

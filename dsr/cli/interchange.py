@@ -51,8 +51,9 @@ def register(subparsers) -> None:
 
 def cmd_export(args) -> int:
     from eval.interchange.corpus import TestCollection
-    from eval.interchange.folder import export_folder, write_manifest
+    from eval.interchange.folder import check_export_out, export_folder, write_manifest
 
+    check_export_out(args.out)  # before the work: a folder of other files is refused
     collection = collection_from_args(args)
     if not any(d.candidates for d in collection):
         raise InputError(f"collection {collection.name!r} has no candidates to export "

@@ -83,6 +83,7 @@ def register(subparsers) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from retrieval.atomic import recover_folder
     from retrieval.home import models_dir
     from retrieval.queries import check_strategy
 
@@ -96,6 +97,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise InputError("--text applies to bi-encoder training only (the cross-encoder recipe "
                          "reads candidate bodies)", field="--text")
     final = models_dir() / args.name
+    recover_folder(final)  # a swap of NAME cut by a kill: finished or undone first
     if final.exists() and not args.overwrite:
         raise InputError(f"model {args.name!r} already exists at {final}; pass --overwrite "
                          "to replace it or choose another --name", field="--name")

@@ -71,13 +71,27 @@ def apply_recipe(args: argparse.Namespace) -> None:
 
 
 def refuse_judged(collection, spec: str | None = None) -> None:
-    """InputError for the judged development set: its labels must never be trained on."""
-    from retrieval.collections.cmu_dog_judged import is_judged
+    """InputError for the judged development set: its labels must never be trained on.
 
+    Recognised by name, file, hash or content (retrieval.collections.cmu_dog_judged); a
+    collection that holds judged query points with other (silver) labels, such as CMU_DoG
+    valid, is trained on with a warning: a model trained on it is not held out from the
+    judged set.
+    """
+    from retrieval.collections.cmu_dog_judged import is_judged, judged_points
+
+    points, carrying = judged_points(collection)
     if is_judged(collection, spec):
-        raise InputError(f"{collection.name!r} is the judged development set: it is for evaluation "
+        found = (f" ({len(carrying)} of its dialogues carry the judged set's labels, e.g. {carrying[0]})"
+                 if carrying else "")
+        raise InputError(f"{collection.name!r} is the judged development set{found}: it is for evaluation "
                          "only and is never trained on; train on the silver labels, e.g. "
                          "`dsr train cmu_dog --source DIR --split train`", field="COLLECTION")
+    if points:
+        print(f"dsr: warning: {len(points)} of {len(collection)} training dialogues are query points of the "
+              f"judged development set (cmu_dog_judged: CMU_DoG valid conversations), e.g. {points[0]}: "
+              "a model trained on them is not held out from it, so do not compare it with others "
+              "on cmu_dog_judged", file=sys.stderr)
 
 
 def excluded_documents(dialogues, args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
@@ -310,12 +324,8 @@ def _card(args, collection, selection, base, pairset, train_part, heldout, setti
 
 
 def _move_into_place(out: Path, final: Path) -> None:
-    """Rename the finished folder to NAME; an old NAME (--overwrite) goes only after that works."""
-    old = None
-    if final.exists():
-        old = final.parent / f".{final.name}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        final.rename(old)
-    out.rename(final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    """Swap the finished folder in as NAME (an old NAME, with --overwrite, goes only after that
+    works; a kill between the renames is finished by the next command: retrieval.atomic)."""
+    from retrieval.atomic import replace_folder
+
+    replace_folder(out, final)
