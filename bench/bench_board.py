@@ -89,22 +89,11 @@ def main() -> None:
         for name in args.db.split(","):
             folder = tmp / name
             folder.mkdir()
-            postgres = None
-            if name == "sqlite":
-                url = f"sqlite:///{folder / 'board.sqlite'}"
-            else:
-                bindir = bh.pg_bin()
-                if bindir is None:
+            with bh.bench_database(name, folder) as url:
+                if url is None:
                     print(f"{name}: skipped (PostgreSQL binaries not found)")
                     continue
-                postgres = bh.Postgres(bindir)
-                postgres.start()
-                url = postgres.new_database()
-            try:
                 r = bench(url, folder, runs, args.submissions, args.clients)
-            finally:
-                if postgres is not None:
-                    postgres.stop()
             print(f"{name:10s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s = "
                   f"{r['rate']:.1f} submissions/s ({r['accepted_rate']:.1f} accepted/s); latency p50 "
                   f"{r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms (accepted p50 "

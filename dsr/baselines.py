@@ -134,7 +134,8 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     with timer("load", str(getattr(collection, "name", collection) or "sigir2022 (default)")):
         collection = _collection(collection, source, split)
     out = Path(out or Path("out") / slug(collection.name, "run"))
-    out_files = (*REPORT_FILES, "runs", "manifest.json")  # what out holds, replaced as a set
+    # what out holds, replaced as a set (a file of yours in runs/ is refused, never deleted)
+    out_files = (*REPORT_FILES, "runs/*.run", "runs/*.run.json", "manifest.json")
     out = check_replaceable(out, out_files, field="out")  # before the long work
     strategies = _check_suite(collection, strategies, ce_query)
     with timer("splits"):

@@ -45,3 +45,22 @@ class InputError(ValueError):
         if self.field is not None:
             where.append(f"field '{self.field}'")
         return ": ".join(where + [self.message])
+
+
+#: the distribution's name, for install hints
+DISTRIBUTION = "dialogue-sentence-retrieval"
+
+
+def require_extra(module: str, extra: str, field: str | None = None, also: str = ""):
+    """Import ``module`` and return it; when it cannot be imported, an InputError (exit 2)
+    saying which extra to install: ``install it with: pip install
+    'dialogue-sentence-retrieval[EXTRA]'`` (``also``: a sentence added after it)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        missing = getattr(err, "name", None) or module
+        raise InputError(f"{missing} is not installed (needed for this command): install it with: "
+                         f"pip install '{DISTRIBUTION}[{extra}]' (or pip install -e '.[{extra}]' in a "
+                         f"checkout){also}", field=field) from None

@@ -26,7 +26,7 @@ def models_dir() -> Path:
     return dsr_home() / "models"
 
 
-def require_writable(folder: Path) -> Path:
+def require_writable(folder: Path, advice: str = "set DSR_HOME to a writable folder") -> Path:
     """Create ``folder`` (a cache folder under DSR_HOME) if needed and check it can be written.
 
     Raises InputError (exit 2) naming the folder and saying to set DSR_HOME
@@ -36,7 +36,6 @@ def require_writable(folder: Path) -> Path:
     """
 
     folder = Path(folder)
-    advice = "set DSR_HOME to a writable folder"
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:

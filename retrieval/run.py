@@ -248,19 +248,27 @@ _NOT_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infin
 class RunLine:
     qid: str
     doc: str
-    rank: int
+    rank: int | None     # None: not a whole number >= 0 (trec_eval ignores the column)
     score: float
     tag: str
 
 
-def parse_run_line(parts: list[str], min_rank: int = 1) -> tuple[RunLine | None, list[tuple[str, str]]]:
+def parse_rank(text: str) -> int | None:
+    """The rank column as a whole number >= 0, or None. trec_eval ignores this column (it
+    orders by score), so no reader refuses a line for it: ``dsr validate`` warns."""
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        return None
+    return int(text)
+
+
+def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, str]]]:
     """One split line of a run -> (the line, or None) and its problems ``[(field, message)]``.
 
-    Six whitespace-separated columns; the second is ``Q0`` or ``0``; the rank
-    a whole number >= ``min_rank`` (trec_eval ignores it; ``dsr validate``
-    wants 1 or more and checks it against the scores, while reading for
-    evaluation takes PyTerrier's ranks from 0 as they are); the score a plain decimal number (no ``_``, hex, ``inf``, ``nan``)
-    within the float32 range trec_eval keeps scores in.
+    Six whitespace-separated columns; the second is ``Q0`` or ``0``; the score
+    a plain decimal number (no ``_``, hex, ``inf``, ``nan``) within the float32
+    range trec_eval keeps scores in. The rank column is read (``RunLine.rank``)
+    but, as trec_eval ignores it, never a problem: PyTerrier writes ranks from
+    0, and ranks that disagree with the scores are scored by the scores.
     """
     if len(parts) != 6:
         return None, [("columns", f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}")]
@@ -268,13 +276,6 @@ def parse_run_line(parts: list[str], min_rank: int = 1) -> tuple[RunLine | None,
     problems = []
     if iteration not in ("Q0", "0"):
         problems.append(("Q0", f"the second column must be Q0 (or 0), got {iteration!r}"))
-    rank = 0
-    if not rank_text.isascii() or not rank_text.isdigit() or len(rank_text) > 18:
-        problems.append(("rank", f"rank is not a whole number: {rank_text!r}"))
-    elif int(rank_text) < min_rank:
-        problems.append(("rank", f"rank must be {min_rank} or more, got {rank_text!r}"))
-    else:
-        rank = int(rank_text)
     score = math.nan
     if score_text.lower() in _NOT_FINITE:
         problems.append(("score", f"score is not finite: {score_text!r}"))
@@ -290,7 +291,7 @@ def parse_run_line(parts: list[str], min_rank: int = 1) -> tuple[RunLine | None,
                                       f"keeps scores in (|score| <= {F32_MAX:.7g})"))
     if problems:
         return None, problems
-    return RunLine(qid, doc, rank, score, tag), []
+    return RunLine(qid, doc, parse_rank(rank_text), score, tag), []
 
 
 def read_trec_run(path: str | Path) -> Run:
@@ -310,7 +311,7 @@ def read_trec_run(path: str | Path) -> Run:
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith("#"):
             continue  # comments: ir_metadata headers (retrieval.ir_metadata)
-        parsed, problems = parse_run_line(line.split(), min_rank=0)
+        parsed, problems = parse_run_line(line.split())
         if problems:
             name, message = problems[0]
             raise InputError(message, path=path, line=lineno,

@@ -7,8 +7,8 @@
 * ``runs``: run files made by dsr's rankers on the bundled ``sample`` collection.
 * ``live_server``: the app under a real uvicorn on 127.0.0.1 and a free port.
 
-The servers, runs and clients themselves are ``tools/board_harness.py``'s, which
-``bench/bench_board.py`` uses too; they are re-exported here for the tests.
+The servers, runs and clients the benchmarks use too are ``tools/board_harness.py``'s;
+they are re-exported here for the tests.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from board_harness import (HIDDEN_SEED, Postgres, ServerProcess, free_port, hammer, load_jobs,
-                           make_board, pg_bin, read, sample_runs, setup_phases)
+from board_harness import (HIDDEN_SEED, Postgres, ServerProcess, bench_database, free_port, hammer,
+                           load_jobs, make_board, pg_bin, read, retag, sample_runs, setup_phases)
 
-__all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "free_port", "hammer", "load_jobs", "make_board",
-           "pg_bin", "read", "sample_runs", "setup_phases", "postgres", "db_url", "runs", "plain_rr",
-           "LiveServer"]
+__all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "bench_database", "free_port", "hammer",
+           "load_jobs", "make_board", "pg_bin", "read", "retag", "sample_runs", "setup_phases",
+           "postgres", "db_url", "runs", "plain_rr", "LiveServer", "POST_ROUTES", "walk_every_route",
+           "ForkedServers", "migration_head"]
 
 
 @pytest.fixture(scope="session")
@@ -104,3 +105,124 @@ class LiveServer:
         self.thread.join(timeout=30)
 
 
+#: the routes that only take POSTs (a walk of GETs leaves them out, and fails on a new one)
+POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions",
+               "/judge/login", "/judge/logout", "/judge/{name}/task/{seq}", "/judge/api/grades"}
+
+
+def walk_every_route(client, token: str, values: dict[str, list], queries: dict[str, list[str]],
+                     post_routes=POST_ROUTES) -> tuple[dict[str, str], set[str]]:
+    """GET every route of the app (``eval.board.app.all_routes``: pages, API, exports, static
+    files) with every value of its path parameters and each query of ``queries``, as three
+    identities: anonymous, API token and a logged-in browser session. Returns the bodies by
+    "WHO GET URL" and the route paths walked; fails on a route it cannot fill."""
+    from fastapi.testclient import TestClient
+    from starlette.routing import Mount
+
+    from eval.board.app import all_routes
+
+    app = client.app
+    browser = TestClient(app)
+    browser.get("/login")
+    browser.post("/login", data={"token": token, "csrf": browser.cookies.get("dsr_csrf")})
+    headers = {"anonymous": {}, "token": {"Authorization": f"Bearer {token}"}}
+    bodies: dict[str, str] = {}
+    seen = set()
+    for route in all_routes(app):
+        if isinstance(route, Mount):   # static files: walk each one
+            for path in sorted(p.name for p in Path(route.app.directory).iterdir()):
+                bodies[f"{route.path}/{path}"] = client.get(f"{route.path}/{path}").text
+            continue
+        methods = set(route.methods) - {"HEAD"}
+        if methods == {"POST"}:
+            assert route.path in post_routes, f"new POST route {route.path}: add it to this walk"
+            continue
+        assert methods == {"GET"}, route.path
+        seen.add(route.path)
+        params = route.param_convertors
+        unknown = set(params) - set(values)
+        assert not unknown, f"route {route.path} has parameters {unknown} this walk cannot fill"
+        urls = [route.path]
+        for name in params:
+            urls = [u.replace("{" + name + "}", str(v)) for u in urls for v in values[name]]
+        for url in urls:
+            for query in queries.get(route.path, [""]):
+                for who, head in headers.items():
+                    bodies[f"{who} GET {url}{query}"] = client.get(url + query, headers=head).text
+                bodies[f"session GET {url}{query}"] = browser.get(url + query).text
+    browser.close()
+    return bodies, seen
+
+
+LAUNCHER = r"""
+import os, sys
+import alembic.command, alembic.config, dsr.cli, eval.board.app, eval.board.routes, eval.board.service
+import psycopg, uvicorn   # the imports a start costs, paid once; and uvicorn's own, made by load():
+uvicorn.Config(lambda scope, receive, send: None, log_level="warning").load()
+for line in sys.stdin:
+    args = line.split()
+    if args[0] == "reap":                  # wait for a killed server, so its pid is gone
+        os.waitpid(int(args[1]), 0)
+        print("reaped", flush=True)
+        continue
+    pid = os.fork()
+    if pid == 0:                           # the server: dsr serve, as an organiser runs it
+        os._exit(dsr.cli.main(args))
+    print(pid, flush=True)
+"""
+
+
+class ForkedServers:
+    """``dsr serve`` processes forked from one launcher that has imported dsr already, so a
+    kill test can start (and SIGKILL) a real server many times in a few seconds."""
+
+    def __init__(self, log: Path):
+        import sys
+
+        root = Path(__file__).resolve().parents[1]
+        self.log = open(log, "ab")
+        self.launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER], cwd=root, text=True,
+                                         env={**os.environ, "PYTHONPATH": str(root)},
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
+
+    def _ask(self, line: str) -> str:
+        self.launcher.stdin.write(line + "\n")
+        self.launcher.stdin.flush()
+        return self.launcher.stdout.readline().strip()
+
+    def start(self, *serve_args: str, timeout: float = 30) -> tuple[int, str]:
+        """(pid, url) of a new server, once it answers /healthz."""
+        import httpx
+
+        port = free_port()
+        pid = int(self._ask(" ".join(["serve", "--port", str(port), *serve_args])))
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    return pid, url
+            except httpx.HTTPError:
+                time.sleep(0.02)
+        raise RuntimeError(f"the forked dsr serve did not answer; see {self.log.name}")
+
+    def kill(self, pid: int) -> None:
+        """SIGKILL (no handler runs), then reap it."""
+        import signal
+
+        os.kill(pid, signal.SIGKILL)
+        assert self._ask(f"reap {pid}") == "reaped"
+
+    def close(self) -> None:
+        self.launcher.stdin.close()
+        self.launcher.wait(timeout=30)
+        self.log.close()
+
+
+def migration_head() -> str:
+    """The newest migration shipped in eval/board/migrations."""
+    from alembic.script import ScriptDirectory
+
+    from eval.board.db import MIGRATIONS
+
+    return ScriptDirectory(str(MIGRATIONS)).get_current_head()

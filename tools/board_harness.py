@@ -1,14 +1,17 @@
 """Real servers and real runs for the leaderboard's tests and benchmarks.
 
 * :class:`Postgres`: a throwaway PostgreSQL server from Debian's package (``initdb`` +
-  ``pg_ctl`` in a temporary directory, a loopback port); :func:`pg_bin` finds the binaries.
+  ``pg_ctl`` in a temporary directory, a loopback port); :func:`pg_bin` finds the binaries,
+  :func:`bench_database` gives a benchmark a fresh database URL.
 * :class:`ServerProcess`: ``dsr serve`` in a subprocess on 127.0.0.1 and a free port.
 * :func:`sample_runs`: run files made by dsr's rankers on the bundled ``sample``
-  collection, and hidden labels for a hidden phase.
+  collection, and hidden labels for a hidden phase; :func:`make_board` and
+  :func:`setup_phases` a board with a public and a hidden phase.
 * :func:`hammer` and :func:`load_jobs`: concurrent clients submitting runs.
 
-``tests/board_support.py`` (the pytest fixtures) and ``bench/bench_board.py`` both use
-them, so a benchmark measures exactly what the tests check.
+``tests/board_support.py`` (the pytest fixtures) and the benchmarks
+(``bench/bench_board.py``, ``bench/bench_judging.py``) both use them, so a benchmark
+measures exactly what the tests check.
 """
 
 from __future__ import annotations
@@ -126,6 +129,13 @@ def read(path: Path) -> bytes:
     return Path(path).read_bytes()
 
 
+def retag(data: bytes, tag: str) -> bytes:
+    """The same run (same lines, same scores) under another tag: other bytes, so a board
+    does not take it for a duplicate."""
+    return b"".join(line.rsplit(b" ", 1)[0] + b" " + tag.encode() + b"\n"
+                    for line in data.splitlines())
+
+
 def make_board(db_url: str, tmp_path: Path, **config):
     from eval.board.service import Board, BoardConfig
 
@@ -154,7 +164,7 @@ class ServerProcess:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        root = Path(__file__).resolve().parents[1]  # the checkout
+        root = Path(__file__).resolve().parents[1]
         self.command = [sys.executable, "-m", "dsr.cli", "serve", "--db", db_url, "--store",
                         str(store), "--port", str(self.port), *extra]
         self.env = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
@@ -235,8 +245,26 @@ def load_jobs(runs: Path, tokens: list[str], per_team: int) -> list[dict]:
     files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
     jobs = []
     for k in range(per_team):
-        for t, token in enumerate(tokens):
+        for t, token in enumerate(tokens):   # each run text once per board (no duplicate)
             jobs.append({"token": token, "team": t, "phase": "test" if k % 2 == 0 else "public",
-                         "system": f"team{t}-{k}", "run": files[(k + t) % len(files)]})
+                         "system": f"team{t}-{k}", "run": retag(files[(k + t) % len(files)], f"t{t}-{k}")})
     return jobs
 
+
+@contextlib.contextmanager
+def bench_database(name: str, folder: Path):
+    """For the benchmarks: a fresh database URL, SQLite in ``folder`` or ``postgresql`` on a
+    throwaway server (stopped afterwards); None when PostgreSQL's binaries are missing."""
+    if name == "sqlite":
+        yield f"sqlite:///{folder / 'board.sqlite'}"
+        return
+    bindir = pg_bin()
+    if bindir is None:
+        yield None
+        return
+    server = Postgres(bindir)
+    server.start()
+    try:
+        yield server.new_database()
+    finally:
+        server.stop()

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("dsr.cli.board", "start the leaderboard server (web pages and JSON API)"),
     "submit": ("dsr.cli.board", "submit a run file to a leaderboard server"),
     "board": ("dsr.cli.board", "organise a leaderboard: teams, phases, baselines, rebuild, export"),
+    "judge": ("dsr.cli.judge", "judging campaigns: pool -> tasks -> grades -> judged collection"),
     "train": ("dsr.cli.training", "fine-tune a bi-encoder or cross-encoder on a collection's labels"),
     "kfold": ("dsr.cli.kfold", "document-disjoint k-fold: train per fold, rank each fold's evaluation "
                                "dialogues, pool, test against zero-shot"),

@@ -14,7 +14,7 @@ from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, check_out, collection_from_args
 from eval.interchange import FORMATS
 from eval.interchange.corpus import TestCollection
-from eval.interchange.folder import export_folder, write_manifest
+from eval.interchange.folder import check_export_out, export_folder, write_manifest
 from eval.qrels import qrels_from_collection, write_qrels
 from retrieval.errors import InputError
 
@@ -53,6 +53,7 @@ def register(subparsers) -> None:
 
 
 def cmd_export(args) -> int:
+    check_export_out(args.out)  # before the work: a folder of other files is refused
     collection = collection_from_args(args)
     if not any(d.candidates for d in collection):
         raise InputError(f"collection {collection.name!r} has no candidates to export "

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument
 from dsr.training import kfold
-from dsr.training.kfold import kfold_evaluate, trained_for_fold
+from dsr.training.kfold import kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
 from dsr.training.settings import PARAMS
-from eval.report import write_report
 from eval.tables import format_text
+from retrieval.atomic import check_replaceable
 from retrieval.collections import load_collection
 from retrieval.errors import InputError
 from retrieval.params import parse_assignments, resolve
@@ -53,7 +52,7 @@ def register(subparsers) -> None:
 def cmd_kfold(args: argparse.Namespace) -> int:
     settings = train_settings(args.train_param)
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
-    out = Path(args.out)
+    out = check_replaceable(args.out, out_files(), field="--out")  # before any training
     models = []
     for i in range(args.folds):
         name = f"{args.name}-fold{i}"
@@ -63,8 +62,7 @@ def cmd_kfold(args: argparse.Namespace) -> int:
                   folds=args.folds, fold=i, overwrite=True, **settings)
         models.append(f"dsr:{name}")
     results = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
-                             measures=args.measures)
-    write_report(results, out / "report", command=["dsr", *sys.argv[1:]])
+                             measures=args.measures, command=["dsr", *sys.argv[1:]])
     print(format_text(results))
     print(f"\nruns: {out}/, report: {out / 'report'}/")
     return 0

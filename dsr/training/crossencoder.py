@@ -53,7 +53,7 @@ def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: 
     """Train ``model`` in place on ``columns`` (query, sentence, label); return trainer figures.
 
     Checkpoints go to ``work_dir/checkpoints`` every ``save_steps`` steps and
-    at each epoch end; ``resume`` continues from the newest one there.
+    at each epoch end; ``resume`` continues from the newest complete one there.
     """
     datasets.disable_progress_bars()
     logging.getLogger("sentence_transformers").setLevel(logging.WARNING)

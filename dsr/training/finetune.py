@@ -11,6 +11,9 @@ This module imports torch and transformers: import it only where training runs.
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +21,6 @@ from typing import Any
 
 from tqdm.auto import tqdm
 from transformers.trainer_callback import ProgressCallback
-from transformers.trainer_utils import get_last_checkpoint
 
 
 @dataclass
@@ -86,7 +88,35 @@ def run_trainer(trainer, checkpoints: Path, resume: bool) -> dict[str, Any]:
 
 
 def _last_checkpoint(folder: Path) -> Path | None:
-    return Path(found) if folder.is_dir() and (found := get_last_checkpoint(str(folder))) else None
+    """The newest complete ``checkpoint-N`` in ``folder``, or None.
+
+    The trainer writes ``trainer_state.json`` last in a checkpoint, so a folder
+    where it is missing, unreadable or for another step is a save cut short
+    (a kill): it is removed, with a notice, and the previous checkpoint (the
+    trainer keeps two) is the one resumed from.
+    """
+    steps = sorted(((int(p.name.split("-")[1]), p) for p in (folder.iterdir() if folder.is_dir() else ())
+                    if re.fullmatch(r"checkpoint-\d+", p.name) and p.is_dir()), reverse=True)
+    for step, path in steps:
+        why = _incomplete(path, step)
+        if why is None:
+            return path
+        print(f"dsr: ignoring the incomplete checkpoint {path.name} ({why}: a save was cut short); "
+              "removed", file=sys.stderr)
+        shutil.rmtree(path, ignore_errors=True)
+    return None
+
+
+def _incomplete(path: Path, step: int) -> str | None:
+    """Why the checkpoint ``path`` of ``step`` is incomplete, or None when it is complete."""
+    state = path / "trainer_state.json"
+    try:
+        saved = json.loads(state.read_text(encoding="utf-8")).get("global_step")
+    except FileNotFoundError:
+        return "no trainer_state.json"
+    except (OSError, ValueError, AttributeError):
+        return "trainer_state.json is unreadable"
+    return None if saved == step else f"trainer_state.json is for step {saved}"
 
 
 class StderrProgress(ProgressCallback):

@@ -22,13 +22,15 @@ are complete.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 from dsr.training.settings import resolve_settings
 from dsr.training.steps import Job, resolve_base
+from retrieval.atomic import recover_folder
 from retrieval.collections import load_collection
-from retrieval.collections.cmu_dog_judged import is_judged
+from retrieval.collections.cmu_dog_judged import is_judged, judged_points
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.home import models_dir
@@ -65,6 +67,7 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
         raise InputError(f"model name {name!r} must be letters, digits, '.', '_' or '-' "
                          "(it becomes a folder name)", field="name")
     final = models_dir() / name
+    recover_folder(final)  # a swap of NAME cut by a kill: finished or undone first
     if final.exists() and not settings.overwrite:
         raise InputError(f"model {name!r} already exists at {final}; overwrite it (--overwrite) "
                          "or choose another name", field="name")
@@ -84,8 +87,22 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
 
 
 def refuse_judged(collection, spec: str | None = None) -> None:
-    """InputError for the judged development set: its labels must never be trained on."""
+    """InputError for the judged development set: its labels must never be trained on.
+
+    Recognised by name, file, hash or content (retrieval.collections.cmu_dog_judged); a
+    collection that holds judged query points with other (silver) labels, such as CMU_DoG
+    valid, is trained on with a warning: a model trained on it is not held out from the
+    judged set.
+    """
+    points, carrying = judged_points(collection)
     if is_judged(collection, spec):
-        raise InputError(f"{collection.name!r} is the judged development set: it is for evaluation "
+        found = (f" ({len(carrying)} of its dialogues carry the judged set's labels, e.g. {carrying[0]})"
+                 if carrying else "")
+        raise InputError(f"{collection.name!r} is the judged development set{found}: it is for evaluation "
                          "only and is never trained on; train on the silver labels, e.g. "
                          "`dsr train cmu_dog --source DIR --split train`", field="collection")
+    if points:
+        print(f"dsr: warning: {len(points)} of {len(collection)} training dialogues are query points of the "
+              f"judged development set (cmu_dog_judged: CMU_DoG valid conversations), e.g. {points[0]}: "
+              "a model trained on them is not held out from it, so do not compare it with others "
+              "on cmu_dog_judged", file=sys.stderr)

@@ -17,6 +17,7 @@ from dsr.training.card import write_card
 from dsr.training.folds import documents, exclude_documents, fold_documents
 from dsr.training.pairs import split_heldout
 from dsr.training.settings import TrainSettings
+from retrieval.atomic import replace_folder
 from retrieval.errors import InputError
 from retrieval.models import ResolvedModel, resolve_model
 from retrieval.provenance import TRACKED_PACKAGES, machine, now, package_versions
@@ -168,12 +169,6 @@ def _select(collection, settings: TrainSettings) -> tuple[list, dict[str, Any]]:
 
 
 def _move_into_place(out: Path, final: Path) -> None:
-    """Rename the finished folder to NAME; an old NAME (overwrite) goes only after that works."""
-    old = None
-    if final.exists():
-        old = final.parent / f".{final.name}.old"
-        shutil.rmtree(old, ignore_errors=True)
-        final.rename(old)
-    out.rename(final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    """Swap the finished folder in as NAME (an old NAME, with overwrite, goes only after that
+    works; a kill between the renames is finished by the next command: retrieval.atomic)."""
+    replace_folder(out, final)

@@ -43,7 +43,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from indexes.corpus.build import StageReport
-from indexes.corpus.store import Corpus, file_sha256, key_hash, read_json, read_marker, write_marker
+from indexes.corpus.store import (Corpus, check_unit, file_sha256, key_hash, read_json, read_marker,
+                                  write_marker)
 from indexes.embeddings import DEFAULT_MODEL, encode
 from retrieval.atomic import atomic_write, write_json
 from retrieval.errors import InputError
@@ -114,7 +115,7 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
 
         with executor, tqdm(total=sum(corpus.shards[n]["sentences"] for n in todo), unit="sent",
                             desc=f"encoding ({resolved.name})") as bar:
-            files = [corpus.shard_path(n) for n in todo]
+            files = [corpus.verified(n) for n in todo]
             counts = [corpus.shards[n]["sentences"] for n in todo]
             for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size):
                 number = todo[position]
@@ -266,6 +267,9 @@ class ShardedDense:
         if info is None or info.get("corpus") != corpus.key:
             raise InputError(f"the corpus has no vectors for {self.model.name} (or they are out of date): run "
                              "`dsr corpus index DIR --dense`", path=corpus.folder)
+        rebuild = f"dsr corpus index {corpus.folder} --dense --model {self.model.name}"
+        for name in corpus.names:
+            check_unit(self.folder / "vectors", name, rebuild)
         self.vectors = [_shard_vectors(self.folder / "vectors", n) for n in corpus.names]
         self.index = None
         if kind == "ivfpq":
@@ -276,6 +280,7 @@ class ShardedDense:
             if not path.exists() or marker is None or marker.get("corpus") != corpus.key:
                 raise InputError("the corpus has no IVF-PQ index (or it is out of date): run "
                                  "`dsr corpus index DIR --dense --index ivfpq`", path=corpus.folder)
+            check_unit(self.folder / "ivfpq", "index", f"{rebuild} --index ivfpq")
             with stdout_to_stderr():  # faiss announces the on-disk file name on C stdout
                 self.index = faiss.read_index(str(path), faiss.IO_FLAG_ONDISK_SAME_DIR)
             self.index.nprobe = self.nprobe

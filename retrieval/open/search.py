@@ -46,6 +46,8 @@ class CorpusSearcher:
             raise InputError(f"unknown search method {method!r}; choose from {', '.join(METHODS)}",
                              field="method")
         self.corpus = folder if isinstance(folder, Corpus) else Corpus(folder)
+        for number in range(len(self.corpus.names)):  # every shard against corpus.json's sha256
+            self.corpus.verified(number)
         self.method = method
         self.bm25 = self.dense = None
         if method in ("bm25", "fused"):

@@ -195,6 +195,43 @@ def test_resume_continues_from_the_last_checkpoint(bench, tiny_bert, dsr_home, m
     assert all((resumed[k] == uninterrupted[k]).all() for k in resumed)
 
 
+@pytest.mark.parametrize("damage", ["no trainer_state.json", "trainer_state.json is unreadable"])
+def test_resume_skips_a_checkpoint_whose_save_was_cut_short(bench, tiny_bert, dsr_home, monkeypatch, trained,
+                                                            capsys, damage):
+    """Issue 19: a kill during a checkpoint save leaves checkpoint-N without (or with half)
+    its trainer_state.json; --resume continues from the previous complete checkpoint."""
+    import dsr.training.heldout as heldout
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(heldout, "evaluate_heldout", interrupted)
+    assert _train(bench, tiny_bert, "r") == 130
+    monkeypatch.undo()
+    monkeypatch.setenv("DSR_HOME", str(dsr_home))
+    checkpoints = dsr_home / "models" / ".r.partial" / "checkpoints"
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["checkpoint-4", "checkpoint-6"]
+    state = checkpoints / "checkpoint-6" / "trainer_state.json"
+    if damage == "no trainer_state.json":
+        state.unlink()
+    else:
+        state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
+    capsys.readouterr()
+    assert _train(bench, tiny_bert, "r", "--resume") == 0
+    err = capsys.readouterr().err
+    assert f"ignoring the incomplete checkpoint checkpoint-6 ({damage}" in err and "Traceback" not in err
+    card = json.loads((dsr_home / "models" / "r" / "dsr_model.json").read_text())
+    assert card["training"]["resumed_from"] == "checkpoint-4" and card["training"]["steps"] == 6
+    resumed, uninterrupted = _tensors(dsr_home / "models" / "r"), _tensors(trained[0] / "models" / "a")
+    assert all(torch_equal(resumed[k], uninterrupted[k]) for k in resumed)
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.allclose(a, b, rtol=0, atol=1e-6))
+
+
 def test_unknown_base_folder_is_bad_input(bench, dsr_home, tmp_path, capsys):
     assert _train(bench, tmp_path / "no-such-model", "x") == 2
     err = capsys.readouterr().err
