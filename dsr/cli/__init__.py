@@ -18,6 +18,7 @@ import traceback
 from retrieval import __version__
 from dsr.cli import (agreement, board, corpus, data, evaluation, interchange, kfold, ranking,
                            reproduce, training)
+from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
 from retrieval.errors import InputError
 
 #: command modules, in --help order
@@ -66,8 +67,8 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     unknown command) goes to the plain parser, which prints or errors.
     """
     sub = _subparsers(parser)
-    if sub is None:
-        return parser.parse_intermixed_args(argv)
+    if sub is None:   # a command: --measures RR a.run ends --measures at a.run (dsr.cli.console)
+        return parser.parse_intermixed_args(end_multi_values(parser, argv))
     if not argv or argv[0] not in sub.choices:
         return parser.parse_args(argv)
     args = parse_arguments(sub.choices[argv[0]], argv[1:])
@@ -77,6 +78,7 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
 
 
 def main(argv: list[str] | None = None) -> int:
+    progress_only_on_a_terminal()
     parser = build_parser()
     args = parse_arguments(parser, list(sys.argv[1:] if argv is None else argv))
     if not getattr(args, "func", None):

@@ -42,6 +42,7 @@ from retrieval.params import parse_assignments
 from retrieval.provenance import input_record, run_sidecar
 from retrieval.run import check_run, check_same_collection, load_run, write_run
 from retrieval.errors import InputError
+from retrieval.fusion import METHODS
 
 
 def register(subparsers) -> None:
@@ -85,13 +86,14 @@ def register(subparsers) -> None:
     rerank.set_defaults(func=cmd_rerank)
 
     fuse = subparsers.add_parser(
-        "fuse", help="fuse runs (rrf, combsum, combmnz, interp)",
+        "fuse", help="fuse runs (rrf, isr, borda, combsum, combmnz, wsum, interp)",
         description="Fuse two or more runs of the same collection. Ties in the fused scores "
                     "are broken by initial rank when --collection is given, else by sentence id.")
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")
-    fuse.add_argument("--method", required=True, choices=("rrf", "combsum", "combmnz", "interp"),
-                      help="rrf (k), combsum/combmnz (norm), interp (weight, norm; two runs)")
-    add_param_argument(fuse, "k=60 | weight=0.5 | norm=minmax|zscore")
+    fuse.add_argument("--method", required=True, choices=METHODS,
+                      help="rrf (k), isr, borda, combsum/combmnz (norm), wsum (weights, norm), "
+                           "interp (weight, norm; two runs); see docs/api.md for the papers")
+    add_param_argument(fuse, "k=60 | weight=0.5 | weights=0.3,0.7 | norm=minmax|zscore|sum|rank")
     fuse.add_argument("--collection", metavar="COLLECTION",
                       help="check the runs against this collection and break ties by its "
                            "initial rank (a registered name or a benchmark .jsonl)")

@@ -31,8 +31,9 @@ class Fusion(Stage):
         Param("k", 60, "float", "rrf: the rank offset", low=0, grid=(1, 10, 30, 60, 100)),
         Param("weight", 0.5, "float", "interp: the weight of the first run", low=0, high=1,
               grid=tuple(round(0.1 * i, 1) for i in range(11))),
-        Param("norm", "minmax", "str", "score normalisation of combsum, combmnz and interp",
+        Param("norm", "minmax", "str", "score normalisation of combsum, combmnz, wsum and interp",
               choices=NORMS),
+        Param("weights", None, "str", "wsum: one weight per run, comma separated (default: equal)"),
     )
 
     def own_params(self) -> dict[str, Any]:
@@ -73,8 +74,9 @@ class FusionRanker(Ranker):
         Param("method", "rrf", "str", "fusion method", choices=METHODS),
         Param("k", 60, "float", "rrf: the rank offset", low=0),
         Param("weight", 0.5, "float", "interp: the weight of the first ranker", low=0, high=1),
-        Param("norm", "minmax", "str", "score normalisation of combsum, combmnz and interp",
+        Param("norm", "minmax", "str", "score normalisation of combsum, combmnz, wsum and interp",
               choices=NORMS),
+        Param("weights", None, "str", "wsum: one weight per ranker, comma separated (default: equal)"),
         Param("query", None, "str", "query strategy given to every sub-ranker that takes one"),
     )
     GRID = {"k": [1, 10, 30, 60, 100]}
@@ -109,7 +111,7 @@ class FusionRanker(Ranker):
                 raise InputError(f"parameter {key!r} names no ranker of this fusion "
                                  f"({', '.join(names)})", field="--param")
             self.sub_params[ranker][param] = value
-        self.GRID = self._GRIDS[method]  # per instance: the grid depends on the method
+        self.GRID = self._GRIDS.get(method, {})  # per instance: the grid depends on the method
         self._rankers: list[Ranker] | None = None
         self._configs: list[dict[str, Any]] = [{} for _ in names]
 
