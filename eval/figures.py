@@ -15,8 +15,9 @@
   says by which test, and that no mark means "not significantly different". It
   is laid out below the axes by the layout engine, never over tick labels.
 * ``main``: the primary measure per system, one ACM column wide (3.33 in);
-  ``bars_M`` the same for every other measure; ``subsets_M`` a panel per subset;
+  ``measures`` a panel per measure; ``subsets_M`` a panel per subset;
   ``diff_vs_baseline`` sorted per-topic differences; ``recall_at_k`` R@k curves.
+  Reports save each as PNG and PDF.
 
 No pyplot: figures are :class:`matplotlib.figure.Figure` objects drawn by the
 Agg canvas, so nothing touches a global backend.
@@ -54,7 +55,7 @@ FAMILY_WORDS = (("reference", ("random", "initial")), ("fusion", ("fusion", "rrf
                 ("dense", ("dense", "bi-encoder", "biencoder", "minilm", "e5", "bge", "contriever")),
                 ("BM25", ("bm25", "lexical", "tfidf", "qld")))
 BETTER_COLOUR, WORSE_COLOUR = "#0072B2", "#D55E00"
-KINDS = ("main", "bars", "subsets", "diff", "recall")
+KINDS = ("main", "measures", "subsets", "diff", "recall")
 
 
 class PaperFigure(Figure):
@@ -236,6 +237,29 @@ def main_figure(results, measure: str | None = None, subset: str = "all"):
 
 
 @styled
+def measures_figure(results, subset: str = "all"):
+    """A panel per measure (every system, its interval and marks), the full text width."""
+    names = _names(results)
+    cols = min(3, len(results.measures))
+    rows = -(-len(results.measures) // cols)
+    fig = new_figure(ACM_PAGE_IN, rows * (0.55 + 0.12 * len(names)) + 0.5)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    colours = system_colours(results)
+    for k, measure in enumerate(results.measures):
+        ax = axes[k // cols][k % cols]
+        _hbars(ax, results, names, subset, measure, colours)
+        ax.set_title(measure)
+        if k % cols:
+            ax.tick_params(labelleft=False)
+    for k in range(len(results.measures), rows * cols):
+        axes[k // cols][k % cols].set_visible(False)
+    footnote(fig, f"Every measure on {subset} ({len(results.subsets[subset])} dialogues). "
+                  + " ".join(filter(None, [_interval_note(results, results.primary_measure),
+                                           significance_note(results)])))
+    return fig
+
+
+@styled
 def subsets_figure(results, measure: str | None = None):
     """A panel per subset (beside "all"), one measure, the full text width."""
     measure = measure or results.primary_measure
@@ -333,13 +357,12 @@ def recall_figure(results):
 
 
 def figures(results) -> dict[str, Figure]:
-    """Every figure of a report, by file stem (``main``, ``bars_M``, ``subsets_M``,
+    """Every figure of a report, by file stem (``main``, ``measures``, ``subsets_M``,
     ``diff_vs_baseline``, ``recall_at_k``)."""
     primary = results.primary_measure
     out: dict[str, Any] = {"main": main_figure(results)}
-    for measure in results.measures:
-        if measure != primary:
-            out[f"bars_{slug(measure)}"] = main_figure(results, measure)
+    if len(results.measures) > 1:
+        out["measures"] = measures_figure(results)
     if len(results.subsets) > 1:
         out[f"subsets_{slug(primary)}"] = subsets_figure(results)
     out["diff_vs_baseline"] = diff_figure(results)
@@ -357,7 +380,7 @@ def plot(results, kind: str = "main", measure: str | None = None, subset: str | 
     if kind == "all":
         return figures(results)
     makers = {"main": lambda: main_figure(results, measure, subset or "all"),
-              "bars": lambda: main_figure(results, measure, subset or "all"),
+              "measures": lambda: measures_figure(results, subset or "all"),
               "subsets": lambda: subsets_figure(results, measure),
               "diff": lambda: diff_figure(results, measure, subset or "all"),
               "recall": lambda: recall_figure(results)}
@@ -368,12 +391,13 @@ def plot(results, kind: str = "main", measure: str | None = None, subset: str | 
     return makers[kind]()
 
 
-def figure_files(fig, stem: str) -> dict[str, bytes]:
-    """The figure as PNG (150 dpi), vector PDF and SVG, without dates in the vector files
-    (so a rerun writes the same bytes)."""
+def figure_files(fig, stem: str, formats: tuple[str, ...] = ("png", "pdf")) -> dict[str, bytes]:
+    """The figure as PNG (150 dpi, for Markdown and screens) and vector PDF (for the
+    paper), or any of ``formats`` (``svg`` too), without dates in the vector files (so a
+    rerun writes the same bytes)."""
+    metadata = {"png": None, "pdf": {"CreationDate": None, "ModDate": None}, "svg": {"Date": None}}
     out = {}
-    for fmt, meta in (("png", None), ("pdf", {"CreationDate": None, "ModDate": None}),
-                      ("svg", {"Date": None})):
+    for fmt, meta in ((f, metadata[f]) for f in formats):
         buffer = io.BytesIO()
         # constrained layout (set on every figure) fits the labels; bbox_inches="tight"
         # would render each figure twice

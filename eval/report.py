@@ -20,11 +20,11 @@ so a failure or a kill leaves the previous report or the new one, never a mix:
   configuration chosen on that split's val half (``Results.split_frame``).
   ``results.json`` stays the summary (a report of the 115-dialogue judged set
   is well under 2 MB);
-* every figure as ``.png``, vector ``.pdf`` (TrueType fonts) and ``.svg``
-  (:mod:`eval.figures`): ``main`` (the primary measure, one ACM column wide),
-  ``bars_MEASURE`` (every other measure), ``subsets_PRIMARY`` (a panel per
-  subset), ``diff_vs_baseline`` and ``recall_at_k``; bars carry 95% intervals
-  (bootstrap by default), colours say the family, ▲/▼ the significant differences.
+* every figure as ``.png`` and vector ``.pdf`` (TrueType fonts; :mod:`eval.figures`):
+  ``main`` (the primary measure, one ACM column wide), ``measures`` (a panel per
+  measure), ``subsets_PRIMARY`` (a panel per subset), ``diff_vs_baseline`` and
+  ``recall_at_k``; bars carry 95% intervals (bootstrap by default), colours say
+  the family, ▲/▼ the significant differences.
 """
 
 from __future__ import annotations
@@ -124,9 +124,9 @@ def _markdown(results: Results) -> str:
                 + f"), target {proto['target']}; {proto['sd']}" if results.splits is not None else ""),
              f"- measures: {', '.join(results.measures)}; primary measure: {results.primary_measure}",
              f"- intervals: {results.interval_text()}",
-             "- figures: `main.pdf` (the primary measure per system, one ACM column), `bars_*`, "
-             "`subsets_*`, `diff_vs_baseline`, `recall_at_k` (PDF, PNG, SVG); per-topic values: "
-             "`per_topic.parquet`"]
+             "- figures: `main.pdf` (the primary measure per system, one ACM column), `measures`, "
+             "`subsets_*`, `diff_vs_baseline`, `recall_at_k` (PDF and PNG); per-topic values: "
+             "`per_topic.parquet`", "", "![main figure](main.png)"]
     for name, info in results.run_info.items():
         if "members" in info:
             lines.append(f"- {name}: tuned family of {', '.join(map(str, info['members']))}")

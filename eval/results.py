@@ -368,10 +368,12 @@ class Results:
         return frame.droplevel("subset", axis=1) if subset is not None else frame
 
     def plot(self, kind: str = "main", measure: str | None = None, subset: str | None = None):
-        """A matplotlib Figure (``eval.figures``): ``main`` (the primary measure per system
-        with 95% intervals, one ACM column wide), ``bars``, ``subsets``, ``diff`` (per-topic
+        """A matplotlib Figure (``eval.figures``): ``main`` (the primary measure, or
+        ``measure``, per system with 95% intervals, one ACM column wide), ``measures`` (a
+        panel per measure), ``subsets`` (a panel per subset), ``diff`` (per-topic
         differences against the baseline) or ``recall`` (R@k curves); ``"all"`` gives
-        ``{file stem: Figure}`` of every figure a report holds."""
+        ``{file stem: Figure}`` of every figure a report holds. ``fig.savefig(...)``
+        embeds TrueType fonts wherever it is called."""
         from eval import figures
 
         return figures.plot(self, kind, measure=measure, subset=subset)
@@ -467,7 +469,8 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
       bootstrap for measures in [0, 1], else t; bootstrap; t) the intervals;
       ``all_pairs`` tests every pair of systems.
     * ``primary``: the measure comparisons, legends and the main figure are on
-      (default nDCG@5; added to the measures when missing).
+      (added to the measures when missing; default: nDCG@5 when measured, else
+      the first measure).
     * ``progress``: a progress bar, on a terminal only.
     """
     families = dict(families or {})
@@ -540,9 +543,12 @@ def _check_request(runs, families, measures, splits, target, test, correction="h
     measures = list(measures) if measures is not None else None
     if measures is None or all(isinstance(m, str) for m in measures):
         measures = parse_measures(measures)
-    primary_measure = parse_measures([primary or DEFAULT_PRIMARY], field="--primary")[0]
-    if str(primary_measure) not in measure_names(measures):
-        measures = [*measures, primary_measure]
+    primary_name = None
+    if primary is not None:   # asked for: measured; by default nDCG@5 when measured, else the first
+        primary_measure = parse_measures([primary], field="--primary")[0]
+        primary_name = str(primary_measure)
+        if primary_name not in measure_names(measures):
+            measures = [*measures, primary_measure]
     target_name = None
     if families and splits is None:
         raise InputError("tuning a ranker family needs val/test splits (the official protocol)",
@@ -557,7 +563,7 @@ def _check_request(runs, families, measures, splits, target, test, correction="h
     clash = set(runs) & set(families)
     if clash:
         raise InputError(f"{sorted(clash)[0]!r} names both a run and a family; rename one", field="--tune")
-    return measures, target_name, str(primary_measure)
+    return measures, target_name, primary_name
 
 
 class _Measurer:

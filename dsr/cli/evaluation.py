@@ -66,7 +66,8 @@ def add_report_arguments(p) -> None:
                    help="test every pair of systems and show groups of systems that are not "
                         "significantly different")
     p.add_argument("--primary", metavar="M",
-                   help="the measure comparisons, legends and the main figure are on (default nDCG@5)")
+                   help="the measure comparisons, legends and the main figure are on (default: nDCG@5 when "
+                        "measured, else the first of --measures)")
     p.add_argument("--format", choices=("text", "md", "latex", "csv", "json"), default="text",
                    help="printed tables: aligned text (default), Markdown, LaTeX, CSV (long) or JSON "
                         "records of the tables")

@@ -192,7 +192,7 @@ def test_report_writes_png_pdf_svg_for_every_figure(constructed, tmp_path):
     _, _, _, results = constructed
     write_report(results, tmp_path / "rep")
     names = {p.name for p in (tmp_path / "rep").iterdir()}
-    stems = {"bars_RR", "bars_nDCG_5", "diff_vs_baseline", "recall_at_k"}
+    stems = {"main", "bars_RR", "diff_vs_baseline", "recall_at_k"}   # main: the primary, nDCG@5
     for stem in stems:
         assert {f"{stem}.png", f"{stem}.pdf", f"{stem}.svg"} <= names
         assert (tmp_path / "rep" / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
