@@ -154,7 +154,7 @@ def footnote(fig, text: str) -> None:
     room for it (a ``supxlabel``), so it never covers tick labels."""
     if not text:
         return
-    width = fig.get_figwidth() * 72 / (FOOTNOTE_SIZE * 0.52)
+    width = fig.get_figwidth() * 72 / (FOOTNOTE_SIZE * 0.6)   # DejaVu Sans: ~0.55 em a character
     label = fig.supxlabel(textwrap.fill(text, int(width)), x=0.01, ha="left", fontsize=FOOTNOTE_SIZE,
                           linespacing=1.15)
     label.set_gid("dsr-footnote")
