@@ -392,7 +392,7 @@ def plot(results, kind: str = "main", measure: str | None = None, subset: str | 
 
 
 def figure_files(fig, stem: str, formats: tuple[str, ...] = ("png", "pdf")) -> dict[str, bytes]:
-    """The figure as PNG (150 dpi, for Markdown and screens) and vector PDF (for the
+    """The figure as PNG (120 dpi, for Markdown and screens) and vector PDF (for the
     paper), or any of ``formats`` (``svg`` too), without dates in the vector files (so a
     rerun writes the same bytes)."""
     metadata = {"png": None, "pdf": {"CreationDate": None, "ModDate": None}, "svg": {"Date": None}}
@@ -401,6 +401,6 @@ def figure_files(fig, stem: str, formats: tuple[str, ...] = ("png", "pdf")) -> d
         buffer = io.BytesIO()
         # constrained layout (set on every figure) fits the labels; bbox_inches="tight"
         # would render each figure twice
-        fig.savefig(buffer, format=fmt, **({"dpi": 150} if fmt == "png" else {"metadata": meta}))
+        fig.savefig(buffer, format=fmt, **({"dpi": 120} if fmt == "png" else {"metadata": meta}))
         out[f"{stem}.{fmt}"] = buffer.getvalue()
     return out

@@ -84,7 +84,8 @@ def write_report_files(results: Results, directory: Path,
     texts = {
         "results.md": _markdown(results),
         "results.csv": tables.to_csv(results),
-        "results.json": json.dumps(report_json(results, command), indent=2, sort_keys=True,
+        # one line (`jq .` or `python -m json.tool` indent it): indented, it was 40% spaces
+        "results.json": json.dumps(report_json(results, command), sort_keys=True,
                                    ensure_ascii=False) + "\n",
         "results.tex": tables.to_latex(results, extras=True),
     }
