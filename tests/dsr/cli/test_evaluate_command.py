@@ -98,8 +98,8 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
     # the report
     rep = tmp_path / "rep"
     names = sorted(p.name for p in rep.iterdir())
-    figures = ["main", "bars_RR", "diff_vs_baseline", "recall_at_k", "subsets_nDCG_5"]
-    assert names == sorted([f"{f}.{ext}" for f in figures for ext in ("pdf", "png", "svg")]
+    figures = ["main", "measures", "diff_vs_baseline", "recall_at_k", "subsets_nDCG_5"]
+    assert names == sorted([f"{f}.{ext}" for f in figures for ext in ("pdf", "png")]
                            + ["comparison.csv", "per_split.parquet", "per_topic.parquet", "results.csv",
                               "results.json", "results.md", "results.tex"])
     per_topic = pd.read_parquet(rep / "per_topic.parquet")
