@@ -46,7 +46,7 @@ from retrieval.errors import InputError
 from retrieval.provenance import slug
 
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
-#: what --fast means: int8 OpenVINO (|delta nDCG@5| vs torch in the README)
+#: what --fast means: int8 OpenVINO (|delta nDCG@5| vs torch in docs/models.md)
 FAST_BACKEND = "openvino-int8"
 DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
 RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
