@@ -94,7 +94,7 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
     * ``runs``: ``{name: run}`` or a list of runs; a run is a path, a ``Run``, a
       PyTerrier-shaped DataFrame (qid, docno, score[, rank]), a ``ranx.Run`` or a dict
       ``{qid: {docno: score}}`` (see :func:`retrieval.run.as_run`). A list names
-      files as ``dsr evaluate`` does and other runs by their tag.
+      files as ``dsr evaluate`` does, other runs by their tag (else run1, run2, ...).
     * ``protocol``: ``"all"`` scores every dialogue once; ``"official"`` uses the
       collection's val/test splits (or ``splits_file``, else ``n_splits`` seeded ones)
       and reports each run on the test halves. Default: official when there are
@@ -159,7 +159,8 @@ def _named_runs(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, run in enumerate(runs):
         converted = as_run(run)
-        name = file_names[str(run)] if isinstance(run, (str, os.PathLike)) else converted.tag or f"run{k + 1}"
+        tag = converted.tag if converted.tag not in (None, "", "dsr") else f"run{k + 1}"
+        name = file_names[str(run)] if isinstance(run, (str, os.PathLike)) else tag
         while name in out:
             name = f"{name}#{k + 1}"
         out[name] = converted
