@@ -273,20 +273,7 @@ class Results:
                 "all_dialogues": {s: _means(tv.mean(i), self.measures) for s, i in self.subsets.items()},
             }
         if self.splits is not None:
-            out["systems"] = {}
-            for name, system in self.systems.items():
-                entry: dict[str, Any] = {"kind": system.kind, "test": {}}
-                for subset, split_means in system.splits.items():
-                    mean, sd = summarise(split_means)
-                    entry["test"][subset] = {
-                        m: {"mean": nan_to_none(mean[j]), "sd": nan_to_none(sd[j])}
-                        for j, m in enumerate(self.measures)}
-                if system.tuned is not None:
-                    entry["configs"] = {c: _means(v, self.measures)
-                                        for c, v in (system.config_means or {}).items()}
-                    entry["choice_counts"] = system.tuned.choice_counts()
-                    entry.update(self.run_info.get(name, {}))
-                out["systems"][name] = entry
+            out["systems"] = {name: self._system_json(name, system) for name, system in self.systems.items()}
         if self.baseline is not None:
             out["significance"] = {
                 "baseline": self.baseline, "marked_by": f"{self.test}_adj", "alpha": self.alpha,
@@ -313,6 +300,20 @@ class Results:
                             "described": self.interval_text(),
                             "of": "the per-topic mean of each system on each subset"}
         return out
+
+    def _system_json(self, name: str, system: System) -> dict[str, Any]:
+        """A row of the protocol's table: test-half mean and sd per subset and measure; a
+        tuned family's configurations (each one's mean over all dialogues) and choice counts."""
+        entry: dict[str, Any] = {"kind": system.kind, "test": {}}
+        for subset, split_means in system.splits.items():
+            mean, sd = summarise(split_means)
+            entry["test"][subset] = {m: {"mean": nan_to_none(mean[j]), "sd": nan_to_none(sd[j])}
+                                     for j, m in enumerate(self.measures)}
+        if system.tuned is not None:
+            entry["configs"] = {c: _means(v, self.measures) for c, v in (system.config_means or {}).items()}
+            entry["choice_counts"] = system.tuned.choice_counts()
+            entry.update(self.run_info.get(name, {}))
+        return entry
 
     def split_frame(self):
         """Per split, the test half's mean of every system (official protocol; empty
@@ -488,17 +489,10 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
     notes += _coverage_notes(collection, runs, values)
     info = {name: dict((run_info or {}).get(name, {})) or {"tag": runs[name].tag, "config": runs[name].config}
             for name in runs}
-    if splits is None:
-        systems = {name: System(name, "run", tv.values) for name, tv in values.items()}
-    else:
-        index = SplitIndex(splits, topics, index_by_subset)
-        never = int((index.test_counts() == 0).sum())
-        if never:
-            notes.append(f"{never} dialogue(s) are in no test half; they have no tuned per-topic value")
-        systems = _untuned_systems(runs, values, families, index, index_by_subset)
-        systems.update(_tuned_systems(families, measurer, index, names.index(target_name)))
-        for family in families:
-            info.setdefault(family, {}).update((run_info or {}).get(family, {}))
+    systems = _systems(runs, values, families, splits, topics, index_by_subset, measurer,
+                       names.index(target_name) if target_name else None, notes)
+    for family_name in families:
+        info.setdefault(family_name, {}).update((run_info or {}).get(family_name, {}))
     measurer.close()
 
     results = Results(collection=collection.describe(), topics=list(topics),
@@ -507,25 +501,47 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
                       target=target_name, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
                       notes=notes, run_objects=dict(runs), qrels=qrels, correction=correction,
                       family=correction_family, ci=ci, primary=primary_name)
+    _compare(results, families, baseline, all_pairs)
+    return results
+
+
+def _systems(runs, values, families, splits, topics, index_by_subset, measurer, target_j,
+             notes: list[str]) -> dict[str, System]:
+    """The table's rows: the runs themselves without splits; with splits, each untuned
+    run on the test halves and each family tuned per split on val by the target."""
+    if splits is None:
+        return {name: System(name, "run", tv.values) for name, tv in values.items()}
+    index = SplitIndex(splits, topics, index_by_subset)
+    never = int((index.test_counts() == 0).sum())
+    if never:
+        notes.append(f"{never} dialogue(s) are in no test half; they have no tuned per-topic value")
+    systems = _untuned_systems(runs, values, families, index, index_by_subset)
+    systems.update(_tuned_systems(families, measurer, index, target_j))
+    return systems
+
+
+def _compare(results: Results, families, baseline: str | None, all_pairs: bool) -> None:
+    """Recall curves of tuned families, all-pairs groups and the baseline comparisons."""
     for family_name, configs in families.items():
         # a tuned family's recall@k curve in reports: the configuration chosen most
         # often, when it is a Run in hand (callables were let go)
         modal = configs[results.modal_config(family_name)]
         if isinstance(modal, Run):
             results.run_objects[family_name] = modal
-    per_topic = {n: s.per_topic for n, s in systems.items()}
+    per_topic = {n: s.per_topic for n, s in results.systems.items()}
     if all_pairs:
-        results.pairs = {subset: sig.all_pairs(per_topic, names, idx, test, correction, alpha,
-                                               n_resamples, seed)
-                         for subset, idx in index_by_subset.items()}
+        results.pairs = {subset: sig.all_pairs(per_topic, results.measures, idx, results.test,
+                                               results.correction, results.alpha, results.n_resamples,
+                                               results.seed)
+                         for subset, idx in results.subsets.items()}
     if baseline is not None:
-        if baseline not in systems:
+        if baseline not in results.systems:
             raise InputError(f"baseline {baseline!r} is not one of the systems compared: "
-                             f"{', '.join(systems)}", field="--baseline")
+                             f"{', '.join(results.systems)}", field="--baseline")
         results.baseline = baseline
         results.significance = significance_by_subset(
-            per_topic, baseline, names, index_by_subset, n_resamples, seed, correction, correction_family)
-    return results
+            per_topic, baseline, results.measures, results.subsets, results.n_resamples, results.seed,
+            results.correction, results.family)
 
 
 # --- the steps of evaluate_runs ---------------------------------------------------------
