@@ -124,9 +124,11 @@ def _shades(hex_colour: str, n: int) -> list[tuple[float, float, float]]:
 
 
 def system_order(results, names: list[str]) -> list[str]:
-    """The baseline first, then the systems grouped by family (families and members in
-    table order)."""
+    """The baseline first, then the systems grouped by family: the baseline's own family
+    first, the others in table order (members in table order)."""
     families: dict[str, list[str]] = {}
+    if results.baseline in names:
+        families[family_of(results.baseline, results.run_info.get(results.baseline))] = []
     for name in names:
         if name != results.baseline:
             families.setdefault(family_of(name, results.run_info.get(name)), []).append(name)
@@ -214,7 +216,7 @@ def _hbars(ax, results, names, subset, measure, colours) -> None:
     if results.baseline in names and len(names) > 1:
         ax.axhline(0.5, color="black", linewidth=0.6)
     ax.set_yticks(y, [_label(results, n) for n in names])
-    ax.invert_yaxis()
+    ax.set_ylim(len(names) - 0.5, -0.5)   # first row on top (not invert_yaxis: shared axes would flip back)
     ax.set_xlim(0, max(1e-9, float(np.nanmax(tops)) if len(tops) else 1.0) * 1.1)
     ax.grid(axis="x", linewidth=0.3, alpha=0.5)
     ax.set_axisbelow(True)

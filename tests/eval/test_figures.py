@@ -146,6 +146,17 @@ def test_a_hue_per_family_and_the_baseline_set_apart(results, drawn):
     assert any(np.allclose(line.get_ydata(), 0.5) for line in ax.get_lines())
 
 
+def test_every_panel_lists_the_baseline_first(results, drawn):
+    for stem in ("main", "measures", "subsets_nDCG_5"):
+        for ax in drawn[stem].axes:
+            if not ax.get_visible():
+                continue
+            bottom, top = ax.get_ylim()
+            assert top < bottom, (stem, ax.get_title())        # row 0 (the baseline) on top
+            ticks = [t.get_text() for t in ax.get_yticklabels()]
+            assert not ticks or ticks[0] == f"{results.baseline} (baseline)", stem   # others share y
+
+
 def test_main_figure_is_one_acm_column(drawn):
     assert drawn["main"].get_figwidth() == pytest.approx(figures.ACM_COLUMN_IN)
     assert drawn["subsets_nDCG_5"].get_figwidth() == pytest.approx(figures.ACM_PAGE_IN)
