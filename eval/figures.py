@@ -31,6 +31,7 @@ import textwrap
 from typing import Any
 
 import numpy as np
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
 from eval import significance as sig
@@ -109,18 +110,16 @@ def family_of(name: str, info: dict | None = None) -> str:
     return "other"
 
 
-def _shades(hex_colour: str, n: int) -> list[tuple[float, float, float]]:
-    """``n`` shades of one hue, dark to light (mixed with black, then with white)."""
-    from matplotlib.colors import to_rgb
-
+def _shades(hex_colour: str, n: int, apart_from_base: bool = False) -> list[tuple[float, float, float]]:
+    """``n`` shades of one hue, dark to light (mixed with black, then with white);
+    ``apart_from_base``: none of them the hue itself (the baseline has it)."""
     base = np.array(to_rgb(hex_colour))
-    if n == 1:
+    if n == 1 and not apart_from_base:
         return [tuple(base)]
-    out = []
-    for t in np.linspace(-0.35, 0.55, n):
-        mixed = base * (1 + t) if t < 0 else base + (1 - base) * t
-        out.append(tuple(np.clip(mixed, 0, 1)))
-    return out
+    steps = list(np.linspace(-0.35, 0.55, n + apart_from_base))
+    if apart_from_base:
+        steps.remove(min(steps, key=abs))
+    return [tuple(np.clip(base * (1 + t) if t < 0 else base + (1 - base) * t, 0, 1)) for t in steps]
 
 
 def system_order(results, names: list[str]) -> list[str]:
@@ -145,7 +144,10 @@ def system_colours(results) -> dict[str, tuple]:
         families.setdefault(family_of(name, results.run_info.get(name)), []).append(name)
     colours = {}
     for family, members in families.items():
-        colours.update(zip(members, _shades(FAMILY_HUES[family], len(members))))
+        others = [m for m in members if m != results.baseline]
+        colours.update(zip(others, _shades(FAMILY_HUES[family], len(others), results.baseline in members)))
+        if results.baseline in members:   # the family's own colour, hatched in the bars
+            colours[results.baseline] = to_rgb(FAMILY_HUES[family])
     return colours
 
 
