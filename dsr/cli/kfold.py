@@ -42,7 +42,7 @@ def register(subparsers) -> None:
 
 def cmd_kfold(args: argparse.Namespace) -> int:
     from eval.report import write_report
-    from eval.tables import format_text
+    from eval.tables import render
     from retrieval.collections import load_collection
 
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
@@ -56,7 +56,7 @@ def cmd_kfold(args: argparse.Namespace) -> int:
     results = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
                              measures=args.measures)
     write_report(results, out / "report", command=["dsr", *sys.argv[1:]])
-    print(format_text(results))
+    print(render(results, "text", verbose=False, measures=results.measures))   # every table: the report
     print(f"\nruns: {out}/, report: {out / 'report'}/")
     return 0
 
