@@ -39,7 +39,7 @@ significance (--baseline): paired two-sided t-test and randomisation test by top
 --test); no mark: not significantly different (which is not "tied"). --correction
 holm|bonferroni|bh over --family runs (default: per subset and measure) | runs+measures
 (per subset) | runs+measures+subsets; the report states it. Comparisons are on the
-primary measure (--primary, default nDCG@5, the same as dsr reproduce's): mean
+primary measure (--primary; default nDCG@5, as for dsr reproduce, when measured): mean
 difference with a 95% t interval, Cohen's d_z and win/tie/loss counts. --ci sets each
 mean's interval: auto (default: percentile bootstrap for measures in [0, 1], whose t
 interval can pass 1; t for counts), bootstrap, or t (clipped to [0, 1]). --all-pairs
@@ -104,9 +104,12 @@ def register(subparsers) -> None:
                    help="resamples of the randomisation test (default 10000; 0 skips it; not negative)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
     add_report_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the full results JSON instead of the table")
-    p.add_argument("--per-topic", metavar="FILE", help="write per-topic values (.tsv, or .jsonl)")
-    p.add_argument("--report", metavar="DIR", help="write Markdown, CSV, JSON, LaTeX tables and PNG plots")
+    p.add_argument("--json", action="store_true",
+                   help="print the results JSON (the summary; per-topic values: --per-topic or --report)")
+    p.add_argument("--per-topic", metavar="FILE",
+                   help="write per-topic values (.parquet, .tsv, .tsv.gz or .jsonl, by the suffix)")
+    p.add_argument("--report", metavar="DIR", help="write every table (Markdown, LaTeX, CSV), the summary JSON, "
+                   "per-topic and per-split values (Parquet) and figures (PDF, PNG)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (there is none off a terminal)")
     add_allow_mismatch_argument(p)
     p.set_defaults(func=evaluate_command)
