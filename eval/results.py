@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, Union
@@ -401,25 +400,13 @@ def _table_cell(mean_sd: tuple[float, float | None], mark: str, formatted: bool,
     return f"{mean:.{digits}f}" + (f"±{sd:.{digits}f}" if sd is not None else "") + mark
 
 
-def natural_order(names: Sequence[str]) -> list[str]:
-    """Subset names in a reader's order: ``plain`` before ``grounded`` (the SIGIR 2022
-    paper's order), then the rest with numbers compared as numbers (section0 .. section10)."""
-    first = {"all": 0, "plain": 1, "grounded": 2}
-
-    def key(name: str):
-        parts = re.split(r"(\d+)", name)
-        return (first.get(name, 3), [int(p) if p.isdigit() else p for p in parts])
-
-    return sorted(names, key=key)
-
-
 def subset_indices(collection: Collection, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
     """"all" and each of the collection's subsets (or only ``names``) -> topic indices."""
     labels = np.array([d.subset for d in collection.dialogues])
     available = {"all": np.arange(len(labels))}
     own = collection.subsets
     if own != ["all"]:
-        for name in natural_order(own):
+        for name in own:                       # in a reader's order (Collection.subsets)
             available[name] = np.flatnonzero(labels == name)
     if not names:
         return available

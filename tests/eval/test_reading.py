@@ -15,7 +15,8 @@ from eval import significance as sig
 from eval import tables
 from eval.protocol import generate_splits
 from eval.report import write_report
-from eval.results import evaluate_runs, natural_order, subset_indices
+from eval.results import evaluate_runs, subset_indices
+from retrieval.data import natural_order
 from retrieval.collections.synthetic import make_collection, make_run
 from retrieval.data import Collection
 

@@ -124,3 +124,31 @@ def test_fusion_ranks_as_ranx_does(collection, runs, method):
             if score - nscore > 1e-6:
                 assert [d for d, _ in ranked].index(doc) < [d for d, _ in ranked].index(nxt)
         assert len(values) == len(ranked)
+
+
+def test_tune_auto_groups_runs_in_the_api_as_on_the_command_line(collection, tmp_path, capsys):
+    """``tune="auto"`` is eval.grouping's, shared with ``dsr evaluate --tune auto``."""
+    import json
+
+    from dsr.cli import main
+
+    paths = []
+    for k in range(3):
+        run = make_run(collection, seed=20 + k, quality=0.4 * k)
+        run.config = {"ranker": "bm25", "params": {"k1": k}}
+        run.write(tmp_path / f"bm25_{k}.run")
+        paths.append(str(tmp_path / f"bm25_{k}.run"))
+    make_run(collection, seed=30).write(tmp_path / "other.run")
+    paths.append(str(tmp_path / "other.run"))
+    ours = dsr.evaluate(collection, paths, measures=["nDCG@5"], tune="auto", n_splits=5, baseline="other")
+    assert ours.systems["bm25"].kind == "tuned" and set(ours.systems) == {"bm25", "other"}
+    from retrieval.data import write_benchmark
+
+    write_benchmark(collection, tmp_path / "c.jsonl")
+    assert main(["evaluate", str(tmp_path / "c.jsonl"), *paths, "--tune", "auto", "--n-splits", "5",
+                 "--protocol", "official", "--measures", "nDCG@5", "--baseline", "other", "--json",
+                 "--quiet", "--permutations", "0"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert cli["systems"]["bm25"]["choice_counts"] == ours.to_json()["systems"]["bm25"]["choice_counts"]
+    assert cli["systems"]["bm25"]["test"]["all"]["nDCG@5"]["mean"] == \
+        ours.summary("all")["bm25"]["nDCG@5"][0]
