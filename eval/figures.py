@@ -31,10 +31,10 @@ import textwrap
 from typing import Any
 
 import numpy as np
-from matplotlib.colors import to_rgb
-from matplotlib.figure import Figure
 
 from eval import significance as sig
+from eval.measures import Evaluator, parse_measures
+from retrieval.errors import InputError
 from retrieval.provenance import slug
 
 #: widths of ACM's sigconf template: one column (241 pt) and the full text width (506 pt)
@@ -59,32 +59,46 @@ BETTER_COLOUR, WORSE_COLOUR = "#0072B2", "#D55E00"
 KINDS = ("main", "measures", "subsets", "diff", "recall")
 
 
-class PaperFigure(Figure):
-    """A Figure that saves with :data:`STYLE` (TrueType fonts) wherever ``savefig`` is called."""
+_LOADED: dict[str, Any] = {}
 
-    def savefig(self, *args: Any, **kwargs: Any) -> None:
+
+def _mpl() -> dict[str, Any]:
+    """matplotlib, imported on first use, in this one place (``dsr --help`` loads none of
+    it): ``rc_context``, ``to_rgb`` and :class:`PaperFigure`, a Figure that saves with
+    :data:`STYLE` (TrueType fonts) wherever ``savefig`` is called."""
+    if not _LOADED:
         import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.colors import to_rgb
+        from matplotlib.figure import Figure
 
-        with matplotlib.rc_context(STYLE):
-            super().savefig(*args, **kwargs)
+        class PaperFigure(Figure):
+            def savefig(self, *args: Any, **kwargs: Any) -> None:
+                with matplotlib.rc_context(STYLE):
+                    super().savefig(*args, **kwargs)
+
+        _LOADED.update(rc_context=matplotlib.rc_context, to_rgb=to_rgb, PaperFigure=PaperFigure,
+                       canvas=FigureCanvasAgg)
+    return _LOADED
 
 
-def new_figure(width: float, height: float) -> PaperFigure:
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
-    with matplotlib.rc_context(STYLE):
-        fig = PaperFigure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
+def new_figure(width: float, height: float):
+    """A :class:`PaperFigure` (constrained layout) on the Agg canvas."""
+    mpl = _mpl()
+    with mpl["rc_context"](STYLE):
+        fig = mpl["PaperFigure"](figsize=(width, height), layout="constrained")
+    mpl["canvas"](fig)
     return fig
+
+
+def to_rgb(colour) -> tuple[float, float, float]:
+    return _mpl()["to_rgb"](colour)
 
 
 def styled(draw):
     """Run a drawing function under :data:`STYLE` (font sizes are read when text is made)."""
     def wrapper(*args, **kwargs):
-        import matplotlib
-
-        with matplotlib.rc_context(STYLE):
+        with _mpl()["rc_context"](STYLE):
             return draw(*args, **kwargs)
     wrapper.__doc__, wrapper.__name__ = draw.__doc__, draw.__name__
     return wrapper
@@ -334,8 +348,6 @@ def _diff_title(results, subset: str, name: str, measure: str, diff: np.ndarray)
 def recall_figure(results):
     """Mean R@k for k = 1..the most candidates, per untuned run and tuned family (its
     configuration chosen most often over the splits, named in the legend)."""
-    from eval.measures import Evaluator, parse_measures
-
     if not results.run_objects:
         return None
     depth = max((len(r) for r in results.qrels.values()), default=0) or 1
@@ -360,7 +372,7 @@ def recall_figure(results):
     return fig
 
 
-def figures(results) -> dict[str, Figure]:
+def figures(results) -> dict[str, Any]:
     """Every figure of a report, by file stem (``main``, ``measures``, ``subsets_M``,
     ``diff_vs_baseline``, ``recall_at_k``)."""
     primary = results.primary_measure
@@ -377,8 +389,6 @@ def figures(results) -> dict[str, Figure]:
 def plot(results, kind: str = "main", measure: str | None = None, subset: str | None = None):
     """``Results.plot``: one figure of ``kind`` (:data:`KINDS`), or ``"all"``: :func:`figures`."""
     if measure is not None and measure not in results.measures:
-        from retrieval.errors import InputError
-
         raise InputError(f"measure {measure!r} was not computed; these were: "
                          f"{', '.join(results.measures)}", field="measure")
     if kind == "all":
@@ -389,8 +399,6 @@ def plot(results, kind: str = "main", measure: str | None = None, subset: str | 
               "diff": lambda: diff_figure(results, measure, subset or "all"),
               "recall": lambda: recall_figure(results)}
     if kind not in makers:
-        from retrieval.errors import InputError
-
         raise InputError(f"unknown figure {kind!r}; choose from {', '.join(KINDS)} or all", field="kind")
     return makers[kind]()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.data import Collection
+from retrieval.data import Candidate, Collection, Dialogue
 from retrieval.errors import InputError
 from retrieval.textfiles import atomic_write_text, read_lines
 
@@ -106,8 +106,6 @@ def collection_from_qrels(qrels: Qrels, name: str = "qrels") -> Collection:
     no text), its judged documents as candidates. What ``dsr.evaluate(qrels=...)`` scores
     runs against when there is no collection: every topic of the qrels counts (missing
     ones score 0), exactly as trec_eval -c over that qrels file."""
-    from retrieval.data import Candidate, Dialogue
-
     dialogues = [Dialogue(id=qid, title="", context=[], target=None,
                           candidates=[Candidate(doc, "", "", None, int(grade)) for doc, grade in docs.items()])
                  for qid, docs in qrels.items()]

@@ -24,6 +24,8 @@ import os
 import sys
 from pathlib import Path
 
+from retrieval.collections import REGISTERED
+
 #: suffixes of the files commands take as positionals (runs, qrels, benchmarks, tables)
 FILE_SUFFIXES = (".run", ".trec", ".txt", ".tsv", ".gz", ".jsonl", ".json", ".csv", ".parquet",
                  ".qrels")
@@ -36,8 +38,6 @@ def _multi_value_options(parser: argparse.ArgumentParser) -> dict[str, argparse.
 
 def starts_positional(word: str, action: argparse.Action) -> bool:
     """Whether ``word``, met while ``action`` (a multi-value option) reads values, is a positional."""
-    from retrieval.collections import REGISTERED
-
     if "=" in str(action.metavar or "") and "=" not in word:
         return True          # --param NAME=VALUE: a word without "=" is not a value
     if "=" in word and not Path(word).exists():

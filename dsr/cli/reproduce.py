@@ -1,22 +1,24 @@
-"""``dsr reproduce``: argument handling; the suite is :mod:`dsr.reproduce`."""
+"""``dsr reproduce``: argument handling; the suite is :func:`dsr.baselines.reproduce`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import time
-from pathlib import Path
 
+from dsr.baselines import (DEFAULT_CROSS_ENCODER, DEFAULT_DENSE, DEFAULT_TRAINED_DENSE, FAST_BACKEND,
+                           StageTimer, reproduce, skip_reason, trained_default)
+from dsr.cli.commands import summary
 from dsr.cli.evaluation import add_report_arguments
-from retrieval.errors import InputError
+from eval import tables
+from eval.measures import split_measure_list
 from indexes.backends import BACKENDS
-from dsr.reproduce import DEFAULT_CROSS_ENCODER, DEFAULT_TRAINED_DENSE, FAST_BACKEND, StageTimer, reproduce, skip_reason, trained_default
+from retrieval.collections import load_collection
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "reproduce", help="the whole baseline table, end to end",
+        "reproduce", help=summary("reproduce"),
         description="Load a collection, build or reuse its indexes, run the baseline suite "
                     "(random, initial, BM25 and dense with each query strategy, RRF, a "
                     "cross-encoder when one is available), tune each on val per split, "
@@ -47,8 +49,8 @@ def register(subparsers) -> None:
                    help="measures, space or comma separated (default: the evaluator's set)")
     p.add_argument("--queries", nargs="+", action="extend", metavar="Q",
                    help="query strategies to run, space or comma separated (default: all of them)")
-    p.add_argument("--dense-model", default="all-MiniLM-L6-v2", metavar="MODEL",
-                   help="bi-encoder for the dense rows (default all-MiniLM-L6-v2)")
+    p.add_argument("--dense-model", default=DEFAULT_DENSE, metavar="MODEL",
+                   help=f"bi-encoder for the dense rows (default {DEFAULT_DENSE})")
     p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
     p.add_argument("--trained-dense", metavar="MODEL",
                    help=f"bi-encoder trained by `dsr train` for the `trained bi-encoder` row "
@@ -73,53 +75,29 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_reproduce)
 
 
-def default_collection(args: argparse.Namespace):
-    """sigir2022 when its files are present, else an error that says what to do."""
-    from retrieval.collections import load_collection
-
-    try:
-        return load_collection("sigir2022", args.source, args.split)
-    except InputError as err:
-        raise InputError(
-            "no COLLECTION given and the SIGIR 2022 files are not available "
-            f"({err}). Fetch them with `dsr data fetch sigir2022`, pass them with "
-            "`dsr reproduce sigir2022 --source DIR`, or run the bundled example: "
-            "`dsr reproduce sample`") from None
-
-
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from retrieval.collections import load_collection
-    from retrieval.provenance import slug
-
-    timer = StageTimer()
-    started = time.perf_counter()
-    with timer("load", args.collection or "sigir2022 (default)"):
-        collection = (load_collection(args.collection, args.source, args.split)
-                      if args.collection else default_collection(args))
-    if collection.name == "sample" and not args.json:
-        print(sample_banner(collection), flush=True)
-    out = Path(args.out or Path("out") / slug(collection.name, 'run'))
+    if args.collection == "sample" and not args.json:
+        print(sample_banner(load_collection("sample", None, args.split)), flush=True)   # what it is, first
     cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or trained_default())
     trained_dense = (None if args.no_dense or args.trained_dense == "none"
                      else args.trained_dense or trained_default(DEFAULT_TRAINED_DENSE))
     result = reproduce(
-        collection, out, splits_file=args.splits, n_splits=args.n_splits, seed=args.seed,
-        target=args.target, measures=_split(args.measures), strategies=_split(args.queries),
-        dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
-        ce_query=args.ce_query, test=args.test, timer=timer, trained_dense=trained_dense,
-        backend=args.backend or (FAST_BACKEND if args.fast else "torch"),
-        skipped_reason=skip_reason(args.no_cross_encoder), command=["dsr", *sys.argv[1:]], started=started,
-        evaluation={"correction": args.correction, "family": args.family, "ci": args.ci,
-                    "all_pairs": args.all_pairs, "primary": args.primary})
-    from eval import tables
+        args.collection, args.out, source=args.source, split=args.split, splits_file=args.splits,
+        n_splits=args.n_splits, seed=args.seed, target=args.target, measures=_split(args.measures),
+        strategies=_split(args.queries), dense_model=None if args.no_dense else args.dense_model,
+        trained_dense=trained_dense, cross_encoder=cross_encoder, ce_query=args.ce_query,
+        backend=args.backend or (FAST_BACKEND if args.fast else "torch"), test=args.test,
+        correction=args.correction, family=args.family, ci=args.ci, all_pairs=args.all_pairs,
+        primary=args.primary, timer=StageTimer(), command=["dsr", *sys.argv[1:]],
+        skipped_reason=skip_reason(args.no_cross_encoder))
     if args.json:
         print(json.dumps(result["report"], indent=2, sort_keys=True, ensure_ascii=False))
         return 0
     print(tables.render(result["results"], args.format, verbose=args.verbose))
     total = result["manifest"]["wall_time_s"]["total"]
-    print(f"full report (every measure and table, figures, runs, manifest): {out}/results.md "
+    print(f"full report (every measure and table, figures, runs, manifest): {result['out']}/results.md "
           f"({total:.0f} s; --verbose prints every table)")
-    if collection.name == "sample":
+    if result["results"].collection.get("name") == "sample":
         print(NEXT_STEPS)
     return 0
 
@@ -142,8 +120,4 @@ def sample_banner(collection) -> str:
 
 def _split(values: list[str] | None) -> list[str] | None:
     """``--measures``/``--queries`` values, space or comma separated (measure parameters kept)."""
-    if not values:
-        return None
-    from eval.measures import split_measure_list
-
-    return split_measure_list(values)
+    return split_measure_list(values) if values else None
