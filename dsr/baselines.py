@@ -111,8 +111,8 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
               cross_encoder: str | None = None, ce_query: str | None = None,
               backend: str = "torch", test: str = "t", correction: str = "holm",
               family: str = "runs", ci: str = "auto", all_pairs: bool = False,
-              primary: str | None = None, timer: StageTimer | None = None, command: list[str] | None = None,
-              skipped_reason: str | None = None) -> dict[str, Any]:
+              primary: str | None = None, timer: StageTimer | None = None,
+              command: list[str] | None = None, skipped_reason: str | None = None) -> dict[str, Any]:
     """``dsr reproduce`` as a function: the baseline suite on ``collection``, evaluated with
     the split protocol, written into ``out`` (report, ``runs/``, ``manifest.json``).
 
@@ -122,7 +122,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     ``out/COLLECTION``. ``dense_model=None`` skips the dense and fusion rows;
     ``trained_dense`` and ``cross_encoder`` (a folder, hub id or ``dsr:NAME``)
     add their rows; ``backend`` runs the models on a fast CPU backend
-    (:mod:`indexes.backends`). ``test``, ``correction``, ``family``, ``ci`` and
+    (:mod:`indexes.backends`). ``test``, ``correction``, ``family``, ``ci``,
     ``all_pairs`` and ``primary`` are :func:`dsr.evaluate`'s. ``timer`` collects (and, unless
     quiet, prints) each stage's wall time; ``command`` is what the report
     records; ``skipped_reason`` is the note on a skipped cross-encoder row.
@@ -132,10 +132,11 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter()
     with timer("load", str(getattr(collection, "name", collection) or "sigir2022 (default)")):
-        collection = load_suite_collection(collection, source, split)
+        collection = _collection(collection, source, split)
     out = Path(out or Path("out") / slug(collection.name, "run"))
     # what out holds, replaced as a set (a file of yours in runs/ is refused, never deleted)
-    out_files = (*REPORT_FILES, "runs/*.run.gz", "runs/*.run.gz.json", "manifest.json")
+    out_files = (*REPORT_FILES, "runs/*.run.gz", "runs/*.run.gz.json", "runs/*.run", "runs/*.run.json",
+                 "manifest.json")
     out = check_replaceable(out, out_files, field="out")  # before the long work
     strategies = _check_suite(collection, strategies, ce_query)
     with timer("splits"):
@@ -175,7 +176,7 @@ def _write_outputs(out: Path, out_files: tuple[str, ...], suite: "Suite", result
     return report, manifest
 
 
-def load_suite_collection(spec, source=None, split=None) -> Collection:
+def _collection(spec, source, split) -> Collection:
     """``spec`` loaded; ``None``: sigir2022 when its files are present, else an error that says
     what to do."""
     if isinstance(spec, Collection):

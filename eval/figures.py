@@ -31,15 +31,11 @@ import textwrap
 from typing import Any
 
 import numpy as np
-import matplotlib
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import to_rgb
-from matplotlib.figure import Figure
 
 from eval import significance as sig
-from retrieval.provenance import slug
 from eval.measures import Evaluator, parse_measures
 from retrieval.errors import InputError
+from retrieval.provenance import slug
 
 #: widths of ACM's sigconf template: one column (241 pt) and the full text width (506 pt)
 ACM_COLUMN_IN = 3.33
@@ -63,25 +59,46 @@ BETTER_COLOUR, WORSE_COLOUR = "#0072B2", "#D55E00"
 KINDS = ("main", "measures", "subsets", "diff", "recall")
 
 
-class PaperFigure(Figure):
-    """A Figure that saves with :data:`STYLE` (TrueType fonts) wherever ``savefig`` is called."""
-
-    def savefig(self, *args: Any, **kwargs: Any) -> None:
-        with matplotlib.rc_context(STYLE):
-            super().savefig(*args, **kwargs)
+_LOADED: dict[str, Any] = {}
 
 
-def new_figure(width: float, height: float) -> PaperFigure:
-    with matplotlib.rc_context(STYLE):
-        fig = PaperFigure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
+def _mpl() -> dict[str, Any]:
+    """matplotlib, imported on first use, in this one place (``dsr --help`` loads none of
+    it): ``rc_context``, ``to_rgb`` and :class:`PaperFigure`, a Figure that saves with
+    :data:`STYLE` (TrueType fonts) wherever ``savefig`` is called."""
+    if not _LOADED:
+        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.colors import to_rgb
+        from matplotlib.figure import Figure
+
+        class PaperFigure(Figure):
+            def savefig(self, *args: Any, **kwargs: Any) -> None:
+                with matplotlib.rc_context(STYLE):
+                    super().savefig(*args, **kwargs)
+
+        _LOADED.update(rc_context=matplotlib.rc_context, to_rgb=to_rgb, PaperFigure=PaperFigure,
+                       canvas=FigureCanvasAgg)
+    return _LOADED
+
+
+def new_figure(width: float, height: float):
+    """A :class:`PaperFigure` (constrained layout) on the Agg canvas."""
+    mpl = _mpl()
+    with mpl["rc_context"](STYLE):
+        fig = mpl["PaperFigure"](figsize=(width, height), layout="constrained")
+    mpl["canvas"](fig)
     return fig
+
+
+def to_rgb(colour) -> tuple[float, float, float]:
+    return _mpl()["to_rgb"](colour)
 
 
 def styled(draw):
     """Run a drawing function under :data:`STYLE` (font sizes are read when text is made)."""
     def wrapper(*args, **kwargs):
-        with matplotlib.rc_context(STYLE):
+        with _mpl()["rc_context"](STYLE):
             return draw(*args, **kwargs)
     wrapper.__doc__, wrapper.__name__ = draw.__doc__, draw.__name__
     return wrapper
@@ -355,7 +372,7 @@ def recall_figure(results):
     return fig
 
 
-def figures(results) -> dict[str, Figure]:
+def figures(results) -> dict[str, Any]:
     """Every figure of a report, by file stem (``main``, ``measures``, ``subsets_M``,
     ``diff_vs_baseline``, ``recall_at_k``)."""
     primary = results.primary_measure

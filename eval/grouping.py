@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from retrieval.errors import InputError
-from retrieval.run import Run
 from retrieval.provenance import sha256_file
-from retrieval.run import check_collection_hash, load_run
+from retrieval.run import Run, check_collection_hash, load_run
 
 #: sidecar keys that name a run's family, in order of precedence (``--tune auto``)
 FAMILY_KEYS = ("family", "ranker", "reranker", "fusion")
@@ -149,7 +148,6 @@ def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | 
 
 def _load(names: Mapping[str, str], collection, allow_mismatch: bool):
     """Each path read once: ``{path: Run}``, ``{name: report info}`` and tie warnings."""
-
     loaded: dict[str, Run] = {}
     info: dict[str, dict[str, Any]] = {}
     warnings = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.data import Collection
+from retrieval.data import Candidate, Collection, Dialogue
 from retrieval.errors import InputError
 from retrieval.textfiles import atomic_write_text, read_lines
 from retrieval.data import Candidate, Dialogue

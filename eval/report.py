@@ -33,7 +33,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from eval import tables
+from eval import figures, tables
 from eval.results import Results, write_frame, write_per_topic
 from retrieval.atomic import atomic_dir, atomic_write
 from retrieval.provenance import package_versions, stamp
@@ -92,8 +92,6 @@ def write_report_files(results: Results, directory: Path,
         texts["comparison.csv"] = tables.frame_csv(tables.comparison_frame(results))
     if results.pairs is not None:
         texts["pairs.csv"] = tables.frame_csv(tables.pairs_frame(results))
-    from eval import figures   # matplotlib: loaded when a report draws, not with the command line
-
     images = {}
     for stem, fig in figures.figures(results).items():
         images.update(figures.figure_files(fig, stem))

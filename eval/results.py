@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
+from eval import figures
 from eval import significance as sig
 from eval.measures import (DEFAULT_PRIMARY, Evaluator, TopicValues, bounded, measure_names,
                            nan_to_none, parse_measures)
@@ -193,8 +194,7 @@ class Results:
         letters). Pivot it for a
         wide table: ``frame.pivot_table(index="system", columns="measure", values="mean")``.
         """
-        import pandas as pd
-
+        pd = _pandas()
         nan = float("nan")
         num = lambda v: nan if v is None else v  # noqa: E731
         rows = []
@@ -227,8 +227,7 @@ class Results:
     def per_topic_frame(self):
         """Per-topic values as a pandas DataFrame: ``system``, ``kind``, ``topic``, ``subset``
         and a column per measure (tuned families: out-of-sample values, as in significance)."""
-        import pandas as pd
-
+        pd = _pandas()
         frames = []
         rows = [(n, "run", tv.values) for n, tv in self.runs.items()]
         rows += [(n, "tuned", s.per_topic) for n, s in self.systems.items() if s.kind == "tuned"]
@@ -319,8 +318,7 @@ class Results:
         otherwise): ``system``, ``kind``, ``subset``, ``split`` (0-based), ``config``
         (a tuned family's configuration chosen on that split's val half, else "")
         and a column per measure."""
-        import pandas as pd
-
+        pd = _pandas()
         frames = []
         for name, system in self.systems.items():
             chosen = system.tuned.chosen_names if system.tuned is not None else None
@@ -346,8 +344,7 @@ class Results:
         cells as printed: ``0.5220±0.0659▲`` (sd over splits, and ▲/▼ where the system
         is significantly better/worse than the baseline).
         """
-        import pandas as pd
-
+        pd = _pandas()
         subsets = [subset] if subset is not None else list(self.subsets)
         measures = list(measures) if measures is not None else list(self.measures)
         for m in measures:
@@ -374,9 +371,14 @@ class Results:
         differences against the baseline) or ``recall`` (R@k curves); ``"all"`` gives
         ``{file stem: Figure}`` of every figure a report holds. ``fig.savefig(...)``
         embeds TrueType fonts wherever it is called."""
-        from eval import figures
-
         return figures.plot(self, kind, measure=measure, subset=subset)
+
+
+def _pandas():
+    """pandas, imported on first use, in this one place (``dsr --help`` loads no pandas)."""
+    import pandas
+
+    return pandas
 
 
 def _means(values: np.ndarray, measures: list[str]) -> dict[str, float | None]:

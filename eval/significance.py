@@ -187,9 +187,9 @@ def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,
     t for the others. ``bounded`` (one bool per column) also clips a t interval
     of a bounded column to [0, 1]. Rows holding NaN are left out.
     """
+    stats = _stats()
     if method not in INTERVALS:
         raise ValueError(f"unknown interval {method!r}: use {', '.join(INTERVALS)}")
-    stats = _stats()
     values = np.atleast_2d(np.asarray(values, float).T).T
     values = values[~np.isnan(values).any(axis=1)]
     n, m = values.shape

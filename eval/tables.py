@@ -53,6 +53,13 @@ class Block:
     rows: list[Row]
 
 
+def _pandas():
+    """pandas, imported on first use, in this one place (``dsr --help`` loads no pandas)."""
+    import pandas
+
+    return pandas
+
+
 def blocks(results: Results) -> list[Block]:
     out = []
     for subset, index in results.subsets.items():
@@ -97,8 +104,7 @@ def _marks(results: Results, subset: str, name: str) -> list[str]:
 def main_frame(results: Results):
     """The results table, long: one row per (block, subset, system, measure) with
     ``mean``, ``sd``, raw and adjusted p-values, ``mark`` (▲/▼/"") and ``significant``."""
-    import pandas as pd
-
+    pd = _pandas()
     rows = []
     for block in blocks(results):
         for r in block.rows:
@@ -134,8 +140,7 @@ def comparison_frame(results: Results):
 
 def pairs_frame(results: Results):
     """With all-pairs testing: ``subset``, ``system``, ``measure``, ``mean``, ``group`` (letters)."""
-    import pandas as pd
-
+    pd = _pandas()
     rows = []
     for subset, by_measure in (results.pairs or {}).items():
         for measure, entry in by_measure.items():

@@ -135,7 +135,7 @@ NORMALISERS: dict[str, Callable[[Mapping[str, float]], dict[str, float]]] = {
 
 
 def normalise(run: Run, norm: str) -> Scores:
-    """Each topic of ``run`` normalised on its own with ``norm`` (``minmax`` or ``zscore``)."""
+    """Each topic of ``run`` normalised on its own with ``norm`` (one of :data:`NORMS`)."""
     if norm not in NORMALISERS:
         raise InputError(f"unknown normalisation {norm!r}; choose from {', '.join(NORMS)}",
                          field="norm")

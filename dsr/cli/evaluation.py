@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
-from pathlib import Path
 
 from dsr.cli.common import add_allow_mismatch_argument, add_collection_argument, check_out, collection_from_args
+from eval.grouping import select_runs
+from eval.measures import measure_names, parse_measures, split_measure_list
+from eval.protocol import resolve_splits
+from eval.report import write_report
+from eval.results import evaluate_runs, write_per_topic
+from eval.tables import render
+from eval.validate import fix_ties, validate_run
 from retrieval.errors import InputError
+from retrieval.provenance import input_record, run_sidecar
+from retrieval.run import write_run
 
 EVALUATE_EPILOG = """\
 protocols:
@@ -112,7 +121,7 @@ def register(subparsers) -> None:
                    "per-topic and per-split values (Parquet) and figures (PDF, PNG)")
     p.add_argument("--quiet", action="store_true", help="no progress bar (there is none off a terminal)")
     add_allow_mismatch_argument(p)
-    p.set_defaults(func=evaluate_command)
+    p.set_defaults(func=cmd_evaluate)
 
     v = subparsers.add_parser(
         "validate", help="check a run file before evaluation or submission",
@@ -134,14 +143,12 @@ def register(subparsers) -> None:
     v.add_argument("--max-problems", type=int, default=50, metavar="N",
                    help="list at most N problems, then count the rest (default 50; 0 for all)")
     v.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    v.set_defaults(func=validate_command)
+    v.set_defaults(func=cmd_validate)
 
 
 def _check_options(args) -> list | None:
     """Options first, before any file is read: a bad value is exit 2 naming the option.
     Returns the parsed --measures (None: the default set)."""
-    from eval.measures import parse_measures, split_measure_list
-
     measures = parse_measures(split_measure_list(args.measures)) if args.measures else None
     if args.primary:
         parse_measures([args.primary], field="--primary")
@@ -165,11 +172,7 @@ def _protocol(args, collection) -> str:
     return protocol
 
 
-def evaluate_command(args) -> int:
-    from eval.grouping import select_runs
-    from eval.protocol import resolve_splits
-    from eval.results import evaluate_runs
-
+def cmd_evaluate(args) -> int:
     measures = _check_options(args)
     collection = collection_from_args(args)
     protocol = _protocol(args, collection)
@@ -190,15 +193,9 @@ def evaluate_command(args) -> int:
 
 def _write_outputs(args, results) -> None:
     """--per-topic, --report, then the printed tables (or --json)."""
-    from eval.measures import measure_names
-    from eval.results import write_per_topic
-    from eval.tables import render
-
     if args.per_topic:
         write_per_topic(results, args.per_topic)
     if args.report:
-        from eval.report import write_report
-
         write_report(results, args.report)
     if args.json:
         json.dump(results.to_json(), sys.stdout, indent=2, sort_keys=True, ensure_ascii=False)
@@ -211,9 +208,7 @@ def _write_outputs(args, results) -> None:
         print(f"(a summary: --verbose prints every table{where})")
 
 
-def validate_command(args) -> int:
-    from eval.validate import validate_run
-
+def cmd_validate(args) -> int:
     if args.fix_ties != bool(args.out):
         raise InputError("--fix-ties and --out FIXED.run go together", field="--out")
     collection = collection_from_args(args)
@@ -252,12 +247,6 @@ def validate_command(args) -> int:
 
 def _fix_ties(collection, path: str, out: str):
     """``--fix-ties``: write the rewritten run with a sidecar naming its input."""
-    import shlex
-
-    from eval.validate import fix_ties
-    from retrieval.provenance import input_record, run_sidecar
-    from retrieval.run import write_run
-
     check_out(out)
     fixed, run = fix_ties(collection, path)
     fixed.config = run_sidecar("validate", shlex.join(["dsr", "validate", collection.name, str(path),

@@ -7,13 +7,13 @@ import json
 import sys
 
 from dsr.baselines import (DEFAULT_CROSS_ENCODER, DEFAULT_DENSE, DEFAULT_TRAINED_DENSE, FAST_BACKEND,
-                           StageTimer, load_suite_collection, reproduce, skip_reason,
-                           trained_default)
+                           StageTimer, reproduce, skip_reason, trained_default)
 from dsr.cli.commands import summary
 from dsr.cli.evaluation import add_report_arguments
 from eval import tables
-from indexes.backends import BACKENDS
 from eval.measures import split_measure_list
+from indexes.backends import BACKENDS
+from retrieval.collections import load_collection
 
 
 def register(subparsers) -> None:
@@ -76,14 +76,13 @@ def register(subparsers) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    collection = load_suite_collection(args.collection, args.source, args.split)
-    if collection.name == "sample" and not args.json:
-        print(sample_banner(collection), flush=True)
+    if args.collection == "sample" and not args.json:
+        print(sample_banner(load_collection("sample", None, args.split)), flush=True)   # what it is, first
     cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or trained_default())
     trained_dense = (None if args.no_dense or args.trained_dense == "none"
                      else args.trained_dense or trained_default(DEFAULT_TRAINED_DENSE))
     result = reproduce(
-        collection, args.out, splits_file=args.splits,
+        args.collection, args.out, source=args.source, split=args.split, splits_file=args.splits,
         n_splits=args.n_splits, seed=args.seed, target=args.target, measures=_split(args.measures),
         strategies=_split(args.queries), dense_model=None if args.no_dense else args.dense_model,
         trained_dense=trained_dense, cross_encoder=cross_encoder, ce_query=args.ce_query,
@@ -98,7 +97,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     total = result["manifest"]["wall_time_s"]["total"]
     print(f"full report (every measure and table, figures, runs, manifest): {result['out']}/results.md "
           f"({total:.0f} s; --verbose prints every table)")
-    if collection.name == "sample":
+    if result["results"].collection.get("name") == "sample":
         print(NEXT_STEPS)
     return 0
 
@@ -121,7 +120,4 @@ def sample_banner(collection) -> str:
 
 def _split(values: list[str] | None) -> list[str] | None:
     """``--measures``/``--queries`` values, space or comma separated (measure parameters kept)."""
-    if not values:
-        return None
-
-    return split_measure_list(values)
+    return split_measure_list(values) if values else None

@@ -24,8 +24,7 @@ FUSION_PARAMS = (
           grid=tuple(round(0.1 * i, 1) for i in range(11))),
     Param("norm", "minmax", "str", "score normalisation of combsum, combmnz, wsum and interp",
           choices=NORMS),
-    Param("weights", None, "str", "wsum: one weight per run (ranker), comma separated "
-          "(default: equal)"),
+    Param("weights", None, "str", "wsum: one weight per run (ranker), comma separated (default: equal)"),
 )
 
 
