@@ -52,6 +52,7 @@ def register(subparsers) -> None:
     t.set_defaults(func=add_team_command)
 
     _add_phase_parser(sub)
+    _season_parsers(sub)
 
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
@@ -123,7 +124,35 @@ def _add_phase_parser(sub) -> None:
     p.add_argument("--min-dialogues", type=int, metavar="N",
                    help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
                         "cover; smaller subsets are merged or withheld (default 20)")
+    _season_options(p)
+    p.add_argument("--final", action="store_true",
+                   help="the final phase: no score is shown anywhere until `dsr board freeze`")
     p.set_defaults(func=add_phase_command)
+
+
+def _season_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--primary", metavar="M",
+                        help="the measure the board ranks by, groups and gives intervals for "
+                             "(default nDCG@5 when the phase has it, else its first)")
+    parser.add_argument("--opens", metavar="WHEN", help="submissions taken from then (ISO date or time, UTC)")
+    parser.add_argument("--closes", metavar="WHEN", help="no submission from then on (ISO date or time, UTC)")
+
+
+def _season_parsers(sub) -> None:
+    """``dsr board set-phase`` and ``dsr board freeze``."""
+    s = sub.add_parser("set-phase", help="change a phase's primary measure, dates or final switch")
+    _db_options(s)
+    s.add_argument("collection", metavar="COLLECTION")
+    s.add_argument("--phase", metavar="P")
+    _season_options(s)
+    s.add_argument("--final", action=argparse.BooleanOptionalAction, default=None,
+                   help="make it the final phase (or not: --no-final)")
+    s.set_defaults(func=set_phase_command)
+    f = sub.add_parser("freeze", help="end a phase: no more submissions; a final phase's results are published")
+    _db_options(f)
+    f.add_argument("collection", metavar="COLLECTION")
+    f.add_argument("--phase", metavar="P")
+    f.set_defaults(func=freeze_command)
 
 
 def _board(args, **extra):
@@ -194,16 +223,10 @@ def _print_accepted(server: str, body: dict, replayed: bool) -> None:
 
 
 def _print_quota(quota, stream=None, label: str = "quota") -> None:
-    if not quota:
-        return
-    parts = []
-    if quota.get("daily_limit") is not None:
-        parts.append(f"{quota['daily_left']} of {quota['daily_limit']} left today")
-    if quota.get("total_limit") is not None:
-        parts.append(f"{quota['total_left']} of {quota['total_limit']} left in all")
-    if parts:
-        print(f"{label}: {', '.join(parts)} (the day resets at {quota['resets_at']})",
-              file=stream or sys.stdout)
+    from eval.board.client import quota_text
+
+    if quota and (quota.get("daily_limit") is not None or quota.get("total_limit") is not None):
+        print(f"{label}: {quota_text(quota)}", file=stream or sys.stdout)
 
 
 def add_team_command(args) -> int:
@@ -225,7 +248,7 @@ def add_phase_command(args) -> int:
                             measures=split_measure_list(args.measures) if args.measures else None,
                             daily_quota=args.daily_quota, total_quota=args.total_quota,
                             description=args.description, display=args.name, strict=args.strict,
-                            min_dialogues=args.min_dialogues)
+                            min_dialogues=args.min_dialogues, season=_season(args))
     kind = "hidden labels" if phase.hidden else "public labels"
     ties = "runs with tied scores refused" if phase.strict else "tied scores counted and said"
     print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, "
@@ -236,6 +259,56 @@ def add_phase_command(args) -> int:
               f" (each, and all minus each, covers at least {phase.min_dialogues} dialogues)")
     for note in data.subset_notes:
         print(f"  {note}")
+    _print_season(phase)
+    return 0
+
+
+def when(text: str | None, flag: str):
+    """An ISO date or time as a naive UTC datetime (a time without an offset is UTC)."""
+    from datetime import datetime, timezone
+
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(f"{text!r} is not an ISO date or time (e.g. 2026-03-01 or 2026-03-01T12:00Z)",
+                         field=flag) from None
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def _season(args):
+    from eval.board.service import Season
+
+    return Season(primary=args.primary, opens_at=when(args.opens, "--opens"),
+                  closes_at=when(args.closes, "--closes"), final=args.final)
+
+
+def _print_season(phase) -> None:
+    from eval.board.models import stamp, utcnow
+
+    dates = ", ".join(f"{k} {stamp(v)}" for k, v in (("opens", phase.opens_at), ("closes", phase.closes_at))
+                      if v is not None) or "no dates"
+    state = phase.closed_reason(utcnow()) or "open for submissions"
+    print(f"season {phase.collection}/{phase.name}: primary measure {phase.primary()}, {dates}"
+          f"{', final phase' if phase.final else ''}; {state}")
+
+
+def set_phase_command(args) -> int:
+    board = _board(args)
+    phase = board.set_season(board.get_phase(args.collection, args.phase), _season(args))
+    _print_season(phase)
+    return 0
+
+
+def freeze_command(args) -> int:
+    board = _board(args)
+    phase = board.freeze(board.get_phase(args.collection, args.phase))
+    _print_season(phase)
+    if phase.final:
+        print(f"the final results of {phase.collection}/{phase.name} are published")
     return 0
 
 

@@ -1,0 +1,39 @@
+"""issue 20: a season: a primary measure per phase, opening and closing dates, final phases, freezing
+
+* ``phases.primary_measure``: the measure the board ranks, groups and gives intervals
+  for (null: nDCG@5 when the phase has it, else its first measure);
+* ``phases.opens_at`` / ``closes_at``: submissions outside them are refused (null: no bound);
+* ``phases.final``: a final phase shows no score (board, run pages, API, answers)
+  until it is frozen;
+* ``phases.frozen_at``: a frozen board takes no submission and publishes a final
+  phase's results.
+
+Named '0003s' (down_revision '0002') beside the judging branch's '0003': the two are
+chained at merge.
+
+Revision ID: 0003s
+Revises: 0002
+Create Date: 2026-11-24
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = '0003s'
+down_revision = '0002'
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column('phases', sa.Column('primary_measure', sa.String(length=100), nullable=True))
+    op.add_column('phases', sa.Column('opens_at', sa.DateTime(), nullable=True))
+    op.add_column('phases', sa.Column('closes_at', sa.DateTime(), nullable=True))
+    op.add_column('phases', sa.Column('final', sa.Boolean(), server_default=sa.false(), nullable=False))
+    op.add_column('phases', sa.Column('frozen_at', sa.DateTime(), nullable=True))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table('phases', schema=None) as batch_op:
+        for column in ('frozen_at', 'final', 'closes_at', 'opens_at', 'primary_measure'):
+            batch_op.drop_column(column)
