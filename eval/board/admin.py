@@ -130,5 +130,19 @@ def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> st
     about = provenance(phase)
     if fmt == "json":
         return json.dumps({**lb.to_json(), "provenance": about}, indent=2, ensure_ascii=False) + "\n"
-    head = "".join(f"{'#' if fmt == 'csv' else '%'} {k}: {v or 'not frozen'}\n" for k, v in about.items())
-    return head + (to_csv(lb.results) if fmt == "csv" else to_latex(lb.results))
+    if fmt == "csv":
+        return _with_columns(to_csv(lb.results), {k: v or "" for k, v in about.items()})
+    return "".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + to_latex(lb.results)
+
+
+def _with_columns(text: str, columns: dict[str, str]) -> str:
+    """CSV ``text`` with ``columns`` (the same value on every row) added on the right."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(text)))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for i, row in enumerate(rows):
+        writer.writerow(row + (list(columns) if i == 0 else list(columns.values())))
+    return out.getvalue()

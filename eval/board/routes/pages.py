@@ -76,8 +76,10 @@ def run_view(board: Board, submission_id: int, measure: str | None = None) -> di
     matrix = board.matrix(sub, len(data.measures))
     j = data.measures.index(view["primary"])
     view["means"] = published_means(sub, data)
-    view["ci"] = {name: dict(zip(("low", "high"), map(nan_to_none, mean_ci(matrix[idx, j][:, None])[1:])))
-                  for name, idx in data.subsets.items()}
+    view["ci"] = {}
+    for name, idx in data.subsets.items():
+        _, low, high = mean_ci(matrix[idx, j][:, None], "t")
+        view["ci"][name] = {"low": nan_to_none(low[0]), "high": nan_to_none(high[0])}
     if not sub.phase.hidden:   # per-topic values of a hidden phase never leave the server
         measure = measure if measure in data.measures else view["primary"]
         view["plot"] = versus_baseline(board, sub, data, measure, matrix)

@@ -659,7 +659,7 @@ def test_upgrading_a_board_keeps_only_the_published_metadata_of_stored_sidecars(
     board = make_board(db_url, tmp_path)                 # migrates to the newest schema
     with board.engine.connect() as conn:
         kept = json.loads(conn.scalar(text("select sidecar_json from submissions")))
-        assert conn.scalar(text("select version_num from alembic_version")) == "0002"
+        assert conn.scalar(text("select version_num from alembic_version")) == "0003s"
     assert kept == published_metadata(json.loads(side)) and kept["ranker"] == "bm25"
     assert "somehost" not in json.dumps(kept) and "/home/" not in json.dumps(kept)
     board.close()
