@@ -188,6 +188,24 @@ def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
     return board.get_phase("sample", "public"), board.get_phase("sample", "test")
 
 
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run", "--disable-sync"]
+
+
+@pytest.fixture
+def browser():
+    """Debian's chromium, headless, driven by Playwright's Python API (its own browser
+    download is never used); skipped when either is missing."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
 class LiveServer:
     """The app under a real uvicorn in a thread on 127.0.0.1:PORT."""
 

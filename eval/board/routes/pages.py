@@ -24,7 +24,10 @@ router = APIRouter()
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, board: BoardDep):
-    return page(request, "index.html", {"phases": board.phases()})
+    phases = board.phases()
+    now = utcnow()
+    return page(request, "index.html", {"phases": phases,
+                                        "closed_reasons": {p.id: p.closed_reason(now) for p in phases}})
 
 
 @router.get("/board/{collection}/{phase}", response_class=HTMLResponse)
