@@ -7,6 +7,7 @@ once frozen. Screenshots go to ``out/screenshots/`` (or ``$DSR_SCREENSHOTS``).""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from datetime import timedelta
@@ -28,6 +29,11 @@ ROOT = Path(__file__).resolve().parents[3]
 SHOTS = Path(os.environ.get("DSR_SCREENSHOTS") or ROOT / "out" / "screenshots")
 VIEWPORTS = {"1280": {"width": 1280, "height": 900}, "390": {"width": 390, "height": 844}}
 TEAM_RUNS = {"alpha": ["bm25", "random1"], "beta": ["random0"], "gamma": ["random2"]}
+
+
+SIDECAR = json.dumps({"ranker": "random", "params": {"seed": 0}, "versions": {"numpy": "2.1.0"},
+                      "description": "Random order, a floor", "paper": "https://example.org/paper",
+                      "code": "https://example.org/code", "command_line": "dsr rank /home/someone/secret"}).encode()
 
 
 def holm(p: list[float]) -> list[float]:
@@ -79,7 +85,8 @@ def season(tmp_path, runs):  # noqa: F811
         who = board.team_for_token(tokens[team])
         for name in names:
             data = retag(read(runs / f"{name}.run"), f"{team}-{name}") if name == "bm25" else read(runs / f"{name}.run")
-            board.submit(who, public, data, f"{name}.run", Metadata(f"{team}-{name}", "", "", "automatic", False))
+            board.submit(who, public, data, f"{name}.run", Metadata(f"{team}-{name}", "", "", "automatic", False),
+                         SIDECAR if team == "beta" else None)
     alpha = board.team_for_token(tokens["alpha"])
     board.submit(alpha, hidden, read(runs / "random3.run"), "random3.run", Metadata("r3", "", "", "automatic", False))
     board.submit(alpha, final, read(runs / "random4.run"), "random4.run", Metadata("r4", "", "", "manual", True))
@@ -103,6 +110,11 @@ def test_season_pages_in_a_real_browser(browser, tmp_path, runs):  # noqa: F811
     board, tokens = season(tmp_path, runs)
     SHOTS.mkdir(parents=True, exist_ok=True)
     run_id = next(s.id for s in board.submissions(board.get_phase("sample", "public")) if s.system == "beta-random0")
+    collection = load_collection("sample")
+    labels = {d.id: {c.id: c.label for c in d.candidates} for d in collection.dialogues}
+    mine, base = plain_rr(runs / "random0.run", labels), plain_rr(runs / "initial.run", labels)
+    diff = [mine[t] - base[t] for t in labels]
+    wtl = f"{sum(d > 0 for d in diff)} wins, {sum(d == 0 for d in diff)} ties, {sum(d < 0 for d in diff)} losses"
     with LiveServer(board) as server:
         pages = ["/", "/login", "/board/sample/public", "/board/sample/public?columns=all&baselines=all&select=all",
                  "/board/sample/test", "/board/sample/final", f"/runs/{run_id}", "/submit", "/runs/999"]
@@ -117,6 +129,12 @@ def test_season_pages_in_a_real_browser(browser, tmp_path, runs):  # noqa: F811
             page.screenshot(path=str(SHOTS / f"board-{size}.png"), full_page=True)
             page.goto(f"{server.url}/runs/{run_id}")
             page.screenshot(path=str(SHOTS / f"run-{size}.png"), full_page=True)
+            meta = page.inner_text("dl.meta")
+            for said in ("Random order, a floor", "https://example.org/paper", "https://example.org/code",
+                         "random", "seed=0", "numpy 2.1.0", "not on this collection"):
+                assert said in meta, said
+            assert "/home/someone" not in page.content()
+            assert page.inner_text("#wtl").startswith(wtl)
             if size == "1280":   # nothing cut off: the board's table fits without scrolling
                 for path in pages[2:4]:
                     page.goto(server.url + path)
