@@ -15,7 +15,6 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-import pytest
 from scipy import stats
 
 from board_support import LiveServer, browser, make_board, plain_rr, read, retag, runs  # noqa: F401
@@ -28,6 +27,7 @@ from retrieval.collections import load_collection
 ROOT = Path(__file__).resolve().parents[3]
 SHOTS = Path(os.environ.get("DSR_SCREENSHOTS") or ROOT / "out" / "screenshots")
 VIEWPORTS = {"1280": {"width": 1280, "height": 900}, "390": {"width": 390, "height": 844}}
+FITS = "selector => { const e = document.querySelector(selector); return e.scrollWidth <= e.clientWidth; }"
 TEAM_RUNS = {"alpha": ["bm25", "random1"], "beta": ["random0"], "gamma": ["random2"]}
 
 
@@ -138,7 +138,7 @@ def test_season_pages_in_a_real_browser(browser, tmp_path, runs):  # noqa: F811
             if size == "1280":   # nothing cut off: the board's table fits without scrolling
                 for path in pages[2:4]:
                     page.goto(server.url + path)
-                    assert page.evaluate("(e => e.scrollWidth <= e.clientWidth)(document.getElementById('board-scroll'))")
+                    assert page.evaluate(FITS, "#board-scroll"), path
             context.close()
     board.close()
     for name in ("board-1280", "board-390", "run-1280", "run-390"):
@@ -181,7 +181,8 @@ def test_rank_groups_and_marks_match_an_independent_computation(browser, tmp_pat
         # a team's history is a click away; baselines expand
         page.click("a.history")
         page.wait_for_url("**team=alpha**")
-        assert sorted(page.locator("#board td.system a").all_inner_texts()) == ["alpha-bm25", "alpha-random1", "initial"]
+        history = sorted(page.locator("#board td.system a").all_inner_texts())
+        assert history == ["alpha-bm25", "alpha-random1", "initial"]
         page.goto(f"{server.url}/board/sample/public")
         page.click("#more-baselines")
         assert page.locator("#board tr.baseline").count() == 2
