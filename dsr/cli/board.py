@@ -53,6 +53,14 @@ def register(subparsers) -> None:
 
     _add_phase_parser(sub)
     _season_parsers(sub)
+    for action, text in (("add-member", "add a person to a team"), ("remove-member", "take a person off a team")):
+        m = sub.add_parser(action, help=text)
+        _db_options(m)
+        m.add_argument("team", metavar="TEAM")
+        m.add_argument("name", metavar="NAME", help="the person's name")
+        if action == "add-member":
+            m.add_argument("--email", default="", help="a contact address (kept for organisers, never served)")
+        m.set_defaults(func=member_command, remove=action == "remove-member")
 
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
@@ -312,6 +320,13 @@ def freeze_command(args) -> int:
     return 0
 
 
+def member_command(args) -> int:
+    members = _board(args).set_member(args.team, args.name, getattr(args, "email", ""), remove=args.remove)
+    names = ", ".join(m.name + (f" <{m.email}>" if m.email else "") for m in members) or "nobody"
+    print(f"team {args.team}: {names}")
+    return 0
+
+
 def add_baseline_command(args) -> int:
     from eval.board.admin import add_baselines
 
@@ -361,6 +376,9 @@ def list_command(args) -> int:
         print(f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "
               f"quota {p.daily_quota}/day {p.total_quota} in all, {len(board.submissions(p))} run(s)")
     with read_session(board.engine) as s:
-        for team in s.scalars(select(Team).order_by(Team.name)):
-            print(f"team {team.name}{' (organisers)' if team.organiser else ''}")
+        teams = list(s.scalars(select(Team).order_by(Team.name)))
+    for team in teams:
+        members = ", ".join(m.name for m in board.members(team))
+        print(f"team {team.name}{' (organisers)' if team.organiser else ''}"
+              f"{': ' + members if members else ''}")
     return 0

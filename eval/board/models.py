@@ -146,6 +146,19 @@ class Submission(Base):
     phase: Mapped[Phase] = relationship(lazy="joined")
 
 
+class Member(Base):
+    """A person on a team (``dsr board add-member``): a name and optionally an e-mail address,
+    for the organisers (never served)."""
+
+    __tablename__ = "team_members"
+    __table_args__ = (UniqueConstraint("team_id", "name", name="uq_member_team_name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
+    name: Mapped[str] = mapped_column(String(200))
+    email: Mapped[str] = mapped_column(String(300), default="")
+    added_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
 class WebSession(Base):
     """A browser login (cookie holds a random key; the table its hash)."""
 

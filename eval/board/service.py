@@ -39,7 +39,7 @@ from sqlalchemy.exc import IntegrityError
 
 from eval.board import scoring
 from eval.board.db import make_engine, migrate, read_session, sqlite_url, write_session
-from eval.board.models import Phase, Submission, Team, iso, utcnow
+from eval.board.models import Member, Phase, Submission, Team, iso, utcnow
 from eval.board.intake import (RUN_TYPES, Metadata, Refused, display_name,  # noqa: F401 (re-exported)
                                published_from_sidecar, unpack_run)
 from eval.board.client import quota_text  # noqa: F401 (re-exported)
@@ -198,6 +198,38 @@ class Board:
             return None
         with read_session(self.engine) as s:
             return s.scalar(select(Team).where(Team.token_hash == hash_token(token)))
+
+    def team(self, name: str) -> Team:
+        """A team by name, else an InputError naming it."""
+        with read_session(self.engine) as s:
+            team = s.scalar(select(Team).where(Team.name == name))
+        if team is None:
+            raise InputError(f"no team {name!r} on this board (dsr board list shows them)", field="TEAM")
+        return team
+
+    def set_member(self, team_name: str, name: str, email: str = "", remove: bool = False) -> list[Member]:
+        """Add (or with ``remove`` take off) a person of a team; returns the team's members."""
+        team = self.team(team_name)
+        name = name.strip()
+        if not name or len(name) > 200:
+            raise InputError("a member's name is 1 to 200 characters", field="NAME")
+        check_text(name, "NAME")
+        check_text(email, "--email")
+        with write_session(self.engine) as s:
+            row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name))
+            if remove:
+                if row is None:
+                    raise InputError(f"{name!r} is not a member of {team_name!r}", field="NAME")
+                s.delete(row)
+            elif row is not None:
+                raise InputError(f"{name!r} is a member of {team_name!r} already", field="NAME")
+            else:
+                s.add(Member(team_id=team.id, name=name, email=email.strip()))
+        return self.members(team)
+
+    def members(self, team: Team) -> list[Member]:
+        with read_session(self.engine) as s:
+            return list(s.scalars(select(Member).where(Member.team_id == team.id).order_by(Member.name)))
 
     def organisers(self) -> Team:
         """The team baselines are filed under (created on first use, its token never shown)."""

@@ -6,7 +6,8 @@
 * ``phases.final``: a final phase shows no score (board, run pages, API, answers)
   until it is frozen;
 * ``phases.frozen_at``: a frozen board takes no submission and publishes a final
-  phase's results.
+  phase's results;
+* ``team_members``: the people on a team (``dsr board add-member``; never served).
 
 Named '0003s' (down_revision '0002') beside the judging branch's '0003': the two are
 chained at merge.
@@ -31,9 +32,19 @@ def upgrade() -> None:
     op.add_column('phases', sa.Column('closes_at', sa.DateTime(), nullable=True))
     op.add_column('phases', sa.Column('final', sa.Boolean(), server_default=sa.false(), nullable=False))
     op.add_column('phases', sa.Column('frozen_at', sa.DateTime(), nullable=True))
+    op.create_table('team_members',
+                    sa.Column('id', sa.Integer(), nullable=False),
+                    sa.Column('team_id', sa.Integer(), nullable=False),
+                    sa.Column('name', sa.String(length=200), nullable=False),
+                    sa.Column('email', sa.String(length=300), nullable=False),
+                    sa.Column('added_at', sa.DateTime(), nullable=False),
+                    sa.ForeignKeyConstraint(['team_id'], ['teams.id']),
+                    sa.PrimaryKeyConstraint('id'),
+                    sa.UniqueConstraint('team_id', 'name', name='uq_member_team_name'))
 
 
 def downgrade() -> None:
+    op.drop_table('team_members')
     with op.batch_alter_table('phases', schema=None) as batch_op:
         for column in ('frozen_at', 'final', 'closes_at', 'opens_at', 'primary_measure'):
             batch_op.drop_column(column)
