@@ -1,11 +1,17 @@
-"""Errors that mean "the input is wrong" (exit code 2), as opposed to bugs (exit 1)."""
+"""Errors that mean "the input is wrong" (exit code 2), as opposed to bugs (exit 1).
+
+``InputError`` is a ``ValueError``: a caller of the library catches it as it would
+any bad value. Its ``field`` names what was wrong: a field of a file's record, or the
+Python parameter of the function called (``max_steps``, ``out``); the command line
+shows a parameter as its flag (``--max-steps``), in one place (``dsr.cli.flags``).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 
-class InputError(Exception):
+class InputError(ValueError):
     """Bad input: names the file, the line or record, and the field.
 
     ``str(err)`` reads ``FILE:LINE: record ID: field FIELD: message``, leaving

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from retrieval.errors import InputError
+
 
 def dsr_home() -> Path:
     """``$DSR_HOME`` if set, else ``~/.cache/dsr``."""
@@ -32,7 +34,6 @@ def require_writable(folder: Path, advice: str = "set DSR_HOME to a writable fol
     not writable (a read-only DSR_HOME), instead of a PermissionError
     traceback half way through a build.
     """
-    from retrieval.errors import InputError
 
     folder = Path(folder)
     try:

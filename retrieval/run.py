@@ -46,8 +46,11 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from retrieval.atomic import write_json
+from retrieval.atomic import check_output_path, write_json
 from retrieval.errors import InputError
+from retrieval.ir_metadata import config_from_header, format_header, read_header
+from retrieval.jsonio import load_json
+from retrieval.provenance import sha256_file
 from retrieval.textfiles import atomic_write_text, read_lines
 
 #: largest finite float32, and the smallest normal one
@@ -114,14 +117,10 @@ class Run:
         configuration (``retrieval.ir_metadata``), and the sidecar says so."""
         header: list[str] = []
         if ir_metadata:
-            from retrieval.ir_metadata import format_header
-
             self.config["ir_metadata_header"] = True
             header = format_header({"tag": self.tag, **self.config}, self.tag)
         write_trec_run(self, path, header)
         if sidecar:
-            from retrieval.provenance import sha256_file
-
             write_json(sidecar_path(path), {"tag": self.tag, **self.config,
                                             RUN_SHA256: sha256_file(path)})
 
@@ -131,8 +130,6 @@ class Run:
         run = read_trec_run(path)
         run.config = read_sidecar(path)
         if not run.config:
-            from retrieval.ir_metadata import config_from_header, read_header
-
             header = read_header(path)  # a run from elsewhere may carry an ir_metadata header
             if header:
                 run.config = config_from_header(header)
@@ -146,8 +143,6 @@ def read_sidecar(path: str | Path, warn: bool = True) -> dict[str, Any]:
     side = sidecar_path(path)
     if not side.exists():
         return {}
-    from retrieval.jsonio import load_json
-    from retrieval.provenance import sha256_file
 
     config = load_json(side)
     if not isinstance(config, dict):
@@ -386,7 +381,6 @@ def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -
     sentence a candidate of it (or of its sentence pool, for open retrieval).
     The error names the sidecar field or the run file's line.
     """
-    from retrieval.textfiles import read_lines
 
     check_collection_hash(run, path, collection, allow=allow_mismatch)
     missing_topic = next((q for q in run.rankings if q not in collection), None)
@@ -448,10 +442,8 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
     import contextlib
     import os
 
-    from retrieval.atomic import check_output_path
-
     out = Path(out)
-    check_output_path(out, "--out")  # a folder, or a parent that is a file: exit 2
+    check_output_path(out, "out")  # a folder, or a parent that is a file: exit 2
     # the temporary name keeps a .gz ending: Run.write gzips by name
     tmp = out.with_name(f".{out.name}.{os.getpid()}.partial" + (".gz" if out.name.endswith(".gz") else ""))
     try:
@@ -459,7 +451,7 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
         os.replace(tmp, out)
         os.replace(sidecar_path(tmp), sidecar_path(out))
     except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="--out") from None
+        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="out") from None
     finally:
         for leftover in (tmp, sidecar_path(tmp)):
             with contextlib.suppress(FileNotFoundError):

@@ -6,7 +6,13 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
+from dsr.cli.commands import summary
+from eval.board.client import published_for, submit
+from eval.measures import split_measure_list
+from eval.qrels import read_qrels
+from retrieval.atomic import atomic_write
 from retrieval.errors import InputError, require_extra
 
 #: what the board extra provides, by import name (serve needs all; the board commands the database part)
@@ -28,7 +34,7 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers) -> None:
     s = subparsers.add_parser(
-        "serve", help="start the leaderboard server (web pages and JSON API)",
+        "serve", help=summary("serve"),
         description="Serve the leaderboard: boards, run pages, a submission form and "
                     "/api/... (see docs/board.md).", epilog=BOARD_EPILOG)
     _db_options(s)
@@ -38,18 +44,18 @@ def register(subparsers) -> None:
                    help="largest run file accepted, unpacked (default 20)")
     s.add_argument("--rate-limit", type=float, default=30, metavar="N",
                    help="submissions per minute per team (default 30; 0 for no limit)")
-    s.set_defaults(func=serve_command)
+    s.set_defaults(func=cmd_serve)
 
     _submit_parser(subparsers)
 
-    b = subparsers.add_parser("board", help="organise a leaderboard: teams, phases, baselines, rebuild, export",
+    b = subparsers.add_parser("board", help=summary("board"),
                               description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
     sub = b.add_subparsers(dest="board_command", metavar="ACTION")
 
     t = sub.add_parser("add-team", help="create a team and print its token (shown once)")
     _db_options(t)
     t.add_argument("name", metavar="NAME")
-    t.set_defaults(func=add_team_command)
+    t.set_defaults(func=cmd_board_add_team)
 
     _add_phase_parser(sub)
     _season_parsers(sub)
@@ -60,7 +66,7 @@ def register(subparsers) -> None:
         m.add_argument("name", metavar="NAME", help="the person's name")
         if action == "add-member":
             m.add_argument("--email", default="", help="a contact address (kept for organisers, never served)")
-        m.set_defaults(func=member_command, remove=action == "remove-member")
+        m.set_defaults(func=cmd_board_member, remove=action == "remove-member")
 
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
@@ -68,11 +74,11 @@ def register(subparsers) -> None:
     a.add_argument("runs", nargs="+", metavar="RUN", help="run files or folders of *.run files")
     a.add_argument("--phase", metavar="P")
     a.add_argument("--default", action="store_true", help="make the first of these the board's baseline")
-    a.set_defaults(func=add_baseline_command)
+    a.set_defaults(func=cmd_board_add_baseline)
 
     r = sub.add_parser("rebuild", help="re-score every stored run from the run store and the labels")
     _db_options(r)
-    r.set_defaults(func=rebuild_command)
+    r.set_defaults(func=cmd_board_rebuild)
 
     e = sub.add_parser("export", help="the board as CSV, LaTeX or JSON")
     _db_options(e)
@@ -82,18 +88,18 @@ def register(subparsers) -> None:
     e.add_argument("--select", choices=("all", "best", "latest"), default="all",
                    help="every run, or each team's best or latest (default all)")
     e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
-    e.set_defaults(func=export_command)
+    e.set_defaults(func=cmd_board_export)
 
     ls = sub.add_parser("list", help="phases and teams")
     _db_options(ls)
-    ls.set_defaults(func=list_command)
+    ls.set_defaults(func=cmd_board_list)
     b.set_defaults(func=lambda args: b.print_help() or 2)
 
 
 def _submit_parser(subparsers) -> None:
     """``dsr submit``'s options."""
     u = subparsers.add_parser(
-        "submit", help="submit a run file to a leaderboard server",
+        "submit", help=summary("submit"),
         description="Upload a run (and the published metadata of RUN.json beside it: printed first) to a "
                     "server started by dsr serve; a try without an answer is sent again with its "
                     "Idempotency-Key. "
@@ -110,7 +116,7 @@ def _submit_parser(subparsers) -> None:
     u.add_argument("--trained", action="store_true", help="the system was trained or tuned on this collection")
     u.add_argument("--sidecar", metavar="FILE", help="sidecar JSON (default: RUN.json when present)")
     u.add_argument("--json", action="store_true", help="print the server's answer as JSON")
-    u.set_defaults(func=submit_command)
+    u.set_defaults(func=cmd_submit)
 
 
 def _add_phase_parser(sub) -> None:
@@ -135,7 +141,7 @@ def _add_phase_parser(sub) -> None:
     _season_options(p)
     p.add_argument("--final", action="store_true",
                    help="the final phase: no score is shown anywhere until `dsr board freeze`")
-    p.set_defaults(func=add_phase_command)
+    p.set_defaults(func=cmd_board_add_phase)
 
 
 def _season_options(parser: argparse.ArgumentParser) -> None:
@@ -155,12 +161,12 @@ def _season_parsers(sub) -> None:
     _season_options(s)
     s.add_argument("--final", action=argparse.BooleanOptionalAction, default=None,
                    help="make it the final phase (or not: --no-final)")
-    s.set_defaults(func=set_phase_command)
+    s.set_defaults(func=cmd_board_set_phase)
     f = sub.add_parser("freeze", help="end a phase: no more submissions; a final phase's results are published")
     _db_options(f)
     f.add_argument("collection", metavar="COLLECTION")
     f.add_argument("--phase", metavar="P")
-    f.set_defaults(func=freeze_command)
+    f.set_defaults(func=cmd_board_freeze)
 
 
 def _board(args, **extra):
@@ -171,7 +177,7 @@ def _board(args, **extra):
     return Board(BoardConfig(db=args.db, store=args.store, **extra))
 
 
-def serve_command(args) -> int:
+def cmd_serve(args) -> int:
     for module in SERVER_MODULES:
         require_extra(module, "board")
     import uvicorn
@@ -188,11 +194,7 @@ def serve_command(args) -> int:
     return 0
 
 
-def submit_command(args) -> int:
-    from pathlib import Path
-
-    from eval.board.client import published_for, submit
-
+def cmd_submit(args) -> int:
     token = args.token or os.environ.get("DSR_TOKEN")
     if not token:
         raise InputError("give --token or set DSR_TOKEN", field="--token")
@@ -237,17 +239,14 @@ def _print_quota(quota, stream=None, label: str = "quota") -> None:
         print(f"{label}: {quota_text(quota)}", file=stream or sys.stdout)
 
 
-def add_team_command(args) -> int:
+def cmd_board_add_team(args) -> int:
     token = _board(args).add_team(args.name)
     print(f"team {args.name!r} created; its token (shown once, only its hash is stored):", file=sys.stderr)
     print(token)
     return 0
 
 
-def add_phase_command(args) -> int:
-    from eval.measures import split_measure_list
-    from eval.qrels import read_qrels
-
+def cmd_board_add_phase(args) -> int:
     if args.qrels and not args.hidden:
         raise InputError("--qrels loads hidden labels: add --hidden", field="--qrels")
     labels = read_qrels(args.qrels) if args.qrels else None
@@ -304,14 +303,14 @@ def _print_season(phase) -> None:
           f"{', final phase' if phase.final else ''}; {state}")
 
 
-def set_phase_command(args) -> int:
+def cmd_board_set_phase(args) -> int:
     board = _board(args)
     phase = board.set_season(board.get_phase(args.collection, args.phase), _season(args))
     _print_season(phase)
     return 0
 
 
-def freeze_command(args) -> int:
+def cmd_board_freeze(args) -> int:
     board = _board(args)
     phase = board.freeze(board.get_phase(args.collection, args.phase))
     _print_season(phase)
@@ -320,14 +319,14 @@ def freeze_command(args) -> int:
     return 0
 
 
-def member_command(args) -> int:
+def cmd_board_member(args) -> int:
     members = _board(args).set_member(args.team, args.name, getattr(args, "email", ""), remove=args.remove)
     names = ", ".join(m.name + (f" <{m.email}>" if m.email else "") for m in members) or "nobody"
     print(f"team {args.team}: {names}")
     return 0
 
 
-def add_baseline_command(args) -> int:
+def cmd_board_add_baseline(args) -> int:
     from eval.board.admin import add_baselines
 
     board = _board(args)
@@ -337,7 +336,7 @@ def add_baseline_command(args) -> int:
     return 0
 
 
-def rebuild_command(args) -> int:
+def cmd_board_rebuild(args) -> int:
     from eval.board.admin import rebuild
 
     report = rebuild(_board(args))
@@ -350,9 +349,7 @@ def rebuild_command(args) -> int:
     return 0
 
 
-def export_command(args) -> int:
-    from retrieval.atomic import atomic_write
-
+def cmd_board_export(args) -> int:
     from eval.board.admin import export
 
     board = _board(args)
@@ -365,7 +362,7 @@ def export_command(args) -> int:
     return 0
 
 
-def list_command(args) -> int:
+def cmd_board_list(args) -> int:
     board = _board(args)        # first: it says what to install when the board extra is missing
     from sqlalchemy import select
 

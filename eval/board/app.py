@@ -111,14 +111,15 @@ def create_app(board: Board, routers: Iterable[APIRouter] = ()) -> FastAPI:
         return response
 
     app.add_middleware(BodyLimit, limit=max_body)
-    app.state.routers = [*ROUTERS, *routers]
+    from eval.board.judging_routes import router as judging_router   # the judging pages (/judge)
+
+    app.state.routers = [*ROUTERS, judging_router, *routers]
     for router in app.state.routers:
         app.include_router(router)
 
     @app.get("/healthz")
     def healthz():
         return {"ok": True}
-
     return app
 
 

@@ -44,7 +44,7 @@ PASSED_ENV = ("DSR_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
 
 def check_workers(workers: int) -> int:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        raise InputError(f"must be a whole number >= 0, got {workers!r}", field="--workers")
+        raise InputError(f"must be a whole number >= 0, got {workers!r}", field="workers")
     return workers
 
 
@@ -219,4 +219,4 @@ class EncoderActor:
 
 
 def import_ray():
-    return require_extra("ray", "distributed", field="--workers", also=" (or run with --workers 0)")
+    return require_extra("ray", "distributed", field="workers", also=" (or run with --workers 0)")

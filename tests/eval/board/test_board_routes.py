@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from board_support import (POST_ROUTES, db_url, make_board, postgres, read, runs, setup_phases,  # noqa: F401
+from board_support import (db_url, make_board, postgres, read, runs, setup_phases,  # noqa: F401
                            walk_every_route)
 from eval.board import leaderboard
 from eval.board.app import create_app
@@ -108,8 +108,9 @@ def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
     board, client, token, posted = walked
     check = LeakCheck(board, runs)
     ids = [s.id for p in board.phases() for s in board.submissions(p)]
-    values = {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids}
-    bodies, seen_routes = walk_every_route(client, token, values, QUERIES, POST_ROUTES)
+    values = {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids,
+              "name": ["nope"], "seq": [1]}                    # the judging pages (no campaign here)
+    bodies, seen_routes = walk_every_route(client, token, values, QUERIES)
     bodies.update({f"POST /api/submissions #{i}": t for i, t in enumerate(posted)})
     assert {"/", "/board/{collection}/{phase}", "/runs/{submission_id}", "/api/boards/{collection}/{phase}",
             "/api/runs/{submission_id}", "/api/runs/{submission_id}/file"} <= seen_routes

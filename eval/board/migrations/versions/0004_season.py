@@ -9,19 +9,16 @@
   phase's results;
 * ``team_members``: the people on a team (``dsr board add-member``; never served).
 
-Named '0003s' (down_revision '0002') beside the judging branch's '0003': the two are
-chained at merge.
-
-Revision ID: 0003s
-Revises: 0002
+Revision ID: 0004
+Revises: 0003 (judging)
 Create Date: 2026-11-24
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0003s'
-down_revision = '0002'
+revision = '0004'
+down_revision = '0003'
 branch_labels = None
 depends_on = None
 
