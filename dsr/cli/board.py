@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
-from eval.board.client import published_for, submit
+from eval.board.client import published_for, quota_text, submit
 from eval.measures import split_measure_list
 from eval.qrels import read_qrels
 from retrieval.atomic import atomic_write
@@ -233,8 +233,6 @@ def _print_accepted(server: str, body: dict, replayed: bool) -> None:
 
 
 def _print_quota(quota, stream=None, label: str = "quota") -> None:
-    from eval.board.client import quota_text
-
     if quota and (quota.get("daily_limit") is not None or quota.get("total_limit") is not None):
         print(f"{label}: {quota_text(quota)}", file=stream or sys.stdout)
 
