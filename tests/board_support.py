@@ -28,7 +28,7 @@ from board_harness import (HIDDEN_SEED, Postgres, ServerProcess, bench_database,
 __all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "bench_database", "free_port", "hammer",
            "load_jobs", "make_board", "pg_bin", "read", "retag", "sample_runs", "setup_phases",
            "postgres", "db_url", "runs", "plain_rr", "LiveServer", "POST_ROUTES", "walk_every_route",
-           "ForkedServers", "migration_head"]
+           "ForkedServers", "migration_head", "browser", "CHROMIUM_FLAGS"]
 
 
 @pytest.fixture(scope="session")
@@ -74,6 +74,24 @@ def plain_rr(run_path: Path, labels: dict[str, dict[str, int]]) -> dict[str, flo
         order = [d for _, d in sorted(ranked.get(qid, []), reverse=True)]
         out[qid] = next((1 / (i + 1) for i, d in enumerate(order) if docs.get(d, 0) >= 1), 0.0)
     return out
+
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run", "--disable-sync"]
+
+
+@pytest.fixture
+def browser():
+    """Debian's chromium, headless, driven by Playwright's Python API (its own browser
+    download is never used); skipped when either is missing."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
 
 
 class LiveServer:

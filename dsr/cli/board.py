@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
-from eval.board.client import published_for, submit
+from eval.board.client import published_for, quota_text, submit
 from eval.measures import split_measure_list
 from eval.qrels import read_qrels
 from retrieval.atomic import atomic_write
@@ -58,6 +58,15 @@ def register(subparsers) -> None:
     t.set_defaults(func=cmd_board_add_team)
 
     _add_phase_parser(sub)
+    _season_parsers(sub)
+    for action, text in (("add-member", "add a person to a team"), ("remove-member", "take a person off a team")):
+        m = sub.add_parser(action, help=text)
+        _db_options(m)
+        m.add_argument("team", metavar="TEAM")
+        m.add_argument("name", metavar="NAME", help="the person's name")
+        if action == "add-member":
+            m.add_argument("--email", default="", help="a contact address (kept for organisers, never served)")
+        m.set_defaults(func=cmd_board_member, remove=action == "remove-member")
 
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
@@ -129,7 +138,35 @@ def _add_phase_parser(sub) -> None:
     p.add_argument("--min-dialogues", type=int, metavar="N",
                    help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
                         "cover; smaller subsets are merged or withheld (default 20)")
+    _season_options(p)
+    p.add_argument("--final", action="store_true",
+                   help="the final phase: no score is shown anywhere until `dsr board freeze`")
     p.set_defaults(func=cmd_board_add_phase)
+
+
+def _season_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--primary", metavar="M",
+                        help="the measure the board ranks by, groups and gives intervals for "
+                             "(default nDCG@5 when the phase has it, else its first)")
+    parser.add_argument("--opens", metavar="WHEN", help="submissions taken from then (ISO date or time, UTC)")
+    parser.add_argument("--closes", metavar="WHEN", help="no submission from then on (ISO date or time, UTC)")
+
+
+def _season_parsers(sub) -> None:
+    """``dsr board set-phase`` and ``dsr board freeze``."""
+    s = sub.add_parser("set-phase", help="change a phase's primary measure, dates or final switch")
+    _db_options(s)
+    s.add_argument("collection", metavar="COLLECTION")
+    s.add_argument("--phase", metavar="P")
+    _season_options(s)
+    s.add_argument("--final", action=argparse.BooleanOptionalAction, default=None,
+                   help="make it the final phase (or not: --no-final)")
+    s.set_defaults(func=cmd_board_set_phase)
+    f = sub.add_parser("freeze", help="end a phase: no more submissions; a final phase's results are published")
+    _db_options(f)
+    f.add_argument("collection", metavar="COLLECTION")
+    f.add_argument("--phase", metavar="P")
+    f.set_defaults(func=cmd_board_freeze)
 
 
 def _board(args, **extra):
@@ -196,16 +233,8 @@ def _print_accepted(server: str, body: dict, replayed: bool) -> None:
 
 
 def _print_quota(quota, stream=None, label: str = "quota") -> None:
-    if not quota:
-        return
-    parts = []
-    if quota.get("daily_limit") is not None:
-        parts.append(f"{quota['daily_left']} of {quota['daily_limit']} left today")
-    if quota.get("total_limit") is not None:
-        parts.append(f"{quota['total_left']} of {quota['total_limit']} left in all")
-    if parts:
-        print(f"{label}: {', '.join(parts)} (the day resets at {quota['resets_at']})",
-              file=stream or sys.stdout)
+    if quota and (quota.get("daily_limit") is not None or quota.get("total_limit") is not None):
+        print(f"{label}: {quota_text(quota)}", file=stream or sys.stdout)
 
 
 def cmd_board_add_team(args) -> int:
@@ -224,7 +253,7 @@ def cmd_board_add_phase(args) -> int:
                             measures=split_measure_list(args.measures) if args.measures else None,
                             daily_quota=args.daily_quota, total_quota=args.total_quota,
                             description=args.description, display=args.name, strict=args.strict,
-                            min_dialogues=args.min_dialogues)
+                            min_dialogues=args.min_dialogues, season=_season(args))
     kind = "hidden labels" if phase.hidden else "public labels"
     ties = "runs with tied scores refused" if phase.strict else "tied scores counted and said"
     print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, "
@@ -235,6 +264,63 @@ def cmd_board_add_phase(args) -> int:
               f" (each, and all minus each, covers at least {phase.min_dialogues} dialogues)")
     for note in data.subset_notes:
         print(f"  {note}")
+    _print_season(phase)
+    return 0
+
+
+def when(text: str | None, flag: str):
+    """An ISO date or time as a naive UTC datetime (a time without an offset is UTC)."""
+    from datetime import datetime, timezone
+
+    if text is None:
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(f"{text!r} is not an ISO date or time (e.g. 2026-03-01 or 2026-03-01T12:00Z)",
+                         field=flag) from None
+    if value.tzinfo is not None:
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def _season(args):
+    from eval.board.service import Season
+
+    return Season(primary=args.primary, opens_at=when(args.opens, "--opens"),
+                  closes_at=when(args.closes, "--closes"), final=args.final)
+
+
+def _print_season(phase) -> None:
+    from eval.board.models import stamp, utcnow
+
+    dates = ", ".join(f"{k} {stamp(v)}" for k, v in (("opens", phase.opens_at), ("closes", phase.closes_at))
+                      if v is not None) or "no dates"
+    state = phase.closed_reason(utcnow()) or "open for submissions"
+    print(f"season {phase.collection}/{phase.name}: primary measure {phase.primary()}, {dates}"
+          f"{', final phase' if phase.final else ''}; {state}")
+
+
+def cmd_board_set_phase(args) -> int:
+    board = _board(args)
+    phase = board.set_season(board.get_phase(args.collection, args.phase), _season(args))
+    _print_season(phase)
+    return 0
+
+
+def cmd_board_freeze(args) -> int:
+    board = _board(args)
+    phase = board.freeze(board.get_phase(args.collection, args.phase))
+    _print_season(phase)
+    if phase.final:
+        print(f"the final results of {phase.collection}/{phase.name} are published")
+    return 0
+
+
+def cmd_board_member(args) -> int:
+    members = _board(args).set_member(args.team, args.name, getattr(args, "email", ""), remove=args.remove)
+    names = ", ".join(m.name + (f" <{m.email}>" if m.email else "") for m in members) or "nobody"
+    print(f"team {args.team}: {names}")
     return 0
 
 
@@ -285,6 +371,9 @@ def cmd_board_list(args) -> int:
         print(f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "
               f"quota {p.daily_quota}/day {p.total_quota} in all, {len(board.submissions(p))} run(s)")
     with read_session(board.engine) as s:
-        for team in s.scalars(select(Team).order_by(Team.name)):
-            print(f"team {team.name}{' (organisers)' if team.organiser else ''}")
+        teams = list(s.scalars(select(Team).order_by(Team.name)))
+    for team in teams:
+        members = ", ".join(m.name for m in board.members(team))
+        print(f"team {team.name}{' (organisers)' if team.organiser else ''}"
+              f"{': ' + members if members else ''}")
     return 0

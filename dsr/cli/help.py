@@ -48,6 +48,10 @@ EXAMPLES = {
     "board rebuild": "dsr board rebuild",
     "board export": "dsr board export sample --phase public --format latex --out board.tex",
     "board list": "dsr board list",
+    "board add-member": "dsr board add-member my-lab 'Ada Lovelace' --email ada@example.org",
+    "board remove-member": "dsr board remove-member my-lab 'Ada Lovelace'",
+    "board set-phase": "dsr board set-phase sample --phase test --closes 2027-03-01",
+    "board freeze": "dsr board freeze sample --phase test",
     "judge": "dsr judge list",
     "judge guidelines": "dsr judge guidelines --out guidelines.yaml",
     "judge create": "dsr judge create ccpe-1 ccpe-pool.jsonl --guidelines guidelines.yaml --k 3 "

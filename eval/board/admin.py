@@ -111,13 +111,38 @@ def rebuild(board: Board) -> RebuildReport:
     return report
 
 
+def provenance(phase: Phase) -> dict[str, str | None]:
+    """What an export says of where its numbers come from: the board, the collection's
+    content hash, the dsr version, and when the board was frozen (None while it is not)."""
+    from retrieval import __version__
+
+    return {"board": f"{phase.collection}/{phase.name}", "collection_hash": phase.collection_hash,
+            "dsr_version": __version__,
+            "frozen": None if phase.frozen_at is None else phase.frozen_at.isoformat() + "Z"}
+
+
 def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> str:
-    """The board as CSV or LaTeX (``eval.tables``) or JSON (the API's answer)."""
+    """The board as CSV or LaTeX (``eval.tables``, after comment lines ``#`` / ``%`` naming
+    the board, collection hash, dsr version and freeze) or JSON (the API's answer with them)."""
     from eval.tables import to_csv, to_latex
 
-    lb = leaderboard.build(board, phase, select=select_rule)
+    lb = leaderboard.build(board, phase, select=select_rule, baselines="all")
+    about = provenance(phase)
+    if fmt == "json":
+        return json.dumps({**lb.to_json(), "provenance": about}, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
-        return to_csv(lb.results)
-    if fmt == "latex":
-        return to_latex(lb.results)
-    return json.dumps(lb.to_json(), indent=2, ensure_ascii=False) + "\n"
+        return _with_columns(to_csv(lb.results), {k: v or "" for k, v in about.items()})
+    return "".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + to_latex(lb.results)
+
+
+def _with_columns(text: str, columns: dict[str, str]) -> str:
+    """CSV ``text`` with ``columns`` (the same value on every row) added on the right."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(text)))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for i, row in enumerate(rows):
+        writer.writerow(row + (list(columns) if i == 0 else list(columns.values())))
+    return out.getvalue()

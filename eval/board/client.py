@@ -82,3 +82,18 @@ def submit(server: str, token: str, collection: str, run: str | Path, *, phase: 
         body = {"error": response.text[:500]}
     return Answer(response.status_code, body, published,
                   response.headers.get("idempotency-replayed") == "true")
+
+
+def quota_text(quota: dict) -> str:
+    """A team's quota as the board and ``dsr submit`` say it: what is left, today and in all."""
+    parts = []
+    if quota.get("daily_limit") is not None:
+        parts.append(f"{quota['daily_left']} of {quota['daily_limit']} left today")
+    if quota.get("total_limit") is not None:
+        parts.append(f"{quota['total_left']} of {quota['total_limit']} left in all")
+    if not parts:
+        return f"no limit ({quota['total_used']} submitted)"
+    text = ", ".join(parts)
+    if quota.get("daily_limit") is not None:
+        text += f" (the day resets at {quota['resets_at'][11:16]} UTC)"
+    return text

@@ -7,11 +7,26 @@ labels as JSON text on their phase. Neither is ever served for a hidden phase.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 from sqlalchemy import (Boolean, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text,
                         UniqueConstraint, false as sa_false)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+#: a phase's primary measure unless it names one (the mission names MRR and nDCG)
+PRIMARY_DEFAULT = "nDCG@5"
+
+
+def stamp(when: datetime) -> str:
+    """A naive UTC time as the board writes it: ``2026-03-01 12:00 UTC``."""
+    return when.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def iso(when: datetime | None) -> str | None:
+    """A naive UTC time as the API writes it (``2026-03-01T12:00:00Z``), None for None."""
+    return None if when is None else when.isoformat() + "Z"
 
 
 def utcnow() -> datetime:
@@ -58,6 +73,37 @@ class Phase(Base):
     #: hidden phases: the fewest dialogues an aggregate (and its complement) may cover;
     #: null: ``scoring.MIN_DIALOGUES``
     min_dialogues: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: the measure the board ranks, groups and gives intervals for (null: :func:`primary`'s default)
+    primary_measure: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    #: submissions are taken from ``opens_at`` (inclusive) to ``closes_at`` (exclusive); null: no bound
+    opens_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    closes_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    #: a final phase shows no score anywhere until it is frozen
+    final: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
+    #: a frozen board takes no submission; freezing publishes a final phase's results
+    frozen_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+    def primary(self) -> str:
+        """The phase's primary measure: its own, else nDCG@5 when it has it, else its first."""
+        measures = json.loads(self.measures_json)
+        if self.primary_measure in measures:
+            return self.primary_measure
+        return PRIMARY_DEFAULT if PRIMARY_DEFAULT in measures else measures[0]
+
+    @property
+    def scores_shown(self) -> bool:
+        """Whether scores are published: always, but a final phase's only once frozen."""
+        return not self.final or self.frozen_at is not None
+
+    def closed_reason(self, now: datetime) -> str | None:
+        """Why the phase takes no submission at ``now`` (naive UTC), or None when it is open."""
+        if self.frozen_at is not None:
+            return f"this board was frozen on {stamp(self.frozen_at)}: it takes no more submissions"
+        if self.opens_at is not None and now < self.opens_at:
+            return f"this phase opens on {stamp(self.opens_at)}: submissions are taken from then"
+        if self.closes_at is not None and now >= self.closes_at:
+            return f"this phase closed on {stamp(self.closes_at)}: it takes no more submissions"
+        return None
 
 
 class Submission(Base):
@@ -98,6 +144,19 @@ class Submission(Base):
 
     team: Mapped[Team] = relationship(lazy="joined")
     phase: Mapped[Phase] = relationship(lazy="joined")
+
+
+class Member(Base):
+    """A person on a team (``dsr board add-member``): a name and optionally an e-mail address,
+    for the organisers (never served)."""
+
+    __tablename__ = "team_members"
+    __table_args__ = (UniqueConstraint("team_id", "name", name="uq_member_team_name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
+    name: Mapped[str] = mapped_column(String(200))
+    email: Mapped[str] = mapped_column(String(300), default="")
+    added_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class WebSession(Base):

@@ -39,9 +39,10 @@ from sqlalchemy.exc import IntegrityError
 
 from eval.board import scoring
 from eval.board.db import make_engine, migrate, read_session, sqlite_url, write_session
-from eval.board.models import Phase, Submission, Team, utcnow
+from eval.board.models import Member, Phase, Submission, Team, iso, utcnow
 from eval.board.intake import (RUN_TYPES, Metadata, Refused, display_name,  # noqa: F401 (re-exported)
                                published_from_sidecar, unpack_run)
+from eval.board.client import quota_text  # noqa: F401 (re-exported)
 from eval.board.store import RunStore, Staged
 from eval.board.published import check_text
 from retrieval.errors import InputError
@@ -198,6 +199,38 @@ class Board:
         with read_session(self.engine) as s:
             return s.scalar(select(Team).where(Team.token_hash == hash_token(token)))
 
+    def team(self, name: str) -> Team:
+        """A team by name, else an InputError naming it."""
+        with read_session(self.engine) as s:
+            team = s.scalar(select(Team).where(Team.name == name))
+        if team is None:
+            raise InputError(f"no team {name!r} on this board (dsr board list shows them)", field="TEAM")
+        return team
+
+    def set_member(self, team_name: str, name: str, email: str = "", remove: bool = False) -> list[Member]:
+        """Add (or with ``remove`` take off) a person of a team; returns the team's members."""
+        team = self.team(team_name)
+        name = name.strip()
+        if not name or len(name) > 200:
+            raise InputError("a member's name is 1 to 200 characters", field="NAME")
+        check_text(name, "NAME")
+        check_text(email, "--email")
+        with write_session(self.engine) as s:
+            row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name))
+            if remove:
+                if row is None:
+                    raise InputError(f"{name!r} is not a member of {team_name!r}", field="NAME")
+                s.delete(row)
+            elif row is not None:
+                raise InputError(f"{name!r} is a member of {team_name!r} already", field="NAME")
+            else:
+                s.add(Member(team_id=team.id, name=name, email=email.strip()))
+        return self.members(team)
+
+    def members(self, team: Team) -> list[Member]:
+        with read_session(self.engine) as s:
+            return list(s.scalars(select(Member).where(Member.team_id == team.id).order_by(Member.name)))
+
     def organisers(self) -> Team:
         """The team baselines are filed under (created on first use, its token never shown)."""
         with read_session(self.engine) as s:
@@ -212,13 +245,14 @@ class Board:
                   labels: dict[str, dict[str, int]] | None = None, measures: list[str] | None = None,
                   daily_quota: int | None = None, total_quota: int | None = None,
                   description: str = "", display: str | None = None, strict: bool = False,
-                  min_dialogues: int | None = None) -> Phase:
+                  min_dialogues: int | None = None, season: "Season | None" = None) -> Phase:
         """Add a board (or replace a phase's labels and quotas while it has no submission).
 
         ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
         (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
         published mean covers (``board.phase_data(phase).subset_notes`` says which
-        subsets are merged or withheld)."""
+        subsets are merged or withheld). ``season``: primary measure, dates, final."""
+        season = season or Season()
         _check_phase_options(hidden, labels, daily_quota, total_quota, min_dialogues,
                              [(name, "--phase"), (description, "--description"), (display or "", "--name")])
         collection = scoring.load_collection_ref(collection_ref)
@@ -251,7 +285,27 @@ class Board:
             phase.description = description
             phase.strict = strict
             phase.min_dialogues = min_dialogues
+            season.apply(phase, data.measures)
         return phase
+
+    def set_season(self, phase: Phase, season: "Season") -> Phase:
+        """Change a phase's primary measure, dates or final switch (allowed at any time
+        before it is frozen: a season's dates move)."""
+        with write_session(self.engine) as s:
+            row = s.get(Phase, phase.id)
+            if row.frozen_at is not None:
+                raise InputError(f"phase {row.collection}/{row.name} is frozen: its season is over",
+                                 field="--phase")
+            season.apply(row, json.loads(row.measures_json), keep=True)
+        return self.get_phase(phase.collection, phase.name)
+
+    def freeze(self, phase: Phase) -> Phase:
+        """Freeze a board: no more submissions; a final phase's scores are published."""
+        with write_session(self.engine) as s:
+            row = s.get(Phase, phase.id)
+            if row.frozen_at is None:
+                row.frozen_at = utcnow()
+        return self.get_phase(phase.collection, phase.name)
 
     def phases(self) -> list[Phase]:
         with read_session(self.engine) as s:
@@ -332,6 +386,10 @@ class Board:
         ``key`` (the client's ``Idempotency-Key``): a retry gets the first answer back.
         """
         meta.check()
+        closed = phase.closed_reason(utcnow())
+        if closed is not None and not (baseline and phase.frozen_at is None):   # baselines: any time
+            # before the freeze (organisers load them before a phase opens)
+            raise Refused(403, closed, opens_at=iso(phase.opens_at), closes_at=iso(phase.closes_at))
         text = unpack_run(data, self.config.max_upload)
         digest = hashlib.sha256(text).hexdigest()
         first = self._replay(team, key, phase, digest)
@@ -398,7 +456,9 @@ class Board:
             if row.baseline and fresh.baseline_id is None:
                 fresh.baseline_id = row.id
             answer = {"id": row.id, "url": f"/runs/{row.id}", "sha256": row.sha256, "lines": row.lines,
-                      "means": json.loads(row.means_json), "tied_topics": row.tied_topics,
+                      # a final phase publishes no score before it is frozen
+                      "means": json.loads(row.means_json) if fresh.scores_shown else None,
+                      "tied_topics": row.tied_topics,
                       "ties": tie_note(row.tied_topics), "published": published,
                       "quota_before": before,
                       "quota": self.quota(locked, fresh, s)}   # this run counted, in the same transaction
@@ -457,6 +517,28 @@ class Board:
             cached = scoring.matrix_from_bytes(blob, n_measures)
             self._matrices[sub.id] = cached
         return cached
+
+
+@dataclass
+class Season:
+    """What ``add-phase`` and ``set-phase`` set of a phase's season (None: leave / default)."""
+
+    primary: str | None = None
+    opens_at: Any = None          # naive UTC datetimes
+    closes_at: Any = None
+    final: bool | None = None
+
+    def apply(self, phase: Phase, measures: list[str], keep: bool = False) -> None:
+        """Set these on ``phase`` (``keep``: fields left None keep the phase's values)."""
+        if self.primary is not None and self.primary not in measures:
+            raise InputError(f"--primary {self.primary!r} is not a measure of this phase; it has "
+                             f"{', '.join(measures)}", field="--primary")
+        for name, value in (("primary_measure", self.primary), ("opens_at", self.opens_at),
+                            ("closes_at", self.closes_at), ("final", self.final)):
+            if value is not None or not keep:
+                setattr(phase, name, value if value is not None or name != "final" else False)
+        if phase.opens_at and phase.closes_at and phase.closes_at <= phase.opens_at:
+            raise InputError("the phase would close before it opens", field="--closes")
 
 
 @dataclass

@@ -12,6 +12,7 @@ from eval.board import leaderboard
 from eval.board.routes.deps import BoardDep, bearer_team, find_phase, in_thread, read_upload, unauthorized
 from eval.board.routes.pages import run_file, run_view
 from eval.board.intake import idempotency_key
+from eval.board.models import iso
 from eval.board.service import Board, Refused, tie_note
 from retrieval.errors import InputError
 
@@ -21,6 +22,8 @@ router = APIRouter(prefix="/api")
 @router.get("/boards")
 def api_boards(board: BoardDep):
     return {"boards": [{"collection": p.collection, "phase": p.name, "hidden": p.hidden,
+                        "final": p.final, "frozen": p.frozen_at is not None, "primary": p.primary(),
+                        "opens": iso(p.opens_at), "closes": iso(p.closes_at),
                         "measures": json.loads(p.measures_json),
                         "topics": len(json.loads(p.topics_json)),
                         "daily_quota": p.daily_quota, "total_quota": p.total_quota,
@@ -28,13 +31,15 @@ def api_boards(board: BoardDep):
 
 
 @router.get("/boards/{collection}/{phase}")
-def api_board(board: BoardDep, collection: str, phase: str, sort: str | None = None, select: str = "all",
-              baseline: int | None = None):
+def api_board(board: BoardDep, collection: str, phase: str, sort: str | None = None, select: str = "best",
+              baseline: int | None = None, subset: str = "all", team: str | None = None,
+              baselines: str = "chosen"):
     found = find_phase(board, collection, phase)
     if found is None:
         return JSONResponse({"error": "no such board"}, status_code=404)
     try:
-        return leaderboard.build(board, found, sort=sort, select=select, baseline_id=baseline).to_json()
+        return leaderboard.build(board, found, sort=sort, select=select, baseline_id=baseline, subset=subset,
+                                 team=team or None, baselines=baselines).to_json()
     except InputError as err:
         return JSONResponse({"error": str(err)}, status_code=400)
 
@@ -113,7 +118,8 @@ def run_json(board: Board, view: dict) -> dict:
            "trained_on_collection": sub.trained_on_collection, "baseline": sub.baseline,
            "filename": sub.filename, "sha256": sub.sha256, "lines": sub.lines,
            "submitted": sub.created_at.isoformat() + "Z", "published": view["published"],
-           "tied_topics": sub.tied_topics, "ties": tie_note(sub.tied_topics), "means": view["means"]}
+           "tied_topics": sub.tied_topics, "ties": tie_note(sub.tied_topics), "means": view["means"],
+           "primary": view["primary"], "ci": view["ci"], "vs_baseline": view["versus"]}
     if view["plot"] is not None:
         data = board.phase_data(sub.phase)
         matrix = board.matrix(sub, len(data.measures))

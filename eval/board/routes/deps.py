@@ -21,8 +21,8 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy import select
 
 from eval.board.db import read_session
-from eval.board.models import Phase, Team, WebSession, utcnow
-from eval.board.service import Board, Metadata, Refused
+from eval.board.models import Phase, Team, WebSession, stamp, utcnow
+from eval.board.service import Board, Metadata, Refused, quota_text
 
 HERE = Path(__file__).resolve().parents[1]
 SESSION_COOKIE = "dsr_session"
@@ -33,6 +33,10 @@ CSRF_REFUSED = "the form's CSRF token is missing or wrong: reload the page"
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 templates.env.filters["num"] = lambda v, d=4: "–" if v is None else f"{v:.{d}f}"
 templates.env.filters["length_of_json"] = lambda text: len(json.loads(text))
+templates.env.filters["stamp"] = stamp
+
+
+templates.env.filters["quota_text"] = quota_text
 
 
 def get_board(request: Request) -> Board:

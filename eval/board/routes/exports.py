@@ -1,40 +1,44 @@
-"""A board's tables as CSV and LaTeX (``eval.tables``, as ``dsr board export`` writes them)."""
+"""A board's exports: CSV and LaTeX (``eval.tables``) and JSON, as ``dsr board export`` writes
+them (``eval.board.admin.export``: with the board, collection hash, dsr version and freeze).
+A final phase exports nothing before it is frozen."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import PlainTextResponse
 
-from eval.board import leaderboard
+from eval.board.admin import export as render
 from eval.board.routes.deps import BoardDep, find_phase
 from eval.board.service import Board
 from retrieval.errors import InputError
 
 router = APIRouter()
+MEDIA = {"csv": "text/csv", "latex": "application/x-latex", "json": "application/json"}
 
 
-def export(board: Board, collection: str, phase: str, kind: str, select: str, baseline: int | None):
-    from eval.tables import to_csv, to_latex
-
+def export(board: Board, collection: str, phase: str, kind: str, select: str):
     found = find_phase(board, collection, phase)
     if found is None:
         return PlainTextResponse("no such board\n", status_code=404)
+    if not found.scores_shown:
+        return PlainTextResponse("this final phase publishes its results when the organisers freeze it\n",
+                                 status_code=403)
     try:
-        lb = leaderboard.build(board, found, select=select, baseline_id=baseline)
+        return PlainTextResponse(render(board, found, kind, select), media_type=MEDIA[kind])
     except InputError as err:
         return PlainTextResponse(f"{err}\n", status_code=400)
-    if kind == "csv":
-        return PlainTextResponse(to_csv(lb.results), media_type="text/csv")
-    return PlainTextResponse(to_latex(lb.results), media_type="application/x-latex")
 
 
 @router.get("/board/{collection}/{phase}/export.csv")
-def export_csv(board: BoardDep, collection: str, phase: str, select: str = "all",
-               baseline: int | None = None):
-    return export(board, collection, phase, "csv", select, baseline)
+def export_csv(board: BoardDep, collection: str, phase: str, select: str = "all"):
+    return export(board, collection, phase, "csv", select)
 
 
 @router.get("/board/{collection}/{phase}/export.tex")
-def export_tex(board: BoardDep, collection: str, phase: str, select: str = "all",
-               baseline: int | None = None):
-    return export(board, collection, phase, "tex", select, baseline)
+def export_tex(board: BoardDep, collection: str, phase: str, select: str = "all"):
+    return export(board, collection, phase, "latex", select)
+
+
+@router.get("/board/{collection}/{phase}/export.json")
+def export_json(board: BoardDep, collection: str, phase: str, select: str = "all"):
+    return export(board, collection, phase, "json", select)

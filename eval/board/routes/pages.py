@@ -10,10 +10,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from eval.board import leaderboard
-from eval.board.models import Team
+from eval.board.models import Team, utcnow
 from eval.board.routes.deps import (CSRF_REFUSED, BoardDep, bearer_team, checked_form, error_page,
                                     find_phase, in_thread, page, read_upload, web_team)
 from eval.board.leaderboard import published_means
+from eval.measures import nan_to_none
+from eval.significance import mean_ci, paired_effects
 from eval.board.service import RUN_TYPES, Board, Refused, tie_note
 from retrieval.errors import InputError
 
@@ -22,53 +24,92 @@ router = APIRouter()
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, board: BoardDep):
-    return page(request, "index.html", {"phases": board.phases()})
+    phases = board.phases()
+    now = utcnow()
+    return page(request, "index.html", {"phases": phases,
+                                        "closed_reasons": {p.id: p.closed_reason(now) for p in phases}})
 
 
 @router.get("/board/{collection}/{phase}", response_class=HTMLResponse)
 def board_page(request: Request, board: BoardDep, collection: str, phase: str, sort: str | None = None,
-               order: str = "desc", select: str = "all", baseline: int | None = None,
-               subset: str = "all"):
+               order: str = "desc", select: str = "best", baseline: int | None = None,
+               subset: str = "all", team: str | None = None, baselines: str = "chosen",
+               columns: str = "primary"):
     found = find_phase(board, collection, phase)
     if found is None:
         return error_page(request, 404, "no such board")
     try:
         lb = leaderboard.build(board, found, sort=sort, select=select, baseline_id=baseline,
-                               descending=order != "asc")
+                               descending=order != "asc", subset=subset, team=team or None,
+                               baselines=baselines)
     except InputError as err:
         return error_page(request, 400, str(err))
-    if subset not in lb.subsets:
-        return error_page(request, 400, f"no subset {subset!r}; this board has {', '.join(lb.subsets)}")
-    team = web_team(board, request)
-    quota = board.quota(team, found) if team is not None else None
+    who = web_team(board, request)
+    quota = board.quota(who, found) if who is not None else None
+    shown = lb.measures if columns == "all" else [lb.sort]
 
     def link(**changes) -> str:
         params = {"sort": lb.sort, "order": order, "select": lb.select, "subset": subset,
-                  "baseline": lb.baseline.id if lb.baseline else None, **changes}
-        return "?" + urlencode({k: v for k, v in params.items() if v is not None})
+                  "baseline": lb.baseline.id if lb.baseline else None, "team": lb.team,
+                  "baselines": baselines, "columns": columns, **changes}
+        defaults = {"order": "desc", "select": "best", "subset": "all", "baselines": "chosen",
+                    "columns": "primary", "sort": lb.primary}
+        return "?" + urlencode({k: v for k, v in params.items() if v is not None and defaults.get(k) != v})
 
-    return page(request, "board.html", {"lb": lb, "subset": subset, "order": order,
-                                        "quota": quota, "team": team, "link": link})
+    return page(request, "board.html", {"lb": lb, "subset": subset, "order": order, "shown": shown,
+                                        "columns": columns, "baselines_view": baselines,
+                                        "quota": quota, "team": who, "link": link,
+                                        "closed": found.closed_reason(utcnow())})
 
 
 def run_view(board: Board, submission_id: int, measure: str | None = None) -> dict | None:
-    """What a run page and ``GET /api/runs/ID`` show (per-dialogue values on public phases only)."""
+    """What a run page and ``GET /api/runs/ID`` show: aggregates (none for a final phase
+    before it is frozen) with the primary measure's intervals; on public phases the
+    per-dialogue values and the comparison with the board's baseline."""
     sub = board.submission(submission_id)
     if sub is None:
         return None
     data = board.phase_data(sub.phase)
-    view = {"sub": sub, "means": published_means(sub, data), "measures": data.measures,
-            "subsets": list(data.subsets),
+    view = {"sub": sub, "means": None, "measures": data.measures, "subsets": list(data.subsets),
             "published": json.loads(sub.sidecar_json) if sub.sidecar_json else None,
-            "ties": tie_note(sub.tied_topics), "plot": None}
+            "ties": tie_note(sub.tied_topics), "plot": None, "primary": sub.phase.primary(),
+            "ci": None, "versus": None}
+    if not sub.phase.scores_shown:
+        return view
+    matrix = board.matrix(sub, len(data.measures))
+    j = data.measures.index(view["primary"])
+    view["means"] = published_means(sub, data)
+    view["ci"] = {}
+    for name, idx in data.subsets.items():
+        _, low, high = mean_ci(matrix[idx, j][:, None], "t")
+        view["ci"][name] = {"low": nan_to_none(low[0]), "high": nan_to_none(high[0])}
     if not sub.phase.hidden:   # per-topic values of a hidden phase never leave the server
-        measure = measure if measure in data.measures else data.measures[0]
-        matrix = board.matrix(sub, len(data.measures))
-        column = matrix[:, data.measures.index(measure)]
-        view["plot"] = {"measure": measure,
-                        "topics": [{"id": t, "subset": d.subset, "value": float(v)}
-                                   for t, d, v in zip(data.topics, data.collection.dialogues, column)]}
+        measure = measure if measure in data.measures else view["primary"]
+        view["plot"] = versus_baseline(board, sub, data, measure, matrix)
+        view["versus"] = view["plot"]["versus"]
     return view
+
+
+def versus_baseline(board: Board, sub, data, measure: str, matrix) -> dict:
+    """Per dialogue, ``measure`` of the run and of the board's baseline (public phases):
+    values, differences sorted for a plot, and wins/ties/losses
+    (``eval.significance.paired_effects``)."""
+    j = data.measures.index(measure)
+    base = board.submission(sub.phase.baseline_id) if sub.phase.baseline_id else None
+    column = matrix[:, j]
+    other = board.matrix(base, len(data.measures))[:, j] if base is not None and base.id != sub.id else None
+    topics = [{"id": t, "subset": d.subset, "value": float(v),
+               "baseline": None if other is None else float(other[i])}
+              for i, (t, d, v) in enumerate(zip(data.topics, data.collection.dialogues, column))]
+    versus = None
+    if other is not None:
+        effects = paired_effects(column[:, None], other[:, None])
+        versus = {"baseline": {"id": base.id, "system": base.system}, "measure": measure,
+                  **{k: nan_to_none(float(effects[k][0])) if k in ("diff", "ci_low", "ci_high", "d")
+                     else int(effects[k][0]) for k in effects}}
+        order = sorted(range(len(topics)), key=lambda i: column[i] - other[i], reverse=True)
+        versus["sorted"] = [{"id": topics[i]["id"], "diff": float(column[i] - other[i])} for i in order]
+    return {"measure": measure, "topics": topics, "versus": versus}
 
 
 @router.get("/runs/{submission_id}", response_class=HTMLResponse)
@@ -104,8 +145,10 @@ def run_file_page(request: Request, board: BoardDep, submission_id: int):
 
 def submit_context(board: Board, team: Team) -> dict:
     phases = board.phases()
+    now = utcnow()
     return {"phases": phases, "run_types": RUN_TYPES,
-            "quotas": {p.id: board.quota(team, p) for p in phases}}
+            "quotas": {p.id: board.quota(team, p) for p in phases},
+            "closed": {p.id: p.closed_reason(now) for p in phases}}
 
 
 @router.get("/submit", response_class=HTMLResponse)

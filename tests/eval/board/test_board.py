@@ -88,7 +88,7 @@ def test_board_ranks_rows_and_marks_significance_with_holm(setup, runs):  # noqa
     board, client, tokens = setup
     for name, token in (("bm25", "alpha"), ("random0", "beta"), ("random1", "alpha")):
         assert post_run(client, tokens[token], runs / f"{name}.run", name).status_code == 201
-    lb = client.get("/api/boards/sample/public", params={"sort": "RR"}).json()
+    lb = client.get("/api/boards/sample/public", params={"sort": "RR", "select": "all"}).json()
     systems = [r["system"] for r in lb["rows"]]
     _, labels = public_labels()
     rr = {n: plain_rr(runs / f"{n}.run", labels) for n in ("initial", "bm25", "random0", "random1")}
@@ -304,7 +304,7 @@ def test_baselines_from_a_reproduce_folder(db_url, tmp_path, runs):  # noqa: F81
     assert board.get_phase("sample", "public").baseline_id == added[0].id
     assert json.loads(board.submission(added[0].id).sidecar_json)["ranker"] == "bm25"
     client = TestClient(create_app(board))
-    rows = client.get("/api/boards/sample/public").json()["rows"]
+    rows = client.get("/api/boards/sample/public", params={"baselines": "all"}).json()["rows"]
     assert all(r["baseline"] and r["team"] == "baselines" for r in rows) and len(rows) == 2
     client.close()
     (out / "runs" / "bm25.run").write_text("broken\n")

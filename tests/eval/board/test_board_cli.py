@@ -60,3 +60,50 @@ def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):  # noqa: F811
     assert main(["board", "rebuild"]) == 0
     assert "rescored 2 run(s), 0 changed" in capsys.readouterr().out
     assert main(["board", "add-phase", "sample", "--phase", "x", "--qrels", str(runs / "hidden.qrels")]) == 2
+
+
+def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_home):  # noqa: F811
+    """add-phase with dates and a final switch, set-phase, freeze (submissions refused after it,
+    the export names the collection hash and the freeze), add-member and remove-member."""
+    from eval.board.service import Board, BoardConfig, Metadata, Refused
+
+    assert main(["board", "add-phase", "sample", "--phase", "test", "--final", "--primary", "RR",
+                 "--opens", "2020-01-01", "--closes", "2020-01-02T00:00+02:00"]) == 0
+    out = capsys.readouterr().out
+    assert ("season sample/test: primary measure RR, opens 2020-01-01 00:00 UTC, closes 2020-01-01 22:00 UTC, "
+            "final phase; this phase closed on 2020-01-01 22:00 UTC") in out
+    assert main(["board", "set-phase", "sample", "--closes", "someday"]) == 2
+    assert "field '--closes': 'someday' is not an ISO date" in capsys.readouterr().err
+    assert main(["board", "set-phase", "sample", "--closes", "2019-12-01"]) == 2     # before it opens
+    assert main(["board", "set-phase", "sample", "--closes", "2999-01-01", "--primary", "nDCG@10"]) == 0
+    assert "primary measure nDCG@10" in capsys.readouterr().out
+    assert main(["board", "add-team", "lab"]) == 0
+    token = capsys.readouterr().out.strip()
+    assert main(["board", "add-member", "lab", "Ada", "--email", "ada@example.org"]) == 0
+    assert main(["board", "add-member", "lab", "Ben"]) == 0
+    assert main(["board", "add-member", "lab", "Ben"]) == 2                           # once
+    assert main(["board", "remove-member", "lab", "Ada"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "team lab: Ben"
+    assert main(["board", "remove-member", "nobody", "Ada"]) == 2
+    assert "no team 'nobody'" in capsys.readouterr().err
+    assert main(["board", "list"]) == 0
+    assert "team lab: Ben" in capsys.readouterr().out
+
+    board = Board(BoardConfig())
+    phase = board.get_phase("sample", "test")
+    team = board.team_for_token(token)
+    meta = Metadata("r", "", "", "automatic", False)
+    accepted = board.submit(team, phase, (runs / "bm25.run").read_bytes(), "bm25.run", meta)
+    assert accepted.answer["means"] is None                      # a final phase: no score before the freeze
+    assert main(["board", "freeze", "sample"]) == 0
+    assert "the final results of sample/test are published" in capsys.readouterr().out
+    with pytest.raises(Refused) as refused:
+        board.submit(team, board.get_phase("sample", "test"), (runs / "random0.run").read_bytes(), "r.run", meta)
+    assert refused.value.status == 403 and "frozen on" in refused.value.message
+    assert main(["board", "set-phase", "sample", "--closes", "2999-02-01"]) == 2       # the season is over
+    assert main(["board", "export", "sample", "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["collection_hash"] for r in rows} == {phase.collection_hash}
+    assert {r["frozen"][:4] for r in rows} == {str(board.get_phase("sample", "test").frozen_at.year)}
+    assert {r["dsr_version"] for r in rows} == {__import__("retrieval").__version__}
+    board.close()

@@ -15,6 +15,7 @@ from board_support import (db_url, make_board, postgres, read, runs, setup_phase
                            walk_every_route)
 from eval.board import leaderboard
 from eval.board.app import create_app
+from eval.board.routes.pages import run_view
 from eval.qrels import read_qrels
 from retrieval.collections import load_collection
 
@@ -28,6 +29,15 @@ QUERIES = {"/board/{collection}/{phase}": ["", "?select=best", "?select=latest&s
 
 def strings(value: float) -> set[str]:
     return {repr(float(value)), f"{value:.4f}", f"{value:.3f}", json.dumps(float(value))}
+
+
+def numbers_in(value) -> list[float]:
+    """Every float inside nested dicts and lists."""
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [v for item in value for v in numbers_in(item)] if isinstance(value, list) else []
 
 
 class LeakCheck:
@@ -52,12 +62,17 @@ class LeakCheck:
                 else:
                     for v in np.unique(matrix):
                         served |= strings(v)
+                    for v in numbers_in(run_view(board, sub.id)["versus"]):   # public differences
+                        served |= strings(v)
             for select in ("all", "best", "latest"):   # p-values are served (aggregates)
-                for entry in leaderboard.build(board, phase, select=select).entries:
+                for entry in leaderboard.build(board, phase, select=select, baselines="all").entries:
                     for by_measure in entry.p.values():
                         for v in by_measure.values():
                             if v is not None:
                                 served |= strings(v)
+                    for bounds in entry.ci.values():   # the primary measure's intervals (aggregates)
+                        for v in bounds:
+                            served |= strings(v) if v is not None else set()
         self.secret = {s for v in hidden_values if v not in (0.0, 1.0) for s in strings(v)} - served
         assert len(self.secret) >= 40, "too few distinctive hidden values for the check to mean much"
 
