@@ -25,7 +25,7 @@ import pytest
 
 from kill_support import Forker
 
-PRELOAD = ["dsr.cli", "dsr.reproduce", "eval.report", "eval.results", "eval.interchange.hf",
+PRELOAD = ["dsr.cli", "dsr.cli.reproduce", "dsr.cli.interchange", "dsr.baselines", "eval.report", "eval.results", "eval.interchange.hf",
            "eval.interchange.trec", "matplotlib.pyplot", "scipy.stats", "pandas"]
 TRIALS = 20
 
