@@ -11,7 +11,7 @@ from typing import Any
 
 from dsr.cli.common import add_collection_argument, collection_from_args
 from retrieval.errors import InputError
-from retrieval.data import TEXT_FORMS
+from retrieval.data import CONTEXT_FORM, TEXT_FORMS
 from dsr.training.recipe import DEFAULT_BASE, DEFAULT_MODEL_TYPE, DEFAULTS, MODEL_TYPES
 
 
@@ -38,6 +38,12 @@ def register(subparsers) -> None:
     p.add_argument("--text", choices=TEXT_FORMS, default="body",
                    help="bi-encoder: what a candidate's text is in training (the card records it; "
                         "rank with the same --param text=...)")
+    p.add_argument("--context", type=int, default=None, metavar="N",
+                   help="with --text 'title: previous [SEP] body [SEP] next': neighbouring "
+                        "sentences on each side (default 1; the card records it)")
+    p.add_argument("--documents", metavar="DIR",
+                   help="with the context text form: the documents' folder (CMU_DoG: its folder "
+                        "with WikiData/; default: the collection's source)")
     g = p.add_argument_group("data")
     g.add_argument("--subset", metavar="NAME", help="train only on dialogues of this subset")
     g.add_argument("--val-of-split", type=int, metavar="K",
@@ -95,6 +101,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.model_type != "bi-encoder" and args.text != "body":
         raise InputError("--text applies to bi-encoder training only (the cross-encoder recipe "
                          "reads candidate bodies)", field="--text")
+    if args.context is not None and args.text != CONTEXT_FORM:
+        raise InputError(f"--context applies to --text {CONTEXT_FORM!r} only", field="--context")
+    if args.context is not None and args.context < 1:
+        raise InputError(f"--context must be >= 1, got {args.context}", field="--context")
     final = models_dir() / args.name
     if final.exists() and not args.overwrite:
         raise InputError(f"model {args.name!r} already exists at {final}; pass --overwrite "
@@ -123,7 +133,8 @@ def print_summary(card: dict[str, Any], final: Path) -> None:
     if card.get("kind") == "bi-encoder":
         print(f"use:   dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} "
               f"--query {card['query']}"
-              + (f" --param 'text={card['text']}'" if card.get("text", "body") != "body" else "") + " --out RUN")
+              + (f" --param 'text={card['text']}'" if card.get("text", "body") != "body" else "")
+              + (f" --param context={card['context']}" if "context" in card else "") + " --out RUN")
     else:
         print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN "
               f"(queries: {card['query']})")

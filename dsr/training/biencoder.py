@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from retrieval.data import Dialogue
+from retrieval.data import Candidate, Dialogue
 from retrieval.errors import InputError
 from retrieval.rankers.dense import candidate_text
 
@@ -41,14 +41,17 @@ class Triplet:
 
 
 def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
-                  seed: int = 0, source: str = "collection", text: str = "body",
+                  seed: int = 0, source: str = "collection",
+                  text: str | Callable[[Candidate], str] = "body",
                   ) -> tuple[list[Triplet], dict[str, int]]:
     """One triplet per dialogue with a relevant and a non-relevant candidate (deterministic);
-    candidates as ``text`` (``body`` or ``title: body``) renders them.
+    candidates as ``text`` (``body`` or ``title: body``, or a candidate -> text function such
+    as the context form's :func:`retrieval.collections.documents.candidate_renderer`) renders them.
 
     Returns the triplets and counts for the model card. InputError when no
     dialogue has a relevant candidate.
     """
+    render = text if callable(text) else (lambda c: candidate_text(c, text))
     rng = random.Random(seed)
     triplets: list[Triplet] = []
     without_positive = without_negative = 0
@@ -64,7 +67,7 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
         top = max(c.label for c in positives)
         positive = rng.choice([c for c in positives if c.label == top])
         negative = rng.choice(negatives)
-        triplets.append(Triplet(query(d), candidate_text(positive, text), candidate_text(negative, text), d.id))
+        triplets.append(Triplet(query(d), render(positive), render(negative), d.id))
     if not triplets:
         raise InputError(f"{source}: no dialogue has both a relevant and a non-relevant candidate, "
                          "so there is nothing to learn from; check the labels or the --split",
@@ -134,6 +137,27 @@ def cosine_scorer(model, batch_size: int = 64) -> Callable[[list[tuple[str, str]
     return score
 
 
+def training_renderer(collection, args, base) -> Callable[[Candidate], str]:
+    """Candidate -> text in ``args.text``; the context form with ``args.context`` neighbours
+    from ``args.documents``, fitted to the base model's length as `dsr run` fits it."""
+    from retrieval.collections.documents import DEFAULT_WINDOW, candidate_renderer
+
+    return candidate_renderer(collection, getattr(args, "text", "body"),
+                              documents=getattr(args, "documents", None),
+                              window=getattr(args, "context", None) or DEFAULT_WINDOW,
+                              model_path=base.path, max_length=args.max_length)
+
+
+def context_card(args) -> dict[str, Any]:
+    """The card's ``context`` (neighbours each side) for the context text form, else nothing."""
+    from retrieval.collections.documents import DEFAULT_WINDOW
+    from retrieval.data import CONTEXT_FORM
+
+    if getattr(args, "text", "body") != CONTEXT_FORM:
+        return {}
+    return {"context": getattr(args, "context", None) or DEFAULT_WINDOW}
+
+
 def train_bi_encoder(collection, args, base, final: Path) -> dict[str, Any]:
     """``dsr train --model-type bi-encoder``: select, exclude documents, make triplets,
     fine-tune, measure held-out dialogues, write the card, move into place; returns the card."""
@@ -154,8 +178,8 @@ def train_bi_encoder(collection, args, base, final: Path) -> dict[str, Any]:
     def query(d):
         return query_text(d, args.query, budget=budget, count=count)
 
-    text = getattr(args, "text", "body")
-    triplets, counts = make_triplets(train_part, query, seed=args.seed, source=source, text=text)
+    render = training_renderer(collection, args, base)
+    triplets, counts = make_triplets(train_part, query, seed=args.seed, source=source, text=render)
     print(f"dsr train: {len(train_part)} training dialogues -> {len(triplets)} triplets "
           f"(query, positive, pool negative); {len(heldout)} held out"
           + (f"; {len(excluded)} documents excluded" if excluded else ""), file=sys.stderr)
@@ -170,7 +194,7 @@ def train_bi_encoder(collection, args, base, final: Path) -> dict[str, Any]:
     if heldout:
         from dsr.training.heldout import evaluate_heldout
 
-        held = evaluate_heldout(cosine_scorer(model), heldout, query, args.name, text)
+        held = evaluate_heldout(cosine_scorer(model), heldout, query, args.name, render)
     out = work / "model"
     if out.exists():
         shutil.rmtree(out)
@@ -209,6 +233,7 @@ def bi_encoder_card(args, collection, selection, excluded, base, counts, train_p
         "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
         "query": args.query,
         "text": getattr(args, "text", "body"),
+        **context_card(args),
         "max_length": model.max_seq_length,
         "excluded_documents": excluded,
         "base": {"spec": args.base, "path": base.path, **base.describe(),
