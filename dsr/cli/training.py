@@ -127,14 +127,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def print_summary(card: dict[str, Any], final: Path) -> None:
+    from dsr.training.card import text_params
+
     t = card["training"]
     d = card["training_data"]
     print(f"model: {final}")
     if card.get("kind") == "bi-encoder":
         print(f"use:   dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} "
-              f"--query {card['query']}"
-              + (f" --param 'text={card['text']}'" if card.get("text", "body") != "body" else "")
-              + (f" --param context={card['context']}" if "context" in card else "") + " --out RUN")
+              f"--query {card['query']}{text_params(card)} --out RUN")
     else:
         print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN "
               f"(queries: {card['query']})")
