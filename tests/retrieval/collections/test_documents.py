@@ -179,3 +179,21 @@ def test_triplets_use_the_renderer():
     assert (triplets[0].positive, triplets[0].negative) == ("<good>", "<bad>")
     with pytest.raises(ValueError, match="neighbours"):
         make_triplets([dialogue], lambda d: d.title, text=CONTEXT_FORM)
+
+
+@needs_data
+def test_bi_encoder_reranker_reads_the_context_form_as_the_dense_ranker(small, tiny):
+    from retrieval.rankers import make_ranker
+    from retrieval.rerankers import make_reranker
+
+    part = Collection("two", read_benchmark(small).dialogues[:2])
+    params = {"model": str(tiny), "query": "last", "text": CONTEXT_FORM, "documents": str(SHARED)}
+    dense = make_ranker("dense", **params).rank(part)
+    first = make_ranker("initial").rank(part)
+    reranked = make_reranker("bi-encoder", **params).rerank(part, first, 10)
+    for d in part:
+        scores = dict(dense.rankings[d.id])
+        head = first.top(d.id, 10)
+        assert [doc for doc, _ in reranked.rankings[d.id][:10]] == sorted(head, key=lambda x: -scores[x])
+        for doc, score in reranked.rankings[d.id][:10]:
+            assert score == pytest.approx(scores[doc], abs=1e-6)
