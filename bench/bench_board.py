@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import statistics
 import sys
 import tempfile
@@ -27,33 +28,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tools"))   # board_harness: the servers and runs the tests use too
 
 from sqlalchemy import text  # noqa: E402
 
 from retrieval.provenance import machine, package_versions  # noqa: E402
 
-import board_support as bs  # noqa: E402
+import board_harness as bh  # noqa: E402
 
 QUOTA = 3
-
-
-def make_runs(folder: Path) -> Path:
-    """The tests' run files (the ``runs`` fixture's body, outside pytest)."""
-    import os
-
-    os.environ["DSR_HOME"] = str(folder / "home")
-    return bs.runs.__wrapped__(_Factory(folder))
-
-
-class _Factory:
-    def __init__(self, folder: Path):
-        self.folder = folder
-
-    def mktemp(self, name: str) -> Path:
-        path = self.folder / name
-        path.mkdir()
-        return path
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -62,13 +45,13 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def bench(db_url: str, folder: Path, runs: Path, submissions: int, clients: int) -> dict:
-    board = bs.make_board(db_url, folder)
-    bs.setup_phases(board, runs, daily_quota=QUOTA)
+    board = bh.make_board(db_url, folder)
+    bh.setup_phases(board, runs, daily_quota=QUOTA)
     tokens = [board.add_team(f"team{t}") for t in range(clients)]
-    jobs = bs.load_jobs(runs, tokens, per_team=submissions // clients)
-    with bs.ServerProcess(db_url, folder / "store", "--rate-limit", "0") as server:
+    jobs = bh.load_jobs(runs, tokens, per_team=submissions // clients)
+    with bh.ServerProcess(db_url, folder / "store", "--rate-limit", "0") as server:
         start = time.perf_counter()
-        results = bs.hammer(server.url, jobs, clients=clients)
+        results = bh.hammer(server.url, jobs, clients=clients)
         wall = time.perf_counter() - start
     statuses = Counter(r["status"] for r in results)
     accepted = [r for r in results if r["status"] == 201]
@@ -100,26 +83,17 @@ def main() -> None:
           f"collection (20 dialogues), half to a hidden phase with a daily quota of {QUOTA}")
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
         tmp = Path(tmp)
-        runs = make_runs(tmp)
+        os.environ["DSR_HOME"] = str(tmp / "home")
+        (tmp / "runs").mkdir()
+        runs = bh.sample_runs(tmp / "runs")
         for name in args.db.split(","):
             folder = tmp / name
             folder.mkdir()
-            postgres = None
-            if name == "sqlite":
-                url = f"sqlite:///{folder / 'board.sqlite'}"
-            else:
-                bindir = bs.pg_bin()
-                if bindir is None:
+            with bh.bench_database(name, folder) as url:
+                if url is None:
                     print(f"{name}: skipped (PostgreSQL binaries not found)")
                     continue
-                postgres = bs.Postgres(bindir)
-                postgres.start()
-                url = postgres.new_database()
-            try:
                 r = bench(url, folder, runs, args.submissions, args.clients)
-            finally:
-                if postgres is not None:
-                    postgres.stop()
             print(f"{name:10s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s = "
                   f"{r['rate']:.1f} submissions/s ({r['accepted_rate']:.1f} accepted/s); latency p50 "
                   f"{r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms (accepted p50 "

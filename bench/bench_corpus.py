@@ -58,6 +58,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_memory_usage_threshold", "0.995")
 DATA = ROOT.parent / "shared" / "data"
 
+import numpy as np  # noqa: E402  (after the environment above)
+import torch  # noqa: E402
+
+from indexes.corpus.bm25 import ShardedBM25, build_bm25  # noqa: E402
+from indexes.corpus.build import build_corpus  # noqa: E402
+from indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus, model_folder  # noqa: E402
+from indexes.corpus.distributed import EncoderActor, Executor  # noqa: E402
+from indexes.corpus.store import Corpus  # noqa: E402
+from retrieval.models import load_sentence_transformer, resolve_model  # noqa: E402
+from retrieval.provenance import machine, package_versions  # noqa: E402
+
 RESULTS: dict = {}
 
 
@@ -135,8 +146,6 @@ def folder_bytes(path: Path) -> int:
 
 
 def executors():
-    from indexes.corpus.distributed import Executor
-
     yield "in-process", Executor(0)
     for n in (1, 2):
         yield f"ray-{n}", Executor(n)
@@ -174,8 +183,6 @@ def actor_start_seconds(executor, model) -> float:
     """Seconds until ``executor.workers`` encoder actors started together have loaded the model
     (what each Ray Data encoding pass pays before its first batch)."""
     import ray
-
-    from indexes.corpus.distributed import EncoderActor
 
     start = time.perf_counter()
     actors = [ray.remote(num_cpus=1)(EncoderActor).remote(model, 64) for _ in range(executor.workers)]
@@ -227,7 +234,7 @@ def plan(total: float = 150e6, nodes: int = 8, cores: int = 16, gpus: int = 8) -
     return lines
 
 
-def main() -> int:
+def arguments():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="20,000 sentences, 2,000 encoded")
     parser.add_argument("--encode", type=int, default=10_000, help="sentences encoded (default 10,000)")
@@ -236,24 +243,10 @@ def main() -> int:
     parser.add_argument("--docs", type=int, help="use only the first N documents (a smoke test)")
     parser.add_argument("--work", help="folder for the corpora (default: a temporary one, removed)")
     parser.add_argument("--json", help="also write the figures to this JSON file")
-    args = parser.parse_args()
-    if not DATA.is_dir():
-        say(f"{DATA} is missing: nothing to measure")
-        return 2
-    import numpy as np
-    import torch
+    return parser.parse_args()
 
-    from indexes.corpus.bm25 import ShardedBM25, build_bm25
-    from indexes.corpus.build import build_corpus
-    from indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus, model_folder
-    from indexes.corpus.store import Corpus
-    from retrieval.models import resolve_model
-    from retrieval.provenance import machine, package_versions
 
-    encode_n = 2_000 if args.quick else args.encode
-    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bench-corpus-"))
-    work.mkdir(parents=True, exist_ok=True)
-    os.environ["DSR_HOME"] = str(work / "home")
+def print_header() -> None:
     versions = package_versions(("ray", "faiss-cpu", "bm25s", "pysbd", "pyarrow", "torch",
                                  "sentence-transformers"))
     header = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "machine": machine(), "versions": versions,
@@ -264,15 +257,10 @@ def main() -> int:
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in header['load_average_start'])}")
 
-    docs, queries = real_documents(args.queries)
-    if args.quick:
-        docs = docs[::5]
-    if args.docs:
-        docs = docs[: args.docs]
-    source = write_jsonl(work / "docs.jsonl", docs)
-    say(f"{len(docs):,} documents, {len(queries)} held-out queries")
 
-    # --- split and BM25, three ways -----------------------------------------------------
+def split_and_bm25(work: Path, source: Path, docs_per_shard: int) -> tuple[dict, dict, Corpus]:
+    """Split and BM25, in-process and on Ray with 1 and 2 workers; the in-process corpus (every
+    path must build the same shards)."""
     split, bm25 = {}, {}
     for name, executor in executors():
         out = work / f"corpus-{name}"
@@ -282,35 +270,38 @@ def main() -> int:
             RESULTS.setdefault("warm_up_seconds", {})[name] = warm_workers(executor)
         try:
             _, split[name] = timed(f"split [{name}]", lambda: build_corpus(
-                source, out, docs_per_shard=args.docs_per_shard, executor=executor))
+                source, out, docs_per_shard=docs_per_shard, executor=executor))
             corpus = Corpus(out)
             _, bm25[name] = timed(f"bm25 [{name}]", lambda: build_bm25(corpus, executor=executor))
         finally:
             executor.__exit__(None, None, None)
         RESULTS.setdefault("ray_startup_seconds", {})[name] = startup
     corpus = Corpus(work / "corpus-in-process")
-    n = len(corpus)
     for name in split:  # every path built the same shards
         other = Corpus(work / f"corpus-{name}")
         assert [s["sha256"] for s in other.shards] == [s["sha256"] for s in corpus.shards], name
-    RESULTS["corpus"] = {"documents": len(docs), "sentences": n, "shards": len(corpus.names)}
+    return split, bm25, corpus
 
-    # --- the dump path: the same text as a bz2 MediaWiki export, parsed and cleaned -------
+
+def dump_path(work: Path, docs: list[dict], docs_per_shard: int) -> None:
+    """The same text as a bz2 MediaWiki export, parsed and cleaned, against JSON Lines."""
     sample_docs = docs[: max(1, len(docs) // 10)]
     dump = write_dump(work / "sample.xml.bz2", sample_docs)
     out = work / "dump-corpus"
     shutil.rmtree(out, ignore_errors=True)
     _, seconds = timed("split from .xml.bz2 (wikitext) [in-process]",
-                       lambda: build_corpus(dump, out, docs_per_shard=args.docs_per_shard))
+                       lambda: build_corpus(dump, out, docs_per_shard=docs_per_shard))
     jsonl_out = work / "dump-jsonl"
     shutil.rmtree(jsonl_out, ignore_errors=True)
     _, plain_seconds = timed("split same documents from JSON Lines [in-process]",
                              lambda: build_corpus(write_jsonl(work / "sample.jsonl", sample_docs), jsonl_out,
-                                                  docs_per_shard=args.docs_per_shard))
+                                                  docs_per_shard=docs_per_shard))
     RESULTS["dump"] = {"documents": len(sample_docs), "sentences": len(Corpus(out)),
                        "seconds": seconds, "jsonl_seconds": plain_seconds}
 
-    # --- encoding a real subset ---------------------------------------------------------
+
+def encoding_subset(corpus: Corpus, docs: list[dict], encode_n: int) -> list[dict]:
+    """Documents in a seeded random order until they hold ``encode_n`` sentences."""
     rng = np.random.default_rng(0)
     subset_docs, count = [], 0
     sizes = {d["id"]: 0 for d in docs}
@@ -322,21 +313,20 @@ def main() -> int:
             break
         subset_docs.append(docs[i])
         count += sizes[docs[i]["id"]]
-    subset_source = write_jsonl(work / "subset.jsonl", subset_docs)
-    model = resolve_model("all-MiniLM-L6-v2", "bi-encoder")
-    from retrieval.models import load_sentence_transformer
+    return subset_docs
 
+
+def encode_and_ivfpq(work: Path, subset_source: Path, shards: int, model) -> tuple[dict, dict]:
+    """Encoding (in-process with 1 and all threads, Ray with 1 and 2 actors) and IVF-PQ."""
     load_sentence_transformer(model)  # in-process timings leave out the one model load; Ray's include the actors'
     encode, ivf = {}, {}
     default_threads = torch.get_num_threads()
     runs = [("in-process-1-thread", 0, 1), ("in-process", 0, default_threads), ("ray-1", 1, None),
             ("ray-2", 2, None)]
-    from indexes.corpus.distributed import Executor
-
     for name, workers, threads in runs:
         out = work / f"subset-{name}"
         shutil.rmtree(out, ignore_errors=True)
-        build_corpus(subset_source, out, docs_per_shard=max(1, len(subset_docs) // 8))
+        build_corpus(subset_source, out, docs_per_shard=shards)
         sub = Corpus(out)
         executor = Executor(workers)
         if threads:
@@ -354,24 +344,24 @@ def main() -> int:
             executor.__exit__(None, None, None)
             torch.set_num_threads(default_threads)
         RESULTS.setdefault("ray_startup_seconds", {})[f"encode-{name}"] = startup
-    sub = Corpus(work / "subset-in-process")
-    m = len(sub)
-    RESULTS["subset"] = {"documents": len(subset_docs), "sentences": m}
+    return encode, ivf
 
-    # --- memory per sentence --------------------------------------------------------------
+
+def memory_per_sentence(corpus: Corpus, sub: Corpus, model) -> dict[str, float]:
+    n, m = len(corpus), len(sub)
     folder = model_folder(sub, model)
-    memory = {
+    RESULTS["ivfpq_settings"] = json.loads((folder / "ivfpq" / "index.done.json").read_text())["settings"]
+    return {
         "bm25 (score matrices, all shards)": folder_bytes(corpus.folder / "bm25" / "shards") / n,
         "flat (float32 vectors)": folder_bytes(folder / "vectors") / m,
         "ivfpq (codes + ids, index.ivfdata)": folder_bytes(folder / "ivfpq" / "index.ivfdata") / m,
         "ivfpq (index.faiss: quantizer, PQ tables)": folder_bytes(folder / "ivfpq" / "index.faiss") / m,
         "sentences (Parquet, zstd)": folder_bytes(corpus.folder / "shards") / n,
     }
-    RESULTS["bytes_per_sentence"] = memory
-    settings = json.loads((folder / "ivfpq" / "index.done.json").read_text())["settings"]
-    RESULTS["ivfpq_settings"] = settings
 
-    # --- recall@50 and latency ---------------------------------------------------------------
+
+def recall_and_latency(corpus: Corpus, sub: Corpus, model, queries: list[str]) -> tuple[dict, dict]:
+    """IVF-PQ recall@50 against flat search on the subset, and search latency per query."""
     flat = ShardedDense(sub, model)
     qvec = flat.encode(queries)
     start = time.perf_counter()
@@ -391,13 +381,10 @@ def main() -> int:
     for q in queries:
         lexical.search(lexical.query_tokens(q), 50)
     latency["bm25 (whole corpus)"] = (time.perf_counter() - start) / len(queries)
-    RESULTS["recall_at_50_vs_flat"] = recall
-    RESULTS["latency_seconds_per_query"] = latency
-    RESULTS["load_average_end"] = os.getloadavg()
+    return recall, latency
 
-    # --- report ------------------------------------------------------------------------------
-    print(f"\ncorpus: {len(docs):,} documents -> {n:,} sentences in {len(corpus.names)} shards; "
-          f"encoded subset {m:,} sentences ({len(subset_docs):,} documents)")
+
+def print_throughput(split: dict, bm25: dict, encode: dict, ivf: dict, n: int, m: int) -> None:
     print("\nthroughput (sentences/s; wall, Ray start-up excluded)")
     for label, table, count in (("split", split, n), ("bm25", bm25, n), ("encode", encode, m),
                                 ("ivfpq", ivf, m)):
@@ -423,16 +410,58 @@ def main() -> int:
           + ", ".join(f"{k} {v:.1f}" for k, v in RESULTS.get("warm_up_seconds", {}).items()))
     print("  Ray start-up (s): " + ", ".join(f"{k} {v:.1f}" for k, v in RESULTS["ray_startup_seconds"].items()
                                             if v))
+
+
+def print_search(queries: list[str]) -> None:
     print("\nbytes per sentence")
-    for k, v in memory.items():
+    for k, v in RESULTS["bytes_per_sentence"].items():
         print(f"  {k:<44} {v:9.1f}")
-    print(f"\nIVF-PQ {settings} recall@50 vs flat ({len(queries)} queries)")
-    for k, v in recall.items():
+    print(f"\nIVF-PQ {RESULTS['ivfpq_settings']} recall@50 vs flat ({len(queries)} queries)")
+    for k, v in RESULTS["recall_at_50_vs_flat"].items():
         print(f"  {k:<22} {v:.3f}")
     print("\nsearch latency (ms/query)")
-    for k, v in latency.items():
+    for k, v in RESULTS["latency_seconds_per_query"].items():
         print(f"  {k:<44} {1000 * v:8.2f}")
     print(f"load average at end: {' '.join(f'{x:.1f}' for x in RESULTS['load_average_end'])}")
+
+
+def main() -> int:
+    args = arguments()
+    if not DATA.is_dir():
+        say(f"{DATA} is missing: nothing to measure")
+        return 2
+    encode_n = 2_000 if args.quick else args.encode
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="bench-corpus-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["DSR_HOME"] = str(work / "home")
+    print_header()
+    docs, queries = real_documents(args.queries)
+    docs = docs[::5] if args.quick else docs
+    docs = docs[: args.docs] if args.docs else docs
+    source = write_jsonl(work / "docs.jsonl", docs)
+    say(f"{len(docs):,} documents, {len(queries)} held-out queries")
+
+    split, bm25, corpus = split_and_bm25(work, source, args.docs_per_shard)
+    n = len(corpus)
+    RESULTS["corpus"] = {"documents": len(docs), "sentences": n, "shards": len(corpus.names)}
+    dump_path(work, docs, args.docs_per_shard)
+    subset_docs = encoding_subset(corpus, docs, encode_n)
+    model = resolve_model("all-MiniLM-L6-v2", "bi-encoder")
+    encode, ivf = encode_and_ivfpq(work, write_jsonl(work / "subset.jsonl", subset_docs),
+                                   max(1, len(subset_docs) // 8), model)
+    sub = Corpus(work / "subset-in-process")
+    m = len(sub)
+    RESULTS["subset"] = {"documents": len(subset_docs), "sentences": m}
+    RESULTS["bytes_per_sentence"] = memory_per_sentence(corpus, sub, model)
+    recall, latency = recall_and_latency(corpus, sub, model, queries)
+    RESULTS["recall_at_50_vs_flat"] = recall
+    RESULTS["latency_seconds_per_query"] = latency
+    RESULTS["load_average_end"] = os.getloadavg()
+
+    print(f"\ncorpus: {len(docs):,} documents -> {n:,} sentences in {len(corpus.names)} shards; "
+          f"encoded subset {m:,} sentences ({len(subset_docs):,} documents)")
+    print_throughput(split, bm25, encode, ivf, n, m)
+    print_search(queries)
     print()
     RESULTS["plan"] = plan()
     print("\n".join(RESULTS["plan"]))

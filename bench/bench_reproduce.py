@@ -19,7 +19,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +41,7 @@ def main(argv=None) -> int:
     os.environ["DSR_HOME"] = str(home)
     from retrieval.data import write_benchmark
     from retrieval.provenance import machine, package_versions
-    from dsr.reproduce import FAST_BACKEND, StageTimer, reproduce
+    from dsr.baselines import FAST_BACKEND, StageTimer, reproduce
 
     backend = args.backend or (FAST_BACKEND if args.fast else "torch")
 
@@ -57,15 +56,13 @@ def main(argv=None) -> int:
     rows = []
     for label in ("cold", "warm"):
         timer = StageTimer(quiet=True)
-        start = time.perf_counter()
-        with timer("load"):
-            collection = load_collection(spec)
-        reproduce(collection, home / f"out-{label}", timer=timer, started=start, backend=backend,
+        reproduce(spec, home / f"out-{label}", timer=timer, backend=backend,
                   skipped_reason="skipped: benchmark without a cross-encoder")
         rows.append((label, dict(timer.seconds)))
         print(f"{label}: {timer.seconds['total']:.1f} s", file=sys.stderr, flush=True)
 
     cold, warm = rows[0][1], rows[1][1]
+    collection = load_collection(spec)
     print(f"# dsr reproduce, cold vs warm — {dt.datetime.now().isoformat(timespec='seconds')}")
     print(f"collection: {args.collection} ({len(collection)} dialogues, "
           f"{sum(len(d.candidates) for d in collection)} candidates), backend {backend}, DSR_HOME {home}")

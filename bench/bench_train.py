@@ -37,7 +37,7 @@ def main() -> int:
 
     from dsr.cli import main as dsr
     from retrieval.provenance import machine, package_versions
-    from dsr.training.recipe import DEFAULT_MODEL_TYPE, RECIPES
+    from dsr.training.settings import DEFAULT_MODEL_TYPE, RECIPES
 
     started = time.perf_counter()
     try:

@@ -50,6 +50,8 @@ _EXPORTS = {
     "qrels": "eval.qrels:qrels_from_collection",
     "validate_run": "eval.validate:validate_run",
     "write_report": "eval.report:write_report",
+    "train": "dsr.training.recipe:train",
+    "reproduce": "dsr.baselines:reproduce",
 }
 
 __all__ = sorted([*_EXPORTS, "evaluate"])

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from eval.measures import Evaluator
+from eval.qrels import qrels_from_collection
 from retrieval.errors import InputError
 
 
@@ -45,9 +47,6 @@ def agreement(silver, judged, runs: dict[str, object], measure: str = "nDCG@5") 
     """Kendall tau between the systems' mean ``measure`` under ``silver`` and ``judged`` labels,
     over the query points both collections hold."""
     from scipy.stats import kendalltau
-
-    from eval.measures import Evaluator
-    from eval.qrels import qrels_from_collection
 
     if len(runs) < 2:
         raise InputError("give at least two runs: Kendall's tau compares orderings of systems",

@@ -57,14 +57,20 @@ def split_measure_list(items: Iterable[str]) -> list[str]:
     return [s.strip() for s in out if s.strip()]
 
 
-def parse_measures(items: Iterable[str] | None = None, field: str = "--measures") -> list:
+def _ir_measures():
+    """ir_measures, imported on first use, in this one place (``dsr --help`` does not load it)."""
+    import ir_measures
+
+    return ir_measures
+
+
+def parse_measures(items: Iterable[str] | None = None, field: str = "measures") -> list:
     """ir_measures Measure objects for the strings (the default set when None), in order, once each.
 
     An unknown measure, a bad parameter or a malformed string raises an
     InputError naming ``field``.
     """
-    import ir_measures
-
+    ir_measures = _ir_measures()
     names = DEFAULT_MEASURES if items is None else split_measure_list(items)
     if not names:
         raise InputError("no measures given", field=field)
@@ -152,9 +158,9 @@ class Evaluator:
 
     def __init__(self, qrels: Mapping[str, Mapping[str, int]], measures: Sequence | None = None,
                  topics: Sequence[str] | None = None):
-        import ir_measures
         import pytrec_eval
 
+        ir_measures = _ir_measures()
         self.measures = list(measures) if measures is not None else parse_measures()
         if self.measures and isinstance(self.measures[0], str):
             self.measures = parse_measures(self.measures)
@@ -182,7 +188,7 @@ class Evaluator:
                 self._other = ir_measures.evaluator(other, qrels)
             except Exception as err:
                 raise InputError(f"no installed ir_measures provider computes "
-                                 f"{', '.join(map(str, other))} ({err})", field="--measures") from None
+                                 f"{', '.join(map(str, other))} ({err})", field="measures") from None
 
     def __call__(self, run: Run | Mapping[str, Mapping[str, float]]) -> TopicValues:
         scores = run.as_dict() if isinstance(run, Run) else {q: dict(d) for q, d in run.items()}

@@ -27,13 +27,15 @@ Per-topic values are computed once per configuration; a split is a row of a
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from retrieval.errors import InputError
+from retrieval.splits import check_splits, read_split_file
 
 #: decimals to which val means are rounded before choosing (see module docstring)
 TIE_DECIMALS = 12
@@ -64,10 +66,29 @@ class Splits:
         return out
 
 
+def config_name(params: Mapping[str, Any]) -> str:
+    """A configuration's name in reports and run files: ``k1=0.9,b=0.4`` (``default`` when empty)."""
+    return ",".join(f"{k}={v}" for k, v in params.items()) or "default"
+
+
+def grid_configs(grid: Mapping[str, Sequence[Any]], first: Mapping[str, Any] | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """Configuration name -> parameters over the product of ``grid``: the grid's keys in order,
+    each one's values in order, so the order is the tie rule's (the first configuration wins
+    ties on val). ``first`` (e.g. a ranker's ``DEFAULTS``; only the grid's keys are read) goes
+    first, wherever the product has it."""
+    keys = list(grid)
+    points = [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+    if first is not None:
+        chosen = {k: first[k] for k in keys}
+        points = [chosen, *(p for p in points if p != chosen)]
+    return {config_name(p): p for p in points}
+
+
 def generate_splits(ids: Sequence[str], n: int = 50, seed: int = 0) -> Splits:
     """``n`` random val/test halves of ``ids`` (val gets floor(len/2)), reproducible from ``seed``."""
     if n < 1:
-        raise InputError(f"the number of splits must be at least 1, got {n}", field="--n-splits")
+        raise InputError(f"the number of splits must be at least 1, got {n}", field="n_splits")
     ids = list(ids)
     if len(ids) < 2:
         raise InputError(f"cannot split {len(ids)} dialogue(s) into val and test halves")
@@ -87,7 +108,6 @@ def read_splits(path: str | Path, ids: Sequence[str] | None = None) -> Splits:
     The reader and the partition check are :mod:`retrieval.splits`', so a split
     file is read the same way by the loaders and the evaluator.
     """
-    from retrieval.splits import check_splits, read_split_file
 
     path = Path(path)
     pairs = [(list(v), list(t)) for v, t in read_split_file(path)]

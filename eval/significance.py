@@ -10,7 +10,7 @@ Two tests, both paired by topic and two-sided:
   permutation_type='samples')`` (same null, same p-value definition, exact
   enumeration when ``2**n <= n_resamples``), computed for all measures at once
   by a matrix product: scipy's generic version takes ~0.4 s per measure on 846
-  topics, this one ~0.07 s for nine. ``tests/test_eval_significance.py`` checks
+  topics, this one ~0.07 s for nine. ``tests/eval/test_significance.py`` checks
   it against scipy.
 
 Both p-values are Holm–Bonferroni-adjusted across the runs compared with the
@@ -100,11 +100,17 @@ def bonferroni(pvalues) -> np.ndarray:
     return np.minimum(p * m, 1.0)
 
 
+def _stats():
+    """scipy.stats, imported on first use, in this one place (``dsr --help`` loads no scipy)."""
+    from scipy import stats
+
+    return stats
+
+
 def benjamini_hochberg(pvalues) -> np.ndarray:
     """Benjamini–Hochberg adjusted p-values (``scipy.stats.false_discovery_control``),
     NaN left NaN and not counted."""
-    from scipy import stats
-
+    stats = _stats()
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, np.nan)
     valid = ~np.isnan(p)
@@ -147,8 +153,7 @@ def correct(significance: dict, method: str = "holm", family: str = "runs",
 def paired_effects(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> dict[str, np.ndarray]:
     """Per column of paired (n, m) arrays: mean difference ``a - b``, its t confidence
     interval, Cohen's d_z (mean / sd of the differences, ddof 1) and win/tie/loss counts."""
-    from scipy import stats
-
+    stats = _stats()
     d = np.atleast_2d((np.asarray(a, float) - np.asarray(b, float)).T).T
     n = len(d)
     mean = d.mean(axis=0) if n else np.full(d.shape[1], np.nan)
@@ -169,8 +174,7 @@ def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,
     of the means of ``n_resamples`` resamples of the topics (with replacement),
     drawn from ``numpy.random.default_rng(seed)``. Rows holding NaN are left out.
     """
-    from scipy import stats
-
+    stats = _stats()
     values = np.atleast_2d(np.asarray(values, float).T).T
     values = values[~np.isnan(values).any(axis=1)]
     n, m = values.shape
@@ -259,8 +263,7 @@ def _letter(k: int) -> str:
 
 def paired_t(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Two-sided paired t-test p-value per column of (n_topics, n_measures) arrays."""
-    from scipy import stats
-
+    stats = _stats()
     a, b = np.atleast_2d(a.T).T, np.atleast_2d(b.T).T
     if len(a) < 2:
         return np.full(a.shape[1], np.nan)

@@ -291,11 +291,29 @@ def to_json(results: Results) -> str:
 _TEX_MARKS = {sig.BETTER: r"$^{\uparrow}$", sig.WORSE: r"$^{\downarrow}$"}
 
 
+#: every character TeX treats specially, as text (``^^5c`` would otherwise be a backslash)
+LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                  "^": r"\textasciicircum{}"}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` as LaTeX that prints it: every special character escaped (the one helper
+    for every LaTeX dsr writes); line breaks and other control characters become spaces,
+    so a value cannot end a table row or a ``%`` comment line."""
+    out = []
+    for ch in str(text):
+        if ch in LATEX_SPECIALS:
+            out.append(LATEX_SPECIALS[ch])
+        elif ch.isprintable() or ch == " ":
+            out.append(ch)
+        else:
+            out.append(" ")
+    return "".join(out)
+
+
 def _tex(text: str) -> str:
-    text = text.replace("\\", "\x00")
-    for ch in "&%$#_{}":
-        text = text.replace(ch, "\\" + ch)
-    text = text.replace("\x00", r"\textbackslash{}")
+    text = latex_escape(text)
     for mark, tex in _TEX_MARKS.items():
         text = text.replace(mark, tex)
     return text.replace("±", r"$\pm$").replace("Δ", r"$\Delta$").replace("–", "--")
@@ -335,7 +353,8 @@ def to_latex(results: Results, digits: int = 3, extras: bool = False) -> str:
         parts.append(_latex_table(title, table.map(_tex)))
     text = "\n\n".join(parts) + "\n"
     if legend(results):
-        text += "% " + legend(results).replace(sig.BETTER, "uparrow").replace(sig.WORSE, "downarrow") + "\n"
+        text += "% " + latex_escape(legend(results).replace(sig.BETTER, "uparrow")
+                                    .replace(sig.WORSE, "downarrow")) + "\n"
     return text
 
 
@@ -345,7 +364,7 @@ def _latex_table(title: str, table) -> str:
     table.columns = [_tex(str(c)) for c in table.columns]
     table.index.name = "Run"
     body = table.to_latex(escape=False, column_format="l" + "r" * len(table.columns))
-    return f"% {title}\n" + body.rstrip("\n")
+    return f"% {latex_escape(title)}\n" + body.rstrip("\n")
 
 
 def render(results: Results, fmt: str = "text") -> str:

@@ -8,21 +8,22 @@ parses them, with the same rules as ``read_trec_run``
 Problems (the run is not valid, exit 2):
 
 * six columns per line (``qid Q0 docid rank score tag``), the second ``Q0``
-  or ``0``; a last line without a newline (a truncated file) is reported too;
+  or ``0``; a complete last line without a newline (ranx writes those) is
+  fine, a shorter one is said to look truncated;
 * the topic is a dialogue of the collection and the doc one of its candidates;
 * no (topic, doc) pair twice;
-* the rank is a whole number >= 1, the score a plain decimal number (no
-  ``1_000``, ``inf``, ``nan``) within the float32 range;
-* ranks agree with scores: trec_eval ignores the rank column and orders by
-  score as a 32-bit float, so a rank whose score is higher than a better
-  rank's is not the ranking that will be evaluated;
+* the score a plain decimal number (no ``1_000``, ``inf``, ``nan``) within
+  the float32 range;
 * the sidecar (when there is one and it is not stale) names this
   collection's hash (``allow_mismatch`` makes it a warning);
 * every dialogue has lines (a missing one counts 0); ``allow_missing`` turns
   this into a note.
 
 Warnings (valid, but said): topics holding scores that tie as float32;
-trec_eval (and ``dsr evaluate``) orders those by doc id, descending.
+trec_eval (and ``dsr evaluate``) orders those by doc id, descending. And the
+rank column, which trec_eval ignores (it orders by score as a 32-bit float):
+a rank that is not a whole number, repeats, or disagrees with the scores is
+said, never refused; ranks from 0 (PyTerrier) are fine.
 ``strict`` makes them problems; ``dsr validate --fix-ties`` rewrites the run
 with dsr's tie rule (initial rank, then id; scores distinct in float32).
 """
@@ -93,7 +94,7 @@ class Validation:
 class _Entry:
     line: int
     doc: str
-    rank: int
+    rank: int | None
     score: float
 
 
@@ -107,30 +108,10 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     path = Path(path)
     result = Validation(str(path), collection.name, expected_topics=len(collection))
     problems = result.problems
-    try:
-        data = read_bytes(path)
-    except FileNotFoundError:
-        problems.append(Problem(None, "no such run file"))
+    data = _read(path, problems)
+    if data is None:
         return result
-    except IsADirectoryError:
-        problems.append(Problem(None, "is a directory, not a run file"))
-        return result
-    except InputError as err:   # a corrupt gzip file
-        problems.append(Problem(None, err.message))
-        return result
-    if not data.strip():
-        problems.append(Problem(None, "the run file is empty"))
-        return result
-    try:
-        config = read_sidecar(path)
-        check_collection_hash(Run({}, config=config), path, collection, allow=allow_mismatch)
-    except InputError as err:
-        problems.append(Problem(None, str(err)))
-    else:
-        if allow_mismatch and config:
-            if recorded_collection_hash(config) not in (None, collection.content_hash):
-                result.warnings.append(Problem(None, "the sidecar names another collection hash "
-                                                     "(allowed by --allow-collection-mismatch)"))
+    _check_sidecar(collection, path, allow_mismatch, result)
     text = data.decode("utf-8", errors="replace")
     lines = text.split("\n")
     truncated = not text.endswith("\n")
@@ -146,37 +127,18 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
         if not line.strip() or line.startswith("#"):
             continue  # comments: ir_metadata headers (retrieval.ir_metadata)
         result.lines += 1
-        last = truncated and lineno == len(lines)
         parts = line.split()
         if len(parts) != 6:
+            last = truncated and lineno == len(lines)
             hint = " (the file ends without a newline: truncated?)" if last else ""
             problems.append(Problem(lineno, f"expected 6 columns (qid Q0 docid rank score tag), "
                                             f"got {len(parts)}{hint}"))
             continue
-        if last:
-            problems.append(Problem(lineno, "the file ends without a newline: the last line "
-                                            "may be truncated"))
-        qid, _, doc, _, _, tag = parts
-        tags.setdefault(tag)
-        ok = True
-        if qid not in candidates:
-            problems.append(Problem(lineno, f"topic {qid!r} is not a dialogue of {collection.name}"))
-            ok = False
-        elif doc not in candidates[qid]:
-            problems.append(Problem(lineno, f"doc {doc!r} is not a candidate of topic {qid!r}"))
-        if (qid, doc) in seen:
-            problems.append(Problem(lineno, f"duplicate line for topic {qid!r} and doc {doc!r} "
-                                            f"(first on line {seen[(qid, doc)]})"))
-            ok = False
-        else:
-            seen[(qid, doc)] = lineno
-        parsed, line_problems = parse_run_line(parts)
-        problems.extend(Problem(lineno, message) for _, message in line_problems)
-        if ok and parsed is not None:
-            by_topic.setdefault(qid, []).append(_Entry(lineno, doc, parsed.rank, parsed.score))
+        _check_line(lineno, parts, candidates, seen, by_topic, result)
+        tags.setdefault(parts[5])
     result.tags = list(tags)
     for qid, entries in by_topic.items():
-        _check_order(qid, entries, problems)
+        _check_order(qid, entries, result.warnings)
         tie = _first_tie(entries)
         if tie is not None:
             result.tied_topics.append(qid)
@@ -196,6 +158,38 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     return result
 
 
+def _read(path: Path, problems: list[Problem]) -> bytes | None:
+    """The run file's text (gzip unpacked), or None with the problem that stops reading it."""
+    try:
+        data = read_bytes(path)
+    except FileNotFoundError:
+        problems.append(Problem(None, "no such run file"))
+        return None
+    except IsADirectoryError:
+        problems.append(Problem(None, "is a directory, not a run file"))
+        return None
+    except InputError as err:   # a damaged, cut or padded gzip file
+        problems.append(Problem(None, err.message))
+        return None
+    if not data.strip():
+        problems.append(Problem(None, "the run file is empty"))
+        return None
+    return data
+
+
+def _check_sidecar(collection: Collection, path: Path, allow_mismatch: bool, result: Validation) -> None:
+    """The sidecar's collection hash, when it records one, is the collection's."""
+    try:
+        config = read_sidecar(path)
+        check_collection_hash(Run({}, config=config), path, collection, allow=allow_mismatch)
+    except InputError as err:
+        result.problems.append(Problem(None, str(err)))
+        return
+    if allow_mismatch and config and recorded_collection_hash(config) not in (None, collection.content_hash):
+        result.warnings.append(Problem(None, "the sidecar names another collection hash "
+                                             "(allowed by --allow-collection-mismatch)"))
+
+
 def _as32(score: float) -> float:
     return float(np.float32(score))
 
@@ -211,21 +205,52 @@ def _first_tie(entries: list[_Entry]) -> tuple[int, int] | None:
     return None
 
 
-def _check_order(qid: str, entries: list[_Entry], problems: list[Problem]) -> None:
+def _check_line(lineno: int, parts: list[str], candidates: dict[str, set[str]],
+                seen: dict[tuple[str, str], int], by_topic: dict[str, list[_Entry]],
+                result: Validation) -> None:
+    """The problems of one six-column line; a good one joins its topic's entries."""
+    problems = result.problems
+    qid, _, doc = parts[:3]
+    ok = True
+    if qid not in candidates:
+        problems.append(Problem(lineno, f"topic {qid!r} is not a dialogue of {result.collection}"))
+        ok = False
+    elif doc not in candidates[qid]:
+        problems.append(Problem(lineno, f"doc {doc!r} is not a candidate of topic {qid!r}"))
+    if (qid, doc) in seen:
+        problems.append(Problem(lineno, f"duplicate line for topic {qid!r} and doc {doc!r} "
+                                        f"(first on line {seen[(qid, doc)]})"))
+        ok = False
+    else:
+        seen[(qid, doc)] = lineno
+    parsed, line_problems = parse_run_line(parts)
+    problems.extend(Problem(lineno, message) for _, message in line_problems)
+    if parsed is not None and parsed.rank is None:
+        result.warnings.append(Problem(lineno, f"rank is not a whole number: {parts[3]!r} (trec_eval "
+                                               "and dsr ignore the rank column: scores decide)"))
+    if ok and parsed is not None:
+        by_topic.setdefault(qid, []).append(_Entry(lineno, doc, parsed.rank, parsed.score))
+
+
+def _check_order(qid: str, entries: list[_Entry], warnings: list[Problem]) -> None:
+    """Ranks that repeat or disagree with the scores: warnings, as trec_eval ignores ranks."""
+    ranked = [e for e in entries if e.rank is not None]
     ranks: dict[int, int] = {}
-    for e in entries:
+    for e in ranked:
         if e.rank in ranks:
-            problems.append(Problem(e.line, f"rank {e.rank} of topic {qid!r} repeats line {ranks[e.rank]}"))
+            warnings.append(Problem(e.line, f"rank {e.rank} of topic {qid!r} repeats line "
+                                            f"{ranks[e.rank]} (ignored: scores decide the order)"))
         else:
             ranks[e.rank] = e.line
-    ordered = sorted(entries, key=lambda e: (e.rank, e.line))
+    ordered = sorted(ranked, key=lambda e: (e.rank, e.line))
     for prev, cur in zip(ordered, ordered[1:]):
         if cur.rank == prev.rank:
             continue
         if _as32(cur.score) > _as32(prev.score):
-            problems.append(Problem(cur.line, f"rank {cur.rank} has a higher score ({cur.score!r}) than "
+            warnings.append(Problem(cur.line, f"rank {cur.rank} has a higher score ({cur.score!r}) than "
                                               f"rank {prev.rank} on line {prev.line} ({prev.score!r}) "
-                                              "as a 32-bit float: trec_eval orders by score, not by rank"))
+                                              "as a 32-bit float: trec_eval and dsr order by score, "
+                                              "not by rank"))
 
 
 def fix_ties(collection: Collection, path: str | Path) -> tuple[Run, Run]:

@@ -48,6 +48,7 @@ import numpy as np
 
 from indexes.manifest import cached_build, expected_manifest, text_hash
 from retrieval.errors import InputError
+from retrieval.params import Param
 from retrieval.text import tokenize
 
 VARIANTS = ("okapi", "l", "plus")
@@ -55,7 +56,32 @@ DEFAULT_DELTA = {"okapi": None, "l": 0.5, "plus": 1.0}
 BACKENDS = ("rank_bm25", "bm25s")
 _BM25S_METHOD = {"okapi": ("atire", "robertson"), "l": ("bm25l", "bm25l"), "plus": ("bm25+", "bm25+")}
 
+#: the parameters of a BM25 index, declared once for the BM25 ranker (which adds its query
+#: strategy and tuning grids) and the corpus index
+PARAMS = (
+    Param("variant", "okapi", "str", "BM25 variant", choices=VARIANTS),
+    Param("k1", 1.2, "float", "term-frequency saturation", low=0),
+    Param("b", 0.75, "float", "length normalisation", low=0, high=1),
+    Param("delta", None, "float", "BM25L/BM25+ delta (none: the variant's default)", low=0),
+    Param("stopwords", False, "bool", "drop English stopwords"),
+    Param("stem", False, "bool", "Snowball-stem tokens"),
+)
+
 Query = Mapping[str, float] | Sequence[str]
+
+
+def _sparse():
+    """scipy.sparse, imported on first use, in this one place (``dsr --help`` loads no scipy)."""
+    import scipy.sparse
+
+    return scipy.sparse
+
+
+def _bm25s():
+    """bm25s, imported on first use, in this one place (it loads scipy and numba helpers)."""
+    import bm25s
+
+    return bm25s
 
 
 def check_variant(variant: str) -> str:
@@ -98,7 +124,7 @@ class BM25Index:
     rank_bm25's formula for the variant, because its own ``get_batch_scores``
     converts the whole length list on every call and loops in Python (846
     dialogues x 50 candidates took ~30 s that way, well over the 2 s target).
-    Scores equal rank_bm25's ``get_scores`` (tests/test_bm25.py checks both a
+    Scores equal rank_bm25's ``get_scores`` (tests/retrieval/rankers/test_bm25.py checks both a
     hand computation and rank_bm25 itself).
     """
 
@@ -128,8 +154,8 @@ class BM25Index:
     @staticmethod
     def _statistics(corpus: list[list[str]], variant: str) -> dict[str, Any]:
         import rank_bm25
-        import scipy.sparse
 
+        sparse = _sparse()
         cls = {"okapi": rank_bm25.BM25Okapi, "l": rank_bm25.BM25L, "plus": rank_bm25.BM25Plus}[variant]
         model = cls(corpus)
         vocab = {t: i for i, t in enumerate(model.idf)}
@@ -138,7 +164,7 @@ class BM25Index:
             rows.extend([row] * len(freqs))
             cols.extend(vocab[t] for t in freqs)
             counts.extend(freqs.values())
-        tf = scipy.sparse.csr_matrix((np.asarray(counts, dtype=np.float64), (rows, cols)),
+        tf = sparse.csr_matrix((np.asarray(counts, dtype=np.float64), (rows, cols)),
                                      shape=(len(corpus), len(vocab)))
         return {"vocab": vocab, "idf": np.fromiter(model.idf.values(), dtype=np.float64, count=len(vocab)),
                 "tf": tf, "doc_len": np.asarray(model.doc_len, dtype=np.float64), "avgdl": model.avgdl}
@@ -172,9 +198,8 @@ class BM25Index:
                 # so the matrix stays sparse (value here excludes it).
                 value = idf * (freq * (k1 + 1)) / (k1 * norm + freq)
                 absent = self.idf * self.delta
-            import scipy.sparse
-
-            self._csr = scipy.sparse.csr_matrix((value, (tf.row, tf.col)), shape=tf.shape)
+            sparse = _sparse()
+            self._csr = sparse.csr_matrix((value, (tf.row, tf.col)), shape=tf.shape)
             self._absent = absent
         return self._csr, self._absent
 
@@ -183,8 +208,7 @@ class BM25Index:
                k1: float = 1.2, b: float = 0.75, delta: float | None = None,
                stopwords: bool = False, stem: bool = False, progress: bool = True) -> "BM25Index":
         """Load ``DSR_HOME/indexes/bm25/NAME-...`` if its manifest matches these inputs, else build it."""
-        import scipy.sparse
-
+        sparse = _sparse()
         check_variant(variant)
         expected = expected_manifest(
             "bm25", inputs=text_hash([*ids, *texts]),
@@ -195,7 +219,7 @@ class BM25Index:
         def build(folder: Path) -> None:
             index = cls(ids, texts, variant=variant, k1=k1, b=b, delta=delta, stopwords=stopwords,
                         stem=stem, progress=progress)
-            scipy.sparse.save_npz(folder / "tf.npz", index.tf)
+            sparse.save_npz(folder / "tf.npz", index.tf)
             np.savez(folder / "stats.npz", idf=index.idf, doc_len=index.doc_len, avgdl=index.avgdl)
             vocab = sorted(index.vocab, key=index.vocab.get)
             (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
@@ -210,7 +234,7 @@ class BM25Index:
         stats = np.load(folder / "stats.npz")
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         arrays = {"vocab": {t: i for i, t in enumerate(vocab)}, "idf": stats["idf"],
-                  "tf": scipy.sparse.load_npz(folder / "tf.npz").tocsr(), "doc_len": stats["doc_len"],
+                  "tf": sparse.load_npz(folder / "tf.npz").tocsr(), "doc_len": stats["doc_len"],
                   "avgdl": float(stats["avgdl"])}
         saved_ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
         return cls(saved_ids, [""] * len(saved_ids), variant=variant, k1=k1, b=b, delta=delta,
@@ -269,8 +293,7 @@ class BM25SIndex:
                  k1: float = 1.2, b: float = 0.75, delta: float | None = None,
                  stopwords: bool = False, stem: bool = False, progress: bool = False,
                  _model: Any = None):
-        import bm25s
-
+        bm25s = _bm25s()
         check_variant(variant)
         self.ids = list(ids)
         if not self.ids:
@@ -292,8 +315,7 @@ class BM25SIndex:
                k1: float = 1.2, b: float = 0.75, delta: float | None = None,
                stopwords: bool = False, stem: bool = False, progress: bool = True) -> "BM25SIndex":
         """Load ``DSR_HOME/indexes/bm25s/NAME-...`` if its manifest matches, else build it."""
-        import bm25s
-
+        bm25s = _bm25s()
         check_variant(variant)
         expected = expected_manifest(
             "bm25s", inputs=text_hash([*ids, *texts]),
@@ -331,11 +353,10 @@ class BM25SIndex:
 
     def all_scores(self, query: Query) -> np.ndarray:
         """Scores of every pool sentence: weights @ (term x sentence score matrix)."""
-        import scipy.sparse
-
+        sparse = _sparse()
         if self._matrix is None:
             s = self.model.scores
-            self._matrix = scipy.sparse.csr_matrix(
+            self._matrix = sparse.csr_matrix(
                 (s["data"], s["indices"], s["indptr"]),
                 shape=(len(s["indptr"]) - 1, s["num_docs"]))
         weights = self._weights_vector(query)

@@ -36,10 +36,16 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_faiss(vectors: np.ndarray, kind: str = "flat", **params: Any):
-    """A FAISS inner-product index of ``kind`` holding ``vectors`` (rows in order)."""
+def _faiss():
+    """faiss, imported on first use, in this one place."""
     import faiss
 
+    return faiss
+
+
+def build_faiss(vectors: np.ndarray, kind: str = "flat", **params: Any):
+    """A FAISS inner-product index of ``kind`` holding ``vectors`` (rows in order)."""
+    faiss = _faiss()
     if kind not in KINDS:
         raise InputError(f"unknown FAISS index kind {kind!r}; choose from {', '.join(KINDS)}", field="index")
     unknown = sorted(set(params) - set(DEFAULTS[kind]))
@@ -84,8 +90,7 @@ class DenseIndex:
                model: str | ResolvedModel = DEFAULT_MODEL, kind: str = "flat", batch_size: int = 64,
                **params: Any) -> "DenseIndex":
         """Load ``DSR_HOME/indexes/faiss/NAME-KIND-MODEL`` if its manifest matches, else build it."""
-        import faiss
-
+        faiss = _faiss()
         if kind not in KINDS:
             raise InputError(f"unknown FAISS index kind {kind!r}; choose from {', '.join(KINDS)}",
                              field="index")

@@ -36,7 +36,9 @@ from typing import Sequence
 
 import numpy as np
 
-from indexes.manifest import cached_build, checksum, expected_manifest, index_folder, safe_name
+from indexes.backends import load_fast
+from indexes.manifest import (cached_build, checksum, expected_manifest, failed_checksums,
+                              index_folder, safe_name)
 from retrieval.atomic import atomic_write, write_json
 from retrieval.home import require_writable
 from retrieval.models import ResolvedModel, load_sentence_transformer, resolve_model
@@ -117,7 +119,6 @@ class EmbeddingCache:
     def _read_shard(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
         """The shard's keys and vectors, or None (notice on stderr, files removed) when it
         fails its checksums or holds vectors that are not finite."""
-        from indexes.manifest import failed_checksums
 
         files = {"keys": f"{name}.keys.npy", "vectors": f"{name}.vectors.npy"}
         try:
@@ -276,8 +277,6 @@ def _run_model(model: ResolvedModel, texts: list[str], batch_size: int, progress
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
     if backend != "torch":
-        from indexes.backends import load_fast
-
         encoder = load_fast(model, "bi-encoder", backend)
     else:
         encoder = load_sentence_transformer(model)

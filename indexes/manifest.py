@@ -7,27 +7,26 @@ index is reused only when the manifest a caller expects equals the one on
 disk (the ``built`` time and the machine are informative and not compared);
 otherwise it is rebuilt and the reason printed on stderr.
 
-Folders are replaced atomically: the new index is built in a temporary folder
-beside the old one, its manifest written last, then swapped in by rename. A
-crash leaves either the old index or none, never a half-written one.
+Folders are replaced atomically (:func:`retrieval.atomic.atomic_dir`): the new
+index is built in a staging folder beside the old one, its manifest written
+last, then swapped in by rename. A crash leaves the old index or the new one
+(a swap cut between its renames is finished by the next use), never a
+half-written one; a staging folder left by a killed build is removed by the
+next build of the same index.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from retrieval.atomic import replace_folder, write_json
-from retrieval.home import index_dir
-from retrieval.provenance import machine, package_versions
+from retrieval.atomic import atomic_dir, recover_folder, write_json
+from retrieval.home import index_dir, require_writable
+from retrieval.provenance import machine, package_versions, sha256_file, slug
 
 MANIFEST = "manifest.json"
 #: manifest keys that describe a build but do not decide whether it is reusable
@@ -47,7 +46,6 @@ def text_hash(texts: Iterable[str]) -> str:
 
 def checksum(path: Path) -> str:
     """sha256 of a file, or of a folder's files (relative names and contents, sorted)."""
-    from retrieval.provenance import sha256_file
 
     if not path.is_dir():
         return sha256_file(path)
@@ -74,8 +72,9 @@ def failed_checksums(folder: Path, files: Iterable[str], recorded: Any) -> list[
 
 
 def safe_name(name: str) -> str:
-    """A folder name from any string (model ids, collection names)."""
-    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", name).strip("._") or "index"
+    """A folder name from any string (model ids, collection names): a :func:`slug` that starts
+    and ends with neither ``.`` nor ``_``."""
+    return slug(name, "index", strip="._")
 
 
 def expected_manifest(kind: str, *, inputs: str, params: dict[str, Any] | None = None,
@@ -154,9 +153,8 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
     ``announce_new`` is False. ``folder`` puts it elsewhere than under
     ``DSR_HOME/indexes`` (exported models live under ``models/``).
     """
-    from retrieval.home import require_writable
-
     folder = Path(folder) if folder is not None else index_folder(kind, name)
+    recover_folder(folder)
     files = sorted(files)
     if files:
         expected = {**expected, "files": files}
@@ -171,22 +169,16 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
             reason = f"{', '.join(bad)} fails its checksum (damaged or edited)"
     if reason is None:
         return folder, False
-    require_writable(index_dir())
+    require_writable(folder.parent)  # a read-only cache: exit 2 naming the folder
     if reason != "no index yet":
         print(f"dsr: rebuilding {kind} index {folder.name!r}: {reason}", file=sys.stderr)
     elif announce_new:
         print(f"dsr: building {kind} index {folder.name!r}", file=sys.stderr)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
-    try:
+    with atomic_dir(folder, None) as tmp:  # a folder dsr owns whole
         start = time.perf_counter()
         build(tmp)
         write_json(tmp / MANIFEST, {**expected, "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                     "checksums": {f: checksum(tmp / f) for f in files},
                                     "machine": machine(),
                                     "seconds": round(time.perf_counter() - start, 3)})
-        replace_folder(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder, True

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from retrieval.atomic import atomic_write
 from retrieval.errors import InputError
+from retrieval.jsonio import iter_json_lines, read_text
 
 
 @dataclass
@@ -147,6 +148,11 @@ class Collection:
     def candidate_ids(self, dialogue_id: str) -> list[str]:
         return [c.id for c in self._by_id[dialogue_id].candidates]
 
+    def initial_order(self) -> dict[str, list[str]]:
+        """Topic -> its candidate ids in the collection's order: the run tie rule's initial rank
+        (``Run.from_scores(..., initial_order=collection.initial_order())``)."""
+        return initial_order(self.dialogues)
+
     def sentences(self) -> dict[str, Candidate]:
         """Every distinct candidate id across dialogues (first wins): only for lookups of a
         sentence by id alone (open retrieval), where :meth:`unique_sentences` is the safe form.
@@ -246,6 +252,11 @@ TEXT_FORMS = (*BODY_FORMS, CONTEXT_FORM)
 CONTEXT_SEPARATOR = "[SEP]"
 
 
+def initial_order(dialogues: Iterable[Dialogue]) -> dict[str, list[str]]:
+    """Dialogue id -> its candidate ids in order (see :meth:`Collection.initial_order`)."""
+    return {d.id: [c.id for c in d.candidates] for d in dialogues}
+
+
 def check_text_form(text: str) -> str:
     if text not in TEXT_FORMS:
         raise InputError(f"unknown candidate text form {text!r}; choose from "
@@ -340,7 +351,6 @@ def write_benchmark(collection: Collection, path: str | Path) -> None:
 
 def read_benchmark(path: str | Path, name: str | None = None) -> Collection:
     """Read a benchmark file; every problem names the file, line and field."""
-    from retrieval.jsonio import iter_json_lines, read_text
 
     path = Path(path)
     dialogues = []

@@ -1,11 +1,17 @@
-"""Errors that mean "the input is wrong" (exit code 2), as opposed to bugs (exit 1)."""
+"""Errors that mean "the input is wrong" (exit code 2), as opposed to bugs (exit 1).
+
+``InputError`` is a ``ValueError``: a caller of the library catches it as it would
+any bad value. Its ``field`` names what was wrong: a field of a file's record, or the
+Python parameter of the function called (``max_steps``, ``out``); the command line
+shows a parameter as its flag (``--max-steps``), in one place (``dsr.cli.flags``).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 
-class InputError(Exception):
+class InputError(ValueError):
     """Bad input: names the file, the line or record, and the field.
 
     ``str(err)`` reads ``FILE:LINE: record ID: field FIELD: message``, leaving
@@ -39,3 +45,22 @@ class InputError(Exception):
         if self.field is not None:
             where.append(f"field '{self.field}'")
         return ": ".join(where + [self.message])
+
+
+#: the distribution's name, for install hints
+DISTRIBUTION = "dialogue-sentence-retrieval"
+
+
+def require_extra(module: str, extra: str, field: str | None = None, also: str = ""):
+    """Import ``module`` and return it; when it cannot be imported, an InputError (exit 2)
+    saying which extra to install: ``install it with: pip install
+    'dialogue-sentence-retrieval[EXTRA]'`` (``also``: a sentence added after it)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        missing = getattr(err, "name", None) or module
+        raise InputError(f"{missing} is not installed (needed for this command): install it with: "
+                         f"pip install '{DISTRIBUTION}[{extra}]' (or pip install -e '.[{extra}]' in a "
+                         f"checkout){also}", field=field) from None

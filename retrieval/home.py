@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from retrieval.errors import InputError
+
 
 def dsr_home() -> Path:
     """``$DSR_HOME`` if set, else ``~/.cache/dsr``."""
@@ -24,7 +26,7 @@ def models_dir() -> Path:
     return dsr_home() / "models"
 
 
-def require_writable(folder: Path) -> Path:
+def require_writable(folder: Path, advice: str = "set DSR_HOME to a writable folder") -> Path:
     """Create ``folder`` (a cache folder under DSR_HOME) if needed and check it can be written.
 
     Raises InputError (exit 2) naming the folder and saying to set DSR_HOME
@@ -32,10 +34,8 @@ def require_writable(folder: Path) -> Path:
     not writable (a read-only DSR_HOME), instead of a PermissionError
     traceback half way through a build.
     """
-    from retrieval.errors import InputError
 
     folder = Path(folder)
-    advice = "set DSR_HOME to a writable folder"
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from retrieval.errors import InputError
+from retrieval.textfiles import read_lines
 
 START, END = "ir_metadata.start", "ir_metadata.end"
 SCHEMA_VERSION = 0.1
@@ -49,10 +50,16 @@ TIES = ("scores strictly decreasing: ties broken by the candidate's initial rank
         "id, each tied score lowered to the next float below (retrieval.run)")
 
 
-def format_header(config: dict[str, Any], tag: str | None = None) -> list[str]:
-    """The header lines (each starting with ``#``, no newline) for a run's sidecar ``config``."""
+def _yaml():
+    """PyYAML, imported on first use, in this one place."""
     import yaml
 
+    return yaml
+
+
+def format_header(config: dict[str, Any], tag: str | None = None) -> list[str]:
+    """The header lines (each starting with ``#``, no newline) for a run's sidecar ``config``."""
+    yaml = _yaml()
     meta = primad(config, tag)
     text = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10_000,
                           default_flow_style=False)
@@ -164,8 +171,7 @@ def parse_header(lines: Iterable[str], path: str | Path | None = None) -> dict[s
     start without an end, or YAML that does not parse to a mapping, is an
     InputError naming the line.
     """
-    import yaml
-
+    yaml = _yaml()
     block: list[str] = []
     start_line = None
     for lineno, raw in enumerate(lines, start=1):
@@ -212,7 +218,6 @@ def _jsonable(obj: Any) -> Any:
 
 def read_header(path: str | Path) -> dict[str, Any]:
     """:func:`parse_header` of a run file's leading comment lines."""
-    from retrieval.textfiles import read_lines
 
     return parse_header(_leading_comments(line + "\n" for line in read_lines(path)), path)
 

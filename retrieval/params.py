@@ -16,8 +16,8 @@ is declared and nothing looser.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from retrieval.errors import InputError
 
@@ -38,12 +38,16 @@ class Param:
     high: float | None = None
     #: exclusive lower bound (``low`` is inclusive); e.g. a decay in (0, 1]
     above: float | None = None
+    #: exclusive upper bound (``high`` is inclusive); e.g. a fraction in [0, 1)
+    below: float | None = None
     #: the values allowed for a str parameter (None: any string)
     choices: tuple[Any, ...] | None = None
     #: None is allowed (meaning: the stage's own default behaviour)
     optional: bool = False
     #: values the split protocol tries on val ([] = not tuned)
     grid: tuple[Any, ...] = field(default=())
+    #: the value's name in a command line's --help (``N``, ``MODEL``); "" : derived from the kind
+    metavar: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -78,7 +82,8 @@ class Param:
 
     def _in_range(self, value: float) -> bool:
         return ((self.low is None or value >= self.low) and (self.high is None or value <= self.high)
-                and (self.above is None or value > self.above))
+                and (self.above is None or value > self.above)
+                and (self.below is None or value < self.below))
 
     def accepts(self) -> str:
         """What the parameter accepts, in words (for errors and --help)."""
@@ -88,13 +93,8 @@ class Param:
             text = "true or false"
         elif self.kind in ("int", "float"):
             noun = "a whole number" if self.kind == "int" else "a number"
-            bounds = []
-            if self.above is not None:
-                bounds.append(f"> {self.above:g}")
-            if self.low is not None:
-                bounds.append(f">= {self.low:g}")
-            if self.high is not None:
-                bounds.append(f"<= {self.high:g}")
+            marks = ((">", self.above), (">=", self.low), ("<=", self.high), ("<", self.below))
+            bounds = [f"{op} {value:g}" for op, value in marks if value is not None]
             text = f"{noun} {' and '.join(bounds)}".strip()
         elif self.choices is not None:
             text = "one of " + ", ".join(map(str, self.choices))
@@ -152,11 +152,25 @@ def resolve(given: Mapping[str, Any], declared: Declaration, what: str) -> dict[
     unknown = sorted(set(given) - set(table))
     if unknown:
         raise InputError(f"unknown parameter(s) {', '.join(unknown)} for {what}; "
-                         f"known: {', '.join(table) or 'none'}", field="--param")
+                         f"known: {', '.join(table) or 'none'}", field="params")
     out = defaults(declared)
     for name, value in given.items():
         out[name] = table[name].check(value, what)
     return out
+
+
+#: the Python type of each kind
+TYPES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "any": Any}
+
+
+def record_type(name: str, declared: Declaration) -> type:
+    """A frozen dataclass with one typed field per declared parameter, in order: what a
+    function receives once :func:`resolve` has checked its settings
+    (``record_type("TrainSettings", PARAMS)(**resolve(given, PARAMS, "dsr train"))``)."""
+    def annotation(p: Param) -> Any:
+        kind = TYPES[p.kind]
+        return Optional[kind] if (p.optional or p.default is None) and kind is not Any else kind
+    return make_dataclass(name, [(p.name, annotation(p)) for p in declared], frozen=True)
 
 
 def help_text(declared: Declaration) -> str:

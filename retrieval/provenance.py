@@ -63,10 +63,11 @@ def stamp(command: Sequence[str] | None = None) -> dict[str, Any]:
             "versions": package_versions(), "machine": machine()}
 
 
-def slug(text: str, empty: str = "x") -> str:
+def slug(text: str, empty: str = "x", strip: str = "_") -> str:
     """``text`` as a file-name part: runs of anything but letters, digits and ``._+=-``
-    become one ``_`` (``empty`` when nothing is left)."""
-    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip("_") or empty
+    become one ``_``, ``strip``'s characters are taken off both ends (``empty`` when
+    nothing is left)."""
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", text).strip(strip) or empty
 
 
 def run_sidecar(command: str, command_line: str, described: dict[str, Any], **parts: Any) -> dict[str, Any]:

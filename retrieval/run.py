@@ -46,8 +46,11 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from retrieval.atomic import write_json
+from retrieval.atomic import check_output_path, write_json
 from retrieval.errors import InputError
+from retrieval.ir_metadata import config_from_header, format_header, read_header
+from retrieval.jsonio import load_json
+from retrieval.provenance import sha256_file
 from retrieval.textfiles import atomic_write_text, read_lines
 
 #: largest finite float32, and the smallest normal one
@@ -114,14 +117,10 @@ class Run:
         configuration (``retrieval.ir_metadata``), and the sidecar says so."""
         header: list[str] = []
         if ir_metadata:
-            from retrieval.ir_metadata import format_header
-
             self.config["ir_metadata_header"] = True
             header = format_header({"tag": self.tag, **self.config}, self.tag)
         write_trec_run(self, path, header)
         if sidecar:
-            from retrieval.provenance import sha256_file
-
             write_json(sidecar_path(path), {"tag": self.tag, **self.config,
                                             RUN_SHA256: sha256_file(path)})
 
@@ -131,8 +130,6 @@ class Run:
         run = read_trec_run(path)
         run.config = read_sidecar(path)
         if not run.config:
-            from retrieval.ir_metadata import config_from_header, read_header
-
             header = read_header(path)  # a run from elsewhere may carry an ir_metadata header
             if header:
                 run.config = config_from_header(header)
@@ -146,8 +143,6 @@ def read_sidecar(path: str | Path, warn: bool = True) -> dict[str, Any]:
     side = sidecar_path(path)
     if not side.exists():
         return {}
-    from retrieval.jsonio import load_json
-    from retrieval.provenance import sha256_file
 
     config = load_json(side)
     if not isinstance(config, dict):
@@ -253,19 +248,27 @@ _NOT_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infin
 class RunLine:
     qid: str
     doc: str
-    rank: int
+    rank: int | None     # None: not a whole number >= 0 (trec_eval ignores the column)
     score: float
     tag: str
 
 
-def parse_run_line(parts: list[str], min_rank: int = 1) -> tuple[RunLine | None, list[tuple[str, str]]]:
+def parse_rank(text: str) -> int | None:
+    """The rank column as a whole number >= 0, or None. trec_eval ignores this column (it
+    orders by score), so no reader refuses a line for it: ``dsr validate`` warns."""
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        return None
+    return int(text)
+
+
+def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, str]]]:
     """One split line of a run -> (the line, or None) and its problems ``[(field, message)]``.
 
-    Six whitespace-separated columns; the second is ``Q0`` or ``0``; the rank
-    a whole number >= ``min_rank`` (trec_eval ignores it; ``dsr validate``
-    wants 1 or more and checks it against the scores, while reading for
-    evaluation takes PyTerrier's ranks from 0 as they are); the score a plain decimal number (no ``_``, hex, ``inf``, ``nan``)
-    within the float32 range trec_eval keeps scores in.
+    Six whitespace-separated columns; the second is ``Q0`` or ``0``; the score
+    a plain decimal number (no ``_``, hex, ``inf``, ``nan``) within the float32
+    range trec_eval keeps scores in. The rank column is read (``RunLine.rank``)
+    but, as trec_eval ignores it, never a problem: PyTerrier writes ranks from
+    0, and ranks that disagree with the scores are scored by the scores.
     """
     if len(parts) != 6:
         return None, [("columns", f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}")]
@@ -273,13 +276,6 @@ def parse_run_line(parts: list[str], min_rank: int = 1) -> tuple[RunLine | None,
     problems = []
     if iteration not in ("Q0", "0"):
         problems.append(("Q0", f"the second column must be Q0 (or 0), got {iteration!r}"))
-    rank = 0
-    if not rank_text.isascii() or not rank_text.isdigit() or len(rank_text) > 18:
-        problems.append(("rank", f"rank is not a whole number: {rank_text!r}"))
-    elif int(rank_text) < min_rank:
-        problems.append(("rank", f"rank must be {min_rank} or more, got {rank_text!r}"))
-    else:
-        rank = int(rank_text)
     score = math.nan
     if score_text.lower() in _NOT_FINITE:
         problems.append(("score", f"score is not finite: {score_text!r}"))
@@ -295,7 +291,7 @@ def parse_run_line(parts: list[str], min_rank: int = 1) -> tuple[RunLine | None,
                                       f"keeps scores in (|score| <= {F32_MAX:.7g})"))
     if problems:
         return None, problems
-    return RunLine(qid, doc, rank, score, tag), []
+    return RunLine(qid, doc, parse_rank(rank_text), score, tag), []
 
 
 def read_trec_run(path: str | Path) -> Run:
@@ -315,7 +311,7 @@ def read_trec_run(path: str | Path) -> Run:
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith("#"):
             continue  # comments: ir_metadata headers (retrieval.ir_metadata)
-        parsed, problems = parse_run_line(line.split(), min_rank=0)
+        parsed, problems = parse_run_line(line.split())
         if problems:
             name, message = problems[0]
             raise InputError(message, path=path, line=lineno,
@@ -385,7 +381,6 @@ def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -
     sentence a candidate of it (or of its sentence pool, for open retrieval).
     The error names the sidecar field or the run file's line.
     """
-    from retrieval.textfiles import read_lines
 
     check_collection_hash(run, path, collection, allow=allow_mismatch)
     missing_topic = next((q for q in run.rankings if q not in collection), None)
@@ -447,10 +442,8 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
     import contextlib
     import os
 
-    from retrieval.atomic import check_output_path
-
     out = Path(out)
-    check_output_path(out, "--out")  # a folder, or a parent that is a file: exit 2
+    check_output_path(out, "out")  # a folder, or a parent that is a file: exit 2
     # the temporary name keeps a .gz ending: Run.write gzips by name
     tmp = out.with_name(f".{out.name}.{os.getpid()}.partial" + (".gz" if out.name.endswith(".gz") else ""))
     try:
@@ -458,7 +451,7 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
         os.replace(tmp, out)
         os.replace(sidecar_path(tmp), sidecar_path(out))
     except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="--out") from None
+        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="out") from None
     finally:
         for leftover in (tmp, sidecar_path(tmp)):
             with contextlib.suppress(FileNotFoundError):

@@ -17,9 +17,11 @@ Each stage declares its parameters once, as data (:mod:`retrieval.params`):
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Sequence
+import importlib
+from typing import Any, ClassVar, Mapping, Sequence
 
 from retrieval.data import Collection
+from retrieval.errors import InputError
 from retrieval.params import Param, defaults, grid, help_text, inferred, resolve
 from retrieval.run import Run
 
@@ -103,3 +105,25 @@ class Pipeline(Stage):
 
     def __rshift__(self, other: Stage) -> "Pipeline":
         return Pipeline([*self.stages, other])
+
+
+class Registry(dict):
+    """Stages by name: name -> ``"module:Class"``, each class imported on first use, so a
+    registry costs nothing until a stage is built (``dsr --help`` loads no model library).
+    An unknown name is an InputError naming ``kind`` and the registered names."""
+
+    def __init__(self, kind: str, entries: Mapping[str, str]):
+        super().__init__(entries)
+        self.kind = kind
+
+    def lookup(self, name: str) -> type:
+        """The class registered as ``name``."""
+        if name not in self:
+            raise InputError(f"unknown {self.kind} {name!r}; choose from {', '.join(self)}",
+                             field=self.kind)
+        module, _, attr = self[name].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def make(self, name: str, **params: Any) -> "Stage":
+        """The stage registered as ``name``, built with ``params`` (checked by its PARAMS)."""
+        return self.lookup(name)(**params)

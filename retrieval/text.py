@@ -13,13 +13,23 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from bm25s.stopwords import STOPWORDS_EN_PLUS
-
 _TOKEN = re.compile(r"[a-z0-9]+")
 _APOSTROPHE = re.compile(r"(?<=[a-z])['\u2019](?=[a-z])")
 
-STOPWORDS: frozenset[str] = frozenset(w.replace("'", "") for w in STOPWORDS_EN_PLUS) | frozenset(
-    STOPWORDS_EN_PLUS)
+
+@lru_cache(maxsize=1)
+def stopword_list() -> frozenset[str]:
+    """The stopword list, with and without apostrophes (read on first use: importing bm25s
+    loads scipy, which ``dsr --help`` should not pay for)."""
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    return frozenset(w.replace("'", "") for w in STOPWORDS_EN_PLUS) | frozenset(STOPWORDS_EN_PLUS)
+
+
+def __getattr__(name: str):
+    if name == "STOPWORDS":   # the list as a constant, for readers of this module
+        return stopword_list()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @lru_cache(maxsize=1)
@@ -33,7 +43,8 @@ def tokenize(text: str, *, stopwords: bool = False, stem: bool = False) -> list[
     """Lowercase word tokens; optionally without stopwords and Snowball-stemmed."""
     tokens = _TOKEN.findall(_APOSTROPHE.sub("", text.lower()))
     if stopwords:
-        tokens = [t for t in tokens if t not in STOPWORDS]
+        drop = stopword_list()
+        tokens = [t for t in tokens if t not in drop]
     if stem:
         tokens = _stemmer().stemWords(tokens)
     return tokens

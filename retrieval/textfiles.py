@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import zlib
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -17,17 +18,46 @@ from retrieval.errors import InputError
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The file's bytes, decompressed when it is gzip; a corrupt or truncated gzip
-    file is an InputError naming it."""
-    path = Path(path)
-    data = path.read_bytes()
+class TooLarge(InputError):
+    """A gzip stream that unpacks to more than the limit given to :func:`unpack`."""
+
+
+def unpack(data: bytes, limit: int | None = None, path: str | Path | None = None) -> bytes:
+    """``data`` itself, or unpacked when it is gzip: every member (what ``bgzip``, ``pigz -i``
+    and ``cat a.gz b.gz`` write), as ``gzip`` reads it.
+
+    A stream cut before its end marker, bytes after it that are not another member
+    (trailing garbage; zero padding is allowed, as gzip allows it) and a damaged
+    member are an InputError naming the problem (and ``path``); more than ``limit``
+    unpacked bytes is :class:`TooLarge`, found without unpacking more than that.
+    The one reader for run, qrels and other text files, on the command line and
+    on the leaderboard server alike.
+    """
     if not data.startswith(GZIP_MAGIC):
         return data
     try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, ValueError) as err:   # BadGzipFile is an OSError
-        raise InputError(f"not a readable gzip file ({err})", path=path) from None
+        with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as stream:
+            text = stream.read() if limit is None else stream.read(limit + 1)
+    except EOFError:
+        raise InputError("the gzip stream is cut short: it ends before its end-of-stream marker "
+                         "(an interrupted download or upload?)", path=path) from None
+    except gzip.BadGzipFile as err:
+        if str(err).startswith("Not a gzipped file"):    # the first member's header was gzip
+            raise InputError("bytes after the end of the gzip stream are not gzip (trailing "
+                             "garbage); recompress the file", path=path) from None
+        raise InputError(f"a damaged gzip stream ({err})", path=path) from None
+    except (zlib.error, OSError, ValueError) as err:
+        raise InputError(f"a damaged gzip stream ({err})", path=path) from None
+    if limit is not None and len(text) > limit:
+        raise TooLarge(f"unpacks to more than {limit} bytes", path=path)
+    return text
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The file's bytes, unpacked when it is gzip (:func:`unpack`); a damaged, cut or
+    padded-with-garbage gzip file is an InputError naming it."""
+    path = Path(path)
+    return unpack(path.read_bytes(), path=path)
 
 
 def read_lines(path: str | Path) -> list[str]:

@@ -11,9 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
-# Tests mirror the packages (tests/retrieval, tests/eval, tests/indexes, tests/cli); the
-# helpers beside this file (board_support) and tools/plain_eval.py, the independent
-# reference evaluator, are imported by name from any of them.
+# Tests mirror the packages (tests/retrieval, tests/eval, tests/indexes, tests/dsr); the
+# helpers beside this file (board_support), tools/plain_eval.py (the independent reference
+# evaluator) and tools/board_harness.py are imported by name from any of them.
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 

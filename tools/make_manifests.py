@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Write retrieval/collections/manifests/NAME.json: the git blob ids `dsr data fetch` verifies.
+"""Write the git blob ids and sizes of retrieval/collections/manifests/NAME.json: what
+`dsr data fetch` verifies each download against.
+
+The rest of a manifest (the repository, the pinned commit and the ``fetch`` section:
+which files to download, how, and other revisions) is written by hand and kept as it is.
 
 A git blob id is sha1(b"blob <size>\\0" + data): the id git itself gives a
 file, so a download can be checked against it without trusting the server.
@@ -19,7 +23,7 @@ against that record.
 
     python tools/make_manifests.py [--shared ../shared/data]
 
-Run it again only when a pinned commit in retrieval/collections/fetch.py changes.
+Run it again only when a manifest's pinned commit changes.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from retrieval.collections import sigir2022  # noqa: E402
-from retrieval.collections.fetch import PLANS, git_blob_file  # noqa: E402
+from retrieval.collections.fetch import git_blob_file, sources  # noqa: E402
 
 OUT = ROOT / "retrieval" / "collections" / "manifests"
 
@@ -53,7 +57,7 @@ def main() -> int:
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, plan in PLANS.items():
+    for name in sources():
         folder = args.shared / name
         if name == "cmu_dog":
             copies = {f"{sub}/{path.name}": path
@@ -73,16 +77,15 @@ def main() -> int:
                     key = f"datasets/{file_name}" if revision == "current" else \
                         f"{sigir2022.OLD_COMMIT}:datasets/{file_name}"
                     files[key] = blob
+        path = OUT / f"{name}.json"
         manifest = {
-            "name": name,
-            "repository": plan.repository,
-            "commit": plan.commit,
-            "about": "git blob ids (sha1 of b'blob <size>\\0' + data) of the files at the "
-                     "commit; written by tools/make_manifests.py",
+            **json.loads(path.read_text(encoding="utf-8")),   # name, repository, commit, fetch
+            "about": "fetch: what `dsr data fetch` downloads (by hand); git_blobs (sha1 of "
+                     "b'blob <size>\\0' + data) and sizes of the files at the commit: written "
+                     "by tools/make_manifests.py",
             "git_blobs": dict(sorted(files.items())),
             "sizes": dict(sorted(sizes.items())),
         }
-        path = OUT / f"{name}.json"
         path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"{path.relative_to(ROOT)}: {len(files)} files")
     return 0

@@ -43,6 +43,8 @@ import random
 import sys
 from pathlib import Path
 
+from retrieval.text import tokenize
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "retrieval" / "collections" / "data" / "sample.jsonl"
 
@@ -99,15 +101,17 @@ def _group(key: str) -> str:
 
 def build_records() -> list[dict]:
     """The benchmark-file records, in order; raises ValueError on inconsistent content."""
-    from rank_bm25 import BM25Okapi
+    dialogues = load_dialogues()
+    own = own_sentences(dialogues)
+    return [record(d, own) for d in dialogues]
 
-    from retrieval.text import tokenize
 
-    # one sentence per id across the whole collection, one id per sentence
+def own_sentences(dialogues: list[dict]) -> dict[str, list[dict]]:
+    """Each dialogue's own candidate sentences: one sentence per id across the whole collection,
+    one id per sentence."""
     by_id: dict[str, tuple[str, str]] = {}
     by_text: dict[str, str] = {}
     own: dict[str, list[dict]] = {}
-    dialogues = load_dialogues()
     for d in dialogues:
         own[d["key"]] = []
         for label, title, position, text in d["candidates"]:
@@ -117,49 +121,52 @@ def build_records() -> list[dict]:
             if by_text.setdefault(text, cid) != cid:
                 raise ValueError(f"{d['key']}: sentence {text!r} has two ids")
             own[d["key"]].append({"id": cid, "title": title, "body": text, "label": label})
+    return own
 
-    records = []
-    for d in dialogues:
-        key, group = d["key"], _group(d["key"])
-        cands = list(own[key])
-        if not 10 <= d["size"] <= 50 or d["size"] < len(cands):
-            raise ValueError(f"{key}: size {d['size']} outside 10..50 or below its own sentences")
-        pool = sorted((c for k, cs in own.items() if _group(k) != group for c in cs),
-                      key=lambda c: c["id"])
-        rng = random.Random(f"dsr-sample-{key}")
-        taken = {c["id"] for c in cands}
-        for c in rng.sample(pool, len(pool)):
-            if len(cands) == d["size"]:
-                break
-            if c["id"] not in taken:
-                taken.add(c["id"])
-                cands.append({**c, "label": 0})
 
-        users = d["users"]
+def record(d: dict, own: dict[str, list[dict]]) -> dict:
+    """One dialogue's record: its own sentences, topped up to its size with other groups'
+    sentences (seeded), scored by BM25 against the title and context and sorted."""
+    from rank_bm25 import BM25Okapi
 
-        def turn(role: str, body: str, score: int) -> dict:
-            author_id, author_name = users[role]
-            return {"author_id": author_id, "author_name": author_name, "body": body, "score": score}
+    key, group = d["key"], _group(d["key"])
+    cands = list(own[key])
+    if not 10 <= d["size"] <= 50 or d["size"] < len(cands):
+        raise ValueError(f"{key}: size {d['size']} outside 10..50 or below its own sentences")
+    pool = sorted((c for k, cs in own.items() if _group(k) != group for c in cs),
+                  key=lambda c: c["id"])
+    rng = random.Random(f"dsr-sample-{key}")
+    taken = {c["id"] for c in cands}
+    for c in rng.sample(pool, len(pool)):
+        if len(cands) == d["size"]:
+            break
+        if c["id"] not in taken:
+            taken.add(c["id"])
+            cands.append({**c, "label": 0})
+    users = d["users"]
 
-        context = [turn(*t) for t in d["context"]]
-        query = " ".join([d["title"], *(t["body"] for t in context)])
-        bm25 = BM25Okapi([tokenize(c["body"], stopwords=True, stem=True) for c in cands])
-        scores = bm25.get_scores(tokenize(query, stopwords=True, stem=True))
-        for c, s in zip(cands, scores):
-            c["score"] = round(float(s), 4)
-        cands.sort(key=lambda c: (-c["score"], c["id"]))
-        records.append({
-            "id": f"sample_{d['subreddit'].lower()}.{key}.0.{len(context)}",
-            "subreddit": d["subreddit"],
-            "title": d["title"],
-            "context": context,
-            "target": turn(*d["target"]),
-            "candidates": [{"id": c["id"], "title": c["title"], "body": c["body"],
-                            "score": c["score"], "label": c["label"]} for c in cands],
-            "subset": d["subset"],
-            "source": "sample",
-        })
-    return records
+    def turn(role: str, body: str, score: int) -> dict:
+        author_id, author_name = users[role]
+        return {"author_id": author_id, "author_name": author_name, "body": body, "score": score}
+
+    context = [turn(*t) for t in d["context"]]
+    query = " ".join([d["title"], *(t["body"] for t in context)])
+    bm25 = BM25Okapi([tokenize(c["body"], stopwords=True, stem=True) for c in cands])
+    scores = bm25.get_scores(tokenize(query, stopwords=True, stem=True))
+    for c, s in zip(cands, scores):
+        c["score"] = round(float(s), 4)
+    cands.sort(key=lambda c: (-c["score"], c["id"]))
+    return {
+        "id": f"sample_{d['subreddit'].lower()}.{key}.0.{len(context)}",
+        "subreddit": d["subreddit"],
+        "title": d["title"],
+        "context": context,
+        "target": turn(*d["target"]),
+        "candidates": [{"id": c["id"], "title": c["title"], "body": c["body"],
+                        "score": c["score"], "label": c["label"]} for c in cands],
+        "subset": d["subset"],
+        "source": "sample",
+    }
 
 
 def render(records: list[dict]) -> str:

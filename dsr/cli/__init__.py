@@ -1,41 +1,37 @@
 """``dsr``: the command line, in one package.
 
-:data:`COMMANDS` is the explicit table of command modules (the order is the
-order in ``--help``); each module's ``register(subparsers)`` adds its commands
-and holds only argument handling: what a command does lives in the domain
-packages (``retrieval``, ``indexes``, ``eval``) it calls. Heavy libraries
-(torch, faiss) are imported inside the commands, so ``dsr --help`` stays fast.
-Nothing outside this package imports it. Exit codes: 0 success, 2 bad input,
-1 internal error.
+:data:`dsr.cli.commands.COMMANDS` is the explicit table of commands, their modules and
+one-line help (the order is the order in ``--help``); each module's
+``register(subparsers)`` adds its commands and holds only argument handling: what a
+command does lives in the packages (``retrieval``, ``indexes``, ``eval``, and the
+application's ``dsr.training``, ``dsr.baselines``) it calls. Only the module of the
+command that runs is imported (``dsr --help`` imports none), and heavy libraries
+(torch, faiss) only when a command needs them. Nothing outside this package imports
+it. Exit codes: 0 success, 2 bad input, 1 internal error.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import traceback
 
+from dsr.cli.commands import COMMANDS
+from dsr.cli.flags import shown_as_flag
+from dsr.cli.help import add_defaults_and_examples
 from retrieval import __version__
-from dsr.cli import (agreement, board, corpus, data, evaluation, interchange, kfold, ranking,
-                           reproduce, training)
 from retrieval.errors import InputError
 
-#: command modules, in --help order
-COMMANDS = (
-    data,          # collections, data fetch/build, stats
-    ranking,       # run, rerank, fuse
-    evaluation,    # evaluate, validate
-    agreement,     # agreement (silver vs judged system rankings)
-    board,         # serve, submit, board (the leaderboard)
-    training,      # train
-    kfold,         # kfold (document-disjoint evaluation)
-    reproduce,     # reproduce
-    interchange,   # export, qrels
-    corpus,        # corpus build/index/search, pool (open retrieval)
-)
+#: ``build_parser(command=EVERY)``: every command module registered
+EVERY = None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
+    """The ``dsr`` parser. With ``command`` (the first word of a command line), only that
+    command's module is imported and registers its commands; the others are listed by name
+    and help from :data:`~dsr.cli.commands.COMMANDS`, so ``dsr --help`` (``command=""``)
+    imports no command module. By default every module registers (tests, documentation)."""
     parser = argparse.ArgumentParser(
         prog="dsr",
         description="Sentence retrieval in dialogue: build collections, rank, rerank, "
@@ -46,9 +42,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dsr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMANDS:
-        module.register(sub)
-    from dsr.cli.help import add_defaults_and_examples
+    wanted = ({module for module, _ in COMMANDS.values()} if command is EVERY else
+              {COMMANDS[command][0]} if command in COMMANDS else set())
+    registered = set()
+    for name, (module, summary) in COMMANDS.items():
+        if module not in wanted:
+            sub.add_parser(name, help=summary)   # listed; its module loads when it runs
+        elif module not in registered:
+            importlib.import_module(module).register(sub)   # all of the module's commands
+            registered.add(module)
     add_defaults_and_examples(parser)   # every --help: defaults and one example
     return parser
 
@@ -67,9 +69,9 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     """
     sub = _subparsers(parser)
     if sub is None:
-        return parser.parse_intermixed_args(argv)
+        return parser.parse_intermixed_args(argv, argparse.Namespace(command_parser=parser))
     if not argv or argv[0] not in sub.choices:
-        return parser.parse_args(argv)
+        return parser.parse_args(argv, argparse.Namespace(command_parser=parser))
     args = parse_arguments(sub.choices[argv[0]], argv[1:])
     if sub.dest is not argparse.SUPPRESS:
         setattr(args, sub.dest, argv[0])
@@ -77,15 +79,16 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parse_arguments(parser, list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else "")
+    args = parse_arguments(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
         code = args.func(args)
     except InputError as err:
-        print(f"dsr: error: {err}", file=sys.stderr)
+        print(f"dsr: error: {shown_as_flag(err, args.command_parser, args)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dsr: interrupted", file=sys.stderr)

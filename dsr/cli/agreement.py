@@ -7,13 +7,16 @@ import json
 import sys
 from pathlib import Path
 
+from dsr.cli.commands import summary
 from eval.agreement import agreement
+from retrieval.collections import load_collection
 from retrieval.errors import InputError
+from retrieval.run import Run
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "agreement", help="Kendall tau between system rankings by silver and by judged labels",
+        "agreement", help=summary("agreement"),
         description="Measure each RUN with the labels of SILVER and of JUDGED on the query points "
                     "both collections hold, and compare the two orderings of the runs with "
                     "Kendall's tau (scipy.stats.kendalltau).",
@@ -31,9 +34,6 @@ def register(subparsers) -> None:
 
 
 def cmd_agreement(args: argparse.Namespace) -> int:
-    from retrieval.collections import load_collection
-    from retrieval.run import Run
-
     silver = load_collection(args.silver, args.silver_source, args.silver_split)
     judged = load_collection(args.judged, args.judged_source, None)
     runs = {}

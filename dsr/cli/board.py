@@ -6,8 +6,18 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
-from retrieval.errors import InputError
+from dsr.cli.commands import summary
+from eval.board.client import published_for, submit
+from eval.measures import split_measure_list
+from eval.qrels import read_qrels
+from retrieval.atomic import atomic_write
+from retrieval.errors import InputError, require_extra
+
+#: what the board extra provides, by import name (serve needs all; the board commands the database part)
+SERVER_MODULES = ("fastapi", "uvicorn", "jinja2", "python_multipart", "sqlalchemy", "alembic")
+DATABASE_MODULES = ("sqlalchemy", "alembic")
 
 BOARD_EPILOG = """\
 The board lives in one database (--db; default SQLite at $DSR_HOME/board/board.sqlite) and
@@ -24,7 +34,7 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers) -> None:
     s = subparsers.add_parser(
-        "serve", help="start the leaderboard server (web pages and JSON API)",
+        "serve", help=summary("serve"),
         description="Serve the leaderboard: boards, run pages, a submission form and "
                     "/api/... (see docs/board.md).", epilog=BOARD_EPILOG)
     _db_options(s)
@@ -34,11 +44,56 @@ def register(subparsers) -> None:
                    help="largest run file accepted, unpacked (default 20)")
     s.add_argument("--rate-limit", type=float, default=30, metavar="N",
                    help="submissions per minute per team (default 30; 0 for no limit)")
-    s.set_defaults(func=serve_command)
+    s.set_defaults(func=cmd_serve)
 
+    _submit_parser(subparsers)
+
+    b = subparsers.add_parser("board", help=summary("board"),
+                              description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
+    sub = b.add_subparsers(dest="board_command", metavar="ACTION")
+
+    t = sub.add_parser("add-team", help="create a team and print its token (shown once)")
+    _db_options(t)
+    t.add_argument("name", metavar="NAME")
+    t.set_defaults(func=cmd_board_add_team)
+
+    _add_phase_parser(sub)
+
+    a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
+    _db_options(a)
+    a.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
+    a.add_argument("runs", nargs="+", metavar="RUN", help="run files or folders of *.run files")
+    a.add_argument("--phase", metavar="P")
+    a.add_argument("--default", action="store_true", help="make the first of these the board's baseline")
+    a.set_defaults(func=cmd_board_add_baseline)
+
+    r = sub.add_parser("rebuild", help="re-score every stored run from the run store and the labels")
+    _db_options(r)
+    r.set_defaults(func=cmd_board_rebuild)
+
+    e = sub.add_parser("export", help="the board as CSV, LaTeX or JSON")
+    _db_options(e)
+    e.add_argument("collection", metavar="COLLECTION")
+    e.add_argument("--phase", metavar="P")
+    e.add_argument("--format", choices=("csv", "latex", "json"), default="csv")
+    e.add_argument("--select", choices=("all", "best", "latest"), default="all",
+                   help="every run, or each team's best or latest (default all)")
+    e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
+    e.set_defaults(func=cmd_board_export)
+
+    ls = sub.add_parser("list", help="phases and teams")
+    _db_options(ls)
+    ls.set_defaults(func=cmd_board_list)
+    b.set_defaults(func=lambda args: b.print_help() or 2)
+
+
+def _submit_parser(subparsers) -> None:
+    """``dsr submit``'s options."""
     u = subparsers.add_parser(
-        "submit", help="submit a run file to a leaderboard server",
-        description="Upload a run (and RUN.json beside it) to a server started by dsr serve. "
+        "submit", help=summary("submit"),
+        description="Upload a run (and the published metadata of RUN.json beside it: printed first) to a "
+                    "server started by dsr serve; a try without an answer is sent again with its "
+                    "Idempotency-Key. "
                     "Exit 0 when accepted, 2 when refused (the validator's messages are printed).")
     u.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
     u.add_argument("run", metavar="RUN", help="TREC run file (.run or .run.gz)")
@@ -52,17 +107,11 @@ def register(subparsers) -> None:
     u.add_argument("--trained", action="store_true", help="the system was trained or tuned on this collection")
     u.add_argument("--sidecar", metavar="FILE", help="sidecar JSON (default: RUN.json when present)")
     u.add_argument("--json", action="store_true", help="print the server's answer as JSON")
-    u.set_defaults(func=submit_command)
+    u.set_defaults(func=cmd_submit)
 
-    b = subparsers.add_parser("board", help="organise a leaderboard: teams, phases, baselines, rebuild, export",
-                              description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
-    sub = b.add_subparsers(dest="board_command", metavar="ACTION")
 
-    t = sub.add_parser("add-team", help="create a team and print its token (shown once)")
-    _db_options(t)
-    t.add_argument("name", metavar="NAME")
-    t.set_defaults(func=add_team_command)
-
+def _add_phase_parser(sub) -> None:
+    """``dsr board add-phase``'s options."""
     p = sub.add_parser("add-phase", help="open a board: a collection and a phase (public or hidden labels)")
     _db_options(p)
     p.add_argument("collection", metavar="COLLECTION", help="a registered collection or a benchmark .jsonl path")
@@ -75,43 +124,25 @@ def register(subparsers) -> None:
     p.add_argument("--total-quota", type=int, metavar="N", help="accepted runs per team in all")
     p.add_argument("--description", default="", help="shown on the board")
     p.add_argument("--name", metavar="NAME", help="the collection's name on the board (default its own)")
-    p.set_defaults(func=add_phase_command)
-
-    a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
-    _db_options(a)
-    a.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
-    a.add_argument("runs", nargs="+", metavar="RUN", help="run files or folders of *.run files")
-    a.add_argument("--phase", metavar="P")
-    a.add_argument("--default", action="store_true", help="make the first of these the board's baseline")
-    a.set_defaults(func=add_baseline_command)
-
-    r = sub.add_parser("rebuild", help="re-score every stored run from the run store and the labels")
-    _db_options(r)
-    r.set_defaults(func=rebuild_command)
-
-    e = sub.add_parser("export", help="the board as CSV, LaTeX or JSON")
-    _db_options(e)
-    e.add_argument("collection", metavar="COLLECTION")
-    e.add_argument("--phase", metavar="P")
-    e.add_argument("--format", choices=("csv", "latex", "json"), default="csv")
-    e.add_argument("--select", choices=("all", "best", "latest"), default="all",
-                   help="every run, or each team's best or latest (default all)")
-    e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
-    e.set_defaults(func=export_command)
-
-    ls = sub.add_parser("list", help="phases and teams")
-    _db_options(ls)
-    ls.set_defaults(func=list_command)
-    b.set_defaults(func=lambda args: b.print_help() or 2)
+    p.add_argument("--strict", action="store_true",
+                   help="refuse runs whose scores tie as 32-bit floats (default: accept, count and say it)")
+    p.add_argument("--min-dialogues", type=int, metavar="N",
+                   help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
+                        "cover; smaller subsets are merged or withheld (default 20)")
+    p.set_defaults(func=cmd_board_add_phase)
 
 
 def _board(args, **extra):
+    for module in DATABASE_MODULES:
+        require_extra(module, "board")
     from eval.board.service import Board, BoardConfig
 
     return Board(BoardConfig(db=args.db, store=args.store, **extra))
 
 
-def serve_command(args) -> int:
+def cmd_serve(args) -> int:
+    for module in SERVER_MODULES:
+        require_extra(module, "board")
     import uvicorn
 
     from eval.board.app import create_app
@@ -126,15 +157,14 @@ def serve_command(args) -> int:
     return 0
 
 
-def submit_command(args) -> int:
-    from pathlib import Path
-
-    from eval.board.client import submit
-
+def cmd_submit(args) -> int:
     token = args.token or os.environ.get("DSR_TOKEN")
     if not token:
         raise InputError("give --token or set DSR_TOKEN", field="--token")
     system = args.system or Path(args.run).name.removesuffix(".gz").removesuffix(".run")
+    if not args.json:   # what the board will publish, before anything is sent
+        published = published_for(Path(args.run), args.sidecar)
+        print(f"published metadata: {json.dumps(published, sort_keys=True) if published else 'none'}")
     answer = submit(args.server, token, args.collection, args.run, phase=args.phase, system=system,
                     description=args.description, link=args.link, run_type=args.run_type,
                     trained=args.trained, sidecar=args.sidecar)
@@ -143,18 +173,26 @@ def submit_command(args) -> int:
         json.dump({"status": answer.status, **body}, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
     elif answer.status == 201:
-        means = body["means"]["all"]
-        shown = ", ".join(f"{m} {v:.4f}" for m, v in list(means.items())[:5] if v is not None)
-        print(f"accepted: run #{body['id']} {args.server.rstrip('/')}{body['url']}")
-        print(f"all dialogues: {shown}")
-        _print_quota(body.get("quota_before"), label="quota before")
-        _print_quota(body.get("quota"), label="quota now")
+        _print_accepted(args.server.rstrip("/"), body, answer.replayed)
     else:
         for problem in body.get("problems") or []:
             print(problem.get("text") or problem.get("message"), file=sys.stderr)
-        print(f"dsr: refused ({answer.status}): {body.get('error')}", file=sys.stderr)
+        first = f" (first: {args.server.rstrip('/')}{body['first']})" if body.get("first") else ""
+        print(f"dsr: refused ({answer.status}): {body.get('error')}{first}", file=sys.stderr)
         _print_quota(body.get("quota"), sys.stderr)
     return 0 if answer.status == 201 else 2
+
+
+def _print_accepted(server: str, body: dict, replayed: bool) -> None:
+    means = body["means"]["all"]
+    shown = ", ".join(f"{m} {v:.4f}" for m, v in list(means.items())[:5] if v is not None)
+    again = " (the answer to an earlier try of this submission)" if replayed else ""
+    print(f"accepted: run #{body['id']} {server}{body['url']}{again}")
+    print(f"all dialogues: {shown}")
+    if body.get("ties"):
+        print(f"ties: {body['ties']}")
+    _print_quota(body.get("quota_before"), label="quota before")
+    _print_quota(body.get("quota"), label="quota now")
 
 
 def _print_quota(quota, stream=None, label: str = "quota") -> None:
@@ -170,17 +208,14 @@ def _print_quota(quota, stream=None, label: str = "quota") -> None:
               file=stream or sys.stdout)
 
 
-def add_team_command(args) -> int:
+def cmd_board_add_team(args) -> int:
     token = _board(args).add_team(args.name)
     print(f"team {args.name!r} created; its token (shown once, only its hash is stored):", file=sys.stderr)
     print(token)
     return 0
 
 
-def add_phase_command(args) -> int:
-    from eval.measures import split_measure_list
-    from eval.qrels import read_qrels
-
+def cmd_board_add_phase(args) -> int:
     if args.qrels and not args.hidden:
         raise InputError("--qrels loads hidden labels: add --hidden", field="--qrels")
     labels = read_qrels(args.qrels) if args.qrels else None
@@ -188,13 +223,22 @@ def add_phase_command(args) -> int:
     phase = board.add_phase(args.collection, args.phase, hidden=args.hidden, labels=labels,
                             measures=split_measure_list(args.measures) if args.measures else None,
                             daily_quota=args.daily_quota, total_quota=args.total_quota,
-                            description=args.description, display=args.name)
+                            description=args.description, display=args.name, strict=args.strict,
+                            min_dialogues=args.min_dialogues)
     kind = "hidden labels" if phase.hidden else "public labels"
-    print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, {kind}")
+    ties = "runs with tied scores refused" if phase.strict else "tied scores counted and said"
+    print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, "
+          f"{kind}, {ties}")
+    data = board.phase_data(phase)
+    if phase.hidden:
+        print(f"published means: {', '.join(f'{s} ({len(i)} dialogues)' for s, i in data.subsets.items())}"
+              f" (each, and all minus each, covers at least {phase.min_dialogues} dialogues)")
+    for note in data.subset_notes:
+        print(f"  {note}")
     return 0
 
 
-def add_baseline_command(args) -> int:
+def cmd_board_add_baseline(args) -> int:
     from eval.board.admin import add_baselines
 
     board = _board(args)
@@ -204,7 +248,7 @@ def add_baseline_command(args) -> int:
     return 0
 
 
-def rebuild_command(args) -> int:
+def cmd_board_rebuild(args) -> int:
     from eval.board.admin import rebuild
 
     report = rebuild(_board(args))
@@ -217,9 +261,7 @@ def rebuild_command(args) -> int:
     return 0
 
 
-def export_command(args) -> int:
-    from retrieval.atomic import atomic_write
-
+def cmd_board_export(args) -> int:
     from eval.board.admin import export
 
     board = _board(args)
@@ -232,13 +274,13 @@ def export_command(args) -> int:
     return 0
 
 
-def list_command(args) -> int:
+def cmd_board_list(args) -> int:
+    board = _board(args)        # first: it says what to install when the board extra is missing
     from sqlalchemy import select
 
     from eval.board.db import read_session
     from eval.board.models import Team
 
-    board = _board(args)
     for p in board.phases():
         print(f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "
               f"quota {p.daily_quota}/day {p.total_quota} in all, {len(board.submissions(p))} run(s)")

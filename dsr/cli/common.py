@@ -10,7 +10,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from typing import Sequence
+
+from retrieval.atomic import check_output_path
+from retrieval.collections import load_collection
 from retrieval.errors import InputError
+from retrieval.params import TYPES, Param
 
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
@@ -38,16 +43,32 @@ def add_param_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
                         help=help_text)
 
 
-def collection_from_args(args: argparse.Namespace):
-    from retrieval.collections import load_collection
+def add_param_flags(parser, declared: Sequence[Param]) -> None:
+    """One flag per declared setting: ``--max-steps`` for ``max_steps``, typed by its kind,
+    with its default and help (a bool is a switch). The library checks the values (choices
+    and bounds), so a wrong one is exit 2 naming the flag, as from Python."""
+    for p in declared:
+        flag = "--" + p.name.replace("_", "-")
+        if p.kind == "bool":
+            parser.add_argument(flag, action="store_true", default=p.default, help=p.help)
+            continue
+        choices = "{" + ",".join(map(str, p.choices)) + "}" if p.choices else ""
+        shown = p.help + (f"; one of {choices}" if choices and p.metavar else "")
+        parser.add_argument(flag, type=TYPES[p.kind] if p.kind != "any" else str, default=p.default,
+                            metavar=p.metavar or choices or p.name.upper(), help=shown)
 
+
+def param_values(args: argparse.Namespace, declared: Sequence[Param]) -> dict:
+    """The values of :func:`add_param_flags`' flags, by setting name."""
+    return {p.name: getattr(args, p.name) for p in declared}
+
+
+def collection_from_args(args: argparse.Namespace):
     return load_collection(args.collection, getattr(args, "source", None), getattr(args, "split", None))
 
 
 def check_out(out: str | Path, what: str = "a run file name") -> None:
     """An --out that is a folder is bad input (the writers check the parent)."""
-    from retrieval.atomic import check_output_path
-
     if Path(out).is_dir():
         raise InputError(f"is a folder; --out takes {what}", path=out, field="--out")
     check_output_path(out, "--out")  # a parent that is a file: exit 2, before any work

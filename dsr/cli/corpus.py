@@ -12,7 +12,20 @@ import importlib.util
 import json
 import sys
 
+from dsr.cli.commands import summary
+from dsr.cli.common import add_collection_argument, collection_from_args
+from indexes.bm25 import PARAMS as BM25_PARAMS
+from indexes.corpus.bm25 import build_bm25
+from indexes.corpus.build import build_corpus
+from indexes.corpus.dense import IVFPQ, build_ivfpq, encode_corpus
+from indexes.corpus.distributed import Executor
+from indexes.corpus.store import Corpus
+from retrieval.data import write_benchmark
 from retrieval.errors import InputError
+from retrieval.open.pool import pool_collection
+from retrieval.open.search import CorpusSearcher
+from retrieval.params import parse_assignments
+from retrieval.queries import check_strategy
 
 
 def _add_execution(parser: argparse.ArgumentParser) -> None:
@@ -34,14 +47,18 @@ def _add_search(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    from dsr.cli.common import add_collection_argument
-
     corpus = subparsers.add_parser(
-        "corpus", help="a sentence corpus for open retrieval: build, index, search",
+        "corpus", help=summary("corpus"),
         description="Build a sentence corpus from documents (Parquet shards), index it (BM25 with global "
                     "statistics, dense vectors, FAISS IVF-PQ) and search it. See docs/scale.md.")
     sub = corpus.add_subparsers(dest="corpus_command", metavar="STEP")
+    _register_build(sub)
+    _register_index(sub)
+    _register_search(sub)
+    _register_pool(subparsers)
 
+
+def _register_build(sub) -> None:
     build = sub.add_parser("build", help="documents -> sentence shards with a manifest",
                            description="Split documents into sentences (pysbd; ids TITLE_DOC_SECTION_"
                                        "PASSAGE_SENTENCE, e.g. Roman_concrete_1_2_0_3) and write Parquet shards; resumes a killed "
@@ -59,6 +76,8 @@ def register(subparsers) -> None:
     _add_execution(build)
     build.set_defaults(func=cmd_build)
 
+
+def _register_index(sub) -> None:
     index = sub.add_parser("index", help="BM25 and/or dense indexes over the shards",
                            description="Index every shard (resumable): --bm25 (global df and avgdl), "
                                        "--dense (vectors; --index ivfpq adds an IVF-PQ index).")
@@ -70,11 +89,14 @@ def register(subparsers) -> None:
                        help="flat (vectors only, exact search) or ivfpq (also an IVF-PQ index)")
     index.add_argument("--batch-size", type=int, default=64, metavar="N", help="encoding batch size")
     index.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
-                       help="BM25: variant, k1, b, delta, stopwords, stem; IVF-PQ: nlist, m, nbits, "
-                            "train_size, seed (ivfpq.m=48 or bm25.k1=0.9 to be explicit)")
+                       help=f"BM25: {', '.join(p.name for p in BM25_PARAMS)}; IVF-PQ: "
+                            f"{', '.join(p.name for p in IVFPQ)} (ivfpq.m=48 or bm25.k1=0.9 to be "
+                            "explicit)")
     _add_execution(index)
     index.set_defaults(func=cmd_index)
 
+
+def _register_search(sub) -> None:
     search = sub.add_parser("search", help="top k sentences of the corpus for a query",
                             description="Search the corpus; prints rank, score, sentence id and text "
                                         "(--json: one JSON object per query).")
@@ -86,8 +108,10 @@ def register(subparsers) -> None:
     search.add_argument("--json", action="store_true", help="JSON Lines output")
     search.set_defaults(func=cmd_search)
 
+
+def _register_pool(subparsers) -> None:
     pool = subparsers.add_parser(
-        "pool", help="each dialogue's top sentences of a corpus, as a benchmark file to judge",
+        "pool", help=summary("pool"),
         description="For dialogues without candidates: search the corpus with each dialogue's query and "
                     "write the top --depth sentences as its candidates (labels 0, meta judged=false).")
     add_collection_argument(pool)
@@ -102,8 +126,6 @@ def register(subparsers) -> None:
 
 def _executor(args: argparse.Namespace):
     import os
-
-    from indexes.corpus.distributed import Executor
 
     workers = args.workers
     if workers is None:
@@ -121,9 +143,6 @@ def _report(stage: str, report) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from indexes.corpus.build import build_corpus
-    from indexes.corpus.store import Corpus
-
     executor = _executor(args)
     report = build_corpus(args.source, args.out, fmt=args.format, docs_per_shard=args.docs_per_shard,
                           min_chars=args.min_chars, executor=executor)
@@ -136,26 +155,23 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _split_params(items: list[str]) -> tuple[dict, dict]:
-    from indexes.corpus.bm25 import PARAMS
-    from indexes.corpus.dense import IVFPQ
-    from retrieval.params import parse_assignments
-
+    """``--param`` values for the BM25 index (:data:`indexes.bm25.PARAMS`) and the IVF-PQ index
+    (:data:`indexes.corpus.dense.IVFPQ`); ``bm25.`` or ``ivfpq.`` says which when needed."""
+    names = {"bm25": [p.name for p in BM25_PARAMS], "ivfpq": [p.name for p in IVFPQ]}
     bm25, ivfpq = {}, {}
     for name, value in parse_assignments(items, "--param").items():
         group, _, key = name.rpartition(".")
-        if group == "bm25" or (not group and key in PARAMS):
+        if group == "bm25" or (not group and key in names["bm25"]):
             bm25[key] = value
-        elif group == "ivfpq" or (not group and key in IVFPQ):
+        elif group == "ivfpq" or (not group and key in names["ivfpq"]):
             ivfpq[key] = value
         else:
-            raise InputError(f"unknown parameter {name!r}; BM25: {', '.join(PARAMS)}; IVF-PQ: "
-                             f"{', '.join(IVFPQ)}", field="--param")
+            raise InputError(f"unknown parameter {name!r}; BM25: {', '.join(names['bm25'])}; "
+                             f"IVF-PQ: {', '.join(names['ivfpq'])}", field="--param")
     return bm25, ivfpq
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from indexes.corpus.store import Corpus
-
     if not (args.bm25 or args.dense):
         raise InputError("say what to build: --bm25, --dense or both", field="--bm25")
     bm25_params, ivfpq_params = _split_params(args.param)
@@ -163,12 +179,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     executor = _executor(args)
     with executor:  # one Ray session for every stage
         if args.bm25:
-            from indexes.corpus.bm25 import build_bm25
-
             _report("bm25", build_bm25(corpus, bm25_params, executor))
         if args.dense:
-            from indexes.corpus.dense import build_ivfpq, encode_corpus
-
             _report("vectors", encode_corpus(corpus, args.model, args.batch_size, executor))
             if args.index == "ivfpq":
                 _report("ivfpq", build_ivfpq(corpus, args.model, ivfpq_params, executor))
@@ -177,8 +189,6 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _searcher(args: argparse.Namespace, folder: str):
-    from retrieval.open.search import CorpusSearcher
-
     return CorpusSearcher(folder, args.method, model=args.model, index=args.index, nprobe=args.nprobe,
                           refine=args.refine)
 
@@ -200,11 +210,6 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_pool(args: argparse.Namespace) -> int:
-    from dsr.cli.common import collection_from_args
-    from retrieval.data import write_benchmark
-    from retrieval.open.pool import pool_collection
-    from retrieval.queries import check_strategy
-
     check_strategy(args.query)
     if args.depth < 1:
         raise InputError(f"must be >= 1, got {args.depth}", field="--depth")

@@ -1,8 +1,6 @@
-"""``dsr collections``, ``dsr data fetch|build`` and ``dsr stats``.
-
-Heavy or network modules are imported inside the commands so that ``dsr --help``
-stays fast.
-"""
+"""``dsr collections``, ``dsr data fetch|build`` and ``dsr stats``: argument handling; the
+work is :mod:`retrieval.collections` (sources, builders, stats) and
+:mod:`retrieval.collections.fetch` (verified downloads)."""
 
 from __future__ import annotations
 
@@ -12,20 +10,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, check_out, collection_from_args
-from retrieval.params import parse_assignments
+from retrieval.collections import source_module
+from retrieval.collections.fetch import fetch
+from retrieval.collections.stats import collection_stats, collections_info
+from retrieval.data import write_benchmark
 from retrieval.errors import InputError
+from retrieval.params import parse_assignments
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "collections", help="list the registered sources: licence, cache folder, availability",
+        "collections", help=summary("collections"),
         description="List each registered source with its licence, where its raw files are "
                     "cached ($DSR_HOME/data/NAME) and whether they are there.")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_collections)
 
-    data = subparsers.add_parser("data", help="download (fetch) or convert (build) a source",
+    data = subparsers.add_parser("data", help=summary("data"),
                                  description="Download and verify a source's raw files, or "
                                              "convert them into a benchmark file.")
     actions = data.add_subparsers(dest="data_command", metavar="ACTION")
@@ -66,7 +69,7 @@ def register(subparsers) -> None:
     b.set_defaults(func=cmd_build)
 
     s = subparsers.add_parser(
-        "stats", help="counts per subset: dialogues, candidates, labels, context, lengths",
+        "stats", help=summary("stats"),
         description="Per subset and overall: dialogues; candidates, relevant candidates and "
                     "context turns per dialogue (mean/min/max); the label distribution; "
                     "lengths in tokens of context turns, targets and candidates.")
@@ -83,8 +86,6 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 # --- dsr collections --------------------------------------------------------
 
 def cmd_collections(args) -> int:
-    from retrieval.collections.stats import collections_info
-
     rows = collections_info()
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -109,8 +110,6 @@ def cmd_collections(args) -> int:
 # --- dsr data fetch / build -------------------------------------------------
 
 def cmd_fetch(args) -> int:
-    from retrieval.collections.fetch import fetch
-
     result = fetch(args.name, args.dest, base_url=args.base_url, revision=args.revision,
                    force=args.force, timeout=args.timeout)
     counts: dict[str, int] = {}
@@ -123,9 +122,6 @@ def cmd_fetch(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from retrieval.collections import source_module
-    from retrieval.data import write_benchmark
-
     params = parse_assignments(args.param, "--param")
     module = source_module(args.name)
     build = getattr(module, "build", None)
@@ -149,8 +145,6 @@ def cmd_build(args) -> int:
 # --- dsr stats --------------------------------------------------------------
 
 def cmd_stats(args) -> int:
-    from retrieval.collections.stats import collection_stats
-
     collection = collection_from_args(args)
     stats = collection_stats(collection)
     if args.json:

@@ -1,7 +1,7 @@
 """``dsr export`` and ``dsr qrels``: a collection in other tools' formats.
 
-Heavy imports (ir_datasets, the format writers) happen inside the commands so
-``dsr --help`` stays fast.
+The format writers (``eval.interchange.FORMATS``; ir_datasets' among them) are imported
+only when their format is asked for.
 """
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ import importlib
 import sys
 from pathlib import Path
 
+from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, check_out, collection_from_args
-from retrieval.errors import InputError
-
 from eval.interchange import FORMATS
+from eval.interchange.corpus import TestCollection
+from eval.interchange.folder import check_export_out, export_folder, write_manifest
+from eval.qrels import qrels_from_collection, write_qrels
+from retrieval.errors import InputError
 
 EXPORT_EPILOG = """\
 formats (each export also writes dsr_export.json: collection hash, query strategy, corpus-id rule, file sha256s):
@@ -27,7 +30,7 @@ See docs/interchange.md for loading each with its library.
 
 def register(subparsers) -> None:
     e = subparsers.add_parser(
-        "export", help="write a collection as TREC, BEIR, Hugging Face or ir_datasets files",
+        "export", help=summary("export"),
         description="Write a collection's queries, corpus, graded qrels and candidate lists in "
                     "the layout another IR tool loads. The folder is written whole or not at all.",
         epilog=EXPORT_EPILOG)
@@ -40,7 +43,7 @@ def register(subparsers) -> None:
     e.set_defaults(func=cmd_export)
 
     q = subparsers.add_parser(
-        "qrels", help="write a collection's graded qrels (TREC format)",
+        "qrels", help=summary("qrels"),
         description="Write the collection's labels as TREC qrels (qid 0 docid grade): every "
                     "candidate of every dialogue, graded labels kept, judged non-relevant "
                     "candidates with 0. FILE ending in .gz is gzip-compressed.")
@@ -50,9 +53,7 @@ def register(subparsers) -> None:
 
 
 def cmd_export(args) -> int:
-    from eval.interchange.corpus import TestCollection
-    from eval.interchange.folder import export_folder, write_manifest
-
+    check_export_out(args.out)  # before the work: a folder of other files is refused
     collection = collection_from_args(args)
     if not any(d.candidates for d in collection):
         raise InputError(f"collection {collection.name!r} has no candidates to export "
@@ -68,8 +69,6 @@ def cmd_export(args) -> int:
 
 
 def cmd_qrels(args) -> int:
-    from eval.qrels import qrels_from_collection, write_qrels
-
     out = Path(args.out)
     check_out(out, "a qrels file name")
     qrels = qrels_from_collection(collection_from_args(args))

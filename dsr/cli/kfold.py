@@ -1,22 +1,30 @@
 """``dsr kfold``: argument handling; the evaluation is :mod:`dsr.training.kfold`,
-the per-fold training is ``dsr train`` itself."""
+the per-fold training is :func:`dsr.training.recipe.train` (``dsr train``) itself."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument
-from retrieval.errors import InputError
 from dsr.training import kfold
-from dsr.training.kfold import kfold_evaluate, trained_for_fold
+from dsr.training.kfold import kfold_evaluate, out_files, trained_for_fold
+from dsr.training.recipe import train
+from dsr.training.settings import PARAMS
+from eval.tables import format_text
+from retrieval.atomic import check_replaceable
+from retrieval.collections import load_collection
+from retrieval.errors import InputError
+from retrieval.params import parse_assignments, resolve
+
+#: settings kfold sets for every fold itself
+PER_FOLD = ("base", "folds", "fold", "overwrite")
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "kfold", help="document-disjoint k-fold: train per fold, rank each fold's evaluation "
-                      "dialogues, pool, test against zero-shot",
+        "kfold", help=summary("kfold"),
         description=kfold.__doc__.split("\n\n")[1].replace("\n", " "),
         epilog="Example: dsr kfold cmu_dog --source ../shared/data/cmu_dog --split train "
                "--eval cmu_dog_judged --eval-source ../shared/data/judged --folds 3 "
@@ -35,45 +43,43 @@ def register(subparsers) -> None:
                    "every document (e.g. dsr:NAME from a plain `dsr train`)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the runs (the report goes to DIR/report)")
     p.add_argument("--measures", nargs="+", default=["nDCG@5", "RR", "nDCG@10"], metavar="M")
-    p.add_argument("--train-arg", action="append", default=[], metavar="ARG",
-                   help="extra `dsr train` argument, repeatable (e.g. --train-arg=--max-steps=60)")
+    p.add_argument("--train-param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
+                   help="a `dsr train` setting for every fold, repeatable (e.g. --train-param "
+                        "max_steps=60 lr=1e-4; names as in `dsr train --help`, with _)")
     p.set_defaults(func=cmd_kfold)
 
 
 def cmd_kfold(args: argparse.Namespace) -> int:
-    from eval.report import write_report
-    from eval.tables import format_text
-    from retrieval.collections import load_collection
-
+    settings = train_settings(args.train_param)
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
-    out = Path(args.out)
+    out = check_replaceable(args.out, out_files(), field="--out")  # before any training
     models = []
     for i in range(args.folds):
         name = f"{args.name}-fold{i}"
         if not trained_for_fold(name, args.folds, i):
-            _train_fold(args, name, i)
+            print(f"dsr kfold: training fold {i} of {args.folds} as dsr:{name}", file=sys.stderr)
+            train(args.collection, name, source=args.source, split=args.split, base=args.base,
+                  folds=args.folds, fold=i, overwrite=True, **settings)
         models.append(f"dsr:{name}")
     results = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
-                             measures=args.measures)
-    write_report(results, out / "report", command=["dsr", *sys.argv[1:]])
+                             measures=args.measures, command=["dsr", *sys.argv[1:]])
     print(format_text(results))
     print(f"\nruns: {out}/, report: {out / 'report'}/")
     return 0
 
 
-def _train_fold(args: argparse.Namespace, name: str, i: int) -> None:
-    from dsr.cli.training import register
-
-    argv = ["train", args.collection, "--name", name, "--base", args.base, "--folds",
-            str(args.folds), "--fold", str(i), "--overwrite", *args.train_arg]
-    if args.source:
-        argv += ["--source", args.source]
-    if args.split:
-        argv += ["--split", args.split]
-    print(f"dsr kfold: training fold {i}: dsr {' '.join(argv)}", file=sys.stderr)
-    parser = argparse.ArgumentParser(prog="dsr")
-    register(parser.add_subparsers())
-    train_args = parser.parse_args(argv)
-    code = train_args.func(train_args)
-    if code != 0:
-        raise InputError(f"training fold {i} failed (exit {code})", field="--train-arg")
+def train_settings(items: list[str]) -> dict:
+    """``--train-param`` as training settings: names of ``dsr train``'s settings, less those
+    kfold sets per fold (checked before the first fold trains)."""
+    settings = parse_assignments(items, "--train-param")
+    known = {p.name for p in PARAMS} - set(PER_FOLD)
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise InputError(f"not a `dsr train` setting kfold passes on: {', '.join(unknown)}; "
+                         f"known: {', '.join(sorted(known))} ({', '.join(PER_FOLD)} are set per "
+                         "fold)", field="--train-param")
+    try:
+        resolve(settings, PARAMS, "dsr train")
+    except InputError as err:
+        raise InputError(err.message, field="--train-param") from None
+    return settings

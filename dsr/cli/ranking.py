@@ -35,18 +35,23 @@ import shlex
 import sys
 from pathlib import Path
 
+from dsr.cli.commands import summary
 from dsr.cli.common import (add_allow_mismatch_argument, add_collection_argument, add_param_argument,
                                   check_out, collection_from_args)
+from retrieval.collections import load_collection
+from retrieval.errors import InputError
+from retrieval.fusion import check_params as check_fusion_params, fuse, method_params
 from retrieval.models import model_records
 from retrieval.params import parse_assignments
 from retrieval.provenance import input_record, run_sidecar
+from retrieval.rankers import make_ranker, ranker_class, RANKERS
+from retrieval.rerankers import make_reranker, reranker_class, RERANKERS
 from retrieval.run import check_run, check_same_collection, load_run, write_run
-from retrieval.errors import InputError
 
 
 def register(subparsers) -> None:
     run = subparsers.add_parser(
-        "run", help="rank every dialogue's candidates with a ranker", add_help=False,
+        "run", help=summary("run"), add_help=False,
         description="Rank each dialogue's candidates with a ranker and write a TREC run "
                     "and its JSON sidecar (configuration, collection hash, versions).")
     _add_stage_help(run, "ranker")
@@ -63,7 +68,7 @@ def register(subparsers) -> None:
     run.set_defaults(func=cmd_run)
 
     rerank = subparsers.add_parser(
-        "rerank", help="rescore a run's top k with a cross-encoder or bi-encoder", add_help=False,
+        "rerank", help=summary("rerank"), add_help=False,
         description="Rescore each topic's top K of a run with a model; the rest of the run "
                     "stays below in its original order.")
     _add_stage_help(rerank, "reranker")
@@ -85,7 +90,7 @@ def register(subparsers) -> None:
     rerank.set_defaults(func=cmd_rerank)
 
     fuse = subparsers.add_parser(
-        "fuse", help="fuse runs (rrf, combsum, combmnz, interp)",
+        "fuse", help=summary("fuse"),
         description="Fuse two or more runs of the same collection. Ties in the fused scores "
                     "are broken by initial rank when --collection is given, else by sentence id.")
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")
@@ -104,8 +109,6 @@ def register(subparsers) -> None:
 # --- commands ------------------------------------------------------------------
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from retrieval.rankers import make_ranker
-
     check_out(args.out)
     params = parse_assignments(args.param, "--param")
     if args.query is not None:
@@ -125,8 +128,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_rerank(args: argparse.Namespace) -> int:
-    from retrieval.rerankers import RERANKERS, make_reranker
-
     check_out(args.out)
     if args.reranker not in RERANKERS:
         raise InputError(f"unknown reranker {args.reranker!r}; choose from {', '.join(RERANKERS)}",
@@ -165,25 +166,15 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
-    import inspect
-
-    from retrieval.fusion import FUSERS, fuse
-
     check_out(args.out)
     if len(args.runs) < 2:
         raise InputError(f"fuse needs at least two runs, got {len(args.runs)}", field="RUN")
     params = parse_assignments(args.param, "--param")
-    function, takes = FUSERS[args.method]
-    unknown = sorted(set(params) - set(takes))
-    if unknown:
-        raise InputError(f"--method {args.method} takes {', '.join(takes)}, not "
-                         f"{', '.join(unknown)}", field="--param")
+    check_fusion_params(args.method, params)   # before the runs are read
     runs = [load_run(path) for path in args.runs]
 
     collection = None
     if args.collection:
-        from retrieval.collections import load_collection
-
         collection = load_collection(args.collection)
         for path, run in zip(args.runs, runs):
             check_run(run, path, collection, allow_mismatch=args.allow_collection_mismatch)
@@ -193,13 +184,11 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         raise InputError("the runs have no topic in common: are they runs of the same collection?",
                          path=args.runs[-1], field="qid")
 
-    order = {d.id: collection.candidate_ids(d.id) for d in collection} if collection else None
-    defaults = {name: p.default for name, p in inspect.signature(function).parameters.items()
-                if name in takes}
+    order = collection.initial_order() if collection else None
     fused = fuse(runs, args.method, initial_order=order, **params)
     described = collection.describe() if collection else next(
         (r.config["collection"] for r in runs if isinstance(r.config.get("collection"), dict)), None)
-    fusion = {"fusion": args.method, "params": {**defaults, **params},
+    fusion = {"fusion": args.method, "params": {**method_params(args.method), **params},
               "ties": "initial rank, then id" if collection else "id"}
     fused.config = run_sidecar("fuse", _command_line("fuse", args), fusion, collection=described,
                             inputs=[input_record(p, r) for p, r in zip(args.runs, runs)])
@@ -238,9 +227,6 @@ class _StageHelp(argparse.Action):
         self.kind = kind
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from retrieval.rankers import RANKERS, ranker_class
-        from retrieval.rerankers import RERANKERS, reranker_class
-
         registry, lookup = (RANKERS, ranker_class) if self.kind == "ranker" else (RERANKERS, reranker_class)
         chosen = getattr(namespace, self.kind, None)
         parser.print_help()

@@ -1,22 +1,22 @@
-"""``dsr reproduce``: argument handling; the suite is :mod:`dsr.reproduce`."""
+"""``dsr reproduce``: argument handling; the suite is :func:`dsr.baselines.reproduce`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import time
-from pathlib import Path
 
+from dsr.baselines import (DEFAULT_CROSS_ENCODER, DEFAULT_DENSE, DEFAULT_TRAINED_DENSE, FAST_BACKEND,
+                           StageTimer, reproduce, skip_reason, trained_default)
+from dsr.cli.commands import summary
 from dsr.cli.evaluation import add_report_arguments
-from retrieval.errors import InputError
+from eval import tables
 from indexes.backends import BACKENDS
-from dsr.reproduce import DEFAULT_CROSS_ENCODER, DEFAULT_TRAINED_DENSE, FAST_BACKEND, StageTimer, reproduce, skip_reason, trained_default
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "reproduce", help="the whole baseline table, end to end",
+        "reproduce", help=summary("reproduce"),
         description="Load a collection, build or reuse its indexes, run the baseline suite "
                     "(random, initial, BM25 and dense with each query strategy, RRF, a "
                     "cross-encoder when one is available), tune each on val per split, "
@@ -42,8 +42,8 @@ def register(subparsers) -> None:
     p.add_argument("--measures", nargs="+", metavar="M", help="measures (default: the evaluator's set)")
     p.add_argument("--queries", nargs="+", metavar="Q",
                    help="query strategies to run (default: all of them)")
-    p.add_argument("--dense-model", default="all-MiniLM-L6-v2", metavar="MODEL",
-                   help="bi-encoder for the dense rows (default all-MiniLM-L6-v2)")
+    p.add_argument("--dense-model", default=DEFAULT_DENSE, metavar="MODEL",
+                   help=f"bi-encoder for the dense rows (default {DEFAULT_DENSE})")
     p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
     p.add_argument("--trained-dense", metavar="MODEL",
                    help=f"bi-encoder trained by `dsr train` for the `trained bi-encoder` row "
@@ -68,46 +68,23 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_reproduce)
 
 
-def default_collection(args: argparse.Namespace):
-    """sigir2022 when its files are present, else an error that says what to do."""
-    from retrieval.collections import load_collection
-
-    try:
-        return load_collection("sigir2022", args.source, args.split)
-    except InputError as err:
-        raise InputError(
-            "no COLLECTION given and the SIGIR 2022 files are not available "
-            f"({err}). Fetch them with `dsr data fetch sigir2022`, pass them with "
-            "`dsr reproduce sigir2022 --source DIR`, or run the bundled example: "
-            "`dsr reproduce sample`") from None
-
-
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from retrieval.collections import load_collection
-    from retrieval.provenance import slug
-
-    timer = StageTimer()
-    started = time.perf_counter()
-    with timer("load", args.collection or "sigir2022 (default)"):
-        collection = (load_collection(args.collection, args.source, args.split)
-                      if args.collection else default_collection(args))
-    out = Path(args.out or Path("out") / slug(collection.name, 'run'))
     cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or trained_default())
     trained_dense = (None if args.no_dense or args.trained_dense == "none"
                      else args.trained_dense or trained_default(DEFAULT_TRAINED_DENSE))
     result = reproduce(
-        collection, out, splits_file=args.splits, n_splits=args.n_splits, seed=args.seed,
-        target=args.target, measures=args.measures, strategies=args.queries,
-        dense_model=None if args.no_dense else args.dense_model, cross_encoder=cross_encoder,
-        ce_query=args.ce_query, test=args.test, timer=timer, trained_dense=trained_dense,
-        backend=args.backend or (FAST_BACKEND if args.fast else "torch"),
-        skipped_reason=skip_reason(args.no_cross_encoder), command=["dsr", *sys.argv[1:]], started=started,
-        evaluation={"correction": args.correction, "family": args.family, "ci": args.ci,
-                    "all_pairs": args.all_pairs})
-    from eval import tables
+        args.collection, args.out, source=args.source, split=args.split, splits_file=args.splits,
+        n_splits=args.n_splits, seed=args.seed, target=args.target, measures=args.measures,
+        strategies=args.queries, dense_model=None if args.no_dense else args.dense_model,
+        trained_dense=trained_dense, cross_encoder=cross_encoder, ce_query=args.ce_query,
+        backend=args.backend or (FAST_BACKEND if args.fast else "torch"), test=args.test,
+        correction=args.correction, family=args.family, ci=args.ci, all_pairs=args.all_pairs,
+        timer=StageTimer(), command=["dsr", *sys.argv[1:]],
+        skipped_reason=skip_reason(args.no_cross_encoder))
     if args.json:
         print(json.dumps(result["report"], indent=2, sort_keys=True, ensure_ascii=False))
     else:
         print(tables.render(result["results"], args.format))
-        print(f"\nreport, runs and manifest: {out}/ (total {result['manifest']['wall_time_s']['total']:.1f} s)")
+        print(f"\nreport, runs and manifest: {result['out']}/ "
+              f"(total {result['manifest']['wall_time_s']['total']:.1f} s)")
     return 0

@@ -1,5 +1,5 @@
-"""``dsr train``: argument handling; the recipes are :mod:`dsr.training.recipe`
-(cross-encoder) and :mod:`dsr.training.biencoder` (bi-encoder, the default)."""
+"""``dsr train``: argument handling. The flags are the settings declared in
+:mod:`dsr.training.settings`; the training is :func:`dsr.training.recipe.train`."""
 
 from __future__ import annotations
 
@@ -9,15 +9,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dsr.cli.common import add_collection_argument, collection_from_args
-from retrieval.errors import InputError
-from retrieval.data import CONTEXT_FORM, TEXT_FORMS
-from dsr.training.recipe import DEFAULT_BASE, DEFAULT_MODEL_TYPE, DEFAULTS, MODEL_TYPES
+from dsr.cli.commands import summary
+from dsr.cli.common import add_collection_argument, add_param_flags, param_values
+from dsr.training.card import text_params
+from dsr.training.recipe import train
+from dsr.training.settings import GROUPS, PARAMS
+from retrieval.home import models_dir
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "train", help="fine-tune a bi-encoder or cross-encoder on a collection's labels",
+        "train", help=summary("train"),
         description="Fine-tune a bi-encoder (default: MultipleNegativesRankingLoss, in-batch and "
                     "pool negatives; use it with `dsr run --ranker dense --param model=dsr:NAME`) "
                     "or a cross-encoder (--model-type cross-encoder; `dsr rerank --model dsr:NAME`) "
@@ -27,108 +29,24 @@ def register(subparsers) -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_collection_argument(p)
     p.add_argument("--name", required=True, help="model name: saved as $DSR_HOME/models/NAME")
-    p.add_argument("--base", default=DEFAULT_BASE,
-                   help="starting checkpoint: a short name, a local folder or dsr:NAME "
-                        "(a BERT-style encoder; its classification head starts untrained)")
-    p.add_argument("--model-type", choices=MODEL_TYPES, default=DEFAULT_MODEL_TYPE,
-                   help="bi-encoder (MultipleNegativesRankingLoss) or cross-encoder (BCE)")
-    p.add_argument("--query", default=None, metavar="STRATEGY",
-                   help="query strategy (last, last2, all, title+all, weighted, title+recent; "
-                        "default: title+recent for a bi-encoder, weighted for a cross-encoder)")
-    p.add_argument("--text", choices=TEXT_FORMS, default="body",
-                   help="bi-encoder: what a candidate's text is in training (the card records it; "
-                        "rank with the same --param text=...)")
-    p.add_argument("--context", type=int, default=None, metavar="N",
-                   help="with --text 'title: previous [SEP] body [SEP] next': neighbouring "
-                        "sentences on each side (default 1; the card records it)")
-    p.add_argument("--documents", metavar="DIR",
-                   help="with the context text form: the documents' folder (CMU_DoG: its folder "
-                        "with WikiData/; default: the collection's source)")
-    g = p.add_argument_group("data")
-    g.add_argument("--subset", metavar="NAME", help="train only on dialogues of this subset")
-    g.add_argument("--val-of-split", type=int, metavar="K",
-                   help="train on the val half of official split K (collections with a split "
-                        "file, e.g. sigir2022: the supervised setting)")
-    g.add_argument("--neg-per-pos", type=float, default=DEFAULTS["neg_per_pos"], metavar="R",
-                   help="in-list negatives per positive (sampled; -1 keeps all)")
-    g.add_argument("--random-negatives", type=int, default=DEFAULTS["random_negatives"], metavar="N",
-                   help="random sentences from other dialogues added as negatives, per dialogue")
-    g.add_argument("--targets", choices=("binary", "graded"), default=DEFAULTS["targets"],
-                   help="binary: label > 0 -> 1; graded: label / highest label")
-    g.add_argument("--exclude-docs", metavar="DOC[,DOC...]",
-                   help="leave these documents (meta.document, e.g. CMU_DoG films) out of training: "
-                        "their dialogues and their sentences in every pool")
-    g.add_argument("--folds", type=int, metavar="K",
-                   help="document folds (with --fold): train without fold I's documents")
-    g.add_argument("--fold", type=int, metavar="I", help="the fold left out (0..K-1)")
-    g.add_argument("--holdout", type=float, default=DEFAULTS["holdout"], metavar="FRACTION",
-                   help="fraction of dialogues (whole conversations) kept out for the card's metrics")
-    g.add_argument("--holdout-max", type=int, default=DEFAULTS["holdout_max"], metavar="N",
-                   help="at most this many held-out dialogues (scoring them takes time on CPU)")
-    o = p.add_argument_group("optimisation")
-    o.add_argument("--seed", type=int, default=DEFAULTS["seed"])
-    o.add_argument("--epochs", type=float, default=DEFAULTS["epochs"])
-    o.add_argument("--batch-size", type=int, default=None,
-                   help="examples per step (default: 32 bi-encoder, 16 cross-encoder)")
-    o.add_argument("--max-length", type=int, default=None, metavar="L",
-                   help="word pieces of query + sentence (cross-encoder, default 128) or of one "
-                        "text (bi-encoder, default: the base model's max sequence length)")
-    o.add_argument("--lr", type=float, default=DEFAULTS["lr"], help="peak learning rate")
-    o.add_argument("--warmup", type=float, default=DEFAULTS["warmup"], metavar="W",
-                   help="linear warm-up: a fraction of the steps when < 1, else steps")
-    o.add_argument("--max-steps", type=int, default=None, metavar="N",
-                   help="stop after N optimiser steps (-1: run all epochs; default 120 bi-encoder, "
-                        "400 cross-encoder)")
-    o.add_argument("--save-steps", type=int, default=None, metavar="N",
-                   help="checkpoint every N steps (the last two are kept until the end)")
-    o.add_argument("--resume", action="store_true",
-                   help="continue from the newest checkpoint of an interrupted run of NAME")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing model NAME")
+    for title, declared in GROUPS.items():
+        add_param_flags(p.add_argument_group(title), declared)
     p.add_argument("--json", action="store_true", help="print the model card as JSON")
     p.set_defaults(func=cmd_train)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from retrieval.home import models_dir
-    from retrieval.queries import check_strategy
-
-    from dsr.training.recipe import (apply_recipe, check_settings, refuse_judged, resolve_base,
-                                           train)
-
-    apply_recipe(args)
-    check_settings(args)
-    check_strategy(args.query)
-    if args.model_type != "bi-encoder" and args.text != "body":
-        raise InputError("--text applies to bi-encoder training only (the cross-encoder recipe "
-                         "reads candidate bodies)", field="--text")
-    if args.context is not None and args.text != CONTEXT_FORM:
-        raise InputError(f"--context applies to --text {CONTEXT_FORM!r} only", field="--context")
-    if args.context is not None and args.context < 1:
-        raise InputError(f"--context must be >= 1, got {args.context}", field="--context")
-    final = models_dir() / args.name
-    if final.exists() and not args.overwrite:
-        raise InputError(f"model {args.name!r} already exists at {final}; pass --overwrite "
-                         "to replace it or choose another --name", field="--name")
-    base = resolve_base(args.base)
-    collection = collection_from_args(args)
-    refuse_judged(collection, args.collection)
-    if args.model_type == "bi-encoder":
-        from dsr.training.biencoder import train_bi_encoder
-
-        result = train_bi_encoder(collection, args, base, final)
-    else:
-        result = train(collection, args, base, final)
+    card = train(args.collection, args.name, source=args.source, split=args.split,
+                 **param_values(args, PARAMS))
     if args.json:
-        json.dump(result, sys.stdout, indent=2, sort_keys=True)
+        json.dump(card, sys.stdout, indent=2, sort_keys=True)
         print()
     else:
-        print_summary(result, final)
+        print_summary(card, models_dir() / args.name)
     return 0
 
 
 def print_summary(card: dict[str, Any], final: Path) -> None:
-    from dsr.training.card import text_params
-
     t = card["training"]
     d = card["training_data"]
     print(f"model: {final}")

@@ -19,13 +19,29 @@ from __future__ import annotations
 
 import logging
 import random
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from retrieval.data import Candidate, Dialogue
+import datasets
+import torch
+from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
+                                   SentenceTransformerTrainingArguments)
+from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+from transformers import set_seed
+
+from dsr.training import heldout as held_out
+from dsr.training.finetune import fit_settings, run_trainer, training_arguments
+from dsr.training.steps import (Job, base_entry, card_head, data_entry, finish, start_work,
+                               training_dialogues)
+from dsr.training.settings import TrainSettings
+from retrieval.collections.documents import DEFAULT_WINDOW, candidate_renderer
+from retrieval.data import CONTEXT_FORM, Candidate, Dialogue, candidate_text
 from retrieval.errors import InputError
-from retrieval.rankers.dense import candidate_text
+from retrieval.queries import model_query_budget, query_text
 
 LOSS = "MultipleNegativesRankingLoss"
 
@@ -78,25 +94,16 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
 
 def load_bi_encoder(path: str | Path, seed: int, max_seq_length: int | None = None):
     """A SentenceTransformer from a local folder (a bare BERT gets mean pooling)."""
-    from sentence_transformers import SentenceTransformer
-    from transformers import set_seed
-
     set_seed(seed)
     try:
-        model = SentenceTransformer(str(path), device="cpu" if not _cuda() else None,
+        model = SentenceTransformer(str(path), device=None if torch.cuda.is_available() else "cpu",
                                     local_files_only=True)
     except (OSError, ValueError) as err:
         raise InputError(f"cannot load a bi-encoder from {path}: {err}", path=path,
-                         field="--base") from None
+                         field="base") from None
     if max_seq_length:
         model.max_seq_length = max_seq_length
     return model
-
-
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
 
 
 def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir: Path,
@@ -106,12 +113,6 @@ def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir:
     ``settings`` is a :class:`dsr.training.finetune.FitSettings`;
     checkpoints go to ``work_dir/checkpoints`` as for the cross-encoder.
     """
-    import datasets
-    from sentence_transformers import SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
-    from sentence_transformers.sentence_transformer.training_args import BatchSamplers
-    from dsr.training.finetune import run_trainer, training_arguments
-
     datasets.disable_progress_bars()
     logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
     dataset = datasets.Dataset.from_dict({"anchor": [t.query for t in triplets],
@@ -137,121 +138,61 @@ def cosine_scorer(model, batch_size: int = 64) -> Callable[[list[tuple[str, str]
     return score
 
 
-def training_renderer(collection, args, base) -> Callable[[Candidate], str]:
-    """Candidate -> text in ``args.text``; the context form with ``args.context`` neighbours
-    from ``args.documents``, fitted to the base model's length as `dsr run` fits it."""
-    from retrieval.collections.documents import DEFAULT_WINDOW, candidate_renderer
-
-    return candidate_renderer(collection, getattr(args, "text", "body"),
-                              documents=getattr(args, "documents", None),
-                              window=getattr(args, "context", None) or DEFAULT_WINDOW,
-                              model_path=base.path, max_length=args.max_length)
+def training_renderer(collection, settings: TrainSettings, job: Job) -> Callable[[Candidate], str]:
+    """Candidate -> text in ``settings.text``; the context form with ``settings.context``
+    neighbours from ``settings.documents``, fitted to the base model's length as `dsr run`
+    fits it."""
+    return candidate_renderer(collection, settings.text, documents=settings.documents,
+                              window=settings.context or DEFAULT_WINDOW, model_path=job.base.path,
+                              max_length=settings.max_length)
 
 
-def context_card(args) -> dict[str, Any]:
-    """The card's ``context`` (neighbours each side) for the context text form, else nothing."""
-    from retrieval.collections.documents import DEFAULT_WINDOW
-    from retrieval.data import CONTEXT_FORM
-
-    if getattr(args, "text", "body") != CONTEXT_FORM:
-        return {}
-    return {"context": getattr(args, "context", None) or DEFAULT_WINDOW}
-
-
-def train_bi_encoder(collection, args, base, final: Path) -> dict[str, Any]:
-    """``dsr train --model-type bi-encoder``: select, exclude documents, make triplets,
-    fine-tune, measure held-out dialogues, write the card, move into place; returns the card."""
-    import shutil
-    import sys
-    import time
-
-    from retrieval.queries import model_query_budget, query_text
-    from dsr.training.recipe import _move_into_place, fit_settings, start_work, training_dialogues
-    from dsr.training.finetune import FitSettings
-
+def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str, Any]:
+    """The bi-encoder recipe of :func:`dsr.training.recipe.train`: select, exclude documents,
+    make triplets, fine-tune, measure held-out dialogues, write the card, move into place;
+    returns the card."""
     started = time.monotonic()
-    train_part, heldout, selection, excluded = training_dialogues(collection, args)
+    train_part, heldout, selection, excluded = training_dialogues(collection, settings)
     source = str(collection.meta.get("path") or collection.name)
     # The query text is fitted to the model's sequence length, as `dsr run --ranker dense` fits it.
-    budget, count = model_query_budget(base.path, args.max_length)
+    budget, count = model_query_budget(job.base.path, settings.max_length)
 
     def query(d):
-        return query_text(d, args.query, budget=budget, count=count)
+        return query_text(d, settings.query, budget=budget, count=count)
 
-    render = training_renderer(collection, args, base)
-    triplets, counts = make_triplets(train_part, query, seed=args.seed, source=source, text=render)
+    render = training_renderer(collection, settings, job)
+    triplets, counts = make_triplets(train_part, query, seed=settings.seed, source=source,
+                                     text=render)
     print(f"dsr train: {len(train_part)} training dialogues -> {len(triplets)} triplets "
           f"(query, positive, pool negative); {len(heldout)} held out"
           + (f"; {len(excluded)} documents excluded" if excluded else ""), file=sys.stderr)
 
-    settings = fit_settings(args, FitSettings)
-    work, model = start_work(final, args.resume,
-                             lambda: load_bi_encoder(base.path, args.seed, args.max_length))
-    figures = fine_tune_bi_encoder(model, triplets, settings, work, resume=args.resume)
+    fit = fit_settings(settings)
+    work, model = start_work(job.final, settings.resume,
+                             lambda: load_bi_encoder(job.base.path, settings.seed, settings.max_length))
+    figures = fine_tune_bi_encoder(model, triplets, fit, work, resume=settings.resume)
     train_seconds = time.monotonic() - started
-
-    held = None
-    if heldout:
-        from dsr.training.heldout import evaluate_heldout
-
-        held = evaluate_heldout(cosine_scorer(model), heldout, query, args.name, render)
-    out = work / "model"
-    if out.exists():
-        shutil.rmtree(out)
-    model.save(str(out))
-    card = bi_encoder_card(args, collection, selection, excluded, base, counts, train_part,
-                           heldout, settings, model, figures, held, train_seconds,
-                           time.monotonic() - started)
-    from dsr.training.card import write_card
-
-    write_card(out, card)
-    _move_into_place(out, final)
-    shutil.rmtree(work, ignore_errors=True)
-    return card
-
-
-def bi_encoder_card(args, collection, selection, excluded, base, counts, train_part, heldout,
-                    settings, model, figures, held, train_seconds, wall_seconds) -> dict[str, Any]:
-    """The model card (``dsr_model.json``) of a trained bi-encoder; the same layout as the
-    cross-encoder's, so ``dsr.training.card`` renders both."""
-    import sys
-    from datetime import datetime, timezone
-
-    from retrieval.provenance import TRACKED_PACKAGES, machine, package_versions
-
-    params = {**settings.as_dict(), "max_length": model.max_seq_length, "loss": LOSS,
-              "negatives": "in-batch + one pool negative per query point",
-              "batch_sampler": "no_duplicates", "holdout": args.holdout,
-              "holdout_max": args.holdout_max}
-    return {
-        "format": 1,
-        "name": args.name,
-        "kind": "bi-encoder",
+    held = held_out.evaluate_heldout(cosine_scorer(model), heldout, query, job.name,
+                                     render) if heldout else None
+    card = {
+        **card_head(job, settings, "bi-encoder", model.max_seq_length, excluded),
         "recipe": "bi-encoder: MultipleNegativesRankingLoss, silver positive + one pool "
                   "negative per query point",
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
-        "query": args.query,
-        "text": getattr(args, "text", "body"),
-        **context_card(args),
-        "max_length": model.max_seq_length,
-        "excluded_documents": excluded,
-        "base": {"spec": args.base, "path": base.path, **base.describe(),
-                 "head": "No new head: the base encoder and its pooling are fine-tuned."},
+        "text": settings.text,
+        **({"context": settings.context or DEFAULT_WINDOW} if settings.text == CONTEXT_FORM else {}),
+        "base": base_entry(job, settings, "No new head: the base encoder and its pooling are "
+                           "fine-tuned."),
         "training_data": {
-            "collection": collection.name, "hash": collection.content_hash,
-            "source": collection.meta.get("path") or args.source, "source_split": args.split,
-            "selection": selection, "train_dialogues": len(train_part),
-            "heldout_dialogues": len(heldout), "targets": "top-graded positive",
-            "pairs": counts["triplets"], "positives": counts["triplets"],
-            "list_negatives": counts["triplets"], "random_negatives": 0,
+            **data_entry(collection, job, selection, train_part, heldout),
+            "targets": "top-graded positive", "pairs": counts["triplets"],
+            "positives": counts["triplets"], "list_negatives": counts["triplets"],
+            "random_negatives": 0,
             "dialogues_without_positive": counts["dialogues_without_positive"],
             "dialogues_without_negative": counts["dialogues_without_negative"],
         },
-        "parameters": params,
-        "training": {**figures, "device": str(model.device), "wall_seconds": round(train_seconds, 1),
-                     "total_seconds": round(wall_seconds, 1)},
-        "heldout": held,
-        "machine": machine(),
-        "versions": package_versions((*TRACKED_PACKAGES, "datasets", "accelerate")),
+        "parameters": {**fit.as_dict(), "max_length": model.max_seq_length, "loss": LOSS,
+                       "negatives": "in-batch + one pool negative per query point",
+                       "batch_sampler": "no_duplicates", "holdout": settings.holdout,
+                       "holdout_max": settings.holdout_max},
     }
+    return finish(model, work, job, card, figures, held, started, train_seconds)

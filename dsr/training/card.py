@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.atomic import atomic_write, write_json
+from retrieval.jsonio import load_json
 
 CARD_FILE = "dsr_model.json"
 
 
 def read_card(folder: str | Path) -> dict[str, Any] | None:
     """The card in a model folder, or None when it has none (not a `dsr train` model)."""
-    from retrieval.jsonio import load_json
 
     path = Path(folder) / CARD_FILE
     return load_json(path) if path.is_file() else None

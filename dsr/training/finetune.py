@@ -1,10 +1,5 @@
-"""Fine-tune a cross-encoder with sentence-transformers' trainer.
-
-The model starts from a BERT-style checkpoint folder; a sentence-transformers
-bi-encoder folder (such as all-MiniLM-L6-v2) is converted by
-sentence-transformers, keeping the encoder and adding a one-logit
-classification head that starts untrained (random, from the seed). The loss is
-``BinaryCrossEntropyLoss`` on (query, sentence, target) pairs.
+"""Fine-tuning with sentence-transformers' trainer, as both recipes run it: the optimisation
+settings, the trainer's arguments, checkpoints, resuming and progress on stderr.
 
 Determinism: the seed fixes the head's initialisation (``set_seed`` before the
 model is built), dropout and the data order (``seed`` and ``data_seed`` of the
@@ -16,7 +11,9 @@ This module imports torch and transformers: import it only where training runs.
 
 from __future__ import annotations
 
-import logging
+import json
+import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +22,10 @@ from typing import Any
 from tqdm.auto import tqdm
 from transformers.trainer_callback import ProgressCallback
 
-from retrieval.errors import InputError
-
 
 @dataclass
 class FitSettings:
-    """Optimisation settings (``dsr train`` flags of the same names)."""
+    """Optimisation settings (``dsr train`` settings of the same names)."""
 
     seed: int = 42
     epochs: float = 1.0
@@ -46,42 +41,11 @@ class FitSettings:
         return dict(vars(self))
 
 
-def load_base(path: str | Path, max_length: int, seed: int):
-    """A CrossEncoder with one output logit from a local checkpoint folder.
-
-    The seed is set first because the classification head is initialised
-    randomly when the checkpoint has none.
-    """
-    from sentence_transformers import CrossEncoder
-    from transformers import set_seed
-
-    set_seed(seed)
-    try:
-        return CrossEncoder(str(path), num_labels=1, max_length=max_length, local_files_only=True)
-    except (OSError, ValueError) as err:
-        raise InputError(f"cannot load a BERT-style checkpoint from {path}: {err}",
-                         path=path, field="--base") from None
-
-
-def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: Path,
-              resume: bool = False) -> dict[str, Any]:
-    """Train ``model`` in place on ``columns`` (query, sentence, label); return trainer figures.
-
-    Checkpoints go to ``work_dir/checkpoints`` every ``save_steps`` steps and
-    at each epoch end; ``resume`` continues from the newest one there.
-    """
-    import datasets
-    from sentence_transformers.cross_encoder import (CrossEncoderTrainer,
-                                                     CrossEncoderTrainingArguments)
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
-    datasets.disable_progress_bars()
-    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-    dataset = datasets.Dataset.from_dict(columns)
-    checkpoints = work_dir / "checkpoints"
-    args = CrossEncoderTrainingArguments(**training_arguments(settings, checkpoints))
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset,
-                                  loss=BinaryCrossEntropyLoss(model))
-    return run_trainer(trainer, checkpoints, resume)
+def fit_settings(settings) -> FitSettings:
+    """The optimisation settings of a ``dsr.training.settings.TrainSettings``."""
+    return FitSettings(seed=settings.seed, epochs=settings.epochs, batch_size=settings.batch_size,
+                       max_length=settings.max_length or 0, lr=settings.lr, warmup=settings.warmup,
+                       max_steps=settings.max_steps, save_steps=settings.save_steps)
 
 
 def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, Any]:
@@ -124,9 +88,35 @@ def run_trainer(trainer, checkpoints: Path, resume: bool) -> dict[str, Any]:
 
 
 def _last_checkpoint(folder: Path) -> Path | None:
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest complete ``checkpoint-N`` in ``folder``, or None.
 
-    return Path(found) if folder.is_dir() and (found := get_last_checkpoint(str(folder))) else None
+    The trainer writes ``trainer_state.json`` last in a checkpoint, so a folder
+    where it is missing, unreadable or for another step is a save cut short
+    (a kill): it is removed, with a notice, and the previous checkpoint (the
+    trainer keeps two) is the one resumed from.
+    """
+    steps = sorted(((int(p.name.split("-")[1]), p) for p in (folder.iterdir() if folder.is_dir() else ())
+                    if re.fullmatch(r"checkpoint-\d+", p.name) and p.is_dir()), reverse=True)
+    for step, path in steps:
+        why = _incomplete(path, step)
+        if why is None:
+            return path
+        print(f"dsr: ignoring the incomplete checkpoint {path.name} ({why}: a save was cut short); "
+              "removed", file=sys.stderr)
+        shutil.rmtree(path, ignore_errors=True)
+    return None
+
+
+def _incomplete(path: Path, step: int) -> str | None:
+    """Why the checkpoint ``path`` of ``step`` is incomplete, or None when it is complete."""
+    state = path / "trainer_state.json"
+    try:
+        saved = json.loads(state.read_text(encoding="utf-8")).get("global_step")
+    except FileNotFoundError:
+        return "no trainer_state.json"
+    except (OSError, ValueError, AttributeError):
+        return "trainer_state.json is unreadable"
+    return None if saved == step else f"trainer_state.json is for step {saved}"
 
 
 class StderrProgress(ProgressCallback):

@@ -55,8 +55,8 @@ def documents(dialogues: Iterable[Dialogue]) -> list[str]:
 def folds(docs: Sequence[str], k: int) -> list[list[str]]:
     """``docs`` cut into ``k`` folds (seeded shuffle of the sorted names), each sorted."""
     if k < 2 or k > len(docs):
-        raise InputError(f"--folds must be between 2 and the number of documents ({len(docs)}), "
-                         f"got {k}", field="--folds")
+        raise InputError(f"folds must be between 2 and the number of documents ({len(docs)}), "
+                         f"got {k}", field="folds")
     order = sorted(docs)
     random.Random(FOLD_SEED).shuffle(order)
     size, extra = divmod(len(order), k)
@@ -72,7 +72,7 @@ def fold_documents(dialogues: Sequence[Dialogue], k: int, i: int) -> list[str]:
     """The documents of fold ``i`` of ``k`` over ``dialogues``' documents."""
     all_folds = folds(documents(dialogues), k)
     if not 0 <= i < k:
-        raise InputError(f"--fold must be in 0..{k - 1}, got {i}", field="--fold")
+        raise InputError(f"fold must be in 0..{k - 1}, got {i}", field="fold")
     return all_folds[i]
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from retrieval.data import Candidate, Collection, Dialogue
-from retrieval.data import candidate_text
+from eval.measures import Evaluator
+from eval.qrels import qrels_from_collection
+from retrieval.data import Candidate, Collection, Dialogue, candidate_text, initial_order
+from retrieval.rankers import make_ranker
 from retrieval.run import Run
 
 MEASURES = ("nDCG@5", "RR")
@@ -36,13 +38,11 @@ def model_run(score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
     scores: dict[str, dict[str, float]] = {}
     for (qid, cid), score in zip(keys, score_pairs(pairs)):
         scores.setdefault(qid, {})[cid] = float(score)
-    initial = {d.id: [c.id for c in d.candidates] for d in dialogues}
-    return Run.from_scores(scores, tag=tag, initial_order=initial)
+    return Run.from_scores(scores, tag=tag, initial_order=initial_order(dialogues))
 
 
 def baseline_runs(collection: Collection) -> dict[str, Run]:
     """The registered initial and BM25 rankers on the held-out dialogues (default parameters)."""
-    from retrieval.rankers import make_ranker
 
     return {name: make_ranker(name).rank(collection) for name in BASELINES}
 
@@ -51,8 +51,6 @@ def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: st
                      text: str | Callable[[Candidate], str] = "body",
                      ) -> dict[str, Any]:
     """Figures for the model card: measures of the model and the baselines, per ranker."""
-    from eval.measures import Evaluator
-    from eval.qrels import qrels_from_collection
 
     subset = Collection(f"{name}-heldout", dialogues)
     evaluator = Evaluator(qrels_from_collection(subset), list(MEASURES), subset.ids)

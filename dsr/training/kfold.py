@@ -13,18 +13,36 @@ Holm-corrected; ``dsr evaluate``'s machinery) and, with ``--in-domain
 dsr:NAME``, with a model trained on every document.
 
 Outputs in ``--out``: ``kfold.run``, ``zero-shot.run`` (and ``in-domain.run``)
-with sidecars, and the report (``results.md``, ``results.json``...).
+with sidecars, and the report in ``report/`` (``results.md``, ``results.json``...),
+written as a set (:func:`retrieval.atomic.atomic_dir`): a ``--out`` holding
+other files is refused before any training.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
+from dsr.training.card import CARD_FILE, read_card
+from dsr.training.folds import dialogue_document
+from eval.report import REPORT_FILES, write_report_files
+from eval.results import evaluate_runs
+from retrieval.atomic import atomic_dir
+from retrieval.data import Collection
 from retrieval.errors import InputError
+from retrieval.models import resolve_model
 from retrieval.provenance import slug
+from retrieval.rankers import make_ranker
+from retrieval.run import Run
+
+#: the runs ``--out`` holds
+RUNS = ("kfold", "zero-shot", "in-domain")
+
+
+def out_files() -> tuple[str, ...]:
+    """What ``dsr kfold --out`` holds (replaced as a set): the runs, their sidecars, the report."""
+    return (*(f"{name}.run{ext}" for name in RUNS for ext in ("", ".json")),
+            *(f"report/{name}" for name in REPORT_FILES))
 
 
 def trained_for_fold(name: str, k: int, i: int) -> bool:
@@ -34,9 +52,6 @@ def trained_for_fold(name: str, k: int, i: int) -> bool:
 
 
 def card(model: str, required: bool = True) -> dict[str, Any] | None:
-    from retrieval.models import resolve_model
-    from dsr.training.card import CARD_FILE, read_card
-
     try:
         folder = Path(resolve_model(model, "bi-encoder").path)
     except InputError:
@@ -51,14 +66,10 @@ def card(model: str, required: bool = True) -> dict[str, Any] | None:
 
 
 def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all-MiniLM-L6-v2",
-                   in_domain: str | None = None, measures=("nDCG@5", "RR")):
+                   in_domain: str | None = None, measures=("nDCG@5", "RR"), command=None):
     """Rank each dialogue of ``evaluation`` with the fold model that left its document out,
-    pool, write the runs into ``out`` and evaluate them against zero-shot ``base``."""
-    from eval.results import evaluate_runs
-    from retrieval.data import Collection
-    from retrieval.rankers import make_ranker
-    from retrieval.run import Run
-    from dsr.training.folds import dialogue_document
+    pool, evaluate the runs against zero-shot ``base`` and write ``out`` as a set (the runs and
+    ``report/``, :func:`out_files`: a folder holding anything else is refused)."""
 
     cards = [card(m) for m in models]
     query = cards[0]["query"]
@@ -103,7 +114,15 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
     if in_domain:
         runs["in-domain"] = make_ranker("dense", model=in_domain, query=query, text=text,
                                         **context).rank(evaluation)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, run in runs.items():
-        run.write(out / f"{name}.run")
-    return evaluate_runs(evaluation, runs, list(measures), subsets=["all"], baseline="zero-shot")
+    results = evaluate_runs(evaluation, runs, list(measures), subsets=["all"], baseline="zero-shot")
+    write_out(out, runs, results, command)
+    return results
+
+
+def write_out(out: Path, runs: dict, results, command=None) -> None:
+    """``out`` as a set: each run (with its sidecar) and the report in ``out/report``."""
+    with atomic_dir(out, out_files(), field="out") as staging:
+        for name, run in runs.items():
+            run.write(staging / f"{name}.run")
+        (staging / "report").mkdir()
+        write_report_files(results, staging / "report", command)

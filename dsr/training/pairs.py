@@ -23,10 +23,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from retrieval.data import Collection, Dialogue
+# candidate_text: the body, as the cross-encoder reranker reads it by default (titles repeat
+# across a list)
+from retrieval.data import Collection, Dialogue, candidate_text
 from retrieval.errors import InputError
-# the body, as the cross-encoder reranker reads it by default (titles repeat across a list)
-from retrieval.data import candidate_text
 
 TARGETS = ("binary", "graded")
 
@@ -83,7 +83,7 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
     """
     if targets not in TARGETS:
         raise InputError(f"unknown target kind {targets!r}; choose from {', '.join(TARGETS)}",
-                         field="--targets")
+                         field="targets")
     rng = random.Random(seed)
     max_label = max((c.label for d in dialogues for c in d.candidates), default=0)
     if max_label <= 0:
@@ -150,7 +150,7 @@ def split_heldout(dialogues: Sequence[Dialogue], fraction: float, *, seed: int =
     all with a cross-encoder on CPU can take longer than training.
     """
     if not 0 <= fraction < 1:
-        raise InputError(f"holdout must be in [0, 1), got {fraction}", field="--holdout")
+        raise InputError(f"holdout must be in [0, 1), got {fraction}", field="holdout")
     if fraction == 0:
         return list(dialogues), []
     group = group or (lambda d: d.id)

@@ -11,9 +11,12 @@ Modules, one thing each:
 * ``db`` — engines (SQLite with WAL, PostgreSQL), Alembic migrations, sessions
 * ``store`` — content-addressed run files (sha256), fsynced before the DB commit
 * ``scoring`` — a phase's collection and labels, validation, scores, board tables
+* ``intake`` — what a submission carries, checked before anything is stored
+* ``published`` — the sidecar fields a board publishes (an allow-list), text checks
 * ``service`` — tokens, quotas and the submission transaction
-* ``app`` — the web pages and the JSON API (FastAPI, Jinja2 templates, no JS)
+* ``app`` — the ASGI app: middleware and the routers (FastAPI, Jinja2 templates, no JS)
+* ``routes`` — the routers: ``pages``, ``auth``, ``exports``, ``api`` (shared parts in ``deps``)
 * ``admin`` — teams, phases, hidden labels, baselines, rebuild, export
 * ``client`` — ``dsr submit``
-* ``commands`` — the argparse glue
+* ``dsr/cli/board.py`` — the argparse glue
 """

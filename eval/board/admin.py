@@ -11,6 +11,7 @@ from sqlalchemy import select
 from eval.board import leaderboard, scoring
 from eval.board.db import read_session, write_session
 from eval.board.models import Phase, Submission
+from eval.board.published import published_metadata
 from eval.board.service import Board, Metadata, Refused
 from retrieval.errors import InputError
 from retrieval.run import sidecar_path
@@ -44,20 +45,20 @@ def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = 
         name = path.name[:-4] if path.name.endswith(".run") else path.name
         description = ""
         if sidecar:
-            try:
-                config = json.loads(sidecar)
+            try:   # the published allow-list only: a sidecar's paths never reach the board
+                config = published_metadata(json.loads(sidecar))
                 description = json.dumps({k: config[k] for k in ("ranker", "params", "query")
                                           if k in config}, sort_keys=True)
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         try:
-            sub, _, _ = board.submit(team, phase, path.read_bytes(), path.name,
-                                  Metadata(name, description, "", "automatic", False), sidecar,
-                                  baseline=True)
+            accepted = board.submit(team, phase, path.read_bytes(), path.name,
+                                    Metadata(name, description, "", "automatic", False), sidecar,
+                                    baseline=True)
         except Refused as refused:
             details = "; ".join(p["text"] for p in refused.problems[:5])
             raise InputError(f"{refused.message}{': ' + details if details else ''}", path=path) from None
-        added.append(sub)
+        added.append(accepted.row)
     if default and added:
         with write_session(board.engine) as s:
             s.get(Phase, phase.id).baseline_id = added[0].id
@@ -96,11 +97,12 @@ def rebuild(board: Board) -> RebuildReport:
             continue
         blob = scoring.matrix_bytes(scored.values.values)
         means = json.dumps(scored.means(data.subsets))
+        tied = len(scored.validation.tied_topics)
         with write_session(board.engine) as s:
             row = s.get(Submission, sub.id)
-            if row.per_topic != blob or row.means_json != means:
+            if row.per_topic != blob or row.means_json != means or row.tied_topics != tied:
                 report.changed += 1
-                row.per_topic, row.means_json = blob, means
+                row.per_topic, row.means_json, row.tied_topics = blob, means, tied
         report.rescored += 1
     board._matrices.clear()
     for path in board.store.root.glob("??/*"):

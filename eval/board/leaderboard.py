@@ -62,6 +62,14 @@ class Leaderboard:
         }
 
 
+def published_means(sub: Submission, data: scoring.PhaseData) -> dict[str, dict[str, float | None]]:
+    """The row's means over the subsets the phase publishes (a hidden phase's small subsets
+    are merged or withheld, ``scoring.publishable_subsets``; a row stored before a merge
+    shows no value for it until ``dsr board rebuild``)."""
+    means = json.loads(sub.means_json)
+    return {s: means.get(s, dict.fromkeys(data.measures)) for s in data.subsets}
+
+
 def row_key(sub: Submission) -> str:
     return f"{sub.team.name} / {sub.system} #{sub.id}"
 
@@ -82,7 +90,7 @@ def build(board, phase: Phase, *, sort: str | None = None, select: str = "all",
     baseline = next((s for s in baselines if s.id == chosen), baselines[0] if baselines else None)
 
     def mean_all(sub: Submission) -> float:
-        value = json.loads(sub.means_json)["all"][sort]
+        value = json.loads(sub.means_json)["all"].get(sort)
         return float("-inf") if value is None else value
 
     shown = [s for s in subs if s.baseline]
@@ -102,7 +110,7 @@ def build(board, phase: Phase, *, sort: str | None = None, select: str = "all",
     results = scoring.board_results(data, phase.name, rows, row_key(baseline) if baseline else None)
     entries = []
     for sub, row in zip(shown, rows):
-        means = json.loads(sub.means_json)
+        means = published_means(sub, data)
         marks = {subset: {m: scoring.direction(results, subset, row.key, m) for m in measures}
                  for subset in data.subsets}
         p = {subset: {m: ((results.significance or {}).get(subset, {}).get(row.key, {})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from sqlalchemy import (Boolean, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text,
-                        UniqueConstraint)
+                        UniqueConstraint, false as sa_false)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -53,13 +53,22 @@ class Phase(Base):
     total_quota: Mapped[int | None] = mapped_column(Integer, nullable=True)
     baseline_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    #: runs whose scores tie as float32 are refused (``add-phase --strict``), not only counted
+    strict: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
+    #: hidden phases: the fewest dialogues an aggregate (and its complement) may cover;
+    #: null: ``scoring.MIN_DIALOGUES``
+    min_dialogues: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Submission(Base):
     """An accepted run (invalid and refused runs are never stored)."""
 
     __tablename__ = "submissions"
-    __table_args__ = (Index("ix_submissions_phase_team_time", "phase_id", "team_id", "created_at"),)
+    __table_args__ = (Index("ix_submissions_phase_team_time", "phase_id", "team_id", "created_at"),
+                      # the same run text once per board (a duplicate is refused, 409)
+                      Index("uq_submission_phase_sha256", "phase_id", "sha256", unique=True),
+                      # a retried request (same Idempotency-Key) is answered, not stored again
+                      Index("uq_submission_team_key", "team_id", "idempotency_key", unique=True))
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id"))
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
@@ -73,12 +82,19 @@ class Submission(Base):
     sha256: Mapped[str] = mapped_column(String(64), index=True)
     size: Mapped[int] = mapped_column(Integer)
     lines: Mapped[int] = mapped_column(Integer)
+    #: the published metadata taken from the sidecar (``eval.board.published``: an
+    #: allow-list); nothing else of a sidecar is kept
     sidecar_json: Mapped[str | None] = mapped_column(Text, nullable=True)
     means_json: Mapped[str] = mapped_column(Text)                # {subset: {measure: mean}}
     # float64 (topics x measures); loaded only when asked for (boards read it through
     # Board.matrix, which caches it: a row never changes once written)
     per_topic: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    #: topics whose scores tie as float32 (scored as trec_eval orders them)
+    tied_topics: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: the client's ``Idempotency-Key`` and the answer it got, returned again on a retry
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    answer_json: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     team: Mapped[Team] = relationship(lazy="joined")
     phase: Mapped[Phase] = relationship(lazy="joined")
@@ -92,3 +108,5 @@ class WebSession(Base):
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
     expires_at: Mapped[datetime] = mapped_column(DateTime)
+    #: this session's CSRF token (a form must carry it; a token of another session fails)
+    csrf: Mapped[str | None] = mapped_column(String(64), nullable=True)

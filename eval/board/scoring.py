@@ -27,6 +27,10 @@ from retrieval.errors import InputError
 from retrieval.run import read_trec_run
 
 
+#: hidden phases: the fewest dialogues a published mean may cover (``add-phase --min-dialogues``)
+MIN_DIALOGUES = 20
+
+
 @dataclass
 class PhaseData:
     """What scoring a phase needs, built once per phase (and collection hash)."""
@@ -34,9 +38,11 @@ class PhaseData:
     collection: Collection           # restricted to the phase's topics, in order
     qrels: dict[str, dict[str, int]]
     measures: list[str]
-    subsets: dict[str, np.ndarray]
+    subsets: dict[str, np.ndarray]   # the aggregates published: hidden phases, see publishable_subsets
     evaluator: Evaluator
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: which subsets a hidden phase merges or withholds, and why
+    subset_notes: list[str] = field(default_factory=list)
 
     @property
     def topics(self) -> list[str]:
@@ -70,11 +76,56 @@ def phase_topics(collection: Collection, labels: dict[str, dict[str, int]] | Non
 
 
 def build_phase_data(collection: Collection, topics: list[str], labels: dict | None,
-                     measures: list[str]) -> PhaseData:
+                     measures: list[str], min_dialogues: int | None = None) -> PhaseData:
+    """``min_dialogues`` (hidden phases): only subsets that pass :func:`publishable_subsets`."""
     sub = Collection(collection.name, [collection[t] for t in topics], meta=collection.meta)
     qrels = qrels_from_collection(sub) if labels is None else {t: dict(labels[t]) for t in topics}
     evaluator = Evaluator(qrels, list(measures), topics)
-    return PhaseData(sub, qrels, evaluator.names, subset_indices(sub), evaluator)
+    subsets, notes = subset_indices(sub), []
+    if min_dialogues is not None:
+        subsets, notes = publishable_subsets(subsets, min_dialogues)
+    return PhaseData(sub, qrels, evaluator.names, subsets, evaluator, subset_notes=notes)
+
+
+def publishable_subsets(subsets: dict[str, np.ndarray], minimum: int
+                        ) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The aggregates a hidden phase may publish, and notes on the subsets merged or withheld.
+
+    Subsets partition the dialogues, and the number of dialogues in each is public, so
+    a mean over few dialogues, or the mean of "all" minus the published subsets, gives
+    away per-dialogue values. Every published group and the rest of "all" beside them
+    covers at least ``minimum`` dialogues (or none): a subset that falls short, or
+    whose complement does, is merged with the others that do (one group named
+    ``a+b``) when that group passes, else withheld; while the unpublished rest is too
+    small, the smallest published subset joins it.
+    """
+    total = len(subsets["all"])
+    if total < minimum:
+        raise InputError(f"the phase has {total} dialogues, fewer than the {minimum} every mean of "
+                         "a hidden phase must cover: add dialogues or lower --min-dialogues",
+                         field="--min-dialogues")
+    fits = lambda n: n >= minimum and (total - n >= minimum or n == total)  # noqa: E731
+    own = {k: v for k, v in subsets.items() if k != "all"}
+    kept = {k: v for k, v in own.items() if fits(len(v))}
+    notes = [f"subset {k!r} ({len(v)} dialogues): " + (f"fewer than {minimum} dialogues" if len(v) < minimum
+             else f"all minus it leaves {total - len(v)} dialogues, fewer than {minimum}")
+             for k, v in own.items() if k not in kept]
+    rest = [k for k in own if k not in kept]
+    size = lambda names: sum(len(own[k]) for k in names)  # noqa: E731
+    while rest and 0 < size(rest) < minimum and kept:
+        joins = min(kept, key=lambda k: len(kept[k]))
+        notes.append(f"subset {joins!r} ({len(kept.pop(joins))} dialogues): all minus the published "
+                     f"subsets would leave {size(rest)} dialogues, fewer than {minimum}")
+        rest.append(joins)
+    rest = [k for k in own if k in rest]
+    out = {"all": subsets["all"], **kept}
+    merged = "+".join(rest)
+    if len(rest) > 1 and fits(size(rest)) and size(rest) < total:
+        out[merged] = np.sort(np.concatenate([own[k] for k in rest]))
+        notes = [f"{n}: merged into {merged!r} ({size(rest)} dialogues)" for n in notes]
+    else:
+        notes = [f"{n}: withheld" for n in notes]
+    return out, notes
 
 
 @dataclass
@@ -87,9 +138,10 @@ class Scored:
                 for s, idx in subsets.items()}
 
 
-def check_and_score(data: PhaseData, path: str | Path) -> Scored:
-    """Validate the run file at ``path`` against the phase; score it when valid."""
-    validation = validate_run(data.collection, path)
+def check_and_score(data: PhaseData, path: str | Path, strict: bool = False) -> Scored:
+    """Validate the run file at ``path`` against the phase (``strict``: ties as float32 are
+    problems, ``dsr validate --strict``); score it when valid."""
+    validation = validate_run(data.collection, path, strict=strict)
     if not validation.valid:
         return Scored(validation)
     run = read_trec_run(path)

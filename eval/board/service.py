@@ -4,14 +4,22 @@
 commands and the tests all go through it, so a run submitted from the browser,
 the API or ``dsr board add-baseline`` takes the same path:
 
-1. size and format checks (gzip is unpacked with a size cap);
+1. the metadata, the run (gzip unpacked by the command line's reader, with a
+   size cap) and the sidecar (kept only as its published allow-list) are
+   checked (``intake``); a retry with the same ``Idempotency-Key`` gets the
+   first answer back, and the same run text on the same board is a duplicate
+   (409, naming the first submission);
 2. the quota is checked (a fast refusal, nothing stored);
-3. the run is validated and scored (``scoring.check_and_score``); an invalid
-   run is refused with the validator's messages and nothing is stored;
-4. the file goes into the content-addressed store (fsynced);
+3. the run is validated and scored (``scoring.check_and_score``, with the
+   phase's tie policy); an invalid run is refused with the validator's
+   messages and nothing is stored;
+4. the file is staged in the store (fsynced);
 5. one write transaction re-checks the quota under a lock (SQLite
    ``BEGIN IMMEDIATE``; PostgreSQL ``SELECT ... FOR UPDATE`` on the team row)
-   and inserts the row. Refused and invalid submissions never count.
+   and inserts the row (unique per board and run text, and per team and key);
+6. the staged file is renamed into place. Refused and invalid submissions
+   never count and leave nothing behind; a crash between 5 and 6 is finished
+   by the next start (:meth:`Board.recover`).
 """
 
 from __future__ import annotations
@@ -21,24 +29,35 @@ import json
 import secrets
 import threading
 import time
-import zlib
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from eval.board import scoring
 from eval.board.db import make_engine, migrate, read_session, sqlite_url, write_session
 from eval.board.models import Phase, Submission, Team, utcnow
-from eval.board.store import RunStore
+from eval.board.intake import (RUN_TYPES, Metadata, Refused, display_name,  # noqa: F401 (re-exported)
+                               published_from_sidecar, unpack_run)
+from eval.board.store import RunStore, Staged
+from eval.board.published import check_text
 from retrieval.errors import InputError
-from retrieval.home import dsr_home
+from retrieval.home import dsr_home, require_writable
 
-RUN_TYPES = ("automatic", "manual")
 MAX_UPLOAD = 20 * 1024 * 1024
-MAX_SIDECAR = 256 * 1024
+#: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
+MAX_ID = 2**31 - 1
+TIES = ("{n} topic(s) hold scores that tie as 32-bit floats; they are scored as trec_eval "
+        "orders them, by doc id, descending (dsr validate --fix-ties rewrites a run with "
+        "distinct scores)")
+
+
+def tie_note(tied: int) -> str | None:
+    """What a board says about a run whose scores tie in ``tied`` topics (None for none)."""
+    return TIES.format(n=tied) if tied else None
 
 
 def board_home() -> Path:
@@ -57,46 +76,6 @@ def hash_token(token: str) -> str:
 
 def new_token() -> str:
     return "dsr_" + secrets.token_urlsafe(32)
-
-
-class Refused(Exception):
-    """A submission that is not accepted: ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, status: int, message: str, problems: list[dict] | None = None,
-                 quota: dict | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.problems = problems or []
-        self.quota = quota
-
-
-@dataclass
-class Metadata:
-    """What a participant says about a run (required on the form and the API)."""
-
-    system: str
-    description: str = ""
-    link: str = ""
-    run_type: str = "automatic"
-    trained_on_collection: bool = False
-
-    def check(self) -> "Metadata":
-        self.system = (self.system or "").strip()
-        if not self.system:
-            raise Refused(422, "system name is required")
-        if len(self.system) > 200:
-            raise Refused(422, "system name is longer than 200 characters")
-        if len(self.description or "") > 5000:
-            raise Refused(422, "description is longer than 5000 characters")
-        self.link = (self.link or "").strip()
-        if len(self.link) > 500:
-            raise Refused(422, "link is longer than 500 characters")
-        if self.link and not self.link.startswith(("https://", "http://")):
-            raise Refused(422, "link must start with https:// or http://")
-        if self.run_type not in RUN_TYPES:
-            raise Refused(422, f"run type must be one of {', '.join(RUN_TYPES)}")
-        return self
 
 
 class RateLimiter:
@@ -138,6 +117,22 @@ class BoardConfig:
     def store_dir(self) -> Path:
         return Path(self.store) if self.store else board_home() / "runs"
 
+    def check_folders(self) -> None:
+        """The store's folder and an SQLite database's folder can be written, else an
+        InputError naming the folder (a read-only DSR_HOME, a --store on a read-only disk)."""
+        from sqlalchemy.engine import make_url
+
+        try:
+            url = make_url(self.db_url())
+        except Exception:     # make_engine names a bad URL
+            url = None
+        if url is not None and url.get_backend_name() == "sqlite" and url.database \
+                and url.database != ":memory:":
+            require_writable(Path(url.database).parent, "set DSR_HOME to a writable folder or give --db"
+                             if self.db is None else "give --db a file in a writable folder")
+        require_writable(self.store_dir(), "set DSR_HOME to a writable folder or give --store"
+                         if self.store is None else "give --store a writable folder")
+
 
 @dataclass
 class Board:
@@ -146,6 +141,7 @@ class Board:
     config: BoardConfig = field(default_factory=BoardConfig)
 
     def __post_init__(self):
+        self.config.check_folders()
         self.engine = make_engine(self.config.db_url())
         migrate(self.engine)
         self.store = RunStore(self.config.store_dir())
@@ -153,6 +149,31 @@ class Board:
         self._phase_data: dict[tuple[int, str], scoring.PhaseData] = {}
         self._matrices: dict[int, Any] = {}
         self._lock = threading.Lock()
+        self.recover()
+
+    def recover(self) -> dict[str, int]:
+        """Finish or undo what processes that are gone left in the store's ``tmp/``: a run
+        file staged for a row that was committed stays (put in place if needed); one
+        whose row never came is removed from the store, and so are the validator's
+        scratch copies. Run at every start; counts the run files kept and removed."""
+        done = {"kept": 0, "removed": 0}
+        for kind, path, digest in self.store.leftovers():
+            if kind != "stage" or not digest:
+                path.unlink(missing_ok=True)
+                continue
+            staged = Staged(digest, path)
+            if self._named(digest) and hashlib.sha256(path.read_bytes()).hexdigest() == digest:
+                self.store.finish(staged)
+                done["kept"] += 1
+            else:
+                self.store.abandon(staged, named=self._named(digest))
+                done["removed"] += 1
+        return done
+
+    def _named(self, digest: str) -> bool:
+        """Whether a row names this run file."""
+        with read_session(self.engine) as s:
+            return s.scalar(select(Submission.id).where(Submission.sha256 == digest).limit(1)) is not None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -163,6 +184,7 @@ class Board:
         name = name.strip()
         if not name or len(name) > 100:
             raise InputError("a team name is 1 to 100 characters", field="NAME")
+        check_text(name, "NAME")
         token = new_token()
         with write_session(self.engine) as s:
             if s.scalar(select(Team).where(Team.name == name)):
@@ -189,20 +211,25 @@ class Board:
     def add_phase(self, collection_ref: str, name: str, *, hidden: bool = False,
                   labels: dict[str, dict[str, int]] | None = None, measures: list[str] | None = None,
                   daily_quota: int | None = None, total_quota: int | None = None,
-                  description: str = "", display: str | None = None) -> Phase:
-        """Add a board (or replace a phase's labels and quotas while it has no submission)."""
+                  description: str = "", display: str | None = None, strict: bool = False,
+                  min_dialogues: int | None = None) -> Phase:
+        """Add a board (or replace a phase's labels and quotas while it has no submission).
+
+        ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
+        (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
+        published mean covers (``board.phase_data(phase).subset_notes`` says which
+        subsets are merged or withheld)."""
+        _check_phase_options(hidden, labels, daily_quota, total_quota, min_dialogues,
+                             [(name, "--phase"), (description, "--description"), (display or "", "--name")])
         collection = scoring.load_collection_ref(collection_ref)
         if hidden and labels is None:
             labels = scoring.qrels_from_collection(collection)
-        if not hidden and labels is not None:
-            raise InputError("labels are only loaded for hidden phases (public ones use the "
-                             "collection's own)", field="--qrels")
         topics = scoring.phase_topics(collection, labels)
         measures = list(measures or scoring.default_measures())
-        data = scoring.build_phase_data(collection, topics, labels, measures)  # checks measures
-        for value, flag in ((daily_quota, "--daily-quota"), (total_quota, "--total-quota")):
-            if value is not None and value < 0:
-                raise InputError("a quota is a whole number >= 0", field=flag)
+        if hidden and min_dialogues is None:
+            min_dialogues = scoring.MIN_DIALOGUES
+        data = scoring.build_phase_data(collection, topics, labels, measures,   # checks measures
+                                        min_dialogues=min_dialogues)            # and the subset rule
         display = display or collection.name
         with write_session(self.engine) as s:
             phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == name))
@@ -222,6 +249,8 @@ class Board:
             phase.daily_quota = daily_quota
             phase.total_quota = total_quota
             phase.description = description
+            phase.strict = strict
+            phase.min_dialogues = min_dialogues
         return phase
 
     def phases(self) -> list[Phase]:
@@ -247,8 +276,10 @@ class Board:
                          field="--phase")
 
     def phase_data(self, phase: Phase) -> scoring.PhaseData:
+        minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
         key = (phase.id, hashlib.sha256("\n".join([phase.collection_hash, phase.measures_json,
-                                                    phase.topics_json, phase.labels_json or ""])
+                                                    phase.topics_json, phase.labels_json or "",
+                                                    str(minimum)])
                                          .encode()).hexdigest())
         with self._lock:
             data = self._phase_data.get(key)
@@ -260,7 +291,7 @@ class Board:
                                  f"{collection.content_hash[:12]}… instead of {phase.collection_hash[:12]}…)")
             labels = json.loads(phase.labels_json) if phase.labels_json else None
             data = scoring.build_phase_data(collection, json.loads(phase.topics_json), labels,
-                                            json.loads(phase.measures_json))
+                                            json.loads(phase.measures_json), min_dialogues=minimum)
             with self._lock:
                 self._phase_data[key] = data
         return data
@@ -293,84 +324,121 @@ class Board:
 
     # -- submitting --------------------------------------------------------
     def submit(self, team: Team, phase: Phase, data: bytes, filename: str, meta: Metadata,
-               sidecar: bytes | None = None, baseline: bool = False) -> tuple[Submission, dict, dict]:
-        """Check, score, store and record one run: (the row, the quota before, the quota after).
+               sidecar: bytes | None = None, baseline: bool = False,
+               key: str | None = None) -> "Accepted":
+        """Check, score, store and record one run; returns the row and the client's answer.
 
         Raises :class:`Refused` when the run is not accepted (nothing is stored then).
+        ``key`` (the client's ``Idempotency-Key``): a retry gets the first answer back.
         """
         meta.check()
-        text = self._unpack(data)
-        sidecar_json = self._sidecar(sidecar)
+        text = unpack_run(data, self.config.max_upload)
+        digest = hashlib.sha256(text).hexdigest()
+        first = self._replay(team, key, phase, digest)
+        if first is not None:
+            return first
+        published = published_from_sidecar(sidecar)
+        self._refuse_duplicate(phase, digest)
         before = self.quota(team, phase)
         if before["exhausted"]:
             raise Refused(429, "quota exhausted", quota=before)
         pdata = self.phase_data(phase)
-        scratch = self.store.scratch(text)
+        display = display_name(filename)
+        scored = self._score(pdata, phase, text, display)
+        row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
+                         description=meta.description or "", link=meta.link, run_type=meta.run_type,
+                         trained_on_collection=meta.trained_on_collection, baseline=baseline,
+                         filename=display, sha256=digest, size=len(text), lines=scored.validation.lines,
+                         sidecar_json=json.dumps(published, sort_keys=True) if published else None,
+                         means_json=json.dumps(scored.means(pdata.subsets)),
+                         per_topic=scoring.matrix_bytes(scored.values.values),
+                         tied_topics=len(scored.validation.tied_topics), idempotency_key=key)
+        staged = self.store.stage(text)        # in place, fsynced, before the row names it
         try:
-            scored = scoring.check_and_score(pdata, scratch)
-        except InputError as err:     # the reader after the validator: should not happen, but say so
-            raise Refused(422, f"{_display_name(filename)}: {err.message}") from None
-        finally:
-            scratch.unlink(missing_ok=True)
-        display = _display_name(filename)
-        if not scored.validation.valid:
-            problems = [{"line": p.line, "message": p.message, "text": p.format(display)}
-                        for p in scored.validation.problems]
-            raise Refused(422, f"{display}: {len(problems)} problem(s); the run is not valid",
-                          problems=problems)
-        digest = self.store.put(text)            # durable before the row that names it
+            accepted = self._record(row, before, published)
+        except BaseException as err:
+            self.store.abandon(staged, named=self._named(digest))
+            if isinstance(err, IntegrityError):    # a concurrent retry or duplicate won the race
+                return self._after_conflict(team, key, phase, digest)
+            raise
+        self.store.finish(staged)
+        return accepted
+
+    def _score(self, pdata: scoring.PhaseData, phase: Phase, text: bytes, display: str) -> scoring.Scored:
+        """Validate (with the phase's tie policy) and score; an invalid run is Refused."""
+        with self.store.scratch(text) as scratch:
+            try:
+                scored = scoring.check_and_score(pdata, scratch, strict=phase.strict)
+            except InputError as err:   # the reader after the validator: should not happen, but say so
+                raise Refused(422, f"{display}: {err.message}") from None
+        validation = scored.validation
+        if validation.valid:
+            return scored
+        problems = [{"line": p.line, "message": p.message, "text": p.format(display)}
+                    for p in validation.problems]
+        message = f"{display}: {len(problems)} problem(s); the run is not valid"
+        if phase.strict and validation.tied_topics:
+            message += (f"; this board refuses runs whose scores tie as 32-bit floats "
+                        f"({len(validation.tied_topics)} topic(s)): dsr validate --fix-ties rewrites "
+                        "the run with distinct scores")
+        raise Refused(422, message, problems=problems, tied_topics=len(validation.tied_topics))
+
+    def _record(self, row: Submission, before: dict, published: dict) -> "Accepted":
+        """The write transaction: the quota again, under a lock, then the row and its answer."""
         with write_session(self.engine) as s:
             # The lock that makes the re-count exact (a no-op on SQLite, whose
             # BEGIN IMMEDIATE already holds the database's write lock).
-            locked = s.scalar(select(Team).where(Team.id == team.id).with_for_update())
-            fresh = s.get(Phase, phase.id)
+            locked = s.scalar(select(Team).where(Team.id == row.team_id).with_for_update())
+            fresh = s.get(Phase, row.phase_id)
             if not locked.organiser and self.quota(locked, fresh, s)["exhausted"]:
                 raise Refused(429, "quota exhausted", quota=self.quota(locked, fresh, s))
-            row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
-                             description=meta.description or "", link=meta.link,
-                             run_type=meta.run_type, trained_on_collection=meta.trained_on_collection,
-                             baseline=baseline, filename=display, sha256=digest, size=len(text),
-                             lines=scored.validation.lines, sidecar_json=sidecar_json,
-                             means_json=json.dumps(scored.means(pdata.subsets)),
-                             per_topic=scoring.matrix_bytes(scored.values.values),
-                             created_at=utcnow())
+            row.created_at = utcnow()
             s.add(row)
             s.flush()
-            if baseline and fresh.baseline_id is None:
+            if row.baseline and fresh.baseline_id is None:
                 fresh.baseline_id = row.id
-            after = self.quota(locked, fresh, s)      # this run counted, in the same transaction
-        return row, before, after
+            answer = {"id": row.id, "url": f"/runs/{row.id}", "sha256": row.sha256, "lines": row.lines,
+                      "means": json.loads(row.means_json), "tied_topics": row.tied_topics,
+                      "ties": tie_note(row.tied_topics), "published": published,
+                      "quota_before": before,
+                      "quota": self.quota(locked, fresh, s)}   # this run counted, in the same transaction
+            row.answer_json = json.dumps(answer)
+        return Accepted(row, answer)
 
-    def _unpack(self, data: bytes) -> bytes:
-        limit = self.config.max_upload
-        if len(data) > limit:
-            raise Refused(413, f"the run file is larger than {limit} bytes")
-        if data[:2] == b"\x1f\x8b":
-            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            try:
-                text = inflater.decompress(data, limit + 1)
-            except zlib.error as err:
-                raise Refused(422, f"not a valid gzip file ({err})") from None
-            if len(text) > limit or inflater.unconsumed_tail:
-                raise Refused(413, f"the unpacked run file is larger than {limit} bytes")
-            return text
-        return data
-
-    def _sidecar(self, sidecar: bytes | None) -> str | None:
-        if not sidecar:
+    def _replay(self, team: Team, key: str | None, phase: Phase, digest: str) -> "Accepted | None":
+        """The first answer to a request with this ``Idempotency-Key``, if there was one."""
+        if key is None:
             return None
-        if len(sidecar) > MAX_SIDECAR:
-            raise Refused(413, f"the sidecar is larger than {MAX_SIDECAR} bytes")
-        try:
-            value = json.loads(sidecar.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as err:
-            raise Refused(422, f"the sidecar is not JSON ({err})") from None
-        if not isinstance(value, dict):
-            raise Refused(422, "the sidecar must be a JSON object")
-        return json.dumps(value, sort_keys=True)
+        with read_session(self.engine) as s:
+            row = s.scalar(select(Submission).where(Submission.team_id == team.id,
+                                                    Submission.idempotency_key == key))
+        if row is None:
+            return None
+        if row.phase_id != phase.id or row.sha256 != digest:
+            raise Refused(422, f"this Idempotency-Key was used for another submission (/runs/{row.id}); "
+                               "send a new key with a new submission")
+        return Accepted(row, json.loads(row.answer_json), replayed=True)
+
+    def _refuse_duplicate(self, phase: Phase, digest: str) -> None:
+        with read_session(self.engine) as s:
+            first = s.scalar(select(Submission.id).where(Submission.phase_id == phase.id,
+                                                         Submission.sha256 == digest))
+        if first is not None:
+            raise Refused(409, f"this run is on the board already: /runs/{first} (the same run file "
+                               f"on {phase.collection}/{phase.name}); it was not stored again",
+                          first=f"/runs/{first}")
+
+    def _after_conflict(self, team: Team, key: str | None, phase: Phase, digest: str) -> "Accepted":
+        first = self._replay(team, key, phase, digest)
+        if first is not None:
+            return first
+        self._refuse_duplicate(phase, digest)
+        raise Refused(409, "a concurrent submission conflicts with this one: try again")
 
     # -- reading -----------------------------------------------------------
     def submission(self, submission_id: int) -> Submission | None:
+        if not 1 <= submission_id <= MAX_ID:     # no row has it (and PostgreSQL would refuse it)
+            return None
         with read_session(self.engine) as s:
             return s.get(Submission, submission_id)
 
@@ -391,8 +459,25 @@ class Board:
         return cached
 
 
-def _display_name(filename: str | None) -> str:
-    """The uploaded file's base name, for display only (never used in a path)."""
-    name = (filename or "run").replace("\\", "/").rsplit("/", 1)[-1]
-    name = "".join(ch for ch in name if ch.isprintable())[:200]
-    return name or "run"
+@dataclass
+class Accepted:
+    """A stored submission and the answer its client got (``replayed``: a retry's)."""
+
+    row: Submission
+    answer: dict[str, Any]
+    replayed: bool = False
+
+
+def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_quota: int | None,
+                         min_dialogues: int | None, texts: list[tuple[str, str]]) -> None:
+    if not hidden and labels is not None:
+        raise InputError("labels are only loaded for hidden phases (public ones use the "
+                         "collection's own)", field="--qrels")
+    if min_dialogues is not None and (not hidden or min_dialogues < 1):
+        raise InputError("--min-dialogues is a whole number >= 1, for hidden phases (public ones "
+                         "publish per-dialogue values)", field="--min-dialogues")
+    for value, flag in ((daily_quota, "--daily-quota"), (total_quota, "--total-quota")):
+        if value is not None and value < 0:
+            raise InputError("a quota is a whole number >= 0", field=flag)
+    for text, flag in texts:
+        check_text(text, flag, multiline=flag == "--description")

@@ -119,11 +119,18 @@ class TestCollection:
         return [(doc, float(len(ranked) - i)) for i, (doc, *_rest) in enumerate(ranked)]
 
     def describe(self) -> dict:
-        """What an export's manifest records about the view."""
-        return {"collection": self.collection.describe(), "query": self.query,
+        """What an export's manifest records about the view (no path of this machine)."""
+        collection = self.collection.describe()
+        if "meta" in collection:
+            collection["meta"] = {k: v for k, v in collection["meta"].items() if k not in MACHINE_KEYS}
+        return {"collection": collection, "query": self.query,
                 "queries": len(self.collection), "documents": len(self.documents),
                 "judgements": sum(len(r) for r in self.candidates.values()),
                 "id_rule": ID_RULE, "renamed_ids": len(self.renamed)}
+
+
+#: collection ``meta`` keys that name files of the machine (left out of exports)
+MACHINE_KEYS = ("path", "source", "cache")
 
 
 def corpus_id(candidate_id: str, title: str, body: str) -> str:

@@ -1,56 +1,57 @@
 """Writing an export folder as a whole: all files or none, and a manifest.
 
-An export is written into a temporary folder beside ``--out`` and renamed into
-place at the end, so an error half way leaves the previous export (or
-nothing). ``--out`` must be empty, absent, or an earlier dsr export (it has
-``dsr_export.json``): a folder of other files is never replaced.
+An export is built in a staging folder beside ``--out`` and swapped in at the
+end (:func:`retrieval.atomic.atomic_dir`, the one way dsr replaces a folder), so
+an error or a kill half way leaves the previous export (or nothing). ``--out``
+must be absent, empty, or an earlier dsr export holding only the files its
+``dsr_export.json`` lists: a folder with any other file is refused (exit 2)
+and left as it is, never emptied.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from retrieval.atomic import write_json
-from retrieval.errors import InputError
+from retrieval import __version__
+from retrieval.atomic import atomic_dir, check_replaceable, glob_escape, recover_folder, write_json
+from retrieval.provenance import sha256_file
 
 MANIFEST = "dsr_export.json"
 
 
+def check_export_out(out: str | Path) -> Path:
+    """``out`` once a swap a killed export left is finished or undone; InputError when it holds
+    anything an earlier export did not write. Call it before the work."""
+    out = Path(out)
+    recover_folder(out)
+    return check_replaceable(out, replaceable(out), field="out")
+
+
 @contextlib.contextmanager
 def export_folder(out: str | Path) -> Iterator[Path]:
-    """Yield a temporary folder; on success it replaces ``out``."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError("is a file; --out takes a folder", path=out, field="--out")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).exists():
-        raise InputError(f"folder is not empty and holds no {MANIFEST}: give a new or empty folder "
-                         "(an earlier dsr export is replaced)", path=out, field="--out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.partial")
-    old = out.with_name(f".{out.name}.{os.getpid()}.old")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    """Yield an empty staging folder; on success it replaces ``out`` as a whole."""
+    out = check_export_out(out)
+    with atomic_dir(out, replaceable(out), field="out") as staging:
+        yield staging
+
+
+def replaceable(out: Path) -> tuple[str, ...]:
+    """What an export may replace in ``out``: an earlier export's manifest and the files it lists."""
     try:
-        yield tmp
-        if out.exists():
-            os.replace(out, old)
-        os.replace(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
+        files = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["files"]
+        names = [name for name in files if isinstance(name, str)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()  # no readable manifest: only an empty folder may be written
+    return (MANIFEST, *(glob_escape(name) for name in names))
 
 
 def write_manifest(folder: Path, fmt: str, described: dict[str, Any], files: list[str],
                    extra: dict[str, Any] | None = None) -> None:
     """``dsr_export.json``: format, the collection and view, files with sha256, versions."""
-    from retrieval import __version__
-    from retrieval.provenance import sha256_file
 
     write_json(folder / MANIFEST, {
         "format": fmt, **described, **(extra or {}),

@@ -35,24 +35,19 @@ from typing import Any
 
 import numpy as np
 
-from indexes.bm25 import _BM25S_METHOD, DEFAULT_DELTA, BM25SIndex, check_number, check_variant
+from indexes.bm25 import _BM25S_METHOD, DEFAULT_DELTA, PARAMS, BM25SIndex
 from indexes.corpus.build import StageReport
-from indexes.corpus.store import (Corpus, file_sha256, key_hash, read_json, read_marker, shard_name,
-                                  write_marker)
+from indexes.corpus.store import (Corpus, check_unit, file_sha256, key_hash, read_json, read_marker,
+                                  shard_name, write_marker)
 from retrieval.atomic import atomic_write, write_json
+from retrieval.params import resolve
 from retrieval.provenance import package_versions
 from retrieval.text import tokenize
 
-PARAMS = {"variant": "okapi", "k1": 1.2, "b": 0.75, "delta": None, "stopwords": False, "stem": False}
-
-
 def check_params(params: dict[str, Any]) -> dict[str, Any]:
-    from retrieval.params import inferred, resolve
-
-    p = resolve(params, inferred(PARAMS), "the corpus BM25 index")
-    check_variant(p["variant"])
-    check_number(p["k1"], "k1")
-    check_number(p["b"], "b")
+    """``params`` checked against the BM25 index's declaration (:data:`indexes.bm25.PARAMS`),
+    the variant's delta filled in."""
+    p = resolve(params, PARAMS, "the corpus BM25 index")
     if p["delta"] is None:
         p["delta"] = DEFAULT_DELTA[p["variant"]]
     return p
@@ -221,8 +216,10 @@ class ShardedBM25:
                              "`dsr corpus index DIR --bm25`", path=corpus.folder)
         self.corpus, self.params = corpus, info["params"]
         self.shards = []
+        shards = corpus.folder / "bm25" / "shards"
         for number, name in enumerate(corpus.names):
-            model = bm25s.BM25.load(str(corpus.folder / "bm25" / "shards" / name), mmap=False)
+            check_unit(shards, name, f"dsr corpus index {corpus.folder} --bm25")
+            model = bm25s.BM25.load(str(shards / name), mmap=False)
             rows = range(int(corpus.offsets[number]), int(corpus.offsets[number + 1]))
             self.shards.append(BM25SIndex([str(r) for r in rows], variant=self.params["variant"],
                                           stopwords=self.params["stopwords"], stem=self.params["stem"],

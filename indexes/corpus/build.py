@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from indexes.corpus.sources import Document, detect_format, read_documents, source_files, source_hash
 from indexes.corpus.store import MANIFEST, file_sha256, read_marker, shard_name, write_marker
-from retrieval.atomic import atomic_write, write_json
+from retrieval.atomic import atomic_write, check_replaceable, write_json
 from retrieval.errors import InputError
 from retrieval.provenance import package_versions
 
@@ -38,11 +38,19 @@ class StageReport:
     seconds: float = 0.0
 
 
+#: what a corpus folder may hold (anything else is refused, never overwritten): the manifest,
+#: the shards with their markers and a killed build's temporaries, and the indexes
+CORPUS_FILES = ("corpus.json", ".corpus.json.*", "shards/shard-*", "shards/.shard-*", "bm25", "dense")
+
+
 def shard_key(source: str, fmt: str, docs_per_shard: int, min_chars: int) -> dict[str, Any]:
+    from indexes.corpus.sentences import CHUNK_CHARS, MAX_TOKEN_CHARS
+
     versions = package_versions(PACKAGES)
     versions.pop("python", None)
     return {"stage": "sentences", "source": source, "format": fmt, "docs_per_shard": docs_per_shard,
-            "min_chars": min_chars, "versions": versions}
+            "min_chars": min_chars, "versions": versions,
+            "split": {"chunk_chars": CHUNK_CHARS, "max_token_chars": MAX_TOKEN_CHARS}}
 
 
 def write_shard(folder: str, number: int, docs: list[tuple[str, str, str, str]], key: dict[str, Any],
@@ -81,7 +89,8 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
     start = time.perf_counter()
     source, out = Path(source), Path(out)
     if isinstance(docs_per_shard, bool) or not isinstance(docs_per_shard, int) or docs_per_shard < 1:
-        raise InputError(f"must be a whole number >= 1, got {docs_per_shard!r}", field="--docs-per-shard")
+        raise InputError(f"must be a whole number >= 1, got {docs_per_shard!r}", field="docs_per_shard")
+    check_replaceable(out, CORPUS_FILES, field="out")  # a folder of other files is refused
     fmt = fmt or detect_format(source)
     files = source_files(source, fmt)
     key = shard_key(source_hash(files), fmt, docs_per_shard, min_chars)
@@ -109,6 +118,10 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
     if not markers:
         raise InputError("the source holds no documents", path=source)
     shards = [markers[n] for n in range(len(markers))]
+    if not any(s["sentences"] for s in shards):
+        raise InputError(f"the source's {sum(s['documents'] for s in shards)} documents hold no sentence "
+                         "(every text is empty, or shorter than --min-chars): nothing to search",
+                         path=source, field="text")
     for stale in sorted(shards_dir.glob("shard-*.parquet")):  # left by an earlier, longer source
         number = int(stale.stem.rsplit("-", 1)[1])
         if number >= len(shards):

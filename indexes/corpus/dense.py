@@ -43,15 +43,25 @@ from typing import Any, Sequence
 import numpy as np
 
 from indexes.corpus.build import StageReport
-from indexes.corpus.store import Corpus, file_sha256, key_hash, read_json, read_marker, write_marker
+from indexes.corpus.store import (Corpus, check_unit, file_sha256, key_hash, read_json, read_marker,
+                                  write_marker)
 from indexes.embeddings import DEFAULT_MODEL, encode
 from retrieval.atomic import atomic_write, write_json
 from retrieval.errors import InputError
 from retrieval.models import ResolvedModel, resolve_model
+from retrieval.params import Param, resolve
 from retrieval.provenance import package_versions
 
 KINDS = ("flat", "ivfpq")
-IVFPQ = {"nlist": None, "m": 48, "nbits": 8, "train_size": 100_000, "seed": 0}
+#: the parameters of an IVF-PQ index
+IVFPQ = (
+    Param("nlist", None, "int", "inverted lists (none: 4 sqrt(sentences), at most what the "
+          "sample trains)", low=1),
+    Param("m", 48, "int", "sub-quantisers per vector", low=1),
+    Param("nbits", 8, "int", "bits per sub-quantiser code", low=1),
+    Param("train_size", 100_000, "int", "vectors sampled to train the quantisers", low=1),
+    Param("seed", 0, "int", "seed of the training sample"),
+)
 SEARCH = {"nprobe": 32, "refine": 0}
 
 
@@ -105,7 +115,7 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
 
         with executor, tqdm(total=sum(corpus.shards[n]["sentences"] for n in todo), unit="sent",
                             desc=f"encoding ({resolved.name})") as bar:
-            files = [corpus.shard_path(n) for n in todo]
+            files = [corpus.verified(n) for n in todo]
             counts = [corpus.shards[n]["sentences"] for n in todo]
             for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size):
                 number = todo[position]
@@ -128,15 +138,8 @@ def _shard_vectors(folder: Path, name: str) -> np.ndarray:
 
 
 def check_ivfpq(params: dict[str, Any]) -> dict[str, Any]:
-    from retrieval.params import inferred, resolve
-
-    p = resolve(params, inferred(IVFPQ), "an IVF-PQ index")
-    for name in ("m", "nbits", "train_size"):
-        if isinstance(p[name], bool) or not isinstance(p[name], int) or p[name] < 1:
-            raise InputError(f"{name} must be a whole number >= 1, got {p[name]!r}", field=name)
-    if p["nlist"] is not None and (not isinstance(p["nlist"], int) or p["nlist"] < 1):
-        raise InputError(f"nlist must be a whole number >= 1, got {p['nlist']!r}", field="nlist")
-    return p
+    """``params`` checked against :data:`IVFPQ`, its defaults filled in."""
+    return resolve(params, IVFPQ, "an IVF-PQ index")
 
 
 def _sample_rows(corpus: Corpus, size: int, seed: int) -> np.ndarray:
@@ -264,6 +267,9 @@ class ShardedDense:
         if info is None or info.get("corpus") != corpus.key:
             raise InputError(f"the corpus has no vectors for {self.model.name} (or they are out of date): run "
                              "`dsr corpus index DIR --dense`", path=corpus.folder)
+        rebuild = f"dsr corpus index {corpus.folder} --dense --model {self.model.name}"
+        for name in corpus.names:
+            check_unit(self.folder / "vectors", name, rebuild)
         self.vectors = [_shard_vectors(self.folder / "vectors", n) for n in corpus.names]
         self.index = None
         if kind == "ivfpq":
@@ -274,6 +280,7 @@ class ShardedDense:
             if not path.exists() or marker is None or marker.get("corpus") != corpus.key:
                 raise InputError("the corpus has no IVF-PQ index (or it is out of date): run "
                                  "`dsr corpus index DIR --dense --index ivfpq`", path=corpus.folder)
+            check_unit(self.folder / "ivfpq", "index", f"{rebuild} --index ivfpq")
             with stdout_to_stderr():  # faiss announces the on-disk file name on C stdout
                 self.index = faiss.read_index(str(path), faiss.IO_FLAG_ONDISK_SAME_DIR)
             self.index.nprobe = self.nprobe

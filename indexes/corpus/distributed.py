@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from retrieval.errors import InputError
+from retrieval.errors import InputError, require_extra
 
 ROOT = Path(__file__).resolve().parents[2]
 #: environment the Ray workers need to find data, models and caches as the driver does
@@ -44,7 +44,7 @@ PASSED_ENV = ("DSR_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
 
 def check_workers(workers: int) -> int:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        raise InputError(f"must be a whole number >= 0, got {workers!r}", field="--workers")
+        raise InputError(f"must be a whole number >= 0, got {workers!r}", field="workers")
     return workers
 
 
@@ -219,9 +219,4 @@ class EncoderActor:
 
 
 def import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise InputError("Ray is not installed: pip install 'dialogue-sentence-retrieval[distributed]' "
-                         "(or run with --workers 0)", field="--workers") from None
-    return ray
+    return require_extra("ray", "distributed", field="workers", also=" (or run with --workers 0)")

@@ -17,6 +17,18 @@ are whitespace-separated (an id with a space would break a TREC line), and:
 Sentences with no letter or digit (stray punctuation left by markup) and
 sentences shorter than ``min_chars`` are dropped without renumbering the
 others, so a kept sentence's id does not depend on the threshold.
+
+Bounded work on any input: pysbd's time grows with the square of the text it
+is given (a one-line document of 100 KB took 29 s), so a paragraph longer than
+``CHUNK_CHARS`` is cut into pieces of at most that many characters before it
+is split, each cut after the last sentence end in its second half (``.``,
+``!`` or ``?``, closing quotes or brackets, white space, then no lower-case
+letter), else at its last white space; sentences keep counting across the
+pieces. A run of more than
+``MAX_TOKEN_CHARS`` characters without white space (a base64 blob, a broken
+table) is cut to its first ``MAX_TOKEN_CHARS`` characters. Prose paragraphs
+are far shorter than either limit, so their sentences are unchanged; time and
+memory are then linear in the input.
 """
 
 from __future__ import annotations
@@ -60,9 +72,47 @@ def _segmenter():
     return pysbd.Segmenter(language="en", clean=False)
 
 
+#: a paragraph longer than this is split into pieces of at most this many characters
+CHUNK_CHARS = 2000
+#: a run of more non-space characters than this is cut to this length
+MAX_TOKEN_CHARS = 1000
+_LONG_TOKEN = re.compile(r"(?<!\S)\S{%d,}" % (MAX_TOKEN_CHARS + 1))
+_SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*\s+(?![a-z])")
+_SPACE_RUN = re.compile(r"\s+")
+
+
 def split_sentences(text: str) -> list[str]:
-    """pysbd's English sentences of one paragraph, stripped, empty ones dropped."""
-    return [s.strip() for s in _segmenter().segment(text) if s.strip()]
+    """pysbd's English sentences of one paragraph, stripped, empty ones dropped (long
+    paragraphs in pieces, overlong tokens cut: see the module's docstring)."""
+    return [s.strip() for piece in chunks(cap_tokens(text)) for s in _segmenter().segment(piece)
+            if s.strip()]
+
+
+def cap_tokens(text: str) -> str:
+    """``text`` with every run of non-space characters cut to ``MAX_TOKEN_CHARS``."""
+    if len(text) <= MAX_TOKEN_CHARS:
+        return text
+    return _LONG_TOKEN.sub(lambda m: text[m.start():m.start() + MAX_TOKEN_CHARS], text)
+
+
+def chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
+    """``text`` in pieces of at most ``size`` characters, cut after a sentence end or at
+    white space (a hard cut only where a piece holds neither)."""
+    start = 0
+    while len(text) - start > size:
+        window = text[start:start + size]
+        cut = _last_end(_SENTENCE_END, window, size // 2) or _last_end(_SPACE_RUN, window, 1) or size
+        yield text[start:start + cut]
+        start += cut
+    yield text[start:]
+
+
+def _last_end(pattern: re.Pattern, window: str, least: int) -> int | None:
+    """End of the last match of ``pattern`` in ``window`` at or after ``least``, or None."""
+    end = None
+    for match in pattern.finditer(window, least):
+        end = match.end()
+    return end
 
 
 def document_sentences(doc: Document, min_chars: int = 1) -> Iterator[Sentence]:

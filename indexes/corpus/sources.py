@@ -109,7 +109,7 @@ def _open_binary(path: Path) -> IO[bytes]:
 def read_documents(source: Path, fmt: str) -> Iterator[Document]:
     """Stream the source's documents in order."""
     if fmt not in FORMATS:
-        raise InputError(f"unknown source format {fmt!r}; choose from {', '.join(FORMATS)}", field="--format")
+        raise InputError(f"unknown source format {fmt!r}; choose from {', '.join(FORMATS)}", field="fmt")
     for path in source_files(source, fmt):
         if fmt == "xml":
             yield from read_xml(path)

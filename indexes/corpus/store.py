@@ -14,6 +14,12 @@ records the key of its inputs and parameters and the sha256 of each file it
 wrote. A unit is reused only when its marker's key matches and every file
 still has that checksum, so a killed build resumes from its finished shards
 and a changed input rebuilds exactly what depends on it.
+
+Reading checks the same checksums: a sentence shard is compared with the
+sha256 in ``corpus.json`` before it is first read (:meth:`Corpus.table`), and
+the searchers check each index unit against its marker (:func:`check_unit`)
+before loading it, so a truncated, edited or permuted file is an InputError
+naming it (exit 2) rather than a traceback or a silently wrong score.
 """
 
 from __future__ import annotations
@@ -80,6 +86,22 @@ def _checksum(path: Path) -> str:
     return file_sha256(path)
 
 
+def check_unit(folder: Path, name: str, rebuild: str) -> dict[str, Any]:
+    """The marker of a finished unit whose files still have their checksums, else InputError
+    naming the damaged file and the command that rebuilds it (``rebuild``)."""
+    marker = read_json(marker_path(folder, name))
+    if marker is None or not isinstance(marker.get("files"), dict):
+        raise InputError(f"{name} has no readable done-marker (unfinished or damaged): run `{rebuild}`",
+                         path=marker_path(folder, name))
+    for rel, digest in marker["files"].items():
+        path = folder / rel
+        if not path.exists() or _checksum(path) != digest:
+            raise InputError(f"{'missing' if not path.exists() else 'damaged'}: it differs from the "
+                             f"checksum recorded when it was built (truncated, edited or replaced); "
+                             f"rebuild it with `{rebuild}`", path=path)
+    return marker
+
+
 def read_marker(folder: Path, name: str, key: dict[str, Any]) -> dict[str, Any] | None:
     """The unit's marker when it is done for this ``key`` and its files are intact, else None."""
     marker = read_json(marker_path(folder, name))
@@ -115,6 +137,7 @@ class Corpus:
         counts = [s["sentences"] for s in self.shards]
         self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._tables: dict[int, Any] = {}
+        self._verified: set[int] = set()
 
     def __len__(self) -> int:
         return int(self.offsets[-1])
@@ -134,7 +157,19 @@ class Corpus:
     def table(self, number: int, columns: Sequence[str] | None = None):
         import pyarrow.parquet as pq
 
-        return pq.read_table(self.shard_path(number), columns=list(columns) if columns else None)
+        return pq.read_table(self.verified(number), columns=list(columns) if columns else None)
+
+    def verified(self, number: int) -> Path:
+        """Shard ``number``'s file once its sha256 equals ``corpus.json``'s (checked once)."""
+        path = self.shard_path(number)
+        if number not in self._verified:
+            if not path.is_file() or file_sha256(path) != self.shards[number].get("sha256"):
+                why = "missing" if not path.is_file() else "damaged: its sha256 differs from corpus.json's"
+                raise InputError(f"shard {self.shards[number]['name']} is {why} (truncated, edited or "
+                                 "replaced); rebuild it with `dsr corpus build` (intact shards are kept), "
+                                 "then `dsr corpus index`", path=path)
+            self._verified.add(number)
+        return path
 
     def texts(self, number: int) -> list[str]:
         return self.table(number, ["text"]).column("text").to_pylist()

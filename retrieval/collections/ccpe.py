@@ -40,10 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.collections import SourceInfo
-from retrieval.collections.common import cached_build, check_params, resolve_source
+from retrieval.collections.common import cached_build, check_params, params_note, resolve_source
 from retrieval.data import Collection, Dialogue, Turn
 from retrieval.errors import InputError
 from retrieval.jsonio import load_json
+from retrieval.params import Param, defaults
 
 NAME = "ccpe"
 REPOSITORY = "google-research-datasets/ccpe"
@@ -57,7 +58,13 @@ ANNOTATION_TYPES = ("ENTITY_NAME", "ENTITY_PREFERENCE", "ENTITY_DESCRIPTION", "E
 ENTITY_TYPES = ("MOVIE_GENRE_OR_CATEGORY", "MOVIE_OR_SERIES", "PERSON", "SOMETHING_ELSE")
 TARGETS = ("preference", "assistant")
 
-DEFAULTS: dict[str, Any] = {"targets": "preference", "min_context": 2, "check_offsets": True}
+#: ``build``'s parameters
+PARAMS = (
+    Param("targets", "preference", "str", "preference: USER turns with an ENTITY_PREFERENCE "
+          "annotation; assistant: every ASSISTANT turn", choices=TARGETS),
+    Param("min_context", 2, "int", "turns required before the target", low=0),
+    Param("check_offsets", True, "bool", "check each annotation's offsets against its text"),
+)
 
 SOURCE = SourceInfo(
     name=NAME,
@@ -72,7 +79,7 @@ SOURCE = SourceInfo(
     has_candidates=False,
     notes=(
         "no candidates and no labels: use it with a sentence corpus of your choice",
-        "parameters: targets (preference|assistant), min_context (2), check_offsets (true)",
+        params_note(PARAMS),
     ),
 )
 
@@ -81,24 +88,17 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The query points from ``data.json`` (``source``: the file or its folder;
     default ``$DSR_HOME/data/ccpe``), built once and cached."""
     path = _data_path(resolve_source(NAME, source), split)
-    return cached_build(NAME, None, path.parent, [path], DEFAULTS, BUILDER_VERSION,
+    return cached_build(NAME, None, path.parent, [path], defaults(PARAMS), BUILDER_VERSION,
                         lambda: build(path))
 
 
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     """Convert ``data.json`` (``source``: the file or its folder) to query points.
 
-    ``params``: ``targets`` (``preference``: USER turns with an
-    ENTITY_PREFERENCE annotation; ``assistant``: every ASSISTANT turn),
-    ``min_context`` (turns required before the target), ``check_offsets``.
+    ``params``: :data:`PARAMS` (``targets``, ``min_context``, ``check_offsets``).
     CCPE-M has no splits: ``split`` must be None (or ``all``).
     """
-    options = check_params(params, DEFAULTS, NAME)
-    if options["targets"] not in TARGETS:
-        raise InputError(f"expected {' or '.join(TARGETS)}, got {options['targets']!r}",
-                         field="targets")
-    if options["min_context"] < 0:
-        raise InputError("must be >= 0", field="min_context")
+    options = check_params(params, PARAMS, NAME)
     path = _data_path(Path(source), split)
     conversations = read_conversations(path, check_offsets=options["check_offsets"])
     dialogues = []
@@ -226,7 +226,7 @@ def _check_segment(seg: Any, text: str, name: str, error, check_offsets: bool) -
 
 def _data_path(source: Path, split: str | None) -> Path:
     if split not in (None, "all"):
-        raise InputError(f"ccpe has no splits, got {split!r}", field="--split")
+        raise InputError(f"ccpe has no splits, got {split!r}", field="split")
     path = source / DATA_FILE if source.is_dir() else source
     if not path.is_file():
         raise InputError(f"missing {DATA_FILE}; `dsr data fetch ccpe` downloads it, or pass "

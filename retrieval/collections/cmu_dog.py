@@ -63,10 +63,11 @@ import numpy as np
 
 from indexes.bm25 import BM25Index
 from retrieval.collections import SourceInfo
-from retrieval.collections.common import cached_build, check_params, resolve_source
+from retrieval.collections.common import cached_build, check_params, params_note, resolve_source
 from retrieval.data import Candidate, Collection, Dialogue, Turn
 from retrieval.errors import InputError
 from retrieval.jsonio import load_json
+from retrieval.params import Param, defaults
 from retrieval.text import content_words
 
 NAME = "cmu_dog"
@@ -75,7 +76,13 @@ COMMIT = "618a14f27546165859305649aa84e6ac8710bb63"
 #: bump when the conversion changes, so cached builds are rebuilt
 BUILDER_VERSION = 1
 
-DEFAULTS: dict[str, Any] = {"threshold": 0.5, "pool_size": 50, "min_context": 2}
+#: ``build``'s parameters
+PARAMS = (
+    Param("threshold", 0.5, "float", "share of the target turn's content words a relevant "
+          "sentence must contain", above=0, high=1),
+    Param("pool_size", 50, "int", "candidates per query point (BM25 top k)", low=1),
+    Param("min_context", 2, "int", "turns required before the target", low=0),
+)
 
 SOURCE = SourceInfo(
     name=NAME,
@@ -92,7 +99,7 @@ SOURCE = SourceInfo(
         "labels are SILVER: a sentence of the conversation's document is relevant when it "
         "covers >= 50% of the target turn's content words; the best-covering one(s) get grade 2",
         "subsets: section0 (overview) .. section3, the document section shown at the target turn",
-        "parameters: threshold (0.5), pool_size (50), min_context (2)",
+        params_note(PARAMS),
     ),
 )
 
@@ -113,26 +120,19 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     split = split or SOURCE.default_split
     _check_split(folder, split)
     inputs = sorted((folder / "Conversations" / split).glob("*.json")) + _wiki_files(folder)
-    return cached_build(NAME, split, folder, inputs, DEFAULTS, BUILDER_VERSION,
+    return cached_build(NAME, split, folder, inputs, defaults(PARAMS), BUILDER_VERSION,
                         lambda: build(folder, split))
 
 
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     """Convert the raw files of one split (default ``valid``) to a Collection.
 
-    ``params``: ``threshold`` (0 < t <= 1, share of the target's content words
-    a relevant sentence must contain), ``pool_size`` (candidates per query
-    point), ``min_context`` (turns required before the target). Any other name
-    is an InputError.
+    ``params``: :data:`PARAMS` (``threshold``, ``pool_size``, ``min_context``);
+    a value out of range or any other name is an InputError naming it.
     """
-    options = check_params(params, DEFAULTS, NAME)
+    options = check_params(params, PARAMS, NAME)
     threshold = float(options["threshold"])
-    pool_size = int(options["pool_size"])
-    min_context = int(options["min_context"])
-    if not 0 < threshold <= 1:
-        raise InputError(f"threshold must be in (0, 1], got {threshold}", field="threshold")
-    if pool_size < 1 or min_context < 0:
-        raise InputError("pool_size must be >= 1 and min_context >= 0", field="pool_size/min_context")
+    pool_size, min_context = options["pool_size"], options["min_context"]
     folder = Path(source)
     split = split or SOURCE.default_split
     _check_split(folder, split)
@@ -348,7 +348,7 @@ def _resolve(source: Path | None) -> Path:
 def _check_split(folder: Path, split: str) -> None:
     if split not in SOURCE.splits:
         raise InputError(f"unknown split {split!r} for cmu_dog; use one of "
-                         f"{', '.join(SOURCE.splits)}", field="--split")
+                         f"{', '.join(SOURCE.splits)}", field="split")
     if not (folder / "WikiData").is_dir():
         raise InputError("no WikiData folder: expected the CMU_DoG repository layout "
                          "(Conversations/<split>/*.json, WikiData/*.json)", path=folder)

@@ -9,18 +9,23 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from indexes.manifest import checksum, failed_checksums
 from retrieval.atomic import write_json
 from retrieval.data import Collection, read_benchmark, write_benchmark
 from retrieval.errors import InputError
-from indexes.manifest import checksum, failed_checksums
 from retrieval.home import data_dir, dsr_home, require_writable
-from retrieval.params import inferred, resolve
+from retrieval.params import Declaration, resolve
 
 
-def check_params(params: dict[str, Any], defaults: dict[str, Any], name: str) -> dict[str, Any]:
-    """``defaults`` overridden by ``params``, each checked against the kind of its default
-    (one resolver for every parameter: :func:`retrieval.params.resolve`)."""
-    return resolve(params, inferred(defaults), f"collection {name!r}")
+def check_params(params: dict[str, Any], declared: Declaration, name: str) -> dict[str, Any]:
+    """The builder's declared defaults overridden by ``params``, each checked against its
+    declaration (one resolver for every parameter: :func:`retrieval.params.resolve`)."""
+    return resolve(params, declared, f"collection {name!r}")
+
+
+def params_note(declared: Declaration) -> str:
+    """The ``SourceInfo`` note listing a builder's parameters and their defaults."""
+    return "parameters: " + ", ".join(f"{p.name} ({json.dumps(p.default)})" for p in declared)
 
 
 def cached_build(name: str, split: str | None, source: Path, inputs: list[Path],

@@ -2,7 +2,14 @@
 
 ``dsr data fetch sigir2022|cmu_dog|redial|ccpe`` downloads from each source's
 official GitHub repository at a pinned commit (../shared/data/SOURCES.md) and
-verifies every file before it takes its final name:
+verifies every file before it takes its final name. This module knows no source:
+what to download is data, the ``fetch`` section of the source's manifest
+(``retrieval/collections/manifests/NAME.json``, beside its ``repository`` and
+pinned ``commit``): ``files`` (a path for a raw file, or ``{"path", "kind":
+"tarball"|"zip", "keep": [glob...]}`` for an archive), ``first_use`` (globs verified
+by a sha256 recorded on first use), ``required`` (what makes the folder usable) and
+``revisions`` (other commits, ``--revision NAME``). A source with such a section is
+fetchable (:func:`sources`). Every file is verified:
 
 - by **git blob id** (``sha1(b"blob <size>\\0" + data)``, the id git gives the
   content) for every file whose id we know: the SIGIR 2022 files (ids
@@ -61,6 +68,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import fnmatch
+import functools
 import gzip
 import hashlib
 import http.client
@@ -83,6 +91,7 @@ from typing import IO, Iterator
 
 from tqdm import tqdm
 
+from retrieval import __version__
 from retrieval.atomic import check_output_path, temp_beside, write_json
 from retrieval.errors import InputError
 from retrieval.home import data_dir
@@ -110,120 +119,83 @@ class Remote:
 
     path: str
     kind: str = "raw"  # "raw" | "tarball" | "zip"
-    #: commit to take it from when not the plan's own (the old SIGIR schema's split file)
+    #: commit to take it from when not the plan's own (``PINNED``: the source's pinned commit,
+    #: e.g. the split file of an older revision)
     commit: str | None = None
     #: archives: glob patterns (repository-relative) of the members to keep
     keep: tuple[str, ...] = ()
 
-
-@dataclass(frozen=True)
-class Plan:
-    """What ``dsr data fetch NAME`` downloads, from where, and how each file is checked.
-
-    The repository and the pinned commit are the source's own declaration
-    (``SOURCE`` in ``retrieval/collections/NAME.py``), read when first needed, so
-    they are written once; ``pinned`` overrides the commit (another revision).
-    """
-
-    name: str
-    remotes: tuple[Remote, ...]
-    #: files (glob patterns) verified by a sha256 recorded on first use
-    first_use: tuple[str, ...] = ()
-    #: files whose presence means "available" (a bare name may also sit at the folder root)
-    required: tuple[str, ...] = ()
-    #: the manifest whose git blob ids apply (plans of one source share it)
-    manifest: str = ""
-    #: default folder name under DSR_HOME/data
-    folder: str = ""
-    description: str = ""
-    #: another revision: the name of the source module's constant holding its commit
-    #: (``--revision old`` of sigir2022: ``OLD_COMMIT``)
-    revision: str = ""
-
-    @property
-    def repository(self) -> str:
-        return _source(self.name).SOURCE.repository
-
-    @property
-    def commit(self) -> str:
-        module = _source(self.name)
-        return getattr(module, self.revision) if self.revision else module.SOURCE.commit
-
-    def commit_of(self, remote: "Remote") -> str:
-        """The commit a remote file is taken from: its own pin (``PINNED``: the source's
-        pinned commit, whatever the plan's revision), else the plan's."""
-        if remote.commit == PINNED:
-            return _source(self.name).SOURCE.commit
-        return remote.commit or self.commit
-
-    @property
-    def manifest_name(self) -> str:
-        return self.manifest or self.name
-
-    @property
-    def folder_name(self) -> str:
-        if self.folder:
-            return self.folder
-        return f"{self.name}-{self.commit}" if self.revision else self.name
+    @classmethod
+    def from_json(cls, entry: str | dict) -> "Remote":
+        """A manifest's file entry: a path (a raw file) or ``{"path", "kind", "keep", "commit"}``."""
+        if isinstance(entry, str):
+            return cls(entry)
+        return cls(entry["path"], entry.get("kind", "raw"), entry.get("commit"),
+                   tuple(entry.get("keep", ())))
 
 
 #: Remote.commit meaning "the source's pinned commit" in a plan for another revision
 PINNED = "pinned"
 
 
-def _source(name: str):
-    """The source's module: its ``SOURCE`` declaration holds the repository and commit."""
-    from retrieval.collections import source_module
+@dataclass(frozen=True)
+class Plan:
+    """What ``dsr data fetch NAME`` downloads, from where, and how each file is checked: the
+    ``fetch`` section of ``retrieval/collections/manifests/NAME.json`` (:func:`plan_for`)."""
 
-    return source_module(name)
+    name: str
+    repository: str
+    #: the commit this plan fetches (the pinned one, or another revision's)
+    commit: str
+    #: the source's pinned commit: the manifest lists its files by path, others as "commit:path"
+    pinned: str
+    remotes: tuple[Remote, ...]
+    #: files (glob patterns) verified by a sha256 recorded on first use
+    first_use: tuple[str, ...] = ()
+    #: files whose presence means "available" (a bare name may also sit at the folder root)
+    required: tuple[str, ...] = ()
+    description: str = ""
+    #: another revision's name ("" for the pinned commit)
+    revision: str = ""
+
+    def commit_of(self, remote: Remote) -> str:
+        """The commit a remote file is taken from: its own pin, else the plan's."""
+        if remote.commit == PINNED:
+            return self.pinned
+        return remote.commit or self.commit
+
+    @property
+    def folder_name(self) -> str:
+        """The default folder under DSR_HOME/data: NAME, or NAME-COMMIT for another revision."""
+        return f"{self.name}-{self.commit}" if self.revision else self.name
 
 
-_SIGIR_DIALOGUES = ("datasets/dialogues.json", "datasets/wikipedia_grounded_dialogues.json")
+def sources() -> list[str]:
+    """The sources ``dsr data fetch`` can download: those whose manifest has a fetch section."""
+    folder = resources.files("retrieval.collections").joinpath("manifests")
+    names = sorted(entry.name[:-len(".json")] for entry in folder.iterdir()
+                   if entry.name.endswith(".json"))
+    return [name for name in names if "fetch" in _manifest_file(name)]
 
-PLANS: dict[str, Plan] = {
-    "sigir2022": Plan(
-        "sigir2022",
-        remotes=tuple(Remote(p) for p in (*_SIGIR_DIALOGUES, "evaluation/val_test_splits.json",
-                                          "README.md", "LICENSE.md")),
-        required=_SIGIR_DIALOGUES,
-        description="the 846 dialogues (both files) and the official split file"),
-    "cmu_dog": Plan(
-        "cmu_dog",
-        remotes=(Remote("", kind="tarball", keep=(
-            "Conversations/train/*.json", "Conversations/valid/*.json",
-            "Conversations/test/*.json", "WikiData/*.json", "README.md")),),
-        first_use=("Conversations/test/*.json",),
-        required=("WikiData", "Conversations"),
-        description="the repository at the pinned commit (one tar.gz): conversations "
-                    "(train, valid, test) and the 30 WikiData documents"),
-    "redial": Plan(
-        "redial",
-        remotes=(Remote("movies_with_mentions.csv"),
-                 Remote("redial_dataset.zip", kind="zip",
-                        keep=("train_data.jsonl", "test_data.jsonl"))),
-        first_use=("train_data.jsonl",),
-        required=("test_data.jsonl", "movies_with_mentions.csv"),
-        description="branch `data`: movies_with_mentions.csv and redial_dataset.zip "
-                    "(train_data.jsonl and test_data.jsonl are unpacked from it)"),
-    "ccpe": Plan(
-        "ccpe",
-        remotes=(Remote("data.json"), Remote("README.md")),
-        first_use=("data.json",),
-        required=("data.json",),
-        description="data.json (the 502 dialogues) and its README"),
-}
 
-#: other revisions a source can be fetched at (``--revision``)
-REVISIONS: dict[tuple[str, str], Plan] = {
-    ("sigir2022", "old"): Plan(
-        "sigir2022", revision="OLD_COMMIT",
-        # the split file did not change meaning; take the pinned one
-        remotes=(*(Remote(p) for p in _SIGIR_DIALOGUES),
-                 Remote("evaluation/val_test_splits.json", commit=PINNED)),
-        required=_SIGIR_DIALOGUES, manifest="sigir2022",
-        description="the older schema (candidates as pos/neg) "
-                    "and the pinned split file"),
-}
+def plan_for(name: str, revision: str | None = None) -> Plan:
+    """The download plan of source ``name`` (at ``revision``: its pinned commit by default)."""
+    if name not in sources():
+        raise InputError(f"cannot fetch {name!r}; sources: {', '.join(sources())} "
+                         "(a bundled collection ships with the package)", field="name")
+    manifest = _manifest_file(name)
+    section = manifest["fetch"]
+    plan = section
+    if revision not in (None, "", "pinned", "current"):
+        plan = section.get("revisions", {}).get(revision)
+        if plan is None:
+            known = ["current", *section.get("revisions", {})]
+            raise InputError(f"no revision {revision!r} for {name}; known: {', '.join(known)}",
+                             field="revision")
+    return Plan(name, manifest["repository"], plan.get("commit", manifest["commit"]),
+                manifest["commit"], tuple(Remote.from_json(f) for f in plan["files"]),
+                tuple(plan.get("first_use", ())), tuple(plan.get("required", ())),
+                plan.get("description", ""), revision if plan is not section else "")
 
 
 @dataclass
@@ -265,27 +237,16 @@ def load_sizes(name: str) -> dict[str, int]:
     return _manifest_file(name).get("sizes", {})
 
 
+@functools.lru_cache(maxsize=None)
 def _manifest_file(name: str) -> dict:
+    """``manifests/NAME.json``: the source's repository, pinned commit, fetch plan, git blob
+    ids and sizes (read once)."""
     text = resources.files("retrieval.collections").joinpath("manifests", f"{name}.json").read_text(
         encoding="utf-8")
     return json.loads(text)
 
 
 # --- the plan ---------------------------------------------------------------
-
-def plan_for(name: str, revision: str | None = None) -> Plan:
-    if name not in PLANS:
-        raise InputError(f"cannot fetch {name!r}; sources: {', '.join(PLANS)} "
-                         "(the sample collection ships with the package)", field="NAME")
-    if revision in (None, "", "pinned", "current"):
-        return PLANS[name]
-    plan = REVISIONS.get((name, revision))
-    if plan is None:
-        known = [r for (n, r) in REVISIONS if n == name]
-        raise InputError(f"no revision {revision!r} for {name}; "
-                         f"known: {', '.join(['current', *known])}", field="--revision")
-    return plan
-
 
 def default_dest(name: str, revision: str | None = None) -> Path:
     return data_dir(plan_for(name, revision).folder_name)
@@ -358,7 +319,7 @@ def fetch(name: str, dest: str | Path | None = None, *, base_url: str | None = N
                     max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes))
     job = _Fetch(plan, Path(dest) if dest is not None else data_dir(plan.folder_name),
                  _base_url(base_url), manifest if manifest is not None else
-                 load_manifest(plan.manifest_name), limits, force, progress)
+                 load_manifest(plan.name), limits, force, progress)
     return job.run()
 
 
@@ -390,7 +351,7 @@ class _Fetch:
                  force: bool, progress: bool):
         self.plan, self.dest, self.base, self.blobs = plan, dest, base, blobs
         self.limits, self.force, self.progress = limits, force, progress
-        self.sizes = load_sizes(plan.manifest_name)
+        self.sizes = load_sizes(plan.name)
         self.record = _read_record(dest / CHECKSUMS, plan)
         self.result = FetchResult(plan.name, dest, plan.commit)
         self.new_records: dict[str, dict] = {}
@@ -489,7 +450,7 @@ class _Fetch:
     def mkdir(self, folder: Path) -> None:
         """Create ``folder`` (and parents), remembering which ones were new."""
         new = [p for p in (folder, *folder.parents) if not p.exists()]
-        check_output_path(folder, "--dest", folder=True)
+        check_output_path(folder, "dest", folder=True)
         self.made_dirs.extend(reversed(new))
 
     def expected(self, rel: str, commit: str) -> tuple[str, str] | None:
@@ -505,7 +466,7 @@ class _Fetch:
 
     def key(self, rel: str, commit: str) -> str:
         # the manifest lists the source's pinned commit by path, other commits as "commit:path"
-        return rel if commit == PLANS[self.plan.manifest_name].commit else f"{commit}:{rel}"
+        return rel if commit == self.plan.pinned else f"{commit}:{rel}"
 
     def cap(self, rel: str, commit: str | None = None) -> int:
         """Bytes allowed for ``rel``: its recorded size plus a margin, else ``max_bytes``."""
@@ -734,8 +695,6 @@ class _Deadline:
 def _download(url: str, out: IO[bytes], name: str, limits: Limits, cap: int, progress: bool,
               label: str) -> int:
     """Stream ``url`` into ``out`` (at most ``cap`` bytes, within ``limits.deadline``)."""
-    from retrieval import __version__
-
     request = urllib.request.Request(url, headers={"User-Agent": f"dsr/{__version__}"})
     received = 0
     with _Deadline(limits.deadline) as deadline:

@@ -63,13 +63,14 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.collections import SourceInfo
 from indexes.bm25 import BM25Index
-from retrieval.collections.common import (cached_build, check_params,
+from retrieval.collections import SourceInfo
+from retrieval.collections.common import (cached_build, check_params, params_note,
                                            resolve_source)
 from retrieval.data import Candidate, Collection, Dialogue, Turn
 from retrieval.errors import InputError
 from retrieval.jsonio import iter_json_lines, read_text
+from retrieval.params import Param, defaults
 
 NAME = "redial"
 REPOSITORY = "ReDialData/website"
@@ -79,8 +80,14 @@ SPLIT_FILES = {"test": "test_data.jsonl", "train": "train_data.jsonl"}
 #: bump when the conversion changes, so cached builds are rebuilt
 BUILDER_VERSION = 1
 
-DEFAULTS: dict[str, Any] = {"pool_size": 50, "cooc_weight": 4.0, "prior_weight": 1.0,
-                            "bm25_weight": 0.0, "min_context": 1}
+#: ``build``'s parameters (the weights: the initial ranker's, see the module docstring)
+PARAMS = (
+    Param("pool_size", 50, "int", "movies per query point", low=1),
+    Param("cooc_weight", 4.0, "float", "weight of co-mentions with the context's movies", low=0),
+    Param("prior_weight", 1.0, "float", "weight of the popularity prior", low=0),
+    Param("bm25_weight", 0.0, "float", "weight of BM25 over the movie titles", low=0),
+    Param("min_context", 1, "int", "turns required before the target", low=0),
+)
 
 SOURCE = SourceInfo(
     name=NAME,
@@ -97,8 +104,7 @@ SOURCE = SourceInfo(
         "grade 2 = both workers' forms say the seeker liked the movie; grade 1 otherwise",
         "subsets: seeker_named / seeker_unnamed (whether the seeker had named a movie before)",
         "nbMentions (the popularity prior) counts the whole release, test split included",
-        "parameters: pool_size (50), cooc_weight (4.0), prior_weight (1.0), bm25_weight (0.0), "
-        "min_context (1)",
+        params_note(PARAMS),
     ),
 )
 
@@ -116,7 +122,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     folder = resolve_source(NAME, source)
     split = split or SOURCE.default_split
     dialogues_path, movies_path = _paths(folder, split)
-    return cached_build(NAME, split, folder, [dialogues_path, movies_path], DEFAULTS,
+    return cached_build(NAME, split, folder, [dialogues_path, movies_path], defaults(PARAMS),
                         BUILDER_VERSION, lambda: build(folder, split))
 
 
@@ -127,12 +133,9 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     ``prior_weight`` and ``bm25_weight`` (the initial ranker's weights, see
     the module docstring), ``min_context`` (turns required before the target).
     """
-    options = check_params(params, DEFAULTS, NAME)
-    pool_size, min_context = int(options["pool_size"]), int(options["min_context"])
+    options = check_params(params, PARAMS, NAME)
+    pool_size, min_context = options["pool_size"], options["min_context"]
     weights = {k: float(options[k]) for k in ("cooc_weight", "prior_weight", "bm25_weight")}
-    if pool_size < 1 or min_context < 0 or min(weights.values()) < 0:
-        raise InputError("pool_size must be >= 1; min_context and the weights >= 0",
-                         field="--param")
     folder = Path(source)
     split = split or SOURCE.default_split
     dialogues_path, movies_path = _paths(folder, split)
@@ -355,23 +358,31 @@ def parse_dialogue(raw: Any, path: Path, lineno: int, movies: dict[str, Movie]) 
     messages = raw.get("messages")
     if not isinstance(messages, list) or not messages:
         raise error("missing or empty", "messages", cid)
+    return Conversation(cid, _merged_turns(messages, roles, names, movies,
+                                           lambda message, field: error(message, field, cid)),
+                        forms)
+
+
+def _merged_turns(messages: list, roles: dict[str, str], names: dict, movies: dict[str, Movie],
+                  error) -> list[MergedTurn]:
+    """The messages as turns (``@ID`` mentions replaced by titles), consecutive messages of one
+    sender merged into one turn; ``error(message, field)`` makes the InputError."""
     turns: list[MergedTurn] = []
     for n, msg in enumerate(messages):
         field = f"messages[{n}]"
         if not isinstance(msg, dict):
-            raise error("expected an object", field, cid)
+            raise error("expected an object", field)
         text = msg.get("text")
         if not isinstance(text, str):
-            raise error("missing message text", f"{field}.text", cid)
+            raise error("missing message text", f"{field}.text")
         worker = str(msg.get("senderWorkerId"))
         if worker not in roles:
             raise error(f"sender {msg.get('senderWorkerId')!r} is neither the initiator nor "
-                        "the respondent", f"{field}.senderWorkerId", cid)
+                        "the respondent", f"{field}.senderWorkerId")
         ids = _MENTION.findall(text)
         for mid in ids:
             if mid not in movies and not isinstance(names.get(mid), str):
-                raise error(f"@{mid} is in neither {MOVIES_FILE} nor movieMentions",
-                            f"{field}.text", cid)
+                raise error(f"@{mid} is in neither {MOVIES_FILE} nor movieMentions", f"{field}.text")
 
         def title(match: re.Match) -> str:
             mid = match.group(1)
@@ -384,15 +395,14 @@ def parse_dialogue(raw: Any, path: Path, lineno: int, movies: dict[str, Movie]) 
             last.movies.extend(ids)
             last.message_ids.append(msg.get("messageId"))
         else:
-            turns.append(MergedTurn(roles[worker], worker, body, list(ids),
-                                    [msg.get("messageId")]))
-    return Conversation(cid, turns, forms)
+            turns.append(MergedTurn(roles[worker], worker, body, list(ids), [msg.get("messageId")]))
+    return turns
 
 
 def _paths(folder: Path, split: str) -> tuple[Path, Path]:
     if split not in SPLIT_FILES:
         raise InputError(f"unknown split {split!r} for redial; use "
-                         f"{' or '.join(SPLIT_FILES)}", field="--split")
+                         f"{' or '.join(SPLIT_FILES)}", field="split")
     dialogues, movies = folder / SPLIT_FILES[split], folder / MOVIES_FILE
     for path in (dialogues, movies):
         if not path.is_file():

@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from retrieval.collections import SourceInfo
+from retrieval.collections.common import check_params
 from retrieval.data import Collection, read_benchmark
 from retrieval.errors import InputError
 
@@ -34,8 +35,12 @@ INITIAL_RANKER = ("BM25Okapi (rank_bm25; k1=1.5, b=0.75, epsilon=0.25) over the 
 
 SUBSETS = ("plain", "grounded")
 
+NAME = "sample"
+#: ``build``'s parameters: none (the file is the collection)
+PARAMS = ()
+
 SOURCE = SourceInfo(
-    name="sample",
+    name=NAME,
     description="20 hand-written Reddit-style dialogues (10 plain, 10 Wikipedia-grounded) with "
                 "10-50 Wikipedia-style candidate sentences each, shipped with the package",
     licence="MIT (same as the project; written by the dsr authors)",
@@ -75,8 +80,6 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
 
 
 def build(source: Path | None = None, split: str | None = None, **params) -> Collection:
-    """Same as :func:`load`: there are no raw files to convert."""
-    if params:
-        raise InputError(f"the sample collection takes no parameters, got {', '.join(sorted(params))}",
-                         field="--param")
+    """Same as :func:`load`: there are no raw files to convert (:data:`PARAMS` is empty)."""
+    check_params(params, PARAMS, NAME)
     return load(source, split)

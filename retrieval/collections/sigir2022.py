@@ -41,13 +41,15 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from retrieval import jsonio
 from retrieval.collections import SourceInfo
+from retrieval.collections.common import check_params
+from retrieval.collections.fetch import git_blob_file
 from retrieval.data import (Candidate, Collection, Dialogue, Turn, _Where, check_id, parse_label,
                             parse_number)
 from retrieval.errors import InputError
-from retrieval import jsonio
-from retrieval.jsonio import iter_json_lines, read_text
 from retrieval.home import data_dir
+from retrieval.jsonio import iter_json_lines, read_text
 from retrieval.splits import check_splits, read_split_file
 
 REPOSITORY = "SIGIR-2022/A-Dataset-for-Sentence-Retrieval-for-Open-Ended-Dialogues"
@@ -68,8 +70,12 @@ BLOBS = {
 }
 SPLIT_BLOB = "b832c178d530d366884ff7258a3310457578ba12"
 
+NAME = "sigir2022"
+#: ``build``'s parameters: none (the files are the collection)
+PARAMS = ()
+
 SOURCE = SourceInfo(
-    name="sigir2022",
+    name=NAME,
     description="SIGIR 2022 Reddit dialogues with 50 Wikipedia candidate sentences each, "
                 "labelled by Mechanical Turk workers (400 plain + 446 Wikipedia-grounded); "
                 "official protocol: 50 random 423/423 val/test splits",
@@ -167,16 +173,8 @@ def dialogue_from_sigir(obj: Any, where: _Where, subset: str, key: str | None = 
 def _parse_dialogue(obj: Any, where: _Where, subset: str, key: str | None) -> tuple[Dialogue, str]:
     if not isinstance(obj, dict):
         raise where.error(f"expected a dialogue object, got {type(obj).__name__}")
-    did = _str(obj.get("id"))
-    if key is not None:
-        if did and did != key:
-            raise where.error(f"id {did!r} differs from its key {key!r}", "id")
-        did = did or key
-    if not did:
-        raise where.error("missing dialogue id", "id")
-    check_id(did, where, "id")
+    did = _dialogue_id(obj, where, key)
     where = _Where(where.path, where.line, did)
-
     context = obj.get("context")
     if not isinstance(context, list) or not context:
         raise where.error("missing or empty (expected the list of turns before the target)",
@@ -185,26 +183,39 @@ def _parse_dialogue(obj: Any, where: _Where, subset: str, key: str | None) -> tu
     if obj.get("target") is None:
         raise where.error("missing (expected the turn to be written)", "target")
     target = _turn(obj["target"], where, "target")
+    candidates, schema = _candidates(obj.get("candidates"), where)
+    if not any(c.label > 0 for c in candidates):
+        raise where.error("no relevant candidate (label 1); the collection keeps only "
+                          "dialogues with at least one", "candidates")
+    return Dialogue(id=did, title=_str(obj.get("title")), context=turns, target=target,
+                    candidates=candidates, subset=subset, subreddit=_str(obj.get("subreddit")),
+                    source="sigir2022"), schema
 
-    raw = obj.get("candidates")
+
+def _dialogue_id(obj: dict, where: _Where, key: str | None) -> str:
+    """The dialogue's ``id``, or the key it is filed under (they must agree when both are there)."""
+    did = _str(obj.get("id"))
+    if key is not None:
+        if did and did != key:
+            raise where.error(f"id {did!r} differs from its key {key!r}", "id")
+        did = did or key
+    if not did:
+        raise where.error("missing dialogue id", "id")
+    check_id(did, where, "id")
+    return did
+
+
+def _candidates(raw: Any, where: _Where) -> tuple[list[Candidate], str]:
+    """The candidates in either schema, in ranking order, and which schema they came in: a list
+    (``current``), or ``{"pos": [...], "neg": [...]}`` (``old``: sorted by initial score)."""
     named: list[tuple[str, Candidate]] = []  # (field name, candidate) in file order
     if isinstance(raw, list):
         schema = "current"
-        for i, c in enumerate(raw):
-            named.append((f"candidates[{i}]", _candidate(c, where, f"candidates[{i}]", None)))
+        named = [(f"candidates[{i}]", _candidate(c, where, f"candidates[{i}]", None))
+                 for i, c in enumerate(raw)]
     elif isinstance(raw, dict) and raw and set(raw) <= {"pos", "neg"}:
         schema = "old"
-        for group, label in (("pos", 1), ("neg", 0)):
-            items = raw.get(group, [])
-            if not isinstance(items, list):
-                raise where.error("expected a list", f"candidates.{group}")
-            for i, c in enumerate(items):
-                name = f"candidates.{group}[{i}]"
-                named.append((name, _candidate(c, where, name, label)))
-        for name, c in named:
-            if c.score is None:
-                raise where.error("the older pos/neg schema needs every candidate's initial "
-                                  "score to rebuild the initial ranking", f"{name}.score")
+        named = _old_candidates(raw, where)
     else:
         raise where.error('expected a list of candidates, or {"pos": [...], "neg": [...]}',
                           "candidates")
@@ -220,19 +231,25 @@ def _parse_dialogue(obj: Any, where: _Where, subset: str, key: str | None) -> tu
         # the initial ranking: by score, descending; stable, so ties keep pos
         # before neg and the file order inside a group
         candidates.sort(key=lambda c: -c.score)
-    if not any(c.label > 0 for c in candidates):
-        raise where.error("no relevant candidate (label 1); the collection keeps only "
-                          "dialogues with at least one", "candidates")
-    return Dialogue(
-        id=did,
-        title=_str(obj.get("title")),
-        context=turns,
-        target=target,
-        candidates=candidates,
-        subset=subset,
-        subreddit=_str(obj.get("subreddit")),
-        source="sigir2022",
-    ), schema
+    return candidates, schema
+
+
+def _old_candidates(raw: dict, where: _Where) -> list[tuple[str, Candidate]]:
+    """The older schema's ``pos`` (label 1) then ``neg`` (label 0) candidates, each with the
+    initial score that rebuilds the initial ranking."""
+    named = []
+    for group, label in (("pos", 1), ("neg", 0)):
+        items = raw.get(group, [])
+        if not isinstance(items, list):
+            raise where.error("expected a list", f"candidates.{group}")
+        for i, c in enumerate(items):
+            name = f"candidates.{group}[{i}]"
+            named.append((name, _candidate(c, where, name, label)))
+    for name, c in named:
+        if c.score is None:
+            raise where.error("the older pos/neg schema needs every candidate's initial "
+                              "score to rebuild the initial ranking", f"{name}.score")
+    return named
 
 
 def trec_id(sentence_id: str) -> str:
@@ -322,7 +339,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     source = Path(source) if source is not None else data_dir("sigir2022")
     if split not in (None, "all", *FILES):
         raise InputError(f"unknown split {split!r} for sigir2022; use plain or grounded "
-                         "(or leave it out for both)", field="--split")
+                         "(or leave it out for both)", field="split")
     if source.is_file():
         raise InputError("expected a folder with the SIGIR 2022 files, got a file "
                          "(a benchmark .jsonl file is passed as the COLLECTION itself)",
@@ -368,16 +385,12 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
 
 
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:
-    """``dsr data build sigir2022``: the collection as loaded (no parameters)."""
-    if params:
-        raise InputError(f"sigir2022 takes no parameters, got {', '.join(sorted(params))}",
-                         field="--param")
+    """``dsr data build sigir2022``: the collection as loaded (:data:`PARAMS` is empty)."""
+    check_params(params, PARAMS, NAME)
     return load(Path(source), split)
 
 
 def _file_meta(path: Path) -> dict[str, Any]:
-    from retrieval.collections.fetch import git_blob_file
-
     blob = git_blob_file(path)
     official = None
     for revision, blobs in BLOBS.items():

@@ -6,12 +6,14 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from retrieval.collections import REGISTERED, source_module
+from retrieval.collections.fetch import default_dest, is_available, sources
+from retrieval.text import tokenize
+
 
 def collections_info() -> list[dict[str, Any]]:
     """One dict per registered source: what it is, its licence, its cache and availability."""
-    from retrieval.collections import REGISTERED, source_module
-    from retrieval.collections.fetch import PLANS, default_dest, is_available
-
+    fetchable = sources()
     rows = []
     for name in REGISTERED:
         row: dict[str, Any] = {"name": name}
@@ -32,7 +34,7 @@ def collections_info() -> list[dict[str, Any]]:
         if hasattr(module, "is_available"):  # read from a folder, not fetched (cmu_dog_judged)
             row.update(fetchable=False, cache=str(module.default_folder()),
                        available=module.is_available())
-        elif name in PLANS:
+        elif name in fetchable:
             folder = default_dest(name)
             row.update(fetchable=True, cache=str(folder),
                        available=info is not None and is_available(name, folder))
@@ -56,8 +58,6 @@ def collection_stats(collection) -> dict[str, Any]:
 
 
 def _group_stats(dialogues) -> dict[str, Any]:
-    from retrieval.text import tokenize
-
     labels: dict[str, int] = {}
     for d in dialogues:
         for c in d.candidates:

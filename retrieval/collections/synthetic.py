@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from retrieval.data import Candidate, Collection, Dialogue, Turn
+from retrieval.models import resolve_model
 from retrieval.run import Run
 
 
@@ -65,7 +66,6 @@ def text_collection(n_dialogues: int = 846, n_candidates: int = 50, seed: int = 
     law, so BM25 statistics and encoder input lengths behave like real text (for the
     retrieval and reproduce benchmarks); 3 relevant candidates per dialogue.
     """
-    from retrieval.models import resolve_model
 
     rng = np.random.default_rng(seed)
     # Whole English words of MiniLM's WordPiece vocabulary (one word piece each, so

@@ -19,13 +19,13 @@ from typing import Any
 
 from retrieval.data import Candidate, Collection, Dialogue
 from retrieval.errors import InputError
+from retrieval.open.search import Query
 from retrieval.queries import query_terms, query_text
 
 
 def retrieve(collection: Collection, searcher, depth: int, query: str = "all",
              decay: float = 0.5) -> dict[str, list[tuple[int, float]]]:
     """Dialogue id -> top ``depth`` (global corpus row, score), best first."""
-    from retrieval.open.search import Query
 
     queries = []
     params = searcher.bm25.params if searcher.bm25 is not None else {"stopwords": False, "stem": False}

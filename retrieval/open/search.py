@@ -17,9 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from indexes.corpus.bm25 import ShardedBM25
+from indexes.corpus.dense import ShardedDense
 from indexes.corpus.store import Corpus
 from indexes.embeddings import DEFAULT_MODEL
 from retrieval.errors import InputError
+from retrieval.fusion import rrf
+from retrieval.run import Run
 
 METHODS = ("bm25", "dense", "fused")
 RRF_K = 60
@@ -42,15 +46,13 @@ class CorpusSearcher:
             raise InputError(f"unknown search method {method!r}; choose from {', '.join(METHODS)}",
                              field="method")
         self.corpus = folder if isinstance(folder, Corpus) else Corpus(folder)
+        for number in range(len(self.corpus.names)):  # every shard against corpus.json's sha256
+            self.corpus.verified(number)
         self.method = method
         self.bm25 = self.dense = None
         if method in ("bm25", "fused"):
-            from indexes.corpus.bm25 import ShardedBM25
-
             self.bm25 = ShardedBM25(self.corpus)
         if method in ("dense", "fused"):
-            from indexes.corpus.dense import ShardedDense
-
             self.dense = ShardedDense(self.corpus, model, index, nprobe=nprobe, refine=refine,
                                       batch_size=batch_size)
 
@@ -90,8 +92,6 @@ class CorpusSearcher:
 
 def fuse_rrf(lists: Sequence[Sequence[tuple[int, float]]], k: int) -> list[tuple[int, float]]:
     """RRF of ranked (row, score) lists; ties by row (via the run tie rule's initial order)."""
-    from retrieval.fusion import rrf
-    from retrieval.run import Run
 
     runs = [Run({"q": [(str(row), score) for row, score in ranked]}, "x", {}) for ranked in lists]
     fused = rrf(runs, RRF_K)["q"]

@@ -10,8 +10,6 @@ and a ``describe()`` dict that goes into run sidecars and reports.
 
 from __future__ import annotations
 
-from typing import Any
-
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.run import Run

@@ -9,17 +9,22 @@ Formulas, variants and weighted queries: see :mod:`indexes.bm25`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping
 
 from tqdm import tqdm
 
-from indexes.bm25 import BACKENDS, VARIANTS, BM25Index, BM25SIndex
+from indexes.bm25 import BACKENDS, PARAMS as INDEX_PARAMS, BM25Index, BM25SIndex
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.params import Param
 from retrieval.queries import STRATEGIES, query_terms
 from retrieval.rankers.base import Ranker, ranker_config, strategy_tag
 from retrieval.run import Run
+
+
+#: the values the split protocol tunes k1 and b over
+INDEX_GRID = {"k1": (0.9, 1.2, 1.6), "b": (0.4, 0.75)}
 
 
 class BM25Ranker(Ranker):
@@ -32,16 +37,12 @@ class BM25Ranker(Ranker):
     """
 
     name = "bm25"
-    # 3 x 2 x 5 = 30 configurations tuned; sentences are short, so b matters less than k1.
+    # the index's parameters (indexes.bm25.PARAMS), k1 and b with their tuning grids:
+    # 3 x 2 configurations per query strategy; sentences are short, so b matters less than k1.
     PARAMS = (
         Param("query", "all", "str", "query strategy (retrieval.queries)", choices=tuple(STRATEGIES),
               grid=tuple(STRATEGIES)),
-        Param("variant", "okapi", "str", "BM25 variant", choices=tuple(VARIANTS)),
-        Param("k1", 1.2, "float", "term-frequency saturation", low=0, grid=(0.9, 1.2, 1.6)),
-        Param("b", 0.75, "float", "length normalisation", low=0, high=1, grid=(0.4, 0.75)),
-        Param("delta", None, "float", "BM25L/BM25+ delta (none: the variant's default)", low=0),
-        Param("stopwords", False, "bool", "drop English stopwords"),
-        Param("stem", False, "bool", "Snowball-stem tokens"),
+        *(replace(p, grid=INDEX_GRID.get(p.name, ())) for p in INDEX_PARAMS),
         Param("decay", 0.5, "float", "per-turn weight decay of query=weighted", above=0, high=1),
     )
 
@@ -71,7 +72,7 @@ class BM25Ranker(Ranker):
             rows = [row_of[dialogue.id, c] for c in ids]
             scores[dialogue.id] = dict(zip(ids, index.row_scores(terms, rows).tolist()))
         return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
-                               initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
+                               initial_order=collection.initial_order())
 
 
 def bm25_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str | Mapping[str, float]],

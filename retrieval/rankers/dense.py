@@ -11,11 +11,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from retrieval.collections.documents import DEFAULT_WINDOW, candidate_renderer
-from retrieval.data import BODY_FORMS, TEXT_FORMS, Collection, candidate_text, check_text_form
 from indexes.backends import BACKENDS, DEFAULT_BACKEND
-from retrieval.params import Param, by_name
+from indexes.dense import DenseIndex
+from indexes.embeddings import encode
+from retrieval.data import BODY_FORMS, TEXT_FORMS, Collection, candidate_text, check_text_form
 from retrieval.errors import InputError
-from retrieval.queries import DEFAULT_DECAY, STRATEGIES, query_text
+from retrieval.models import resolve_model
+from retrieval.params import Param, by_name
+from retrieval.queries import DEFAULT_DECAY, model_query_budget, query_text, STRATEGIES
 from retrieval.rankers.base import Ranker, ranker_config, strategy_tag
 from retrieval.run import Run
 
@@ -42,7 +45,6 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
 def budgeted_queries(dialogues, model, strategy: str, decay: float) -> list[str]:
     """Each dialogue's query text, fitted to the bi-encoder's max sequence length
     (oldest turns dropped first; see :mod:`retrieval.queries`)."""
-    from retrieval.queries import model_query_budget
 
     budget, count = model_query_budget(model.path)
     return [query_text(d, strategy, decay, budget=budget, count=count) for d in dialogues]
@@ -73,9 +75,6 @@ class DenseRanker(Ranker):
         return strategy_tag(self)
 
     def rank(self, collection: Collection) -> Run:
-        from indexes.embeddings import encode
-        from retrieval.models import resolve_model
-
         p = self.params
         model = resolve_model(str(p["model"]), "bi-encoder")
         render = renderer(collection, p, model.path)
@@ -92,7 +91,7 @@ class DenseRanker(Ranker):
             scores[dialogue.id] = {c.id: float(s) for c, s in zip(dialogue.candidates, cosines)}
         return Run.from_scores(scores, tag=self.tag,
                                config=ranker_config(self, collection, model=model.describe()),
-                               initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
+                               initial_order=collection.initial_order())
 
 
 def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str], k: int = 100, *,
@@ -106,7 +105,6 @@ def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str
     which also lists ``index_params``). The FAISS index and all vectors are
     cached under ``DSR_HOME/indexes``. Ties are broken by FAISS rank.
     """
-    from indexes.dense import DenseIndex
 
     check_text_form(text)
     if text not in BODY_FORMS:

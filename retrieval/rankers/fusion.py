@@ -8,13 +8,36 @@ from typing import Any
 
 from retrieval.data import Collection
 from retrieval.errors import InputError
-from retrieval.fusion import FUSERS, METHODS, NORMS, fuse
+from retrieval.fusion import METHODS, NORMS, fuse, method_params
 from retrieval.params import Param
+from retrieval import rankers as registry
 from retrieval.rankers.base import Ranker
 from retrieval.run import Run
 from retrieval.stage import Stage
 
-# --- as a ranker -----------------------------------------------------------------
+#: the fusion parameters both stages take (with the values the split protocol tunes);
+#: a method reads only its own (:func:`retrieval.fusion.method_params`)
+FUSION_PARAMS = (
+    Param("method", "rrf", "str", "fusion method", choices=METHODS),
+    Param("k", 60, "float", "rrf: the rank offset", low=0, grid=(1, 10, 30, 60, 100)),
+    Param("weight", 0.5, "float", "interp: the weight of the first run (ranker)", low=0, high=1,
+          grid=tuple(round(0.1 * i, 1) for i in range(11))),
+    Param("norm", "minmax", "str", "score normalisation of combsum, combmnz and interp",
+          choices=NORMS),
+)
+
+
+def own_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of ``params["method"]``, out of every fusion parameter."""
+    return {k: params[k] for k in method_params(params["method"])}
+
+
+def method_grid(method: str) -> dict[str, list[Any]]:
+    """What the split protocol tunes for ``method``: k for rrf, weight for interp, nothing for
+    combsum and combmnz (a normalisation is a choice, not a value to tune)."""
+    grids = {p.name: list(p.grid) for p in FUSION_PARAMS if p.grid}
+    return {k: grids[k] for k in method_params(method) if k in grids}
+
 
 class Fusion(Stage):
     """Runs in, one run out, as a stage: ``Fusion(method="rrf", k=60)(collection, a, b)``.
@@ -26,30 +49,20 @@ class Fusion(Stage):
 
     name = "fuse"
     kind = "fusion"
-    PARAMS = (
-        Param("method", "rrf", "str", "fusion method", choices=METHODS),
-        Param("k", 60, "float", "rrf: the rank offset", low=0, grid=(1, 10, 30, 60, 100)),
-        Param("weight", 0.5, "float", "interp: the weight of the first run", low=0, high=1,
-              grid=tuple(round(0.1 * i, 1) for i in range(11))),
-        Param("norm", "minmax", "str", "score normalisation of combsum, combmnz and interp",
-              choices=NORMS),
-    )
-
-    def own_params(self) -> dict[str, Any]:
-        _, takes = FUSERS[self.params["method"]]
-        return {k: self.params[k] for k in takes}
+    PARAMS = FUSION_PARAMS
 
     def describe(self) -> dict[str, Any]:
-        return {"fusion": self.params["method"], "params": self.own_params()}
+        return {"fusion": self.params["method"], "params": own_params(self.params)}
 
     @property
     def tag(self) -> str:
-        own = [f"{k}={v}" for k, v in sorted(self.own_params().items())]
+        own = [f"{k}={v}" for k, v in sorted(own_params(self.params).items())]
         return "-".join([self.params["method"], *own]).replace(" ", "_")
 
     def __call__(self, collection: Collection | None, *runs: Run) -> Run:
-        order = {d.id: collection.candidate_ids(d.id) for d in collection} if collection is not None else None
-        return fuse(runs, self.params["method"], initial_order=order, tag=self.tag, **self.own_params())
+        order = collection.initial_order() if collection is not None else None
+        return fuse(runs, self.params["method"], initial_order=order, tag=self.tag,
+                    **own_params(self.params))
 
 
 class FusionRanker(Ranker):
@@ -70,21 +83,12 @@ class FusionRanker(Ranker):
     name = "fusion"
     PARAMS = (
         Param("rankers", "bm25,dense", "str", "two or more registered rankers, comma-separated"),
-        Param("method", "rrf", "str", "fusion method", choices=METHODS),
-        Param("k", 60, "float", "rrf: the rank offset", low=0),
-        Param("weight", 0.5, "float", "interp: the weight of the first ranker", low=0, high=1),
-        Param("norm", "minmax", "str", "score normalisation of combsum, combmnz and interp",
-              choices=NORMS),
+        *FUSION_PARAMS,
         Param("query", None, "str", "query strategy given to every sub-ranker that takes one"),
     )
-    GRID = {"k": [1, 10, 30, 60, 100]}
-    _GRIDS = {"rrf": {"k": [1, 10, 30, 60, 100]},
-              "interp": {"weight": [round(0.1 * i, 1) for i in range(11)]},
-              "combsum": {}, "combmnz": {}}
+    GRID = method_grid("rrf")   # the default method's; an instance's is its own method's
 
     def __init__(self, **params: Any):
-        from retrieval.rankers import RANKERS
-
         own = {k: v for k, v in params.items() if "." not in k}
         super().__init__(**own)
         names = [n.strip() for n in str(self.params["rankers"]).split(",") if n.strip()]
@@ -92,9 +96,9 @@ class FusionRanker(Ranker):
             raise InputError(f"fusion needs at least two rankers, got {self.params['rankers']!r}",
                              field="rankers")
         for n in names:
-            if n not in RANKERS or n == self.name:
+            if n not in registry.RANKERS or n == self.name:
                 raise InputError(f"unknown ranker {n!r} in rankers; choose from "
-                                 f"{', '.join(r for r in RANKERS if r != self.name)}",
+                                 f"{', '.join(r for r in registry.RANKERS if r != self.name)}",
                                  field="rankers")
         method = self.params["method"]
         if method == "interp" and len(names) != 2:
@@ -107,20 +111,16 @@ class FusionRanker(Ranker):
             ranker, _, param = key.partition(".")
             if ranker not in self.sub_params or not param:
                 raise InputError(f"parameter {key!r} names no ranker of this fusion "
-                                 f"({', '.join(names)})", field="--param")
+                                 f"({', '.join(names)})", field="params")
             self.sub_params[ranker][param] = value
-        self.GRID = self._GRIDS[method]  # per instance: the grid depends on the method
+        self.GRID = method_grid(method)  # per instance: the grid depends on the method
         self._rankers: list[Ranker] | None = None
         self._configs: list[dict[str, Any]] = [{} for _ in names]
-
-    def _fusion_params(self) -> dict[str, Any]:
-        _, takes = FUSERS[self.params["method"]]
-        return {k: self.params[k] for k in takes}
 
     @property
     def tag(self) -> str:
         parts = [self.name, self.params["method"], "+".join(self.names)]
-        parts += [f"{k}={v}" for k, v in sorted(self._fusion_params().items())]
+        parts += [f"{k}={v}" for k, v in sorted(own_params(self.params).items())]
         if self.params["query"] is not None:
             parts.append(f"query={self.params['query']}")
         parts += [f"{r}.{k}={v}" for r in self.names for k, v in sorted(self.sub_params[r].items())]
@@ -128,13 +128,12 @@ class FusionRanker(Ranker):
 
     def sub_rankers(self) -> list[Ranker]:
         """The sub-rankers, built (once) with their pass-through parameters."""
-        from retrieval.rankers import ranker_class
 
         if self._rankers is not None:
             return self._rankers
         rankers = []
         for n in self.names:
-            cls = ranker_class(n)
+            cls = registry.ranker_class(n)
             params = dict(self.sub_params[n])
             if self.params["query"] is not None and "query" in cls.DEFAULTS:
                 params.setdefault("query", self.params["query"])
@@ -155,6 +154,6 @@ class FusionRanker(Ranker):
         holds what each sub-run recorded (models, indexes), less the collection."""
         runs = [ranker.rank(collection) for ranker in self.sub_rankers()]
         self._configs = [{k: v for k, v in run.config.items() if k != "collection"} for run in runs]
-        order = {d.id: collection.candidate_ids(d.id) for d in collection}
+        order = collection.initial_order()
         return fuse(runs, self.params["method"], initial_order=order, tag=self.tag,
-                    **self._fusion_params())
+                    **own_params(self.params))

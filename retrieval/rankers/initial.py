@@ -27,4 +27,4 @@ class InitialRanker(Ranker):
                                      field=f"candidates[{i}].score")
             scores[dialogue.id] = {c.id: float(c.score) for c in dialogue.candidates}
         return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
-                               initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
+                               initial_order=collection.initial_order())

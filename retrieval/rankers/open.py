@@ -16,6 +16,8 @@ from typing import Any
 
 from retrieval.data import Collection
 from retrieval.errors import InputError
+from retrieval.open.pool import retrieve
+from retrieval.open.search import CorpusSearcher
 from retrieval.params import Param
 from retrieval.queries import DEFAULT_DECAY, STRATEGIES
 from retrieval.rankers.base import Ranker, ranker_config, strategy_tag
@@ -49,9 +51,6 @@ class OpenRanker(Ranker):
         return strategy_tag(self).replace(f"-corpus={self.params['corpus']}", "")
 
     def rank(self, collection: Collection) -> Run:
-        from retrieval.open.search import CorpusSearcher
-        from retrieval.open.pool import retrieve
-
         p = self.params
         searcher = CorpusSearcher(str(p["corpus"]), p["method"], model=str(p["model"]), index=p["index"],
                                   nprobe=p["nprobe"], refine=p["refine"])

@@ -32,4 +32,4 @@ class RandomRanker(Ranker):
             values = rng.random(len(dialogue.candidates))
             scores[dialogue.id] = {c.id: float(v) for c, v in zip(dialogue.candidates, values)}
         return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
-                               initial_order={d.id: collection.candidate_ids(d.id) for d in collection})
+                               initial_order=collection.initial_order())

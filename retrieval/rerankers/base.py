@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from retrieval.data import Collection
 from retrieval.errors import InputError
-from retrieval.run import Run
+from retrieval.run import Run, strictly_decreasing
 from retrieval.stage import Stage
 
 
@@ -38,7 +38,6 @@ def rerank_top_k(collection: Collection, run: Run, new_scores, k: int | None) ->
     ``floor`` is the block's lowest score. Rerankers and ``dsr reproduce``
     (which varies ``k`` over one table of scores) share this rule.
     """
-    from retrieval.run import strictly_decreasing
 
     rankings: dict[str, list[tuple[str, float]]] = {}
     for qid, ranked in run.rankings.items():

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from indexes.embeddings import encode
 from retrieval.data import Collection
 from retrieval.errors import InputError
+from retrieval.models import resolve_model
 from retrieval.params import Param
 from retrieval.rankers.dense import budgeted_queries, dense_params, renderer
 from retrieval.rerankers.base import Reranker, rerank_top_k
@@ -28,12 +28,9 @@ class BiEncoderReranker(Reranker):
               Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1))
 
     def rerank(self, collection: Collection, run: Run, top_k: int | None = None) -> Run:
-        from indexes.embeddings import encode
-        from retrieval.models import resolve_model
-
         top_k = top_k if top_k is not None else self.params["top_k"]
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-            raise InputError(f"top_k must be a whole number >= 1, got {top_k!r}", field="--top-k")
+            raise InputError(f"top_k must be a whole number >= 1, got {top_k!r}", field="top_k")
         p = self.params
         model = resolve_model(str(p["model"]), "bi-encoder")
         render = renderer(collection, p, model.path)

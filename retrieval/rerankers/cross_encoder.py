@@ -30,10 +30,13 @@ from typing import Any
 
 from retrieval.data import BODY_FORMS, Candidate, Collection, candidate_text
 from retrieval.errors import InputError
-from retrieval.queries import DEFAULT_DECAY, STRATEGIES, check_strategy, query_text
+from retrieval.queries import (check_strategy, DEFAULT_DECAY, model_query_budget, query_text,
+                               STRATEGIES)
 # the body text forms are the dense ranker's, so both read candidates alike (the context form
 # is for bi-encoders: dsr rerank --reranker bi-encoder, dsr run --ranker dense)
-from indexes.backends import BACKENDS, DEFAULT_BACKEND
+from indexes.backends import BACKENDS, DEFAULT_BACKEND, load_fast
+from retrieval.jsonio import load_json
+from retrieval.models import load_cross_encoder, resolve_model
 from retrieval.params import Param
 from retrieval.rerankers.base import Reranker, rerank_top_k
 from retrieval.run import Run
@@ -90,8 +93,6 @@ class CrossEncoderReranker(Reranker):
     def resolve(self):
         """Resolve the model (once). A model made by ``dsr train`` is used with the query
         strategy and max length it was trained with, from its card, unless given."""
-        from retrieval.jsonio import load_json
-        from retrieval.models import resolve_model
 
         if self.model_info is None:
             self.model_info = resolve_model(self.params["model"], "cross-encoder")
@@ -110,7 +111,6 @@ class CrossEncoderReranker(Reranker):
         Every topic must be a dialogue of ``collection`` and every sentence a
         candidate of it (or of the collection's sentence pool), else InputError.
         """
-        from retrieval.models import load_cross_encoder
 
         self.resolve()
         p = self.params
@@ -122,8 +122,6 @@ class CrossEncoderReranker(Reranker):
         if p["backend"] == "torch":
             model = load_cross_encoder(self.model_info, max_length=p["max_length"])
         else:
-            from indexes.backends import load_fast
-
             model = load_fast(self.model_info, "cross-encoder", p["backend"], p["max_length"])
         scores = score_pairs(model, pairs, p["batch_size"], p["precision"])
         reranked = rerank_top_k(collection, run, dict(zip(keys, scores)), k)
@@ -142,7 +140,6 @@ class CrossEncoderReranker(Reranker):
 
     def _budget(self):
         """(max_length, word-piece counter) of the model, for fitting query texts per pair."""
-        from retrieval.queries import model_query_budget
 
         _, count = model_query_budget(self.model_info.path, self.params["max_length"])
         return self.params["max_length"], count

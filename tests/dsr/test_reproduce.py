@@ -172,7 +172,7 @@ def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_pa
 
 
 def test_the_same_text_row_is_the_tables_own_row_for_bodies():
-    from dsr.reproduce import same_text_row
+    from dsr.baselines import same_text_row
 
     assert same_text_row({"query": "title+recent", "text": "body"}) == "dense (title+recent)"
     assert same_text_row({"query": "last", "text": "title: body"}) == "dense (last, title: body)"

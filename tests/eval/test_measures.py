@@ -143,7 +143,7 @@ def test_graded_measure_strings_and_rel_levels(collection):
 def test_bad_measure_strings_are_input_errors(bad):
     with pytest.raises(InputError) as err:
         parse_measures([bad])
-    assert err.value.field == "--measures"
+    assert err.value.field == "measures"
 
 
 def test_measure_lists_split_on_commas_outside_parentheses():

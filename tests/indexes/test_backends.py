@@ -16,6 +16,9 @@ items here to keep the test short; the default is 300.
 from __future__ import annotations
 
 import json
+import os
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -226,3 +229,73 @@ def test_missing_fast_extra_is_a_clear_input_error(monkeypatch, tiny_model):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nncf" else real(name, *a))
     with pytest.raises(InputError, match=r"needs nncf: install the fast extra"):
         backends.export(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder", "openvino")
+
+
+def _read_only(monkeypatch, folder: Path) -> None:
+    """Answer as the kernel does for a user who may not write under ``folder``: tests run as
+    root, for whom a read-only mode does not deny writes."""
+    real_access, real_mkdir = os.access, os.mkdir
+
+    def under(path) -> bool:
+        return Path(os.path.abspath(path)).is_relative_to(folder)
+
+    def access(path, mode, *args, **kwargs):
+        return False if mode & os.W_OK and under(path) else real_access(path, mode, *args, **kwargs)
+
+    def mkdir(path, mode=0o777, *args, **kwargs):
+        if under(Path(os.path.abspath(path)).parent):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_mkdir(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+
+
+def test_read_only_model_cache_is_exit_2_naming_the_folder(tiny_model, dsr_home, tmp_path, monkeypatch,
+                                                           capsys, quick_calibration):
+    """Issue 19: the int8 export under a read-only DSR_HOME/models is refused, not a traceback."""
+    first = tmp_path / "initial.run"
+    assert main(["run", "sample", "--ranker", "initial", "--out", str(first)]) == 0
+    models = dsr_home / "models"
+    models.mkdir()
+    os.chmod(models, 0o555)
+    _read_only(monkeypatch, models)
+    capsys.readouterr()
+    out = tmp_path / "ce.run"
+    code = main(["rerank", "sample", "--run", str(first), "--model", str(tiny_model),
+                 "--param", "backend=openvino-int8", "--out", str(out)])
+    err = capsys.readouterr().err
+    folder = backends.fast_folder(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder",
+                                  "openvino-int8")
+    assert code == 2 and "Traceback" not in err, err
+    assert str(folder.parent) in err and ("not writable" in err or "cannot create" in err), err
+    assert not out.exists() and list(models.iterdir()) == []
+    os.chmod(models, 0o755)
+
+
+def test_staging_folders_of_an_export_are_removed_on_failure_and_at_the_next_start(tiny_model, dsr_home,
+                                                                                  monkeypatch):
+    """A build that fails leaves no staging folder; one left by a killed build (or an older
+    version's ``.NAME.XXXX.tmp``) is removed when the export is next built."""
+    model = resolve_model(str(tiny_model), "cross-encoder")
+    folder = backends.fast_folder(model, "cross-encoder", "openvino")
+    real_build = backends._build
+
+    def failing(model, kind, backend, staging):
+        (staging / "model.bin").write_bytes(b"half")
+        raise RuntimeError("disk full (injected)")
+
+    monkeypatch.setattr(backends, "_build", failing)
+    with pytest.raises(RuntimeError, match="injected"):
+        backends.export(model, "cross-encoder", "openvino")
+    assert list(folder.parent.iterdir()) == []
+    monkeypatch.setattr(backends, "_build", real_build)
+
+    past = time.time() - 3600
+    left = [folder.parent / f".{folder.name}.999999999-k3j.dsr-new", folder.parent / f".{folder.name}.x7_q2w.tmp"]
+    for staging in left:
+        (staging / "model.bin").parent.mkdir(parents=True)
+        (staging / "model.bin").write_bytes(b"half")
+        os.utime(staging, (past, past))
+    fed = backends.export(model, "cross-encoder", "openvino")
+    assert sorted(p.name for p in folder.parent.iterdir()) == [folder.name] and fed.folder == folder

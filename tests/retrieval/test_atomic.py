@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -114,6 +115,12 @@ def test_reproduce_refuses_a_folder_with_other_files_before_working(tmp_path, ca
     err = capsys.readouterr().err
     assert "thesis.tex" in err and "dsr reproduce: bm25" not in err
     assert sorted(os.listdir(out)) == ["thesis.tex"]
+    # a file of the user's inside runs/ too: the whole folder is replaced, so it is refused
+    (out / "thesis.tex").unlink()
+    (out / "runs").mkdir()
+    (out / "runs" / "mine.txt").write_text("notes")
+    assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "3"]) == 2
+    assert "runs/mine.txt" in capsys.readouterr().err and (out / "runs" / "mine.txt").read_text() == "notes"
 
 
 # --- stale temporaries ----------------------------------------------------------
@@ -133,10 +140,6 @@ def test_stale_temporaries_are_removed_by_the_next_write(tmp_path):
     for p in stale:
         p.write_text("half")
         _old(p)
-    stale_dir = tmp_path / f".x.run.old-{dead}-123"
-    (stale_dir / "runs").mkdir(parents=True)
-    (stale_dir / "runs" / "a.run").write_text("old")
-    _old(stale_dir)
     kept = {
         tmp_path / ".x.run.fresh.tmp": "written after this process started",
         tmp_path / f".x.run.{os.getpid()}-live.tmp": "this process's own",
@@ -153,7 +156,7 @@ def test_stale_temporaries_are_removed_by_the_next_write(tmp_path):
             _old(p)
     write_json(target, {"ok": True})
     assert json.loads(target.read_text()) == {"ok": True}
-    assert [p.name for p in stale if p.exists()] == [] and not stale_dir.exists()
+    assert [p.name for p in stale if p.exists()] == []
     assert all(p.exists() for p in kept), [p.name for p in kept if not p.exists()]
 
 
@@ -189,9 +192,64 @@ def test_output_under_a_file_is_exit_2_naming_it(tmp_path, random_run, capsys):
 def test_check_output_path_names_the_path(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(InputError) as err:
-        check_output_path(tmp_path / "f" / "g" / "h.json", "--out")
-    assert err.value.path == str(tmp_path / "f" / "g" / "h.json") and err.value.field == "--out"
+        check_output_path(tmp_path / "f" / "g" / "h.json")
+    assert err.value.path == str(tmp_path / "f" / "g" / "h.json") and err.value.field == "out"
     with pytest.raises(InputError, match="is a folder"):
         check_output_path(tmp_path, "--out")
     assert check_output_path(tmp_path / "new" / "deep" / "x.run") == tmp_path / "new" / "deep" / "x.run"
     assert (tmp_path / "new" / "deep").is_dir()
+
+
+# --- a folder swap cut between its renames ----------------------------------------
+
+class _Killed(BaseException):
+    """Stands for SIGKILL: nothing after it runs (no except/finally clean-up is relied on)."""
+
+
+@pytest.mark.parametrize("existed,cut", [(True, "ready"), (True, "aside"), (True, "in"), (True, "removing"),
+                                         (False, "ready")])
+def test_a_swap_cut_at_any_step_is_finished_or_undone_by_the_next_writer(tmp_path, monkeypatch, cut,
+                                                                          existed):
+    """replace_folder stopped after each of its steps (its process gone): the next atomic_dir
+    on the folder first restores the old set or the complete new one, and leaves nothing."""
+    import retrieval.atomic as atomic
+
+    target = tmp_path / "rep"
+    old = {"results.md": b"old\n", "runs/a.run": b"q 0 a 1 1.0 old\n"}
+    new = {"results.md": b"new\n", "runs/a.run": b"q 0 a 1 1.0 new\n", "runs/b.run": b"b\n"}
+    staging = tmp_path / ".rep.999999999-x.dsr-new"
+    for folder, files in ((target, old if existed else {}), (staging, new)):
+        for name, data in files.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+    renames = {"ready": 1, "aside": 2, "in": 3}.get(cut)  # renames done before the kill
+    real_replace, calls = os.replace, []
+
+    def replace(src, dst):
+        if len(calls) == renames:
+            raise _Killed
+        calls.append(dst)
+        real_replace(src, dst)
+
+    def remove(path):
+        shutil.rmtree(path / "runs")  # the old set half removed
+        raise _Killed
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", replace)
+        patched.setattr(atomic, "_remove", remove)
+        patched.setattr(os, "getpid", lambda: 999_999_999)  # the swap's tag names a dead process
+        with pytest.raises(_Killed):
+            atomic.replace_folder(staging, target)
+    for left in tmp_path.iterdir():
+        _old(left)
+    if cut in ("in", "removing"):
+        assert snapshot(target) == new and hidden(tmp_path)  # the old set aside, not yet removed
+    elif cut == "ready" and existed:
+        assert snapshot(target) == old  # not begun: the old set is in place
+    else:
+        assert not target.exists()  # the old set aside (or none), the new one ready beside
+    expected = old if cut == "ready" and existed else new
+    with atomic_dir(target, ["results.md", "runs/*.run"]) as fresh:
+        assert snapshot(target) == expected and hidden(tmp_path) == [fresh.name]
+    assert snapshot(target) == {} and hidden(tmp_path) == []

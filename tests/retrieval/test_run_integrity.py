@@ -53,9 +53,6 @@ def lines_of(collection, score=lambda rank: f"{10 - rank}.5"):
     (4, "0x1p3", "score is not a number"),
     (4, "1e39", "float32 range"),
     (1, "X0", "Q0"),
-    (3, "0", "rank must be 1 or more"),
-    (3, "-1", "rank is not a whole number"),
-    (3, "1.5", "rank is not a whole number"),
 ])
 def test_fields_trec_eval_reads_otherwise_are_problems(tmp_path, setup, column, value, expected):
     _, collection = setup
@@ -67,12 +64,31 @@ def test_fields_trec_eval_reads_otherwise_are_problems(tmp_path, setup, column, 
     path.write_text("\n".join(lines) + "\n")
     result = validate_run(collection, path)
     assert [p.line for p in result.problems] == [3] and expected in result.problems[0].message
-    if value == "0":   # trec_eval ignores the rank: evaluation reads PyTerrier's ranks from 0
-        assert read_trec_run(path).rankings
-        return
     with pytest.raises(InputError) as err:
         read_trec_run(path)
     assert err.value.line == 3 and expected in str(err.value)
+
+
+@pytest.mark.parametrize("value, warned", [("from 0", False), ("-1", True), ("1.5", True), ("x", True)])
+def test_the_rank_column_is_ignored_as_trec_eval_ignores_it(tmp_path, setup, value, warned):
+    """PyTerrier's ranks from 0 are fine; a rank that is not a whole number is a warning, and
+    the line is read and scored by its score either way."""
+    _, collection = setup
+    lines = lines_of(collection)
+    if value == "from 0":     # PyTerrier: every rank one less
+        lines = [" ".join(p[:3] + [str(int(p[3]) - 1)] + p[4:]) for p in map(str.split, lines)]
+        value = lines[2].split()[3]
+    parts = lines[2].split()
+    parts[3] = value
+    lines[2] = " ".join(parts)
+    path = tmp_path / "x.run"
+    path.write_text("\n".join(lines) + "\n")
+    result = validate_run(collection, path)
+    assert result.valid
+    assert [(w.line, "rank is not a whole number" in w.message) for w in result.warnings] == \
+        ([(3, True)] if warned else [])
+    run = read_trec_run(path)
+    assert dict(run.rankings[parts[0]])[parts[2]] == float(parts[4])
 
 
 def test_tabs_and_extra_whitespace_are_fine(tmp_path, setup):

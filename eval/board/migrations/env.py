@@ -3,6 +3,7 @@
 from alembic import context
 
 from eval.board.models import Base
+import eval.board.judging_models  # noqa: F401  (the judging tables share the metadata)
 
 config = context.config
 connection = config.attributes.get("connection")

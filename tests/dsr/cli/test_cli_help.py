@@ -48,3 +48,27 @@ def test_examples_survive_the_help_formatter():
     assert "  trec         topics.tsv" in text          # epilog tables keep their lines
     assert "(default: all)" in COMMANDS["export"].format_help()
     assert "default: 42" in COMMANDS["train"].format_help()      # --seed had no help text
+
+
+def test_the_command_table_is_what_registers():
+    """dsr/cli/commands.py lists every command, in order, with the help its module gives."""
+    from dsr.cli.commands import COMMANDS as TABLE
+
+    sub = next(a for a in PARSER._actions if isinstance(a, argparse._SubParsersAction))
+    assert [c.dest for c in sub._choices_actions] == list(TABLE)
+    assert {c.dest: c.help for c in sub._choices_actions} == {k: v for k, (_, v) in TABLE.items()}
+
+
+@pytest.mark.parametrize("argv, loaded", [(["--help"], set()), (["train", "--help"], {"dsr.cli.training"}),
+                                          (["board", "list", "--help"], {"dsr.cli.board"})])
+def test_only_the_running_command_module_is_imported(argv, loaded):
+    import subprocess
+    import sys
+
+    code = (f"import sys\nfrom dsr.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('dsr.cli.') and m not in "
+            "('dsr.cli.commands', 'dsr.cli.flags', 'dsr.cli.help')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    shown = eval(out.stdout.strip().splitlines()[-1])   # the list printed last
+    assert {m for m in shown if m != "dsr.cli.common"} == loaded
+    assert "usage: dsr" in out.stdout

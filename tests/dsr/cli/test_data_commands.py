@@ -86,7 +86,7 @@ def test_failing_build_leaves_no_output(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, needle", [
     (["--source", "{missing}"], "no such folder"),
-    (["--source", "{fixture}", "--param", "threshold=0.5"], "takes no parameters"),
+    (["--source", "{fixture}", "--param", "threshold=0.5"], "unknown parameter(s) threshold for collection 'sigir2022'; known: none"),
     (["--source", "{fixture}", "--param", "threshold"], "NAME=VALUE"),
     (["--source", "{fixture}", "--split", "valid"], "unknown split"),
 ])

@@ -173,7 +173,7 @@ def test_rerank_bad_options(tmp_path, capsys, runs, argv, expected):
 
 def test_rerank_missing_model_is_bad_input(tmp_path, capsys, runs):
     fails(["rerank", FIXTURE, "--run", runs["initial"], "--model", tmp_path / "no-model",
-           "--out", tmp_path / "o.run"], capsys, "no-model", "no such model folder", "field 'model'")
+           "--out", tmp_path / "o.run"], capsys, "no-model", "no such model folder", "field '--model'")
     fails(["rerank", FIXTURE, "--run", runs["initial"], "--model", "dsr:never-trained",
            "--out", tmp_path / "o.run"], capsys, "no trained model 'never-trained'")
     empty = tmp_path / "empty-model"
@@ -221,7 +221,7 @@ def test_fuse_rejects_runs_without_common_topics(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--method", "rrf", "--param", "weight=0.3"], ["--method rrf takes k, not weight"]),
+    (["--method", "rrf", "--param", "weight=0.3"], ["fusion method 'rrf' takes k, not weight", "--param"]),
     (["--method", "interp", "--param", "weight=2"], ["weight must be in [0, 1]"]),
     (["--method", "combsum", "--param", "norm=l2"], ["unknown normalisation 'l2'"]),
     (["--method", "rrf", "--param", "k=-3"], ["k must be >= 0"]),

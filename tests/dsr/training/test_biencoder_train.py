@@ -85,6 +85,8 @@ def tiny(tmp_path_factory) -> Path:
 
 TRAIN_FLAGS = ["--max-steps", "4", "--batch-size", "6", "--lr", "1e-3", "--save-steps", "2",
                "--holdout", "0.2"]
+#: the same settings as Python keyword arguments (``dsr.train``, ``dsr kfold --train-param``)
+TRAIN_SETTINGS = {"max_steps": 4, "batch_size": 6, "lr": 1e-3, "save_steps": 2, "holdout": 0.2}
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +177,7 @@ def test_kfold_pools_fold_models_and_tests_against_zero_shot(data, tiny, tmp_pat
     out = tmp_path / "kfold"
     assert main(["kfold", str(data["train"]), "--eval", str(data["dev"]), "--folds", "3",
                  "--name", "kf", "--base", str(tiny), "--out", str(out),
-                 *[f"--train-arg={a}" for a in TRAIN_FLAGS]]) == 0
+                 "--train-param", *[f"{k}={v}" for k, v in TRAIN_SETTINGS.items()]]) == 0
     pooled = Run.read(out / "kfold.run")
     assert len(pooled.topics()) == 12  # every dev dialogue, each by the model that never saw it
     owners = {}
@@ -188,6 +190,25 @@ def test_kfold_pools_fold_models_and_tests_against_zero_shot(data, tiny, tmp_pat
         assert card["training_data"]["selection"]["fold"] == i
     assert (out / "zero-shot.run").is_file() and (out / "report" / "results.md").is_file()
     assert "kfold" in (out / "report" / "results.md").read_text()
+
+
+def test_kfold_out_is_a_set_and_other_files_are_refused_before_training(data, tiny, tmp_path, monkeypatch,
+                                                                      capsys):
+    """Issue 19: --out is replaced as a set (runs and report/), so a folder holding other
+    files is refused (exit 2, kept) before any fold is trained."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("DSR_HOME", str(home))
+    out = tmp_path / "kfold"
+    (out / "report").mkdir(parents=True)
+    (out / "report" / "draft.docx").write_bytes(b"mine")
+    (out / "kfold.run").write_text("earlier\n")
+    assert main(["kfold", str(data["train"]), "--eval", str(data["dev"]), "--folds", "3",
+                 "--name", "kf", "--base", str(tiny), "--out", str(out),
+                 "--train-param", *[f"{k}={v}" for k, v in TRAIN_SETTINGS.items()]]) == 2
+    err = capsys.readouterr().err
+    assert "report/draft.docx" in err and "Traceback" not in err
+    assert not (home / "models").exists()  # nothing trained
+    assert (out / "report" / "draft.docx").read_bytes() == b"mine" and (out / "kfold.run").read_text() == "earlier\n"
 
 
 def test_title_body_text_trains_and_is_recorded(data, tiny, tmp_path, monkeypatch):

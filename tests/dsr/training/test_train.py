@@ -195,6 +195,43 @@ def test_resume_continues_from_the_last_checkpoint(bench, tiny_bert, dsr_home, m
     assert all((resumed[k] == uninterrupted[k]).all() for k in resumed)
 
 
+@pytest.mark.parametrize("damage", ["no trainer_state.json", "trainer_state.json is unreadable"])
+def test_resume_skips_a_checkpoint_whose_save_was_cut_short(bench, tiny_bert, dsr_home, monkeypatch, trained,
+                                                            capsys, damage):
+    """Issue 19: a kill during a checkpoint save leaves checkpoint-N without (or with half)
+    its trainer_state.json; --resume continues from the previous complete checkpoint."""
+    import dsr.training.heldout as heldout
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(heldout, "evaluate_heldout", interrupted)
+    assert _train(bench, tiny_bert, "r") == 130
+    monkeypatch.undo()
+    monkeypatch.setenv("DSR_HOME", str(dsr_home))
+    checkpoints = dsr_home / "models" / ".r.partial" / "checkpoints"
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["checkpoint-4", "checkpoint-6"]
+    state = checkpoints / "checkpoint-6" / "trainer_state.json"
+    if damage == "no trainer_state.json":
+        state.unlink()
+    else:
+        state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])
+    capsys.readouterr()
+    assert _train(bench, tiny_bert, "r", "--resume") == 0
+    err = capsys.readouterr().err
+    assert f"ignoring the incomplete checkpoint checkpoint-6 ({damage}" in err and "Traceback" not in err
+    card = json.loads((dsr_home / "models" / "r" / "dsr_model.json").read_text())
+    assert card["training"]["resumed_from"] == "checkpoint-4" and card["training"]["steps"] == 6
+    resumed, uninterrupted = _tensors(dsr_home / "models" / "r"), _tensors(trained[0] / "models" / "a")
+    assert all(torch_equal(resumed[k], uninterrupted[k]) for k in resumed)
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.allclose(a, b, rtol=0, atol=1e-6))
+
+
 def test_unknown_base_folder_is_bad_input(bench, dsr_home, tmp_path, capsys):
     assert _train(bench, tmp_path / "no-such-model", "x") == 2
     err = capsys.readouterr().err
@@ -259,9 +296,45 @@ def test_heldout_keeps_conversations_together():
     for i, d in enumerate(raw):
         d["meta"] = {"conversation": f"conv{i // 4}"}
     dialogues = _collection(raw).dialogues
-    from dsr.training.recipe import conversation_of
+    from dsr.training.steps import conversation_of
 
     train, held = split_heldout(dialogues, 0.2, seed=1, group=conversation_of)
     assert len(held) == 4 and len(train) == 16
     assert len({conversation_of(d) for d in held}) == 1
     assert not {conversation_of(d) for d in held} & {conversation_of(d) for d in train}
+
+
+# --- the settings: declared once, the same from Python and the command line ---------
+
+def test_train_keywords_and_flags_are_the_declared_settings():
+    import inspect
+
+    import dsr
+    from dsr.cli import build_parser
+    from dsr.training.settings import PARAMS
+
+    keywords = [name for name, p in inspect.signature(dsr.train).parameters.items()
+                if p.kind is p.KEYWORD_ONLY and name not in ("source", "split")]
+    assert keywords == [p.name for p in PARAMS]
+    train = next(a for a in build_parser()._actions if a.dest == "command").choices["train"]
+    flags = {o for a in train._actions for o in a.option_strings}
+    assert {"--" + p.name.replace("_", "-") for p in PARAMS} <= flags
+
+
+@pytest.mark.parametrize("setting, value, flag", [("max_steps", 0, "--max-steps"),
+                                                  ("holdout", 1.5, "--holdout"),
+                                                  ("batch_size", 0, "--batch-size"),
+                                                  ("query", "nonsense", "--query"),
+                                                  ("text", "title: body", "--text")])
+def test_a_bad_setting_names_the_parameter_in_python_and_the_flag_on_the_command_line(
+        bench, tiny_bert, dsr_home, capsys, setting, value, flag):
+    import dsr
+    from retrieval.errors import InputError
+
+    with pytest.raises(ValueError) as err:   # an InputError is a ValueError
+        dsr.train(bench, "x", base=str(tiny_bert), model_type="cross-encoder", **{setting: value})
+    assert isinstance(err.value, InputError) and err.value.field == setting
+    assert main(["train", str(bench), "--name", "x", "--base", str(tiny_bert), "--model-type",
+                 "cross-encoder", flag, str(value)]) == 2
+    assert f"field '{flag}'" in capsys.readouterr().err
+    assert not (dsr_home / "models").exists()

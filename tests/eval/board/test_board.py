@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from fastapi.testclient import TestClient
 from scipy import stats
 from sqlalchemy import select, text
 
-from board_support import db_url, make_board, plain_rr, postgres, read, runs, setup_phases  # noqa: F401
+from board_support import migration_head, db_url, make_board, plain_rr, postgres, read, retag, runs, setup_phases  # noqa: F401
 from eval.board.app import create_app
 from eval.board.models import Submission, Team
 from eval.qrels import read_qrels
@@ -162,7 +163,8 @@ def test_quotas_per_day_and_in_total(setup, runs):  # noqa: F811
     last = post_run(client, alpha, runs / "random4.run", "r4", phase="test")
     assert last.status_code == 429 and last.json()["quota"]["total_left"] == 0
     # another team has its own quota; the public phase has none
-    assert post_run(client, tokens["beta"], runs / "random0.run", "b", phase="test").status_code == 201
+    assert post_run(client, tokens["beta"], retag(read(runs / "random0.run"), "beta"), "b",
+                    phase="test").status_code == 201
     assert post_run(client, alpha, runs / "random0.run", "p", phase="public").status_code == 201
     with board.engine.connect() as conn:
         counts = dict(conn.execute(text(
@@ -198,7 +200,7 @@ def test_gzip_runs_sidecars_and_size_limits(db_url, tmp_path, runs):  # noqa: F8
                          files=files, headers={"Authorization": f"Bearer {token}"})
     assert answer.status_code == 201, answer.text
     assert answer.json()["sha256"] == hashlib.sha256(read(runs / "bm25.run")).hexdigest()
-    assert client.get(f"/api/runs/{answer.json()['id']}").json()["sidecar"]["ranker"] == "bm25"
+    assert client.get(f"/api/runs/{answer.json()['id']}").json()["published"]["ranker"] == "bm25"
     bomb = gzip.compress(b"x" * 5_000_000)          # small on the wire, too large unpacked
     assert post_run(client, token, bomb, "bomb").status_code == 413
     big = post_run(client, token, b"y" * 900_000, "big")   # over the body limit
@@ -212,9 +214,10 @@ def test_rate_limit_per_token(db_url, tmp_path, runs):  # noqa: F811
     setup_phases(board, runs)
     alpha, beta = board.add_team("alpha"), board.add_team("beta")
     client = TestClient(create_app(board))
-    codes = [post_run(client, alpha, runs / "bm25.run", f"s{i}").status_code for i in range(3)]
+    bm25 = read(runs / "bm25.run")
+    codes = [post_run(client, alpha, retag(bm25, f"s{i}"), f"s{i}").status_code for i in range(3)]
     assert codes == [201, 201, 429]
-    assert post_run(client, beta, runs / "bm25.run", "b").status_code == 201   # per token
+    assert post_run(client, beta, retag(bm25, "b"), "b").status_code == 201   # per token
     client.close()
     board.close()
 
@@ -242,7 +245,7 @@ def test_migrations_are_idempotent(db_url, tmp_path):  # noqa: F811
     first.close()
     again = make_board(db_url, tmp_path)          # upgrade on an up-to-date schema: a no-op
     with again.engine.connect() as conn:
-        assert conn.scalar(text("select version_num from alembic_version")) == "0001"
+        assert conn.scalar(text("select version_num from alembic_version")) == migration_head()
         assert conn.scalar(select(Team.name)) == "alpha"
     again.close()
 
@@ -270,6 +273,8 @@ def test_web_forms_need_csrf_and_login(setup, runs):  # noqa: F811
     assert client.post("/login", data={"token": "wrong", "csrf": csrf}).status_code == 401
     ok = client.post("/login", data={"token": tokens["alpha"], "csrf": csrf}, follow_redirects=False)
     assert ok.status_code == 303
+    # logged in, forms carry the session's own token (the page's hidden field)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/submit").text).group(1)
     form = {"csrf": csrf, "phase": str(board.get_phase("sample", "public").id), "system": "web",
             "run_type": "automatic"}
     files = {"run": ("bm25.run", read(runs / "bm25.run"))}

@@ -34,7 +34,8 @@ def test_login_upload_rank_and_errors_in_a_real_browser(browser, tmp_path, runs)
     lines = (runs / "bm25.run").read_text().splitlines(keepends=True)
     lines[4] = lines[4].replace(" Q0 ", " Q0 not_a_candidate_", 1)
     bad = tmp_path / "broken.run"
-    bad.write_text("".join(lines[:-1]) + lines[-1].rstrip("\n"))   # and a truncated last line
+    cut = " ".join(lines[-1].split()[:4])                          # and a last line cut short
+    bad.write_text("".join(lines[:-1]) + cut)
     with LiveServer(board) as server:
         page = browser.new_page(viewport={"width": 1366, "height": 800})
         page.goto(f"{server.url}/login")

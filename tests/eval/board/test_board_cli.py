@@ -34,8 +34,10 @@ def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):  # noqa: F811
         capsys.readouterr()
         assert main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url,
                      "--token", token, "--system", "BM25"]) == 0
-        out = capsys.readouterr().out
-        assert out.startswith("accepted: run #2 ") and "RR 0.7136" in out
+        out = capsys.readouterr().out.splitlines()
+        assert out[0].startswith('published metadata: {"collection": {"hash": ') and '"ranker": "bm25"' in out[0]
+        assert str(runs) not in out[0]                               # the sidecar's paths stay home
+        assert out[1].startswith("accepted: run #2 ") and "RR 0.7136" in out[2]
         assert main(["submit", "sample", str(bad), "--server", server.url, "--token", token]) == 2
         err = capsys.readouterr().err
         assert "bad.run:4: topic 'x' is not a dialogue of sample" in err and "refused (422)" in err

@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from starlette.routing import Mount
 
-from board_support import db_url, make_board, postgres, read, runs, setup_phases  # noqa: F401
+from board_support import (db_url, make_board, postgres, read, runs, setup_phases,  # noqa: F401
+                           walk_every_route)
 from eval.board import leaderboard
 from eval.board.app import create_app
 from eval.qrels import read_qrels
 from retrieval.collections import load_collection
 
-POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions"}
 QUERIES = {"/board/{collection}/{phase}": ["", "?select=best", "?select=latest&subset=grounded&order=asc",
                                            "?sort=nDCG@5&subset=plain"],
            "/runs/{submission_id}": ["", "?measure=nDCG@5", "?measure=AP&submitted=1"],
@@ -95,40 +93,10 @@ def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
     board, client, token, posted = walked
     check = LeakCheck(board, runs)
     ids = [s.id for p in board.phases() for s in board.submissions(p)]
-    values = {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids}
-    app = client.app
-
-    # three identities: anonymous, API token, logged-in browser session
-    browser = TestClient(app)
-    browser.get("/login")
-    browser.post("/login", data={"token": token, "csrf": browser.cookies.get("dsr_csrf")})
-    headers = {"anonymous": {}, "token": {"Authorization": f"Bearer {token}"}}
-
-    bodies: dict[str, str] = {f"POST /api/submissions #{i}": t for i, t in enumerate(posted)}
-    seen_routes = set()
-    for route in app.routes:
-        if isinstance(route, Mount):   # static files: walk each one
-            for path in sorted(p.name for p in Path(route.app.directory).iterdir()):
-                bodies[f"{route.path}/{path}"] = client.get(f"{route.path}/{path}").text
-            continue
-        methods = set(route.methods) - {"HEAD"}
-        if methods == {"POST"}:
-            assert route.path in POST_ROUTES, f"new POST route {route.path}: add it to this walk"
-            continue
-        assert methods == {"GET"}, route.path
-        seen_routes.add(route.path)
-        params = route.param_convertors
-        unknown = set(params) - set(values)
-        assert not unknown, f"route {route.path} has parameters {unknown} this walk cannot fill"
-        urls = [route.path]
-        for name in params:
-            urls = [u.replace("{" + name + "}", str(v)) for u in urls for v in values[name]]
-        for url in urls:
-            for query in QUERIES.get(route.path, [""]):
-                for who, head in headers.items():
-                    bodies[f"{who} GET {url}{query}"] = client.get(url + query, headers=head).text
-                bodies[f"session GET {url}{query}"] = browser.get(url + query).text
-    browser.close()
+    values = {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids,
+              "name": ["nope"], "seq": [1]}                    # the judging pages (no campaign here)
+    bodies, seen_routes = walk_every_route(client, token, values, QUERIES)
+    bodies.update({f"POST /api/submissions #{i}": t for i, t in enumerate(posted)})
     assert {"/", "/board/{collection}/{phase}", "/runs/{submission_id}", "/api/boards/{collection}/{phase}",
             "/api/runs/{submission_id}", "/api/runs/{submission_id}/file"} <= seen_routes
     leaks = {where: found[:3] for where, body in bodies.items()

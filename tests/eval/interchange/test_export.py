@@ -215,13 +215,53 @@ def test_export_refuses_a_folder_of_other_files_and_replaces_an_earlier_export(t
     busy.mkdir()
     (busy / "notes.txt").write_text("mine")
     assert main(["export", "sample", "--format", "trec", "--out", str(busy)]) == 2
-    assert "not empty" in capsys.readouterr().err
+    assert "holds files this command does not write (notes.txt)" in capsys.readouterr().err
     assert [p.name for p in busy.iterdir()] == ["notes.txt"]
     out = _export("trec", tmp_path / "again")
     first = (out / "topics.tsv").read_text()
     _export("trec", out, "--query", "last")
     assert (out / "topics.tsv").read_text() != first
     assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "busy"]  # no leftovers
+
+
+def test_export_over_an_earlier_export_keeps_the_users_files(tmp_path, capsys):
+    """Issue 19: a folder holding an earlier export and other files is refused, not emptied."""
+    out = _export("hf", tmp_path / "out")
+    exported = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    mine = {"notes.md": b"my notes\n", "analysis/plot.py": b"print(1)\n", "qrels/extra.tsv": b"q\td\t1\n"}
+    for name, data in mine.items():
+        (out / name).parent.mkdir(exist_ok=True)
+        (out / name).write_bytes(data)
+    for fmt in ("hf", "trec"):
+        assert main(["export", "sample", "--format", fmt, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "analysis/, notes.md, qrels/extra.tsv" in err, err
+        files = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+        assert files == {**exported, **mine}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    # without them, the earlier export (files in a subfolder included) is replaced whole
+    for name in mine:
+        (out / name).unlink()
+    (out / "analysis").rmdir()
+    _export("trec", out)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
+        "dsr_export.json", "qrels.txt", "topics.trec", "topics.tsv"]
+
+
+def test_an_export_carries_no_path_of_the_machine(tmp_path):
+    """Issue 19: dsr_export.json named the collection's file (and a built collection's
+    source and cache folders)."""
+    copy = tmp_path / "mine.jsonl"
+    copy.write_text(data_file().read_text(encoding="utf-8"), encoding="utf-8")
+    for fmt in ("hf", "trec", "beir", "ir_datasets"):
+        out = _export(fmt, tmp_path / fmt)
+        assert main(["export", str(copy), "--format", fmt, "--out", str(tmp_path / f"{fmt}-file")]) == 0
+        for folder in (out, tmp_path / f"{fmt}-file"):
+            for path in folder.rglob("*"):
+                text = path.read_text(encoding="utf-8") if path.is_file() else ""
+                assert str(tmp_path) not in text and str(data_file().parent) not in text, path
+    manifest = json.loads((tmp_path / "trec-file" / "dsr_export.json").read_text())
+    assert manifest["collection"]["name"] == "mine" and "path" not in manifest["collection"].get("meta", {})
 
 
 def test_export_bad_query_strategy_is_exit_2_and_writes_nothing(tmp_path, capsys):

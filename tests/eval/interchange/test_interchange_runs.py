@@ -27,6 +27,19 @@ def _dsr_json(argv: list[str]) -> dict:
     return json.loads(out.getvalue())
 
 
+def assert_evaluate_equals_ir_measures(run: Path, qrels_file: Path) -> None:
+    """dsr evaluate's means of ``run`` are ir_measures' on the same files."""
+    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all",
+                        "--measures", *MEASURES])
+    (values,) = [r["all_dialogues"]["all"] for r in result["runs"].values()]
+    expected = ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in MEASURES],
+                                          list(ir_measures.read_trec_qrels(str(qrels_file))),
+                                          list(ir_measures.read_trec_run(str(run))))
+    for measure in MEASURES:
+        assert values[measure] == pytest.approx(expected[ir_measures.parse_measure(measure)],
+                                                abs=1e-12), measure
+
+
 @pytest.fixture(scope="module")
 def qrels_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("qrels") / "sample.qrels"
@@ -48,15 +61,7 @@ def test_the_fixtures_are_in_the_styles_they_claim():
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
 def test_dsr_evaluate_equals_ir_measures(run, qrels_file):
-    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all",
-                        "--measures", *MEASURES])
-    (values,) = [r["all_dialogues"]["all"] for r in result["runs"].values()]
-    expected = ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in MEASURES],
-                                          list(ir_measures.read_trec_qrels(str(qrels_file))),
-                                          list(ir_measures.read_trec_run(str(run))))
-    for measure in MEASURES:
-        assert values[measure] == pytest.approx(expected[ir_measures.parse_measure(measure)],
-                                                abs=1e-12), measure
+    assert_evaluate_equals_ir_measures(run, qrels_file)
 
 
 def test_dsr_evaluate_equals_the_ir_measures_command_line(qrels_file):
@@ -75,9 +80,8 @@ def test_dsr_evaluate_equals_the_ir_measures_command_line(qrels_file):
 
 
 def test_validate_accepts_every_style_and_names_ties(capsys):
-    """Whitespace and tags are no problem for `dsr validate`; tied scores are a warning
-    (an error with --strict), and ranks from 0 (PyTerrier) are refused for submissions,
-    though `dsr evaluate` scores such runs as trec_eval does (above)."""
+    """Whitespace, tags and ranks from 0 (PyTerrier: trec_eval ignores the rank column) are
+    no problem for `dsr validate`; tied scores are a warning (an error with --strict)."""
     for run in RUNS:
         code = main(["validate", "sample", str(run)])
         captured = capsys.readouterr()
@@ -86,7 +90,36 @@ def test_validate_accepts_every_style_and_names_ties(capsys):
             assert code == 0 and "tie as 32-bit floats" in out
             assert main(["validate", "sample", str(run), "--strict"]) == 2
             capsys.readouterr()
-        elif run.name == "pyterrier.run":
-            assert code == 2 and "rank must be 1 or more" in out
         else:
             assert code == 0, (run.name, out)
+
+
+# --- files written by the tools themselves (tests/tool_runs.py) -----------------------------
+
+from tool_runs import tool_runs  # noqa: E402,F401
+
+
+def test_tool_written_runs_are_in_the_styles_they_claim(tool_runs):  # noqa: F811
+    pyterrier = tool_runs["pyterrier"].read_text().splitlines()
+    assert pyterrier[0].split()[3] == "0" and pyterrier[0].endswith(" pyterrier")   # ranks from 0
+    ranx = tool_runs["ranx"].read_bytes()
+    assert not ranx.endswith(b"\n") and ranx.count(b"\n") == 507                      # no final newline
+    anserini = [line.split() for line in tool_runs["anserini"].read_text().splitlines()]
+    assert all(p[4].endswith(".000000") for p in anserini)
+    assert len({(p[0], p[4]) for p in anserini}) < len(anserini)                       # ties
+
+
+@pytest.mark.parametrize("tool", ["pyterrier", "ranx", "anserini"])
+def test_tool_written_runs_validate_evaluate_and_fix(tool, tool_runs, qrels_file, tmp_path, capsys):  # noqa: F811
+    """dsr validate accepts what dsr evaluate scores (ties a warning), dsr evaluate gives
+    ir_measures' numbers, and --fix-ties rewrites the run without ties."""
+    run = tool_runs[tool]
+    code = main(["validate", "sample", str(run)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.out + captured.err
+    assert ("tie as 32-bit floats" in captured.err) == (tool == "anserini")
+    assert_evaluate_equals_ir_measures(run, qrels_file)
+    fixed = tmp_path / "fixed.run"
+    assert main(["validate", "sample", str(run), "--fix-ties", "--out", str(fixed)]) == 0
+    capsys.readouterr()
+    assert main(["validate", "sample", str(fixed), "--strict"]) == 0

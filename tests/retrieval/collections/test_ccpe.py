@@ -121,10 +121,10 @@ def test_bad_files_and_params(tmp_path):
     assert err.value.field == "targets"
     with pytest.raises(InputError) as err:
         ccpe.build(FIXTURE, target="user")
-    assert err.value.field == "--param"
+    assert err.value.field == "params"
     with pytest.raises(InputError) as err:
         ccpe.build(FIXTURE, split="test")
-    assert err.value.field == "--split"
+    assert err.value.field == "split"
 
 
 def test_load_caches_and_missing_source(tmp_path, dsr_home):

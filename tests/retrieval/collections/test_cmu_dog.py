@@ -139,12 +139,12 @@ def test_parameters_change_the_build(valid):
     assert all(len(d.candidates) <= 20 for d in strict)
     with pytest.raises(InputError) as err:
         cmu_dog.build(SHARED, "valid", treshold=0.4)
-    assert err.value.field == "--param" and "treshold" in str(err.value)
+    assert err.value.field == "params" and "treshold" in str(err.value)
     with pytest.raises(InputError):
         cmu_dog.build(SHARED, "valid", threshold=1.5)
     with pytest.raises(InputError) as err:
         cmu_dog.build(SHARED, "dev")
-    assert err.value.field == "--split"
+    assert err.value.field == "split"
 
 
 def test_silver_grades_hand_made():

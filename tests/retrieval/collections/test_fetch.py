@@ -21,10 +21,10 @@ from retrieval.collections import fetch as fetch_mod
 from dsr.cli import main
 from retrieval.collections import sigir2022
 from retrieval.errors import InputError
-from retrieval.collections.fetch import (CHECKSUMS, PLANS, REVISIONS, fetch, is_available, load_manifest)
+from retrieval.collections.fetch import (CHECKSUMS, fetch, is_available, load_manifest, plan_for)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sigir2022"
-SIGIR = PLANS["sigir2022"]
+SIGIR = plan_for("sigir2022")
 
 
 def blob(data: bytes) -> str:
@@ -163,7 +163,7 @@ def test_stale_local_copy_is_replaced(server, shared_data, dsr_home):
 
 def test_old_revision_goes_to_its_own_folder_and_loads(server, dsr_home, monkeypatch):
     root, base, _ = server
-    old = REVISIONS[("sigir2022", "old")]
+    old = plan_for("sigir2022", "old")
     manifest = {}
     for name in ("dialogues.json", "wikipedia_grounded_dialogues.json"):
         data = (FIXTURES / "old" / name).read_bytes()
@@ -181,7 +181,7 @@ def test_old_revision_goes_to_its_own_folder_and_loads(server, dsr_home, monkeyp
 
 # --- first-use sha256 (ccpe) ------------------------------------------------
 
-CCPE = PLANS["ccpe"]
+CCPE = plan_for("ccpe")
 CCPE_DATA = json.dumps([{"conversationId": "CCPE-8e113", "utterances": [
     {"index": 0, "speaker": "ASSISTANT", "text": "What kind of movies do you like?"},
     {"index": 1, "speaker": "USER", "text": "I really like thrillers, especially Gone Girl.",
@@ -241,7 +241,7 @@ def test_no_first_use_record_from_a_fetch_that_failed(server, shared_data, dsr_h
 
 def test_cmu_dog_tarball_members_verified_by_blob_and_first_use(server, shared_data, dsr_home):
     root, base, _ = server
-    plan = PLANS["cmu_dog"]
+    plan = plan_for("cmu_dog")
     real = shared_data / "cmu_dog"
     chosen = (sorted((real / "Conversations" / "train").glob("*.json"))[:2]
               + sorted((real / "Conversations" / "valid").glob("*.json"))[:1]
@@ -283,7 +283,7 @@ def test_cmu_dog_tarball_members_verified_by_blob_and_first_use(server, shared_d
 
 def test_redial_zip_verified_against_the_shipped_manifest(server, shared_data, dsr_home):
     root, base, _ = server
-    plan = PLANS["redial"]
+    plan = plan_for("redial")
     real = shared_data / "redial"
     put(root, plan.repository, plan.commit, "movies_with_mentions.csv",
         (real / "movies_with_mentions.csv").read_bytes())
@@ -342,7 +342,7 @@ def test_missing_upstream_file_and_bad_names(server):
         fetch("sample", base_url=base)
     with pytest.raises(InputError) as err:
         fetch("cmu_dog", base_url=base, revision="old")
-    assert err.value.field == "--revision"
+    assert err.value.field == "revision"
 
 
 def test_manifests_are_what_the_tool_computes(shared_data):
@@ -487,7 +487,7 @@ def test_truncated_body_is_exit_2_naming_the_url(raw_server, dsr_home, capsys, r
 
 
 def redial_zip(root: Path, shared: Path, members: dict[str, bytes], raw: bytes | None = None):
-    plan = PLANS["redial"]
+    plan = plan_for("redial")
     put(root, plan.repository, plan.commit, "movies_with_mentions.csv",
         (shared / "redial" / "movies_with_mentions.csv").read_bytes())
     buffer = io.BytesIO()
@@ -530,7 +530,7 @@ def test_zip_bomb_is_refused_before_unpacking(server, shared_data, dsr_home, cap
 
 
 def cmu_tarball(root: Path, members: dict[str, bytes], cut: int | None = None) -> bytes:
-    plan = PLANS["cmu_dog"]
+    plan = plan_for("cmu_dog")
     prefix = f"datasets-CMU_DoG-{plan.commit}"
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -560,7 +560,7 @@ def test_truncated_tar_gz_is_exit_2_and_writes_nothing(server, shared_data, dsr_
     manifest = {rel: load_manifest("cmu_dog")[rel] for rel in members if "test" not in rel}
     with pytest.raises(InputError, match="not a readable tar.gz archive") as err:
         fetch("cmu_dog", base_url=base, manifest=manifest, progress=False)
-    assert f"{PLANS['cmu_dog'].commit}.tar.gz" in str(err.value)
+    assert f"{plan_for('cmu_dog').commit}.tar.gz" in str(err.value)
     dest = dsr_home / "data" / "cmu_dog"
     # members are staged until the whole archive reads: none of them took its name
     assert leftovers(dest) == [] and not is_available("cmu_dog")
@@ -602,3 +602,28 @@ def test_tar_path_traversal_is_refused(server, shared_data, dsr_home, tmp_path):
     assert not list(dsr_home.rglob("evil.json")) and not list(tmp_path.rglob("evil.json"))
     assert leftovers(dsr_home / "data" / "cmu_dog") == []
 
+
+
+def test_what_to_fetch_is_data_beside_each_manifest():
+    """A fetchable source is a manifest with a fetch section that agrees with its module's
+    SOURCE; the downloader names no source in its code (a new one needs no edit there)."""
+    import ast
+
+    from retrieval.collections import REGISTERED, sigir2022, source_module
+    from retrieval.collections import fetch as fetch_module
+    from retrieval.collections.fetch import sources
+
+    assert sources() == ["ccpe", "cmu_dog", "redial", "sigir2022"]
+    for name in sources():
+        plan, info = plan_for(name), source_module(name).SOURCE
+        assert name in REGISTERED and (plan.repository, plan.commit) == (info.repository, info.commit)
+        assert plan.remotes and plan.required and plan.description
+    assert plan_for("sigir2022", "old").commit == sigir2022.OLD_COMMIT
+    tree = ast.parse(Path(fetch_module.__file__).read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    strings = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+               and isinstance(node.value, str) and id(node) not in docstrings]
+    assert not [s for s in strings for name in REGISTERED if name in s]
+    assert "retrieval.collections" not in {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

@@ -92,3 +92,67 @@ def test_reproduce_runs_on_the_judged_set(tmp_path, dsr_home, capsys):
     assert "cmu_dog_judged" in (out / "manifest.json").read_text()
     text = (out / "results.md").read_text()
     assert "BM25 (title+recent)" in text and "initial" in text
+
+
+def _stripped(dialogues: list[dict]) -> list[dict]:
+    """Dialogues as a user's copy might hold them: no meta, new ids, candidates reshuffled."""
+    out = []
+    for i, d in enumerate(dialogues):
+        d = {k: v for k, v in d.items() if k not in ("meta", "source", "subset")}
+        out.append({**d, "id": f"mine-{i}", "candidates": d["candidates"][::-1]})
+    return out
+
+
+@pytest.mark.parametrize("how", ["meta stripped", "mixed into other data"])
+def test_train_refuses_the_judged_labels_recognised_by_content(how, tmp_path, capsys, dsr_home):
+    """Issue 19: no name, no meta, no known hash: the dialogues' content still gives it away."""
+    judged = [json.loads(line) for line in FILE.read_text(encoding="utf-8").splitlines()]
+    if how == "meta stripped":
+        records = _stripped(judged)
+    else:  # 12 judged points among the bundled sample's dialogues
+        sample = ROOT / "retrieval" / "collections" / "data" / "sample.jsonl"
+        records = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
+        records[5:5] = _stripped(judged[40:52])
+    copy = tmp_path / "dev.jsonl"
+    copy.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    assert main(["train", str(copy), "--name", "leak", "--max-steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "judged development set" in err and "never trained on" in err and "Traceback" not in err
+    carrying = 101 if how == "meta stripped" else 12 - sum(  # minus points whose silver labels agree
+        label_tag_is_silver(d) for d in judged[40:52])
+    assert f"({carrying} of its dialogues carry the judged set's labels" in err
+    assert not (dsr_home / "models").exists() or not any((dsr_home / "models").iterdir())
+
+
+def label_tag_is_silver(record: dict) -> bool:
+    from retrieval.collections.cmu_dog_judged import fingerprints, point_fingerprint
+    from retrieval.data import dialogue_from_json
+
+    return fingerprints()[point_fingerprint(dialogue_from_json(record))] is None
+
+
+def test_the_fingerprints_match_the_judged_file(shared_data):
+    """The committed fingerprints are the judged file's (regenerate with
+    tools/judged_fingerprints.py when it changes); silver CMU_DoG valid carries none."""
+    from retrieval.collections import load_collection
+    from retrieval.collections.cmu_dog_judged import fingerprints, judged_points
+
+    judged = load_collection("cmu_dog_judged", JUDGED)
+    points, carrying = judged_points(judged)
+    assert len(points) == len(judged) == len(fingerprints()) == 115 and len(carrying) == 101
+    valid = load_collection("cmu_dog", shared_data / "cmu_dog", "valid")
+    points, carrying = judged_points(valid)
+    assert len(points) == 115 and carrying == []
+
+
+def test_training_on_cmu_dog_valid_warns_that_the_judged_points_are_in_it(tmp_path, capsys, dsr_home,
+                                                                          shared_data):
+    from tests.tiny_bert import make_tiny_bert
+
+    base = make_tiny_bert(tmp_path / "tiny", ["hello movie actor film director the a of"], num_labels=None,
+                          max_position_embeddings=128)
+    assert main(["train", "cmu_dog", "--source", str(shared_data / "cmu_dog"), "--split", "valid",
+                 "--name", "v", "--base", str(base), "--model-type", "cross-encoder", "--max-steps", "1",
+                 "--batch-size", "4", "--max-length", "32", "--holdout", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 115 of 502 training dialogues are query points of the judged development set" in err

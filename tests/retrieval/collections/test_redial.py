@@ -141,10 +141,10 @@ def test_initial_ranker_weights_are_parameters(built):
     assert all(len(d.candidates) == 10 for d in popularity)
     with pytest.raises(InputError) as err:
         redial.build(SHARED, "test", pool=10)
-    assert err.value.field == "--param"
+    assert err.value.field == "params"
     with pytest.raises(InputError) as err:
         redial.build(SHARED, "dev")
-    assert err.value.field == "--split"
+    assert err.value.field == "split"
 
 
 def _write(folder: Path, dialogues: list, movies: str | None = None) -> Path:

@@ -144,7 +144,7 @@ def test_split_keeps_one_subset_and_restricts_the_splits():
         assert set(val) | set(test) == plain_ids and not set(val) & set(test)
     with pytest.raises(InputError) as err:
         sigir2022.load(CURRENT, "valid")
-    assert err.value.field == "--split"
+    assert err.value.field == "split"
 
 
 def test_meta_records_the_files_git_blob_ids():

@@ -215,7 +215,7 @@ def test_ranker_grid_is_modest_and_valid():
 
 @pytest.mark.parametrize("params, field", [
     ({"query": "first"}, "query"), ({"variant": "bm26"}, "variant"), ({"k1": -1}, "k1"),
-    ({"b": 1.5}, "b"), ({"stem": "yes"}, "stem"), ({"decay": 0}, "decay"), ({"kl": 1.2}, "--param"),
+    ({"b": 1.5}, "b"), ({"stem": "yes"}, "stem"), ({"decay": 0}, "decay"), ({"kl": 1.2}, "params"),
 ])
 def test_ranker_bad_parameters(params, field):
     with pytest.raises(InputError) as err:

@@ -110,7 +110,7 @@ def test_fuse_tag_names_method_and_params():
     ([A, B], "borda", {}, "method"),
     ([A], "rrf", {}, "runs"),
     ([A, B, A], "interp", {}, "method"),
-    ([A, B], "rrf", {"weight": 0.3}, "--param"),
+    ([A, B], "rrf", {"weight": 0.3}, "params"),
     ([A, B], "interp", {"weight": 1.5}, "weight"),
     ([A, B], "combsum", {"norm": "l2"}, "norm"),
     ([A, B], "rrf", {"k": -1}, "k"),
@@ -206,8 +206,8 @@ def test_fusion_ranker_passes_parameters_through(stand_ins):
     ({"rankers": "by_score,by_length", "method": "borda"}, "method"),
     ({"rankers": "by_score,by_length,by_score", "method": "interp"}, "rankers"),
     ({"rankers": "by_score,by_length", "norm": "l2"}, "norm"),
-    ({"rankers": "by_score,by_length", "bm25.k1": 1.2}, "--param"),
-    ({"rankers": "by_score,by_length", "depth": 3}, "--param"),
+    ({"rankers": "by_score,by_length", "bm25.k1": 1.2}, "params"),
+    ({"rankers": "by_score,by_length", "depth": 3}, "params"),
 ])
 def test_fusion_ranker_rejects_bad_parameters(stand_ins, params, field):
     with pytest.raises(InputError) as err:

@@ -181,7 +181,7 @@ def test_reranker_api_rejects_runs_of_other_collections(tiny_model, collection):
     ({"text": "body: title"}, "text"),
     ({"batch_size": 0}, "batch_size"),
     ({"top_k": 2.5}, "top_k"),
-    ({"temperature": 1.0}, "--param"),
+    ({"temperature": 1.0}, "params"),
     ({"precision": "fp16"}, "precision"),
 ])
 def test_bad_parameters(params, field):

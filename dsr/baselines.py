@@ -40,16 +40,34 @@ one get ``--n-splits`` seeded random splits (recorded in the manifest).
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
+from dsr.training.card import read_card
+from eval.protocol import config_name, grid_configs, resolve_splits
+from eval.report import REPORT_FILES, report_json, write_report_files
+from eval.results import evaluate_runs
+from indexes.manifest import cached_build, expected_manifest
+from retrieval.atomic import atomic_dir, check_replaceable, write_json
+from retrieval.collections import load_collection
+from retrieval.data import Collection
 from retrieval.errors import InputError
-from retrieval.provenance import slug
+from retrieval.fusion import fuse
+from retrieval.home import models_dir
+from retrieval.models import resolve_model
+from retrieval.provenance import package_versions, sha256_file, slug, stamp
+from retrieval.queries import STRATEGIES, check_strategy
+from retrieval.rankers import make_ranker
+from retrieval.rankers.bm25 import BM25Ranker
+from retrieval.rankers.fusion import FusionRanker
+from retrieval.rerankers import make_reranker
+from retrieval.rerankers.base import rerank_top_k
+from retrieval.run import Run
 
+DEFAULT_DENSE = "all-MiniLM-L6-v2"
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
 #: what --fast means: int8 OpenVINO (|delta nDCG@5| vs torch in the README)
 FAST_BACKEND = "openvino-int8"
@@ -77,8 +95,7 @@ class StageTimer:
 
 
 def trained_default(spec: str = DEFAULT_CROSS_ENCODER) -> str | None:
-    from retrieval.home import models_dir
-
+    """``spec`` (``dsr:NAME``) when ``dsr train`` has saved that model, else None."""
     name = spec.split(":", 1)[1]
     return spec if (models_dir() / name).is_dir() else None
 
@@ -90,75 +107,108 @@ def skip_reason(no_cross_encoder: bool) -> str:
             f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see docs/training.md)")
 
 
-def reproduce(collection, out: str | Path, *, splits_file=None, n_splits: int = 50, seed: int = 0,
-              target: str = "nDCG@5", measures=None, strategies=None,
-              dense_model: str | None = "all-MiniLM-L6-v2", cross_encoder: str | None = None,
-              ce_query: str | None = None, test: str = "t", timer: StageTimer | None = None,
-              skipped_reason: str = "skipped: no cross-encoder given",
-              command: list[str] | None = None, started: float | None = None,
-              evaluation: dict[str, Any] | None = None, backend: str = "torch",
-              trained_dense: str | None = None) -> dict[str, Any]:
-    """Run the suite on ``collection`` and write report, runs and manifest into ``out``.
+def reproduce(collection: Collection | str | Path | None = None, out: str | Path | None = None, *,
+              source: str | Path | None = None, split: str | None = None,
+              splits_file: str | Path | None = None, n_splits: int = 50, seed: int = 0,
+              target: str = "nDCG@5", measures: Sequence[str] | None = None,
+              strategies: Sequence[str] | None = None,
+              dense_model: str | None = DEFAULT_DENSE, trained_dense: str | None = None,
+              cross_encoder: str | None = None, ce_query: str | None = None,
+              backend: str = "torch", test: str = "t", correction: str = "holm",
+              family: str = "runs", ci: str = "t", all_pairs: bool = False,
+              timer: StageTimer | None = None, command: list[str] | None = None,
+              skipped_reason: str | None = None) -> dict[str, Any]:
+    """``dsr reproduce`` as a function: the baseline suite on ``collection``, evaluated with
+    the split protocol, written into ``out`` (report, ``runs/``, ``manifest.json``).
 
-    ``evaluation``: more keyword arguments for ``eval.results.evaluate_runs``
-    (``correction``, ``family``, ``ci``, ``all_pairs``).
+    ``collection``: a Collection, a registered name (``source``/``split`` as for
+    :func:`~retrieval.collections.load_collection`) or a benchmark file; ``None``
+    is sigir2022 when its files are present. ``out`` defaults to
+    ``out/COLLECTION``. ``dense_model=None`` skips the dense and fusion rows;
+    ``trained_dense`` and ``cross_encoder`` (a folder, hub id or ``dsr:NAME``)
+    add their rows; ``backend`` runs the models on a fast CPU backend
+    (:mod:`indexes.backends`). ``test``, ``correction``, ``family``, ``ci`` and
+    ``all_pairs`` are :func:`dsr.evaluate`'s. ``timer`` collects (and, unless
+    quiet, prints) each stage's wall time; ``command`` is what the report
+    records; ``skipped_reason`` is the note on a skipped cross-encoder row.
 
-    Returns ``{"results": Results, "report": dict, "manifest": dict}``.
+    Returns ``{"results": Results, "report": dict, "manifest": dict, "out": Path}``.
     """
-    from eval.protocol import resolve_splits
-    from eval.report import REPORT_FILES, report_json, write_report_files
-    from eval.results import evaluate_runs
-    from retrieval.atomic import atomic_dir, check_replaceable, write_json
-    from retrieval.queries import STRATEGIES, check_strategy
-
     timer = timer or StageTimer(quiet=True)
-    started = time.perf_counter() if started is None else started
-    out_files = (*REPORT_FILES, "runs", "manifest.json")  # what --out holds, replaced as a set
-    out = check_replaceable(out, out_files, field="--out")  # before the long work
+    started = time.perf_counter()
+    with timer("load", str(getattr(collection, "name", collection) or "sigir2022 (default)")):
+        collection = _collection(collection, source, split)
+    out = Path(out or Path("out") / slug(collection.name, "run"))
+    # what out holds, replaced as a set (a file of yours in runs/ is refused, never deleted)
+    out_files = (*REPORT_FILES, "runs/*.run", "runs/*.run.json", "manifest.json")
+    out = check_replaceable(out, out_files, field="out")  # before the long work
+    strategies = _check_suite(collection, strategies, ce_query)
+    with timer("splits"):
+        splits = resolve_splits(collection, splits_file, n_splits, seed)
+    suite = Suite(collection, strategies, seed, timer, backend)
+    suite.build(dense_model, trained_dense, cross_encoder, ce_query,
+                skipped_reason or "skipped: no cross-encoder given")
+    with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
+        results = evaluate_runs(collection, suite.runs, measures, splits=splits,
+                                families=suite.families, target=target, baseline=BASELINE,
+                                test=test, seed=seed, run_info=suite.info, correction=correction,
+                                family=family, ci=ci, all_pairs=all_pairs)
+        results.notes.extend(suite.notes)
+    command = command or ["dsr", "reproduce", collection.name]
+    asked = {"dense model": dense_model, "cross-encoder": cross_encoder,
+             "cross-encoder query": ce_query or "from the model card, else all"}
+    report, manifest = _write_outputs(out, out_files, suite, results, timer, command, started, asked)
+    return {"results": results, "report": report, "manifest": manifest, "out": out}
+
+
+def _write_outputs(out: Path, out_files: tuple[str, ...], suite: "Suite", results, timer: StageTimer,
+                   command: list[str], started: float, asked: dict[str, Any]) -> tuple[dict, dict]:
+    """Write the report, ``runs/`` and ``manifest.json`` into ``out`` as one set: built in a
+    hidden sibling and swapped in, so a kill leaves the previous set or this one. Nothing in
+    ``out`` is read back: warm runs reuse the caches under DSR_HOME (indexes, embeddings,
+    cross-encoder scores). Returns the report's numbers and the manifest."""
+    with atomic_dir(out, out_files, field="out") as staging:
+        with timer("write", str(out)):
+            written = suite.write_runs(staging / "runs", results, shown=out / "runs")
+            for name, entry in written.items():  # the report names each run file and its hash
+                results.run_info.setdefault(name, {}).update(entry)
+            write_report_files(results, staging, command=command)
+            report = report_json(results, command)
+        timer.seconds["total"] = round(time.perf_counter() - started, 3)
+        manifest = _manifest(suite.collection, results, suite, written, timer, command, asked)
+        write_json(staging / "manifest.json", manifest)
+    return report, manifest
+
+
+def _collection(spec, source, split) -> Collection:
+    """``spec`` loaded; ``None``: sigir2022 when its files are present, else an error that says
+    what to do."""
+    if isinstance(spec, Collection):
+        return spec
+    if spec is not None:
+        return load_collection(spec, source, split)
+    try:
+        return load_collection("sigir2022", source, split)
+    except InputError as err:
+        raise InputError(
+            "no COLLECTION given and the SIGIR 2022 files are not available "
+            f"({err}). Fetch them with `dsr data fetch sigir2022`, pass them with "
+            "`dsr reproduce sigir2022 --source DIR`, or run the bundled example: "
+            "`dsr reproduce sample`", field="collection") from None
+
+
+def _check_suite(collection, strategies, ce_query) -> list[str]:
+    """The query strategies to run (default: all), checked with the cross-encoder's, and a
+    collection with candidates to rank."""
     if not any(d.candidates for d in collection):
         raise InputError(f"collection {collection.name!r} has no candidates to rank; "
-                         "reproduce needs a benchmark with candidate lists")
+                         "reproduce needs a benchmark with candidate lists", field="collection")
     strategies = list(strategies or STRATEGIES)
     for q in strategies:
         check_strategy(q)
     if ce_query is not None:
         check_strategy(ce_query)
-
-    with timer("splits"):
-        splits = resolve_splits(collection, splits_file, n_splits, seed)
-    suite = Suite(collection, strategies, seed, timer, backend)
-    suite.first_stages(dense_model)
-    if dense_model:
-        suite.fusion()
-    if trained_dense:
-        suite.trained_dense(trained_dense, dense_model)
-    if cross_encoder:
-        suite.cross_encoder(cross_encoder, ce_query)
-    else:
-        suite.notes.append(f"cross-encoder row {skipped_reason}")
-
-    with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
-        results = evaluate_runs(collection, suite.runs, measures, splits=splits,
-                                families=suite.families, target=target, baseline=BASELINE,
-                                test=test, seed=seed, run_info=suite.info, **(evaluation or {}))
-        results.notes.extend(suite.notes)
-
-    # --out is written as a set (report, runs/, manifest.json): built in a hidden
-    # sibling and swapped in, so a kill leaves the previous set or this one. Nothing
-    # in --out is read back: warm runs reuse the caches under DSR_HOME (indexes,
-    # embeddings, cross-encoder scores), not the previous output.
-    with atomic_dir(out, out_files, field="--out") as staging:
-        with timer("write", str(out)):
-            written = suite.write_runs(staging / "runs", results, shown=out / "runs")
-            for name, entry in written.items():  # the report names each run file and its hash
-                results.run_info.setdefault(name, {}).update(entry)
-            command = command or ["dsr", "reproduce", collection.name]
-            write_report_files(results, staging, command=command)
-            report = report_json(results, command)
-        manifest = _manifest(collection, results, suite, written, timer, command, started,
-                             dense_model, cross_encoder, ce_query, skipped_reason)
-        write_json(staging / "manifest.json", manifest)
-    return {"results": results, "report": report, "manifest": manifest}
+    return strategies
 
 
 class Suite:
@@ -178,49 +228,59 @@ class Suite:
         self.models: dict[str, Any] = {}
         self.bm25_default: dict[str, Any] = {}
         self.dense: dict[str, Any] = {}
-        self.order = {d.id: collection.candidate_ids(d.id) for d in collection}
+        self.order = collection.initial_order()
 
-    def first_stages(self, dense_model: str | None) -> None:
-        from retrieval.rankers import make_ranker
-        from retrieval.rankers.bm25 import BM25Ranker
+    def build(self, dense_model: str | None, trained_dense: str | None, cross_encoder: str | None,
+              ce_query: str | None, skipped_reason: str) -> None:
+        """Every row: the floors, BM25, dense and RRF (with a dense model), the trained
+        bi-encoder and the cross-encoder (when given; else a note on why not)."""
+        self.floors()
+        self.bm25()
+        if dense_model:
+            self.dense_rows(dense_model)
+            self.fusion()
+        else:
+            self.models["dense"] = "skipped: --no-dense"
+            self.notes.append("dense and fusion rows skipped: --no-dense")
+        if trained_dense:
+            self.trained_dense(trained_dense, dense_model)
+        if cross_encoder:
+            self.cross_encoder(cross_encoder, ce_query)
+        else:
+            self.models["cross_encoder"] = skipped_reason
+            self.notes.append(f"cross-encoder row {skipped_reason}")
 
-        c = self.collection
+    def floors(self) -> None:
+        """``random`` (seeded) and ``initial`` (the collection's own candidate scores)."""
         with self.timer("random"):
             self._add_run("random", make_ranker("random", seed=self.seed))
         with self.timer("initial"):
-            if all(cand.score is not None for d in c for cand in d.candidates):
+            if all(cand.score is not None for d in self.collection for cand in d.candidates):
                 self._add_run("initial", make_ranker("initial"))
             else:
                 self.notes.append("initial ranker skipped: some candidates have no initial score")
 
-        grid = [dict(zip(("k1", "b"), kb)) for kb in itertools.product(BM25Ranker.GRID["k1"],
-                                                                       BM25Ranker.GRID["b"])]
-        default = {"k1": BM25Ranker.DEFAULTS["k1"], "b": BM25Ranker.DEFAULTS["b"]}
-        if default in grid:  # the default first: it wins ties on val
-            grid.remove(default)
-        grid.insert(0, default)
-        with self.timer("bm25", f"{len(self.strategies)} query strategies x {len(grid)} (k1, b)"):
+    def bm25(self) -> None:
+        """``BM25 (Q)`` per strategy over the (k1, b) grid, default first (it wins ties on val),
+        and ``BM25`` over the strategies too: the baseline."""
+        grid = {k: BM25Ranker.GRID[k] for k in ("k1", "b")}
+        configs = grid_configs(grid, first=BM25Ranker.DEFAULTS)
+        default = config_name({k: BM25Ranker.DEFAULTS[k] for k in grid})
+        with self.timer("bm25", f"{len(self.strategies)} query strategies x {len(configs)} (k1, b)"):
             every: dict[str, Any] = {}
             for q in self.strategies:
                 family = {}
-                for params in grid:
-                    run = make_ranker("bm25", query=q, **params).rank(c)
-                    family[_config(params)] = run
-                    every[_config({"query": q, **params})] = run
+                for name, params in configs.items():
+                    family[name] = make_ranker("bm25", query=q, **params).rank(self.collection)
+                    every[config_name({"query": q, **params})] = family[name]
                 self.families[f"BM25 ({q})"] = family
-                self.info[f"BM25 ({q})"] = {"ranker": "bm25", "grid": {"k1": BM25Ranker.GRID["k1"],
-                                                                       "b": BM25Ranker.GRID["b"]},
-                                            "fixed": {"query": q}}
-                self.bm25_default[q] = family[_config(default)]
+                self.info[f"BM25 ({q})"] = {"ranker": "bm25", "grid": grid, "fixed": {"query": q}}
+                self.bm25_default[q] = family[default]
             self.families[BASELINE] = every
-            self.info[BASELINE] = {"ranker": "bm25", "grid": {"query": self.strategies,
-                                                              "k1": BM25Ranker.GRID["k1"],
-                                                              "b": BM25Ranker.GRID["b"]}}
-        if not dense_model:
-            self.notes.append("dense and fusion rows skipped: --no-dense")
-            return
-        from retrieval.models import resolve_model
+            self.info[BASELINE] = {"ranker": "bm25", "grid": {"query": self.strategies, **grid}}
 
+    def dense_rows(self, dense_model: str) -> None:
+        """``dense (Q)``: the bi-encoder with each query strategy."""
         self.models["dense"] = resolve_model(dense_model, "bi-encoder").describe()
         with self.timer("dense", f"{dense_model}, {len(self.strategies)} query strategies"):
             for q in self.strategies:
@@ -229,33 +289,26 @@ class Suite:
                 self.dense[q] = self.runs[name]
 
     def fusion(self) -> None:
-        from retrieval.fusion import fuse
-        from retrieval.rankers.fusion import FusionRanker
-
-        ks = FusionRanker.GRID["k"]
+        """``RRF(BM25, dense)`` over the BM25 strategy, the dense strategy and RRF's k."""
+        grid = {"bm25": self.strategies, "dense": self.strategies, "k": FusionRanker.GRID["k"]}
         configs: dict[str, Callable] = {}
-        for qb, qd, k in itertools.product(self.strategies, self.strategies, ks):
-            def make(qb=qb, qd=qd, k=k):
+        for name, params in grid_configs(grid).items():
+            def make(qb=params["bm25"], qd=params["dense"], k=params["k"]):
                 run = fuse([self.bm25_default[qb], self.dense[qd]], "rrf", k=k,
                            initial_order=self.order, tag=f"rrf-bm25_{qb}-dense_{qd}-k{k}")
                 run.config = {"fusion": "rrf", "k": k, "runs": [f"BM25 ({qb}) k1/b default",
                                                                  f"dense ({qd})"],
                               "collection": self.collection.describe()}
                 return run
-            configs[_config({"bm25": qb, "dense": qd, "k": k})] = make
-        name = "RRF(BM25, dense)"
-        self.families[name] = configs
-        self.info[name] = {"fusion": "rrf", "grid": {"bm25 query": self.strategies,
-                                                     "dense query": self.strategies, "k": ks}}
+            configs[name] = make
+        self.families["RRF(BM25, dense)"] = configs
+        self.info["RRF(BM25, dense)"] = {"fusion": "rrf", "grid": {
+            "bm25 query": self.strategies, "dense query": self.strategies, "k": grid["k"]}}
 
     def trained_dense(self, model: str, zero_shot: str | None = None) -> None:
         """The ``trained bi-encoder`` row: ``model`` with the query strategy and candidate text
         of its card; and the row of the zero-shot model ``zero_shot`` with the same query and
         text (see the module docstring), named in the trained row's info."""
-        from retrieval.models import resolve_model
-        from retrieval.rankers import make_ranker
-        from dsr.training.card import read_card
-
         resolved = resolve_model(model, "bi-encoder")
         card = read_card(resolved.path) or {}
         same = {"query": card.get("query") or "title+recent", "text": card.get("text") or "body",
@@ -275,8 +328,8 @@ class Suite:
                           f"candidate text is {name!r}")
 
     def cross_encoder(self, model: str, query: str | None) -> None:
-        from retrieval.rerankers.base import rerank_top_k
-
+        """``cross-encoder``: the model reranking the top k of each BM25 and dense run, tuned
+        over the first stage and k."""
         with self.timer("cross-encoder", model):
             scores, described, params = cross_encoder_scores(self.collection, model, query, self.backend)
         query = params["query"]
@@ -295,7 +348,7 @@ class Suite:
                                   "collection": self.collection.describe()}
                     return run
                 key = {"first stage": stage_name, "top_k": depth} if depth else {"top_k": "all"}
-                configs[_config(key)] = make
+                configs[config_name(key)] = make
         self.families["cross-encoder"] = configs
         self.info["cross-encoder"] = {"reranker": "cross-encoder", "model": described, "params": params,
                                       "grid": {"first stage": list(stages),
@@ -312,8 +365,6 @@ class Suite:
         Written into ``folder``; the paths recorded are under ``shown`` (default
         ``folder``), where they will be once the output set is swapped in.
         """
-        from retrieval.provenance import sha256_file
-
         written = {}
         shown = shown or folder
         for name, run in self.runs.items():
@@ -335,8 +386,6 @@ class Suite:
         return written
 
     def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
-        from retrieval.provenance import package_versions
-
         path = folder / f"{slug(name, 'run')}.run"
         run.config = {**run.config, **extra, "collection": self.collection.describe(),
                       "versions": package_versions()}
@@ -363,10 +412,6 @@ def cross_encoder_scores(collection, model: str, query: str | None,
     weights hash), the query strategy and the reranker's parameters. Returns
     the scores, the model's description and the reranker's parameters.
     """
-    from indexes.manifest import cached_build, expected_manifest
-    from retrieval.rerankers import make_reranker
-    from retrieval.run import Run
-
     reranker = make_reranker("cross-encoder", model=model, backend=backend,
                              **({"query": query} if query else {}))
     resolved = reranker.resolve()  # a trained model's card sets query and max length
@@ -392,12 +437,10 @@ def cross_encoder_scores(collection, model: str, query: str | None,
     return scores, resolved.describe(), params
 
 
-def _manifest(collection, results, suite: Suite, written, timer: StageTimer, command, started,
-              dense_model, cross_encoder, ce_query, skipped_reason) -> dict[str, Any]:
-    from retrieval.provenance import stamp
-    from retrieval.rankers.bm25 import BM25Ranker
-
-    timer.seconds["total"] = round(time.perf_counter() - started, 3)
+def _manifest(collection, results, suite: Suite, written, timer: StageTimer, command,
+              models: dict[str, Any]) -> dict[str, Any]:
+    """``manifest.json``: what ran (``models``: the dense model, cross-encoder and its query
+    as asked), on what, with which settings, versions and machine, and how long each stage took."""
     provenance = stamp(command)
     return {
         "created": provenance["created"],
@@ -409,13 +452,12 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
         "significance": {"test": results.test, "alpha": results.alpha,
                          "correction": results.correction, "family": results.family,
                          "n_resamples": results.n_resamples, "seed": results.seed},
-        "models": {"dense": suite.models.get("dense", "skipped: --no-dense" if not dense_model else None),
-                   "cross_encoder": suite.models.get("cross_encoder", skipped_reason)},
+        "models": {"dense": suite.models.get("dense"), "cross_encoder": suite.models.get("cross_encoder")},
         "parameters": {"query strategies": suite.strategies, "bm25": {"defaults": BM25Ranker.DEFAULTS,
                                                                       "grid": BM25Ranker.GRID},
-                       "dense model": dense_model, "cross-encoder": cross_encoder,
+                       "dense model": models["dense model"], "cross-encoder": models["cross-encoder"],
                        "backend": suite.backend,
-                       "cross-encoder query": ce_query or "from the model card, else all",
+                       "cross-encoder query": models["cross-encoder query"],
                        "rerank depths": [d or "all" for d in RERANK_DEPTHS], "seed": suite.seed,
                        "systems": suite.info},
         "runs": written,
@@ -425,6 +467,3 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
         "wall_time_s": dict(timer.seconds),
     }
 
-
-def _config(params: dict[str, Any]) -> str:
-    return ",".join(f"{k}={v}" for k, v in params.items())

@@ -1,0 +1,302 @@
+"""``dsr judge ...``: judging campaigns, the argparse glue (the work is :mod:`eval.judging`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from retrieval.errors import InputError
+
+JUDGE_EPILOG = """\
+A campaign lives in the leaderboard's database (--db; default SQLite at
+$DSR_HOME/board/board.sqlite): give dsr serve the same --db and assessors judge at /judge.
+Walk-through: docs/judging.md.
+"""
+
+
+def _db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="URL",
+                        help="database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB "
+                             "(default: SQLite under $DSR_HOME/board/, as dsr serve)")
+
+
+def register(subparsers) -> None:
+    j = subparsers.add_parser("judge", help="judging campaigns: pool -> tasks -> grades -> judged collection",
+                              description="Run a relevance judging campaign on a pool (dsr pool's output or "
+                                          "any benchmark file): tasks, honeypots, browser judging under "
+                                          "dsr serve, Label Studio and crowdsourcing exchange, aggregation, "
+                                          "agreement, and the judged collection.", epilog=JUDGE_EPILOG)
+    sub = j.add_subparsers(dest="judge_command", metavar="ACTION")
+    _register_setup(sub)
+    _register_results(sub)
+    j.set_defaults(func=lambda args: j.print_help() or 2)
+
+
+def _register_setup(sub) -> None:
+    g = sub.add_parser("guidelines", help="write the default scale and guidelines (YAML) to edit, or load "
+                                          "edited ones into a campaign")
+    _db(g)
+    g.add_argument("campaign", nargs="?", metavar="CAMPAIGN", help="the campaign to give FILE to")
+    g.add_argument("file", nargs="?", metavar="FILE", help="guidelines YAML for CAMPAIGN")
+    g.add_argument("--out", metavar="FILE", help="write the default guidelines here")
+    g.set_defaults(func=guidelines_command)
+
+    c = sub.add_parser("create", help="a campaign from a pool: tasks of --chunk sentences, k assessors "
+                                      "per sentence, honeypots planted")
+    _db(c)
+    c.add_argument("name", metavar="NAME", help="the campaign's name (its URL part)")
+    c.add_argument("pool", metavar="POOL", help="dsr pool's output, any benchmark .jsonl, or a registered name")
+    c.add_argument("--source", metavar="DIR", help="--source of a registered POOL")
+    c.add_argument("--split", metavar="S", help="--split of a registered POOL")
+    c.add_argument("--guidelines", metavar="FILE", help="scale and guidelines (default: the built-in 0/1/2)")
+    c.add_argument("--k", type=int, default=3, help="assessors per sentence")
+    c.add_argument("--chunk", type=int, default=10, help="sentences per task (a dialogue's are cut in tasks)")
+    c.add_argument("--honeypot-rate", type=float, default=0.1, metavar="R",
+                   help="honeypot checks per sentence in a task (at least one per task when known)")
+    c.add_argument("--honeypot-threshold", type=float, default=0.7, metavar="A",
+                   help="honeypot accuracy an assessor needs for their grades to count")
+    c.add_argument("--min-honeypots", type=int, default=3, metavar="N",
+                   help="honeypots an assessor must answer before their grades can count")
+    c.add_argument("--gold", metavar="FILE", help="a judged collection giving known answers (same dialogue ids)")
+    c.add_argument("--auto-honeypots", action="store_true",
+                   help="known answers from the pool: the sentence the next turn quotes (relevant), a "
+                        "sentence of an unrelated document (not relevant)")
+    c.add_argument("--seed", type=int, default=0, help="seed of shuffles, tasks and assignment")
+    c.add_argument("--description", default="", help="shown to assessors")
+    c.set_defaults(func=create_command)
+
+    a = sub.add_parser("add-assessor", help="create an assessor and print their token (shown once)")
+    _db(a)
+    a.add_argument("name", metavar="NAME")
+    a.set_defaults(func=add_assessor_command)
+
+    s = sub.add_parser("assign", help="give every task k assessors, balancing the load (resumable)")
+    _db(s)
+    s.add_argument("campaign", metavar="CAMPAIGN")
+    s.add_argument("--assessors", nargs="+", metavar="NAME", help="who (default: every assessor with a token)")
+    s.add_argument("--release", nargs="+", default=[], metavar="NAME",
+                   help="first take back these assessors' tasks they have not started")
+    s.set_defaults(func=assign_command)
+
+
+def _register_results(sub) -> None:
+    st = sub.add_parser("status", help="progress per assessor")
+    _db(st)
+    st.add_argument("campaign", metavar="CAMPAIGN")
+    st.set_defaults(func=status_command)
+
+    r = sub.add_parser("report", help="honeypots, aggregation, agreement (alpha, kappas) and per-assessor figures")
+    _db(r)
+    r.add_argument("campaign", metavar="CAMPAIGN")
+    r.add_argument("--method", default="mv", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
+    r.add_argument("--json", action="store_true", help="print JSON")
+    r.set_defaults(func=report_command)
+
+    e = sub.add_parser("export", help="the judged collection (benchmark file) and its qrels")
+    _db(e)
+    e.add_argument("campaign", metavar="CAMPAIGN")
+    e.add_argument("--out", required=True, metavar="FILE", help="benchmark .jsonl to write")
+    e.add_argument("--qrels", metavar="FILE", help="also write TREC qrels here")
+    e.add_argument("--report", metavar="FILE", help="also write the report (JSON) here")
+    e.add_argument("--method", default="mv", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
+    e.add_argument("--only-relevant", action="store_true",
+                   help="keep only dialogues with a relevant sentence (as the SIGIR 2022 set does)")
+    e.add_argument("--partial", action="store_true", help="keep only fully judged dialogues instead of refusing")
+    e.set_defaults(func=export_command)
+
+    t = sub.add_parser("export-tasks", help="the tasks for Label Studio or a crowdsourcing batch")
+    _db(t)
+    t.add_argument("campaign", metavar="CAMPAIGN")
+    t.add_argument("--format", required=True, choices=("label-studio", "crowd"))
+    t.add_argument("--out", required=True, metavar="DIR", help="folder to write (replaced as a set)")
+    t.set_defaults(func=export_tasks_command)
+
+    i = sub.add_parser("import", help="grades back from a Label Studio JSON export or a batch results CSV")
+    _db(i)
+    i.add_argument("campaign", metavar="CAMPAIGN")
+    i.add_argument("file", metavar="FILE")
+    i.add_argument("--format", required=True, choices=("label-studio", "crowd"))
+    i.set_defaults(func=import_command)
+
+    ls = sub.add_parser("list", help="campaigns and assessors")
+    _db(ls)
+    ls.set_defaults(func=list_command)
+
+
+def _judging(args):
+    from eval.board.service import default_db_url
+    from eval.judging.store import Judging
+
+    return Judging.open(args.db or default_db_url())
+
+
+def guidelines_command(args) -> int:
+    from eval.judging import guidelines
+
+    if args.campaign and args.file:
+        _judging(args).set_guidelines(args.campaign, guidelines.load(args.file))
+        print(f"campaign {args.campaign}: guidelines replaced from {args.file}")
+        return 0
+    if args.campaign or not args.out:
+        raise InputError("give --out FILE (write the default), or CAMPAIGN FILE (load into a campaign)",
+                         field="FILE")
+    from retrieval.atomic import atomic_write
+
+    with atomic_write(args.out) as handle:
+        handle.write(guidelines.default_text())
+    print(f"wrote {args.out}: edit it, then dsr judge create ... --guidelines {args.out}")
+    return 0
+
+
+def create_command(args) -> int:
+    from eval.judging import guidelines, honeypots
+    from eval.judging.store import Settings
+    from retrieval.collections import load_collection
+
+    rules = guidelines.load(args.guidelines)
+    pool = load_collection(args.pool, args.source, args.split)
+    golds: dict = {}
+    if args.gold:
+        golds = honeypots.judged_golds(pool, load_collection(args.gold))
+    if args.auto_honeypots:
+        auto = honeypots.auto_golds(pool, rules.grades[0], rules.grades[-1], args.seed)
+        golds = honeypots.merge(golds, auto)
+    if args.honeypot_rate > 0 and not golds:
+        print("dsr: warning: no honeypots (give --gold FILE or --auto-honeypots): every assessor counts",
+              file=sys.stderr)
+    settings = Settings(args.k, args.chunk, args.honeypot_rate, args.honeypot_threshold, args.min_honeypots,
+                        args.seed, args.description)
+    judging = _judging(args)
+    judging.create(args.name, pool, rules, settings, golds)
+    items = judging.items_frame(judging.campaign(args.name))
+    print(f"campaign {args.name}: {len(pool)} dialogues, {items['task'].nunique()} tasks, "
+          f"{int(items['candidate'].notna().sum())} sentences, {int(items['gold'].notna().sum())} honeypot "
+          f"checks ({int(items['candidate'].isna().sum())} planted); {args.k} assessors per sentence")
+    return 0
+
+
+def add_assessor_command(args) -> int:
+    token = _judging(args).add_assessor(args.name)
+    print(f"assessor {args.name!r} created; their token (shown once, only its hash is stored):", file=sys.stderr)
+    print(token)
+    return 0
+
+
+def assign_command(args) -> int:
+    load = _judging(args).assign(args.campaign, args.assessors, args.release)
+    for name, sentences in sorted(load.items()):
+        print(f"{name}: {sentences} sentences")
+    return 0
+
+
+def status_command(args) -> int:
+    from eval.judging.views import progress, task_rows
+
+    judging = _judging(args)
+    campaign = judging.campaign(args.campaign)
+    for assessor in judging.assessors():
+        rows = task_rows(judging, assessor, campaign)
+        if rows:
+            p = progress(rows)
+            print(f"{assessor.name}: {p['done']} of {p['total']} sentences graded, "
+                  f"{p['tasks_done']} of {p['tasks']} tasks done")
+    return 0
+
+
+def report_command(args) -> int:
+    from eval.judging.report import outcome
+
+    result = outcome(_judging(args), args.campaign, args.method).to_json()
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+        return 0
+    print(_report_text(result))
+    return 0
+
+
+def _fmt(value, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _report_text(r: dict) -> str:
+    a = r["agreement"]
+    lines = [f"campaign {r['campaign']} ({r['method']}): {r['items']} sentences, {r['grades']} grades, "
+             f"{r['counted_grades']} counted; {r['items_with_k_counted_grades']} sentences with "
+             f"k={r['settings']['k']} counted grades, {r['items_without_counted_grade']} with none",
+             f"Krippendorff's alpha: ordinal {_fmt(a['alpha_ordinal'])}, relevant/not {_fmt(a['alpha_binary'])}",
+             f"Fleiss' kappa: {_fmt(a['fleiss']['kappa'])} over {a['fleiss']['items']} sentences with "
+             f"{a['fleiss']['raters_per_item']} grades (relevant/not {_fmt(a['fleiss_binary']['kappa'])})",
+             f"Cohen's kappa, mean over {len(a['pairs'])} pairs: {_fmt(a['cohen_mean'])} "
+             f"(linear weights {_fmt(a['cohen_linear_mean'])})",
+             "assessor  grades  unsure  honeypots  accuracy  counted  =aggregate  kappa  median s"]
+    for p in r["assessors"]:
+        lines.append(f"{p['assessor']}  {p['grades']}  {p['unsure']}  {p['honeypots']}  "
+                     f"{_fmt(p['honeypot_accuracy'])}  {'yes' if p['counted'] else 'NO: ' + p['reason']}  "
+                     f"{_fmt(p['agreement_with_aggregate'])}  {_fmt(p['kappa_with_aggregate'])}  "
+                     f"{_fmt(p['median_seconds'], 1)}")
+    return "\n".join(lines)
+
+
+def export_command(args) -> int:
+    from eval.judging.report import judged_collection, outcome
+    from eval.qrels import qrels_from_collection, write_qrels
+    from retrieval.atomic import check_output_path, write_json
+    from retrieval.data import write_benchmark
+
+    for path, flag in ((args.out, "--out"), (args.qrels, "--qrels"), (args.report, "--report")):
+        if path:
+            check_output_path(path, flag)
+    judging = _judging(args)
+    result = outcome(judging, args.campaign, args.method)
+    collection = judged_collection(judging, result, args.only_relevant, args.partial)
+    write_benchmark(collection, args.out)
+    if args.qrels:
+        write_qrels(qrels_from_collection(collection), args.qrels)
+    if args.report:
+        write_json(args.report, result.to_json())
+    relevant = sum(1 for d in collection if d.relevant)
+    print(f"wrote {args.out}: {len(collection)} dialogues ({relevant} with a relevant sentence), "
+          f"{sum(len(d.candidates) for d in collection)} judged sentences ({args.method})")
+    return 0
+
+
+def export_tasks_command(args) -> int:
+    from eval.judging import crowdsourcing, labelstudio
+    from eval.judging.views import all_tasks
+    from retrieval.atomic import atomic_dir
+
+    module = labelstudio if args.format == "label-studio" else crowdsourcing
+    judging = _judging(args)
+    campaign = judging.campaign(args.campaign)
+    tasks = all_tasks(judging, campaign)
+    with atomic_dir(args.out, module.FILES, field="--out") as folder:
+        module.write(folder, tasks, judging.guidelines(campaign))
+    print(f"wrote {args.out}: {', '.join(module.FILES)} ({len(tasks)} tasks, "
+          f"{sum(len(t.items) for _, t in tasks)} sentences)")
+    return 0
+
+
+def import_command(args) -> int:
+    from pathlib import Path
+
+    from eval.judging import crowdsourcing, labelstudio
+
+    module = labelstudio if args.format == "label-studio" else crowdsourcing
+    rows = module.read(Path(args.file))
+    count = _judging(args).import_grades(args.campaign, rows, module.ORIGIN)
+    people = len({r["assessor"] for r in rows})
+    print(f"imported {count} grades from {people} {module.ORIGIN} assessor(s) into {args.campaign}")
+    return 0
+
+
+def list_command(args) -> int:
+    judging = _judging(args)
+    for c in judging.campaigns():
+        pool = json.loads(c.pool_json)
+        print(f"campaign {c.name}: pool {pool['name']} ({pool['dialogues']} dialogues), k={c.k}, "
+              f"honeypots {c.honeypot_rate:g} (threshold {c.threshold:g})")
+    for a in judging.assessors():
+        print(f"assessor {a.name} ({a.origin})")
+    return 0

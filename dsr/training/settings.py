@@ -1,0 +1,117 @@
+"""What ``dsr train`` takes, declared once as :class:`~retrieval.params.Param`\\ s.
+
+``dsr train``'s flags (``--max-steps``...), :func:`dsr.train`'s keyword arguments,
+their checks (exit 2 naming the setting) and the model card's parameters all come
+from :data:`PARAMS`. A setting whose default depends on the recipe (``query``,
+``batch_size``, ``max_length``, ``max_steps``, ``save_steps``) is declared with
+default ``None``; :data:`RECIPES` fills it for ``model_type``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from dsr.training.pairs import TARGETS
+from retrieval.data import CONTEXT_FORM, TEXT_FORMS
+from retrieval.errors import InputError
+from retrieval.params import Param, record_type, resolve
+from retrieval.queries import STRATEGIES
+
+DEFAULT_BASE = "all-MiniLM-L6-v2"
+MODEL_TYPES = ("bi-encoder", "cross-encoder")
+DEFAULT_MODEL_TYPE = "bi-encoder"
+
+#: the model: what is trained, from what, on which query and candidate text
+MODEL = (
+    Param("base", DEFAULT_BASE, "str", "starting checkpoint: a short name, a local folder or "
+          "dsr:NAME (a BERT-style encoder; a cross-encoder's classification head starts "
+          "untrained)", metavar="MODEL"),
+    Param("model_type", DEFAULT_MODEL_TYPE, "str", "bi-encoder (MultipleNegativesRankingLoss) or "
+          "cross-encoder (BCE)", choices=MODEL_TYPES),
+    Param("query", None, "str", "query strategy (default: title+recent for a bi-encoder, weighted "
+          "for a cross-encoder)", choices=STRATEGIES, metavar="STRATEGY"),
+    Param("text", "body", "str", "bi-encoder: what a candidate's text is in training (the card "
+          "records it; rank with the same --param text=...)", choices=TEXT_FORMS),
+    Param("context", None, "int", "with text 'title: previous [SEP] body [SEP] next': neighbouring "
+          "sentences on each side (default 1; the card records it)", low=1, high=20, metavar="N"),
+    Param("documents", None, "str", "with the context text form: the documents' folder (CMU_DoG: "
+          "its folder with WikiData/; default: the collection's source, else "
+          "$DSR_HOME/data/cmu_dog)", metavar="DIR"),
+)
+#: the training data: which dialogues, which negatives, what is held out
+DATA = (
+    Param("subset", None, "str", "train only on dialogues of this subset", metavar="NAME"),
+    Param("val_of_split", None, "int", "train on the val half of official split K (collections "
+          "with a split file, e.g. sigir2022: the supervised setting)", low=0, metavar="K"),
+    Param("neg_per_pos", 3.0, "float", "cross-encoder: in-list negatives per positive (sampled; "
+          "-1 keeps all)", low=-1, metavar="R"),
+    Param("random_negatives", 0, "int", "cross-encoder: random sentences from other dialogues "
+          "added as negatives, per dialogue", low=0, metavar="N"),
+    Param("targets", "binary", "str", "cross-encoder: binary (label > 0 -> 1) or graded (label / "
+          "highest label)", choices=TARGETS),
+    Param("exclude_docs", None, "str", "leave these documents (meta.document, e.g. CMU_DoG films) "
+          "out of training: their dialogues and their sentences in every pool",
+          metavar="DOC[,DOC...]"),
+    Param("folds", None, "int", "document folds (with fold): train without fold I's documents",
+          low=2, metavar="K"),
+    Param("fold", None, "int", "the fold left out (0..K-1)", low=0, metavar="I"),
+    Param("holdout", 0.1, "float", "fraction of dialogues (whole conversations) kept out for the "
+          "card's metrics", low=0, below=1, metavar="FRACTION"),
+    Param("holdout_max", 100, "int", "at most this many held-out dialogues (scoring them takes "
+          "time on CPU)", low=1, metavar="N"),
+)
+#: the optimisation
+OPTIMISATION = (
+    Param("seed", 42, "int", "seed of the head, dropout, data order and sampling"),
+    Param("epochs", 1.0, "float", "passes over the training data", above=0),
+    Param("batch_size", None, "int", "examples per step (default: 32 bi-encoder, 16 "
+          "cross-encoder)", low=1, metavar="N"),
+    Param("max_length", None, "int", "word pieces of query + sentence (cross-encoder, default "
+          "128) or of one text (bi-encoder, default: the base model's max sequence length)",
+          low=8, metavar="L"),
+    Param("lr", 5e-5, "float", "peak learning rate", above=0),
+    Param("warmup", 0.1, "float", "linear warm-up: a fraction of the steps when < 1, else steps",
+          low=0, metavar="W"),
+    Param("max_steps", None, "int", "stop after N optimiser steps (-1: run all epochs; default "
+          "120 bi-encoder, 400 cross-encoder)", low=-1, metavar="N"),
+    Param("save_steps", None, "int", "checkpoint every N steps (the last two are kept until the "
+          "end)", low=1, metavar="N"),
+    Param("resume", False, "bool", "continue from the newest checkpoint of an interrupted run "
+          "of NAME"),
+    Param("overwrite", False, "bool", "replace an existing model NAME"),
+)
+PARAMS = (*MODEL, *DATA, *OPTIMISATION)
+#: the groups ``dsr train --help`` shows the settings in
+GROUPS = {"model": MODEL, "data": DATA, "optimisation": OPTIMISATION}
+
+#: what each recipe defaults to where a setting is declared without a default
+#: (max_length None for a bi-encoder: the base model's own max sequence length)
+RECIPES: dict[str, dict[str, Any]] = {
+    "cross-encoder": {"query": "weighted", "batch_size": 16, "max_steps": 400, "max_length": 128,
+                      "save_steps": 100},
+    "bi-encoder": {"query": "title+recent", "batch_size": 32, "max_steps": 120, "max_length": None,
+                   "save_steps": 60},
+}
+
+#: the checked settings of one training (fields: PARAMS' names)
+TrainSettings = record_type("TrainSettings", PARAMS)
+
+
+def resolve_settings(given: Mapping[str, Any]) -> Any:
+    """``given`` (name -> value) checked against :data:`PARAMS`, the declared defaults and the
+    recipe's filled in: a ``TrainSettings``. InputError names the setting at fault."""
+    values = resolve(given, PARAMS, "dsr train")
+    for key, value in RECIPES[values["model_type"]].items():
+        if values[key] is None:
+            values[key] = value
+    if values["max_steps"] == 0:
+        raise InputError("must be a positive number of steps or -1, got 0", field="max_steps")
+    if (values["folds"] is None) != (values["fold"] is None):
+        raise InputError("folds K and fold I go together", field="folds")
+    if values["text"] != CONTEXT_FORM and (values["context"] is not None or values["documents"] is not None):
+        raise InputError(f"context and documents apply to text {CONTEXT_FORM!r} only",
+                         field="context" if values["context"] is not None else "documents")
+    if values["model_type"] != "bi-encoder" and values["text"] != "body":
+        raise InputError("text applies to bi-encoder training only (the cross-encoder recipe "
+                         "reads candidate bodies)", field="text")
+    return TrainSettings(**values)

@@ -1,0 +1,141 @@
+"""The browser pages: the index, a board, a run (with its per-dialogue plot on public
+phases), the run file download, and the submission form."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from eval.board import leaderboard
+from eval.board.models import Team
+from eval.board.routes.deps import (CSRF_REFUSED, BoardDep, bearer_team, checked_form, error_page,
+                                    find_phase, in_thread, page, read_upload, web_team)
+from eval.board.leaderboard import published_means
+from eval.board.service import RUN_TYPES, Board, Refused, tie_note
+from retrieval.errors import InputError
+
+router = APIRouter()
+
+
+@router.get("/", response_class=HTMLResponse)
+def index(request: Request, board: BoardDep):
+    return page(request, "index.html", {"phases": board.phases()})
+
+
+@router.get("/board/{collection}/{phase}", response_class=HTMLResponse)
+def board_page(request: Request, board: BoardDep, collection: str, phase: str, sort: str | None = None,
+               order: str = "desc", select: str = "all", baseline: int | None = None,
+               subset: str = "all"):
+    found = find_phase(board, collection, phase)
+    if found is None:
+        return error_page(request, 404, "no such board")
+    try:
+        lb = leaderboard.build(board, found, sort=sort, select=select, baseline_id=baseline,
+                               descending=order != "asc")
+    except InputError as err:
+        return error_page(request, 400, str(err))
+    if subset not in lb.subsets:
+        return error_page(request, 400, f"no subset {subset!r}; this board has {', '.join(lb.subsets)}")
+    team = web_team(board, request)
+    quota = board.quota(team, found) if team is not None else None
+
+    def link(**changes) -> str:
+        params = {"sort": lb.sort, "order": order, "select": lb.select, "subset": subset,
+                  "baseline": lb.baseline.id if lb.baseline else None, **changes}
+        return "?" + urlencode({k: v for k, v in params.items() if v is not None})
+
+    return page(request, "board.html", {"lb": lb, "subset": subset, "order": order,
+                                        "quota": quota, "team": team, "link": link})
+
+
+def run_view(board: Board, submission_id: int, measure: str | None = None) -> dict | None:
+    """What a run page and ``GET /api/runs/ID`` show (per-dialogue values on public phases only)."""
+    sub = board.submission(submission_id)
+    if sub is None:
+        return None
+    data = board.phase_data(sub.phase)
+    view = {"sub": sub, "means": published_means(sub, data), "measures": data.measures,
+            "subsets": list(data.subsets),
+            "published": json.loads(sub.sidecar_json) if sub.sidecar_json else None,
+            "ties": tie_note(sub.tied_topics), "plot": None}
+    if not sub.phase.hidden:   # per-topic values of a hidden phase never leave the server
+        measure = measure if measure in data.measures else data.measures[0]
+        matrix = board.matrix(sub, len(data.measures))
+        column = matrix[:, data.measures.index(measure)]
+        view["plot"] = {"measure": measure,
+                        "topics": [{"id": t, "subset": d.subset, "value": float(v)}
+                                   for t, d, v in zip(data.topics, data.collection.dialogues, column)]}
+    return view
+
+
+@router.get("/runs/{submission_id}", response_class=HTMLResponse)
+def run_page(request: Request, board: BoardDep, submission_id: int, measure: str | None = None,
+             submitted: int = 0):
+    view = run_view(board, submission_id, measure)
+    if view is None:
+        return error_page(request, 404, "no such run")
+    team = web_team(board, request)
+    quota = board.quota(team, view["sub"].phase) if team is not None and submitted else None
+    return page(request, "run.html", {**view, "submitted": bool(submitted), "quota": quota,
+                                      "team": team})
+
+
+def run_file(board: Board, team: Team, submission_id: int) -> Response:
+    """The stored run file: its own team's (or an organiser's) only."""
+    sub = board.submission(submission_id)
+    if sub is None:
+        return JSONResponse({"error": "no such run"}, status_code=404)
+    if sub.team_id != team.id and not team.organiser:
+        return JSONResponse({"error": "this run belongs to another team"}, status_code=403)
+    return Response(board.store.get(sub.sha256), media_type="text/plain",
+                    headers={"Content-Disposition": f'attachment; filename="run-{sub.id}.run"'})
+
+
+@router.get("/runs/{submission_id}/file")
+def run_file_page(request: Request, board: BoardDep, submission_id: int):
+    team = web_team(board, request) or bearer_team(board, request)
+    if team is None:
+        return error_page(request, 401, "log in with your team's token to download run files")
+    return run_file(board, team, submission_id)
+
+
+def submit_context(board: Board, team: Team) -> dict:
+    phases = board.phases()
+    return {"phases": phases, "run_types": RUN_TYPES,
+            "quotas": {p.id: board.quota(team, p) for p in phases}}
+
+
+@router.get("/submit", response_class=HTMLResponse)
+def submit_form(request: Request, board: BoardDep):
+    team = web_team(board, request)
+    if team is None:
+        return RedirectResponse("/login", status_code=303)
+    return page(request, "submit.html", {"team": team, **submit_context(board, team)})
+
+
+@router.post("/submit")
+async def submit_page(request: Request, board: BoardDep):
+    team = web_team(board, request)
+    if team is None:
+        return error_page(request, 401, "log in with your team's token first")
+    form = await checked_form(request)
+    if form is None:
+        return error_page(request, 403, CSRF_REFUSED)
+    wait = board.limiter.allow(team.id)
+    if wait:
+        return error_page(request, 429, f"too many submissions: try again in {wait:.0f} s")
+    values = {k: form.get(k) for k in ("phase", "system", "description", "link", "run_type")}
+    try:
+        phase = next((p for p in board.phases() if str(p.id) == str(values["phase"])), None)
+        if phase is None:
+            raise Refused(422, "choose a phase")
+        upload = await read_upload(form)
+        accepted = await in_thread(board.submit, team, phase, *upload)
+    except Refused as refused:
+        return page(request, "submit.html",
+                    {"team": team, **submit_context(board, team), "refused": refused, "values": values},
+                    refused.status)
+    return RedirectResponse(f"/runs/{accepted.row.id}?submitted=1", status_code=303)

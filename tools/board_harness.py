@@ -1,0 +1,270 @@
+"""Real servers and real runs for the leaderboard's tests and benchmarks.
+
+* :class:`Postgres`: a throwaway PostgreSQL server from Debian's package (``initdb`` +
+  ``pg_ctl`` in a temporary directory, a loopback port); :func:`pg_bin` finds the binaries,
+  :func:`bench_database` gives a benchmark a fresh database URL.
+* :class:`ServerProcess`: ``dsr serve`` in a subprocess on 127.0.0.1 and a free port.
+* :func:`sample_runs`: run files made by dsr's rankers on the bundled ``sample``
+  collection, and hidden labels for a hidden phase; :func:`make_board` and
+  :func:`setup_phases` a board with a public and a hidden phase.
+* :func:`hammer` and :func:`load_jobs`: concurrent clients submitting runs.
+
+``tests/board_support.py`` (the pytest fixtures) and the benchmarks
+(``bench/bench_board.py``, ``bench/bench_judging.py``) both use them, so a benchmark
+measures exactly what the tests check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from eval.qrels import write_qrels
+
+PG_BIN_DIRS = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+HIDDEN_SEED = 7
+_db_counter = itertools.count()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def pg_bin() -> Path | None:
+    for folder in PG_BIN_DIRS:
+        if Path(folder, "initdb").is_file() and Path(folder, "pg_ctl").is_file():
+            return Path(folder)
+    found = shutil.which("pg_ctl")
+    return Path(found).parent if found and Path(found).with_name("initdb").is_file() else None
+
+
+class Postgres:
+    """A PostgreSQL cluster in a temporary directory; root runs it as the postgres user."""
+
+    def __init__(self, bindir: Path):
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="dsr-pg-"))
+        self.port = free_port()
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:    # PostgreSQL refuses to run as root
+            shutil.chown(self.root, "postgres", "postgres")
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        (self.root / "sock").mkdir()
+        if self.as_user:
+            shutil.chown(self.root / "sock", "postgres", "postgres")
+
+    def _run(self, *args: str) -> None:
+        subprocess.run([*self.as_user, *args], check=True, capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        data = self.root / "data"
+        self._run(str(self.bindir / "initdb"), "-D", str(data), "-U", "dsr", "--auth=trust",
+                  "-E", "UTF8", "--no-locale")
+        options = (f"-p {self.port} -k {self.root / 'sock'} -c listen_addresses=127.0.0.1 "
+                   "-c max_connections=200 -c fsync=off -c synchronous_commit=off")
+        self._run(str(self.bindir / "pg_ctl"), "-D", str(data), "-o", options,
+                  "-l", str(self.root / "log"), "-w", "-t", "60", "start")
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self._run(str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def new_database(self) -> str:
+        import psycopg
+
+        name = f"board_{os.getpid()}_{next(_db_counter)}"
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=dsr dbname=postgres",
+                             autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return f"postgresql://dsr@127.0.0.1:{self.port}/{name}"
+
+
+def sample_runs(folder: Path) -> Path:
+    """Run files on the ``sample`` collection from dsr's rankers, plus hidden labels, in ``folder``.
+
+    ``initial``, ``bm25`` and ``random0..4``; ``hidden.qrels``: graded labels
+    (0-3, seeded) that differ from the collection's, for a hidden phase. The
+    rankers' caches go to ``folder/home`` (``DSR_HOME`` is restored afterwards).
+    """
+    from retrieval.collections import load_collection
+    from retrieval.rankers import make_ranker
+
+    before = os.environ.get("DSR_HOME")
+    os.environ["DSR_HOME"] = str(folder / "home")
+    try:
+        collection = load_collection("sample")
+        make_ranker("initial").rank(collection).write(folder / "initial.run")
+        make_ranker("bm25").rank(collection).write(folder / "bm25.run")
+        for seed in range(5):
+            make_ranker("random", seed=seed).rank(collection).write(folder / f"random{seed}.run")
+    finally:
+        if before is None:
+            os.environ.pop("DSR_HOME", None)
+        else:
+            os.environ["DSR_HOME"] = before
+    rng = np.random.default_rng(HIDDEN_SEED)
+    hidden = {}
+    for d in collection.dialogues:
+        grades = rng.choice([0, 0, 0, 1, 2, 3], size=len(d.candidates))
+        grades[rng.integers(len(grades))] = 3          # every topic has a relevant candidate
+        hidden[d.id] = {c.id: int(g) for c, g in zip(d.candidates, grades)}
+    write_qrels(hidden, folder / "hidden.qrels")
+    return folder
+
+
+def read(path: Path) -> bytes:
+    return Path(path).read_bytes()
+
+
+def retag(data: bytes, tag: str) -> bytes:
+    """The same run (same lines, same scores) under another tag: other bytes, so a board
+    does not take it for a duplicate."""
+    return b"".join(line.rsplit(b" ", 1)[0] + b" " + tag.encode() + b"\n"
+                    for line in data.splitlines())
+
+
+def make_board(db_url: str, tmp_path: Path, **config):
+    from eval.board.service import Board, BoardConfig
+
+    config.setdefault("rate_per_minute", 0)
+    return Board(BoardConfig(db=db_url, store=tmp_path / "store", **config))
+
+
+def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
+    """sample/public (baseline: initial) and sample/test (hidden labels, quotas)."""
+    from eval.board.admin import add_baselines
+    from eval.qrels import read_qrels
+
+    public = board.add_phase("sample", "public")
+    hidden = board.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"),
+                             daily_quota=daily_quota, total_quota=total_quota)
+    add_baselines(board, public, [str(runs / "initial.run")])
+    add_baselines(board, hidden, [str(runs / "initial.run")])
+    return board.get_phase("sample", "public"), board.get_phase("sample", "test")
+
+
+class ServerProcess:
+    """``dsr serve`` in a subprocess (what an organiser runs), on 127.0.0.1 and a free port."""
+
+    def __init__(self, db_url: str, store: Path, *extra: str, env: dict | None = None):
+        import sys
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        root = Path(__file__).resolve().parents[1]
+        self.command = [sys.executable, "-m", "dsr.cli", "serve", "--db", db_url, "--store",
+                        str(store), "--port", str(self.port), *extra]
+        self.env = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
+        self.cwd = root
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60) -> "ServerProcess":
+        import httpx
+
+        self.process = subprocess.Popen(self.command, cwd=self.cwd, env=self.env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"dsr serve exited: {self.process.stderr.read().decode()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("dsr serve did not answer in time")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown handler runs (a crash)."""
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def hammer(url: str, jobs: list[dict], clients: int, timeout: float = 120.0) -> list[dict]:
+    """Send ``jobs`` ({token, phase, system, run: bytes}) from ``clients`` concurrent clients
+    (one HTTP connection each); returns each job with its ``status`` and ``seconds``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    queues = [jobs[i::clients] for i in range(clients)]
+
+    def client(queue):
+        out = []
+        with httpx.Client(base_url=url, timeout=timeout) as http:
+            for job in queue:
+                start = time.perf_counter()
+                try:
+                    answer = http.post("/api/submissions",
+                                       data={"collection": "sample", "phase": job["phase"],
+                                             "system": job["system"]},
+                                       files={"run": ("run.run", job["run"])},
+                                       headers={"Authorization": f"Bearer {job['token']}"})
+                    status, body = answer.status_code, answer.json()
+                except httpx.HTTPError as err:
+                    status, body = -1, {"error": str(err)}
+                out.append({**job, "status": status, "body": body,
+                            "seconds": time.perf_counter() - start})
+        return out
+
+    with ThreadPoolExecutor(clients) as pool:
+        return [r for part in pool.map(client, queues) for r in part]
+
+
+def load_jobs(runs: Path, tokens: list[str], per_team: int) -> list[dict]:
+    """``per_team`` submissions per team, alternating the hidden (quota) and public phases."""
+    files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
+    jobs = []
+    for k in range(per_team):
+        for t, token in enumerate(tokens):   # each run text once per board (no duplicate)
+            jobs.append({"token": token, "team": t, "phase": "test" if k % 2 == 0 else "public",
+                         "system": f"team{t}-{k}", "run": retag(files[(k + t) % len(files)], f"t{t}-{k}")})
+    return jobs
+
+
+@contextlib.contextmanager
+def bench_database(name: str, folder: Path):
+    """For the benchmarks: a fresh database URL, SQLite in ``folder`` or ``postgresql`` on a
+    throwaway server (stopped afterwards); None when PostgreSQL's binaries are missing."""
+    if name == "sqlite":
+        yield f"sqlite:///{folder / 'board.sqlite'}"
+        return
+    bindir = pg_bin()
+    if bindir is None:
+        yield None
+        return
+    server = Postgres(bindir)
+    server.start()
+    try:
+        yield server.new_database()
+    finally:
+        server.stop()
