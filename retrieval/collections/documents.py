@@ -23,9 +23,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
+from retrieval.collections.cmu_dog import read_documents
+from retrieval.collections.common import resolve_source
 from retrieval.data import (CONTEXT_FORM, Candidate, Collection, candidate_text, check_text_form,
                             context_text)
 from retrieval.errors import InputError
+from retrieval.queries import model_query_budget
 
 #: neighbours on each side by default
 DEFAULT_WINDOW = 1
@@ -35,8 +38,6 @@ Neighbours = dict[str, tuple[list[str], list[str]]]
 
 def documents_folder(collection: Collection, documents: str | Path | None = None) -> Path:
     """The CMU_DoG folder (holding ``WikiData/``) the candidates' sentences come from."""
-    from retrieval.collections.common import resolve_source
-
     if documents is None:
         own = collection.meta.get("source")
         if own and (Path(own) / "WikiData").is_dir():
@@ -51,8 +52,6 @@ def documents_folder(collection: Collection, documents: str | Path | None = None
 
 @lru_cache(maxsize=4)
 def _neighbours(folder: str, window: int) -> Neighbours:
-    from retrieval.collections.cmu_dog import read_documents
-
     around: Neighbours = {}
     for document in read_documents(Path(folder)).values():
         sections: dict[str, list[tuple[str, str]]] = {}
@@ -101,8 +100,6 @@ def candidate_renderer(collection: Collection, text: str, *, documents: str | Pa
     around = neighbours(collection, documents, window)
     budget = count = None
     if model_path is not None:
-        from retrieval.queries import model_query_budget
-
         budget, count = model_query_budget(str(model_path), max_length)
 
     def render(candidate: Candidate) -> str:
