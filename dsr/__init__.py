@@ -10,8 +10,13 @@ notebook needs, loaded on first use so ``import dsr`` stays fast::
     pipeline = dsr.ranker("bm25") >> dsr.reranker("bi-encoder", top_k=20)
     runs = {"BM25": dsr.ranker("bm25")(collection), "BM25>>bi-encoder": pipeline(collection)}
     results = dsr.evaluate(collection, runs, measures=["nDCG@5", "RR"], baseline="BM25")
+    results.table()             # pandas: systems x (subset, measure), the paper's table
     results.to_frame()          # pandas: system x subset x measure, with Holm-adjusted p
     results.per_topic_frame()   # pandas: one row per system and dialogue
+    results.plot("main")        # a matplotlib Figure, one ACM column wide
+
+Runs may be paths, ``Run`` objects, PyTerrier-shaped DataFrames (qid, docno,
+score), ``ranx.Run`` objects or dicts; ``dsr.fuse`` fuses any of them.
 
 Why a facade and not one ``dsr.*`` namespace: see docs/architecture.md ("Import names").
 """
@@ -19,6 +24,7 @@ Why a facade and not one ``dsr.*`` namespace: see docs/architecture.md ("Import 
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 #: public name -> "module:attribute"
@@ -36,7 +42,8 @@ _EXPORTS = {
     "RANKERS": "retrieval.rankers:RANKERS",
     "RERANKERS": "retrieval.rerankers:RERANKERS",
     "Fusion": "retrieval.rankers.fusion:Fusion",
-    "fuse": "retrieval.rankers.fusion:fuse",
+    "FUSERS": "retrieval.fusion:FUSERS",
+    "as_run": "retrieval.run:as_run",
     "Pipeline": "retrieval.stage:Pipeline",
     "Stage": "retrieval.stage:Stage",
     "Param": "retrieval.params:Param",
@@ -54,7 +61,7 @@ _EXPORTS = {
     "reproduce": "dsr.baselines:reproduce",
 }
 
-__all__ = sorted([*_EXPORTS, "evaluate"])
+__all__ = sorted([*_EXPORTS, "evaluate", "fuse"])
 
 if TYPE_CHECKING:  # pragma: no cover
     from eval.results import Results
@@ -73,27 +80,113 @@ def __dir__() -> list[str]:
     return __all__
 
 
-def evaluate(collection, runs: Mapping[str, Any], measures: Sequence[str] | None = None, *,
-             protocol: str = "all", tune: Mapping[str, Mapping[str, Any]] | None = None,
-             baseline: str | None = None, splits_file: str | None = None, test: str = "t",
-             **kwargs: Any) -> "Results":
-    """``dsr evaluate`` as a function: runs (name -> Run) on a collection.
+def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (),
+             measures: Sequence[str] | None = None, *, qrels: Any = None,
+             protocol: str | None = None, tune: Mapping[str, Any] | str | None = None,
+             baseline: str | None = None, splits_file: str | None = None, n_splits: int = 50,
+             seed: int = 0, target: str = "nDCG@5", primary: str | None = None,
+             subsets: Sequence[str] | None = None, test: str = "t", n_resamples: int = 10_000,
+             alpha: float = 0.05, correction: str = "holm", family: str = "runs", ci: str = "auto",
+             all_pairs: bool = False, progress: bool = False) -> "Results":
+    """``dsr evaluate`` as a function; every option of the command is a keyword here.
 
-    ``protocol="all"`` scores every dialogue once; ``"official"`` uses the
-    collection's val/test splits (or ``splits_file``, else 50 seeded ones) and
-    also reports each run on the test halves; ``tune`` (family -> {config name:
-    Run}) tunes families per split on val. ``baseline`` names the run every
-    other system is tested against (paired, Holm-corrected). Returns
-    :class:`eval.results.Results` (``to_frame()``, ``per_topic_frame()``).
+    * ``collection``: a Collection, a registered name or a benchmark path; or None
+      with ``qrels`` (a TREC qrels path, ``ranx.Qrels``, a DataFrame qid/docno/label
+      or ``{qid: {docno: grade}}``): every topic of the qrels is scored, as trec_eval -c.
+    * ``runs``: ``{name: run}`` or a list of runs; a run is a path, a ``Run``, a
+      PyTerrier-shaped DataFrame (qid, docno, score[, rank]), a ``ranx.Run`` or a dict
+      ``{qid: {docno: score}}`` (see :func:`retrieval.run.as_run`). A list names
+      files as ``dsr evaluate`` does, other runs by their tag (else run1, run2, ...).
+    * ``protocol``: ``"all"`` scores every dialogue once; ``"official"`` uses the
+      collection's val/test splits (or ``splits_file``, else ``n_splits`` seeded ones)
+      and reports each run on the test halves. Default: official when there are
+      splits (or ``tune``), else all, as on the command line.
+    * ``tune``: ``{family: {config name: run}}`` (or a list of runs) tuned per split
+      on val by ``target``; ``"auto"`` groups ``runs`` whose sidecars share a family.
+    * ``baseline``: the run or family every other system is tested against
+      (``test`` "t" or "perm"; ``correction`` holm/bonferroni/bh over ``family``
+      runs/runs+measures/runs+measures+subsets; ``alpha``; ``n_resamples``).
+    * ``primary``: the measure of comparisons, legends and the main figure (nDCG@5);
+      ``ci``: auto (bootstrap for measures in [0, 1]), bootstrap or t;
+      ``all_pairs``: test every pair; ``subsets``: restrict to these.
+
+    Returns :class:`eval.results.Results` (``table()``, ``plot()``, ``to_frame()``,
+    ``per_topic_frame()``).
     """
+    from eval.grouping import auto_families
     from eval.protocol import resolve_splits
     from eval.results import evaluate_runs
     from retrieval.errors import InputError
 
+    collection = _collection(collection, qrels)
+    named = _named_runs(runs)
+    families = (auto_families(named, list(named)) if tune == "auto"
+                else {f: _named_runs(c) for f, c in (tune or {}).items()})
+    protocol = protocol or ("official" if (splits_file or collection.splits or families) else "all")
     if protocol not in ("all", "official"):
         raise InputError(f"protocol must be 'all' or 'official', got {protocol!r}", field="protocol")
-    if tune and protocol != "official":
+    if families and protocol != "official":
         raise InputError("tuning families needs protocol='official' (val/test splits)", field="tune")
-    splits = resolve_splits(collection, splits_file) if protocol == "official" else None
-    return evaluate_runs(collection, dict(runs), measures, splits=splits, families=tune,
-                         baseline=baseline, test=test, progress=False, **kwargs)
+    splits = resolve_splits(collection, splits_file, n_splits, seed) if protocol == "official" else None
+    return evaluate_runs(collection, named, measures, subsets=subsets, splits=splits, families=families,
+                         target=target, baseline=baseline, test=test, n_resamples=n_resamples, seed=seed,
+                         alpha=alpha, progress=progress, correction=correction, family=family, ci=ci,
+                         all_pairs=all_pairs, primary=primary)
+
+
+def _collection(collection: Any, qrels: Any):
+    from eval.qrels import as_qrels, collection_from_qrels
+    from retrieval.collections import load_collection
+    from retrieval.errors import InputError
+
+    if qrels is not None:
+        if collection is not None:
+            raise InputError("give a collection or qrels, not both (a collection holds its qrels)",
+                             field="qrels")
+        return collection_from_qrels(as_qrels(qrels))
+    if collection is None:
+        raise InputError("give a collection (a name, a path or a Collection) or qrels=", field="collection")
+    return load_collection(str(collection)) if isinstance(collection, (str, os.PathLike)) else collection
+
+
+def _named_runs(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
+    """``{name: Run}`` from a mapping or a list of anything :func:`retrieval.run.as_run` reads."""
+    from eval.grouping import run_names
+    from retrieval.run import as_run
+
+    if isinstance(runs, Mapping):   # a callable (no arguments, returns a Run) is a lazy configuration
+        return {str(name): run if callable(run) else as_run(run, str(name)) for name, run in runs.items()}
+    paths = [str(r) for r in runs if isinstance(r, (str, os.PathLike))]
+    file_names = run_names(paths)
+    out: dict[str, Any] = {}
+    for k, run in enumerate(runs):
+        converted = as_run(run)
+        tag = converted.tag if converted.tag not in (None, "", "dsr") else f"run{k + 1}"
+        name = file_names[str(run)] if isinstance(run, (str, os.PathLike)) else tag
+        while name in out:
+            name = f"{name}#{k + 1}"
+        out[name] = converted
+    return out
+
+
+def fuse(runs: Sequence[Any], method: str = "rrf", *, norm: str | None = None, k: float | None = None,
+         weight: float | None = None, weights: Sequence[float] | None = None, collection: Any = None,
+         tag: str | None = None) -> Any:
+    """Fuse runs (paths, Runs, DataFrames, ranx Runs or dicts) into one ``Run``.
+
+    ``method``: one of :data:`retrieval.fusion.FUSERS` (rrf, isr, borda, combsum,
+    combmnz, wsum, interp, ...); ``norm``: the score normalisation of the score-based
+    methods (minmax, zscore, sum, rank); ``k`` (rrf), ``weight`` (interp), ``weights``
+    (wsum, one per run). A parameter the method does not take is an error. With a
+    ``collection``, ties follow its candidates' initial order, else doc ids.
+    """
+    from retrieval.fusion import fuse as fuse_runs
+    from retrieval.run import as_run
+
+    params = {name: value for name, value in (("norm", norm), ("k", k), ("weight", weight),
+                                              ("weights", weights)) if value is not None}
+    order = None
+    if collection is not None:
+        collection = _collection(collection, None)
+        order = {d.id: collection.candidate_ids(d.id) for d in collection}
+    return fuse_runs([as_run(r) for r in runs], method, initial_order=order, tag=tag, **params)

@@ -69,7 +69,7 @@ from retrieval.run import Run
 
 DEFAULT_DENSE = "all-MiniLM-L6-v2"
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
-#: what --fast means: int8 OpenVINO (|delta nDCG@5| vs torch in the README)
+#: what --fast means: int8 OpenVINO (|delta nDCG@5| vs torch in docs/models.md)
 FAST_BACKEND = "openvino-int8"
 DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
 RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
@@ -115,8 +115,8 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
               dense_model: str | None = DEFAULT_DENSE, trained_dense: str | None = None,
               cross_encoder: str | None = None, ce_query: str | None = None,
               backend: str = "torch", test: str = "t", correction: str = "holm",
-              family: str = "runs", ci: str = "t", all_pairs: bool = False,
-              timer: StageTimer | None = None, command: list[str] | None = None,
+              family: str = "runs", ci: str = "auto", all_pairs: bool = False,
+              primary: str | None = None, timer: StageTimer | None = None, command: list[str] | None = None,
               skipped_reason: str | None = None) -> dict[str, Any]:
     """``dsr reproduce`` as a function: the baseline suite on ``collection``, evaluated with
     the split protocol, written into ``out`` (report, ``runs/``, ``manifest.json``).
@@ -128,7 +128,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     ``trained_dense`` and ``cross_encoder`` (a folder, hub id or ``dsr:NAME``)
     add their rows; ``backend`` runs the models on a fast CPU backend
     (:mod:`indexes.backends`). ``test``, ``correction``, ``family``, ``ci`` and
-    ``all_pairs`` are :func:`dsr.evaluate`'s. ``timer`` collects (and, unless
+    ``all_pairs`` and ``primary`` are :func:`dsr.evaluate`'s. ``timer`` collects (and, unless
     quiet, prints) each stage's wall time; ``command`` is what the report
     records; ``skipped_reason`` is the note on a skipped cross-encoder row.
 
@@ -137,10 +137,10 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter()
     with timer("load", str(getattr(collection, "name", collection) or "sigir2022 (default)")):
-        collection = _collection(collection, source, split)
+        collection = load_suite_collection(collection, source, split)
     out = Path(out or Path("out") / slug(collection.name, "run"))
     # what out holds, replaced as a set (a file of yours in runs/ is refused, never deleted)
-    out_files = (*REPORT_FILES, "runs/*.run", "runs/*.run.json", "manifest.json")
+    out_files = (*REPORT_FILES, "runs/*.run.gz", "runs/*.run.gz.json", "manifest.json")
     out = check_replaceable(out, out_files, field="out")  # before the long work
     strategies = _check_suite(collection, strategies, ce_query)
     with timer("splits"):
@@ -152,7 +152,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
         results = evaluate_runs(collection, suite.runs, measures, splits=splits,
                                 families=suite.families, target=target, baseline=BASELINE,
                                 test=test, seed=seed, run_info=suite.info, correction=correction,
-                                family=family, ci=ci, all_pairs=all_pairs)
+                                family=family, ci=ci, all_pairs=all_pairs, primary=primary)
         results.notes.extend(suite.notes)
     command = command or ["dsr", "reproduce", collection.name]
     asked = {"dense model": dense_model, "cross-encoder": cross_encoder,
@@ -180,7 +180,7 @@ def _write_outputs(out: Path, out_files: tuple[str, ...], suite: "Suite", result
     return report, manifest
 
 
-def _collection(spec, source, split) -> Collection:
+def load_suite_collection(spec, source=None, split=None) -> Collection:
     """``spec`` loaded; ``None``: sigir2022 when its files are present, else an error that says
     what to do."""
     if isinstance(spec, Collection):
@@ -386,7 +386,7 @@ class Suite:
         return written
 
     def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
-        path = folder / f"{slug(name, 'run')}.run"
+        path = folder / f"{slug(name, 'run')}.run.gz"   # gzipped: 7x smaller; dsr reads it, `zcat` for trec_eval
         run.config = {**run.config, **extra, "collection": self.collection.describe(),
                       "versions": package_versions()}
         run.write(path)

@@ -6,9 +6,12 @@ Modules, one thing each:
 * ``eval.measures`` — ir_measures strings, per-topic matrices (:class:`Evaluator`)
 * ``eval.protocol`` — val/test splits (file, collection's own, seeded generator), tuning
 * ``eval.significance`` — paired t-test, randomisation test, Holm correction
+* ``eval.grouping`` — run names, ``--tune`` groups and ``--tune auto`` (families by sidecar)
 * ``eval.results`` — the API: :func:`evaluate_runs`, :func:`tune_and_evaluate`, ``Results``
-* ``eval.tables`` / ``eval.report`` — text, Markdown, CSV, LaTeX, JSON, PNG
-* ``eval.validate`` — ``dsr validate``; ``eval.commands`` — the CLI
+  (``table()``, ``plot()``, frames)
+* ``eval.tables`` / ``eval.report`` — text, Markdown, CSV, LaTeX, JSON, Parquet; the short summary
+* ``eval.figures`` — figures for a paper (TrueType fonts, intervals, family hues)
+* ``eval.validate`` — ``dsr validate``
 
 The names below are importable from ``eval`` directly; they load on first use
 so ``dsr --help`` does not import ir_measures, scipy or matplotlib.

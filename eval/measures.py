@@ -38,6 +38,23 @@ from retrieval.errors import InputError
 from retrieval.run import Run
 
 DEFAULT_MEASURES = ("RR", "nDCG@1", "nDCG@3", "nDCG@5", "nDCG@10", "P@1", "P@5", "AP", "R@10")
+#: the measure systems are compared on when nobody says otherwise (tables, legends, figures)
+DEFAULT_PRIMARY = "nDCG@5"
+#: ir_measures families whose per-topic values lie in [0, 1] (counts such as NumRet and
+#: unnormalised gains such as alpha_DCG do not): their intervals are bootstrapped or clipped
+BOUNDED = frozenset({
+    "AP", "AP_IA", "Accuracy", "BPref", "Bpref", "Compat", "ERR", "ERR_IA", "IPrec", "Judged",
+    "MAP", "MAP_IA", "MRR", "NDCG", "NERR8", "NERR9", "NERR10", "NERR11", "P", "P_IA",
+    "Precision", "R", "RBP", "RPrec", "RR", "Recall", "Rprec", "SDCG", "SetAP", "SetF", "SetP",
+    "SetR", "SetRelP", "StRecall", "Success", "alpha_nDCG", "infAP", "nDCG", "nERR_IA",
+    "\u03b1_nDCG"})
+
+
+def bounded(measure) -> bool:
+    """Whether a measure (an ir_measures object or its string) takes values in [0, 1]."""
+    if isinstance(measure, str):
+        measure = _ir_measures().parse_measure(measure)
+    return measure.NAME in BOUNDED
 
 
 def split_measure_list(items: Iterable[str]) -> list[str]:

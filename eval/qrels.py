@@ -14,6 +14,7 @@ from pathlib import Path
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.textfiles import atomic_write_text, read_lines
+from retrieval.data import Candidate, Dialogue
 
 Qrels = dict[str, dict[str, int]]
 
@@ -77,3 +78,36 @@ def _grade(text: str) -> int | None:
     if not digits.isascii() or not digits.isdigit() or len(digits) > 18:
         return None
     return int(text)
+
+
+def as_qrels(value) -> Qrels:
+    """Qrels from what a notebook holds: a TREC qrels path, a ``ranx.Qrels``, a pandas
+    DataFrame (PyTerrier's ``qid``, ``docno``, ``label``) or ``{qid: {docno: grade}}``."""
+    if isinstance(value, (str, Path)):
+        return read_qrels(value)
+    if type(value).__module__.split(".")[0] == "ranx":
+        value = value.to_dict()
+    if hasattr(value, "columns") and hasattr(value, "iloc"):
+        missing = [c for c in ("qid", "docno", "label") if c not in value.columns]
+        if missing:
+            raise InputError(f"a qrels frame needs columns qid, docno and label; it has "
+                             f"{', '.join(map(str, value.columns))}", field=missing[0])
+        out: Qrels = {}
+        for qid, doc, label in zip(value["qid"].astype(str), value["docno"].astype(str), value["label"]):
+            out.setdefault(qid, {})[doc] = int(label)
+        return out
+    if isinstance(value, dict):
+        return {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in value.items()}
+    raise InputError(f"cannot read qrels from a {type(value).__name__}: give a path, a ranx.Qrels, "
+                     "a DataFrame (qid, docno, label) or a dict {qid: {docno: grade}}", field="qrels")
+
+
+def collection_from_qrels(qrels: Qrels, name: str = "qrels") -> Collection:
+    """A collection holding only judgements: one dialogue per topic (in the qrels' order,
+    no text), its judged documents as candidates. What ``dsr.evaluate(qrels=...)`` scores
+    runs against when there is no collection: every topic of the qrels counts (missing
+    ones score 0), exactly as trec_eval -c over that qrels file."""
+    dialogues = [Dialogue(id=qid, title="", context=[], target=None,
+                          candidates=[Candidate(doc, "", "", None, int(grade)) for doc, grade in docs.items()])
+                 for qid, docs in qrels.items()]
+    return Collection(name, dialogues, meta={"from": "qrels"})

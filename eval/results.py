@@ -5,6 +5,8 @@
     results = evaluate_runs(collection, {"bm25": run_a, "dense": run_b},
                             splits=resolve_splits(collection), baseline="bm25")
     results.summary("all")          # {system: {measure: (mean, sd)}}
+    results.table()                 # pandas: systems x (subset, measure), the paper's table
+    results.plot("main")            # a matplotlib Figure (eval.figures)
     write_report(results, "report/")  # eval.report
 
 Ranker families are tuned per split on val (see ``eval.protocol``): pass
@@ -16,6 +18,7 @@ from a ranker's ``GRID``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -25,10 +28,12 @@ from typing import Any, Callable, Mapping, Sequence, Union
 import numpy as np
 
 from eval import significance as sig
-from eval.measures import Evaluator, TopicValues, measure_names, nan_to_none, parse_measures
+from eval.measures import (DEFAULT_PRIMARY, Evaluator, TopicValues, bounded, measure_names,
+                           nan_to_none, parse_measures)
 from eval.protocol import SD_DDOF, TIE_DECIMALS, SplitIndex, Splits, Tuned, summarise, tune
 from eval.qrels import qrels_from_collection
 from retrieval.atomic import atomic_write
+from retrieval.textfiles import atomic_write_text
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.run import Run
@@ -81,8 +86,9 @@ class Results:
     #: multiple-comparison correction (eval.significance.CORRECTIONS) and the family it spans
     correction: str = "holm"
     family: str = "runs"
-    #: confidence interval of each mean: "t" or "bootstrap" (over topics, ``seed``)
-    ci: str = "t"
+    #: confidence interval of each mean: "auto" (bootstrap for measures bounded to [0, 1],
+    #: t otherwise), "bootstrap" (over topics, ``seed``) or "t" (clipped to [0, 1] when bounded)
+    ci: str = "auto"
     #: ``{subset: eval.significance.all_pairs(...)}`` when every pair was tested
     pairs: dict[str, dict] | None = None
     #: Run objects for recall-at-k curves in reports: the untuned runs, and for a
@@ -90,6 +96,16 @@ class Results:
     run_objects: dict[str, Run] = field(default_factory=dict, repr=False)
     qrels: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     _intervals: dict = field(default_factory=dict, repr=False)
+    #: the measure every comparison, legend and main figure is on (None: nDCG@5 when
+    #: measured, else the first measure)
+    primary: str | None = None
+
+    @property
+    def primary_measure(self) -> str:
+        """The primary measure: ``primary``, else nDCG@5 when measured, else the first."""
+        if self.primary in self.measures:
+            return self.primary
+        return DEFAULT_PRIMARY if DEFAULT_PRIMARY in self.measures else self.measures[0]
 
     @property
     def protocol(self) -> str:
@@ -143,12 +159,25 @@ class Results:
 
     def mean_ci(self, subset: str, system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Mean per measure of the system's per-topic values on the subset, with a 95%
-        interval (``ci``: t or bootstrap over topics with ``seed``)."""
+        interval (``ci``; see :meth:`interval_text`)."""
         key = (subset, system, self.ci, self.seed)
         if key not in self._intervals:   # a bootstrap is worth computing once per report
             values = self.systems[system].per_topic if system in self.systems else self.runs[system].values
-            self._intervals[key] = sig.mean_ci(values[self.subsets[subset]], self.ci, seed=self.seed)
+            self._intervals[key] = sig.mean_ci(values[self.subsets[subset]], self.ci, seed=self.seed,
+                                               bounded=[_bounded(m) for m in self.measures])
         return self._intervals[key]
+
+    def interval_text(self, measure: str | None = None) -> str:
+        """How the 95% intervals of the means were made, in words (tables and figures say it)."""
+        measures = [measure] if measure else self.measures
+        boot = self.ci == "bootstrap" or (self.ci == "auto" and all(map(_bounded, measures)))
+        if boot:
+            return f"95% percentile bootstrap interval (2000 resamples of the dialogues, seed {self.seed})"
+        if self.ci == "t" and any(map(_bounded, measures)):
+            return "95% t interval, clipped to [0, 1]"
+        if self.ci == "auto" and len(measures) > 1:
+            return "95% interval: percentile bootstrap for measures in [0, 1], t for the others"
+        return "95% t interval"
 
     def to_frame(self):
         """The table as a pandas DataFrame, one row per (system, subset, measure).
@@ -222,11 +251,16 @@ class Results:
                 "subsets": "configuration chosen on the whole val half, reported per subset of the test half"}
 
     def to_json(self) -> dict[str, Any]:
-        """The numbers of the tables (and more), JSON-ready; NaN becomes null."""
+        """The numbers of the tables (and more), JSON-ready; NaN becomes null.
+
+        A summary: means, sds, choice counts, significance. The values per split
+        (and each split's chosen configuration) are :meth:`split_frame`, the values
+        per dialogue :meth:`per_topic_frame` (reports write both as Parquet)."""
         out: dict[str, Any] = {
             "collection": self.collection,
             "protocol": self.protocol_json(),
             "measures": self.measures,
+            "primary": self.primary_measure,
             "subsets": {s: int(len(i)) for s, i in self.subsets.items()},
             "runs": {},
             "notes": self.notes,
@@ -238,22 +272,7 @@ class Results:
                 "all_dialogues": {s: _means(tv.mean(i), self.measures) for s, i in self.subsets.items()},
             }
         if self.splits is not None:
-            out["systems"] = {}
-            for name, system in self.systems.items():
-                entry: dict[str, Any] = {"kind": system.kind, "test": {}}
-                for subset, split_means in system.splits.items():
-                    mean, sd = summarise(split_means)
-                    entry["test"][subset] = {
-                        m: {"mean": nan_to_none(mean[j]), "sd": nan_to_none(sd[j]),
-                            "splits": [nan_to_none(v) for v in split_means[:, j]]}
-                        for j, m in enumerate(self.measures)}
-                if system.tuned is not None:
-                    entry["configs"] = {c: _means(v, self.measures)
-                                        for c, v in (system.config_means or {}).items()}
-                    entry["chosen"] = system.tuned.chosen_names
-                    entry["choice_counts"] = system.tuned.choice_counts()
-                    entry.update(self.run_info.get(name, {}))
-                out["systems"][name] = entry
+            out["systems"] = {name: self._system_json(name, system) for name, system in self.systems.items()}
         if self.baseline is not None:
             out["significance"] = {
                 "baseline": self.baseline, "marked_by": f"{self.test}_adj", "alpha": self.alpha,
@@ -277,12 +296,108 @@ class Results:
                                 "letters": "systems sharing a letter are not significantly different",
                                 "results": self.pairs}
         out["intervals"] = {"method": self.ci, "confidence": 0.95, "seed": self.seed,
+                            "described": self.interval_text(),
                             "of": "the per-topic mean of each system on each subset"}
         return out
+
+    def _system_json(self, name: str, system: System) -> dict[str, Any]:
+        """A row of the protocol's table: test-half mean and sd per subset and measure; a
+        tuned family's configurations (each one's mean over all dialogues) and choice counts."""
+        entry: dict[str, Any] = {"kind": system.kind, "test": {}}
+        for subset, split_means in system.splits.items():
+            mean, sd = summarise(split_means)
+            entry["test"][subset] = {m: {"mean": nan_to_none(mean[j]), "sd": nan_to_none(sd[j])}
+                                     for j, m in enumerate(self.measures)}
+        if system.tuned is not None:
+            entry["configs"] = {c: _means(v, self.measures) for c, v in (system.config_means or {}).items()}
+            entry["choice_counts"] = system.tuned.choice_counts()
+            entry.update(self.run_info.get(name, {}))
+        return entry
+
+    def split_frame(self):
+        """Per split, the test half's mean of every system (official protocol; empty
+        otherwise): ``system``, ``kind``, ``subset``, ``split`` (0-based), ``config``
+        (a tuned family's configuration chosen on that split's val half, else "")
+        and a column per measure."""
+        import pandas as pd
+
+        frames = []
+        for name, system in self.systems.items():
+            chosen = system.tuned.chosen_names if system.tuned is not None else None
+            for subset, split_means in (system.splits or {}).items():
+                frame = pd.DataFrame(split_means, columns=self.measures)
+                frame.insert(0, "config", chosen if chosen is not None else [""] * len(frame))
+                frame.insert(0, "split", np.arange(len(frame)))
+                frame.insert(0, "subset", subset)
+                frame.insert(0, "kind", system.kind)
+                frame.insert(0, "system", name)
+                frames.append(frame)
+        if not frames:
+            return pd.DataFrame(columns=["system", "kind", "subset", "split", "config", *self.measures])
+        return pd.concat(frames, ignore_index=True)
+
+    def table(self, subset: str | None = None, measures: Sequence[str] | None = None, *,
+              formatted: bool = False, digits: int = 4):
+        """The paper's table as a wide pandas DataFrame: one row per system, a column per
+        measure, under a column level per subset (``subset=`` picks one, flat columns).
+
+        Values: with splits, the test halves' mean over splits (tuned families as
+        tuned); without, the mean over all dialogues. ``formatted=True`` gives the
+        cells as printed: ``0.5220±0.0659▲`` (sd over splits, and ▲/▼ where the system
+        is significantly better/worse than the baseline).
+        """
+        import pandas as pd
+
+        subsets = [subset] if subset is not None else list(self.subsets)
+        measures = list(measures) if measures is not None else list(self.measures)
+        for m in measures:
+            if m not in self.measures:
+                raise InputError(f"measure {m!r} was not computed; these were: "
+                                 f"{', '.join(self.measures)}", field="measures")
+        columns, data = [], {}
+        for s in subsets:
+            if s not in self.subsets:
+                raise InputError(f"no subset {s!r}; there are {', '.join(self.subsets)}", field="subset")
+            summary = self.summary(s)
+            for m in measures:
+                columns.append((s, m))
+                data[(s, m)] = [_table_cell(summary[n][m], self.mark(s, n, m), formatted, digits)
+                                for n in summary]
+        frame = pd.DataFrame(data, index=pd.Index(list(self.summary(subsets[0])), name="system"),
+                             columns=pd.MultiIndex.from_tuples(columns, names=["subset", "measure"]))
+        return frame.droplevel("subset", axis=1) if subset is not None else frame
+
+    def plot(self, kind: str = "main", measure: str | None = None, subset: str | None = None):
+        """A matplotlib Figure (``eval.figures``): ``main`` (the primary measure, or
+        ``measure``, per system with 95% intervals, one ACM column wide), ``measures`` (a
+        panel per measure), ``subsets`` (a panel per subset), ``diff`` (per-topic
+        differences against the baseline) or ``recall`` (R@k curves); ``"all"`` gives
+        ``{file stem: Figure}`` of every figure a report holds. ``fig.savefig(...)``
+        embeds TrueType fonts wherever it is called."""
+        from eval import figures
+
+        return figures.plot(self, kind, measure=measure, subset=subset)
 
 
 def _means(values: np.ndarray, measures: list[str]) -> dict[str, float | None]:
     return {m: nan_to_none(values[j]) for j, m in enumerate(measures)}
+
+
+@functools.lru_cache(maxsize=None)
+def _bounded(measure: str) -> bool:
+    try:
+        return bounded(measure)
+    except Exception:  # a name ir_measures cannot parse (a board's stored label): no bound known
+        return False
+
+
+def _table_cell(mean_sd: tuple[float, float | None], mark: str, formatted: bool, digits: int):
+    mean, sd = mean_sd
+    if not formatted:
+        return mean
+    if mean != mean:
+        return "–"
+    return f"{mean:.{digits}f}" + (f"±{sd:.{digits}f}" if sd is not None else "") + mark
 
 
 def subset_indices(collection: Collection, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -291,7 +406,7 @@ def subset_indices(collection: Collection, names: Sequence[str] | None = None) -
     available = {"all": np.arange(len(labels))}
     own = collection.subsets
     if own != ["all"]:
-        for name in own:
+        for name in own:                       # in a reader's order (Collection.subsets)
             available[name] = np.flatnonzero(labels == name)
     if not names:
         return available
@@ -323,8 +438,8 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
                   target: str = "nDCG@5", baseline: str | None = None, test: str = "t",
                   n_resamples: int = sig.DEFAULT_RESAMPLES, seed: int = 0, alpha: float = sig.ALPHA,
                   run_info: Mapping[str, dict] | None = None, progress: bool = True,
-                  correction: str = "holm", family: str = "runs", ci: str = "t",
-                  all_pairs: bool = False) -> Results:
+                  correction: str = "holm", family: str = "runs", ci: str = "auto",
+                  all_pairs: bool = False, primary: str | None = None) -> Results:
     """Evaluate runs (and tune families per split) on a collection.
 
     * ``runs``: name -> Run, reported untuned (over all dialogues, and with
@@ -338,13 +453,18 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
       against it (``test`` "t" or "perm" decides the table marks).
     * ``subsets``: restrict to these ("all" and the collection's own by default).
     * ``correction`` (holm, bonferroni, bh) over ``family`` (runs,
-      runs+measures, runs+measures+subsets) decides the marks; ``ci`` (t or
-      bootstrap) the intervals; ``all_pairs`` tests every pair of systems.
+      runs+measures, runs+measures+subsets) decides the marks; ``ci`` (auto:
+      bootstrap for measures in [0, 1], else t; bootstrap; t) the intervals;
+      ``all_pairs`` tests every pair of systems.
+    * ``primary``: the measure comparisons, legends and the main figure are on
+      (added to the measures when missing; default: nDCG@5 when measured, else
+      the first measure).
+    * ``progress``: a progress bar, on a terminal only.
     """
     families = dict(families or {})
     correction_family = family      # ``family`` is reused below for each tuned family
-    measures, target_name = _check_request(runs, families, measures, splits, target, test,
-                                           correction, family, ci)
+    measures, target_name, primary_name = _check_request(
+        runs, families, measures, splits, target, test, correction, family, ci, primary)
     names = measure_names(measures)
     qrels = qrels_from_collection(collection)
     topics = collection.ids
@@ -356,17 +476,10 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
     notes += _coverage_notes(collection, runs, values)
     info = {name: dict((run_info or {}).get(name, {})) or {"tag": runs[name].tag, "config": runs[name].config}
             for name in runs}
-    if splits is None:
-        systems = {name: System(name, "run", tv.values) for name, tv in values.items()}
-    else:
-        index = SplitIndex(splits, topics, index_by_subset)
-        never = int((index.test_counts() == 0).sum())
-        if never:
-            notes.append(f"{never} dialogue(s) are in no test half; they have no tuned per-topic value")
-        systems = _untuned_systems(runs, values, families, index, index_by_subset)
-        systems.update(_tuned_systems(families, measurer, index, names.index(target_name)))
-        for family in families:
-            info.setdefault(family, {}).update((run_info or {}).get(family, {}))
+    systems = _systems(runs, values, families, splits, topics, index_by_subset, measurer,
+                       names.index(target_name) if target_name else None, notes)
+    for family_name in families:
+        info.setdefault(family_name, {}).update((run_info or {}).get(family_name, {}))
     measurer.close()
 
     results = Results(collection=collection.describe(), topics=list(topics),
@@ -374,43 +487,71 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
                       measures=names, runs=values, run_info=info, systems=systems, splits=splits,
                       target=target_name, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
                       notes=notes, run_objects=dict(runs), qrels=qrels, correction=correction,
-                      family=correction_family, ci=ci)
+                      family=correction_family, ci=ci, primary=primary_name)
+    _compare(results, families, baseline, all_pairs)
+    return results
+
+
+def _systems(runs, values, families, splits, topics, index_by_subset, measurer, target_j,
+             notes: list[str]) -> dict[str, System]:
+    """The table's rows: the runs themselves without splits; with splits, each untuned
+    run on the test halves and each family tuned per split on val by the target."""
+    if splits is None:
+        return {name: System(name, "run", tv.values) for name, tv in values.items()}
+    index = SplitIndex(splits, topics, index_by_subset)
+    never = int((index.test_counts() == 0).sum())
+    if never:
+        notes.append(f"{never} dialogue(s) are in no test half; they have no tuned per-topic value")
+    systems = _untuned_systems(runs, values, families, index, index_by_subset)
+    systems.update(_tuned_systems(families, measurer, index, target_j))
+    return systems
+
+
+def _compare(results: Results, families, baseline: str | None, all_pairs: bool) -> None:
+    """Recall curves of tuned families, all-pairs groups and the baseline comparisons."""
     for family_name, configs in families.items():
         # a tuned family's recall@k curve in reports: the configuration chosen most
         # often, when it is a Run in hand (callables were let go)
         modal = configs[results.modal_config(family_name)]
         if isinstance(modal, Run):
             results.run_objects[family_name] = modal
-    per_topic = {n: s.per_topic for n, s in systems.items()}
+    per_topic = {n: s.per_topic for n, s in results.systems.items()}
     if all_pairs:
-        results.pairs = {subset: sig.all_pairs(per_topic, names, idx, test, correction, alpha,
-                                               n_resamples, seed)
-                         for subset, idx in index_by_subset.items()}
+        results.pairs = {subset: sig.all_pairs(per_topic, results.measures, idx, results.test,
+                                               results.correction, results.alpha, results.n_resamples,
+                                               results.seed)
+                         for subset, idx in results.subsets.items()}
     if baseline is not None:
-        if baseline not in systems:
+        if baseline not in results.systems:
             raise InputError(f"baseline {baseline!r} is not one of the systems compared: "
-                             f"{', '.join(systems)}", field="--baseline")
+                             f"{', '.join(results.systems)}", field="--baseline")
         results.baseline = baseline
         results.significance = significance_by_subset(
-            per_topic, baseline, names, index_by_subset, n_resamples, seed, correction, correction_family)
-    return results
+            per_topic, baseline, results.measures, results.subsets, results.n_resamples, results.seed,
+            results.correction, results.family)
 
 
 # --- the steps of evaluate_runs ---------------------------------------------------------
 
 def _check_request(runs, families, measures, splits, target, test, correction="holm", family="runs",
-                   ci="t"):
-    """The measures to compute (the tuning target added) and the target's name; bad
-    requests are InputErrors naming the option."""
+                   ci="auto", primary=None):
+    """The measures to compute (the tuning target and the primary measure added), the
+    target's name and the primary's; bad requests are InputErrors naming the option."""
     if test not in ("t", "perm"):
         raise InputError(f"unknown test {test!r}: use t or perm", field="--test")
     for value, allowed, option in ((correction, sig.CORRECTIONS, "--correction"),
-                                   (family, sig.FAMILIES, "--family"), (ci, ("t", "bootstrap"), "--ci")):
+                                   (family, sig.FAMILIES, "--family"), (ci, sig.INTERVALS, "--ci")):
         if value not in allowed:
             raise InputError(f"unknown value {value!r}: use {', '.join(allowed)}", field=option)
     measures = list(measures) if measures is not None else None
     if measures is None or all(isinstance(m, str) for m in measures):
         measures = parse_measures(measures)
+    primary_name = None
+    if primary is not None:   # asked for: measured; by default nDCG@5 when measured, else the first
+        primary_measure = parse_measures([primary], field="--primary")[0]
+        primary_name = str(primary_measure)
+        if primary_name not in measure_names(measures):
+            measures = [*measures, primary_measure]
     target_name = None
     if families and splits is None:
         raise InputError("tuning a ranker family needs val/test splits (the official protocol)",
@@ -425,7 +566,7 @@ def _check_request(runs, families, measures, splits, target, test, correction="h
     clash = set(runs) & set(families)
     if clash:
         raise InputError(f"{sorted(clash)[0]!r} names both a run and a family; rename one", field="--tune")
-    return measures, target_name
+    return measures, target_name, primary_name
 
 
 class _Measurer:
@@ -437,7 +578,9 @@ class _Measurer:
 
         self.evaluator = evaluator
         self.memo: dict[int, TopicValues] = {}
-        self.bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=not progress, leave=False)
+        # disable=None: only on a terminal, never in a log or CI output
+        self.bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=None if progress else True,
+                        leave=False)
 
     def __call__(self, run: Run) -> TopicValues:
         key = id(run)
@@ -535,24 +678,39 @@ def tune_and_evaluate(collection: Collection, configs: Mapping[str, Mapping[str,
 def write_per_topic(results: Results, path: str | Path) -> None:
     """Per-topic values of every run (all dialogues) and tuned family (out-of-sample values).
 
-    ``.jsonl``/``.json``: one object per (system, topic); anything else: TSV
-    with a header ``system kind topic subset MEASURE...``. Written atomically.
+    By the file's suffix: ``.parquet`` (columnar, what reports write), ``.jsonl``/
+    ``.json`` (one object per (system, topic)), ``.tsv.gz`` or anything else: TSV
+    with a header ``system kind topic subset MEASURE...`` (floats as their shortest
+    exact repr; gzipped for ``.gz``). Written atomically.
     """
+    write_frame(results.per_topic_frame(), path)
+
+
+def write_frame(frame, path: str | Path) -> None:
+    """A frame of numbers to ``path`` by its suffix (see :func:`write_per_topic`), atomically;
+    NaN is an empty TSV cell, null in JSON lines."""
     import json
 
     path = Path(path)
-    rows: list[tuple[str, str, np.ndarray]] = [(n, "run", tv.values) for n, tv in results.runs.items()]
-    rows += [(n, "tuned", s.per_topic) for n, s in results.systems.items() if s.kind == "tuned"]
-    jsonl = path.suffix.lower() in (".jsonl", ".json")
-    with atomic_write(path) as handle:
-        if not jsonl:
-            handle.write("\t".join(["system", "kind", "topic", "subset", *results.measures]) + "\n")
-        for name, kind, matrix in rows:
-            for i, topic in enumerate(results.topics):
-                if jsonl:
-                    handle.write(json.dumps({"system": name, "kind": kind, "topic": topic,
-                                             "subset": results.topic_subsets[i],
-                                             "values": _means(matrix[i], results.measures)}) + "\n")
-                else:
-                    cells = ["" if math.isnan(v) else repr(float(v)) for v in matrix[i]]
-                    handle.write("\t".join([name, kind, topic, results.topic_subsets[i], *cells]) + "\n")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import io
+
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False, compression="zstd")
+        with atomic_write(path, "wb") as handle:
+            handle.write(buffer.getvalue())
+        return
+    numbers = [c for c in frame.columns if frame[c].dtype.kind == "f"]
+    with atomic_write_text(path) as handle:
+        if suffix in (".jsonl", ".json"):
+            for row in frame.itertuples(index=False):
+                record = dict(zip(frame.columns, row))
+                values = {m: nan_to_none(record.pop(m)) for m in numbers}
+                handle.write(json.dumps({**record, "values": values}) + "\n")
+            return
+        handle.write("\t".join(map(str, frame.columns)) + "\n")
+        for row in frame.itertuples(index=False):
+            handle.write("\t".join("" if isinstance(v, float) and math.isnan(v) else
+                                   repr(float(v)) if isinstance(v, float) else str(v)
+                                   for v in row) + "\n")

@@ -25,8 +25,10 @@ difference with its 95% t confidence interval (``ci_low``, ``ci_high``), the
 paired effect size Cohen's d_z (mean difference / sd of the differences,
 ddof 1; NaN when every difference is equal) and win/tie/loss counts (topics
 where the system is above, equal to, below the baseline). :func:`mean_ci`
-gives each system's mean with a t or bootstrap interval; :func:`all_pairs`
-tests every pair and groups the systems that are statistically tied.
+gives each system's mean with a t or bootstrap interval (by default the
+bootstrap for measures bounded to [0, 1], whose t interval can pass 1);
+:func:`all_pairs` tests every pair and groups the systems that are not
+significantly different.
 
 Pairing under the split protocol: systems are compared by **topic** (each
 dialogue is one paired observation). A tuned family's value on a topic is the
@@ -166,29 +168,52 @@ def paired_effects(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> di
             "losses": (d < -TIE_TOLERANCE).sum(axis=0)}
 
 
+#: interval methods of :func:`mean_ci` (``auto``: bootstrap for bounded measures, else t)
+INTERVALS = ("auto", "bootstrap", "t")
+INTERVAL_NAMES = {"auto": "percentile bootstrap (2000 resamples of the topics)",
+                  "bootstrap": "percentile bootstrap (2000 resamples of the topics)",
+                  "t": "t interval"}
+
+
 def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,
-            n_resamples: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            n_resamples: int = 2000, seed: int = 0,
+            bounded=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean per column of (n_topics, n_measures) ``values`` with a confidence interval.
 
     ``t``: mean ± t quantile x sd / sqrt(n). ``bootstrap``: percentile interval
     of the means of ``n_resamples`` resamples of the topics (with replacement),
-    drawn from ``numpy.random.default_rng(seed)``. Rows holding NaN are left out.
+    drawn from ``numpy.random.default_rng(seed)``. ``auto``: bootstrap for the
+    columns ``bounded`` marks (measures in [0, 1], whose t interval can pass 1),
+    t for the others. ``bounded`` (one bool per column) also clips a t interval
+    of a bounded column to [0, 1]. Rows holding NaN are left out.
     """
+    if method not in INTERVALS:
+        raise ValueError(f"unknown interval {method!r}: use {', '.join(INTERVALS)}")
     stats = _stats()
     values = np.atleast_2d(np.asarray(values, float).T).T
     values = values[~np.isnan(values).any(axis=1)]
     n, m = values.shape
+    bounded = np.zeros(m, bool) if bounded is None else np.asarray(bounded, bool)
     if n == 0:
         nan = np.full(m, np.nan)
         return nan, nan, nan
     mean = values.mean(axis=0)
     if n < 2:
         return mean, mean.copy(), mean.copy()
-    if method == "t":
-        half = stats.t.ppf(0.5 + confidence / 2, n - 1) * values.std(axis=0, ddof=1) / np.sqrt(n)
-        return mean, mean - half, mean + half
-    if method != "bootstrap":
-        raise ValueError(f"unknown interval {method!r}: use t or bootstrap")
+    half = stats.t.ppf(0.5 + confidence / 2, n - 1) * values.std(axis=0, ddof=1) / np.sqrt(n)
+    low, high = mean - half, mean + half
+    boot = np.full(m, method == "bootstrap") | ((method == "auto") & bounded)
+    if boot.any():
+        low[boot], high[boot] = _bootstrap(values[:, boot], confidence, n_resamples, seed)
+    clip = bounded & ~boot
+    low[clip], high[clip] = np.clip(low[clip], 0, 1), np.clip(high[clip], 0, 1)
+    return mean, low, high
+
+
+def _bootstrap(values: np.ndarray, confidence: float, n_resamples: int,
+               seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile interval of the column means over ``n_resamples`` resamples of the rows."""
+    n, m = values.shape
     rng = np.random.default_rng(seed)
     means = np.empty((n_resamples, m))
     for start in range(0, n_resamples, 200):
@@ -197,7 +222,7 @@ def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,
         means[start:start + size] = values[idx].mean(axis=1)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail], axis=0)
-    return mean, low, high
+    return low, high
 
 
 def all_pairs(per_topic: Mapping[str, np.ndarray], measures: list[str], index: np.ndarray | None = None,
@@ -209,7 +234,8 @@ def all_pairs(per_topic: Mapping[str, np.ndarray], measures: list[str], index: n
     "p": {"A|B": adjusted p}, "letters": {system: "ab"}}}``. Systems that
     share a letter are not significantly different; each letter is a maximal
     run of consecutive systems (by mean) with no significant pair among them,
-    so a shared letter always means "statistically tied".
+    so a shared letter always means "not significantly different" (which is not
+    "equal": a test that finds no difference has not shown there is none).
     """
     names = list(per_topic)
     rows = None if index is None else np.asarray(index)

@@ -9,7 +9,12 @@
   measure: mean with its 95% interval, mean difference with its interval,
   Cohen's d_z, win/tie/loss counts, raw and adjusted p.
 * :func:`pairs_frame` — with ``--all-pairs``: each mean with the letters of
-  its statistically tied group.
+  its group (systems sharing a letter are not significantly different).
+* :func:`summary_wide` — the short form a terminal shows by default: the
+  primary measure by subset (and the requested measures on all dialogues).
+
+Where no difference is significant nothing is printed: "not significantly
+different" is not "tied", and the legend says so.
 
 Markdown is rendered here from the DataFrame (``DataFrame.to_markdown``
 needs ``tabulate``, which is not installed); LaTeX through
@@ -156,11 +161,54 @@ def cell(row: Row, j: int, digits: int = 4, pm: str = "±") -> str:
 
 
 def legend(results: Results) -> str:
+    """The primary measure, and what ▲/▼ (and no mark) mean."""
+    primary = f"Primary measure: {results.primary_measure}."
     if results.baseline is None:
-        return ""
+        return primary + " No baseline: no significance marks."
     test = "paired t-test" if results.test == "t" else "randomisation test"
     return (f"{sig.BETTER}/{sig.WORSE} significantly better/worse than the baseline {results.baseline}: "
-            f"p < {results.alpha:g} ({test}, two-sided, {results.correction_text()})")
+            f"p < {results.alpha:g} ({test}, two-sided, {results.correction_text()}); no mark: "
+            f"not significantly different. {primary}")
+
+
+def _what(results: Results) -> str:
+    if results.splits is None:
+        return "mean over all dialogues"
+    return (f"test halves, mean ± sd over {len(results.splits)} splits "
+            f"({_tuning_note(results)})")
+
+
+def summary_wide(results: Results, measures=None, digits: int = 4) -> list[tuple[str, "object"]]:
+    """``[(title, DataFrame)]`` of the short summary: ``measures`` (when given and not
+    just the primary) on all dialogues, then the primary measure by subset."""
+    primary = results.primary_measure
+    out = []
+    measures = [m for m in dict.fromkeys(measures or []) if m in results.measures]
+    if measures and measures != [primary]:
+        table = results.table("all", measures, formatted=True, digits=digits)
+        out.append((f"all {len(results.subsets['all'])} dialogues: {_what(results)}",
+                    _relabel(results, table)))
+    if len(results.subsets) > 1 or not out:
+        table = results.table(measures=[primary], formatted=True, digits=digits).droplevel("measure", axis=1)
+        table.columns = [f"{s} ({len(results.subsets[s])})" for s in table.columns]
+        out.append((f"{primary} (primary measure) by subset (dialogues): {_what(results)}",
+                    _relabel(results, table)))
+    return out
+
+
+def _relabel(results: Results, table):
+    table = table.copy()
+    table.index = [_label(results, n) for n in table.index]
+    table.index.name, table.columns.name = "system", None
+    return table
+
+
+def format_summary(results: Results, measures=None, digits: int = 4) -> str:
+    """The short text a terminal shows by default (``--verbose`` prints :func:`format_text`)."""
+    text = "\n\n".join(f"{title}\n{_text_table(t)}" for title, t in summary_wide(results, measures, digits))
+    if results.notes:
+        text += "\n\n" + "\n".join(f"note: {n}" for n in results.notes)
+    return text + "\n" + legend(results) + "\n"
 
 
 def _label(results: Results, name: str) -> str:
@@ -199,9 +247,9 @@ def _text_table(table) -> str:
 
 
 def _comparison_wide(results: Results, measure: str | None = None, digits: int = 4):
-    """Per subset, the comparison with the baseline on one measure (the target, else the first)."""
+    """Per subset, the comparison with the baseline on one measure (the primary one)."""
     frame = comparison_frame(results)
-    measure = measure or (results.target if results.target in results.measures else results.measures[0])
+    measure = measure or results.primary_measure
     frame = frame[frame["measure"] == measure]
     out = []
     for subset, part in frame.groupby("subset", sort=False):
@@ -215,8 +263,9 @@ def _comparison_wide(results: Results, measure: str | None = None, digits: int =
         table["W/T/L"] = [f"{w}/{t}/{lo}" for w, t, lo in zip(part["wins"], part["ties"], part["losses"])]
         table["p (adj.)"] = ["–" if v != v else f"{v:.3g}" for v in part["p_adj"]]
         table.index.name = "system"
-        out.append((f"{subset}: against the baseline {results.baseline} on {measure} "
-                    f"(per-topic means, {results.ci} interval)", table))
+        out.append((f"{subset}: against the baseline {results.baseline} on {measure}, the primary "
+                    f"measure (per-topic means; {results.interval_text(measure)}; differences: "
+                    "95% t interval)", table))
     return out
 
 
@@ -244,20 +293,18 @@ def _all_wide(results: Results, digits: int = 4):
 
 
 def format_text(results: Results, digits: int = 4) -> str:
-    """Aligned plain-text tables, one block per subset (what ``dsr evaluate`` prints)."""
+    """Every table as aligned plain text, one block per subset (``dsr evaluate --verbose``)."""
     text = "\n\n".join(f"{title}\n{_text_table(t)}" for title, t in _all_wide(results, digits))
     if results.notes:
         text += "\n\n" + "\n".join(f"note: {n}" for n in results.notes)
-    if legend(results):
-        text += "\n" + legend(results)
-    return text + "\n"
+    return text + "\n" + legend(results) + "\n"
 
 
-def to_markdown(results: Results, digits: int = 4) -> str:
-    text = "\n\n".join(f"### {title}\n\n{_markdown_table(t)}" for title, t in _all_wide(results, digits)) + "\n"
-    if legend(results):
-        text += "\n" + legend(results) + "\n"
-    return text
+def to_markdown(results: Results, digits: int = 4, tables=None) -> str:
+    """Every table (or ``tables``, ``[(title, frame)]``) as Markdown, with the legend."""
+    tables = _all_wide(results, digits) if tables is None else tables
+    text = "\n\n".join(f"### {title}\n\n{_markdown_table(t)}" for title, t in tables) + "\n"
+    return text + "\n" + legend(results) + "\n"
 
 
 def to_csv(results: Results) -> str:
@@ -367,8 +414,16 @@ def _latex_table(title: str, table) -> str:
     return f"% {latex_escape(title)}\n" + body.rstrip("\n")
 
 
-def render(results: Results, fmt: str = "text") -> str:
-    """The printed tables in ``fmt``: text, md, latex, csv (long) or json (records)."""
+def render(results: Results, fmt: str = "text", verbose: bool = True, measures=None) -> str:
+    """The printed tables in ``fmt``: text, md, latex, csv (long) or json (records).
+
+    ``verbose=False`` gives text and Markdown the short summary (:func:`summary_wide`,
+    ``measures`` on all dialogues and the primary measure by subset); LaTeX, CSV and
+    JSON are exports and always hold every table."""
     if fmt == "latex":
         return to_latex(results, extras=True)
+    if not verbose and fmt == "text":
+        return format_summary(results, measures)
+    if not verbose and fmt == "md":
+        return to_markdown(results, tables=summary_wide(results, measures))
     return {"text": format_text, "md": to_markdown, "csv": to_csv, "json": to_json}[fmt](results)

@@ -258,7 +258,7 @@ def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL
         # By default only work long enough to watch gets a bar.
         show = (progress if progress is not None else len(missing) >= 256)
         todo = list(missing.items())
-        with tqdm(total=len(todo), desc=f"{desc} ({model.name})", unit="text", disable=not show,
+        with tqdm(total=len(todo), desc=f"{desc} ({model.name})", unit="text", disable=not show or None,
                   file=sys.stderr) as bar:
             for start in range(0, len(todo), CHUNK):
                 chunk = todo[start:start + CHUNK]
@@ -280,7 +280,7 @@ def _run_model(model: ResolvedModel, texts: list[str], batch_size: int, progress
         encoder = load_fast(model, "bi-encoder", backend)
     else:
         encoder = load_sentence_transformer(model)
-    vectors = encoder.encode(texts, batch_size=int(batch_size), show_progress_bar=bool(progress),
+    vectors = encoder.encode(texts, batch_size=int(batch_size), show_progress_bar=bool(progress) and sys.stderr.isatty(),
                              convert_to_numpy=True, normalize_embeddings=True)
     return normalise(np.asarray(vectors, dtype=np.float32))
 

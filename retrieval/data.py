@@ -101,6 +101,19 @@ class Dialogue:
         return out
 
 
+def natural_order(names: Iterable[str]) -> list[str]:
+    """Subset names in a reader's order: ``all``, then ``plain`` before ``grounded`` (the
+    SIGIR 2022 paper's order), then the rest with numbers compared as numbers
+    (section0, section1, ... section10), whatever order a file lists them in."""
+    first = {"all": 0, "plain": 1, "grounded": 2}
+
+    def key(name: str):
+        parts = re.split(r"(\d+)", name)
+        return (first.get(name, 3), [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts])
+
+    return sorted(names, key=key)
+
+
 class Collection:
     """Dialogues in a fixed order, with lookups and a content hash.
 
@@ -139,8 +152,8 @@ class Collection:
 
     @property
     def subsets(self) -> list[str]:
-        """Subset names in order of first appearance."""
-        return list(dict.fromkeys(d.subset for d in self.dialogues))
+        """Subset names in a reader's order (:func:`natural_order`), not the file's."""
+        return natural_order(dict.fromkeys(d.subset for d in self.dialogues))
 
     def subset(self, name: str) -> list[Dialogue]:
         return [d for d in self.dialogues if d.subset == name]

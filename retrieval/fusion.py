@@ -16,14 +16,34 @@ Methods
 ``interp``   ``weight * a + (1 - weight) * b`` on normalised scores of exactly
              two runs (Vogt and Cottrell, "Fusion via a linear combination of
              scores", Information Retrieval 1(3), 1999).
+``wsum``     ``sum_i weights[i] * s_i(d)`` on normalised scores of any number of
+             runs, one weight per run (the weighted CombSUM / linear combination
+             of Bartell, Cottrell and Belew, "Automatic combination of multiple
+             ranked retrieval systems", SIGIR 1994).
+``isr``      Inverse square rank: ``n(d) * sum 1 / rank(d)^2``, n(d) the number of
+             runs that retrieved d (Mourão, Martins and Magalhães, "Multimodal
+             medical information retrieval with unsupervised rank fusion",
+             CMIG 39, 2015).
+``borda``    Borda count: in a topic with N documents in the union, a run gives
+             ``N - rank + 1`` points to each document it ranks and shares the
+             remaining points equally among those it does not (Aslam and
+             Montague, "Models for metasearch", SIGIR 2001).
 
 Score normalisation (per run, per topic) for the score-based methods:
 ``minmax`` maps the run's scores of a topic to [0, 1] (Lee, "Analyses of
 multiple evidence combination", SIGIR 1997); ``zscore`` subtracts their mean
 and divides by their (population) standard deviation (Montague and Aslam,
-"Relevance score normalization for metasearch", CIKM 2001). A topic whose
-scores in a run are all equal carries no ranking information and normalises
-to 0 under both.
+"Relevance score normalization for metasearch", CIKM 2001); ``sum`` shifts
+them to start at 0 (min-max without the division) and divides by their sum,
+so they add up to 1 (Montague and Aslam 2001, "Sum"); ``rank`` replaces each
+score by ``1 - (rank - 1) / n`` for the run's n documents of the topic
+(Renda and Straccia, "Web metasearch: rank vs. score based rank aggregation
+methods", SAC 2003). A topic whose scores in a run are all equal carries no
+ranking information and normalises to 0 under minmax, zscore and sum.
+
+ranx (Bassani, ECIR 2022) implements several of these; ``tests`` check that
+both give the same fused rankings for rrf, isr, borda, combsum, combmnz and
+wsum (min-max), where the documents a run lacks score 0 in both.
 
 Missing topics and documents
 ----------------------------
@@ -34,10 +54,12 @@ below everything that run retrieved:
 
 * ``rrf``: it gets no term from that run (the sum in Cormack et al. runs over
   the rankings that contain the document);
-* ``combsum`` / ``interp``: it gets that run's lowest normalised score for the
-  topic (0 under min-max, which is the usual "missing counts as zero"; under
-  z-score, zero would be the mean and would lift an unretrieved document above
-  half the retrieved ones);
+* ``isr``: it gets no term from that run, and the run does not count in n(d);
+* ``borda``: it shares the points that run did not give out (as above);
+* ``combsum`` / ``interp`` / ``wsum``: it gets that run's lowest normalised score
+  for the topic (0 under min-max and sum, which is the usual "missing counts as
+  zero"; under z-score, zero would be the mean and would lift an unretrieved
+  document above half the retrieved ones; under rank, 1/n, below every rank);
 * ``combmnz``: as combsum, and it does not count towards the multiplier, which
   counts the runs that retrieved it (Fox and Shaw count non-zero scores; a
   min-max normalised last document scores 0 but was still retrieved).
@@ -56,7 +78,7 @@ from retrieval.run import Run
 
 Scores = dict[str, dict[str, float]]
 
-NORMS = ("minmax", "zscore")
+NORMS = ("minmax", "zscore", "sum", "rank")
 
 
 # --- normalisation -----------------------------------------------------------
@@ -85,8 +107,31 @@ def zscore(scores: Mapping[str, float]) -> dict[str, float]:
     return {doc: (float(s) - mean) / std for doc, s in scores.items()}
 
 
+def sum_norm(scores: Mapping[str, float]) -> dict[str, float]:
+    """``(s - min) / sum(s - min)``: shifted to start at 0, adding up to 1; all 0 when the
+    scores are all equal (Montague and Aslam 2001)."""
+    shifted = minmax(scores)
+    if not shifted:
+        return {}
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    low = float(values.min())
+    total = float((values - low).sum())
+    if total == 0 or not math.isfinite(total):
+        return {doc: 0.0 for doc in scores}
+    return {doc: (float(s) - low) / total for doc, s in scores.items()}
+
+
+def rank_norm(scores: Mapping[str, float]) -> dict[str, float]:
+    """``1 - (rank - 1) / n`` by the scores' order, highest first (ties: the order given,
+    which is the run's ranked order) (Renda and Straccia 2003)."""
+    n = len(scores)
+    docs, values = list(scores), [float(v) for v in scores.values()]
+    order = sorted(range(n), key=lambda i: -values[i])
+    return {docs[i]: 1.0 - rank / n for rank, i in enumerate(order)}
+
+
 NORMALISERS: dict[str, Callable[[Mapping[str, float]], dict[str, float]]] = {
-    "minmax": minmax, "zscore": zscore}
+    "minmax": minmax, "zscore": zscore, "sum": sum_norm, "rank": rank_norm}
 
 
 def normalise(run: Run, norm: str) -> Scores:
@@ -176,12 +221,78 @@ def interp(runs: Sequence[Run], weight: float = 0.5, norm: str = "minmax") -> Sc
     return fused
 
 
+def wsum(runs: Sequence[Run], weights: Sequence[float] | str | None = None,
+         norm: str = "minmax") -> Scores:
+    """Weighted sum of normalised scores, one weight per run (Bartell, Cottrell and Belew,
+    SIGIR 1994); equal weights (None) are CombSUM divided by the number of runs.
+    ``weights`` may be a comma-separated string (``--param weights=0.3,0.7``)."""
+    if weights is None:
+        weights = [1.0 / len(runs)] * len(runs)
+    if isinstance(weights, str):
+        try:
+            weights = [float(w) for w in weights.split(",") if w.strip()]
+        except ValueError:
+            raise InputError(f"weights must be numbers, comma separated, got {weights!r}",
+                             field="weights") from None
+    weights = [float(w) for w in weights]
+    if len(weights) != len(runs) or not all(math.isfinite(w) for w in weights):
+        raise InputError(f"wsum takes one finite weight per run: {len(runs)} runs, weights "
+                         f"{weights!r}", field="weights")
+    normalised = [normalise(run, norm) for run in runs]
+    fused: Scores = {}
+    for qid in _topics(runs):
+        docs = _docs(normalised, qid)
+        per_run = _with_floor(normalised, qid, docs)
+        fused[qid] = {doc: sum(w * r[doc] for w, r in zip(weights, per_run) if r is not None)
+                      for doc in docs}
+    return fused
+
+
+def isr(runs: Sequence[Run]) -> Scores:
+    """Inverse square rank: ``n(d) * sum over runs containing d of 1 / rank(d)^2``, ranks
+    from 1, n(d) the number of runs that retrieved d (Mourão et al., CMIG 2015)."""
+    fused: Scores = {}
+    counts: dict[str, dict[str, int]] = {}
+    for run in runs:
+        for qid, ranked in run.rankings.items():
+            topic, count = fused.setdefault(qid, {}), counts.setdefault(qid, {})
+            for rank, (doc, _) in enumerate(ranked, start=1):
+                topic[doc] = topic.get(doc, 0.0) + 1.0 / rank ** 2
+                count[doc] = count.get(doc, 0) + 1
+    return {qid: {doc: s * counts[qid][doc] for doc, s in fused[qid].items()} for qid in _topics(runs)}
+
+
+def borda(runs: Sequence[Run]) -> Scores:
+    """Borda count over the union of the runs' documents of each topic (N of them): a run
+    gives ``N - rank + 1`` points to each document it ranks and the mean of the points it
+    did not give, ``(N - len(run) + 1) / 2``, to each it does not (Aslam and Montague,
+    SIGIR 2001)."""
+    fused: Scores = {}
+    for qid in _topics(runs):
+        docs = list(dict.fromkeys(doc for run in runs for doc, _ in run.rankings.get(qid, ())))
+        n = len(docs)
+        topic = dict.fromkeys(docs, 0.0)
+        for run in runs:
+            ranked = run.rankings.get(qid)
+            if ranked is None:
+                continue
+            given = {doc: float(n - rank) for rank, (doc, _) in enumerate(ranked)}
+            rest = (n - len(ranked) + 1) / 2
+            for doc in docs:
+                topic[doc] += given.get(doc, rest)
+        fused[qid] = topic
+    return fused
+
+
 #: method -> its function: the runs, then the method's own keyword parameters with their
 #: defaults. A new method is one small function above and one line here.
 FUSERS: dict[str, Callable[..., Scores]] = {
     "rrf": rrf,
+    "isr": isr,
+    "borda": borda,
     "combsum": combsum,
     "combmnz": combmnz,
+    "wsum": wsum,
     "interp": interp,
 }
 METHODS = tuple(FUSERS)
@@ -209,9 +320,10 @@ def check_params(method: str, params: Mapping[str, Any]) -> None:
 def fuse(runs: Sequence[Run], method: str = "rrf", *,
          initial_order: Mapping[str, list[str]] | None = None, tag: str | None = None,
          **params: Any) -> Run:
-    """Fuse ``runs`` with ``method`` (``rrf`` k=; ``combsum``/``combmnz`` norm=;
-    ``interp`` weight=, norm=) into one run: the one public way to fuse runs (the stages
-    :class:`retrieval.rankers.fusion.Fusion` and ``FusionRanker`` call it).
+    """Fuse ``runs`` with ``method`` (``rrf`` k=; ``isr``, ``borda``; ``combsum``/``combmnz``
+    norm=; ``wsum`` weights=, norm=; ``interp`` weight=, norm=) into one run: the one public
+    way to fuse runs (the stages :class:`retrieval.rankers.fusion.Fusion` and
+    ``FusionRanker`` call it).
 
     Ties in the fused scores follow the run tie rule: by ``initial_order``
     (usually ``collection.initial_order()``), then by doc id. Parameters a

@@ -124,6 +124,64 @@ class Run:
             write_json(sidecar_path(path), {"tag": self.tag, **self.config,
                                             RUN_SHA256: sha256_file(path)})
 
+    # --- other libraries' shapes (the order is always trec_eval's, see the module docstring)
+
+    @classmethod
+    def from_dict(cls, scores: Mapping[str, Any], tag: str = "dsr") -> "Run":
+        """From ``{qid: {docno: score}}`` (ir_measures, pytrec_eval, ranx's ``to_dict``) or
+        ``{qid: [(docno, score), ...]}``, ordered as trec_eval orders a file of those scores
+        (float32 descending, ties by doc id descending), so it is scored as that file."""
+        rankings = {}
+        for qid, docs in scores.items():
+            pairs = docs.items() if isinstance(docs, Mapping) else docs
+            ranked = [(str(doc), float(score)) for doc, score in pairs]
+            if len({d for d, _ in ranked}) != len(ranked):
+                raise InputError(f"topic {qid!r} lists a document twice", record=str(qid))
+            rankings[str(qid)] = trec_eval_order(ranked)
+        return cls(rankings, tag)
+
+    @classmethod
+    def from_frame(cls, frame, tag: str | None = None) -> "Run":
+        """From a pandas DataFrame in PyTerrier's result shape: ``qid``, ``docno``, ``score``
+        (``rank`` is ignored, as trec_eval ignores it; without ``score``, ``-rank`` ranks).
+        The tag is ``tag``, else the frame's ``name`` column when it has one value."""
+        missing = [c for c in ("qid", "docno") if c not in frame.columns]
+        if missing or ("score" not in frame.columns and "rank" not in frame.columns):
+            raise InputError(f"a run frame needs columns qid, docno and score (or rank); it has "
+                             f"{', '.join(map(str, frame.columns))}", field=(missing or ["score"])[0])
+        scores = frame["score"] if "score" in frame.columns else -frame["rank"].astype(float)
+        if scores.isna().any():
+            row = int(np.flatnonzero(scores.isna().to_numpy())[0])
+            raise InputError(f"row {row} has no score", record=str(frame["qid"].iloc[row]), field="score")
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        for qid, doc, score in zip(frame["qid"].astype(str), frame["docno"].astype(str), scores):
+            rankings.setdefault(qid, []).append((doc, float(score)))
+        if tag is None and "name" in frame.columns and frame["name"].nunique() == 1:
+            tag = str(frame["name"].iloc[0])
+        return cls.from_dict(rankings, tag or "dsr")
+
+    def to_frame(self):
+        """A pandas DataFrame in PyTerrier's result shape: ``qid``, ``docno``, ``score`` (as a
+        file would hold them), ``rank`` (from 0, as PyTerrier counts), in ranked order."""
+        import pandas as pd
+
+        rows = [(q, d, s, r) for q, ranked in self.rankings.items()
+                for r, (d, s) in enumerate(strictly_decreasing(ranked))]
+        return pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
+
+    @classmethod
+    def from_ranx(cls, run) -> "Run":
+        """From a ``ranx.Run`` (its name becomes the tag)."""
+        return cls.from_dict(run.to_dict(), getattr(run, "name", None) or "dsr")
+
+    def to_ranx(self):
+        """A ``ranx.Run`` with the scores a file would hold, named by the tag (needs ranx)."""
+        try:
+            from ranx import Run as RanxRun
+        except ImportError:
+            raise InputError("to_ranx needs ranx: pip install ranx") from None
+        return RanxRun(self.as_dict(), name=self.tag)
+
     @classmethod
     def read(cls, path: str | Path) -> "Run":
         """Read a run file and its sidecar (a stale sidecar is reported and left out)."""
@@ -370,6 +428,25 @@ def load_run(path: str | Path):
         raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+
+
+def as_run(value: Any, name: str | None = None) -> Run:
+    """A :class:`Run` from what a notebook holds: a run file's path, a Run, a pandas
+    DataFrame in PyTerrier's shape (qid, docno, score[, rank]), a ``ranx.Run``, or a dict
+    ``{qid: {docno: score}}``. Anything else is an InputError naming ``name``."""
+    if isinstance(value, Run):
+        return value
+    if isinstance(value, (str, Path)):
+        return load_run(value)
+    if hasattr(value, "columns") and hasattr(value, "iloc"):
+        return Run.from_frame(value, tag=name)
+    if type(value).__module__.split(".")[0] == "ranx":
+        return Run.from_ranx(value)
+    if isinstance(value, Mapping):
+        return Run.from_dict(value, name or "dsr")
+    raise InputError(f"cannot read a run from a {type(value).__name__}: give a path, a Run, a "
+                     "DataFrame (qid, docno, score), a ranx.Run or a dict {qid: {docno: score}}",
+                     record=name)
 
 
 def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -> None:

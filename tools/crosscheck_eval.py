@@ -6,8 +6,9 @@ For each run file in ``OUT_DIR/runs`` (what ``dsr reproduce`` writes) this walks
 the file in score order, as trec_eval reads it (scores as 32-bit floats, ties by
 doc id descending), computes each measure with the plain definitions of
 ``tools/plain_eval.py``, and compares with what ``dsr evaluate`` computes for the
-file, per topic; and for every untuned system of ``OUT_DIR/per_topic.tsv`` with a
-run file, with the values the report published. Prints the largest difference
+file, per topic; and for every untuned system of ``OUT_DIR/per_topic.parquet``
+(``per_topic.tsv`` in older reports) with a run file, with the values the report
+published. Prints the largest difference
 per run; exits 1 when one is above 1e-9.
 """
 
@@ -70,7 +71,7 @@ def main(argv=None) -> int:
     collection = load_collection(args.collection, args.source, args.split)
     qrels = {d.id: {c.id: c.label for c in d.candidates} for d in collection}   # labels as written
     evaluator = Evaluator(qrels_from_collection(collection), list(MEASURES), collection.ids)
-    published = _published(args.out / "per_topic.tsv")
+    published = _published(args.out)
     manifest = json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
     system_of = {Path(v["path"]).name: name for name, v in manifest.get("runs", {}).items()}
     worst_all = 0.0
@@ -94,15 +95,21 @@ def main(argv=None) -> int:
     return 0 if worst_all <= TOLERANCE else 1
 
 
-def _published(path: Path) -> dict[str, dict[str, dict[str, float]]]:
-    """Untuned systems' per-topic values from a report's per_topic.tsv."""
-    out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
-    with open(path, encoding="utf-8") as handle:
-        for row in csv.DictReader(handle, delimiter="\t"):
-            if row["kind"] == "run":
-                out[row["system"]][row["topic"]] = {m: float(row[m]) for m in MEASURES if row.get(m)}
-    return out
+def _published(out: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """Untuned systems' per-topic values from a report's per_topic.parquet (or .tsv)."""
+    published: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    if (out / "per_topic.parquet").exists():
+        import pandas as pd
 
+        rows = pd.read_parquet(out / "per_topic.parquet").to_dict(orient="records")
+    else:
+        with open(out / "per_topic.tsv", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+    for row in rows:
+        if row["kind"] == "run":
+            published[row["system"]][row["topic"]] = {m: float(row[m]) for m in MEASURES
+                                                      if row.get(m) not in (None, "")}
+    return published
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,6 +21,7 @@ from dsr.cli.commands import COMMANDS
 from dsr.cli.flags import shown_as_flag
 from dsr.cli.help import add_defaults_and_examples
 from retrieval import __version__
+from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
 from retrieval.errors import InputError
 
 #: ``build_parser(command=EVERY)``: every command module registered
@@ -68,8 +69,9 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     unknown command) goes to the plain parser, which prints or errors.
     """
     sub = _subparsers(parser)
-    if sub is None:
-        return parser.parse_intermixed_args(argv, argparse.Namespace(command_parser=parser))
+    if sub is None:   # a command: --measures RR a.run ends --measures at a.run (dsr.cli.console)
+        return parser.parse_intermixed_args(end_multi_values(parser, argv),
+                                            argparse.Namespace(command_parser=parser))
     if not argv or argv[0] not in sub.choices:
         return parser.parse_args(argv, argparse.Namespace(command_parser=parser))
     args = parse_arguments(sub.choices[argv[0]], argv[1:])
@@ -79,6 +81,7 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
 
 
 def main(argv: list[str] | None = None) -> int:
+    progress_only_on_a_terminal()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else "")
     args = parse_arguments(parser, argv)

@@ -15,7 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "stats": ("dsr.cli.data", "counts per subset: dialogues, candidates, labels, context, lengths"),
     "run": ("dsr.cli.ranking", "rank every dialogue's candidates with a ranker"),
     "rerank": ("dsr.cli.ranking", "rescore a run's top k with a cross-encoder or bi-encoder"),
-    "fuse": ("dsr.cli.ranking", "fuse runs (rrf, combsum, combmnz, interp)"),
+    "fuse": ("dsr.cli.ranking", "fuse runs (rrf, isr, borda, combsum, combmnz, wsum, interp)"),
     "evaluate": ("dsr.cli.evaluation", "measure runs (official split protocol, significance, reports)"),
     "validate": ("dsr.cli.evaluation", "check a run file before evaluation or submission"),
     "agreement": ("dsr.cli.agreement", "Kendall tau between system rankings by silver and by judged "

@@ -36,11 +36,19 @@ descending, and counted per run (a warning; "tied_topics" in --json).
 measure cutoffs (@k) and rel= are whole numbers >= 1.
 significance (--baseline): paired two-sided t-test and randomisation test by topic;
 ▲/▼ mark a value significantly better/worse than the baseline (adjusted p < --alpha for
---test). --correction holm|bonferroni|bh over --family runs (default: per subset and
-measure) | runs+measures (per subset) | runs+measures+subsets; the report states it.
-Beside each comparison: mean difference with a 95% t interval, Cohen's d_z and
-win/tie/loss counts; --ci t|bootstrap sets each mean's interval. --all-pairs tests every
-pair of systems and prints groups (systems sharing a letter are statistically tied).
+--test); no mark: not significantly different (which is not "tied"). --correction
+holm|bonferroni|bh over --family runs (default: per subset and measure) | runs+measures
+(per subset) | runs+measures+subsets; the report states it. Comparisons are on the
+primary measure (--primary; default nDCG@5, as for dsr reproduce, when measured): mean
+difference with a 95% t interval, Cohen's d_z and win/tie/loss counts. --ci sets each
+mean's interval: auto (default: percentile bootstrap for measures in [0, 1], whose t
+interval can pass 1; t for counts), bootstrap, or t (clipped to [0, 1]). --all-pairs
+tests every pair of systems and prints groups (systems sharing a letter are not
+significantly different).
+output: a short summary (the measures asked for on all dialogues, the primary measure by
+subset, with marks); --verbose prints every table; --report DIR writes them all.
+options may come before or after the runs; a multi-value option (--measures) ends where
+a run file begins, or takes a comma list (--measures RR,nDCG@5).
 example: dsr evaluate sample a.run b.run --baseline a --correction bh --family runs+measures --format md
 """
 
@@ -51,13 +59,20 @@ def add_report_arguments(p) -> None:
                    help="multiple-comparison correction of the marks (default holm)")
     p.add_argument("--family", choices=("runs", "runs+measures", "runs+measures+subsets"), default="runs",
                    help="p-values corrected together (default runs: per subset and measure)")
-    p.add_argument("--ci", choices=("t", "bootstrap"), default="t",
-                   help="95%% interval of each mean: t, or bootstrap over topics with --seed (default t)")
+    p.add_argument("--ci", choices=("auto", "bootstrap", "t"), default="auto",
+                   help="95%% interval of each mean: auto (bootstrap for measures in [0, 1], t for "
+                        "counts; default), bootstrap over topics with --seed, or t (clipped to [0, 1])")
     p.add_argument("--all-pairs", action="store_true",
-                   help="test every pair of systems and show groups of statistically tied ones")
+                   help="test every pair of systems and show groups of systems that are not "
+                        "significantly different")
+    p.add_argument("--primary", metavar="M",
+                   help="the measure comparisons, legends and the main figure are on (default: nDCG@5 when "
+                        "measured, else the first of --measures)")
     p.add_argument("--format", choices=("text", "md", "latex", "csv", "json"), default="text",
                    help="printed tables: aligned text (default), Markdown, LaTeX, CSV (long) or JSON "
                         "records of the tables")
+    p.add_argument("--verbose", action="store_true",
+                   help="print every table (default: a short summary; the report holds everything)")
 
 
 def register(subparsers) -> None:
@@ -89,10 +104,13 @@ def register(subparsers) -> None:
                    help="resamples of the randomisation test (default 10000; 0 skips it; not negative)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
     add_report_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the full results JSON instead of the table")
-    p.add_argument("--per-topic", metavar="FILE", help="write per-topic values (.tsv, or .jsonl)")
-    p.add_argument("--report", metavar="DIR", help="write Markdown, CSV, JSON, LaTeX tables and PNG plots")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print the results JSON (the summary; per-topic values: --per-topic or --report)")
+    p.add_argument("--per-topic", metavar="FILE",
+                   help="write per-topic values (.parquet, .tsv, .tsv.gz or .jsonl, by the suffix)")
+    p.add_argument("--report", metavar="DIR", help="write every table (Markdown, LaTeX, CSV), the summary JSON, "
+                   "per-topic and per-split values (Parquet) and figures (PDF, PNG)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (there is none off a terminal)")
     add_allow_mismatch_argument(p)
     p.set_defaults(func=evaluate_command)
 
@@ -119,58 +137,14 @@ def register(subparsers) -> None:
     v.set_defaults(func=validate_command)
 
 
-def _run_names(paths: list[str]) -> dict[str, str]:
-    """path -> a short unique name (file name without .run/.trec/.txt and .gz, parent folder if needed)."""
-    def stem(path: Path) -> str:
-        if path.suffix == ".gz":
-            path = path.with_suffix("")
-        return path.stem if path.suffix in (".run", ".trec", ".txt", ".tsv") else path.name
-
-    names: dict[str, str] = {}
-    used: set[str] = set()
-    for raw in paths:
-        if raw in names:
-            continue
-        path = Path(raw)
-        name = stem(path)
-        if name in used:
-            name = f"{path.parent.name}/{name}" if path.parent.name else name
-        base, k = name, 2
-        while name in used:
-            name, k = f"{base}#{k}", k + 1
-        used.add(name)
-        names[raw] = name
-    return names
-
-
-def _parse_tune(items: list[str], run_paths: list[str]) -> tuple[bool, dict[str, list[str]]]:
-    auto, groups = False, {}
-    for item in items:
-        if item.strip() == "auto":
-            auto = True
-            continue
-        group, sep, members = item.partition("=")
-        paths = [m.strip() for m in members.split(",") if m.strip()]
-        if not sep or not group.strip() or not paths:
-            raise InputError(f"expected GROUP=RUN,RUN,... or auto, got {item!r}", field="--tune")
-        if group.strip() in groups:
-            raise InputError(f"group {group.strip()!r} given twice", field="--tune")
-        groups[group.strip()] = paths
-    return auto, groups
-
-
-def evaluate_command(args) -> int:
-    from retrieval.provenance import sha256_file
-    from retrieval.run import load_run
-    from retrieval.run import Run, check_collection_hash
-
+def _check_options(args) -> list | None:
+    """Options first, before any file is read: a bad value is exit 2 naming the option.
+    Returns the parsed --measures (None: the default set)."""
     from eval.measures import parse_measures, split_measure_list
-    from eval.protocol import resolve_splits
-    from eval.results import evaluate_runs, write_per_topic
-    from eval.tables import render
 
-    # Options first, before any file is read: a bad value is exit 2 naming the option.
     measures = parse_measures(split_measure_list(args.measures)) if args.measures else None
+    if args.primary:
+        parse_measures([args.primary], field="--primary")
     if not 0 < args.alpha < 1:
         raise InputError(f"must be between 0 and 1 (exclusive), e.g. 0.05; got {args.alpha!r}",
                          field="--alpha")
@@ -179,76 +153,46 @@ def evaluate_command(args) -> int:
                          f"of 1 or more, e.g. 10000; got {args.permutations}", field="--permutations")
     if args.n_splits < 1:
         raise InputError(f"must be 1 or more, got {args.n_splits}", field="--n-splits")
-    collection = collection_from_args(args)
-    auto, groups = _parse_tune(args.tune or [], args.runs)
+    return measures
+
+
+def _protocol(args, collection) -> str:
     protocol = args.protocol or ("official" if (args.splits or collection.splits or args.tune) else "all")
     if protocol == "all" and args.tune:
         raise InputError("tuning needs val/test splits: use --protocol official", field="--tune")
     if protocol == "all" and args.splits:
         raise InputError("--splits is for --protocol official", field="--splits")
+    return protocol
 
-    # Every path once, in the order given: positional runs, then --tune members, then the baseline.
-    member_paths = [p for paths in groups.values() for p in paths]
-    positional = list(dict.fromkeys(args.runs))
-    names = _run_names(positional + member_paths)
-    by_name = {n: p for p, n in names.items()}
-    resolve = lambda ref: ref if ref in names else by_name.get(ref, ref)  # noqa: E731
-    baseline_path = None
-    if args.baseline and args.baseline not in groups:
-        baseline_path = resolve(args.baseline)
-        if baseline_path not in names:
-            names.update(_run_names(list(names) + [baseline_path]))
-            positional.append(baseline_path)
-    if not positional and not groups:
-        raise InputError("give at least one RUN (or --tune GROUP=RUN,...)")
 
-    loaded: dict[str, Run] = {}
-    info: dict[str, dict] = {}
-    for path in names:
-        loaded[path] = run = load_run(path)
-        check_collection_hash(run, path, collection, allow=args.allow_collection_mismatch)
-        tied = run.tied_topics()
-        info[names[path]] = {"path": str(path), "sha256": sha256_file(path), "tag": run.tag,
-                             "config": run.config, "tied_topics": len(tied)}
-        if tied:
-            print(f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit "
-                  f"floats (e.g. {tied[0]!r}); they are scored as trec_eval orders them, by doc id "
-                  "descending (dsr validate --fix-ties rewrites the run)", file=sys.stderr)
+def evaluate_command(args) -> int:
+    from eval.grouping import select_runs
+    from eval.protocol import resolve_splits
+    from eval.results import evaluate_runs
 
-    families: dict[str, dict[str, Run]] = {}
-    for group, paths in groups.items():
-        families[group] = {names[resolve(p)]: loaded[resolve(p)] for p in paths}
-        info[group] = {"members": [str(resolve(p)) for p in paths]}
-    if auto:
-        keyed: dict[str, list[str]] = {}
-        for path in positional:
-            config = loaded[path].config
-            key = next((config[k] for k in ("family", "ranker", "reranker", "fusion")
-                        if isinstance(config.get(k), str) and config[k]), None)
-            if key:
-                keyed.setdefault(str(key), []).append(path)
-        for key, paths in keyed.items():
-            if len(paths) < 2:
-                continue
-            family = key if key not in names.values() and key not in families else f"{key} (tuned)"
-            families[family] = {names[p]: loaded[p] for p in paths}
-            info[family] = {"members": paths, "grouped_by": "sidecar family/ranker"}
-    runs = {names[p]: loaded[p] for p in positional}
-
+    measures = _check_options(args)
+    collection = collection_from_args(args)
+    protocol = _protocol(args, collection)
+    selection = select_runs(args.runs, args.tune or [], args.baseline, collection,
+                            args.allow_collection_mismatch)
+    for warning in selection.warnings:
+        print(warning, file=sys.stderr)
     splits = resolve_splits(collection, args.splits, args.n_splits, args.seed) if protocol == "official" else None
-    baseline = None
-    if args.baseline:
-        baseline = args.baseline if args.baseline in families else names[baseline_path]
-        if baseline not in families and any(loaded[baseline_path] is r for f in families.values()
-                                             for r in f.values()):
-            raise InputError(f"the baseline {args.baseline!r} is a configuration of a tuned family; "
-                             "name the family instead", field="--baseline")
     results = evaluate_runs(
-        collection, runs, measures,
-        subsets=args.subset, splits=splits, families=families, target=args.target,
-        baseline=baseline, test=args.test, n_resamples=args.permutations, seed=args.seed,
-        alpha=args.alpha, run_info=info, progress=not args.quiet, correction=args.correction,
-        family=args.family, ci=args.ci, all_pairs=args.all_pairs)
+        collection, selection.runs, measures,
+        subsets=args.subset, splits=splits, families=selection.families, target=args.target,
+        baseline=selection.baseline, test=args.test, n_resamples=args.permutations, seed=args.seed,
+        alpha=args.alpha, run_info=selection.info, progress=not args.quiet, correction=args.correction,
+        family=args.family, ci=args.ci, all_pairs=args.all_pairs, primary=args.primary)
+    _write_outputs(args, results)
+    return 0
+
+
+def _write_outputs(args, results) -> None:
+    """--per-topic, --report, then the printed tables (or --json)."""
+    from eval.measures import measure_names
+    from eval.results import write_per_topic
+    from eval.tables import render
 
     if args.per_topic:
         write_per_topic(results, args.per_topic)
@@ -259,9 +203,12 @@ def evaluate_command(args) -> int:
     if args.json:
         json.dump(results.to_json(), sys.stdout, indent=2, sort_keys=True, ensure_ascii=False)
         sys.stdout.write("\n")
-    else:
-        sys.stdout.write(render(results, args.format))
-    return 0
+        return
+    asked = measure_names(_check_options(args)) if args.measures else None
+    sys.stdout.write(render(results, args.format, verbose=args.verbose, measures=asked))
+    if not args.verbose and args.format in ("text", "md"):
+        where = f"; every table is in {args.report}/" if args.report else ""
+        print(f"(a summary: --verbose prints every table{where})")
 
 
 def validate_command(args) -> int:

@@ -12,7 +12,7 @@ from dsr.training import kfold
 from dsr.training.kfold import kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
 from dsr.training.settings import PARAMS
-from eval.tables import format_text
+from eval.tables import render
 from retrieval.atomic import check_replaceable
 from retrieval.collections import load_collection
 from retrieval.errors import InputError
@@ -63,7 +63,7 @@ def cmd_kfold(args: argparse.Namespace) -> int:
         models.append(f"dsr:{name}")
     results = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
                              measures=args.measures, command=["dsr", *sys.argv[1:]])
-    print(format_text(results))
+    print(render(results, "text", verbose=False, measures=results.measures))   # every table: the report
     print(f"\nruns: {out}/, report: {out / 'report'}/")
     return 0
 

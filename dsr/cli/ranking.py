@@ -40,7 +40,7 @@ from dsr.cli.common import (add_allow_mismatch_argument, add_collection_argument
                                   check_out, collection_from_args)
 from retrieval.collections import load_collection
 from retrieval.errors import InputError
-from retrieval.fusion import check_params as check_fusion_params, fuse, method_params
+from retrieval.fusion import METHODS, check_params as check_fusion_params, fuse, method_params
 from retrieval.models import model_records
 from retrieval.params import parse_assignments
 from retrieval.provenance import input_record, run_sidecar
@@ -94,9 +94,10 @@ def register(subparsers) -> None:
         description="Fuse two or more runs of the same collection. Ties in the fused scores "
                     "are broken by initial rank when --collection is given, else by sentence id.")
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")
-    fuse.add_argument("--method", required=True, choices=("rrf", "combsum", "combmnz", "interp"),
-                      help="rrf (k), combsum/combmnz (norm), interp (weight, norm; two runs)")
-    add_param_argument(fuse, "k=60 | weight=0.5 | norm=minmax|zscore")
+    fuse.add_argument("--method", required=True, choices=METHODS,
+                      help="rrf (k), isr, borda, combsum/combmnz (norm), wsum (weights, norm), "
+                           "interp (weight, norm; two runs); see docs/api.md for the papers")
+    add_param_argument(fuse, "k=60 | weight=0.5 | weights=0.3,0.7 | norm=minmax|zscore|sum|rank")
     fuse.add_argument("--collection", metavar="COLLECTION",
                       help="check the runs against this collection and break ties by its "
                            "initial rank (a registered name or a benchmark .jsonl)")

@@ -7,11 +7,13 @@ import json
 import sys
 
 from dsr.baselines import (DEFAULT_CROSS_ENCODER, DEFAULT_DENSE, DEFAULT_TRAINED_DENSE, FAST_BACKEND,
-                           StageTimer, reproduce, skip_reason, trained_default)
+                           StageTimer, load_suite_collection, reproduce, skip_reason,
+                           trained_default)
 from dsr.cli.commands import summary
 from dsr.cli.evaluation import add_report_arguments
 from eval import tables
 from indexes.backends import BACKENDS
+from eval.measures import split_measure_list
 
 
 def register(subparsers) -> None:
@@ -22,7 +24,11 @@ def register(subparsers) -> None:
                     "cross-encoder when one is available), tune each on val per split, "
                     "evaluate with significance against BM25, and write the report, run files "
                     "and a manifest into --out.",
-        epilog="Examples: dsr reproduce sample --out out/sample ; "
+        epilog="Prints a short summary (the primary measure by subset, with ▲/▼ against BM25); "
+               "--verbose prints every table, and --out holds them all. The bundled sample is a "
+               "smoke test (20 invented dialogues: nothing can be significant); the real table "
+               "is `dsr data fetch sigir2022` then `dsr reproduce sigir2022`. "
+               "Examples: dsr reproduce sample --out out/sample ; "
                "dsr reproduce sigir2022 --out out/sigir2022 ; "
                "dsr reproduce cmu_dog --source ../shared/data/cmu_dog --split valid")
     p.add_argument("collection", nargs="?", metavar="COLLECTION",
@@ -39,9 +45,10 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for generated splits, random ranker, "
                    "permutation test (default 0)")
     p.add_argument("--target", default="nDCG@5", help="measure tuned on val (default nDCG@5)")
-    p.add_argument("--measures", nargs="+", metavar="M", help="measures (default: the evaluator's set)")
-    p.add_argument("--queries", nargs="+", metavar="Q",
-                   help="query strategies to run (default: all of them)")
+    p.add_argument("--measures", nargs="+", action="extend", metavar="M",
+                   help="measures, space or comma separated (default: the evaluator's set)")
+    p.add_argument("--queries", nargs="+", action="extend", metavar="Q",
+                   help="query strategies to run, space or comma separated (default: all of them)")
     p.add_argument("--dense-model", default=DEFAULT_DENSE, metavar="MODEL",
                    help=f"bi-encoder for the dense rows (default {DEFAULT_DENSE})")
     p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
@@ -69,22 +76,52 @@ def register(subparsers) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    collection = load_suite_collection(args.collection, args.source, args.split)
+    if collection.name == "sample" and not args.json:
+        print(sample_banner(collection), flush=True)
     cross_encoder = None if args.no_cross_encoder else (args.cross_encoder or trained_default())
     trained_dense = (None if args.no_dense or args.trained_dense == "none"
                      else args.trained_dense or trained_default(DEFAULT_TRAINED_DENSE))
     result = reproduce(
-        args.collection, args.out, source=args.source, split=args.split, splits_file=args.splits,
-        n_splits=args.n_splits, seed=args.seed, target=args.target, measures=args.measures,
-        strategies=args.queries, dense_model=None if args.no_dense else args.dense_model,
+        collection, args.out, splits_file=args.splits,
+        n_splits=args.n_splits, seed=args.seed, target=args.target, measures=_split(args.measures),
+        strategies=_split(args.queries), dense_model=None if args.no_dense else args.dense_model,
         trained_dense=trained_dense, cross_encoder=cross_encoder, ce_query=args.ce_query,
         backend=args.backend or (FAST_BACKEND if args.fast else "torch"), test=args.test,
         correction=args.correction, family=args.family, ci=args.ci, all_pairs=args.all_pairs,
-        timer=StageTimer(), command=["dsr", *sys.argv[1:]],
+        primary=args.primary, timer=StageTimer(), command=["dsr", *sys.argv[1:]],
         skipped_reason=skip_reason(args.no_cross_encoder))
     if args.json:
         print(json.dumps(result["report"], indent=2, sort_keys=True, ensure_ascii=False))
-    else:
-        print(tables.render(result["results"], args.format))
-        print(f"\nreport, runs and manifest: {result['out']}/ "
-              f"(total {result['manifest']['wall_time_s']['total']:.1f} s)")
+        return 0
+    print(tables.render(result["results"], args.format, verbose=args.verbose))
+    total = result["manifest"]["wall_time_s"]["total"]
+    print(f"full report (every measure and table, figures, runs, manifest): {result['out']}/results.md "
+          f"({total:.0f} s; --verbose prints every table)")
+    if collection.name == "sample":
+        print(NEXT_STEPS)
     return 0
+
+
+#: where the sample's smoke test ends: the commands that give the real table
+NEXT_STEPS = ("the real table (SIGIR 2022, 846 dialogues, the official 50 splits):\n"
+              "  dsr data fetch sigir2022\n"
+              "  dsr reproduce sigir2022\n"
+              "reference figures to compare with: docs/results.md")
+
+
+def sample_banner(collection) -> str:
+    """What ``make reproduce`` runs, said before it runs: a smoke test, not a result."""
+    counts = {s: len(collection.subset(s)) for s in collection.subsets}
+    parts = ", ".join(f"{n} {s}" for s, n in counts.items())
+    return (f"SMOKE TEST on the bundled sample: {len(collection)} invented dialogues ({parts}) split "
+            f"{len(collection) // 2}/{len(collection) - len(collection) // 2} into val/test; with so "
+            "few dialogues nothing can be significant. It checks that every stage runs.")
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    """``--measures``/``--queries`` values, space or comma separated (measure parameters kept)."""
+    if not values:
+        return None
+
+    return split_measure_list(values)

@@ -65,7 +65,7 @@ def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, An
         logging_strategy="steps",
         logging_steps=settings.logging_steps,
         report_to="none",
-        disable_tqdm=False,
+        disable_tqdm=not sys.stderr.isatty(),   # bars on a terminal only
         dataloader_num_workers=0,
     )
 

@@ -97,7 +97,7 @@ class Executor:
         """``function(*job)`` for each job; results in completion order, with a progress bar."""
         from tqdm import tqdm
 
-        with tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=total == 0) as bar:
+        with tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=total == 0 or None) as bar:
             if not self.uses_ray:
                 for job in jobs:
                     yield function(*job)

@@ -338,7 +338,7 @@ def _progress(items, desc: str):
     from tqdm import tqdm
 
     return tqdm(items, desc=desc, unit="file", file=sys.stderr, leave=False,
-                disable=len(items) < 50)
+                disable=len(items) < 50 or None)
 
 
 def _resolve(source: Path | None) -> Path:

@@ -81,10 +81,22 @@ def is_available(folder: Path | None = None) -> bool:
     return (folder / FILE_NAME).is_file() or (folder.is_file() and folder.suffix == ".jsonl")
 
 
+def not_here_message(folder: Path) -> str:
+    """What to do when the judged file is not in its default folder: it is not downloadable
+    (``dsr data fetch`` has no plan for it), so it is copied there, or named with --source."""
+    return (f"no {FILE_NAME} here, and `dsr data fetch` cannot download it (the judged set is "
+            f"shared with the project, not published): copy it into this folder, e.g. "
+            f"`mkdir -p {folder} && cp ../shared/data/judged/{FILE_NAME} {folder}/` (then "
+            f"ir_datasets.load('dsr/{NAME}') and every dsr command find it), or give dsr commands "
+            f"--source ../shared/data/judged")
+
+
 def data_file(source: Path | None) -> Path:
     """The judged file: ``source`` itself when it is a file, else ``source/FILE_NAME``."""
     if source is not None and Path(source).is_file():
         return Path(source)
+    if source is None and not (default_folder() / FILE_NAME).is_file():
+        raise InputError(not_here_message(default_folder()), path=default_folder())
     folder = resolve_source(NAME, source)
     path = folder / FILE_NAME
     if not path.is_file():

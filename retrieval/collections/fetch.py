@@ -420,7 +420,7 @@ class _Fetch:
         for rel, handle in tqdm(_members(archive, remote, url, self.cap, self.limits),
                                 desc=f"{self.plan.name}: unpacking", unit="file",
                                 total=len(wanted) or None, file=sys.stderr,
-                                disable=not self.progress, leave=False):
+                                disable=not self.progress or None, leave=False):
             if rel in members:
                 raise InputError(f"the archive holds {rel} twice; downloaded from {url}",
                                  path=self.dest / rel)
@@ -707,7 +707,7 @@ def _download(url: str, out: IO[bytes], name: str, limits: Limits, cap: int, pro
                     raise InputError(f"{url} is {length} bytes, more than the {cap} allowed for "
                                      "this file; not downloaded")
                 with tqdm(total=length, unit="B", unit_scale=True, unit_divisor=1024, desc=label,
-                          file=sys.stderr, disable=not progress, leave=False) as bar:
+                          file=sys.stderr, disable=not progress or None, leave=False) as bar:
                     # read1: whatever has arrived, so the deadline is seen between reads
                     while block := response.read1(_CHUNK):
                         received += len(block)

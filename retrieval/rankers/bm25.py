@@ -66,7 +66,7 @@ class BM25Ranker(Ranker):
         index, row_of = self.index(collection)
         scores = {}
         for dialogue in tqdm(collection.dialogues, desc="bm25", unit="dialogue", leave=False,
-                             disable=len(collection) < 200):
+                             disable=len(collection) < 200 or None):
             terms = query_terms(dialogue, p["query"], p["decay"], stopwords=p["stopwords"], stem=p["stem"])
             ids = collection.candidate_ids(dialogue.id)
             rows = [row_of[dialogue.id, c] for c in ids]
@@ -101,7 +101,7 @@ def bm25_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str 
                        k1=k1, b=b, delta=delta, stopwords=stopwords, stem=stem)
     results = {}
     for qid, query in tqdm(queries.items(), desc=f"bm25 search ({backend})", unit="query", leave=False,
-                           disable=len(queries) < 200):
+                           disable=len(queries) < 200 or None):
         terms = index.query_tokens(query) if isinstance(query, str) else query
         results[qid] = index.search(terms, k)
     return Run.from_scores({q: dict(r) for q, r in results.items()}, tag=tag,

@@ -22,8 +22,10 @@ FUSION_PARAMS = (
     Param("k", 60, "float", "rrf: the rank offset", low=0, grid=(1, 10, 30, 60, 100)),
     Param("weight", 0.5, "float", "interp: the weight of the first run (ranker)", low=0, high=1,
           grid=tuple(round(0.1 * i, 1) for i in range(11))),
-    Param("norm", "minmax", "str", "score normalisation of combsum, combmnz and interp",
+    Param("norm", "minmax", "str", "score normalisation of combsum, combmnz, wsum and interp",
           choices=NORMS),
+    Param("weights", None, "str", "wsum: one weight per run (ranker), comma separated "
+          "(default: equal)"),
 )
 
 

@@ -25,6 +25,7 @@ block follow the run tie rule (initial rank, then sentence id).
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -229,7 +230,7 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
         return []
     out = np.empty(len(pairs), dtype=np.float64)
     if hasattr(model, "runner"):  # a fast backend (indexes.backends) orders and batches by itself
-        out[:] = _one_score_each(model.predict(pairs, show_progress_bar=True))
+        out[:] = _one_score_each(model.predict(pairs, show_progress_bar=sys.stderr.isatty()))
     else:
         order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
         with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False) as bar:

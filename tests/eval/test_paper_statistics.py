@@ -17,6 +17,7 @@ from scipy import stats
 from eval import significance as sig
 from eval import tables
 from eval.protocol import generate_splits
+from eval import figures
 from eval.report import write_report
 from eval.results import evaluate_runs
 from dsr.cli import main
@@ -188,16 +189,17 @@ def test_tables_render_from_frames_and_parse(constructed):
     assert r"\toprule" in tables.render(results, "latex")
 
 
-def test_report_writes_png_pdf_svg_for_every_figure(constructed, tmp_path):
+def test_report_writes_png_and_pdf_for_every_figure(constructed, tmp_path):
     _, _, _, results = constructed
     write_report(results, tmp_path / "rep")
     names = {p.name for p in (tmp_path / "rep").iterdir()}
-    stems = {"bars_RR", "bars_nDCG_5", "diff_vs_baseline", "recall_at_k"}
+    stems = {"main", "measures", "diff_vs_baseline", "recall_at_k"}   # main: the primary, nDCG@5
     for stem in stems:
-        assert {f"{stem}.png", f"{stem}.pdf", f"{stem}.svg"} <= names
+        assert {f"{stem}.png", f"{stem}.pdf"} <= names
         assert (tmp_path / "rep" / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / "rep" / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
-        ET.parse(tmp_path / "rep" / f"{stem}.svg")
+    svg = figures.figure_files(results.plot("main"), "main", ("svg",))["main.svg"]
+    ET.fromstring(svg)                                       # SVG on request (Results.plot + savefig)
     comparison = pd.read_csv(tmp_path / "rep" / "comparison.csv")
     assert len(comparison) == 3 * len(results.subsets) * len(results.measures)
     worse = comparison[comparison.system == "worse"]

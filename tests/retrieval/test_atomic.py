@@ -49,9 +49,9 @@ def test_report_folder_is_replaced_as_a_set(tmp_path, random_run, monkeypatch, c
     evaluate = ["evaluate", "sample", str(random_run), "--report", str(rep), "--measures"]
     assert main([*evaluate, "P@1", "RR"]) == 0
     before = snapshot(rep)
-    assert {"results.md", "results.json", "per_topic.tsv", "bars_P_1.png"} <= set(before)
+    assert {"results.md", "results.json", "per_topic.parquet", "measures.png"} <= set(before)
 
-    # a failure after results.md/.csv/.json/.tex were written, before per_topic.tsv
+    # a failure after results.md/.csv/.json/.tex were written, before per_topic.parquet
     original = eval.report.write_per_topic
     monkeypatch.setattr(eval.report, "write_per_topic", boom)
     assert main([*evaluate, "nDCG@5"]) == 1
@@ -63,9 +63,9 @@ def test_report_folder_is_replaced_as_a_set(tmp_path, random_run, monkeypatch, c
     assert main([*evaluate, "nDCG@5"]) == 0
     after = snapshot(rep)
     assert inodes(rep).isdisjoint(old_inodes)  # every file is new
-    assert "bars_P_1.png" not in after and "bars_nDCG_5.png" in after  # no stale plot
+    assert "measures.png" not in after and "main.png" in after  # no stale plot (one measure)
     assert json.loads(after["results.json"])["measures"] == ["nDCG@5"]
-    assert b"P@1" not in after["per_topic.tsv"] and b"nDCG@5" in after["per_topic.tsv"]
+    assert b"P@1" not in after["per_topic.parquet"] and b"nDCG@5" in after["per_topic.parquet"]
     assert hidden(tmp_path) == []
 
 
@@ -84,7 +84,7 @@ def test_reproduce_out_is_replaced_as_a_set(tmp_path, monkeypatch, capsys):
     args = ["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "3"]
     assert main(args) == 0
     before = snapshot(out)
-    assert {"manifest.json", "results.json", "per_topic.tsv", "runs/BM25.run"} <= set(before)
+    assert {"manifest.json", "results.json", "per_topic.parquet", "runs/BM25.run.gz"} <= set(before)
 
     original = eval.report.write_per_topic
     monkeypatch.setattr(eval.report, "write_per_topic", boom)

@@ -125,7 +125,8 @@ def test_run_sidecar_holds_the_full_configuration(tmp_path, collection):
     side = json.loads((tmp_path / "fusion.run.json").read_text())
     assert side["ranker"] == "fusion" and side["command"] == "run"
     assert side["params"] == {"rankers": "initial,random", "method": "interp", "k": 60,
-                              "weight": 0.3, "norm": "minmax", "query": None, "random.seed": 5}
+                              "weight": 0.3, "norm": "minmax", "weights": None, "query": None,
+                              "random.seed": 5}
     assert side["rankers"] == [{"ranker": "initial", "params": {}},
                                {"ranker": "random", "params": {"seed": 5}}]
     assert side["collection"]["hash"] == collection.content_hash

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from eval.measures import DEFAULT_MEASURES
@@ -47,7 +48,7 @@ def run_cli(argv, capsys):
 
 def test_table_has_a_block_per_subset_and_json_the_same_numbers(files, capsys):
     root, collection, paths = files
-    argv = ["evaluate", str(root / "coll.jsonl"), paths["base"], paths["good"], "--quiet"]
+    argv = ["evaluate", str(root / "coll.jsonl"), paths["base"], paths["good"], "--quiet", "--verbose"]
     code, out, _ = run_cli(argv, capsys)
     assert code == 0
     blocks = out.strip().split("\n\n")
@@ -55,11 +56,13 @@ def test_table_has_a_block_per_subset_and_json_the_same_numbers(files, capsys):
                                                    "grounded: all 60 dialogues"]
     header = blocks[0].splitlines()[1].split()
     assert header == ["run", *DEFAULT_MEASURES]
+    assert out.strip().endswith("Primary measure: nDCG@5. No baseline: no significance marks.")
     code, out, _ = run_cli(argv + ["--json"], capsys)
     data = json.loads(out)
     for block, subset in zip(blocks, ("all", "plain", "grounded")):
-        for line in block.splitlines()[2:]:
-            name, *cells = line.split()
+        rows = [line.split() for line in block.splitlines()[2:] if not line.startswith("Primary")]
+        assert [r[0] for r in rows] == ["base", "good"]
+        for name, *cells in rows:
             expected = data["runs"][name]["all_dialogues"][subset]
             assert [float(c) for c in cells] == [round(expected[m], 4) for m in DEFAULT_MEASURES]
     assert data["runs"]["good"]["all_dialogues"]["all"]["nDCG@5"] > data["runs"]["base"]["all_dialogues"]["all"]["nDCG@5"]
@@ -80,19 +83,27 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
                                           "val_size": [60], "test_size": [60]}
     assert list(data["systems"]) == ["base", "bm25"]
     bm25 = data["systems"]["bm25"]
-    assert bm25["kind"] == "tuned" and len(bm25["chosen"]) == 10
-    assert set(bm25["chosen"]) <= {"bm25_a", "bm25_b", "bm25_c"}
-    assert len(bm25["test"]["grounded"]["RR"]["splits"]) == 10
+    assert bm25["kind"] == "tuned" and sum(bm25["choice_counts"].values()) == 10
+    assert set(bm25["choice_counts"]) <= {"bm25_a", "bm25_b", "bm25_c"}
+    assert "splits" not in bm25["test"]["grounded"]["RR"]   # per split: per_split.parquet
+    per_split = pd.read_parquet(tmp_path / "rep" / "per_split.parquet")
+    tuned = per_split[(per_split.system == "bm25") & (per_split.subset == "grounded")]
+    assert list(tuned.split) == list(range(10)) and set(tuned.config) <= {"bm25_a", "bm25_b", "bm25_c"}
+    counts = tuned.config.value_counts().to_dict()
+    assert counts == {k: v for k, v in bm25["choice_counts"].items() if v}
+    assert tuned["RR"].mean() == pytest.approx(bm25["test"]["grounded"]["RR"]["mean"], abs=1e-12)
     sig = data["significance"]["results"]["all"]["bm25"]["nDCG@5"]
     assert set(sig) == {"diff", "n", "t", "t_holm", "perm", "perm_holm", "t_adj", "perm_adj", "ci_low",
                         "ci_high", "d", "wins", "ties", "losses"}
     # the report
     rep = tmp_path / "rep"
     names = sorted(p.name for p in rep.iterdir())
-    figures = ["bars_RR", "bars_nDCG_5", "diff_vs_baseline", "recall_at_k", "subsets_nDCG_5"]
-    assert names == sorted([f"{f}.{ext}" for f in figures for ext in ("pdf", "png", "svg")]
-                           + ["comparison.csv", "per_topic.tsv", "results.csv", "results.json", "results.md",
-                              "results.tex"])
+    figures = ["main", "measures", "diff_vs_baseline", "recall_at_k", "subsets_nDCG_5"]
+    assert names == sorted([f"{f}.{ext}" for f in figures for ext in ("pdf", "png")]
+                           + ["comparison.csv", "per_split.parquet", "per_topic.parquet", "results.csv",
+                              "results.json", "results.md", "results.tex"])
+    per_topic = pd.read_parquet(rep / "per_topic.parquet")
+    assert len(per_topic) == 5 * len(collection)
     for png in rep.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     report = json.loads((rep / "results.json").read_text())
@@ -114,7 +125,8 @@ def test_explicit_tune_groups_and_generated_splits(files, capsys):
     assert code == 0
     data = json.loads(out)
     assert data["protocol"]["splits"]["source"] == "generated" and data["protocol"]["splits"]["seed"] == 3
-    assert data["systems"]["fam"]["kind"] == "tuned" and len(data["systems"]["fam"]["chosen"]) == 7
+    assert data["systems"]["fam"]["kind"] == "tuned"
+    assert sum(data["systems"]["fam"]["choice_counts"].values()) == 7
 
 
 @pytest.mark.parametrize("extra, field", [

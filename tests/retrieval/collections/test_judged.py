@@ -52,7 +52,7 @@ def test_stats_and_initial_run_evaluate_by_name(tmp_path, capsys, dsr_home):
     out = capsys.readouterr().out
     expected = _plain_ndcg5_of_initial_order()
     assert round(expected, 3) == 0.283  # the figure in the set's README
-    assert "all 115 dialogues" in out
+    assert "all (115)" in out and "mean over all dialogues" in out
     value = float(out.split("initial")[1].split()[0])
     # 1e-3: one dialogue has two tied initial scores at ranks 4 and 5 that the run file's
     # float32 scores re-tie, and trec_eval then orders them by id (issue 9's float32 ties).
@@ -66,6 +66,30 @@ def test_missing_folder_says_how_to_point_at_it(tmp_path, capsys, dsr_home):
     assert main(["stats", "cmu_dog_judged", "--source", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "cmu_dog-valid-judged.jsonl" in err and "../shared/data/judged" in err
+
+
+def test_ir_datasets_error_names_the_step_that_works_and_it_does(dsr_home):
+    """``dsr/cmu_dog_judged`` cannot be fetched: the error says to copy the file into the
+    folder it names (not `dsr data fetch`), and after that copy ir_datasets loads it."""
+    import re
+
+    import ir_datasets
+
+    import eval.interchange.irds  # noqa: F401  (registers dsr/...)
+    from retrieval.errors import InputError
+
+    dataset = ir_datasets.load("dsr/cmu_dog_judged")
+    with pytest.raises(InputError) as err:
+        next(iter(dataset.queries_iter()))
+    message = str(err.value)
+    assert "cannot download" in message and "run `dsr data fetch" not in message
+    command = re.search(r"`(mkdir -p .*? && cp .*?)`", message).group(1)
+    folder = Path(command.split()[2])
+    assert folder == dsr_home / "data" / "cmu_dog_judged"
+    folder.mkdir(parents=True)
+    shutil.copy(FILE, folder)                      # the step the message names
+    queries = list(ir_datasets.load("dsr/cmu_dog_judged").queries_iter())
+    assert len(queries) == 115
 
 
 @pytest.mark.parametrize("how", ["name", "path", "renamed copy"])
