@@ -14,7 +14,12 @@ The suite (every row is evaluated on the same dialogues):
   split's val half, never on its test half;
 * ``trained bi-encoder``: the bi-encoder ``dsr train`` saves by default
   (``--trained-dense``, else ``dsr:dialogue-minilm-bi`` when it exists), with
-  the query strategy of its card;
+  the query strategy and candidate text of its card, and beside it
+  ``dense (Q, TEXT)``: the zero-shot dense model with that same query and
+  candidate text, so the training gain is read against the same text form
+  (a ``body``-only zero-shot row would credit training with the text form's
+  share). When the zero-shot row with that query and text is already in the
+  table (``dense (Q)`` reads bodies) it is not repeated;
 * ``cross-encoder``: a cross-encoder (``--cross-encoder``, else the model
   ``dsr train`` saves by default when it exists) reranking the top k of a
   first stage, tuned per split over the first stage (each BM25 and dense run)
@@ -239,7 +244,7 @@ class Suite:
             self.models["dense"] = "skipped: --no-dense"
             self.notes.append("dense and fusion rows skipped: --no-dense")
         if trained_dense:
-            self.trained_dense(trained_dense)
+            self.trained_dense(trained_dense, dense_model)
         if cross_encoder:
             self.cross_encoder(cross_encoder, ce_query)
         else:
@@ -301,16 +306,27 @@ class Suite:
         self.info["RRF(BM25, dense)"] = {"fusion": "rrf", "grid": {
             "bm25 query": self.strategies, "dense query": self.strategies, "k": grid["k"]}}
 
-    def trained_dense(self, model: str) -> None:
+    def trained_dense(self, model: str, zero_shot: str | None = None) -> None:
         """The ``trained bi-encoder`` row: ``model`` with the query strategy and candidate text
-        of its card."""
+        of its card; and the row of the zero-shot model ``zero_shot`` with the same query and
+        text (see the module docstring), named in the trained row's info."""
         resolved = resolve_model(model, "bi-encoder")
         card = read_card(resolved.path) or {}
-        query = card.get("query") or "title+recent"
-        text = card.get("text") or "body"
+        same = {"query": card.get("query") or "title+recent", "text": card.get("text") or "body",
+                **({"context": card["context"]} if "context" in card else {})}
         self.models["trained_dense"] = resolved.describe()
-        with self.timer("trained bi-encoder", f"{model}, query {query}, text {text}"):
-            self._add_run("trained bi-encoder", make_ranker("dense", model=model, query=query, text=text))
+        described = ", ".join(f"{k} {v}" for k, v in same.items())
+        with self.timer("trained bi-encoder", f"{model}, {described}"):
+            self._add_run("trained bi-encoder", make_ranker("dense", model=model, **same))
+        if not zero_shot:
+            return
+        name = same_text_row(same)
+        if name not in self.runs:
+            with self.timer("zero-shot, same text", f"{zero_shot}, {described}"):
+                self._add_run(name, make_ranker("dense", model=zero_shot, backend=self.backend, **same))
+        self.info["trained bi-encoder"]["zero-shot row"] = name
+        self.notes.append(f"trained bi-encoder: the zero-shot row with the same query and "
+                          f"candidate text is {name!r}")
 
     def cross_encoder(self, model: str, query: str | None) -> None:
         """``cross-encoder``: the model reranking the top k of each BM25 and dense run, tuned
@@ -376,6 +392,15 @@ class Suite:
                       "versions": package_versions()}
         run.write(path)
         return {"path": str(path)}
+
+
+def same_text_row(params: dict[str, Any]) -> str:
+    """The name of the zero-shot dense row with ``params``' query and candidate text:
+    ``dense (Q)`` when it reads plain bodies (the table's own row), else ``dense (Q, TEXT)``."""
+    extra = {k: v for k, v in params.items() if k != "query" and not (k == "text" and v == "body")}
+    if not extra:
+        return f"dense ({params['query']})"
+    return f"dense ({params['query']}, {', '.join(str(v) if k == 'text' else f'{k}={v}' for k, v in extra.items())})"
 
 
 def cross_encoder_scores(collection, model: str, query: str | None,

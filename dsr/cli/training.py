@@ -11,6 +11,7 @@ from typing import Any
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, param_values
+from dsr.training.card import text_params
 from dsr.training.recipe import train
 from dsr.training.settings import GROUPS, PARAMS
 from retrieval.home import models_dir
@@ -51,8 +52,7 @@ def print_summary(card: dict[str, Any], final: Path) -> None:
     print(f"model: {final}")
     if card.get("kind") == "bi-encoder":
         print(f"use:   dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} "
-              f"--query {card['query']}"
-              + (f" --param 'text={card['text']}'" if card.get("text", "body") != "body" else "") + " --out RUN")
+              f"--query {card['query']}{text_params(card)} --out RUN")
     else:
         print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN "
               f"(queries: {card['query']})")

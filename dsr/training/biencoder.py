@@ -38,7 +38,8 @@ from dsr.training.finetune import fit_settings, run_trainer, training_arguments
 from dsr.training.steps import (Job, base_entry, card_head, data_entry, finish, start_work,
                                training_dialogues)
 from dsr.training.settings import TrainSettings
-from retrieval.data import Dialogue, candidate_text
+from retrieval.collections.documents import DEFAULT_WINDOW, candidate_renderer
+from retrieval.data import CONTEXT_FORM, Candidate, Dialogue, candidate_text
 from retrieval.errors import InputError
 from retrieval.queries import model_query_budget, query_text
 
@@ -56,14 +57,17 @@ class Triplet:
 
 
 def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
-                  seed: int = 0, source: str = "collection", text: str = "body",
+                  seed: int = 0, source: str = "collection",
+                  text: str | Callable[[Candidate], str] = "body",
                   ) -> tuple[list[Triplet], dict[str, int]]:
     """One triplet per dialogue with a relevant and a non-relevant candidate (deterministic);
-    candidates as ``text`` (``body`` or ``title: body``) renders them.
+    candidates as ``text`` (``body`` or ``title: body``, or a candidate -> text function such
+    as the context form's :func:`retrieval.collections.documents.candidate_renderer`) renders them.
 
     Returns the triplets and counts for the model card. InputError when no
     dialogue has a relevant candidate.
     """
+    render = text if callable(text) else (lambda c: candidate_text(c, text))
     rng = random.Random(seed)
     triplets: list[Triplet] = []
     without_positive = without_negative = 0
@@ -79,7 +83,7 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
         top = max(c.label for c in positives)
         positive = rng.choice([c for c in positives if c.label == top])
         negative = rng.choice(negatives)
-        triplets.append(Triplet(query(d), candidate_text(positive, text), candidate_text(negative, text), d.id))
+        triplets.append(Triplet(query(d), render(positive), render(negative), d.id))
     if not triplets:
         raise InputError(f"{source}: no dialogue has both a relevant and a non-relevant candidate, "
                          "so there is nothing to learn from; check the labels or the --split",
@@ -134,6 +138,15 @@ def cosine_scorer(model, batch_size: int = 64) -> Callable[[list[tuple[str, str]
     return score
 
 
+def training_renderer(collection, settings: TrainSettings, job: Job) -> Callable[[Candidate], str]:
+    """Candidate -> text in ``settings.text``; the context form with ``settings.context``
+    neighbours from ``settings.documents``, fitted to the base model's length as `dsr run`
+    fits it."""
+    return candidate_renderer(collection, settings.text, documents=settings.documents,
+                              window=settings.context or DEFAULT_WINDOW, model_path=job.base.path,
+                              max_length=settings.max_length)
+
+
 def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str, Any]:
     """The bi-encoder recipe of :func:`dsr.training.recipe.train`: select, exclude documents,
     make triplets, fine-tune, measure held-out dialogues, write the card, move into place;
@@ -147,8 +160,9 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
     def query(d):
         return query_text(d, settings.query, budget=budget, count=count)
 
+    render = training_renderer(collection, settings, job)
     triplets, counts = make_triplets(train_part, query, seed=settings.seed, source=source,
-                                     text=settings.text)
+                                     text=render)
     print(f"dsr train: {len(train_part)} training dialogues -> {len(triplets)} triplets "
           f"(query, positive, pool negative); {len(heldout)} held out"
           + (f"; {len(excluded)} documents excluded" if excluded else ""), file=sys.stderr)
@@ -159,12 +173,13 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
     figures = fine_tune_bi_encoder(model, triplets, fit, work, resume=settings.resume)
     train_seconds = time.monotonic() - started
     held = held_out.evaluate_heldout(cosine_scorer(model), heldout, query, job.name,
-                                     settings.text) if heldout else None
+                                     render) if heldout else None
     card = {
         **card_head(job, settings, "bi-encoder", model.max_seq_length, excluded),
         "recipe": "bi-encoder: MultipleNegativesRankingLoss, silver positive + one pool "
                   "negative per query point",
         "text": settings.text,
+        **({"context": settings.context or DEFAULT_WINDOW} if settings.text == CONTEXT_FORM else {}),
         "base": base_entry(job, settings, "No new head: the base encoder and its pooling are "
                            "fine-tuned."),
         "training_data": {

@@ -31,6 +31,14 @@ def write_card(folder: Path, card: dict[str, Any]) -> None:
         handle.write(render_readme(card))
 
 
+def text_params(card: dict[str, Any]) -> str:
+    """The ``--param``s that make `dsr run` read candidates as a bi-encoder was trained on them
+    (empty for plain bodies), with a leading space."""
+    text = card.get("text", "body")
+    return ((f" --param 'text={text}'" if text != "body" else "")
+            + (f" --param context={card['context']}" if "context" in card else ""))
+
+
 def render_readme(card: dict[str, Any]) -> str:
     base, data, params, run = card["base"], card["training_data"], card["parameters"], card["training"]
     held = card.get("heldout") or {}
@@ -41,10 +49,13 @@ def render_readme(card: dict[str, Any]) -> str:
         f"Trained with `dsr train` (dsr {card['versions'].get('dialogue-sentence-retrieval')}) "
         f"on {card['created']}. Use it with "
         + (f"`dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} --query "
-           f"{card['query']} --out RUN`" if card.get("kind") == "bi-encoder" else
+           f"{card['query']}{text_params(card)} --out RUN`" if card.get("kind") == "bi-encoder" else
            f"`dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN`")
         + f"; it reads queries built with the **`{card['query']}`** strategy "
-        f"and inputs of at most {params['max_length']} word pieces.",
+        f"and inputs of at most {params['max_length']} word pieces"
+        + (f"; candidates read as **`{card.get('text', 'body')}`**"
+           + (f" with {card['context']} neighbouring sentence(s) on each side" if "context" in card else "")
+           if card.get("kind") == "bi-encoder" else "") + ".",
         *([f"Documents left out of training: {', '.join(card['excluded_documents'])}."]
           if card.get("excluded_documents") else []),
         "",

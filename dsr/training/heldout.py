@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from eval.measures import Evaluator
 from eval.qrels import qrels_from_collection
-from retrieval.data import Collection, Dialogue, candidate_text, initial_order
+from retrieval.data import Candidate, Collection, Dialogue, candidate_text, initial_order
 from retrieval.rankers import make_ranker
 from retrieval.run import Run
 
@@ -24,14 +24,16 @@ BASELINES = ("initial", "bm25")
 
 def model_run(score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
               dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], tag: str,
-              text: str = "body") -> Run:
-    """Score every candidate (as ``text`` renders it) of every dialogue in one batch call;
-    ties by initial rank."""
+              text: str | Callable[[Candidate], str] = "body") -> Run:
+    """Score every candidate (as ``text`` renders it: a text form, or a candidate -> text
+    function such as :func:`retrieval.collections.documents.candidate_renderer`'s) of every
+    dialogue in one batch call; ties by initial rank."""
+    render = text if callable(text) else (lambda c: candidate_text(c, text))
     pairs, keys = [], []
     for d in dialogues:
         query_string = query(d)
         for c in d.candidates:
-            pairs.append((query_string, candidate_text(c, text)))
+            pairs.append((query_string, render(c)))
             keys.append((d.id, c.id))
     scores: dict[str, dict[str, float]] = {}
     for (qid, cid), score in zip(keys, score_pairs(pairs)):
@@ -45,7 +47,8 @@ def baseline_runs(collection: Collection) -> dict[str, Run]:
     return {name: make_ranker(name).rank(collection) for name in BASELINES}
 
 
-def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: str, text: str = "body",
+def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: str,
+                     text: str | Callable[[Candidate], str] = "body",
                      ) -> dict[str, Any]:
     """Figures for the model card: measures of the model and the baselines, per ranker."""
 

@@ -74,14 +74,16 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
     cards = [card(m) for m in models]
     query = cards[0]["query"]
     text = cards[0].get("text", "body")  # the candidate text the fold models were trained on
+    context = {"context": cards[0]["context"]} if "context" in cards[0] else {}
     owner: dict[str, int] = {}
     for i, fold_card in enumerate(cards):
         if fold_card.get("query") != query:
             raise InputError(f"fold models use different query strategies ({query}, {fold_card.get('query')})",
                              field="model")
-        if fold_card.get("text", "body") != text:
+        if fold_card.get("text", "body") != text or fold_card.get("context") != context.get("context"):
             raise InputError(f"fold models use different candidate texts ({text}, "
-                             f"{fold_card.get('text', 'body')})", field="model")
+                             f"{fold_card.get('text', 'body')}; context {context.get('context')}, "
+                             f"{fold_card.get('context')})", field="model")
         for doc in fold_card.get("excluded_documents") or []:
             if doc in owner:
                 raise InputError(f"document {doc!r} is left out by two fold models "
@@ -99,7 +101,7 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
                           meta=evaluation.meta)
         if not len(part):
             continue
-        run = make_ranker("dense", model=model, query=query, text=text).rank(part)
+        run = make_ranker("dense", model=model, query=query, text=text, **context).rank(part)
         rankings.update(run.rankings)
         fold_runs.append({"model": model, "dialogues": len(part),
                           "documents": cards[i].get("excluded_documents")})
@@ -107,10 +109,11 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
     pooled = Run(rankings, tag,
                  {"kfold": fold_runs, "query": query, "text": text, "collection": evaluation.describe()})
     # zero-shot and in-domain read the candidates as the fold models do
-    runs = {"zero-shot": make_ranker("dense", model=base, query=query, text=text).rank(evaluation),
+    runs = {"zero-shot": make_ranker("dense", model=base, query=query, text=text, **context).rank(evaluation),
             "kfold": pooled}
     if in_domain:
-        runs["in-domain"] = make_ranker("dense", model=in_domain, query=query, text=text).rank(evaluation)
+        runs["in-domain"] = make_ranker("dense", model=in_domain, query=query, text=text,
+                                        **context).rank(evaluation)
     results = evaluate_runs(evaluation, runs, list(measures), subsets=["all"], baseline="zero-shot")
     write_out(out, runs, results, command)
     return results

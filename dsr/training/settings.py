@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from dsr.training.pairs import TARGETS
-from retrieval.data import TEXT_FORMS
+from retrieval.data import CONTEXT_FORM, TEXT_FORMS
 from retrieval.errors import InputError
 from retrieval.params import Param, record_type, resolve
 from retrieval.queries import STRATEGIES
@@ -32,6 +32,11 @@ MODEL = (
           "for a cross-encoder)", choices=STRATEGIES, metavar="STRATEGY"),
     Param("text", "body", "str", "bi-encoder: what a candidate's text is in training (the card "
           "records it; rank with the same --param text=...)", choices=TEXT_FORMS),
+    Param("context", None, "int", "with text 'title: previous [SEP] body [SEP] next': neighbouring "
+          "sentences on each side (default 1; the card records it)", low=1, high=20, metavar="N"),
+    Param("documents", None, "str", "with the context text form: the documents' folder (CMU_DoG: "
+          "its folder with WikiData/; default: the collection's source, else "
+          "$DSR_HOME/data/cmu_dog)", metavar="DIR"),
 )
 #: the training data: which dialogues, which negatives, what is held out
 DATA = (
@@ -103,6 +108,9 @@ def resolve_settings(given: Mapping[str, Any]) -> Any:
         raise InputError("must be a positive number of steps or -1, got 0", field="max_steps")
     if (values["folds"] is None) != (values["fold"] is None):
         raise InputError("folds K and fold I go together", field="folds")
+    if values["text"] != CONTEXT_FORM and (values["context"] is not None or values["documents"] is not None):
+        raise InputError(f"context and documents apply to text {CONTEXT_FORM!r} only",
+                         field="context" if values["context"] is not None else "documents")
     if values["model_type"] != "bi-encoder" and values["text"] != "body":
         raise InputError("text applies to bi-encoder training only (the cross-encoder recipe "
                          "reads candidate bodies)", field="text")

@@ -43,5 +43,5 @@ def ranker_config(ranker: Ranker, collection: Collection, **extra) -> dict:
 def strategy_tag(ranker: Ranker) -> str:
     """Run tag that always names the query strategy, then the parameters changed from the defaults."""
     changed = [f"{k}={v}" for k, v in sorted(ranker.params.items())
-               if v != ranker.DEFAULTS.get(k) and k != "query"]
+               if v != ranker.DEFAULTS.get(k) and k not in ("query", "documents")]  # no paths in tags
     return "-".join([ranker.name, f"query={ranker.params['query']}", *changed]).replace(" ", "_")

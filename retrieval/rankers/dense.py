@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from retrieval.collections.documents import DEFAULT_WINDOW, candidate_renderer
 from indexes.backends import BACKENDS, DEFAULT_BACKEND
 from indexes.dense import DenseIndex
 from indexes.embeddings import encode
-from retrieval.data import TEXT_FORMS, Collection, candidate_text, check_text_form
+from retrieval.data import BODY_FORMS, TEXT_FORMS, Collection, candidate_text, check_text_form
+from retrieval.errors import InputError
 from retrieval.models import resolve_model
 from retrieval.params import Param, by_name
 from retrieval.queries import DEFAULT_DECAY, model_query_budget, query_text, STRATEGIES
@@ -27,7 +29,13 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
         Param("query", "all", "str", "query strategy (retrieval.queries)", choices=tuple(STRATEGIES),
               grid=tuple(STRATEGIES)),
         Param("batch_size", batch_size, "int", "texts encoded per batch", low=1),
-        Param("text", "body", "str", "what a candidate's text is", choices=TEXT_FORMS),
+        Param("text", "body", "str", "what a candidate's text is (the context form: the sentence "
+              "between its neighbours in its document, fitted to the model's length)", choices=TEXT_FORMS),
+        Param("context", DEFAULT_WINDOW, "int", "neighbouring sentences on each side (text = the "
+              "context form)", low=1, high=20),
+        Param("documents", None, "str", "folder of the documents for the context form (CMU_DoG: "
+              "its folder with WikiData/; default: the collection's source, else "
+              "$DSR_HOME/data/cmu_dog)", optional=True),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
         Param("backend", DEFAULT_BACKEND, "str", "inference backend (torch: exact; openvino, "
               "openvino-bf16, openvino-int8: faster on CPUs, scores differ slightly)", choices=BACKENDS),
@@ -40,6 +48,13 @@ def budgeted_queries(dialogues, model, strategy: str, decay: float) -> list[str]
 
     budget, count = model_query_budget(model.path)
     return [query_text(d, strategy, decay, budget=budget, count=count) for d in dialogues]
+
+
+def renderer(collection: Collection, params: Mapping[str, Any], model_path: str):
+    """Candidate -> text as the dense ranker and bi-encoder reranker read it (their ``text``,
+    ``context`` and ``documents`` parameters; the context form fitted to the model)."""
+    return candidate_renderer(collection, params["text"], documents=params["documents"],
+                              window=params["context"], model_path=model_path)
 
 
 class DenseRanker(Ranker):
@@ -62,7 +77,8 @@ class DenseRanker(Ranker):
     def rank(self, collection: Collection) -> Run:
         p = self.params
         model = resolve_model(str(p["model"]), "bi-encoder")
-        cand_texts = [candidate_text(c, p["text"]) for d in collection for c in d.candidates]
+        render = renderer(collection, p, model.path)
+        cand_texts = [render(c) for d in collection for c in d.candidates]
         queries = budgeted_queries(collection, model, p["query"], p["decay"])
         cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates",
                               backend=p["backend"])
@@ -91,6 +107,8 @@ def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str
     """
 
     check_text_form(text)
+    if text not in BODY_FORMS:
+        raise InputError(f"open dense search reads {' or '.join(BODY_FORMS)}, not {text!r}", field="text")
     if isinstance(pool, Collection):
         name = name or pool.name
         texts_by_id = {d: candidate_text(c, text) for d, c in pool.unique_sentences().items()}

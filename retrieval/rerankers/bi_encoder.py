@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from indexes.embeddings import encode
-from retrieval.data import Collection, candidate_text
+from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.models import resolve_model
 from retrieval.params import Param
-from retrieval.rankers.dense import budgeted_queries, dense_params
+from retrieval.rankers.dense import budgeted_queries, dense_params, renderer
 from retrieval.rerankers.base import Reranker, rerank_top_k
 from retrieval.run import Run
 
@@ -33,6 +33,7 @@ class BiEncoderReranker(Reranker):
             raise InputError(f"top_k must be a whole number >= 1, got {top_k!r}", field="top_k")
         p = self.params
         model = resolve_model(str(p["model"]), "bi-encoder")
+        render = renderer(collection, p, model.path)
         heads: dict[str, list[str]] = {}
         pair_texts: list[str] = []
         queries: list = []  # the dialogues, in topic order
@@ -48,7 +49,7 @@ class BiEncoderReranker(Reranker):
                 if doc not in by_id:
                     raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r}",
                                      record=qid, field="docid")
-                pair_texts.append(candidate_text(by_id[doc], p["text"]))
+                pair_texts.append(render(by_id[doc]))
             heads[qid] = head
             queries.append(dialogue)
         cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates",

@@ -29,11 +29,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from retrieval.data import TEXT_FORMS, Candidate, Collection, candidate_text
+from retrieval.data import BODY_FORMS, Candidate, Collection, candidate_text
 from retrieval.errors import InputError
 from retrieval.queries import (check_strategy, DEFAULT_DECAY, model_query_budget, query_text,
                                STRATEGIES)
-# the candidate text forms are the dense ranker's, so both read candidates alike
+# the body text forms are the dense ranker's, so both read candidates alike (the context form
+# is for bi-encoders: dsr rerank --reranker bi-encoder, dsr run --ranker dense)
 from indexes.backends import BACKENDS, DEFAULT_BACKEND, load_fast
 from retrieval.jsonio import load_json
 from retrieval.models import load_cross_encoder, resolve_model
@@ -68,7 +69,7 @@ class CrossEncoderReranker(Reranker):
         Param("batch_size", 32, "int", "pairs scored per batch", low=1),
         Param("max_length", 256, "int", "word pieces of query + candidate (longer pairs are truncated)",
               low=1),
-        Param("text", "body", "str", "what a candidate's text is", choices=TEXT_FORMS),
+        Param("text", "body", "str", "what a candidate's text is", choices=BODY_FORMS),
         Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1),
         Param("precision", "fp32", "str", "fp32 (exact) or bf16 (faster on AVX-512 BF16 CPUs and GPUs)",
               choices=("fp32", "bf16")),

@@ -142,3 +142,40 @@ def test_reproduce_without_a_collection_says_what_to_do(tmp_path, capsys):
 def test_reproduce_rejects_unknown_strategy(tmp_path, capsys):
     assert main(["reproduce", "sample", "--queries", "nope", "--out", str(tmp_path / "x")]) == 2
     assert "nope" in capsys.readouterr().err
+
+
+def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_path):
+    """The trained bi-encoder row is read against the zero-shot model with its card's query
+    and candidate text: a 'trained' model that is the zero-shot weights themselves gives
+    exactly that row, and not the table's body-only row."""
+    import shutil
+
+    from retrieval.models import resolve_model
+    from retrieval.run import load_run
+    from dsr.training.card import CARD_FILE
+
+    base = Path(resolve_model("all-MiniLM-L6-v2", "bi-encoder").path)
+    trained = tmp_path / "same-weights"
+    shutil.copytree(base, trained)
+    (trained / CARD_FILE).write_text(json.dumps({"kind": "bi-encoder", "query": "title+recent",
+                                                 "text": "title: body"}), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["reproduce", "sample", "--queries", "title+recent", "--n-splits", "5",
+                 "--no-cross-encoder", "--trained-dense", str(trained), "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    row = "dense (title+recent, title: body)"
+    assert manifest["parameters"]["systems"]["trained bi-encoder"]["zero-shot row"] == row
+    assert manifest["parameters"]["systems"][row]["params"]["text"] == "title: body"
+    runs = {name: load_run(manifest["runs"][name]["path"])
+            for name in ("trained bi-encoder", row, "dense (title+recent)")}
+    assert runs["trained bi-encoder"].rankings == runs[row].rankings
+    assert runs[row].rankings != runs["dense (title+recent)"].rankings
+    means = _means(out, "nDCG@5")
+    assert means[("all", "all", "trained bi-encoder")] == means[("all", "all", row)]
+
+
+def test_the_same_text_row_is_the_tables_own_row_for_bodies():
+    from dsr.baselines import same_text_row
+
+    assert same_text_row({"query": "title+recent", "text": "body"}) == "dense (title+recent)"
+    assert same_text_row({"query": "last", "text": "title: body"}) == "dense (last, title: body)"

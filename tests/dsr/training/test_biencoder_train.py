@@ -231,7 +231,7 @@ def test_title_body_text_trains_and_is_recorded(data, tiny, tmp_path, monkeypatc
     out = tmp_path / "out"
     assert main(["reproduce", str(data["dev"]), "--no-cross-encoder", "--trained-dense", "dsr:tb",
                  "--queries", "last", "--n-splits", "5", "--out", str(out)]) == 0
-    (sidecar,) = (out / "runs").glob("trained*.run.json")
+    (sidecar,) = (out / "runs").glob("trained*.run.gz.json")   # runs are written gzipped
     params = json.loads(sidecar.read_text())["params"]
     assert params["text"] == "title: body" and params["query"] == "title+recent"
 
