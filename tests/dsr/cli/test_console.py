@@ -39,7 +39,7 @@ def multi_value_cases():
 
 
 def _value(option: str) -> str:
-    return {"--measures": "RR", "--queries": "last", "--param": "k=60"}[option]
+    return {"--measures": "RR", "--queries": "last", "--param": "k=60"}.get(option, "alice")
 
 
 def _argv(parser, option: str, files: list[str]) -> tuple[list[str], dict[str, object]]:
