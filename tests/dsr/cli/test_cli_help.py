@@ -67,7 +67,7 @@ def test_only_the_running_command_module_is_imported(argv, loaded):
 
     code = (f"import sys\nfrom dsr.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in sys.modules if m.startswith('dsr.cli.') and m not in "
-            "('dsr.cli.commands', 'dsr.cli.flags', 'dsr.cli.help')))")
+            "('dsr.cli.commands', 'dsr.cli.flags', 'dsr.cli.help', 'dsr.cli.console')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     shown = eval(out.stdout.strip().splitlines()[-1])   # the list printed last
     assert {m for m in shown if m != "dsr.cli.common"} == loaded
