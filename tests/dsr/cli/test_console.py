@@ -38,8 +38,11 @@ def multi_value_cases():
                 yield pytest.param(path, action.option_strings[0], id=f"{' '.join(path)} {action.option_strings[0]}")
 
 
-def _value(option: str) -> str:
-    return {"--measures": "RR", "--queries": "last", "--param": "k=60"}.get(option, "alice")
+def _value(option: str, metavar: str | None = None) -> str:
+    """One value of the option, neither a file nor a collection name."""
+    if "=" in str(metavar or ""):
+        return "k=60"
+    return {"--measures": "RR", "--queries": "last"}.get(option, "value1")
 
 
 def _argv(parser, option: str, files: list[str]) -> tuple[list[str], dict[str, object]]:
@@ -58,7 +61,8 @@ def _argv(parser, option: str, files: list[str]) -> tuple[list[str], dict[str, o
             expected[action.dest] = value
     required = [w for a in parser._actions if a.option_strings and a.required
                 for w in (a.option_strings[0], list(a.choices)[0] if a.choices else "x.out")]
-    return [option, _value(option), *tail, *required], expected
+    metavar = next(a.metavar for a in parser._actions if option in a.option_strings)
+    return [option, _value(option, metavar), *tail, *required], expected
 
 
 def test_every_multi_value_option_is_covered():
@@ -75,8 +79,8 @@ def test_a_multi_value_option_ends_where_the_positionals_begin(path, option, tmp
     parser = dict(leaf_parsers())[path]
     argv, expected = _argv(parser, option, files)
     args = parser.parse_intermixed_args(end_multi_values(parser, argv))
-    dest = next(a.dest for a in parser._actions if option in a.option_strings)
-    assert getattr(args, dest) == [_value(option)]
+    action = next(a for a in parser._actions if option in a.option_strings)
+    assert getattr(args, action.dest) == [_value(option, action.metavar)]
     for name, value in expected.items():
         assert getattr(args, name) == value, (path, name)
 
