@@ -75,6 +75,9 @@ def register(subparsers) -> None:
                         "400 cross-encoder)")
     o.add_argument("--save-steps", type=int, default=None, metavar="N",
                    help="checkpoint every N steps (the last two are kept until the end)")
+    o.add_argument("--precision", choices=("auto", "bf16", "fp32"), default="auto",
+                   help="auto: bf16 autocast where the CPU (amx_bf16, avx512_bf16) or GPU has bf16 "
+                        "units, else fp32; the card records the choice")
     o.add_argument("--resume", action="store_true",
                    help="continue from the newest checkpoint of an interrupted run of NAME")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model NAME")
@@ -92,6 +95,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     apply_recipe(args)
     check_settings(args)
     check_strategy(args.query)
+    from dsr.training.finetune import resolve_precision
+
+    resolve_precision(args.precision)  # --precision bf16 without bf16 units: refused before any work
     if args.model_type != "bi-encoder" and args.text != "body":
         raise InputError("--text applies to bi-encoder training only (the cross-encoder recipe "
                          "reads candidate bodies)", field="--text")

@@ -174,7 +174,8 @@ def fit_settings(args: argparse.Namespace, cls):
     """The optimisation flags as a ``FitSettings`` (``cls``, imported by the caller with torch)."""
     return cls(seed=args.seed, epochs=args.epochs, batch_size=args.batch_size,
                max_length=args.max_length or 0, lr=args.lr, warmup=args.warmup,
-               max_steps=args.max_steps, save_steps=args.save_steps)
+               max_steps=args.max_steps, save_steps=args.save_steps,
+               precision=getattr(args, "precision", None) or "auto")
 
 
 def start_work(final: Path, resume: bool, load):
