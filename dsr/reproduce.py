@@ -198,8 +198,8 @@ class Suite:
             every: dict[str, Any] = {}
             for q in self.strategies:
                 family = {}
-                for params in grid:
-                    run = make_ranker("bm25", query=q, **params).rank(c)
+                runs = BM25Ranker.rank_many(c, [make_ranker("bm25", query=q, **params) for params in grid])
+                for params, run in zip(grid, runs):
                     family[_config(params)] = run
                     every[_config({"query": q, **params})] = run
                 self.families[f"BM25 ({q})"] = family
