@@ -150,6 +150,8 @@ def _figure_files(fig, stem: str) -> dict[str, bytes]:
                 fig.savefig(buffer, format=fmt, **kwargs)
         else:
             fig.savefig(buffer, format=fmt, **kwargs)
+        # the layout found for the first format serves the others (it is the costliest step)
+        fig.set_layout_engine("none")
         out[f"{stem}.{fmt}"] = buffer.getvalue()
     return out
 

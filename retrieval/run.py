@@ -76,7 +76,9 @@ class Run:
         order (usually ``collection.candidate_ids(topic)``); ids not in it
         come after those that are, then by id.
         """
-        return cls(_tie_rule_rankings(scores, initial_order or {}), tag, dict(config or {}))
+        run = cls(_tie_rule_rankings(scores, initial_order or {}), tag, dict(config or {}))
+        run._normalised = run.rankings  # strictly decreasing float32 already: as_dict need not redo it
+        return run
 
     def __len__(self) -> int:
         return len(self.rankings)
@@ -94,7 +96,11 @@ class Run:
     def as_dict(self) -> dict[str, dict[str, float]]:
         """The ir_measures / pytrec_eval shape ``{qid: {docid: score}}``, with the scores
         the file would hold (strictly decreasing in float32), so an evaluator scores
-        exactly the order this Run holds, as it would score the written file."""
+        exactly the order this Run holds, as it would score the written file. (A Run made by
+        ``from_scores`` holds such scores already; one whose ``rankings`` were replaced since,
+        or that was built by hand, is normalised here. Rankings are not changed in place.)"""
+        if getattr(self, "_normalised", None) is self.rankings:
+            return {q: dict(r) for q, r in self.rankings.items()}
         rankings = list(self.rankings.values())
         sizes = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
         values = np.fromiter((float(s) for ranked in rankings for _, s in ranked), dtype=np.float64,

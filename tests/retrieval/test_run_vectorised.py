@@ -100,3 +100,12 @@ def test_a_score_that_is_not_finite_is_named(bad):
         Run.from_scores({"q0": {"x": 1.0}, "q1": {"a": 2.0, "b": bad, "c": 0.5}})
     with pytest.raises(ValueError, match=r"score of 'b' is not finite"):
         Run({"q0": [("x", 1.0)], "q1": [("a", 2.0), ("b", bad)]}).as_dict()
+
+
+def test_as_dict_trusts_from_scores_only_while_its_rankings_are_the_same_object():
+    run = Run.from_scores({"q": {"a": 1.0, "b": 1.0, "c": 0.5}}, initial_order={"q": ["b", "a", "c"]})
+    held = run.rankings["q"]
+    assert [d for d, _ in held] == ["b", "a", "c"] and held[0][1] > held[1][1] > held[2][1]
+    assert run.as_dict() == {"q": dict(held)}
+    run.rankings = {"q": [("x", 2.0), ("y", 2.0)]}  # replaced: normalised again
+    assert run.as_dict() == {"q": {"x": 2.0, "y": float(np.nextafter(np.float32(2.0), np.float32(0)))}}
