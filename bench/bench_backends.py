@@ -40,8 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -49,10 +47,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from benchinfo import footer, header, peak_rss_mib  # noqa: E402
 from indexes.backends import BACKENDS  # noqa: E402
 BATCH = {"bi-encoder": 64, "cross-encoder": 32}
 
@@ -116,20 +115,6 @@ def worker(spec: dict) -> dict:
         timed_pass(items)
         rates.append(len(items) / (time.perf_counter() - start))
     return {"load_s": load, "rates": rates, "n": len(items), "peak_rss_mib": peak_rss_mib()}
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident size. Linux: VmHWM of /proc/self/status, the high-water
-    mark of this program's own memory; ru_maxrss would not do, because a child keeps the
-    parent's high-water mark across fork and exec (every worker would report the bench's)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
 def measure(spec: dict) -> dict:
@@ -322,10 +307,10 @@ def main(argv=None) -> int:
     from retrieval.collections import load_collection
     from retrieval.provenance import package_versions
 
-    header = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": platform.processor() or platform.machine(),
-              "cores": os.cpu_count(), "load_average": os.getloadavg(),
-              "versions": package_versions(("torch", "openvino", "nncf", "transformers", "sentence-transformers"))}
-    print(json.dumps(header), file=sys.stderr)
+    info = header("bench_backends: fast inference backends against torch fp32")
+    info["versions"] = package_versions(("torch", "openvino", "nncf", "onnxruntime", "transformers",
+                                         "sentence-transformers"))
+    print(json.dumps(info), file=sys.stderr)
     cmu_dog = load_collection("cmu_dog", args.source, "valid")
     speed: list = []
     quality: list = []
@@ -337,11 +322,11 @@ def main(argv=None) -> int:
         if Path(args.judged).exists():
             collections["cmu_dog valid judged"] = load_collection(args.judged)
         bench_quality(collections, args.cross_encoder, quality)
-    header["load_average_after"] = os.getloadavg()
+    footer(info)
     if args.json:
-        Path(args.json).write_text(json.dumps({"header": header, "speed": speed, "quality": quality}, indent=2),
+        Path(args.json).write_text(json.dumps({"header": info, "speed": speed, "quality": quality}, indent=2),
                                    encoding="utf-8")
-    print(json.dumps(header))
+    print(json.dumps(info))
     for row in speed:
         print("speed", json.dumps(row))
     for row in quality:

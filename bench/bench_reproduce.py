@@ -3,28 +3,95 @@
     python bench/bench_reproduce.py                 # SIGIR-shaped synthetic set (846 x 50)
     python bench/bench_reproduce.py --collection sample   # the bundled sample (make reproduce)
     python bench/bench_reproduce.py --fast          # dense on OpenVINO int8 (dsr reproduce --fast)
+    python bench/bench_reproduce.py --fast --baseline ../old-checkout --rounds 2
 
 Each collection is reproduced twice in one fresh DSR_HOME: the first run
 builds every index and encodes every sentence (cold), the second finds them
-cached (warm). Prints the wall time per stage of both and the warm/cold ratio
-(target: warm <= 20 % of cold on the SIGIR-shaped set), with date, machine and
-versions. The cross-encoder row is skipped (no trained model in the fresh home).
+cached (warm). Each run is a process of its own, so its peak resident memory
+(VmHWM) is its own. Prints the wall time per stage of both, the warm/cold
+ratio (target: warm <= 20 % of cold on the SIGIR-shaped set) and the peak
+RSS, with date, machine, versions and the load average before and after.
+The cross-encoder row is skipped (no trained model in the fresh home).
+
+``--baseline DIR`` runs another checkout's code (e.g. an older commit) the
+same way, alternating with this one round by round, so both see the same
+load; the ratios new/baseline are the figures to trust on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from benchinfo import footer, header, peak_rss_mib  # noqa: E402
+
+
+def worker(spec: dict) -> dict:
+    """One ``reproduce`` with the code of ``spec["code"]``: per-stage seconds and peak RSS."""
+    sys.path.insert(0, spec["code"])
+    os.environ["DSR_HOME"] = spec["home"]
+    try:
+        from dsr.baselines import StageTimer, reproduce
+    except ImportError:  # a baseline checkout from before dsr/reproduce.py became dsr/baselines.py
+        from dsr.reproduce import StageTimer, reproduce
+    from retrieval.collections import load_collection
+
+    timer = StageTimer(quiet=True)
+    # reproduce loads the collection itself (its "load" stage); the counts are read afterwards
+    reproduce(spec["collection"], Path(spec["home"]) / f"out-{spec['label']}", timer=timer,
+              backend=spec["backend"], skipped_reason="skipped: benchmark without a cross-encoder")
+    collection = load_collection(spec["collection"])
+    return {"seconds": dict(timer.seconds), "peak_rss_mib": peak_rss_mib(),
+            "dialogues": len(collection), "candidates": sum(len(d.candidates) for d in collection)}
+
+
+def run_worker(spec: dict) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True,
+                         text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    if out.returncode != 0:
+        raise RuntimeError(f"reproduce failed ({spec['code']}, {spec['label']}):\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def collection_file(spec: str, dialogues: int, folder: Path) -> str:
+    if spec != "synthetic":
+        return spec
+    from retrieval.collections.synthetic import text_collection
+    from retrieval.data import write_benchmark
+
+    path = folder / "synthetic.jsonl"
+    write_benchmark(text_collection(dialogues), str(path))
+    return str(path)
+
+
+def report(name: str, results: list[tuple[dict, dict]]) -> dict:
+    """Median per stage over rounds, cold and warm; prints the table."""
+    stages = list(results[0][0]["seconds"])
+    cold = {s: statistics.median(r[0]["seconds"].get(s, 0.0) for r in results) for s in stages}
+    warm = {s: statistics.median(r[1]["seconds"].get(s, 0.0) for r in results) for s in stages}
+    peaks = (max(r[0]["peak_rss_mib"] for r in results), max(r[1]["peak_rss_mib"] for r in results))
+    print(f"\n## {name} (median of {len(results)} round(s); every round: "
+          + "; ".join(f"cold {r[0]['seconds']['total']:.1f} s, warm {r[1]['seconds']['total']:.1f} s"
+                      for r in results) + ")")
+    print(f"{'stage':<16}{'cold s':>10}{'warm s':>10}")
+    for stage in stages:
+        print(f"{stage:<16}{cold[stage]:>10.2f}{warm[stage]:>10.2f}")
+    print(f"peak RSS: cold {peaks[0]:.0f} MiB, warm {peaks[1]:.0f} MiB")
+    ratio = warm["total"] / cold["total"]
+    print(f"warm / cold = {ratio:.1%} (target <= 20 %: {'met' if ratio <= 0.2 else 'NOT met'})")
+    return {"cold": cold, "warm": warm, "peak_rss_mib": {"cold": peaks[0], "warm": peaks[1]},
+            "rounds": [{"cold": c["seconds"], "warm": w["seconds"]} for c, w in results]}
 
 
 def main(argv=None) -> int:
@@ -32,48 +99,54 @@ def main(argv=None) -> int:
     parser.add_argument("--collection", default="synthetic",
                         help="synthetic (846 x 50, SIGIR shape) or any COLLECTION dsr accepts")
     parser.add_argument("--dialogues", type=int, default=846, help="synthetic: dialogues")
-    parser.add_argument("--home", help="DSR_HOME to use (default: a fresh temporary folder)")
     parser.add_argument("--fast", action="store_true", help="as dsr reproduce --fast (cold includes the export)")
-    parser.add_argument("--backend", choices=("torch", "openvino", "openvino-bf16", "openvino-int8"), help="as dsr reproduce --backend")
+    parser.add_argument("--backend", choices=("torch", "openvino", "openvino-bf16", "openvino-int8"),
+                        help="as dsr reproduce --backend")
+    parser.add_argument("--rounds", type=int, default=1, help="cold+warm pairs per code (default 1)")
+    parser.add_argument("--baseline", metavar="DIR", help="also time this checkout's code, alternating")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(json.loads(args.worker))))
+        return 0
 
-    home = Path(args.home or tempfile.mkdtemp(prefix="dsr-bench-reproduce-"))
-    os.environ["DSR_HOME"] = str(home)
-    from retrieval.data import write_benchmark
-    from retrieval.provenance import machine, package_versions
-    from dsr.baselines import FAST_BACKEND, StageTimer, reproduce
+    from dsr.baselines import FAST_BACKEND  # this checkout's, for the default
 
     backend = args.backend or (FAST_BACKEND if args.fast else "torch")
+    info = header("bench_reproduce: dsr reproduce, cold vs warm")
+    folder = Path(tempfile.mkdtemp(prefix="dsr-bench-reproduce-"))
+    spec = collection_file(args.collection, args.dialogues, folder)
+    codes = {"this checkout": str(ROOT), **({"baseline": str(Path(args.baseline).resolve())}
+                                           if args.baseline else {})}
+    results: dict[str, list] = {name: [] for name in codes}
+    for round_ in range(args.rounds):
+        for name, code in codes.items():
+            home = folder / f"home-{round_}-{len(results[name])}-{name.split()[0]}"
+            pair = tuple(run_worker({"code": code, "home": str(home), "collection": spec, "label": label,
+                                     "backend": backend}) for label in ("cold", "warm"))
+            results[name].append(pair)
+            print(f"{name}, round {round_ + 1}: cold {pair[0]['seconds']['total']:.1f} s, "
+                  f"warm {pair[1]['seconds']['total']:.1f} s (load {os.getloadavg()[0]:.2f})",
+                  file=sys.stderr, flush=True)
+    first = results["this checkout"][0][0]
+    print(f"collection: {args.collection} ({first['dialogues']} dialogues, {first['candidates']} candidates), "
+          f"backend {backend}")
+    from retrieval.provenance import package_versions
 
-    spec = args.collection
-    if spec == "synthetic":
-        from retrieval.collections.synthetic import text_collection
-
-        spec = str(home / "synthetic.jsonl")
-        write_benchmark(text_collection(args.dialogues), spec)
-    from retrieval.collections import load_collection
-
-    rows = []
-    for label in ("cold", "warm"):
-        timer = StageTimer(quiet=True)
-        reproduce(spec, home / f"out-{label}", timer=timer, backend=backend,
-                  skipped_reason="skipped: benchmark without a cross-encoder")
-        rows.append((label, dict(timer.seconds)))
-        print(f"{label}: {timer.seconds['total']:.1f} s", file=sys.stderr, flush=True)
-
-    cold, warm = rows[0][1], rows[1][1]
-    collection = load_collection(spec)
-    print(f"# dsr reproduce, cold vs warm — {dt.datetime.now().isoformat(timespec='seconds')}")
-    print(f"collection: {args.collection} ({len(collection)} dialogues, "
-          f"{sum(len(d.candidates) for d in collection)} candidates), backend {backend}, DSR_HOME {home}")
-    print(f"machine: {json.dumps(machine())}")
-    versions = package_versions()
-    print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v))
-    print(f"\n{'stage':<16}{'cold s':>10}{'warm s':>10}")
-    for stage in cold:
-        print(f"{stage:<16}{cold[stage]:>10.2f}{warm.get(stage, 0.0):>10.2f}")
-    ratio = warm["total"] / cold["total"]
-    print(f"\nwarm / cold = {ratio:.1%} (target <= 20 %: {'met' if ratio <= 0.2 else 'NOT met'})")
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in package_versions().items() if v))
+    figures = {name: report(name, rows) for name, rows in results.items()}
+    if args.baseline:
+        for label in ("cold", "warm"):
+            ratios = [n[i]["seconds"]["total"] / b[i]["seconds"]["total"]
+                      for n, b in zip(results["this checkout"], results["baseline"])
+                      for i in [("cold", "warm").index(label)]]
+            print(f"{label}: this checkout / baseline = {statistics.median(ratios):.2f} "
+                  f"(per round: {', '.join(f'{r:.2f}' for r in ratios)})")
+    footer(info)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"header": info, "backend": backend, "figures": figures},
+                                              indent=2), encoding="utf-8")
     return 0
 
 

@@ -271,9 +271,11 @@ class Suite:
             every: dict[str, Any] = {}
             for q in self.strategies:
                 family = {}
-                for name, params in configs.items():
-                    family[name] = make_ranker("bm25", query=q, **params).rank(self.collection)
-                    every[config_name({"query": q, **params})] = family[name]
+                runs = BM25Ranker.rank_many(self.collection, [make_ranker("bm25", query=q, **params)
+                                                              for params in configs.values()])
+                for (name, params), run in zip(configs.items(), runs):
+                    family[name] = run
+                    every[config_name({"query": q, **params})] = run
                 self.families[f"BM25 ({q})"] = family
                 self.info[f"BM25 ({q})"] = {"ranker": "bm25", "grid": grid, "fixed": {"query": q}}
                 self.bm25_default[q] = family[default]

@@ -414,5 +414,7 @@ def figure_files(fig, stem: str, formats: tuple[str, ...] = ("png", "pdf")) -> d
         # constrained layout (set on every figure) fits the labels; bbox_inches="tight"
         # would render each figure twice
         fig.savefig(buffer, format=fmt, **({"dpi": 120} if fmt == "png" else {"metadata": meta}))
+        # the layout found for the first format serves the others (it is the costliest step)
+        fig.set_layout_engine("none")
         out[f"{stem}.{fmt}"] = buffer.getvalue()
     return out

@@ -39,6 +39,7 @@ them reuses one index; bm25s precomputes scores, so its index does.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -245,13 +246,11 @@ class BM25Index:
         return tokenize(text, stopwords=self.stopwords, stem=self.stem)
 
     def _query_vector(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
-        cols, weights = [], []
-        for token, weight in as_weights(query).items():
-            col = self.vocab.get(token)
-            if col is not None:  # a token the pool lacks scores 0 (as in rank_bm25)
-                cols.append(col)
-                weights.append(weight)
-        return np.asarray(cols, dtype=np.int64), np.asarray(weights, dtype=np.float64)
+        weights = as_weights(query)
+        cols = np.fromiter(map(self.vocab.get, weights, itertools.repeat(-1)), dtype=np.int64, count=len(weights))
+        values = np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
+        known = cols >= 0  # a token the pool lacks scores 0 (as in rank_bm25)
+        return cols[known], values[known]
 
     def scores(self, query: Query, ids: Sequence[str]) -> np.ndarray:
         """BM25 scores of the sentences ``ids`` (re-ranking), pool statistics."""
@@ -271,6 +270,32 @@ class BM25Index:
             return np.zeros(len(rows))
         return matrix[rows][:, cols] @ weights + float(absent[cols] @ weights)
 
+    def query_batch(self, queries: Sequence[Query]) -> "QueryBatch":
+        """``queries`` as this pool's term columns and weights (k1, b and delta play no part,
+        so one batch serves every parameter setting of the same statistics)."""
+        return QueryBatch([self._query_vector(q) for q in queries], len(self.vocab))
+
+    def pair_scores(self, queries: Sequence[Query] | "QueryBatch",
+                    rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """``[row_scores(q, r) for q, r in zip(queries, rows)]``, bit for bit, in a few sparse
+        operations over all queries at once: each (query, row) pair's sum runs over the row's
+        stored terms in column order, as the sparse product of ``row_scores`` does."""
+        batch = queries if isinstance(queries, QueryBatch) else self.query_batch(queries)
+        matrix, absent = self._contributions()
+        counts = [len(r) for r in rows]
+        flat_rows = np.fromiter((r for group in rows for r in group), dtype=np.int64, count=sum(counts))
+        of_pair = np.repeat(np.arange(len(counts)), counts)
+        products = matrix[flat_rows].multiply(batch.matrix[of_pair]).tocsr()
+        products.sort_indices()
+        # CSR times a vector of ones: each pair's products added one by one in column order
+        summed = products @ np.ones(matrix.shape[1])
+        out, start = [], 0
+        for (cols, weights), count in zip(batch.vectors, counts):
+            part = summed[start:start + count]
+            start += count
+            out.append(part + float(absent[cols] @ weights) if len(cols) else np.zeros(count))
+        return out
+
     def all_scores(self, query: Query) -> np.ndarray:
         """Scores of every pool sentence."""
         matrix, absent = self._contributions()
@@ -284,6 +309,20 @@ class BM25Index:
     def search(self, query: Query, k: int = 100) -> list[tuple[str, float]]:
         """Top ``k`` sentences of the whole pool (open retrieval), best first."""
         return _top_k(self.ids, self.all_scores(query), k)
+
+
+class QueryBatch:
+    """Queries as term columns and weights of one pool: per query ``(cols, weights)`` in the
+    query's token order, and all of them as a sparse (queries x terms) matrix."""
+
+    def __init__(self, vectors: list[tuple[np.ndarray, np.ndarray]], terms: int):
+        sparse = _sparse()
+        self.vectors = vectors
+        starts = np.concatenate([[0], np.cumsum([len(c) for c, _ in vectors])]).astype(np.int64)
+        cols = np.concatenate([c for c, _ in vectors] or [np.zeros(0, dtype=np.int64)])
+        weights = np.concatenate([w for _, w in vectors] or [np.zeros(0)])
+        self.matrix = sparse.csr_matrix((weights, cols, starts), shape=(len(vectors), terms))
+        self.matrix.sort_indices()
 
 
 class BM25SIndex:

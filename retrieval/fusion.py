@@ -159,11 +159,14 @@ def rrf(runs: Sequence[Run], k: float = 60) -> Scores:
     if not k >= 0:
         raise InputError(f"k must be >= 0, got {k!r}", field="k")
     fused: Scores = {}
+    longest = max((len(r) for run in runs for r in run.rankings.values()), default=0)
+    weights = [1.0 / (k + rank) for rank in range(1, longest + 1)]  # the same floats, computed once
     for run in runs:
         for qid, ranked in run.rankings.items():
             topic = fused.setdefault(qid, {})
-            for rank, (doc, _) in enumerate(ranked, start=1):
-                topic[doc] = topic.get(doc, 0.0) + 1.0 / (k + rank)
+            get = topic.get
+            for (doc, _), weight in zip(ranked, weights):
+                topic[doc] = get(doc, 0.0) + weight
     return {qid: fused[qid] for qid in _topics(runs)}
 
 

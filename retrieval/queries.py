@@ -45,6 +45,7 @@ A dialogue without context turns falls back to its title for every strategy.
 from __future__ import annotations
 
 from collections import Counter
+from functools import lru_cache
 from typing import Callable
 
 from retrieval.data import Dialogue
@@ -173,6 +174,19 @@ SPECIAL_TOKENS = 2
 
 
 def model_query_budget(folder: str, max_length: int | None = None) -> tuple[int, Callable[[str], int]]:
+    """(word pieces a query text may use, counter) for the model in ``folder``, loaded once per
+    process while the folder's tokenizer and configuration files are unchanged (so every query
+    strategy shares the tokenizer and its counts)."""
+    from pathlib import Path
+
+    files = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
+             "sentence_bert_config.json", "config.json")
+    stamp = tuple((f, p.stat().st_mtime_ns, p.stat().st_size) for f in files if (p := Path(folder) / f).is_file())
+    return _model_query_budget(str(folder), max_length, stamp)
+
+
+@lru_cache(maxsize=8)
+def _model_query_budget(folder: str, max_length: int | None, stamp: tuple) -> tuple[int, Callable[[str], int]]:
     """(word pieces a query text may use, counter) for the model in ``folder``.
 
     The length is ``max_length`` when given (a cross-encoder's), else the

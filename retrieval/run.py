@@ -79,13 +79,9 @@ class Run:
         order (usually ``collection.candidate_ids(topic)``); ids not in it
         come after those that are, then by id.
         """
-        rankings = {}
-        for qid, doc_scores in scores.items():
-            order = {d: i for i, d in enumerate((initial_order or {}).get(qid, ()))}
-            ranked = sorted(doc_scores.items(),
-                            key=lambda ds: (-float(ds[1]), order.get(ds[0], len(order)), ds[0]))
-            rankings[qid] = strictly_decreasing(ranked)
-        return cls(rankings, tag, dict(config or {}))
+        run = cls(_tie_rule_rankings(scores, initial_order or {}), tag, dict(config or {}))
+        run._normalised = run.rankings  # strictly decreasing float32 already: as_dict need not redo it
+        return run
 
     def __len__(self) -> int:
         return len(self.rankings)
@@ -103,8 +99,22 @@ class Run:
     def as_dict(self) -> dict[str, dict[str, float]]:
         """The ir_measures / pytrec_eval shape ``{qid: {docid: score}}``, with the scores
         the file would hold (strictly decreasing in float32), so an evaluator scores
-        exactly the order this Run holds, as it would score the written file."""
-        return {q: dict(strictly_decreasing(r)) for q, r in self.rankings.items()}
+        exactly the order this Run holds, as it would score the written file. (A Run made by
+        ``from_scores`` holds such scores already; one whose ``rankings`` were replaced since,
+        or that was built by hand, is normalised here. Rankings are not changed in place.)"""
+        if getattr(self, "_normalised", None) is self.rankings:
+            return {q: dict(r) for q, r in self.rankings.items()}
+        rankings = list(self.rankings.values())
+        sizes = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
+        values = np.fromiter((float(s) for ranked in rankings for _, s in ranked), dtype=np.float64,
+                             count=int(sizes.sum()))
+        ends = np.cumsum(sizes)
+        scores = _strict_scores(values, ends, lambda i: _entry(rankings, ends, i))
+        changed = set(np.searchsorted(ends, np.flatnonzero(scores != values), side="right").tolist())
+        return {qid: dict(zip([d for d, _ in ranked], scores[end - size:end].tolist())) if n in changed
+                else dict(ranked)
+                for n, (qid, ranked, end, size) in enumerate(zip(self.rankings, rankings, ends.tolist(),
+                                                                 sizes.tolist()))}
 
     def tied_topics(self) -> list[str]:
         """Topics where two scores are equal as float32 (trec_eval breaks those ties by doc id)."""
@@ -244,18 +254,85 @@ def strictly_decreasing(ranked: Iterable[tuple[str, float]]) -> list[tuple[str, 
     predecessor, lowered to the next float32 below it (see the tie rule)."""
     ranked = list(ranked)
     values = np.array([float(s) for _, s in ranked], dtype=np.float64)
+    scores = _strict_scores(values, np.array([len(ranked)]), lambda i: ranked[i])
+    return list(zip([doc for doc, _ in ranked], scores.tolist()))
+
+
+def _strict_scores(values: np.ndarray, ends: np.ndarray, entry) -> np.ndarray:
+    """The tie rule's scores for rankings laid end to end (ranking i ends before ``ends[i]``):
+    float32-rounded, and stepped below a predecessor they do not go below. One numpy pass for
+    all rankings (a run's hundreds of topics cost about what one did). ValueError naming
+    ``entry(i)`` (doc, score) for the first score that is not finite."""
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
-        doc, score = ranked[bad[0]]
+        doc, score = entry(int(bad[0]))
         raise ValueError(f"score of {doc!r} is not finite: {score!r}")
-    scores = _float32_array(values).tolist()
-    if len(scores) > 1 and not all(b < a for a, b in zip(scores, scores[1:])):
-        prev = math.inf
-        for i, score in enumerate(scores):
-            if score >= prev:
-                score = _step_below(prev)
-            scores[i] = prev = score
-    return [(doc, score) for (doc, _), score in zip(ranked, scores)]
+    scores = _float32_array(values)
+    not_below = np.flatnonzero(scores[1:] >= scores[:-1]) + 1
+    starts = np.zeros(len(scores), dtype=bool)
+    starts[(ends - np.diff(ends, prepend=0))[np.diff(ends, prepend=0) > 0]] = True
+    not_below = not_below[~starts[not_below]]
+    if len(not_below):
+        fixed = scores.tolist()
+        for which in np.unique(np.searchsorted(ends, not_below, side="right")).tolist():
+            prev = math.inf
+            for i in range(int(ends[which - 1]) if which else 0, int(ends[which])):
+                if fixed[i] >= prev:
+                    fixed[i] = _step_below(prev)
+                prev = fixed[i]
+        scores = np.array(fixed, dtype=np.float64)
+    return scores
+
+
+def _entry(rankings: list[list[tuple[str, float]]], ends: np.ndarray, i: int) -> tuple[str, float]:
+    """The (doc, score) at flat position ``i`` of rankings laid end to end."""
+    which = int(np.searchsorted(ends, i, side="right"))
+    return rankings[which][i - (int(ends[which - 1]) if which else 0)]
+
+
+def _tie_rule_rankings(scores: Mapping[str, Mapping[str, float]],
+                       initial_order: Mapping[str, list[str]]) -> dict[str, list[tuple[str, float]]]:
+    """Each topic's scores ranked by the tie rule (score descending, then initial rank, ids not
+    in it after those that are, then id), scores made strictly decreasing: one numpy sort of
+    all topics' (topic, -score, initial rank); topics where that leaves a tie (ids outside the
+    initial order with equal scores) are sorted again with the id."""
+    topics = list(scores)
+    docs: list[str] = []
+    positions: list[int] = []
+    sizes = np.zeros(len(topics), dtype=np.int64)
+    for n, qid in enumerate(topics):
+        keys = list(scores[qid])
+        initial = initial_order.get(qid, ())
+        if keys == initial:  # scores given in the initial order (the usual case): rank = place
+            positions += range(len(keys))
+        else:
+            position = {d: i for i, d in enumerate(initial)}
+            missing = len(position)
+            positions += [position.get(d, missing) for d in keys]
+        docs += keys
+        sizes[n] = len(keys)
+    values = np.fromiter((float(v) for qid in topics for v in scores[qid].values()), dtype=np.float64,
+                         count=len(docs))
+    topic = np.repeat(np.arange(len(topics)), sizes)
+    position_of = np.asarray(positions, dtype=np.int64)
+    order = np.lexsort((position_of, -values, topic))
+    keys = (topic[order], -values[order], position_of[order])
+    tied = np.flatnonzero((keys[0][1:] == keys[0][:-1]) & (keys[1][1:] == keys[1][:-1])
+                          & (keys[2][1:] == keys[2][:-1]))
+    ends = np.cumsum(sizes)
+    for n in np.unique(keys[0][tied + 1]).tolist():  # the id decides: sort that topic in Python
+        start = int(ends[n - 1]) if n else 0
+        within = sorted(range(start, int(ends[n])),
+                        key=lambda i: (-values[i], position_of[i], docs[i]))
+        order[start:int(ends[n])] = within
+    ranked_docs = [docs[i] for i in order.tolist()]
+    ranked_values = values[order]
+    strict = _strict_scores(ranked_values, ends, lambda i: (ranked_docs[i], ranked_values[i])).tolist()
+    rankings, start = {}, 0
+    for qid, end in zip(topics, ends.tolist()):
+        rankings[qid] = list(zip(ranked_docs[start:end], strict[start:end]))
+        start = end
+    return rankings
 
 
 def _has_float32_ties(scores: list[float]) -> bool:

@@ -123,7 +123,7 @@ def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir:
                                                 batch_sampler=BatchSamplers.NO_DUPLICATES)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
                                          loss=MultipleNegativesRankingLoss(model))
-    return run_trainer(trainer, checkpoints, resume)
+    return run_trainer(trainer, checkpoints, resume, settings)
 
 
 def cosine_scorer(model, batch_size: int = 64) -> Callable[[list[tuple[str, str]]], list[float]]:

@@ -84,6 +84,8 @@ def render_readme(card: dict[str, Any]) -> str:
         f"- {run['steps']} steps ({run['epochs']} epochs), final mean loss {run['train_loss']:.4f}",
         f"- wall time {run['wall_seconds']:.0f} s on {card['machine'].get('platform')} "
         f"({card['machine'].get('cpus')} CPUs, device {run.get('device')})",
+        *([f"- precision {run['precision']['used']} ({run['precision']['why']}; asked: "
+           f"{run['precision']['requested']})"] if run.get("precision") else []),
         "",
     ]
     if held.get("rankers"):

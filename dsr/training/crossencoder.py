@@ -62,7 +62,7 @@ def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: 
     args = CrossEncoderTrainingArguments(**training_arguments(settings, checkpoints))
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset,
                                   loss=BinaryCrossEntropyLoss(model))
-    return run_trainer(trainer, checkpoints, resume)
+    return run_trainer(trainer, checkpoints, resume, settings)
 
 
 def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[str, Any]:

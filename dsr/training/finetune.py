@@ -1,6 +1,14 @@
 """Fine-tuning with sentence-transformers' trainer, as both recipes run it: the optimisation
 settings, the trainer's arguments, checkpoints, resuming and progress on stderr.
 
+Precision (the ``precision`` setting, ``dsr train --precision``): ``auto`` (the default) trains under bfloat16
+autocast (the trainer's ``bf16``) where the hardware has bf16 units (a CPU with
+AMX-BF16 or AVX512-BF16, a CUDA GPU that supports bf16) and in fp32 elsewhere;
+``bf16`` insists (an error without such units), ``fp32`` never uses bf16. The
+weights stay fp32 (autocast computes in bf16, the optimiser updates fp32
+weights), so the saved model is an ordinary fp32 model; the card records what
+was used and why.
+
 Determinism: the seed fixes the head's initialisation (``set_seed`` before the
 model is built), dropout and the data order (``seed`` and ``data_seed`` of the
 training arguments). On CPU the same seed gives the same weights; on a GPU
@@ -16,11 +24,15 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import torch
 from tqdm.auto import tqdm
 from transformers.trainer_callback import ProgressCallback
+
+from retrieval.errors import InputError
 
 
 @dataclass
@@ -36,20 +48,71 @@ class FitSettings:
     max_steps: int = -1  # -1: run the epochs to the end
     save_steps: int = 200
     logging_steps: int = 50
+    precision: str = "auto"  # auto, bf16 or fp32 (see resolve_precision)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(vars(self))
 
 
+PRECISIONS = ("auto", "bf16", "fp32")
+#: /proc/cpuinfo flags of CPUs whose bf16 units make bf16 autocast faster than fp32
+CPU_BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+def cpu_bf16_flags(cpuinfo: str | None = None) -> list[str]:
+    """The bf16 flags (``CPU_BF16_FLAGS``) this CPU has, from ``/proc/cpuinfo`` (Linux; none
+    elsewhere: those CPUs train in fp32)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+    flags = set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    return [f for f in CPU_BF16_FLAGS if f in flags]
+
+
+@lru_cache(maxsize=None)
+def resolve_precision(requested: str = "auto") -> dict[str, str]:
+    """``{"requested", "used", "why"}``: the precision training runs in, for the trainer and the card."""
+    if requested not in PRECISIONS:
+        raise InputError(f"unknown precision {requested!r}; choose from {', '.join(PRECISIONS)}",
+                         field="precision")
+    if requested == "fp32":
+        return {"requested": requested, "used": "fp32", "why": "asked for"}
+    if torch.cuda.is_available():
+        units, where = torch.cuda.is_bf16_supported(), f"GPU {torch.cuda.get_device_name()}"
+    else:
+        flags = cpu_bf16_flags()
+        units = bool(flags)
+        where = f"CPU flags {', '.join(flags)}" if flags else "CPU without amx_bf16 or avx512_bf16"
+    if units:
+        return {"requested": requested, "used": "bf16", "why": f"bf16 units: {where}"}
+    if requested == "bf16":
+        raise InputError(f"--precision bf16 needs bf16 units (a CPU with amx_bf16 or avx512_bf16, or a "
+                         f"CUDA GPU with bf16), and this machine has none ({where}): use --precision "
+                         "fp32 or auto", field="precision")
+    return {"requested": requested, "used": "fp32", "why": f"no bf16 units: {where}"}
+
+
 def fit_settings(settings) -> FitSettings:
-    """The optimisation settings of a ``dsr.training.settings.TrainSettings``."""
+    """The optimisation settings of a ``dsr.training.settings.TrainSettings``; the precision
+    resolved first, so ``precision bf16`` without bf16 units is refused before any work."""
+    resolve_precision(settings.precision)
     return FitSettings(seed=settings.seed, epochs=settings.epochs, batch_size=settings.batch_size,
                        max_length=settings.max_length or 0, lr=settings.lr, warmup=settings.warmup,
-                       max_steps=settings.max_steps, save_steps=settings.save_steps)
+                       max_steps=settings.max_steps, save_steps=settings.save_steps,
+                       precision=settings.precision)
 
 
 def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, Any]:
     """The trainer arguments both recipes share (sentence-transformers' *TrainingArguments)."""
+    bf16 = resolve_precision(settings.precision)["used"] == "bf16"
+    # bf16 on a CPU: the trainer wants use_cpu said (it checks bf16 against a GPU otherwise)
+    on_cpu = bf16 and not torch.cuda.is_available()
+    cpu = {"use_cpu": True, "dataloader_pin_memory": False} if on_cpu else {}
     return dict(
         output_dir=str(checkpoints),
         num_train_epochs=settings.epochs,
@@ -67,11 +130,14 @@ def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, An
         report_to="none",
         disable_tqdm=not sys.stderr.isatty(),   # bars on a terminal only
         dataloader_num_workers=0,
+        bf16=bf16,
+        **cpu,
     )
 
 
-def run_trainer(trainer, checkpoints: Path, resume: bool) -> dict[str, Any]:
-    """Train (from the newest checkpoint when ``resume``), progress on stderr; the figures."""
+def run_trainer(trainer, checkpoints: Path, resume: bool, settings: FitSettings) -> dict[str, Any]:
+    """Train (from the newest checkpoint when ``resume``), progress on stderr; the figures
+    (with the precision used and why, for the card)."""
     # The stock progress callback prints loss lines to stdout; keep stdout for results.
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(StderrProgress())
@@ -84,6 +150,7 @@ def run_trainer(trainer, checkpoints: Path, resume: bool) -> dict[str, Any]:
         "train_loss": output.training_loss,
         "loss_history": [{"step": h["step"], "loss": h["loss"]} for h in history],
         "resumed_from": last.name if last else None,
+        "precision": resolve_precision(settings.precision),
     }
 
 

@@ -76,6 +76,9 @@ OPTIMISATION = (
           "120 bi-encoder, 400 cross-encoder)", low=-1, metavar="N"),
     Param("save_steps", None, "int", "checkpoint every N steps (the last two are kept until the "
           "end)", low=1, metavar="N"),
+    Param("precision", "auto", "str", "auto: bf16 autocast where the CPU (amx_bf16, avx512_bf16) or "
+          "GPU has bf16 units, else fp32; bf16 insists (refused without such units); the card "
+          "records the choice", choices=("auto", "bf16", "fp32")),
     Param("resume", False, "bool", "continue from the newest checkpoint of an interrupted run "
           "of NAME"),
     Param("overwrite", False, "bool", "replace an existing model NAME"),

@@ -9,12 +9,13 @@ Formulas, variants and weighted queries: see :mod:`indexes.bm25`.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from tqdm import tqdm
 
-from indexes.bm25 import BACKENDS, PARAMS as INDEX_PARAMS, BM25Index, BM25SIndex
+from indexes.bm25 import BACKENDS, PARAMS as INDEX_PARAMS, BM25Index, BM25SIndex, QueryBatch
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.params import Param
@@ -62,17 +63,38 @@ class BM25Ranker(Ranker):
         return index, row_of
 
     def rank(self, collection: Collection) -> Run:
-        p = self.params
-        index, row_of = self.index(collection)
-        scores = {}
-        for dialogue in tqdm(collection.dialogues, desc="bm25", unit="dialogue", leave=False,
-                             disable=len(collection) < 200 or None):
-            terms = query_terms(dialogue, p["query"], p["decay"], stopwords=p["stopwords"], stem=p["stem"])
-            ids = collection.candidate_ids(dialogue.id)
-            rows = [row_of[dialogue.id, c] for c in ids]
-            scores[dialogue.id] = dict(zip(ids, index.row_scores(terms, rows).tolist()))
-        return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
-                               initial_order=collection.initial_order())
+        return self.rank_many(collection, [self])[0]
+
+    @staticmethod
+    def rank_many(collection: Collection, rankers: Sequence["BM25Ranker"]) -> list[Run]:
+        """``[r.rank(collection) for r in rankers]``, the same runs for less: rankers with the
+        same tokenisation and variant share one loaded index (k1, b and delta enter only the
+        scores), those with the same query strategy share the query terms, and each ranker
+        scores every dialogue's candidates in one sparse pass (``BM25Index.pair_scores``)."""
+        dialogues = collection.dialogues
+        ids = [collection.candidate_ids(d.id) for d in dialogues]
+        initial = {d.id: i for d, i in zip(dialogues, ids)}
+        loaded: dict[tuple, tuple[BM25Index, list[list[int]]]] = {}
+        terms: dict[tuple, QueryBatch] = {}
+        runs = []
+        for ranker in rankers:
+            p = ranker.params
+            key = (p["variant"], p["stopwords"], p["stem"])
+            if key not in loaded:
+                index, row_of = ranker.index(collection)
+                loaded[key] = index, [[row_of[d.id, c] for c in i] for d, i in zip(dialogues, ids)]
+            shared, rows = loaded[key]
+            index = copy.copy(shared)  # the statistics shared, the scores' parameters its own
+            index.set_parameters(k1=p["k1"], b=p["b"], delta=p["delta"])
+            asked = (*key, p["query"], p["decay"])
+            if asked not in terms:
+                terms[asked] = shared.query_batch([query_terms(d, p["query"], p["decay"], stopwords=p["stopwords"],
+                                                               stem=p["stem"]) for d in dialogues])
+            scores = index.pair_scores(terms[asked], rows)
+            runs.append(Run.from_scores({d.id: dict(zip(i, s.tolist())) for d, i, s in zip(dialogues, ids, scores)},
+                                        tag=ranker.tag, config=ranker_config(ranker, collection),
+                                        initial_order=initial))
+        return runs
 
 
 def bm25_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str | Mapping[str, float]],
