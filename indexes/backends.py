@@ -55,6 +55,13 @@ import numpy as np
 
 from retrieval.errors import InputError
 from retrieval.models import ResolvedModel
+from indexes.manifest import cached_build
+from indexes.manifest import expected_manifest
+from indexes.manifest import read_manifest
+from indexes.manifest import safe_name
+from retrieval.data import read_benchmark
+from retrieval.home import models_dir
+from retrieval.models import load_cross_encoder, load_sentence_transformer
 
 BACKENDS = ("torch", "openvino", "openvino-bf16", "openvino-int8")
 DEFAULT_BACKEND = "torch"
@@ -130,14 +137,11 @@ class FastModel:
 
 def fast_folder(model: ResolvedModel, kind: str, backend: str) -> Path:
     """Where the export of ``model`` for ``kind`` and ``backend`` lives."""
-    from indexes.manifest import safe_name
-    from retrieval.home import models_dir
 
     return models_dir() / "fast" / safe_name(model.key) / f"{kind}-{backend}"
 
 
 def expected_export_manifest(model: ResolvedModel, kind: str, backend: str) -> dict[str, Any]:
-    from indexes.manifest import expected_manifest
 
     described = {k: v for k, v in model.describe().items() if k != "spec"}  # spellings share a folder
     params: dict[str, Any] = {"kind": kind, "backend": backend, "output": OUTPUTS[kind],
@@ -151,7 +155,6 @@ def expected_export_manifest(model: ResolvedModel, kind: str, backend: str) -> d
 
 def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
     """The OpenVINO export of ``model`` (built now unless a matching one is cached)."""
-    from indexes.manifest import cached_build
 
     check_backend(backend)
     if backend == "torch":
@@ -168,7 +171,6 @@ def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
 
 
 def _torch_model(model: ResolvedModel, kind: str):
-    from retrieval.models import load_cross_encoder, load_sentence_transformer
 
     return load_sentence_transformer(model) if kind == "bi-encoder" else load_cross_encoder(model)
 
@@ -253,7 +255,6 @@ def _sample():
     """The bundled ``sample`` collection, read from the package's data file."""
     from importlib import resources
 
-    from retrieval.data import read_benchmark
 
     return read_benchmark(resources.files("retrieval.collections") / "data" / "sample.jsonl", "sample")
 
@@ -393,7 +394,6 @@ def _loaded(folder: str, built: str, kind: str, backend: str, max_length: int | 
 
 def load_fast(model: ResolvedModel, kind: str, backend: str, max_length: int | None = None):
     """A FastBiEncoder or FastCrossEncoder for ``model`` (exported first when needed), once per process."""
-    from indexes.manifest import read_manifest
 
     fed = export(model, kind, backend)
     built = (read_manifest(fed.folder) or {}).get("built", "")

@@ -30,6 +30,8 @@ from eval.judging import guidelines as guidelines_module
 from eval.judging.guidelines import Guidelines
 from retrieval.data import Collection, dialogue_from_json
 from retrieval.errors import InputError
+from eval.judging.tasks import assign
+from eval.judging.tasks import plan_tasks
 
 if TYPE_CHECKING:      # the server imports this module: pandas and the planners only when used
     import pandas as pd
@@ -112,7 +114,6 @@ class Judging:
     def create(self, name: str, pool: Collection, rules: Guidelines, settings: Settings,
                golds: dict[str, GoldSet] | None = None) -> Campaign:
         """A campaign over ``pool``: its dialogues, tasks and items (honeypots planted)."""
-        from eval.judging.tasks import plan_tasks
 
         name = _checked_name(name, "NAME")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
@@ -246,7 +247,6 @@ class Judging:
         """Fill every task's places up to k (see :func:`eval.judging.tasks.assign`); first drop
         the untouched assignments of the ``release``d assessors. Returns the sentences now
         assigned to each assessor."""
-        from eval.judging.tasks import assign
 
         campaign = self.campaign(name)
         with write_session(self.engine) as s:

@@ -43,6 +43,8 @@ from retrieval.atomic import atomic_write, write_json
 from retrieval.params import resolve
 from retrieval.provenance import package_versions
 from retrieval.text import tokenize
+from indexes.corpus.distributed import Executor
+from retrieval.errors import InputError
 
 def check_params(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` checked against the BM25 index's declaration (:data:`indexes.bm25.PARAMS`),
@@ -155,7 +157,6 @@ def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor=No
     """Count, merge and index every shard (resuming from done shards); returns what was built."""
     import time
 
-    from indexes.corpus.distributed import Executor
 
     start = time.perf_counter()
     p = check_params(dict(params or {}))
@@ -210,7 +211,6 @@ class ShardedBM25:
 
         info = read_json(corpus.folder / "bm25" / "index.json")
         if info is None or info.get("corpus") != corpus.key:
-            from retrieval.errors import InputError
 
             raise InputError("the corpus has no BM25 index (or it is out of date): run "
                              "`dsr corpus index DIR --bm25`", path=corpus.folder)

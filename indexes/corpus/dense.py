@@ -51,6 +51,10 @@ from retrieval.errors import InputError
 from retrieval.models import ResolvedModel, resolve_model
 from retrieval.params import Param, resolve
 from retrieval.provenance import package_versions
+from indexes.corpus.bm25 import _run_stage
+from indexes.corpus.bm25 import merge_top_k
+from indexes.corpus.distributed import Executor
+from indexes.manifest import safe_name
 
 KINDS = ("flat", "ivfpq")
 #: the parameters of an IVF-PQ index
@@ -80,7 +84,6 @@ def stdout_to_stderr():
 
 
 def model_folder(corpus: Corpus, model: ResolvedModel) -> Path:
-    from indexes.manifest import safe_name
 
     return corpus.folder / "dense" / safe_name(model.key)
 
@@ -94,7 +97,6 @@ def _versions(*names: str) -> dict[str, str]:
 def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64,
                   executor=None) -> StageReport:
     """Vectors of every shard not yet encoded (resumable)."""
-    from indexes.corpus.distributed import Executor
 
     start = time.perf_counter()
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
@@ -183,8 +185,6 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     import faiss
     from faiss.contrib.ondisk import merge_ondisk
 
-    from indexes.corpus.bm25 import _run_stage
-    from indexes.corpus.distributed import Executor
 
     start = time.perf_counter()
     p = check_ivfpq(dict(params or {}))
@@ -290,7 +290,6 @@ class ShardedDense:
 
     def search_vectors(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """Top ``k`` (global row, score) per query vector, best first (ties by row)."""
-        from indexes.corpus.bm25 import merge_top_k
 
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if self.kind == "flat":

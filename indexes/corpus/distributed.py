@@ -36,6 +36,11 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from retrieval.errors import InputError, require_extra
+from indexes.embeddings import dimension
+from indexes.embeddings import encode
+from retrieval.models import load_sentence_transformer
+import indexes
+import retrieval
 
 ROOT = Path(__file__).resolve().parents[2]
 #: environment the Ray workers need to find data, models and caches as the driver does
@@ -76,8 +81,6 @@ class Executor:
                     ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
                              runtime_env={"env_vars": env}, logging_level="ERROR")
                 else:
-                    import indexes
-                    import retrieval
 
                     ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
                              runtime_env={"env_vars": env, "py_modules": [retrieval, indexes]})
@@ -129,7 +132,6 @@ class Executor:
         if not self.uses_ray:
             import pyarrow.parquet as pq
 
-            from indexes.embeddings import encode
 
             for number, path in enumerate(files):
                 texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()
@@ -168,7 +170,6 @@ class Executor:
                     yield number, np.concatenate(buffers.pop(number))
         for number, count in enumerate(counts):  # empty shards never reach a batch
             if count == 0:
-                from indexes.embeddings import dimension
 
                 yield number, np.zeros((0, dimension(model)), dtype=np.float32)
 
@@ -203,7 +204,6 @@ class EncoderActor:
     def __init__(self, model, batch_size: int):
         import torch
 
-        from retrieval.models import load_sentence_transformer
 
         torch.set_num_threads(1)  # one CPU per actor: N actors use N cores, no oversubscription
         self.model = model  # a ResolvedModel: the driver resolved it, the folder is shared
@@ -211,7 +211,6 @@ class EncoderActor:
         self.batch_size = batch_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from indexes.embeddings import encode
 
         vectors = encode([str(t) for t in batch["text"]], self.model, self.batch_size, cache=False,
                          progress=False)
