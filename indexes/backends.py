@@ -88,6 +88,20 @@ IN_FLIGHT = 4
 PAD_MULTIPLE = 8
 
 
+def _openvino():
+    """openvino, imported on first use, in this one place (importing this module does not load it)."""
+    import openvino
+
+    return openvino
+
+
+def _torch():
+    """torch, imported on first use, in this one place (importing this module does not load it)."""
+    import torch
+
+    return torch
+
+
 def compile_config(backend: str) -> dict[str, Any]:
     """The OpenVINO CPU compile settings of ``backend``."""
     return {**COMPILE_CONFIG, "INFERENCE_PRECISION_HINT": PRECISION[backend]}
@@ -117,7 +131,7 @@ def require_fast_extra(backend: str) -> None:
 @lru_cache(maxsize=1)
 def cpu_has_bf16() -> bool:
     """Whether OpenVINO's CPU plugin lists BF16 among this CPU's capabilities."""
-    import openvino as ov
+    ov = _openvino()
 
     return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
@@ -176,8 +190,8 @@ def _torch_model(model: ResolvedModel, kind: str):
 
 
 def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
-    import openvino as ov
-    import torch
+    ov = _openvino()
+    torch = _torch()
 
     print(f"dsr: exporting {model.name} ({kind}) to OpenVINO {backend}", file=sys.stderr)
     module = _torch_model(model, kind)
@@ -242,7 +256,7 @@ def _agreement(module, fed: FastModel, items: list) -> dict[str, Any]:
         got = runner.run(items).astype(np.float64)
         cos = (ref * got).sum(1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(got, axis=1))
         return {"items": len(items), "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min())}
-    import torch
+    torch = _torch()
 
     ref = np.asarray(module.predict(items, activation_fn=torch.nn.Identity(), show_progress_bar=False,
                                     convert_to_numpy=True), np.float64).reshape(len(items), -1)[:, 0]
@@ -318,7 +332,7 @@ class _Runner:
 
     def __init__(self, fed: FastModel, config: dict[str, Any] | None = None,
                  request_batch: int = REQUEST_BATCH, in_flight: int = IN_FLIGHT):
-        import openvino as ov
+        ov = _openvino()
 
         self.fed = fed
         info = json.loads((fed.folder / "fast.json").read_text(encoding="utf-8"))

@@ -34,7 +34,7 @@ from eval.judging.tasks import assign
 from eval.judging.tasks import plan_tasks
 
 if TYPE_CHECKING:      # the server imports this module: pandas and the planners only when used
-    import pandas as pd
+    pd = _pandas()
 
     from eval.judging.honeypots import GoldSet
 
@@ -42,6 +42,13 @@ if TYPE_CHECKING:      # the server imports this module: pandas and the planners
 RESERVED_NAMES = frozenset({"login", "logout", "api"})
 #: the longest time a grade may say it took (longer means the page was left open)
 MAX_SECONDS = 3600.0
+
+
+def _pandas():
+    """pandas, imported on first use, in this one place (importing this module does not load it)."""
+    import pandas
+
+    return pandas
 
 
 class Refused(Exception):
@@ -432,7 +439,7 @@ class Judging:
     # -- reading -------------------------------------------------------------
     def grades_frame(self, campaign: Campaign) -> pd.DataFrame:
         """Every grade of the campaign, one row per (item, assessor) (see ``aggregate.COLUMNS``)."""
-        import pandas as pd
+        pd = _pandas()
 
         from eval.judging.aggregate import COLUMNS
 
@@ -456,7 +463,7 @@ class Judging:
 
     def items_frame(self, campaign: Campaign) -> pd.DataFrame:
         """Every item: id, key, task seq, position, dialogue, candidate, title, body, gold, source."""
-        import pandas as pd
+        pd = _pandas()
 
         query = (select(JudgeItem.id, JudgeItem.key, JudgeTask.seq, JudgeItem.position,
                         JudgeDialogue.dialogue_id, JudgeItem.candidate_id, JudgeItem.title,

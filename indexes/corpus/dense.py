@@ -69,6 +69,14 @@ IVFPQ = (
 SEARCH = {"nprobe": 32, "refine": 0}
 
 
+def _faiss():
+    """faiss, imported on first use, in this one place (importing this module does not load it)."""
+    import faiss
+    import faiss.contrib.ondisk
+
+    return faiss
+
+
 @contextlib.contextmanager
 def stdout_to_stderr():
     """Send what C code (faiss) prints on stdout to stderr: stdout carries results."""
@@ -163,7 +171,7 @@ def gather(corpus: Corpus, folder: Path, rows: np.ndarray) -> np.ndarray:
 
 def add_shard(corpus_dir: str, folder: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
     """One unit: add shard ``number``'s vectors (ids = global rows) to a copy of the trained index."""
-    import faiss
+    faiss = _faiss()
 
     corpus = Corpus(corpus_dir)
     folder = Path(folder)
@@ -182,8 +190,8 @@ def add_shard(corpus_dir: str, folder: str, number: int, key: dict[str, Any]) ->
 def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, params: dict[str, Any] | None = None,
                 executor=None) -> StageReport:
     """Train (on a sample), add every shard (in parallel), merge on disk. Needs the vectors."""
-    import faiss
-    from faiss.contrib.ondisk import merge_ondisk
+    faiss = _faiss()
+    merge_ondisk = _faiss().contrib.ondisk.merge_ondisk
 
 
     start = time.perf_counter()
@@ -273,7 +281,7 @@ class ShardedDense:
         self.vectors = [_shard_vectors(self.folder / "vectors", n) for n in corpus.names]
         self.index = None
         if kind == "ivfpq":
-            import faiss
+            faiss = _faiss()
 
             path = self.folder / "ivfpq" / "index.faiss"
             marker = read_json(self.folder / "ivfpq" / "index.done.json")

@@ -47,6 +47,14 @@ ROOT = Path(__file__).resolve().parents[2]
 PASSED_ENV = ("DSR_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
 
 
+def _pyarrow():
+    """pyarrow, imported on first use, in this one place (importing this module does not load it)."""
+    import pyarrow
+    import pyarrow.parquet
+
+    return pyarrow
+
+
 def check_workers(workers: int) -> int:
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
         raise InputError(f"must be a whole number >= 0, got {workers!r}", field="workers")
@@ -130,7 +138,7 @@ class Executor:
         worker, one CPU thread each), order preserved.
         """
         if not self.uses_ray:
-            import pyarrow.parquet as pq
+            pq = _pyarrow().parquet
 
 
             for number, path in enumerate(files):
@@ -191,8 +199,8 @@ def _call(function: Callable[..., Any], *args: Any) -> Any:
 
 
 def _read_texts(path: str, number: int):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa = _pyarrow()
+    pq = _pyarrow().parquet
 
     texts = pq.read_table(path, columns=["text"]).column("text")
     return pa.table({"text": texts, "shard": pa.array([number] * len(texts), pa.int64())})
