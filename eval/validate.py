@@ -39,6 +39,7 @@ from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.run import Run, check_collection_hash, parse_run_line, read_sidecar, recorded_collection_hash
 from retrieval.textfiles import read_bytes
+from retrieval.run import load_run
 
 
 @dataclass
@@ -257,7 +258,6 @@ def fix_ties(collection: Collection, path: str | Path) -> tuple[Run, Run]:
     """(fixed, as read): the run at ``path`` rewritten with dsr's tie rule: scores as read, ties ordered
     by the collection's initial rank then id, scores made strictly decreasing as
     float32 (``retrieval.run``). The caller writes it (``dsr validate --fix-ties``)."""
-    from retrieval.run import load_run
 
     run = load_run(path)
     order = {d.id: collection.candidate_ids(d.id) for d in collection}

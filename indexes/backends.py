@@ -55,6 +55,13 @@ import numpy as np
 
 from retrieval.errors import InputError
 from retrieval.models import ResolvedModel
+from indexes.manifest import cached_build
+from indexes.manifest import expected_manifest
+from indexes.manifest import read_manifest
+from indexes.manifest import safe_name
+from retrieval.data import read_benchmark
+from retrieval.home import models_dir
+from retrieval.models import load_cross_encoder, load_sentence_transformer
 
 BACKENDS = ("torch", "openvino", "openvino-bf16", "openvino-int8")
 DEFAULT_BACKEND = "torch"
@@ -79,6 +86,20 @@ PRECISION = {"openvino": "f32", "openvino-bf16": "bf16", "openvino-int8": "f32"}
 REQUEST_BATCH = 16
 IN_FLIGHT = 4
 PAD_MULTIPLE = 8
+
+
+def _openvino():
+    """openvino, imported on first use, in this one place (importing this module does not load it)."""
+    import openvino
+
+    return openvino
+
+
+def _torch():
+    """torch, imported on first use, in this one place (importing this module does not load it)."""
+    import torch
+
+    return torch
 
 
 def compile_config(backend: str) -> dict[str, Any]:
@@ -110,7 +131,7 @@ def require_fast_extra(backend: str) -> None:
 @lru_cache(maxsize=1)
 def cpu_has_bf16() -> bool:
     """Whether OpenVINO's CPU plugin lists BF16 among this CPU's capabilities."""
-    import openvino as ov
+    ov = _openvino()
 
     return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
@@ -130,14 +151,11 @@ class FastModel:
 
 def fast_folder(model: ResolvedModel, kind: str, backend: str) -> Path:
     """Where the export of ``model`` for ``kind`` and ``backend`` lives."""
-    from indexes.manifest import safe_name
-    from retrieval.home import models_dir
 
     return models_dir() / "fast" / safe_name(model.key) / f"{kind}-{backend}"
 
 
 def expected_export_manifest(model: ResolvedModel, kind: str, backend: str) -> dict[str, Any]:
-    from indexes.manifest import expected_manifest
 
     described = {k: v for k, v in model.describe().items() if k != "spec"}  # spellings share a folder
     params: dict[str, Any] = {"kind": kind, "backend": backend, "output": OUTPUTS[kind],
@@ -151,7 +169,6 @@ def expected_export_manifest(model: ResolvedModel, kind: str, backend: str) -> d
 
 def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
     """The OpenVINO export of ``model`` (built now unless a matching one is cached)."""
-    from indexes.manifest import cached_build
 
     check_backend(backend)
     if backend == "torch":
@@ -168,14 +185,13 @@ def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
 
 
 def _torch_model(model: ResolvedModel, kind: str):
-    from retrieval.models import load_cross_encoder, load_sentence_transformer
 
     return load_sentence_transformer(model) if kind == "bi-encoder" else load_cross_encoder(model)
 
 
 def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
-    import openvino as ov
-    import torch
+    ov = _openvino()
+    torch = _torch()
 
     print(f"dsr: exporting {model.name} ({kind}) to OpenVINO {backend}", file=sys.stderr)
     module = _torch_model(model, kind)
@@ -240,7 +256,7 @@ def _agreement(module, fed: FastModel, items: list) -> dict[str, Any]:
         got = runner.run(items).astype(np.float64)
         cos = (ref * got).sum(1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(got, axis=1))
         return {"items": len(items), "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min())}
-    import torch
+    torch = _torch()
 
     ref = np.asarray(module.predict(items, activation_fn=torch.nn.Identity(), show_progress_bar=False,
                                     convert_to_numpy=True), np.float64).reshape(len(items), -1)[:, 0]
@@ -253,7 +269,6 @@ def _sample():
     """The bundled ``sample`` collection, read from the package's data file."""
     from importlib import resources
 
-    from retrieval.data import read_benchmark
 
     return read_benchmark(resources.files("retrieval.collections") / "data" / "sample.jsonl", "sample")
 
@@ -317,7 +332,7 @@ class _Runner:
 
     def __init__(self, fed: FastModel, config: dict[str, Any] | None = None,
                  request_batch: int = REQUEST_BATCH, in_flight: int = IN_FLIGHT):
-        import openvino as ov
+        ov = _openvino()
 
         self.fed = fed
         info = json.loads((fed.folder / "fast.json").read_text(encoding="utf-8"))
@@ -393,7 +408,6 @@ def _loaded(folder: str, built: str, kind: str, backend: str, max_length: int | 
 
 def load_fast(model: ResolvedModel, kind: str, backend: str, max_length: int | None = None):
     """A FastBiEncoder or FastCrossEncoder for ``model`` (exported first when needed), once per process."""
-    from indexes.manifest import read_manifest
 
     fed = export(model, kind, backend)
     built = (read_manifest(fed.folder) or {}).get("built", "")

@@ -160,11 +160,7 @@ HEAVY = {"torch", "sentence_transformers", "transformers", "faiss", "pandas", "m
          "rank_bm25", "ir_measures", "pytrec_eval", "ir_datasets", "yaml", "mwparserfromhell",
          "huggingface_hub", "safetensors", "tokenizers"}
 
-#: modules their owners are splitting or moving in parallel work (the board; the corpus
-#: seams; judging): the rules below skip them until that work lands; remove an entry when
-#: it does
-IN_FLIGHT = ("eval.board", "eval.validate", "indexes.corpus", "indexes.backends", "eval.judging",
-             "dsr.cli.judge")
+IN_FLIGHT = ()
 #: the facade re-exports lazily by design (``import dsr`` loads nothing)
 LAZY_BY_DESIGN = ("dsr",)
 

@@ -7,6 +7,14 @@ import json
 import sys
 
 from retrieval.errors import InputError
+from eval.judging import guidelines
+from eval.judging import guidelines, honeypots
+from eval.qrels import qrels_from_collection, write_qrels
+from retrieval.atomic import atomic_dir
+from retrieval.atomic import atomic_write
+from retrieval.atomic import check_output_path, write_json
+from retrieval.collections import load_collection
+from retrieval.data import write_benchmark
 
 JUDGE_EPILOG = """\
 A campaign lives in the leaderboard's database (--db; default SQLite at
@@ -40,7 +48,7 @@ def _register_setup(sub) -> None:
     g.add_argument("campaign", nargs="?", metavar="CAMPAIGN", help="the campaign to give FILE to")
     g.add_argument("file", nargs="?", metavar="FILE", help="guidelines YAML for CAMPAIGN")
     g.add_argument("--out", metavar="FILE", help="write the default guidelines here")
-    g.set_defaults(func=guidelines_command)
+    g.set_defaults(func=cmd_guidelines)
 
     c = sub.add_parser("create", help="a campaign from a pool: tasks of --chunk sentences, k assessors "
                                       "per sentence, honeypots planted")
@@ -64,12 +72,12 @@ def _register_setup(sub) -> None:
                         "sentence of an unrelated document (not relevant)")
     c.add_argument("--seed", type=int, default=0, help="seed of shuffles, tasks and assignment")
     c.add_argument("--description", default="", help="shown to assessors")
-    c.set_defaults(func=create_command)
+    c.set_defaults(func=cmd_create)
 
     a = sub.add_parser("add-assessor", help="create an assessor and print their token (shown once)")
     _db(a)
     a.add_argument("name", metavar="NAME")
-    a.set_defaults(func=add_assessor_command)
+    a.set_defaults(func=cmd_add_assessor)
 
     s = sub.add_parser("assign", help="give every task k assessors, balancing the load (resumable)")
     _db(s)
@@ -77,21 +85,21 @@ def _register_setup(sub) -> None:
     s.add_argument("--assessors", nargs="+", metavar="NAME", help="who (default: every assessor with a token)")
     s.add_argument("--release", nargs="+", default=[], metavar="NAME",
                    help="first take back these assessors' tasks they have not started")
-    s.set_defaults(func=assign_command)
+    s.set_defaults(func=cmd_assign)
 
 
 def _register_results(sub) -> None:
     st = sub.add_parser("status", help="progress per assessor")
     _db(st)
     st.add_argument("campaign", metavar="CAMPAIGN")
-    st.set_defaults(func=status_command)
+    st.set_defaults(func=cmd_status)
 
     r = sub.add_parser("report", help="honeypots, aggregation, agreement (alpha, kappas) and per-assessor figures")
     _db(r)
     r.add_argument("campaign", metavar="CAMPAIGN")
     r.add_argument("--method", default="mv", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
     r.add_argument("--json", action="store_true", help="print JSON")
-    r.set_defaults(func=report_command)
+    r.set_defaults(func=cmd_report)
 
     e = sub.add_parser("export", help="the judged collection (benchmark file) and its qrels")
     _db(e)
@@ -103,25 +111,25 @@ def _register_results(sub) -> None:
     e.add_argument("--only-relevant", action="store_true",
                    help="keep only dialogues with a relevant sentence (as the SIGIR 2022 set does)")
     e.add_argument("--partial", action="store_true", help="keep only fully judged dialogues instead of refusing")
-    e.set_defaults(func=export_command)
+    e.set_defaults(func=cmd_export)
 
     t = sub.add_parser("export-tasks", help="the tasks for Label Studio or a crowdsourcing batch")
     _db(t)
     t.add_argument("campaign", metavar="CAMPAIGN")
     t.add_argument("--format", required=True, choices=("label-studio", "crowd"))
     t.add_argument("--out", required=True, metavar="DIR", help="folder to write (replaced as a set)")
-    t.set_defaults(func=export_tasks_command)
+    t.set_defaults(func=cmd_export_tasks)
 
     i = sub.add_parser("import", help="grades back from a Label Studio JSON export or a batch results CSV")
     _db(i)
     i.add_argument("campaign", metavar="CAMPAIGN")
     i.add_argument("file", metavar="FILE")
     i.add_argument("--format", required=True, choices=("label-studio", "crowd"))
-    i.set_defaults(func=import_command)
+    i.set_defaults(func=cmd_import)
 
     ls = sub.add_parser("list", help="campaigns and assessors")
     _db(ls)
-    ls.set_defaults(func=list_command)
+    ls.set_defaults(func=cmd_list)
 
 
 def _judging(args):
@@ -131,8 +139,7 @@ def _judging(args):
     return Judging.open(args.db or default_db_url())
 
 
-def guidelines_command(args) -> int:
-    from eval.judging import guidelines
+def cmd_guidelines(args) -> int:
 
     if args.campaign and args.file:
         _judging(args).set_guidelines(args.campaign, guidelines.load(args.file))
@@ -141,7 +148,6 @@ def guidelines_command(args) -> int:
     if args.campaign or not args.out:
         raise InputError("give --out FILE (write the default), or CAMPAIGN FILE (load into a campaign)",
                          field="FILE")
-    from retrieval.atomic import atomic_write
 
     with atomic_write(args.out) as handle:
         handle.write(guidelines.default_text())
@@ -149,10 +155,8 @@ def guidelines_command(args) -> int:
     return 0
 
 
-def create_command(args) -> int:
-    from eval.judging import guidelines, honeypots
+def cmd_create(args) -> int:
     from eval.judging.store import Settings
-    from retrieval.collections import load_collection
 
     rules = guidelines.load(args.guidelines)
     pool = load_collection(args.pool, args.source, args.split)
@@ -176,21 +180,21 @@ def create_command(args) -> int:
     return 0
 
 
-def add_assessor_command(args) -> int:
+def cmd_add_assessor(args) -> int:
     token = _judging(args).add_assessor(args.name)
     print(f"assessor {args.name!r} created; their token (shown once, only its hash is stored):", file=sys.stderr)
     print(token)
     return 0
 
 
-def assign_command(args) -> int:
+def cmd_assign(args) -> int:
     load = _judging(args).assign(args.campaign, args.assessors, args.release)
     for name, sentences in sorted(load.items()):
         print(f"{name}: {sentences} sentences")
     return 0
 
 
-def status_command(args) -> int:
+def cmd_status(args) -> int:
     from eval.judging.views import progress, task_rows
 
     judging = _judging(args)
@@ -204,7 +208,7 @@ def status_command(args) -> int:
     return 0
 
 
-def report_command(args) -> int:
+def cmd_report(args) -> int:
     from eval.judging.report import outcome
 
     result = outcome(_judging(args), args.campaign, args.method).to_json()
@@ -239,11 +243,8 @@ def _report_text(r: dict) -> str:
     return "\n".join(lines)
 
 
-def export_command(args) -> int:
+def cmd_export(args) -> int:
     from eval.judging.report import judged_collection, outcome
-    from eval.qrels import qrels_from_collection, write_qrels
-    from retrieval.atomic import check_output_path, write_json
-    from retrieval.data import write_benchmark
 
     for path, flag in ((args.out, "--out"), (args.qrels, "--qrels"), (args.report, "--report")):
         if path:
@@ -262,10 +263,10 @@ def export_command(args) -> int:
     return 0
 
 
-def export_tasks_command(args) -> int:
-    from eval.judging import crowdsourcing, labelstudio
+def cmd_export_tasks(args) -> int:
+    import eval.judging.crowdsourcing as crowdsourcing
+    import eval.judging.labelstudio as labelstudio
     from eval.judging.views import all_tasks
-    from retrieval.atomic import atomic_dir
 
     module = labelstudio if args.format == "label-studio" else crowdsourcing
     judging = _judging(args)
@@ -278,10 +279,11 @@ def export_tasks_command(args) -> int:
     return 0
 
 
-def import_command(args) -> int:
+def cmd_import(args) -> int:
     from pathlib import Path
 
-    from eval.judging import crowdsourcing, labelstudio
+    import eval.judging.crowdsourcing as crowdsourcing
+    import eval.judging.labelstudio as labelstudio
 
     module = labelstudio if args.format == "label-studio" else crowdsourcing
     rows = module.read(Path(args.file))
@@ -291,7 +293,7 @@ def import_command(args) -> int:
     return 0
 
 
-def list_command(args) -> int:
+def cmd_list(args) -> int:
     judging = _judging(args)
     for c in judging.campaigns():
         pool = json.loads(c.pool_json)

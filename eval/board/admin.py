@@ -15,6 +15,8 @@ from eval.board.published import published_metadata
 from eval.board.service import Board, Metadata, Refused
 from retrieval.errors import InputError
 from retrieval.run import sidecar_path
+from eval.tables import to_csv, to_latex
+from retrieval import __version__
 
 
 def run_files(paths: list[str]) -> list[Path]:
@@ -114,7 +116,6 @@ def rebuild(board: Board) -> RebuildReport:
 def provenance(phase: Phase) -> dict[str, str | None]:
     """What an export says of where its numbers come from: the board, the collection's
     content hash, the dsr version, and when the board was frozen (None while it is not)."""
-    from retrieval import __version__
 
     return {"board": f"{phase.collection}/{phase.name}", "collection_hash": phase.collection_hash,
             "dsr_version": __version__,
@@ -124,7 +125,6 @@ def provenance(phase: Phase) -> dict[str, str | None]:
 def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> str:
     """The board as CSV or LaTeX (``eval.tables``, after comment lines ``#`` / ``%`` naming
     the board, collection hash, dsr version and freeze) or JSON (the API's answer with them)."""
-    from eval.tables import to_csv, to_latex
 
     lb = leaderboard.build(board, phase, select=select_rule, baselines="all")
     about = provenance(phase)

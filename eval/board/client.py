@@ -18,6 +18,7 @@ from typing import Any
 from eval.board.published import published_metadata
 from retrieval.errors import InputError, require_extra
 from retrieval.run import sidecar_path
+from retrieval.jsonio import load_json
 
 RETRIES = 2
 
@@ -32,7 +33,6 @@ class Answer:
 
 def published_for(run: Path, sidecar: str | Path | None) -> dict[str, Any]:
     """The published metadata of the run's sidecar (``RUN.json`` beside it unless given)."""
-    from retrieval.jsonio import load_json
 
     side = Path(sidecar) if sidecar else sidecar_path(run)
     if sidecar and not side.is_file():

@@ -25,6 +25,7 @@ from eval.validate import Validation, validate_run
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.run import read_trec_run
+from retrieval.collections import load_collection
 
 
 #: hidden phases: the fewest dialogues a published mean may cover (``add-phase --min-dialogues``)
@@ -50,7 +51,6 @@ class PhaseData:
 
 
 def load_collection_ref(ref: str) -> Collection:
-    from retrieval.collections import load_collection
 
     return load_collection(ref)
 

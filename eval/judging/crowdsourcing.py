@@ -31,6 +31,7 @@ from typing import Any
 from eval.judging.guidelines import Guidelines
 from eval.judging.views import TaskContent
 from retrieval.errors import InputError
+from retrieval.jsonio import read_text
 
 ORIGIN = "crowd"
 FILES = ("batch.csv", "template.html")
@@ -99,7 +100,6 @@ def write(folder: Path, tasks: list[tuple[int, TaskContent]], rules: Guidelines)
 
 def read(path: Path) -> list[dict[str, Any]]:
     """Grades from a batch results CSV (see the module docstring), strictly."""
-    from retrieval.jsonio import read_text
 
     reader = csv.DictReader(io.StringIO(read_text(path, encoding="utf-8-sig")))
     columns = reader.fieldnames or []

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.errors import InputError
+from retrieval.jsonio import read_text
 
 DEFAULT_FILE = Path(__file__).with_name("guidelines.yaml")
 #: keys the judging page keeps for itself (navigation, unsure, the guidelines)
@@ -73,7 +74,6 @@ def load(path: str | Path | None = None) -> Guidelines:
     """The guidelines in ``path`` (YAML), or the default ones; InputError names the field."""
     import yaml
 
-    from retrieval.jsonio import read_text
 
     source = Path(path) if path is not None else DEFAULT_FILE
     text = read_text(source)

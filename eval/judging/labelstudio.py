@@ -29,6 +29,7 @@ from xml.sax.saxutils import quoteattr
 from eval.judging.guidelines import Guidelines
 from eval.judging.views import TaskContent
 from retrieval.errors import InputError
+from retrieval.jsonio import load_json
 
 ORIGIN = "label-studio"
 FILES = ("tasks.json", "config.xml", "instructions.html")
@@ -77,7 +78,6 @@ def write(folder: Path, tasks: list[tuple[int, TaskContent]], rules: Guidelines)
 
 def read(path: Path) -> list[dict[str, Any]]:
     """Grades from a Label Studio JSON export (see the module docstring), strictly."""
-    from retrieval.jsonio import load_json
 
     exported = load_json(path)
     if not isinstance(exported, list):

@@ -30,9 +30,11 @@ from eval.judging import guidelines as guidelines_module
 from eval.judging.guidelines import Guidelines
 from retrieval.data import Collection, dialogue_from_json
 from retrieval.errors import InputError
+from eval.judging.tasks import assign
+from eval.judging.tasks import plan_tasks
 
 if TYPE_CHECKING:      # the server imports this module: pandas and the planners only when used
-    import pandas as pd
+    pd = _pandas()
 
     from eval.judging.honeypots import GoldSet
 
@@ -40,6 +42,13 @@ if TYPE_CHECKING:      # the server imports this module: pandas and the planners
 RESERVED_NAMES = frozenset({"login", "logout", "api"})
 #: the longest time a grade may say it took (longer means the page was left open)
 MAX_SECONDS = 3600.0
+
+
+def _pandas():
+    """pandas, imported on first use, in this one place (importing this module does not load it)."""
+    import pandas
+
+    return pandas
 
 
 class Refused(Exception):
@@ -112,7 +121,6 @@ class Judging:
     def create(self, name: str, pool: Collection, rules: Guidelines, settings: Settings,
                golds: dict[str, GoldSet] | None = None) -> Campaign:
         """A campaign over ``pool``: its dialogues, tasks and items (honeypots planted)."""
-        from eval.judging.tasks import plan_tasks
 
         name = _checked_name(name, "NAME")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
@@ -246,7 +254,6 @@ class Judging:
         """Fill every task's places up to k (see :func:`eval.judging.tasks.assign`); first drop
         the untouched assignments of the ``release``d assessors. Returns the sentences now
         assigned to each assessor."""
-        from eval.judging.tasks import assign
 
         campaign = self.campaign(name)
         with write_session(self.engine) as s:
@@ -432,7 +439,7 @@ class Judging:
     # -- reading -------------------------------------------------------------
     def grades_frame(self, campaign: Campaign) -> pd.DataFrame:
         """Every grade of the campaign, one row per (item, assessor) (see ``aggregate.COLUMNS``)."""
-        import pandas as pd
+        pd = _pandas()
 
         from eval.judging.aggregate import COLUMNS
 
@@ -456,7 +463,7 @@ class Judging:
 
     def items_frame(self, campaign: Campaign) -> pd.DataFrame:
         """Every item: id, key, task seq, position, dialogue, candidate, title, body, gold, source."""
-        import pandas as pd
+        pd = _pandas()
 
         query = (select(JudgeItem.id, JudgeItem.key, JudgeTask.seq, JudgeItem.position,
                         JudgeDialogue.dialogue_id, JudgeItem.candidate_id, JudgeItem.title,

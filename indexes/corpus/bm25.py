@@ -43,6 +43,25 @@ from retrieval.atomic import atomic_write, write_json
 from retrieval.params import resolve
 from retrieval.provenance import package_versions
 from retrieval.text import tokenize
+from indexes.corpus.distributed import Executor
+from retrieval.errors import InputError
+
+
+def _pyarrow():
+    """pyarrow, imported on first use, in this one place (importing this module does not load it)."""
+    import pyarrow
+    import pyarrow.parquet
+
+    return pyarrow
+
+
+def _bm25s():
+    """bm25s, imported on first use, in this one place (importing this module does not load it)."""
+    import bm25s
+    import bm25s.scoring
+
+    return bm25s
+
 
 def check_params(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` checked against the BM25 index's declaration (:data:`indexes.bm25.PARAMS`),
@@ -55,8 +74,8 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
 
 def count_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
     """Pass 1 unit: per-token sentence counts of one shard, its N and total length."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa = _pyarrow()
+    pq = _pyarrow().parquet
 
     corpus = Corpus(corpus_dir)
     folder = corpus.folder / "bm25" / "counts"
@@ -79,8 +98,8 @@ def count_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, 
 
 def merge_counts(folder: Path, markers: list[dict[str, Any]], key: dict[str, Any]) -> dict[str, Any]:
     """Pass 2: global df, N and avgdl from the shards' counts."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa = _pyarrow()
+    pq = _pyarrow().parquet
 
     df: Counter[str] = Counter()
     for marker in markers:
@@ -101,10 +120,10 @@ def merge_counts(folder: Path, markers: list[dict[str, Any]], key: dict[str, Any
 
 def index_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
     """Pass 3 unit: the shard's bm25s index scored with the global statistics."""
-    import bm25s
-    import pyarrow.parquet as pq
+    bm25s = _bm25s()
+    pq = _pyarrow().parquet
     import scipy.sparse as sp
-    from bm25s import scoring
+    scoring = _bm25s().scoring
 
     corpus = Corpus(corpus_dir)
     folder = corpus.folder / "bm25"
@@ -155,7 +174,6 @@ def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor=No
     """Count, merge and index every shard (resuming from done shards); returns what was built."""
     import time
 
-    from indexes.corpus.distributed import Executor
 
     start = time.perf_counter()
     p = check_params(dict(params or {}))
@@ -206,11 +224,10 @@ class ShardedBM25:
     """Search every BM25 shard of a corpus and merge: the top k of the whole corpus."""
 
     def __init__(self, corpus: Corpus):
-        import bm25s
+        bm25s = _bm25s()
 
         info = read_json(corpus.folder / "bm25" / "index.json")
         if info is None or info.get("corpus") != corpus.key:
-            from retrieval.errors import InputError
 
             raise InputError("the corpus has no BM25 index (or it is out of date): run "
                              "`dsr corpus index DIR --bm25`", path=corpus.folder)

@@ -25,6 +25,9 @@ from indexes.corpus.store import MANIFEST, file_sha256, read_marker, shard_name,
 from retrieval.atomic import atomic_write, check_replaceable, write_json
 from retrieval.errors import InputError
 from retrieval.provenance import package_versions
+from indexes.corpus.distributed import Executor
+from indexes.corpus.sentences import CHUNK_CHARS, MAX_TOKEN_CHARS
+from indexes.corpus.sentences import sentences_table
 
 PACKAGES = ("pysbd", "mwparserfromhell", "pyarrow")
 
@@ -44,7 +47,6 @@ CORPUS_FILES = ("corpus.json", ".corpus.json.*", "shards/shard-*", "shards/.shar
 
 
 def shard_key(source: str, fmt: str, docs_per_shard: int, min_chars: int) -> dict[str, Any]:
-    from indexes.corpus.sentences import CHUNK_CHARS, MAX_TOKEN_CHARS
 
     versions = package_versions(PACKAGES)
     versions.pop("python", None)
@@ -58,7 +60,6 @@ def write_shard(folder: str, number: int, docs: list[tuple[str, str, str, str]],
     """One unit: documents -> a Parquet shard and its done-marker (runs in a Ray task or in-process)."""
     import pyarrow.parquet as pq
 
-    from indexes.corpus.sentences import sentences_table
 
     out = Path(folder)
     name = shard_name(number)
@@ -84,7 +85,6 @@ def _batches(docs: Iterator[Document], size: int) -> Iterator[list[Document]]:
 def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None, docs_per_shard: int = 10_000,
                  min_chars: int = 1, executor=None) -> StageReport:
     """Build (or resume) the corpus folder ``out`` from ``source``."""
-    from indexes.corpus.distributed import Executor
 
     start = time.perf_counter()
     source, out = Path(source), Path(out)

@@ -51,6 +51,10 @@ from retrieval.errors import InputError
 from retrieval.models import ResolvedModel, resolve_model
 from retrieval.params import Param, resolve
 from retrieval.provenance import package_versions
+from indexes.corpus.bm25 import _run_stage
+from indexes.corpus.bm25 import merge_top_k
+from indexes.corpus.distributed import Executor
+from indexes.manifest import safe_name
 
 KINDS = ("flat", "ivfpq")
 #: the parameters of an IVF-PQ index
@@ -63,6 +67,14 @@ IVFPQ = (
     Param("seed", 0, "int", "seed of the training sample"),
 )
 SEARCH = {"nprobe": 32, "refine": 0}
+
+
+def _faiss():
+    """faiss, imported on first use, in this one place (importing this module does not load it)."""
+    import faiss
+    import faiss.contrib.ondisk
+
+    return faiss
 
 
 @contextlib.contextmanager
@@ -80,7 +92,6 @@ def stdout_to_stderr():
 
 
 def model_folder(corpus: Corpus, model: ResolvedModel) -> Path:
-    from indexes.manifest import safe_name
 
     return corpus.folder / "dense" / safe_name(model.key)
 
@@ -94,7 +105,6 @@ def _versions(*names: str) -> dict[str, str]:
 def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64,
                   executor=None) -> StageReport:
     """Vectors of every shard not yet encoded (resumable)."""
-    from indexes.corpus.distributed import Executor
 
     start = time.perf_counter()
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
@@ -161,7 +171,7 @@ def gather(corpus: Corpus, folder: Path, rows: np.ndarray) -> np.ndarray:
 
 def add_shard(corpus_dir: str, folder: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
     """One unit: add shard ``number``'s vectors (ids = global rows) to a copy of the trained index."""
-    import faiss
+    faiss = _faiss()
 
     corpus = Corpus(corpus_dir)
     folder = Path(folder)
@@ -180,11 +190,9 @@ def add_shard(corpus_dir: str, folder: str, number: int, key: dict[str, Any]) ->
 def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, params: dict[str, Any] | None = None,
                 executor=None) -> StageReport:
     """Train (on a sample), add every shard (in parallel), merge on disk. Needs the vectors."""
-    import faiss
-    from faiss.contrib.ondisk import merge_ondisk
+    faiss = _faiss()
+    merge_ondisk = _faiss().contrib.ondisk.merge_ondisk
 
-    from indexes.corpus.bm25 import _run_stage
-    from indexes.corpus.distributed import Executor
 
     start = time.perf_counter()
     p = check_ivfpq(dict(params or {}))
@@ -273,7 +281,7 @@ class ShardedDense:
         self.vectors = [_shard_vectors(self.folder / "vectors", n) for n in corpus.names]
         self.index = None
         if kind == "ivfpq":
-            import faiss
+            faiss = _faiss()
 
             path = self.folder / "ivfpq" / "index.faiss"
             marker = read_json(self.folder / "ivfpq" / "index.done.json")
@@ -290,7 +298,6 @@ class ShardedDense:
 
     def search_vectors(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """Top ``k`` (global row, score) per query vector, best first (ties by row)."""
-        from indexes.corpus.bm25 import merge_top_k
 
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if self.kind == "flat":

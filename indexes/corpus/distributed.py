@@ -36,10 +36,23 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from retrieval.errors import InputError, require_extra
+from indexes.embeddings import dimension
+from indexes.embeddings import encode
+from retrieval.models import load_sentence_transformer
+import indexes
+import retrieval
 
 ROOT = Path(__file__).resolve().parents[2]
 #: environment the Ray workers need to find data, models and caches as the driver does
 PASSED_ENV = ("DSR_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
+
+
+def _pyarrow():
+    """pyarrow, imported on first use, in this one place (importing this module does not load it)."""
+    import pyarrow
+    import pyarrow.parquet
+
+    return pyarrow
 
 
 def check_workers(workers: int) -> int:
@@ -76,8 +89,6 @@ class Executor:
                     ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
                              runtime_env={"env_vars": env}, logging_level="ERROR")
                 else:
-                    import indexes
-                    import retrieval
 
                     ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
                              runtime_env={"env_vars": env, "py_modules": [retrieval, indexes]})
@@ -127,9 +138,8 @@ class Executor:
         worker, one CPU thread each), order preserved.
         """
         if not self.uses_ray:
-            import pyarrow.parquet as pq
+            pq = _pyarrow().parquet
 
-            from indexes.embeddings import encode
 
             for number, path in enumerate(files):
                 texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()
@@ -168,7 +178,6 @@ class Executor:
                     yield number, np.concatenate(buffers.pop(number))
         for number, count in enumerate(counts):  # empty shards never reach a batch
             if count == 0:
-                from indexes.embeddings import dimension
 
                 yield number, np.zeros((0, dimension(model)), dtype=np.float32)
 
@@ -190,8 +199,8 @@ def _call(function: Callable[..., Any], *args: Any) -> Any:
 
 
 def _read_texts(path: str, number: int):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    pa = _pyarrow()
+    pq = _pyarrow().parquet
 
     texts = pq.read_table(path, columns=["text"]).column("text")
     return pa.table({"text": texts, "shard": pa.array([number] * len(texts), pa.int64())})
@@ -203,7 +212,6 @@ class EncoderActor:
     def __init__(self, model, batch_size: int):
         import torch
 
-        from retrieval.models import load_sentence_transformer
 
         torch.set_num_threads(1)  # one CPU per actor: N actors use N cores, no oversubscription
         self.model = model  # a ResolvedModel: the driver resolved it, the folder is shared
@@ -211,7 +219,6 @@ class EncoderActor:
         self.batch_size = batch_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        from indexes.embeddings import encode
 
         vectors = encode([str(t) for t in batch["text"]], self.model, self.batch_size, cache=False,
                          progress=False)

@@ -35,6 +35,14 @@ from retrieval.errors import InputError
 FORMATS = ("xml", "wikiextractor", "jsonl")
 
 
+def _mwparserfromhell():
+    """mwparserfromhell, imported on first use, in this one place (importing this module does not load it)."""
+    import mwparserfromhell
+    import mwparserfromhell.nodes
+
+    return mwparserfromhell
+
+
 @dataclass
 class Document:
     """One source document.
@@ -209,7 +217,7 @@ def clean_wikitext(text: str) -> str:
     words. Reference-like sections (References, External links, See also...)
     are dropped whole: they hold lists, not prose.
     """
-    import mwparserfromhell
+    mwparserfromhell = _mwparserfromhell()
 
     code = mwparserfromhell.parse(text)
     for node in list(code.nodes):
@@ -232,7 +240,7 @@ def clean_wikitext(text: str) -> str:
 
 
 def _drop_noise(code, node) -> None:
-    from mwparserfromhell.nodes import Comment, Tag, Template, Wikilink
+    Comment, Tag, Template, Wikilink = _mwparserfromhell().nodes.Comment, _mwparserfromhell().nodes.Tag, _mwparserfromhell().nodes.Template, _mwparserfromhell().nodes.Wikilink
 
     if isinstance(node, (Template, Comment)):
         _remove(code, node)

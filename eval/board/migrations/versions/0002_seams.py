@@ -16,6 +16,7 @@ import json
 
 import sqlalchemy as sa
 from alembic import op
+from eval.board.published import published_metadata
 
 revision = '0002'
 down_revision = '0001'
@@ -24,7 +25,6 @@ depends_on = None
 
 
 def _published_only() -> None:
-    from eval.board.published import published_metadata
 
     bind = op.get_bind()
     table = sa.table("submissions", sa.column("id", sa.Integer), sa.column("sidecar_json", sa.Text))

@@ -16,6 +16,12 @@ depends_on = None
 
 
 def upgrade() -> None:
+    _campaigns_assessors_dialogues()
+    _tasks_assignments_items_grades()
+
+
+def _campaigns_assessors_dialogues() -> None:
+    """judge_campaigns, judge_assessors, judge_dialogues, judge_web_sessions."""
     op.create_table('judge_campaigns',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('name', sa.String(length=100), nullable=False),
@@ -64,6 +70,10 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id'),
     sa.UniqueConstraint('key_hash')
     )
+
+
+def _tasks_assignments_items_grades() -> None:
+    """judge_tasks, judge_assignments, judge_items, judge_grades."""
     op.create_table('judge_tasks',
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('campaign_id', sa.Integer(), nullable=False),
