@@ -133,6 +133,7 @@ def _markdown(results: Results) -> str:
 def _figure_files(fig, stem: str) -> dict[str, bytes]:
     """The figure as PNG (120 dpi), vector PDF and SVG, without dates in the vector files
     (so a rerun writes the same bytes)."""
+    import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
@@ -144,14 +145,14 @@ def _figure_files(fig, stem: str) -> dict[str, bytes]:
         # would render each figure twice
         kwargs = {"dpi": 120} if fmt == "png" else {"metadata": meta}
         if fmt == "svg":
-            import matplotlib
-
             with matplotlib.rc_context({"svg.hashsalt": "dsr"}):
                 fig.savefig(buffer, format=fmt, **kwargs)
         else:
             fig.savefig(buffer, format=fmt, **kwargs)
-        # the layout found for the first format serves the others (it is the costliest step)
-        fig.set_layout_engine("none")
+        # The layout found for the first format serves the others: no engine left (not even
+        # matplotlib's placeholder), so they skip the extra draw that lays a figure out.
+        with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+            fig.set_layout_engine(None)
         out[f"{stem}.{fmt}"] = buffer.getvalue()
     return out
 
