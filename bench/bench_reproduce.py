@@ -47,13 +47,37 @@ def worker(spec: dict) -> dict:
         from dsr.reproduce import StageTimer, reproduce
     from retrieval.collections import load_collection
 
-    timer = StageTimer(quiet=True)
-    # reproduce loads the collection itself (its "load" stage); the counts are read afterwards
-    reproduce(spec["collection"], Path(spec["home"]) / f"out-{spec['label']}", timer=timer,
+    class Timer(StageTimer):
+        """Wall seconds per stage, and the CPU seconds of all this process's threads (less
+        sensitive than wall time to other jobs on a shared machine)."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.cpu: dict[str, float] = {}
+
+        def __call__(self, stage: str, what: str = ""):
+            inner = super().__call__(stage, what)
+            cpu = self.cpu
+
+            class Both:
+                def __enter__(self):
+                    self.start = time.process_time()
+                    return inner.__enter__()
+
+                def __exit__(self, *exc):
+                    cpu[stage] = cpu.get(stage, 0.0) + time.process_time() - self.start
+                    return inner.__exit__(*exc)
+            return Both()
+
+    timer = Timer(quiet=True)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    with timer("load"):
+        collection = load_collection(spec["collection"])
+    reproduce(collection, Path(spec["home"]) / f"out-{spec['label']}", timer=timer,
               backend=spec["backend"], skipped_reason="skipped: benchmark without a cross-encoder")
-    collection = load_collection(spec["collection"])
-    return {"seconds": dict(timer.seconds), "peak_rss_mib": peak_rss_mib(),
-            "dialogues": len(collection), "candidates": sum(len(d.candidates) for d in collection)}
+    return {"seconds": dict(timer.seconds), "cpu": {**timer.cpu, "total": time.process_time() - cpu_start},
+            "peak_rss_mib": peak_rss_mib(), "dialogues": len(collection),
+            "candidates": sum(len(d.candidates) for d in collection)}
 
 
 def run_worker(spec: dict) -> dict:
@@ -80,17 +104,19 @@ def report(name: str, results: list[tuple[dict, dict]]) -> dict:
     stages = list(results[0][0]["seconds"])
     cold = {s: statistics.median(r[0]["seconds"].get(s, 0.0) for r in results) for s in stages}
     warm = {s: statistics.median(r[1]["seconds"].get(s, 0.0) for r in results) for s in stages}
+    cpu = [{s: statistics.median(r[i]["cpu"].get(s, 0.0) for r in results) for s in stages} for i in (0, 1)]
     peaks = (max(r[0]["peak_rss_mib"] for r in results), max(r[1]["peak_rss_mib"] for r in results))
     print(f"\n## {name} (median of {len(results)} round(s); every round: "
           + "; ".join(f"cold {r[0]['seconds']['total']:.1f} s, warm {r[1]['seconds']['total']:.1f} s"
                       for r in results) + ")")
-    print(f"{'stage':<16}{'cold s':>10}{'warm s':>10}")
+    print(f"{'stage':<16}{'cold s':>10}{'warm s':>10}{'cold CPU s':>12}{'warm CPU s':>12}")
     for stage in stages:
-        print(f"{stage:<16}{cold[stage]:>10.2f}{warm[stage]:>10.2f}")
+        print(f"{stage:<16}{cold[stage]:>10.2f}{warm[stage]:>10.2f}{cpu[0][stage]:>12.2f}{cpu[1][stage]:>12.2f}")
     print(f"peak RSS: cold {peaks[0]:.0f} MiB, warm {peaks[1]:.0f} MiB")
     ratio = warm["total"] / cold["total"]
     print(f"warm / cold = {ratio:.1%} (target <= 20 %: {'met' if ratio <= 0.2 else 'NOT met'})")
-    return {"cold": cold, "warm": warm, "peak_rss_mib": {"cold": peaks[0], "warm": peaks[1]},
+    return {"cold": cold, "warm": warm, "cpu": {"cold": cpu[0], "warm": cpu[1]},
+            "peak_rss_mib": {"cold": peaks[0], "warm": peaks[1]},
             "rounds": [{"cold": c["seconds"], "warm": w["seconds"]} for c, w in results]}
 
 
