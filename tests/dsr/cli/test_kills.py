@@ -110,7 +110,7 @@ def test_reproduce_killed_at_any_moment_leaves_the_old_or_the_new_set(forker, tm
         duration = _timed(forker, job)
         expected[seed] = {k: v for k, v in snapshot(out).items() if k.startswith("runs/")}
     names = set(snapshot(out))
-    assert expected[0]["runs/random.run"] != expected[1]["runs/random.run"]
+    assert expected[0]["runs/random.run.gz"] != expected[1]["runs/random.run.gz"]
 
     def is_new(folder: Path, files: dict[str, str] | None, seed: int) -> bool:
         assert files is not None
