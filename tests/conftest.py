@@ -36,3 +36,21 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not beside the checkout")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def library_log_handlers_write_to_this_tests_stderr():
+    """Libraries (transformers, huggingface_hub, ...) keep StreamHandlers bound to the
+    sys.stderr of the test that first configured them; pytest closes that stream after the
+    test, and a later log line would print a "Logging error" traceback into another test's
+    captured output. Rebind every handler whose stream is closed."""
+    import logging
+
+    loggers = [logging.getLogger()] + [lg for lg in logging.Logger.manager.loggerDict.values()
+                                       if isinstance(lg, logging.Logger)]
+    for logger in loggers:
+        for handler in logger.handlers:
+            stream = getattr(handler, "stream", None)
+            if isinstance(handler, logging.StreamHandler) and getattr(stream, "closed", False):
+                handler.stream = sys.stderr   # not setStream: it flushes the closed stream
+    yield
