@@ -180,6 +180,7 @@ class Suite:
         from retrieval.rankers.bm25 import BM25Ranker
 
         c = self.collection
+        export = self._export_in_background(dense_model)
         with self.timer("random"):
             self._add_run("random", make_ranker("random", seed=self.seed))
         with self.timer("initial"):
@@ -218,10 +219,34 @@ class Suite:
 
         self.models["dense"] = resolve_model(dense_model, "bi-encoder").describe()
         with self.timer("dense", f"{dense_model}, {len(self.strategies)} query strategies"):
+            if export is not None:
+                export.result()  # the export's own error, if any, is raised here
             for q in self.strategies:
                 name = f"dense ({q})"
                 self._add_run(name, make_ranker("dense", model=dense_model, query=q, backend=self.backend))
                 self.dense[q] = self.runs[name]
+
+    def _export_in_background(self, dense_model: str | None):
+        """A fast backend's export of the dense model (or the check that it is cached), started
+        now in a thread so that it runs while the BM25 stage does (the export's calibration
+        leaves a CPU core half idle); None for torch or without a dense model. Its wall time
+        is recorded as the ``export (beside bm25)`` stage."""
+        if not dense_model or self.backend == "torch":
+            return None
+        from concurrent.futures import ThreadPoolExecutor
+
+        from indexes.backends import export
+        from retrieval.models import resolve_model
+
+        model = resolve_model(dense_model, "bi-encoder")
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsr-export")
+
+        def build():
+            with self.timer("export (beside bm25)"):
+                return export(model, "bi-encoder", self.backend)
+        future = pool.submit(build)
+        pool.shutdown(wait=False)
+        return future
 
     def fusion(self) -> None:
         from retrieval.fusion import fuse
