@@ -137,6 +137,8 @@ class Executor:
             return
         import logging
 
+        from indexes.embeddings import CHUNK
+
         ray = import_ray()
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # keep stderr to our progress bars
         context = ray.data.DataContext.get_current()
@@ -151,8 +153,11 @@ class Executor:
             # max_restarts has no named parameter in Ray Data yet; passing it as a remote
             # argument is what Ray documents for it, and it warns about the form.
             warnings.simplefilter("ignore")
+            # Rows per actor call: as many as the in-process path encodes between cache writes
+            # (CHUNK), because the encoder sorts by length only within a call: in calls of 256
+            # rows padding made encoding cost 1.5x the CPU per sentence (bench_ray_encode.py).
             encoded = dataset.map_batches(
-                EncoderActor, fn_constructor_args=(model, batch_size), batch_size=4 * batch_size,
+                EncoderActor, fn_constructor_args=(model, batch_size), batch_size=max(CHUNK, batch_size),
                 batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=self.workers), num_cpus=1,
                 # an actor killed (e.g. by Ray's memory monitor) fails the stage, which resumes
                 # on the next run, instead of being restarted forever
