@@ -43,6 +43,7 @@ import contextlib
 import json
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -50,6 +51,7 @@ from dsr.training.card import read_card
 from eval.protocol import config_name, grid_configs, resolve_splits
 from eval.report import REPORT_FILES, report_json, write_report_files
 from eval.results import evaluate_runs
+from indexes.backends import export as export_model
 from indexes.manifest import cached_build, expected_manifest
 from retrieval.atomic import atomic_dir, check_replaceable, write_json
 from retrieval.collections import load_collection
@@ -235,10 +237,11 @@ class Suite:
               ce_query: str | None, skipped_reason: str) -> None:
         """Every row: the floors, BM25, dense and RRF (with a dense model), the trained
         bi-encoder and the cross-encoder (when given; else a note on why not)."""
+        export = self._export_in_background(dense_model)
         self.floors()
         self.bm25()
         if dense_model:
-            self.dense_rows(dense_model)
+            self.dense_rows(dense_model, export)
             self.fusion()
         else:
             self.models["dense"] = "skipped: --no-dense"
@@ -282,14 +285,34 @@ class Suite:
             self.families[BASELINE] = every
             self.info[BASELINE] = {"ranker": "bm25", "grid": {"query": self.strategies, **grid}}
 
-    def dense_rows(self, dense_model: str) -> None:
-        """``dense (Q)``: the bi-encoder with each query strategy."""
+    def dense_rows(self, dense_model: str, export: Future | None = None) -> None:
+        """``dense (Q)``: the bi-encoder with each query strategy (after ``export``, a fast
+        backend's export started beside the BM25 stage, has finished)."""
         self.models["dense"] = resolve_model(dense_model, "bi-encoder").describe()
         with self.timer("dense", f"{dense_model}, {len(self.strategies)} query strategies"):
+            if export is not None:
+                export.result()  # the export's own error, if any, is raised here
             for q in self.strategies:
                 name = f"dense ({q})"
                 self._add_run(name, make_ranker("dense", model=dense_model, query=q, backend=self.backend))
                 self.dense[q] = self.runs[name]
+
+    def _export_in_background(self, dense_model: str | None) -> Future | None:
+        """A fast backend's export of the dense model (or the check that it is cached), started
+        now in a thread so that it runs while the BM25 stage does (the export's calibration
+        leaves a CPU core half idle); None for torch or without a dense model. Its wall time
+        is recorded as the ``export (beside bm25)`` stage."""
+        if not dense_model or self.backend == "torch":
+            return None
+        model = resolve_model(dense_model, "bi-encoder")
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsr-export")
+
+        def build():
+            with self.timer("export (beside bm25)"):
+                return export_model(model, "bi-encoder", self.backend)
+        future = pool.submit(build)
+        pool.shutdown(wait=False)
+        return future
 
     def fusion(self) -> None:
         """``RRF(BM25, dense)`` over the BM25 strategy, the dense strategy and RRF's k."""

@@ -38,6 +38,19 @@ once under OpenVINO's THROUGHPUT hint (one stream per core). On 2 cores this
 replaces one request of 64 at a time under the LATENCY hint, which was slower in
 scratch comparisons (bench/bench_backends.py ``--settings`` times both). The
 caller's ``batch_size`` is the torch path's; the fast path keeps its own.
+
+ONNX Runtime was tried as a second backend (issue 25; onnxruntime 1.32 installs
+beside the pinned torch): the same module stack exported with
+``torch.onnx.export``, fp32 with ORT's transformer graph optimisations, and
+int8 by ORT's own ``quantize_dynamic`` (int8 weights, activations quantised at
+run time: no calibration). In one interleaved run on 600 real CMU_DoG
+sentences and 300 (turn, sentence) pairs (2 cores, load 7-9, 2026-11-23),
+against torch fp32: bi-encoder ORT fp32 2.0x, ORT int8 3.9-4.0x, OpenVINO int8
+7.7x; cross-encoder ORT fp32 1.9x, ORT int8 3.4-3.8x, OpenVINO int8 7.4x; and
+ORT's dynamic int8 strays further from torch (smallest cosine 0.923 against
+0.994 for OpenVINO's; Spearman of the cross-encoder's scores 0.95 against
+0.99). OpenVINO, statically quantised and calibrated, is both faster and
+closer, so it stays the only fast backend and ONNX Runtime is not a dependency.
 """
 
 from __future__ import annotations

@@ -83,6 +83,19 @@ class Run:
         run._normalised = run.rankings  # strictly decreasing float32 already: as_dict need not redo it
         return run
 
+    @classmethod
+    def from_flat(cls, topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
+                  positions: np.ndarray, tag: str = "dsr", config: dict[str, Any] | None = None) -> "Run":
+        """``from_scores`` for scores laid end to end: topic ``topics[i]`` holds the next
+        ``sizes[i]`` of ``docs``, with their ``values`` and initial ranks ``positions`` (a doc
+        outside the initial order: the topic's initial order's length). The same Run as
+        ``from_scores`` of the same scores, without building dicts."""
+        run = cls(_rank_flat(list(topics), list(docs), np.asarray(sizes, dtype=np.int64),
+                             np.asarray(values, dtype=np.float64), np.asarray(positions, dtype=np.int64)),
+                  tag, dict(config or {}))
+        run._normalised = run.rankings
+        return run
+
     def __len__(self) -> int:
         return len(self.rankings)
 
@@ -292,10 +305,8 @@ def _entry(rankings: list[list[tuple[str, float]]], ends: np.ndarray, i: int) ->
 
 def _tie_rule_rankings(scores: Mapping[str, Mapping[str, float]],
                        initial_order: Mapping[str, list[str]]) -> dict[str, list[tuple[str, float]]]:
-    """Each topic's scores ranked by the tie rule (score descending, then initial rank, ids not
-    in it after those that are, then id), scores made strictly decreasing: one numpy sort of
-    all topics' (topic, -score, initial rank); topics where that leaves a tie (ids outside the
-    initial order with equal scores) are sorted again with the id."""
+    """Each topic's scores ranked by the tie rule: the scores laid end to end, with each doc's
+    initial rank (ids not in the initial order after those that are), for :func:`_rank_flat`."""
     topics = list(scores)
     docs: list[str] = []
     positions: list[int] = []
@@ -313,8 +324,17 @@ def _tie_rule_rankings(scores: Mapping[str, Mapping[str, float]],
         sizes[n] = len(keys)
     values = np.fromiter((float(v) for qid in topics for v in scores[qid].values()), dtype=np.float64,
                          count=len(docs))
+    return _rank_flat(topics, docs, sizes, values, np.asarray(positions, dtype=np.int64))
+
+
+def _rank_flat(topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
+               position_of: np.ndarray) -> dict[str, list[tuple[str, float]]]:
+    """The tie rule over topics laid end to end (topic i holds the next ``sizes[i]`` docs,
+    their scores ``values`` and initial ranks ``position_of``): score descending, then initial
+    rank, then id, scores made strictly decreasing. One numpy sort of all topics' (topic,
+    -score, initial rank); topics where that leaves a tie (ids outside the initial order with
+    equal scores) are sorted again with the id."""
     topic = np.repeat(np.arange(len(topics)), sizes)
-    position_of = np.asarray(positions, dtype=np.int64)
     order = np.lexsort((position_of, -values, topic))
     keys = (topic[order], -values[order], position_of[order])
     tied = np.flatnonzero((keys[0][1:] == keys[0][:-1]) & (keys[1][1:] == keys[1][:-1])

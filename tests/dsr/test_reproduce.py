@@ -100,6 +100,7 @@ def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(tmp_path
     assert main([*args, "--backend", "openvino", "--out", str(tmp_path / "fast")]) == 0
     manifest = json.loads((tmp_path / "fast" / "manifest.json").read_text())
     assert manifest["parameters"]["backend"] == "openvino"
+    assert "export (beside bm25)" in manifest["wall_time_s"]  # the export ran beside the BM25 stage
     assert manifest["parameters"]["systems"]["dense (last)"]["params"]["backend"] == "openvino"
     assert manifest["parameters"]["systems"]["cross-encoder"]["params"]["backend"] == "openvino"
     assert json.loads((tmp_path / "exact" / "manifest.json").read_text())["parameters"]["backend"] == "torch"
