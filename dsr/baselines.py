@@ -47,7 +47,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from dsr.training.card import read_card
+from dsr.training.card import ranking_params, read_card
 from eval.protocol import config_name, grid_configs, resolve_splits
 from eval.report import REPORT_FILES, report_json, write_report_files
 from eval.results import evaluate_runs
@@ -337,8 +337,7 @@ class Suite:
         text (see the module docstring), named in the trained row's info."""
         resolved = resolve_model(model, "bi-encoder")
         card = read_card(resolved.path) or {}
-        same = {"query": card.get("query") or "title+recent", "text": card.get("text") or "body",
-                **({"context": card["context"]} if "context" in card else {})}
+        same = ranking_params(card)
         self.models["trained_dense"] = resolved.describe()
         described = ", ".join(f"{k} {v}" for k, v in same.items())
         with self.timer("trained bi-encoder", f"{model}, {described}"):

@@ -31,6 +31,13 @@ def write_card(folder: Path, card: dict[str, Any]) -> None:
         handle.write(render_readme(card))
 
 
+def ranking_params(card: dict[str, Any]) -> dict[str, Any]:
+    """How a bi-encoder's card says to rank with it: its query strategy and candidate text
+    (``title+recent`` and ``body`` when the card has none), and its context window."""
+    return {"query": card.get("query") or "title+recent", "text": card.get("text") or "body",
+            **({"context": card["context"]} if "context" in card else {})}
+
+
 def text_params(card: dict[str, Any]) -> str:
     """The ``--param``s that make `dsr run` read candidates as a bi-encoder was trained on them
     (empty for plain bodies), with a leading space."""
@@ -53,9 +60,9 @@ def render_readme(card: dict[str, Any]) -> str:
            f"`dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN`")
         + f"; it reads queries built with the **`{card['query']}`** strategy "
         f"and inputs of at most {params['max_length']} word pieces"
-        + (f"; candidates read as **`{card.get('text', 'body')}`**"
-           + (f" with {card['context']} neighbouring sentence(s) on each side" if "context" in card else "")
-           if card.get("kind") == "bi-encoder" else "") + ".",
+        + f"; candidates read as **`{card.get('text', 'body')}`**"
+        + (f" with {card['context']} neighbouring sentence(s) on each side" if "context" in card else "")
+        + ".",
         *([f"Documents left out of training: {', '.join(card['excluded_documents'])}."]
           if card.get("excluded_documents") else []),
         "",

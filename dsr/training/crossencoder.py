@@ -6,6 +6,11 @@ bi-encoder folder (such as all-MiniLM-L6-v2) is converted by
 sentence-transformers, keeping the encoder and adding a one-logit
 classification head that starts untrained (random, from the seed).
 
+With ``hard_negatives`` (a bi-encoder, e.g. the trained ``dsr:NAME`` that the
+cross-encoder is to rerank), the training dialogues are first ranked by that model with the
+query strategy and candidate text of its card, and each dialogue's negatives are drawn
+among the non-relevant candidates it ranks highest (:func:`dsr.training.pairs.make_pairs`).
+
 This module imports torch and sentence-transformers: import it only where training runs.
 """
 
@@ -24,13 +29,17 @@ from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 from transformers import set_seed
 
 from dsr.training import heldout as held_out
+from dsr.training.card import ranking_params, read_card
 from dsr.training.finetune import FitSettings, fit_settings, run_trainer, training_arguments
 from dsr.training.pairs import make_pairs
 from dsr.training.settings import TrainSettings
 from dsr.training.steps import (Job, base_entry, card_head, data_entry, finish, start_work,
                                 training_dialogues)
+from retrieval.data import Collection
 from retrieval.errors import InputError
+from retrieval.models import resolve_model
 from retrieval.queries import query_text
+from retrieval.rankers import make_ranker
 from retrieval.rerankers.cross_encoder import score_pairs
 
 
@@ -74,9 +83,11 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
     def query(d):
         return query_text(d, settings.query)
 
+    ranked, miner = mine_negatives(train_part, settings) if settings.hard_negatives else (None, None)
     pairset = make_pairs(train_part, query, neg_per_pos=settings.neg_per_pos,
                          random_negatives=settings.random_negatives, targets=settings.targets,
-                         seed=settings.seed, source=source)
+                         seed=settings.seed, source=source, text=settings.text, ranked=ranked,
+                         depth=settings.hard_depth)
     print(f"dsr train: {len(train_part)} training dialogues ({pairset.dialogues_used} with a "
           f"relevant candidate) -> {len(pairset.pairs)} pairs; {len(heldout)} held out",
           file=sys.stderr)
@@ -88,15 +99,38 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
     train_seconds = time.monotonic() - started
     # Scored exactly as `dsr rerank` scores (raw logits, same batching).
     held = held_out.evaluate_heldout(lambda pairs: score_pairs(model, pairs, 32), heldout, query,
-                                     job.name) if heldout else None
+                                     job.name, settings.text) if heldout else None
     card = {
         **card_head(job, settings, "cross-encoder", settings.max_length, excluded),
+        "text": settings.text,
         "base": base_entry(job, settings, "The classification head (one logit) is not part of the "
                            "base checkpoint: it starts untrained, randomly initialised from the seed."),
         "training_data": {**data_entry(collection, job, selection, train_part, heldout),
-                          "targets": settings.targets, **pairset.stats()},
+                          "targets": settings.targets, **pairset.stats(),
+                          **({"hard_negative_miner": miner} if miner else {})},
         "parameters": {**fit.as_dict(), "neg_per_pos": settings.neg_per_pos,
-                       "random_negatives": settings.random_negatives, "holdout": settings.holdout,
+                       "random_negatives": settings.random_negatives,
+                       "hard_negatives": settings.hard_negatives, "hard_depth": settings.hard_depth,
+                       "holdout": settings.holdout,
                        "holdout_max": settings.holdout_max, "loss": "BinaryCrossEntropyLoss"},
     }
     return finish(model, work, job, card, figures, held, started, train_seconds)
+
+
+def mine_negatives(dialogues, settings: TrainSettings) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The training dialogues ranked by the bi-encoder ``settings.hard_negatives`` with the
+    query strategy and candidate text of its card (``title+recent`` and ``body`` for a model
+    without one): dialogue id -> candidate ids, best first; and what the card records of it."""
+    try:
+        model = resolve_model(settings.hard_negatives, "bi-encoder")
+    except InputError as err:
+        raise InputError(f"the hard-negative miner: {err}", field="hard_negatives") from None
+    params = ranking_params(read_card(model.path) or {})
+    started = time.monotonic()
+    print(f"dsr train: ranking {len(dialogues)} training dialogues with {settings.hard_negatives} "
+          f"({', '.join(f'{k} {v}' for k, v in params.items())}) for hard negatives", file=sys.stderr)
+    run = make_ranker("dense", model=settings.hard_negatives, **params).rank(
+        Collection("hard-negatives", dialogues))
+    ranked = {qid: [doc for doc, _ in docs] for qid, docs in run.rankings.items()}
+    return ranked, {"miner": model.describe(), **params, "depth": settings.hard_depth,
+                    "seconds": round(time.monotonic() - started, 1)}

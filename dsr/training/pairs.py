@@ -14,6 +14,13 @@ anyway, and on graded crowd labels (SIGIR 2022: number of annotators who found
 the sentence useful) the binary cut is the one the official measures use for
 "relevant". ``graded`` divides each label by the collection's highest label,
 a soft target in [0, 1] for BCE, for collections whose grades carry meaning.
+
+Hard negatives: given ``ranked`` (dialogue id -> candidate ids in a miner's order,
+best first; :mod:`dsr.training.crossencoder` ranks with a trained bi-encoder), a
+dialogue's in-list negatives are drawn among the ``depth`` non-relevant
+candidates the miner ranks highest instead of among all of them: the sentences
+a first stage confuses with the relevant ones, which is what a second stage
+has to tell apart.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 # candidate_text: the body, as the cross-encoder reranker reads it by default (titles repeat
 # across a list)
@@ -57,7 +64,8 @@ class PairSet:
         return {
             "pairs": len(self.pairs),
             "positives": self.counts["positive"],
-            "list_negatives": self.counts["list-negative"],
+            "list_negatives": self.counts["list-negative"] + self.counts["hard-negative"],
+            "hard_negatives": self.counts["hard-negative"],
             "random_negatives": self.counts["random-negative"],
             "dialogues_used": self.dialogues_used,
             "dialogues_without_positive": self.dialogues_without_positive,
@@ -73,13 +81,16 @@ class PairSet:
 
 def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
                neg_per_pos: float = 3.0, random_negatives: int = 0, targets: str = "binary",
-               seed: int = 0, source: str = "collection") -> PairSet:
+               seed: int = 0, source: str = "collection", text: str = "body",
+               ranked: Mapping[str, Sequence[str]] | None = None, depth: int = 10) -> PairSet:
     """Build balanced training pairs from ``dialogues`` (deterministic for a seed).
 
     ``query`` maps a dialogue to its query text (a strategy of
     ``retrieval.queries``). ``neg_per_pos`` caps the in-list negatives at that
-    many per positive (sampled at random; a negative value keeps them all).
-    Raises InputError when no dialogue has a relevant candidate.
+    many per positive (sampled at random; a negative value keeps them all);
+    with ``ranked``, sampled among the ``depth`` (at least that many) non-relevant
+    candidates ranked highest there. ``text`` is the candidate text form (``body`` or
+    ``title: body``). Raises InputError when no dialogue has a relevant candidate.
     """
     if targets not in TARGETS:
         raise InputError(f"unknown target kind {targets!r}; choose from {', '.join(TARGETS)}",
@@ -91,7 +102,7 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
                          "so there is nothing to learn from; check the labels or the --split",
                          path=source if source.endswith((".jsonl", ".json")) else None,
                          field="candidates[].label")
-    pool = _sentence_pool(dialogues)
+    pool = _sentence_pool(dialogues, text)
     pairs: list[Pair] = []
     counts: Counter = Counter()
     used = without = 0
@@ -101,18 +112,20 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
             without += 1
             continue
         used += 1
-        text = query(d)
-        negatives = [c for c in d.candidates if c.label <= 0]
+        query_text = query(d)
+        negatives, kind = _negatives(d, ranked, depth), "hard-negative" if ranked else "list-negative"
         if neg_per_pos >= 0:
-            keep = min(len(negatives), int(round(neg_per_pos * len(positives))))
-            negatives = rng.sample(negatives, keep)
+            keep = int(round(neg_per_pos * len(positives)))
+            if ranked:
+                negatives = negatives[:max(depth, keep)]
+            negatives = rng.sample(negatives, min(len(negatives), keep))
         for c in positives:
             target = 1.0 if targets == "binary" else c.label / max_label
-            pairs.append(Pair(text, candidate_text(c), target, d.id, c.id, "positive"))
+            pairs.append(Pair(query_text, candidate_text(c, text), target, d.id, c.id, "positive"))
         for c in negatives:
-            pairs.append(Pair(text, candidate_text(c), 0.0, d.id, c.id, "list-negative"))
+            pairs.append(Pair(query_text, candidate_text(c, text), 0.0, d.id, c.id, kind))
         if random_negatives > 0:
-            own = {candidate_text(c) for c in d.candidates}
+            own = {candidate_text(c, text) for c in d.candidates}
             drawn = 0
             # Bounded retries: a tiny pool can be all of this dialogue's own sentences.
             for _ in range(random_negatives * 10):
@@ -121,21 +134,34 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
                 sentence_id, sentence = pool[rng.randrange(len(pool))]
                 if sentence in own:
                     continue
-                pairs.append(Pair(text, sentence, 0.0, d.id, sentence_id, "random-negative"))
+                pairs.append(Pair(query_text, sentence, 0.0, d.id, sentence_id, "random-negative"))
                 drawn += 1
     for p in pairs:
         counts[p.kind] += 1
     return PairSet(pairs, used, without, max_label, counts)
 
 
-def _sentence_pool(dialogues: Iterable[Dialogue]) -> list[tuple[str, str]]:
+def _negatives(d: Dialogue, ranked: Mapping[str, Sequence[str]] | None, depth: int) -> list:
+    """``d``'s non-relevant candidates: in list order, or in the miner's order (``ranked``;
+    a candidate it did not rank goes last, in list order)."""
+    negatives = [c for c in d.candidates if c.label <= 0]
+    if ranked is None:
+        return negatives
+    order = ranked.get(d.id)
+    if order is None:
+        raise InputError(f"the hard-negative ranking has no dialogue {d.id!r}", field="hard_negatives")
+    position = {cid: i for i, cid in enumerate(order)}
+    return sorted(negatives, key=lambda c: position.get(c.id, len(position)))
+
+
+def _sentence_pool(dialogues: Iterable[Dialogue], text: str = "body") -> list[tuple[str, str]]:
     """Distinct (id, text) of every candidate, in first-seen order (so sampling is reproducible).
 
     The sentences of :meth:`Collection.sentence_rows`: by id when ids are
     global, by text when dialogues reuse local ids (c0, c1...), so such a file
     draws from the same sentences as the same file with global ids."""
     rows, _ = Collection("pool", dialogues).sentence_rows()
-    return [(c.id, candidate_text(c)) for c in rows]
+    return [(c.id, candidate_text(c, text)) for c in rows]
 
 
 def split_heldout(dialogues: Sequence[Dialogue], fraction: float, *, seed: int = 0,

@@ -30,8 +30,9 @@ MODEL = (
           "cross-encoder (BCE)", choices=MODEL_TYPES),
     Param("query", None, "str", "query strategy (default: title+recent for a bi-encoder, weighted "
           "for a cross-encoder)", choices=STRATEGIES, metavar="STRATEGY"),
-    Param("text", "body", "str", "bi-encoder: what a candidate's text is in training (the card "
-          "records it; rank with the same --param text=...)", choices=TEXT_FORMS),
+    Param("text", "body", "str", "what a candidate's text is in training (a cross-encoder: body or "
+          "'title: body'); the card records it and `dsr run`/`dsr rerank` read candidates so",
+          choices=TEXT_FORMS),
     Param("context", None, "int", "with text 'title: previous [SEP] body [SEP] next': neighbouring "
           "sentences on each side (default 1; the card records it)", low=1, high=20, metavar="N"),
     Param("documents", None, "str", "with the context text form: the documents' folder (CMU_DoG: "
@@ -47,6 +48,11 @@ DATA = (
           "-1 keeps all)", low=-1, metavar="R"),
     Param("random_negatives", 0, "int", "cross-encoder: random sentences from other dialogues "
           "added as negatives, per dialogue", low=0, metavar="N"),
+    Param("hard_negatives", None, "str", "cross-encoder: a bi-encoder (a model name or dsr:NAME) "
+          "that picks the in-list negatives: drawn among the non-relevant candidates it ranks "
+          "highest (its top --hard-depth) rather than among all of them", metavar="MODEL"),
+    Param("hard_depth", 10, "int", "with hard_negatives: how deep in the miner's ranking of a "
+          "dialogue's non-relevant candidates negatives are drawn", low=1, metavar="N"),
     Param("targets", "binary", "str", "cross-encoder: binary (label > 0 -> 1) or graded (label / "
           "highest label)", choices=TARGETS),
     Param("exclude_docs", None, "str", "leave these documents (meta.document, e.g. CMU_DoG films) "
@@ -114,7 +120,10 @@ def resolve_settings(given: Mapping[str, Any]) -> Any:
     if values["text"] != CONTEXT_FORM and (values["context"] is not None or values["documents"] is not None):
         raise InputError(f"context and documents apply to text {CONTEXT_FORM!r} only",
                          field="context" if values["context"] is not None else "documents")
-    if values["model_type"] != "bi-encoder" and values["text"] != "body":
-        raise InputError("text applies to bi-encoder training only (the cross-encoder recipe "
-                         "reads candidate bodies)", field="text")
+    if values["model_type"] != "bi-encoder" and values["text"] == CONTEXT_FORM:
+        raise InputError(f"text {CONTEXT_FORM!r} applies to bi-encoder training only (a "
+                         "cross-encoder reads 'body' or 'title: body')", field="text")
+    if values["model_type"] != "cross-encoder" and values["hard_negatives"] is not None:
+        raise InputError("hard_negatives applies to cross-encoder training only (the bi-encoder "
+                         "recipe's negatives are its pool's and the batch's)", field="hard_negatives")
     return TrainSettings(**values)

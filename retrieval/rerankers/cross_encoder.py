@@ -60,7 +60,7 @@ class CrossEncoderReranker(Reranker):
 
     name = "cross-encoder"
     #: parameters a `dsr train` model's card (dsr_model.json) supplies when not given
-    CARD_PARAMS = ("query", "max_length")
+    CARD_PARAMS = ("query", "max_length", "text")
     PARAMS = (
         Param("model", DEFAULT_MODEL, "str", "cross-encoder: a short name, a folder, dsr:NAME or a hub id"),
         Param("query", "all", "str", "query strategy (retrieval.queries)", choices=tuple(STRATEGIES),
@@ -93,7 +93,7 @@ class CrossEncoderReranker(Reranker):
 
     def resolve(self):
         """Resolve the model (once). A model made by ``dsr train`` is used with the query
-        strategy and max length it was trained with, from its card, unless given."""
+        strategy, max length and candidate text it was trained with, from its card, unless given."""
 
         if self.model_info is None:
             self.model_info = resolve_model(self.params["model"], "cross-encoder")

@@ -236,13 +236,39 @@ def test_title_body_text_trains_and_is_recorded(data, tiny, tmp_path, monkeypatc
     assert params["text"] == "title: body" and params["query"] == "title+recent"
 
 
-def test_text_is_refused_for_a_cross_encoder(data, tiny, tmp_path, monkeypatch, capsys):
+def test_context_form_is_refused_for_a_cross_encoder(data, tiny, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
     assert main(["train", str(data["train"]), "--name", "ce", "--base", str(tiny), "--model-type",
-                 "cross-encoder", "--text", "title: body"]) == 2
+                 "cross-encoder", "--text", "title: previous [SEP] body [SEP] next"]) == 2
     err = capsys.readouterr().err
     assert "--text" in err and "Traceback" not in err
     assert not (tmp_path / "home" / "models" / "ce").exists()
+    assert main(["train", str(data["train"]), "--name", "bi2", "--base", str(tiny),
+                 "--hard-negatives", "dsr:bi"]) == 2
+    assert "--hard-negatives" in capsys.readouterr().err
+
+
+def test_a_second_stage_trained_on_the_first_stages_hard_negatives(data, tiny, home, monkeypatch, tmp_path):
+    """A cross-encoder with `title: body` text and negatives mined by the trained bi-encoder:
+    the card records both, and `dsr rerank` reads candidates as the card says."""
+    monkeypatch.setenv("DSR_HOME", str(home))
+    assert main(["train", str(data["train"]), "--name", "ce-hard", "--base", str(tiny), "--model-type",
+                 "cross-encoder", "--text", "title: body", "--hard-negatives", "dsr:bi",
+                 "--hard-depth", "2", "--neg-per-pos", "0.5", "--max-length", "64", *TRAIN_FLAGS]) == 0
+    card = json.loads((home / "models" / "ce-hard" / "dsr_model.json").read_text())
+    assert card["text"] == "title: body" and card["parameters"]["hard_negatives"] == "dsr:bi"
+    data_card = card["training_data"]
+    miner = data_card["hard_negative_miner"]
+    assert miner["depth"] == 2 and miner["query"] == "title+recent"   # the miner card's strategy
+    assert miner["miner"]["weights_sha256"] and miner["text"] == "body"
+    # every dialogue has 3 relevant candidates; 0.5 per positive -> 2 hard negatives each
+    assert data_card["hard_negatives"] == data_card["list_negatives"] == 2 * data_card["train_dialogues"]
+    out = tmp_path / "ce.run"
+    assert main(["run", str(data["dev"]), "--ranker", "bm25", "--out", str(tmp_path / "bm25.run")]) == 0
+    assert main(["rerank", str(data["dev"]), "--run", str(tmp_path / "bm25.run"), "--model", "dsr:ce-hard",
+                 "--top-k", "4", "--out", str(out)]) == 0
+    params = json.loads(out.with_name("ce.run.json").read_text())["params"]
+    assert params["text"] == "title: body" and params["query"] == card["query"]
 
 
 @pytest.mark.parametrize("second, message", [

@@ -293,6 +293,37 @@ def test_pairs_balance_negatives_and_graded_targets():
     assert again.pairs == pairs.pairs
 
 
+def test_hard_negatives_are_drawn_from_the_miners_top_non_relevant_candidates():
+    from dsr.training.pairs import make_pairs
+    from retrieval.errors import InputError
+
+    dialogues = _collection(_dialogues(6, seed=2)).dialogues
+    # a miner that ranks each dialogue's candidates in reverse list order
+    ranked = {d.id: [c.id for c in reversed(d.candidates)] for d in dialogues}
+    pairs = make_pairs(dialogues, lambda d: d.title, neg_per_pos=0.5, seed=3, ranked=ranked, depth=1,
+                       text="title: body")
+    stats = pairs.stats()
+    assert stats["hard_negatives"] == stats["list_negatives"] == len(dialogues)
+    for d in dialogues:
+        negatives = [p for p in pairs.pairs if p.dialogue == d.id and p.kind == "hard-negative"]
+        last_negative = [c for c in d.candidates if c.label == 0][-1]  # the miner's first one
+        assert [p.candidate for p in negatives] == [last_negative.id]
+        assert negatives[0].sentence == f"{last_negative.title}: {last_negative.body}"
+    # depth 3: one of the miner's 3 highest non-relevant candidates, never a lower one
+    deeper = make_pairs(dialogues, lambda d: d.title, neg_per_pos=0.5, seed=3, ranked=ranked, depth=3)
+    for d in dialogues:
+        top3 = [c.id for c in reversed(d.candidates) if c.label == 0][:3]
+        drawn = [p.candidate for p in deeper.pairs if p.dialogue == d.id and p.kind == "hard-negative"]
+        assert len(drawn) == 1 and drawn[0] in top3
+    # the miner's order is what counts: ranked in list order, the first non-relevant ones are drawn
+    forward = make_pairs(dialogues, lambda d: d.title, neg_per_pos=0.5, seed=3, depth=1,
+                         ranked={d.id: [c.id for c in d.candidates] for d in dialogues})
+    assert {p.candidate for p in forward.pairs if p.kind == "hard-negative"} == {
+        [c for c in d.candidates if c.label == 0][0].id for d in dialogues}
+    with pytest.raises(InputError, match="no dialogue"):
+        make_pairs(dialogues, lambda d: d.title, ranked={}, depth=1)
+
+
 def test_heldout_keeps_conversations_together():
     from dsr.training.pairs import split_heldout
 
@@ -329,7 +360,8 @@ def test_train_keywords_and_flags_are_the_declared_settings():
                                                   ("holdout", 1.5, "--holdout"),
                                                   ("batch_size", 0, "--batch-size"),
                                                   ("query", "nonsense", "--query"),
-                                                  ("text", "title: body", "--text")])
+                                                  ("text", "title: previous [SEP] body [SEP] next", "--text"),
+                                                  ("hard_negatives", "dsr:x", "--hard-negatives")])
 def test_a_bad_setting_names_the_parameter_in_python_and_the_flag_on_the_command_line(
         bench, tiny_bert, dsr_home, capsys, setting, value, flag):
     import dsr
