@@ -34,7 +34,7 @@ from eval.judging.tasks import assign
 from eval.judging.tasks import plan_tasks
 
 if TYPE_CHECKING:      # the server imports this module: pandas and the planners only when used
-    pd = _pandas()
+    import pandas as pd
 
     from eval.judging.honeypots import GoldSet
 
