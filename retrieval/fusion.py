@@ -153,11 +153,16 @@ def _docs(runs: Sequence[Mapping[str, Any]], qid: str) -> list[str]:
 
 # --- methods -------------------------------------------------------------------
 
+def _check_k(k: float) -> None:
+    """RRF's k: a number >= 0 (InputError naming ``k``)."""
+    if not k >= 0:
+        raise InputError(f"k must be >= 0, got {k!r}", field="k")
+
+
 def rrf(runs: Sequence[Run], k: float = 60) -> Scores:
     """Reciprocal rank fusion: ``score(d) = sum over runs containing d of 1 / (k + rank(d))``,
     ranks from 1 (Cormack, Clarke and Büttcher, SIGIR 2009)."""
-    if not k >= 0:
-        raise InputError(f"k must be >= 0, got {k!r}", field="k")
+    _check_k(k)
     fused: Scores = {}
     longest = max((len(r) for run in runs for r in run.rankings.values()), default=0)
     weights = [1.0 / (k + rank) for rank in range(1, longest + 1)]  # the same floats, computed once
@@ -352,8 +357,7 @@ def _rrf_aligned(runs: Sequence[Run], k: float, initial_order: Mapping[str, list
     end to end in the initial order, the same floats as :func:`rrf` (each 0.0 + 1 / (k + rank)
     of the first run, + that of the next...) and the same Run. None when the runs are not
     so aligned (then the general path runs)."""
-    if not k >= 0:
-        raise InputError(f"k must be >= 0, got {k!r}", field="k")
+    _check_k(k)
     ranks = [_initial_ranks(run, initial_order) for run in runs]
     if any(r is None for r in ranks):
         return None

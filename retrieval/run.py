@@ -282,8 +282,9 @@ def _strict_scores(values: np.ndarray, ends: np.ndarray, entry) -> np.ndarray:
         raise ValueError(f"score of {doc!r} is not finite: {score!r}")
     scores = _float32_array(values)
     not_below = np.flatnonzero(scores[1:] >= scores[:-1]) + 1
+    sizes = np.diff(ends, prepend=0)
     starts = np.zeros(len(scores), dtype=bool)
-    starts[(ends - np.diff(ends, prepend=0))[np.diff(ends, prepend=0) > 0]] = True
+    starts[(ends - sizes)[sizes > 0]] = True  # a ranking's first score has no predecessor
     not_below = not_below[~starts[not_below]]
     if len(not_below):
         fixed = scores.tolist()

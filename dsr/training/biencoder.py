@@ -178,7 +178,6 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
         **card_head(job, settings, "bi-encoder", model.max_seq_length, excluded),
         "recipe": "bi-encoder: MultipleNegativesRankingLoss, silver positive + one pool "
                   "negative per query point",
-        "text": settings.text,
         **({"context": settings.context or DEFAULT_WINDOW} if settings.text == CONTEXT_FORM else {}),
         "base": base_entry(job, settings, "No new head: the base encoder and its pooling are "
                            "fine-tuned."),

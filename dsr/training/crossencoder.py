@@ -102,7 +102,6 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
                                      job.name, settings.text) if heldout else None
     card = {
         **card_head(job, settings, "cross-encoder", settings.max_length, excluded),
-        "text": settings.text,
         "base": base_entry(job, settings, "The classification head (one logit) is not part of the "
                            "base checkpoint: it starts untrained, randomly initialised from the seed."),
         "training_data": {**data_entry(collection, job, selection, train_part, heldout),

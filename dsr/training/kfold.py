@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dsr.training.card import CARD_FILE, read_card
+from dsr.training.card import CARD_FILE, ranking_params, read_card
 from dsr.training.folds import dialogue_document
 from eval.report import REPORT_FILES, write_report_files
 from eval.results import evaluate_runs
@@ -72,18 +72,17 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
     ``report/``, :func:`out_files`: a folder holding anything else is refused)."""
 
     cards = [card(m) for m in models]
-    query = cards[0]["query"]
-    text = cards[0].get("text", "body")  # the candidate text the fold models were trained on
-    context = {"context": cards[0]["context"]} if "context" in cards[0] else {}
+    same = ranking_params(cards[0])  # the query and candidate text the fold models were trained on
+    query, text = same["query"], same["text"]
     owner: dict[str, int] = {}
     for i, fold_card in enumerate(cards):
-        if fold_card.get("query") != query:
-            raise InputError(f"fold models use different query strategies ({query}, {fold_card.get('query')})",
+        theirs = ranking_params(fold_card)
+        if theirs["query"] != query:
+            raise InputError(f"fold models use different query strategies ({query}, {theirs['query']})",
                              field="model")
-        if fold_card.get("text", "body") != text or fold_card.get("context") != context.get("context"):
-            raise InputError(f"fold models use different candidate texts ({text}, "
-                             f"{fold_card.get('text', 'body')}; context {context.get('context')}, "
-                             f"{fold_card.get('context')})", field="model")
+        if theirs != same:
+            raise InputError(f"fold models use different candidate texts ({text}, {theirs['text']}; "
+                             f"context {same.get('context')}, {theirs.get('context')})", field="model")
         for doc in fold_card.get("excluded_documents") or []:
             if doc in owner:
                 raise InputError(f"document {doc!r} is left out by two fold models "
@@ -101,7 +100,7 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
                           meta=evaluation.meta)
         if not len(part):
             continue
-        run = make_ranker("dense", model=model, query=query, text=text, **context).rank(part)
+        run = make_ranker("dense", model=model, **same).rank(part)
         rankings.update(run.rankings)
         fold_runs.append({"model": model, "dialogues": len(part),
                           "documents": cards[i].get("excluded_documents")})
@@ -109,11 +108,10 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
     pooled = Run(rankings, tag,
                  {"kfold": fold_runs, "query": query, "text": text, "collection": evaluation.describe()})
     # zero-shot and in-domain read the candidates as the fold models do
-    runs = {"zero-shot": make_ranker("dense", model=base, query=query, text=text, **context).rank(evaluation),
+    runs = {"zero-shot": make_ranker("dense", model=base, **same).rank(evaluation),
             "kfold": pooled}
     if in_domain:
-        runs["in-domain"] = make_ranker("dense", model=in_domain, query=query, text=text,
-                                        **context).rank(evaluation)
+        runs["in-domain"] = make_ranker("dense", model=in_domain, **same).rank(evaluation)
     results = evaluate_runs(evaluation, runs, list(measures), subsets=["all"], baseline="zero-shot")
     write_out(out, runs, results, command)
     return results

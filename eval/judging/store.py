@@ -121,7 +121,6 @@ class Judging:
     def create(self, name: str, pool: Collection, rules: Guidelines, settings: Settings,
                golds: dict[str, GoldSet] | None = None) -> Campaign:
         """A campaign over ``pool``: its dialogues, tasks and items (honeypots planted)."""
-
         name = _checked_name(name, "NAME")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             raise InputError("a campaign name is letters, digits, '.', '_' and '-' (it is a URL part)",
@@ -254,7 +253,6 @@ class Judging:
         """Fill every task's places up to k (see :func:`eval.judging.tasks.assign`); first drop
         the untouched assignments of the ``release``d assessors. Returns the sentences now
         assigned to each assessor."""
-
         campaign = self.campaign(name)
         with write_session(self.engine) as s:
             people = {a.name: a for a in s.scalars(select(Assessor))}

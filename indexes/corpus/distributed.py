@@ -36,11 +36,11 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from retrieval.errors import InputError, require_extra
-from indexes.embeddings import CHUNK, dimension, encode
-from retrieval.models import load_sentence_transformer
 import indexes
 import retrieval
+from indexes.embeddings import CHUNK, dimension, encode
+from retrieval.errors import InputError, require_extra
+from retrieval.models import load_sentence_transformer
 
 ROOT = Path(__file__).resolve().parents[2]
 #: environment the Ray workers need to find data, models and caches as the driver does
@@ -89,7 +89,6 @@ class Executor:
                     ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
                              runtime_env={"env_vars": env}, logging_level="ERROR")
                 else:
-
                     ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
                              runtime_env={"env_vars": env, "py_modules": [retrieval, indexes]})
                 self._started = True
@@ -177,7 +176,6 @@ class Executor:
                     yield number, np.concatenate(buffers.pop(number))
         for number, count in enumerate(counts):  # empty shards never reach a batch
             if count == 0:
-
                 yield number, np.zeros((0, dimension(model)), dtype=np.float32)
 
 
@@ -199,9 +197,7 @@ def _call(function: Callable[..., Any], *args: Any) -> Any:
 
 def _read_texts(path: str, number: int):
     pa = _pyarrow()
-    pq = _pyarrow().parquet
-
-    texts = pq.read_table(path, columns=["text"]).column("text")
+    texts = pa.parquet.read_table(path, columns=["text"]).column("text")
     return pa.table({"text": texts, "shard": pa.array([number] * len(texts), pa.int64())})
 
 
@@ -211,14 +207,12 @@ class EncoderActor:
     def __init__(self, model, batch_size: int):
         import torch
 
-
         torch.set_num_threads(1)  # one CPU per actor: N actors use N cores, no oversubscription
         self.model = model  # a ResolvedModel: the driver resolved it, the folder is shared
         load_sentence_transformer(self.model)
         self.batch_size = batch_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-
         vectors = encode([str(t) for t in batch["text"]], self.model, self.batch_size, cache=False,
                          progress=False)
         return {"shard": batch["shard"], "vector": vectors}
