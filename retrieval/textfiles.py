@@ -81,8 +81,8 @@ def atomic_write_text(path: str | Path) -> Iterator[IO[str]]:
 
     The gzip header carries no file name and time 0, so the same content gives
     the same bytes (and the same sha256) every time. Level 6 (gzip's own default, not
-    Python's 9): on a run file it compresses 5 times faster for 8 % more bytes, and
-    `dsr reproduce` writes a few hundred runs.
+    Python's 9): on a reproduce-shaped run file it compresses 4 times faster for 8 % more
+    bytes (bench/bench_machine.py), and `dsr reproduce` writes a few hundred runs.
     """
     path = Path(path)
     if not path.name.endswith(".gz"):
