@@ -20,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("dsr.cli.evaluation", "check a run file before evaluation or submission"),
     "agreement": ("dsr.cli.agreement", "Kendall tau between system rankings by silver and by judged "
                                        "labels"),
+    "decide": ("dsr.cli.decision", "the decision rule: does a candidate replace the default (judged "
+                                   "dev and silver valid, Holm)"),
     "serve": ("dsr.cli.board", "start the leaderboard server (web pages and JSON API)"),
     "submit": ("dsr.cli.board", "submit a run file to a leaderboard server"),
     "board": ("dsr.cli.board", "organise a leaderboard: teams, phases, baselines, rebuild, export"),

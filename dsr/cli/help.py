@@ -74,6 +74,8 @@ EXAMPLES = {
              "--eval-source ../shared/data/judged --name dialogue-minilm-bi --out out/kfold",
     "agreement": "dsr agreement cmu_dog cmu_dog_judged --silver-source ../shared/data/cmu_dog "
                  "--silver-split valid --judged-source ../shared/data/judged runs/a.run runs/b.run",
+    "decide": "dsr decide cmu_dog cmu_dog_judged --silver-source ../shared/data/cmu_dog --silver-split "
+              "valid --dev-source ../shared/data/judged --default runs/bm25.run runs/dense.run",
 }
 
 
