@@ -17,7 +17,7 @@ from pathlib import Path
 from retrieval.data import Collection, read_benchmark
 from retrieval.errors import InputError
 
-REGISTERED = ("sigir2022", "cmu_dog", "redial", "ccpe", "sample", "cmu_dog_judged")
+REGISTERED = ("sigir2022", "cmu_dog", "redial", "ccpe", "sample", "cmu_dog_judged", "cmu_dog_dev")
 
 
 @dataclass(frozen=True)
