@@ -44,7 +44,7 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
           documents: str | None = None, subset: str | None = None,
           val_of_split: int | None = None, neg_per_pos: float | None = None,
           random_negatives: int | None = None, hard_negatives: str | None = None,
-          hard_depth: int | None = None, targets: str | None = None,
+          hard_depth: int | None = None, targets: str | None = None, eval_source: str | None = None,
           exclude_docs: str | None = None, folds: int | None = None, fold: int | None = None,
           holdout: float | None = None, holdout_max: int | None = None, seed: int | None = None,
           epochs: float | None = None, batch_size: int | None = None, max_length: int | None = None,

@@ -55,6 +55,10 @@ DATA = (
           "dialogue's non-relevant candidates negatives are drawn", low=1, metavar="N"),
     Param("targets", "binary", "str", "cross-encoder: binary (label > 0 -> 1) or graded (label / "
           "highest label)", choices=TARGETS),
+    Param("eval_source", None, "str", "a CMU_DoG folder whose evaluation splits (valid, test) are "
+          "read: training conversations that also appear there are dropped, as are the judged "
+          "development set's (default: the collection's source, else $DSR_HOME/data/cmu_dog)",
+          metavar="DIR"),
     Param("exclude_docs", None, "str", "leave these documents (meta.document, e.g. CMU_DoG films) "
           "out of training: their dialogues and their sentences in every pool",
           metavar="DOC[,DOC...]"),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from dsr.training import hygiene
 from dsr.training.card import write_card
 from dsr.training.folds import documents, exclude_documents, fold_documents
 from dsr.training.pairs import split_heldout
@@ -56,8 +57,11 @@ def excluded_documents(dialogues, settings: TrainSettings) -> tuple[list[str], d
 
 def training_dialogues(collection, settings: TrainSettings):
     """(training dialogues, held-out dialogues, selection for the card, excluded documents):
-    ``subset``/``val_of_split``, then ``exclude_docs``/``folds``, then the held-out split."""
+    ``subset``/``val_of_split``, then the conversations also evaluated on
+    (:mod:`dsr.training.hygiene`), then ``exclude_docs``/``folds``, then the held-out split."""
     dialogues, selection = _select(collection, settings)
+    dialogues, selection["evaluation_overlap"] = hygiene.apply(dialogues, collection,
+                                                               settings.eval_source, conversation_of)
     excluded, how = excluded_documents(dialogues, settings)
     if excluded:
         dialogues, dropped = exclude_documents(dialogues, excluded)

@@ -331,3 +331,33 @@ def test_agreement_follows_the_run_order_even_for_near_tied_scores():
             "a-first": Run({"q": [("a", top), ("z", float(np.nextafter(top, 0)))]}, "a")}
     result = agreement(silver, judged, runs)
     assert result.silver[0] == pytest.approx(1.0) and result.silver[1] < 1.0
+
+
+def test_training_drops_conversations_that_an_evaluation_split_holds(data, tiny, tmp_path, monkeypatch,
+                                                                     capsys):
+    """A CMU_DoG-shaped folder whose valid split holds one training conversation (its turns, with
+    other case and spacing) and one sharing a single turn: the first is dropped, printed and in
+    the card; the second is kept."""
+    from retrieval.data import read_benchmark
+
+    dialogues = read_benchmark(data["train"]).dialogues
+    conv = [d for d in dialogues if d.meta["conversation"] == "Moon-conv0"]
+    turns = [t.body for d in conv for t in [*d.context, d.target]]
+    other = next(d for d in dialogues if d.meta["conversation"] == "Sea-conv1")
+    valid = tmp_path / "cmu" / "Conversations" / "valid"
+    valid.mkdir(parents=True)
+    (valid / "a.json").write_text(json.dumps({"history": [{"text": "  " + t.upper() + " "} for t in turns]}))
+    (valid / "b.json").write_text(json.dumps({"history": [{"text": other.context[0].body},
+                                                          {"text": "an unrelated long turn about films"}]}))
+    monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
+    assert main(["train", str(data["train"]), "--name", "clean", "--base", str(tiny),
+                 "--eval-source", str(tmp_path / "cmu"), *TRAIN_FLAGS]) == 0
+    err = capsys.readouterr().err
+    assert "dropped 1 of 18 training conversations (2 dialogues)" in err and "1 valid" in err
+    card = json.loads((tmp_path / "home" / "models" / "clean" / "dsr_model.json").read_text())
+    overlap = card["training_data"]["selection"]["evaluation_overlap"]
+    assert overlap["dropped_conversations"] == 1 and overlap["by_reason"] == {"valid": 1}
+    assert card["training_data"]["train_dialogues"] + card["training_data"]["heldout_dialogues"] == 34
+    assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny),
+                 "--eval-source", str(tmp_path / "nowhere"), *TRAIN_FLAGS]) == 2
+    assert "--eval-source" in capsys.readouterr().err
