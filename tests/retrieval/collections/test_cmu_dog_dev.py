@@ -120,3 +120,18 @@ def test_data_build_writes_the_campaign_input_and_bad_params_are_refused(real, t
     assert main(["data", "build", "cmu_dog_dev", "--source", str(real["source"]), "--param",
                  "points=everything", "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "points" in capsys.readouterr().err and not (tmp_path / "x.jsonl").exists()
+
+
+def test_training_never_uses_the_development_set(real, monkeypatch):
+    """The graded points are refused as the judged set is; every point (``points=all``) is
+    dropped by training hygiene, leaving nothing to train on."""
+    from dsr.training import hygiene
+    from dsr.training.recipe import refuse_judged
+    from dsr.training.steps import conversation_of
+
+    monkeypatch.setenv("DSR_HOME", str(real["home"]))
+    with pytest.raises(InputError, match="judged development set"):
+        refuse_judged(load_collection("cmu_dog_dev", real["source"]))
+    everything = cmu_dog_dev.build(real["source"], points="all")
+    with pytest.raises(InputError, match="nothing left to train on"):
+        hygiene.apply(list(everything), everything, None, conversation_of)
