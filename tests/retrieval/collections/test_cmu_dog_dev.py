@@ -135,3 +135,23 @@ def test_training_never_uses_the_development_set(real, monkeypatch):
     everything = cmu_dog_dev.build(real["source"], points="all")
     with pytest.raises(InputError, match="nothing left to train on"):
         hygiene.apply(list(everything), everything, None, conversation_of)
+
+
+def test_ir_datasets_loads_it_from_the_cmu_dog_folder(real, monkeypatch):
+    """``ir_datasets.load("dsr/cmu_dog_dev")`` joins the shipped ids to ``$DSR_HOME/data/cmu_dog``."""
+    import ir_datasets
+
+    from eval.interchange import irds
+
+    (real["home"] / "data").mkdir(exist_ok=True)
+    link = real["home"] / "data" / "cmu_dog"
+    if not link.exists():
+        link.symlink_to(real["source"])
+    monkeypatch.setenv("DSR_HOME", str(real["home"]))
+    irds.register()
+    dataset = ir_datasets.load("dsr/cmu_dog_dev")
+    queries = list(dataset.queries_iter())
+    graded = [r for r in cmu_dog_dev.points() if r["grades"]]
+    assert len(queries) == len(graded) == 93
+    relevant = {(q.query_id, q.doc_id) for q in dataset.qrels_iter() if q.relevance > 0}
+    assert relevant == {(r["id"], s) for r in graded for s, g in r["grades"].items() if g > 0}
