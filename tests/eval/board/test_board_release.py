@@ -123,7 +123,6 @@ def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden
     first = attacker.submit(base, "bm25")
     labels = read_qrels(runs / "hidden.qrels")
     base_rr = plain_rr(runs / "bm25.run", labels)
-    assert first["means"]["all"]["RR"] == round(float(np.mean(list(base_rr.values()))), 2)
     before = hidden_views(client, first["id"])
     ranking = ranking_of(base)
     topics = list(ranking)
@@ -131,7 +130,7 @@ def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden
         probe = dict(ranking, **{topic: ranking[topic][::-1]})   # this one dialogue reversed
         changed = plain_rr_of(probe, labels)
         answer = attacker.submit(trec(probe, f"probe{k}"), f"probe {k}")
-        assert answer["means"] == first["means"] and answer["released"] is False, (topic, changed)
+        assert answer["means"] == first["means"] and answer.get("released") is False, (topic, changed)
         after = hidden_views(client, answer["id"])
         # the new row shows the team's values as they were; nothing else moved
         rows = {r["id"]: r["means"] for r in after["board"]["rows"]}
@@ -141,6 +140,8 @@ def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden
         assert after["run"]["means"] == first["means"]
         before = after
     assert attacker.sent == 20 or attacker.total is None
+    # what is published is the first run's mean rounded to the step
+    assert first["means"]["all"]["RR"] == round(float(np.mean(list(base_rr.values()))), 2)
     # no interval, spread, mark, p-value or rank range at all
     assert all(not {"ci", "p_holm", "vs_baseline", "group"} & set(r) for r in after["board"]["rows"])
     assert "significance" not in after["board"] and "per_topic" not in after["run"]
@@ -182,11 +183,11 @@ def test_peeling_labels_with_rr_probes_learns_nothing(db_url, tmp_path, runs, re
         client = TestClient(create_app(board))
         attacker = Attacker(board, client, "mallory")
         first = attacker.submit(base, "bm25")
-        seen = [first["released"]]
+        seen = [first.get("released")]
         for k, (target, probe) in enumerate(probes):
             truth = plain_rr_of({q: probe[q] for q in target}, qrels)    # what main gave away
             answer = attacker.submit(trec(probe, f"peel{k}"), f"peel {k}")
-            seen.append((answer["means"] == first["means"], answer["released"], sorted(truth.values())))
+            seen.append((answer["means"] == first["means"], answer.get("released"), sorted(truth.values())))
             rows = client.get("/api/boards/sample/test", params={"select": "all"}).json()["rows"]
             assert all(r["means"] == first["means"] for r in rows)
         transcripts.append(([s[:2] if isinstance(s, tuple) else s for s in seen], seen))
