@@ -152,6 +152,23 @@ def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden
         assert not {n for n in numbers(text) if float(n) != round(float(n), 2)}
 
 
+def test_a_real_improvement_is_published_and_the_board_tracks_it(hidden, runs):  # noqa: F811
+    """The rule still lets the standings move: a run better on many dialogues is released,
+    rounded to the step, and ranks its team above one whose value did not move."""
+    board, client = hidden
+    labels = read_qrels(runs / "hidden.qrels")
+    ranking = ranking_of(read(runs / "random0.run"))
+    perfect = {q: sorted(docs, key=lambda d: -labels[q].get(d, 0)) for q, docs in ranking.items()}
+    lucky, steady = Attacker(board, client, "lucky"), Attacker(board, client, "steady")
+    first = lucky.submit(read(runs / "random0.run"), "random")
+    steady.submit(read(runs / "random1.run"), "random")
+    better = lucky.submit(trec(perfect, "perfect"), "perfect")
+    assert better["released"] is True and better["means"]["all"]["RR"] == 1.0 > first["means"]["all"]["RR"]
+    rows = client.get("/api/boards/sample/test", params={"sort": "RR"}).json()["rows"]
+    assert [(r["team"], r["rank"], r["means"]["all"]["RR"]) for r in rows][0] == ("lucky", 1, 1.0)
+    assert client.get(f"/api/runs/{first['id']}").json()["means"] == first["means"]    # as it was then
+
+
 def plain_rr_of(ranking: dict[str, list[str]], labels) -> dict[str, float]:
     return {q: next((1 / (i + 1) for i, d in enumerate(docs) if labels[q].get(d, 0) >= 1), 0.0)
             for q, docs in ranking.items() if q in labels}
