@@ -379,10 +379,11 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
 
 # --- 4. quotas on by default -------------------------------------------------------------
 
-def test_hidden_phases_have_quotas_by_default_printed_by_add_phase_and_list(tmp_path, runs, capsys):  # noqa: F811
+def test_hidden_phases_have_quotas_by_default_printed_by_add_phase_and_list(
+        db_url, tmp_path, runs, capsys):  # noqa: F811
     from eval.board.release import DEFAULTS
 
-    db, store = f"sqlite:///{tmp_path / 'q.sqlite'}", str(tmp_path / "q-store")
+    db, store = db_url, str(tmp_path / "q-store")
     daily, total = DEFAULTS["daily_quota"], DEFAULTS["total_quota"]
     assert main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels",
                  str(runs / "hidden.qrels"), "--db", db, "--store", store]) == 0
