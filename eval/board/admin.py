@@ -107,6 +107,7 @@ def rebuild(board: Board) -> RebuildReport:
                 row.per_topic, row.means_json, row.tied_topics = blob, means, tied
         report.rescored += 1
     board._matrices.clear()
+    board.__dict__.pop("_ladders", None)     # the ladders were made from the old values
     for path in board.store.root.glob("??/*"):
         if path.name not in named:
             report.orphans += 1

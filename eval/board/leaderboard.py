@@ -225,11 +225,17 @@ def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Sub
     for sub in subs:
         by_team.setdefault(-sub.id if sub.baseline else sub.team_id, []).append(sub)
     out = {}
+    # a row never changes once written, so a team's ladder is kept per list of its rows
+    cache = board.__dict__.setdefault("_ladders", {})
+    if len(cache) > 10_000:
+        cache.clear()
     for runs in by_team.values():
         runs.sort(key=lambda s: s.id)
-        steps = release.ladder([board.matrix(s, len(data.measures)) for s in runs], data.subsets,
-                               data.measures, phase.total_quota)
-        out.update({s.id: values for s, values in zip(runs, steps.values)})
+        key = (phase.id, phase.total_quota, id(data), tuple(s.id for s in runs))
+        if key not in cache:
+            cache[key] = release.ladder([board.matrix(s, len(data.measures)) for s in runs], data.subsets,
+                                        data.measures, phase.total_quota).values
+        out.update({s.id: values for s, values in zip(runs, cache[key])})
     return out
 
 

@@ -35,6 +35,7 @@ value takes at most ``transcripts(q, step)`` forms over q submissions: at most
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -100,6 +101,12 @@ def rounded(value: float, step: float = STEP) -> float:
     return round(round(value / step) * step, digits)
 
 
+def on_grid(values: np.ndarray, step: float = STEP) -> np.ndarray:
+    """:func:`rounded` of each value."""
+    digits = max(0, -math.floor(math.log10(step)) + 2)
+    return np.round(np.round(values / step) * step, digits)
+
+
 @dataclass
 class Ladder:
     """A team's published values after each of its runs (in submission order)."""
@@ -114,7 +121,6 @@ def ladder(matrices: list[np.ndarray], subsets: dict[str, np.ndarray], measures:
     submission order) on each published group and measure."""
     step = SETTINGS["step"].check(step)
     alpha = SETTINGS["alpha"].check(alpha)
-    stats = _stats()
     values: list[dict] = []
     released: list[bool] = []
     best: dict[str, np.ndarray] = {}
@@ -125,14 +131,14 @@ def ladder(matrices: list[np.ndarray], subsets: dict[str, np.ndarray], measures:
             current = np.nan_to_num(np.asarray(matrix, dtype=float)[idx], nan=0.0)
             if name not in best:
                 best[name] = current.copy()
-                shown[name] = np.array([rounded(v, step) for v in current.mean(axis=0)])
+                shown[name] = on_grid(current.mean(axis=0), step)
                 changed = True
                 continue
             diff = current - best[name]
-            better = _better(diff, level(k, total_quota, alpha), stats)
+            better = _better(diff, level(k, total_quota, alpha))
             if better.any():
                 best[name][:, better] = current[:, better]
-                new = np.array([rounded(v, step) for v in current.mean(axis=0)])
+                new = on_grid(current.mean(axis=0), step)
                 raised = better & (new > shown[name])
                 changed |= bool(raised.any())
                 shown[name] = np.where(raised, new, shown[name])
@@ -141,7 +147,7 @@ def ladder(matrices: list[np.ndarray], subsets: dict[str, np.ndarray], measures:
     return Ladder(values, released)
 
 
-def _better(diff: np.ndarray, at: float, stats) -> np.ndarray:
+def _better(diff: np.ndarray, at: float) -> np.ndarray:
     """Per measure (column): whether a one-sided paired t-test finds the run better than the
     best so far at level ``at`` (differences all equal and positive: better)."""
     mean = diff.mean(axis=0)
@@ -150,8 +156,13 @@ def _better(diff: np.ndarray, at: float, stats) -> np.ndarray:
     sd = diff.std(axis=0, ddof=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         t = np.where(sd > 0, mean / (sd / math.sqrt(len(diff))), np.where(mean > 0, np.inf, 0.0))
-    p = stats.t.sf(t, len(diff) - 1)
-    return (mean > 0) & (p < at)
+    return (mean > 0) & (t > critical(at, len(diff) - 1))
+
+
+@functools.lru_cache(maxsize=1024)
+def critical(at: float, df: int) -> float:
+    """The one-sided t test's critical value: p < ``at`` exactly when t exceeds it."""
+    return float(_stats().t.isf(at, df))
 
 
 def transcripts(submissions: int, step: float = STEP) -> int:
