@@ -168,7 +168,7 @@ def critical(at: float, df: int) -> float:
 def transcripts(submissions: int, step: float = STEP) -> int:
     """How many transcripts one published value can show over ``submissions`` runs: a first
     value on the grid (1/step + 1 values), then a non-decreasing sequence on it."""
-    grid = int(round(1 / step)) + 1
+    grid = round(1 / step) + 1
     if submissions <= 0:
         return 1
     # a non-decreasing sequence of length q on g values: C(q + g - 1, q)

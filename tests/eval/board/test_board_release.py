@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from board_support import db_url, make_board, plain_rr, postgres, read, runs  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from board_support import db_url, make_board, plain_rr, postgres, read, runs  # noqa: F401
 from dsr.cli import main
 from eval.board.app import create_app
 from eval.board.db import write_session
@@ -147,7 +147,7 @@ def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden
     assert "significance" not in after["board"] and "per_topic" not in after["run"]
     assert after["run"]["ci"] is None and after["run"]["vs_baseline"] is None
     # no full-precision number: every value on the page and in the export is on the step's grid
-    legend = re.compile(r'<p class="legend" id="legend">.*?</p>', re.S)     # states the rule's level
+    legend = re.compile(r'<p class="legend" id="legend">.*?</p>', re.DOTALL)     # states the rule's level
     for text in (legend.sub("", after["page"]), after["csv"]):
         assert not {n for n in numbers(text) if float(n) != round(float(n), 2)}
 
@@ -165,7 +165,7 @@ def test_a_real_improvement_is_published_and_the_board_tracks_it(hidden, runs): 
     better = lucky.submit(trec(perfect, "perfect"), "perfect")
     assert better["released"] is True and better["means"]["all"]["RR"] == 1.0 > first["means"]["all"]["RR"]
     rows = client.get("/api/boards/sample/test", params={"sort": "RR"}).json()["rows"]
-    assert [(r["team"], r["rank"], r["means"]["all"]["RR"]) for r in rows][0] == ("lucky", 1, 1.0)
+    assert (rows[0]["team"], rows[0]["rank"], rows[0]["means"]["all"]["RR"]) == ("lucky", 1, 1.0)
     assert client.get(f"/api/runs/{first['id']}").json()["means"] == first["means"]    # as it was then
 
 
@@ -216,8 +216,8 @@ def test_peeling_labels_with_rr_probes_learns_nothing(db_url, tmp_path, runs, re
     assert all(s == (True, False) for s in published_one[1:])
 
 
-def second_database(db_url: str, tmp_path: Path, request) -> str:
-    if db_url.startswith("sqlite"):
+def second_database(url: str, tmp_path: Path, request) -> str:
+    if url.startswith("sqlite"):
         return f"sqlite:///{tmp_path / 'other.sqlite'}"
     return request.getfixturevalue("postgres").new_database()
 
