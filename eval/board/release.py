@@ -23,9 +23,10 @@ publishes nothing before ``dsr board freeze`` and everything after (the season i
 over); the ladder is for the other hidden phases, frozen or not.
 
 **The guarantee** (``docs/board.md``, tested by ``tests/eval/board/test_board_release.py``):
-(1) for each team and published value, the chance that the value ever rises on a run no
-better than the team's best so far (in expectation over the dialogues) is at most
-``alpha`` over the whole quota; (2) a run that differs from the team's best in one dialogue
+(1) while none of a team's values has moved since its first run, its runs cannot depend on
+the labels, and for each published value the chance that it rises on a run no better than
+the team's best so far (in expectation over the dialogues) is at most ``alpha`` over the
+whole quota (after a change, (3) bounds what the team learnt); (2) a run that differs from the team's best in one dialogue
 never changes anything (its paired t statistic is 1 whatever that dialogue's values), so
 differencing and peeling by few dialogues read nothing; (3) each published value is a
 non-decreasing sequence on the grid of ``step``, so a team's whole transcript on one
