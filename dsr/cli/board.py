@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dsr.cli.commands import summary
 from eval.board.client import published_for, quota_text, submit
+from eval.board.release import SETTINGS as QUOTAS, rule as release_rule
 from eval.measures import split_measure_list
 from eval.qrels import read_qrels
 from retrieval.atomic import atomic_write
@@ -129,15 +130,21 @@ def _add_phase_parser(sub) -> None:
                    help="labels only the server holds (--qrels, else the collection file's own labels)")
     p.add_argument("--qrels", metavar="FILE", help="hidden labels (TREC qrels); their topics are the phase's")
     p.add_argument("--measures", nargs="+", metavar="M", help="ir_measures strings (default: dsr evaluate's)")
-    p.add_argument("--daily-quota", type=int, metavar="N", help="accepted runs per team per UTC day")
-    p.add_argument("--total-quota", type=int, metavar="N", help="accepted runs per team in all")
+    for name in ("daily_quota", "total_quota"):     # declared once: eval.board.release.PARAMS
+        setting = QUOTAS[name]
+        p.add_argument("--" + name.replace("_", "-"), type=int, metavar=setting.metavar,
+                       help=f"{setting.help}; default {setting.default} on hidden phases, none on public ones")
     p.add_argument("--description", default="", help="shown on the board")
     p.add_argument("--name", metavar="NAME", help="the collection's name on the board (default its own)")
     p.add_argument("--strict", action="store_true",
                    help="refuse runs whose scores tie as 32-bit floats (default: accept, count and say it)")
     p.add_argument("--min-dialogues", type=int, metavar="N",
                    help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
-                        "cover; smaller subsets are merged or withheld (default 20)")
+                        "cover; smaller subsets are merged or withheld, and another hidden phase whose "
+                        "published groups differ from this one's in fewer dialogues is refused (default 20)")
+    p.add_argument("--allow-overlap", action="store_true",
+                   help="add a hidden phase even when another hidden phase differs from it in fewer than "
+                        "--min-dialogues dialogues (its labels can then be differenced: printed loudly)")
     _season_options(p)
     p.add_argument("--final", action="store_true",
                    help="the final phase: no score is shown anywhere until `dsr board freeze`")
@@ -253,7 +260,8 @@ def cmd_board_add_phase(args) -> int:
                             measures=split_measure_list(args.measures) if args.measures else None,
                             daily_quota=args.daily_quota, total_quota=args.total_quota,
                             description=args.description, display=args.name, strict=args.strict,
-                            min_dialogues=args.min_dialogues, season=_season(args))
+                            min_dialogues=args.min_dialogues, season=_season(args),
+                            allow_overlap=args.allow_overlap)
     kind = "hidden labels" if phase.hidden else "public labels"
     ties = "runs with tied scores refused" if phase.strict else "tied scores counted and said"
     print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, "
@@ -264,8 +272,23 @@ def cmd_board_add_phase(args) -> int:
               f" (each, and all minus each, covers at least {phase.min_dialogues} dialogues)")
     for note in data.subset_notes:
         print(f"  {note}")
+    print(f"quota: {quotas(phase)}")
+    if phase.hidden:
+        rule = release_rule(phase)
+        print(f"release: ladder values rounded to {rule['step']:g}; a team's value changes only when a "
+              f"one-sided paired t-test finds a run better than its best so far (level {rule['level']:.2g})")
+    for problem in board.overlaps(phase):
+        print(f"dsr: WARNING: --allow-overlap: {problem}: the labels of the dialogues that differ can be "
+              "read by differencing the two phases' published values", file=sys.stderr)
     _print_season(phase)
     return 0
+
+
+def quotas(phase) -> str:
+    """A phase's quotas in words (per team, all its members together)."""
+    parts = [f"{n} {what}" for n, what in ((phase.daily_quota, "per UTC day"), (phase.total_quota, "in all"))
+             if n is not None]
+    return f"{', '.join(parts)} per team (all its members together)" if parts else "none"
 
 
 def when(text: str | None, flag: str):
@@ -369,7 +392,7 @@ def cmd_board_list(args) -> int:
 
     for p in board.phases():
         print(f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "
-              f"quota {p.daily_quota}/day {p.total_quota} in all, {len(board.submissions(p))} run(s)")
+              f"quota: {quotas(p)}; {len(board.submissions(p))} run(s)")
     with read_session(board.engine) as s:
         teams = list(s.scalars(select(Team).order_by(Team.name)))
     for team in teams:

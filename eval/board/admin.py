@@ -15,7 +15,7 @@ from eval.board.published import published_metadata
 from eval.board.service import Board, Metadata, Refused
 from retrieval.errors import InputError
 from retrieval.run import sidecar_path
-from eval.tables import to_csv, to_latex
+from eval.tables import latex_escape, to_csv, to_latex
 from retrieval import __version__
 
 
@@ -107,6 +107,7 @@ def rebuild(board: Board) -> RebuildReport:
                 row.per_topic, row.means_json, row.tied_topics = blob, means, tied
         report.rescored += 1
     board._matrices.clear()
+    board.__dict__.pop("_ladders", None)     # the ladders were made from the old values
     for path in board.store.root.glob("??/*"):
         if path.name not in named:
             report.orphans += 1
@@ -130,9 +131,40 @@ def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> st
     about = provenance(phase)
     if fmt == "json":
         return json.dumps({**lb.to_json(), "provenance": about}, indent=2, ensure_ascii=False) + "\n"
+    if lb.ladder:    # a hidden phase exports what its board shows: ladder values
+        return _ladder_table(lb, fmt, about)
     if fmt == "csv":
         return _with_columns(to_csv(lb.results), {k: v or "" for k, v in about.items()})
     return "".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + to_latex(lb.results)
+
+
+def _ladder_table(lb, fmt: str, about: dict) -> str:
+    """A hidden phase's published values (``eval.board.release``) as CSV (one line per run,
+    subset and measure) or LaTeX (one row per run, the measures on "all")."""
+    import csv
+    import io
+
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(["run", "team", "system", "subset", "measure", "published", *about])
+        for e in lb.entries:
+            sub = e.submission
+            for subset, values in e.means.items():
+                for measure, value in values.items():
+                    writer.writerow([sub.id, sub.team.name, sub.system, subset, measure,
+                                     "" if value is None else f"{value:g}", *(v or "" for v in about.values())])
+        return out.getvalue()
+    head = " & ".join(["System", "Team", *map(latex_escape, lb.measures)])
+    lines = [f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()]
+    lines += ["% published values of a hidden phase (the ladder rule, docs/board.md)\n",
+              "\\begin{tabular}{ll" + "r" * len(lb.measures) + "}\n\\toprule\n", head + " \\\\\n\\midrule\n"]
+    for e in lb.entries:
+        cells = ["" if e.means["all"][m] is None else f"{e.means['all'][m]:.2f}" for m in lb.measures]
+        lines.append(" & ".join([latex_escape(e.submission.system), latex_escape(e.submission.team.name),
+                                 *cells]) + " \\\\\n")
+    lines.append("\\bottomrule\n\\end{tabular}\n")
+    return "".join(lines)
 
 
 def _with_columns(text: str, columns: dict[str, str]) -> str:

@@ -1,5 +1,7 @@
 """A phase's leaderboard: rows (each team's best, or every run), sorted, with what the
-statistics know.
+statistics know (public phases, and final phases once frozen); a hidden phase's rows carry
+its ladder values only (``eval.board.release``), and a final phase's rows, before its freeze,
+no score and a fixed order (team, then submission time).
 
 * **Marks** against the chosen baseline: each row, per subset and measure, paired
   t-test by topic, Holm-corrected across the rows shown (``scoring.board_results``);
@@ -15,7 +17,7 @@ statistics know.
 
 Baseline rows: the chosen baseline is always shown, the others on demand
 (``baselines="all"``). A final phase shows rows without scores until it is frozen.
-For hidden phases only aggregates leave the server.
+For hidden phases only ladder values leave the server.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from eval.board import scoring
+from eval.board import release, scoring
 from eval.board.models import Phase, Submission, iso
+from eval.board.release import uses_ladder
 from eval.results import Results
 from eval.significance import all_pairs, mean_ci
 from retrieval.errors import InputError
@@ -65,10 +68,16 @@ class Leaderboard:
     primary: str = ""
     team: str | None = None
     hidden_baselines: int = 0                          # baseline rows collapsed
+    #: a hidden phase's ladder values are shown (``release``), not means and statistics
+    ladder: bool = False
 
     @property
     def scores_shown(self) -> bool:
         return self.phase.scores_shown
+
+    @property
+    def rule(self) -> dict[str, Any]:
+        return release.rule(self.phase)
 
     def to_json(self) -> dict[str, Any]:
         """What ``GET /api/boards/...`` answers: aggregates only, never per-topic values
@@ -83,22 +92,25 @@ class Leaderboard:
             "sort": self.sort, "subset": self.subset, "select": self.select,
             "topics": len(self.results.topics), "scores_published": shown,
             "baseline": self.baseline.id if self.baseline else None,
-            "significance": {"test": "paired t-test by topic, two-sided",
-                             "correction": "Holm across the rows shown, per subset and measure",
-                             "groups": f"all pairs on {self.sort} ({self.subset}), Holm over the pairs",
-                             "interval": "95% t interval of the mean over the topics",
-                             "alpha": self.results.alpha},
-            "rows": [_row_json(i, e, self.sort, shown) for i, e in enumerate(self.entries)],
+            **({"release": release.rule(self.phase)} if self.ladder else {
+                "significance": {"test": "paired t-test by topic, two-sided",
+                                 "correction": "Holm across the rows shown, per subset and measure",
+                                 "groups": f"all pairs on {self.sort} ({self.subset}), Holm over the pairs",
+                                 "interval": "95% t interval of the mean over the topics",
+                                 "alpha": self.results.alpha}}),
+            "rows": [_row_json(i, e, self.sort, shown, self.ladder) for i, e in enumerate(self.entries)],
         }
 
 
-def _row_json(i: int, e: Entry, sort: str, shown: bool) -> dict[str, Any]:
+def _row_json(i: int, e: Entry, sort: str, shown: bool, ladder: bool = False) -> dict[str, Any]:
     sub = e.submission
     row = {"position": i + 1, "id": sub.id, "team": sub.team.name,
            "system": sub.system, "baseline": sub.baseline, "run_type": sub.run_type,
            "trained_on_collection": sub.trained_on_collection, "team_runs": e.runs,
            "submitted": sub.created_at.isoformat() + "Z"}
-    if shown:
+    if ladder:
+        row.update({"rank": e.rank[0] if e.rank else None, "means": e.means})
+    elif shown:
         row.update({"rank": list(e.rank) if e.rank else None, "group": e.group, "means": e.means,
                     "ci": {s: {sort: list(v)} for s, v in e.ci.items()},
                     "vs_baseline": e.marks, "p_holm": e.p})
@@ -122,7 +134,12 @@ def build(board, phase: Phase, *, sort: str | None = None, select: str = "best",
           team: str | None = None, baselines: str = "chosen") -> Leaderboard:
     """The leaderboard of ``phase`` (``board`` is a :class:`eval.board.service.Board`):
     ``select`` each team's best (by ``sort``), latest or all runs, of one ``team`` when given;
-    ``baselines``: the chosen baseline's row only, or all of them."""
+    ``baselines``: the chosen baseline's row only, or all of them.
+
+    A final phase before its freeze lists every run in a fixed order (team, then
+    submission time) whatever ``sort``, ``descending`` and ``select`` say; a hidden phase
+    (``release.uses_ladder``) shows each team's ladder values, sorted by them, with no
+    interval, mark or rank range."""
     data = board.phase_data(phase)
     measures = data.measures
     primary = phase.primary()
@@ -132,16 +149,23 @@ def build(board, phase: Phase, *, sort: str | None = None, select: str = "best",
     all_baselines = [s for s in subs if s.baseline]
     chosen = baseline_id if baseline_id is not None else phase.baseline_id
     baseline = next((s for s in all_baselines if s.id == chosen), all_baselines[0] if all_baselines else None)
-
-    def mean_of(sub: Submission) -> float:
-        value = json.loads(sub.means_json).get(subset, {}).get(sort)
-        return float("-inf") if value is None else value
-
     shown = [s for s in all_baselines if baselines == "all" or s is baseline]
     teams = [s for s in subs if not s.baseline and (team is None or s.team.name == team)]
     counts: dict[int, int] = {}
     for sub in teams:
         counts[sub.team_id] = counts.get(sub.team_id, 0) + 1
+    if not phase.scores_shown:     # nothing derived from a score: the order is fixed
+        sort, select, descending = primary, "all", True
+        shown = sorted(shown + teams, key=lambda s: (s.team.name, s.created_at, s.id))
+        return _assemble(board, phase, data, shown, None, counts, baseline, all_baselines,
+                         (sort, select, subset, primary, team))
+    ladder_values = released_values(board, phase, data, subs) if uses_ladder(phase) else None
+
+    def mean_of(sub: Submission) -> float:
+        means = ladder_values[sub.id] if ladder_values is not None else json.loads(sub.means_json)
+        value = means.get(subset, {}).get(sort)
+        return float("-inf") if value is None else value
+
     if select == "all":
         shown += teams
     else:
@@ -152,13 +176,84 @@ def build(board, phase: Phase, *, sort: str | None = None, select: str = "best",
                 by_team[sub.team_id] = sub
         shown += list(by_team.values())
     shown.sort(key=lambda s: (mean_of(s) if descending else -mean_of(s), -s.id), reverse=True)
+    return _assemble(board, phase, data, shown, ladder_values, counts, baseline, all_baselines,
+                     (sort, select, subset, primary, team))
+
+
+def _assemble(board, phase: Phase, data: scoring.PhaseData, shown: list[Submission],
+              ladder_values: dict[int, dict] | None, counts: dict[int, int], baseline, all_baselines,
+              view: tuple) -> Leaderboard:
+    """The entries of the rows ``shown`` (in order), with the statistics a phase publishes."""
+    sort, select, subset, primary, team = view
+    measures = data.measures
     rows = [scoring.BoardRow(row_key(s), s.id, s.team.name, s.system, s.baseline, s.created_at,
                              board.matrix(s, len(measures))) for s in shown]
-    results = scoring.board_results(data, phase.name, rows, row_key(baseline) if baseline else None)
+    full = phase.scores_shown and ladder_values is None
+    results = scoring.board_results(data, phase.name, rows,
+                                    row_key(baseline) if baseline and full else None)
     entries = [_entry(sub, row, data, results, counts) for sub, row in zip(shown, rows)]
-    _statistics(entries, rows, data, sort, subset)
-    return Leaderboard(phase, measures, list(data.subsets), entries, baseline, all_baselines, results,
-                       sort, select, subset, primary, team, len(all_baselines) - sum(s.baseline for s in shown))
+    if full:
+        _statistics(entries, rows, data, sort, subset)
+    elif ladder_values is not None:
+        _ladder_entries(entries, ladder_values, sort, subset)
+    lb = Leaderboard(phase, measures, list(data.subsets), entries, baseline, all_baselines, results,
+                     sort, select, subset, primary, team,
+                     len(all_baselines) - sum(s.baseline for s in shown))
+    lb.ladder = ladder_values is not None
+    return lb
+
+
+def _ladder_entries(entries: list[Entry], ladder_values: dict[int, dict], sort: str, subset: str) -> None:
+    """A hidden phase's rows: the ladder values, no mark, p-value or interval; the rank is
+    1 + the rows with a higher value on the sorted one (no range, no group)."""
+    for entry in entries:
+        entry.means = ladder_values[entry.submission.id]
+        entry.marks = {s: dict.fromkeys(entry.means[s], "") for s in entry.means}
+        entry.p = {s: dict.fromkeys(entry.means[s]) for s in entry.means}
+        entry.ci = {s: (None, None) for s in entry.means}
+    for entry in entries:
+        mine = entry.means[subset][sort]
+        higher = sum(1 for other in entries if (other.means[subset][sort] or 0) > (mine or 0))
+        entry.rank = (1 + higher, 1 + higher)
+
+
+def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Submission]
+                    ) -> dict[int, dict[str, dict[str, float | None]]]:
+    """Each run's published values on a hidden phase: its team's ladder values after it
+    (``release.ladder``; a baseline row: its own rounded means)."""
+    by_team: dict[int, list[Submission]] = {}
+    for sub in subs:
+        by_team.setdefault(-sub.id if sub.baseline else sub.team_id, []).append(sub)
+    out = {}
+    # a row never changes once written, so a team's ladder is kept per list of its rows
+    cache = board.__dict__.setdefault("_ladders", {})
+    if len(cache) > 10_000:
+        cache.clear()
+    for runs in by_team.values():
+        runs.sort(key=lambda s: s.id)
+        key = (phase.id, phase.total_quota, id(data), tuple(s.id for s in runs))
+        if key not in cache:
+            cache[key] = release.ladder([board.matrix(s, len(data.measures)) for s in runs], data.subsets,
+                                        data.measures, phase.total_quota).values
+        out.update({s.id: values for s, values in zip(runs, cache[key])})
+    return out
+
+
+def answer_means(board, phase: Phase, row: Submission) -> dict[str, Any]:
+    """What the submit answer says of a new row's scores: nothing on a final phase before its
+    freeze, the team's ladder values after it on a hidden phase (with ``released``: whether
+    any of them changed), else its means."""
+    if not phase.scores_shown:
+        return {"means": None}
+    if not uses_ladder(phase):
+        return {"means": json.loads(row.means_json)}
+    data = board.phase_data(phase)
+    earlier = [] if row.baseline else [s for s in board.submissions(phase)
+                                       if s.team_id == row.team_id and s.id < row.id and not s.baseline]
+    matrices = [board.matrix(s, len(data.measures)) for s in earlier]
+    matrices.append(scoring.matrix_from_bytes(row.per_topic, len(data.measures)))
+    steps = release.ladder(matrices, data.subsets, data.measures, phase.total_quota)
+    return {"means": steps.values[-1], "released": steps.released[-1]}
 
 
 def _check_view(sort: str, measures: list[str], select: str, subset: str, data, baselines: str) -> None:

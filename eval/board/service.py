@@ -37,7 +37,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from eval.board import scoring
+from eval.board import release, scoring
+from eval.board.leaderboard import answer_means
 from eval.board.db import make_engine, migrate, read_session, sqlite_url, write_session
 from eval.board.models import Member, Phase, Submission, Team, iso, utcnow
 from eval.board.intake import (RUN_TYPES, Metadata, Refused, display_name,  # noqa: F401 (re-exported)
@@ -245,8 +246,14 @@ class Board:
                   labels: dict[str, dict[str, int]] | None = None, measures: list[str] | None = None,
                   daily_quota: int | None = None, total_quota: int | None = None,
                   description: str = "", display: str | None = None, strict: bool = False,
-                  min_dialogues: int | None = None, season: "Season | None" = None) -> Phase:
+                  min_dialogues: int | None = None, season: "Season | None" = None,
+                  allow_overlap: bool = False) -> Phase:
         """Add a board (or replace a phase's labels and quotas while it has no submission).
+
+        A hidden phase gets ``release``'s default quotas unless given, and is refused when a
+        published group differs from one of another hidden phase in fewer than
+        ``min_dialogues`` dialogues (``release.overlaps``; ``allow_overlap`` takes it anyway:
+        :meth:`overlaps` then lists why).
 
         ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
         (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
@@ -265,6 +272,10 @@ class Board:
         data = scoring.build_phase_data(collection, topics, labels, measures,   # checks measures
                                         min_dialogues=min_dialogues)            # and the subset rule
         display = display or collection.name
+        daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
+        if hidden and not allow_overlap:
+            release.refuse_overlaps(self._overlaps(f"{display}/{name}", topics, labels, data.subsets,
+                                                   min_dialogues, (display, name)))
         with write_session(self.engine) as s:
             phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == name))
             if phase is not None and s.scalar(select(func.count()).select_from(Submission)
@@ -287,6 +298,30 @@ class Board:
             phase.min_dialogues = min_dialogues
             season.apply(phase, data.measures)
         return phase
+
+    def _overlaps(self, label: str, topics: list[str], labels: dict, groups: dict, minimum: int,
+                  skip: tuple[str, str]) -> list[str]:
+        """``release.overlaps`` of a hidden phase's published groups against every other hidden
+        phase (``skip``: its own collection and name, when its labels are replaced)."""
+        others = []
+        for other in self.phases():
+            if not other.hidden or (other.collection, other.name) == skip:
+                continue
+            data = self.phase_data(other)
+            others.append((f"{other.collection}/{other.name}",
+                           release.keyed_groups(data.topics, json.loads(other.labels_json or "{}"),
+                                                data.subsets),
+                           other.min_dialogues or scoring.MIN_DIALOGUES))
+        return release.overlaps(label, release.keyed_groups(topics, labels, groups), minimum, others)
+
+    def overlaps(self, phase: Phase) -> list[str]:
+        """Why a hidden phase could be differenced against another one (empty: it cannot)."""
+        if not phase.hidden:
+            return []
+        data = self.phase_data(phase)
+        return self._overlaps(f"{phase.collection}/{phase.name}", data.topics,
+                              json.loads(phase.labels_json or "{}"), data.subsets,
+                              phase.min_dialogues or scoring.MIN_DIALOGUES, (phase.collection, phase.name))
 
     def set_season(self, phase: Phase, season: "Season") -> Phase:
         """Change a phase's primary measure, dates or final switch (allowed at any time
@@ -456,8 +491,8 @@ class Board:
             if row.baseline and fresh.baseline_id is None:
                 fresh.baseline_id = row.id
             answer = {"id": row.id, "url": f"/runs/{row.id}", "sha256": row.sha256, "lines": row.lines,
-                      # a final phase publishes no score before it is frozen
-                      "means": json.loads(row.means_json) if fresh.scores_shown else None,
+                      # a final phase publishes no score before it is frozen; a hidden one its ladder
+                      **answer_means(self, fresh, row),
                       "tied_topics": row.tied_topics,
                       "ties": tie_note(row.tied_topics), "published": published,
                       "quota_before": before,

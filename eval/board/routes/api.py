@@ -119,7 +119,8 @@ def run_json(board: Board, view: dict) -> dict:
            "filename": sub.filename, "sha256": sub.sha256, "lines": sub.lines,
            "submitted": sub.created_at.isoformat() + "Z", "published": view["published"],
            "tied_topics": sub.tied_topics, "ties": tie_note(sub.tied_topics), "means": view["means"],
-           "primary": view["primary"], "ci": view["ci"], "vs_baseline": view["versus"]}
+           "primary": view["primary"], "ci": None if view["ladder"] else view["ci"],
+           "vs_baseline": view["versus"]}
     if view["plot"] is not None:
         data = board.phase_data(sub.phase)
         matrix = board.matrix(sub, len(data.measures))

@@ -13,7 +13,8 @@ from eval.board import leaderboard
 from eval.board.models import Team, utcnow
 from eval.board.routes.deps import (CSRF_REFUSED, BoardDep, bearer_team, checked_form, error_page,
                                     find_phase, in_thread, page, read_upload, web_team)
-from eval.board.leaderboard import published_means
+from eval.board.leaderboard import published_means, released_values
+from eval.board.release import uses_ladder
 from eval.measures import nan_to_none
 from eval.significance import mean_ci, paired_effects
 from eval.board.service import RUN_TYPES, Board, Refused, tie_note
@@ -73,8 +74,14 @@ def run_view(board: Board, submission_id: int, measure: str | None = None) -> di
     view = {"sub": sub, "means": None, "measures": data.measures, "subsets": list(data.subsets),
             "published": json.loads(sub.sidecar_json) if sub.sidecar_json else None,
             "ties": tie_note(sub.tied_topics), "plot": None, "primary": sub.phase.primary(),
-            "ci": None, "versus": None}
+            "ci": None, "versus": None, "ladder": False}
     if not sub.phase.scores_shown:
+        return view
+    if uses_ladder(sub.phase):   # its team's ladder values after it: no mean, no interval
+        team_runs = [s for s in board.submissions(sub.phase) if s.team_id == sub.team_id]
+        view["means"] = released_values(board, sub.phase, data, team_runs)[sub.id]
+        view["ci"] = {name: {"low": None, "high": None} for name in data.subsets}
+        view["ladder"] = True
         return view
     matrix = board.matrix(sub, len(data.measures))
     j = data.measures.index(view["primary"])

@@ -75,7 +75,9 @@ def test_hidden_phase_scores_with_the_hidden_labels_and_serves_no_per_topic(setu
     assert answer.status_code == 201, answer.text
     hidden = read_qrels(runs / "hidden.qrels")
     rr = plain_rr(runs / "bm25.run", hidden)
-    assert answer.json()["means"]["all"]["RR"] == pytest.approx(np.mean(list(rr.values())), abs=1e-12)
+    # a hidden phase publishes the team's ladder value: its first run's mean rounded to the step
+    assert answer.json()["means"]["all"]["RR"] == round(np.mean(list(rr.values())), 2)
+    assert answer.json()["released"] is True
     public = plain_rr(runs / "bm25.run", public_labels()[1])
     assert not math.isclose(np.mean(list(rr.values())), np.mean(list(public.values())))
     run = client.get(f"/api/runs/{answer.json()['id']}").json()

@@ -66,6 +66,9 @@ class LeakCheck:
                         served |= strings(v)
             for select in ("all", "best", "latest"):   # p-values are served (aggregates)
                 for entry in leaderboard.build(board, phase, select=select, baselines="all").entries:
+                    for means in entry.means.values():     # a hidden phase's ladder values
+                        for v in means.values():
+                            served |= strings(v) if v is not None else set()
                     for by_measure in entry.p.values():
                         for v in by_measure.values():
                             if v is not None:

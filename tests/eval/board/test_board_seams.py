@@ -164,8 +164,8 @@ def test_a_subset_of_one_hidden_dialogue_is_not_published(db_url, tmp_path, runs
     answer = post(client, token, restricted, "bm25", phase="test")
     assert answer.status_code == 201, answer.text[:500]
     assert set(answer.json()["means"]) == {"all"}
-    assert answer.json()["means"]["all"]["RR"] == pytest.approx(
-        np.mean(list(plain_rr(runs / "bm25.run", {t: hidden[t] for t in plain + [lone]}).values())))
+    assert answer.json()["means"]["all"]["RR"] == round(   # the ladder value: rounded to the step
+        np.mean(list(plain_rr(runs / "bm25.run", {t: hidden[t] for t in plain + [lone]}).values())), 2)
     run = client.get(f"/api/runs/{answer.json()['id']}").json()
     assert set(run["means"]) == {"all"}
     board_json = client.get("/api/boards/sample/test").json()
