@@ -11,6 +11,7 @@ from sqlalchemy import select
 from eval.board import leaderboard, scoring
 from eval.board.db import read_session, write_session
 from eval.board.models import Phase, Submission
+from eval.board.intake import ranking_digest
 from eval.board.published import published_metadata
 from eval.board.service import Board, Metadata, Refused
 from retrieval.errors import InputError
@@ -105,12 +106,25 @@ def rebuild(board: Board) -> RebuildReport:
             if row.per_topic != blob or row.means_json != means or row.tied_topics != tied:
                 report.changed += 1
                 row.per_topic, row.means_json, row.tied_topics = blob, means, tied
+        _set_ranking(board, sub.id, ranking_digest(board.store.get(sub.sha256)))
         report.rescored += 1
     board._matrices.clear()
     for path in board.store.root.glob("??/*"):
         if path.name not in named:
             report.orphans += 1
     return report
+
+
+def _set_ranking(board: Board, submission_id: int, ranking: str) -> None:
+    """Record a row's ranking digest (rows of before migration 0005 hold their file's); kept
+    as it was when the team has that ranking on the board already under another row."""
+    from sqlalchemy.exc import IntegrityError
+
+    try:
+        with write_session(board.engine) as s:
+            s.get(Submission, submission_id).ranking_sha256 = ranking
+    except IntegrityError:
+        pass
 
 
 def provenance(phase: Phase) -> dict[str, str | None]:

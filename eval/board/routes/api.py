@@ -9,7 +9,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from eval.board import leaderboard
-from eval.board.routes.deps import BoardDep, bearer_team, find_phase, in_thread, read_upload, unauthorized
+from eval.board.routes.deps import (BoardDep, bearer_identity, bearer_team, find_phase, in_thread, read_upload,
+                                    unauthorized)
 from eval.board.routes.pages import run_file, run_view
 from eval.board.intake import idempotency_key
 from eval.board.models import iso
@@ -85,9 +86,10 @@ def api_quota(request: Request, board: BoardDep, collection: str, phase: str):
 
 @router.post("/submissions")
 async def api_submit(request: Request, board: BoardDep):
-    team = bearer_team(board, request)
-    if team is None:
+    found = bearer_identity(board, request)
+    if found is None:
         return unauthorized()
+    team, member = found
     wait = board.limiter.allow(team.id)
     if wait:
         return JSONResponse({"error": f"rate limit: try again in {wait:.1f} s"}, status_code=429,
@@ -103,7 +105,7 @@ async def api_submit(request: Request, board: BoardDep):
                           f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
         key = idempotency_key(request.headers.get("idempotency-key"))
         upload = await read_upload(form)
-        accepted = await in_thread(partial(board.submit, key=key), team, phases[0], *upload)
+        accepted = await in_thread(partial(board.submit, key=key, member_id=member.id), team, phases[0], *upload)
     except Refused as refused:
         return JSONResponse(refused.to_json(), status_code=refused.status)
     return JSONResponse(accepted.answer, status_code=201,
