@@ -297,11 +297,13 @@ class Board:
                 query = query.where(Member.removed_at.is_(None))
             return list(s.scalars(query))
 
-    def runs_by_member(self) -> dict[int | None, int]:
-        """How many runs each member submitted (None: baselines and runs of before 0005)."""
+    def runs_by_member(self) -> dict[tuple[int, int | None], int]:
+        """How many runs each (team, member) submitted (member None: baselines, and runs of
+        before migration 0005, whose member is not known)."""
         with read_session(self.engine) as s:
-            rows = s.execute(select(Submission.member_id, func.count()).group_by(Submission.member_id))
-            return {member: int(n) for member, n in rows}
+            rows = s.execute(select(Submission.team_id, Submission.member_id, func.count())
+                             .group_by(Submission.team_id, Submission.member_id))
+            return {(team, member): int(n) for team, member, n in rows}
 
     def organisers(self) -> Team:
         """The team baselines are filed under (created on first use, its token never shown)."""
