@@ -13,7 +13,7 @@ from eval.board.routes.deps import (BoardDep, bearer_identity, bearer_team, find
                                     unauthorized)
 from eval.board.routes.pages import run_file, run_view
 from eval.board.intake import idempotency_key
-from eval.board.models import iso
+from eval.board.models import Team, iso
 from eval.board.service import Board, Refused, tie_note
 from retrieval.errors import InputError
 
@@ -57,11 +57,11 @@ def api_topics(board: BoardDep, collection: str, phase: str):
 
 
 @router.get("/runs/{submission_id}")
-def api_run(board: BoardDep, submission_id: int):
+def api_run(request: Request, board: BoardDep, submission_id: int):
     view = run_view(board, submission_id)
     if view is None:
         return JSONResponse({"error": "no such run"}, status_code=404)
-    return run_json(board, view)
+    return run_json(board, view, bearer_team(board, request))
 
 
 @router.get("/runs/{submission_id}/file")
@@ -112,16 +112,20 @@ async def api_submit(request: Request, board: BoardDep):
                         headers={"Idempotency-Replayed": "true"} if accepted.replayed else None)
 
 
-def run_json(board: Board, view: dict) -> dict:
+def run_json(board: Board, view: dict, viewer: Team | None = None) -> dict:
+    """A run as the API shows it; its file's sha256 only to its own team (and organisers): with
+    it anyone could tell whether a team submitted a run they can make themselves."""
     sub = view["sub"]
     out = {"id": sub.id, "collection": sub.phase.collection, "phase": sub.phase.name,
            "hidden": sub.phase.hidden, "team": sub.team.name, "system": sub.system,
            "description": sub.description, "link": sub.link, "run_type": sub.run_type,
            "trained_on_collection": sub.trained_on_collection, "baseline": sub.baseline,
-           "filename": sub.filename, "sha256": sub.sha256, "lines": sub.lines,
+           "filename": sub.filename, "lines": sub.lines,
            "submitted": sub.created_at.isoformat() + "Z", "published": view["published"],
            "tied_topics": sub.tied_topics, "ties": tie_note(sub.tied_topics), "means": view["means"],
            "primary": view["primary"], "ci": view["ci"], "vs_baseline": view["versus"]}
+    if viewer is not None and (viewer.id == sub.team_id or viewer.organiser):
+        out["sha256"] = sub.sha256
     if view["plot"] is not None:
         data = board.phase_data(sub.phase)
         matrix = board.matrix(sub, len(data.measures))

@@ -141,6 +141,13 @@ def test_duplicates_are_judged_within_a_team_on_the_parsed_ranking(setup, runs):
     assert theirs[1].json()["first"] == f"/runs/{theirs[0].json()['id']}"
     for answer in theirs:
         assert mine not in answer.text and "alpha" not in answer.text
+    # nor does a run page: the file's sha256 (anyone can hash a run they can make) is the team's own
+    digest = first.json()["sha256"]
+    own = client.get(mine.replace("/runs", "/api/runs"), headers={"Authorization": f"Bearer {token}"}).json()
+    assert own["sha256"] == digest
+    for who in ({}, {"Authorization": f"Bearer {beta}"}):
+        assert digest[:16] not in client.get(mine.replace("/runs", "/api/runs"), headers=who).text
+        assert digest[:16] not in TestClient(client.app).get(mine, headers=who).text
     # a run with another ranking is no duplicate
     assert post(client, token, read(runs / "random0.run"), "r0").status_code == 201
     assert len(rows(board)) == 3
