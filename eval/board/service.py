@@ -244,6 +244,9 @@ class Board:
         """Add a person to a team; returns their token (shown once: only its hash is kept). A
         removed member's name can be added again (a new token; its old runs stay its own)."""
         team = self.team(team_name)
+        if team.organiser:     # its runs skip quotas: they come in by add-baseline only
+            raise InputError(f"{team_name!r} is the organisers' team: baselines are added with "
+                             "dsr board add-baseline, not by a member's token", field="TEAM")
         name = _member_name(name)
         check_text(email, "--email")
         token = new_token()

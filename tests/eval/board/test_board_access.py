@@ -109,6 +109,11 @@ def test_a_removed_member_and_a_rotated_token_get_401_at_once(setup, runs):
     assert stored == {"by ada": "Ada", "by ben": "Ben", "by lead": "lead"}
     assert len([h for h in tokens if h]) == 2                                     # Ada's is gone
     assert not any(t in json.dumps(tokens) for t in (ada, ben, new_ben, lead))    # hashes only
+    # nobody gets a token of the organisers' team (its runs skip quotas)
+    from retrieval.errors import InputError
+
+    with pytest.raises(InputError, match="organisers' team"):
+        board.add_member("baselines", "mallory")
     # a removed name can be added again, with a new token; the old one stays dead
     again = board.add_member("alpha", "Ada")
     assert post(client, ada, read(runs / "random3.run"), "old").status_code == 401
