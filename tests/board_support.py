@@ -28,7 +28,7 @@ from board_harness import (HIDDEN_SEED, Postgres, ServerProcess, bench_database,
 __all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "bench_database", "free_port", "hammer",
            "load_jobs", "make_board", "pg_bin", "read", "retag", "sample_runs", "setup_phases",
            "postgres", "db_url", "runs", "plain_rr", "LiveServer", "POST_ROUTES", "walk_every_route",
-           "ForkedServers", "migration_head", "browser", "CHROMIUM_FLAGS"]
+           "ForkedServers", "migration_head", "browser", "CHROMIUM_FLAGS", "login_csrf"]
 
 
 @pytest.fixture(scope="session")
@@ -123,6 +123,13 @@ class LiveServer:
         self.thread.join(timeout=30)
 
 
+def login_csrf(page: str) -> str:
+    """The CSRF field of a page's form (a logged-out form's is bound to the browser's cookie)."""
+    import re
+
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
 #: the routes that only take POSTs (a walk of GETs leaves them out, and fails on a new one)
 POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions",
                "/judge/login", "/judge/logout", "/judge/{name}/task/{seq}", "/judge/api/grades"}
@@ -141,8 +148,8 @@ def walk_every_route(client, token: str, values: dict[str, list], queries: dict[
 
     app = client.app
     browser = TestClient(app)
-    browser.get("/login")
-    browser.post("/login", data={"token": token, "csrf": browser.cookies.get("dsr_csrf")})
+    login = browser.get("/login").text
+    browser.post("/login", data={"token": token, "csrf": login_csrf(login)})
     headers = {"anonymous": {}, "token": {"Authorization": f"Bearer {token}"}}
     bodies: dict[str, str] = {}
     seen = set()

@@ -53,26 +53,22 @@ def register(subparsers) -> None:
                               description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
     sub = b.add_subparsers(dest="board_command", metavar="ACTION")
 
-    t = sub.add_parser("add-team", help="create a team and print its token (shown once)")
+    t = sub.add_parser("add-team", help="create a team and its first member; print the member's token (shown once)")
     _db_options(t)
     t.add_argument("name", metavar="NAME")
+    t.add_argument("--member", default="lead", metavar="WHO", help="the first member's name (default lead)")
     t.set_defaults(func=cmd_board_add_team)
 
     _add_phase_parser(sub)
     _season_parsers(sub)
-    for action, text in (("add-member", "add a person to a team"), ("remove-member", "take a person off a team")):
-        m = sub.add_parser(action, help=text)
-        _db_options(m)
-        m.add_argument("team", metavar="TEAM")
-        m.add_argument("name", metavar="NAME", help="the person's name")
-        if action == "add-member":
-            m.add_argument("--email", default="", help="a contact address (kept for organisers, never served)")
-        m.set_defaults(func=cmd_board_member, remove=action == "remove-member")
+    _member_parsers(sub)
 
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
     a.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
-    a.add_argument("runs", nargs="+", metavar="RUN", help="run files or folders of *.run files")
+    a.add_argument("runs", nargs="+", metavar="RUN",
+                   help="run files, or folders of *.run and *.run.gz files (each named as dsr evaluate "
+                        "names it: BM25.run.gz is BM25)")
     a.add_argument("--phase", metavar="P")
     a.add_argument("--default", action="store_true", help="make the first of these the board's baseline")
     a.set_defaults(func=cmd_board_add_baseline)
@@ -97,6 +93,20 @@ def register(subparsers) -> None:
     b.set_defaults(func=lambda args: b.print_help() or 2)
 
 
+def _member_parsers(sub) -> None:
+    """``add-member``, ``remove-member`` and ``rotate-token``."""
+    for action, text in (("add-member", "add a person to a team and print their token (shown once)"),
+                         ("remove-member", "take a person off a team: their token stops working at once"),
+                         ("rotate-token", "give a member a new token (shown once); the old one stops working")):
+        m = sub.add_parser(action, help=text)
+        _db_options(m)
+        m.add_argument("team", metavar="TEAM")
+        m.add_argument("name", metavar="NAME", help="the person's name")
+        if action == "add-member":
+            m.add_argument("--email", default="", help="a contact address (kept for organisers, never served)")
+        m.set_defaults(func=cmd_board_member, action=action)
+
+
 def _submit_parser(subparsers) -> None:
     """``dsr submit``'s options."""
     u = subparsers.add_parser(
@@ -108,7 +118,7 @@ def _submit_parser(subparsers) -> None:
     u.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
     u.add_argument("run", metavar="RUN", help="TREC run file (.run or .run.gz)")
     u.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
-    u.add_argument("--token", metavar="T", help="the team token (default: $DSR_TOKEN)")
+    u.add_argument("--token", metavar="T", help="your member token (default: $DSR_TOKEN)")
     u.add_argument("--phase", metavar="P", help="phase (needed when the collection has several)")
     u.add_argument("--system", metavar="NAME", help="system name (default: the file name)")
     u.add_argument("--description", default="", help="what the system does")
@@ -228,15 +238,44 @@ def cmd_submit(args) -> int:
 
 
 def _print_accepted(server: str, body: dict, replayed: bool) -> None:
-    means = body["means"]["all"]
-    shown = ", ".join(f"{m} {v:.4f}" for m, v in list(means.items())[:5] if v is not None)
+    """The server's answer, whatever the phase: scores where it gives them (a final phase gives
+    none before its freeze), every other field it sends as it is."""
     again = " (the answer to an earlier try of this submission)" if replayed else ""
-    print(f"accepted: run #{body['id']} {server}{body['url']}{again}")
-    print(f"all dialogues: {shown}")
+    print(f"accepted: run #{body.get('id')} {server}{body.get('url', '')}{again}")
+    means = body.get("means")
+    if isinstance(means, dict) and means:
+        subset = "all" if "all" in means else next(iter(means))
+        values = means[subset] if isinstance(means[subset], dict) else {}
+        shown = ", ".join(f"{m} {_number(v)}" for m, v in list(values.items())[:5] if v is not None)
+        print(f"{'all dialogues' if subset == 'all' else subset}: {shown or 'no score published'}")
+    else:
+        print("scores: none published yet (a final phase shows them once the board is frozen)")
+    for name, value in body.items():
+        if name not in SHOWN_FIELDS and value not in (None, "", [], {}):
+            print(f"{name}: {value if isinstance(value, str) else json.dumps(value, sort_keys=True)}")
     if body.get("ties"):
         print(f"ties: {body['ties']}")
     _print_quota(body.get("quota_before"), label="quota before")
     _print_quota(body.get("quota"), label="quota now")
+
+
+#: the answer's fields :func:`_print_accepted` says in its own words (others are printed as they come)
+SHOWN_FIELDS = {"id", "url", "means", "ties", "tied_topics", "quota_before", "quota", "sha256", "lines",
+                "published"}
+
+
+def _number(value) -> str:
+    return f"{value:.4f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    """An aligned text table (numbers right-aligned, 4 decimals; None as '-')."""
+    cells = [[("-" if v is None else _number(v) if isinstance(v, float) else str(v)) for v in row] for row in rows]
+    right = [bool(rows) and all(isinstance(r[c], (int, float)) and not isinstance(r[c], bool) for r in rows)
+             for c in range(len(headers))]
+    widths = [max(len(r[c]) for r in [headers, *cells]) for c in range(len(headers))]
+    return "\n".join("  ".join(v.rjust(w) if right[c] else v.ljust(w) for c, (v, w) in enumerate(zip(r, widths)))
+                      .rstrip() for r in [headers, *cells])
 
 
 def _print_quota(quota, stream=None, label: str = "quota") -> None:
@@ -245,8 +284,9 @@ def _print_quota(quota, stream=None, label: str = "quota") -> None:
 
 
 def cmd_board_add_team(args) -> int:
-    token = _board(args).add_team(args.name)
-    print(f"team {args.name!r} created; its token (shown once, only its hash is stored):", file=sys.stderr)
+    token = _board(args).add_team(args.name, member=args.member)
+    print(f"team {args.name!r} created with member {args.member.strip()!r}; the member's token "
+          "(shown once, only its hash is stored):", file=sys.stderr)
     print(token)
     return 0
 
@@ -341,9 +381,22 @@ def cmd_board_freeze(args) -> int:
 
 
 def cmd_board_member(args) -> int:
-    members = _board(args).set_member(args.team, args.name, getattr(args, "email", ""), remove=args.remove)
-    names = ", ".join(m.name + (f" <{m.email}>" if m.email else "") for m in members) or "nobody"
-    print(f"team {args.team}: {names}")
+    board = _board(args)
+    if args.action == "remove-member":
+        members = board.remove_member(args.team, args.name)
+        print(f"{args.name.strip()!r} removed from team {args.team!r}: their token and browser sessions "
+              "no longer work", file=sys.stderr)
+        names = ", ".join(m.name + (f" <{m.email}>" if m.email else "") for m in members) or "nobody"
+        print(f"team {args.team}: {names}")
+        return 0
+    if args.action == "add-member":
+        token = board.add_member(args.team, args.name, args.email)
+        what = f"{args.name.strip()!r} added to team {args.team!r}; their token"
+    else:
+        token = board.rotate_token(args.team, args.name)
+        what = f"a new token for {args.name.strip()!r} of team {args.team!r} (the old one no longer works)"
+    print(f"{what} (shown once, only its hash is stored):", file=sys.stderr)
+    print(token)
     return 0
 
 
@@ -352,8 +405,13 @@ def cmd_board_add_baseline(args) -> int:
 
     board = _board(args)
     phase = board.get_phase(args.collection, args.phase)
-    for sub in add_baselines(board, phase, args.runs, default=args.default):
-        print(f"baseline #{sub.id} {sub.system}: {json.loads(sub.means_json)['all']}")
+    added = add_baselines(board, phase, args.runs, default=args.default)
+    measures = json.loads(phase.measures_json)
+    shown = [phase.primary(), *[m for m in measures if m != phase.primary()]][:4]
+    rows = [[f"#{sub.id}", sub.system, *[json.loads(sub.means_json).get("all", {}).get(m) for m in shown]]
+            for sub in added]
+    print(f"{len(added)} baseline(s) added to {phase.collection}/{phase.name} (means over all dialogues):")
+    print(table(["run", "system", *shown], rows))
     return 0
 
 
@@ -395,8 +453,18 @@ def cmd_board_list(args) -> int:
               f"quota: {quotas(p)}; {len(board.submissions(p))} run(s)")
     with read_session(board.engine) as s:
         teams = list(s.scalars(select(Team).order_by(Team.name)))
+    runs = board.runs_by_member()
+    rows = []
     for team in teams:
-        members = ", ".join(m.name for m in board.members(team))
-        print(f"team {team.name}{' (organisers)' if team.organiser else ''}"
-              f"{': ' + members if members else ''}")
+        members = board.members(team, removed=True)
+        if team.organiser or runs.get((team.id, None)) or not members:   # baselines, runs of before 0005
+            rows.append([team.name, "(organisers)" if team.organiser else "(team token, before 0005)",
+                         "", runs.get((team.id, None), 0), ""])
+        for m in members:
+            rows.append([team.name, m.name, m.email, runs.get((team.id, m.id), 0),
+                         "active" if m.removed_at is None else f"removed {m.removed_at:%Y-%m-%d}"])
+    print()
+    print(table(["team", "member", "email", "runs", "token"], rows) if rows else "no team yet")
     return 0
+
+

@@ -42,7 +42,7 @@ EXAMPLES = {
     "submit": "dsr submit sample runs/bm25.run --server http://127.0.0.1:8000 --token dsr_TOKEN "
               "--system BM25",
     "board": "dsr board list",
-    "board add-team": "dsr board add-team my-lab",
+    "board add-team": "dsr board add-team my-lab --member ada",
     "board add-phase": "dsr board add-phase sample --phase public",
     "board add-baseline": "dsr board add-baseline sample out/sample/runs --phase public",
     "board rebuild": "dsr board rebuild",
@@ -50,6 +50,7 @@ EXAMPLES = {
     "board list": "dsr board list",
     "board add-member": "dsr board add-member my-lab 'Ada Lovelace' --email ada@example.org",
     "board remove-member": "dsr board remove-member my-lab 'Ada Lovelace'",
+    "board rotate-token": "dsr board rotate-token my-lab 'Ada Lovelace'",
     "board set-phase": "dsr board set-phase sample --phase test --closes 2027-03-01",
     "board freeze": "dsr board freeze sample --phase test",
     "judge": "dsr judge list",

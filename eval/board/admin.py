@@ -11,6 +11,8 @@ from sqlalchemy import select
 from eval.board import leaderboard, scoring
 from eval.board.db import read_session, write_session
 from eval.board.models import Phase, Submission
+from eval.board.intake import ranking_digest
+from eval.grouping import run_names
 from eval.board.published import published_metadata
 from eval.board.service import Board, Metadata, Refused
 from retrieval.errors import InputError
@@ -19,15 +21,24 @@ from eval.tables import latex_escape, to_csv, to_latex
 from retrieval import __version__
 
 
+#: what a folder given to ``add-baseline`` stands for
+RUN_PATTERNS = ("*.run", "*.run.gz")
+
+
+def _runs_in(folder: Path) -> list[Path]:
+    return sorted(p for pattern in RUN_PATTERNS for p in folder.glob(pattern) if p.is_file())
+
+
 def run_files(paths: list[str]) -> list[Path]:
-    """The run files named, a folder standing for its ``*.run`` files (``dsr reproduce``'s runs/)."""
+    """The run files named, a folder standing for its ``*.run`` and ``*.run.gz`` files (or its
+    ``runs/``'s: ``dsr reproduce``'s ``out/NAME``)."""
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(path.glob("*.run")) or sorted((path / "runs").glob("*.run"))
+            found = _runs_in(path) or _runs_in(path / "runs")
             if not found:
-                raise InputError("no *.run file in this folder (or its runs/)", path=path)
+                raise InputError("no *.run or *.run.gz file in this folder (or its runs/)", path=path)
             out += found
         elif path.is_file():
             out.append(path)
@@ -41,10 +52,12 @@ def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = 
     baseline unless one is set (``default`` makes the first of these the baseline)."""
     team = board.organisers()
     added = []
-    for path in run_files(paths):
+    files = run_files(paths)
+    names = run_names([str(p) for p in files])       # BM25.run.gz -> BM25, as dsr evaluate names it
+    for path in files:
         side = sidecar_path(path)
         sidecar = side.read_bytes() if side.is_file() else None
-        name = path.name[:-4] if path.name.endswith(".run") else path.name
+        name = names[str(path)]
         description = ""
         if sidecar:
             try:   # the published allow-list only: a sidecar's paths never reach the board
@@ -105,6 +118,7 @@ def rebuild(board: Board) -> RebuildReport:
             if row.per_topic != blob or row.means_json != means or row.tied_topics != tied:
                 report.changed += 1
                 row.per_topic, row.means_json, row.tied_topics = blob, means, tied
+        _set_ranking(board, sub.id, ranking_digest(board.store.get(sub.sha256)))
         report.rescored += 1
     board._matrices.clear()
     board.__dict__.pop("_ladders", None)     # the ladders were made from the old values
@@ -112,6 +126,18 @@ def rebuild(board: Board) -> RebuildReport:
         if path.name not in named:
             report.orphans += 1
     return report
+
+
+def _set_ranking(board: Board, submission_id: int, ranking: str) -> None:
+    """Record a row's ranking digest (rows of before migration 0005 hold their file's); kept
+    as it was when the team has that ranking on the board already under another row."""
+    from sqlalchemy.exc import IntegrityError
+
+    try:
+        with write_session(board.engine) as s:
+            s.get(Submission, submission_id).ranking_sha256 = ranking
+    except IntegrityError:
+        pass
 
 
 def provenance(phase: Phase) -> dict[str, str | None]:

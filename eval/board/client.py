@@ -80,6 +80,8 @@ def submit(server: str, token: str, collection: str, run: str | Path, *, phase: 
         body = response.json()
     except ValueError:
         body = {"error": response.text[:500]}
+    if not isinstance(body, dict):      # not the board's answer (a proxy's?): said as it came
+        body = {"error": json.dumps(body)[:500]}
     return Answer(response.status_code, body, published,
                   response.headers.get("idempotency-replayed") == "true")
 

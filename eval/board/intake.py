@@ -8,6 +8,7 @@ naming the field; nothing is written before these checks pass.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -130,6 +131,39 @@ def idempotency_key(value: str | None) -> str | None:
     if not _KEY.fullmatch(value):
         raise Refused(422, "header 'Idempotency-Key' must be 1 to 200 printable ASCII characters")
     return value
+
+
+def ranking_digest(text: bytes) -> str:
+    """The sha256 of a run's parsed ranking: its (topic, doc, score, tag) records, sorted, the
+    score as a float. Line ends (CRLF), blank or added lines, spacing, the order of lines, the
+    rank column (trec_eval ignores it) and how a score is written (``1.5``, ``1.50``) do not
+    change it; another doc, score or run tag does. A line that is not six fields (the
+    validator refuses such a run) enters as its fields."""
+    records = []
+    for line in text.decode("utf-8", "replace").splitlines():
+        fields = line.split()
+        if len(fields) == 6:
+            qid, _q0, doc, _rank, score, tag = fields
+            try:
+                score = repr(float(score))
+            except ValueError:
+                pass
+            records.append([qid, doc, score, tag])
+        elif fields:
+            records.append(fields)
+    records.sort()
+    return hashlib.sha256(json.dumps(records, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def request_digest(phase_id: int, digest: str, filename: str, meta: "Metadata",
+                   published: dict[str, Any]) -> str:
+    """The sha256 of everything a submission request says: the board, the run's bytes, the
+    file name, the metadata and the sidecar's published part (an ``Idempotency-Key`` is bound
+    to it: the same key with any other field is refused)."""
+    request = {"phase": phase_id, "run": digest, "filename": filename, "system": meta.system,
+               "description": meta.description, "link": meta.link, "run_type": meta.run_type,
+               "trained_on_collection": bool(meta.trained_on_collection), "published": published}
+    return hashlib.sha256(json.dumps(request, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def display_name(filename: str | None) -> str:

@@ -38,7 +38,9 @@ class Base(DeclarativeBase):
 
 
 class Team(Base):
-    """A participant (or the organisers' baselines team); authenticates with a token stored hashed."""
+    """A participant (or the organisers' baselines team). Its members authenticate, each with a
+    token of their own (:class:`Member`); ``token_hash`` is retired since migration 0005 (the
+    hash of a discarded random secret: no token matches it)."""
 
     __tablename__ = "teams"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -111,8 +113,9 @@ class Submission(Base):
 
     __tablename__ = "submissions"
     __table_args__ = (Index("ix_submissions_phase_team_time", "phase_id", "team_id", "created_at"),
-                      # the same run text once per board (a duplicate is refused, 409)
-                      Index("uq_submission_phase_sha256", "phase_id", "sha256", unique=True),
+                      # the same ranking once per team and board (a duplicate is refused, 409)
+                      Index("uq_submission_team_ranking", "phase_id", "team_id", "ranking_sha256",
+                            unique=True),
                       # a retried request (same Idempotency-Key) is answered, not stored again
                       Index("uq_submission_team_key", "team_id", "idempotency_key", unique=True))
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -141,14 +144,22 @@ class Submission(Base):
     #: the client's ``Idempotency-Key`` and the answer it got, returned again on a retry
     idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
     answer_json: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: the member whose token submitted the run (null: a baseline, or a row of before 0005)
+    member_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    #: the digest of the whole request (``intake.request_digest``): a key replayed with
+    #: another field is refused
+    request_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: the digest of the parsed ranking (``intake.ranking_digest``): once per team and board
+    ranking_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
     team: Mapped[Team] = relationship(lazy="joined")
     phase: Mapped[Phase] = relationship(lazy="joined")
 
 
 class Member(Base):
-    """A person on a team (``dsr board add-member``): a name and optionally an e-mail address,
-    for the organisers (never served)."""
+    """A person on a team (``dsr board add-member``): a name, optionally an e-mail address
+    (for the organisers, never served) and a token of their own, stored hashed. A removed
+    member keeps its row (its submissions name it) but not its token."""
 
     __tablename__ = "team_members"
     __table_args__ = (UniqueConstraint("team_id", "name", name="uq_member_team_name"),)
@@ -157,6 +168,19 @@ class Member(Base):
     name: Mapped[str] = mapped_column(String(200))
     email: Mapped[str] = mapped_column(String(300), default="")
     added_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    token_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    removed_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+
+
+Index("uq_member_token_hash", Member.token_hash, unique=True)
+
+
+class Setting(Base):
+    """A board-wide value (``login_secret``: what binds a login form to its browser)."""
+
+    __tablename__ = "board_settings"
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
 
 
 class WebSession(Base):
@@ -169,3 +193,5 @@ class WebSession(Base):
     expires_at: Mapped[datetime] = mapped_column(DateTime)
     #: this session's CSRF token (a form must carry it; a token of another session fails)
     csrf: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    #: the member logged in (removing the member or rotating its token ends the session)
+    member_id: Mapped[int | None] = mapped_column(Integer, nullable=True)

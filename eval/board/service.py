@@ -7,8 +7,10 @@ the API or ``dsr board add-baseline`` takes the same path:
 1. the metadata, the run (gzip unpacked by the command line's reader, with a
    size cap) and the sidecar (kept only as its published allow-list) are
    checked (``intake``); a retry with the same ``Idempotency-Key`` gets the
-   first answer back, and the same run text on the same board is a duplicate
-   (409, naming the first submission);
+   first answer back (only when the whole request is the same: the key is bound
+   to it), and the same parsed ranking from the same team on the same board is a
+   duplicate (409, naming the team's own first submission; another team's runs
+   are never compared, named or revealed);
 2. the quota is checked (a fast refusal, nothing stored);
 3. the run is validated and scored (``scoring.check_and_score``, with the
    phase's tie policy); an invalid run is refused with the validator's
@@ -34,15 +36,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from eval.board import release, scoring
 from eval.board.leaderboard import answer_means
 from eval.board.db import make_engine, migrate, read_session, sqlite_url, write_session
-from eval.board.models import Member, Phase, Submission, Team, iso, utcnow
+from eval.board.models import Member, Phase, Setting, Submission, Team, WebSession, iso, utcnow
 from eval.board.intake import (RUN_TYPES, Metadata, Refused, display_name,  # noqa: F401 (re-exported)
-                               published_from_sidecar, unpack_run)
+                               published_from_sidecar, ranking_digest, request_digest, unpack_run)
 from eval.board.client import quota_text  # noqa: F401 (re-exported)
 from eval.board.store import RunStore, Staged
 from eval.board.published import check_text
@@ -74,6 +76,10 @@ def default_db_url() -> str:
 def hash_token(token: str) -> str:
     """Tokens are 256 random bits, so one sha256 is enough (no salt or slow hash needed)."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+#: the first member ``add-team`` makes (``--member`` names another)
+FIRST_MEMBER = "lead"
 
 
 def new_token() -> str:
@@ -180,25 +186,52 @@ class Board:
     def close(self) -> None:
         self.engine.dispose()
 
-    # -- teams and phases -------------------------------------------------
-    def add_team(self, name: str, organiser: bool = False) -> str:
-        """Create a team; returns its token (shown once: only its hash is kept)."""
+    # -- teams, members and tokens ----------------------------------------
+    def add_team(self, name: str, organiser: bool = False, member: str = FIRST_MEMBER) -> str | None:
+        """Create a team and its first member (``member``); returns that member's token (shown
+        once: only its hash is kept). The organisers' team gets no member (None)."""
         name = name.strip()
         if not name or len(name) > 100:
             raise InputError("a team name is 1 to 100 characters", field="NAME")
         check_text(name, "NAME")
-        token = new_token()
         with write_session(self.engine) as s:
             if s.scalar(select(Team).where(Team.name == name)):
                 raise InputError(f"team {name!r} exists already", field="NAME")
-            s.add(Team(name=name, token_hash=hash_token(token), organiser=organiser))
-        return token
+            # retired column: the hash of a secret nobody keeps (members hold the tokens)
+            s.add(Team(name=name, token_hash=hash_token(new_token()), organiser=organiser))
+        return None if organiser else self.add_member(name, member)
 
-    def team_for_token(self, token: str | None) -> Team | None:
+    def identify(self, token: str | None) -> tuple[Team, Member] | None:
+        """The team and member of a token, None for a wrong, rotated or revoked one."""
         if not token:
             return None
         with read_session(self.engine) as s:
-            return s.scalar(select(Team).where(Team.token_hash == hash_token(token)))
+            member = s.scalar(select(Member).where(Member.token_hash == hash_token(token),
+                                                   Member.removed_at.is_(None)))
+            if member is None:
+                return None
+            return s.get(Team, member.team_id), member
+
+    def team_for_token(self, token: str | None) -> Team | None:
+        found = self.identify(token)
+        return None if found is None else found[0]
+
+    def member_active(self, member_id: int | None) -> bool:
+        """Whether a member (of a browser session) still holds a token."""
+        if member_id is None:
+            return False
+        with read_session(self.engine) as s:
+            member = s.get(Member, member_id)
+        return member is not None and member.removed_at is None and member.token_hash is not None
+
+    def login_secret(self) -> bytes:
+        """The board's secret that binds a login form to its browser (migration 0005 makes it)."""
+        secret = getattr(self, "_login_secret", None)
+        if secret is None:
+            with read_session(self.engine) as s:
+                row = s.get(Setting, "login_secret")
+            secret = self._login_secret = bytes.fromhex(row.value)
+        return secret
 
     def team(self, name: str) -> Team:
         """A team by name, else an InputError naming it."""
@@ -208,29 +241,73 @@ class Board:
             raise InputError(f"no team {name!r} on this board (dsr board list shows them)", field="TEAM")
         return team
 
-    def set_member(self, team_name: str, name: str, email: str = "", remove: bool = False) -> list[Member]:
-        """Add (or with ``remove`` take off) a person of a team; returns the team's members."""
+    def add_member(self, team_name: str, name: str, email: str = "") -> str:
+        """Add a person to a team; returns their token (shown once: only its hash is kept). A
+        removed member's name can be added again (a new token; its old runs stay its own)."""
         team = self.team(team_name)
-        name = name.strip()
-        if not name or len(name) > 200:
-            raise InputError("a member's name is 1 to 200 characters", field="NAME")
-        check_text(name, "NAME")
+        if team.organiser:     # its runs skip quotas: they come in by add-baseline only
+            raise InputError(f"{team_name!r} is the organisers' team: baselines are added with "
+                             "dsr board add-baseline, not by a member's token", field="TEAM")
+        name = _member_name(name)
         check_text(email, "--email")
+        token = new_token()
         with write_session(self.engine) as s:
             row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name))
-            if remove:
-                if row is None:
-                    raise InputError(f"{name!r} is not a member of {team_name!r}", field="NAME")
-                s.delete(row)
-            elif row is not None:
-                raise InputError(f"{name!r} is a member of {team_name!r} already", field="NAME")
-            else:
-                s.add(Member(team_id=team.id, name=name, email=email.strip()))
-        return self.members(team)
+            if row is not None and row.removed_at is None:
+                raise InputError(f"{name!r} is a member of {team_name!r} already "
+                                 "(dsr board rotate-token gives them a new token)", field="NAME")
+            if row is None:
+                row = Member(team_id=team.id, name=name)
+                s.add(row)
+            row.email, row.token_hash, row.removed_at, row.added_at = email.strip(), hash_token(token), None, utcnow()
+        return token
 
-    def members(self, team: Team) -> list[Member]:
+    def remove_member(self, team_name: str, name: str) -> list[Member]:
+        """Take a person off a team: their token and browser sessions stop working at once
+        (401 on the next request); their submissions stay recorded as theirs."""
+        row = self._active_member(team_name, name)
+        with write_session(self.engine) as s:
+            member = s.get(Member, row.id)
+            member.token_hash, member.removed_at = None, utcnow()
+            s.execute(delete(WebSession).where(WebSession.member_id == row.id))
+        return self.members(self.team(team_name))
+
+    def rotate_token(self, team_name: str, name: str) -> str:
+        """A new token for a member (shown once); the old one and the member's browser
+        sessions stop working at once."""
+        row = self._active_member(team_name, name)
+        token = new_token()
+        with write_session(self.engine) as s:
+            s.get(Member, row.id).token_hash = hash_token(token)
+            s.execute(delete(WebSession).where(WebSession.member_id == row.id))
+        return token
+
+    def _active_member(self, team_name: str, name: str) -> Member:
+        team = self.team(team_name)
+        name = _member_name(name)
         with read_session(self.engine) as s:
-            return list(s.scalars(select(Member).where(Member.team_id == team.id).order_by(Member.name)))
+            row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name,
+                                                Member.removed_at.is_(None)))
+        if row is None:
+            raise InputError(f"{name!r} is not a member of {team_name!r} (dsr board list shows them)",
+                             field="NAME")
+        return row
+
+    def members(self, team: Team, removed: bool = False) -> list[Member]:
+        """A team's members (``removed``: those taken off too), by name."""
+        with read_session(self.engine) as s:
+            query = select(Member).where(Member.team_id == team.id).order_by(Member.name)
+            if not removed:
+                query = query.where(Member.removed_at.is_(None))
+            return list(s.scalars(query))
+
+    def runs_by_member(self) -> dict[tuple[int, int | None], int]:
+        """How many runs each (team, member) submitted (member None: baselines, and runs of
+        before migration 0005, whose member is not known)."""
+        with read_session(self.engine) as s:
+            rows = s.execute(select(Submission.team_id, Submission.member_id, func.count())
+                             .group_by(Submission.team_id, Submission.member_id))
+            return {(team, member): int(n) for team, member, n in rows}
 
     def organisers(self) -> Team:
         """The team baselines are filed under (created on first use, its token never shown)."""
@@ -414,11 +491,13 @@ class Board:
     # -- submitting --------------------------------------------------------
     def submit(self, team: Team, phase: Phase, data: bytes, filename: str, meta: Metadata,
                sidecar: bytes | None = None, baseline: bool = False,
-               key: str | None = None) -> "Accepted":
+               key: str | None = None, member_id: int | None = None) -> "Accepted":
         """Check, score, store and record one run; returns the row and the client's answer.
 
         Raises :class:`Refused` when the run is not accepted (nothing is stored then).
-        ``key`` (the client's ``Idempotency-Key``): a retry gets the first answer back.
+        ``key`` (the client's ``Idempotency-Key``): a retry of the same request gets the
+        first answer back; the same key with any other field is refused (422). ``member_id``:
+        who submitted it (recorded on the row).
         """
         meta.check()
         closed = phase.closed_reason(utcnow())
@@ -427,16 +506,18 @@ class Board:
             raise Refused(403, closed, opens_at=iso(phase.opens_at), closes_at=iso(phase.closes_at))
         text = unpack_run(data, self.config.max_upload)
         digest = hashlib.sha256(text).hexdigest()
-        first = self._replay(team, key, phase, digest)
+        published = published_from_sidecar(sidecar)
+        display = display_name(filename)
+        request = request_digest(phase.id, digest, display, meta, published)
+        first = self._replay(team, key, request)
         if first is not None:
             return first
-        published = published_from_sidecar(sidecar)
-        self._refuse_duplicate(phase, digest)
+        ranking = ranking_digest(text)
+        self._refuse_duplicate(team, phase, ranking)
         before = self.quota(team, phase)
         if before["exhausted"]:
             raise Refused(429, "quota exhausted", quota=before)
         pdata = self.phase_data(phase)
-        display = display_name(filename)
         scored = self._score(pdata, phase, text, display)
         row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
                          description=meta.description or "", link=meta.link, run_type=meta.run_type,
@@ -445,14 +526,16 @@ class Board:
                          sidecar_json=json.dumps(published, sort_keys=True) if published else None,
                          means_json=json.dumps(scored.means(pdata.subsets)),
                          per_topic=scoring.matrix_bytes(scored.values.values),
-                         tied_topics=len(scored.validation.tied_topics), idempotency_key=key)
+                         tied_topics=len(scored.validation.tied_topics), idempotency_key=key,
+                         member_id=member_id, request_sha256=request,
+                         ranking_sha256=ranking)
         staged = self.store.stage(text)        # in place, fsynced, before the row names it
         try:
             accepted = self._record(row, before, published)
         except BaseException as err:
             self.store.abandon(staged, named=self._named(digest))
             if isinstance(err, IntegrityError):    # a concurrent retry or duplicate won the race
-                return self._after_conflict(team, key, phase, digest)
+                return self._after_conflict(team, key, request, phase, ranking)
             raise
         self.store.finish(staged)
         return accepted
@@ -500,8 +583,9 @@ class Board:
             row.answer_json = json.dumps(answer)
         return Accepted(row, answer)
 
-    def _replay(self, team: Team, key: str | None, phase: Phase, digest: str) -> "Accepted | None":
-        """The first answer to a request with this ``Idempotency-Key``, if there was one."""
+    def _replay(self, team: Team, key: str | None, request: str) -> "Accepted | None":
+        """The first answer to this request if its ``Idempotency-Key`` was sent before with the
+        same request; Refused (422) when the key came with another request."""
         if key is None:
             return None
         with read_session(self.engine) as s:
@@ -509,25 +593,28 @@ class Board:
                                                     Submission.idempotency_key == key))
         if row is None:
             return None
-        if row.phase_id != phase.id or row.sha256 != digest:
-            raise Refused(422, f"this Idempotency-Key was used for another submission (/runs/{row.id}); "
-                               "send a new key with a new submission")
+        if row.request_sha256 != request:
+            raise Refused(422, "this Idempotency-Key was sent before with another request (another "
+                               "run, board or field); send a new key with a new submission")
         return Accepted(row, json.loads(row.answer_json), replayed=True)
 
-    def _refuse_duplicate(self, phase: Phase, digest: str) -> None:
+    def _refuse_duplicate(self, team: Team, phase: Phase, ranking: str) -> None:
+        """409 when this team has this ranking on this board already (other teams' runs are
+        never looked at: whether another team submitted a run is not told)."""
         with read_session(self.engine) as s:
             first = s.scalar(select(Submission.id).where(Submission.phase_id == phase.id,
-                                                         Submission.sha256 == digest))
+                                                         Submission.team_id == team.id,
+                                                         Submission.ranking_sha256 == ranking))
         if first is not None:
-            raise Refused(409, f"this run is on the board already: /runs/{first} (the same run file "
-                               f"on {phase.collection}/{phase.name}); it was not stored again",
-                          first=f"/runs/{first}")
+            raise Refused(409, f"your team submitted this ranking on {phase.collection}/{phase.name} "
+                               f"already: /runs/{first}; it was not stored again", first=f"/runs/{first}")
 
-    def _after_conflict(self, team: Team, key: str | None, phase: Phase, digest: str) -> "Accepted":
-        first = self._replay(team, key, phase, digest)
+    def _after_conflict(self, team: Team, key: str | None, request: str, phase: Phase,
+                        ranking: str) -> "Accepted":
+        first = self._replay(team, key, request)
         if first is not None:
             return first
-        self._refuse_duplicate(phase, digest)
+        self._refuse_duplicate(team, phase, ranking)
         raise Refused(409, "a concurrent submission conflicts with this one: try again")
 
     # -- reading -----------------------------------------------------------
@@ -583,6 +670,14 @@ class Accepted:
     row: Submission
     answer: dict[str, Any]
     replayed: bool = False
+
+
+def _member_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 200:
+        raise InputError("a member's name is 1 to 200 characters", field="NAME")
+    check_text(name, "NAME")
+    return name
 
 
 def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_quota: int | None,

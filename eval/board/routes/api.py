@@ -9,10 +9,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from eval.board import leaderboard
-from eval.board.routes.deps import BoardDep, bearer_team, find_phase, in_thread, read_upload, unauthorized
+from eval.board.routes.deps import (BoardDep, bearer_identity, bearer_team, find_phase, in_thread, read_upload,
+                                    unauthorized)
 from eval.board.routes.pages import run_file, run_view
 from eval.board.intake import idempotency_key
-from eval.board.models import iso
+from eval.board.models import Team, iso
 from eval.board.service import Board, Refused, tie_note
 from retrieval.errors import InputError
 
@@ -56,11 +57,11 @@ def api_topics(board: BoardDep, collection: str, phase: str):
 
 
 @router.get("/runs/{submission_id}")
-def api_run(board: BoardDep, submission_id: int):
+def api_run(request: Request, board: BoardDep, submission_id: int):
     view = run_view(board, submission_id)
     if view is None:
         return JSONResponse({"error": "no such run"}, status_code=404)
-    return run_json(board, view)
+    return run_json(board, view, bearer_team(board, request))
 
 
 @router.get("/runs/{submission_id}/file")
@@ -85,9 +86,10 @@ def api_quota(request: Request, board: BoardDep, collection: str, phase: str):
 
 @router.post("/submissions")
 async def api_submit(request: Request, board: BoardDep):
-    team = bearer_team(board, request)
-    if team is None:
+    found = bearer_identity(board, request)
+    if found is None:
         return unauthorized()
+    team, member = found
     wait = board.limiter.allow(team.id)
     if wait:
         return JSONResponse({"error": f"rate limit: try again in {wait:.1f} s"}, status_code=429,
@@ -103,24 +105,28 @@ async def api_submit(request: Request, board: BoardDep):
                           f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
         key = idempotency_key(request.headers.get("idempotency-key"))
         upload = await read_upload(form)
-        accepted = await in_thread(partial(board.submit, key=key), team, phases[0], *upload)
+        accepted = await in_thread(partial(board.submit, key=key, member_id=member.id), team, phases[0], *upload)
     except Refused as refused:
         return JSONResponse(refused.to_json(), status_code=refused.status)
     return JSONResponse(accepted.answer, status_code=201,
                         headers={"Idempotency-Replayed": "true"} if accepted.replayed else None)
 
 
-def run_json(board: Board, view: dict) -> dict:
+def run_json(board: Board, view: dict, viewer: Team | None = None) -> dict:
+    """A run as the API shows it; its file's sha256 only to its own team (and organisers): with
+    it anyone could tell whether a team submitted a run they can make themselves."""
     sub = view["sub"]
     out = {"id": sub.id, "collection": sub.phase.collection, "phase": sub.phase.name,
            "hidden": sub.phase.hidden, "team": sub.team.name, "system": sub.system,
            "description": sub.description, "link": sub.link, "run_type": sub.run_type,
            "trained_on_collection": sub.trained_on_collection, "baseline": sub.baseline,
-           "filename": sub.filename, "sha256": sub.sha256, "lines": sub.lines,
+           "filename": sub.filename, "lines": sub.lines,
            "submitted": sub.created_at.isoformat() + "Z", "published": view["published"],
            "tied_topics": sub.tied_topics, "ties": tie_note(sub.tied_topics), "means": view["means"],
            "primary": view["primary"], "ci": None if view["ladder"] else view["ci"],
            "vs_baseline": view["versus"]}
+    if viewer is not None and (viewer.id == sub.team_id or viewer.organiser):
+        out["sha256"] = sub.sha256
     if view["plot"] is not None:
         data = board.phase_data(sub.phase)
         matrix = board.matrix(sub, len(data.measures))

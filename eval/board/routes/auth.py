@@ -1,4 +1,5 @@
-"""Logging in and out of the browser pages (a team token opens a server-side session)."""
+"""Logging in and out of the browser pages (a member's token opens a server-side session; the
+login form's CSRF token is bound to the browser, ``deps.login_csrf``)."""
 
 from __future__ import annotations
 
@@ -27,13 +28,15 @@ async def login(request: Request, board: BoardDep):
     form = await checked_form(request)
     if form is None:
         return error_page(request, 403, CSRF_REFUSED)
-    team = board.team_for_token(str(form.get("token") or "").strip())
-    if team is None:
+    found = board.identify(str(form.get("token") or "").strip())
+    if found is None:
         return page(request, "login.html", {"error": "wrong token"}, 401)
+    team, member = found
     key = secrets.token_urlsafe(32)
     with write_session(board.engine) as s:
         s.execute(delete(WebSession).where(WebSession.expires_at < utcnow()))
-        s.add(WebSession(key_hash=key_hash(key), team_id=team.id, csrf=secrets.token_urlsafe(32),
+        s.add(WebSession(key_hash=key_hash(key), team_id=team.id, member_id=member.id,
+                         csrf=secrets.token_urlsafe(32),
                          expires_at=utcnow() + timedelta(days=SESSION_DAYS)))
     response = RedirectResponse("/submit", status_code=303)
     response.set_cookie(SESSION_COOKIE, key, httponly=True, samesite="lax",

@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import json
 import secrets
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -21,13 +22,15 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy import select
 
 from eval.board.db import read_session
-from eval.board.models import Phase, Team, WebSession, stamp, utcnow
+from eval.board.models import Member, Phase, Team, WebSession, stamp, utcnow
 from eval.board.service import Board, Metadata, Refused, quota_text
 
 HERE = Path(__file__).resolve().parents[1]
 SESSION_COOKIE = "dsr_session"
 CSRF_COOKIE = "dsr_csrf"
 SESSION_DAYS = 7
+#: how long a login form's CSRF token is good for (seconds)
+LOGIN_FORM_SECONDS = 86400
 CSRF_REFUSED = "the form's CSRF token is missing or wrong: reload the page"
 
 templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -57,8 +60,8 @@ def web_session(board: Board, request: Request) -> WebSession | None:
         return None
     with read_session(board.engine) as s:
         row = s.scalar(select(WebSession).where(WebSession.key_hash == key_hash(key)))
-    if row is None or row.expires_at < utcnow() or not row.csrf:
-        return None
+    if row is None or row.expires_at < utcnow() or not row.csrf or not board.member_active(row.member_id):
+        return None          # expired, or its member was removed or got a new token
     return row
 
 
@@ -71,13 +74,20 @@ def web_team(board: Board, request: Request) -> Team | None:
         return s.get(Team, row.team_id)
 
 
-def bearer_team(board: Board, request: Request) -> Team | None:
-    """The team of an ``Authorization: Bearer TOKEN`` header."""
+def bearer_identity(board: Board, request: Request) -> tuple[Team, Member] | None:
+    """The team and member of an ``Authorization: Bearer TOKEN`` header (None for a wrong,
+    rotated or revoked token)."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None
-    return board.team_for_token(token.strip())
+    return board.identify(token.strip())
+
+
+def bearer_team(board: Board, request: Request) -> Team | None:
+    """The team of an ``Authorization: Bearer TOKEN`` header."""
+    found = bearer_identity(board, request)
+    return None if found is None else found[0]
 
 
 def unauthorized(message: str = "missing or wrong token") -> JSONResponse:
@@ -85,35 +95,58 @@ def unauthorized(message: str = "missing or wrong token") -> JSONResponse:
                         headers={"WWW-Authenticate": 'Bearer realm="dsr"'})
 
 
+def login_csrf(board: Board, nonce: str, issued: int) -> str:
+    """A logged-out form's CSRF token: ``ISSUED.HMAC(board secret, browser nonce, ISSUED)``. It is
+    bound to the browser's ``dsr_csrf`` cookie (a random nonce): a token made for another
+    browser's cookie, or a cookie and field chosen by an attacker, does not pass."""
+    mac = hmac.new(board.login_secret(), f"{nonce}|{issued}".encode("utf-8"), hashlib.sha256).hexdigest()
+    return f"{issued}.{mac}"
+
+
+def login_csrf_ok(board: Board, nonce: str | None, sent: str) -> bool:
+    """Whether ``sent`` is a login token made for this browser's nonce in the last day."""
+    issued, _, _mac = sent.partition(".")
+    if not nonce or not issued.isdigit() or not 0 <= time.time() - int(issued) <= LOGIN_FORM_SECONDS:
+        return False
+    return hmac.compare_digest(login_csrf(board, nonce, int(issued)), sent)
+
+
 def expected_csrf(request: Request) -> str | None:
-    """The CSRF token a form must carry: the logged-in session's own (a token of another
-    session does not pass), or before logging in the double-submit cookie's."""
+    """The CSRF token of a logged-in session (a token of another session does not pass), None
+    when logged out."""
     session = web_session(get_board(request), request)
-    return session.csrf if session is not None else request.cookies.get(CSRF_COOKIE)
+    return None if session is None else session.csrf
 
 
 def page(request: Request, name: str, context: dict, status: int = 200) -> HTMLResponse:
     """Render template ``name`` with the CSRF token and the logged-in team (``context['team']``
     when the caller knows it already)."""
-    expected = expected_csrf(request)
-    token = expected or secrets.token_urlsafe(32)
-    team = context.pop("team", None) or web_team(get_board(request), request)
+    board = get_board(request)
+    token = expected_csrf(request)
+    nonce = None
+    if token is None:     # logged out: a token bound to this browser's nonce (made now if none)
+        nonce = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
+        token = login_csrf(board, nonce, int(time.time()))
+    team = context.pop("team", None) or web_team(board, request)
     response = templates.TemplateResponse(request, name, {**context, "csrf": token, "team": team},
                                           status_code=status)
-    if expected is None:
-        response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict",
+    if nonce is not None and nonce != request.cookies.get(CSRF_COOKIE):
+        response.set_cookie(CSRF_COOKIE, nonce, httponly=True, samesite="strict",
                             secure=request.url.scheme == "https")
     return response
 
 
 async def checked_form(request: Request):
-    """The posted form when its CSRF field is the expected token (:func:`expected_csrf`), else None."""
+    """The posted form when its CSRF field is the session's token, or logged out one made for
+    this browser (:func:`login_csrf`); else None."""
     form = await request.form()
-    expected = expected_csrf(request) or ""
     sent = form.get("csrf") or ""
-    if not expected or not isinstance(sent, str) or not hmac.compare_digest(expected, sent):
+    if not isinstance(sent, str) or not sent:
         return None
-    return form
+    expected = expected_csrf(request)
+    if expected is not None:
+        return form if hmac.compare_digest(expected, sent) else None
+    return form if login_csrf_ok(get_board(request), request.cookies.get(CSRF_COOKIE), sent) else None
 
 
 def error_page(request: Request, status: int, message: str) -> HTMLResponse:

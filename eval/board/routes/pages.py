@@ -4,6 +4,7 @@ phases), the run file download, and the submission form."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
@@ -12,7 +13,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from eval.board import leaderboard
 from eval.board.models import Team, utcnow
 from eval.board.routes.deps import (CSRF_REFUSED, BoardDep, bearer_team, checked_form, error_page,
-                                    find_phase, in_thread, page, read_upload, web_team)
+                                    find_phase, in_thread, page, read_upload, web_session, web_team)
 from eval.board.leaderboard import published_means, released_values
 from eval.board.release import uses_ladder
 from eval.measures import nan_to_none
@@ -168,9 +169,10 @@ def submit_form(request: Request, board: BoardDep):
 
 @router.post("/submit")
 async def submit_page(request: Request, board: BoardDep):
+    session = web_session(board, request)
     team = web_team(board, request)
-    if team is None:
-        return error_page(request, 401, "log in with your team's token first")
+    if team is None or session is None:
+        return error_page(request, 401, "log in with your token first")
     form = await checked_form(request)
     if form is None:
         return error_page(request, 403, CSRF_REFUSED)
@@ -183,7 +185,7 @@ async def submit_page(request: Request, board: BoardDep):
         if phase is None:
             raise Refused(422, "choose a phase")
         upload = await read_upload(form)
-        accepted = await in_thread(board.submit, team, phase, *upload)
+        accepted = await in_thread(partial(board.submit, member_id=session.member_id), team, phase, *upload)
     except Refused as refused:
         return page(request, "submit.html",
                     {"team": team, **submit_context(board, team), "refused": refused, "values": values},

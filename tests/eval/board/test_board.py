@@ -23,7 +23,7 @@ from sqlalchemy import select, text
 
 from board_support import migration_head, db_url, make_board, plain_rr, postgres, read, retag, runs, setup_phases  # noqa: F401
 from eval.board.app import create_app
-from eval.board.models import Submission, Team
+from eval.board.models import Member, Submission, Team
 from eval.qrels import read_qrels
 from retrieval.collections import load_collection
 
@@ -178,9 +178,11 @@ def test_quotas_per_day_and_in_total(setup, runs):  # noqa: F811
 def test_tokens_are_stored_hashed_and_auth_rules(setup, runs):  # noqa: F811
     board, client, tokens = setup
     with board.engine.connect() as conn:
-        hashes = dict(conn.execute(select(Team.name, Team.token_hash)).all())
-    assert hashes["alpha"] == hashlib.sha256(tokens["alpha"].encode()).hexdigest()
+        hashes = dict(conn.execute(select(Team.name, Member.token_hash).join(Member, Member.team_id == Team.id)).all())
+        retired = set(conn.execute(select(Team.token_hash)).scalars())
+    assert hashes["alpha"] == hashlib.sha256(tokens["alpha"].encode()).hexdigest()   # the member's token
     assert tokens["alpha"] not in json.dumps(hashes)
+    assert not retired & set(hashes.values())           # the team's old column matches no token
     assert post_run(client, None, runs / "bm25.run", "x").status_code == 401
     assert post_run(client, "dsr_wrong", runs / "bm25.run", "x").status_code == 401
     sub = post_run(client, tokens["alpha"], runs / "bm25.run", "mine").json()
@@ -270,8 +272,7 @@ def test_web_forms_need_csrf_and_login(setup, runs):  # noqa: F811
     board, client, tokens = setup
     assert client.get("/submit", follow_redirects=False).headers["location"] == "/login"
     assert client.post("/login", data={"token": tokens["alpha"]}).status_code == 403   # no CSRF
-    client.get("/login")
-    csrf = client.cookies.get("dsr_csrf")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/login").text).group(1)
     assert client.post("/login", data={"token": "wrong", "csrf": csrf}).status_code == 401
     ok = client.post("/login", data={"token": tokens["alpha"], "csrf": csrf}, follow_redirects=False)
     assert ok.status_code == 303

@@ -83,11 +83,14 @@ def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_ho
     assert main(["board", "add-member", "lab", "Ben"]) == 0
     assert main(["board", "add-member", "lab", "Ben"]) == 2                           # once
     assert main(["board", "remove-member", "lab", "Ada"]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "team lab: Ben"
+    assert capsys.readouterr().out.splitlines()[-1] == "team lab: Ben, lead"
     assert main(["board", "remove-member", "nobody", "Ada"]) == 2
     assert "no team 'nobody'" in capsys.readouterr().err
     assert main(["board", "list"]) == 0
-    assert "team lab: Ben" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "None" not in listed and "quota: none" in listed
+    assert [line.split()[:2] + line.split()[-2:-1] for line in listed.splitlines() if line.startswith("lab ")] == [
+        ["lab", "Ada", "removed"], ["lab", "Ben", "0"], ["lab", "lead", "0"]]
 
     board = Board(BoardConfig())
     phase = board.get_phase("sample", "test")
