@@ -50,6 +50,9 @@ def register(subparsers) -> None:
 
 
 def cmd_kfold(args: argparse.Namespace) -> int:
+    if args.folds < 2:                                 # before loading anything
+        raise InputError(f"--folds must be at least 2 (one fold left out, the others trained on), "
+                         f"got {args.folds}", field="--folds")
     settings = train_settings(args.train_param)
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
     out = check_replaceable(args.out, out_files(), field="--out")  # before any training

@@ -223,6 +223,22 @@ async def judge_api_grade(request: Request):
     return await run_in_threadpool(_api_grade, request, body)
 
 
+def _json_body(raw: bytes):
+    """The request's JSON; a body nested too deep for the parser is a ValueError (400), not a 500."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+
+
+def _text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _api_grade(request: Request, raw: bytes):
     assessor, bearer = api_assessor(request)
     if assessor is None:
@@ -230,9 +246,11 @@ def _api_grade(request: Request, raw: bytes):
     if not bearer and not csrf_ok(request, request.headers.get("x-csrf-token")):
         return JSONResponse({"error": CSRF_REFUSED}, status_code=403)
     try:
-        body = json.loads(raw)
+        body = _json_body(raw)
         if not isinstance(body, dict) or not isinstance(body.get("item"), str):
             raise ValueError("a JSON object with an item key")
+        if not _text(body["item"]):
+            raise ValueError("item is not valid Unicode text (a lone surrogate?)")
         unsure = body.get("unsure") is True
         grade = body.get("grade")
         seconds = body.get("seconds")
