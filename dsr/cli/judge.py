@@ -292,7 +292,9 @@ def cmd_export_tasks(args) -> int:
     tasks = all_tasks(judging, campaign)
     with atomic_dir(args.out, module.FILES, field="--out") as folder:
         module.write(folder, tasks, judging.guidelines(campaign))
-    print(f"wrote {args.out}: {', '.join(module.FILES)} ({len(tasks)} tasks, "
+    made = f"{len(module.by_dialogue(tasks))} Label Studio tasks, one per dialogue, from " \
+        if module is labelstudio else ""
+    print(f"wrote {args.out}: {', '.join(module.FILES)} ({made}{len(tasks)} tasks, "
           f"{sum(len(t.items) for _, t in tasks)} sentences)")
     return 0
 

@@ -10,7 +10,8 @@
 * ``config.xml``: the labelling config: the dialogue, then a ``<Repeater>`` over the
   sentences giving each its text and its own ``<Choices name="grade_N">`` (N = the
   sentence's place, from 0) with the scale's grades, named, and "unsure". The choices
-  carry no hotkeys: Label Studio would give the same key to every sentence;
+  carry none of the scale's keys, which would be the same for every sentence (Label Studio
+  numbers the choices itself);
 * ``instructions.html``: the guidelines, for the project's instructions.
 
 Give each task to k annotators (Label Studio's "overlap"), then export the project
