@@ -222,6 +222,8 @@ def test_a_mouse_only_assessor_grades_a_whole_dialogue_on_a_phone(browser, tmp_p
     with LiveServer(board) as server:
         page = browser.new_page(viewport=PHONE)
         log_in(page, server.url, tokens["bob"])
+        start = page.locator("#campaigns a:text-is('Start')").bounding_box()
+        assert start["width"] >= 44 and start["height"] >= 44
         page.click("#campaigns a:text-is('Start')")
         page.wait_for_selector("#items li.current")
         first_url = page.url
@@ -292,8 +294,13 @@ def test_every_text_has_wcag_aa_contrast_in_light_and_dark(browser, tmp_path):  
                 page.goto(f"{server.url}/judge/login")
                 assert low_contrast(page) == [], (scheme, width, "login")
                 log_in(page, server.url, tokens["dave"])
+                page.screenshot(path=str(shots / f"campaigns-{scheme}-{width}.png"))
                 assert low_contrast(page) == [], (scheme, width, "campaigns")
-                page.click("#campaigns td a:first-child")                # Start, then Continue
+                assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+                page.goto(f"{server.url}/judge/s1/guidelines")
+                assert low_contrast(page) == [], (scheme, width, "guidelines page")
+                page.go_back()
+                page.click("#campaigns a.button")                        # Start, then Continue
                 page.wait_for_selector("#items li.current")
                 if page.locator("#items li.graded").count() == 0:
                     for key in ("2", "0", "u", "1"):
