@@ -56,6 +56,11 @@ def test_an_assessors_whole_keyboard_flow(browser, tmp_path):  # noqa: F811
         keys = page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.key)")
         n = len(keys)
         assert page.inner_text("#next-speaker") and page.locator(".turns li").count() >= 3
+        mine = sorted({(p["seq"], p["dialogue"]) for p in assignments(judging, "s1") if p["assessor"] == "alice"})
+        seq = int(first_url.rsplit("/", 1)[1])
+        at = [s for s, _ in mine].index(seq)
+        same = mine[at + 1][1] == mine[at][1]                   # chunks of 6: the next task may go on
+        assert page.inner_text("#next-dialogue") == ("More of this dialogue →" if same else "Next dialogue →")
         page.keyboard.press("2")
         saved(page, 1, "2")
         page.keyboard.press("0")
