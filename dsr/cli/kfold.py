@@ -34,7 +34,7 @@ def register(subparsers) -> None:
                    help="collection to evaluate on (e.g. cmu_dog_judged); never trained on")
     p.add_argument("--eval-source", metavar="DIR", help="--source of the evaluation collection")
     p.add_argument("--eval-split", metavar="S", help="--split of the evaluation collection")
-    p.add_argument("--folds", type=int, default=3, metavar="K", help="document folds (default 3)")
+    p.add_argument("--folds", type=int, default=3, metavar="K", help="document folds, at least 2 (default 3)")
     p.add_argument("--name", required=True, metavar="PREFIX",
                    help="fold models are saved as dsr:PREFIX-fold0 ... dsr:PREFIX-fold{K-1}")
     p.add_argument("--base", default="all-MiniLM-L6-v2",
