@@ -168,19 +168,19 @@ def _annotation(annotation: Any, items: list[str], where: dict) -> list[dict[str
     if not isinstance(result, list):
         raise InputError(f"expected a list of results, got {type(result).__name__}",
                          **{**where, "field": field + ".result"})
-    picked: dict[int, int | None] = {}
+    picked: dict[int, tuple[int | None, dict]] = {}
     for k, entry in enumerate(result):
         at = {**where, "field": f"{field}.result[{k}]"}
         place, grade = _choice(entry, len(items), at)
         if place in picked:
             raise InputError(f"sentence {place} chosen twice in one annotation", **at)
-        picked[place] = grade
+        picked[place] = (grade, {**at, "field": at["field"] + ".value.choices"})
     seconds = annotation.get("lead_time")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not picked:
         seconds = None
     return [{"item": items[place], "assessor": str(who), "grade": grade,
-             "seconds": None if seconds is None else float(seconds) / len(picked), "where": where}
-            for place, grade in sorted(picked.items())]
+             "seconds": None if seconds is None else float(seconds) / len(picked), "where": at}
+            for place, (grade, at) in sorted(picked.items())]
 
 
 def _choice(entry: Any, places: int, where: dict) -> tuple[int, int | None]:

@@ -130,7 +130,7 @@ def test_label_studio_grades_of_another_layout_are_refused_not_skipped(campaign,
     path = tmp_path / "export.json"
     for change, field, words in ((("from_name", "grade"), "result[0].from_name", "grade_0 to grade_2"),
                                  (("value", {"choices": ["1", "2"]}), "result[0].value.choices", "one choice"),
-                                 (("value", {"choices": ["7"]}), None, "grade must be one of")):
+                                 (("value", {"choices": ["7"]}), "result[0].value.choices", "grade must be one of")):
         tasks = label_studio_export(keys)
         tasks[1]["annotations"][0]["result"][0][change[0]] = change[1]
         path.write_text(json.dumps(tasks))
