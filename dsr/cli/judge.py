@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from retrieval.errors import InputError
-from eval.judging import guidelines
 from eval.judging import guidelines, honeypots
+from eval.judging.exchange import tally
 from eval.qrels import qrels_from_collection, write_qrels
 from retrieval.atomic import atomic_dir
 from retrieval.atomic import atomic_write
 from retrieval.atomic import check_output_path, write_json
 from retrieval.collections import load_collection
 from retrieval.data import write_benchmark
+from retrieval.home import require_writable
 
 JUDGE_EPILOG = """\
 A campaign lives in the leaderboard's database (--db; default SQLite at
@@ -133,10 +135,26 @@ def _register_results(sub) -> None:
 
 
 def _judging(args):
-    from eval.board.service import default_db_url
+    """The campaign store behind ``--db``; an SQLite file's folder must be writable (a
+    read-only DSR_HOME is exit 2 naming the folder, as for dsr serve)."""
+    from eval.board.service import BoardConfig
     from eval.judging.store import Judging
 
-    return Judging.open(args.db or default_db_url())
+    config = BoardConfig(db=args.db)
+    _writable_sqlite_folder(config)
+    return Judging.open(config.db_url())
+
+
+def _writable_sqlite_folder(config) -> None:
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(config.db_url())
+    except Exception:     # make_engine names a bad URL
+        return
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        require_writable(Path(url.database).parent, "set DSR_HOME to a writable folder or give --db"
+                         if config.db is None else "give --db a file in a writable folder")
 
 
 def cmd_guidelines(args) -> int:
@@ -274,22 +292,25 @@ def cmd_export_tasks(args) -> int:
     tasks = all_tasks(judging, campaign)
     with atomic_dir(args.out, module.FILES, field="--out") as folder:
         module.write(folder, tasks, judging.guidelines(campaign))
-    print(f"wrote {args.out}: {', '.join(module.FILES)} ({len(tasks)} tasks, "
+    made = f"{len(module.by_dialogue(tasks))} Label Studio tasks, one per dialogue, from " \
+        if module is labelstudio else ""
+    print(f"wrote {args.out}: {', '.join(module.FILES)} ({made}{len(tasks)} tasks, "
           f"{sum(len(t.items) for _, t in tasks)} sentences)")
     return 0
 
 
 def cmd_import(args) -> int:
-    from pathlib import Path
-
     import eval.judging.crowdsourcing as crowdsourcing
     import eval.judging.labelstudio as labelstudio
 
     module = labelstudio if args.format == "label-studio" else crowdsourcing
-    rows = module.read(Path(args.file))
-    count = _judging(args).import_grades(args.campaign, rows, module.ORIGIN)
+    rows, left_out = module.read(Path(args.file))      # the whole file is checked before anything is stored
+    judging = _judging(args)
+    counts = tally(judging, args.campaign, rows, module.ORIGIN)
+    judging.import_grades(args.campaign, rows, module.ORIGIN)
     people = len({r["assessor"] for r in rows})
-    print(f"imported {count} grades from {people} {module.ORIGIN} assessor(s) into {args.campaign}")
+    print(f"imported {args.file} into {args.campaign}: {counts.text()} ({len(rows)} grades from {people} "
+          f"{module.ORIGIN} assessor(s)); {left_out} sentence place(s) left out (skipped or not graded)")
     return 0
 
 

@@ -34,7 +34,7 @@ def register(subparsers) -> None:
                    help="collection to evaluate on (e.g. cmu_dog_judged); never trained on")
     p.add_argument("--eval-source", metavar="DIR", help="--source of the evaluation collection")
     p.add_argument("--eval-split", metavar="S", help="--split of the evaluation collection")
-    p.add_argument("--folds", type=int, default=3, metavar="K", help="document folds (default 3)")
+    p.add_argument("--folds", type=int, default=3, metavar="K", help="document folds, at least 2 (default 3)")
     p.add_argument("--name", required=True, metavar="PREFIX",
                    help="fold models are saved as dsr:PREFIX-fold0 ... dsr:PREFIX-fold{K-1}")
     p.add_argument("--base", default="all-MiniLM-L6-v2",
@@ -50,6 +50,9 @@ def register(subparsers) -> None:
 
 
 def cmd_kfold(args: argparse.Namespace) -> int:
+    if args.folds < 2:                                 # before loading anything
+        raise InputError(f"--folds must be at least 2 (one fold left out, the others trained on), "
+                         f"got {args.folds}", field="--folds")
     settings = train_settings(args.train_param)
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
     out = check_replaceable(args.out, out_files(), field="--out")  # before any training

@@ -4,9 +4,10 @@ Same app, database and token scheme as the leaderboard (an assessor's token is m
 by ``dsr judge add-assessor`` and stored hashed). The task page works without
 JavaScript (one small form per sentence); with it (``/static/judge.js``, the only
 script the site serves, allowed on these pages alone by their
-Content-Security-Policy) the keyboard does everything: the scale's keys grade and
-move on, ``u`` is unsure, ``j``/``k`` (or the arrows) move, ``g`` shows the guidelines,
-Enter goes to the next task. Every grade is sent as it is given and committed before
+Content-Security-Policy) the keyboard, the mouse and touch do everything: the scale's keys
+(or its named buttons) grade and move on, ``u`` is unsure, ``j``/``k`` (or the arrows) move,
+``g`` shows the guidelines; grading stops at the end of the dialogue, where Enter or the
+"Next dialogue" control goes on. Every grade is sent as it is given and committed before
 the answer (``POST /judge/api/grades``; the page marks it saved only then).
 
 Security as on the board: a CSRF double submit on forms and on the JSON API from the
@@ -30,7 +31,7 @@ from sqlalchemy import delete, select
 from starlette.concurrency import run_in_threadpool
 
 from eval.board.db import read_session, write_session
-from eval.board.judging_models import Assessor, JudgeSession
+from eval.board.judging_models import Assessor, JudgeSession, JudgeTask
 from eval.board.models import utcnow
 from eval.judging.store import Judging, Refused
 from eval.judging.views import content, my_campaigns, task_rows, task_view
@@ -188,9 +189,21 @@ def judge_task(request: Request, name: str, seq: int):
     except Refused as refused:
         return problem(request, refused.status, refused.message)
     rules = judging(request).guidelines(campaign)
+    view["continues"] = _same_dialogue(request, campaign, seq, view["following"])
     return render(request, "judge_task.html",
                   {"assessor": assessor, "view": view, "rules": rules,
                    "keys": json.dumps({g.key: g.grade for g in rules.scale})})
+
+
+def _same_dialogue(request: Request, campaign, seq: int, following: int | None) -> bool:
+    """Whether the assessor's next task is more of this task's dialogue (a dialogue longer than
+    --chunk is cut into tasks): the page's end says "more of this dialogue", else "next dialogue"."""
+    if following is None:
+        return False
+    with read_session(judging(request).engine) as s:
+        dialogues = s.execute(select(JudgeTask.seq, JudgeTask.dialogue_pk).where(
+            JudgeTask.campaign_id == campaign.id, JudgeTask.seq.in_([seq, following]))).all()
+    return len({d for _, d in dialogues}) == 1
 
 
 @router.post("/judge/{name}/task/{seq}")
@@ -223,6 +236,22 @@ async def judge_api_grade(request: Request):
     return await run_in_threadpool(_api_grade, request, body)
 
 
+def _json_body(raw: bytes):
+    """The request's JSON; a body nested too deep for the parser is a ValueError (400), not a 500."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("JSON nested too deep") from None
+
+
+def _text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _api_grade(request: Request, raw: bytes):
     assessor, bearer = api_assessor(request)
     if assessor is None:
@@ -230,9 +259,11 @@ def _api_grade(request: Request, raw: bytes):
     if not bearer and not csrf_ok(request, request.headers.get("x-csrf-token")):
         return JSONResponse({"error": CSRF_REFUSED}, status_code=403)
     try:
-        body = json.loads(raw)
+        body = _json_body(raw)
         if not isinstance(body, dict) or not isinstance(body.get("item"), str):
             raise ValueError("a JSON object with an item key")
+        if not _text(body["item"]):
+            raise ValueError("item is not valid Unicode text (a lone surrogate?)")
         unsure = body.get("unsure") is True
         grade = body.get("grade")
         seconds = body.get("seconds")

@@ -98,18 +98,44 @@ def write(folder: Path, tasks: list[tuple[int, TaskContent]], rules: Guidelines)
     (folder / "template.html").write_text(template(rules, (len(columns) - 5) // 3), encoding="utf-8")
 
 
-def read(path: Path) -> list[dict[str, Any]]:
-    """Grades from a batch results CSV (see the module docstring), strictly."""
+def read(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """Grades from a batch results CSV (see the module docstring), strictly: (the grade rows,
+    how many sentence places were left unanswered)."""
 
-    reader = csv.DictReader(io.StringIO(read_text(path, encoding="utf-8-sig")))
+    text = read_text(path, encoding="utf-8-sig")
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text)))   # echoed inputs (a long dialogue's HTML) pass 128 KiB
+    reader = csv.DictReader(io.StringIO(text), strict=True)
+    try:
+        return _read_records(reader, path)
+    except csv.Error as err:
+        raise InputError(f"not a readable CSV record ({err})", path=path, line=reader.reader.line_num or 1) from None
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _slots(columns: list[str], path: Path) -> list[int]:
+    """The N of every ``Input.item_N`` column; any other ``Input.item_...`` column is refused."""
+    slots = []
+    for column in columns:
+        if column and column.startswith("Input.item_"):
+            number = column[len("Input.item_"):]
+            if not (number.isascii() and number.isdigit()):
+                raise InputError("expected Input.item_N with N a number (the batch's sentence places)",
+                                 path=path, line=1, field=column)
+            slots.append(int(number))
+    if not slots:
+        raise InputError("no Input.item_N columns: not the results of a dsr judge batch", path=path, line=1)
+    return sorted(slots)
+
+
+def _read_records(reader: csv.DictReader, path: Path) -> tuple[list[dict[str, Any]], int]:
     columns = reader.fieldnames or []
     worker = next((c for c in WORKER_COLUMNS if c in columns), None)
     if worker is None:
         raise InputError(f"no worker column (one of {', '.join(WORKER_COLUMNS)})", path=path, line=1)
-    slots = sorted(int(c.split("_")[1]) for c in columns if c.startswith("Input.item_"))
-    if not slots:
-        raise InputError("no Input.item_N columns: not the results of a dsr judge batch", path=path, line=1)
-    rows, seen = [], {}
+    slots = _slots(columns, path)
+    rows, seen, left_out = [], {}, 0
     for line, record in enumerate(reader, start=2):
         found = []
         for n in slots:
@@ -119,6 +145,8 @@ def read(path: Path) -> list[dict[str, Any]]:
             answer = _answer(record, n, {"path": path, "line": line, "field": f"Answer.grade_{n}"})
             if answer is not False:
                 found.append((key, answer))
+            else:
+                left_out += 1
         who = (record.get(worker) or "").strip()
         if not who:
             raise InputError("no worker id", path=path, line=line, field=worker)
@@ -130,7 +158,7 @@ def read(path: Path) -> list[dict[str, Any]]:
             seen[key, who] = line
             rows.append({"item": key, "assessor": who, "grade": grade, "seconds": seconds,
                          "where": {"path": path, "line": line}})
-    return rows
+    return rows, left_out
 
 
 def _answer(record: dict[str, str], n: int, where: dict) -> int | None | bool:

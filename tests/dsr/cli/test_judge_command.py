@@ -91,7 +91,7 @@ def test_bad_input_exits_2_naming_the_place_and_writes_nothing(tmp_path, pool_fi
     assert code == 2 and "--partial" in err and not (tmp_path / "j.jsonl").exists()
     (tmp_path / "ls.json").write_text(json.dumps([{"id": 7, "data": {"title": "x"}, "annotations": []}]))
     code, _, err = run(capsys, "judge", "import", "s1", str(tmp_path / "ls.json"), "--format", "label-studio", *db)
-    assert code == 2 and "ls.json" in err and "task 7" in err and "data.dsr_item" in err
+    assert code == 2 and "ls.json" in err and "task 7" in err and "data.sentences" in err
     code, _, err = run(capsys, "judge", "assign", "s1", "--assessors", "ghost", *db)
     assert code == 2 and "no assessor 'ghost'" in err
     code, _, err = run(capsys, "judge", "guidelines", *db)

@@ -58,7 +58,7 @@ def test_the_template_takes_every_row_and_names_a_radio_group_per_sentence(expor
         assert "gold" not in page.lower() and "honeypot" not in page.lower()
 
 
-def test_batch_results_come_back_as_the_grades_given(exported, tmp_path):
+def test_batch_results_come_back_as_the_grades_given(exported, tmp_path, capsys):
     judging, truth, db, folder = exported
     rows = list(csv.DictReader(open(folder / "batch.csv", encoding="utf-8")))[:6]
     items = judging.items_frame(judging.campaign("s1")).set_index("key")
@@ -91,6 +91,10 @@ def test_batch_results_come_back_as_the_grades_given(exported, tmp_path):
     back = {(keys[i], a): (None if g != g else int(g), s)
             for i, a, g, s in zip(frame["item"], frame["assessor"], frame["grade"], frame["seconds"])}
     assert back == given
+    capsys.readouterr()
+    assert main(["judge", "import", "s1", str(tmp_path / "results.csv"), "--format", "crowd", "--db", db]) == 0
+    assert f": 0 new, {len(given)} already present, 0 changed" in capsys.readouterr().out    # again: nothing new
+    assert len(judging.grades_frame(judging.campaign("s1"))) == len(given)
 
 
 def test_bad_results_are_refused_naming_the_line(tmp_path, capsys):
