@@ -412,7 +412,7 @@ def recall_figure(results):
     for name in [n for n in names if n not in shown]:
         ax.plot(ks, evaluator(results.run_objects[name]).mean(), color=OTHERS_COLOUR, linewidth=LINE_WIDTH,
                 zorder=1)
-    for name in shown:
+    for name in sorted(shown, key=lambda n: n == results.baseline):   # the baseline's dashes on top
         baseline = name == results.baseline
         family = family_of(name, results.run_info.get(name))
         colour = "black" if baseline else "#555555" if family == "reference" else FAMILY_HUES[family]
@@ -427,8 +427,10 @@ def recall_figure(results):
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3, linewidth=LINE_WIDTH)
     ax.set_axisbelow(True)
-    ax.legend(loc="lower right", frameon=False, fontsize=5.5, handlelength=2.2, borderaxespad=0.3,
-              labelspacing=0.25)
+    handles, labels = ax.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: labels[i] != _label(results, results.baseline))
+    ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower right", frameon=False,
+              fontsize=5.5, handlelength=2.2, borderaxespad=0.3, labelspacing=0.25)
     configs = "; ".join(f"{n}: {results.modal_config(n)}" for n in shown if results.modal_config(n))
     set_caption(fig, f"Mean recall at k over all {len(results.subsets['all'])} dialogues: the baseline "
                      f"(dashed) and the best system of each family on {results.primary_measure} "

@@ -71,11 +71,17 @@ def comment(text: str) -> str:
     return "% " + tex(words).replace("$", "") + "\n"
 
 
+def fit_width(tabular: str) -> str:
+    """``tabular`` centred, scaled down to the line's width when wider (graphicx)."""
+    return ("\\begin{center}\n\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%\n"
+            + tabular.rstrip("\n") + "}\n\\end{center}\n")
+
+
 def document(body: str, title: str = "") -> str:
     """``body`` in a complete article that plain ``pdflatex`` compiles (landscape, small
     margins: a results table has a column per measure)."""
     return ("\\documentclass{article}\n"
-            "\\usepackage[landscape,margin=1.5cm]{geometry}\n"
+            "\\usepackage[landscape,margin=1.5cm]{geometry}\n\\usepackage{graphicx}\n"
             f"{PACKAGES}\n"
             "\\begin{document}\n\\small\n"
             + (f"\\section*{{{tex(title)}}}\n" if title else "")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from eval.latex import LATEX_SPECIALS, comment, document, latex_escape, tex  # noqa: F401 (re-exported)
+from eval.latex import LATEX_SPECIALS, comment, document, fit_width, latex_escape, tex  # noqa: F401 (re-exported)
 from eval.measures import nan_to_none
 from eval.protocol import summarise
 from eval.results import Results
@@ -413,8 +413,8 @@ def to_latex_document(results: Results, digits: int = 3, systems: str = "") -> s
     title, the legend, and ``systems`` (LaTeX saying what each row is), in a complete
     document that plain ``pdflatex`` compiles (:func:`eval.latex.document`). A
     ``tabular`` pastes into a paper that loads amssymb and booktabs."""
-    body = [f"\\paragraph{{{tex(title)}}}\n\n{table}\n" for title, table in latex_tables(results, digits, True)]
-    body.append(tex(legend(results)) + "\n")
+    body = [f"\\subsection*{{{tex(title)}}}\n{fit_width(table)}" for title, table in latex_tables(results, digits, True)]
+    body.append("\n" + tex(legend(results)) + "\n")
     if systems:
         body.append(systems)
     return document("\n".join(body), f"Evaluation on {results.collection.get('name')}")
@@ -457,8 +457,6 @@ def system_definitions(results: Results) -> dict[str, str]:
     for name in results.systems:
         info = results.run_info.get(name, {})
         text = _what_system(results, name, info)
-        if name == results.baseline:
-            text = "the baseline (every ▲/▼ is against it): " + text
         twin = next((o for o in columns if o != name and columns[o] == columns[name]), None)
         if twin:
             text += f"; identical to {twin} in every column of every table"
@@ -468,7 +466,7 @@ def system_definitions(results: Results) -> dict[str, str]:
 
 def _what_system(results: Results, name: str, info: dict) -> str:
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    kind = next((str(d[k]) for d in (info, config) for k in ("fusion", "reranker", "ranker")
+    kind = next((f"{k} {d[k]}" for d in (info, config) for k in ("fusion", "reranker", "ranker")
                  if isinstance(d.get(k), str)), None)
     parts = [kind] if kind else []
     fixed = {**(config.get("params") or {}), **(info.get("params") or {}), **(info.get("fixed") or {})}
@@ -482,9 +480,10 @@ def _what_system(results: Results, name: str, info: dict) -> str:
         grid = "; ".join(f"{k} in {{{', '.join(map(_value, v))}}}" for k, v in info["grid"].items())
         parts.append(f"tuned per split on the val half by {results.target} over {grid}")
     if system.kind == "tuned" and results.modal_config(name):
-        counts = system.tuned.choice_counts()
-        modal = results.modal_config(name)
-        parts.append(f"chosen most often: {modal} ({counts[modal]} of {sum(counts.values())} splits)")
+        counts = sorted(system.tuned.choice_counts().items(), key=lambda kv: -kv[1])
+        chosen = ", ".join(f"{c} ({k})" for c, k in counts[:3]) + (f", {len(counts) - 3} others"
+                                                                  if len(counts) > 3 else "")
+        parts.append(f"chosen on val in {sum(k for _, k in counts)} splits: {chosen}")
     if not parts:
         parts.append(f"run {info['tag']}" if info.get("tag") else "a run given in memory")
     return "; ".join(parts)
@@ -503,4 +502,5 @@ def baseline_note(results: Results) -> str:
     """One line saying what the baseline row is (empty without a baseline)."""
     if results.baseline is None or results.baseline not in results.systems:
         return ""
-    return f"{results.baseline} (baseline): {system_definitions(results)[results.baseline]}."
+    return (f"{results.baseline} (baseline, every ▲/▼ is against it): "
+            f"{system_definitions(results)[results.baseline]}.")
