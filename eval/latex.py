@@ -23,9 +23,11 @@ LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$",
                   "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
                   "^": r"\textasciicircum{}"}
 
-#: characters dsr's tables and titles use, as 7-bit LaTeX
+#: characters dsr's tables and titles use, as 7-bit LaTeX (``<``, ``>`` and ``|`` too: in
+#: text, OT1 fonts print them as ¡, ¿ and an em dash)
 SYMBOLS = {"±": r"$\pm$", "Δ": r"$\Delta$", "–": "--", "—": "---", "×": r"$\times$", "≤": r"$\leq$",
-           "≥": r"$\geq$", "…": r"\ldots{}", "’": "'", "“": "``", "”": "''", "→": r"$\rightarrow$"}
+           "≥": r"$\geq$", "…": r"\ldots{}", "<": r"$<$", ">": r"$>$", "|": r"$|$", "’": "'",
+           "“": "``", "”": "''", "→": r"$\rightarrow$"}
 
 #: what a document needs for dsr's tables (``results.tex`` loads these)
 PACKAGES = r"""\usepackage{amssymb}   % the marks: $^{\blacktriangle}$ better, $^{\blacktriangledown}$ worse
