@@ -275,7 +275,8 @@ def main_figure(results, measure: str | None = None, subset: str = "all"):
     _hbars(ax, results, names, subset, measure, system_colours(results))
     n = len(results.subsets[subset])
     ax.set_xlabel(f"{measure} ({subset}, {n} dialogues)")
-    set_caption(fig, " ".join(filter(None, [_interval_note(results, measure), significance_note(results)])))
+    set_caption(fig, " ".join(filter(None, [f"{measure} per system on {subset} ({n} dialogues).",
+                                            _interval_note(results, measure), significance_note(results)])))
     return fig
 
 
@@ -301,7 +302,8 @@ def measures_figure(results, subset: str = "all"):
     _value_axis(bounded, top)
     for k in range(len(results.measures), rows * cols):
         axes[k // cols][k % cols].set_visible(False)
-    set_caption(fig, f"Every measure on {subset} ({len(results.subsets[subset])} dialogues). "
+    set_caption(fig, f"Every measure on {subset} ({len(results.subsets[subset])} dialogues; measures in "
+                     "[0, 1] on one scale). "
                   + " ".join(filter(None, [_interval_note(results, results.primary_measure),
                                            significance_note(results)])))
     return fig
@@ -324,7 +326,8 @@ def subsets_figure(results, measure: str | None = None):
     _value_axis(axes, top)
     for ax in axes[1:]:
         ax.tick_params(labelleft=False)
-    set_caption(fig, " ".join(filter(None, [_interval_note(results, measure), significance_note(results)])))
+    set_caption(fig, " ".join(filter(None, [f"{measure} per system, a panel per subset (one scale).",
+                                            _interval_note(results, measure), significance_note(results)])))
     return fig
 
 
@@ -484,16 +487,16 @@ def figure_files(fig, stem: str, formats: tuple[str, ...] = ("png", "pdf")) -> d
         fig.savefig(buffer, format=fmt, **({"dpi": PNG_DPI} if fmt == "png" else {"metadata": meta}))
         # the layout found for the first format serves the others (it is the costliest step)
         fig.set_layout_engine("none")
-        out[f"{stem}.{fmt}"] = _palette_png(buffer.getvalue()) if fmt == "png" else buffer.getvalue()
+        out[f"{stem}.{fmt}"] = palette_png(buffer.getvalue()) if fmt == "png" else buffer.getvalue()
     return out
 
 
-def _palette_png(data: bytes) -> bytes:
+def palette_png(data: bytes, dpi: int = PNG_DPI) -> bytes:
     """A 300 dpi PNG as 256 colours (Pillow, matplotlib's own dependency): a figure has few
     colours, so it looks the same at about 40% of the bytes (a report stays under 2 MB)."""
     image = _mpl()["Image"]
     source = image.open(io.BytesIO(data))
     buffer = io.BytesIO()
     source.convert("RGB").quantize(256, method=image.Quantize.MEDIANCUT).save(
-        buffer, "PNG", optimize=True, dpi=(PNG_DPI, PNG_DPI))
+        buffer, "PNG", optimize=True, dpi=(dpi, dpi))
     return buffer.getvalue()
