@@ -20,7 +20,15 @@ so a failure or a kill leaves the previous report or the new one, never a mix:
   configuration chosen on that split's val half (``Results.split_frame``).
   ``results.json`` stays the summary (a report of the 115-dialogue judged set
   is well under 2 MB);
-* every figure as ``.png`` and vector ``.pdf`` (TrueType fonts; :mod:`eval.figures`):
+* ``results.tex`` is a complete document plain pdflatex compiles (:mod:`eval.latex`);
+  ``results.md``, ``results.tex`` and ``results.json`` (``definitions``) say what
+  every row is (:func:`eval.tables.system_definitions`);
+* no file carries a local path, user or host name (:func:`public`): a run is named
+  by its system name and by its path relative to the report, a file outside the
+  report by its name;
+* ``STEM.caption.tex`` — each figure's caption (``\\caption{...}\\label{...}``),
+  which is never drawn inside the figure;
+* every figure as a 300 dpi ``.png`` and vector ``.pdf`` (TrueType fonts; :mod:`eval.figures`):
   ``main`` (the primary measure, one ACM column wide), ``measures`` (a panel per
   measure), ``subsets_PRIMARY`` (a panel per subset), ``diff_vs_baseline`` and
   ``recall_at_k``; bars carry 95% intervals (bootstrap by default), colours say
