@@ -49,7 +49,7 @@ from typing import Any, Callable, Sequence
 
 from dsr.training.card import ranking_params, read_card
 from eval.protocol import config_name, grid_configs, resolve_splits
-from eval.report import REPORT_FILES, report_json, write_report_files
+from eval.report import REPORT_FILES, public, report_json, write_report_files
 from eval.results import evaluate_runs
 from indexes.backends import export as export_model
 from indexes.manifest import cached_build, expected_manifest
@@ -172,14 +172,14 @@ def _write_outputs(out: Path, out_files: tuple[str, ...], suite: "Suite", result
     cross-encoder scores). Returns the report's numbers and the manifest."""
     with atomic_dir(out, out_files, field="out") as staging:
         with timer("write", str(out)):
-            written = suite.write_runs(staging / "runs", results, shown=out / "runs")
+            written = suite.write_runs(staging / "runs", results, shown=Path("runs"))  # relative to out
             for name, entry in written.items():  # the report names each run file and its hash
                 results.run_info.setdefault(name, {}).update(entry)
-            write_report_files(results, staging, command=command)
+            write_report_files(results, staging, command=command, shown=out)
             report = report_json(results, command)
         timer.seconds["total"] = round(time.perf_counter() - started, 3)
         manifest = _manifest(suite.collection, results, suite, written, timer, command, asked)
-        write_json(staging / "manifest.json", manifest)
+        write_json(staging / "manifest.json", public(manifest, out))   # no local path, user or host
     return report, manifest
 
 

@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
 
-from eval import figures
+from eval import figures, latex
 from eval import significance as sig
 from eval.measures import (DEFAULT_PRIMARY, Evaluator, TopicValues, bounded, measure_names,
                            nan_to_none, parse_measures)
@@ -342,7 +342,9 @@ class Results:
         Values: with splits, the test halves' mean over splits (tuned families as
         tuned); without, the mean over all dialogues. ``formatted=True`` gives the
         cells as printed: ``0.5220±0.0659▲`` (sd over splits, and ▲/▼ where the system
-        is significantly better/worse than the baseline).
+        is significantly better/worse than the baseline); its ``to_latex()`` writes LaTeX
+        that plain pdflatex compiles (marks as amssymb's ``$^{\\blacktriangle}$``, ± as
+        ``$\\pm$``, names escaped: :mod:`eval.latex`).
         """
         pd = _pandas()
         subsets = [subset] if subset is not None else list(self.subsets)
@@ -362,7 +364,8 @@ class Results:
                                 for n in summary]
         frame = pd.DataFrame(data, index=pd.Index(list(self.summary(subsets[0])), name="system"),
                              columns=pd.MultiIndex.from_tuples(columns, names=["subset", "measure"]))
-        return frame.droplevel("subset", axis=1) if subset is not None else frame
+        frame = frame.droplevel("subset", axis=1) if subset is not None else frame
+        return _formatted_table_class()(frame) if formatted else frame
 
     def plot(self, kind: str = "main", measure: str | None = None, subset: str | None = None):
         """A matplotlib Figure (``eval.figures``): ``main`` (the primary measure, or
@@ -379,6 +382,34 @@ def _pandas():
     import pandas
 
     return pandas
+
+
+_FORMATTED: list = []
+
+
+def _formatted_table_class():
+    """A DataFrame whose ``to_latex`` turns the printed cells into LaTeX (:func:`eval.latex.tex`)
+    instead of leaving raw ▲/▼/± that pdflatex refuses; made once, on first use."""
+    if not _FORMATTED:
+        pd = _pandas()
+
+        class FormattedTable(pd.DataFrame):
+            @property
+            def _constructor(self):
+                return FormattedTable
+
+            def to_latex(self, *args: Any, **kwargs: Any) -> str:
+                frame = pd.DataFrame(self).map(lambda v: latex.tex(v) if isinstance(v, str) else v)
+                frame.index = frame.index.map(lambda v: latex.tex(str(v)))
+                frame.columns = frame.columns.map(lambda v: tuple(latex.tex(str(x)) for x in v)
+                                                  if isinstance(v, tuple) else latex.tex(str(v)))
+                kwargs.setdefault("escape", False)
+                if kwargs.get("index", True) and frame.index.name:   # no stray "system & & ..." row
+                    frame, kwargs["index"] = frame.reset_index(), False
+                return frame.to_latex(*args, **kwargs)
+
+        _FORMATTED.append(FormattedTable)
+    return _FORMATTED[0]
 
 
 def _means(values: np.ndarray, measures: list[str]) -> dict[str, float | None]:

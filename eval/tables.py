@@ -23,10 +23,12 @@ needs ``tabulate``, which is not installed); LaTeX through
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
 
+from eval.latex import LATEX_SPECIALS, comment, document, fit_width, latex_escape, tex  # noqa: F401 (re-exported)
 from eval.measures import nan_to_none
 from eval.protocol import summarise
 from eval.results import Results
@@ -213,7 +215,7 @@ def format_summary(results: Results, measures=None, digits: int = 4) -> str:
     text = "\n\n".join(f"{title}\n{_text_table(t)}" for title, t in summary_wide(results, measures, digits))
     if results.notes:
         text += "\n\n" + "\n".join(f"note: {n}" for n in results.notes)
-    return text + "\n" + legend(results) + "\n"
+    return text + "\n" + legend(results) + "\n" + _baseline_line(results)
 
 
 def _label(results: Results, name: str) -> str:
@@ -244,11 +246,32 @@ def _markdown_table(table) -> str:
 
 
 def _text_table(table) -> str:
+    """Aligned text: labels left, cells right, a mark slot at the end of every cell of a
+    column where any cell carries ▲/▼ (so the numbers line up whether marked or not),
+    widths measured as a terminal draws them (:func:`display_width`)."""
     header = [table.index.name or "", *map(str, table.columns)]
     body = [[str(label), *map(str, row.tolist())] for label, row in table.iterrows()]
-    widths = [max(len(r[c]) for r in [header, *body]) for c in range(len(header))]
-    return "\n".join("  ".join(v.ljust(widths[0]) if c == 0 else v.rjust(widths[c])
-                               for c, v in enumerate(r)) for r in [header, *body])
+    marks = (sig.BETTER, sig.WORSE)
+    for c in range(1, len(header)):
+        if any(r[c].endswith(marks) for r in body):
+            for r in body:
+                r[c] = r[c] if r[c].endswith(marks) else r[c] + " "
+    rows = [header, *body]
+    widths = [max(display_width(r[c]) for r in rows) for c in range(len(header))]
+    return "\n".join("  ".join(_pad(v, widths[c], left=c == 0) for c, v in enumerate(r)).rstrip()
+                     for r in rows)
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: East Asian wide and full-width characters two,
+    combining marks none, everything else (▲, ▼, ±, Δ: one in Unicode's tables) one."""
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
+
+
+def _pad(text: str, width: int, left: bool) -> str:
+    gap = " " * max(0, width - display_width(text))
+    return text + gap if left else gap + text
 
 
 def _comparison_wide(results: Results, measure: str | None = None, digits: int = 4):
@@ -302,14 +325,14 @@ def format_text(results: Results, digits: int = 4) -> str:
     text = "\n\n".join(f"{title}\n{_text_table(t)}" for title, t in _all_wide(results, digits))
     if results.notes:
         text += "\n\n" + "\n".join(f"note: {n}" for n in results.notes)
-    return text + "\n" + legend(results) + "\n"
+    return text + "\n" + legend(results) + "\n" + _baseline_line(results)
 
 
 def to_markdown(results: Results, digits: int = 4, tables=None) -> str:
     """Every table (or ``tables``, ``[(title, frame)]``) as Markdown, with the legend."""
     tables = _all_wide(results, digits) if tables is None else tables
     text = "\n\n".join(f"### {title}\n\n{_markdown_table(t)}" for title, t in tables) + "\n"
-    return text + "\n" + legend(results) + "\n"
+    return text + "\n" + legend(results) + "\n" + _baseline_line(results)
 
 
 def to_csv(results: Results) -> str:
@@ -340,44 +363,23 @@ def to_json(results: Results) -> str:
     return json.dumps(out, indent=2, ensure_ascii=False) + "\n"
 
 
-_TEX_MARKS = {sig.BETTER: r"$^{\uparrow}$", sig.WORSE: r"$^{\downarrow}$"}
-
-
-#: every character TeX treats specially, as text (``^^5c`` would otherwise be a backslash)
-LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                  "^": r"\textasciicircum{}"}
-
-
-def latex_escape(text: str) -> str:
-    """``text`` as LaTeX that prints it: every special character escaped (the one helper
-    for every LaTeX dsr writes); line breaks and other control characters become spaces,
-    so a value cannot end a table row or a ``%`` comment line."""
-    out = []
-    for ch in str(text):
-        if ch in LATEX_SPECIALS:
-            out.append(LATEX_SPECIALS[ch])
-        elif ch.isprintable() or ch == " ":
-            out.append(ch)
-        else:
-            out.append(" ")
-    return "".join(out)
-
-
-def _tex(text: str) -> str:
-    text = latex_escape(text)
-    for mark, tex in _TEX_MARKS.items():
-        text = text.replace(mark, tex)
-    return text.replace("±", r"$\pm$").replace("Δ", r"$\Delta$").replace("–", "--")
-
-
 def to_latex(results: Results, digits: int = 3, extras: bool = False) -> str:
-    """One ``tabular`` per table (booktabs, ``DataFrame.to_latex``); in the results
-    blocks the best mean per column is bold; ↑/↓ mark significantly better/worse.
+    """One ``tabular`` per table (booktabs, ``DataFrame.to_latex``), each after a ``%``
+    comment with its title; in the results blocks the best mean per column is bold; ▲/▼
+    (amssymb's triangles, :mod:`eval.latex`) mark significantly better/worse.
 
     ``extras`` adds the comparison with the baseline and the all-pairs groups
     (reports and ``--format latex``); without, only the results blocks (what the
     leaderboard exports: win/tie/loss counts would tell a hidden phase's per-topic story)."""
+    parts = [comment(title) + body for title, body in latex_tables(results, digits, extras)]
+    text = "\n".join(parts)
+    if legend(results):
+        text += comment(legend(results))
+    return text
+
+
+def latex_tables(results: Results, digits: int = 3, extras: bool = False) -> list[tuple[str, str]]:
+    """``[(title, tabular)]`` of :func:`to_latex`."""
     frame = main_frame(results)
     parts = []
     for (title, table), (_, block) in zip(wide(results, frame, digits),
@@ -388,35 +390,44 @@ def to_latex(results: Results, digits: int = 3, extras: bool = False) -> str:
             means = block[block["measure"] == measure].set_index("run")["mean"]
             cells = []
             for label, run in zip(table.index, dict.fromkeys(block["run"])):
-                text = _tex(table.loc[label, measure])
+                text = tex(table.loc[label, measure])
                 value = means.get(run)
                 if value == value and value is not None and round(value, digits) == round(best[measure], digits):
                     head = f"{value:.{digits}f}"
                     text = text.replace(head, r"\textbf{" + head + "}", 1)
                 cells.append(text)
             table[measure] = cells
-        parts.append(_latex_table(title, table))
+        parts.append((title, _latex_table(table)))
     extra = []
     if extras and results.baseline is not None:
         extra += _comparison_wide(results, digits=digits)
     if extras and results.pairs is not None:
         extra += _pairs_wide(results, digits)
     for title, table in extra:
-        parts.append(_latex_table(title, table.map(_tex)))
-    text = "\n\n".join(parts) + "\n"
-    if legend(results):
-        text += "% " + latex_escape(legend(results).replace(sig.BETTER, "uparrow")
-                                    .replace(sig.WORSE, "downarrow")) + "\n"
-    return text
+        parts.append((title, _latex_table(table.map(tex))))
+    return parts
 
 
-def _latex_table(title: str, table) -> str:
+def to_latex_document(results: Results, digits: int = 3, systems: str = "") -> str:
+    """A report's ``results.tex``: every table of :func:`to_latex` (with extras) under its
+    title, the legend, and ``systems`` (LaTeX saying what each row is), in a complete
+    document that plain ``pdflatex`` compiles (:func:`eval.latex.document`). A
+    ``tabular`` pastes into a paper that loads amssymb and booktabs."""
+    body = [f"\\subsection*{{{tex(title)}}}\n{fit_width(table)}" for title, table in latex_tables(results, digits, True)]
+    body.append("\n" + tex(legend(results)) + "\n")
+    if systems:
+        body.append(systems)
+    return document("\n".join(body), f"Evaluation on {results.collection.get('name')}")
+
+
+def _latex_table(table) -> str:
+    """A wide table of LaTeX cells as a booktabs ``tabular``; the row labels are its first
+    column, ``Run`` (a named index would add a stray ``Run & & ...`` row)."""
     table = table.copy()
-    table.index = [_tex(str(i)) for i in table.index]
-    table.columns = [_tex(str(c)) for c in table.columns]
-    table.index.name = "Run"
-    body = table.to_latex(escape=False, column_format="l" + "r" * len(table.columns))
-    return f"% {latex_escape(title)}\n" + body.rstrip("\n")
+    table.insert(0, "Run", [tex(str(i)) for i in table.index])
+    table.columns = ["Run", *(tex(str(c)) for c in table.columns[1:])]
+    body = table.to_latex(escape=False, index=False, column_format="l" + "r" * (len(table.columns) - 1))
+    return body.rstrip("\n") + "\n"
 
 
 def render(results: Results, fmt: str = "text", verbose: bool = True, measures=None) -> str:
@@ -432,3 +443,64 @@ def render(results: Results, fmt: str = "text", verbose: bool = True, measures=N
     if not verbose and fmt == "md":
         return to_markdown(results, tables=summary_wide(results, measures))
     return {"text": format_text, "md": to_markdown, "csv": to_csv, "json": to_json}[fmt](results)
+
+
+# --- what each row is --------------------------------------------------------------------
+
+def system_definitions(results: Results) -> dict[str, str]:
+    """``{system: what it is}`` for every row: the ranker, reranker or fusion with its
+    parameters (fixed ones and a tuned family's grid, with the configuration chosen most
+    often and in how many splits), the baseline said to be the baseline, and a row equal
+    to another in every column said to be so."""
+    out = {}
+    columns = {n: [results.summary(s)[n] for s in results.subsets] for n in results.systems}
+    for name in results.systems:
+        info = results.run_info.get(name, {})
+        text = _what_system(results, name, info)
+        twin = next((o for o in columns if o != name and columns[o] == columns[name]), None)
+        if twin:
+            text += f"; identical to {twin} in every column of every table"
+        out[name] = text
+    return out
+
+
+def _what_system(results: Results, name: str, info: dict) -> str:
+    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    kind = next((f"{k} {d[k]}" for d in (info, config) for k in ("fusion", "reranker", "ranker")
+                 if isinstance(d.get(k), str)), None)
+    parts = [kind] if kind else []
+    fixed = {**(config.get("params") or {}), **(info.get("params") or {}), **(info.get("fixed") or {})}
+    fixed = {k: v for k, v in fixed.items() if v is not None}
+    if fixed:
+        parts.append(", ".join(f"{k}={_value(v)}" for k, v in sorted(fixed.items())))
+    if "members" in info:
+        parts.append(f"tuned family of {len(info['members'])} runs")
+    system = results.systems[name]
+    if isinstance(info.get("grid"), dict):
+        grid = "; ".join(f"{k} in {{{', '.join(map(_value, v))}}}" for k, v in info["grid"].items())
+        parts.append(f"tuned per split on the val half by {results.target} over {grid}")
+    if system.kind == "tuned" and results.modal_config(name):
+        counts = sorted(system.tuned.choice_counts().items(), key=lambda kv: -kv[1])
+        chosen = ", ".join(f"{c} ({k})" for c, k in counts[:3]) + (f", {len(counts) - 3} others"
+                                                                  if len(counts) > 3 else "")
+        parts.append(f"chosen on val in {sum(k for _, k in counts)} splits: {chosen}")
+    if not parts:
+        parts.append(f"run {info['tag']}" if info.get("tag") else "a run given in memory")
+    return "; ".join(parts)
+
+
+def _value(v) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _baseline_line(results: Results) -> str:
+    note = baseline_note(results)
+    return note + "\n" if note else ""
+
+
+def baseline_note(results: Results) -> str:
+    """One line saying what the baseline row is (empty without a baseline)."""
+    if results.baseline is None or results.baseline not in results.systems:
+        return ""
+    return (f"{results.baseline} (baseline, every ▲/▼ is against it): "
+            f"{system_definitions(results)[results.baseline]}.")

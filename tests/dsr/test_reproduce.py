@@ -36,7 +36,8 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
     assert {"random", "initial", "BM25", "BM25 (last)", "BM25 (title+all)"} <= set(runs)
     # every run file written is a valid submission for the collection
     for entry in runs.values():
-        assert main(["validate", "sample", entry["path"]]) == 0
+        assert not Path(entry["path"]).is_absolute()                # relative to the report
+        assert main(["validate", "sample", str(out / entry["path"])]) == 0
     # and dsr evaluate, and the report's per-topic values, agree with a plain walk of each file
     import crosscheck_eval
 
@@ -44,7 +45,7 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
     assert crosscheck_eval.main(["sample", str(out)]) == 0
     assert "agree to 1e-09" in capsys.readouterr().out
     # the tuned family's file is the configuration chosen most often on val
-    side = json.loads(Path(runs["BM25 (last)"]["path"] + ".json").read_text())
+    side = json.loads((out / (runs["BM25 (last)"]["path"] + ".json")).read_text())
     counts = side["chosen_on_val"]
     assert sum(counts.values()) == 10 and counts[side["config"]] == max(counts.values())
     results = json.loads((out / "results.json").read_text())
@@ -62,7 +63,7 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
     assert "BM25 (baseline) (tuned, out of sample)" in capsys.readouterr().out
     curves = results["figures"]["recall_at_k"]
     assert {"BM25", "BM25 (last)", "random"} <= set(curves)
-    assert curves["BM25"].endswith(json.loads(Path(runs["BM25"]["path"] + ".json").read_text())["config"])
+    assert curves["BM25"].endswith(json.loads((out / (runs["BM25"]["path"] + ".json")).read_text())["config"])
     for stem in ("recall_at_k", "diff_vs_baseline", "subsets_nDCG_5", "main", "measures"):
         assert all((out / f"{stem}.{ext}").stat().st_size > 0 for ext in ("png", "pdf"))
 
@@ -167,7 +168,7 @@ def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_pa
     row = "dense (title+recent, title: body)"
     assert manifest["parameters"]["systems"]["trained bi-encoder"]["zero-shot row"] == row
     assert manifest["parameters"]["systems"][row]["params"]["text"] == "title: body"
-    runs = {name: load_run(manifest["runs"][name]["path"])
+    runs = {name: load_run(out / manifest["runs"][name]["path"])
             for name in ("trained bi-encoder", row, "dense (title+recent)")}
     assert runs["trained bi-encoder"].rankings == runs[row].rankings
     assert runs[row].rankings != runs["dense (title+recent)"].rankings

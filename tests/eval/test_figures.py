@@ -1,7 +1,9 @@
-"""Figures a publisher accepts: TrueType fonts (pdffonts), footnotes that never cover a
-tick label, bootstrap intervals on every bar under both protocols, a hue per family
-from a colour-blind-safe palette with the baseline set apart, and a main figure one
-ACM column wide."""
+"""Figures a paper includes unchanged: TrueType fonts (pdffonts), the caption kept out
+of the figure (results.md and STEM.caption.tex hold it), panels on one value axis, a
+few highlighted systems in recall_at_k with a compact legend inside the axes, one line
+width, 300 dpi PNGs, every figure rendered from its PDF (pdftoppm) with nothing cut
+off; bootstrap intervals on every bar under both protocols, a hue per family from a
+colour-blind-safe palette with the baseline set apart, a main figure one ACM column wide."""
 
 from __future__ import annotations
 
@@ -82,24 +84,112 @@ def test_pdfs_embed_truetype_fonts_never_type3(drawn, tmp_path):
             assert row.split()[-5] == "yes", (stem, row)     # embedded
 
 
-def _boxes(fig):
-    """The footnote's box, and each visible axes' tight box (its drawn tick labels, axis
-    labels and title included), in display units."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    notes = fig.findobj(lambda a: hasattr(a, "get_gid") and a.get_gid() == "dsr-footnote")
-    axes = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
-    return [n.get_window_extent(renderer) for n in notes], axes, fig.bbox
+def _texts(fig):
+    """Every piece of text drawn in the figure."""
+    from matplotlib.text import Text
+
+    return [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
 
 
-def test_footnotes_never_overlap_tick_labels(drawn):
+def test_the_caption_is_kept_out_of_the_figure(drawn):
     for stem, fig in drawn.items():
-        notes, axes, page = _boxes(fig)
-        assert len(notes) == 1 and axes, stem
-        note = notes[0]
-        assert note.x0 >= page.x0 - 0.5 and note.y0 >= page.y0 - 0.5 and note.x1 <= page.x1 + 0.5, stem
-        for box in axes:
-            assert not note.overlaps(box), (stem, box)
+        caption = figures.caption(fig)
+        assert len(caption) > 60 and caption.endswith("."), stem
+        drawn_text = " ".join(_texts(fig))
+        for words in ("no mark", "Bars:", "bootstrap", "most often", "minus"):
+            assert words not in drawn_text, (stem, words)
+
+
+def test_everything_drawn_lies_inside_the_figure(drawn):
+    for stem, fig in drawn.items():
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        page = fig.bbox
+        for ax in fig.axes:
+            if ax.get_visible():
+                box = ax.get_tightbbox(renderer)
+                assert box.x0 >= page.x0 - 1 and box.y0 >= page.y0 - 1, (stem, box)
+                assert box.x1 <= page.x1 + 1 and box.y1 <= page.y1 + 1, (stem, box)
+
+
+def test_panels_share_their_value_axis(results, drawn):
+    for stem in ("measures", "subsets_nDCG_5"):
+        limits = {ax.get_xlim() for ax in drawn[stem].axes if ax.get_visible()}
+        assert len(limits) == 1, (stem, limits)
+    assert len({ax.get_ylim() for ax in drawn["diff_vs_baseline"].axes if ax.get_visible()}) == 1
+
+
+def test_recall_at_k_names_a_few_systems_in_a_compact_legend(results, drawn):
+    fig = drawn["recall_at_k"]
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    named = figures.highlighted(results, list(results.run_objects))
+    assert labels[0] == f"{results.baseline} (baseline)"
+    assert set(labels[:-1]) | {labels[-1]} >= {figures._label(results, n) for n in named}
+    families = {figures.family_of(n, results.run_info.get(n)) for n in results.run_objects}
+    assert len(named) <= len(families) + 1 < len(results.run_objects)
+    assert labels[-1].endswith("others")
+    assert fig.get_figwidth() == pytest.approx(figures.ACM_COLUMN_IN)
+    fig.canvas.draw()
+    inside = ax.get_window_extent()
+    box = legend.get_window_extent()
+    assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
+    colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+    named_colours = [to_rgb(colours[figures._label(results, n)]) for n in named]
+    assert len(set(named_colours)) == len(named_colours)          # each named line its own colour
+
+
+def _widths(fig):
+    """The widths of every line drawn on the axes: curves, rules, bar edges, whiskers, caps."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.patches import Rectangle
+
+    widths = set()
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            if line.get_linestyle() != "None":
+                widths.add(round(line.get_linewidth(), 3))
+            elif line.get_marker() not in ("None", None, ""):      # error-bar caps
+                widths.add(round(line.get_markeredgewidth(), 3))
+        for coll in ax.collections:
+            if isinstance(coll, LineCollection):                      # whiskers
+                widths.update(round(w, 3) for w in coll.get_linewidths())
+        for patch in ax.patches:
+            if isinstance(patch, Rectangle) and patch.get_linewidth() > 0 and patch.get_visible():
+                widths.add(round(patch.get_linewidth(), 3))
+        widths.add(round(ax.spines["bottom"].get_linewidth(), 3))
+    return widths
+
+
+def test_every_line_has_one_width(drawn):
+    for stem, fig in drawn.items():
+        assert _widths(fig) == {figures.LINE_WIDTH}, stem
+
+
+def test_pngs_are_300_dpi_and_every_pdf_renders(drawn, tmp_path):
+    import struct
+
+    for stem, fig in drawn.items():
+        files = figures.figure_files(fig, stem)
+        png = files[f"{stem}.png"]
+        width, height = struct.unpack(">II", png[16:24])             # the IHDR chunk
+        assert width == pytest.approx(fig.get_figwidth() * 300, abs=2), stem
+        assert height == pytest.approx(fig.get_figheight() * 300, abs=2), stem
+        (tmp_path / f"{stem}.pdf").write_bytes(files[f"{stem}.pdf"])
+    if shutil.which("pdftoppm") is None:
+        pytest.skip("pdftoppm (Debian poppler-utils) is not installed")
+    from matplotlib.image import imread
+
+    for stem, fig in drawn.items():
+        subprocess.run(["pdftoppm", "-r", "100", "-png", "-singlefile", str(tmp_path / f"{stem}.pdf"),
+                        str(tmp_path / f"render-{stem}")], check=True)
+        image = imread(tmp_path / f"render-{stem}.png")
+        assert image.shape[1] == pytest.approx(fig.get_figwidth() * 100, abs=2), stem
+        ink = image[..., :3].mean(axis=2) < 0.5
+        assert ink.mean() > 0.01, stem                                  # drawn, not blank
+        margin = ink[:, :2].any() or ink[:, -2:].any() or ink[:2].any() or ink[-2:].any()
+        assert not margin, stem                                         # nothing cut at the edge
 
 
 def test_bars_carry_bootstrap_intervals_of_the_means(results, drawn):
@@ -113,8 +203,7 @@ def test_bars_carry_bootstrap_intervals_of_the_means(results, drawn):
         assert bar.get_width() == pytest.approx(mean)
         assert sorted(x for x, _ in segment) == pytest.approx([low, high])
         assert 0 <= low <= mean <= high <= 1
-    footnote = drawn["main"].findobj(lambda a: hasattr(a, "get_gid") and a.get_gid() == "dsr-footnote")[0]
-    text = " ".join(footnote.get_text().split())
+    text = figures.caption(drawn["main"])
     assert "95% percentile bootstrap interval" in text and "no mark: not significantly different" in text
 
 

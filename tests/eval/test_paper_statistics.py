@@ -151,7 +151,7 @@ def test_marks_have_the_direction_of_the_difference(constructed):
     assert sig.WORSE in text and sig.BETTER in text and "†" not in text
     assert "Holm-Bonferroni over the systems compared, per subset and measure" in text
     latex = tables.to_latex(results)
-    assert r"$^{\downarrow}$" in latex and r"$^{\uparrow}$" in latex
+    assert r"$^{\blacktriangledown}$" in latex and r"$^{\blacktriangle}$" in latex
     frame = results.to_frame()
     worse = frame[(frame.system == "worse")]
     assert (worse["mark"] == sig.WORSE).all() and (worse["diff"] < 0).all()

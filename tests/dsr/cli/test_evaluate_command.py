@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from eval.measures import DEFAULT_MEASURES
+from eval.report import public
 from dsr.cli import main
 from retrieval.data import write_benchmark
 
@@ -99,7 +100,7 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
     rep = tmp_path / "rep"
     names = sorted(p.name for p in rep.iterdir())
     figures = ["main", "measures", "diff_vs_baseline", "recall_at_k", "subsets_nDCG_5"]
-    assert names == sorted([f"{f}.{ext}" for f in figures for ext in ("pdf", "png")]
+    assert names == sorted([f"{f}.{ext}" for f in figures for ext in ("pdf", "png", "caption.tex")]
                            + ["comparison.csv", "per_split.parquet", "per_topic.parquet", "results.csv",
                               "results.json", "results.md", "results.tex"])
     per_topic = pd.read_parquet(rep / "per_topic.parquet")
@@ -110,7 +111,7 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
     assert report["collection"]["hash"] == collection.content_hash
     assert report["runs"]["bm25_a"]["config"] == {"ranker": "bm25", "params": {"k1": 3}}
     assert report["provenance"]["versions"]["ir_measures"]
-    assert report["systems"] == data["systems"]
+    assert report["systems"] == public(data["systems"], rep)   # the same, without local paths
     assert "±" in (rep / "results.md").read_text() and r"\toprule" in (rep / "results.tex").read_text()
     rows = [json.loads(x) for x in (tmp_path / "pt.jsonl").read_text().splitlines()]
     assert {r["kind"] for r in rows} == {"run", "tuned"}
