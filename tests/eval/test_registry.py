@@ -142,3 +142,26 @@ def test_validate_takes_a_qrels_file(files, capsys):
     bad.write_text((files / "bm25.run").read_text() + "t Q0 x 1 notanumber tag\n")
     assert main(["validate", "--qrels", str(files / "full.qrels"), str(bad)]) == 2
     assert "score is not a number" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args, words", [
+    (["-M", "0"], "--max-docs"),
+    (["-l", "0"], "--relevance-level"),
+    (["--measures", "alpha_nDCG@5"], "intent-aware"),
+])
+def test_bad_trec_eval_options_are_exit_2_naming_the_option(args, words, files, capsys):
+    code = main(["evaluate", "--qrels", str(files / "full.qrels"), str(files / "bm25.run"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and "Traceback" not in err
+
+
+def test_bad_qrels_files_are_exit_2_naming_file_and_line(files, tmp_path, capsys):
+    bad = tmp_path / "bad.qrels"
+    bad.write_text("# header\nq 0 d 1\nq 0 d2 one\n")
+    assert main(["evaluate", "--qrels", str(bad), str(files / "bm25.run")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.qrels:3" in err and "grade" in err
+    assert main(["evaluate", "--qrels", str(tmp_path / "none.qrels"), str(files / "bm25.run")]) == 2
+    assert "no such qrels file" in capsys.readouterr().err
+    assert main(["validate", "--qrels", str(files / "full.qrels"), str(files / "bm25.run"),
+                 str(files / "bm25.run")]) == 2
