@@ -90,6 +90,10 @@ def test_fused_runs_equal_ranx_on_files_with_heavy_ties(method, tmp_path_factory
         ours.write(folder / "dsr.run", sidecar=False)
         ours = load_run(folder / "dsr.run")
         theirs = ranx_fused(paths, method, folder / "ranx.run")
+        params = [f"{k}={v}" for k, v in ours_params.items()]
+        assert main(["fuse", *map(str, paths), "--method", method, "--out", str(folder / "cli.run"),
+                     *(["--param", *params] if params else [])]) == 0
+        assert load_run(folder / "cli.run").rankings == ours.rankings
         assert {q: [d for d, _ in r] for q, r in ours.rankings.items()} == \
             {q: [d for d, _ in r] for q, r in theirs.rankings.items()}
         assert scores(ours, qrels) == scores(theirs, qrels)
