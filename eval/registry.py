@@ -65,7 +65,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("SetR", "SetR", 1, True, (), "recall of the whole ranked set"),
     Family("SetF", "SetF", 1, True, (), "F-measure of the whole ranked set"),
     Family("SetAP", "SetAP", 1, True, (), "unranked AP of the whole ranked set"),
-    Family("ERR", "ERR", 1, True, (5, 10, 20), "expected reciprocal rank, grades as probabilities (gdeval)"),
+    Family("ERR", "ERR", 1, True, (5, 10, 20), "expected reciprocal rank (gdeval: grades on its 0-4 scale)"),
     Family("RBP", "RBP", 1, True, (), "rank-biased precision (cwl_eval), persistence p (default 0.8), "
            "relevant from grade rel (bare RBP: rel=1): RBP(p=0.9)"),
     Family("Accuracy", "Accuracy", 1, True, (), "pairwise accuracy of relevant over non-relevant"),
@@ -75,10 +75,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("NumQ", "NumQ", 0, False, (), "topics evaluated (trec_eval num_q)"),
     Family("NumRet", "NumRet", 0, False, (), "sentences retrieved (NumRet(rel=1): relevant ones retrieved)"),
     Family("NumRel", "NumRel", 0, False, (), "relevant sentences in the qrels (trec_eval num_rel)"),
-    *(Family(name, name, 1, True, (), "intent-aware measure", _IA)
+    *(Family(name, name, 1, name != "alpha_DCG", (), "intent-aware measure", _IA)
       for name in ("AP_IA", "P_IA", "ERR_IA", "nERR_IA", "alpha_DCG", "alpha_nDCG", "NRBP", "nNRBP",
                    "StRecall")),
-    *(Family(name, name, 1, name != "SDCG", (), "C/W/L measure (cwl_eval), with its parameters: "
+    *(Family(name, name, 1, name.startswith(("NERR", "SDCG")), (), "C/W/L measure (cwl_eval), with its parameters: "
              "SDCG(max_rel=2)@5")
       for name in ("BPM", "INSQ", "INST", "NERR8", "NERR9", "NERR10", "NERR11", "SDCG")),
 )

@@ -8,8 +8,9 @@ configuration, the collection's hash and the run file's sha256.
 
 Tie rule
 --------
-trec_eval (and pytrec_eval, ir_measures) keeps each score as a 32-bit float,
-orders by it and breaks ties by document id, descending. So every run dsr
+trec_eval 9.0.8 (and pytrec_eval, ir_measures) keeps each score as a 32-bit float,
+orders by it and breaks ties by document id, descending (10.0 reads doubles; a run
+strictly decreasing in float32 is so in doubles too). So every run dsr
 writes is strictly decreasing *in 32 bits*: when scores tie, the order is
 decided by the topic's *initial rank* (the candidate's position in the
 collection's candidate list) and then by sentence id; every score is rounded
