@@ -118,8 +118,9 @@ def _check_params(measure, name: str, field: str) -> None:
     if measure.NAME == "IPrec" and "recall" not in measure.params:
         raise InputError(f"measure {name!r} needs a recall level: IPrec@0.5 (trec_eval "
                          "iprec_at_recall_0.50)", field=field)
-    needed = sorted(key for key, spec in measure.SUPPORTED_PARAMS.items()
-                    if type(measure.params.get(key, getattr(spec, "default", None))) is object)
+    # parameters ir_measures has no default for and the family cannot go without (C/W/L's max_rel)
+    needed = sorted(key for key, spec in measure.SUPPORTED_PARAMS.items() if key == "max_rel"
+                    and type(measure.params.get(key, getattr(spec, "default", None))) is object)
     try:
         measure.validate_params()
     except AssertionError as err:
