@@ -177,8 +177,9 @@ def fuse(runs: Sequence[Any], method: str = "rrf", *, norm: str | None = None, k
     ``method``: one of :data:`retrieval.fusion.FUSERS` (rrf, isr, borda, combsum,
     combmnz, wsum, interp, ...); ``norm``: the score normalisation of the score-based
     methods (minmax, zscore, sum, rank); ``k`` (rrf), ``weight`` (interp), ``weights``
-    (wsum, one per run). A parameter the method does not take is an error. With a
-    ``collection``, ties follow its candidates' initial order, else doc ids.
+    (wsum, one per run). A parameter the method does not take is an error. Ties are
+    broken as on every other path (:data:`retrieval.fusion.TIE_RULE`: float32 score, then
+    doc id, descending, as trec_eval orders a file), with or without ``collection``.
     """
     from retrieval.fusion import fuse as fuse_runs
     from retrieval.run import as_run

@@ -34,27 +34,23 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from eval import registry
 from retrieval.errors import InputError
 from retrieval.run import Run
 
-DEFAULT_MEASURES = ("RR", "nDCG@1", "nDCG@3", "nDCG@5", "nDCG@10", "P@1", "P@5", "AP", "R@10")
-#: the measure systems are compared on when nobody says otherwise (tables, legends, figures)
-DEFAULT_PRIMARY = "nDCG@5"
+#: the default set, the primary measure and each family's bounds: declared once, in eval.registry
+DEFAULT_MEASURES = registry.DEFAULT_MEASURES
+DEFAULT_PRIMARY = registry.DEFAULT_PRIMARY
 #: ir_measures families whose per-topic values lie in [0, 1] (counts such as NumRet and
-#: unnormalised gains such as alpha_DCG do not): their intervals are bootstrapped or clipped
-BOUNDED = frozenset({
-    "AP", "AP_IA", "Accuracy", "BPref", "Bpref", "Compat", "ERR", "ERR_IA", "IPrec", "Judged",
-    "MAP", "MAP_IA", "MRR", "NDCG", "NERR8", "NERR9", "NERR10", "NERR11", "P", "P_IA",
-    "Precision", "R", "RBP", "RPrec", "RR", "Recall", "Rprec", "SDCG", "SetAP", "SetF", "SetP",
-    "SetR", "SetRelP", "StRecall", "Success", "alpha_nDCG", "infAP", "nDCG", "nERR_IA",
-    "\u03b1_nDCG"})
+#: unnormalised gains do not): their intervals are bootstrapped or clipped
+BOUNDED = frozenset(f.name for f in registry.FAMILIES if f.bounded)
 
 
 def bounded(measure) -> bool:
     """Whether a measure (an ir_measures object or its string) takes values in [0, 1]."""
     if isinstance(measure, str):
         measure = _ir_measures().parse_measure(measure)
-    return measure.NAME in BOUNDED
+    return registry.bounded(measure)
 
 
 def split_measure_list(items: Iterable[str]) -> list[str]:
@@ -104,6 +100,11 @@ def parse_measures(items: Iterable[str] | None = None, field: str = "measures") 
             raise InputError(f"measure {name!r}: {measure.NAME} has no parameter "
                              f"{', '.join(unknown)}; it takes "
                              f"{', '.join(sorted(measure.SUPPORTED_PARAMS)) or 'none'}", field=field)
+        if measure.NAME == "RBP" and "rel" not in measure.params:
+            measure = measure(rel=1)    # cwl_eval needs the grade that counts as relevant
+        refused = registry.refusal(measure)
+        if refused:
+            raise InputError(f"measure {name!r}: dsr does not compute it: {refused}", field=field)
         _check_params(measure, name, field)
         key = str(measure)
         if key not in seen:
@@ -114,9 +115,18 @@ def parse_measures(items: Iterable[str] | None = None, field: str = "measures") 
 
 def _check_params(measure, name: str, field: str) -> None:
     """InputError for parameter values trec_eval or ir_measures would crash on."""
+    if measure.NAME == "IPrec" and "recall" not in measure.params:
+        raise InputError(f"measure {name!r} needs a recall level: IPrec@0.5 (trec_eval "
+                         "iprec_at_recall_0.50)", field=field)
+    # parameters ir_measures has no default for and the family cannot go without (C/W/L's max_rel)
+    needed = sorted(key for key, spec in measure.SUPPORTED_PARAMS.items() if key == "max_rel"
+                    and type(measure.params.get(key, getattr(spec, "default", None))) is object)
     try:
         measure.validate_params()
     except AssertionError as err:
+        if needed:   # ir_measures' "invalid param max_rel=<object object at 0x...>"
+            raise InputError(f"measure {name!r} needs {', '.join(f'{k}=' for k in needed)} (e.g. "
+                             f"{measure.NAME}({needed[0]}=2)); see eval/registry.py", field=field) from None
         raise InputError(f"measure {name!r}: {err}; e.g. {measure.NAME}@5", field=field) from None
     for key in ("cutoff", "rel"):
         value = measure.params.get(key)
@@ -186,6 +196,7 @@ class Evaluator:
         self._topic_index = {t: i for i, t in enumerate(self.topics)}
         self._measure_index = {n: j for j, n in enumerate(self.names)}
         qrels = {t: dict(qrels.get(t, {})) for t in self.topics}
+        self._qrels = qrels
         groups: dict[tuple, dict[str, int]] = {}
         other = []
         for j, measure in enumerate(self.measures):
@@ -201,11 +212,15 @@ class Evaluator:
                         for (rel, judged), columns in groups.items()]
         self._other = None
         if other:
+            # topics go to ir_measures' providers as numbers: gdeval (ERR) reads digits only
+            numbered = {str(i): qrels[t] for i, t in enumerate(self.topics)}
             try:
-                self._other = ir_measures.evaluator(other, qrels)
+                self._other = ir_measures.evaluator(other, numbered)
+                self._other_measures = other
             except Exception as err:
+                first = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise InputError(f"no installed ir_measures provider computes "
-                                 f"{', '.join(map(str, other))} ({err})", field="measures") from None
+                                 f"{', '.join(map(str, other))} ({first})", field="measures") from None
 
     def __call__(self, run: Run | Mapping[str, Mapping[str, float]]) -> TopicValues:
         scores = run.as_dict() if isinstance(run, Run) else {q: dict(d) for q, d in run.items()}
@@ -220,14 +235,37 @@ class Evaluator:
                 for key, value in by_measure.items():
                     row[columns[key]] = value
         if self._other is not None:
-            for metric in self._other.iter_calc(scores):
-                i = self._topic_index.get(metric.query_id)
-                if i is not None:
-                    values[i, self._measure_index[str(metric.measure)]] = metric.value
+            self._other_values(scores, values)
         ranked = {q for q, docs in scores.items() if docs}
         missing = sum(1 for t in self.topics if t not in ranked)
+        if missing:
+            self._fill_missing(values, ranked)
         unknown = sum(1 for q in scores if q not in self._topic_index)
         return TopicValues(list(self.topics), list(self.names), values, missing, unknown)
+
+
+    def _fill_missing(self, values: np.ndarray, ranked: set[str]) -> None:
+        """A topic the run lacks is still a topic of the qrels (trec_eval -c): NumQ 1, NumRel
+        its relevant count; every other measure of an empty ranking is 0, as it stays."""
+        for j, measure in enumerate(self.measures):
+            if measure.NAME not in ("NumQ", "NumRel"):
+                continue
+            rel = int(measure.params.get("rel", 1))
+            for t, i in self._topic_index.items():
+                if t not in ranked:
+                    values[i, j] = 1 if measure.NAME == "NumQ" else sum(
+                        1 for g in self._qrels[t].values() if g >= rel)
+
+    def _other_values(self, scores: Mapping[str, Mapping[str, float]], values: np.ndarray) -> None:
+        """The measures ir_measures' other providers compute, topics numbered as their qrels."""
+        numbered = {str(self._topic_index[q]): docs for q, docs in scores.items() if q in self._topic_index}
+        try:
+            for metric in self._other.iter_calc(numbered):
+                values[int(metric.query_id), self._measure_index[str(metric.measure)]] = metric.value
+        except Exception as err:   # a provider's own failure (a tool it runs, its parser)
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise InputError(f"ir_measures could not compute {', '.join(map(str, self._other_measures))}: "
+                             f"{first}", field="measures") from None
 
 
 def _trec_eval_name(measure) -> tuple[tuple[int, bool], str] | None:
@@ -241,7 +279,13 @@ def _trec_eval_name(measure) -> tuple[tuple[int, bool], str] | None:
             return None
         # trec_eval's ndcg uses the grades as gains; the relevance level does not enter
         return (1, judged), ("ndcg" if cutoff is None else f"ndcg_cut_{cutoff}")
-    if set(params) - {"cutoff", "rel", "judged_only"}:
+    if name == "NumQ":
+        return (1, False), "num_q"
+    if name in ("NumRet", "NumRel") and set(params) <= {"rel"}:
+        # trec_eval's num_ret (no rel: every retrieved document), num_rel_ret and num_rel
+        level = int(params.get("rel", 1))
+        return (level, False), ("num_rel" if name == "NumRel" else "num_rel_ret" if "rel" in params else "num_ret")
+    if name not in ("P", "R", "RR", "AP") or set(params) - {"cutoff", "rel", "judged_only"}:
         return None
     rel = int(measure["rel"])
     if name == "P" and cutoff is not None:

@@ -43,7 +43,7 @@ def read_qrels(path: str | Path) -> Qrels:
 
     Four columns per line, an integer grade (negative grades, which some TREC
     tracks use for "junk", are kept as they are; they count as not relevant),
-    no (topic, doc) pair twice.
+    no (topic, doc) pair twice. Blank lines and ``#`` comment lines are skipped.
     """
     path = Path(path)
     if not path.exists():
@@ -51,8 +51,8 @@ def read_qrels(path: str | Path) -> Qrels:
     qrels: Qrels = {}
     lines = read_lines(path)   # plain or gzip
     for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue   # comment lines, as trec_eval 10.0 reads them (9.0.8 refuses them)
         parts = line.split()
         if len(parts) != 4:
             raise InputError(f"expected 4 columns (qid iteration docid grade), got {len(parts)}",

@@ -40,6 +40,16 @@ and a test over them would overstate significance.
 
 Identical systems (all differences 0) get p = 1 from both tests (the t
 statistic is 0/0 there).
+
+Libraries, and what stays hand-written: Holm and Bonferroni are
+``statsmodels.stats.multitest.multipletests``, Benjamini–Hochberg
+``scipy.stats.false_discovery_control``, the bootstrap intervals
+``scipy.stats.bootstrap`` (percentile), the t intervals and tests ``scipy.stats.t`` and
+``ttest_rel`` (``tests/eval/test_library_statistics.py`` checks them equal to the
+values the hand-written versions gave on fixed inputs). The sign-flip test stays
+here (the matrix product above, checked against ``scipy.stats.permutation_test``,
+which does one measure at a time at ~30x the cost), and so does the compact letter
+display of :func:`all_pairs` (no maintained Python library computes it).
 """
 
 from __future__ import annotations
@@ -74,32 +84,28 @@ def direction(diff: float | None, p: float | None, alpha: float = ALPHA) -> str:
 
 
 def holm(pvalues) -> np.ndarray:
-    """Holm–Bonferroni adjusted p-values (step-down), in the input order.
-
-    The i-th smallest of m p-values is multiplied by (m - i + 1), made
-    monotone with a running maximum and clipped at 1. NaN p-values are left
-    NaN and do not count in m.
-    """
-    p = np.asarray(pvalues, dtype=float)
-    out = np.full(p.shape, np.nan)
-    valid = ~np.isnan(p)
-    m = int(valid.sum())
-    if m == 0:
-        return out
-    order = np.argsort(p[valid], kind="stable")
-    ranked = p[valid][order] * (m - np.arange(m))
-    adjusted = np.minimum(np.maximum.accumulate(ranked), 1.0)
-    result = np.empty(m)
-    result[order] = adjusted
-    out[valid] = result
-    return out
+    """Holm–Bonferroni adjusted p-values (step-down), in the input order
+    (``statsmodels.stats.multitest.multipletests(method="holm")``). NaN p-values are left
+    NaN and do not count in m."""
+    return _multipletests(pvalues, "holm")
 
 
 def bonferroni(pvalues) -> np.ndarray:
-    """Bonferroni: each p times the number of (non-NaN) p-values, clipped at 1."""
+    """Bonferroni: each p times the number of (non-NaN) p-values, clipped at 1
+    (``multipletests(method="bonferroni")``)."""
+    return _multipletests(pvalues, "bonferroni")
+
+
+def _multipletests(pvalues, method: str) -> np.ndarray:
+    """statsmodels' adjusted p-values over the non-NaN entries; NaN stays NaN."""
+    from statsmodels.stats.multitest import multipletests
+
     p = np.asarray(pvalues, dtype=float)
-    m = int((~np.isnan(p)).sum())
-    return np.minimum(p * m, 1.0)
+    out = np.full(p.shape, np.nan)
+    valid = ~np.isnan(p)
+    if valid.any():
+        out[valid] = multipletests(p[valid], method=method)[1]
+    return out
 
 
 def _stats():
@@ -212,17 +218,12 @@ def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,
 
 def _bootstrap(values: np.ndarray, confidence: float, n_resamples: int,
                seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval of the column means over ``n_resamples`` resamples of the rows."""
-    n, m = values.shape
-    rng = np.random.default_rng(seed)
-    means = np.empty((n_resamples, m))
-    for start in range(0, n_resamples, 200):
-        size = min(200, n_resamples - start)
-        idx = rng.integers(0, n, size=(size, n))
-        means[start:start + size] = values[idx].mean(axis=1)
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail], axis=0)
-    return low, high
+    """Percentile interval of the column means over ``n_resamples`` resamples of the rows (the
+    same resampled topics for every column): ``scipy.stats.bootstrap``, 200 resamples a batch."""
+    result = _stats().bootstrap((values,), np.mean, n_resamples=n_resamples, batch=200, axis=0,
+                                vectorized=True, confidence_level=confidence, method="percentile",
+                                random_state=np.random.default_rng(seed))
+    return result.confidence_interval.low, result.confidence_interval.high
 
 
 def all_pairs(per_topic: Mapping[str, np.ndarray], measures: list[str], index: np.ndarray | None = None,

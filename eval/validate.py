@@ -67,6 +67,10 @@ class Validation:
     warnings: list[Problem] = field(default_factory=list)
     #: topics holding scores that tie as float32
     tied_topics: list[str] = field(default_factory=list)
+    #: validated against qrels (``pooled``): lines whose document has no judgement, and
+    #: topics without judgements (ignored)
+    unjudged: int = 0
+    unjudged_topics: list[str] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -78,6 +82,7 @@ class Validation:
             tags = ", ".join(self.tags) or "-"
             ties = (f", {len(self.tied_topics)} topic(s) with scores tied as float32"
                     if self.tied_topics else "")
+            ties += f", {self.unjudged} line(s) with unjudged documents" if self.unjudged else ""
             return (f"{self.path}: valid run for {self.collection}: {self.lines} lines, "
                     f"{self.topics} of {self.expected_topics} topics{missing}{ties}, tag {tags}")
         return f"{self.path}: {len(self.problems)} problem(s); the run is not valid"
@@ -86,7 +91,8 @@ class Validation:
         return {"path": self.path, "collection": self.collection, "valid": self.valid,
                 "lines": self.lines, "topics": self.topics, "expected_topics": self.expected_topics,
                 "missing_topics": len(self.missing), "tags": self.tags,
-                "tied_topics": len(self.tied_topics),
+                "tied_topics": len(self.tied_topics), "unjudged_lines": self.unjudged,
+                "unjudged_topics": len(self.unjudged_topics),
                 "problems": [{"line": p.line, "message": p.message} for p in self.problems],
                 "warnings": [{"line": p.line, "message": p.message} for p in self.warnings]}
 
@@ -100,11 +106,14 @@ class _Entry:
 
 
 def validate_run(collection: Collection, path: str | Path, allow_missing: bool = False,
-                 strict: bool = False, allow_mismatch: bool = False) -> Validation:
+                 strict: bool = False, allow_mismatch: bool = False, pooled: bool = False) -> Validation:
     """Every problem (and warning) of the run file at ``path`` against ``collection``.
 
     ``strict``: ties as float32 are problems, not warnings. ``allow_mismatch``:
-    a sidecar naming another collection hash is a warning, not a problem.
+    a sidecar naming another collection hash is a warning, not a problem. ``pooled``: the
+    collection is a qrels file's judgements (``dsr validate --qrels``): as trec_eval reads
+    them, a document without a judgement is unjudged, not a problem (counted in
+    ``unjudged``), and a topic without judgements is ignored (a warning).
     """
     path = Path(path)
     result = Validation(str(path), collection.name, expected_topics=len(collection))
@@ -112,7 +121,8 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     data = _read(path, problems)
     if data is None:
         return result
-    _check_sidecar(collection, path, allow_mismatch, result)
+    if not pooled:   # qrels carry no collection hash to check a sidecar against
+        _check_sidecar(collection, path, allow_mismatch, result)
     text = data.decode("utf-8", errors="replace")
     lines = text.split("\n")
     truncated = not text.endswith("\n")
@@ -129,13 +139,16 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
             continue  # comments: ir_metadata headers (retrieval.ir_metadata)
         result.lines += 1
         parts = line.split()
-        if len(parts) != 6:
+        if len(parts) > 6:
+            result.warnings.append(Problem(lineno, f"{len(parts) - 6} column(s) after the tag: ignored, "
+                                                   "as trec_eval ignores them"))
+        elif len(parts) < 6:
             last = truncated and lineno == len(lines)
             hint = " (the file ends without a newline: truncated?)" if last else ""
             problems.append(Problem(lineno, f"expected 6 columns (qid Q0 docid rank score tag), "
                                             f"got {len(parts)}{hint}"))
             continue
-        _check_line(lineno, parts, candidates, seen, by_topic, result)
+        _check_line(lineno, parts, candidates, seen, by_topic, result, pooled)
         tags.setdefault(parts[5])
     result.tags = list(tags)
     for qid, entries in by_topic.items():
@@ -208,16 +221,24 @@ def _first_tie(entries: list[_Entry]) -> tuple[int, int] | None:
 
 def _check_line(lineno: int, parts: list[str], candidates: dict[str, set[str]],
                 seen: dict[tuple[str, str], int], by_topic: dict[str, list[_Entry]],
-                result: Validation) -> None:
+                result: Validation, pooled: bool = False) -> None:
     """The problems of one six-column line; a good one joins its topic's entries."""
     problems = result.problems
     qid, _, doc = parts[:3]
     ok = True
     if qid not in candidates:
-        problems.append(Problem(lineno, f"topic {qid!r} is not a dialogue of {result.collection}"))
+        if not pooled:
+            problems.append(Problem(lineno, f"topic {qid!r} is not a dialogue of {result.collection}"))
+        elif qid not in result.unjudged_topics:
+            result.unjudged_topics.append(qid)
+            result.warnings.append(Problem(lineno, f"topic {qid!r} has no judgements in the qrels: "
+                                                   "ignored, as trec_eval ignores it"))
         ok = False
     elif doc not in candidates[qid]:
-        problems.append(Problem(lineno, f"doc {doc!r} is not a candidate of topic {qid!r}"))
+        if pooled:
+            result.unjudged += 1
+        else:
+            problems.append(Problem(lineno, f"doc {doc!r} is not a candidate of topic {qid!r}"))
     if (qid, doc) in seen:
         problems.append(Problem(lineno, f"duplicate line for topic {qid!r} and doc {doc!r} "
                                         f"(first on line {seen[(qid, doc)]})"))

@@ -1,8 +1,10 @@
 """Fusion: several runs in, one run out.
 
 Each method is one small function over runs, returning unordered scores
-``{topic: {doc: score}}``; :func:`fuse` turns them into a :class:`Run` with
-the tie rule of :mod:`retrieval.run` (ties by initial rank, then doc id).
+``{topic: {doc: score}}``; :func:`fuse` turns them into a :class:`Run` with one
+tie rule on every path (:data:`TIE_RULE`): the fused scores in the order trec_eval
+9.0.8 gives a run file holding them (the score as float32, descending, ties by
+sentence id, descending), whether or not a collection is given.
 
 Methods
 -------
@@ -41,9 +43,13 @@ score by ``1 - (rank - 1) / n`` for the run's n documents of the topic
 methods", SAC 2003). A topic whose scores in a run are all equal carries no
 ranking information and normalises to 0 under minmax, zscore and sum.
 
-ranx (Bassani, ECIR 2022) implements several of these; ``tests`` check that
-both give the same fused rankings for rrf, isr, borda, combsum, combmnz and
-wsum (min-max), where the documents a run lacks score 0 in both.
+ranx (Bassani, ECIR 2022) implements several of these: ``rrf``, ``isr``, ``borda``
+(``bordafuse``), ``combsum`` (``sum``), ``combmnz`` (``mnz``) and ``wsum`` under
+min-max give the same fused scores as ``ranx.fuse`` (the documents a run lacks
+score 0 in both), and, by the tie rule, the same run: ranx's fused run saved with
+``Run.save`` and dsr's score the same per topic (property tests with heavy ties on
+run files written to disk, ``tests/retrieval/test_fusion_ranx.py``). ranx's own
+``evaluate`` orders tied scores as its sort leaves them, which no file keeps.
 
 Missing topics and documents
 ----------------------------
@@ -74,7 +80,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from retrieval.errors import InputError
-from retrieval.run import Run
+from retrieval.run import Run, _float32_array
 
 Scores = dict[str, dict[str, float]]
 
@@ -331,11 +337,15 @@ def fuse(runs: Sequence[Run], method: str = "rrf", *,
     """Fuse ``runs`` with ``method`` (``rrf`` k=; ``isr``, ``borda``; ``combsum``/``combmnz``
     norm=; ``wsum`` weights=, norm=; ``interp`` weight=, norm=) into one run: the one public
     way to fuse runs (the stages :class:`retrieval.rankers.fusion.Fusion` and
-    ``FusionRanker`` call it).
+    ``FusionRanker``, ``dsr fuse`` and ``dsr.fuse`` call it).
 
-    Ties in the fused scores follow the run tie rule: by ``initial_order``
-    (usually ``collection.initial_order()``), then by doc id. Parameters a
-    method does not take are an InputError.
+    The tie rule (:data:`TIE_RULE`), the same on every path: the fused scores are ordered as
+    trec_eval 9.0.8 (and pytrec_eval, ir_measures) orders a run file holding them, the score
+    as a 32-bit float descending, ties by sentence id descending; then made strictly
+    decreasing in float32 as every dsr run is. So the fused run scores exactly as ``ranx.fuse``'s
+    run of the same method, saved and scored by those tools. ``initial_order`` (the collection's
+    candidates) never decides a tie: it only lets RRF of runs that each rank exactly those
+    candidates be summed in numpy. Parameters a method does not take are an InputError.
     """
     method_params(method)
     if len(runs) < 2:
@@ -347,7 +357,39 @@ def fuse(runs: Sequence[Run], method: str = "rrf", *,
         fast_run = _rrf_aligned(runs, params.get("k", 60), initial_order, tag)
         if fast_run is not None:
             return fast_run
-    return Run.from_scores(FUSERS[method](runs, **params), tag=tag, initial_order=initial_order)
+    return fused_run(FUSERS[method](runs, **params), tag)
+
+
+#: The fused runs' tie rule, as the sidecar and ir_metadata state it.
+TIE_RULE = "fused score as float32 descending, ties by sentence id descending (trec_eval 9.0.8's order; ranx's run saved and scored)"
+
+
+def fused_run(scores: Mapping[str, Mapping[str, float]], tag: str) -> Run:
+    """A Run of fused ``scores`` under :data:`TIE_RULE`."""
+    topics = list(scores)
+    docs = [d for q in topics for d in scores[q]]
+    sizes = np.fromiter((len(scores[q]) for q in topics), dtype=np.int64, count=len(topics))
+    values = np.fromiter((float(v) for q in topics for v in scores[q].values()), dtype=np.float64,
+                         count=len(docs))
+    return _trec_eval_ordered(topics, docs, sizes, values, tag)
+
+
+def _trec_eval_ordered(topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
+                       tag: str) -> Run:
+    """Scores laid end to end ranked by :data:`TIE_RULE`: each doc's place among its topic's
+    ids in descending order is the tie-break key of ``Run.from_flat``, and the scores are
+    rounded to float32 first so that scores equal as float32 tie."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        raise InputError(f"fused score of {docs[int(bad[0])]!r} is not finite: {values[int(bad[0])]!r}",
+                         field="runs")
+    topic = np.repeat(np.arange(len(topics)), sizes)
+    by_id = np.lexsort((np.array(docs, dtype=object).astype(str) if docs else np.zeros(0, dtype=str), topic))
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    place = np.empty(len(docs), dtype=np.int64)
+    place[by_id] = np.arange(len(docs)) - starts        # ascending place of the id in its topic
+    descending = np.repeat(sizes, sizes) - 1 - place if len(docs) else place
+    return Run.from_flat(topics, docs, sizes, _float32_array(values), descending, tag=tag)
 
 
 def _rrf_aligned(runs: Sequence[Run], k: float, initial_order: Mapping[str, list[str]],
@@ -368,8 +410,7 @@ def _rrf_aligned(runs: Sequence[Run], k: float, initial_order: Mapping[str, list
     for rank in ranks:
         values = values + weights[rank]
     docs = [d for q in topics for d in initial_order[q]]
-    positions = np.concatenate([np.arange(n) for n in sizes.tolist()] or [np.zeros(0, dtype=np.int64)])
-    return Run.from_flat(topics, docs, sizes, values, positions, tag=tag)
+    return _trec_eval_ordered(topics, docs, sizes, values, tag)
 
 
 def _initial_ranks(run: Run, initial_order: Mapping[str, list[str]]) -> np.ndarray | None:

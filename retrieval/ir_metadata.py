@@ -86,7 +86,9 @@ def primad(config: dict[str, Any], tag: str | None = None) -> dict[str, Any]:
     meta["implementation"] = {"source": {"lang": ["python" + (f" {python}" if python else "")]}}
     if config.get("command_line"):
         meta["implementation"]["executable"] = {"cmd": config["command_line"]}
-    meta["method"] = {"automatic": True, "score ties": TIES, "retrieval": _stages(config, set())}
+    # a fused run states its own rule (retrieval.fusion.TIE_RULE) in its sidecar's "ties"
+    ties = TIES if not config.get("fusion") else str(config.get("ties") or TIES)
+    meta["method"] = {"automatic": True, "score ties": ties, "retrieval": _stages(config, set())}
     collection = config.get("collection")
     if isinstance(collection, dict) and collection.get("name"):
         name = str(collection["name"])

@@ -8,8 +8,9 @@ configuration, the collection's hash and the run file's sha256.
 
 Tie rule
 --------
-trec_eval (and pytrec_eval, ir_measures) keeps each score as a 32-bit float,
-orders by it and breaks ties by document id, descending. So every run dsr
+trec_eval 9.0.8 (and pytrec_eval, ir_measures) keeps each score as a 32-bit float,
+orders by it and breaks ties by document id, descending (10.0 reads doubles; a run
+strictly decreasing in float32 is so in doubles too). So every run dsr
 writes is strictly decreasing *in 32 bits*: when scores tie, the order is
 decided by the topic's *initial rank* (the candidate's position in the
 collection's candidate list) and then by sentence id; every score is rounded
@@ -420,15 +421,17 @@ def parse_rank(text: str) -> int | None:
 def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, str]]]:
     """One split line of a run -> (the line, or None) and its problems ``[(field, message)]``.
 
-    Six whitespace-separated columns; the second is ``Q0`` or ``0``; the score
+    Six whitespace-separated columns (text after the sixth is ignored, as trec_eval 9.0.8
+    and 10.0 ignore it: their own test file ``results.trunc`` has such lines); the second
+    is ``Q0`` or ``0``; the score
     a plain decimal number (no ``_``, hex, ``inf``, ``nan``) within the float32
     range trec_eval keeps scores in. The rank column is read (``RunLine.rank``)
     but, as trec_eval ignores it, never a problem: PyTerrier writes ranks from
     0, and ranks that disagree with the scores are scored by the scores.
     """
-    if len(parts) != 6:
+    if len(parts) < 6:
         return None, [("columns", f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}")]
-    qid, iteration, doc, rank_text, score_text, tag = parts
+    qid, iteration, doc, rank_text, score_text, tag = parts[:6]
     problems = []
     if iteration not in ("Q0", "0"):
         problems.append(("Q0", f"the second column must be Q0 (or 0), got {iteration!r}"))
@@ -574,7 +577,7 @@ def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -
     # Find the first offending line of the file, so the user can go to it.
     for lineno, line in enumerate(read_lines(path), start=1):
         parts = line.split()
-        if len(parts) != 6 or line.startswith("#"):  # '#': an ir_metadata header
+        if len(parts) < 6 or line.startswith("#"):  # "#": an ir_metadata header
             continue
         qid, doc = parts[0], parts[2]
         if qid not in collection:

@@ -10,10 +10,14 @@ import argparse
 import json
 import shlex
 import sys
+from pathlib import Path
 
 from dsr.cli.common import add_allow_mismatch_argument, add_collection_argument, check_out, collection_from_args
+from eval import registry
 from eval.grouping import select_runs
-from eval.measures import measure_names, parse_measures, split_measure_list
+from eval.measures import Evaluator, measure_names, parse_measures, split_measure_list
+from eval.qrels import collection_from_qrels, read_qrels
+from eval.trec_eval import FOLLOWED, VERSIONS, apply_rules, with_relevance_level
 from eval.protocol import resolve_splits
 from eval.report import write_report
 from eval.results import evaluate_runs, write_per_topic
@@ -58,8 +62,16 @@ output: a short summary (the measures asked for on all dialogues, the primary me
 subset, with marks); --verbose prints every table; --report DIR writes them all.
 options may come before or after the runs; a multi-value option (--measures) ends where
 a run file begins, or takes a comma list (--measures RR,nDCG@5).
+trec_eval's habits: --qrels FILE scores plain TREC runs against a TREC qrels file (graded;
+# comment lines skipped): dsr evaluate --qrels qrels.test run1 run2. dsr follows trec_eval
+FOLLOWED (scores as 32-bit floats); --trec-eval 10.0 reads them as doubles. -l N: grades >= N
+are relevant for every measure with a level; -M N: the first N documents of each topic; -c:
+accepted (dsr always counts a topic a run lacks as 0, as -c does). When a run ranks documents
+the labels do not judge, the unjudged fraction of its top 10 is printed ("unjudged" in --json).
+measures (any ir_measures string of these families; eval/registry.py declares them):
+MEASURES
 example: dsr evaluate sample a.run b.run --baseline a --correction bh --family runs+measures --format md
-"""
+""".replace("FOLLOWED", FOLLOWED).replace("MEASURES", "\n".join(registry.help_lines()))
 
 
 def add_report_arguments(p) -> None:
@@ -92,6 +104,7 @@ def register(subparsers) -> None:
         epilog=EVALUATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_collection_argument(p)
     p.add_argument("runs", nargs="*", metavar="RUN", help="TREC run files (sidecar RUN.json read when present)")
+    _add_trec_eval_arguments(p)
     p.add_argument("--measures", nargs="+", action="extend", metavar="M",
                    help="ir_measures strings, space or comma separated (default: RR nDCG@1 nDCG@3 "
                         "nDCG@5 nDCG@10 P@1 P@5 AP R@10)")
@@ -130,7 +143,10 @@ def register(subparsers) -> None:
                     "(trec_eval orders those by doc id, descending) are warnings. Exit 0 when "
                     "valid, 2 when not.")
     add_collection_argument(v)
-    v.add_argument("run", metavar="RUN", help="TREC run file")
+    v.add_argument("run", nargs="?", metavar="RUN", help="TREC run file")
+    v.add_argument("--qrels", metavar="FILE",
+                   help="check against a TREC qrels file instead of a collection (dsr validate --qrels "
+                        "FILE RUN): unjudged documents are counted, topics without judgements ignored")
     v.add_argument("--strict", action="store_true",
                    help="ties are problems, not warnings (for submissions that must be tie-free)")
     v.add_argument("--fix-ties", action="store_true",
@@ -146,10 +162,29 @@ def register(subparsers) -> None:
     v.set_defaults(func=cmd_validate)
 
 
+def _add_trec_eval_arguments(p) -> None:
+    """--qrels, -l, -M, -c and --trec-eval (see the epilog)."""
+    p.add_argument("--qrels", metavar="FILE",
+                   help="score plain TREC runs against this TREC qrels file, as trec_eval does "
+                        "(then every positional is a run: dsr evaluate --qrels FILE RUN...)")
+    p.add_argument("-l", "--relevance-level", type=int, metavar="N",
+                   help="trec_eval -l: grades >= N are relevant (default 1)")
+    p.add_argument("-M", "--max-docs", type=int, metavar="N",
+                   help="trec_eval -M: only the first N documents of each topic count")
+    p.add_argument("-c", action="store_true", dest="complete",
+                   help="trec_eval -c: accepted; dsr always counts a topic a run lacks as 0")
+    p.add_argument("--trec-eval", choices=VERSIONS, default=FOLLOWED,
+                   help=f"whose rules: {FOLLOWED} (default: scores as 32-bit floats) or 10.0 (doubles)")
+
+
 def _check_options(args) -> list | None:
     """Options first, before any file is read: a bad value is exit 2 naming the option.
     Returns the parsed --measures (None: the default set)."""
     measures = parse_measures(split_measure_list(args.measures)) if args.measures else None
+    if args.relevance_level is not None:
+        measures = with_relevance_level(measures or parse_measures(), args.relevance_level)
+    if args.max_docs is not None and args.max_docs < 1:
+        raise InputError(f"must be a whole number of 1 or more, got {args.max_docs}", field="--max-docs")
     if args.primary:
         parse_measures([args.primary], field="--primary")
     if not 0 < args.alpha < 1:
@@ -172,14 +207,37 @@ def _protocol(args, collection) -> str:
     return protocol
 
 
+def _collection_or_qrels(args):
+    """The collection, or with --qrels the qrels file's judgements (COLLECTION is then a run)."""
+    if not args.qrels:
+        return collection_from_args(args)
+    if args.source or args.split:
+        raise InputError("--source and --split are for collections, not --qrels", field="--qrels")
+    first = args.collection
+    if hasattr(args, "runs"):
+        args.runs = [first, *args.runs]
+    elif args.run is None:
+        args.run = first
+    else:
+        raise InputError("with --qrels, give one run: dsr validate --qrels FILE RUN", field="RUN")
+    return collection_from_qrels(read_qrels(args.qrels), name=f"qrels {Path(args.qrels).name}")
+
+
 def cmd_evaluate(args) -> int:
     measures = _check_options(args)
-    collection = collection_from_args(args)
+    collection = _collection_or_qrels(args)
+    if not args.runs:
+        raise InputError("no run files given", field="RUN")
     protocol = _protocol(args, collection)
-    selection = select_runs(args.runs, args.tune or [], args.baseline, collection,
+    # qrels carry no collection hash: a run's sidecar is not checked against them
+    selection = select_runs(args.runs, args.tune or [], args.baseline, None if args.qrels else collection,
                             args.allow_collection_mismatch)
     for warning in selection.warnings:
         print(warning, file=sys.stderr)
+    runs = {id(r): r for r in [*selection.runs.values(),
+                               *(r for family in selection.families.values() for r in family.values())]}
+    apply_rules(runs.values(), args.trec_eval, args.max_docs)
+    args.unjudged = _unjudged(collection, selection.runs)
     splits = resolve_splits(collection, args.splits, args.n_splits, args.seed) if protocol == "official" else None
     results = evaluate_runs(
         collection, selection.runs, measures,
@@ -198,9 +256,16 @@ def _write_outputs(args, results) -> None:
     if args.report:
         write_report(results, args.report)
     if args.json:
-        json.dump(results.to_json(), sys.stdout, indent=2, sort_keys=True, ensure_ascii=False)
+        out = results.to_json()
+        if args.unjudged:
+            out["unjudged"] = args.unjudged
+        json.dump(out, sys.stdout, indent=2, sort_keys=True, ensure_ascii=False)
         sys.stdout.write("\n")
         return
+    if args.unjudged:
+        shown = ", ".join(f"{name} {1 - judged:.1%}" for name, judged in args.unjudged["judged"].items())
+        print(f"dsr: pooled labels: unjudged in the top {UNJUDGED_AT} (1 - Judged@{UNJUDGED_AT}, mean over "
+              f"topics): {shown}", file=sys.stderr)
     asked = measure_names(_check_options(args)) if args.measures else None
     sys.stdout.write(render(results, args.format, verbose=args.verbose, measures=asked))
     if not args.verbose and args.format in ("text", "md"):
@@ -208,12 +273,33 @@ def _write_outputs(args, results) -> None:
         print(f"(a summary: --verbose prints every table{where})")
 
 
+#: the depth whose judged fraction is reported when runs reach unjudged documents
+UNJUDGED_AT = 10
+
+
+def _unjudged(collection, runs) -> dict | None:
+    """``{"at": 10, "judged": {run: Judged@10}}`` when some run ranks, in some topic's top 10,
+    a document the labels do not judge (pooled labels); None when every one is judged."""
+    judged = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+    if all(doc in judged.get(q, ()) for run in runs.values() for q, ranked in run.rankings.items()
+           if q in judged for doc, _ in ranked[:UNJUDGED_AT]):
+        return None
+    evaluator = Evaluator(judged, [f"Judged@{UNJUDGED_AT}"])
+    return {"at": UNJUDGED_AT, "judged": {name: float(evaluator(run).values[:, 0].mean())
+                                          for name, run in runs.items()}}
+
+
 def cmd_validate(args) -> int:
     if args.fix_ties != bool(args.out):
         raise InputError("--fix-ties and --out FIXED.run go together", field="--out")
-    collection = collection_from_args(args)
+    if args.qrels and args.fix_ties:
+        raise InputError("--fix-ties needs a collection (its tie rule uses the initial rank), not --qrels",
+                         field="--fix-ties")
+    collection = _collection_or_qrels(args)
+    if not args.run:
+        raise InputError("no run file given", field="RUN")
     result = validate_run(collection, args.run, allow_missing=args.allow_missing, strict=args.strict,
-                          allow_mismatch=args.allow_collection_mismatch)
+                          allow_mismatch=args.allow_collection_mismatch, pooled=bool(args.qrels))
     fixed = None
     if args.fix_ties and result.valid:
         fixed = _fix_ties(collection, args.run, args.out)

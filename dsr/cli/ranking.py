@@ -40,7 +40,7 @@ from dsr.cli.common import (add_allow_mismatch_argument, add_collection_argument
                                   check_out, collection_from_args)
 from retrieval.collections import load_collection
 from retrieval.errors import InputError
-from retrieval.fusion import METHODS, check_params as check_fusion_params, fuse, method_params
+from retrieval.fusion import METHODS, TIE_RULE, check_params as check_fusion_params, fuse, method_params
 from retrieval.models import model_records
 from retrieval.params import parse_assignments
 from retrieval.provenance import input_record, run_sidecar
@@ -91,16 +91,17 @@ def register(subparsers) -> None:
 
     fuse = subparsers.add_parser(
         "fuse", help=summary("fuse"),
-        description="Fuse two or more runs of the same collection. Ties in the fused scores "
-                    "are broken by initial rank when --collection is given, else by sentence id.")
+        description="Fuse two or more runs of the same collection. Ties in the fused scores, with "
+                    "or without --collection: the score as float32 descending, then sentence id "
+                    "descending (trec_eval 9.0.8's order), so the run scores as ranx.fuse's does.")
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")
     fuse.add_argument("--method", required=True, choices=METHODS,
                       help="rrf (k), isr, borda, combsum/combmnz (norm), wsum (weights, norm), "
                            "interp (weight, norm; two runs); see docs/api.md for the papers")
     add_param_argument(fuse, "k=60 | weight=0.5 | weights=0.3,0.7 | norm=minmax|zscore|sum|rank")
     fuse.add_argument("--collection", metavar="COLLECTION",
-                      help="check the runs against this collection and break ties by its "
-                           "initial rank (a registered name or a benchmark .jsonl)")
+                      help="check the runs against this collection (a registered name or a "
+                           "benchmark .jsonl); the tie rule is the same without it")
     fuse.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
     _add_ir_metadata_argument(fuse)
     add_allow_mismatch_argument(fuse)
@@ -190,7 +191,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     described = collection.describe() if collection else next(
         (r.config["collection"] for r in runs if isinstance(r.config.get("collection"), dict)), None)
     fusion = {"fusion": args.method, "params": {**method_params(args.method), **params},
-              "ties": "initial rank, then id" if collection else "id"}
+              "ties": TIE_RULE}
     fused.config = run_sidecar("fuse", _command_line("fuse", args), fusion, collection=described,
                             inputs=[input_record(p, r) for p, r in zip(args.runs, runs)])
     _write(fused, args)

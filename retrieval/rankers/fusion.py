@@ -43,7 +43,7 @@ def method_grid(method: str) -> dict[str, list[Any]]:
 class Fusion(Stage):
     """Runs in, one run out, as a stage: ``Fusion(method="rrf", k=60)(collection, a, b)``.
 
-    The collection gives the tie rule's initial rank (``None``: ties by id). Only
+    Ties follow :data:`retrieval.fusion.TIE_RULE` with or without a collection. Only
     the method's own parameters are used (``k`` for rrf, ``norm`` for combsum and
     combmnz, ``weight`` and ``norm`` for interp).
     """

@@ -14,7 +14,7 @@ import pytest
 from dsr.cli import main
 from retrieval.data import read_benchmark
 from retrieval.rankers import make_ranker
-from retrieval.fusion import fuse
+from retrieval.fusion import TIE_RULE, fuse
 from retrieval.run import Run, strictly_decreasing
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runs_tiny.jsonl"
@@ -95,7 +95,7 @@ def test_ties_are_broken_by_initial_rank_then_id(tmp_path, collection):
     assert run.top("q") == ["known1", "known2", "alpha", "zeta"]
 
 
-def test_fused_ties_follow_the_collection_when_given(tmp_path):
+def test_fused_ties_are_broken_alike_with_or_without_the_collection(tmp_path):
     # two rankings that swap neighbours: RRF ties Kings/Fischer and Gambit/Opening
     a = Run({"t3_c3_q3": [("Kings_Gambit_17233_2_0_0", 5.0), ("Bobby_Fischer_4201_6_2_1", 4.0),
                           ("Chess_engine_5609_1_1_0", 3.0), ("Gambit_12001_0_0_2", 2.0),
@@ -108,14 +108,12 @@ def test_fused_ties_follow_the_collection_when_given(tmp_path):
     args = ["fuse", str(tmp_path / "a.run"), str(tmp_path / "b.run"), "--method", "rrf"]
     assert main(args + ["--collection", str(FIXTURE), "--out", str(tmp_path / "c.run")]) == 0
     assert main(args + ["--out", str(tmp_path / "i.run")]) == 0
-    assert Run.read(tmp_path / "c.run").top("t3_c3_q3") == [
-        "Kings_Gambit_17233_2_0_0", "Bobby_Fischer_4201_6_2_1", "Chess_engine_5609_1_1_0",
-        "Gambit_12001_0_0_2", "Opening_chess_22987_3_0_1"]
-    assert Run.read(tmp_path / "i.run").top("t3_c3_q3") == [
-        "Bobby_Fischer_4201_6_2_1", "Kings_Gambit_17233_2_0_0", "Chess_engine_5609_1_1_0",
-        "Gambit_12001_0_0_2", "Opening_chess_22987_3_0_1"]
-    assert json.loads((tmp_path / "c.run.json").read_text())["ties"] == "initial rank, then id"
-    assert json.loads((tmp_path / "i.run.json").read_text())["ties"] == "id"
+    # the ties go by id, descending (trec_eval's order), whether the collection is given or not
+    for name in ("c.run", "i.run"):
+        assert Run.read(tmp_path / name).top("t3_c3_q3") == [
+            "Kings_Gambit_17233_2_0_0", "Bobby_Fischer_4201_6_2_1", "Chess_engine_5609_1_1_0",
+            "Opening_chess_22987_3_0_1", "Gambit_12001_0_0_2"]
+        assert json.loads((tmp_path / f"{name}.json").read_text())["ties"] == TIE_RULE
 
 
 def test_run_sidecar_holds_the_full_configuration(tmp_path, collection):

@@ -13,7 +13,7 @@ from retrieval import rankers as rankers_module
 from retrieval.data import read_benchmark
 from retrieval.errors import InputError
 from retrieval.rankers.base import Ranker
-from retrieval.fusion import combmnz, combsum, fuse, interp, minmax, rrf, zscore
+from retrieval.fusion import combmnz, combsum, fuse, interp, minmax, rrf, wsum, zscore
 from retrieval.rankers.fusion import FusionRanker
 from retrieval.run import Run
 
@@ -85,20 +85,32 @@ def test_interp_by_hand():
     assert interp([A, B], weight=1.0)["q1"] == pytest.approx({"d1": 1, "d2": .5, "d3": 0, "d4": 0})
 
 
-def test_fuse_orders_and_breaks_ties_by_initial_rank_then_id():
-    # combmnz gives d1 and d3 the same 1.0
+def test_fuse_breaks_ties_by_id_descending_with_or_without_an_initial_order():
+    # combmnz gives d1 and d3 the same 1.0: trec_eval's order (id descending) puts d3 first,
+    # and an initial order does not change it (it only speeds RRF up)
     by_id = fuse([A, B], "combmnz", norm="minmax")
-    assert by_id.top("q1") == ["d2", "d1", "d3", "d4"]
-    by_initial = fuse([A, B], "combmnz", norm="minmax",
-                      initial_order={"q1": ["d4", "d3", "d2", "d1"]})
-    assert by_initial.top("q1") == ["d2", "d3", "d1", "d4"]
-    for run in (by_id, by_initial):
-        scores = [s for _, s in run.rankings["q1"]]
-        assert all(a > b for a, b in zip(scores, scores[1:]))
-        # the tie is broken by the smallest possible float32 step below 1.0
-        assert scores[1] == 1.0 and scores[2] == float(np.nextafter(np.float32(1.0), np.float32(-np.inf)))
+    assert by_id.top("q1") == ["d2", "d3", "d1", "d4"]
+    with_order = fuse([A, B], "combmnz", norm="minmax",
+                      initial_order={"q1": ["d1", "d2", "d3", "d4"]})
+    assert with_order.rankings == by_id.rankings
+    scores = [s for _, s in by_id.rankings["q1"]]
+    assert all(a > b for a, b in zip(scores, scores[1:]))
+    # the tie is broken by the smallest possible float32 step below 1.0
+    assert scores[1] == 1.0 and scores[2] == float(np.nextafter(np.float32(1.0), np.float32(-np.inf)))
     assert fuse([A, B], "rrf", k=1).top("q1") == ["d2", "d3", "d1", "d4"]
     assert fuse([A, B], "interp", weight=0.25).top("q1") == ["d2", "d3", "d1", "d4"]
+
+
+def test_fused_scores_equal_as_float32_tie():
+    # fused scores 0.5 and 0.5 + 2**-40 differ as doubles, not as float32 (as trec_eval 9.0.8
+    # reads them): the id decides, descending
+    a = Run({"q": [("a", 0.5), ("b", 0.25)]})
+    b = Run({"q": [("b", 0.5), ("a", 0.25)]})
+    weights = [0.5, 0.5 + 2 ** -40]
+    fused = fuse([a, b], "wsum", weights=weights)
+    raw = wsum([a, b], weights=weights)["q"]
+    assert raw["a"] != raw["b"] and np.float32(raw["a"]) == np.float32(raw["b"])
+    assert fused.top("q") == ["b", "a"]
 
 
 def test_fuse_tag_names_method_and_params():

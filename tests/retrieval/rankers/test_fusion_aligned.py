@@ -1,5 +1,5 @@
 """RRF of runs that rank every candidate of the initial order (dsr reproduce's grid) is
-summed in numpy; it must be the very Run the general path (``rrf`` + ``Run.from_scores``)
+summed in numpy; it must be the very Run the general path (``rrf`` + ``fused_run``)
 makes, on real rankings and on rankings full of ties."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval.collections import load_collection
-from retrieval.fusion import _initial_ranks, fuse, rrf
+from retrieval.fusion import _initial_ranks, fuse, fused_run, rrf
 from retrieval.rankers import make_ranker
 from retrieval.run import Run
 
 
 def general(runs, k, order, tag):
-    return Run.from_scores(rrf(runs, k), tag=tag, initial_order=order)
+    return fused_run(rrf(runs, k), tag)
 
 
 def test_rrf_of_the_sample_collections_bm25_and_random_runs_is_the_general_paths():
