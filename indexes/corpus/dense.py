@@ -19,10 +19,13 @@ under ``DIR/dense/MODEL@WEIGHTS/``:
    unit each, in parallel); the shards are then merged on disk with
    ``faiss.contrib.ondisk.merge_ondisk`` into ``ivfpq/index.faiss`` plus
    ``ivfpq/index.ivfdata`` (the inverted lists, memory-mapped at search time,
-   loaded with ``IO_FLAG_ONDISK_SAME_DIR`` so the folder can move).
+   loaded with ``IO_FLAG_ONDISK_SAME_DIR`` so the folder can move), and the
+   shard files are removed (the merged index's marker keys on what they were
+   added from, so a rerun reuses it without them).
 
 IVF-PQ parameters: ``nlist`` (clusters; default ``4 sqrt(N)``, at most the
-training sample / 39), ``m`` (sub-quantizers: bytes per vector with 8-bit
+training sample / 39), ``train_size`` (default 39 per list and at least
+100,000, so the lists grow with the corpus), ``m`` (sub-quantizers: bytes per vector with 8-bit
 codes; must divide the dimension, default 48 for 384 dimensions), ``nbits``
 (default 8, lowered for tiny corpora), and at search time ``nprobe`` (lists
 visited) and ``refine`` (re-score the top ``refine x k`` PQ candidates
@@ -43,8 +46,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from indexes.corpus.build import StageReport
-from indexes.corpus.store import (Corpus, check_unit, file_sha256, key_hash, read_json, read_marker,
-                                  write_marker)
+from indexes.corpus.store import (Corpus, check_unit, file_sha256, key_hash, marker_path, read_json,
+                                  read_marker, write_marker)
 from indexes.embeddings import DEFAULT_MODEL, encode
 from retrieval.atomic import atomic_write, write_json
 from retrieval.errors import InputError
@@ -63,10 +66,13 @@ IVFPQ = (
           "sample trains)", low=1),
     Param("m", 48, "int", "sub-quantisers per vector", low=1),
     Param("nbits", 8, "int", "bits per sub-quantiser code", low=1),
-    Param("train_size", 100_000, "int", "vectors sampled to train the quantisers", low=1),
+    Param("train_size", None, "int", "vectors sampled to train the quantisers (none: 39 per "
+          "list, at least 100,000: the sample grows with the lists)", low=1, optional=True),
     Param("seed", 0, "int", "seed of the training sample"),
 )
 SEARCH = {"nprobe": 32, "refine": 0}
+#: training vectors per inverted list (FAISS warns below 39), and the smallest default sample
+TRAIN_PER_LIST, TRAIN_MIN = 39, 100_000
 
 
 def _faiss():
@@ -159,6 +165,25 @@ def _sample_rows(corpus: Corpus, size: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False)).astype(np.int64)
 
 
+def ivfpq_sample_size(sentences: int, p: dict[str, Any]) -> int:
+    """Training vectors to sample: ``train_size``, or by default 39 per list (FAISS warns
+    below that) and at least 100,000, so that the lists grow with the corpus (a fixed
+    100,000 capped them at 2,564); never more than the corpus."""
+    nlist = p["nlist"] or max(1, round(4 * math.sqrt(sentences)))
+    return min(sentences, p["train_size"] or max(TRAIN_MIN, TRAIN_PER_LIST * nlist))
+
+
+def ivfpq_settings(sentences: int, sample: int, dim: int, p: dict[str, Any]) -> dict[str, Any]:
+    """The index's nlist, m and nbits for ``sentences`` and a training ``sample`` of that size:
+    nlist ``4 sqrt(N)`` unless given, at most sample / 39; nbits lowered for tiny samples; m
+    the largest divisor of the dimension up to the one asked for."""
+    nbits = min(p["nbits"], max(1, int(math.log2(sample / 39)) if sample >= 78 else 1))
+    nlist = p["nlist"] or max(1, round(4 * math.sqrt(sentences)))
+    nlist = max(1, min(nlist, sample // TRAIN_PER_LIST or 1))
+    m = max(d for d in range(1, min(p["m"], dim) + 1) if dim % d == 0)
+    return {"nlist": nlist, "m": m, "nbits": nbits, "train_size": sample, "seed": p["seed"], "dimension": dim}
+
+
 def gather(corpus: Corpus, folder: Path, rows: np.ndarray) -> np.ndarray:
     """Vectors of global ``rows`` (sorted) from the memory-mapped shard files."""
     parts = []
@@ -206,13 +231,9 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     out.mkdir(parents=True, exist_ok=True)
     report = StageReport()
     dim = int(info["dimension"])
-    sample = _sample_rows(corpus, p["train_size"], p["seed"])
-    nbits = min(p["nbits"], max(1, int(math.log2(len(sample) / 39)) if len(sample) >= 78 else 1))
-    nlist = p["nlist"] or max(1, round(4 * math.sqrt(len(corpus))))
-    nlist = max(1, min(nlist, len(sample) // 39 or 1))
-    m = max(d for d in range(1, min(p["m"], dim) + 1) if dim % d == 0)
-    settings = {"nlist": nlist, "m": m, "nbits": nbits, "train_size": len(sample), "seed": p["seed"],
-                "dimension": dim}
+    sample = _sample_rows(corpus, ivfpq_sample_size(len(corpus), p), p["seed"])
+    settings = ivfpq_settings(len(corpus), len(sample), dim, p)
+    nlist, m, nbits = settings["nlist"], settings["m"], settings["nbits"]
     train_key = {"stage": "ivfpq-train", "vectors": info["key"], "corpus": corpus.key, "settings": settings,
                  "versions": _versions("faiss-cpu")}
     if read_marker(out, "trained", train_key) is None:
@@ -230,11 +251,13 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     else:
         report.reused.append("ivfpq/trained")
     add_key = {**train_key, "stage": "ivfpq-add", "trained": file_sha256(out / "trained.faiss")}
-    executor = executor or Executor(0)
-    with executor:
-        markers = _run_stage(executor, _AddShard(str(folder)), corpus, out, add_key, report, "ivfpq shards")
-    merged_key = {"stage": "ivfpq-merge", "shards": key_hash([m["files"] for m in markers])}
+    # the merged index is determined by what the shards are added from: its marker keys on that,
+    # so a finished index needs no shard files (they are removed after the merge)
+    merged_key = {**add_key, "stage": "ivfpq-merge"}
     if read_marker(out, "index", merged_key) is None:
+        executor = executor or Executor(0)
+        with executor:
+            _run_stage(executor, _AddShard(str(folder)), corpus, out, add_key, report, "ivfpq shards")
         trained = faiss.read_index(str(out / "trained.faiss"))
         for stale in ("index.faiss", "index.ivfdata"):
             (out / stale).unlink(missing_ok=True)
@@ -244,10 +267,19 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
         write_marker(out, "index", merged_key, [out / "index.faiss", out / "index.ivfdata"], name="index",
                      settings=settings, sentences=len(corpus), corpus=corpus.key)
         report.built.append("ivfpq/index")
+        _remove_shard_files(out, corpus.names)
     else:
         report.reused.append("ivfpq/index")
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _remove_shard_files(out: Path, names: Sequence[str]) -> None:
+    """The per-shard indexes (4-6x the merged index on disk) once the merge is written:
+    each marker first, so a kill in between leaves a shard that is rebuilt, never one trusted."""
+    for name in names:
+        for path in (marker_path(out, name), out / f"{name}.faiss"):
+            path.unlink(missing_ok=True)
 
 
 class _AddShard:

@@ -415,3 +415,39 @@ def test_a_rebuilt_corpus_is_not_searched_with_its_old_indexes(tmp_path, capsys)
     assert main(["corpus", "search", str(tmp_path / "c"), "--query", "mineral", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert [r["id"] for r in result["results"]] == ["A_1_0_0_0"]
+
+
+def test_ivfpq_keeps_no_shard_files_and_reuses_the_merged_index(indexed):
+    """After the merge only the trained and merged indexes remain (the per-shard files took
+    4-6x the merged index on disk), and a rerun reuses the index without rebuilding shards."""
+    import os
+
+    folder = next(indexed.glob("dense/*/ivfpq"))
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "index.done.json", "index.faiss", "index.ivfdata", "trained.done.json", "trained.faiss"]
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    old = os.environ.get("DSR_HOME")
+    os.environ["DSR_HOME"] = str(indexed.parent / "home")
+    try:
+        report = build_ivfpq(Corpus(indexed), params={"m": 16, "nlist": 4})
+    finally:
+        if old is None:
+            os.environ.pop("DSR_HOME", None)
+        else:
+            os.environ["DSR_HOME"] = old
+    assert report.built == [] and report.reused == ["ivfpq/trained", "ivfpq/index"]
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_ivfpq_lists_grow_with_the_corpus():
+    """The default training sample grows with nlist = 4 sqrt(N): it no longer caps the lists
+    at 100,000 / 39 = 2,564; a train_size given still caps them."""
+    from indexes.corpus.dense import check_ivfpq, ivfpq_sample_size, ivfpq_settings
+
+    p = check_ivfpq({})
+    for sentences, lists in ((10_000, 256), (100_000, 1_265), (1_000_000, 4_000), (150_000_000, 48_990)):
+        sample = ivfpq_sample_size(sentences, p)
+        assert ivfpq_settings(sentences, sample, 384, p)["nlist"] == lists
+        assert sample == min(sentences, max(100_000, 39 * lists))
+    capped = check_ivfpq({"train_size": 100_000})
+    assert ivfpq_settings(150_000_000, ivfpq_sample_size(150_000_000, capped), 384, capped)["nlist"] == 2_564
