@@ -55,7 +55,7 @@ from retrieval.models import ResolvedModel, resolve_model
 from retrieval.params import Param, resolve
 from retrieval.provenance import package_versions
 from indexes.corpus.bm25 import _run_stage
-from indexes.corpus.bm25 import merge_top_k
+from indexes.corpus.bm25 import merge_top_k, top_rows
 from indexes.corpus.distributed import Executor
 from indexes.manifest import safe_name
 
@@ -71,6 +71,8 @@ IVFPQ = (
     Param("seed", 0, "int", "seed of the training sample"),
 )
 SEARCH = {"nprobe": 32, "refine": 0}
+#: queries scored together against a vector shard by flat search (one matrix product)
+FLAT_BLOCK = 64
 #: training vectors per inverted list (FAISS warns below 39), and the smallest default sample
 TRAIN_PER_LIST, TRAIN_MIN = 39, 100_000
 
@@ -333,7 +335,7 @@ class ShardedDense:
 
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if self.kind == "flat":
-            return [merge_top_k(*self._flat(q, k), k) for q in queries]
+            return self._flat_many(queries, k)
         depth = k * self.refine if self.refine else k
         scores, rows = self.index.search(queries, depth)
         out = []
@@ -345,17 +347,21 @@ class ShardedDense:
             out.append(merge_top_k(rrow, srow, k))
         return out
 
-    def _flat(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        rows, scores = [], []
+    def _flat_many(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """Exact top ``k`` of every query: each shard read once for the whole batch (one matrix
+        product per block of queries), each query's top k kept with every row tied with its
+        k-th score, so the merge breaks ties by row like one index."""
+        rows: list[list[np.ndarray]] = [[] for _ in queries]
+        scores: list[list[np.ndarray]] = [[] for _ in queries]
         for number, vectors in enumerate(self.vectors):
-            s = np.asarray(vectors @ query, dtype=np.float64)
-            top = np.argsort(-s, kind="stable")[:k] if len(s) > k else np.arange(len(s))
-            # every row tied with the k-th score, so the merge breaks ties by row like one index
-            if len(s) > k:
-                top = np.flatnonzero(s >= s[top[-1]])
-            rows.append(top + self.corpus.offsets[number])
-            scores.append(s[top])
-        return np.concatenate(rows).astype(np.int64), np.concatenate(scores)
+            for start in range(0, len(queries), FLAT_BLOCK):
+                block = np.asarray(vectors @ queries[start:start + FLAT_BLOCK].T, dtype=np.float64)
+                for q, s in enumerate(block.T, start):
+                    top = top_rows(s, k)
+                    rows[q].append(top + self.corpus.offsets[number])
+                    scores[q].append(s[top])
+        return [merge_top_k(np.concatenate(r).astype(np.int64), np.concatenate(s), k)
+                for r, s in zip(rows, scores)]
 
     def exact_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         order = np.argsort(rows, kind="stable")

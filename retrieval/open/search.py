@@ -76,8 +76,8 @@ class CorpusSearcher:
         depth = max(k, 100) if self.method == "fused" else k
         lexical = dense = None
         if self.bm25 is not None:
-            lexical = [self.bm25.search(q.terms if q.terms is not None else self.bm25.query_tokens(q.text), depth)
-                       for q in queries]
+            lexical = self.bm25.search_many([q.terms if q.terms is not None else self.bm25.query_tokens(q.text)
+                                             for q in queries], depth)
         if self.dense is not None:
             dense = self.dense.search([q.text for q in queries], depth)
         if self.method == "bm25":

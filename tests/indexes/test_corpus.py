@@ -180,6 +180,12 @@ def test_sharded_bm25_with_global_statistics_equals_one_index(tmp_path):
         tokens = single.query_tokens(query)
         expected = [(int(i), s) for i, s in single.search(tokens, 30)]
         assert sharded.search(tokens, 30) == expected  # same rows, same scores, same tie order
+    # a batch of queries (each shard opened once) gives each query's own result; weighted
+    # terms too; nothing of the index stays in memory between searches
+    batch = [single.query_tokens(q) for q in QUERIES] + [{"concrete": 2.5, "water": 0.5}, ["zzznotaword"]]
+    assert sharded.search_many(batch, 30) == [sharded.search(q, 30) for q in batch]
+    assert sharded.search_many(batch, 30)[-2] == [(int(i), s) for i, s in single.search(batch[-2], 30)]
+    assert not any(isinstance(v, (np.ndarray, list, dict)) and len(v) > 10 for v in vars(sharded).values())
     # The global statistics are what makes this true: each shard on its own scores differently.
     rows = range(int(corpus.offsets[1]), int(corpus.offsets[2]))
     local = BM25SIndex([str(r) for r in rows], [texts[r] for r in rows])
