@@ -29,7 +29,7 @@ shards stay small.
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -223,13 +223,17 @@ def _run_stage(executor, function, corpus: Corpus, folder: Path, key: dict[str, 
 class ShardedBM25:
     """Search every BM25 shard of a corpus and merge: the top k of the whole corpus.
 
-    Nothing of the index is held between searches: each search opens one shard at a time
-    with its score matrix memory-mapped (``bm25s.BM25.load(mmap=True)``), reads only the
-    posting lists of the query's tokens, keeps each query's top k and lets the shard go.
-    So memory is one shard's vocabulary plus the pages the queries touch, whatever the
-    corpus's size (it was 157 B per sentence held in RAM: 23.5 GB for Wikipedia), and a
-    batch of queries (:meth:`search_many`) opens each shard once.
+    A shard is opened with its score matrix memory-mapped (``bm25s.BM25.load(mmap=True)``)
+    and a search reads only the posting lists of the query's tokens. At most
+    ``OPEN_SHARDS`` shards stay open (their vocabularies in memory, the least recently
+    used closed first), so memory is bounded by that many vocabularies plus the pages the
+    queries touch, whatever the corpus's size (the whole index was held before: 157 B per
+    sentence, 23.5 GB for Wikipedia); a batch of queries (:meth:`search_many`) opens each
+    shard once, which is what makes a corpus of more shards than that fast to search.
     """
+
+    #: shards kept open between searches (a small corpus stays open; a large one streams)
+    OPEN_SHARDS = 8
 
     def __init__(self, corpus: Corpus):
         info = read_json(corpus.folder / "bm25" / "index.json")
@@ -241,6 +245,18 @@ class ShardedBM25:
         self.folder = corpus.folder / "bm25" / "shards"
         for name in corpus.names:
             check_unit(self.folder, name, f"dsr corpus index {corpus.folder} --bm25")
+        self._open: OrderedDict[int, Any] = OrderedDict()
+
+    def _shard(self, number: int):
+        """Shard ``number``'s bm25s model, memory-mapped; the least recently used closed beyond
+        ``OPEN_SHARDS``."""
+        model = self._open.pop(number, None)
+        if model is None:
+            model = _bm25s().BM25.load(str(self.folder / self.corpus.names[number]), mmap=True)
+        self._open[number] = model
+        while len(self._open) > self.OPEN_SHARDS:
+            self._open.popitem(last=False)
+        return model
 
     def query_tokens(self, text: str) -> list[str]:
         return tokenize(text, stopwords=self.params["stopwords"], stem=self.params["stem"])
@@ -251,19 +267,17 @@ class ShardedBM25:
 
     def search_many(self, queries, k: int) -> list[list[tuple[int, float]]]:
         """:meth:`search` of each query (tokens or ``{token: weight}``), every shard opened once."""
-        bm25s = _bm25s()
         weights = [as_weights(q) for q in queries]
         rows: list[list[np.ndarray]] = [[] for _ in weights]
         scores: list[list[np.ndarray]] = [[] for _ in weights]
-        for number, name in enumerate(self.corpus.names):
-            model = bm25s.BM25.load(str(self.folder / name), mmap=True)
+        for number in range(len(self.corpus.names)):
+            model = self._shard(number)
             offset = int(self.corpus.offsets[number])
             for q, weight in enumerate(weights):
                 shard_scores = posting_scores(model, weight)
                 top = top_rows(shard_scores, k)
                 rows[q].append(top + offset)
                 scores[q].append(shard_scores[top])
-            del model
         return [merge_top_k(np.concatenate(r), np.concatenate(s), k) for r, s in zip(rows, scores)]
 
 
