@@ -48,6 +48,8 @@ import numpy as np
 from indexes.corpus.build import StageReport
 from indexes.corpus.store import (Corpus, check_unit, file_sha256, key_hash, marker_path, read_json,
                                   read_marker, write_marker)
+from indexes.backends import export as export_model
+from indexes.backends import resolve_backend
 from indexes.embeddings import DEFAULT_MODEL, encode
 from retrieval.atomic import atomic_write, write_json
 from retrieval.errors import InputError
@@ -99,9 +101,10 @@ def stdout_to_stderr():
         os.close(saved)
 
 
-def model_folder(corpus: Corpus, model: ResolvedModel) -> Path:
-
-    return corpus.folder / "dense" / safe_name(model.key)
+def model_folder(corpus: Corpus, model: ResolvedModel, backend: str = "torch") -> Path:
+    """``dense/MODEL@WEIGHTS16``, plus ``+BACKEND`` for a fast backend: its vectors differ from
+    torch's in the last digits, so they (and their IVF-PQ index) are kept apart."""
+    return corpus.folder / "dense" / safe_name(model.key if backend == "torch" else f"{model.key}+{backend}")
 
 
 def _versions(*names: str) -> dict[str, str]:
@@ -111,15 +114,21 @@ def _versions(*names: str) -> dict[str, str]:
 
 
 def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64,
-                  executor=None) -> StageReport:
-    """Vectors of every shard not yet encoded (resumable)."""
+                  executor=None, backend: str = "torch") -> StageReport:
+    """Vectors of every shard not yet encoded (resumable), with ``backend`` (``torch``, a fast
+    one of :mod:`indexes.backends`, or ``auto``: the fastest this CPU has)."""
 
     start = time.perf_counter()
+    backend = resolve_backend(backend)
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
-    folder = model_folder(corpus, resolved) / "vectors"
+    folder = model_folder(corpus, resolved, backend) / "vectors"
     folder.mkdir(parents=True, exist_ok=True)
     key = {"stage": "encode", "corpus": corpus.key, "model": resolved.describe(),
            "versions": _versions("sentence-transformers", "transformers", "torch")}
+    if backend != "torch":
+        key.update(backend=backend, versions=_versions("sentence-transformers", "transformers", "torch",
+                                                       "openvino", "nncf"))
+        export_model(resolved, "bi-encoder", backend)  # once, before any worker loads it
     report = StageReport()
     todo = []
     for number, name in enumerate(corpus.names):
@@ -135,7 +144,7 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
                             desc=f"encoding ({resolved.name})") as bar:
             files = [corpus.verified(n) for n in todo]
             counts = [corpus.shards[n]["sentences"] for n in todo]
-            for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size):
+            for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size, backend):
                 number = todo[position]
                 name = corpus.names[number]
                 path = folder / f"{name}.npy"
@@ -145,7 +154,7 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
                 report.built.append(f"vectors/{name}")
                 bar.update(len(vectors))
     write_json(folder.parent / "model.json", {"model": resolved.describe(), "key": key_hash(key),
-                                              "corpus": corpus.key,
+                                              "corpus": corpus.key, "backend": backend,
                                               "dimension": int(_shard_vectors(folder, corpus.names[0]).shape[1])})
     report.seconds = time.perf_counter() - start
     return report
@@ -215,7 +224,7 @@ def add_shard(corpus_dir: str, folder: str, number: int, key: dict[str, Any]) ->
 
 
 def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, params: dict[str, Any] | None = None,
-                executor=None) -> StageReport:
+                executor=None, backend: str = "torch") -> StageReport:
     """Train (on a sample), add every shard (in parallel), merge on disk. Needs the vectors."""
     faiss = _faiss()
     merge_ondisk = _faiss().contrib.ondisk.merge_ondisk
@@ -224,7 +233,7 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     start = time.perf_counter()
     p = check_ivfpq(dict(params or {}))
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
-    folder = model_folder(corpus, resolved)
+    folder = model_folder(corpus, resolved, resolve_backend(backend))
     info = read_json(folder / "model.json")
     if info is None or info.get("corpus") != corpus.key:
         raise InputError("the corpus has no vectors for this model yet: run `dsr corpus index DIR --dense`",
@@ -298,13 +307,15 @@ class ShardedDense:
     """Dense search over a corpus: exact (``flat``) over the vector shards, or the merged IVF-PQ."""
 
     def __init__(self, corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, kind: str = "flat",
-                 nprobe: int = SEARCH["nprobe"], refine: int = SEARCH["refine"], batch_size: int = 64):
+                 nprobe: int = SEARCH["nprobe"], refine: int = SEARCH["refine"], batch_size: int = 64,
+                 backend: str = "torch"):
         if kind not in KINDS:
             raise InputError(f"unknown index kind {kind!r}; choose from {', '.join(KINDS)}", field="index")
         self.corpus, self.kind, self.batch_size = corpus, kind, batch_size
         self.nprobe, self.refine = int(nprobe), int(refine)
         self.model = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
-        self.folder = model_folder(corpus, self.model)
+        self.backend = resolve_backend(backend)  # queries are encoded as the sentences were
+        self.folder = model_folder(corpus, self.model, self.backend)
         info = read_json(self.folder / "model.json")
         if info is None or info.get("corpus") != corpus.key:
             raise InputError(f"the corpus has no vectors for {self.model.name} (or they are out of date): run "
@@ -328,7 +339,7 @@ class ShardedDense:
             self.index.nprobe = self.nprobe
 
     def encode(self, queries: Sequence[str]) -> np.ndarray:
-        return encode(list(queries), self.model, self.batch_size, desc="encoding queries")
+        return encode(list(queries), self.model, self.batch_size, desc="encoding queries", backend=self.backend)
 
     def search_vectors(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """Top ``k`` (global row, score) per query vector, best first (ties by row)."""

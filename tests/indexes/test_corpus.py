@@ -462,3 +462,26 @@ def test_ivfpq_lists_grow_with_the_corpus():
         assert sample == min(sentences, max(100_000, 39 * lists))
     capped = check_ivfpq({"train_size": 100_000})
     assert ivfpq_settings(150_000_000, ivfpq_sample_size(150_000_000, capped), 384, capped)["nlist"] == 2_564
+
+
+def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch):
+    """`dsr corpus index --backend openvino`: the vectors and their search live beside torch's
+    (other digits, other folder), queries are encoded with the same backend, and the top 10
+    of each query are torch's (fp32 OpenVINO agrees with torch to about 6 digits)."""
+    from indexes import backends
+    from retrieval.errors import InputError
+
+    monkeypatch.setenv("DSR_HOME", str(indexed.parent / "home"))
+    monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)
+    corpus = Corpus(indexed)
+    report = encode_corpus(corpus, backend="openvino")
+    assert len(report.built) == len(corpus.names)
+    folders = sorted(p.name for p in (indexed / "dense").iterdir())
+    assert len(folders) == 2 and folders[1] == folders[0] + "+openvino"
+    torch_search, fast = ShardedDense(corpus), ShardedDense(corpus, backend="openvino")
+    assert [[r for r, _ in x] for x in fast.search(QUERIES, 10)] == \
+        [[r for r, _ in x] for x in torch_search.search(QUERIES, 10)]
+    assert encode_corpus(corpus, backend="openvino").built == []          # resumable as ever
+    assert backends.resolve_backend("auto") in ("torch", "openvino-int8")
+    with pytest.raises(InputError):
+        backends.resolve_backend("cuda")
