@@ -454,9 +454,10 @@ def print_goals(split: dict, bm25: dict, encode: dict) -> None:
     best = max(RESULTS["recall_at_50_vs_flat"].values())
     goal("IVF-PQ recall@50 against flat, best setting", f"{best:.3f}", ">= 0.95", best >= 0.95)
     held = RESULTS["bytes_per_sentence"].get("BM25 held in memory to search")
-    if held is not None:
-        goal("BM25 search: bytes per sentence held in memory", f"{held:.1f}", "not the whole index (issue 34)",
-             held < 10)
+    whole = RESULTS["bytes_per_sentence"].get("bm25 (score matrices, all shards)")
+    if held is not None and whole is not None:
+        goal("BM25 search: bytes per sentence held in memory", f"{held:.1f} (the index: {whole:.1f} on disk)",
+             "less than the whole index (issue 34)", held < whole)
     sentences = RESULTS["corpus"]["sentences"]
     goal("plan measured at", f"{sentences:,} sentences", ">= 1,000,000 (issue 34)", sentences >= 1_000_000)
 
