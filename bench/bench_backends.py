@@ -51,7 +51,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from benchinfo import footer, header, peak_rss_mib  # noqa: E402
+from benchinfo import footer, goal, header, peak_rss_mib  # noqa: E402
 from indexes.backends import BACKENDS  # noqa: E402
 BATCH = {"bi-encoder": 64, "cross-encoder": 32}
 
@@ -331,7 +331,22 @@ def main(argv=None) -> int:
         print("speed", json.dumps(row))
     for row in quality:
         print("quality", json.dumps(row))
+    goals(speed, quality)
     return 0
+
+
+def goals(speed: list, quality: list) -> None:
+    """The GOAL lines: int8 against torch fp32 per kind (>= 3.5x, what `dsr corpus index` needs
+    from the fastest backend, issue 34), and int8's |delta nDCG@5| (<= 0.005)."""
+    for kind in dict.fromkeys(row.get("kind") for row in speed if row.get("kind")):
+        rows = [r for r in speed if r.get("kind") == kind and r.get("speedup") is not None
+                and r.get("backend") == "openvino-int8"]
+        if rows:
+            ratio = max(r["speedup"] for r in rows)
+            goal(f"{kind}: int8 / torch fp32", f"{ratio:.2f}x", ">= 3.5x (issue 34)", ratio >= 3.5)
+    deltas = [abs(r["delta"]) for r in quality if r.get("delta") is not None and r.get("backend") == "openvino-int8"]
+    if deltas:
+        goal("int8 |delta nDCG@5|, largest", f"{max(deltas):.4f}", "<= 0.005", max(deltas) <= 0.005)
 
 
 if __name__ == "__main__":

@@ -28,11 +28,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tools"))   # board_harness: the servers and runs the tests use too
 
 from sqlalchemy import text  # noqa: E402
 
 from retrieval.provenance import machine, package_versions  # noqa: E402
+from benchinfo import goal  # noqa: E402
 
 import board_harness as bh  # noqa: E402
 
@@ -99,6 +101,9 @@ def main() -> None:
                   f"{r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms (accepted p50 "
                   f"{r['p50_accepted'] * 1000:.0f} ms); stored == accepted: "
                   f"{r['stored_equals_accepted']}; quotas exact: {r['quota_exact']}")
+            goal(f"{name}: board p95 at {args.clients} clients", f"{r['p95'] * 1000:.0f} ms, {r['rate']:.1f}/s",
+                 "p95 < 200 ms, nothing lost, quotas exact (issue 34)",
+                 r["p95"] < 0.2 and r["stored_equals_accepted"] and r["quota_exact"])
 
 
 if __name__ == "__main__":

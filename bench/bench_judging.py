@@ -28,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tools"))   # the servers and campaigns the tests use too
 
 import httpx  # noqa: E402
@@ -37,6 +38,7 @@ import board_harness as bh  # noqa: E402
 from eval.judging.store import Judging  # noqa: E402
 from judging_harness import sample_campaign  # noqa: E402
 from retrieval.provenance import machine, package_versions  # noqa: E402
+from benchinfo import goal  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -117,6 +119,8 @@ def main() -> None:
                       f"{r['wall']:.1f} s = {r['n'] / r['wall']:.0f} grades/s; latency p50 {r['p50'] * 1000:.1f} "
                       f"ms, p95 {r['p95'] * 1000:.1f} ms, p99 {r['p99'] * 1000:.1f} ms, max "
                       f"{r['max'] * 1000:.0f} ms; stored == acknowledged: {r['stored'] == r['ok']}")
+                goal(f"{name}: grading p95, pause {think:g} s", f"{r['p95'] * 1000:.1f} ms", "< 100 ms, "
+                     "stored == acknowledged", r["p95"] < 0.1 and r["stored"] == r["ok"])
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

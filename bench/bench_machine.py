@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[name] = "1"  # before numpy loads: one thread per process
 
-from benchinfo import footer, header  # noqa: E402
+from benchinfo import footer, goal, header  # noqa: E402
 from retrieval.textfiles import atomic_write_text  # noqa: E402
 
 SECONDS = 8.0
@@ -93,6 +93,7 @@ def main() -> None:
     info = header("bench_machine: core scaling and the run files' gzip level")
     cores()
     gzip_levels()
+    goal("the machine", "see above", "none: what the other benches' figures are read against", None)
     footer(info)
 
 

@@ -33,7 +33,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_memory_usage_threshold", "0.995")
 
-from benchinfo import footer, header  # noqa: E402
+from benchinfo import footer, goal, header  # noqa: E402
 
 ROLES = ("driver", "encoder actors", "other Ray workers", "Ray daemons", "rest of the machine")
 
@@ -155,6 +155,10 @@ def main() -> int:
             print(f"  {key:<22} {cpu[key]:8.1f} CPU s  ({cpu[key] / (sampler.wall * cores):6.1%} of the machine)")
     print(f"\nRay 2 workers / 1 worker: {rates['Ray, 2 workers'] / rates['Ray, 1 worker']:.2f}x; "
           f"Ray 1 worker / in-process 1 thread: {rates['Ray, 1 worker'] / rates['in-process, 1 thread']:.2f}x")
+    scaling = rates["Ray, 2 workers"] / rates["Ray, 1 worker"]
+    within = rates["Ray, 1 worker"] / rates["in-process, 1 thread"]
+    goal("Ray encoding, 2 workers / 1", f"{scaling:.2f}x", ">= 1.7x", scaling >= 1.7)
+    goal("Ray encoding, 1 worker / in-process", f"{within:.2f}x", ">= 0.90x (within 10 %, issue 34)", within >= 0.9)
     footer(info)
     shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -35,7 +35,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from benchinfo import footer, header, peak_rss_mib  # noqa: E402
+from benchinfo import footer, goal, header, peak_rss_mib  # noqa: E402
 
 
 def worker(spec: dict) -> dict:
@@ -116,6 +116,8 @@ def report(name: str, results: list[tuple[dict, dict]]) -> dict:
     print(f"peak RSS: cold {peaks[0]:.0f} MiB, warm {peaks[1]:.0f} MiB")
     ratio = warm["total"] / cold["total"]
     print(f"warm / cold = {ratio:.1%} (target <= 20 %: {'met' if ratio <= 0.2 else 'NOT met'})")
+    goal(f"{name}: reproduce cold", f"{cold['total']:.1f} s", "<= 60 s with --fast (issue 34)", cold["total"] <= 60)
+    goal(f"{name}: reproduce warm", f"{warm['total']:.1f} s", "<= 10 s with --fast (issue 34)", warm["total"] <= 10)
     return {"cold": cold, "warm": warm, "cpu": {"cold": cpu[0], "warm": cpu[1]},
             "peak_rss_mib": {"cold": peaks[0], "warm": peaks[1]},
             "rounds": [{"cold": c["seconds"], "warm": w["seconds"]} for c, w in results]}

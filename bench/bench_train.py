@@ -34,7 +34,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from benchinfo import footer, header, peak_rss_mib  # noqa: E402
+from benchinfo import footer, goal, header, peak_rss_mib  # noqa: E402
 
 
 def worker(spec: dict) -> dict:
@@ -139,6 +139,10 @@ def main() -> int:
         if got["judged_ndcg5"] is not None:
             line += f"; judged nDCG@5 {got['judged_ndcg5'] - first['judged_ndcg5']:+.4f} vs the first"
         print(line)
+        training = per_step * default_steps
+        goal(f"--precision {precision}: the default {kind} recipe's training", f"{training:.0f} s at "
+             f"{default_steps} steps", "<= 300 s on 2 cores at equal or better dev figures (issue 34)",
+             training <= 300)
     footer(info)
     return 0
 

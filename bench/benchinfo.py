@@ -70,3 +70,14 @@ def peak_rss_mib() -> float:
         pass
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
+def goal(figure: str, value: str, target: str, met: bool | None) -> str:
+    """Print and return one ``GOAL`` line: the figure, its value, the goal beside it and whether
+    this run meets it (``None``: not judged by this run, e.g. skipped). Every bench ends with
+    these lines, so a run on an idle machine can be read against issue 34's goals at a glance."""
+    verdict = "n/a" if met is None else ("met" if met else "NOT met")
+    line = f"GOAL {figure}: {value} (goal {target}: {verdict}; load average {load()})"
+    print(line)
+    sys.stdout.flush()
+    return line

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHES = ("bench_eval.py", "bench_retrieval.py", "bench_backends.py", "bench_reproduce.py",
+BENCHES = ("bench_load.py", "bench_eval.py", "bench_retrieval.py", "bench_backends.py", "bench_reproduce.py",
            "bench_train.py", "bench_board.py", "bench_ray_encode.py", "bench_machine.py")
 
 if __name__ == "__main__":

@@ -78,6 +78,8 @@ from retrieval.models import load_cross_encoder, load_sentence_transformer
 
 BACKENDS = ("torch", "openvino", "openvino-bf16", "openvino-int8")
 DEFAULT_BACKEND = "torch"
+#: /proc/cpuinfo flags of int8 dot-product units (what makes int8 inference fast)
+INT8_UNITS = ("avx512_vnni", "avx_vnni", "amx_int8")
 #: what each kind's module stack outputs (sentence-transformers' feature names)
 OUTPUTS = {"bi-encoder": "sentence_embedding", "cross-encoder": "scores"}
 #: calibration items for int8 (texts or pairs from the bundled sample collection): at most this
@@ -139,6 +141,28 @@ def require_fast_extra(backend: str) -> None:
     if backend == "openvino-bf16" and not cpu_has_bf16():
         raise InputError("backend openvino-bf16 needs a CPU with bf16 units (AMX or AVX512-BF16), and this "
                          "one has none: use openvino (fp32) or openvino-int8", field="backend")
+
+
+def fastest_backend() -> str:
+    """``openvino-int8`` where the CPU has int8 dot-product units (VNNI, AMX) and the fast extra
+    is installed; else ``torch``. What ``auto`` means (``dsr corpus index --backend auto``)."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(name) is None for name in ("openvino", "nncf")):
+        return "torch"
+    try:
+        flags = set()
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("flags"):
+                flags.update(line.partition(":")[2].split())
+    except OSError:
+        return "torch"
+    return "openvino-int8" if flags & set(INT8_UNITS) else "torch"
+
+
+def resolve_backend(value: Any) -> str:
+    """``value`` checked (:func:`check_backend`), ``auto`` replaced by :func:`fastest_backend`."""
+    return fastest_backend() if value == "auto" else check_backend(value)
 
 
 @lru_cache(maxsize=1)

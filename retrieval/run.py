@@ -385,12 +385,15 @@ def write_trec_run(run: Run, path: str | Path, header: Iterable[str] = ()) -> No
     """Write the TREC file atomically (gzipped for ``.gz``), the tie rule applied,
     after the ``header`` lines (``#`` comments, e.g. an ir_metadata header)."""
     tag = run.tag.replace(" ", "_") or "dsr"
+    # a Run made by from_scores/from_flat holds the tie rule's scores already (as_dict's check)
+    normalised = getattr(run, "_normalised", None) is run.rankings
     with atomic_write_text(path) as handle:
         for line in header:
             handle.write(line + "\n")
         for qid, ranked in run.rankings.items():
-            for rank, (doc, score) in enumerate(strictly_decreasing(ranked), start=1):
-                handle.write(f"{qid} Q0 {doc} {rank} {format_score(score)} {tag}\n")
+            # one write per topic; repr(float) is format_score
+            handle.write("".join([f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n" for rank, (doc, score)
+                                  in enumerate(ranked if normalised else strictly_decreasing(ranked), 1)]))
 
 
 # --- parsing, as trec_eval parses -------------------------------------------------

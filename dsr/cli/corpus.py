@@ -14,6 +14,7 @@ import sys
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, collection_from_args
+from indexes.backends import BACKENDS
 from indexes.bm25 import PARAMS as BM25_PARAMS
 from indexes.corpus.bm25 import build_bm25
 from indexes.corpus.build import build_corpus
@@ -44,6 +45,9 @@ def _add_search(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nprobe", type=int, default=32, metavar="N", help="IVF lists searched (ivfpq)")
     parser.add_argument("--refine", type=int, default=0, metavar="R",
                         help="re-score the top R x k IVF-PQ hits exactly (0: off)")
+    parser.add_argument("--backend", default="torch", choices=("auto", *BACKENDS),
+                        help="encoder backend, as the corpus was indexed with (torch: exact; auto: the "
+                             "fastest this CPU has, openvino-int8 where it has VNNI or AMX)")
 
 
 def register(subparsers) -> None:
@@ -88,6 +92,9 @@ def _register_index(sub) -> None:
     index.add_argument("--index", default="flat", choices=("flat", "ivfpq"),
                        help="flat (vectors only, exact search) or ivfpq (also an IVF-PQ index)")
     index.add_argument("--batch-size", type=int, default=64, metavar="N", help="encoding batch size")
+    index.add_argument("--backend", default="torch", choices=("auto", *BACKENDS),
+                        help="encoder backend (the vectors of each are kept apart) (torch: exact; auto: the "
+                             "fastest this CPU has, openvino-int8 where it has VNNI or AMX)")
     index.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
                        help=f"BM25: {', '.join(p.name for p in BM25_PARAMS)}; IVF-PQ: "
                             f"{', '.join(p.name for p in IVFPQ)} (ivfpq.m=48 or bm25.k1=0.9 to be "
@@ -181,16 +188,16 @@ def cmd_index(args: argparse.Namespace) -> int:
         if args.bm25:
             _report("bm25", build_bm25(corpus, bm25_params, executor))
         if args.dense:
-            _report("vectors", encode_corpus(corpus, args.model, args.batch_size, executor))
+            _report("vectors", encode_corpus(corpus, args.model, args.batch_size, executor, args.backend))
             if args.index == "ivfpq":
-                _report("ivfpq", build_ivfpq(corpus, args.model, ivfpq_params, executor))
+                _report("ivfpq", build_ivfpq(corpus, args.model, ivfpq_params, executor, args.backend))
     print(f"{args.corpus}: indexed {len(corpus)} sentences")
     return 0
 
 
 def _searcher(args: argparse.Namespace, folder: str):
     return CorpusSearcher(folder, args.method, model=args.model, index=args.index, nprobe=args.nprobe,
-                          refine=args.refine)
+                          refine=args.refine, backend=args.backend)
 
 
 def cmd_search(args: argparse.Namespace) -> int:

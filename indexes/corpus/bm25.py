@@ -29,13 +29,13 @@ shards stay small.
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from indexes.bm25 import _BM25S_METHOD, DEFAULT_DELTA, PARAMS, BM25SIndex
+from indexes.bm25 import _BM25S_METHOD, DEFAULT_DELTA, PARAMS, as_weights
 from indexes.corpus.build import StageReport
 from indexes.corpus.store import (Corpus, check_unit, file_sha256, key_hash, read_json, read_marker,
                                   shard_name, write_marker)
@@ -221,38 +221,96 @@ def _run_stage(executor, function, corpus: Corpus, folder: Path, key: dict[str, 
 
 
 class ShardedBM25:
-    """Search every BM25 shard of a corpus and merge: the top k of the whole corpus."""
+    """Search every BM25 shard of a corpus and merge: the top k of the whole corpus.
+
+    A shard is opened with its score matrix memory-mapped (``bm25s.BM25.load(mmap=True)``)
+    and a search reads only the posting lists of the query's tokens. At most
+    ``OPEN_SHARDS`` shards stay open (their vocabularies in memory, the least recently
+    used closed first), so memory is bounded by that many vocabularies plus the pages the
+    queries touch, whatever the corpus's size (the whole index was held before: 157 B per
+    sentence, 23.5 GB for Wikipedia); a batch of queries (:meth:`search_many`) opens each
+    shard once, which is what makes a corpus of more shards than that fast to search.
+    """
+
+    #: shards kept open between searches (a small corpus stays open; a large one streams)
+    OPEN_SHARDS = 8
 
     def __init__(self, corpus: Corpus):
-        bm25s = _bm25s()
-
         info = read_json(corpus.folder / "bm25" / "index.json")
         if info is None or info.get("corpus") != corpus.key:
 
             raise InputError("the corpus has no BM25 index (or it is out of date): run "
                              "`dsr corpus index DIR --bm25`", path=corpus.folder)
         self.corpus, self.params = corpus, info["params"]
-        self.shards = []
-        shards = corpus.folder / "bm25" / "shards"
-        for number, name in enumerate(corpus.names):
-            check_unit(shards, name, f"dsr corpus index {corpus.folder} --bm25")
-            model = bm25s.BM25.load(str(shards / name), mmap=False)
-            rows = range(int(corpus.offsets[number]), int(corpus.offsets[number + 1]))
-            self.shards.append(BM25SIndex([str(r) for r in rows], variant=self.params["variant"],
-                                          stopwords=self.params["stopwords"], stem=self.params["stem"],
-                                          _model=model))
+        self.folder = corpus.folder / "bm25" / "shards"
+        for name in corpus.names:
+            check_unit(self.folder, name, f"dsr corpus index {corpus.folder} --bm25")
+        self._open: OrderedDict[int, Any] = OrderedDict()
+
+    def _shard(self, number: int):
+        """Shard ``number``'s bm25s model, memory-mapped; the least recently used closed beyond
+        ``OPEN_SHARDS``."""
+        model = self._open.pop(number, None)
+        if model is None:
+            model = _bm25s().BM25.load(str(self.folder / self.corpus.names[number]), mmap=True)
+        self._open[number] = model
+        while len(self._open) > self.OPEN_SHARDS:
+            self._open.popitem(last=False)
+        return model
 
     def query_tokens(self, text: str) -> list[str]:
         return tokenize(text, stopwords=self.params["stopwords"], stem=self.params["stem"])
 
     def search(self, query, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (global row, score), best first; ties by global row."""
-        rows, scores = [], []
-        for number, shard in enumerate(self.shards):
-            for row, score in shard.search(query, k):  # ids are global rows (see __init__)
-                rows.append(int(row))
-                scores.append(score)
-        return merge_top_k(np.asarray(rows, dtype=np.int64), np.asarray(scores, dtype=np.float64), k)
+        return self.search_many([query], k)[0]
+
+    def search_many(self, queries, k: int) -> list[list[tuple[int, float]]]:
+        """:meth:`search` of each query (tokens or ``{token: weight}``), every shard opened once."""
+        weights = [as_weights(q) for q in queries]
+        rows: list[list[np.ndarray]] = [[] for _ in weights]
+        scores: list[list[np.ndarray]] = [[] for _ in weights]
+        for number in range(len(self.corpus.names)):
+            model = self._shard(number)
+            offset = int(self.corpus.offsets[number])
+            for q, weight in enumerate(weights):
+                shard_scores = posting_scores(model, weight)
+                top = top_rows(shard_scores, k)
+                rows[q].append(top + offset)
+                scores[q].append(shard_scores[top])
+        return [merge_top_k(np.concatenate(r), np.concatenate(s), k) for r, s in zip(rows, scores)]
+
+
+def posting_scores(model, weights: dict[str, float]) -> np.ndarray:
+    """Every sentence's score in one shard: the sum over the query's tokens of weight x the
+    token's stored score, read from the token's posting list alone (the same sums, in the
+    same order, as bm25s' weights @ (term x sentence) matrix), plus the "term absent" score
+    that bm25l/bm25+ store apart."""
+    data, indices, indptr = model.scores["data"], model.scores["indices"], model.scores["indptr"]
+    total = np.zeros(int(model.scores["num_docs"]), dtype=np.float64)
+    by_column: dict[int, float] = {}
+    for token, weight in weights.items():
+        column = model.vocab_dict.get(token)
+        if column is not None:
+            by_column[column] = by_column.get(column, 0.0) + weight
+    for column in sorted(by_column):
+        start, end = int(indptr[column]), int(indptr[column + 1])
+        total[np.asarray(indices[start:end])] += np.asarray(data[start:end], dtype=np.float64) * by_column[column]
+    nonoccurrence = getattr(model, "nonoccurrence_array", None)
+    if nonoccurrence is not None and by_column:
+        vector = np.zeros(len(indptr) - 1, dtype=np.float64)
+        vector[list(by_column)] = list(by_column.values())
+        total += float(vector @ nonoccurrence)
+    return total
+
+
+def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
+    """The rows of the ``k`` best scores and every row tied with the k-th (so that a merge
+    of shards breaks ties by global row, as one index would)."""
+    if len(scores) <= k:
+        return np.arange(len(scores), dtype=np.int64)
+    threshold = scores[np.argpartition(-scores, k - 1)[:k]].min()
+    return np.flatnonzero(scores >= threshold).astype(np.int64)
 
 
 def merge_top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:

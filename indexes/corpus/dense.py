@@ -19,10 +19,13 @@ under ``DIR/dense/MODEL@WEIGHTS/``:
    unit each, in parallel); the shards are then merged on disk with
    ``faiss.contrib.ondisk.merge_ondisk`` into ``ivfpq/index.faiss`` plus
    ``ivfpq/index.ivfdata`` (the inverted lists, memory-mapped at search time,
-   loaded with ``IO_FLAG_ONDISK_SAME_DIR`` so the folder can move).
+   loaded with ``IO_FLAG_ONDISK_SAME_DIR`` so the folder can move), and the
+   shard files are removed (the merged index's marker keys on what they were
+   added from, so a rerun reuses it without them).
 
 IVF-PQ parameters: ``nlist`` (clusters; default ``4 sqrt(N)``, at most the
-training sample / 39), ``m`` (sub-quantizers: bytes per vector with 8-bit
+training sample / 39), ``train_size`` (default 39 per list and at least
+100,000, so the lists grow with the corpus), ``m`` (sub-quantizers: bytes per vector with 8-bit
 codes; must divide the dimension, default 48 for 384 dimensions), ``nbits``
 (default 8, lowered for tiny corpora), and at search time ``nprobe`` (lists
 visited) and ``refine`` (re-score the top ``refine x k`` PQ candidates
@@ -43,8 +46,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from indexes.corpus.build import StageReport
-from indexes.corpus.store import (Corpus, check_unit, file_sha256, key_hash, read_json, read_marker,
-                                  write_marker)
+from indexes.corpus.store import (Corpus, check_unit, file_sha256, key_hash, marker_path, read_json,
+                                  read_marker, write_marker)
+from indexes.backends import export as export_model
+from indexes.backends import resolve_backend
 from indexes.embeddings import DEFAULT_MODEL, encode
 from retrieval.atomic import atomic_write, write_json
 from retrieval.errors import InputError
@@ -52,7 +57,7 @@ from retrieval.models import ResolvedModel, resolve_model
 from retrieval.params import Param, resolve
 from retrieval.provenance import package_versions
 from indexes.corpus.bm25 import _run_stage
-from indexes.corpus.bm25 import merge_top_k
+from indexes.corpus.bm25 import merge_top_k, top_rows
 from indexes.corpus.distributed import Executor
 from indexes.manifest import safe_name
 
@@ -63,10 +68,15 @@ IVFPQ = (
           "sample trains)", low=1),
     Param("m", 48, "int", "sub-quantisers per vector", low=1),
     Param("nbits", 8, "int", "bits per sub-quantiser code", low=1),
-    Param("train_size", 100_000, "int", "vectors sampled to train the quantisers", low=1),
+    Param("train_size", None, "int", "vectors sampled to train the quantisers (none: 39 per "
+          "list, at least 100,000: the sample grows with the lists)", low=1, optional=True),
     Param("seed", 0, "int", "seed of the training sample"),
 )
 SEARCH = {"nprobe": 32, "refine": 0}
+#: queries scored together against a vector shard by flat search (one matrix product)
+FLAT_BLOCK = 64
+#: training vectors per inverted list (FAISS warns below 39), and the smallest default sample
+TRAIN_PER_LIST, TRAIN_MIN = 39, 100_000
 
 
 def _faiss():
@@ -91,9 +101,10 @@ def stdout_to_stderr():
         os.close(saved)
 
 
-def model_folder(corpus: Corpus, model: ResolvedModel) -> Path:
-
-    return corpus.folder / "dense" / safe_name(model.key)
+def model_folder(corpus: Corpus, model: ResolvedModel, backend: str = "torch") -> Path:
+    """``dense/MODEL@WEIGHTS16``, plus ``+BACKEND`` for a fast backend: its vectors differ from
+    torch's in the last digits, so they (and their IVF-PQ index) are kept apart."""
+    return corpus.folder / "dense" / safe_name(model.key if backend == "torch" else f"{model.key}+{backend}")
 
 
 def _versions(*names: str) -> dict[str, str]:
@@ -103,15 +114,21 @@ def _versions(*names: str) -> dict[str, str]:
 
 
 def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64,
-                  executor=None) -> StageReport:
-    """Vectors of every shard not yet encoded (resumable)."""
+                  executor=None, backend: str = "torch") -> StageReport:
+    """Vectors of every shard not yet encoded (resumable), with ``backend`` (``torch``, a fast
+    one of :mod:`indexes.backends`, or ``auto``: the fastest this CPU has)."""
 
     start = time.perf_counter()
+    backend = resolve_backend(backend)
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
-    folder = model_folder(corpus, resolved) / "vectors"
+    folder = model_folder(corpus, resolved, backend) / "vectors"
     folder.mkdir(parents=True, exist_ok=True)
     key = {"stage": "encode", "corpus": corpus.key, "model": resolved.describe(),
            "versions": _versions("sentence-transformers", "transformers", "torch")}
+    if backend != "torch":
+        key.update(backend=backend, versions=_versions("sentence-transformers", "transformers", "torch",
+                                                       "openvino", "nncf"))
+        export_model(resolved, "bi-encoder", backend)  # once, before any worker loads it
     report = StageReport()
     todo = []
     for number, name in enumerate(corpus.names):
@@ -127,7 +144,7 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
                             desc=f"encoding ({resolved.name})") as bar:
             files = [corpus.verified(n) for n in todo]
             counts = [corpus.shards[n]["sentences"] for n in todo]
-            for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size):
+            for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size, backend):
                 number = todo[position]
                 name = corpus.names[number]
                 path = folder / f"{name}.npy"
@@ -137,7 +154,7 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
                 report.built.append(f"vectors/{name}")
                 bar.update(len(vectors))
     write_json(folder.parent / "model.json", {"model": resolved.describe(), "key": key_hash(key),
-                                              "corpus": corpus.key,
+                                              "corpus": corpus.key, "backend": backend,
                                               "dimension": int(_shard_vectors(folder, corpus.names[0]).shape[1])})
     report.seconds = time.perf_counter() - start
     return report
@@ -157,6 +174,25 @@ def _sample_rows(corpus: Corpus, size: int, seed: int) -> np.ndarray:
     if size >= n:
         return np.arange(n, dtype=np.int64)
     return np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False)).astype(np.int64)
+
+
+def ivfpq_sample_size(sentences: int, p: dict[str, Any]) -> int:
+    """Training vectors to sample: ``train_size``, or by default 39 per list (FAISS warns
+    below that) and at least 100,000, so that the lists grow with the corpus (a fixed
+    100,000 capped them at 2,564); never more than the corpus."""
+    nlist = p["nlist"] or max(1, round(4 * math.sqrt(sentences)))
+    return min(sentences, p["train_size"] or max(TRAIN_MIN, TRAIN_PER_LIST * nlist))
+
+
+def ivfpq_settings(sentences: int, sample: int, dim: int, p: dict[str, Any]) -> dict[str, Any]:
+    """The index's nlist, m and nbits for ``sentences`` and a training ``sample`` of that size:
+    nlist ``4 sqrt(N)`` unless given, at most sample / 39; nbits lowered for tiny samples; m
+    the largest divisor of the dimension up to the one asked for."""
+    nbits = min(p["nbits"], max(1, int(math.log2(sample / 39)) if sample >= 78 else 1))
+    nlist = p["nlist"] or max(1, round(4 * math.sqrt(sentences)))
+    nlist = max(1, min(nlist, sample // TRAIN_PER_LIST or 1))
+    m = max(d for d in range(1, min(p["m"], dim) + 1) if dim % d == 0)
+    return {"nlist": nlist, "m": m, "nbits": nbits, "train_size": sample, "seed": p["seed"], "dimension": dim}
 
 
 def gather(corpus: Corpus, folder: Path, rows: np.ndarray) -> np.ndarray:
@@ -188,7 +224,7 @@ def add_shard(corpus_dir: str, folder: str, number: int, key: dict[str, Any]) ->
 
 
 def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, params: dict[str, Any] | None = None,
-                executor=None) -> StageReport:
+                executor=None, backend: str = "torch") -> StageReport:
     """Train (on a sample), add every shard (in parallel), merge on disk. Needs the vectors."""
     faiss = _faiss()
     merge_ondisk = _faiss().contrib.ondisk.merge_ondisk
@@ -197,7 +233,7 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     start = time.perf_counter()
     p = check_ivfpq(dict(params or {}))
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
-    folder = model_folder(corpus, resolved)
+    folder = model_folder(corpus, resolved, resolve_backend(backend))
     info = read_json(folder / "model.json")
     if info is None or info.get("corpus") != corpus.key:
         raise InputError("the corpus has no vectors for this model yet: run `dsr corpus index DIR --dense`",
@@ -206,13 +242,9 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     out.mkdir(parents=True, exist_ok=True)
     report = StageReport()
     dim = int(info["dimension"])
-    sample = _sample_rows(corpus, p["train_size"], p["seed"])
-    nbits = min(p["nbits"], max(1, int(math.log2(len(sample) / 39)) if len(sample) >= 78 else 1))
-    nlist = p["nlist"] or max(1, round(4 * math.sqrt(len(corpus))))
-    nlist = max(1, min(nlist, len(sample) // 39 or 1))
-    m = max(d for d in range(1, min(p["m"], dim) + 1) if dim % d == 0)
-    settings = {"nlist": nlist, "m": m, "nbits": nbits, "train_size": len(sample), "seed": p["seed"],
-                "dimension": dim}
+    sample = _sample_rows(corpus, ivfpq_sample_size(len(corpus), p), p["seed"])
+    settings = ivfpq_settings(len(corpus), len(sample), dim, p)
+    nlist, m, nbits = settings["nlist"], settings["m"], settings["nbits"]
     train_key = {"stage": "ivfpq-train", "vectors": info["key"], "corpus": corpus.key, "settings": settings,
                  "versions": _versions("faiss-cpu")}
     if read_marker(out, "trained", train_key) is None:
@@ -230,11 +262,13 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     else:
         report.reused.append("ivfpq/trained")
     add_key = {**train_key, "stage": "ivfpq-add", "trained": file_sha256(out / "trained.faiss")}
-    executor = executor or Executor(0)
-    with executor:
-        markers = _run_stage(executor, _AddShard(str(folder)), corpus, out, add_key, report, "ivfpq shards")
-    merged_key = {"stage": "ivfpq-merge", "shards": key_hash([m["files"] for m in markers])}
+    # the merged index is determined by what the shards are added from: its marker keys on that,
+    # so a finished index needs no shard files (they are removed after the merge)
+    merged_key = {**add_key, "stage": "ivfpq-merge"}
     if read_marker(out, "index", merged_key) is None:
+        executor = executor or Executor(0)
+        with executor:
+            _run_stage(executor, _AddShard(str(folder)), corpus, out, add_key, report, "ivfpq shards")
         trained = faiss.read_index(str(out / "trained.faiss"))
         for stale in ("index.faiss", "index.ivfdata"):
             (out / stale).unlink(missing_ok=True)
@@ -244,10 +278,19 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
         write_marker(out, "index", merged_key, [out / "index.faiss", out / "index.ivfdata"], name="index",
                      settings=settings, sentences=len(corpus), corpus=corpus.key)
         report.built.append("ivfpq/index")
+        _remove_shard_files(out, corpus.names)
     else:
         report.reused.append("ivfpq/index")
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _remove_shard_files(out: Path, names: Sequence[str]) -> None:
+    """The per-shard indexes (4-6x the merged index on disk) once the merge is written:
+    each marker first, so a kill in between leaves a shard that is rebuilt, never one trusted."""
+    for name in names:
+        for path in (marker_path(out, name), out / f"{name}.faiss"):
+            path.unlink(missing_ok=True)
 
 
 class _AddShard:
@@ -264,13 +307,15 @@ class ShardedDense:
     """Dense search over a corpus: exact (``flat``) over the vector shards, or the merged IVF-PQ."""
 
     def __init__(self, corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, kind: str = "flat",
-                 nprobe: int = SEARCH["nprobe"], refine: int = SEARCH["refine"], batch_size: int = 64):
+                 nprobe: int = SEARCH["nprobe"], refine: int = SEARCH["refine"], batch_size: int = 64,
+                 backend: str = "torch"):
         if kind not in KINDS:
             raise InputError(f"unknown index kind {kind!r}; choose from {', '.join(KINDS)}", field="index")
         self.corpus, self.kind, self.batch_size = corpus, kind, batch_size
         self.nprobe, self.refine = int(nprobe), int(refine)
         self.model = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
-        self.folder = model_folder(corpus, self.model)
+        self.backend = resolve_backend(backend)  # queries are encoded as the sentences were
+        self.folder = model_folder(corpus, self.model, self.backend)
         info = read_json(self.folder / "model.json")
         if info is None or info.get("corpus") != corpus.key:
             raise InputError(f"the corpus has no vectors for {self.model.name} (or they are out of date): run "
@@ -294,14 +339,14 @@ class ShardedDense:
             self.index.nprobe = self.nprobe
 
     def encode(self, queries: Sequence[str]) -> np.ndarray:
-        return encode(list(queries), self.model, self.batch_size, desc="encoding queries")
+        return encode(list(queries), self.model, self.batch_size, desc="encoding queries", backend=self.backend)
 
     def search_vectors(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """Top ``k`` (global row, score) per query vector, best first (ties by row)."""
 
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if self.kind == "flat":
-            return [merge_top_k(*self._flat(q, k), k) for q in queries]
+            return self._flat_many(queries, k)
         depth = k * self.refine if self.refine else k
         scores, rows = self.index.search(queries, depth)
         out = []
@@ -313,17 +358,21 @@ class ShardedDense:
             out.append(merge_top_k(rrow, srow, k))
         return out
 
-    def _flat(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        rows, scores = [], []
+    def _flat_many(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """Exact top ``k`` of every query: each shard read once for the whole batch (one matrix
+        product per block of queries), each query's top k kept with every row tied with its
+        k-th score, so the merge breaks ties by row like one index."""
+        rows: list[list[np.ndarray]] = [[] for _ in queries]
+        scores: list[list[np.ndarray]] = [[] for _ in queries]
         for number, vectors in enumerate(self.vectors):
-            s = np.asarray(vectors @ query, dtype=np.float64)
-            top = np.argsort(-s, kind="stable")[:k] if len(s) > k else np.arange(len(s))
-            # every row tied with the k-th score, so the merge breaks ties by row like one index
-            if len(s) > k:
-                top = np.flatnonzero(s >= s[top[-1]])
-            rows.append(top + self.corpus.offsets[number])
-            scores.append(s[top])
-        return np.concatenate(rows).astype(np.int64), np.concatenate(scores)
+            for start in range(0, len(queries), FLAT_BLOCK):
+                block = np.asarray(vectors @ queries[start:start + FLAT_BLOCK].T, dtype=np.float64)
+                for q, s in enumerate(block.T, start):
+                    top = top_rows(s, k)
+                    rows[q].append(top + self.corpus.offsets[number])
+                    scores[q].append(s[top])
+        return [merge_top_k(np.concatenate(r).astype(np.int64), np.concatenate(s), k)
+                for r, s in zip(rows, scores)]
 
     def exact_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         order = np.argsort(rows, kind="stable")

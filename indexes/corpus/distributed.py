@@ -129,7 +129,7 @@ class Executor:
                 bar.update(1)
 
     def encode_parquet(self, files: list[Path], counts: list[int], model, batch_size: int,
-                       ) -> Iterator[tuple[int, np.ndarray]]:
+                       backend: str = "torch") -> Iterator[tuple[int, np.ndarray]]:
         """Vectors of the ``text`` column of each Parquet file: ``(file index, vectors)`` per file.
 
         In-process: one file at a time with :func:`indexes.embeddings.encode`.
@@ -140,7 +140,7 @@ class Executor:
             pq = _pyarrow().parquet
             for number, path in enumerate(files):
                 texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()
-                yield number, encode(texts, model, batch_size, cache=False, progress=False)
+                yield number, encode(texts, model, batch_size, cache=False, progress=False, backend=backend)
             return
         ray = import_ray()
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # keep stderr to our progress bars
@@ -160,7 +160,7 @@ class Executor:
             # (CHUNK), because the encoder sorts by length only within a call: in calls of 256
             # rows padding made encoding cost 1.5x the CPU per sentence (bench_ray_encode.py).
             encoded = dataset.map_batches(
-                EncoderActor, fn_constructor_args=(model, batch_size), batch_size=max(CHUNK, batch_size),
+                EncoderActor, fn_constructor_args=(model, batch_size, backend), batch_size=max(CHUNK, batch_size),
                 batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=self.workers), num_cpus=1,
                 # an actor killed (e.g. by Ray's memory monitor) fails the stage, which resumes
                 # on the next run, instead of being restarted forever
@@ -204,17 +204,19 @@ def _read_texts(path: str, number: int):
 class EncoderActor:
     """A Ray Data actor: loads the sentence encoder once and encodes batches of ``text``."""
 
-    def __init__(self, model, batch_size: int):
+    def __init__(self, model, batch_size: int, backend: str = "torch"):
         import torch
 
         torch.set_num_threads(1)  # one CPU per actor: N actors use N cores, no oversubscription
         self.model = model  # a ResolvedModel: the driver resolved it, the folder is shared
-        load_sentence_transformer(self.model)
+        self.backend = backend  # a fast one was exported by the driver: the actor only loads it
+        if backend == "torch":
+            load_sentence_transformer(self.model)
         self.batch_size = batch_size
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         vectors = encode([str(t) for t in batch["text"]], self.model, self.batch_size, cache=False,
-                         progress=False)
+                         progress=False, backend=self.backend)
         return {"shard": batch["shard"], "vector": vectors}
 
 

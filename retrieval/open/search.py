@@ -41,7 +41,7 @@ class CorpusSearcher:
     """Open retrieval over a corpus folder with the indexes it has."""
 
     def __init__(self, folder, method: str = "bm25", *, model: str = DEFAULT_MODEL, index: str = "flat",
-                 nprobe: int = 32, refine: int = 0, batch_size: int = 64):
+                 nprobe: int = 32, refine: int = 0, batch_size: int = 64, backend: str = "torch"):
         if method not in METHODS:
             raise InputError(f"unknown search method {method!r}; choose from {', '.join(METHODS)}",
                              field="method")
@@ -54,7 +54,7 @@ class CorpusSearcher:
             self.bm25 = ShardedBM25(self.corpus)
         if method in ("dense", "fused"):
             self.dense = ShardedDense(self.corpus, model, index, nprobe=nprobe, refine=refine,
-                                      batch_size=batch_size)
+                                      batch_size=batch_size, backend=backend)
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"corpus": str(self.corpus.folder), "corpus_key": self.corpus.key,
@@ -63,6 +63,7 @@ class CorpusSearcher:
             out["bm25"] = self.bm25.params
         if self.dense is not None:
             out["dense"] = {"model": self.dense.model.describe(), "index": self.dense.kind,
+                            "backend": self.dense.backend,
                             "nprobe": self.dense.nprobe, "refine": self.dense.refine}
         if self.method == "fused":
             out["fusion"] = {"method": "rrf", "k": RRF_K}
@@ -76,8 +77,8 @@ class CorpusSearcher:
         depth = max(k, 100) if self.method == "fused" else k
         lexical = dense = None
         if self.bm25 is not None:
-            lexical = [self.bm25.search(q.terms if q.terms is not None else self.bm25.query_tokens(q.text), depth)
-                       for q in queries]
+            lexical = self.bm25.search_many([q.terms if q.terms is not None else self.bm25.query_tokens(q.text)
+                                             for q in queries], depth)
         if self.dense is not None:
             dense = self.dense.search([q.text for q in queries], depth)
         if self.method == "bm25":

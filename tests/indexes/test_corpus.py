@@ -180,6 +180,17 @@ def test_sharded_bm25_with_global_statistics_equals_one_index(tmp_path):
         tokens = single.query_tokens(query)
         expected = [(int(i), s) for i, s in single.search(tokens, 30)]
         assert sharded.search(tokens, 30) == expected  # same rows, same scores, same tie order
+    # a batch of queries (each shard opened once) gives each query's own result; weighted
+    # terms too; nothing of the index stays in memory between searches
+    batch = [single.query_tokens(q) for q in QUERIES] + [{"concrete": 2.5, "water": 0.5}, ["zzznotaword"]]
+    assert sharded.search_many(batch, 30) == [sharded.search(q, 30) for q in batch]
+    assert sharded.search_many(batch, 30)[-2] == [(int(i), s) for i, s in single.search(batch[-2], 30)]
+    assert len(sharded._open) == 5 and all(isinstance(m.scores["data"], np.memmap) for m in sharded._open.values())
+    streaming = ShardedBM25(corpus)
+    streaming.OPEN_SHARDS = 2      # a corpus of more shards than stay open: the same results
+    assert streaming.search_many(batch, 30) == sharded.search_many(batch, 30)
+    assert [streaming.search(q, 30) for q in batch] == [sharded.search(q, 30) for q in batch]
+    assert list(streaming._open) == [3, 4]
     # The global statistics are what makes this true: each shard on its own scores differently.
     rows = range(int(corpus.offsets[1]), int(corpus.offsets[2]))
     local = BM25SIndex([str(r) for r in rows], [texts[r] for r in rows])
@@ -415,3 +426,62 @@ def test_a_rebuilt_corpus_is_not_searched_with_its_old_indexes(tmp_path, capsys)
     assert main(["corpus", "search", str(tmp_path / "c"), "--query", "mineral", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert [r["id"] for r in result["results"]] == ["A_1_0_0_0"]
+
+
+def test_ivfpq_keeps_no_shard_files_and_reuses_the_merged_index(indexed):
+    """After the merge only the trained and merged indexes remain (the per-shard files took
+    4-6x the merged index on disk), and a rerun reuses the index without rebuilding shards."""
+    import os
+
+    folder = next(indexed.glob("dense/*/ivfpq"))
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "index.done.json", "index.faiss", "index.ivfdata", "trained.done.json", "trained.faiss"]
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    old = os.environ.get("DSR_HOME")
+    os.environ["DSR_HOME"] = str(indexed.parent / "home")
+    try:
+        report = build_ivfpq(Corpus(indexed), params={"m": 16, "nlist": 4})
+    finally:
+        if old is None:
+            os.environ.pop("DSR_HOME", None)
+        else:
+            os.environ["DSR_HOME"] = old
+    assert report.built == [] and report.reused == ["ivfpq/trained", "ivfpq/index"]
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_ivfpq_lists_grow_with_the_corpus():
+    """The default training sample grows with nlist = 4 sqrt(N): it no longer caps the lists
+    at 100,000 / 39 = 2,564; a train_size given still caps them."""
+    from indexes.corpus.dense import check_ivfpq, ivfpq_sample_size, ivfpq_settings
+
+    p = check_ivfpq({})
+    for sentences, lists in ((10_000, 256), (100_000, 1_265), (1_000_000, 4_000), (150_000_000, 48_990)):
+        sample = ivfpq_sample_size(sentences, p)
+        assert ivfpq_settings(sentences, sample, 384, p)["nlist"] == lists
+        assert sample == min(sentences, max(100_000, 39 * lists))
+    capped = check_ivfpq({"train_size": 100_000})
+    assert ivfpq_settings(150_000_000, ivfpq_sample_size(150_000_000, capped), 384, capped)["nlist"] == 2_564
+
+
+def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch):
+    """`dsr corpus index --backend openvino`: the vectors and their search live beside torch's
+    (other digits, other folder), queries are encoded with the same backend, and the top 10
+    of each query are torch's (fp32 OpenVINO agrees with torch to about 6 digits)."""
+    from indexes import backends
+    from retrieval.errors import InputError
+
+    monkeypatch.setenv("DSR_HOME", str(indexed.parent / "home"))
+    monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)
+    corpus = Corpus(indexed)
+    report = encode_corpus(corpus, backend="openvino")
+    assert len(report.built) == len(corpus.names)
+    folders = sorted(p.name for p in (indexed / "dense").iterdir())
+    assert len(folders) == 2 and folders[1] == folders[0] + "+openvino"
+    torch_search, fast = ShardedDense(corpus), ShardedDense(corpus, backend="openvino")
+    assert [[r for r, _ in x] for x in fast.search(QUERIES, 10)] == \
+        [[r for r, _ in x] for x in torch_search.search(QUERIES, 10)]
+    assert encode_corpus(corpus, backend="openvino").built == []          # resumable as ever
+    assert backends.resolve_backend("auto") in ("torch", "openvino-int8")
+    with pytest.raises(InputError):
+        backends.resolve_backend("cuda")

@@ -165,3 +165,91 @@ def test_written_files_get_the_usual_mode(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "b.jsonl").stat().st_mode) == 0o644
+
+
+# --- the bulk check of plain candidates (issue 34: loading linear in size) ----------------
+
+_VARIANTS = [
+    lambda c: None,
+    lambda c: c.pop("title"),
+    lambda c: c.__setitem__("title", None),
+    lambda c: c.__setitem__("title", 7),
+    lambda c: c.__setitem__("score", None),
+    lambda c: c.pop("score"),
+    lambda c: c.__setitem__("score", ""),
+    lambda c: c.__setitem__("score", 3),
+    lambda c: c.__setitem__("score", "2.5"),
+    lambda c: c.__setitem__("label", 2.0),
+    lambda c: c.__setitem__("label", "2"),
+    lambda c: c.__setitem__("id", 12345),
+    lambda c: c.__setitem__("label", 2**31 - 1),
+    lambda c: c.__setitem__("body", " padded body "),
+]
+
+
+@pytest.mark.parametrize("variant", range(len(_VARIANTS)))
+def test_bulk_check_reads_what_the_field_path_reads(variant):
+    """Every accepted shape gives the same records through the bulk check and through
+    the field-by-field path, the records' own checks included."""
+    from retrieval import data
+    obj = _good()
+    _VARIANTS[variant](obj["candidates"][1])
+    fast = data.dialogue_from_json(copy.deepcopy(obj))
+    slow_cands = data._candidates(copy.deepcopy(obj)["candidates"], data._Where(None))
+    assert fast.candidates == slow_cands
+    assert [type(c.score) for c in fast.candidates] == [type(c.score) for c in slow_cands]
+    assert [type(c.label) for c in fast.candidates] == [type(c.label) for c in slow_cands]
+    checked = Dialogue(**{**fast.__dict__, "candidates": [Candidate(**c.__dict__) for c in slow_cands]})
+    assert fast == checked
+
+
+@pytest.mark.parametrize("mutate, field, words", [
+    (lambda c: c.__setitem__("id", "has space"), "candidates[1].id", "contains ' '"),
+    (lambda c: c.__setitem__("id", "tab\there"), "candidates[1].id", "contains '\\t'"),
+    (lambda c: c.__setitem__("id", "nul\x00"), "candidates[1].id", "contains"),
+    (lambda c: c.__setitem__("id", ""), "candidates[1].id", "missing"),
+    (lambda c: c.__setitem__("body", "   "), "candidates[1].body", "empty sentence text"),
+    (lambda c: c.__setitem__("label", True), "candidates[1].label", "expected a number"),
+    (lambda c: c.__setitem__("label", 2**31), "candidates[1].label", "label must be"),
+    (lambda c: c.__setitem__("score", True), "candidates[1].score", "expected a number"),
+    (lambda c: c.__setitem__("score", 1e400), "candidates[1].score", "finite"),
+    (lambda c: c.__setitem__("title", ["x"]), "candidates[1].title", "expected text"),
+])
+def test_bulk_check_leaves_errors_to_the_field_path(tmp_path, mutate, field, words):
+    """A candidate the bulk check refuses still fails naming file, line and field."""
+    bad = _good()
+    bad["id"] = "second"
+    mutate(bad["candidates"][1])
+    path = _write_lines(tmp_path, [_good(), bad])
+    with pytest.raises(InputError) as info:
+        read_benchmark(path)
+    assert info.value.line == 2 and info.value.field == field and words in str(info.value)
+
+
+def test_reading_pauses_the_collector_and_restores_it(tmp_path):
+    import gc
+    path = _write_lines(tmp_path, [_good()])
+    assert gc.isenabled()
+    read_benchmark(path)
+    assert gc.isenabled()
+    bad = _good()
+    bad["candidates"][0]["label"] = -1
+    bad_path = tmp_path / "worse.jsonl"
+    bad_path.write_text(json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(InputError):
+        read_benchmark(bad_path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        read_benchmark(path)
+        assert not gc.isenabled()   # a caller's choice is kept
+    finally:
+        gc.enable()
+
+
+def test_an_integer_too_long_for_python_names_its_field(tmp_path):
+    bad = json.dumps(_good()).replace('"label": 1', '"label": ' + "9" * 5000, 1)
+    path = _write_lines(tmp_path, bad + "\n")
+    with pytest.raises(InputError) as info:
+        read_benchmark(path)
+    assert info.value.field == "candidates[0].label" and info.value.line == 1

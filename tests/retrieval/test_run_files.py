@@ -207,3 +207,22 @@ def test_a_failing_ranker_writes_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "record t3_b2_q2" in err and "candidates[3].score" in err
     assert not out.exists() and not Path(str(out) + ".json").exists()
+
+
+def test_a_normalised_run_is_written_as_the_tie_rule_would_write_it(tmp_path):
+    """write_trec_run skips re-applying the tie rule to a Run that holds its scores already
+    (from_scores); the file is byte for byte what the rule applied again writes."""
+    from retrieval.run import Run, write_trec_run
+    scores = {"q1": {"a": 1.0, "b": 1.0, "c": 1.0000000001, "d": -3.5},
+              "q2": {"x": 0.1, "y": 0.30000000000000004, "z": 0.3}}
+    made = Run.from_scores(scores, tag="t", initial_order={"q1": ["d", "c", "b", "a"]})
+    again = Run({q: list(r) for q, r in made.rankings.items()}, tag="t")   # not marked normalised
+    write_trec_run(made, tmp_path / "made.run")
+    write_trec_run(again, tmp_path / "again.run")
+    text = (tmp_path / "made.run").read_text()
+    assert text == (tmp_path / "again.run").read_text()
+    assert len(text.splitlines()) == 7 and text.startswith("q1 Q0 c 1 1.0 t\n")
+    raw = Run({"q1": [("a", 2.0), ("b", 2.0)]}, tag="t")                  # ties held by hand
+    write_trec_run(raw, tmp_path / "raw.run")
+    lines = (tmp_path / "raw.run").read_text().splitlines()
+    assert float(lines[0].split()[4]) > float(lines[1].split()[4])
