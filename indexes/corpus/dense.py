@@ -73,8 +73,6 @@ IVFPQ = (
     Param("seed", 0, "int", "seed of the training sample"),
 )
 SEARCH = {"nprobe": 32, "refine": 0}
-#: queries scored together against a vector shard by flat search (one matrix product)
-FLAT_BLOCK = 64
 #: training vectors per inverted list (FAISS warns below 39), and the smallest default sample
 TRAIN_PER_LIST, TRAIN_MIN = 39, 100_000
 
@@ -359,18 +357,19 @@ class ShardedDense:
         return out
 
     def _flat_many(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-        """Exact top ``k`` of every query: each shard read once for the whole batch (one matrix
-        product per block of queries), each query's top k kept with every row tied with its
-        k-th score, so the merge breaks ties by row like one index."""
+        """Exact top ``k`` of every query: each shard read from disk once for the whole batch,
+        then scored query by query (a matrix-vector product each: the same float sums as one
+        query alone, so a batch never reorders near-ties), each query's top k kept with every
+        row tied with its k-th score, so the merge breaks ties by row like one index."""
         rows: list[list[np.ndarray]] = [[] for _ in queries]
         scores: list[list[np.ndarray]] = [[] for _ in queries]
-        for number, vectors in enumerate(self.vectors):
-            for start in range(0, len(queries), FLAT_BLOCK):
-                block = np.asarray(vectors @ queries[start:start + FLAT_BLOCK].T, dtype=np.float64)
-                for q, s in enumerate(block.T, start):
-                    top = top_rows(s, k)
-                    rows[q].append(top + self.corpus.offsets[number])
-                    scores[q].append(s[top])
+        for number, mapped in enumerate(self.vectors):
+            vectors = np.asarray(mapped) if len(queries) > 1 else mapped
+            for q, query in enumerate(queries):
+                s = np.asarray(vectors @ query, dtype=np.float64)
+                top = top_rows(s, k)
+                rows[q].append(top + self.corpus.offsets[number])
+                scores[q].append(s[top])
         return [merge_top_k(np.concatenate(r).astype(np.int64), np.concatenate(s), k)
                 for r, s in zip(rows, scores)]
 

@@ -7,13 +7,15 @@ each dialogue's top ``depth`` corpus sentences (their ids are corpus ids, so
 such a run is judged against a pool, see :mod:`retrieval.open.pool`, not against
 the collection's candidates). Parameters: ``corpus`` (the folder, required),
 ``method`` (bm25, dense, fused), ``query``, ``decay``, ``depth`` (default 50),
-``model``, ``index`` (flat, ivfpq), ``nprobe``, ``refine``.
+``model``, ``index`` (flat, ivfpq), ``nprobe``, ``refine``, ``backend`` (the encoder the
+corpus was indexed with: ``dsr corpus index --backend``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from indexes.backends import BACKENDS, DEFAULT_BACKEND
 from retrieval.data import Collection
 from retrieval.errors import InputError
 from retrieval.open.pool import retrieve
@@ -38,6 +40,8 @@ class OpenRanker(Ranker):
         Param("index", "flat", "str", "dense index kind", choices=("flat", "ivfpq")),
         Param("nprobe", 32, "int", "IVF lists searched", low=1),
         Param("refine", 0, "int", "IVF-PQ: re-score this many candidates exactly (0: off)", low=0),
+        Param("backend", DEFAULT_BACKEND, "str", "encoder backend the corpus's vectors were made with "
+              "(dsr corpus index --backend; auto: the fastest this CPU has)", choices=("auto", *BACKENDS)),
     )
 
     def __init__(self, **params: Any):
@@ -53,7 +57,7 @@ class OpenRanker(Ranker):
     def rank(self, collection: Collection) -> Run:
         p = self.params
         searcher = CorpusSearcher(str(p["corpus"]), p["method"], model=str(p["model"]), index=p["index"],
-                                  nprobe=p["nprobe"], refine=p["refine"])
+                                  nprobe=p["nprobe"], refine=p["refine"], backend=p["backend"])
         results = retrieve(collection, searcher, p["depth"], p["query"], p["decay"])
         scores, order = {}, {}
         for qid, ranked in results.items():
