@@ -9,6 +9,8 @@ import sys
 from retrieval.errors import InputError
 from eval.judging import guidelines
 from eval.judging import guidelines, honeypots
+from dsr.cli.common import add_param_flags, param_values
+from eval.judging.quality import FLAG_PARAMS
 from eval.qrels import qrels_from_collection, write_qrels
 from retrieval.atomic import atomic_dir
 from retrieval.atomic import atomic_write
@@ -99,6 +101,7 @@ def _register_results(sub) -> None:
     r.add_argument("campaign", metavar="CAMPAIGN")
     r.add_argument("--method", default="mv", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
     r.add_argument("--json", action="store_true", help="print JSON")
+    add_param_flags(r.add_argument_group("assessor flags"), FLAG_PARAMS)
     r.set_defaults(func=cmd_report)
 
     e = sub.add_parser("export", help="the judged collection (benchmark file) and its qrels")
@@ -211,7 +214,8 @@ def cmd_status(args) -> int:
 def cmd_report(args) -> int:
     from eval.judging.report import outcome
 
-    result = outcome(_judging(args), args.campaign, args.method).to_json()
+    result = outcome(_judging(args), args.campaign, args.method,
+                     param_values(args, FLAG_PARAMS)).to_json()
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
@@ -234,12 +238,14 @@ def _report_text(r: dict) -> str:
              f"{a['fleiss']['raters_per_item']} grades (relevant/not {_fmt(a['fleiss_binary']['kappa'])})",
              f"Cohen's kappa, mean over {len(a['pairs'])} pairs: {_fmt(a['cohen_mean'])} "
              f"(linear weights {_fmt(a['cohen_linear_mean'])})",
-             "assessor  grades  unsure  honeypots  accuracy  counted  =aggregate  kappa  median s"]
+             "assessor  grades  unsure  honeypots  accuracy  counted  =aggregate  kappa  "
+             "kappa-others  median s  flags"]
     for p in r["assessors"]:
         lines.append(f"{p['assessor']}  {p['grades']}  {p['unsure']}  {p['honeypots']}  "
                      f"{_fmt(p['honeypot_accuracy'])}  {'yes' if p['counted'] else 'NO: ' + p['reason']}  "
                      f"{_fmt(p['agreement_with_aggregate'])}  {_fmt(p['kappa_with_aggregate'])}  "
-                     f"{_fmt(p['median_seconds'], 1)}")
+                     f"{_fmt(p['kappa_with_others'])}  {_fmt(p['median_seconds'], 1)}  "
+                     f"{', '.join(p['flags']) or '-'}")
     return "\n".join(lines)
 
 

@@ -19,7 +19,9 @@ import pandas as pd
 
 from eval.judging.aggregate import Check, aggregate, counted, honeypot_checks
 from eval.judging.agreement import agreement, assessor_report
+from eval.judging.quality import FLAG_PARAMS
 from eval.judging.store import Judging
+from retrieval.params import resolve
 from retrieval.data import Candidate, Collection, Dialogue
 from retrieval.errors import InputError
 
@@ -52,7 +54,12 @@ class Outcome:
                 "agreement": self.agreement, "assessors": self.assessors}
 
 
-def outcome(judging: Judging, name: str, method: str = "mv") -> Outcome:
+def outcome(judging: Judging, name: str, method: str = "mv",
+            flags: dict[str, Any] | None = None) -> Outcome:
+    """The campaign's outcome; ``flags``: thresholds of ``eval.judging.quality.FLAG_PARAMS``
+    (checked; the defaults where not given)."""
+    if flags:
+        flags = resolve(flags, FLAG_PARAMS, "the assessor flags")
     campaign = judging.campaign(name)
     rules = judging.guidelines(campaign)
     grades = judging.grades_frame(campaign)
@@ -60,7 +67,7 @@ def outcome(judging: Judging, name: str, method: str = "mv") -> Outcome:
     rows = counted(grades, checks)
     labels = aggregate(rows, method, campaign.seed)
     figures = agreement(rows, rules.grades, rules.relevant_from)
-    people = assessor_report(grades, checks, labels, rules.grades)
+    people = assessor_report(grades, checks, labels, rules.grades, flags)
     return Outcome(campaign, method, grades, rows, checks, labels, figures, people,
                    judging.items_frame(campaign))
 

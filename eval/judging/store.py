@@ -28,6 +28,7 @@ from eval.board.judging_models import (Assessor, Assignment, Campaign, Grade, Ju
 from eval.board.models import utcnow
 from eval.judging import guidelines as guidelines_module
 from eval.judging.guidelines import Guidelines
+from eval.judging.quality import SECONDS, checked_seconds
 from retrieval.data import Collection, dialogue_from_json
 from retrieval.errors import InputError
 from eval.judging.tasks import assign
@@ -41,7 +42,7 @@ if TYPE_CHECKING:      # the server imports this module: pandas and the planners
 #: campaign names the judging pages use as paths (/judge/login, /judge/api/...)
 RESERVED_NAMES = frozenset({"login", "logout", "api"})
 #: the longest time a grade may say it took (longer means the page was left open)
-MAX_SECONDS = 3600.0
+MAX_SECONDS = SECONDS.default
 
 
 def _pandas():
@@ -318,8 +319,10 @@ class Judging:
             grade = None
         elif grade not in self.scale(ref.campaign_id) and grade not in self.scale(ref.campaign_id, True):
             raise Refused(422, f"grade must be one of {self.scale(ref.campaign_id)} (or unsure)")
-        if seconds is not None:
-            seconds = min(max(float(seconds), 0.0), MAX_SECONDS)
+        try:
+            seconds = checked_seconds(seconds)
+        except InputError as err:
+            raise Refused(422, err.message) from None
         job = _Job(assessor.id, ref, grade, unsure, seconds, source)
         with self._pending_lock:
             self._pending.append(job)
@@ -400,6 +403,8 @@ class Judging:
                     raise InputError(f"item {row['item']!r} is not in campaign {name!r}", **where)
                 if row["grade"] is not None and row["grade"] not in values:
                     raise InputError(f"grade must be one of {values}, got {row['grade']!r}", **where)
+                seconds = checked_seconds(row.get("seconds"),
+                                          {**where, "field": row.get("seconds_field", "seconds")})
                 item_id, task_id = items[row["item"]]
                 who = self._importer(s, people, row["assessor"], origin, where)
                 if (task_id, who) not in assigned:
@@ -408,7 +413,7 @@ class Judging:
                     s.add(Assignment(task_id=task_id, assessor_id=who))
                     assigned.add((task_id, who))
                 values_of = {"grade": row["grade"], "unsure": row["grade"] is None,
-                             "seconds": row.get("seconds"), "source": origin or "bulk", "updated_at": now}
+                             "seconds": seconds, "source": origin or "bulk", "updated_at": now}
                 if (item_id, who) in graded and graded[item_id, who] is None:
                     raise InputError(f"{row['assessor']} grades item {row['item']} twice", **where)
                 if (item_id, who) in graded:

@@ -1,0 +1,157 @@
+"""Quality control that needs reading, tried by cheating scripts on a real pool.
+
+The pool is the judged CMU_DoG valid set's first 30 dialogues with the labels hidden
+(cross-document BM25 lists: a third of the candidates carry the dialogue's own film as
+title, and nearly every relevant sentence is among them, so grading by the shown title
+is a real shortcut). Four scripts grade what the page shows them (``task_view``: the
+dialogue, each sentence's title and text), through the campaign store's ``grade`` (the
+path of the page's API): a careful assessor (the true labels with 10 % noise), a
+title-matcher (2 when the sentence's title shares a word with the dialogue, else 0),
+a random one, and one that answers 0 to everything. The default settings exclude the
+title-matcher, the random one and the zeros (honeypot accuracy is balanced over relevant
+and not-relevant checks) and keep the careful one; the report flags them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from judging_support import as_pool, noisy, truth_of
+
+DIALOGUES = 30
+
+
+def title_matcher(view: dict, sentence: dict) -> int:
+    from retrieval.text import content_words
+
+    words = content_words(view["title"])
+    for turn in view["turns"]:
+        words |= content_words(turn["text"])
+    return 2 if content_words(sentence["title"]) & words else 0
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    from eval.judging import guidelines, honeypots
+    from eval.judging.store import Judging, Settings
+    from eval.judging.views import task_rows, task_view
+    from retrieval.data import Collection, read_benchmark
+    from conftest import SHARED_DATA
+
+    path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
+    if not path.is_file():
+        pytest.skip("../shared/data/judged/cmu_dog-valid-judged.jsonl is not beside the checkout")
+    judged = Collection("cmu-judged", read_benchmark(path).dialogues[:DIALOGUES])
+    pool = as_pool(judged)
+    judging = Judging.open(f"sqlite:///{tmp_path_factory.mktemp('qc') / 'board.sqlite'}")
+    defaults = Settings()                       # the defaults of dsr judge create
+    golds = honeypots.auto_golds(pool, 0, 2, seed=5)
+    judging.create("qc", pool, guidelines.load(), Settings(seed=5), golds)
+    people = ("careful", "titles", "random", "zeros")
+    for name in people:
+        judging.add_assessor(name)
+    judging.assign("qc")
+    campaign = judging.campaign("qc")
+    items = judging.items_frame(campaign).set_index("key")
+    truth = truth_of(judged)
+    rng = np.random.default_rng(7)
+    given: dict[tuple[str, str], int] = {}
+    views = {}
+    for assessor in judging.assessors():
+        for row in task_rows(judging, assessor, campaign):
+            view = task_view(judging, assessor, campaign, row["seq"])
+            for sentence in view["sentences"]:
+                key = sentence["key"]
+                views[key] = (view, sentence)
+                if assessor.name == "careful":
+                    item = items.loc[key]
+                    true = (truth[item["dialogue"], item["candidate"]] if isinstance(item["candidate"], str)
+                            else int(item["gold"]))
+                    grade = noisy(true, 0.10, rng)
+                elif assessor.name == "titles":
+                    grade = title_matcher(view, sentence)
+                elif assessor.name == "random":
+                    grade = int(rng.integers(3))
+                else:
+                    grade = 0
+                judging.grade(assessor, key, grade, seconds=float(rng.uniform(3, 9)) if assessor.name ==
+                              "careful" else 0.4)
+                given[assessor.name, key] = grade
+    assert defaults.threshold == 0.7 and defaults.min_checks == 3 and defaults.honeypot_rate == 0.1
+    return judging, judged, items, truth, given, views
+
+
+def test_the_title_shortcut_is_real_on_this_pool(campaign):
+    _, judged, items, truth, given, views = campaign
+    pool = items[items["candidate"].notna()]
+    answer = {k: title_matcher(*views[k]) for k in pool.index}     # what the script answers anywhere
+    relevant = [k for k, d, c in zip(pool.index, pool["dialogue"], pool["candidate"]) if truth[d, c] >= 1]
+    irrelevant = [k for k, d, c in zip(pool.index, pool["dialogue"], pool["candidate"]) if truth[d, c] == 0]
+    found = np.mean([answer[k] == 2 for k in relevant])
+    false = np.mean([answer[k] == 2 for k in irrelevant])
+    assert found > 0.9 and false < 0.3, (found, false)       # it finds the relevant ones cheaply
+
+
+def test_checks_carry_titles_like_the_candidates(campaign):
+    _, _, items, _, _, views = campaign
+    checks = items[items["gold"].notna()]
+    negatives = checks[checks["gold"] == 0]
+    assert len(negatives) >= 60
+    assert set(negatives["source"]) <= {"same-document", "related-document"}
+    # a title-matcher grades nearly every not-relevant check relevant: the title does not give it away
+    matched = np.mean([title_matcher(*views[k]) == 2 for k in negatives.index])
+    assert matched > 0.9, matched
+
+
+def test_cheating_scripts_are_excluded_and_the_careful_assessor_kept(campaign):
+    from eval.judging.report import outcome
+
+    judging, *_ = campaign
+    result = outcome(judging, "qc", "mv")
+    verdict = {a: c.counted for a, c in result.checks.items()}
+    assert verdict == {"careful": True, "titles": False, "random": False, "zeros": False}
+    assert result.checks["titles"].accuracy < 0.6 and result.checks["random"].accuracy < 0.6
+    assert result.checks["zeros"].accuracy == 0.5         # all not-relevant checks right, no relevant one
+    assert result.checks["careful"].accuracy >= 0.8 and result.checks["careful"].checks >= 20
+    flags = {p["assessor"]: p["flags"] for p in result.assessors}
+    assert flags["careful"] == []
+    assert "failed-honeypots" in flags["titles"] and "too-fast" in flags["titles"]
+    assert "low-agreement" in flags["random"] and "failed-honeypots" in flags["random"]
+    assert "one-grade" in flags["zeros"] and "too-fast" in flags["zeros"]
+
+
+def test_grade_times_are_checked_on_every_path(campaign):
+    from eval.judging.store import Refused
+    from retrieval.errors import InputError
+
+    judging, _, _, _, given, _ = campaign
+    careful = next(a for a in judging.assessors() if a.name == "careful")
+    key = next(k for who, k in given if who == "careful")
+    for bad in (math.nan, math.inf, -1e300, -1.0, 1e300, "3", True):
+        with pytest.raises(Refused) as refused:
+            judging.grade(careful, key, 1, seconds=bad)
+        assert refused.value.status == 422 and "seconds" in refused.value.message
+        with pytest.raises(InputError) as err:
+            judging.import_grades("qc", [{"item": key, "assessor": "careful", "grade": 1, "seconds": bad,
+                                          "where": {"path": "grades.csv", "line": 4}}], origin=None)
+        assert err.value.field == "seconds" and err.value.line == 4 and len(str(err.value)) < 200
+    frame = judging.grades_frame(judging.campaign("qc"))
+    assert frame["seconds"].between(0, 3600).all()
+    assert frame.set_index(["assessor", "item"]).loc[("careful", judging.item(key).id), "grade"] == \
+        given["careful", key]
+
+
+def test_report_flags_come_from_the_params(campaign, capsys):
+    from eval.judging.report import outcome
+    from retrieval.errors import InputError
+
+    judging, *_ = campaign
+    lax = outcome(judging, "qc", "mv", {"min_seconds": 0.1, "one_grade_share": 1.0})
+    flags = {p["assessor"]: p["flags"] for p in lax.assessors}
+    assert "too-fast" not in flags["titles"] and "one-grade" in flags["zeros"]
+    with pytest.raises(InputError) as err:
+        outcome(judging, "qc", "mv", {"min_seconds": -1.0})
+    assert err.value.field == "min_seconds"
