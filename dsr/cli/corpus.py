@@ -11,8 +11,10 @@ import argparse
 import importlib.util
 import json
 import sys
+import tempfile
 from pathlib import Path
 
+from dsr.cli.board import _board
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, collection_from_args
 from indexes.bm25 import PARAMS as BM25_PARAMS
@@ -27,6 +29,7 @@ from retrieval.open.pool import pool_collection, pool_runs
 from retrieval.open.search import CorpusSearcher
 from retrieval.params import parse_assignments
 from retrieval.queries import check_strategy
+from retrieval.run import check_run, load_run, read_trec_run
 
 
 def _add_execution(parser: argparse.ArgumentParser) -> None:
@@ -240,8 +243,6 @@ def cmd_pool(args: argparse.Namespace) -> int:
 
 def _pool_runs(args: argparse.Namespace) -> int:
     """``dsr pool COLLECTION --runs A B ... --depth k`` (or ``--phase NAME``)."""
-    from retrieval.run import check_run, load_run
-
     if args.depth < 1:
         raise InputError(f"must be >= 1, got {args.depth}", field="--depth")
     collection = collection_from_args(args)
@@ -272,11 +273,6 @@ def _pool_runs(args: argparse.Namespace) -> int:
 
 def _phase_runs(args: argparse.Namespace, collection) -> dict:
     """The submissions of a board phase, as runs named ``TEAM/SYSTEM #ID``."""
-    import tempfile
-
-    from dsr.cli.board import _board
-    from retrieval.run import read_trec_run
-
     board = _board(args)
     phase = board.get_phase(collection.name, args.phase)
     runs = {}

@@ -81,3 +81,20 @@ def test_bad_pool_requests_exit_2(runs, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "foreign.run" in err and "Traceback" not in err
     assert not out.exists()
+
+
+def test_a_board_phase_pools_its_submissions(runs, tmp_path, capsys, dsr_home):
+    assert main(["board", "add-phase", "sample", "--phase", "public"]) == 0
+    for path in runs:
+        assert main(["board", "add-baseline", "sample", str(path)]) == 0
+    capsys.readouterr()
+    by_files, by_phase = tmp_path / "files.jsonl", tmp_path / "phase.jsonl"
+    assert main(["pool", "sample", "--runs", *map(str, runs), "--depth", "5", "--out", str(by_files)]) == 0
+    capsys.readouterr()
+    assert main(["pool", "sample", "--phase", "public", "--depth", "5", "--out", str(by_phase), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    files, phase = read_benchmark(by_files), read_benchmark(by_phase)
+    assert {d.id: [c.id for c in d.candidates] for d in phase} == {d.id: [c.id for c in d.candidates] for d in files}
+    assert len(report["runs"]) == 3 and all("#" in r["run"] for r in report["runs"])
+    assert str(dsr_home) not in json.dumps(report)
+    assert main(["pool", "sample", "--phase", "nosuch", "--depth", "5", "--out", str(by_phase)]) == 2
