@@ -10,7 +10,7 @@ from retrieval.errors import InputError
 from eval.judging import guidelines
 from eval.judging import guidelines, honeypots
 from dsr.cli.common import add_param_flags, param_values
-from eval.judging.quality import FLAG_PARAMS
+from eval.judging.quality import FLAG_PARAMS, REVIEW_PARAMS
 from eval.qrels import qrels_from_collection, write_qrels
 from retrieval.atomic import atomic_dir
 from retrieval.atomic import atomic_write
@@ -40,6 +40,7 @@ def register(subparsers) -> None:
     sub = j.add_subparsers(dest="judge_command", metavar="ACTION")
     _register_setup(sub)
     _register_results(sub)
+    _register_review(sub)
     j.set_defaults(func=lambda args: j.print_help() or 2)
 
 
@@ -133,6 +134,24 @@ def _register_results(sub) -> None:
     ls = sub.add_parser("list", help="campaigns and assessors")
     _db(ls)
     ls.set_defaults(func=cmd_list)
+
+
+def _register_review(sub) -> None:
+    v = sub.add_parser("review", help="items whose aggregate is uncertain or whose assessors disagree: "
+                                      "list them, send them back for more judgements, or adjudicate")
+    _db(v)
+    v.add_argument("campaign", metavar="CAMPAIGN")
+    v.add_argument("--method", default="ds", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
+    add_param_flags(v.add_argument_group("which items are listed"), REVIEW_PARAMS)
+    v.add_argument("--adjudicate", nargs="+", action="extend", default=[], metavar="ITEM=GRADE",
+                   help="an adjudicator's grade for an item (its key, as listed); it wins in the export")
+    v.add_argument("--send-back", nargs="*", metavar="ITEM",
+                   help="give these items' tasks to more assessors (no ITEM: every listed item)")
+    v.add_argument("--extra", type=int, default=1, metavar="N", help="assessors added per item sent back")
+    v.add_argument("--by", metavar="NAME", help="who decides (recorded with the decision; required with "
+                                                "--adjudicate and --send-back)")
+    v.add_argument("--json", action="store_true", help="print JSON")
+    v.set_defaults(func=cmd_review)
 
 
 def _judging(args):
@@ -247,6 +266,49 @@ def _report_text(r: dict) -> str:
                      f"{_fmt(p['kappa_with_others'])}  {_fmt(p['median_seconds'], 1)}  "
                      f"{', '.join(p['flags']) or '-'}")
     return "\n".join(lines)
+
+
+def _decisions(pairs: list[str]) -> dict[str, int]:
+    out = {}
+    for pair in pairs:
+        key, sep, grade = pair.partition("=")
+        if not sep or not key or not grade.strip().lstrip("-").isdigit():
+            raise InputError(f"expected ITEM=GRADE, got {pair!r}", field="--adjudicate")
+        out[key.strip()] = int(grade)
+    return out
+
+
+def cmd_review(args) -> int:
+    from eval.judging.review import review_queue
+
+    judging = _judging(args)
+    decisions = _decisions(args.adjudicate)
+    acting = bool(decisions) or args.send_back is not None
+    if acting and not args.by:
+        raise InputError("say who decides: --by NAME", field="--by")
+    thresholds = param_values(args, REVIEW_PARAMS)
+    if decisions:
+        judging.adjudicate(args.campaign, decisions, args.by)
+        print(f"{len(decisions)} item(s) adjudicated by {args.by}", file=sys.stderr)
+    if args.send_back is not None:
+        keys = args.send_back or [r["key"] for r in review_queue(judging, args.campaign, args.method, thresholds)]
+        added = judging.send_back(args.campaign, keys, args.by, args.extra)
+        for key, people in added.items():
+            print(f"{key}: sent back to {', '.join(people)} (by {args.by})", file=sys.stderr)
+    queue = review_queue(judging, args.campaign, args.method, thresholds)
+    if args.json:
+        json.dump({"campaign": args.campaign, "method": args.method, "thresholds": thresholds,
+                   "items": queue}, sys.stdout, indent=2, ensure_ascii=False)
+        print()
+        return 0
+    print(f"campaign {args.campaign} ({args.method}): {len(queue)} item(s) to review")
+    for r in queue:
+        grades = " ".join(f"{a}={g}" for a, g in r["grades"].items())
+        text = r["text"] if len(r["text"]) <= 70 else r["text"][:67] + "..."
+        print(f"{r['key']}  {'+'.join(r['why'])}{' (sent back)' if r['sent_back'] else ''}  "
+              f"aggregate {r['aggregate']} p={r['posterior']:.2f} agree={r['agreement']:.2f}  {grades}  "
+              f"{r['dialogue']}  {text}")
+    return 0
 
 
 def cmd_export(args) -> int:

@@ -96,18 +96,26 @@ def counted(grades: pd.DataFrame, checks: dict[str, Check]) -> pd.DataFrame:
 
 def aggregate(grades: pd.DataFrame, method: str = "mv", seed: int = 0) -> pd.Series:
     """One label per item (index: item) from counted grades, by a crowd-kit aggregator."""
+    probas = probabilities(grades, method, seed)
+    if probas.empty:
+        return pd.Series(dtype=int, name="label")
+    return probas.idxmax(axis="columns").astype(int).rename("label").sort_index()
+
+
+def probabilities(grades: pd.DataFrame, method: str = "mv", seed: int = 0) -> pd.DataFrame:
+    """Each item's probability of each grade (items x grades, grades ascending), by a
+    crowd-kit aggregator (``probas_``); what :func:`aggregate` takes the most probable of."""
     if method not in METHODS:
         raise InputError(f"unknown aggregation {method!r}; choose from {', '.join(METHODS)}",
                          field="--method")
     if grades.empty:
-        return pd.Series(dtype=int, name="label")
+        return pd.DataFrame()
     data = pd.DataFrame({"task": grades["item"].to_numpy(), "worker": grades["assessor"].to_numpy(),
                          "label": grades["grade"].astype(int).to_numpy()})
     with warnings.catch_warnings():     # crowd-kit 1.4 uses pandas keywords pandas 3 deprecates
         warnings.filterwarnings("ignore", module=r"crowdkit\.")
         probas = _aggregator(method, seed).fit(data).probas_
-    probas = probas[sorted(probas.columns)]          # idxmax keeps the first of a tie: the lowest
-    return probas.idxmax(axis="columns").astype(int).rename("label").sort_index()
+    return probas[sorted(probas.columns)].sort_index()          # idxmax keeps the first of a tie: the lowest
 
 
 def _aggregator(method: str, seed: int):

@@ -10,7 +10,7 @@ candidate (in candidate order) and the share of them equal to the label.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
@@ -33,10 +33,11 @@ class Outcome:
     grades: pd.DataFrame            # every grade
     counted: pd.DataFrame           # the grades that make labels
     checks: dict[str, Check]
-    labels: pd.Series               # item -> label
+    labels: pd.Series               # item -> label (an adjudicator's grade wins)
     agreement: dict[str, Any]
     assessors: list[dict[str, Any]]
     items: pd.DataFrame             # every item of the campaign
+    adjudicated: dict = field(default_factory=dict)   # item -> (grade, by): the latest adjudication
 
     def to_json(self) -> dict[str, Any]:
         pool = self.items[self.items["candidate"].notna()]
@@ -51,6 +52,7 @@ class Outcome:
                 "grades": int(len(self.grades)), "counted_grades": int(len(self.counted)),
                 "items_with_k_counted_grades": int((graded >= self.campaign.k).sum()),
                 "items_without_counted_grade": int(len(pool) - len(self.labels)),
+                "adjudicated": len(self.adjudicated),
                 "agreement": self.agreement, "assessors": self.assessors}
 
 
@@ -66,10 +68,16 @@ def outcome(judging: Judging, name: str, method: str = "mv",
     checks = honeypot_checks(grades, rules, campaign.threshold, campaign.min_checks)
     rows = counted(grades, checks)
     labels = aggregate(rows, method, campaign.seed)
+    adjudicated = {r["item"]: (r["grade"], r["by"]) for r in judging.reviews(campaign)
+                   if r["action"] == "adjudicate"}                  # the latest per item
+    if adjudicated:
+        labels = pd.concat([labels.drop(list(adjudicated), errors="ignore"),
+                            pd.Series({i: g for i, (g, _) in adjudicated.items()}, dtype=int)])
+        labels = labels.sort_index().rename("label")
     figures = agreement(rows, rules.grades, rules.relevant_from)
     people = assessor_report(grades, checks, labels, rules.grades, flags)
     return Outcome(campaign, method, grades, rows, checks, labels, figures, people,
-                   judging.items_frame(campaign))
+                   judging.items_frame(campaign), adjudicated)
 
 
 def _without_paths(meta: dict[str, Any]) -> dict[str, Any]:
