@@ -155,3 +155,49 @@ def test_report_flags_come_from_the_params(campaign, capsys):
     with pytest.raises(InputError) as err:
         outcome(judging, "qc", "mv", {"min_seconds": -1.0})
     assert err.value.field == "min_seconds"
+
+
+def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_report(tmp_path, capsys):
+    """The same check through the page's JSON API (a real server: 422 naming seconds) and
+    ``dsr judge import`` of a crowd results CSV (exit 2 naming file, line and field, nothing
+    stored); the report then prints no long number."""
+    import csv
+    import re
+
+    import httpx
+
+    from board_support import LiveServer, make_board
+    from dsr.cli import main
+    from eval.judging.store import Judging
+    from judging_support import assignments, sample_campaign
+
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    board = make_board(db, tmp_path)
+    judging = Judging(board.engine)
+    _, tokens = sample_campaign(judging)
+    key = next(p["key"] for p in assignments(judging, "s1") if p["assessor"] == "alice")
+    bearer = {"Authorization": f"Bearer {tokens['alice']}", "Content-Type": "application/json"}
+    with LiveServer(board) as server:
+        for raw in ("NaN", "-1e300", "1e999", "-Infinity", "7200", "-0.5"):
+            body = f'{{"item": "{key}", "grade": 1, "seconds": {raw}}}'
+            answer = httpx.post(f"{server.url}/judge/api/grades", content=body, headers=bearer)
+            assert answer.status_code == 422 and "seconds" in answer.json()["error"], (raw, answer.text)
+        ok = httpx.post(f"{server.url}/judge/api/grades", json={"item": key, "grade": 1, "seconds": 4.25},
+                        headers=bearer)
+        assert ok.status_code == 200
+    board.close()
+    other = next(p["key"] for p in assignments(judging, "s1") if p["assessor"] == "bob")
+    results = tmp_path / "Batch_results.csv"
+    with open(results, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["WorkerId", "WorkTimeInSeconds", "Input.item_1", "Answer.grade_1"])
+        writer.writerow(["W1", "12", other, "2"])
+        writer.writerow(["W2", "-1e300", other, "1"])
+    capsys.readouterr()
+    assert main(["judge", "import", "s1", str(results), "--format", "crowd", "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert "Batch_results.csv:3" in err and "'seconds'" in err and "Traceback" not in err and len(err) < 300
+    frame = judging.grades_frame(judging.campaign("s1"))
+    assert len(frame) == 1 and frame["seconds"].tolist() == [4.25]           # nothing of the file stored
+    assert main(["judge", "report", "s1", "--db", db]) == 0
+    assert not re.search(r"\d{12}", capsys.readouterr().out)
