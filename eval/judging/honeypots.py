@@ -76,7 +76,7 @@ def quoted_candidate(dialogue: Dialogue, min_words: int = QUOTE_MIN_WORDS) -> st
     return best_id if best >= min_words else None
 
 
-def _words(dialogue: Dialogue, last: int | None = None) -> set[str]:
+def dialogue_words(dialogue: Dialogue, last: int | None = None) -> set[str]:
     """Content words of the dialogue's turns (the last ``last`` only, when given) and next turn."""
     words: set[str] = set()
     for turn in dialogue.context[-last:] if last else dialogue.context:
@@ -111,8 +111,8 @@ def auto_golds(pool: Collection, low: int, high: int, seed: int = 0,
         quoted = quoted_candidate(d)
         if quoted is not None:
             gold.known[quoted] = (high, "quote")
-        words = _words(d) | content_words(d.title)
-        recent = _words(d, RECENT_TURNS)
+        words = dialogue_words(d) | content_words(d.title)
+        recent = dialogue_words(d, RECENT_TURNS)
         for index in rng.permutation(len(d.candidates)):        # the dialogue's own candidates first
             c = d.candidates[index]
             body_words, title_words = sentences[c.title, c.body]

@@ -35,6 +35,12 @@ def title_matcher(view: dict, sentence: dict) -> int:
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
+    return graded_campaign(tmp_path_factory.mktemp("qc") / "board.sqlite", "auto")
+
+
+def graded_campaign(db_path, known: str):
+    """The campaign with ``known`` answers (``auto``: --auto-honeypots, ``gold``: the judged
+    file's grades, as --gold gives them), graded by the four scripts."""
     from eval.judging import guidelines, honeypots
     from eval.judging.store import Judging, Settings
     from eval.judging.views import task_rows, task_view
@@ -46,9 +52,10 @@ def campaign(tmp_path_factory):
         pytest.skip("../shared/data/judged/cmu_dog-valid-judged.jsonl is not beside the checkout")
     judged = Collection("cmu-judged", read_benchmark(path).dialogues[:DIALOGUES])
     pool = as_pool(judged)
-    judging = Judging.open(f"sqlite:///{tmp_path_factory.mktemp('qc') / 'board.sqlite'}")
+    judging = Judging.open(f"sqlite:///{db_path}")
     defaults = Settings()                       # the defaults of dsr judge create
-    golds = honeypots.auto_golds(pool, 0, 2, seed=5)
+    golds = (honeypots.auto_golds(pool, 0, 2, seed=5) if known == "auto"
+             else honeypots.judged_golds(pool, judged))
     judging.create("qc", pool, guidelines.load(), Settings(seed=5), golds)
     people = ("careful", "titles", "random", "zeros")
     for name in people:
@@ -201,3 +208,19 @@ def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_repor
     assert len(frame) == 1 and frame["seconds"].tolist() == [4.25]           # nothing of the file stored
     assert main(["judge", "report", "s1", "--db", db]) == 0
     assert not re.search(r"\d{12}", capsys.readouterr().out)
+
+
+def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(tmp_path):
+    """With known grades from a judged file (--gold), most judged-0 candidates are of other
+    films, which a title-matcher answers right: the not-relevant checks are taken from the
+    dialogue's own or a related document first."""
+    from eval.judging.report import outcome
+
+    judging, _, items, _, _, views = graded_campaign(tmp_path / "gold.sqlite", "gold")
+    negatives = items[(items["gold"] == 0)]
+    assert set(items.loc[items["gold"].notna(), "source"]) == {"judged"}
+    assert np.mean([title_matcher(*views[k]) == 2 for k in negatives.index]) > 0.75     # 0.81 here
+    result = outcome(judging, "qc", "mv")
+    verdict = {a: c.counted for a, c in result.checks.items()}
+    assert verdict == {"careful": True, "titles": False, "random": False, "zeros": False}
+    assert result.checks["careful"].accuracy >= 0.8
