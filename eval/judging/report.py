@@ -38,6 +38,7 @@ class Outcome:
     assessors: list[dict[str, Any]]
     items: pd.DataFrame             # every item of the campaign
     adjudicated: dict = field(default_factory=dict)   # item -> (grade, by): the latest adjudication
+    flags: dict = field(default_factory=dict)         # the thresholds of the assessor flags
 
     def to_json(self) -> dict[str, Any]:
         pool = self.items[self.items["candidate"].notna()]
@@ -46,7 +47,7 @@ class Outcome:
                 "settings": {"k": self.campaign.k, "chunk": self.campaign.chunk,
                              "honeypot_rate": self.campaign.honeypot_rate,
                              "honeypot_threshold": self.campaign.threshold,
-                             "min_honeypots": self.campaign.min_checks},
+                             "min_honeypots": self.campaign.min_checks, "flags": self.flags},
                 "items": int(len(pool)), "planted_honeypots": int(self.items["candidate"].isna().sum()),
                 "honeypot_checks": int(self.items["gold"].notna().sum()),
                 "grades": int(len(self.grades)), "counted_grades": int(len(self.counted)),
@@ -60,8 +61,7 @@ def outcome(judging: Judging, name: str, method: str = "mv",
             flags: dict[str, Any] | None = None) -> Outcome:
     """The campaign's outcome; ``flags``: thresholds of ``eval.judging.quality.FLAG_PARAMS``
     (checked; the defaults where not given)."""
-    if flags:
-        flags = resolve(flags, FLAG_PARAMS, "the assessor flags")
+    flags = resolve(flags or {}, FLAG_PARAMS, "the assessor flags")
     campaign = judging.campaign(name)
     rules = judging.guidelines(campaign)
     grades = judging.grades_frame(campaign)
@@ -77,7 +77,7 @@ def outcome(judging: Judging, name: str, method: str = "mv",
     figures = agreement(rows, rules.grades, rules.relevant_from)
     people = assessor_report(grades, checks, labels, rules.grades, flags)
     return Outcome(campaign, method, grades, rows, checks, labels, figures, people,
-                   judging.items_frame(campaign), adjudicated)
+                   judging.items_frame(campaign), adjudicated, flags)
 
 
 def _without_paths(meta: dict[str, Any]) -> dict[str, Any]:

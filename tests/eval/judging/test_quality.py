@@ -157,6 +157,8 @@ def test_report_flags_come_from_the_params(campaign, capsys):
 
     judging, *_ = campaign
     lax = outcome(judging, "qc", "mv", {"min_seconds": 0.1, "one_grade_share": 1.0})
+    assert lax.to_json()["settings"]["flags"] == {"min_seconds": 0.1, "one_grade_share": 1.0, "min_kappa": 0.2,
+                                                  "min_flag_grades": 20}
     flags = {p["assessor"]: p["flags"] for p in lax.assessors}
     assert "too-fast" not in flags["titles"] and "one-grade" in flags["zeros"]
     with pytest.raises(InputError) as err:
