@@ -459,7 +459,7 @@ class Judging:
                 if isinstance(grade, bool) or grade not in values:
                     raise InputError(f"grade of {key} must be one of {values}, got {grade!r}", field="adjudicate")
                 item = self._pool_item(s, campaign, key, "adjudicate")
-                s.add(Review(item_id=item.id, action="adjudicate", grade=grade, by=by, note=note))
+                s.add(Review(item_id=item.id, action="adjudicate", grade=grade, decided_by=by, note=note))
         return len(decisions)
 
     def send_back(self, name: str, keys: list[str], by: str, extra: int = 1) -> dict[str, list[str]]:
@@ -495,14 +495,14 @@ class Judging:
                     have.add(a)
                     load[a] += size
                 out[key] = [people[a] for a in free[:extra]]
-                s.add(Review(item_id=item.id, action="more", by=by, note="added: " + ", ".join(out[key])))
+                s.add(Review(item_id=item.id, action="more", decided_by=by, note="added: " + ", ".join(out[key])))
         return out
 
     def reviews(self, campaign: Campaign) -> list[dict[str, Any]]:
         """Every review decision of the campaign, oldest first: item id and key, action, grade,
         by, note, when."""
-        query = (select(Review.item_id, JudgeItem.key, Review.action, Review.grade, Review.by, Review.note,
-                        Review.created_at).join(JudgeItem, Review.item_id == JudgeItem.id)
+        query = (select(Review.item_id, JudgeItem.key, Review.action, Review.grade, Review.decided_by,
+                        Review.note, Review.created_at).join(JudgeItem, Review.item_id == JudgeItem.id)
                  .where(JudgeItem.campaign_id == campaign.id).order_by(Review.id))
         with read_session(self.engine) as s:
             return [dict(zip(("item", "key", "action", "grade", "by", "note", "at"), row))

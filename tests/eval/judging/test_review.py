@@ -11,14 +11,15 @@ import json
 
 import pytest
 
+from board_support import db_url, postgres  # noqa: F401
 from dsr.cli import main
 from eval.judging.store import Judging
 from judging_support import assignments, sample_campaign, simulate
 
 
 @pytest.fixture
-def campaign(tmp_path):
-    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+def campaign(db_url):  # noqa: F811
+    db = db_url
     judging = Judging.open(db)
     truth, _ = sample_campaign(judging)
     pairs = assignments(judging, "s1")

@@ -21,7 +21,7 @@ def upgrade() -> None:
     sa.Column('item_id', sa.Integer(), nullable=False),
     sa.Column('action', sa.String(length=20), nullable=False),
     sa.Column('grade', sa.Integer(), nullable=True),
-    sa.Column('by', sa.String(length=200), nullable=False),
+    sa.Column('decided_by', sa.String(length=200), nullable=False),
     sa.Column('note', sa.Text(), nullable=False),
     sa.Column('created_at', sa.DateTime(), nullable=False),
     sa.ForeignKeyConstraint(['item_id'], ['judge_items.id'], ),
