@@ -123,7 +123,7 @@ def _register_pool(subparsers) -> None:
     add_collection_argument(pool)
     pool.add_argument("--corpus", metavar="DIR", help="corpus folder (built and indexed) to search")
     runs = pool.add_argument("--runs", nargs="+", action="extend", metavar="RUN",
-                             help="run files over COLLECTION to pool (COLLECTION before them)")
+                             help="run files over COLLECTION to pool")
     runs.takes_files = True
     pool.add_argument("--phase", metavar="NAME",
                       help="pool the submissions of this board phase of COLLECTION (with --db/--store)")

@@ -98,3 +98,10 @@ def test_a_board_phase_pools_its_submissions(runs, tmp_path, capsys, dsr_home):
     assert len(report["runs"]) == 3 and all("#" in r["run"] for r in report["runs"])
     assert str(dsr_home) not in json.dumps(report)
     assert main(["pool", "sample", "--phase", "nosuch", "--depth", "5", "--out", str(by_phase)]) == 2
+
+
+def test_the_collection_may_come_after_the_runs(runs, tmp_path, capsys):
+    before, after = tmp_path / "before.jsonl", tmp_path / "after.jsonl"
+    assert main(["pool", "sample", "--runs", *map(str, runs), "--depth", "3", "--out", str(before)]) == 0
+    assert main(["pool", "--runs", *map(str, runs), "sample", "--depth", "3", "--out", str(after)]) == 0
+    assert before.read_text() == after.read_text()
