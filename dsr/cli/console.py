@@ -38,7 +38,12 @@ def _multi_value_options(parser: argparse.ArgumentParser) -> dict[str, argparse.
 
 
 def starts_positional(word: str, action: argparse.Action) -> bool:
-    """Whether ``word``, met while ``action`` (a multi-value option) reads values, is a positional."""
+    """Whether ``word``, met while ``action`` (a multi-value option) reads values, is a positional.
+    An option whose values are files (``takes_files`` set on the action, as ``dsr pool --runs``)
+    keeps every word up to the next option but a collection: a registered name or a
+    benchmark ``.jsonl`` file."""
+    if getattr(action, "takes_files", False):
+        return word in REGISTERED or word.lower().endswith((".jsonl", ".jsonl.gz"))
     if "=" in str(action.metavar or "") and "=" not in word:
         return True          # --param NAME=VALUE: a word without "=" is not a value
     if "=" in word and not Path(word).exists():

@@ -11,7 +11,10 @@ import argparse
 import importlib.util
 import json
 import sys
+import tempfile
+from pathlib import Path
 
+from dsr.cli.board import _board
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, collection_from_args
 from indexes.backends import BACKENDS
@@ -23,10 +26,11 @@ from indexes.corpus.distributed import Executor
 from indexes.corpus.store import Corpus
 from retrieval.data import write_benchmark
 from retrieval.errors import InputError
-from retrieval.open.pool import pool_collection
+from retrieval.open.pool import pool_collection, pool_runs
 from retrieval.open.search import CorpusSearcher
 from retrieval.params import parse_assignments
 from retrieval.queries import check_strategy
+from retrieval.run import check_run, load_run, read_trec_run
 
 
 def _add_execution(parser: argparse.ArgumentParser) -> None:
@@ -120,9 +124,19 @@ def _register_pool(subparsers) -> None:
     pool = subparsers.add_parser(
         "pool", help=summary("pool"),
         description="For dialogues without candidates: search the corpus with each dialogue's query and "
-                    "write the top --depth sentences as its candidates (labels 0, meta judged=false).")
+                    "write the top --depth sentences as its candidates (labels 0, meta judged=false). "
+                    "With --runs (or --phase): the TREC pool, the union of the runs' top --depth per "
+                    "dialogue, with each run's contribution and unique sentences.")
     add_collection_argument(pool)
-    pool.add_argument("--corpus", required=True, metavar="DIR", help="corpus folder (built and indexed)")
+    pool.add_argument("--corpus", metavar="DIR", help="corpus folder (built and indexed) to search")
+    runs = pool.add_argument("--runs", nargs="+", action="extend", metavar="RUN",
+                             help="run files over COLLECTION to pool")
+    runs.takes_files = True
+    pool.add_argument("--phase", metavar="NAME",
+                      help="pool the submissions of this board phase of COLLECTION (with --db/--store)")
+    pool.add_argument("--db", metavar="URL", help="the board's database, for --phase (default as dsr serve)")
+    pool.add_argument("--store", metavar="DIR", help="the board's run store, for --phase (default as dsr serve)")
+    pool.add_argument("--json", action="store_true", help="print the runs' contributions as JSON")
     pool.add_argument("--depth", type=int, default=50, metavar="N", help="candidates per dialogue (default 50)")
     pool.add_argument("--query", default="all", metavar="Q",
                       help="query strategy: last, last2, all, title+all, weighted (default all)")
@@ -217,6 +231,11 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_pool(args: argparse.Namespace) -> int:
+    if sum(map(bool, (args.corpus, args.runs, args.phase))) != 1:
+        raise InputError("give one of --corpus DIR (search a corpus), --runs RUN ... or --phase NAME "
+                         "(pool runs)", field="--corpus")
+    if args.runs or args.phase:
+        return _pool_runs(args)
     check_strategy(args.query)
     if args.depth < 1:
         raise InputError(f"must be >= 1, got {args.depth}", field="--depth")
@@ -227,3 +246,48 @@ def cmd_pool(args: argparse.Namespace) -> int:
     print(f"{args.out}: {len(pooled)} dialogues, {args.depth} candidates each from {len(searcher.corpus)} "
           f"sentences ({args.method})")
     return 0
+
+
+def _pool_runs(args: argparse.Namespace) -> int:
+    """``dsr pool COLLECTION --runs A B ... --depth k`` (or ``--phase NAME``)."""
+    if args.depth < 1:
+        raise InputError(f"must be >= 1, got {args.depth}", field="--depth")
+    collection = collection_from_args(args)
+    runs = {}
+    if args.runs:
+        for path in args.runs:
+            run = load_run(path)
+            check_run(run, path, collection)
+            name = Path(path).name
+            runs[name if name not in runs else path] = run
+    else:
+        runs = _phase_runs(args, collection)
+    pooled, rows = pool_runs(collection, runs, args.depth)
+    write_benchmark(pooled, args.out)
+    total = sum(len(d.candidates) for d in pooled)
+    if args.json:
+        json.dump({"out": Path(args.out).name, "dialogues": len(pooled), "sentences": total,
+                   "depth": args.depth, "runs": rows}, sys.stdout, indent=2)
+        print()
+        return 0
+    width = max(len(r["run"]) for r in rows)
+    print(f"{args.out}: {len(pooled)} dialogues, {total} sentences (union of {len(rows)} runs' top {args.depth})")
+    print(f"{'run':<{width}}  contributed  unique  share of pool")
+    for r in rows:
+        print(f"{r['run']:<{width}}  {r['contributed']:>11}  {r['unique']:>6}  {r['share_of_pool']:>13.3f}")
+    return 0
+
+
+def _phase_runs(args: argparse.Namespace, collection) -> dict:
+    """The submissions of a board phase, as runs named ``TEAM/SYSTEM #ID``."""
+    board = _board(args)
+    phase = board.get_phase(collection.name, args.phase)
+    runs = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for sub in board.submissions(phase):
+            path = Path(folder) / f"{sub.id}.run"
+            path.write_bytes(board.store.get(sub.sha256))
+            runs[f"{sub.team.name}/{sub.system} #{sub.id}"] = read_trec_run(path)
+    if not runs:
+        raise InputError(f"phase {args.phase!r} has no submissions yet", field="--phase")
+    return runs

@@ -61,6 +61,7 @@ EXAMPLES = {
     "judge assign": "dsr judge assign ccpe-1 --assessors alice bob carol dave",
     "judge status": "dsr judge status ccpe-1",
     "judge report": "dsr judge report ccpe-1 --method ds",
+    "judge review": "dsr judge review ccpe-1 --adjudicate 3f9a0c1d2b4e5a6f=2 --by eve",
     "judge export": "dsr judge export ccpe-1 --out ccpe-judged.jsonl --qrels ccpe-judged.qrels "
                     "--only-relevant",
     "judge export-tasks": "dsr judge export-tasks ccpe-1 --format label-studio --out ls-tasks/",

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from retrieval.errors import InputError
 from eval.judging import guidelines, honeypots
+from dsr.cli.common import add_param_flags, param_values
 from eval.judging.exchange import tally
+from eval.judging.quality import FLAG_PARAMS, REVIEW_PARAMS
 from eval.qrels import qrels_from_collection, write_qrels
 from retrieval.atomic import atomic_dir
 from retrieval.atomic import atomic_write
@@ -40,6 +42,7 @@ def register(subparsers) -> None:
     sub = j.add_subparsers(dest="judge_command", metavar="ACTION")
     _register_setup(sub)
     _register_results(sub)
+    _register_review(sub)
     j.set_defaults(func=lambda args: j.print_help() or 2)
 
 
@@ -101,6 +104,7 @@ def _register_results(sub) -> None:
     r.add_argument("campaign", metavar="CAMPAIGN")
     r.add_argument("--method", default="mv", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
     r.add_argument("--json", action="store_true", help="print JSON")
+    add_param_flags(r.add_argument_group("assessor flags"), FLAG_PARAMS)
     r.set_defaults(func=cmd_report)
 
     e = sub.add_parser("export", help="the judged collection (benchmark file) and its qrels")
@@ -132,6 +136,24 @@ def _register_results(sub) -> None:
     ls = sub.add_parser("list", help="campaigns and assessors")
     _db(ls)
     ls.set_defaults(func=cmd_list)
+
+
+def _register_review(sub) -> None:
+    v = sub.add_parser("review", help="items whose aggregate is uncertain or whose assessors disagree: "
+                                      "list them, send them back for more judgements, or adjudicate")
+    _db(v)
+    v.add_argument("campaign", metavar="CAMPAIGN")
+    v.add_argument("--method", default="ds", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
+    add_param_flags(v.add_argument_group("which items are listed"), REVIEW_PARAMS)
+    v.add_argument("--adjudicate", nargs="+", action="extend", default=[], metavar="ITEM=GRADE",
+                   help="an adjudicator's grade for an item (its key, as listed); it wins in the export")
+    v.add_argument("--send-back", nargs="*", metavar="ITEM",
+                   help="give these items' tasks to more assessors (no ITEM: every listed item)")
+    v.add_argument("--extra", type=int, default=1, metavar="N", help="assessors added per item sent back")
+    v.add_argument("--by", metavar="NAME", help="who decides (recorded with the decision; required with "
+                                                "--adjudicate and --send-back)")
+    v.add_argument("--json", action="store_true", help="print JSON")
+    v.set_defaults(func=cmd_review)
 
 
 def _judging(args):
@@ -229,7 +251,8 @@ def cmd_status(args) -> int:
 def cmd_report(args) -> int:
     from eval.judging.report import outcome
 
-    result = outcome(_judging(args), args.campaign, args.method).to_json()
+    result = outcome(_judging(args), args.campaign, args.method,
+                     param_values(args, FLAG_PARAMS)).to_json()
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
@@ -252,13 +275,58 @@ def _report_text(r: dict) -> str:
              f"{a['fleiss']['raters_per_item']} grades (relevant/not {_fmt(a['fleiss_binary']['kappa'])})",
              f"Cohen's kappa, mean over {len(a['pairs'])} pairs: {_fmt(a['cohen_mean'])} "
              f"(linear weights {_fmt(a['cohen_linear_mean'])})",
-             "assessor  grades  unsure  honeypots  accuracy  counted  =aggregate  kappa  median s"]
+             "assessor  grades  unsure  honeypots  accuracy  counted  =aggregate  kappa  "
+             "kappa-others  median s  flags"]
     for p in r["assessors"]:
         lines.append(f"{p['assessor']}  {p['grades']}  {p['unsure']}  {p['honeypots']}  "
                      f"{_fmt(p['honeypot_accuracy'])}  {'yes' if p['counted'] else 'NO: ' + p['reason']}  "
                      f"{_fmt(p['agreement_with_aggregate'])}  {_fmt(p['kappa_with_aggregate'])}  "
-                     f"{_fmt(p['median_seconds'], 1)}")
+                     f"{_fmt(p['kappa_with_others'])}  {_fmt(p['median_seconds'], 1)}  "
+                     f"{', '.join(p['flags']) or '-'}")
     return "\n".join(lines)
+
+
+def _decisions(pairs: list[str]) -> dict[str, int]:
+    out = {}
+    for pair in pairs:
+        key, sep, grade = pair.partition("=")
+        if not sep or not key or not grade.strip().lstrip("-").isdigit():
+            raise InputError(f"expected ITEM=GRADE, got {pair!r}", field="--adjudicate")
+        out[key.strip()] = int(grade)
+    return out
+
+
+def cmd_review(args) -> int:
+    from eval.judging.review import review_queue
+
+    judging = _judging(args)
+    decisions = _decisions(args.adjudicate)
+    acting = bool(decisions) or args.send_back is not None
+    if acting and not args.by:
+        raise InputError("say who decides: --by NAME", field="--by")
+    thresholds = param_values(args, REVIEW_PARAMS)
+    if decisions:
+        judging.adjudicate(args.campaign, decisions, args.by)
+        print(f"{len(decisions)} item(s) adjudicated by {args.by}", file=sys.stderr)
+    if args.send_back is not None:
+        keys = args.send_back or [r["key"] for r in review_queue(judging, args.campaign, args.method, thresholds)]
+        added = judging.send_back(args.campaign, keys, args.by, args.extra)
+        for key, people in added.items():
+            print(f"{key}: sent back to {', '.join(people)} (by {args.by})", file=sys.stderr)
+    queue = review_queue(judging, args.campaign, args.method, thresholds)
+    if args.json:
+        json.dump({"campaign": args.campaign, "method": args.method, "thresholds": thresholds,
+                   "items": queue}, sys.stdout, indent=2, ensure_ascii=False)
+        print()
+        return 0
+    print(f"campaign {args.campaign} ({args.method}): {len(queue)} item(s) to review")
+    for r in queue:
+        grades = " ".join(f"{a}={g}" for a, g in r["grades"].items())
+        text = r["text"] if len(r["text"]) <= 70 else r["text"][:67] + "..."
+        print(f"{r['key']}  {'+'.join(r['why'])}{' (sent back)' if r['sent_back'] else ''}  "
+              f"aggregate {r['aggregate']} p={r['posterior']:.2f} agree={r['agreement']:.2f}  {grades}  "
+              f"{r['dialogue']}  {text}")
+    return 0
 
 
 def cmd_export(args) -> int:

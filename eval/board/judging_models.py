@@ -111,3 +111,19 @@ class JudgeSession(Base):
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     assessor_id: Mapped[int] = mapped_column(ForeignKey("judge_assessors.id"))
     expires_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+class Review(Base):
+    """A decision of ``dsr judge review`` on an item (migration ``0006_judge_review``):
+    ``adjudicate`` (``grade`` is the adjudicator's and wins in the export) or ``more``
+    (sent back for more judgements; ``note`` names the assessors added). ``decided_by``
+    is who decided."""
+
+    __tablename__ = "judge_reviews"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("judge_items.id"), index=True)
+    action: Mapped[str] = mapped_column(String(20))
+    grade: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    decided_by: Mapped[str] = mapped_column(String(200))
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -2,9 +2,10 @@
 
 The grades of a campaign are a table (:data:`COLUMNS`), one row per (item, assessor):
 ``grade`` is NaN when the assessor said "unsure". :func:`honeypot_checks` gives
-each assessor's accuracy on the honeypots they answered; an assessor counts when
-they answered at least ``min_checks`` of them and got at least ``threshold`` right
-(the SIGIR 2022 rule: only workers who passed the honeypots were counted).
+each assessor's accuracy on the honeypots they answered, balanced over the relevant
+and the not-relevant checks; an assessor counts when they answered at least
+``min_checks`` of them and reach ``threshold`` (the SIGIR 2022 rule: only workers who
+passed the honeypots were counted).
 :func:`aggregate` then combines the counted grades of the pool items into one
 label per item with a crowd-kit aggregator (:data:`METHODS`):
 
@@ -41,17 +42,26 @@ METHODS = ("mv", "ds", "onecoin-ds", "mace", "glad")
 
 @dataclass
 class Check:
-    """An assessor's honeypot record and whether their grades count."""
+    """An assessor's honeypot record and whether their grades count. ``accuracy`` is
+    balanced: the mean of the accuracy on the relevant checks and on the not-relevant
+    ones (over the kinds they answered), so one grade for everything scores at most 0.5
+    however the checks are mixed."""
 
     assessor: str
     checks: int
     correct: int
     counted: bool
     reason: str
+    relevant_checks: int = 0
+    relevant_correct: int = 0
 
     @property
     def accuracy(self) -> float | None:
-        return self.correct / self.checks if self.checks else None
+        if not self.checks:
+            return None
+        parts = [(self.relevant_correct, self.relevant_checks),
+                 (self.correct - self.relevant_correct, self.checks - self.relevant_checks)]
+        return sum(c / n for c, n in parts if n) / sum(1 for _, n in parts if n)
 
 
 def honeypot_checks(grades: pd.DataFrame, guidelines: Guidelines, threshold: float,
@@ -60,16 +70,19 @@ def honeypot_checks(grades: pd.DataFrame, guidelines: Guidelines, threshold: flo
     out = {}
     for assessor, rows in grades.groupby("assessor", sort=True):
         checked = rows[rows["gold"].notna()]
-        correct = sum(1 for grade, gold in zip(checked["grade"], checked["gold"])
-                      if pd.notna(grade) and guidelines.passes(int(grade), int(gold)))
-        n = len(checked)
-        if n < min_checks:
-            verdict = (min_checks == 0, f"{n} honeypot(s) answered, fewer than {min_checks}")
-        elif correct / n < threshold:
-            verdict = (False, f"honeypot accuracy {correct / n:.3f} below {threshold:g}")
+        right = [pd.notna(grade) and guidelines.passes(int(grade), int(gold))
+                 for grade, gold in zip(checked["grade"], checked["gold"])]
+        relevant = [guidelines.relevant(int(gold)) for gold in checked["gold"]]
+        check = Check(str(assessor), len(checked), sum(right), False, "", sum(relevant),
+                      sum(r and ok for r, ok in zip(relevant, right)))
+        n = check.checks
+        if n < min_checks or n == 0:
+            check.counted, check.reason = min_checks == 0, f"{n} honeypot(s) answered, fewer than {min_checks}"
+        elif check.accuracy < threshold:
+            check.reason = f"honeypot accuracy {check.accuracy:.3f} below {threshold:g}"
         else:
-            verdict = (True, f"honeypot accuracy {correct / n:.3f}")
-        out[str(assessor)] = Check(str(assessor), n, correct, *verdict)
+            check.counted, check.reason = True, f"honeypot accuracy {check.accuracy:.3f}"
+        out[str(assessor)] = check
     return out
 
 
@@ -83,18 +96,26 @@ def counted(grades: pd.DataFrame, checks: dict[str, Check]) -> pd.DataFrame:
 
 def aggregate(grades: pd.DataFrame, method: str = "mv", seed: int = 0) -> pd.Series:
     """One label per item (index: item) from counted grades, by a crowd-kit aggregator."""
+    probas = probabilities(grades, method, seed)
+    if probas.empty:
+        return pd.Series(dtype=int, name="label")
+    return probas.idxmax(axis="columns").astype(int).rename("label").sort_index()
+
+
+def probabilities(grades: pd.DataFrame, method: str = "mv", seed: int = 0) -> pd.DataFrame:
+    """Each item's probability of each grade (items x grades, grades ascending), by a
+    crowd-kit aggregator (``probas_``); what :func:`aggregate` takes the most probable of."""
     if method not in METHODS:
         raise InputError(f"unknown aggregation {method!r}; choose from {', '.join(METHODS)}",
                          field="--method")
     if grades.empty:
-        return pd.Series(dtype=int, name="label")
+        return pd.DataFrame()
     data = pd.DataFrame({"task": grades["item"].to_numpy(), "worker": grades["assessor"].to_numpy(),
                          "label": grades["grade"].astype(int).to_numpy()})
     with warnings.catch_warnings():     # crowd-kit 1.4 uses pandas keywords pandas 3 deprecates
         warnings.filterwarnings("ignore", module=r"crowdkit\.")
         probas = _aggregator(method, seed).fit(data).probas_
-    probas = probas[sorted(probas.columns)]          # idxmax keeps the first of a tie: the lowest
-    return probas.idxmax(axis="columns").astype(int).rename("label").sort_index()
+    return probas[sorted(probas.columns)].sort_index()          # idxmax keeps the first of a tie: the lowest
 
 
 def _aggregator(method: str, seed: int):

@@ -15,7 +15,9 @@ assessors x items (NaN where an assessor did not grade an item):
 
 :func:`assessor_report` adds, per assessor: grades and unsure answers, honeypot
 accuracy, agreement with the aggregated labels (share equal and Cohen's kappa), and
-the median seconds per grade.
+the median seconds per grade, the mean Cohen's kappa with each other assessor, the share
+of their most common grade, and flags (too fast, one grade for everything, low agreement,
+failed honeypots) with the thresholds of :data:`eval.judging.quality.FLAG_PARAMS`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import numpy as np
 import pandas as pd
 
 from eval.judging.aggregate import Check
+from eval.judging.quality import FLAG_PARAMS
+from retrieval.params import defaults
 
 #: pairs of assessors sharing fewer items than this get no Cohen's kappa
 MIN_SHARED = 2
@@ -117,8 +121,11 @@ def _mean(values) -> float | None:
 
 
 def assessor_report(grades: pd.DataFrame, checks: dict[str, Check], labels: pd.Series,
-                    values: list[int]) -> list[dict[str, Any]]:
-    """One row per assessor (all grades, counted or not): checks, agreement, speed."""
+                    values: list[int], flags: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One row per assessor (all grades, counted or not): checks, agreement, speed, and the
+    flags of :func:`assessor_flags` (thresholds: ``eval.judging.quality.FLAG_PARAMS``)."""
+    limits = {**defaults(FLAG_PARAMS), **(flags or {})}
+    others = kappa_with_others(grades, checks, values)
     out = []
     for assessor, rows in grades.groupby("assessor", sort=True):
         check = checks[str(assessor)]
@@ -126,13 +133,59 @@ def assessor_report(grades: pd.DataFrame, checks: dict[str, Check], labels: pd.S
         mine = pool["grade"].to_numpy(dtype=float)
         theirs = labels.reindex(pool["item"]).to_numpy(dtype=float)
         seconds = rows["seconds"].dropna()
-        out.append({
+        given = rows["grade"].dropna()
+        row = {
             "assessor": str(assessor), "grades": int(rows["grade"].notna().sum()),
             "unsure": int(rows["unsure"].sum()), "honeypots": check.checks,
             "honeypots_correct": check.correct, "honeypot_accuracy": check.accuracy,
             "counted": check.counted, "reason": check.reason,
             "agreement_with_aggregate": float(np.mean(mine == theirs)) if len(mine) else None,
             "kappa_with_aggregate": cohen(mine, theirs, values) if len(mine) else None,
+            "kappa_with_others": others.get(str(assessor)),
             "median_seconds": float(seconds.median()) if len(seconds) else None,
-        })
+            "top_grade_share": float(given.value_counts(normalize=True).iloc[0]) if len(given) else None,
+        }
+        row["flags"] = assessor_flags(row, limits)
+        out.append(row)
     return out
+
+
+def kappa_with_others(grades: pd.DataFrame, checks: dict[str, Check],
+                      values: list[int]) -> dict[str, float | None]:
+    """Each assessor's Cohen's kappa with the majority grade of the *other counted*
+    assessors (ties to the lowest grade), on the pool sentences both have: leave-one-out, so
+    a counted assessor is not compared with their own votes, and the excluded do not drag
+    the others down."""
+    rows = grades[~grades["planted"] & grades["grade"].notna()]
+    keep = {a for a, c in checks.items() if c.counted}
+    out: dict[str, float | None] = {}
+    for assessor, mine in rows.groupby("assessor", sort=True):
+        others = rows[(rows["assessor"] != assessor) & rows["assessor"].isin(keep)]
+        if others.empty:
+            out[str(assessor)] = None
+            continue
+        majority = others.groupby("item")["grade"].agg(lambda g: min(g.mode()))
+        shared = mine[mine["item"].isin(majority.index)]
+        out[str(assessor)] = cohen(shared["grade"].to_numpy(dtype=float),
+                                   majority.reindex(shared["item"]).to_numpy(dtype=float), values)
+    return out
+
+
+def assessor_flags(row: dict[str, Any], limits: dict[str, Any]) -> list[str]:
+    """What is suspicious about an assessor's work (an empty list when nothing is):
+    ``too-fast`` (median seconds per sentence below ``min_seconds``), ``one-grade`` (one
+    grade on at least ``one_grade_share`` of their sentences), ``low-agreement`` (mean
+    kappa with the others below ``min_kappa``), ``failed-honeypots`` (not counted because
+    of their honeypot/gold accuracy). Judged once they have ``min_flag_grades`` grades."""
+    if row["grades"] < limits["min_flag_grades"]:
+        return []
+    flags = []
+    if row["median_seconds"] is not None and row["median_seconds"] < limits["min_seconds"]:
+        flags.append("too-fast")
+    if row["top_grade_share"] is not None and row["top_grade_share"] >= limits["one_grade_share"]:
+        flags.append("one-grade")
+    if row["kappa_with_others"] is not None and row["kappa_with_others"] < limits["min_kappa"]:
+        flags.append("low-agreement")
+    if not row["counted"] and row["honeypots"] and "accuracy" in row["reason"]:
+        flags.append("failed-honeypots")
+    return flags

@@ -36,8 +36,10 @@ from retrieval.text import content_words, tokenize
 
 #: the shortest run of the next turn's words a candidate must share to count as quoted
 QUOTE_MIN_WORDS = 5
-#: unrelated sentences kept ready per dialogue (planting takes what it needs)
+#: not-relevant sentences kept ready per dialogue (planting takes what it needs)
 NEGATIVES_PER_DIALOGUE = 12
+#: a known not-relevant sentence shares no content word with this many last turns, nor the next turn
+RECENT_TURNS = 3
 
 
 @dataclass(frozen=True)
@@ -74,13 +76,24 @@ def quoted_candidate(dialogue: Dialogue, min_words: int = QUOTE_MIN_WORDS) -> st
     return best_id if best >= min_words else None
 
 
-def _dialogue_words(dialogue: Dialogue) -> set[str]:
-    words = content_words(dialogue.title)
-    for turn in dialogue.context:
+def dialogue_words(dialogue: Dialogue, last: int | None = None) -> set[str]:
+    """Content words of the dialogue's turns (the last ``last`` only, when given) and next turn."""
+    words: set[str] = set()
+    for turn in dialogue.context[-last:] if last else dialogue.context:
         words |= content_words(turn.body)
     if dialogue.target is not None:
         words |= content_words(dialogue.target.body)
     return words
+
+
+def relation(dialogue: Dialogue, title: str, title_words: set[str], words: set[str]) -> str | None:
+    """``same-document`` when a sentence's title is the dialogue's, ``related-document`` when
+    it shares a content word with the dialogue's title or turns, else None."""
+    if title == dialogue.title:
+        return "same-document"
+    if title_words & words:
+        return "related-document"
+    return None
 
 
 def auto_golds(pool: Collection, low: int, high: int, seed: int = 0,
@@ -98,16 +111,24 @@ def auto_golds(pool: Collection, low: int, high: int, seed: int = 0,
         quoted = quoted_candidate(d)
         if quoted is not None:
             gold.known[quoted] = (high, "quote")
-        words = _dialogue_words(d)
+        words = dialogue_words(d) | content_words(d.title)
+        recent = dialogue_words(d, RECENT_TURNS)
+        for index in rng.permutation(len(d.candidates)):        # the dialogue's own candidates first
+            c = d.candidates[index]
+            body_words, title_words = sentences[c.title, c.body]
+            how = relation(d, c.title, title_words, words)
+            if c.id != quoted and how and not body_words & recent:
+                gold.known[c.id] = (low, how)
         own = {(c.title, c.body) for c in d.candidates}
-        for index in rng.permutation(len(keys)):
+        for index in rng.permutation(len(keys)):                # then the pool's other sentences
             title, body = keys[index]
             body_words, title_words = sentences[title, body]
-            if title == d.title or (title, body) in own or body_words & words or title_words & words:
-                continue
-            gold.planted.append(Planted(title, body, low, "unrelated"))
-            if len(gold.planted) >= negatives:
-                break
+            how = relation(d, title, title_words, words)
+            if how and (title, body) not in own and not body_words & recent:
+                gold.planted.append(Planted(title, body, low, how))
+                if len(gold.planted) >= negatives:
+                    break
+        gold.planted.sort(key=lambda p: p.source != "same-document")   # the same document first
         golds[d.id] = gold
     return golds
 

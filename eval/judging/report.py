@@ -10,7 +10,7 @@ candidate (in candidate order) and the share of them equal to the label.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
@@ -19,7 +19,9 @@ import pandas as pd
 
 from eval.judging.aggregate import Check, aggregate, counted, honeypot_checks
 from eval.judging.agreement import agreement, assessor_report
+from eval.judging.quality import FLAG_PARAMS
 from eval.judging.store import Judging
+from retrieval.params import resolve
 from retrieval.data import Candidate, Collection, Dialogue
 from retrieval.errors import InputError
 
@@ -31,10 +33,12 @@ class Outcome:
     grades: pd.DataFrame            # every grade
     counted: pd.DataFrame           # the grades that make labels
     checks: dict[str, Check]
-    labels: pd.Series               # item -> label
+    labels: pd.Series               # item -> label (an adjudicator's grade wins)
     agreement: dict[str, Any]
     assessors: list[dict[str, Any]]
     items: pd.DataFrame             # every item of the campaign
+    adjudicated: dict = field(default_factory=dict)   # item -> (grade, by): the latest adjudication
+    flags: dict = field(default_factory=dict)         # the thresholds of the assessor flags
 
     def to_json(self) -> dict[str, Any]:
         pool = self.items[self.items["candidate"].notna()]
@@ -43,26 +47,37 @@ class Outcome:
                 "settings": {"k": self.campaign.k, "chunk": self.campaign.chunk,
                              "honeypot_rate": self.campaign.honeypot_rate,
                              "honeypot_threshold": self.campaign.threshold,
-                             "min_honeypots": self.campaign.min_checks},
+                             "min_honeypots": self.campaign.min_checks, "flags": self.flags},
                 "items": int(len(pool)), "planted_honeypots": int(self.items["candidate"].isna().sum()),
                 "honeypot_checks": int(self.items["gold"].notna().sum()),
                 "grades": int(len(self.grades)), "counted_grades": int(len(self.counted)),
                 "items_with_k_counted_grades": int((graded >= self.campaign.k).sum()),
                 "items_without_counted_grade": int(len(pool) - len(self.labels)),
+                "adjudicated": len(self.adjudicated),
                 "agreement": self.agreement, "assessors": self.assessors}
 
 
-def outcome(judging: Judging, name: str, method: str = "mv") -> Outcome:
+def outcome(judging: Judging, name: str, method: str = "mv",
+            flags: dict[str, Any] | None = None) -> Outcome:
+    """The campaign's outcome; ``flags``: thresholds of ``eval.judging.quality.FLAG_PARAMS``
+    (checked; the defaults where not given)."""
+    flags = resolve(flags or {}, FLAG_PARAMS, "the assessor flags")
     campaign = judging.campaign(name)
     rules = judging.guidelines(campaign)
     grades = judging.grades_frame(campaign)
     checks = honeypot_checks(grades, rules, campaign.threshold, campaign.min_checks)
     rows = counted(grades, checks)
     labels = aggregate(rows, method, campaign.seed)
+    adjudicated = {r["item"]: (r["grade"], r["by"]) for r in judging.reviews(campaign)
+                   if r["action"] == "adjudicate"}                  # the latest per item
+    if adjudicated:
+        labels = pd.concat([labels.drop(list(adjudicated), errors="ignore"),
+                            pd.Series({i: g for i, (g, _) in adjudicated.items()}, dtype=int)])
+        labels = labels.sort_index().rename("label")
     figures = agreement(rows, rules.grades, rules.relevant_from)
-    people = assessor_report(grades, checks, labels, rules.grades)
+    people = assessor_report(grades, checks, labels, rules.grades, flags)
     return Outcome(campaign, method, grades, rows, checks, labels, figures, people,
-                   judging.items_frame(campaign))
+                   judging.items_frame(campaign), adjudicated, flags)
 
 
 def _without_paths(meta: dict[str, Any]) -> dict[str, Any]:

@@ -24,10 +24,11 @@ from sqlalchemy.exc import IntegrityError
 
 from eval.board.db import make_engine, migrate, read_session, write_session
 from eval.board.judging_models import (Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem,
-                                       JudgeTask)
+                                       JudgeTask, Review)
 from eval.board.models import utcnow
 from eval.judging import guidelines as guidelines_module
 from eval.judging.guidelines import Guidelines
+from eval.judging.quality import SECONDS, checked_seconds
 from retrieval.data import Collection, dialogue_from_json
 from retrieval.errors import InputError
 from eval.judging.tasks import assign
@@ -41,7 +42,7 @@ if TYPE_CHECKING:      # the server imports this module: pandas and the planners
 #: campaign names the judging pages use as paths (/judge/login, /judge/api/...)
 RESERVED_NAMES = frozenset({"login", "logout", "api"})
 #: the longest time a grade may say it took (longer means the page was left open)
-MAX_SECONDS = 3600.0
+MAX_SECONDS = SECONDS.default
 
 
 def _pandas():
@@ -318,8 +319,10 @@ class Judging:
             grade = None
         elif grade not in self.scale(ref.campaign_id) and grade not in self.scale(ref.campaign_id, True):
             raise Refused(422, f"grade must be one of {self.scale(ref.campaign_id)} (or unsure)")
-        if seconds is not None:
-            seconds = min(max(float(seconds), 0.0), MAX_SECONDS)
+        try:
+            seconds = checked_seconds(seconds)
+        except InputError as err:
+            raise Refused(422, err.message) from None
         job = _Job(assessor.id, ref, grade, unsure, seconds, source)
         with self._pending_lock:
             self._pending.append(job)
@@ -400,6 +403,8 @@ class Judging:
                     raise InputError(f"item {row['item']!r} is not in campaign {name!r}", **where)
                 if row["grade"] is not None and row["grade"] not in values:
                     raise InputError(f"grade must be one of {values}, got {row['grade']!r}", **where)
+                seconds = checked_seconds(row.get("seconds"),
+                                          {**where, "field": row.get("seconds_field", "seconds")})
                 item_id, task_id = items[row["item"]]
                 who = self._importer(s, people, row["assessor"], origin, where)
                 if (task_id, who) not in assigned:
@@ -408,7 +413,7 @@ class Judging:
                     s.add(Assignment(task_id=task_id, assessor_id=who))
                     assigned.add((task_id, who))
                 values_of = {"grade": row["grade"], "unsure": row["grade"] is None,
-                             "seconds": row.get("seconds"), "source": origin or "bulk", "updated_at": now}
+                             "seconds": seconds, "source": origin or "bulk", "updated_at": now}
                 if (item_id, who) in graded and graded[item_id, who] is None:
                     raise InputError(f"{row['assessor']} grades item {row['item']} twice", **where)
                 if (item_id, who) in graded:
@@ -433,6 +438,75 @@ class Judging:
             s.flush()
             people[name] = row.id
         return people[name]
+
+    # -- review ----------------------------------------------------------------
+    def _pool_item(self, s, campaign: Campaign, key: str, where: str) -> JudgeItem:
+        row = s.scalar(select(JudgeItem).where(JudgeItem.campaign_id == campaign.id, JudgeItem.key == key))
+        if row is None or row.candidate_id is None:
+            raise InputError(f"{key!r} is not a sentence of campaign {campaign.name!r}"
+                             + (" (a planted check has no grade to decide)" if row is not None else ""),
+                             field=where)
+        return row
+
+    def adjudicate(self, name: str, decisions: dict[str, int], by: str, note: str = "") -> int:
+        """An adjudicator's grades (item key -> grade), recorded with who decided; the latest
+        per item wins over the aggregate in the report and the export. All or nothing."""
+        campaign = self.campaign(name)
+        by = _checked_name(by, "by")
+        values = self.guidelines(campaign).grades
+        with write_session(self.engine) as s:
+            for key, grade in decisions.items():
+                if isinstance(grade, bool) or grade not in values:
+                    raise InputError(f"grade of {key} must be one of {values}, got {grade!r}", field="adjudicate")
+                item = self._pool_item(s, campaign, key, "adjudicate")
+                s.add(Review(item_id=item.id, action="adjudicate", grade=grade, decided_by=by, note=note))
+        return len(decisions)
+
+    def send_back(self, name: str, keys: list[str], by: str, extra: int = 1) -> dict[str, list[str]]:
+        """Send items back for more judgements: each item's task gets ``extra`` more assessors
+        (with a token, not holding it yet, the least loaded first), recorded with who decided.
+        Returns item key -> the assessors added. All or nothing."""
+        campaign = self.campaign(name)
+        by = _checked_name(by, "by")
+        if isinstance(extra, bool) or not isinstance(extra, int) or extra < 1:
+            raise InputError(f"a whole number >= 1, got {extra!r}", field="extra")
+        out: dict[str, list[str]] = {}
+        with write_session(self.engine) as s:
+            people = {a.id: a.name for a in s.scalars(select(Assessor).where(Assessor.origin == "web"))}
+            holders: dict[int, set[int]] = {}
+            load = dict.fromkeys(people, 0)
+            for task_id, assessor_id, size in s.execute(
+                    select(Assignment.task_id, Assignment.assessor_id, JudgeTask.size).join(JudgeTask)
+                    .where(JudgeTask.campaign_id == campaign.id)):
+                holders.setdefault(task_id, set()).add(assessor_id)
+                if assessor_id in load:
+                    load[assessor_id] += size
+            for key in dict.fromkeys(keys):
+                item = self._pool_item(s, campaign, key, "send_back")
+                have = holders.setdefault(item.task_id, set())
+                free = sorted((a for a in people if a not in have), key=lambda a: (load[a], people[a]))
+                if len(free) < extra:
+                    raise InputError(f"item {key} needs {extra} more assessor(s); {len(free)} with a token "
+                                     "do not hold its task (add some with dsr judge add-assessor)",
+                                     field="send_back")
+                size = s.get(JudgeTask, item.task_id).size
+                for a in free[:extra]:
+                    s.add(Assignment(task_id=item.task_id, assessor_id=a))
+                    have.add(a)
+                    load[a] += size
+                out[key] = [people[a] for a in free[:extra]]
+                s.add(Review(item_id=item.id, action="more", decided_by=by, note="added: " + ", ".join(out[key])))
+        return out
+
+    def reviews(self, campaign: Campaign) -> list[dict[str, Any]]:
+        """Every review decision of the campaign, oldest first: item id and key, action, grade,
+        by, note, when."""
+        query = (select(Review.item_id, JudgeItem.key, Review.action, Review.grade, Review.decided_by,
+                        Review.note, Review.created_at).join(JudgeItem, Review.item_id == JudgeItem.id)
+                 .where(JudgeItem.campaign_id == campaign.id).order_by(Review.id))
+        with read_session(self.engine) as s:
+            return [dict(zip(("item", "key", "action", "grade", "by", "note", "at"), row))
+                    for row in s.execute(query)]
 
     # -- reading -------------------------------------------------------------
     def grades_frame(self, campaign: Campaign) -> pd.DataFrame:

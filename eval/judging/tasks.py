@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from eval.judging.honeypots import dialogue_words
 from retrieval.errors import InputError
+from retrieval.text import content_words
 
 if TYPE_CHECKING:
     from eval.judging.honeypots import GoldSet, Planted
@@ -68,32 +70,45 @@ def plan_tasks(pool: Collection, golds: dict[str, GoldSet], chunk: int, rate: fl
         parts = np.array_split(order, -(-len(d.candidates) // chunk))
         gold = golds.get(d.id)
         spare = list(gold.planted) if gold else []
+        words = dialogue_words(d) | content_words(d.title)
+
+        def near(title: str, words=words, own=d.title) -> bool:
+            return title == own or bool(content_words(title) & words)
+
         for part in parts:
             items = [PlannedItem(d.candidates[i].id, d.candidates[i].title, d.candidates[i].body)
                      for i in part]
             if rate > 0 and gold is not None:
-                _plant(items, gold, spare, max(1, round(rate * len(items))), relevant_from)
+                _plant(items, gold, spare, max(1, round(rate * len(items))), relevant_from, near)
             tasks.append(PlannedTask(d.id, [items[i] for i in rng.permutation(len(items))]))
     return tasks
 
 
 def _plant(items: list[PlannedItem], gold: GoldSet, spare: list[Planted], wanted: int,
-           relevant_from: int) -> None:
-    """Mark or add ``wanted`` checks: relevant and not relevant in turn, as far as known."""
+           relevant_from: int, near) -> None:
+    """Mark or add ``wanted`` checks: relevant and not relevant in turn, as far as known.
+    A not-relevant check is one whose title is ``near`` the dialogue's (its document or a
+    related one) when there is one: first a known candidate of the task, then a planted
+    sentence, and only then a known candidate of an unrelated document (gold items from a
+    judged file), so that the shown title does not give the answer away."""
     positives = [it for it in items if it.candidate in gold.known
                  and gold.known[it.candidate][0] >= relevant_from]
     negatives = [it for it in items if it.candidate in gold.known
                  and gold.known[it.candidate][0] < relevant_from]
+    hard = [it for it in negatives if near(it.title)]
+    easy = [it for it in negatives if not near(it.title)]
     for j in range(wanted):
         want_positive = j % 2 == 0
-        if positives and (want_positive or not (negatives or spare)):
+        if positives and (want_positive or not (hard or spare or easy)):
             item = positives.pop(0)
-        elif negatives:
-            item = negatives.pop(0)
+        elif hard:
+            item = hard.pop(0)
         elif spare:
             planted = spare.pop(0)
             items.append(PlannedItem(None, planted.title, planted.body, planted.grade, planted.source))
             continue
+        elif easy:
+            item = easy.pop(0)
         else:
             return
         item.gold, item.source = gold.known[item.candidate]

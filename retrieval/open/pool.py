@@ -20,6 +20,7 @@ from typing import Any
 from retrieval.data import Candidate, Collection, Dialogue
 from retrieval.errors import InputError
 from retrieval.open.search import Query
+from retrieval.run import Run
 from retrieval.queries import query_terms, query_text
 
 
@@ -55,3 +56,46 @@ def pool_collection(collection: Collection, searcher, depth: int = 50, query: st
                                   subset=dialogue.subset, subreddit=dialogue.subreddit, source=dialogue.source,
                                   meta={**dialogue.meta, "judged": False, "pool": how}))
     return Collection(f"{collection.name}-pool", dialogues, meta={"pooled_from": collection.describe()})
+
+
+def pool_runs(collection: Collection, runs: dict[str, Run], depth: int) -> tuple[Collection, list[dict]]:
+    """The TREC pool of ``runs`` (name -> Run over ``collection``): each dialogue's candidates
+    cut to the union of every run's top ``depth`` (in the collection's candidate order),
+    labels 0 and ``meta.judged`` false, ready for ``dsr judge create``. Also, per run: the
+    sentences it puts in the pool (``contributed``: its top ``depth`` over all dialogues)
+    and those no other run puts there (``unique``)."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise InputError(f"a whole number >= 1, got {depth!r}", field="depth")
+    if not runs:
+        raise InputError("give at least one run", field="runs")
+    tops = {name: {q: set(run.top(q, depth)) for q in run.topics()} for name, run in runs.items()}
+    dialogues, rows = [], {name: {"run": name, "contributed": 0, "unique": 0} for name in runs}
+    for d in collection:
+        pooled = set().union(*(top.get(d.id, set()) for top in tops.values()))
+        for name, top in tops.items():
+            mine = top.get(d.id, set())
+            others = set().union(*(t.get(d.id, set()) for n, t in tops.items() if n != name))
+            rows[name]["contributed"] += len(mine)
+            rows[name]["unique"] += len(mine - others)
+        known = {c.id for c in d.candidates}
+        stray = sorted(pooled - known)
+        if stray:
+            raise InputError(f"run(s) rank {stray[0]!r}, not a candidate of the dialogue", record=d.id,
+                             field="runs")
+        candidates = [Candidate(c.id, c.title, c.body, c.score, 0) for c in d.candidates if c.id in pooled]
+        if candidates:
+            dialogues.append(Dialogue(d.id, d.title, d.context, d.target, candidates, subset=d.subset,
+                                      subreddit=d.subreddit, source=d.source,
+                                      meta={**d.meta, "judged": False,
+                                            "pool": {"runs": list(runs), "depth": depth}}))
+    unknown = sorted(set().union(*(set(r.topics()) for r in runs.values())) - set(collection.ids))
+    if unknown:
+        raise InputError(f"run topic {unknown[0]!r} is not a dialogue of {collection.name}", field="runs")
+    if not dialogues:
+        raise InputError("the runs rank nothing of the collection", field="runs")
+    total = sum(len(d.candidates) for d in dialogues)
+    for row in rows.values():
+        row["share_of_pool"] = row["contributed"] and row["contributed"] / total
+    return (Collection(f"{collection.name}-pool{depth}", dialogues,
+                       meta={"pooled_from": collection.describe(), "runs": list(runs), "depth": depth}),
+            list(rows.values()))

@@ -1,8 +1,9 @@
 """Known answers and the organiser's guidelines file.
 
 Automatic honeypots are checked against the judged CMU_DoG set: every quoted sentence the rule
-finds was judged relevant, every unrelated sentence it plants is from another film and shares
-no content word with the dialogue. A judged collection gives the grades of the dialogues it
+finds was judged relevant; the not-relevant checks come from the dialogue's own document (or a
+related one) and share no content word with the last turns, and the judges' grades of them are
+counted. A judged collection gives the grades of the dialogues it
 shares with the pool. The guidelines YAML is checked field by field."""
 
 from __future__ import annotations
@@ -28,18 +29,36 @@ def judged():
 
 
 def test_automatic_honeypots_agree_with_the_judged_labels(judged):
+    from collections import Counter
+
+    from eval.judging.honeypots import RECENT_TURNS
+
     golds = auto_golds(as_pool(judged), 0, 2, seed=0)
-    quoted = [(d, cid) for d in judged for cid, (grade, source) in golds[d.id].known.items()]
+    label = {(d.id, c.id): c.label for d in judged for c in d.candidates}
+    known = [(d.id, cid, grade, source) for d in judged for cid, (grade, source) in golds[d.id].known.items()]
+    quoted = [k for k in known if k[3] == "quote"]
     assert len(quoted) == 18                    # 18 of 115 next turns quote a candidate (>= 5 words)
-    assert all(judged[d.id].candidates[[c.id for c in d.candidates].index(cid)].label == 2 for d, cid in quoted)
+    assert all(label[d, cid] == 2 and grade == 2 for d, cid, grade, _ in quoted)
+    # not-relevant checks among the dialogue's own candidates: same or related document, and
+    # what the judges said of them (the figures in eval/judging/honeypots.py and docs/judging.md)
+    judged_as = Counter((source, label[d, cid]) for d, cid, grade, source in known if source != "quote")
+    assert all(grade == 0 for *_, grade, source in known if source != "quote")
+    assert judged_as == {("same-document", 0): 440, ("same-document", 1): 32, ("related-document", 0): 147}
     for d in judged:
         words = content_words(d.title) | content_words(d.target.body)
+        recent = content_words(d.target.body)
         for t in d.context:
             words |= content_words(t.body)
+        for t in d.context[-RECENT_TURNS:]:
+            recent |= content_words(t.body)
         planted = golds[d.id].planted
-        assert len(planted) == 12 and all(p.grade == 0 and p.title != d.title for p in planted)
-        assert not any(content_words(p.body) & words or content_words(p.title) & words for p in planted)
+        assert 1 <= len(planted) <= 12 and all(p.grade == 0 for p in planted)
+        assert all(p.title == d.title if p.source == "same-document" else content_words(p.title) & words
+                   for p in planted)                      # the title matches the dialogue's: no shortcut
+        assert not any(content_words(p.body) & recent for p in planted)
         assert not {(p.title, p.body) for p in planted} & {(c.title, c.body) for c in d.candidates}
+        sources = [p.source for p in planted]
+        assert sources == sorted(sources, key=lambda s: s != "same-document")     # same document first
 
 
 def test_a_judged_collection_gives_the_grades_of_shared_dialogues(judged):

@@ -45,7 +45,7 @@ def test_login_progress_and_grading_paths(served):
 
     alice = login(server.url, tokens["alice"])
     index = alice.get("/judge")
-    assert "s1" in index.text and "0 / 419" in index.text
+    assert "s1" in index.text and "0 / 391" in index.text
     first = alice.get("/judge/s1")
     assert first.status_code == 303 and re.fullmatch(r"/judge/s1/task/\d+", first.headers["location"])
     task = alice.get(first.headers["location"])
@@ -96,7 +96,7 @@ def test_pages_are_blind(served):
     items = page.split('id="items"')[1].split("</ol>")[0]
     assert "data-grade" not in page and "graded" not in items and "chosen" not in items
     assert "gold" not in page.lower() and "honeypot" not in page.lower() and "bob" not in page
-    for marker in ("quote", "unrelated", "check", "pool"):
+    for marker in ("quote", "unrelated", "same-document", "related-document", "check", "pool"):
         assert marker not in items.lower()
     assert len(set(re.findall(r'<li class="item" id="i\d+" data-key="[0-9a-f]{16}"\s*>', items))) == \
         items.count("<li ")                                          # every sentence's markup alike

@@ -37,18 +37,26 @@ def test_every_candidate_is_in_one_task_of_at_most_chunk_sentences(pool):
 def test_honeypots_are_planted_at_the_rate_alternating_relevant_and_not(pool):
     golds = auto_golds(pool, 0, 2, seed=0)
     tasks = plan_tasks(pool, golds, chunk=10, rate=0.2, relevant_from=1, seed=0)
+    full = 0
     for t in tasks:
         pool_items = [it for it in t.items if it.candidate is not None]
         checks = [it for it in t.items if it.gold is not None]
-        assert len(checks) == max(1, round(0.2 * len(pool_items)))
+        wanted = max(1, round(0.2 * len(pool_items)))
+        assert len(checks) <= wanted
+        full += len(checks) == wanted
+        if not golds[t.dialogue].known and not golds[t.dialogue].planted:
+            assert not checks
         planted = [it for it in t.items if it.candidate is None]
-        assert all(it.gold == 0 and it.source == "unrelated" for it in planted)
+        assert all(it.gold == 0 and it.source in ("same-document", "related-document") for it in planted)
         quoted = [it for it in checks if it.source == "quote"]
         assert all(golds[t.dialogue].known[it.candidate] == (2, "quote") for it in quoted)
-        if any(it.candidate in golds[t.dialogue].known for it in pool_items):
+        if any(golds[t.dialogue].known.get(it.candidate, (0, ""))[1] == "quote" for it in pool_items):
             assert quoted                           # a task holding the quoted sentence checks it first
+    # the sample's Reddit threads rarely have a same- or related-document sentence free of their
+    # words: 11 of its 57 tasks get the full number of checks (the judged CMU_DoG pool: nearly all)
+    assert full >= 10, (full, len(tasks))
     assert sum(it.source == "quote" for t in tasks for it in t.items) == \
-        sum(1 for g in golds.values() if g.known)
+        sum(1 for g in golds.values() if "quote" in {source for _, source in g.known.values()})
     assert not plan_tasks(pool, golds, chunk=10, rate=0.0, relevant_from=1)[0].items[0].gold
 
 
