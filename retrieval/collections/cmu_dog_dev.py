@@ -63,6 +63,8 @@ MIN_CONTENT_WORDS = 3
 MIN_SHARED_TURNS = 2
 POINT_SETS = ("judged", "all", "pool")
 
+#: it reads CMU_DoG's files (``dsr data fetch cmu_dog``; the tests: ../shared/data/cmu_dog)
+DATA = "cmu_dog"
 PARAMS = (
     Param("points", "judged", "str", "judged: the graded points, all 50 candidates; all: every "
           "point (labels 0 where not graded); pool: the points to grade, pooled sentences only",
