@@ -52,7 +52,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from benchinfo import footer, goal, header, peak_rss_mib  # noqa: E402
-from indexes.backends import BACKENDS  # noqa: E402
+from dsr.indexes.backends import BACKENDS  # noqa: E402
 BATCH = {"bi-encoder": 64, "cross-encoder": 32}
 
 
@@ -69,13 +69,13 @@ def worker(spec: dict) -> dict:
     if not spec["sorted"]:  # a fixed shuffle: batches of mixed lengths
         items = [items[i] for i in np.random.default_rng(0).permutation(len(items))]
     start = time.perf_counter()
-    from retrieval.models import resolve_model
+    from dsr.core.models import resolve_model
 
     model = resolve_model(spec["model"], kind)
     if backend == "torch":  # torch is imported only here, so the others' peak RSS is their own
         import torch
 
-        from retrieval.models import load_cross_encoder, load_sentence_transformer
+        from dsr.core.models import load_cross_encoder, load_sentence_transformer
 
         if threads:
             torch.set_num_threads(threads)
@@ -84,12 +84,12 @@ def worker(spec: dict) -> dict:
             st = load_sentence_transformer(model)
             run = lambda xs: st.encode(xs, batch_size=batch, convert_to_numpy=True)  # noqa: E731
         else:
-            from retrieval.rerankers.cross_encoder import score_pairs
+            from dsr.rerankers.cross_encoder import score_pairs
 
             ce = load_cross_encoder(model, spec["max_length"])
             run = lambda xs: score_pairs(ce, xs, batch)  # noqa: E731
     else:
-        from indexes.backends import FastBiEncoder, FastCrossEncoder, export
+        from dsr.indexes.backends import FastBiEncoder, FastCrossEncoder, export
 
         fed = export(model, kind, backend)
         config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
@@ -128,7 +128,7 @@ def measure(spec: dict) -> dict:
 # --- inputs ----------------------------------------------------------------
 
 def inputs(collection, kind: str, length: str, limit: int) -> list:
-    from retrieval.queries import query_text
+    from dsr.core.queries import query_text
 
     dialogues = list(collection)
     if kind == "bi-encoder":
@@ -148,7 +148,7 @@ def inputs(collection, kind: str, length: str, limit: int) -> list:
 
 
 def token_lengths(items: list, kind: str, max_length: int) -> float:
-    from retrieval.models import load_sentence_transformer
+    from dsr.core.models import load_sentence_transformer
 
     tok = load_sentence_transformer("all-MiniLM-L6-v2").tokenizer
     cols = [items] if kind == "bi-encoder" else [[a for a, _ in items], [b for _, b in items]]
@@ -163,7 +163,7 @@ def cross_encoder_folder(home: Path) -> Path:
         import torch
         from sentence_transformers import CrossEncoder
 
-        from retrieval.models import resolve_model
+        from dsr.core.models import resolve_model
 
         torch.manual_seed(0)
         ce = CrossEncoder(resolve_model("all-MiniLM-L6-v2").path, num_labels=1, local_files_only=True,
@@ -178,7 +178,7 @@ def speed_settings(kind: str, length: str, extra: bool) -> list[dict]:
     """(backend, setting) pairs to time: each backend's default, then (``extra``, realistic
     lengths) other batch sizes, one thread, unsorted inputs, and the fast backends' old
     one-request LATENCY setting."""
-    from indexes.backends import IN_FLIGHT, REQUEST_BATCH
+    from dsr.indexes.backends import IN_FLIGHT, REQUEST_BATCH
 
     def fast(**kw):
         return {"batch_size": REQUEST_BATCH, "in_flight": IN_FLIGHT, "hint": None, "threads": 0, "sorted": True,
@@ -198,7 +198,7 @@ def speed_settings(kind: str, length: str, extra: bool) -> list[dict]:
 
 
 def fast_backends() -> list[str]:
-    from indexes.backends import cpu_has_bf16
+    from dsr.indexes.backends import cpu_has_bf16
 
     return [b for b in BACKENDS[1:] if b != "openvino-bf16" or cpu_has_bf16()]
 
@@ -209,8 +209,8 @@ def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool, ro
     the median pass, the speed-up the ratio to torch's default setting's median."""
     import statistics
 
-    from indexes.backends import export
-    from retrieval.models import resolve_model
+    from dsr.indexes.backends import export
+    from dsr.core.models import resolve_model
 
     models = {"bi-encoder": "all-MiniLM-L6-v2", "cross-encoder": str(cross_encoder_folder(home))}
     for kind, spec in models.items():
@@ -254,10 +254,10 @@ def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool, ro
 
 
 def bench_quality(collections: dict, cross_encoder: str | None, rows: list) -> None:
-    from eval.measures import evaluate_run
-    from eval.qrels import qrels_from_collection
-    from retrieval.rankers import make_ranker
-    from retrieval.rerankers import make_reranker
+    from dsr.evaluation.measures import evaluate_run
+    from dsr.evaluation.qrels import qrels_from_collection
+    from dsr.rankers import make_ranker
+    from dsr.rerankers import make_reranker
 
     for name, collection in collections.items():
         qrels = qrels_from_collection(collection)
@@ -304,8 +304,8 @@ def main(argv=None) -> int:
 
     home = Path(args.home or tempfile.mkdtemp(prefix="dsr-bench-home-"))
     os.environ["DSR_HOME"] = str(home)
-    from retrieval.collections import load_collection
-    from retrieval.provenance import package_versions
+    from dsr.collections import load_collection
+    from dsr.core.provenance import package_versions
 
     info = header("bench_backends: fast inference backends against torch fp32")
     info["versions"] = package_versions(("torch", "openvino", "nncf", "onnxruntime", "transformers",

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tools"))   # board_harness: the servers and runs 
 
 from sqlalchemy import text  # noqa: E402
 
-from retrieval.provenance import machine, package_versions  # noqa: E402
+from dsr.core.provenance import machine, package_versions  # noqa: E402
 from benchinfo import goal  # noqa: E402
 
 import board_harness as bh  # noqa: E402

@@ -26,14 +26,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval.measures import DEFAULT_MEASURES  # noqa: E402
-from eval.protocol import generate_splits, read_splits  # noqa: E402
-from eval.results import evaluate_runs  # noqa: E402
-from retrieval.provenance import machine, package_versions  # noqa: E402
+from dsr.evaluation.measures import DEFAULT_MEASURES  # noqa: E402
+from dsr.evaluation.protocol import generate_splits, read_splits  # noqa: E402
+from dsr.evaluation.results import evaluate_runs  # noqa: E402
+from dsr.core.provenance import machine, package_versions  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 from benchinfo import goal  # noqa: E402
 
-from retrieval.collections.synthetic import make_collection, make_run  # noqa: E402
+from dsr.collections.synthetic import make_collection, make_run  # noqa: E402
 
 DEFAULT_SPLITS = ROOT.parent / "shared" / "data" / "sigir2022" / "val_test_splits.json"
 

@@ -35,9 +35,9 @@ import httpx  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
 import board_harness as bh  # noqa: E402
-from eval.judging.store import Judging  # noqa: E402
+from dsr.judging.campaigns import Judging  # noqa: E402
 from judging_harness import sample_campaign  # noqa: E402
-from retrieval.provenance import machine, package_versions  # noqa: E402
+from dsr.core.provenance import machine, package_versions  # noqa: E402
 from benchinfo import goal  # noqa: E402
 
 

@@ -6,7 +6,7 @@ collector walking the 0.4 M objects already read, and per-field checks in Python
 
     python bench/bench_load.py [--sizes 1 2 5 10] [--repeat 2]
 
-The file is SIGIR-shaped text (:func:`retrieval.collections.synthetic.text_collection`,
+The file is SIGIR-shaped text (:func:`dsr.collections.synthetic.text_collection`,
 846 dialogues x 50 candidates with sentences of real length); size k is k copies of
 it with the dialogue ids renamed, so only the size changes. Each size is read
 ``--repeat`` times and the best time kept; the slope is the least-squares fit of
@@ -28,8 +28,8 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
 from benchinfo import footer, goal, header  # noqa: E402
 
-from retrieval.collections.synthetic import text_collection  # noqa: E402
-from retrieval.data import read_benchmark  # noqa: E402
+from dsr.collections.synthetic import text_collection  # noqa: E402
+from dsr.core.data import read_benchmark  # noqa: E402
 
 #: the goal: log-log slope of load time on size (1.0 = linear)
 GOAL_SLOPE = 1.05

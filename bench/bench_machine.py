@@ -7,7 +7,7 @@
   cores are real cores; Ray's encoding scaling (bench_ray_encode.py) is read against it.
 * **What the run files' gzip level costs.** A run shaped like one of ``dsr reproduce``'s
   on the SIGIR-shaped set (846 topics x 50 sentences) written by
-  ``retrieval.textfiles.atomic_write_text`` (level 6), against the same text at
+  ``dsr.core.textfiles.atomic_write_text`` (level 6), against the same text at
   Python's default level 9: seconds per write and bytes.
 """
 
@@ -28,7 +28,7 @@ for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[name] = "1"  # before numpy loads: one thread per process
 
 from benchinfo import footer, goal, header  # noqa: E402
-from retrieval.textfiles import atomic_write_text  # noqa: E402
+from dsr.core.textfiles import atomic_write_text  # noqa: E402
 
 SECONDS = 8.0
 

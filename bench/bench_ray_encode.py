@@ -112,11 +112,11 @@ def main() -> int:
     import torch
 
     from bench_corpus import real_documents, write_jsonl
-    from indexes.corpus.build import build_corpus
-    from indexes.corpus.dense import encode_corpus
-    from indexes.corpus.distributed import Executor
-    from indexes.corpus.store import Corpus
-    from retrieval.models import load_sentence_transformer, resolve_model
+    from dsr.indexes.corpus.build import build_corpus
+    from dsr.indexes.corpus.dense import encode_corpus
+    from dsr.indexes.corpus.distributed import Executor
+    from dsr.indexes.corpus.layout import Corpus
+    from dsr.core.models import load_sentence_transformer, resolve_model
 
     info = header("bench_ray_encode: CPU by role while Ray encodes")
     work = Path(tempfile.mkdtemp(prefix="bench-ray-encode-"))

@@ -46,7 +46,7 @@ def worker(spec: dict) -> dict:
         from dsr.baselines import StageTimer, reproduce
     except ImportError:  # a baseline checkout from before dsr/reproduce.py became dsr/baselines.py
         from dsr.reproduce import StageTimer, reproduce
-    from retrieval.collections import load_collection
+    from dsr.collections import load_collection
 
     class Timer(StageTimer):
         """Wall seconds per stage, and the CPU seconds of all this process's threads (less
@@ -92,8 +92,8 @@ def run_worker(spec: dict) -> dict:
 def collection_file(spec: str, dialogues: int, folder: Path) -> str:
     if spec != "synthetic":
         return spec
-    from retrieval.collections.synthetic import text_collection
-    from retrieval.data import write_benchmark
+    from dsr.collections.synthetic import text_collection
+    from dsr.core.data import write_benchmark
 
     path = folder / "synthetic.jsonl"
     write_benchmark(text_collection(dialogues), str(path))
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     first = results["this checkout"][0][0]
     print(f"collection: {args.collection} ({first['dialogues']} dialogues, {first['candidates']} candidates), "
           f"backend {backend}")
-    from retrieval.provenance import package_versions
+    from dsr.core.provenance import package_versions
 
     print("versions: " + ", ".join(f"{k} {v}" for k, v in package_versions().items() if v))
     figures = {name: report(name, rows) for name, rows in results.items()}

@@ -6,7 +6,7 @@
 Stages: BM25 index and re-ranking (rank_bm25), open retrieval with rank_bm25
 and bm25s (speed ratio), embedding throughput (cold) and a warm dense run
 (every vector cached), FAISS search (flat and HNSW), cross-encoder pairs per
-second (when retrieval/rerankers/cross_encoder.py exists; the MiniLM-L6
+second (when dsr/rerankers/cross_encoder.py exists; the MiniLM-L6
 package weights with an untrained head: the size of ms-marco-MiniLM-L-6-v2,
 which is what the speed depends on).
 
@@ -80,9 +80,9 @@ def stage(name: str, fn, *, items: int | None = None, unit: str = "", target: st
 
 
 def bench_bm25(collection, label: str, n_search: int) -> None:
-    from indexes.bm25 import BM25Index, BM25SIndex
-    from retrieval.queries import query_terms
-    from retrieval.rankers import make_ranker
+    from dsr.indexes.bm25 import BM25Index, BM25SIndex
+    from dsr.core.queries import query_terms
+    from dsr.rankers import make_ranker
 
     pool = collection.sentences()
     ids, texts = list(pool), [c.body for c in pool.values()]
@@ -134,10 +134,10 @@ def _timed(fn) -> float:
 def bench_dense(collection, label: str, encode_limit: int | None) -> None:
     import numpy as np
 
-    from indexes import embeddings
-    from indexes.dense import build_faiss
-    from retrieval.models import load_sentence_transformer
-    from retrieval.rankers import make_ranker
+    from dsr.indexes import embeddings
+    from dsr.indexes.dense import build_faiss
+    from dsr.core.models import load_sentence_transformer
+    from dsr.rankers import make_ranker
 
     stage(f"[{label}] load MiniLM-L6 bi-encoder", lambda: load_sentence_transformer("all-MiniLM-L6-v2"))
     pool = [c.body for d in collection for c in d.candidates]
@@ -175,15 +175,15 @@ def bench_dense(collection, label: str, encode_limit: int | None) -> None:
 
 
 def bench_cross_encoder(collection, n_pairs: int) -> None:
-    if not (ROOT / "retrieval" / "rerankers" / "cross_encoder.py").exists():
-        print("  (no retrieval/rerankers/cross_encoder.py: cross-encoder skipped)", file=sys.stderr)
+    if not (ROOT / "dsr" / "rerankers" / "cross_encoder.py").exists():
+        print("  (no dsr/rerankers/cross_encoder.py: cross-encoder skipped)", file=sys.stderr)
         return
     import warnings
 
-    from retrieval.data import Collection as C
-    from retrieval.models import load_cross_encoder, resolve_model
-    from retrieval.rankers import make_ranker
-    from retrieval.rerankers import make_reranker
+    from dsr.core.data import Collection as C
+    from dsr.core.models import load_cross_encoder, resolve_model
+    from dsr.rankers import make_ranker
+    from dsr.rerankers import make_reranker
 
     per = len(collection.dialogues[0].candidates)
     subset = C("ce-subset", collection.dialogues[: max(1, n_pairs // per)])
@@ -215,7 +215,7 @@ def main(argv=None) -> int:
 
     home = args.home or tempfile.mkdtemp(prefix="dsr-bench-")
     os.environ["DSR_HOME"] = home
-    from retrieval.provenance import machine, package_versions
+    from dsr.core.provenance import machine, package_versions
 
     versions = package_versions()
     import torch
@@ -228,7 +228,7 @@ def main(argv=None) -> int:
               "dsr_home": home}
     print(f"bench_retrieval {header['date']} on {platform.node()}", file=sys.stderr)
 
-    from retrieval.collections.synthetic import text_collection
+    from dsr.collections.synthetic import text_collection
 
     synthetic = stage("[synthetic] generate 846x50 collection", text_collection)
     if "bm25" not in args.skip:
@@ -239,7 +239,7 @@ def main(argv=None) -> int:
         bench_cross_encoder(synthetic, 200 if args.quick else 1000)
     source = Path(args.source)
     if "cmu_dog" not in args.skip and (source / "Conversations" / "valid").is_dir():
-        from retrieval.collections import load_collection
+        from dsr.collections import load_collection
 
         cmu = stage("[cmu_dog] build valid from raw files", lambda: load_collection("cmu_dog", source, "valid"))
         print(f"  [cmu_dog] {len(cmu)} dialogues, {len(cmu.sentences()):,} distinct sentences",

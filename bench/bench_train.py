@@ -57,10 +57,10 @@ def worker(spec: dict) -> dict:
 
 def judged_ndcg(spec: dict, card: dict) -> float:
     """nDCG@5 of the trained bi-encoder on all judged points (the card's query and text)."""
-    from eval.measures import evaluate_run
-    from eval.qrels import qrels_from_collection
-    from retrieval.collections import load_collection
-    from retrieval.rankers import make_ranker
+    from dsr.evaluation.measures import evaluate_run
+    from dsr.evaluation.qrels import qrels_from_collection
+    from dsr.collections import load_collection
+    from dsr.rankers import make_ranker
 
     judged = load_collection(spec["judged"])
     run = make_ranker("dense", model="dsr:bench-train", query=card["query"],
@@ -105,7 +105,7 @@ def main() -> int:
 
     info = header("bench_train: the default dsr train recipe")
     from dsr.training.settings import DEFAULT_MODEL_TYPE, RECIPES
-    from retrieval.provenance import package_versions
+    from dsr.core.provenance import package_versions
 
     print("versions: " + ", ".join(f"{k} {v}" for k, v in package_versions(
         ("torch", "transformers", "sentence-transformers", "datasets", "accelerate")).items()))

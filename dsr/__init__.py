@@ -29,34 +29,34 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 #: public name -> "module:attribute"
 _EXPORTS = {
-    "load_collection": "retrieval.collections:load_collection",
-    "Collection": "retrieval.data:Collection",
-    "Dialogue": "retrieval.data:Dialogue",
-    "Candidate": "retrieval.data:Candidate",
-    "Turn": "retrieval.data:Turn",
-    "read_benchmark": "retrieval.data:read_benchmark",
-    "write_benchmark": "retrieval.data:write_benchmark",
-    "Run": "retrieval.run:Run",
-    "ranker": "retrieval.rankers:make_ranker",
-    "reranker": "retrieval.rerankers:make_reranker",
-    "RANKERS": "retrieval.rankers:RANKERS",
-    "RERANKERS": "retrieval.rerankers:RERANKERS",
-    "Fusion": "retrieval.rankers.fusion:Fusion",
-    "FUSERS": "retrieval.fusion:FUSERS",
-    "as_run": "retrieval.run:as_run",
-    "Pipeline": "retrieval.stage:Pipeline",
-    "Stage": "retrieval.stage:Stage",
-    "Param": "retrieval.params:Param",
-    "query_text": "retrieval.queries:query_text",
-    "STRATEGIES": "retrieval.queries:STRATEGIES",
-    "Evaluator": "eval.measures:Evaluator",
-    "evaluate_runs": "eval.results:evaluate_runs",
-    "Results": "eval.results:Results",
-    "configs_from_grid": "eval.results:configs_from_grid",
-    "resolve_splits": "eval.protocol:resolve_splits",
-    "qrels": "eval.qrels:qrels_from_collection",
-    "validate_run": "eval.validate:validate_run",
-    "write_report": "eval.report:write_report",
+    "load_collection": "dsr.collections:load_collection",
+    "Collection": "dsr.core.data:Collection",
+    "Dialogue": "dsr.core.data:Dialogue",
+    "Candidate": "dsr.core.data:Candidate",
+    "Turn": "dsr.core.data:Turn",
+    "read_benchmark": "dsr.core.data:read_benchmark",
+    "write_benchmark": "dsr.core.data:write_benchmark",
+    "Run": "dsr.core.run:Run",
+    "ranker": "dsr.rankers:make_ranker",
+    "reranker": "dsr.rerankers:make_reranker",
+    "RANKERS": "dsr.rankers:RANKERS",
+    "RERANKERS": "dsr.rerankers:RERANKERS",
+    "Fusion": "dsr.rankers.fusion:Fusion",
+    "FUSERS": "dsr.core.fusion:FUSERS",
+    "as_run": "dsr.core.run:as_run",
+    "Pipeline": "dsr.core.stage:Pipeline",
+    "Stage": "dsr.core.stage:Stage",
+    "Param": "dsr.core.params:Param",
+    "query_text": "dsr.core.queries:query_text",
+    "STRATEGIES": "dsr.core.queries:STRATEGIES",
+    "Evaluator": "dsr.evaluation.measures:Evaluator",
+    "evaluate_runs": "dsr.evaluation.results:evaluate_runs",
+    "Results": "dsr.evaluation.results:Results",
+    "configs_from_grid": "dsr.evaluation.results:configs_from_grid",
+    "resolve_splits": "dsr.evaluation.protocol:resolve_splits",
+    "qrels": "dsr.evaluation.qrels:qrels_from_collection",
+    "validate_run": "dsr.evaluation.validate:validate_run",
+    "write_report": "dsr.evaluation.report:write_report",
     "train": "dsr.training.recipe:train",
     "reproduce": "dsr.baselines:reproduce",
 }
@@ -64,7 +64,7 @@ _EXPORTS = {
 __all__ = sorted([*_EXPORTS, "evaluate", "fuse"])
 
 if TYPE_CHECKING:  # pragma: no cover
-    from eval.results import Results
+    from dsr.evaluation.results import Results
 
 
 def __getattr__(name: str) -> Any:
@@ -95,7 +95,7 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
       or ``{qid: {docno: grade}}``): every topic of the qrels is scored, as trec_eval -c.
     * ``runs``: ``{name: run}`` or a list of runs; a run is a path, a ``Run``, a
       PyTerrier-shaped DataFrame (qid, docno, score[, rank]), a ``ranx.Run`` or a dict
-      ``{qid: {docno: score}}`` (see :func:`retrieval.run.as_run`). A list names
+      ``{qid: {docno: score}}`` (see :func:`dsr.core.run.as_run`). A list names
       files as ``dsr evaluate`` does, other runs by their tag (else run1, run2, ...).
     * ``protocol``: ``"all"`` scores every dialogue once; ``"official"`` uses the
       collection's val/test splits (or ``splits_file``, else ``n_splits`` seeded ones)
@@ -110,13 +110,13 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
       ``ci``: auto (bootstrap for measures in [0, 1]), bootstrap or t;
       ``all_pairs``: test every pair; ``subsets``: restrict to these.
 
-    Returns :class:`eval.results.Results` (``table()``, ``plot()``, ``to_frame()``,
+    Returns :class:`dsr.evaluation.results.Results` (``table()``, ``plot()``, ``to_frame()``,
     ``per_topic_frame()``).
     """
-    from eval.grouping import auto_families
-    from eval.protocol import resolve_splits
-    from eval.results import evaluate_runs
-    from retrieval.errors import InputError
+    from dsr.evaluation.grouping import auto_families
+    from dsr.evaluation.protocol import resolve_splits
+    from dsr.evaluation.results import evaluate_runs
+    from dsr.core.errors import InputError
 
     collection = _collection(collection, qrels)
     named = _named_runs(runs)
@@ -135,9 +135,9 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
 
 
 def _collection(collection: Any, qrels: Any):
-    from eval.qrels import as_qrels, collection_from_qrels
-    from retrieval.collections import load_collection
-    from retrieval.errors import InputError
+    from dsr.evaluation.qrels import as_qrels, collection_from_qrels
+    from dsr.collections import load_collection
+    from dsr.core.errors import InputError
 
     if qrels is not None:
         if collection is not None:
@@ -150,9 +150,9 @@ def _collection(collection: Any, qrels: Any):
 
 
 def _named_runs(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
-    """``{name: Run}`` from a mapping or a list of anything :func:`retrieval.run.as_run` reads."""
-    from eval.grouping import run_names
-    from retrieval.run import as_run
+    """``{name: Run}`` from a mapping or a list of anything :func:`dsr.core.run.as_run` reads."""
+    from dsr.evaluation.grouping import run_names
+    from dsr.core.run import as_run
 
     if isinstance(runs, Mapping):   # a callable (no arguments, returns a Run) is a lazy configuration
         return {str(name): run if callable(run) else as_run(run, str(name)) for name, run in runs.items()}
@@ -174,15 +174,15 @@ def fuse(runs: Sequence[Any], method: str = "rrf", *, norm: str | None = None, k
          tag: str | None = None) -> Any:
     """Fuse runs (paths, Runs, DataFrames, ranx Runs or dicts) into one ``Run``.
 
-    ``method``: one of :data:`retrieval.fusion.FUSERS` (rrf, isr, borda, combsum,
+    ``method``: one of :data:`dsr.core.fusion.FUSERS` (rrf, isr, borda, combsum,
     combmnz, wsum, interp, ...); ``norm``: the score normalisation of the score-based
     methods (minmax, zscore, sum, rank); ``k`` (rrf), ``weight`` (interp), ``weights``
     (wsum, one per run). A parameter the method does not take is an error. Ties are
-    broken as on every other path (:data:`retrieval.fusion.TIE_RULE`: float32 score, then
+    broken as on every other path (:data:`dsr.core.fusion.TIE_RULE`: float32 score, then
     doc id, descending, as trec_eval orders a file), with or without ``collection``.
     """
-    from retrieval.fusion import fuse as fuse_runs
-    from retrieval.run import as_run
+    from dsr.core.fusion import fuse as fuse_runs
+    from dsr.core.run import as_run
 
     params = {name: value for name, value in (("norm", norm), ("k", k), ("weight", weight),
                                               ("weights", weights)) if value is not None}

@@ -28,7 +28,7 @@ The suite (every row is evaluated on the same dialogues):
   the row is skipped and the report says why.
 
 ``--fast`` (or ``--backend openvino|openvino-bf16|openvino-int8``) runs the dense and
-cross-encoder models on a fast CPU backend (:mod:`indexes.backends`): its
+cross-encoder models on a fast CPU backend (:mod:`dsr.indexes.backends`): its
 scores differ slightly from the exact torch path, so the manifest and each
 run's parameters name the backend.
 
@@ -49,26 +49,26 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from dsr.training.card import ranking_params, read_card
-from eval.protocol import config_name, grid_configs, resolve_splits
-from eval.report import REPORT_FILES, public, report_json, write_report_files
-from eval.results import evaluate_runs
-from indexes.backends import export as export_model
-from indexes.manifest import cached_build, expected_manifest
-from retrieval.atomic import atomic_dir, check_replaceable, write_json
-from retrieval.collections import load_collection
-from retrieval.data import Collection, gc_paused
-from retrieval.errors import InputError
-from retrieval.fusion import fuse
-from retrieval.home import models_dir
-from retrieval.models import resolve_model
-from retrieval.provenance import package_versions, sha256_file, slug, stamp
-from retrieval.queries import STRATEGIES, check_strategy
-from retrieval.rankers import make_ranker
-from retrieval.rankers.bm25 import BM25Ranker
-from retrieval.rankers.fusion import FusionRanker
-from retrieval.rerankers import make_reranker
-from retrieval.rerankers.base import rerank_top_k
-from retrieval.run import Run
+from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
+from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
+from dsr.evaluation.results import evaluate_runs
+from dsr.indexes.backends import export as export_model
+from dsr.indexes.manifest import cached_build, expected_manifest
+from dsr.core.atomic import atomic_dir, check_replaceable, write_json
+from dsr.collections import load_collection
+from dsr.core.data import Collection, gc_paused
+from dsr.core.errors import InputError
+from dsr.core.fusion import fuse
+from dsr.core.home import models_dir
+from dsr.core.models import resolve_model
+from dsr.core.provenance import package_versions, sha256_file, slug, stamp
+from dsr.core.queries import STRATEGIES, check_strategy
+from dsr.rankers import make_ranker
+from dsr.rankers.bm25 import BM25Ranker
+from dsr.rankers.fusion import FusionRanker
+from dsr.rerankers import make_reranker
+from dsr.rerankers.base import rerank_top_k
+from dsr.core.run import Run
 
 DEFAULT_DENSE = "all-MiniLM-L6-v2"
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
@@ -125,12 +125,12 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     the split protocol, written into ``out`` (report, ``runs/``, ``manifest.json``).
 
     ``collection``: a Collection, a registered name (``source``/``split`` as for
-    :func:`~retrieval.collections.load_collection`) or a benchmark file; ``None``
+    :func:`~dsr.collections.load_collection`) or a benchmark file; ``None``
     is sigir2022 when its files are present. ``out`` defaults to
     ``out/COLLECTION``. ``dense_model=None`` skips the dense and fusion rows;
     ``trained_dense`` and ``cross_encoder`` (a folder, hub id or ``dsr:NAME``)
     add their rows; ``backend`` runs the models on a fast CPU backend
-    (:mod:`indexes.backends`). ``test``, ``correction``, ``family``, ``ci``,
+    (:mod:`dsr.indexes.backends`). ``test``, ``correction``, ``family``, ``ci``,
     ``all_pairs`` and ``primary`` are :func:`dsr.evaluate`'s. ``timer`` collects (and, unless
     quiet, prints) each stage's wall time; ``command`` is what the report
     records; ``skipped_reason`` is the note on a skipped cross-encoder row.

@@ -100,7 +100,7 @@ class LiveServer:
     def __init__(self, board):
         import uvicorn
 
-        from eval.board.app import create_app
+        from dsr.board.app import create_app
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -137,14 +137,14 @@ POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions",
 
 def walk_every_route(client, token: str, values: dict[str, list], queries: dict[str, list[str]],
                      post_routes=POST_ROUTES) -> tuple[dict[str, str], set[str]]:
-    """GET every route of the app (``eval.board.app.all_routes``: pages, API, exports, static
+    """GET every route of the app (``dsr.board.app.all_routes``: pages, API, exports, static
     files) with every value of its path parameters and each query of ``queries``, as three
     identities: anonymous, API token and a logged-in browser session. Returns the bodies by
     "WHO GET URL" and the route paths walked; fails on a route it cannot fill."""
     from fastapi.testclient import TestClient
     from starlette.routing import Mount
 
-    from eval.board.app import all_routes
+    from dsr.board.app import all_routes
 
     app = client.app
     browser = TestClient(app)
@@ -181,7 +181,7 @@ def walk_every_route(client, token: str, values: dict[str, list], queries: dict[
 
 LAUNCHER = r"""
 import os, sys
-import alembic.command, alembic.config, dsr.cli, eval.board.app, eval.board.routes, eval.board.service
+import alembic.command, alembic.config, dsr.cli, dsr.board.app, dsr.board.routes, dsr.board.service
 import psycopg, uvicorn   # the imports a start costs, paid once; and uvicorn's own, made by load():
 uvicorn.Config(lambda scope, receive, send: None, log_level="warning").load()
 for line in sys.stdin:
@@ -245,9 +245,9 @@ class ForkedServers:
 
 
 def migration_head() -> str:
-    """The newest migration shipped in eval/board/migrations."""
+    """The newest migration shipped in dsr/board/migrations."""
     from alembic.script import ScriptDirectory
 
-    from eval.board.db import MIGRATIONS
+    from dsr.board.db import MIGRATIONS
 
     return ScriptDirectory(str(MIGRATIONS)).get_current_head()

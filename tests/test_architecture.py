@@ -2,10 +2,10 @@
 function), so that ``ls`` of the packages tells what may import what:
 
 1. ``dsr/`` is the application: it may import everything, and nothing imports it.
-2. ``eval/`` is measurement: it never imports ``dsr``.
-3. ``retrieval/``: a FILE is the core and imports only core files; a FOLDER is the
+2. ``dsr/evaluation/`` is measurement: it never imports ``dsr``.
+3. ``dsr/core/``: a FILE is the core and imports only core files; a FOLDER is the
    domain and imports the core, ``indexes`` and other folders, never ``eval`` or ``dsr``.
-4. ``indexes/`` imports only ``indexes`` and retrieval's core files.
+4. ``dsr/indexes/`` imports only ``indexes`` and retrieval's core files.
 
 and there is no import loop between units (a core file, a domain folder, ``indexes``,
 ``eval``, ``dsr``), nor between the modules of one unit.
@@ -33,8 +33,8 @@ MODULES = modules()
 
 
 def resolve(target: str) -> str:
-    """The module an import names (``from retrieval.run import Run`` names retrieval.run;
-    ``from retrieval import jsonio`` names retrieval.jsonio when that is a module)."""
+    """The module an import names (``from dsr.core.run import Run`` names dsr.core.run;
+    ``from retrieval import jsonio`` names dsr.core.jsonio when that is a module)."""
     while target not in MODULES and "." in target:
         target = target.rsplit(".", 1)[0]
     return target
@@ -56,7 +56,7 @@ GRAPH = {name: imports(path) - {name} for name, path in MODULES.items()}
 
 
 def is_core(module: str) -> bool:
-    """A file directly in retrieval/ (or the package itself)."""
+    """A file directly in dsr/core/ (or the package itself)."""
     parts = module.split(".")
     return parts[0] == "retrieval" and (len(parts) == 1 or (
         len(parts) == 2 and not (ROOT / "retrieval" / parts[1]).is_dir()))
@@ -144,7 +144,7 @@ def test_no_loop_between_modules():
 
 
 def test_the_rules_see_every_package():
-    assert {"retrieval.collections", "retrieval.rankers", "retrieval.rerankers", "retrieval.open"} <= {
+    assert {"dsr.collections", "dsr.rankers", "dsr.rerankers", "dsr.open_retrieval"} <= {
         unit(m) for m in MODULES}
     assert GRAPH["dsr.cli"], "the command line imports something"
 

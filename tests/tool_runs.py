@@ -14,8 +14,8 @@ import pytest
 
 
 def bm25_scores() -> dict[str, dict[str, float]]:
-    from retrieval.collections import load_collection
-    from retrieval.rankers import make_ranker
+    from dsr.collections import load_collection
+    from dsr.rankers import make_ranker
 
     run = make_ranker("bm25").rank(load_collection("sample"))
     return {q: dict(ranked) for q, ranked in run.rankings.items()}

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.qrels import write_qrels
+from dsr.evaluation.qrels import write_qrels
 
 PG_BIN_DIRS = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
 HIDDEN_SEED = 7
@@ -99,8 +99,8 @@ def sample_runs(folder: Path) -> Path:
     (0-3, seeded) that differ from the collection's, for a hidden phase. The
     rankers' caches go to ``folder/home`` (``DSR_HOME`` is restored afterwards).
     """
-    from retrieval.collections import load_collection
-    from retrieval.rankers import make_ranker
+    from dsr.collections import load_collection
+    from dsr.rankers import make_ranker
 
     before = os.environ.get("DSR_HOME")
     os.environ["DSR_HOME"] = str(folder / "home")
@@ -137,7 +137,7 @@ def retag(data: bytes, tag: str) -> bytes:
 
 
 def make_board(db_url: str, tmp_path: Path, **config):
-    from eval.board.service import Board, BoardConfig
+    from dsr.board.service import Board, BoardConfig
 
     config.setdefault("rate_per_minute", 0)
     return Board(BoardConfig(db=db_url, store=tmp_path / "store", **config))
@@ -145,8 +145,8 @@ def make_board(db_url: str, tmp_path: Path, **config):
 
 def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
     """sample/public (baseline: initial) and sample/test (hidden labels, quotas)."""
-    from eval.board.admin import add_baselines
-    from eval.qrels import read_qrels
+    from dsr.board.admin import add_baselines
+    from dsr.evaluation.qrels import read_qrels
 
     public = board.add_phase("sample", "public")
     hidden = board.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Write retrieval/collections/data/cmu_dog_judged.fingerprints.json: how `dsr train`
-recognises the judged development set by content (see retrieval/collections/cmu_dog_judged.py).
+"""Write dsr/collections/data/cmu_dog_judged.fingerprints.json: how `dsr train`
+recognises the judged development set by content (see dsr/collections/cmu_dog_judged.py).
 
 For each judged point: its point fingerprint (a hash of its context turns) and the 12-bit
 tag of its judged relevant candidates, or null where the silver labels of the same point
@@ -26,8 +26,8 @@ def main() -> None:
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared" / "data")
     args = parser.parse_args()
 
-    from retrieval.collections import load_collection
-    from retrieval.collections.cmu_dog_judged import FINGERPRINTS_FILE, label_tag, point_fingerprint
+    from dsr.collections import load_collection
+    from dsr.collections.cmu_dog_judged import FINGERPRINTS_FILE, label_tag, point_fingerprint
 
     judged = load_collection("cmu_dog_judged", args.shared / "judged")
     silver = {point_fingerprint(d): label_tag(d)

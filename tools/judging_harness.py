@@ -16,9 +16,9 @@ from dataclasses import replace
 import numpy as np
 from sqlalchemy import select
 
-from eval.board.db import read_session
-from eval.board.judging_models import Assessor, Assignment, JudgeDialogue, JudgeItem, JudgeTask
-from retrieval.data import Collection, Dialogue
+from dsr.board.db import read_session
+from dsr.judging.models import Assessor, Assignment, JudgeDialogue, JudgeItem, JudgeTask
+from dsr.core.data import Collection, Dialogue
 
 ASSESSORS = ("alice", "bob", "carol", "dave")
 
@@ -41,9 +41,9 @@ def sample_campaign(judging, name: str = "s1", k: int = 3, chunk: int = 10, rate
                     threshold: float = 0.7, assessors=ASSESSORS, assign: bool = True, seed: int = 0,
                     min_checks: int = 3):
     """A campaign on ``sample`` with automatic honeypots; returns (truth, {assessor: token})."""
-    from eval.judging import guidelines, honeypots
-    from eval.judging.store import Settings
-    from retrieval.collections import load_collection
+    from dsr.judging import guidelines, honeypots
+    from dsr.judging.campaigns import Settings
+    from dsr.collections import load_collection
 
     sample = load_collection("sample")
     pool = as_pool(sample)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# A separate virtual environment for Label Studio (tests/eval/judging/test_labelstudio.py
+# A separate virtual environment for Label Studio (tests/judging/test_labelstudio.py
 # starts a real server from it on loopback). Label Studio 1.23 pins an older numpy and
 # pulls Django, so it never goes into dsr's own environment.
 #

@@ -1,5 +1,5 @@
-"""Make ``retrieval/collections/data/cmu_dog_dev.points.jsonl``: the judged development set's
-points and their judging pools (ids and grades only; see ``retrieval/collections/cmu_dog_dev.py``).
+"""Make ``dsr/collections/data/cmu_dog_dev.points.jsonl``: the judged development set's
+points and their judging pools (ids and grades only; see ``dsr/collections/cmu_dog_dev.py``).
 
     python tools/make_cmu_dog_dev.py --source ../shared/data/cmu_dog --judged ../shared/data/judged
 
@@ -24,9 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from retrieval.collections import cmu_dog, cmu_dog_dev, cmu_dog_judged  # noqa: E402
-from retrieval.fusion import fuse  # noqa: E402
-from retrieval.rankers import make_ranker  # noqa: E402
+from dsr.collections import cmu_dog, cmu_dog_dev, cmu_dog_judged  # noqa: E402
+from dsr.core.fusion import fuse  # noqa: E402
+from dsr.rankers import make_ranker  # noqa: E402
 
 RUNS = {"bm25": ("bm25", {}),
         "dense": ("dense", {"query": "title+recent", "text": "title: body"})}

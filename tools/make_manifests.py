@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the git blob ids and sizes of retrieval/collections/manifests/NAME.json: what
+"""Write the git blob ids and sizes of dsr/collections/manifests/NAME.json: what
 `dsr data fetch` verifies each download against.
 
 The rest of a manifest (the repository, the pinned commit and the ``fetch`` section:
@@ -13,7 +13,7 @@ Each file's size in bytes is recorded too: `dsr data fetch` stops a download
 The ids are computed here from the unchanged upstream copies in
 ../shared/data (see its SOURCES.md for repositories and commits); the SIGIR
 2022 dialogue files are not available there, so their ids are the ones
-SOURCES.md publishes (kept in retrieval/collections/sigir2022.py).
+SOURCES.md publishes (kept in dsr/collections/sigir2022.py).
 
 Files we have no copy of (CMU_DoG's Conversations/test, ReDial's train split
 and the zip that holds it, CCPE-M's data.json) cannot be listed here; fetch
@@ -36,10 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from retrieval.collections import sigir2022  # noqa: E402
-from retrieval.collections.fetch import git_blob_file, sources  # noqa: E402
+from dsr.collections import sigir2022  # noqa: E402
+from dsr.collections.fetch import git_blob_file, sources  # noqa: E402
 
-OUT = ROOT / "retrieval" / "collections" / "manifests"
+OUT = ROOT / "dsr" / "collections" / "manifests"
 
 # folder under ../shared/data -> (plan name, {path in the repository: path in the copy})
 COPIES = {

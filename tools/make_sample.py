@@ -1,4 +1,4 @@
-"""Write the bundled ``sample`` collection: retrieval/collections/data/sample.jsonl.
+"""Write the bundled ``sample`` collection: dsr/collections/data/sample.jsonl.
 
 The dialogues, the candidate sentences and their labels (``tools/sample_source.jsonl``)
 were written by hand by the dsr authors (MIT, like the project) in the SIGIR 2022 benchmark
@@ -23,7 +23,7 @@ Initial scores (``candidates[].score``) come from a documented initial ranker,
 so they are honest rather than invented: BM25 (``rank_bm25.BM25Okapi`` with its
 defaults k1=1.5, b=0.75, epsilon=0.25) over the dialogue's own candidate
 sentences (body only), query = title + every context turn, tokens from
-``retrieval.text.tokenize(stopwords=True, stem=True)``. Candidates are listed
+``dsr.core.text.tokenize(stopwords=True, stem=True)``. Candidates are listed
 in that ranker's order (score descending, ties by id), scores rounded to 4
 decimals.
 
@@ -43,14 +43,14 @@ import random
 import sys
 from pathlib import Path
 
-from retrieval.text import tokenize
+from dsr.core.text import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = ROOT / "retrieval" / "collections" / "data" / "sample.jsonl"
+DEFAULT_OUT = ROOT / "dsr" / "collections" / "data" / "sample.jsonl"
 
 INITIAL_RANKER = ("BM25Okapi (rank_bm25; k1=1.5, b=0.75, epsilon=0.25) over the dialogue's "
                   "candidates; query = title + context turns; "
-                  "retrieval.text.tokenize(stopwords=True, stem=True)")
+                  "dsr.core.text.tokenize(stopwords=True, stem=True)")
 
 #: topic group of each dialogue key; fillers only come from other groups
 GROUPS = {
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"{args.out} is up to date")
         return 0
-    from retrieval.atomic import atomic_write
+    from dsr.core.atomic import atomic_write
 
     with atomic_write(args.out) as handle:
         handle.write(text)

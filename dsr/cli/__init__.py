@@ -20,9 +20,9 @@ import traceback
 from dsr.cli.commands import COMMANDS
 from dsr.cli.flags import shown_as_flag
 from dsr.cli.help import add_defaults_and_examples
-from retrieval import __version__
+from dsr.core import __version__
 from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
-from retrieval.errors import InputError
+from dsr.core.errors import InputError
 
 #: ``build_parser(command=EVERY)``: every command module registered
 EVERY = None

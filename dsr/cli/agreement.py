@@ -1,4 +1,4 @@
-"""``dsr agreement``: argument handling; the computation is :mod:`eval.agreement`."""
+"""``dsr agreement``: argument handling; the computation is :mod:`dsr.evaluation.ordering_agreement`."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
-from eval.agreement import agreement
-from retrieval.collections import load_collection
-from retrieval.errors import InputError
-from retrieval.run import Run
+from dsr.evaluation.ordering_agreement import agreement
+from dsr.collections import load_collection
+from dsr.core.errors import InputError
+from dsr.core.run import Run
 
 
 def register(subparsers) -> None:

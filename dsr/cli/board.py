@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
-from eval.board.client import published_for, quota_text, submit
-from eval.board.release import SETTINGS as QUOTAS, rule as release_rule
-from eval.measures import split_measure_list
-from eval.qrels import read_qrels
-from retrieval.atomic import atomic_write
-from retrieval.errors import InputError, require_extra
+from dsr.board.client import published_for, quota_text, submit
+from dsr.board.release import SETTINGS as QUOTAS, rule as release_rule
+from dsr.evaluation.measures import split_measure_list
+from dsr.evaluation.qrels import read_qrels
+from dsr.core.atomic import atomic_write
+from dsr.core.errors import InputError, require_extra
 
 #: what the board extra provides, by import name (serve needs all; the board commands the database part)
 SERVER_MODULES = ("fastapi", "uvicorn", "jinja2", "python_multipart", "sqlalchemy", "alembic")
@@ -140,7 +140,7 @@ def _add_phase_parser(sub) -> None:
                    help="labels only the server holds (--qrels, else the collection file's own labels)")
     p.add_argument("--qrels", metavar="FILE", help="hidden labels (TREC qrels); their topics are the phase's")
     p.add_argument("--measures", nargs="+", metavar="M", help="ir_measures strings (default: dsr evaluate's)")
-    for name in ("daily_quota", "total_quota"):     # declared once: eval.board.release.PARAMS
+    for name in ("daily_quota", "total_quota"):     # declared once: dsr.board.release.PARAMS
         setting = QUOTAS[name]
         p.add_argument("--" + name.replace("_", "-"), type=int, metavar=setting.metavar,
                        help=f"{setting.help}; default {setting.default} on hidden phases, none on public ones")
@@ -189,7 +189,7 @@ def _season_parsers(sub) -> None:
 def _board(args, **extra):
     for module in DATABASE_MODULES:
         require_extra(module, "board")
-    from eval.board.service import Board, BoardConfig
+    from dsr.board.service import Board, BoardConfig
 
     return Board(BoardConfig(db=args.db, store=args.store, **extra))
 
@@ -199,7 +199,7 @@ def cmd_serve(args) -> int:
         require_extra(module, "board")
     import uvicorn
 
-    from eval.board.app import create_app
+    from dsr.board.app import create_app
 
     if args.max_upload_mb <= 0:
         raise InputError("must be > 0", field="--max-upload-mb")
@@ -348,14 +348,14 @@ def when(text: str | None, flag: str):
 
 
 def _season(args):
-    from eval.board.service import Season
+    from dsr.board.service import Season
 
     return Season(primary=args.primary, opens_at=when(args.opens, "--opens"),
                   closes_at=when(args.closes, "--closes"), final=args.final)
 
 
 def _print_season(phase) -> None:
-    from eval.board.models import stamp, utcnow
+    from dsr.board.models import stamp, utcnow
 
     dates = ", ".join(f"{k} {stamp(v)}" for k, v in (("opens", phase.opens_at), ("closes", phase.closes_at))
                       if v is not None) or "no dates"
@@ -401,7 +401,7 @@ def cmd_board_member(args) -> int:
 
 
 def cmd_board_add_baseline(args) -> int:
-    from eval.board.admin import add_baselines
+    from dsr.board.admin import add_baselines
 
     board = _board(args)
     phase = board.get_phase(args.collection, args.phase)
@@ -416,7 +416,7 @@ def cmd_board_add_baseline(args) -> int:
 
 
 def cmd_board_rebuild(args) -> int:
-    from eval.board.admin import rebuild
+    from dsr.board.admin import rebuild
 
     report = rebuild(_board(args))
     print(f"rescored {report.rescored} run(s), {report.changed} changed; "
@@ -429,7 +429,7 @@ def cmd_board_rebuild(args) -> int:
 
 
 def cmd_board_export(args) -> int:
-    from eval.board.admin import export
+    from dsr.board.admin import export
 
     board = _board(args)
     text = export(board, board.get_phase(args.collection, args.phase), args.format, args.select)
@@ -445,8 +445,8 @@ def cmd_board_list(args) -> int:
     board = _board(args)        # first: it says what to install when the board extra is missing
     from sqlalchemy import select
 
-    from eval.board.db import read_session
-    from eval.board.models import Team
+    from dsr.board.db import read_session
+    from dsr.board.models import Team
 
     for p in board.phases():
         print(f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "

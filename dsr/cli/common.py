@@ -12,10 +12,10 @@ from pathlib import Path
 
 from typing import Sequence
 
-from retrieval.atomic import check_output_path
-from retrieval.collections import load_collection
-from retrieval.errors import InputError
-from retrieval.params import TYPES, Param
+from dsr.core.atomic import check_output_path
+from dsr.collections import load_collection
+from dsr.core.errors import InputError
+from dsr.core.params import TYPES, Param
 
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def add_collection_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_allow_mismatch_argument(parser: argparse.ArgumentParser) -> None:
     """``--allow-collection-mismatch``: the one override of the collection-hash policy
-    (``retrieval.run.check_collection_hash``)."""
+    (``dsr.core.run.check_collection_hash``)."""
     parser.add_argument("--allow-collection-mismatch", action="store_true",
                         help="use a run whose sidecar names another collection hash "
                              "(a warning instead of exit 2)")

@@ -23,9 +23,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from retrieval.collections import REGISTERED
+from dsr.collections import REGISTERED
 
-from retrieval.collections import REGISTERED
+from dsr.collections import REGISTERED
 
 #: suffixes of the files commands take as positionals (runs, qrels, benchmarks, tables)
 FILE_SUFFIXES = (".run", ".trec", ".txt", ".tsv", ".gz", ".jsonl", ".json", ".csv", ".parquet",

@@ -1,8 +1,8 @@
 """``dsr corpus build|index|search`` and ``dsr pool``: the command-line glue of the corpus.
 
-Every option maps onto a function of :mod:`indexes.corpus` or
-:mod:`retrieval.open.pool`; ``--workers``/``--ray-address`` pick where the work
-runs (:mod:`indexes.corpus.distributed`).
+Every option maps onto a function of :mod:`dsr.indexes.corpus` or
+:mod:`dsr.open_retrieval.pool`; ``--workers``/``--ray-address`` pick where the work
+runs (:mod:`dsr.indexes.corpus.distributed`).
 """
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from pathlib import Path
 from dsr.cli.board import _board
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, collection_from_args
-from indexes.backends import BACKENDS
-from indexes.bm25 import PARAMS as BM25_PARAMS
-from indexes.corpus.bm25 import build_bm25
-from indexes.corpus.build import build_corpus
-from indexes.corpus.dense import IVFPQ, build_ivfpq, encode_corpus
-from indexes.corpus.distributed import Executor
-from indexes.corpus.store import Corpus
-from retrieval.data import write_benchmark
-from retrieval.errors import InputError
-from retrieval.open.pool import pool_collection, pool_runs
-from retrieval.open.search import CorpusSearcher
-from retrieval.params import parse_assignments
-from retrieval.queries import check_strategy
-from retrieval.run import check_run, load_run, read_trec_run
+from dsr.indexes.backends import BACKENDS
+from dsr.indexes.bm25 import PARAMS as BM25_PARAMS
+from dsr.indexes.corpus.bm25 import build_bm25
+from dsr.indexes.corpus.build import build_corpus
+from dsr.indexes.corpus.dense import IVFPQ, build_ivfpq, encode_corpus
+from dsr.indexes.corpus.distributed import Executor
+from dsr.indexes.corpus.layout import Corpus
+from dsr.core.data import write_benchmark
+from dsr.core.errors import InputError
+from dsr.open_retrieval.pool import pool_collection, pool_runs
+from dsr.open_retrieval.search import CorpusSearcher
+from dsr.core.params import parse_assignments
+from dsr.core.queries import check_strategy
+from dsr.core.run import check_run, load_run, read_trec_run
 
 
 def _add_execution(parser: argparse.ArgumentParser) -> None:
@@ -176,8 +176,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _split_params(items: list[str]) -> tuple[dict, dict]:
-    """``--param`` values for the BM25 index (:data:`indexes.bm25.PARAMS`) and the IVF-PQ index
-    (:data:`indexes.corpus.dense.IVFPQ`); ``bm25.`` or ``ivfpq.`` says which when needed."""
+    """``--param`` values for the BM25 index (:data:`dsr.indexes.bm25.PARAMS`) and the IVF-PQ index
+    (:data:`dsr.indexes.corpus.dense.IVFPQ`); ``bm25.`` or ``ivfpq.`` says which when needed."""
     names = {"bm25": [p.name for p in BM25_PARAMS], "ivfpq": [p.name for p in IVFPQ]}
     bm25, ivfpq = {}, {}
     for name, value in parse_assignments(items, "--param").items():

@@ -1,6 +1,6 @@
 """``dsr collections``, ``dsr data fetch|build`` and ``dsr stats``: argument handling; the
-work is :mod:`retrieval.collections` (sources, builders, stats) and
-:mod:`retrieval.collections.fetch` (verified downloads)."""
+work is :mod:`dsr.collections` (sources, builders, stats) and
+:mod:`dsr.collections.fetch` (verified downloads)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from typing import Any
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, check_out, collection_from_args
-from retrieval.collections import source_module
-from retrieval.collections.fetch import fetch
-from retrieval.collections.stats import collection_stats, collections_info
-from retrieval.data import write_benchmark
-from retrieval.errors import InputError
-from retrieval.params import parse_assignments
+from dsr.collections import source_module
+from dsr.collections.fetch import fetch
+from dsr.collections.stats import collection_stats, collections_info
+from dsr.core.data import write_benchmark
+from dsr.core.errors import InputError
+from dsr.core.params import parse_assignments
 
 
 def register(subparsers) -> None:

@@ -1,4 +1,4 @@
-"""``dsr decide``: argument handling; the rule is :mod:`eval.decision`."""
+"""``dsr decide``: argument handling; the rule is :mod:`dsr.evaluation.decision`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
-from eval.decision import TESTS, decide_runs, format_table
-from eval.significance import ALPHA
-from retrieval.collections import load_collection
-from retrieval.errors import InputError
-from retrieval.run import Run
+from dsr.evaluation.decision import TESTS, decide_runs, format_table
+from dsr.evaluation.significance import ALPHA
+from dsr.collections import load_collection
+from dsr.core.errors import InputError
+from dsr.core.run import Run
 
 
 def register(subparsers) -> None:

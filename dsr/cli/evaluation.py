@@ -13,19 +13,19 @@ import sys
 from pathlib import Path
 
 from dsr.cli.common import add_allow_mismatch_argument, add_collection_argument, check_out, collection_from_args
-from eval import registry
-from eval.grouping import select_runs
-from eval.measures import Evaluator, measure_names, parse_measures, split_measure_list
-from eval.qrels import collection_from_qrels, read_qrels
-from eval.trec_eval import FOLLOWED, VERSIONS, apply_rules, with_relevance_level
-from eval.protocol import resolve_splits
-from eval.report import write_report
-from eval.results import evaluate_runs, write_per_topic
-from eval.tables import render
-from eval.validate import fix_ties, validate_run
-from retrieval.errors import InputError
-from retrieval.provenance import input_record, run_sidecar
-from retrieval.run import write_run
+from dsr.evaluation import registry
+from dsr.evaluation.grouping import select_runs
+from dsr.evaluation.measures import Evaluator, measure_names, parse_measures, split_measure_list
+from dsr.evaluation.qrels import collection_from_qrels, read_qrels
+from dsr.evaluation.trec_eval import FOLLOWED, VERSIONS, apply_rules, with_relevance_level
+from dsr.evaluation.protocol import resolve_splits
+from dsr.evaluation.report import write_report
+from dsr.evaluation.results import evaluate_runs, write_per_topic
+from dsr.evaluation.tables import render
+from dsr.evaluation.validate import fix_ties, validate_run
+from dsr.core.errors import InputError
+from dsr.core.provenance import input_record, run_sidecar
+from dsr.core.run import write_run
 
 EVALUATE_EPILOG = """\
 protocols:
@@ -68,7 +68,7 @@ FOLLOWED (scores as 32-bit floats); --trec-eval 10.0 reads them as doubles. -l N
 are relevant for every measure with a level; -M N: the first N documents of each topic; -c:
 accepted (dsr always counts a topic a run lacks as 0, as -c does). When a run ranks documents
 the labels do not judge, the unjudged fraction of its top 10 is printed ("unjudged" in --json).
-measures (any ir_measures string of these families; eval/registry.py declares them):
+measures (any ir_measures string of these families; dsr/evaluation/registry.py declares them):
 MEASURES
 example: dsr evaluate sample a.run b.run --baseline a --correction bh --family runs+measures --format md
 """.replace("FOLLOWED", FOLLOWED).replace("MEASURES", "\n".join(registry.help_lines()))

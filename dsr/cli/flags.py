@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from retrieval.errors import InputError
+from dsr.core.errors import InputError
 
 #: library parameter names that differ from the flag's dest (``make_ranker(name, **params)``
 #: -> ``--param``)

@@ -1,4 +1,4 @@
-"""``dsr judge ...``: judging campaigns, the argparse glue (the work is :mod:`eval.judging`)."""
+"""``dsr judge ...``: judging campaigns, the argparse glue (the work is :mod:`dsr.judging`)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ import json
 import sys
 from pathlib import Path
 
-from retrieval.errors import InputError
-from eval.judging import guidelines, honeypots
+from dsr.core.errors import InputError
+from dsr.judging import guidelines, honeypots
 from dsr.cli.common import add_param_flags, param_values
-from eval.judging.exchange import tally
-from eval.judging.quality import FLAG_PARAMS, REVIEW_PARAMS
-from eval.qrels import qrels_from_collection, write_qrels
-from retrieval.atomic import atomic_dir
-from retrieval.atomic import atomic_write
-from retrieval.atomic import check_output_path, write_json
-from retrieval.collections import load_collection
-from retrieval.data import write_benchmark
-from retrieval.home import require_writable
+from dsr.judging.exchange import tally
+from dsr.judging.quality import FLAG_PARAMS, REVIEW_PARAMS
+from dsr.evaluation.qrels import qrels_from_collection, write_qrels
+from dsr.core.atomic import atomic_dir
+from dsr.core.atomic import atomic_write
+from dsr.core.atomic import check_output_path, write_json
+from dsr.collections import load_collection
+from dsr.core.data import write_benchmark
+from dsr.core.home import require_writable
 
 JUDGE_EPILOG = """\
 A campaign lives in the leaderboard's database (--db; default SQLite at
@@ -159,8 +159,8 @@ def _register_review(sub) -> None:
 def _judging(args):
     """The campaign store behind ``--db``; an SQLite file's folder must be writable (a
     read-only DSR_HOME is exit 2 naming the folder, as for dsr serve)."""
-    from eval.board.service import BoardConfig
-    from eval.judging.store import Judging
+    from dsr.board.service import BoardConfig
+    from dsr.judging.campaigns import Judging
 
     config = BoardConfig(db=args.db)
     _writable_sqlite_folder(config)
@@ -196,7 +196,7 @@ def cmd_guidelines(args) -> int:
 
 
 def cmd_create(args) -> int:
-    from eval.judging.store import Settings
+    from dsr.judging.campaigns import Settings
 
     rules = guidelines.load(args.guidelines)
     pool = load_collection(args.pool, args.source, args.split)
@@ -235,7 +235,7 @@ def cmd_assign(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from eval.judging.views import progress, task_rows
+    from dsr.judging.views import progress, task_rows
 
     judging = _judging(args)
     campaign = judging.campaign(args.campaign)
@@ -249,7 +249,7 @@ def cmd_status(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from eval.judging.report import outcome
+    from dsr.judging.campaign_report import outcome
 
     result = outcome(_judging(args), args.campaign, args.method,
                      param_values(args, FLAG_PARAMS)).to_json()
@@ -297,7 +297,7 @@ def _decisions(pairs: list[str]) -> dict[str, int]:
 
 
 def cmd_review(args) -> int:
-    from eval.judging.review import review_queue
+    from dsr.judging.review import review_queue
 
     judging = _judging(args)
     decisions = _decisions(args.adjudicate)
@@ -330,7 +330,7 @@ def cmd_review(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from eval.judging.report import judged_collection, outcome
+    from dsr.judging.campaign_report import judged_collection, outcome
 
     for path, flag in ((args.out, "--out"), (args.qrels, "--qrels"), (args.report, "--report")):
         if path:
@@ -350,9 +350,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_export_tasks(args) -> int:
-    import eval.judging.crowdsourcing as crowdsourcing
-    import eval.judging.labelstudio as labelstudio
-    from eval.judging.views import all_tasks
+    import dsr.judging.crowdsourcing as crowdsourcing
+    import dsr.judging.labelstudio as labelstudio
+    from dsr.judging.views import all_tasks
 
     module = labelstudio if args.format == "label-studio" else crowdsourcing
     judging = _judging(args)
@@ -368,8 +368,8 @@ def cmd_export_tasks(args) -> int:
 
 
 def cmd_import(args) -> int:
-    import eval.judging.crowdsourcing as crowdsourcing
-    import eval.judging.labelstudio as labelstudio
+    import dsr.judging.crowdsourcing as crowdsourcing
+    import dsr.judging.labelstudio as labelstudio
 
     module = labelstudio if args.format == "label-studio" else crowdsourcing
     rows, left_out = module.read(Path(args.file))      # the whole file is checked before anything is stored

@@ -12,11 +12,11 @@ from dsr.training import kfold
 from dsr.training.kfold import kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
 from dsr.training.settings import PARAMS
-from eval.tables import render
-from retrieval.atomic import check_replaceable
-from retrieval.collections import load_collection
-from retrieval.errors import InputError
-from retrieval.params import parse_assignments, resolve
+from dsr.evaluation.tables import render
+from dsr.core.atomic import check_replaceable
+from dsr.collections import load_collection
+from dsr.core.errors import InputError
+from dsr.core.params import parse_assignments, resolve
 
 #: settings kfold sets for every fold itself
 PER_FOLD = ("base", "folds", "fold", "overwrite")

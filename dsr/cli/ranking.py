@@ -1,7 +1,7 @@
 """``dsr run``, ``dsr rerank`` and ``dsr fuse``: rankings on disk.
 
 Each writes a TREC run (strictly decreasing scores per topic; ties broken by
-initial rank, then sentence id, see :mod:`retrieval.run`) and its JSON
+initial rank, then sentence id, see :mod:`dsr.core.run`) and its JSON
 sidecar ``RUN.json`` with everything needed to make it again:
 
 ``command``, ``command_line``, ``created``
@@ -38,15 +38,15 @@ from pathlib import Path
 from dsr.cli.commands import summary
 from dsr.cli.common import (add_allow_mismatch_argument, add_collection_argument, add_param_argument,
                                   check_out, collection_from_args)
-from retrieval.collections import load_collection
-from retrieval.errors import InputError
-from retrieval.fusion import METHODS, TIE_RULE, check_params as check_fusion_params, fuse, method_params
-from retrieval.models import model_records
-from retrieval.params import parse_assignments
-from retrieval.provenance import input_record, run_sidecar
-from retrieval.rankers import make_ranker, ranker_class, RANKERS
-from retrieval.rerankers import make_reranker, reranker_class, RERANKERS
-from retrieval.run import check_run, check_same_collection, load_run, write_run
+from dsr.collections import load_collection
+from dsr.core.errors import InputError
+from dsr.core.fusion import METHODS, TIE_RULE, check_params as check_fusion_params, fuse, method_params
+from dsr.core.models import model_records
+from dsr.core.params import parse_assignments
+from dsr.core.provenance import input_record, run_sidecar
+from dsr.rankers import make_ranker, ranker_class, RANKERS
+from dsr.rerankers import make_reranker, reranker_class, RERANKERS
+from dsr.core.run import check_run, check_same_collection, load_run, write_run
 
 
 def register(subparsers) -> None:

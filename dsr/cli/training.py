@@ -14,7 +14,7 @@ from dsr.cli.common import add_collection_argument, add_param_flags, param_value
 from dsr.training.card import text_params
 from dsr.training.recipe import train
 from dsr.training.settings import GROUPS, PARAMS
-from retrieval.home import models_dir
+from dsr.core.home import models_dir
 
 
 def register(subparsers) -> None:

@@ -38,10 +38,10 @@ from dsr.training.finetune import fit_settings, run_trainer, training_arguments
 from dsr.training.steps import (Job, base_entry, card_head, data_entry, finish, start_work,
                                training_dialogues)
 from dsr.training.settings import TrainSettings
-from retrieval.collections.documents import DEFAULT_WINDOW, candidate_renderer
-from retrieval.data import CONTEXT_FORM, Candidate, Dialogue, candidate_text
-from retrieval.errors import InputError
-from retrieval.queries import model_query_budget, query_text
+from dsr.collections.documents import DEFAULT_WINDOW, candidate_renderer
+from dsr.core.data import CONTEXT_FORM, Candidate, Dialogue, candidate_text
+from dsr.core.errors import InputError
+from dsr.core.queries import model_query_budget, query_text
 
 LOSS = "MultipleNegativesRankingLoss"
 
@@ -62,7 +62,7 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
                   ) -> tuple[list[Triplet], dict[str, int]]:
     """One triplet per dialogue with a relevant and a non-relevant candidate (deterministic);
     candidates as ``text`` (``body`` or ``title: body``, or a candidate -> text function such
-    as the context form's :func:`retrieval.collections.documents.candidate_renderer`) renders them.
+    as the context form's :func:`dsr.collections.documents.candidate_renderer`) renders them.
 
     Returns the triplets and counts for the model card. InputError when no
     dialogue has a relevant candidate.

@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from retrieval.atomic import atomic_write, write_json
-from retrieval.jsonio import load_json
+from dsr.core.atomic import atomic_write, write_json
+from dsr.core.jsonio import load_json
 
 CARD_FILE = "dsr_model.json"
 

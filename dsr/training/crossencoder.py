@@ -35,12 +35,12 @@ from dsr.training.pairs import make_pairs
 from dsr.training.settings import TrainSettings
 from dsr.training.steps import (Job, base_entry, card_head, data_entry, finish, start_work,
                                 training_dialogues)
-from retrieval.data import Collection
-from retrieval.errors import InputError
-from retrieval.models import resolve_model
-from retrieval.queries import query_text
-from retrieval.rankers import make_ranker
-from retrieval.rerankers.cross_encoder import score_pairs
+from dsr.core.data import Collection
+from dsr.core.errors import InputError
+from dsr.core.models import resolve_model
+from dsr.core.queries import query_text
+from dsr.rankers import make_ranker
+from dsr.rerankers.cross_encoder import score_pairs
 
 
 def load_base(path: str | Path, max_length: int, seed: int):

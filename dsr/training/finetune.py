@@ -32,7 +32,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers.trainer_callback import ProgressCallback
 
-from retrieval.errors import InputError
+from dsr.core.errors import InputError
 
 
 @dataclass

@@ -24,8 +24,8 @@ import random
 from dataclasses import replace
 from typing import Iterable, Sequence
 
-from retrieval.data import Dialogue
-from retrieval.errors import InputError
+from dsr.core.data import Dialogue
+from dsr.core.errors import InputError
 
 #: shuffles the documents before they are cut into folds (fixed: folds must not move)
 FOLD_SEED = 0

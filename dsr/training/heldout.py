@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from eval.measures import Evaluator
-from eval.qrels import qrels_from_collection
-from retrieval.data import Candidate, Collection, Dialogue, candidate_text, initial_order
-from retrieval.rankers import make_ranker
-from retrieval.run import Run
+from dsr.evaluation.measures import Evaluator
+from dsr.evaluation.qrels import qrels_from_collection
+from dsr.core.data import Candidate, Collection, Dialogue, candidate_text, initial_order
+from dsr.rankers import make_ranker
+from dsr.core.run import Run
 
 MEASURES = ("nDCG@5", "RR")
 BASELINES = ("initial", "bm25")
@@ -26,7 +26,7 @@ def model_run(score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
               dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], tag: str,
               text: str | Callable[[Candidate], str] = "body") -> Run:
     """Score every candidate (as ``text`` renders it: a text form, or a candidate -> text
-    function such as :func:`retrieval.collections.documents.candidate_renderer`'s) of every
+    function such as :func:`dsr.collections.documents.candidate_renderer`'s) of every
     dialogue in one batch call; ties by initial rank."""
     render = text if callable(text) else (lambda c: candidate_text(c, text))
     pairs, keys = [], []

@@ -9,7 +9,7 @@ graded on its own training data. So before any recipe builds examples,
   and its fixed slice of train conversations), by name, or
 * appears in an evaluation split of the CMU_DoG folder (``valid`` and ``test`` where present,
   but not the split being trained on), by its turns
-  (:func:`retrieval.collections.cmu_dog_dev.shared_conversations`: at least two turns, and at
+  (:func:`dsr.collections.cmu_dog_dev.shared_conversations`: at least two turns, and at
   least half of the training conversation's, found in one evaluation conversation).
 
 The CMU_DoG folder is ``eval_source``, else the collection's own source, else
@@ -24,10 +24,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
-from retrieval.collections.cmu_dog_dev import (dev_conversations, read_split_turns,
+from dsr.collections.cmu_dog_dev import (dev_conversations, read_split_turns,
                                                shared_conversations, turn_keys)
-from retrieval.errors import InputError
-from retrieval.home import data_dir
+from dsr.core.errors import InputError
+from dsr.core.home import data_dir
 
 #: the CMU_DoG splits that are evaluated on
 EVALUATION_SPLITS = ("valid", "test")

@@ -14,7 +14,7 @@ dsr:NAME``, with a model trained on every document.
 
 Outputs in ``--out``: ``kfold.run``, ``zero-shot.run`` (and ``in-domain.run``)
 with sidecars, and the report in ``report/`` (``results.md``, ``results.json``...),
-written as a set (:func:`retrieval.atomic.atomic_dir`): a ``--out`` holding
+written as a set (:func:`dsr.core.atomic.atomic_dir`): a ``--out`` holding
 other files is refused before any training.
 """
 
@@ -25,15 +25,15 @@ from typing import Any
 
 from dsr.training.card import CARD_FILE, ranking_params, read_card
 from dsr.training.folds import dialogue_document
-from eval.report import REPORT_FILES, write_report_files
-from eval.results import evaluate_runs
-from retrieval.atomic import atomic_dir
-from retrieval.data import Collection
-from retrieval.errors import InputError
-from retrieval.models import resolve_model
-from retrieval.provenance import slug
-from retrieval.rankers import make_ranker
-from retrieval.run import Run
+from dsr.evaluation.report import REPORT_FILES, write_report_files
+from dsr.evaluation.results import evaluate_runs
+from dsr.core.atomic import atomic_dir
+from dsr.core.data import Collection
+from dsr.core.errors import InputError
+from dsr.core.models import resolve_model
+from dsr.core.provenance import slug
+from dsr.rankers import make_ranker
+from dsr.core.run import Run
 
 #: the runs ``--out`` holds
 RUNS = ("kfold", "zero-shot", "in-domain")

@@ -32,8 +32,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 # candidate_text: the body, as the cross-encoder reranker reads it by default (titles repeat
 # across a list)
-from retrieval.data import Collection, Dialogue, candidate_text
-from retrieval.errors import InputError
+from dsr.core.data import Collection, Dialogue, candidate_text
+from dsr.core.errors import InputError
 
 TARGETS = ("binary", "graded")
 
@@ -86,7 +86,7 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
     """Build balanced training pairs from ``dialogues`` (deterministic for a seed).
 
     ``query`` maps a dialogue to its query text (a strategy of
-    ``retrieval.queries``). ``neg_per_pos`` caps the in-list negatives at that
+    ``dsr.core.queries``). ``neg_per_pos`` caps the in-list negatives at that
     many per positive (sampled at random; a negative value keeps them all);
     with ``ranked``, sampled among the ``depth`` (at least that many) non-relevant
     candidates ranked highest there. ``text`` is the candidate text form (``body`` or

@@ -28,12 +28,12 @@ from typing import Any
 
 from dsr.training.settings import resolve_settings
 from dsr.training.steps import Job, resolve_base
-from retrieval.atomic import recover_folder
-from retrieval.collections import load_collection
-from retrieval.collections.cmu_dog_judged import is_judged, judged_points
-from retrieval.data import Collection
-from retrieval.errors import InputError
-from retrieval.home import models_dir
+from dsr.core.atomic import recover_folder
+from dsr.collections import load_collection
+from dsr.collections.cmu_dog_judged import is_judged, judged_points
+from dsr.core.data import Collection
+from dsr.core.errors import InputError
+from dsr.core.home import models_dir
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -53,8 +53,8 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
           overwrite: bool | None = None) -> dict[str, Any]:
     """Fine-tune a model on ``collection``'s labels and save it as ``DSR_HOME/models/NAME``.
 
-    ``collection`` is a :class:`~retrieval.data.Collection`, a registered name
-    (``source``/``split`` as for :func:`~retrieval.collections.load_collection`)
+    ``collection`` is a :class:`~dsr.core.data.Collection`, a registered name
+    (``source``/``split`` as for :func:`~dsr.collections.load_collection`)
     or a benchmark file. Every other keyword is a setting of
     :data:`dsr.training.settings.PARAMS` (``dsr train --help`` lists them with
     their defaults); ``None`` takes the declared default, or the recipe's
@@ -91,7 +91,7 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
 def refuse_judged(collection, spec: str | None = None) -> None:
     """InputError for the judged development set: its labels must never be trained on.
 
-    Recognised by name, file, hash or content (retrieval.collections.cmu_dog_judged); a
+    Recognised by name, file, hash or content (dsr.collections.cmu_dog_judged); a
     collection that holds judged query points with other (silver) labels, such as CMU_DoG
     valid, is trained on with a warning: a model trained on it is not held out from the
     judged set.

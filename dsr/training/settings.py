@@ -1,4 +1,4 @@
-"""What ``dsr train`` takes, declared once as :class:`~retrieval.params.Param`\\ s.
+"""What ``dsr train`` takes, declared once as :class:`~dsr.core.params.Param`\\ s.
 
 ``dsr train``'s flags (``--max-steps``...), :func:`dsr.train`'s keyword arguments,
 their checks (exit 2 naming the setting) and the model card's parameters all come
@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from dsr.training.pairs import TARGETS
-from retrieval.data import CONTEXT_FORM, TEXT_FORMS
-from retrieval.errors import InputError
-from retrieval.params import Param, record_type, resolve
-from retrieval.queries import STRATEGIES
+from dsr.core.data import CONTEXT_FORM, TEXT_FORMS
+from dsr.core.errors import InputError
+from dsr.core.params import Param, record_type, resolve
+from dsr.core.queries import STRATEGIES
 
 DEFAULT_BASE = "all-MiniLM-L6-v2"
 MODEL_TYPES = ("bi-encoder", "cross-encoder")

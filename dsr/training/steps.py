@@ -18,10 +18,10 @@ from dsr.training.card import write_card
 from dsr.training.folds import documents, exclude_documents, fold_documents
 from dsr.training.pairs import split_heldout
 from dsr.training.settings import TrainSettings
-from retrieval.atomic import replace_folder
-from retrieval.errors import InputError
-from retrieval.models import ResolvedModel, resolve_model
-from retrieval.provenance import TRACKED_PACKAGES, machine, now, package_versions
+from dsr.core.atomic import replace_folder
+from dsr.core.errors import InputError
+from dsr.core.models import ResolvedModel, resolve_model
+from dsr.core.provenance import TRACKED_PACKAGES, machine, now, package_versions
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def conversation_of(dialogue) -> str:
 
 
 def resolve_base(spec: str) -> ResolvedModel:
-    """``base`` -> a ResolvedModel with a local checkpoint folder (retrieval.models, offline first)."""
+    """``base`` -> a ResolvedModel with a local checkpoint folder (dsr.core.models, offline first)."""
     try:
         resolved = resolve_model(spec, "cross-encoder")
     except InputError as err:
@@ -175,5 +175,5 @@ def _select(collection, settings: TrainSettings) -> tuple[list, dict[str, Any]]:
 
 def _move_into_place(out: Path, final: Path) -> None:
     """Swap the finished folder in as NAME (an old NAME, with overwrite, goes only after that
-    works; a kill between the renames is finished by the next command: retrieval.atomic)."""
+    works; a kill between the renames is finished by the next command: dsr.core.atomic)."""
     replace_folder(out, final)

@@ -1,4 +1,4 @@
-"""The fast backends (indexes/backends.py) against torch, on real sentences.
+"""The fast backends (dsr/indexes/backends.py) against torch, on real sentences.
 
 A broken export (a wrong input order, a lost attention mask, fp16 weights,
 a bad quantisation) moves the scores; these tests compare the OpenVINO fp32
@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from indexes.manifest import safe_name
-from indexes import backends
+from dsr.indexes.manifest import safe_name
+from dsr.indexes import backends
 from dsr.cli import main
-from retrieval.collections import load_collection
-from retrieval.models import resolve_model
-from retrieval.queries import query_text
+from dsr.collections import load_collection
+from dsr.core.models import resolve_model
+from dsr.core.queries import query_text
 
 THRESHOLDS = {"openvino": 0.999, "openvino-bf16": 0.99, "openvino-int8": 0.98}
 #: the fast backends this CPU runs (openvino-bf16 needs bf16 units)
@@ -51,7 +51,7 @@ def _pairs(collection):
 
 
 def test_bi_encoder_fast_backends_rank_like_torch(quick_calibration, sample, dsr_home):
-    from indexes import embeddings
+    from dsr.indexes import embeddings
 
     model = resolve_model("all-MiniLM-L6-v2")
     pairs = _pairs(sample)
@@ -93,9 +93,9 @@ def minilm_cross_encoder(tmp_path_factory):
 
 def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, minilm_cross_encoder,
                                                      dsr_home):
-    from retrieval.data import Collection
-    from retrieval.rerankers import make_reranker
-    from retrieval.run import Run
+    from dsr.core.data import Collection
+    from dsr.rerankers import make_reranker
+    from dsr.core.run import Run
 
     part = Collection("sample-part", sample.dialogues[:10])  # 10 dialogues, 254 pairs: a short test
     everything = Run({d.id: [(c.id, 0.0) for c in d.candidates] for d in part}, "pairs")
@@ -202,7 +202,7 @@ def test_bad_backend_is_exit_2(tmp_path, argv, capsys, tiny_model):
 
 
 def test_bf16_backend_needs_a_bf16_cpu(monkeypatch, tiny_model):
-    from retrieval.errors import InputError
+    from dsr.core.errors import InputError
 
     monkeypatch.setattr(backends, "cpu_has_bf16", lambda: False)
     with pytest.raises(InputError, match="bf16 units"):
@@ -223,7 +223,7 @@ def test_requests_in_flight_keep_the_input_order(tiny_model, dsr_home, sample):
 def test_missing_fast_extra_is_a_clear_input_error(monkeypatch, tiny_model):
     import importlib.util
 
-    from retrieval.errors import InputError
+    from dsr.core.errors import InputError
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nncf" else real(name, *a))

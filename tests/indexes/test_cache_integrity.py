@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes import embeddings
-from indexes.manifest import index_folder
+from dsr.indexes import embeddings
+from dsr.indexes.manifest import index_folder
 from dsr.cli import main
-from retrieval.collections import load_collection
-from retrieval.errors import InputError
-from retrieval.rankers import make_ranker
+from dsr.collections import load_collection
+from dsr.core.errors import InputError
+from dsr.rankers import make_ranker
 
 
 def _empty(path: Path) -> None:
@@ -60,7 +60,7 @@ def scores(run) -> dict:
     return {q: dict(r) for q, r in run.rankings.items()}
 
 
-# --- index folders (indexes.manifest.cached_build) ----------------------------
+# --- index folders (dsr.indexes.manifest.cached_build) ----------------------------
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_damaged_bm25_index_file_is_rebuilt(capsys, sample, damage):
@@ -125,7 +125,7 @@ def test_damaged_embedding_shard_is_encoded_again(capsys, part, damage):
 
 
 def test_shard_manifest_records_sha256(capsys):
-    from retrieval.provenance import sha256_file
+    from dsr.core.provenance import sha256_file
 
     embeddings._caches.clear()
     embeddings.encode(TEXTS[:2], "all-MiniLM-L6-v2")
@@ -137,10 +137,10 @@ def test_shard_manifest_records_sha256(capsys):
     assert info["sha256"] == {part: sha256_file(folder / f"{name}.{part}.npy") for part in ("keys", "vectors")}
 
 
-# --- built collections (retrieval.collections.common.cached_build) ------------
+# --- built collections (dsr.collections.common.cached_build) ------------
 
 def test_damaged_built_collection_is_rebuilt(capsys, shared_data, dsr_home):
-    from retrieval.collections import cmu_dog
+    from dsr.collections import cmu_dog
 
     clean = cmu_dog.load(shared_data / "cmu_dog", "valid")
     bench = dsr_home / "collections" / "cmu_dog" / "valid.jsonl"

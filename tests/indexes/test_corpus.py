@@ -10,18 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexes.bm25 import BM25SIndex
-from indexes.corpus import build as build_module
-from indexes.corpus import bm25 as bm25_module
-from indexes.corpus.bm25 import ShardedBM25, build_bm25
-from indexes.corpus.build import build_corpus
-from indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus
-from retrieval.open.search import CorpusSearcher
-from indexes.corpus.store import Corpus
+from dsr.indexes.bm25 import BM25SIndex
+from dsr.indexes.corpus import build as build_module
+from dsr.indexes.corpus import bm25 as bm25_module
+from dsr.indexes.corpus.bm25 import ShardedBM25, build_bm25
+from dsr.indexes.corpus.build import build_corpus
+from dsr.indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus
+from dsr.open_retrieval.search import CorpusSearcher
+from dsr.indexes.corpus.layout import Corpus
 from dsr.cli import main
-from retrieval.collections import load_collection
-from retrieval.data import read_benchmark
-from retrieval.queries import query_terms
+from dsr.collections import load_collection
+from dsr.core.data import read_benchmark
+from dsr.core.queries import query_terms
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -373,7 +373,7 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
     # Ray kills workers when the *machine* is above 95 % memory; on a shared test machine that is
     # other people's memory (our actors use ~0.5 GB each): let the local Ray run up to 99.5 %.
     monkeypatch.setenv("RAY_memory_usage_threshold", "0.995")
-    from indexes.corpus.distributed import Executor
+    from dsr.indexes.corpus.distributed import Executor
 
     src = sample_docs(tmp_path / "docs.jsonl", limit=24)
     results = {}
@@ -453,7 +453,7 @@ def test_ivfpq_keeps_no_shard_files_and_reuses_the_merged_index(indexed):
 def test_ivfpq_lists_grow_with_the_corpus():
     """The default training sample grows with nlist = 4 sqrt(N): it no longer caps the lists
     at 100,000 / 39 = 2,564; a train_size given still caps them."""
-    from indexes.corpus.dense import check_ivfpq, ivfpq_sample_size, ivfpq_settings
+    from dsr.indexes.corpus.dense import check_ivfpq, ivfpq_sample_size, ivfpq_settings
 
     p = check_ivfpq({})
     for sentences, lists in ((10_000, 256), (100_000, 1_265), (1_000_000, 4_000), (150_000_000, 48_990)):
@@ -468,8 +468,8 @@ def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch)
     """`dsr corpus index --backend openvino`: the vectors and their search live beside torch's
     (other digits, other folder), queries are encoded with the same backend, and the top 10
     of each query are torch's (fp32 OpenVINO agrees with torch to about 6 digits)."""
-    from indexes import backends
-    from retrieval.errors import InputError
+    from dsr.indexes import backends
+    from dsr.core.errors import InputError
 
     monkeypatch.setenv("DSR_HOME", str(indexed.parent / "home"))
     monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from dsr.cli import main
-from indexes.corpus.bm25 import build_bm25
-from indexes.corpus.build import build_corpus
-from indexes.corpus.dense import encode_corpus
-from indexes.corpus.store import Corpus
+from dsr.indexes.corpus.bm25 import build_bm25
+from dsr.indexes.corpus.build import build_corpus
+from dsr.indexes.corpus.dense import encode_corpus
+from dsr.indexes.corpus.layout import Corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDS = ("the moon landing was watched by millions of people around the world while engineers in "
@@ -45,7 +45,7 @@ def _jsonl(path: Path, docs: list[tuple[str, str]]) -> Path:
 # --- bounded work ------------------------------------------------------------------
 
 def test_a_long_paragraph_is_split_in_pieces_with_the_same_sentences():
-    from indexes.corpus.sentences import MAX_TOKEN_CHARS, _segmenter, chunks, split_sentences
+    from dsr.indexes.corpus.sentences import MAX_TOKEN_CHARS, _segmenter, chunks, split_sentences
 
     text = prose(9000)
     pieces = list(chunks(text))
@@ -60,8 +60,8 @@ def test_a_long_paragraph_is_split_in_pieces_with_the_same_sentences():
 
 BOUNDED = """
 import json, resource, sys, time, tracemalloc
-from indexes.corpus.build import build_corpus
-from indexes.corpus.store import Corpus
+from dsr.indexes.corpus.build import build_corpus
+from dsr.indexes.corpus.layout import Corpus
 long, token, out = sys.argv[1:4]
 start = time.process_time()
 build_corpus(long, out + "/long")

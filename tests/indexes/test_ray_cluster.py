@@ -35,9 +35,9 @@ import numpy as np
 import pytest
 
 from dsr.cli import main
-from indexes.corpus.bm25 import ShardedBM25
-from indexes.corpus.dense import ShardedDense
-from indexes.corpus.store import Corpus
+from dsr.indexes.corpus.bm25 import ShardedBM25
+from dsr.indexes.corpus.dense import ShardedDense
+from dsr.indexes.corpus.layout import Corpus
 
 from tests.indexes.test_corpus import QUERIES, sample_docs
 from tests.tiny_bert import make_tiny_bert

@@ -1,0 +1,22 @@
+"""The leaderboard server: ``dsr serve``, ``dsr submit`` and ``dsr board ...``.
+
+Evaluation's front door: a submitted run is checked by the same validator as
+``dsr validate`` (:func:`dsr.evaluation.validate.validate_run`), scored by the same
+evaluator as ``dsr evaluate`` (:class:`dsr.evaluation.measures.Evaluator`) and compared
+with a baseline by the same paired tests (:mod:`dsr.evaluation.significance`).
+
+Modules, one thing each:
+
+* ``models`` — the database tables (SQLAlchemy 2 ORM)
+* ``db`` — engines (SQLite with WAL, PostgreSQL), Alembic migrations, sessions
+* ``store`` — content-addressed run files (sha256), fsynced before the DB commit
+* ``scoring`` — a phase's collection and labels, validation, scores, board tables
+* ``intake`` — what a submission carries, checked before anything is stored
+* ``published`` — the sidecar fields a board publishes (an allow-list), text checks
+* ``service`` — tokens, quotas and the submission transaction
+* ``app`` — the ASGI app: middleware and the routers (FastAPI, Jinja2 templates, no JS)
+* ``routes`` — the routers: ``pages``, ``auth``, ``exports``, ``api`` (shared parts in ``deps``)
+* ``admin`` — teams, phases, hidden labels, baselines, rebuild, export
+* ``client`` — ``dsr submit``
+* ``dsr/cli/board.py`` — the argparse glue
+"""

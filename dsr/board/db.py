@@ -1,0 +1,106 @@
+"""Engines, migrations and sessions for SQLite (embedded default) and PostgreSQL.
+
+SQLite runs in WAL mode with a busy timeout; a write transaction that checks a
+quota starts with ``BEGIN IMMEDIATE`` (:func:`write_session`), so two checks
+cannot both see the old count. On PostgreSQL the same transaction locks the
+team's row (``SELECT ... FOR UPDATE``, see ``service``). The schema is created
+and upgraded by the Alembic migrations shipped in ``dsr/board/migrations``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from dsr.core.errors import InputError
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def sqlite_url(path: str | Path) -> str:
+    return f"sqlite:///{Path(path)}"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url`` (``sqlite:///FILE`` or ``postgresql://...``), schema not touched."""
+    try:
+        parsed = make_url(url)
+    except Exception as err:
+        raise InputError(f"not a database URL: {url!r} ({err})", field="--db") from None
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed, connect_args={"timeout": 60, "check_same_thread": False})
+        _sqlite_events(engine)
+        return engine
+    if backend == "postgresql":
+        if parsed.drivername == "postgresql":
+            parsed = parsed.set(drivername="postgresql+psycopg")   # psycopg 3
+        return create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    raise InputError(f"unsupported database {backend!r}: use sqlite:///FILE or postgresql://...",
+                     field="--db")
+
+
+def _sqlite_events(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection, _record):
+        # Transactions are begun below (pysqlite's own BEGIN cannot be IMMEDIATE).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection):
+        immediate = connection.get_execution_options().get("board_write")
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def migrate(engine: Engine) -> None:
+    """Create or upgrade the schema to the newest migration (idempotent)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+@contextlib.contextmanager
+def read_session(engine: Engine) -> Iterator[Session]:
+    with Session(engine, expire_on_commit=False) as session:
+        yield session
+
+
+_WRITE_LOCKS: "weakref.WeakKeyDictionary[Engine, threading.Lock]" = weakref.WeakKeyDictionary()
+
+
+@contextlib.contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """A session whose transaction holds SQLite's write lock from its start; commits on success.
+
+    On SQLite the server's threads also queue on a lock first: SQLite's own
+    busy handler polls with growing sleeps, which under 20 concurrent writers
+    put seconds into the slowest requests. Other processes (admin commands)
+    still meet ``BEGIN IMMEDIATE`` and the busy timeout.
+    """
+    lock = None
+    if engine.dialect.name == "sqlite":
+        lock = _WRITE_LOCKS.setdefault(engine, threading.Lock())
+    with lock if lock is not None else contextlib.nullcontext():
+        with Session(engine.execution_options(board_write=True), expire_on_commit=False) as session:
+            with session.begin():
+                yield session

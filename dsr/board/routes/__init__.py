@@ -1,0 +1,18 @@
+"""The board app's routers, one module each (FastAPI ``APIRouter``s), included by
+:func:`dsr.board.app.create_app` in the order of :data:`ROUTERS`.
+
+* ``deps`` — what they share: the board, templates, who is asking, CSRF, the upload
+* ``pages`` — the browser pages (index, board, run, run file, the submission form)
+* ``auth`` — log in and out
+* ``exports`` — a board as CSV and LaTeX
+* ``api`` — the JSON API under ``/api``
+
+A new part of the site is a module with its own ``router`` (and, if it needs them,
+its own tables and migration), added to :data:`ROUTERS` or passed to ``create_app``.
+"""
+
+from __future__ import annotations
+
+from dsr.board.routes import api, auth, exports, pages
+
+ROUTERS = [pages.router, auth.router, exports.router, api.router]

@@ -1,0 +1,56 @@
+"""Registered collections, one module per source, and ``load_collection``.
+
+Each source module defines ``SOURCE`` (a ``SourceInfo``) and
+``load(source: Path | None, split: str | None) -> Collection``; a module
+whose raw files need converting also defines
+``build(source: Path, split: str | None, **params) -> Collection``.
+Every command that takes a COLLECTION accepts a registered name or a path to
+a benchmark file (JSON Lines in the SIGIR 2022 schema).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dsr.core.data import Collection, read_benchmark
+from dsr.core.errors import InputError
+
+REGISTERED = ("sigir2022", "cmu_dog", "redial", "ccpe", "sample", "cmu_dog_judged", "cmu_dog_dev")
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What a user needs to know about a source: where it comes from and on what terms."""
+
+    name: str
+    description: str
+    licence: str
+    repository: str = ""
+    commit: str = ""
+    splits: tuple[str, ...] = ()
+    default_split: str | None = None
+    has_candidates: bool = True
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def source_module(name: str):
+    if name not in REGISTERED:
+        raise InputError(f"unknown collection {name!r}; registered: {', '.join(REGISTERED)} "
+                         "(or pass a path to a benchmark .jsonl file)")
+    return importlib.import_module(f"dsr.collections.{name}")
+
+
+def load_collection(spec: str | Path, source: str | Path | None = None,
+                    split: str | None = None) -> Collection:
+    """A registered name (``sigir2022``, ``cmu_dog``...) or a path to a benchmark file."""
+    spec_str = str(spec)
+    if spec_str in REGISTERED:
+        module = source_module(spec_str)
+        return module.load(Path(source) if source else None, split)
+    path = Path(spec_str)
+    if path.exists() or path.suffix in (".jsonl", ".json"):
+        return read_benchmark(path)
+    raise InputError(f"unknown collection {spec_str!r}: not a registered name "
+                     f"({', '.join(REGISTERED)}) and no such file")

@@ -1,0 +1,204 @@
+"""Parameters declared once, as data: name, default, type, range or choices, help, grid.
+
+Every configurable stage (ranker, reranker, fusion, collection builder, trainer)
+declares its parameters as a tuple of :class:`Param`, the way ir_measures
+declares a measure's ``ParamInfo``. One resolver (:func:`resolve`) fills in
+defaults and checks every value, so a wrong name or value is one kind of error
+everywhere (exit 2, naming the parameter and what it accepts); the command line
+lists a stage's parameters from the same declaration (``dsr run --ranker bm25
+--help``), and the split protocol tunes over the ``grid`` beside them.
+
+``--param NAME=VALUE`` strings are typed by :func:`parse_assignments` (numbers,
+booleans and ``none``); :meth:`Param.check` then accepts an int where a float
+is declared and nothing looser.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from dsr.core.errors import InputError
+
+#: value kinds a parameter can declare ("any": not checked here; the stage checks it)
+KINDS = ("int", "float", "bool", "str", "any")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its default, kind, allowed values, help and the values tuned on val."""
+
+    name: str
+    default: Any
+    kind: str = "str"
+    help: str = ""
+    #: inclusive bounds for numbers (None: unbounded on that side)
+    low: float | None = None
+    high: float | None = None
+    #: exclusive lower bound (``low`` is inclusive); e.g. a decay in (0, 1]
+    above: float | None = None
+    #: exclusive upper bound (``high`` is inclusive); e.g. a fraction in [0, 1)
+    below: float | None = None
+    #: the values allowed for a str parameter (None: any string)
+    choices: tuple[Any, ...] | None = None
+    #: None is allowed (meaning: the stage's own default behaviour)
+    optional: bool = False
+    #: values the split protocol tries on val ([] = not tuned)
+    grid: tuple[Any, ...] = field(default=())
+    #: the value's name in a command line's --help (``N``, ``MODEL``); "" : derived from the kind
+    metavar: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: kind must be one of {KINDS}, not {self.kind!r}")
+
+    def check(self, value: Any, what: str = "") -> Any:
+        """``value`` if it is allowed (a whole float narrowed to int for an int parameter; an
+        int stays an int for a float one, so tags read ``k=60``), else InputError."""
+        if self.kind == "any":
+            return value
+        if value is None:
+            if self.optional or self.default is None:
+                return None
+            raise self._error(value, what)
+        if self.kind == "bool":
+            if not isinstance(value, bool):
+                raise self._error(value, what)
+            return value
+        if self.kind in ("int", "float"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self._error(value, what)
+            if self.kind == "int" and not isinstance(value, int):
+                if not float(value).is_integer():
+                    raise self._error(value, what)
+                value = int(value)
+            if not math.isfinite(value) or not self._in_range(value):
+                raise self._error(value, what)
+            return value
+        if not isinstance(value, str) or (self.choices is not None and value not in self.choices):
+            raise self._error(value, what)
+        return value
+
+    def _in_range(self, value: float) -> bool:
+        return ((self.low is None or value >= self.low) and (self.high is None or value <= self.high)
+                and (self.above is None or value > self.above)
+                and (self.below is None or value < self.below))
+
+    def accepts(self) -> str:
+        """What the parameter accepts, in words (for errors and --help)."""
+        if self.kind == "any":
+            return "any value"
+        if self.kind == "bool":
+            text = "true or false"
+        elif self.kind in ("int", "float"):
+            noun = "a whole number" if self.kind == "int" else "a number"
+            marks = ((">", self.above), (">=", self.low), ("<=", self.high), ("<", self.below))
+            bounds = [f"{op} {value:g}" for op, value in marks if value is not None]
+            text = f"{noun} {' and '.join(bounds)}".strip()
+        elif self.choices is not None:
+            text = "one of " + ", ".join(map(str, self.choices))
+        else:
+            text = "text"
+        return text + (" or none" if self.optional or self.default is None else "")
+
+    def _error(self, value: Any, what: str) -> InputError:
+        where = f" of {what}" if what else ""
+        return InputError(f"parameter {self.name}{where} must be {self.accepts()}, got {value!r}",
+                          field=self.name)
+
+    def describe(self) -> str:
+        """One --help line: ``name (default ...): help; accepts ...; tuned over ...``."""
+        line = f"{self.name} (default {self.default!r}): {self.help}" if self.help else \
+            f"{self.name} (default {self.default!r})"
+        line += f"; {self.accepts()}"
+        if self.grid:
+            line += f"; tuned over {', '.join(map(str, self.grid))}"
+        return line
+
+
+Declaration = Sequence[Param]
+
+
+def inferred(given_defaults: Mapping[str, Any]) -> tuple[Param, ...]:
+    """Params for a plain ``{name: default}`` table, each of the kind of its default
+    (bool, int, float or str; anything else is not checked)."""
+    kinds = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"))
+    return tuple(Param(name, value, next((k for t, k in kinds if isinstance(value, t)), "any"))
+                 for name, value in given_defaults.items())
+
+
+def by_name(declared: Declaration) -> dict[str, Param]:
+    return {p.name: p for p in declared}
+
+
+def defaults(declared: Declaration) -> dict[str, Any]:
+    """name -> default, in declaration order."""
+    return {p.name: p.default for p in declared}
+
+
+def grid(declared: Declaration) -> dict[str, list[Any]]:
+    """name -> values tuned on val, for the parameters that declare a grid."""
+    return {p.name: list(p.grid) for p in declared if p.grid}
+
+
+def resolve(given: Mapping[str, Any], declared: Declaration, what: str) -> dict[str, Any]:
+    """The declared defaults overridden by ``given``, every value checked.
+
+    An unknown name or a value the declaration does not allow is an InputError
+    naming the parameter, ``what`` (e.g. ``ranker 'bm25'``) and what it accepts.
+    """
+    table = by_name(declared)
+    unknown = sorted(set(given) - set(table))
+    if unknown:
+        raise InputError(f"unknown parameter(s) {', '.join(unknown)} for {what}; "
+                         f"known: {', '.join(table) or 'none'}", field="params")
+    out = defaults(declared)
+    for name, value in given.items():
+        out[name] = table[name].check(value, what)
+    return out
+
+
+#: the Python type of each kind
+TYPES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "any": Any}
+
+
+def record_type(name: str, declared: Declaration) -> type:
+    """A frozen dataclass with one typed field per declared parameter, in order: what a
+    function receives once :func:`resolve` has checked its settings
+    (``record_type("TrainSettings", PARAMS)(**resolve(given, PARAMS, "dsr train"))``)."""
+    def annotation(p: Param) -> Any:
+        kind = TYPES[p.kind]
+        return Optional[kind] if (p.optional or p.default is None) and kind is not Any else kind
+    return make_dataclass(name, [(p.name, annotation(p)) for p in declared], frozen=True)
+
+
+def help_text(declared: Declaration) -> str:
+    """The parameters' --help block, one per line."""
+    return "\n".join("  " + p.describe() for p in declared) or "  (no parameters)"
+
+
+def typed(value: str) -> Any:
+    """A ``--param`` value as the user meant it: true/false, none, an int, a float, else the text."""
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def parse_assignments(items: Iterable[str] | None, flag: str = "--param") -> dict[str, Any]:
+    """``["k1=1.2", "query=last"]`` -> ``{"k1": 1.2, "query": "last"}`` (values typed)."""
+    params: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"expected NAME=VALUE, got {item!r}", field=flag)
+        params[key.strip()] = typed(value.strip())
+    return params

@@ -1,0 +1,639 @@
+"""The one shape for rankings: a run maps a topic (dialogue) id to a ranked list
+of (sentence id, score). Every ranker, reranker and fusion returns one; the
+evaluator takes them.
+
+On disk a run is a TREC run file (``qid Q0 docid rank score tag``, gzipped
+when the name ends in ``.gz``) plus a JSON sidecar ``RUN.json`` with the full
+configuration, the collection's hash and the run file's sha256.
+
+Tie rule
+--------
+trec_eval 9.0.8 (and pytrec_eval, ir_measures) keeps each score as a 32-bit float,
+orders by it and breaks ties by document id, descending (10.0 reads doubles; a run
+strictly decreasing in float32 is so in doubles too). So every run dsr
+writes is strictly decreasing *in 32 bits*: when scores tie, the order is
+decided by the topic's *initial rank* (the candidate's position in the
+collection's candidate list) and then by sentence id; every score is rounded
+to float32 and, when it is not below its predecessor, lowered to the next
+float32 below it. Subnormal float32 values (and -0.0) become 0.0 and the step
+below 0 is the smallest normal float32, so no reader that flushes subnormals
+to zero sees a tie. Scores beyond the float32 range are clamped to it. The
+order a Run holds is the order written, evaluated and read back.
+
+A score is written as the shortest decimal of its (float32-exact) value as a
+64-bit float: C ``atof`` then a cast to float32 (trec_eval), ``strtof`` and
+Python's ``float`` all give back exactly that value, so a run read back is
+identical to the one written.
+
+Reading a run (any run, also users') follows trec_eval: scores are ordered as
+float32, ties by doc id descending; :func:`tied_topics` counts the topics
+where that tie-break decides. Lines are parsed as trec_eval parses them (see
+:func:`parse_run_line`).
+
+Sidecar consistency: the run is written first, then the sidecar with the run
+file's sha256 (``run_sha256``). A sidecar whose hash is not the file's (a
+process killed between the two writes, a run edited by hand) is stale: it is
+not used, and a warning names both files.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from dsr.core.atomic import check_output_path, write_json
+from dsr.core.errors import InputError
+from dsr.core.ir_metadata import config_from_header, format_header, read_header
+from dsr.core.jsonio import load_json
+from dsr.core.provenance import sha256_file
+from dsr.core.textfiles import atomic_write_text, read_lines
+
+#: largest finite float32, and the smallest normal one
+F32_MAX = float(np.finfo(np.float32).max)
+F32_TINY = float(np.finfo(np.float32).tiny)
+
+#: sidecar key holding the run file's sha256
+RUN_SHA256 = "run_sha256"
+
+
+@dataclass
+class Run:
+    """topic id -> [(doc id, score)], in ranked order (see the tie rule above)."""
+
+    rankings: dict[str, list[tuple[str, float]]]
+    tag: str = "dsr"
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_scores(cls, scores: Mapping[str, Mapping[str, float]], tag: str = "dsr",
+                    config: dict[str, Any] | None = None,
+                    initial_order: Mapping[str, list[str]] | None = None) -> "Run":
+        """Build a run from unordered scores, applying the tie rule.
+
+        ``initial_order`` gives each topic's candidate ids in initial-rank
+        order (usually ``collection.candidate_ids(topic)``); ids not in it
+        come after those that are, then by id.
+        """
+        run = cls(_tie_rule_rankings(scores, initial_order or {}), tag, dict(config or {}))
+        run._normalised = run.rankings  # strictly decreasing float32 already: as_dict need not redo it
+        return run
+
+    @classmethod
+    def from_flat(cls, topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
+                  positions: np.ndarray, tag: str = "dsr", config: dict[str, Any] | None = None) -> "Run":
+        """``from_scores`` for scores laid end to end: topic ``topics[i]`` holds the next
+        ``sizes[i]`` of ``docs``, with their ``values`` and initial ranks ``positions`` (a doc
+        outside the initial order: the topic's initial order's length). The same Run as
+        ``from_scores`` of the same scores, without building dicts."""
+        run = cls(_rank_flat(list(topics), list(docs), np.asarray(sizes, dtype=np.int64),
+                             np.asarray(values, dtype=np.float64), np.asarray(positions, dtype=np.int64)),
+                  tag, dict(config or {}))
+        run._normalised = run.rankings
+        return run
+
+    def __len__(self) -> int:
+        return len(self.rankings)
+
+    def topics(self) -> list[str]:
+        return list(self.rankings)
+
+    def scores(self, qid: str) -> dict[str, float]:
+        return dict(self.rankings.get(qid, ()))
+
+    def top(self, qid: str, k: int | None = None) -> list[str]:
+        ranked = self.rankings.get(qid, [])
+        return [d for d, _ in (ranked if k is None else ranked[:k])]
+
+    def as_dict(self) -> dict[str, dict[str, float]]:
+        """The ir_measures / pytrec_eval shape ``{qid: {docid: score}}``, with the scores
+        the file would hold (strictly decreasing in float32), so an evaluator scores
+        exactly the order this Run holds, as it would score the written file. (A Run made by
+        ``from_scores`` holds such scores already; one whose ``rankings`` were replaced since,
+        or that was built by hand, is normalised here. Rankings are not changed in place.)"""
+        if getattr(self, "_normalised", None) is self.rankings:
+            return {q: dict(r) for q, r in self.rankings.items()}
+        rankings = list(self.rankings.values())
+        sizes = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
+        values = np.fromiter((float(s) for ranked in rankings for _, s in ranked), dtype=np.float64,
+                             count=int(sizes.sum()))
+        ends = np.cumsum(sizes)
+        scores = _strict_scores(values, ends, lambda i: _entry(rankings, ends, i))
+        changed = set(np.searchsorted(ends, np.flatnonzero(scores != values), side="right").tolist())
+        return {qid: dict(zip([d for d, _ in ranked], scores[end - size:end].tolist())) if n in changed
+                else dict(ranked)
+                for n, (qid, ranked, end, size) in enumerate(zip(self.rankings, rankings, ends.tolist(),
+                                                                 sizes.tolist()))}
+
+    def tied_topics(self) -> list[str]:
+        """Topics where two scores are equal as float32 (trec_eval breaks those ties by doc id)."""
+        return [q for q, r in self.rankings.items() if _has_float32_ties([s for _, s in r])]
+
+    def write(self, path: str | Path, sidecar: bool = True, ir_metadata: bool = False) -> None:
+        """Write the TREC file (the tie rule applied to the order held), then its
+        JSON sidecar with the file's sha256; each atomically, in that order.
+        ``ir_metadata``: the file starts with an ir_metadata header made from the
+        configuration (``dsr.core.ir_metadata``), and the sidecar says so."""
+        header: list[str] = []
+        if ir_metadata:
+            self.config["ir_metadata_header"] = True
+            header = format_header({"tag": self.tag, **self.config}, self.tag)
+        write_trec_run(self, path, header)
+        if sidecar:
+            write_json(sidecar_path(path), {"tag": self.tag, **self.config,
+                                            RUN_SHA256: sha256_file(path)})
+
+    # --- other libraries' shapes (the order is always trec_eval's, see the module docstring)
+
+    @classmethod
+    def from_dict(cls, scores: Mapping[str, Any], tag: str = "dsr") -> "Run":
+        """From ``{qid: {docno: score}}`` (ir_measures, pytrec_eval, ranx's ``to_dict``) or
+        ``{qid: [(docno, score), ...]}``, ordered as trec_eval orders a file of those scores
+        (float32 descending, ties by doc id descending), so it is scored as that file."""
+        rankings = {}
+        for qid, docs in scores.items():
+            pairs = docs.items() if isinstance(docs, Mapping) else docs
+            ranked = [(str(doc), float(score)) for doc, score in pairs]
+            if len({d for d, _ in ranked}) != len(ranked):
+                raise InputError(f"topic {qid!r} lists a document twice", record=str(qid))
+            rankings[str(qid)] = trec_eval_order(ranked)
+        return cls(rankings, tag)
+
+    @classmethod
+    def from_frame(cls, frame, tag: str | None = None) -> "Run":
+        """From a pandas DataFrame in PyTerrier's result shape: ``qid``, ``docno``, ``score``
+        (``rank`` is ignored, as trec_eval ignores it; without ``score``, ``-rank`` ranks).
+        The tag is ``tag``, else the frame's ``name`` column when it has one value."""
+        missing = [c for c in ("qid", "docno") if c not in frame.columns]
+        if missing or ("score" not in frame.columns and "rank" not in frame.columns):
+            raise InputError(f"a run frame needs columns qid, docno and score (or rank); it has "
+                             f"{', '.join(map(str, frame.columns))}", field=(missing or ["score"])[0])
+        scores = frame["score"] if "score" in frame.columns else -frame["rank"].astype(float)
+        if scores.isna().any():
+            row = int(np.flatnonzero(scores.isna().to_numpy())[0])
+            raise InputError(f"row {row} has no score", record=str(frame["qid"].iloc[row]), field="score")
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        for qid, doc, score in zip(frame["qid"].astype(str), frame["docno"].astype(str), scores):
+            rankings.setdefault(qid, []).append((doc, float(score)))
+        if tag is None and "name" in frame.columns and frame["name"].nunique() == 1:
+            tag = str(frame["name"].iloc[0])
+        return cls.from_dict(rankings, tag or "dsr")
+
+    def to_frame(self):
+        """A pandas DataFrame in PyTerrier's result shape: ``qid``, ``docno``, ``score`` (as a
+        file would hold them), ``rank`` (from 0, as PyTerrier counts), in ranked order."""
+        import pandas as pd
+
+        rows = [(q, d, s, r) for q, ranked in self.rankings.items()
+                for r, (d, s) in enumerate(strictly_decreasing(ranked))]
+        return pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
+
+    @classmethod
+    def from_ranx(cls, run) -> "Run":
+        """From a ``ranx.Run`` (its name becomes the tag)."""
+        return cls.from_dict(run.to_dict(), getattr(run, "name", None) or "dsr")
+
+    def to_ranx(self):
+        """A ``ranx.Run`` with the scores a file would hold, named by the tag (needs ranx)."""
+        try:
+            from ranx import Run as RanxRun
+        except ImportError:
+            raise InputError("to_ranx needs ranx: pip install ranx") from None
+        return RanxRun(self.as_dict(), name=self.tag)
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Run":
+        """Read a run file and its sidecar (a stale sidecar is reported and left out)."""
+        run = read_trec_run(path)
+        run.config = read_sidecar(path)
+        if not run.config:
+            header = read_header(path)  # a run from elsewhere may carry an ir_metadata header
+            if header:
+                run.config = config_from_header(header)
+        return run
+
+
+def read_sidecar(path: str | Path, warn: bool = True) -> dict[str, Any]:
+    """The configuration in the sidecar of the run file at ``path`` ({} when there is
+    none, or when it is stale: its ``run_sha256`` is not the file's; then a warning
+    naming both files is printed unless ``warn`` is False)."""
+    side = sidecar_path(path)
+    if not side.exists():
+        return {}
+
+    config = load_json(side)
+    if not isinstance(config, dict):
+        raise InputError("a run sidecar must be a JSON object", path=side)
+    config.pop("tag", None)
+    recorded = config.pop(RUN_SHA256, None)
+    if recorded is not None and recorded != sha256_file(path):
+        if warn:
+            print(f"dsr: warning: the sidecar {side} is stale: the sha256 it records is not "
+                  f"that of {path}; its configuration is not used", file=sys.stderr)
+        return {}
+    return config
+
+
+def float32(score: float) -> float:
+    """``score`` as the float32 a run file holds (a Python float): rounded to
+    nearest, clamped to the float32 range, subnormals and -0.0 made 0.0."""
+    return float(_float32_array(np.array([score], dtype=np.float64))[0])
+
+
+def _float32_array(values: np.ndarray) -> np.ndarray:
+    out = np.clip(values, -F32_MAX, F32_MAX).astype(np.float32).astype(np.float64)
+    out[np.abs(out) < F32_TINY] = 0.0
+    return out
+
+
+def _step_below(value: float) -> float:
+    """The next float32 below ``value``, skipping subnormals."""
+    if value == 0.0:
+        return -F32_TINY
+    if value == F32_TINY:
+        return 0.0
+    below = float(np.nextafter(np.float32(value), np.float32(-np.inf)))
+    if below < -F32_MAX:
+        raise ValueError("too many tied scores at the bottom of the float32 range")
+    return below
+
+
+def strictly_decreasing(ranked: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The ranking with each score rounded to float32 and, when it is not below its
+    predecessor, lowered to the next float32 below it (see the tie rule)."""
+    ranked = list(ranked)
+    values = np.array([float(s) for _, s in ranked], dtype=np.float64)
+    scores = _strict_scores(values, np.array([len(ranked)]), lambda i: ranked[i])
+    return list(zip([doc for doc, _ in ranked], scores.tolist()))
+
+
+def _strict_scores(values: np.ndarray, ends: np.ndarray, entry) -> np.ndarray:
+    """The tie rule's scores for rankings laid end to end (ranking i ends before ``ends[i]``):
+    float32-rounded, and stepped below a predecessor they do not go below. One numpy pass for
+    all rankings (a run's hundreds of topics cost about what one did). ValueError naming
+    ``entry(i)`` (doc, score) for the first score that is not finite."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    if len(bad):
+        doc, score = entry(int(bad[0]))
+        raise ValueError(f"score of {doc!r} is not finite: {score!r}")
+    scores = _float32_array(values)
+    not_below = np.flatnonzero(scores[1:] >= scores[:-1]) + 1
+    sizes = np.diff(ends, prepend=0)
+    starts = np.zeros(len(scores), dtype=bool)
+    starts[(ends - sizes)[sizes > 0]] = True  # a ranking's first score has no predecessor
+    not_below = not_below[~starts[not_below]]
+    if len(not_below):
+        fixed = scores.tolist()
+        for which in np.unique(np.searchsorted(ends, not_below, side="right")).tolist():
+            prev = math.inf
+            for i in range(int(ends[which - 1]) if which else 0, int(ends[which])):
+                if fixed[i] >= prev:
+                    fixed[i] = _step_below(prev)
+                prev = fixed[i]
+        scores = np.array(fixed, dtype=np.float64)
+    return scores
+
+
+def _entry(rankings: list[list[tuple[str, float]]], ends: np.ndarray, i: int) -> tuple[str, float]:
+    """The (doc, score) at flat position ``i`` of rankings laid end to end."""
+    which = int(np.searchsorted(ends, i, side="right"))
+    return rankings[which][i - (int(ends[which - 1]) if which else 0)]
+
+
+def _tie_rule_rankings(scores: Mapping[str, Mapping[str, float]],
+                       initial_order: Mapping[str, list[str]]) -> dict[str, list[tuple[str, float]]]:
+    """Each topic's scores ranked by the tie rule: the scores laid end to end, with each doc's
+    initial rank (ids not in the initial order after those that are), for :func:`_rank_flat`."""
+    topics = list(scores)
+    docs: list[str] = []
+    positions: list[int] = []
+    sizes = np.zeros(len(topics), dtype=np.int64)
+    for n, qid in enumerate(topics):
+        keys = list(scores[qid])
+        initial = initial_order.get(qid, ())
+        if keys == initial:  # scores given in the initial order (the usual case): rank = place
+            positions += range(len(keys))
+        else:
+            position = {d: i for i, d in enumerate(initial)}
+            missing = len(position)
+            positions += [position.get(d, missing) for d in keys]
+        docs += keys
+        sizes[n] = len(keys)
+    values = np.fromiter((float(v) for qid in topics for v in scores[qid].values()), dtype=np.float64,
+                         count=len(docs))
+    return _rank_flat(topics, docs, sizes, values, np.asarray(positions, dtype=np.int64))
+
+
+def _rank_flat(topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
+               position_of: np.ndarray) -> dict[str, list[tuple[str, float]]]:
+    """The tie rule over topics laid end to end (topic i holds the next ``sizes[i]`` docs,
+    their scores ``values`` and initial ranks ``position_of``): score descending, then initial
+    rank, then id, scores made strictly decreasing. One numpy sort of all topics' (topic,
+    -score, initial rank); topics where that leaves a tie (ids outside the initial order with
+    equal scores) are sorted again with the id."""
+    topic = np.repeat(np.arange(len(topics)), sizes)
+    order = np.lexsort((position_of, -values, topic))
+    keys = (topic[order], -values[order], position_of[order])
+    tied = np.flatnonzero((keys[0][1:] == keys[0][:-1]) & (keys[1][1:] == keys[1][:-1])
+                          & (keys[2][1:] == keys[2][:-1]))
+    ends = np.cumsum(sizes)
+    for n in np.unique(keys[0][tied + 1]).tolist():  # the id decides: sort that topic in Python
+        start = int(ends[n - 1]) if n else 0
+        within = sorted(range(start, int(ends[n])),
+                        key=lambda i: (-values[i], position_of[i], docs[i]))
+        order[start:int(ends[n])] = within
+    ranked_docs = [docs[i] for i in order.tolist()]
+    ranked_values = values[order]
+    strict = _strict_scores(ranked_values, ends, lambda i: (ranked_docs[i], ranked_values[i])).tolist()
+    rankings, start = {}, 0
+    for qid, end in zip(topics, ends.tolist()):
+        rankings[qid] = list(zip(ranked_docs[start:end], strict[start:end]))
+        start = end
+    return rankings
+
+
+def _has_float32_ties(scores: list[float]) -> bool:
+    as32 = np.asarray(scores, dtype=np.float64).astype(np.float32)
+    return len(np.unique(as32)) < len(as32)
+
+
+def trec_eval_order(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """The order trec_eval evaluates: score as float32 descending, ties by doc id descending."""
+    by_doc = sorted(ranked, key=lambda ds: ds[0], reverse=True)
+    as32 = np.asarray([s for _, s in by_doc], dtype=np.float64).astype(np.float32)
+    order = np.argsort(-as32, kind="stable")
+    return [by_doc[i] for i in order]
+
+
+def sidecar_path(path: str | Path) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + ".json")
+
+
+def format_score(score: float) -> str:
+    """The text written for a (float32-exact) score: ``repr`` of the float, which C
+    ``atof`` + float32 cast, ``strtof`` and Python ``float`` all read back exactly."""
+    return repr(float(score))
+
+
+def write_trec_run(run: Run, path: str | Path, header: Iterable[str] = ()) -> None:
+    """Write the TREC file atomically (gzipped for ``.gz``), the tie rule applied,
+    after the ``header`` lines (``#`` comments, e.g. an ir_metadata header)."""
+    tag = run.tag.replace(" ", "_") or "dsr"
+    # a Run made by from_scores/from_flat holds the tie rule's scores already (as_dict's check)
+    normalised = getattr(run, "_normalised", None) is run.rankings
+    with atomic_write_text(path) as handle:
+        for line in header:
+            handle.write(line + "\n")
+        for qid, ranked in run.rankings.items():
+            # one write per topic; repr(float) is format_score
+            handle.write("".join([f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n" for rank, (doc, score)
+                                  in enumerate(ranked if normalised else strictly_decreasing(ranked), 1)]))
+
+
+# --- parsing, as trec_eval parses -------------------------------------------------
+
+# What C atof reads in full as a decimal number; Python's float() also takes
+# "1_000", " 1", "inf", "nan" and "0x1p3"-like text, which trec_eval reads differently.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NOT_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+
+
+@dataclass
+class RunLine:
+    qid: str
+    doc: str
+    rank: int | None     # None: not a whole number >= 0 (trec_eval ignores the column)
+    score: float
+    tag: str
+
+
+def parse_rank(text: str) -> int | None:
+    """The rank column as a whole number >= 0, or None. trec_eval ignores this column (it
+    orders by score), so no reader refuses a line for it: ``dsr validate`` warns."""
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        return None
+    return int(text)
+
+
+def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, str]]]:
+    """One split line of a run -> (the line, or None) and its problems ``[(field, message)]``.
+
+    Six whitespace-separated columns (text after the sixth is ignored, as trec_eval 9.0.8
+    and 10.0 ignore it: their own test file ``results.trunc`` has such lines); the second
+    is ``Q0`` or ``0``; the score
+    a plain decimal number (no ``_``, hex, ``inf``, ``nan``) within the float32
+    range trec_eval keeps scores in. The rank column is read (``RunLine.rank``)
+    but, as trec_eval ignores it, never a problem: PyTerrier writes ranks from
+    0, and ranks that disagree with the scores are scored by the scores.
+    """
+    if len(parts) < 6:
+        return None, [("columns", f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}")]
+    qid, iteration, doc, rank_text, score_text, tag = parts[:6]
+    problems = []
+    if iteration not in ("Q0", "0"):
+        problems.append(("Q0", f"the second column must be Q0 (or 0), got {iteration!r}"))
+    score = math.nan
+    if score_text.lower() in _NOT_FINITE:
+        problems.append(("score", f"score is not finite: {score_text!r}"))
+    elif not _DECIMAL.fullmatch(score_text):
+        problems.append(("score", f"score is not a number as trec_eval reads it: {score_text!r} "
+                                  "(digits, one '.', an optional exponent; no '_', hex or words)"))
+    else:
+        score = float(score_text)
+        if not math.isfinite(score):
+            problems.append(("score", f"score is not finite: {score_text!r}"))
+        elif abs(score) > F32_MAX:
+            problems.append(("score", f"score {score_text} is outside the float32 range trec_eval "
+                                      f"keeps scores in (|score| <= {F32_MAX:.7g})"))
+    if problems:
+        return None, problems
+    return RunLine(qid, doc, parse_rank(rank_text), score, tag), []
+
+
+def read_trec_run(path: str | Path) -> Run:
+    """Read a TREC run (plain or gzip) strictly; the first problem raises an InputError
+    with its line. Each topic is ordered as trec_eval orders it.
+
+    ``dsr validate`` reports every problem of a file at once; this reader is
+    for files that should already be valid.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such run file", path=path)
+    rankings: dict[str, list[tuple[str, float]]] = {}
+    seen: set[tuple[str, str]] = set()
+    tag = None
+    lines = read_lines(path)   # plain or gzip
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip() or line.startswith("#"):
+            continue  # comments: ir_metadata headers (dsr.core.ir_metadata)
+        parsed, problems = parse_run_line(line.split())
+        if problems:
+            name, message = problems[0]
+            raise InputError(message, path=path, line=lineno,
+                             field=None if name == "columns" else name)
+        if (parsed.qid, parsed.doc) in seen:
+            raise InputError(f"duplicate line for topic {parsed.qid!r} and doc {parsed.doc!r}",
+                             path=path, line=lineno, field="docid")
+        seen.add((parsed.qid, parsed.doc))
+        tag = parsed.tag
+        rankings.setdefault(parsed.qid, []).append((parsed.doc, parsed.score))
+    if not rankings:
+        raise InputError("the run file is empty", path=path)
+    return Run({q: trec_eval_order(r) for q, r in rankings.items()}, tag or "dsr")
+
+
+# --- the collection a run was made for ----------------------------------------------
+
+def recorded_collection_hash(config: Mapping[str, Any]) -> str | None:
+    """The collection hash a run's sidecar records (``collection.hash`` or ``collection_hash``)."""
+    collection = config.get("collection")
+    if isinstance(collection, dict) and isinstance(collection.get("hash"), str) and collection["hash"]:
+        return collection["hash"]
+    value = config.get("collection_hash")
+    return value if isinstance(value, str) and value else None
+
+
+def check_collection_hash(run: Run, path: str | Path, collection, allow: bool = False) -> str | None:
+    """The one policy for a run whose sidecar names another collection: an InputError
+    (exit 2) naming the run file and both hashes, unless ``allow``
+    (``--allow-collection-mismatch``), which returns the message as a warning
+    (and prints it on stderr). None when the hashes agree or none is recorded."""
+    recorded = recorded_collection_hash(run.config)
+    if recorded is None or recorded == collection.content_hash:
+        return None
+    named = run.config.get("collection", {}).get("name") if isinstance(run.config.get("collection"), dict) else None
+    message = (f"{path} was made for collection {named!r} (hash {recorded}), not "
+               f"{collection.name!r} (hash {collection.content_hash})")
+    if not allow:
+        raise InputError(f"{message}: rank this collection again, or pass "
+                         "--allow-collection-mismatch to use it anyway", path=sidecar_path(path),
+                         field="collection.hash")
+    print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
+    return message
+
+
+# --- runs read for a collection, and written as a pair -------------------------
+
+def load_run(path: str | Path):
+    """Read a run and its sidecar; anything unreadable is an InputError naming the file."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a folder, not a run file", path=path)
+    try:
+        return Run.read(path)  # the sidecar's errors name the sidecar
+    except UnicodeDecodeError as err:
+        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+
+
+def as_run(value: Any, name: str | None = None) -> Run:
+    """A :class:`Run` from what a notebook holds: a run file's path, a Run, a pandas
+    DataFrame in PyTerrier's shape (qid, docno, score[, rank]), a ``ranx.Run``, or a dict
+    ``{qid: {docno: score}}``. Anything else is an InputError naming ``name``."""
+    if isinstance(value, Run):
+        return value
+    if isinstance(value, (str, Path)):
+        return load_run(value)
+    if hasattr(value, "columns") and hasattr(value, "iloc"):
+        return Run.from_frame(value, tag=name)
+    if type(value).__module__.split(".")[0] == "ranx":
+        return Run.from_ranx(value)
+    if isinstance(value, Mapping):
+        return Run.from_dict(value, name or "dsr")
+    raise InputError(f"cannot read a run from a {type(value).__name__}: give a path, a Run, a "
+                     "DataFrame (qid, docno, score), a ranx.Run or a dict {qid: {docno: score}}",
+                     record=name)
+
+
+def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -> None:
+    """InputError unless ``run`` (read from ``path``) belongs to ``collection``.
+
+    The sidecar's collection hash, when there is one, must be the
+    collection's (``dsr.core.run.check_collection_hash``; ``allow_mismatch``
+    makes it a warning); every topic must be one of its dialogues and every
+    sentence a candidate of it (or of its sentence pool, for open retrieval).
+    The error names the sidecar field or the run file's line.
+    """
+
+    check_collection_hash(run, path, collection, allow=allow_mismatch)
+    missing_topic = next((q for q in run.rankings if q not in collection), None)
+    candidates = {}
+    missing_doc = None
+    for qid, ranked in run.rankings.items():
+        if qid not in collection:
+            continue
+        candidates[qid] = set(collection.candidate_ids(qid))
+        if any(doc not in candidates[qid] for doc, _ in ranked):
+            missing_doc = qid
+            break
+    if missing_topic is None and missing_doc is None:
+        return
+    pool = collection.sentences() if missing_doc is not None else {}
+    # Find the first offending line of the file, so the user can go to it.
+    for lineno, line in enumerate(read_lines(path), start=1):
+        parts = line.split()
+        if len(parts) < 6 or line.startswith("#"):  # "#": an ir_metadata header
+            continue
+        qid, doc = parts[0], parts[2]
+        if qid not in collection:
+            raise InputError(f"topic {qid!r} is not a dialogue of collection {collection.name!r}: "
+                             "is this a run of another collection?", path=path, line=lineno,
+                             field="qid")
+        if doc not in candidates.get(qid, ()) and doc not in pool:
+            raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r} nor in "
+                             f"collection {collection.name!r}: is this a run of another collection?",
+                             path=path, line=lineno, field="docid")
+
+
+def check_same_collection(paths: list[str], runs: list, allow: bool = False) -> None:
+    """Without a collection: the sidecars that name a collection hash must agree
+    (``allow``: a warning instead)."""
+    first = None
+    for path, run in zip(paths, runs):
+        recorded = run.config.get("collection")
+        if not (isinstance(recorded, dict) and recorded.get("hash")):
+            continue
+        if first is None:
+            first = (path, recorded)
+        elif recorded["hash"] != first[1]["hash"]:
+            message = (f"{path} was made for collection {recorded.get('name')!r} (hash {recorded['hash']}) "
+                       f"but {first[0]} for {first[1].get('name')!r} (hash {first[1]['hash']})")
+            if allow:
+                print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
+                continue
+            raise InputError(f"{message}: fuse runs of one collection (or pass "
+                             "--allow-collection-mismatch)", path=sidecar_path(path),
+                             field="collection.hash")
+
+
+def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
+    """Write the run and its sidecar as a pair: both go to temporary names beside
+    ``out`` first, so a failure leaves the previous pair (or nothing) in place;
+    then the run is renamed into place, then the sidecar (which records the run's
+    sha256), so a kill between the two leaves a stale sidecar that readers detect.
+    An unwritable ``out`` is an InputError naming it."""
+    import contextlib
+    import os
+
+    out = Path(out)
+    check_output_path(out, "out")  # a folder, or a parent that is a file: exit 2
+    # the temporary name keeps a .gz ending: Run.write gzips by name
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.partial" + (".gz" if out.name.endswith(".gz") else ""))
+    try:
+        run.write(tmp, ir_metadata=ir_metadata)
+        os.replace(tmp, out)
+        os.replace(sidecar_path(tmp), sidecar_path(out))
+    except OSError as err:
+        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="out") from None
+    finally:
+        for leftover in (tmp, sidecar_path(tmp)):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()

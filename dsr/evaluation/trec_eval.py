@@ -1,0 +1,73 @@
+"""trec_eval's habits for ``dsr evaluate --qrels`` and ``dsr validate --qrels``.
+
+dsr follows **trec_eval 9.0.8** (the release pytrec_eval, and so ir_measures, build
+on): run scores are read as 32-bit floats, ties ordered by doc id descending.
+``--trec-eval 10.0`` takes the current release's rules instead where they differ
+and dsr defines the measure: scores are read as doubles (a run with 0.30000001 and
+0.3 is two ranks in 10.0, a tie in 9.0.8). Both read ``#`` comment lines in qrels
+(10.0 reads them; 9.0.8 stops on them, dsr skips them in either mode). What else
+differs (10.0's ``iprec_at_recall`` cutoff rounding) is listed by the conformance
+test, ``tests/evaluation/test_trec_eval_conformance.py``, against the expected outputs of
+both releases in ``../shared/data/trec_eval``.
+
+The options that mirror trec_eval's:
+
+* ``-l N`` (``--relevance-level``): a grade of N or more is relevant, for every
+  measure with a relevance level (``rel``) that does not set its own;
+* ``-M N`` (``--max-docs``): only the first N documents of each topic count;
+* ``-c``: dsr always averages over every topic of the qrels (a topic a run lacks
+  counts 0), which is trec_eval's ``-c``; it is accepted and changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from dsr.core.errors import InputError
+from dsr.core.run import Run
+
+#: the release whose rules dsr follows, and the other one (``--trec-eval``)
+FOLLOWED = "9.0.8"
+VERSIONS = ("9.0.8", "10.0")
+
+
+def check_version(version: str) -> str:
+    if version not in VERSIONS:
+        raise InputError(f"trec_eval version must be one of {', '.join(VERSIONS)}, got {version!r}",
+                         field="trec_eval")
+    return version
+
+
+def with_relevance_level(measures: Sequence, level: int) -> list:
+    """trec_eval ``-l LEVEL``: each measure taking ``rel`` without one gets ``rel=LEVEL`` (bare
+    ``NumRet`` stays every retrieved document, as trec_eval's num_ret)."""
+    if isinstance(level, bool) or not isinstance(level, int) or level < 1:
+        raise InputError(f"the relevance level must be a whole number of 1 or more, got {level!r}",
+                         field="relevance_level")
+    return [m(rel=level) if "rel" in m.SUPPORTED_PARAMS and "rel" not in m.params and m.NAME != "NumRet" else m
+            for m in measures]
+
+
+def apply_rules(runs: Iterable[Run], version: str = FOLLOWED, max_docs: int | None = None) -> None:
+    """Order each run's topics as ``version`` of trec_eval reads the file, then keep the first
+    ``max_docs`` (trec_eval ``-M``). In place; 9.0.8's order is what a run read by dsr holds."""
+    check_version(version)
+    if max_docs is not None and (isinstance(max_docs, bool) or not isinstance(max_docs, int) or max_docs < 1):
+        raise InputError(f"must be a whole number of 1 or more, got {max_docs!r}", field="max_docs")
+    for run in runs:
+        rankings = run.rankings
+        if version == "10.0":
+            rankings = {q: _double_order(r) for q, r in rankings.items()}
+        if max_docs is not None:
+            rankings = {q: r[:max_docs] for q, r in rankings.items()}
+        if rankings is not run.rankings:
+            run.rankings = rankings
+
+
+def _double_order(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """trec_eval 10.0's order: scores as doubles, descending, ties by doc id descending."""
+    by_doc = sorted(ranked, key=lambda ds: ds[0], reverse=True)
+    order = np.argsort(-np.asarray([s for _, s in by_doc], dtype=np.float64), kind="stable")
+    return [by_doc[i] for i in order]

@@ -1,0 +1,451 @@
+"""Fast CPU inference: the bi-encoder and the cross-encoder run by OpenVINO, in fp32 or int8.
+
+``backend`` (a parameter of the ``dense`` ranker, the ``bi-encoder`` and
+``cross-encoder`` rerankers, and ``dsr reproduce --fast``) is one of:
+
+* ``torch`` (the default): sentence-transformers on torch fp32, the exact path
+  every published number comes from;
+* ``openvino``: the same network converted to OpenVINO IR, run in fp32
+  (inference precision pinned to f32, so a CPU with bf16 units does not
+  silently run it in bf16): scores equal torch's to about 6 digits;
+* ``openvino-bf16``: that IR run with bf16 inference precision, which is what
+  OpenVINO picks by itself on CPUs with bf16 units (AMX, AVX512-BF16), and so
+  what ``sentence-transformers``' ``backend="openvino"`` measures there; needs
+  such a CPU (refused with a clear error elsewhere). Scores move a little;
+* ``openvino-int8``: that IR with int8 weights and activations, quantised
+  after training by NNCF (static, "mixed" preset, transformer model type),
+  calibrated on all of the bundled ``sample`` collection's sentences and
+  queries, or (query, sentence) pairs: never a download; the operations left in float run
+  in f32. Scores move a little (the README gives the measured change of nDCG@5).
+
+A model is exported once from its local weights (the whole sentence-transformers
+module stack is traced, pooling and normalisation included, so the output is
+what ``encode``/``predict`` compute) and kept in
+``DSR_HOME/models/fast/MODEL@WEIGHTS16/KIND-BACKEND/`` with ``model.xml`` /
+``model.bin``, the tokenizer, ``fast.json`` (how to feed the network) and a
+``manifest.json`` (source weights hash, backend, quantisation and calibration
+settings, versions of openvino, nncf, torch, transformers and
+sentence-transformers). It is reused while the manifest matches and rebuilt
+when it does not (retrained ``dsr:NAME`` weights get a new folder, an upgrade
+rebuilds). ``check.json`` records how far the export's outputs are from
+torch's on 64 calibration items.
+
+Texts are fed longest first, so a request holds texts of similar length (less
+padding, as sentence-transformers does), padded to a multiple of
+``PAD_MULTIPLE`` tokens (fewer distinct shapes for the CPU plugin to prepare),
+in requests of ``REQUEST_BATCH`` texts with ``IN_FLIGHT`` requests running at
+once under OpenVINO's THROUGHPUT hint (one stream per core). On 2 cores this
+replaces one request of 64 at a time under the LATENCY hint, which was slower in
+scratch comparisons (bench/bench_backends.py ``--settings`` times both). The
+caller's ``batch_size`` is the torch path's; the fast path keeps its own.
+
+ONNX Runtime was tried as a second backend (issue 25; onnxruntime 1.32 installs
+beside the pinned torch): the same module stack exported with
+``torch.onnx.export``, fp32 with ORT's transformer graph optimisations, and
+int8 by ORT's own ``quantize_dynamic`` (int8 weights, activations quantised at
+run time: no calibration). In one interleaved run on 600 real CMU_DoG
+sentences and 300 (turn, sentence) pairs (2 cores, load 7-9, 2026-11-23),
+against torch fp32: bi-encoder ORT fp32 2.0x, ORT int8 3.9-4.0x, OpenVINO int8
+7.7x; cross-encoder ORT fp32 1.9x, ORT int8 3.4-3.8x, OpenVINO int8 7.4x; and
+ORT's dynamic int8 strays further from torch (smallest cosine 0.923 against
+0.994 for OpenVINO's; Spearman of the cross-encoder's scores 0.95 against
+0.99). OpenVINO, statically quantised and calibrated, is both faster and
+closer, so it stays the only fast backend and ONNX Runtime is not a dependency.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import random
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from dsr.core.errors import InputError
+from dsr.core.models import ResolvedModel
+from dsr.indexes.manifest import cached_build
+from dsr.indexes.manifest import expected_manifest
+from dsr.indexes.manifest import read_manifest
+from dsr.indexes.manifest import safe_name
+from dsr.core.data import read_benchmark
+from dsr.core.home import models_dir
+from dsr.core.models import load_cross_encoder, load_sentence_transformer
+
+BACKENDS = ("torch", "openvino", "openvino-bf16", "openvino-int8")
+DEFAULT_BACKEND = "torch"
+#: /proc/cpuinfo flags of int8 dot-product units (what makes int8 inference fast)
+INT8_UNITS = ("avx512_vnni", "avx_vnni", "amx_int8")
+#: what each kind's module stack outputs (sentence-transformers' feature names)
+OUTPUTS = {"bi-encoder": "sentence_embedding", "cross-encoder": "scores"}
+#: calibration items for int8 (texts or pairs from the bundled sample collection): at most this
+#: many, which is all of them (548 texts, 508 pairs). Chosen on CMU_DoG valid and the judged set
+#: among 7 variants (300 items, queries in 5 forms, SmoothQuant 0.5 or off, full bias correction):
+#: all items gave the smallest largest |delta nDCG@5| (0.0038, README).
+CALIBRATION_SIZE = 600
+CALIBRATION_SEED = 0
+#: the int8 recipe, recorded in the manifest (a change rebuilds)
+QUANTISATION = {"library": "nncf", "mode": "static post-training", "weights": "int8",
+                "activations": "int8", "preset": "mixed", "model_type": "transformer"}
+#: agreement with torch on these many calibration items is written to check.json
+CHECK_ITEMS = 64
+PACKAGES = ("openvino", "nncf", "torch", "transformers", "sentence-transformers")
+#: OpenVINO CPU settings: f32 inference precision (no implicit bf16) except for openvino-bf16;
+#: the THROUGHPUT hint (several streams) with IN_FLIGHT requests of REQUEST_BATCH texts
+COMPILE_CONFIG = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "THROUGHPUT"}
+PRECISION = {"openvino": "f32", "openvino-bf16": "bf16", "openvino-int8": "f32"}
+REQUEST_BATCH = 16
+IN_FLIGHT = 4
+PAD_MULTIPLE = 8
+
+
+def _openvino():
+    """openvino, imported on first use, in this one place (importing this module does not load it)."""
+    import openvino
+
+    return openvino
+
+
+def _torch():
+    """torch, imported on first use, in this one place (importing this module does not load it)."""
+    import torch
+
+    return torch
+
+
+def compile_config(backend: str) -> dict[str, Any]:
+    """The OpenVINO CPU compile settings of ``backend``."""
+    return {**COMPILE_CONFIG, "INFERENCE_PRECISION_HINT": PRECISION[backend]}
+
+
+def check_backend(value: Any) -> str:
+    """``value`` if it names a backend, else InputError."""
+    if value not in BACKENDS:
+        raise InputError(f"unknown backend {value!r}; choose from {', '.join(BACKENDS)}", field="backend")
+    return value
+
+
+def require_fast_extra(backend: str) -> None:
+    """InputError naming the install command when openvino or nncf is missing."""
+    import importlib.util
+
+    missing = [name for name in ("openvino", "nncf") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InputError(f"backend {backend} needs {' and '.join(missing)}: install the fast extra "
+                         "(pip install 'dialogue-sentence-retrieval[fast]', or -e '.[fast]' in a checkout)",
+                         field="backend")
+    if backend == "openvino-bf16" and not cpu_has_bf16():
+        raise InputError("backend openvino-bf16 needs a CPU with bf16 units (AMX or AVX512-BF16), and this "
+                         "one has none: use openvino (fp32) or openvino-int8", field="backend")
+
+
+def fastest_backend() -> str:
+    """``openvino-int8`` where the CPU has int8 dot-product units (VNNI, AMX) and the fast extra
+    is installed; else ``torch``. What ``auto`` means (``dsr corpus index --backend auto``)."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(name) is None for name in ("openvino", "nncf")):
+        return "torch"
+    try:
+        flags = set()
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("flags"):
+                flags.update(line.partition(":")[2].split())
+    except OSError:
+        return "torch"
+    return "openvino-int8" if flags & set(INT8_UNITS) else "torch"
+
+
+def resolve_backend(value: Any) -> str:
+    """``value`` checked (:func:`check_backend`), ``auto`` replaced by :func:`fastest_backend`."""
+    return fastest_backend() if value == "auto" else check_backend(value)
+
+
+@lru_cache(maxsize=1)
+def cpu_has_bf16() -> bool:
+    """Whether OpenVINO's CPU plugin lists BF16 among this CPU's capabilities."""
+    ov = _openvino()
+
+    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+@dataclass(frozen=True)
+class FastModel:
+    """An exported model on disk: its folder and what ``fast.json`` says about feeding it."""
+
+    folder: Path
+    kind: str
+    backend: str
+    output: str
+    inputs: tuple[str, ...]
+    max_length: int | None
+    do_lower_case: bool
+
+
+def fast_folder(model: ResolvedModel, kind: str, backend: str) -> Path:
+    """Where the export of ``model`` for ``kind`` and ``backend`` lives."""
+
+    return models_dir() / "fast" / safe_name(model.key) / f"{kind}-{backend}"
+
+
+def expected_export_manifest(model: ResolvedModel, kind: str, backend: str) -> dict[str, Any]:
+
+    described = {k: v for k, v in model.describe().items() if k != "spec"}  # spellings share a folder
+    params: dict[str, Any] = {"kind": kind, "backend": backend, "output": OUTPUTS[kind],
+                              "weights": "fp32", "compile": compile_config(backend)}
+    if backend == "openvino-int8":
+        params["quantisation"] = {**QUANTISATION, "subset_size": CALIBRATION_SIZE}
+        params["calibration"] = calibration_info()
+    return expected_manifest("fast-model", inputs=model.key, model=described, params=params,
+                             packages=PACKAGES)
+
+
+def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
+    """The OpenVINO export of ``model`` (built now unless a matching one is cached)."""
+
+    check_backend(backend)
+    if backend == "torch":
+        raise ValueError("export() is for the OpenVINO backends")
+    require_fast_extra(backend)
+    folder = fast_folder(model, kind, backend)
+    expected = expected_export_manifest(model, kind, backend)
+    folder, _ = cached_build("fast-model", folder.name, expected,
+                             lambda tmp: _build(model, kind, backend, tmp),
+                             files=("model.xml", "model.bin", "fast.json", "tokenizer.json"), folder=folder)
+    info = json.loads((folder / "fast.json").read_text(encoding="utf-8"))
+    return FastModel(folder, kind, backend, info["output"], tuple(info["inputs"]), info["max_length"],
+                     info["do_lower_case"])
+
+
+def _torch_model(model: ResolvedModel, kind: str):
+
+    return load_sentence_transformer(model) if kind == "bi-encoder" else load_cross_encoder(model)
+
+
+def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
+    ov = _openvino()
+    torch = _torch()
+
+    print(f"dsr: exporting {model.name} ({kind}) to OpenVINO {backend}", file=sys.stderr)
+    module = _torch_model(model, kind)
+    if not getattr(module.tokenizer, "is_fast", False):
+        raise InputError(f"backend {backend} needs a model with a fast (Rust) tokenizer; "
+                         f"{model.name} has none", field="backend")
+    # The Rust tokenizer alone: at run time neither transformers nor torch is imported.
+    (folder / "tokenizer.json").write_text(module.tokenizer.backend_tokenizer.to_str(), encoding="utf-8")
+    pad = {"pad_id": int(module.tokenizer.pad_token_id or 0), "pad_token": str(module.tokenizer.pad_token)}
+    tokenizer = _tokenizer(folder, pad)
+    max_length = int(module.max_seq_length or 512)
+    do_lower_case = bool(getattr(module[0], "do_lower_case", False))
+    fed = FastModel(folder, kind, backend, OUTPUTS[kind], ("input_ids", "attention_mask", "token_type_ids"),
+                    max_length, do_lower_case)
+    calibration = calibration_items(kind)
+    # Inputs of different lengths: the traced graph then applies the attention
+    # mask (with no padding transformers may skip it).
+    example = _features(tokenizer, fed, calibration[:4], None)
+    # only what the network takes (some models have no token types)
+    taken = set(inspect.signature(getattr(module[0], "auto_model", module[0]).forward).parameters)
+    example = {k: v for k, v in example.items() if k in taken}
+    inputs = tuple(example)
+
+    class Wrapped(torch.nn.Module):
+        """The module stack as a function of tensors (what convert_model traces)."""
+
+        def __init__(self):
+            super().__init__()
+            self.inner = module
+
+        def forward(self, *tensors):
+            return self.inner(dict(zip(inputs, tensors)))[OUTPUTS[kind]]
+
+    with torch.no_grad():
+        converted = ov.convert_model(Wrapped().eval(), example_input=tuple(torch.from_numpy(example[k])
+                                                                            for k in inputs))
+    for port, name in zip(converted.inputs, inputs):
+        port.get_tensor().set_names({name})
+    if backend == "openvino-int8":
+        import nncf
+
+        items = [_features(tokenizer, fed, [item], None) for item in calibration]
+        converted = nncf.quantize(converted, nncf.Dataset(items), preset=nncf.QuantizationPreset.MIXED,
+                                  model_type=nncf.ModelType.TRANSFORMER, subset_size=len(items))
+    # compress_to_fp16 would halve the weights' precision: fp32 is fp32
+    ov.save_model(converted, str(folder / "model.xml"), compress_to_fp16=False)
+    info = {"kind": kind, "output": OUTPUTS[kind], "inputs": list(inputs), "max_length": max_length,
+            "do_lower_case": do_lower_case, **pad}
+    (folder / "fast.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+    fed = FastModel(folder, kind, backend, OUTPUTS[kind], inputs, max_length, do_lower_case)
+    (folder / "check.json").write_text(json.dumps(_agreement(module, fed, calibration[:CHECK_ITEMS]),
+                                                  indent=2), encoding="utf-8")
+
+
+def _agreement(module, fed: FastModel, items: list) -> dict[str, Any]:
+    """How far the export is from torch on ``items``: informative, for check.json."""
+    from scipy.stats import spearmanr
+
+    runner = _Runner(fed)
+    if fed.kind == "bi-encoder":
+        ref = np.asarray(module.encode(items, convert_to_numpy=True, show_progress_bar=False), np.float64)
+        got = runner.run(items).astype(np.float64)
+        cos = (ref * got).sum(1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(got, axis=1))
+        return {"items": len(items), "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min())}
+    torch = _torch()
+
+    ref = np.asarray(module.predict(items, activation_fn=torch.nn.Identity(), show_progress_bar=False,
+                                    convert_to_numpy=True), np.float64).reshape(len(items), -1)[:, 0]
+    got = runner.run(items).astype(np.float64).reshape(len(items), -1)[:, 0]
+    return {"items": len(items), "spearman": float(spearmanr(ref, got).statistic),
+            "max_abs_diff": float(np.abs(ref - got).max())}
+
+
+def _sample():
+    """The bundled ``sample`` collection, read from the package's data file."""
+    from importlib import resources
+
+
+    return read_benchmark(resources.files("dsr.collections") / "data" / "sample.jsonl", "sample")
+
+
+def calibration_info() -> dict[str, Any]:
+    """Where the int8 calibration items come from (recorded in the manifest)."""
+    return {"collection": "sample", "content_hash": _sample().content_hash,
+            "items": CALIBRATION_SIZE, "seed": CALIBRATION_SEED,
+            "query": "title and context turns", "text": "body"}
+
+
+def calibration_items(kind: str) -> list:
+    """Local calibration data from the bundled ``sample`` collection: its candidate
+    sentences and dialogue queries (title and context turns; the last turn alone),
+    or (query, candidate) pairs (cross-encoder); ``CALIBRATION_SIZE`` of them in a
+    seeded order. Never a download."""
+    collection = _sample()
+
+    def query(dialogue, last_only: bool = False) -> str:
+        turns = [t.body for t in dialogue.context]
+        return turns[-1] if last_only and turns else " ".join([dialogue.title, *turns]).strip()
+
+    if kind == "bi-encoder":
+        items: list = [c.body for d in collection for c in d.candidates]
+        items += [query(d, last) for d in collection for last in (False, True)]
+    else:
+        items = [(query(d), c.body) for d in collection for c in d.candidates]
+    random.Random(CALIBRATION_SEED).shuffle(items)
+    return items[:CALIBRATION_SIZE]
+
+
+def _tokenizer(folder: Path, pad: dict[str, Any]):
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    # to the batch's longest, rounded up to a multiple of PAD_MULTIPLE (masked: the outputs are the same)
+    tokenizer.enable_padding(pad_id=pad["pad_id"], pad_token=pad["pad_token"], pad_to_multiple_of=PAD_MULTIPLE)
+    return tokenizer
+
+
+def _features(tokenizer, fed: FastModel, items: list, max_length: int | None) -> dict[str, np.ndarray]:
+    """Tokenised, padded numpy inputs for texts (bi-encoder) or pairs (cross-encoder), as the
+    transformers tokenizer call of sentence-transformers makes them (stripped texts,
+    longest-first truncation, padding to the batch's longest)."""
+    if fed.kind == "bi-encoder":
+        batch: list = [str(t).strip() for t in items]
+    else:
+        batch = [(str(a).strip(), str(b).strip()) for a, b in items]
+    if fed.do_lower_case:
+        batch = [t.lower() for t in batch] if fed.kind == "bi-encoder" else [(a.lower(), b.lower()) for a, b in batch]
+    tokenizer.enable_truncation(max_length or fed.max_length, strategy="longest_first")
+    encoded = tokenizer.encode_batch(batch)
+    columns = {"input_ids": [e.ids for e in encoded], "attention_mask": [e.attention_mask for e in encoded],
+               "token_type_ids": [e.type_ids for e in encoded]}
+    return {k: np.asarray(columns[k], dtype=np.int64) for k in fed.inputs}
+
+
+class _Runner:
+    """A compiled export and its tokenizer; ``run`` feeds items longest first, ``in_flight``
+    requests of ``request_batch`` items at a time."""
+
+    def __init__(self, fed: FastModel, config: dict[str, Any] | None = None,
+                 request_batch: int = REQUEST_BATCH, in_flight: int = IN_FLIGHT):
+        ov = _openvino()
+
+        self.fed = fed
+        info = json.loads((fed.folder / "fast.json").read_text(encoding="utf-8"))
+        self.tokenizer = _tokenizer(fed.folder, info)
+        self.compiled = ov.Core().compile_model(str(fed.folder / "model.xml"), "CPU",
+                                                {**compile_config(fed.backend), **(config or {})})
+        self.request_batch = int(request_batch)
+        self.queue = ov.AsyncInferQueue(self.compiled, int(in_flight))
+
+    def run(self, items: Sequence, max_length: int | None = None, progress: bool = False,
+            desc: str = "", order: bool = True) -> np.ndarray:
+        from tqdm import tqdm
+
+        items = list(items)
+        size = (lambda x: len(x)) if self.fed.kind == "bi-encoder" else (lambda p: len(p[0]) + len(p[1]))
+        ranked = sorted(range(len(items)), key=lambda i: -size(items[i])) if order else list(range(len(items)))
+        batches = [ranked[s:s + self.request_batch] for s in range(0, len(ranked), self.request_batch)]
+        results: list = [None] * len(batches)
+        with tqdm(total=len(items), desc=desc, unit="text", disable=not progress, leave=False,
+                  file=sys.stderr) as bar:
+            def done(request, index):  # OpenVINO's thread: copy out before the request is reused
+                results[index] = request.get_output_tensor(0).data.copy()
+                bar.update(len(batches[index]))
+
+            self.queue.set_callback(done)
+            for index, batch in enumerate(batches):  # tokenising the next overlaps running this one
+                self.queue.start_async(_features(self.tokenizer, self.fed, [items[i] for i in batch],
+                                                 max_length), index)
+            self.queue.wait_all()
+        if not batches:
+            return np.zeros((0,), dtype=np.float32)
+        out = np.empty((len(items), *results[0].shape[1:]), dtype=np.float32)
+        for batch, result in zip(batches, results):
+            out[batch] = result
+        return out
+
+
+class FastBiEncoder:
+    """A bi-encoder on OpenVINO: ``encode(texts)`` like SentenceTransformer.encode."""
+
+    def __init__(self, fed: FastModel, config: dict[str, Any] | None = None, **runner: Any):
+        self.runner = _Runner(fed, config, **runner)
+
+    def encode(self, texts: Sequence[str], batch_size: int | None = None, show_progress_bar: bool = False,
+               **_: Any) -> np.ndarray:
+        """Embeddings of ``texts`` (``batch_size`` is the torch path's; see ``REQUEST_BATCH``)."""
+        return self.runner.run(texts, progress=show_progress_bar, desc="encoding")
+
+
+class FastCrossEncoder:
+    """A cross-encoder on OpenVINO: ``predict(pairs)`` gives raw logits like
+    CrossEncoder.predict with an identity activation (what reranking uses)."""
+
+    def __init__(self, fed: FastModel, max_length: int | None = None, config: dict[str, Any] | None = None,
+                 **runner: Any):
+        self.runner = _Runner(fed, config, **runner)
+        self.max_length = max_length
+
+    def predict(self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None,
+                show_progress_bar: bool = False, **_: Any) -> np.ndarray:
+        """Raw scores of ``pairs`` (``batch_size`` is the torch path's; see ``REQUEST_BATCH``)."""
+        return self.runner.run(pairs, self.max_length, show_progress_bar, "cross-encoder")
+
+
+@lru_cache(maxsize=4)
+def _loaded(folder: str, built: str, kind: str, backend: str, max_length: int | None):
+    # ``built`` (the manifest's time) is in the key so a rebuilt export is loaded again
+    info = json.loads((Path(folder) / "fast.json").read_text(encoding="utf-8"))
+    fed = FastModel(Path(folder), kind, backend, info["output"], tuple(info["inputs"]), info["max_length"],
+                    info["do_lower_case"])
+    return FastBiEncoder(fed) if kind == "bi-encoder" else FastCrossEncoder(fed, max_length)
+
+
+def load_fast(model: ResolvedModel, kind: str, backend: str, max_length: int | None = None):
+    """A FastBiEncoder or FastCrossEncoder for ``model`` (exported first when needed), once per process."""
+
+    fed = export(model, kind, backend)
+    built = (read_manifest(fed.folder) or {}).get("built", "")
+    return _loaded(str(fed.folder), built, kind, backend, max_length if kind == "cross-encoder" else None)

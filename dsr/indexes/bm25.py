@@ -1,0 +1,433 @@
+"""BM25 indexes over a sentence pool: rank_bm25 (reference) and bm25s (fast).
+
+Two uses:
+
+* **re-ranking** (the benchmark task): statistics (IDF, average length) come
+  from the whole pool; :meth:`BM25Index.scores` scores only the given sentences
+  (a dialogue's candidates).
+* **open retrieval**: :meth:`search` returns the top k of the whole pool.
+  :class:`BM25SIndex` (bm25s: scores precomputed into a sparse matrix) does
+  this far faster on large pools; ``bench/bench_retrieval.py`` measures it.
+
+Variants (rank_bm25 classes): ``okapi`` (BM25Okapi: IDF
+``log((N - n + 0.5) / (n + 0.5))``, negative IDFs raised to
+``epsilon * mean IDF`` with epsilon 0.25; term part ``tf (k1 + 1) / (tf + k1 (1
+- b + b |d| / avgdl))``), ``l`` (BM25L, delta default 0.5) and ``plus``
+(BM25Plus, delta default 1).
+
+Weighted queries: a query is ``{token: weight}`` (see dsr.core.queries) and
+``score(d) = sum(weight(t) * contribution(t, d))``. rank_bm25 exposes no
+per-term scores (``get_scores`` sums over a token list), so
+:class:`BM25Index` takes rank_bm25's statistics (``idf``, ``doc_freqs``,
+``doc_len``, ``avgdl``) and computes each contribution with rank_bm25's
+formula into a sparse sentence x term matrix; a query is then a weight vector
+times that matrix. Plain count weights give exactly rank_bm25's score of the
+repeated token list. bm25s keeps such a matrix itself.
+
+bm25s and rank_bm25 differ where noted: bm25s ``okapi`` (method ``atire``
+with Robertson IDF) sets a negative IDF to 0 instead of the epsilon floor, and
+its ``l`` follows Lv and Zhai (a sentence without the term still gets
+``idf * (k1 + 1) delta / (k1 + delta)``) where rank_bm25's BM25L multiplies the
+term part by tf. ``plus`` is the same in both. Both tokenise with
+:func:`dsr.core.text.tokenize`.
+
+Indexes are cached under ``DSR_HOME/indexes`` with a manifest
+(dsr.indexes.manifest). The rank_bm25 index stores statistics only (term counts,
+IDF, lengths: no pickle), which do not depend on k1, b or delta, so tuning
+them reuses one index; bm25s precomputes scores, so its index does.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from dsr.indexes.manifest import cached_build, expected_manifest, text_hash
+from dsr.core.errors import InputError
+from dsr.core.params import Param
+from dsr.core.text import tokenize
+
+VARIANTS = ("okapi", "l", "plus")
+DEFAULT_DELTA = {"okapi": None, "l": 0.5, "plus": 1.0}
+BACKENDS = ("rank_bm25", "bm25s")
+_BM25S_METHOD = {"okapi": ("atire", "robertson"), "l": ("bm25l", "bm25l"), "plus": ("bm25+", "bm25+")}
+
+#: the parameters of a BM25 index, declared once for the BM25 ranker (which adds its query
+#: strategy and tuning grids) and the corpus index
+PARAMS = (
+    Param("variant", "okapi", "str", "BM25 variant", choices=VARIANTS),
+    Param("k1", 1.2, "float", "term-frequency saturation", low=0),
+    Param("b", 0.75, "float", "length normalisation", low=0, high=1),
+    Param("delta", None, "float", "BM25L/BM25+ delta (none: the variant's default)", low=0),
+    Param("stopwords", False, "bool", "drop English stopwords"),
+    Param("stem", False, "bool", "Snowball-stem tokens"),
+)
+
+Query = Mapping[str, float] | Sequence[str]
+
+
+def _sparse():
+    """scipy.sparse, imported on first use, in this one place (``dsr --help`` loads no scipy)."""
+    import scipy.sparse
+
+    return scipy.sparse
+
+
+def _bm25s():
+    """bm25s, imported on first use, in this one place (it loads scipy and numba helpers)."""
+    import bm25s
+
+    return bm25s
+
+
+def check_variant(variant: str) -> str:
+    if variant not in VARIANTS:
+        raise InputError(f"unknown BM25 variant {variant!r}; choose from {', '.join(VARIANTS)}",
+                         field="variant")
+    return variant
+
+
+def check_number(value: Any, name: str, low: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= low:
+        raise InputError(f"{name} must be a number >= {low}, got {value!r}", field=name)
+    return float(value)
+
+
+def as_weights(query: Query) -> dict[str, float]:
+    """A token list (counts) or a ``{token: weight}`` mapping -> ``{token: weight}``."""
+    if isinstance(query, Mapping):
+        return {t: float(w) for t, w in query.items() if w}
+    weights: dict[str, float] = defaultdict(float)
+    for token in query:
+        weights[token] += 1.0
+    return dict(weights)
+
+
+def _tokenized(texts: Sequence[str], stopwords: bool, stem: bool, progress: bool) -> list[list[str]]:
+    from tqdm import tqdm
+
+    return [tokenize(t, stopwords=stopwords, stem=stem)
+            for t in tqdm(texts, desc="tokenising", unit="sent", leave=False,
+                         disable=not progress or len(texts) < 5000)]
+
+
+class BM25Index:
+    """rank_bm25 statistics over a pool of sentences; ``ids[i]`` is the id of row ``i``.
+
+    rank_bm25 builds the statistics (its IDF, with Okapi's epsilon floor,
+    document frequencies, lengths, average length); scores are then computed
+    from them as one sparse matrix of per-(sentence, term) contributions, with
+    rank_bm25's formula for the variant, because its own ``get_batch_scores``
+    converts the whole length list on every call and loops in Python (846
+    dialogues x 50 candidates took ~30 s that way, well over the 2 s target).
+    Scores equal rank_bm25's ``get_scores`` (tests/rankers/test_bm25.py checks both a
+    hand computation and rank_bm25 itself).
+    """
+
+    def __init__(self, ids: Sequence[str], texts: Sequence[str], *, variant: str = "okapi",
+                 k1: float = 1.2, b: float = 0.75, delta: float | None = None,
+                 stopwords: bool = False, stem: bool = False, progress: bool = False,
+                 _arrays: dict[str, Any] | None = None):
+        check_variant(variant)
+        if len(ids) != len(texts):
+            raise ValueError("ids and texts differ in length")
+        if not ids:
+            raise InputError("the sentence pool is empty: nothing to index", field="candidates")
+        self.ids = list(ids)
+        self.position: dict[str, int] = {}
+        for i, d in enumerate(self.ids):
+            self.position.setdefault(d, i)  # by id: the first row (see row_scores)
+        self.variant, self.stopwords, self.stem = variant, stopwords, stem
+        if _arrays is None:
+            _arrays = self._statistics(_tokenized(texts, stopwords, stem, progress), variant)
+        self.vocab: dict[str, int] = _arrays["vocab"]
+        self.idf: np.ndarray = _arrays["idf"]
+        self.tf = _arrays["tf"]  # scipy CSR, sentences x terms, raw term counts
+        self.doc_len: np.ndarray = _arrays["doc_len"]
+        self.avgdl: float = float(_arrays["avgdl"])
+        self.set_parameters(k1=k1, b=b, delta=delta)
+
+    @staticmethod
+    def _statistics(corpus: list[list[str]], variant: str) -> dict[str, Any]:
+        import rank_bm25
+
+        sparse = _sparse()
+        cls = {"okapi": rank_bm25.BM25Okapi, "l": rank_bm25.BM25L, "plus": rank_bm25.BM25Plus}[variant]
+        model = cls(corpus)
+        vocab = {t: i for i, t in enumerate(model.idf)}
+        rows, cols, counts = [], [], []
+        for row, freqs in enumerate(model.doc_freqs):
+            rows.extend([row] * len(freqs))
+            cols.extend(vocab[t] for t in freqs)
+            counts.extend(freqs.values())
+        tf = sparse.csr_matrix((np.asarray(counts, dtype=np.float64), (rows, cols)),
+                                     shape=(len(corpus), len(vocab)))
+        return {"vocab": vocab, "idf": np.fromiter(model.idf.values(), dtype=np.float64, count=len(vocab)),
+                "tf": tf, "doc_len": np.asarray(model.doc_len, dtype=np.float64), "avgdl": model.avgdl}
+
+    def set_parameters(self, *, k1: float = 1.2, b: float = 0.75, delta: float | None = None) -> None:
+        """Set k1, b and delta (they enter only the scores, not the statistics)."""
+        self.k1 = check_number(k1, "k1")
+        self.b = check_number(b, "b")
+        self.delta = (None if self.variant == "okapi" else
+                      check_number(DEFAULT_DELTA[self.variant] if delta is None else delta, "delta"))
+        self._csr = self._csc = None
+
+    def _contributions(self):
+        """(sentences x terms CSR of contribution(t, d) where tf > 0, per-term score when tf = 0)."""
+        if self._csr is None:
+            tf = self.tf.tocoo()
+            freq = tf.data
+            norm = 1 - self.b + self.b * self.doc_len[tf.row] / self.avgdl
+            idf = self.idf[tf.col]
+            k1 = self.k1
+            # rank_bm25's formulas (rank_bm25.py, get_scores of each class), term by term
+            if self.variant == "okapi":
+                value = idf * freq * (k1 + 1) / (freq + k1 * norm)
+                absent = np.zeros_like(self.idf)
+            elif self.variant == "l":
+                ctd = freq / norm
+                value = idf * freq * (k1 + 1) * (ctd + self.delta) / (k1 + ctd + self.delta)
+                absent = np.zeros_like(self.idf)
+            else:
+                # BM25+ adds idf * delta also where the term is absent: stored apart,
+                # so the matrix stays sparse (value here excludes it).
+                value = idf * (freq * (k1 + 1)) / (k1 * norm + freq)
+                absent = self.idf * self.delta
+            sparse = _sparse()
+            self._csr = sparse.csr_matrix((value, (tf.row, tf.col)), shape=tf.shape)
+            self._absent = absent
+        return self._csr, self._absent
+
+    @classmethod
+    def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, variant: str = "okapi",
+               k1: float = 1.2, b: float = 0.75, delta: float | None = None,
+               stopwords: bool = False, stem: bool = False, progress: bool = True) -> "BM25Index":
+        """Load ``DSR_HOME/indexes/bm25/NAME-...`` if its manifest matches these inputs, else build it."""
+        sparse = _sparse()
+        check_variant(variant)
+        expected = expected_manifest(
+            "bm25", inputs=text_hash([*ids, *texts]),
+            params={"variant": variant, "stopwords": stopwords, "stem": stem, "backend": "rank_bm25"},
+            packages=("rank_bm25", "PyStemmer"))
+        built: dict[str, BM25Index] = {}
+
+        def build(folder: Path) -> None:
+            index = cls(ids, texts, variant=variant, k1=k1, b=b, delta=delta, stopwords=stopwords,
+                        stem=stem, progress=progress)
+            sparse.save_npz(folder / "tf.npz", index.tf)
+            np.savez(folder / "stats.npz", idf=index.idf, doc_len=index.doc_len, avgdl=index.avgdl)
+            vocab = sorted(index.vocab, key=index.vocab.get)
+            (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+            (folder / "ids.json").write_text(json.dumps(index.ids), encoding="utf-8")
+            built["index"] = index
+
+        folder, fresh = cached_build("bm25", f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}",
+                                     expected, build,
+                                     files=("tf.npz", "stats.npz", "vocab.json", "ids.json"))
+        if fresh:
+            return built["index"]
+        stats = np.load(folder / "stats.npz")
+        vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+        arrays = {"vocab": {t: i for i, t in enumerate(vocab)}, "idf": stats["idf"],
+                  "tf": sparse.load_npz(folder / "tf.npz").tocsr(), "doc_len": stats["doc_len"],
+                  "avgdl": float(stats["avgdl"])}
+        saved_ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        return cls(saved_ids, [""] * len(saved_ids), variant=variant, k1=k1, b=b, delta=delta,
+                   stopwords=stopwords, stem=stem, _arrays=arrays)
+
+    def query_tokens(self, text: str) -> list[str]:
+        """Tokenise query text the way the pool was tokenised."""
+        return tokenize(text, stopwords=self.stopwords, stem=self.stem)
+
+    def _query_vector(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
+        weights = as_weights(query)
+        cols = np.fromiter(map(self.vocab.get, weights, itertools.repeat(-1)), dtype=np.int64, count=len(weights))
+        values = np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
+        known = cols >= 0  # a token the pool lacks scores 0 (as in rank_bm25)
+        return cols[known], values[known]
+
+    def scores(self, query: Query, ids: Sequence[str]) -> np.ndarray:
+        """BM25 scores of the sentences ``ids`` (re-ranking), pool statistics."""
+        try:
+            rows = [self.position[d] for d in ids]
+        except KeyError as err:
+            raise InputError(f"sentence {err.args[0]!r} is not in the index", field="candidates") from None
+        return self.row_scores(query, rows)
+
+    def row_scores(self, query: Query, rows: Sequence[int]) -> np.ndarray:
+        """BM25 scores of the pool rows ``rows`` (re-ranking by position: a pool may hold
+        one id at several rows when dialogues reuse local ids with other texts)."""
+        rows = list(rows)
+        matrix, absent = self._contributions()
+        cols, weights = self._query_vector(query)
+        if not len(cols):
+            return np.zeros(len(rows))
+        return matrix[rows][:, cols] @ weights + float(absent[cols] @ weights)
+
+    def query_batch(self, queries: Sequence[Query]) -> "QueryBatch":
+        """``queries`` as this pool's term columns and weights (k1, b and delta play no part,
+        so one batch serves every parameter setting of the same statistics)."""
+        return QueryBatch([self._query_vector(q) for q in queries], len(self.vocab))
+
+    def pair_scores(self, queries: Sequence[Query] | "QueryBatch",
+                    rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """``[row_scores(q, r) for q, r in zip(queries, rows)]``, bit for bit, in a few sparse
+        operations over all queries at once: each (query, row) pair's sum runs over the row's
+        stored terms in column order, as the sparse product of ``row_scores`` does."""
+        batch = queries if isinstance(queries, QueryBatch) else self.query_batch(queries)
+        matrix, absent = self._contributions()
+        counts = [len(r) for r in rows]
+        flat_rows = np.fromiter((r for group in rows for r in group), dtype=np.int64, count=sum(counts))
+        of_pair = np.repeat(np.arange(len(counts)), counts)
+        products = matrix[flat_rows].multiply(batch.matrix[of_pair]).tocsr()
+        products.sort_indices()
+        # CSR times a vector of ones: each pair's products added one by one in column order
+        summed = products @ np.ones(matrix.shape[1])
+        out, start = [], 0
+        for (cols, weights), count in zip(batch.vectors, counts):
+            part = summed[start:start + count]
+            start += count
+            out.append(part + float(absent[cols] @ weights) if len(cols) else np.zeros(count))
+        return out
+
+    def all_scores(self, query: Query) -> np.ndarray:
+        """Scores of every pool sentence."""
+        matrix, absent = self._contributions()
+        if self._csc is None:
+            self._csc = matrix.tocsc()  # column slices for whole-pool scoring
+        cols, weights = self._query_vector(query)
+        if not len(cols):
+            return np.zeros(len(self.ids))
+        return self._csc[:, cols] @ weights + float(absent[cols] @ weights)
+
+    def search(self, query: Query, k: int = 100) -> list[tuple[str, float]]:
+        """Top ``k`` sentences of the whole pool (open retrieval), best first."""
+        return _top_k(self.ids, self.all_scores(query), k)
+
+
+class QueryBatch:
+    """Queries as term columns and weights of one pool: per query ``(cols, weights)`` in the
+    query's token order, and all of them as a sparse (queries x terms) matrix."""
+
+    def __init__(self, vectors: list[tuple[np.ndarray, np.ndarray]], terms: int):
+        sparse = _sparse()
+        self.vectors = vectors
+        starts = np.concatenate([[0], np.cumsum([len(c) for c, _ in vectors])]).astype(np.int64)
+        cols = np.concatenate([c for c, _ in vectors] or [np.zeros(0, dtype=np.int64)])
+        weights = np.concatenate([w for _, w in vectors] or [np.zeros(0)])
+        self.matrix = sparse.csr_matrix((weights, cols, starts), shape=(len(vectors), terms))
+        self.matrix.sort_indices()
+
+
+class BM25SIndex:
+    """bm25s over a pool: the fast backend for open retrieval (see the module docstring)."""
+
+    def __init__(self, ids: Sequence[str], texts: Sequence[str] | None = None, *, variant: str = "okapi",
+                 k1: float = 1.2, b: float = 0.75, delta: float | None = None,
+                 stopwords: bool = False, stem: bool = False, progress: bool = False,
+                 _model: Any = None):
+        bm25s = _bm25s()
+        check_variant(variant)
+        self.ids = list(ids)
+        if not self.ids:
+            raise InputError("the sentence pool is empty: nothing to index", field="candidates")
+        self.position = {d: i for i, d in enumerate(self.ids)}
+        self.variant, self.stopwords, self.stem = variant, stopwords, stem
+        if _model is None:
+            method, idf_method = _BM25S_METHOD[variant]
+            _model = bm25s.BM25(k1=check_number(k1, "k1"), b=check_number(b, "b"),
+                                delta=check_number(DEFAULT_DELTA[variant] or 0.0 if delta is None else delta,
+                                                   "delta"),
+                                method=method, idf_method=idf_method)
+            _model.index(_tokenized(texts or [], stopwords, stem, progress), show_progress=False)
+        self.model = _model
+        self._matrix = None
+
+    @classmethod
+    def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, variant: str = "okapi",
+               k1: float = 1.2, b: float = 0.75, delta: float | None = None,
+               stopwords: bool = False, stem: bool = False, progress: bool = True) -> "BM25SIndex":
+        """Load ``DSR_HOME/indexes/bm25s/NAME-...`` if its manifest matches, else build it."""
+        bm25s = _bm25s()
+        check_variant(variant)
+        expected = expected_manifest(
+            "bm25s", inputs=text_hash([*ids, *texts]),
+            params={"variant": variant, "k1": k1, "b": b, "delta": delta, "stopwords": stopwords,
+                    "stem": stem, "backend": "bm25s"},
+            packages=("bm25s", "PyStemmer"))
+        built: dict[str, BM25SIndex] = {}
+
+        def build(folder: Path) -> None:
+            index = cls(ids, texts, variant=variant, k1=k1, b=b, delta=delta, stopwords=stopwords,
+                        stem=stem, progress=progress)
+            index.model.save(str(folder / "bm25s"))
+            (folder / "ids.json").write_text(json.dumps(index.ids), encoding="utf-8")
+            built["index"] = index
+
+        folder, fresh = cached_build("bm25s", f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}",
+                                     expected, build, files=("bm25s", "ids.json"))
+        if fresh:
+            return built["index"]
+        model = bm25s.BM25.load(str(folder / "bm25s"))
+        saved_ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+        return cls(saved_ids, variant=variant, stopwords=stopwords, stem=stem, _model=model)
+
+    def query_tokens(self, text: str) -> list[str]:
+        return tokenize(text, stopwords=self.stopwords, stem=self.stem)
+
+    def _weights_vector(self, query: Query):
+        vocab = self.model.vocab_dict
+        weights = np.zeros(len(self.model.scores["indptr"]) - 1, dtype=np.float64)
+        for token, weight in as_weights(query).items():
+            column = vocab.get(token)
+            if column is not None:
+                weights[column] += weight
+        return weights
+
+    def all_scores(self, query: Query) -> np.ndarray:
+        """Scores of every pool sentence: weights @ (term x sentence score matrix)."""
+        sparse = _sparse()
+        if self._matrix is None:
+            s = self.model.scores
+            self._matrix = sparse.csr_matrix(
+                (s["data"], s["indices"], s["indptr"]),
+                shape=(len(s["indptr"]) - 1, s["num_docs"]))
+        weights = self._weights_vector(query)
+        total = np.asarray(self._matrix.T @ weights, dtype=np.float64).ravel()
+        nonoccurrence = getattr(self.model, "nonoccurrence_array", None)
+        if nonoccurrence is not None:
+            # bm25l/bm25+ store scores minus the "term absent" score; add it back.
+            total += float(weights @ nonoccurrence)
+        return total
+
+    def scores(self, query: Query, ids: Sequence[str]) -> np.ndarray:
+        try:
+            rows = [self.position[d] for d in ids]
+        except KeyError as err:
+            raise InputError(f"sentence {err.args[0]!r} is not in the index", field="candidates") from None
+        return self.all_scores(query)[rows]
+
+    def search(self, query: Query, k: int = 100) -> list[tuple[str, float]]:
+        return _top_k(self.ids, self.all_scores(query), k)
+
+
+def _top_k(ids: list[str], scores: np.ndarray, k: int) -> list[tuple[str, float]]:
+    """Top k by score; ties by pool position (stable), so results are deterministic."""
+    k = min(int(k), len(ids))
+    if k <= 0:
+        return []
+    if k < len(ids):
+        part = np.argpartition(-scores, k - 1)[:k]
+        # argpartition does not keep ties stable: take every sentence scoring the k-th value.
+        threshold = scores[part].min()
+        part = np.flatnonzero(scores >= threshold)
+    else:
+        part = np.arange(len(ids))
+    order = part[np.lexsort((part, -scores[part]))][:k]
+    return [(ids[i], float(scores[i])) for i in order]

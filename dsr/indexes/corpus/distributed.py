@@ -1,0 +1,224 @@
+"""Where corpus work runs: in this process, on a local Ray, or on a Ray cluster.
+
+Every stage of the corpus (sentence splitting, BM25 counting and indexing,
+encoding, FAISS shard adding) is a list of independent shard units. An
+:class:`Executor` runs them:
+
+* ``workers=0`` (``--workers 0``): one after the other in this process — for
+  tests and small corpora; no Ray needed;
+* ``workers=N`` without an address: a local Ray started with
+  ``ray.init(num_cpus=N)`` (no dashboard), shut down when the stage ends;
+* ``address=...`` (``--ray-address``, e.g. ``ray://head:10001`` or ``auto``):
+  joins that cluster; the ``retrieval`` and ``indexes`` packages travel with
+  the job (``runtime_env py_modules``), so the nodes need only the
+  dependencies.
+
+Shard units are Ray tasks (one CPU each, at most 2 x workers in flight, so a
+huge corpus never floods the object store). Encoding uses Ray Data:
+``read_parquet`` over the shards, ``map_batches`` with an actor class
+(:class:`EncoderActor`) that loads the model once per worker and keeps it,
+order preserved, so the vectors come back in row order and are written per
+shard as each shard completes.
+
+Results are identical on every path (tests check it): each unit's output
+depends only on its inputs, and units are written by the driver or by the
+task to its own files.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+import dsr.indexes
+import dsr.core
+from dsr.indexes.embeddings import CHUNK, dimension, encode
+from dsr.core.errors import InputError, require_extra
+from dsr.core.models import load_sentence_transformer
+
+ROOT = Path(__file__).resolve().parents[3]
+#: environment the Ray workers need to find data, models and caches as the driver does
+PASSED_ENV = ("DSR_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
+
+
+def _pyarrow():
+    """pyarrow, imported on first use, in this one place (importing this module does not load it)."""
+    import pyarrow
+    import pyarrow.parquet
+
+    return pyarrow
+
+
+def check_workers(workers: int) -> int:
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        raise InputError(f"must be a whole number >= 0, got {workers!r}", field="workers")
+    return workers
+
+
+class Executor:
+    """Runs shard units in-process (``workers=0``) or on Ray; use as a context manager."""
+
+    def __init__(self, workers: int = 0, address: str | None = None):
+        self.workers = check_workers(workers)
+        self.address = address
+        self._started = False
+        self._depth = 0  # nested `with` blocks share one Ray session
+
+    @property
+    def uses_ray(self) -> bool:
+        return bool(self.workers) or self.address is not None
+
+    def describe(self) -> dict[str, Any]:
+        return {"workers": self.workers, "ray_address": self.address}
+
+    def __enter__(self) -> "Executor":
+        self._depth += 1
+        if self.uses_ray and self._depth == 1:
+            ray = import_ray()
+            if not ray.is_initialized():
+                env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+                if self.address is None:
+                    env["PYTHONPATH"] = os.pathsep.join(
+                        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
+                             runtime_env={"env_vars": env}, logging_level="ERROR")
+                else:
+                    ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
+                             runtime_env={"env_vars": env, "py_modules": [retrieval, indexes]})
+                self._started = True
+            if not self.workers:
+                self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._depth -= 1
+        if self._started and self._depth == 0:
+            import_ray().shutdown()
+            self._started = False
+
+    def map(self, function: Callable[..., Any], jobs: Iterable[tuple], *, desc: str,
+            total: int | None = None, unit: str = "shard") -> Iterator[Any]:
+        """``function(*job)`` for each job; results in completion order, with a progress bar."""
+        from tqdm import tqdm
+
+        with tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, disable=total == 0 or None) as bar:
+            if not self.uses_ray:
+                for job in jobs:
+                    yield function(*job)
+                    bar.update(1)
+                return
+            ray = import_ray()
+            remote = ray.remote(num_cpus=1, max_retries=1)(_call)
+            pending: list = []
+            limit = 2 * self.workers
+            for job in jobs:
+                pending.append(remote.remote(function, *job))
+                while len(pending) >= limit:
+                    done, pending = ray.wait(pending, num_returns=1)
+                    yield _get(ray, done[0])
+                    bar.update(1)
+            while pending:
+                done, pending = ray.wait(pending, num_returns=1)
+                yield _get(ray, done[0])
+                bar.update(1)
+
+    def encode_parquet(self, files: list[Path], counts: list[int], model, batch_size: int,
+                       backend: str = "torch") -> Iterator[tuple[int, np.ndarray]]:
+        """Vectors of the ``text`` column of each Parquet file: ``(file index, vectors)`` per file.
+
+        In-process: one file at a time with :func:`dsr.indexes.embeddings.encode`.
+        On Ray: Ray Data ``map_batches`` with :class:`EncoderActor` (one per
+        worker, one CPU thread each), order preserved.
+        """
+        if not self.uses_ray:
+            pq = _pyarrow().parquet
+            for number, path in enumerate(files):
+                texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()
+                yield number, encode(texts, model, batch_size, cache=False, progress=False, backend=backend)
+            return
+        ray = import_ray()
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # keep stderr to our progress bars
+        context = ray.data.DataContext.get_current()
+        context.execution_options.preserve_order = True
+        context.enable_progress_bars = False
+        # Each shard's texts are read by a Ray task on a worker (not by the driver) and handed
+        # to Ray Data as Arrow blocks. (ray.data.read_parquet would do the same but its path
+        # handling imports fsspec's HTTP filesystem, which needs aiohttp, not a dependency.)
+        reader = ray.remote(num_cpus=0)(_read_texts)
+        dataset = ray.data.from_arrow_refs([reader.remote(str(f), i) for i, f in enumerate(files)])
+        with warnings.catch_warnings():
+            # max_restarts has no named parameter in Ray Data yet; passing it as a remote
+            # argument is what Ray documents for it, and it warns about the form.
+            warnings.simplefilter("ignore")
+            # Rows per actor call: as many as the in-process path encodes between cache writes
+            # (CHUNK), because the encoder sorts by length only within a call: in calls of 256
+            # rows padding made encoding cost 1.5x the CPU per sentence (bench_ray_encode.py).
+            encoded = dataset.map_batches(
+                EncoderActor, fn_constructor_args=(model, batch_size, backend), batch_size=max(CHUNK, batch_size),
+                batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=self.workers), num_cpus=1,
+                # an actor killed (e.g. by Ray's memory monitor) fails the stage, which resumes
+                # on the next run, instead of being restarted forever
+                max_restarts=0, max_task_retries=0)
+        buffers: dict[int, list[np.ndarray]] = {}
+        filled: dict[int, int] = {}
+        for batch in encoded.iter_batches(batch_size=None, batch_format="numpy"):
+            for number in dict.fromkeys(batch["shard"].tolist()):
+                mask = batch["shard"] == number
+                buffers.setdefault(number, []).append(np.asarray(batch["vector"][mask], dtype=np.float32))
+                filled[number] = filled.get(number, 0) + int(mask.sum())
+                if filled[number] == counts[number]:
+                    yield number, np.concatenate(buffers.pop(number))
+        for number, count in enumerate(counts):  # empty shards never reach a batch
+            if count == 0:
+                yield number, np.zeros((0, dimension(model)), dtype=np.float32)
+
+
+def _get(ray, ref) -> Any:
+    """A task's result; bad input found in a task is raised here as the InputError it is (exit 2)."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as err:
+        if isinstance(err.cause, InputError):
+            raise err.cause from None
+        raise
+
+
+def _call(function: Callable[..., Any], *args: Any) -> Any:
+    # One Ray task body for every unit: the function travels as an argument, so any
+    # picklable callable (a module function or a bound helper object) can be a unit.
+    return function(*args)
+
+
+def _read_texts(path: str, number: int):
+    pa = _pyarrow()
+    texts = pa.parquet.read_table(path, columns=["text"]).column("text")
+    return pa.table({"text": texts, "shard": pa.array([number] * len(texts), pa.int64())})
+
+
+class EncoderActor:
+    """A Ray Data actor: loads the sentence encoder once and encodes batches of ``text``."""
+
+    def __init__(self, model, batch_size: int, backend: str = "torch"):
+        import torch
+
+        torch.set_num_threads(1)  # one CPU per actor: N actors use N cores, no oversubscription
+        self.model = model  # a ResolvedModel: the driver resolved it, the folder is shared
+        self.backend = backend  # a fast one was exported by the driver: the actor only loads it
+        if backend == "torch":
+            load_sentence_transformer(self.model)
+        self.batch_size = batch_size
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        vectors = encode([str(t) for t in batch["text"]], self.model, self.batch_size, cache=False,
+                         progress=False, backend=self.backend)
+        return {"shard": batch["shard"], "vector": vectors}
+
+
+def import_ray():
+    return require_extra("ray", "distributed", field="workers", also=" (or run with --workers 0)")

@@ -1,0 +1,298 @@
+"""Sentence embeddings with an on-disk cache keyed by model and text.
+
+``encode(texts, model)`` returns float32, L2-normalised vectors (one row per
+text, in order) and encodes only what the cache does not hold. The cache is
+``DSR_HOME/indexes/embeddings/MODEL@WEIGHTS16/``: the model is identified by
+its name and the first 16 hex digits of its weights' sha256 (so a retrained
+``dsr:NAME`` never reuses old vectors), a text by the sha256 of its UTF-8
+bytes (so re-runs, query texts and other collections share vectors).
+
+On disk the cache is a set of shards, each ``S.vectors.npy`` (float32
+rows), ``S.keys.npy`` (32-byte digests as uint8 rows) and ``S.shard.json``
+(the two files' sha256, rows and width), plus a manifest (model, vector
+size, normalisation, sentence-transformers and transformers versions: an
+upgrade may change vectors, so it starts a fresh cache). New vectors are
+written as new shards, each file atomically and the shard manifest last, so
+a reader never sees a half shard, an interrupted encoding keeps what it
+finished, and two processes can add to one cache. A shard whose files fail
+their checksums (empty, truncated, edited) or hold non-finite vectors is
+never used: it is removed, with a notice on stderr, and its texts are
+encoded again. Many shards are merged into one now and then.
+
+``stats`` counts what was encoded and what was reused, for tests and the
+benchmark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from dsr.indexes.backends import load_fast
+from dsr.indexes.manifest import (cached_build, checksum, expected_manifest, failed_checksums,
+                              index_folder, safe_name)
+from dsr.core.atomic import atomic_write, write_json
+from dsr.core.home import require_writable
+from dsr.core.models import ResolvedModel, load_sentence_transformer, resolve_model
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+#: texts encoded between two shard writes (an interrupted run keeps these)
+CHUNK = 2048
+#: merge the shards when a cache has more than this many
+MAX_SHARDS = 16
+PACKAGES = ("sentence-transformers", "transformers")
+#: suffix of a shard's manifest (its files' sha256), written last
+SHARD = ".shard.json"
+
+
+@dataclass
+class EncodeStats:
+    """What :func:`encode` did since the last ``reset()``.
+
+    ``encoded``: texts run through the model; ``reused``: distinct texts
+    served from the cache; ``calls``: calls to encode.
+    """
+
+    encoded: int = 0
+    reused: int = 0
+    calls: int = 0
+
+    def reset(self) -> None:
+        self.encoded = self.reused = self.calls = 0
+
+
+stats = EncodeStats()
+
+
+def text_key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class EmbeddingCache:
+    """The cache folder of one model; vectors looked up by text digest."""
+
+    def __init__(self, model: ResolvedModel, backend: str = "torch"):
+        self.model = model
+        self.backend = backend
+        self.folder = index_folder("embeddings", cache_name(model, backend))
+        self._lookup: dict[bytes, tuple[int, int]] = {}
+        self._shards: list[np.ndarray] = []
+        self._names: list[str] = []
+
+    def open(self) -> None:
+        """Create the folder (or start afresh when its manifest is stale), then read it."""
+        params = {"normalize": True, "dtype": "float32"}
+        if self.backend != "torch":  # the torch caches' manifests stay as they were
+            params["backend"] = self.backend
+        expected = expected_manifest("embeddings", inputs=self.model.key, model=self.model.describe(),
+                                     params={**params, "shards": "sha256"}, packages=PACKAGES)
+        cached_build("embeddings", self.folder.name, expected, lambda folder: None, announce_new=False)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Read shards written since the last look (also by other processes)."""
+        names = sorted(p.name[: -len(SHARD)] for p in self.folder.glob(f"*{SHARD}"))
+        for name in names:
+            if name in self._names:
+                continue
+            try:
+                shard = self._read_shard(name)
+            except FileNotFoundError:
+                continue  # merged away by another process meanwhile
+            if shard is None:
+                continue
+            keys, vectors = shard
+            index = len(self._shards)
+            self._shards.append(vectors)
+            self._names.append(name)
+            for row, key in enumerate(keys):
+                self._lookup.setdefault(key.tobytes(), (index, row))
+
+    def _read_shard(self, name: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The shard's keys and vectors, or None (notice on stderr, files removed) when it
+        fails its checksums or holds vectors that are not finite."""
+
+        files = {"keys": f"{name}.keys.npy", "vectors": f"{name}.vectors.npy"}
+        try:
+            info = json.loads((self.folder / f"{name}{SHARD}").read_text(encoding="utf-8"))
+            recorded = {files[k]: v for k, v in info["sha256"].items()}
+        except FileNotFoundError:
+            raise
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return self._discard(name, "its manifest is unreadable")
+        bad = failed_checksums(self.folder, files.values(), recorded)
+        if bad:
+            if not (self.folder / f"{name}{SHARD}").exists():
+                raise FileNotFoundError(name)  # merged away while we read it
+            return self._discard(name, f"{', '.join(bad)} fails its checksum")
+        try:
+            keys = np.load(self.folder / files["keys"])
+            vectors = np.load(self.folder / files["vectors"], mmap_mode="r")
+        except (ValueError, OSError) as err:
+            return self._discard(name, f"unreadable ({err})")
+        if (keys.ndim != 2 or keys.shape[1] != 32 or vectors.ndim != 2 or len(keys) != len(vectors)
+                or len(keys) != info.get("rows") or not np.isfinite(vectors).all()):
+            return self._discard(name, "its vectors are not finite or do not match its keys")
+        return keys, vectors
+
+    def _discard(self, name: str, why: str) -> None:
+        print(f"dsr: embedding cache shard {name!r} in {self.folder} is damaged ({why}); "
+              "not using it, its texts will be encoded again", file=sys.stderr)
+        for suffix in (SHARD, ".keys.npy", ".vectors.npy"):
+            try:
+                (self.folder / f"{name}{suffix}").unlink()
+            except OSError:
+                pass
+        return None
+
+    def __contains__(self, key: bytes) -> bool:
+        return key in self._lookup
+
+    def __len__(self) -> int:
+        return len(self._lookup)
+
+    def get(self, keys: Sequence[bytes]) -> np.ndarray:
+        """Vectors of ``keys`` (all must be present), in order."""
+        where = [self._lookup[k] for k in keys]
+        dim = self._shards[where[0][0]].shape[1] if where else 0
+        out = np.empty((len(keys), dim), dtype=np.float32)
+        by_shard: dict[int, list[tuple[int, int]]] = {}
+        for i, (shard, row) in enumerate(where):
+            by_shard.setdefault(shard, []).append((i, row))
+        for shard, pairs in by_shard.items():
+            targets, rows = zip(*pairs)
+            out[list(targets)] = self._shards[shard][list(rows)]
+        return out
+
+    def add(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
+        """Write one new shard (vectors first, keys last: the keys file marks it complete)."""
+        name = f"{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        with atomic_write(self.folder / f"{name}.vectors.npy", "wb") as handle:
+            np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32))
+        with atomic_write(self.folder / f"{name}.keys.npy", "wb") as handle:
+            # uint8 rows, not numpy "S32": S strings drop trailing NUL bytes of digests.
+            np.save(handle, np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(-1, 32))
+        # the shard manifest last: it marks the shard complete and carries its checksums
+        write_json(self.folder / f"{name}{SHARD}", {
+            "rows": len(keys), "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
+            "sha256": {part: checksum(self.folder / f"{name}.{part}.npy") for part in ("keys", "vectors")}})
+        self.refresh()
+
+    def compact(self) -> None:
+        """Merge all shards into one when there are more than MAX_SHARDS."""
+        if len(self._names) <= MAX_SHARDS:
+            return
+        keys = list(self._lookup)
+        vectors = self.get(keys)
+        old = list(self._names)
+        self._lookup, self._shards, self._names = {}, [], []
+        self.add(keys, vectors)
+        for name in old:
+            # manifest first: a reader that lists shards now skips this one entirely.
+            for suffix in (SHARD, ".keys.npy", ".vectors.npy"):
+                try:
+                    (self.folder / f"{name}{suffix}").unlink()
+                except FileNotFoundError:
+                    pass
+
+
+_caches: dict[str, EmbeddingCache] = {}
+
+
+def cache_name(model: ResolvedModel, backend: str = "torch") -> str:
+    """The cache folder's name: ``MODEL@WEIGHTS16``, plus ``+BACKEND`` for a fast backend
+    (its vectors differ from torch's in the last digits, so they are kept apart)."""
+    return safe_name(model.key if backend == "torch" else f"{model.key}+{backend}")
+
+
+def _cache_for(model: ResolvedModel, backend: str = "torch") -> EmbeddingCache:
+    folder = str(index_folder("embeddings", cache_name(model, backend)))
+    cache = _caches.get(folder)
+    if cache is None:
+        cache = _caches[folder] = EmbeddingCache(model, backend)
+        cache.open()
+    elif not cache.folder.is_dir():  # removed (or DSR_HOME emptied) since: start again
+        cache = _caches[folder] = EmbeddingCache(model, backend)
+        cache.open()
+    else:
+        cache.refresh()
+    return cache
+
+
+def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64, *,
+           cache: bool = True, progress: bool | None = None, desc: str = "encoding",
+           backend: str = "torch") -> np.ndarray:
+    """Embed ``texts``: float32 rows of unit length, in the order given.
+
+    Only texts missing from the cache are encoded (each distinct text once);
+    ``stats`` counts them. ``cache=False`` encodes everything and stores
+    nothing. ``progress`` (default: when 256 or more texts need encoding)
+    shows a tqdm bar on stderr. ``backend``: ``torch`` (exact) or a fast
+    one of :mod:`dsr.indexes.backends`, with its own cache.
+    """
+    stats.calls += 1
+    model = model_spec if isinstance(model_spec, ResolvedModel) else resolve_model(model_spec, "bi-encoder")
+    texts = [str(t) for t in texts]
+    if not cache:
+        stats.encoded += len(texts)
+        return _run_model(model, texts, batch_size, progress, desc, backend)
+    keys = [text_key(t) for t in texts]
+    store = _cache_for(model, backend)
+    missing: dict[bytes, str] = {}
+    for key, text in zip(keys, texts):
+        if key not in store and key not in missing:
+            missing[key] = text
+    stats.reused += len(set(keys)) - len(missing)
+    if missing:
+        require_writable(store.folder)
+        from tqdm import tqdm
+
+        # By default only work long enough to watch gets a bar.
+        show = (progress if progress is not None else len(missing) >= 256)
+        todo = list(missing.items())
+        with tqdm(total=len(todo), desc=f"{desc} ({model.name})", unit="text", disable=not show or None,
+                  file=sys.stderr) as bar:
+            for start in range(0, len(todo), CHUNK):
+                chunk = todo[start:start + CHUNK]
+                vectors = _run_model(model, [t for _, t in chunk], batch_size, False, desc, backend)
+                store.add([k for k, _ in chunk], vectors)
+                stats.encoded += len(chunk)
+                bar.update(len(chunk))
+        store.compact()
+    if not texts:
+        return np.zeros((0, dimension(model)), dtype=np.float32)
+    return store.get(keys)
+
+
+def _run_model(model: ResolvedModel, texts: list[str], batch_size: int, progress: bool | None,
+               desc: str, backend: str = "torch") -> np.ndarray:
+    if not texts:
+        return np.zeros((0, dimension(model)), dtype=np.float32)
+    if backend != "torch":
+        encoder = load_fast(model, "bi-encoder", backend)
+    else:
+        encoder = load_sentence_transformer(model)
+    vectors = encoder.encode(texts, batch_size=int(batch_size), show_progress_bar=bool(progress) and sys.stderr.isatty(),
+                             convert_to_numpy=True, normalize_embeddings=True)
+    return normalise(np.asarray(vectors, dtype=np.float32))
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    """L2-normalise rows (zero rows stay zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
+
+
+def dimension(model: str | ResolvedModel) -> int:
+    """The model's vector size."""
+    encoder = load_sentence_transformer(model)
+    getter = getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension
+    return int(getter())

@@ -1,0 +1,39 @@
+"""Interchange: dsr collections and runs in the formats other IR tools read.
+
+A dsr collection is a test collection (topics = dialogues, a corpus = the
+candidate sentences, graded qrels = the labels, plus each topic's candidate
+list); these modules write it in the layouts that trec_eval, BEIR/MTEB, Hugging
+Face ``datasets``, ir_datasets and PyTerrier load, and carry a run's
+provenance in and out of run files (ir_metadata headers).
+
+Why in ``dsr/evaluation/`` and not ``dsr/core/``: what is exported is what evaluation
+tools consume (topics, qrels, a judged corpus, run metadata), it is built from
+the evaluator's own qrels (:mod:`dsr.evaluation.qrels`), and ``eval`` already owns the
+TREC file formats. Dependencies point one way, ``eval`` -> ``retrieval``: the
+domain (collections, runs) does not import evaluation.
+
+=================  ==========================================================
+``corpus``         the test-collection view of a collection: unique corpus
+                   ids, documents, queries per strategy, qrels, candidates
+``trec``           TREC topics (TSV and ``<top>`` format) and qrels
+``beir``           BEIR's folder (corpus.jsonl, queries.jsonl, qrels/test.tsv)
+``hf``             a Hugging Face ``datasets`` folder (configs in README.md)
+``irds``           ir_datasets: registration of ``dsr/...`` ids and its
+                   docs.tsv/queries.tsv/qrels layout
+``folder``         an export folder written whole, and its manifest
+``commands``       ``dsr export`` and ``dsr qrels``
+=================  ==========================================================
+
+Run headers (ir_metadata) live beside the run format, in
+:mod:`dsr.core.ir_metadata`: runs are the domain's, and the run reader uses them.
+"""
+
+from __future__ import annotations
+
+#: ``dsr export --format`` name -> module with ``write(view, folder) -> list[str]``
+FORMATS = {
+    "trec": "dsr.interchange.trec",
+    "beir": "dsr.interchange.beir",
+    "ir_datasets": "dsr.interchange.irds",
+    "hf": "dsr.interchange.hf",
+}

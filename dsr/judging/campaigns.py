@@ -1,0 +1,557 @@
+"""Campaigns in the board's database: create, assign, grade, read back.
+
+:class:`Judging` binds an engine (the leaderboard's: SQLite by default, PostgreSQL
+by URL; see :mod:`dsr.board.db`); ``dsr judge`` commands, the judging pages and
+the tests all go through it. A grade is committed before :meth:`Judging.grade`
+returns (so before the page is told it is saved); grades arriving at the same moment
+from the server's threads share one transaction, one commit and one fsync (group
+commit), since SQLite writes one transaction at a time. There is one row per (item,
+assessor), so a grade given again (or sent again after a lost answer) replaces the row
+instead of adding one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from dsr.board.db import make_engine, migrate, read_session, write_session
+from dsr.judging.models import (Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem,
+                                       JudgeTask, Review)
+from dsr.board.models import utcnow
+from dsr.judging import guidelines as guidelines_module
+from dsr.judging.guidelines import Guidelines
+from dsr.judging.quality import SECONDS, checked_seconds
+from dsr.core.data import Collection, dialogue_from_json
+from dsr.core.errors import InputError
+from dsr.judging.tasks import assign
+from dsr.judging.tasks import plan_tasks
+
+if TYPE_CHECKING:      # the server imports this module: pandas and the planners only when used
+    import pandas as pd
+
+    from dsr.judging.honeypots import GoldSet
+
+#: campaign names the judging pages use as paths (/judge/login, /judge/api/...)
+RESERVED_NAMES = frozenset({"login", "logout", "api"})
+#: the longest time a grade may say it took (longer means the page was left open)
+MAX_SECONDS = SECONDS.default
+
+
+def _pandas():
+    """pandas, imported on first use, in this one place (importing this module does not load it)."""
+    import pandas
+
+    return pandas
+
+
+class Refused(Exception):
+    """A grade or page that is not allowed: ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Settings:
+    """How a campaign is judged (see ``dsr judge create --help``)."""
+
+    k: int = 3
+    chunk: int = 10
+    honeypot_rate: float = 0.1
+    threshold: float = 0.7
+    min_checks: int = 3
+    seed: int = 0
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ItemRef:
+    id: int
+    task_id: int
+    campaign_id: int
+
+
+@dataclass
+class _Job:
+    """One grade waiting for the group commit of :meth:`Judging.grade`."""
+
+    assessor_id: int
+    ref: ItemRef
+    grade: int | None
+    unsure: bool
+    seconds: float | None
+    source: str
+    new: bool = False
+    done: bool = False
+    error: Exception | None = None
+
+
+class Judging:
+    """Judging campaigns stored in the database behind ``engine``."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self._items: dict[str, ItemRef] = {}
+        self._guidelines: dict[tuple[int, str], Guidelines] = {}
+        self._scales: dict[int, list[int]] = {}
+        #: what never changes once written (task contents), for the pages (dict operations are atomic)
+        self.cache: dict[Any, Any] = {}
+        self._pending: list[_Job] = []
+        self._pending_lock = threading.Lock()
+        self._writer = threading.Lock()
+        self._tokens: dict[str, Assessor] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, url: str) -> "Judging":
+        engine = make_engine(url)
+        migrate(engine)
+        return cls(engine)
+
+    # -- campaigns ---------------------------------------------------------
+    def create(self, name: str, pool: Collection, rules: Guidelines, settings: Settings,
+               golds: dict[str, GoldSet] | None = None) -> Campaign:
+        """A campaign over ``pool``: its dialogues, tasks and items (honeypots planted)."""
+        name = _checked_name(name, "NAME")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            raise InputError("a campaign name is letters, digits, '.', '_' and '-' (it is a URL part)",
+                             field="NAME")
+        if name.lower() in RESERVED_NAMES:
+            raise InputError(f"{name!r} is a path of the judging pages; choose another name", field="NAME")
+        if not 1 <= settings.k <= 20:
+            raise InputError("from 1 to 20 assessors per item", field="--k")
+        if not 0 <= settings.threshold <= 1:
+            raise InputError("a fraction from 0 to 1", field="--honeypot-threshold")
+        if settings.min_checks < 0:
+            raise InputError("a whole number >= 0", field="--min-honeypots")
+        planned = plan_tasks(pool, golds or {}, settings.chunk, settings.honeypot_rate,
+                             rules.relevant_from, settings.seed)
+        described = {k: v for k, v in pool.describe().items() if k != "meta"}
+        with write_session(self.engine) as s:
+            if s.scalar(select(Campaign.id).where(Campaign.name == name)) is not None:
+                raise InputError(f"campaign {name!r} exists already", field="NAME")
+            campaign = Campaign(name=name, description=settings.description,
+                                guidelines_json=json.dumps(rules.to_json()), k=settings.k,
+                                chunk=settings.chunk, honeypot_rate=settings.honeypot_rate,
+                                threshold=settings.threshold, min_checks=settings.min_checks,
+                                seed=settings.seed, pool_json=json.dumps(described))
+            s.add(campaign)
+            s.flush()
+            rows = {d.id: JudgeDialogue(campaign_id=campaign.id, position=i, dialogue_id=d.id,
+                                        data_json=json.dumps(d.to_json(), ensure_ascii=False))
+                    for i, d in enumerate(pool)}
+            s.add_all(rows.values())
+            s.flush()
+            tasks = [JudgeTask(campaign_id=campaign.id, seq=n, dialogue_pk=rows[t.dialogue].id,
+                               size=len(t.items)) for n, t in enumerate(planned, start=1)]
+            s.add_all(tasks)
+            s.flush()
+            s.add_all(JudgeItem(campaign_id=campaign.id, task_id=task.id, position=p,
+                                key=secrets.token_hex(8), candidate_id=it.candidate, title=it.title,
+                                body=it.body, gold=it.gold, source=it.source)
+                      for task, t in zip(tasks, planned) for p, it in enumerate(t.items))
+        return campaign
+
+    def campaign(self, name: str) -> Campaign:
+        with read_session(self.engine) as s:
+            found = s.scalar(select(Campaign).where(Campaign.name == name))
+        if found is None:
+            names = ", ".join(c.name for c in self.campaigns()) or "none yet"
+            raise InputError(f"no campaign {name!r} (campaigns: {names})", field="CAMPAIGN")
+        return found
+
+    def campaigns(self) -> list[Campaign]:
+        with read_session(self.engine) as s:
+            return list(s.scalars(select(Campaign).order_by(Campaign.id)))
+
+    def guidelines(self, campaign: Campaign) -> Guidelines:
+        key = (campaign.id, campaign.guidelines_json)
+        with self._lock:
+            cached = self._guidelines.get(key)
+        if cached is None:
+            cached = guidelines_module.from_json(json.loads(campaign.guidelines_json))
+            with self._lock:
+                self._guidelines[key] = cached
+        return cached
+
+    def scale(self, campaign_id: int, fresh: bool = False) -> list[int]:
+        """The campaign's grades (cached; ``fresh`` reads them again)."""
+        with self._lock:
+            values = None if fresh else self._scales.get(campaign_id)
+        if values is None:
+            with read_session(self.engine) as s:
+                values = self.guidelines(s.get(Campaign, campaign_id)).grades
+            with self._lock:
+                self._scales[campaign_id] = values
+        return values
+
+    def set_guidelines(self, name: str, rules: Guidelines) -> None:
+        """Replace a campaign's text and examples; the scale's grades cannot change once graded."""
+        campaign = self.campaign(name)
+        if rules.grades != self.guidelines(campaign).grades and self._graded(campaign.id):
+            raise InputError("the campaign has grades: its scale's grades cannot change "
+                             f"(now {self.guidelines(campaign).grades})", field="scale")
+        with write_session(self.engine) as s:
+            s.get(Campaign, campaign.id).guidelines_json = json.dumps(rules.to_json())
+
+    def _graded(self, campaign_id: int) -> int:
+        with read_session(self.engine) as s:
+            return int(s.scalar(select(func.count()).select_from(Grade).join(JudgeItem)
+                                .where(JudgeItem.campaign_id == campaign_id)))
+
+    def pool(self, campaign: Campaign) -> Collection:
+        """The campaign's pool, as it was given (labels untouched)."""
+        with read_session(self.engine) as s:
+            rows = s.scalars(select(JudgeDialogue.data_json).where(JudgeDialogue.campaign_id == campaign.id)
+                             .order_by(JudgeDialogue.position)).all()
+        return Collection(json.loads(campaign.pool_json)["name"],
+                          [dialogue_from_json(json.loads(r)) for r in rows])
+
+    # -- assessors -----------------------------------------------------------
+    def add_assessor(self, name: str) -> str:
+        """Create an assessor; returns their token (shown once: only its hash is kept)."""
+        from dsr.board.service import hash_token, new_token
+
+        name = _checked_name(name, "NAME")
+        token = new_token()
+        with write_session(self.engine) as s:
+            if s.scalar(select(Assessor.id).where(Assessor.name == name)) is not None:
+                raise InputError(f"assessor {name!r} exists already", field="NAME")
+            s.add(Assessor(name=name, token_hash=hash_token(token), origin="web"))
+        return token
+
+    def assessor_for_token(self, token: str | None) -> Assessor | None:
+        from dsr.board.service import hash_token
+
+        if not token:
+            return None
+        digest = hash_token(token)
+        found = self._tokens.get(digest)          # a token never changes hands: kept once found
+        if found is None:
+            with read_session(self.engine) as s:
+                found = s.scalar(select(Assessor).where(Assessor.token_hash == digest))
+            if found is not None:
+                self._tokens[digest] = found
+        return found
+
+    def assessors(self) -> list[Assessor]:
+        with read_session(self.engine) as s:
+            return list(s.scalars(select(Assessor).order_by(Assessor.name)))
+
+    # -- assignments -----------------------------------------------------------
+    def assign(self, name: str, assessors: list[str] | None = None,
+               release: Iterable[str] = ()) -> dict[str, int]:
+        """Fill every task's places up to k (see :func:`dsr.judging.tasks.assign`); first drop
+        the untouched assignments of the ``release``d assessors. Returns the sentences now
+        assigned to each assessor."""
+        campaign = self.campaign(name)
+        with write_session(self.engine) as s:
+            people = {a.name: a for a in s.scalars(select(Assessor))}
+            chosen = list(assessors) if assessors else [n for n, a in people.items()
+                                                       if a.origin == "web"]
+            gone = set(release)
+            for who in [*chosen, *gone]:
+                if who not in people:
+                    raise InputError(f"no assessor {who!r} (add them with dsr judge add-assessor)",
+                                     field="--assessors")
+            self._release(s, campaign.id, [people[n].id for n in gone])
+            chosen = [n for n in chosen if n not in gone]
+            sizes = dict(s.execute(select(JudgeTask.id, JudgeTask.size)
+                                   .where(JudgeTask.campaign_id == campaign.id)).all())
+            existing: dict[int, set[str]] = {}
+            load = dict.fromkeys(chosen, 0)
+            names = {a.id: n for n, a in people.items()}
+            for task_id, assessor_id in s.execute(select(Assignment.task_id, Assignment.assessor_id)
+                                                  .join(JudgeTask).where(JudgeTask.campaign_id == campaign.id)):
+                existing.setdefault(task_id, set()).add(names[assessor_id])
+                if names[assessor_id] in load:
+                    load[names[assessor_id]] += sizes[task_id]
+            new = assign(sizes, chosen, campaign.k, existing, load, campaign.seed)
+            s.add_all(Assignment(task_id=t, assessor_id=people[n].id) for t, n in new)
+            for t, n in new:
+                load[n] += sizes[t]
+        return load
+
+    def _release(self, s, campaign_id: int, assessor_ids: list[int]) -> None:
+        if not assessor_ids:
+            return
+        rows = s.scalars(select(Assignment).join(JudgeTask).where(
+            JudgeTask.campaign_id == campaign_id, Assignment.assessor_id.in_(assessor_ids))).all()
+        for row in rows:
+            graded = s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(
+                JudgeItem.task_id == row.task_id, Grade.assessor_id == row.assessor_id))
+            if not graded:
+                s.delete(row)
+
+    # -- grades --------------------------------------------------------------
+    def item(self, key: str) -> ItemRef | None:
+        """An item by its public key (cached: items never change)."""
+        with self._lock:
+            ref = self._items.get(key)
+        if ref is None:
+            with read_session(self.engine) as s:
+                row = s.execute(select(JudgeItem.id, JudgeItem.task_id, JudgeItem.campaign_id)
+                                .where(JudgeItem.key == key)).first()
+            if row is None:
+                return None
+            ref = ItemRef(*row)
+            with self._lock:
+                self._items[key] = ref
+        return ref
+
+    def grade(self, assessor: Assessor, key: str, grade: int | None, unsure: bool = False,
+              seconds: float | None = None, source: str = "web") -> bool:
+        """Record one grade (committed on return); True when it is the item's first from them."""
+        ref = self.item(key)
+        if ref is None:
+            raise Refused(404, "no such item")
+        if unsure:
+            grade = None
+        elif grade not in self.scale(ref.campaign_id) and grade not in self.scale(ref.campaign_id, True):
+            raise Refused(422, f"grade must be one of {self.scale(ref.campaign_id)} (or unsure)")
+        try:
+            seconds = checked_seconds(seconds)
+        except InputError as err:
+            raise Refused(422, err.message) from None
+        job = _Job(assessor.id, ref, grade, unsure, seconds, source)
+        with self._pending_lock:
+            self._pending.append(job)
+        with self._writer:          # group commit: the first to get here writes everyone's
+            if not job.done:
+                with self._pending_lock:
+                    batch, self._pending = self._pending, []
+                self._write(batch)
+        if job.error is not None:
+            raise job.error
+        return job.new
+
+    def _write(self, batch: list["_Job"]) -> None:
+        """The grades waiting together, in one transaction (one commit, one fsync for all);
+        a refused grade writes nothing and does not hold the others back."""
+        for attempt in (1, 2):
+            try:
+                with write_session(self.engine) as s:
+                    for job in batch:
+                        try:
+                            job.new = self._upsert(s, job.assessor_id, job.ref, job.grade, job.unsure,
+                                                   job.seconds, job.source)
+                            job.error = None
+                        except Refused as refused:       # raised before anything is written
+                            job.error = refused
+                break
+            except IntegrityError as err:    # the same grade sent twice at once (PostgreSQL): again
+                if attempt == 2:
+                    for job in batch:
+                        job.error = err
+            except Exception as err:         # nothing of the batch is committed: all are told
+                for job in batch:
+                    job.error = err
+                break
+        for job in batch:
+            job.done = True
+
+    def _upsert(self, s, assessor_id: int, ref: ItemRef, grade, unsure, seconds, source) -> bool:
+        """Insert or replace one grade (SQL statements, no ORM objects: this is the hot path)."""
+        if s.execute(select(Assignment.id).where(Assignment.task_id == ref.task_id,
+                                                 Assignment.assessor_id == assessor_id)).first() is None:
+            raise Refused(403, "this item is not in one of your tasks")
+        existing = s.execute(select(Grade.id).where(Grade.item_id == ref.id,
+                                                    Grade.assessor_id == assessor_id)).scalar()
+        now = utcnow()
+        values = {"grade": grade, "unsure": unsure, "source": source, "updated_at": now}
+        if seconds is not None:
+            values["seconds"] = seconds
+        if existing is None:
+            s.execute(insert(Grade).values(item_id=ref.id, assessor_id=assessor_id, created_at=now, **values))
+            return True
+        s.execute(update(Grade).where(Grade.id == existing).values(**values))
+        return False
+
+    def import_grades(self, name: str, rows: list[dict[str, Any]], origin: str | None) -> int:
+        """Many grades in one transaction (``rows``: item key, assessor, grade or None for
+        unsure, seconds, and ``where`` for error messages).
+
+        From another tool (``origin`` "label-studio", "crowd"): assessors are created without
+        a token as ``origin:ID`` and given the item's task. With ``origin`` None the assessors
+        exist and must hold the item's task (bulk grading, e.g. simulated assessors). A grade
+        given again replaces the earlier one, so importing a file again changes nothing."""
+        campaign = self.campaign(name)
+        values = self.guidelines(campaign).grades
+        with write_session(self.engine) as s:
+            items = {k: (i, t) for k, i, t in s.execute(select(JudgeItem.key, JudgeItem.id, JudgeItem.task_id)
+                                                        .where(JudgeItem.campaign_id == campaign.id))}
+            people = {a.name: a.id for a in s.scalars(select(Assessor))}
+            assigned = set(s.execute(select(Assignment.task_id, Assignment.assessor_id).join(JudgeTask)
+                                     .where(JudgeTask.campaign_id == campaign.id)).all())
+            graded = dict(((i, a), g) for i, a, g in s.execute(
+                select(Grade.item_id, Grade.assessor_id, Grade.id).join(JudgeItem)
+                .where(JudgeItem.campaign_id == campaign.id)))
+            new, changed, now = [], [], utcnow()
+            for row in rows:
+                where = row.get("where") or {}
+                if row["item"] not in items:
+                    raise InputError(f"item {row['item']!r} is not in campaign {name!r}", **where)
+                if row["grade"] is not None and row["grade"] not in values:
+                    raise InputError(f"grade must be one of {values}, got {row['grade']!r}", **where)
+                seconds = checked_seconds(row.get("seconds"),
+                                          {**where, "field": row.get("seconds_field", "seconds")})
+                item_id, task_id = items[row["item"]]
+                who = self._importer(s, people, row["assessor"], origin, where)
+                if (task_id, who) not in assigned:
+                    if origin is None:
+                        raise InputError(f"{row['assessor']} does not hold this item's task", **where)
+                    s.add(Assignment(task_id=task_id, assessor_id=who))
+                    assigned.add((task_id, who))
+                values_of = {"grade": row["grade"], "unsure": row["grade"] is None,
+                             "seconds": seconds, "source": origin or "bulk", "updated_at": now}
+                if (item_id, who) in graded and graded[item_id, who] is None:
+                    raise InputError(f"{row['assessor']} grades item {row['item']} twice", **where)
+                if (item_id, who) in graded:
+                    changed.append({"id": graded[item_id, who], **values_of})
+                else:
+                    graded[item_id, who] = None
+                    new.append({"item_id": item_id, "assessor_id": who, "created_at": now, **values_of})
+            if new:
+                s.execute(insert(Grade), new)
+            if changed:
+                s.execute(update(Grade), changed)
+        return len(rows)
+
+    @staticmethod
+    def _importer(s, people: dict[str, int], assessor: str, origin: str | None, where: dict) -> int:
+        name = assessor if origin is None else f"{origin}:{assessor}"
+        if name not in people:
+            if origin is None:
+                raise InputError(f"no assessor {assessor!r}", **where)
+            row = Assessor(name=name, token_hash=None, origin=origin)
+            s.add(row)
+            s.flush()
+            people[name] = row.id
+        return people[name]
+
+    # -- review ----------------------------------------------------------------
+    def _pool_item(self, s, campaign: Campaign, key: str, where: str) -> JudgeItem:
+        row = s.scalar(select(JudgeItem).where(JudgeItem.campaign_id == campaign.id, JudgeItem.key == key))
+        if row is None or row.candidate_id is None:
+            raise InputError(f"{key!r} is not a sentence of campaign {campaign.name!r}"
+                             + (" (a planted check has no grade to decide)" if row is not None else ""),
+                             field=where)
+        return row
+
+    def adjudicate(self, name: str, decisions: dict[str, int], by: str, note: str = "") -> int:
+        """An adjudicator's grades (item key -> grade), recorded with who decided; the latest
+        per item wins over the aggregate in the report and the export. All or nothing."""
+        campaign = self.campaign(name)
+        by = _checked_name(by, "by")
+        values = self.guidelines(campaign).grades
+        with write_session(self.engine) as s:
+            for key, grade in decisions.items():
+                if isinstance(grade, bool) or grade not in values:
+                    raise InputError(f"grade of {key} must be one of {values}, got {grade!r}", field="adjudicate")
+                item = self._pool_item(s, campaign, key, "adjudicate")
+                s.add(Review(item_id=item.id, action="adjudicate", grade=grade, decided_by=by, note=note))
+        return len(decisions)
+
+    def send_back(self, name: str, keys: list[str], by: str, extra: int = 1) -> dict[str, list[str]]:
+        """Send items back for more judgements: each item's task gets ``extra`` more assessors
+        (with a token, not holding it yet, the least loaded first), recorded with who decided.
+        Returns item key -> the assessors added. All or nothing."""
+        campaign = self.campaign(name)
+        by = _checked_name(by, "by")
+        if isinstance(extra, bool) or not isinstance(extra, int) or extra < 1:
+            raise InputError(f"a whole number >= 1, got {extra!r}", field="extra")
+        out: dict[str, list[str]] = {}
+        with write_session(self.engine) as s:
+            people = {a.id: a.name for a in s.scalars(select(Assessor).where(Assessor.origin == "web"))}
+            holders: dict[int, set[int]] = {}
+            load = dict.fromkeys(people, 0)
+            for task_id, assessor_id, size in s.execute(
+                    select(Assignment.task_id, Assignment.assessor_id, JudgeTask.size).join(JudgeTask)
+                    .where(JudgeTask.campaign_id == campaign.id)):
+                holders.setdefault(task_id, set()).add(assessor_id)
+                if assessor_id in load:
+                    load[assessor_id] += size
+            for key in dict.fromkeys(keys):
+                item = self._pool_item(s, campaign, key, "send_back")
+                have = holders.setdefault(item.task_id, set())
+                free = sorted((a for a in people if a not in have), key=lambda a: (load[a], people[a]))
+                if len(free) < extra:
+                    raise InputError(f"item {key} needs {extra} more assessor(s); {len(free)} with a token "
+                                     "do not hold its task (add some with dsr judge add-assessor)",
+                                     field="send_back")
+                size = s.get(JudgeTask, item.task_id).size
+                for a in free[:extra]:
+                    s.add(Assignment(task_id=item.task_id, assessor_id=a))
+                    have.add(a)
+                    load[a] += size
+                out[key] = [people[a] for a in free[:extra]]
+                s.add(Review(item_id=item.id, action="more", decided_by=by, note="added: " + ", ".join(out[key])))
+        return out
+
+    def reviews(self, campaign: Campaign) -> list[dict[str, Any]]:
+        """Every review decision of the campaign, oldest first: item id and key, action, grade,
+        by, note, when."""
+        query = (select(Review.item_id, JudgeItem.key, Review.action, Review.grade, Review.decided_by,
+                        Review.note, Review.created_at).join(JudgeItem, Review.item_id == JudgeItem.id)
+                 .where(JudgeItem.campaign_id == campaign.id).order_by(Review.id))
+        with read_session(self.engine) as s:
+            return [dict(zip(("item", "key", "action", "grade", "by", "note", "at"), row))
+                    for row in s.execute(query)]
+
+    # -- reading -------------------------------------------------------------
+    def grades_frame(self, campaign: Campaign) -> pd.DataFrame:
+        """Every grade of the campaign, one row per (item, assessor) (see ``aggregate.COLUMNS``)."""
+        pd = _pandas()
+
+        from dsr.judging.aggregate import COLUMNS
+
+        query = (select(Grade.item_id, Assessor.name, Grade.grade, Grade.unsure, Grade.seconds,
+                        JudgeItem.gold, JudgeItem.candidate_id.is_(None), JudgeDialogue.dialogue_id,
+                        JudgeItem.candidate_id, JudgeTask.seq, Grade.created_at)
+                 .join(Assessor, Grade.assessor_id == Assessor.id)
+                 .join(JudgeItem, Grade.item_id == JudgeItem.id)
+                 .join(JudgeTask, JudgeItem.task_id == JudgeTask.id)
+                 .join(JudgeDialogue, JudgeTask.dialogue_pk == JudgeDialogue.id)
+                 .where(JudgeItem.campaign_id == campaign.id).order_by(Grade.item_id, Assessor.name))
+        with read_session(self.engine) as s:
+            rows = s.execute(query).all()
+        frame = pd.DataFrame([tuple(r) for r in rows], columns=list(COLUMNS))
+        frame["grade"] = frame["grade"].astype(float)
+        frame["gold"] = frame["gold"].astype(float)
+        frame["seconds"] = frame["seconds"].astype(float)
+        frame["unsure"] = frame["unsure"].astype(bool)
+        frame["planted"] = frame["planted"].astype(bool)
+        return frame
+
+    def items_frame(self, campaign: Campaign) -> pd.DataFrame:
+        """Every item: id, key, task seq, position, dialogue, candidate, title, body, gold, source."""
+        pd = _pandas()
+
+        query = (select(JudgeItem.id, JudgeItem.key, JudgeTask.seq, JudgeItem.position,
+                        JudgeDialogue.dialogue_id, JudgeItem.candidate_id, JudgeItem.title,
+                        JudgeItem.body, JudgeItem.gold, JudgeItem.source)
+                 .join(JudgeTask, JudgeItem.task_id == JudgeTask.id)
+                 .join(JudgeDialogue, JudgeTask.dialogue_pk == JudgeDialogue.id)
+                 .where(JudgeItem.campaign_id == campaign.id).order_by(JudgeTask.seq, JudgeItem.position))
+        with read_session(self.engine) as s:
+            rows = s.execute(query).all()
+        return pd.DataFrame([tuple(r) for r in rows],
+                            columns=["item", "key", "task", "position", "dialogue", "candidate",
+                                     "title", "body", "gold", "source"])
+
+
+def _checked_name(name: str, field: str) -> str:
+    name = (name or "").strip()
+    if not name or len(name) > 100 or "/" in name or not name.isprintable():
+        raise InputError("a name of 1 to 100 printable characters without '/'", field=field)
+    return name

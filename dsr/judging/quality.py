@@ -1,0 +1,69 @@
+"""Quality control settings, declared once as :class:`~dsr.core.params.Param`s, and the
+check every grade time passes.
+
+* :data:`SECONDS`: a grade's time (``seconds``) must be a finite number from 0 to
+  ``max_seconds``; :func:`checked_seconds` is the one check, made by the campaign store
+  on every path (the page's API, Label Studio and crowd imports, bulk grading), so a
+  NaN, an infinity or ``-1e300`` is refused by name and never stored.
+* :data:`FLAG_PARAMS`: when ``dsr judge report`` flags an assessor (too fast per
+  sentence, one grade for everything, low agreement with the others);
+* :data:`REVIEW_PARAMS`: which items ``dsr judge review`` lists (an uncertain aggregate,
+  assessors who disagree).
+
+The command line's flags, defaults and ``--help`` lines come from these declarations
+(``dsr.cli.common.add_param_flags``). This module imports nothing heavy: the server
+imports the store, and the store this.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dsr.core.errors import InputError
+from dsr.core.params import Param
+
+#: the longest a grade may say it took: longer means the page was left open, not read
+SECONDS = Param("max_seconds", 3600.0, "float", low=1.0,
+                help="the longest a grade may say it took (seconds); longer, negative or "
+                     "non-finite times are refused")
+
+FLAG_PARAMS = (
+    Param("min_seconds", 2.0, "float", low=0.0, metavar="S",
+          help="flag an assessor whose median seconds per sentence is below this (too fast to read)"),
+    Param("one_grade_share", 0.98, "float", above=0.0, high=1.0, metavar="F",
+          help="flag an assessor who gives one grade to at least this share of their sentences"),
+    Param("min_kappa", 0.2, "float", low=-1.0, high=1.0, metavar="K",
+          help="flag an assessor whose Cohen's kappa with the majority grade of the other counted "
+               "assessors is below this"),
+    Param("min_flag_grades", 20, "int", low=1, metavar="N",
+          help="grades an assessor needs before the flags above are judged"),
+)
+
+REVIEW_PARAMS = (
+    Param("min_posterior", 0.8, "float", low=0.0, high=1.0, metavar="P",
+          help="list an item whose aggregated grade has a posterior probability (Dawid-Skene "
+               "unless --method says otherwise) below this"),
+    Param("min_agreement", 0.67, "float", low=0.0, high=1.0, metavar="F",
+          help="list an item where the share of counted grades equal to the aggregate is below this"),
+)
+
+
+def checked_seconds(value: Any, where: dict[str, Any] | None = None,
+                    limit: float = SECONDS.default) -> float | None:
+    """``value`` as a float when it is a plausible grade time (None stays None), else an
+    :class:`InputError` naming ``where``'s field (``seconds`` unless it says otherwise)."""
+    if value is None:
+        return None
+    where = {"field": "seconds", **(where or {})}
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"seconds must be a number, got {_short(value)}", **where)
+    if not (0 <= value <= limit) or not math.isfinite(value):      # NaN fails both: refused
+        raise InputError(f"seconds must be a finite number from 0 to {limit:g}, got {_short(value)}",
+                         **where)
+    return float(value)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,13 @@
+"""Rerankers by name (:class:`dsr.core.stage.Registry`: each imported on first use, so that
+``dsr --help`` does not load torch)."""
+
+from __future__ import annotations
+
+from dsr.core.stage import Registry
+
+RERANKERS = Registry("reranker", {
+    "cross-encoder": "dsr.rerankers.cross_encoder:CrossEncoderReranker",
+    "bi-encoder": "dsr.rerankers.bi_encoder:BiEncoderReranker",
+})
+#: the class registered as a name; a reranker built with its parameters
+reranker_class, make_reranker = RERANKERS.lookup, RERANKERS.make

@@ -1,0 +1,158 @@
+"""The split protocol: per-split means and tuning equal a brute-force loop over ir_measures."""
+
+from __future__ import annotations
+
+import json
+
+import ir_measures
+import numpy as np
+import pytest
+
+from dsr.evaluation.protocol import generate_splits, read_splits, resolve_splits
+from dsr.evaluation.qrels import qrels_from_collection
+from dsr.evaluation.results import configs_from_grid, evaluate_runs, tune_and_evaluate
+from dsr.core.errors import InputError
+
+from dsr.collections.synthetic import make_collection, make_run
+
+MEASURES = ["RR", "nDCG@5", "P@1", "R@10"]
+
+
+def brute_mean(collection, run, ids, measures=MEASURES):
+    """One ir_measures call on the qrels and run restricted to ``ids`` (missing topics count 0)."""
+    keep = set(ids)
+    qrels = {q: d for q, d in qrels_from_collection(collection).items() if q in keep}
+    scores = {q: d for q, d in run.rankings.items() if q in keep}
+    scores = {q: dict(r) for q, r in scores.items()}
+    values = {str(m): 0.0 for m in measures}
+    for metric in ir_measures.iter_calc([ir_measures.parse_measure(m) for m in measures], qrels, scores):
+        values[str(metric.measure)] += metric.value
+    return np.array([values[m] / len(ids) for m in measures])
+
+
+@pytest.fixture(scope="module")
+def official(request):
+    """A SIGIR-shaped collection over the real split file's 846 ids."""
+    from conftest import SHARED_DATA
+
+    path = SHARED_DATA / "sigir2022" / "val_test_splits.json"
+    if not path.exists():
+        pytest.skip("../shared/data is not beside the checkout")
+    first = json.loads(path.read_text().splitlines()[0])
+    ids = sorted(first["val"] + first["test"])
+    return make_collection(ids=ids, seed=7, grades=(0,) * 9 + (1,)), path
+
+
+def test_real_split_file_aggregation_equals_brute_force(official):
+    collection, path = official
+    splits = read_splits(path, collection.ids)
+    assert len(splits) == 50 and splits.describe()["val_size"] == [423]
+    runs = {"weak": make_run(collection, seed=1, quality=0.3, drop_topics=10),
+            "strong": make_run(collection, seed=2, quality=1.5)}
+    results = evaluate_runs(collection, runs, MEASURES, splits=splits, target="nDCG@5", progress=False)
+    assert results.splits.source == "file" and list(results.subsets) == ["all", "plain", "grounded"]
+    subset_of = {d.id: d.subset for d in collection.dialogues}
+    for name, run in runs.items():
+        got = results.systems[name].splits
+        for s in (0, 17, 49):
+            test = splits.pairs[s][1]
+            np.testing.assert_allclose(got["all"][s], brute_mean(collection, run, test), atol=1e-12)
+            grounded = [q for q in test if subset_of[q] == "grounded"]
+            np.testing.assert_allclose(got["grounded"][s], brute_mean(collection, run, grounded), atol=1e-12)
+        every = np.array([brute_mean(collection, run, t) for _, t in splits.pairs])
+        mean, sd = results.summary("all")[name]["nDCG@5"]
+        assert mean == pytest.approx(every[:, 1].mean(), abs=1e-12)
+        assert sd == pytest.approx(np.std(every[:, 1], ddof=1), abs=1e-12)
+
+
+def test_tuning_equals_brute_force_loop():
+    collection = make_collection(n=120, seed=4)
+    splits = generate_splits(collection.ids, n=50, seed=3)
+    configs = {f"q={q}": make_run(collection, seed=10 + k, quality=q) for k, q in enumerate([0.2, 0.6, 0.4, 1.0])}
+    results = tune_and_evaluate(collection, {"fam": configs}, splits, target="nDCG@5",
+                                measures=MEASURES, progress=False)
+    tuned = results.systems["fam"].tuned
+    names = list(configs)
+    for s, (val, test) in enumerate(splits.pairs):
+        val_means = [brute_mean(collection, configs[c], val)[1] for c in names]
+        best = names[int(np.argmax(np.round(val_means, 12)))]
+        assert tuned.chosen_names[s] == best
+        np.testing.assert_allclose(results.systems["fam"].splits["all"][s],
+                                   brute_mean(collection, configs[best], test), atol=1e-12)
+    assert len(tuned.choice_counts()) >= 1 and sum(tuned.choice_counts().values()) == 50
+    # out-of-sample per-topic values: mean over the splits holding the topic in test
+    from dsr.evaluation.measures import Evaluator
+
+    ev = Evaluator(qrels_from_collection(collection), MEASURES, collection.ids)
+    values = {c: ev(configs[c]).values for c in names}
+    i = 7
+    topic = collection.ids[i]
+    expected = [values[tuned.chosen_names[s]][i] for s, (_, t) in enumerate(splits.pairs) if topic in t]
+    np.testing.assert_allclose(results.systems["fam"].per_topic[i], np.mean(expected, axis=0), atol=1e-12)
+
+
+def test_ties_on_val_go_to_the_first_configuration():
+    collection = make_collection(n=40, seed=5)
+    run = make_run(collection, seed=1, quality=1.0)
+    copy = type(run)(dict(run.rankings), run.tag)
+    splits = generate_splits(collection.ids, n=10, seed=0)
+    for order in (["first", "second"], ["second", "first"]):
+        configs = {name: (run if name == "first" else copy) for name in order}
+        tuned = tune_and_evaluate(collection, {"f": configs}, splits, measures=["nDCG@5"],
+                                  progress=False).systems["f"].tuned
+        assert set(tuned.chosen_names) == {order[0]}
+
+
+def test_untuned_and_tuned_side_by_side_with_lazy_configs():
+    collection = make_collection(n=50, seed=6)
+    splits = generate_splits(collection.ids, n=20, seed=1)
+    calls = []
+
+    def make(quality, seed):
+        calls.append((quality, seed))
+        return make_run(collection, seed=seed, quality=quality)
+
+    grid = configs_from_grid(make, {"quality": [0.1, 2.0], "seed": [1]})
+    assert list(grid) == ["quality=0.1,seed=1", "quality=2.0,seed=1"]
+    results = evaluate_runs(collection, {"plain": make_run(collection, seed=9)}, MEASURES,
+                            splits=splits, families={"grid": grid}, target="RR", progress=False)
+    assert calls == [(0.1, 1), (2.0, 1)]  # each configuration built once
+    assert list(results.systems) == ["plain", "grid"]
+    assert results.systems["grid"].tuned.choice_counts() == {"quality=2.0,seed=1": 20}
+    assert results.summary()["grid"]["RR"][0] > results.summary()["plain"]["RR"][0]
+
+
+def test_generated_splits_are_seeded_halves():
+    ids = [f"d{i}" for i in range(11)]
+    a, b = generate_splits(ids, 5, seed=42), generate_splits(ids, 5, seed=42)
+    assert a.pairs == b.pairs and a.pairs != generate_splits(ids, 5, seed=43).pairs
+    for val, test in a.pairs:
+        assert len(val) == 5 and len(test) == 6 and sorted(val + test) == sorted(ids)
+    assert a.describe() == {"source": "generated", "n": 5, "seed": 42, "val_size": [5], "test_size": [6]}
+
+
+def test_resolve_splits_prefers_file_then_collection_then_generator(tmp_path):
+    collection = make_collection(n=10, seed=1)
+    ids = collection.ids
+    assert resolve_splits(collection, n=3, seed=9).source == "generated"
+    own = make_collection(n=10, seed=1, splits=[(ids[:5], ids[5:])])
+    assert resolve_splits(own).source == "collection"
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"val": ids[:4], "test": ids[4:]}) + "\n")
+    got = resolve_splits(own, path)
+    assert got.source == "file" and got.pairs == [(ids[:4], ids[4:])]
+
+
+def test_split_file_problems_name_the_line(tmp_path):
+    collection = make_collection(n=10, seed=1)
+    ids = collection.ids
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"val": ids[:5], "test": ids[5:]}) + "\n"
+                    + json.dumps({"val": ids[:5], "test": ids[5:9] + ["nope"]}) + "\n")
+    with pytest.raises(InputError) as err:
+        read_splits(path, ids)
+    assert err.value.line == 2 and "nope" in str(err.value)
+    path.write_text("{not json\n")
+    with pytest.raises(InputError) as err:
+        read_splits(path, ids)
+    assert err.value.line == 1

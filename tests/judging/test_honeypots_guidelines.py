@@ -1,0 +1,113 @@
+"""Known answers and the organiser's guidelines file.
+
+Automatic honeypots are checked against the judged CMU_DoG set: every quoted sentence the rule
+finds was judged relevant; the not-relevant checks come from the dialogue's own document (or a
+related one) and share no content word with the last turns, and the judges' grades of them are
+counted. A judged collection gives the grades of the dialogues it
+shares with the pool. The guidelines YAML is checked field by field."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsr.judging import guidelines
+from dsr.judging.honeypots import auto_golds, judged_golds, quoted_candidate
+from judging_support import as_pool
+from dsr.core.errors import InputError
+from dsr.core.text import content_words
+
+
+@pytest.fixture(scope="module")
+def judged():
+    from conftest import SHARED_DATA
+    from dsr.core.data import read_benchmark
+
+    path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
+    if not path.is_file():
+        pytest.skip("../shared/data/judged is not beside the checkout")
+    return read_benchmark(path)
+
+
+def test_automatic_honeypots_agree_with_the_judged_labels(judged):
+    from collections import Counter
+
+    from dsr.judging.honeypots import RECENT_TURNS
+
+    golds = auto_golds(as_pool(judged), 0, 2, seed=0)
+    label = {(d.id, c.id): c.label for d in judged for c in d.candidates}
+    known = [(d.id, cid, grade, source) for d in judged for cid, (grade, source) in golds[d.id].known.items()]
+    quoted = [k for k in known if k[3] == "quote"]
+    assert len(quoted) == 18                    # 18 of 115 next turns quote a candidate (>= 5 words)
+    assert all(label[d, cid] == 2 and grade == 2 for d, cid, grade, _ in quoted)
+    # not-relevant checks among the dialogue's own candidates: same or related document, and
+    # what the judges said of them (the figures in dsr/judging/honeypots.py and docs/judging.md)
+    judged_as = Counter((source, label[d, cid]) for d, cid, grade, source in known if source != "quote")
+    assert all(grade == 0 for *_, grade, source in known if source != "quote")
+    assert judged_as == {("same-document", 0): 440, ("same-document", 1): 32, ("related-document", 0): 147}
+    for d in judged:
+        words = content_words(d.title) | content_words(d.target.body)
+        recent = content_words(d.target.body)
+        for t in d.context:
+            words |= content_words(t.body)
+        for t in d.context[-RECENT_TURNS:]:
+            recent |= content_words(t.body)
+        planted = golds[d.id].planted
+        assert 1 <= len(planted) <= 12 and all(p.grade == 0 for p in planted)
+        assert all(p.title == d.title if p.source == "same-document" else content_words(p.title) & words
+                   for p in planted)                      # the title matches the dialogue's: no shortcut
+        assert not any(content_words(p.body) & recent for p in planted)
+        assert not {(p.title, p.body) for p in planted} & {(c.title, c.body) for c in d.candidates}
+        sources = [p.source for p in planted]
+        assert sources == sorted(sources, key=lambda s: s != "same-document")     # same document first
+
+
+def test_a_judged_collection_gives_the_grades_of_shared_dialogues(judged):
+    from dsr.collections import load_collection
+
+    pool = as_pool(judged)
+    golds = judged_golds(pool, judged)
+    assert set(golds) == set(judged.ids)
+    d = judged.dialogues[0]
+    assert golds[d.id].known == {c.id: (c.label, "judged") for c in d.candidates}
+    assert judged_golds(load_collection("sample"), judged) == {}         # nothing shared
+    sample = load_collection("sample")           # SIGIR 2022-shaped: next turns quote Wikipedia
+    quoted = [(d, quoted_candidate(d)) for d in sample if quoted_candidate(d) is not None]
+    assert quoted and all(next(c for c in d.candidates if c.id == cid).label >= 1 for d, cid in quoted)
+
+
+def test_default_guidelines_load_and_rule_honeypots():
+    rules = guidelines.load()
+    assert rules.grades == [0, 1, 2] and [g.key for g in rules.scale] == ["0", "1", "2"]
+    assert rules.passes(1, 2) and not rules.passes(0, 2) and rules.passes(0, 0)
+    assert rules.examples and "next turn" in rules.guidelines
+    exact = guidelines.from_json({**rules.to_json(), "honeypot_match": "exact"})
+    assert not exact.passes(1, 2) and exact.passes(2, 2)
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"scale": [{"grade": 0, "key": "0", "name": "no"}]}, "scale"),
+    ({"scale": [{"grade": 1, "key": "a", "name": "x"}, {"grade": 0, "key": "c", "name": "y"}]}, "scale"),
+    ({"scale": [{"grade": 0, "key": "j", "name": "x"}, {"grade": 1, "key": "c", "name": "y"}]}, "scale[0].key"),
+    ({"scale": [{"grade": -1, "key": "a", "name": "x"}, {"grade": 1, "key": "c", "name": "y"}]}, "scale[0].grade"),
+    ({"relevant_from": 0}, "relevant_from"),
+    ({"honeypot_match": "fuzzy"}, "honeypot_match"),
+    ({"guidelines": ""}, "guidelines"),
+    ({"examples": [{"grade": 7}]}, "examples[0].grade"),
+])
+def test_bad_guidelines_name_the_field(tmp_path, change, field):
+    import yaml
+
+    raw = {**guidelines.load().to_json(), **change}
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(InputError) as err:
+        guidelines.load(path)
+    assert err.value.field == field and err.value.path == str(path)
+
+
+def test_broken_yaml_names_the_line(tmp_path):
+    path = tmp_path / "g.yaml"
+    path.write_text("question: x\nscale: [\n  - grade: 0\n")
+    with pytest.raises(InputError) as err:
+        guidelines.load(path)
+    assert err.value.path == str(path) and err.value.line is not None and "YAML" in err.value.message

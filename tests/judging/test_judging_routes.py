@@ -1,0 +1,107 @@
+"""The judging pages over HTTP (real uvicorn on loopback): log in with an assessor token, grade
+through the JSON API (CSRF from the browser, bearer from clients) and the no-JavaScript form,
+and pages that show an assessor nothing of the others' grades nor which sentences are checks."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+
+from board_support import LiveServer, make_board
+from dsr.judging.campaigns import Judging
+from judging_support import assignments, sample_campaign
+
+
+@pytest.fixture
+def served(tmp_path):
+    board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
+    judging = Judging(board.engine)
+    truth, tokens = sample_campaign(judging)
+    with LiveServer(board) as server:
+        yield server, judging, tokens
+    board.close()
+
+
+def login(url: str, token: str) -> httpx.Client:
+    client = httpx.Client(base_url=url, timeout=30, follow_redirects=False)
+    page = client.get("/judge/login")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    answer = client.post("/judge/login", data={"csrf": csrf, "token": token})
+    assert answer.status_code == 303 and answer.headers["location"] == "/judge"
+    return client
+
+
+def test_login_progress_and_grading_paths(served):
+    server, judging, tokens = served
+    anonymous = httpx.get(f"{server.url}/judge", follow_redirects=False)
+    assert anonymous.status_code == 303 and anonymous.headers["location"] == "/judge/login"
+    fresh = httpx.Client(base_url=server.url)
+    assert fresh.post("/judge/login", data={"token": tokens["alice"]}).status_code == 403   # no CSRF
+    page = fresh.get("/judge/login")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    assert fresh.post("/judge/login", data={"csrf": csrf, "token": "dsr_wrong"}).status_code == 401
+
+    alice = login(server.url, tokens["alice"])
+    index = alice.get("/judge")
+    assert "s1" in index.text and "0 / 391" in index.text
+    first = alice.get("/judge/s1")
+    assert first.status_code == 303 and re.fullmatch(r"/judge/s1/task/\d+", first.headers["location"])
+    task = alice.get(first.headers["location"])
+    assert "script-src 'self'" in task.headers["content-security-policy"]
+    assert "script-src" not in httpx.get(f"{server.url}/").headers["content-security-policy"]
+    keys = re.findall(r'data-key="([0-9a-f]{16})"', task.text)
+    csrf = alice.cookies["dsr_judge_csrf"]
+    answer = alice.post("/judge/api/grades", json={"item": keys[0], "grade": 2})
+    assert answer.status_code == 403                                       # no X-CSRF-Token
+    answer = alice.post("/judge/api/grades", json={"item": keys[0], "grade": 2, "seconds": 3.2},
+                        headers={"X-CSRF-Token": csrf})
+    assert answer.status_code == 200 and answer.json() == {"item": keys[0], "grade": 2, "unsure": False, "new": True}
+    assert alice.post("/judge/api/grades", json={"item": keys[0], "grade": 1},
+                      headers={"X-CSRF-Token": csrf}).json()["new"] is False
+    form = alice.post(first.headers["location"], data={"csrf": csrf, "item": keys[1], "unsure": "1"})
+    assert form.status_code == 303
+    bearer = {"Authorization": f"Bearer {tokens['alice']}"}
+    assert httpx.post(f"{server.url}/judge/api/grades", json={"item": keys[2], "grade": 0},
+                      headers=bearer).json()["new"] is True
+    assert httpx.post(f"{server.url}/judge/api/grades", content=b"{", headers=bearer).status_code == 400
+    assert httpx.post(f"{server.url}/judge/api/grades", json={"item": keys[2], "grade": True},
+                      headers=bearer).status_code == 400
+    assert httpx.post(f"{server.url}/judge/api/grades", json={"item": keys[2], "grade": 0}).status_code == 401
+    grades = judging.grades_frame(judging.campaign("s1"))
+    assert len(grades) == 3 and set(grades["assessor"]) == {"alice"}
+    mine = grades.set_index("item").sort_index()
+    assert sorted(zip(mine["grade"].fillna(-1), mine["unsure"])) == sorted([(1.0, False), (-1, True), (0.0, False)])
+    page = alice.get(first.headers["location"]).text
+    assert page.count('class="item graded"') == 3 and 'data-grade="u"' in page
+    listing = httpx.get(f"{server.url}/judge/api/campaigns/s1/tasks", headers=bearer).json()
+    assert listing["tasks"][0]["items"] == keys and listing["tasks"][0]["done"] == 3
+
+
+def test_pages_are_blind(served):
+    server, judging, tokens = served
+    pairs = assignments(judging, "s1")
+    by_task: dict[int, set[str]] = {}
+    for p in pairs:
+        by_task.setdefault(p["seq"], set()).add(p["assessor"])
+    seq = next(s for s, who in by_task.items() if {"alice", "bob"} <= who)
+    shared = [p for p in pairs if p["seq"] == seq and p["assessor"] == "bob"]
+    bearer = {"Authorization": f"Bearer {tokens['bob']}"}
+    for p in shared:
+        assert httpx.post(f"{server.url}/judge/api/grades", json={"item": p["key"], "grade": 2},
+                          headers=bearer).status_code == 200
+    alice = login(server.url, tokens["alice"])
+    page = alice.get(f"/judge/s1/task/{seq}").text
+    items = page.split('id="items"')[1].split("</ol>")[0]
+    assert "data-grade" not in page and "graded" not in items and "chosen" not in items
+    assert "gold" not in page.lower() and "honeypot" not in page.lower() and "bob" not in page
+    for marker in ("quote", "unrelated", "same-document", "related-document", "check", "pool"):
+        assert marker not in items.lower()
+    assert len(set(re.findall(r'<li class="item" id="i\d+" data-key="[0-9a-f]{16}"\s*>', items))) == \
+        items.count("<li ")                                          # every sentence's markup alike
+    candidates = {p["candidate"] for p in pairs if p["candidate"]}
+    assert not any(c in page for c in candidates)                           # no candidate ids either
+    not_mine = next(s for s, who in by_task.items() if "alice" not in who)
+    assert alice.get(f"/judge/s1/task/{not_mine}").status_code == 403
+    assert alice.get("/judge/nope/task/1").status_code == 404

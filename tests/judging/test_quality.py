@@ -1,0 +1,228 @@
+"""Quality control that needs reading, tried by cheating scripts on a real pool.
+
+The pool is the judged CMU_DoG valid set's first 30 dialogues with the labels hidden
+(cross-document BM25 lists: a third of the candidates carry the dialogue's own film as
+title, and nearly every relevant sentence is among them, so grading by the shown title
+is a real shortcut). Four scripts grade what the page shows them (``task_view``: the
+dialogue, each sentence's title and text), through the campaign store's ``grade`` (the
+path of the page's API): a careful assessor (the true labels with 10 % noise), a
+title-matcher (2 when the sentence's title shares a word with the dialogue, else 0),
+a random one, and one that answers 0 to everything. The default settings exclude the
+title-matcher, the random one and the zeros (honeypot accuracy is balanced over relevant
+and not-relevant checks) and keep the careful one; the report flags them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from judging_support import as_pool, noisy, truth_of
+
+DIALOGUES = 30
+
+
+def title_matcher(view: dict, sentence: dict) -> int:
+    from dsr.core.text import content_words
+
+    words = content_words(view["title"])
+    for turn in view["turns"]:
+        words |= content_words(turn["text"])
+    return 2 if content_words(sentence["title"]) & words else 0
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    return graded_campaign(tmp_path_factory.mktemp("qc") / "board.sqlite", "auto")
+
+
+def graded_campaign(db_path, known: str):
+    """The campaign with ``known`` answers (``auto``: --auto-honeypots, ``gold``: the judged
+    file's grades, as --gold gives them), graded by the four scripts."""
+    from dsr.judging import guidelines, honeypots
+    from dsr.judging.campaigns import Judging, Settings
+    from dsr.judging.views import task_rows, task_view
+    from dsr.core.data import Collection, read_benchmark
+    from conftest import SHARED_DATA
+
+    path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
+    if not path.is_file():
+        pytest.skip("../shared/data/judged/cmu_dog-valid-judged.jsonl is not beside the checkout")
+    judged = Collection("cmu-judged", read_benchmark(path).dialogues[:DIALOGUES])
+    pool = as_pool(judged)
+    judging = Judging.open(f"sqlite:///{db_path}")
+    defaults = Settings()                       # the defaults of dsr judge create
+    golds = (honeypots.auto_golds(pool, 0, 2, seed=5) if known == "auto"
+             else honeypots.judged_golds(pool, judged))
+    judging.create("qc", pool, guidelines.load(), Settings(seed=5), golds)
+    people = ("careful", "titles", "random", "zeros")
+    for name in people:
+        judging.add_assessor(name)
+    judging.assign("qc")
+    campaign = judging.campaign("qc")
+    items = judging.items_frame(campaign).set_index("key")
+    truth = truth_of(judged)
+    rng = np.random.default_rng(7)
+    given: dict[tuple[str, str], int] = {}
+    views = {}
+    for assessor in judging.assessors():
+        for row in task_rows(judging, assessor, campaign):
+            view = task_view(judging, assessor, campaign, row["seq"])
+            for sentence in view["sentences"]:
+                key = sentence["key"]
+                views[key] = (view, sentence)
+                if assessor.name == "careful":
+                    item = items.loc[key]
+                    true = (truth[item["dialogue"], item["candidate"]] if isinstance(item["candidate"], str)
+                            else int(item["gold"]))
+                    grade = noisy(true, 0.10, rng)
+                elif assessor.name == "titles":
+                    grade = title_matcher(view, sentence)
+                elif assessor.name == "random":
+                    grade = int(rng.integers(3))
+                else:
+                    grade = 0
+                judging.grade(assessor, key, grade, seconds=float(rng.uniform(3, 9)) if assessor.name ==
+                              "careful" else 0.4)
+                given[assessor.name, key] = grade
+    assert defaults.threshold == 0.7 and defaults.min_checks == 3 and defaults.honeypot_rate == 0.1
+    return judging, judged, items, truth, given, views
+
+
+def test_the_title_shortcut_is_real_on_this_pool(campaign):
+    _, judged, items, truth, given, views = campaign
+    pool = items[items["candidate"].notna()]
+    answer = {k: title_matcher(*views[k]) for k in pool.index}     # what the script answers anywhere
+    relevant = [k for k, d, c in zip(pool.index, pool["dialogue"], pool["candidate"]) if truth[d, c] >= 1]
+    irrelevant = [k for k, d, c in zip(pool.index, pool["dialogue"], pool["candidate"]) if truth[d, c] == 0]
+    found = np.mean([answer[k] == 2 for k in relevant])
+    false = np.mean([answer[k] == 2 for k in irrelevant])
+    assert found > 0.9 and false < 0.3, (found, false)       # it finds the relevant ones cheaply
+
+
+def test_checks_carry_titles_like_the_candidates(campaign):
+    _, _, items, _, _, views = campaign
+    checks = items[items["gold"].notna()]
+    negatives = checks[checks["gold"] == 0]
+    assert len(negatives) >= 60
+    assert set(negatives["source"]) <= {"same-document", "related-document"}
+    # a title-matcher grades nearly every not-relevant check relevant: the title does not give it away
+    matched = np.mean([title_matcher(*views[k]) == 2 for k in negatives.index])
+    assert matched > 0.9, matched
+
+
+def test_cheating_scripts_are_excluded_and_the_careful_assessor_kept(campaign):
+    from dsr.judging.campaign_report import outcome
+
+    judging, *_ = campaign
+    result = outcome(judging, "qc", "mv")
+    verdict = {a: c.counted for a, c in result.checks.items()}
+    assert verdict == {"careful": True, "titles": False, "random": False, "zeros": False}
+    assert result.checks["titles"].accuracy < 0.6 and result.checks["random"].accuracy < 0.6
+    assert result.checks["zeros"].accuracy == 0.5         # all not-relevant checks right, no relevant one
+    assert result.checks["careful"].accuracy >= 0.8 and result.checks["careful"].checks >= 20
+    flags = {p["assessor"]: p["flags"] for p in result.assessors}
+    assert flags["careful"] == []
+    assert "failed-honeypots" in flags["titles"] and "too-fast" in flags["titles"]
+    assert "low-agreement" in flags["random"] and "failed-honeypots" in flags["random"]
+    assert "one-grade" in flags["zeros"] and "too-fast" in flags["zeros"]
+
+
+def test_grade_times_are_checked_on_every_path(campaign):
+    from dsr.judging.campaigns import Refused
+    from dsr.core.errors import InputError
+
+    judging, _, _, _, given, _ = campaign
+    careful = next(a for a in judging.assessors() if a.name == "careful")
+    key = next(k for who, k in given if who == "careful")
+    for bad in (math.nan, math.inf, -1e300, -1.0, 1e300, "3", True):
+        with pytest.raises(Refused) as refused:
+            judging.grade(careful, key, 1, seconds=bad)
+        assert refused.value.status == 422 and "seconds" in refused.value.message
+        with pytest.raises(InputError) as err:
+            judging.import_grades("qc", [{"item": key, "assessor": "careful", "grade": 1, "seconds": bad,
+                                          "where": {"path": "grades.csv", "line": 4}}], origin=None)
+        assert err.value.field == "seconds" and err.value.line == 4 and len(str(err.value)) < 200
+    frame = judging.grades_frame(judging.campaign("qc"))
+    assert frame["seconds"].between(0, 3600).all()
+    assert frame.set_index(["assessor", "item"]).loc[("careful", judging.item(key).id), "grade"] == \
+        given["careful", key]
+
+
+def test_report_flags_come_from_the_params(campaign, capsys):
+    from dsr.judging.campaign_report import outcome
+    from dsr.core.errors import InputError
+
+    judging, *_ = campaign
+    lax = outcome(judging, "qc", "mv", {"min_seconds": 0.1, "one_grade_share": 1.0})
+    assert lax.to_json()["settings"]["flags"] == {"min_seconds": 0.1, "one_grade_share": 1.0, "min_kappa": 0.2,
+                                                  "min_flag_grades": 20}
+    flags = {p["assessor"]: p["flags"] for p in lax.assessors}
+    assert "too-fast" not in flags["titles"] and "one-grade" in flags["zeros"]
+    with pytest.raises(InputError) as err:
+        outcome(judging, "qc", "mv", {"min_seconds": -1.0})
+    assert err.value.field == "min_seconds"
+
+
+def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_report(tmp_path, capsys):
+    """The same check through the page's JSON API (a real server: 422 naming seconds) and
+    ``dsr judge import`` of a crowd results CSV (exit 2 naming file, line and field, nothing
+    stored); the report then prints no long number."""
+    import csv
+    import re
+
+    import httpx
+
+    from board_support import LiveServer, make_board
+    from dsr.cli import main
+    from dsr.judging.campaigns import Judging
+    from judging_support import assignments, sample_campaign
+
+    db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    board = make_board(db, tmp_path)
+    judging = Judging(board.engine)
+    _, tokens = sample_campaign(judging)
+    key = next(p["key"] for p in assignments(judging, "s1") if p["assessor"] == "alice")
+    bearer = {"Authorization": f"Bearer {tokens['alice']}", "Content-Type": "application/json"}
+    with LiveServer(board) as server:
+        for raw in ("NaN", "-1e300", "1e999", "-Infinity", "7200", "-0.5"):
+            body = f'{{"item": "{key}", "grade": 1, "seconds": {raw}}}'
+            answer = httpx.post(f"{server.url}/judge/api/grades", content=body, headers=bearer)
+            assert answer.status_code == 422 and "seconds" in answer.json()["error"], (raw, answer.text)
+        ok = httpx.post(f"{server.url}/judge/api/grades", json={"item": key, "grade": 1, "seconds": 4.25},
+                        headers=bearer)
+        assert ok.status_code == 200
+    board.close()
+    other = next(p["key"] for p in assignments(judging, "s1") if p["assessor"] == "bob")
+    results = tmp_path / "Batch_results.csv"
+    with open(results, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["WorkerId", "WorkTimeInSeconds", "Input.item_1", "Answer.grade_1"])
+        writer.writerow(["W1", "12", other, "2"])
+        writer.writerow(["W2", "-1e300", other, "1"])
+    capsys.readouterr()
+    assert main(["judge", "import", "s1", str(results), "--format", "crowd", "--db", db]) == 2
+    err = capsys.readouterr().err
+    assert "Batch_results.csv:3" in err and "'seconds'" in err and "Traceback" not in err and len(err) < 300
+    frame = judging.grades_frame(judging.campaign("s1"))
+    assert len(frame) == 1 and frame["seconds"].tolist() == [4.25]           # nothing of the file stored
+    assert main(["judge", "report", "s1", "--db", db]) == 0
+    assert not re.search(r"\d{12}", capsys.readouterr().out)
+
+
+def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(tmp_path):
+    """With known grades from a judged file (--gold), most judged-0 candidates are of other
+    films, which a title-matcher answers right: the not-relevant checks are taken from the
+    dialogue's own or a related document first."""
+    from dsr.judging.campaign_report import outcome
+
+    judging, _, items, _, _, views = graded_campaign(tmp_path / "gold.sqlite", "gold")
+    negatives = items[(items["gold"] == 0)]
+    assert set(items.loc[items["gold"].notna(), "source"]) == {"judged"}
+    assert np.mean([title_matcher(*views[k]) == 2 for k in negatives.index]) > 0.75     # 0.81 here
+    result = outcome(judging, "qc", "mv")
+    verdict = {a: c.counted for a, c in result.checks.items()}
+    assert verdict == {"careful": True, "titles": False, "random": False, "zeros": False}
+    assert result.checks["careful"].accuracy >= 0.8
