@@ -27,6 +27,8 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from dsr.core import __version__  # noqa: F401  (dsr.__version__)
+
 #: public name -> "module:attribute"
 _EXPORTS = {
     "load_collection": "dsr.collections:load_collection",

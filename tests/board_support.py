@@ -100,7 +100,7 @@ class LiveServer:
     def __init__(self, board):
         import uvicorn
 
-        from dsr.board.app import create_app
+        from dsr.server import create_site as create_app
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"

@@ -1,14 +1,11 @@
-"""docs/architecture.md's folder rules hold, for every import (top-level or inside a
-function), so that ``ls`` of the packages tells what may import what:
+"""docs/architecture.md's layers hold, for every import (top-level or inside a function),
+so that ``ls dsr/`` tells what may import what.
 
-1. ``dsr/`` is the application: it may import everything, and nothing imports it.
-2. ``dsr/evaluation/`` is measurement: it never imports ``dsr``.
-3. ``dsr/core/``: a FILE is the core and imports only core files; a FOLDER is the
-   domain and imports the core, ``indexes`` and other folders, never ``eval`` or ``dsr``.
-4. ``dsr/indexes/`` imports only ``indexes`` and retrieval's core files.
-
-and there is no import loop between units (a core file, a domain folder, ``indexes``,
-``eval``, ``dsr``), nor between the modules of one unit.
+Everything is one package, ``dsr``, made of units (its sub-packages, and the files at its
+top). Each unit has a layer (``LAYERS``, lowest first); a module may import its own unit
+and units of lower layers, and units of one layer only where no loop forms. Inside the
+core (``dsr/core/``) every file is its own unit. There is no import loop anywhere: not
+between units, nor between two modules.
 """
 
 from __future__ import annotations
@@ -17,7 +14,29 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("retrieval", "indexes", "eval", "dsr")
+PACKAGES = ("dsr",)
+
+#: the units of ``dsr`` by layer, lowest first (docs/architecture.md draws the same)
+LAYERS = (
+    ("dsr.core",),
+    ("dsr.indexes",),
+    ("dsr.collections", "dsr.rankers", "dsr.rerankers", "dsr.open_retrieval"),
+    ("dsr.evaluation",),
+    ("dsr.interchange",),
+    ("dsr.web",),
+    ("dsr.board",),
+    ("dsr.judging",),
+    ("dsr.server",),
+    ("dsr.training",),
+    ("dsr.baselines",),
+    ("dsr.cli",),
+    ("dsr",),
+)
+LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
+
+#: web frameworks and what serves pages: only the web applications import them
+WEB = {"fastapi", "starlette", "uvicorn", "jinja2", "itsdangerous", "multipart", "slowapi"}
+WEB_UNITS = {"dsr.web", "dsr.board", "dsr.judging", "dsr.server"}
 
 
 def modules() -> dict[str, Path]:
@@ -34,41 +53,47 @@ MODULES = modules()
 
 def resolve(target: str) -> str:
     """The module an import names (``from dsr.core.run import Run`` names dsr.core.run;
-    ``from retrieval import jsonio`` names dsr.core.jsonio when that is a module)."""
+    ``from dsr.core import jsonio`` names dsr.core.jsonio when that is a module)."""
     while target not in MODULES and "." in target:
         target = target.rsplit(".", 1)[0]
     return target
 
 
-def imports(path: Path) -> set[str]:
+def _imported(path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names
-                         if f"{node.module}.{alias.name}" in MODULES)
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+            submodules = [n for n in names if n in MODULES]
+            found.update(submodules)
+            if len(submodules) < len(names):     # an object of the package itself
+                found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-    return {resolve(m) for m in found if m.split(".")[0] in PACKAGES}
+    return found
+
+
+def imports(path: Path) -> set[str]:
+    return {resolve(m) for m in _imported(path) if m.split(".")[0] in PACKAGES}
 
 
 GRAPH = {name: imports(path) - {name} for name, path in MODULES.items()}
 
 
 def is_core(module: str) -> bool:
-    """A file directly in dsr/core/ (or the package itself)."""
-    parts = module.split(".")
-    return parts[0] == "retrieval" and (len(parts) == 1 or (
-        len(parts) == 2 and not (ROOT / "retrieval" / parts[1]).is_dir()))
+    return module == "dsr.core" or module.startswith("dsr.core.")
 
 
 def unit(module: str) -> str:
-    parts = module.split(".")
-    if parts[0] == "retrieval" and not is_core(module):
-        return ".".join(parts[:2])        # a domain folder
+    """A core file, or ``dsr.X`` (a sub-package or a file at the top), or the facade."""
     if is_core(module):
         return module
-    return parts[0]
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else module
+
+
+def layer(module: str) -> int:
+    return LAYER["dsr.core" if is_core(module) else unit(module)]
 
 
 def violations(rule) -> list[str]:
@@ -76,29 +101,35 @@ def violations(rule) -> list[str]:
             for target in sorted(targets) if not rule(name, target)]
 
 
+def test_every_unit_has_a_layer():
+    missing = sorted({unit(m) for m in MODULES if not is_core(m) and unit(m) not in LAYER})
+    assert not missing, f"add these to LAYERS and docs/architecture.md: {missing}"
+
+
+def test_no_unit_imports_a_higher_layer():
+    assert not violations(lambda name, target: layer(target) <= layer(name))
+
+
 def test_nothing_imports_the_application():
-    assert not violations(lambda name, target: name.startswith("dsr") or not target.startswith("dsr"))
-
-
-def test_eval_never_imports_the_application():
-    assert not violations(lambda name, target: not (name.startswith("eval") and target.startswith("dsr")))
+    app = ("dsr.cli", "dsr.baselines", "dsr")
+    assert not violations(lambda name, target: unit(target) not in app or unit(name) in app)
 
 
 def test_core_files_import_only_core_files():
     assert not violations(lambda name, target: not is_core(name) or is_core(target))
 
 
-def test_domain_folders_never_import_eval_or_the_application():
-    def rule(name, target):
-        if not name.startswith("retrieval") or is_core(name):
-            return True
-        return target.split(".")[0] in ("retrieval", "indexes")
-    assert not violations(rule)
+def test_the_board_and_judging_are_separate_units():
+    """Judging sits on the board (its database, sign-in, pages); the board knows nothing of
+    judging: ``dsr serve`` adds judging's routers."""
+    assert not violations(lambda name, target: not (unit(name) == "dsr.board"
+                                                    and unit(target) == "dsr.judging"))
 
 
-def test_indexes_import_only_the_core():
-    assert not violations(lambda name, target: not name.startswith("indexes")
-                          or target.startswith("indexes") or is_core(target))
+def test_only_the_web_applications_import_a_web_framework():
+    found = [f"{name} imports {m}" for name, path in MODULES.items() if unit(name) not in WEB_UNITS
+             for m in sorted(_imported(path)) if m.split(".")[0] in WEB]
+    assert not found, found
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -144,8 +175,8 @@ def test_no_loop_between_modules():
 
 
 def test_the_rules_see_every_package():
-    assert {"dsr.collections", "dsr.rankers", "dsr.rerankers", "dsr.open_retrieval"} <= {
-        unit(m) for m in MODULES}
+    assert {"dsr.collections", "dsr.rankers", "dsr.rerankers", "dsr.open_retrieval",
+            "dsr.evaluation", "dsr.board", "dsr.judging", "dsr.indexes"} <= {unit(m) for m in MODULES}
     assert GRAPH["dsr.cli"], "the command line imports something"
 
 

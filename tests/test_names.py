@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = ("dsr", "retrieval", "eval", "indexes", "bench", "tools")
+FOLDERS = ("dsr", "bench", "tools")
 
 
 def _undefined(paths: list[Path]) -> list[str]:

@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dsr.collections import sigir2022  # noqa: E402
-from dsr.collections.fetch import git_blob_file, sources  # noqa: E402
+from dsr.collections.fetch import sources  # noqa: E402
+from dsr.collections.transfer import git_blob_file  # noqa: E402
 
 OUT = ROOT / "dsr" / "collections" / "manifests"
 

@@ -111,9 +111,7 @@ def create_app(board: Board, routers: Iterable[APIRouter] = ()) -> FastAPI:
         return response
 
     app.add_middleware(BodyLimit, limit=max_body)
-    from dsr.judging.routes import router as judging_router   # the judging pages (/judge)
-
-    app.state.routers = [*ROUTERS, judging_router, *routers]
+    app.state.routers = [*ROUTERS, *routers]
     for router in app.state.routers:
         app.include_router(router)
 

@@ -13,15 +13,17 @@ it. Exit codes: 0 success, 2 bad input, 1 internal error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 import traceback
 
 from dsr.cli.commands import COMMANDS
+from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
 from dsr.cli.flags import shown_as_flag
 from dsr.cli.help import add_defaults_and_examples
 from dsr.core import __version__
-from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
 from dsr.core.errors import InputError
 
 #: ``build_parser(command=EVERY)``: every command module registered
@@ -81,6 +83,17 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # the reader went away (`dsr run --help | head`): no traceback now, nor when Python
+        # flushes standard output at exit
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     progress_only_on_a_terminal()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else "")
@@ -96,8 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dsr: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
     except Exception:  # a bug, not bad input
         traceback.print_exc()
         print("dsr: internal error (exit 1): please report it with the command you ran",

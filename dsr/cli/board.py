@@ -197,17 +197,15 @@ def _board(args, **extra):
 def cmd_serve(args) -> int:
     for module in SERVER_MODULES:
         require_extra(module, "board")
-    import uvicorn
-
-    from dsr.board.app import create_app
-
     if args.max_upload_mb <= 0:
         raise InputError("must be > 0", field="--max-upload-mb")
     board = _board(args, max_upload=int(args.max_upload_mb * 1024 * 1024),
                    rate_per_minute=args.rate_limit)
     print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
           f"runs in {board.store.root})", file=sys.stderr)
-    uvicorn.run(create_app(board), host=args.host, port=args.port, log_level="warning")
+    from dsr.server import serve    # FastAPI and uvicorn load here, not for `dsr --help`
+
+    serve(board, host=args.host, port=args.port)
     return 0
 
 

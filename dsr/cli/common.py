@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
 from typing import Sequence
 
+from dsr.collections import REGISTERED, load_collection
 from dsr.core.atomic import check_output_path
-from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.core.params import TYPES, Param
 
@@ -21,8 +20,7 @@ from dsr.core.params import TYPES, Param
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
     """COLLECTION (a registered name or a benchmark .jsonl path), --source and --split."""
     parser.add_argument("collection", metavar="COLLECTION",
-                        help="a registered collection (sigir2022, cmu_dog, cmu_dog_judged, redial, ccpe, "
-                             "sample) "
+                        help=f"a registered collection ({', '.join(REGISTERED)}) "
                              "or a path to a benchmark .jsonl file")
     parser.add_argument("--source", metavar="DIR",
                         help="folder with the source's raw files (default: $DSR_HOME/data/NAME)")

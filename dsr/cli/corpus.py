@@ -18,6 +18,10 @@ from dsr.cli.board import _board
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, collection_from_args
 from dsr.indexes.backends import BACKENDS
+from dsr.core.data import write_benchmark
+from dsr.core.errors import InputError
+from dsr.core.params import parse_assignments
+from dsr.core.queries import check_strategy
 from dsr.indexes.bm25 import PARAMS as BM25_PARAMS
 from dsr.indexes.corpus.bm25 import build_bm25
 from dsr.indexes.corpus.build import build_corpus
@@ -31,6 +35,9 @@ from dsr.open_retrieval.search import CorpusSearcher
 from dsr.core.params import parse_assignments
 from dsr.core.queries import check_strategy
 from dsr.core.run import check_run, load_run, read_trec_run
+from dsr.open_retrieval.pool import pool_collection
+from dsr.open_retrieval.search import METHODS as SEARCH_METHODS
+from dsr.open_retrieval.search import CorpusSearcher
 
 
 def _add_execution(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +49,8 @@ def _add_execution(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_search(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--method", default="bm25", choices=("bm25", "dense", "fused"),
-                        help="bm25 (default), dense, or fused (RRF of both)")
+    parser.add_argument("--method", default="bm25", choices=SEARCH_METHODS,
+                        help=f"one of {', '.join(SEARCH_METHODS)} (fused: RRF of bm25 and dense; default bm25)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", metavar="M", help="bi-encoder for dense")
     parser.add_argument("--index", default="flat", choices=("flat", "ivfpq"), help="dense index (default flat)")
     parser.add_argument("--nprobe", type=int, default=32, metavar="N", help="IVF lists searched (ivfpq)")

@@ -36,17 +36,23 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
-from dsr.cli.common import (add_allow_mismatch_argument, add_collection_argument, add_param_argument,
-                                  check_out, collection_from_args)
+from dsr.cli.common import (
+    add_allow_mismatch_argument,
+    add_collection_argument,
+    add_param_argument,
+    check_out,
+    collection_from_args,
+)
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.core.fusion import METHODS, TIE_RULE, check_params as check_fusion_params, fuse, method_params
 from dsr.core.models import model_records
 from dsr.core.params import parse_assignments
 from dsr.core.provenance import input_record, run_sidecar
-from dsr.rankers import make_ranker, ranker_class, RANKERS
-from dsr.rerankers import make_reranker, reranker_class, RERANKERS
+from dsr.core.queries import STRATEGIES
 from dsr.core.run import check_run, check_same_collection, load_run, write_run
+from dsr.rankers import RANKERS, make_ranker, ranker_class
+from dsr.rerankers import RERANKERS, make_reranker, reranker_class
 
 
 def register(subparsers) -> None:
@@ -57,10 +63,9 @@ def register(subparsers) -> None:
     _add_stage_help(run, "ranker")
     add_collection_argument(run)
     run.add_argument("--ranker", required=True, metavar="R",
-                     help="initial, bm25, dense, random or fusion")
+                     help=f"one of {', '.join(RANKERS)}")
     run.add_argument("--query", metavar="Q",
-                     help="query strategy: last, last2, all, title+all, weighted "
-                          "(default: the ranker's)")
+                     help=f"query strategy: {', '.join(STRATEGIES)} (default: the ranker's)")
     add_param_argument(run, "ranker parameters, e.g. k1=1.2 b=0.75; for fusion also "
                              "rankers=bm25,dense method=rrf k=60 and RANKER.PARAM=VALUE")
     run.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
@@ -77,7 +82,7 @@ def register(subparsers) -> None:
     rerank.add_argument("--model", required=True, metavar="M",
                         help="a short name, a hub id, a local folder or dsr:NAME")
     rerank.add_argument("--reranker", default="cross-encoder", metavar="NAME",
-                        help="cross-encoder (default) or bi-encoder")
+                        help=f"one of {', '.join(RERANKERS)} (default: cross-encoder)")
     rerank.add_argument("--top-k", type=int, metavar="K",
                         help="rescore the top K of each topic (default: all)")
     rerank.add_argument("--query", metavar="Q", help="query strategy (default: the reranker's)")

@@ -11,13 +11,32 @@ a benchmark file (JSON Lines in the SIGIR 2022 schema).
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dsr.core.data import Collection, read_benchmark
 from dsr.core.errors import InputError
 
-REGISTERED = ("sigir2022", "cmu_dog", "redial", "ccpe", "sample", "cmu_dog_judged", "cmu_dog_dev")
+#: the reference collection, listed first wherever collections are listed
+REFERENCE = "sigir2022"
+
+
+def _discover() -> tuple[str, ...]:
+    """Every module of this folder that declares ``SOURCE = SourceInfo(...)`` at its top.
+
+    Read, not imported, so that listing the names (``dsr --help``) loads no source module:
+    adding a collection is one module here (and its test), with no list to edit."""
+    found = [path.stem for path in Path(__file__).parent.glob("*.py")
+             if re.search(r"^SOURCE = SourceInfo\(", path.read_text(encoding="utf-8"), re.M)]
+    return tuple(sorted(found, key=lambda name: (name != REFERENCE, name)))
+
+
+REGISTERED = _discover()
+#: the sources downloaded from an upstream repository (one manifest each), which
+#: ``dsr data fetch`` and ``dsr data build`` take
+MANIFESTS = Path(__file__).parent / "manifests"
+FETCHABLE = tuple(name for name in REGISTERED if (MANIFESTS / f"{name}.json").is_file())
 
 
 @dataclass(frozen=True)

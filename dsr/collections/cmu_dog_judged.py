@@ -53,6 +53,10 @@ KNOWN_HASHES: frozenset[str] = frozenset({
 FINGERPRINTS_FILE = Path(__file__).parent / "data" / "cmu_dog_judged.fingerprints.json"
 #: this many training dialogues carrying judged labels make a refusal (one may be chance)
 CARRYING_LIMIT = 2
+#: no build parameters: the judged file is read as it is
+PARAMS = ()
+#: the folder of files it reads, as ../shared/data names it (the tests read it there)
+DATA = "judged"
 
 SOURCE = SourceInfo(
     name=NAME,

@@ -44,7 +44,7 @@ from typing import Any, Iterator
 from dsr.core import jsonio
 from dsr.collections import SourceInfo
 from dsr.collections.common import check_params
-from dsr.collections.fetch import git_blob_file
+from dsr.collections.transfer import git_blob_file
 from dsr.core.data import (Candidate, Collection, Dialogue, Turn, _Where, check_id, parse_label,
                             parse_number)
 from dsr.core.errors import InputError

@@ -1,8 +1,6 @@
-"""dsr: a benchmark toolkit for sentence retrieval in dialogue.
-
-The domain lives here (records, collections, queries, rankers, rerankers);
-what is built and kept on disk lives in ``indexes``; what is measured and
-reported lives in ``eval``.
+"""The core of dsr: the task's vocabulary (records, runs, parameters, queries, fusion
+kernels, errors, atomic files), imported by every other unit and importing only itself.
+Each file here is a unit of its own (docs/architecture.md).
 """
 
 __version__ = "0.1.0"

@@ -2,7 +2,7 @@
 
 Same app, database and token scheme as the leaderboard (an assessor's token is made
 by ``dsr judge add-assessor`` and stored hashed). The task page works without
-JavaScript (one small form per sentence); with it (``/judge/static/judge.js``, the only
+JavaScript (one small form per sentence); with it (``/static/judge.js``, the only
 script the site serves, allowed on these pages alone by their
 Content-Security-Policy) the keyboard, the mouse and touch do everything: the scale's keys
 (or its named buttons) grade and move on, ``u`` is unsure, ``j``/``k`` (or the arrows) move,
@@ -37,6 +37,7 @@ from dsr.judging.campaigns import Judging, Refused
 from dsr.judging.views import content, my_campaigns, task_rows, task_view
 
 router = APIRouter()
+ROUTERS = [router]   # what dsr.server adds to the board's app
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 JUDGE_COOKIE = "dsr_judge"
 CSRF_COOKIE = "dsr_judge_csrf"  # its own double-submit cookie: the board may treat dsr_csrf otherwise

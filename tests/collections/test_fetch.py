@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from dsr.collections import fetch as fetch_mod
 from dsr.cli import main
-from dsr.collections import sigir2022
+from dsr.collections import fetch as fetch_mod
+from dsr.collections import sigir2022, transfer
+from dsr.collections.fetch import CHECKSUMS, fetch, is_available, load_manifest, plan_for
 from dsr.core.errors import InputError
-from dsr.collections.fetch import (CHECKSUMS, fetch, is_available, load_manifest, plan_for)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sigir2022"
 SIGIR = plan_for("sigir2022")
@@ -354,7 +354,7 @@ def test_manifests_are_what_the_tool_computes(shared_data):
     cmu = load_manifest("cmu_dog")
     for path in sorted((shared_data / "cmu_dog" / "Conversations" / "valid").glob("*.json"))[::40]:
         assert cmu[f"Conversations/valid/{path.name}"] == blob(path.read_bytes())
-    assert fetch_mod.git_blob_file(shared_data / "sigir2022" / "val_test_splits.json") == \
+    assert transfer.git_blob_file(shared_data / "sigir2022" / "val_test_splits.json") == \
         load_manifest("sigir2022")["evaluation/val_test_splits.json"]
 
 
@@ -452,10 +452,10 @@ def test_download_past_the_recorded_size_is_refused(server, shared_data, dsr_hom
     readme = root / CCPE.repository / "raw" / CCPE.commit / "README.md"
     size = fetch_mod.load_sizes("ccpe")["README.md"]
     assert size == (shared_data / "ccpe" / "README.md").stat().st_size
-    readme.write_bytes(b"#" * (fetch_mod.size_cap(size) + 1))
+    readme.write_bytes(b"#" * (transfer.size_cap(size) + 1))
     assert main(["data", "fetch", "ccpe", "--base-url", base]) == 2
     err = capsys.readouterr().err
-    assert "README.md" in err and f"more than the {fetch_mod.size_cap(size)} allowed" in err
+    assert "README.md" in err and f"more than the {transfer.size_cap(size)} allowed" in err
     assert leftovers(dsr_home / "data" / "ccpe") == []  # data.json (first use) removed too
 
 
@@ -584,9 +584,9 @@ def test_tar_member_larger_than_its_recorded_size_is_refused(server, shared_data
     manifest = {rel: load_manifest("cmu_dog")[rel] for rel in members}
     rel = next(iter(members))
     size = fetch_mod.load_sizes("cmu_dog")[rel]
-    members[rel] = b" " * (fetch_mod.size_cap(size) + 1)
+    members[rel] = b" " * (transfer.size_cap(size) + 1)
     cmu_tarball(root, members)
-    with pytest.raises(InputError, match=f"{rel} declares {fetch_mod.size_cap(size) + 1} bytes"):
+    with pytest.raises(InputError, match=f"{rel} declares {transfer.size_cap(size) + 1} bytes"):
         fetch("cmu_dog", base_url=base, manifest=manifest, progress=False)
     assert leftovers(dsr_home / "data" / "cmu_dog") == []
 

@@ -18,7 +18,7 @@ from board_support import LiveServer, make_board
 from dsr.judging.campaigns import Judging
 from judging_support import assignments, sample_campaign, true_grade
 
-sys.path.insert(0, str(Path(__file__).parents[0] / "board"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "board"))
 from test_board_browser import browser  # noqa: E402,F401  (Debian's chromium under Playwright)
 
 

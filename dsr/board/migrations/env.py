@@ -3,7 +3,10 @@
 from alembic import context
 
 from dsr.board.models import Base
-import dsr.judging.models  # noqa: F401  (the judging tables share the metadata)
+
+# The migrations are explicit operations; the metadata is only autogenerate's reference.
+# The judging tables (dsr.judging.models) share the database but not this package: judging
+# sits on the board, never the other way round (docs/architecture.md).
 
 config = context.config
 connection = config.attributes.get("connection")

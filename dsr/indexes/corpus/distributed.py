@@ -36,13 +36,12 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-import dsr.indexes
-import dsr.core
 from dsr.indexes.embeddings import CHUNK, dimension, encode
 from dsr.core.errors import InputError, require_extra
 from dsr.core.models import load_sentence_transformer
 
 ROOT = Path(__file__).resolve().parents[3]
+PACKAGE = Path(__file__).resolve().parents[2]      # dsr/, shipped to a cluster's nodes
 #: environment the Ray workers need to find data, models and caches as the driver does
 PASSED_ENV = ("DSR_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
 
@@ -90,7 +89,7 @@ class Executor:
                              runtime_env={"env_vars": env}, logging_level="ERROR")
                 else:
                     ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
-                             runtime_env={"env_vars": env, "py_modules": [retrieval, indexes]})
+                             runtime_env={"env_vars": env, "py_modules": [str(PACKAGE)]})
                 self._started = True
             if not self.workers:
                 self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))

@@ -1,0 +1,32 @@
+"""The web site ``dsr serve`` runs: the leaderboard with the judging pages added.
+
+The board (:mod:`dsr.board`) and judging (:mod:`dsr.judging`) are separate units: judging
+sits on the board's database and sign-in, the board knows nothing of judging. This module,
+above both, puts them together in one ASGI app.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import uvicorn
+from fastapi.staticfiles import StaticFiles
+
+from dsr.board.app import create_app
+from dsr.board.service import Board
+from dsr.judging.routes import ROUTERS as JUDGING_ROUTERS
+
+JUDGING_STATIC = Path(__file__).parent / "judging" / "static"
+
+
+def create_site(board: Board, routers=()):
+    """The board's app with the judging pages (``/judge``, their assets under
+    ``/judge/static``), then ``routers``."""
+    app = create_app(board, routers=[*JUDGING_ROUTERS, *routers])
+    app.mount("/judge/static", StaticFiles(directory=str(JUDGING_STATIC)), name="judge-static")
+    return app
+
+
+def serve(board: Board, *, host: str, port: int) -> None:
+    """Run the site until stopped (uvicorn, one process)."""
+    uvicorn.run(create_site(board), host=host, port=port, log_level="warning")
