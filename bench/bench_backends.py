@@ -52,7 +52,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from benchinfo import footer, goal, header, peak_rss_mib  # noqa: E402
+
 from dsr.indexes.backends import BACKENDS  # noqa: E402
+
 BATCH = {"bi-encoder": 64, "cross-encoder": 32}
 
 
@@ -209,8 +211,8 @@ def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool, ro
     the median pass, the speed-up the ratio to torch's default setting's median."""
     import statistics
 
-    from dsr.indexes.backends import export
     from dsr.core.models import resolve_model
+    from dsr.indexes.backends import export
 
     models = {"bi-encoder": "all-MiniLM-L6-v2", "cross-encoder": str(cross_encoder_folder(home))}
     for kind, spec in models.items():

@@ -31,12 +31,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tools"))   # board_harness: the servers and runs the tests use too
 
+import board_harness as bh  # noqa: E402
+from benchinfo import goal  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
 from dsr.core.provenance import machine, package_versions  # noqa: E402
-from benchinfo import goal  # noqa: E402
-
-import board_harness as bh  # noqa: E402
 
 QUOTA = 3
 

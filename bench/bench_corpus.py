@@ -61,15 +61,15 @@ DATA = ROOT.parent / "shared" / "data"
 
 import numpy as np  # noqa: E402  (after the environment above)
 import torch  # noqa: E402
+from benchinfo import goal  # noqa: E402
 
+from dsr.core.models import load_sentence_transformer, resolve_model  # noqa: E402
+from dsr.core.provenance import machine, package_versions  # noqa: E402
 from dsr.indexes.corpus.bm25 import ShardedBM25, build_bm25  # noqa: E402
 from dsr.indexes.corpus.build import build_corpus  # noqa: E402
 from dsr.indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus, model_folder  # noqa: E402
 from dsr.indexes.corpus.distributed import EncoderActor, Executor  # noqa: E402
 from dsr.indexes.corpus.layout import Corpus  # noqa: E402
-from dsr.core.models import load_sentence_transformer, resolve_model  # noqa: E402
-from dsr.core.provenance import machine, package_versions  # noqa: E402
-from benchinfo import goal  # noqa: E402
 
 RESULTS: dict = {}
 

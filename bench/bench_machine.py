@@ -28,6 +28,7 @@ for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[name] = "1"  # before numpy loads: one thread per process
 
 from benchinfo import footer, goal, header  # noqa: E402
+
 from dsr.core.textfiles import atomic_write_text  # noqa: E402
 
 SECONDS = 8.0

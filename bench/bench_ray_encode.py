@@ -81,7 +81,7 @@ class CpuSampler:
     def started_before(self, key) -> bool:
         return key[1] < self.start_time
 
-    def __enter__(self) -> "CpuSampler":
+    def __enter__(self) -> CpuSampler:
         self.start_time, self.wall = time.time(), time.perf_counter()
         self._sample()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -110,13 +110,13 @@ def main() -> int:
     parser.add_argument("--encode", type=int, default=3000, help="sentences to encode (default 3,000)")
     args = parser.parse_args()
     import torch
-
     from bench_corpus import real_documents, write_jsonl
+
+    from dsr.core.models import load_sentence_transformer, resolve_model
     from dsr.indexes.corpus.build import build_corpus
     from dsr.indexes.corpus.dense import encode_corpus
     from dsr.indexes.corpus.distributed import Executor
     from dsr.indexes.corpus.layout import Corpus
-    from dsr.core.models import load_sentence_transformer, resolve_model
 
     info = header("bench_ray_encode: CPU by role while Ray encodes")
     work = Path(tempfile.mkdtemp(prefix="bench-ray-encode-"))

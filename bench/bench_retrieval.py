@@ -80,8 +80,8 @@ def stage(name: str, fn, *, items: int | None = None, unit: str = "", target: st
 
 
 def bench_bm25(collection, label: str, n_search: int) -> None:
-    from dsr.indexes.bm25 import BM25Index, BM25SIndex
     from dsr.core.queries import query_terms
+    from dsr.indexes.bm25 import BM25Index, BM25SIndex
     from dsr.rankers import make_ranker
 
     pool = collection.sentences()
@@ -134,9 +134,9 @@ def _timed(fn) -> float:
 def bench_dense(collection, label: str, encode_limit: int | None) -> None:
     import numpy as np
 
+    from dsr.core.models import load_sentence_transformer
     from dsr.indexes import embeddings
     from dsr.indexes.dense import build_faiss
-    from dsr.core.models import load_sentence_transformer
     from dsr.rankers import make_ranker
 
     stage(f"[{label}] load MiniLM-L6 bi-encoder", lambda: load_sentence_transformer("all-MiniLM-L6-v2"))

@@ -57,9 +57,9 @@ def worker(spec: dict) -> dict:
 
 def judged_ndcg(spec: dict, card: dict) -> float:
     """nDCG@5 of the trained bi-encoder on all judged points (the card's query and text)."""
+    from dsr.collections import load_collection
     from dsr.evaluation.measures import evaluate_run
     from dsr.evaluation.qrels import qrels_from_collection
-    from dsr.collections import load_collection
     from dsr.rankers import make_ranker
 
     judged = load_collection(spec["judged"])
@@ -104,8 +104,8 @@ def main() -> int:
         return 0
 
     info = header("bench_train: the default dsr train recipe")
-    from dsr.training.settings import DEFAULT_MODEL_TYPE, RECIPES
     from dsr.core.provenance import package_versions
+    from dsr.training.settings import DEFAULT_MODEL_TYPE, RECIPES
 
     print("versions: " + ", ".join(f"{k} {v}" for k, v in package_versions(
         ("torch", "transformers", "sentence-transformers", "datasets", "accelerate")).items()))

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from dsr.core import __version__  # noqa: F401  (dsr.__version__)
 
@@ -89,7 +90,7 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
              seed: int = 0, target: str = "nDCG@5", primary: str | None = None,
              subsets: Sequence[str] | None = None, test: str = "t", n_resamples: int = 10_000,
              alpha: float = 0.05, correction: str = "holm", family: str = "runs", ci: str = "auto",
-             all_pairs: bool = False, progress: bool = False) -> "Results":
+             all_pairs: bool = False, progress: bool = False) -> Results:
     """``dsr evaluate`` as a function; every option of the command is a keyword here.
 
     * ``collection``: a Collection, a registered name or a benchmark path; or None
@@ -115,10 +116,10 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
     Returns :class:`dsr.evaluation.results.Results` (``table()``, ``plot()``, ``to_frame()``,
     ``per_topic_frame()``).
     """
+    from dsr.core.errors import InputError
     from dsr.evaluation.grouping import auto_families
     from dsr.evaluation.protocol import resolve_splits
     from dsr.evaluation.results import evaluate_runs
-    from dsr.core.errors import InputError
 
     collection = _collection(collection, qrels)
     named = _named_runs(runs)
@@ -137,9 +138,9 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
 
 
 def _collection(collection: Any, qrels: Any):
-    from dsr.evaluation.qrels import as_qrels, collection_from_qrels
     from dsr.collections import load_collection
     from dsr.core.errors import InputError
+    from dsr.evaluation.qrels import as_qrels, collection_from_qrels
 
     if qrels is not None:
         if collection is not None:
@@ -153,8 +154,8 @@ def _collection(collection: Any, qrels: Any):
 
 def _named_runs(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
     """``{name: Run}`` from a mapping or a list of anything :func:`dsr.core.run.as_run` reads."""
-    from dsr.evaluation.grouping import run_names
     from dsr.core.run import as_run
+    from dsr.evaluation.grouping import run_names
 
     if isinstance(runs, Mapping):   # a callable (no arguments, returns a Run) is a lazy configuration
         return {str(name): run if callable(run) else as_run(run, str(name)) for name, run in runs.items()}

@@ -44,18 +44,13 @@ import gc
 import json
 import sys
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
-from dsr.training.card import ranking_params, read_card
-from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
-from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
-from dsr.evaluation.results import evaluate_runs
-from dsr.indexes.backends import export as export_model
-from dsr.indexes.manifest import cached_build, expected_manifest
-from dsr.core.atomic import atomic_dir, check_replaceable, write_json
 from dsr.collections import load_collection
+from dsr.core.atomic import atomic_dir, check_replaceable, write_json
 from dsr.core.data import Collection, gc_paused
 from dsr.core.errors import InputError
 from dsr.core.fusion import fuse
@@ -63,12 +58,18 @@ from dsr.core.home import models_dir
 from dsr.core.models import resolve_model
 from dsr.core.provenance import package_versions, sha256_file, slug, stamp
 from dsr.core.queries import STRATEGIES, check_strategy
+from dsr.core.run import Run
+from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
+from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
+from dsr.evaluation.results import evaluate_runs
+from dsr.indexes.backends import export as export_model
+from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker
 from dsr.rankers.bm25 import BM25Ranker
 from dsr.rankers.fusion import FusionRanker
 from dsr.rerankers import make_reranker
 from dsr.rerankers.base import rerank_top_k
-from dsr.core.run import Run
+from dsr.training.card import ranking_params, read_card
 
 DEFAULT_DENSE = "all-MiniLM-L6-v2"
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
@@ -173,7 +174,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     return {"results": results, "report": report, "manifest": manifest, "out": out}
 
 
-def _write_outputs(out: Path, out_files: tuple[str, ...], suite: "Suite", results, timer: StageTimer,
+def _write_outputs(out: Path, out_files: tuple[str, ...], suite: Suite, results, timer: StageTimer,
                    command: list[str], started: float, asked: dict[str, Any]) -> tuple[dict, dict]:
     """Write the report, ``runs/`` and ``manifest.json`` into ``out`` as one set: built in a
     hidden sibling and swapped in, so a kill leaves the previous set or this one. Nothing in

@@ -21,9 +21,21 @@ import time
 from pathlib import Path
 
 import pytest
-
-from board_harness import (HIDDEN_SEED, Postgres, ServerProcess, bench_database, free_port, hammer,
-                           load_jobs, make_board, pg_bin, read, retag, sample_runs, setup_phases)
+from board_harness import (
+    HIDDEN_SEED,
+    Postgres,
+    ServerProcess,
+    bench_database,
+    free_port,
+    hammer,
+    load_jobs,
+    make_board,
+    pg_bin,
+    read,
+    retag,
+    sample_runs,
+    setup_phases,
+)
 
 __all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "bench_database", "free_port", "hammer",
            "load_jobs", "make_board", "pg_bin", "read", "retag", "sample_runs", "setup_phases",

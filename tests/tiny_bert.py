@@ -9,8 +9,8 @@ saves any model, so it loads through the same code path as a real one.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 
 def make_tiny_bert(folder: Path, texts: Iterable[str], *, num_labels: int | None = 1,

@@ -171,7 +171,7 @@ class ServerProcess:
         self.cwd = root
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 60) -> "ServerProcess":
+    def start(self, timeout: float = 60) -> ServerProcess:
         import httpx
 
         self.process = subprocess.Popen(self.command, cwd=self.cwd, env=self.env,

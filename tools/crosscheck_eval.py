@@ -63,10 +63,10 @@ def main(argv=None) -> int:
     parser.add_argument("--split")
     args = parser.parse_args(argv)
 
-    from dsr.evaluation.measures import Evaluator
-    from dsr.evaluation.qrels import qrels_from_collection
     from dsr.collections import load_collection
     from dsr.core.run import Run
+    from dsr.evaluation.measures import Evaluator
+    from dsr.evaluation.qrels import qrels_from_collection
 
     collection = load_collection(args.collection, args.source, args.split)
     qrels = {d.id: {c.id: c.label for c in d.candidates} for d in collection}   # labels as written

@@ -17,8 +17,8 @@ import numpy as np
 from sqlalchemy import select
 
 from dsr.board.db import read_session
-from dsr.judging.models import Assessor, Assignment, JudgeDialogue, JudgeItem, JudgeTask
 from dsr.core.data import Collection, Dialogue
+from dsr.judging.models import Assessor, Assignment, JudgeDialogue, JudgeItem, JudgeTask
 
 ASSESSORS = ("alice", "bob", "carol", "dave")
 
@@ -41,9 +41,9 @@ def sample_campaign(judging, name: str = "s1", k: int = 3, chunk: int = 10, rate
                     threshold: float = 0.7, assessors=ASSESSORS, assign: bool = True, seed: int = 0,
                     min_checks: int = 3):
     """A campaign on ``sample`` with automatic honeypots; returns (truth, {assessor: token})."""
+    from dsr.collections import load_collection
     from dsr.judging import guidelines, honeypots
     from dsr.judging.campaigns import Settings
-    from dsr.collections import load_collection
 
     sample = load_collection("sample")
     pool = as_pool(sample)

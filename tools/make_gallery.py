@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dsr.baselines import reproduce  # noqa: E402
-from dsr.evaluation import figures  # noqa: E402
 from dsr.core.errors import InputError  # noqa: E402
+from dsr.evaluation import figures  # noqa: E402
 
 GALLERY = ROOT / "docs" / "gallery"
 SHOWN = ("main", "subsets_nDCG_5", "recall_at_k", "measures")

@@ -10,16 +10,15 @@ from sqlalchemy import select
 
 from dsr.board import leaderboard, scoring
 from dsr.board.db import read_session, write_session
-from dsr.board.models import Phase, Submission
 from dsr.board.intake import ranking_digest
-from dsr.evaluation.grouping import run_names
+from dsr.board.models import Phase, Submission
 from dsr.board.published import published_metadata
 from dsr.board.service import Board, Metadata, Refused
+from dsr.core import __version__
 from dsr.core.errors import InputError
 from dsr.core.run import sidecar_path
+from dsr.evaluation.grouping import run_names
 from dsr.evaluation.tables import latex_escape, to_csv, to_latex
-from dsr.core import __version__
-
 
 #: what a folder given to ``add-baseline`` stands for
 RUN_PATTERNS = ("*.run", "*.run.gz")

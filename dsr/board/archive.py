@@ -22,9 +22,9 @@ import hashlib
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from dsr.core.atomic import process_running
 
@@ -47,7 +47,7 @@ class RunStore:
     def has(self, digest: str) -> bool:
         return self.path(digest).is_file()
 
-    def stage(self, data: bytes) -> "Staged":
+    def stage(self, data: bytes) -> Staged:
         """Write ``data`` durably to a staging file and link it into place unless the store
         has it already (the row naming it comes next; then :meth:`finish` or :meth:`abandon`)."""
         digest = hashlib.sha256(data).hexdigest()
@@ -61,7 +61,7 @@ class RunStore:
             staged.placed = self._link(staged)
         return staged
 
-    def _link(self, staged: "Staged") -> bool:
+    def _link(self, staged: Staged) -> bool:
         """Link the staged file into place; False when a file is there already."""
         target = self.path(staged.digest)
         target.parent.mkdir(exist_ok=True)
@@ -72,13 +72,13 @@ class RunStore:
         _fsync_dir(target.parent)
         return True
 
-    def finish(self, staged: "Staged") -> None:
+    def finish(self, staged: Staged) -> None:
         """The row is committed: make sure the file is in place, drop the staged name."""
         if not self.has(staged.digest):       # removed meanwhile by a start that saw no row yet
             self._link(staged)
         staged.path.unlink(missing_ok=True)
 
-    def abandon(self, staged: "Staged", named: bool) -> None:
+    def abandon(self, staged: Staged, named: bool) -> None:
         """The row was not written: remove the staged name, and the file it placed unless a
         row names it (``named``) or the file there is not this one."""
         target = self.path(staged.digest)

@@ -17,8 +17,8 @@ from typing import Any
 
 from dsr.board.published import published_metadata
 from dsr.core.errors import InputError, require_extra
-from dsr.core.run import sidecar_path
 from dsr.core.jsonio import load_json
+from dsr.core.run import sidecar_path
 
 RETRIES = 2
 

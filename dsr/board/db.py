@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
@@ -85,7 +85,7 @@ def read_session(engine: Engine) -> Iterator[Session]:
         yield session
 
 
-_WRITE_LOCKS: "weakref.WeakKeyDictionary[Engine, threading.Lock]" = weakref.WeakKeyDictionary()
+_WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
 
 
 @contextlib.contextmanager

@@ -57,7 +57,7 @@ class Metadata:
     run_type: str = "automatic"
     trained_on_collection: bool = False
 
-    def check(self) -> "Metadata":
+    def check(self) -> Metadata:
         self.system = text_field((self.system or "").strip(), "system")
         if not self.system:
             raise Refused(422, "system name is required")
@@ -155,7 +155,7 @@ def ranking_digest(text: bytes) -> str:
     return hashlib.sha256(json.dumps(records, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-def request_digest(phase_id: int, digest: str, filename: str, meta: "Metadata",
+def request_digest(phase_id: int, digest: str, filename: str, meta: Metadata,
                    published: dict[str, Any]) -> str:
     """The sha256 of everything a submission request says: the board, the run's bytes, the
     file name, the metadata and the sidecar's published part (an ``Idempotency-Key`` is bound

@@ -31,9 +31,9 @@ import numpy as np
 from dsr.board import release, scoring
 from dsr.board.models import Phase, Submission, iso
 from dsr.board.release import uses_ladder
+from dsr.core.errors import InputError
 from dsr.evaluation.results import Results
 from dsr.evaluation.significance import all_pairs, mean_ci
-from dsr.core.errors import InputError
 
 SELECTIONS = ("all", "best", "latest")
 BASELINE_VIEWS = ("chosen", "all")

@@ -8,12 +8,11 @@ labels as JSON text on their phase. Neither is ever served for a hidden phase.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from sqlalchemy import (Boolean, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text,
-                        UniqueConstraint, false as sa_false)
+from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import false as sa_false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
-
 
 #: a phase's primary measure unless it names one (the mission names MRR and nDCG)
 PRIMARY_DEFAULT = "nDCG@5"
@@ -30,7 +29,7 @@ def iso(when: datetime | None) -> str | None:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Base(DeclarativeBase):

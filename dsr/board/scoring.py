@@ -17,16 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
+from dsr.collections import load_collection
+from dsr.core.data import Collection
+from dsr.core.errors import InputError
+from dsr.core.run import read_trec_run
 from dsr.evaluation.measures import DEFAULT_MEASURES, Evaluator, TopicValues, nan_to_none
 from dsr.evaluation.qrels import qrels_from_collection
 from dsr.evaluation.results import Results, System, significance_by_subset, subset_indices
 from dsr.evaluation.significance import ALPHA
 from dsr.evaluation.validate import Validation, validate_run
-from dsr.core.data import Collection
-from dsr.core.errors import InputError
-from dsr.core.run import read_trec_run
-from dsr.collections import load_collection
-
 
 #: hidden phases: the fewest dialogues a published mean may cover (``add-phase --min-dialogues``)
 MIN_DIALOGUES = 20

@@ -40,13 +40,21 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from dsr.board import release, scoring
-from dsr.board.leaderboard import answer_means
-from dsr.board.db import make_engine, migrate, read_session, sqlite_url, write_session
-from dsr.board.models import Member, Phase, Setting, Submission, Team, WebSession, iso, utcnow
-from dsr.board.intake import (RUN_TYPES, Metadata, Refused, display_name,  # noqa: F401 (re-exported)
-                               published_from_sidecar, ranking_digest, request_digest, unpack_run)
-from dsr.board.client import quota_text  # noqa: F401 (re-exported)
 from dsr.board.archive import RunStore, Staged
+from dsr.board.client import quota_text  # noqa: F401 (re-exported)
+from dsr.board.db import make_engine, migrate, read_session, sqlite_url, write_session
+from dsr.board.intake import (  # noqa: F401 (re-exported)
+    RUN_TYPES,
+    Metadata,
+    Refused,
+    display_name,
+    published_from_sidecar,
+    ranking_digest,
+    request_digest,
+    unpack_run,
+)
+from dsr.board.leaderboard import answer_means
+from dsr.board.models import Member, Phase, Setting, Submission, Team, WebSession, iso, utcnow
 from dsr.board.published import check_text
 from dsr.core.errors import InputError
 from dsr.core.home import dsr_home, require_writable
@@ -323,7 +331,7 @@ class Board:
                   labels: dict[str, dict[str, int]] | None = None, measures: list[str] | None = None,
                   daily_quota: int | None = None, total_quota: int | None = None,
                   description: str = "", display: str | None = None, strict: bool = False,
-                  min_dialogues: int | None = None, season: "Season | None" = None,
+                  min_dialogues: int | None = None, season: Season | None = None,
                   allow_overlap: bool = False) -> Phase:
         """Add a board (or replace a phase's labels and quotas while it has no submission).
 
@@ -400,7 +408,7 @@ class Board:
                               json.loads(phase.labels_json or "{}"), data.subsets,
                               phase.min_dialogues or scoring.MIN_DIALOGUES, (phase.collection, phase.name))
 
-    def set_season(self, phase: Phase, season: "Season") -> Phase:
+    def set_season(self, phase: Phase, season: Season) -> Phase:
         """Change a phase's primary measure, dates or final switch (allowed at any time
         before it is frozen: a season's dates move)."""
         with write_session(self.engine) as s:
@@ -491,7 +499,7 @@ class Board:
     # -- submitting --------------------------------------------------------
     def submit(self, team: Team, phase: Phase, data: bytes, filename: str, meta: Metadata,
                sidecar: bytes | None = None, baseline: bool = False,
-               key: str | None = None, member_id: int | None = None) -> "Accepted":
+               key: str | None = None, member_id: int | None = None) -> Accepted:
         """Check, score, store and record one run; returns the row and the client's answer.
 
         Raises :class:`Refused` when the run is not accepted (nothing is stored then).
@@ -559,7 +567,7 @@ class Board:
                         "the run with distinct scores")
         raise Refused(422, message, problems=problems, tied_topics=len(validation.tied_topics))
 
-    def _record(self, row: Submission, before: dict, published: dict) -> "Accepted":
+    def _record(self, row: Submission, before: dict, published: dict) -> Accepted:
         """The write transaction: the quota again, under a lock, then the row and its answer."""
         with write_session(self.engine) as s:
             # The lock that makes the re-count exact (a no-op on SQLite, whose
@@ -583,7 +591,7 @@ class Board:
             row.answer_json = json.dumps(answer)
         return Accepted(row, answer)
 
-    def _replay(self, team: Team, key: str | None, request: str) -> "Accepted | None":
+    def _replay(self, team: Team, key: str | None, request: str) -> Accepted | None:
         """The first answer to this request if its ``Idempotency-Key`` was sent before with the
         same request; Refused (422) when the key came with another request."""
         if key is None:
@@ -610,7 +618,7 @@ class Board:
                                f"already: /runs/{first}; it was not stored again", first=f"/runs/{first}")
 
     def _after_conflict(self, team: Team, key: str | None, request: str, phase: Phase,
-                        ranking: str) -> "Accepted":
+                        ranking: str) -> Accepted:
         first = self._replay(team, key, request)
         if first is not None:
             return first

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
-from dsr.evaluation.ordering_agreement import agreement
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
+from dsr.evaluation.ordering_agreement import agreement
 
 
 def register(subparsers) -> None:

@@ -6,15 +6,17 @@ import argparse
 import json
 import os
 import sys
+from datetime import UTC
 from pathlib import Path
 
-from dsr.cli.commands import summary
 from dsr.board.client import published_for, quota_text, submit
-from dsr.board.release import SETTINGS as QUOTAS, rule as release_rule
-from dsr.evaluation.measures import split_measure_list
-from dsr.evaluation.qrels import read_qrels
+from dsr.board.release import SETTINGS as QUOTAS
+from dsr.board.release import rule as release_rule
+from dsr.cli.commands import summary
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError, require_extra
+from dsr.evaluation.measures import split_measure_list
+from dsr.evaluation.qrels import read_qrels
 
 #: what the board extra provides, by import name (serve needs all; the board commands the database part)
 SERVER_MODULES = ("fastapi", "uvicorn", "jinja2", "python_multipart", "sqlalchemy", "alembic")
@@ -203,7 +205,7 @@ def cmd_serve(args) -> int:
                    rate_per_minute=args.rate_limit)
     print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
           f"runs in {board.store.root})", file=sys.stderr)
-    from dsr.server import serve    # FastAPI and uvicorn load here, not for `dsr --help`
+    from dsr.server import serve  # FastAPI and uvicorn load here, not for `dsr --help`
 
     serve(board, host=args.host, port=args.port)
     return 0
@@ -331,7 +333,7 @@ def quotas(phase) -> str:
 
 def when(text: str | None, flag: str):
     """An ISO date or time as a naive UTC datetime (a time without an offset is UTC)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     if text is None:
         return None
@@ -341,7 +343,7 @@ def when(text: str | None, flag: str):
         raise InputError(f"{text!r} is not an ISO date or time (e.g. 2026-03-01 or 2026-03-01T12:00Z)",
                          field=flag) from None
     if value.tzinfo is not None:
-        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+        value = value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 

@@ -8,8 +8,8 @@ domain packages it calls. Nothing outside this package imports it.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from dsr.collections import REGISTERED, load_collection
 from dsr.core.atomic import check_output_path

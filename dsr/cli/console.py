@@ -23,7 +23,6 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from dsr.collections import REGISTERED
 
 from dsr.collections import REGISTERED
 

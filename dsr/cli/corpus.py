@@ -17,25 +17,19 @@ from pathlib import Path
 from dsr.cli.board import _board
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, collection_from_args
-from dsr.indexes.backends import BACKENDS
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.params import parse_assignments
 from dsr.core.queries import check_strategy
+from dsr.core.run import check_run, load_run, read_trec_run
+from dsr.indexes.backends import BACKENDS
 from dsr.indexes.bm25 import PARAMS as BM25_PARAMS
 from dsr.indexes.corpus.bm25 import build_bm25
 from dsr.indexes.corpus.build import build_corpus
 from dsr.indexes.corpus.dense import IVFPQ, build_ivfpq, encode_corpus
 from dsr.indexes.corpus.distributed import Executor
 from dsr.indexes.corpus.layout import Corpus
-from dsr.core.data import write_benchmark
-from dsr.core.errors import InputError
 from dsr.open_retrieval.pool import pool_collection, pool_runs
-from dsr.open_retrieval.search import CorpusSearcher
-from dsr.core.params import parse_assignments
-from dsr.core.queries import check_strategy
-from dsr.core.run import check_run, load_run, read_trec_run
-from dsr.open_retrieval.pool import pool_collection
 from dsr.open_retrieval.search import METHODS as SEARCH_METHODS
 from dsr.open_retrieval.search import CorpusSearcher
 

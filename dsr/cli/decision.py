@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
-from dsr.evaluation.decision import TESTS, decide_runs, format_table
-from dsr.evaluation.significance import ALPHA
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
+from dsr.evaluation.decision import TESTS, decide_runs, format_table
+from dsr.evaluation.significance import ALPHA
 
 
 def register(subparsers) -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, check_out, collection_from_args
+from dsr.core.errors import InputError
+from dsr.evaluation.qrels import qrels_from_collection, write_qrels
 from dsr.interchange import FORMATS
 from dsr.interchange.corpus import TestCollection
 from dsr.interchange.folder import check_export_out, export_folder, write_manifest
-from dsr.evaluation.qrels import qrels_from_collection, write_qrels
-from dsr.core.errors import InputError
 
 EXPORT_EPILOG = """\
 formats (each export also writes dsr_export.json: collection hash, query strategy, corpus-id rule, file sha256s):

@@ -7,18 +7,16 @@ import json
 import sys
 from pathlib import Path
 
-from dsr.core.errors import InputError
-from dsr.judging import guidelines, honeypots
 from dsr.cli.common import add_param_flags, param_values
+from dsr.collections import load_collection
+from dsr.core.atomic import atomic_dir, atomic_write, check_output_path, write_json
+from dsr.core.data import write_benchmark
+from dsr.core.errors import InputError
+from dsr.core.home import require_writable
+from dsr.evaluation.qrels import qrels_from_collection, write_qrels
+from dsr.judging import guidelines, honeypots
 from dsr.judging.exchange import tally
 from dsr.judging.quality import FLAG_PARAMS, REVIEW_PARAMS
-from dsr.evaluation.qrels import qrels_from_collection, write_qrels
-from dsr.core.atomic import atomic_dir
-from dsr.core.atomic import atomic_write
-from dsr.core.atomic import check_output_path, write_json
-from dsr.collections import load_collection
-from dsr.core.data import write_benchmark
-from dsr.core.home import require_writable
 
 JUDGE_EPILOG = """\
 A campaign lives in the leaderboard's database (--db; default SQLite at

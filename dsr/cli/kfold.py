@@ -8,15 +8,15 @@ import sys
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument
+from dsr.collections import load_collection
+from dsr.core.atomic import check_replaceable
+from dsr.core.errors import InputError
+from dsr.core.params import parse_assignments, resolve
+from dsr.evaluation.tables import render
 from dsr.training import kfold
 from dsr.training.kfold import kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
 from dsr.training.settings import PARAMS
-from dsr.evaluation.tables import render
-from dsr.core.atomic import check_replaceable
-from dsr.collections import load_collection
-from dsr.core.errors import InputError
-from dsr.core.params import parse_assignments, resolve
 
 #: settings kfold sets for every fold itself
 PER_FOLD = ("base", "folds", "fold", "overwrite")

@@ -45,7 +45,8 @@ from dsr.cli.common import (
 )
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
-from dsr.core.fusion import METHODS, TIE_RULE, check_params as check_fusion_params, fuse, method_params
+from dsr.core.fusion import METHODS, TIE_RULE, fuse, method_params
+from dsr.core.fusion import check_params as check_fusion_params
 from dsr.core.models import model_records
 from dsr.core.params import parse_assignments
 from dsr.core.provenance import input_record, run_sidecar

@@ -6,14 +6,22 @@ import argparse
 import json
 import sys
 
-from dsr.baselines import (DEFAULT_CROSS_ENCODER, DEFAULT_DENSE, DEFAULT_TRAINED_DENSE, FAST_BACKEND,
-                           StageTimer, reproduce, skip_reason, trained_default)
+from dsr.baselines import (
+    DEFAULT_CROSS_ENCODER,
+    DEFAULT_DENSE,
+    DEFAULT_TRAINED_DENSE,
+    FAST_BACKEND,
+    StageTimer,
+    reproduce,
+    skip_reason,
+    trained_default,
+)
 from dsr.cli.commands import summary
 from dsr.cli.evaluation import add_report_arguments
+from dsr.collections import load_collection
 from dsr.evaluation import tables
 from dsr.evaluation.measures import split_measure_list
 from dsr.indexes.backends import BACKENDS
-from dsr.collections import load_collection
 
 
 def register(subparsers) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, param_values
+from dsr.core.home import models_dir
 from dsr.training.card import text_params
 from dsr.training.recipe import train
 from dsr.training.settings import GROUPS, PARAMS
-from dsr.core.home import models_dir
 
 
 def register(subparsers) -> None:

@@ -61,7 +61,6 @@ from typing import Any
 
 import numpy as np
 
-from dsr.indexes.bm25 import BM25Index
 from dsr.collections import SourceInfo
 from dsr.collections.common import cached_build, check_params, params_note, resolve_source
 from dsr.core.data import Candidate, Collection, Dialogue, Turn
@@ -69,6 +68,7 @@ from dsr.core.errors import InputError
 from dsr.core.jsonio import load_json
 from dsr.core.params import Param, defaults
 from dsr.core.text import content_words
+from dsr.indexes.bm25 import BM25Index
 
 NAME = "cmu_dog"
 REPOSITORY = "festvox/datasets-CMU_DoG"

@@ -36,12 +36,12 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from dsr.collections import SourceInfo
-from dsr.collections import cmu_dog
+from dsr.collections import SourceInfo, cmu_dog
 from dsr.collections.common import check_params, resolve_source
 from dsr.core.data import Collection, Dialogue
 from dsr.core.errors import InputError

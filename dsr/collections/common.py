@@ -6,15 +6,16 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from dsr.indexes.manifest import checksum, failed_checksums
 from dsr.core.atomic import write_json
 from dsr.core.data import Collection, read_benchmark, write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.home import data_dir, dsr_home, require_writable
 from dsr.core.params import Declaration, resolve
+from dsr.indexes.manifest import checksum, failed_checksums
 
 
 def check_params(params: dict[str, Any], declared: Declaration, name: str) -> dict[str, Any]:

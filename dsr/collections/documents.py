@@ -19,14 +19,13 @@ neighbours here: asking for the context form on them is bad input.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 from dsr.collections.cmu_dog import read_documents
 from dsr.collections.common import resolve_source
-from dsr.core.data import (CONTEXT_FORM, Candidate, Collection, candidate_text, check_text_form,
-                            context_text)
+from dsr.core.data import CONTEXT_FORM, Candidate, Collection, candidate_text, check_text_form, context_text
 from dsr.core.errors import InputError
 from dsr.core.queries import model_query_budget
 

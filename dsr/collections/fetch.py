@@ -167,7 +167,7 @@ def load_sizes(name: str) -> dict[str, int]:
     return _manifest_file(name).get("sizes", {})
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _manifest_file(name: str) -> dict:
     """``manifests/NAME.json``: the source's repository, pinned commit, fetch plan, git blob
     ids and sizes (read once)."""
@@ -487,4 +487,4 @@ def _write_record(path: Path, plan: Plan, old: dict[str, dict], new: dict[str, d
 
 
 def _today() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

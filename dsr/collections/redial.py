@@ -63,14 +63,13 @@ from typing import Any
 
 import numpy as np
 
-from dsr.indexes.bm25 import BM25Index
 from dsr.collections import SourceInfo
-from dsr.collections.common import (cached_build, check_params, params_note,
-                                           resolve_source)
+from dsr.collections.common import cached_build, check_params, params_note, resolve_source
 from dsr.core.data import Candidate, Collection, Dialogue, Turn
 from dsr.core.errors import InputError
 from dsr.core.jsonio import iter_json_lines, read_text
 from dsr.core.params import Param, defaults
+from dsr.indexes.bm25 import BM25Index
 
 NAME = "redial"
 REPOSITORY = "ReDialData/website"

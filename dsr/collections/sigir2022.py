@@ -38,15 +38,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from dsr.core import jsonio
 from dsr.collections import SourceInfo
 from dsr.collections.common import check_params
 from dsr.collections.transfer import git_blob_file
-from dsr.core.data import (Candidate, Collection, Dialogue, Turn, _Where, check_id, parse_label,
-                            parse_number)
+from dsr.core import jsonio
+from dsr.core.data import Candidate, Collection, Dialogue, Turn, _Where, check_id, parse_label, parse_number
 from dsr.core.errors import InputError
 from dsr.core.home import data_dir
 from dsr.core.jsonio import iter_json_lines, read_text

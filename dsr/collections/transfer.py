@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import hashlib
 import gzip
+import hashlib
 import http.client
 import io
 import socket
@@ -43,9 +43,10 @@ import urllib.parse
 import urllib.request
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Iterator
+from typing import IO
 
 from tqdm import tqdm
 
@@ -82,7 +83,7 @@ class Remote:
     keep: tuple[str, ...] = ()
 
     @classmethod
-    def from_json(cls, entry: str | dict) -> "Remote":
+    def from_json(cls, entry: str | dict) -> Remote:
         """A manifest's file entry: a path (a raw file) or ``{"path", "kind", "keep", "commit"}``."""
         if isinstance(entry, str):
             return cls(entry)
@@ -230,7 +231,7 @@ class _Deadline:
         self.timer = threading.Timer(seconds, self.expire)
         self.timer.daemon = True
 
-    def __enter__(self) -> "_Deadline":
+    def __enter__(self) -> _Deadline:
         self.timer.start()
         return self
 

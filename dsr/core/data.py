@@ -15,11 +15,12 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError

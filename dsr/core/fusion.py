@@ -75,7 +75,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -38,8 +38,9 @@ the header is the portable part.
 from __future__ import annotations
 
 import platform
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from dsr.core.errors import InputError
 from dsr.core.textfiles import read_lines

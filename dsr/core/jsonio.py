@@ -8,8 +8,9 @@ clear InputError (exit code 2).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dsr.core.errors import InputError
 

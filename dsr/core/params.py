@@ -16,8 +16,9 @@ is declared and nothing looser.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, make_dataclass
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 from dsr.core.errors import InputError
 

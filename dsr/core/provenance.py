@@ -12,10 +12,11 @@ import os
 import platform
 import re
 import sys
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 TRACKED_PACKAGES = (
     "dialogue-sentence-retrieval", "numpy", "scipy", "rank_bm25", "bm25s", "PyStemmer",
@@ -53,7 +54,7 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
 
 def now() -> str:
     """The current UTC time, ISO 8601 to the second (every record's ``created``)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def stamp(command: Sequence[str] | None = None) -> dict[str, Any]:

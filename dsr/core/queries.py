@@ -45,8 +45,8 @@ A dialogue without context turns falls back to its title for every strategy.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 from dsr.core.data import Dialogue
 from dsr.core.errors import InputError

@@ -41,9 +41,10 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -73,7 +74,7 @@ class Run:
     @classmethod
     def from_scores(cls, scores: Mapping[str, Mapping[str, float]], tag: str = "dsr",
                     config: dict[str, Any] | None = None,
-                    initial_order: Mapping[str, list[str]] | None = None) -> "Run":
+                    initial_order: Mapping[str, list[str]] | None = None) -> Run:
         """Build a run from unordered scores, applying the tie rule.
 
         ``initial_order`` gives each topic's candidate ids in initial-rank
@@ -86,7 +87,7 @@ class Run:
 
     @classmethod
     def from_flat(cls, topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
-                  positions: np.ndarray, tag: str = "dsr", config: dict[str, Any] | None = None) -> "Run":
+                  positions: np.ndarray, tag: str = "dsr", config: dict[str, Any] | None = None) -> Run:
         """``from_scores`` for scores laid end to end: topic ``topics[i]`` holds the next
         ``sizes[i]`` of ``docs``, with their ``values`` and initial ranks ``positions`` (a doc
         outside the initial order: the topic's initial order's length). The same Run as
@@ -151,7 +152,7 @@ class Run:
     # --- other libraries' shapes (the order is always trec_eval's, see the module docstring)
 
     @classmethod
-    def from_dict(cls, scores: Mapping[str, Any], tag: str = "dsr") -> "Run":
+    def from_dict(cls, scores: Mapping[str, Any], tag: str = "dsr") -> Run:
         """From ``{qid: {docno: score}}`` (ir_measures, pytrec_eval, ranx's ``to_dict``) or
         ``{qid: [(docno, score), ...]}``, ordered as trec_eval orders a file of those scores
         (float32 descending, ties by doc id descending), so it is scored as that file."""
@@ -165,7 +166,7 @@ class Run:
         return cls(rankings, tag)
 
     @classmethod
-    def from_frame(cls, frame, tag: str | None = None) -> "Run":
+    def from_frame(cls, frame, tag: str | None = None) -> Run:
         """From a pandas DataFrame in PyTerrier's result shape: ``qid``, ``docno``, ``score``
         (``rank`` is ignored, as trec_eval ignores it; without ``score``, ``-rank`` ranks).
         The tag is ``tag``, else the frame's ``name`` column when it has one value."""
@@ -194,7 +195,7 @@ class Run:
         return pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
 
     @classmethod
-    def from_ranx(cls, run) -> "Run":
+    def from_ranx(cls, run) -> Run:
         """From a ``ranx.Run`` (its name becomes the tag)."""
         return cls.from_dict(run.to_dict(), getattr(run, "name", None) or "dsr")
 
@@ -207,7 +208,7 @@ class Run:
         return RanxRun(self.as_dict(), name=self.tag)
 
     @classmethod
-    def read(cls, path: str | Path) -> "Run":
+    def read(cls, path: str | Path) -> Run:
         """Read a run file and its sidecar (a stale sidecar is reported and left out)."""
         run = read_trec_run(path)
         run.config = read_sidecar(path)

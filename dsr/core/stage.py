@@ -18,7 +18,8 @@ Each stage declares its parameters once, as data (:mod:`dsr.core.params`):
 from __future__ import annotations
 
 import importlib
-from typing import Any, ClassVar, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
@@ -71,7 +72,7 @@ class Stage:
     def __call__(self, collection: Collection, *runs: Run) -> Run:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def __rshift__(self, other: "Stage") -> "Pipeline":
+    def __rshift__(self, other: Stage) -> Pipeline:
         """``a >> b``: run ``a``, then ``b`` on its output (a reranker, a fusion of one)."""
         return Pipeline([self, other])
 
@@ -103,7 +104,7 @@ class Pipeline(Stage):
             run = stage(collection, run)
         return run
 
-    def __rshift__(self, other: Stage) -> "Pipeline":
+    def __rshift__(self, other: Stage) -> Pipeline:
         return Pipeline([*self.stages, other])
 
 
@@ -124,6 +125,6 @@ class Registry(dict):
         module, _, attr = self[name].partition(":")
         return getattr(importlib.import_module(module), attr)
 
-    def make(self, name: str, **params: Any) -> "Stage":
+    def make(self, name: str, **params: Any) -> Stage:
         """The stage registered as ``name``, built with ``params`` (checked by its PARAMS)."""
         return self.lookup(name)(**params)

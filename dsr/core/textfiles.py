@@ -9,8 +9,9 @@ import contextlib
 import gzip
 import io
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError

@@ -25,15 +25,15 @@ judged points it contains; a topic a run does not rank counts 0, as in ``dsr eva
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 
+from dsr.core.errors import InputError
 from dsr.evaluation.measures import Evaluator, nan_to_none
 from dsr.evaluation.qrels import qrels_from_collection
 from dsr.evaluation.significance import ALPHA, DEFAULT_RESAMPLES, compare, mean_ci
-from dsr.core.errors import InputError
 
 #: the label sets the rule asks about, in the order printed
 LABEL_SETS = ("dev", "silver")

@@ -34,15 +34,14 @@ from __future__ import annotations
 
 import io
 import re
-import textwrap
 from typing import Any
 
 import numpy as np
 
-from dsr.evaluation import significance as sig
-from dsr.evaluation.measures import Evaluator, parse_measures
 from dsr.core.errors import InputError
 from dsr.core.provenance import slug
+from dsr.evaluation import significance as sig
+from dsr.evaluation.measures import Evaluator, parse_measures
 
 #: widths of ACM's sigconf template: one column (241 pt) and the full text width (506 pt)
 ACM_COLUMN_IN = 3.33

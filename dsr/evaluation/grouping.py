@@ -16,9 +16,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from dsr.core.errors import InputError
 from dsr.core.provenance import sha256_file

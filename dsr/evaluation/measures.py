@@ -29,14 +29,14 @@ What counts, as ``trec_eval -c`` counts it:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from dsr.evaluation import registry
 from dsr.core.errors import InputError
 from dsr.core.run import Run
+from dsr.evaluation import registry
 
 #: the default set, the primary measure and each family's bounds: declared once, in dsr.evaluation.registry
 DEFAULT_MEASURES = registry.DEFAULT_MEASURES

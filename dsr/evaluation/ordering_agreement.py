@@ -15,12 +15,12 @@ rank counts 0 (as ``dsr evaluate`` does) and is reported.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
+from dsr.core.errors import InputError
 from dsr.evaluation.measures import Evaluator
 from dsr.evaluation.qrels import qrels_from_collection
-from dsr.core.errors import InputError
 
 
 @dataclass

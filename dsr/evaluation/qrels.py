@@ -14,7 +14,6 @@ from pathlib import Path
 from dsr.core.data import Candidate, Collection, Dialogue
 from dsr.core.errors import InputError
 from dsr.core.textfiles import atomic_write_text, read_lines
-from dsr.core.data import Candidate, Dialogue
 
 Qrels = dict[str, dict[str, int]]
 

@@ -40,13 +40,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from dsr.evaluation import figures, latex, tables
-from dsr.evaluation.results import Results, write_frame, write_per_topic
 from dsr.core.atomic import atomic_dir, atomic_write
 from dsr.core.provenance import package_versions, stamp
+from dsr.evaluation import figures, latex, tables
+from dsr.evaluation.results import Results, write_frame, write_per_topic
 
 
 def provenance(command: Sequence[str] | None = None) -> dict:

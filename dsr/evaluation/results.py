@@ -21,23 +21,31 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, Union
+from typing import Any, Union
 
 import numpy as np
 
-from dsr.evaluation import figures, latex
-from dsr.evaluation import significance as sig
-from dsr.evaluation.measures import (DEFAULT_PRIMARY, Evaluator, TopicValues, bounded, measure_names,
-                           nan_to_none, parse_measures)
-from dsr.evaluation.protocol import SD_DDOF, TIE_DECIMALS, SplitIndex, Splits, Tuned, summarise, tune
-from dsr.evaluation.qrels import qrels_from_collection
 from dsr.core.atomic import atomic_write
-from dsr.core.textfiles import atomic_write_text
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
+from dsr.core.textfiles import atomic_write_text
+from dsr.evaluation import figures, latex
+from dsr.evaluation import significance as sig
+from dsr.evaluation.measures import (
+    DEFAULT_PRIMARY,
+    Evaluator,
+    TopicValues,
+    bounded,
+    measure_names,
+    nan_to_none,
+    parse_measures,
+)
+from dsr.evaluation.protocol import SD_DDOF, TIE_DECIMALS, SplitIndex, Splits, Tuned, summarise, tune
+from dsr.evaluation.qrels import qrels_from_collection
 
 ConfigSource = Union[Run, Callable[[], Run]]
 
@@ -416,7 +424,7 @@ def _means(values: np.ndarray, measures: list[str]) -> dict[str, float | None]:
     return {m: nan_to_none(values[j]) for j, m in enumerate(measures)}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bounded(measure: str) -> bool:
     try:
         return bounded(measure)

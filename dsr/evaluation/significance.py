@@ -54,8 +54,8 @@ display of :func:`all_pairs` (no maintained Python library computes it).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import product
-from typing import Mapping
 
 import numpy as np
 

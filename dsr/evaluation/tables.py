@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dsr.evaluation import significance as sig
 from dsr.evaluation.latex import LATEX_SPECIALS, comment, document, fit_width, latex_escape, tex  # noqa: F401 (re-exported)
 from dsr.evaluation.measures import nan_to_none
 from dsr.evaluation.protocol import summarise
 from dsr.evaluation.results import Results
-from dsr.evaluation import significance as sig
 
 FORMATS = ("text", "md", "latex", "csv", "json")
 
@@ -185,7 +185,7 @@ def _what(results: Results) -> str:
             f"({_tuning_note(results)})")
 
 
-def summary_wide(results: Results, measures=None, digits: int = 4) -> list[tuple[str, "object"]]:
+def summary_wide(results: Results, measures=None, digits: int = 4) -> list[tuple[str, object]]:
     """``[(title, DataFrame)]`` of the short summary: ``measures`` (when given and not
     just the primary) on all dialogues, then the primary measure by subset."""
     primary = results.primary_measure
@@ -222,7 +222,7 @@ def _label(results: Results, name: str) -> str:
     return f"{name} (baseline)" if name == results.baseline else name
 
 
-def wide(results: Results, frame=None, digits: int = 4) -> list[tuple[str, "object"]]:
+def wide(results: Results, frame=None, digits: int = 4) -> list[tuple[str, object]]:
     """``[(title, DataFrame)]``: each block of :func:`main_frame` as a wide table of
     formatted cells (index: runs, columns: measures)."""
     frame = main_frame(results) if frame is None else frame

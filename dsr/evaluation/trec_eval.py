@@ -21,7 +21,7 @@ The options that mirror trec_eval's:
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

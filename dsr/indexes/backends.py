@@ -59,22 +59,19 @@ import inspect
 import json
 import random
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from dsr.core.errors import InputError
-from dsr.core.models import ResolvedModel
-from dsr.indexes.manifest import cached_build
-from dsr.indexes.manifest import expected_manifest
-from dsr.indexes.manifest import read_manifest
-from dsr.indexes.manifest import safe_name
 from dsr.core.data import read_benchmark
+from dsr.core.errors import InputError
 from dsr.core.home import models_dir
-from dsr.core.models import load_cross_encoder, load_sentence_transformer
+from dsr.core.models import ResolvedModel, load_cross_encoder, load_sentence_transformer
+from dsr.indexes.manifest import cached_build, expected_manifest, read_manifest, safe_name
 
 BACKENDS = ("torch", "openvino", "openvino-bf16", "openvino-int8")
 DEFAULT_BACKEND = "torch"

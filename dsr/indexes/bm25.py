@@ -42,15 +42,16 @@ from __future__ import annotations
 import itertools
 import json
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from dsr.indexes.manifest import cached_build, expected_manifest, text_hash
 from dsr.core.errors import InputError
 from dsr.core.params import Param
 from dsr.core.text import tokenize
+from dsr.indexes.manifest import cached_build, expected_manifest, text_hash
 
 VARIANTS = ("okapi", "l", "plus")
 DEFAULT_DELTA = {"okapi": None, "l": 0.5, "plus": 1.0}
@@ -207,7 +208,7 @@ class BM25Index:
     @classmethod
     def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, variant: str = "okapi",
                k1: float = 1.2, b: float = 0.75, delta: float | None = None,
-               stopwords: bool = False, stem: bool = False, progress: bool = True) -> "BM25Index":
+               stopwords: bool = False, stem: bool = False, progress: bool = True) -> BM25Index:
         """Load ``DSR_HOME/indexes/bm25/NAME-...`` if its manifest matches these inputs, else build it."""
         sparse = _sparse()
         check_variant(variant)
@@ -270,12 +271,12 @@ class BM25Index:
             return np.zeros(len(rows))
         return matrix[rows][:, cols] @ weights + float(absent[cols] @ weights)
 
-    def query_batch(self, queries: Sequence[Query]) -> "QueryBatch":
+    def query_batch(self, queries: Sequence[Query]) -> QueryBatch:
         """``queries`` as this pool's term columns and weights (k1, b and delta play no part,
         so one batch serves every parameter setting of the same statistics)."""
         return QueryBatch([self._query_vector(q) for q in queries], len(self.vocab))
 
-    def pair_scores(self, queries: Sequence[Query] | "QueryBatch",
+    def pair_scores(self, queries: Sequence[Query] | QueryBatch,
                     rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
         """``[row_scores(q, r) for q, r in zip(queries, rows)]``, bit for bit, in a few sparse
         operations over all queries at once: each (query, row) pair's sum runs over the row's
@@ -352,7 +353,7 @@ class BM25SIndex:
     @classmethod
     def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, variant: str = "okapi",
                k1: float = 1.2, b: float = 0.75, delta: float | None = None,
-               stopwords: bool = False, stem: bool = False, progress: bool = True) -> "BM25SIndex":
+               stopwords: bool = False, stem: bool = False, progress: bool = True) -> BM25SIndex:
         """Load ``DSR_HOME/indexes/bm25s/NAME-...`` if its manifest matches, else build it."""
         bm25s = _bm25s()
         check_variant(variant)

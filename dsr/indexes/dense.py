@@ -18,15 +18,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from dsr.indexes.embeddings import DEFAULT_MODEL, encode
-from dsr.indexes.manifest import cached_build, expected_manifest, text_hash
 from dsr.core.errors import InputError
 from dsr.core.models import ResolvedModel, resolve_model
+from dsr.indexes.embeddings import DEFAULT_MODEL, encode
+from dsr.indexes.manifest import cached_build, expected_manifest, text_hash
 
 KINDS = ("flat", "hnsw", "ivf")
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -88,7 +89,7 @@ class DenseIndex:
     @classmethod
     def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str,
                model: str | ResolvedModel = DEFAULT_MODEL, kind: str = "flat", batch_size: int = 64,
-               **params: Any) -> "DenseIndex":
+               **params: Any) -> DenseIndex:
         """Load ``DSR_HOME/indexes/faiss/NAME-KIND-MODEL`` if its manifest matches, else build it."""
         faiss = _faiss()
         if kind not in KINDS:

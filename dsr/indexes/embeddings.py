@@ -31,17 +31,16 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
-from dsr.indexes.backends import load_fast
-from dsr.indexes.manifest import (cached_build, checksum, expected_manifest, failed_checksums,
-                              index_folder, safe_name)
 from dsr.core.atomic import atomic_write, write_json
 from dsr.core.home import require_writable
 from dsr.core.models import ResolvedModel, load_sentence_transformer, resolve_model
+from dsr.indexes.backends import load_fast
+from dsr.indexes.manifest import cached_build, checksum, expected_manifest, failed_checksums, index_folder, safe_name
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 #: texts encoded between two shard writes (an interrupted run keeps these)

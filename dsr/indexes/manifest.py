@@ -21,8 +21,9 @@ import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from dsr.core.atomic import atomic_dir, recover_folder, write_json
 from dsr.core.home import index_dir, require_writable

@@ -69,7 +69,7 @@ class TestCollection:
     __test__ = False  # not a pytest class, despite the name
 
     @classmethod
-    def build(cls, collection: Collection, query: str = DEFAULT_QUERY) -> "TestCollection":
+    def build(cls, collection: Collection, query: str = DEFAULT_QUERY) -> TestCollection:
         check_strategy(query)
         texts: dict[str, set[tuple[str, str]]] = {}
         for dialogue in collection:
@@ -135,7 +135,7 @@ MACHINE_KEYS = ("path", "source", "cache")
 
 def corpus_id(candidate_id: str, title: str, body: str) -> str:
     """``ID~H``: the id of one text variant of a candidate id used with several texts."""
-    digest = hashlib.sha256(f"{title}\n{body}".encode("utf-8")).hexdigest()[:10]
+    digest = hashlib.sha256(f"{title}\n{body}".encode()).hexdigest()[:10]
     return f"{candidate_id}~{digest}"
 
 

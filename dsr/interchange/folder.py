@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from dsr.core import __version__
 from dsr.core.atomic import atomic_dir, check_replaceable, glob_escape, recover_folder, write_json
@@ -57,7 +58,7 @@ def write_manifest(folder: Path, fmt: str, described: dict[str, Any], files: lis
         "format": fmt, **described, **(extra or {}),
         "files": {name: sha256_file(folder / name) for name in files},
         "dsr_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
     })
 
 

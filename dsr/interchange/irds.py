@@ -34,19 +34,19 @@ one space; docs.tsv holds the sentence (``title`` is in the BEIR and HF exports)
 
 # No `from __future__ import annotations` here: PyTerrier's text loader keeps the document
 # fields whose annotation *is* `str`, which string annotations would hide.
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import ir_datasets
-from ir_datasets.formats import (BaseDocs, BaseQrels, BaseQueries, BaseScoredDocs,
-                                 GenericScoredDoc, TrecQrel)
+from ir_datasets.formats import BaseDocs, BaseQrels, BaseQueries, BaseScoredDocs, GenericScoredDoc, TrecQrel
 from ir_datasets.indices import Docstore
 
-from dsr.interchange.corpus import TestCollection, one_line
-from dsr.interchange.folder import write_lines
 from dsr.collections import REGISTERED, load_collection, source_module
 from dsr.core.data import Collection, read_benchmark
+from dsr.interchange.corpus import TestCollection, one_line
+from dsr.interchange.folder import write_lines
 
 PREFIX = "dsr"
 FILES = ("docs.tsv", "queries.tsv", "qrels.trec", "scoreddocs.run")

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dsr.evaluation.qrels import qrels_from_collection, write_qrels
 from dsr.interchange.corpus import TestCollection, one_line
 from dsr.interchange.folder import write_lines
-from dsr.evaluation.qrels import qrels_from_collection, write_qrels
 
 FILES = ("topics.tsv", "topics.trec", "qrels.txt")
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from dsr.judging.guidelines import Guidelines
 from dsr.core.errors import InputError
+from dsr.judging.guidelines import Guidelines
 
 #: one row per (item, assessor)
 COLUMNS = ("item", "assessor", "grade", "unsure", "seconds", "gold", "planted", "dialogue",

@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dsr.core.params import defaults
 from dsr.judging.aggregate import Check
 from dsr.judging.quality import FLAG_PARAMS
-from dsr.core.params import defaults
 
 #: pairs of assessors sharing fewer items than this get no Cohen's kappa
 MIN_SHARED = 2

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dsr.judging.aggregate import Check, aggregate, counted, honeypot_checks
-from dsr.judging.assessor_agreement import agreement, assessor_report
-from dsr.judging.quality import FLAG_PARAMS
-from dsr.judging.campaigns import Judging
-from dsr.core.params import resolve
 from dsr.core.data import Candidate, Collection, Dialogue
 from dsr.core.errors import InputError
+from dsr.core.params import resolve
+from dsr.judging.aggregate import Check, aggregate, counted, honeypot_checks
+from dsr.judging.assessor_agreement import agreement, assessor_report
+from dsr.judging.campaigns import Judging
+from dsr.judging.quality import FLAG_PARAMS
 
 
 @dataclass

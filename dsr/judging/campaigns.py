@@ -16,23 +16,22 @@ import json
 import re
 import secrets
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from dsr.board.db import make_engine, migrate, read_session, write_session
-from dsr.judging.models import (Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem,
-                                       JudgeTask, Review)
 from dsr.board.models import utcnow
-from dsr.judging import guidelines as guidelines_module
-from dsr.judging.guidelines import Guidelines
-from dsr.judging.quality import SECONDS, checked_seconds
 from dsr.core.data import Collection, dialogue_from_json
 from dsr.core.errors import InputError
-from dsr.judging.tasks import assign
-from dsr.judging.tasks import plan_tasks
+from dsr.judging import guidelines as guidelines_module
+from dsr.judging.guidelines import Guidelines
+from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem, JudgeTask, Review
+from dsr.judging.quality import SECONDS, checked_seconds
+from dsr.judging.tasks import assign, plan_tasks
 
 if TYPE_CHECKING:      # the server imports this module: pandas and the planners only when used
     import pandas as pd
@@ -113,7 +112,7 @@ class Judging:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, url: str) -> "Judging":
+    def open(cls, url: str) -> Judging:
         engine = make_engine(url)
         migrate(engine)
         return cls(engine)
@@ -335,7 +334,7 @@ class Judging:
             raise job.error
         return job.new
 
-    def _write(self, batch: list["_Job"]) -> None:
+    def _write(self, batch: list[_Job]) -> None:
         """The grades waiting together, in one transaction (one commit, one fsync for all);
         a refused grade writes nothing and does not hold the others back."""
         for attempt in (1, 2):

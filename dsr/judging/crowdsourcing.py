@@ -28,10 +28,10 @@ import io
 from pathlib import Path
 from typing import Any
 
-from dsr.judging.guidelines import Guidelines
-from dsr.judging.views import TaskContent
 from dsr.core.errors import InputError
 from dsr.core.jsonio import read_text
+from dsr.judging.guidelines import Guidelines
+from dsr.judging.views import TaskContent
 
 ORIGIN = "crowd"
 FILES = ("batch.csv", "template.html")

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from dsr.judging.guidelines import Guidelines
-from dsr.judging.views import TaskContent
 from dsr.core.errors import InputError
 from dsr.core.jsonio import load_json
+from dsr.judging.guidelines import Guidelines
+from dsr.judging.views import TaskContent
 
 ORIGIN = "label-studio"
 FILES = ("tasks.json", "config.xml", "instructions.html")

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsr.judging.aggregate import counted, honeypot_checks, probabilities
-from dsr.judging.quality import REVIEW_PARAMS
-from dsr.judging.campaigns import Judging
 from dsr.core.params import resolve
+from dsr.judging.aggregate import counted, honeypot_checks, probabilities
+from dsr.judging.campaigns import Judging
+from dsr.judging.quality import REVIEW_PARAMS
 
 
 def review_queue(judging: Judging, name: str, method: str = "ds",

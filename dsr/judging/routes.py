@@ -31,9 +31,9 @@ from sqlalchemy import delete, select
 from starlette.concurrency import run_in_threadpool
 
 from dsr.board.db import read_session, write_session
-from dsr.judging.models import Assessor, JudgeSession, JudgeTask
 from dsr.board.models import utcnow
 from dsr.judging.campaigns import Judging, Refused
+from dsr.judging.models import Assessor, JudgeSession, JudgeTask
 from dsr.judging.views import content, my_campaigns, task_rows, task_view
 
 router = APIRouter()

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dsr.judging.honeypots import dialogue_words
 from dsr.core.errors import InputError
 from dsr.core.text import content_words
+from dsr.judging.honeypots import dialogue_words
 
 if TYPE_CHECKING:
-    from dsr.judging.honeypots import GoldSet, Planted
     from dsr.core.data import Collection
+    from dsr.judging.honeypots import GoldSet, Planted
 
 
 @dataclass

@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import and_, func, select
 
 from dsr.board.db import read_session
-from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem, JudgeTask
 from dsr.judging.campaigns import Judging, Refused
+from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem, JudgeTask
 
 
 @dataclass(frozen=True)

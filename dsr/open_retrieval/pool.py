@@ -19,9 +19,9 @@ from typing import Any
 
 from dsr.core.data import Candidate, Collection, Dialogue
 from dsr.core.errors import InputError
-from dsr.open_retrieval.search import Query
-from dsr.core.run import Run
 from dsr.core.queries import query_terms, query_text
+from dsr.core.run import Run
+from dsr.open_retrieval.search import Query
 
 
 def retrieve(collection: Collection, searcher, depth: int, query: str = "all",

@@ -14,16 +14,17 @@ A query is a text, or a text and BM25 term weights (``{token: weight}``, from
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
+from dsr.core.errors import InputError
+from dsr.core.fusion import rrf
+from dsr.core.run import Run
 from dsr.indexes.corpus.bm25 import ShardedBM25
 from dsr.indexes.corpus.dense import ShardedDense
 from dsr.indexes.corpus.layout import Corpus
 from dsr.indexes.embeddings import DEFAULT_MODEL
-from dsr.core.errors import InputError
-from dsr.core.fusion import rrf
-from dsr.core.run import Run
 
 METHODS = ("bm25", "dense", "fused")
 RRF_K = 60

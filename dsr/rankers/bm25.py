@@ -10,19 +10,19 @@ Formulas, variants and weighted queries: see :mod:`dsr.indexes.bm25`.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Mapping, Sequence
 
 from tqdm import tqdm
 
-from dsr.indexes.bm25 import BACKENDS, PARAMS as INDEX_PARAMS, BM25Index, BM25SIndex, QueryBatch
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.params import Param
 from dsr.core.queries import STRATEGIES, query_terms
-from dsr.rankers.base import Ranker, ranker_config, strategy_tag
 from dsr.core.run import Run
-
+from dsr.indexes.bm25 import BACKENDS, BM25Index, BM25SIndex, QueryBatch
+from dsr.indexes.bm25 import PARAMS as INDEX_PARAMS
+from dsr.rankers.base import Ranker, ranker_config, strategy_tag
 
 #: the values the split protocol tunes k1 and b over
 INDEX_GRID = {"k1": (0.9, 1.2, 1.6), "b": (0.4, 0.75)}
@@ -66,7 +66,7 @@ class BM25Ranker(Ranker):
         return self.rank_many(collection, [self])[0]
 
     @staticmethod
-    def rank_many(collection: Collection, rankers: Sequence["BM25Ranker"]) -> list[Run]:
+    def rank_many(collection: Collection, rankers: Sequence[BM25Ranker]) -> list[Run]:
         """``[r.rank(collection) for r in rankers]``, the same runs for less: rankers with the
         same tokenisation and variant share one loaded index (k1, b and delta enter only the
         scores), those with the same query strategy share the query terms, and each ranker

@@ -8,19 +8,21 @@ and scores each dialogue's own candidates. Open retrieval
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from dsr.collections.documents import DEFAULT_WINDOW, candidate_renderer
-from dsr.indexes.backends import BACKENDS, DEFAULT_BACKEND
-from dsr.indexes.dense import DenseIndex
-from dsr.indexes.embeddings import encode
 from dsr.core.data import BODY_FORMS, TEXT_FORMS, Collection, candidate_text, check_text_form
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.core.params import Param, by_name
-from dsr.core.queries import DEFAULT_DECAY, model_query_budget, query_text, STRATEGIES
-from dsr.rankers.base import Ranker, ranker_config, strategy_tag
+from dsr.core.queries import DEFAULT_DECAY, STRATEGIES, model_query_budget, query_text
 from dsr.core.run import Run
+from dsr.indexes.backends import BACKENDS, DEFAULT_BACKEND
+from dsr.indexes.dense import DenseIndex
+from dsr.indexes.embeddings import encode
+from dsr.rankers.base import Ranker, ranker_config, strategy_tag
+
 
 def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple[Param, ...]:
     """The parameters of the dense ranker and the bi-encoder reranker (one declaration)."""

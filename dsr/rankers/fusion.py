@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsr import rankers as registry
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.fusion import METHODS, NORMS, fuse, method_params
 from dsr.core.params import Param
-from dsr import rankers as registry
-from dsr.rankers.base import Ranker
 from dsr.core.run import Run
 from dsr.core.stage import Stage
+from dsr.rankers.base import Ranker
 
 #: the fusion parameters both stages take (with the values the split protocol tunes);
 #: a method reads only its own (:func:`dsr.core.fusion.method_params`)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
-from dsr.rankers.base import Ranker, ranker_config
 from dsr.core.run import Run
+from dsr.rankers.base import Ranker, ranker_config
 
 
 class InitialRanker(Ranker):

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsr.indexes.backends import BACKENDS, DEFAULT_BACKEND
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
-from dsr.open_retrieval.pool import retrieve
-from dsr.open_retrieval.search import CorpusSearcher
 from dsr.core.params import Param
 from dsr.core.queries import DEFAULT_DECAY, STRATEGIES
-from dsr.rankers.base import Ranker, ranker_config, strategy_tag
 from dsr.core.run import Run
+from dsr.indexes.backends import BACKENDS, DEFAULT_BACKEND
+from dsr.open_retrieval.pool import retrieve
+from dsr.open_retrieval.search import CorpusSearcher
+from dsr.rankers.base import Ranker, ranker_config, strategy_tag
 
 
 class OpenRanker(Ranker):

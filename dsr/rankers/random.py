@@ -8,8 +8,8 @@ import numpy as np
 
 from dsr.core.data import Collection
 from dsr.core.params import Param
-from dsr.rankers.base import Ranker, ranker_config
 from dsr.core.run import Run
+from dsr.rankers.base import Ranker, ranker_config
 
 
 class RandomRanker(Ranker):

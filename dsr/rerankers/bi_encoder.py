@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dsr.indexes.embeddings import encode
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.core.params import Param
+from dsr.core.run import Run
+from dsr.indexes.embeddings import encode
 from dsr.rankers.dense import budgeted_queries, dense_params, renderer
 from dsr.rerankers.base import Reranker, rerank_top_k
-from dsr.core.run import Run
 
 
 class BiEncoderReranker(Reranker):

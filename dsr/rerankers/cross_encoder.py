@@ -31,16 +31,16 @@ from typing import Any
 
 from dsr.core.data import BODY_FORMS, Candidate, Collection, candidate_text
 from dsr.core.errors import InputError
-from dsr.core.queries import (check_strategy, DEFAULT_DECAY, model_query_budget, query_text,
-                               STRATEGIES)
-# the body text forms are the dense ranker's, so both read candidates alike (the context form
-# is for bi-encoders: dsr rerank --reranker bi-encoder, dsr run --ranker dense)
-from dsr.indexes.backends import BACKENDS, DEFAULT_BACKEND, load_fast
 from dsr.core.jsonio import load_json
 from dsr.core.models import load_cross_encoder, resolve_model
 from dsr.core.params import Param
-from dsr.rerankers.base import Reranker, rerank_top_k
+from dsr.core.queries import DEFAULT_DECAY, STRATEGIES, check_strategy, model_query_budget, query_text
 from dsr.core.run import Run
+
+# the body text forms are the dense ranker's, so both read candidates alike (the context form
+# is for bi-encoders: dsr rerank --reranker bi-encoder, dsr run --ranker dense)
+from dsr.indexes.backends import BACKENDS, DEFAULT_BACKEND, load_fast
+from dsr.rerankers.base import Reranker, rerank_top_k
 
 #: the published MS MARCO cross-encoder of MiniLM-L6 size (hub id cross-encoder/NAME)
 DEFAULT_MODEL = "ms-marco-MiniLM-L-6-v2"

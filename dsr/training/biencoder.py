@@ -21,27 +21,26 @@ import logging
 import random
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import datasets
 import torch
-from sentence_transformers import (SentenceTransformer, SentenceTransformerTrainer,
-                                   SentenceTransformerTrainingArguments)
+from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 from transformers import set_seed
 
-from dsr.training import heldout as held_out
-from dsr.training.finetune import fit_settings, run_trainer, training_arguments
-from dsr.training.steps import (Job, base_entry, card_head, data_entry, finish, start_work,
-                               training_dialogues)
-from dsr.training.settings import TrainSettings
 from dsr.collections.documents import DEFAULT_WINDOW, candidate_renderer
 from dsr.core.data import CONTEXT_FORM, Candidate, Dialogue, candidate_text
 from dsr.core.errors import InputError
 from dsr.core.queries import model_query_budget, query_text
+from dsr.training import heldout as held_out
+from dsr.training.finetune import fit_settings, run_trainer, training_arguments
+from dsr.training.settings import TrainSettings
+from dsr.training.steps import Job, base_entry, card_head, data_entry, finish, start_work, training_dialogues
 
 LOSS = "MultipleNegativesRankingLoss"
 

@@ -28,19 +28,18 @@ from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncode
 from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 from transformers import set_seed
 
-from dsr.training import heldout as held_out
-from dsr.training.card import ranking_params, read_card
-from dsr.training.finetune import FitSettings, fit_settings, run_trainer, training_arguments
-from dsr.training.pairs import make_pairs
-from dsr.training.settings import TrainSettings
-from dsr.training.steps import (Job, base_entry, card_head, data_entry, finish, start_work,
-                                training_dialogues)
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.core.queries import query_text
 from dsr.rankers import make_ranker
 from dsr.rerankers.cross_encoder import score_pairs
+from dsr.training import heldout as held_out
+from dsr.training.card import ranking_params, read_card
+from dsr.training.finetune import FitSettings, fit_settings, run_trainer, training_arguments
+from dsr.training.pairs import make_pairs
+from dsr.training.settings import TrainSettings
+from dsr.training.steps import Job, base_entry, card_head, data_entry, finish, start_work, training_dialogues
 
 
 def load_base(path: str | Path, max_length: int, seed: int):

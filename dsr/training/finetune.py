@@ -24,7 +24,7 @@ import re
 import shutil
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ def cpu_bf16_flags(cpuinfo: str | None = None) -> list[str]:
     return [f for f in CPU_BF16_FLAGS if f in flags]
 
 
-@lru_cache(maxsize=None)
+@cache
 def resolve_precision(requested: str = "auto") -> dict[str, str]:
     """``{"requested", "used", "why"}``: the precision training runs in, for the trainer and the card."""
     if requested not in PRECISIONS:

@@ -21,8 +21,8 @@ collection with the same documents.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Iterable, Sequence
 
 from dsr.core.data import Dialogue
 from dsr.core.errors import InputError

@@ -10,13 +10,14 @@ on a collection never trained on is).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from dsr.core.data import Candidate, Collection, Dialogue, candidate_text, initial_order
+from dsr.core.run import Run
 from dsr.evaluation.measures import Evaluator
 from dsr.evaluation.qrels import qrels_from_collection
-from dsr.core.data import Candidate, Collection, Dialogue, candidate_text, initial_order
 from dsr.rankers import make_ranker
-from dsr.core.run import Run
 
 MEASURES = ("nDCG@5", "RR")
 BASELINES = ("initial", "bm25")

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from dsr.collections.cmu_dog_dev import (dev_conversations, read_split_turns,
-                                               shared_conversations, turn_keys)
+from dsr.collections.cmu_dog_dev import dev_conversations, read_split_turns, shared_conversations, turn_keys
 from dsr.core.errors import InputError
 from dsr.core.home import data_dir
 

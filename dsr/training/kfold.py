@@ -23,17 +23,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dsr.training.card import CARD_FILE, ranking_params, read_card
-from dsr.training.folds import dialogue_document
-from dsr.evaluation.report import REPORT_FILES, write_report_files
-from dsr.evaluation.results import evaluate_runs
 from dsr.core.atomic import atomic_dir
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.core.provenance import slug
-from dsr.rankers import make_ranker
 from dsr.core.run import Run
+from dsr.evaluation.report import REPORT_FILES, write_report_files
+from dsr.evaluation.results import evaluate_runs
+from dsr.rankers import make_ranker
+from dsr.training.card import CARD_FILE, ranking_params, read_card
+from dsr.training.folds import dialogue_document
 
 #: the runs ``--out`` holds
 RUNS = ("kfold", "zero-shot", "in-domain")

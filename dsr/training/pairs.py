@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
 
 # candidate_text: the body, as the cross-encoder reranker reads it by default (titles repeat
 # across a list)

@@ -26,14 +26,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dsr.training.settings import resolve_settings
-from dsr.training.steps import Job, resolve_base
-from dsr.core.atomic import recover_folder
 from dsr.collections import load_collection
 from dsr.collections.cmu_dog_judged import is_judged, judged_points
+from dsr.core.atomic import recover_folder
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.home import models_dir
+from dsr.training.settings import resolve_settings
+from dsr.training.steps import Job, resolve_base
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 

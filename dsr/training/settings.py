@@ -9,13 +9,14 @@ default ``None``; :data:`RECIPES` fills it for ``model_type``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from dsr.training.pairs import TARGETS
 from dsr.core.data import CONTEXT_FORM, TEXT_FORMS
 from dsr.core.errors import InputError
 from dsr.core.params import Param, record_type, resolve
 from dsr.core.queries import STRATEGIES
+from dsr.training.pairs import TARGETS
 
 DEFAULT_BASE = "all-MiniLM-L6-v2"
 MODEL_TYPES = ("bi-encoder", "cross-encoder")

@@ -9,19 +9,20 @@ from __future__ import annotations
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from dsr.core.atomic import replace_folder
+from dsr.core.errors import InputError
+from dsr.core.models import ResolvedModel, resolve_model
+from dsr.core.provenance import TRACKED_PACKAGES, machine, now, package_versions
 from dsr.training import hygiene
 from dsr.training.card import write_card
 from dsr.training.folds import documents, exclude_documents, fold_documents
 from dsr.training.pairs import split_heldout
 from dsr.training.settings import TrainSettings
-from dsr.core.atomic import replace_folder
-from dsr.core.errors import InputError
-from dsr.core.models import ResolvedModel, resolve_model
-from dsr.core.provenance import TRACKED_PACKAGES, machine, now, package_versions
 
 
 @dataclass(frozen=True)

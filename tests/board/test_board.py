@@ -17,15 +17,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from board_support import db_url, make_board, migration_head, plain_rr, postgres, read, retag, runs, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from scipy import stats
 from sqlalchemy import select, text
 
-from board_support import migration_head, db_url, make_board, plain_rr, postgres, read, retag, runs, setup_phases  # noqa: F401
 from dsr.board.app import create_app
 from dsr.board.models import Member, Submission, Team
-from dsr.evaluation.qrels import read_qrels
 from dsr.collections import load_collection
+from dsr.evaluation.qrels import read_qrels
 
 
 def public_labels():

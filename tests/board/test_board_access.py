@@ -14,10 +14,10 @@ import json
 import re
 
 import pytest
+from board_support import LiveServer, db_url, make_board, postgres, read, runs, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 
-from board_support import LiveServer, db_url, make_board, postgres, read, runs, setup_phases  # noqa: F401
 from dsr.board.app import create_app
 from dsr.board.models import Member, Submission
 from dsr.board.routes import deps
@@ -181,8 +181,8 @@ def test_the_login_forms_csrf_token_is_bound_to_its_browser(setup):
 
 
 def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tmp_path, runs, capsys):  # noqa: F811
-    from dsr.cli import main
     from dsr.board.service import Season
+    from dsr.cli import main
     from dsr.evaluation.qrels import read_qrels
 
     board = make_board(db_url, tmp_path)

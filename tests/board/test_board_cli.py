@@ -8,8 +8,8 @@ import io
 
 import numpy as np
 import pytest
-
 from board_support import ServerProcess, plain_rr, runs  # noqa: F401
+
 from dsr.cli import main
 from dsr.collections import load_collection
 

@@ -18,8 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from board_support import free_port
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "board.md"

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 
 import httpx
+from board_support import ForkedServers, db_url, make_board, postgres, read, retag, runs, setup_phases  # noqa: F401
 from sqlalchemy import create_engine, text
 
-from board_support import (ForkedServers, db_url, make_board, postgres, read, retag, runs,  # noqa: F401
-                           setup_phases)
 from dsr.cli import main
 
 TRIALS = 20

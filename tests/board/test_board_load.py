@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from board_support import ServerProcess, db_url, hammer, load_jobs, make_board, postgres, runs, setup_phases  # noqa: F401
 from sqlalchemy import text
-
-from board_support import (ServerProcess, db_url, hammer, load_jobs, make_board, postgres,  # noqa: F401
-                           runs, setup_phases)
 
 QUOTA = 3
 

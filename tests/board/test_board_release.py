@@ -22,15 +22,15 @@ from board_support import db_url, make_board, plain_rr, postgres, read, runs  # 
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from dsr.cli import main
 from dsr.board.app import create_app
 from dsr.board.db import write_session
 from dsr.board.models import Submission
-from dsr.evaluation.qrels import read_qrels, write_qrels
+from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.collections.synthetic import make_collection
 from dsr.core.data import Collection, write_benchmark
 from dsr.core.errors import InputError
+from dsr.evaluation.qrels import read_qrels, write_qrels
 
 STEP = 0.01           # what the issue asks for; the board's own value is read from its API
 

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from board_support import db_url, make_board, migration_head, plain_rr, postgres, read, runs, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import text
+from tool_runs import tool_runs  # noqa: F401
 
-from board_support import migration_head, db_url, make_board, plain_rr, postgres, read, runs, setup_phases  # noqa: F401
-from dsr.cli import main
 from dsr.board.app import create_app
 from dsr.board.published import published_metadata
-from dsr.evaluation.qrels import read_qrels
+from dsr.cli import main
 from dsr.collections import load_collection
-from tool_runs import tool_runs  # noqa: F401
+from dsr.evaluation.qrels import read_qrels
 
 
 def public_labels():
@@ -266,6 +266,7 @@ def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path,
     import socket
 
     from board_support import walk_every_route
+
     from dsr.board.admin import add_baselines, export
 
     host, user = socket.gethostname(), getpass.getuser()
@@ -413,6 +414,7 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
     import time
 
     from board_support import LiveServer
+
     from dsr.board.client import submit
 
     board = make_board(db_url, tmp_path)

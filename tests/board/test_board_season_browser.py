@@ -15,14 +15,14 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
+from board_support import LiveServer, browser, make_board, plain_rr, read, retag, runs  # noqa: F401
 from scipy import stats
 
-from board_support import LiveServer, browser, make_board, plain_rr, read, retag, runs  # noqa: F401
 from dsr.board.admin import add_baselines
 from dsr.board.models import utcnow
 from dsr.board.service import Metadata, Season
-from dsr.evaluation.qrels import read_qrels
 from dsr.collections import load_collection
+from dsr.evaluation.qrels import read_qrels
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = Path(os.environ.get("DSR_SCREENSHOTS") or ROOT / "out" / "screenshots")

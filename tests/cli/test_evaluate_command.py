@@ -10,12 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dsr.cli import main
+from dsr.collections.synthetic import make_collection, make_run
+from dsr.core.data import write_benchmark
 from dsr.evaluation.measures import DEFAULT_MEASURES
 from dsr.evaluation.report import public
-from dsr.cli import main
-from dsr.core.data import write_benchmark
-
-from dsr.collections.synthetic import make_collection, make_run
 
 
 @pytest.fixture(scope="module")

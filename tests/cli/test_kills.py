@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from kill_support import Forker
 
 PRELOAD = ["dsr.cli", "dsr.cli.reproduce", "dsr.cli.interchange", "dsr.baselines", "dsr.evaluation.report", "dsr.evaluation.results", "dsr.interchange.hf",

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pysbd
 import pytest
-
-from dsr.indexes.bm25 import BM25Index
 from rank_bm25 import BM25Okapi
 
 from dsr.cli import main
@@ -18,6 +16,7 @@ from dsr.collections import cmu_dog
 from dsr.core.data import read_benchmark, write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.text import STOPWORDS, content_words, tokenize
+from dsr.indexes.bm25 import BM25Index
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "cmu_dog"
 needs_data = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/cmu_dog absent")

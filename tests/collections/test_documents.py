@@ -170,8 +170,8 @@ def test_train_with_the_context_form_records_it_and_ranks_alike(small, tiny, tmp
 
 
 def test_triplets_use_the_renderer():
-    from dsr.training.biencoder import make_triplets
     from dsr.core.data import Dialogue, Turn
+    from dsr.training.biencoder import make_triplets
 
     cands = [Candidate("D/s/0", "T", "good", 1.0, 2), Candidate("D/s/1", "T", "bad", 0.5, 0)]
     dialogue = Dialogue("q", "T", [Turn("u", "u", "hi")], Turn("v", "v", "x"), cands)

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections import Counter
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from rank_bm25 import BM25Okapi
 
-from dsr.collections import load_collection, source_module
-from dsr.collections import sample
+from dsr.collections import load_collection, sample, source_module
 from dsr.core.data import read_benchmark, write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.text import content_words, tokenize

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dsr.core import splits as split_files
 from dsr.collections import load_collection, sigir2022
+from dsr.core import splits as split_files
 from dsr.core.data import read_benchmark, write_benchmark
 from dsr.core.errors import InputError
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import dsr.evaluation.report
-from dsr.core.atomic import atomic_dir, check_output_path, write_json
 from dsr.cli import main
+from dsr.core.atomic import atomic_dir, check_output_path, write_json
 from dsr.core.errors import InputError
 
 

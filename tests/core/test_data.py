@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from dsr.core.data import (Candidate, Collection, Dialogue, Turn, read_benchmark,
-                            write_benchmark)
+from dsr.core.data import Candidate, Collection, Dialogue, Turn, read_benchmark, write_benchmark
 from dsr.core.errors import InputError
 
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import dsr
 from dsr.cli import main
 from dsr.core.fusion import TIE_RULE, fuse
-from dsr.rankers.fusion import Fusion
 from dsr.core.run import Run, load_run
+from dsr.rankers.fusion import Fusion
 
 ranx = pytest.importorskip("ranx")
 

@@ -16,11 +16,10 @@ from pathlib import Path
 import numpy as np
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
-from dsr.evaluation.measures import Evaluator
-from dsr.core.run import Run, read_trec_run
-
 from plain_eval import plain_measure
+
+from dsr.core.run import Run, read_trec_run
+from dsr.evaluation.measures import Evaluator
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURES = ["RR", "P@1", "P@5", "nDCG@1", "nDCG@5", "nDCG@10", "nDCG@100", "AP", "R@10", "R@1000"]

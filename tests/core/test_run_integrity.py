@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from dsr.evaluation.qrels import qrels_from_collection, read_qrels, write_qrels
-from dsr.evaluation.validate import validate_run
 from dsr.cli import build_parser, main
+from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.run import Run, read_trec_run
-
-from dsr.collections.synthetic import make_collection, make_run
+from dsr.evaluation.qrels import qrels_from_collection, read_qrels, write_qrels
+from dsr.evaluation.validate import validate_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,12 +8,12 @@ import pytest
 from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
-from dsr.core.queries import STRATEGIES
-from dsr.rankers import make_ranker
 from dsr.core.fusion import fuse
+from dsr.core.queries import STRATEGIES
+from dsr.core.stage import Pipeline
+from dsr.rankers import make_ranker
 from dsr.rankers.fusion import Fusion
 from dsr.rerankers import make_reranker
-from dsr.core.stage import Pipeline
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from dsr.cli import main
-from dsr.evaluation.decision import decide, decide_runs
 from dsr.collections import load_collection
 from dsr.core.run import Run
+from dsr.evaluation.decision import decide, decide_runs
 
 
 @pytest.fixture(scope="module")

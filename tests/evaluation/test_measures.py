@@ -6,16 +6,14 @@ import math
 
 import numpy as np
 import pytest
+from plain_eval import plain_measure
 
+from dsr.collections.synthetic import make_collection, make_run
+from dsr.core.errors import InputError
+from dsr.core.run import Run
 from dsr.evaluation.measures import DEFAULT_MEASURES, Evaluator, parse_measures, split_measure_list
 from dsr.evaluation.qrels import qrels_from_collection, read_qrels, write_qrels
 from dsr.evaluation.results import evaluate_runs, write_per_topic
-from dsr.core.errors import InputError
-from dsr.core.run import Run
-
-from plain_eval import plain_measure
-from dsr.collections.synthetic import make_collection, make_run
-
 
 # --- the reference: trec_eval's definitions, written out -------------------
 

@@ -14,17 +14,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dsr.evaluation import significance as sig
-from dsr.evaluation import tables
-from dsr.evaluation.protocol import generate_splits
-from dsr.evaluation import figures
-from dsr.evaluation.report import write_report
-from dsr.evaluation.results import evaluate_runs
 from dsr.cli import main
+from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
-
-from dsr.collections.synthetic import make_collection, make_run
+from dsr.evaluation import figures, tables
+from dsr.evaluation import significance as sig
+from dsr.evaluation.protocol import generate_splits
+from dsr.evaluation.report import write_report
+from dsr.evaluation.results import evaluate_runs
 
 P = [0.01, 0.04, 0.03, 0.005, 0.2, np.nan, 0.049]
 

@@ -12,10 +12,10 @@ import pytest
 
 import dsr
 from dsr.cli import main
-from dsr.evaluation import registry
-from dsr.evaluation.measures import Evaluator, parse_measures
 from dsr.core.errors import InputError
 from dsr.core.run import load_run
+from dsr.evaluation import registry
+from dsr.evaluation.measures import Evaluator, parse_measures
 
 
 @pytest.fixture(scope="module")

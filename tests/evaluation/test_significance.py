@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from dsr.collections.synthetic import make_collection, make_run
 from dsr.evaluation.protocol import generate_splits
 from dsr.evaluation.results import evaluate_runs
 from dsr.evaluation.significance import compare, holm, paired_t, randomisation
-
-from dsr.collections.synthetic import make_collection, make_run
 
 
 def test_holm_on_a_known_example():

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from dsr.evaluation.validate import validate_run
 from dsr.cli import main
-from dsr.core.data import write_benchmark
-
 from dsr.collections.synthetic import make_collection, make_run
+from dsr.core.data import write_benchmark
+from dsr.evaluation.validate import validate_run
 
 
 @pytest.fixture(scope="module")

@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from dsr.indexes.manifest import safe_name
-from dsr.indexes import backends
 from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.core.models import resolve_model
 from dsr.core.queries import query_text
+from dsr.indexes import backends
+from dsr.indexes.manifest import safe_name
 
 THRESHOLDS = {"openvino": 0.999, "openvino-bf16": 0.99, "openvino-int8": 0.98}
 #: the fast backends this CPU runs (openvino-bf16 needs bf16 units)
@@ -94,8 +94,8 @@ def minilm_cross_encoder(tmp_path_factory):
 def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, minilm_cross_encoder,
                                                      dsr_home):
     from dsr.core.data import Collection
-    from dsr.rerankers import make_reranker
     from dsr.core.run import Run
+    from dsr.rerankers import make_reranker
 
     part = Collection("sample-part", sample.dialogues[:10])  # 10 dialogues, 254 pairs: a short test
     everything = Run({d.id: [(c.id, 0.0) for c in d.candidates] for d in part}, "pairs")

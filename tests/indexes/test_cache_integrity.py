@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from dsr.indexes import embeddings
-from dsr.indexes.manifest import index_folder
 from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
+from dsr.indexes import embeddings
+from dsr.indexes.manifest import index_folder
 from dsr.rankers import make_ranker
 
 

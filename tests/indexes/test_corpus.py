@@ -10,18 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsr.indexes.bm25 import BM25SIndex
-from dsr.indexes.corpus import build as build_module
-from dsr.indexes.corpus import bm25 as bm25_module
-from dsr.indexes.corpus.bm25 import ShardedBM25, build_bm25
-from dsr.indexes.corpus.build import build_corpus
-from dsr.indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus
-from dsr.open_retrieval.search import CorpusSearcher
-from dsr.indexes.corpus.layout import Corpus
 from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.core.data import read_benchmark
 from dsr.core.queries import query_terms
+from dsr.indexes.bm25 import BM25SIndex
+from dsr.indexes.corpus import bm25 as bm25_module
+from dsr.indexes.corpus import build as build_module
+from dsr.indexes.corpus.bm25 import ShardedBM25, build_bm25
+from dsr.indexes.corpus.build import build_corpus
+from dsr.indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus
+from dsr.indexes.corpus.layout import Corpus
+from dsr.open_retrieval.search import CorpusSearcher
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -389,7 +389,7 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
         assert not ray.is_initialized()  # the executor shut its Ray down
     local, remote = results["local"], results["ray"]
     assert len(local.names) == 4
-    for rel in [f"shards/{n}.parquet" for n in local.names] + [f"bm25/global.parquet"]:
+    for rel in [f"shards/{n}.parquet" for n in local.names] + ["bm25/global.parquet"]:
         assert (local.folder / rel).read_bytes() == (remote.folder / rel).read_bytes(), rel
     vectors = {k: np.concatenate([np.load(p) for p in sorted(c.folder.glob("dense/*/vectors/*.npy"))])
                for k, c in results.items()}
@@ -468,8 +468,8 @@ def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch)
     """`dsr corpus index --backend openvino`: the vectors and their search live beside torch's
     (other digits, other folder), queries are encoded with the same backend, and the top 10
     of each query are torch's (fp32 OpenVINO agrees with torch to about 6 digits)."""
-    from dsr.indexes import backends
     from dsr.core.errors import InputError
+    from dsr.indexes import backends
 
     monkeypatch.setenv("DSR_HOME", str(indexed.parent / "home"))
     monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -38,7 +38,6 @@ from dsr.cli import main
 from dsr.indexes.corpus.bm25 import ShardedBM25
 from dsr.indexes.corpus.dense import ShardedDense
 from dsr.indexes.corpus.layout import Corpus
-
 from tests.indexes.test_corpus import QUERIES, sample_docs
 from tests.tiny_bert import make_tiny_bert
 

@@ -13,7 +13,6 @@ import pytest
 from dsr.cli import main
 from dsr.collections.sample import data_file
 from dsr.core.queries import query_text
-
 from dsr.interchange.corpus import TestCollection, corpus_id
 
 

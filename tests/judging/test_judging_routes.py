@@ -8,10 +8,10 @@ import re
 
 import httpx
 import pytest
-
 from board_support import LiveServer, make_board
-from dsr.judging.campaigns import Judging
 from judging_support import assignments, sample_campaign
+
+from dsr.judging.campaigns import Judging
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-
 from board_support import free_port
 from judging_support import sample_campaign, true_grade
+
 from dsr.cli import main
 
 VENV = Path(os.environ.get("DSR_LABEL_STUDIO_VENV",

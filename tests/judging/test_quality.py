@@ -18,7 +18,6 @@ import math
 
 import numpy as np
 import pytest
-
 from judging_support import as_pool, noisy, truth_of
 
 DIALOGUES = 30
@@ -41,11 +40,12 @@ def campaign(tmp_path_factory):
 def graded_campaign(db_path, known: str):
     """The campaign with ``known`` answers (``auto``: --auto-honeypots, ``gold``: the judged
     file's grades, as --gold gives them), graded by the four scripts."""
+    from conftest import SHARED_DATA
+
+    from dsr.core.data import Collection, read_benchmark
     from dsr.judging import guidelines, honeypots
     from dsr.judging.campaigns import Judging, Settings
     from dsr.judging.views import task_rows, task_view
-    from dsr.core.data import Collection, read_benchmark
-    from conftest import SHARED_DATA
 
     path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
     if not path.is_file():
@@ -131,8 +131,8 @@ def test_cheating_scripts_are_excluded_and_the_careful_assessor_kept(campaign):
 
 
 def test_grade_times_are_checked_on_every_path(campaign):
-    from dsr.judging.campaigns import Refused
     from dsr.core.errors import InputError
+    from dsr.judging.campaigns import Refused
 
     judging, _, _, _, given, _ = campaign
     careful = next(a for a in judging.assessors() if a.name == "careful")
@@ -152,8 +152,8 @@ def test_grade_times_are_checked_on_every_path(campaign):
 
 
 def test_report_flags_come_from_the_params(campaign, capsys):
-    from dsr.judging.campaign_report import outcome
     from dsr.core.errors import InputError
+    from dsr.judging.campaign_report import outcome
 
     judging, *_ = campaign
     lax = outcome(judging, "qc", "mv", {"min_seconds": 0.1, "one_grade_share": 1.0})
@@ -174,11 +174,11 @@ def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_repor
     import re
 
     import httpx
-
     from board_support import LiveServer, make_board
+    from judging_support import assignments, sample_campaign
+
     from dsr.cli import main
     from dsr.judging.campaigns import Judging
-    from judging_support import assignments, sample_campaign
 
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     board = make_board(db, tmp_path)

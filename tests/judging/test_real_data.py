@@ -12,7 +12,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-
 from judging_support import as_pool, assignments, noisy, true_grade, truth_of
 
 NOISE = {"ann": 0.10, "ben": 0.20, "cat": 0.30}
@@ -33,10 +32,11 @@ def mv_correct_probability(true: int, rates: list[float], values=(0, 1, 2)) -> f
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
+    from conftest import SHARED_DATA
+
+    from dsr.core.data import read_benchmark
     from dsr.judging import guidelines, honeypots
     from dsr.judging.campaigns import Judging, Settings
-    from dsr.core.data import read_benchmark
-    from conftest import SHARED_DATA
 
     path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
     if not path.is_file():
@@ -153,8 +153,8 @@ def test_agreement_equals_the_libraries_on_the_same_matrix(campaign):
 
 
 def test_the_judged_export_recovers_the_labels_and_keeps_the_records(campaign, tmp_path):
-    from dsr.judging.campaign_report import judged_collection, outcome
     from dsr.core.data import read_benchmark, write_benchmark
+    from dsr.judging.campaign_report import judged_collection, outcome
 
     judging, judged, pairs, _ = campaign
     result = outcome(judging, "cmu", "ds")

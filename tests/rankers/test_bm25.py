@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from dsr.indexes.bm25 import BM25Index, BM25SIndex
 from dsr.core.data import Candidate, Collection, Dialogue, Turn
 from dsr.core.errors import InputError
+from dsr.indexes.bm25 import BM25Index, BM25SIndex
 from dsr.rankers import make_ranker
 from dsr.rankers.bm25 import bm25_search
 

@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 
 import pytest
 
-from dsr.evaluation.measures import evaluate_run
-from dsr.evaluation.qrels import qrels_from_collection
 from dsr.cli import main
 from dsr.collections import load_collection
-from dsr.core.data import Collection, read_benchmark, write_benchmark
+from dsr.core.data import Collection, write_benchmark
 from dsr.core.errors import InputError
+from dsr.evaluation.measures import evaluate_run
+from dsr.evaluation.qrels import qrels_from_collection
 from dsr.rankers import make_ranker
 from dsr.rerankers import make_reranker
 from dsr.training.pairs import _sentence_pool, make_pairs

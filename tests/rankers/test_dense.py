@@ -7,15 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from dsr.indexes import embeddings
-from dsr.indexes.dense import DenseIndex
 from dsr.core.data import Candidate, Collection, Dialogue, Turn
 from dsr.core.errors import InputError
 from dsr.core.models import load_sentence_transformer, resolve_model
+from dsr.core.run import Run
+from dsr.indexes import embeddings
+from dsr.indexes.dense import DenseIndex
 from dsr.rankers import make_ranker
 from dsr.rankers.dense import dense_search
 from dsr.rerankers import make_reranker
-from dsr.core.run import Run
 
 SENTENCES = {
     "eiffel": "The Eiffel Tower in Paris was completed in 1889.",

@@ -12,10 +12,10 @@ import pytest
 from dsr import rankers as rankers_module
 from dsr.core.data import read_benchmark
 from dsr.core.errors import InputError
-from dsr.rankers.base import Ranker
 from dsr.core.fusion import combmnz, combsum, fuse, interp, minmax, rrf, wsum, zscore
-from dsr.rankers.fusion import FusionRanker
 from dsr.core.run import Run
+from dsr.rankers.base import Ranker
+from dsr.rankers.fusion import FusionRanker
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runs_tiny.jsonl"
 

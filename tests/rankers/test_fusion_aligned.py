@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from dsr.collections import load_collection
 from dsr.core.fusion import _initial_ranks, fuse, fused_run, rrf
-from dsr.rankers import make_ranker
 from dsr.core.run import Run
+from dsr.rankers import make_ranker
 
 
 def general(runs, k, order, tag):

@@ -317,9 +317,9 @@ def test_agreement_is_kendall_tau_over_systems(data, tmp_path, capsys):
 def test_agreement_follows_the_run_order_even_for_near_tied_scores():
     """Two scores one float64 ulp apart are one float32 value: measured from the raw scores,
     trec_eval would order them by id. Agreement measures the run's own order."""
-    from dsr.evaluation.ordering_agreement import agreement
     from dsr.core.data import Candidate, Collection, Dialogue, Turn
     from dsr.core.run import Run
+    from dsr.evaluation.ordering_agreement import agreement
 
     def collection(labels):
         cands = [Candidate(cid, "", "text", None, lab) for cid, lab in zip(("a", "z"), labels)]

@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
+from dsr.collections import cmu_dog, cmu_dog_dev
 from dsr.training.hygiene import drop_evaluation_conversations, message
 from dsr.training.steps import conversation_of
-from dsr.collections import cmu_dog, cmu_dog_dev
 from tests.conftest import SHARED_DATA
 
 

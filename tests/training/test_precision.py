@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from dsr.cli import main
+from dsr.core.errors import InputError
 from dsr.training import finetune
 from dsr.training.finetune import cpu_bf16_flags, resolve_precision
-from dsr.core.errors import InputError
 from tests.training.test_biencoder_train import TRAIN_FLAGS, data, tiny  # noqa: F401 (fixtures)
 
 # /proc/cpuinfo lines as Linux writes them (flags abridged): an AMD EPYC with AVX512-BF16, a

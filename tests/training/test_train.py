@@ -7,9 +7,9 @@ checkpoint without a classification head.
 
 from __future__ import annotations
 
-import re
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -157,10 +157,11 @@ def test_saved_model_scores_through_dsr_rerank(trained, bench, tmp_path, monkeyp
     out = tmp_path / "ce.run"
     assert main(["rerank", str(bench), "--run", str(first), "--model", "dsr:a",
                  "--query", "weighted", "--param", "max_length=64", "--out", str(out)]) == 0
+    from sentence_transformers import CrossEncoder
+
     from dsr.core.data import read_benchmark
     from dsr.core.queries import query_text
     from dsr.core.run import Run
-    from sentence_transformers import CrossEncoder
 
     run = Run.read(out)
     collection = read_benchmark(bench)
@@ -294,8 +295,8 @@ def test_pairs_balance_negatives_and_graded_targets():
 
 
 def test_hard_negatives_are_drawn_from_the_miners_top_non_relevant_candidates():
-    from dsr.training.pairs import make_pairs
     from dsr.core.errors import InputError
+    from dsr.training.pairs import make_pairs
 
     dialogues = _collection(_dialogues(6, seed=2)).dialogues
     # a miner that ranks each dialogue's candidates in reverse list order

@@ -9,11 +9,18 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from dsr.board import leaderboard
-from dsr.board.routes.deps import (BoardDep, bearer_identity, bearer_team, find_phase, in_thread, read_upload,
-                                    unauthorized)
-from dsr.board.routes.pages import run_file, run_view
 from dsr.board.intake import idempotency_key
 from dsr.board.models import Team, iso
+from dsr.board.routes.deps import (
+    BoardDep,
+    bearer_identity,
+    bearer_team,
+    find_phase,
+    in_thread,
+    read_upload,
+    unauthorized,
+)
+from dsr.board.routes.pages import run_file, run_view
 from dsr.board.service import Board, Refused, tie_note
 from dsr.core.errors import InputError
 

@@ -12,8 +12,16 @@ from sqlalchemy import delete
 
 from dsr.board.db import write_session
 from dsr.board.models import WebSession, utcnow
-from dsr.board.routes.deps import (CSRF_REFUSED, SESSION_COOKIE, SESSION_DAYS, BoardDep, checked_form,
-                                    error_page, key_hash, page)
+from dsr.board.routes.deps import (
+    CSRF_REFUSED,
+    SESSION_COOKIE,
+    SESSION_DAYS,
+    BoardDep,
+    checked_form,
+    error_page,
+    key_hash,
+    page,
+)
 
 router = APIRouter()
 

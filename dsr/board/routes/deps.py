@@ -99,7 +99,7 @@ def login_csrf(board: Board, nonce: str, issued: int) -> str:
     """A logged-out form's CSRF token: ``ISSUED.HMAC(board secret, browser nonce, ISSUED)``. It is
     bound to the browser's ``dsr_csrf`` cookie (a random nonce): a token made for another
     browser's cookie, or a cookie and field chosen by an attacker, does not pass."""
-    mac = hmac.new(board.login_secret(), f"{nonce}|{issued}".encode("utf-8"), hashlib.sha256).hexdigest()
+    mac = hmac.new(board.login_secret(), f"{nonce}|{issued}".encode(), hashlib.sha256).hexdigest()
     return f"{issued}.{mac}"
 
 

@@ -11,15 +11,26 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from dsr.board import leaderboard
-from dsr.board.models import Team, utcnow
-from dsr.board.routes.deps import (CSRF_REFUSED, BoardDep, bearer_team, checked_form, error_page,
-                                    find_phase, in_thread, page, read_upload, web_session, web_team)
 from dsr.board.leaderboard import published_means, released_values
+from dsr.board.models import Team, utcnow
 from dsr.board.release import uses_ladder
-from dsr.evaluation.measures import nan_to_none
-from dsr.evaluation.significance import mean_ci, paired_effects
+from dsr.board.routes.deps import (
+    CSRF_REFUSED,
+    BoardDep,
+    bearer_team,
+    checked_form,
+    error_page,
+    find_phase,
+    in_thread,
+    page,
+    read_upload,
+    web_session,
+    web_team,
+)
 from dsr.board.service import RUN_TYPES, Board, Refused, tie_note
 from dsr.core.errors import InputError
+from dsr.evaluation.measures import nan_to_none
+from dsr.evaluation.significance import mean_ci, paired_effects
 
 router = APIRouter()
 

@@ -35,16 +35,24 @@ from typing import Any
 
 import numpy as np
 
-from dsr.indexes.bm25 import _BM25S_METHOD, DEFAULT_DELTA, PARAMS, as_weights
-from dsr.indexes.corpus.build import StageReport
-from dsr.indexes.corpus.layout import (Corpus, check_unit, file_sha256, key_hash, read_json, read_marker,
-                                  shard_name, write_marker)
 from dsr.core.atomic import atomic_write, write_json
+from dsr.core.errors import InputError
 from dsr.core.params import resolve
 from dsr.core.provenance import package_versions
 from dsr.core.text import tokenize
+from dsr.indexes.bm25 import _BM25S_METHOD, DEFAULT_DELTA, PARAMS, as_weights
+from dsr.indexes.corpus.build import StageReport
 from dsr.indexes.corpus.distributed import Executor
-from dsr.core.errors import InputError
+from dsr.indexes.corpus.layout import (
+    Corpus,
+    check_unit,
+    file_sha256,
+    key_hash,
+    read_json,
+    read_marker,
+    shard_name,
+    write_marker,
+)
 
 
 def _pyarrow():

@@ -16,18 +16,18 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from dsr.indexes.corpus.sources import Document, detect_format, read_documents, source_files, source_hash
-from dsr.indexes.corpus.layout import MANIFEST, file_sha256, read_marker, shard_name, write_marker
 from dsr.core.atomic import atomic_write, check_replaceable, write_json
 from dsr.core.errors import InputError
 from dsr.core.provenance import package_versions
 from dsr.indexes.corpus.distributed import Executor
-from dsr.indexes.corpus.sentences import CHUNK_CHARS, MAX_TOKEN_CHARS
-from dsr.indexes.corpus.sentences import sentences_table
+from dsr.indexes.corpus.layout import MANIFEST, file_sha256, read_marker, shard_name, write_marker
+from dsr.indexes.corpus.sentences import CHUNK_CHARS, MAX_TOKEN_CHARS, sentences_table
+from dsr.indexes.corpus.sources import Document, detect_format, read_documents, source_files, source_hash
 
 PACKAGES = ("pysbd", "mwparserfromhell", "pyarrow")
 

@@ -40,25 +40,33 @@ import math
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from dsr.indexes.corpus.build import StageReport
-from dsr.indexes.corpus.layout import (Corpus, check_unit, file_sha256, key_hash, marker_path, read_json,
-                                  read_marker, write_marker)
-from dsr.indexes.backends import export as export_model
-from dsr.indexes.backends import resolve_backend
-from dsr.indexes.embeddings import DEFAULT_MODEL, encode
 from dsr.core.atomic import atomic_write, write_json
 from dsr.core.errors import InputError
 from dsr.core.models import ResolvedModel, resolve_model
 from dsr.core.params import Param, resolve
 from dsr.core.provenance import package_versions
-from dsr.indexes.corpus.bm25 import _run_stage
-from dsr.indexes.corpus.bm25 import merge_top_k, top_rows
+from dsr.indexes.backends import export as export_model
+from dsr.indexes.backends import resolve_backend
+from dsr.indexes.corpus.bm25 import _run_stage, merge_top_k, top_rows
+from dsr.indexes.corpus.build import StageReport
 from dsr.indexes.corpus.distributed import Executor
+from dsr.indexes.corpus.layout import (
+    Corpus,
+    check_unit,
+    file_sha256,
+    key_hash,
+    marker_path,
+    read_json,
+    read_marker,
+    write_marker,
+)
+from dsr.indexes.embeddings import DEFAULT_MODEL, encode
 from dsr.indexes.manifest import safe_name
 
 KINDS = ("flat", "ivfpq")

@@ -31,14 +31,15 @@ import logging
 import os
 import sys
 import warnings
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
-from dsr.indexes.embeddings import CHUNK, dimension, encode
 from dsr.core.errors import InputError, require_extra
 from dsr.core.models import load_sentence_transformer
+from dsr.indexes.embeddings import CHUNK, dimension, encode
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = Path(__file__).resolve().parents[2]      # dsr/, shipped to a cluster's nodes
@@ -76,7 +77,7 @@ class Executor:
     def describe(self) -> dict[str, Any]:
         return {"workers": self.workers, "ray_address": self.address}
 
-    def __enter__(self) -> "Executor":
+    def __enter__(self) -> Executor:
         self._depth += 1
         if self.uses_ray and self._depth == 1:
             ray = import_ray()

@@ -34,9 +34,9 @@ memory are then linear in the input.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Iterator
 
 from dsr.indexes.corpus.sources import Document
 

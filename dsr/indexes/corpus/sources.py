@@ -26,9 +26,10 @@ import hashlib
 import io
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from dsr.core.errors import InputError
 
@@ -57,7 +58,7 @@ class Document:
     text: str
     markup: str = "text"
 
-    def plain(self) -> "Document":
+    def plain(self) -> Document:
         if self.markup == "wiki":
             return Document(self.id, self.title, clean_wikitext(self.text))
         return self
