@@ -71,7 +71,7 @@ def worker(spec: dict) -> dict:
             return Both()
 
     timer = Timer(quiet=True)
-    start, cpu_start = time.perf_counter(), time.process_time()
+    cpu_start = time.process_time()
     with timer("load"):
         collection = load_collection(spec["collection"])
     reproduce(collection, Path(spec["home"]) / f"out-{spec['label']}", timer=timer,

@@ -70,8 +70,8 @@ def register(subparsers) -> None:
 def _register_build(sub) -> None:
     build = sub.add_parser("build", help="documents -> sentence shards with a manifest",
                            description="Split documents into sentences (pysbd; ids TITLE_DOC_SECTION_"
-                                       "PASSAGE_SENTENCE, e.g. Roman_concrete_1_2_0_3) and write Parquet shards; resumes a killed "
-                                       "build from its finished shards.")
+                                       "PASSAGE_SENTENCE, e.g. Roman_concrete_1_2_0_3) and write Parquet "
+                                       "shards; resumes a killed build from its finished shards.")
     build.add_argument("source", metavar="SOURCE",
                        help="a Wikipedia XML dump (.xml or .xml.bz2), a wikiextractor --json output folder "
                             "or file, or JSON Lines of {id, title, text}")

@@ -362,7 +362,8 @@ def fuse(runs: Sequence[Run], method: str = "rrf", *,
 
 
 #: The fused runs' tie rule, as the sidecar and ir_metadata state it.
-TIE_RULE = "fused score as float32 descending, ties by sentence id descending (trec_eval 9.0.8's order; ranx's run saved and scored)"
+TIE_RULE = ("fused score as float32 descending, ties by sentence id descending "
+            "(trec_eval 9.0.8's order; ranx's run saved and scored)")
 
 
 def fused_run(scores: Mapping[str, Mapping[str, float]], tag: str) -> Run:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, make_dataclass
-from typing import Any, Optional
+from typing import Any
 
 from dsr.core.errors import InputError
 
@@ -170,7 +170,7 @@ def record_type(name: str, declared: Declaration) -> type:
     (``record_type("TrainSettings", PARAMS)(**resolve(given, PARAMS, "dsr train"))``)."""
     def annotation(p: Param) -> Any:
         kind = TYPES[p.kind]
-        return Optional[kind] if (p.optional or p.default is None) and kind is not Any else kind
+        return kind | None if (p.optional or p.default is None) and kind is not Any else kind
     return make_dataclass(name, [(p.name, annotation(p)) for p in declared], frozen=True)
 
 

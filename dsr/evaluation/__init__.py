@@ -23,7 +23,8 @@ _EXPORTS = {
     "evaluate_runs": "dsr.evaluation.results", "tune_and_evaluate": "dsr.evaluation.results", "Results": "dsr.evaluation.results",
     "configs_from_grid": "dsr.evaluation.results", "write_per_topic": "dsr.evaluation.results",
     "write_report": "dsr.evaluation.report", "validate_run": "dsr.evaluation.validate",
-    "resolve_splits": "dsr.evaluation.protocol", "generate_splits": "dsr.evaluation.protocol", "read_splits": "dsr.evaluation.protocol",
+    "resolve_splits": "dsr.evaluation.protocol", "generate_splits": "dsr.evaluation.protocol",
+    "read_splits": "dsr.evaluation.protocol",
     "Splits": "dsr.evaluation.protocol", "Evaluator": "dsr.evaluation.measures", "DEFAULT_MEASURES": "dsr.evaluation.measures",
     "parse_measures": "dsr.evaluation.measures", "qrels_from_collection": "dsr.evaluation.qrels",
     "read_qrels": "dsr.evaluation.qrels", "write_qrels": "dsr.evaluation.qrels",
@@ -37,4 +38,4 @@ def __getattr__(name: str):
         import importlib
 
         return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'eval' has no attribute {name!r}")
+    raise AttributeError(f"module 'dsr.evaluation' has no attribute {name!r}")

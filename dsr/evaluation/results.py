@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +47,7 @@ from dsr.evaluation.measures import (
 from dsr.evaluation.protocol import SD_DDOF, TIE_DECIMALS, SplitIndex, Splits, Tuned, summarise, tune
 from dsr.evaluation.qrels import qrels_from_collection
 
-ConfigSource = Union[Run, Callable[[], Run]]
+ConfigSource = Run | Callable[[], Run]
 
 PAIRING = ("paired by topic: an untuned run's value on each dialogue; a tuned family's value is the "
            "mean, over the splits whose test half holds the dialogue, of the configuration chosen "

@@ -114,7 +114,8 @@ def main_frame(results: Results):
                 entry = (results.significance or {}).get(block.subset, {}).get(r.name, {}).get(m, {})
                 rows.append({"block": block.kind, "subset": block.subset, "title": block.title,
                              "run": r.name, "kind": "tuned" if r.tuned else "run",
-                             "label": _label(results, r.name) + (" (tuned, out of sample)" if r.tuned and block.kind == "all" else ""),
+                             "label": _label(results, r.name)
+                             + (" (tuned, out of sample)" if r.tuned and block.kind == "all" else ""),
                              "measure": m,
                              "mean": np.nan if r.means[j] is None else r.means[j],
                              "sd": np.nan if r.sds[j] is None else r.sds[j],

@@ -66,7 +66,8 @@ def template(rules: Guidelines, slots: int) -> str:
 <script src="https://assets.crowd.aws/crowd-html-elements.js"></script>
 <style>.s{{margin:.6em 0;padding:.4em;border:1px solid #ccc}}.s.empty{{display:none}}.doc{{color:#666;font-size:90%}}</style>
 <crowd-form answer-format="flatten-objects">
-  <details><summary>Guidelines</summary><h3>{html.escape(rules.question)}</h3><ul>{scale}<li><b>unsure</b>: cannot decide</li></ul>{text}</details>
+  <details><summary>Guidelines</summary><h3>{html.escape(rules.question)}</h3>
+    <ul>{scale}<li><b>unsure</b>: cannot decide</li></ul>{text}</details>
   <h2>${{title}}</h2>
   <div class="turns">${{turns_html}}</div>
   <p>Next to speak: <b>${{next_speaker}}</b></p>
@@ -76,7 +77,10 @@ def template(rules: Guidelines, slots: int) -> str:
 </crowd-form>
 <script>
   document.querySelectorAll(".s").forEach(function (s) {{
-    if (!s.dataset.item) {{ s.classList.add("empty"); s.querySelectorAll("input").forEach(function (i) {{ i.required = false; i.disabled = true; }}); }}
+    if (!s.dataset.item) {{
+      s.classList.add("empty");
+      s.querySelectorAll("input").forEach(function (i) {{ i.required = false; i.disabled = true; }});
+    }}
   }});
 </script>
 """

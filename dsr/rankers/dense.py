@@ -117,7 +117,8 @@ def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str
     else:
         texts_by_id = dict(pool)
     dense = DenseIndex.cached(list(texts_by_id), list(texts_by_id.values()), name=name or "pool",
-                              model=model, kind=index, batch_size=by_name(dense_params())["batch_size"].check(batch_size, "dense search"),
+                              model=model, kind=index,
+                              batch_size=by_name(dense_params())["batch_size"].check(batch_size, "dense search"),
                               **index_params)
     qids = list(queries)
     results = dense.search([queries[q] for q in qids], k)

@@ -60,7 +60,7 @@ def test_minimal_case_two_scores_equal_in_float32(tmp_path):
     assert plain_walk(tmp_path / "min.run") == {"q": ["a", "z"]}
     assert evaluator(Run.read(tmp_path / "min.run")).values[0, 0] == 0.5
     # what pytrec_eval makes of the written file's scores, read as text
-    text_scores = {l.split()[2]: float(l.split()[4]) for l in (tmp_path / "min.run").read_text().splitlines()}
+    text_scores = {line.split()[2]: float(line.split()[4]) for line in (tmp_path / "min.run").read_text().splitlines()}
     assert evaluator({"q": text_scores}).values[0, 0] == 0.5
 
 

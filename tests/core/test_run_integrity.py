@@ -92,7 +92,7 @@ def test_the_rank_column_is_ignored_as_trec_eval_ignores_it(tmp_path, setup, val
 
 def test_tabs_and_extra_whitespace_are_fine(tmp_path, setup):
     _, collection = setup
-    lines = ["\t".join(l.split()) + "  \t" for l in lines_of(collection)]
+    lines = ["\t".join(line.split()) + "  \t" for line in lines_of(collection)]
     lines[0] = "  " + lines[0].replace("\t", "   ")
     path = tmp_path / "tabs.run"
     path.write_text("\n".join(lines) + "\n")

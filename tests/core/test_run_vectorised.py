@@ -85,7 +85,7 @@ def test_from_scores_and_as_dict_equal_the_plain_rule_topic_by_topic(case):
     else:
         assert list(run.rankings) == list(scores) and run.rankings == expected
         assert run.as_dict() == {q: dict(r) for q, r in run.rankings.items()}
-    for qid, doc_scores in scores.items():  # no sorting: only the steps
+    for doc_scores in scores.values():  # no sorting: only the steps
         assert outcome(strictly_decreasing, list(doc_scores.items())) == outcome(plain_steps, list(doc_scores.items()))
     # a Run made by hand, not strictly decreasing, is normalised by as_dict as the rule says
     by_hand = Run({q: list(d.items()) for q, d in scores.items()})

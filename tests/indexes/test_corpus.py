@@ -395,7 +395,7 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
                for k, c in results.items()}
     # the same model on other batches and threads: equal to float rounding
     assert np.allclose(vectors["local"], vectors["ray"], atol=1e-5)
-    for k, c in results.items():
+    for c in results.values():
         assert [ShardedBM25(c).search(ShardedBM25(c).query_tokens(q), 10) for q in QUERIES] == \
             [ShardedBM25(local).search(ShardedBM25(local).query_tokens(q), 10) for q in QUERIES]
         assert [[r for r, _ in x] for x in ShardedDense(c).search(QUERIES, 10)] == \

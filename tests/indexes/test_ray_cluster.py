@@ -123,9 +123,9 @@ def ray_cluster(tmp_path):
         processes.append(start_node([f"--address={address}"], env, logs[1]))
         wait_for_line(logs[1], processes[1], "Ray runtime started")
         # Ray reads its authentication mode when imported, so drivers are processes of their own
-        probe = run_python(["-c", "import json, ray; ray.init(address=%r, logging_level='ERROR'); "
-                            "print(json.dumps([n['Resources'].get('CPU') for n in ray.nodes() if n['Alive']]))"
-                            % address], env)
+        probe = run_python(["-c", f"import json, ray; ray.init(address={address!r}, logging_level='ERROR'); "
+                            "print(json.dumps([n['Resources'].get('CPU') for n in ray.nodes() if n['Alive']]))"],
+                           env)
         assert probe.returncode == 0, probe.stderr[-2000:]
         assert json.loads(probe.stdout.splitlines()[-1]) == [1.0, 1.0]  # two nodes, one CPU each
         yield address, {**env, "PYTHONPATH": str(ROOT)}

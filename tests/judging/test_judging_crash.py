@@ -64,7 +64,7 @@ def test_kill_during_judging_loses_and_duplicates_nothing(db_url, tmp_path):  # 
     rows = simulate(assignments(judging, "s1")[:240], truth, dict.fromkeys(ASSESSORS, 0.2), seed=5)
     sent = {(r["item"], r["assessor"]): r["grade"] for r in rows}
     acked: dict = {}
-    for trial in range(KILLS):
+    for _ in range(KILLS):
         pending = {a: [r for r in rows if r["assessor"] == a and (r["item"], a) not in acked] for a in ASSESSORS}
         run_until_kill(db_url, tmp_path, tokens, pending, acked, kill_after=len(acked) + 40)
         rows_now = stored(board)

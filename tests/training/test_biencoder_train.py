@@ -39,7 +39,7 @@ def _dialogues(per_doc: int, seed: int, labels: str = "own") -> list[dict]:
     rng = random.Random(seed)
     names = sorted(DOCS)
     out = []
-    for di, doc in enumerate(names):
+    for doc in names:
         words = DOCS[doc].split()
         for i in range(per_doc):
             others = [n for n in names if n != doc]

@@ -76,7 +76,7 @@ def _segmenter():
 CHUNK_CHARS = 2000
 #: a run of more non-space characters than this is cut to this length
 MAX_TOKEN_CHARS = 1000
-_LONG_TOKEN = re.compile(r"(?<!\S)\S{%d,}" % (MAX_TOKEN_CHARS + 1))
+_LONG_TOKEN = re.compile(rf"(?<!\S)\S{{{MAX_TOKEN_CHARS + 1},}}")
 _SENTENCE_END = re.compile(r"[.!?][\"'\u201d\u2019)\]]*\s+(?![a-z])")
 _SPACE_RUN = re.compile(r"\s+")
 

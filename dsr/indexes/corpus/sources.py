@@ -241,7 +241,8 @@ def clean_wikitext(text: str) -> str:
 
 
 def _drop_noise(code, node) -> None:
-    Comment, Tag, Template, Wikilink = _mwparserfromhell().nodes.Comment, _mwparserfromhell().nodes.Tag, _mwparserfromhell().nodes.Template, _mwparserfromhell().nodes.Wikilink
+    nodes = _mwparserfromhell().nodes
+    Comment, Tag, Template, Wikilink = nodes.Comment, nodes.Tag, nodes.Template, nodes.Wikilink
 
     if isinstance(node, (Template, Comment)):
         _remove(code, node)
