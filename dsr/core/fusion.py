@@ -81,7 +81,8 @@ from typing import Any
 import numpy as np
 
 from dsr.core.errors import InputError
-from dsr.core.run import Run, _float32_array
+from dsr.core.run import Run
+from dsr.core.ties import _float32_array
 
 Scores = dict[str, dict[str, float]]
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
-from dsr.core.run import Run, strictly_decreasing
+from dsr.core.run import Run
 from dsr.core.stage import Stage
+from dsr.core.ties import strictly_decreasing
 
 
 class Reranker(Stage):

@@ -14,7 +14,8 @@ import pytest
 from dsr.cli import main
 from dsr.core.data import read_benchmark
 from dsr.core.fusion import TIE_RULE, fuse
-from dsr.core.run import Run, strictly_decreasing
+from dsr.core.run import Run
+from dsr.core.ties import strictly_decreasing
 from dsr.rankers import make_ranker
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runs_tiny.jsonl"

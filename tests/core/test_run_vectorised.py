@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsr.core.run import Run, strictly_decreasing
+from dsr.core.run import Run
+from dsr.core.ties import strictly_decreasing
 
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in nextafter")
 

@@ -15,7 +15,8 @@ from dsr.core.data import read_benchmark
 from dsr.core.errors import InputError
 from dsr.core.provenance import sha256_file
 from dsr.core.queries import query_text
-from dsr.core.run import Run, float32
+from dsr.core.run import Run
+from dsr.core.ties import float32
 from dsr.rerankers import make_reranker
 from dsr.rerankers.cross_encoder import CrossEncoderReranker, candidate_text
 from tests.tiny_bert import collection_texts, make_tiny_bert
