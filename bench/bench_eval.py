@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dsr.core.provenance import machine, package_versions  # noqa: E402
+from dsr.evaluation.experiment import evaluate_runs  # noqa: E402
 from dsr.evaluation.measures import DEFAULT_MEASURES  # noqa: E402
 from dsr.evaluation.protocol import generate_splits, read_splits  # noqa: E402
-from dsr.evaluation.results import evaluate_runs  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from benchinfo import goal  # noqa: E402

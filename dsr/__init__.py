@@ -53,9 +53,9 @@ _EXPORTS = {
     "query_text": "dsr.core.queries:query_text",
     "STRATEGIES": "dsr.core.queries:STRATEGIES",
     "Evaluator": "dsr.evaluation.measures:Evaluator",
-    "evaluate_runs": "dsr.evaluation.results:evaluate_runs",
+    "evaluate_runs": "dsr.evaluation.experiment:evaluate_runs",
     "Results": "dsr.evaluation.results:Results",
-    "configs_from_grid": "dsr.evaluation.results:configs_from_grid",
+    "configs_from_grid": "dsr.evaluation.experiment:configs_from_grid",
     "resolve_splits": "dsr.evaluation.protocol:resolve_splits",
     "qrels": "dsr.evaluation.qrels:qrels_from_collection",
     "validate_run": "dsr.evaluation.validate:validate_run",
@@ -117,9 +117,9 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
     ``per_topic_frame()``).
     """
     from dsr.core.errors import InputError
+    from dsr.evaluation.experiment import evaluate_runs
     from dsr.evaluation.grouping import auto_families
     from dsr.evaluation.protocol import resolve_splits
-    from dsr.evaluation.results import evaluate_runs
 
     collection = _collection(collection, qrels)
     named = _named_runs(runs)

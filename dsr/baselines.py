@@ -59,9 +59,9 @@ from dsr.core.models import resolve_model
 from dsr.core.provenance import package_versions, sha256_file, slug, stamp
 from dsr.core.queries import STRATEGIES, check_strategy
 from dsr.core.run import Run
+from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
-from dsr.evaluation.results import evaluate_runs
 from dsr.indexes.backends import export as export_model
 from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker

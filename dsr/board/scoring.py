@@ -4,7 +4,7 @@ One code path with the command line: a run is checked by
 :func:`dsr.evaluation.validate.validate_run` (``dsr validate``), read by
 :func:`dsr.core.run.read_trec_run` and scored by :class:`dsr.evaluation.measures.Evaluator`
 (``dsr evaluate``); board tables are :class:`dsr.evaluation.results.Results` objects, so
-their significance is :func:`dsr.evaluation.results.significance_by_subset` (paired
+their significance is :func:`dsr.evaluation.experiment.significance_by_subset` (paired
 t-test, Holm-corrected) and their CSV/LaTeX exports are ``dsr.evaluation.tables``'.
 """
 
@@ -21,9 +21,10 @@ from dsr.collections import load_collection
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import read_trec_run
+from dsr.evaluation.experiment import significance_by_subset, subset_indices
 from dsr.evaluation.measures import DEFAULT_MEASURES, Evaluator, TopicValues, nan_to_none
 from dsr.evaluation.qrels import qrels_from_collection
-from dsr.evaluation.results import Results, System, significance_by_subset, subset_indices
+from dsr.evaluation.results import Results, System
 from dsr.evaluation.significance import ALPHA
 from dsr.evaluation.validate import Validation, validate_run
 

@@ -17,12 +17,13 @@ from dsr.core.errors import InputError
 from dsr.core.provenance import input_record, run_sidecar
 from dsr.core.run import write_run
 from dsr.evaluation import registry
+from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.grouping import select_runs
 from dsr.evaluation.measures import Evaluator, measure_names, parse_measures, split_measure_list
 from dsr.evaluation.protocol import resolve_splits
 from dsr.evaluation.qrels import collection_from_qrels, read_qrels
 from dsr.evaluation.report import write_report
-from dsr.evaluation.results import evaluate_runs, write_per_topic
+from dsr.evaluation.results import write_per_topic
 from dsr.evaluation.tables import render
 from dsr.evaluation.trec_eval import FOLLOWED, VERSIONS, apply_rules, with_relevance_level
 from dsr.evaluation.validate import fix_ties, validate_run

@@ -7,6 +7,8 @@ Modules, one thing each:
 * ``dsr.evaluation.protocol`` — val/test splits (file, collection's own, seeded generator), tuning
 * ``dsr.evaluation.significance`` — paired t-test, randomisation test, Holm correction
 * ``dsr.evaluation.grouping`` — run names, ``--tune`` groups and ``--tune auto`` (families by sidecar)
+* ``dsr.evaluation.experiment`` — :func:`evaluate_runs`, :func:`tune_and_evaluate`: runs measured,
+  families tuned per split, significance
 * ``dsr.evaluation.results`` — the API: :func:`evaluate_runs`, :func:`tune_and_evaluate`, ``Results``
   (``table()``, ``plot()``, frames)
 * ``dsr.evaluation.tables`` / ``dsr.evaluation.report`` — text, Markdown, CSV, LaTeX, JSON, Parquet; the short summary
@@ -20,8 +22,9 @@ so ``dsr --help`` does not import ir_measures, scipy or matplotlib.
 from __future__ import annotations
 
 _EXPORTS = {
-    "evaluate_runs": "dsr.evaluation.results", "tune_and_evaluate": "dsr.evaluation.results", "Results": "dsr.evaluation.results",
-    "configs_from_grid": "dsr.evaluation.results", "write_per_topic": "dsr.evaluation.results",
+    "evaluate_runs": "dsr.evaluation.experiment", "tune_and_evaluate": "dsr.evaluation.experiment",
+    "Results": "dsr.evaluation.results", "configs_from_grid": "dsr.evaluation.experiment",
+    "write_per_topic": "dsr.evaluation.results",
     "write_report": "dsr.evaluation.report", "validate_run": "dsr.evaluation.validate",
     "resolve_splits": "dsr.evaluation.protocol", "generate_splits": "dsr.evaluation.protocol",
     "read_splits": "dsr.evaluation.protocol",

@@ -19,9 +19,8 @@ from a ranker's ``GRID``.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from dsr.core.atomic import atomic_write
-from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
 from dsr.core.textfiles import atomic_write_text
@@ -37,15 +35,11 @@ from dsr.evaluation import figures, latex
 from dsr.evaluation import significance as sig
 from dsr.evaluation.measures import (
     DEFAULT_PRIMARY,
-    Evaluator,
     TopicValues,
     bounded,
-    measure_names,
     nan_to_none,
-    parse_measures,
 )
-from dsr.evaluation.protocol import SD_DDOF, TIE_DECIMALS, SplitIndex, Splits, Tuned, summarise, tune
-from dsr.evaluation.qrels import qrels_from_collection
+from dsr.evaluation.protocol import SD_DDOF, TIE_DECIMALS, Splits, Tuned, summarise
 
 ConfigSource = Run | Callable[[], Run]
 
@@ -441,279 +435,7 @@ def _table_cell(mean_sd: tuple[float, float | None], mark: str, formatted: bool,
     return f"{mean:.{digits}f}" + (f"±{sd:.{digits}f}" if sd is not None else "") + mark
 
 
-def subset_indices(collection: Collection, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """"all" and each of the collection's subsets (or only ``names``) -> topic indices."""
-    labels = np.array([d.subset for d in collection.dialogues])
-    available = {"all": np.arange(len(labels))}
-    own = collection.subsets
-    if own != ["all"]:
-        for name in own:                       # in a reader's order (Collection.subsets)
-            available[name] = np.flatnonzero(labels == name)
-    if not names:
-        return available
-    unknown = [n for n in names if n not in available]
-    if unknown:
-        raise InputError(f"no subset {unknown[0]!r} in {collection.name}; it has "
-                         f"{', '.join(available)}", field="--subset")
-    return {n: available[n] for n in dict.fromkeys(names)}
-
-
-def configs_from_grid(make_run: Callable[..., Run], grid: Mapping[str, Sequence[Any]]) -> dict[str, Callable[[], Run]]:
-    """``{"k1=0.9,b=0.4": lambda: make_run(k1=0.9, b=0.4), ...}`` over the grid's product.
-
-    Order: the grid's keys in order, values in order (the first configuration
-    wins ties on val, so list a ranker's default first).
-    """
-    keys = list(grid)
-    configs = {}
-    for values in itertools.product(*(grid[k] for k in keys)):
-        params = dict(zip(keys, values))
-        name = ",".join(f"{k}={v}" for k, v in params.items()) or "default"
-        configs[name] = (lambda p=params: make_run(**p))
-    return configs
-
-
-def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Sequence | None = None, *,
-                  subsets: Sequence[str] | None = None, splits: Splits | None = None,
-                  families: Mapping[str, Mapping[str, ConfigSource]] | None = None,
-                  target: str = "nDCG@5", baseline: str | None = None, test: str = "t",
-                  n_resamples: int = sig.DEFAULT_RESAMPLES, seed: int = 0, alpha: float = sig.ALPHA,
-                  run_info: Mapping[str, dict] | None = None, progress: bool = True,
-                  correction: str = "holm", family: str = "runs", ci: str = "auto",
-                  all_pairs: bool = False, primary: str | None = None) -> Results:
-    """Evaluate runs (and tune families per split) on a collection.
-
-    * ``runs``: name -> Run, reported untuned (over all dialogues, and with
-      ``splits`` also on each split's test half).
-    * ``families``: family -> {config name: Run or callable -> Run}; needs
-      ``splits``; each family is tuned on val per split by ``target`` (added
-      to the measures when missing). A Run object that is both in ``runs``
-      and in a family is evaluated once and shown as the family in the
-      protocol's table (and as itself in the untuned one).
-    * ``baseline``: a run or family name; every other system is tested
-      against it (``test`` "t" or "perm" decides the table marks).
-    * ``subsets``: restrict to these ("all" and the collection's own by default).
-    * ``correction`` (holm, bonferroni, bh) over ``family`` (runs,
-      runs+measures, runs+measures+subsets) decides the marks; ``ci`` (auto:
-      bootstrap for measures in [0, 1], else t; bootstrap; t) the intervals;
-      ``all_pairs`` tests every pair of systems.
-    * ``primary``: the measure comparisons, legends and the main figure are on
-      (added to the measures when missing; default: nDCG@5 when measured, else
-      the first measure).
-    * ``progress``: a progress bar, on a terminal only.
-    """
-    families = dict(families or {})
-    correction_family = family      # ``family`` is reused below for each tuned family
-    measures, target_name, primary_name = _check_request(
-        runs, families, measures, splits, target, test, correction, family, ci, primary)
-    names = measure_names(measures)
-    qrels = qrels_from_collection(collection)
-    topics = collection.ids
-    index_by_subset = subset_indices(collection, subsets)
-    measurer = _Measurer(Evaluator(qrels, measures, topics),
-                         len(runs) + sum(len(c) for c in families.values()), progress)
-    notes = _no_relevant_note(collection)
-    values = {name: measurer(run) for name, run in runs.items()}
-    notes += _coverage_notes(collection, runs, values)
-    info = {name: dict((run_info or {}).get(name, {})) or {"tag": runs[name].tag, "config": runs[name].config}
-            for name in runs}
-    systems = _systems(runs, values, families, splits, topics, index_by_subset, measurer,
-                       names.index(target_name) if target_name else None, notes)
-    for family_name in families:
-        info.setdefault(family_name, {}).update((run_info or {}).get(family_name, {}))
-    measurer.close()
-
-    results = Results(collection=collection.describe(), topics=list(topics),
-                      topic_subsets=[d.subset for d in collection.dialogues], subsets=index_by_subset,
-                      measures=names, runs=values, run_info=info, systems=systems, splits=splits,
-                      target=target_name, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
-                      notes=notes, run_objects=dict(runs), qrels=qrels, correction=correction,
-                      family=correction_family, ci=ci, primary=primary_name)
-    _compare(results, families, baseline, all_pairs)
-    return results
-
-
-def _systems(runs, values, families, splits, topics, index_by_subset, measurer, target_j,
-             notes: list[str]) -> dict[str, System]:
-    """The table's rows: the runs themselves without splits; with splits, each untuned
-    run on the test halves and each family tuned per split on val by the target."""
-    if splits is None:
-        return {name: System(name, "run", tv.values) for name, tv in values.items()}
-    index = SplitIndex(splits, topics, index_by_subset)
-    never = int((index.test_counts() == 0).sum())
-    if never:
-        notes.append(f"{never} dialogue(s) are in no test half; they have no tuned per-topic value")
-    systems = _untuned_systems(runs, values, families, index, index_by_subset)
-    systems.update(_tuned_systems(families, measurer, index, target_j))
-    return systems
-
-
-def _compare(results: Results, families, baseline: str | None, all_pairs: bool) -> None:
-    """Recall curves of tuned families, all-pairs groups and the baseline comparisons."""
-    for family_name, configs in families.items():
-        # a tuned family's recall@k curve in reports: the configuration chosen most
-        # often, when it is a Run in hand (callables were let go)
-        modal = configs[results.modal_config(family_name)]
-        if isinstance(modal, Run):
-            results.run_objects[family_name] = modal
-    per_topic = {n: s.per_topic for n, s in results.systems.items()}
-    if all_pairs:
-        results.pairs = {subset: sig.all_pairs(per_topic, results.measures, idx, results.test,
-                                               results.correction, results.alpha, results.n_resamples,
-                                               results.seed)
-                         for subset, idx in results.subsets.items()}
-    if baseline is not None:
-        if baseline not in results.systems:
-            raise InputError(f"baseline {baseline!r} is not one of the systems compared: "
-                             f"{', '.join(results.systems)}", field="--baseline")
-        results.baseline = baseline
-        results.significance = significance_by_subset(
-            per_topic, baseline, results.measures, results.subsets, results.n_resamples, results.seed,
-            results.correction, results.family)
-
-
 # --- the steps of evaluate_runs ---------------------------------------------------------
-
-def _check_request(runs, families, measures, splits, target, test, correction="holm", family="runs",
-                   ci="auto", primary=None):
-    """The measures to compute (the tuning target and the primary measure added), the
-    target's name and the primary's; bad requests are InputErrors naming the option."""
-    if test not in ("t", "perm"):
-        raise InputError(f"unknown test {test!r}: use t or perm", field="--test")
-    for value, allowed, option in ((correction, sig.CORRECTIONS, "--correction"),
-                                   (family, sig.FAMILIES, "--family"), (ci, sig.INTERVALS, "--ci")):
-        if value not in allowed:
-            raise InputError(f"unknown value {value!r}: use {', '.join(allowed)}", field=option)
-    measures = list(measures) if measures is not None else None
-    if measures is None or all(isinstance(m, str) for m in measures):
-        measures = parse_measures(measures)
-    primary_name = None
-    if primary is not None:   # asked for: measured; by default nDCG@5 when measured, else the first
-        primary_measure = parse_measures([primary], field="--primary")[0]
-        primary_name = str(primary_measure)
-        if primary_name not in measure_names(measures):
-            measures = [*measures, primary_measure]
-    target_name = None
-    if families and splits is None:
-        raise InputError("tuning a ranker family needs val/test splits (the official protocol)",
-                         field="--tune")
-    if splits is not None:
-        target_measure = parse_measures([target], field="--target")[0]
-        target_name = str(target_measure)
-        if target_name not in measure_names(measures):
-            measures = [*measures, target_measure]
-    if not runs and not families:
-        raise InputError("no runs to evaluate")
-    clash = set(runs) & set(families)
-    if clash:
-        raise InputError(f"{sorted(clash)[0]!r} names both a run and a family; rename one", field="--tune")
-    return measures, target_name, primary_name
-
-
-class _Measurer:
-    """The evaluator with a memo by run object (a run in ``runs`` and in a family is
-    measured once) and one progress bar over every run and configuration."""
-
-    def __init__(self, evaluator: Evaluator, jobs: int, progress: bool):
-        from tqdm import tqdm
-
-        self.evaluator = evaluator
-        self.memo: dict[int, TopicValues] = {}
-        # disable=None: only on a terminal, never in a log or CI output
-        self.bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=None if progress else True,
-                        leave=False)
-
-    def __call__(self, run: Run) -> TopicValues:
-        key = id(run)
-        if key not in self.memo:
-            self.memo[key] = self.evaluator(run)
-        self.bar.update(1)
-        return self.memo[key]
-
-    def forget(self, run: Run) -> None:
-        self.memo.pop(id(run), None)
-
-    def close(self) -> None:
-        self.bar.close()
-
-
-def _no_relevant_note(collection: Collection) -> list[str]:
-    norel = sum(1 for d in collection.dialogues if not d.relevant)
-    return [f"{norel} dialogue(s) have no relevant candidate; they score 0 on every measure "
-            "(as in trec_eval)"] if norel else []
-
-
-def _coverage_notes(collection: Collection, runs: Mapping[str, Run],
-                    values: Mapping[str, TopicValues]) -> list[str]:
-    """Notes on dialogues a run misses and topics it has that the collection does not;
-    a run of no dialogue of the collection is an InputError."""
-    notes = []
-    for name, tv in values.items():
-        if tv.missing:
-            notes.append(f"{name}: {tv.missing} of {len(collection)} dialogues not ranked; they count 0")
-        if tv.unknown:
-            notes.append(f"{name}: {tv.unknown} topic(s) not in {collection.name} were ignored")
-        if tv.unknown == len(runs[name]) and len(runs[name]):
-            raise InputError(f"run {name!r} ranks no dialogue of {collection.name}: "
-                             "wrong collection?", record=name)
-    return notes
-
-
-def _untuned_systems(runs, values, families, index: SplitIndex, index_by_subset) -> dict[str, System]:
-    """Each untuned run on the splits' test halves (runs that are a family's member are
-    reported as the family)."""
-    members = {id(r) for configs in families.values() for r in configs.values() if isinstance(r, Run)}
-    return {name: System(name, "run", tv.values, {s: index.means(tv.values, "test", s) for s in index_by_subset})
-            for name, tv in values.items() if id(runs[name]) not in members}
-
-
-def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: int) -> dict[str, System]:
-    """Each family tuned per split on val by the target; callables are run, measured
-    and let go, so a grid never sits in memory."""
-    systems = {}
-    for family, configs in families.items():
-        if not configs:
-            raise InputError(f"family {family!r} has no configuration", field="--tune")
-        stack = []
-        for source in configs.values():
-            run = source if isinstance(source, Run) else source()
-            stack.append(measurer(run).values)
-            if not isinstance(source, Run):
-                measurer.forget(run)   # produced here, not shared: let it go
-        stack = np.stack(stack)
-        tuned = tune(index, list(configs), stack, target_j)
-        systems[family] = System(family, "tuned", tuned.per_topic, tuned.test, tuned,
-                                 {c: stack[k].mean(axis=0) for k, c in enumerate(configs)})
-    return systems
-
-
-def significance_by_subset(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
-                           subsets: Mapping[str, np.ndarray], n_resamples: int = sig.DEFAULT_RESAMPLES,
-                           seed: int = 0, correction: str = "holm", family: str = "runs") -> dict[str, dict]:
-    """``{subset: dsr.evaluation.significance.compare(...)}``: every system against ``baseline`` per subset,
-    then adjusted by ``correction`` over ``family`` (``dsr.evaluation.significance.correct``).
-
-    The shape of :attr:`Results.significance`; the leaderboard server calls it too.
-    """
-    out = {subset: sig.compare(per_topic, baseline, measures, idx, n_resamples, seed)
-           for subset, idx in subsets.items()}
-    sig.correct(out, correction, family)
-    return out
-
-
-def tune_and_evaluate(collection: Collection, configs: Mapping[str, Mapping[str, ConfigSource]],
-                      splits: Splits, target: str = "nDCG@5", measures: Sequence | None = None,
-                      **kwargs) -> Results:
-    """Tune each family per split on val by ``target`` and report its test halves.
-
-    ``results.systems[family].tuned`` holds the chosen configuration per split
-    (``chosen_names``), val means, test means per subset and the per-topic
-    values used for significance; ``kwargs`` go to :func:`evaluate_runs`
-    (``runs=`` for untuned runs beside the families, ``baseline=``...).
-    """
-    runs = kwargs.pop("runs", {})
-    return evaluate_runs(collection, runs, measures, splits=splits, families=configs,
-                         target=target, **kwargs)
 
 
 def write_per_topic(results: Results, path: str | Path) -> None:

@@ -29,8 +29,8 @@ from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.core.provenance import slug
 from dsr.core.run import Run
+from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.report import REPORT_FILES, write_report_files
-from dsr.evaluation.results import evaluate_runs
 from dsr.rankers import make_ranker
 from dsr.training.card import CARD_FILE, ranking_params, read_card
 from dsr.training.folds import dialogue_document

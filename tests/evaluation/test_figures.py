@@ -19,8 +19,8 @@ from matplotlib.figure import Figure
 
 from dsr.collections.synthetic import make_collection, make_run
 from dsr.evaluation import figures
+from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import generate_splits
-from dsr.evaluation.results import evaluate_runs
 
 OKABE_ITO = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#999999", "#56B4E9"}
 

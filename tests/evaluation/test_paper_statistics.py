@@ -20,9 +20,9 @@ from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
 from dsr.evaluation import figures, tables
 from dsr.evaluation import significance as sig
+from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import generate_splits
 from dsr.evaluation.report import write_report
-from dsr.evaluation.results import evaluate_runs
 
 P = [0.01, 0.04, 0.03, 0.005, 0.2, np.nan, 0.049]
 

@@ -10,9 +10,9 @@ import pytest
 
 from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.errors import InputError
+from dsr.evaluation.experiment import configs_from_grid, evaluate_runs, tune_and_evaluate
 from dsr.evaluation.protocol import generate_splits, read_splits, resolve_splits
 from dsr.evaluation.qrels import qrels_from_collection
-from dsr.evaluation.results import configs_from_grid, evaluate_runs, tune_and_evaluate
 
 MEASURES = ["RR", "nDCG@5", "P@1", "R@10"]
 

@@ -15,9 +15,9 @@ from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.data import Collection, natural_order
 from dsr.evaluation import significance as sig
 from dsr.evaluation import tables
+from dsr.evaluation.experiment import evaluate_runs, subset_indices
 from dsr.evaluation.protocol import generate_splits
 from dsr.evaluation.report import write_report
-from dsr.evaluation.results import evaluate_runs, subset_indices
 
 
 @pytest.fixture(scope="module")

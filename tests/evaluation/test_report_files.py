@@ -23,8 +23,8 @@ from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.data import write_benchmark
 from dsr.evaluation import latex, tables
 from dsr.evaluation import significance as sig
+from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.report import public
-from dsr.evaluation.results import evaluate_runs
 
 TEXT_FILES = ("results.md", "results.json", "results.tex", "results.csv", "comparison.csv")
 needs_pdflatex = pytest.mark.skipif(shutil.which("pdflatex") is None,

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from dsr.collections.synthetic import make_collection, make_run
+from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import generate_splits
-from dsr.evaluation.results import evaluate_runs
 from dsr.evaluation.significance import compare, holm, paired_t, randomisation
 
 
