@@ -9,7 +9,7 @@ Modules, one thing each:
 * ``dsr.evaluation.grouping`` — run names, ``--tune`` groups and ``--tune auto`` (families by sidecar)
 * ``dsr.evaluation.experiment`` — :func:`evaluate_runs`, :func:`tune_and_evaluate`: runs measured,
   families tuned per split, significance
-* ``dsr.evaluation.results`` — the API: :func:`evaluate_runs`, :func:`tune_and_evaluate`, ``Results``
+* ``dsr.evaluation.results`` — ``Results``: what an evaluation found
   (``table()``, ``plot()``, frames)
 * ``dsr.evaluation.tables`` / ``dsr.evaluation.report`` — text, Markdown, CSV, LaTeX, JSON, Parquet; the short summary
 * ``dsr.evaluation.figures`` — figures for a paper (TrueType fonts, intervals, family hues)
