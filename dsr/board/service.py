@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,10 +35,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from dsr.board import release, scoring
+from dsr.board import scoring
 from dsr.board.archive import RunStore, Staged
 from dsr.board.client import quota_text  # noqa: F401 (re-exported)
 from dsr.board.db import make_engine, migrate, read_session, sqlite_url, write_session
@@ -54,8 +53,9 @@ from dsr.board.intake import (  # noqa: F401 (re-exported)
     unpack_run,
 )
 from dsr.board.leaderboard import answer_means
-from dsr.board.models import Member, Phase, Setting, Submission, Team, WebSession, iso, utcnow
-from dsr.board.published import check_text
+from dsr.board.members import Members
+from dsr.board.models import Phase, Submission, Team, iso, utcnow
+from dsr.board.phases import Phases
 from dsr.core.errors import InputError
 from dsr.core.home import dsr_home, require_writable
 
@@ -79,19 +79,6 @@ def board_home() -> Path:
 
 def default_db_url() -> str:
     return sqlite_url(board_home() / "board.sqlite")
-
-
-def hash_token(token: str) -> str:
-    """Tokens are 256 random bits, so one sha256 is enough (no salt or slow hash needed)."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-#: the first member ``add-team`` makes (``--member`` names another)
-FIRST_MEMBER = "lead"
-
-
-def new_token() -> str:
-    return "dsr_" + secrets.token_urlsafe(32)
 
 
 class RateLimiter:
@@ -151,7 +138,7 @@ class BoardConfig:
 
 
 @dataclass
-class Board:
+class Board(Members, Phases):
     """A database and a run store, with the phases' scoring data cached."""
 
     config: BoardConfig = field(default_factory=BoardConfig)
@@ -194,260 +181,6 @@ class Board:
     def close(self) -> None:
         self.engine.dispose()
 
-    # -- teams, members and tokens ----------------------------------------
-    def add_team(self, name: str, organiser: bool = False, member: str = FIRST_MEMBER) -> str | None:
-        """Create a team and its first member (``member``); returns that member's token (shown
-        once: only its hash is kept). The organisers' team gets no member (None)."""
-        name = name.strip()
-        if not name or len(name) > 100:
-            raise InputError("a team name is 1 to 100 characters", field="NAME")
-        check_text(name, "NAME")
-        with write_session(self.engine) as s:
-            if s.scalar(select(Team).where(Team.name == name)):
-                raise InputError(f"team {name!r} exists already", field="NAME")
-            # retired column: the hash of a secret nobody keeps (members hold the tokens)
-            s.add(Team(name=name, token_hash=hash_token(new_token()), organiser=organiser))
-        return None if organiser else self.add_member(name, member)
-
-    def identify(self, token: str | None) -> tuple[Team, Member] | None:
-        """The team and member of a token, None for a wrong, rotated or revoked one."""
-        if not token:
-            return None
-        with read_session(self.engine) as s:
-            member = s.scalar(select(Member).where(Member.token_hash == hash_token(token),
-                                                   Member.removed_at.is_(None)))
-            if member is None:
-                return None
-            return s.get(Team, member.team_id), member
-
-    def team_for_token(self, token: str | None) -> Team | None:
-        found = self.identify(token)
-        return None if found is None else found[0]
-
-    def member_active(self, member_id: int | None) -> bool:
-        """Whether a member (of a browser session) still holds a token."""
-        if member_id is None:
-            return False
-        with read_session(self.engine) as s:
-            member = s.get(Member, member_id)
-        return member is not None and member.removed_at is None and member.token_hash is not None
-
-    def login_secret(self) -> bytes:
-        """The board's secret that binds a login form to its browser (migration 0005 makes it)."""
-        secret = getattr(self, "_login_secret", None)
-        if secret is None:
-            with read_session(self.engine) as s:
-                row = s.get(Setting, "login_secret")
-            secret = self._login_secret = bytes.fromhex(row.value)
-        return secret
-
-    def team(self, name: str) -> Team:
-        """A team by name, else an InputError naming it."""
-        with read_session(self.engine) as s:
-            team = s.scalar(select(Team).where(Team.name == name))
-        if team is None:
-            raise InputError(f"no team {name!r} on this board (dsr board list shows them)", field="TEAM")
-        return team
-
-    def add_member(self, team_name: str, name: str, email: str = "") -> str:
-        """Add a person to a team; returns their token (shown once: only its hash is kept). A
-        removed member's name can be added again (a new token; its old runs stay its own)."""
-        team = self.team(team_name)
-        if team.organiser:     # its runs skip quotas: they come in by add-baseline only
-            raise InputError(f"{team_name!r} is the organisers' team: baselines are added with "
-                             "dsr board add-baseline, not by a member's token", field="TEAM")
-        name = _member_name(name)
-        check_text(email, "--email")
-        token = new_token()
-        with write_session(self.engine) as s:
-            row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name))
-            if row is not None and row.removed_at is None:
-                raise InputError(f"{name!r} is a member of {team_name!r} already "
-                                 "(dsr board rotate-token gives them a new token)", field="NAME")
-            if row is None:
-                row = Member(team_id=team.id, name=name)
-                s.add(row)
-            row.email, row.token_hash, row.removed_at, row.added_at = email.strip(), hash_token(token), None, utcnow()
-        return token
-
-    def remove_member(self, team_name: str, name: str) -> list[Member]:
-        """Take a person off a team: their token and browser sessions stop working at once
-        (401 on the next request); their submissions stay recorded as theirs."""
-        row = self._active_member(team_name, name)
-        with write_session(self.engine) as s:
-            member = s.get(Member, row.id)
-            member.token_hash, member.removed_at = None, utcnow()
-            s.execute(delete(WebSession).where(WebSession.member_id == row.id))
-        return self.members(self.team(team_name))
-
-    def rotate_token(self, team_name: str, name: str) -> str:
-        """A new token for a member (shown once); the old one and the member's browser
-        sessions stop working at once."""
-        row = self._active_member(team_name, name)
-        token = new_token()
-        with write_session(self.engine) as s:
-            s.get(Member, row.id).token_hash = hash_token(token)
-            s.execute(delete(WebSession).where(WebSession.member_id == row.id))
-        return token
-
-    def _active_member(self, team_name: str, name: str) -> Member:
-        team = self.team(team_name)
-        name = _member_name(name)
-        with read_session(self.engine) as s:
-            row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name,
-                                                Member.removed_at.is_(None)))
-        if row is None:
-            raise InputError(f"{name!r} is not a member of {team_name!r} (dsr board list shows them)",
-                             field="NAME")
-        return row
-
-    def members(self, team: Team, removed: bool = False) -> list[Member]:
-        """A team's members (``removed``: those taken off too), by name."""
-        with read_session(self.engine) as s:
-            query = select(Member).where(Member.team_id == team.id).order_by(Member.name)
-            if not removed:
-                query = query.where(Member.removed_at.is_(None))
-            return list(s.scalars(query))
-
-    def runs_by_member(self) -> dict[tuple[int, int | None], int]:
-        """How many runs each (team, member) submitted (member None: baselines, and runs of
-        before migration 0005, whose member is not known)."""
-        with read_session(self.engine) as s:
-            rows = s.execute(select(Submission.team_id, Submission.member_id, func.count())
-                             .group_by(Submission.team_id, Submission.member_id))
-            return {(team, member): int(n) for team, member, n in rows}
-
-    def organisers(self) -> Team:
-        """The team baselines are filed under (created on first use, its token never shown)."""
-        with read_session(self.engine) as s:
-            team = s.scalar(select(Team).where(Team.name == "baselines"))
-        if team is None:
-            self.add_team("baselines", organiser=True)
-            with read_session(self.engine) as s:
-                team = s.scalar(select(Team).where(Team.name == "baselines"))
-        return team
-
-    def add_phase(self, collection_ref: str, name: str, *, hidden: bool = False,
-                  labels: dict[str, dict[str, int]] | None = None, measures: list[str] | None = None,
-                  daily_quota: int | None = None, total_quota: int | None = None,
-                  description: str = "", display: str | None = None, strict: bool = False,
-                  min_dialogues: int | None = None, season: Season | None = None,
-                  allow_overlap: bool = False) -> Phase:
-        """Add a board (or replace a phase's labels and quotas while it has no submission).
-
-        A hidden phase gets ``release``'s default quotas unless given, and is refused when a
-        published group differs from one of another hidden phase in fewer than
-        ``min_dialogues`` dialogues (``release.overlaps``; ``allow_overlap`` takes it anyway:
-        :meth:`overlaps` then lists why).
-
-        ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
-        (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
-        published mean covers (``board.phase_data(phase).subset_notes`` says which
-        subsets are merged or withheld). ``season``: primary measure, dates, final."""
-        season = season or Season()
-        _check_phase_options(hidden, labels, daily_quota, total_quota, min_dialogues,
-                             [(name, "--phase"), (description, "--description"), (display or "", "--name")])
-        collection = scoring.load_collection_ref(collection_ref)
-        if hidden and labels is None:
-            labels = scoring.qrels_from_collection(collection)
-        topics = scoring.phase_topics(collection, labels)
-        measures = list(measures or scoring.default_measures())
-        if hidden and min_dialogues is None:
-            min_dialogues = scoring.MIN_DIALOGUES
-        data = scoring.build_phase_data(collection, topics, labels, measures,   # checks measures
-                                        min_dialogues=min_dialogues)            # and the subset rule
-        display = display or collection.name
-        daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
-        if hidden and not allow_overlap:
-            release.refuse_overlaps(self._overlaps(f"{display}/{name}", topics, labels, data.subsets,
-                                                   min_dialogues, (display, name)))
-        with write_session(self.engine) as s:
-            phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == name))
-            if phase is not None and s.scalar(select(func.count()).select_from(Submission)
-                                              .where(Submission.phase_id == phase.id)):
-                raise InputError(f"phase {display}/{name} has submissions; add a new phase instead",
-                                 field="--phase")
-            if phase is None:
-                phase = Phase(collection=display, name=name)
-                s.add(phase)
-            phase.collection_ref = collection_ref
-            phase.collection_hash = collection.content_hash
-            phase.hidden = hidden
-            phase.labels_json = scoring.labels_to_json(labels) if labels is not None else None
-            phase.topics_json = json.dumps(topics)
-            phase.measures_json = json.dumps(data.measures)
-            phase.daily_quota = daily_quota
-            phase.total_quota = total_quota
-            phase.description = description
-            phase.strict = strict
-            phase.min_dialogues = min_dialogues
-            season.apply(phase, data.measures)
-        return phase
-
-    def _overlaps(self, label: str, topics: list[str], labels: dict, groups: dict, minimum: int,
-                  skip: tuple[str, str]) -> list[str]:
-        """``release.overlaps`` of a hidden phase's published groups against every other hidden
-        phase (``skip``: its own collection and name, when its labels are replaced)."""
-        others = []
-        for other in self.phases():
-            if not other.hidden or (other.collection, other.name) == skip:
-                continue
-            data = self.phase_data(other)
-            others.append((f"{other.collection}/{other.name}",
-                           release.keyed_groups(data.topics, json.loads(other.labels_json or "{}"),
-                                                data.subsets),
-                           other.min_dialogues or scoring.MIN_DIALOGUES))
-        return release.overlaps(label, release.keyed_groups(topics, labels, groups), minimum, others)
-
-    def overlaps(self, phase: Phase) -> list[str]:
-        """Why a hidden phase could be differenced against another one (empty: it cannot)."""
-        if not phase.hidden:
-            return []
-        data = self.phase_data(phase)
-        return self._overlaps(f"{phase.collection}/{phase.name}", data.topics,
-                              json.loads(phase.labels_json or "{}"), data.subsets,
-                              phase.min_dialogues or scoring.MIN_DIALOGUES, (phase.collection, phase.name))
-
-    def set_season(self, phase: Phase, season: Season) -> Phase:
-        """Change a phase's primary measure, dates or final switch (allowed at any time
-        before it is frozen: a season's dates move)."""
-        with write_session(self.engine) as s:
-            row = s.get(Phase, phase.id)
-            if row.frozen_at is not None:
-                raise InputError(f"phase {row.collection}/{row.name} is frozen: its season is over",
-                                 field="--phase")
-            season.apply(row, json.loads(row.measures_json), keep=True)
-        return self.get_phase(phase.collection, phase.name)
-
-    def freeze(self, phase: Phase) -> Phase:
-        """Freeze a board: no more submissions; a final phase's scores are published."""
-        with write_session(self.engine) as s:
-            row = s.get(Phase, phase.id)
-            if row.frozen_at is None:
-                row.frozen_at = utcnow()
-        return self.get_phase(phase.collection, phase.name)
-
-    def phases(self) -> list[Phase]:
-        with read_session(self.engine) as s:
-            return list(s.scalars(select(Phase).order_by(Phase.collection, Phase.id)))
-
-    def phase(self, collection: str, name: str) -> Phase | None:
-        with read_session(self.engine) as s:
-            return s.scalar(select(Phase).where(Phase.collection == collection, Phase.name == name))
-
-    def get_phase(self, collection: str, name: str | None) -> Phase:
-        """A phase by collection and name (the only phase of the collection when name is None)."""
-        with read_session(self.engine) as s:
-            query = select(Phase).where(Phase.collection == collection)
-            if name:
-                query = query.where(Phase.name == name)
-            found = list(s.scalars(query))
-        if len(found) == 1:
-            return found[0]
-        if not found:
-            raise InputError(f"no phase {name or ''!r} of {collection!r} on this board", field="--phase")
-        raise InputError(f"{collection} has phases {', '.join(p.name for p in found)}: give --phase",
-                         field="--phase")
 
     def phase_data(self, phase: Phase) -> scoring.PhaseData:
         minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
@@ -650,28 +383,6 @@ class Board:
 
 
 @dataclass
-class Season:
-    """What ``add-phase`` and ``set-phase`` set of a phase's season (None: leave / default)."""
-
-    primary: str | None = None
-    opens_at: Any = None          # naive UTC datetimes
-    closes_at: Any = None
-    final: bool | None = None
-
-    def apply(self, phase: Phase, measures: list[str], keep: bool = False) -> None:
-        """Set these on ``phase`` (``keep``: fields left None keep the phase's values)."""
-        if self.primary is not None and self.primary not in measures:
-            raise InputError(f"--primary {self.primary!r} is not a measure of this phase; it has "
-                             f"{', '.join(measures)}", field="--primary")
-        for name, value in (("primary_measure", self.primary), ("opens_at", self.opens_at),
-                            ("closes_at", self.closes_at), ("final", self.final)):
-            if value is not None or not keep:
-                setattr(phase, name, value if value is not None or name != "final" else False)
-        if phase.opens_at and phase.closes_at and phase.closes_at <= phase.opens_at:
-            raise InputError("the phase would close before it opens", field="--closes")
-
-
-@dataclass
 class Accepted:
     """A stored submission and the answer its client got (``replayed``: a retry's)."""
 
@@ -680,24 +391,3 @@ class Accepted:
     replayed: bool = False
 
 
-def _member_name(name: str) -> str:
-    name = name.strip()
-    if not name or len(name) > 200:
-        raise InputError("a member's name is 1 to 200 characters", field="NAME")
-    check_text(name, "NAME")
-    return name
-
-
-def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_quota: int | None,
-                         min_dialogues: int | None, texts: list[tuple[str, str]]) -> None:
-    if not hidden and labels is not None:
-        raise InputError("labels are only loaded for hidden phases (public ones use the "
-                         "collection's own)", field="--qrels")
-    if min_dialogues is not None and (not hidden or min_dialogues < 1):
-        raise InputError("--min-dialogues is a whole number >= 1, for hidden phases (public ones "
-                         "publish per-dialogue values)", field="--min-dialogues")
-    for value, flag in ((daily_quota, "--daily-quota"), (total_quota, "--total-quota")):
-        if value is not None and value < 0:
-            raise InputError("a quota is a whole number >= 0", field=flag)
-    for text, flag in texts:
-        check_text(text, flag, multiline=flag == "--description")

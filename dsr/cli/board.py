@@ -348,7 +348,7 @@ def when(text: str | None, flag: str):
 
 
 def _season(args):
-    from dsr.board.service import Season
+    from dsr.board.phases import Season
 
     return Season(primary=args.primary, opens_at=when(args.opens, "--opens"),
                   closes_at=when(args.closes, "--closes"), final=args.final)

@@ -219,7 +219,7 @@ class Judging:
     # -- assessors -----------------------------------------------------------
     def add_assessor(self, name: str) -> str:
         """Create an assessor; returns their token (shown once: only its hash is kept)."""
-        from dsr.board.service import hash_token, new_token
+        from dsr.board.members import hash_token, new_token
 
         name = _checked_name(name, "NAME")
         token = new_token()
@@ -230,7 +230,7 @@ class Judging:
         return token
 
     def assessor_for_token(self, token: str | None) -> Assessor | None:
-        from dsr.board.service import hash_token
+        from dsr.board.members import hash_token
 
         if not token:
             return None

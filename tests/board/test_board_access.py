@@ -181,7 +181,7 @@ def test_the_login_forms_csrf_token_is_bound_to_its_browser(setup):
 
 
 def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tmp_path, runs, capsys):  # noqa: F811
-    from dsr.board.service import Season
+    from dsr.board.phases import Season
     from dsr.cli import main
     from dsr.evaluation.qrels import read_qrels
 
@@ -217,7 +217,7 @@ def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path):
     from alembic.config import Config
 
     from dsr.board.db import MIGRATIONS, make_engine
-    from dsr.board.service import hash_token
+    from dsr.board.members import hash_token
 
     engine = make_engine(db_url)
     config = Config()

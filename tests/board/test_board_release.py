@@ -289,7 +289,7 @@ def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp
     and a run that swaps two candidates told which is relevant by its place. Before the freeze
     every page and API answer lists rows by team, then submission time, whatever is asked, and
     shows nothing derived from a score; after it, the scores and their order."""
-    from dsr.board.service import Season
+    from dsr.board.phases import Season
 
     board = make_board(db_url, tmp_path)
     board.add_phase("sample", "final", hidden=True, labels=read_qrels(runs / "hidden.qrels"),

@@ -20,7 +20,8 @@ from scipy import stats
 
 from dsr.board.admin import add_baselines
 from dsr.board.models import utcnow
-from dsr.board.service import Metadata, Season
+from dsr.board.phases import Season
+from dsr.board.service import Metadata
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
 

@@ -1,0 +1,191 @@
+"""A board's phases: adding one (with the cross-phase overlap check of hidden labels and the
+default quotas), its season (dates, final, freeze) and finding one. :class:`Phases` is a part
+of :class:`dsr.board.service.Board`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
+
+from dsr.board import release, scoring
+from dsr.board.client import quota_text  # noqa: F401 (re-exported)
+from dsr.board.db import read_session, write_session
+from dsr.board.intake import (  # noqa: F401 (re-exported)
+    RUN_TYPES,
+    Metadata,
+    Refused,
+    display_name,
+    published_from_sidecar,
+    ranking_digest,
+    request_digest,
+    unpack_run,
+)
+from dsr.board.models import Phase, Submission, utcnow
+from dsr.board.published import check_text
+from dsr.core.errors import InputError
+
+
+@dataclass
+class Season:
+    """What ``add-phase`` and ``set-phase`` set of a phase's season (None: leave / default)."""
+
+    primary: str | None = None
+    opens_at: Any = None          # naive UTC datetimes
+    closes_at: Any = None
+    final: bool | None = None
+
+    def apply(self, phase: Phase, measures: list[str], keep: bool = False) -> None:
+        """Set these on ``phase`` (``keep``: fields left None keep the phase's values)."""
+        if self.primary is not None and self.primary not in measures:
+            raise InputError(f"--primary {self.primary!r} is not a measure of this phase; it has "
+                             f"{', '.join(measures)}", field="--primary")
+        for name, value in (("primary_measure", self.primary), ("opens_at", self.opens_at),
+                            ("closes_at", self.closes_at), ("final", self.final)):
+            if value is not None or not keep:
+                setattr(phase, name, value if value is not None or name != "final" else False)
+        if phase.opens_at and phase.closes_at and phase.closes_at <= phase.opens_at:
+            raise InputError("the phase would close before it opens", field="--closes")
+
+
+def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_quota: int | None,
+                         min_dialogues: int | None, texts: list[tuple[str, str]]) -> None:
+    if not hidden and labels is not None:
+        raise InputError("labels are only loaded for hidden phases (public ones use the "
+                         "collection's own)", field="--qrels")
+    if min_dialogues is not None and (not hidden or min_dialogues < 1):
+        raise InputError("--min-dialogues is a whole number >= 1, for hidden phases (public ones "
+                         "publish per-dialogue values)", field="--min-dialogues")
+    for value, flag in ((daily_quota, "--daily-quota"), (total_quota, "--total-quota")):
+        if value is not None and value < 0:
+            raise InputError("a quota is a whole number >= 0", field=flag)
+    for text, flag in texts:
+        check_text(text, flag, multiline=flag == "--description")
+
+
+class Phases:
+    """The board's phases (a part of :class:`~dsr.board.service.Board`)."""
+
+    def add_phase(self, collection_ref: str, name: str, *, hidden: bool = False,
+                  labels: dict[str, dict[str, int]] | None = None, measures: list[str] | None = None,
+                  daily_quota: int | None = None, total_quota: int | None = None,
+                  description: str = "", display: str | None = None, strict: bool = False,
+                  min_dialogues: int | None = None, season: Season | None = None,
+                  allow_overlap: bool = False) -> Phase:
+        """Add a board (or replace a phase's labels and quotas while it has no submission).
+
+        A hidden phase gets ``release``'s default quotas unless given, and is refused when a
+        published group differs from one of another hidden phase in fewer than
+        ``min_dialogues`` dialogues (``release.overlaps``; ``allow_overlap`` takes it anyway:
+        :meth:`overlaps` then lists why).
+
+        ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
+        (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
+        published mean covers (``board.phase_data(phase).subset_notes`` says which
+        subsets are merged or withheld). ``season``: primary measure, dates, final."""
+        season = season or Season()
+        _check_phase_options(hidden, labels, daily_quota, total_quota, min_dialogues,
+                             [(name, "--phase"), (description, "--description"), (display or "", "--name")])
+        collection = scoring.load_collection_ref(collection_ref)
+        if hidden and labels is None:
+            labels = scoring.qrels_from_collection(collection)
+        topics = scoring.phase_topics(collection, labels)
+        measures = list(measures or scoring.default_measures())
+        if hidden and min_dialogues is None:
+            min_dialogues = scoring.MIN_DIALOGUES
+        data = scoring.build_phase_data(collection, topics, labels, measures,   # checks measures
+                                        min_dialogues=min_dialogues)            # and the subset rule
+        display = display or collection.name
+        daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
+        if hidden and not allow_overlap:
+            release.refuse_overlaps(self._overlaps(f"{display}/{name}", topics, labels, data.subsets,
+                                                   min_dialogues, (display, name)))
+        with write_session(self.engine) as s:
+            phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == name))
+            if phase is not None and s.scalar(select(func.count()).select_from(Submission)
+                                              .where(Submission.phase_id == phase.id)):
+                raise InputError(f"phase {display}/{name} has submissions; add a new phase instead",
+                                 field="--phase")
+            if phase is None:
+                phase = Phase(collection=display, name=name)
+                s.add(phase)
+            phase.collection_ref = collection_ref
+            phase.collection_hash = collection.content_hash
+            phase.hidden = hidden
+            phase.labels_json = scoring.labels_to_json(labels) if labels is not None else None
+            phase.topics_json = json.dumps(topics)
+            phase.measures_json = json.dumps(data.measures)
+            phase.daily_quota = daily_quota
+            phase.total_quota = total_quota
+            phase.description = description
+            phase.strict = strict
+            phase.min_dialogues = min_dialogues
+            season.apply(phase, data.measures)
+        return phase
+
+    def _overlaps(self, label: str, topics: list[str], labels: dict, groups: dict, minimum: int,
+                  skip: tuple[str, str]) -> list[str]:
+        """``release.overlaps`` of a hidden phase's published groups against every other hidden
+        phase (``skip``: its own collection and name, when its labels are replaced)."""
+        others = []
+        for other in self.phases():
+            if not other.hidden or (other.collection, other.name) == skip:
+                continue
+            data = self.phase_data(other)
+            others.append((f"{other.collection}/{other.name}",
+                           release.keyed_groups(data.topics, json.loads(other.labels_json or "{}"),
+                                                data.subsets),
+                           other.min_dialogues or scoring.MIN_DIALOGUES))
+        return release.overlaps(label, release.keyed_groups(topics, labels, groups), minimum, others)
+
+    def overlaps(self, phase: Phase) -> list[str]:
+        """Why a hidden phase could be differenced against another one (empty: it cannot)."""
+        if not phase.hidden:
+            return []
+        data = self.phase_data(phase)
+        return self._overlaps(f"{phase.collection}/{phase.name}", data.topics,
+                              json.loads(phase.labels_json or "{}"), data.subsets,
+                              phase.min_dialogues or scoring.MIN_DIALOGUES, (phase.collection, phase.name))
+
+    def set_season(self, phase: Phase, season: Season) -> Phase:
+        """Change a phase's primary measure, dates or final switch (allowed at any time
+        before it is frozen: a season's dates move)."""
+        with write_session(self.engine) as s:
+            row = s.get(Phase, phase.id)
+            if row.frozen_at is not None:
+                raise InputError(f"phase {row.collection}/{row.name} is frozen: its season is over",
+                                 field="--phase")
+            season.apply(row, json.loads(row.measures_json), keep=True)
+        return self.get_phase(phase.collection, phase.name)
+
+    def freeze(self, phase: Phase) -> Phase:
+        """Freeze a board: no more submissions; a final phase's scores are published."""
+        with write_session(self.engine) as s:
+            row = s.get(Phase, phase.id)
+            if row.frozen_at is None:
+                row.frozen_at = utcnow()
+        return self.get_phase(phase.collection, phase.name)
+
+    def phases(self) -> list[Phase]:
+        with read_session(self.engine) as s:
+            return list(s.scalars(select(Phase).order_by(Phase.collection, Phase.id)))
+
+    def phase(self, collection: str, name: str) -> Phase | None:
+        with read_session(self.engine) as s:
+            return s.scalar(select(Phase).where(Phase.collection == collection, Phase.name == name))
+
+    def get_phase(self, collection: str, name: str | None) -> Phase:
+        """A phase by collection and name (the only phase of the collection when name is None)."""
+        with read_session(self.engine) as s:
+            query = select(Phase).where(Phase.collection == collection)
+            if name:
+                query = query.where(Phase.name == name)
+            found = list(s.scalars(query))
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise InputError(f"no phase {name or ''!r} of {collection!r} on this board", field="--phase")
+        raise InputError(f"{collection} has phases {', '.join(p.name for p in found)}: give --phase",
+                         field="--phase")
