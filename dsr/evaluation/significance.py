@@ -84,28 +84,35 @@ def direction(diff: float | None, p: float | None, alpha: float = ALPHA) -> str:
 
 
 def holm(pvalues) -> np.ndarray:
-    """Holm–Bonferroni adjusted p-values (step-down), in the input order
-    (``statsmodels.stats.multitest.multipletests(method="holm")``). NaN p-values are left
-    NaN and do not count in m."""
-    return _multipletests(pvalues, "holm")
+    """Holm–Bonferroni adjusted p-values (step-down), in the input order: the i-th smallest
+    of m p-values times (m - i + 1), made monotone with a running maximum, clipped at 1. NaN
+    p-values are left NaN and do not count in m.
 
-
-def bonferroni(pvalues) -> np.ndarray:
-    """Bonferroni: each p times the number of (non-NaN) p-values, clipped at 1
-    (``multipletests(method="bonferroni")``)."""
-    return _multipletests(pvalues, "bonferroni")
-
-
-def _multipletests(pvalues, method: str) -> np.ndarray:
-    """statsmodels' adjusted p-values over the non-NaN entries; NaN stays NaN."""
-    from statsmodels.stats.multitest import multipletests
-
+    Equal to ``statsmodels.stats.multitest.multipletests(method="holm")`` (tested on fixed
+    and random inputs), which is not called here because it runs ``gc.collect()`` on every
+    call: about 30 ms each, thousands of calls per leaderboard page.
+    """
     p = np.asarray(pvalues, dtype=float)
     out = np.full(p.shape, np.nan)
     valid = ~np.isnan(p)
-    if valid.any():
-        out[valid] = multipletests(p[valid], method=method)[1]
+    m = int(valid.sum())
+    if m == 0:
+        return out
+    order = np.argsort(p[valid], kind="stable")
+    ranked = p[valid][order] * (m - np.arange(m))
+    adjusted = np.minimum(np.maximum.accumulate(ranked), 1.0)
+    result = np.empty(m)
+    result[order] = adjusted
+    out[valid] = result
     return out
+
+
+def bonferroni(pvalues) -> np.ndarray:
+    """Bonferroni: each p times the number of (non-NaN) p-values, clipped at 1 (equal to
+    ``multipletests(method="bonferroni")``, tested; see :func:`holm` for why not called)."""
+    p = np.asarray(pvalues, dtype=float)
+    m = int((~np.isnan(p)).sum())
+    return np.minimum(p * m, 1.0)
 
 
 def _stats():

@@ -37,6 +37,12 @@ def test_holm_and_bonferroni_equal_the_hand_written_values_and_statsmodels():
         np.testing.assert_array_equal(ours[valid], multipletests(P[valid], method=method)[1])
         np.testing.assert_array_equal(adjust(P, method), ours)
     assert np.isnan(holm([np.nan])).all() and holm([]).shape == (0,)
+    rng = np.random.default_rng(7)
+    for size in (1, 2, 3, 8, 40):
+        for _ in range(25):
+            p = rng.choice([rng.random(size), np.round(rng.random(size), 1)])   # ties too
+            for method, ours in (("holm", holm(p)), ("bonferroni", bonferroni(p))):
+                np.testing.assert_allclose(ours, multipletests(p, method=method)[1], rtol=0, atol=1e-15)
 
 
 def test_bootstrap_interval_equals_the_hand_written_one_and_scipy():
