@@ -51,10 +51,11 @@ from typing import Any
 
 from dsr.collections import load_collection
 from dsr.core.atomic import atomic_dir, check_replaceable, write_json
-from dsr.core.data import Collection, gc_paused
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.fusion import fuse
 from dsr.core.home import models_dir
+from dsr.core.jsonio import gc_paused
 from dsr.core.models import resolve_model
 from dsr.core.provenance import package_versions, sha256_file, slug, stamp
 from dsr.core.queries import STRATEGIES, check_strategy

@@ -1,6 +1,6 @@
 """A candidate sentence in its document: its neighbours, for the context text form.
 
-The context text form (:data:`dsr.core.data.CONTEXT_FORM`,
+The context text form (:data:`dsr.core.candidate_text.CONTEXT_FORM`,
 ``"title: previous [SEP] body [SEP] next"``) shows a model the sentences
 around a candidate in the document it came from. Candidate ids of CMU_DoG
 (and of the judged set built from it) are ``<document>/<section>/<index>``:
@@ -25,7 +25,8 @@ from pathlib import Path
 
 from dsr.collections.cmu_dog import read_documents
 from dsr.collections.common import resolve_source
-from dsr.core.data import CONTEXT_FORM, Candidate, Collection, candidate_text, check_text_form, context_text
+from dsr.core.candidate_text import CONTEXT_FORM, candidate_text, check_text_form, context_text
+from dsr.core.data import Candidate, Collection
 from dsr.core.errors import InputError
 from dsr.core.queries import model_query_budget
 
@@ -91,7 +92,7 @@ def candidate_renderer(collection: Collection, text: str, *, documents: str | Pa
     ``body`` and ``title: body`` need nothing else. The context form reads the
     neighbours (:func:`neighbours`) and, with ``model_path``, fits them to the
     model's sequence length (``max_length``, else the model's own; see
-    :func:`dsr.core.data.context_text`).
+    :func:`dsr.core.candidate_text.context_text`).
     """
     check_text_form(text)
     if text != CONTEXT_FORM:

@@ -10,13 +10,11 @@ handled by the same code.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -24,7 +22,8 @@ from typing import Any
 
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError
-from dsr.core.jsonio import iter_json_lines, read_text
+from dsr.core.jsonio import gc_paused, iter_json_lines, read_text
+from dsr.core.text import natural_order
 
 
 @dataclass
@@ -102,19 +101,6 @@ class Dialogue:
         if self.meta:
             out["meta"] = self.meta
         return out
-
-
-def natural_order(names: Iterable[str]) -> list[str]:
-    """Subset names in a reader's order: ``all``, then ``plain`` before ``grounded`` (the
-    SIGIR 2022 paper's order), then the rest with numbers compared as numbers
-    (section0, section1, ... section10), whatever order a file lists them in."""
-    first = {"all": 0, "plain": 1, "grounded": 2}
-
-    def key(name: str):
-        parts = re.split(r"(\d+)", name)
-        return (first.get(name, 3), [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts])
-
-    return sorted(names, key=key)
 
 
 class Collection:
@@ -259,96 +245,10 @@ class Collection:
 
 # --- the text a model sees for a candidate ------------------------------------
 
-#: the sentence between its neighbours in its document (see :func:`context_text`)
-CONTEXT_FORM = "title: previous [SEP] body [SEP] next"
-#: candidate text forms that need nothing but the candidate
-BODY_FORMS = ("body", "title: body")
-TEXT_FORMS = (*BODY_FORMS, CONTEXT_FORM)
-#: what separates a sentence from its neighbours in CONTEXT_FORM (BERT's separator token)
-CONTEXT_SEPARATOR = "[SEP]"
-
 
 def initial_order(dialogues: Iterable[Dialogue]) -> dict[str, list[str]]:
     """Dialogue id -> its candidate ids in order (see :meth:`Collection.initial_order`)."""
     return {d.id: [c.id for c in d.candidates] for d in dialogues}
-
-
-def check_text_form(text: str) -> str:
-    if text not in TEXT_FORMS:
-        raise InputError(f"unknown candidate text form {text!r}; choose from "
-                         f"{', '.join(repr(t) for t in TEXT_FORMS)}", field="text")
-    return text
-
-
-def candidate_text(candidate: Candidate, text: str = "body") -> str:
-    """The text a model sees for a candidate: its body, or ``"title: body"`` when it has a title.
-
-    The context form needs the candidate's neighbours: :func:`context_text`."""
-    if text == CONTEXT_FORM:
-        raise ValueError("the context text form needs the sentence's neighbours: use context_text")
-    if text == "title: body" and candidate.title:
-        return f"{candidate.title}: {candidate.body}"
-    return candidate.body
-
-
-def context_text(candidate: Candidate, previous: list[str], following: list[str], *,
-                 budget: int | None = None, count: Callable[[str], int] | None = None) -> str:
-    """``"title: previous [SEP] body [SEP] next"``: the sentence between its neighbours.
-
-    ``previous`` (document order, the nearest last) and ``following`` (the
-    nearest first) are the sentences around it in its document section. With
-    ``budget`` (word pieces) and ``count`` (a word-piece counter), the title,
-    the body and the separators always stay, and neighbours are added nearest
-    first, alternating previous and next, while they fit; a nearest neighbour
-    that does not fit whole is cut to what fits (the previous sentence keeps
-    its end, the next its start), so the text a model reads ends where the
-    encoder would cut it anyway, never inside the body.
-    """
-    head = f"{candidate.title}:" if candidate.title else ""
-    before, after = list(previous), list(following)
-    if budget is not None and count is not None:
-        core = " ".join(p for p in (head, CONTEXT_SEPARATOR, candidate.body, CONTEXT_SEPARATOR) if p)
-        before, after = _fit_neighbours(before, after, budget - count(core), count)
-    parts = (head, " ".join(before), CONTEXT_SEPARATOR, candidate.body, CONTEXT_SEPARATOR, " ".join(after))
-    return " ".join(p for p in parts if p)
-
-
-def _fit_neighbours(before: list[str], after: list[str], room: int, count: Callable[[str], int]
-                    ) -> tuple[list[str], list[str]]:
-    """The neighbours that fit in ``room`` word pieces: nearest first, previous then next at
-    each distance; a side stops at its first sentence that does not fit (kept contiguous),
-    except that the nearest one is cut to the words that fit."""
-    kept: dict[str, list[str]] = {"before": [], "after": []}
-    open_sides = {"before": list(reversed(before)), "after": list(after)}   # nearest first
-    for distance in range(max(len(before), len(after))):
-        for side in ("before", "after"):
-            queue = open_sides[side]
-            if distance >= len(queue):
-                continue
-            sentence, need = queue[distance], count(queue[distance])
-            if need <= room:
-                kept[side].append(sentence)
-                room -= need
-                continue
-            if distance == 0 and room > 0:
-                words = sentence.split()
-                cut = _words_that_fit(words if side == "after" else words[::-1], room, count)
-                if cut:
-                    kept[side].append(" ".join(cut if side == "after" else cut[::-1]))
-                    room -= sum(count(w) for w in cut)
-            open_sides[side] = queue[:distance]   # nothing farther on this side
-    return list(reversed(kept["before"])), kept["after"]
-
-
-def _words_that_fit(words: list[str], room: int, count: Callable[[str], int]) -> list[str]:
-    out: list[str] = []
-    for word in words:
-        need = count(word)
-        if need > room:
-            break
-        out.append(word)
-        room -= need
-    return out
 
 
 def canonical_json(obj: Any) -> str:
@@ -383,25 +283,6 @@ def read_benchmark(path: str | Path, name: str | None = None) -> Collection:
     if not dialogues:
         raise InputError("no dialogues in the file", path=path)
     return Collection(name or path.stem, dialogues, meta={"path": str(path)})
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while a file's records are built.
-
-    Reading allocates about ten objects per candidate and frees none, so each of
-    the collector's passes (one per 700 allocations, the oldest generation ever
-    more often as it grows) walks every record read so far: loading grew as
-    size^1.25 (8,460 dialogues, issue 34). The records hold no reference cycles,
-    so nothing is left for the collector; it is restored as it was, also on an error.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass

@@ -7,8 +7,10 @@ clear InputError (exit code 2).
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +97,22 @@ def json_error(err: json.JSONDecodeError) -> str:
     if err.msg == "nested too deeply":
         return "malformed JSON: nested too deeply (arrays or objects inside each other)"
     return f"malformed JSON: {err.msg} (column {err.colno})"
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a file's records are built.
+
+    Reading allocates about ten objects per candidate and frees none, so each of
+    the collector's passes (one per 700 allocations, the oldest generation ever
+    more often as it grows) walks every record read so far: loading grew as
+    size^1.25 (8,460 dialogues, issue 34). The records hold no reference cycles,
+    so nothing is left for the collector; it is restored as it was, also on an error.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

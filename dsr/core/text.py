@@ -11,6 +11,7 @@ faster than pure-Python Porter, with nothing to download.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -53,3 +54,16 @@ def tokenize(text: str, *, stopwords: bool = False, stem: bool = False) -> list[
 def content_words(text: str) -> set[str]:
     """Distinct lowercased non-stopword tokens (used for silver relevance)."""
     return set(tokenize(text, stopwords=True))
+
+
+def natural_order(names: Iterable[str]) -> list[str]:
+    """Subset names in a reader's order: ``all``, then ``plain`` before ``grounded`` (the
+    SIGIR 2022 paper's order), then the rest with numbers compared as numbers
+    (section0, section1, ... section10), whatever order a file lists them in."""
+    first = {"all": 0, "plain": 1, "grounded": 2}
+
+    def key(name: str):
+        parts = re.split(r"(\d+)", name)
+        return (first.get(name, 3), [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts])
+
+    return sorted(names, key=key)

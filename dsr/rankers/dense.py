@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsr.collections.documents import DEFAULT_WINDOW, candidate_renderer
-from dsr.core.data import BODY_FORMS, TEXT_FORMS, Collection, candidate_text, check_text_form
+from dsr.core.candidate_text import BODY_FORMS, TEXT_FORMS, candidate_text, check_text_form
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.core.params import Param, by_name

@@ -29,7 +29,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dsr.core.data import BODY_FORMS, Candidate, Collection, candidate_text
+from dsr.core.candidate_text import BODY_FORMS, candidate_text
+from dsr.core.data import Candidate, Collection
 from dsr.core.errors import InputError
 from dsr.core.jsonio import load_json
 from dsr.core.models import load_cross_encoder, resolve_model

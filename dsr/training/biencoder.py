@@ -34,7 +34,8 @@ from sentence_transformers.sentence_transformer.training_args import BatchSample
 from transformers import set_seed
 
 from dsr.collections.documents import DEFAULT_WINDOW, candidate_renderer
-from dsr.core.data import CONTEXT_FORM, Candidate, Dialogue, candidate_text
+from dsr.core.candidate_text import CONTEXT_FORM, candidate_text
+from dsr.core.data import Candidate, Dialogue
 from dsr.core.errors import InputError
 from dsr.core.queries import model_query_budget, query_text
 from dsr.training import heldout as held_out

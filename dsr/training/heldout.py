@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dsr.core.data import Candidate, Collection, Dialogue, candidate_text, initial_order
+from dsr.core.candidate_text import candidate_text
+from dsr.core.data import Candidate, Collection, Dialogue, initial_order
 from dsr.core.run import Run
 from dsr.evaluation.measures import Evaluator
 from dsr.evaluation.qrels import qrels_from_collection

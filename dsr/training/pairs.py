@@ -30,9 +30,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from dsr.core.candidate_text import candidate_text
+
 # candidate_text: the body, as the cross-encoder reranker reads it by default (titles repeat
 # across a list)
-from dsr.core.data import Collection, Dialogue, candidate_text
+from dsr.core.data import Collection, Dialogue
 from dsr.core.errors import InputError
 
 TARGETS = ("binary", "graded")

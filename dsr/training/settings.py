@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dsr.core.data import CONTEXT_FORM, TEXT_FORMS
+from dsr.core.candidate_text import CONTEXT_FORM, TEXT_FORMS
 from dsr.core.errors import InputError
 from dsr.core.params import Param, record_type, resolve
 from dsr.core.queries import STRATEGIES

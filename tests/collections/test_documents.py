@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from dsr.cli import main
-from dsr.core.data import CONTEXT_FORM, Candidate, Collection, context_text, read_benchmark
+from dsr.core.candidate_text import CONTEXT_FORM, context_text
+from dsr.core.data import Candidate, Collection, read_benchmark
 from dsr.core.errors import InputError
 from tests.collections.test_cmu_dog import SHARED, plain_sentences
 from tests.tiny_bert import collection_texts, make_tiny_bert

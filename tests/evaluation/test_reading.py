@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from dsr.collections.synthetic import make_collection, make_run
-from dsr.core.data import Collection, natural_order
+from dsr.core.data import Collection
+from dsr.core.text import natural_order
 from dsr.evaluation import significance as sig
 from dsr.evaluation import tables
 from dsr.evaluation.experiment import evaluate_runs, subset_indices
