@@ -22,7 +22,7 @@ so a failure or a kill leaves the previous report or the new one, never a mix:
   is well under 2 MB);
 * ``results.tex`` is a complete document plain pdflatex compiles (:mod:`dsr.evaluation.latex`);
   ``results.md``, ``results.tex`` and ``results.json`` (``definitions``) say what
-  every row is (:func:`dsr.evaluation.tables.system_definitions`);
+  every row is (:func:`dsr.evaluation.definitions.system_definitions`);
 * no file carries a local path, user or host name (:func:`public`): a run is named
   by its system name and by its path relative to the report, a file outside the
   report by its name;
@@ -46,7 +46,7 @@ from typing import Any
 
 from dsr.core.atomic import atomic_dir, atomic_write
 from dsr.core.provenance import package_versions, stamp
-from dsr.evaluation import figures, latex, tables
+from dsr.evaluation import definitions, figures, latex, tables
 from dsr.evaluation.results import Results, write_frame, write_per_topic
 
 
@@ -60,7 +60,7 @@ def report_json(results: Results, command: Sequence[str] | None = None,
     curves = {name: (f"tuned family: its configuration chosen most often, {results.modal_config(name)}"
                      if results.modal_config(name) else "untuned run")
               for name in results.run_objects}
-    systems = tables.system_definitions(results) if systems is None else systems
+    systems = definitions.system_definitions(results) if systems is None else systems
     return {**results.to_json(), "provenance": provenance(command), "definitions": systems,
             "files": {"per_topic.parquet": "per-topic values (Results.per_topic_frame)",
                       "per_split.parquet": "per-split test-half means and choices (Results.split_frame)"},
@@ -128,7 +128,7 @@ def write_report_files(results: Results, directory: Path, command: Sequence[str]
     base = shown if shown is not None else directory
     drawn = figures.figures(results)
     captions = {stem: figures.caption(fig) for stem, fig in drawn.items()}
-    systems = tables.system_definitions(results)
+    systems = definitions.system_definitions(results)
     texts = {
         "results.md": public(_markdown(results, captions, systems), base),
         "results.csv": tables.to_csv(results),
