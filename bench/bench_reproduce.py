@@ -43,7 +43,8 @@ def worker(spec: dict) -> dict:
     sys.path.insert(0, spec["code"])
     os.environ["DSR_HOME"] = spec["home"]
     try:
-        from dsr.baselines import StageTimer, reproduce
+        from dsr.baselines import reproduce
+        from dsr.core.timing import StageTimer
     except ImportError:  # a baseline checkout from before dsr/reproduce.py became dsr/baselines.py
         from dsr.reproduce import StageTimer, reproduce
     from dsr.collections import load_collection

@@ -39,10 +39,8 @@ one get ``--n-splits`` seeded random splits (recorded in the manifest).
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -60,6 +58,7 @@ from dsr.core.models import resolve_model
 from dsr.core.provenance import package_versions, sha256_file, slug, stamp
 from dsr.core.queries import STRATEGIES, check_strategy
 from dsr.core.run import Run
+from dsr.core.timing import StageTimer
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
@@ -79,24 +78,6 @@ FAST_BACKEND = "openvino-int8"
 DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
 RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
 BASELINE = "BM25"
-
-
-class StageTimer:
-    """Wall time per stage, for the manifest (and a line on stderr per stage)."""
-
-    def __init__(self, quiet: bool = False):
-        self.seconds: dict[str, float] = {}
-        self.quiet = quiet
-
-    @contextlib.contextmanager
-    def __call__(self, stage: str, what: str = ""):
-        if not self.quiet:
-            print(f"dsr reproduce: {stage}{': ' + what if what else ''}", file=sys.stderr, flush=True)
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[stage] = round(self.seconds.get(stage, 0.0) + time.perf_counter() - start, 3)
 
 
 def trained_default(spec: str = DEFAULT_CROSS_ENCODER) -> str | None:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from dsr.baselines import reproduce  # noqa: E402
 from dsr.core.errors import InputError  # noqa: E402
-from dsr.evaluation import figures  # noqa: E402
+from dsr.evaluation import figure_files, figures  # noqa: E402
 
 GALLERY = ROOT / "docs" / "gallery"
 SHOWN = ("main", "subsets_nDCG_5", "recall_at_k", "measures")
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         fig = drawn[stem]
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=args.dpi)
-        (out / f"{stem}.png").write_bytes(figures.palette_png(buffer.getvalue(), args.dpi))
+        (out / f"{stem}.png").write_bytes(figure_files.palette_png(buffer.getvalue(), args.dpi))
         lines += [f"## `{stem}`", "", f"![{stem}]({stem}.png)", "", f"*{figures.caption(fig)}*", ""]
     (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {len(SHOWN)} figures and README.md into {out}")

@@ -11,7 +11,6 @@ from dsr.baselines import (
     DEFAULT_DENSE,
     DEFAULT_TRAINED_DENSE,
     FAST_BACKEND,
-    StageTimer,
     reproduce,
     skip_reason,
     trained_default,
@@ -19,6 +18,7 @@ from dsr.baselines import (
 from dsr.cli.commands import summary
 from dsr.cli.evaluation import add_report_arguments
 from dsr.collections import load_collection
+from dsr.core.timing import StageTimer
 from dsr.evaluation import tables
 from dsr.evaluation.measures import split_measure_list
 from dsr.indexes.backends import BACKENDS

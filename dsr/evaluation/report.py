@@ -46,7 +46,7 @@ from typing import Any
 
 from dsr.core.atomic import atomic_dir, atomic_write
 from dsr.core.provenance import package_versions, stamp
-from dsr.evaluation import definitions, figures, latex, tables
+from dsr.evaluation import definitions, figure_files, figures, latex, tables
 from dsr.evaluation.results import Results, write_frame, write_per_topic
 
 
@@ -145,7 +145,7 @@ def write_report_files(results: Results, directory: Path, command: Sequence[str]
         texts["pairs.csv"] = tables.frame_csv(tables.pairs_frame(results))
     images = {}
     for stem, fig in drawn.items():
-        images.update(figures.figure_files(fig, stem))
+        images.update(figure_files.figure_files(fig, stem))
     written = []
     for name, text in texts.items():
         with atomic_write(directory / name) as handle:

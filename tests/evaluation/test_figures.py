@@ -18,7 +18,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
 from dsr.collections.synthetic import make_collection, make_run
-from dsr.evaluation import figures
+from dsr.evaluation import figure_files, figures
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import generate_splits
 
@@ -171,7 +171,7 @@ def test_pngs_are_300_dpi_and_every_pdf_renders(drawn, tmp_path):
     import struct
 
     for stem, fig in drawn.items():
-        files = figures.figure_files(fig, stem)
+        files = figure_files.figure_files(fig, stem)
         png = files[f"{stem}.png"]
         width, height = struct.unpack(">II", png[16:24])             # the IHDR chunk
         assert width == pytest.approx(fig.get_figwidth() * 300, abs=2), stem

@@ -18,7 +18,7 @@ from dsr.cli import main
 from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
-from dsr.evaluation import figures, tables
+from dsr.evaluation import figure_files, tables
 from dsr.evaluation import significance as sig
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import generate_splits
@@ -196,7 +196,7 @@ def test_report_writes_png_and_pdf_for_every_figure(constructed, tmp_path):
         assert {f"{stem}.png", f"{stem}.pdf"} <= names
         assert (tmp_path / "rep" / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / "rep" / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
-    svg = figures.figure_files(results.plot("main"), "main", ("svg",))["main.svg"]
+    svg = figure_files.figure_files(results.plot("main"), "main", ("svg",))["main.svg"]
     ET.fromstring(svg)                                       # SVG on request (Results.plot + savefig)
     comparison = pd.read_csv(tmp_path / "rep" / "comparison.csv")
     assert len(comparison) == 3 * len(results.subsets) * len(results.measures)
