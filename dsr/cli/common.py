@@ -29,7 +29,7 @@ def add_collection_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_allow_mismatch_argument(parser: argparse.ArgumentParser) -> None:
     """``--allow-collection-mismatch``: the one override of the collection-hash policy
-    (``dsr.core.run.check_collection_hash``)."""
+    (``dsr.core.run_checks.check_collection_hash``)."""
     parser.add_argument("--allow-collection-mismatch", action="store_true",
                         help="use a run whose sidecar names another collection hash "
                              "(a warning instead of exit 2)")

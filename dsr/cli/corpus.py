@@ -21,7 +21,8 @@ from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.params import parse_assignments
 from dsr.core.queries import check_strategy
-from dsr.core.run import check_run, load_run, read_trec_run
+from dsr.core.run import load_run, read_trec_run
+from dsr.core.run_checks import check_run
 from dsr.indexes.backends import BACKENDS
 from dsr.indexes.bm25 import PARAMS as BM25_PARAMS
 from dsr.indexes.corpus.bm25 import build_bm25

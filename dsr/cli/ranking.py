@@ -51,7 +51,8 @@ from dsr.core.models import model_records
 from dsr.core.params import parse_assignments
 from dsr.core.provenance import input_record, run_sidecar
 from dsr.core.queries import STRATEGIES
-from dsr.core.run import check_run, check_same_collection, load_run, write_run
+from dsr.core.run import load_run, write_run
+from dsr.core.run_checks import check_run, check_same_collection
 from dsr.rankers import RANKERS, make_ranker, ranker_class
 from dsr.rerankers import RERANKERS, make_reranker, reranker_class
 

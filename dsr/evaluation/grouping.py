@@ -23,7 +23,8 @@ from typing import Any
 
 from dsr.core.errors import InputError
 from dsr.core.provenance import sha256_file
-from dsr.core.run import Run, check_collection_hash, load_run
+from dsr.core.run import Run, load_run
+from dsr.core.run_checks import check_collection_hash
 
 #: sidecar keys that name a run's family, in order of precedence (``--tune auto``)
 FAMILY_KEYS = ("family", "ranker", "reranker", "fusion")

@@ -37,7 +37,8 @@ import numpy as np
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
-from dsr.core.run import Run, check_collection_hash, load_run, parse_run_line, read_sidecar, recorded_collection_hash
+from dsr.core.run import Run, load_run, parse_run_line, read_sidecar
+from dsr.core.run_checks import check_collection_hash, recorded_collection_hash
 from dsr.core.textfiles import read_bytes
 
 

@@ -126,7 +126,7 @@ def test_rerank_names_the_line_of_a_foreign_topic_or_sentence(tmp_path, capsys, 
 
 def test_rerank_accepts_sentences_of_the_pool(tmp_path, runs, collection):
     # open retrieval: a sentence of another dialogue is not foreign to the collection
-    from dsr.core.run import check_run
+    from dsr.core.run_checks import check_run
 
     path = tmp_path / "open.run"
     Run({"t3_a1_q1": [("Moon_19331_1_0_4", 2.0), ("Bread_4023_0_0_1", 1.0)]}, "open").write(path)
