@@ -9,18 +9,7 @@ import secrets
 
 from sqlalchemy import delete, func, select
 
-from dsr.board.client import quota_text  # noqa: F401 (re-exported)
 from dsr.board.db import read_session, write_session
-from dsr.board.intake import (  # noqa: F401 (re-exported)
-    RUN_TYPES,
-    Metadata,
-    Refused,
-    display_name,
-    published_from_sidecar,
-    ranking_digest,
-    request_digest,
-    unpack_run,
-)
 from dsr.board.models import Member, Setting, Submission, Team, WebSession, utcnow
 from dsr.board.published import check_text
 from dsr.core.errors import InputError

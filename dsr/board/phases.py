@@ -11,18 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from dsr.board import release, scoring
-from dsr.board.client import quota_text  # noqa: F401 (re-exported)
 from dsr.board.db import read_session, write_session
-from dsr.board.intake import (  # noqa: F401 (re-exported)
-    RUN_TYPES,
-    Metadata,
-    Refused,
-    display_name,
-    published_from_sidecar,
-    ranking_digest,
-    request_digest,
-    unpack_run,
-)
 from dsr.board.models import Phase, Submission, utcnow
 from dsr.board.published import check_text
 from dsr.core.errors import InputError
