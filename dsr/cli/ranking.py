@@ -103,8 +103,8 @@ def register(subparsers) -> None:
                     "descending (trec_eval 9.0.8's order), so the run scores as ranx.fuse's does.")
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")
     fuse.add_argument("--method", required=True, choices=METHODS,
-                      help="rrf (k), isr, borda, combsum/combmnz (norm), wsum (weights, norm), "
-                           "interp (weight, norm; two runs); see docs/api.md for the papers")
+                      help=", ".join(f"{m} ({', '.join(method_params(m))})" if method_params(m) else m
+                                     for m in METHODS) + "; see docs/api.md for the papers")
     add_param_argument(fuse, "k=60 | weight=0.5 | weights=0.3,0.7 | norm=minmax|zscore|sum|rank")
     fuse.add_argument("--collection", metavar="COLLECTION",
                       help="check the runs against this collection (a registered name or a "
