@@ -36,12 +36,12 @@ def published_for(run: Path, sidecar: str | Path | None) -> dict[str, Any]:
 
     side = Path(sidecar) if sidecar else sidecar_path(run)
     if sidecar and not side.is_file():
-        raise InputError("no such sidecar file", path=side, field="--sidecar")
+        raise InputError("no such sidecar file", path=side, field="sidecar")
     if not side.is_file():
         return {}
     value = load_json(side)
     if not isinstance(value, dict):
-        raise InputError("a run sidecar must be a JSON object", path=side, field="--sidecar")
+        raise InputError("a run sidecar must be a JSON object", path=side, field="sidecar")
     return published_metadata(value)
 
 
@@ -52,7 +52,7 @@ def submit(server: str, token: str, collection: str, run: str | Path, *, phase: 
     """POST the run and its published metadata to ``server``, retrying with the same key."""
     import json
 
-    httpx = require_extra("httpx", "board", field="--server")
+    httpx = require_extra("httpx", "board", field="server")
     run = Path(run)
     if not run.is_file():
         raise InputError("no such run file", path=run)
@@ -72,10 +72,10 @@ def submit(server: str, token: str, collection: str, run: str | Path, *, phase: 
         except (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError) as err:
             if attempt == retries:
                 raise InputError(f"no answer from the server after {retries + 1} tries: {err}",
-                                 field="--server") from None
+                                 field="server") from None
             time.sleep(min(2.0, 0.5 * 2 ** attempt))
         except httpx.HTTPError as err:
-            raise InputError(f"cannot reach the server: {err}", field="--server") from None
+            raise InputError(f"cannot reach the server: {err}", field="server") from None
     try:
         body = response.json()
     except ValueError:

@@ -30,13 +30,13 @@ class Season:
         """Set these on ``phase`` (``keep``: fields left None keep the phase's values)."""
         if self.primary is not None and self.primary not in measures:
             raise InputError(f"--primary {self.primary!r} is not a measure of this phase; it has "
-                             f"{', '.join(measures)}", field="--primary")
+                             f"{', '.join(measures)}", field="primary")
         for name, value in (("primary_measure", self.primary), ("opens_at", self.opens_at),
                             ("closes_at", self.closes_at), ("final", self.final)):
             if value is not None or not keep:
                 setattr(phase, name, value if value is not None or name != "final" else False)
         if phase.opens_at and phase.closes_at and phase.closes_at <= phase.opens_at:
-            raise InputError("the phase would close before it opens", field="--closes")
+            raise InputError("the phase would close before it opens", field="closes")
 
 
 def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_quota: int | None,
@@ -46,7 +46,7 @@ def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_qu
                          "collection's own)", field="--qrels")
     if min_dialogues is not None and (not hidden or min_dialogues < 1):
         raise InputError("--min-dialogues is a whole number >= 1, for hidden phases (public ones "
-                         "publish per-dialogue values)", field="--min-dialogues")
+                         "publish per-dialogue values)", field="min_dialogues")
     for value, flag in ((daily_quota, "--daily-quota"), (total_quota, "--total-quota")):
         if value is not None and value < 0:
             raise InputError("a quota is a whole number >= 0", field=flag)

@@ -13,7 +13,7 @@ from dsr.core.errors import InputError
 
 #: library parameter names that differ from the flag's dest (``make_ranker(name, **params)``
 #: -> ``--param``)
-DEST_OF = {"params": "param"}
+DEST_OF = {"params": "param", "subsets": "subset", "families": "tune"}
 
 
 def shown_as_flag(err: InputError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> InputError:

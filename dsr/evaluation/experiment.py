@@ -39,7 +39,7 @@ def subset_indices(collection: Collection, names: Sequence[str] | None = None) -
     unknown = [n for n in names if n not in available]
     if unknown:
         raise InputError(f"no subset {unknown[0]!r} in {collection.name}; it has "
-                         f"{', '.join(available)}", field="--subset")
+                         f"{', '.join(available)}", field="subsets")
     return {n: available[n] for n in dict.fromkeys(names)}
 
 
@@ -150,7 +150,7 @@ def _compare(results: Results, families, baseline: str | None, all_pairs: bool) 
     if baseline is not None:
         if baseline not in results.systems:
             raise InputError(f"baseline {baseline!r} is not one of the systems compared: "
-                             f"{', '.join(results.systems)}", field="--baseline")
+                             f"{', '.join(results.systems)}", field="baseline")
         results.baseline = baseline
         results.significance = significance_by_subset(
             per_topic, baseline, results.measures, results.subsets, results.n_resamples, results.seed,
@@ -162,9 +162,9 @@ def _check_request(runs, families, measures, splits, target, test, correction="h
     """The measures to compute (the tuning target and the primary measure added), the
     target's name and the primary's; bad requests are InputErrors naming the option."""
     if test not in ("t", "perm"):
-        raise InputError(f"unknown test {test!r}: use t or perm", field="--test")
-    for value, allowed, option in ((correction, sig.CORRECTIONS, "--correction"),
-                                   (family, sig.FAMILIES, "--family"), (ci, sig.INTERVALS, "--ci")):
+        raise InputError(f"unknown test {test!r}: use t or perm", field="test")
+    for value, allowed, option in ((correction, sig.CORRECTIONS, "correction"),
+                                   (family, sig.FAMILIES, "family"), (ci, sig.INTERVALS, "ci")):
         if value not in allowed:
             raise InputError(f"unknown value {value!r}: use {', '.join(allowed)}", field=option)
     measures = list(measures) if measures is not None else None
@@ -172,16 +172,16 @@ def _check_request(runs, families, measures, splits, target, test, correction="h
         measures = parse_measures(measures)
     primary_name = None
     if primary is not None:   # asked for: measured; by default nDCG@5 when measured, else the first
-        primary_measure = parse_measures([primary], field="--primary")[0]
+        primary_measure = parse_measures([primary], field="primary")[0]
         primary_name = str(primary_measure)
         if primary_name not in measure_names(measures):
             measures = [*measures, primary_measure]
     target_name = None
     if families and splits is None:
         raise InputError("tuning a ranker family needs val/test splits (the official protocol)",
-                         field="--tune")
+                         field="families")
     if splits is not None:
-        target_measure = parse_measures([target], field="--target")[0]
+        target_measure = parse_measures([target], field="target")[0]
         target_name = str(target_measure)
         if target_name not in measure_names(measures):
             measures = [*measures, target_measure]
@@ -189,7 +189,7 @@ def _check_request(runs, families, measures, splits, target, test, correction="h
         raise InputError("no runs to evaluate")
     clash = set(runs) & set(families)
     if clash:
-        raise InputError(f"{sorted(clash)[0]!r} names both a run and a family; rename one", field="--tune")
+        raise InputError(f"{sorted(clash)[0]!r} names both a run and a family; rename one", field="families")
     return measures, target_name, primary_name
 
 
@@ -256,7 +256,7 @@ def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: i
     systems = {}
     for family, configs in families.items():
         if not configs:
-            raise InputError(f"family {family!r} has no configuration", field="--tune")
+            raise InputError(f"family {family!r} has no configuration", field="families")
         stack = []
         for source in configs.values():
             run = source if isinstance(source, Run) else source()

@@ -107,7 +107,7 @@ def probabilities(grades: pd.DataFrame, method: str = "mv", seed: int = 0) -> pd
     crowd-kit aggregator (``probas_``); what :func:`aggregate` takes the most probable of."""
     if method not in METHODS:
         raise InputError(f"unknown aggregation {method!r}; choose from {', '.join(METHODS)}",
-                         field="--method")
+                         field="method")
     if grades.empty:
         return pd.DataFrame()
     data = pd.DataFrame({"task": grades["item"].to_numpy(), "worker": grades["assessor"].to_numpy(),

@@ -129,7 +129,7 @@ class Judging(Reviews):
         if name.lower() in RESERVED_NAMES:
             raise InputError(f"{name!r} is a path of the judging pages; choose another name", field="NAME")
         if not 1 <= settings.k <= 20:
-            raise InputError("from 1 to 20 assessors per item", field="--k")
+            raise InputError("from 1 to 20 assessors per item", field="k")
         if not 0 <= settings.threshold <= 1:
             raise InputError("a fraction from 0 to 1", field="--honeypot-threshold")
         if settings.min_checks < 0:
@@ -263,7 +263,7 @@ class Judging(Reviews):
             for who in [*chosen, *gone]:
                 if who not in people:
                     raise InputError(f"no assessor {who!r} (add them with dsr judge add-assessor)",
-                                     field="--assessors")
+                                     field="assessors")
             self._release(s, campaign.id, [people[n].id for n in gone])
             chosen = [n for n in chosen if n not in gone]
             sizes = dict(s.execute(select(JudgeTask.id, JudgeTask.size)

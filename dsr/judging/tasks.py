@@ -58,7 +58,7 @@ def plan_tasks(pool: Collection, golds: dict[str, GoldSet], chunk: int, rate: fl
                relevant_from: int, seed: int = 0) -> list[PlannedTask]:
     """The campaign's tasks, dialogue by dialogue (see the module docstring)."""
     if chunk < 1:
-        raise InputError("at least 1 sentence per task", field="--chunk")
+        raise InputError("at least 1 sentence per task", field="chunk")
     if not 0 <= rate < 1:
         raise InputError("a fraction from 0 (no honeypots) to below 1", field="--honeypot-rate")
     rng = np.random.default_rng(seed)
@@ -120,10 +120,10 @@ def assign(sizes: dict[int, int], assessors: list[str], k: int,
     """New (task, assessor) pairs so that every task of ``sizes`` (task -> sentences) has
     ``k`` distinct assessors; ``existing`` and ``load`` are the campaign's so far."""
     if k < 1:
-        raise InputError("at least 1 assessor per item", field="--k")
+        raise InputError("at least 1 assessor per item", field="k")
     if len(set(assessors)) < k:
         raise InputError(f"{k} assessors per item need at least {k} assessors; "
-                         f"{len(set(assessors))} given", field="--assessors")
+                         f"{len(set(assessors))} given", field="assessors")
     existing = {t: set(v) for t, v in (existing or {}).items()}
     load = {a: (load or {}).get(a, 0) for a in assessors}
     rank = {str(a): r for r, a in enumerate(np.random.default_rng(seed).permutation(sorted(load)))}
@@ -134,7 +134,7 @@ def assign(sizes: dict[int, int], assessors: list[str], k: int,
         eligible = sorted((a for a in load if a not in have), key=lambda a: (load[a], rank[a]))
         if need > len(eligible):
             raise InputError(f"task {task} needs {need} more assessor(s) but only "
-                             f"{len(eligible)} have not graded it", field="--assessors")
+                             f"{len(eligible)} have not graded it", field="assessors")
         for chosen in eligible[:max(0, need)]:
             have.add(chosen)
             load[chosen] += sizes[task]

@@ -230,4 +230,4 @@ def test_cli_correction_family_and_format(tmp_path, capsys):
     assert exit_.value.code == 2
     with pytest.raises(InputError) as err:
         evaluate_runs(collection, {"a": make_run(collection)}, family="nope", progress=False)
-    assert err.value.field == "--family"
+    assert err.value.field == "family"

@@ -88,7 +88,7 @@ def test_bad_settings_are_named():
     pool = load_collection("sample")
     with pytest.raises(InputError) as err:
         plan_tasks(pool, {}, chunk=0, rate=0.1, relevant_from=1)
-    assert err.value.field == "--chunk"
+    assert err.value.field == "chunk"
     with pytest.raises(InputError) as err:
         plan_tasks(pool, {}, chunk=5, rate=1.0, relevant_from=1)
     assert err.value.field == "--honeypot-rate"
