@@ -7,16 +7,13 @@ above both, puts them together in one ASGI app.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import uvicorn
 from fastapi.staticfiles import StaticFiles
 
 from dsr.board.app import create_app
 from dsr.board.service import Board
 from dsr.judging.routes import ROUTERS as JUDGING_ROUTERS
-
-JUDGING_STATIC = Path(__file__).parent / "judging" / "static"
+from dsr.judging.routes import STATIC as JUDGING_STATIC
 
 
 def create_site(board: Board, routers=()):

@@ -112,11 +112,11 @@ class LiveServer:
     def __init__(self, board):
         import uvicorn
 
-        from dsr.server import create_site as create_app
+        from dsr.server import create_site
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(board), host="127.0.0.1", port=self.port,
+        config = uvicorn.Config(create_site(board), host="127.0.0.1", port=self.port,
                                 log_level="warning", limit_concurrency=200)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

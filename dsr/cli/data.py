@@ -12,8 +12,8 @@ from typing import Any
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, check_out, collection_from_args
-from dsr.collections import FETCHABLE, source_module
-from dsr.collections.fetch import fetch
+from dsr.collections import source_module
+from dsr.collections.fetch import fetch, sources
 from dsr.collections.stats import collection_stats, collections_info
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
@@ -36,11 +36,11 @@ def register(subparsers) -> None:
 
     f = actions.add_parser(
         "fetch", help="download a source from its pinned GitHub commit and verify every file",
-        description=f"Download NAME ({', '.join(FETCHABLE)}) from its official "
+        description=f"Download NAME ({', '.join(sources())}) from its official "
                     "repository at the pinned commit into $DSR_HOME/data/NAME (or --dest), "
                     "verifying each file by git blob id or by the sha256 recorded on first "
                     "use (CHECKSUMS.json). A file that fails is deleted (exit 2).")
-    f.add_argument("name", metavar="NAME", help=f"one of {', '.join(FETCHABLE)}")
+    f.add_argument("name", metavar="NAME", help=f"one of {', '.join(sources())}")
     f.add_argument("--dest", metavar="DIR", help="folder to fill (default: $DSR_HOME/data/NAME)")
     f.add_argument("--base-url", metavar="URL",
                    help="mirror of https://github.com with the same layout "
@@ -59,7 +59,7 @@ def register(subparsers) -> None:
         description="Convert NAME's raw files in --source DIR into a benchmark file: JSON "
                     "Lines in the SIGIR 2022 schema. The output is written atomically: on "
                     "bad input (exit 2) no file is left behind.")
-    b.add_argument("name", metavar="NAME", help=f"one of {', '.join(FETCHABLE)}")
+    b.add_argument("name", metavar="NAME", help=f"one of {', '.join(sources())}")
     b.add_argument("--source", metavar="DIR", required=True, help="folder with the raw files")
     b.add_argument("--out", metavar="FILE", required=True, help="benchmark file to write (.jsonl)")
     b.add_argument("--split", metavar="S", help="source split (e.g. valid for cmu_dog; "

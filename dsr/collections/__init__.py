@@ -33,10 +33,6 @@ def _discover() -> tuple[str, ...]:
 
 
 REGISTERED = _discover()
-#: the sources downloaded from an upstream repository (one manifest each), which
-#: ``dsr data fetch`` and ``dsr data build`` take
-MANIFESTS = Path(__file__).parent / "manifests"
-FETCHABLE = tuple(name for name in REGISTERED if (MANIFESTS / f"{name}.json").is_file())
 
 
 @dataclass(frozen=True)

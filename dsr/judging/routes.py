@@ -32,13 +32,14 @@ from starlette.concurrency import run_in_threadpool
 
 from dsr.board.db import read_session, write_session
 from dsr.board.models import utcnow
-from dsr.judging.campaigns import Judging, Refused
+from dsr.judging.campaigns import MAX_SECONDS, Judging, Refused
 from dsr.judging.models import Assessor, JudgeSession, JudgeTask
 from dsr.judging.views import content, my_campaigns, task_rows, task_view
 
 router = APIRouter()
 ROUTERS = [router]   # what dsr.server adds to the board's app
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
+STATIC = Path(__file__).parent / "static"   # served under /judge/static by dsr.server
 JUDGE_COOKIE = "dsr_judge"
 CSRF_COOKIE = "dsr_judge_csrf"  # its own double-submit cookie: the board may treat dsr_csrf otherwise
 SESSION_DAYS = 7
@@ -193,7 +194,7 @@ def judge_task(request: Request, name: str, seq: int):
     view["continues"] = _same_dialogue(request, campaign, seq, view["following"])
     return render(request, "judge_task.html",
                   {"assessor": assessor, "view": view, "rules": rules,
-                   "keys": json.dumps({g.key: g.grade for g in rules.scale})})
+                   "keys": json.dumps({g.key: g.grade for g in rules.scale}), "max_seconds": MAX_SECONDS})
 
 
 def _same_dialogue(request: Request, campaign, seq: int, following: int | None) -> bool:

@@ -57,8 +57,8 @@
 
   function send(i, grade, unsure) {
     var item = items[i];
-    // the store refuses more than an hour (max_seconds): a page left open is counted as an hour
-    var seconds = Math.min((performance.now() - shownAt) / 1000, 3600);
+    // the store refuses more than max_seconds: a page left open counts as that long
+    var seconds = Math.min((performance.now() - shownAt) / 1000, Number(list.dataset.maxSeconds));
     item.querySelector(".status").textContent = "saving…";
     item.classList.add("sending");
     return fetch(list.dataset.api, {
