@@ -75,6 +75,23 @@ def runs(tmp_path_factory):
     return sample_runs(tmp_path_factory.mktemp("runs"))
 
 
+@pytest.fixture
+def setup(db_url, tmp_path, runs):  # noqa: F811
+    """A board with the sample's public and hidden phases, team ``alpha`` (its token) and an
+    in-process client of the board's app."""
+    from fastapi.testclient import TestClient
+
+    from dsr.board.app import create_app
+
+    board = make_board(db_url, tmp_path)
+    setup_phases(board, runs)
+    token = board.add_team("alpha")
+    client = TestClient(create_app(board))
+    yield board, client, token
+    client.close()
+    board.close()
+
+
 def plain_rr(run_path: Path, labels: dict[str, dict[str, int]]) -> dict[str, float]:
     """Reciprocal rank of the first relevant doc per topic, from the file's scores (no ties)."""
     ranked: dict[str, list[tuple[float, str]]] = {}

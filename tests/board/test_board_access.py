@@ -14,11 +14,10 @@ import json
 import re
 
 import pytest
-from board_support import LiveServer, db_url, make_board, postgres, read, runs, setup_phases  # noqa: F401
+from board_support import LiveServer, db_url, make_board, postgres, read, runs, setup, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 
-from dsr.board.app import create_app
 from dsr.board.models import Member, Submission
 from dsr.board.routes import deps
 
@@ -40,17 +39,6 @@ def rows(board) -> list[Submission]:
         return list(conn.execute(select(Submission.id, Submission.team_id, Submission.member_id,
                                         Submission.system).where(~Submission.baseline)
                                  .order_by(Submission.id)).all())
-
-
-@pytest.fixture
-def setup(db_url, tmp_path, runs):  # noqa: F811
-    board = make_board(db_url, tmp_path)
-    setup_phases(board, runs)
-    token = board.add_team("alpha")
-    client = TestClient(create_app(board))
-    yield board, client, token
-    client.close()
-    board.close()
 
 
 def crlf(data: bytes) -> bytes:

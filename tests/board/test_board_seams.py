@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from board_support import db_url, make_board, migration_head, plain_rr, postgres, read, runs, setup_phases  # noqa: F401
+from board_support import db_url, make_board, migration_head, plain_rr, postgres, read, runs, setup, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from tool_runs import tool_runs  # noqa: F401
@@ -47,17 +47,6 @@ def stored(board) -> tuple[int, list[str]]:
     with board.engine.connect() as conn:
         rows = conn.scalar(text("select count(*) from submissions where not baseline"))
     return rows, sorted(p.name for p in board.store.root.glob("??/*"))
-
-
-@pytest.fixture
-def setup(db_url, tmp_path, runs):  # noqa: F811
-    board = make_board(db_url, tmp_path)
-    setup_phases(board, runs)
-    token = board.add_team("alpha")
-    client = TestClient(create_app(board))
-    yield board, client, token
-    client.close()
-    board.close()
 
 
 # --- 1. gzip: one reader, every member, no cut or padded stream ------------------------
