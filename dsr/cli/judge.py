@@ -88,6 +88,9 @@ def _register_setup(sub) -> None:
     s.add_argument("--assessors", nargs="+", metavar="NAME", help="who (default: every assessor with a token)")
     s.add_argument("--release", nargs="+", default=[], metavar="NAME",
                    help="first take back these assessors' tasks they have not started")
+    s.add_argument("--overlap", type=float, default=0.0, metavar="SHARE",
+                   help="share of dialogues (seeded, the same on every call) graded by one assessor "
+                        "more than k, for agreement (0.2: a fifth graded twice with --k 1)")
     s.set_defaults(func=cmd_assign)
 
 
@@ -226,7 +229,7 @@ def cmd_add_assessor(args) -> int:
 
 
 def cmd_assign(args) -> int:
-    load = _judging(args).assign(args.campaign, args.assessors, args.release)
+    load = _judging(args).assign(args.campaign, args.assessors, args.release, args.overlap)
     for name, sentences in sorted(load.items()):
         print(f"{name}: {sentences} sentences")
     return 0

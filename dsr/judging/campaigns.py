@@ -16,7 +16,6 @@ import json
 import re
 import secrets
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +27,12 @@ from dsr.board.models import utcnow
 from dsr.core.data import Collection, dialogue_from_json
 from dsr.core.errors import InputError
 from dsr.judging import guidelines as guidelines_module
+from dsr.judging.assignments import Assignments
 from dsr.judging.guidelines import Guidelines
 from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem, JudgeTask
 from dsr.judging.quality import SECONDS, checked_seconds
 from dsr.judging.reviews import Reviews, _checked_name
-from dsr.judging.tasks import assign, plan_tasks
+from dsr.judging.tasks import plan_tasks
 
 if TYPE_CHECKING:      # the server imports this module: pandas and the planners only when used
     import pandas as pd
@@ -96,7 +96,7 @@ class _Job:
     error: Exception | None = None
 
 
-class Judging(Reviews):
+class Judging(Assignments, Reviews):
     """Judging campaigns stored in the database behind ``engine``."""
 
     def __init__(self, engine):
@@ -216,82 +216,6 @@ class Judging(Reviews):
                              .order_by(JudgeDialogue.position)).all()
         return Collection(json.loads(campaign.pool_json)["name"],
                           [dialogue_from_json(json.loads(r)) for r in rows])
-
-    # -- assessors -----------------------------------------------------------
-    def add_assessor(self, name: str) -> str:
-        """Create an assessor; returns their token (shown once: only its hash is kept)."""
-        from dsr.board.members import hash_token, new_token
-
-        name = _checked_name(name, "NAME")
-        token = new_token()
-        with write_session(self.engine) as s:
-            if s.scalar(select(Assessor.id).where(Assessor.name == name)) is not None:
-                raise InputError(f"assessor {name!r} exists already", field="NAME")
-            s.add(Assessor(name=name, token_hash=hash_token(token), origin="web"))
-        return token
-
-    def assessor_for_token(self, token: str | None) -> Assessor | None:
-        from dsr.board.members import hash_token
-
-        if not token:
-            return None
-        digest = hash_token(token)
-        found = self._tokens.get(digest)          # a token never changes hands: kept once found
-        if found is None:
-            with read_session(self.engine) as s:
-                found = s.scalar(select(Assessor).where(Assessor.token_hash == digest))
-            if found is not None:
-                self._tokens[digest] = found
-        return found
-
-    def assessors(self) -> list[Assessor]:
-        with read_session(self.engine) as s:
-            return list(s.scalars(select(Assessor).order_by(Assessor.name)))
-
-    # -- assignments -----------------------------------------------------------
-    def assign(self, name: str, assessors: list[str] | None = None,
-               release: Iterable[str] = ()) -> dict[str, int]:
-        """Fill every task's places up to k (see :func:`dsr.judging.tasks.assign`); first drop
-        the untouched assignments of the ``release``d assessors. Returns the sentences now
-        assigned to each assessor."""
-        campaign = self.campaign(name)
-        with write_session(self.engine) as s:
-            people = {a.name: a for a in s.scalars(select(Assessor))}
-            chosen = list(assessors) if assessors else [n for n, a in people.items()
-                                                       if a.origin == "web"]
-            gone = set(release)
-            for who in [*chosen, *gone]:
-                if who not in people:
-                    raise InputError(f"no assessor {who!r} (add them with dsr judge add-assessor)",
-                                     field="assessors")
-            self._release(s, campaign.id, [people[n].id for n in gone])
-            chosen = [n for n in chosen if n not in gone]
-            sizes = dict(s.execute(select(JudgeTask.id, JudgeTask.size)
-                                   .where(JudgeTask.campaign_id == campaign.id)).all())
-            existing: dict[int, set[str]] = {}
-            load = dict.fromkeys(chosen, 0)
-            names = {a.id: n for n, a in people.items()}
-            for task_id, assessor_id in s.execute(select(Assignment.task_id, Assignment.assessor_id)
-                                                  .join(JudgeTask).where(JudgeTask.campaign_id == campaign.id)):
-                existing.setdefault(task_id, set()).add(names[assessor_id])
-                if names[assessor_id] in load:
-                    load[names[assessor_id]] += sizes[task_id]
-            new = assign(sizes, chosen, campaign.k, existing, load, campaign.seed)
-            s.add_all(Assignment(task_id=t, assessor_id=people[n].id) for t, n in new)
-            for t, n in new:
-                load[n] += sizes[t]
-        return load
-
-    def _release(self, s, campaign_id: int, assessor_ids: list[int]) -> None:
-        if not assessor_ids:
-            return
-        rows = s.scalars(select(Assignment).join(JudgeTask).where(
-            JudgeTask.campaign_id == campaign_id, Assignment.assessor_id.in_(assessor_ids))).all()
-        for row in rows:
-            graded = s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(
-                JudgeItem.task_id == row.task_id, Grade.assessor_id == row.assessor_id))
-            if not graded:
-                s.delete(row)
 
     # -- grades --------------------------------------------------------------
     def item(self, key: str) -> ItemRef | None:

@@ -299,3 +299,25 @@ def judge_api_tasks(request: Request, name: str):
                                                     JudgeTask.seq == row["seq"]))
         out.append({**row, "items": [it["key"] for it in content(judging(request), task).items]})
     return {"campaign": name, "tasks": out}
+
+
+@router.get("/judge/api/campaigns/{name}/tasks/{seq}")
+def judge_api_task(request: Request, name: str, seq: int):
+    """One of the asking assessor's tasks as the page shows it: the dialogue's title, turns and
+    who speaks next, and each sentence's key, document title, text and the assessor's own
+    grade. Nothing else: no pool order, no run, no other assessor's grade, no mark on checks."""
+    assessor, _ = api_assessor(request)
+    if assessor is None:
+        return JSONResponse({"error": "missing or wrong token"}, status_code=401)
+    campaign = _campaign(request, name)
+    if campaign is None:
+        return JSONResponse({"error": "no such campaign"}, status_code=404)
+    try:
+        view = task_view(judging(request), assessor, campaign, seq)
+    except Refused as refused:
+        return JSONResponse({"error": refused.message}, status_code=refused.status)
+    return {"campaign": name, "seq": seq, "title": view["title"], "turns": view["turns"],
+            "next_speaker": view["next_speaker"],
+            "sentences": [{k: s[k] for k in ("key", "title", "body", "grade")} for s in view["sentences"]],
+            "scale": [{"grade": g.grade, "name": g.name, "help": g.help}
+                      for g in judging(request).guidelines(campaign).scale]}

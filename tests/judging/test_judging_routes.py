@@ -4,6 +4,7 @@ and pages that show an assessor nothing of the others' grades nor which sentence
 
 from __future__ import annotations
 
+import json
 import re
 
 import httpx
@@ -104,4 +105,14 @@ def test_pages_are_blind(served):
     assert not any(c in page for c in candidates)                           # no candidate ids either
     not_mine = next(s for s, who in by_task.items() if "alice" not in who)
     assert alice.get(f"/judge/s1/task/{not_mine}").status_code == 403
+    alice_api = {"Authorization": f"Bearer {tokens['alice']}"}
+    task = httpx.get(f"{server.url}/judge/api/campaigns/s1/tasks/{seq}", headers=alice_api).json()
+    assert [s["key"] for s in task["sentences"]] == re.findall(r'data-key="([0-9a-f]{16})"', items)
+    assert all(s["body"] and s["grade"] is None for s in task["sentences"])      # bob's grades unseen
+    assert set(task) == {"campaign", "seq", "title", "turns", "next_speaker", "sentences", "scale"}
+    assert set().union(*map(set, task["sentences"])) == {"key", "title", "body", "grade"}
+    assert not any(c in json.dumps(task) for c in candidates) and "bob" not in json.dumps(task)
+    assert httpx.get(f"{server.url}/judge/api/campaigns/s1/tasks/{not_mine}", headers=alice_api).status_code == 403
+    assert httpx.get(f"{server.url}/judge/api/campaigns/s1/tasks/{seq}").status_code == 401
+    assert httpx.get(f"{server.url}/judge/api/campaigns/nope/tasks/1", headers=alice_api).status_code == 404
     assert alice.get("/judge/nope/task/1").status_code == 404

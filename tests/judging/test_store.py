@@ -155,3 +155,23 @@ def test_grades_sent_at_once_share_commits_and_each_gets_its_own_answer(db_url):
     assert answers[160:200] == [403] * 40                                         # refused alone
     assert all(a is True for a in answers[200:])
     assert count_grades(judging) == 80 + len(jobs[200:])
+
+
+def test_overlap_gives_a_seeded_share_of_dialogues_one_more_assessor(db_url):  # noqa: F811
+    judging = Judging.open(db_url)
+    sample_campaign(judging, k=1, assign=False)
+    with pytest.raises(InputError) as err:
+        judging.assign("s1", overlap=1.5)
+    assert err.value.field == "overlap"
+    load = judging.assign("s1", overlap=0.2)
+    pairs = assignments(judging, "s1")
+    per_task: dict[int, set[str]] = {}
+    for p in pairs:
+        per_task.setdefault(p["seq"], set()).add(p["assessor"])
+    places: dict[str, set[int]] = {}                    # a dialogue -> its tasks' numbers of assessors
+    for p in pairs:
+        places.setdefault(p["dialogue"], set()).add(len(per_task[p["seq"]]))
+    assert len(places) == 20 and set(map(len, places.values())) == {1}    # all tasks of a dialogue alike
+    assert sorted(n for (n,) in places.values()) == [1] * 16 + [2] * 4   # a fifth of 20 dialogues twice
+    assert judging.assign("s1", overlap=0.2) == load                     # the same share on every call
+    assert len(assignments(judging, "s1")) == len(pairs)

@@ -1,0 +1,119 @@
+"""Assessors and who grades what (``dsr judge add-assessor``, ``dsr judge assign``):
+:class:`Assignments` is a part of :class:`dsr.judging.campaigns.Judging`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from sqlalchemy import func, select
+
+from dsr.board.db import read_session, write_session
+from dsr.core.errors import InputError
+from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeItem, JudgeTask
+from dsr.judging.reviews import _checked_name
+from dsr.judging.tasks import assign
+
+
+class Assignments:
+    """Assessors, their tokens and their tasks (a part of :class:`~dsr.judging.campaigns.Judging`)."""
+
+    # -- assessors -----------------------------------------------------------
+    def add_assessor(self, name: str) -> str:
+        """Create an assessor; returns their token (shown once: only its hash is kept)."""
+        from dsr.board.members import hash_token, new_token
+
+        name = _checked_name(name, "NAME")
+        token = new_token()
+        with write_session(self.engine) as s:
+            if s.scalar(select(Assessor.id).where(Assessor.name == name)) is not None:
+                raise InputError(f"assessor {name!r} exists already", field="NAME")
+            s.add(Assessor(name=name, token_hash=hash_token(token), origin="web"))
+        return token
+
+    def assessor_for_token(self, token: str | None) -> Assessor | None:
+        from dsr.board.members import hash_token
+
+        if not token:
+            return None
+        digest = hash_token(token)
+        found = self._tokens.get(digest)          # a token never changes hands: kept once found
+        if found is None:
+            with read_session(self.engine) as s:
+                found = s.scalar(select(Assessor).where(Assessor.token_hash == digest))
+            if found is not None:
+                self._tokens[digest] = found
+        return found
+
+    def assessors(self) -> list[Assessor]:
+        with read_session(self.engine) as s:
+            return list(s.scalars(select(Assessor).order_by(Assessor.name)))
+
+    # -- assignments -----------------------------------------------------------
+    def assign(self, name: str, assessors: list[str] | None = None,
+               release: Iterable[str] = (), overlap: float = 0.0) -> dict[str, int]:
+        """Fill every task's places up to k (see :func:`dsr.judging.tasks.assign`); first drop
+        the untouched assignments of the ``release``d assessors. ``overlap`` is the share of
+        dialogues (drawn with the campaign's seed, the same on every call) whose tasks get one
+        assessor more than k, to measure agreement on them. Returns the sentences now
+        assigned to each assessor."""
+        if not 0.0 <= overlap <= 1.0:
+            raise InputError(f"overlap is a share from 0 to 1, not {overlap}", field="overlap")
+        campaign = self.campaign(name)
+        with write_session(self.engine) as s:
+            people = {a.name: a for a in s.scalars(select(Assessor))}
+            chosen = list(assessors) if assessors else [n for n, a in people.items()
+                                                       if a.origin == "web"]
+            gone = set(release)
+            for who in [*chosen, *gone]:
+                if who not in people:
+                    raise InputError(f"no assessor {who!r} (add them with dsr judge add-assessor)",
+                                     field="assessors")
+            self._release(s, campaign.id, [people[n].id for n in gone])
+            chosen = [n for n in chosen if n not in gone]
+            sizes = dict(s.execute(select(JudgeTask.id, JudgeTask.size)
+                                   .where(JudgeTask.campaign_id == campaign.id)).all())
+            existing: dict[int, set[str]] = {}
+            load = dict.fromkeys(chosen, 0)
+            names = {a.id: n for n, a in people.items()}
+            for task_id, assessor_id in s.execute(select(Assignment.task_id, Assignment.assessor_id)
+                                                  .join(JudgeTask).where(JudgeTask.campaign_id == campaign.id)):
+                existing.setdefault(task_id, set()).add(names[assessor_id])
+                if names[assessor_id] in load:
+                    load[names[assessor_id]] += sizes[task_id]
+            new = assign(sizes, chosen, campaign.k, existing, load, campaign.seed)
+            for t, n in new:
+                load[n] += sizes[t]
+                existing.setdefault(t, set()).add(n)
+            twice = self._overlap_tasks(s, campaign, overlap)
+            if twice:
+                more = assign({t: sizes[t] for t in twice}, chosen, campaign.k + 1,
+                              {t: existing.get(t, set()) for t in twice}, load, campaign.seed)
+                for t, n in more:
+                    load[n] += sizes[t]
+                new += more
+            s.add_all(Assignment(task_id=t, assessor_id=people[n].id) for t, n in new)
+        return load
+
+    @staticmethod
+    def _overlap_tasks(s, campaign: Campaign, overlap: float) -> list[int]:
+        """The tasks of a seeded ``overlap`` share of the campaign's dialogues."""
+        if overlap <= 0:
+            return []
+        dialogues = sorted(set(s.scalars(select(JudgeTask.dialogue_pk)
+                                         .where(JudgeTask.campaign_id == campaign.id))))
+        picked = np.random.default_rng([campaign.seed, 31]).permutation(dialogues)[:round(overlap * len(dialogues))]
+        chosen = {int(d) for d in picked}
+        return sorted(s.scalars(select(JudgeTask.id).where(JudgeTask.campaign_id == campaign.id,
+                                                          JudgeTask.dialogue_pk.in_(chosen))))
+
+    def _release(self, s, campaign_id: int, assessor_ids: list[int]) -> None:
+        if not assessor_ids:
+            return
+        rows = s.scalars(select(Assignment).join(JudgeTask).where(
+            JudgeTask.campaign_id == campaign_id, Assignment.assessor_id.in_(assessor_ids))).all()
+        for row in rows:
+            graded = s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(
+                JudgeItem.task_id == row.task_id, Grade.assessor_id == row.assessor_id))
+            if not graded:
+                s.delete(row)
