@@ -115,6 +115,25 @@ def agreement(grades: pd.DataFrame, values: list[int], relevant_from: int) -> di
     }
 
 
+def twice_graded_kappa(grades: pd.DataFrame, values: list[int] | None = None,
+                       relevant_from: int = 1) -> dict[str, Any]:
+    """Cohen's kappa on the pool sentences with exactly two counted grades (a campaign's
+    ``--overlap`` share graded twice), the two grades as two readings whatever the pair of
+    assessors: unweighted on relevant vs not, and linearly weighted on the scale."""
+    values = values or [0, 1, 2]
+    rows = grades[grades["grade"].notna()]
+    if "planted" in rows:
+        rows = rows[~rows["planted"]]
+    two = rows.groupby("item").filter(lambda g: len(g) == 2).sort_values(["item", "assessor"])
+    first = two.groupby("item")["grade"].first().to_numpy(dtype=float)
+    second = two.groupby("item")["grade"].last().to_numpy(dtype=float)
+    return {"items": len(first), "exact_agreement": float(np.mean(first == second)) if len(first) else None,
+            "kappa_binary": cohen((first >= relevant_from).astype(float),
+                                  (second >= relevant_from).astype(float), [0, 1]),
+            "kappa_weighted": cohen(first, second, values, weighted=True),
+            "kappa": cohen(first, second, values)}
+
+
 def _mean(values) -> float | None:
     kept = [v for v in values if v is not None]
     return float(np.mean(kept)) if kept else None
