@@ -40,15 +40,17 @@ def starts_positional(word: str, action: argparse.Action) -> bool:
     """Whether ``word``, met while ``action`` (a multi-value option) reads values, is a positional.
     An option whose values are files (``takes_files`` set on the action, as ``dsr pool --runs``)
     keeps every word up to the next option but a collection: a registered name or a
-    benchmark ``.jsonl`` file."""
+    benchmark ``.jsonl`` file. For an option whose values are names (``takes_names``, as ``dsr
+    judge assign --assessors``), a word naming a file or folder of the working directory is
+    still a name."""
     if getattr(action, "takes_files", False):
         return word in REGISTERED or word.lower().endswith((".jsonl", ".jsonl.gz"))
     if "=" in str(action.metavar or "") and "=" not in word:
         return True          # --param NAME=VALUE: a word without "=" is not a value
     if "=" in word and not Path(word).exists():
         return False
-    return (Path(word).exists() or "/" in word or word.lower().endswith(FILE_SUFFIXES)
-            or word in REGISTERED)
+    exists = Path(word).exists() and not getattr(action, "takes_names", False)
+    return exists or "/" in word or word.lower().endswith(FILE_SUFFIXES) or word in REGISTERED
 
 
 def end_multi_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:

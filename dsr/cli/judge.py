@@ -85,9 +85,10 @@ def _register_setup(sub) -> None:
     s = sub.add_parser("assign", help="give every task k assessors, balancing the load (resumable)")
     _db(s)
     s.add_argument("campaign", metavar="CAMPAIGN")
-    s.add_argument("--assessors", nargs="+", metavar="NAME", help="who (default: every assessor with a token)")
-    s.add_argument("--release", nargs="+", default=[], metavar="NAME",
-                   help="first take back these assessors' tasks they have not started")
+    who = s.add_argument("--assessors", nargs="+", metavar="NAME", help="who (default: every assessor with a token)")
+    release = s.add_argument("--release", nargs="+", default=[], metavar="NAME",
+                             help="first take back these assessors' tasks they have not started")
+    who.takes_names = release.takes_names = True
     s.add_argument("--overlap", type=float, default=0.0, metavar="SHARE",
                    help="share of dialogues (seeded, the same on every call) graded by one assessor "
                         "more than k, for agreement (0.2: a fifth graded twice with --k 1)")

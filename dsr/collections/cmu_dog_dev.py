@@ -24,8 +24,10 @@ text it may not redistribute: :func:`build` reads ``--source`` (a CMU_DoG folder
 conversion (cached) and keeps the listed points, their 50 candidates and their context.
 Labels are the grades; a candidate without a grade is 0. ``points``:
 
-* ``judged`` (the default, what ``dsr evaluate cmu_dog_dev`` measures): the points that have
-  grades, all 50 candidates (an ungraded one, below every pooled run's depth, counts 0);
+* ``judged`` (the default, what ``dsr evaluate cmu_dog_dev`` measures): the graded points with
+  at least one relevant sentence (as the SIGIR 2022 set keeps only such dialogues: a point
+  without one ranks every system 0), all 50 candidates (an ungraded one, below every pooled
+  run's depth, counts 0);
 * ``all``: every point, labels 0 where not graded (to rank and pool);
 * ``pool``: the points still to grade, each with only its pooled sentences, labels 0 and
   ``meta.judged`` false: the input of ``dsr judge create``.
@@ -247,7 +249,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
                              f"{record['split']} in this folder (other CMU_DoG files?)",
                              path=source, record=record["id"])
         graded = bool(record["grades"])
-        if which == "judged" and not graded or which == "pool" and graded:
+        if which == "judged" and not any(record["grades"].values()) or which == "pool" and graded:
             continue
         dialogues.append(_point(dialogue, record, which))
     return Collection(NAME, dialogues, meta={"source": str(source), "split": "dev", "points": which,

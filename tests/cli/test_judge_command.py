@@ -101,3 +101,22 @@ def test_bad_input_exits_2_naming_the_place_and_writes_nothing(tmp_path, pool_fi
                        str(tmp_path / "file" / "tasks"), *db)
     assert code == 2 and "is a file" in err
     assert "Traceback" not in err
+
+
+def test_assign_takes_assessor_names_that_are_also_folders_and_an_overlap(tmp_path, pool_file, capsys,
+                                                                          monkeypatch):
+    """``--assessors alice bob`` run where folders ``alice`` and ``bob`` exist: names, not files."""
+    pool, _ = pool_file
+    db = ["--db", f"sqlite:///{tmp_path / 'board.sqlite'}"]
+    assert run(capsys, "judge", "create", "s1", str(pool), "--k", "1", "--auto-honeypots", *db)[0] == 0
+    for who in ("alice", "bob", "carol"):
+        assert run(capsys, "judge", "add-assessor", who, *db)[0] == 0
+        (tmp_path / who).mkdir()
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "judge", "assign", "s1", "--assessors", "alice", "bob", "--overlap", "0.25", *db)
+    assert code == 0, err
+    loads = dict(line.split(": ") for line in out.splitlines())
+    assert set(loads) == {"alice", "bob"}
+    assert sum(int(v.split()[0]) for v in loads.values()) > 519       # a quarter of the dialogues twice
+    code, _, err = run(capsys, "judge", "assign", "s1", "--overlap", "2", *db)
+    assert code == 2 and "overlap" in err and "Traceback" not in err

@@ -64,7 +64,8 @@ def test_the_115_point_set_folds_in_with_its_grades(real):
     assert len(folded) == 93      # the other 22 judged points are conversations also in train
     for r in folded:
         assert r["grades"] == {c.id: c.label for c in judged[r["id"]].candidates}
-    assert all(not r["grades"] for r in records.values() if r["origin"] == "new")
+    new = [r for r in records.values() if r["origin"] == "new"]
+    assert len(new) == 312 and all(set(r["grades"]) == set(r["pool"]) for r in new)   # graded: the pool
     # the 22 left out are exactly the judged points of shared conversations
     train = cmu_dog_dev.read_split_turns(real["source"], "train")
     valid = cmu_dog_dev.read_split_turns(real["source"], "valid")
@@ -92,15 +93,24 @@ def test_the_shipped_file_holds_ids_and_grades_only():
     assert "Catch me if you can" not in text and "how are you" not in text.lower()
 
 
+def ungraded_copy(monkeypatch):
+    """The shipped points with the campaign's grades taken out, as before the campaign."""
+    rows = tuple(dict(r, grades={} if r["origin"] == "new" else r["grades"]) for r in cmu_dog_dev.points())
+    monkeypatch.setattr(cmu_dog_dev, "points", lambda: rows)
+
+
 def test_builder_joins_ids_to_the_cmu_dog_files(real, monkeypatch):
     monkeypatch.setenv("DSR_HOME", str(real["home"]))
     judged = load_collection("cmu_dog_dev", real["source"])
-    assert len(judged) == 93 and judged.meta["judged"]
+    with_relevant = [r for r in cmu_dog_dev.points() if any(r["grades"].values())]
+    assert len(judged) == len(with_relevant) == 389 and judged.meta["judged"]   # 16 graded points have none
     valid = {d.id: d for d in real["valid"]}
     one = judged.dialogues[0]
     assert [c.id for c in one.candidates] == [c.id for c in valid[one.id].candidates]
     assert [t.body for t in one.context] == [t.body for t in valid[one.id].context]
     assert all(any(c.label for c in d.candidates) for d in judged)
+    assert len(cmu_dog_dev.build(real["source"], points="pool")) == 0       # nothing left to grade
+    ungraded_copy(monkeypatch)
     pool = cmu_dog_dev.build(real["source"], points="pool")
     records = {r["id"]: r for r in cmu_dog_dev.points()}
     assert len(pool) == 312 and not any(c.label for d in pool for c in d.candidates)
@@ -113,6 +123,7 @@ def test_builder_joins_ids_to_the_cmu_dog_files(real, monkeypatch):
 def test_data_build_writes_the_campaign_input_and_bad_params_are_refused(real, tmp_path, capsys,
                                                                          monkeypatch):
     monkeypatch.setenv("DSR_HOME", str(real["home"]))
+    ungraded_copy(monkeypatch)
     out = tmp_path / "pool.jsonl"
     assert main(["data", "build", "cmu_dog_dev", "--source", str(real["source"]), "--param",
                  "points=pool", "--out", str(out)]) == 0
@@ -151,7 +162,7 @@ def test_ir_datasets_loads_it_from_the_cmu_dog_folder(real, monkeypatch):
     irds.register()
     dataset = ir_datasets.load("dsr/cmu_dog_dev")
     queries = list(dataset.queries_iter())
-    graded = [r for r in cmu_dog_dev.points() if r["grades"]]
-    assert len(queries) == len(graded) == 93
+    graded = [r for r in cmu_dog_dev.points() if any(r["grades"].values())]
+    assert len(queries) == len(graded) == 389
     relevant = {(q.query_id, q.doc_id) for q in dataset.qrels_iter() if q.relevance > 0}
     assert relevant == {(r["id"], s) for r in graded for s, g in r["grades"].items() if g > 0}
