@@ -106,6 +106,21 @@ def test_the_tool_writes_fully_labelled_points_only_and_keeps_every_grade(judged
     summary = json.loads((tmp_path / "cmu_dog_dev.judging.json").read_text())
     assert summary["twice_graded"]["items"] > 0 and summary["twice_graded"]["kappa_weighted"] == pytest.approx(1.0)
     assert str(tmp_path) not in json.dumps(summary) and "token" not in json.dumps(summary)
+    # a recheck campaign over the graded points: a careful assessor agrees fully, a lenient one less
+    judging.create("re", pool, guidelines.load(), Settings(k=1, chunk=10, seed=6), golds)
+    judging.assign("re", ["alice", "bob"])
+    again = assignments(judging, "re")
+    lenient = {"alice": 0, "bob": 1}
+    judging.import_grades("re", [{"item": p["key"], "assessor": p["assessor"], "seconds": 5.0,
+                                  "grade": max(true_grade(p, truth), lenient[p["assessor"]])} for p in again], None)
+    assert cmu_dog_dev_grades.main(["--db", f"sqlite:///{tmp_path / 'judge.sqlite'}", "--campaign", "dev",
+                                    "--points", str(points), "--recheck", "re"]) == 0
+    checked = json.loads((tmp_path / "cmu_dog_dev.judging.json").read_text())["recheck"]
+    graded_here = {(p["dialogue"], p["candidate"]) for p in again if isinstance(p["candidate"], str)
+                   and p["dialogue"] not in left_open}
+    assert checked["per_assessor"]["alice"]["kappa_weighted"] == pytest.approx(1.0)
+    assert checked["per_assessor"]["bob"]["kappa_binary"] < 1.0
+    assert sum(map(sum, checked["confusion_known_by_given"])) == checked["grades"]["sentences"] == len(graded_here)
 
 
 def test_shipped_grades_are_dawid_skene_over_the_shipped_assessments():
