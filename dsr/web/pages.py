@@ -72,6 +72,3 @@ class Pages:
     def signin_form(self, request: Request, error: str | None = None) -> HTMLResponse:
         """The application's sign-in page (``site.signin``, which extends ``signin.html``)."""
         return self.render(request, self.site.signin, {"error": error} if error else {}, 401 if error else 200)
-
-
-
