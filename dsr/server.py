@@ -1,26 +1,27 @@
 """The web site ``dsr serve`` runs: the leaderboard with the judging pages added.
 
 The board (:mod:`dsr.board`) and judging (:mod:`dsr.judging`) are separate units: judging
-sits on the board's database and sign-in, the board knows nothing of judging. This module,
+sits on the board's database, the board knows nothing of judging, and both stand on the web
+core (:mod:`dsr.web`: sessions, sign-in, CSRF, templates, static files, security headers). This module,
 above both, puts them together in one ASGI app.
 """
 
 from __future__ import annotations
 
 import uvicorn
-from fastapi.staticfiles import StaticFiles
 
 from dsr.board.app import create_app
 from dsr.board.service import Board
 from dsr.judging.routes import ROUTERS as JUDGING_ROUTERS
 from dsr.judging.routes import STATIC as JUDGING_STATIC
+from dsr.web.security import mount_static
 
 
 def create_site(board: Board, routers=()):
     """The board's app with the judging pages (``/judge``, their assets under
     ``/judge/static``), then ``routers``."""
     app = create_app(board, routers=[*JUDGING_ROUTERS, *routers])
-    app.mount("/judge/static", StaticFiles(directory=str(JUDGING_STATIC)), name="judge-static")
+    mount_static(app, "/judge/static", JUDGING_STATIC)
     return app
 
 

@@ -120,10 +120,19 @@ def test_core_files_import_only_core_files():
 
 
 def test_the_board_and_judging_are_separate_units():
-    """Judging sits on the board (its database, sign-in, pages); the board knows nothing of
-    judging: ``dsr serve`` adds judging's routers."""
+    """Judging sits on the board (its database); the board knows nothing of judging:
+    ``dsr serve`` adds judging's routers."""
     assert not violations(lambda name, target: not (unit(name) == "dsr.board"
                                                     and unit(target) == "dsr.judging"))
+
+
+def test_both_web_applications_stand_on_the_web_core_which_imports_neither():
+    """Sign-in, sessions, CSRF, the layout and the security headers are written once, in
+    ``dsr.web``: the board and judging import it, and it imports only core files."""
+    users = {unit(name) for name, targets in GRAPH.items() for t in targets if unit(t) == "dsr.web"}
+    assert {"dsr.board", "dsr.judging"} <= users
+    assert not violations(lambda name, target: unit(name) != "dsr.web" or unit(target) == "dsr.web"
+                          or is_core(target))
 
 
 def test_only_the_web_applications_import_a_web_framework():

@@ -139,7 +139,7 @@ def retag(data: bytes, tag: str) -> bytes:
 def make_board(db_url: str, tmp_path: Path, **config):
     from dsr.board.service import Board, BoardConfig
 
-    config.setdefault("rate_per_minute", 0)
+    config.setdefault("rate_limit", 0)
     return Board(BoardConfig(db=db_url, store=tmp_path / "store", **config))
 
 

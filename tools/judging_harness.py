@@ -37,9 +37,9 @@ def truth_of(collection: Collection, top: int = 2) -> dict[tuple[str, str], int]
     return {(d.id, c.id): min(c.label, top) for d in collection for c in d.candidates}
 
 
-def sample_campaign(judging, name: str = "s1", k: int = 3, chunk: int = 10, rate: float = 0.1,
-                    threshold: float = 0.7, assessors=ASSESSORS, assign: bool = True, seed: int = 0,
-                    min_checks: int = 3):
+def sample_campaign(judging, name: str = "s1", k: int = 3, chunk: int = 10, honeypot_rate: float = 0.1,
+                    honeypot_threshold: float = 0.7, assessors=ASSESSORS, assign: bool = True, seed: int = 0,
+                    min_honeypots: int = 3):
     """A campaign on ``sample`` with automatic honeypots; returns (truth, {assessor: token})."""
     from dsr.collections import load_collection
     from dsr.judging import guidelines, honeypots
@@ -49,7 +49,9 @@ def sample_campaign(judging, name: str = "s1", k: int = 3, chunk: int = 10, rate
     pool = as_pool(sample)
     rules = guidelines.load()
     golds = honeypots.auto_golds(pool, 0, 2, seed)
-    judging.create(name, pool, rules, Settings(k, chunk, rate, threshold, min_checks, seed), golds)
+    judging.create(name, pool, rules, Settings(k=k, chunk=chunk, honeypot_rate=honeypot_rate,
+                                                    honeypot_threshold=honeypot_threshold,
+                                                    min_honeypots=min_honeypots, seed=seed), golds)
     tokens = {a: judging.add_assessor(a) for a in assessors if a not in {x.name for x in judging.assessors()}}
     if assign:
         judging.assign(name, list(assessors))

@@ -33,7 +33,7 @@ def make_engine(url: str) -> Engine:
     try:
         parsed = make_url(url)
     except Exception as err:
-        raise InputError(f"not a database URL: {url!r} ({err})", field="--db") from None
+        raise InputError(f"not a database URL: {url!r} ({err})", field="url") from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         if parsed.database and parsed.database != ":memory:":
@@ -46,7 +46,7 @@ def make_engine(url: str) -> Engine:
             parsed = parsed.set(drivername="postgresql+psycopg")   # psycopg 3
         return create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
     raise InputError(f"unsupported database {backend!r}: use sqlite:///FILE or postgresql://...",
-                     field="--db")
+                     field="url")
 
 
 def _sqlite_events(engine: Engine) -> None:

@@ -103,7 +103,7 @@ class Members:
             raise InputError(f"{team_name!r} is the organisers' team: baselines are added with "
                              "dsr board add-baseline, not by a member's token", field="TEAM")
         name = _member_name(name)
-        check_text(email, "--email")
+        check_text(email, "email")
         token = new_token()
         with write_session(self.engine) as s:
             row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name))

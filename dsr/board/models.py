@@ -190,7 +190,8 @@ class WebSession(Base):
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
     expires_at: Mapped[datetime] = mapped_column(DateTime)
-    #: this session's CSRF token (a form must carry it; a token of another session fails)
+    #: unused since the web core (dsr.web.csrf) signs tokens bound to the session's key; kept
+    #: so that the schema needs no migration
     csrf: Mapped[str | None] = mapped_column(String(64), nullable=True)
     #: the member logged in (removing the member or rotating its token ends the session)
     member_id: Mapped[int | None] = mapped_column(Integer, nullable=True)

@@ -5,8 +5,6 @@ of :class:`dsr.board.service.Board`."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import func, select
 
@@ -14,25 +12,22 @@ from dsr.board import release, scoring
 from dsr.board.db import read_session, write_session
 from dsr.board.models import Phase, Submission, utcnow
 from dsr.board.published import check_text
+from dsr.board.settings import SEASON_PARAMS
 from dsr.core.errors import InputError
+from dsr.core.params import settings_type
 
 
-@dataclass
-class Season:
-    """What ``add-phase`` and ``set-phase`` set of a phase's season (None: leave / default)."""
-
-    primary: str | None = None
-    opens_at: Any = None          # naive UTC datetimes
-    closes_at: Any = None
-    final: bool | None = None
+class Season(settings_type("SeasonSettings", SEASON_PARAMS, "a phase's season")):
+    """What ``add-phase`` and ``set-phase`` set of a phase's season (None: leave / default;
+    ``opens`` and ``closes`` are naive UTC datetimes), declared by ``SEASON_PARAMS``."""
 
     def apply(self, phase: Phase, measures: list[str], keep: bool = False) -> None:
         """Set these on ``phase`` (``keep``: fields left None keep the phase's values)."""
         if self.primary is not None and self.primary not in measures:
-            raise InputError(f"--primary {self.primary!r} is not a measure of this phase; it has "
+            raise InputError(f"primary measure {self.primary!r} is not a measure of this phase; it has "
                              f"{', '.join(measures)}", field="primary")
-        for name, value in (("primary_measure", self.primary), ("opens_at", self.opens_at),
-                            ("closes_at", self.closes_at), ("final", self.final)):
+        for name, value in (("primary_measure", self.primary), ("opens_at", self.opens),
+                            ("closes_at", self.closes), ("final", self.final)):
             if value is not None or not keep:
                 setattr(phase, name, value if value is not None or name != "final" else False)
         if phase.opens_at and phase.closes_at and phase.closes_at <= phase.opens_at:
@@ -43,21 +38,21 @@ def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_qu
                          min_dialogues: int | None, texts: list[tuple[str, str]]) -> None:
     if not hidden and labels is not None:
         raise InputError("labels are only loaded for hidden phases (public ones use the "
-                         "collection's own)", field="--qrels")
+                         "collection's own)", field="labels")
     if min_dialogues is not None and (not hidden or min_dialogues < 1):
-        raise InputError("--min-dialogues is a whole number >= 1, for hidden phases (public ones "
+        raise InputError("min_dialogues is a whole number >= 1, for hidden phases (public ones "
                          "publish per-dialogue values)", field="min_dialogues")
-    for value, flag in ((daily_quota, "--daily-quota"), (total_quota, "--total-quota")):
+    for value, name in ((daily_quota, "daily_quota"), (total_quota, "total_quota")):
         if value is not None and value < 0:
-            raise InputError("a quota is a whole number >= 0", field=flag)
-    for text, flag in texts:
-        check_text(text, flag, multiline=flag == "--description")
+            raise InputError("a quota is a whole number >= 0", field=name)
+    for text, name in texts:
+        check_text(text, name, multiline=name == "description")
 
 
 class Phases:
     """The board's phases (a part of :class:`~dsr.board.service.Board`)."""
 
-    def add_phase(self, collection_ref: str, name: str, *, hidden: bool = False,
+    def add_phase(self, collection_ref: str, phase_name: str, *, hidden: bool = False,
                   labels: dict[str, dict[str, int]] | None = None, measures: list[str] | None = None,
                   daily_quota: int | None = None, total_quota: int | None = None,
                   description: str = "", display: str | None = None, strict: bool = False,
@@ -76,7 +71,7 @@ class Phases:
         subsets are merged or withheld). ``season``: primary measure, dates, final."""
         season = season or Season()
         _check_phase_options(hidden, labels, daily_quota, total_quota, min_dialogues,
-                             [(name, "--phase"), (description, "--description"), (display or "", "--name")])
+                             [(phase_name, "phase_name"), (description, "description"), (display or "", "display")])
         collection = scoring.load_collection_ref(collection_ref)
         if hidden and labels is None:
             labels = scoring.qrels_from_collection(collection)
@@ -89,16 +84,16 @@ class Phases:
         display = display or collection.name
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
         if hidden and not allow_overlap:
-            release.refuse_overlaps(self._overlaps(f"{display}/{name}", topics, labels, data.subsets,
-                                                   min_dialogues, (display, name)))
+            release.refuse_overlaps(self._overlaps(f"{display}/{phase_name}", topics, labels, data.subsets,
+                                                   min_dialogues, (display, phase_name)))
         with write_session(self.engine) as s:
-            phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == name))
+            phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == phase_name))
             if phase is not None and s.scalar(select(func.count()).select_from(Submission)
                                               .where(Submission.phase_id == phase.id)):
-                raise InputError(f"phase {display}/{name} has submissions; add a new phase instead",
-                                 field="--phase")
+                raise InputError(f"phase {display}/{phase_name} has submissions; add a new phase instead",
+                                 field="phase_name")
             if phase is None:
-                phase = Phase(collection=display, name=name)
+                phase = Phase(collection=display, name=phase_name)
                 s.add(phase)
             phase.collection_ref = collection_ref
             phase.collection_hash = collection.content_hash
@@ -145,7 +140,7 @@ class Phases:
             row = s.get(Phase, phase.id)
             if row.frozen_at is not None:
                 raise InputError(f"phase {row.collection}/{row.name} is frozen: its season is over",
-                                 field="--phase")
+                                 field="phase")
             season.apply(row, json.loads(row.measures_json), keep=True)
         return self.get_phase(phase.collection, phase.name)
 
@@ -165,16 +160,18 @@ class Phases:
         with read_session(self.engine) as s:
             return s.scalar(select(Phase).where(Phase.collection == collection, Phase.name == name))
 
-    def get_phase(self, collection: str, name: str | None) -> Phase:
-        """A phase by collection and name (the only phase of the collection when name is None)."""
+    def get_phase(self, collection: str, phase_name: str | None) -> Phase:
+        """A phase by collection and name (the only phase of the collection when ``phase_name`` is
+        None)."""
         with read_session(self.engine) as s:
             query = select(Phase).where(Phase.collection == collection)
-            if name:
-                query = query.where(Phase.name == name)
+            if phase_name:
+                query = query.where(Phase.name == phase_name)
             found = list(s.scalars(query))
         if len(found) == 1:
             return found[0]
         if not found:
-            raise InputError(f"no phase {name or ''!r} of {collection!r} on this board", field="--phase")
-        raise InputError(f"{collection} has phases {', '.join(p.name for p in found)}: give --phase",
-                         field="--phase")
+            raise InputError(f"no phase {phase_name or ''!r} of {collection!r} on this board",
+                             field="phase_name")
+        raise InputError(f"{collection} has phases {', '.join(p.name for p in found)}: name one",
+                         field="phase_name")

@@ -56,8 +56,10 @@ from dsr.board.leaderboard import answer_means
 from dsr.board.members import Members
 from dsr.board.models import Phase, Submission, Team, iso, utcnow
 from dsr.board.phases import Phases
+from dsr.board.settings import BOARD_PARAMS, SERVE_PARAMS
 from dsr.core.errors import InputError
 from dsr.core.home import dsr_home, require_writable
+from dsr.core.params import settings_type
 
 MAX_UPLOAD = 20 * 1024 * 1024
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
@@ -107,12 +109,14 @@ class RateLimiter:
             return (1 - tokens) / self.rate
 
 
-@dataclass
-class BoardConfig:
-    db: str | None = None
-    store: str | Path | None = None
-    max_upload: int = MAX_UPLOAD
-    rate_per_minute: float = 30.0
+class BoardConfig(settings_type("BoardSettings", BOARD_PARAMS + SERVE_PARAMS, "the board")):
+    """A board's database and run store, and what its server accepts (``BOARD_PARAMS`` and
+    ``SERVE_PARAMS``: made by keyword, checked when made)."""
+
+    @property
+    def max_upload(self) -> int:
+        """The largest run file accepted, unpacked, in bytes."""
+        return int(self.max_upload_mb * 2**20)
 
     def db_url(self) -> str:
         return self.db or default_db_url()
@@ -148,7 +152,7 @@ class Board(Members, Phases):
         self.engine = make_engine(self.config.db_url())
         migrate(self.engine)
         self.store = RunStore(self.config.store_dir())
-        self.limiter = RateLimiter(self.config.rate_per_minute)
+        self.limiter = RateLimiter(self.config.rate_limit)
         self._phase_data: dict[tuple[int, str], scoring.PhaseData] = {}
         self._matrices: dict[int, Any] = {}
         self._lock = threading.Lock()

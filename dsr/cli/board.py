@@ -12,7 +12,9 @@ from pathlib import Path
 from dsr.board.client import published_for, quota_text, submit
 from dsr.board.release import SETTINGS as QUOTAS
 from dsr.board.release import rule as release_rule
+from dsr.board.settings import BOARD_PARAMS, SEASON_PARAMS, SERVE_PARAMS
 from dsr.cli.commands import summary
+from dsr.cli.common import add_param_flags, param_values
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError, require_extra
 from dsr.evaluation.measures import split_measure_list
@@ -29,10 +31,7 @@ one run store (--store; default $DSR_HOME/board/runs). Give serve and board comm
 
 
 def _db_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", metavar="URL",
-                        help="database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB "
-                             "(default: SQLite under $DSR_HOME/board/)")
-    parser.add_argument("--store", metavar="DIR", help="run store (default $DSR_HOME/board/runs)")
+    add_param_flags(parser, BOARD_PARAMS)
 
 
 def register(subparsers) -> None:
@@ -43,10 +42,7 @@ def register(subparsers) -> None:
     _db_options(s)
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    s.add_argument("--max-upload-mb", type=float, default=20, metavar="MB",
-                   help="largest run file accepted, unpacked (default 20)")
-    s.add_argument("--rate-limit", type=float, default=30, metavar="N",
-                   help="submissions per minute per team (default 30; 0 for no limit)")
+    add_param_flags(s, SERVE_PARAMS)
     s.set_defaults(func=cmd_serve)
 
     _submit_parser(subparsers)
@@ -157,18 +153,8 @@ def _add_phase_parser(sub) -> None:
     p.add_argument("--allow-overlap", action="store_true",
                    help="add a hidden phase even when another hidden phase differs from it in fewer than "
                         "--min-dialogues dialogues (its labels can then be differenced: printed loudly)")
-    _season_options(p)
-    p.add_argument("--final", action="store_true",
-                   help="the final phase: no score is shown anywhere until `dsr board freeze`")
+    add_param_flags(p, SEASON_PARAMS)
     p.set_defaults(func=cmd_board_add_phase)
-
-
-def _season_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--primary", metavar="M",
-                        help="the measure the board ranks by, groups and gives intervals for "
-                             "(default nDCG@5 when the phase has it, else its first)")
-    parser.add_argument("--opens", metavar="WHEN", help="submissions taken from then (ISO date or time, UTC)")
-    parser.add_argument("--closes", metavar="WHEN", help="no submission from then on (ISO date or time, UTC)")
 
 
 def _season_parsers(sub) -> None:
@@ -177,9 +163,7 @@ def _season_parsers(sub) -> None:
     _db_options(s)
     s.add_argument("collection", metavar="COLLECTION")
     s.add_argument("--phase", metavar="P")
-    _season_options(s)
-    s.add_argument("--final", action=argparse.BooleanOptionalAction, default=None,
-                   help="make it the final phase (or not: --no-final)")
+    add_param_flags(s, SEASON_PARAMS)
     s.set_defaults(func=cmd_board_set_phase)
     f = sub.add_parser("freeze", help="end a phase: no more submissions; a final phase's results are published")
     _db_options(f)
@@ -193,16 +177,13 @@ def _board(args, **extra):
         require_extra(module, "board")
     from dsr.board.service import Board, BoardConfig
 
-    return Board(BoardConfig(db=args.db, store=args.store, **extra))
+    return Board(BoardConfig(**param_values(args, BOARD_PARAMS), **extra))
 
 
 def cmd_serve(args) -> int:
     for module in SERVER_MODULES:
         require_extra(module, "board")
-    if args.max_upload_mb <= 0:
-        raise InputError("must be > 0", field="--max-upload-mb")
-    board = _board(args, max_upload=int(args.max_upload_mb * 1024 * 1024),
-                   rate_per_minute=args.rate_limit)
+    board = _board(args, **param_values(args, SERVE_PARAMS))
     print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
           f"runs in {board.store.root})", file=sys.stderr)
     from dsr.server import serve  # FastAPI and uvicorn load here, not for `dsr --help`
@@ -331,7 +312,7 @@ def quotas(phase) -> str:
     return f"{', '.join(parts)} per team (all its members together)" if parts else "none"
 
 
-def when(text: str | None, flag: str):
+def when(text: str | None, field: str):
     """An ISO date or time as a naive UTC datetime (a time without an offset is UTC)."""
     from datetime import datetime
 
@@ -341,7 +322,7 @@ def when(text: str | None, flag: str):
         value = datetime.fromisoformat(text.strip())
     except ValueError:
         raise InputError(f"{text!r} is not an ISO date or time (e.g. 2026-03-01 or 2026-03-01T12:00Z)",
-                         field=flag) from None
+                         field=field) from None
     if value.tzinfo is not None:
         value = value.astimezone(UTC).replace(tzinfo=None)
     return value
@@ -350,8 +331,8 @@ def when(text: str | None, flag: str):
 def _season(args):
     from dsr.board.phases import Season
 
-    return Season(primary=args.primary, opens_at=when(args.opens, "--opens"),
-                  closes_at=when(args.closes, "--closes"), final=args.final)
+    return Season(primary=args.primary, opens=when(args.opens, "opens"), closes=when(args.closes, "closes"),
+                  final=args.final)
 
 
 def _print_season(phase) -> None:

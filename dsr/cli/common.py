@@ -47,8 +47,9 @@ def add_param_flags(parser, declared: Sequence[Param]) -> None:
     and bounds), so a wrong one is exit 2 naming the flag, as from Python."""
     for p in declared:
         flag = "--" + p.name.replace("_", "-")
-        if p.kind == "bool":
-            parser.add_argument(flag, action="store_true", default=p.default, help=p.help)
+        if p.kind == "bool":        # a switch; one that may be left unset (None) also has --no-NAME
+            action = argparse.BooleanOptionalAction if p.default is None else "store_true"
+            parser.add_argument(flag, action=action, default=p.default, help=p.help)
             continue
         choices = "{" + ",".join(map(str, p.choices)) + "}" if p.choices else ""
         shown = p.help + (f"; one of {choices}" if choices and p.metavar else "")

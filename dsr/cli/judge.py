@@ -16,7 +16,7 @@ from dsr.core.home import require_writable
 from dsr.evaluation.qrels import qrels_from_collection, write_qrels
 from dsr.judging import guidelines, honeypots
 from dsr.judging.exchange import tally
-from dsr.judging.quality import FLAG_PARAMS, REVIEW_PARAMS
+from dsr.judging.quality import CAMPAIGN_PARAMS, FLAG_PARAMS, REVIEW_PARAMS, Settings
 
 JUDGE_EPILOG = """\
 A campaign lives in the leaderboard's database (--db; default SQLite at
@@ -61,20 +61,11 @@ def _register_setup(sub) -> None:
     c.add_argument("--source", metavar="DIR", help="--source of a registered POOL")
     c.add_argument("--split", metavar="S", help="--split of a registered POOL")
     c.add_argument("--guidelines", metavar="FILE", help="scale and guidelines (default: the built-in 0/1/2)")
-    c.add_argument("--k", type=int, default=3, help="assessors per sentence")
-    c.add_argument("--chunk", type=int, default=10, help="sentences per task (a dialogue's are cut in tasks)")
-    c.add_argument("--honeypot-rate", type=float, default=0.1, metavar="R",
-                   help="honeypot checks per sentence in a task (at least one per task when known)")
-    c.add_argument("--honeypot-threshold", type=float, default=0.7, metavar="A",
-                   help="honeypot accuracy an assessor needs for their grades to count")
-    c.add_argument("--min-honeypots", type=int, default=3, metavar="N",
-                   help="honeypots an assessor must answer before their grades can count")
     c.add_argument("--gold", metavar="FILE", help="a judged collection giving known answers (same dialogue ids)")
     c.add_argument("--auto-honeypots", action="store_true",
                    help="known answers from the pool: the sentence the next turn quotes (relevant), a "
                         "sentence of an unrelated document (not relevant)")
-    c.add_argument("--seed", type=int, default=0, help="seed of shuffles, tasks and assignment")
-    c.add_argument("--description", default="", help="shown to assessors")
+    add_param_flags(c, CAMPAIGN_PARAMS)
     c.set_defaults(func=cmd_create)
 
     a = sub.add_parser("add-assessor", help="create an assessor and print their token (shown once)")
@@ -198,8 +189,7 @@ def cmd_guidelines(args) -> int:
 
 
 def cmd_create(args) -> int:
-    from dsr.judging.campaigns import Settings
-
+    settings = Settings(**param_values(args, CAMPAIGN_PARAMS))     # checked before any work
     rules = guidelines.load(args.guidelines)
     pool = load_collection(args.pool, args.source, args.split)
     golds: dict = {}
@@ -211,8 +201,6 @@ def cmd_create(args) -> int:
     if args.honeypot_rate > 0 and not golds:
         print("dsr: warning: no honeypots (give --gold FILE or --auto-honeypots): every assessor counts",
               file=sys.stderr)
-    settings = Settings(args.k, args.chunk, args.honeypot_rate, args.honeypot_threshold, args.min_honeypots,
-                        args.seed, args.description)
     judging = _judging(args)
     judging.create(args.name, pool, rules, settings, golds)
     items = judging.items_frame(judging.campaign(args.name))

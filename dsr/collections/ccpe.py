@@ -230,5 +230,5 @@ def _data_path(source: Path, split: str | None) -> Path:
     path = source / DATA_FILE if source.is_dir() else source
     if not path.is_file():
         raise InputError(f"missing {DATA_FILE}; `dsr data fetch ccpe` downloads it, or pass "
-                         "the file or its folder with --source", path=path)
+                         "the file or its folder as `source`", path=path)
     return path

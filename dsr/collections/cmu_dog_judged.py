@@ -105,7 +105,7 @@ def data_file(source: Path | None) -> Path:
     path = folder / FILE_NAME
     if not path.is_file():
         raise InputError(f"no {FILE_NAME} in this folder; pass the folder that holds it "
-                         "(in this project: --source ../shared/data/judged)", path=folder,
+                         "as `source` (in this project: ../shared/data/judged)", path=folder,
                          field="source")
     return path
 

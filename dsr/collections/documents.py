@@ -45,7 +45,7 @@ def documents_folder(collection: Collection, documents: str | Path | None = None
     folder = resolve_source("cmu_dog", Path(documents) if documents is not None else None)
     if not (folder / "WikiData").is_dir():
         raise InputError("the context text form needs the documents the candidates come from: "
-                         "a CMU_DoG folder with WikiData/ (--param documents=DIR)", path=folder,
+                         "a CMU_DoG folder with WikiData/ (the parameter `documents`)", path=folder,
                          field="documents")
     return folder
 

@@ -285,7 +285,7 @@ class _Fetch:
                 f"{len(self.result.failed)} file(s) failed verification (downloaded from "
                 f"{self.base}); each one that arrived was deleted:\n{lines}\n"
                 "No first-use checksum was recorded from this fetch. If a mirror served them, "
-                f"check --base-url / ${BASE_URL_ENV}; otherwise report it.", path=self.dest)
+                f"check `base_url` / ${BASE_URL_ENV}; otherwise report it.", path=self.dest)
         return self.result
 
     def fetch_raw(self, remote: Remote) -> None:

@@ -406,6 +406,6 @@ def _paths(folder: Path, split: str) -> tuple[Path, Path]:
     for path in (dialogues, movies):
         if not path.is_file():
             raise InputError(f"missing {path.name}; `dsr data fetch redial` downloads the "
-                             "ReDial files, or pass a folder that holds them with --source DIR",
+                             "ReDial files, or pass a folder that holds them as `source`",
                              path=path)
     return dialogues, movies

@@ -297,7 +297,7 @@ def _download(url: str, out: IO[bytes], name: str, limits: Limits, cap: int, pro
                         bar.update(len(block))
         except urllib.error.HTTPError as err:
             raise InputError(f"HTTP {err.code} {err.reason} for {url}: the file is not at the "
-                             "pinned commit there (a mirror given with --base-url / "
+                             "pinned commit there (a mirror given as `base_url` / "
                              f"${BASE_URL_ENV} must mirror GitHub's layout)") from None
         except (http.client.HTTPException, urllib.error.URLError, TimeoutError, OSError) as err:
             if deadline.expired:

@@ -168,10 +168,28 @@ def record_type(name: str, declared: Declaration) -> type:
     """A frozen dataclass with one typed field per declared parameter, in order: what a
     function receives once :func:`resolve` has checked its settings
     (``record_type("TrainSettings", PARAMS)(**resolve(given, PARAMS, "dsr train"))``)."""
-    def annotation(p: Param) -> Any:
-        kind = TYPES[p.kind]
-        return kind | None if (p.optional or p.default is None) and kind is not Any else kind
-    return make_dataclass(name, [(p.name, annotation(p)) for p in declared], frozen=True)
+    return make_dataclass(name, [(p.name, _annotation(p)) for p in declared], frozen=True)
+
+
+def _annotation(p: Param) -> Any:
+    kind = TYPES[p.kind]
+    return kind | None if (p.optional or p.default is None) and kind is not Any else kind
+
+
+def settings_type(name: str, declared: Declaration, what: str, doc: str = "") -> type:
+    """A frozen, keyword-only dataclass of the declared settings, each with its default and
+    checked when made (:meth:`Param.check`: an InputError naming the parameter and what it
+    accepts): a library's settings record whose fields, flags (``add_param_flags``), defaults
+    and help all come from ``declared``."""
+    def __post_init__(self) -> None:
+        for p in declared:
+            object.__setattr__(self, p.name, p.check(getattr(self, p.name), what))
+
+    fields = [(p.name, _annotation(p), field(default=p.default)) for p in declared]
+    made = make_dataclass(name, fields, frozen=True, kw_only=True,
+                          namespace={"__post_init__": __post_init__, "PARAMS": tuple(declared)})
+    made.__doc__ = doc or f"The settings of {what} (see its ``PARAMS``)."
+    return made
 
 
 def help_text(declared: Declaration) -> str:
@@ -194,12 +212,12 @@ def typed(value: str) -> Any:
     return value
 
 
-def parse_assignments(items: Iterable[str] | None, flag: str = "--param") -> dict[str, Any]:
+def parse_assignments(items: Iterable[str] | None, field: str = "params") -> dict[str, Any]:
     """``["k1=1.2", "query=last"]`` -> ``{"k1": 1.2, "query": "last"}`` (values typed)."""
     params: dict[str, Any] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise InputError(f"expected NAME=VALUE, got {item!r}", field=flag)
+            raise InputError(f"expected NAME=VALUE, got {item!r}", field=field)
         params[key.strip()] = typed(value.strip())
     return params

@@ -36,7 +36,7 @@ def check_collection_hash(run: Run, path: str | Path, collection, allow: bool = 
                f"{collection.name!r} (hash {collection.content_hash})")
     if not allow:
         raise InputError(f"{message}: rank this collection again, or pass "
-                         "--allow-collection-mismatch to use it anyway", path=sidecar_path(path),
+                         "`allow_mismatch` to use it anyway", path=sidecar_path(path),
                          field="collection.hash")
     print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
     return message
@@ -99,5 +99,5 @@ def check_same_collection(paths: list[str], runs: list, allow: bool = False) -> 
                 print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
                 continue
             raise InputError(f"{message}: fuse runs of one collection (or pass "
-                             "--allow-collection-mismatch)", path=sidecar_path(path),
+                             "`allow_mismatch`)", path=sidecar_path(path),
                              field="collection.hash")

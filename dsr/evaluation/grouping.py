@@ -65,9 +65,9 @@ def parse_tune(items: Sequence[str]) -> tuple[bool, dict[str, list[str]]]:
         group, sep, members = item.partition("=")
         paths = [m.strip() for m in members.split(",") if m.strip()]
         if not sep or not group.strip() or not paths:
-            raise InputError(f"expected GROUP=RUN,RUN,... or auto, got {item!r}", field="--tune")
+            raise InputError(f"expected GROUP=RUN,RUN,... or auto, got {item!r}", field="tune")
         if group.strip() in groups:
-            raise InputError(f"group {group.strip()!r} given twice", field="--tune")
+            raise InputError(f"group {group.strip()!r} given twice", field="tune")
         groups[group.strip()] = paths
     return auto, groups
 
@@ -127,7 +127,7 @@ def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | 
             names.update(run_names(list(names) + [baseline_path]))
             positional.append(baseline_path)
     if not positional and not groups:
-        raise InputError("give at least one RUN (or --tune GROUP=RUN,...)")
+        raise InputError("give at least one run (or a `tune` group GROUP=RUN,...)", field="paths")
     loaded, info, warnings = _load(names, collection, allow_mismatch)
     families = {group: {names[resolve(p)]: loaded[resolve(p)] for p in members}
                 for group, members in groups.items()}
@@ -144,7 +144,7 @@ def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | 
         if chosen not in families and any(loaded[baseline_path] is r for f in families.values()
                                           for r in f.values()):
             raise InputError(f"the baseline {baseline!r} is a configuration of a tuned family; "
-                             "name the family instead", field="--baseline")
+                             "name the family instead", field="baseline")
     return Selection(runs, families, info, chosen, warnings)
 
 

@@ -114,7 +114,7 @@ def write_report(results: Results, directory: str | Path, command: Sequence[str]
     are gone afterwards. A ``directory`` holding other files is refused (exit 2).
     """
     directory = Path(directory)
-    with atomic_dir(directory, REPORT_FILES, field="--report") as staging:
+    with atomic_dir(directory, REPORT_FILES, field="directory") as staging:
         names = write_report_files(results, staging, command, shown=directory)
     return [directory / name for name in names]
 

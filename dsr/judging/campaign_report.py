@@ -101,7 +101,7 @@ def judged_collection(judging: Judging, result: Outcome, only_relevant: bool = F
     missing = [d.id for d in pool if any(item_of[d.id, c.id] not in labels for c in d.candidates)]
     if missing and not partial:
         raise InputError(f"{len(missing)} of {len(pool)} dialogues have candidates without a counted "
-                         "grade yet: finish judging, or give --partial to keep only the fully judged "
+                         "grade yet: finish judging, or give `partial` to keep only the fully judged "
                          "dialogues", field="CAMPAIGN")
     dialogues = []
     for d in pool:

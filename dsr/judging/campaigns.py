@@ -30,7 +30,7 @@ from dsr.judging import guidelines as guidelines_module
 from dsr.judging.assignments import Assignments
 from dsr.judging.guidelines import Guidelines
 from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem, JudgeTask
-from dsr.judging.quality import SECONDS, checked_seconds
+from dsr.judging.quality import SECONDS, Settings, checked_seconds
 from dsr.judging.reviews import Reviews, _checked_name
 from dsr.judging.tasks import plan_tasks
 
@@ -59,19 +59,6 @@ class Refused(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
-
-
-@dataclass
-class Settings:
-    """How a campaign is judged (see ``dsr judge create --help``)."""
-
-    k: int = 3
-    chunk: int = 10
-    honeypot_rate: float = 0.1
-    threshold: float = 0.7
-    min_checks: int = 3
-    seed: int = 0
-    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -128,12 +115,6 @@ class Judging(Assignments, Reviews):
                              field="NAME")
         if name.lower() in RESERVED_NAMES:
             raise InputError(f"{name!r} is a path of the judging pages; choose another name", field="NAME")
-        if not 1 <= settings.k <= 20:
-            raise InputError("from 1 to 20 assessors per item", field="k")
-        if not 0 <= settings.threshold <= 1:
-            raise InputError("a fraction from 0 to 1", field="--honeypot-threshold")
-        if settings.min_checks < 0:
-            raise InputError("a whole number >= 0", field="--min-honeypots")
         planned = plan_tasks(pool, golds or {}, settings.chunk, settings.honeypot_rate,
                              rules.relevant_from, settings.seed)
         described = {k: v for k, v in pool.describe().items() if k != "meta"}
@@ -143,7 +124,7 @@ class Judging(Assignments, Reviews):
             campaign = Campaign(name=name, description=settings.description,
                                 guidelines_json=json.dumps(rules.to_json()), k=settings.k,
                                 chunk=settings.chunk, honeypot_rate=settings.honeypot_rate,
-                                threshold=settings.threshold, min_checks=settings.min_checks,
+                                threshold=settings.honeypot_threshold, min_checks=settings.min_honeypots,
                                 seed=settings.seed, pool_json=json.dumps(described))
             s.add(campaign)
             s.flush()

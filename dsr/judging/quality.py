@@ -8,7 +8,9 @@ check every grade time passes.
 * :data:`FLAG_PARAMS`: when ``dsr judge report`` flags an assessor (too fast per
   sentence, one grade for everything, low agreement with the others);
 * :data:`REVIEW_PARAMS`: which items ``dsr judge review`` lists (an uncertain aggregate,
-  assessors who disagree).
+  assessors who disagree);
+* :data:`CAMPAIGN_PARAMS`: how a campaign is judged (``dsr judge create``; the record
+  :class:`Settings`, made by keyword and checked when made).
 
 The command line's flags, defaults and ``--help`` lines come from these declarations
 (``dsr.cli.common.add_param_flags``). This module imports nothing heavy: the server
@@ -21,7 +23,7 @@ import math
 from typing import Any
 
 from dsr.core.errors import InputError
-from dsr.core.params import Param
+from dsr.core.params import Param, settings_type
 
 #: the longest a grade may say it took: longer means the page was left open, not read
 SECONDS = Param("max_seconds", 3600.0, "float", low=1.0,
@@ -47,6 +49,25 @@ REVIEW_PARAMS = (
     Param("min_agreement", 0.67, "float", low=0.0, high=1.0, metavar="F",
           help="list an item where the share of counted grades equal to the aggregate is below this"),
 )
+
+
+CAMPAIGN_PARAMS = (
+    Param("k", 3, "int", low=1, high=20, metavar="N", help="assessors per sentence"),
+    Param("chunk", 10, "int", low=1, metavar="N", help="sentences per task (a dialogue's are cut in tasks)"),
+    Param("honeypot_rate", 0.1, "float", low=0.0, below=1.0, metavar="R",
+          help="honeypot checks per sentence in a task (at least one per task when known)"),
+    Param("honeypot_threshold", 0.7, "float", low=0.0, high=1.0, metavar="A",
+          help="honeypot accuracy an assessor needs for their grades to count"),
+    Param("min_honeypots", 3, "int", low=0, metavar="N",
+          help="honeypots an assessor must answer before their grades can count"),
+    Param("seed", 0, "int", metavar="N", help="seed of shuffles, tasks and assignment"),
+    Param("description", "", "str", metavar="TEXT", help="shown to assessors"),
+)
+
+#: how a campaign is judged: ``Settings(k=3, honeypot_threshold=0.6)``; a value out of range is
+#: an InputError naming the field
+Settings = settings_type("Settings", CAMPAIGN_PARAMS, "a judging campaign",
+                         "How a campaign is judged (``CAMPAIGN_PARAMS``; ``dsr judge create --help``).")
 
 
 def checked_seconds(value: Any, where: dict[str, Any] | None = None,

@@ -1,6 +1,6 @@
 """The judging pages of ``dsr serve``: assessors log in with their token and grade in the browser.
 
-Same app, database and token scheme as the leaderboard (an assessor's token is made
+Same app, database, sign-in and token scheme as the leaderboard (an assessor's token is made
 by ``dsr judge add-assessor`` and stored hashed). The task page works without
 JavaScript (one small form per sentence); with it (``/static/judge.js``, the only
 script the site serves, allowed on these pages alone by their
@@ -10,42 +10,36 @@ Content-Security-Policy) the keyboard, the mouse and touch do everything: the sc
 "Next dialogue" control goes on. Every grade is sent as it is given and committed before
 the answer (``POST /judge/api/grades``; the page marks it saved only then).
 
-Security as on the board: a CSRF double submit on forms and on the JSON API from the
-browser (``X-CSRF-Token``), bearer tokens for API clients, autoescaped templates, and
-blind pages (see :mod:`dsr.judging.views`).
+Security as on the board, from the same web core (:mod:`dsr.web`): sessions and CSRF tokens
+bound to them on forms and on the JSON API from the browser (``X-CSRF-Token``, the page's
+``<meta name="csrf">``), bearer tokens for API clients, autoescaped templates, and blind
+pages (see :mod:`dsr.judging.views`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import secrets
-from datetime import timedelta
 from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
-from fastapi.templating import Jinja2Templates
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from dsr.board.db import read_session, write_session
-from dsr.board.models import utcnow
 from dsr.judging.campaigns import MAX_SECONDS, Judging, Refused
 from dsr.judging.models import Assessor, JudgeSession, JudgeTask
 from dsr.judging.views import content, my_campaigns, task_rows, task_view
+from dsr.web.pages import Pages, Site
+from dsr.web.security import csp
+from dsr.web.signin import CSRF_REFUSED, SignIn
 
 router = APIRouter()
 ROUTERS = [router]   # what dsr.server adds to the board's app
-templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
 STATIC = Path(__file__).parent / "static"   # served under /judge/static by dsr.server
-JUDGE_COOKIE = "dsr_judge"
-CSRF_COOKIE = "dsr_judge_csrf"  # its own double-submit cookie: the board may treat dsr_csrf otherwise
-SESSION_DAYS = 7
-PAGE_CSP = ("default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; "
-            "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-CSRF_REFUSED = "the form's CSRF token is missing or wrong: reload the page"
+#: the assessor's sign-in: session cookie ``dsr_judge``, the logged-out forms' nonce ``dsr_judge_csrf``
+SIGNIN = SignIn(app="judging", cookie="dsr_judge", csrf_cookie="dsr_judge_csrf", table=JudgeSession,
+                read=read_session, write=write_session)
 
 
 def judging(request: Request) -> Judging:
@@ -56,18 +50,11 @@ def judging(request: Request) -> Judging:
     return state.judging
 
 
-def _hash(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()
-
-
 def web_assessor(request: Request) -> Assessor | None:
-    key = request.cookies.get(JUDGE_COOKIE)
-    if not key:
+    row = SIGNIN.session(judging(request).engine, request)
+    if row is None:
         return None
     with read_session(judging(request).engine) as s:
-        row = s.scalar(select(JudgeSession).where(JudgeSession.key_hash == _hash(key)))
-        if row is None or row.expires_at < utcnow():
-            return None
         return s.get(Assessor, row.assessor_id)
 
 
@@ -79,26 +66,13 @@ def api_assessor(request: Request) -> tuple[Assessor | None, bool]:
     return web_assessor(request), False
 
 
-def render(request: Request, name: str, context: dict, status: int = 200) -> HTMLResponse:
-    token = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(32)
-    assessor = context.pop("assessor", None) or web_assessor(request)
-    response = templates.TemplateResponse(request, name, {**context, "csrf": token, "assessor": assessor},
-                                          status_code=status)
-    response.headers["Content-Security-Policy"] = PAGE_CSP
-    response.headers["Cache-Control"] = "no-store"
-    if request.cookies.get(CSRF_COOKIE) != token:
-        response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict",
-                            secure=request.url.scheme == "https")
-    return response
-
-
-def csrf_ok(request: Request, sent) -> bool:
-    cookie = request.cookies.get(CSRF_COOKIE) or ""
-    return bool(cookie) and isinstance(sent, str) and hmac.compare_digest(cookie, sent)
-
-
-def problem(request: Request, status: int, message: str) -> HTMLResponse:
-    return render(request, "judge_error.html", {"status": status, "message": message}, status)
+PAGES = Pages(Path(__file__).parent / "templates",
+              Site("dsr judging", "/judge", "/judge/login", "/judge/logout", "judge_base.html",
+                   back="Your campaigns", signin="judge_login.html"),
+              SIGNIN, "assessor", web_assessor,
+              headers={"Content-Security-Policy": csp(scripts=True), "Cache-Control": "no-store"})
+render = PAGES.render
+problem = PAGES.problem
 
 
 @router.get("/judge", response_class=HTMLResponse)
@@ -112,40 +86,25 @@ def judge_index(request: Request):
 
 @router.get("/judge/login", response_class=HTMLResponse)
 def judge_login_form(request: Request):
-    return render(request, "judge_login.html", {})
+    return PAGES.signin_form(request)
 
 
 @router.post("/judge/login")
 async def judge_login(request: Request):
-    form = await request.form()
-    if not csrf_ok(request, form.get("csrf")):
+    form = await SIGNIN.checked_form(request)
+    if form is None:
         return problem(request, 403, CSRF_REFUSED)
     assessor = judging(request).assessor_for_token(str(form.get("token") or "").strip())
     if assessor is None:
-        return render(request, "judge_login.html", {"error": "wrong token"}, 401)
-    key = secrets.token_urlsafe(32)
-    with write_session(judging(request).engine) as s:
-        s.execute(delete(JudgeSession).where(JudgeSession.expires_at < utcnow()))
-        s.add(JudgeSession(key_hash=_hash(key), assessor_id=assessor.id,
-                           expires_at=utcnow() + timedelta(days=SESSION_DAYS)))
-    response = RedirectResponse("/judge", status_code=303)
-    response.set_cookie(JUDGE_COOKIE, key, httponly=True, samesite="lax", max_age=SESSION_DAYS * 86400,
-                        secure=request.url.scheme == "https")
-    return response
+        return PAGES.signin_form(request, "wrong token")
+    return SIGNIN.start(judging(request).engine, request, "/judge", assessor_id=assessor.id)
 
 
 @router.post("/judge/logout")
 async def judge_logout(request: Request):
-    form = await request.form()
-    if not csrf_ok(request, form.get("csrf")):
+    if await SIGNIN.checked_form(request) is None:
         return problem(request, 403, CSRF_REFUSED)
-    key = request.cookies.get(JUDGE_COOKIE)
-    if key:
-        with write_session(judging(request).engine) as s:
-            s.execute(delete(JudgeSession).where(JudgeSession.key_hash == _hash(key)))
-    response = RedirectResponse("/judge/login", status_code=303)
-    response.delete_cookie(JUDGE_COOKIE)
-    return response
+    return SIGNIN.end(judging(request).engine, request, "/judge/login")
 
 
 def _campaign(request: Request, name: str):
@@ -214,8 +173,8 @@ async def judge_task_form(request: Request, name: str, seq: int):
     assessor = web_assessor(request)
     if assessor is None:
         return problem(request, 401, "log in with your assessor token first")
-    form = await request.form()
-    if not csrf_ok(request, form.get("csrf")):
+    form = await SIGNIN.checked_form(request)
+    if form is None:
         return problem(request, 403, CSRF_REFUSED)
     unsure = bool(form.get("unsure"))
     try:
@@ -258,7 +217,7 @@ def _api_grade(request: Request, raw: bytes):
     assessor, bearer = api_assessor(request)
     if assessor is None:
         return JSONResponse({"error": "missing or wrong token"}, status_code=401)
-    if not bearer and not csrf_ok(request, request.headers.get("x-csrf-token")):
+    if not bearer and not SIGNIN.csrf_ok(request, request.headers.get("x-csrf-token")):
         return JSONResponse({"error": CSRF_REFUSED}, status_code=403)
     try:
         body = _json_body(raw)

@@ -3,7 +3,7 @@
 **Tasks.** Each pool dialogue's candidates are shuffled (the pool's rank order is
 not shown) and cut into tasks of at most ``chunk`` sentences (sizes as equal as
 possible); an assessor grades one task at a time, reading the dialogue once.
-Each task gets ``max(1, round(rate x sentences))`` honeypot checks when its
+Each task gets ``max(1, round(honeypot_rate x sentences))`` honeypot checks when its
 dialogue has known answers (:mod:`dsr.judging.honeypots`): alternately a known
 relevant candidate of the task, then a known not-relevant one (a candidate of the
 task, else a planted unrelated sentence), so that neither "all 0" nor "all
@@ -54,13 +54,13 @@ class PlannedTask:
     items: list[PlannedItem]
 
 
-def plan_tasks(pool: Collection, golds: dict[str, GoldSet], chunk: int, rate: float,
+def plan_tasks(pool: Collection, golds: dict[str, GoldSet], chunk: int, honeypot_rate: float,
                relevant_from: int, seed: int = 0) -> list[PlannedTask]:
     """The campaign's tasks, dialogue by dialogue (see the module docstring)."""
     if chunk < 1:
         raise InputError("at least 1 sentence per task", field="chunk")
-    if not 0 <= rate < 1:
-        raise InputError("a fraction from 0 (no honeypots) to below 1", field="--honeypot-rate")
+    if not 0 <= honeypot_rate < 1:
+        raise InputError("a fraction from 0 (no honeypots) to below 1", field="honeypot_rate")
     rng = np.random.default_rng(seed)
     tasks = []
     for d in pool:
@@ -78,8 +78,8 @@ def plan_tasks(pool: Collection, golds: dict[str, GoldSet], chunk: int, rate: fl
         for part in parts:
             items = [PlannedItem(d.candidates[i].id, d.candidates[i].title, d.candidates[i].body)
                      for i in part]
-            if rate > 0 and gold is not None:
-                _plant(items, gold, spare, max(1, round(rate * len(items))), relevant_from, near)
+            if honeypot_rate > 0 and gold is not None:
+                _plant(items, gold, spare, max(1, round(honeypot_rate * len(items))), relevant_from, near)
             tasks.append(PlannedTask(d.id, [items[i] for i in rng.permutation(len(items))]))
     return tasks
 

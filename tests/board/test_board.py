@@ -194,7 +194,7 @@ def test_tokens_are_stored_hashed_and_auth_rules(setup, runs):  # noqa: F811
 
 
 def test_gzip_runs_sidecars_and_size_limits(db_url, tmp_path, runs):  # noqa: F811
-    board = make_board(db_url, tmp_path, max_upload=200_000)
+    board = make_board(db_url, tmp_path, max_upload_mb=200_000 / 2**20)
     setup_phases(board, runs)
     token = board.add_team("alpha")
     client = TestClient(create_app(board))
@@ -214,7 +214,7 @@ def test_gzip_runs_sidecars_and_size_limits(db_url, tmp_path, runs):  # noqa: F8
 
 
 def test_rate_limit_per_token(db_url, tmp_path, runs):  # noqa: F811
-    board = make_board(db_url, tmp_path, rate_per_minute=2)
+    board = make_board(db_url, tmp_path, rate_limit=2)
     setup_phases(board, runs)
     alpha, beta = board.add_team("alpha"), board.add_team("beta")
     client = TestClient(create_app(board))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import time
 
 import pytest
 from board_support import LiveServer, db_url, make_board, postgres, read, runs, setup, setup_phases  # noqa: F401
@@ -19,7 +20,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 
 from dsr.board.models import Member, Submission
-from dsr.board.routes import deps
+from dsr.web import csrf, signin
 
 
 def post(client, token, data: bytes, system: str, phase: str = "public", name: str = "run.run",
@@ -159,10 +160,14 @@ def test_the_login_forms_csrf_token_is_bound_to_its_browser(setup):
     assert forged.post("/login", data={"token": token, "csrf": "chosen-by-attacker"}).status_code == 403
     forged.cookies.set("dsr_csrf", "another-browser", domain="testserver.local")   # with the attacker's field
     assert forged.post("/login", data={"token": token, "csrf": theirs}).status_code == 403
-    issued = int(mine.split(".")[0])                               # a token is good for a day, not more
-    stale = deps.login_csrf(board, victim.cookies.get("dsr_csrf"), issued - deps.LOGIN_FORM_SECONDS - 60)
+    # a token is good for a day, not more
+    binding = "nonce:" + victim.cookies.get("dsr_csrf")
+    stale = csrf.issue(board.login_secret(), "board", binding, issued=time.time() - signin.FORM_SECONDS - 60)
+    younger = csrf.issue(board.login_secret(), "board", binding, issued=time.time() - signin.FORM_SECONDS + 60)
+    assert csrf.valid(board.login_secret(), "board", binding, younger, signin.FORM_SECONDS)
     assert victim.post("/login", data={"token": token, "csrf": stale}).status_code == 403
-    assert victim.post("/login", data={"token": token, "csrf": "1." + mine.split(".")[1]}).status_code == 403
+    value, _stamp, mac = mine.split(".")                                 # nor with its time changed
+    assert victim.post("/login", data={"token": token, "csrf": f"{value}.AAAAAA.{mac}"}).status_code == 403
     assert victim.post("/login", data={"token": token, "csrf": mine}, follow_redirects=False).status_code == 303
     for c in (attacker, victim, forged):
         c.close()

@@ -106,7 +106,7 @@ def test_cut_or_padded_gzip_is_refused_by_board_and_command_line_alike(
 
 
 def test_gzip_bomb_is_refused_without_unpacking_it_whole(db_url, tmp_path, runs):  # noqa: F811
-    board = make_board(db_url, tmp_path, max_upload=200_000)
+    board = make_board(db_url, tmp_path, max_upload_mb=200_000 / 2**20)
     setup_phases(board, runs)
     token = board.add_team("alpha")
     client = TestClient(create_app(board))

@@ -72,11 +72,11 @@ def season(tmp_path, runs):  # noqa: F811
     sample/final (final phase); teams alpha, beta, gamma with runs on public."""
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     now = utcnow()
-    public = board.add_phase("sample", "public", season=Season(primary="RR", closes_at=now + timedelta(days=7)))
+    public = board.add_phase("sample", "public", season=Season(primary="RR", closes=now + timedelta(days=7)))
     hidden = board.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"),
                              daily_quota=3, total_quota=5)
-    board.add_phase("sample", "early", season=Season(closes_at=now - timedelta(days=1)))
-    board.add_phase("sample", "late", season=Season(opens_at=now + timedelta(days=1)))
+    board.add_phase("sample", "early", season=Season(closes=now - timedelta(days=1)))
+    board.add_phase("sample", "late", season=Season(opens=now + timedelta(days=1)))
     final = board.add_phase("sample", "final", season=Season(final=True))
     for phase in (public, hidden, final):
         add_baselines(board, phase, [str(runs / "initial.run")])

@@ -84,6 +84,9 @@ def test_bad_input_exits_2_naming_the_place_and_writes_nothing(tmp_path, pool_fi
     (tmp_path / "bad.yaml").write_text(guidelines.default_text().replace("relevant_from: 1", "relevant_from: 5"))
     code, _, err = run(capsys, "judge", "create", "s1", str(pool), "--guidelines", str(tmp_path / "bad.yaml"), *db)
     assert code == 2 and "bad.yaml" in err and "relevant_from" in err
+    for flag, value in (("--honeypot-threshold", "1.5"), ("--min-honeypots", "-1"), ("--k", "0")):
+        code, _, err = run(capsys, "judge", "create", "s0", str(pool), flag, value, *db)
+        assert code == 2 and flag in err and "must be" in err, err   # the library's field, shown as the flag
     assert run(capsys, "judge", "create", "s1", str(pool), *db)[0] == 0
     code, _, err = run(capsys, "judge", "create", "s1", str(pool), *db)
     assert code == 2 and "exists already" in err

@@ -62,3 +62,24 @@ def test_help_text_lists_every_parameter_with_default_and_grid():
     text = help_text(DECLARED)
     assert "k1 (default 1.2): term saturation; a number >= 0; tuned over 0.9, 1.2" in text
     assert len(text.splitlines()) == len(DECLARED)
+
+
+def test_a_settings_type_is_made_by_keyword_with_defaults_and_checked_when_made():
+    import dataclasses
+
+    from dsr.core.params import settings_type
+    from dsr.judging.quality import CAMPAIGN_PARAMS, Settings
+
+    assert [f.name for f in dataclasses.fields(Settings)] == [p.name for p in CAMPAIGN_PARAMS]
+    made = Settings(honeypot_threshold=0.6, min_honeypots=5)
+    assert (made.k, made.honeypot_threshold, made.min_honeypots, made.description) == (3, 0.6, 5, "")
+    with pytest.raises(TypeError):
+        Settings(3, 10)                                  # by keyword only
+    for name, value in (("honeypot_threshold", 1.5), ("min_honeypots", -1), ("k", 21), ("chunk", 2.5)):
+        with pytest.raises(InputError) as raised:
+            Settings(**{name: value})
+        assert raised.value.field == name and "a judging campaign" in str(raised.value)
+    Fixed = settings_type("Fixed", (Param("n", 2, "int", low=1),), "a test")
+    assert Fixed(n=3.0).n == 3 and isinstance(Fixed(n=3.0).n, int)       # a whole float narrowed
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.k = 4

@@ -103,7 +103,7 @@ def test_two_assessors_are_blind_to_each_other_and_a_honeypot_failure_is_exclude
 
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     judging = Judging(board.engine)
-    truth, tokens = sample_campaign(judging, k=2, chunk=5, rate=0.3, assessors=("alice", "bob"))
+    truth, tokens = sample_campaign(judging, k=2, chunk=5, honeypot_rate=0.3, assessors=("alice", "bob"))
     answer = {p["key"]: true_grade(p, truth) for p in assignments(judging, "s1")}
     checks = Counter(p["seq"] for p in assignments(judging, "s1") if p["assessor"] == "alice" and p["gold"] is not None)
     tasks = sorted(sorted(checks, key=lambda seq: (-checks[seq], seq))[:2])     # the two with the most checks

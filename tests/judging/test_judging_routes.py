@@ -53,7 +53,7 @@ def test_login_progress_and_grading_paths(served):
     assert "script-src 'self'" in task.headers["content-security-policy"]
     assert "script-src" not in httpx.get(f"{server.url}/").headers["content-security-policy"]
     keys = re.findall(r'data-key="([0-9a-f]{16})"', task.text)
-    csrf = alice.cookies["dsr_judge_csrf"]
+    csrf = re.search(r'<meta name="csrf" content="([^"]+)"', task.text).group(1)   # what judge.js sends
     answer = alice.post("/judge/api/grades", json={"item": keys[0], "grade": 2})
     assert answer.status_code == 403                                       # no X-CSRF-Token
     answer = alice.post("/judge/api/grades", json={"item": keys[0], "grade": 2, "seconds": 3.2},

@@ -87,7 +87,7 @@ def graded_campaign(db_path, known: str):
                 judging.grade(assessor, key, grade, seconds=float(rng.uniform(3, 9)) if assessor.name ==
                               "careful" else 0.4)
                 given[assessor.name, key] = grade
-    assert defaults.threshold == 0.7 and defaults.min_checks == 3 and defaults.honeypot_rate == 0.1
+    assert defaults.honeypot_threshold == 0.7 and defaults.min_honeypots == 3 and defaults.honeypot_rate == 0.1
     return judging, judged, items, truth, given, views
 
 

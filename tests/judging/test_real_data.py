@@ -45,8 +45,8 @@ def campaign(tmp_path_factory):
     pool = as_pool(judged)
     judging = Judging.open(f"sqlite:///{tmp_path_factory.mktemp('real') / 'board.sqlite'}")
     golds = honeypots.auto_golds(pool, 0, 2, seed=3)
-    judging.create("cmu", pool, guidelines.load(), Settings(k=3, chunk=10, honeypot_rate=0.1, threshold=0.6,
-                                                             min_checks=5, seed=3), golds)
+    judging.create("cmu", pool, guidelines.load(), Settings(k=3, chunk=10, honeypot_rate=0.1,
+                                                             honeypot_threshold=0.6, min_honeypots=5, seed=3), golds)
     for name in [*NOISE, SPAM]:
         judging.add_assessor(name)
     judging.assign("cmu")

@@ -109,7 +109,7 @@ def test_export_refuses_unfinished_dialogues_unless_partial(tmp_path):
     from dsr.judging.campaign_report import judged_collection, outcome
 
     judging = Judging.open(f"sqlite:///{tmp_path / 'b.sqlite'}")
-    truth, _ = sample_campaign(judging, min_checks=0)
+    truth, _ = sample_campaign(judging, min_honeypots=0)
     pairs = assignments(judging, "s1")
     first = pairs[0]["dialogue"]
     rows = simulate([p for p in pairs if p["dialogue"] == first], truth,

@@ -22,7 +22,7 @@ def pool():
 
 
 def test_every_candidate_is_in_one_task_of_at_most_chunk_sentences(pool):
-    tasks = plan_tasks(pool, {}, chunk=7, rate=0.0, relevant_from=1, seed=1)
+    tasks = plan_tasks(pool, {}, chunk=7, honeypot_rate=0.0, relevant_from=1, seed=1)
     seen = Counter((t.dialogue, it.candidate) for t in tasks for it in t.items)
     assert set(seen) == {(d.id, c.id) for d in pool for c in d.candidates} and set(seen.values()) == {1}
     for d in pool:
@@ -30,13 +30,13 @@ def test_every_candidate_is_in_one_task_of_at_most_chunk_sentences(pool):
         assert len(sizes) == -(-len(d.candidates) // 7) and max(sizes) <= 7 and max(sizes) - min(sizes) <= 1
     first = [it.candidate for it in tasks[0].items]
     assert first != [c.id for c in pool.dialogues[0].candidates[:len(first)]]      # shuffled
-    again = plan_tasks(pool, {}, chunk=7, rate=0.0, relevant_from=1, seed=1)
+    again = plan_tasks(pool, {}, chunk=7, honeypot_rate=0.0, relevant_from=1, seed=1)
     assert [[it.candidate for it in t.items] for t in again] == [[it.candidate for it in t.items] for t in tasks]
 
 
 def test_honeypots_are_planted_at_the_rate_alternating_relevant_and_not(pool):
     golds = auto_golds(pool, 0, 2, seed=0)
-    tasks = plan_tasks(pool, golds, chunk=10, rate=0.2, relevant_from=1, seed=0)
+    tasks = plan_tasks(pool, golds, chunk=10, honeypot_rate=0.2, relevant_from=1, seed=0)
     full = 0
     for t in tasks:
         pool_items = [it for it in t.items if it.candidate is not None]
@@ -57,11 +57,11 @@ def test_honeypots_are_planted_at_the_rate_alternating_relevant_and_not(pool):
     assert full >= 10, (full, len(tasks))
     assert sum(it.source == "quote" for t in tasks for it in t.items) == \
         sum(1 for g in golds.values() if "quote" in {source for _, source in g.known.values()})
-    assert not plan_tasks(pool, golds, chunk=10, rate=0.0, relevant_from=1)[0].items[0].gold
+    assert not plan_tasks(pool, golds, chunk=10, honeypot_rate=0.0, relevant_from=1)[0].items[0].gold
 
 
 def test_assignment_gives_k_distinct_assessors_with_balanced_loads_and_resumes(pool):
-    tasks = plan_tasks(pool, auto_golds(pool, 0, 2), chunk=10, rate=0.1, relevant_from=1)
+    tasks = plan_tasks(pool, auto_golds(pool, 0, 2), chunk=10, honeypot_rate=0.1, relevant_from=1)
     sizes = {n: len(t.items) for n, t in enumerate(tasks)}
     people = [f"a{i}" for i in range(5)]
     pairs = assign(sizes, people, k=3, seed=4)
@@ -87,8 +87,8 @@ def test_bad_settings_are_named():
 
     pool = load_collection("sample")
     with pytest.raises(InputError) as err:
-        plan_tasks(pool, {}, chunk=0, rate=0.1, relevant_from=1)
+        plan_tasks(pool, {}, chunk=0, honeypot_rate=0.1, relevant_from=1)
     assert err.value.field == "chunk"
     with pytest.raises(InputError) as err:
-        plan_tasks(pool, {}, chunk=5, rate=1.0, relevant_from=1)
-    assert err.value.field == "--honeypot-rate"
+        plan_tasks(pool, {}, chunk=5, honeypot_rate=1.0, relevant_from=1)
+    assert err.value.field == "honeypot_rate"

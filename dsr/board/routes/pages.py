@@ -15,7 +15,6 @@ from dsr.board.leaderboard import published_means, released_values
 from dsr.board.models import Team, utcnow
 from dsr.board.release import uses_ladder
 from dsr.board.routes.deps import (
-    CSRF_REFUSED,
     BoardDep,
     bearer_team,
     checked_form,
@@ -31,6 +30,7 @@ from dsr.board.service import RUN_TYPES, Board, Refused, tie_note
 from dsr.core.errors import InputError
 from dsr.evaluation.measures import nan_to_none
 from dsr.evaluation.significance import mean_ci, paired_effects
+from dsr.web.signin import CSRF_REFUSED
 
 router = APIRouter()
 

@@ -1,0 +1,40 @@
+"""The board's settings, declared once as :class:`~dsr.core.params.Param`\\ s: the
+command line's flags (``--db``, ``--max-upload-mb``, ``--opens``...), defaults, help and
+checks all come from here, and so do the records the library takes
+(:class:`dsr.board.service.BoardConfig`, :class:`dsr.board.phases.Season`), made by
+keyword and checked when made. This module imports nothing heavy (``dsr --help`` reads it).
+"""
+
+from __future__ import annotations
+
+from dsr.core.params import Param
+
+#: the largest run file ``dsr serve`` accepts by default, unpacked (MB)
+MAX_UPLOAD_MB = 20.0
+
+#: where a board lives (every board command takes them)
+BOARD_PARAMS = (
+    Param("db", None, "str", metavar="URL", help="database URL: sqlite:///FILE or "
+          "postgresql://USER@HOST:PORT/DB (default: SQLite under $DSR_HOME/board/)"),
+    Param("store", None, "any", metavar="DIR", help="run store (default $DSR_HOME/board/runs)"),
+)
+
+#: what ``dsr serve`` accepts
+SERVE_PARAMS = (
+    Param("max_upload_mb", MAX_UPLOAD_MB, "float", above=0, metavar="MB",
+          help="largest run file accepted, unpacked (default 20)"),
+    Param("rate_limit", 30.0, "float", low=0, metavar="N",
+          help="submissions per minute per team (default 30; 0 for no limit)"),
+)
+
+#: a phase's season (``add-phase``, ``set-phase``); None leaves it as it is, or the default
+SEASON_PARAMS = (
+    Param("primary", None, "str", metavar="M", help="the measure the board ranks by, groups and gives "
+          "intervals for (default nDCG@5 when the phase has it, else its first)"),
+    Param("opens", None, "any", metavar="WHEN",
+          help="submissions taken from then (ISO date or time, UTC)"),
+    Param("closes", None, "any", metavar="WHEN",
+          help="no submission from then on (ISO date or time, UTC)"),
+    Param("final", None, "bool", optional=True,
+          help="the final phase: no score is shown anywhere until `dsr board freeze`"),
+)

@@ -1,0 +1,112 @@
+"""The ASGI app both web applications are built on: security headers and the
+Content-Security-Policy on every answer, a cap on request bodies (413), the shared static
+files under ``/static`` and ``/healthz``.
+
+The policy forbids scripts; a page that needs its own script (judging's task page) sends
+``csp(scripts=True)`` itself, which allows scripts of this site only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.staticfiles import StaticFiles
+
+#: the shared assets (``/static/site.css``)
+STATIC = Path(__file__).parent / "static"
+
+
+def csp(scripts: bool = False) -> str:
+    """The Content-Security-Policy: nothing from elsewhere, styles of this site, no script
+    unless ``scripts`` (then this site's scripts, and requests to this site)."""
+    allowed = "script-src 'self'; connect-src 'self'; " if scripts else ""
+    return (f"default-src 'none'; {allowed}style-src 'self'; img-src 'self' data:; "
+            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+
+HEADERS = {
+    "Content-Security-Policy": csp(),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is answered 413 (header or stream)."""
+
+    def __init__(self, app, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            return await _send_413(send, self.limit)
+        received = 0
+        started = False
+
+        async def limited_receive():
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise _TooLarge
+            return message
+
+        async def tracking_send(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await _send_413(send, self.limit)
+
+
+async def _send_413(send, limit: int):
+    body = json.dumps({"error": f"request body larger than {limit} bytes"}).encode()
+    await send({"type": "http.response.start", "status": 413,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def web_app(title: str, *, secret: bytes, max_body: int) -> FastAPI:
+    """A FastAPI app with the security headers, the body cap, ``/static`` and ``/healthz``.
+
+    ``secret`` signs the CSRF tokens (:mod:`dsr.web.csrf`); it is kept in ``app.state.secret``."""
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    app.state.secret = secret
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next):
+        response = await call_next(request)
+        for key, value in HEADERS.items():
+            response.headers.setdefault(key, value)
+        return response
+
+    app.add_middleware(BodyLimit, limit=max_body)
+
+    @app.get("/healthz")
+    def healthz():
+        return {"ok": True}
+    return app
+
+
+def mount_static(app: FastAPI, path: str, directory: Path) -> None:
+    """Serve ``directory`` under ``path`` (an application's own assets)."""
+    app.mount(path, StaticFiles(directory=str(directory)), name=path.strip("/").replace("/", "-"))
