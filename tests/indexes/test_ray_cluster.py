@@ -138,9 +138,9 @@ def test_corpus_build_and_index_on_a_two_node_cluster_equal_the_in_process_build
     src = sample_docs(tmp_path / "docs.jsonl", limit=24)
     model = make_tiny_bert(tmp_path / "tiny", [line for line in src.read_text().splitlines()], num_labels=None)
     corpora = {}
-    # Encoding runs one actor per cluster CPU, each needing a whole CPU: with one CPU per node
-    # the stage finishes only if both nodes host an encoder. The units' results come back as
-    # files the driver reads, so identical files mean the cluster's output is the local one.
+    # Encoding runs one actor per node (the smallest node's CPUs each: one here), so with one
+    # CPU per node the stage finishes only if both nodes host an encoder. The units' results come
+    # back as files the driver reads, so identical files mean the cluster's output is the local one.
     address, env = ray_cluster
     for name, where in (("local", ["--workers", "0"]), ("cluster", ["--ray-address", address])):
         folder = tmp_path / name

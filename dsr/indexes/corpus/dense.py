@@ -7,8 +7,8 @@ under ``DIR/dense/MODEL@WEIGHTS/``:
    L2-normalised, row order = the shard's). In-process this is
    :func:`dsr.indexes.embeddings.encode` without its text-keyed cache (the vector
    files *are* the corpus's cache: a lookup table of 10^8 text digests would
-   not fit in memory); on Ray it is Ray Data ``map_batches`` with actors that
-   keep the model loaded (dsr.indexes.corpus.distributed).
+   not fit in memory); on Ray it is a pool of actors, one per node, that keep
+   the model loaded and encode whole shards (dsr.indexes.corpus.distributed).
 2. **flat**: nothing more to build. Exact search reads every vector shard
    (memory-mapped), scores it with one matrix product and merges the shards'
    top k; it is the reference that IVF-PQ's recall is measured against.
