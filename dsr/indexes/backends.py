@@ -165,14 +165,20 @@ def fastest_backend() -> str:
 
     if any(importlib.util.find_spec(name) is None for name in ("openvino", "nncf")):
         return "torch"
+    return "openvino-int8" if cpu_int8_units() else "torch"
+
+
+@lru_cache(maxsize=1)
+def cpu_int8_units() -> tuple[str, ...]:
+    """Which of :data:`INT8_UNITS` ``/proc/cpuinfo`` lists (none where it cannot be read)."""
     try:
         flags = set()
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("flags"):
                 flags.update(line.partition(":")[2].split())
     except OSError:
-        return "torch"
-    return "openvino-int8" if flags & set(INT8_UNITS) else "torch"
+        return ()
+    return tuple(unit for unit in INT8_UNITS if unit in flags)
 
 
 def resolve_backend(value: Any) -> str:
