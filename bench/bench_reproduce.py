@@ -130,8 +130,8 @@ def main(argv=None) -> int:
                         help="synthetic (846 x 50, SIGIR shape) or any COLLECTION dsr accepts")
     parser.add_argument("--dialogues", type=int, default=846, help="synthetic: dialogues")
     parser.add_argument("--fast", action="store_true", help="as dsr reproduce --fast (cold includes the export)")
-    parser.add_argument("--backend", choices=("torch", "openvino", "openvino-bf16", "openvino-int8"),
-                        help="as dsr reproduce --backend")
+    parser.add_argument("--backend", choices=("auto", "torch", "openvino", "openvino-bf16", "openvino-int8"),
+                        help="as dsr reproduce --backend (default auto, as dsr reproduce)")
     parser.add_argument("--rounds", type=int, default=1, help="cold+warm pairs per code (default 1)")
     parser.add_argument("--baseline", metavar="DIR", help="also time this checkout's code, alternating")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
@@ -142,8 +142,9 @@ def main(argv=None) -> int:
         return 0
 
     from dsr.baselines import FAST_BACKEND  # this checkout's, for the default
+    from dsr.indexes.backends import resolve_backend
 
-    backend = args.backend or (FAST_BACKEND if args.fast else "torch")
+    backend = resolve_backend(args.backend or (FAST_BACKEND if args.fast else "auto"))
     info = header("bench_reproduce: dsr reproduce, cold vs warm")
     folder = Path(tempfile.mkdtemp(prefix="dsr-bench-reproduce-"))
     spec = collection_file(args.collection, args.dialogues, folder)

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 BENCHES = ("bench_load.py", "bench_eval.py", "bench_retrieval.py", "bench_backends.py", "bench_reproduce.py",
-           "bench_train.py", "bench_board.py", "bench_ray_encode.py", "bench_machine.py")
+           "bench_train.py", "bench_board.py", "bench_ray_encode.py", "bench_million.py",
+           "bench_machine.py")
 
 if __name__ == "__main__":
     here = Path(__file__).resolve().parent

@@ -27,10 +27,13 @@ The suite (every row is evaluated on the same dialogues):
   and cached, so the grid costs no extra model calls. Without a cross-encoder
   the row is skipped and the report says why.
 
-``--fast`` (or ``--backend openvino|openvino-bf16|openvino-int8``) runs the dense and
-cross-encoder models on a fast CPU backend (:mod:`dsr.indexes.backends`): its
-scores differ slightly from the exact torch path, so the manifest and each
-run's parameters name the backend.
+The dense and cross-encoder models run on ``--backend`` (default ``auto``:
+OpenVINO int8 where the CPU has VNNI or AMX, else torch; ``--fast`` is
+``openvino-int8``; ``--backend torch`` is the exact path; see
+:mod:`dsr.indexes.backends`): a fast backend's scores differ slightly from
+torch's (the tolerance is tested: ``tests/rankers/test_default_backend.py``),
+so the manifest and each run's config name the backend that ran and the
+models' weights hashes.
 
 With a split file (the official 50 splits of SIGIR 2022), tuning is per split
 on val and the table gives the test halves' mean and sd; collections without
@@ -63,6 +66,7 @@ from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
 from dsr.indexes.backends import export as export_model
+from dsr.indexes.backends import resolve_backend
 from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker
 from dsr.rankers.bm25 import BM25Ranker
@@ -100,7 +104,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
               strategies: Sequence[str] | None = None,
               dense_model: str | None = DEFAULT_DENSE, trained_dense: str | None = None,
               cross_encoder: str | None = None, ce_query: str | None = None,
-              backend: str = "torch", test: str = "t", correction: str = "holm",
+              backend: str = "auto", test: str = "t", correction: str = "holm",
               family: str = "runs", ci: str = "auto", all_pairs: bool = False,
               primary: str | None = None, timer: StageTimer | None = None,
               command: list[str] | None = None, skipped_reason: str | None = None) -> dict[str, Any]:
@@ -112,8 +116,8 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     is sigir2022 when its files are present. ``out`` defaults to
     ``out/COLLECTION``. ``dense_model=None`` skips the dense and fusion rows;
     ``trained_dense`` and ``cross_encoder`` (a folder, hub id or ``dsr:NAME``)
-    add their rows; ``backend`` runs the models on a fast CPU backend
-    (:mod:`dsr.indexes.backends`). ``test``, ``correction``, ``family``, ``ci``,
+    add their rows; ``backend`` is what runs the models (``auto``: the fastest this CPU has,
+    :mod:`dsr.indexes.backends`; resolved before anything runs). ``test``, ``correction``, ``family``, ``ci``,
     ``all_pairs`` and ``primary`` are :func:`dsr.evaluate`'s. ``timer`` collects (and, unless
     quiet, prints) each stage's wall time; ``command`` is what the report
     records; ``skipped_reason`` is the note on a skipped cross-encoder row.
@@ -132,7 +136,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     strategies = _check_suite(collection, strategies, ce_query)
     with timer("splits"):
         splits = resolve_splits(collection, splits_file, n_splits, seed)
-    suite = Suite(collection, strategies, seed, timer, backend)
+    suite = Suite(collection, strategies, seed, timer, resolve_backend(backend))
     # The runs are millions of small objects without cycles: the collector's passes over them
     # were a sixth of a warm run's CPU (issue 34). Paused while they are built and measured;
     # then kept out of its sight (frozen) while the report's figures, which do make cycles, are drawn.
@@ -333,7 +337,8 @@ class Suite:
         self.models["trained_dense"] = resolved.describe()
         described = ", ".join(f"{k} {v}" for k, v in same.items())
         with self.timer("trained bi-encoder", f"{model}, {described}"):
-            self._add_run("trained bi-encoder", make_ranker("dense", model=model, **same))
+            self._add_run("trained bi-encoder", make_ranker("dense", model=model, backend=self.backend,
+                                                            **same))
         if not zero_shot:
             return
         name = same_text_row(same)

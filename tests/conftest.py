@@ -24,9 +24,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 @pytest.fixture(autouse=True)
 def dsr_home(tmp_path_factory, monkeypatch) -> Path:
-    """Every test gets its own empty DSR_HOME."""
+    """Every test gets its own empty DSR_HOME, and ``backend=auto`` means torch (the exact path:
+    an int8 export per test's fresh home would cost 30-90 s; tests of auto unset DSR_BACKEND)."""
     home = tmp_path_factory.mktemp("dsr_home")
     monkeypatch.setenv("DSR_HOME", str(home))
+    monkeypatch.setenv("DSR_BACKEND", "torch")
     return home
 
 

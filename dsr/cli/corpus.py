@@ -41,6 +41,9 @@ def _add_execution(parser: argparse.ArgumentParser) -> None:
                              "cores; with --ray-address, the cluster's)")
     parser.add_argument("--ray-address", metavar="ADDR",
                         help="join a Ray cluster (e.g. ray://head:10001 or auto) instead of a local Ray")
+    parser.add_argument("--actor-cpus", type=int, default=None, metavar="N",
+                        help="CPUs (and threads) of each encoder actor on Ray (default: a whole node's: "
+                             "one model per node)")
 
 
 def _add_search(parser: argparse.ArgumentParser) -> None:
@@ -101,6 +104,10 @@ def _register_index(sub) -> None:
     index.add_argument("--backend", default="torch", choices=("auto", *BACKENDS),
                         help="encoder backend (the vectors of each are kept apart) (torch: exact; auto: the "
                              "fastest this CPU has, openvino-int8 where it has VNNI or AMX)")
+    index.add_argument("--part", metavar="K/N",
+                       help="encode only shard numbers = K-1 modulo N (--dense): N jobs, on as many Ray "
+                            "clusters or nodes, share one corpus; then a run without --part finishes "
+                            "it (docs/scale.md)")
     index.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
                        help=f"BM25: {', '.join(p.name for p in BM25_PARAMS)}; IVF-PQ: "
                             f"{', '.join(p.name for p in IVFPQ)} (ivfpq.m=48 or bm25.k1=0.9 to be "
@@ -157,7 +164,7 @@ def _executor(args: argparse.Namespace):
             print("dsr: Ray is not installed (pip install 'dialogue-sentence-retrieval[distributed]'): "
                   "running in this process", file=sys.stderr)
             workers = 0
-    return Executor(workers, args.ray_address)
+    return Executor(workers, args.ray_address, args.actor_cpus)
 
 
 def _report(stage: str, report) -> None:
@@ -197,6 +204,9 @@ def _split_params(items: list[str]) -> tuple[dict, dict]:
 def cmd_index(args: argparse.Namespace) -> int:
     if not (args.bm25 or args.dense):
         raise InputError("say what to build: --bm25, --dense or both", field="--bm25")
+    if args.part and (args.bm25 or args.index == "ivfpq" or not args.dense):
+        raise InputError("--part shares the encoding (--dense, flat) among jobs; build --bm25 and "
+                         "--index ivfpq in a run without --part once every part is done", field="--part")
     bm25_params, ivfpq_params = _split_params(args.param)
     corpus = Corpus(args.corpus)
     executor = _executor(args)
@@ -204,7 +214,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         if args.bm25:
             _report("bm25", build_bm25(corpus, bm25_params, executor))
         if args.dense:
-            _report("vectors", encode_corpus(corpus, args.model, args.batch_size, executor, args.backend))
+            _report("vectors", encode_corpus(corpus, args.model, args.batch_size, executor, args.backend,
+                                             args.part))
             if args.index == "ivfpq":
                 _report("ivfpq", build_ivfpq(corpus, args.model, ivfpq_params, executor, args.backend))
     print(f"{args.corpus}: indexed {len(corpus)} sentences")

@@ -3,8 +3,12 @@
 ``backend`` (a parameter of the ``dense`` ranker, the ``bi-encoder`` and
 ``cross-encoder`` rerankers, and ``dsr reproduce --fast``) is one of:
 
-* ``torch`` (the default): sentence-transformers on torch fp32, the exact path
-  every published number comes from;
+* ``auto`` (the default): ``openvino-int8`` where the CPU has int8 dot-product
+  units (AVX512-VNNI, AVX-VNNI, AMX) and the fast extra is installed, else
+  ``torch`` (:func:`fastest_backend`; ``DSR_BACKEND=NAME`` in the environment
+  pins what ``auto`` means, e.g. ``DSR_BACKEND=torch`` for the exact path
+  everywhere). Runs and reports record the backend that ran, never ``auto``;
+* ``torch``: sentence-transformers on torch fp32, the exact path;
 * ``openvino``: the same network converted to OpenVINO IR, run in fp32
   (inference precision pinned to f32, so a CPU with bf16 units does not
   silently run it in bf16): scores equal torch's to about 6 digits;
@@ -57,6 +61,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import random
 import sys
 from collections.abc import Sequence
@@ -74,7 +79,13 @@ from dsr.core.models import ResolvedModel, load_cross_encoder, load_sentence_tra
 from dsr.indexes.manifest import cached_build, expected_manifest, read_manifest, safe_name
 
 BACKENDS = ("torch", "openvino", "openvino-bf16", "openvino-int8")
-DEFAULT_BACKEND = "torch"
+#: what a dense ranker, reranker or ``dsr reproduce`` runs on unless told: resolved by
+#: :func:`resolve_backend` (int8 where the CPU has VNNI or AMX, else torch)
+DEFAULT_BACKEND = "auto"
+#: a stage's ``backend`` choices: ``auto`` and the backends
+CHOICES = ("auto", *BACKENDS)
+#: environment variable naming the backend ``auto`` stands for (unset: the fastest)
+BACKEND_ENV = "DSR_BACKEND"
 #: /proc/cpuinfo flags of int8 dot-product units (what makes int8 inference fast)
 INT8_UNITS = ("avx512_vnni", "avx_vnni", "amx_int8")
 #: what each kind's module stack outputs (sentence-transformers' feature names)
@@ -142,19 +153,32 @@ def require_fast_extra(backend: str) -> None:
 
 def fastest_backend() -> str:
     """``openvino-int8`` where the CPU has int8 dot-product units (VNNI, AMX) and the fast extra
-    is installed; else ``torch``. What ``auto`` means (``dsr corpus index --backend auto``)."""
+    is installed; else ``torch``. What ``auto`` means unless ``DSR_BACKEND`` names a backend."""
     import importlib.util
+
+    pinned = os.environ.get(BACKEND_ENV, "").strip()
+    if pinned and pinned != "auto":
+        if pinned not in BACKENDS:
+            raise InputError(f"{BACKEND_ENV}={pinned!r} in the environment is not a backend; choose from "
+                             f"{', '.join(CHOICES)}", field="backend")
+        return pinned
 
     if any(importlib.util.find_spec(name) is None for name in ("openvino", "nncf")):
         return "torch"
+    return "openvino-int8" if cpu_int8_units() else "torch"
+
+
+@lru_cache(maxsize=1)
+def cpu_int8_units() -> tuple[str, ...]:
+    """Which of :data:`INT8_UNITS` ``/proc/cpuinfo`` lists (none where it cannot be read)."""
     try:
         flags = set()
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("flags"):
                 flags.update(line.partition(":")[2].split())
     except OSError:
-        return "torch"
-    return "openvino-int8" if flags & set(INT8_UNITS) else "torch"
+        return ()
+    return tuple(unit for unit in INT8_UNITS if unit in flags)
 
 
 def resolve_backend(value: Any) -> str:
@@ -432,17 +456,21 @@ class FastCrossEncoder:
 
 
 @lru_cache(maxsize=4)
-def _loaded(folder: str, built: str, kind: str, backend: str, max_length: int | None):
+def _loaded(folder: str, built: str, kind: str, backend: str, max_length: int | None, threads: int | None):
     # ``built`` (the manifest's time) is in the key so a rebuilt export is loaded again
     info = json.loads((Path(folder) / "fast.json").read_text(encoding="utf-8"))
     fed = FastModel(Path(folder), kind, backend, info["output"], tuple(info["inputs"]), info["max_length"],
                     info["do_lower_case"])
-    return FastBiEncoder(fed) if kind == "bi-encoder" else FastCrossEncoder(fed, max_length)
+    config = {"INFERENCE_NUM_THREADS": int(threads)} if threads else None
+    return FastBiEncoder(fed, config) if kind == "bi-encoder" else FastCrossEncoder(fed, max_length, config)
 
 
-def load_fast(model: ResolvedModel, kind: str, backend: str, max_length: int | None = None):
-    """A FastBiEncoder or FastCrossEncoder for ``model`` (exported first when needed), once per process."""
+def load_fast(model: ResolvedModel, kind: str, backend: str, max_length: int | None = None,
+              threads: int | None = None):
+    """A FastBiEncoder or FastCrossEncoder for ``model`` (exported first when needed), once per
+    process; ``threads``: OpenVINO's CPU threads (None: every core, one stream each)."""
 
     fed = export(model, kind, backend)
     built = (read_manifest(fed.folder) or {}).get("built", "")
-    return _loaded(str(fed.folder), built, kind, backend, max_length if kind == "cross-encoder" else None)
+    return _loaded(str(fed.folder), built, kind, backend, max_length if kind == "cross-encoder" else None,
+                   threads)

@@ -228,21 +228,22 @@ def _cache_for(model: ResolvedModel, backend: str = "torch") -> EmbeddingCache:
 
 def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64, *,
            cache: bool = True, progress: bool | None = None, desc: str = "encoding",
-           backend: str = "torch") -> np.ndarray:
+           backend: str = "torch", threads: int | None = None) -> np.ndarray:
     """Embed ``texts``: float32 rows of unit length, in the order given.
 
     Only texts missing from the cache are encoded (each distinct text once);
     ``stats`` counts them. ``cache=False`` encodes everything and stores
     nothing. ``progress`` (default: when 256 or more texts need encoding)
     shows a tqdm bar on stderr. ``backend``: ``torch`` (exact) or a fast
-    one of :mod:`dsr.indexes.backends`, with its own cache.
+    one of :mod:`dsr.indexes.backends`, with its own cache. ``threads``: CPU threads of a fast
+    backend (None: every core; a Ray actor passes the CPUs it was given).
     """
     stats.calls += 1
     model = model_spec if isinstance(model_spec, ResolvedModel) else resolve_model(model_spec, "bi-encoder")
     texts = [str(t) for t in texts]
     if not cache:
         stats.encoded += len(texts)
-        return _run_model(model, texts, batch_size, progress, desc, backend)
+        return _run_model(model, texts, batch_size, progress, desc, backend, threads)
     keys = [text_key(t) for t in texts]
     store = _cache_for(model, backend)
     missing: dict[bytes, str] = {}
@@ -261,7 +262,7 @@ def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL
                   file=sys.stderr) as bar:
             for start in range(0, len(todo), CHUNK):
                 chunk = todo[start:start + CHUNK]
-                vectors = _run_model(model, [t for _, t in chunk], batch_size, False, desc, backend)
+                vectors = _run_model(model, [t for _, t in chunk], batch_size, False, desc, backend, threads)
                 store.add([k for k, _ in chunk], vectors)
                 stats.encoded += len(chunk)
                 bar.update(len(chunk))
@@ -272,11 +273,11 @@ def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL
 
 
 def _run_model(model: ResolvedModel, texts: list[str], batch_size: int, progress: bool | None,
-               desc: str, backend: str = "torch") -> np.ndarray:
+               desc: str, backend: str = "torch", threads: int | None = None) -> np.ndarray:
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
     if backend != "torch":
-        encoder = load_fast(model, "bi-encoder", backend)
+        encoder = load_fast(model, "bi-encoder", backend, threads=threads)
     else:
         encoder = load_sentence_transformer(model)
     vectors = encoder.encode(texts, batch_size=int(batch_size), show_progress_bar=bool(progress) and sys.stderr.isatty(),

@@ -19,7 +19,7 @@ from dsr.core.models import resolve_model
 from dsr.core.params import Param, by_name
 from dsr.core.queries import DEFAULT_DECAY, STRATEGIES, model_query_budget, query_text
 from dsr.core.run import Run
-from dsr.indexes.backends import BACKENDS, DEFAULT_BACKEND
+from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND, resolve_backend
 from dsr.indexes.dense import DenseIndex
 from dsr.indexes.embeddings import encode
 from dsr.rankers.base import Ranker, ranker_config, strategy_tag
@@ -40,9 +40,18 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
               "its folder with WikiData/; default: the collection's source, else "
               "$DSR_HOME/data/cmu_dog)", optional=True),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
-        Param("backend", DEFAULT_BACKEND, "str", "inference backend (torch: exact; openvino, "
-              "openvino-bf16, openvino-int8: faster on CPUs, scores differ slightly)", choices=BACKENDS),
+        Param("backend", DEFAULT_BACKEND, "str", "inference backend (auto: openvino-int8 where the CPU "
+              "has VNNI or AMX, else torch; torch: exact; openvino, openvino-bf16, openvino-int8: faster "
+              "on CPUs, scores differ slightly)", choices=CHOICES),
     )
+
+
+def resolved_backend(described: dict[str, Any]) -> dict[str, Any]:
+    """A stage's ``describe()`` with its ``backend`` parameter as it runs (``auto`` resolved), so a
+    run's config names the backend that made it."""
+    params = dict(described["params"])
+    params["backend"] = resolve_backend(params["backend"])
+    return {**described, "params": params}
 
 
 def budgeted_queries(dialogues, model, strategy: str, decay: float) -> list[str]:
@@ -66,8 +75,9 @@ class DenseRanker(Ranker):
     Parameters: ``model`` (a spec for dsr.core.models.resolve_model),
     ``query`` (a strategy; ``weighted`` is its text form), ``batch_size``,
     ``text`` (``body`` or ``title: body``), ``decay`` (for ``weighted``),
-    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-bf16`` / ``openvino-int8``: see
-    :mod:`dsr.indexes.backends`).
+    ``backend`` (``auto``, the default: int8 where the CPU has VNNI or AMX, else torch;
+    ``torch``, exact, or ``openvino`` / ``openvino-bf16`` / ``openvino-int8``: see
+    :mod:`dsr.indexes.backends`); the run's config records the backend that ran.
     """
 
     name = "dense"
@@ -77,15 +87,19 @@ class DenseRanker(Ranker):
     def tag(self) -> str:
         return strategy_tag(self)
 
+    def describe(self) -> dict[str, Any]:
+        """The parameters with ``backend`` as it runs (``auto`` resolved)."""
+        return resolved_backend(super().describe())
+
     def rank(self, collection: Collection) -> Run:
         p = self.params
         model = resolve_model(str(p["model"]), "bi-encoder")
         render = renderer(collection, p, model.path)
         cand_texts = [render(c) for d in collection for c in d.candidates]
         queries = budgeted_queries(collection, model, p["query"], p["decay"])
-        cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates",
-                              backend=p["backend"])
-        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries", backend=p["backend"])
+        backend = resolve_backend(p["backend"])
+        cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates", backend=backend)
+        query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries", backend=backend)
         scores, row = {}, 0
         for dialogue, qvec in zip(collection, query_vectors):
             n = len(dialogue.candidates)

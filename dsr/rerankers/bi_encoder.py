@@ -7,8 +7,9 @@ from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.core.params import Param
 from dsr.core.run import Run
+from dsr.indexes.backends import resolve_backend
 from dsr.indexes.embeddings import encode
-from dsr.rankers.dense import budgeted_queries, dense_params, renderer
+from dsr.rankers.dense import budgeted_queries, dense_params, renderer, resolved_backend
 from dsr.rerankers.base import Reranker, rerank_top_k
 
 
@@ -26,6 +27,10 @@ class BiEncoderReranker(Reranker):
     name = "bi-encoder"
     PARAMS = (*dense_params(),
               Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1))
+
+    def describe(self) -> dict:
+        """The parameters with ``backend`` as it runs (``auto`` resolved)."""
+        return resolved_backend(super().describe())
 
     def rerank(self, collection: Collection, run: Run, top_k: int | None = None) -> Run:
         top_k = top_k if top_k is not None else self.params["top_k"]
@@ -52,10 +57,10 @@ class BiEncoderReranker(Reranker):
                 pair_texts.append(render(by_id[doc]))
             heads[qid] = head
             queries.append(dialogue)
-        cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates",
-                              backend=p["backend"])
+        backend = resolve_backend(p["backend"])
+        cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates", backend=backend)
         query_vectors = encode(budgeted_queries(queries, model, p["query"], p["decay"]), model,
-                               p["batch_size"], desc="encoding queries", backend=p["backend"])
+                               p["batch_size"], desc="encoding queries", backend=backend)
         new_scores, row = {}, 0
         for (qid, head), qvec in zip(heads.items(), query_vectors):
             cosines = (cand_vectors[row:row + len(head)] @ qvec).tolist()

@@ -40,7 +40,7 @@ from dsr.core.run import Run
 
 # the body text forms are the dense ranker's, so both read candidates alike (the context form
 # is for bi-encoders: dsr rerank --reranker bi-encoder, dsr run --ranker dense)
-from dsr.indexes.backends import BACKENDS, DEFAULT_BACKEND, load_fast
+from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND, load_fast, resolve_backend
 from dsr.rerankers.base import Reranker, rerank_top_k
 
 #: the published MS MARCO cross-encoder of MiniLM-L6 size (hub id cross-encoder/NAME)
@@ -55,8 +55,10 @@ class CrossEncoderReranker(Reranker):
     ``batch_size``, ``max_length`` (tokens of query + candidate; longer pairs
     are truncated), ``text`` (``body`` or ``title: body``), ``top_k``,
     ``precision`` (``fp32``, the default, or ``bf16``: faster, see score_pairs),
-    ``backend`` (``torch``, exact, or ``openvino`` / ``openvino-bf16`` / ``openvino-int8``: see
-    :mod:`dsr.indexes.backends`; precision applies to torch only).
+    ``backend`` (``auto``, the default: int8 where the CPU has VNNI or AMX, else torch; ``torch``,
+    exact, or ``openvino`` / ``openvino-bf16`` / ``openvino-int8``: see
+    :mod:`dsr.indexes.backends`; precision applies to torch only, and ``auto`` with
+    ``precision=bf16`` is torch). The run's config records the backend that ran.
     """
 
     name = "cross-encoder"
@@ -74,20 +76,22 @@ class CrossEncoderReranker(Reranker):
         Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1),
         Param("precision", "fp32", "str", "fp32 (exact) or bf16 (faster on AVX-512 BF16 CPUs and GPUs)",
               choices=("fp32", "bf16")),
-        Param("backend", DEFAULT_BACKEND, "str", "inference backend (torch: exact; openvino, "
-              "openvino-bf16, openvino-int8: faster on CPUs, scores differ slightly)", choices=BACKENDS),
+        Param("backend", DEFAULT_BACKEND, "str", "inference backend (auto: openvino-int8 where the CPU "
+              "has VNNI or AMX, else torch, and torch with precision=bf16; torch: exact; openvino, "
+              "openvino-bf16, openvino-int8: faster on CPUs, scores differ slightly)", choices=CHOICES),
     )
 
     def __init__(self, **params: Any):
         super().__init__(**params)
         self.explicit = set(params)
-        if self.params["backend"] != "torch" and self.params["precision"] != "fp32":
+        if self.params["backend"] not in ("torch", "auto") and self.params["precision"] != "fp32":
             raise InputError(f"precision={self.params['precision']} is for the torch backend; backend "
                              f"{self.params['backend']} sets its own", field="precision")
         self.model_info = None  # the ResolvedModel, once rerank() has loaded it
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
+        out["params"] = {**out["params"], "backend": self.backend()}  # as it runs: auto resolved
         if self.model_info is not None:
             out["model"] = self.model_info.describe()
         return out
@@ -121,15 +125,22 @@ class CrossEncoderReranker(Reranker):
             raise InputError(f"top_k must be a whole number >= 1, got {k!r}", field="top_k")
 
         pairs, keys = self._pairs(collection, run, k, self._budget())
-        if p["backend"] == "torch":
+        backend = self.backend()
+        if backend == "torch":
             model = load_cross_encoder(self.model_info, max_length=p["max_length"])
         else:
-            model = load_fast(self.model_info, "cross-encoder", p["backend"], p["max_length"])
+            model = load_fast(self.model_info, "cross-encoder", backend, p["max_length"])
         scores = score_pairs(model, pairs, p["batch_size"], p["precision"])
         reranked = rerank_top_k(collection, run, dict(zip(keys, scores)), k)
         # the tag names the first stage too, as the bi-encoder's does: "bm25-...>>cross-encoder-...@k"
         reranked.tag = f"{run.tag}>>{self.tag}" + (f"@{k}" if k else "")
         return reranked
+
+    def backend(self) -> str:
+        """The backend that runs: ``auto`` resolved (torch when ``precision`` is not fp32)."""
+        if self.params["backend"] == "auto" and self.params["precision"] != "fp32":
+            return "torch"
+        return resolve_backend(self.params["backend"])
 
     @property
     def tag(self) -> str:

@@ -131,3 +131,27 @@ def test_model_budget_counts_word_pieces_of_the_model(tmp_path):
     assert count("cats or dogs") == 3 and count("twelve eleven") == 2
     (folder / "sentence_bert_config.json").write_text('{"max_seq_length": 12}')
     assert model_query_budget(str(folder))[0] == 10
+
+
+def test_the_query_budget_counts_word_pieces_as_the_hugging_face_tokenizer_does_without_importing_it():
+    """model_query_budget counts with the Rust tokenizer of tokenizer.json (transformers is not
+    imported on the warm path of dsr reproduce): the same counts as the transformers tokenizer on
+    every sample text and query, odd texts included."""
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    from dsr.collections import load_collection
+    from dsr.core.models import resolve_model
+    from dsr.core.queries import model_query_budget, query_text, rust_token_counter, token_counter
+
+    model = resolve_model("all-MiniLM-L6-v2")
+    budget, count = model_query_budget(model.path)
+    assert budget == 256 - 2  # max_seq_length of sentence_bert_config.json, less [CLS] and [SEP]
+    reference = token_counter(AutoTokenizer.from_pretrained(model.path, local_files_only=True))
+    texts = ["", "Ünïcödé café naïve — “quotes” 😀", "word " * 2000]
+    for dialogue in load_collection("sample"):
+        texts += [t.body for t in dialogue.context] + [c.body for c in dialogue.candidates]
+        texts += [query_text(dialogue, s) for s in ("all", "last", "weighted")]
+    assert [count(t) for t in texts] == [reference(t) for t in texts]
+    assert rust_token_counter(Path(model.path) / "tokenizer.json")("word " * 2000) == 2000  # never truncated

@@ -13,6 +13,7 @@ import pytest
 from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.core.data import read_benchmark
+from dsr.core.errors import InputError
 from dsr.core.queries import query_terms
 from dsr.indexes.bm25 import BM25SIndex
 from dsr.indexes.corpus import bm25 as bm25_module
@@ -22,6 +23,7 @@ from dsr.indexes.corpus.build import build_corpus
 from dsr.indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus
 from dsr.indexes.corpus.layout import Corpus
 from dsr.open_retrieval.search import CorpusSearcher
+from tests.tiny_bert import make_tiny_bert
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -409,6 +411,33 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
     report = build_ivfpq(local, params={"m": 8, "nlist": 2}, executor=Executor(2))
     assert report.reused == ["ivfpq/trained"] and len(report.built) == 5
     assert {p.name: p.read_bytes() for p in local.folder.glob("dense/*/ivfpq/*.faiss")} == first
+
+
+def test_parts_encode_disjoint_shards_and_the_last_run_completes_the_corpus(tmp_path, capsys):
+    src = sample_docs(tmp_path / "docs.jsonl", limit=24)
+    model = str(make_tiny_bert(tmp_path / "tiny", src.read_text().splitlines(), num_labels=None))
+    build_corpus(src, tmp_path / "c", docs_per_shard=6)
+    corpus = Corpus(tmp_path / "c")
+    first = encode_corpus(corpus, model, part="1/3")
+    assert first.built == ["vectors/shard-00000", "vectors/shard-00003"] and first.reused == []
+    assert not list(corpus.folder.glob("dense/*/model.json"))  # the corpus is not complete yet
+    assert encode_corpus(corpus, model, part=(2, 3)).built == ["vectors/shard-00001"]
+    last = encode_corpus(corpus, model, part="3/3")  # the last part completes it: the model file
+    assert last.built == ["vectors/shard-00002"] and len(last.reused) == 3
+    assert encode_corpus(corpus, model).built == []
+    assert len(list(corpus.folder.glob("dense/*/model.json"))) == 1
+    build_corpus(src, tmp_path / "w", docs_per_shard=6)
+    whole = Corpus(tmp_path / "w")
+    encode_corpus(whole, model)
+    assert [[r for r, _ in x] for x in ShardedDense(corpus, model).search(QUERIES, 10)] == \
+        [[r for r, _ in x] for x in ShardedDense(whole, model).search(QUERIES, 10)]
+    for bad in ("0/2", "3/2", "x", "1/0"):
+        with pytest.raises(InputError, match="K/N") as err:
+            encode_corpus(corpus, model, part=bad)
+        assert err.value.field == "part"
+    assert main(["corpus", "index", str(corpus.folder), "--dense", "--index", "ivfpq", "--part", "1/2",
+                 "--workers", "0"]) == 2
+    assert "--part shares the encoding" in capsys.readouterr().err
 
 
 def test_a_rebuilt_corpus_is_not_searched_with_its_old_indexes(tmp_path, capsys):

@@ -138,9 +138,9 @@ def test_corpus_build_and_index_on_a_two_node_cluster_equal_the_in_process_build
     src = sample_docs(tmp_path / "docs.jsonl", limit=24)
     model = make_tiny_bert(tmp_path / "tiny", [line for line in src.read_text().splitlines()], num_labels=None)
     corpora = {}
-    # Encoding runs one actor per cluster CPU, each needing a whole CPU: with one CPU per node
-    # the stage finishes only if both nodes host an encoder. The units' results come back as
-    # files the driver reads, so identical files mean the cluster's output is the local one.
+    # Encoding runs one actor per node (the smallest node's CPUs each: one here), so with one
+    # CPU per node the stage finishes only if both nodes host an encoder. The units' results come
+    # back as files the driver reads, so identical files mean the cluster's output is the local one.
     address, env = ray_cluster
     for name, where in (("local", ["--workers", "0"]), ("cluster", ["--ray-address", address])):
         folder = tmp_path / name
@@ -165,3 +165,41 @@ def test_corpus_build_and_index_on_a_two_node_cluster_equal_the_in_process_build
     searches = {k: [[row for row, _ in hits] for hits in ShardedDense(c, str(model)).search(QUERIES, 10)]
                 for k, c in corpora.items()}
     assert searches["cluster"] == searches["local"]
+
+
+def test_two_jobs_share_one_corpus_by_part_on_the_cluster_and_a_last_run_finishes_it(tmp_path, ray_cluster):
+    """docs/scale.md's recipe for one corpus over several Ray jobs and nodes: `dsr corpus index
+    --dense --part K/N` as N jobs at once against the cluster (each one encoder actor on one
+    node's CPU), then one run without --part that finds every shard encoded and writes the
+    model file. Vectors and search equal the in-process build's."""
+    src = sample_docs(tmp_path / "docs.jsonl", limit=24)
+    model = make_tiny_bert(tmp_path / "tiny", [line for line in src.read_text().splitlines()], num_labels=None)
+    address, env = ray_cluster
+    for name in ("local", "parts"):
+        assert main(["corpus", "build", str(src), "--out", str(tmp_path / name), "--docs-per-shard", "6",
+                     "--workers", "0"]) == 0
+    assert main(["corpus", "index", str(tmp_path / "local"), "--dense", "--model", str(model),
+                 "--workers", "0"]) == 0
+    folder = tmp_path / "parts"
+    jobs = [subprocess.Popen([sys.executable, "-m", "dsr.cli", "corpus", "index", str(folder), "--dense",
+                              "--model", str(model), "--ray-address", address, "--workers", "1",
+                              "--part", f"{k}/2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for k in (1, 2)]
+    outputs = [job.communicate(timeout=240) for job in jobs]
+    for job, (_, err) in zip(jobs, outputs):
+        assert job.returncode == 0, err[-3000:]
+    # each job encoded its own two of the four shards, and neither wrote the model file
+    assert ["vectors: built 2, reused 0" in err or "vectors: built 2, reused 2" in err for _, err in outputs] \
+        == [True, True]
+    assert not list(folder.glob("dense/*/model.json"))
+    finish = run_python(["-m", "dsr.cli", "corpus", "index", str(folder), "--dense", "--model", str(model),
+                         "--workers", "0"], env)
+    assert finish.returncode == 0 and "vectors: built 0, reused 4" in finish.stderr, finish.stderr[-3000:]
+    corpora = {k: Corpus(tmp_path / k) for k in ("local", "parts")}
+    vectors = {k: np.concatenate([np.load(p) for p in sorted(c.folder.glob("dense/*/vectors/*.npy"))])
+               for k, c in corpora.items()}
+    assert vectors["local"].shape == (len(corpora["local"]), 32)
+    assert np.allclose(vectors["local"], vectors["parts"], atol=1e-5)
+    searches = {k: [[row for row, _ in hits] for hits in ShardedDense(c, str(model)).search(QUERIES, 10)]
+                for k, c in corpora.items()}
+    assert searches["parts"] == searches["local"]

@@ -7,8 +7,8 @@ under ``DIR/dense/MODEL@WEIGHTS/``:
    L2-normalised, row order = the shard's). In-process this is
    :func:`dsr.indexes.embeddings.encode` without its text-keyed cache (the vector
    files *are* the corpus's cache: a lookup table of 10^8 text digests would
-   not fit in memory); on Ray it is Ray Data ``map_batches`` with actors that
-   keep the model loaded (dsr.indexes.corpus.distributed).
+   not fit in memory); on Ray it is a pool of actors, one per node, that keep
+   the model loaded and encode whole shards (dsr.indexes.corpus.distributed).
 2. **flat**: nothing more to build. Exact search reads every vector shard
    (memory-mapped), scores it with one matrix product and merges the shards'
    top k; it is the reference that IVF-PQ's recall is measured against.
@@ -119,12 +119,31 @@ def _versions(*names: str) -> dict[str, str]:
     return versions
 
 
+def check_part(part: Any) -> tuple[int, int] | None:
+    """``part`` as ``(k, n)`` (1 <= k <= n; from ``"k/n"`` or a pair), None for the whole corpus."""
+    if part is None:
+        return None
+    try:
+        k, n = (int(x) for x in (part.split("/") if isinstance(part, str) else part))
+    except (TypeError, ValueError):
+        k = n = 0
+    if not 1 <= k <= n:
+        raise InputError(f"part must be K/N with 1 <= K <= N (e.g. 2/4), got {part!r}", field="part")
+    return k, n
+
+
 def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64,
-                  executor=None, backend: str = "torch") -> StageReport:
+                  executor=None, backend: str = "torch", part: Any = None) -> StageReport:
     """Vectors of every shard not yet encoded (resumable), with ``backend`` (``torch``, a fast
-    one of :mod:`dsr.indexes.backends`, or ``auto``: the fastest this CPU has)."""
+    one of :mod:`dsr.indexes.backends`, or ``auto``: the fastest this CPU has).
+
+    ``part`` ``(k, n)`` (or ``"k/n"``) encodes only the shards whose number is ``k - 1``
+    modulo ``n``: ``n`` jobs (on as many Ray clusters, nodes or processes, over one shared
+    corpus folder) each encode their share, and a run without ``part`` afterwards finds every
+    shard done and writes ``model.json`` (written by a part only when it completes the corpus)."""
 
     start = time.perf_counter()
+    part = check_part(part)
     backend = resolve_backend(backend)
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
     folder = model_folder(corpus, resolved, backend) / "vectors"
@@ -138,10 +157,10 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
     report = StageReport()
     todo = []
     for number, name in enumerate(corpus.names):
-        if read_marker(folder, name, key) is None:
-            todo.append(number)
-        else:
+        if read_marker(folder, name, key) is not None:
             report.reused.append(f"vectors/{name}")
+        elif part is None or number % part[1] == part[0] - 1:
+            todo.append(number)
     executor = executor or Executor(0)
     if todo:
         from tqdm import tqdm
@@ -159,6 +178,9 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
                 write_marker(folder, name, key, [path], name=name, sentences=len(vectors))
                 report.built.append(f"vectors/{name}")
                 bar.update(len(vectors))
+    if part is not None and len(report.built) + len(report.reused) < len(corpus.names):
+        report.seconds = time.perf_counter() - start  # other parts' shards are still to come
+        return report
     write_json(folder.parent / "model.json", {"model": resolved.describe(), "key": key_hash(key),
                                               "corpus": corpus.key, "backend": backend,
                                               "dimension": int(_shard_vectors(folder, corpus.names[0]).shape[1])})

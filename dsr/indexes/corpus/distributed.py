@@ -14,11 +14,17 @@ encoding, FAISS shard adding) is a list of independent shard units. An
   dependencies.
 
 Shard units are Ray tasks (one CPU each, at most 2 x workers in flight, so a
-huge corpus never floods the object store). Encoding uses Ray Data:
-``read_parquet`` over the shards, ``map_batches`` with an actor class
-(:class:`EncoderActor`) that loads the model once per worker and keeps it,
-order preserved, so the vectors come back in row order and are written per
-shard as each shard completes.
+huge corpus never floods the object store). Encoding uses Ray actors
+(:class:`EncoderActor`, in a ``ray.util.ActorPool``) that load the model once
+and keep it; each call encodes a whole shard (read by the actor, on its node)
+and returns its vectors, which the driver writes as each shard completes. An
+encoder actor takes a whole node's CPUs (a local Ray: all its workers; a
+cluster: the smallest node's CPUs; ``actor_cpus`` overrides it) and runs the
+encoder on that many threads, as the in-process path does: one model in
+memory per node instead of one per CPU, and no two encoders contending for
+the same cores. (Issue 34: one-thread actors under Ray Data made Ray 1.44x
+slower than in-process with 3x its memory; Ray Data's own actors and reader
+tasks alone took ~12 CPU s and ~2 GB before the first vector.)
 
 Results are identical on every path (tests check it): each unit's output
 depends only on its inputs, and units are written by the driver or by the
@@ -27,10 +33,8 @@ task to its own files.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +43,8 @@ import numpy as np
 
 from dsr.core.errors import InputError, require_extra
 from dsr.core.models import load_sentence_transformer
-from dsr.indexes.embeddings import CHUNK, dimension, encode
+from dsr.indexes.backends import load_fast
+from dsr.indexes.embeddings import encode
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = Path(__file__).resolve().parents[2]      # dsr/, shipped to a cluster's nodes
@@ -64,9 +69,12 @@ def check_workers(workers: int) -> int:
 class Executor:
     """Runs shard units in-process (``workers=0``) or on Ray; use as a context manager."""
 
-    def __init__(self, workers: int = 0, address: str | None = None):
+    def __init__(self, workers: int = 0, address: str | None = None, actor_cpus: int | None = None):
         self.workers = check_workers(workers)
         self.address = address
+        if actor_cpus is not None:
+            check_workers(actor_cpus)
+        self.actor_cpus = actor_cpus or None
         self._started = False
         self._depth = 0  # nested `with` blocks share one Ray session
 
@@ -128,13 +136,24 @@ class Executor:
                 yield _get(ray, done[0])
                 bar.update(1)
 
+    def encoder_cpus(self) -> int:
+        """CPUs (and threads) of one encoder actor: ``actor_cpus``, else a node's CPUs (a local
+        Ray: all of them; a cluster: those of its smallest node), at most ``workers``."""
+        if self.actor_cpus:
+            return max(1, min(self.actor_cpus, self.workers))
+        if self.address is None:
+            return max(1, self.workers)
+        ray = import_ray()
+        nodes = [int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n.get("Alive")]
+        return max(1, min([c for c in nodes if c > 0] or [1]))
+
     def encode_parquet(self, files: list[Path], counts: list[int], model, batch_size: int,
                        backend: str = "torch") -> Iterator[tuple[int, np.ndarray]]:
         """Vectors of the ``text`` column of each Parquet file: ``(file index, vectors)`` per file.
 
         In-process: one file at a time with :func:`dsr.indexes.embeddings.encode`.
-        On Ray: Ray Data ``map_batches`` with :class:`EncoderActor` (one per
-        worker, one CPU thread each), order preserved.
+        On Ray: a pool of :class:`EncoderActor` (each on :meth:`encoder_cpus` CPUs and as many
+        threads), one shard per call, in completion order.
         """
         if not self.uses_ray:
             pq = _pyarrow().parquet
@@ -143,40 +162,18 @@ class Executor:
                 yield number, encode(texts, model, batch_size, cache=False, progress=False, backend=backend)
             return
         ray = import_ray()
-        logging.getLogger("ray.data").setLevel(logging.WARNING)  # keep stderr to our progress bars
-        context = ray.data.DataContext.get_current()
-        context.execution_options.preserve_order = True
-        context.enable_progress_bars = False
-        # Each shard's texts are read by a Ray task on a worker (not by the driver) and handed
-        # to Ray Data as Arrow blocks. (ray.data.read_parquet would do the same but its path
-        # handling imports fsspec's HTTP filesystem, which needs aiohttp, not a dependency.)
-        reader = ray.remote(num_cpus=0)(_read_texts)
-        dataset = ray.data.from_arrow_refs([reader.remote(str(f), i) for i, f in enumerate(files)])
-        with warnings.catch_warnings():
-            # max_restarts has no named parameter in Ray Data yet; passing it as a remote
-            # argument is what Ray documents for it, and it warns about the form.
-            warnings.simplefilter("ignore")
-            # Rows per actor call: as many as the in-process path encodes between cache writes
-            # (CHUNK), because the encoder sorts by length only within a call: in calls of 256
-            # rows padding made encoding cost 1.5x the CPU per sentence (bench_ray_encode.py).
-            encoded = dataset.map_batches(
-                EncoderActor, fn_constructor_args=(model, batch_size, backend), batch_size=max(CHUNK, batch_size),
-                batch_format="numpy", compute=ray.data.ActorPoolStrategy(size=self.workers), num_cpus=1,
-                # an actor killed (e.g. by Ray's memory monitor) fails the stage, which resumes
-                # on the next run, instead of being restarted forever
-                max_restarts=0, max_task_retries=0)
-        buffers: dict[int, list[np.ndarray]] = {}
-        filled: dict[int, int] = {}
-        for batch in encoded.iter_batches(batch_size=None, batch_format="numpy"):
-            for number in dict.fromkeys(batch["shard"].tolist()):
-                mask = batch["shard"] == number
-                buffers.setdefault(number, []).append(np.asarray(batch["vector"][mask], dtype=np.float32))
-                filled[number] = filled.get(number, 0) + int(mask.sum())
-                if filled[number] == counts[number]:
-                    yield number, np.concatenate(buffers.pop(number))
-        for number, count in enumerate(counts):  # empty shards never reach a batch
-            if count == 0:
-                yield number, np.zeros((0, dimension(model)), dtype=np.float32)
+        cpus = self.encoder_cpus()
+        # One actor per node (cpus = a node's CPUs), each encoding whole shards: it reads the
+        # shard's texts itself and returns its vectors. Plain Ray actors, not Ray Data: Ray Data's
+        # own actors and reader tasks cost ~12 CPU s and ~2 GB at start (issue 34, measured).
+        actor = ray.remote(num_cpus=cpus, max_restarts=0, max_task_retries=0)(EncoderActor)
+        pool = ray.util.ActorPool([actor.remote(model, batch_size, backend, cpus)
+                                   for _ in range(max(1, self.workers // cpus))])
+        jobs = [(str(path), number) for number, path in enumerate(files)]
+        try:
+            yield from pool.map_unordered(lambda a, job: a.encode_file.remote(*job), jobs)
+        except ray.exceptions.RayTaskError as err:
+            raise (err.cause if isinstance(err.cause, InputError) else err) from None
 
 
 def _get(ray, ref) -> Any:
@@ -202,22 +199,30 @@ def _read_texts(path: str, number: int):
 
 
 class EncoderActor:
-    """A Ray Data actor: loads the sentence encoder once and encodes batches of ``text``."""
+    """A Ray actor: loads the sentence encoder once, on ``threads`` CPU threads (the CPUs Ray
+    gave it: no oversubscription), and encodes whole shards."""
 
-    def __init__(self, model, batch_size: int, backend: str = "torch"):
+    def __init__(self, model, batch_size: int, backend: str = "torch", threads: int = 1):
         import torch
 
-        torch.set_num_threads(1)  # one CPU per actor: N actors use N cores, no oversubscription
+        torch.set_num_threads(int(threads))
+        self.threads = int(threads)
         self.model = model  # a ResolvedModel: the driver resolved it, the folder is shared
         self.backend = backend  # a fast one was exported by the driver: the actor only loads it
         if backend == "torch":
             load_sentence_transformer(self.model)
+        else:
+            load_fast(self.model, "bi-encoder", backend, threads=self.threads)
         self.batch_size = batch_size
 
-    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        vectors = encode([str(t) for t in batch["text"]], self.model, self.batch_size, cache=False,
-                         progress=False, backend=self.backend)
-        return {"shard": batch["shard"], "vector": vectors}
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return encode(texts, self.model, self.batch_size, cache=False, progress=False, backend=self.backend,
+                      threads=self.threads)
+
+    def encode_file(self, path: str, number: int) -> tuple[int, np.ndarray]:
+        """``(number, vectors)`` of the ``text`` column of the Parquet file ``path``."""
+        texts = _pyarrow().parquet.read_table(path, columns=["text"]).column("text").to_pylist()
+        return number, self.encode(texts)
 
 
 def import_ray():

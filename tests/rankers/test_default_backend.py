@@ -1,0 +1,106 @@
+"""The dense ranker's default backend (``auto``): int8 where the CPU has VNNI or AMX, torch
+elsewhere, and how far its rankings may be from the exact torch path.
+
+Tolerance (stated here, checked below on CMU_DoG valid, 502 dialogues of 50 candidates,
+all-MiniLM-L6-v2, query strategies ``all`` and ``last``), int8 against torch fp32:
+
+* the same top-1 sentence for at least ``SAME_TOP1`` of the dialogues (measured 2026-11-26:
+  93.2 % for ``all``, 90.0 % for ``last``);
+* the same set of top 5 for at least ``SAME_TOP5`` of them (measured 76.9 % and 67.5 %:
+  int8 swaps near-tied neighbours);
+* nDCG@5 within ``NDCG_DELTA`` of torch's (measured -0.0017 and +0.0023).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import ir_measures
+import pytest
+from ir_measures import nDCG
+
+from dsr.collections import load_collection
+from dsr.core.errors import InputError
+from dsr.indexes import backends
+from dsr.rankers import make_ranker
+
+SAME_TOP1 = 0.85
+SAME_TOP5 = 0.60
+NDCG_DELTA = 0.01
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def cpu_flags() -> set[str]:
+    flags: set[str] = set()
+    for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    return flags
+
+
+def has_fast_extra() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in ("openvino", "nncf"))
+
+
+def test_auto_means_int8_on_a_cpu_with_vnni_or_amx_and_the_environment_can_pin_it(monkeypatch):
+    monkeypatch.delenv("DSR_BACKEND", raising=False)
+    expected = "openvino-int8" if cpu_flags() & {"avx512_vnni", "avx_vnni", "amx_int8"} and has_fast_extra() \
+        else "torch"
+    assert backends.resolve_backend("auto") == expected
+    assert make_ranker("dense").params["backend"] == "auto"
+    assert make_ranker("dense").describe()["params"]["backend"] == expected  # what runs is recorded
+    monkeypatch.setenv("DSR_BACKEND", "torch")
+    assert backends.resolve_backend("auto") == "torch"
+    assert backends.resolve_backend("openvino") == "openvino"  # an explicit choice is never overridden
+    monkeypatch.setenv("DSR_BACKEND", "fp8")
+    with pytest.raises(InputError, match="DSR_BACKEND") as err:
+        backends.resolve_backend("auto")
+    assert err.value.field == "backend"
+
+
+def test_a_cross_encoder_in_bf16_stays_on_torch_under_auto(monkeypatch):
+    monkeypatch.delenv("DSR_BACKEND", raising=False)
+    from dsr.rerankers import make_reranker
+
+    assert make_reranker("cross-encoder", precision="bf16").backend() == "torch"
+    with pytest.raises(InputError, match="precision"):
+        make_reranker("cross-encoder", precision="bf16", backend="openvino-int8")
+
+
+@pytest.fixture(scope="module")
+def cmu_dog_valid():
+    if not (SHARED_DATA / "cmu_dog").is_dir():
+        pytest.skip("../shared/data/cmu_dog is not beside the checkout")
+    return load_collection("cmu_dog", str(SHARED_DATA / "cmu_dog"), "valid")
+
+
+def ndcg5(collection, run) -> float:
+    qrels = [ir_measures.Qrel(d.id, c.id, int(c.label)) for d in collection for c in d.candidates]
+    scored = [ir_measures.ScoredDoc(q, doc, s) for q, ranking in run.rankings.items() for doc, s in ranking]
+    return ir_measures.calc_aggregate([nDCG @ 5], qrels, scored)[nDCG @ 5]
+
+
+@pytest.mark.skipif(not has_fast_extra(), reason="the fast extra (openvino, nncf) is not installed")
+def test_int8_ranks_cmu_dog_valid_within_the_stated_tolerance_of_torch(cmu_dog_valid, monkeypatch):
+    monkeypatch.delenv("DSR_BACKEND", raising=False)
+    for query in ("all", "last"):
+        exact = make_ranker("dense", query=query, backend="torch")(cmu_dog_valid)
+        fast = make_ranker("dense", query=query, backend="openvino-int8")(cmu_dog_valid)
+        # the runs record the backend that ran and the model's weights
+        assert exact.config["params"]["backend"] == "torch"
+        assert fast.config["params"]["backend"] == "openvino-int8"
+        assert len(fast.config["model"]["weights_sha256"]) == 64
+        assert fast.config["model"]["weights_sha256"] == exact.config["model"]["weights_sha256"]
+        topics = exact.topics()
+        assert len(topics) == len(cmu_dog_valid) == 502
+        top1 = sum(exact.top(q, 1) == fast.top(q, 1) for q in topics) / len(topics)
+        top5 = sum(set(exact.top(q, 5)) == set(fast.top(q, 5)) for q in topics) / len(topics)
+        delta = ndcg5(cmu_dog_valid, fast) - ndcg5(cmu_dog_valid, exact)
+        assert top1 >= SAME_TOP1, f"{query}: the same top 1 for {top1:.3f} of dialogues"
+        assert top5 >= SAME_TOP5, f"{query}: the same top 5 for {top5:.3f} of dialogues"
+        assert abs(delta) <= NDCG_DELTA, f"{query}: nDCG@5 int8 - torch = {delta:+.4f}"
+        if backends.fastest_backend() == "openvino-int8":  # the default gives the int8 run itself
+            default = make_ranker("dense", query=query)(cmu_dog_valid)
+            assert default.rankings == fast.rankings
+            assert default.config["params"]["backend"] == "openvino-int8"
