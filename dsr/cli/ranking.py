@@ -31,6 +31,7 @@ worst a stale sidecar that readers detect.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -207,7 +208,8 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
 def _command_line(command: str, args: argparse.Namespace) -> str:
     """An equivalent command line, rebuilt from the parsed arguments (so it is the same
-    whether dsr ran from a shell or from Python)."""
+    whether dsr ran from a shell or from Python); an absolute path is shown relative to the
+    working directory, or by its name when outside it (no folder of the machine)."""
     words = ["dsr", command]
     if command == "fuse":
         words += list(args.runs)
@@ -223,7 +225,16 @@ def _command_line(command: str, args: argparse.Namespace) -> str:
     if args.param:
         words += ["--param", *args.param]
     words += ["--out", str(args.out)]
-    return shlex.join(words)
+    return shlex.join(_public(w) for w in words)
+
+
+def _public(word: str) -> str:
+    if not os.path.isabs(word):
+        return word
+    try:
+        return str(Path(word).relative_to(Path.cwd()))
+    except ValueError:
+        return Path(word).name
 
 
 class _StageHelp(argparse.Action):

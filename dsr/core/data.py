@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from dsr.core.atomic import atomic_write
@@ -238,9 +238,16 @@ class Collection:
         return digest.hexdigest()
 
     def describe(self) -> dict[str, Any]:
-        """Identity of the collection as recorded in sidecars and reports."""
+        """Identity of the collection as recorded in sidecars and reports: a file or folder of
+        this machine in ``meta`` (``path``, ``source``, ``cache``) by its name only."""
+        meta = {k: PurePath(v).name if k in MACHINE_KEYS and isinstance(v, str) else v
+                for k, v in self.meta.items()}
         return {"name": self.name, "hash": self.content_hash, "dialogues": len(self),
-                "subsets": self.subsets, **({"meta": self.meta} if self.meta else {})}
+                "subsets": self.subsets, **({"meta": meta} if meta else {})}
+
+
+#: collection ``meta`` keys that name files or folders of the machine
+MACHINE_KEYS = ("path", "source", "cache")
 
 
 # --- the text a model sees for a candidate ------------------------------------

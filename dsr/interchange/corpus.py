@@ -34,7 +34,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from dsr.core.data import Collection
+from dsr.core.data import MACHINE_KEYS, Collection
 from dsr.core.errors import InputError
 from dsr.core.queries import STRATEGIES, check_strategy, query_text
 
@@ -129,8 +129,6 @@ class TestCollection:
                 "id_rule": ID_RULE, "renamed_ids": len(self.renamed)}
 
 
-#: collection ``meta`` keys that name files of the machine (left out of exports)
-MACHINE_KEYS = ("path", "source", "cache")
 
 
 def corpus_id(candidate_id: str, title: str, body: str) -> str:

@@ -131,8 +131,9 @@ def test_run_sidecar_holds_the_full_configuration(tmp_path, collection):
     assert side["collection"]["hash"] == collection.content_hash
     assert side["collection"]["name"] == "runs_tiny"
     assert side["tag"] == Run.read(out).tag == "fusion-interp-initial+random-norm=minmax-weight=0.3-random.seed=5"
-    assert side["command_line"] == (f"dsr run {FIXTURE} --ranker fusion --param rankers=initial,random "
-                                    f"method=interp weight=0.3 random.seed=5 --out {out}")
+    shown = lambda p: os.path.relpath(p) if Path(p).resolve().is_relative_to(Path.cwd()) else Path(p).name  # noqa: E731
+    assert side["command_line"] == (f"dsr run {shown(FIXTURE)} --ranker fusion --param rankers=initial,random "
+                                    f"method=interp weight=0.3 random.seed=5 --out {shown(out)}")
     assert side["versions"]["python"] and "numpy" in side["versions"]
     assert side["created"].endswith("+00:00")
     assert side["models"] == []
