@@ -25,9 +25,6 @@ COMMAND = re.compile(r"`dsr [^`]*`")
 #: (file, a flag it names); remove an entry once its message names the parameter
 KNOWN = {
     ("dsr/board/scoring.py", "--min-dialogues"),
-    ("dsr/indexes/corpus/build.py", "--min-chars"),
-    ("dsr/indexes/corpus/sources.py", "--format"),
-    ("dsr/rankers/open.py", "--param"),
     ("dsr/training/biencoder.py", "--split"),
     ("dsr/training/pairs.py", "--split"),
     ("dsr/training/finetune.py", "--precision"),

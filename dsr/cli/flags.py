@@ -16,7 +16,7 @@ from dsr.core.errors import InputError
 #: -> ``--param``)
 DEST_OF = {"params": "param", "subsets": "subset", "families": "tune", "url": "db", "labels": "qrels",
            "phase_name": "phase", "display": "name", "directory": "report",
-           "allow_mismatch": "allow_collection_mismatch", "paths": "runs"}
+           "allow_mismatch": "allow_collection_mismatch", "paths": "runs", "fmt": "format"}
 
 
 def shown_as_flag(err: InputError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> InputError:

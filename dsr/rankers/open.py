@@ -47,7 +47,7 @@ class OpenRanker(Ranker):
     def __init__(self, **params: Any):
         super().__init__(**params)
         if not self.params["corpus"]:
-            raise InputError("the open ranker needs a corpus: --param corpus=DIR (built by dsr corpus build)",
+            raise InputError("the open ranker needs a corpus: `corpus`, a folder built by `dsr corpus build`",
                              field="corpus")
 
     @property

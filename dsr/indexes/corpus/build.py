@@ -120,7 +120,7 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
     shards = [markers[n] for n in range(len(markers))]
     if not any(s["sentences"] for s in shards):
         raise InputError(f"the source's {sum(s['documents'] for s in shards)} documents hold no sentence "
-                         "(every text is empty, or shorter than --min-chars): nothing to search",
+                         "(every text is empty, or shorter than `min_chars`): nothing to search",
                          path=source, field="text")
     for stale in sorted(shards_dir.glob("shard-*.parquet")):  # left by an earlier, longer source
         number = int(stale.stem.rsplit("-", 1)[1])

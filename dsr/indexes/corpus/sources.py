@@ -76,7 +76,7 @@ def detect_format(source: Path) -> str:
     # wikiextractor's files have no extension: wiki_00
     if re.fullmatch(r"wiki_\d+", name):
         return "wikiextractor"
-    raise InputError("cannot tell the source format from the name; pass --format xml, wikiextractor or jsonl",
+    raise InputError("cannot tell the source format from the name; give `fmt` (xml, wikiextractor or jsonl)",
                      path=source)
 
 
