@@ -101,7 +101,7 @@ def create_app(board: Board, routers: Iterable[APIRouter] = ()) -> FastAPI:
     app = FastAPI(title="dsr leaderboard", docs_url=None, redoc_url=None, openapi_url=None)
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     app.state.board = board
-    max_body = board.config.max_upload + 512 * 1024   # the run, a sidecar and the form fields
+    max_body = board.upload_limit() + 512 * 1024   # the largest run, a sidecar and the form fields
 
     @app.middleware("http")
     async def security_headers(request: Request, call_next):

@@ -12,9 +12,11 @@ the API or ``dsr board add-baseline`` takes the same path:
    duplicate (409, naming the team's own first submission; another team's runs
    are never compared, named or revealed);
 2. the quota is checked (a fast refusal, nothing stored);
-3. the run is validated and scored (``scoring.check_and_score``, with the
-   phase's tie policy); an invalid run is refused with the validator's
-   messages and nothing is stored;
+3. the run is parsed once, validated and scored (``scoring.score_text``, with
+   the phase's tie policy), by a scoring worker (``dsr serve --workers``,
+   :mod:`dsr.board.workers`) or in this thread; the same parse gives the
+   ranking's digest for the duplicate check; an invalid run is refused with
+   the validator's messages and nothing is stored;
 4. the file is staged in the store (fsynced);
 5. one write transaction re-checks the quota under a lock (SQLite
    ``BEGIN IMMEDIATE``; PostgreSQL ``SELECT ... FOR UPDATE`` on the team row)
@@ -56,10 +58,14 @@ from dsr.board.leaderboard import answer_means
 from dsr.board.members import Members
 from dsr.board.models import Phase, Submission, Team, iso, utcnow
 from dsr.board.phases import Phases
-from dsr.core.errors import InputError
+from dsr.board.workers import ScoringPool
 from dsr.core.home import dsr_home, require_writable
 
+#: the smallest upload limit a phase gets (``--max-upload-mb`` fixes one for every phase)
 MAX_UPLOAD = 20 * 1024 * 1024
+#: bytes a run line may take beyond its topic and doc ids (" Q0 ", rank, score, tag, spacing),
+#: generously: a phase's limit is its full-depth run at this many bytes a line, twice over
+LINE_ALLOWANCE = 96
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
 MAX_ID = 2**31 - 1
 TIES = ("{n} topic(s) hold scores that tie as 32-bit floats; they are scored as trec_eval "
@@ -111,8 +117,11 @@ class RateLimiter:
 class BoardConfig:
     db: str | None = None
     store: str | Path | None = None
-    max_upload: int = MAX_UPLOAD
+    #: a fixed upload limit for every phase; None: each phase's follows its collection
+    max_upload: int | None = None
     rate_per_minute: float = 30.0
+    #: scoring worker processes (``dsr serve --workers``); 0: score in the request's thread
+    workers: int = 0
 
     def db_url(self) -> str:
         return self.db or default_db_url()
@@ -153,6 +162,11 @@ class Board(Members, Phases):
         self._matrices: dict[int, Any] = {}
         self._lock = threading.Lock()
         self.recover()
+        self.pool = None
+        if self.config.workers > 0:
+            open_now = [p for p in self.phases() if p.frozen_at is None]
+            self.pool = ScoringPool(self.config.workers, self.store.root,
+                                    [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now])
 
     def recover(self) -> dict[str, int]:
         """Finish or undo what processes that are gone left in the store's ``tmp/``: a run
@@ -179,29 +193,40 @@ class Board(Members, Phases):
             return s.scalar(select(Submission.id).where(Submission.sha256 == digest).limit(1)) is not None
 
     def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
         self.engine.dispose()
 
+    @staticmethod
+    def phase_spec(phase: Phase) -> scoring.PhaseSpec:
+        minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
+        return scoring.PhaseSpec(phase.collection_ref, phase.collection_hash, phase.topics_json,
+                                 phase.measures_json, phase.labels_json, minimum)
 
     def phase_data(self, phase: Phase) -> scoring.PhaseData:
-        minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
-        key = (phase.id, hashlib.sha256("\n".join([phase.collection_hash, phase.measures_json,
-                                                    phase.topics_json, phase.labels_json or "",
-                                                    str(minimum)])
-                                         .encode()).hexdigest())
+        spec = self.phase_spec(phase)
+        key = (phase.id, spec.key)
         with self._lock:
             data = self._phase_data.get(key)
         if data is None:
-            collection = scoring.load_collection_ref(phase.collection_ref)
-            if collection.content_hash != phase.collection_hash:
-                raise InputError(f"the collection {phase.collection_ref!r} changed since phase "
-                                 f"{phase.collection}/{phase.name} was added (hash "
-                                 f"{collection.content_hash[:12]}… instead of {phase.collection_hash[:12]}…)")
-            labels = json.loads(phase.labels_json) if phase.labels_json else None
-            data = scoring.build_phase_data(collection, json.loads(phase.topics_json), labels,
-                                            json.loads(phase.measures_json), min_dialogues=minimum)
+            data = spec.build(f"{phase.collection}/{phase.name}")
             with self._lock:
                 self._phase_data[key] = data
         return data
+
+    def upload_limit(self, phase: Phase | None = None) -> int:
+        """The largest run (unpacked bytes) a phase takes: ``max_upload`` when the organiser
+        fixed one, else its collection's full-depth run (every candidate of every dialogue)
+        at :data:`LINE_ALLOWANCE` bytes a line beyond the ids, twice over, and at least
+        :data:`MAX_UPLOAD` (a 10x SIGIR-sized collection's is about 120 MB). Without a
+        phase: the largest of any phase's (the request body's cap)."""
+        if self.config.max_upload is not None:
+            return self.config.max_upload
+        if phase is None:
+            return max([self.upload_limit(p) for p in self.phases()], default=MAX_UPLOAD)
+        pairs = self.phase_data(phase).pairs()
+        return max(MAX_UPLOAD, 2 * (pairs.id_chars + LINE_ALLOWANCE * len(pairs.docs)))
 
     # -- quotas ------------------------------------------------------------
     def quota(self, team: Team, phase: Phase, session=None) -> dict[str, Any]:
@@ -245,7 +270,8 @@ class Board(Members, Phases):
         if closed is not None and not (baseline and phase.frozen_at is None):   # baselines: any time
             # before the freeze (organisers load them before a phase opens)
             raise Refused(403, closed, opens_at=iso(phase.opens_at), closes_at=iso(phase.closes_at))
-        text = unpack_run(data, self.config.max_upload)
+        pdata = self.phase_data(phase)
+        text = unpack_run(data, self.upload_limit(phase))
         digest = hashlib.sha256(text).hexdigest()
         published = published_from_sidecar(sidecar)
         display = display_name(filename)
@@ -253,13 +279,11 @@ class Board(Members, Phases):
         first = self._replay(team, key, request)
         if first is not None:
             return first
-        ranking = ranking_digest(text)
-        self._refuse_duplicate(team, phase, ranking)
         before = self.quota(team, phase)
-        if before["exhausted"]:
+        if before["exhausted"]:       # a duplicate is told first, as when the quota is left
+            self._refuse_duplicate(team, phase, ranking_digest(text))
             raise Refused(429, "quota exhausted", quota=before)
-        pdata = self.phase_data(phase)
-        scored = self._score(pdata, phase, text, display)
+        ranking, scored = self._score(team, phase, pdata, text, display)
         row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
                          description=meta.description or "", link=meta.link, run_type=meta.run_type,
                          trained_on_collection=meta.trained_on_collection, baseline=baseline,
@@ -281,16 +305,24 @@ class Board(Members, Phases):
         self.store.finish(staged)
         return accepted
 
-    def _score(self, pdata: scoring.PhaseData, phase: Phase, text: bytes, display: str) -> scoring.Scored:
-        """Validate (with the phase's tie policy) and score; an invalid run is Refused."""
-        with self.store.scratch(text) as scratch:
-            try:
-                scored = scoring.check_and_score(pdata, scratch, strict=phase.strict)
-            except InputError as err:   # the reader after the validator: should not happen, but say so
-                raise Refused(422, f"{display}: {err.message}") from None
+    def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes,
+               display: str) -> tuple[str, scoring.Scored]:
+        """Parse once, validate (with the phase's tie policy) and score, in a worker or here:
+        (the ranking's digest, the scores). A duplicate of the team's own run is refused (409)
+        and so is an invalid run (422)."""
+        if self.pool is not None:
+            checked = self.pool.score(self.phase_spec(phase), f"{phase.collection}/{phase.name}",
+                                      text, phase.strict)
+        else:
+            checked = scoring.score_text(pdata, text, phase.strict, self.store.scratch)
+        if checked.ranking:
+            self._refuse_duplicate(team, phase, checked.ranking)
+        if checked.error is not None:   # the reader after the validator: should not happen, but say so
+            raise Refused(422, f"{display}: {checked.error}")
+        scored = checked.scored
         validation = scored.validation
         if validation.valid:
-            return scored
+            return checked.ranking, scored
         problems = [{"line": p.line, "message": p.message, "text": p.format(display)}
                     for p in validation.problems]
         message = f"{display}: {len(problems)} problem(s); the run is not valid"

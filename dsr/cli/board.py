@@ -43,8 +43,12 @@ def register(subparsers) -> None:
     _db_options(s)
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    s.add_argument("--max-upload-mb", type=float, default=20, metavar="MB",
-                   help="largest run file accepted, unpacked (default 20)")
+    s.add_argument("--max-upload-mb", type=float, default=None, metavar="MB",
+                   help="largest run file accepted, unpacked (default: each phase's follows its "
+                        "collection: twice its full-depth run, at least 20)")
+    s.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="processes that check and score runs off the request path (default: one "
+                        "per core, at most 4; 0 scores in the request's thread)")
     s.add_argument("--rate-limit", type=float, default=30, metavar="N",
                    help="submissions per minute per team (default 30; 0 for no limit)")
     s.set_defaults(func=cmd_serve)
@@ -199,15 +203,23 @@ def _board(args, **extra):
 def cmd_serve(args) -> int:
     for module in SERVER_MODULES:
         require_extra(module, "board")
-    if args.max_upload_mb <= 0:
+    if args.max_upload_mb is not None and args.max_upload_mb <= 0:
         raise InputError("must be > 0", field="--max-upload-mb")
-    board = _board(args, max_upload=int(args.max_upload_mb * 1024 * 1024),
-                   rate_per_minute=args.rate_limit)
+    if args.workers is not None and args.workers < 0:
+        raise InputError("must be >= 0", field="--workers")
+    from dsr.board.workers import default_workers
+
+    board = _board(args, max_upload=None if args.max_upload_mb is None else int(args.max_upload_mb * 1024 * 1024),
+                   rate_per_minute=args.rate_limit,
+                   workers=default_workers() if args.workers is None else args.workers)
     print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
           f"runs in {board.store.root})", file=sys.stderr)
     from dsr.server import serve  # FastAPI and uvicorn load here, not for `dsr --help`
 
-    serve(board, host=args.host, port=args.port)
+    try:
+        serve(board, host=args.host, port=args.port)
+    finally:
+        board.close()      # the scoring workers
     return 0
 
 
