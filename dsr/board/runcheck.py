@@ -5,12 +5,12 @@ line-by-line checks (``dsr.evaluation.validate.validate_run``, 61 % of a SIGIR-s
 submission) and ``dsr.core.run.read_trec_run`` for the evaluator (30 %). Here the bytes
 are split once and every check is a vectorised test over whole columns:
 
-* the plain case is recognised: ASCII text, no comment line, six whitespace-separated
-  columns on every non-blank line (counted per line with numpy), the second ``Q0`` or
-  ``0``, every score a plain decimal (``dsr.core.run``'s pattern, one regex pass over the
-  column) that is finite and within the float32 range, every (topic, doc) a candidate
-  pair of the phase (numbered once per phase: :class:`PairIndex`), no pair twice, and
-  every topic present;
+* the plain case is recognised: UTF-8 text (no whitespace beyond ASCII's, no U+FFFD), no
+  comment line, six whitespace-separated columns on every non-blank line (counted per
+  line with numpy), the second ``Q0`` or ``0``, every score a plain decimal
+  (``dsr.core.run``'s pattern, checked over the whole column) that is finite and within
+  the float32 range, every (topic, doc) a candidate pair of the phase (numbered once per
+  phase: :class:`PairIndex`), no pair twice, and every topic present;
 * anything else (``None`` from :func:`parse`) goes to the line-by-line validator, which
   gives the same messages as ``dsr validate``: invalid runs are rare and their messages are
   the contract, so the fast path only ever *proves* a run valid, never explains a problem.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from operator import itemgetter
 
@@ -36,6 +37,8 @@ from dsr.core.ties import F32_MAX, _strict_scores
 
 #: what a plain decimal score (``dsr.core.run._DECIMAL``) is made of, and the space joining them
 _DECIMAL_CHARS = b"0123456789+-.eE "
+#: whitespace ``str.split()`` splits on beyond ASCII's (then fields are not counted by bytes)
+_OTHER_SPACE = re.compile(r"[^\S \t\n\r\x0b\x0c\x1c-\x1f]")
 #: the ASCII bytes ``str.split()`` splits on
 _WHITESPACE = np.zeros(256, dtype=bool)
 _WHITESPACE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
@@ -92,9 +95,15 @@ class Parsed:
 def parse(index: PairIndex, text: bytes) -> Parsed | None:
     """The run's lines checked and parsed in one pass, or None when the run is not the plain
     case (see the module's doc: the line-by-line validator then decides and explains)."""
-    if not text.isascii() or text.startswith(b"#") or b"\n#" in text:
+    if text.startswith(b"#") or b"\n#" in text:
         return None
-    tokens = text.decode("ascii").split()
+    try:
+        decoded = text.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text.isascii() and ("\ufffd" in decoded or _OTHER_SPACE.search(decoded)):
+        return None
+    tokens = decoded.split()
     if not tokens or len(tokens) % 6 or not _six_per_line(text):
         return None
     values = _scores_column(tokens[4::6])
@@ -116,7 +125,7 @@ def _scores_column(column: list[str]) -> np.ndarray | None:
     """The scores, or None unless each is a plain decimal (``dsr.core.run``'s pattern: made of
     digits, signs, '.' and 'e' and read by ``float``, which then reads just that pattern: no
     '_', 'inf' or 'nan' can be left) that is finite in the float32 range."""
-    if " ".join(column).encode("ascii").translate(None, _DECIMAL_CHARS):
+    if " ".join(column).encode("utf-8").translate(None, _DECIMAL_CHARS):
         return None
     try:
         values = np.fromiter(map(float, column), dtype=np.float64, count=len(column))

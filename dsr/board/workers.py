@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from dsr.board.archive import RunStore
 from dsr.board.scoring import Checked, PhaseData, PhaseSpec, score_text
+from dsr.core.atomic import process_running
 from dsr.core.errors import InputError
 
 #: ``dsr serve``'s default pool: one worker per core, at most this many
@@ -37,15 +40,32 @@ def default_workers() -> int:
     return max(1, min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1))
 
 
-def _start(store_root: str, specs: list[tuple[PhaseSpec, str]]) -> None:
-    """A worker's start: its scratch folder and the scoring data of the phases open now."""
+def _start(store_root: str, specs: list[tuple[PhaseSpec, str]], server: int) -> None:
+    """A worker's start: its scratch folder, a watch on the server process (a worker ends
+    when the server is gone, however it ended: uvicorn re-raises SIGTERM after its shutdown,
+    and SIGKILL runs nothing) and the scoring data of the phases open now."""
     global _store
     _store = RunStore(store_root)
+    threading.Thread(target=_end_with, args=(server,), daemon=True, name="watch-server").start()
     for spec, name in specs:
         try:
             _phase(spec, name)
         except InputError:      # the submission that needs it will say so
             pass
+
+
+def _end_with(server: int) -> None:
+    while process_running(server) and not _zombie(server):
+        time.sleep(1.0)
+    os._exit(0)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` ended and waits for its parent to collect it (Linux; else False)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _phase(spec: PhaseSpec, name: str) -> PhaseData:
@@ -72,7 +92,7 @@ class ScoringPool:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload([__name__])     # not __main__ (the command line)
         self.executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
-                                            initargs=(str(store_root), specs))
+                                            initargs=(str(store_root), specs, os.getpid()))
         for _ in range(workers):    # start them now (each submit without an idle worker adds one)
             self.executor.submit(int)
 

@@ -39,8 +39,8 @@ def _variants(collection, folder):
     yield "scores written otherwise", b"\n".join(
         line.rsplit(b" ", 2)[0] + b" " + format(float(line.split()[4]) * 10, ".9f").encode() + b"e-1 tag2"
         for line in lines)
-    yield "two tags, no final newline", b"\n".join(
-        line if k % 2 else line.rsplit(b" ", 1)[0] + b' t"x\\' for k, line in enumerate(lines))
+    yield "two tags (one not ASCII), no final newline", b"\n".join(
+        line if k % 2 else line.rsplit(b" ", 1)[0] + ' t"x\\é'.encode() for k, line in enumerate(lines))
 
 
 def test_the_one_parse_reads_valid_runs_as_the_validator_reader_and_digest_do(synthetic, tmp_path):
@@ -90,7 +90,10 @@ def test_anything_but_a_plain_valid_run_goes_to_the_line_by_line_validator(synth
         "unknown topic": _edit(data, 0, f"{qid} ".encode(), b"elsewhere "),
         "duplicate": data + first + b"\n",
         "missing topic": b"\n".join(line for line in data.split(b"\n") if not line.startswith(qid.encode())),
-        "not ASCII": _edit(data, 0, f" {tag}".encode(), " tág".encode()),
+        "not UTF-8": _edit(data, 0, f" {tag}".encode(), b" t\xe1g"),
+        "U+FFFD": _edit(data, 0, f" {tag}".encode(), " t\ufffdg".encode()),
+        "no-break space": _edit(data, 0, f" {tag}".encode(), " t\u00a0g".encode()),
+        "ideographic space": _edit(data, 0, f" {tag}".encode(), " t\u3000g x".encode()),
         "empty": b" \n\n",
     }
     for name, bad in cases.items():
@@ -146,6 +149,10 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
         phase = board.add_phase("sample", "dev")
         board.add_team("t")
         team = _team(board, "t")
+        pairs = board.phase_data(phase).pairs()
+        assert not read(runs / "bm25.run").isascii()          # ids such as Hägar_the_Horrible_...
+        assert runcheck.parse(pairs, read(runs / "bm25.run")).ranking_sha256 == ranking_digest(
+            read(runs / "bm25.run"))
         out = []
         for name in ("bm25", "random0", "random1"):
             accepted = board.submit(team, phase, read(runs / f"{name}.run"), f"{name}.run", Metadata(name))
