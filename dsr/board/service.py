@@ -229,30 +229,19 @@ class Board(Members, Phases):
         return max(MAX_UPLOAD, 2 * (pairs.id_chars + LINE_ALLOWANCE * len(pairs.docs)))
 
     # -- quotas ------------------------------------------------------------
-    def quota(self, team: Team, phase: Phase, session=None) -> dict[str, Any]:
-        """Used and left today (UTC day) and in total, with the reset time; None = no limit."""
-        now = utcnow()
-        day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        reset = day + timedelta(days=1)
-
-        def count(s, since=None):
-            query = (select(func.count()).select_from(Submission)
-                     .where(Submission.phase_id == phase.id, Submission.team_id == team.id))
-            if since is not None:
-                query = query.where(Submission.created_at >= since)
-            return int(s.scalar(query))
-
+    def quota(self, team: Team, phase: Phase, session=None, now=None) -> dict[str, Any]:
+        """Used and left today (UTC day, of ``now``) and in total, with the reset time; None =
+        no limit."""
+        day = (now or utcnow()).replace(hour=0, minute=0, second=0, microsecond=0)
+        query = (select(func.count(), func.count().filter(Submission.created_at >= day))
+                 .select_from(Submission)
+                 .where(Submission.phase_id == phase.id, Submission.team_id == team.id))
         if session is None:
             with read_session(self.engine) as s:
-                today, total = count(s, day), count(s)
+                total, today = s.execute(query).one()
         else:
-            today, total = count(session, day), count(session)
-        daily_left = None if phase.daily_quota is None else max(0, phase.daily_quota - today)
-        total_left = None if phase.total_quota is None else max(0, phase.total_quota - total)
-        limited = not team.organiser and (daily_left == 0 or total_left == 0)
-        return {"daily_limit": phase.daily_quota, "daily_used": today, "daily_left": daily_left,
-                "total_limit": phase.total_quota, "total_used": total, "total_left": total_left,
-                "resets_at": reset.isoformat() + "Z", "exhausted": limited}
+            total, today = session.execute(query).one()
+        return quota_left(team, phase, day, int(today), int(total))
 
     # -- submitting --------------------------------------------------------
     def submit(self, team: Team, phase: Phase, data: bytes, filename: str, meta: Metadata,
@@ -339,20 +328,24 @@ class Board(Members, Phases):
             # BEGIN IMMEDIATE already holds the database's write lock).
             locked = s.scalar(select(Team).where(Team.id == row.team_id).with_for_update())
             fresh = s.get(Phase, row.phase_id)
-            if not locked.organiser and self.quota(locked, fresh, s)["exhausted"]:
-                raise Refused(429, "quota exhausted", quota=self.quota(locked, fresh, s))
             row.created_at = utcnow()
+            counted = self.quota(locked, fresh, s, now=row.created_at)
+            if not locked.organiser and counted["exhausted"]:
+                raise Refused(429, "quota exhausted", quota=counted)
+            now_day = row.created_at.replace(hour=0, minute=0, second=0, microsecond=0)
             s.add(row)
             s.flush()
             if row.baseline and fresh.baseline_id is None:
                 fresh.baseline_id = row.id
             answer = {"id": row.id, "url": f"/runs/{row.id}", "sha256": row.sha256, "lines": row.lines,
                       # a final phase publishes no score before it is frozen; a hidden one its ladder
-                      **answer_means(self, fresh, row),
+                      **answer_means(self, fresh, row, s),
                       "tied_topics": row.tied_topics,
                       "ties": tie_note(row.tied_topics), "published": published,
                       "quota_before": before,
-                      "quota": self.quota(locked, fresh, s)}   # this run counted, in the same transaction
+                      # this run counted: the count under the lock, plus this row
+                      "quota": quota_left(locked, fresh, now_day, counted["daily_used"] + 1,
+                                          counted["total_used"] + 1)}
             row.answer_json = json.dumps(answer)
         return Accepted(row, answer)
 
@@ -405,13 +398,27 @@ class Board(Members, Phases):
     def matrix(self, sub: Submission, n_measures: int):
         """The row's per-topic values (topics x measures), cached by id: a row never changes
         once written (``dsr board rebuild`` runs in its own process)."""
-        cached = self._matrices.get(sub.id)
+        return self.matrix_of(sub.id, n_measures)
+
+    def matrix_of(self, submission_id: int, n_measures: int):
+        cached = self._matrices.get(submission_id)
         if cached is None:
             with read_session(self.engine) as s:
-                blob = s.scalar(select(Submission.per_topic).where(Submission.id == sub.id))
+                blob = s.scalar(select(Submission.per_topic).where(Submission.id == submission_id))
             cached = scoring.matrix_from_bytes(blob, n_measures)
-            self._matrices[sub.id] = cached
+            self._matrices[submission_id] = cached
         return cached
+
+
+def quota_left(team: Team, phase: Phase, day, today: int, total: int) -> dict[str, Any]:
+    """A quota answer from the counts of the team's runs on the board (today: since ``day``,
+    midnight UTC) and in all; None = no limit."""
+    daily_left = None if phase.daily_quota is None else max(0, phase.daily_quota - today)
+    total_left = None if phase.total_quota is None else max(0, phase.total_quota - total)
+    limited = not team.organiser and (daily_left == 0 or total_left == 0)
+    return {"daily_limit": phase.daily_quota, "daily_used": today, "daily_left": daily_left,
+            "total_limit": phase.total_quota, "total_used": total, "total_left": total_left,
+            "resets_at": (day + timedelta(days=1)).isoformat() + "Z", "exhausted": limited}
 
 
 @dataclass
