@@ -58,7 +58,7 @@ from dsr.board.leaderboard import answer_means
 from dsr.board.members import Members
 from dsr.board.models import Phase, Submission, Team, iso, utcnow
 from dsr.board.phases import Phases
-from dsr.board.workers import ScoringPool
+from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr serve's default)
 from dsr.core.home import dsr_home, require_writable
 
 #: the smallest upload limit a phase gets (``--max-upload-mb`` fixes one for every phase)

@@ -207,7 +207,7 @@ def cmd_serve(args) -> int:
         raise InputError("must be > 0", field="--max-upload-mb")
     if args.workers is not None and args.workers < 0:
         raise InputError("must be >= 0", field="--workers")
-    from dsr.board.workers import default_workers
+    from dsr.board.service import default_workers
 
     board = _board(args, max_upload=None if args.max_upload_mb is None else int(args.max_upload_mb * 1024 * 1024),
                    rate_per_minute=args.rate_limit,
