@@ -54,6 +54,11 @@ def _start(store_root: str, specs: list[tuple[PhaseSpec, str]], server: int) -> 
             pass
 
 
+def _ready() -> int:
+    time.sleep(0.2)
+    return os.getpid()
+
+
 def _end_with(server: int) -> None:
     while process_running(server) and not _zombie(server):
         time.sleep(1.0)
@@ -93,8 +98,12 @@ class ScoringPool:
         context.set_forkserver_preload([__name__])     # not __main__ (the command line)
         self.executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
                                             initargs=(str(store_root), specs, os.getpid()))
-        for _ in range(workers):    # start them now (each submit without an idle worker adds one)
-            self.executor.submit(int)
+        # Start them all now, and wait until each has built the open phases' data (each submit
+        # without an idle worker adds one; a task that waits a little keeps its worker busy, so
+        # the next goes to another): no request waits for a worker's start.
+        ready = [self.executor.submit(_ready) for _ in range(workers)]
+        for future in ready:
+            future.result()
 
     def score(self, spec: PhaseSpec, name: str, text: bytes, strict: bool) -> Checked:
         return self.executor.submit(_score, spec, name, text, strict).result()
