@@ -12,7 +12,7 @@ and a SIGIR-sized run's cost (issue 34's board goals, each printed as a GOAL lin
    candidates, ``dsr.collections.synthetic``) and full-depth runs: the time to parse one
    (``dsr.core.run.read_trec_run``) against the time ``Board.submit`` takes to check, score
    on every subset and store it, in this process (best of 3 each, interleaved).
-3. Workers (``--sigir``): 8 such runs sent by 4 clients to ``dsr serve --workers 1`` and
+3. Workers (``--sigir``): 16 such runs sent by 4 clients (the first 4 to warm up) to ``dsr serve --workers 1`` and
    ``--workers 2``: runs per second.
 4. 10x (``--sigir``): a collection of 8,460 dialogues x 50 candidates; a full-depth run of
    it is submitted to a board with the default upload limit (which follows the collection).
@@ -205,7 +205,7 @@ def post_all(url: str, runs: list[bytes], tokens: list[str], clients: int) -> fl
     return wall
 
 
-def workers_scaling(folder: Path, n_runs: int = 8, clients: int = 4) -> None:
+def workers_scaling(folder: Path, n_runs: int = 16, clients: int = 4) -> None:
     """Goal: scoring throughput grows with the workers (1 vs 2)."""
     collection, runs = sigir_files(folder, 846, n_runs)
     rates = {}
