@@ -59,6 +59,7 @@ from dsr.board.members import Members
 from dsr.board.models import Phase, Submission, Team, iso, utcnow
 from dsr.board.phases import Phases
 from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr serve's default)
+from dsr.core.errors import InputError
 from dsr.core.home import dsr_home, require_writable
 
 #: the smallest upload limit a phase gets (``--max-upload-mb`` fixes one for every phase)
@@ -198,6 +199,12 @@ class Board(Members, Phases):
             self.pool = None
         self.engine.dispose()
 
+    def _open_limit(self, phase: Phase) -> int:
+        try:
+            return self.upload_limit(phase)
+        except InputError:    # its collection changed: a submission to it will say so
+            return MAX_UPLOAD
+
     @staticmethod
     def phase_spec(phase: Phase) -> scoring.PhaseSpec:
         minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
@@ -220,11 +227,11 @@ class Board(Members, Phases):
         fixed one, else its collection's full-depth run (every candidate of every dialogue)
         at :data:`LINE_ALLOWANCE` bytes a line beyond the ids, twice over, and at least
         :data:`MAX_UPLOAD` (a 10x SIGIR-sized collection's is about 120 MB). Without a
-        phase: the largest of any phase's (the request body's cap)."""
+        phase: the largest of any open phase's (the request body's cap)."""
         if self.config.max_upload is not None:
             return self.config.max_upload
         if phase is None:
-            return max([self.upload_limit(p) for p in self.phases()], default=MAX_UPLOAD)
+            return max([self._open_limit(p) for p in self.phases() if p.frozen_at is None], default=MAX_UPLOAD)
         pairs = self.phase_data(phase).pairs()
         return max(MAX_UPLOAD, 2 * (pairs.id_chars + LINE_ALLOWANCE * len(pairs.docs)))
 
