@@ -67,6 +67,9 @@ MAX_UPLOAD = 20 * 1024 * 1024
 #: bytes a run line may take beyond its topic and doc ids (" Q0 ", rank, score, tag, spacing),
 #: generously: a phase's limit is its full-depth run at this many bytes a line, twice over
 LINE_ALLOWANCE = 96
+#: runs this large or larger are scored by a worker (``dsr serve --workers``); a smaller one
+#: (a 20-dialogue run: a few ms) in the request's thread, which costs less than the hand-over
+POOL_MIN_BYTES = 256 * 1024
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
 MAX_ID = 2**31 - 1
 TIES = ("{n} topic(s) hold scores that tie as 32-bit floats; they are scored as trec_eval "
@@ -306,7 +309,7 @@ class Board(Members, Phases):
         """Parse once, validate (with the phase's tie policy) and score, in a worker or here:
         (the ranking's digest, the scores). A duplicate of the team's own run is refused (409)
         and so is an invalid run (422)."""
-        if self.pool is not None:
+        if self.pool is not None and len(text) >= POOL_MIN_BYTES:
             checked = self.pool.score(self.phase_spec(phase), f"{phase.collection}/{phase.name}",
                                       text, phase.strict)
         else:

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from board_support import make_board, read, runs  # noqa: F401
 
-from dsr.board import runcheck
+from dsr.board import runcheck, service
 from dsr.board.intake import ranking_digest
 from dsr.board.service import MAX_UPLOAD, Metadata, Refused
+from dsr.board.workers import ScoringPool
 from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.data import write_benchmark
 from dsr.core.run import read_trec_run
@@ -139,9 +140,14 @@ def _team(board, name):
         return s.scalar(select(Team).where(Team.name == name))
 
 
-def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tmp_path, runs):  # noqa: F811
+def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tmp_path, runs,  # noqa: F811
+                                                                               monkeypatch):
     """The same runs on two boards, one scoring in worker processes: the same means and
     per-topic values, the same refusals (invalid: the validator's problems; duplicate: 409)."""
+    monkeypatch.setattr(service, "POOL_MIN_BYTES", 0)     # the sample's runs go to the workers too
+    calls = []
+    monkeypatch.setattr(ScoringPool, "score", lambda self, *a, _score=ScoringPool.score: calls.append(1)
+                        or _score(self, *a))
     answers = {}
     for workers in (0, 2):
         folder = tmp_path / f"w{workers}"
@@ -174,3 +180,4 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
             assert a == b
     assert answers[0][3][0] == 422 and "nowhere" in answers[0][3][1][0]["message"]
     assert answers[0][4][0] == 409
+    assert len(calls) == 5                                  # every run of the second board
