@@ -1,14 +1,24 @@
-"""Benchmark: the leaderboard server under concurrent submissions, on SQLite and PostgreSQL.
+"""Benchmark: the leaderboard server under concurrent submissions, on SQLite and PostgreSQL,
+and a SIGIR-sized run's cost (issue 34's board goals, each printed as a GOAL line).
 
-``dsr serve`` runs in a subprocess on 127.0.0.1; 20 clients (one team each, one
-HTTP connection each) send 200 submissions of runs made by dsr's rankers on
-the bundled ``sample`` collection, alternating a hidden phase (daily quota 3
-per team) and a public one (no quota). Every submission is validated, scored
-and stored synchronously. Printed: p50/p95 latency, submissions per second
-(responses, accepted or refused, over the wall time) and the checks the load
-test makes (stored runs == accepted responses, quotas exact).
+1. Load: ``dsr serve`` runs in a subprocess on 127.0.0.1; 20 clients (one team each, one
+   HTTP connection each) send 200 submissions of runs made by dsr's rankers on the bundled
+   ``sample`` collection, alternating a hidden phase (daily quota 3 per team) and a public
+   one (no quota). Every submission is validated, scored (by the server's scoring workers)
+   and stored before its answer. Printed: p50/p95 latency, submissions per second
+   (responses, accepted or refused, over the wall time) and the checks the load test makes
+   (stored runs == accepted responses, quotas exact).
+2. SIGIR size (``--sigir``): a synthetic SIGIR-shaped collection (846 dialogues x 50
+   candidates, ``dsr.collections.synthetic``) and full-depth runs: the time to parse one
+   (``dsr.core.run.read_trec_run``) against the time ``Board.submit`` takes to check, score
+   on every subset and store it, in this process (best of 3 each, interleaved).
+3. Workers (``--sigir``): 16 such runs sent by 4 clients (the first 4 to warm up) to ``dsr serve --workers 1`` and
+   ``--workers 2``: runs per second.
+4. 10x (``--sigir``): a collection of 8,460 dialogues x 50 candidates; a full-depth run of
+   it is submitted to a board with the default upload limit (which follows the collection).
 
     python bench/bench_board.py [--submissions 200] [--clients 20] [--db sqlite,postgresql]
+                                [--sigir | --no-load]
 
 PostgreSQL is a throwaway server from Debian's package (as in the tests);
 without its binaries that database is skipped.
@@ -17,7 +27,6 @@ without its binaries that database is skipped.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
@@ -32,10 +41,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tools"))   # board_harness: the servers and runs the tests use too
 
 import board_harness as bh  # noqa: E402
-from benchinfo import goal  # noqa: E402
-from sqlalchemy import text  # noqa: E402
+from benchinfo import footer, goal, header  # noqa: E402
+from sqlalchemy import select, text  # noqa: E402
 
-from dsr.core.provenance import machine, package_versions  # noqa: E402
+from dsr.core.provenance import package_versions  # noqa: E402
 
 QUOTA = 3
 
@@ -75,9 +84,10 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=200)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--db", default="sqlite,postgresql")
+    parser.add_argument("--sigir", action="store_true", help="also the SIGIR-sized benches (2-4)")
+    parser.add_argument("--no-load", action="store_true", help="skip the load bench (1)")
     args = parser.parse_args()
-    print(f"# bench_board {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
-    print(f"machine: {machine()}")
+    info = header("bench_board")
     versions = package_versions(("fastapi", "uvicorn", "sqlalchemy", "psycopg"))
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     print(f"load: {args.submissions} submissions from {args.clients} concurrent clients, sample "
@@ -85,24 +95,157 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
         tmp = Path(tmp)
         os.environ["DSR_HOME"] = str(tmp / "home")
-        (tmp / "runs").mkdir()
-        runs = bh.sample_runs(tmp / "runs")
-        for name in args.db.split(","):
-            folder = tmp / name
-            folder.mkdir()
-            with bh.bench_database(name, folder) as url:
-                if url is None:
-                    print(f"{name}: skipped (PostgreSQL binaries not found)")
-                    continue
-                r = bench(url, folder, runs, args.submissions, args.clients)
-            print(f"{name:10s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s = "
-                  f"{r['rate']:.1f} submissions/s ({r['accepted_rate']:.1f} accepted/s); latency p50 "
-                  f"{r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms (accepted p50 "
-                  f"{r['p50_accepted'] * 1000:.0f} ms); stored == accepted: "
-                  f"{r['stored_equals_accepted']}; quotas exact: {r['quota_exact']}")
-            goal(f"{name}: board p95 at {args.clients} clients", f"{r['p95'] * 1000:.0f} ms, {r['rate']:.1f}/s",
-                 "p95 < 200 ms, nothing lost, quotas exact (issue 34)",
-                 r["p95"] < 0.2 and r["stored_equals_accepted"] and r["quota_exact"])
+        if not args.no_load:
+            load_benches(args, tmp)
+        if args.sigir:
+            sigir_benches(tmp / "sigir")
+    footer(info)
+
+
+def load_benches(args, tmp: Path) -> None:
+    (tmp / "runs").mkdir()
+    runs = bh.sample_runs(tmp / "runs")
+    for name in args.db.split(","):
+        folder = tmp / name
+        folder.mkdir()
+        with bh.bench_database(name, folder) as url:
+            if url is None:
+                print(f"{name}: skipped (PostgreSQL binaries not found)")
+                continue
+            r = bench(url, folder, runs, args.submissions, args.clients)
+        print(f"{name:10s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s = "
+              f"{r['rate']:.1f} submissions/s ({r['accepted_rate']:.1f} accepted/s); latency p50 "
+              f"{r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms (accepted p50 "
+              f"{r['p50_accepted'] * 1000:.0f} ms); stored == accepted: "
+              f"{r['stored_equals_accepted']}; quotas exact: {r['quota_exact']}")
+        goal(f"{name}: board p95 at {args.clients} clients", f"{r['p95'] * 1000:.0f} ms, {r['rate']:.1f}/s",
+             "p95 < 200 ms, nothing lost, quotas exact (issue 34)",
+             r["p95"] < 0.2 and r["stored_equals_accepted"] and r["quota_exact"])
+
+
+# --- SIGIR size: parse vs score, 1 vs 2 workers, 10x accepted by default -------------------
+
+def sigir_files(folder: Path, dialogues: int, runs: int) -> tuple[Path, list[bytes]]:
+    """A SIGIR-shaped benchmark file of ``dialogues`` x 50 candidates and ``runs`` full-depth
+    runs of it (distinct scores: no duplicate)."""
+    from dsr.collections.synthetic import make_collection, make_run
+    from dsr.core.data import write_benchmark
+
+    folder.mkdir(parents=True, exist_ok=True)
+    collection = make_collection(n=dialogues, seed=0, grades=(0,) * 9 + (1,), name=f"sigir{dialogues}")
+    write_benchmark(collection, folder / f"sigir{dialogues}.jsonl")
+    out = []
+    for k in range(runs):
+        make_run(collection, seed=k, quality=0.2).write(folder / f"run{k}.run", sidecar=False)
+        out.append((folder / f"run{k}.run").read_bytes())
+    return folder / f"sigir{dialogues}.jsonl", out
+
+
+def sigir_board(folder: Path, collection: Path, clients: int = 1):
+    """An SQLite board with one public phase on ``collection`` and ``clients`` teams."""
+    board = bh.make_board(f"sqlite:///{folder / 'board.sqlite'}", folder)
+    board.add_phase(str(collection), "dev")
+    tokens = [board.add_team(f"team{t}") for t in range(clients)]
+    return board, board.phases()[0], tokens
+
+
+def team_row(board, name: str):
+    from dsr.board.db import read_session
+    from dsr.board.models import Team
+
+    with read_session(board.engine) as s:
+        return s.scalar(select(Team).where(Team.name == name))
+
+
+def parse_vs_score(folder: Path) -> None:
+    """Goal: a SIGIR-sized submission scored (checked, measured, stored) in <= 2x its parse."""
+    from dsr.board.service import Metadata
+    from dsr.core.run import read_trec_run
+
+    collection, runs = sigir_files(folder, 846, 4)
+    board, phase, _ = sigir_board(folder / "board", collection)
+    team = team_row(board, "team0")
+    board.submit(team, phase, runs[0], "warm.run", Metadata(system="warm"))    # phase data built
+    parse, submit = [], []
+    for k in (1, 2, 3):
+        start = time.perf_counter()
+        read_trec_run(folder / f"run{k}.run")
+        parse.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        board.submit(team, phase, runs[k], f"run{k}.run", Metadata(system=f"run{k}"))
+        submit.append(time.perf_counter() - start)
+    board.close()
+    ratio = min(submit) / min(parse)
+    print(f"sigir size : {len(runs[0]) / 1e6:.1f} MB run of 846 x 50 lines: parse (read_trec_run) best "
+          f"{min(parse):.3f} s, Board.submit (check, score, store) best {min(submit):.3f} s")
+    goal("SIGIR-sized submission scored / parsed", f"{ratio:.2f}x ({min(submit):.3f} s / {min(parse):.3f} s)",
+         "<= 2x (issue 34)", ratio <= 2)
+
+
+def post_all(url: str, runs: list[bytes], tokens: list[str], clients: int) -> float:
+    """``runs`` sent by ``clients`` concurrent clients (team = client); wall seconds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    def client(c: int) -> list[int]:
+        with httpx.Client(base_url=url, timeout=300) as http:
+            return [http.post("/api/submissions", data={"collection": "sigir846", "phase": "dev",
+                                                        "system": f"s{k}"},
+                              files={"run": ("run.run", runs[k])},
+                              headers={"Authorization": f"Bearer {tokens[c]}"}).status_code
+                    for k in range(c, len(runs), clients)]
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        statuses = [s for part in pool.map(client, range(clients)) for s in part]
+    wall = time.perf_counter() - start
+    if set(statuses) != {201}:
+        raise RuntimeError(f"not all accepted: {Counter(statuses)}")
+    return wall
+
+
+def workers_scaling(folder: Path, n_runs: int = 16, clients: int = 4) -> None:
+    """Goal: scoring throughput grows with the workers (1 vs 2)."""
+    collection, runs = sigir_files(folder, 846, n_runs)
+    rates = {}
+    for workers in (1, 2):
+        sub = folder / f"w{workers}"
+        board, _, tokens = sigir_board(sub, collection, clients)
+        board.close()
+        with bh.ServerProcess(f"sqlite:///{sub / 'board.sqlite'}", sub / "store", "--rate-limit", "0",
+                              "--workers", str(workers)) as server:
+            post_all(server.url, runs[:clients], tokens, clients)      # warm: each worker's phase
+            rates[workers] = (n_runs - clients) / post_all(server.url, runs[clients:], tokens, clients)
+    print(f"workers    : SIGIR-sized runs accepted per second with {clients} clients: 1 worker "
+          f"{rates[1]:.2f}/s, 2 workers {rates[2]:.2f}/s (the machine has {os.cpu_count()} cores, "
+          "shared with the server process and the clients)")
+    goal("scoring throughput 2 workers / 1", f"{rates[2] / rates[1]:.2f}x", "> 1 (grows with the workers)",
+         rates[2] > rates[1])
+
+
+def ten_x(folder: Path) -> None:
+    """Goal: a full-depth run of a 10x SIGIR-sized collection is accepted by default."""
+    from dsr.board.service import Metadata
+
+    collection, runs = sigir_files(folder, 8460, 1)
+    board, phase, _ = sigir_board(folder / "board", collection)
+    start = time.perf_counter()
+    accepted = board.submit(team_row(board, "team0"), phase, runs[0], "full.run", Metadata(system="full"))
+    seconds = time.perf_counter() - start
+    limit = board.upload_limit(phase)
+    board.close()
+    print(f"10x        : full-depth run of 8,460 x 50 = {len(runs[0]) / 1e6:.1f} MB; upload limit "
+          f"{limit / 1e6:.1f} MB; accepted as /runs/{accepted.row.id} in {seconds:.2f} s (first "
+          "submission: the phase's data built too)")
+    goal("10x SIGIR full-depth run accepted by default", f"{len(runs[0]) / 1e6:.1f} MB under a "
+         f"{limit / 1e6:.1f} MB limit", "accepted (issue 34)", len(runs[0]) <= limit)
+
+
+def sigir_benches(folder: Path) -> None:
+    parse_vs_score(folder / "parse")
+    workers_scaling(folder / "workers")
+    ten_x(folder / "tenx")
 
 
 if __name__ == "__main__":

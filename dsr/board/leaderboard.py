@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sqlalchemy import select
 
 from dsr.board import release, scoring
 from dsr.board.models import Phase, Submission, iso
@@ -239,18 +240,21 @@ def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Sub
     return out
 
 
-def answer_means(board, phase: Phase, row: Submission) -> dict[str, Any]:
+def answer_means(board, phase: Phase, row: Submission, session) -> dict[str, Any]:
     """What the submit answer says of a new row's scores: nothing on a final phase before its
     freeze, the team's ladder values after it on a hidden phase (with ``released``: whether
-    any of them changed), else its means."""
+    any of them changed), else its means. ``session``: the write transaction (the team's
+    earlier rows are read there, by index, while the row is written)."""
     if not phase.scores_shown:
         return {"means": None}
     if not uses_ladder(phase):
         return {"means": json.loads(row.means_json)}
     data = board.phase_data(phase)
-    earlier = [] if row.baseline else [s for s in board.submissions(phase)
-                                       if s.team_id == row.team_id and s.id < row.id and not s.baseline]
-    matrices = [board.matrix(s, len(data.measures)) for s in earlier]
+    earlier = [] if row.baseline else list(session.scalars(
+        select(Submission.id).where(Submission.phase_id == phase.id, Submission.team_id == row.team_id,
+                                    Submission.id < row.id, Submission.baseline.is_(False))
+        .order_by(Submission.id)))
+    matrices = [board.matrix_of(i, len(data.measures)) for i in earlier]
     matrices.append(scoring.matrix_from_bytes(row.per_topic, len(data.measures)))
     steps = release.ladder(matrices, data.subsets, data.measures, phase.total_quota)
     return {"means": steps.values[-1], "released": steps.released[-1]}

@@ -1,22 +1,30 @@
 """A phase's collection and labels, checking and scoring a run, and the board's tables.
 
-One code path with the command line: a run is checked by
-:func:`dsr.evaluation.validate.validate_run` (``dsr validate``), read by
-:func:`dsr.core.run.read_trec_run` and scored by :class:`dsr.evaluation.measures.Evaluator`
-(``dsr evaluate``); board tables are :class:`dsr.evaluation.results.Results` objects, so
-their significance is :func:`dsr.evaluation.experiment.significance_by_subset` (paired
-t-test, Holm-corrected) and their CSV/LaTeX exports are ``dsr.evaluation.tables``'.
+One code path with the command line: a run is parsed once and checked by
+:mod:`dsr.board.runcheck` (numpy over whole columns; a run it cannot prove valid goes to
+:func:`dsr.evaluation.validate.validate_run`, ``dsr validate``, for every problem with its
+line, then :func:`dsr.core.run.read_trec_run`) and scored by
+:class:`dsr.evaluation.measures.Evaluator` (``dsr evaluate``); :func:`score_text` does it
+for a submission, in the server process or a scoring worker (:mod:`dsr.board.workers`);
+board tables are :class:`dsr.evaluation.results.Results` objects, so their significance
+is :func:`dsr.evaluation.experiment.significance_by_subset` (paired t-test,
+Holm-corrected) and their CSV/LaTeX exports are ``dsr.evaluation.tables``'.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from dsr.board import runcheck
+from dsr.board.intake import ranking_digest
 from dsr.collections import load_collection
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
@@ -44,10 +52,50 @@ class PhaseData:
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: which subsets a hidden phase merges or withholds, and why
     subset_notes: list[str] = field(default_factory=list)
+    _pairs: runcheck.PairIndex | None = None
 
     @property
     def topics(self) -> list[str]:
         return self.collection.ids
+
+    def pairs(self) -> runcheck.PairIndex:
+        """The phase's (topic, candidate) pairs numbered, built on first use."""
+        if self._pairs is None:
+            with self.lock:
+                if self._pairs is None:
+                    self._pairs = runcheck.PairIndex.of(self.collection)
+        return self._pairs
+
+
+@dataclass(frozen=True)
+class PhaseSpec:
+    """What a phase's :class:`PhaseData` is built from (a phase row's fields): its ``key``
+    names it in the server's cache and in every scoring worker's."""
+
+    collection_ref: str
+    collection_hash: str
+    topics_json: str
+    measures_json: str
+    labels_json: str | None
+    min_dialogues: int | None      # hidden phases: see publishable_subsets
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256("\n".join([self.collection_hash, self.measures_json, self.topics_json,
+                                         self.labels_json or "", str(self.min_dialogues)])
+                              .encode()).hexdigest()
+
+    def build(self, name: str) -> PhaseData:
+        """Load the collection (an InputError when its content changed since the phase was
+        added: ``name`` says which phase) and build the phase's scoring data."""
+        collection = load_collection_ref(self.collection_ref)
+        if collection.content_hash != self.collection_hash:
+            raise InputError(f"the collection {self.collection_ref!r} changed since phase "
+                             f"{name} was added (hash {collection.content_hash[:12]}… instead of "
+                             f"{self.collection_hash[:12]}…)")
+        labels = json.loads(self.labels_json) if self.labels_json else None
+        return build_phase_data(collection, json.loads(self.topics_json), labels,
+                                json.loads(self.measures_json), min_dialogues=self.min_dialogues)
 
 
 def load_collection_ref(ref: str) -> Collection:
@@ -148,6 +196,39 @@ def check_and_score(data: PhaseData, path: str | Path, strict: bool = False) -> 
     with data.lock:   # one evaluator per phase, shared by the server's threads
         values = data.evaluator(run)
     return Scored(validation, values)
+
+
+@dataclass
+class Checked:
+    """A submitted run checked and scored (:func:`score_text`): ``scored`` and the ranking's
+    digest, or ``error`` (the reader refused a run the validator passed: should not happen)."""
+
+    ranking: str
+    scored: Scored | None = None
+    error: str | None = None
+
+
+Scratch = Callable[[bytes], AbstractContextManager[Path]]
+
+
+def score_text(data: PhaseData, text: bytes, strict: bool, scratch: Scratch) -> Checked:
+    """A submitted run's bytes parsed once (:func:`dsr.board.runcheck.parse`), validated and
+    scored; a run that is not the plain case is written to ``scratch(text)`` (a private
+    temporary file) for the line-by-line validator, which names every problem."""
+    parsed = runcheck.parse(data.pairs(), text)
+    if parsed is None or (strict and parsed.tied_topics):
+        ranking = ranking_digest(text)
+        with scratch(text) as path:
+            try:
+                return Checked(ranking, check_and_score(data, path, strict=strict))
+            except InputError as err:
+                return Checked(ranking, error=err.message)
+    validation = Validation("run", data.collection.name, lines=parsed.lines, topics=len(data.topics),
+                            expected_topics=len(data.topics), tags=parsed.tags,
+                            tied_topics=parsed.tied_topics)
+    with data.lock:
+        values = data.evaluator(parsed.scores)
+    return Checked(parsed.ranking_sha256, Scored(validation, values))
 
 
 def matrix_bytes(values: np.ndarray) -> bytes:

@@ -12,9 +12,11 @@ the API or ``dsr board add-baseline`` takes the same path:
    duplicate (409, naming the team's own first submission; another team's runs
    are never compared, named or revealed);
 2. the quota is checked (a fast refusal, nothing stored);
-3. the run is validated and scored (``scoring.check_and_score``, with the
-   phase's tie policy); an invalid run is refused with the validator's
-   messages and nothing is stored;
+3. the run is parsed once, validated and scored (``scoring.score_text``, with
+   the phase's tie policy), by a scoring worker (``dsr serve --workers``,
+   :mod:`dsr.board.workers`) or in this thread; the same parse gives the
+   ranking's digest for the duplicate check; an invalid run is refused with
+   the validator's messages and nothing is stored;
 4. the file is staged in the store (fsynced);
 5. one write transaction re-checks the quota under a lock (SQLite
    ``BEGIN IMMEDIATE``; PostgreSQL ``SELECT ... FOR UPDATE`` on the team row)
@@ -57,11 +59,19 @@ from dsr.board.members import Members
 from dsr.board.models import Phase, Submission, Team, iso, utcnow
 from dsr.board.phases import Phases
 from dsr.board.settings import BOARD_PARAMS, SERVE_PARAMS
+from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr serve's default)
 from dsr.core.errors import InputError
 from dsr.core.home import dsr_home, require_writable
 from dsr.core.params import settings_type
 
+#: the smallest upload limit a phase gets (``--max-upload-mb`` fixes one for every phase)
 MAX_UPLOAD = 20 * 1024 * 1024
+#: bytes a run line may take beyond its topic and doc ids (" Q0 ", rank, score, tag, spacing),
+#: generously: a phase's limit is its full-depth run at this many bytes a line, twice over
+LINE_ALLOWANCE = 96
+#: runs this large or larger are scored by a worker (``dsr serve --workers``); a smaller one
+#: (a 20-dialogue run: a few ms) in the request's thread, which costs less than the hand-over
+POOL_MIN_BYTES = 256 * 1024
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
 MAX_ID = 2**31 - 1
 TIES = ("{n} topic(s) hold scores that tie as 32-bit floats; they are scored as trec_eval "
@@ -114,9 +124,10 @@ class BoardConfig(settings_type("BoardSettings", BOARD_PARAMS + SERVE_PARAMS, "t
     ``SERVE_PARAMS``: made by keyword, checked when made)."""
 
     @property
-    def max_upload(self) -> int:
-        """The largest run file accepted, unpacked, in bytes."""
-        return int(self.max_upload_mb * 2**20)
+    def max_upload(self) -> int | None:
+        """A fixed upload limit for every phase, unpacked, in bytes; None: each phase's
+        follows its collection (:meth:`Board.upload_limit`)."""
+        return None if self.max_upload_mb is None else int(self.max_upload_mb * 2**20)
 
     def db_url(self) -> str:
         return self.db or default_db_url()
@@ -157,6 +168,11 @@ class Board(Members, Phases):
         self._matrices: dict[int, Any] = {}
         self._lock = threading.Lock()
         self.recover()
+        self.pool = None
+        if self.config.workers > 0:
+            open_now = [p for p in self.phases() if p.frozen_at is None]
+            self.pool = ScoringPool(self.config.workers, self.store.root,
+                                    [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now])
 
     def recover(self) -> dict[str, int]:
         """Finish or undo what processes that are gone left in the store's ``tmp/``: a run
@@ -183,55 +199,61 @@ class Board(Members, Phases):
             return s.scalar(select(Submission.id).where(Submission.sha256 == digest).limit(1)) is not None
 
     def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
         self.engine.dispose()
 
+    def _open_limit(self, phase: Phase) -> int:
+        try:
+            return self.upload_limit(phase)
+        except InputError:    # its collection changed: a submission to it will say so
+            return MAX_UPLOAD
+
+    @staticmethod
+    def phase_spec(phase: Phase) -> scoring.PhaseSpec:
+        minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
+        return scoring.PhaseSpec(phase.collection_ref, phase.collection_hash, phase.topics_json,
+                                 phase.measures_json, phase.labels_json, minimum)
 
     def phase_data(self, phase: Phase) -> scoring.PhaseData:
-        minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
-        key = (phase.id, hashlib.sha256("\n".join([phase.collection_hash, phase.measures_json,
-                                                    phase.topics_json, phase.labels_json or "",
-                                                    str(minimum)])
-                                         .encode()).hexdigest())
+        spec = self.phase_spec(phase)
+        key = (phase.id, spec.key)
         with self._lock:
             data = self._phase_data.get(key)
         if data is None:
-            collection = scoring.load_collection_ref(phase.collection_ref)
-            if collection.content_hash != phase.collection_hash:
-                raise InputError(f"the collection {phase.collection_ref!r} changed since phase "
-                                 f"{phase.collection}/{phase.name} was added (hash "
-                                 f"{collection.content_hash[:12]}… instead of {phase.collection_hash[:12]}…)")
-            labels = json.loads(phase.labels_json) if phase.labels_json else None
-            data = scoring.build_phase_data(collection, json.loads(phase.topics_json), labels,
-                                            json.loads(phase.measures_json), min_dialogues=minimum)
+            data = spec.build(f"{phase.collection}/{phase.name}")
             with self._lock:
                 self._phase_data[key] = data
         return data
 
+    def upload_limit(self, phase: Phase | None = None) -> int:
+        """The largest run (unpacked bytes) a phase takes: ``max_upload`` when the organiser
+        fixed one, else its collection's full-depth run (every candidate of every dialogue)
+        at :data:`LINE_ALLOWANCE` bytes a line beyond the ids, twice over, and at least
+        :data:`MAX_UPLOAD` (a 10x SIGIR-sized collection's is about 120 MB). Without a
+        phase: the largest of any open phase's (the request body's cap)."""
+        if self.config.max_upload is not None:
+            return self.config.max_upload
+        if phase is None:
+            return max([self._open_limit(p) for p in self.phases() if p.frozen_at is None], default=MAX_UPLOAD)
+        pairs = self.phase_data(phase).pairs()
+        return max(MAX_UPLOAD, 2 * (pairs.id_chars + LINE_ALLOWANCE * len(pairs.docs)))
+
     # -- quotas ------------------------------------------------------------
-    def quota(self, team: Team, phase: Phase, session=None) -> dict[str, Any]:
-        """Used and left today (UTC day) and in total, with the reset time; None = no limit."""
-        now = utcnow()
-        day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-        reset = day + timedelta(days=1)
-
-        def count(s, since=None):
-            query = (select(func.count()).select_from(Submission)
-                     .where(Submission.phase_id == phase.id, Submission.team_id == team.id))
-            if since is not None:
-                query = query.where(Submission.created_at >= since)
-            return int(s.scalar(query))
-
+    def quota(self, team: Team, phase: Phase, session=None, now=None) -> dict[str, Any]:
+        """Used and left today (UTC day, of ``now``) and in total, with the reset time; None =
+        no limit."""
+        day = (now or utcnow()).replace(hour=0, minute=0, second=0, microsecond=0)
+        query = (select(func.count(), func.count().filter(Submission.created_at >= day))
+                 .select_from(Submission)
+                 .where(Submission.phase_id == phase.id, Submission.team_id == team.id))
         if session is None:
             with read_session(self.engine) as s:
-                today, total = count(s, day), count(s)
+                total, today = s.execute(query).one()
         else:
-            today, total = count(session, day), count(session)
-        daily_left = None if phase.daily_quota is None else max(0, phase.daily_quota - today)
-        total_left = None if phase.total_quota is None else max(0, phase.total_quota - total)
-        limited = not team.organiser and (daily_left == 0 or total_left == 0)
-        return {"daily_limit": phase.daily_quota, "daily_used": today, "daily_left": daily_left,
-                "total_limit": phase.total_quota, "total_used": total, "total_left": total_left,
-                "resets_at": reset.isoformat() + "Z", "exhausted": limited}
+            total, today = session.execute(query).one()
+        return quota_left(team, phase, day, int(today), int(total))
 
     # -- submitting --------------------------------------------------------
     def submit(self, team: Team, phase: Phase, data: bytes, filename: str, meta: Metadata,
@@ -249,7 +271,8 @@ class Board(Members, Phases):
         if closed is not None and not (baseline and phase.frozen_at is None):   # baselines: any time
             # before the freeze (organisers load them before a phase opens)
             raise Refused(403, closed, opens_at=iso(phase.opens_at), closes_at=iso(phase.closes_at))
-        text = unpack_run(data, self.config.max_upload)
+        pdata = self.phase_data(phase)
+        text = unpack_run(data, self.upload_limit(phase))
         digest = hashlib.sha256(text).hexdigest()
         published = published_from_sidecar(sidecar)
         display = display_name(filename)
@@ -257,13 +280,11 @@ class Board(Members, Phases):
         first = self._replay(team, key, request)
         if first is not None:
             return first
-        ranking = ranking_digest(text)
-        self._refuse_duplicate(team, phase, ranking)
         before = self.quota(team, phase)
-        if before["exhausted"]:
+        if before["exhausted"]:       # a duplicate is told first, as when the quota is left
+            self._refuse_duplicate(team, phase, ranking_digest(text))
             raise Refused(429, "quota exhausted", quota=before)
-        pdata = self.phase_data(phase)
-        scored = self._score(pdata, phase, text, display)
+        ranking, scored = self._score(team, phase, pdata, text, display)
         row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
                          description=meta.description or "", link=meta.link, run_type=meta.run_type,
                          trained_on_collection=meta.trained_on_collection, baseline=baseline,
@@ -285,16 +306,24 @@ class Board(Members, Phases):
         self.store.finish(staged)
         return accepted
 
-    def _score(self, pdata: scoring.PhaseData, phase: Phase, text: bytes, display: str) -> scoring.Scored:
-        """Validate (with the phase's tie policy) and score; an invalid run is Refused."""
-        with self.store.scratch(text) as scratch:
-            try:
-                scored = scoring.check_and_score(pdata, scratch, strict=phase.strict)
-            except InputError as err:   # the reader after the validator: should not happen, but say so
-                raise Refused(422, f"{display}: {err.message}") from None
+    def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes,
+               display: str) -> tuple[str, scoring.Scored]:
+        """Parse once, validate (with the phase's tie policy) and score, in a worker or here:
+        (the ranking's digest, the scores). A duplicate of the team's own run is refused (409)
+        and so is an invalid run (422)."""
+        if self.pool is not None and len(text) >= POOL_MIN_BYTES:
+            checked = self.pool.score(self.phase_spec(phase), f"{phase.collection}/{phase.name}",
+                                      text, phase.strict)
+        else:
+            checked = scoring.score_text(pdata, text, phase.strict, self.store.scratch)
+        if checked.ranking:
+            self._refuse_duplicate(team, phase, checked.ranking)
+        if checked.error is not None:   # the reader after the validator: should not happen, but say so
+            raise Refused(422, f"{display}: {checked.error}")
+        scored = checked.scored
         validation = scored.validation
         if validation.valid:
-            return scored
+            return checked.ranking, scored
         problems = [{"line": p.line, "message": p.message, "text": p.format(display)}
                     for p in validation.problems]
         message = f"{display}: {len(problems)} problem(s); the run is not valid"
@@ -311,20 +340,24 @@ class Board(Members, Phases):
             # BEGIN IMMEDIATE already holds the database's write lock).
             locked = s.scalar(select(Team).where(Team.id == row.team_id).with_for_update())
             fresh = s.get(Phase, row.phase_id)
-            if not locked.organiser and self.quota(locked, fresh, s)["exhausted"]:
-                raise Refused(429, "quota exhausted", quota=self.quota(locked, fresh, s))
             row.created_at = utcnow()
+            counted = self.quota(locked, fresh, s, now=row.created_at)
+            if not locked.organiser and counted["exhausted"]:
+                raise Refused(429, "quota exhausted", quota=counted)
+            now_day = row.created_at.replace(hour=0, minute=0, second=0, microsecond=0)
             s.add(row)
             s.flush()
             if row.baseline and fresh.baseline_id is None:
                 fresh.baseline_id = row.id
             answer = {"id": row.id, "url": f"/runs/{row.id}", "sha256": row.sha256, "lines": row.lines,
                       # a final phase publishes no score before it is frozen; a hidden one its ladder
-                      **answer_means(self, fresh, row),
+                      **answer_means(self, fresh, row, s),
                       "tied_topics": row.tied_topics,
                       "ties": tie_note(row.tied_topics), "published": published,
                       "quota_before": before,
-                      "quota": self.quota(locked, fresh, s)}   # this run counted, in the same transaction
+                      # this run counted: the count under the lock, plus this row
+                      "quota": quota_left(locked, fresh, now_day, counted["daily_used"] + 1,
+                                          counted["total_used"] + 1)}
             row.answer_json = json.dumps(answer)
         return Accepted(row, answer)
 
@@ -377,13 +410,27 @@ class Board(Members, Phases):
     def matrix(self, sub: Submission, n_measures: int):
         """The row's per-topic values (topics x measures), cached by id: a row never changes
         once written (``dsr board rebuild`` runs in its own process)."""
-        cached = self._matrices.get(sub.id)
+        return self.matrix_of(sub.id, n_measures)
+
+    def matrix_of(self, submission_id: int, n_measures: int):
+        cached = self._matrices.get(submission_id)
         if cached is None:
             with read_session(self.engine) as s:
-                blob = s.scalar(select(Submission.per_topic).where(Submission.id == sub.id))
+                blob = s.scalar(select(Submission.per_topic).where(Submission.id == submission_id))
             cached = scoring.matrix_from_bytes(blob, n_measures)
-            self._matrices[sub.id] = cached
+            self._matrices[submission_id] = cached
         return cached
+
+
+def quota_left(team: Team, phase: Phase, day, today: int, total: int) -> dict[str, Any]:
+    """A quota answer from the counts of the team's runs on the board (today: since ``day``,
+    midnight UTC) and in all; None = no limit."""
+    daily_left = None if phase.daily_quota is None else max(0, phase.daily_quota - today)
+    total_left = None if phase.total_quota is None else max(0, phase.total_quota - total)
+    limited = not team.organiser and (daily_left == 0 or total_left == 0)
+    return {"daily_limit": phase.daily_quota, "daily_used": today, "daily_left": daily_left,
+            "total_limit": phase.total_quota, "total_used": total, "total_left": total_left,
+            "resets_at": (day + timedelta(days=1)).isoformat() + "Z", "exhausted": limited}
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dsr.core.params import Param
 
-#: the largest run file ``dsr serve`` accepts by default, unpacked (MB)
+#: the smallest upload limit a phase gets, unpacked (MB)
 MAX_UPLOAD_MB = 20.0
 
 #: where a board lives (every board command takes them)
@@ -21,10 +21,14 @@ BOARD_PARAMS = (
 
 #: what ``dsr serve`` accepts
 SERVE_PARAMS = (
-    Param("max_upload_mb", MAX_UPLOAD_MB, "float", above=0, metavar="MB",
-          help="largest run file accepted, unpacked (default 20)"),
+    Param("max_upload_mb", None, "float", above=0, optional=True, metavar="MB",
+          help="largest run file accepted, unpacked (default: each phase's follows its collection: "
+               "twice its full-depth run, at least 20)"),
     Param("rate_limit", 30.0, "float", low=0, metavar="N",
           help="submissions per minute per team (default 30; 0 for no limit)"),
+    Param("workers", 0, "int", low=0, metavar="N",
+          help="scoring worker processes (dsr serve: default one per core, at most 4; "
+               "0 scores in the request's thread, as the library does)"),
 )
 
 #: a phase's season (``add-phase``, ``set-phase``); None leaves it as it is, or the default

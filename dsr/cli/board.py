@@ -43,6 +43,7 @@ def register(subparsers) -> None:
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     add_param_flags(s, SERVE_PARAMS)
+    s.set_defaults(workers=None)          # dsr serve: one scoring process per core (at most 4)
     s.set_defaults(func=cmd_serve)
 
     _submit_parser(subparsers)
@@ -183,12 +184,19 @@ def _board(args, **extra):
 def cmd_serve(args) -> int:
     for module in SERVER_MODULES:
         require_extra(module, "board")
+    from dsr.board.service import default_workers
+
+    if args.workers is None:
+        args.workers = default_workers()
     board = _board(args, **param_values(args, SERVE_PARAMS))
     print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
           f"runs in {board.store.root})", file=sys.stderr)
     from dsr.server import serve  # FastAPI and uvicorn load here, not for `dsr --help`
 
-    serve(board, host=args.host, port=args.port)
+    try:
+        serve(board, host=args.host, port=args.port)
+    finally:
+        board.close()      # the scoring workers
     return 0
 
 
