@@ -20,6 +20,8 @@ from dsr.training.pairs import TARGETS
 
 DEFAULT_BASE = "all-MiniLM-L6-v2"
 MODEL_TYPES = ("bi-encoder", "cross-encoder")
+#: the bi-encoder recipe's losses
+LOSSES = ("mnrl", "gist")
 DEFAULT_MODEL_TYPE = "bi-encoder"
 
 #: the model: what is trained, from what, on which query and candidate text
@@ -34,6 +36,11 @@ MODEL = (
     Param("text", "body", "str", "what a candidate's text is in training (a cross-encoder: body or "
           "'title: body'); the card records it and `dsr run`/`dsr rerank` read candidates so",
           choices=TEXT_FORMS),
+    Param("loss", "mnrl", "str", "bi-encoder loss: mnrl (MultipleNegativesRankingLoss) or gist "
+          "(GISTEmbedLoss: in-batch negatives the guide model scores above the positive are "
+          "masked)", choices=LOSSES),
+    Param("guide", None, "str", "with loss gist: the guide model (default: the base model, "
+          "zero-shot)", metavar="MODEL"),
     Param("context", None, "int", "with text 'title: previous [SEP] body [SEP] next': neighbouring "
           "sentences on each side (default 1; the card records it)", low=1, high=20, metavar="N"),
     Param("documents", None, "str", "with the context text form: the documents' folder (CMU_DoG: "
@@ -49,9 +56,9 @@ DATA = (
           "-1 keeps all)", low=-1, metavar="R"),
     Param("random_negatives", 0, "int", "cross-encoder: random sentences from other dialogues "
           "added as negatives, per dialogue", low=0, metavar="N"),
-    Param("hard_negatives", None, "str", "cross-encoder: a bi-encoder (a model name or dsr:NAME) "
-          "that picks the in-list negatives: drawn among the non-relevant candidates it ranks "
-          "highest (its top --hard-depth) rather than among all of them", metavar="MODEL"),
+    Param("hard_negatives", None, "str", "a bi-encoder (a model name or dsr:NAME) that picks the "
+          "pool negatives: drawn among the non-relevant candidates it ranks highest (its top "
+          "--hard-depth) rather than among all of them", metavar="MODEL"),
     Param("hard_depth", 10, "int", "with hard_negatives: how deep in the miner's ranking of a "
           "dialogue's non-relevant candidates negatives are drawn", low=1, metavar="N"),
     Param("targets", "binary", "str", "cross-encoder: binary (label > 0 -> 1) or graded (label / "
@@ -128,7 +135,10 @@ def resolve_settings(given: Mapping[str, Any]) -> Any:
     if values["model_type"] != "bi-encoder" and values["text"] == CONTEXT_FORM:
         raise InputError(f"text {CONTEXT_FORM!r} applies to bi-encoder training only (a "
                          "cross-encoder reads 'body' or 'title: body')", field="text")
-    if values["model_type"] != "cross-encoder" and values["hard_negatives"] is not None:
-        raise InputError("hard_negatives applies to cross-encoder training only (the bi-encoder "
-                         "recipe's negatives are its pool's and the batch's)", field="hard_negatives")
+    if values["model_type"] != "bi-encoder" and (values["loss"] != "mnrl" or values["guide"]):
+        raise InputError("loss and guide apply to bi-encoder training only (a cross-encoder "
+                         "trains with binary cross-entropy)", field="loss" if values["loss"] != "mnrl"
+                         else "guide")
+    if values["guide"] is not None and values["loss"] != "gist":
+        raise InputError("guide applies to loss 'gist' only", field="guide")
     return TrainSettings(**values)

@@ -361,3 +361,41 @@ def test_training_drops_conversations_that_an_evaluation_split_holds(data, tiny,
     assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny),
                  "--eval-source", str(tmp_path / "nowhere"), *TRAIN_FLAGS]) == 2
     assert "--eval-source" in capsys.readouterr().err
+
+
+def test_bi_encoder_second_round_draws_negatives_from_the_miners_top(data, tiny, home, monkeypatch):
+    """--hard-negatives for a bi-encoder: each triplet's negative is among the miner's
+    highest-ranked non-relevant candidates (depth 1: exactly its top one)."""
+    from dsr.collections import load_collection
+    from dsr.training.biencoder import make_triplets
+
+    dialogues = load_collection(str(data["train"])).dialogues
+    ranked = {d.id: [c.id for c in reversed(d.candidates)] for d in dialogues}   # miner: list reversed
+    triplets, _ = make_triplets(dialogues, lambda d: d.id, seed=3, ranked=ranked, depth=1)
+    last_negative = {d.id: next(c.body for c in reversed(d.candidates) if c.label <= 0) for d in dialogues}
+    assert triplets and all(t.negative == last_negative[t.dialogue] for t in triplets)
+    pool, _ = make_triplets(dialogues, lambda d: d.id, seed=3)
+    assert any(t.negative != last_negative[t.dialogue] for t in pool)   # without a miner: any negative
+
+    monkeypatch.setenv("DSR_HOME", str(home))
+    assert main(["train", str(data["train"]), "--name", "bi-round2", "--base", str(tiny),
+                 "--hard-negatives", "dsr:bi", "--hard-depth", "2", *TRAIN_FLAGS]) == 0
+    card = json.loads((home / "models" / "bi-round2" / "dsr_model.json").read_text())
+    assert card["parameters"]["hard_negatives"] == "dsr:bi" and card["parameters"]["hard_depth"] == 2
+    data_card = card["training_data"]
+    assert data_card["hard_negatives"] == data_card["pairs"] > 0
+    assert data_card["hard_negative_miner"]["depth"] == 2 and "mined hard" in card["recipe"]
+
+
+def test_gist_loss_is_guided_by_the_base_model(data, tiny, home, monkeypatch, capsys):
+    monkeypatch.setenv("DSR_HOME", str(home))
+    assert main(["train", str(data["train"]), "--name", "bi-gist", "--base", str(tiny), "--loss", "gist",
+                 *TRAIN_FLAGS]) == 0
+    card = json.loads((home / "models" / "bi-gist" / "dsr_model.json").read_text())
+    assert card["parameters"]["loss"] == "GISTEmbedLoss" and "GISTEmbedLoss" in card["recipe"]
+    assert card["parameters"]["guide"]["spec"] == str(tiny)
+    assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny), "--guide", str(tiny),
+                 *TRAIN_FLAGS]) == 2
+    assert "guide" in capsys.readouterr().err
+    assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny), "--model-type",
+                 "cross-encoder", "--loss", "gist", *TRAIN_FLAGS]) == 2
