@@ -39,6 +39,7 @@ from dsr.core.data import Candidate, Dialogue
 from dsr.core.errors import InputError
 from dsr.core.queries import model_query_budget, query_text
 from dsr.training import heldout as held_out
+from dsr.training.batching import WINDOW, LengthGroupedBatchSampler
 from dsr.training.finetune import fit_settings, run_trainer, training_arguments
 from dsr.training.mining import mine_negatives
 from dsr.training.pairs import ordered_negatives
@@ -115,9 +116,10 @@ def load_bi_encoder(path: str | Path, seed: int, max_seq_length: int | None = No
 
 
 def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir: Path,
-                         resume: bool = False, guide=None) -> dict[str, Any]:
+                         resume: bool = False, guide=None, batching: str = "random") -> dict[str, Any]:
     """Train ``model`` in place (MNRL, in-batch + pool negatives; with a ``guide`` model,
-    GISTEmbedLoss); return the trainer's figures.
+    GISTEmbedLoss; ``batching`` ``by-length``: batches of similar length,
+    :mod:`dsr.training.batching`); return the trainer's figures.
 
     ``settings`` is a :class:`dsr.training.finetune.FitSettings`;
     checkpoints go to ``work_dir/checkpoints`` as for the cross-encoder.
@@ -129,7 +131,8 @@ def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir:
                                           "negative": [t.negative for t in triplets]})
     checkpoints = work_dir / "checkpoints"
     args = SentenceTransformerTrainingArguments(**training_arguments(settings, checkpoints),
-                                                batch_sampler=BatchSamplers.NO_DUPLICATES)
+                                                batch_sampler=LengthGroupedBatchSampler
+                                                if batching == "by-length" else BatchSamplers.NO_DUPLICATES)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
                                          loss=MultipleNegativesRankingLoss(model) if guide is None
                                          else GISTEmbedLoss(model, guide=guide))
@@ -193,7 +196,7 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
                              lambda: load_bi_encoder(job.base.path, settings.seed, settings.max_length))
     guide = load_guide(settings, job)
     figures = fine_tune_bi_encoder(model, triplets, fit, work, resume=settings.resume,
-                                   guide=guide and guide[0])
+                                   guide=guide and guide[0], batching=settings.batching)
     train_seconds = time.monotonic() - started
     held = held_out.evaluate_heldout(cosine_scorer(model), heldout, query, job.name,
                                      render) if heldout else None
@@ -217,7 +220,9 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
                        "loss": LOSS_NAMES[settings.loss], **({"guide": guide[1]} if guide else {}),
                        "hard_negatives": settings.hard_negatives, "hard_depth": settings.hard_depth,
                        "negatives": "in-batch + one pool negative per query point",
-                       "batch_sampler": "no_duplicates", "holdout": settings.holdout,
+                       "batch_sampler": "no_duplicates" + (
+                           f", grouped by length (windows of {WINDOW} batches)" if settings.batching == "by-length"
+                           else ""), "batching": settings.batching, "holdout": settings.holdout,
                        "holdout_max": settings.holdout_max},
     }
     return finish(model, work, job, card, figures, held, started, train_seconds)

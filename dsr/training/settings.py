@@ -94,6 +94,9 @@ OPTIMISATION = (
           "120 bi-encoder, 400 cross-encoder)", low=-1, metavar="N"),
     Param("save_steps", None, "int", "checkpoint every N steps (the last two are kept until the "
           "end)", low=1, metavar="N"),
+    Param("batching", "random", "str", "bi-encoder: random (no-duplicate batches) or by-length "
+          "(the same, each batch re-cut among examples of similar length: less padding)",
+          choices=("random", "by-length")),
     Param("precision", "auto", "str", "auto: bf16 autocast where the CPU (amx_bf16, avx512_bf16) or "
           "GPU has bf16 units, else fp32; bf16 insists (refused without such units); the card "
           "records the choice", choices=("auto", "bf16", "fp32")),
@@ -135,6 +138,8 @@ def resolve_settings(given: Mapping[str, Any]) -> Any:
     if values["model_type"] != "bi-encoder" and values["text"] == CONTEXT_FORM:
         raise InputError(f"text {CONTEXT_FORM!r} applies to bi-encoder training only (a "
                          "cross-encoder reads 'body' or 'title: body')", field="text")
+    if values["model_type"] != "bi-encoder" and values["batching"] != "random":
+        raise InputError("batching applies to bi-encoder training only", field="batching")
     if values["model_type"] != "bi-encoder" and (values["loss"] != "mnrl" or values["guide"]):
         raise InputError("loss and guide apply to bi-encoder training only (a cross-encoder "
                          "trains with binary cross-entropy)", field="loss" if values["loss"] != "mnrl"

@@ -399,3 +399,40 @@ def test_gist_loss_is_guided_by_the_base_model(data, tiny, home, monkeypatch, ca
     assert "guide" in capsys.readouterr().err
     assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny), "--model-type",
                  "cross-encoder", "--loss", "gist", *TRAIN_FLAGS]) == 2
+
+
+def test_length_grouped_batches_keep_every_example_once_without_duplicates():
+    import datasets
+    import torch
+
+    from dsr.training.batching import LengthGroupedBatchSampler, cut_batches
+
+    rng = random.Random(5)
+    shared = "a sentence that two examples share"
+    rows = {"anchor": [" ".join(["w"] * rng.randint(1, 60)) + f" q{i}" for i in range(200)],
+            "positive": [shared if i % 50 == 0 else f"p{i}" for i in range(200)],
+            "negative": [f"n{i}" for i in range(200)]}
+    def sampler():
+        return LengthGroupedBatchSampler(datasets.Dataset.from_dict(rows), batch_size=16, drop_last=False,
+                                         generator=torch.Generator(), seed=3)
+
+    batches = list(sampler())
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(200))                       # every example, once
+    for b in batches:
+        texts = [t for i in b for t in (rows["anchor"][i], rows["positive"][i], rows["negative"][i])]
+        assert len(texts) == len(set(texts))                      # no text twice in a batch
+    assert sum(len(b) < 16 for b in batches) <= 2                 # windows' leftovers are carried over
+    spread = [max(len(rows["anchor"][i]) for i in b) - min(len(rows["anchor"][i]) for i in b) for b in batches]
+    assert np.mean(spread) < 60                                   # random batches: ~110 characters apart
+    assert batches == list(sampler())                             # deterministic for a seed
+    assert cut_batches([0, 1, 2], [{"x"}, {"x"}, {"y"}], 2) == [[0, 2], [1]]
+
+
+def test_by_length_batching_trains_and_is_recorded(data, tiny, home, monkeypatch):
+    monkeypatch.setenv("DSR_HOME", str(home))
+    assert main(["train", str(data["train"]), "--name", "bi-bylength", "--base", str(tiny), "--batching",
+                 "by-length", *TRAIN_FLAGS]) == 0
+    card = json.loads((home / "models" / "bi-bylength" / "dsr_model.json").read_text())
+    assert card["parameters"]["batching"] == "by-length" and "grouped by length" in card["parameters"]["batch_sampler"]
+    assert card["training"]["steps"] == 4
