@@ -55,13 +55,13 @@ class Lever:
         return self.model or f"dsr:{self.name}"
 
 
-FAST = "--max-length 128 --max-steps 72 --lr 1e-4 --batching by-length"
+FAST = "--max-length 128 --max-steps 56 --lr 1e-4 --batching by-length"
 #: every lever, the default first (the rule's baseline); all trained with `--text "title: body"`
 LEVERS = (
     Lever("default", "the default recipe: MNRL, one pool negative, 120 steps of 32, full length (256)"),
     Lever("zero-shot", "all-MiniLM-L6-v2 untrained", model="all-MiniLM-L6-v2"),
     Lever("fast", "shorter and fewer: batches of similar length (less padding), max length 128 "
-          "(1 % of queries cut to their recent turns), 72 steps of 32 at lr 1e-4", FAST),
+          "(1 % of queries cut to their recent turns), 56 steps of 32 at lr 1e-4", FAST),
     Lever("fast-hardneg", "fast, the pool negative mined by `default` (its top 10 non-relevant): "
           "a second round", FAST + " --hard-negatives dsr:default --hard-depth 10"),
     Lever("fast-gist", "fast with GISTEmbedLoss, the zero-shot model as guide",
@@ -70,7 +70,7 @@ LEVERS = (
     Lever("fast-ens2", "seed ensemble: fast + fast-seed7 fused (interp 0.5, min-max)",
           fuse=("fast", "fast-seed7")),
     Lever("fast-epoch", "all turns: fast for one whole epoch of CMU_DoG train (7,046 points) "
-          "instead of 2,304 of them", "--max-length 128 --lr 1e-4 --batching by-length --max-steps -1 --epochs 1"),
+          "instead of 1,792 of them", "--max-length 128 --lr 1e-4 --batching by-length --max-steps -1 --epochs 1"),
     Lever("mpnet", "all-mpnet-base-v2 base, the default recipe (a named, non-default recipe)",
           "--base all-mpnet-base-v2"),
 )

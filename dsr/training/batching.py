@@ -26,9 +26,10 @@ class LengthGroupedBatchSampler(NoDuplicatesBatchSampler):
     """No-duplicate batches whose examples are of similar length (see the module)."""
 
     def _rows(self) -> tuple[list[int], list[set[str]]]:
-        columns = {k: v for k, v in self.dataset.to_dict().items()}
-        texts = list(zip(*columns.values(), strict=True))
-        return [sum(len(str(t)) for t in row) for row in texts], [{str(t) for t in row} for row in texts]
+        """Each example's sort key (its first column's length in characters: the query, the
+        longest text of most examples and unique to it) and its texts."""
+        texts = list(zip(*self.dataset.to_dict().values(), strict=True))
+        return [len(str(row[0])) for row in texts], [{str(t) for t in row} for row in texts]
 
     def __iter__(self) -> Iterator[list[int]]:
         lengths, values = self._rows()
@@ -36,30 +37,34 @@ class LengthGroupedBatchSampler(NoDuplicatesBatchSampler):
         out: list[list[int]] = []
         carry: list[int] = []
         for start in range(0, len(batches), WINDOW):
-            pool = carry + [i for b in batches[start:start + WINDOW] for i in b]
-            cut = cut_batches(sorted(pool, key=lambda i: (lengths[i], i)), values, self.batch_size)
-            last = start + WINDOW >= len(batches)
-            carry = cut.pop() if cut and len(cut[-1]) < self.batch_size and not last else []
+            window = batches[start:start + WINDOW]
+            order = carry + sorted((i for b in window for i in b), key=lambda i: (lengths[i], i))
+            cut, carry = cut_batches(order, values, self.batch_size, len(window))
             out.extend(cut)
+        for i in carry:   # what no batch could take without a duplicate: any batch that can
+            home = next((b for b in out if values[i].isdisjoint(t for j in b for t in values[j])), None)
+            home.append(i) if home is not None else out.append([i])
         random.Random(f"{self.seed}:{getattr(self, 'epoch', 0)}").shuffle(out)
         yield from out
 
 
-def cut_batches(order: list[int], values: list[set[str]], size: int) -> list[list[int]]:
-    """``order`` cut into batches of ``size`` in that order, an example that shares a text with
-    the batch being filled deferred to the next one."""
-    batches: list[list[int]] = []
-    pending = order
-    while pending:
-        batch: list[int] = []
-        seen: set[str] = set()
-        rest: list[int] = []
-        for i in pending:
-            if len(batch) < size and seen.isdisjoint(values[i]):
-                batch.append(i)
-                seen |= values[i]
-            else:
-                rest.append(i)
-        batches.append(batch)
-        pending = rest
-    return batches
+def cut_batches(order: list[int], values: list[set[str]], size: int, count: int
+                ) -> tuple[list[list[int]], list[int]]:
+    """``order`` dealt into ``count`` batches of ``size``, in that order: each example goes to
+    the first batch with room that shares no text with it. Returns the batches (non-empty ones)
+    and the examples left over (no room without a duplicate)."""
+    batches: list[list[int]] = [[] for _ in range(count)]
+    seen: list[set[str]] = [set() for _ in range(count)]
+    left: list[int] = []
+    first = 0
+    for i in order:
+        while first < count and len(batches[first]) == size:
+            first += 1
+        for b in range(first, count):
+            if len(batches[b]) < size and seen[b].isdisjoint(values[i]):
+                batches[b].append(i)
+                seen[b] |= values[i]
+                break
+        else:
+            left.append(i)
+    return [b for b in batches if b], left
