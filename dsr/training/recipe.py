@@ -40,8 +40,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 def train(collection: Collection | str | Path, name: str, *, source: str | Path | None = None,
           split: str | None = None, base: str | None = None, model_type: str | None = None,
-          query: str | None = None, loss: str | None = None, guide: str | None = None,
-          text: str | None = None, context: int | None = None,
+          query: str | None = None, text: str | None = None, loss: str | None = None,
+          guide: str | None = None, context: int | None = None,
           documents: str | None = None, subset: str | None = None,
           val_of_split: int | None = None, neg_per_pos: float | None = None,
           random_negatives: int | None = None, hard_negatives: str | None = None,
