@@ -62,6 +62,8 @@ LEVERS = (
     Lever("zero-shot", "all-MiniLM-L6-v2 untrained", model="all-MiniLM-L6-v2"),
     Lever("fast", "shorter and fewer: batches of similar length (less padding), max length 128 "
           "(1 % of queries cut to their recent turns), 56 steps of 32 at lr 1e-4", FAST),
+    Lever("fast120", "the default's 120 steps of 32 and learning rate, with fast's batches of "
+          "similar length and max length 128", "--max-length 128 --batching by-length"),
     Lever("fast-hardneg", "fast, the pool negative mined by `default` (its top 10 non-relevant): "
           "a second round", FAST + " --hard-negatives dsr:default --hard-depth 10"),
     Lever("fast-gist", "fast with GISTEmbedLoss, the zero-shot model as guide",
