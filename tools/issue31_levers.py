@@ -67,7 +67,7 @@ LEVERS = (
           "the model's 256 word pieces, random batches", "--max-steps 120 --lr 5e-5 --max-length 256 --batching random"),
     Lever("zero-shot", "all-MiniLM-L6-v2 untrained", model="all-MiniLM-L6-v2"),
     Lever("fast120", "the earlier default's 120 steps of 32 and learning rate, with fast's batches of "
-          "similar length and max length 128", "--max-length 128 --batching by-length"),
+          "similar length and max length 128", "--max-steps 120 --lr 5e-5 --max-length 128 --batching by-length"),
     Lever("fast-hardneg", "fast, the pool negative mined by `default` (its top 10 non-relevant): "
           "a second round", FAST + " --hard-negatives dsr:default --hard-depth 10"),
     Lever("fast-gist", "fast with GISTEmbedLoss, the zero-shot model as guide",
@@ -77,8 +77,9 @@ LEVERS = (
           fuse=("fast", "fast-seed7")),
     Lever("fast-epoch", "all turns: fast for one whole epoch of CMU_DoG train (7,046 points) "
           "instead of 1,792 of them", "--max-length 128 --lr 1e-4 --batching by-length --max-steps -1 --epochs 1"),
-    Lever("mpnet", "all-mpnet-base-v2 base, the default recipe (a named, non-default recipe)",
-          "--base all-mpnet-base-v2"),
+    Lever("mpnet", "all-mpnet-base-v2 base (a named, non-default recipe; `tools/all_mpnet_base_v2.sh "
+          "DIR` fetches it): 4 steps measured at ~16 s a step: ~15 min for 56 steps, ~32 min for 120",
+          "--base DIR/all-mpnet-base-v2"),
 )
 
 
@@ -169,7 +170,8 @@ def judge(args) -> dict:
     command = ["decide", "cmu_dog", "cmu_dog_dev", "--silver-source", str(args.source), "--silver-split",
                "valid", "--dev-source", str(args.source), "--default", specs[0], *specs[1:]]
     return {"decision": dsr(*command, "--json", json_out=True), "text": dsr(*command), "rows": rows,
-            "command": "dsr " + " ".join(command), "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": "dsr " + " ".join(command), "runs": str(runs),
+            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(), "load": ", ".join(f"{x:.2f}" for x in os.getloadavg())}
 
 
@@ -216,7 +218,8 @@ def block(result: dict, with_rule: bool) -> str:
             "label set. Silver valid: no conversation of it was trained on (training drops them).", ""]
     body = table(result) + ["", f"**Decision:** {d['reason']}", ""]
     if with_rule:
-        body += ["```", result["command"].replace(str(ROOT.parent), ".."), "```", "", "```",
+        body += ["```", result["command"].replace(result["runs"] + "/", "runs/").replace(
+            str(ROOT.parent), ".."), "```", "", "```",
                  result["text"].rstrip(), "```", ""]
     return "\n".join(head + body + [END])
 
