@@ -21,7 +21,7 @@ import logging
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from typing import Any
 import datasets
 import torch
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+from sentence_transformers.sentence_transformer.losses import GISTEmbedLoss, MultipleNegativesRankingLoss
 from sentence_transformers.sentence_transformer.training_args import BatchSamplers
 from transformers import set_seed
 
@@ -39,11 +39,15 @@ from dsr.core.data import Candidate, Dialogue
 from dsr.core.errors import InputError
 from dsr.core.queries import model_query_budget, query_text
 from dsr.training import heldout as held_out
+from dsr.training.batching import WINDOW, LengthGroupedBatchSampler
 from dsr.training.finetune import fit_settings, run_trainer, training_arguments
+from dsr.training.mining import mine_negatives
+from dsr.training.pairs import ordered_negatives
 from dsr.training.settings import TrainSettings
-from dsr.training.steps import Job, base_entry, card_head, data_entry, finish, start_work, training_dialogues
+from dsr.training.steps import Job, base_entry, card_head, data_entry, finish, resolve_base, start_work, training_dialogues
 
-LOSS = "MultipleNegativesRankingLoss"
+#: the ``loss`` setting -> the sentence-transformers loss class named in the card
+LOSS_NAMES = {"mnrl": "MultipleNegativesRankingLoss", "gist": "GISTEmbedLoss"}
 
 
 @dataclass(frozen=True)
@@ -59,10 +63,13 @@ class Triplet:
 def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
                   seed: int = 0, source: str = "collection",
                   text: str | Callable[[Candidate], str] = "body",
+                  ranked: Mapping[str, Sequence[str]] | None = None, depth: int = 10,
                   ) -> tuple[list[Triplet], dict[str, int]]:
     """One triplet per dialogue with a relevant and a non-relevant candidate (deterministic);
     candidates as ``text`` (``body`` or ``title: body``, or a candidate -> text function such
     as the context form's :func:`dsr.collections.documents.candidate_renderer`) renders them.
+    With ``ranked`` (dialogue id -> candidate ids, best first: a miner's ranking), the
+    negative is drawn among the ``depth`` non-relevant candidates ranked highest there.
 
     Returns the triplets and counts for the model card. InputError when no
     dialogue has a relevant candidate.
@@ -73,7 +80,9 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
     without_positive = without_negative = 0
     for d in dialogues:
         positives = [c for c in d.candidates if c.label > 0]
-        negatives = [c for c in d.candidates if c.label <= 0]
+        negatives = ordered_negatives(d, ranked)
+        if ranked is not None:
+            negatives = negatives[:depth]
         if not positives:
             without_positive += 1
             continue
@@ -107,8 +116,10 @@ def load_bi_encoder(path: str | Path, seed: int, max_seq_length: int | None = No
 
 
 def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir: Path,
-                         resume: bool = False) -> dict[str, Any]:
-    """Train ``model`` in place (MNRL, in-batch + pool negatives); return the trainer's figures.
+                         resume: bool = False, guide=None, batching: str = "random") -> dict[str, Any]:
+    """Train ``model`` in place (MNRL, in-batch + pool negatives; with a ``guide`` model,
+    GISTEmbedLoss; ``batching`` ``by-length``: batches of similar length,
+    :mod:`dsr.training.batching`); return the trainer's figures.
 
     ``settings`` is a :class:`dsr.training.finetune.FitSettings`;
     checkpoints go to ``work_dir/checkpoints`` as for the cross-encoder.
@@ -120,9 +131,11 @@ def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir:
                                           "negative": [t.negative for t in triplets]})
     checkpoints = work_dir / "checkpoints"
     args = SentenceTransformerTrainingArguments(**training_arguments(settings, checkpoints),
-                                                batch_sampler=BatchSamplers.NO_DUPLICATES)
+                                                batch_sampler=LengthGroupedBatchSampler
+                                                if batching == "by-length" else BatchSamplers.NO_DUPLICATES)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
-                                         loss=MultipleNegativesRankingLoss(model))
+                                         loss=MultipleNegativesRankingLoss(model) if guide is None
+                                         else GISTEmbedLoss(model, guide=guide))
     return run_trainer(trainer, checkpoints, resume, settings)
 
 
@@ -147,6 +160,16 @@ def training_renderer(collection, settings: TrainSettings, job: Job) -> Callable
                               max_length=settings.max_length)
 
 
+def load_guide(settings: TrainSettings, job: Job):
+    """With loss ``gist``: (the guide model, what the card records of it), else None. The guide
+    is ``settings.guide`` or the base model (zero-shot), with the trained model's length."""
+    if settings.loss != "gist":
+        return None
+    base = resolve_base(settings.guide) if settings.guide else job.base
+    model = load_bi_encoder(base.path, settings.seed, settings.max_length)
+    return model, {"spec": settings.guide or settings.base, **base.describe()}
+
+
 def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str, Any]:
     """The bi-encoder recipe of :func:`dsr.training.recipe.train`: select, exclude documents,
     make triplets, fine-tune, measure held-out dialogues, write the card, move into place;
@@ -161,23 +184,26 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
         return query_text(d, settings.query, budget=budget, count=count)
 
     render = training_renderer(collection, settings, job)
+    ranked, miner = mine_negatives(train_part, settings) if settings.hard_negatives else (None, None)
     triplets, counts = make_triplets(train_part, query, seed=settings.seed, source=source,
-                                     text=render)
+                                     text=render, ranked=ranked, depth=settings.hard_depth)
     print(f"dsr train: {len(train_part)} training dialogues -> {len(triplets)} triplets "
-          f"(query, positive, pool negative); {len(heldout)} held out"
+          f"(query, positive, {'mined hard' if ranked else 'pool'} negative); {len(heldout)} held out"
           + (f"; {len(excluded)} documents excluded" if excluded else ""), file=sys.stderr)
 
     fit = fit_settings(settings)
     work, model = start_work(job.final, settings.resume,
                              lambda: load_bi_encoder(job.base.path, settings.seed, settings.max_length))
-    figures = fine_tune_bi_encoder(model, triplets, fit, work, resume=settings.resume)
+    guide = load_guide(settings, job)
+    figures = fine_tune_bi_encoder(model, triplets, fit, work, resume=settings.resume,
+                                   guide=guide and guide[0], batching=settings.batching)
     train_seconds = time.monotonic() - started
     held = held_out.evaluate_heldout(cosine_scorer(model), heldout, query, job.name,
                                      render) if heldout else None
     card = {
         **card_head(job, settings, "bi-encoder", model.max_seq_length, excluded),
-        "recipe": "bi-encoder: MultipleNegativesRankingLoss, silver positive + one pool "
-                  "negative per query point",
+        "recipe": f"bi-encoder: {LOSS_NAMES[settings.loss]}, silver positive + one "
+                  f"{'mined hard' if ranked else 'pool'} negative per query point",
         **({"context": settings.context or DEFAULT_WINDOW} if settings.text == CONTEXT_FORM else {}),
         "base": base_entry(job, settings, "No new head: the base encoder and its pooling are "
                            "fine-tuned."),
@@ -185,13 +211,18 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
             **data_entry(collection, job, selection, train_part, heldout),
             "targets": "top-graded positive", "pairs": counts["triplets"],
             "positives": counts["triplets"], "list_negatives": counts["triplets"],
-            "random_negatives": 0,
+            "random_negatives": 0, "hard_negatives": counts["triplets"] if ranked else 0,
+            **({"hard_negative_miner": miner} if miner else {}),
             "dialogues_without_positive": counts["dialogues_without_positive"],
             "dialogues_without_negative": counts["dialogues_without_negative"],
         },
-        "parameters": {**fit.as_dict(), "max_length": model.max_seq_length, "loss": LOSS,
+        "parameters": {**fit.as_dict(), "max_length": model.max_seq_length,
+                       "loss": LOSS_NAMES[settings.loss], **({"guide": guide[1]} if guide else {}),
+                       "hard_negatives": settings.hard_negatives, "hard_depth": settings.hard_depth,
                        "negatives": "in-batch + one pool negative per query point",
-                       "batch_sampler": "no_duplicates", "holdout": settings.holdout,
+                       "batch_sampler": "no_duplicates" + (
+                           f", grouped by length (windows of {WINDOW} batches)" if settings.batching == "by-length"
+                           else ""), "batching": settings.batching, "holdout": settings.holdout,
                        "holdout_max": settings.holdout_max},
     }
     return finish(model, work, job, card, figures, held, started, train_seconds)

@@ -28,15 +28,12 @@ from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncode
 from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
 from transformers import set_seed
 
-from dsr.core.data import Collection
 from dsr.core.errors import InputError
-from dsr.core.models import resolve_model
 from dsr.core.queries import query_text
-from dsr.rankers import make_ranker
 from dsr.rerankers.cross_encoder import score_pairs
 from dsr.training import heldout as held_out
-from dsr.training.card import ranking_params, read_card
 from dsr.training.finetune import FitSettings, fit_settings, run_trainer, training_arguments
+from dsr.training.mining import mine_negatives
 from dsr.training.pairs import make_pairs
 from dsr.training.settings import TrainSettings
 from dsr.training.steps import Job, base_entry, card_head, data_entry, finish, start_work, training_dialogues
@@ -114,21 +111,3 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
     }
     return finish(model, work, job, card, figures, held, started, train_seconds)
 
-
-def mine_negatives(dialogues, settings: TrainSettings) -> tuple[dict[str, list[str]], dict[str, Any]]:
-    """The training dialogues ranked by the bi-encoder ``settings.hard_negatives`` with the
-    query strategy and candidate text of its card (``title+recent`` and ``body`` for a model
-    without one): dialogue id -> candidate ids, best first; and what the card records of it."""
-    try:
-        model = resolve_model(settings.hard_negatives, "bi-encoder")
-    except InputError as err:
-        raise InputError(f"the hard-negative miner: {err}", field="hard_negatives") from None
-    params = ranking_params(read_card(model.path) or {})
-    started = time.monotonic()
-    print(f"dsr train: ranking {len(dialogues)} training dialogues with {settings.hard_negatives} "
-          f"({', '.join(f'{k} {v}' for k, v in params.items())}) for hard negatives", file=sys.stderr)
-    run = make_ranker("dense", model=settings.hard_negatives, **params).rank(
-        Collection("hard-negatives", dialogues))
-    ranked = {qid: [doc for doc, _ in docs] for qid, docs in run.rankings.items()}
-    return ranked, {"miner": model.describe(), **params, "depth": settings.hard_depth,
-                    "seconds": round(time.monotonic() - started, 1)}

@@ -115,7 +115,7 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
             continue
         used += 1
         query_text = query(d)
-        negatives, kind = _negatives(d, ranked), "list-negative" if ranked is None else "hard-negative"
+        negatives, kind = ordered_negatives(d, ranked), "list-negative" if ranked is None else "hard-negative"
         if neg_per_pos >= 0:
             keep = int(round(neg_per_pos * len(positives)))
             if ranked is not None:
@@ -143,7 +143,7 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
     return PairSet(pairs, used, without, max_label, counts)
 
 
-def _negatives(d: Dialogue, ranked: Mapping[str, Sequence[str]] | None) -> list:
+def ordered_negatives(d: Dialogue, ranked: Mapping[str, Sequence[str]] | None) -> list:
     """``d``'s non-relevant candidates: in list order, or in the miner's order (``ranked``;
     a candidate it did not rank goes last, in list order)."""
     negatives = [c for c in d.candidates if c.label <= 0]

@@ -40,7 +40,8 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 def train(collection: Collection | str | Path, name: str, *, source: str | Path | None = None,
           split: str | None = None, base: str | None = None, model_type: str | None = None,
-          query: str | None = None, text: str | None = None, context: int | None = None,
+          query: str | None = None, text: str | None = None, loss: str | None = None,
+          guide: str | None = None, context: int | None = None,
           documents: str | None = None, subset: str | None = None,
           val_of_split: int | None = None, neg_per_pos: float | None = None,
           random_negatives: int | None = None, hard_negatives: str | None = None,
@@ -49,7 +50,7 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
           holdout: float | None = None, holdout_max: int | None = None, seed: int | None = None,
           epochs: float | None = None, batch_size: int | None = None, max_length: int | None = None,
           lr: float | None = None, warmup: float | None = None, max_steps: int | None = None,
-          save_steps: int | None = None, precision: str | None = None, resume: bool | None = None,
+          save_steps: int | None = None, batching: str | None = None, precision: str | None = None, resume: bool | None = None,
           overwrite: bool | None = None) -> dict[str, Any]:
     """Fine-tune a model on ``collection``'s labels and save it as ``DSR_HOME/models/NAME``.
 

@@ -3,7 +3,7 @@
 ``dsr train``'s flags (``--max-steps``...), :func:`dsr.train`'s keyword arguments,
 their checks (exit 2 naming the setting) and the model card's parameters all come
 from :data:`PARAMS`. A setting whose default depends on the recipe (``query``,
-``batch_size``, ``max_length``, ``max_steps``, ``save_steps``) is declared with
+``batch_size``, ``max_length``, ``max_steps``, ``save_steps``, ``lr``, ``batching``) is declared with
 default ``None``; :data:`RECIPES` fills it for ``model_type``.
 """
 
@@ -20,6 +20,8 @@ from dsr.training.pairs import TARGETS
 
 DEFAULT_BASE = "all-MiniLM-L6-v2"
 MODEL_TYPES = ("bi-encoder", "cross-encoder")
+#: the bi-encoder recipe's losses
+LOSSES = ("mnrl", "gist")
 DEFAULT_MODEL_TYPE = "bi-encoder"
 
 #: the model: what is trained, from what, on which query and candidate text
@@ -34,6 +36,11 @@ MODEL = (
     Param("text", "body", "str", "what a candidate's text is in training (a cross-encoder: body or "
           "'title: body'); the card records it and `dsr run`/`dsr rerank` read candidates so",
           choices=TEXT_FORMS),
+    Param("loss", "mnrl", "str", "bi-encoder loss: mnrl (MultipleNegativesRankingLoss) or gist "
+          "(GISTEmbedLoss: in-batch negatives the guide model scores above the positive are "
+          "masked)", choices=LOSSES),
+    Param("guide", None, "str", "with loss gist: the guide model (default: the base model, "
+          "zero-shot)", metavar="MODEL"),
     Param("context", None, "int", "with text 'title: previous [SEP] body [SEP] next': neighbouring "
           "sentences on each side (default 1; the card records it)", low=1, high=20, metavar="N"),
     Param("documents", None, "str", "with the context text form: the documents' folder (CMU_DoG: "
@@ -49,9 +56,9 @@ DATA = (
           "-1 keeps all)", low=-1, metavar="R"),
     Param("random_negatives", 0, "int", "cross-encoder: random sentences from other dialogues "
           "added as negatives, per dialogue", low=0, metavar="N"),
-    Param("hard_negatives", None, "str", "cross-encoder: a bi-encoder (a model name or dsr:NAME) "
-          "that picks the in-list negatives: drawn among the non-relevant candidates it ranks "
-          "highest (its top --hard-depth) rather than among all of them", metavar="MODEL"),
+    Param("hard_negatives", None, "str", "a bi-encoder (a model name or dsr:NAME) that picks the "
+          "pool negatives: drawn among the non-relevant candidates it ranks highest (its top "
+          "--hard-depth) rather than among all of them", metavar="MODEL"),
     Param("hard_depth", 10, "int", "with hard_negatives: how deep in the miner's ranking of a "
           "dialogue's non-relevant candidates negatives are drawn", low=1, metavar="N"),
     Param("targets", "binary", "str", "cross-encoder: binary (label > 0 -> 1) or graded (label / "
@@ -77,16 +84,20 @@ OPTIMISATION = (
     Param("epochs", 1.0, "float", "passes over the training data", above=0),
     Param("batch_size", None, "int", "examples per step (default: 32 bi-encoder, 16 "
           "cross-encoder)", low=1, metavar="N"),
-    Param("max_length", None, "int", "word pieces of query + sentence (cross-encoder, default "
-          "128) or of one text (bi-encoder, default: the base model's max sequence length)",
+    Param("max_length", None, "int", "word pieces of query + sentence (cross-encoder) or of one "
+          "text (bi-encoder); default 128 for both",
           low=8, metavar="L"),
-    Param("lr", 5e-5, "float", "peak learning rate", above=0),
+    Param("lr", None, "float", "peak learning rate (default: 1e-4 bi-encoder, 5e-5 cross-encoder)",
+          above=0),
     Param("warmup", 0.1, "float", "linear warm-up: a fraction of the steps when < 1, else steps",
           low=0, metavar="W"),
     Param("max_steps", None, "int", "stop after N optimiser steps (-1: run all epochs; default "
-          "120 bi-encoder, 400 cross-encoder)", low=-1, metavar="N"),
+          "56 bi-encoder, 400 cross-encoder)", low=-1, metavar="N"),
     Param("save_steps", None, "int", "checkpoint every N steps (the last two are kept until the "
           "end)", low=1, metavar="N"),
+    Param("batching", None, "str", "bi-encoder: random (no-duplicate batches) or by-length "
+          "(the same, each batch re-cut among examples of similar length: less padding; the "
+          "bi-encoder's default; a cross-encoder's is random)", choices=("random", "by-length")),
     Param("precision", "auto", "str", "auto: bf16 autocast where the CPU (amx_bf16, avx512_bf16) or "
           "GPU has bf16 units, else fp32; bf16 insists (refused without such units); the card "
           "records the choice", choices=("auto", "bf16", "fp32")),
@@ -99,12 +110,13 @@ PARAMS = (*MODEL, *DATA, *OPTIMISATION)
 GROUPS = {"model": MODEL, "data": DATA, "optimisation": OPTIMISATION}
 
 #: what each recipe defaults to where a setting is declared without a default
-#: (max_length None for a bi-encoder: the base model's own max sequence length)
 RECIPES: dict[str, dict[str, Any]] = {
     "cross-encoder": {"query": "weighted", "batch_size": 16, "max_steps": 400, "max_length": 128,
-                      "save_steps": 100},
-    "bi-encoder": {"query": "title+recent", "batch_size": 32, "max_steps": 120, "max_length": None,
-                   "save_steps": 60},
+                      "save_steps": 100, "lr": 5e-5, "batching": "random"},
+    # issue 34: 56 steps of 32 at 128 word pieces, batches of similar length (135 s on 2 cores
+    # against 1,302 s for the earlier 120 steps at the model's 256; docs/training.md, "Speed")
+    "bi-encoder": {"query": "title+recent", "batch_size": 32, "max_steps": 56, "max_length": 128,
+                   "save_steps": 28, "lr": 1e-4, "batching": "by-length"},
 }
 
 #: the checked settings of one training (fields: PARAMS' names)
@@ -128,7 +140,12 @@ def resolve_settings(given: Mapping[str, Any]) -> Any:
     if values["model_type"] != "bi-encoder" and values["text"] == CONTEXT_FORM:
         raise InputError(f"text {CONTEXT_FORM!r} applies to bi-encoder training only (a "
                          "cross-encoder reads 'body' or 'title: body')", field="text")
-    if values["model_type"] != "cross-encoder" and values["hard_negatives"] is not None:
-        raise InputError("hard_negatives applies to cross-encoder training only (the bi-encoder "
-                         "recipe's negatives are its pool's and the batch's)", field="hard_negatives")
+    if values["model_type"] != "bi-encoder" and values["batching"] != "random":
+        raise InputError("batching applies to bi-encoder training only", field="batching")
+    if values["model_type"] != "bi-encoder" and (values["loss"] != "mnrl" or values["guide"]):
+        raise InputError("loss and guide apply to bi-encoder training only (a cross-encoder "
+                         "trains with binary cross-entropy)", field="loss" if values["loss"] != "mnrl"
+                         else "guide")
+    if values["guide"] is not None and values["loss"] != "gist":
+        raise InputError("guide applies to loss 'gist' only", field="guide")
     return TrainSettings(**values)

@@ -361,3 +361,79 @@ def test_training_drops_conversations_that_an_evaluation_split_holds(data, tiny,
     assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny),
                  "--eval-source", str(tmp_path / "nowhere"), *TRAIN_FLAGS]) == 2
     assert "--eval-source" in capsys.readouterr().err
+
+
+def test_bi_encoder_second_round_draws_negatives_from_the_miners_top(data, tiny, home, monkeypatch):
+    """--hard-negatives for a bi-encoder: each triplet's negative is among the miner's
+    highest-ranked non-relevant candidates (depth 1: exactly its top one)."""
+    from dsr.collections import load_collection
+    from dsr.training.biencoder import make_triplets
+
+    dialogues = load_collection(str(data["train"])).dialogues
+    ranked = {d.id: [c.id for c in reversed(d.candidates)] for d in dialogues}   # miner: list reversed
+    triplets, _ = make_triplets(dialogues, lambda d: d.id, seed=3, ranked=ranked, depth=1)
+    last_negative = {d.id: next(c.body for c in reversed(d.candidates) if c.label <= 0) for d in dialogues}
+    assert triplets and all(t.negative == last_negative[t.dialogue] for t in triplets)
+    pool, _ = make_triplets(dialogues, lambda d: d.id, seed=3)
+    assert any(t.negative != last_negative[t.dialogue] for t in pool)   # without a miner: any negative
+
+    monkeypatch.setenv("DSR_HOME", str(home))
+    assert main(["train", str(data["train"]), "--name", "bi-round2", "--base", str(tiny),
+                 "--hard-negatives", "dsr:bi", "--hard-depth", "2", *TRAIN_FLAGS]) == 0
+    card = json.loads((home / "models" / "bi-round2" / "dsr_model.json").read_text())
+    assert card["parameters"]["hard_negatives"] == "dsr:bi" and card["parameters"]["hard_depth"] == 2
+    data_card = card["training_data"]
+    assert data_card["hard_negatives"] == data_card["pairs"] > 0
+    assert data_card["hard_negative_miner"]["depth"] == 2 and "mined hard" in card["recipe"]
+
+
+def test_gist_loss_is_guided_by_the_base_model(data, tiny, home, monkeypatch, capsys):
+    monkeypatch.setenv("DSR_HOME", str(home))
+    assert main(["train", str(data["train"]), "--name", "bi-gist", "--base", str(tiny), "--loss", "gist",
+                 *TRAIN_FLAGS]) == 0
+    card = json.loads((home / "models" / "bi-gist" / "dsr_model.json").read_text())
+    assert card["parameters"]["loss"] == "GISTEmbedLoss" and "GISTEmbedLoss" in card["recipe"]
+    assert card["parameters"]["guide"]["spec"] == str(tiny)
+    assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny), "--guide", str(tiny),
+                 *TRAIN_FLAGS]) == 2
+    assert "guide" in capsys.readouterr().err
+    assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny), "--model-type",
+                 "cross-encoder", "--loss", "gist", *TRAIN_FLAGS]) == 2
+
+
+def test_length_grouped_batches_keep_every_example_once_without_duplicates():
+    import datasets
+    import torch
+
+    from dsr.training.batching import LengthGroupedBatchSampler, cut_batches
+
+    rng = random.Random(5)
+    shared = "a sentence that two examples share"
+    rows = {"anchor": [" ".join(["w"] * rng.randint(1, 60)) + f" q{i}" for i in range(200)],
+            "positive": [shared if i % 50 == 0 else f"p{i}" for i in range(200)],
+            "negative": [f"n{i}" for i in range(200)]}
+    def sampler():
+        return LengthGroupedBatchSampler(datasets.Dataset.from_dict(rows), batch_size=16, drop_last=False,
+                                         generator=torch.Generator(), seed=3)
+
+    batches = list(sampler())
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(200))                       # every example, once
+    for b in batches:
+        texts = [t for i in b for t in (rows["anchor"][i], rows["positive"][i], rows["negative"][i])]
+        assert len(texts) == len(set(texts))                      # no text twice in a batch
+    assert sum(len(b) != 16 for b in batches) <= 3                # leftovers go to the next window
+    spread = [max(len(rows["anchor"][i]) for i in b) - min(len(rows["anchor"][i]) for i in b) for b in batches]
+    assert np.mean(spread) < 60                                   # random batches: ~110 characters apart
+    assert batches == list(sampler())                             # deterministic for a seed
+    assert cut_batches([0, 1, 2], [{"x"}, {"x"}, {"y"}], 2, 2) == ([[0, 2], [1]], [])
+    assert cut_batches([0, 1, 2], [{"x"}, {"x"}, {"x"}], 2, 2) == ([[0], [1]], [2])   # no room: left over
+
+
+def test_by_length_batching_trains_and_is_recorded(data, tiny, home, monkeypatch):
+    monkeypatch.setenv("DSR_HOME", str(home))
+    assert main(["train", str(data["train"]), "--name", "bi-bylength", "--base", str(tiny), "--batching",
+                 "by-length", *TRAIN_FLAGS]) == 0
+    card = json.loads((home / "models" / "bi-bylength" / "dsr_model.json").read_text())
+    assert card["parameters"]["batching"] == "by-length" and "grouped by length" in card["parameters"]["batch_sampler"]
+    assert card["training"]["steps"] == 4

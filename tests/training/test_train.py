@@ -375,3 +375,18 @@ def test_a_bad_setting_names_the_parameter_in_python_and_the_flag_on_the_command
                  "cross-encoder", flag, str(value)]) == 2
     assert f"field '{flag}'" in capsys.readouterr().err
     assert not (dsr_home / "models").exists()
+
+
+def test_each_recipe_fills_its_own_defaults():
+    from dsr.core.errors import InputError
+    from dsr.training.settings import resolve_settings
+
+    bi = resolve_settings({})
+    assert (bi.model_type, bi.max_steps, bi.batch_size, bi.max_length, bi.lr, bi.batching) == (
+        "bi-encoder", 56, 32, 128, 1e-4, "by-length")     # issue 34's recipe under 5 minutes
+    ce = resolve_settings({"model_type": "cross-encoder"})
+    assert (ce.max_steps, ce.batch_size, ce.max_length, ce.lr, ce.batching) == (400, 16, 128, 5e-5, "random")
+    assert resolve_settings({"lr": 3e-5, "batching": "random"}).lr == 3e-5
+    with pytest.raises(InputError) as err:
+        resolve_settings({"model_type": "cross-encoder", "batching": "by-length"})
+    assert err.value.field == "batching"

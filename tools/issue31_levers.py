@@ -1,0 +1,265 @@
+"""Judge every training lever of issue 31 by the project's rule (``dsr decide``), in one command.
+
+    python tools/issue31_levers.py --home /work/train-out --out /work/train-out/levers --write
+
+For each lever (:data:`LEVERS`: a model trained by ``dsr train`` into ``HOME/models/NAME``,
+a zero-shot model, or a fusion of two levers' runs) it writes two run files under
+``OUT/runs``: CMU_DoG valid (silver labels, 502 points: ``dsr run cmu_dog --split valid``) and
+all 405 points of the judged development set (``dsr data build cmu_dog_dev --param points=all``
+then ``dsr run`` over that file), each ranked with the query strategy and candidate text of the
+model's card. A run already there and newer than its model is reused, so a re-run after new
+grades land costs only ``dsr decide`` (seconds): the dev runs rank every point, graded or not,
+and ``dsr decide cmu_dog cmu_dog_dev`` measures the graded ones with the grades of the day.
+
+Then it runs ``dsr decide`` (the default lever against every other one present, Holm over
+them) and prints the table and the decision with the date, the machine and the load. With
+``--write`` the table replaces the generated block of docs/results.md (section "Issue 31") and
+docs/training.md (the levers' table). Levers whose model is missing are listed as not trained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
+
+from benchinfo import cpu_model  # noqa: E402
+
+BEGIN, END = "<!-- issue31-levers:begin (tools/issue31_levers.py) -->", "<!-- issue31-levers:end -->"
+ZERO_SHOT = {"query": "title+recent", "text": "title: body"}
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One pipeline the rule judges: a trained model (``dsr:NAME``), a model name, or a fusion."""
+
+    name: str
+    what: str
+    args: str = ""                       # the `dsr train` arguments beyond the default recipe
+    model: str | None = None             # default: dsr:NAME
+    fuse: tuple[str, ...] = field(default=())
+
+    @property
+    def spec(self) -> str:
+        return self.model or f"dsr:{self.name}"
+
+
+FAST = "--max-length 128 --max-steps 56 --lr 1e-4 --batching by-length"
+#: every lever, the current default recipe first (the rule's baseline: `fast`, the default since
+#: issue 34); all trained with `--text "title: body"`. `default` is the earlier default recipe: if it
+#: passes the rule against `fast`, the faster recipe lost dev figures and should be reverted.
+LEVERS = (
+    Lever("fast", "the default recipe since issue 34, shorter and fewer: batches of similar length "
+          "(less padding), max length 128 (the 1–2 % of queries longer are cut to their recent "
+          "turns), 56 steps of 32 at lr 1e-4", FAST),
+    Lever("default", "the earlier default recipe: MNRL, one pool negative, 120 steps of 32, lr 5e-5, "
+          "the model's 256 word pieces, random batches", "--max-steps 120 --lr 5e-5 --max-length 256 --batching random"),
+    Lever("zero-shot", "all-MiniLM-L6-v2 untrained", model="all-MiniLM-L6-v2"),
+    Lever("fast120", "the earlier default's 120 steps of 32 and learning rate, with fast's batches of "
+          "similar length and max length 128", "--max-steps 120 --lr 5e-5 --max-length 128 --batching by-length"),
+    Lever("fast-hardneg", "fast, the pool negative mined by `default` (its top 10 non-relevant): "
+          "a second round", FAST + " --hard-negatives dsr:default --hard-depth 10"),
+    Lever("fast-gist", "fast with GISTEmbedLoss, the zero-shot model as guide",
+          FAST + " --loss gist"),
+    Lever("fast-seed7", "fast, seed 7", FAST + " --seed 7"),
+    Lever("fast-ens2", "seed ensemble: fast + fast-seed7 fused (interp 0.5, min-max)",
+          fuse=("fast", "fast-seed7")),
+    Lever("fast-epoch", "all turns: fast for one whole epoch of CMU_DoG train (7,046 points) "
+          "instead of 1,792 of them", "--max-length 128 --lr 1e-4 --batching by-length --max-steps -1 --epochs 1"),
+    Lever("mpnet", "all-mpnet-base-v2 base (a named, non-default recipe; `tools/all_mpnet_base_v2.sh "
+          "DIR` fetches it): 4 steps measured at ~16 s a step: ~15 min for 56 steps, ~32 min for 120",
+          "--base DIR/all-mpnet-base-v2"),
+)
+
+
+def dsr(*args: str, json_out: bool = False):
+    """Run the `dsr` command beside this interpreter; its stdout (parsed with ``json_out``)."""
+    exe = str(Path(sys.executable).with_name("dsr"))
+    done = subprocess.run([exe, *args], text=True, capture_output=True)
+    if done.returncode != 0:
+        raise SystemExit(f"dsr {' '.join(args)} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout) if json_out else done.stdout
+
+
+def card_of(home: Path, lever: Lever) -> dict | None:
+    path = home / "models" / lever.name / "dsr_model.json"
+    return json.loads(path.read_text()) if lever.model is None and path.is_file() else None
+
+
+def fresh(run: Path, since: float) -> bool:
+    return run.is_file() and run.stat().st_mtime >= since
+
+
+def rank(lever: Lever, card: dict | None, paths: dict[str, Path], runs: Path) -> dict[str, float]:
+    """The lever's two runs (silver valid, all dev points), made where missing or stale;
+    seconds each ranking took (0 when reused)."""
+    params = ZERO_SHOT if card is None else {"query": card.get("query") or "title+recent",
+                                              "text": card.get("text") or "body"}
+    since = 0.0 if card is None else (paths["home"] / "models" / lever.name / "dsr_model.json").stat().st_mtime
+    took = {}
+    for label_set, target in (("silver", ["cmu_dog", "--source", str(paths["source"]), "--split", "valid"]),
+                              ("dev", [str(paths["dev_all"])])):
+        out = runs / f"{lever.name}.{label_set}.run"
+        started, took[label_set] = time.monotonic(), 0.0
+        if not fresh(out, since):
+            dsr("run", *target, "--ranker", "dense", "--query", params["query"], "--param",
+                f"model={lever.spec}", f"text={params['text']}", "--out", str(out))
+            took[label_set] = round(time.monotonic() - started, 1)
+    return took
+
+
+def fuse(lever: Lever, runs: Path) -> bool:
+    """The fusion lever's runs from its parts' (False when a part is missing)."""
+    for label_set in ("silver", "dev"):
+        parts = [runs / f"{p}.{label_set}.run" for p in lever.fuse]
+        if not all(p.is_file() for p in parts):
+            return False
+        out = runs / f"{lever.name}.{label_set}.run"
+        if not fresh(out, max(p.stat().st_mtime for p in parts)):
+            dsr("fuse", *map(str, parts), "--method", "interp", "--param", "weight=0.5", "--out", str(out))
+    return True
+
+
+def training_row(home: Path, card: dict | None) -> dict:
+    """What the card says of the training: seconds, steps, precision and the load logged."""
+    if card is None:
+        return {}
+    t = card["training"]
+    log = home / "logs" / f"{card['name']}.log"
+    loads = re.findall(r"load average: ([\d.]+)", log.read_text()) if log.is_file() else []
+    return {"train_s": t["wall_seconds"], "steps": t["steps"], "loss": t.get("train_loss"),
+            "precision": (t.get("precision") or {}).get("used", "fp32"),
+            "batch": card["parameters"]["batch_size"], "max_length": card["max_length"],
+            "load": "–".join(loads[:2]) if loads else None,
+            "dropped": (card["training_data"]["selection"].get("evaluation_overlap") or {}).get("dropped_dialogues")}
+
+
+def judge(args) -> dict:
+    """Make the runs, run `dsr decide`; everything the report needs."""
+    runs = args.out / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    paths = {"home": args.home, "source": args.source, "dev_all": args.out / "dev-all.jsonl"}
+    if not paths["dev_all"].is_file():
+        dsr("data", "build", "cmu_dog_dev", "--source", str(args.source), "--param", "points=all",
+            "--out", str(paths["dev_all"]))
+    present, rows = [], {}
+    for lever in LEVERS:
+        card = card_of(args.home, lever)
+        if lever.fuse:
+            ok = fuse(lever, runs)
+        elif lever.model is None and card is None:
+            ok = False
+        else:
+            rows.setdefault(lever.name, {})["rank_s"] = rank(lever, card, paths, runs)
+            ok = True
+        rows.setdefault(lever.name, {}).update(training_row(args.home, card), present=ok)
+        if ok:
+            present.append(lever)
+    specs = [f"{lv.name}={runs / (lv.name + '.silver.run')},{runs / (lv.name + '.dev.run')}" for lv in present]
+    command = ["decide", "cmu_dog", "cmu_dog_dev", "--silver-source", str(args.source), "--silver-split",
+               "valid", "--dev-source", str(args.source), "--default", specs[0], *specs[1:]]
+    return {"decision": dsr(*command, "--json", json_out=True), "text": dsr(*command), "rows": rows,
+            "command": "dsr " + " ".join(command), "runs": str(runs),
+            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": machine(), "load": ", ".join(f"{x:.2f}" for x in os.getloadavg())}
+
+
+def machine() -> str:
+    name, units = cpu_model()
+    return f"{name} ({', '.join(units) or 'no VNNI/AMX/bf16 flags'}), {os.cpu_count()} vCPUs, {platform.system()}"
+
+
+def cell(row: dict | None) -> str:
+    if row is None:
+        return "–"
+    text = f"{row['mean']:.4f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    if "diff" in row:
+        p = "/".join("<.001" if v is not None and v < 0.001 else f"{v:.3f}" if v is not None else "n/a"
+                     for v in (row["t_holm"], row["perm_holm"]))
+        text += f" {row['diff']:+.4f} (p {p}){' ▲' if row['better'] else ''}"
+    return text
+
+
+def table(result: dict) -> list[str]:
+    """The levers' markdown table: every lever, judged or not trained."""
+    d = result["decision"]
+    lines = [f"| lever | what (`dsr train` arguments) | training s (steps, load) | judged dev nDCG@5 "
+             f"({d['topics']['dev']}) | silver valid nDCG@5 ({d['topics']['silver']}) | helped by the rule |",
+             "|---|---|---:|---|---|---|"]
+    for lever in LEVERS:
+        row = result["rows"].get(lever.name, {})
+        judged = d["rows"].get(lever.name)
+        train = (f"{row['train_s']:.0f} ({row['steps']}, load {row['load'] or '?'})" if row.get("train_s")
+                 else "–")
+        helped = ("default" if lever.name == d["default"] else "**yes**" if lever.name in d["passed"]
+                  else "no" if judged else "not trained")
+        what = lever.what + (f" (`{lever.args}`)" if lever.args else "")
+        lines.append(f"| {lever.name} | {what} | {train} | {cell(judged and judged['dev'])} | "
+                     f"{cell(judged and judged['silver'])} | {helped} |")
+    return lines
+
+
+def block(result: dict, with_rule: bool) -> str:
+    d = result["decision"]
+    head = [BEGIN, "", f"Generated by `python tools/issue31_levers.py --write` on {result['date']}; machine: "
+            f"{result['machine']}; load average at the end {result['load']}. nDCG@5, mean [95 % bootstrap "
+            "CI]; Δ to the default and Holm-adjusted p (t / sign-flip); ▲ better by both tests on that "
+            "label set. Silver valid: no conversation of it was trained on (training drops them).", ""]
+    body = table(result) + ["", f"**Decision:** {d['reason']}", ""]
+    if with_rule:
+        body += ["```", result["command"].replace(result["runs"] + "/", "runs/").replace(
+            str(ROOT.parent), ".."), "```", "", "```",
+                 result["text"].rstrip(), "```", ""]
+    return "\n".join(head + body + [END])
+
+
+def write(doc: Path, text: str, after: str) -> None:
+    """Replace the generated block of ``doc`` (or put it after the heading ``after``)."""
+    old = doc.read_text(encoding="utf-8")
+    if BEGIN in old:
+        start, stop = old.index(BEGIN), old.index(END) + len(END)
+        new = old[:start] + text + old[stop:]
+    else:
+        at = old.index(after) + len(after)
+        nl = old.index("\n", at) + 1
+        new = old[:nl] + "\n" + text + "\n" + old[nl:]
+    doc.write_text(new, encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--home", type=Path, default=Path("/work/train-out"),
+                        help="the DSR_HOME the levers were trained in (models/NAME, logs/NAME.log)")
+    parser.add_argument("--source", type=Path, default=ROOT.parent / "shared" / "data" / "cmu_dog")
+    parser.add_argument("--out", type=Path, default=None, help="runs and results (default HOME/levers)")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/results.md "
+                        "and docs/training.md")
+    args = parser.parse_args(argv)
+    args.home, args.source = args.home.resolve(), args.source.resolve()
+    args.out = (args.out or args.home / "levers").resolve()
+    os.environ["DSR_HOME"] = str(args.home)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    result = judge(args)
+    (args.out / "levers.json").write_text(json.dumps(result, indent=1) + "\n")
+    print(result["text"])
+    print("\n".join(table(result)))
+    if args.write:
+        write(ROOT / "docs" / "results.md", block(result, True), "reused) and rewrites this table.")
+        write(ROOT / "docs" / "training.md", block(result, False), "generated by that command (`--write`):")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
