@@ -383,7 +383,9 @@ def test_each_recipe_fills_its_own_defaults():
 
     bi = resolve_settings({})
     assert (bi.model_type, bi.max_steps, bi.batch_size, bi.max_length, bi.lr, bi.batching) == (
-        "bi-encoder", 56, 32, 128, 1e-4, "by-length")     # issue 34's recipe under 5 minutes
+        "bi-encoder", 120, 32, None, 5e-5, "random")      # the default the rule kept (issue 31)
+    fast = resolve_settings({"max_steps": 56, "max_length": 128, "lr": 1e-4, "batching": "by-length"})
+    assert (fast.max_steps, fast.max_length, fast.batching) == (56, 128, "by-length")   # issue 34's faster one
     ce = resolve_settings({"model_type": "cross-encoder"})
     assert (ce.max_steps, ce.batch_size, ce.max_length, ce.lr, ce.batching) == (400, 16, 128, 5e-5, "random")
     assert resolve_settings({"lr": 3e-5, "batching": "random"}).lr == 3e-5
