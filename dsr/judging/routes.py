@@ -240,15 +240,24 @@ def _api_grade(request: Request, raw: bytes):
     return {"item": body["item"], "grade": None if unsure else grade, "unsure": unsure, "new": new}
 
 
+def _api_caller(request: Request, name: str):
+    """(assessor, campaign, None) for a bearer token's request on a campaign, else the 401 or
+    404 answer as the third item."""
+    assessor, _ = api_assessor(request)
+    if assessor is None:
+        return None, None, JSONResponse({"error": "missing or wrong token"}, status_code=401)
+    campaign = _campaign(request, name)
+    if campaign is None:
+        return assessor, None, JSONResponse({"error": "no such campaign"}, status_code=404)
+    return assessor, campaign, None
+
+
 @router.get("/judge/api/campaigns/{name}/tasks")
 def judge_api_tasks(request: Request, name: str):
     """The asking assessor's tasks: seq, size, graded, and the item keys in order."""
-    assessor, _ = api_assessor(request)
-    if assessor is None:
-        return JSONResponse({"error": "missing or wrong token"}, status_code=401)
-    campaign = _campaign(request, name)
-    if campaign is None:
-        return JSONResponse({"error": "no such campaign"}, status_code=404)
+    assessor, campaign, refused = _api_caller(request, name)
+    if refused is not None:
+        return refused
     from dsr.judging.models import JudgeTask
 
     out = []
@@ -265,12 +274,9 @@ def judge_api_task(request: Request, name: str, seq: int):
     """One of the asking assessor's tasks as the page shows it: the dialogue's title, turns and
     who speaks next, and each sentence's key, document title, text and the assessor's own
     grade. Nothing else: no pool order, no run, no other assessor's grade, no mark on checks."""
-    assessor, _ = api_assessor(request)
-    if assessor is None:
-        return JSONResponse({"error": "missing or wrong token"}, status_code=401)
-    campaign = _campaign(request, name)
-    if campaign is None:
-        return JSONResponse({"error": "no such campaign"}, status_code=404)
+    assessor, campaign, refused = _api_caller(request, name)
+    if refused is not None:
+        return refused
     try:
         view = task_view(judging(request), assessor, campaign, seq)
     except Refused as refused:
