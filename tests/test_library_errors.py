@@ -23,13 +23,7 @@ COMMAND = re.compile(r"`dsr [^`]*`")
 
 #: messages in areas other branches were rewriting when this rule came (issue 33); each is
 #: (file, a flag it names); remove an entry once its message names the parameter
-KNOWN = {
-    ("dsr/board/scoring.py", "--min-dialogues"),
-    ("dsr/training/biencoder.py", "--split"),
-    ("dsr/training/pairs.py", "--split"),
-    ("dsr/training/finetune.py", "--precision"),
-    ("dsr/training/recipe.py", "--overwrite"),
-}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def library_files():

@@ -150,7 +150,7 @@ def publishable_subsets(subsets: dict[str, np.ndarray], minimum: int
     total = len(subsets["all"])
     if total < minimum:
         raise InputError(f"the phase has {total} dialogues, fewer than the {minimum} every mean of "
-                         "a hidden phase must cover: add dialogues or lower --min-dialogues",
+                         "a hidden phase must cover: add dialogues or lower `min_dialogues`",
                          field="min_dialogues")
     fits = lambda n: n >= minimum and (total - n >= minimum or n == total)  # noqa: E731
     own = {k: v for k, v in subsets.items() if k != "all"}

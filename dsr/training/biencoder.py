@@ -95,7 +95,7 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
         triplets.append(Triplet(query(d), render(positive), render(negative), d.id))
     if not triplets:
         raise InputError(f"{source}: no dialogue has both a relevant and a non-relevant candidate, "
-                         "so there is nothing to learn from; check the labels or the --split",
+                         "so there is nothing to learn from; check the labels or the `split`",
                          field="candidates[].label")
     return triplets, {"triplets": len(triplets), "dialogues_without_positive": without_positive,
                       "dialogues_without_negative": without_negative}

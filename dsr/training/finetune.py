@@ -91,8 +91,8 @@ def resolve_precision(requested: str = "auto") -> dict[str, str]:
     if units:
         return {"requested": requested, "used": "bf16", "why": f"bf16 units: {where}"}
     if requested == "bf16":
-        raise InputError(f"--precision bf16 needs bf16 units (a CPU with amx_bf16 or avx512_bf16, or a "
-                         f"CUDA GPU with bf16), and this machine has none ({where}): use --precision "
+        raise InputError(f"`precision` bf16 needs bf16 units (a CPU with amx_bf16 or avx512_bf16, or a "
+                         f"CUDA GPU with bf16), and this machine has none ({where}): use `precision` "
                          "fp32 or auto", field="precision")
     return {"requested": requested, "used": "fp32", "why": f"no bf16 units: {where}"}
 

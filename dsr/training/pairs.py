@@ -101,7 +101,7 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
     max_label = max((c.label for d in dialogues for c in d.candidates), default=0)
     if max_label <= 0:
         raise InputError(f"{source}: no dialogue has a relevant candidate (every label is 0), "
-                         "so there is nothing to learn from; check the labels or the --split",
+                         "so there is nothing to learn from; check the labels or the `split`",
                          path=source if source.endswith((".jsonl", ".json")) else None,
                          field="candidates[].label")
     pool = _sentence_pool(dialogues, text)

@@ -72,7 +72,7 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
     final = models_dir() / name
     recover_folder(final)  # a swap of NAME cut by a kill: finished or undone first
     if final.exists() and not settings.overwrite:
-        raise InputError(f"model {name!r} already exists at {final}; overwrite it (--overwrite) "
+        raise InputError(f"model {name!r} already exists at {final}; overwrite it (`overwrite`) "
                          "or choose another name", field="name")
     job = Job(name, final, resolve_base(settings.base), str(source) if source else None, split)
     spec = None if isinstance(collection, Collection) else str(collection)
