@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dsr.collections import cmu_dog_dev  # noqa: E402
+from dsr.core.atomic import atomic_write, write_json  # noqa: E402
 from dsr.judging.assessor_agreement import cohen, twice_graded_kappa  # noqa: E402
 from dsr.judging.campaign_report import outcome  # noqa: E402
 from dsr.judging.campaigns import Judging  # noqa: E402
@@ -78,7 +79,7 @@ def main(argv=None) -> int:
         summary["recheck"] = recheck(outcome(judging, args.recheck, args.method), records)
     _write_lines(args.points, records)
     _write_lines(assessments, lines)
-    summary_file.write_text(json.dumps(summary, indent=1, sort_keys=True, default=_plain) + "\n", encoding="utf-8")
+    write_json(summary_file, summary)
     twice = summary["twice_graded"]
     if args.recheck:
         agreed = summary["recheck"]["aggregated"]
@@ -138,16 +139,9 @@ def _fmt(value) -> str:
     return "undefined" if value is None else f"{value:.3f}"
 
 
-def _plain(value):
-    if hasattr(value, "item"):
-        return value.item()
-    raise TypeError(f"not JSON: {type(value).__name__}")
-
-
 def _write_lines(path: Path, rows) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(path)
+    with atomic_write(path) as handle:
+        handle.writelines(json.dumps(r, sort_keys=True) + "\n" for r in rows)
 
 
 if __name__ == "__main__":
