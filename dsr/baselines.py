@@ -62,6 +62,8 @@ from dsr.core.provenance import package_versions, sha256_file, slug, stamp
 from dsr.core.queries import STRATEGIES, check_strategy
 from dsr.core.run import Run
 from dsr.core.timing import StageTimer
+from dsr.evaluation.drawing import Drawing
+from dsr.evaluation.drawing import workers as drawing_workers
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
@@ -126,52 +128,57 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     """
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter()
-    with timer("load", str(getattr(collection, "name", collection) or "sigir2022 (default)")):
-        collection = _collection(collection, source, split)
-    out = Path(out or Path("out") / slug(collection.name, "run"))
-    # what out holds, replaced as a set (a file of yours in runs/ is refused, never deleted)
-    out_files = (*REPORT_FILES, "runs/*.run.gz", "runs/*.run.gz.json", "runs/*.run", "runs/*.run.json",
-                 "manifest.json")
-    out = check_replaceable(out, out_files, field="out")  # before the long work
-    strategies = _check_suite(collection, strategies, ce_query)
-    with timer("splits"):
-        splits = resolve_splits(collection, splits_file, n_splits, seed)
-    suite = Suite(collection, strategies, seed, timer, resolve_backend(backend))
-    # The runs are millions of small objects without cycles: the collector's passes over them
-    # were a sixth of a warm run's CPU (issue 34). Paused while they are built and measured;
-    # then kept out of its sight (frozen) while the report's figures, which do make cycles, are drawn.
-    with gc_paused():
-        suite.build(dense_model, trained_dense, cross_encoder, ce_query,
-                    skipped_reason or "skipped: no cross-encoder given")
-        with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
-            results = evaluate_runs(collection, suite.runs, measures, splits=splits,
-                                    families=suite.families, target=target, baseline=BASELINE,
-                                    test=test, seed=seed, run_info=suite.info, correction=correction,
-                                    family=family, ci=ci, all_pairs=all_pairs, primary=primary)
-            results.notes.extend(suite.notes)
-    command = command or ["dsr", "reproduce", collection.name]
-    asked = {"dense model": dense_model, "cross-encoder": cross_encoder,
-             "cross-encoder query": ce_query or "from the model card, else all"}
-    gc.freeze()
-    try:
-        report, manifest = _write_outputs(out, out_files, suite, results, timer, command, started, asked)
-    finally:
-        gc.unfreeze()
-    return {"results": results, "report": report, "manifest": manifest, "out": out}
+    # the figures' workers are forked now and import matplotlib while the runs are made
+    with drawing_workers() as drawers:
+        with timer("load", str(getattr(collection, "name", collection) or "sigir2022 (default)")):
+            collection = _collection(collection, source, split)
+        out = Path(out or Path("out") / slug(collection.name, "run"))
+        # what out holds, replaced as a set (a file of yours in runs/ is refused, never deleted)
+        out_files = (*REPORT_FILES, "runs/*.run.gz", "runs/*.run.gz.json", "runs/*.run", "runs/*.run.json",
+                     "manifest.json")
+        out = check_replaceable(out, out_files, field="out")  # before the long work
+        strategies = _check_suite(collection, strategies, ce_query)
+        with timer("splits"):
+            splits = resolve_splits(collection, splits_file, n_splits, seed)
+        suite = Suite(collection, strategies, seed, timer, resolve_backend(backend))
+        # The runs are millions of small objects without cycles: the collector's passes over them
+        # were a sixth of a warm run's CPU (issue 34). Paused while they are built and measured;
+        # then kept out of its sight (frozen) while the report's figures, which do make cycles, are drawn.
+        with gc_paused():
+            suite.build(dense_model, trained_dense, cross_encoder, ce_query,
+                        skipped_reason or "skipped: no cross-encoder given")
+            with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
+                results = evaluate_runs(collection, suite.runs, measures, splits=splits,
+                                        families=suite.families, target=target, baseline=BASELINE,
+                                        test=test, seed=seed, run_info=suite.info, correction=correction,
+                                        family=family, ci=ci, all_pairs=all_pairs, primary=primary)
+                results.notes.extend(suite.notes)
+        command = command or ["dsr", "reproduce", collection.name]
+        asked = {"dense model": dense_model, "cross-encoder": cross_encoder,
+                 "cross-encoder query": ce_query or "from the model card, else all"}
+        gc.freeze()
+        try:
+            report, manifest = _write_outputs(out, out_files, suite, results, timer, command, started, asked,
+                                              drawers)
+        finally:
+            gc.unfreeze()
+        return {"results": results, "report": report, "manifest": manifest, "out": out}
 
 
 def _write_outputs(out: Path, out_files: tuple[str, ...], suite: Suite, results, timer: StageTimer,
-                   command: list[str], started: float, asked: dict[str, Any]) -> tuple[dict, dict]:
+                   command: list[str], started: float, asked: dict[str, Any], drawers=None) -> tuple[dict, dict]:
     """Write the report, ``runs/`` and ``manifest.json`` into ``out`` as one set: built in a
     hidden sibling and swapped in, so a kill leaves the previous set or this one. Nothing in
     ``out`` is read back: warm runs reuse the caches under DSR_HOME (indexes, embeddings,
     cross-encoder scores). Returns the report's numbers and the manifest."""
     with atomic_dir(out, out_files, field="out") as staging:
         with timer("write", str(out)):
+            suite.modal_runs(results)
+            drawing = Drawing(results, drawers)   # the figures, drawn by workers while the runs are written
             written = suite.write_runs(staging / "runs", results, shown=Path("runs"))  # relative to out
             for name, entry in written.items():  # the report names each run file and its hash
                 results.run_info.setdefault(name, {}).update(entry)
-            write_report_files(results, staging, command=command, shown=out)
+            write_report_files(results, staging, command=command, shown=out, drawing=drawing)
             report = report_json(results, command)
         timer.seconds["total"] = round(time.perf_counter() - started, 3)
         manifest = _manifest(suite.collection, results, suite, written, timer, command, asked)
@@ -228,6 +235,7 @@ class Suite:
         self.bm25_default: dict[str, Any] = {}
         self.dense: dict[str, Any] = {}
         self.order = collection.initial_order()
+        self._modal: dict[str, Any] = {}
 
     def build(self, dense_model: str | None, trained_dense: str | None, cross_encoder: str | None,
               ce_query: str | None, skipped_reason: str) -> None:
@@ -268,12 +276,13 @@ class Suite:
         default = config_name({k: BM25Ranker.DEFAULTS[k] for k in grid})
         with self.timer("bm25", f"{len(self.strategies)} query strategies x {len(configs)} (k1, b)"):
             every: dict[str, Any] = {}
+            # one call for every strategy: the index is loaded once, each strategy's query terms made once
+            runs = iter(BM25Ranker.rank_many(self.collection, [
+                make_ranker("bm25", query=q, **params) for q in self.strategies for params in configs.values()]))
             for q in self.strategies:
                 family = {}
-                runs = BM25Ranker.rank_many(self.collection, [make_ranker("bm25", query=q, **params)
-                                                              for params in configs.values()])
-                for (name, params), run in zip(configs.items(), runs):
-                    family[name] = run
+                for name, params in configs.items():
+                    family[name] = run = next(runs)
                     every[config_name({"query": q, **params})] = run
                 self.families[f"BM25 ({q})"] = family
                 self.info[f"BM25 ({q})"] = {"ranker": "bm25", "grid": grid, "fixed": {"query": q}}
@@ -391,21 +400,25 @@ class Suite:
         shown = shown or folder
         for name, run in self.runs.items():
             written[name] = self._write(folder, name, run, {"system": name})
-        for family, configs in self.families.items():
-            system = results.systems[family]
-            counts = system.tuned.choice_counts()
-            modal = results.modal_config(family)
-            source = configs[modal]
-            run = source() if callable(source) else source
-            results.run_objects[family] = run   # the report's recall@k curve of the family
+        for family, run in self.modal_runs(results).items():
             written[family] = self._write(folder, family, run, {
-                "system": family, "config": modal, "chosen_on_val": counts,
+                "system": family, "config": results.modal_config(family),
+                "chosen_on_val": results.systems[family].tuned.choice_counts(),
                 "note": "the configuration chosen most often over the splits; each split's own "
                         "choice is in results.json"})
         for entry in written.values():
             entry["sha256"] = sha256_file(entry["path"])
             entry["path"] = str(shown / Path(entry["path"]).name)
         return written
+
+    def modal_runs(self, results) -> dict[str, Any]:
+        """Each family's configuration chosen most often over the splits, as a run (made
+        once), also in ``results.run_objects`` (the report's recall@k curve of the family)."""
+        for family, configs in self.families.items():
+            if family not in self._modal:
+                source = configs[results.modal_config(family)]
+                self._modal[family] = results.run_objects[family] = source() if callable(source) else source
+        return dict(self._modal)
 
     def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
         path = folder / f"{slug(name, 'run')}.run.gz"   # gzipped: 7x smaller; dsr reads it, `zcat` for trec_eval

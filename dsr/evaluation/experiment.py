@@ -13,6 +13,7 @@ import numpy as np
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
+from dsr.core.forked import forked_map
 from dsr.core.run import Run
 from dsr.evaluation import significance as sig
 from dsr.evaluation.measures import (
@@ -65,7 +66,7 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
                   n_resamples: int = sig.DEFAULT_RESAMPLES, seed: int = 0, alpha: float = sig.ALPHA,
                   run_info: Mapping[str, dict] | None = None, progress: bool = True,
                   correction: str = "holm", family: str = "runs", ci: str = "auto",
-                  all_pairs: bool = False, primary: str | None = None) -> Results:
+                  all_pairs: bool = False, primary: str | None = None, workers: int | None = None) -> Results:
     """Evaluate runs (and tune families per split) on a collection.
 
     * ``runs``: name -> Run, reported untuned (over all dialogues, and with
@@ -86,6 +87,8 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
       (added to the measures when missing; default: nDCG@5 when measured, else
       the first measure).
     * ``progress``: a progress bar, on a terminal only.
+    * ``workers``: processes measuring a tuning grid (default: one per CPU, at most 4,
+      or ``DSR_WORKERS``; 1: this process only). The values do not depend on it.
     """
     families = dict(families or {})
     correction_family = family      # ``family`` is reused below for each tuned family
@@ -96,8 +99,9 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
     topics = collection.ids
     index_by_subset = subset_indices(collection, subsets)
     measurer = _Measurer(Evaluator(qrels, measures, topics),
-                         len(runs) + sum(len(c) for c in families.values()), progress)
+                         len(runs) + sum(len(c) for c in families.values()), progress, workers)
     notes = _no_relevant_note(collection)
+    measurer.measure_all(runs, families)
     values = {name: measurer(run) for name, run in runs.items()}
     notes += _coverage_notes(collection, runs, values)
     info = {name: dict((run_info or {}).get(name, {})) or {"tag": runs[name].tag, "config": runs[name].config}
@@ -193,15 +197,22 @@ def _check_request(runs, families, measures, splits, target, test, correction="h
     return measures, target_name, primary_name
 
 
+#: a tuning grid of fewer configurations to measure is measured in this process
+MIN_FORKED_PIECES = 16
+
+
 class _Measurer:
     """The evaluator with a memo by run object (a run in ``runs`` and in a family is
-    measured once) and one progress bar over every run and configuration."""
+    measured once; a callable's values by its place) and one progress bar over every run
+    and configuration."""
 
-    def __init__(self, evaluator: Evaluator, jobs: int, progress: bool):
+    def __init__(self, evaluator: Evaluator, jobs: int, progress: bool, workers: int | None = None):
         from tqdm import tqdm
 
         self.evaluator = evaluator
+        self.workers = workers
         self.memo: dict[int, TopicValues] = {}
+        self.family_keys: list[int] = []
         # disable=None: only on a terminal, never in a log or CI output
         self.bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=None if progress else True,
                         leave=False)
@@ -210,11 +221,37 @@ class _Measurer:
         key = id(run)
         if key not in self.memo:
             self.memo[key] = self.evaluator(run)
-        self.bar.update(1)
         return self.memo[key]
 
-    def forget(self, run: Run) -> None:
-        self.memo.pop(id(run), None)
+    def measure_all(self, runs: Mapping[str, Run], families: Mapping[str, Mapping[str, ConfigSource]]) -> None:
+        """Measure every run and every configuration of ``families`` (a Run shared by several
+        once; each callable's run made, measured and let go), by forked workers
+        (:func:`dsr.core.forked.forked_map`) when there are enough of them, in this process
+        otherwise: the same values. :meth:`__call__` and :meth:`grid` then read them."""
+        sources = [*runs.values(), *(source for configs in families.values() for source in configs.values())]
+        keys = [id(s) if isinstance(s, Run) else -1 - k for k, s in enumerate(sources)]
+        by_key = dict(zip(keys, sources))
+        pieces = [key for key in by_key if key not in self.memo]
+
+        def work(i: int) -> TopicValues:
+            source = by_key[pieces[i]]
+            return self.evaluator(source if isinstance(source, Run) else source())
+
+        workers = self.workers if len(pieces) >= MIN_FORKED_PIECES else 1
+        for key, values in zip(pieces, forked_map(work, len(pieces), workers)):
+            self.memo[key] = values
+            self.bar.update(1)
+        self.bar.update(len(sources) - len(pieces))
+        self.family_keys = keys[len(runs):]
+
+    def grid(self, families: Mapping[str, Mapping[str, ConfigSource]]) -> dict[str, np.ndarray]:
+        """``{family: values}``, one (configuration, topic, measure) array per family, from
+        :meth:`measure_all`."""
+        out, start = {}, 0
+        for family, configs in families.items():
+            out[family] = np.stack([self.memo[key].values for key in self.family_keys[start:start + len(configs)]])
+            start += len(configs)
+        return out
 
     def close(self) -> None:
         self.bar.close()
@@ -253,17 +290,13 @@ def _untuned_systems(runs, values, families, index: SplitIndex, index_by_subset)
 def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: int) -> dict[str, System]:
     """Each family tuned per split on val by the target; callables are run, measured
     and let go, so a grid never sits in memory."""
-    systems = {}
     for family, configs in families.items():
         if not configs:
             raise InputError(f"family {family!r} has no configuration", field="families")
-        stack = []
-        for source in configs.values():
-            run = source if isinstance(source, Run) else source()
-            stack.append(measurer(run).values)
-            if not isinstance(source, Run):
-                measurer.forget(run)   # produced here, not shared: let it go
-        stack = np.stack(stack)
+    stacks = measurer.grid(families)
+    systems = {}
+    for family, configs in families.items():
+        stack = stacks[family]
         tuned = tune(index, list(configs), stack, target_j)
         systems[family] = System(family, "tuned", tuned.per_topic, tuned.test, tuned,
                                  {c: stack[k].mean(axis=0) for k, c in enumerate(configs)})

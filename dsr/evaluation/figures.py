@@ -33,6 +33,7 @@ Agg canvas, so nothing touches a global backend.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -441,18 +442,25 @@ def recall_figure(results):
     return fig
 
 
-def figures(results) -> dict[str, Any]:
-    """Every figure of a report, by file stem (``main``, ``measures``, ``subsets_M``,
-    ``diff_vs_baseline``, ``recall_at_k``)."""
+def figure_makers(results) -> dict[str, Callable[[], Any]]:
+    """What draws each figure of a report, by file stem (``main``, ``measures``,
+    ``subsets_M``, ``diff_vs_baseline``, ``recall_at_k``); a maker may give None (nothing
+    to draw)."""
     primary = results.primary_measure
-    out: dict[str, Any] = {"main": main_figure(results)}
+    out: dict[str, Callable[[], Any]] = {"main": lambda: main_figure(results)}
     if len(results.measures) > 1:
-        out["measures"] = measures_figure(results)
+        out["measures"] = lambda: measures_figure(results)
     if len(results.subsets) > 1:
-        out[f"subsets_{slug(primary)}"] = subsets_figure(results)
-    out["diff_vs_baseline"] = diff_figure(results)
-    out["recall_at_k"] = recall_figure(results)
-    return {k: v for k, v in out.items() if v is not None}
+        out[f"subsets_{slug(primary)}"] = lambda: subsets_figure(results)
+    out["diff_vs_baseline"] = lambda: diff_figure(results)
+    out["recall_at_k"] = lambda: recall_figure(results)
+    return out
+
+
+def figures(results) -> dict[str, Any]:
+    """Every figure of a report, by file stem (:func:`figure_makers`)."""
+    drawn = {stem: make() for stem, make in figure_makers(results).items()}
+    return {k: v for k, v in drawn.items() if v is not None}
 
 
 def plot(results, kind: str = "main", measure: str | None = None, subset: str | None = None):

@@ -46,7 +46,8 @@ from typing import Any
 
 from dsr.core.atomic import atomic_dir, atomic_write
 from dsr.core.provenance import package_versions, stamp
-from dsr.evaluation import definitions, figure_files, figures, latex, tables
+from dsr.evaluation import definitions, latex, tables
+from dsr.evaluation.drawing import Drawing
 from dsr.evaluation.results import Results, write_frame, write_per_topic
 
 
@@ -120,14 +121,18 @@ def write_report(results: Results, directory: str | Path, command: Sequence[str]
 
 
 def write_report_files(results: Results, directory: Path, command: Sequence[str] | None = None,
-                       shown: str | Path | None = None) -> list[str]:
+                       shown: str | Path | None = None, drawing: Drawing | None = None) -> list[str]:
     """Write the report's files into an existing folder (one at a time); returns their names.
     ``shown``: where the report will be read (the folder ``directory`` becomes): paths
     inside it are written relative to it, any other path as its file's name
-    (:func:`public`), so no report carries a local path, user or host name."""
+    (:func:`public`), so no report carries a local path, user or host name. The figures
+    are drawn by worker processes (``drawing``: started by the caller, else here)."""
     base = shown if shown is not None else directory
-    drawn = figures.figures(results)
-    captions = {stem: figures.caption(fig) for stem, fig in drawn.items()}
+    drawing = drawing or Drawing(results)
+    write_per_topic(results, directory / "per_topic.parquet")
+    if results.splits is not None:
+        write_frame(results.split_frame(), directory / "per_split.parquet")
+    captions, images = drawing.result()   # with the intervals of the means the tables show too
     systems = definitions.system_definitions(results)
     texts = {
         "results.md": public(_markdown(results, captions, systems), base),
@@ -143,18 +148,13 @@ def write_report_files(results: Results, directory: Path, command: Sequence[str]
         texts["comparison.csv"] = tables.frame_csv(tables.comparison_frame(results))
     if results.pairs is not None:
         texts["pairs.csv"] = tables.frame_csv(tables.pairs_frame(results))
-    images = {}
-    for stem, fig in drawn.items():
-        images.update(figure_files.figure_files(fig, stem))
     written = []
     for name, text in texts.items():
         with atomic_write(directory / name) as handle:
             handle.write(text)
         written.append(name)
-    write_per_topic(results, directory / "per_topic.parquet")
     written.append("per_topic.parquet")
     if results.splits is not None:
-        write_frame(results.split_frame(), directory / "per_split.parquet")
         written.append("per_split.parquet")
     for name, data in images.items():
         with atomic_write(directory / name, "wb") as handle:

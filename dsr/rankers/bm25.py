@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
+from dsr.core.forked import forked_map
 from dsr.core.params import Param
 from dsr.core.queries import STRATEGIES, query_terms
 from dsr.core.run import Run
@@ -25,6 +26,9 @@ from dsr.indexes.bm25 import PARAMS as INDEX_PARAMS
 from dsr.rankers.base import Ranker, ranker_config, strategy_tag
 
 #: the values the split protocol tunes k1 and b over
+#: a grid of fewer BM25 settings is scored in this process
+MIN_FORKED_RANKERS = 8
+
 INDEX_GRID = {"k1": (0.9, 1.2, 1.6), "b": (0.4, 0.75)}
 
 
@@ -76,7 +80,7 @@ class BM25Ranker(Ranker):
         initial = {d.id: i for d, i in zip(dialogues, ids)}
         loaded: dict[tuple, tuple[BM25Index, list[list[int]]]] = {}
         terms: dict[tuple, QueryBatch] = {}
-        runs = []
+        jobs = []
         for ranker in rankers:
             p = ranker.params
             key = (p["variant"], p["stopwords"], p["stem"])
@@ -90,11 +94,17 @@ class BM25Ranker(Ranker):
             if asked not in terms:
                 terms[asked] = shared.query_batch([query_terms(d, p["query"], p["decay"], stopwords=p["stopwords"],
                                                                stem=p["stem"]) for d in dialogues])
-            scores = index.pair_scores(terms[asked], rows)
-            runs.append(Run.from_scores({d.id: dict(zip(i, s.tolist())) for d, i, s in zip(dialogues, ids, scores)},
-                                        tag=ranker.tag, config=ranker_config(ranker, collection),
-                                        initial_order=initial))
-        return runs
+            jobs.append((index, terms[asked], rows))
+
+        def scores(k: int) -> list:
+            index, batch, rows = jobs[k]
+            return index.pair_scores(batch, rows)
+
+        # a grid's scores by forked workers (the same numbers), the runs made here
+        workers = None if len(jobs) >= MIN_FORKED_RANKERS else 1
+        return [Run.from_scores({d.id: dict(zip(i, s.tolist())) for d, i, s in zip(dialogues, ids, found)},
+                                tag=ranker.tag, config=ranker_config(ranker, collection), initial_order=initial)
+                for ranker, found in zip(rankers, forked_map(scores, len(jobs), workers))]
 
 
 def bm25_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str | Mapping[str, float]],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import ir_measures
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.errors import InputError
-from dsr.evaluation.experiment import configs_from_grid, evaluate_runs, tune_and_evaluate
+from dsr.evaluation.experiment import MIN_FORKED_PIECES, configs_from_grid, evaluate_runs, tune_and_evaluate
 from dsr.evaluation.protocol import generate_splits, read_splits, resolve_splits
 from dsr.evaluation.qrels import qrels_from_collection
 
@@ -155,3 +156,55 @@ def test_split_file_problems_name_the_line(tmp_path):
     with pytest.raises(InputError) as err:
         read_splits(path, ids)
     assert err.value.line == 1
+
+
+def test_a_grid_measured_by_forked_workers_equals_one_process(tmp_path):
+    """A grid of lazy configurations (runs with many ties, some shared Runs, one shared with
+    the untuned runs) gives the same values, choices and tables whether its configurations
+    are measured in this process or by two forked workers."""
+    collection = make_collection(n=80, seed=8)
+    splits = generate_splits(collection.ids, n=20, seed=2)
+    shared = make_run(collection, seed=3, quality=0.7, ties=True)
+    def make(quality, seed):       # each configuration notes the process that built it
+        (tmp_path / f"{os.getpid()}-{quality}-{seed}").touch()
+        return make_run(collection, seed=seed, quality=quality, ties=True)
+
+    grid = configs_from_grid(make, {"quality": [0.0, 0.3, 0.6, 0.9, 1.2], "seed": [1, 2, 3, 4]})
+    families = {"grid": {**grid, "shared": shared}, "other": {"a": shared, "b": make_run(collection, seed=5)}}
+    runs = {"plain": make_run(collection, seed=9), "shared": shared}
+    got, built_by = [], []
+    for workers in (1, 2):
+        got.append(evaluate_runs(collection, runs, MEASURES, splits=splits, families=families,
+                                 target="nDCG@5", baseline="plain", progress=False, workers=workers))
+        built_by.append({int(f.name.split("-")[0]) for f in tmp_path.iterdir()})
+        assert len(list(tmp_path.iterdir())) == len(grid)    # each configuration built once
+        for f in tmp_path.iterdir():
+            f.unlink()
+    assert built_by[0] == {os.getpid()} and 1 <= len(built_by[1]) <= 2 and os.getpid() not in built_by[1]
+    assert len(grid) >= MIN_FORKED_PIECES    # enough pieces for the pool
+    assert list(got[0].systems) == ["plain", "grid", "other"]
+    for name in ("plain", "grid", "other"):
+        one, two = got[0].systems[name], got[1].systems[name]
+        np.testing.assert_array_equal(one.per_topic, two.per_topic)
+        if one.tuned is not None:
+            assert one.tuned.chosen_names == two.tuned.chosen_names
+            assert {c: v.tolist() for c, v in one.config_means.items()} == \
+                {c: v.tolist() for c, v in two.config_means.items()}
+    assert got[0].summary() == got[1].summary()
+
+
+def test_an_error_in_a_forked_configuration_is_raised_as_it_would_be_serially():
+    collection = make_collection(n=30, seed=9)
+    splits = generate_splits(collection.ids, n=5, seed=0)
+
+    def make(k):
+        if k == 11:
+            raise InputError("configuration 11 cannot be built", field="k")
+        return make_run(collection, seed=k)
+
+    grid = configs_from_grid(make, {"k": list(range(20))})
+    for workers in (1, 2):
+        with pytest.raises(InputError, match="configuration 11") as caught:
+            evaluate_runs(collection, {}, MEASURES, splits=splits, families={"g": grid}, progress=False,
+                          workers=workers)
+        assert caught.value.field == "k"

@@ -16,6 +16,7 @@ import socket
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dsr.cli import main
@@ -190,3 +191,28 @@ def test_text_tables_line_up_whether_a_cell_is_marked_or_not(results):
 def test_display_width_counts_wide_characters_twice():
     assert tables.display_width("0.5▲") == 4 and tables.display_width("漢字") == 4
     assert tables.display_width("e\u0301") == 1
+
+
+def test_figures_drawn_by_workers_are_the_files_drawn_here():
+    """The report's figures drawn by two forked workers: the same captions and the same
+    bytes (PNG and PDF) as drawn in this process, and the intervals of the means the
+    workers computed come back for the tables."""
+    from dsr.evaluation.drawing import Drawing
+
+    collection = make_collection(n=80, seed=3)
+    runs = {name: make_run(collection, seed=seed, quality=q) for name, seed, q in
+            (("base", 1, 0.4), ("good", 2, 1.8), ("bad", 3, -1.0))}
+    made = [evaluate_runs(collection, runs, measures=["nDCG@5", "RR", "P@1"], baseline="base", progress=False)
+            for _ in range(2)]
+    here = Drawing(made[0], workers=1)
+    assert here.pool is None
+    there = Drawing(made[1], workers=2)
+    assert there.pool is not None and len(there.futures) == 2
+    captions, files = here.result()
+    assert there.result() == (captions, files)
+    assert list(captions) == ["main", "measures", "subsets_nDCG_5", "diff_vs_baseline", "recall_at_k"]
+    assert list(files) == [f"{stem}.{fmt}" for stem in captions for fmt in ("png", "pdf")]
+    assert made[1]._intervals.keys() == made[0]._intervals.keys() and made[0]._intervals
+    for key, interval in made[0]._intervals.items():
+        for here_part, there_part in zip(interval, made[1]._intervals[key]):   # mean, low, high
+            np.testing.assert_array_equal(there_part, here_part)

@@ -1,0 +1,130 @@
+"""A report's figures drawn by worker processes while the rest of the report is written.
+
+Drawing is most of a report's writing time (``dsr reproduce`` on a SIGIR-sized set: 5 to
+6 s of 7, against 1 to 2 s for the run files and tables): the figures' bootstrap
+intervals, matplotlib's layout and the 300 dpi PNGs. :class:`Drawing` starts them at once
+in up to ``workers`` processes, each drawing a share of the figures (balanced by their
+measured cost), and hands back the same captions and files as drawing them here would.
+
+The workers are forked copies of this process (the results they draw are sent pickled);
+:func:`start_workers` forks them early and has them import matplotlib while other work
+runs, so the import is off the critical path (``dsr reproduce`` starts them before it
+builds the runs). With one worker, one figure, or where ``fork`` does not exist, the
+figures are drawn in this process: the same files either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, NamedTuple
+
+from dsr.core.forked import can_fork, default_workers
+from dsr.evaluation import figures
+from dsr.evaluation.figure_files import figure_files
+
+#: relative drawing time of each figure (SIGIR-sized report, 2026-11-26); others: 1
+COST = {"diff_vs_baseline": 3.0, "measures": 2.5}
+
+Drawn = list[tuple[str, str, dict[str, bytes]]]   # (stem, caption, {file name: bytes})
+
+
+class Workers(NamedTuple):
+    pool: ProcessPoolExecutor
+    n: int
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def start_workers(workers: int | None = None) -> Workers | None:
+    """Forked workers for :class:`Drawing`, importing matplotlib from now on; None where
+    the figures will be drawn in this process."""
+    workers = min(default_workers() if workers is None else workers, len(COST) + 3)
+    if workers <= 1 or not can_fork():
+        return None
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    for _ in range(workers):    # the first submit forks them all
+        pool.submit(_import_matplotlib)
+    return Workers(pool, workers)
+
+
+@contextlib.contextmanager
+def workers(n: int | None = None) -> Iterator[Workers | None]:
+    """:func:`start_workers`, closed at the end of the block."""
+    started = start_workers(n)
+    try:
+        yield started
+    finally:
+        if started is not None:
+            started.close()
+
+
+class Drawing:
+    """Every figure of ``results``, started now (by ``pool``'s workers, else by workers
+    forked now): :meth:`result` gives ``(captions, files)`` and lets the workers go."""
+
+    def __init__(self, results, pool: Workers | None = None, workers: int | None = None):
+        self.stems = list(figures.figure_makers(results))
+        self.results = results
+        self.futures: list[Future] | None = None
+        self.pool = pool if pool is not None else start_workers(workers)
+        if self.pool is None:
+            return
+        groups = _balanced(self.stems, min(self.pool.n, len(self.stems)))
+        self.futures = [self.pool.pool.submit(_draw_in_worker, results, group) for group in groups]
+
+    def result(self) -> tuple[dict[str, str], dict[str, bytes]]:
+        """``({stem: caption}, {file name: bytes})`` in the figures' order."""
+        try:
+            if self.futures is None:
+                drawn = _draw(self.results, self.stems)
+            else:
+                drawn = []
+                for future in self.futures:
+                    items, intervals = future.result()
+                    drawn += items
+                    # the bootstrap intervals the figures needed: the tables need them too
+                    for key, value in intervals.items():
+                        self.results._intervals.setdefault(key, value)
+        finally:
+            if self.pool is not None:
+                self.pool.close()
+        place = {stem: i for i, stem in enumerate(self.stems)}
+        drawn.sort(key=lambda item: place[item[0]])
+        return ({stem: caption for stem, caption, _ in drawn},
+                {name: data for _, _, files in drawn for name, data in files.items()})
+
+
+def _import_matplotlib() -> None:
+    figures._mpl()
+    import matplotlib.backends.backend_pdf  # noqa: F401  (what savefig(format="pdf") loads)
+
+
+def _balanced(stems: list[str], workers: int) -> list[list[str]]:
+    """The stems in ``workers`` groups of about equal cost (costliest first, each to the
+    least loaded group)."""
+    groups: list[list[str]] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for stem in sorted(stems, key=lambda s: -COST.get(s, 1.0)):
+        k = load.index(min(load))
+        groups[k].append(stem)
+        load[k] += COST.get(stem, 1.0)
+    return [g for g in groups if g]
+
+
+def _draw(results: Any, stems: list[str]) -> Drawn:
+    makers = figures.figure_makers(results)
+    out = []
+    for stem in stems:
+        fig = makers[stem]()
+        if fig is not None:
+            out.append((stem, figures.caption(fig), figure_files(fig, stem)))
+    return out
+
+
+def _draw_in_worker(results: Any, stems: list[str]) -> tuple[Drawn, dict]:
+    """:func:`_draw` in a worker, with the intervals of the means it computed."""
+    return _draw(results, stems), results._intervals
