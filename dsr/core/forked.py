@@ -8,7 +8,7 @@ Python (measuring a tuning grid's configurations, drawing a report's figures): o
 cores it takes about half the wall time, with the same answers in the same order.
 
 Serial (in this process, no pool) when asked for one worker, for fewer than two pieces,
-where ``fork`` does not exist (Windows, macOS's default) or inside a worker already.
+where ``fork`` does not exist or is not safe (Windows, macOS) or inside a worker already.
 ``DSR_WORKERS`` (an integer) sets the default; else one worker per CPU this process may
 use, at most :data:`MAX_WORKERS`.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -41,7 +42,10 @@ def default_workers() -> int:
 
 
 def can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods() and not _in_worker
+    """Linux and the other Unixes where ``fork`` is safe (not macOS, whose system
+    libraries may not survive a fork), and not inside a worker already."""
+    return ("fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin"
+            and not _in_worker)
 
 
 def forked_map(work: Callable[[int], Any], n: int, workers: int | None = None) -> Iterator[Any]:

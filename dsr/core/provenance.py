@@ -7,6 +7,7 @@ runs), file hashes and the one slug rule for names that become file names.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import platform
@@ -27,13 +28,20 @@ TRACKED_PACKAGES = (
 
 def package_versions(names=TRACKED_PACKAGES) -> dict[str, str | None]:
     """Installed version of each package (None when it is not installed)."""
-    out = {"python": platform.python_version()}
+    return dict(_versions(tuple(names)))
+
+
+@functools.lru_cache(maxsize=8)
+def _versions(names: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
+    """Looked up once per process (each lookup scans the installed distributions: a
+    report that records them with every run file asked 21 times)."""
+    out: list[tuple[str, str | None]] = [("python", platform.python_version())]
     for name in names:
         try:
-            out[name] = metadata.version(name)
+            out.append((name, metadata.version(name)))
         except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+            out.append((name, None))
+    return tuple(out)
 
 
 def machine() -> dict[str, object]:
