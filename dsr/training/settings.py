@@ -119,10 +119,11 @@ GROUPS = {"model": MODEL, "data": DATA, "optimisation": OPTIMISATION}
 RECIPES: dict[str, dict[str, Any]] = {
     "cross-encoder": {"query": "weighted", "batch_size": 16, "max_steps": 400, "max_length": 128,
                       "save_steps": 100, "lr": 5e-5, "batching": "random", "padding": "column"},
-    # the earlier, slower recipe stays the default: issue 34's faster one (56 steps of 32 at 128 word
-    # pieces, batches of similar length: 135 s against 1,302 s) is 0.023 lower on the judged
-    # development set and not better on silver valid, so by the rule it does not replace it
-    # (docs/results.md, "Issue 31: the training levers"; tools/issue31_levers.py)
+    # the earlier recipe stays (issue 34's shorter ones, e.g. 56 steps of 32 at 128 word pieces, are
+    # lower on the judged development set), computed without most of its padding (`padding`
+    # chunks, dsr.training.chunks: the same embeddings and loss; 169 s of training on 2 cores
+    # against ~350 s padded per column), which `dsr decide` finds not significantly different
+    # on either label set (docs/results.md, "Issue 31: the training levers"; tools/issue31_levers.py)
     "bi-encoder": {"query": "title+recent", "batch_size": 32, "max_steps": 120, "max_length": None,
                    "save_steps": 60, "lr": 5e-5, "batching": "random", "padding": "chunks"},
 }
