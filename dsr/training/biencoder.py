@@ -229,8 +229,8 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
                        "batch_sampler": "no_duplicates" + (
                            f", grouped by length (windows of {WINDOW} batches)" if settings.batching == "by-length"
                            else ""), "batching": settings.batching,
-                       "padding": settings.padding + (f" ({CHUNK} texts a chunk)" if settings.padding == "chunks"
-                                                      and guide is None else ""),
+                       "padding": (f"chunks ({CHUNK} texts a chunk)" if settings.padding == "chunks"
+                                   and guide is None else "column"),   # GISTEmbedLoss pads per column
                        "holdout": settings.holdout,
                        "holdout_max": settings.holdout_max},
     }

@@ -109,6 +109,7 @@ def test_bi_encoder_is_the_default_and_writes_its_card(home, tiny):
     assert card["kind"] == "bi-encoder" and card["query"] == "title+recent"
     assert card["parameters"]["loss"] == "MultipleNegativesRankingLoss"
     assert card["parameters"]["batch_size"] == 6 and card["training"]["steps"] == 4
+    assert card["parameters"]["padding"] == "chunks (16 texts a chunk)"   # the default
     assert len(card["training_data"]["hash"]) == 64 and card["excluded_documents"] == []
     assert set(card["heldout"]["rankers"]) == {"initial", "bm25", "model"}
     assert (folder / "modules.json").is_file() and "bi-encoder" in (folder / "README.md").read_text()
@@ -393,6 +394,7 @@ def test_gist_loss_is_guided_by_the_base_model(data, tiny, home, monkeypatch, ca
                  *TRAIN_FLAGS]) == 0
     card = json.loads((home / "models" / "bi-gist" / "dsr_model.json").read_text())
     assert card["parameters"]["loss"] == "GISTEmbedLoss" and "GISTEmbedLoss" in card["recipe"]
+    assert card["parameters"]["padding"] == "column"          # GISTEmbedLoss's own pass
     assert card["parameters"]["guide"]["spec"] == str(tiny)
     assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny), "--guide", str(tiny),
                  *TRAIN_FLAGS]) == 2
