@@ -40,6 +40,7 @@ from dsr.core.errors import InputError
 from dsr.core.queries import model_query_budget, query_text
 from dsr.training import heldout as held_out
 from dsr.training.batching import WINDOW, LengthGroupedBatchSampler
+from dsr.training.chunks import CHUNK, ChunkedMNRLoss
 from dsr.training.finetune import fit_settings, run_trainer, training_arguments
 from dsr.training.mining import mine_negatives
 from dsr.training.pairs import ordered_negatives
@@ -116,10 +117,12 @@ def load_bi_encoder(path: str | Path, seed: int, max_seq_length: int | None = No
 
 
 def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir: Path,
-                         resume: bool = False, guide=None, batching: str = "random") -> dict[str, Any]:
+                         resume: bool = False, guide=None, batching: str = "random",
+                         padding: str = "column") -> dict[str, Any]:
     """Train ``model`` in place (MNRL, in-batch + pool negatives; with a ``guide`` model,
     GISTEmbedLoss; ``batching`` ``by-length``: batches of similar length,
-    :mod:`dsr.training.batching`); return the trainer's figures.
+    :mod:`dsr.training.batching`; ``padding`` ``chunks``: MNRL's texts encoded in chunks of
+    similar length, :mod:`dsr.training.chunks`); return the trainer's figures.
 
     ``settings`` is a :class:`dsr.training.finetune.FitSettings`;
     checkpoints go to ``work_dir/checkpoints`` as for the cross-encoder.
@@ -133,9 +136,11 @@ def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir:
     args = SentenceTransformerTrainingArguments(**training_arguments(settings, checkpoints),
                                                 batch_sampler=LengthGroupedBatchSampler
                                                 if batching == "by-length" else BatchSamplers.NO_DUPLICATES)
-    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset,
-                                         loss=MultipleNegativesRankingLoss(model) if guide is None
-                                         else GISTEmbedLoss(model, guide=guide))
+    if guide is not None:
+        loss = GISTEmbedLoss(model, guide=guide)
+    else:
+        loss = ChunkedMNRLoss(model) if padding == "chunks" else MultipleNegativesRankingLoss(model)
+    trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
     return run_trainer(trainer, checkpoints, resume, settings)
 
 
@@ -196,7 +201,8 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
                              lambda: load_bi_encoder(job.base.path, settings.seed, settings.max_length))
     guide = load_guide(settings, job)
     figures = fine_tune_bi_encoder(model, triplets, fit, work, resume=settings.resume,
-                                   guide=guide and guide[0], batching=settings.batching)
+                                   guide=guide and guide[0], batching=settings.batching,
+                                   padding=settings.padding)
     train_seconds = time.monotonic() - started
     held = held_out.evaluate_heldout(cosine_scorer(model), heldout, query, job.name,
                                      render) if heldout else None
@@ -222,7 +228,10 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
                        "negatives": "in-batch + one pool negative per query point",
                        "batch_sampler": "no_duplicates" + (
                            f", grouped by length (windows of {WINDOW} batches)" if settings.batching == "by-length"
-                           else ""), "batching": settings.batching, "holdout": settings.holdout,
+                           else ""), "batching": settings.batching,
+                       "padding": (f"chunks ({CHUNK} texts a chunk)" if settings.padding == "chunks"
+                                   and guide is None else "column"),   # GISTEmbedLoss pads per column
+                       "holdout": settings.holdout,
                        "holdout_max": settings.holdout_max},
     }
     return finish(model, work, job, card, figures, held, started, train_seconds)

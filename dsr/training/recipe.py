@@ -50,7 +50,8 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
           holdout: float | None = None, holdout_max: int | None = None, seed: int | None = None,
           epochs: float | None = None, batch_size: int | None = None, max_length: int | None = None,
           lr: float | None = None, warmup: float | None = None, max_steps: int | None = None,
-          save_steps: int | None = None, batching: str | None = None, precision: str | None = None, resume: bool | None = None,
+          save_steps: int | None = None, batching: str | None = None,
+          padding: str | None = None, precision: str | None = None, resume: bool | None = None,
           overwrite: bool | None = None) -> dict[str, Any]:
     """Fine-tune a model on ``collection``'s labels and save it as ``DSR_HOME/models/NAME``.
 

@@ -109,6 +109,7 @@ def test_bi_encoder_is_the_default_and_writes_its_card(home, tiny):
     assert card["kind"] == "bi-encoder" and card["query"] == "title+recent"
     assert card["parameters"]["loss"] == "MultipleNegativesRankingLoss"
     assert card["parameters"]["batch_size"] == 6 and card["training"]["steps"] == 4
+    assert card["parameters"]["padding"] == "chunks (16 texts a chunk)"   # the default
     assert len(card["training_data"]["hash"]) == 64 and card["excluded_documents"] == []
     assert set(card["heldout"]["rankers"]) == {"initial", "bm25", "model"}
     assert (folder / "modules.json").is_file() and "bi-encoder" in (folder / "README.md").read_text()
@@ -393,6 +394,7 @@ def test_gist_loss_is_guided_by_the_base_model(data, tiny, home, monkeypatch, ca
                  *TRAIN_FLAGS]) == 0
     card = json.loads((home / "models" / "bi-gist" / "dsr_model.json").read_text())
     assert card["parameters"]["loss"] == "GISTEmbedLoss" and "GISTEmbedLoss" in card["recipe"]
+    assert card["parameters"]["padding"] == "column"          # GISTEmbedLoss's own pass
     assert card["parameters"]["guide"]["spec"] == str(tiny)
     assert main(["train", str(data["train"]), "--name", "x", "--base", str(tiny), "--guide", str(tiny),
                  *TRAIN_FLAGS]) == 2
@@ -437,3 +439,47 @@ def test_by_length_batching_trains_and_is_recorded(data, tiny, home, monkeypatch
     card = json.loads((home / "models" / "bi-bylength" / "dsr_model.json").read_text())
     assert card["parameters"]["batching"] == "by-length" and "grouped by length" in card["parameters"]["batch_sampler"]
     assert card["training"]["steps"] == 4
+
+
+def test_chunked_forward_gives_the_padded_pass_embeddings_and_loss(tiny):
+    """`--padding chunks` encodes a batch's texts in chunks of similar length: each text's
+    embedding, and so the loss and its gradient, are the padded pass's (dropout off)."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.losses.merged_forward import embed_columns
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from dsr.training.chunks import ChunkedMNRLoss, embed_in_chunks
+
+    model = SentenceTransformer(str(tiny), device="cpu")
+    model.eval()
+    rng = random.Random(4)
+    words = " ".join(DOCS.values()).split()
+    columns = [[" ".join(rng.choices(words, k=rng.randint(2, 40 if c == 0 else 15))) for _ in range(12)]
+               for c in range(3)]
+    features = [model.preprocess(texts) for texts in columns]
+    widths = {int(f["attention_mask"].sum(1).max()) for f in features}
+    assert len(widths) > 1                                        # columns of different widths
+    padded = embed_columns(model, [dict(f) for f in features])
+    chunked = embed_in_chunks(model, [dict(f) for f in features], chunk=5)   # chunks cut across columns
+    for a, b in zip(padded, chunked, strict=True):
+        assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
+    labels = torch.arange(12)
+    plain = MultipleNegativesRankingLoss(model)([dict(f) for f in features], labels)
+    ours = ChunkedMNRLoss(model)([dict(f) for f in features], labels)
+    assert abs(float(plain) - float(ours)) < 1e-5
+    plain.backward()
+    grads = {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    ours.backward()
+    assert len(grads) > 10 and set(grads) == {name for name, p in model.named_parameters() if p.grad is not None}
+    assert all(torch.allclose(p.grad, grads[name], atol=1e-5) for name, p in model.named_parameters()
+               if name in grads)
+
+
+def test_padding_is_recorded_and_column_padding_still_trains(data, tiny, home, monkeypatch):
+    monkeypatch.setenv("DSR_HOME", str(home))
+    assert main(["train", str(data["train"]), "--name", "bi-column", "--base", str(tiny), "--padding",
+                 "column", *TRAIN_FLAGS]) == 0
+    card = json.loads((home / "models" / "bi-column" / "dsr_model.json").read_text())
+    assert card["parameters"]["padding"] == "column" and card["training"]["steps"] == 4

@@ -382,13 +382,17 @@ def test_each_recipe_fills_its_own_defaults():
     from dsr.training.settings import resolve_settings
 
     bi = resolve_settings({})
-    assert (bi.model_type, bi.max_steps, bi.batch_size, bi.max_length, bi.lr, bi.batching) == (
-        "bi-encoder", 120, 32, None, 5e-5, "random")      # the default the rule kept (issue 31)
+    assert (bi.model_type, bi.max_steps, bi.batch_size, bi.max_length, bi.lr, bi.batching, bi.padding) == (
+        "bi-encoder", 120, 32, None, 5e-5, "random", "chunks")   # the default the rule kept (issue 31)
     fast = resolve_settings({"max_steps": 56, "max_length": 128, "lr": 1e-4, "batching": "by-length"})
     assert (fast.max_steps, fast.max_length, fast.batching) == (56, 128, "by-length")   # issue 34's faster one
     ce = resolve_settings({"model_type": "cross-encoder"})
-    assert (ce.max_steps, ce.batch_size, ce.max_length, ce.lr, ce.batching) == (400, 16, 128, 5e-5, "random")
+    assert (ce.max_steps, ce.batch_size, ce.max_length, ce.lr, ce.batching, ce.padding) == (
+        400, 16, 128, 5e-5, "random", "column")
     assert resolve_settings({"lr": 3e-5, "batching": "random"}).lr == 3e-5
     with pytest.raises(InputError) as err:
         resolve_settings({"model_type": "cross-encoder", "batching": "by-length"})
     assert err.value.field == "batching"
+    with pytest.raises(InputError) as err:
+        resolve_settings({"model_type": "cross-encoder", "padding": "chunks"})
+    assert err.value.field == "padding"
