@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from dsr.core import forked
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.forked import forked_map
@@ -118,7 +119,7 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
                       target=target_name, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
                       notes=notes, run_objects=dict(runs), qrels=qrels, correction=correction,
                       family=correction_family, ci=ci, primary=primary_name)
-    _compare(results, families, baseline, all_pairs)
+    _compare(results, families, baseline, all_pairs, forked.default_workers() if workers is None else workers)
     return results
 
 
@@ -137,7 +138,8 @@ def _systems(runs, values, families, splits, topics, index_by_subset, measurer, 
     return systems
 
 
-def _compare(results: Results, families, baseline: str | None, all_pairs: bool) -> None:
+def _compare(results: Results, families, baseline: str | None, all_pairs: bool,
+             workers: int | None = None) -> None:
     """Recall curves of tuned families, all-pairs groups and the baseline comparisons."""
     for family_name, configs in families.items():
         # a tuned family's recall@k curve in reports: the configuration chosen most
@@ -158,7 +160,7 @@ def _compare(results: Results, families, baseline: str | None, all_pairs: bool) 
         results.baseline = baseline
         results.significance = significance_by_subset(
             per_topic, baseline, results.measures, results.subsets, results.n_resamples, results.seed,
-            results.correction, results.family)
+            results.correction, results.family, workers)
 
 
 def _check_request(runs, families, measures, splits, target, test, correction="holm", family="runs",
@@ -305,14 +307,21 @@ def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: i
 
 def significance_by_subset(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
                            subsets: Mapping[str, np.ndarray], n_resamples: int = sig.DEFAULT_RESAMPLES,
-                           seed: int = 0, correction: str = "holm", family: str = "runs") -> dict[str, dict]:
+                           seed: int = 0, correction: str = "holm", family: str = "runs",
+                           workers: int = 1) -> dict[str, dict]:
     """``{subset: dsr.evaluation.significance.compare(...)}``: every system against ``baseline`` per subset,
     then adjusted by ``correction`` over ``family`` (``dsr.evaluation.significance.correct``).
+    ``workers`` > 1: the subsets compared by forked workers (the same numbers).
 
-    The shape of :attr:`Results.significance`; the leaderboard server calls it too.
+    The shape of :attr:`Results.significance`; the leaderboard server calls it too (in
+    its scoring process: one worker).
     """
-    out = {subset: sig.compare(per_topic, baseline, measures, idx, n_resamples, seed)
-           for subset, idx in subsets.items()}
+    names = list(subsets)
+
+    def one(i: int) -> dict:
+        return sig.compare(per_topic, baseline, measures, subsets[names[i]], n_resamples, seed)
+
+    out = dict(zip(names, forked_map(one, len(names), workers)))
     sig.correct(out, correction, family)
     return out
 
