@@ -6,6 +6,7 @@ from __future__ import annotations
 import bz2
 import importlib.util
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -389,6 +390,16 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
             build_bm25(corpus, executor=executor)
             encode_corpus(corpus, executor=executor)
             assert ray.is_initialized() == bool(workers)
+            if workers:  # a local Ray's workers inherit this process's DSR_HOME and this checkout
+
+                def seen():
+                    import dsr
+
+                    return os.environ.get("DSR_HOME"), dsr.__file__
+
+                import dsr
+
+                assert ray.get(ray.remote(seen).remote()) == (os.environ.get("DSR_HOME"), dsr.__file__)
         results[name] = corpus
         assert not ray.is_initialized()  # the executor shut its Ray down
     local, remote = results["local"], results["ray"]

@@ -91,7 +91,6 @@ class Executor:
         if self.uses_ray and self._depth == 1:
             ray = import_ray()
             if not ray.is_initialized():
-                env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
                 if self.address is None:
                     # A local Ray's processes are this process's children: its workers inherit
                     # the environment (PASSED_ENV, and PYTHONPATH naming this checkout) as it is
@@ -102,6 +101,7 @@ class Executor:
                         ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
                                  logging_level="ERROR")
                 else:
+                    env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
                     ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
                              runtime_env={"env_vars": env, "py_modules": [str(PACKAGE)]})
                 self._started = True
