@@ -4,7 +4,10 @@ dense and IVF-PQ search, resumability, pools and the open ranker."""
 from __future__ import annotations
 
 import bz2
+import importlib.util
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -387,6 +390,16 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
             build_bm25(corpus, executor=executor)
             encode_corpus(corpus, executor=executor)
             assert ray.is_initialized() == bool(workers)
+            if workers:  # a local Ray's workers inherit this process's DSR_HOME and this checkout
+
+                def seen():
+                    import dsr
+
+                    return os.environ.get("DSR_HOME"), dsr.__file__
+
+                import dsr
+
+                assert ray.get(ray.remote(seen).remote()) == (os.environ.get("DSR_HOME"), dsr.__file__)
         results[name] = corpus
         assert not ray.is_initialized()  # the executor shut its Ray down
     local, remote = results["local"], results["ray"]
@@ -511,6 +524,15 @@ def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch)
     assert [[r for r, _ in x] for x in fast.search(QUERIES, 10)] == \
         [[r for r, _ in x] for x in torch_search.search(QUERIES, 10)]
     assert encode_corpus(corpus, backend="openvino").built == []          # resumable as ever
+    if importlib.util.find_spec("ray") is not None:  # the encoder actor on a fast backend: identical vectors
+        from dsr.indexes.corpus.distributed import Executor
+
+        monkeypatch.setenv("RAY_memory_usage_threshold", "0.995")
+        copy = shutil.copytree(indexed, indexed.parent / "on-ray", ignore=shutil.ignore_patterns("dense"))
+        assert len(encode_corpus(Corpus(copy), backend="openvino", executor=Executor(2)).built) == len(corpus.names)
+        for name in corpus.names:
+            ours, theirs = (np.load(c / "dense" / folders[1] / "vectors" / f"{name}.npy") for c in (indexed, copy))
+            assert np.array_equal(ours, theirs), (name, np.abs(ours - theirs).max())
     assert backends.resolve_backend("auto") in ("torch", "openvino-int8")
     with pytest.raises(InputError):
         backends.resolve_backend("cuda")
