@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from dsr.collections import load_collection
+from dsr.core import forked
 from dsr.core.atomic import atomic_dir, check_replaceable, write_json
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
@@ -313,7 +314,7 @@ class Suite:
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsr-export")
 
         def build():
-            with self.timer("export (beside bm25)"):
+            with self.timer("export (beside bm25)"), forked.no_fork():   # BM25 stays in this process meanwhile
                 return export_model(model, "bi-encoder", self.backend)
         future = pool.submit(build)
         pool.shutdown(wait=False)

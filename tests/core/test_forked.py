@@ -54,3 +54,26 @@ def test_dsr_workers_sets_the_default(monkeypatch):
     assert forked.default_workers() == 3
     monkeypatch.delenv("DSR_WORKERS")
     assert 1 <= forked.default_workers() <= forked.MAX_WORKERS
+
+
+def test_nothing_is_forked_while_a_thread_is_in_no_fork():
+    import threading
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def busy():
+        with forked.no_fork():
+            inside.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    try:
+        assert inside.wait(30)
+        assert not forked.can_fork()
+        assert set(forked.forked_map(lambda i: os.getpid(), 6, workers=2)) == {os.getpid()}
+    finally:
+        leave.set()
+        thread.join()
+    assert forked.can_fork()
+    assert os.getpid() not in set(forked.forked_map(lambda i: os.getpid(), 6, workers=2))
