@@ -40,7 +40,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from dsr.board import scoring
+from dsr.board import release, scoring
 from dsr.board.archive import RunStore, Staged
 from dsr.board.client import quota_text  # noqa: F401 (re-exported)
 from dsr.board.db import make_engine, migrate, read_session, sqlite_url, write_session
@@ -174,6 +174,20 @@ class Board(Members, Phases):
             self.pool = ScoringPool(self.config.workers, self.store.root,
                                     [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now])
 
+    def warm_up(self) -> None:
+        """What a server does before its first request (``dsr serve``): the open phases'
+        scoring data built in this process (small runs are scored in the request's thread)
+        and, when one publishes ladder values, scipy.stats imported. Done lazily instead,
+        the first submissions paid it, the ladder's import under the write lock."""
+        open_now = [p for p in self.phases() if p.frozen_at is None]
+        for phase in open_now:
+            try:
+                self.phase_data(phase)
+            except InputError:      # its collection changed: a submission to it will say so
+                pass
+        if any(release.uses_ladder(p) for p in open_now):
+            release.warm()
+
     def recover(self) -> dict[str, int]:
         """Finish or undo what processes that are gone left in the store's ``tmp/``: a run
         file staged for a row that was committed stays (put in place if needed); one
@@ -295,6 +309,8 @@ class Board(Members, Phases):
                          tied_topics=len(scored.validation.tied_topics), idempotency_key=key,
                          member_id=member_id, request_sha256=request,
                          ranking_sha256=ranking)
+        if release.uses_ladder(phase):
+            release.warm()     # not under the write lock (the answer's ladder needs scipy)
         staged = self.store.stage(text)        # in place, fsynced, before the row names it
         try:
             accepted = self._record(row, before, published)
