@@ -299,7 +299,7 @@ class Board(Members, Phases):
             return first
         before = self.quota(team, phase)
         if before["exhausted"]:       # a duplicate is told first, as when the quota is left
-            self._refuse_duplicate(team, phase, ranking_digest(text))
+            self._refuse_duplicate(team, phase, self._ranking(text))
             raise Refused(429, "quota exhausted", quota=before)
         ranking, scored = self._score(team, phase, pdata, text, display)
         row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
@@ -324,6 +324,12 @@ class Board(Members, Phases):
             raise
         self.store.finish(staged)
         return accepted
+
+    def _ranking(self, text: bytes) -> str:
+        """The run's ranking digest, parsed by a worker like :meth:`_score`'s runs."""
+        if self.pool is not None and len(text) >= POOL_MIN_BYTES:
+            return self.pool.digest(text)
+        return ranking_digest(text)
 
     def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes,
                display: str) -> tuple[str, scoring.Scored]:

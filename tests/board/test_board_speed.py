@@ -172,6 +172,8 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
             out.append((refused.value.status, refused.value.problems))
         answers[workers] = out
         assert (board.pool is not None) == bool(workers)
+        # a refused (quota) run's duplicate check: the same digest from a worker
+        assert board._ranking(read(runs / "bm25.run")) == ranking_digest(read(runs / "bm25.run"))
         board.close()
     for (a, b) in zip(answers[0], answers[2]):
         if isinstance(a[1], np.ndarray):
