@@ -22,6 +22,15 @@ from sqlalchemy.orm import Session
 from dsr.core.errors import InputError
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+#: SQLite connections kept open: one per request thread of the server (anyio's default limit is
+#: 40 threads). SQLAlchemy's default (5, and 10 more opened, with their PRAGMAs, and closed
+#: again on demand) made 20 concurrent submissions open and close connections all the time
+#: (issue 34's p95). PostgreSQL keeps 10 (a larger pool measured slower there: each backend's
+#: caches and prepared statements serve fewer requests)
+POOL_SIZE = 40
+#: more, opened on demand and closed when returned (a thread can hold two: a read inside the
+#: write transaction)
+POOL_OVERFLOW = 20
 
 
 def sqlite_url(path: str | Path) -> str:
@@ -38,7 +47,8 @@ def make_engine(url: str) -> Engine:
     if backend == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(parsed, connect_args={"timeout": 60, "check_same_thread": False})
+        engine = create_engine(parsed, connect_args={"timeout": 60, "check_same_thread": False},
+                               pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
         _sqlite_events(engine)
         return engine
     if backend == "postgresql":

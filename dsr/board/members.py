@@ -59,12 +59,11 @@ class Members:
         """The team and member of a token, None for a wrong, rotated or revoked one."""
         if not token:
             return None
-        with read_session(self.engine) as s:
-            member = s.scalar(select(Member).where(Member.token_hash == hash_token(token),
-                                                   Member.removed_at.is_(None)))
-            if member is None:
-                return None
-            return s.get(Team, member.team_id), member
+        with read_session(self.engine) as s:   # one query (every API request asks it)
+            found = s.execute(select(Team, Member).join(Member, Member.team_id == Team.id)
+                              .where(Member.token_hash == hash_token(token),
+                                     Member.removed_at.is_(None))).first()
+        return None if found is None else (found[0], found[1])
 
     def team_for_token(self, token: str | None) -> Team | None:
         found = self.identify(token)

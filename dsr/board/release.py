@@ -72,6 +72,14 @@ def _stats():
     return stats
 
 
+def warm() -> None:
+    """Import scipy.stats now (about 0.4 s on a 2-core machine): a server does it at its
+    start, and a submission to a ladder phase before its write transaction, so the first
+    ladder test never imports it while holding the database's write lock (which made
+    every other submission wait, issue 34's p95)."""
+    _stats()
+
+
 def uses_ladder(phase) -> bool:
     """Whether the phase publishes ladder values (hidden and not a final phase: a final
     phase shows nothing before its freeze and everything after)."""

@@ -40,7 +40,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from dsr.board import scoring
+from dsr.board import release, scoring
 from dsr.board.archive import RunStore, Staged
 from dsr.board.client import quota_text  # noqa: F401 (re-exported)
 from dsr.board.db import make_engine, migrate, read_session, sqlite_url, write_session
@@ -69,9 +69,12 @@ MAX_UPLOAD = 20 * 1024 * 1024
 #: bytes a run line may take beyond its topic and doc ids (" Q0 ", rank, score, tag, spacing),
 #: generously: a phase's limit is its full-depth run at this many bytes a line, twice over
 LINE_ALLOWANCE = 96
-#: runs this large or larger are scored by a worker (``dsr serve --workers``); a smaller one
-#: (a 20-dialogue run: a few ms) in the request's thread, which costs less than the hand-over
-POOL_MIN_BYTES = 256 * 1024
+#: runs this large or larger are scored by a worker (``dsr serve --workers``), smaller ones in
+#: the request's thread. 0: every run. A 20-dialogue run's parse and scoring (a few ms) cost
+#: less than the hand-over alone, but in the request's thread they hold the server's GIL, which
+#: 20 concurrent requests and the event loop share: measured with 20 clients (issue 34), the
+#: server spent 7.2 instead of 9.6 ms of CPU a submission with every run sent to the workers
+POOL_MIN_BYTES = 0
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
 MAX_ID = 2**31 - 1
 TIES = ("{n} topic(s) hold scores that tie as 32-bit floats; they are scored as trec_eval "
@@ -173,6 +176,20 @@ class Board(Members, Phases):
             open_now = [p for p in self.phases() if p.frozen_at is None]
             self.pool = ScoringPool(self.config.workers, self.store.root,
                                     [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now])
+
+    def warm_up(self) -> None:
+        """What a server does before its first request (``dsr serve``): the open phases'
+        scoring data built in this process (small runs are scored in the request's thread)
+        and, when one publishes ladder values, scipy.stats imported. Done lazily instead,
+        the first submissions paid it, the ladder's import under the write lock."""
+        open_now = [p for p in self.phases() if p.frozen_at is None]
+        for phase in open_now:
+            try:
+                self.phase_data(phase)
+            except InputError:      # its collection changed: a submission to it will say so
+                pass
+        if any(release.uses_ladder(p) for p in open_now):
+            release.warm()
 
     def recover(self) -> dict[str, int]:
         """Finish or undo what processes that are gone left in the store's ``tmp/``: a run
@@ -282,7 +299,7 @@ class Board(Members, Phases):
             return first
         before = self.quota(team, phase)
         if before["exhausted"]:       # a duplicate is told first, as when the quota is left
-            self._refuse_duplicate(team, phase, ranking_digest(text))
+            self._refuse_duplicate(team, phase, self._ranking(text))
             raise Refused(429, "quota exhausted", quota=before)
         ranking, scored = self._score(team, phase, pdata, text, display)
         row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
@@ -295,6 +312,8 @@ class Board(Members, Phases):
                          tied_topics=len(scored.validation.tied_topics), idempotency_key=key,
                          member_id=member_id, request_sha256=request,
                          ranking_sha256=ranking)
+        if release.uses_ladder(phase):
+            release.warm()     # not under the write lock (the answer's ladder needs scipy)
         staged = self.store.stage(text)        # in place, fsynced, before the row names it
         try:
             accepted = self._record(row, before, published)
@@ -305,6 +324,12 @@ class Board(Members, Phases):
             raise
         self.store.finish(staged)
         return accepted
+
+    def _ranking(self, text: bytes) -> str:
+        """The run's ranking digest, parsed by a worker like :meth:`_score`'s runs."""
+        if self.pool is not None and len(text) >= POOL_MIN_BYTES:
+            return self.pool.digest(text)
+        return ranking_digest(text)
 
     def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes,
                display: str) -> tuple[str, scoring.Scored]:

@@ -25,6 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from dsr.board.archive import RunStore
+from dsr.board.intake import ranking_digest
 from dsr.board.scoring import Checked, PhaseData, PhaseSpec, score_text
 from dsr.core.atomic import process_running
 from dsr.core.errors import InputError
@@ -107,6 +108,10 @@ class ScoringPool:
 
     def score(self, spec: PhaseSpec, name: str, text: bytes, strict: bool) -> Checked:
         return self.executor.submit(_score, spec, name, text, strict).result()
+
+    def digest(self, text: bytes) -> str:
+        """:func:`dsr.board.intake.ranking_digest` in a worker (a refused run's duplicate check)."""
+        return self.executor.submit(ranking_digest, text).result()
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)

@@ -189,6 +189,7 @@ def cmd_serve(args) -> int:
     if args.workers is None:
         args.workers = default_workers()
     board = _board(args, **param_values(args, SERVE_PARAMS))
+    board.warm_up()
     print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
           f"runs in {board.store.root})", file=sys.stderr)
     from dsr.server import serve  # FastAPI and uvicorn load here, not for `dsr --help`

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
 #: the shared assets (``/static/site.css``)
@@ -76,6 +76,32 @@ class BodyLimit:
                 await _send_413(send, self.limit)
 
 
+class SecurityHeaders:
+    """ASGI middleware: :data:`HEADERS` on every answer that does not set them itself.
+
+    Plain ASGI, not ``@app.middleware("http")`` (Starlette's ``BaseHTTPMiddleware`` runs each
+    request in one more task and streams the answer through a memory channel: CPU on the
+    event loop that, with 20 concurrent submissions, showed in the board's p95)."""
+
+    def __init__(self, app):
+        self.app = app
+        self.extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in HEADERS.items()]
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_headers(message):
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers") or [])
+                present = {name.lower() for name, _ in headers}
+                headers += [(k, v) for k, v in self.extra if k not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 async def _send_413(send, limit: int):
     body = json.dumps({"error": f"request body larger than {limit} bytes"}).encode()
     await send({"type": "http.response.start", "status": 413,
@@ -92,13 +118,7 @@ def web_app(title: str, *, secret: bytes, max_body: int) -> FastAPI:
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.state.secret = secret
 
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next):
-        response = await call_next(request)
-        for key, value in HEADERS.items():
-            response.headers.setdefault(key, value)
-        return response
-
+    app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, limit=max_body)
 
     @app.get("/healthz")

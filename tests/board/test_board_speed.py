@@ -172,6 +172,8 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
             out.append((refused.value.status, refused.value.problems))
         answers[workers] = out
         assert (board.pool is not None) == bool(workers)
+        # a refused (quota) run's duplicate check: the same digest from a worker
+        assert board._ranking(read(runs / "bm25.run")) == ranking_digest(read(runs / "bm25.run"))
         board.close()
     for (a, b) in zip(answers[0], answers[2]):
         if isinstance(a[1], np.ndarray):
@@ -181,3 +183,44 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
     assert answers[0][3][0] == 422 and "nowhere" in answers[0][3][1][0]["message"]
     assert answers[0][4][0] == 409
     assert len(calls) == 5                                  # every run of the second board
+
+
+def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(tmp_path, runs,  # noqa: F811
+                                                                               monkeypatch):
+    """A hidden phase's answer runs the ladder's t-test, which needs scipy.stats (0.4 s to
+    import). Imported under the write lock, it held every other writer back: issue 34's p95
+    tail. A submission to a ladder phase imports it before its transaction; ``dsr serve``'s
+    ``Board.warm_up`` at start (checked in a fresh interpreter: nothing had imported it)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from board_support import setup_phases
+
+    from dsr.board import release
+
+    board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
+    public, hidden = setup_phases(board, runs, daily_quota=3)
+    token = board.add_team("t")
+    team = board.team_for_token(token)
+    calls = []
+    monkeypatch.setattr(release, "warm", lambda: calls.append("warm"))
+    record = service.Board._record
+    monkeypatch.setattr(service.Board, "_record", lambda self, *a: calls.append("record") or record(self, *a))
+    board.submit(team, public, read(runs / "random0.run"), "r0.run", Metadata("r0"))
+    board.submit(team, hidden, read(runs / "random1.run"), "r1.run", Metadata("r1"))
+    board.submit(team, hidden, read(runs / "random2.run"), "r2.run", Metadata("r2"))
+    assert calls == ["record", "warm", "record", "warm", "record"]
+    board.close()
+
+    db, store = f"sqlite:///{tmp_path / 'b.sqlite'}", str(tmp_path / "store")
+    script = ("import sys; from dsr.board.service import Board, BoardConfig; "
+              f"b = Board(BoardConfig(db={db!r}, store={store!r})); "
+              "before = 'scipy.stats' in sys.modules; b.warm_up(); "
+              "print(before, 'scipy.stats' in sys.modules, len(b._phase_data)); b.close()")
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True", "2"]
