@@ -6,7 +6,7 @@ memory (runs, a collection, a tuned grid's callables) and nothing but ``i`` and 
 answer crosses the pipe. Used where a stage is many independent, CPU-bound pieces of
 Python (measuring a tuning grid's configurations, BM25's grid scores): the same answers
 in the same order, in less wall time (on the 2-core development machine a SIGIR-sized
-tuning grid took 0.56x the wall time and 1.1x the CPU time of one process).
+tuning grid took 0.65x the wall time and 1.2x the CPU time of one process).
 
 Serial (in this process, no pool) when asked for one worker, for fewer than two pieces,
 where ``fork`` does not exist or is not safe (Windows, macOS), inside a worker already, or while
