@@ -27,6 +27,8 @@ from dsr.evaluation.figure_files import figure_files
 
 #: relative drawing time of each figure (SIGIR-sized report, 2026-11-26); others: 1
 COST = {"diff_vs_baseline": 3.0, "measures": 2.5}
+#: the most figures a report has (:func:`dsr.evaluation.figures.figure_makers`): more workers idle
+MAX_FIGURES = 5
 
 Drawn = list[tuple[str, str, dict[str, bytes]]]   # (stem, caption, {file name: bytes})
 
@@ -42,7 +44,7 @@ class Workers(NamedTuple):
 def start_workers(workers: int | None = None) -> Workers | None:
     """Forked workers for :class:`Drawing`, importing matplotlib from now on; None where
     the figures will be drawn in this process."""
-    workers = min(default_workers() if workers is None else workers, len(COST) + 3)
+    workers = min(default_workers() if workers is None else workers, MAX_FIGURES)
     if workers <= 1 or not can_fork():
         return None
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))

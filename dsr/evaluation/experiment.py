@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from dsr.core import forked
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.forked import forked_map
@@ -119,7 +118,7 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
                       target=target_name, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
                       notes=notes, run_objects=dict(runs), qrels=qrels, correction=correction,
                       family=correction_family, ci=ci, primary=primary_name)
-    _compare(results, families, baseline, all_pairs, forked.default_workers() if workers is None else workers)
+    _compare(results, families, baseline, all_pairs, workers)
     return results
 
 
@@ -204,9 +203,8 @@ MIN_FORKED_PIECES = 16
 
 
 class _Measurer:
-    """The evaluator with a memo by run object (a run in ``runs`` and in a family is
-    measured once; a callable's values by its place) and one progress bar over every run
-    and configuration."""
+    """The evaluator with a memo by run or callable object (a run in ``runs`` and in a
+    family is measured once) and one progress bar over every run and configuration."""
 
     def __init__(self, evaluator: Evaluator, jobs: int, progress: bool, workers: int | None = None):
         from tqdm import tqdm
@@ -214,7 +212,6 @@ class _Measurer:
         self.evaluator = evaluator
         self.workers = workers
         self.memo: dict[int, TopicValues] = {}
-        self.family_keys: list[int] = []
         # disable=None: only on a terminal, never in a log or CI output
         self.bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=None if progress else True,
                         leave=False)
@@ -226,13 +223,12 @@ class _Measurer:
         return self.memo[key]
 
     def measure_all(self, runs: Mapping[str, Run], families: Mapping[str, Mapping[str, ConfigSource]]) -> None:
-        """Measure every run and every configuration of ``families`` (a Run shared by several
-        once; each callable's run made, measured and let go), by forked workers
+        """Measure every run and every configuration of ``families`` (a Run or callable shared
+        by several once; each callable's run made, measured and let go), by forked workers
         (:func:`dsr.core.forked.forked_map`) when there are enough of them, in this process
         otherwise: the same values. :meth:`__call__` and :meth:`grid` then read them."""
         sources = [*runs.values(), *(source for configs in families.values() for source in configs.values())]
-        keys = [id(s) if isinstance(s, Run) else -1 - k for k, s in enumerate(sources)]
-        by_key = dict(zip(keys, sources))
+        by_key = {id(source): source for source in sources}    # held by the caller: ids stay unique
         pieces = [key for key in by_key if key not in self.memo]
 
         def work(i: int) -> TopicValues:
@@ -244,16 +240,12 @@ class _Measurer:
             self.memo[key] = values
             self.bar.update(1)
         self.bar.update(len(sources) - len(pieces))
-        self.family_keys = keys[len(runs):]
 
     def grid(self, families: Mapping[str, Mapping[str, ConfigSource]]) -> dict[str, np.ndarray]:
         """``{family: values}``, one (configuration, topic, measure) array per family, from
         :meth:`measure_all`."""
-        out, start = {}, 0
-        for family, configs in families.items():
-            out[family] = np.stack([self.memo[key].values for key in self.family_keys[start:start + len(configs)]])
-            start += len(configs)
-        return out
+        return {family: np.stack([self.memo[id(source)].values for source in configs.values()])
+                for family, configs in families.items()}
 
     def close(self) -> None:
         self.bar.close()
@@ -308,10 +300,11 @@ def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: i
 def significance_by_subset(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
                            subsets: Mapping[str, np.ndarray], n_resamples: int = sig.DEFAULT_RESAMPLES,
                            seed: int = 0, correction: str = "holm", family: str = "runs",
-                           workers: int = 1) -> dict[str, dict]:
+                           workers: int | None = 1) -> dict[str, dict]:
     """``{subset: dsr.evaluation.significance.compare(...)}``: every system against ``baseline`` per subset,
     then adjusted by ``correction`` over ``family`` (``dsr.evaluation.significance.correct``).
-    ``workers`` > 1: the subsets compared by forked workers (the same numbers).
+    ``workers`` > 1 (None: :func:`dsr.core.forked.default_workers`): the subsets compared by
+    forked workers (the same numbers).
 
     The shape of :attr:`Results.significance`; the leaderboard server calls it too (in
     its scoring process: one worker).
