@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,18 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not beside the checkout")
     return SHARED_DATA
+
+
+@contextlib.contextmanager
+def shared_data_home(tmp_path_factory) -> Iterator[Path]:
+    """For a module-scoped fixture built from ../shared/data (skipped when it is absent): a
+    fresh DSR_HOME set inside the block (the per-test home is function-scoped); yields it."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is not beside the checkout")
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DSR_HOME", str(home))
+        yield home
 
 
 @pytest.fixture(autouse=True)

@@ -11,16 +11,12 @@ import pytest
 from dsr.cli import main
 from dsr.collections import cmu_dog, cmu_dog_dev, cmu_dog_judged, load_collection
 from dsr.core.errors import InputError
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, shared_data_home
 
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not beside the checkout")
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DSR_HOME", str(home))
+    with shared_data_home(tmp_path_factory) as home:
         source = SHARED_DATA / "cmu_dog"
         yield {"source": source, "home": home, "valid": cmu_dog.load(source, "valid"),
                "train": cmu_dog.load(source, "train"),

@@ -20,7 +20,7 @@ from dsr.judging import guidelines
 from dsr.judging.assessor_agreement import twice_graded_kappa
 from dsr.judging.campaigns import Judging, Settings
 from dsr.judging.honeypots import judged_golds
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, shared_data_home
 
 DATA = cmu_dog_dev.POINTS_FILE.parent
 
@@ -50,11 +50,7 @@ def test_twice_graded_kappa_is_cohens_on_the_items_graded_twice():
 
 @pytest.fixture(scope="module")
 def judged_points(tmp_path_factory):
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not beside the checkout")
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DSR_HOME", str(home))
+    with shared_data_home(tmp_path_factory):
         full = cmu_dog_dev.build(SHARED_DATA / "cmu_dog", points="judged")
     records = {r["id"]: r for r in cmu_dog_dev.points() if r.get("origin") == "judged-115"}
     chosen = [d for d in full if d.id in records][:8]

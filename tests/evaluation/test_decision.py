@@ -23,12 +23,9 @@ from dsr.evaluation.decision import decide, decide_runs
 
 @pytest.fixture(scope="module")
 def label_sets(tmp_path_factory):
-    from tests.conftest import SHARED_DATA
+    from tests.conftest import SHARED_DATA, shared_data_home
 
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not beside the checkout")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DSR_HOME", str(tmp_path_factory.mktemp("home")))
+    with shared_data_home(tmp_path_factory):
         silver = load_collection("cmu_dog", SHARED_DATA / "cmu_dog", "valid")
     judged = load_collection("cmu_dog_judged", SHARED_DATA / "judged")
     return silver, judged

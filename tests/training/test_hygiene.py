@@ -11,15 +11,12 @@ import pytest
 from dsr.collections import cmu_dog, cmu_dog_dev
 from dsr.training.hygiene import drop_evaluation_conversations, message
 from dsr.training.steps import conversation_of
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, shared_data_home
 
 
 @pytest.fixture(scope="module")
 def train(tmp_path_factory):
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not beside the checkout")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DSR_HOME", str(tmp_path_factory.mktemp("home")))
+    with shared_data_home(tmp_path_factory):
         return cmu_dog.load(SHARED_DATA / "cmu_dog", "train")
 
 
