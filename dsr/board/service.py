@@ -179,8 +179,9 @@ class Board(Members, Phases):
 
     def warm_up(self) -> None:
         """What a server does before its first request (``dsr serve``): the open phases'
-        scoring data built in this process (small runs are scored in the request's thread)
-        and, when one publishes ladder values, scipy.stats imported. Done lazily instead,
+        scoring data built in this process (every submission reads it: its subsets and
+        measures, and all of it without scoring workers) and, when one publishes ladder
+        values, scipy.stats imported. Done lazily instead,
         the first submissions paid it, the ladder's import under the write lock."""
         open_now = [p for p in self.phases() if p.frozen_at is None]
         for phase in open_now:
