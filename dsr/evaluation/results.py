@@ -262,7 +262,7 @@ class Results:
             "protocol": self.protocol_json(),
             "measures": self.measures,
             "primary": self.primary_measure,
-            "subsets": {s: int(len(i)) for s, i in self.subsets.items()},
+            "subsets": {s: len(i) for s, i in self.subsets.items()},
             "runs": {},
             "notes": self.notes,
         }
