@@ -9,6 +9,7 @@ shows a parameter as its flag (``--max-steps``), in one place (``dsr.cli.flags``
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 
 class InputError(ValueError):
@@ -51,7 +52,7 @@ class InputError(ValueError):
 DISTRIBUTION = "dialogue-sentence-retrieval"
 
 
-def require_extra(module: str, extra: str, field: str | None = None, also: str = ""):
+def require_extra(module: str, extra: str, field: str | None = None, also: str = "") -> ModuleType:
     """Import ``module`` and return it; when it cannot be imported, an InputError (exit 2)
     saying which extra to install: ``install it with: pip install
     'dialogue-sentence-retrieval[EXTRA]'`` (``also``: a sentence added after it)."""

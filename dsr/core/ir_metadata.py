@@ -51,7 +51,7 @@ TIES = ("scores strictly decreasing: ties broken by the candidate's initial rank
         "id, each tied score lowered to the next float below (dsr.core.run)")
 
 
-def _yaml():
+def _yaml() -> Any:
     """PyYAML, imported on first use, in this one place."""
     import yaml
 
@@ -199,7 +199,8 @@ def parse_header(lines: Iterable[str], path: str | Path | None = None) -> dict[s
                                  path=path, line=where) from None
             if not isinstance(meta, dict):
                 raise InputError("ir_metadata header must be a YAML mapping", path=path, line=start_line)
-            return _jsonable(meta)
+            header: dict[str, Any] = _jsonable(meta)
+            return header
         block.append(body)
     if start_line is not None:
         raise InputError(f"'# {START}' without '# {END}' before the first run line", path=path,
@@ -225,7 +226,7 @@ def read_header(path: str | Path) -> dict[str, Any]:
     return parse_header(_leading_comments(line + "\n" for line in read_lines(path)), path)
 
 
-def _leading_comments(handle) -> Iterable[str]:
+def _leading_comments(handle: Iterable[str]) -> Iterable[str]:
     for line in handle:
         if line.startswith("#") or not line.strip():
             yield line

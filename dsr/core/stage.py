@@ -83,6 +83,7 @@ class Pipeline(Stage):
 
     name = "pipeline"
     kind = "pipeline"
+    stages: list[Stage]
 
     def __init__(self, stages: Sequence[Stage]):
         super().__init__()
@@ -108,7 +109,7 @@ class Pipeline(Stage):
         return Pipeline([*self.stages, other])
 
 
-class Registry(dict):
+class Registry(dict[str, str]):
     """Stages by name: name -> ``"module:Class"``, each class imported on first use, so a
     registry costs nothing until a stage is built (``dsr --help`` loads no model library).
     An unknown name is an InputError naming ``kind`` and the registered names."""
@@ -117,13 +118,14 @@ class Registry(dict):
         super().__init__(entries)
         self.kind = kind
 
-    def lookup(self, name: str) -> type:
+    def lookup(self, name: str) -> type[Stage]:
         """The class registered as ``name``."""
         if name not in self:
             raise InputError(f"unknown {self.kind} {name!r}; choose from {', '.join(self)}",
                              field=self.kind)
         module, _, attr = self[name].partition(":")
-        return getattr(importlib.import_module(module), attr)
+        found: type[Stage] = getattr(importlib.import_module(module), attr)
+        return found
 
     def make(self, name: str, **params: Any) -> Stage:
         """The stage registered as ``name``, built with ``params`` (checked by its PARAMS)."""
