@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsr.core import __version__  # noqa: F401  (dsr.__version__)
+from dsr.core.errors import InputError
 
 #: public name -> "module:attribute"
 _EXPORTS = {
@@ -116,15 +117,18 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
     Returns :class:`dsr.evaluation.results.Results` (``table()``, ``plot()``, ``to_frame()``,
     ``per_topic_frame()``).
     """
-    from dsr.core.errors import InputError
     from dsr.evaluation.experiment import evaluate_runs
     from dsr.evaluation.grouping import auto_families
     from dsr.evaluation.protocol import resolve_splits
 
     collection = _collection(collection, qrels)
     named = _named_runs(runs)
-    families = (auto_families(named, list(named)) if tune == "auto"
-                else {f: _named_runs(c) for f, c in (tune or {}).items()})
+    if isinstance(tune, str):
+        if tune != "auto":
+            raise InputError(f"tune must be 'auto' or {{family: runs}}, got {tune!r}", field="tune")
+        families = auto_families(named, list(named))
+    else:
+        families = {f: _named_runs(c) for f, c in (tune or {}).items()}
     protocol = protocol or ("official" if (splits_file or collection.splits or families) else "all")
     if protocol not in ("all", "official"):
         raise InputError(f"protocol must be 'all' or 'official', got {protocol!r}", field="protocol")
@@ -139,7 +143,6 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
 
 def _collection(collection: Any, qrels: Any):
     from dsr.collections import load_collection
-    from dsr.core.errors import InputError
     from dsr.evaluation.qrels import as_qrels, collection_from_qrels
 
     if qrels is not None:

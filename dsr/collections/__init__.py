@@ -14,6 +14,7 @@ import importlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from dsr.core.data import Collection, read_benchmark
 from dsr.core.errors import InputError
@@ -49,8 +50,16 @@ class SourceInfo:
     has_candidates: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
 
+    def split_or_default(self, split: str | None) -> str:
+        """``split``, else the source's default split (an InputError when it has none)."""
+        chosen = split or self.default_split
+        if chosen is None:
+            raise InputError(f"{self.name} has no default split; give one of {', '.join(self.splits)}",
+                             field="split")
+        return chosen
 
-def source_module(name: str):
+
+def source_module(name: str) -> ModuleType:
     if name not in REGISTERED:
         raise InputError(f"unknown collection {name!r}; registered: {', '.join(REGISTERED)} "
                          "(or pass a path to a benchmark .jsonl file)")

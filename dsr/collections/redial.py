@@ -119,7 +119,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     ``<split>_data.jsonl``; default ``$DSR_HOME/data/redial``.
     """
     folder = resolve_source(NAME, source)
-    split = split or SOURCE.default_split
+    split = SOURCE.split_or_default(split)
     dialogues_path, movies_path = _paths(folder, split)
     return cached_build(NAME, split, folder, [dialogues_path, movies_path], defaults(PARAMS),
                         BUILDER_VERSION, lambda: build(folder, split))
@@ -136,7 +136,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     pool_size, min_context = options["pool_size"], options["min_context"]
     weights = {k: float(options[k]) for k in ("cooc_weight", "prior_weight", "bm25_weight")}
     folder = Path(source)
-    split = split or SOURCE.default_split
+    split = SOURCE.split_or_default(split)
     dialogues_path, movies_path = _paths(folder, split)
     movies = read_movies(movies_path)
     convs = [(lineno, parse_dialogue(raw, dialogues_path, lineno, movies))

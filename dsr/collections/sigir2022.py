@@ -230,7 +230,7 @@ def _candidates(raw: Any, where: _Where) -> tuple[list[Candidate], str]:
     if schema == "old":
         # the initial ranking: by score, descending; stable, so ties keep pos
         # before neg and the file order inside a group
-        candidates.sort(key=lambda c: -c.score)
+        candidates.sort(key=lambda c: -(c.score or 0.0))   # every score is there (_old_candidates)
     return candidates, schema
 
 
@@ -352,11 +352,12 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
             raise InputError(f"{FILES[subset]} is missing (found the other file); fetch both "
                              "with `dsr data fetch sigir2022`", path=source)
 
+    found = {subset: path for subset, path in paths.items() if path is not None}
     dialogues: list[Dialogue] = []
     origin: dict[str, Path] = {}
     files_meta: dict[str, Any] = {}
     schemas: set[str] = set()
-    for subset, path in paths.items():
+    for subset, path in found.items():
         file_dialogues, file_schemas = _read_dialogue_file(path, subset)
         schemas |= file_schemas
         for d in file_dialogues:

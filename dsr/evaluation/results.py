@@ -305,6 +305,7 @@ class Results:
         """A row of the protocol's table: test-half mean and sd per subset and measure; a
         tuned family's configurations (each one's mean over all dialogues) and choice counts."""
         entry: dict[str, Any] = {"kind": system.kind, "test": {}}
+        assert system.splits is not None, "written for results with splits"
         for subset, split_means in system.splits.items():
             mean, sd = summarise(split_means)
             entry["test"][subset] = {m: {"mean": nan_to_none(mean[j]), "sd": nan_to_none(sd[j])}
@@ -394,8 +395,9 @@ def _formatted_table_class():
     instead of leaving raw ▲/▼/± that pdflatex refuses; made once, on first use."""
     if not _FORMATTED:
         pd = _pandas()
+        frame_class: Any = pd.DataFrame
 
-        class FormattedTable(pd.DataFrame):
+        class FormattedTable(frame_class):
             @property
             def _constructor(self):
                 return FormattedTable

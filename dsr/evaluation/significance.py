@@ -351,7 +351,7 @@ def randomisation(a: np.ndarray, b: np.ndarray, n_resamples: int = DEFAULT_RESAM
 
 def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
             index: np.ndarray | None = None, n_resamples: int = DEFAULT_RESAMPLES,
-            seed: int = 0) -> dict[str, dict[str, dict[str, float]]]:
+            seed: int = 0) -> dict[str, dict[str, dict[str, float | None]]]:
     """Each system against ``baseline`` on the topics at ``index`` (all when None).
 
     ``per_topic`` maps a system name to its (n_topics, n_measures) values
@@ -366,7 +366,7 @@ def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[s
     others = [name for name in per_topic if name != baseline]
     rows = np.arange(len(base)) if index is None else np.asarray(index)
     n_m = len(measures)
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
     t_p = np.full((len(others), n_m), np.nan)
     r_p = np.full((len(others), n_m), np.nan)
     # Systems with values on the same topics share one randomisation pass (their

@@ -67,12 +67,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dsr.core.data import read_benchmark
+from dsr.core.data import Collection, read_benchmark
 from dsr.core.errors import InputError
 from dsr.core.home import models_dir
 from dsr.core.models import ResolvedModel, load_cross_encoder, load_sentence_transformer
@@ -273,7 +274,9 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     example = {k: v for k, v in example.items() if k in taken}
     inputs = tuple(example)
 
-    class Wrapped(torch.nn.Module):
+    module_class: Any = torch.nn.Module
+
+    class Wrapped(module_class):
         """The module stack as a function of tensors (what convert_model traces)."""
 
         def __init__(self):
@@ -323,12 +326,10 @@ def _agreement(module, fed: FastModel, items: list) -> dict[str, Any]:
             "max_abs_diff": float(np.abs(ref - got).max())}
 
 
-def _sample():
+def _sample() -> Collection:
     """The bundled ``sample`` collection, read from the package's data file."""
-    from importlib import resources
-
-
-    return read_benchmark(resources.files("dsr.collections") / "data" / "sample.jsonl", "sample")
+    with resources.as_file(resources.files("dsr.collections") / "data" / "sample.jsonl") as path:
+        return read_benchmark(path, "sample")
 
 
 def calibration_info() -> dict[str, Any]:

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from dsr.core.stage import Registry
+from dsr.rankers.base import Ranker
 
-RANKERS = Registry("ranker", {
+RANKERS: Registry[Ranker] = Registry("ranker", {
     "initial": "dsr.rankers.initial:InitialRanker",
     "bm25": "dsr.rankers.bm25:BM25Ranker",
     "dense": "dsr.rankers.dense:DenseRanker",

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from dsr.core.stage import Registry
+from dsr.rerankers.base import Reranker
 
-RERANKERS = Registry("reranker", {
+RERANKERS: Registry[Reranker] = Registry("reranker", {
     "cross-encoder": "dsr.rerankers.cross_encoder:CrossEncoderReranker",
     "bi-encoder": "dsr.rerankers.bi_encoder:BiEncoderReranker",
 })
