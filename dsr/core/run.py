@@ -257,12 +257,6 @@ def sidecar_path(path: str | Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
-def format_score(score: float) -> str:
-    """The text written for a (float32-exact) score: ``repr`` of the float, which C
-    ``atof`` + float32 cast, ``strtof`` and Python ``float`` all read back exactly."""
-    return repr(float(score))
-
-
 def write_trec_run(run: Run, path: str | Path, header: Iterable[str] = ()) -> None:
     """Write the TREC file atomically (gzipped for ``.gz``), the tie rule applied,
     after the ``header`` lines (``#`` comments, e.g. an ir_metadata header)."""
@@ -273,7 +267,8 @@ def write_trec_run(run: Run, path: str | Path, header: Iterable[str] = ()) -> No
         for line in header:
             handle.write(line + "\n")
         for qid, ranked in run.rankings.items():
-            # one write per topic; repr(float) is format_score
+            # one write per topic; a score is written as repr(float), which C atof + a float32
+            # cast, strtof and Python's float all read back exactly
             handle.write("".join([f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n" for rank, (doc, score)
                                   in enumerate(ranked if normalised else strictly_decreasing(ranked), 1)]))
 

@@ -183,9 +183,6 @@ def paired_effects(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> di
 
 #: interval methods of :func:`mean_ci` (``auto``: bootstrap for bounded measures, else t)
 INTERVALS = ("auto", "bootstrap", "t")
-INTERVAL_NAMES = {"auto": "percentile bootstrap (2000 resamples of the topics)",
-                  "bootstrap": "percentile bootstrap (2000 resamples of the topics)",
-                  "t": "t interval"}
 
 
 def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,

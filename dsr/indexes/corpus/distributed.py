@@ -212,12 +212,6 @@ def _call(function: Callable[..., Any], *args: Any) -> Any:
     return function(*args)
 
 
-def _read_texts(path: str, number: int):
-    pa = _pyarrow()
-    texts = pa.parquet.read_table(path, columns=["text"]).column("text")
-    return pa.table({"text": texts, "shard": pa.array([number] * len(texts), pa.int64())})
-
-
 class EncoderActor:
     """A Ray actor: loads the sentence encoder once, on ``threads`` CPU threads (the CPUs Ray
     gave it: no oversubscription), and encodes whole shards."""
