@@ -286,6 +286,20 @@ def test_project_modules_are_imported_at_the_top():
     assert not inner, inner
 
 
+def test_the_standard_library_is_imported_at_the_top():
+    """A standard-library module costs nothing to import (the interpreter has most of them
+    loaded already), so importing one inside a function only hides what a module uses."""
+    import sys
+
+    inner = [f"{name}:{node.lineno} imports {m}" for name, path in MODULES.items() if not _in_flight(name)
+             for fn in _functions(ast.parse(path.read_text(encoding="utf-8"))) for node in ast.walk(fn)
+             for m in ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                       [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                       else [])
+             if m.split(".")[0] in sys.stdlib_module_names]
+    assert not inner, inner
+
+
 def test_each_heavy_library_is_imported_in_one_place_per_module():
     several = []
     for name, path in MODULES.items():

@@ -57,7 +57,9 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections import Counter
 from dataclasses import dataclass
+from itertools import permutations
 from pathlib import Path
 from typing import Any
 
@@ -230,9 +232,6 @@ class MovieRanker:
 
     def __init__(self, movies: dict[str, Movie], dialogue_movies: list[set[str]],
                  cooc_weight: float = 4.0, prior_weight: float = 1.0, bm25_weight: float = 0.0):
-        from collections import Counter
-        from itertools import permutations
-
         self.ids = list(movies)
         self.position = {m: n for n, m in enumerate(self.ids)}
         self.cooc_weight, self.bm25_weight = cooc_weight, bm25_weight

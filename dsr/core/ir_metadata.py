@@ -37,6 +37,7 @@ the header is the portable part.
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Iterable
 from pathlib import Path
@@ -101,8 +102,6 @@ def primad(config: dict[str, Any], tag: str | None = None) -> dict[str, Any]:
 
 
 def _cores() -> int | None:
-    import os
-
     return os.cpu_count()
 
 

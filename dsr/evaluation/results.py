@@ -19,6 +19,8 @@ from a ranker's ``GRID``.
 from __future__ import annotations
 
 import functools
+import io
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -454,13 +456,9 @@ def write_per_topic(results: Results, path: str | Path) -> None:
 def write_frame(frame, path: str | Path) -> None:
     """A frame of numbers to ``path`` by its suffix (see :func:`write_per_topic`), atomically;
     NaN is an empty TSV cell, null in JSON lines."""
-    import json
-
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        import io
-
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False, compression="zstd")
         with atomic_write(path, "wb") as handle:

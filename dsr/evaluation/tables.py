@@ -23,6 +23,7 @@ needs ``tabulate``, which is not installed); LaTeX through
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -353,8 +354,6 @@ def frame_csv(frame) -> str:
 
 def to_json(results: Results) -> str:
     """The tables' frames as JSON records: ``{"table": [...], "comparison": [...], "pairs": [...]}``."""
-    import json
-
     def records(frame):
         return [{k: (None if isinstance(v, float) and v != v else
                      (v.item() if hasattr(v, "item") else (None if v is None or str(v) == "<NA>" else v)))

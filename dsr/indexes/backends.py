@@ -59,6 +59,7 @@ closer, so it stays the only fast backend and ONNX Runtime is not a dependency.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import os
@@ -140,8 +141,6 @@ def check_backend(value: Any) -> str:
 
 def require_fast_extra(backend: str) -> None:
     """InputError naming the install command when openvino or nncf is missing."""
-    import importlib.util
-
     missing = [name for name in ("openvino", "nncf") if importlib.util.find_spec(name) is None]
     if missing:
         raise InputError(f"backend {backend} needs {' and '.join(missing)}: install the fast extra "
@@ -155,8 +154,6 @@ def require_fast_extra(backend: str) -> None:
 def fastest_backend() -> str:
     """``openvino-int8`` where the CPU has int8 dot-product units (VNNI, AMX) and the fast extra
     is installed; else ``torch``. What ``auto`` means unless ``DSR_BACKEND`` names a backend."""
-    import importlib.util
-
     pinned = os.environ.get(BACKEND_ENV, "").strip()
     if pinned and pinned != "auto":
         if pinned not in BACKENDS:

@@ -24,6 +24,7 @@ block follow the run tie rule (initial rank, then sentence id).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from pathlib import Path
@@ -228,8 +229,6 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
     (or a GPU) about 1.8x the pairs per second, with scores that differ from
     fp32 in the third significant digit (more ties, broken by the tie rule).
     """
-    import contextlib
-
     import numpy as np
     import torch
     from tqdm import tqdm
