@@ -1,8 +1,9 @@
-"""``import dsr``: the Python API in one place.
+"""``import dsr``: the Python API in one place, each name loaded on first use so that
+``import dsr`` stays fast.
 
-The code lives in three packages, ``retrieval`` (the domain), ``indexes`` (what
-is built and kept) and ``eval`` (what is measured); this module re-exports what a
-notebook needs, loaded on first use so ``import dsr`` stays fast::
+Layer 13 of 13 (dsr/layers.toml), the top: it may import every unit, and nothing imports it.
+
+It re-exports what a notebook needs from the units below it::
 
     import dsr
 

@@ -1,5 +1,9 @@
 """Registered collections, one module per source, and ``load_collection``.
 
+Layer 3 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
+``dsr.rankers``, ``dsr.rerankers`` and ``dsr.open_retrieval`` of its own layer where no loop
+forms.
+
 Each source module defines ``SOURCE`` (a ``SourceInfo``) and
 ``load(source: Path | None, split: str | None) -> Collection``; a module
 whose raw files need converting also defines
