@@ -143,7 +143,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
             splits = resolve_splits(collection, splits_file, n_splits, seed)
         suite = Suite(collection, strategies, seed, timer, resolve_backend(backend))
         # The runs are millions of small objects without cycles: the collector's passes over them
-        # were a sixth of a warm run's CPU (issue 34). Paused while they are built and measured;
+        # were a sixth of a warm run's CPU (measured). Paused while they are built and measured;
         # then kept out of its sight (frozen) while the report's figures, which do make cycles, are drawn.
         with gc_paused():
             suite.build(dense_model, trained_dense, cross_encoder, ce_query,

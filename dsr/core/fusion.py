@@ -423,7 +423,7 @@ def _rrf_aligned(runs: Sequence[Run], k: float, initial_order: Mapping[str, list
 
 #: the last initial order laid end to end (topics, docs, sizes, ids' descending places): a grid
 #: of fusions (dsr reproduce: 181 RRF configurations) shares one initial order, whose layout
-#: and sort of 42,300 ids were computed again for each (issue 34)
+#: and sort of 42,300 ids were otherwise computed again for each
 _LAYOUT: list[Any] = [None, None]
 
 

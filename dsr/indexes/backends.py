@@ -43,7 +43,7 @@ replaces one request of 64 at a time under the LATENCY hint, which was slower in
 scratch comparisons (bench/bench_backends.py ``--settings`` times both). The
 caller's ``batch_size`` is the torch path's; the fast path keeps its own.
 
-ONNX Runtime was tried as a second backend (issue 25; onnxruntime 1.32 installs
+ONNX Runtime was tried as a second backend (onnxruntime 1.32 installs
 beside the pinned torch): the same module stack exported with
 ``torch.onnx.export``, fp32 with ORT's transformer graph optimisations, and
 int8 by ORT's own ``quantize_dynamic`` (int8 weights, activations quantised at

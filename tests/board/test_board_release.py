@@ -1,4 +1,4 @@
-"""Issue 29 items 1-4, attacked as an adaptive participant would, on SQLite and PostgreSQL:
+"""A hidden phase, attacked as an adaptive participant would, on SQLite and PostgreSQL:
 differencing two runs that differ in one dialogue, peeling labels with RR probes, the Ladder
 paper's boosting attack (with labels the board never used), the final phase's order oracle,
 and two hidden phases that differ in a few dialogues; quotas on by default.

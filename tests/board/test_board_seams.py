@@ -1,4 +1,4 @@
-"""Issue 19 at the leaderboard's seams, on SQLite and PostgreSQL: what is stored is what was
+"""The leaderboard at its seams, on SQLite and PostgreSQL: what is stored is what was
 scored and what the command line scores (gzip read by one reader), nothing private is published,
 hidden labels do not leak through small subsets, ties are said, retries and duplicates are
 recognised, LaTeX is escaped, and nothing the server accepted answers 500."""

@@ -188,7 +188,7 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
 def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(tmp_path, runs,
                                                                                monkeypatch):
     """A hidden phase's answer runs the ladder's t-test, which needs scipy.stats (0.4 s to
-    import). Imported under the write lock, it held every other writer back: issue 34's p95
+    import). Imported under the write lock, it held every other writer back: the p95's
     tail. A submission to a ladder phase imports it before its transaction; ``dsr serve``'s
     ``Board.warm_up`` at start (checked in a fresh interpreter: nothing had imported it)."""
     import os

@@ -364,7 +364,7 @@ def test_offline_default_source_paths_do_not_touch_the_network(dsr_home):
     assert is_available("sigir2022")
 
 
-# --- hostile servers and archives (issue 9) ------------------------------------
+# --- hostile servers and archives ----------------------------------------------
 
 class RawServer:
     """A loopback server that answers every request with ``respond(conn)`` (raw bytes)."""

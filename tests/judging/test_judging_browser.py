@@ -1,7 +1,7 @@
 """Judging in a real browser: Debian's chromium driven by Playwright against the real uvicorn on
 127.0.0.1. An assessor's whole flow with the keyboard alone (grade, back, unsure, guidelines,
 next task, resume after a reload); two assessors on the same tasks who never see each other's
-grades, one of whom fails the honeypots and is left out of the labels. Then issue 30's page: grade
+grades, one of whom fails the honeypots and is left out of the labels. Then the page itself: grade
 keys that stop at the end of a dialogue, a mouse-only assessor grading a whole dialogue at 390 px,
 touch taps (``has_touch``), 44 px targets, and every visible text at WCAG AA contrast (4.5:1) in
 the light, dark and no-preference schemes, from Chromium's computed colours; screenshots of each
@@ -139,7 +139,7 @@ def test_two_assessors_are_blind_to_each_other_and_a_honeypot_failure_is_exclude
     board.close()
 
 
-# --- keyboard, mouse and touch; the end of a dialogue; contrast (issue 30, item 1) -------------
+# --- keyboard, mouse and touch; the end of a dialogue; contrast ------------------------------
 
 PHONE = {"width": 390, "height": 844}
 SCHEMES = ("light", "dark", "no-preference")
