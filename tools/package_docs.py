@@ -14,14 +14,16 @@ import against the same list).
 
 from __future__ import annotations
 
-import argparse
 import ast
+import functools
 import re
 import sys
 import textwrap
 import tomllib
 from pathlib import Path
 from typing import Any
+
+from docs_lists import check_or_write
 
 ROOT = Path(__file__).resolve().parents[1]
 #: where the layers are declared
@@ -129,20 +131,10 @@ def stale(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the docstrings that differ")
-    args = parser.parse_args(argv)
-    if not args.write:
-        found = stale()
-        print("\n".join(found) or "every package docstring opens with what dsr/layers.toml gives")
-        return 1 if found else 0
     data = declared()
-    for name, path in packages().items():
-        text = path.read_text(encoding="utf-8")
-        if rewritten(text, name, data) != text:
-            path.write_text(rewritten(text, name, data), encoding="utf-8")
-            print(f"rewrote {path.relative_to(ROOT)}")
-    return 0
+    return check_or_write(argv, __doc__, stale, "every package docstring opens with what dsr/layers.toml gives",
+                          lambda: [(path, functools.partial(rewritten, package=name, data=data))
+                                   for name, path in packages().items()])
 
 
 if __name__ == "__main__":
