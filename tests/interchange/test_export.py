@@ -68,8 +68,10 @@ def test_hf_export_loads_with_datasets(tmp_path, monkeypatch, expected):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     out = _export("hf", tmp_path / "hf", "--query", "last")
     cache = str(tmp_path / "hf-cache")
-    load = lambda config, split: datasets.load_dataset(str(out), config, split=split,  # noqa: E731
-                                                       cache_dir=cache)
+
+    def load(config, split):
+        return datasets.load_dataset(str(out), config, split=split, cache_dir=cache)
+
     qrels = load("default", "test")
     assert {(r["query-id"], r["corpus-id"], r["score"]) for r in qrels} == {
         (q, d, g) for q, docs in expected["qrels"].items() for d, g in docs.items()}
