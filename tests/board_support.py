@@ -76,7 +76,7 @@ def runs(tmp_path_factory):
 
 
 @pytest.fixture
-def setup(db_url, tmp_path, runs):  # noqa: F811
+def setup(db_url, tmp_path, runs):
     """A board with the sample's public and hidden phases, team ``alpha`` (its token) and an
     in-process client of the board's app."""
     from fastapi.testclient import TestClient

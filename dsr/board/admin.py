@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,9 +168,6 @@ def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> st
 def _ladder_table(lb, fmt: str, about: dict) -> str:
     """A hidden phase's published values (``dsr.board.release``) as CSV (one line per run,
     subset and measure) or LaTeX (one row per run, the measures on "all")."""
-    import csv
-    import io
-
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -194,9 +193,6 @@ def _ladder_table(lb, fmt: str, about: dict) -> str:
 
 def _with_columns(text: str, columns: dict[str, str]) -> str:
     """CSV ``text`` with ``columns`` (the same value on every row) added on the right."""
-    import csv
-    import io
-
     rows = list(csv.reader(io.StringIO(text)))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

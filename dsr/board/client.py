@@ -9,6 +9,7 @@ and the server answers with the first submission's answer instead of storing it 
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -50,8 +51,6 @@ def submit(server: str, token: str, collection: str, run: str | Path, *, phase: 
            trained: bool = False, sidecar: str | Path | None = None, timeout: float = 120.0,
            retries: int = RETRIES) -> Answer:
     """POST the run and its published metadata to ``server``, retrying with the same key."""
-    import json
-
     httpx = require_extra("httpx", "board", field="server")
     run = Path(run)
     if not run.is_file():

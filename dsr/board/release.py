@@ -76,7 +76,7 @@ def warm() -> None:
     """Import scipy.stats now (about 0.4 s on a 2-core machine): a server does it at its
     start, and a submission to a ladder phase before its write transaction, so the first
     ladder test never imports it while holding the database's write lock (which made
-    every other submission wait, issue 34's p95)."""
+    every other submission wait: the board's p95 under 20 clients)."""
     _stats()
 
 
@@ -104,14 +104,8 @@ def level(k: int, total_quota: int | None, alpha: float = ALPHA) -> float:
     return alpha * 6 / (math.pi ** 2 * (k - 1) ** 2)
 
 
-def rounded(value: float, step: float = STEP) -> float:
-    """``value`` on the grid of ``step`` (nearest), as a float printed without noise."""
-    digits = max(0, -math.floor(math.log10(step)) + 2)
-    return round(round(value / step) * step, digits)
-
-
 def on_grid(values: np.ndarray, step: float = STEP) -> np.ndarray:
-    """:func:`rounded` of each value."""
+    """Each value on the grid of ``step`` (nearest), as a float printed without noise."""
     digits = max(0, -math.floor(math.log10(step)) + 2)
     return np.round(np.round(values / step) * step, digits)
 

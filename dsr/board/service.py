@@ -72,7 +72,7 @@ LINE_ALLOWANCE = 96
 #: runs this large or larger are scored by a worker (``dsr serve --workers``), smaller ones in
 #: the request's thread. 0: every run. A 20-dialogue run's parse and scoring (a few ms) cost
 #: less than the hand-over alone, but in the request's thread they hold the server's GIL, which
-#: 20 concurrent requests and the event loop share: measured with 20 clients (issue 34), the
+#: 20 concurrent requests and the event loop share: measured with 20 clients (bench/bench_board.py), the
 #: server spent 7.2 instead of 9.6 ms of CPU a submission with every run sent to the workers
 POOL_MIN_BYTES = 0
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row

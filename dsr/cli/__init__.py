@@ -1,13 +1,19 @@
 """``dsr``: the command line, in one package.
 
+Layer 12 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
+``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval``,
+``dsr.evaluation``, ``dsr.interchange``, ``dsr.web``, ``dsr.board``, ``dsr.judging``,
+``dsr.server``, ``dsr.training`` and ``dsr.baselines``. Only the application (``dsr.cli``,
+``dsr.baselines`` and ``dsr``) imports it.
+
 :data:`dsr.cli.commands.COMMANDS` is the explicit table of commands, their modules and
 one-line help (the order is the order in ``--help``); each module's
 ``register(subparsers)`` adds its commands and holds only argument handling: what a
-command does lives in the packages (``retrieval``, ``indexes``, ``eval``, and the
-application's ``dsr.training``, ``dsr.baselines``) it calls. Only the module of the
-command that runs is imported (``dsr --help`` imports none), and heavy libraries
-(torch, faiss) only when a command needs them. Nothing outside this package imports
-it. Exit codes: 0 success, 2 bad input, 1 internal error.
+command does lives in the units it calls (``dsr.collections``, ``dsr.rankers``,
+``dsr.evaluation``, ``dsr.board``, ``dsr.training``, ``dsr.baselines``...). Only the module
+of the command that runs is imported (``dsr --help`` imports none), and heavy libraries
+(torch, faiss) only when a command needs them. Exit codes: 0 success, 2 bad input, 1
+internal error.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dsr.board.client import published_for, quota_text, submit
@@ -323,8 +323,6 @@ def quotas(phase) -> str:
 
 def when(text: str | None, field: str):
     """An ISO date or time as a naive UTC datetime (a time without an offset is UTC)."""
-    from datetime import datetime
-
     if text is None:
         return None
     try:

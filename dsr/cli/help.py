@@ -109,7 +109,8 @@ def commands(parser: argparse.ArgumentParser, path: str = "") -> dict[str, argpa
 def add_defaults_and_examples(parser: argparse.ArgumentParser) -> None:
     """Name the defaults and add the example to every command under ``parser``."""
     for path, command in commands(parser).items():
-        if not issubclass(command.formatter_class, argparse.RawDescriptionHelpFormatter):
+        formatter = command.formatter_class
+        if not (isinstance(formatter, type) and issubclass(formatter, argparse.RawDescriptionHelpFormatter)):
             command.formatter_class = HelpFormatter  # raw ones keep their own line breaks
         for action in command._actions:
             if _shows_default(action):

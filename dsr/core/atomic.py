@@ -40,7 +40,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from dsr.core.errors import InputError
 
@@ -159,7 +159,7 @@ def _temp_prefix(path: Path) -> str:
 
 @contextlib.contextmanager
 def temp_beside(path: str | Path, suffix: str = ".tmp", mode: str = "wb",
-                field: str | None = None) -> Iterator[tuple[Path, IO]]:
+                field: str | None = None) -> Iterator[tuple[Path, IO[Any]]]:
     """A new temporary file beside ``path`` (removed on exit unless renamed away meanwhile)."""
     path = check_output_path(path, field)
     clean_stale(path)
@@ -177,7 +177,7 @@ def temp_beside(path: str | Path, suffix: str = ".tmp", mode: str = "wb",
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary file next to ``path``; on success rename it over ``path``."""
     path = check_output_path(path, field=None)
     clean_stale(path)
@@ -188,8 +188,8 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     try:
         # mkstemp creates the file 0600; give it the mode an ordinary open() would.
         os.chmod(tmp, 0o666 & ~_umask())
-        kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}
-        with os.fdopen(fd, mode, **kwargs) as handle:
+        text = "b" not in mode
+        with os.fdopen(fd, mode, encoding=encoding if text else None, newline="\n" if text else None) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
@@ -286,7 +286,7 @@ def _umask() -> int:
     return mask
 
 
-def write_json(path: str | Path, obj, indent: int | None = 2) -> None:
+def write_json(path: str | Path, obj: Any, indent: int | None = 2) -> None:
     """Write ``obj`` as JSON atomically (keys sorted so files diff cleanly)."""
     with atomic_write(path) as handle:
         json.dump(obj, handle, indent=indent, sort_keys=True, ensure_ascii=False)

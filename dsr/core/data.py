@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError
@@ -338,7 +338,7 @@ def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
     )
 
 
-def _candidates(cands_raw: list, where: _Where) -> list[Candidate]:
+def _candidates(cands_raw: list[Any], where: _Where) -> list[Candidate]:
     """Candidates checked one field at a time: the first problem names its field."""
     candidates = []
     seen: set[str] = set()
@@ -351,7 +351,7 @@ def _candidates(cands_raw: list, where: _Where) -> list[Candidate]:
     return candidates
 
 
-def _plain_candidates(cands_raw: list) -> list[Candidate] | None:
+def _plain_candidates(cands_raw: list[Any]) -> list[Candidate] | None:
     """The common case checked in bulk, or None when any candidate needs the field-by-field
     path (which then accepts it as it always did, or names the field at fault).
 
@@ -385,7 +385,10 @@ def _plain_candidates(cands_raw: list) -> list[Candidate] | None:
             for cid, title, body, score, label in rows]
 
 
-def _trusted(cls: type, **fields: Any) -> Any:
+_Record = TypeVar("_Record")
+
+
+def _trusted(cls: type[_Record], **fields: Any) -> _Record:
     """A record built from fields the reader has already checked, without the
     ``__post_init__`` checks that would repeat them (a builder's records go through those)."""
     record = object.__new__(cls)
@@ -413,7 +416,7 @@ def candidate_from_json(obj: Any, where: _Where, name: str = "candidate") -> Can
 _BAD_ID_CHAR = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 
-def check_id(value: str, where: _Where, name: str) -> str:
+def check_id(value: object, where: _Where, name: str) -> str:
     """A dialogue or candidate id that a TREC run or qrels file can carry: not empty and
     without whitespace of any kind (run files are split on it), else InputError."""
     if not isinstance(value, str) or not value:
@@ -425,6 +428,10 @@ def check_id(value: str, where: _Where, name: str) -> str:
     return value
 
 
+@overload
+def parse_number(value: Any, where: _Where, name: str, allow_none: Literal[False] = False) -> float | int: ...
+@overload
+def parse_number(value: Any, where: _Where, name: str, allow_none: bool) -> float | int | None: ...
 def parse_number(value: Any, where: _Where, name: str, allow_none: bool = False) -> float | int | None:
     """A finite number, also when stored as a string ("3", "0.25")."""
     if value is None or value == "":
@@ -469,7 +476,7 @@ def parse_label(value: Any, where: _Where, name: str, allowed: tuple[int, ...] |
     return number
 
 
-def _text(obj: dict, key: str, where: _Where, required: bool = False, prefix: str | None = None) -> str:
+def _text(obj: dict[str, Any], key: str, where: _Where, required: bool = False, prefix: str | None = None) -> str:
     name = f"{prefix}.{key}" if prefix else key
     value = obj.get(key)
     if value is None or value == "":

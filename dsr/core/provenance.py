@@ -26,7 +26,7 @@ TRACKED_PACKAGES = (
 )
 
 
-def package_versions(names=TRACKED_PACKAGES) -> dict[str, str | None]:
+def package_versions(names: Sequence[str] = TRACKED_PACKAGES) -> dict[str, str | None]:
     """Installed version of each package (None when it is not installed)."""
     return dict(_versions(tuple(names)))
 
@@ -86,6 +86,6 @@ def run_sidecar(command: str, command_line: str, described: dict[str, Any], **pa
             **parts, "versions": package_versions()}
 
 
-def input_record(path: str | Path, run) -> dict[str, Any]:
+def input_record(path: str | Path, run: Any) -> dict[str, Any]:
     return {"path": str(Path(path).resolve()), "sha256": sha256_file(path), "tag": run.tag,
             "config": {k: v for k, v in run.config.items() if k != "versions"}}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -208,7 +209,7 @@ class Evaluator:
                 groups.setdefault(key, {})[name] = j
         #: (pytrec_eval.RelevanceEvaluator, {trec_eval measure name: column})
         self._native = [(pytrec_eval.RelevanceEvaluator(qrels, list(columns), relevance_level=rel,
-                                                        judged_docs_only_flag=int(judged)), columns)
+                                                        judged_docs_only_flag=bool(judged)), columns)
                         for (rel, judged), columns in groups.items()]
         self._other = None
         if other:
@@ -235,7 +236,7 @@ class Evaluator:
                 for key, value in by_measure.items():
                     row[columns[key]] = value
         if self._other is not None:
-            self._other_values(scores, values)
+            self._other_values(self._other, scores, values)
         ranked = {q for q, docs in scores.items() if docs}
         missing = sum(1 for t in self.topics if t not in ranked)
         if missing:
@@ -256,11 +257,12 @@ class Evaluator:
                     values[i, j] = 1 if measure.NAME == "NumQ" else sum(
                         1 for g in self._qrels[t].values() if g >= rel)
 
-    def _other_values(self, scores: Mapping[str, Mapping[str, float]], values: np.ndarray) -> None:
-        """The measures ir_measures' other providers compute, topics numbered as their qrels."""
+    def _other_values(self, other: Any, scores: Mapping[str, Mapping[str, float]], values: np.ndarray) -> None:
+        """The measures ir_measures' other providers compute (``other``, their evaluator), topics
+        numbered as their qrels."""
         numbered = {str(self._topic_index[q]): docs for q, docs in scores.items() if q in self._topic_index}
         try:
-            for metric in self._other.iter_calc(numbered):
+            for metric in other.iter_calc(numbered):
                 values[int(metric.query_id), self._measure_index[str(metric.measure)]] = metric.value
         except Exception as err:   # a provider's own failure (a tool it runs, its parser)
             first = str(err).splitlines()[0] if str(err) else type(err).__name__

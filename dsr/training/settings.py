@@ -119,7 +119,7 @@ GROUPS = {"model": MODEL, "data": DATA, "optimisation": OPTIMISATION}
 RECIPES: dict[str, dict[str, Any]] = {
     "cross-encoder": {"query": "weighted", "batch_size": 16, "max_steps": 400, "max_length": 128,
                       "save_steps": 100, "lr": 5e-5, "batching": "random", "padding": "column"},
-    # the earlier recipe stays (issue 34's shorter ones, e.g. 56 steps of 32 at 128 word pieces, are
+    # the earlier recipe stays (shorter ones, e.g. 56 steps of 32 at 128 word pieces, are
     # lower on the judged development set), computed without most of its padding (`padding`
     # chunks, dsr.training.chunks: the same embeddings and loss; 169 s of training on 2 cores
     # against ~350 s padded per column), which `dsr decide` finds not significantly different

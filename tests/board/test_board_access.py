@@ -1,5 +1,5 @@
-"""Who may submit, and what a submission can learn, attacked as an adversarial participant would
-(issue 29, items 5 and 6), each on SQLite and PostgreSQL: per-member tokens (a removed member's
+"""Who may submit, and what a submission can learn, attacked as an adversarial participant would,
+each on SQLite and PostgreSQL: per-member tokens (a removed member's
 token and a rotated token's old value get 401 on the next request, browser sessions included;
 who submitted what is recorded), an Idempotency-Key replayed with a changed field is refused,
 duplicates are judged within a team on the parsed ranking (CRLF, added newlines, reordered lines
@@ -173,7 +173,7 @@ def test_the_login_forms_csrf_token_is_bound_to_its_browser(setup):
         c.close()
 
 
-def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tmp_path, runs, capsys):  # noqa: F811
+def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tmp_path, runs, capsys):
     from dsr.board.phases import Season
     from dsr.cli import main
     from dsr.evaluation.qrels import read_qrels
@@ -203,7 +203,7 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
     board.close()
 
 
-def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path):  # noqa: F811
+def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path):
     """A board made at migration 0004 (one token per team) upgraded: the token works, is a member
     named 'team token' that rotate-token and remove-member act on; old browser sessions end."""
     from alembic import command

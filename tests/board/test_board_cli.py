@@ -14,7 +14,7 @@ from dsr.cli import main
 from dsr.collections import load_collection
 
 
-def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):  # noqa: F811
+def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):
     assert main(["board", "add-phase", "sample", "--phase", "public"]) == 0
     assert main(["board", "add-baseline", "sample", str(runs / "initial.run")]) == 0
     capsys.readouterr()
@@ -62,7 +62,7 @@ def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):  # noqa: F811
     assert main(["board", "add-phase", "sample", "--phase", "x", "--qrels", str(runs / "hidden.qrels")]) == 2
 
 
-def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_home):  # noqa: F811
+def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_home):
     """add-phase with dates and a final switch, set-phase, freeze (submissions refused after it,
     the export names the collection hash and the freeze), add-member and remove-member."""
     from dsr.board.service import Board, BoardConfig, Metadata, Refused

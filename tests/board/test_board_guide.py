@@ -1,4 +1,4 @@
-"""docs/board.md's season runs line by line on a fresh DSR_HOME (issue 29, item 7).
+"""docs/board.md's season runs line by line on a fresh DSR_HOME, as an organiser would follow it.
 
 The commands are taken from the guide itself (every ``bash`` block of "A season, step by
 step", in order) and run in one bash with ``set -e`` in an empty folder, on the bundled

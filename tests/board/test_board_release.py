@@ -1,4 +1,4 @@
-"""Issue 29 items 1-4, attacked as an adaptive participant would, on SQLite and PostgreSQL:
+"""A hidden phase, attacked as an adaptive participant would, on SQLite and PostgreSQL:
 differencing two runs that differ in one dialogue, peeling labels with RR probes, the Ladder
 paper's boosting attack (with labels the board never used), the final phase's order oracle,
 and two hidden phases that differ in a few dialogues; quotas on by default.
@@ -101,7 +101,7 @@ def hidden_views(client, run_id: int) -> dict:
 
 
 @pytest.fixture
-def hidden(db_url, tmp_path, runs):  # noqa: F811
+def hidden(db_url, tmp_path, runs):
     """sample/test: the 20 sample dialogues with hidden labels, default quotas."""
     board = make_board(db_url, tmp_path)
     board.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"))
@@ -113,7 +113,7 @@ def hidden(db_url, tmp_path, runs):  # noqa: F811
 
 # --- 1. the release rule ---------------------------------------------------------------
 
-def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden, runs):  # noqa: F811
+def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden, runs):
     """On main the second answer's mean minus the first (and the intervals' change) gave the
     changed dialogue's values exactly. Here every run that differs from the team's best in one
     dialogue leaves every published number as it was, whatever that dialogue's labels."""
@@ -152,7 +152,7 @@ def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden
         assert not {n for n in numbers(text) if float(n) != round(float(n), 2)}
 
 
-def test_a_real_improvement_is_published_and_the_board_tracks_it(hidden, runs):  # noqa: F811
+def test_a_real_improvement_is_published_and_the_board_tracks_it(hidden, runs):
     """The rule still lets the standings move: a run better on many dialogues is released,
     rounded to the step, and ranks its team above one whose value did not move."""
     board, client = hidden
@@ -174,7 +174,7 @@ def plain_rr_of(ranking: dict[str, list[str]], labels) -> dict[str, float]:
             for q, docs in ranking.items() if q in labels}
 
 
-def test_peeling_labels_with_rr_probes_learns_nothing(db_url, tmp_path, runs, request):  # noqa: F811
+def test_peeling_labels_with_rr_probes_learns_nothing(db_url, tmp_path, runs, request):
     """The issue's peeling: each probe puts one candidate first in 4 dialogues, so on main the RR
     change read those 4 candidates' labels. The same probes run against two boards whose hidden
     labels differ exactly in those candidates get identical answers: nothing is learnt."""
@@ -243,7 +243,7 @@ def boosting_collection(tmp_path: Path, n: int, held_out: int, seed: int):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_ladder_papers_boosting_attack_gains_nothing_within_the_default_quota(
-        db_url, tmp_path, seed):  # noqa: F811
+        db_url, tmp_path, seed):
     """Blum and Hardt's boosting attack: random perturbations of one run (swap the first two
     candidates of each dialogue with chance 1/2), keep those whose published score rose, and
     combine them by majority vote. The labels are split: the board holds 60 dialogues, and
@@ -284,7 +284,7 @@ def test_the_ladder_papers_boosting_attack_gains_nothing_within_the_default_quot
 
 # --- 2. final phases ---------------------------------------------------------------------
 
-def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp_path, runs):  # noqa: F811
+def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp_path, runs):
     """The order oracle: on main a perfect run submitted last was listed first for any ?sort=,
     and a run that swaps two candidates told which is relevant by its place. Before the freeze
     every page and API answer lists rows by team, then submission time, whatever is asked, and
@@ -328,7 +328,7 @@ def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp
 
 # --- 3. the cross-phase check -----------------------------------------------------------
 
-def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tmp_path, runs, capsys):  # noqa: F811
+def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tmp_path, runs, capsys):
     """On main 115- and 114-dialogue phases over the same labels gave the dropped dialogue's
     values as 115 mean - 114 mean'. Any pair of published groups of two hidden phases that
     differ in fewer than --min-dialogues dialogues (dropped, added or relabelled) is refused,
@@ -380,7 +380,7 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
 # --- 4. quotas on by default -------------------------------------------------------------
 
 def test_hidden_phases_have_quotas_by_default_printed_by_add_phase_and_list(
-        db_url, tmp_path, runs, capsys):  # noqa: F811
+        db_url, tmp_path, runs, capsys):
     from dsr.board.release import DEFAULTS
 
     db, store = db_url, str(tmp_path / "q-store")
@@ -402,7 +402,7 @@ def test_hidden_phases_have_quotas_by_default_printed_by_add_phase_and_list(
     assert "--daily-quota" in capsys.readouterr().err
 
 
-def test_the_daily_quota_counts_every_run_of_the_team(hidden, runs):  # noqa: F811
+def test_the_daily_quota_counts_every_run_of_the_team(hidden, runs):
     board, client = hidden
     attacker = Attacker(board, client, "mallory")
     daily, _ = quotas(client)

@@ -1,5 +1,5 @@
 """A command killed (SIGKILL) at any moment while it writes a folder leaves, once the
-next command has run, exactly the old set or the new set (issue 19).
+next command has run, exactly the old set or the new set, never a mix.
 
 Bounded trials of ``dsr reproduce`` and ``dsr export`` on the bundled sample, in real
 processes (tests/kill_support.py forks them from a warm helper): half are killed

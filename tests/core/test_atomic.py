@@ -1,4 +1,4 @@
-"""Crash consistency of outputs (issue 9): report folders written as a set, stale
+"""Crash consistency of outputs: report folders written as a set, stale
 temporaries cleaned, and outputs that cannot be written reported as exit 2."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every bad input of issue 30, one test each, attacked as a careless or hostile user would:
+"""Every bad input of judging, one test each, attacked as a careless or hostile user would:
 ``dsr judge import`` on crowd results and Label Studio exports that are not what dsr wrote,
 ``POST /judge/api/grades`` with a lone surrogate or a body nested 100,000 deep, ``dsr judge``
 on a read-only DSR_HOME and ``dsr kfold --folds 0``. Each is exit 2 (or a 4xx) naming the file,

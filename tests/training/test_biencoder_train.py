@@ -195,7 +195,7 @@ def test_kfold_pools_fold_models_and_tests_against_zero_shot(data, tiny, tmp_pat
 
 def test_kfold_out_is_a_set_and_other_files_are_refused_before_training(data, tiny, tmp_path, monkeypatch,
                                                                       capsys):
-    """Issue 19: --out is replaced as a set (runs and report/), so a folder holding other
+    """--out is replaced as a set (runs and report/), so a folder holding other
     files is refused (exit 2, kept) before any fold is trained."""
     home = tmp_path / "home"
     monkeypatch.setenv("DSR_HOME", str(home))
