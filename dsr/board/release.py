@@ -1,5 +1,6 @@
-"""What a hidden phase releases: a Ladder per team and published value, quotas on by default,
-and the check that two hidden phases cannot be differenced.
+"""What a hidden phase releases: a Ladder per team and published value, and quotas on by
+default (the check that no phase lets a hidden phase's labels be read through it is
+:mod:`dsr.board.overlap`).
 
 **The release rule** (after Blum and Hardt, "The Ladder: A Reliable Leaderboard for
 Machine Learning Competitions", ICML 2015). A hidden phase publishes, for each team and
@@ -37,13 +38,11 @@ value takes at most ``transcripts(q, step)`` forms over q submissions: at most
 from __future__ import annotations
 
 import functools
-import json
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from dsr.core.errors import InputError
 from dsr.core.params import Param, by_name, defaults
 
 #: the settings of a hidden phase's release rule and quotas (``add-phase`` flags come from
@@ -196,48 +195,3 @@ def rule(phase) -> dict:
             "step": STEP, "alpha": ALPHA,
             "level": level(2, phase.total_quota),
             "daily_quota": phase.daily_quota, "total_quota": phase.total_quota}
-
-
-# -- the cross-phase check ----------------------------------------------------------------
-
-def keyed_groups(topics: list[str], labels: dict[str, dict[str, int]],
-                 groups: dict[str, np.ndarray]) -> dict[str, dict[str, str]]:
-    """Each published group as {topic: its labels as text}: two phases' groups are the same
-    on a topic only when both hold it with the same labels."""
-    text = {t: json.dumps(labels.get(t, {}), sort_keys=True) for t in topics}
-    return {name: {topics[i]: text[topics[i]] for i in idx} for name, idx in groups.items()}
-
-
-def differing(a: dict[str, str], b: dict[str, str]) -> int:
-    """Dialogues in which two groups differ: in one and not the other, or in both with other
-    labels."""
-    return sum(1 for t in a.keys() | b.keys() if a.get(t) != b.get(t))
-
-
-def overlaps(name: str, groups: dict[str, dict[str, str]], minimum: int,
-             others: list[tuple[str, dict[str, dict[str, str]], int]]) -> list[str]:
-    """Why the hidden phase ``name`` (its published ``groups``) may not sit beside the other
-    hidden phases (label, groups, their minimum): a pair of published groups that differ in
-    fewer dialogues than the larger minimum (the difference of their means gives those
-    dialogues' values; the same group twice doubles every team's quota on it)."""
-    problems = []
-    for label, theirs, their_minimum in others:
-        least = max(minimum, their_minimum)
-        for g, mine in groups.items():
-            for h, other in theirs.items():
-                n = differing(mine, other)
-                if n < least:
-                    problems.append(f"{name} {g!r} ({len(mine)} dialogues) and {label} {h!r} "
-                                    f"({len(other)} dialogues) differ in {n} dialogue(s), fewer than "
-                                    f"{least}")
-    return problems
-
-
-def refuse_overlaps(problems: list[str]) -> None:
-    if problems:
-        raise InputError("this hidden phase could be differenced against another one: "
-                         + "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)" if len(problems) > 5
-                                                      else "")
-                         + ". Hidden phases over the same labels must differ in at least min_dialogues "
-                         "dialogues (docs/board.md: fixing a bad label); allow_overlap overrides",
-                         field="allow_overlap")

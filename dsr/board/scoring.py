@@ -25,7 +25,7 @@ import numpy as np
 
 from dsr.board import runcheck
 from dsr.board.intake import ranking_digest
-from dsr.collections import load_collection
+from dsr.collections import REGISTERED, load_collection
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import read_trec_run
@@ -98,8 +98,23 @@ class PhaseSpec:
                                 json.loads(self.measures_json), min_dialogues=self.min_dialogues)
 
 
-def load_collection_ref(ref: str) -> Collection:
+def split_ref(collection: str, split: str | None) -> str:
+    """A phase's collection reference: ``collection`` (a registered name or a path), with a
+    registered collection's ``split`` as ``NAME:SPLIT``."""
+    if split is None:
+        return collection
+    if collection not in REGISTERED:
+        raise InputError(f"a split is for registered collections ({', '.join(REGISTERED)}), not "
+                         f"{collection!r}", field="split")
+    load_collection(collection, split=split)     # an unknown split is named now
+    return f"{collection}:{split}"
 
+
+def load_collection_ref(ref: str) -> Collection:
+    """The collection a phase names: a path, a registered name, or ``NAME:SPLIT``."""
+    name, sep, split = ref.partition(":")
+    if sep and name in REGISTERED and not Path(ref).exists():
+        return load_collection(name, split=split)
     return load_collection(ref)
 
 

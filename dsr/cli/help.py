@@ -53,6 +53,7 @@ EXAMPLES = {
     "board rotate-token": "dsr board rotate-token my-lab 'Ada Lovelace'",
     "board set-phase": "dsr board set-phase sample --phase test --closes 2027-03-01",
     "board freeze": "dsr board freeze sample --phase test",
+    "board participant-file": "dsr board participant-file sample --phase test --out test-dialogues.jsonl",
     "judge": "dsr judge list",
     "judge guidelines": "dsr judge guidelines --out guidelines.yaml",
     "judge create": "dsr judge create ccpe-1 ccpe-pool.jsonl --guidelines guidelines.yaml --k 3 "

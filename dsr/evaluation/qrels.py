@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsr.core.data import Candidate, Collection, Dialogue
+from dsr.core.data import Candidate, Collection, Dialogue, labels_withheld
 from dsr.core.errors import InputError
 from dsr.core.textfiles import atomic_write_text, read_lines
 
@@ -25,6 +25,11 @@ def qrels_from_collection(collection: Collection) -> Qrels:
     judged; the measures of the default set do not depend on them, but
     judged-only measures (e.g. ``P(judged_only=True)@5``) do.
     """
+    withheld = next((d for d in collection.dialogues if labels_withheld(d)), None)
+    if withheld is not None:
+        raise InputError(f"{collection.name} holds no labels (dialogue {withheld.id!r} and the others of "
+                         "a participant file): it can be ranked, not evaluated", record=withheld.id,
+                         field="label")
     return {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
 
 
