@@ -12,6 +12,7 @@ from sqlalchemy import delete, func, select
 from dsr.board.db import read_session, write_session
 from dsr.board.models import Member, Setting, Submission, Team, WebSession, utcnow
 from dsr.board.published import check_text
+from dsr.board.release import Noise, noise_key
 from dsr.core.errors import InputError
 
 
@@ -85,6 +86,11 @@ class Members:
                 row = s.get(Setting, "login_secret")
             secret = self._login_secret = bytes.fromhex(row.value)
         return secret
+
+    def release_noise(self, phase, team_id: int, runs: list[int]):
+        """The noise of a team's published values on a hidden phase (``release.Noise``), keyed
+        by the board's secret, the phase and the team."""
+        return Noise(noise_key(self.login_secret(), phase.id, team_id), tuple(runs))
 
     def team(self, name: str) -> Team:
         """A team by name, else an InputError naming it."""

@@ -327,9 +327,11 @@ def cmd_board_add_phase(args) -> int:
         print(f"  {note}")
     print(f"quota: {quotas(phase)}")
     if phase.hidden:
-        rule = release_rule(phase)
-        print(f"release: ladder values rounded to {rule['step']:g}; a team's value changes only when a "
-              f"one-sided paired t-test finds a run better than its best so far (level {rule['level']:.2g})")
+        rule = release_rule(phase, {name: len(idx) for name, idx in data.subsets.items()})
+        steps = ", ".join(f"{g} {st:g}" for g, st in rule["steps"].items())
+        print(f"release: ladder values on each group's grid (step {steps}: a value is its cell's lower edge, "
+              f"no cell is one exact count); a team's value changes only when a one-sided paired t-test "
+              f"finds a run better than its best so far (level {rule['level']:.2g})")
     _warn_overlaps(board, phase)
     _print_season(phase)
     return 0
