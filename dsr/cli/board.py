@@ -329,9 +329,10 @@ def cmd_board_add_phase(args) -> int:
     if phase.hidden:
         rule = release_rule(phase, {name: len(idx) for name, idx in data.subsets.items()})
         steps = ", ".join(f"{g} {st:g}" for g, st in rule["steps"].items())
-        print(f"release: ladder values on each group's grid (step {steps}: a value is its cell's lower edge, "
-              f"no cell is one exact count); a team's value changes only when a one-sided paired t-test "
-              f"finds a run better than its best so far (level {rule['level']:.2g})")
+        print(f"release: a team's value changes only when a one-sided paired t-test finds a run better than "
+              f"its best so far (level {rule['level']:.2g}); it is the lower edge of the cell of its mean plus "
+              f"Laplace noise of scale {rule['noise']:g}/n, on each group's grid (step {steps}: no cell is one "
+              f"exact count)")
     _warn_overlaps(board, phase)
     _print_season(phase)
     return 0

@@ -367,7 +367,7 @@ def test_hidden_phases_have_quotas_by_default_printed_by_add_phase_and_list(
                  str(runs / "hidden.qrels"), "--db", db, "--store", store]) == 0
     out = capsys.readouterr().out
     assert f"quota: {daily} per UTC day, {total} in all per team (all its members together)" in out
-    assert "release: ladder values on each group's grid (step all 0.1: a value is its cell's lower edge" in out
+    assert "Laplace noise of scale 1/n, on each group's grid (step all 0.1: no cell is one exact count)" in out
     assert main(["board", "add-phase", "sample", "--phase", "public", "--db", db, "--store", store]) == 0
     assert "quota: none" in capsys.readouterr().out
     assert main(["board", "list", "--db", db, "--store", store]) == 0
