@@ -59,6 +59,8 @@ EXAMPLES = {
     "judge create": "dsr judge create ccpe-1 ccpe-pool.jsonl --guidelines guidelines.yaml --k 3 "
                     "--auto-honeypots",
     "judge add-assessor": "dsr judge add-assessor alice",
+    "judge remove-assessor": "dsr judge remove-assessor alice",
+    "judge rotate-token": "dsr judge rotate-token alice",
     "judge assign": "dsr judge assign ccpe-1 --assessors alice bob carol dave",
     "judge status": "dsr judge status ccpe-1",
     "judge report": "dsr judge report ccpe-1 --method ds",

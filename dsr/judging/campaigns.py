@@ -96,7 +96,6 @@ class Judging(Assignments, Reviews):
         self._pending: list[_Job] = []
         self._pending_lock = threading.Lock()
         self._writer = threading.Lock()
-        self._tokens: dict[str, Assessor] = {}
         self._lock = threading.Lock()
 
     @classmethod
