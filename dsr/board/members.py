@@ -21,6 +21,8 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
+#: the longest e-mail address a member's row holds (String(300))
+MAX_EMAIL = 300
 #: the first member ``add-team`` makes (``--member`` names another)
 FIRST_MEMBER = "lead"
 
@@ -109,6 +111,9 @@ class Members:
                              "dsr board add-baseline, not by a member's token", field="TEAM")
         name = _member_name(name)
         check_text(email, "email")
+        if len(email.strip()) > MAX_EMAIL:
+            raise InputError(f"an e-mail address is at most {MAX_EMAIL} characters (got {len(email.strip())})",
+                             field="email")
         token = new_token()
         with write_session(self.engine) as s:
             row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name))

@@ -5,6 +5,7 @@ of :class:`dsr.board.service.Board`."""
 from __future__ import annotations
 
 import json
+import re
 
 from sqlalchemy import func, select
 
@@ -32,6 +33,27 @@ class Season(settings_type("SeasonSettings", SEASON_PARAMS, "a phase's season"))
                 setattr(phase, name, value if value is not None or name != "final" else False)
         if phase.opens_at and phase.closes_at and phase.closes_at <= phase.opens_at:
             raise InputError("the phase would close before it opens", field="closes")
+
+
+#: characters a board's collection or phase name may not hold: they are parts of its URLs
+#: (/board/COLLECTION/PHASE), and these would end or change the path
+URL_UNSAFE = re.compile(r"[/\\?#%]")
+#: the longest collection and phase name (their columns: String(100)) and collection reference
+MAX_NAME, MAX_REF = 100, 1000
+
+
+def check_url_part(value: str, field: str) -> str:
+    """A board's collection or phase name: 1 to 100 characters of text, none of ``/``, a
+    backslash, ``?``, ``#`` and ``%``, not ``.`` or ``..``: what every database stores and
+    every URL of the board can carry."""
+    check_text(value, field)
+    if not value.strip() or len(value) > MAX_NAME or value.strip() in (".", ".."):
+        raise InputError(f"is 1 to {MAX_NAME} characters (got {len(value)})", field=field)
+    bad = URL_UNSAFE.search(value)
+    if bad:
+        raise InputError(f"holds {bad.group()!r}: it is a part of the board's URLs (/board/COLLECTION/PHASE)",
+                         field=field)
+    return value
 
 
 def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_quota: int | None,
@@ -72,7 +94,11 @@ class Phases:
         subsets are merged or withheld). ``season``: primary measure, dates, final."""
         season = season or Season()
         _check_phase_options(hidden, labels, daily_quota, total_quota, min_dialogues,
-                             [(phase_name, "phase_name"), (description, "description"), (display or "", "display")])
+                             [(description, "description"), (display or "", "display")])
+        check_url_part(phase_name, "phase_name")
+        if len(collection_ref) > MAX_REF:
+            raise InputError(f"is longer than {MAX_REF} characters: move the file to a shorter path",
+                             field="collection_ref")
         collection = scoring.load_collection_ref(collection_ref)
         if hidden and labels is None:
             labels = scoring.qrels_from_collection(collection)
@@ -82,7 +108,7 @@ class Phases:
             min_dialogues = scoring.MIN_DIALOGUES
         data = scoring.build_phase_data(collection, topics, labels, measures,   # checks measures
                                         min_dialogues=min_dialogues)            # and the subset rule
-        display = display or collection.name
+        display = check_url_part(display or collection.name, "display")
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
         if not allow_overlap:
             how = "public" if not hidden else "final" if season.final else "ladder"

@@ -485,6 +485,13 @@ def cmd_board_participant_file(args) -> int:
     return 0
 
 
+def token_state(member) -> str:
+    """What ``board list`` says of a member's token: active only when they hold one."""
+    if member.removed_at is not None:
+        return f"removed {member.removed_at:%Y-%m-%d}"
+    return "active" if member.token_hash else "no token (dsr board rotate-token gives one)"
+
+
 def cmd_board_list(args) -> int:
     board = _board(args)        # first: it says what to install when the board extra is missing
     from sqlalchemy import select
@@ -505,8 +512,7 @@ def cmd_board_list(args) -> int:
             rows.append([team.name, "(organisers)" if team.organiser else "(team token, before 0005)",
                          "", runs.get((team.id, None), 0), ""])
         for m in members:
-            rows.append([team.name, m.name, m.email, runs.get((team.id, m.id), 0),
-                         "active" if m.removed_at is None else f"removed {m.removed_at:%Y-%m-%d}"])
+            rows.append([team.name, m.name, m.email, runs.get((team.id, m.id), 0), token_state(m)])
     print()
     print(table(["team", "member", "email", "runs", "token"], rows) if rows else "no team yet")
     return 0

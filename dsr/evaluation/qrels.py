@@ -64,7 +64,8 @@ def read_qrels(path: str | Path) -> Qrels:
         qid, _, doc, grade_text = parts
         grade = _grade(grade_text)
         if grade is None:
-            raise InputError(f"grade is not a whole number (as trec_eval reads it): {grade_text!r}",
+            raise InputError(f"grade is not a whole number from -2147483648 to 2147483647 (as trec_eval "
+                             f"reads it): {grade_text!r}",
                              path=path, line=lineno, field="grade")
         docs = qrels.setdefault(qid, {})
         if doc in docs:
@@ -76,12 +77,18 @@ def read_qrels(path: str | Path) -> Qrels:
     return qrels
 
 
+#: the grades trec_eval (pytrec_eval) holds: a C int. A larger grade wrapped round (4294967297
+#: read as 1, 3000000000 as a negative number whose arrays took the machine's memory)
+GRADE_RANGE = (-2**31, 2**31 - 1)
+
+
 def _grade(text: str) -> int | None:
-    """A whole number as C reads it: optional sign, ASCII digits (no ``_``), at most 18 of them."""
+    """A whole number as C reads it (optional sign, ASCII digits, no ``_``) that fits a C int."""
     digits = text[1:] if text[:1] in "+-" else text
     if not digits.isascii() or not digits.isdigit() or len(digits) > 18:
         return None
-    return int(text)
+    grade = int(text)
+    return grade if GRADE_RANGE[0] <= grade <= GRADE_RANGE[1] else None
 
 
 def as_qrels(value) -> Qrels:
