@@ -69,7 +69,8 @@ def test_automatic_honeypots_agree_with_the_judged_labels(judged):
                 assert p.title != d.title and title & words
             else:
                 assert p.source == "other-document" and body & recent and not title & words
-        caught = [(p.title == d.title or bool(content_words(p.title) & words), bool(content_words(p.body) & recent))
+        shown = content_words(d.title).union(*(content_words(t.body) for t in d.context))   # what the page shows
+        caught = [(p.title == d.title or bool(content_words(p.title) & shown), bool(content_words(p.body) & recent))
                   for p in planted]
         assert caught == sorted(caught, key=lambda c: -sum(c)) or caught[0] == (True, True)
         both += caught[0] == (True, True)
