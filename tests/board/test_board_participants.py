@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from board_support import make_board, runs  # noqa: F401
+from board_support import db_url, make_board, postgres, runs  # noqa: F401
 
 from dsr.board.admin import participant_file
 from dsr.board.participants import CANDIDATE_FIELDS, DIALOGUE_FIELDS, TURN_FIELDS
@@ -65,16 +65,21 @@ def organiser_world(source: Collection, labels: dict[str, dict[str, int]], seed:
     return Collection(source.name, out)
 
 
-def test_the_participant_file_does_not_depend_on_labels_next_turns_meta_scores_or_order(tmp_path, runs):  # noqa: F811
-    """Two organisers' files that differ in everything hidden give the same participant file;
-    it has only the allowed fields, reads back, ranks, and cannot be evaluated (exit 2)."""
+@pytest.mark.slow
+def test_the_participant_file_does_not_depend_on_labels_next_turns_meta_scores_or_order(
+        db_url, tmp_path, runs, request):  # noqa: F811
+    """Two organisers' files that differ in everything hidden give the same participant file
+    (boards on SQLite and PostgreSQL); it has only the allowed fields, reads back, ranks, and
+    cannot be evaluated (exit 2)."""
     sample = load_collection("sample")
     labels = read_qrels(runs / "hidden.qrels")
     files = []
     for world, seed in (("one", 1), ("two", 2)):
         path = tmp_path / f"{world}.jsonl"
         write_benchmark(organiser_world(sample, labels, seed), path)
-        board = make_board(f"sqlite:///{tmp_path / world}.sqlite", tmp_path / world)
+        url = db_url if world == "one" else (f"sqlite:///{tmp_path / world}.sqlite" if db_url.startswith("sqlite")
+                                             else request.getfixturevalue("postgres").new_database())
+        board = make_board(url, tmp_path / world)
         phase = board.add_phase(str(path), "test", hidden=True, display="sample")   # the file's own labels
         out = tmp_path / f"{world}-participants.jsonl"
         written = participant_file(board, phase, out)
