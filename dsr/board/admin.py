@@ -1,4 +1,5 @@
-"""Organisers' operations beyond ``service.Board``: baselines, rebuild, export."""
+"""Organisers' operations beyond ``service.Board``: baselines, rebuild, export, the participant
+file."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from dsr.board import leaderboard, scoring
+from dsr.board import leaderboard, participants, scoring
 from dsr.board.db import read_session, write_session
 from dsr.board.intake import ranking_digest
 from dsr.board.models import Phase, Submission
@@ -199,3 +200,14 @@ def _with_columns(text: str, columns: dict[str, str]) -> str:
     for i, row in enumerate(rows):
         writer.writerow(row + (list(columns) if i == 0 else list(columns.values())))
     return out.getvalue()
+
+
+def participant_file(board: Board, phase: Phase, out: str | Path,
+                     keep_scores: bool = False) -> participants.ParticipantFile:
+    """The dialogues of a hidden phase as participants get them (:mod:`dsr.board.participants`),
+    written atomically to ``out``."""
+    if not phase.hidden:
+        raise InputError(f"{phase.collection}/{phase.name} is a public phase: its labels are public, give "
+                         "participants its collection file", field="phase")
+    data = board.phase_data(phase)
+    return participants.write(data.collection, data.qrels, out, keep_scores=keep_scores)

@@ -30,6 +30,7 @@ from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
 from dsr.cli.flags import shown_as_flag
 from dsr.cli.help import add_defaults_and_examples
 from dsr.core import __version__
+from dsr.core.atomic import disk_full, full_disk_error
 from dsr.core.errors import InputError
 
 #: ``build_parser(command=EVERY)``: every command module registered
@@ -115,7 +116,11 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("dsr: interrupted", file=sys.stderr)
         return 130
-    except Exception:  # a bug, not bad input
+    except Exception as err:  # a bug, not bad input: unless the disk is full
+        if disk_full(err):
+            where = getattr(err, "filename", None) or getattr(args, "db", None)     # the database
+            print(f"dsr: error: {full_disk_error(where, err)}", file=sys.stderr)
+            return 2
         traceback.print_exc()
         print("dsr: internal error (exit 1): please report it with the command you ran",
               file=sys.stderr)

@@ -15,7 +15,7 @@ from dsr.core.errors import InputError
 #: library parameter names that differ from the flag's dest (``make_ranker(name, **params)``
 #: -> ``--param``)
 DEST_OF = {"params": "param", "subsets": "subset", "families": "tune", "url": "db", "labels": "qrels",
-           "phase_name": "phase", "display": "name", "directory": "report",
+           "phase_name": "phase", "display": "name", "directory": "report", "collection_ref": "collection",
            "allow_mismatch": "allow_collection_mismatch", "paths": "runs", "fmt": "format"}
 
 

@@ -302,8 +302,20 @@ class _Where:
         return InputError(message, path=self.path, line=self.line, record=self.record, field=field)
 
 
+#: ``Dialogue.meta`` of a dialogue read without any label (a participant file): evaluating on it
+#: is refused (``dsr.evaluation.qrels.qrels_from_collection``)
+WITHHELD_KEY = "labels"
+
+
+def labels_withheld(dialogue: Dialogue) -> bool:
+    """Whether the dialogue was read without labels (every candidate's is 0 by default)."""
+    return dialogue.meta.get(WITHHELD_KEY) == "withheld"
+
+
 def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
-    """Parse one benchmark-file dialogue, strictly (labels must be whole numbers >= 0)."""
+    """Parse one benchmark-file dialogue, strictly (labels must be whole numbers >= 0; a dialogue
+    none of whose candidates has a ``label`` is read with labels 0 and marked
+    :func:`labels_withheld`)."""
     where = where or _Where(None)
     if not isinstance(obj, dict):
         raise where.error(f"expected a JSON object, got {type(obj).__name__}")
@@ -318,12 +330,17 @@ def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
     cands_raw = obj.get("candidates")
     if not isinstance(cands_raw, list):
         raise where.error("missing or not a list", "candidates")
+    withheld = bool(cands_raw) and all(isinstance(c, dict) and "label" not in c for c in cands_raw)
+    if withheld:        # a participant file (dsr board participant-file): no candidate has a label
+        cands_raw = [{**c, "label": 0} for c in cands_raw]
     candidates = _plain_candidates(cands_raw)
     if candidates is None:
         candidates = _candidates(cands_raw, where)
     meta = obj.get("meta") or {}
     if not isinstance(meta, dict):
         raise where.error("must be an object", "meta")
+    if withheld:
+        meta = {**meta, WITHHELD_KEY: "withheld"}
     return _trusted(
         Dialogue,
         id=did,

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from dsr.core.atomic import check_output_path, write_json
+from dsr.core.atomic import FullDisk, check_output_path, disk_full, full_disk_error, write_json
 from dsr.core.errors import InputError
 from dsr.core.ir_metadata import config_from_header, format_header, read_header
 from dsr.core.jsonio import load_json
@@ -418,8 +418,11 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
         run.write(tmp, ir_metadata=ir_metadata)
         os.replace(tmp, out)
         os.replace(sidecar_path(tmp), sidecar_path(out))
-    except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="out") from None
+    except (OSError, FullDisk) as err:
+        if disk_full(err):
+            raise full_disk_error(out, err) from None
+        reason = err.strerror if isinstance(err, OSError) else None
+        raise InputError(f"cannot write: {reason or err}", path=out, field="out") from None
     finally:
         for leftover in (tmp, sidecar_path(tmp)):
             with contextlib.suppress(FileNotFoundError):

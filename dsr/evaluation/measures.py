@@ -78,6 +78,10 @@ def _ir_measures():
     return ir_measures
 
 
+#: the largest cutoff or grade a measure may name: trec_eval and pytrec_eval keep them as C ints
+MAX_PARAM = 2**31 - 1
+
+
 def parse_measures(items: Iterable[str] | None = None, field: str = "measures") -> list:
     """ir_measures Measure objects for the strings (the default set when None), in order, once each.
 
@@ -129,14 +133,17 @@ def _check_params(measure, name: str, field: str) -> None:
             raise InputError(f"measure {name!r} needs {', '.join(f'{k}=' for k in needed)} (e.g. "
                              f"{measure.NAME}({needed[0]}=2)); see dsr/evaluation/registry.py", field=field) from None
         raise InputError(f"measure {name!r}: {err}; e.g. {measure.NAME}@5", field=field) from None
-    for key in ("cutoff", "rel"):
+    for key in ("cutoff", "rel", "max_rel"):
         value = measure.params.get(key)
-        if value is None:
+        if value is None or (key == "max_rel" and type(value) is object):
             continue
+        what = "cutoff (after @)" if key == "cutoff" else key
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            what = "cutoff (after @)" if key == "cutoff" else "rel"
             raise InputError(f"measure {name!r}: the {what} must be a whole number of 1 or more, "
                              f"got {value!r}", field=field)
+        if value > MAX_PARAM:      # trec_eval keeps them as C ints: larger ones crash it
+            raise InputError(f"measure {name!r}: the {what} must be at most {MAX_PARAM:,} (trec_eval "
+                             f"keeps it as a 32-bit integer), got {value:,}", field=field)
 
 
 def measure_names(measures: Sequence) -> list[str]:
