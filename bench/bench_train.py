@@ -105,7 +105,7 @@ def main() -> int:
 
     info = header("bench_train: the default dsr train recipe")
     from dsr.core.provenance import package_versions
-    from dsr.training.settings import DEFAULT_MODEL_TYPE, RECIPES
+    from dsr.training.settings import DEFAULT_MODEL_TYPE, MODEL_DEFAULTS
 
     print("versions: " + ", ".join(f"{k} {v}" for k, v in package_versions(
         ("torch", "transformers", "sentence-transformers", "datasets", "accelerate")).items()))
@@ -129,7 +129,7 @@ def main() -> int:
         show(precision, results[precision])
     first = next(iter(results.values()))
     kind = "cross-encoder" if "cross-encoder" in extra else DEFAULT_MODEL_TYPE
-    default_steps = RECIPES[kind]["max_steps"]
+    default_steps = MODEL_DEFAULTS[kind]["max_steps"]
     for precision, got in results.items():
         t = got["card"]["training"]
         per_step = t["wall_seconds"] / max(t["steps"], 1)
