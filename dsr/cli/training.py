@@ -12,8 +12,7 @@ from typing import Any
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, param_values
 from dsr.core.home import models_dir
-from dsr.training.card import text_params
-from dsr.training.finetune import describe_run
+from dsr.training.card import describe_run, text_params
 from dsr.training.recipe import train
 from dsr.training.settings import GROUPS, PARAMS, RECIPES, RECOMMENDED
 

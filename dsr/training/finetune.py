@@ -178,20 +178,6 @@ def memory_figures() -> dict[str, int]:
     return figures
 
 
-def describe_run(training: dict[str, Any]) -> str:
-    """A card's ``training`` in a line: steps, passes, seconds, where, precision, peak memory."""
-    where = training.get("hardware") or {}
-    place = (f"{where.get('device', training.get('device', '?'))}"
-             + (f" ({where['name']}" + (f", {where['cores']} cores" if where.get("cores") else "") + ")"
-                if where.get("name") else ""))
-    precision = (training.get("precision") or {}).get("used")
-    memory = training.get("memory") or {}
-    return (f"{training['steps']} steps ({training['epochs']:g} passes), {training['wall_seconds']:.0f} s "
-            f"on {place}" + (f", {precision}" if precision else "")
-            + (f"; peak RSS {memory['peak_rss_mib']:,} MiB" if memory.get("peak_rss_mib") else "")
-            + (f", GPU peak {memory['cuda_peak_mib']:,} MiB" if memory.get("cuda_peak_mib") else ""))
-
-
 def _last_checkpoint(folder: Path) -> Path | None:
     """The newest complete ``checkpoint-N`` in ``folder``, or None.
 
