@@ -286,3 +286,26 @@ def test_on_a_gpu_the_model_and_loss_train_on_cuda_in_bf16(data, tiny, dsr_home)
     assert run["hardware"]["name"] == torch.cuda.get_device_name()
     assert run["memory"]["cuda_peak_mib"] > 0
     assert run["precision"]["used"] == ("bf16" if torch.cuda.is_bf16_supported() else "fp32")
+
+
+def test_kfold_trains_every_fold_with_the_recipe_named(data, tiny, tmp_path, monkeypatch):
+    """`dsr kfold --recipe NAME` passes the recipe to every fold's training (checked before the
+    first fold trains, as --train-param is)."""
+    import dsr.cli.kfold as kfold_cli
+
+    calls = []
+
+    def fake_train(collection, name, **settings):
+        calls.append(settings)
+        raise InputError("stop here", field="recipe")
+
+    monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(kfold_cli, "train", fake_train)
+    assert main(["kfold", str(data["train"]), "--eval", str(data["dev"]), "--folds", "3", "--name", "kf",
+                 "--base", str(tiny), "--out", str(tmp_path / "out"), "--recipe", "full",
+                 "--train-param", "epochs=2"]) == 2
+    assert calls and calls[0]["recipe"] == "full" and calls[0]["epochs"] == 2 and calls[0]["fold"] == 0
+    with pytest.raises(SystemExit) as exit_:
+        main(["kfold", str(data["train"]), "--eval", str(data["dev"]), "--name", "kf",
+              "--out", str(tmp_path / "out"), "--recipe", "fulll"])
+    assert exit_.value.code == 2
