@@ -12,7 +12,8 @@ development set ``cmu_dog_dev`` (built from ``--source``; ``--no-judged`` skips 
 with the card's query strategy and candidate text, and nDCG@5 is printed, with each
 precision's difference to the first. Extra arguments go to `dsr train` unchanged (e.g. `--max-steps
 40` for a quick estimate: the per-step time is printed, multiply by the
-default steps; `--recipe full` times that recipe instead, without the estimate). The GOAL line (issue 34): the default recipe's training in <= 5 minutes on 2 cores
+default steps; `--recipe full` times that recipe instead, without the estimate). The GOAL
+line (issue 34): the default recipe's training in <= 5 minutes on 2 cores
 (the trainer's own seconds, printed with the load average: a loaded machine's figure
 is pessimistic) at equal or better dev figures.
 """
