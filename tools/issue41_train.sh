@@ -9,6 +9,10 @@
 # Each argument is NAME followed by its `dsr train` arguments (as in LEVERS); a model already in
 # HOME/models/NAME is kept. Rankings use the exact backend (DSR_BACKEND=torch: the miner of
 # --hard-negatives and the teacher of --loss distill too). PY (default: python) runs dsr.
+# When the machine is loaded by others' work (1-minute load above LOADED, default 4, on 2
+# cores) torch runs one thread: two threads that are descheduled in turn wait for each other
+# at every operation (measured 2026-11-26 at load 10-13: 40 s a step of the quick recipe
+# against 1.4 s idle); the card records the threads used (training.hardware.threads).
 HOME_DIR=${1:?usage: tools/issue41_train.sh HOME 'NAME ARGS...' ...}; shift
 export DSR_HOME=$HOME_DIR DSR_BACKEND=torch HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 PY=${PY:-python}
@@ -17,7 +21,10 @@ mkdir -p "$DSR_HOME/logs"
 train() {
   name=$1; shift
   [ -f "$DSR_HOME/models/$name/dsr_model.json" ] && { echo "$name: trained already"; return; }
-  flock /tmp/dsr-heavy.lock bash -c 'echo "start $(date -u +%FT%TZ) $(uptime)"; /usr/bin/time -v "$@"; echo "end $(date -u +%FT%TZ) $(uptime)"' _ \
+  flock /tmp/dsr-heavy.lock bash -c 'load=$(cut -d" " -f1 /proc/loadavg)
+    if awk "BEGIN{exit !($load > ${LOADED:-4})}"; then export OMP_NUM_THREADS=1; fi
+    echo "start $(date -u +%FT%TZ) $(uptime) threads ${OMP_NUM_THREADS:-all}"
+    /usr/bin/time -v "$@"; echo "end $(date -u +%FT%TZ) $(uptime)"' _ \
     "$PY" -m dsr.cli train cmu_dog --source "$S" --split train --name "$name" "$@" > "$DSR_HOME/logs/$name.log" 2>&1
   echo "$name: exit $? $(date -u +%T)"
 }
