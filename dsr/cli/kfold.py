@@ -14,7 +14,7 @@ from dsr.core.errors import InputError
 from dsr.core.params import parse_assignments, resolve
 from dsr.evaluation.tables import render
 from dsr.training import kfold
-from dsr.training.kfold import kfold_evaluate, out_files, trained_for_fold
+from dsr.training.kfold import folds_markdown, kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
 from dsr.training.settings import PARAMS, RECIPES
 
@@ -67,9 +67,11 @@ def cmd_kfold(args: argparse.Namespace) -> int:
             train(args.collection, name, source=args.source, split=args.split, base=args.base,
                   folds=args.folds, fold=i, overwrite=True, **settings)
         models.append(f"dsr:{name}")
-    results = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
-                             measures=args.measures, command=["dsr", *sys.argv[1:]])
+    results, gains = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
+                                    measures=args.measures, command=["dsr", *sys.argv[1:]])
     print(render(results, "text", verbose=False, measures=results.measures))   # every table: the report
+    print("\nper fold: the fold model against zero-shot on the dialogues of the documents it left out\n"
+          + folds_markdown(gains))
     print(f"\nruns: {out}/, report: {out / 'report'}/")
     return 0
 
