@@ -16,12 +16,14 @@
 HOME_DIR=${1:?usage: tools/issue41_train.sh HOME 'NAME ARGS...' ...}; shift
 export DSR_HOME=$HOME_DIR DSR_BACKEND=torch HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 PY=${PY:-python}
+# HELD=1: the caller already holds the heavy-run lock (several runs back to back in one hold)
+LOCK="flock /tmp/dsr-heavy.lock"; [ "${HELD:-}" = 1 ] && LOCK=""
 S=${SOURCE:-$(dirname "$0")/../../shared/data/cmu_dog}
 mkdir -p "$DSR_HOME/logs"
 train() {
   name=$1; shift
   [ -f "$DSR_HOME/models/$name/dsr_model.json" ] && { echo "$name: trained already"; return; }
-  flock /tmp/dsr-heavy.lock bash -c 'load=$(cut -d" " -f1 /proc/loadavg)
+  $LOCK bash -c 'load=$(cut -d" " -f1 /proc/loadavg)
     if awk "BEGIN{exit !($load > ${LOADED:-4})}"; then export OMP_NUM_THREADS=1; fi
     echo "start $(date -u +%FT%TZ) $(uptime) threads ${OMP_NUM_THREADS:-all}"
     /usr/bin/time -v "$@"; echo "end $(date -u +%FT%TZ) $(uptime)"' _ \
