@@ -10,9 +10,10 @@
 # HOME/models/NAME is kept. Rankings use the exact backend (DSR_BACKEND=torch: the miner of
 # --hard-negatives and the teacher of --loss distill too). PY (default: python) runs dsr.
 # When the machine is loaded by others' work (1-minute load above LOADED, default 4, on 2
-# cores) torch runs one thread: two threads that are descheduled in turn wait for each other
-# at every operation (measured 2026-11-26 at load 10-13: 40 s a step of the quick recipe
-# against 1.4 s idle); the card records the threads used (training.hardware.threads).
+# cores) torch runs one thread, so that its two threads do not wait for each other at every
+# operation while the other is descheduled (on 2026-11-26 at load 10-13 the quick recipe ran
+# 40 s a step with two threads, against 1.4 s idle; one thread was not timed there); the card
+# records the threads used (training.hardware.threads).
 HOME_DIR=${1:?usage: tools/issue41_train.sh HOME 'NAME ARGS...' ...}; shift
 export DSR_HOME=$HOME_DIR DSR_BACKEND=torch HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 PY=${PY:-python}
