@@ -10,6 +10,7 @@ the registry's names, each in backticks, comma-separated:
     fusion       dsr.core.fusion.METHODS
     collections  dsr.collections.REGISTERED
     measures     dsr.evaluation.registry.FAMILIES (the ir_measures family names)
+    recipes      dsr.training.settings.RECIPES (dsr train --recipe NAME)
 
     python tools/docs_lists.py           # exit 1 and the blocks that differ
     python tools/docs_lists.py --write   # rewrite them
@@ -65,9 +66,15 @@ def _measures() -> list[str]:
     return [family.name for family in FAMILIES]
 
 
+def _recipes() -> list[str]:
+    from dsr.training.settings import RECIPES
+
+    return list(RECIPES)
+
+
 REGISTRIES: dict[str, Callable[[], list[str]]] = {
     "rankers": _rankers, "rerankers": _rerankers, "queries": _queries, "fusion": _fusion,
-    "collections": _collections, "measures": _measures,
+    "collections": _collections, "measures": _measures, "recipes": _recipes,
 }
 
 

@@ -52,6 +52,34 @@ def machine() -> dict[str, object]:
     }
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident size in MiB. Linux: VmHWM of /proc/self/status, the
+    high-water mark of this program's own memory (ru_maxrss would not do: a child keeps the
+    parent's high-water mark across fork and exec); elsewhere ru_maxrss."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo; else platform's words)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
