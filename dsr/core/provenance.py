@@ -12,6 +12,7 @@ import hashlib
 import os
 import platform
 import re
+import resource  # Unix only, as dsr is (fork, /proc)
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -62,8 +63,6 @@ def peak_rss_mib() -> float:
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
-    import resource
-
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
