@@ -69,7 +69,7 @@ from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
 from dsr.indexes.backends import export as export_model
-from dsr.indexes.backends import resolve_backend
+from dsr.indexes.backends import export_identity, resolve_backend
 from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker
 from dsr.rankers.bm25 import BM25Ranker
@@ -454,7 +454,9 @@ def cross_encoder_scores(collection, model: str, query: str | None,
     params = {k: v for k, v in reranker.params.items() if k not in ("model", "top_k", "batch_size")}
     if backend == "torch":  # as before backends existed, so the exact path's caches stay valid
         params.pop("backend")
-    expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=params,
+    # a fast backend's scores are those of one export (its calibration): a re-made one scores anew
+    keyed = params if backend == "torch" else {**params, "export": export_identity(resolved, "cross-encoder", backend)}
+    expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=keyed,
                                  model=resolved.describe(),
                                  packages=("sentence-transformers", "transformers", "torch"))
 
