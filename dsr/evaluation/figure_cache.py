@@ -33,6 +33,7 @@ import numpy as np
 
 from dsr.core.atomic import atomic_write
 from dsr.core.provenance import package_versions
+from dsr.evaluation import ranked
 from dsr.indexes.manifest import (
     cached_build,
     expected_manifest,
@@ -69,8 +70,6 @@ def code_hash() -> str:
 def content_key(results: Any, stems: list[str]) -> str | None:
     """The sha256 of what ``results``' figures ``stems`` are drawn from; None when the results
     hold something this cannot read in a canonical form (then nothing is cached)."""
-    from dsr.evaluation import ranked
-
     digest = hashlib.sha256()
     feed = _Feeder(digest)
     try:
