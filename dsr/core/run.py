@@ -248,6 +248,8 @@ class Run:
 def _get_rankings(run: Run) -> dict[str, list[tuple[str, float]]]:
     held = run.__dict__
     rankings = held.get("_rankings")
+    if rankings is None and "rankings" in held:   # a Run pickled before rankings became a property
+        rankings = held["_rankings"] = held.pop("rankings")
     if rankings is None:
         flat = held.get("_flat")
         rankings = held["_rankings"] = flat.rankings() if flat is not None else {}
