@@ -63,13 +63,14 @@ from dsr.core.provenance import package_versions, sha256_file, slug, stamp
 from dsr.core.queries import STRATEGIES, check_strategy
 from dsr.core.run import Run
 from dsr.core.timing import StageTimer
+from dsr.evaluation import figure_cache
 from dsr.evaluation.drawing import Drawing
 from dsr.evaluation.drawing import workers as drawing_workers
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
 from dsr.indexes.backends import export as export_model
-from dsr.indexes.backends import resolve_backend
+from dsr.indexes.backends import export_identity, resolve_backend
 from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker
 from dsr.rankers.bm25 import BM25Ranker
@@ -129,8 +130,11 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     """
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter()
-    # the figures' workers are forked now and import matplotlib while the runs are made
-    with drawing_workers() as drawers:
+    # the figures' workers are forked now and import matplotlib while the runs are made, unless
+    # this collection's figures were drawn by this code before (then they are probably reused
+    # from the figure cache, and matplotlib is not imported at all; on a miss they start later)
+    label = str(getattr(collection, "name", None) or collection or "sigir2022")
+    with drawing_workers(0 if figure_cache.likely_hit(label) else None) as drawers:
         with timer("load", str(getattr(collection, "name", collection) or "sigir2022 (default)")):
             collection = _collection(collection, source, split)
         out = Path(out or Path("out") / slug(collection.name, "run"))
@@ -175,7 +179,8 @@ def _write_outputs(out: Path, out_files: tuple[str, ...], suite: Suite, results,
     with atomic_dir(out, out_files, field="out") as staging:
         with timer("write", str(out)):
             suite.modal_runs(results)
-            drawing = Drawing(results, drawers)   # the figures, drawn by workers while the runs are written
+            # the figures (reused when the same were drawn before), drawn by workers while the runs are written
+            drawing = Drawing(results, drawers, label=suite.collection.name)
             written = suite.write_runs(staging / "runs", results, shown=Path("runs"))  # relative to out
             for name, entry in written.items():  # the report names each run file and its hash
                 results.run_info.setdefault(name, {}).update(entry)
@@ -453,7 +458,9 @@ def cross_encoder_scores(collection, model: str, query: str | None,
     params = {k: v for k, v in reranker.params.items() if k not in ("model", "top_k", "batch_size")}
     if backend == "torch":  # as before backends existed, so the exact path's caches stay valid
         params.pop("backend")
-    expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=params,
+    # a fast backend's scores are those of one export (its calibration): a re-made one scores anew
+    keyed = params if backend == "torch" else {**params, "export": export_identity(resolved, "cross-encoder", backend)}
+    expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=keyed,
                                  model=resolved.describe(),
                                  packages=("sentence-transformers", "transformers", "torch"))
 

@@ -100,7 +100,7 @@ def warm() -> None:
     """Import scipy.stats now (about 0.4 s on a 2-core machine): a server does it at its
     start, and a submission to a ladder phase before its write transaction, so the first
     ladder test never imports it while holding the database's write lock (which made
-    every other submission wait, issue 34's p95)."""
+    every other submission wait: the board's p95 under 20 clients)."""
     _stats()
 
 

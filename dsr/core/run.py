@@ -58,11 +58,12 @@ from dsr.core.provenance import sha256_file
 from dsr.core.textfiles import atomic_write_text, read_lines
 from dsr.core.ties import (
     F32_MAX,
+    FlatRanking,
     _entry,
     _has_float32_ties,
-    _rank_flat,
     _strict_scores,
-    _tie_rule_rankings,
+    _tie_rule_flat,
+    rank_flat,
     strictly_decreasing,
     trec_eval_order,
 )
@@ -93,9 +94,7 @@ class Run:
         order (usually ``collection.candidate_ids(topic)``); ids not in it
         come after those that are, then by id.
         """
-        run = cls(_tie_rule_rankings(scores, initial_order or {}), tag, dict(config or {}))
-        run._normalised = run.rankings  # strictly decreasing float32 already: as_dict need not redo it
-        return run
+        return cls._from_ranking(_tie_rule_flat(scores, initial_order or {}), tag, config)
 
     @classmethod
     def from_flat(cls, topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
@@ -104,17 +103,36 @@ class Run:
         ``sizes[i]`` of ``docs``, with their ``values`` and initial ranks ``positions`` (a doc
         outside the initial order: the topic's initial order's length). The same Run as
         ``from_scores`` of the same scores, without building dicts."""
-        run = cls(_rank_flat(list(topics), list(docs), np.asarray(sizes, dtype=np.int64),
-                             np.asarray(values, dtype=np.float64), np.asarray(positions, dtype=np.int64)),
-                  tag, dict(config or {}))
-        run._normalised = run.rankings
+        ranking = rank_flat(list(topics), list(docs), np.asarray(sizes, dtype=np.int64),
+                            np.asarray(values, dtype=np.float64), np.asarray(positions, dtype=np.int64))
+        return cls._from_ranking(ranking, tag, config)
+
+    @classmethod
+    def _from_ranking(cls, ranking: FlatRanking, tag: str, config: dict[str, Any] | None) -> Run:
+        """A run holding ``ranking`` (the tie rule applied: ordered and scored): its ``rankings``
+        are built from it when first read, so a run only evaluated (a tuning grid's) never
+        builds a Python list per topic. A topic named twice is built now (as a dict keeps it)."""
+        run = cls({}, tag, dict(config or {}))
+        if len(set(ranking.topics)) == len(ranking.topics):
+            run.__dict__.update(_rankings=None, _flat=ranking)
+        else:
+            run.rankings = ranking.rankings()
+            run._normalised = run.rankings  # strictly decreasing float32 already: as_dict need not redo it
         return run
 
+    def flat_ranking(self) -> FlatRanking | None:
+        """The run's rankings laid end to end (:class:`dsr.core.ties.FlatRanking`) while they
+        are not yet built as lists (``from_scores``/``from_flat`` runs whose ``rankings`` were
+        never read); else None: then ``rankings`` is what the run holds."""
+        return self.__dict__.get("_flat") if self.__dict__.get("_rankings") is None else None
+
     def __len__(self) -> int:
-        return len(self.rankings)
+        flat = self.flat_ranking()
+        return len(flat.topics) if flat is not None else len(self.rankings)
 
     def topics(self) -> list[str]:
-        return list(self.rankings)
+        flat = self.flat_ranking()
+        return list(flat.topics) if flat is not None else list(self.rankings)
 
     def scores(self, qid: str) -> dict[str, float]:
         return dict(self.rankings.get(qid, ()))
@@ -129,8 +147,9 @@ class Run:
         exactly the order this Run holds, as it would score the written file. (A Run made by
         ``from_scores`` holds such scores already; one whose ``rankings`` were replaced since,
         or that was built by hand, is normalised here. Rankings are not changed in place.)"""
-        if self._normalised is self.rankings:
-            return {q: dict(r) for q, r in self.rankings.items()}
+        held = self.rankings   # read first: a flat ranking built now is normalised
+        if getattr(self, "_normalised", None) is held:
+            return {q: dict(r) for q, r in held.items()}
         rankings = list(self.rankings.values())
         sizes = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
         values = np.fromiter((float(s) for ranked in rankings for _, s in ranked), dtype=np.float64,
@@ -231,6 +250,31 @@ class Run:
         return run
 
 
+
+def _get_rankings(run: Run) -> dict[str, list[tuple[str, float]]]:
+    held = run.__dict__
+    rankings = held.get("_rankings")
+    if rankings is None and "rankings" in held:   # a Run pickled before rankings became a property
+        rankings = held["_rankings"] = held.pop("rankings")
+    if rankings is None:
+        flat = held.get("_flat")
+        rankings = held["_rankings"] = flat.rankings() if flat is not None else {}
+        if flat is not None:
+            held["_normalised"] = rankings  # strictly decreasing float32 already: as_dict need not redo it
+    return rankings
+
+
+def _set_rankings(run: Run, rankings: dict[str, list[tuple[str, float]]]) -> None:
+    run.__dict__["_rankings"] = rankings
+    run.__dict__.pop("_flat", None)   # replaced: the flat ranking no longer describes it
+
+
+#: ``Run.rankings`` is a field of the dataclass read through this property: a run made by
+#: ``from_scores``/``from_flat`` holds its ranking as arrays and builds the lists when first read
+setattr(Run, "rankings", property(_get_rankings, _set_rankings,  # noqa: B010 (mypy sees the field)
+                                  doc="topic id -> [(doc id, score)], in ranked order (see the tie rule)"))
+
+
 def read_sidecar(path: str | Path, warn: bool = True) -> dict[str, Any]:
     """The configuration in the sidecar of the run file at ``path`` ({} when there is
     none, or when it is stale: its ``run_sha256`` is not the file's; then a warning
@@ -262,7 +306,8 @@ def write_trec_run(run: Run, path: str | Path, header: Iterable[str] = ()) -> No
     after the ``header`` lines (``#`` comments, e.g. an ir_metadata header)."""
     tag = run.tag.replace(" ", "_") or "dsr"
     # a Run made by from_scores/from_flat holds the tie rule's scores already (as_dict's check)
-    normalised = run._normalised is run.rankings
+    rankings = run.rankings   # read first: a flat ranking built now is normalised
+    normalised = getattr(run, "_normalised", None) is rankings
     with atomic_write_text(path) as handle:
         for line in header:
             handle.write(line + "\n")

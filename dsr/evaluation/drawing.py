@@ -22,7 +22,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, NamedTuple
 
 from dsr.core.forked import can_fork, default_workers
-from dsr.evaluation import figures
+from dsr.evaluation import figure_cache, figures
 from dsr.evaluation.figure_files import figure_files
 
 #: relative drawing time of each figure (SIGIR-sized report, 2026-11-26); others: 1
@@ -65,13 +65,23 @@ def workers(n: int | None = None) -> Iterator[Workers | None]:
 
 
 class Drawing:
-    """Every figure of ``results``, started now (by ``pool``'s workers, else by workers
-    forked now): :meth:`result` gives ``(captions, files)`` and lets the workers go."""
+    """Every figure of ``results``, reused from :mod:`dsr.evaluation.figure_cache` when the same
+    figures were drawn before, else started now (by ``pool``'s workers, else by workers forked
+    now): :meth:`result` gives ``(captions, files)`` and lets the workers go. ``label`` (the
+    collection's name) is recorded with a new entry of the cache."""
 
-    def __init__(self, results, pool: Workers | None = None, workers: int | None = None):
+    def __init__(self, results, pool: Workers | None = None, workers: int | None = None, label: str = ""):
         self.stems = list(figures.figure_makers(results))
         self.results = results
+        self.label = label
         self.futures: list[Future] | None = None
+        self.key = figure_cache.content_key(results, self.stems) if figure_cache.enabled() else None
+        self.cached = figure_cache.lookup(self.key, self.stems, label)
+        if self.cached is not None:   # nothing to draw: matplotlib is never imported
+            if pool is not None:
+                pool.close()
+            self.pool = None
+            return
         self.pool = pool if pool is not None else start_workers(workers)
         if self.pool is None:
             return
@@ -80,6 +90,11 @@ class Drawing:
 
     def result(self) -> tuple[dict[str, str], dict[str, bytes]]:
         """``({stem: caption}, {file name: bytes})`` in the figures' order."""
+        if self.cached is not None:
+            captions, files, intervals = self.cached
+            for key, value in intervals.items():   # the tables read the intervals the figures drew
+                self.results._intervals.setdefault(key, value)
+            return captions, files
         try:
             if self.futures is None:
                 drawn = _draw(self.results, self.stems)
@@ -96,8 +111,10 @@ class Drawing:
                 self.pool.close()
         place = {stem: i for i, stem in enumerate(self.stems)}
         drawn.sort(key=lambda item: place[item[0]])
-        return ({stem: caption for stem, caption, _ in drawn},
-                {name: data for _, _, files in drawn for name, data in files.items()})
+        captions = {stem: caption for stem, caption, _ in drawn}
+        files = {name: data for _, _, files in drawn for name, data in files.items()}
+        figure_cache.store(self.key, self.stems, (captions, files, dict(self.results._intervals)), self.label)
+        return captions, files
 
 
 def _import_matplotlib() -> None:

@@ -37,7 +37,7 @@ import numpy as np
 
 from dsr.core.errors import InputError
 from dsr.core.run import Run
-from dsr.evaluation import registry
+from dsr.evaluation import ranked, registry
 
 #: the default set, the primary measure and each family's bounds: declared once, in dsr.evaluation.registry
 DEFAULT_MEASURES = registry.DEFAULT_MEASURES
@@ -181,20 +181,19 @@ class TopicValues:
 class Evaluator:
     """Qrels and measures bound once; call it on each run.
 
-    Measures trec_eval computes (P, RR, AP, nDCG without custom gains, R; any
-    ``rel``, ``judged_only``) go to ``pytrec_eval.RelevanceEvaluator`` directly
-    (trec_eval's own C code), one evaluator per (rel, judged_only), named as
-    ir_measures' pytrec_eval provider names them (``P_5``, ``ndcg_cut_5``...).
-    Any other measure goes through ``ir_measures.evaluator(...).iter_calc``.
-    Both are public APIs: ir_measures' per-topic ``Metric`` objects cost ~10x
-    trec_eval's own evaluation, so the common measures skip them; the tests
-    check every default measure against ``ir_measures.calc``.
+    The measures trec_eval computes (P, R, RR, AP, nDCG without custom gains, NumQ, NumRet,
+    NumRel; any ``rel``, ``judged_only``) are computed from the run's ranked labels with
+    numpy (:mod:`dsr.evaluation.ranked`: trec_eval's arithmetic, the same doubles, many
+    topics and runs at a time). ``arrays=False``, a run given as a dict, or a run the arrays
+    cannot describe exactly (a topic naming a document twice) sends them to
+    ``pytrec_eval.RelevanceEvaluator`` instead (trec_eval's own C code), one evaluator per
+    (rel, judged_only), named as ir_measures' pytrec_eval provider names them (``P_5``,
+    ``ndcg_cut_5``...): the reference the tests hold the arrays to. Any other measure goes
+    through ``ir_measures.evaluator(...).iter_calc``.
     """
 
     def __init__(self, qrels: Mapping[str, Mapping[str, int]], measures: Sequence | None = None,
-                 topics: Sequence[str] | None = None):
-        import pytrec_eval
-
+                 topics: Sequence[str] | None = None, *, arrays: bool = True):
         ir_measures = _ir_measures()
         self.measures = list(measures) if measures is not None else parse_measures()
         if self.measures and isinstance(self.measures[0], str):
@@ -206,18 +205,25 @@ class Evaluator:
         qrels = {t: dict(qrels.get(t, {})) for t in self.topics}
         self._qrels = qrels
         groups: dict[tuple, dict[str, int]] = {}
+        specs: dict[int, ranked.Spec] = {}
         other = []
         for j, measure in enumerate(self.measures):
             native = _trec_eval_name(measure)
             if native is None:
                 other.append(measure)
-            else:
-                key, name = native
-                groups.setdefault(key, {})[name] = j
-        #: (pytrec_eval.RelevanceEvaluator, {trec_eval measure name: column})
-        self._native = [(pytrec_eval.RelevanceEvaluator(qrels, list(columns), relevance_level=rel,
-                                                        judged_docs_only_flag=bool(judged)), columns)
-                        for (rel, judged), columns in groups.items()]
+                continue
+            key, name = native
+            groups.setdefault(key, {})[name] = j
+            spec = ranked.spec_of(native)
+            if spec is not None:
+                specs[j] = spec
+        #: {(rel, judged_only): {trec_eval measure name: column}}, for pytrec_eval (made when needed)
+        self._groups = groups
+        self._native_evaluators: list | None = None
+        #: the columns the arrays compute and how
+        self._array_columns = list(specs) if arrays else []
+        self._specs = [specs[j] for j in self._array_columns]
+        self._labels = ranked.Labels(qrels, self.topics) if self._specs else None
         self._other = None
         if other:
             # topics go to ir_measures' providers as numbers: gdeval (ERR) reads digits only
@@ -231,10 +237,50 @@ class Evaluator:
                                  f"{', '.join(map(str, other))} ({first})", field="measures") from None
 
     def __call__(self, run: Run | Mapping[str, Mapping[str, float]]) -> TopicValues:
-        scores = run.as_dict() if isinstance(run, Run) else {q: dict(d) for q, d in run.items()}
         values = np.zeros((len(self.topics), len(self.names)))
+        labels = self._labels
+        held = ranked.ranked(run, labels) if labels is not None and isinstance(run, Run) else None
+        scores: Mapping[str, Mapping[str, float]] | None = None
+        if held is not None and labels is not None and isinstance(run, Run):
+            values[np.ix_(held.rows, np.asarray(self._array_columns, dtype=np.int64))] = ranked.compute(
+                held, labels, self._specs)
+            flat = run.flat_ranking()
+            sizes = flat.sizes.tolist() if flat is not None else [len(r) for r in run.rankings.values()]
+            topics = run.topics()
+            ranked_topics = {q for q, n in zip(topics, sizes) if n}
+            done = set(self._array_columns)
+        else:
+            scores = run.as_dict() if isinstance(run, Run) else {q: dict(d) for q, d in run.items()}
+            topics = list(scores)
+            ranked_topics = {q for q, docs in scores.items() if docs}
+            done = set()
         # Topics absent from the run keep 0 (trec_eval -c; ir_measures' default too).
-        for evaluator, columns in self._native:
+        native = any(j not in done for columns in self._groups.values() for j in columns.values())
+        if (native or self._other is not None) and scores is None:
+            scores = run.as_dict() if isinstance(run, Run) else {q: dict(d) for q, d in run.items()}
+        if native and scores is not None:
+            self._native_values(scores, values, done)
+        if self._other is not None and scores is not None:
+            self._other_values(self._other, scores, values)
+        missing = sum(1 for t in self.topics if t not in ranked_topics)
+        if missing:
+            self._fill_missing(values, ranked_topics)
+        unknown = sum(1 for q in topics if q not in self._topic_index)
+        return TopicValues(list(self.topics), list(self.names), values, missing, unknown)
+
+    def _native_values(self, scores: Mapping[str, Mapping[str, float]], values: np.ndarray,
+                       done: set[int]) -> None:
+        """The trec_eval measures not in ``done``, by pytrec_eval (the reference path)."""
+        if self._native_evaluators is None:
+            import pytrec_eval
+
+            self._native_evaluators = [
+                (pytrec_eval.RelevanceEvaluator(self._qrels, list(columns), relevance_level=rel,
+                                                judged_docs_only_flag=bool(judged)), columns)
+                for (rel, judged), columns in self._groups.items()]
+        for evaluator, columns in self._native_evaluators:
+            if set(columns.values()) <= done:
+                continue
             for qid, by_measure in evaluator.evaluate(scores).items():
                 i = self._topic_index.get(qid)
                 if i is None:
@@ -242,15 +288,6 @@ class Evaluator:
                 row = values[i]
                 for key, value in by_measure.items():
                     row[columns[key]] = value
-        if self._other is not None:
-            self._other_values(self._other, scores, values)
-        ranked = {q for q, docs in scores.items() if docs}
-        missing = sum(1 for t in self.topics if t not in ranked)
-        if missing:
-            self._fill_missing(values, ranked)
-        unknown = sum(1 for q in scores if q not in self._topic_index)
-        return TopicValues(list(self.topics), list(self.names), values, missing, unknown)
-
 
     def _fill_missing(self, values: np.ndarray, ranked: set[str]) -> None:
         """A topic the run lacks is still a topic of the qrels (trec_eval -c): NumQ 1, NumRel

@@ -223,6 +223,17 @@ def expected_export_manifest(model: ResolvedModel, kind: str, backend: str) -> d
                              packages=PACKAGES)
 
 
+def export_identity(model: ResolvedModel, kind: str, backend: str) -> str:
+    """A short sha256 of the export ``backend`` makes of ``model`` (its expected manifest:
+    weights, quantisation and calibration settings, versions): what caches of a fast
+    backend's outputs (embeddings, cross-encoder scores) record, so that vectors of an
+    export made differently (another calibration set) are never mixed with the new ones."""
+    import hashlib
+
+    manifest = expected_export_manifest(model, kind, backend)
+    return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
 def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
     """The OpenVINO export of ``model`` (built now unless a matching one is cached)."""
 

@@ -39,7 +39,7 @@ import numpy as np
 from dsr.core.atomic import atomic_write, write_json
 from dsr.core.home import require_writable
 from dsr.core.models import ResolvedModel, load_sentence_transformer, resolve_model
-from dsr.indexes.backends import load_fast
+from dsr.indexes.backends import export_identity, load_fast
 from dsr.indexes.manifest import cached_build, checksum, expected_manifest, failed_checksums, index_folder, safe_name
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -90,7 +90,8 @@ class EmbeddingCache:
         """Create the folder (or start afresh when its manifest is stale), then read it."""
         params = {"normalize": True, "dtype": "float32"}
         if self.backend != "torch":  # the torch caches' manifests stay as they were
-            params["backend"] = self.backend
+            # vectors of one export: a re-made export (another calibration) starts a fresh cache
+            params.update(backend=self.backend, export=export_identity(self.model, "bi-encoder", self.backend))
         expected = expected_manifest("embeddings", inputs=self.model.key, model=self.model.describe(),
                                      params={**params, "shards": "sha256"}, packages=PACKAGES)
         cached_build("embeddings", self.folder.name, expected, lambda folder: None, announce_new=False)

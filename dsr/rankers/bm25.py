@@ -13,6 +13,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+import numpy as np
 from tqdm import tqdm
 
 from dsr.core.data import Collection
@@ -77,7 +78,6 @@ class BM25Ranker(Ranker):
         scores every dialogue's candidates in one sparse pass (``BM25Index.pair_scores``)."""
         dialogues = collection.dialogues
         ids = [collection.candidate_ids(d.id) for d in dialogues]
-        initial = {d.id: i for d, i in zip(dialogues, ids)}
         loaded: dict[tuple, tuple[BM25Index, list[list[int]]]] = {}
         terms: dict[tuple, QueryBatch] = {}
         jobs = []
@@ -100,10 +100,16 @@ class BM25Ranker(Ranker):
             index, batch, rows = jobs[k]
             return index.pair_scores(batch, rows)
 
-        # a grid's scores by forked workers (the same numbers), the runs made here
+        # a grid's scores by forked workers (the same numbers), the runs made here: laid end to
+        # end in the collection's order, each candidate's initial rank its place (the Run
+        # from_scores makes of {dialogue: {candidate: score}}, without the dicts)
         workers = None if len(jobs) >= MIN_FORKED_RANKERS else 1
-        return [Run.from_scores({d.id: dict(zip(i, s.tolist())) for d, i, s in zip(dialogues, ids, found)},
-                                tag=ranker.tag, config=ranker_config(ranker, collection), initial_order=initial)
+        topics = [d.id for d in dialogues]
+        docs = [c for i in ids for c in i]
+        sizes = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        places = np.arange(len(docs)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        return [Run.from_flat(topics, docs, sizes, np.concatenate(found) if found else np.zeros(0), places,
+                              tag=ranker.tag, config=ranker_config(ranker, collection))
                 for ranker, found in zip(rankers, forked_map(scores, len(jobs), workers))]
 
 

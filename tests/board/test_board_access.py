@@ -1,5 +1,5 @@
-"""Who may submit, and what a submission can learn, attacked as an adversarial participant would
-(issue 29, items 5 and 6), each on SQLite and PostgreSQL: per-member tokens (a removed member's
+"""Who may submit, and what a submission can learn, attacked as an adversarial participant would,
+each on SQLite and PostgreSQL: per-member tokens (a removed member's
 token and a rotated token's old value get 401 on the next request, browser sessions included;
 who submitted what is recorded), an Idempotency-Key replayed with a changed field is refused,
 duplicates are judged within a team on the parsed ranking (CRLF, added newlines, reordered lines
