@@ -60,6 +60,7 @@ closer, so it stays the only fast backend and ONNX Runtime is not a dependency.
 from __future__ import annotations
 
 import importlib.util
+import hashlib
 import inspect
 import json
 import os
@@ -228,8 +229,6 @@ def export_identity(model: ResolvedModel, kind: str, backend: str) -> str:
     weights, quantisation and calibration settings, versions): what caches of a fast
     backend's outputs (embeddings, cross-encoder scores) record, so that vectors of an
     export made differently (another calibration set) are never mixed with the new ones."""
-    import hashlib
-
     manifest = expected_export_manifest(model, kind, backend)
     return hashlib.sha256(json.dumps(manifest, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
