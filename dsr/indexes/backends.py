@@ -59,8 +59,8 @@ closer, so it stays the only fast backend and ONNX Runtime is not a dependency.
 
 from __future__ import annotations
 
-import importlib.util
 import hashlib
+import importlib.util
 import inspect
 import json
 import os
