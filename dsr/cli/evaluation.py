@@ -25,7 +25,7 @@ from dsr.evaluation.qrels import collection_from_qrels, read_qrels
 from dsr.evaluation.report import write_report
 from dsr.evaluation.results import write_per_topic
 from dsr.evaluation.tables import render
-from dsr.evaluation.trec_eval import FOLLOWED, VERSIONS, apply_rules, with_relevance_level
+from dsr.evaluation.trec_eval import FOLLOWED, VERSIONS, apply_rules, check_release, with_relevance_level
 from dsr.evaluation.validate import fix_ties, validate_run
 
 EVALUATE_EPILOG = """\
@@ -183,7 +183,9 @@ def _check_options(args) -> list | None:
     Returns the parsed --measures (None: the default set)."""
     measures = parse_measures(split_measure_list(args.measures)) if args.measures else None
     if args.relevance_level is not None:
-        measures = with_relevance_level(measures or parse_measures(), args.relevance_level)
+        measures = with_relevance_level(measures or parse_measures(), args.relevance_level,
+                                        split_measure_list(args.measures or []))
+    check_release(measures or parse_measures(), args.trec_eval)
     if args.max_docs is not None and args.max_docs < 1:
         raise InputError(f"must be a whole number of 1 or more, got {args.max_docs}", field="--max-docs")
     if args.primary:

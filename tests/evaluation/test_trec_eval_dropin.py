@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dsr.cli import main
-from dsr.evaluation.trec_eval_measures import TABLE, NICKNAMES, measures, select, supported
+from dsr.evaluation.trec_eval_measures import NICKNAMES, TABLE, measures, select, supported
 
 SUITE = Path(__file__).resolve().parents[3] / "shared" / "data" / "trec_eval"
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "trec_eval"
@@ -157,3 +157,20 @@ def test_parameter_forms_name_values_as_trec_eval(capsys):
     assert code == 0
     assert [line.split("\t")[0].rstrip() for line in out.splitlines()] == ["num_q", "map", "P_5", "P_10"]
     assert out.splitlines()[0] == "num_q                 \tall\t3"
+
+
+def test_dsr_evaluate_refuses_what_trec_eval_would_compute_otherwise(capsys, tmp_path):
+    """dsr evaluate --qrels: a measure's own relevance level under another -l (NumRet(rel=1) with
+    -l 2 gave 71 where trec_eval gives 1), 9.0.8's IPrec cutoffs under --trec-eval 10.0, and a
+    fractional cutoff are refused, each saying why; a level dsr adds itself (RBP's) follows -l."""
+    qrels, run = str(FIXTURE / "qrels"), str(FIXTURE / "run")
+    for args, words in [(["--measures", "NumRet(rel=1)", "-l", "2"], "NumRet(rel=1) sets a relevance level"),
+                        (["--measures", "IPrec@0.1", "--trec-eval", "10.0"], "lround"),
+                        (["--measures", "nDCG@23.4"], "whole number")]:
+        capsys.readouterr()
+        assert main(["evaluate", "--qrels", qrels, run, *args]) == 2
+        assert words in capsys.readouterr().err
+    out = tmp_path / "rbp.tsv"
+    assert main(["evaluate", "--qrels", qrels, run, "--measures", "RBP,NumRet(rel=2)", "-l", "2",
+                 "--per-topic", str(out)]) == 0
+    assert out.read_text().splitlines()[0].split("\t")[4:] == ["RBP(rel=2)", "NumRet(rel=2)"]
