@@ -87,8 +87,8 @@ def check_release(measures: Sequence, version: str) -> None:
     for measure in measures:
         why = NOT_AS_10.get(measure.NAME)
         if why:
-            raise InputError(f"{measure} under trec_eval 10.0: {why}; use dsr trec_eval --release 10.0 "
-                             "-m iprec_at_recall (10.0's own rule), or --trec-eval 9.0.8", field="trec_eval")
+            raise InputError(f"{measure} under trec_eval 10.0: {why}; use `dsr trec_eval --release 10.0 "
+                             "-m iprec_at_recall` (10.0's own rule), or `trec_eval` 9.0.8", field="trec_eval")
 
 
 def apply_rules(runs: Iterable[Run], version: str = FOLLOWED, max_docs: int | None = None) -> None:

@@ -155,7 +155,7 @@ def _evaluated(qrels: Mapping[str, Mapping[str, int]], rankings: Mapping[str, li
                 topics.append((qid, None))
             else:
                 raise InputError(f"topic {qid!r} of the qrels has no line in the run; trec_eval 10.0 "
-                                 "stops here (\"result qid not found\"): -c scores it 0, --release 9.0.8 "
+                                 "stops here (\"result qid not found\"): `complete` scores it 0, `release` 9.0.8 "
                                  "skips it", path=run_path)
     if not topics:
         raise InputError("no topic has both run lines and judgements (trec_eval: \"No queries with both "
