@@ -76,6 +76,9 @@ class Run:
     rankings: dict[str, list[tuple[str, float]]]
     tag: str = "dsr"
     config: dict[str, Any] = field(default_factory=dict)
+    #: for a run read from a file, the topics whose scores tie (as float32), in the file's line
+    #: order: what ranx sorts when it reads the file (``fuse(..., backend="ranx")``)
+    line_order: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_scores(cls, scores: Mapping[str, Mapping[str, float]], tag: str = "dsr",
@@ -362,7 +365,9 @@ def read_trec_run(path: str | Path) -> Run:
         rankings.setdefault(parsed.qid, []).append((parsed.doc, parsed.score))
     if not rankings:
         raise InputError("the run file is empty", path=path)
-    return Run({q: trec_eval_order(r) for q, r in rankings.items()}, tag or "dsr")
+    run = Run({q: trec_eval_order(r) for q, r in rankings.items()}, tag or "dsr")
+    run.line_order = {q: rankings[q] for q in run.tied_topics()}
+    return run
 
 
 # --- the collection a run was made for ----------------------------------------------
