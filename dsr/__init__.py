@@ -207,7 +207,8 @@ def fuse(runs: Sequence[Any], method: str = "rrf", *, norm: str | None = None, k
     if learns(method, params):
         labels = _labels(qrels, collection)
     loaded = [as_run(r) for r in runs]
-    for warning in tied_input_warnings([getattr(r, "tag", "run") for r in loaded], loaded, method, backend):
+    named = [str(r) if isinstance(r, (str, os.PathLike)) else getattr(r, "tag", "run") for r in runs]
+    for warning in tied_input_warnings(named, loaded, method, backend, norm=params.get("norm")):
         print(warning, file=sys.stderr)
     return fuse_runs(loaded, method, initial_order=order, tag=tag, labels=labels, backend=backend, **params)
 

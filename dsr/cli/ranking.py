@@ -242,7 +242,8 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     if not set.intersection(*(set(r.rankings) for r in runs)):
         raise InputError("the runs have no topic in common: are they runs of the same collection?",
                          path=args.runs[-1], field="qid")
-    for warning in tied_input_warnings(args.runs, runs, method, args.backend, "--backend ranx"):
+    for warning in tied_input_warnings(args.runs, runs, method, args.backend, "--backend ranx",
+                                       params.get("norm")):
         print(warning, file=sys.stderr)
     labels, trained_on = _fusion_labels(args, method, params, collection)
     order = collection.initial_order() if collection else None

@@ -89,6 +89,7 @@ from dsr.core.fusion_ranx import (
     RANX_NORMS,
     SEARCHED,
     fuse_with_ranx,
+    reads_order,
 )
 from dsr.core.run import Run
 from dsr.core.ties import _float32_array
@@ -425,7 +426,7 @@ NORM_ALIASES_DSR = {"min-max": "minmax", "min_max": "minmax"}
 
 
 def tied_input_warnings(paths: Sequence[Any], runs: Sequence[Run], method: str, backend: str = "dsr",
-                        switch: str = "backend='ranx'") -> list[str]:
+                        switch: str = "backend='ranx'", norm: str | None = None) -> list[str]:
     """One warning per input run whose own scores tie (as float32) in some topic, as ``dsr
     evaluate`` and ``dsr validate`` warn: how fusion ranks those documents, and the other rule
     (``switch``: how the caller asks for it)."""
@@ -437,15 +438,14 @@ def tied_input_warnings(paths: Sequence[Any], runs: Sequence[Run], method: str, 
         rule = ("as ranx does (numba's unstable sort of the file's lines)" if backend == "ranx" else
                 f"as trec_eval ranks them (doc id descending); ranx's own order differs: {switch} "
                 "reproduces it")
-        what = "ranks" if method in RANK_BASED else "order (rank-based normalisations)"
+        if not reads_order(method, norm):
+            out.append(f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit floats "
+                       f"(e.g. {tied[0]!r}); {method} fuses scores, not ranks, so the ties do not change "
+                       "the fused run")
+            continue
         out.append(f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit floats "
-                   f"(e.g. {tied[0]!r}); {method} reads their {what}: tied documents are ranked {rule}")
+                   f"(e.g. {tied[0]!r}); {method} reads their ranks: tied documents are ranked {rule}")
     return out
-
-
-#: methods that read each run's order, not its scores (ties in an input run decide their ranks)
-RANK_BASED = frozenset({"rrf", "isr", "borda", *(m for m, s in RANX_METHODS.items() if s.kind == "rank"),
-                        "bayesfuse", "mapfuse", "posfuse", "probfuse", "segfuse", "slidefuse"})
 
 
 #: The fused runs' tie rule, as the sidecar and ir_metadata state it.

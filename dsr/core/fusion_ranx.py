@@ -128,6 +128,14 @@ def ranx_norm(norm: str | None) -> str | None:
     return norm
 
 
+def reads_order(method: str, norm: str | None) -> bool:
+    """Whether ``method`` under ``norm`` reads each run's order (then ties in a run decide ranks):
+    the rank-based and trained methods, and any under the rank or borda normalisation."""
+    spec = RANX_METHODS.get(method)
+    kind = spec.kind if spec else ("rank" if method in ("rrf", "isr", "borda") else "score")
+    return kind in ("rank", "trained") or norm in ("rank", "borda")
+
+
 def learns(method: str, params: Mapping[str, Any]) -> list[str]:
     """What ``method`` would learn from labels with ``params``: its trained probabilities, or
     the parameters left None ([] when it learns nothing)."""
@@ -152,9 +160,10 @@ def fuse_with_ranx(runs: Sequence[Run], method: str, *, labels: Mapping[str, Map
     learnt: dict[str, Any] = {}
     if missing:
         learnt = _learn(runs, method, name, norm, labels, backend, missing, params.get("metric", METRIC))
+    by_order = reads_order(method, norm)
     with _quiet():
-        fused = ranx.fuse([_to_ranx(run, topics, backend) for run in runs], norm=norm, method=name,
-                          params={**given, **learnt})
+        fused = ranx.fuse([_to_ranx(run, topics, backend, by_order) for run in runs], norm=norm,
+                          method=name, params={**given, **learnt})
     out = fused.to_dict()
     return {q: out[q] for q in topics if q in out}, _shown(learnt)
 
@@ -209,8 +218,8 @@ def _learn(runs, method, name, norm, labels, backend, missing, metric) -> dict[s
     options = {"metric": metric, "show_progress": False} if name in SEARCHED else {}
     try:
         with _quiet():
-            return dict(ranx.optimize_fusion(qrels, [_to_ranx(run, topics, backend) for run in runs],
-                                             norm=norm, method=name, **options))
+            return dict(ranx.optimize_fusion(qrels, [_to_ranx(run, topics, backend, reads_order(method, norm))
+                                                     for run in runs], norm=norm, method=name, **options))
     except (ValueError, KeyError) as err:
         raise InputError(f"ranx could not learn {method}: {err}", field="metric") from None
 
@@ -228,17 +237,18 @@ def _shown(learnt: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def _to_ranx(run: Run, topics: Sequence[str], backend: str):
+def _to_ranx(run: Run, topics: Sequence[str], backend: str, by_order: bool = True):
     """``run`` as a ranx Run over ``topics`` (an empty ranking for a topic it lacks). ranx sorts a
-    run by score when it makes one: under ``dsr`` each topic keeps its scores where they strictly
-    decrease in dsr's order, and takes the scores dsr writes (the tie rule's, strictly decreasing
-    as float32) where they do not, so ranx's sort gives dsr's order; under ``ranx`` the file's
-    lines go in as ranx reads them and ranx's sort decides."""
+    run by score when it makes one: under ``dsr``, for a method that reads the order (``by_order``),
+    each topic keeps its scores where they strictly decrease in dsr's order and takes the scores
+    dsr writes (the tie rule's, strictly decreasing as float32) where they do not, so ranx's sort
+    gives dsr's order; a method that reads only scores gets them as they are. Under ``ranx`` the
+    file's lines go in as ranx reads them and ranx's sort decides."""
     lines = getattr(run, "line_order", None) or {} if backend == "ranx" else {}
     scores = {}
     for qid in topics:
         ranked = lines.get(qid) or run.rankings.get(qid, [])
-        if backend == "dsr" and any(a[1] <= b[1] for a, b in zip(ranked, ranked[1:])):
+        if backend == "dsr" and by_order and any(a[1] <= b[1] for a, b in zip(ranked, ranked[1:])):
             ranked = strictly_decreasing(ranked)
         scores[qid] = {doc: float(score) for doc, score in ranked}
     if not any(scores.values()):
