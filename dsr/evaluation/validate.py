@@ -39,7 +39,7 @@ from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run, load_run, parse_run_line, read_sidecar
 from dsr.core.run_checks import check_collection_hash, recorded_collection_hash
-from dsr.core.textfiles import read_bytes
+from dsr.core.textfiles import read_bytes, without_bom
 
 
 @dataclass
@@ -123,7 +123,7 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
         return result
     if not pooled:   # qrels carry no collection hash to check a sidecar against
         _check_sidecar(collection, path, allow_mismatch, result)
-    text = data.decode("utf-8", errors="replace")
+    text = without_bom(data).decode("utf-8", errors="replace")
     lines = text.split("\n")
     truncated = not text.endswith("\n")
     if not truncated:
