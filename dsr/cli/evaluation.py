@@ -12,7 +12,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from dsr.cli.common import add_allow_mismatch_argument, add_collection_argument, check_out, collection_from_args
+from dsr.cli.common import (
+    add_allow_mismatch_argument,
+    add_collection_argument,
+    add_run_format_argument,
+    check_out,
+    collection_from_args,
+)
 from dsr.core.errors import InputError
 from dsr.core.provenance import input_record, run_sidecar
 from dsr.core.run import write_run
@@ -105,6 +111,7 @@ def register(subparsers) -> None:
         epilog=EVALUATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_collection_argument(p)
     p.add_argument("runs", nargs="*", metavar="RUN", help="TREC run files (sidecar RUN.json read when present)")
+    add_run_format_argument(p)
     _add_trec_eval_arguments(p)
     p.add_argument("--measures", nargs="+", action="extend", metavar="M",
                    help="ir_measures strings, space or comma separated (default: RR nDCG@1 nDCG@3 "
@@ -145,6 +152,7 @@ def register(subparsers) -> None:
                     "valid, 2 when not.")
     add_collection_argument(v)
     v.add_argument("run", nargs="?", metavar="RUN", help="TREC run file")
+    add_run_format_argument(v)
     v.add_argument("--qrels", metavar="FILE",
                    help="check against a TREC qrels file instead of a collection (dsr validate --qrels "
                         "FILE RUN): unjudged documents are counted, topics without judgements ignored")
@@ -234,7 +242,7 @@ def cmd_evaluate(args) -> int:
     protocol = _protocol(args, collection)
     # qrels carry no collection hash: a run's sidecar is not checked against them
     selection = select_runs(args.runs, args.tune or [], args.baseline, None if args.qrels else collection,
-                            args.allow_collection_mismatch)
+                            args.allow_collection_mismatch, args.run_format)
     for warning in selection.warnings:
         print(warning, file=sys.stderr)
     runs = {id(r): r for r in [*selection.runs.values(),
@@ -302,7 +310,8 @@ def cmd_validate(args) -> int:
     if not args.run:
         raise InputError("no run file given", field="RUN")
     result = validate_run(collection, args.run, allow_missing=args.allow_missing, strict=args.strict,
-                          allow_mismatch=args.allow_collection_mismatch, pooled=bool(args.qrels))
+                          allow_mismatch=args.allow_collection_mismatch, pooled=bool(args.qrels),
+                          fmt=args.run_format)
     fixed = None
     if args.fix_ties and result.valid:
         fixed = _fix_ties(collection, args.run, args.out)

@@ -42,6 +42,7 @@ from dsr.cli.common import (
     add_allow_mismatch_argument,
     add_collection_argument,
     add_param_argument,
+    add_run_format_argument,
     check_out,
     collection_from_args,
 )
@@ -141,6 +142,7 @@ def register(subparsers) -> None:
                     "the run scores as ranx.fuse's does.",
         epilog=_fuse_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")
+    add_run_format_argument(fuse)
     fuse.add_argument("--method", required=True, choices=METHODS + tuple(RANX_ALIASES), metavar="METHOD",
                       help="a fusion method (below; ranx's names bordafuse, sum and mnz are dsr's borda, "
                            "combsum and combmnz)")
@@ -230,7 +232,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     method = canonical(args.method)
     params = parse_assignments(args.param, "--param")
     check_fusion_params(method, params)   # before the runs are read
-    runs = [load_run(path) for path in args.runs]
+    runs = [load_run(path, args.run_format) for path in args.runs]
 
     collection = None
     if args.collection:

@@ -217,9 +217,10 @@ class Run:
         return RanxRun(self.as_dict(), name=self.tag)
 
     @classmethod
-    def read(cls, path: str | Path) -> Run:
-        """Read a run file and its sidecar (a stale sidecar is reported and left out)."""
-        run = read_trec_run(path)
+    def read(cls, path: str | Path, fmt: str = "auto") -> Run:
+        """Read a run file (``fmt``: see :func:`read_trec_run`) and its sidecar (a stale
+        sidecar is reported and left out)."""
+        run = read_trec_run(path, fmt)
         run.config = read_sidecar(path)
         if not run.config:
             header = read_header(path)  # a run from elsewhere may carry an ir_metadata header
@@ -335,9 +336,43 @@ def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, st
     return RunLine(qid, doc, parse_rank(rank_text), score, tag), []
 
 
-def read_trec_run(path: str | Path) -> Run:
+#: the run file formats read: TREC's six columns, MS MARCO's three (``auto``: by the first line)
+RUN_FORMATS = ("auto", "trec", "msmarco")
+#: the tag of a run read from an MS MARCO file (which has none)
+MSMARCO_TAG = "msmarco"
+#: how an MS MARCO run (``qid<TAB>docid<TAB>rank``, no score: pyserini's ``--output-format
+#: msmarco``, the MS MARCO evaluation scripts' input) becomes a run
+MSMARCO_RULE = ("each line's score is minus its rank (rank 1 -> -1.0), so the run's order is its "
+                "ranks'; two lines of a topic with the same rank tie and go to the doc id, "
+                "descending, as trec_eval orders ties")
+
+
+def detect_format(lines: Iterable[str]) -> str:
+    """``msmarco`` when the first line that is not blank or a ``#`` comment has three columns,
+    the last a whole number (``qid docid rank``); else ``trec``."""
+    for line in lines:
+        if line.strip() and not line.startswith("#"):
+            parts = line.split()
+            return "msmarco" if len(parts) == 3 and parse_rank(parts[2]) is not None else "trec"
+    return "trec"
+
+
+def msmarco_as_trec(parts: list[str]) -> tuple[list[str] | None, str | None]:
+    """An MS MARCO line's columns as a TREC line's (score = -rank, :data:`MSMARCO_RULE`), or
+    None and what is wrong with it."""
+    if len(parts) != 3:
+        return None, f"expected 3 columns (qid docid rank) in an MS MARCO run, got {len(parts)}"
+    qid, doc, rank = parts
+    if parse_rank(rank) is None:
+        return None, f"rank is not a whole number of 0 or more: {rank!r}"
+    return [qid, "Q0", doc, rank, repr(-float(rank)), MSMARCO_TAG], None
+
+
+def read_trec_run(path: str | Path, fmt: str = "auto") -> Run:
     """Read a TREC run (plain or gzip) strictly; the first problem raises an InputError
-    with its line. Each topic is ordered as trec_eval orders it.
+    with its line. Each topic is ordered as trec_eval orders it. ``fmt``: ``trec``,
+    ``msmarco`` (three columns, scores from the ranks: :data:`MSMARCO_RULE`) or ``auto``
+    (:func:`detect_format`).
 
     ``dsr validate`` reports every problem of a file at once; this reader is
     for files that should already be valid.
@@ -345,14 +380,22 @@ def read_trec_run(path: str | Path) -> Run:
     path = Path(path)
     if not path.exists():
         raise InputError("no such run file", path=path)
+    if fmt not in RUN_FORMATS:
+        raise InputError(f"run format must be one of {', '.join(RUN_FORMATS)}, got {fmt!r}", field="fmt")
     rankings: dict[str, list[tuple[str, float]]] = {}
     seen: set[tuple[str, str]] = set()
     tag = None
     lines = read_lines(path)   # plain or gzip
+    msmarco = (detect_format(lines) if fmt == "auto" else fmt) == "msmarco"
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith("#"):
             continue  # comments: ir_metadata headers (dsr.core.ir_metadata)
-        parsed, problems = parse_run_line(line.split())
+        parts = line.split()
+        if msmarco:
+            parts, wrong = msmarco_as_trec(parts)
+            if wrong:
+                raise InputError(wrong, path=path, line=lineno, field="rank" if "rank is" in wrong else None)
+        parsed, problems = parse_run_line(parts)
         if problems:
             name, message = problems[0]
             raise InputError(message, path=path, line=lineno,
@@ -375,13 +418,14 @@ def read_trec_run(path: str | Path) -> Run:
 
 # --- runs read for a collection, and written as a pair -------------------------
 
-def load_run(path: str | Path):
-    """Read a run and its sidecar; anything unreadable is an InputError naming the file."""
+def load_run(path: str | Path, fmt: str = "auto"):
+    """Read a run (TREC, or MS MARCO's three columns: ``fmt``, :func:`read_trec_run`) and its
+    sidecar; anything unreadable is an InputError naming the file."""
     path = Path(path)
     if path.is_dir():
         raise InputError("is a folder, not a run file", path=path)
     try:
-        return Run.read(path)  # the sidecar's errors name the sidecar
+        return Run.read(path, fmt)  # the sidecar's errors name the sidecar
     except UnicodeDecodeError as err:
         raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
     except OSError as err:
