@@ -1,8 +1,9 @@
 """``import dsr``: the Python API in one place.
 
-The code lives in three packages, ``retrieval`` (the domain), ``indexes`` (what
-is built and kept) and ``eval`` (what is measured); this module re-exports what a
-notebook needs, loaded on first use so ``import dsr`` stays fast::
+The code lives in the sub-packages of ``dsr`` (``dsr.core`` and the domain units such as
+``dsr.rankers``, ``dsr.indexes`` for what is built and kept, ``dsr.evaluation`` for what is
+measured: docs/architecture.md); this module re-exports what a notebook needs, loaded on
+first use so ``import dsr`` stays fast::
 
     import dsr
 

@@ -3,8 +3,9 @@
 :data:`dsr.cli.commands.COMMANDS` is the explicit table of commands, their modules and
 one-line help (the order is the order in ``--help``); each module's
 ``register(subparsers)`` adds its commands and holds only argument handling: what a
-command does lives in the packages (``retrieval``, ``indexes``, ``eval``, and the
-application's ``dsr.training``, ``dsr.baselines``) it calls. Only the module of the
+command does lives in the units it calls (``dsr.rankers``, ``dsr.indexes``,
+``dsr.evaluation`` and the others, and the application's ``dsr.training``,
+``dsr.baselines``). Only the module of the
 command that runs is imported (``dsr --help`` imports none), and heavy libraries
 (torch, faiss) only when a command needs them. Nothing outside this package imports
 it. Exit codes: 0 success, 2 bad input, 1 internal error.

@@ -15,7 +15,7 @@ Modules, one thing each:
 * ``dsr.evaluation.figures`` — figures for a paper (TrueType fonts, intervals, family hues)
 * ``dsr.evaluation.validate`` — ``dsr validate``
 
-The names below are importable from ``eval`` directly; they load on first use
+The names below are importable from ``dsr.evaluation`` directly; they load on first use
 so ``dsr --help`` does not import ir_measures, scipy or matplotlib.
 """
 

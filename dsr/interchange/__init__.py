@@ -6,11 +6,11 @@ list); these modules write it in the layouts that trec_eval, BEIR/MTEB, Hugging
 Face ``datasets``, ir_datasets and PyTerrier load, and carry a run's
 provenance in and out of run files (ir_metadata headers).
 
-Why in ``dsr/evaluation/`` and not ``dsr/core/``: what is exported is what evaluation
-tools consume (topics, qrels, a judged corpus, run metadata), it is built from
-the evaluator's own qrels (:mod:`dsr.evaluation.qrels`), and ``eval`` already owns the
-TREC file formats. Dependencies point one way, ``eval`` -> ``retrieval``: the
-domain (collections, runs) does not import evaluation.
+Why a unit of its own above ``dsr.evaluation`` and not in ``dsr/core/``: what is exported is
+what evaluation tools consume (topics, qrels, a judged corpus, run metadata), it is built
+from the evaluator's own qrels (:mod:`dsr.evaluation.qrels`), and ``dsr.evaluation`` owns
+the TREC file formats. Dependencies point one way, ``dsr.interchange`` ->
+``dsr.evaluation`` -> the domain: the domain (collections, runs) does not import evaluation.
 
 =================  ==========================================================
 ``corpus``         the test-collection view of a collection: unique corpus
