@@ -110,6 +110,12 @@ class Run:
     def __len__(self) -> int:
         return len(self.rankings)
 
+    def __repr__(self) -> str:
+        """One line, whatever the size: tag, topics, lines, what the configuration names."""
+        lines = sum(len(r) for r in self.rankings.values())
+        made = next((f", {k} {self.config[k]!r}" for k in ("ranker", "fusion", "reranker") if k in self.config), "")
+        return f"Run({self.tag!r}: {len(self.rankings)} topics, {lines} lines{made})"
+
     def topics(self) -> list[str]:
         return list(self.rankings)
 
