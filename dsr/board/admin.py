@@ -291,8 +291,47 @@ def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> st
     if lb.ladder:    # a hidden phase exports what its board shows: ladder values
         return _ladder_table(lb, fmt, about)
     if fmt == "csv":
-        return _with_columns(to_csv(lb.results), {k: v or "" for k, v in about.items()})
-    return "".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + to_latex(lb.results)
+        return _with_columns(to_csv(lb.results), {k: v or "" for k, v in about.items()}, _places(lb))
+    return ("".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + _board_latex(lb) + "\n"
+            + to_latex(lb.results))
+
+
+def _rank_text(entry) -> str:
+    """A row's rank as the board shows it: ``2`` or the range ``2-4``."""
+    if not entry.rank:
+        return ""
+    low, high = entry.rank
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _places(lb) -> dict[str, dict[str, str]]:
+    """run key -> {"rank", "group"}: the board's rank range and letter group of each row."""
+    return {e.key: {"rank": _rank_text(e), "group": e.group} for e in lb.entries}
+
+
+def _board_latex(lb) -> str:
+    """The board as its page shows it: rank (a range where rows are not significantly
+    different), letter group, system, team and the means on the board's subset, ▲/▼ against
+    the baseline; the best mean per measure bold."""
+    marks = {"better": r"$^{\blacktriangle}$", "worse": r"$^{\blacktriangledown}$"}
+    values = {m: [e.means.get(lb.subset, {}).get(m) for e in lb.entries] for m in lb.measures}
+    best = {m: max((v for v in vs if v is not None), default=None) for m, vs in values.items()}
+    lines = [f"% the board on {lb.subset}, sorted by {lb.sort}: rank ranges and letter groups from "
+             "all pairs (Holm); rows sharing a letter are not significantly different\n",
+             "\\begin{tabular}{rlll" + "r" * len(lb.measures) + "}\n\\toprule\n",
+             " & ".join(["Rank", "Group", "System", "Team", *map(latex_escape, lb.measures)]) + " \\\\\n\\midrule\n"]
+    for e in lb.entries:
+        cells = []
+        for m in lb.measures:
+            v = e.means.get(lb.subset, {}).get(m)
+            text = "" if v is None else f"{v:.3f}"
+            if v is not None and best[m] is not None and round(v, 3) == round(best[m], 3):
+                text = "\\textbf{" + text + "}"
+            cells.append(text + marks.get(e.marks.get(lb.subset, {}).get(m, ""), ""))
+        lines.append(" & ".join([_rank_text(e).replace("-", "--"), e.group, latex_escape(e.submission.system),
+                                 latex_escape(e.submission.team.name), *cells]) + " \\\\\n")
+    lines.append("\\bottomrule\n\\end{tabular}\n")
+    return "".join(lines)
 
 
 def _ladder_table(lb, fmt: str, about: dict) -> str:
@@ -324,14 +363,18 @@ def _ladder_table(lb, fmt: str, about: dict) -> str:
     return "".join(lines)
 
 
-def _with_columns(text: str, columns: dict[str, str]) -> str:
-    """CSV ``text`` with ``columns`` (the same value on every row) added on the right."""
+def _with_columns(text: str, columns: dict[str, str], places: dict[str, dict[str, str]] | None = None) -> str:
+    """CSV ``text`` with ``columns`` (the same value on every row) added on the right, after
+    each run's ``rank`` and ``group`` on the board (``places``, by the ``run`` column)."""
     import csv
     import io
 
     rows = list(csv.reader(io.StringIO(text)))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    run = rows[0].index("run") if rows and "run" in rows[0] else None
     for i, row in enumerate(rows):
-        writer.writerow(row + (list(columns) if i == 0 else list(columns.values())))
+        place = [] if places is None else (["rank", "group"] if i == 0 else
+                                           list(places.get(row[run], {"rank": "", "group": ""}).values()))
+        writer.writerow(row + place + (list(columns) if i == 0 else list(columns.values())))
     return out.getvalue()

@@ -102,3 +102,41 @@ def test_organisers_see_identical_rankings_from_different_teams(tmp_path, runs, 
     out = capsys.readouterr().out
     assert "identical rankings from different teams" in out
     assert f"#{ids[0]} alpha (BM25 tuned) = #{ids[1]} beta (ours)" in out
+
+
+def test_the_exports_carry_each_rows_rank_and_group(reproduced, tmp_path):
+    """LaTeX and CSV exports say what the board page says: each row's rank (a range where rows
+    are not significantly different) and letter group, as the API gives them; the LaTeX
+    compiles with plain pdflatex (where it is installed)."""
+    import csv
+    import io
+    import shutil as sh
+    import subprocess
+
+    from fastapi.testclient import TestClient
+
+    from dsr.board.admin import export
+    from dsr.board.app import create_app
+    from dsr.evaluation.latex import document
+
+    board = make_board(f"sqlite:///{tmp_path / 'f.sqlite'}", tmp_path)
+    phase = board.add_phase("sample", "dev")
+    add_baselines(board, phase, [str(reproduced)])
+    client = TestClient(create_app(board))
+    rows = client.get("/api/boards/sample/dev", params={"baselines": "all"}).json()["rows"]
+    client.close()
+    expected = {r["system"]: ("-".join(map(str, sorted(set(r["rank"])))), r["group"]) for r in rows}
+    tex = export(board, phase, "latex")
+    assert "Rank & Group & System & Team" in tex
+    for system, (rank, group) in expected.items():
+        escaped = system.replace("_", r"\_")
+        assert f"{rank.replace('-', '--')} & {group} & {escaped} & baselines &" in tex, system
+    table = list(csv.DictReader(io.StringIO(export(board, phase, "csv"))))
+    got = {r["run"].split(" / ", 1)[1].rsplit(" #", 1)[0]: (r["rank"], r["group"]) for r in table}
+    assert got == expected
+    board.close()
+    if sh.which("pdflatex"):
+        (tmp_path / "board.tex").write_text(document(tex, "the board"))
+        done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "board.tex"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout[-2000:]
