@@ -73,8 +73,13 @@ trec_eval's habits: --qrels FILE scores plain TREC runs against a TREC qrels fil
 # comment lines skipped): dsr evaluate --qrels qrels.test run1 run2. dsr follows trec_eval
 FOLLOWED (scores as 32-bit floats); --trec-eval 10.0 reads them as doubles. -l N: grades >= N
 are relevant for every measure with a level; -M N: the first N documents of each topic; -c:
-accepted (dsr always counts a topic a run lacks as 0, as -c does). When a run ranks documents
+accepted (dsr always counts a topic a run lacks as 0, as -c does). A measure that sets its own
+relevance level other than -l's (NumRet(rel=1) with -l 2) is refused, as IPrec is under
+--trec-eval 10.0 (10.0 rounds its recall cutoffs otherwise). trec_eval's own command line,
+measure names and output, byte for byte: dsr trec_eval. When a run ranks documents
 the labels do not judge, the unjudged fraction of its top 10 is printed ("unjudged" in --json).
+run files: TREC, or MS MARCO's three columns (qid docid rank; scores are minus the ranks),
+detected or named with --run-format.
 measures (any ir_measures string of these families; dsr/evaluation/registry.py declares them):
 MEASURES
 example: dsr evaluate sample a.run b.run --baseline a --correction bh --family runs+measures --format md
