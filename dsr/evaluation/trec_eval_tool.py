@@ -96,7 +96,7 @@ def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | N
     _check(options)
     selected = select(options.measures, options.release)
     qrels = read_qrels(qrels_path)
-    run = read_trec_run(run_path)
+    run = read_trec_run(run_path, "trec")   # trec_eval reads six columns only
     zscores = read_zscores(options.zscores) if options.zscores is not None else None
     rankings = {q: _ordered(r, options.release) for q, r in run.rankings.items()}
     topics = _evaluated(qrels, rankings, options, run_path)
