@@ -90,7 +90,7 @@ def _fuse_epilog() -> str:
              "tied scores in an input run: ranked as trec_eval ranks them (doc id descending), with a "
              "warning; --backend ranx ranks them as ranx does (numba's unstable sort of the file's "
              "lines), which reproduces ranx's fused run file for file. ranx's first call in a process "
-             "compiles numba code (seconds; docs/api.md has the figure)."]
+             "compiles numba code (5-7 s with numba's cache, 20-40 s without: docs/api.md)."]
     lines += [textwrap.fill(note, 100, subsequent_indent="  ") for note in notes]
     return "\n".join(lines) + "\n"
 
