@@ -178,23 +178,53 @@ def _named_runs(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
 
 def fuse(runs: Sequence[Any], method: str = "rrf", *, norm: str | None = None, k: float | None = None,
          weight: float | None = None, weights: Sequence[float] | None = None, collection: Any = None,
-         tag: str | None = None) -> Any:
+         qrels: Any = None, backend: str = "dsr", tag: str | None = None, **params: Any) -> Any:
     """Fuse runs (paths, Runs, DataFrames, ranx Runs or dicts) into one ``Run``.
 
-    ``method``: one of :data:`dsr.core.fusion.FUSERS` (rrf, isr, borda, combsum,
-    combmnz, wsum, interp, ...); ``norm``: the score normalisation of the score-based
-    methods (minmax, zscore, sum, rank); ``k`` (rrf), ``weight`` (interp), ``weights``
-    (wsum, one per run). A parameter the method does not take is an error. Ties are
-    broken as on every other path (:data:`dsr.core.fusion.TIE_RULE`: float32 score, then
-    doc id, descending, as trec_eval orders a file), with or without ``collection``.
+    ``method``: one of :data:`dsr.core.fusion.METHODS`, dsr's kernels (rrf, isr, borda,
+    combsum, combmnz, wsum, interp) and the rest of ranx's 25 (condorcet, bayesfuse, ...);
+    ``norm``: the score normalisation (dsr's minmax, zscore, sum, rank; ranx's
+    min-max-inverted, max, zmuv, borda); ``k`` (rrf), ``weight`` (interp), ``weights`` (wsum
+    and ranx's weighted methods, one per run); ranx's other parameters by name (``gamma``,
+    ``phi``, ``sigma``, ``metric``). A method that learns from labels (bayesfuse, probfuse, ...;
+    a weighted one without ``weights``) learns from ``qrels`` (a qrels file's path or a dict
+    ``{topic: {doc: grade}}``), else from ``collection``'s labels, as ranx's ``optimize_fusion``
+    does; without either it is refused. A parameter the method does not take is an error. Ties
+    are broken as on every other path (:data:`dsr.core.fusion.TIE_RULE`); an input run whose own
+    scores tie is ranked as trec_eval ranks it, with a warning on stderr (``backend="ranx"``: as
+    ranx ranks it, see :mod:`dsr.core.fusion_ranx`).
     """
+    import sys
+
+    from dsr.core.fusion import canonical, tied_input_warnings
     from dsr.core.fusion import fuse as fuse_runs
+    from dsr.core.fusion_ranx import learns
     from dsr.core.run import as_run
 
-    params = {name: value for name, value in (("norm", norm), ("k", k), ("weight", weight),
-                                              ("weights", weights)) if value is not None}
-    order = None
+    params.update({name: value for name, value in (("norm", norm), ("k", k), ("weight", weight),
+                                                   ("weights", weights)) if value is not None})
+    method = canonical(method)
+    order = labels = None
     if collection is not None:
         collection = _collection(collection, None)
         order = {d.id: collection.candidate_ids(d.id) for d in collection}
-    return fuse_runs([as_run(r) for r in runs], method, initial_order=order, tag=tag, **params)
+    if learns(method, params):
+        labels = _labels(qrels, collection)
+    loaded = [as_run(r) for r in runs]
+    named = [str(r) if isinstance(r, (str, os.PathLike)) else getattr(r, "tag", "run") for r in runs]
+    for warning in tied_input_warnings(named, loaded, method, backend, norm=params.get("norm")):
+        print(warning, file=sys.stderr)
+    return fuse_runs(loaded, method, initial_order=order, tag=tag, labels=labels, backend=backend, **params)
+
+
+def _labels(qrels: Any, collection: Any) -> dict | None:
+    """Relevance labels to learn from: ``qrels`` (a path or a dict), else the collection's."""
+    if isinstance(qrels, (str, os.PathLike)):
+        from dsr.evaluation.qrels import read_qrels
+
+        return read_qrels(os.fspath(qrels))
+    if qrels is not None:
+        return {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
+    if collection is not None:
+        return {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+    return None

@@ -188,7 +188,7 @@ HEAVY = {"torch", "sentence_transformers", "transformers", "faiss", "pandas", "m
          "pyarrow", "ray", "openvino", "nncf", "fastapi", "starlette", "uvicorn", "sqlalchemy",
          "alembic", "psycopg", "jinja2", "httpx", "scipy", "datasets", "accelerate", "bm25s",
          "rank_bm25", "ir_measures", "pytrec_eval", "ir_datasets", "yaml", "mwparserfromhell",
-         "huggingface_hub", "safetensors", "tokenizers"}
+         "huggingface_hub", "safetensors", "tokenizers", "ranx", "numba"}
 
 IN_FLIGHT = ()
 #: the facade re-exports lazily by design (``import dsr`` loads nothing)

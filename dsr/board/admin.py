@@ -4,6 +4,7 @@ file."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 from dataclasses import dataclass, field
@@ -13,13 +14,15 @@ from sqlalchemy import select
 
 from dsr.board import leaderboard, participants, scoring
 from dsr.board.db import read_session, write_session
-from dsr.board.intake import ranking_digest
+from dsr.board.intake import ranking_digest, unpack_run
 from dsr.board.models import Phase, Submission
 from dsr.board.published import published_metadata
 from dsr.board.service import Board, Metadata, Refused
 from dsr.core import __version__
 from dsr.core.errors import InputError
-from dsr.core.run import sidecar_path
+from dsr.core.run import parse_run_line, sidecar_path
+from dsr.core.textfiles import without_bom
+from dsr.core.ties import trec_eval_order
 from dsr.evaluation.grouping import run_names
 from dsr.evaluation.tables import latex_escape, to_csv, to_latex
 
@@ -49,37 +52,166 @@ def run_files(paths: list[str]) -> list[Path]:
     return out
 
 
-def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = False) -> list[Submission]:
+class Loaded(list):
+    """The baseline rows ``add_baselines`` added (a list of Submission), and the runs it did not
+    load because they hold a ranking already loaded: ``aliases`` of (run name, the row's system
+    name and id it is the same ranking as)."""
+
+    def __init__(self, rows=(), aliases=()):
+        super().__init__(rows)
+        self.aliases: list[tuple[str, str]] = list(aliases)
+
+
+@dataclass
+class _Baseline:
+    path: Path
+    name: str
+    data: bytes
+    text: bytes
+    sidecar: bytes | None
+    ranking: str
+
+
+def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = False) -> Loaded:
     """Load runs (e.g. ``dsr reproduce``'s) as baseline rows; the first becomes the phase's
-    baseline unless one is set (``default`` makes the first of these the baseline)."""
+    baseline unless one is set (``default`` makes the first of these the baseline).
+
+    A run whose ranking is one loaded already (``dsr reproduce`` writes ``BM25`` and the
+    configuration it was tuned to, ``BM25_title+all``, as the same ranking) is not loaded again:
+    it is reported as an alias of that row. All or nothing: every run is checked before any is
+    loaded, and a failure while loading takes out the rows this call added."""
     team = board.organisers()
-    added = []
     files = run_files(paths)
     names = run_names([str(p) for p in files])       # BM25.run.gz -> BM25, as dsr evaluate names it
-    for path in files:
-        side = sidecar_path(path)
-        sidecar = side.read_bytes() if side.is_file() else None
-        name = names[str(path)]
-        description = ""
-        if sidecar:
-            try:   # the published allow-list only: a sidecar's paths never reach the board
-                config = published_metadata(json.loads(sidecar))
-                description = json.dumps({k: config[k] for k in ("ranker", "params", "query")
-                                          if k in config}, sort_keys=True)
-            except (ValueError, RecursionError):
-                pass
-        try:
-            accepted = board.submit(team, phase, path.read_bytes(), path.name,
-                                    Metadata(name, description, "", "automatic", False), sidecar,
-                                    baseline=True)
-        except Refused as refused:
-            details = "; ".join(p["text"] for p in refused.problems[:5])
-            raise InputError(f"{refused.message}{': ' + details if details else ''}", path=path) from None
-        added.append(accepted.row)
+    runs = [_baseline(board, phase, path, names[str(path)]) for path in files]
+    with read_session(board.engine) as s:
+        present = {row.ranking_sha256: row for row in s.scalars(select(Submission).where(
+            Submission.phase_id == phase.id, Submission.team_id == team.id))}
+    loading: dict[str, _Baseline] = {}
+    aliases = []
+    for run in runs:
+        first = present.get(run.ranking)
+        if first is not None:
+            aliases.append((run.name, f"#{first.id} {first.system} (on the board already)"))
+        elif run.ranking in loading:
+            aliases.append((run.name, loading[run.ranking].name))
+        else:
+            loading[run.ranking] = run
+    _check_all(board, team, phase, list(loading.values()))
+    added = Loaded(aliases=aliases)
+    try:
+        for run in loading.values():
+            added.append(board.submit(team, phase, run.data, run.path.name,
+                                      Metadata(run.name, _description(run.sidecar), "", "automatic", False),
+                                      run.sidecar, baseline=True).row)
+    except BaseException as err:
+        _take_out(board, phase, added)
+        if isinstance(err, Refused):
+            raise InputError(err.message, path=run.path) from None
+        raise
     if default and added:
         with write_session(board.engine) as s:
             s.get(Phase, phase.id).baseline_id = added[0].id
     return added
+
+
+def _baseline(board: Board, phase: Phase, path: Path, name: str) -> _Baseline:
+    """A run file read as the board reads an upload, with its sidecar and ranking digest."""
+    side = sidecar_path(path)
+    data = path.read_bytes()
+    try:
+        text = unpack_run(data, board.upload_limit(phase))
+    except Refused as refused:
+        raise InputError(refused.message, path=path) from None
+    return _Baseline(path, name, data, text, side.read_bytes() if side.is_file() else None, ranking_digest(text))
+
+
+def _description(sidecar: bytes | None) -> str:
+    """A baseline's description: its ranker, parameters and query, from the published part of
+    its sidecar (a sidecar's paths never reach the board)."""
+    if not sidecar:
+        return ""
+    try:
+        config = published_metadata(json.loads(sidecar))
+    except (ValueError, RecursionError):
+        return ""
+    return json.dumps({k: config[k] for k in ("ranker", "params", "query") if k in config}, sort_keys=True)
+
+
+def _check_all(board: Board, team, phase: Phase, runs: list[_Baseline]) -> None:
+    """Every run validated and scored as the board will (nothing stored): one InputError naming
+    each run that would be refused, before any is loaded."""
+    pdata = board.phase_data(phase)
+    wrong = []
+    for run in runs:
+        try:
+            board._score(team, phase, pdata, run.text, run.path.name)
+        except Refused as refused:
+            details = "; ".join(p["text"] for p in refused.problems[:5])
+            wrong.append(f"{run.path}: {refused.message}{': ' + details if details else ''}")
+    if wrong:
+        raise InputError(f"{len(wrong)} of {len(runs)} run(s) would be refused, so none was loaded: "
+                         + " | ".join(wrong))
+
+
+def _take_out(board: Board, phase: Phase, rows: list[Submission]) -> None:
+    """Delete the rows a failed ``add_baselines`` added (their stored files stay: a run file is
+    kept by its sha256 and may be another row's; ``rebuild`` counts unnamed ones)."""
+    if not rows:
+        return
+    ids = {row.id for row in rows}
+    with write_session(board.engine) as s:
+        fresh = s.get(Phase, phase.id)
+        if fresh.baseline_id in ids:
+            fresh.baseline_id = None
+        for row_id in ids:
+            s.delete(s.get(Submission, row_id))
+    board._matrices.clear()
+    board.__dict__.pop("_ladders", None)
+
+
+def identical_rankings(board: Board) -> list[dict]:
+    """Runs of different teams on one board that rank every topic alike (the same documents in
+    the same order: the same per-topic values, whatever their scores or tags): for organisers,
+    as ``dsr board list`` shows them. ``[{"board", "runs": [{"id", "team", "system"}]}]``."""
+    groups: dict[tuple[str, str], list[Submission]] = {}
+    with read_session(board.engine) as s:
+        rows = list(s.scalars(select(Submission).order_by(Submission.id)))
+        teams = {row.id: row.team.name for row in rows}
+        phases = {row.id: f"{row.phase.collection}/{row.phase.name}" for row in rows}
+    for row in rows:
+        if board.store.verify(row.sha256):
+            groups.setdefault((phases[row.id], order_digest(board.store.get(row.sha256))), []).append(row)
+    out = []
+    for (where, _), members in groups.items():
+        if len({teams[r.id] for r in members}) > 1:
+            out.append({"board": where, "runs": [{"id": r.id, "team": teams[r.id], "system": r.system}
+                                                 for r in members]})
+    return out
+
+
+#: order digests by file sha256 (a stored run never changes)
+_ORDERS: dict[str, str] = {}
+
+
+def order_digest(text: bytes) -> str:
+    """The sha256 of a run's order: each topic's documents as trec_eval ranks them (score as
+    float32 descending, ties by doc id descending), scores and tags left out (a file that does
+    not parse: the sha256 of its bytes)."""
+    digest = hashlib.sha256(text).hexdigest()
+    if digest in _ORDERS:
+        return _ORDERS[digest]
+    rankings: dict[str, list[tuple[str, float]]] = {}
+    for line in without_bom(text).decode("utf-8", "replace").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        parsed, problems = parse_run_line(line.split())
+        if problems:
+            return digest
+        rankings.setdefault(parsed.qid, []).append((parsed.doc, parsed.score))
+    order = {q: [d for d, _ in trec_eval_order(r)] for q, r in sorted(rankings.items())}
+    _ORDERS[digest] = hashlib.sha256(json.dumps(order, separators=(",", ":")).encode("utf-8")).hexdigest()
+    return _ORDERS[digest]
 
 
 @dataclass
@@ -162,8 +294,47 @@ def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> st
     if lb.ladder:    # a hidden phase exports what its board shows: ladder values
         return _ladder_table(lb, fmt, about)
     if fmt == "csv":
-        return _with_columns(to_csv(lb.results), {k: v or "" for k, v in about.items()})
-    return "".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + to_latex(lb.results)
+        return _with_columns(to_csv(lb.results), {k: v or "" for k, v in about.items()}, _places(lb))
+    return ("".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + _board_latex(lb) + "\n"
+            + to_latex(lb.results))
+
+
+def _rank_text(entry) -> str:
+    """A row's rank as the board shows it: ``2`` or the range ``2-4``."""
+    if not entry.rank:
+        return ""
+    low, high = entry.rank
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def _places(lb) -> dict[str, dict[str, str]]:
+    """run key -> {"rank", "group"}: the board's rank range and letter group of each row."""
+    return {e.key: {"rank": _rank_text(e), "group": e.group} for e in lb.entries}
+
+
+def _board_latex(lb) -> str:
+    """The board as its page shows it: rank (a range where rows are not significantly
+    different), letter group, system, team and the means on the board's subset, ▲/▼ against
+    the baseline; the best mean per measure bold."""
+    marks = {"better": r"$^{\blacktriangle}$", "worse": r"$^{\blacktriangledown}$"}
+    values = {m: [e.means.get(lb.subset, {}).get(m) for e in lb.entries] for m in lb.measures}
+    best = {m: max((v for v in vs if v is not None), default=None) for m, vs in values.items()}
+    lines = [f"% the board on {lb.subset}, sorted by {lb.sort}: rank ranges and letter groups from "
+             "all pairs (Holm); rows sharing a letter are not significantly different\n",
+             "\\begin{tabular}{rlll" + "r" * len(lb.measures) + "}\n\\toprule\n",
+             " & ".join(["Rank", "Group", "System", "Team", *map(latex_escape, lb.measures)]) + " \\\\\n\\midrule\n"]
+    for e in lb.entries:
+        cells = []
+        for m in lb.measures:
+            v = e.means.get(lb.subset, {}).get(m)
+            text = "" if v is None else f"{v:.3f}"
+            if v is not None and best[m] is not None and round(v, 3) == round(best[m], 3):
+                text = "\\textbf{" + text + "}"
+            cells.append(text + marks.get(e.marks.get(lb.subset, {}).get(m, ""), ""))
+        lines.append(" & ".join([_rank_text(e).replace("-", "--"), e.group, latex_escape(e.submission.system),
+                                 latex_escape(e.submission.team.name), *cells]) + " \\\\\n")
+    lines.append("\\bottomrule\n\\end{tabular}\n")
+    return "".join(lines)
 
 
 def _ladder_table(lb, fmt: str, about: dict) -> str:
@@ -192,13 +363,17 @@ def _ladder_table(lb, fmt: str, about: dict) -> str:
     return "".join(lines)
 
 
-def _with_columns(text: str, columns: dict[str, str]) -> str:
-    """CSV ``text`` with ``columns`` (the same value on every row) added on the right."""
+def _with_columns(text: str, columns: dict[str, str], places: dict[str, dict[str, str]] | None = None) -> str:
+    """CSV ``text`` with ``columns`` (the same value on every row) added on the right, after
+    each run's ``rank`` and ``group`` on the board (``places``, by the ``run`` column)."""
     rows = list(csv.reader(io.StringIO(text)))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
+    run = rows[0].index("run") if rows and "run" in rows[0] else None
     for i, row in enumerate(rows):
-        writer.writerow(row + (list(columns) if i == 0 else list(columns.values())))
+        place = [] if places is None else (["rank", "group"] if i == 0 else
+                                           list(places.get(row[run], {"rank": "", "group": ""}).values()))
+        writer.writerow(row + place + (list(columns) if i == 0 else list(columns.values())))
     return out.getvalue()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from dsr.board.published import check_text, published_metadata
 from dsr.core.errors import InputError
-from dsr.core.textfiles import TooLarge, unpack
+from dsr.core.textfiles import TooLarge, unpack, without_bom
 
 RUN_TYPES = ("automatic", "manual")
 MAX_SIDECAR = 256 * 1024
@@ -97,7 +97,7 @@ def published_from_sidecar(sidecar: bytes | None) -> dict[str, Any]:
     if len(sidecar) > MAX_SIDECAR:
         raise Refused(413, f"the sidecar is larger than {MAX_SIDECAR} bytes")
     try:
-        value = json.loads(sidecar.decode("utf-8"))
+        value = json.loads(without_bom(sidecar).decode("utf-8"))
     except RecursionError:
         raise Refused(422, "the sidecar is nested too deeply to read") from None
     except (UnicodeDecodeError, ValueError) as err:
@@ -140,7 +140,7 @@ def ranking_digest(text: bytes) -> str:
     change it; another doc, score or run tag does. A line that is not six fields (the
     validator refuses such a run) enters as its fields."""
     records = []
-    for line in text.decode("utf-8", "replace").splitlines():
+    for line in without_bom(text).decode("utf-8", "replace").splitlines():
         fields = line.split()
         if len(fields) == 6:
             qid, _q0, doc, _rank, score, tag = fields

@@ -33,6 +33,7 @@ from operator import itemgetter
 import numpy as np
 
 from dsr.core.data import Collection
+from dsr.core.textfiles import without_bom
 from dsr.core.ties import F32_MAX, _strict_scores
 
 #: what a plain decimal score (``dsr.core.run._DECIMAL``) is made of, and the space joining them
@@ -95,6 +96,7 @@ class Parsed:
 def parse(index: PairIndex, text: bytes) -> Parsed | None:
     """The run's lines checked and parsed in one pass, or None when the run is not the plain
     case (see the module's doc: the line-by-line validator then decides and explains)."""
+    text = without_bom(text)
     if text.startswith(b"#") or b"\n#" in text:
         return None
     try:

@@ -437,6 +437,9 @@ def cmd_board_add_baseline(args) -> int:
             for sub in added]
     print(f"{len(added)} baseline(s) added to {phase.collection}/{phase.name} (means over all dialogues):")
     print(table(["run", "system", *shown], rows))
+    if added.aliases:
+        print(f"{len(added.aliases)} run(s) not loaded again, each the same ranking as a baseline (an alias):")
+        print(table(["run", "the same ranking as"], [list(pair) for pair in added.aliases]))
     return 0
 
 
@@ -513,6 +516,15 @@ def cmd_board_list(args) -> int:
             rows.append([team.name, m.name, m.email, runs.get((team.id, m.id), 0), token_state(m)])
     print()
     print(table(["team", "member", "email", "runs", "token"], rows) if rows else "no team yet")
+    from dsr.board.admin import identical_rankings
+
+    same = identical_rankings(board)
+    if same:
+        print("\nidentical rankings from different teams (the same documents in the same order on "
+              "every topic):")
+        for group in same:
+            print(f"  {group['board']}: " + " = ".join(f"#{r['id']} {r['team']} ({r['system']})"
+                                                       for r in group["runs"]))
     return 0
 
 

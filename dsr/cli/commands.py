@@ -18,6 +18,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fuse": ("dsr.cli.ranking", "fuse runs (rrf, isr, borda, combsum, combmnz, wsum, interp)"),
     "evaluate": ("dsr.cli.evaluation", "measure runs (official split protocol, significance, reports)"),
     "validate": ("dsr.cli.evaluation", "check a run file before evaluation or submission"),
+    "trec_eval": ("dsr.cli.trec_eval", "trec_eval's command and output, byte for byte (-q, -m map, "
+                                       "-m P.5,10, -c, -l, -M, -J, -n, -Z; --release 9.0.8|10.0)"),
     "agreement": ("dsr.cli.agreement", "Kendall tau between system rankings by silver and by judged "
                                        "labels"),
     "decide": ("dsr.cli.decision", "the decision rule: does a candidate replace the default (judged "

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dsr.cli.board import _board
 from dsr.cli.commands import summary
-from dsr.cli.common import add_collection_argument, collection_from_args
+from dsr.cli.common import add_allow_mismatch_argument, add_collection_argument, collection_from_args
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.params import parse_assignments
@@ -152,6 +152,7 @@ def _register_pool(subparsers) -> None:
                       help="query strategy: last, last2, all, title+all, weighted (default all)")
     _add_search(pool)
     pool.add_argument("--out", required=True, metavar="FILE", help="benchmark file to write (.jsonl)")
+    add_allow_mismatch_argument(pool)
     pool.set_defaults(func=cmd_pool)
 
 
@@ -269,7 +270,7 @@ def _pool_runs(args: argparse.Namespace) -> int:
     if args.runs:
         for path in args.runs:
             run = load_run(path)
-            check_run(run, path, collection)
+            check_run(run, path, collection, allow_mismatch=args.allow_collection_mismatch)
             name = Path(path).name
             runs[name if name not in runs else path] = run
     else:

@@ -12,7 +12,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from dsr.cli.common import add_allow_mismatch_argument, add_collection_argument, check_out, collection_from_args
+from dsr.cli.common import (
+    add_allow_mismatch_argument,
+    add_collection_argument,
+    add_run_format_argument,
+    check_out,
+    collection_from_args,
+)
 from dsr.core.errors import InputError
 from dsr.core.provenance import input_record, run_sidecar
 from dsr.core.run import write_run
@@ -25,7 +31,7 @@ from dsr.evaluation.qrels import collection_from_qrels, read_qrels
 from dsr.evaluation.report import write_report
 from dsr.evaluation.results import write_per_topic
 from dsr.evaluation.tables import render
-from dsr.evaluation.trec_eval import FOLLOWED, VERSIONS, apply_rules, with_relevance_level
+from dsr.evaluation.trec_eval import FOLLOWED, VERSIONS, apply_rules, check_release, with_relevance_level
 from dsr.evaluation.validate import fix_ties, validate_run
 
 EVALUATE_EPILOG = """\
@@ -67,8 +73,13 @@ trec_eval's habits: --qrels FILE scores plain TREC runs against a TREC qrels fil
 # comment lines skipped): dsr evaluate --qrels qrels.test run1 run2. dsr follows trec_eval
 FOLLOWED (scores as 32-bit floats); --trec-eval 10.0 reads them as doubles. -l N: grades >= N
 are relevant for every measure with a level; -M N: the first N documents of each topic; -c:
-accepted (dsr always counts a topic a run lacks as 0, as -c does). When a run ranks documents
+accepted (dsr always counts a topic a run lacks as 0, as -c does). A measure that sets its own
+relevance level other than -l's (NumRet(rel=1) with -l 2) is refused, as IPrec is under
+--trec-eval 10.0 (10.0 rounds its recall cutoffs otherwise). trec_eval's own command line,
+measure names and output, byte for byte: dsr trec_eval. When a run ranks documents
 the labels do not judge, the unjudged fraction of its top 10 is printed ("unjudged" in --json).
+run files: TREC, or MS MARCO's three columns (qid docid rank; scores are minus the ranks),
+detected or named with --run-format.
 measures (any ir_measures string of these families; dsr/evaluation/registry.py declares them):
 MEASURES
 example: dsr evaluate sample a.run b.run --baseline a --correction bh --family runs+measures --format md
@@ -105,6 +116,7 @@ def register(subparsers) -> None:
         epilog=EVALUATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_collection_argument(p)
     p.add_argument("runs", nargs="*", metavar="RUN", help="TREC run files (sidecar RUN.json read when present)")
+    add_run_format_argument(p)
     _add_trec_eval_arguments(p)
     p.add_argument("--measures", nargs="+", action="extend", metavar="M",
                    help="ir_measures strings, space or comma separated (default: RR nDCG@1 nDCG@3 "
@@ -145,6 +157,7 @@ def register(subparsers) -> None:
                     "valid, 2 when not.")
     add_collection_argument(v)
     v.add_argument("run", nargs="?", metavar="RUN", help="TREC run file")
+    add_run_format_argument(v)
     v.add_argument("--qrels", metavar="FILE",
                    help="check against a TREC qrels file instead of a collection (dsr validate --qrels "
                         "FILE RUN): unjudged documents are counted, topics without judgements ignored")
@@ -183,7 +196,9 @@ def _check_options(args) -> list | None:
     Returns the parsed --measures (None: the default set)."""
     measures = parse_measures(split_measure_list(args.measures)) if args.measures else None
     if args.relevance_level is not None:
-        measures = with_relevance_level(measures or parse_measures(), args.relevance_level)
+        measures = with_relevance_level(measures or parse_measures(), args.relevance_level,
+                                        split_measure_list(args.measures or []))
+    check_release(measures or parse_measures(), args.trec_eval)
     if args.max_docs is not None and args.max_docs < 1:
         raise InputError(f"must be a whole number of 1 or more, got {args.max_docs}", field="--max-docs")
     if args.primary:
@@ -232,7 +247,7 @@ def cmd_evaluate(args) -> int:
     protocol = _protocol(args, collection)
     # qrels carry no collection hash: a run's sidecar is not checked against them
     selection = select_runs(args.runs, args.tune or [], args.baseline, None if args.qrels else collection,
-                            args.allow_collection_mismatch)
+                            args.allow_collection_mismatch, args.run_format)
     for warning in selection.warnings:
         print(warning, file=sys.stderr)
     runs = {id(r): r for r in [*selection.runs.values(),
@@ -300,7 +315,8 @@ def cmd_validate(args) -> int:
     if not args.run:
         raise InputError("no run file given", field="RUN")
     result = validate_run(collection, args.run, allow_missing=args.allow_missing, strict=args.strict,
-                          allow_mismatch=args.allow_collection_mismatch, pooled=bool(args.qrels))
+                          allow_mismatch=args.allow_collection_mismatch, pooled=bool(args.qrels),
+                          fmt=args.run_format)
     fixed = None
     if args.fix_ties and result.valid:
         fixed = _fix_ties(collection, args.run, args.out)

@@ -34,6 +34,7 @@ EXAMPLES = {
     "fuse": "dsr fuse runs/bm25.run runs/dense.run --method rrf --param k=60 --out runs/rrf.run",
     "evaluate": "dsr evaluate sample runs/bm25.run runs/rrf.run --baseline bm25",
     "validate": "dsr validate sample runs/rrf.run",
+    "trec_eval": "dsr trec_eval -q -m map -m P.5,10 qrels.test results.test",
     "train": "dsr train cmu_dog --source ../shared/data/cmu_dog --split train --name dialogue-minilm",
     "reproduce": "dsr reproduce sample --out out/sample",
     "export": "dsr export sample --format beir --out export/sample-beir",

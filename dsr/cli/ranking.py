@@ -34,6 +34,7 @@ import argparse
 import os
 import shlex
 import sys
+import textwrap
 from pathlib import Path
 
 from dsr.cli.commands import summary
@@ -41,21 +42,57 @@ from dsr.cli.common import (
     add_allow_mismatch_argument,
     add_collection_argument,
     add_param_argument,
+    add_run_format_argument,
     check_out,
     collection_from_args,
 )
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
-from dsr.core.fusion import METHODS, TIE_RULE, fuse, method_params
+from dsr.core.fusion import (
+    FUSER_ABOUT,
+    METHODS,
+    NORMS,
+    TIE_RULE,
+    canonical,
+    fuse,
+    method_params,
+    tied_input_warnings,
+)
 from dsr.core.fusion import check_params as check_fusion_params
+from dsr.core.fusion_ranx import BACKENDS, RANX_ALIASES, RANX_METHODS, learns
 from dsr.core.models import model_records
 from dsr.core.params import parse_assignments
-from dsr.core.provenance import input_record, run_sidecar
+from dsr.core.provenance import input_record, run_sidecar, sha256_file
 from dsr.core.queries import STRATEGIES
 from dsr.core.run import load_run, write_run
 from dsr.core.run_checks import check_run, check_same_collection
+from dsr.evaluation.qrels import read_qrels
 from dsr.rankers import RANKERS, make_ranker, ranker_class
 from dsr.rerankers import RERANKERS, make_reranker, reranker_class
+
+
+def _fuse_epilog() -> str:
+    """Every fusion method (the registry, :data:`dsr.core.fusion.METHODS`) with its parameters."""
+    lines = ["methods (dsr's kernels first, then ranx's; parameters with defaults, '?' learnt from "
+             "labels when not given):"]
+    for method in METHODS:
+        params = ", ".join(f"{k}={'?' if v is None and method in RANX_METHODS else v}"
+                           for k, v in method_params(method).items())
+        about = RANX_METHODS[method].about if method in RANX_METHODS else FUSER_ABOUT.get(method, "")
+        learnt = " [learns from labels]" if method in RANX_METHODS and RANX_METHODS[method].kind == "trained" else ""
+        lines.append(f"  {method:<12} {about}{learnt}" + (f" ({params})" if params else ""))
+    notes = ["normalisations (norm=): " + ", ".join(NORMS) + " (minmax is ranx's min-max; zscore, sum "
+             "and rank under dsr's kernels give a document a run lacks the run's lowest normalised "
+             "score, ranx's zmuv, and sum and rank under ranx's methods or --backend ranx, give it 0)",
+             "learnt methods learn from --qrels FILE or --collection's labels, as ranx's optimize_fusion "
+             "does (metric=: ranx's measure names, default ndcg); the sidecar records what was learnt "
+             "and from what. A run scored on the labels it learnt from is overstated.",
+             "tied scores in an input run: ranked as trec_eval ranks them (doc id descending), with a "
+             "warning; --backend ranx ranks them as ranx does (numba's unstable sort of the file's "
+             "lines), which reproduces ranx's fused run file for file. ranx's first call in a process "
+             "compiles numba code (5-7 s with numba's cache, 20-40 s without: docs/api.md)."]
+    lines += [textwrap.fill(note, 100, subsequent_indent="  ") for note in notes]
+    return "\n".join(lines) + "\n"
 
 
 def register(subparsers) -> None:
@@ -99,17 +136,30 @@ def register(subparsers) -> None:
 
     fuse = subparsers.add_parser(
         "fuse", help=summary("fuse"),
-        description="Fuse two or more runs of the same collection. Ties in the fused scores, with "
-                    "or without --collection: the score as float32 descending, then sentence id "
-                    "descending (trec_eval 9.0.8's order), so the run scores as ranx.fuse's does.")
+        description="Fuse two or more runs of the same collection, with any of ranx's 25 methods and 7 "
+                    "normalisations. Ties in the fused scores, with or without --collection: the score "
+                    "as float32 descending, then sentence id descending (trec_eval 9.0.8's order), so "
+                    "the run scores as ranx.fuse's does.",
+        epilog=_fuse_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")
-    fuse.add_argument("--method", required=True, choices=METHODS,
-                      help=", ".join(f"{m} ({', '.join(method_params(m))})" if method_params(m) else m
-                                     for m in METHODS) + "; see docs/api.md for the papers")
-    add_param_argument(fuse, "k=60 | weight=0.5 | weights=0.3,0.7 | norm=minmax|zscore|sum|rank")
+    add_run_format_argument(fuse)
+    fuse.add_argument("--method", required=True, choices=METHODS + tuple(RANX_ALIASES), metavar="METHOD",
+                      help="a fusion method (below; ranx's names bordafuse, sum and mnz are dsr's borda, "
+                           "combsum and combmnz)")
+    add_param_argument(fuse, "k=60 | weight=0.5 | weights=0.3,0.7 | norm=minmax | gamma=0.5 | phi=0.8 | "
+                             "sigma=0.01 | metric=ndcg@5")
     fuse.add_argument("--collection", metavar="COLLECTION",
                       help="check the runs against this collection (a registered name or a "
-                           "benchmark .jsonl); the tie rule is the same without it")
+                           "benchmark .jsonl), and learn from its labels what a method learns; the tie "
+                           "rule is the same without it")
+    fuse.add_argument("--qrels", metavar="FILE",
+                      help="TREC qrels whose grades the learnt methods (bayesfuse, probfuse, ..., weights "
+                           "not given) learn from, instead of the collection's labels")
+    fuse.add_argument("--backend", choices=BACKENDS, default="dsr",
+                      help="dsr (default): runs as dsr reads them (tied scores ranked as trec_eval ranks "
+                           "them), dsr's kernels for rrf, isr, borda, combsum, combmnz, wsum, interp; ranx: "
+                           "every run as ranx reads its file (its own sort of tied scores) and every "
+                           "method by ranx")
     fuse.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
     _add_ir_metadata_argument(fuse)
     add_allow_mismatch_argument(fuse)
@@ -179,9 +229,10 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     check_out(args.out)
     if len(args.runs) < 2:
         raise InputError(f"fuse needs at least two runs, got {len(args.runs)}", field="RUN")
+    method = canonical(args.method)
     params = parse_assignments(args.param, "--param")
-    check_fusion_params(args.method, params)   # before the runs are read
-    runs = [load_run(path) for path in args.runs]
+    check_fusion_params(method, params)   # before the runs are read
+    runs = [load_run(path, args.run_format) for path in args.runs]
 
     collection = None
     if args.collection:
@@ -193,17 +244,42 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     if not set.intersection(*(set(r.rankings) for r in runs)):
         raise InputError("the runs have no topic in common: are they runs of the same collection?",
                          path=args.runs[-1], field="qid")
-
+    for warning in tied_input_warnings(args.runs, runs, method, args.backend, "--backend ranx",
+                                       params.get("norm")):
+        print(warning, file=sys.stderr)
+    labels, trained_on = _fusion_labels(args, method, params, collection)
     order = collection.initial_order() if collection else None
-    fused = fuse(runs, args.method, initial_order=order, **params)
+    fused = fuse(runs, method, initial_order=order, labels=labels, backend=args.backend, **params)
     described = collection.describe() if collection else next(
         (r.config["collection"] for r in runs if isinstance(r.config.get("collection"), dict)), None)
-    fusion = {"fusion": args.method, "params": {**method_params(args.method), **params},
+    fusion = {"fusion": method, "params": {**method_params(method), **params}, "backend": args.backend,
               "ties": TIE_RULE}
+    if "fusion_learnt" in fused.config:
+        fusion["learnt"] = {**fused.config.pop("fusion_learnt"), "from": trained_on}
+        print(f"dsr: {method} learnt {', '.join(k for k in fusion['learnt'] if k != 'from')} from the "
+              f"labels of {trained_on}; a run "
+              "scored on the labels it learnt from is overstated", file=sys.stderr)
     fused.config = run_sidecar("fuse", _command_line("fuse", args), fusion, collection=described,
-                            inputs=[input_record(p, r) for p, r in zip(args.runs, runs)])
+                               inputs=[input_record(p, r) for p, r in zip(args.runs, runs)])
     _write(fused, args)
     return 0
+
+
+def _fusion_labels(args: argparse.Namespace, method: str, params: dict, collection) -> tuple[dict | None, str | None]:
+    """The labels a learnt method learns from (--qrels, else --collection's), and what they are;
+    (None, None) when the method learns nothing."""
+    if not learns(method, params):
+        return None, None
+    if args.qrels:
+        return read_qrels(args.qrels), f"qrels {Path(args.qrels).name} (sha256 {sha256_file(args.qrels)[:12]})"
+    if collection is not None:
+        labels = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+        return labels, f"collection {collection.name} ({collection.content_hash()[:12]})"
+    raise InputError(f"{method} learns {', '.join(learns(method, params))} from relevance labels: give "
+                     "--qrels FILE or --collection NAME" + ("" if method in ("bayesfuse", "mapfuse", "posfuse",
+                                                                            "probfuse", "segfuse", "slidefuse")
+                                                            else f" (or --param {learns(method, params)[0]}=...)"),
+                     field="--qrels")
 
 
 def _command_line(command: str, args: argparse.Namespace) -> str:
@@ -217,7 +293,7 @@ def _command_line(command: str, args: argparse.Namespace) -> str:
         words.append(args.collection)
     flags = {"run": ("source", "split", "ranker", "query"),
              "rerank": ("source", "split", "run", "reranker", "model", "top_k", "query", "batch_size"),
-             "fuse": ("method", "collection")}[command]
+             "fuse": ("method", "collection", "qrels", "backend")}[command]
     for name in flags:
         value = getattr(args, name, None)
         if value is not None:

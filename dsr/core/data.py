@@ -87,6 +87,12 @@ class Dialogue:
     def relevant(self) -> list[Candidate]:
         return [c for c in self.candidates if c.label > 0]
 
+    def __repr__(self) -> str:
+        """One line: id, title (cut at 60 characters), turns, candidates, relevant ones."""
+        title = self.title if len(self.title) <= 60 else self.title[:57] + "..."
+        return (f"Dialogue({self.id!r}, {title!r}: {len(self.context)} turns, {len(self.candidates)} "
+                f"candidates, {len(self.relevant)} relevant, subset {self.subset!r})")
+
     def to_json(self) -> dict[str, Any]:
         out = {
             "id": self.id,
@@ -125,6 +131,13 @@ class Collection:
 
     def __len__(self) -> int:
         return len(self.dialogues)
+
+    def __repr__(self) -> str:
+        """One line, whatever the size: name, dialogues, candidates, subsets, splits, hash."""
+        candidates = sum(len(d.candidates) for d in self.dialogues)
+        splits = f", {len(self.splits)} splits" if self.splits else ""
+        return (f"Collection({self.name!r}: {len(self)} dialogues, {candidates} candidates, subsets "
+                f"{', '.join(self.subsets) or '-'}{splits}, hash {self.content_hash[:12]})")
 
     def __iter__(self) -> Iterator[Dialogue]:
         return iter(self.dialogues)

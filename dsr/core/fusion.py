@@ -81,12 +81,22 @@ from typing import Any
 import numpy as np
 
 from dsr.core.errors import InputError
+from dsr.core.fusion_ranx import (
+    BACKENDS,
+    METRIC,
+    RANX_ALIASES,
+    RANX_METHODS,
+    RANX_NORMS,
+    SEARCHED,
+    fuse_with_ranx,
+    reads_order,
+)
 from dsr.core.run import Run
 from dsr.core.ties import _float32_array
 
 Scores = dict[str, dict[str, float]]
 
-NORMS = ("minmax", "zscore", "sum", "rank")
+NORMS: tuple[str, ...] = ("minmax", "zscore", "sum", "rank")
 
 
 # --- normalisation -----------------------------------------------------------
@@ -301,7 +311,8 @@ def borda(runs: Sequence[Run]) -> Scores:
 
 
 #: method -> its function: the runs, then the method's own keyword parameters with their
-#: defaults. A new method is one small function above and one line here.
+#: defaults. A new method is one small function above and one line here (or, for one of
+#: ranx's, a line in :data:`dsr.core.fusion_ranx.RANX_METHODS`).
 FUSERS: dict[str, Callable[..., Scores]] = {
     "rrf": rrf,
     "isr": isr,
@@ -311,14 +322,42 @@ FUSERS: dict[str, Callable[..., Scores]] = {
     "wsum": wsum,
     "interp": interp,
 }
-METHODS = tuple(FUSERS)
+#: one line about each of dsr's kernels (``dsr fuse --help``; ranx's are in RANX_METHODS)
+FUSER_ABOUT = {
+    "rrf": "reciprocal rank fusion, sum 1/(k + rank) (Cormack et al., SIGIR 2009; ranx rrf)",
+    "isr": "inverse square rank (Mourão et al., CMIG 2015; ranx isr)",
+    "borda": "Borda count (Aslam and Montague, SIGIR 2001; ranx bordafuse)",
+    "combsum": "CombSUM, the sum of normalised scores (Fox and Shaw, TREC-2 1994; ranx sum)",
+    "combmnz": "CombMNZ, CombSUM x runs retrieving d (Fox and Shaw 1994; ranx mnz)",
+    "wsum": "weighted sum of normalised scores (Bartell et al., SIGIR 1994; ranx wsum)",
+    "interp": "weight * a + (1 - weight) * b of two runs (Vogt and Cottrell 1999; ranx wsum)",
+}
+#: every method: dsr's kernels, then the rest of ranx's 25 (computed by ranx)
+METHODS = (*FUSERS, *RANX_METHODS)
+#: every normalisation: dsr's four (with its rule for a document a run lacks, see above) and
+#: ranx's (``min-max`` is dsr's ``minmax``; ``zmuv``, ``rank`` and ``sum`` under ranx give a
+#: missing document 0); a score-based method of dsr's under one of ranx's only is ranx's
+NORMS = tuple(dict.fromkeys((*NORMS, *(n for n in RANX_NORMS if n != "min-max"))))
+
+
+def canonical(method: str) -> str:
+    """dsr's name of a method (ranx's ``bordafuse``, ``sum``, ``mnz`` are dsr's ``borda``,
+    ``combsum``, ``combmnz``); InputError naming ``method`` for an unknown one."""
+    method = RANX_ALIASES.get(method, method)
+    if method not in METHODS:
+        raise InputError(f"unknown fusion method {method!r}; choose from {', '.join(METHODS)} (or "
+                         f"ranx's names {', '.join(RANX_ALIASES)})", field="method")
+    return method
 
 
 def method_params(method: str) -> dict[str, Any]:
-    """The parameters ``method`` takes and their defaults, read from its function."""
-    if method not in FUSERS:
-        raise InputError(f"unknown fusion method {method!r}; choose from {', '.join(METHODS)}",
-                         field="method")
+    """The parameters ``method`` takes and their defaults (None: learnt from labels when not
+    given), read from its function or its ranx declaration."""
+    method = canonical(method)
+    if method in RANX_METHODS:
+        spec = RANX_METHODS[method]
+        return {**spec.params, **({"metric": METRIC} if spec.ranx in SEARCHED and (
+            spec.kind == "trained" or None in spec.params.values()) else {})}
     signature = inspect.signature(FUSERS[method]).parameters
     return {name: p.default for name, p in list(signature.items())[1:]}
 
@@ -335,6 +374,7 @@ def check_params(method: str, params: Mapping[str, Any]) -> None:
 
 def fuse(runs: Sequence[Run], method: str = "rrf", *,
          initial_order: Mapping[str, list[str]] | None = None, tag: str | None = None,
+         labels: Mapping[str, Mapping[str, int]] | None = None, backend: str = "dsr",
          **params: Any) -> Run:
     """Fuse ``runs`` with ``method`` (``rrf`` k=; ``isr``, ``borda``; ``combsum``/``combmnz``
     norm=; ``wsum`` weights=, norm=; ``interp`` weight=, norm=) into one run: the one public
@@ -348,18 +388,64 @@ def fuse(runs: Sequence[Run], method: str = "rrf", *,
     run of the same method, saved and scored by those tools. ``initial_order`` (the collection's
     candidates) never decides a tie: it only lets RRF of runs that each rank exactly those
     candidates be summed in numpy. Parameters a method does not take are an InputError.
+
+    ranx's methods (:data:`dsr.core.fusion_ranx.RANX_METHODS`) are ranx's own code; those that
+    learn from relevance ``labels`` (``{topic: {doc: grade}}``) are refused without them. The
+    fused run's ``config["fusion_learnt"]`` holds what was learnt. ``backend="ranx"`` hands ranx
+    every run as ranx reads its file and lets ranx compute dsr's methods too (see
+    :mod:`dsr.core.fusion_ranx`: the order of documents whose scores tie in an input run).
     """
-    method_params(method)
+    method = canonical(method)
     if len(runs) < 2:
         raise InputError(f"fusion needs at least two runs, got {len(runs)}", field="runs")
     check_params(method, params)
+    if backend not in BACKENDS:
+        raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}", field="backend")
     shown = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
     tag = tag or f"fusion-{method}" + (f"-{shown}" if shown else "")
+    if method in RANX_METHODS or backend == "ranx" or params.get("norm") in RANX_ONLY_NORMS:
+        scores, learnt = fuse_with_ranx(runs, method, labels=labels, backend=backend, **params)
+        run = fused_run(scores, tag)
+        if learnt:
+            run.config["fusion_learnt"] = learnt
+        return run
     if method == "rrf" and initial_order is not None:
         fast_run = _rrf_aligned(runs, params.get("k", 60), initial_order, tag)
         if fast_run is not None:
             return fast_run
-    return fused_run(FUSERS[method](runs, **params), tag)
+    own = dict(params)
+    if "norm" in own:
+        own["norm"] = NORM_ALIASES_DSR.get(own["norm"], own["norm"])
+    return fused_run(FUSERS[method](runs, **own), tag)
+
+
+#: ranx's normalisations dsr's kernels do not compute (a dsr method under one is ranx's)
+RANX_ONLY_NORMS = frozenset({"min-max-inverted", "max", "zmuv", "borda"})
+#: ranx's name of a normalisation dsr computes under its own name
+NORM_ALIASES_DSR = {"min-max": "minmax", "min_max": "minmax"}
+
+
+def tied_input_warnings(paths: Sequence[Any], runs: Sequence[Run], method: str, backend: str = "dsr",
+                        switch: str = "backend='ranx'", norm: str | None = None) -> list[str]:
+    """One warning per input run whose own scores tie (as float32) in some topic, as ``dsr
+    evaluate`` and ``dsr validate`` warn: how fusion ranks those documents, and the other rule
+    (``switch``: how the caller asks for it)."""
+    out = []
+    for path, run in zip(paths, runs):
+        tied = run.tied_topics()
+        if not tied:
+            continue
+        rule = ("as ranx does (numba's unstable sort of the file's lines)" if backend == "ranx" else
+                f"as trec_eval ranks them (doc id descending); ranx's own order differs: {switch} "
+                "reproduces it")
+        if not reads_order(method, norm):
+            out.append(f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit floats "
+                       f"(e.g. {tied[0]!r}); {method} fuses scores, not ranks, so the ties do not change "
+                       "the fused run")
+            continue
+        out.append(f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit floats "
+                   f"(e.g. {tied[0]!r}); {method} reads their ranks: tied documents are ranked {rule}")
+    return out
 
 
 #: The fused runs' tie rule, as the sidecar and ir_metadata state it.

@@ -19,8 +19,9 @@ from typing import Any
 from dsr.core.errors import InputError
 
 
-def read_text(path: str | Path, encoding: str = "utf-8") -> str:
-    """The file's text; ``utf-8-sig`` also accepts a byte-order mark."""
+def read_text(path: str | Path, encoding: str = "utf-8-sig") -> str:
+    """The file's text, UTF-8 with or without a byte order mark at its start (``utf-8-sig``:
+    a file some Windows tool saved reads as the same file without the mark)."""
     try:
         return Path(path).read_text(encoding=encoding)
     except FileNotFoundError:

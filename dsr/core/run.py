@@ -83,6 +83,9 @@ class Run:
     #: (as_dict and write_trec_run need not redo it), and dsr.core.fusion's initial ranks
     _normalised: Any = field(default=None, init=False, repr=False, compare=False)
     _initial_ranks: Any = field(default=None, init=False, repr=False, compare=False)
+    #: for a run read from a file, the topics whose scores tie (as float32), in the file's line
+    #: order: what ranx sorts when it reads the file (``fuse(..., backend="ranx")``)
+    line_order: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_scores(cls, scores: Mapping[str, Mapping[str, float]], tag: str = "dsr",
@@ -129,6 +132,12 @@ class Run:
     def __len__(self) -> int:
         flat = self.flat_ranking()
         return len(flat.topics) if flat is not None else len(self.rankings)
+
+    def __repr__(self) -> str:
+        """One line, whatever the size: tag, topics, lines, what the configuration names."""
+        lines = sum(len(r) for r in self.rankings.values())
+        made = next((f", {k} {self.config[k]!r}" for k in ("ranker", "fusion", "reranker") if k in self.config), "")
+        return f"Run({self.tag!r}: {len(self.rankings)} topics, {lines} lines{made})"
 
     def topics(self) -> list[str]:
         flat = self.flat_ranking()
@@ -239,9 +248,10 @@ class Run:
         return RanxRun(self.as_dict(), name=self.tag)
 
     @classmethod
-    def read(cls, path: str | Path) -> Run:
-        """Read a run file and its sidecar (a stale sidecar is reported and left out)."""
-        run = read_trec_run(path)
+    def read(cls, path: str | Path, fmt: str = "auto") -> Run:
+        """Read a run file (``fmt``: see :func:`read_trec_run`) and its sidecar (a stale
+        sidecar is reported and left out)."""
+        run = read_trec_run(path, fmt)
         run.config = read_sidecar(path)
         if not run.config:
             header = read_header(path)  # a run from elsewhere may carry an ir_metadata header
@@ -378,9 +388,43 @@ def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, st
     return RunLine(qid, doc, parse_rank(rank_text), score, tag), []
 
 
-def read_trec_run(path: str | Path) -> Run:
+#: the run file formats read: TREC's six columns, MS MARCO's three (``auto``: by the first line)
+RUN_FORMATS = ("auto", "trec", "msmarco")
+#: the tag of a run read from an MS MARCO file (which has none)
+MSMARCO_TAG = "msmarco"
+#: how an MS MARCO run (``qid<TAB>docid<TAB>rank``, no score: pyserini's ``--output-format
+#: msmarco``, the MS MARCO evaluation scripts' input) becomes a run
+MSMARCO_RULE = ("each line's score is minus its rank (rank 1 -> -1.0), so the run's order is its "
+                "ranks'; two lines of a topic with the same rank tie and go to the doc id, "
+                "descending, as trec_eval orders ties")
+
+
+def detect_format(lines: Iterable[str]) -> str:
+    """``msmarco`` when the first line that is not blank or a ``#`` comment has three columns,
+    the last a whole number (``qid docid rank``); else ``trec``."""
+    for line in lines:
+        if line.strip() and not line.startswith("#"):
+            parts = line.split()
+            return "msmarco" if len(parts) == 3 and parse_rank(parts[2]) is not None else "trec"
+    return "trec"
+
+
+def msmarco_as_trec(parts: list[str]) -> tuple[list[str] | None, str | None]:
+    """An MS MARCO line's columns as a TREC line's (score = -rank, :data:`MSMARCO_RULE`), or
+    None and what is wrong with it."""
+    if len(parts) != 3:
+        return None, f"expected 3 columns (qid docid rank) in an MS MARCO run, got {len(parts)}"
+    qid, doc, rank = parts
+    if parse_rank(rank) is None:
+        return None, f"rank is not a whole number of 0 or more: {rank!r}"
+    return [qid, "Q0", doc, rank, repr(-float(rank)), MSMARCO_TAG], None
+
+
+def read_trec_run(path: str | Path, fmt: str = "auto") -> Run:
     """Read a TREC run (plain or gzip) strictly; the first problem raises an InputError
-    with its line. Each topic is ordered as trec_eval orders it.
+    with its line. Each topic is ordered as trec_eval orders it. ``fmt``: ``trec``,
+    ``msmarco`` (three columns, scores from the ranks: :data:`MSMARCO_RULE`) or ``auto``
+    (:func:`detect_format`).
 
     ``dsr validate`` reports every problem of a file at once; this reader is
     for files that should already be valid.
@@ -388,14 +432,24 @@ def read_trec_run(path: str | Path) -> Run:
     path = Path(path)
     if not path.exists():
         raise InputError("no such run file", path=path)
+    if fmt not in RUN_FORMATS:
+        raise InputError(f"run format must be one of {', '.join(RUN_FORMATS)}, got {fmt!r}", field="fmt")
     rankings: dict[str, list[tuple[str, float]]] = {}
     seen: set[tuple[str, str]] = set()
     tag = None
     lines = read_lines(path)   # plain or gzip
+    msmarco = (detect_format(lines) if fmt == "auto" else fmt) == "msmarco"
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith("#"):
             continue  # comments: ir_metadata headers (dsr.core.ir_metadata)
-        parsed, problems = parse_run_line(line.split())
+        parts = line.split()
+        if msmarco:
+            columns, wrong = msmarco_as_trec(parts)
+            if columns is None:
+                raise InputError(wrong or "not an MS MARCO line", path=path, line=lineno,
+                                 field="rank" if wrong and "rank is" in wrong else None)
+            parts = columns
+        parsed, problems = parse_run_line(parts)
         if problems:
             name, message = problems[0]
             raise InputError(message, path=path, line=lineno,
@@ -409,7 +463,9 @@ def read_trec_run(path: str | Path) -> Run:
         rankings.setdefault(parsed.qid, []).append((parsed.doc, parsed.score))
     if not rankings:
         raise InputError("the run file is empty", path=path)
-    return Run({q: trec_eval_order(r) for q, r in rankings.items()}, tag or "dsr")
+    run = Run({q: trec_eval_order(r) for q, r in rankings.items()}, tag or "dsr")
+    run.line_order = {q: rankings[q] for q in run.tied_topics()}
+    return run
 
 
 # --- the collection a run was made for ----------------------------------------------
@@ -417,13 +473,14 @@ def read_trec_run(path: str | Path) -> Run:
 
 # --- runs read for a collection, and written as a pair -------------------------
 
-def load_run(path: str | Path) -> Run:
-    """Read a run and its sidecar; anything unreadable is an InputError naming the file."""
+def load_run(path: str | Path, fmt: str = "auto") -> Run:
+    """Read a run (TREC, or MS MARCO's three columns: ``fmt``, :func:`read_trec_run`) and its
+    sidecar; anything unreadable is an InputError naming the file."""
     path = Path(path)
     if path.is_dir():
         raise InputError("is a folder, not a run file", path=path)
     try:
-        return Run.read(path)  # the sidecar's errors name the sidecar
+        return Run.read(path, fmt)  # the sidecar's errors name the sidecar
     except UnicodeDecodeError as err:
         raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
     except OSError as err:

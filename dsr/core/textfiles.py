@@ -17,6 +17,15 @@ from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: the UTF-8 byte order mark some editors and Windows tools write at the start of a file
+BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(data: bytes) -> bytes:
+    """``data`` without a UTF-8 byte order mark at its start: every reader of users' files
+    (runs, qrels, benchmark JSON Lines, judging imports) accepts one, so a file saved by
+    Notepad is read as the same file without it."""
+    return data[len(BOM):] if data.startswith(BOM) else data
 
 
 class TooLarge(InputError):
@@ -62,11 +71,12 @@ def read_bytes(path: str | Path) -> bytes:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """Lines of a UTF-8 text file (gzip or plain), split on ``\\n`` only (so a
-    stray U+2028 or form feed stays inside its line), without the newlines.
+    """Lines of a UTF-8 text file (gzip or plain; a byte order mark at its start is dropped),
+    split on ``\\n`` only (so a stray U+2028 or form feed stays inside its line), without the
+    newlines.
     Unreadable or non-UTF-8 files are an InputError naming the file."""
     try:
-        lines = read_bytes(path).decode("utf-8").split("\n")
+        lines = without_bom(read_bytes(path)).decode("utf-8").split("\n")
     except UnicodeDecodeError as err:
         raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", path=path) from None
     except OSError as err:

@@ -108,8 +108,9 @@ class Selection:
 
 
 def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | None = None,
-                collection=None, allow_mismatch: bool = False) -> Selection:
-    """Read the run files once each and group them (see the module docstring).
+                collection=None, allow_mismatch: bool = False, fmt: str = "auto") -> Selection:
+    """Read the run files once each and group them (see the module docstring). ``fmt``: the
+    run files' format (:func:`dsr.core.run.read_trec_run`: TREC, MS MARCO or detected).
 
     ``baseline`` is a run (name or path) or a ``--tune`` group; a run that is a
     configuration of a tuned family cannot be the baseline (name the family).
@@ -131,7 +132,7 @@ def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | 
             positional.append(baseline_path)
     if not positional and not groups:
         raise InputError("give at least one run (or a `tune` group GROUP=RUN,...)", field="paths")
-    loaded, info, warnings = _load(names, collection, allow_mismatch)
+    loaded, info, warnings = _load(names, collection, allow_mismatch, fmt)
     families = {group: {names[resolve(p)]: loaded[resolve(p)] for p in members}
                 for group, members in groups.items()}
     for group, members in groups.items():
@@ -152,13 +153,13 @@ def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | 
     return Selection(runs, families, info, chosen, warnings)
 
 
-def _load(names: Mapping[str, str], collection, allow_mismatch: bool):
+def _load(names: Mapping[str, str], collection, allow_mismatch: bool, fmt: str = "auto"):
     """Each path read once: ``{path: Run}``, ``{name: report info}`` and tie warnings."""
     loaded: dict[str, Run] = {}
     info: dict[str, dict[str, Any]] = {}
     warnings = []
     for path in names:
-        loaded[path] = run = load_run(path)
+        loaded[path] = run = load_run(path, fmt)
         if collection is not None:
             check_collection_hash(run, path, collection, allow=allow_mismatch)
         tied = run.tied_topics()

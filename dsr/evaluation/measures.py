@@ -124,6 +124,11 @@ def _check_params(measure, name: str, field: str) -> None:
         raise InputError(f"measure {name!r} needs a recall level: IPrec@0.5 (trec_eval "
                          "iprec_at_recall_0.50)", field=field)
     # parameters ir_measures has no default for and the family cannot go without (C/W/L's max_rel)
+    cutoff = measure.params.get("cutoff")
+    if isinstance(cutoff, float) and not cutoff.is_integer():
+        raise InputError(f"measure {name!r}: a cutoff counts documents, so it is a whole number of 1 or "
+                         f"more, got {cutoff!r} (trec_eval reads ndcg_cut.{cutoff!r} as {int(cutoff)}; "
+                         f"write {measure.NAME}@{int(cutoff)} for that)", field=field)
     needed = sorted(key for key, spec in measure.SUPPORTED_PARAMS.items() if key == "max_rel"
                     and type(measure.params.get(key, getattr(spec, "default", None))) is object)
     try:

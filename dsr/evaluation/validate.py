@@ -37,9 +37,17 @@ import numpy as np
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
-from dsr.core.run import Run, load_run, parse_run_line, read_sidecar
+from dsr.core.run import (
+    MSMARCO_RULE,
+    Run,
+    detect_format,
+    load_run,
+    msmarco_as_trec,
+    parse_run_line,
+    read_sidecar,
+)
 from dsr.core.run_checks import check_collection_hash, recorded_collection_hash
-from dsr.core.textfiles import read_bytes
+from dsr.core.textfiles import read_bytes, without_bom
 
 
 @dataclass
@@ -106,8 +114,10 @@ class _Entry:
 
 
 def validate_run(collection: Collection, path: str | Path, allow_missing: bool = False,
-                 strict: bool = False, allow_mismatch: bool = False, pooled: bool = False) -> Validation:
-    """Every problem (and warning) of the run file at ``path`` against ``collection``.
+                 strict: bool = False, allow_mismatch: bool = False, pooled: bool = False,
+                 fmt: str = "auto") -> Validation:
+    """Every problem (and warning) of the run file at ``path`` against ``collection``
+    (``fmt``: TREC or MS MARCO, see :func:`dsr.core.run.read_trec_run`).
 
     ``strict``: ties as float32 are problems, not warnings. ``allow_mismatch``:
     a sidecar naming another collection hash is a warning, not a problem. ``pooled``: the
@@ -123,7 +133,7 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
         return result
     if not pooled:   # qrels carry no collection hash to check a sidecar against
         _check_sidecar(collection, path, allow_mismatch, result)
-    text = data.decode("utf-8", errors="replace")
+    text = without_bom(data).decode("utf-8", errors="replace")
     lines = text.split("\n")
     truncated = not text.endswith("\n")
     if not truncated:
@@ -132,6 +142,9 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     seen: dict[tuple[str, str], int] = {}
     by_topic: dict[str, list[_Entry]] = {}
     tags: dict[str, None] = {}
+    msmarco = (detect_format(lines) if fmt == "auto" else fmt) == "msmarco"
+    if msmarco:
+        result.warnings.append(Problem(None, f"an MS MARCO run (qid docid rank): {MSMARCO_RULE}"))
     for lineno, line in enumerate(lines, start=1):
         if "\ufffd" in line:
             problems.append(Problem(lineno, "not UTF-8 text"))
@@ -139,6 +152,11 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
             continue  # comments: ir_metadata headers (dsr.core.ir_metadata)
         result.lines += 1
         parts = line.split()
+        if msmarco:
+            columns, wrong = msmarco_as_trec(parts)
+            if columns is None:
+                problems.append(Problem(lineno, wrong or "not an MS MARCO line"))
+                continue
         if len(parts) > 6:
             result.warnings.append(Problem(lineno, f"{len(parts) - 6} column(s) after the tag: ignored, "
                                                    "as trec_eval ignores them"))

@@ -10,6 +10,7 @@ from dsr import rankers as registry
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.fusion import METHODS, NORMS, fuse, method_params
+from dsr.core.fusion_ranx import BACKENDS, METRIC, learns
 from dsr.core.params import Param
 from dsr.core.run import Run
 from dsr.core.stage import Stage
@@ -22,15 +23,36 @@ FUSION_PARAMS = (
     Param("k", 60, "float", "rrf: the rank offset", low=0, grid=(1, 10, 30, 60, 100)),
     Param("weight", 0.5, "float", "interp: the weight of the first run (ranker)", low=0, high=1,
           grid=tuple(round(0.1 * i, 1) for i in range(11))),
-    Param("norm", "minmax", "str", "score normalisation of combsum, combmnz, wsum and interp",
+    Param("norm", "minmax", "str", "score normalisation of the score-based methods (dsr's and ranx's)",
           choices=NORMS),
-    Param("weights", None, "str", "wsum: one weight per run (ranker), comma separated (default: equal)"),
+    Param("weights", None, "str", "wsum and ranx's weighted methods: one weight per run (ranker), comma "
+                                  "separated (default: wsum equal, ranx's learnt from the collection's labels)"),
+    Param("gamma", None, "float", "gmnz: the exponent (default: learnt from the collection's labels)", low=0),
+    Param("phi", None, "float", "rbc: the persistence (default: learnt from the collection's labels)",
+          above=0, high=1),
+    Param("sigma", 0.01, "float", "logn_isr: the log base offset", above=0),
+    Param("metric", METRIC, "str", "the measure a learnt parameter is searched on (ranx's names: ndcg, "
+                                   "ndcg@5, map...)"),
+    Param("backend", "dsr", "str", "dsr: runs as dsr reads them, dsr's kernels where it has one; ranx: "
+                                   "runs as ranx reads their files, every method by ranx", choices=BACKENDS),
 )
 
 
 def own_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The parameters of ``params["method"]``, out of every fusion parameter."""
+    """The parameters of ``params["method"]``, out of every fusion parameter (the backend apart)."""
     return {k: params[k] for k in method_params(params["method"])}
+
+
+def fuse_stage(runs: list[Run], params: dict[str, Any], collection: Collection | None, tag: str) -> Run:
+    """Both stages' fusion: the method's own parameters, the backend, and the collection's labels
+    for a method that learns from them (refused without a collection that has labels)."""
+    own = own_params(params)
+    labels = None
+    if collection is not None and learns(params["method"], own):
+        labels = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+    order = collection.initial_order() if collection is not None else None
+    return fuse(runs, params["method"], initial_order=order, tag=tag, labels=labels,
+                backend=params["backend"], **own)
 
 
 def method_grid(method: str) -> dict[str, list[Any]]:
@@ -53,7 +75,9 @@ class Fusion(Stage):
     PARAMS = FUSION_PARAMS
 
     def describe(self) -> dict[str, Any]:
-        return {"fusion": self.params["method"], "params": own_params(self.params)}
+        learnt = getattr(self, "learnt", None)
+        return {"fusion": self.params["method"], "params": own_params(self.params),
+                "backend": self.params["backend"], **({"learnt": learnt} if learnt else {})}
 
     @property
     def tag(self) -> str:
@@ -61,9 +85,9 @@ class Fusion(Stage):
         return "-".join([self.params["method"], *own]).replace(" ", "_")
 
     def __call__(self, collection: Collection | None, *runs: Run) -> Run:
-        order = collection.initial_order() if collection is not None else None
-        return fuse(runs, self.params["method"], initial_order=order, tag=self.tag,
-                    **own_params(self.params))
+        run = fuse_stage(list(runs), self.params, collection, self.tag)
+        self.learnt = run.config.pop("fusion_learnt", None)
+        return run
 
 
 class FusionRanker(Ranker):
@@ -143,7 +167,8 @@ class FusionRanker(Ranker):
         return rankers
 
     def describe(self) -> dict[str, Any]:
-        return {"ranker": self.name,
+        learnt = getattr(self, "learnt", None)
+        return {"ranker": self.name, **({"learnt": learnt} if learnt else {}),
                 "params": {**self.params,
                            **{f"{r}.{k}": v for r in self.names
                               for k, v in self.sub_params[r].items()}},
@@ -155,6 +180,6 @@ class FusionRanker(Ranker):
         holds what each sub-run recorded (models, indexes), less the collection."""
         runs = [ranker.rank(collection) for ranker in self.sub_rankers()]
         self._configs = [{k: v for k, v in run.config.items() if k != "collection"} for run in runs]
-        order = collection.initial_order()
-        return fuse(runs, self.params["method"], initial_order=order, tag=self.tag,
-                    **own_params(self.params))
+        run = fuse_stage(runs, self.params, collection, self.tag)
+        self.learnt = run.config.pop("fusion_learnt", None)
+        return run

@@ -444,10 +444,12 @@ def test_latex_export_escapes_every_special_character(setup, runs, tmp_path, cap
     evil = r"^^5cinput^^7b/etc/hostname^^7d \input{x} 100% $a$ #1 a_b ~ & } {"
     assert post(client, token, read(runs / "bm25.run"), evil).status_code == 201
     tex = client.get("/board/sample/public/export.tex").text
-    row = next(line for line in tex.splitlines() if "input" in line)
+    row = next(line for line in tex.splitlines() if "input" in line and line.startswith("alpha /"))
     cell = row.split(" & ")[0].strip()
     expected = "".join(LATEX.get(ch, ch) for ch in f"alpha / {evil} #")
     assert cell.startswith(expected), (cell, expected)
+    board_row = next(line for line in tex.splitlines() if "input" in line and not line.startswith("alpha /"))
+    assert board_row.split(" & ")[2] == "".join(LATEX.get(ch, ch) for ch in evil)    # the board's table
     assert "^^" not in tex and r"\input" not in tex.replace(r"\textbackslash{}input", "")
     # the same helper for dsr evaluate's LaTeX: a run named with specials
     named = tmp_path / "a_b^c~d.run"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 
 import pytest
@@ -72,3 +73,32 @@ def test_only_the_running_command_module_is_imported(argv, loaded):
     shown = eval(out.stdout.strip().splitlines()[-1])   # the list printed last
     assert {m for m in shown if m != "dsr.cli.common"} == loaded
     assert "usage: dsr" in out.stdout
+
+
+@pytest.mark.parametrize("path", sorted(COMMANDS), ids=lambda p: p or "dsr")
+def test_every_epilog_ends_with_a_newline_before_the_example(path):
+    """An epilog's last line never runs into what follows (``dsr data --help`` printed
+    "dsr data fetch cmu_dogusage:"): the help text has no word glued to "usage:" or "example:"."""
+    text = COMMANDS[path].format_help()
+    assert not re.search(r"\S(usage|example):", text), text[-400:]
+    epilog = COMMANDS[path].epilog or ""
+    assert not epilog or epilog.endswith("\n") or "example:" in epilog, repr(epilog[-80:])
+
+
+def test_every_command_that_checks_a_runs_collection_offers_the_flag_its_error_names():
+    """check_run / check_collection_hash / check_same_collection tell the user to pass
+    `allow_mismatch` (shown as --allow-collection-mismatch): every command module calling them
+    gives that flag and passes it on (dsr pool said "pass `allow_mismatch`", a Python keyword)."""
+    import ast
+    from pathlib import Path
+
+    checks = {"check_run": "allow_mismatch", "check_collection_hash": "allow", "check_same_collection": "allow"}
+    missing = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "dsr" / "cli").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in checks:
+                keyword = checks[node.func.id]
+                if not any(k.arg == keyword for k in node.keywords):
+                    missing.append(f"{path.name}:{node.lineno}: {node.func.id} without {keyword}=")
+    assert not missing, missing

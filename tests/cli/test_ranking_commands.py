@@ -238,7 +238,7 @@ def test_fuse_interp_needs_two_runs_and_fuse_at_least_two(tmp_path, capsys, runs
     fails(["fuse", runs["initial"], "--method", "rrf", "--out", tmp_path / "f.run"], capsys,
           "at least two runs")
     with pytest.raises(SystemExit) as exit_:   # argparse's own check of --method
-        main(["fuse", str(runs["initial"]), str(runs["random"]), "--method", "condorcet",
+        main(["fuse", str(runs["initial"]), str(runs["random"]), "--method", "no_such_method",
               "--out", str(tmp_path / "f.run")])
     assert exit_.value.code == 2
 

@@ -124,7 +124,8 @@ def test_run_sidecar_holds_the_full_configuration(tmp_path, collection):
     side = json.loads((tmp_path / "fusion.run.json").read_text())
     assert side["ranker"] == "fusion" and side["command"] == "run"
     assert side["params"] == {"rankers": "initial,random", "method": "interp", "k": 60,
-                              "weight": 0.3, "norm": "minmax", "weights": None, "query": None,
+                              "weight": 0.3, "norm": "minmax", "weights": None, "gamma": None, "phi": None,
+                              "sigma": 0.01, "metric": "ndcg", "backend": "dsr", "query": None,
                               "random.seed": 5}
     assert side["rankers"] == [{"ranker": "initial", "params": {}},
                                {"ranker": "random", "params": {"seed": 5}}]

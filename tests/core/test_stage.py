@@ -47,7 +47,7 @@ def test_fusion_is_a_stage_over_runs(sample):
     assert fused.rankings == fuse([a, b], "rrf", initial_order=order, k=10).rankings
     assert Fusion.GRID == {"k": [1, 10, 30, 60, 100], "weight": [round(0.1 * i, 1) for i in range(11)]}
     with pytest.raises(InputError, match="parameter method of fusion 'fuse' must be one of"):
-        Fusion(method="condorcet")
+        Fusion(method="no_such_method")
 
 
 def test_declared_parameters_are_checked_once_for_every_stage():

@@ -61,8 +61,9 @@ SKIPPED = {
                           "a provider that does not take them",
 }
 #: under --trec-eval 10.0: what 10.0 computes differently and dsr does not reproduce
-SKIPPED_10 = {"iprec_at_recall": "10.0 rounds the recall cutoffs differently; dsr computes 9.0.8's "
-                                 "(pytrec_eval's) interpolated precision"}
+SKIPPED_10 = {"iprec_at_recall": "10.0 rounds the recall cutoffs differently: dsr evaluate refuses IPrec "
+                                 "under --trec-eval 10.0 and dsr trec_eval --release 10.0 computes 10.0's "
+                                 "(tests/evaluation/test_trec_eval_dropin.py)"}
 
 
 def dsr_name(name: str, case: str) -> str | None:

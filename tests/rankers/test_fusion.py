@@ -119,7 +119,7 @@ def test_fuse_tag_names_method_and_params():
 
 
 @pytest.mark.parametrize("runs, method, params, field", [
-    ([A, B], "condorcet", {}, "method"),
+    ([A, B], "no_such_method", {}, "method"),
     ([A], "rrf", {}, "runs"),
     ([A, B, A], "interp", {}, "method"),
     ([A, B], "rrf", {"weight": 0.3}, "params"),
@@ -215,7 +215,7 @@ def test_fusion_ranker_passes_parameters_through(stand_ins):
     ({"rankers": "by_score"}, "rankers"),
     ({"rankers": "by_score,nope"}, "rankers"),
     ({"rankers": "by_score,fusion"}, "rankers"),
-    ({"rankers": "by_score,by_length", "method": "condorcet"}, "method"),
+    ({"rankers": "by_score,by_length", "method": "no_such_method"}, "method"),
     ({"rankers": "by_score,by_length,by_score", "method": "interp"}, "rankers"),
     ({"rankers": "by_score,by_length", "norm": "l2"}, "norm"),
     ({"rankers": "by_score,by_length", "bm25.k1": 1.2}, "params"),

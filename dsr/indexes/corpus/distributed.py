@@ -9,7 +9,7 @@ encoding, FAISS shard adding) is a list of independent shard units. An
 * ``workers=N`` without an address: a local Ray started with
   ``ray.init(num_cpus=N)`` (no dashboard), shut down when the stage ends;
 * ``address=...`` (``--ray-address``, e.g. ``ray://head:10001`` or ``auto``):
-  joins that cluster; the ``retrieval`` and ``indexes`` packages travel with
+  joins that cluster; the ``dsr`` package travels with
   the job (``runtime_env py_modules``), so the nodes need only the
   dependencies.
 

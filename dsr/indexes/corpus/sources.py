@@ -108,8 +108,8 @@ def source_hash(files: list[Path]) -> str:
 
 def _open_text(path: Path) -> IO[str]:
     if path.suffix == ".bz2":
-        return io.TextIOWrapper(bz2.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return io.TextIOWrapper(bz2.open(path, "rb"), encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
 
 
 def _open_binary(path: Path) -> IO[bytes]:

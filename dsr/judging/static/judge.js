@@ -21,13 +21,15 @@
 
   function atEnd() { return current === items.length; }
 
-  function focus(i) {
+  function focus(i, opening) {
     if (i < 0 || i > items.length) { return; }
     (atEnd() ? end : items[current]).classList.remove("current");
     current = i;
     var here = atEnd() ? end : items[current];
     here.classList.add("current");
-    here.scrollIntoView({ block: "nearest" });
+    // on opening the page stays at its top: the dialogue's latest turns and "Next to speak"
+    // are what an assessor reads first (a phone shows them, the sentences are a scroll down)
+    if (!opening) { here.scrollIntoView({ block: "nearest" }); }
     if (atEnd()) {
       tell();
       onward.focus({ preventScroll: true });
@@ -150,5 +152,5 @@
 
   var first = items.findIndex(function (it) { return !graded(it); });
   items[0].classList.remove("current");
-  focus(first < 0 ? items.length : first);
+  focus(first < 0 ? items.length : first, true);
 })();

@@ -1,0 +1,101 @@
+"""Issue 42: the judging page opens on the latest turn of a long dialogue. Debian's chromium
+(Playwright, against the real uvicorn on 127.0.0.1) at 1280 and 390 px on a 30-turn dialogue:
+without any scrolling, the last turn before "Next to speak" and "Next to speak" itself are in
+the viewport; the whole dialogue is one scroll up inside the conversation's box; and the same
+holds with the script off (the box starts at its end by CSS alone)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from board_support import LiveServer, make_board
+from judging_support import as_pool
+
+from dsr.collections import load_collection
+from dsr.core.data import Collection, Dialogue, Turn
+from dsr.judging import guidelines
+from dsr.judging.campaigns import Judging, Settings
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "board"))
+from test_board_browser import browser  # noqa: F401  (Debian's chromium under Playwright)
+
+pytestmark = pytest.mark.slow
+TURNS = 30
+
+
+def long_pool() -> Collection:
+    """The sample's dialogues, each with a 30-turn conversation: two speakers taking turns, each
+    turn a real sentence of the sample (one or two), the last one marked so the test finds it."""
+    sample = as_pool(load_collection("sample"))
+    sentences = [c.body for d in sample for c in d.candidates]
+    dialogues = []
+    for n, d in enumerate(sample):
+        turns = [Turn(f"u{i % 2}", ["ada", "bob"][i % 2],
+                      " ".join(sentences[(n * 31 + i * 7 + k) % len(sentences)] for k in range(1 + i % 2)))
+                 for i in range(TURNS)]
+        turns[-1] = Turn(turns[-1].author_id, turns[-1].author_name, "THE LAST TURN " + turns[-1].body)
+        dialogues.append(Dialogue(d.id, d.title, turns, d.target, d.candidates, subset=d.subset, meta=d.meta))
+    return Collection("long-pool", dialogues)
+
+
+@pytest.fixture
+def server(tmp_path):
+    board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
+    judging = Judging(board.engine)
+    judging.create("long", long_pool(), guidelines.load(), Settings(k=1, chunk=10, honeypot_rate=0, seed=0), {})
+    token = judging.add_assessor("ada")
+    judging.assign("long", ["ada"])
+    with LiveServer(board) as live:
+        yield live, token
+    board.close()
+
+
+def in_view(page, selector: str) -> bool:
+    """Whether the element is inside the viewport and inside every scroll box around it."""
+    return page.eval_on_selector(selector, """el => {
+        const r = el.getBoundingClientRect();
+        if (r.top < 0 || r.bottom > window.innerHeight || r.height === 0) return false;
+        for (let p = el.parentElement; p; p = p.parentElement) {
+            const s = getComputedStyle(p);
+            if (s.overflowY === 'auto' || s.overflowY === 'scroll') {
+                const b = p.getBoundingClientRect();
+                if (r.top < b.top - 1 || r.bottom > b.bottom + 1) return false;
+            }
+        }
+        return true; }""")
+
+
+@pytest.mark.parametrize("scripts", [True, False])
+@pytest.mark.parametrize("width,height", [(1280, 900), (390, 844)])
+def test_the_latest_turn_is_in_view_on_opening(server, browser, tmp_path, width, height, scripts):
+    live, token = server
+    context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=scripts)
+    page = context.new_page()
+    page.goto(f"{live.url}/judge/login")
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live.url}/judge")
+    page.goto(f"{live.url}/judge/long/task/1")
+    page.wait_for_selector(".turns li")
+    if scripts:
+        page.wait_for_selector("#items li.current")
+    assert page.locator(".turns li").count() == TURNS
+    assert page.evaluate("window.scrollY") == 0                       # nothing scrolled the page
+    last = ".turns li:last-child"
+    assert "THE LAST TURN" in page.inner_text(last)
+    assert in_view(page, last), f"the last turn is out of view at {width} px"
+    assert in_view(page, "p.next"), f"'Next to speak' is out of view at {width} px"
+    assert not in_view(page, ".turns li:first-child")                 # the box opened at its end...
+    box = page.locator("#turns")
+    assert box.evaluate("b => b.scrollHeight > b.clientHeight")
+    box.hover()
+    for _ in range(40):                                               # ...the whole dialogue one scroll up
+        page.mouse.wheel(0, -400)
+    page.wait_for_function("() => { const b = document.querySelector('#turns'); "
+                           "const f = b.querySelector('li').getBoundingClientRect(); "
+                           "return f.top >= b.getBoundingClientRect().top - 1; }")
+    assert in_view(page, ".turns li:first-child")
+    page.screenshot(path=str(tmp_path / f"long-{width}-{'js' if scripts else 'nojs'}.png"))
+    context.close()
