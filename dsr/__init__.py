@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -194,8 +195,6 @@ def fuse(runs: Sequence[Any], method: str = "rrf", *, norm: str | None = None, k
     scores tie is ranked as trec_eval ranks it, with a warning on stderr (``backend="ranx"``: as
     ranx ranks it, see :mod:`dsr.core.fusion_ranx`).
     """
-    import sys
-
     from dsr.core.fusion import canonical, tied_input_warnings
     from dsr.core.fusion import fuse as fuse_runs
     from dsr.core.fusion_ranx import learns

@@ -157,6 +157,7 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
             if columns is None:
                 problems.append(Problem(lineno, wrong or "not an MS MARCO line"))
                 continue
+            parts = columns
         if len(parts) > 6:
             result.warnings.append(Problem(lineno, f"{len(parts) - 6} column(s) after the tag: ignored, "
                                                    "as trec_eval ignores them"))

@@ -42,17 +42,17 @@ def test_a_whole_campaign_from_the_command_line(tmp_path, pool_file, capsys):
     assert (tmp_path / "g.yaml").read_text() == guidelines.default_text()
     code, out, _ = run(capsys, "judge", "create", "s1", str(pool), "--guidelines", str(tmp_path / "g.yaml"),
                        "--auto-honeypots", "--chunk", "10", *db)
-    assert code == 0 and "20 dialogues, 57 tasks, 508 sentences, 28 honeypot checks (11 planted)" in out
+    assert code == 0 and "20 dialogues, 60 tasks, 508 sentences, 62 honeypot checks (16 planted)" in out
     tokens = [run(capsys, "judge", "add-assessor", a, *db)[1].strip() for a in ASSESSORS]
     assert all(t.startswith("dsr_") for t in tokens)
     code, out, _ = run(capsys, "judge", "assign", "s1", *db)
     loads = [int(line.split(": ")[1].split()[0]) for line in out.splitlines()]
-    assert code == 0 and len(loads) == 4 and sum(loads) == 3 * 519 and max(loads) - min(loads) <= 11
+    assert code == 0 and len(loads) == 4 and sum(loads) == 3 * 524 and max(loads) - min(loads) <= 11
     judging = Judging.open(db[1])
     judging.import_grades("s1", simulate(assignments(judging, "s1"), truth, dict.fromkeys(ASSESSORS, 0.1)), None)
     code, out, _ = run(capsys, "judge", "report", "s1", "--json", *db)
     report = json.loads(out)
-    assert code == 0 and report["items"] == 508 and report["grades"] == 3 * 519
+    assert code == 0 and report["items"] == 508 and report["grades"] == 3 * 524
     assert report["items_without_counted_grade"] == 0 and 0.3 < report["agreement"]["alpha_ordinal"] < 1
     code, out, _ = run(capsys, "judge", "export", "s1", "--out", str(tmp_path / "j.jsonl"), "--qrels",
                        str(tmp_path / "j.qrels"), "--report", str(tmp_path / "r.json"), "--method", "ds",
@@ -120,6 +120,6 @@ def test_assign_takes_assessor_names_that_are_also_folders_and_an_overlap(tmp_pa
     assert code == 0, err
     loads = dict(line.split(": ") for line in out.splitlines())
     assert set(loads) == {"alice", "bob"}
-    assert sum(int(v.split()[0]) for v in loads.values()) > 519       # a quarter of the dialogues twice
+    assert sum(int(v.split()[0]) for v in loads.values()) > 524       # a quarter of the dialogues twice
     code, _, err = run(capsys, "judge", "assign", "s1", "--overlap", "2", *db)
     assert code == 2 and "overlap" in err and "Traceback" not in err
