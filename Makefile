@@ -8,7 +8,7 @@ TORCH  := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: venv test reproduce bench clean
+.PHONY: venv test test-fast reproduce bench clean
 
 venv: $(VENV)/.installed
 
@@ -19,8 +19,16 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
+# the tiers (docs/contributing.md): test-fast is the inner loop (no servers, databases,
+# browsers, OpenVINO exports or training: -m "not slow"); test is everything, what CI runs.
+# Both run on every core (pytest-xdist) and list the slowest tests.
+PYTEST := $(BIN)/python -m pytest -q -n auto --durations=20
+
 test: venv
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
+
+test-fast: venv
+	$(PYTEST) -m "not slow"
 
 reproduce: venv
 	$(BIN)/dsr reproduce sample --out out/sample

@@ -1,57 +1,87 @@
-"""Shared test set-up: an isolated DSR_HOME, no network for models, and ../shared/data."""
+"""Shared test set-up: an isolated DSR_HOME, no network for models, the suite's tiers, and the
+check that a run leaves no process behind.
+
+Helpers live in the ``tests.support`` package (imported as ``tests.support.NAME``; the few that
+the benchmarks share are in ``tools/``, imported as ``tools.NAME``). Its fixtures are registered
+here once for the whole suite (``pytest_plugins``): a test takes them by name.
+
+**Tiers** (docs/contributing.md): ``make test-fast`` runs ``-m "not slow"``, ``make test``
+runs everything. A test is ``slow`` when it starts a server, a database, a browser or a Ray
+cluster, exports an OpenVINO model, trains a model, or takes more than about 5 s. Most are
+marked here by what they use (:data:`SLOW_FIXTURES`, :data:`SLOW_PARAMS`), the rest with
+``@pytest.mark.slow`` or a module's ``pytestmark``; tests/test_tiers.py checks the rule.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+from tests.support import processes
 
-# Tests mirror the packages (tests/retrieval, tests/eval, tests/indexes, tests/dsr); the
-# helpers beside this file (board_support), tools/plain_eval.py (the independent reference
-# evaluator) and tools/board_harness.py are imported by name from any of them.
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "tests"))
+pytest_plugins = ["tests.support.data", "tests.support.board", "tests.support.tool_runs"]
 
 # Never let a test reach the Hugging Face hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+#: a test that takes one of these fixtures starts a database, a server or a browser: slow
+SLOW_FIXTURES = frozenset({"postgres", "browser", "live_server", "forker", "cluster", "ray_cluster"})
+#: parametrised tests whose parameter starts one: (argument, value) -> slow
+SLOW_PARAMS = frozenset({("db_url", "postgresql")})
+
+
+def is_slow_by_rule(item: pytest.Item) -> bool:
+    """The conftest's rule: the test takes a slow fixture, or a slow parameter value."""
+    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(name == slow_name and value == slow_value
+               for name, value in params.items() for slow_name, slow_value in SLOW_PARAMS)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if is_slow_by_rule(item):
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_configure(config):
+    processes.mark_this_run()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run when a process started during it is still running at its end (in the
+    xdist controller, after its workers are gone; a worker does not check)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    left = processes.strays(os.environ[processes.MARK])
+    if not left:
+        return
+    lines = [processes.describe(p) for p in left]
+    processes.kill_all(left)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    message = ("the test run left these processes running (killed now; a test or fixture "
+               "must stop what it starts):\n  " + "\n  ".join(lines))
+    if reporter is not None:
+        reporter.write_sep("=", "processes left behind", red=True)
+        reporter.write_line(message)
+    else:
+        print(message, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 @pytest.fixture(autouse=True)
-def dsr_home(tmp_path_factory, monkeypatch) -> Path:
+def dsr_home(tmp_path_factory, monkeypatch):
     """Every test gets its own empty DSR_HOME, and ``backend=auto`` means torch (the exact path:
     an int8 export per test's fresh home would cost 30-90 s; tests of auto unset DSR_BACKEND)."""
     home = tmp_path_factory.mktemp("dsr_home")
     monkeypatch.setenv("DSR_HOME", str(home))
     monkeypatch.setenv("DSR_BACKEND", "torch")
     return home
-
-
-@pytest.fixture
-def shared_data() -> Path:
-    """../shared/data (real copies of the sources); skips when absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not beside the checkout")
-    return SHARED_DATA
-
-
-@contextlib.contextmanager
-def shared_data_home(tmp_path_factory) -> Iterator[Path]:
-    """For a module-scoped fixture built from ../shared/data (skipped when it is absent): a
-    fresh DSR_HOME set inside the block (the per-test home is function-scoped); yields it."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not beside the checkout")
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DSR_HOME", str(home))
-        yield home
 
 
 @pytest.fixture(autouse=True)

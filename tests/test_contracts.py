@@ -30,7 +30,7 @@ from dsr.core.params import Param
 from dsr.core.run import Run
 from dsr.rankers import RANKERS
 from dsr.rerankers import RERANKERS
-from tests.tiny_bert import collection_texts, make_tiny_bert
+from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -9,7 +9,7 @@ import pytest
 
 from dsr.cli import main
 from dsr.collections import load_collection
-from tests.tiny_bert import collection_texts, make_tiny_bert
+from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
         assert not Path(entry["path"]).is_absolute()                # relative to the report
         assert main(["validate", "sample", str(out / entry["path"])]) == 0
     # and dsr evaluate, and the report's per-topic values, agree with a plain walk of each file
-    import crosscheck_eval
+    from tools import crosscheck_eval
 
     capsys.readouterr()
     assert crosscheck_eval.main(["sample", str(out)]) == 0

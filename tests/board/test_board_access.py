@@ -15,12 +15,12 @@ import re
 import time
 
 import pytest
-from board_support import LiveServer, db_url, make_board, postgres, read, runs, setup, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 
 from dsr.board.models import Member, Submission
 from dsr.web import csrf, signin
+from tests.support.board import LiveServer, make_board, read, setup_phases
 
 
 def post(client, token, data: bytes, system: str, phase: str = "public", name: str = "run.run",

@@ -8,10 +8,10 @@ import io
 
 import numpy as np
 import pytest
-from board_support import ServerProcess, plain_rr, runs  # noqa: F401
 
 from dsr.cli import main
 from dsr.collections import load_collection
+from tests.support.board import ServerProcess, plain_rr
 
 
 def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):  # noqa: F811

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from board_support import free_port
+from tests.support.board import free_port
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "board.md"
 

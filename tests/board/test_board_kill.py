@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import httpx
-from board_support import ForkedServers, db_url, make_board, postgres, read, retag, runs, setup_phases  # noqa: F401
 from sqlalchemy import create_engine, text
 
 from dsr.cli import main
+from tests.support.board import ForkedServers, make_board, read, retag, setup_phases
 
 TRIALS = 20
 CLIENTS = 4

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from board_support import ServerProcess, db_url, hammer, load_jobs, make_board, postgres, runs, setup_phases  # noqa: F401
 from sqlalchemy import text
+
+from tests.support.board import ServerProcess, hammer, load_jobs, make_board, setup_phases
 
 QUOTA = 3
 

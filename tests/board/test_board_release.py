@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from board_support import db_url, make_board, plain_rr, postgres, read, runs  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
@@ -31,6 +30,7 @@ from dsr.collections.synthetic import make_collection
 from dsr.core.data import Collection, write_benchmark
 from dsr.core.errors import InputError
 from dsr.evaluation.qrels import read_qrels, write_qrels
+from tests.support.board import make_board, plain_rr, read
 
 STEP = 0.01           # what the issue asks for; the board's own value is read from its API
 

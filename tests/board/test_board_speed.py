@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from board_support import make_board, read, runs  # noqa: F401
 
 from dsr.board import runcheck, service
 from dsr.board.intake import ranking_digest
@@ -15,6 +14,7 @@ from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.data import write_benchmark
 from dsr.core.run import read_trec_run
 from dsr.evaluation.validate import validate_run
+from tests.support.board import make_board, read
 
 
 @pytest.fixture(scope="module")
@@ -196,9 +196,8 @@ def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(t
     import sys
     from pathlib import Path
 
-    from board_support import setup_phases
-
     from dsr.board import release
+    from tests.support.board import setup_phases
 
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
     public, hidden = setup_phases(board, runs, daily_quota=3)

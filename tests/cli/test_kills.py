@@ -22,7 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
-from kill_support import Forker
+
+from tests.support.kill import Forker
 
 PRELOAD = ["dsr.cli", "dsr.cli.reproduce", "dsr.cli.interchange", "dsr.baselines", "dsr.evaluation.report", "dsr.evaluation.results", "dsr.interchange.hf",
            "dsr.interchange.trec", "matplotlib.pyplot", "scipy.stats", "pandas"]

@@ -11,7 +11,7 @@ import pytest
 from dsr.cli import main
 from dsr.collections import cmu_dog, cmu_dog_dev, cmu_dog_judged, load_collection
 from dsr.core.errors import InputError
-from tests.conftest import SHARED_DATA, shared_data_home
+from tests.support.data import SHARED_DATA, shared_data_home
 
 
 @pytest.fixture(scope="module")

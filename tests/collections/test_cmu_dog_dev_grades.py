@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import random
 
-import cmu_dog_dev_grades
 import pandas as pd
 import pytest
-from judging_support import assignments, true_grade
 from sklearn.metrics import cohen_kappa_score
 
 from dsr.collections import cmu_dog_dev, cmu_dog_judged
@@ -20,7 +18,9 @@ from dsr.judging import guidelines
 from dsr.judging.assessor_agreement import twice_graded_kappa
 from dsr.judging.campaigns import Judging, Settings
 from dsr.judging.honeypots import judged_golds
-from tests.conftest import SHARED_DATA, shared_data_home
+from tests.support.data import SHARED_DATA, shared_data_home
+from tests.support.judging import assignments, true_grade
+from tools import cmu_dog_dev_grades
 
 DATA = cmu_dog_dev.POINTS_FILE.parent
 

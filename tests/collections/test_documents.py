@@ -17,7 +17,7 @@ from dsr.core.candidate_text import CONTEXT_FORM, context_text
 from dsr.core.data import Candidate, Collection, read_benchmark
 from dsr.core.errors import InputError
 from tests.collections.test_cmu_dog import SHARED, plain_sentences
-from tests.tiny_bert import collection_texts, make_tiny_bert
+from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 needs_data = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/cmu_dog absent")
 

@@ -171,7 +171,7 @@ def test_the_fingerprints_match_the_judged_file(shared_data):
 
 def test_training_on_cmu_dog_valid_warns_that_the_judged_points_are_in_it(tmp_path, capsys, dsr_home,
                                                                           shared_data):
-    from tests.tiny_bert import make_tiny_bert
+    from tests.support.tiny_bert import make_tiny_bert
 
     base = make_tiny_bert(tmp_path / "tiny", ["hello movie actor film director the a of"], num_labels=None,
                           max_position_embeddings=128)

@@ -23,7 +23,7 @@ from dsr.evaluation.decision import decide, decide_runs
 
 @pytest.fixture(scope="module")
 def label_sets(tmp_path_factory):
-    from tests.conftest import SHARED_DATA, shared_data_home
+    from tests.support.data import SHARED_DATA, shared_data_home
 
     with shared_data_home(tmp_path_factory):
         silver = load_collection("cmu_dog", SHARED_DATA / "cmu_dog", "valid")
@@ -111,7 +111,7 @@ def test_holm_over_the_candidates_tried_can_keep_the_default():
 
 
 def test_dsr_decide_prints_the_table_and_json(label_sets, tmp_path, capsys, monkeypatch):
-    from tests.conftest import SHARED_DATA
+    from tests.support.data import SHARED_DATA
 
     silver, judged = label_sets
     monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
@@ -134,7 +134,7 @@ def test_dsr_decide_prints_the_table_and_json(label_sets, tmp_path, capsys, monk
 
 
 def test_bad_run_specs_are_bad_input(label_sets, tmp_path, capsys):
-    from tests.conftest import SHARED_DATA
+    from tests.support.data import SHARED_DATA
 
     silver, _ = label_sets
     _initial(silver).write(tmp_path / "initial.run")

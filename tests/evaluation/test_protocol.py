@@ -33,7 +33,7 @@ def brute_mean(collection, run, ids, measures=MEASURES):
 @pytest.fixture(scope="module")
 def official(request):
     """A SIGIR-shaped collection over the real split file's 846 ids."""
-    from conftest import SHARED_DATA
+    from tests.support.data import SHARED_DATA
 
     path = SHARED_DATA / "sigir2022" / "val_test_splits.json"
     if not path.exists():

@@ -126,7 +126,7 @@ def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, 
 
 @pytest.fixture
 def tiny_model(tmp_path, sample):
-    from tiny_bert import collection_texts, make_tiny_bert
+    from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
     return make_tiny_bert(tmp_path / "tiny", collection_texts(sample))
 
@@ -166,7 +166,7 @@ def test_calibration_is_local_and_seeded(quick_calibration):
 def test_a_retrained_model_gets_a_new_export(tiny_model, dsr_home, sample):
     import shutil
 
-    from tiny_bert import collection_texts, make_tiny_bert
+    from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
     shutil.copytree(tiny_model, dsr_home / "models" / "mine")
     old = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino").folder

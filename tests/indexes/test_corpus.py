@@ -26,7 +26,7 @@ from dsr.indexes.corpus.build import build_corpus
 from dsr.indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus
 from dsr.indexes.corpus.layout import Corpus
 from dsr.open_retrieval.search import CorpusSearcher
-from tests.tiny_bert import make_tiny_bert
+from tests.support.tiny_bert import make_tiny_bert
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -39,7 +39,7 @@ from dsr.indexes.corpus.bm25 import ShardedBM25
 from dsr.indexes.corpus.dense import ShardedDense
 from dsr.indexes.corpus.layout import Corpus
 from tests.indexes.test_corpus import QUERIES, sample_docs
-from tests.tiny_bert import make_tiny_bert
+from tests.support.tiny_bert import make_tiny_bert
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                 reason="ray is not installed (pip install '.[distributed]')")

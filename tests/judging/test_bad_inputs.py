@@ -18,11 +18,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from board_support import LiveServer, make_board
-from judging_support import sample_campaign
 
 from dsr.cli import main
 from dsr.judging.campaigns import Judging
+from tests.support.board import LiveServer, make_board
+from tests.support.judging import sample_campaign
 
 ROOT = Path(__file__).resolve().parents[2]
 

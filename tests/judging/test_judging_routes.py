@@ -9,10 +9,10 @@ import re
 
 import httpx
 import pytest
-from board_support import LiveServer, make_board
-from judging_support import assignments, sample_campaign
 
 from dsr.judging.campaigns import Judging
+from tests.support.board import LiveServer, make_board
+from tests.support.judging import assignments, sample_campaign
 
 
 @pytest.fixture

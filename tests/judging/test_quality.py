@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 import pytest
-from judging_support import as_pool, noisy, truth_of
+
+from tests.support.judging import as_pool, noisy, truth_of
 
 DIALOGUES = 30
 
@@ -40,12 +41,11 @@ def campaign(tmp_path_factory):
 def graded_campaign(db_path, known: str):
     """The campaign with ``known`` answers (``auto``: --auto-honeypots, ``gold``: the judged
     file's grades, as --gold gives them), graded by the four scripts."""
-    from conftest import SHARED_DATA
-
     from dsr.core.data import Collection, read_benchmark
     from dsr.judging import guidelines, honeypots
     from dsr.judging.campaigns import Judging, Settings
     from dsr.judging.views import task_rows, task_view
+    from tests.support.data import SHARED_DATA
 
     path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
     if not path.is_file():
@@ -174,11 +174,11 @@ def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_repor
     import re
 
     import httpx
-    from board_support import LiveServer, make_board
-    from judging_support import assignments, sample_campaign
 
     from dsr.cli import main
     from dsr.judging.campaigns import Judging
+    from tests.support.board import LiveServer, make_board
+    from tests.support.judging import assignments, sample_campaign
 
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     board = make_board(db, tmp_path)

@@ -16,7 +16,7 @@ from dsr.rankers.bm25 import BM25Ranker
 
 @pytest.fixture(scope="module")
 def cmu_dog():
-    from conftest import SHARED_DATA
+    from tests.support.data import SHARED_DATA
 
     if not (SHARED_DATA / "cmu_dog").is_dir():
         pytest.skip("../shared/data is not beside the checkout")

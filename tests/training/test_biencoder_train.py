@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dsr.cli import main
-from tests.tiny_bert import make_tiny_bert
+from tests.support.tiny_bert import make_tiny_bert
 
 DOCS = {
     "Moon": "apollo moon rocket saturn launch nasa orbit astronaut crater lunar",

@@ -11,7 +11,7 @@ import pytest
 from dsr.collections import cmu_dog, cmu_dog_dev
 from dsr.training.hygiene import drop_evaluation_conversations, message
 from dsr.training.steps import conversation_of
-from tests.conftest import SHARED_DATA, shared_data_home
+from tests.support.data import SHARED_DATA, shared_data_home
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dsr.cli import main
-from tests.tiny_bert import make_tiny_bert
+from tests.support.tiny_bert import make_tiny_bert
 
 TOPICS = {
     "space": ("apollo moon rocket saturn launch nasa orbit astronaut crater lunar", "Moon landings"),

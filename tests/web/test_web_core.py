@@ -10,10 +10,10 @@ import time
 
 import httpx
 import pytest
-from board_support import LiveServer, make_board
 
 from dsr.judging.campaigns import Judging
 from dsr.web import csrf
+from tests.support.board import LiveServer, make_board
 
 #: what differs between the two applications: their pages, and one page only a signed-in
 #: person sees (others are sent to the login page)

@@ -8,7 +8,10 @@
 * ``live_server``: the app under a real uvicorn on 127.0.0.1 and a free port.
 
 The servers, runs and clients the benchmarks use too are ``tools/board_harness.py``'s;
-they are re-exported here for the tests.
+they are re-exported here for the tests. The fixtures here (``postgres``, ``db_url``,
+``runs``, ``setup``, ``browser``) are registered once for the whole suite by tests/conftest.py
+(``pytest_plugins``): a test module takes them by name and never imports them, so the
+session-scoped PostgreSQL starts once per run (per xdist worker), not once per module.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import time
 from pathlib import Path
 
 import pytest
-from board_harness import (
+
+from tools.board_harness import (
     HIDDEN_SEED,
     Postgres,
     ServerProcess,
@@ -71,7 +75,7 @@ def db_url(request, tmp_path):
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory):
     """Run files on the ``sample`` collection from dsr's rankers, plus hidden labels
-    (:func:`board_harness.sample_runs`)."""
+    (:func:`tools.board_harness.sample_runs`)."""
     return sample_runs(tmp_path_factory.mktemp("runs"))
 
 
@@ -233,7 +237,7 @@ class ForkedServers:
     def __init__(self, log: Path):
         import sys
 
-        root = Path(__file__).resolve().parents[1]
+        root = Path(__file__).resolve().parents[2]
         self.log = open(log, "ab")
         self.launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER], cwd=root, text=True,
                                          env={**os.environ, "PYTHONPATH": str(root)},

@@ -1,0 +1,69 @@
+"""Where the tests' data lives: small fixtures in each source's exact schema (always there) and
+the real files in ``../shared/data`` (beside the checkout on the development machines and in CI;
+absent on a fresh clone, where the tests that need them skip and say so)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+__all__ = ["ROOT", "FIXTURES", "SHARED_DATA", "DataSource", "data_sources", "no_shared_data_reason",
+           "shared_data", "shared_data_home"]
+
+
+def no_shared_data_reason(name: str = "") -> str | None:
+    """Why a test of ../shared/data[/NAME] cannot run here, or None when it can."""
+    folder = SHARED_DATA / name if name else SHARED_DATA
+    if folder.exists():
+        return None
+    return f"../shared/data{'/' + name if name else ''} is not beside the checkout (real data; CI has it)"
+
+
+class DataSource(NamedTuple):
+    """A source folder a test reads: ``kind`` "fixture" (tests/fixtures/NAME) or "shared"."""
+
+    kind: str
+    path: Path
+
+    @property
+    def real(self) -> bool:
+        return self.kind == "shared"
+
+
+def data_sources(name: str) -> list:
+    """``pytest.param``s for ``params=``/``parametrize``: the fixture tests/fixtures/NAME, and the
+    real files ../shared/data/NAME (skipped, with the reason, when absent)."""
+    reason = no_shared_data_reason(name)
+    return [pytest.param(DataSource("fixture", FIXTURES / name), id="fixture"),
+            pytest.param(DataSource("shared", SHARED_DATA / name), id="shared",
+                         marks=pytest.mark.skipif(reason is not None, reason=reason or ""))]
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """../shared/data (real copies of the sources); skips when absent."""
+    reason = no_shared_data_reason()
+    if reason:
+        pytest.skip(reason)
+    return SHARED_DATA
+
+
+@contextlib.contextmanager
+def shared_data_home(tmp_path_factory) -> Iterator[Path]:
+    """For a module-scoped fixture built from ../shared/data (skipped when it is absent): a
+    fresh DSR_HOME set inside the block (the per-test home is function-scoped); yields it."""
+    reason = no_shared_data_reason()
+    if reason:
+        pytest.skip(reason)
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DSR_HOME", str(home))
+        yield home
