@@ -7,9 +7,10 @@ here once for the whole suite (``pytest_plugins``): a test takes them by name.
 
 **Tiers** (docs/contributing.md): ``make test-fast`` runs ``-m "not slow"``, ``make test``
 runs everything. A test is ``slow`` when it starts a server, a database, a browser or a Ray
-cluster, exports an OpenVINO model, trains a model, or takes more than about 5 s. Most are
-marked here by what they use (:data:`SLOW_FIXTURES`, :data:`SLOW_PARAMS`), the rest with
-``@pytest.mark.slow`` or a module's ``pytestmark``; tests/test_tiers.py checks the rule.
+cluster or a helper process, exports an OpenVINO model, trains a model, or takes more than
+about 5 s. Most are marked here by the fixtures they take (``tests.support.tiers``), the rest
+with ``@pytest.mark.slow`` or a module's ``pytestmark``; a test that starts one of those things
+without the mark fails and says so (``tiers.require_slow``; tests/test_tiers.py).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 
 import pytest
 
-from tests.support import processes
+from tests.support import processes, tiers
 
 pytest_plugins = ["tests.support.data", "tests.support.board", "tests.support.tool_runs"]
 
@@ -27,29 +28,26 @@ pytest_plugins = ["tests.support.data", "tests.support.board", "tests.support.to
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-#: a test that takes one of these fixtures starts a database, a server or a browser: slow
-SLOW_FIXTURES = frozenset({"postgres", "browser", "live_server", "forker", "cluster", "ray_cluster"})
-#: parametrised tests whose parameter starts one: (argument, value) -> slow
-SLOW_PARAMS = frozenset({("db_url", "postgresql")})
-
-
-def is_slow_by_rule(item: pytest.Item) -> bool:
-    """The conftest's rule: the test takes a slow fixture, or a slow parameter value."""
-    if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
-        return True
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    return any(name == slow_name and value == slow_value
-               for name, value in params.items() for slow_name, slow_value in SLOW_PARAMS)
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if is_slow_by_rule(item):
+        if tiers.is_slow_by_rule(item):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """While a test is set up, run and torn down, what starts a server, an export, ... knows
+    which test it is in (:func:`tests.support.tiers.require_slow`)."""
+    tiers.running(item)
+    try:
+        return (yield)
+    finally:
+        tiers.running(None)
 
 
 def pytest_configure(config):
     processes.mark_this_run()
+    tiers.install_guards()
 
 
 @pytest.hookimpl(trylast=True)

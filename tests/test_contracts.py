@@ -30,10 +30,11 @@ from dsr.core.params import Param
 from dsr.core.run import Run
 from dsr.rankers import RANKERS
 from dsr.rerankers import RERANKERS
+from tests.support.data import SHARED_DATA
 from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
+SHARED = SHARED_DATA
 
 #: what a stage needs beyond its defaults to run offline on the bundled sample: the one
 #: ranker that searches a whole corpus is given none here (its own tests build a corpus)

@@ -24,11 +24,11 @@ from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.indexes import backends
 from dsr.rankers import make_ranker
+from tests.support.data import SHARED_DATA
 
 SAME_TOP1 = 0.85
 SAME_TOP5 = 0.60
 NDCG_DELTA = 0.01
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def cpu_flags() -> set[str]:

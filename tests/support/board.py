@@ -25,10 +25,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.tiers import require_slow
+from tools import board_harness
 from tools.board_harness import (
     HIDDEN_SEED,
     Postgres,
-    ServerProcess,
     bench_database,
     free_port,
     hammer,
@@ -47,8 +48,17 @@ __all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "bench_database", "free_p
            "ForkedServers", "migration_head", "browser", "CHROMIUM_FLAGS", "login_csrf"]
 
 
+class ServerProcess(board_harness.ServerProcess):
+    """``dsr serve`` in its own process (tools/board_harness.py), started by a slow test only."""
+
+    def start(self, *args, **kwargs):
+        require_slow("a dsr serve process")
+        return super().start(*args, **kwargs)
+
+
 @pytest.fixture(scope="session")
 def postgres():
+    require_slow("PostgreSQL")
     bindir = pg_bin()
     if bindir is None:
         pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql")
@@ -143,6 +153,7 @@ class LiveServer:
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self):
+        require_slow("a uvicorn server")
         self.thread.start()
         deadline = time.monotonic() + 30
         while not self.server.started:
@@ -237,6 +248,7 @@ class ForkedServers:
     def __init__(self, log: Path):
         import sys
 
+        require_slow("dsr serve processes")
         root = Path(__file__).resolve().parents[2]
         self.log = open(log, "ab")
         self.launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER], cwd=root, text=True,

@@ -42,6 +42,9 @@ class Forker:
     """The warm helper process; ``start`` forks a job, ``wait`` reaps it."""
 
     def __init__(self, preload: list[str], env: dict[str, str] | None = None):
+        from tests.support.tiers import require_slow
+
+        require_slow("a helper process")
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), *preload], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True, cwd=ROOT,
