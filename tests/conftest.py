@@ -22,7 +22,7 @@ import pytest
 
 from tests.support import processes, tiers
 
-pytest_plugins = ["tests.support.data", "tests.support.board", "tests.support.tool_runs"]
+pytest_plugins = ["tests.support.data", "tests.support.board", "tests.support.tool_runs", "tests.support.exports"]
 
 # Never let a test reach the Hugging Face hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -94,7 +94,12 @@ def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(tmp_path, c
     assert a == b
 
 
-def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(tmp_path, tiny_cross_encoder):
+def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(tmp_path, tiny_cross_encoder, dsr_home,
+                                                                       exports, monkeypatch):
+    from dsr.indexes import backends
+
+    monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)
+    exports.seed(dsr_home, "all-MiniLM-L6-v2", "bi-encoder", "openvino")   # the run's one export of it
     args = ["reproduce", "sample", "--queries", "last", "--n-splits", "5",
             "--cross-encoder", str(tiny_cross_encoder)]
     assert main([*args, "--out", str(tmp_path / "exact")]) == 0

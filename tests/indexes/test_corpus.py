@@ -506,7 +506,7 @@ def test_ivfpq_lists_grow_with_the_corpus():
     assert ivfpq_settings(150_000_000, ivfpq_sample_size(150_000_000, capped), 384, capped)["nlist"] == 2_564
 
 
-def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch):
+def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch, exports):
     """`dsr corpus index --backend openvino`: the vectors and their search live beside torch's
     (other digits, other folder), queries are encoded with the same backend, and the top 10
     of each query are torch's (fp32 OpenVINO agrees with torch to about 6 digits)."""
@@ -515,6 +515,7 @@ def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch)
 
     monkeypatch.setenv("DSR_HOME", str(indexed.parent / "home"))
     monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)
+    exports.seed(indexed.parent / "home", "all-MiniLM-L6-v2", "bi-encoder", "openvino")  # the run's one export
     corpus = Corpus(indexed)
     report = encode_corpus(corpus, backend="openvino")
     assert len(report.built) == len(corpus.names)
