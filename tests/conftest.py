@@ -16,7 +16,10 @@ without the mark fails and says so (``tiers.require_slow``; tests/test_tiers.py)
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -55,6 +58,16 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_configure(config):
     processes.mark_this_run()
     tiers.install_guards()
+    # what module- and session-scoped fixtures see too (the per-test dsr_home below sets both
+    # again): never the user's own ~/.cache/dsr, and the exact backend
+    os.environ["DSR_HOME"] = tempfile.mkdtemp(prefix="dsr-test-home-")
+    os.environ["DSR_BACKEND"] = "torch"
+
+
+def pytest_unconfigure(config):
+    home = os.environ.get("DSR_HOME", "")
+    if Path(home).name.startswith("dsr-test-home-"):
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.hookimpl(trylast=True)

@@ -107,9 +107,10 @@ def run_python(code: list[str], env: dict[str, str]) -> subprocess.CompletedProc
     return subprocess.run([sys.executable, *code], env=env, capture_output=True, text=True, timeout=180)
 
 
-@pytest.fixture
-def ray_cluster(tmp_path):
-    """A two-node Ray cluster on this machine; yields (address, the driver's environment)."""
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A two-node Ray cluster on this machine, shared by this module's tests (each leaves it idle:
+    its jobs have ended); yields (address, the driver's environment)."""
     temp = tempfile.mkdtemp(prefix="dsr-ray-", dir="/tmp")  # short: Ray's socket paths have a length limit
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
     env.update(cluster_env(temp))
