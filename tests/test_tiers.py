@@ -44,16 +44,17 @@ def test_starting_something_slow_fails_an_unmarked_test_and_names_the_mark(as_te
 
 def test_dsr_exports_trainings_and_ray_are_guarded():
     """The guards wrap dsr's own functions, and fire before any work: here, in a fast test,
-    an export, a training and a Ray start-up each fail at once."""
+    an export, a training and a Ray start-up each fail at once; the training recipes call the
+    guarded function."""
     from dsr.indexes import backends
     from dsr.indexes.corpus.distributed import Executor
-    from dsr.training import biencoder, crossencoder
+    from dsr.training import biencoder, crossencoder, steps
 
-    for function, what in ((backends._build, "an OpenVINO export"), (biencoder.train_bi_encoder, "a training"),
-                           (crossencoder.train_cross_encoder, "a training")):
+    for function, what in ((backends._build, "an OpenVINO export"), (steps.start_work, "a training")):
         assert function.__dsr_guarded__
         with pytest.raises(pytest.fail.Exception, match=f"starts {what}"):
             function(None, None, None)
+    assert biencoder.start_work is steps.start_work is crossencoder.start_work
     with pytest.raises(pytest.fail.Exception, match="starts Ray"):
         Executor(workers=2).__enter__()
     with Executor(workers=0):     # no Ray asked: nothing started, nothing to mark

@@ -173,6 +173,7 @@ def test_the_login_forms_csrf_token_is_bound_to_its_browser(setup):
         c.close()
 
 
+@pytest.mark.slow
 def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tmp_path, runs, capsys):  # noqa: F811
     from dsr.board.phases import Season
     from dsr.cli import main

@@ -14,6 +14,7 @@ from dsr.collections import load_collection
 from tests.support.board import ServerProcess, plain_rr
 
 
+@pytest.mark.slow
 def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):  # noqa: F811
     assert main(["board", "add-phase", "sample", "--phase", "public"]) == 0
     assert main(["board", "add-baseline", "sample", str(runs / "initial.run")]) == 0

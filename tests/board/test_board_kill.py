@@ -15,10 +15,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlalchemy import create_engine, text
 
 from dsr.cli import main
 from tests.support.board import ForkedServers, make_board, read, retag, setup_phases
+
+#: kills and restarts real servers, or hammers one: the slow tier
+pytestmark = pytest.mark.slow
 
 TRIALS = 20
 CLIENTS = 4

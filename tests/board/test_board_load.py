@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from sqlalchemy import text
 
 from tests.support.board import ServerProcess, hammer, load_jobs, make_board, setup_phases
+
+#: kills and restarts real servers, or hammers one: the slow tier
+pytestmark = pytest.mark.slow
 
 QUOTA = 3
 

@@ -330,6 +330,7 @@ def all_tied(data: bytes) -> bytes:
     return b"".join(b" ".join(line.split()[:4] + [b"1.0", b"tied"]) + b"\n" for line in data.splitlines())
 
 
+@pytest.mark.slow
 def test_ties_are_counted_and_said_and_refused_by_strict_phases(db_url, tmp_path, runs, capsys):  # noqa: F811
     from tests.support.board import LiveServer
 
@@ -395,6 +396,7 @@ def test_a_retry_with_the_same_key_gets_the_first_answer_and_a_duplicate_is_refu
     assert post(client, token, bm25, "bm25", phase="public").status_code == 201
 
 
+@pytest.mark.slow
 def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_path, runs, monkeypatch):  # noqa: F811
     """The answer is lost after the commit (the client times out): the retry, with the same
     Idempotency-Key, gets the first answer; one row, one quota unit."""

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.kill import Forker
+from tests.support.tiers import slow_fixture
 
 PRELOAD = ["dsr.cli", "dsr.cli.reproduce", "dsr.cli.interchange", "dsr.baselines", "dsr.evaluation.report", "dsr.evaluation.results", "dsr.interchange.hf",
            "dsr.interchange.trec", "matplotlib.pyplot", "scipy.stats", "pandas"]
@@ -38,6 +39,7 @@ def snapshot(folder: Path) -> dict[str, str] | None:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def forker(tmp_path_factory):
     helper = Forker(PRELOAD, {"DSR_HOME": str(tmp_path_factory.mktemp("kill_home"))})
     yield helper

@@ -154,6 +154,7 @@ def test_sentences_from_elsewhere_are_bad_input(tmp_path, capsys):
 
 
 @needs_data
+@pytest.mark.slow
 def test_train_with_the_context_form_records_it_and_ranks_alike(small, tiny, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DSR_HOME", str(tmp_path))
     assert main(["train", str(small), "--name", "ctx", "--base", str(tiny), "--text", CONTEXT_FORM,

@@ -189,6 +189,7 @@ def test_the_fingerprints_match_the_judged_file(shared_data):
 
 
 @needs_real
+@pytest.mark.slow
 def test_training_on_cmu_dog_valid_warns_that_the_judged_points_are_in_it(tmp_path, capsys, dsr_home,
                                                                           shared_data):
     from tests.support.tiny_bert import make_tiny_bert

@@ -373,6 +373,7 @@ def test_corpus_search_cli(indexed, capsys):
 
 # --- Ray -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypatch):
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install '.[distributed]')")
     # Ray kills workers when the *machine* is above 95 % memory; on a shared test machine that is
@@ -506,6 +507,7 @@ def test_ivfpq_lists_grow_with_the_corpus():
     assert ivfpq_settings(150_000_000, ivfpq_sample_size(150_000_000, capped), 384, capped)["nlist"] == 2_564
 
 
+@pytest.mark.slow
 def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch, exports):
     """`dsr corpus index --backend openvino`: the vectors and their search live beside torch's
     (other digits, other folder), queries are encoded with the same backend, and the top 10

@@ -39,6 +39,7 @@ from dsr.indexes.corpus.bm25 import ShardedBM25
 from dsr.indexes.corpus.dense import ShardedDense
 from dsr.indexes.corpus.layout import Corpus
 from tests.indexes.test_corpus import QUERIES, sample_docs
+from tests.support.tiers import slow_fixture
 from tests.support.tiny_bert import make_tiny_bert
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
@@ -108,6 +109,7 @@ def run_python(code: list[str], env: dict[str, str]) -> subprocess.CompletedProc
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def ray_cluster():
     """A two-node Ray cluster on this machine, shared by this module's tests (each leaves it idle:
     its jobs have ended); yields (address, the driver's environment)."""

@@ -166,6 +166,7 @@ def test_report_flags_come_from_the_params(campaign, capsys):
     assert err.value.field == "min_seconds"
 
 
+@pytest.mark.slow
 def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_report(tmp_path, capsys):
     """The same check through the page's JSON API (a real server: 422 naming seconds) and
     ``dsr judge import`` of a crowd results CSV (exit 2 naming file, line and field, nothing

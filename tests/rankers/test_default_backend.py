@@ -81,6 +81,7 @@ def ndcg5(collection, run) -> float:
     return ir_measures.calc_aggregate([nDCG @ 5], qrels, scored)[nDCG @ 5]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_fast_extra(), reason="the fast extra (openvino, nncf) is not installed")
 def test_int8_ranks_cmu_dog_valid_within_the_stated_tolerance_of_torch(cmu_dog_valid, monkeypatch):
     monkeypatch.delenv("DSR_BACKEND", raising=False)

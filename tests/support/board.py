@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.tiers import require_slow
+from tests.support.tiers import require_slow, slow_fixture
 from tools import board_harness
 from tools.board_harness import (
     HIDDEN_SEED,
@@ -57,6 +57,7 @@ class ServerProcess(board_harness.ServerProcess):
 
 
 @pytest.fixture(scope="session")
+@slow_fixture
 def postgres():
     require_slow("PostgreSQL")
     bindir = pg_bin()
@@ -124,6 +125,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 
 
 @pytest.fixture
+@slow_fixture
 def browser():
     """Debian's chromium, headless, driven by Playwright's Python API (its own browser
     download is never used); skipped when either is missing."""
