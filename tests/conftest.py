@@ -85,6 +85,7 @@ def pytest_sessionfinish(session, exitstatus):
     message = ("the test run left these processes running (killed now; a test or fixture "
                "must stop what it starts):\n  " + "\n  ".join(lines))
     if reporter is not None:
+        reporter.ensure_newline()
         reporter.write_sep("=", "processes left behind", red=True)
         reporter.write_line(message)
     else:
