@@ -21,8 +21,9 @@ $(VENV)/.installed: pyproject.toml
 
 # the tiers (docs/contributing.md): test-fast is the inner loop (no servers, databases,
 # browsers, OpenVINO exports or training: -m "not slow"); test is everything, what CI runs.
-# Both run on every core (pytest-xdist) and list the slowest tests.
-PYTEST := $(BIN)/python -m pytest -q -n auto --durations=20
+# Both run on every core (pytest-xdist; tests of one xdist_group share a worker) and list the
+# slowest tests.
+PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=20
 
 test: venv
 	$(PYTEST)

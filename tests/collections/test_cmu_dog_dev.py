@@ -13,7 +13,9 @@ import pytest
 from dsr.cli import main
 from dsr.collections import cmu_dog, cmu_dog_dev, cmu_dog_judged, load_collection
 from dsr.core.errors import InputError
-from tests.support.data import FIXTURES, SHARED_DATA, shared_data_home
+from tests.support.data import FIXTURES, REAL_CMU_DOG, SHARED_DATA, shared_data_home
+
+pytestmark = REAL_CMU_DOG
 
 
 @pytest.fixture(scope="module")

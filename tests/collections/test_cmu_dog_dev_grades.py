@@ -18,9 +18,11 @@ from dsr.judging import guidelines
 from dsr.judging.assessor_agreement import twice_graded_kappa
 from dsr.judging.campaigns import Judging, Settings
 from dsr.judging.honeypots import judged_golds
-from tests.support.data import SHARED_DATA, shared_data_home
+from tests.support.data import REAL_CMU_DOG, SHARED_DATA, shared_data_home
 from tests.support.judging import assignments, true_grade
 from tools import cmu_dog_dev_grades
+
+pytestmark = REAL_CMU_DOG
 
 DATA = cmu_dog_dev.POINTS_FILE.parent
 

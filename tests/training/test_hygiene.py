@@ -11,7 +11,9 @@ import pytest
 from dsr.collections import cmu_dog, cmu_dog_dev
 from dsr.training.hygiene import drop_evaluation_conversations, message
 from dsr.training.steps import conversation_of
-from tests.support.data import SHARED_DATA, shared_data_home
+from tests.support.data import REAL_CMU_DOG, SHARED_DATA, shared_data_home
+
+pytestmark = REAL_CMU_DOG
 
 
 @pytest.fixture(scope="module")
