@@ -18,6 +18,7 @@ def tiny_cross_encoder(tmp_path_factory) -> Path:
                           initializer_range=0.5)
 
 
+@pytest.mark.slow
 def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "10"]) == 0
@@ -94,6 +95,7 @@ def full_run(tmp_path_factory, tiny_cross_encoder):
     return home, args, out, err.getvalue(), stats.encoded
 
 
+@pytest.mark.slow
 def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(full_run, tmp_path, capsys, monkeypatch):
     from dsr.indexes.embeddings import stats
 
@@ -172,6 +174,7 @@ def test_reproduce_rejects_unknown_strategy(tmp_path, capsys):
     assert "nope" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_path):
     """The trained bi-encoder row is read against the zero-shot model with its card's query
     and candidate text: a 'trained' model that is the zero-shot weights themselves gives

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.board import free_port
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "board.md"
@@ -43,6 +45,7 @@ def test_the_guide_names_the_commands_a_season_needs():
     assert sum(c.startswith("dsr serve") for c in commands) == 1
 
 
+@pytest.mark.slow
 def test_the_season_of_docs_board_md_runs_line_by_line_on_a_fresh_home(tmp_path, dsr_home):
     port = free_port()
     script = ["set -euo pipefail"]

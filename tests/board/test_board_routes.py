@@ -106,6 +106,7 @@ def walked(db_url, tmp_path, runs):  # noqa: F811
     board.close()
 
 
+@pytest.mark.slow
 def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):  # noqa: F811
     board, client, token, posted = walked
     check = LeakCheck(board, runs)

@@ -311,6 +311,7 @@ def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path,
 
 # --- 4 and 5. runs other tools write; ties said, refused by --strict phases ------------------
 
+@pytest.mark.slow
 def test_runs_written_by_other_tools_are_accepted_and_scored_as_dsr_evaluate_scores_them(
         setup, tool_runs, capsys):  # noqa: F811
     board, client, token = setup

@@ -14,11 +14,13 @@ from dsr.cli import main
 from dsr.collections import cmu_dog, cmu_dog_dev, cmu_dog_judged, load_collection
 from dsr.core.errors import InputError
 from tests.support.data import FIXTURES, REAL_CMU_DOG, SHARED_DATA, shared_data_home
+from tests.support.tiers import slow_fixture
 
 pytestmark = REAL_CMU_DOG
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def real(tmp_path_factory):
     with shared_data_home(tmp_path_factory) as home:
         source = SHARED_DATA / "cmu_dog"

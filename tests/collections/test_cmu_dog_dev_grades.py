@@ -20,6 +20,7 @@ from dsr.judging.campaigns import Judging, Settings
 from dsr.judging.honeypots import judged_golds
 from tests.support.data import REAL_CMU_DOG, SHARED_DATA, shared_data_home
 from tests.support.judging import assignments, true_grade
+from tests.support.tiers import slow_fixture
 from tools import cmu_dog_dev_grades
 
 pytestmark = REAL_CMU_DOG
@@ -51,6 +52,7 @@ def test_twice_graded_kappa_is_cohens_on_the_items_graded_twice():
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def judged_points(tmp_path_factory):
     with shared_data_home(tmp_path_factory):
         full = cmu_dog_dev.build(SHARED_DATA / "cmu_dog", points="judged")

@@ -14,14 +14,14 @@ import pytest
 
 from dsr.cli import main
 from dsr.collections.cmu_dog_judged import FILE_NAME
-from tests.support.data import FIXTURES, ROOT, SHARED_DATA, data_sources, no_shared_data_reason
+from tests.support.data import FIXTURES, ROOT, SHARED_DATA, data_sources, needs_shared
 
 JUDGED = SHARED_DATA / "judged"
 FILE = JUDGED / FILE_NAME
 #: points in the file, and nDCG@5 of its written order (the real figure is in its README)
 POINTS = {"fixture": 3, "shared": 115}
-needs_real = pytest.mark.skipif(no_shared_data_reason("judged") is not None,
-                                reason=no_shared_data_reason("judged") or "")
+#: the real file: the slow tier (skipped, saying so, where it is absent)
+needs_real = needs_shared("judged")
 
 
 @pytest.fixture(params=data_sources("judged"))

@@ -19,9 +19,11 @@ from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.core.run import Run
 from dsr.evaluation.decision import decide, decide_runs
+from tests.support.tiers import slow_fixture
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def label_sets(tmp_path_factory):
     from tests.support.data import SHARED_DATA, shared_data_home
 

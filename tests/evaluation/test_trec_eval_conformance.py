@@ -19,8 +19,8 @@ from dsr.cli import main
 from tests.support.data import SHARED_DATA
 
 DATA = SHARED_DATA / "trec_eval"
-pytestmark = pytest.mark.skipif(not (DATA / "test" / "qrels.test").exists(),
-                                reason="../shared/data/trec_eval is not here")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (DATA / "test" / "qrels.test").exists(),
+                                reason="../shared/data/trec_eval is not here")]
 
 #: expected file -> (qrels, run, dsr options); from the data's README
 CASES = {

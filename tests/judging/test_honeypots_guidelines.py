@@ -15,9 +15,11 @@ from dsr.core.text import content_words
 from dsr.judging import guidelines
 from dsr.judging.honeypots import auto_golds, judged_golds, quoted_candidate
 from tests.support.judging import as_pool
+from tests.support.tiers import slow_fixture
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def judged():
     from dsr.core.data import read_benchmark
     from tests.support.data import SHARED_DATA

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from tests.support.judging import as_pool, noisy, truth_of
+from tests.support.tiers import slow_fixture
 
 DIALOGUES = 30
 
@@ -34,6 +35,7 @@ def title_matcher(view: dict, sentence: dict) -> int:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def campaign(tmp_path_factory):
     return graded_campaign(tmp_path_factory.mktemp("qc") / "board.sqlite", "auto")
 
@@ -91,6 +93,7 @@ def graded_campaign(db_path, known: str):
     return judging, judged, items, truth, given, views
 
 
+@pytest.mark.slow
 def test_the_title_shortcut_is_real_on_this_pool(campaign):
     _, judged, items, truth, given, views = campaign
     pool = items[items["candidate"].notna()]
@@ -213,6 +216,7 @@ def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_repor
     assert not re.search(r"\d{12}", capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(tmp_path):
     """With known grades from a judged file (--gold), most judged-0 candidates are of other
     films, which a title-matcher answers right: the not-relevant checks are taken from the

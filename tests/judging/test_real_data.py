@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.support.judging import as_pool, assignments, noisy, true_grade, truth_of
+from tests.support.tiers import slow_fixture
 
 NOISE = {"ann": 0.10, "ben": 0.20, "cat": 0.30}
 SPAM = "spam"
@@ -32,6 +33,7 @@ def mv_correct_probability(true: int, rates: list[float], values=(0, 1, 2)) -> f
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def campaign(tmp_path_factory):
     from dsr.core.data import read_benchmark
     from dsr.judging import guidelines, honeypots

@@ -12,9 +12,11 @@ import pytest
 from dsr.collections import load_collection
 from dsr.core.queries import STRATEGIES, query_terms
 from dsr.rankers.bm25 import BM25Ranker
+from tests.support.tiers import slow_fixture
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def cmu_dog():
     from tests.support.data import SHARED_DATA
 

@@ -25,6 +25,7 @@ from dsr.core.errors import InputError
 from dsr.indexes import backends
 from dsr.rankers import make_ranker
 from tests.support.data import SHARED_DATA
+from tests.support.tiers import slow_fixture
 
 SAME_TOP1 = 0.85
 SAME_TOP5 = 0.60
@@ -69,6 +70,7 @@ def test_a_cross_encoder_in_bf16_stays_on_torch_under_auto(monkeypatch):
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def cmu_dog_valid():
     if not (SHARED_DATA / "cmu_dog").is_dir():
         pytest.skip("../shared/data/cmu_dog is not beside the checkout")

@@ -1,6 +1,8 @@
 """Where the tests' data lives: small fixtures in each source's exact schema (always there) and
 the real files in ``../shared/data`` (beside the checkout on the development machines and in CI;
-absent on a fresh clone, where the tests that need them skip and say so)."""
+absent on a fresh clone, where the tests that need them skip and say so). The tests on the real
+files are in the slow tier (``shared_data``, ``shared_data_home`` and the ``shared`` value of
+:func:`data_sources` mark them), so ``make test-fast`` runs the same tests on every clone."""
 
 from __future__ import annotations
 
@@ -11,11 +13,13 @@ from typing import NamedTuple
 
 import pytest
 
+from tests.support.tiers import require_slow, slow_fixture
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
-__all__ = ["ROOT", "FIXTURES", "SHARED_DATA", "DataSource", "data_sources", "no_shared_data_reason",
+__all__ = ["ROOT", "FIXTURES", "SHARED_DATA", "DataSource", "data_sources", "needs_shared", "no_shared_data_reason",
            "shared_data", "shared_data_home", "REAL_CMU_DOG"]
 
 
@@ -40,14 +44,27 @@ class DataSource(NamedTuple):
 
 def data_sources(name: str) -> list:
     """``pytest.param``s for ``params=``/``parametrize``: the fixture tests/fixtures/NAME, and the
-    real files ../shared/data/NAME (skipped, with the reason, when absent)."""
+    real files ../shared/data/NAME (slow: the real files are 10-1000 times the fixture's; skipped,
+    with the reason, when absent)."""
     reason = no_shared_data_reason(name)
     return [pytest.param(DataSource("fixture", FIXTURES / name), id="fixture"),
             pytest.param(DataSource("shared", SHARED_DATA / name), id="shared",
-                         marks=pytest.mark.skipif(reason is not None, reason=reason or ""))]
+                         marks=[pytest.mark.slow, pytest.mark.skipif(reason is not None, reason=reason or "")])]
+
+
+def needs_shared(name: str = ""):
+    """Decorator for a test that reads ../shared/data[/NAME]: slow, and skipped (saying so)
+    where the folder is absent."""
+    reason = no_shared_data_reason(name)
+
+    def mark(test):
+        return pytest.mark.slow(pytest.mark.skipif(reason is not None, reason=reason or "")(test))
+
+    return mark
 
 
 @pytest.fixture
+@slow_fixture
 def shared_data() -> Path:
     """../shared/data (real copies of the sources); skips when absent."""
     reason = no_shared_data_reason()
@@ -67,6 +84,7 @@ def shared_data_home(tmp_path_factory) -> Iterator[Path]:
     reason = no_shared_data_reason()
     if reason:
         pytest.skip(reason)
+    require_slow("a build from the real data in ../shared/data (declare the fixture @slow_fixture)")
     home = tmp_path_factory.getbasetemp() / "shared-data-home"
     home.mkdir(exist_ok=True)
     with pytest.MonkeyPatch.context() as mp:
