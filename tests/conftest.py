@@ -6,9 +6,9 @@ the benchmarks share are in ``tools/``, imported as ``tools.NAME``). Its fixture
 here once for the whole suite (``pytest_plugins``): a test takes them by name.
 
 **Tiers** (docs/contributing.md): ``make test-fast`` runs ``-m "not slow"``, ``make test``
-runs everything. A test is ``slow`` when it starts a server, a database, a browser or a Ray
-cluster or a helper process, exports an OpenVINO model, trains a model, or takes more than
-about 5 s. Most are marked here by the fixtures they take (``tests.support.tiers``), the rest
+runs everything. A test is ``slow`` when it starts a server, a database, a browser, a Ray
+cluster or a helper process, exports an OpenVINO model, trains a model, reads the real data in
+../shared/data, or takes more than about 5 s. Most are marked here by the fixtures they take (``tests.support.tiers``), the rest
 with ``@pytest.mark.slow`` or a module's ``pytestmark``; a test that starts one of those things
 without the mark fails and says so (``tiers.require_slow``; tests/test_tiers.py).
 """
