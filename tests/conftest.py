@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.support import processes, tiers
+from tests.support import order, processes, tiers
 
 pytest_plugins = ["tests.support.data", "tests.support.board", "tests.support.tool_runs", "tests.support.exports"]
 
@@ -42,6 +42,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if tiers.is_slow_by_rule(item):
             item.add_marker(pytest.mark.slow)
+    # the costliest modules first (tests/support/order.py), so the long tests start early
+    cache = getattr(config, "cache", None)
+    order.by_cost(items, cache.get(order.KEY, {}) if cache is not None else {})
 
 
 @pytest.hookimpl(wrapper=True)
@@ -56,8 +59,17 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def pytest_configure(config):
+    # an xdist worker shares the cores with the others: torch's and BLAS's thread pools sized to
+    # its share, not to the machine (N workers of N threads each only fight over the cores)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if workers > 1:
+        share = str(max(1, len(os.sched_getaffinity(0)) // workers))
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ.setdefault(name, share)
     processes.mark_this_run()
     tiers.install_guards()
+    if not hasattr(config, "workerinput"):      # where the reports arrive: keep the modules' costs
+        config.pluginmanager.register(order.Timings(config), "dsr-module-timings")
     # what module- and session-scoped fixtures see too (the per-test dsr_home below sets both
     # again): never the user's own ~/.cache/dsr, and the exact backend
     os.environ["DSR_HOME"] = tempfile.mkdtemp(prefix="dsr-test-home-")

@@ -91,3 +91,22 @@ def test_the_makefile_runs_the_tiers_in_parallel_with_durations():
     assert re.search(r'^test-fast: venv\n\t\$\(PYTEST\) -m "not slow"\n', makefile, re.M)
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"slow: ' in pyproject and "--strict-markers" in pyproject and '"pytest-xdist"' in pyproject
+
+
+class _Ordered:
+    def __init__(self, nodeid: str, slow: bool = False):
+        self.nodeid, self.slow = nodeid, slow
+
+    def get_closest_marker(self, name):
+        return pytest.mark.slow.mark if name == "slow" and self.slow else None
+
+
+def test_the_costliest_modules_run_first_and_each_module_stays_together_in_its_order():
+    from tests.support import order
+
+    items = [_Ordered("a.py::t1"), _Ordered("a.py::t2", slow=True), _Ordered("b.py::t1"), _Ordered("b.py::t2"),
+             _Ordered("c.py::t1", slow=True), _Ordered("c.py::t2", slow=True), _Ordered("d.py::t1")]
+    measured = {"b.py": 40.0, "a.py": 3.0}          # c.py and d.py never measured: 10 s per slow test
+    order.by_cost(items, measured)
+    assert [i.nodeid for i in items] == ["b.py::t1", "b.py::t2", "c.py::t1", "c.py::t2", "a.py::t1", "a.py::t2",
+                                         "d.py::t1"]
