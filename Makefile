@@ -8,7 +8,7 @@ TORCH  := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: venv test lint reproduce bench clean
+.PHONY: venv test test-fast lint reproduce bench clean
 
 venv: $(VENV)/.installed
 
@@ -19,8 +19,17 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
+# the tiers (docs/contributing.md): test-fast is the inner loop (no servers, databases,
+# browsers, OpenVINO exports or training: -m "not slow"); test is everything, what CI runs.
+# Both run on every core (pytest-xdist; tests of one xdist_group share a worker) and list the
+# slowest tests.
+PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=20
+
 test: venv
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
+
+test-fast: venv
+	$(PYTEST) -m "not slow"
 
 # What people write, checked by machines (pyproject's [tool.ruff] and [tool.mypy]): CI
 # (.ci/run), pre-commit (.pre-commit-config.yaml) and tests/test_lint.py all run this. It

@@ -38,13 +38,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tools"))   # board_harness: the servers and runs the tests use too
 
-import board_harness as bh  # noqa: E402
 from benchinfo import footer, goal, header  # noqa: E402
 from sqlalchemy import select, text  # noqa: E402
 
 from dsr.core.provenance import package_versions  # noqa: E402
+from tools import board_harness as bh  # noqa: E402  (the servers and runs the tests use too)
 
 QUOTA = 3
 

@@ -29,16 +29,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "tools"))   # the servers and campaigns the tests use too
 
-import board_harness as bh  # noqa: E402
 import httpx  # noqa: E402
 from benchinfo import goal  # noqa: E402
-from judging_harness import sample_campaign  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
 from dsr.core.provenance import machine, package_versions  # noqa: E402
 from dsr.judging.campaigns import Judging  # noqa: E402
+from tools import board_harness as bh  # noqa: E402  (the servers and runs the tests use too)
+from tools.judging_harness import sample_campaign  # noqa: E402
 
 
 def percentile(values: list[float], q: float) -> float:

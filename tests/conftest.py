@@ -1,57 +1,118 @@
-"""Shared test set-up: an isolated DSR_HOME, no network for models, and ../shared/data."""
+"""Shared test set-up: an isolated DSR_HOME, no network for models, the suite's tiers, and the
+check that a run leaves no process behind.
+
+Helpers live in the ``tests.support`` package (imported as ``tests.support.NAME``; the few that
+the benchmarks share are in ``tools/``, imported as ``tools.NAME``). Its fixtures are registered
+here once for the whole suite (``pytest_plugins``): a test takes them by name.
+
+**Tiers** (docs/contributing.md): ``make test-fast`` runs ``-m "not slow"``, ``make test``
+runs everything. A test is ``slow`` when it starts a server, a database, a browser, a Ray
+cluster or a helper process, exports an OpenVINO model, trains a model, reads the real data in
+../shared/data, or takes more than about 5 s. Most are marked here by the fixtures they take (``tests.support.tiers``), the rest
+with ``@pytest.mark.slow`` or a module's ``pytestmark``; a test that starts one of those things
+without the mark fails and says so (``tiers.require_slow``; tests/test_tiers.py).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import os
+import shutil
 import sys
-from collections.abc import Iterator
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = ROOT.parent / "shared" / "data"
+from tests.support import order, processes, tiers
 
-# Tests mirror the packages (tests/retrieval, tests/eval, tests/indexes, tests/dsr); the
-# helpers beside this file (board_support), tools/plain_eval.py (the independent reference
-# evaluator) and tools/board_harness.py are imported by name from any of them.
-sys.path.insert(0, str(ROOT / "tools"))
-sys.path.insert(0, str(ROOT / "tests"))
+pytest_plugins = ["tests.support.data", "tests.support.board", "tests.support.tool_runs", "tests.support.exports"]
+
+# No time limit per example: hypothesis' default deadline (200 ms) fails an example that a loaded
+# machine or a parallel run slows down, and speed targets live in the benchmarks (bench/), never
+# in timed tests.
+settings.register_profile("dsr", deadline=None)
+settings.load_profile("dsr")
 
 # Never let a test reach the Hugging Face hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if tiers.is_slow_by_rule(item):
+            item.add_marker(pytest.mark.slow)
+    # the costliest modules first (tests/support/order.py), so the long tests start early
+    cache = getattr(config, "cache", None)
+    order.by_cost(items, cache.get(order.KEY, {}) if cache is not None else {})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """While a test is set up, run and torn down, what starts a server, an export, ... knows
+    which test it is in (:func:`tests.support.tiers.require_slow`)."""
+    tiers.running(item)
+    try:
+        return (yield)
+    finally:
+        tiers.running(None)
+
+
+def pytest_configure(config):
+    # an xdist worker shares the cores with the others: torch's and BLAS's thread pools sized to
+    # its share, not to the machine (N workers of N threads each only fight over the cores)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if workers > 1:
+        share = str(max(1, len(os.sched_getaffinity(0)) // workers))
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ.setdefault(name, share)
+    processes.mark_this_run()
+    tiers.install_guards()
+    if not hasattr(config, "workerinput"):      # where the reports arrive: keep the modules' costs
+        config.pluginmanager.register(order.Timings(config), "dsr-module-timings")
+    # what module- and session-scoped fixtures see too (the per-test dsr_home below sets both
+    # again): never the user's own ~/.cache/dsr, and the exact backend
+    os.environ["DSR_HOME"] = tempfile.mkdtemp(prefix="dsr-test-home-")
+    os.environ["DSR_BACKEND"] = "torch"
+
+
+def pytest_unconfigure(config):
+    home = os.environ.get("DSR_HOME", "")
+    if Path(home).name.startswith("dsr-test-home-"):
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run when a process started during it is still running at its end (in the
+    xdist controller, after its workers are gone; a worker does not check)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    left = processes.strays(os.environ[processes.MARK])
+    if not left:
+        return
+    lines = [processes.describe(p) for p in left]
+    processes.kill_all(left)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    message = ("the test run left these processes running (killed now; a test or fixture "
+               "must stop what it starts):\n  " + "\n  ".join(lines))
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_sep("=", "processes left behind", red=True)
+        reporter.write_line(message)
+    else:
+        print(message, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
 
 @pytest.fixture(autouse=True)
-def dsr_home(tmp_path_factory, monkeypatch) -> Path:
+def dsr_home(tmp_path_factory, monkeypatch):
     """Every test gets its own empty DSR_HOME, and ``backend=auto`` means torch (the exact path:
     an int8 export per test's fresh home would cost 30-90 s; tests of auto unset DSR_BACKEND)."""
     home = tmp_path_factory.mktemp("dsr_home")
     monkeypatch.setenv("DSR_HOME", str(home))
     monkeypatch.setenv("DSR_BACKEND", "torch")
     return home
-
-
-@pytest.fixture
-def shared_data() -> Path:
-    """../shared/data (real copies of the sources); skips when absent."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not beside the checkout")
-    return SHARED_DATA
-
-
-@contextlib.contextmanager
-def shared_data_home(tmp_path_factory) -> Iterator[Path]:
-    """For a module-scoped fixture built from ../shared/data (skipped when it is absent): a
-    fresh DSR_HOME set inside the block (the per-test home is function-scoped); yields it."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip("../shared/data is not beside the checkout")
-    home = tmp_path_factory.mktemp("home")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DSR_HOME", str(home))
-        yield home
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ def walked():
     return namespace
 
 
+@pytest.mark.slow
 def test_every_python_block_of_the_api_doc_runs(walked, capsys):
     results, frame = walked["results"], walked["frame"]
     # the long frame holds what the results hold, for every system and measure

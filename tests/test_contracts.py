@@ -11,7 +11,7 @@ without a test of its own for these rules.
 * a collection module has a ``SOURCE`` named after it, ``PARAMS``, ``load`` (and
   ``build`` when it converts raw files), a manifest when it downloads its own files (a
   module that reads another source's files names that source in ``DATA``), and data to
-  load for the tests (a fixture in tests/fixtures/NAME, ../shared/data, or bundled).
+  load for the tests (a fixture in tests/fixtures/NAME in the source's schema, or bundled).
 """
 
 from __future__ import annotations
@@ -30,10 +30,9 @@ from dsr.core.params import Param
 from dsr.core.run import Run
 from dsr.rankers import RANKERS
 from dsr.rerankers import RERANKERS
-from tests.tiny_bert import collection_texts, make_tiny_bert
+from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
 
 #: what a stage needs beyond its defaults to run offline on the bundled sample: the one
 #: ranker that searches a whole corpus is given none here (its own tests build a corpus)
@@ -139,14 +138,11 @@ def test_every_fusion_method_refuses_a_parameter_it_does_not_take(method, sample
         fuse([a, b], method, no_such_parameter=1)
 
 
-def _data_for(name: str) -> Path | None:
-    """The folder a collection's tests read: its own, or that of the source whose files it
-    reads (a module's ``DATA``, e.g. the judged sets read CMU_DoG's or the judged files)."""
-    folder_name = getattr(source_module(name), "DATA", name)
-    for folder in (ROOT / "tests" / "fixtures" / folder_name, SHARED / folder_name):
-        if folder.is_dir():
-            return folder
-    return None
+def _fixture_for(name: str) -> Path | None:
+    """The fixture folder a collection's tests read: its own, or that of the source whose files
+    it reads (a module's ``DATA``, e.g. the judged sets read CMU_DoG's or the judged files)."""
+    folder = ROOT / "tests" / "fixtures" / getattr(source_module(name), "DATA", name)
+    return folder if folder.is_dir() and any(folder.iterdir()) else None
 
 
 @pytest.mark.parametrize("name", REGISTERED)
@@ -168,8 +164,9 @@ def test_every_collection_module_keeps_the_contract(name):
 
 @pytest.mark.parametrize("name", REGISTERED)
 def test_every_collection_has_data_the_tests_load(name):
-    """A collection is tested on its real files or a fixture in their exact schema: one of
-    tests/fixtures/NAME, ../shared/data/NAME, or data bundled in the package."""
+    """A collection is tested on a fixture in its source's exact schema, tests/fixtures/NAME (or
+    its DATA's), or on data bundled in the package: on every clone, not only where the real
+    files are (../shared/data is optional: its tests are in the slow tier and skip without it)."""
     module = source_module(name)
     bundled = getattr(module, "data_file", None) if not hasattr(module, "DATA") else None
-    assert bundled or _data_for(name), f"add tests/fixtures/{name}/ in the source's exact schema"
+    assert bundled or _fixture_for(name), f"add tests/fixtures/{name}/ in the source's exact schema"

@@ -5,14 +5,13 @@ fails when one differs from what the registries give (a new ranker, a renamed st
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools import docs_lists
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import docs_lists  # noqa: E402
 
 #: where each list is expected (so a block removed by mistake fails too)
 EXPECTED = {("README.md", "rankers"), ("README.md", "rerankers"), ("README.md", "fusion"),

@@ -8,14 +8,13 @@ from __future__ import annotations
 import ast
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
+from tools import package_docs
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-import package_docs  # noqa: E402
 
 DATA = package_docs.declared()
 PACKAGES = package_docs.packages()

@@ -9,7 +9,7 @@ import pytest
 
 from dsr.cli import main
 from dsr.collections import load_collection
-from tests.tiny_bert import collection_texts, make_tiny_bert
+from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 
 @pytest.fixture(scope="module")
@@ -18,6 +18,7 @@ def tiny_cross_encoder(tmp_path_factory) -> Path:
                           initializer_range=0.5)
 
 
+@pytest.mark.slow
 def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "10"]) == 0
@@ -39,7 +40,7 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
         assert not Path(entry["path"]).is_absolute()                # relative to the report
         assert main(["validate", "sample", str(out / entry["path"])]) == 0
     # and dsr evaluate, and the report's per-topic values, agree with a plain walk of each file
-    import crosscheck_eval
+    from tools import crosscheck_eval
 
     capsys.readouterr()
     assert crosscheck_eval.main(["sample", str(out)]) == 0
@@ -68,44 +69,71 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
         assert all((out / f"{stem}.{ext}").stat().st_size > 0 for ext in ("png", "pdf"))
 
 
-def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(tmp_path, capsys,
-                                                                      tiny_cross_encoder):
+#: the full suite with a cross-encoder, as the two tests below run it (the fast one adds --backend)
+FULL = ["reproduce", "sample", "--queries", "last", "all", "--n-splits", "5"]
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory, tiny_cross_encoder):
+    """The full suite with the tiny cross-encoder, run once in a DSR_HOME of this module's (the
+    tests below set it to reuse its caches); yields (home, args, report folder, what it printed
+    on stderr, embeddings encoded)."""
+    import contextlib
+    import io
+
     from dsr.indexes.embeddings import stats
 
-    args = ["reproduce", "sample", "--queries", "last", "all", "--n-splits", "5",
-            "--cross-encoder", str(tiny_cross_encoder)]
-    stats.reset()
-    assert main([*args, "--out", str(tmp_path / "a")]) == 0
-    assert stats.encoded > 0
-    first = capsys.readouterr()
-    assert "building cross-encoder-scores" in first.err
-    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    home = tmp_path_factory.mktemp("full-home")
+    args = [*FULL, "--cross-encoder", str(tiny_cross_encoder)]
+    out = tmp_path_factory.mktemp("full") / "a"
+    err = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(io.StringIO()):
+        patch.setenv("DSR_HOME", str(home))
+        stats.reset()
+        assert main([*args, "--out", str(out)]) == 0
+    return home, args, out, err.getvalue(), stats.encoded
+
+
+@pytest.mark.slow
+def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(full_run, tmp_path, capsys, monkeypatch):
+    from dsr.indexes.embeddings import stats
+
+    home, args, first, first_err, encoded = full_run
+    assert encoded > 0
+    assert "building cross-encoder-scores" in first_err
+    manifest = json.loads((first / "manifest.json").read_text())
     assert {"dense (last)", "dense (all)", "RRF(BM25, dense)", "cross-encoder"} <= set(manifest["runs"])
     assert manifest["models"]["dense"]["weights_sha256"].startswith("53aa5117")
     assert manifest["models"]["cross_encoder"]["source"] == "folder"
     # the second run reuses the cross-encoder's scores and the embeddings
+    monkeypatch.setenv("DSR_HOME", str(home))
     stats.reset()
     assert main([*args, "--out", str(tmp_path / "b")]) == 0
     second = capsys.readouterr()
     assert "cross-encoder-scores" not in second.err
     assert stats.encoded == 0 and stats.reused > 0
-    a = (tmp_path / "a" / "results.csv").read_text()
+    a = (first / "results.csv").read_text()
     b = (tmp_path / "b" / "results.csv").read_text()
     assert a == b
 
 
-def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(tmp_path, tiny_cross_encoder):
-    args = ["reproduce", "sample", "--queries", "last", "--n-splits", "5",
-            "--cross-encoder", str(tiny_cross_encoder)]
-    assert main([*args, "--out", str(tmp_path / "exact")]) == 0
+@pytest.mark.slow
+def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(full_run, tmp_path, exports, monkeypatch):
+    from dsr.indexes import backends
+
+    home, args, exact_out, _, _ = full_run
+    monkeypatch.setenv("DSR_HOME", str(home))
+    monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)
+    exports.seed(home, "all-MiniLM-L6-v2", "bi-encoder", "openvino")   # the run's one export of it
     assert main([*args, "--backend", "openvino", "--out", str(tmp_path / "fast")]) == 0
     manifest = json.loads((tmp_path / "fast" / "manifest.json").read_text())
     assert manifest["parameters"]["backend"] == "openvino"
     assert "export (beside bm25)" in manifest["wall_time_s"]  # the export ran beside the BM25 stage
     assert manifest["parameters"]["systems"]["dense (last)"]["params"]["backend"] == "openvino"
     assert manifest["parameters"]["systems"]["cross-encoder"]["params"]["backend"] == "openvino"
-    assert json.loads((tmp_path / "exact" / "manifest.json").read_text())["parameters"]["backend"] == "torch"
-    exact, fast = _means(tmp_path / "exact", "nDCG@5"), _means(tmp_path / "fast", "nDCG@5")
+    assert json.loads((exact_out / "manifest.json").read_text())["parameters"]["backend"] == "torch"
+    exact, fast = _means(exact_out, "nDCG@5"), _means(tmp_path / "fast", "nDCG@5")
     assert set(exact) == set(fast)
     compared = [key for key in exact if key[2] in ("dense (last)", "cross-encoder")]
     assert len(compared) >= 4
@@ -118,7 +146,7 @@ def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(tmp_path
             assert fast[key] == pytest.approx(exact[key], abs=1e-3), key
     from dsr.core.run import load_run
 
-    torch_run, fast_run = (load_run(tmp_path / side / "runs" / "cross-encoder.run.gz") for side in ("exact", "fast"))
+    torch_run, fast_run = (load_run(out / "runs" / "cross-encoder.run.gz") for out in (exact_out, tmp_path / "fast"))
     for dialogue, ranking in torch_run.rankings.items():
         got = dict(fast_run.rankings[dialogue])
         assert set(got) == {c for c, _ in ranking}
@@ -146,6 +174,7 @@ def test_reproduce_rejects_unknown_strategy(tmp_path, capsys):
     assert "nope" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_path):
     """The trained bi-encoder row is read against the zero-shot model with its card's query
     and candidate text: a 'trained' model that is the zero-shot weights themselves gives

@@ -9,7 +9,7 @@
   :func:`setup_phases` a board with a public and a hidden phase.
 * :func:`hammer` and :func:`load_jobs`: concurrent clients submitting runs.
 
-``tests/board_support.py`` (the pytest fixtures) and the benchmarks
+``tests/support/board.py`` (the pytest fixtures) and the benchmarks
 (``bench/bench_board.py``, ``bench/bench_judging.py``) both use them, so a benchmark
 measures exactly what the tests check.
 """

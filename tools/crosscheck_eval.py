@@ -24,10 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT))   # dsr and tools (a package) from this checkout
 
-from plain_eval import plain_measure  # noqa: E402
+from tools.plain_eval import plain_measure  # noqa: E402
 
 MEASURES = ("RR", "nDCG@1", "nDCG@3", "nDCG@5", "nDCG@10", "P@1", "P@5", "AP", "R@10")
 TOLERANCE = 1e-9

@@ -21,9 +21,9 @@ import os
 import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent)]
+sys.path[:0] = [str(Path(__file__).resolve().parents[1])]   # tools, a package, when run as a script
 
-from issue31_levers import ROOT, Lever, arguments, block, judge, table, write  # noqa: E402
+from tools.issue31_levers import ROOT, Lever, arguments, block, judge, table, write  # noqa: E402
 
 MARKS = ("<!-- issue41-levers:begin (tools/issue41_levers.py) -->", "<!-- issue41-levers:end -->")
 TB = '--text "title: body"'

@@ -1,5 +1,5 @@
 """Judging campaigns on real pools and simulated assessors, for the tests and benchmarks
-(``tests/judging_support.py`` re-exports them; ``bench/bench_judging.py`` uses them).
+(``tests/support/judging.py`` re-exports them; ``bench/bench_judging.py`` uses them).
 
 * :func:`as_pool`: a collection as ``dsr pool`` writes it (labels 0, ``meta.judged`` false),
   so a campaign never sees the answers; the original labels are the simulation's truth.

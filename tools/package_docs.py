@@ -23,9 +23,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from docs_lists import check_or_write
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))   # tools, a package, when run as a script
+
+from tools.docs_lists import check_or_write  # noqa: E402
+
 #: where the layers are declared
 LAYERS_FILE = Path("dsr") / "layers.toml"
 #: the width of the layer paragraph (docstrings in dsr wrap near 95 characters)

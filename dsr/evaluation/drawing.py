@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, NamedTuple
 
-from dsr.core.forked import can_fork, default_workers
+from dsr.core.forked import can_fork, default_workers, die_with_parent
 from dsr.evaluation import figure_cache, figures
 from dsr.evaluation.figure_files import figure_files
 
@@ -47,7 +48,9 @@ def start_workers(workers: int | None = None) -> Workers | None:
     workers = min(default_workers() if workers is None else workers, MAX_FIGURES)
     if workers <= 1 or not can_fork():
         return None
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    # a worker ends with this process, however it ends (an orphan would wait on its queue forever)
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=die_with_parent, initargs=(os.getpid(),))
     for _ in range(workers):    # the first submit forks them all
         pool.submit(_import_matplotlib)
     return Workers(pool, workers)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from board_support import db_url, make_board, migration_head, noisy, plain_rr, postgres, read, retag, runs, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from scipy import stats
 from sqlalchemy import select, text
@@ -26,6 +25,7 @@ from dsr.board.app import create_app
 from dsr.board.models import Member, Submission, Team
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
+from tests.support.board import make_board, migration_head, noisy, plain_rr, read, retag, setup_phases
 
 
 def public_labels():

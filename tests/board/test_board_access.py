@@ -15,12 +15,12 @@ import re
 import time
 
 import pytest
-from board_support import LiveServer, db_url, make_board, postgres, read, runs, setup, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 
 from dsr.board.models import Member, Submission
 from dsr.web import csrf, signin
+from tests.support.board import LiveServer, make_board, read, setup_phases
 
 
 def post(client, token, data: bytes, system: str, phase: str = "public", name: str = "run.run",
@@ -212,6 +212,7 @@ def test_a_login_form_token_planted_in_a_victims_browser_does_not_log_them_in(se
         c.close()
 
 
+@pytest.mark.slow
 def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tmp_path, runs, capsys):
     from dsr.board.phases import Season
     from dsr.cli import main

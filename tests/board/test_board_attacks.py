@@ -15,13 +15,13 @@ none, even for an attacker that trusts every noise draw to stay within its 99.9%
 from __future__ import annotations
 
 import pytest
-from board_support import Attacker, db_url, make_board, postgres  # noqa: F401
 from fastapi.testclient import TestClient
-from release_attack import Deduction, accumulate_until_pass, measure, trec
 
 from dsr.board import release
 from dsr.board.app import create_app
 from dsr.core.data import read_benchmark
+from tests.support.board import Attacker, make_board
+from tools.release_attack import Deduction, accumulate_until_pass, measure, trec
 
 JUDGED = "judged/cmu_dog-valid-judged.jsonl"
 

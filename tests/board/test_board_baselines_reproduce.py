@@ -9,7 +9,6 @@ import gzip
 import shutil
 
 import pytest
-from board_support import make_board, read, retag, runs  # noqa: F401
 from sqlalchemy import select
 
 from dsr.board.admin import add_baselines, identical_rankings
@@ -17,6 +16,7 @@ from dsr.board.models import Submission
 from dsr.board.service import Metadata
 from dsr.cli import main
 from dsr.core.errors import InputError
+from tests.support.board import make_board, read
 
 pytestmark = pytest.mark.slow     # dsr reproduce on the sample, once per module
 

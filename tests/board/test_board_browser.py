@@ -5,7 +5,7 @@ invalid run's line-numbered errors; screenshots go to tmp_path."""
 
 from __future__ import annotations
 
-from board_support import LiveServer, browser, make_board, runs, setup_phases  # noqa: F401
+from tests.support.board import LiveServer, make_board, setup_phases
 
 
 def test_login_upload_rank_and_errors_in_a_real_browser(browser, tmp_path, runs):

@@ -8,12 +8,13 @@ import io
 
 import numpy as np
 import pytest
-from board_support import ServerProcess, db_url, plain_rr, postgres, runs  # noqa: F401
 
 from dsr.cli import main
 from dsr.collections import load_collection
+from tests.support.board import ServerProcess, plain_rr
 
 
+@pytest.mark.slow
 def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):
     assert main(["board", "add-phase", "sample", "--phase", "public"]) == 0
     assert main(["board", "add-baseline", "sample", str(runs / "initial.run")]) == 0
@@ -134,7 +135,7 @@ def test_names_the_databases_cannot_hold_or_urls_cannot_carry_are_refused_up_fro
         assert main([*argv, *db, *store]) == 2, argv
         err = capsys.readouterr().err
         assert flag in err and "Traceback" not in err, (argv, err)
-    from board_support import make_board
+    from tests.support.board import make_board
 
     board = make_board(db_url, tmp_path)
     assert board.phases() == [] and [m.name for m in board.members(board.team("lab"))] == ["lead"]

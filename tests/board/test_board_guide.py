@@ -18,7 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from board_support import free_port
+import pytest
+
+from tests.support.board import free_port
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "board.md"
 
@@ -44,6 +46,7 @@ def test_the_guide_names_the_commands_a_season_needs():
     assert sum(c.startswith("dsr serve") for c in commands) == 1
 
 
+@pytest.mark.slow
 def test_the_season_of_docs_board_md_runs_line_by_line_on_a_fresh_home(tmp_path, dsr_home):
     port = free_port()
     script = ["set -euo pipefail"]

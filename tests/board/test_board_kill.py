@@ -15,10 +15,14 @@ import time
 from pathlib import Path
 
 import httpx
-from board_support import ForkedServers, db_url, make_board, postgres, read, retag, runs, setup_phases  # noqa: F401
+import pytest
 from sqlalchemy import create_engine, text
 
 from dsr.cli import main
+from tests.support.board import ForkedServers, make_board, read, retag, setup_phases
+
+#: kills and restarts real servers, or hammers one: the slow tier
+pytestmark = pytest.mark.slow
 
 TRIALS = 20
 CLIENTS = 4
@@ -85,6 +89,9 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):
     store = tmp_path / "store"
     base = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
     servers = ForkedServers(tmp_path / "serve.log")
+    # one scoring worker: the pool's path, and a start (a forkserver and its worker, each loading
+    # the phases' data) that 21 restarts can afford; crash safety does not depend on the count
+    serve = ("--db", db_url, "--store", str(store), "--rate-limit", "0", "--workers", "1")
     rng = random.Random(19)
     acknowledged: set[int] = set()
     started = time.monotonic()
@@ -92,7 +99,7 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):
     cut_with_key: list[dict] = []
     try:
         for trial in range(TRIALS):
-            pid, url = servers.start("--db", db_url, "--store", str(store), "--rate-limit", "0")
+            pid, url = servers.start(*serve)
             assert acknowledged <= consistent(db_url, store)          # after the restart
             for phase in ("public", "test"):     # the phases' scoring data, loaded on first use
                 assert httpx.get(f"{url}/api/boards/sample/{phase}/topics", timeout=30).status_code == 200
@@ -119,7 +126,7 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):
             outcomes["duplicate"] += sum(r["status"] == 409 for r in results)
             assert {r["status"] for r in results} <= {201, 409, -1}, results
             assert time.monotonic() - started < BUDGET_S
-        pid, url = servers.start("--db", db_url, "--store", str(store), "--rate-limit", "0")
+        pid, url = servers.start(*serve)
         assert acknowledged <= consistent(db_url, store)
         answer = httpx.post(f"{url}/api/submissions", files={"run": ("bm25.run", read(runs / "bm25.run"))},
                             data={"collection": "sample", "phase": "public", "system": "after"},

@@ -6,8 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from board_support import ServerProcess, db_url, hammer, load_jobs, make_board, postgres, runs, setup_phases  # noqa: F401
+import pytest
 from sqlalchemy import text
+
+from tests.support.board import ServerProcess, hammer, load_jobs, make_board, setup_phases
+
+#: kills and restarts real servers, or hammers one: the slow tier
+pytestmark = pytest.mark.slow
 
 QUOTA = 3
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from board_support import db_url, make_board, postgres, read, runs  # noqa: F401
 from fastapi.testclient import TestClient
 
 from dsr.board.app import create_app
@@ -27,6 +26,7 @@ from dsr.collections import load_collection
 from dsr.core.data import Collection, write_benchmark
 from dsr.core.errors import InputError
 from dsr.evaluation.qrels import read_qrels, write_qrels
+from tests.support.board import make_board
 
 pytestmark = pytest.mark.slow
 

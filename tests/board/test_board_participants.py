@@ -18,7 +18,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from board_support import db_url, make_board, postgres, runs  # noqa: F401
 
 from dsr.board.admin import participant_file
 from dsr.board.participants import CANDIDATE_FIELDS, DIALOGUE_FIELDS, TURN_FIELDS
@@ -28,6 +27,7 @@ from dsr.core.data import Collection, read_benchmark, write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.text import content_words
 from dsr.evaluation.qrels import read_qrels
+from tests.support.board import make_board
 
 JUDGED = "judged/cmu_dog-valid-judged.jsonl"
 

@@ -17,18 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from board_support import (  # noqa: F401
-    Attacker,
-    db_url,
-    make_board,
-    noisy,
-    plain_rr,
-    post,
-    postgres,
-    quotas,
-    read,
-    runs,
-)
 from fastapi.testclient import TestClient
 
 from dsr.board.app import create_app
@@ -39,6 +27,7 @@ from dsr.collections.synthetic import make_collection
 from dsr.core.data import Collection, write_benchmark
 from dsr.core.errors import InputError
 from dsr.evaluation.qrels import read_qrels, write_qrels
+from tests.support.board import Attacker, make_board, noisy, plain_rr, post, quotas, read
 
 STEP = 0.01           # what the issue asks for; the board's own value is read from its API
 

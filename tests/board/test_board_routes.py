@@ -9,7 +9,6 @@ import re
 
 import numpy as np
 import pytest
-from board_support import db_url, make_board, postgres, read, runs, setup_phases, walk_every_route  # noqa: F401
 from fastapi.testclient import TestClient
 
 from dsr.board import leaderboard
@@ -17,6 +16,7 @@ from dsr.board.app import create_app
 from dsr.board.routes.pages import run_view
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
+from tests.support.board import make_board, read, setup_phases, walk_every_route
 
 QUERIES = {"/board/{collection}/{phase}": ["", "?select=best", "?select=latest&subset=grounded&order=asc",
                                            "?sort=nDCG@5&subset=plain"],
@@ -106,6 +106,7 @@ def walked(db_url, tmp_path, runs):
     board.close()
 
 
+@pytest.mark.slow
 def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
     board, client, token, posted = walked
     check = LeakCheck(board, runs)

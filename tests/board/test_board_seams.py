@@ -15,16 +15,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from board_support import db_url, make_board, migration_head, noisy, plain_rr, postgres, read, runs, setup, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import text
-from tool_runs import tool_runs  # noqa: F401
 
 from dsr.board.app import create_app
 from dsr.board.published import published_metadata
 from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
+from tests.support.board import make_board, migration_head, noisy, plain_rr, read, setup_phases
 
 
 def public_labels():
@@ -255,9 +254,8 @@ def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path,
     import shutil
     import socket
 
-    from board_support import walk_every_route
-
     from dsr.board.admin import add_baselines, export
+    from tests.support.board import walk_every_route
 
     host, user = socket.gethostname(), getpass.getuser()
     board = make_board(db_url, tmp_path)
@@ -314,6 +312,7 @@ def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path,
 
 # --- 4 and 5. runs other tools write; ties said, refused by --strict phases ------------------
 
+@pytest.mark.slow
 def test_runs_written_by_other_tools_are_accepted_and_scored_as_dsr_evaluate_scores_them(
         setup, tool_runs, capsys):
     board, client, token = setup
@@ -333,8 +332,9 @@ def all_tied(data: bytes) -> bytes:
     return b"".join(b" ".join(line.split()[:4] + [b"1.0", b"tied"]) + b"\n" for line in data.splitlines())
 
 
+@pytest.mark.slow
 def test_ties_are_counted_and_said_and_refused_by_strict_phases(db_url, tmp_path, runs, capsys):
-    from board_support import LiveServer
+    from tests.support.board import LiveServer
 
     board = make_board(db_url, tmp_path)
     board.add_phase("sample", "public")
@@ -398,14 +398,14 @@ def test_a_retry_with_the_same_key_gets_the_first_answer_and_a_duplicate_is_refu
     assert post(client, token, bm25, "bm25", phase="public").status_code == 201
 
 
+@pytest.mark.slow
 def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_path, runs, monkeypatch):
     """The answer is lost after the commit (the client times out): the retry, with the same
     Idempotency-Key, gets the first answer; one row, one quota unit."""
     import time
 
-    from board_support import LiveServer
-
     from dsr.board.client import submit
+    from tests.support.board import LiveServer
 
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=5)

@@ -15,7 +15,6 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-from board_support import LiveServer, browser, make_board, plain_rr, read, retag, runs  # noqa: F401
 from scipy import stats
 
 from dsr.board.admin import add_baselines
@@ -24,6 +23,7 @@ from dsr.board.phases import Season
 from dsr.board.service import Metadata
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
+from tests.support.board import LiveServer, make_board, plain_rr, read, retag
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = Path(os.environ.get("DSR_SCREENSHOTS") or ROOT / "out" / "screenshots")

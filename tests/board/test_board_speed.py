@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from board_support import make_board, read, runs  # noqa: F401
 
 from dsr.board import runcheck, service
 from dsr.board.intake import ranking_digest
@@ -15,6 +14,7 @@ from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.data import write_benchmark
 from dsr.core.run import read_trec_run
 from dsr.evaluation.validate import validate_run
+from tests.support.board import make_board, read
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +117,7 @@ def test_a_phase_upload_limit_follows_its_collection(tmp_path, synthetic):
     fixed.close()
 
 
+@pytest.mark.slow
 def test_the_limit_grows_past_the_floor_with_a_large_collection(tmp_path):
     big = make_collection(n=3000, candidates=50, seed=0)   # 150k pairs: a full-depth run ~9 MB
     write_benchmark(big, tmp_path / "big.jsonl")
@@ -185,6 +186,7 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
     assert len(calls) == 5                                  # every run of the second board
 
 
+@pytest.mark.slow
 def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(tmp_path, runs,
                                                                                monkeypatch):
     """A hidden phase's answer runs the ladder's t-test, which needs scipy.stats (0.4 s to
@@ -196,9 +198,8 @@ def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(t
     import sys
     from pathlib import Path
 
-    from board_support import setup_phases
-
     from dsr.board import release
+    from tests.support.board import setup_phases
 
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
     public, hidden = setup_phases(board, runs, daily_quota=3)

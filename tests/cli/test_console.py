@@ -135,6 +135,7 @@ def _stderr_of(argv: list[str], tmp_path: Path) -> str:
     return done.stderr
 
 
+@pytest.mark.slow
 def test_no_progress_bar_reaches_a_log(tmp_path):
     """bm25 (a bar from 200 dialogues), the dense ranker (the Hugging Face "Loading weights"
     bar and the encoding bar) and the evaluator, with stderr a pipe as in CI."""

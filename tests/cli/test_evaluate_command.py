@@ -69,6 +69,7 @@ def test_table_has_a_block_per_subset_and_json_the_same_numbers(files, capsys):
     assert data["protocol"]["name"] == "all"
 
 
+@pytest.mark.slow
 def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_path):
     root, collection, paths = files
     argv = ["evaluate", str(root / "coll.jsonl"), paths["base"], paths["bm25_a"], paths["bm25_b"],

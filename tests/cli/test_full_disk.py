@@ -15,11 +15,11 @@ import os
 import subprocess
 
 import pytest
-from board_support import make_board, runs  # noqa: F401
 
 from dsr.cli import main
 from dsr.core import atomic
 from dsr.core.errors import InputError
+from tests.support.board import make_board
 
 
 def fill(folder) -> None:

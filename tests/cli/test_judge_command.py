@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from judging_support import ASSESSORS, as_pool, assignments, simulate, truth_of
 
 from dsr.cli import main
 from dsr.core.data import read_benchmark, write_benchmark
 from dsr.evaluation.qrels import qrels_from_collection, read_qrels
 from dsr.judging import guidelines
 from dsr.judging.campaigns import Judging
+from tests.support.judging import ASSESSORS, as_pool, assignments, simulate, truth_of
 
 
 @pytest.fixture

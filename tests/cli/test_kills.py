@@ -2,7 +2,7 @@
 next command has run, exactly the old set or the new set, never a mix.
 
 Bounded trials of ``dsr reproduce`` and ``dsr export`` on the bundled sample, in real
-processes (tests/kill_support.py forks them from a warm helper): a quarter are killed
+processes (tests/support/kill.py forks them from a warm helper): a quarter are killed
 just before the new set takes the output folder's place, a quarter just after, half
 after a random delay within the command's duration. The folder must be there the
 moment the command dies (issue 40: the old swap's two renames left no folder between
@@ -23,7 +23,9 @@ import time
 from pathlib import Path
 
 import pytest
-from kill_support import Forker
+
+from tests.support.kill import Forker
+from tests.support.tiers import slow_fixture
 
 PRELOAD = ["dsr.cli", "dsr.cli.reproduce", "dsr.cli.interchange", "dsr.baselines", "dsr.evaluation.report", "dsr.evaluation.results", "dsr.interchange.hf",
            "dsr.interchange.trec", "matplotlib.pyplot", "scipy.stats", "pandas"]
@@ -38,6 +40,7 @@ def snapshot(folder: Path) -> dict[str, str] | None:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def forker(tmp_path_factory):
     helper = Forker(PRELOAD, {"DSR_HOME": str(tmp_path_factory.mktemp("kill_home"))})
     yield helper

@@ -7,6 +7,8 @@ import re
 import shlex
 from pathlib import Path
 
+import pytest
+
 from dsr.cli import main
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -44,6 +46,7 @@ def test_the_quickstart_has_the_main_commands():
         "a dsr:NAME model needs `dsr train` first"
 
 
+@pytest.mark.slow
 def test_every_quickstart_command_runs_as_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert make_reproduce_argv() in quickstart_commands()    # so `make reproduce` runs below

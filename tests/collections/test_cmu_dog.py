@@ -1,4 +1,6 @@
-"""cmu_dog: the build on the real valid split, recomputed independently; silver labels; cache."""
+"""cmu_dog: the build recomputed independently, on the fixture (tests/fixtures/cmu_dog: invented
+conversations and documents in the festvox layout) and on the real valid split when
+../shared/data/cmu_dog is beside the checkout; silver labels; cache."""
 
 from __future__ import annotations
 
@@ -17,18 +19,23 @@ from dsr.core.data import read_benchmark, write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.text import STOPWORDS, content_words, tokenize
 from dsr.indexes.bm25 import BM25Index
+from tests.support.data import SHARED_DATA, data_sources
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "cmu_dog"
-needs_data = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/cmu_dog absent")
+SHARED = SHARED_DATA / "cmu_dog"
+#: query points of the valid split as built (the real count is reported in the README)
+VALID_POINTS = {"fixture": 7, "shared": 502}
+
+
+@pytest.fixture(scope="module", params=data_sources("cmu_dog"))
+def source(request):
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def valid(tmp_path_factory):
+def valid(source, tmp_path_factory):
     """Built by the command users run: dsr data build cmu_dog --source DIR --split valid."""
-    if not SHARED.is_dir():
-        pytest.skip("../shared/data/cmu_dog absent")
     out = tmp_path_factory.mktemp("built") / "cmu_dog-valid.jsonl"
-    assert main(["data", "build", "cmu_dog", "--source", str(SHARED), "--split", "valid",
+    assert main(["data", "build", "cmu_dog", "--source", str(source.path), "--split", "valid",
                  "--out", str(out)]) == 0
     return read_benchmark(out)
 
@@ -61,12 +68,12 @@ def plain_sentences(folder: Path) -> dict[str, list[tuple[str, str]]]:
     return docs
 
 
-def test_valid_counts_recomputed_independently(valid):
-    docs = plain_sentences(SHARED)
+def test_valid_counts_recomputed_independently(source, valid):
+    docs = plain_sentences(source.path)
     by_idx = {idx: (stem, sents) for stem, (idx, sents) in docs.items()}
     corpus = [(sid, text) for _, sents in docs.values() for sid, text in sents]
     okapi = BM25Okapi([tokenize(t, stopwords=True, stem=True) or [""] for _, t in corpus])
-    files = sorted((SHARED / "Conversations" / "valid").glob("*.json"))
+    files = sorted((source.path / "Conversations" / "valid").glob("*.json"))
 
     eligible, expected = 0, {}
     for path in files:
@@ -94,9 +101,9 @@ def test_valid_counts_recomputed_independently(valid):
                 expected[f"{path.stem}-{i}"] = (pool, labels, turn["docIdx"], i)
 
     # a builder statistic, not stored in the benchmark file
-    assert cmu_dog.build(SHARED, "valid").meta["eligible_turns"] == eligible
+    assert cmu_dog.build(source.path, "valid").meta["eligible_turns"] == eligible
     assert set(valid.ids) == set(expected)
-    assert len(valid) == len(expected) == 502  # counts as built, reported in the README
+    assert len(valid) == len(expected) == VALID_POINTS[source.kind]  # counts as built
     for d in valid:
         pool, labels, doc_idx, turn = expected[d.id]
         assert d.subset == f"section{doc_idx}"
@@ -107,15 +114,15 @@ def test_valid_counts_recomputed_independently(valid):
             assert c.label == labels.get(c.id, 0), (d.id, c.id)
 
 
-def test_valid_shape_and_roles(valid):
+def test_valid_shape_and_roles(source, valid):
     d = valid.dialogues[0]
-    raw = json.loads((SHARED / "Conversations" / "valid" / d.meta["conversation"]).read_text())
+    raw = json.loads((source.path / "Conversations" / "valid" / d.meta["conversation"]).read_text())
     history = raw["history"]
     assert [t.body for t in d.context] == [h["text"] for h in history[:d.meta["turn"]]]
     for t, h in zip(d.context, history):
         assert t.author_name == h["uid"] and t.author_id == raw[f"{h['uid']}_id"]
     assert d.target.author_name in raw["whoSawDoc"]
-    assert d.title == json.loads((SHARED / "WikiData" / f"{d.meta['document']}.json")
+    assert d.title == json.loads((source.path / "WikiData" / f"{d.meta['document']}.json")
                                  .read_text())["0"]["movieName"]
     for d in valid:
         scores = [c.score for c in d.candidates]
@@ -123,8 +130,8 @@ def test_valid_shape_and_roles(valid):
         assert all(c.id.startswith(d.meta["document"] + "/") for c in d.relevant)
 
 
-def test_ids_stable_across_builds_and_round_trip(valid, tmp_path):
-    again = cmu_dog.build(SHARED, "valid")
+def test_ids_stable_across_builds_and_round_trip(source, valid, tmp_path):
+    again = cmu_dog.build(source.path, "valid")
     assert again.ids == valid.ids
     assert again.content_hash == valid.content_hash
     path = tmp_path / "cmu_dog.jsonl"
@@ -132,17 +139,18 @@ def test_ids_stable_across_builds_and_round_trip(valid, tmp_path):
     assert read_benchmark(path).content_hash == valid.content_hash
 
 
-def test_parameters_change_the_build(valid):
-    strict = cmu_dog.build(SHARED, "valid", threshold=0.75, pool_size=20)
+def test_parameters_change_the_build(source, valid):
+    strict = cmu_dog.build(source.path, "valid", threshold=0.75, pool_size=20)
     assert 0 < len(strict) < len(valid)
     assert all(len(d.candidates) <= 20 for d in strict)
+    assert any(len(d.candidates) == 20 for d in strict)
     with pytest.raises(InputError) as err:
-        cmu_dog.build(SHARED, "valid", treshold=0.4)
+        cmu_dog.build(source.path, "valid", treshold=0.4)
     assert err.value.field == "params" and "treshold" in str(err.value)
     with pytest.raises(InputError):
-        cmu_dog.build(SHARED, "valid", threshold=1.5)
+        cmu_dog.build(source.path, "valid", threshold=1.5)
     with pytest.raises(InputError) as err:
-        cmu_dog.build(SHARED, "dev")
+        cmu_dog.build(source.path, "dev")
     assert err.value.field == "split"
 
 
@@ -249,13 +257,12 @@ def test_load_caches_and_rebuilds_when_stale(tmp_path, dsr_home):
     assert "dsr data fetch cmu_dog" in str(err.value) and "--source" in str(err.value)
 
 
-@needs_data
-def test_load_real_valid_is_fast_the_second_time(valid):
+def test_load_valid_is_fast_the_second_time(source, valid):
     started = time.perf_counter()
-    first = cmu_dog.load(SHARED, "valid")
+    first = cmu_dog.load(source.path, "valid")
     build_s = time.perf_counter() - started
     started = time.perf_counter()
-    second = cmu_dog.load(SHARED, "valid")
+    second = cmu_dog.load(source.path, "valid")
     assert second.content_hash == first.content_hash == valid.content_hash
     assert second.meta["cache"] == first.meta["cache"]
-    print(f"cmu_dog valid: build+cache {build_s:.2f}s, cached load {time.perf_counter() - started:.2f}s")
+    print(f"cmu_dog valid ({source.kind}): build+cache {build_s:.2f}s, cached load {time.perf_counter() - started:.2f}s")

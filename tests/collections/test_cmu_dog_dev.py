@@ -1,5 +1,7 @@
 """``cmu_dog_dev``: the judged development set's definition, shipped ids and builder, on the real
-CMU_DoG files (../shared/data/cmu_dog) and the 115-point judged set (../shared/data/judged)."""
+CMU_DoG files (../shared/data/cmu_dog) and the 115-point judged set (../shared/data/judged); the
+definition and the builder also on the fixtures (tests/fixtures/cmu_dog, judged and
+cmu_dog_dev), which run on a fresh clone."""
 
 from __future__ import annotations
 
@@ -11,16 +13,75 @@ import pytest
 from dsr.cli import main
 from dsr.collections import cmu_dog, cmu_dog_dev, cmu_dog_judged, load_collection
 from dsr.core.errors import InputError
-from tests.conftest import SHARED_DATA, shared_data_home
+from tests.support.data import FIXTURES, REAL_CMU_DOG, SHARED_DATA, shared_data_home
+from tests.support.tiers import slow_fixture
+
+pytestmark = REAL_CMU_DOG
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def real(tmp_path_factory):
     with shared_data_home(tmp_path_factory) as home:
         source = SHARED_DATA / "cmu_dog"
         yield {"source": source, "home": home, "valid": cmu_dog.load(source, "valid"),
                "train": cmu_dog.load(source, "train"),
                "judged": cmu_dog_judged.load(SHARED_DATA / "judged")}
+
+
+@pytest.fixture
+def fixture_points(monkeypatch):
+    """tests/fixtures/cmu_dog_dev's points file in place of the shipped one (made by the
+    definition over the CMU_DoG fixture with a train slice of 1); yields the CMU_DoG fixture."""
+    monkeypatch.setattr(cmu_dog_dev, "POINTS_FILE", FIXTURES / "cmu_dog_dev" / "cmu_dog_dev.points.jsonl")
+    monkeypatch.setattr(cmu_dog_dev, "TRAIN_SLICE", 1)
+    cmu_dog_dev.points.cache_clear()
+    yield FIXTURES / "cmu_dog"
+    cmu_dog_dev.points.cache_clear()
+
+
+def test_the_definition_on_the_fixtures(fixture_points):
+    source = fixture_points
+    valid, train = cmu_dog.load(source, "valid"), cmu_dog.load(source, "train")
+    judged = cmu_dog_judged.load(FIXTURES / "judged")
+    records = cmu_dog_dev.points()
+    # the fixture's valid conversation that is also in train (same file, same turns) gives no point
+    shared = cmu_dog_dev.shared_conversations(cmu_dog_dev.read_split_turns(source, "valid"),
+                                              cmu_dog_dev.read_split_turns(source, "train"))
+    assert len(shared) == 1 and not {r["conversation"] for r in records} & set(shared)
+    again = cmu_dog_dev.choose_points(valid, train, source, judged)
+    assert [r["id"] for r in again] == [r["id"] for r in records]
+    assert Counter((r["split"], r["origin"]) for r in records) == {("valid", "judged-115"): 2, ("train", "new"): 1}
+    by_id = {d.id: d for d in judged}
+    for r in records:
+        if r["origin"] == "judged-115":   # folded in with the judged set's grades
+            assert r["grades"] == {c.id: c.label for c in by_id[r["id"]].candidates}
+        candidates = {c.id for d in [*valid, *train] if d.id == r["id"] for c in d.candidates}
+        assert 0 < len(r["pool"]) <= 10 and set(r["pool"]) <= candidates
+
+
+def test_the_builder_on_the_fixtures(fixture_points, tmp_path):
+    source = fixture_points
+    records = {r["id"]: r for r in cmu_dog_dev.points()}
+    built = {d.id: d for d in [*cmu_dog.load(source, "valid"), *cmu_dog.load(source, "train")]}
+    judged = load_collection("cmu_dog_dev", source)
+    assert judged.meta["judged"] and len(judged) == 2
+    for d in judged:
+        assert [c.id for c in d.candidates] == [c.id for c in built[d.id].candidates]
+        assert [t.body for t in d.context] == [t.body for t in built[d.id].context]
+        assert {c.id: c.label for c in d.candidates} == {c.id: records[d.id]["grades"].get(c.id, 0)
+                                                         for c in d.candidates}
+    pool = cmu_dog_dev.build(source, points="pool")
+    assert [d.id for d in pool] == [i for i, r in records.items() if not r["grades"]]
+    assert all({c.id for c in d.candidates} == set(records[d.id]["pool"]) for d in pool)
+    assert not any(c.label for d in pool for c in d.candidates)
+    assert len(cmu_dog_dev.build(source, points="all")) == len(records) == 3
+    with pytest.raises(InputError, match="only 'dev'"):
+        cmu_dog_dev.build(source, "valid")
+    out = tmp_path / "pool.jsonl"
+    assert main(["data", "build", "cmu_dog_dev", "--source", str(source), "--param", "points=pool",
+                 "--out", str(out)]) == 0
+    assert sum(1 for _ in out.open()) == 1
 
 
 def test_valid_and_train_share_45_conversations_with_identical_turns(real):

@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import random
 
-import cmu_dog_dev_grades
 import pandas as pd
 import pytest
-from judging_support import assignments, true_grade
 from sklearn.metrics import cohen_kappa_score
 
 from dsr.collections import cmu_dog_dev, cmu_dog_judged
@@ -20,7 +18,12 @@ from dsr.judging import guidelines
 from dsr.judging.assessor_agreement import twice_graded_kappa
 from dsr.judging.campaigns import Judging, Settings
 from dsr.judging.honeypots import judged_golds
-from tests.conftest import SHARED_DATA, shared_data_home
+from tests.support.data import REAL_CMU_DOG, SHARED_DATA, shared_data_home
+from tests.support.judging import assignments, true_grade
+from tests.support.tiers import slow_fixture
+from tools import cmu_dog_dev_grades
+
+pytestmark = REAL_CMU_DOG
 
 DATA = cmu_dog_dev.POINTS_FILE.parent
 
@@ -49,6 +52,7 @@ def test_twice_graded_kappa_is_cohens_on_the_items_graded_twice():
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def judged_points(tmp_path_factory):
     with shared_data_home(tmp_path_factory):
         full = cmu_dog_dev.build(SHARED_DATA / "cmu_dog", points="judged")

@@ -2,7 +2,7 @@
 
 On the real CMU_DoG documents (../shared/data/cmu_dog) and a small real
 collection cut from the built valid split; models are tiny random BERTs
-(tests/tiny_bert.py) whose vocabulary covers every sentence of the documents.
+(tests/support/tiny_bert.py) whose vocabulary covers every sentence of the documents.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ from dsr.core.candidate_text import CONTEXT_FORM, context_text
 from dsr.core.data import Candidate, Collection, read_benchmark
 from dsr.core.errors import InputError
 from tests.collections.test_cmu_dog import SHARED, plain_sentences
-from tests.tiny_bert import collection_texts, make_tiny_bert
+from tests.support.data import needs_shared
+from tests.support.tiers import slow_fixture
+from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
-needs_data = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/cmu_dog absent")
+#: the real files: the slow tier (skipped, saying so, where they are absent)
+needs_data = needs_shared("cmu_dog")
 
 
 def words(text: str) -> int:
@@ -48,6 +51,7 @@ def test_context_text_keeps_title_and_body_and_adds_the_nearest_neighbours_that_
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def small(tmp_path_factory) -> Path:
     """The first 12 query points of the built CMU_DoG valid split (real ids and sentences)."""
     if not SHARED.is_dir():
@@ -154,6 +158,7 @@ def test_sentences_from_elsewhere_are_bad_input(tmp_path, capsys):
 
 
 @needs_data
+@pytest.mark.slow
 def test_train_with_the_context_form_records_it_and_ranks_alike(small, tiny, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DSR_HOME", str(tmp_path))
     assert main(["train", str(small), "--name", "ctx", "--base", str(tiny), "--text", CONTEXT_FORM,

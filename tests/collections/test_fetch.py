@@ -22,6 +22,7 @@ from dsr.collections import fetch as fetch_mod
 from dsr.collections import sigir2022, transfer
 from dsr.collections.fetch import CHECKSUMS, fetch, is_available, load_manifest, plan_for
 from dsr.core.errors import InputError
+from tests.support.tiers import slow_fixture
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sigir2022"
 SIGIR = plan_for("sigir2022")
@@ -37,6 +38,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture
+@slow_fixture
 def server(tmp_path):
     """Serve tmp_path/www on 127.0.0.1 (port 0); yields (root, base_url, requested paths)."""
     root = tmp_path / "www"

@@ -1,4 +1,7 @@
-"""The judged development set as a registered collection (read from ../shared/data/judged)."""
+"""The judged development set as a registered collection: on the fixture (tests/fixtures/judged:
+the real file's schema over the CMU_DoG fixture's valid points, invented grades) and on the real
+file when ../shared/data/judged is beside the checkout (what only the real file can show, its
+figures, known hash and fingerprints, is tested on it alone)."""
 
 from __future__ import annotations
 
@@ -10,18 +13,26 @@ from pathlib import Path
 import pytest
 
 from dsr.cli import main
+from dsr.collections.cmu_dog_judged import FILE_NAME
+from tests.support.data import FIXTURES, ROOT, SHARED_DATA, data_sources, needs_shared
 
-ROOT = Path(__file__).resolve().parents[2]
-JUDGED = ROOT.parent / "shared" / "data" / "judged"
-FILE = JUDGED / "cmu_dog-valid-judged.jsonl"
+JUDGED = SHARED_DATA / "judged"
+FILE = JUDGED / FILE_NAME
+#: points in the file, and nDCG@5 of its written order (the real figure is in its README)
+POINTS = {"fixture": 3, "shared": 115}
+#: the real file: the slow tier (skipped, saying so, where it is absent)
+needs_real = needs_shared("judged")
 
-pytestmark = pytest.mark.skipif(not FILE.is_file(), reason="judged dev set not in ../shared/data/judged")
+
+@pytest.fixture(params=data_sources("judged"))
+def source(request):
+    return request.param
 
 
-def _plain_ndcg5_of_initial_order() -> float:
+def _plain_ndcg5_of_initial_order(path: Path) -> float:
     """nDCG@5 of the file's written candidate order, computed from the raw JSON (gain = grade)."""
     values = []
-    for line in FILE.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         labels = [c["label"] for c in json.loads(line)["candidates"]]
         dcg = sum(g / math.log2(i + 2) for i, g in enumerate(labels[:5]))
         idcg = sum(g / math.log2(i + 2) for i, g in enumerate(sorted(labels, reverse=True)[:5]))
@@ -29,30 +40,32 @@ def _plain_ndcg5_of_initial_order() -> float:
     return sum(values) / len(values)
 
 
-def test_loads_by_name_from_source_folder_or_file():
+def test_loads_by_name_from_source_folder_or_file(source):
     from dsr.collections import REGISTERED, load_collection
 
     assert "cmu_dog_judged" in REGISTERED
-    by_folder = load_collection("cmu_dog_judged", JUDGED)
-    by_file = load_collection("cmu_dog_judged", FILE)
-    assert len(by_folder) == 115 and by_folder.name == "cmu_dog_judged"
+    by_folder = load_collection("cmu_dog_judged", source.path)
+    by_file = load_collection("cmu_dog_judged", source.path / FILE_NAME)
+    assert len(by_folder) == POINTS[source.kind] and by_folder.name == "cmu_dog_judged"
     assert by_folder.content_hash == by_file.content_hash
     assert {c.label for d in by_folder for c in d.candidates} == {0, 1, 2}
 
 
-def test_stats_and_initial_run_evaluate_by_name(tmp_path, capsys, dsr_home):
-    assert main(["stats", "cmu_dog_judged", "--source", str(JUDGED)]) == 0
-    assert "115 dialogues" in capsys.readouterr().out
+def test_stats_and_initial_run_evaluate_by_name(source, tmp_path, capsys, dsr_home):
+    n = POINTS[source.kind]
+    assert main(["stats", "cmu_dog_judged", "--source", str(source.path)]) == 0
+    assert f"{n} dialogues" in capsys.readouterr().out
     run = tmp_path / "initial.run"
-    assert main(["run", "cmu_dog_judged", "--source", str(JUDGED), "--ranker", "initial",
+    assert main(["run", "cmu_dog_judged", "--source", str(source.path), "--ranker", "initial",
                  "--out", str(run)]) == 0
     capsys.readouterr()
-    assert main(["evaluate", "--source", str(JUDGED), "--measures", "nDCG@5", "--subset", "all",
+    assert main(["evaluate", "--source", str(source.path), "--measures", "nDCG@5", "--subset", "all",
                  "--protocol", "all", "--", "cmu_dog_judged", str(run)]) == 0
     out = capsys.readouterr().out
-    expected = _plain_ndcg5_of_initial_order()
-    assert round(expected, 3) == 0.283  # the figure in the set's README
-    assert "all (115)" in out and "mean over all dialogues" in out
+    expected = _plain_ndcg5_of_initial_order(source.path / FILE_NAME)
+    if source.real:
+        assert round(expected, 3) == 0.283  # the figure in the set's README
+    assert f"all ({n})" in out and "mean over all dialogues" in out
     value = float(out.split("initial")[1].split()[0])
     # 1e-3: one dialogue has two tied initial scores at ranks 4 and 5 that the run file's
     # float32 scores re-tie, and trec_eval then orders them by id (the float32 tie rule).
@@ -87,17 +100,21 @@ def test_ir_datasets_error_names_the_step_that_works_and_it_does(dsr_home):
     folder = Path(command.split()[2])
     assert folder == dsr_home / "data" / "cmu_dog_judged"
     folder.mkdir(parents=True)
-    shutil.copy(FILE, folder)                      # the step the message names
+    # the step the message names (with the fixture: ir_datasets keeps a dataset once loaded,
+    # so this runs once per process)
+    shutil.copy(FIXTURES / "judged" / FILE_NAME, folder)
     queries = list(ir_datasets.load("dsr/cmu_dog_judged").queries_iter())
-    assert len(queries) == 115
+    assert len(queries) == POINTS["fixture"]
 
 
 @pytest.mark.parametrize("how", ["name", "path", "renamed copy"])
-def test_train_refuses_the_judged_set(how, tmp_path, capsys, dsr_home):
+def test_train_refuses_the_judged_set(how, source, tmp_path, capsys, dsr_home):
     if how == "name":
-        spec = ["cmu_dog_judged", "--source", str(JUDGED)]
+        spec = ["cmu_dog_judged", "--source", str(source.path)]
     elif how == "path":
-        spec = [str(FILE)]
+        spec = [str(source.path / FILE_NAME)]
+    elif not source.real:
+        pytest.skip("a renamed copy is known by the published file's content hash: the real file's")
     else:  # another file name, same content: recognised by its content hash
         copy = tmp_path / "dev.jsonl"
         shutil.copy(FILE, copy)
@@ -108,9 +125,9 @@ def test_train_refuses_the_judged_set(how, tmp_path, capsys, dsr_home):
     assert not (dsr_home / "models").exists() or not any((dsr_home / "models").iterdir())
 
 
-def test_reproduce_runs_on_the_judged_set(tmp_path, dsr_home, capsys):
+def test_reproduce_runs_on_the_judged_set(source, tmp_path, dsr_home, capsys):
     out = tmp_path / "out"
-    assert main(["reproduce", "cmu_dog_judged", "--source", str(JUDGED), "--out", str(out),
+    assert main(["reproduce", "cmu_dog_judged", "--source", str(source.path), "--out", str(out),
                  "--no-dense", "--no-cross-encoder", "--n-splits", "2", "--queries", "last",
                  "title+recent"]) == 0
     assert "cmu_dog_judged" in (out / "manifest.json").read_text()
@@ -127,6 +144,7 @@ def _stripped(dialogues: list[dict]) -> list[dict]:
     return out
 
 
+@needs_real
 @pytest.mark.parametrize("how", ["meta stripped", "mixed into other data"])
 def test_train_refuses_the_judged_labels_recognised_by_content(how, tmp_path, capsys, dsr_home):
     """No name, no meta, no known hash: the dialogues' content still gives it away."""
@@ -155,6 +173,7 @@ def label_tag_is_silver(record: dict) -> bool:
     return fingerprints()[point_fingerprint(dialogue_from_json(record))] is None
 
 
+@needs_real
 def test_the_fingerprints_match_the_judged_file(shared_data):
     """The committed fingerprints are the judged file's (regenerate with
     tools/judged_fingerprints.py when it changes); silver CMU_DoG valid carries none."""
@@ -169,9 +188,11 @@ def test_the_fingerprints_match_the_judged_file(shared_data):
     assert len(points) == 115 and carrying == []
 
 
+@needs_real
+@pytest.mark.slow
 def test_training_on_cmu_dog_valid_warns_that_the_judged_points_are_in_it(tmp_path, capsys, dsr_home,
                                                                           shared_data):
-    from tests.tiny_bert import make_tiny_bert
+    from tests.support.tiny_bert import make_tiny_bert
 
     base = make_tiny_bert(tmp_path / "tiny", ["hello movie actor film director the a of"], num_labels=None,
                           max_position_embeddings=128)
@@ -180,3 +201,21 @@ def test_training_on_cmu_dog_valid_warns_that_the_judged_points_are_in_it(tmp_pa
                  "--batch-size", "4", "--max-length", "32", "--holdout", "0"]) == 0
     err = capsys.readouterr().err
     assert "warning: 115 of 502 training dialogues are query points of the judged development set" in err
+
+
+def test_the_fixture_is_the_cmu_dog_fixtures_points_with_judged_grades():
+    """tests/fixtures/judged holds what the real file holds: query points of ``dsr data build
+    cmu_dog --split valid`` (here over the CMU_DoG fixture), one per conversation, exactly as
+    built but for the labels, and each with a relevant candidate."""
+    from dsr.collections import cmu_dog, load_collection
+
+    judged = load_collection("cmu_dog_judged", FIXTURES / "judged")
+    built = {d.id: d for d in cmu_dog.build(FIXTURES / "cmu_dog", "valid")}
+    assert len({d.meta["conversation"] for d in judged}) == len(judged) == POINTS["fixture"]
+    for point in judged:
+        silver = built[point.id]
+        assert [(t.author_id, t.body) for t in point.context] == [(t.author_id, t.body) for t in silver.context]
+        assert [(c.id, c.body, c.score) for c in point.candidates] == [(c.id, c.body, c.score) for c in silver.candidates]
+        assert point.relevant
+    assert any({c.id: c.label for c in point.candidates} != {c.id: c.label for c in built[point.id].candidates}
+               for point in judged)

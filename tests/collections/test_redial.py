@@ -1,10 +1,13 @@
-"""redial: the build on the real test file, recomputed independently; a hand-checked point; errors."""
+"""redial: the build recomputed independently, on the fixture (tests/fixtures/redial: invented
+dialogues and catalogue in ReDial's schema) and on the real test file when ../shared/data/redial
+is beside the checkout; hand-checked points; errors."""
 
 from __future__ import annotations
 
 import csv
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -13,15 +16,34 @@ import pytest
 from dsr.collections import redial
 from dsr.core.data import read_benchmark, write_benchmark
 from dsr.core.errors import InputError
+from tests.support.data import data_sources, no_shared_data_reason
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "redial"
+#: query points considered and kept, as built (the real counts are reported in the README)
+COUNTS = {"fixture": (10, 10), "shared": (3372, 1417)}
+
+
+@lru_cache(maxsize=2)
+def _build(folder: Path):
+    return redial.build(folder, "test")
+
+
+@pytest.fixture(scope="module", params=data_sources("redial"))
+def source(request):
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def built():
-    if not SHARED.is_dir():
-        pytest.skip("../shared/data/redial absent")
-    return redial.build(SHARED, "test")
+def built(source):
+    return _build(source.path)
+
+
+@pytest.fixture(scope="module")
+def real():
+    """The build of the real test file (the same object as ``built``'s)."""
+    reason = no_shared_data_reason("redial")
+    if reason:
+        pytest.skip(reason)
+    return _build(data_sources("redial")[1].values[0].path)
 
 
 def plain_rebuild(folder: Path):
@@ -74,7 +96,7 @@ def plain_rebuild(folder: Path):
                 score = np.round(4 * np.log1p(co) + prior, 6)
                 for m in seen:
                     score[where[m]] = -np.inf
-                pool = [ids[j] for j in np.lexsort((tie_rank, -score))[:50]]
+                pool = [ids[j] for j in np.lexsort((tie_rank, -score)) if np.isfinite(score[j])][:50]
                 labels = {m: 2 if all(f.get(m, {}).get("liked") == 1 for f in forms) else 1
                           for m in new}
                 if set(pool) & set(labels):
@@ -85,10 +107,9 @@ def plain_rebuild(folder: Path):
     return considered, expected
 
 
-def test_counts_recomputed_independently(built):
-    considered, expected = plain_rebuild(SHARED)
-    assert built.meta["query_points_considered"] == considered == 3372
-    assert len(built) == len(expected) == 1417  # counts as built, reported in the README
+def test_counts_recomputed_independently(source, built):
+    considered, expected = plain_rebuild(source.path)
+    assert (built.meta["query_points_considered"], len(built)) == (considered, len(expected)) == COUNTS[source.kind]
     assert set(built.ids) == set(expected)
     for d in built:
         labels, pool, subset = expected[d.id]
@@ -97,7 +118,31 @@ def test_counts_recomputed_independently(built):
         assert d.subset == subset
 
 
-def test_hand_checked_query_point(built):
+def test_hand_checked_query_point_of_the_fixture(source, built):
+    if source.real:
+        pytest.skip("the real file's hand-checked point is test_hand_checked_query_point's")
+    # conversation 30005: the recommender's two messages (4 and 5) become one turn; the seeker
+    # had named Salt and Thunder; Midnight Ferry is liked (1) in both forms -> grade 2, Tin
+    # Crown in one only -> grade 1; the catalogue's double space before the year is collapsed
+    d = built["30005-3"]
+    assert [t.body for t in d.context] == ["Hello", "Hello! Which movies do you like?",
+                                           "Old adventure movies like Salt and Thunder (1987)"]
+    assert [t.author_id for t in d.context] == ["309", "310", "309"]
+    assert [t.author_name for t in d.context] == ["seeker", "recommender", "seeker"]
+    assert d.target.body == "Oh then Tin Crown (1979) is a classic\nand Midnight Ferry is a small gem"
+    assert {c.id: c.label for c in d.relevant} == {"80008": 1, "80007": 2}
+    assert {c.id: (c.title, c.body) for c in d.relevant} == {
+        "80008": ("Tin Crown", "Tin Crown (1979)"), "80007": ("Midnight Ferry", "Midnight Ferry")}
+    ids = [c.id for c in d.candidates]
+    # every movie of the catalogue but the one named before (16 - 1), none twice
+    assert len(ids) == len(set(ids)) == 15 and "80005" not in ids
+    assert d.subset == "seeker_named" and built["30003-2"].subset == "seeker_unnamed"
+    # a form given as [] (upstream writes it so when empty): no movie is liked by both
+    assert {c.id: c.label for c in built["30002-3"].relevant} == {"80004": 1}
+
+
+def test_hand_checked_query_point(real):
+    built = real
     # conversation 20041 (line 2): the seeker (959) likes horror; the recommender (958)
     # names A Quiet Place, whose forms both say liked = 2 ("did not say") -> grade 1.
     # Messages 4 and 5 are both the recommender's and become one turn.
@@ -135,15 +180,15 @@ def test_round_trip(built, tmp_path):
     assert again.content_hash == built.content_hash and again.ids == built.ids
 
 
-def test_initial_ranker_weights_are_parameters(built):
-    popularity = redial.build(SHARED, "test", cooc_weight=0.0, pool_size=10)
+def test_initial_ranker_weights_are_parameters(source, built):
+    popularity = redial.build(source.path, "test", cooc_weight=0.0, pool_size=10)
     assert popularity.meta["pool_recall"] < built.meta["pool_recall"]
     assert all(len(d.candidates) == 10 for d in popularity)
     with pytest.raises(InputError) as err:
-        redial.build(SHARED, "test", pool=10)
+        redial.build(source.path, "test", pool=10)
     assert err.value.field == "params"
     with pytest.raises(InputError) as err:
-        redial.build(SHARED, "dev")
+        redial.build(source.path, "dev")
     assert err.value.field == "split"
 
 

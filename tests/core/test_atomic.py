@@ -44,6 +44,7 @@ def random_run(tmp_path) -> Path:
 
 # --- report folders are written as a set --------------------------------------
 
+@pytest.mark.slow
 def test_report_folder_is_replaced_as_a_set(tmp_path, random_run, monkeypatch, capsys):
     rep = tmp_path / "rep"
     evaluate = ["evaluate", "sample", str(random_run), "--report", str(rep), "--measures"]
@@ -79,6 +80,7 @@ def test_report_folder_with_other_files_is_refused(tmp_path, random_run, capsys)
     assert (rep / "notes.txt").read_text() == "mine\n" and sorted(os.listdir(rep)) == ["notes.txt"]
 
 
+@pytest.mark.slow
 def test_reproduce_out_is_replaced_as_a_set(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out"
     args = ["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "3"]

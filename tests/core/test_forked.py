@@ -77,3 +77,59 @@ def test_nothing_is_forked_while_a_thread_is_in_no_fork():
         thread.join()
     assert forked.can_fork()
     assert os.getpid() not in set(forked.forked_map(lambda i: os.getpid(), 6, workers=2))
+
+
+@pytest.mark.parametrize("pool", ["forked_map", "drawing"])
+def test_workers_end_with_the_process_that_forked_them_even_when_it_is_killed(pool, tmp_path):
+    """A SIGKILLed command leaves no worker waiting on its queue (two orphaned workers of a
+    killed ``dsr reproduce`` once outlived it by 49 minutes): every worker ends with it."""
+    import signal
+    import time
+
+    from dsr.evaluation import drawing
+
+    pids = tmp_path / "pids"
+    command = os.fork()
+    if command == 0:     # the "command": starts a pool whose workers write their pids, then hangs
+        try:
+            if pool == "forked_map":
+                list(forked.forked_map(lambda i: _write_pid_and_wait(pids), 2, workers=2))
+            else:
+                started = drawing.start_workers(2)
+                for _ in range(2):
+                    started.pool.submit(_write_pid_and_wait, pids)
+                time.sleep(60)
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(_lines(pids)) < 2:
+        time.sleep(0.05)
+    workers = [int(pid) for pid in _lines(pids)]
+    assert len(workers) == 2 and command not in workers
+    os.kill(command, signal.SIGKILL)
+    os.waitpid(command, 0)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_running(pid) for pid in workers):
+        time.sleep(0.05)
+    assert not any(_running(pid) for pid in workers), "a worker outlived the killed command"
+
+
+def _write_pid_and_wait(path) -> None:
+    import time
+
+    with open(path, "a") as out:
+        out.write(f"{os.getpid()}\n")
+    time.sleep(60)
+
+
+def _lines(path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie is reaped by init)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

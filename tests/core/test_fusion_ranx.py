@@ -75,6 +75,7 @@ def tied_runs(draw, method):
     return runs, qrels
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", sorted(SHARED))
 def test_fused_runs_equal_ranx_on_files_with_heavy_ties(method, tmp_path_factory):
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -123,7 +123,7 @@ def test_budget_drops_the_oldest_turns_and_keeps_title_and_latest():
 
 def test_model_budget_counts_word_pieces_of_the_model(tmp_path):
     from dsr.core.queries import model_query_budget
-    from tests.tiny_bert import make_tiny_bert
+    from tests.support.tiny_bert import make_tiny_bert
 
     folder = make_tiny_bert(tmp_path / "m", ["cats or dogs twelve eleven"], max_position_embeddings=64)
     budget, count = model_query_budget(str(folder), max_length=20)

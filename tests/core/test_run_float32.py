@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from plain_eval import plain_measure
 
 from dsr.core.run import Run, read_trec_run
 from dsr.evaluation.measures import Evaluator
+from tools.plain_eval import plain_measure
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURES = ["RR", "P@1", "P@5", "nDCG@1", "nDCG@5", "nDCG@10", "nDCG@100", "AP", "R@10", "R@1000"]

@@ -19,11 +19,13 @@ from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.core.run import Run
 from dsr.evaluation.decision import decide, decide_runs
+from tests.support.tiers import slow_fixture
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def label_sets(tmp_path_factory):
-    from tests.conftest import SHARED_DATA, shared_data_home
+    from tests.support.data import SHARED_DATA, shared_data_home
 
     with shared_data_home(tmp_path_factory):
         silver = load_collection("cmu_dog", SHARED_DATA / "cmu_dog", "valid")
@@ -111,7 +113,7 @@ def test_holm_over_the_candidates_tried_can_keep_the_default():
 
 
 def test_dsr_decide_prints_the_table_and_json(label_sets, tmp_path, capsys, monkeypatch):
-    from tests.conftest import SHARED_DATA
+    from tests.support.data import SHARED_DATA
 
     silver, judged = label_sets
     monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
@@ -134,7 +136,7 @@ def test_dsr_decide_prints_the_table_and_json(label_sets, tmp_path, capsys, monk
 
 
 def test_bad_run_specs_are_bad_input(label_sets, tmp_path, capsys):
-    from tests.conftest import SHARED_DATA
+    from tests.support.data import SHARED_DATA
 
     silver, _ = label_sets
     _initial(silver).write(tmp_path / "initial.run")

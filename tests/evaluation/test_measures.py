@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from plain_eval import plain_measure
 
 from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.errors import InputError
@@ -15,6 +14,7 @@ from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.measures import DEFAULT_MEASURES, Evaluator, parse_measures, split_measure_list
 from dsr.evaluation.qrels import qrels_from_collection, read_qrels, write_qrels
 from dsr.evaluation.results import write_per_topic
+from tools.plain_eval import plain_measure
 
 # --- the reference: trec_eval's definitions, written out -------------------
 

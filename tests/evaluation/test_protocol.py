@@ -14,6 +14,7 @@ from dsr.core.errors import InputError
 from dsr.evaluation.experiment import MIN_FORKED_PIECES, configs_from_grid, evaluate_runs, tune_and_evaluate
 from dsr.evaluation.protocol import generate_splits, read_splits, resolve_splits
 from dsr.evaluation.qrels import qrels_from_collection
+from tests.support.tiers import slow_fixture
 
 MEASURES = ["RR", "nDCG@5", "P@1", "R@10"]
 
@@ -31,9 +32,10 @@ def brute_mean(collection, run, ids, measures=MEASURES):
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def official(request):
     """A SIGIR-shaped collection over the real split file's 846 ids."""
-    from conftest import SHARED_DATA
+    from tests.support.data import SHARED_DATA
 
     path = SHARED_DATA / "sigir2022" / "val_test_splits.json"
     if not path.exists():

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from plain_eval import plain_measure
 
 from dsr.core.fusion import fuse
 from dsr.core.run import Run, read_trec_run
 from dsr.evaluation import ranked
 from dsr.evaluation.measures import Evaluator, parse_measures
+from tools.plain_eval import plain_measure
 
 #: every kind the arrays compute, with cutoffs, relevance levels and judged-only variants
 ARRAY_MEASURES = ["RR", "nDCG@1", "nDCG@3", "nDCG@5", "nDCG@10", "P@1", "P@5", "AP", "R@10", "nDCG",

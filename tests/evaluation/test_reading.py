@@ -106,6 +106,7 @@ def test_report_json_is_a_summary_and_per_topic_values_are_parquet(tmp_path):
                                                      report["systems"]["tuned"]["choice_counts"].items() if n}
 
 
+@pytest.mark.slow
 def test_a_report_of_the_judged_set_is_under_2_mb(shared_data, tmp_path):
     """The reproduce suite's shape on the 115 judged dialogues (five subsets), every
     default measure: 8 untuned runs, 6 families of 6 configurations and one of 36, with

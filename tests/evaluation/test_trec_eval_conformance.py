@@ -12,15 +12,15 @@ from __future__ import annotations
 import csv
 import re
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
 from dsr.cli import main
+from tests.support.data import SHARED_DATA
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "trec_eval"
-pytestmark = pytest.mark.skipif(not (DATA / "test" / "qrels.test").exists(),
-                                reason="../shared/data/trec_eval is not here")
+DATA = SHARED_DATA / "trec_eval"
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (DATA / "test" / "qrels.test").exists(),
+                                reason="../shared/data/trec_eval is not here")]
 
 #: expected file -> (qrels, run, dsr options); from the data's README
 CASES = {

@@ -50,9 +50,12 @@ def _pairs(collection):
     return [(query_text(d, "all"), c.body) for d in collection for c in d.candidates]
 
 
-def test_bi_encoder_fast_backends_rank_like_torch(quick_calibration, sample, dsr_home):
+@pytest.mark.slow
+def test_bi_encoder_fast_backends_rank_like_torch(quick_calibration, sample, dsr_home, exports):
     from dsr.indexes import embeddings
 
+    for backend in FAST:     # the run's shared exports (tests/support/exports.py)
+        exports.seed(dsr_home, "all-MiniLM-L6-v2", "bi-encoder", backend)
     model = resolve_model("all-MiniLM-L6-v2")
     pairs = _pairs(sample)
     queries = sorted({q for q, _ in pairs})
@@ -75,28 +78,21 @@ def test_bi_encoder_fast_backends_rank_like_torch(quick_calibration, sample, dsr
     assert folders == sorted([base, *(f"{base}+{b}" for b in FAST)])
 
 
-@pytest.fixture(scope="module")
-def minilm_cross_encoder(tmp_path_factory):
+@pytest.fixture
+def minilm_cross_encoder(exports):
     """A MiniLM-L6 cross-encoder: the package's weights and a seeded one-logit head, saved."""
-    import torch
-    from sentence_transformers import CrossEncoder
-
-    folder = tmp_path_factory.mktemp("minilm-ce")
-    torch.manual_seed(0)
-    model = CrossEncoder(resolve_model("all-MiniLM-L6-v2").path, num_labels=1, local_files_only=True,
-                         device="cpu")
-    with torch.no_grad():  # a head wide enough that the logits spread (the default init is 0.02)
-        model.model.classifier.weight.normal_(0, 1.0)
-    model.save_pretrained(str(folder))
-    return folder
+    return exports.model("minilm-ce")
 
 
+@pytest.mark.slow
 def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, minilm_cross_encoder,
-                                                     dsr_home):
+                                                     dsr_home, exports):
     from dsr.core.data import Collection
     from dsr.core.run import Run
     from dsr.rerankers import make_reranker
 
+    for backend in FAST:
+        exports.seed(dsr_home, minilm_cross_encoder, "cross-encoder", backend)
     part = Collection("sample-part", sample.dialogues[:10])  # 10 dialogues, 254 pairs: a short test
     everything = Run({d.id: [(c.id, 0.0) for c in d.candidates] for d in part}, "pairs")
 
@@ -125,12 +121,12 @@ def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, 
 
 
 @pytest.fixture
-def tiny_model(tmp_path, sample):
-    from tiny_bert import collection_texts, make_tiny_bert
+def tiny_model(exports):
+    """A tiny BERT cross-encoder over the sample's texts (one per run; tests never edit it)."""
+    return exports.model("tiny-ce")
 
-    return make_tiny_bert(tmp_path / "tiny", collection_texts(sample))
 
-
+@pytest.mark.slow
 def test_export_is_cached_with_a_manifest_and_rebuilt_when_stale(tiny_model, dsr_home, capsys):
     model = resolve_model(str(tiny_model), "cross-encoder")
     first = backends.export(model, "cross-encoder", "openvino")
@@ -163,10 +159,11 @@ def test_calibration_is_local_and_seeded(quick_calibration):
     assert len(backends.calibration_items("bi-encoder")) == 64
 
 
+@pytest.mark.slow
 def test_a_retrained_model_gets_a_new_export(tiny_model, dsr_home, sample):
     import shutil
 
-    from tiny_bert import collection_texts, make_tiny_bert
+    from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
     shutil.copytree(tiny_model, dsr_home / "models" / "mine")
     old = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino").folder
@@ -175,7 +172,9 @@ def test_a_retrained_model_gets_a_new_export(tiny_model, dsr_home, sample):
     assert new != old and new.parent.name.startswith("dsr_mine")
 
 
-def test_cli_backend_param(tmp_path, tiny_model):
+@pytest.mark.slow
+def test_cli_backend_param(tmp_path, tiny_model, dsr_home, exports):
+    exports.seed(dsr_home, tiny_model, "cross-encoder", "openvino")
     first = tmp_path / "initial.run"
     assert main(["run", "sample", "--ranker", "initial", "--out", str(first)]) == 0
     out = tmp_path / "ce.run"
@@ -209,9 +208,11 @@ def test_bf16_backend_needs_a_bf16_cpu(monkeypatch, tiny_model):
         backends.export(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder", "openvino-bf16")
 
 
-def test_requests_in_flight_keep_the_input_order(tiny_model, dsr_home, sample):
+@pytest.mark.slow
+def test_requests_in_flight_keep_the_input_order(tiny_model, dsr_home, sample, exports):
     """Items go out longest first, several requests at once, and come back in input order,
     whatever the request size and the number in flight."""
+    exports.seed(dsr_home, tiny_model, "cross-encoder", "openvino")
     fed = backends.export(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder", "openvino")
     pairs = _pairs(sample)[:97]
     one = backends.FastCrossEncoder(fed, request_batch=1, in_flight=1).predict(pairs)
@@ -273,6 +274,7 @@ def test_read_only_model_cache_is_exit_2_naming_the_folder(tiny_model, dsr_home,
     os.chmod(models, 0o755)
 
 
+@pytest.mark.slow
 def test_staging_folders_of_an_export_are_removed_on_failure_and_at_the_next_start(tiny_model, dsr_home,
                                                                                   monkeypatch):
     """A build that fails leaves no staging folder; one left by a killed build (or an older

@@ -26,7 +26,7 @@ from dsr.indexes.corpus.build import build_corpus
 from dsr.indexes.corpus.dense import ShardedDense, build_ivfpq, encode_corpus
 from dsr.indexes.corpus.layout import Corpus
 from dsr.open_retrieval.search import CorpusSearcher
-from tests.tiny_bert import make_tiny_bert
+from tests.support.tiny_bert import make_tiny_bert
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -373,6 +373,7 @@ def test_corpus_search_cli(indexed, capsys):
 
 # --- Ray -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypatch):
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install '.[distributed]')")
     # Ray kills workers when the *machine* is above 95 % memory; on a shared test machine that is
@@ -506,7 +507,8 @@ def test_ivfpq_lists_grow_with_the_corpus():
     assert ivfpq_settings(150_000_000, ivfpq_sample_size(150_000_000, capped), 384, capped)["nlist"] == 2_564
 
 
-def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch):
+@pytest.mark.slow
+def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch, exports):
     """`dsr corpus index --backend openvino`: the vectors and their search live beside torch's
     (other digits, other folder), queries are encoded with the same backend, and the top 10
     of each query are torch's (fp32 OpenVINO agrees with torch to about 6 digits)."""
@@ -515,6 +517,7 @@ def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch)
 
     monkeypatch.setenv("DSR_HOME", str(indexed.parent / "home"))
     monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)
+    exports.seed(indexed.parent / "home", "all-MiniLM-L6-v2", "bi-encoder", "openvino")  # the run's one export
     corpus = Corpus(indexed)
     report = encode_corpus(corpus, backend="openvino")
     assert len(report.built) == len(corpus.names)

@@ -39,7 +39,8 @@ from dsr.indexes.corpus.bm25 import ShardedBM25
 from dsr.indexes.corpus.dense import ShardedDense
 from dsr.indexes.corpus.layout import Corpus
 from tests.indexes.test_corpus import QUERIES, sample_docs
-from tests.tiny_bert import make_tiny_bert
+from tests.support.tiers import slow_fixture
+from tests.support.tiny_bert import make_tiny_bert
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                 reason="ray is not installed (pip install '.[distributed]')")
@@ -107,9 +108,11 @@ def run_python(code: list[str], env: dict[str, str]) -> subprocess.CompletedProc
     return subprocess.run([sys.executable, *code], env=env, capture_output=True, text=True, timeout=180)
 
 
-@pytest.fixture
-def ray_cluster(tmp_path):
-    """A two-node Ray cluster on this machine; yields (address, the driver's environment)."""
+@pytest.fixture(scope="module")
+@slow_fixture
+def ray_cluster():
+    """A two-node Ray cluster on this machine, shared by this module's tests (each leaves it idle:
+    its jobs have ended); yields (address, the driver's environment)."""
     temp = tempfile.mkdtemp(prefix="dsr-ray-", dir="/tmp")  # short: Ray's socket paths have a length limit
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
     env.update(cluster_env(temp))

@@ -96,7 +96,6 @@ def test_validate_accepts_every_style_and_names_ties(capsys):
 
 # --- files written by the tools themselves (tests/tool_runs.py) -----------------------------
 
-from tool_runs import tool_runs  # noqa: E402,F401
 
 
 def test_tool_written_runs_are_in_the_styles_they_claim(tool_runs):

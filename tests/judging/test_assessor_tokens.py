@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from board_support import db_url, make_board, postgres  # noqa: F401
 from fastapi.testclient import TestClient
-from judging_support import sample_campaign
 
 from dsr.cli import main
 from dsr.judging.campaigns import Judging
+from tests.support.board import make_board
+from tests.support.judging import sample_campaign
 
 pytestmark = pytest.mark.slow
 

@@ -18,11 +18,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from board_support import LiveServer, db_url, make_board, postgres  # noqa: F401
-from judging_support import sample_campaign
 
 from dsr.cli import main
 from dsr.judging.campaigns import Judging
+from tests.support.board import LiveServer, make_board
+from tests.support.judging import sample_campaign
+from tests.support.tiers import slow_fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,6 +143,7 @@ def test_label_studio_grades_of_another_layout_are_refused_not_skipped(campaign,
 # --- POST /judge/api/grades -------------------------------------------------------------------
 
 @pytest.fixture
+@slow_fixture
 def api(tmp_path):
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     judging = Judging(board.engine)

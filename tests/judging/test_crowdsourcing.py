@@ -12,11 +12,11 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from judging_support import sample_campaign, true_grade
 
 from dsr.cli import main
 from dsr.judging import crowdsourcing
 from dsr.judging.campaigns import Judging
+from tests.support.judging import sample_campaign, true_grade
 
 
 class Radios(HTMLParser):

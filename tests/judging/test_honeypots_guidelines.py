@@ -9,19 +9,20 @@ shares with the pool. The guidelines YAML is checked field by field."""
 from __future__ import annotations
 
 import pytest
-from judging_support import as_pool
 
 from dsr.core.errors import InputError
 from dsr.core.text import content_words
 from dsr.judging import guidelines
 from dsr.judging.honeypots import auto_golds, judged_golds, quoted_candidate
+from tests.support.judging import as_pool
+from tests.support.tiers import slow_fixture
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def judged():
-    from conftest import SHARED_DATA
-
     from dsr.core.data import read_benchmark
+    from tests.support.data import SHARED_DATA
 
     path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
     if not path.is_file():

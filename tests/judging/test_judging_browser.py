@@ -9,17 +9,11 @@ scheme at 1280 and 390 px are written to the test's folder (``shots/``)."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
-
-from board_support import LiveServer, make_board
-from judging_support import assignments, sample_campaign, true_grade
 
 from dsr.judging.campaigns import Judging
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "board"))
-from test_board_browser import browser  # noqa: F401  (Debian's chromium under Playwright)
+from tests.support.board import LiveServer, make_board
+from tests.support.judging import assignments, sample_campaign, true_grade
 
 
 def log_in(page, url: str, token: str) -> None:

@@ -9,11 +9,15 @@ import threading
 import time
 
 import httpx
-from board_support import ServerProcess, db_url, make_board, postgres  # noqa: F401
-from judging_support import ASSESSORS, assignments, sample_campaign, simulate
+import pytest
 from sqlalchemy import text
 
 from dsr.judging.campaigns import Judging
+from tests.support.board import ServerProcess, make_board
+from tests.support.judging import ASSESSORS, assignments, sample_campaign, simulate
+
+#: kills and restarts real servers, or hammers one: the slow tier
+pytestmark = pytest.mark.slow
 
 KILLS = 2
 

@@ -6,20 +6,14 @@ holds with the script off (the box starts at its end by CSS alone)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-from board_support import LiveServer, make_board
-from judging_support import as_pool
 
 from dsr.collections import load_collection
 from dsr.core.data import Collection, Dialogue, Turn
 from dsr.judging import guidelines
 from dsr.judging.campaigns import Judging, Settings
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "board"))
-from test_board_browser import browser  # noqa: F401  (Debian's chromium under Playwright)
+from tests.support.board import LiveServer, make_board
+from tests.support.judging import as_pool
 
 pytestmark = pytest.mark.slow
 TURNS = 30

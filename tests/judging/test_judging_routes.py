@@ -9,13 +9,15 @@ import re
 
 import httpx
 import pytest
-from board_support import LiveServer, make_board
-from judging_support import assignments, sample_campaign
 
 from dsr.judging.campaigns import Judging
+from tests.support.board import LiveServer, make_board
+from tests.support.judging import assignments, sample_campaign
+from tests.support.tiers import slow_fixture
 
 
 @pytest.fixture
+@slow_fixture
 def served(tmp_path):
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     judging = Judging(board.engine)

@@ -21,10 +21,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from board_support import free_port
-from judging_support import sample_campaign, true_grade
 
 from dsr.cli import main
+from tests.support.board import free_port
+from tests.support.judging import sample_campaign, true_grade
+from tests.support.tiers import slow_fixture
 
 VENV = Path(os.environ.get("DSR_LABEL_STUDIO_VENV",
                            Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dsr" / "label-studio-venv"))
@@ -32,6 +33,7 @@ STARTUP_SECONDS = 300
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def label_studio(tmp_path_factory):
     executable = VENV / "bin" / "label-studio"
     if not executable.is_file():

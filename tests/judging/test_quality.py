@@ -22,7 +22,9 @@ import math
 
 import numpy as np
 import pytest
-from judging_support import as_pool, noisy, truth_of
+
+from tests.support.judging import as_pool, noisy, truth_of
+from tests.support.tiers import slow_fixture
 
 DIALOGUES = 30
 
@@ -68,6 +70,7 @@ PEOPLE = ("careful", "titles", "overlap", "position", "size", "random", "zeros")
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def campaign(tmp_path_factory):
     return graded_campaign(tmp_path_factory.mktemp("qc") / "board.sqlite", "auto")
 
@@ -76,12 +79,11 @@ def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
     """The campaign with ``known`` answers (``auto``: --auto-honeypots, ``gold``: the judged
     file's grades, as --gold gives them), graded by ``people`` (the scripts and the careful
     assessor)."""
-    from conftest import SHARED_DATA
-
     from dsr.core.data import Collection, read_benchmark
     from dsr.judging import guidelines, honeypots
     from dsr.judging.campaigns import Judging, Settings
     from dsr.judging.views import task_rows, task_view
+    from tests.support.data import SHARED_DATA
 
     path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
     if not path.is_file():
@@ -139,6 +141,7 @@ def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
     return judging, judged, items, truth, given, views
 
 
+@pytest.mark.slow
 def test_the_title_shortcut_is_real_on_this_pool(campaign):
     _, judged, items, truth, given, views = campaign
     pool = items[items["candidate"].notna()]
@@ -220,6 +223,7 @@ def test_report_flags_come_from_the_params(campaign, capsys):
     assert err.value.field == "min_seconds"
 
 
+@pytest.mark.slow
 def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_report(tmp_path, capsys):
     """The same check through the page's JSON API (a real server: 422 naming seconds) and
     ``dsr judge import`` of a crowd results CSV (exit 2 naming file, line and field, nothing
@@ -228,11 +232,11 @@ def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_repor
     import re
 
     import httpx
-    from board_support import LiveServer, make_board
-    from judging_support import assignments, sample_campaign
 
     from dsr.cli import main
     from dsr.judging.campaigns import Judging
+    from tests.support.board import LiveServer, make_board
+    from tests.support.judging import assignments, sample_campaign
 
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     board = make_board(db, tmp_path)
@@ -266,6 +270,7 @@ def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_repor
     assert not re.search(r"\d{12}", capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(tmp_path):
     """With known grades from a judged file (--gold), most judged-0 candidates are of other
     films, which a title-matcher answers right: the not-relevant checks are taken from the

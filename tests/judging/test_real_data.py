@@ -12,7 +12,9 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from judging_support import as_pool, assignments, noisy, true_grade, truth_of
+
+from tests.support.judging import as_pool, assignments, noisy, true_grade, truth_of
+from tests.support.tiers import slow_fixture
 
 NOISE = {"ann": 0.10, "ben": 0.20, "cat": 0.30}
 SPAM = "spam"
@@ -31,12 +33,12 @@ def mv_correct_probability(true: int, rates: list[float], values=(0, 1, 2)) -> f
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def campaign(tmp_path_factory):
-    from conftest import SHARED_DATA
-
     from dsr.core.data import read_benchmark
     from dsr.judging import guidelines, honeypots
     from dsr.judging.campaigns import Judging, Settings
+    from tests.support.data import SHARED_DATA
 
     path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
     if not path.is_file():

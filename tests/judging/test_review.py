@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from board_support import db_url, postgres  # noqa: F401
-from judging_support import assignments, sample_campaign, simulate
 
 from dsr.cli import main
 from dsr.judging.campaigns import Judging
+from tests.support.judging import assignments, sample_campaign, simulate
 
 
 @pytest.fixture

@@ -5,14 +5,13 @@ that change nothing the second time, and an export that refuses unfinished dialo
 from __future__ import annotations
 
 import pytest
-from board_support import db_url, postgres  # noqa: F401
-from judging_support import assignments, sample_campaign, simulate
 from sqlalchemy import func, select
 
 from dsr.board.db import read_session
 from dsr.core.errors import InputError
 from dsr.judging.campaigns import Judging, Refused
 from dsr.judging.models import Grade
+from tests.support.judging import assignments, sample_campaign, simulate
 
 
 def count_grades(judging) -> int:

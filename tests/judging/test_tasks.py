@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from judging_support import as_pool
 
 from dsr.core.errors import InputError
 from dsr.judging.honeypots import auto_golds
 from dsr.judging.tasks import assign, plan_tasks
+from tests.support.judging import as_pool
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,13 @@ import pytest
 from dsr.collections import load_collection
 from dsr.core.queries import STRATEGIES, query_terms
 from dsr.rankers.bm25 import BM25Ranker
+from tests.support.tiers import slow_fixture
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def cmu_dog():
-    from conftest import SHARED_DATA
+    from tests.support.data import SHARED_DATA
 
     if not (SHARED_DATA / "cmu_dog").is_dir():
         pytest.skip("../shared/data is not beside the checkout")

@@ -16,7 +16,7 @@ from dsr.evaluation.qrels import qrels_from_collection
 from dsr.rankers import make_ranker
 from dsr.rerankers import make_reranker
 from dsr.training.pairs import _sentence_pool, make_pairs
-from tests.tiny_bert import collection_texts, make_tiny_bert
+from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 
 def local_ids(collection: Collection) -> Collection:

@@ -24,11 +24,12 @@ from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.indexes import backends
 from dsr.rankers import make_ranker
+from tests.support.data import SHARED_DATA
+from tests.support.tiers import slow_fixture
 
 SAME_TOP1 = 0.85
 SAME_TOP5 = 0.60
 NDCG_DELTA = 0.01
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def cpu_flags() -> set[str]:
@@ -69,6 +70,7 @@ def test_a_cross_encoder_in_bf16_stays_on_torch_under_auto(monkeypatch):
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def cmu_dog_valid():
     if not (SHARED_DATA / "cmu_dog").is_dir():
         pytest.skip("../shared/data/cmu_dog is not beside the checkout")
@@ -81,6 +83,7 @@ def ndcg5(collection, run) -> float:
     return ir_measures.calc_aggregate([nDCG @ 5], qrels, scored)[nDCG @ 5]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_fast_extra(), reason="the fast extra (openvino, nncf) is not installed")
 def test_int8_ranks_cmu_dog_valid_within_the_stated_tolerance_of_torch(cmu_dog_valid, monkeypatch):
     monkeypatch.delenv("DSR_BACKEND", raising=False)

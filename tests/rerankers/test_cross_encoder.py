@@ -19,7 +19,7 @@ from dsr.core.run import Run
 from dsr.core.ties import float32
 from dsr.rerankers import make_reranker
 from dsr.rerankers.cross_encoder import CrossEncoderReranker, candidate_text
-from tests.tiny_bert import collection_texts, make_tiny_bert
+from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runs_tiny.jsonl"
 

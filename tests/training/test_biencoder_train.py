@@ -1,6 +1,6 @@
 """``dsr train --model-type bi-encoder``, document folds, ``dsr kfold`` and ``dsr agreement``.
 
-A tiny random BERT (tests/tiny_bert.py) is fine-tuned for a few steps on a
+A tiny random BERT (tests/support/tiny_bert.py) is fine-tuned for a few steps on a
 CMU_DoG-shaped fixture: dialogues about 6 documents (``meta.document``), each
 with a pool of candidates from several documents (ids ``<doc>/<section>/<i>``),
 relevant ones from the dialogue's own document.
@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from dsr.cli import main
-from tests.tiny_bert import make_tiny_bert
+from tests.support.tiers import slow_fixture
+from tests.support.tiny_bert import make_tiny_bert
 
 DOCS = {
     "Moon": "apollo moon rocket saturn launch nasa orbit astronaut crater lunar",
@@ -90,6 +91,7 @@ TRAIN_SETTINGS = {"max_steps": 4, "batch_size": 6, "lr": 1e-3, "save_steps": 2, 
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def home(data, tiny, tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as mp:
@@ -170,6 +172,7 @@ def test_dense_run_with_the_trained_model_is_its_cosine_order(home, data, tmp_pa
     assert Run.read(rerank).top(d.id) == run.top(d.id)
 
 
+@pytest.mark.slow
 def test_kfold_pools_fold_models_and_tests_against_zero_shot(data, tiny, tmp_path, monkeypatch):
     from dsr.core.run import Run
 
@@ -232,6 +235,7 @@ def test_kfold_out_is_a_set_and_other_files_are_refused_before_training(data, ti
     assert (out / "report" / "draft.docx").read_bytes() == b"mine" and (out / "kfold.run").read_text() == "earlier\n"
 
 
+@pytest.mark.slow
 def test_title_body_text_trains_and_is_recorded(data, tiny, tmp_path, monkeypatch):
     from dsr.core.data import read_benchmark
     from dsr.training.biencoder import make_triplets
@@ -354,6 +358,7 @@ def test_agreement_follows_the_run_order_even_for_near_tied_scores():
     assert result.silver[0] == pytest.approx(1.0) and result.silver[1] < 1.0
 
 
+@pytest.mark.slow
 def test_training_drops_conversations_that_an_evaluation_split_holds(data, tiny, tmp_path, monkeypatch,
                                                                      capsys):
     """A CMU_DoG-shaped folder whose valid split holds one training conversation (its turns, with

@@ -11,10 +11,14 @@ import pytest
 from dsr.collections import cmu_dog, cmu_dog_dev
 from dsr.training.hygiene import drop_evaluation_conversations, message
 from dsr.training.steps import conversation_of
-from tests.conftest import SHARED_DATA, shared_data_home
+from tests.support.data import REAL_CMU_DOG, SHARED_DATA, shared_data_home
+from tests.support.tiers import slow_fixture
+
+pytestmark = REAL_CMU_DOG
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def train(tmp_path_factory):
     with shared_data_home(tmp_path_factory):
         return cmu_dog.load(SHARED_DATA / "cmu_dog", "train")

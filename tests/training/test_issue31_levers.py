@@ -3,10 +3,10 @@ generated block of a doc replaced in place on every re-run."""
 
 from __future__ import annotations
 
-import issue31_levers as levers
 import numpy as np
 
 from dsr.evaluation.decision import decide
+from tools import issue31_levers as levers
 
 
 def _result() -> dict:

@@ -4,11 +4,11 @@ runs, and the generated block of docs/results.md under its own markers."""
 
 from __future__ import annotations
 
-import issue31_levers
-import issue41_levers as levers
 import numpy as np
 
 from dsr.evaluation.decision import decide
+from tools import issue31_levers
+from tools import issue41_levers as levers
 
 
 def _result() -> dict:

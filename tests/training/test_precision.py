@@ -59,6 +59,7 @@ def test_bf16_without_units_is_refused_before_any_work(cpu, data, tiny, dsr_home
     assert not (dsr_home / "models").exists() or not any((dsr_home / "models").iterdir())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not cpu_bf16_flags(), reason="this CPU has no bf16 units (amx_bf16, avx512_bf16)")
 def test_bf16_training_is_recorded_and_changes_the_arithmetic(data, tiny, dsr_home):
     from safetensors.torch import load_file

@@ -2,7 +2,7 @@
 distillation of a cross-encoder into the bi-encoder, where training ran and its peak memory,
 and a full recipe interrupted (killed) and resumed to the same weights.
 
-The trainings use the tiny random BERT (tests/tiny_bert.py) on the CMU_DoG-shaped fixture of
+The trainings use the tiny random BERT (tests/support/tiny_bert.py) on the CMU_DoG-shaped fixture of
 test_biencoder_train.py, with each recipe's size cut down by flags given beside it (which is
 also what these tests check: a flag given beside a recipe wins over the recipe's value).
 """
@@ -24,7 +24,7 @@ from dsr.cli import main
 from dsr.core.data import read_benchmark
 from dsr.core.errors import InputError
 from dsr.training.settings import MODEL_DEFAULTS, RECIPES, RECOMMENDED, resolve_settings
-from tests.tiny_bert import make_tiny_bert
+from tests.support.tiny_bert import make_tiny_bert
 from tests.training.test_biencoder_train import DOCS, FILLER, _dialogues, _write
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from dsr.cli import main
-from tests.tiny_bert import make_tiny_bert
+from tests.support.tiers import slow_fixture
+from tests.support.tiny_bert import make_tiny_bert
 
 TOPICS = {
     "space": ("apollo moon rocket saturn launch nasa orbit astronaut crater lunar", "Moon landings"),
@@ -94,6 +95,7 @@ def _strip(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def trained(bench, tiny_bert, tmp_path_factory):
     """One DSR_HOME with two runs of the same seed and one of another seed."""
     home = tmp_path_factory.mktemp("home")

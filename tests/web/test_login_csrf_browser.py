@@ -13,7 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
-from board_support import LiveServer, browser, free_port, make_board  # noqa: F401
+
+from tests.support.board import LiveServer, free_port, make_board
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,11 @@ import time
 
 import httpx
 import pytest
-from board_support import LiveServer, make_board
 
 from dsr.judging.campaigns import Judging
 from dsr.web import csrf
+from tests.support.board import LiveServer, make_board
+from tests.support.tiers import slow_fixture
 
 #: what differs between the two applications: their pages, and one page only a signed-in
 #: person sees (others are sent to the login page)
@@ -27,6 +28,7 @@ APPS = {
 
 
 @pytest.fixture(scope="module")
+@slow_fixture
 def site(tmp_path_factory):
     """The whole site with team ``alpha`` (member token) and assessor ``alice``."""
     tmp = tmp_path_factory.mktemp("web")

@@ -8,7 +8,10 @@
 * ``live_server``: the app under a real uvicorn on 127.0.0.1 and a free port.
 
 The servers, runs and clients the benchmarks use too are ``tools/board_harness.py``'s;
-they are re-exported here for the tests.
+they are re-exported here for the tests. The fixtures here (``postgres``, ``db_url``,
+``runs``, ``setup``, ``browser``) are registered once for the whole suite by tests/conftest.py
+(``pytest_plugins``): a test module takes them by name and never imports them, so the
+session-scoped PostgreSQL starts once per run (per xdist worker), not once per module.
 """
 
 from __future__ import annotations
@@ -21,10 +24,12 @@ import time
 from pathlib import Path
 
 import pytest
-from board_harness import (
+
+from tests.support.tiers import require_slow, slow_fixture
+from tools import board_harness
+from tools.board_harness import (
     HIDDEN_SEED,
     Postgres,
-    ServerProcess,
     bench_database,
     free_port,
     hammer,
@@ -44,8 +49,18 @@ __all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "bench_database", "free_p
            "quotas", "Attacker", "noisy"]
 
 
+class ServerProcess(board_harness.ServerProcess):
+    """``dsr serve`` in its own process (tools/board_harness.py), started by a slow test only."""
+
+    def start(self, *args, **kwargs):
+        require_slow("a dsr serve process")
+        return super().start(*args, **kwargs)
+
+
 @pytest.fixture(scope="session")
+@slow_fixture
 def postgres():
+    require_slow("PostgreSQL")
     bindir = pg_bin()
     if bindir is None:
         pytest.skip("PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql")
@@ -72,7 +87,7 @@ def db_url(request, tmp_path):
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory):
     """Run files on the ``sample`` collection from dsr's rankers, plus hidden labels
-    (:func:`board_harness.sample_runs`)."""
+    (:func:`tools.board_harness.sample_runs`)."""
     return sample_runs(tmp_path_factory.mktemp("runs"))
 
 
@@ -111,6 +126,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
 
 
 @pytest.fixture
+@slow_fixture
 def browser():
     """Debian's chromium, headless, driven by Playwright's Python API (its own browser
     download is never used); skipped when either is missing."""
@@ -140,6 +156,7 @@ class LiveServer:
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self):
+        require_slow("a uvicorn server")
         self.thread.start()
         deadline = time.monotonic() + 30
         while not self.server.started:
@@ -234,7 +251,8 @@ class ForkedServers:
     def __init__(self, log: Path):
         import sys
 
-        root = Path(__file__).resolve().parents[1]
+        require_slow("dsr serve processes")
+        root = Path(__file__).resolve().parents[2]
         self.log = open(log, "ab")
         self.launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER], cwd=root, text=True,
                                          env={**os.environ, "PYTHONPATH": str(root)},

@@ -13,6 +13,10 @@ Protocol on the helper's stdin/stdout, one JSON line each way: a job
 start with its caches warm) is answered by the child's pid, then by its end
 (``{"exit": N}`` or ``{"signal": N}``).
 
+Each child leads its own process group; once it has ended (killed or not), the helper kills
+what is left of that group (workers it forked), so no job outlives its trial, and
+:meth:`Forker.close` ends the helper for good.
+
 ``pause: {"before_rename_to": PATH, "flag": FILE, "moment": "before"|"after"}`` holds the
 child, after creating FILE, at a moment of a folder swap onto PATH: ``before`` the new set
 takes PATH's place (the one-step exchange, or a rename onto PATH), ``after`` it (the old set
@@ -21,21 +25,26 @@ being renamed aside), whatever code does the swap, so a kill can be aimed there.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Forker:
     """The warm helper process; ``start`` forks a job, ``wait`` reaps it."""
 
     def __init__(self, preload: list[str], env: dict[str, str] | None = None):
+        from tests.support.tiers import require_slow
+
+        require_slow("a helper process")
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), *preload], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, text=True, cwd=ROOT,
@@ -62,7 +71,11 @@ class Forker:
 
     def close(self) -> None:
         self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def _hold_renames(target: str, flag: str, moment: str = "before") -> None:
@@ -101,6 +114,7 @@ def _hold_renames(target: str, flag: str, moment: str = "before") -> None:
 
 
 def _child(job: dict[str, Any]) -> int:
+    os.setpgid(0, 0)      # the job's own group: what it forks is swept with it
     os.environ.update(job.get("env") or {})
     if job.get("pause"):
         _hold_renames(os.path.abspath(job["pause"]["before_rename_to"]), job["pause"]["flag"],
@@ -153,6 +167,8 @@ def serve() -> None:
                 os._exit(code)
         print(json.dumps({"pid": pid}), flush=True)
         _, status = os.waitpid(pid, 0)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)     # anything the job forked that is still there
         end = ({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status)
                else {"exit": os.WEXITSTATUS(status)})
         print(json.dumps(end), flush=True)

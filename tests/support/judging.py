@@ -6,7 +6,7 @@ re-exported here for the tests.
 
 from __future__ import annotations
 
-from judging_harness import ASSESSORS, as_pool, assignments, noisy, sample_campaign, simulate, true_grade, truth_of
+from tools.judging_harness import ASSESSORS, as_pool, assignments, noisy, sample_campaign, simulate, true_grade, truth_of
 
 __all__ = ["ASSESSORS", "as_pool", "assignments", "noisy", "sample_campaign", "simulate",
            "true_grade", "truth_of"]

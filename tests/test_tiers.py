@@ -1,0 +1,112 @@
+"""The suite's tiers (tests/support/tiers.py, docs/contributing.md): what makes a test slow is
+marked, and a test that starts a server, a database, a browser, a process, an export, a training
+or Ray without the mark fails, so the fast tier (``make test-fast``) cannot start one."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support import tiers
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class _Item:
+    def __init__(self, nodeid: str, slow: bool):
+        self.nodeid, self.slow = nodeid, slow
+
+    def get_closest_marker(self, name):
+        return pytest.mark.slow.mark if name == "slow" and self.slow else None
+
+
+@pytest.fixture
+def as_test(request):
+    """Run a block as if inside another (fake) test; the real one is restored after."""
+    def enter(nodeid: str, slow: bool):
+        tiers.running(_Item(nodeid, slow))
+
+    yield enter
+    tiers.running(request.node)
+
+
+def test_starting_something_slow_fails_an_unmarked_test_and_names_the_mark(as_test):
+    as_test("tests/test_x.py::test_quick", slow=False)
+    with pytest.raises(pytest.fail.Exception, match=r"test_quick starts PostgreSQL: mark it @pytest.mark.slow"):
+        tiers.require_slow("PostgreSQL")
+    as_test("tests/test_x.py::test_db", slow=True)
+    tiers.require_slow("PostgreSQL")        # marked: allowed
+    tiers.running(None)
+    tiers.require_slow("PostgreSQL")        # outside a test (a benchmark, a tool): allowed
+
+
+def test_dsr_exports_trainings_and_ray_are_guarded():
+    """The guards wrap dsr's own functions, and fire before any work: here, in a fast test,
+    an export, a training and a Ray start-up each fail at once; the training recipes call the
+    guarded function."""
+    from dsr.indexes import backends
+    from dsr.indexes.corpus.distributed import Executor
+    from dsr.training import biencoder, crossencoder, steps
+
+    for function, what in ((backends._build, "an OpenVINO export"), (steps.start_work, "a training")):
+        assert function.__dsr_guarded__
+        with pytest.raises(pytest.fail.Exception, match=f"starts {what}"):
+            function(None, None, None)
+    assert biencoder.start_work is steps.start_work is crossencoder.start_work
+    with pytest.raises(pytest.fail.Exception, match="starts Ray"):
+        Executor(workers=2).__enter__()
+    with Executor(workers=0):     # no Ray asked: nothing started, nothing to mark
+        pass
+
+
+def test_the_support_helpers_that_start_servers_are_guarded(tmp_path):
+    from tests.support.board import ForkedServers, LiveServer, ServerProcess
+    from tests.support.kill import Forker
+
+    with pytest.raises(pytest.fail.Exception, match="starts a dsr serve process"):
+        ServerProcess("sqlite:///x", tmp_path).start()
+    with pytest.raises(pytest.fail.Exception, match="starts a uvicorn server"):
+        LiveServer.__enter__(object.__new__(LiveServer))
+    with pytest.raises(pytest.fail.Exception, match="starts dsr serve processes"):
+        ForkedServers(tmp_path / "log")
+    with pytest.raises(pytest.fail.Exception, match="starts a helper process"):
+        Forker([])
+
+
+def test_every_collected_test_taking_a_slow_fixture_is_marked_slow(request):
+    items = request.session.items
+    taking = [item for item in items if tiers.is_slow_by_rule(item)]
+    assert all(item.get_closest_marker("slow") for item in taking)
+    if any("postgres" in item.fixturenames for item in items):
+        assert taking       # the rule sees them (it is not a rule over nothing)
+
+
+def test_the_makefile_runs_the_tiers_in_parallel_with_durations():
+    makefile = (ROOT / "Makefile").read_text()
+    pytest_line = re.search(r"^PYTEST := (.*)$", makefile, re.M).group(1)
+    assert "-n auto" in pytest_line and "--durations" in pytest_line
+    assert re.search(r"^test: venv\n\t\$\(PYTEST\)\n", makefile, re.M)
+    assert re.search(r'^test-fast: venv\n\t\$\(PYTEST\) -m "not slow"\n', makefile, re.M)
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert '"slow: ' in pyproject and "--strict-markers" in pyproject and '"pytest-xdist"' in pyproject
+
+
+class _Ordered:
+    def __init__(self, nodeid: str, slow: bool = False):
+        self.nodeid, self.slow = nodeid, slow
+
+    def get_closest_marker(self, name):
+        return pytest.mark.slow.mark if name == "slow" and self.slow else None
+
+
+def test_the_costliest_modules_run_first_and_each_module_stays_together_in_its_order():
+    from tests.support import order
+
+    items = [_Ordered("a.py::t1"), _Ordered("a.py::t2", slow=True), _Ordered("b.py::t1"), _Ordered("b.py::t2"),
+             _Ordered("c.py::t1", slow=True), _Ordered("c.py::t2", slow=True), _Ordered("d.py::t1")]
+    measured = {"b.py": 40.0, "a.py": 3.0}          # c.py and d.py never measured: 10 s per slow test
+    order.by_cost(items, measured)
+    assert [i.nodeid for i in items] == ["b.py::t1", "b.py::t2", "c.py::t1", "c.py::t2", "a.py::t1", "a.py::t2",
+                                         "d.py::t1"]
