@@ -25,6 +25,7 @@ from dsr.cli.flags import shown_as_flag
 from dsr.cli.help import add_defaults_and_examples
 from dsr.core import __version__
 from dsr.core.errors import InputError
+from dsr.core.quiet import quiet_libraries, set_verbose
 
 #: ``build_parser(command=EVERY)``: every command module registered
 EVERY = None
@@ -101,6 +102,9 @@ def _main(argv: list[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if getattr(args, "verbose", False):
+        set_verbose()        # the libraries' warnings, log lines and bars too
+    quiet_libraries()        # else only dsr's own lines (dsr.core.quiet)
     try:
         code = args.func(args)
     except InputError as err:

@@ -21,7 +21,7 @@ from dsr.collections import load_collection
 from dsr.core.timing import StageTimer
 from dsr.evaluation import tables
 from dsr.evaluation.measures import split_measure_list
-from dsr.indexes.backends import CHOICES
+from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND
 
 
 def register(subparsers) -> None:
@@ -71,12 +71,14 @@ def register(subparsers) -> None:
                    help="query strategy for the cross-encoder (default: the one a `dsr train` model "
                         "was trained with, from its card; else all)")
     p.add_argument("--fast", action="store_true",
-                   help=f"run the dense and cross-encoder models on {FAST_BACKEND} (what auto "
-                        "picks on a CPU with VNNI or AMX); scores differ slightly from torch's")
+                   help=f"run the dense and cross-encoder models on {FAST_BACKEND}: about 4x faster on a "
+                        "CPU with VNNI or AMX, but the figures differ from the exact ones and depend on "
+                        "the CPU (a note under the table says by how much, as measured on the collection)")
     p.add_argument("--backend", choices=CHOICES,
-                   help="backend for the dense and cross-encoder models (default auto: "
-                        f"{FAST_BACKEND} where the CPU has VNNI or AMX, else torch; torch: the exact "
-                        f"path; --fast: {FAST_BACKEND})")
+                   help=f"backend for the dense and cross-encoder models (default {DEFAULT_BACKEND}: exact, "
+                        "the same table on every CPU; openvino, openvino-bf16, openvino-int8: faster, figures "
+                        f"differ, see docs/models.md; auto: {FAST_BACKEND} where the CPU has VNNI or AMX, else "
+                        f"torch; --fast: {FAST_BACKEND})")
     p.add_argument("--test", choices=("t", "perm"), default="t",
                    help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)")
     add_report_arguments(p)
@@ -95,7 +97,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         n_splits=args.n_splits, seed=args.seed, target=args.target, measures=_split(args.measures),
         strategies=_split(args.queries), dense_model=None if args.no_dense else args.dense_model,
         trained_dense=trained_dense, cross_encoder=cross_encoder, ce_query=args.ce_query,
-        backend=args.backend or (FAST_BACKEND if args.fast else "auto"), test=args.test,
+        backend=args.backend or (FAST_BACKEND if args.fast else DEFAULT_BACKEND), test=args.test,
         correction=args.correction, family=args.family, ci=args.ci, all_pairs=args.all_pairs,
         primary=args.primary, timer=StageTimer(), command=["dsr", *sys.argv[1:]],
         skipped_reason=skip_reason(args.no_cross_encoder))

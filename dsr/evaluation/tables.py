@@ -331,9 +331,10 @@ def format_text(results: Results, digits: int = 4) -> str:
 
 
 def to_markdown(results: Results, digits: int = 4, tables=None) -> str:
-    """Every table (or ``tables``, ``[(title, frame)]``) as Markdown, with the legend."""
+    """Every table (or ``tables``, ``[(title, frame)]``) as Markdown, with the notes and the legend."""
     tables = _all_wide(results, digits) if tables is None else tables
     text = "\n\n".join(f"### {title}\n\n{_markdown_table(t)}" for title, t in tables) + "\n"
+    text += "".join(f"\n- note: {n}" for n in results.notes) + ("\n" if results.notes else "")
     return text + "\n" + legend(results) + "\n" + _baseline_line(results)
 
 
