@@ -34,10 +34,11 @@ def register(subparsers) -> None:
                     "and a manifest into --out.",
         epilog="Prints a short summary (the primary measure by subset, with ▲/▼ against BM25); "
                "--verbose prints every table, and --out holds them all. The bundled sample is a "
-               "smoke test (20 invented dialogues: nothing can be significant); the real table "
-               "is `dsr data fetch sigir2022` then `dsr reproduce sigir2022`. "
+               "smoke test (20 invented dialogues: nothing can be significant); the first table on "
+               "real public data is `dsr data fetch cmu_dog` then `dsr reproduce cmu_dog_dev` (the "
+               "README's), the SIGIR 2022 table `dsr data fetch sigir2022` then `dsr reproduce sigir2022`. "
                "Examples: dsr reproduce sample --out out/sample ; "
-               "dsr reproduce sigir2022 --out out/sigir2022 ; "
+               "dsr reproduce cmu_dog_dev --source ../shared/data/cmu_dog ; "
                "dsr reproduce cmu_dog --source ../shared/data/cmu_dog --split valid")
     p.add_argument("collection", nargs="?", metavar="COLLECTION",
                    help="registered name or benchmark .jsonl (default: sigir2022 when its files "
@@ -113,11 +114,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-#: where the sample's smoke test ends: the commands that give the real table
-NEXT_STEPS = ("the real table (SIGIR 2022, 846 dialogues, the official 50 splits):\n"
-              "  dsr data fetch sigir2022\n"
-              "  dsr reproduce sigir2022\n"
-              "reference figures to compare with: docs/results.md")
+#: where the sample's smoke test ends: the commands of the first table on public real data
+NEXT_STEPS = ("next, the first table on real public data (cmu_dog_dev: 389 judged CMU_DoG query points):\n"
+              "  dsr data fetch cmu_dog          # CMU_DoG at its pinned commit, every file verified\n"
+              "  dsr reproduce cmu_dog_dev       # or --source DIR with a copy of CMU_DoG (make headline)\n"
+              "its reference table, to compare with: README.md")
 
 
 def sample_banner(collection) -> str:
