@@ -117,3 +117,26 @@ def test_verbose_shows_what_the_libraries_print_and_the_default_does_not(tmp_pat
     assert outputs["quiet"].splitlines() == ["dsr: wrote quiet.run (20 topics, 508 lines) and its sidecar "
                                              "quiet.run.json"], outputs["quiet"]
     assert "TracerWarning" in outputs["verbose"] and "Statistics collection" in outputs["verbose"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type", ["cross-encoder", "bi-encoder"])
+def test_train_prints_its_report_on_stdout_and_nothing_of_the_trainer_into_a_log(tmp_path, model_type):
+    """The trainer printed its log dicts on stdout (``{'train_runtime': ...}``) and stderr when
+    no terminal showed its bar; a log now holds dsr's report and its one line on stderr."""
+    from tiny_bert import collection_texts, make_tiny_bert
+
+    from dsr.collections import load_collection
+
+    base = make_tiny_bert(tmp_path / "tiny", collection_texts(load_collection("sample")), num_labels=None,
+                          max_position_embeddings=128)
+    done = subprocess.run([sys.executable, "-m", "dsr.cli", "train", "sample", "--name", "t", "--base", str(base),
+                           "--model-type", model_type, "--max-steps", "4", "--batch-size", "8", "--max-length", "64"],
+                          capture_output=True, text=True, env=environment(tmp_path / "home"), cwd=tmp_path,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout.splitlines()
+    assert [line.split(":")[0] for line in out[:4]] == ["model", "use", "data", "train"], done.stdout
+    assert out[4].startswith("held out") and all(line.startswith("  ") for line in out[5:])
+    assert [line.split(":")[0] for line in done.stderr.splitlines()] == ["dsr train"], done.stderr
+    assert not NOISE.search(done.stdout + done.stderr) and "{'" not in done.stdout + done.stderr
