@@ -10,8 +10,8 @@ BM25, zero-shot dense with each query strategy, RRF; no trained model) once on t
 and once on each fast backend, each in a process of its own, all in one scratch DSR_HOME
 (BM25 indexes and the torch embeddings are built once). Then, backend against torch, it
 prints per set: the largest difference of a cell of the printed table (the primary measure,
-nDCG@5, by subset: the mean over the 50 splits' test halves), how many of its cells print
-differently (4 decimals, mean and sd), the largest difference over every measure of the
+nDCG@5, by subset: the mean over the 50 splits' test halves, as printed to 4 decimals), how
+many of its cells print differently (4 decimals, mean and sd), the largest difference over every measure of the
 report, and the ▲/▼ marks that flip (on the printed table, and over every measure).
 ``--write`` stores those figures, with the date and CPU, in the JSON that dsr reads to
 write the one-line note under every table, report and run sidecar made on a fast backend
@@ -116,8 +116,8 @@ def compare(exact: dict, fast: dict) -> dict:
     keys = list(exact["cells"])
     on_table = [k for k in keys if k.endswith(f" | {primary}")]
 
-    def delta(k):
-        return abs(fast["cells"][k][0] - exact["cells"][k][0])
+    def delta(k):   # between the figures as printed (4 decimals), as a reader compares them
+        return round(abs(round(fast["cells"][k][0], 4) - round(exact["cells"][k][0], 4)), 4)
 
     worst = max(on_table, key=delta)  # the first cell when none differs
     flipped = [f"{k.rsplit(' | ', 1)[0]}: {exact['marks'][k] or 'none'} -> {fast['marks'][k] or 'none'}"

@@ -5,8 +5,9 @@ every ranker, reranker and ``dsr reproduce``: its scores do not depend on the CP
 instruction set (what OpenVINO's bf16 and int8 do). A table, report or run sidecar made
 with ``openvino``, ``openvino-bf16`` or ``openvino-int8`` carries :func:`note`, e.g.
 
-    openvino-int8: figures differ from the exact backend (torch) by up to 0.0247 nDCG@5 on
-    this collection (2 ▲/▼ marks flipped there; measured 2026-11-26 on AMD EPYC); marks may differ
+    openvino-int8: figures differ from the exact backend (torch) by up to 0.0246 nDCG@5 on this
+    collection (2 ▲/▼ marks of the table flipped there, 9 over every measure; measured 2026-11-26
+    on AMD EPYC); marks may differ
 
 The figures are measured, not promised: ``bench/backend_deltas.py --write`` runs the
 baseline suite on each backend and on torch and stores, per collection and backend,
@@ -52,9 +53,9 @@ def note(collection: Mapping[str, Any], backend: str | None) -> str | None:
     row = entry.get("backends", {}).get(backend)
     head = f"{backend}: figures differ from the exact backend ({EXACT}) by"
     if row and entry.get("hash") == collection.get("hash"):
-        flips = row["marks_flipped"]
-        flipped = f"{flips} ▲/▼ mark{'s' if flips != 1 else ''} flipped there" if flips else "no ▲/▼ mark flipped there"
-        return (f"{head} up to {row['max_delta']:.4f} {row['measure']} on this collection ({flipped}; measured "
+        flips, every = row["marks_flipped"], row.get("marks_flipped_any_measure", row["marks_flipped"])
+        return (f"{head} up to {row['max_delta']:.4f} {row['measure']} on this collection ({flips} ▲/▼ "
+                f"mark{'s' if flips != 1 else ''} of the table flipped there, {every} over every measure; measured "
                 f"{row['date']} on {row['cpu']}); marks may differ")
     elsewhere = [(r["max_delta"], r["measure"], name) for name, e in entries.items()
                  for b, r in e.get("backends", {}).items() if b == backend]

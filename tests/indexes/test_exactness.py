@@ -18,6 +18,7 @@ JUDGED = {"name": "cmu_dog_judged", "hash": "h115"}
 MEASURED = {"exact": "torch", "collections": {
     "cmu_dog_judged": {"hash": "h115", "backends": {
         "openvino-int8": {"measure": "nDCG@5", "max_delta": 0.0123, "marks_flipped": 2, "date": "2026-11-26",
+                          "marks_flipped_any_measure": 5,
                           "cpu": "AMD EPYC"},
         "openvino": {"measure": "nDCG@5", "max_delta": 0.0, "marks_flipped": 0, "date": "2026-11-26",
                      "cpu": "AMD EPYC"}}},
@@ -34,8 +35,9 @@ def figures(monkeypatch):
 def test_a_measured_collection_gets_its_own_figure_date_and_cpu(figures):
     line = exactness.note(JUDGED, "openvino-int8")
     assert line == ("openvino-int8: figures differ from the exact backend (torch) by up to 0.0123 nDCG@5 on this "
-                    "collection (2 ▲/▼ marks flipped there; measured 2026-11-26 on AMD EPYC); marks may differ")
-    assert "no ▲/▼ mark flipped there" in exactness.note(JUDGED, "openvino")
+                    "collection (2 ▲/▼ marks of the table flipped there, 5 over every measure; measured 2026-11-26 on "
+                    "AMD EPYC); marks may differ")
+    assert "(0 ▲/▼ marks of the table flipped there, 0 over every measure;" in exactness.note(JUDGED, "openvino")
     assert "\n" not in line
 
 
