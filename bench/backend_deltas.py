@@ -11,8 +11,9 @@ and once on each fast backend, each in a process of its own, all in one scratch 
 (BM25 indexes and the torch embeddings are built once). Then, backend against torch, it
 prints per set: the largest difference of a cell of the printed table (the primary measure,
 nDCG@5, by subset: the mean over the 50 splits' test halves, as printed to 4 decimals), how
-many of its cells print differently (4 decimals, mean and sd), the largest difference over every measure of the
-report, and the ▲/▼ marks that flip (on the printed table, and over every measure).
+many of its cells print differently (4 decimals, mean and sd), the largest difference over
+every measure of the report (its untuned blocks over all points included), and the ▲/▼
+marks that flip (on the printed table, and over every measure).
 ``--write`` stores those figures, with the date and CPU, in the JSON that dsr reads to
 write the one-line note under every table, report and run sidecar made on a fast backend
 (:mod:`dsr.indexes.exactness`); entries of sets or backends not measured in this run are kept.
@@ -91,6 +92,10 @@ def worker(spec: dict) -> dict:
                 key = f"{system} | {subset} | {measure}"
                 cells[key] = [mean, sd]
                 marks[key] = results.mark(subset, system, measure) if results.baseline else ""
+        for run, values in results.untuned(subset).items():   # the report's untuned blocks (all points)
+            for measure, mean in values.items():
+                key = f"{run} (untuned) | {subset} | {measure}"
+                cells[key], marks[key] = [mean, None], ""
     return {"collection": collection.describe(), "primary": results.primary_measure, "cells": cells,
             "marks": marks, "table": tables.render(results, "text", verbose=False),
             "seconds": round(time.perf_counter() - started, 1)}
@@ -180,7 +185,8 @@ def summary(measured: dict) -> None:
     print("|---|---|---:|---:|---:|---:|")
     for name, entry in measured.items():
         for backend, row in entry["backends"].items():
-            print(f"| {name} | {backend} | {row['max_delta']:.4f} ({row['cell']}) | "
+            cell = row["cell"].replace(" | ", ", ") if row["max_delta"] else "none differs"
+            print(f"| {name} | {backend} | {row['max_delta']:.4f} ({cell}) | "
                   f"{row['cells_changed']}/{row['cells']} | {row['max_delta_any_measure']:.4f} | "
                   f"{row['marks_flipped']} / {row['marks_flipped_any_measure']} |")
 
