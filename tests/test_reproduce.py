@@ -68,9 +68,11 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
         assert all((out / f"{stem}.{ext}").stat().st_size > 0 for ext in ("png", "pdf"))
 
 
-def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(tmp_path, capsys,
+def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(tmp_path, capsys, monkeypatch,
                                                                       tiny_cross_encoder):
     from dsr.indexes.embeddings import stats
+
+    monkeypatch.setattr("dsr.core.quiet.progress_shown", lambda: True)   # build notices: a terminal's
 
     args = ["reproduce", "sample", "--queries", "last", "all", "--n-splits", "5",
             "--cross-encoder", str(tiny_cross_encoder)]
@@ -104,6 +106,10 @@ def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(tmp_path
     assert "export (beside bm25)" in manifest["wall_time_s"]  # the export ran beside the BM25 stage
     assert manifest["parameters"]["systems"]["dense (last)"]["params"]["backend"] == "openvino"
     assert manifest["parameters"]["systems"]["cross-encoder"]["params"]["backend"] == "openvino"
+    assert manifest["exactness"].startswith("openvino: figures differ from the exact backend (torch) by up to")
+    for row, noted in (("cross-encoder", True), ("dense (last)", True), ("BM25", False), ("random", False)):
+        sidecar = json.loads((tmp_path / "fast" / (manifest["runs"][row]["path"] + ".json")).read_text())
+        assert ("exactness" in sidecar) is noted, row
     assert json.loads((tmp_path / "exact" / "manifest.json").read_text())["parameters"]["backend"] == "torch"
     exact, fast = _means(tmp_path / "exact", "nDCG@5"), _means(tmp_path / "fast", "nDCG@5")
     assert set(exact) == set(fast)

@@ -244,7 +244,7 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
         out[:] = _one_score_each(model.predict(pairs, show_progress_bar=sys.stderr.isatty()))
     else:
         order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
-        with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False) as bar:
+        with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False, disable=None) as bar:  # a tty's
             for start in range(0, len(order), batch_size):
                 batch = order[start:start + batch_size]
                 with autocast:
