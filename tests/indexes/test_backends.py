@@ -175,7 +175,7 @@ def test_a_retrained_model_gets_a_new_export(tiny_model, dsr_home, sample):
     assert new != old and new.parent.name.startswith("dsr_mine")
 
 
-def test_cli_backend_param(tmp_path, tiny_model):
+def test_cli_backend_param(tmp_path, tiny_model, capsys):
     first = tmp_path / "initial.run"
     assert main(["run", "sample", "--ranker", "initial", "--out", str(first)]) == 0
     out = tmp_path / "ce.run"
@@ -184,6 +184,12 @@ def test_cli_backend_param(tmp_path, tiny_model):
     sidecar = json.loads((tmp_path / "ce.run.json").read_text())
     assert sidecar["params"]["backend"] == "openvino"
     assert "backend=openvino" in out.read_text().split("\n", 1)[0]  # the run tag names it
+    assert sidecar["exactness"].startswith("openvino: figures differ from the exact backend (torch) by up to")
+    assert "exactness" not in json.loads((tmp_path / "initial.run.json").read_text())
+    capsys.readouterr()
+    assert main(["evaluate", "sample", str(first), str(out), "--baseline", str(first)]) == 0
+    printed = capsys.readouterr().out
+    assert f"note: {sidecar['exactness']}" in printed.splitlines()   # one line, under the table
 
 
 @pytest.mark.parametrize("argv", [
