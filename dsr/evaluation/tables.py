@@ -378,7 +378,7 @@ def to_latex(results: Results, digits: int = 3, extras: bool = False) -> str:
     text = "\n".join(parts)
     if legend(results):
         text += comment(legend(results))
-    return text
+    return text + "".join(comment(f"note: {n}") for n in results.notes)
 
 
 def latex_tables(results: Results, digits: int = 3, extras: bool = False) -> list[tuple[str, str]]:
@@ -418,6 +418,7 @@ def to_latex_document(results: Results, digits: int = 3, systems: str = "") -> s
     ``tabular`` pastes into a paper that loads amssymb and booktabs."""
     body = [f"\\subsection*{{{tex(title)}}}\n{fit_width(table)}" for title, table in latex_tables(results, digits, True)]
     body.append("\n" + tex(legend(results)) + "\n")
+    body += [tex(f"Note: {n}") + "\n" for n in results.notes]   # e.g. a fast backend's distance from torch
     if systems:
         body.append(systems)
     return document("\n".join(body), f"Evaluation on {results.collection.get('name')}")

@@ -80,6 +80,8 @@ def test_the_line_is_the_first_under_the_table_of_runs_made_on_a_fast_backend(fi
     assert under.splitlines()[0] == f"note: {results.notes[0]}"
     assert sum("figures differ from the exact backend" in line for line in text.splitlines()) == 1
     assert results.notes[0] in tables.render(results, "md", verbose=True)
+    assert "% note: openvino-int8: figures differ from the exact backend" in tables.render(results, "latex")
+    assert "Note: openvino-int8: figures differ from the exact backend" in tables.to_latex_document(results)
     plain = evaluate_runs(sample, {"exact": exact}, progress=False)
     assert not any("exact backend" in n for n in plain.notes)
 
