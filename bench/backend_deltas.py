@@ -23,7 +23,8 @@ the CPU. It reruns the torch suite in a fresh DSR_HOME (so every embedding is co
 again) under settings that change the code paths torch and MKL take on this CPU (ATen's
 kernels at AVX2 or no SIMD instead of AVX-512, MKL's instruction set, MKL's reproducible
 mode, 1 or 16 threads instead of 2) and prints whether each table equals the default one
-character for character. A CPU with AMX (where oneDNN takes other kernels) cannot be
+character for character, and how far the raw vectors of ``VECTORS`` sentences moved (to
+show that a setting changed the arithmetic at all). A CPU with AMX (where oneDNN takes other kernels) cannot be
 emulated here.
 
 Sets (the sources in ../shared/data, see its SOURCES.md): ``cmu_dog_judged`` (115 points,
@@ -60,6 +61,8 @@ SETS = {
 EXACT = "torch"
 FAST = ("openvino", "openvino-bf16", "openvino-int8")
 JSON_PATH = ROOT / "dsr" / "indexes" / "data" / "backend_deltas.json"
+#: --torch-isa: candidate texts whose raw vectors are compared too
+VECTORS = 2000
 #: --torch-isa: environment settings that move torch's fp32 code paths on this CPU
 ISA_VARIANTS = {
     "default": {},
@@ -96,9 +99,27 @@ def worker(spec: dict) -> dict:
             for measure, mean in values.items():
                 key = f"{run} (untuned) | {subset} | {measure}"
                 cells[key], marks[key] = [mean, None], ""
-    return {"collection": collection.describe(), "primary": results.primary_measure, "cells": cells,
-            "marks": marks, "table": tables.render(results, "text", verbose=False),
-            "seconds": round(time.perf_counter() - started, 1)}
+    out = {"collection": collection.describe(), "primary": results.primary_measure, "cells": cells,
+           "marks": marks, "table": tables.render(results, "text", verbose=False),
+           "seconds": round(time.perf_counter() - started, 1)}
+    if spec.get("vectors"):   # --torch-isa: the raw vectors too, to see that the setting moved them
+        out.update(raw_vectors(collection, Path(spec["home"]) / "vectors.npy"))
+    return out
+
+
+def raw_vectors(collection, path: Path) -> dict:
+    """all-MiniLM-L6-v2's vectors of the collection's first VECTORS candidate texts (no cache),
+    saved to ``path``; and the kernels torch chose (ATen's CPU capability, threads)."""
+    import numpy as np
+    import torch
+
+    from dsr.core.models import resolve_model
+    from dsr.indexes.embeddings import encode
+
+    texts = [c.body for d in collection for c in d.candidates][:VECTORS]
+    np.save(path, encode(texts, resolve_model("all-MiniLM-L6-v2", "bi-encoder"), cache=False))
+    return {"vectors": str(path), "capability": torch.backends.cpu.get_cpu_capability(),
+            "threads": torch.get_num_threads()}
 
 
 def run_worker(spec: dict, env: dict | None = None) -> dict:
@@ -218,20 +239,28 @@ def write_json(measured: dict, info: dict) -> None:
 
 
 def torch_isa(sets: list[str], root: Path) -> None:
-    """torch fp32's table under each of ISA_VARIANTS, each in a fresh DSR_HOME, against the default."""
+    """torch fp32's table under each of ISA_VARIANTS, each in a fresh DSR_HOME, against the default;
+    and the raw vectors of VECTORS texts, to show whether the setting changed the arithmetic at all."""
+    import numpy as np
+
     for name in sets:
         collection, source, split = SETS[name]
         spec = {"collection": collection, "source": str(source) if source else None, "split": split,
                 "backend": EXACT}
-        default = None
+        default, first = None, None
         for i, (label, env) in enumerate(ISA_VARIANTS.items()):
-            got = run_worker({**spec, "home": str(root / f"isa-{name}-{i}")}, env)
+            got = run_worker({**spec, "home": str(root / f"isa-{name}-{i}"), "vectors": True}, env)
             default = default or got
             row = compare(default, got)
+            vectors = np.load(got["vectors"])
+            first = vectors if first is None else first
+            moved = float(np.abs(vectors.astype(np.float64) - first).max())
             print(f"{name:<16} torch, {label:<36} "
                   f"{'same table' if row['same_table'] else 'DIFFERENT table'}: max |Δ| any measure "
-                  f"{row['max_delta_any_measure']:.6f}, {row['cells_changed']}/{row['cells']} cells print "
-                  f"differently, {row['marks_flipped_any_measure']} marks flipped ({got['seconds']} s)", flush=True)
+                  f"{row['max_delta_any_measure']:.4f}, {row['cells_changed']}/{row['cells']} cells print "
+                  f"differently, {row['marks_flipped_any_measure']} marks flipped; {len(vectors)} raw vectors "
+                  f"{'bitwise equal' if moved == 0 else f'differ by up to {moved:.1e}'} (ATen {got['capability']}, "
+                  f"{got['threads']} threads; {got['seconds']} s)", flush=True)
             if not row["same_table"]:
                 print(got["table"])
 
