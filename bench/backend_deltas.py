@@ -154,6 +154,8 @@ def compare(exact: dict, fast: dict) -> dict:
         "cell": worst.rsplit(" | ", 1)[0],
         "cells_changed": sum(printed(exact["cells"][k]) != printed(fast["cells"][k]) for k in on_table),
         "cells": len(on_table),
+        "max_delta_untuned": max((delta(k) for k in keys if k.endswith(f" | {primary}") and " (untuned) | " in k),
+                                 default=0.0),
         "max_delta_any_measure": delta(max(keys, key=delta)),
         "cell_any_measure": max(keys, key=delta),
         "marks_flipped": len(flipped),
@@ -193,7 +195,8 @@ def measure(sets: list[str], backends: list[str], home: Path) -> dict:
 
 def print_row(name: str, backend: str, row: dict) -> None:
     print(f"{name:<16} {backend:<14} max |Δ| {row['measure']} {row['max_delta']:.4f} ({row['cell']}); "
-          f"{row['cells_changed']}/{row['cells']} cells print differently; max |Δ| any measure "
+          f"{row['cells_changed']}/{row['cells']} cells print differently; max |Δ| untuned blocks "
+          f"{row['max_delta_untuned']:.4f}; max |Δ| any measure "
           f"{row['max_delta_any_measure']:.4f} ({row['cell_any_measure']}); marks flipped {row['marks_flipped']} on the table, "
           f"{row['marks_flipped_any_measure']} over every measure ({row['seconds']} s)", flush=True)
     for flip in row["flipped"]:
@@ -201,14 +204,15 @@ def print_row(name: str, backend: str, row: dict) -> None:
 
 
 def summary(measured: dict) -> None:
-    print("\n| set | backend | max \\|Δ\\| nDCG@5 (cell) | cells changed | max \\|Δ\\| any measure "
-          "| marks flipped (table / any measure) |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("\n| set | backend | max \\|Δ\\| nDCG@5 (cell) | cells changed | max \\|Δ\\| nDCG@5, untuned blocks "
+          "| max \\|Δ\\| any measure | marks flipped (table / any measure) |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for name, entry in measured.items():
         for backend, row in entry["backends"].items():
             cell = row["cell"].replace(" | ", ", ") if row["max_delta"] else "none differs"
             print(f"| {name} | {backend} | {row['max_delta']:.4f} ({cell}) | "
-                  f"{row['cells_changed']}/{row['cells']} | {row['max_delta_any_measure']:.4f} | "
+                  f"{row['cells_changed']}/{row['cells']} | {row['max_delta_untuned']:.4f} | "
+                  f"{row['max_delta_any_measure']:.4f} | "
                   f"{row['marks_flipped']} / {row['marks_flipped_any_measure']} |")
 
 
@@ -228,7 +232,7 @@ def write_json(measured: dict, info: dict) -> None:
         slot["dialogues"] = entry["collection"]["dialogues"]
         slot["rows"] = "the baseline suite of dsr reproduce without trained models (BM25, zero-shot dense, RRF)"
         for backend, row in entry["backends"].items():
-            kept = ("measure", "max_delta", "cell", "cells_changed", "cells", "max_delta_any_measure",
+            kept = ("measure", "max_delta", "cell", "cells_changed", "cells", "max_delta_untuned", "max_delta_any_measure",
                     "cell_any_measure", "marks_flipped", "flipped", "marks_flipped_any_measure")
             slot["backends"][backend] = {
                 **{k: round(row[k], 5) if isinstance(row[k], float) else row[k] for k in kept},
