@@ -71,13 +71,17 @@ ISA_VARIANTS = {
     "MKL AVX2": {"MKL_ENABLE_INSTRUCTIONS": "AVX2"},
     "MKL reproducible (CBWR=COMPATIBLE)": {"MKL_CBWR": "COMPATIBLE"},
     "1 thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-    "16 threads": {"OMP_NUM_THREADS": "16", "MKL_NUM_THREADS": "16"},
+    "16 threads": {"BENCH_TORCH_THREADS": "16"},   # torch caps OMP_NUM_THREADS at the CPUs it sees
 }
 
 
 def worker(spec: dict) -> dict:
     """One ``reproduce`` on ``spec``'s set and backend; the table's cells and marks as JSON."""
     os.environ["DSR_HOME"] = spec["home"]
+    if os.environ.get("BENCH_TORCH_THREADS"):   # --torch-isa: more threads than cores, as a 16-core host runs
+        import torch
+
+        torch.set_num_threads(int(os.environ["BENCH_TORCH_THREADS"]))
     from dsr.baselines import reproduce
     from dsr.collections import load_collection
     from dsr.evaluation import tables
@@ -242,7 +246,7 @@ def write_json(measured: dict, info: dict) -> None:
     print(f"\nwrote {JSON_PATH.relative_to(ROOT)}")
 
 
-def torch_isa(sets: list[str], root: Path) -> None:
+def torch_isa(sets: list[str], root: Path, variants: list[str]) -> None:
     """torch fp32's table under each of ISA_VARIANTS, each in a fresh DSR_HOME, against the default;
     and the raw vectors of VECTORS texts, to show whether the setting changed the arithmetic at all."""
     import numpy as np
@@ -252,7 +256,8 @@ def torch_isa(sets: list[str], root: Path) -> None:
         spec = {"collection": collection, "source": str(source) if source else None, "split": split,
                 "backend": EXACT}
         default, first = None, None
-        for i, (label, env) in enumerate(ISA_VARIANTS.items()):
+        for i, label in enumerate(["default", *(v for v in variants if v != "default")]):
+            env = ISA_VARIANTS[label]
             got = run_worker({**spec, "home": str(root / f"isa-{name}-{i}"), "vectors": True}, env)
             default = default or got
             row = compare(default, got)
@@ -276,6 +281,8 @@ def main(argv=None) -> int:
     parser.add_argument("--write", action="store_true", help=f"rewrite {JSON_PATH.relative_to(ROOT)}")
     parser.add_argument("--torch-isa", action="store_true",
                         help="instead: torch fp32's table under other instruction sets and thread counts")
+    parser.add_argument("--variants", nargs="+", choices=list(ISA_VARIANTS), default=list(ISA_VARIANTS),
+                        help="--torch-isa: the settings to compare with the default (default: all)")
     parser.add_argument("--home", type=Path, help="scratch DSR_HOME (default: a temporary folder)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -290,7 +297,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="dsr-deltas-") as scratch:
         home = args.home or Path(scratch)
         if args.torch_isa:
-            torch_isa(args.sets, home)
+            torch_isa(args.sets, home, args.variants)
         else:
             measured = measure(args.sets, fast_backends(args.backends), home)
             summary(measured)
