@@ -27,13 +27,12 @@ The suite (every row is evaluated on the same dialogues):
   and cached, so the grid costs no extra model calls. Without a cross-encoder
   the row is skipped and the report says why.
 
-The dense and cross-encoder models run on ``--backend`` (default ``auto``:
-OpenVINO int8 where the CPU has VNNI or AMX, else torch; ``--fast`` is
-``openvino-int8``; ``--backend torch`` is the exact path; see
-:mod:`dsr.indexes.backends`): a fast backend's scores differ slightly from
-torch's (the tolerance is tested: ``tests/rankers/test_default_backend.py``),
-so the manifest and each run's config name the backend that ran and the
-models' weights hashes.
+The dense and cross-encoder models run on ``--backend`` (default ``torch``, the
+exact path, whose table is the same on every CPU; ``--fast`` is ``openvino-int8``;
+``auto`` is int8 where the CPU has VNNI or AMX; see :mod:`dsr.indexes.backends`): a
+fast backend's figures differ from torch's, by an amount measured per collection
+(:mod:`dsr.indexes.exactness`), which a note under the table states; the manifest and
+each run's config name the backend that ran and the models' weights hashes.
 
 With a split file (the official 50 splits of SIGIR 2022), tuning is per split
 on val and the table gives the test halves' mean and sd; collections without
@@ -69,8 +68,9 @@ from dsr.evaluation.drawing import workers as drawing_workers
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
+from dsr.indexes.backends import DEFAULT_BACKEND, export_identity, resolve_backend
 from dsr.indexes.backends import export as export_model
-from dsr.indexes.backends import export_identity, resolve_backend
+from dsr.indexes.exactness import note as exactness_note
 from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker
 from dsr.rankers.bm25 import BM25Ranker
@@ -81,7 +81,7 @@ from dsr.training.card import ranking_params, read_card
 
 DEFAULT_DENSE = "all-MiniLM-L6-v2"
 DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
-#: what --fast means: int8 OpenVINO (|delta nDCG@5| vs torch in docs/models.md)
+#: what --fast means: int8 OpenVINO (its measured distance from torch: dsr/indexes/data/backend_deltas.json)
 FAST_BACKEND = "openvino-int8"
 DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
 RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
@@ -108,7 +108,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
               strategies: Sequence[str] | None = None,
               dense_model: str | None = DEFAULT_DENSE, trained_dense: str | None = None,
               cross_encoder: str | None = None, ce_query: str | None = None,
-              backend: str = "auto", test: str = "t", correction: str = "holm",
+              backend: str = DEFAULT_BACKEND, test: str = "t", correction: str = "holm",
               family: str = "runs", ci: str = "auto", all_pairs: bool = False,
               primary: str | None = None, timer: StageTimer | None = None,
               command: list[str] | None = None, skipped_reason: str | None = None) -> dict[str, Any]:
@@ -120,8 +120,9 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
     is sigir2022 when its files are present. ``out`` defaults to
     ``out/COLLECTION``. ``dense_model=None`` skips the dense and fusion rows;
     ``trained_dense`` and ``cross_encoder`` (a folder, hub id or ``dsr:NAME``)
-    add their rows; ``backend`` is what runs the models (``auto``: the fastest this CPU has,
-    :mod:`dsr.indexes.backends`; resolved before anything runs). ``test``, ``correction``, ``family``, ``ci``,
+    add their rows; ``backend`` is what runs the models (``torch``, the default: exact;
+    ``auto``: the fastest this CPU has, :mod:`dsr.indexes.backends`; resolved before anything
+    runs). ``test``, ``correction``, ``family``, ``ci``,
     ``all_pairs`` and ``primary`` are :func:`dsr.evaluate`'s. ``timer`` collects (and, unless
     quiet, prints) each stage's wall time; ``command`` is what the report
     records; ``skipped_reason`` is the note on a skipped cross-encoder row.
@@ -237,6 +238,8 @@ class Suite:
         self.families: dict[str, dict[str, Any]] = {}
         self.info: dict[str, dict[str, Any]] = {}
         self.notes: list[str] = []
+        #: the rows a model scored (their runs' sidecars carry the backend's exactness note)
+        self.model_rows: set[str] = set()
         self.models: dict[str, Any] = {}
         self.bm25_default: dict[str, Any] = {}
         self.dense: dict[str, Any] = {}
@@ -307,6 +310,7 @@ class Suite:
                 name = f"dense ({q})"
                 self._add_run(name, make_ranker("dense", model=dense_model, query=q, backend=self.backend))
                 self.dense[q] = self.runs[name]
+                self.model_rows.add(name)
 
     def _export_in_background(self, dense_model: str | None) -> Future | None:
         """A fast backend's export of the dense model (or the check that it is cached), started
@@ -339,6 +343,7 @@ class Suite:
                 return run
             configs[name] = make
         self.families["RRF(BM25, dense)"] = configs
+        self.model_rows.add("RRF(BM25, dense)")
         self.info["RRF(BM25, dense)"] = {"fusion": "rrf", "grid": {
             "bm25 query": self.strategies, "dense query": self.strategies, "k": grid["k"]}}
 
@@ -354,12 +359,14 @@ class Suite:
         with self.timer("trained bi-encoder", f"{model}, {described}"):
             self._add_run("trained bi-encoder", make_ranker("dense", model=model, backend=self.backend,
                                                             **same))
+        self.model_rows.add("trained bi-encoder")
         if not zero_shot:
             return
         name = same_text_row(same)
         if name not in self.runs:
             with self.timer("zero-shot, same text", f"{zero_shot}, {described}"):
                 self._add_run(name, make_ranker("dense", model=zero_shot, backend=self.backend, **same))
+                self.model_rows.add(name)
         self.info["trained bi-encoder"]["zero-shot row"] = name
         self.notes.append(f"trained bi-encoder: the zero-shot row with the same query and "
                           f"candidate text is {name!r}")
@@ -387,6 +394,7 @@ class Suite:
                 key = {"first stage": stage_name, "top_k": depth} if depth else {"top_k": "all"}
                 configs[config_name(key)] = make
         self.families["cross-encoder"] = configs
+        self.model_rows.add("cross-encoder")
         self.info["cross-encoder"] = {"reranker": "cross-encoder", "model": described, "params": params,
                                       "grid": {"first stage": list(stages),
                                                "top_k": [d or "all" for d in RERANK_DEPTHS]}}
@@ -428,7 +436,9 @@ class Suite:
 
     def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
         path = folder / f"{slug(name, 'run')}.run.gz"   # gzipped: 7x smaller; dsr reads it, `zcat` for trec_eval
-        run.config = {**run.config, **extra, "collection": self.collection.describe(),
+        described = self.collection.describe()
+        note = exactness_note(described, self.backend) if name in self.model_rows else None
+        run.config = {**run.config, **extra, "collection": described, **({"exactness": note} if note else {}),
                       "versions": package_versions()}
         run.write(path)
         return {"path": str(path)}
@@ -507,5 +517,6 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
         "versions": provenance["versions"],
         "machine": provenance["machine"],
         "wall_time_s": dict(timer.seconds),
+        **({"exactness": note} if (note := exactness_note(collection.describe(), suite.backend)) else {}),
     }
 

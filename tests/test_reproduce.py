@@ -90,6 +90,7 @@ def full_run(tmp_path_factory, tiny_cross_encoder):
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err), \
             contextlib.redirect_stdout(io.StringIO()):
         patch.setenv("DSR_HOME", str(home))
+        patch.setattr("dsr.core.quiet.progress_shown", lambda: True)   # build notices: a terminal's
         stats.reset()
         assert main([*args, "--out", str(out)]) == 0
     return home, args, out, err.getvalue(), stats.encoded
@@ -132,6 +133,10 @@ def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(full_run
     assert "export (beside bm25)" in manifest["wall_time_s"]  # the export ran beside the BM25 stage
     assert manifest["parameters"]["systems"]["dense (last)"]["params"]["backend"] == "openvino"
     assert manifest["parameters"]["systems"]["cross-encoder"]["params"]["backend"] == "openvino"
+    assert manifest["exactness"].startswith("openvino: figures differ from the exact backend (torch) by up to")
+    for row, noted in (("cross-encoder", True), ("dense (last)", True), ("BM25", False), ("random", False)):
+        sidecar = json.loads((tmp_path / "fast" / (manifest["runs"][row]["path"] + ".json")).read_text())
+        assert ("exactness" in sidecar) is noted, row
     assert json.loads((exact_out / "manifest.json").read_text())["parameters"]["backend"] == "torch"
     exact, fast = _means(exact_out, "nDCG@5"), _means(tmp_path / "fast", "nDCG@5")
     assert set(exact) == set(fast)

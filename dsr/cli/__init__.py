@@ -32,6 +32,7 @@ from dsr.cli.help import add_defaults_and_examples
 from dsr.core import __version__
 from dsr.core.atomic import disk_full, full_disk_error
 from dsr.core.errors import InputError
+from dsr.core.quiet import quiet_libraries, set_verbose
 
 #: ``build_parser(command=EVERY)``: every command module registered
 EVERY = None
@@ -108,6 +109,9 @@ def _main(argv: list[str] | None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if getattr(args, "verbose", False):
+        set_verbose()        # the libraries' warnings, log lines and bars too
+    quiet_libraries()        # else only dsr's own lines (dsr.core.quiet)
     try:
         code = args.func(args)
     except InputError as err:

@@ -105,7 +105,8 @@ def add_report_arguments(p) -> None:
                    help="printed tables: aligned text (default), Markdown, LaTeX, CSV (long) or JSON "
                         "records of the tables")
     p.add_argument("--verbose", action="store_true",
-                   help="print every table (default: a short summary; the report holds everything)")
+                   help="print every table (default: a short summary; the report holds everything), and "
+                        "the libraries' warnings and progress bars (default: only dsr's own lines)")
 
 
 def register(subparsers) -> None:

@@ -67,6 +67,7 @@ from dsr.core.queries import STRATEGIES
 from dsr.core.run import load_run, write_run
 from dsr.core.run_checks import check_run, check_same_collection
 from dsr.evaluation.qrels import read_qrels
+from dsr.indexes.exactness import sidecar_part
 from dsr.rankers import RANKERS, make_ranker, ranker_class
 from dsr.rerankers import RERANKERS, make_reranker, reranker_class
 
@@ -219,7 +220,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     described.setdefault("top_k", top_k)
     kind = "cross-encoder" if args.reranker == "cross-encoder" else "bi-encoder"
     out.config = run_sidecar("rerank", _command_line("rerank", args), described,
-                          collection=collection.describe(),
+                          collection=collection.describe(), **sidecar_part(collection.describe(), described),
                           models=model_records(described, params, kind), inputs=[input_record(args.run, run)])
     _write(out, args)
     return 0

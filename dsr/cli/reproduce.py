@@ -21,7 +21,7 @@ from dsr.collections import load_collection
 from dsr.core.timing import StageTimer
 from dsr.evaluation import tables
 from dsr.evaluation.measures import split_measure_list
-from dsr.indexes.backends import CHOICES
+from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND
 
 
 def register(subparsers) -> None:
@@ -34,10 +34,11 @@ def register(subparsers) -> None:
                     "and a manifest into --out.",
         epilog="Prints a short summary (the primary measure by subset, with ▲/▼ against BM25); "
                "--verbose prints every table, and --out holds them all. The bundled sample is a "
-               "smoke test (20 invented dialogues: nothing can be significant); the real table "
-               "is `dsr data fetch sigir2022` then `dsr reproduce sigir2022`. "
+               "smoke test (20 invented dialogues: nothing can be significant); the first table on "
+               "real public data is `dsr data fetch cmu_dog` then `dsr reproduce cmu_dog_dev` (the "
+               "README's), the SIGIR 2022 table `dsr data fetch sigir2022` then `dsr reproduce sigir2022`. "
                "Examples: dsr reproduce sample --out out/sample ; "
-               "dsr reproduce sigir2022 --out out/sigir2022 ; "
+               "dsr reproduce cmu_dog_dev --source ../shared/data/cmu_dog ; "
                "dsr reproduce cmu_dog --source ../shared/data/cmu_dog --split valid")
     p.add_argument("collection", nargs="?", metavar="COLLECTION",
                    help="registered name or benchmark .jsonl (default: sigir2022 when its files "
@@ -71,12 +72,14 @@ def register(subparsers) -> None:
                    help="query strategy for the cross-encoder (default: the one a `dsr train` model "
                         "was trained with, from its card; else all)")
     p.add_argument("--fast", action="store_true",
-                   help=f"run the dense and cross-encoder models on {FAST_BACKEND} (what auto "
-                        "picks on a CPU with VNNI or AMX); scores differ slightly from torch's")
+                   help=f"run the dense and cross-encoder models on {FAST_BACKEND}: about 4x faster on a "
+                        "CPU with VNNI or AMX, but the figures differ from the exact ones and depend on "
+                        "the CPU (a note under the table says by how much, as measured on the collection)")
     p.add_argument("--backend", choices=CHOICES,
-                   help="backend for the dense and cross-encoder models (default auto: "
-                        f"{FAST_BACKEND} where the CPU has VNNI or AMX, else torch; torch: the exact "
-                        f"path; --fast: {FAST_BACKEND})")
+                   help=f"backend for the dense and cross-encoder models (default {DEFAULT_BACKEND}: exact, "
+                        "the same table on every CPU; openvino, openvino-bf16, openvino-int8: faster, figures "
+                        f"differ, see docs/models.md; auto: {FAST_BACKEND} where the CPU has VNNI or AMX, else "
+                        f"torch; --fast: {FAST_BACKEND})")
     p.add_argument("--test", choices=("t", "perm"), default="t",
                    help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)")
     add_report_arguments(p)
@@ -95,7 +98,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         n_splits=args.n_splits, seed=args.seed, target=args.target, measures=_split(args.measures),
         strategies=_split(args.queries), dense_model=None if args.no_dense else args.dense_model,
         trained_dense=trained_dense, cross_encoder=cross_encoder, ce_query=args.ce_query,
-        backend=args.backend or (FAST_BACKEND if args.fast else "auto"), test=args.test,
+        backend=args.backend or (FAST_BACKEND if args.fast else DEFAULT_BACKEND), test=args.test,
         correction=args.correction, family=args.family, ci=args.ci, all_pairs=args.all_pairs,
         primary=args.primary, timer=StageTimer(), command=["dsr", *sys.argv[1:]],
         skipped_reason=skip_reason(args.no_cross_encoder))
@@ -111,11 +114,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
-#: where the sample's smoke test ends: the commands that give the real table
-NEXT_STEPS = ("the real table (SIGIR 2022, 846 dialogues, the official 50 splits):\n"
-              "  dsr data fetch sigir2022\n"
-              "  dsr reproduce sigir2022\n"
-              "reference figures to compare with: docs/results.md")
+#: where the sample's smoke test ends: the commands of the first table on public real data
+NEXT_STEPS = ("next, the first table on real public data (cmu_dog_dev: 389 judged CMU_DoG query points):\n"
+              "  dsr data fetch cmu_dog          # CMU_DoG at its pinned commit, every file verified\n"
+              "  dsr reproduce cmu_dog_dev       # or --source DIR with a copy of CMU_DoG (make headline)\n"
+              "its reference table, to compare with: README.md")
 
 
 def sample_banner(collection) -> str:

@@ -3,8 +3,8 @@
 115 query points of CMU_DoG **valid** (one per sampled conversation), with
 exactly the dialogues and 50-candidate BM25 pools of ``dsr data build cmu_dog
 --split valid``; only the labels differ: every candidate was graded 0/1/2 for
-usefulness to the next turn by independent judges (see the README beside the
-file). It is read, never copied into the package: ``--source DIR`` is a
+usefulness to the next turn by language-model assessors, one per packet of 15
+points (see the README beside the file; the file is not public). It is read, never copied into the package: ``--source DIR`` is a
 folder holding :data:`FILE_NAME` (or the file itself); the default folder is
 ``$DSR_HOME/data/cmu_dog_judged``. In this project's checkout the file lives
 in ``../shared/data/judged``::

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from collections.abc import Iterator
 
+from dsr.core.quiet import progress
+
 
 class StageTimer:
-    """Wall time per stage, for the manifest (and a line on stderr per stage)."""
+    """Wall time per stage, for the manifest (and a line on stderr per stage, on a terminal:
+    :func:`dsr.core.quiet.progress`)."""
 
     def __init__(self, quiet: bool = False):
         self.seconds: dict[str, float] = {}
@@ -18,7 +20,7 @@ class StageTimer:
     @contextlib.contextmanager
     def __call__(self, stage: str, what: str = "") -> Iterator[None]:
         if not self.quiet:
-            print(f"dsr reproduce: {stage}{': ' + what if what else ''}", file=sys.stderr, flush=True)
+            progress(f"dsr reproduce: {stage}{': ' + what if what else ''}")
         start = time.perf_counter()
         try:
             yield

@@ -26,6 +26,7 @@ from dsr.evaluation.measures import (
 from dsr.evaluation.protocol import SplitIndex, Splits, tune
 from dsr.evaluation.qrels import qrels_from_collection
 from dsr.evaluation.results import ConfigSource, Results, System
+from dsr.indexes.exactness import notes as exactness_notes
 
 
 def subset_indices(collection: Collection, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
@@ -101,7 +102,9 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
     index_by_subset = subset_indices(collection, subsets)
     measurer = _Measurer(Evaluator(qrels, measures, topics),
                          len(runs) + sum(len(c) for c in families.values()), progress, workers)
-    notes = _no_relevant_note(collection)
+    # first, so that it is the line under the table: a fast backend's figures are not the exact ones
+    notes = exactness_notes(collection.describe(), [*(r.config for r in runs.values()), *(run_info or {}).values()])
+    notes += _no_relevant_note(collection)
     measurer.measure_all(runs, families)
     values = {name: measurer(run) for name, run in runs.items()}
     notes += _coverage_notes(collection, runs, values)

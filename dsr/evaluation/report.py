@@ -195,8 +195,7 @@ def _markdown(results: Results, captions: dict[str, str], systems: dict[str, str
               "\\end{figure}`), never drawn inside it.", ""]
     lines += [f"- `{stem}`: {text}" for stem, text in captions.items()]
     lines += ["", "## Tables", ""]
-    return "\n".join(lines) + "\n" + tables.to_markdown(results) + "".join(
-        f"\n- note: {n}" for n in results.notes) + ("\n" if results.notes else "")
+    return "\n".join(lines) + "\n" + tables.to_markdown(results)   # the notes under the tables
 
 
 def _latex_systems(systems: dict[str, str]) -> str:

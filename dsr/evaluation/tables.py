@@ -335,9 +335,10 @@ def format_text(results: Results, digits: int = 4) -> str:
 
 
 def to_markdown(results: Results, digits: int = 4, tables=None) -> str:
-    """Every table (or ``tables``, ``[(title, frame)]``) as Markdown, with the legend."""
+    """Every table (or ``tables``, ``[(title, frame)]``) as Markdown, with the notes and the legend."""
     tables = _all_wide(results, digits) if tables is None else tables
     text = "\n\n".join(f"### {title}\n\n{_markdown_table(t)}" for title, t in tables) + "\n"
+    text += "".join(f"\n- note: {n}" for n in results.notes) + ("\n" if results.notes else "")
     return text + "\n" + legend(results) + "\n" + _baseline_line(results)
 
 
@@ -379,7 +380,7 @@ def to_latex(results: Results, digits: int = 3, extras: bool = False) -> str:
     text = "\n".join(parts)
     if legend(results):
         text += comment(legend(results))
-    return text
+    return text + "".join(comment(f"note: {n}") for n in results.notes)
 
 
 def latex_tables(results: Results, digits: int = 3, extras: bool = False) -> list[tuple[str, str]]:
@@ -419,6 +420,7 @@ def to_latex_document(results: Results, digits: int = 3, systems: str = "") -> s
     ``tabular`` pastes into a paper that loads amssymb and booktabs."""
     body = [f"\\subsection*{{{tex(title)}}}\n{fit_width(table)}" for title, table in latex_tables(results, digits, True)]
     body.append("\n" + tex(legend(results)) + "\n")
+    body += [tex(f"Note: {n}") + "\n" for n in results.notes]   # e.g. a fast backend's distance from torch
     if systems:
         body.append(systems)
     return document("\n".join(body), f"Evaluation on {results.collection.get('name')}")

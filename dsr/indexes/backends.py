@@ -3,12 +3,14 @@
 ``backend`` (a parameter of the ``dense`` ranker, the ``bi-encoder`` and
 ``cross-encoder`` rerankers, and ``dsr reproduce --fast``) is one of:
 
-* ``auto`` (the default): ``openvino-int8`` where the CPU has int8 dot-product
+* ``torch`` (the default): sentence-transformers on torch fp32, the exact path:
+  its figures do not depend on the CPU's instruction set (what bf16 and int8
+  do: issue 39 saw int8 move cells of the judged table by up to 0.0247 and flip
+  two marks on a CPU with AMX), so a reference table is the same on every machine;
+* ``auto``: ``openvino-int8`` where the CPU has int8 dot-product
   units (AVX512-VNNI, AVX-VNNI, AMX) and the fast extra is installed, else
   ``torch`` (:func:`fastest_backend`; ``DSR_BACKEND=NAME`` in the environment
-  pins what ``auto`` means, e.g. ``DSR_BACKEND=torch`` for the exact path
-  everywhere). Runs and reports record the backend that ran, never ``auto``;
-* ``torch``: sentence-transformers on torch fp32, the exact path;
+  pins what ``auto`` means). Runs and reports record the backend that ran, never ``auto``;
 * ``openvino``: the same network converted to OpenVINO IR, run in fp32
   (inference precision pinned to f32, so a CPU with bf16 units does not
   silently run it in bf16): scores equal torch's to about 6 digits;
@@ -20,7 +22,11 @@
   after training by NNCF (static, "mixed" preset, transformer model type),
   calibrated on all of the bundled ``sample`` collection's sentences and
   queries, or (query, sentence) pairs: never a download; the operations left in float run
-  in f32. Scores move a little (the README gives the measured change of nDCG@5).
+  in f32. Scores move a little.
+
+A table, report or run sidecar made on any backend but torch carries one line saying
+how far its figures were measured to be from torch's on that collection
+(:mod:`dsr.indexes.exactness`; ``bench/backend_deltas.py`` measures them).
 
 A model is exported once from its local weights (the whole sentence-transformers
 module stack is traced, pooling and normalisation included, so the output is
@@ -79,12 +85,13 @@ from dsr.core.data import Collection, read_benchmark
 from dsr.core.errors import InputError
 from dsr.core.home import models_dir
 from dsr.core.models import ResolvedModel, load_cross_encoder, load_sentence_transformer
+from dsr.core.quiet import muted, progress, quiet_loggers
 from dsr.indexes.manifest import cached_build, expected_manifest, read_manifest, safe_name
 
 BACKENDS = ("torch", "openvino", "openvino-bf16", "openvino-int8")
-#: what a dense ranker, reranker or ``dsr reproduce`` runs on unless told: resolved by
-#: :func:`resolve_backend` (int8 where the CPU has VNNI or AMX, else torch)
-DEFAULT_BACKEND = "auto"
+#: what a dense ranker, reranker or ``dsr reproduce`` runs on unless told: the exact path (issue 39:
+#: a reference table must not depend on the reader's CPU); ``auto`` and the fast backends are asked for
+DEFAULT_BACKEND = "torch"
 #: a stage's ``backend`` choices: ``auto`` and the backends
 CHOICES = ("auto", *BACKENDS)
 #: environment variable naming the backend ``auto`` stands for (unset: the fastest)
@@ -242,9 +249,10 @@ def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
     require_fast_extra(backend)
     folder = fast_folder(model, kind, backend)
     expected = expected_export_manifest(model, kind, backend)
-    folder, _ = cached_build("fast-model", folder.name, expected,
-                             lambda tmp: _build(model, kind, backend, tmp),
-                             files=("model.xml", "model.bin", "fast.json", "tokenizer.json"), folder=folder)
+    with muted():   # the tracer's and transformers' warnings, NNCF's bars: only with --verbose
+        folder, _ = cached_build("fast-model", folder.name, expected,
+                                 lambda tmp: _build(model, kind, backend, tmp),
+                                 files=("model.xml", "model.bin", "fast.json", "tokenizer.json"), folder=folder)
     info = json.loads((folder / "fast.json").read_text(encoding="utf-8"))
     return FastModel(folder, kind, backend, info["output"], tuple(info["inputs"]), info["max_length"],
                      info["do_lower_case"])
@@ -259,7 +267,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     ov = _openvino()
     torch = _torch()
 
-    print(f"dsr: exporting {model.name} ({kind}) to OpenVINO {backend}", file=sys.stderr)
+    progress(f"dsr: exporting {model.name} ({kind}) to OpenVINO {backend}")
     module = _torch_model(model, kind)
     if not getattr(module.tokenizer, "is_fast", False):
         raise InputError(f"backend {backend} needs a model with a fast (Rust) tokenizer; "
@@ -301,6 +309,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     if backend == "openvino-int8":
         import nncf
 
+        quiet_loggers("nncf")   # its import set them to INFO
         items = [_features(tokenizer, fed, [item], None) for item in calibration]
         converted = nncf.quantize(converted, nncf.Dataset(items), preset=nncf.QuantizationPreset.MIXED,
                                   model_type=nncf.ModelType.TRANSFORMER, subset_size=len(items))

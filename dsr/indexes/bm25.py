@@ -114,7 +114,7 @@ def _tokenized(texts: Sequence[str], stopwords: bool, stem: bool, progress: bool
 
     return [tokenize(t, stopwords=stopwords, stem=stem)
             for t in tqdm(texts, desc="tokenising", unit="sent", leave=False,
-                         disable=not progress or len(texts) < 5000)]
+                         disable=not progress or len(texts) < 5000 or None)]
 
 
 class BM25Index:

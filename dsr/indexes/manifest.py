@@ -28,6 +28,7 @@ from typing import Any
 from dsr.core.atomic import atomic_dir, recover_folder, write_json
 from dsr.core.home import index_dir, require_writable
 from dsr.core.provenance import machine, package_versions, sha256_file, slug
+from dsr.core.quiet import progress
 
 MANIFEST = "manifest.json"
 #: manifest keys that describe a build but do not decide whether it is reusable
@@ -150,7 +151,7 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
     manifest (``checksums``) and checked on every reuse: a file that is
     missing, empty, truncated or edited fails it and the index is rebuilt.
     Returns the index folder and whether it was (re)built. A rebuild is
-    always announced on stderr with its reason; a first build unless
+    always announced on stderr with its reason; a first build, on a terminal, unless
     ``announce_new`` is False. ``folder`` puts it elsewhere than under
     ``DSR_HOME/indexes`` (exported models live under ``models/``).
     """
@@ -173,8 +174,8 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
     require_writable(folder.parent)  # a read-only cache: exit 2 naming the folder
     if reason != "no index yet":
         print(f"dsr: rebuilding {kind} index {folder.name!r}: {reason}", file=sys.stderr)
-    elif announce_new:
-        print(f"dsr: building {kind} index {folder.name!r}", file=sys.stderr)
+    elif announce_new:   # progress: on a terminal only (a rebuild's reason is printed everywhere)
+        progress(f"dsr: building {kind} index {folder.name!r}")
     with atomic_dir(folder, None) as tmp:  # a folder dsr owns whole
         start = time.perf_counter()
         build(tmp)

@@ -14,6 +14,7 @@ from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
 from dsr.core.stage import Stage
+from dsr.indexes.exactness import sidecar_part
 
 
 class Ranker(Stage):
@@ -37,7 +38,9 @@ class Ranker(Stage):
 
 def ranker_config(ranker: Ranker, collection: Collection, **extra) -> dict:
     """What a run sidecar records: the ranker's description and the collection's identity."""
-    return {**ranker.describe(), **extra, "collection": collection.describe()}
+    described = ranker.describe()
+    return {**described, **extra, "collection": collection.describe(),
+            **sidecar_part(collection.describe(), described)}
 
 
 def strategy_tag(ranker: Ranker) -> str:

@@ -22,6 +22,7 @@ from dsr.core.run import Run
 from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND, resolve_backend
 from dsr.indexes.dense import DenseIndex
 from dsr.indexes.embeddings import encode
+from dsr.indexes.exactness import BACKEND_HELP
 from dsr.rankers.base import Ranker, ranker_config, strategy_tag
 
 
@@ -40,9 +41,7 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
               "its folder with WikiData/; default: the collection's source, else "
               "$DSR_HOME/data/cmu_dog)", optional=True),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
-        Param("backend", DEFAULT_BACKEND, "str", "inference backend (auto: openvino-int8 where the CPU "
-              "has VNNI or AMX, else torch; torch: exact; openvino, openvino-bf16, openvino-int8: faster "
-              "on CPUs, scores differ slightly)", choices=CHOICES),
+        Param("backend", DEFAULT_BACKEND, "str", BACKEND_HELP, choices=CHOICES),
     )
 
 
@@ -75,9 +74,9 @@ class DenseRanker(Ranker):
     Parameters: ``model`` (a spec for dsr.core.models.resolve_model),
     ``query`` (a strategy; ``weighted`` is its text form), ``batch_size``,
     ``text`` (``body`` or ``title: body``), ``decay`` (for ``weighted``),
-    ``backend`` (``auto``, the default: int8 where the CPU has VNNI or AMX, else torch;
-    ``torch``, exact, or ``openvino`` / ``openvino-bf16`` / ``openvino-int8``: see
-    :mod:`dsr.indexes.backends`); the run's config records the backend that ran.
+    ``backend`` (``torch``, the default: exact; ``openvino`` / ``openvino-bf16`` /
+    ``openvino-int8``: faster, or ``auto``: see :mod:`dsr.indexes.backends`); the run's
+    config records the backend that ran.
     """
 
     name = "dense"

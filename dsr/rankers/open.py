@@ -41,7 +41,8 @@ class OpenRanker(Ranker):
         Param("nprobe", 32, "int", "IVF lists searched", low=1),
         Param("refine", 0, "int", "IVF-PQ: re-score this many candidates exactly (0: off)", low=0),
         Param("backend", DEFAULT_BACKEND, "str", "encoder backend the corpus's vectors were made with "
-              "(dsr corpus index --backend; auto: the fastest this CPU has)", choices=("auto", *BACKENDS)),
+              "(dsr corpus index --backend; torch, the default: exact; auto: the fastest this CPU has)",
+              choices=("auto", *BACKENDS)),
     )
 
     def __init__(self, **params: Any):

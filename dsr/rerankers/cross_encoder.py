@@ -42,6 +42,7 @@ from dsr.core.run import Run
 # the body text forms are the dense ranker's, so both read candidates alike (the context form
 # is for bi-encoders: dsr rerank --reranker bi-encoder, dsr run --ranker dense)
 from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND, load_fast, resolve_backend
+from dsr.indexes.exactness import BACKEND_HELP
 from dsr.rerankers.base import Reranker, rerank_top_k
 
 #: the published MS MARCO cross-encoder of MiniLM-L6 size (hub id cross-encoder/NAME)
@@ -56,8 +57,8 @@ class CrossEncoderReranker(Reranker):
     ``batch_size``, ``max_length`` (tokens of query + candidate; longer pairs
     are truncated), ``text`` (``body`` or ``title: body``), ``top_k``,
     ``precision`` (``fp32``, the default, or ``bf16``: faster, see score_pairs),
-    ``backend`` (``auto``, the default: int8 where the CPU has VNNI or AMX, else torch; ``torch``,
-    exact, or ``openvino`` / ``openvino-bf16`` / ``openvino-int8``: see
+    ``backend`` (``torch``, the default: exact; ``openvino`` / ``openvino-bf16`` / ``openvino-int8``,
+    faster, or ``auto``, int8 where the CPU has VNNI or AMX: see
     :mod:`dsr.indexes.backends`; precision applies to torch only, and ``auto`` with
     ``precision=bf16`` is torch). The run's config records the backend that ran.
     """
@@ -77,9 +78,7 @@ class CrossEncoderReranker(Reranker):
         Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1),
         Param("precision", "fp32", "str", "fp32 (exact) or bf16 (faster on AVX-512 BF16 CPUs and GPUs)",
               choices=("fp32", "bf16")),
-        Param("backend", DEFAULT_BACKEND, "str", "inference backend (auto: openvino-int8 where the CPU "
-              "has VNNI or AMX, else torch, and torch with precision=bf16; torch: exact; openvino, "
-              "openvino-bf16, openvino-int8: faster on CPUs, scores differ slightly)", choices=CHOICES),
+        Param("backend", DEFAULT_BACKEND, "str", BACKEND_HELP + " (torch with precision=bf16)", choices=CHOICES),
     )
 
     def __init__(self, **params: Any):
@@ -244,7 +243,7 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
         out[:] = _one_score_each(model.predict(pairs, show_progress_bar=sys.stderr.isatty()))
     else:
         order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
-        with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False) as bar:
+        with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False, disable=None) as bar:  # a tty's
             for start in range(0, len(order), batch_size):
                 batch = order[start:start + batch_size]
                 with autocast:

@@ -31,10 +31,11 @@ from typing import Any
 
 import torch
 from tqdm.auto import tqdm
-from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
 from dsr.core.errors import InputError
 from dsr.core.provenance import cpu_name, peak_rss_mib
+from dsr.core.quiet import progress_shown
 
 
 @dataclass
@@ -130,7 +131,7 @@ def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, An
         logging_strategy="steps",
         logging_steps=settings.logging_steps,
         report_to="none",
-        disable_tqdm=not sys.stderr.isatty(),   # bars on a terminal only
+        disable_tqdm=not progress_shown(),   # bars on a terminal only
         dataloader_num_workers=0,
         bf16=bf16,
         **cpu,
@@ -140,9 +141,12 @@ def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, An
 def run_trainer(trainer, checkpoints: Path, resume: bool, settings: FitSettings) -> dict[str, Any]:
     """Train (from the newest checkpoint when ``resume``), progress on stderr; the figures
     (with the precision used and why, for the card)."""
-    # The stock progress callback prints loss lines to stdout; keep stdout for results.
+    # The stock callbacks print loss lines to stdout (PrinterCallback, when the bar is off);
+    # stdout is for results: dsr's own bar and loss lines go to stderr, on a terminal only.
     trainer.remove_callback(ProgressCallback)
-    trainer.add_callback(StderrProgress())
+    trainer.remove_callback(PrinterCallback)
+    if progress_shown():
+        trainer.add_callback(StderrProgress())
     last = _last_checkpoint(checkpoints) if resume else None
     before = peak_rss_mib()
     if torch.cuda.is_available():

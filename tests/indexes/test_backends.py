@@ -173,7 +173,7 @@ def test_a_retrained_model_gets_a_new_export(tiny_model, dsr_home, sample):
 
 
 @pytest.mark.slow
-def test_cli_backend_param(tmp_path, tiny_model, dsr_home, exports):
+def test_cli_backend_param(tmp_path, tiny_model, dsr_home, exports, capsys):
     exports.seed(dsr_home, tiny_model, "cross-encoder", "openvino")
     first = tmp_path / "initial.run"
     assert main(["run", "sample", "--ranker", "initial", "--out", str(first)]) == 0
@@ -183,6 +183,12 @@ def test_cli_backend_param(tmp_path, tiny_model, dsr_home, exports):
     sidecar = json.loads((tmp_path / "ce.run.json").read_text())
     assert sidecar["params"]["backend"] == "openvino"
     assert "backend=openvino" in out.read_text().split("\n", 1)[0]  # the run tag names it
+    assert sidecar["exactness"].startswith("openvino: figures differ from the exact backend (torch) by up to")
+    assert "exactness" not in json.loads((tmp_path / "initial.run.json").read_text())
+    capsys.readouterr()
+    assert main(["evaluate", "sample", str(first), str(out), "--baseline", str(first)]) == 0
+    printed = capsys.readouterr().out
+    assert f"note: {sidecar['exactness']}" in printed.splitlines()   # one line, under the table
 
 
 @pytest.mark.parametrize("argv", [

@@ -133,9 +133,13 @@ def test_search_breaks_ties_by_pool_order():
     assert [d for d, _ in top] == ["s3", "s6"] and top[0][1] == top[1][1] > 0
 
 
-def test_cached_index_is_reused_and_rebuilt_when_texts_change(capsys):
+def test_cached_index_is_reused_and_rebuilt_when_texts_change(capsys, monkeypatch):
+    BM25Index.cached(IDS, CORPUS, name="quiet")
+    assert capsys.readouterr().err == ""        # a first build is progress: on a terminal only
+    monkeypatch.setattr("dsr.core.quiet.progress_shown", lambda: True)   # stderr a terminal
     BM25Index.cached(IDS, CORPUS, name="tiny")
     assert "building bm25 index" in capsys.readouterr().err
+    monkeypatch.undo()                          # a rebuild's reason is printed everywhere
     again = BM25Index.cached(IDS, CORPUS, name="tiny", k1=2.0, b=0.3)
     assert capsys.readouterr().err == ""
     query = ["the", "cat"]

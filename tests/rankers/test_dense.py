@@ -125,7 +125,8 @@ def test_digests_ending_in_nul_bytes(model, counting):
     assert np.array_equal(embeddings.encode([text, "plain"]), first) and counting.encoded == 0
 
 
-def test_faiss_index_search_and_reuse(model, counting, capsys):
+def test_faiss_index_search_and_reuse(model, counting, capsys, monkeypatch):
+    monkeypatch.setattr("dsr.core.quiet.progress_shown", lambda: True)   # the notice is progress: a terminal's
     ids, texts = list(SENTENCES), list(SENTENCES.values())
     index = DenseIndex.cached(ids, texts, name="toy")
     assert "building faiss index" in capsys.readouterr().err

@@ -166,7 +166,7 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
         from tqdm import tqdm
 
         with executor, tqdm(total=sum(corpus.shards[n]["sentences"] for n in todo), unit="sent",
-                            desc=f"encoding ({resolved.name})") as bar:
+                            desc=f"encoding ({resolved.name})", disable=None) as bar:   # a terminal only
             files = [corpus.verified(n) for n in todo]
             counts = [corpus.shards[n]["sentences"] for n in todo]
             for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size, backend):

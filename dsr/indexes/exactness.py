@@ -1,0 +1,100 @@
+"""The one line under a table made on a fast backend: how far its figures may be from the exact one's.
+
+The exact backend is torch fp32 (:data:`dsr.indexes.backends.EXACT`), the default of
+every ranker, reranker and ``dsr reproduce``: its scores do not depend on the CPU's
+instruction set (what OpenVINO's bf16 and int8 do). A table, report or run sidecar made
+with ``openvino``, ``openvino-bf16`` or ``openvino-int8`` carries :func:`note`, e.g.
+
+    openvino-int8: figures differ from the exact backend (torch) by up to 0.0247 nDCG@5 on this
+    collection (2 ▲/▼ marks of the table flipped there, 9 over every measure; measured 2026-11-27
+    on AMD EPYC); marks may differ
+
+The figures are measured, not promised: ``bench/backend_deltas.py --write`` runs the
+baseline suite on each backend and on torch and stores, per collection and backend,
+the largest difference of a cell of the printed table and the marks that flipped, with
+the date and the CPU, in ``data/backend_deltas.json`` beside this module. A collection
+with no measurement (or another build of one: its content hash differs) gets a note
+that says so and gives the largest figure measured elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+#: the backend whose figures every note is measured against
+EXACT = "torch"
+#: the ``backend`` parameter's help (dense ranker, rerankers): what a user reads when choosing
+BACKEND_HELP = ("inference backend (torch, the default: exact, the same figures on every CPU; openvino, "
+                "openvino-bf16, openvino-int8: faster on CPUs, figures differ by amounts measured per "
+                "collection, see docs/models.md; auto: openvino-int8 where the CPU has VNNI or AMX, else torch)")
+
+
+@lru_cache(maxsize=1)
+def measured() -> dict[str, Any]:
+    """``data/backend_deltas.json``: ``{"exact": ..., "collections": {name: {hash, backends: {...}}}}``."""
+    path = resources.files("dsr.indexes").joinpath("data", "backend_deltas.json")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"collections": {}}
+
+
+def note(collection: Mapping[str, Any], backend: str | None) -> str | None:
+    """The line for a table of ``collection`` (its ``describe()``: name and hash) made on
+    ``backend``; None on the exact backend."""
+    if not backend or backend == EXACT or backend == "auto":
+        return None
+    entries = measured().get("collections", {})
+    entry = entries.get(str(collection.get("name")), {})
+    row = entry.get("backends", {}).get(backend)
+    head = f"{backend}: figures differ from the exact backend ({EXACT}) by"
+    if row and entry.get("hash") == collection.get("hash"):
+        flips, every = row["marks_flipped"], row.get("marks_flipped_any_measure", row["marks_flipped"])
+        return (f"{head} up to {row['max_delta']:.4f} {row['measure']} on this collection ({flips} ▲/▼ "
+                f"mark{'s' if flips != 1 else ''} of the table flipped there, {every} over every measure; measured "
+                f"{row['date']} on {row['cpu']}); marks may differ")
+    elsewhere = [(r["max_delta"], r["measure"], name) for name, e in entries.items()
+                 for b, r in e.get("backends", {}).items() if b == backend]
+    what = "this build of the collection" if row else "this collection"
+    if not elsewhere:
+        return f"{head} an amount not measured on {what} nor on any other; marks may differ"
+    worst = max(elsewhere)
+    return (f"{head} an amount not measured on {what} (up to {worst[0]:.4f} {worst[1]} on {worst[2]}, the "
+            f"largest of {len(elsewhere)} measured); marks may differ")
+
+
+def backends_in(config: Any, depth: int = 6) -> list[str]:
+    """The backends a run's config (or sidecar, or a system's description in a report) names:
+    every ``params.backend`` in it, also in nested parts (a reranked run's first stage, a
+    tuned family's members), in the order met."""
+    found: list[str] = []
+    if depth and isinstance(config, Mapping):
+        params = config.get("params")
+        if isinstance(params, Mapping) and isinstance(params.get("backend"), str):
+            found.append(params["backend"])
+        for value in config.values():
+            found += backends_in(value, depth - 1)
+    elif depth and isinstance(config, list | tuple):
+        for value in config:
+            found += backends_in(value, depth - 1)
+    return found
+
+
+def sidecar_part(collection: Mapping[str, Any], config: Any) -> dict[str, str]:
+    """``{"exactness": line}`` for a run sidecar whose ``config`` names a fast backend, else {}."""
+    lines = notes(collection, [config])
+    return {"exactness": " / ".join(lines)} if lines else {}
+
+
+def notes(collection: Mapping[str, Any], configs: Iterable[Any]) -> list[str]:
+    """One :func:`note` per fast backend that ``configs`` (runs' configs, systems' descriptions)
+    name, in the order first met."""
+    seen: list[str] = []
+    for backend in (b for config in configs for b in backends_in(config)):
+        if backend not in seen:
+            seen.append(backend)
+    return [line for line in (note(collection, b) for b in seen) if line]
