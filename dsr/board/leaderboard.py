@@ -232,7 +232,7 @@ def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Sub
         cache.clear()
     for runs in by_team.values():
         runs.sort(key=lambda s: s.id)
-        key = (phase.id, phase.total_quota, id(data), tuple(s.id for s in runs))
+        key = (phase.id, phase.scores_version, phase.total_quota, id(data), tuple(s.id for s in runs))
         if key not in cache:
             cache[key] = release.ladder([board.matrix(s, len(data.measures)) for s in runs], data.subsets,
                                         data.measures, phase.total_quota).values
@@ -254,7 +254,7 @@ def answer_means(board, phase: Phase, row: Submission, session) -> dict[str, Any
         select(Submission.id).where(Submission.phase_id == phase.id, Submission.team_id == row.team_id,
                                     Submission.id < row.id, Submission.baseline.is_(False))
         .order_by(Submission.id)))
-    matrices = [board.matrix_of(i, len(data.measures)) for i in earlier]
+    matrices = [board.matrix_of(i, len(data.measures), phase) for i in earlier]
     matrices.append(scoring.matrix_from_bytes(row.per_topic, len(data.measures)))
     steps = release.ladder(matrices, data.subsets, data.measures, phase.total_quota)
     return {"means": steps.values[-1], "released": steps.released[-1]}

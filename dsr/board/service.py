@@ -37,7 +37,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from dsr.board import release, scoring
@@ -56,7 +56,7 @@ from dsr.board.intake import (  # noqa: F401 (re-exported)
 )
 from dsr.board.leaderboard import answer_means
 from dsr.board.members import Members
-from dsr.board.models import Phase, Submission, Team, iso, utcnow
+from dsr.board.models import Phase, Submission, Team, TeamRate, iso, utcnow
 from dsr.board.phases import Phases
 from dsr.board.settings import BOARD_PARAMS, SERVE_PARAMS
 from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr serve's default)
@@ -97,29 +97,43 @@ def default_db_url() -> str:
 
 
 class RateLimiter:
-    """A token bucket per key (a team): ``per_minute`` requests, refilled continuously.
+    """``per_minute`` requests per key (a team), refilled continuously, with a burst of
+    ``per_minute``: a token bucket, kept in the database (table ``team_rates``) so that every
+    server process grants a team the same rate one process would.
 
-    Held in the server process (one limiter per ``dsr serve``)."""
+    The bucket is the generic cell rate algorithm (GCRA): one number per team, ``next_at``,
+    the time its next request would be on schedule; a request is allowed when ``next_at`` is
+    at most ``tolerance`` (the burst, less one interval) ahead of now, and then moves it on by
+    one interval. The test and the move are one ``UPDATE`` (a row lock on PostgreSQL, the
+    write lock on SQLite), so two processes can never both take the last token. Times are
+    this host's clock (``time.time``): the processes of one board run on one host."""
 
-    def __init__(self, per_minute: float):
-        self.rate = per_minute / 60.0
-        self.capacity = max(1.0, per_minute)
-        self.buckets: dict[Any, tuple[float, float]] = {}
-        self.lock = threading.Lock()
+    def __init__(self, engine, per_minute: float):
+        self.engine = engine
+        self.interval = 60.0 / per_minute if per_minute > 0 else 0.0
+        self.tolerance = (max(1.0, per_minute) - 1) * self.interval
 
-    def allow(self, key) -> float:
+    def allow(self, key: int, now: float | None = None) -> float:
         """0 when allowed (and counted), else the seconds to wait."""
-        if self.rate <= 0:
+        if not self.interval:
             return 0.0
-        now = time.monotonic()
-        with self.lock:
-            tokens, last = self.buckets.get(key, (self.capacity, now))
-            tokens = min(self.capacity, tokens + (now - last) * self.rate)
-            if tokens >= 1:
-                self.buckets[key] = (tokens - 1, now)
-                return 0.0
-            self.buckets[key] = (tokens, now)
-            return (1 - tokens) / self.rate
+        now = time.time() if now is None else now
+        table = TeamRate.__table__
+        step = (update(table).where(table.c.team_id == key, table.c.next_at <= now + self.tolerance)
+                .values(next_at=case((table.c.next_at > now, table.c.next_at), else_=now) + self.interval))
+        for _ in range(2):
+            try:
+                with write_session(self.engine) as s:
+                    if s.execute(step).rowcount:
+                        return 0.0
+                    next_at = s.scalar(select(table.c.next_at).where(table.c.team_id == key))
+                    if next_at is not None:
+                        return max(next_at - self.tolerance - now, 1e-3)
+                    s.execute(insert(table).values(team_id=key, next_at=now + self.interval))
+                    return 0.0
+            except IntegrityError:     # another process made the team's row first: test it again
+                continue
+        raise RuntimeError("the rate limit's row could not be read or made")
 
 
 class BoardConfig(settings_type("BoardSettings", BOARD_PARAMS + SERVE_PARAMS, "the board")):
@@ -166,9 +180,10 @@ class Board(Members, Phases):
         self.engine = make_engine(self.config.db_url())
         migrate(self.engine)
         self.store = RunStore(self.config.store_dir())
-        self.limiter = RateLimiter(self.config.rate_limit)
+        self.limiter = RateLimiter(self.engine, self.config.rate_limit)
         self._phase_data: dict[tuple[int, str], scoring.PhaseData] = {}
-        self._matrices: dict[int, Any] = {}
+        self._matrices: dict[tuple[int, int, int], Any] = {}   # (phase, scores_version, row)
+        self._versions: dict[int, int] = {}                       # each phase's newest seen
         self._lock = threading.Lock()
         self.recover()
         self.pool = None
@@ -203,12 +218,15 @@ class Board(Members, Phases):
                 path.unlink(missing_ok=True)
                 continue
             staged = Staged(digest, path)
-            if self._named(digest) and hashlib.sha256(path.read_bytes()).hexdigest() == digest:
-                self.store.finish(staged)
-                done["kept"] += 1
-            else:
-                self.store.abandon(staged, named=self._named(digest))
-                done["removed"] += 1
+            try:
+                if self._named(digest) and hashlib.sha256(path.read_bytes()).hexdigest() == digest:
+                    self.store.finish(staged)
+                    done["kept"] += 1
+                else:
+                    self.store.abandon(staged, named=self._named(digest))
+                    done["removed"] += 1
+            except FileNotFoundError:     # another process starting now handled it first
+                continue
         return done
 
     def _named(self, digest: str) -> bool:
@@ -434,17 +452,24 @@ class Board(Members, Phases):
                                   .order_by(Submission.id)))
 
     def matrix(self, sub: Submission, n_measures: int):
-        """The row's per-topic values (topics x measures), cached by id: a row never changes
-        once written (``dsr board rebuild`` runs in its own process)."""
-        return self.matrix_of(sub.id, n_measures)
+        """The row's per-topic values (topics x measures), cached by id and its phase's
+        ``scores_version`` (a row changes only by ``dsr board rebuild``, in any process, which
+        raises the version: every process then reads the rows again)."""
+        return self.matrix_of(sub.id, n_measures, sub.phase)
 
-    def matrix_of(self, submission_id: int, n_measures: int):
-        cached = self._matrices.get(submission_id)
+    def matrix_of(self, submission_id: int, n_measures: int, phase: Phase):
+        key = (phase.id, phase.scores_version, submission_id)
+        cached = self._matrices.get(key)
         if cached is None:
             with read_session(self.engine) as s:
                 blob = s.scalar(select(Submission.per_topic).where(Submission.id == submission_id))
             cached = scoring.matrix_from_bytes(blob, n_measures)
-            self._matrices[submission_id] = cached
+            with self._lock:
+                if self._versions.setdefault(phase.id, phase.scores_version) < phase.scores_version:
+                    self._versions[phase.id] = phase.scores_version      # the older values go
+                    for old in [k for k in self._matrices if k[0] == phase.id and k[1] < phase.scores_version]:
+                        del self._matrices[old]
+                self._matrices[key] = cached
         return cached
 
 

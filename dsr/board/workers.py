@@ -37,8 +37,10 @@ _phases: dict[str, PhaseData] = {}    # a worker's phases, by PhaseSpec.key
 _store: RunStore | None = None
 
 
-def default_workers() -> int:
-    return max(1, min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1))
+def default_workers(processes: int = 1) -> int:
+    """Scoring workers of each of ``processes`` server processes: the cores shared among
+    them, at least one and at most :data:`MAX_DEFAULT_WORKERS` each."""
+    return max(1, min(MAX_DEFAULT_WORKERS, (os.cpu_count() or 1) // processes))
 
 
 def _start(store_root: str, specs: list[tuple[PhaseSpec, str]], server: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -187,8 +188,11 @@ def cmd_serve(args) -> int:
     from dsr.board.service import default_workers
 
     if args.workers is None:
-        args.workers = default_workers()
-    board = _board(args, **param_values(args, SERVE_PARAMS))
+        args.workers = default_workers(args.processes)
+    settings = param_values(args, SERVE_PARAMS)
+    if args.processes > 1:
+        return _serve_processes(args, settings)
+    board = _board(args, **settings)
     board.warm_up()
     print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
           f"runs in {board.store.root})", file=sys.stderr)
@@ -198,6 +202,29 @@ def cmd_serve(args) -> int:
         serve(board, host=args.host, port=args.port)
     finally:
         board.close()      # the scoring workers
+    return 0
+
+
+def _serve_processes(args, settings: dict) -> int:
+    """``dsr serve --processes N``: the board checked, migrated and recovered here once (no
+    scoring workers), then N server processes on the port (``dsr.server.serve_processes``)."""
+    board = _board(args, **{**settings, "workers": 0})
+    try:
+        if board.engine.dialect.name != "postgresql":
+            raise InputError(f"--processes {args.processes} needs PostgreSQL (--db postgresql://...): "
+                             "on SQLite one process serves the board (SQLite writes one transaction at a "
+                             "time, and processes waiting on its file lock poll for it: slower, not "
+                             "faster)", field="--processes")
+        url = board.engine.url.render_as_string()
+        config = dataclasses.replace(board.config, workers=args.workers)
+    finally:
+        board.close()
+    print(f"dsr: leaderboard on http://{args.host}:{args.port}/ ({args.processes} processes with "
+          f"{args.workers} scoring worker(s) each, database {url}, runs in {config.store_dir()})",
+          file=sys.stderr)
+    from dsr.server import serve_processes
+
+    serve_processes(config, host=args.host, port=args.port)
     return 0
 
 
