@@ -244,7 +244,8 @@ def answer_means(board, phase: Phase, row: Submission, session) -> dict[str, Any
     """What the submit answer says of a new row's scores: nothing on a final phase before its
     freeze, the team's ladder values after it on a hidden phase (with ``released``: whether
     any of them changed), else its means. ``session``: the write transaction (the team's
-    earlier rows are read there, by index, while the row is written)."""
+    earlier rows are read there, by index, before the row is written: all of the team's rows
+    on the phase, under the transaction's lock)."""
     if not phase.scores_shown:
         return {"means": None}
     if not uses_ladder(phase):
@@ -252,7 +253,7 @@ def answer_means(board, phase: Phase, row: Submission, session) -> dict[str, Any
     data = board.phase_data(phase)
     earlier = [] if row.baseline else list(session.scalars(
         select(Submission.id).where(Submission.phase_id == phase.id, Submission.team_id == row.team_id,
-                                    Submission.id < row.id, Submission.baseline.is_(False))
+                                    Submission.baseline.is_(False))
         .order_by(Submission.id)))
     matrices = [board.matrix_of(i, len(data.measures), phase) for i in earlier]
     matrices.append(scoring.matrix_from_bytes(row.per_topic, len(data.measures)))

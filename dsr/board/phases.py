@@ -160,14 +160,19 @@ class Phases:
         with read_session(self.engine) as s:
             return s.scalar(select(Phase).where(Phase.collection == collection, Phase.name == name))
 
-    def get_phase(self, collection: str, phase_name: str | None) -> Phase:
-        """A phase by collection and name (the only phase of the collection when ``phase_name`` is
-        None)."""
+    def phases_of(self, collection: str, phase_name: str | None = None) -> list[Phase]:
+        """The collection's phases named ``phase_name`` (all of them when None): one query,
+        read at every submission (a phase's dates and freeze are read fresh)."""
         with read_session(self.engine) as s:
             query = select(Phase).where(Phase.collection == collection)
             if phase_name:
                 query = query.where(Phase.name == phase_name)
-            found = list(s.scalars(query))
+            return list(s.scalars(query.order_by(Phase.id)))
+
+    def get_phase(self, collection: str, phase_name: str | None) -> Phase:
+        """A phase by collection and name (the only phase of the collection when ``phase_name`` is
+        None)."""
+        found = self.phases_of(collection, phase_name)
         if len(found) == 1:
             return found[0]
         if not found:

@@ -313,10 +313,11 @@ class Board(Members, Phases):
         published = published_from_sidecar(sidecar)
         display = display_name(filename)
         request = request_digest(phase.id, digest, display, meta, published)
-        first = self._replay(team, key, request)
-        if first is not None:
-            return first
-        before = self.quota(team, phase)
+        with read_session(self.engine) as s:       # one session: a retry's first answer, the quota
+            first = self._replay(team, key, request, s)
+            if first is not None:
+                return first
+            before = self.quota(team, phase, s)
         if before["exhausted"]:       # a duplicate is told first, as when the quota is left
             self._refuse_duplicate(team, phase, self._ranking(text))
             raise Refused(429, "quota exhausted", quota=before)
@@ -335,7 +336,7 @@ class Board(Members, Phases):
             release.warm()     # not under the write lock (the answer's ladder needs scipy)
         staged = self.store.stage(text)        # in place, fsynced, before the row names it
         try:
-            accepted = self._record(row, before, published)
+            accepted = self._record(row, team, phase, before, published)
         except BaseException as err:
             self.store.abandon(staged, named=self._named(digest))
             if isinstance(err, IntegrityError):    # a concurrent retry or duplicate won the race
@@ -353,15 +354,14 @@ class Board(Members, Phases):
     def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes,
                display: str) -> tuple[str, scoring.Scored]:
         """Parse once, validate (with the phase's tie policy) and score, in a worker or here:
-        (the ranking's digest, the scores). A duplicate of the team's own run is refused (409)
-        and so is an invalid run (422)."""
+        (the ranking's digest, the scores). An invalid run is refused (422); a duplicate of the
+        team's own run (409) is found in the write transaction (:meth:`_record`: a valid run
+        only can be a duplicate, since a stored run was valid)."""
         if self.pool is not None and len(text) >= POOL_MIN_BYTES:
             checked = self.pool.score(self.phase_spec(phase), f"{phase.collection}/{phase.name}",
                                       text, phase.strict)
         else:
             checked = scoring.score_text(pdata, text, phase.strict, self.store.scratch)
-        if checked.ranking:
-            self._refuse_duplicate(team, phase, checked.ranking)
         if checked.error is not None:   # the reader after the validator: should not happen, but say so
             raise Refused(422, f"{display}: {checked.error}")
         scored = checked.scored
@@ -377,56 +377,67 @@ class Board(Members, Phases):
                         "the run with distinct scores")
         raise Refused(422, message, problems=problems, tied_topics=len(validation.tied_topics))
 
-    def _record(self, row: Submission, before: dict, published: dict) -> Accepted:
-        """The write transaction: the quota again, under a lock, then the row and its answer."""
+    def _record(self, row: Submission, team: Team, phase: Phase, before: dict, published: dict) -> Accepted:
+        """The write transaction: the team's duplicate and its quota again, under a lock, then
+        the row with its answer (one INSERT). The answer stored for a retry leaves out the id
+        and URL, which the row gives (:meth:`_replay`)."""
         with write_session(self.engine) as s:
-            # The lock that makes the re-count exact (a no-op on SQLite, whose
-            # BEGIN IMMEDIATE already holds the database's write lock).
-            locked = s.scalar(select(Team).where(Team.id == row.team_id).with_for_update())
-            fresh = s.get(Phase, row.phase_id)
+            # The lock that makes the re-count exact across threads and processes: the team's
+            # row (PostgreSQL); SQLite's BEGIN IMMEDIATE holds the database's write lock already.
+            if s.get_bind().dialect.name != "sqlite":
+                s.execute(select(Team.id).where(Team.id == team.id).with_for_update())
+            self._refuse_duplicate(team, phase, row.ranking_sha256, s)
             row.created_at = utcnow()
-            counted = self.quota(locked, fresh, s, now=row.created_at)
-            if not locked.organiser and counted["exhausted"]:
+            counted = self.quota(team, phase, s, now=row.created_at)
+            if not team.organiser and counted["exhausted"]:
                 raise Refused(429, "quota exhausted", quota=counted)
             now_day = row.created_at.replace(hour=0, minute=0, second=0, microsecond=0)
-            s.add(row)
-            s.flush()
-            if row.baseline and fresh.baseline_id is None:
-                fresh.baseline_id = row.id
-            answer = {"id": row.id, "url": f"/runs/{row.id}", "sha256": row.sha256, "lines": row.lines,
+            answer = {"sha256": row.sha256, "lines": row.lines,
                       # a final phase publishes no score before it is frozen; a hidden one its ladder
-                      **answer_means(self, fresh, row, s),
+                      **answer_means(self, phase, row, s),
                       "tied_topics": row.tied_topics,
                       "ties": tie_note(row.tied_topics), "published": published,
                       "quota_before": before,
                       # this run counted: the count under the lock, plus this row
-                      "quota": quota_left(locked, fresh, now_day, counted["daily_used"] + 1,
+                      "quota": quota_left(team, phase, now_day, counted["daily_used"] + 1,
                                           counted["total_used"] + 1)}
             row.answer_json = json.dumps(answer)
-        return Accepted(row, answer)
+            s.add(row)
+            s.flush()
+            if row.baseline and phase.baseline_id is None:
+                fresh = s.get(Phase, row.phase_id)
+                if fresh.baseline_id is None:
+                    fresh.baseline_id = row.id
+        return Accepted(row, answered(row, answer))
 
-    def _replay(self, team: Team, key: str | None, request: str) -> Accepted | None:
+    def _replay(self, team: Team, key: str | None, request: str, session=None) -> Accepted | None:
         """The first answer to this request if its ``Idempotency-Key`` was sent before with the
         same request; Refused (422) when the key came with another request."""
         if key is None:
             return None
-        with read_session(self.engine) as s:
-            row = s.scalar(select(Submission).where(Submission.team_id == team.id,
-                                                    Submission.idempotency_key == key))
+        query = select(Submission).where(Submission.team_id == team.id, Submission.idempotency_key == key)
+        if session is None:
+            with read_session(self.engine) as s:
+                row = s.scalar(query)
+        else:
+            row = session.scalar(query)
         if row is None:
             return None
         if row.request_sha256 != request:
             raise Refused(422, "this Idempotency-Key was sent before with another request (another "
                                "run, board or field); send a new key with a new submission")
-        return Accepted(row, json.loads(row.answer_json), replayed=True)
+        return Accepted(row, answered(row, json.loads(row.answer_json)), replayed=True)
 
-    def _refuse_duplicate(self, team: Team, phase: Phase, ranking: str) -> None:
+    def _refuse_duplicate(self, team: Team, phase: Phase, ranking: str, session=None) -> None:
         """409 when this team has this ranking on this board already (other teams' runs are
         never looked at: whether another team submitted a run is not told)."""
-        with read_session(self.engine) as s:
-            first = s.scalar(select(Submission.id).where(Submission.phase_id == phase.id,
-                                                         Submission.team_id == team.id,
-                                                         Submission.ranking_sha256 == ranking))
+        query = select(Submission.id).where(Submission.phase_id == phase.id, Submission.team_id == team.id,
+                                            Submission.ranking_sha256 == ranking)
+        if session is None:
+            with read_session(self.engine) as s:
+                first = s.scalar(query)
+        else:
+            first = session.scalar(query)
         if first is not None:
             raise Refused(409, f"your team submitted this ranking on {phase.collection}/{phase.name} "
                                f"already: /runs/{first}; it was not stored again", first=f"/runs/{first}")
@@ -471,6 +482,11 @@ class Board(Members, Phases):
                         del self._matrices[old]
                 self._matrices[key] = cached
         return cached
+
+
+def answered(row: Submission, answer: dict[str, Any]) -> dict[str, Any]:
+    """A stored answer (``answer_json``) as the client gets it: the row's id and URL first."""
+    return {"id": row.id, "url": f"/runs/{row.id}", **answer}
 
 
 def quota_left(team: Team, phase: Phase, day, today: int, total: int) -> dict[str, Any]:

@@ -104,8 +104,7 @@ async def api_submit(request: Request, board: BoardDep):
     form = await request.form()
     try:
         collection, phase_name = str(form.get("collection") or ""), str(form.get("phase") or "")
-        phases = [p for p in board.phases() if p.collection == collection
-                  and (p.name == phase_name or not phase_name)]
+        phases = board.phases_of(collection, phase_name or None)
         if len(phases) != 1:
             names = ", ".join(f"{p.collection}/{p.name}" for p in board.phases()) or "none"
             raise Refused(404 if not phases else 422,
