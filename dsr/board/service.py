@@ -342,7 +342,10 @@ class Board(Members, Phases):
             if isinstance(err, IntegrityError):    # a concurrent retry or duplicate won the race
                 return self._after_conflict(team, key, request, phase, ranking)
             raise
-        self.store.finish(staged)
+        if accepted.replayed:      # the same request, sent to another thread or process, was first
+            self.store.abandon(staged, named=True)
+        else:
+            self.store.finish(staged)
         return accepted
 
     def _ranking(self, text: bytes) -> str:
@@ -378,14 +381,18 @@ class Board(Members, Phases):
         raise Refused(422, message, problems=problems, tied_topics=len(validation.tied_topics))
 
     def _record(self, row: Submission, team: Team, phase: Phase, before: dict, published: dict) -> Accepted:
-        """The write transaction: the team's duplicate and its quota again, under a lock, then
-        the row with its answer (one INSERT). The answer stored for a retry leaves out the id
-        and URL, which the row gives (:meth:`_replay`)."""
+        """The write transaction: under a lock, a retry of this request recorded meanwhile (its
+        answer, replayed), the team's duplicate and its quota again, then the row with its
+        answer (one INSERT). The answer stored for a retry leaves out the id and URL, which the
+        row gives (:meth:`_replay`)."""
         with write_session(self.engine) as s:
             # The lock that makes the re-count exact across threads and processes: the team's
             # row (PostgreSQL); SQLite's BEGIN IMMEDIATE holds the database's write lock already.
             if s.get_bind().dialect.name != "sqlite":
                 s.execute(select(Team.id).where(Team.id == team.id).with_for_update())
+            first = self._replay(team, row.idempotency_key, row.request_sha256, s)
+            if first is not None:      # a retry of this request was recorded meanwhile: its answer
+                return first
             self._refuse_duplicate(team, phase, row.ranking_sha256, s)
             row.created_at = utcnow()
             counted = self.quota(team, phase, s, now=row.created_at)

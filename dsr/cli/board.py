@@ -18,8 +18,11 @@ from dsr.cli.commands import summary
 from dsr.cli.common import add_param_flags, param_values
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError, require_extra
+from dsr.core.params import by_name
 from dsr.evaluation.measures import split_measure_list
 from dsr.evaluation.qrels import read_qrels
+
+SERVE_SETTINGS = by_name(SERVE_PARAMS)
 
 #: what the board extra provides, by import name (serve needs all; the board commands the database part)
 SERVER_MODULES = ("fastapi", "uvicorn", "jinja2", "python_multipart", "sqlalchemy", "alembic")
@@ -187,6 +190,7 @@ def cmd_serve(args) -> int:
         require_extra(module, "board")
     from dsr.board.service import default_workers
 
+    SERVE_SETTINGS["processes"].check(args.processes)        # before it divides the cores
     if args.workers is None:
         args.workers = default_workers(args.processes)
     settings = param_values(args, SERVE_PARAMS)
