@@ -39,6 +39,7 @@ from typing import Any
 
 from sqlalchemy import case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
 
 from dsr.board import release, scoring
 from dsr.board.archive import RunStore, Staged
@@ -415,6 +416,9 @@ class Board(Members, Phases):
                 fresh = s.get(Phase, row.phase_id)
                 if fresh.baseline_id is None:
                     fresh.baseline_id = row.id
+        # the row as a read gives it (its team and phase joined), without reading it again
+        set_committed_value(row, "team", team)
+        set_committed_value(row, "phase", phase)
         return Accepted(row, answered(row, answer))
 
     def _replay(self, team: Team, key: str | None, request: str, session=None) -> Accepted | None:
