@@ -14,6 +14,7 @@ already (``ForkedServers``), so a pair starts in seconds."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from board_support import ForkedServers, make_board, postgres, read, retag, runs, setup_phases  # noqa: F401
+from board_support import ForkedServers, db_url, make_board, migration_head, postgres, read, retag, runs, setup_phases  # noqa: F401
 from sqlalchemy import text
 
 from dsr.board.service import RateLimiter
@@ -339,3 +340,46 @@ def test_processes_need_postgresql(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "--processes 2 needs PostgreSQL" in err and "Traceback" not in err
     assert main(["serve", "--processes", "0", "--store", str(tmp_path / "store")]) == 2
+
+
+@pytest.mark.slow
+def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_url, tmp_path):  # noqa: F811
+    """Migration 0007 on a board with rows (SQLite and PostgreSQL): the rows are kept, every phase
+    starts at scores_version 0, and the rate limit's table works."""
+    from alembic import command
+    from alembic.config import Config
+
+    from dsr.board.db import MIGRATIONS, make_engine
+    from dsr.board.scoring import matrix_bytes
+    from dsr.collections import load_collection
+
+    engine = make_engine(db_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0006")
+    values = [[0.25 * (i % 4)] for i in range(20)]
+    with engine.begin() as conn:
+        conn.execute(text("insert into teams (id, name, token_hash, organiser, created_at) values "
+                          "(1, 'alpha', :h, false, '2026-11-01 00:00:00')"), {"h": "0" * 64})
+        conn.execute(text("insert into phases (id, collection, name, collection_ref, collection_hash, hidden, "
+                          "description, topics_json, measures_json, created_at, final) values (1, 'sample', "
+                          "'public', 'sample', :c, false, '', :t, '[\"RR\"]', '2026-11-01 00:00:00', false)"),
+                     {"c": load_collection("sample").content_hash, "t": json.dumps(load_collection("sample").ids)})
+        conn.execute(text("insert into submissions (phase_id, team_id, system, description, link, run_type, "
+                          "trained_on_collection, baseline, filename, sha256, size, lines, means_json, per_topic, "
+                          "created_at, tied_topics) values (1, 1, 'x', '', '', 'automatic', false, false, 'x.run', "
+                          ":s, 1, 1, '{}', :blob, '2026-11-01 00:00:00', 0)"),
+                     {"s": "e" * 64, "blob": matrix_bytes(values)})
+    engine.dispose()
+    board = make_board(db_url, tmp_path, rate_limit=1)        # migrates to the newest schema
+    with board.engine.connect() as conn:
+        assert conn.scalar(text("select version_num from alembic_version")) == migration_head() == "0007"
+        assert conn.execute(text("select id, scores_version from phases")).all() == [(1, 0)]
+        assert conn.scalar(text("select count(*) from team_rates")) == 0
+    sub = board.submissions(board.get_phase("sample", "public"))[0]
+    assert board.matrix(sub, 1).tolist() == values
+    team = board.team("alpha")
+    assert board.limiter.allow(team.id) == 0.0 and board.limiter.allow(team.id) > 0     # 1 a minute
+    board.close()
