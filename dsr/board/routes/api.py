@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from functools import partial
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from dsr.board import leaderboard
 from dsr.board.intake import idempotency_key
-from dsr.board.models import Team, iso
+from dsr.board.models import Member, Team, iso
 from dsr.board.routes.deps import (
     BoardDep,
     bearer_identity,
@@ -21,7 +20,7 @@ from dsr.board.routes.deps import (
     unauthorized,
 )
 from dsr.board.routes.pages import run_file, run_view
-from dsr.board.service import Board, Refused, tie_note
+from dsr.board.service import Accepted, Board, Refused, tie_note
 from dsr.core.errors import InputError
 
 router = APIRouter(prefix="/api")
@@ -91,27 +90,42 @@ def api_quota(request: Request, board: BoardDep, collection: str, phase: str):
             "quota": board.quota(team, found)}
 
 
-@router.post("/submissions")
-async def api_submit(request: Request, board: BoardDep):
+def _admit(board: Board, request: Request) -> tuple[Team, Member] | JSONResponse:
+    """Who is submitting, and whether the team's rate allows it (both read or written in the
+    database: in a thread, never on the event loop)."""
     found = bearer_identity(board, request)
     if found is None:
         return unauthorized()
-    team, member = found
-    wait = board.limiter.allow(team.id)
+    wait = board.limiter.allow(found[0].id)
     if wait:
         return JSONResponse({"error": f"rate limit: try again in {wait:.1f} s"}, status_code=429,
                             headers={"Retry-After": str(max(1, round(wait)))})
+    return found
+
+
+def _submit(board: Board, team: Team, member: Member, collection: str, phase_name: str, key: str | None,
+            upload: tuple) -> Accepted:
+    """The phase named by the form, then :meth:`Board.submit` (in the request's thread)."""
+    phases = board.phases_of(collection, phase_name or None)
+    if len(phases) != 1:
+        names = ", ".join(f"{p.collection}/{p.name}" for p in board.phases()) or "none"
+        raise Refused(404 if not phases else 422,
+                      f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
+    return board.submit(team, phases[0], *upload, key=key, member_id=member.id)
+
+
+@router.post("/submissions")
+async def api_submit(request: Request, board: BoardDep):
+    admitted = await in_thread(_admit, board, request)
+    if isinstance(admitted, JSONResponse):
+        return admitted
+    team, member = admitted
     form = await request.form()
     try:
         collection, phase_name = str(form.get("collection") or ""), str(form.get("phase") or "")
-        phases = board.phases_of(collection, phase_name or None)
-        if len(phases) != 1:
-            names = ", ".join(f"{p.collection}/{p.name}" for p in board.phases()) or "none"
-            raise Refused(404 if not phases else 422,
-                          f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
         key = idempotency_key(request.headers.get("idempotency-key"))
         upload = await read_upload(form)
-        accepted = await in_thread(partial(board.submit, key=key, member_id=member.id), team, phases[0], *upload)
+        accepted = await in_thread(_submit, board, team, member, collection, phase_name, key, upload)
     except Refused as refused:
         return JSONResponse(refused.to_json(), status_code=refused.status)
     return JSONResponse(accepted.answer, status_code=201,
