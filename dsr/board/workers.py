@@ -1,6 +1,7 @@
 """Scoring off the request path: a pool of worker processes that check and score runs.
 
-``dsr serve --workers N`` (default: one per core, at most 4) starts N processes
+``dsr serve --workers N`` (default: the cores shared among the server processes, at least one
+and at most 4 each) starts N processes
 (``forkserver``: no copy of the server's threads or database connections); a submission's
 request sends the run's bytes and its phase's :class:`dsr.board.scoring.PhaseSpec` to one
 of them, which parses the run once, validates and scores it
