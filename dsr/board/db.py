@@ -100,7 +100,8 @@ def migrate(engine: Engine) -> None:
 
 @contextlib.contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
-    with Session(engine, expire_on_commit=False) as session:
+    """A session for reading (nothing to flush: no autoflush before each query)."""
+    with Session(engine, expire_on_commit=False, autoflush=False) as session:
         yield session
 
 

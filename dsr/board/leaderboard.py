@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from dsr.board import release, scoring
 from dsr.board.models import Phase, Submission, iso
@@ -37,6 +37,11 @@ from dsr.evaluation.results import Results
 from dsr.evaluation.significance import all_pairs, mean_ci
 
 SELECTIONS = ("all", "best", "latest")
+#: a team's runs on a board, in submission order (the ladder of a submit answer; built once:
+#: see ``dsr.board.members.IDENTIFY``)
+TEAM_RUNS = (select(Submission.id).where(Submission.phase_id == bindparam("phase"),
+                                         Submission.team_id == bindparam("team"), Submission.baseline.is_(False))
+             .order_by(Submission.id))
 BASELINE_VIEWS = ("chosen", "all")
 
 
@@ -251,10 +256,7 @@ def answer_means(board, phase: Phase, row: Submission, session) -> dict[str, Any
     if not uses_ladder(phase):
         return {"means": json.loads(row.means_json)}
     data = board.phase_data(phase)
-    earlier = [] if row.baseline else list(session.scalars(
-        select(Submission.id).where(Submission.phase_id == phase.id, Submission.team_id == row.team_id,
-                                    Submission.baseline.is_(False))
-        .order_by(Submission.id)))
+    earlier = [] if row.baseline else list(session.scalars(TEAM_RUNS, {"phase": phase.id, "team": row.team_id}))
     matrices = [board.matrix_of(i, len(data.measures), phase) for i in earlier]
     matrices.append(scoring.matrix_from_bytes(row.per_topic, len(data.measures)))
     steps = release.ladder(matrices, data.subsets, data.measures, phase.total_quota)

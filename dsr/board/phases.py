@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 
 from dsr.board import release, scoring
 from dsr.board.db import read_session, write_session
@@ -15,6 +15,11 @@ from dsr.board.published import check_text
 from dsr.board.settings import SEASON_PARAMS
 from dsr.core.errors import InputError
 from dsr.core.params import settings_type
+
+#: a collection's phases, and one of them by name (read at every submission; built once:
+#: see ``dsr.board.members.IDENTIFY``)
+OF_COLLECTION = select(Phase).where(Phase.collection == bindparam("collection")).order_by(Phase.id)
+BY_NAME = OF_COLLECTION.where(Phase.name == bindparam("name"))
 
 
 class Season(settings_type("SeasonSettings", SEASON_PARAMS, "a phase's season")):
@@ -164,10 +169,9 @@ class Phases:
         """The collection's phases named ``phase_name`` (all of them when None): one query,
         read at every submission (a phase's dates and freeze are read fresh)."""
         with read_session(self.engine) as s:
-            query = select(Phase).where(Phase.collection == collection)
             if phase_name:
-                query = query.where(Phase.name == phase_name)
-            return list(s.scalars(query.order_by(Phase.id)))
+                return list(s.scalars(BY_NAME, {"collection": collection, "name": phase_name}))
+            return list(s.scalars(OF_COLLECTION, {"collection": collection}))
 
     def get_phase(self, collection: str, phase_name: str | None) -> Phase:
         """A phase by collection and name (the only phase of the collection when ``phase_name`` is

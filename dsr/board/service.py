@@ -37,7 +37,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import case, func, insert, select, update
+from sqlalchemy import bindparam, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -81,6 +81,24 @@ MAX_ID = 2**31 - 1
 TIES = ("{n} topic(s) hold scores that tie as 32-bit floats; they are scored as trec_eval "
         "orders them, by doc id, descending (dsr validate --fix-ties rewrites a run with "
         "distinct scores)")
+
+
+# The submission's statements, built once (see ``dsr.board.members.IDENTIFY``).
+#: a team's runs on a board, in all and since ``day``
+QUOTA_COUNT = (select(func.count(), func.count().filter(Submission.created_at >= bindparam("day")))
+               .select_from(Submission)
+               .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team")))
+#: a team's row with this Idempotency-Key
+BY_KEY = select(Submission).where(Submission.team_id == bindparam("team"),
+                                  Submission.idempotency_key == bindparam("key"))
+#: a team's row with this ranking on a board
+SAME_RANKING = select(Submission.id).where(Submission.phase_id == bindparam("phase"),
+                                           Submission.team_id == bindparam("team"),
+                                           Submission.ranking_sha256 == bindparam("ranking"))
+#: the lock that serialises a team's writes (PostgreSQL)
+LOCK_TEAM = select(Team.id).where(Team.id == bindparam("team")).with_for_update()
+#: a row's per-topic values
+PER_TOPIC = select(Submission.per_topic).where(Submission.id == bindparam("id"))
 
 
 def tie_note(tied: int) -> str | None:
@@ -282,14 +300,12 @@ class Board(Members, Phases):
         """Used and left today (UTC day, of ``now``) and in total, with the reset time; None =
         no limit."""
         day = (now or utcnow()).replace(hour=0, minute=0, second=0, microsecond=0)
-        query = (select(func.count(), func.count().filter(Submission.created_at >= day))
-                 .select_from(Submission)
-                 .where(Submission.phase_id == phase.id, Submission.team_id == team.id))
+        params = {"day": day, "phase": phase.id, "team": team.id}
         if session is None:
             with read_session(self.engine) as s:
-                total, today = s.execute(query).one()
+                total, today = s.execute(QUOTA_COUNT, params).one()
         else:
-            total, today = session.execute(query).one()
+            total, today = session.execute(QUOTA_COUNT, params).one()
         return quota_left(team, phase, day, int(today), int(total))
 
     # -- submitting --------------------------------------------------------
@@ -390,7 +406,7 @@ class Board(Members, Phases):
             # The lock that makes the re-count exact across threads and processes: the team's
             # row (PostgreSQL); SQLite's BEGIN IMMEDIATE holds the database's write lock already.
             if s.get_bind().dialect.name != "sqlite":
-                s.execute(select(Team.id).where(Team.id == team.id).with_for_update())
+                s.execute(LOCK_TEAM, {"team": team.id})
             first = self._replay(team, row.idempotency_key, row.request_sha256, s)
             if first is not None:      # a retry of this request was recorded meanwhile: its answer
                 return first
@@ -426,12 +442,12 @@ class Board(Members, Phases):
         same request; Refused (422) when the key came with another request."""
         if key is None:
             return None
-        query = select(Submission).where(Submission.team_id == team.id, Submission.idempotency_key == key)
+        params = {"team": team.id, "key": key}
         if session is None:
             with read_session(self.engine) as s:
-                row = s.scalar(query)
+                row = s.scalar(BY_KEY, params)
         else:
-            row = session.scalar(query)
+            row = session.scalar(BY_KEY, params)
         if row is None:
             return None
         if row.request_sha256 != request:
@@ -442,13 +458,12 @@ class Board(Members, Phases):
     def _refuse_duplicate(self, team: Team, phase: Phase, ranking: str, session=None) -> None:
         """409 when this team has this ranking on this board already (other teams' runs are
         never looked at: whether another team submitted a run is not told)."""
-        query = select(Submission.id).where(Submission.phase_id == phase.id, Submission.team_id == team.id,
-                                            Submission.ranking_sha256 == ranking)
+        params = {"phase": phase.id, "team": team.id, "ranking": ranking}
         if session is None:
             with read_session(self.engine) as s:
-                first = s.scalar(query)
+                first = s.scalar(SAME_RANKING, params)
         else:
-            first = session.scalar(query)
+            first = session.scalar(SAME_RANKING, params)
         if first is not None:
             raise Refused(409, f"your team submitted this ranking on {phase.collection}/{phase.name} "
                                f"already: /runs/{first}; it was not stored again", first=f"/runs/{first}")
@@ -484,7 +499,7 @@ class Board(Members, Phases):
         cached = self._matrices.get(key)
         if cached is None:
             with read_session(self.engine) as s:
-                blob = s.scalar(select(Submission.per_topic).where(Submission.id == submission_id))
+                blob = s.scalar(PER_TOPIC, {"id": submission_id})
             cached = scoring.matrix_from_bytes(blob, n_measures)
             with self._lock:
                 if self._versions.setdefault(phase.id, phase.scores_version) < phase.scores_version:
