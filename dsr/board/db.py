@@ -98,10 +98,25 @@ def migrate(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
+_READERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def _reader(engine: Engine) -> Engine:
+    """What a read session runs on: on PostgreSQL, connections in autocommit (each read is one
+    statement or a few independent ones: no BEGIN and ROLLBACK round trips around them, two of
+    the four a short read cost); SQLite's reads stay in a transaction (in-process: free)."""
+    reader = _READERS.get(engine)
+    if reader is None:
+        reader = engine.execution_options(isolation_level="AUTOCOMMIT") \
+            if engine.dialect.name == "postgresql" else engine
+        _READERS[engine] = reader
+    return reader
+
+
 @contextlib.contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
     """A session for reading (nothing to flush: no autoflush before each query)."""
-    with Session(engine, expire_on_commit=False, autoflush=False) as session:
+    with Session(_reader(engine), expire_on_commit=False, autoflush=False) as session:
         yield session
 
 
