@@ -383,3 +383,35 @@ def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_u
     team = board.team("alpha")
     assert board.limiter.allow(team.id) == 0.0 and board.limiter.allow(team.id) > 0     # 1 a minute
     board.close()
+
+
+@pytest.mark.slow
+def test_each_process_of_processes_n_has_the_whole_site(tmp_path, runs, monkeypatch):  # noqa: F811
+    """What each process of ``dsr serve --processes N`` makes from the settings its parent hands
+    over: a board with its own scoring workers, warmed up, serving the leaderboard, the API and
+    the judging pages; closed with the process."""
+    from fastapi.testclient import TestClient
+
+    from dsr.board.service import BoardConfig
+    from dsr.server import SETTINGS_ENV, site_from_environment
+
+    url = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    board = make_board(url, tmp_path)
+    setup_phases(board, runs)
+    token = board.add_team("alpha")
+    board.close()
+    config = BoardConfig(db=url, store=str(tmp_path / "store"), workers=1, processes=2, rate_limit=0)
+    monkeypatch.setenv(SETTINGS_ENV, json.dumps({k: getattr(config, k) for k in
+                                                 ("db", "store", "workers", "processes", "rate_limit",
+                                                  "max_upload_mb")}))
+    app = site_from_environment()
+    site = app.state.board
+    assert site.pool is not None and site.pool.workers == 1 and site._phase_data     # warmed up
+    with TestClient(app) as client:              # runs the app's lifespan: closed at the end
+        assert client.get("/judge/login").status_code == 200
+        assert client.get("/board/sample/public").status_code == 200
+        answer = client.post("/api/submissions", files={"run": ("bm25.run", read(runs / "bm25.run"))},
+                             data={"collection": "sample", "phase": "public", "system": "bm25"},
+                             headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 201, answer.text
+    assert site.pool is None                     # the scoring workers ended with the app
