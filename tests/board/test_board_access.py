@@ -15,7 +15,7 @@ import re
 import time
 
 import pytest
-from board_support import LiveServer, db_url, make_board, postgres, read, runs, setup, setup_phases  # noqa: F401
+from board_support import LiveServer, db_url, engine_at, make_board, postgres, read, runs, setup, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 
@@ -206,18 +206,9 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
 def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path):  # noqa: F811
     """A board made at migration 0004 (one token per team) upgraded: the token works, is a member
     named 'team token' that rotate-token and remove-member act on; old browser sessions end."""
-    from alembic import command
-    from alembic.config import Config
-
-    from dsr.board.db import MIGRATIONS, make_engine
     from dsr.board.members import hash_token
 
-    engine = make_engine(db_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0004")
+    engine = engine_at(db_url, "0004")
     old = "dsr_an-old-team-token"
     with engine.begin() as conn:
         conn.execute(text("insert into teams (name, token_hash, organiser, created_at) "

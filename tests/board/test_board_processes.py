@@ -26,7 +26,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from board_support import ForkedServers, db_url, make_board, migration_head, postgres, read, retag, runs, setup_phases  # noqa: F401
+from board_support import ForkedServers, db_url, engine_at, make_board, migration_head, postgres, read, retag, runs, setup_phases  # noqa: F401
 from sqlalchemy import text
 
 from dsr.board.service import RateLimiter
@@ -45,6 +45,14 @@ def pg_board(postgres, tmp_path, runs):  # noqa: F811
     tokens = {name: board.add_team(name) for name in ("alpha", "beta", "gamma")}
     board.close()
     return url, tmp_path / "store", tokens
+
+
+@pytest.fixture
+def pair(pg_board, tmp_path):
+    """Two ``dsr serve`` processes (no rate limit) on the board of ``pg_board``: their URLs."""
+    url, store, _ = pg_board
+    with serving(url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as servers:
+        yield servers
 
 
 @contextlib.contextmanager
@@ -92,23 +100,22 @@ def rows(url: str, where: str = "true", **params) -> list:
 
 
 @pytest.mark.slow
-def test_quotas_are_exact_across_processes(pg_board, runs, tmp_path):  # noqa: F811
-    url, store, tokens = pg_board
-    base = read(runs / "bm25.run")
-    with serving(url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as (a, b):
-        answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"q{k}"), f"q{k}", "test")
-                           for k in range(8)])
-        statuses = Counter(r.status_code for r in answers)
-        assert statuses == {201: QUOTA, 429: 8 - QUOTA}, [r.text for r in answers]
-        accepted = [r.json() for r in answers if r.status_code == 201]
-        # each accepted answer counted its own run under the lock: 1, 2 and 3, never one twice
-        assert sorted(x["quota"]["daily_used"] for x in accepted) == [1, 2, 3]
-        assert all(r.json()["quota"]["daily_left"] == 0 for r in answers if r.status_code == 429)
-        for server in (a, b):      # both processes count the same, from the database
-            quota = httpx.get(f"{server}/api/quota/sample/test", timeout=30,
-                              headers={"Authorization": f"Bearer {tokens['alpha']}"}).json()["quota"]
-            assert (quota["daily_used"], quota["daily_left"]) == (QUOTA, 0)
-        assert post(b, tokens["beta"], retag(base, "other team"), "b", "test").status_code == 201
+def test_quotas_are_exact_across_processes(pg_board, pair, runs):  # noqa: F811
+    url, _, tokens = pg_board
+    (a, b), base = pair, read(runs / "bm25.run")
+    answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"q{k}"), f"q{k}", "test")
+                       for k in range(8)])
+    statuses = Counter(r.status_code for r in answers)
+    assert statuses == {201: QUOTA, 429: 8 - QUOTA}, [r.text for r in answers]
+    accepted = [r.json() for r in answers if r.status_code == 201]
+    # each accepted answer counted its own run under the lock: 1, 2 and 3, never one twice
+    assert sorted(x["quota"]["daily_used"] for x in accepted) == [1, 2, 3]
+    assert all(r.json()["quota"]["daily_left"] == 0 for r in answers if r.status_code == 429)
+    for server in (a, b):      # both processes count the same, from the database
+        quota = httpx.get(f"{server}/api/quota/sample/test", timeout=30,
+                          headers={"Authorization": f"Bearer {tokens['alpha']}"}).json()["quota"]
+        assert (quota["daily_used"], quota["daily_left"]) == (QUOTA, 0)
+    assert post(b, tokens["beta"], retag(base, "other team"), "b", "test").status_code == 201
     team = rows(url, "phase_id = (select id from phases where name = 'test') and team_id = "
                 "(select id from teams where name = 'alpha')")
     assert sorted(r.id for r in team) == sorted(x["id"] for x in accepted)
@@ -155,20 +162,19 @@ def test_rate_limit_refills_and_counts_across_boards(tmp_path):
 
 
 @pytest.mark.slow
-def test_one_idempotency_key_sent_to_two_processes_at_once_stores_one_run(pg_board, runs, tmp_path):  # noqa: F811
-    url, store, tokens = pg_board
-    base = read(runs / "bm25.run")
-    with serving(url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as (a, b):
-        for k in range(6):
-            run, key = retag(base, f"i{k}"), f"key-{k}"
-            answers = at_once([lambda s=s: post(s, tokens["alpha"], run, f"i{k}", key=key) for s in (a, b)])
-            assert [r.status_code for r in answers] == [201, 201], [r.text for r in answers]
-            assert answers[0].json() == answers[1].json()            # the same answer, the same id
-            assert sorted(r.headers.get("Idempotency-Replayed", "") for r in answers) == ["", "true"]
-        other = post(b, tokens["alpha"], retag(base, "another run"), "i0", key="key-0")
-        assert other.status_code == 422 and "Idempotency-Key" in other.json()["error"]
-        used = httpx.get(f"{a}/api/quota/sample/public", headers={"Authorization": f"Bearer {tokens['alpha']}"},
-                         timeout=30).json()["quota"]["total_used"]
+def test_one_idempotency_key_sent_to_two_processes_at_once_stores_one_run(pg_board, pair, runs):  # noqa: F811
+    url, _, tokens = pg_board
+    (a, b), base = pair, read(runs / "bm25.run")
+    for k in range(6):
+        run, key = retag(base, f"i{k}"), f"key-{k}"
+        answers = at_once([lambda s=s: post(s, tokens["alpha"], run, f"i{k}", key=key) for s in (a, b)])
+        assert [r.status_code for r in answers] == [201, 201], [r.text for r in answers]
+        assert answers[0].json() == answers[1].json()            # the same answer, the same id
+        assert sorted(r.headers.get("Idempotency-Replayed", "") for r in answers) == ["", "true"]
+    other = post(b, tokens["alpha"], retag(base, "another run"), "i0", key="key-0")
+    assert other.status_code == 422 and "Idempotency-Key" in other.json()["error"]
+    used = httpx.get(f"{a}/api/quota/sample/public", headers={"Authorization": f"Bearer {tokens['alpha']}"},
+                     timeout=30).json()["quota"]["total_used"]
     stored = rows(url, "idempotency_key is not null")
     assert sorted(r.idempotency_key for r in stored) == [f"key-{k}" for k in range(6)] and used == 6
 
@@ -187,21 +193,20 @@ def boards_json(server: str, ids: list[int]) -> dict:
 
 
 @pytest.mark.slow
-def test_the_ladder_is_the_same_whichever_process_serves(pg_board, runs, tmp_path):  # noqa: F811
-    url, store, tokens = pg_board
+def test_the_ladder_is_the_same_whichever_process_serves(pg_board, pair, runs):  # noqa: F811
+    tokens, servers = pg_board[2], pair
     files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
-    with serving(url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as servers:
-        answers = []
-        for k in range(QUOTA):          # each team's runs in turn, through either process
-            for t, (team, token) in enumerate(tokens.items()):
-                for phase in ("test", "public"):
-                    server = servers[(k + t) % 2]
-                    answer = post(server, token, retag(files[(k + 2 * t) % len(files)], f"{team}{k}"),
-                                  f"{team}-{k}", phase)
-                    assert answer.status_code == 201, answer.text
-                    answers.append((phase, answer.json()))
-        ids = [x["id"] for _, x in answers]
-        seen = [boards_json(server, ids) for server in servers]
+    answers = []
+    for k in range(QUOTA):          # each team's runs in turn, through either process
+        for t, (team, token) in enumerate(tokens.items()):
+            for phase in ("test", "public"):
+                server = servers[(k + t) % 2]
+                answer = post(server, token, retag(files[(k + 2 * t) % len(files)], f"{team}{k}"),
+                              f"{team}-{k}", phase)
+                assert answer.status_code == 201, answer.text
+                answers.append((phase, answer.json()))
+    ids = [x["id"] for _, x in answers]
+    seen = [boards_json(server, ids) for server in servers]
     assert seen[0] == seen[1]
     # the answer each run got, from whichever process took it, is what the board publishes for
     # it (the team's ladder values after it on the hidden phase, its means on the public one)
@@ -346,19 +351,10 @@ def test_processes_need_postgresql(tmp_path, capsys):
 def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_url, tmp_path):  # noqa: F811
     """Migration 0007 on a board with rows (SQLite and PostgreSQL): the rows are kept, every phase
     starts at scores_version 0, and the rate limit's table works."""
-    from alembic import command
-    from alembic.config import Config
-
-    from dsr.board.db import MIGRATIONS, make_engine
     from dsr.board.scoring import matrix_bytes
     from dsr.collections import load_collection
 
-    engine = make_engine(db_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0006")
+    engine = engine_at(db_url, "0006")
     values = [[0.25 * (i % 4)] for i in range(20)]
     with engine.begin() as conn:
         conn.execute(text("insert into teams (id, name, token_hash, organiser, created_at) values "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from board_support import db_url, make_board, migration_head, plain_rr, postgres, read, runs, setup, setup_phases  # noqa: F401
+from board_support import db_url, engine_at, make_board, migration_head, plain_rr, postgres, read, runs, setup, setup_phases  # noqa: F401
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 from tool_runs import tool_runs  # noqa: F401
@@ -624,17 +624,7 @@ def test_temporaries_are_removed_on_failure_and_at_the_next_start(db_url, tmp_pa
 
 def test_upgrading_a_board_keeps_only_the_published_metadata_of_stored_sidecars(db_url, tmp_path, runs):  # noqa: F811
     """A board made before migration 0002 served whole sidecars: the upgrade rewrites them."""
-    from alembic import command
-    from alembic.config import Config
-
-    from dsr.board.db import MIGRATIONS, make_engine
-
-    engine = make_engine(db_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0001")
+    engine = engine_at(db_url, "0001")
     side = json.dumps(private_sidecar(tmp_path, "somehost", "someone"), sort_keys=True)
     with engine.begin() as conn:
         conn.execute(text("insert into teams (id, name, token_hash, organiser, created_at) values "
