@@ -245,18 +245,21 @@ def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Sub
     return out
 
 
-def answer_means(board, phase: Phase, row: Submission, session) -> dict[str, Any]:
+def answer_means(board, phase: Phase, row: Submission, session, earlier: list[int] | None = None) -> dict[str, Any]:
     """What the submit answer says of a new row's scores: nothing on a final phase before its
     freeze, the team's ladder values after it on a hidden phase (with ``released``: whether
     any of them changed), else its means. ``session``: the write transaction (the team's
     earlier rows are read there, by index, before the row is written: all of the team's rows
-    on the phase, under the transaction's lock)."""
+    on the phase, under the transaction's lock; ``earlier``: their ids, read already)."""
     if not phase.scores_shown:
         return {"means": None}
     if not uses_ladder(phase):
         return {"means": json.loads(row.means_json)}
     data = board.phase_data(phase)
-    earlier = [] if row.baseline else list(session.scalars(TEAM_RUNS, {"phase": phase.id, "team": row.team_id}))
+    if row.baseline:
+        earlier = []
+    elif earlier is None:
+        earlier = list(session.scalars(TEAM_RUNS, {"phase": phase.id, "team": row.team_id}))
     matrices = [board.matrix_of(i, len(data.measures), phase) for i in earlier]
     matrices.append(scoring.matrix_from_bytes(row.per_topic, len(data.measures)))
     steps = release.ladder(matrices, data.subsets, data.measures, phase.total_quota)

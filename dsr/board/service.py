@@ -95,6 +95,11 @@ BY_KEY = select(Submission).where(Submission.team_id == bindparam("team"),
 SAME_RANKING = select(Submission.id).where(Submission.phase_id == bindparam("phase"),
                                            Submission.team_id == bindparam("team"),
                                            Submission.ranking_sha256 == bindparam("ranking"))
+#: a team's rows on a board, in submission order (its quota, duplicates and ladder, read once
+#: in the write transaction)
+TEAM_ROWS = (select(Submission.id, Submission.created_at, Submission.ranking_sha256, Submission.baseline)
+             .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team"))
+             .order_by(Submission.id))
 #: the lock that serialises a team's writes (PostgreSQL)
 LOCK_TEAM = select(Team.id).where(Team.id == bindparam("team")).with_for_update()
 #: a row's per-topic values
@@ -399,9 +404,10 @@ class Board(Members, Phases):
 
     def _record(self, row: Submission, team: Team, phase: Phase, before: dict, published: dict) -> Accepted:
         """The write transaction: under a lock, a retry of this request recorded meanwhile (its
-        answer, replayed), the team's duplicate and its quota again, then the row with its
-        answer (one INSERT). The answer stored for a retry leaves out the id and URL, which the
-        row gives (:meth:`_replay`)."""
+        answer, replayed), then the team's rows on the board (one query: the duplicate, the quota
+        counted again, the ladder's earlier runs), then the row with its answer (one INSERT). The
+        answer stored for a retry leaves out the id and URL, which the row gives
+        (:meth:`_replay`)."""
         with write_session(self.engine) as s:
             # The lock that makes the re-count exact across threads and processes: the team's
             # row (PostgreSQL); SQLite's BEGIN IMMEDIATE holds the database's write lock already.
@@ -410,15 +416,20 @@ class Board(Members, Phases):
             first = self._replay(team, row.idempotency_key, row.request_sha256, s)
             if first is not None:      # a retry of this request was recorded meanwhile: its answer
                 return first
-            self._refuse_duplicate(team, phase, row.ranking_sha256, s)
+            # the team's rows on the board, once: its duplicate, its quota, its ladder's runs
+            mine = s.execute(TEAM_ROWS, {"phase": phase.id, "team": team.id}).all()
+            same = next((r.id for r in mine if r.ranking_sha256 == row.ranking_sha256), None)
+            if same is not None:
+                raise duplicate(phase, same)
             row.created_at = utcnow()
-            counted = self.quota(team, phase, s, now=row.created_at)
+            now_day = row.created_at.replace(hour=0, minute=0, second=0, microsecond=0)
+            counted = quota_left(team, phase, now_day, sum(r.created_at >= now_day for r in mine), len(mine))
             if not team.organiser and counted["exhausted"]:
                 raise Refused(429, "quota exhausted", quota=counted)
-            now_day = row.created_at.replace(hour=0, minute=0, second=0, microsecond=0)
+            earlier = [r.id for r in mine if not r.baseline]
             answer = {"sha256": row.sha256, "lines": row.lines,
                       # a final phase publishes no score before it is frozen; a hidden one its ladder
-                      **answer_means(self, phase, row, s),
+                      **answer_means(self, phase, row, s, earlier),
                       "tied_topics": row.tied_topics,
                       "ties": tie_note(row.tied_topics), "published": published,
                       "quota_before": before,
@@ -455,18 +466,13 @@ class Board(Members, Phases):
                                "run, board or field); send a new key with a new submission")
         return Accepted(row, answered(row, json.loads(row.answer_json)), replayed=True)
 
-    def _refuse_duplicate(self, team: Team, phase: Phase, ranking: str, session=None) -> None:
+    def _refuse_duplicate(self, team: Team, phase: Phase, ranking: str) -> None:
         """409 when this team has this ranking on this board already (other teams' runs are
         never looked at: whether another team submitted a run is not told)."""
-        params = {"phase": phase.id, "team": team.id, "ranking": ranking}
-        if session is None:
-            with read_session(self.engine) as s:
-                first = s.scalar(SAME_RANKING, params)
-        else:
-            first = session.scalar(SAME_RANKING, params)
+        with read_session(self.engine) as s:
+            first = s.scalar(SAME_RANKING, {"phase": phase.id, "team": team.id, "ranking": ranking})
         if first is not None:
-            raise Refused(409, f"your team submitted this ranking on {phase.collection}/{phase.name} "
-                               f"already: /runs/{first}; it was not stored again", first=f"/runs/{first}")
+            raise duplicate(phase, first)
 
     def _after_conflict(self, team: Team, key: str | None, request: str, phase: Phase,
                         ranking: str) -> Accepted:
@@ -508,6 +514,12 @@ class Board(Members, Phases):
                         del self._matrices[old]
                 self._matrices[key] = cached
         return cached
+
+
+def duplicate(phase: Phase, first: int) -> Refused:
+    """The 409 of a team's second submission of a ranking on a board (``first``: its row)."""
+    return Refused(409, f"your team submitted this ranking on {phase.collection}/{phase.name} "
+                        f"already: /runs/{first}; it was not stored again", first=f"/runs/{first}")
 
 
 def answered(row: Submission, answer: dict[str, Any]) -> dict[str, Any]:
