@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import random
 import signal
 import threading
 import time
@@ -266,9 +265,11 @@ def uvicorn_children(pid: int) -> list[int]:
     return found
 
 
-def submitter(url: str, jobs: list[dict], results: list[dict], deadline: float) -> None:
-    """What ``dsr submit`` does: a request whose answer is lost is sent again, same key."""
+def submitter(url: str, jobs: list[dict], results: list[dict], deadline: float, gate) -> None:
+    """What ``dsr submit`` does: a request whose answer is lost is sent again, same key
+    (``gate()`` before each new job)."""
     for job in jobs:
+        gate()
         tries = 0
         while True:
             tries += 1
@@ -285,37 +286,48 @@ def submitter(url: str, jobs: list[dict], results: list[dict], deadline: float) 
 
 @pytest.mark.slow
 def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board, runs, tmp_path):  # noqa: F811
-    """``dsr serve --processes 2``: one process is SIGKILLed while it holds a staged run (between
-    the file and the row), three times; the supervisor starts another each time, the clients
-    send what got no answer again, and every run is stored once, with its file."""
+    """``dsr serve --processes 2``: a process is SIGKILLed while it holds a staged run (between
+    the file and the row), three times, each time the process the supervisor started in place
+    of the last one killed (so the other one is serving); the clients send what got no answer
+    again, and every run is stored once, with its file."""
     url, store, tokens = pg_board
     base = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
     jobs = [{"token": token, "team": team, "phase": "test" if k % 3 == 0 else "public", "system": f"{team}{k}",
              "run": retag(base[k % len(base)], f"{team}-{k}"), "key": f"{team}-{k}"}
-            for k in range(18) for team, token in tokens.items()]
-    rng = random.Random(44)
+            for k in range(30) for team, token in tokens.items()]
     launcher = ForkedServers(tmp_path / "serve.log")
     supervisor, server = launcher.start("--db", url, "--store", str(store), "--rate-limit", "0",
                                         "--processes", "2", timeout=120)
-    killed = []
+    killed: list[int] = []
+    paced, started = threading.Condition(), iter(range(len(jobs)))
+
+    def gate():        # at most 12 new jobs a kill ahead (waits 5 s at most): jobs outlast the kills
+        n = next(started)
+        with paced:
+            paced.wait_for(lambda: len(killed) >= 3 or n < 12 * (len(killed) + 1), timeout=5)
+
     try:
         results: list[dict] = []
-        deadline = time.monotonic() + 240
-        clients = [threading.Thread(target=submitter, args=(server, jobs[c::4], results, deadline))
+        deadline = time.monotonic() + 300
+        clients = [threading.Thread(target=submitter, args=(server, jobs[c::4], results, deadline, gate))
                    for c in range(4)]
         for client in clients:
             client.start()
+        before: set[int] = set()       # the processes there at the last kill: the next victim is new
         while len(killed) < 3 and time.monotonic() < deadline and any(c.is_alive() for c in clients):
-            children = uvicorn_children(supervisor)
-            staged = [p for p in (store / "tmp").glob("stage-*") if int(p.name.split("-")[1]) in children]
-            if len(children) == 2 and staged and len(results) >= 8 * len(killed) + rng.randint(0, 4):
-                victim = int(staged[0].name.split("-")[1])
-                os.kill(victim, signal.SIGKILL)              # it holds a staged run: mid-submission
-                killed.append(victim)
-            time.sleep(0.002)
+            children = set(uvicorn_children(supervisor))
+            staged = [int(p.name.split("-")[1]) for p in (store / "tmp").glob("stage-*")]
+            victims = [pid for pid in staged if pid in children - before]
+            if len(children) == 2 and victims:
+                os.kill(victims[0], signal.SIGKILL)          # it holds a staged run: mid-submission
+                killed.append(victims[0])
+                before = children
+                with paced:
+                    paced.notify_all()
+            time.sleep(0.001)
         for client in clients:
             client.join(timeout=300)
-        assert len(killed) == 3, "no process was caught holding a staged run"
+        assert len(killed) == 3, f"{len(killed)} process(es) caught holding a staged run"
         assert len(results) == len(jobs) and any(r["tries"] > 1 for r in results)
         children = uvicorn_children(supervisor)           # replaced: two processes again, new ones
         assert len(children) == 2 and not set(children) & set(killed)
