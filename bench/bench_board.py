@@ -79,7 +79,8 @@ class Config:
         return f"{self.db}, {self.processes} process{'es' if self.processes > 1 else ''}"
 
 
-def bench(config: Config, db_url: str, folder: Path, runs: Path, submissions: int, clients: int) -> dict:
+def bench(config: Config, db_url: str, folder: Path, runs: Path, submissions: int, clients: int,
+          postgres=None) -> dict:
     """The load on a fresh board: ``submissions`` from ``clients`` concurrent clients (one team
     each, each request with its own Idempotency-Key as ``dsr submit`` sends), timed; then every
     fifth request sent again with its key (a client whose answer was lost), untimed: it must get
@@ -90,11 +91,13 @@ def bench(config: Config, db_url: str, folder: Path, runs: Path, submissions: in
     extra = ["--processes", str(config.processes)] if config.processes > 1 else []
     with bh.ServerProcess(db_url, folder / "store", "--rate-limit", "0", *extra, root=config.root) as server:
         server.settle()                   # every process started and warmed up
-        cpu = server.cpu_seconds()
+        cpu, db_cpu, own = server.cpu_seconds(), postgres.cpu_seconds() if postgres else 0.0, os.times()
         start = time.perf_counter()
         results = bh.hammer(server.url, jobs, clients=clients)
         wall = time.perf_counter() - start
-        cpu = server.cpu_seconds() - cpu
+        cpu, after = server.cpu_seconds() - cpu, os.times()
+        db_cpu = (postgres.cpu_seconds() - db_cpu) if postgres else 0.0
+        client_cpu = after.user + after.system - own.user - own.system
         with engine.connect() as conn:
             stored = conn.scalar(text("select count(*) from submissions where not baseline"))
         retried = bh.hammer(server.url, jobs[::5], clients=clients)
@@ -113,6 +116,7 @@ def bench(config: Config, db_url: str, folder: Path, runs: Path, submissions: in
     return {"n": len(results), "statuses": dict(statuses), "wall": wall,
             "p50": statistics.median(latencies), "p95": percentile(latencies, 0.95),
             "rate": len(results) / wall, "cpu_ms": cpu * 1000 / len(results),
+            "db_cpu_ms": db_cpu * 1000 / len(results), "client_cpu_ms": client_cpu * 1000 / len(results),
             "stored_equals_accepted": stored == len(accepted),
             "quota_exact": all(per_team_hidden[t] == min(QUOTA, (submissions // clients + 1) // 2)
                                for t in range(clients)),
@@ -228,11 +232,13 @@ def load_benches(args, tmp: Path) -> None:
                         stack.callback(postgres.stop)
                         postgres.start()
                     url = postgres.new_database()
-                r = bench(config, url, folder, runs, args.submissions, args.clients)
+                r = bench(config, url, folder, runs, args.submissions, args.clients,
+                          postgres if config.db == "postgresql" else None)
                 results.append((config, r))
                 print(f"{config.label:25s} {config.code:8s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s "
-                      f"= {r['rate']:.1f}/s; p50 {r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms; server "
-                      f"CPU {r['cpu_ms']:.1f} ms a submission; stored == accepted: {r['stored_equals_accepted']}; "
+                      f"= {r['rate']:.1f}/s; p50 {r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms; CPU a "
+                      f"submission: server {r['cpu_ms']:.1f} ms, database {r['db_cpu_ms']:.1f}, clients "
+                      f"{r['client_cpu_ms']:.1f}; stored == accepted: {r['stored_equals_accepted']}; "
                       f"quotas exact: {r['quota_exact']}; {r['retries']} retries, 0 duplicates: {r['no_duplicates']}; "
                       f"load {load()}", flush=True)
     for config, r in results:

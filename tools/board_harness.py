@@ -82,6 +82,12 @@ class Postgres:
             self._run(str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
 
+    def cpu_seconds(self) -> float:
+        """CPU time the cluster's processes (the postmaster and its backends) have used so far."""
+        with contextlib.suppress(OSError, ValueError):
+            return tree_cpu_seconds(int((self.root / "data" / "postmaster.pid").read_text().split()[0]))
+        return 0.0
+
     def new_database(self) -> str:
         import psycopg
 
@@ -156,6 +162,29 @@ def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
     return board.get_phase("sample", "public"), board.get_phase("sample", "test")
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants (Linux)."""
+    out, todo = [], [pid]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by ``pid`` and its descendants (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for each in process_tree(pid):
+        with contextlib.suppress(OSError, IndexError):
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 class ServerProcess:
     """``dsr serve`` in a subprocess (what an organiser runs), on 127.0.0.1 and a free port."""
 
@@ -212,24 +241,11 @@ class ServerProcess:
 
     def processes(self) -> list[int]:
         """The server's process and all its descendants (server processes, scoring workers)."""
-        out, todo = [], [self.process.pid]
-        while todo:
-            pid = todo.pop()
-            out.append(pid)
-            for task in Path(f"/proc/{pid}/task").glob("*"):
-                with contextlib.suppress(OSError):
-                    todo += [int(c) for c in (task / "children").read_text().split()]
-        return out
+        return process_tree(self.process.pid)
 
     def cpu_seconds(self) -> float:
         """CPU time (user + system) the server's processes have used so far (Linux)."""
-        ticks = os.sysconf("SC_CLK_TCK")
-        total = 0.0
-        for pid in self.processes():
-            with contextlib.suppress(OSError, IndexError):
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / ticks
-        return total
+        return tree_cpu_seconds(self.process.pid)
 
     def settle(self, quiet: float = 1.0, timeout: float = 180) -> None:
         """Wait until the server's processes stop using CPU for ``quiet`` seconds: every
