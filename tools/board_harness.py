@@ -24,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -264,16 +265,24 @@ class ServerProcess:
 def hammer(url: str, jobs: list[dict], clients: int, timeout: float = 120.0) -> list[dict]:
     """Send ``jobs`` ({token, phase, system, run: bytes}, optionally ``key``: an
     Idempotency-Key) from ``clients`` concurrent clients (one HTTP connection each); returns
-    each job with its ``status``, ``body``, ``replayed`` and ``seconds``."""
+    each job with its ``status``, ``body``, ``replayed`` and ``seconds``.
+
+    Every client makes its HTTP client and opens its connection (``GET /healthz``) before
+    any submission is timed, and all start together: the first submissions' times were the
+    bench's own start (20 httpx clients, each loading its TLS context, under this process's
+    one GIL), not the server's."""
     from concurrent.futures import ThreadPoolExecutor
 
     import httpx
 
     queues = [jobs[i::clients] for i in range(clients)]
+    ready = threading.Barrier(clients)
 
     def client(queue):
         out = []
         with httpx.Client(base_url=url, timeout=timeout) as http:
+            http.get("/healthz")
+            ready.wait()
             for job in queue:
                 start = time.perf_counter()
                 try:
