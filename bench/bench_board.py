@@ -80,7 +80,7 @@ class Config:
 
 
 def bench(config: Config, db_url: str, folder: Path, runs: Path, submissions: int, clients: int,
-          postgres=None) -> dict:
+          postgres=None, rate_limit: float = 0) -> dict:
     """The load on a fresh board: ``submissions`` from ``clients`` concurrent clients (one team
     each, each request with its own Idempotency-Key as ``dsr submit`` sends), timed; then every
     fifth request sent again with its key (a client whose answer was lost), untimed: it must get
@@ -89,7 +89,8 @@ def bench(config: Config, db_url: str, folder: Path, runs: Path, submissions: in
     engine = make_engine(db_url)          # no Board here: the schema is the compared code's
     jobs = bh.load_jobs(runs, tokens, per_team=submissions // clients, keys=True)
     extra = ["--processes", str(config.processes)] if config.processes > 1 else []
-    with bh.ServerProcess(db_url, folder / "store", "--rate-limit", "0", *extra, root=config.root) as server:
+    with bh.ServerProcess(db_url, folder / "store", "--rate-limit", str(rate_limit), *extra,
+                          root=config.root) as server:
         server.settle()                   # every process started and warmed up
         cpu, db_cpu, own = server.cpu_seconds(), postgres.cpu_seconds() if postgres else 0.0, os.times()
         start = time.perf_counter()
@@ -161,6 +162,9 @@ def main() -> None:
                         help="also run another commit's server (git archive REF; 1 process) beside each "
                              "1-process configuration, in the same run")
     parser.add_argument("--rounds", type=int, default=1, help="configurations run this many times, interleaved")
+    parser.add_argument("--rate-limit", type=float, default=0,
+                        help="the servers' --rate-limit (default 0: none; 30, dsr serve's default, refuses "
+                             "nothing here: a team sends 10)")
     parser.add_argument("--sigir", action="store_true", help="also the SIGIR-sized benches (2-4)")
     parser.add_argument("--no-load", action="store_true", help="skip the load bench (1)")
     args = parser.parse_args()
@@ -233,7 +237,7 @@ def load_benches(args, tmp: Path) -> None:
                         postgres.start()
                     url = postgres.new_database()
                 r = bench(config, url, folder, runs, args.submissions, args.clients,
-                          postgres if config.db == "postgresql" else None)
+                          postgres if config.db == "postgresql" else None, args.rate_limit)
                 results.append((config, r))
                 print(f"{config.label:25s} {config.code:8s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s "
                       f"= {r['rate']:.1f}/s; p50 {r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms; CPU a "

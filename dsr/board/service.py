@@ -104,6 +104,13 @@ TEAM_ROWS = (select(Submission.id, Submission.created_at, Submission.ranking_sha
 LOCK_TEAM = select(Team.id).where(Team.id == bindparam("team")).with_for_update()
 #: a row's per-topic values
 PER_TOPIC = select(Submission.per_topic).where(Submission.id == bindparam("id"))
+_RATES = TeamRate.__table__
+#: the rate limit: a team's request on schedule (``next_at`` at most the burst ahead of now)
+#: moves ``next_at`` on by one interval; no row changed: refused (or the team's first request)
+RATE_STEP = (update(_RATES).where(_RATES.c.team_id == bindparam("team"), _RATES.c.next_at <= bindparam("latest"))
+             .values(next_at=case((_RATES.c.next_at > bindparam("now"), _RATES.c.next_at), else_=bindparam("now"))
+                     + bindparam("interval")))
+RATE_NEXT = select(_RATES.c.next_at).where(_RATES.c.team_id == bindparam("team"))
 
 
 def tie_note(tied: int) -> str | None:
@@ -142,18 +149,16 @@ class RateLimiter:
         if not self.interval:
             return 0.0
         now = time.time() if now is None else now
-        table = TeamRate.__table__
-        step = (update(table).where(table.c.team_id == key, table.c.next_at <= now + self.tolerance)
-                .values(next_at=case((table.c.next_at > now, table.c.next_at), else_=now) + self.interval))
+        params = {"team": key, "now": now, "latest": now + self.tolerance, "interval": self.interval}
         for _ in range(2):
             try:
                 with write_session(self.engine) as s:
-                    if s.execute(step).rowcount:
+                    if s.execute(RATE_STEP, params).rowcount:
                         return 0.0
-                    next_at = s.scalar(select(table.c.next_at).where(table.c.team_id == key))
+                    next_at = s.scalar(RATE_NEXT, params)
                     if next_at is not None:
                         return max(next_at - self.tolerance - now, 1e-3)
-                    s.execute(insert(table).values(team_id=key, next_at=now + self.interval))
+                    s.execute(insert(TeamRate.__table__).values(team_id=key, next_at=now + self.interval))
                     return 0.0
             except IntegrityError:     # another process made the team's row first: test it again
                 continue
