@@ -20,6 +20,7 @@ from dsr.core.params import settings_type
 #: see ``dsr.board.members.IDENTIFY``)
 OF_COLLECTION = select(Phase).where(Phase.collection == bindparam("collection")).order_by(Phase.id)
 BY_NAME = OF_COLLECTION.where(Phase.name == bindparam("name"))
+ALL_PHASES = select(Phase).order_by(Phase.collection, Phase.id)
 
 
 class Season(settings_type("SeasonSettings", SEASON_PARAMS, "a phase's season")):
@@ -159,7 +160,7 @@ class Phases:
 
     def phases(self) -> list[Phase]:
         with read_session(self.engine) as s:
-            return list(s.scalars(select(Phase).order_by(Phase.collection, Phase.id)))
+            return list(s.scalars(ALL_PHASES))
 
     def phase(self, collection: str, name: str) -> Phase | None:
         with read_session(self.engine) as s:

@@ -58,7 +58,7 @@ from dsr.board.intake import (  # noqa: F401 (re-exported)
 from dsr.board.leaderboard import answer_means
 from dsr.board.members import Members
 from dsr.board.models import Phase, Submission, Team, TeamRate, iso, utcnow
-from dsr.board.phases import Phases
+from dsr.board.phases import ALL_PHASES, BY_NAME, OF_COLLECTION, Phases
 from dsr.board.settings import BOARD_PARAMS, SERVE_PARAMS
 from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr serve's default)
 from dsr.core.errors import InputError
@@ -329,45 +329,76 @@ class Board(Members, Phases):
         first answer back; the same key with any other field is refused (422). ``member_id``:
         who submitted it (recorded on the row).
         """
-        meta.check()
+        with read_session(self.engine) as s:
+            ready = self._intake(s, Intake(team, phase, data, filename, meta, sidecar, baseline, key, member_id))
+        return ready if isinstance(ready, Accepted) else self._complete(ready)
+
+    def submit_named(self, team: Team, collection: str, phase_name: str | None, data: bytes, filename: str,
+                     meta: Metadata, sidecar: bytes | None = None, key: str | None = None,
+                     member_id: int | None = None) -> Accepted:
+        """:meth:`submit` to the phase a form names (``phase_name`` None or "": the collection's
+        only phase), found in the same read as the retry and the quota: a 404 when there is
+        none, a 422 when the name is wanting."""
+        with read_session(self.engine) as s:
+            if phase_name:
+                phases = list(s.scalars(BY_NAME, {"collection": collection, "name": phase_name}))
+            else:
+                phases = list(s.scalars(OF_COLLECTION, {"collection": collection}))
+            if len(phases) != 1:
+                names = ", ".join(f"{p.collection}/{p.name}" for p in s.scalars(ALL_PHASES)) or "none"
+                raise Refused(404 if not phases else 422,
+                              f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
+            ready = self._intake(s, Intake(team, phases[0], data, filename, meta, sidecar, False, key, member_id))
+        return ready if isinstance(ready, Accepted) else self._complete(ready)
+
+    def _intake(self, s, job: Intake) -> Intake | Accepted:
+        """What is checked before scoring, in one read session ``s``: the metadata, the season,
+        the run unpacked within the phase's limit and its digests, then a retry's first answer
+        (returned) and the quota before."""
+        job.meta.check()
+        phase = job.phase
         closed = phase.closed_reason(utcnow())
-        if closed is not None and not (baseline and phase.frozen_at is None):   # baselines: any time
-            # before the freeze (organisers load them before a phase opens)
+        if closed is not None and not (job.baseline and phase.frozen_at is None):   # baselines: any
+            # time before the freeze (organisers load them before a phase opens)
             raise Refused(403, closed, opens_at=iso(phase.opens_at), closes_at=iso(phase.closes_at))
-        pdata = self.phase_data(phase)
-        text = unpack_run(data, self.upload_limit(phase))
-        digest = hashlib.sha256(text).hexdigest()
-        published = published_from_sidecar(sidecar)
-        display = display_name(filename)
-        request = request_digest(phase.id, digest, display, meta, published)
-        with read_session(self.engine) as s:       # one session: a retry's first answer, the quota
-            first = self._replay(team, key, request, s)
-            if first is not None:
-                return first
-            before = self.quota(team, phase, s)
-        if before["exhausted"]:       # a duplicate is told first, as when the quota is left
+        job.pdata = self.phase_data(phase)
+        job.text = unpack_run(job.data, self.upload_limit(phase))
+        job.digest = hashlib.sha256(job.text).hexdigest()
+        job.published = published_from_sidecar(job.sidecar)
+        job.display = display_name(job.filename)
+        job.request = request_digest(phase.id, job.digest, job.display, job.meta, job.published)
+        first = self._replay(job.team, job.key, job.request, s)
+        if first is not None:
+            return first
+        job.before = self.quota(job.team, phase, s)
+        return job
+
+    def _complete(self, job: Intake) -> Accepted:
+        """Score, stage, record: the rest of :meth:`submit` after :meth:`_intake`."""
+        team, phase, text, meta = job.team, job.phase, job.text, job.meta
+        if job.before["exhausted"]:       # a duplicate is told first, as when the quota is left
             self._refuse_duplicate(team, phase, self._ranking(text))
-            raise Refused(429, "quota exhausted", quota=before)
-        ranking, scored = self._score(team, phase, pdata, text, display)
+            raise Refused(429, "quota exhausted", quota=job.before)
+        ranking, scored = self._score(team, phase, job.pdata, text, job.display)
         row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
                          description=meta.description or "", link=meta.link, run_type=meta.run_type,
-                         trained_on_collection=meta.trained_on_collection, baseline=baseline,
-                         filename=display, sha256=digest, size=len(text), lines=scored.validation.lines,
-                         sidecar_json=json.dumps(published, sort_keys=True) if published else None,
-                         means_json=json.dumps(scored.means(pdata.subsets)),
+                         trained_on_collection=meta.trained_on_collection, baseline=job.baseline,
+                         filename=job.display, sha256=job.digest, size=len(text), lines=scored.validation.lines,
+                         sidecar_json=json.dumps(job.published, sort_keys=True) if job.published else None,
+                         means_json=json.dumps(scored.means(job.pdata.subsets)),
                          per_topic=scoring.matrix_bytes(scored.values.values),
-                         tied_topics=len(scored.validation.tied_topics), idempotency_key=key,
-                         member_id=member_id, request_sha256=request,
+                         tied_topics=len(scored.validation.tied_topics), idempotency_key=job.key,
+                         member_id=job.member_id, request_sha256=job.request,
                          ranking_sha256=ranking)
         if release.uses_ladder(phase):
             release.warm()     # not under the write lock (the answer's ladder needs scipy)
         staged = self.store.stage(text)        # in place, fsynced, before the row names it
         try:
-            accepted = self._record(row, team, phase, before, published)
+            accepted = self._record(row, team, phase, job.before, job.published)
         except BaseException as err:
-            self.store.abandon(staged, named=self._named(digest))
+            self.store.abandon(staged, named=self._named(job.digest))
             if isinstance(err, IntegrityError):    # a concurrent retry or duplicate won the race
-                return self._after_conflict(team, key, request, phase, ranking)
+                return self._after_conflict(team, job.key, job.request, phase, ranking)
             raise
         if accepted.replayed:      # the same request, sent to another thread or process, was first
             self.store.abandon(staged, named=True)
@@ -541,6 +572,29 @@ def quota_left(team: Team, phase: Phase, day, today: int, total: int) -> dict[st
     return {"daily_limit": phase.daily_quota, "daily_used": today, "daily_left": daily_left,
             "total_limit": phase.total_quota, "total_used": total, "total_left": total_left,
             "resets_at": (day + timedelta(days=1)).isoformat() + "Z", "exhausted": limited}
+
+
+@dataclass
+class Intake:
+    """A submission on its way (:meth:`Board.submit`): what was sent, then what
+    :meth:`Board._intake` made of it."""
+
+    team: Team
+    phase: Phase
+    data: bytes
+    filename: str
+    meta: Metadata
+    sidecar: bytes | None
+    baseline: bool
+    key: str | None
+    member_id: int | None
+    pdata: scoring.PhaseData | None = None
+    text: bytes = b""
+    digest: str = ""
+    published: dict[str, Any] = field(default_factory=dict)
+    display: str = ""
+    request: str = ""
+    before: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -409,7 +409,7 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=5)
     token = board.add_team("alpha")
-    submit_once, calls = board.submit, []
+    submit_once, calls = board.submit_named, []    # what the API's route calls
 
     def slow_after_commit(*args, **kwargs):
         accepted = submit_once(*args, **kwargs)
@@ -418,7 +418,7 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
             time.sleep(3.0)             # the row is committed; the client gives up meanwhile
         return accepted
 
-    monkeypatch.setattr(board, "submit", slow_after_commit)
+    monkeypatch.setattr(board, "submit_named", slow_after_commit)
     with LiveServer(board) as server:
         answer = submit(server.url, token, "sample", runs / "bm25.run", phase="test", system="bm25",
                         timeout=1.5, retries=3)

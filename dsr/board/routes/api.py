@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
@@ -20,7 +21,7 @@ from dsr.board.routes.deps import (
     unauthorized,
 )
 from dsr.board.routes.pages import run_file, run_view
-from dsr.board.service import Accepted, Board, Refused, tie_note
+from dsr.board.service import Board, Refused, tie_note
 from dsr.core.errors import InputError
 
 router = APIRouter(prefix="/api")
@@ -103,17 +104,6 @@ def _admit(board: Board, request: Request) -> tuple[Team, Member] | JSONResponse
     return found
 
 
-def _submit(board: Board, team: Team, member: Member, collection: str, phase_name: str, key: str | None,
-            upload: tuple) -> Accepted:
-    """The phase named by the form, then :meth:`Board.submit` (in the request's thread)."""
-    phases = board.phases_of(collection, phase_name or None)
-    if len(phases) != 1:
-        names = ", ".join(f"{p.collection}/{p.name}" for p in board.phases()) or "none"
-        raise Refused(404 if not phases else 422,
-                      f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
-    return board.submit(team, phases[0], *upload, key=key, member_id=member.id)
-
-
 @router.post("/submissions")
 async def api_submit(request: Request, board: BoardDep):
     admitted = await in_thread(_admit, board, request)
@@ -125,7 +115,8 @@ async def api_submit(request: Request, board: BoardDep):
         collection, phase_name = str(form.get("collection") or ""), str(form.get("phase") or "")
         key = idempotency_key(request.headers.get("idempotency-key"))
         upload = await read_upload(form)
-        accepted = await in_thread(_submit, board, team, member, collection, phase_name, key, upload)
+        accepted = await in_thread(partial(board.submit_named, key=key, member_id=member.id), team, collection,
+                                   phase_name or None, *upload)
     except Refused as refused:
         return JSONResponse(refused.to_json(), status_code=refused.status)
     return JSONResponse(accepted.answer, status_code=201,
