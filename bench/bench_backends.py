@@ -100,8 +100,10 @@ def worker(spec: dict) -> dict:
         runner = {"request_batch": batch, "in_flight": spec["in_flight"]}
         fast = (FastBiEncoder(fed, config, **runner) if kind == "bi-encoder"
                 else FastCrossEncoder(fed, spec["max_length"], config, **runner))
-        run = lambda xs: fast.runner.run(xs, fast.max_length if kind == "cross-encoder" else None,  # noqa: E731
-                                         order=spec["sorted"])
+
+        def run(xs):
+            return fast.runner.run(xs, fast.max_length if kind == "cross-encoder" else None, order=spec["sorted"])
+
     load = time.perf_counter() - start
 
     def timed_pass(xs):

@@ -164,7 +164,7 @@ def _warm_unit(hold: float) -> int:
     import pyarrow.parquet  # noqa: F401
     import pysbd  # noqa: F401
 
-    import dsr.indexes.corpus.bm25  # noqa: F401
+    import dsr.indexes.corpus.bm25
     import dsr.indexes.corpus.build  # noqa: F401
 
     time.sleep(hold)  # keeps this worker busy, so the next unit starts another one

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 import platform
-import resource
 import sys
 import time
 from pathlib import Path
+
+from dsr.core.provenance import peak_rss_mib  # noqa: F401  (the benches' import of it)
 
 #: /proc/cpuinfo flags that decide what the fast backends and bf16 training can use
 UNIT_FLAGS = ("avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16")
@@ -56,20 +57,6 @@ def header(title: str) -> dict[str, object]:
 def footer(info: dict[str, object]) -> None:
     info["load_after"] = load()
     print(f"load average after: {info['load_after']}")
-
-
-def peak_rss_mib() -> float:
-    """This process's peak resident size. Linux: VmHWM of /proc/self/status, the high-water
-    mark of this program's own memory; ru_maxrss would not do, because a child keeps the
-    parent's high-water mark across fork and exec (every worker would report the bench's)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
 
 
 def goal(figure: str, value: str, target: str, met: bool | None) -> str:

@@ -38,8 +38,8 @@ def differences(old, new, where: str, old_root: str, new_root: str, tolerance: f
                 for d in differences(a, b, f"{where}[{k}]", old_root, new_root, tolerance)]
     if isinstance(old, str) and isinstance(new, str):
         return [] if old.replace(old_root, "OUT") == new.replace(new_root, "OUT") else [f"{where}: {old!r} != {new!r}"]
-    if isinstance(old, float) and isinstance(new, (int, float)) or isinstance(new, float) and isinstance(old, int):
-        if math.isnan(old) and math.isnan(new) or abs(old - new) <= tolerance:
+    if (isinstance(old, float) and isinstance(new, (int, float))) or (isinstance(new, float) and isinstance(old, int)):
+        if (math.isnan(old) and math.isnan(new)) or abs(old - new) <= tolerance:
             return []
         return [f"{where}: {old!r} != {new!r} (|diff| {abs(old - new):.3g})"]
     return [] if old == new else [f"{where}: {old!r} != {new!r}"]

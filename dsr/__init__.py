@@ -1,8 +1,9 @@
-"""``import dsr``: the Python API in one place.
+"""``import dsr``: the Python API in one place, each name loaded on first use so that
+``import dsr`` stays fast.
 
-The code lives in three packages, ``retrieval`` (the domain), ``indexes`` (what
-is built and kept) and ``eval`` (what is measured); this module re-exports what a
-notebook needs, loaded on first use so ``import dsr`` stays fast::
+Layer 13 of 13 (dsr/layers.toml), the top: it may import every unit, and nothing imports it.
+
+It re-exports what a notebook needs from the units below it::
 
     import dsr
 
@@ -29,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsr.core import __version__  # noqa: F401  (dsr.__version__)
+from dsr.core.errors import InputError
 
 #: public name -> "module:attribute"
 _EXPORTS = {
@@ -116,15 +118,18 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
     Returns :class:`dsr.evaluation.results.Results` (``table()``, ``plot()``, ``to_frame()``,
     ``per_topic_frame()``).
     """
-    from dsr.core.errors import InputError
     from dsr.evaluation.experiment import evaluate_runs
     from dsr.evaluation.grouping import auto_families
     from dsr.evaluation.protocol import resolve_splits
 
     collection = _collection(collection, qrels)
     named = _named_runs(runs)
-    families = (auto_families(named, list(named)) if tune == "auto"
-                else {f: _named_runs(c) for f, c in (tune or {}).items()})
+    if isinstance(tune, str):
+        if tune != "auto":
+            raise InputError(f"tune must be 'auto' or {{family: runs}}, got {tune!r}", field="tune")
+        families = auto_families(named, list(named))
+    else:
+        families = {f: _named_runs(c) for f, c in (tune or {}).items()}
     protocol = protocol or ("official" if (splits_file or collection.splits or families) else "all")
     if protocol not in ("all", "official"):
         raise InputError(f"protocol must be 'all' or 'official', got {protocol!r}", field="protocol")
@@ -139,7 +144,6 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
 
 def _collection(collection: Any, qrels: Any):
     from dsr.collections import load_collection
-    from dsr.core.errors import InputError
     from dsr.evaluation.qrels import as_qrels, collection_from_qrels
 
     if qrels is not None:

@@ -74,8 +74,8 @@ from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker
 from dsr.rankers.bm25 import BM25Ranker
 from dsr.rankers.fusion import FusionRanker
-from dsr.rerankers import make_reranker
 from dsr.rerankers.base import rerank_top_k
+from dsr.rerankers.cross_encoder import CrossEncoderReranker
 from dsr.training.card import ranking_params, read_card
 
 DEFAULT_DENSE = "all-MiniLM-L6-v2"
@@ -143,7 +143,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
             splits = resolve_splits(collection, splits_file, n_splits, seed)
         suite = Suite(collection, strategies, seed, timer, resolve_backend(backend))
         # The runs are millions of small objects without cycles: the collector's passes over them
-        # were a sixth of a warm run's CPU (issue 34). Paused while they are built and measured;
+        # were a sixth of a warm run's CPU (measured). Paused while they are built and measured;
         # then kept out of its sight (frozen) while the report's figures, which do make cycles, are drawn.
         with gc_paused():
             suite.build(dense_model, trained_dense, cross_encoder, ce_query,
@@ -279,7 +279,7 @@ class Suite:
             every: dict[str, Any] = {}
             # one call for every strategy: the index is loaded once, each strategy's query terms made once
             runs = iter(BM25Ranker.rank_many(self.collection, [
-                make_ranker("bm25", query=q, **params) for q in self.strategies for params in configs.values()]))
+                BM25Ranker(query=q, **params) for q in self.strategies for params in configs.values()]))
             for q in self.strategies:
                 family = {}
                 for name, params in configs.items():
@@ -448,8 +448,7 @@ def cross_encoder_scores(collection, model: str, query: str | None,
     weights hash), the query strategy and the reranker's parameters. Returns
     the scores, the model's description and the reranker's parameters.
     """
-    reranker = make_reranker("cross-encoder", model=model, backend=backend,
-                             **({"query": query} if query else {}))
+    reranker = CrossEncoderReranker(model=model, backend=backend, **({"query": query} if query else {}))
     resolved = reranker.resolve()  # a trained model's card sets query and max length
     params = {k: v for k, v in reranker.params.items() if k not in ("model", "top_k", "batch_size")}
     if backend == "torch":  # as before backends existed, so the exact path's caches stay valid

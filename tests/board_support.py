@@ -40,7 +40,8 @@ from board_harness import (
 __all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "bench_database", "free_port", "hammer",
            "load_jobs", "make_board", "pg_bin", "read", "retag", "sample_runs", "setup_phases",
            "postgres", "db_url", "runs", "plain_rr", "LiveServer", "POST_ROUTES", "walk_every_route",
-           "ForkedServers", "engine_at", "migration_head", "browser", "CHROMIUM_FLAGS", "login_csrf"]
+           "ForkedServers", "engine_at", "migration_head", "browser", "CHROMIUM_FLAGS", "login_csrf", "post", "next_day",
+           "quotas", "Attacker", "noisy"]
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +77,7 @@ def runs(tmp_path_factory):
 
 
 @pytest.fixture
-def setup(db_url, tmp_path, runs):  # noqa: F811
+def setup(db_url, tmp_path, runs):
     """A board with the sample's public and hidden phases, team ``alpha`` (its token) and an
     in-process client of the board's app."""
     from fastapi.testclient import TestClient
@@ -297,3 +298,65 @@ def migration_head() -> str:
     from dsr.board.db import MIGRATIONS
 
     return ScriptDirectory(str(MIGRATIONS)).get_current_head()
+
+
+# --- a hidden phase's attacker (tests/board/test_board_release.py, test_board_attacks.py) ----
+
+def post(client, token, data: bytes, system: str, phase: str = "test", collection: str = "sample"):
+    return client.post("/api/submissions", data={"collection": collection, "phase": phase, "system": system},
+                       files={"run": ("run.run", data)}, headers={"Authorization": f"Bearer {token}"})
+
+
+def next_day(board) -> None:
+    """A day passes: every row's time moves back one day (the daily quota starts again)."""
+    from datetime import timedelta
+
+    from sqlalchemy import select
+
+    from dsr.board.db import write_session
+    from dsr.board.models import Submission
+
+    with write_session(board.engine) as s:
+        for row in s.scalars(select(Submission)):
+            row.created_at = row.created_at - timedelta(days=1)
+
+
+def quotas(client, collection: str = "sample", phase: str = "test") -> tuple[int | None, int | None]:
+    board = next(b for b in client.get("/api/boards").json()["boards"]
+                 if b["collection"] == collection and b["phase"] == phase)
+    return board["daily_quota"], board["total_quota"]
+
+
+class Attacker:
+    """A team that submits within the board's quotas, waiting a day when the daily one is spent."""
+
+    def __init__(self, board, client, name: str, phase: str = "test", collection: str = "sample"):
+        self.board, self.client, self.phase, self.collection = board, client, phase, collection
+        self.token = board.add_team(name)
+        self.daily, self.total = quotas(client, collection, phase)
+        self.sent = self.today = 0
+        self.ids: list[int] = []
+
+    def left(self, default: int) -> int:
+        return (self.total if self.total is not None else default) - self.sent
+
+    def submit(self, data: bytes, system: str) -> dict:
+        if self.daily is not None and self.today >= self.daily:
+            next_day(self.board)
+            self.today = 0
+        answer = post(self.client, self.token, data, system, self.phase, self.collection)
+        assert answer.status_code == 201, answer.text[:400]
+        self.sent, self.today = self.sent + 1, self.today + 1
+        self.ids.append(answer.json()["id"])
+        return answer.json()
+
+
+def noisy(board, run_ids: list[int], k: int, group: str, measure: str, mean: float, n: int) -> float:
+    """What a hidden phase publishes of the ``k``-th of a team's runs (``run_ids``, in order)
+    when it moves a value: ``mean`` plus the team's noise for that run, on the group's grid
+    (``dsr.board.release``; the test knows the board's secret, a participant does not)."""
+    from dsr.board import release
+
+    row = board.submission(run_ids[k])
+    noise = board.release_noise(board.get_phase(row.phase.collection, row.phase.name), row.team_id, run_ids)
+    return release.published(mean + release.NOISE / n * noise.draw(k, group, measure), release.group_step(n))

@@ -13,10 +13,10 @@ Protocol on the helper's stdin/stdout, one JSON line each way: a job
 start with its caches warm) is answered by the child's pid, then by its end
 (``{"exit": N}`` or ``{"signal": N}``).
 
-``pause: {"before_rename_to": PATH, "flag": FILE}`` holds the child before any
-rename (``os.replace``/``os.rename``) onto PATH, after creating FILE: the moment
-between the two renames of a folder swap, whatever code does the swap, so a
-kill can be aimed there.
+``pause: {"before_rename_to": PATH, "flag": FILE, "moment": "before"|"after"}`` holds the
+child, after creating FILE, at a moment of a folder swap onto PATH: ``before`` the new set
+takes PATH's place (the one-step exchange, or a rename onto PATH), ``after`` it (the old set
+being renamed aside), whatever code does the swap, so a kill can be aimed there.
 """
 
 from __future__ import annotations
@@ -65,26 +65,46 @@ class Forker:
         self.proc.wait(timeout=30)
 
 
-def _hold_renames(target: str, flag: str) -> None:
-    """Sleep (until killed) before a rename onto ``target``, creating ``flag`` first."""
+def _hold_renames(target: str, flag: str, moment: str = "before") -> None:
+    """Sleep (until killed) at a moment of a folder swap onto ``target``, creating ``flag``
+    first: ``before`` the new set takes ``target``'s place (the exchange of
+    ``dsr.core.atomic.exchange``, or a rename onto ``target`` where there is none), ``after``
+    it (the old set, swapped out, is being renamed aside)."""
     import time
+
+    from dsr.core import atomic
+
+    def hold() -> None:
+        open(flag, "w").close()
+        time.sleep(600)
 
     for name in ("replace", "rename"):
         real = getattr(os, name)
 
         def held(src, dst, *args, _real=real, **kwargs):
-            if os.path.abspath(dst) == target:
-                open(flag, "w").close()
-                time.sleep(600)
+            if moment == "before" and os.path.abspath(dst) == target:
+                hold()
+            if moment == "after" and os.path.basename(src).startswith(f".{os.path.basename(target)}.ready-") \
+                    and ".old-" in os.path.basename(dst):
+                hold()
             return _real(src, dst, *args, **kwargs)
 
         setattr(os, name, held)
+    real_exchange = atomic.exchange
+
+    def exchange(a, b):
+        if moment == "before" and os.path.abspath(b) == target:
+            hold()
+        return real_exchange(a, b)
+
+    atomic.exchange = exchange
 
 
 def _child(job: dict[str, Any]) -> int:
     os.environ.update(job.get("env") or {})
     if job.get("pause"):
-        _hold_renames(os.path.abspath(job["pause"]["before_rename_to"]), job["pause"]["flag"])
+        _hold_renames(os.path.abspath(job["pause"]["before_rename_to"]), job["pause"]["flag"],
+                      job["pause"].get("moment", "before"))
     null = os.open(os.devnull, os.O_RDWR)
     log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC) if job.get("log") else null
     os.dup2(null, 0)

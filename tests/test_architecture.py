@@ -1,5 +1,5 @@
-"""docs/architecture.md's layers hold, for every import (top-level or inside a function),
-so that ``ls dsr/`` tells what may import what.
+"""The layers of dsr/layers.toml (drawn in docs/architecture.md) hold, for every import
+(top-level or inside a function), so that ``ls dsr/`` tells what may import what.
 
 Everything is one package, ``dsr``, made of units (its sub-packages, and the files at its
 top). Each unit has a layer (``LAYERS``, lowest first); a module may import its own unit
@@ -11,27 +11,17 @@ between units, nor between two modules.
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("dsr",)
 
-#: the units of ``dsr`` by layer, lowest first (docs/architecture.md draws the same)
-LAYERS = (
-    ("dsr.core",),
-    ("dsr.indexes",),
-    ("dsr.collections", "dsr.rankers", "dsr.rerankers", "dsr.open_retrieval"),
-    ("dsr.evaluation",),
-    ("dsr.interchange",),
-    ("dsr.web",),
-    ("dsr.board",),
-    ("dsr.judging",),
-    ("dsr.server",),
-    ("dsr.training",),
-    ("dsr.baselines",),
-    ("dsr.cli",),
-    ("dsr",),
-)
+#: the units of ``dsr`` by layer, lowest first, declared once in dsr/layers.toml (which also
+#: writes each package docstring's first words: tools/package_docs.py; docs/architecture.md
+#: draws the same)
+DECLARED = tomllib.loads((ROOT / "dsr" / "layers.toml").read_text(encoding="utf-8"))
+LAYERS = tuple(tuple(names) for names in DECLARED["layers"])
 LAYER = {name: level for level, names in enumerate(LAYERS) for name in names}
 
 #: web frameworks and what serves pages: only the web applications import them
@@ -103,7 +93,7 @@ def violations(rule) -> list[str]:
 
 def test_every_unit_has_a_layer():
     missing = sorted({unit(m) for m in MODULES if not is_core(m) and unit(m) not in LAYER})
-    assert not missing, f"add these to LAYERS and docs/architecture.md: {missing}"
+    assert not missing, f"add these to dsr/layers.toml and docs/architecture.md: {missing}"
 
 
 def test_no_unit_imports_a_higher_layer():
@@ -111,7 +101,7 @@ def test_no_unit_imports_a_higher_layer():
 
 
 def test_nothing_imports_the_application():
-    app = ("dsr.cli", "dsr.baselines", "dsr")
+    app = DECLARED["application"]
     assert not violations(lambda name, target: unit(target) not in app or unit(name) in app)
 
 
@@ -130,9 +120,9 @@ def test_both_web_applications_stand_on_the_web_core_which_imports_neither():
     """Sign-in, sessions, CSRF, the layout and the security headers are written once, in
     ``dsr.web``: the board and judging import it, and it imports only core files."""
     users = {unit(name) for name, targets in GRAPH.items() for t in targets if unit(t) == "dsr.web"}
-    assert {"dsr.board", "dsr.judging"} <= users
-    assert not violations(lambda name, target: unit(name) != "dsr.web" or unit(target) == "dsr.web"
-                          or is_core(target))
+    assert {"dsr.board", "dsr.judging"} <= users and "dsr.web" in DECLARED["core_only"]
+    assert not violations(lambda name, target: unit(name) not in DECLARED["core_only"]
+                          or unit(target) == unit(name) or is_core(target))
 
 
 def test_only_the_web_applications_import_a_web_framework():
@@ -283,6 +273,20 @@ def test_project_modules_are_imported_at_the_top():
                 for target in targets:
                     if target.split(".")[0] in PACKAGES and target != name and not heavy_at_import(target):
                         inner.append(f"{name}:{node.lineno} imports {target}")
+    assert not inner, inner
+
+
+def test_the_standard_library_is_imported_at_the_top():
+    """A standard-library module costs nothing to import (the interpreter has most of them
+    loaded already), so importing one inside a function only hides what a module uses."""
+    import sys
+
+    inner = [f"{name}:{node.lineno} imports {m}" for name, path in MODULES.items() if not _in_flight(name)
+             for fn in _functions(ast.parse(path.read_text(encoding="utf-8"))) for node in ast.walk(fn)
+             for m in ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                       [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                       else [])
+             if m.split(".")[0] in sys.stdlib_module_names]
     assert not inner, inner
 
 

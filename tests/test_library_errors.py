@@ -21,7 +21,7 @@ FLAG = re.compile(r"(?<![\w`-])--[a-z][a-z0-9-]*")
 #: a command the message tells the user to run, flags and all
 COMMAND = re.compile(r"`dsr [^`]*`")
 
-#: messages in areas other branches were rewriting when this rule came (issue 33); each is
+#: messages this rule does not hold yet (areas being rewritten when it came); each is
 #: (file, a flag it names); remove an entry once its message names the parameter
 KNOWN: set[tuple[str, str]] = set()
 

@@ -10,6 +10,7 @@ the registry's names, each in backticks, comma-separated:
     fusion       dsr.core.fusion.METHODS
     collections  dsr.collections.REGISTERED
     measures     dsr.evaluation.registry.FAMILIES (the ir_measures family names)
+    recipes      dsr.training.settings.RECIPES (dsr train --recipe NAME)
 
     python tools/docs_lists.py           # exit 1 and the blocks that differ
     python tools/docs_lists.py --write   # rewrite them
@@ -65,9 +66,15 @@ def _measures() -> list[str]:
     return [family.name for family in FAMILIES]
 
 
+def _recipes() -> list[str]:
+    from dsr.training.settings import RECIPES
+
+    return list(RECIPES)
+
+
 REGISTRIES: dict[str, Callable[[], list[str]]] = {
     "rankers": _rankers, "rerankers": _rerankers, "queries": _queries, "fusion": _fusion,
-    "collections": _collections, "measures": _measures,
+    "collections": _collections, "measures": _measures, "recipes": _recipes,
 }
 
 
@@ -98,20 +105,29 @@ def stale(root: Path = ROOT) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the blocks that differ")
+def check_or_write(argv: list[str] | None, doc: str, found: Callable[[], list[str]], up_to_date: str,
+                   rewrites: Callable[[], list[tuple[Path, Callable[[str], str]]]]) -> int:
+    """The command line of a tool that writes text from a declaration (this one,
+    tools/package_docs.py): without ``--write``, exit 1 listing what differs; with it, each
+    file whose rewrite differs is rewritten."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help="rewrite what differs")
     args = parser.parse_args(argv)
     if not args.write:
-        found = stale()
-        print("\n".join(found) or "every registry list in the docs is up to date")
-        return 1 if found else 0
-    for path in docs():
+        differ = found()
+        print("\n".join(differ) or up_to_date)
+        return 1 if differ else 0
+    for path, rewrite in rewrites():
         text = path.read_text(encoding="utf-8")
-        if filled(text) != text:
-            path.write_text(filled(text), encoding="utf-8")
+        if rewrite(text) != text:
+            path.write_text(rewrite(text), encoding="utf-8")
             print(f"rewrote {path.relative_to(ROOT)}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return check_or_write(argv, __doc__, stale, "every registry list in the docs is up to date",
+                          lambda: [(path, filled) for path in docs()])
 
 
 if __name__ == "__main__":

@@ -1,14 +1,17 @@
-"""Organisers' operations beyond ``service.Board``: baselines, rebuild, export."""
+"""Organisers' operations beyond ``service.Board``: baselines, rebuild, export, the participant
+file."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import select, update
 
-from dsr.board import leaderboard, scoring
+from dsr.board import leaderboard, participants, scoring
 from dsr.board.db import read_session, write_session
 from dsr.board.intake import ranking_digest
 from dsr.board.models import Phase, Submission
@@ -170,9 +173,6 @@ def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> st
 def _ladder_table(lb, fmt: str, about: dict) -> str:
     """A hidden phase's published values (``dsr.board.release``) as CSV (one line per run,
     subset and measure) or LaTeX (one row per run, the measures on "all")."""
-    import csv
-    import io
-
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
@@ -198,12 +198,20 @@ def _ladder_table(lb, fmt: str, about: dict) -> str:
 
 def _with_columns(text: str, columns: dict[str, str]) -> str:
     """CSV ``text`` with ``columns`` (the same value on every row) added on the right."""
-    import csv
-    import io
-
     rows = list(csv.reader(io.StringIO(text)))
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     for i, row in enumerate(rows):
         writer.writerow(row + (list(columns) if i == 0 else list(columns.values())))
     return out.getvalue()
+
+
+def participant_file(board: Board, phase: Phase, out: str | Path,
+                     keep_scores: bool = False) -> participants.ParticipantFile:
+    """The dialogues of a hidden phase as participants get them (:mod:`dsr.board.participants`),
+    written atomically to ``out``."""
+    if not phase.hidden:
+        raise InputError(f"{phase.collection}/{phase.name} is a public phase: its labels are public, give "
+                         "participants its collection file", field="phase")
+    data = board.phase_data(phase)
+    return participants.write(data.collection, data.qrels, out, keep_scores=keep_scores)

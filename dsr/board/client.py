@@ -9,6 +9,7 @@ and the server answers with the first submission's answer instead of storing it 
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -45,13 +46,26 @@ def published_for(run: Path, sidecar: str | Path | None) -> dict[str, Any]:
     return published_metadata(value)
 
 
+def server_url(httpx, server: str) -> str:
+    """``server`` (``http://HOST:PORT``, ``https://...``) without a trailing slash, or an
+    InputError naming ``server`` when it is not such a URL (``http://[::1``, ``ftp://x``, ``x``)."""
+    text = (server or "").strip().rstrip("/")
+    try:
+        parsed = httpx.URL(text)
+    except (httpx.InvalidURL, ValueError, TypeError) as err:
+        raise InputError(f"{server!r} is not a URL ({err}); e.g. http://127.0.0.1:8000",
+                         field="server") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise InputError(f"{server!r} is not an http(s) URL with a host; e.g. http://127.0.0.1:8000",
+                         field="server")
+    return text
+
+
 def submit(server: str, token: str, collection: str, run: str | Path, *, phase: str | None = None,
            system: str, description: str = "", link: str = "", run_type: str = "automatic",
            trained: bool = False, sidecar: str | Path | None = None, timeout: float = 120.0,
            retries: int = RETRIES) -> Answer:
     """POST the run and its published metadata to ``server``, retrying with the same key."""
-    import json
-
     httpx = require_extra("httpx", "board", field="server")
     run = Path(run)
     if not run.is_file():
@@ -64,7 +78,7 @@ def submit(server: str, token: str, collection: str, run: str | Path, *, phase: 
             "description": description, "link": link, "run_type": run_type,
             "trained_on_collection": "true" if trained else "false"}
     headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": uuid.uuid4().hex}
-    url = server.rstrip("/") + "/api/submissions"
+    url = server_url(httpx, server) + "/api/submissions"
     for attempt in range(retries + 1):
         try:
             response = httpx.post(url, data=data, files=files, timeout=timeout, headers=headers)

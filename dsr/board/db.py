@@ -25,8 +25,8 @@ MIGRATIONS = Path(__file__).with_name("migrations")
 #: SQLite connections kept open: one per request thread of the server (anyio's default limit is
 #: 40 threads). SQLAlchemy's default (5, and 10 more opened, with their PRAGMAs, and closed
 #: again on demand) made 20 concurrent submissions open and close connections all the time
-#: (issue 34's p95). PostgreSQL keeps 10 (a larger pool measured slower there: each backend's
-#: caches and prepared statements serve fewer requests)
+#: (the board's p95 under 20 clients, bench/bench_board.py). PostgreSQL keeps 10 (a larger pool
+#: measured slower there: each backend's caches and prepared statements serve fewer requests)
 POOL_SIZE = 40
 #: more, opened on demand and closed when returned (a thread can hold two: a read inside the
 #: write transaction)

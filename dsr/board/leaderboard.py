@@ -76,6 +76,8 @@ class Leaderboard:
     hidden_baselines: int = 0                          # baseline rows collapsed
     #: a hidden phase's ladder values are shown (``release``), not means and statistics
     ladder: bool = False
+    #: each published group's dialogues (a hidden phase's grid steps follow from them)
+    groups: dict[str, int] = field(default_factory=dict)
 
     @property
     def scores_shown(self) -> bool:
@@ -83,7 +85,7 @@ class Leaderboard:
 
     @property
     def rule(self) -> dict[str, Any]:
-        return release.rule(self.phase)
+        return release.rule(self.phase, self.groups)
 
     def to_json(self) -> dict[str, Any]:
         """What ``GET /api/boards/...`` answers: aggregates only, never per-topic values
@@ -98,7 +100,7 @@ class Leaderboard:
             "sort": self.sort, "subset": self.subset, "select": self.select,
             "topics": len(self.results.topics), "scores_published": shown,
             "baseline": self.baseline.id if self.baseline else None,
-            **({"release": release.rule(self.phase)} if self.ladder else {
+            **({"release": self.rule} if self.ladder else {
                 "significance": {"test": "paired t-test by topic, two-sided",
                                  "correction": "Holm across the rows shown, per subset and measure",
                                  "groups": f"all pairs on {self.sort} ({self.subset}), Holm over the pairs",
@@ -206,6 +208,7 @@ def _assemble(board, phase: Phase, data: scoring.PhaseData, shown: list[Submissi
                      sort, select, subset, primary, team,
                      len(all_baselines) - sum(s.baseline for s in shown))
     lb.ladder = ladder_values is not None
+    lb.groups = {name: len(idx) for name, idx in data.subsets.items()}
     return lb
 
 
@@ -226,7 +229,8 @@ def _ladder_entries(entries: list[Entry], ladder_values: dict[int, dict], sort: 
 def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Submission]
                     ) -> dict[int, dict[str, dict[str, float | None]]]:
     """Each run's published values on a hidden phase: its team's ladder values after it
-    (``release.ladder``; a baseline row: its own rounded means)."""
+    (``release.ladder``, with the team's noise; a baseline row: its own means on the grid, no
+    noise: the organisers' runs are not adaptive probes)."""
     by_team: dict[int, list[Submission]] = {}
     for sub in subs:
         by_team.setdefault(-sub.id if sub.baseline else sub.team_id, []).append(sub)
@@ -239,8 +243,9 @@ def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Sub
         runs.sort(key=lambda s: s.id)
         key = (phase.id, phase.scores_version, phase.total_quota, id(data), tuple(s.id for s in runs))
         if key not in cache:
+            noise = None if runs[0].baseline else board.release_noise(phase, runs[0].team_id, [s.id for s in runs])
             cache[key] = release.ladder([board.matrix(s, len(data.measures)) for s in runs], data.subsets,
-                                        data.measures, phase.total_quota).values
+                                        data.measures, phase.total_quota, noise=noise).values
         out.update({s.id: values for s, values in zip(runs, cache[key])})
     return out
 
@@ -262,7 +267,8 @@ def answer_means(board, phase: Phase, row: Submission, session, earlier: list[in
         earlier = list(session.scalars(TEAM_RUNS, {"phase": phase.id, "team": row.team_id}))
     matrices = [board.matrix_of(i, len(data.measures), phase) for i in earlier]
     matrices.append(scoring.matrix_from_bytes(row.per_topic, len(data.measures)))
-    steps = release.ladder(matrices, data.subsets, data.measures, phase.total_quota)
+    noise = None if row.baseline else board.release_noise(phase, row.team_id, [*earlier, row.id])
+    steps = release.ladder(matrices, data.subsets, data.measures, phase.total_quota, noise=noise)
     return {"means": steps.values[-1], "released": steps.released[-1]}
 
 

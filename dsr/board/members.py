@@ -12,6 +12,7 @@ from sqlalchemy import bindparam, delete, func, select
 from dsr.board.db import read_session, write_session
 from dsr.board.models import Member, Setting, Submission, Team, WebSession, utcnow
 from dsr.board.published import check_text
+from dsr.board.release import Noise, noise_key
 from dsr.core.errors import InputError
 
 
@@ -26,6 +27,8 @@ def hash_token(token: str) -> str:
 IDENTIFY = (select(Team, Member).join(Member, Member.team_id == Team.id)
             .where(Member.token_hash == bindparam("token_hash"), Member.removed_at.is_(None)))
 
+#: the longest e-mail address a member's row holds (String(300))
+MAX_EMAIL = 300
 #: the first member ``add-team`` makes (``--member`` names another)
 FIRST_MEMBER = "lead"
 
@@ -90,6 +93,11 @@ class Members:
             secret = self._login_secret = bytes.fromhex(row.value)
         return secret
 
+    def release_noise(self, phase, team_id: int, runs: list[int]):
+        """The noise of a team's published values on a hidden phase (``release.Noise``), keyed
+        by the board's secret, the phase and the team."""
+        return Noise(noise_key(self.login_secret(), phase.id, team_id), tuple(runs))
+
     def team(self, name: str) -> Team:
         """A team by name, else an InputError naming it."""
         with read_session(self.engine) as s:
@@ -107,6 +115,9 @@ class Members:
                              "dsr board add-baseline, not by a member's token", field="TEAM")
         name = _member_name(name)
         check_text(email, "email")
+        if len(email.strip()) > MAX_EMAIL:
+            raise InputError(f"an e-mail address is at most {MAX_EMAIL} characters (got {len(email.strip())})",
+                             field="email")
         token = new_token()
         with write_session(self.engine) as s:
             row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name))

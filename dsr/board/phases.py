@@ -1,14 +1,15 @@
-"""A board's phases: adding one (with the cross-phase overlap check of hidden labels and the
+"""A board's phases: adding one (with the cross-phase check of :mod:`dsr.board.overlap` and the
 default quotas), its season (dates, final, freeze) and finding one. :class:`Phases` is a part
 of :class:`dsr.board.service.Board`."""
 
 from __future__ import annotations
 
 import json
+import re
 
 from sqlalchemy import bindparam, func, select
 
-from dsr.board import release, scoring
+from dsr.board import overlap, release, scoring
 from dsr.board.db import read_session, write_session
 from dsr.board.models import Phase, Submission, utcnow
 from dsr.board.published import check_text
@@ -40,6 +41,27 @@ class Season(settings_type("SeasonSettings", SEASON_PARAMS, "a phase's season"))
             raise InputError("the phase would close before it opens", field="closes")
 
 
+#: characters a board's collection or phase name may not hold: they are parts of its URLs
+#: (/board/COLLECTION/PHASE), and these would end or change the path
+URL_UNSAFE = re.compile(r"[/\\?#%]")
+#: the longest collection and phase name (their columns: String(100)) and collection reference
+MAX_NAME, MAX_REF = 100, 1000
+
+
+def check_url_part(value: str, field: str) -> str:
+    """A board's collection or phase name: 1 to 100 characters of text, none of ``/``, a
+    backslash, ``?``, ``#`` and ``%``, not ``.`` or ``..``: what every database stores and
+    every URL of the board can carry."""
+    check_text(value, field)
+    if not value.strip() or len(value) > MAX_NAME or value.strip() in (".", ".."):
+        raise InputError(f"is 1 to {MAX_NAME} characters (got {len(value)})", field=field)
+    bad = URL_UNSAFE.search(value)
+    if bad:
+        raise InputError(f"holds {bad.group()!r}: it is a part of the board's URLs (/board/COLLECTION/PHASE)",
+                         field=field)
+    return value
+
+
 def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_quota: int | None,
                          min_dialogues: int | None, texts: list[tuple[str, str]]) -> None:
     if not hidden and labels is not None:
@@ -66,10 +88,11 @@ class Phases:
                   allow_overlap: bool = False) -> Phase:
         """Add a board (or replace a phase's labels and quotas while it has no submission).
 
-        A hidden phase gets ``release``'s default quotas unless given, and is refused when a
-        published group differs from one of another hidden phase in fewer than
-        ``min_dialogues`` dialogues (``release.overlaps``; ``allow_overlap`` takes it anyway:
-        :meth:`overlaps` then lists why).
+        A hidden phase gets ``release``'s default quotas unless given. A phase of any kind is
+        refused when it would let a hidden phase's labels be read (:mod:`dsr.board.overlap`: a
+        shared dialogue beside a phase that publishes per-dialogue values, or two hidden phases'
+        groups that differ in fewer than ``min_dialogues`` dialogues); ``allow_overlap`` takes
+        it anyway (:meth:`overlaps` then says what it gives away).
 
         ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
         (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
@@ -77,7 +100,11 @@ class Phases:
         subsets are merged or withheld). ``season``: primary measure, dates, final."""
         season = season or Season()
         _check_phase_options(hidden, labels, daily_quota, total_quota, min_dialogues,
-                             [(phase_name, "phase_name"), (description, "description"), (display or "", "display")])
+                             [(description, "description"), (display or "", "display")])
+        check_url_part(phase_name, "phase_name")
+        if len(collection_ref) > MAX_REF:
+            raise InputError(f"is longer than {MAX_REF} characters: move the file to a shorter path",
+                             field="collection_ref")
         collection = scoring.load_collection_ref(collection_ref)
         if hidden and labels is None:
             labels = scoring.qrels_from_collection(collection)
@@ -87,11 +114,13 @@ class Phases:
             min_dialogues = scoring.MIN_DIALOGUES
         data = scoring.build_phase_data(collection, topics, labels, measures,   # checks measures
                                         min_dialogues=min_dialogues)            # and the subset rule
-        display = display or collection.name
+        display = check_url_part(display or collection.name, "display")
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
-        if hidden and not allow_overlap:
-            release.refuse_overlaps(self._overlaps(f"{display}/{phase_name}", topics, labels, data.subsets,
-                                                   min_dialogues, (display, phase_name)))
+        if not allow_overlap:
+            how = "public" if not hidden else "final" if season.final else "ladder"
+            overlap.refuse(self._overlaps(overlap.phase_labels(f"{display}/{phase_name}", how, data.collection,
+                                                               data.qrels, data.subsets, min_dialogues or 0),
+                                          (display, phase_name)))
         with write_session(self.engine) as s:
             phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == phase_name))
             if phase is not None and s.scalar(select(func.count()).select_from(Submission)
@@ -115,33 +144,33 @@ class Phases:
             season.apply(phase, data.measures)
         return phase
 
-    def _overlaps(self, label: str, topics: list[str], labels: dict, groups: dict, minimum: int,
-                  skip: tuple[str, str]) -> list[str]:
-        """``release.overlaps`` of a hidden phase's published groups against every other hidden
-        phase (``skip``: its own collection and name, when its labels are replaced)."""
-        others = []
-        for other in self.phases():
-            if not other.hidden or (other.collection, other.name) == skip:
-                continue
-            data = self.phase_data(other)
-            others.append((f"{other.collection}/{other.name}",
-                           release.keyed_groups(data.topics, json.loads(other.labels_json or "{}"),
-                                                data.subsets),
-                           other.min_dialogues or scoring.MIN_DIALOGUES))
-        return release.overlaps(label, release.keyed_groups(topics, labels, groups), minimum, others)
-
-    def overlaps(self, phase: Phase) -> list[str]:
-        """Why a hidden phase could be differenced against another one (empty: it cannot)."""
-        if not phase.hidden:
-            return []
+    def labels_of(self, phase: Phase, how: str | None = None) -> overlap.PhaseLabels:
+        """A phase's labels as the cross-phase check sees them (``how``: its kind, default
+        its own)."""
         data = self.phase_data(phase)
-        return self._overlaps(f"{phase.collection}/{phase.name}", data.topics,
-                              json.loads(phase.labels_json or "{}"), data.subsets,
-                              phase.min_dialogues or scoring.MIN_DIALOGUES, (phase.collection, phase.name))
+        return overlap.phase_labels(f"{phase.collection}/{phase.name}", how or overlap.kind(phase),
+                                    data.collection, data.qrels, data.subsets if phase.hidden else None,
+                                    (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else 0)
 
-    def set_season(self, phase: Phase, season: Season) -> Phase:
+    def _overlaps(self, new: overlap.PhaseLabels, skip: tuple[str, str]) -> list[str]:
+        """``overlap.problems`` of a phase against every other phase of the board (``skip``:
+        its own collection and name, when its labels are replaced)."""
+        others = [self.labels_of(p) for p in self.phases() if (p.collection, p.name) != skip]
+        return overlap.problems(new, others)
+
+    def overlaps(self, phase: Phase, how: str | None = None) -> list[str]:
+        """Why a phase lets hidden labels be read through another one (empty: it does not);
+        ``how``: as if it were of that kind."""
+        return self._overlaps(self.labels_of(phase, how), (phase.collection, phase.name))
+
+    def set_season(self, phase: Phase, season: Season, allow_overlap: bool = False) -> Phase:
         """Change a phase's primary measure, dates or final switch (allowed at any time
-        before it is frozen: a season's dates move)."""
+        before it is frozen: a season's dates move). A hidden phase made final (or not final)
+        publishes otherwise, so it passes the cross-phase check again (``allow_overlap``:
+        anyway)."""
+        if phase.hidden and season.final is not None and bool(season.final) != bool(phase.final) \
+                and not allow_overlap:
+            overlap.refuse(self.overlaps(phase, "final" if season.final else "ladder"))
         with write_session(self.engine) as s:
             row = s.get(Phase, phase.id)
             if row.frozen_at is not None:

@@ -1,5 +1,6 @@
-"""What a hidden phase releases: a Ladder per team and published value, quotas on by default,
-and the check that two hidden phases cannot be differenced.
+"""What a hidden phase releases: a Ladder per team and published value, and quotas on by
+default (the check that no phase lets a hidden phase's labels be read through it is
+:mod:`dsr.board.overlap`).
 
 **The release rule** (after Blum and Hardt, "The Ladder: A Reliable Leaderboard for
 Machine Learning Competitions", ICML 2015). A hidden phase publishes, for each team and
@@ -7,13 +8,25 @@ each published value (a measure on a published group of dialogues: "all" and the
 ``scoring.publishable_subsets`` keeps), one number: the team's *ladder value*. Runs are
 taken in the order they were submitted:
 
-* the team's first run sets the value: its mean, rounded to ``step``;
+* the team's first run sets the value: its mean, *on the group's grid* (below);
 * a later run changes it only when a one-sided paired t-test over that group's
   dialogues finds it better than the team's best run so far on that value (the run that
   last passed), at level ``alpha / total quota`` (Bonferroni over the phase's total
   quota; with no total quota, the k-th test runs at ``alpha * 6 / (pi^2 (k-1)^2)``, which
   sums to ``alpha`` as well); the passing run becomes the best so far and the value is
-  its mean rounded to ``step`` (never lower than before).
+  its mean on the group's grid (never lower than before).
+
+**The grid of a group** (issue 40). On a group of n dialogues a 0/1 measure (P@1, P@k, R@k
+with one relevant sentence) is a count over n: rounded to 0.01, k/24, k/31 and k/36 never
+share a grid point, so a group under 100 dialogues published exact counts, and an attacker
+with a good guess of the labels fixed 19 of them within the quota. So each group's grid has
+cells that hold at least ``min_counts`` counts: its step is the smallest ``1/m`` (m dividing
+``1/step``: 0.01, 0.02, 0.04, 0.05, 0.1, 0.2, 0.25, 0.5, 1) with ``n / m >= min_counts``
+(:func:`group_step`), the cells are ``[j/m, (j+1)/m)`` with 1 in the top one, and the
+published number is the cell's lower edge (:func:`published`): "0.72" on a step of 0.04 reads
+"from 0.72 to below 0.76". With the default 2, the judged CMU_DoG set's groups of 115, 36,
+31 and 24 dialogues get steps 0.02, 0.1, 0.1 and 0.1. ``min_counts`` 0 is the rule before
+issue 40 (the nearest point of ``step``), kept to measure what it gave away.
 
 Nothing else of a hidden phase's scores leaves the server: no per-topic value, no full
 precision mean, no interval, no significance mark or p-value, no rank range or group
@@ -29,15 +42,18 @@ the team's best so far (in expectation over the dialogues) is at most ``alpha`` 
 whole quota (after a change, (3) bounds what the team learnt); (2) a run that differs from the team's best in one dialogue
 never changes anything (its paired t statistic is 1 whatever that dialogue's values), so
 differencing and peeling by few dialogues read nothing; (3) each published value is a
-non-decreasing sequence on the grid of ``step``, so a team's whole transcript on one
-value takes at most ``transcripts(q, step)`` forms over q submissions: at most
-``log2(transcripts(q, step))`` bits about the labels, whatever the attack.
+non-decreasing sequence on its group's grid of m cells, so a team's whole transcript on one
+value takes at most ``transcripts(q, 1/m)`` forms over q submissions: at most
+``log2(transcripts(q, 1/m))`` bits about the labels, whatever the attack (:func:`bound`
+sums them over a phase's values); (4) no published value of a group is one exact count of
+a 0/1 measure: every cell holds at least ``min_counts`` of them.
 """
 
 from __future__ import annotations
 
 import functools
-import json
+import hashlib
+import hmac
 import math
 from dataclasses import dataclass
 
@@ -54,6 +70,12 @@ PARAMS = (
     Param("alpha", 0.05, "float", "a team's published value rises on a run that is no better than its "
           "best so far with at most this chance over the whole quota (the level of the paired tests, "
           "split over the phase's total quota)", above=0, below=1),
+    Param("min_counts", 2, "int", "each published group's grid cells hold at least this many counts of a "
+          "0/1 measure: a group of n dialogues gets a step of at least min_counts/n (0: the step alone, "
+          "the rule before issue 40)", low=0, high=1000),
+    Param("noise", 1.0, "float", "a team's published value is the cell of its mean plus Laplace noise of "
+          "scale noise/n on a group of n dialogues (1: one dialogue's weight; 0: none), so no value is "
+          "ever exact (Thresholdout's noise, Dwork et al. 2015)", low=0, high=10),
     Param("daily_quota", 3, "int", "hidden phases: accepted runs per team per UTC day (all its members "
           "together)", low=0, metavar="N"),
     Param("total_quota", 20, "int", "hidden phases: accepted runs per team on the phase (all its members "
@@ -63,6 +85,8 @@ SETTINGS = by_name(PARAMS)
 DEFAULTS = defaults(PARAMS)
 STEP = DEFAULTS["step"]
 ALPHA = DEFAULTS["alpha"]
+MIN_COUNTS = DEFAULTS["min_counts"]
+NOISE = DEFAULTS["noise"]
 
 
 def _stats():
@@ -104,16 +128,56 @@ def level(k: int, total_quota: int | None, alpha: float = ALPHA) -> float:
     return alpha * 6 / (math.pi ** 2 * (k - 1) ** 2)
 
 
+def _digits(step: float) -> int:
+    return max(0, -math.floor(math.log10(step)) + 2)
+
+
 def rounded(value: float, step: float = STEP) -> float:
     """``value`` on the grid of ``step`` (nearest), as a float printed without noise."""
-    digits = max(0, -math.floor(math.log10(step)) + 2)
-    return round(round(value / step) * step, digits)
+    return round(round(value / step) * step, _digits(step))
 
 
-def on_grid(values: np.ndarray, step: float = STEP) -> np.ndarray:
-    """:func:`rounded` of each value."""
-    digits = max(0, -math.floor(math.log10(step)) + 2)
-    return np.round(np.round(values / step) * step, digits)
+def cells(step: float = STEP) -> int:
+    """How many points the grid of ``step`` has on [0, 1] below 1 (``1/step``; the step must
+    divide 1, else an InputError naming ``step``)."""
+    m = round(1 / step)
+    if m < 1 or abs(m * step - 1) > 1e-9:
+        raise InputError("the step must divide 1 (0.01, 0.02, 0.05, ...)", field="step")
+    return m
+
+
+def group_step(n: int, step: float = STEP, min_counts: int = MIN_COUNTS) -> float:
+    """The grid step of a group of ``n`` dialogues: the smallest ``1/m`` with m dividing
+    ``1/step`` whose cells hold at least ``min_counts`` counts (``n / m >= min_counts``)."""
+    finest = cells(step)
+    if min_counts <= 0:
+        return step
+    for m in sorted((d for d in range(1, finest + 1) if finest % d == 0), reverse=True):
+        if n >= min_counts * m:
+            return 1 / m
+    return 1.0
+
+
+def published(value: float, step: float, min_counts: int = MIN_COUNTS) -> float:
+    """What a group whose grid has ``step`` publishes of a mean: its cell's lower edge (1 is
+    in the top cell); with ``min_counts`` 0, the nearest point of the step (the old rule)."""
+    if min_counts <= 0:
+        return rounded(value, step)
+    m = round(1 / step)
+    j = min(m - 1, max(0, math.floor(value * m + 1e-9)))
+    return round(j / m, _digits(step))
+
+
+def cell(value: float, step: float, min_counts: int = MIN_COUNTS) -> tuple[float, float]:
+    """The means a published ``value`` stands for: ``[low, high)`` (the top cell holds 1)."""
+    if min_counts <= 0:
+        return value - step / 2, value + step / 2
+    return value, value + step if value + step < 1 - 1e-9 else 1.0 + 1e-12
+
+
+def on_grid(values: np.ndarray, step: float, min_counts: int = MIN_COUNTS) -> np.ndarray:
+    """:func:`published` of each value."""
+    return np.array([published(float(v), step, min_counts) for v in np.ravel(values)]).reshape(np.shape(values))
 
 
 @dataclass
@@ -124,30 +188,64 @@ class Ladder:
     released: list[bool]                                # per run: did any published value change
 
 
+@dataclass(frozen=True)
+class Noise:
+    """The noise of one team's published values: a standard Laplace draw per run, group and
+    measure, made from ``key`` (the board's secret, the phase and the team: never served) and
+    the run's id, so every page and answer shows the same value and none can be drawn again."""
+
+    key: bytes
+    runs: tuple[int, ...]          # each run's id, in submission order
+
+    def draw(self, k: int, group: str, measure: str) -> float:
+        """The draw of the ``k``-th run (from 0) for ``group`` and ``measure``."""
+        digest = hmac.new(self.key, f"{self.runs[k]}|{group}|{measure}".encode(), hashlib.sha256).digest()
+        u = (int.from_bytes(digest[:8], "big") + 0.5) / 2**64 - 0.5       # uniform on (-1/2, 1/2)
+        return -math.copysign(math.log1p(-2 * abs(u)), u)
+
+
+def noise_key(secret: bytes, phase_id: int, team_id: int) -> bytes:
+    """The key of a team's noise on a phase, from the board's secret."""
+    return hmac.new(secret, f"dsr.release|{phase_id}|{team_id}".encode(), hashlib.sha256).digest()
+
+
 def ladder(matrices: list[np.ndarray], subsets: dict[str, np.ndarray], measures: list[str],
-           total_quota: int | None, step: float = STEP, alpha: float = ALPHA) -> Ladder:
+           total_quota: int | None, step: float = STEP, alpha: float = ALPHA,
+           min_counts: int = MIN_COUNTS, noise: Noise | None = None, scale: float = NOISE) -> Ladder:
     """The ladder values of one team's runs (``matrices``: topics x measures each, in
-    submission order) on each published group and measure."""
+    submission order) on each published group and measure, each group on its grid
+    (:func:`group_step`), with ``noise`` of scale ``scale / n`` on a group of n dialogues
+    added to each mean it publishes (None: no noise, as for baseline rows)."""
     step = SETTINGS["step"].check(step)
     alpha = SETTINGS["alpha"].check(alpha)
+    min_counts = SETTINGS["min_counts"].check(min_counts)
+    scale = SETTINGS["noise"].check(scale)
+    steps = {name: group_step(len(idx), step, min_counts) for name, idx in subsets.items()}
     values: list[dict] = []
     released: list[bool] = []
     best: dict[str, np.ndarray] = {}
     shown: dict[str, np.ndarray] = {}
+
+    def publish(k: int, name: str, means: np.ndarray) -> np.ndarray:
+        if noise is not None and scale > 0:
+            width = scale / len(subsets[name])
+            means = means + width * np.array([noise.draw(k, name, m) for m in measures])
+        return on_grid(means, steps[name], min_counts)
+
     for k, matrix in enumerate(matrices, start=1):
         changed = False
         for name, idx in subsets.items():
             current = np.nan_to_num(np.asarray(matrix, dtype=float)[idx], nan=0.0)
             if name not in best:
                 best[name] = current.copy()
-                shown[name] = on_grid(current.mean(axis=0), step)
+                shown[name] = publish(k - 1, name, current.mean(axis=0))
                 changed = True
                 continue
             diff = current - best[name]
             better = _better(diff, level(k, total_quota, alpha))
             if better.any():
                 best[name][:, better] = current[:, better]
-                new = on_grid(current.mean(axis=0), step)
+                new = publish(k - 1, name, current.mean(axis=0))
                 raised = better & (new > shown[name])
                 changed |= bool(raised.any())
                 shown[name] = np.where(raised, new, shown[name])
@@ -174,70 +272,45 @@ def critical(at: float, df: int) -> float:
     return float(_stats().t.isf(at, df))
 
 
-def transcripts(submissions: int, step: float = STEP) -> int:
-    """How many transcripts one published value can show over ``submissions`` runs: a first
-    value on the grid (1/step + 1 values), then a non-decreasing sequence on it."""
-    grid = round(1 / step) + 1
+def transcripts(submissions: int, step: float = STEP, min_counts: int = MIN_COUNTS) -> int:
+    """How many transcripts one published value can show over ``submissions`` runs on a grid
+    of ``step``: a first value (one of ``1/step`` cells, or ``1/step + 1`` points with the old
+    rule's rounding, ``min_counts`` 0), then a non-decreasing sequence on it."""
+    grid = cells(step) + (min_counts <= 0)
     if submissions <= 0:
         return 1
     # a non-decreasing sequence of length q on g values: C(q + g - 1, q)
     return math.comb(submissions + grid - 1, submissions)
 
 
-def bits(submissions: int, step: float = STEP) -> float:
+def bits(submissions: int, step: float = STEP, min_counts: int = MIN_COUNTS) -> float:
     """The most a team learns about the labels from one published value over its quota."""
-    return math.log2(transcripts(submissions, step))
+    return math.log2(transcripts(submissions, step, min_counts))
 
 
-def rule(phase) -> dict:
-    """How a hidden phase's published values are made (``release``), for the API."""
-    return {"rule": "ladder: a team's value changes only when a one-sided paired t-test over the "
-                    "group's dialogues finds a run better than the team's best so far",
-            "step": STEP, "alpha": ALPHA,
-            "level": level(2, phase.total_quota),
-            "daily_quota": phase.daily_quota, "total_quota": phase.total_quota}
+def group_steps(groups: dict[str, int], step: float = STEP, min_counts: int = MIN_COUNTS) -> dict[str, float]:
+    """Each published group's grid step (``groups``: name -> dialogues)."""
+    return {name: group_step(n, step, min_counts) for name, n in groups.items()}
 
 
-# -- the cross-phase check ----------------------------------------------------------------
-
-def keyed_groups(topics: list[str], labels: dict[str, dict[str, int]],
-                 groups: dict[str, np.ndarray]) -> dict[str, dict[str, str]]:
-    """Each published group as {topic: its labels as text}: two phases' groups are the same
-    on a topic only when both hold it with the same labels."""
-    text = {t: json.dumps(labels.get(t, {}), sort_keys=True) for t in topics}
-    return {name: {topics[i]: text[topics[i]] for i in idx} for name, idx in groups.items()}
+def bound(groups: dict[str, int], measures: int, submissions: int, step: float = STEP,
+          min_counts: int = MIN_COUNTS) -> float:
+    """The most a team learns about the labels over ``submissions`` runs, in bits: the sum of
+    :func:`bits` over the phase's published values (``measures`` on each group)."""
+    return measures * sum(bits(submissions, s, min_counts) for s in group_steps(groups, step, min_counts).values())
 
 
-def differing(a: dict[str, str], b: dict[str, str]) -> int:
-    """Dialogues in which two groups differ: in one and not the other, or in both with other
-    labels."""
-    return sum(1 for t in a.keys() | b.keys() if a.get(t) != b.get(t))
-
-
-def overlaps(name: str, groups: dict[str, dict[str, str]], minimum: int,
-             others: list[tuple[str, dict[str, dict[str, str]], int]]) -> list[str]:
-    """Why the hidden phase ``name`` (its published ``groups``) may not sit beside the other
-    hidden phases (label, groups, their minimum): a pair of published groups that differ in
-    fewer dialogues than the larger minimum (the difference of their means gives those
-    dialogues' values; the same group twice doubles every team's quota on it)."""
-    problems = []
-    for label, theirs, their_minimum in others:
-        least = max(minimum, their_minimum)
-        for g, mine in groups.items():
-            for h, other in theirs.items():
-                n = differing(mine, other)
-                if n < least:
-                    problems.append(f"{name} {g!r} ({len(mine)} dialogues) and {label} {h!r} "
-                                    f"({len(other)} dialogues) differ in {n} dialogue(s), fewer than "
-                                    f"{least}")
-    return problems
-
-
-def refuse_overlaps(problems: list[str]) -> None:
-    if problems:
-        raise InputError("this hidden phase could be differenced against another one: "
-                         + "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)" if len(problems) > 5
-                                                      else "")
-                         + ". Hidden phases over the same labels must differ in at least min_dialogues "
-                         "dialogues (docs/board.md: fixing a bad label); allow_overlap overrides",
-                         field="allow_overlap")
+def rule(phase, groups: dict[str, int] | None = None) -> dict:
+    """How a hidden phase's published values are made (``release``), for the API; ``groups``
+    (name -> dialogues) adds each group's grid step."""
+    out = {"rule": "ladder: a team's value changes only when a one-sided paired t-test over the "
+                   "group's dialogues finds a run better than the team's best so far; each value is "
+                   "the lower edge of its cell on the group's grid",
+           "step": STEP, "alpha": ALPHA, "min_counts": MIN_COUNTS,
+           "noise": NOISE, "noise_rule": f"Laplace noise of scale {NOISE:g}/n added to a group of n dialogues' "
+                                          "mean before its cell is taken (drawn once per run and value)",
+           "level": level(2, phase.total_quota),
+           "daily_quota": phase.daily_quota, "total_quota": phase.total_quota}
+    if groups is not None:
+        out["steps"] = group_steps(groups)
+    return out

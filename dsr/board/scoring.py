@@ -25,13 +25,13 @@ import numpy as np
 
 from dsr.board import runcheck
 from dsr.board.intake import ranking_digest
-from dsr.collections import load_collection
+from dsr.collections import REGISTERED, load_collection
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import read_trec_run
 from dsr.evaluation.experiment import significance_by_subset, subset_indices
 from dsr.evaluation.measures import DEFAULT_MEASURES, Evaluator, TopicValues, nan_to_none
-from dsr.evaluation.qrels import qrels_from_collection
+from dsr.evaluation.qrels import GRADE_RANGE, qrels_from_collection
 from dsr.evaluation.results import Results, System
 from dsr.evaluation.significance import ALPHA
 from dsr.evaluation.validate import Validation, validate_run
@@ -98,8 +98,23 @@ class PhaseSpec:
                                 json.loads(self.measures_json), min_dialogues=self.min_dialogues)
 
 
-def load_collection_ref(ref: str) -> Collection:
+def split_ref(collection: str, split: str | None) -> str:
+    """A phase's collection reference: ``collection`` (a registered name or a path), with a
+    registered collection's ``split`` as ``NAME:SPLIT``."""
+    if split is None:
+        return collection
+    if collection not in REGISTERED:
+        raise InputError(f"a split is for registered collections ({', '.join(REGISTERED)}), not "
+                         f"{collection!r}", field="split")
+    load_collection(collection, split=split)     # an unknown split is named now
+    return f"{collection}:{split}"
 
+
+def load_collection_ref(ref: str) -> Collection:
+    """The collection a phase names: a path, a registered name, or ``NAME:SPLIT``."""
+    name, sep, split = ref.partition(":")
+    if sep and name in REGISTERED and not Path(ref).exists():
+        return load_collection(name, split=split)
     return load_collection(ref)
 
 
@@ -116,10 +131,14 @@ def phase_topics(collection: Collection, labels: dict[str, dict[str, int]] | Non
             raise InputError(f"topic {topic!r} of the labels is not a dialogue of {collection.name}",
                              record=topic)
         candidates = set(collection.candidate_ids(topic))
-        for doc in docs:
+        for doc, grade in docs.items():
             if doc not in candidates:
                 raise InputError(f"doc {doc!r} of the labels is not a candidate of topic {topic!r}",
                                  record=topic, field="docid")
+            if isinstance(grade, bool) or not isinstance(grade, int) or \
+                    not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
+                raise InputError(f"the grade of doc {doc!r} is not a whole number trec_eval holds (a 32-bit "
+                                 f"integer): {grade!r}", record=topic, field="grade")
     return [t for t in collection.ids if t in labels]
 
 

@@ -73,7 +73,7 @@ LINE_ALLOWANCE = 96
 #: runs this large or larger are scored by a worker (``dsr serve --workers``), smaller ones in
 #: the request's thread. 0: every run. A 20-dialogue run's parse and scoring (a few ms) cost
 #: less than the hand-over alone, but in the request's thread they hold the server's GIL, which
-#: 20 concurrent requests and the event loop share: measured with 20 clients (issue 34), the
+#: 20 concurrent requests and the event loop share: measured with 20 clients (bench/bench_board.py), the
 #: server spent 7.2 instead of 9.6 ms of CPU a submission with every run sent to the workers
 POOL_MIN_BYTES = 0
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
@@ -441,8 +441,9 @@ class Board(Members, Phases):
     def _record(self, row: Submission, team: Team, phase: Phase, before: dict, published: dict) -> Accepted:
         """The write transaction: under a lock, a retry of this request recorded meanwhile (its
         answer, replayed), then the team's rows on the board (one query: the duplicate, the quota
-        counted again, the ladder's earlier runs), then the row with its answer (one INSERT). The
-        answer stored for a retry leaves out the id and URL, which the row gives
+        counted again, the ladder's earlier runs), then the row with its answer (one INSERT; on
+        a ladder phase the row first, whose id draws the noise of its values, then its answer).
+        The answer stored for a retry leaves out the id and URL, which the row gives
         (:meth:`_replay`)."""
         with write_session(self.engine) as s:
             # The lock that makes the re-count exact across threads and processes: the team's
@@ -463,6 +464,9 @@ class Board(Members, Phases):
             if not team.organiser and counted["exhausted"]:
                 raise Refused(429, "quota exhausted", quota=counted)
             earlier = [r.id for r in mine if not r.baseline]
+            s.add(row)
+            if release.uses_ladder(phase):    # the ladder's noise is drawn by the run's id: the row
+                s.flush()                     # first (its answer then follows in an UPDATE)
             answer = {"sha256": row.sha256, "lines": row.lines,
                       # a final phase publishes no score before it is frozen; a hidden one its ladder
                       **answer_means(self, phase, row, s, earlier),
@@ -473,7 +477,6 @@ class Board(Members, Phases):
                       "quota": quota_left(team, phase, now_day, counted["daily_used"] + 1,
                                           counted["total_used"] + 1)}
             row.answer_json = json.dumps(answer)
-            s.add(row)
             s.flush()
             if row.baseline and phase.baseline_id is None:
                 fresh = s.get(Phase, row.phase_id)

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from dsr.core.params import Param
 
-#: the smallest upload limit a phase gets, unpacked (MB)
-MAX_UPLOAD_MB = 20.0
-
 #: where a board lives (every board command takes them)
 BOARD_PARAMS = (
     Param("db", None, "str", metavar="URL", help="database URL: sqlite:///FILE or "

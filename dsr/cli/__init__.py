@@ -1,13 +1,19 @@
 """``dsr``: the command line, in one package.
 
+Layer 12 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
+``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval``,
+``dsr.evaluation``, ``dsr.interchange``, ``dsr.web``, ``dsr.board``, ``dsr.judging``,
+``dsr.server``, ``dsr.training`` and ``dsr.baselines``. Only the application (``dsr.cli``,
+``dsr.baselines`` and ``dsr``) imports it.
+
 :data:`dsr.cli.commands.COMMANDS` is the explicit table of commands, their modules and
 one-line help (the order is the order in ``--help``); each module's
 ``register(subparsers)`` adds its commands and holds only argument handling: what a
-command does lives in the packages (``retrieval``, ``indexes``, ``eval``, and the
-application's ``dsr.training``, ``dsr.baselines``) it calls. Only the module of the
-command that runs is imported (``dsr --help`` imports none), and heavy libraries
-(torch, faiss) only when a command needs them. Nothing outside this package imports
-it. Exit codes: 0 success, 2 bad input, 1 internal error.
+command does lives in the units it calls (``dsr.collections``, ``dsr.rankers``,
+``dsr.evaluation``, ``dsr.board``, ``dsr.training``, ``dsr.baselines``...). Only the module
+of the command that runs is imported (``dsr --help`` imports none), and heavy libraries
+(torch, faiss) only when a command needs them. Exit codes: 0 success, 2 bad input, 1
+internal error.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
 from dsr.cli.flags import shown_as_flag
 from dsr.cli.help import add_defaults_and_examples
 from dsr.core import __version__
+from dsr.core.atomic import disk_full, full_disk_error
 from dsr.core.errors import InputError
 
 #: ``build_parser(command=EVERY)``: every command module registered
@@ -109,7 +116,11 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("dsr: interrupted", file=sys.stderr)
         return 130
-    except Exception:  # a bug, not bad input
+    except Exception as err:  # a bug, not bad input: unless the disk is full
+        if disk_full(err):
+            where = getattr(err, "filename", None) or getattr(args, "db", None)     # the database
+            print(f"dsr: error: {full_disk_error(where, err)}", file=sys.stderr)
+            return 2
         traceback.print_exc()
         print("dsr: internal error (exit 1): please report it with the command you ran",
               file=sys.stderr)

@@ -7,12 +7,14 @@ import dataclasses
 import json
 import os
 import sys
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 from dsr.board.client import published_for, quota_text, submit
+from dsr.board.participants import WITHHELD
 from dsr.board.release import SETTINGS as QUOTAS
 from dsr.board.release import rule as release_rule
+from dsr.board.scoring import split_ref
 from dsr.board.settings import BOARD_PARAMS, SEASON_PARAMS, SERVE_PARAMS
 from dsr.cli.commands import summary
 from dsr.cli.common import add_param_flags, param_values
@@ -90,6 +92,18 @@ def register(subparsers) -> None:
     e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_board_export)
 
+    w = sub.add_parser("participant-file",
+                       help="the dialogues of a hidden phase for participants: no label, next turn, meta "
+                            "or other field derived from them")
+    _db_options(w)
+    w.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
+    w.add_argument("--phase", metavar="P")
+    w.add_argument("--out", required=True, metavar="FILE", help="the benchmark file to write (atomically)")
+    w.add_argument("--keep-scores", action="store_true",
+                   help="keep the candidates' initial scores (only when they were computed from the "
+                        "context alone: a score made with the next turn or the labels gives them away)")
+    w.set_defaults(func=cmd_board_participant_file)
+
     ls = sub.add_parser("list", help="phases and teams")
     _db_options(ls)
     ls.set_defaults(func=cmd_board_list)
@@ -155,11 +169,19 @@ def _add_phase_parser(sub) -> None:
                    help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
                         "cover; smaller subsets are merged or withheld, and another hidden phase whose "
                         "published groups differ from this one's in fewer dialogues is refused (default 20)")
-    p.add_argument("--allow-overlap", action="store_true",
-                   help="add a hidden phase even when another hidden phase differs from it in fewer than "
-                        "--min-dialogues dialogues (its labels can then be differenced: printed loudly)")
+    p.add_argument("--split", metavar="S", help="a registered collection's split (e.g. valid for cmu_dog, "
+                                                "plain or grounded for sample)")
+    _allow_overlap(p)
     add_param_flags(p, SEASON_PARAMS)
     p.set_defaults(func=cmd_board_add_phase)
+
+
+def _allow_overlap(parser) -> None:
+    parser.add_argument("--allow-overlap", action="store_true",
+                        help="add the phase even when a hidden phase's labels can be read through it: a "
+                             "dialogue with the same labels beside a phase that publishes per-dialogue "
+                             "values (public, or final once frozen), or two hidden phases that differ in "
+                             "fewer than --min-dialogues dialogues (what it gives away is printed)")
 
 
 def _season_parsers(sub) -> None:
@@ -169,6 +191,7 @@ def _season_parsers(sub) -> None:
     s.add_argument("collection", metavar="COLLECTION")
     s.add_argument("--phase", metavar="P")
     add_param_flags(s, SEASON_PARAMS)
+    _allow_overlap(s)
     s.set_defaults(func=cmd_board_set_phase)
     f = sub.add_parser("freeze", help="end a phase: no more submissions; a final phase's results are published")
     _db_options(f)
@@ -317,7 +340,7 @@ def cmd_board_add_phase(args) -> int:
         raise InputError("--qrels loads hidden labels: add --hidden", field="--qrels")
     labels = read_qrels(args.qrels) if args.qrels else None
     board = _board(args)
-    phase = board.add_phase(args.collection, args.phase, hidden=args.hidden, labels=labels,
+    phase = board.add_phase(collection_ref(args.collection, args.split), args.phase, hidden=args.hidden, labels=labels,
                             measures=split_measure_list(args.measures) if args.measures else None,
                             daily_quota=args.daily_quota, total_quota=args.total_quota,
                             description=args.description, display=args.name, strict=args.strict,
@@ -335,14 +358,26 @@ def cmd_board_add_phase(args) -> int:
         print(f"  {note}")
     print(f"quota: {quotas(phase)}")
     if phase.hidden:
-        rule = release_rule(phase)
-        print(f"release: ladder values rounded to {rule['step']:g}; a team's value changes only when a "
-              f"one-sided paired t-test finds a run better than its best so far (level {rule['level']:.2g})")
-    for problem in board.overlaps(phase):
-        print(f"dsr: WARNING: --allow-overlap: {problem}: the labels of the dialogues that differ can be "
-              "read by differencing the two phases' published values", file=sys.stderr)
+        rule = release_rule(phase, {name: len(idx) for name, idx in data.subsets.items()})
+        steps = ", ".join(f"{g} {st:g}" for g, st in rule["steps"].items())
+        print(f"release: a team's value changes only when a one-sided paired t-test finds a run better than "
+              f"its best so far (level {rule['level']:.2g}); it is the lower edge of the cell of its mean plus "
+              f"Laplace noise of scale {rule['noise']:g}/n, on each group's grid (step {steps}: no cell is one "
+              f"exact count)")
+    _warn_overlaps(board, phase)
     _print_season(phase)
     return 0
+
+
+def collection_ref(collection: str, split: str | None) -> str:
+    """What a phase stores to load its collection: the name or path, and a registered
+    collection's split (``dsr.board.scoring.load_collection_ref``)."""
+    return split_ref(collection, split)
+
+
+def _warn_overlaps(board, phase) -> None:
+    for problem in board.overlaps(phase):
+        print(f"dsr: WARNING: --allow-overlap: {problem}", file=sys.stderr)
 
 
 def quotas(phase) -> str:
@@ -354,8 +389,6 @@ def quotas(phase) -> str:
 
 def when(text: str | None, field: str):
     """An ISO date or time as a naive UTC datetime (a time without an offset is UTC)."""
-    from datetime import datetime
-
     if text is None:
         return None
     try:
@@ -387,7 +420,9 @@ def _print_season(phase) -> None:
 
 def cmd_board_set_phase(args) -> int:
     board = _board(args)
-    phase = board.set_season(board.get_phase(args.collection, args.phase), _season(args))
+    phase = board.set_season(board.get_phase(args.collection, args.phase), _season(args),
+                             allow_overlap=args.allow_overlap)
+    _warn_overlaps(board, phase)
     _print_season(phase)
     return 0
 
@@ -462,6 +497,30 @@ def cmd_board_export(args) -> int:
     return 0
 
 
+def cmd_board_participant_file(args) -> int:
+    from dsr.board.admin import participant_file
+
+    board = _board(args)
+    phase = board.get_phase(args.collection, args.phase)
+    written = participant_file(board, phase, args.out, keep_scores=args.keep_scores)
+    withheld = [w for w in WITHHELD if not (args.keep_scores and "score" in w)]
+    print(f"wrote {written.dialogues} dialogues ({written.candidates} candidates) of "
+          f"{phase.collection}/{phase.name} to {args.out}")
+    print(f"withheld: {'; '.join(withheld)}" + (f" (meta keys: {', '.join(written.meta_keys)})"
+                                                 if written.meta_keys else ""))
+    print("candidates are listed " + ("by score, then id" if args.keep_scores else "in the order of their ids"))
+    for warning in written.warnings:
+        print(f"dsr: WARNING: {warning}", file=sys.stderr)
+    return 0
+
+
+def token_state(member) -> str:
+    """What ``board list`` says of a member's token: active only when they hold one."""
+    if member.removed_at is not None:
+        return f"removed {member.removed_at:%Y-%m-%d}"
+    return "active" if member.token_hash else "no token (dsr board rotate-token gives one)"
+
+
 def cmd_board_list(args) -> int:
     board = _board(args)        # first: it says what to install when the board extra is missing
     from sqlalchemy import select
@@ -482,8 +541,7 @@ def cmd_board_list(args) -> int:
             rows.append([team.name, "(organisers)" if team.organiser else "(team token, before 0005)",
                          "", runs.get((team.id, None), 0), ""])
         for m in members:
-            rows.append([team.name, m.name, m.email, runs.get((team.id, m.id), 0),
-                         "active" if m.removed_at is None else f"removed {m.removed_at:%Y-%m-%d}"])
+            rows.append([team.name, m.name, m.email, runs.get((team.id, m.id), 0), token_state(m)])
     print()
     print(table(["team", "member", "email", "runs", "token"], rows) if rows else "no team yet")
     return 0

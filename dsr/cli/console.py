@@ -69,7 +69,8 @@ def end_multi_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[s
             out.append(word)
             i += 1
             continue
-        values, moved = [], []
+        values: list[str] = []
+        moved: list[str] = []
         i += 1
         while i < len(argv) and not (argv[i].startswith("-") and argv[i] != "-"):
             if moved or (values and starts_positional(argv[i], action)):

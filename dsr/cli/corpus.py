@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -155,8 +156,6 @@ def _register_pool(subparsers) -> None:
 
 
 def _executor(args: argparse.Namespace):
-    import os
-
     workers = args.workers
     if workers is None:
         workers = 0 if args.ray_address else (os.cpu_count() or 1)

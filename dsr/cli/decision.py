@@ -47,7 +47,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
     silver = load_collection(args.silver, args.silver_source, args.silver_split)
     dev = load_collection(args.dev, args.dev_source, args.dev_split)
     runs: dict[str, dict[str, Run]] = {}
-    default = None
+    default = ""
     for spec, field in [(args.default, "--default"), *((c, "CANDIDATE") for c in args.candidates)]:
         name, pair = read_spec(spec, field)
         if name in runs:

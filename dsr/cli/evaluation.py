@@ -267,7 +267,7 @@ def _write_outputs(args, results) -> None:
         shown = ", ".join(f"{name} {1 - judged:.1%}" for name, judged in args.unjudged["judged"].items())
         print(f"dsr: pooled labels: unjudged in the top {UNJUDGED_AT} (1 - Judged@{UNJUDGED_AT}, mean over "
               f"topics): {shown}", file=sys.stderr)
-    asked = measure_names(_check_options(args)) if args.measures else None
+    asked = measure_names(_check_options(args) or []) if args.measures else None
     sys.stdout.write(render(results, args.format, verbose=args.verbose, measures=asked))
     if not args.verbose and args.format in ("text", "md"):
         where = f"; every table is in {args.report}/" if args.report else ""

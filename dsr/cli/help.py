@@ -53,11 +53,14 @@ EXAMPLES = {
     "board rotate-token": "dsr board rotate-token my-lab 'Ada Lovelace'",
     "board set-phase": "dsr board set-phase sample --phase test --closes 2027-03-01",
     "board freeze": "dsr board freeze sample --phase test",
+    "board participant-file": "dsr board participant-file sample --phase test --out test-dialogues.jsonl",
     "judge": "dsr judge list",
     "judge guidelines": "dsr judge guidelines --out guidelines.yaml",
     "judge create": "dsr judge create ccpe-1 ccpe-pool.jsonl --guidelines guidelines.yaml --k 3 "
                     "--auto-honeypots",
     "judge add-assessor": "dsr judge add-assessor alice",
+    "judge remove-assessor": "dsr judge remove-assessor alice",
+    "judge rotate-token": "dsr judge rotate-token alice",
     "judge assign": "dsr judge assign ccpe-1 --assessors alice bob carol dave",
     "judge status": "dsr judge status ccpe-1",
     "judge report": "dsr judge report ccpe-1 --method ds",
@@ -109,7 +112,8 @@ def commands(parser: argparse.ArgumentParser, path: str = "") -> dict[str, argpa
 def add_defaults_and_examples(parser: argparse.ArgumentParser) -> None:
     """Name the defaults and add the example to every command under ``parser``."""
     for path, command in commands(parser).items():
-        if not issubclass(command.formatter_class, argparse.RawDescriptionHelpFormatter):
+        formatter = command.formatter_class
+        if not (isinstance(formatter, type) and issubclass(formatter, argparse.RawDescriptionHelpFormatter)):
             command.formatter_class = HelpFormatter  # raw ones keep their own line breaks
         for action in command._actions:
             if _shows_default(action):

@@ -72,6 +72,13 @@ def _register_setup(sub) -> None:
     _db(a)
     a.add_argument("name", metavar="NAME")
     a.set_defaults(func=cmd_add_assessor)
+    for action, text in (("remove-assessor", "revoke an assessor's token and browser sessions at once (their "
+                                             "grades stay)"),
+                         ("rotate-token", "give an assessor a new token (shown once); the old one stops working")):
+        r = sub.add_parser(action, help=text)
+        _db(r)
+        r.add_argument("name", metavar="NAME")
+        r.set_defaults(func=cmd_assessor_token, action=action)
 
     s = sub.add_parser("assign", help="give every task k assessors, balancing the load (resumable)")
     _db(s)
@@ -213,6 +220,21 @@ def cmd_create(args) -> int:
 def cmd_add_assessor(args) -> int:
     token = _judging(args).add_assessor(args.name)
     print(f"assessor {args.name!r} created; their token (shown once, only its hash is stored):", file=sys.stderr)
+    print(token)
+    return 0
+
+
+def cmd_assessor_token(args) -> int:
+    judging = _judging(args)
+    if args.action == "remove-assessor":
+        grades = judging.remove_assessor(args.name)
+        print(f"assessor {args.name.strip()!r} removed: their token and browser sessions no longer work; their "
+              f"{grades} grade(s) stay (dsr judge assign CAMPAIGN --release {args.name.strip()!r} hands on the "
+              "tasks they have not started)", file=sys.stderr)
+        return 0
+    token = judging.rotate_assessor_token(args.name)
+    print(f"a new token for assessor {args.name.strip()!r} (the old one no longer works; shown once, only its "
+          "hash is stored):", file=sys.stderr)
     print(token)
     return 0
 
@@ -379,5 +401,6 @@ def cmd_list(args) -> int:
         print(f"campaign {c.name}: pool {pool['name']} ({pool['dialogues']} dialogues), k={c.k}, "
               f"honeypots {c.honeypot_rate:g} (threshold {c.threshold:g})")
     for a in judging.assessors():
-        print(f"assessor {a.name} ({a.origin})")
+        state = "" if a.origin != "web" else (", token active" if a.token_hash else ", removed: no token")
+        print(f"assessor {a.name} ({a.origin}{state})")
     return 0

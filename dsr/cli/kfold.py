@@ -14,9 +14,9 @@ from dsr.core.errors import InputError
 from dsr.core.params import parse_assignments, resolve
 from dsr.evaluation.tables import render
 from dsr.training import kfold
-from dsr.training.kfold import kfold_evaluate, out_files, trained_for_fold
+from dsr.training.kfold import folds_markdown, kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
-from dsr.training.settings import PARAMS
+from dsr.training.settings import PARAMS, RECIPES
 
 #: settings kfold sets for every fold itself
 PER_FOLD = ("base", "folds", "fold", "overwrite")
@@ -43,6 +43,9 @@ def register(subparsers) -> None:
                    "every document (e.g. dsr:NAME from a plain `dsr train`)")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the runs (the report goes to DIR/report)")
     p.add_argument("--measures", nargs="+", default=["nDCG@5", "RR", "nDCG@10"], metavar="M")
+    p.add_argument("--recipe", choices=(*RECIPES, "recommended"), metavar="NAME",
+                   help="the `dsr train` recipe every fold trains with (`dsr train --help` lists them; "
+                        "default quick)")
     p.add_argument("--train-param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
                    help="a `dsr train` setting for every fold, repeatable (e.g. --train-param "
                         "max_steps=60 lr=1e-4; names as in `dsr train --help`, with _)")
@@ -53,7 +56,7 @@ def cmd_kfold(args: argparse.Namespace) -> int:
     if args.folds < 2:                                 # before loading anything
         raise InputError(f"--folds must be at least 2 (one fold left out, the others trained on), "
                          f"got {args.folds}", field="--folds")
-    settings = train_settings(args.train_param)
+    settings = train_settings(args.train_param + ([f"recipe={args.recipe}"] if args.recipe else []))
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
     out = check_replaceable(args.out, out_files(), field="--out")  # before any training
     models = []
@@ -64,9 +67,11 @@ def cmd_kfold(args: argparse.Namespace) -> int:
             train(args.collection, name, source=args.source, split=args.split, base=args.base,
                   folds=args.folds, fold=i, overwrite=True, **settings)
         models.append(f"dsr:{name}")
-    results = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
-                             measures=args.measures, command=["dsr", *sys.argv[1:]])
+    results, gains = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
+                                    measures=args.measures, command=["dsr", *sys.argv[1:]])
     print(render(results, "text", verbose=False, measures=results.measures))   # every table: the report
+    print("\nper fold: the fold model against zero-shot on the dialogues of the documents it left out\n"
+          + folds_markdown(gains))
     print(f"\nruns: {out}/, report: {out / 'report'}/")
     return 0
 

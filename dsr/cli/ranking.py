@@ -250,7 +250,7 @@ class _StageHelp(argparse.Action):
         registry, lookup = (RANKERS, ranker_class) if self.kind == "ranker" else (RERANKERS, reranker_class)
         chosen = getattr(namespace, self.kind, None)
         parser.print_help()
-        for name in [chosen] if chosen in registry else list(registry):
+        for name in [chosen] if isinstance(chosen, str) and chosen in registry else list(registry):
             print(f"\nparameters of {self.kind} {name} (--param NAME=VALUE):")
             print(lookup(name).help())
         parser.exit()

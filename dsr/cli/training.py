@@ -12,9 +12,9 @@ from typing import Any
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, param_values
 from dsr.core.home import models_dir
-from dsr.training.card import text_params
+from dsr.training.card import describe_run, text_params
 from dsr.training.recipe import train
-from dsr.training.settings import GROUPS, PARAMS
+from dsr.training.settings import GROUPS, PARAMS, RECIPES, RECOMMENDED
 
 
 def register(subparsers) -> None:
@@ -26,13 +26,23 @@ def register(subparsers) -> None:
                     "on COLLECTION's labels and save it as $DSR_HOME/models/NAME. The defaults "
                     "finish in under 30 minutes on 2 CPU cores; see docs/training.md. The judged "
                     "development set (cmu_dog_judged) is never trained on (exit 2).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        epilog=recipes_help())
     add_collection_argument(p)
     p.add_argument("--name", required=True, help="model name: saved as $DSR_HOME/models/NAME")
     for title, declared in GROUPS.items():
         add_param_flags(p.add_argument_group(title), declared)
     p.add_argument("--json", action="store_true", help="print the model card as JSON")
     p.set_defaults(func=cmd_train)
+
+
+def recipes_help() -> str:
+    """The named recipes, for ``--help`` (from :data:`dsr.training.settings.RECIPES`)."""
+    lines = ["recipes (--recipe NAME; flags given beside it override its settings):"]
+    for recipe in RECIPES.values():
+        lines.append(f"{recipe.name}: {recipe.summary}" + (f" ({recipe.cost})" if recipe.cost else ""))
+        lines.append(f"    = {recipe.flags() or '(the defaults above)'}")
+    lines.append(f"recommended: {RECOMMENDED}, the one the decision rule chose (docs/results.md)")
+    return "\n".join(lines)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -58,7 +68,8 @@ def print_summary(card: dict[str, Any], final: Path) -> None:
               f"(queries: {card['query']})")
     print(f"data:  {d['pairs']} pairs ({d['positives']} positives) from {d['train_dialogues']} "
           f"dialogues of {d['collection']}")
-    print(f"train: {t['steps']} steps, loss {t['train_loss']:.4f}, {t['wall_seconds']:.0f} s")
+    print(f"train: {describe_run(t)}; loss {t['train_loss']:.4f}"
+          + (f" (recipe {card['named_recipe']})" if card.get("named_recipe") else ""))
     held = card.get("heldout")
     if held:
         print(f"held out ({held['dialogues']} dialogues):")

@@ -1,5 +1,9 @@
 """Registered collections, one module per source, and ``load_collection``.
 
+Layer 3 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
+``dsr.rankers``, ``dsr.rerankers`` and ``dsr.open_retrieval`` of its own layer where no loop
+forms.
+
 Each source module defines ``SOURCE`` (a ``SourceInfo``) and
 ``load(source: Path | None, split: str | None) -> Collection``; a module
 whose raw files need converting also defines
@@ -14,6 +18,7 @@ import importlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from dsr.core.data import Collection, read_benchmark
 from dsr.core.errors import InputError
@@ -49,8 +54,16 @@ class SourceInfo:
     has_candidates: bool = True
     notes: tuple[str, ...] = field(default_factory=tuple)
 
+    def split_or_default(self, split: str | None) -> str:
+        """``split``, else the source's default split (an InputError when it has none)."""
+        chosen = split or self.default_split
+        if chosen is None:
+            raise InputError(f"{self.name} has no default split; give one of {', '.join(self.splits)}",
+                             field="split")
+        return chosen
 
-def source_module(name: str):
+
+def source_module(name: str) -> ModuleType:
     if name not in REGISTERED:
         raise InputError(f"unknown collection {name!r}; registered: {', '.join(REGISTERED)} "
                          "(or pass a path to a benchmark .jsonl file)")

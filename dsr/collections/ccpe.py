@@ -196,10 +196,13 @@ def read_conversations(path: Path, check_offsets: bool = True) -> list[dict[str,
 def _check_segment(seg: Any, text: str, name: str, error, check_offsets: bool) -> None:
     if not isinstance(seg, dict):
         raise error("expected an object", name)
-    start, end = seg.get("startIndex"), seg.get("endIndex")
-    for key, value in (("startIndex", start), ("endIndex", end)):
+    bounds: dict[str, int] = {}
+    for key in ("startIndex", "endIndex"):
+        value = seg.get(key)
         if not isinstance(value, int) or isinstance(value, bool):
             raise error(f"expected a whole number, got {value!r}", f"{name}.{key}")
+        bounds[key] = value
+    start, end = bounds["startIndex"], bounds["endIndex"]
     if not 0 <= start <= end <= len(text):
         bad = "startIndex" if start < 0 or start > min(end, len(text)) else "endIndex"
         raise error(f"span {start}:{end} is not inside the utterance text "

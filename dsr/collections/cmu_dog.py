@@ -117,7 +117,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     while the source files, parameters and builder version are unchanged.
     """
     folder = _resolve(source)
-    split = split or SOURCE.default_split
+    split = SOURCE.split_or_default(split)
     _check_split(folder, split)
     inputs = sorted((folder / "Conversations" / split).glob("*.json")) + _wiki_files(folder)
     return cached_build(NAME, split, folder, inputs, defaults(PARAMS), BUILDER_VERSION,
@@ -134,7 +134,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     threshold = float(options["threshold"])
     pool_size, min_context = options["pool_size"], options["min_context"]
     folder = Path(source)
-    split = split or SOURCE.default_split
+    split = SOURCE.split_or_default(split)
     _check_split(folder, split)
 
     documents = read_documents(folder)
@@ -222,7 +222,7 @@ def read_documents(folder: Path) -> dict[str, Document]:
     seen_idx: dict[int, Path] = {}
     for path in _wiki_files(folder):
         raw = load_json(path)
-        where = {"path": path, "record": path.stem}
+        where: dict[str, Any] = {"path": path, "record": path.stem}
         overview = _field(raw, "0", dict, where)
         wiki_idx = _field(raw, "wikiDocumentIdx", int, where)
         if wiki_idx in seen_idx:
@@ -304,7 +304,7 @@ def top_positive(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
 def read_conversation(path: Path, doc_indexes: set[int]) -> dict[str, Any]:
     """One conversation file, checked; adds ``ids`` (user1/user2 -> worker id)."""
     raw = load_json(path)
-    where = {"path": path, "record": path.stem}
+    where: dict[str, Any] = {"path": path, "record": path.stem}
     history = _field(raw, "history", list, where)
     who = _field(raw, "whoSawDoc", list, where)
     if not who or any(w not in ("user1", "user2") for w in who):

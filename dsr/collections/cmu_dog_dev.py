@@ -249,7 +249,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
                              f"{record['split']} in this folder (other CMU_DoG files?)",
                              path=source, record=record["id"])
         graded = bool(record["grades"])
-        if which == "judged" and not any(record["grades"].values()) or which == "pool" and graded:
+        if (which == "judged" and not any(record["grades"].values())) or (which == "pool" and graded):
             continue
         dialogues.append(_point(dialogue, record, which))
     return Collection(NAME, dialogues, meta={"source": str(source), "split": "dev", "points": which,

@@ -142,7 +142,7 @@ def plan_for(name: str, revision: str | None = None) -> Plan:
     return Plan(name, manifest["repository"], plan.get("commit", manifest["commit"]),
                 manifest["commit"], tuple(Remote.from_json(f) for f in plan["files"]),
                 tuple(plan.get("first_use", ())), tuple(plan.get("required", ())),
-                plan.get("description", ""), revision if plan is not section else "")
+                plan.get("description", ""), (revision or "") if plan is not section else "")
 
 
 @dataclass
@@ -313,7 +313,7 @@ class _Fetch:
             out.close()
             # every wanted member goes to a temporary file first; only once the whole
             # archive has been read without error are they verified and renamed
-            members = {}
+            members: dict[str, Path] = {}
             with _archive_errors(remote, url, archive):
                 self.unpack(archive, remote, url, wanted, staged, members)
             for rel, tmp in members.items():

@@ -57,7 +57,9 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections import Counter
 from dataclasses import dataclass
+from itertools import permutations
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +121,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     ``<split>_data.jsonl``; default ``$DSR_HOME/data/redial``.
     """
     folder = resolve_source(NAME, source)
-    split = split or SOURCE.default_split
+    split = SOURCE.split_or_default(split)
     dialogues_path, movies_path = _paths(folder, split)
     return cached_build(NAME, split, folder, [dialogues_path, movies_path], defaults(PARAMS),
                         BUILDER_VERSION, lambda: build(folder, split))
@@ -136,7 +138,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     pool_size, min_context = options["pool_size"], options["min_context"]
     weights = {k: float(options[k]) for k in ("cooc_weight", "prior_weight", "bm25_weight")}
     folder = Path(source)
-    split = split or SOURCE.default_split
+    split = SOURCE.split_or_default(split)
     dialogues_path, movies_path = _paths(folder, split)
     movies = read_movies(movies_path)
     convs = [(lineno, parse_dialogue(raw, dialogues_path, lineno, movies))
@@ -230,9 +232,6 @@ class MovieRanker:
 
     def __init__(self, movies: dict[str, Movie], dialogue_movies: list[set[str]],
                  cooc_weight: float = 4.0, prior_weight: float = 1.0, bm25_weight: float = 0.0):
-        from collections import Counter
-        from itertools import permutations
-
         self.ids = list(movies)
         self.position = {m: n for n, m in enumerate(self.ids)}
         self.cooc_weight, self.bm25_weight = cooc_weight, bm25_weight

@@ -115,12 +115,9 @@ def _missing_message(source: Path, default: bool) -> str:
 
 # --- reading ----------------------------------------------------------------
 
-def read_dialogue_file(path: str | Path, subset: str) -> list[Dialogue]:
-    """Read one dialogue file (either schema; JSON array, object keyed by id, or JSON Lines)."""
-    return _read_dialogue_file(Path(path), subset)[0]
-
-
 def _read_dialogue_file(path: Path, subset: str) -> tuple[list[Dialogue], set[str]]:
+    """One dialogue file (either schema; JSON array, object keyed by id, or JSON Lines) and the
+    schemas it used."""
     dialogues = []
     schemas: set[str] = set()
     seen: dict[str, str] = {}
@@ -165,12 +162,8 @@ def _records(path: Path) -> Iterator[tuple[int, int | None, str | None, Any]]:
         yield index, lineno, None, obj
 
 
-def dialogue_from_sigir(obj: Any, where: _Where, subset: str, key: str | None = None) -> Dialogue:
-    """One dialogue in either SIGIR 2022 schema (see the module docstring)."""
-    return _parse_dialogue(obj, where, subset, key)[0]
-
-
 def _parse_dialogue(obj: Any, where: _Where, subset: str, key: str | None) -> tuple[Dialogue, str]:
+    """One dialogue in either SIGIR 2022 schema (see the module docstring) and which one."""
     if not isinstance(obj, dict):
         raise where.error(f"expected a dialogue object, got {type(obj).__name__}")
     did = _dialogue_id(obj, where, key)
@@ -230,7 +223,7 @@ def _candidates(raw: Any, where: _Where) -> tuple[list[Candidate], str]:
     if schema == "old":
         # the initial ranking: by score, descending; stable, so ties keep pos
         # before neg and the file order inside a group
-        candidates.sort(key=lambda c: -c.score)
+        candidates.sort(key=lambda c: -(c.score or 0.0))   # every score is there (_old_candidates)
     return candidates, schema
 
 
@@ -352,11 +345,12 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
             raise InputError(f"{FILES[subset]} is missing (found the other file); fetch both "
                              "with `dsr data fetch sigir2022`", path=source)
 
+    found = {subset: path for subset, path in paths.items() if path is not None}
     dialogues: list[Dialogue] = []
     origin: dict[str, Path] = {}
     files_meta: dict[str, Any] = {}
     schemas: set[str] = set()
-    for subset, path in paths.items():
+    for subset, path in found.items():
         file_dialogues, file_schemas = _read_dialogue_file(path, subset)
         schemas |= file_schemas
         for d in file_dialogues:

@@ -31,7 +31,7 @@ def collections_info() -> list[dict[str, Any]]:
             row.update(description="(module not installed)", licence="", repository="",
                        commit="", splits=[], has_candidates=None)
         module = source_module(name) if info is not None else None
-        if hasattr(module, "is_available"):  # read from a folder, not fetched (cmu_dog_judged)
+        if module is not None and hasattr(module, "is_available"):  # read from a folder, not fetched (cmu_dog_judged)
             row.update(fetchable=False, cache=str(module.default_folder()),
                        available=module.is_available())
         elif name in fetchable:

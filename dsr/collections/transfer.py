@@ -46,7 +46,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO
+from typing import IO, Any
 
 from tqdm import tqdm
 
@@ -143,7 +143,7 @@ def _archive_errors(remote: Remote, url: str, archive: Path):
         yield
     except (tarfile.TarError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError,
             zlib.error, RuntimeError, NotImplementedError) as err:
-        raise InputError(f"not a readable {kind} archive ({err or type(err).__name__}); "
+        raise InputError(f"not a readable {kind} archive ({str(err) or type(err).__name__}); "
                          f"downloaded from {url}", path=archive) from None
 
 
@@ -190,7 +190,7 @@ def _zip_members(archive: Path, remote: Remote, url: str, cap, budget: int):
 class _Budgeted(io.RawIOBase):
     """A reader that stops (InputError) once more than ``budget`` bytes came through."""
 
-    def __init__(self, raw: IO[bytes], budget: int, url: str):
+    def __init__(self, raw: IO[bytes] | io.BufferedIOBase, budget: int, url: str):
         self.raw, self.budget, self.url, self.seen = raw, budget, url, 0
 
     def readable(self) -> bool:
@@ -252,7 +252,7 @@ class _Deadline:
     def opener(self) -> urllib.request.OpenerDirector:
         deadline = self
 
-        def watched(base):
+        def watched(base: Any) -> Any:
             class Connection(base):
                 def connect(self):
                     super().connect()
@@ -266,7 +266,7 @@ class _Deadline:
         class HTTPS(urllib.request.HTTPSHandler):
             def https_open(self, req):
                 return self.do_open(watched(http.client.HTTPSConnection), req,
-                                    context=self._context)
+                                    context=getattr(self, "_context", None))   # what the handler was made with
 
         return urllib.request.build_opener(HTTP, HTTPS)
 

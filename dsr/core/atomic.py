@@ -14,12 +14,15 @@ A crash or a bad record half way through never leaves a half-written output.
   cannot be created, is an ``InputError`` naming the path (exit 2), not a
   traceback. Both writers above call it.
 
-A folder swap is two renames (the old folder aside, the new one in); a process
-killed between them leaves no folder at NAME. So the swap marks the new set
-complete first (``.NAME.ready-TAG``), and the next write to NAME
-(``recover_folder``, run by every writer before anything else) finishes it
-(the complete new set is renamed in) or undoes it (the old set renamed back):
-NAME is always the old set or the new one.
+A folder swap exchanges the new set and the old folder in one step (Linux's
+``renameat2(RENAME_EXCHANGE)``): NAME is the old set until it is the new one, never
+missing, whenever the process is killed. Where that is not supported it is two renames
+(the old folder aside, the new one in), and a process killed between them leaves no
+folder at NAME; so the swap marks the new set complete first (``.NAME.ready-TAG``), and
+the next write to NAME (``recover_folder``, run by every writer before anything else)
+finishes it (the complete new set is renamed in) or undoes it (the old set renamed
+back). A full disk while writing is an InputError naming the output (exit 2), and the
+temporaries are removed: nothing half-written is left.
 
 Temporaries a killed process left behind (``.NAME.*.tmp``, ``.part``,
 ``.partial``, ``.dsr-new`` beside NAME) are removed by the next write to the
@@ -30,6 +33,8 @@ and not owned by a running process.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import fnmatch
 import json
 import os
@@ -40,7 +45,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from dsr.core.errors import InputError
 
@@ -50,6 +55,33 @@ PROCESS_STARTED = time.time()
 _FILE_SUFFIXES = (".tmp", ".part", ".partial", ".partial.json")
 #: staging folders: ours, and the ``.NAME.XXXX.tmp`` of index builds by earlier dsr versions
 _DIR_SUFFIXES = (".dsr-new", ".tmp")
+
+
+#: the errors of a full disk (or a quota, or a file the filesystem cannot hold)
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+class FullDisk(InputError):
+    """A full disk while writing an output (exit 2): nothing of it was left behind."""
+
+
+def disk_full(err: BaseException) -> bool:
+    """Whether ``err`` is a full disk: an OSError of :data:`DISK_FULL`, SQLite's "database or
+    disk is full" (through SQLAlchemy or not), or a :class:`FullDisk` already said."""
+    if isinstance(err, FullDisk) or (isinstance(err, OSError) and err.errno in DISK_FULL):
+        return True
+    return "database or disk is full" in str(err)
+
+
+def full_disk_error(path: str | Path | None, err: BaseException) -> FullDisk:
+    """The error of a full disk while writing ``path`` (an output file or folder, or a
+    database): nothing of it was written."""
+    if "database or disk is full" in str(err):
+        return FullDisk("the database or its disk is full: the transaction was rolled back, nothing of it "
+                        "was stored; free some space and run it again", path=path)
+    what = getattr(err, "strerror", None) or "no space left on the device"
+    return FullDisk(f"cannot write: {what} (the disk is full or over its quota); nothing was written, "
+                    "free some space and run it again", path=path)
 
 
 def _forked() -> None:
@@ -159,7 +191,7 @@ def _temp_prefix(path: Path) -> str:
 
 @contextlib.contextmanager
 def temp_beside(path: str | Path, suffix: str = ".tmp", mode: str = "wb",
-                field: str | None = None) -> Iterator[tuple[Path, IO]]:
+                field: str | None = None) -> Iterator[tuple[Path, IO[Any]]]:
     """A new temporary file beside ``path`` (removed on exit unless renamed away meanwhile)."""
     path = check_output_path(path, field)
     clean_stale(path)
@@ -170,14 +202,19 @@ def temp_beside(path: str | Path, suffix: str = ".tmp", mode: str = "wb",
     handle = os.fdopen(fd, mode)
     try:
         yield Path(tmp), handle
+    except OSError as err:
+        if disk_full(err):
+            raise full_disk_error(path, err) from None
+        raise
     finally:
-        handle.close()
+        with contextlib.suppress(OSError):
+            handle.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)  # gone already when it was renamed into place
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary file next to ``path``; on success rename it over ``path``."""
     path = check_output_path(path, field=None)
     clean_stale(path)
@@ -188,15 +225,17 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     try:
         # mkstemp creates the file 0600; give it the mode an ordinary open() would.
         os.chmod(tmp, 0o666 & ~_umask())
-        kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}
-        with os.fdopen(fd, mode, **kwargs) as handle:
+        text = "b" not in mode
+        with os.fdopen(fd, mode, encoding=encoding if text else None, newline="\n" if text else None) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if disk_full(err):
+            raise full_disk_error(path, err) from None
         raise
 
 
@@ -224,8 +263,10 @@ def atomic_dir(path: str | Path, allowed: Iterable[str] | None,
         yield staging
         os.chmod(staging, 0o777 & ~_umask())
         replace_folder(staging, path)
-    except BaseException:
+    except BaseException as err:
         shutil.rmtree(staging, ignore_errors=True)
+        if disk_full(err):
+            raise full_disk_error(path, err) from None
         raise
 
 
@@ -286,7 +327,7 @@ def _umask() -> int:
     return mask
 
 
-def write_json(path: str | Path, obj, indent: int | None = 2) -> None:
+def write_json(path: str | Path, obj: Any, indent: int | None = 2) -> None:
     """Write ``obj`` as JSON atomically (keys sorted so files diff cleanly)."""
     with atomic_write(path) as handle:
         json.dump(obj, handle, indent=indent, sort_keys=True, ensure_ascii=False)
@@ -294,26 +335,57 @@ def write_json(path: str | Path, obj, indent: int | None = 2) -> None:
 
 
 def replace_folder(new: Path, target: Path) -> None:
-    """Move folder ``new`` to ``target``, replacing what is there, in four steps:
+    """Move folder ``new`` to ``target``, replacing what is there:
 
     1. ``new`` -> ``.NAME.ready-TAG`` (the new set is complete);
-    2. ``NAME`` -> ``.NAME.old-TAG`` (when there is one);
-    3. ``.NAME.ready-TAG`` -> ``NAME``;
-    4. ``.NAME.old-TAG`` removed.
+    2. when ``NAME`` is a folder: ``.NAME.ready-TAG`` and ``NAME`` exchanged in one step
+       (Linux's ``renameat2(RENAME_EXCHANGE)``), so ``NAME`` is never missing, not even for
+       an instant: it holds the old set until it holds the new one; then the old set, now
+       at ``.NAME.ready-TAG``, is renamed ``.NAME.old-TAG`` and removed. Where the exchange
+       is not supported (another system or filesystem): ``NAME`` -> ``.NAME.old-TAG``,
+       ``.NAME.ready-TAG`` -> ``NAME``, ``.NAME.old-TAG`` removed;
+    3. when there is no ``NAME``: ``.NAME.ready-TAG`` -> ``NAME``.
 
-    TAG is ``<pid>-<n>``. A kill after step 1 leaves what ``recover_folder``
-    needs to finish the swap or undo it.
+    TAG is ``<pid>-<n>``. A kill leaves what ``recover_folder`` needs: it renames a set in
+    only when ``NAME`` is missing (the fallback's gap between its two renames), and
+    otherwise removes what is left (after an exchange, the old set).
     """
     target = Path(target)
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
     ready, old = _swap_name(target, "ready", tag), _swap_name(target, "old", tag)
     os.replace(new, ready)
     moved = target.exists() or target.is_symlink()
+    if moved and target.is_dir() and not target.is_symlink() and exchange(ready, target):
+        os.replace(ready, old)      # the old set
+        _remove(old)
+        return
     if moved:
         os.replace(target, old)
     os.replace(ready, target)
     if moved:
         _remove(old)
+
+
+#: ``renameat2``'s flag that swaps two paths atomically (Linux 3.15+, glibc 2.28+)
+RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Swap the paths ``a`` and ``b`` in one atomic step; False where the system or the
+    filesystem cannot (then nothing changed)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        call = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if call(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 def _swap_name(target: Path, step: str, tag: str) -> Path:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError
@@ -302,8 +302,20 @@ class _Where:
         return InputError(message, path=self.path, line=self.line, record=self.record, field=field)
 
 
+#: ``Dialogue.meta`` of a dialogue read without any label (a participant file): evaluating on it
+#: is refused (``dsr.evaluation.qrels.qrels_from_collection``)
+WITHHELD_KEY = "labels"
+
+
+def labels_withheld(dialogue: Dialogue) -> bool:
+    """Whether the dialogue was read without labels (every candidate's is 0 by default)."""
+    return dialogue.meta.get(WITHHELD_KEY) == "withheld"
+
+
 def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
-    """Parse one benchmark-file dialogue, strictly (labels must be whole numbers >= 0)."""
+    """Parse one benchmark-file dialogue, strictly (labels must be whole numbers >= 0; a dialogue
+    none of whose candidates has a ``label`` is read with labels 0 and marked
+    :func:`labels_withheld`)."""
     where = where or _Where(None)
     if not isinstance(obj, dict):
         raise where.error(f"expected a JSON object, got {type(obj).__name__}")
@@ -318,12 +330,17 @@ def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
     cands_raw = obj.get("candidates")
     if not isinstance(cands_raw, list):
         raise where.error("missing or not a list", "candidates")
+    withheld = bool(cands_raw) and all(isinstance(c, dict) and "label" not in c for c in cands_raw)
+    if withheld:        # a participant file (dsr board participant-file): no candidate has a label
+        cands_raw = [{**c, "label": 0} for c in cands_raw]
     candidates = _plain_candidates(cands_raw)
     if candidates is None:
         candidates = _candidates(cands_raw, where)
     meta = obj.get("meta") or {}
     if not isinstance(meta, dict):
         raise where.error("must be an object", "meta")
+    if withheld:
+        meta = {**meta, WITHHELD_KEY: "withheld"}
     return _trusted(
         Dialogue,
         id=did,
@@ -338,7 +355,7 @@ def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
     )
 
 
-def _candidates(cands_raw: list, where: _Where) -> list[Candidate]:
+def _candidates(cands_raw: list[Any], where: _Where) -> list[Candidate]:
     """Candidates checked one field at a time: the first problem names its field."""
     candidates = []
     seen: set[str] = set()
@@ -351,7 +368,7 @@ def _candidates(cands_raw: list, where: _Where) -> list[Candidate]:
     return candidates
 
 
-def _plain_candidates(cands_raw: list) -> list[Candidate] | None:
+def _plain_candidates(cands_raw: list[Any]) -> list[Candidate] | None:
     """The common case checked in bulk, or None when any candidate needs the field-by-field
     path (which then accepts it as it always did, or names the field at fault).
 
@@ -385,7 +402,10 @@ def _plain_candidates(cands_raw: list) -> list[Candidate] | None:
             for cid, title, body, score, label in rows]
 
 
-def _trusted(cls: type, **fields: Any) -> Any:
+_Record = TypeVar("_Record")
+
+
+def _trusted(cls: type[_Record], **fields: Any) -> _Record:
     """A record built from fields the reader has already checked, without the
     ``__post_init__`` checks that would repeat them (a builder's records go through those)."""
     record = object.__new__(cls)
@@ -413,7 +433,7 @@ def candidate_from_json(obj: Any, where: _Where, name: str = "candidate") -> Can
 _BAD_ID_CHAR = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 
-def check_id(value: str, where: _Where, name: str) -> str:
+def check_id(value: object, where: _Where, name: str) -> str:
     """A dialogue or candidate id that a TREC run or qrels file can carry: not empty and
     without whitespace of any kind (run files are split on it), else InputError."""
     if not isinstance(value, str) or not value:
@@ -425,6 +445,10 @@ def check_id(value: str, where: _Where, name: str) -> str:
     return value
 
 
+@overload
+def parse_number(value: Any, where: _Where, name: str, allow_none: Literal[False] = False) -> float | int: ...
+@overload
+def parse_number(value: Any, where: _Where, name: str, allow_none: bool) -> float | int | None: ...
 def parse_number(value: Any, where: _Where, name: str, allow_none: bool = False) -> float | int | None:
     """A finite number, also when stored as a string ("3", "0.25")."""
     if value is None or value == "":
@@ -469,7 +493,7 @@ def parse_label(value: Any, where: _Where, name: str, allowed: tuple[int, ...] |
     return number
 
 
-def _text(obj: dict, key: str, where: _Where, required: bool = False, prefix: str | None = None) -> str:
+def _text(obj: dict[str, Any], key: str, where: _Where, required: bool = False, prefix: str | None = None) -> str:
     name = f"{prefix}.{key}" if prefix else key
     value = obj.get(key)
     if value is None or value == "":

@@ -8,7 +8,9 @@ shows a parameter as its flag (``--max-steps``), in one place (``dsr.cli.flags``
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from types import ModuleType
 
 
 class InputError(ValueError):
@@ -51,12 +53,10 @@ class InputError(ValueError):
 DISTRIBUTION = "dialogue-sentence-retrieval"
 
 
-def require_extra(module: str, extra: str, field: str | None = None, also: str = ""):
+def require_extra(module: str, extra: str, field: str | None = None, also: str = "") -> ModuleType:
     """Import ``module`` and return it; when it cannot be imported, an InputError (exit 2)
     saying which extra to install: ``install it with: pip install
     'dialogue-sentence-retrieval[EXTRA]'`` (``also``: a sentence added after it)."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError as err:

@@ -96,4 +96,5 @@ def _start_worker(work: Callable[[int], Any]) -> None:
 
 
 def _call(i: int) -> Any:
+    assert _work is not None, "called only in a worker _start_worker has set up"
     return _work(i)

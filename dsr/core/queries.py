@@ -44,9 +44,11 @@ A dialogue without context turns falls back to its title for every strategy.
 
 from __future__ import annotations
 
-from collections import Counter
+import json
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 from dsr.core.data import Dialogue
 from dsr.core.errors import InputError
@@ -157,7 +159,7 @@ def fit_pieces(pieces: list[tuple[str, int]], budget: int, count: Callable[[str]
     return kept
 
 
-def token_counter(tokenizer) -> Callable[[str], int]:
+def token_counter(tokenizer: Any) -> Callable[[str], int]:
     """A cached word-piece counter (no special tokens) for a Hugging Face tokenizer."""
     cache: dict[str, int] = {}
 
@@ -177,8 +179,6 @@ def model_query_budget(folder: str, max_length: int | None = None) -> tuple[int,
     """(word pieces a query text may use, counter) for the model in ``folder``, loaded once per
     process while the folder's tokenizer and configuration files are unchanged (so every query
     strategy shares the tokenizer and its counts)."""
-    from pathlib import Path
-
     files = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
              "sentence_bert_config.json", "config.json")
     stamp = tuple((f, p.stat().st_mtime_ns, p.stat().st_size) for f in files if (p := Path(folder) / f).is_file())
@@ -186,23 +186,21 @@ def model_query_budget(folder: str, max_length: int | None = None) -> tuple[int,
 
 
 @lru_cache(maxsize=8)
-def _model_query_budget(folder: str, max_length: int | None, stamp: tuple) -> tuple[int, Callable[[str], int]]:
+def _model_query_budget(folder: str, max_length: int | None,
+                        stamp: tuple[tuple[str, int, int], ...]) -> tuple[int, Callable[[str], int]]:
     """(word pieces a query text may use, counter) for the model in ``folder``.
 
     The length is ``max_length`` when given (a cross-encoder's), else the
     sentence-transformers ``max_seq_length`` (``sentence_bert_config.json``),
     else the tokenizer's ``model_max_length``, else 512; minus the special tokens.
     """
-    import json
-    from pathlib import Path
-
     length = max_length
     config = Path(folder) / "sentence_bert_config.json"
     if length is None and config.is_file():
         length = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
     if length is not None and (Path(folder) / "tokenizer.json").is_file():
         # the Rust tokenizer a fast Hugging Face tokenizer wraps, without importing transformers
-        # (1.6 s of a warm `dsr reproduce`, issue 34): the same word pieces
+        # (1.6 s of a warm `dsr reproduce`): the same word pieces
         return max(1, int(length) - SPECIAL_TOKENS), rust_token_counter(Path(folder) / "tokenizer.json")
     from transformers import AutoTokenizer
 
@@ -213,7 +211,7 @@ def _model_query_budget(folder: str, max_length: int | None, stamp: tuple) -> tu
     return max(1, int(length) - SPECIAL_TOKENS), token_counter(tokenizer)
 
 
-def rust_token_counter(path) -> Callable[[str], int]:
+def rust_token_counter(path: str | Path) -> Callable[[str], int]:
     """A cached word-piece counter (no special tokens, no truncation) from a ``tokenizer.json``."""
     from tokenizers import Tokenizer
 
@@ -236,8 +234,8 @@ def query_terms(dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY,
     Plain strategies: the weight is the token's count. ``weighted``: the sum
     of ``decay ** age`` over the token's occurrences (age 0 = last turn).
     """
-    weights: Counter[str] = Counter()
+    weights: dict[str, float] = {}
     for text, weight in query_turns(dialogue, strategy, decay):
         for token in tokenize(text, stopwords=stopwords, stem=stem):
-            weights[token] += weight
-    return dict(weights)
+            weights[token] = weights.get(token, 0) + weight
+    return weights

@@ -38,7 +38,9 @@ not used, and a warning names both files.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -48,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from dsr.core.atomic import check_output_path, write_json
+from dsr.core.atomic import FullDisk, check_output_path, disk_full, full_disk_error, write_json
 from dsr.core.errors import InputError
 from dsr.core.ir_metadata import config_from_header, format_header, read_header
 from dsr.core.jsonio import load_json
@@ -76,6 +78,10 @@ class Run:
     rankings: dict[str, list[tuple[str, float]]]
     tag: str = "dsr"
     config: dict[str, Any] = field(default_factory=dict)
+    #: caches, not part of the value: the rankings when they already hold the tie rule's scores
+    #: (as_dict and write_trec_run need not redo it), and dsr.core.fusion's initial ranks
+    _normalised: Any = field(default=None, init=False, repr=False, compare=False)
+    _initial_ranks: Any = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_scores(cls, scores: Mapping[str, Mapping[str, float]], tag: str = "dsr",
@@ -123,7 +129,7 @@ class Run:
         exactly the order this Run holds, as it would score the written file. (A Run made by
         ``from_scores`` holds such scores already; one whose ``rankings`` were replaced since,
         or that was built by hand, is normalised here. Rankings are not changed in place.)"""
-        if getattr(self, "_normalised", None) is self.rankings:
+        if self._normalised is self.rankings:
             return {q: dict(r) for q, r in self.rankings.items()}
         rankings = list(self.rankings.values())
         sizes = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
@@ -172,7 +178,7 @@ class Run:
         return cls(rankings, tag)
 
     @classmethod
-    def from_frame(cls, frame, tag: str | None = None) -> Run:
+    def from_frame(cls, frame: Any, tag: str | None = None) -> Run:
         """From a pandas DataFrame in PyTerrier's result shape: ``qid``, ``docno``, ``score``
         (``rank`` is ignored, as trec_eval ignores it; without ``score``, ``-rank`` ranks).
         The tag is ``tag``, else the frame's ``name`` column when it has one value."""
@@ -191,7 +197,7 @@ class Run:
             tag = str(frame["name"].iloc[0])
         return cls.from_dict(rankings, tag or "dsr")
 
-    def to_frame(self):
+    def to_frame(self) -> Any:
         """A pandas DataFrame in PyTerrier's result shape: ``qid``, ``docno``, ``score`` (as a
         file would hold them), ``rank`` (from 0, as PyTerrier counts), in ranked order."""
         import pandas as pd
@@ -201,11 +207,11 @@ class Run:
         return pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
 
     @classmethod
-    def from_ranx(cls, run) -> Run:
+    def from_ranx(cls, run: Any) -> Run:
         """From a ``ranx.Run`` (its name becomes the tag)."""
         return cls.from_dict(run.to_dict(), getattr(run, "name", None) or "dsr")
 
-    def to_ranx(self):
+    def to_ranx(self) -> Any:
         """A ``ranx.Run`` with the scores a file would hold, named by the tag (needs ranx)."""
         try:
             from ranx import Run as RanxRun
@@ -251,23 +257,18 @@ def sidecar_path(path: str | Path) -> Path:
     return path.with_name(path.name + ".json")
 
 
-def format_score(score: float) -> str:
-    """The text written for a (float32-exact) score: ``repr`` of the float, which C
-    ``atof`` + float32 cast, ``strtof`` and Python ``float`` all read back exactly."""
-    return repr(float(score))
-
-
 def write_trec_run(run: Run, path: str | Path, header: Iterable[str] = ()) -> None:
     """Write the TREC file atomically (gzipped for ``.gz``), the tie rule applied,
     after the ``header`` lines (``#`` comments, e.g. an ir_metadata header)."""
     tag = run.tag.replace(" ", "_") or "dsr"
     # a Run made by from_scores/from_flat holds the tie rule's scores already (as_dict's check)
-    normalised = getattr(run, "_normalised", None) is run.rankings
+    normalised = run._normalised is run.rankings
     with atomic_write_text(path) as handle:
         for line in header:
             handle.write(line + "\n")
         for qid, ranked in run.rankings.items():
-            # one write per topic; repr(float) is format_score
+            # one write per topic; a score is written as repr(float), which C atof + a float32
+            # cast, strtof and Python's float all read back exactly
             handle.write("".join([f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n" for rank, (doc, score)
                                   in enumerate(ranked if normalised else strictly_decreasing(ranked), 1)]))
 
@@ -354,6 +355,7 @@ def read_trec_run(path: str | Path) -> Run:
             name, message = problems[0]
             raise InputError(message, path=path, line=lineno,
                              field=None if name == "columns" else name)
+        assert parsed is not None, "parse_run_line gives the line when it finds no problem"
         if (parsed.qid, parsed.doc) in seen:
             raise InputError(f"duplicate line for topic {parsed.qid!r} and doc {parsed.doc!r}",
                              path=path, line=lineno, field="docid")
@@ -370,7 +372,7 @@ def read_trec_run(path: str | Path) -> Run:
 
 # --- runs read for a collection, and written as a pair -------------------------
 
-def load_run(path: str | Path):
+def load_run(path: str | Path) -> Run:
     """Read a run and its sidecar; anything unreadable is an InputError naming the file."""
     path = Path(path)
     if path.is_dir():
@@ -408,9 +410,6 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
     then the run is renamed into place, then the sidecar (which records the run's
     sha256), so a kill between the two leaves a stale sidecar that readers detect.
     An unwritable ``out`` is an InputError naming it."""
-    import contextlib
-    import os
-
     out = Path(out)
     check_output_path(out, "out")  # a folder, or a parent that is a file: exit 2
     # the temporary name keeps a .gz ending: Run.write gzips by name
@@ -419,8 +418,11 @@ def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:
         run.write(tmp, ir_metadata=ir_metadata)
         os.replace(tmp, out)
         os.replace(sidecar_path(tmp), sidecar_path(out))
-    except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", path=out, field="out") from None
+    except (OSError, FullDisk) as err:
+        if disk_full(err):
+            raise full_disk_error(out, err) from None
+        reason = err.strerror if isinstance(err, OSError) else None
+        raise InputError(f"cannot write: {reason or err}", path=out, field="out") from None
     finally:
         for leftover in (tmp, sidecar_path(tmp)):
             with contextlib.suppress(FileNotFoundError):

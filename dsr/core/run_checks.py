@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run, sidecar_path
 from dsr.core.textfiles import read_lines
@@ -17,13 +18,14 @@ from dsr.core.textfiles import read_lines
 def recorded_collection_hash(config: Mapping[str, Any]) -> str | None:
     """The collection hash a run's sidecar records (``collection.hash`` or ``collection_hash``)."""
     collection = config.get("collection")
-    if isinstance(collection, dict) and isinstance(collection.get("hash"), str) and collection["hash"]:
-        return collection["hash"]
+    recorded = collection.get("hash") if isinstance(collection, dict) else None
+    if isinstance(recorded, str) and recorded:
+        return recorded
     value = config.get("collection_hash")
     return value if isinstance(value, str) and value else None
 
 
-def check_collection_hash(run: Run, path: str | Path, collection, allow: bool = False) -> str | None:
+def check_collection_hash(run: Run, path: str | Path, collection: Collection, allow: bool = False) -> str | None:
     """The one policy for a run whose sidecar names another collection: an InputError
     (exit 2) naming the run file and both hashes, unless ``allow``
     (``--allow-collection-mismatch``), which returns the message as a warning
@@ -42,7 +44,7 @@ def check_collection_hash(run: Run, path: str | Path, collection, allow: bool = 
     return message
 
 
-def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -> None:
+def check_run(run: Run, path: str | Path, collection: Collection, allow_mismatch: bool = False) -> None:
     """InputError unless ``run`` (read from ``path``) belongs to ``collection``.
 
     The sidecar's collection hash, when there is one, must be the
@@ -82,7 +84,7 @@ def check_run(run, path: str | Path, collection, allow_mismatch: bool = False) -
                              path=path, line=lineno, field="docid")
 
 
-def check_same_collection(paths: list[str], runs: list, allow: bool = False) -> None:
+def check_same_collection(paths: list[str], runs: list[Run], allow: bool = False) -> None:
     """Without a collection: the sidecars that name a collection hash must agree
     (``allow``: a warning instead)."""
     first = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,7 @@ def read_split_file(path: str | Path) -> list[tuple[list[str], list[str]]]:
     return splits
 
 
-def check_splits(splits: list[tuple[list[str], list[str]]], ids, path: str | Path | None) -> None:
+def check_splits(splits: list[tuple[list[str], list[str]]], ids: Iterable[str], path: str | Path | None) -> None:
     """Check that every split's val + test is exactly ``ids`` (no id missing, none unknown).
 
     The error names the split file, the line (1-based split number) and the

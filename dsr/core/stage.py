@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
@@ -39,8 +39,9 @@ class Stage:
     PARAMS: ClassVar[Sequence[Param]] = ()
     #: name -> default, derived from PARAMS
     DEFAULTS: ClassVar[dict[str, Any]] = {}
-    #: name -> values tuned on val, derived from PARAMS unless a class sets it
-    GRID: ClassVar[dict[str, list[Any]]] = {}
+    #: name -> values tuned on val, derived from PARAMS unless a class sets it (or an
+    #: instance: a fusion's grid depends on its method)
+    GRID: dict[str, list[Any]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -83,6 +84,7 @@ class Pipeline(Stage):
 
     name = "pipeline"
     kind = "pipeline"
+    stages: list[Stage]
 
     def __init__(self, stages: Sequence[Stage]):
         super().__init__()
@@ -108,7 +110,11 @@ class Pipeline(Stage):
         return Pipeline([*self.stages, other])
 
 
-class Registry(dict):
+#: the kind of stage a registry holds (rankers, rerankers)
+S = TypeVar("S", bound=Stage)
+
+
+class Registry(dict[str, str], Generic[S]):
     """Stages by name: name -> ``"module:Class"``, each class imported on first use, so a
     registry costs nothing until a stage is built (``dsr --help`` loads no model library).
     An unknown name is an InputError naming ``kind`` and the registered names."""
@@ -117,14 +123,15 @@ class Registry(dict):
         super().__init__(entries)
         self.kind = kind
 
-    def lookup(self, name: str) -> type:
+    def lookup(self, name: str) -> type[S]:
         """The class registered as ``name``."""
         if name not in self:
             raise InputError(f"unknown {self.kind} {name!r}; choose from {', '.join(self)}",
                              field=self.kind)
         module, _, attr = self[name].partition(":")
-        return getattr(importlib.import_module(module), attr)
+        found: type[S] = getattr(importlib.import_module(module), attr)
+        return found
 
-    def make(self, name: str, **params: Any) -> Stage:
+    def make(self, name: str, **params: Any) -> S:
         """The stage registered as ``name``, built with ``params`` (checked by its PARAMS)."""
         return self.lookup(name)(**params)

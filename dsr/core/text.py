@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 _APOSTROPHE = re.compile(r"(?<=[a-z])['\u2019](?=[a-z])")
@@ -27,14 +28,14 @@ def stopword_list() -> frozenset[str]:
     return frozenset(w.replace("'", "") for w in STOPWORDS_EN_PLUS) | frozenset(STOPWORDS_EN_PLUS)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> frozenset[str]:
     if name == "STOPWORDS":   # the list as a constant, for readers of this module
         return stopword_list()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @lru_cache(maxsize=1)
-def _stemmer():
+def _stemmer() -> Any:
     import Stemmer  # PyStemmer
 
     return Stemmer.Stemmer("english")
@@ -62,7 +63,7 @@ def natural_order(names: Iterable[str]) -> list[str]:
     (section0, section1, ... section10), whatever order a file lists them in."""
     first = {"all": 0, "plain": 1, "grounded": 2}
 
-    def key(name: str):
+    def key(name: str) -> tuple[int, list[tuple[int, int, str]]]:
         parts = re.split(r"(\d+)", name)
         return (first.get(name, 3), [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts])
 

@@ -5,7 +5,7 @@ just below the score before it, in a stated order), and trec_eval's own order of
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -21,7 +21,7 @@ def float32(score: float) -> float:
 
 
 def _float32_array(values: np.ndarray) -> np.ndarray:
-    out = np.clip(values, -F32_MAX, F32_MAX).astype(np.float32).astype(np.float64)
+    out: np.ndarray = np.clip(values, -F32_MAX, F32_MAX).astype(np.float32).astype(np.float64)
     out[np.abs(out) < F32_TINY] = 0.0
     return out
 
@@ -47,7 +47,7 @@ def strictly_decreasing(ranked: Iterable[tuple[str, float]]) -> list[tuple[str, 
     return list(zip([doc for doc, _ in ranked], scores.tolist()))
 
 
-def _strict_scores(values: np.ndarray, ends: np.ndarray, entry) -> np.ndarray:
+def _strict_scores(values: np.ndarray, ends: np.ndarray, entry: Callable[[int], tuple[str, float]]) -> np.ndarray:
     """The tie rule's scores for rankings laid end to end (ranking i ends before ``ends[i]``):
     float32-rounded, and stepped below a predecessor they do not go below. One numpy pass for
     all rankings (a run's hundreds of topics cost about what one did). ValueError naming

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
+from collections.abc import Iterator
 
 
 class StageTimer:
@@ -15,7 +16,7 @@ class StageTimer:
         self.quiet = quiet
 
     @contextlib.contextmanager
-    def __call__(self, stage: str, what: str = ""):
+    def __call__(self, stage: str, what: str = "") -> Iterator[None]:
         if not self.quiet:
             print(f"dsr reproduce: {stage}{': ' + what if what else ''}", file=sys.stderr, flush=True)
         start = time.perf_counter()

@@ -1,9 +1,14 @@
 """What is measured and reported: qrels, measures, the split protocol, significance, reports.
 
+Layer 4 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
+``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers`` and ``dsr.open_retrieval``.
+
 Modules, one thing each:
 
+* ``dsr.evaluation.registry`` — the measure families dsr knows, each declared once
 * ``dsr.evaluation.qrels`` — qrels from a collection's labels; TREC qrels read/write
 * ``dsr.evaluation.measures`` — ir_measures strings, per-topic matrices (:class:`Evaluator`)
+* ``dsr.evaluation.trec_eval`` — trec_eval's habits for ``--qrels`` (versions, ``-l``, ``-M``)
 * ``dsr.evaluation.protocol`` — val/test splits (file, collection's own, seeded generator), tuning
 * ``dsr.evaluation.significance`` — paired t-test, randomisation test, Holm correction
 * ``dsr.evaluation.grouping`` — run names, ``--tune`` groups and ``--tune auto`` (families by sidecar)
@@ -12,33 +17,12 @@ Modules, one thing each:
 * ``dsr.evaluation.results`` — ``Results``: what an evaluation found
   (``table()``, ``plot()``, frames)
 * ``dsr.evaluation.tables`` / ``dsr.evaluation.report`` — text, Markdown, CSV, LaTeX, JSON, Parquet; the short summary
-* ``dsr.evaluation.figures`` — figures for a paper (TrueType fonts, intervals, family hues)
+* ``dsr.evaluation.definitions`` — what each row of a table is; ``dsr.evaluation.latex`` — LaTeX
+  that plain pdflatex compiles
+* ``dsr.evaluation.figures`` — figures for a paper (TrueType fonts, intervals, family hues);
+  ``dsr.evaluation.figure_files`` — their PNG and PDF files; ``dsr.evaluation.drawing`` — drawn by
+  worker processes while the rest of a report is written
 * ``dsr.evaluation.validate`` — ``dsr validate``
-
-The names below are importable from ``eval`` directly; they load on first use
-so ``dsr --help`` does not import ir_measures, scipy or matplotlib.
+* ``dsr.evaluation.decision`` — ``dsr decide``: does a candidate pipeline replace the default?
+* ``dsr.evaluation.ordering_agreement`` — ``dsr agreement``: do two label sets rank systems alike?
 """
-
-from __future__ import annotations
-
-_EXPORTS = {
-    "evaluate_runs": "dsr.evaluation.experiment", "tune_and_evaluate": "dsr.evaluation.experiment",
-    "Results": "dsr.evaluation.results", "configs_from_grid": "dsr.evaluation.experiment",
-    "write_per_topic": "dsr.evaluation.results",
-    "write_report": "dsr.evaluation.report", "validate_run": "dsr.evaluation.validate",
-    "resolve_splits": "dsr.evaluation.protocol", "generate_splits": "dsr.evaluation.protocol",
-    "read_splits": "dsr.evaluation.protocol",
-    "Splits": "dsr.evaluation.protocol", "Evaluator": "dsr.evaluation.measures", "DEFAULT_MEASURES": "dsr.evaluation.measures",
-    "parse_measures": "dsr.evaluation.measures", "qrels_from_collection": "dsr.evaluation.qrels",
-    "read_qrels": "dsr.evaluation.qrels", "write_qrels": "dsr.evaluation.qrels",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        import importlib
-
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'dsr.evaluation' has no attribute {name!r}")

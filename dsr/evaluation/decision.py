@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
+from dsr.core.run import Run
 from dsr.evaluation.measures import Evaluator, nan_to_none
 from dsr.evaluation.qrels import qrels_from_collection
 from dsr.evaluation.significance import ALPHA, DEFAULT_RESAMPLES, compare, mean_ci
@@ -124,7 +126,8 @@ def _better(entry: dict, test: str, alpha: float) -> bool:
     return entry["diff"] > 0 and all(p is not None and p < alpha for p in ps)
 
 
-def decide_runs(dev, silver, runs: Mapping[str, Mapping[str, object]], default: str,
+def decide_runs(dev: Collection, silver: Collection,
+                runs: Mapping[str, Mapping[str, Run | Mapping[str, Mapping[str, float]]]], default: str,
                 measure: str = "nDCG@5", **options) -> Decision:
     """The rule on runs: ``runs[system] = {"dev": run, "silver": run}`` (a :class:`~dsr.core.run.Run`
     or ``{topic: {doc: score}}``), measured with the labels of the ``dev`` and ``silver``
@@ -135,7 +138,7 @@ def decide_runs(dev, silver, runs: Mapping[str, Mapping[str, object]], default: 
         values[label_set] = {}
         for name, by_set in runs.items():
             run = by_set[label_set]
-            rankings = run.rankings if hasattr(run, "rankings") else {
+            rankings = run.rankings if isinstance(run, Run) else {
                 q: sorted(d.items(), key=lambda x: -x[1]) for q, d in run.items()}
             covered = sum(1 for q in collection.ids if rankings.get(q))
             if not covered:

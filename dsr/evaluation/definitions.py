@@ -26,7 +26,7 @@ def system_definitions(results: Results) -> dict[str, str]:
 
 
 def _what_system(results: Results, name: str, info: dict) -> str:
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    config = found if isinstance(found := info.get("config"), dict) else {}
     kind = next((f"{k} {d[k]}" for d in (info, config) for k in ("fusion", "reranker", "ranker")
                  if isinstance(d.get(k), str)), None)
     parts = [kind] if kind else []
@@ -40,7 +40,7 @@ def _what_system(results: Results, name: str, info: dict) -> str:
     if isinstance(info.get("grid"), dict):
         grid = "; ".join(f"{k} in {{{', '.join(map(_value, v))}}}" for k, v in info["grid"].items())
         parts.append(f"tuned per split on the val half by {results.target} over {grid}")
-    if system.kind == "tuned" and results.modal_config(name):
+    if system.kind == "tuned" and system.tuned is not None and results.modal_config(name):
         counts = sorted(system.tuned.choice_counts().items(), key=lambda kv: -kv[1])
         chosen = ", ".join(f"{c} ({k})" for c, k in counts[:3]) + (f", {len(counts) - 3} others"
                                                                   if len(counts) > 3 else "")

@@ -5,6 +5,7 @@ families chosen on each split's val half, significance against a baseline; the o
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -51,11 +52,11 @@ def configs_from_grid(make_run: Callable[..., Run], grid: Mapping[str, Sequence[
     wins ties on val, so list a ranker's default first).
     """
     keys = list(grid)
-    configs = {}
+    configs: dict[str, Callable[[], Run]] = {}
     for values in itertools.product(*(grid[k] for k in keys)):
         params = dict(zip(keys, values))
         name = ",".join(f"{k}={v}" for k, v in params.items()) or "default"
-        configs[name] = (lambda p=params: make_run(**p))
+        configs[name] = functools.partial(make_run, **params)
     return configs
 
 

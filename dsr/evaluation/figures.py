@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from dsr.core.provenance import slug
 from dsr.evaluation import significance as sig
 from dsr.evaluation.measures import Evaluator, parse_measures
 
+if TYPE_CHECKING:   # matplotlib itself is imported on first use (_mpl)
+    from matplotlib.typing import RcKeyType
+
 #: widths of ACM's sigconf template: one column (241 pt) and the full text width (506 pt)
 ACM_COLUMN_IN = 3.33
 ACM_PAGE_IN = 7.0
@@ -50,7 +53,7 @@ ACM_PAGE_IN = 7.0
 LINE_WIDTH = 0.75
 #: PNG resolution (print quality; the PDF is the vector original)
 PNG_DPI = 300
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "pdf.fonttype": 42, "ps.fonttype": 42,   # TrueType (Type 42) fonts, no Type 3
     "svg.fonttype": "none", "svg.hashsalt": "dsr",   # SVG text stays text; stable ids
     "font.size": 7, "axes.titlesize": 7.5, "axes.labelsize": 7, "xtick.labelsize": 6.5,
@@ -124,7 +127,7 @@ def family_of(name: str, info: dict | None = None) -> str:
     """The family a system belongs to, from what its run recorded (ranker, reranker,
     fusion, a pipeline's last stage), else from its name."""
     info = info or {}
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    config = found if isinstance(found := info.get("config"), dict) else {}
     described = [str(d.get(k)) for d in (info, config) for k in ("family", "fusion", "reranker", "ranker")
                  if isinstance(d.get(k), str)]
     pipeline = config.get("pipeline") or info.get("pipeline")
@@ -170,7 +173,7 @@ def system_colours(results) -> dict[str, tuple]:
     families: dict[str, list[str]] = {}
     for name in names:
         families.setdefault(family_of(name, results.run_info.get(name)), []).append(name)
-    colours = {}
+    colours: dict[str, Any] = {}
     for family, members in families.items():
         others = [m for m in members if m != results.baseline]
         colours.update(zip(others, _shades(FAMILY_HUES[family], len(others), results.baseline in members)))

@@ -119,7 +119,10 @@ def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | 
     positional = list(dict.fromkeys(map(str, paths)))
     names = run_names(positional + member_paths)
     by_name = {n: p for p, n in names.items()}
-    resolve = lambda ref: ref if ref in names else by_name.get(ref, ref)  # noqa: E731
+
+    def resolve(ref: str) -> str:
+        return ref if ref in names else by_name.get(ref, ref)
+
     baseline_path = None
     if baseline and baseline not in groups:
         baseline_path = resolve(baseline)
@@ -135,14 +138,15 @@ def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | 
         info[group] = {"members": [str(resolve(p)) for p in members]}
     runs = {names[p]: loaded[p] for p in positional}
     if auto:
-        for family, members in auto_families(runs, [*families, *names.values()]).items():
-            families[family] = members
-            info[family] = {"members": [by_name[n] for n in members], "grouped_by": "sidecar family/ranker"}
+        for family, grouped in auto_families(runs, [*families, *names.values()]).items():
+            families[family] = grouped
+            info[family] = {"members": [by_name[n] for n in grouped], "grouped_by": "sidecar family/ranker"}
     chosen = None
     if baseline:
-        chosen = baseline if baseline in families else names[baseline_path]
-        if chosen not in families and any(loaded[baseline_path] is r for f in families.values()
-                                          for r in f.values()):
+        # baseline_path is None only for a --tune group, which is one of the families
+        chosen = baseline if baseline in families or baseline_path is None else names[baseline_path]
+        if baseline_path is not None and chosen not in families and any(
+                loaded[baseline_path] is r for f in families.values() for r in f.values()):
             raise InputError(f"the baseline {baseline!r} is a configuration of a tuned family; "
                              "name the family instead", field="baseline")
     return Selection(runs, families, info, chosen, warnings)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -75,6 +76,10 @@ def _ir_measures():
     import ir_measures
 
     return ir_measures
+
+
+#: the largest cutoff or grade a measure may name: trec_eval and pytrec_eval keep them as C ints
+MAX_PARAM = 2**31 - 1
 
 
 def parse_measures(items: Iterable[str] | None = None, field: str = "measures") -> list:
@@ -128,14 +133,17 @@ def _check_params(measure, name: str, field: str) -> None:
             raise InputError(f"measure {name!r} needs {', '.join(f'{k}=' for k in needed)} (e.g. "
                              f"{measure.NAME}({needed[0]}=2)); see dsr/evaluation/registry.py", field=field) from None
         raise InputError(f"measure {name!r}: {err}; e.g. {measure.NAME}@5", field=field) from None
-    for key in ("cutoff", "rel"):
+    for key in ("cutoff", "rel", "max_rel"):
         value = measure.params.get(key)
-        if value is None:
+        if value is None or (key == "max_rel" and type(value) is object):
             continue
+        what = "cutoff (after @)" if key == "cutoff" else key
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            what = "cutoff (after @)" if key == "cutoff" else "rel"
             raise InputError(f"measure {name!r}: the {what} must be a whole number of 1 or more, "
                              f"got {value!r}", field=field)
+        if value > MAX_PARAM:      # trec_eval keeps them as C ints: larger ones crash it
+            raise InputError(f"measure {name!r}: the {what} must be at most {MAX_PARAM:,} (trec_eval "
+                             f"keeps it as a 32-bit integer), got {value:,}", field=field)
 
 
 def measure_names(measures: Sequence) -> list[str]:
@@ -208,7 +216,7 @@ class Evaluator:
                 groups.setdefault(key, {})[name] = j
         #: (pytrec_eval.RelevanceEvaluator, {trec_eval measure name: column})
         self._native = [(pytrec_eval.RelevanceEvaluator(qrels, list(columns), relevance_level=rel,
-                                                        judged_docs_only_flag=int(judged)), columns)
+                                                        judged_docs_only_flag=bool(judged)), columns)
                         for (rel, judged), columns in groups.items()]
         self._other = None
         if other:
@@ -235,7 +243,7 @@ class Evaluator:
                 for key, value in by_measure.items():
                     row[columns[key]] = value
         if self._other is not None:
-            self._other_values(scores, values)
+            self._other_values(self._other, scores, values)
         ranked = {q for q, docs in scores.items() if docs}
         missing = sum(1 for t in self.topics if t not in ranked)
         if missing:
@@ -256,11 +264,12 @@ class Evaluator:
                     values[i, j] = 1 if measure.NAME == "NumQ" else sum(
                         1 for g in self._qrels[t].values() if g >= rel)
 
-    def _other_values(self, scores: Mapping[str, Mapping[str, float]], values: np.ndarray) -> None:
-        """The measures ir_measures' other providers compute, topics numbered as their qrels."""
+    def _other_values(self, other: Any, scores: Mapping[str, Mapping[str, float]], values: np.ndarray) -> None:
+        """The measures ir_measures' other providers compute (``other``, their evaluator), topics
+        numbered as their qrels."""
         numbered = {str(self._topic_index[q]): docs for q, docs in scores.items() if q in self._topic_index}
         try:
-            for metric in self._other.iter_calc(numbered):
+            for metric in other.iter_calc(numbered):
                 values[int(metric.query_id), self._measure_index[str(metric.measure)]] = metric.value
         except Exception as err:   # a provider's own failure (a tool it runs, its parser)
             first = str(err).splitlines()[0] if str(err) else type(err).__name__

@@ -15,10 +15,12 @@ rank counts 0 (as ``dsr evaluate`` does) and is reported.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
+from dsr.core.run import Run
 from dsr.evaluation.measures import Evaluator
 from dsr.evaluation.qrels import qrels_from_collection
 
@@ -43,7 +45,7 @@ class Agreement:
                             for s, a, b in zip(self.systems, self.silver, self.judged)]}
 
 
-def agreement(silver, judged, runs: dict[str, object], measure: str = "nDCG@5") -> Agreement:
+def agreement(silver: Collection, judged: Collection, runs: Mapping[str, Run], measure: str = "nDCG@5") -> Agreement:
     """Kendall tau between the systems' mean ``measure`` under ``silver`` and ``judged`` labels,
     over the query points both collections hold."""
     from scipy.stats import kendalltau

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsr.core.data import Candidate, Collection, Dialogue
+from dsr.core.data import Candidate, Collection, Dialogue, labels_withheld
 from dsr.core.errors import InputError
 from dsr.core.textfiles import atomic_write_text, read_lines
 
@@ -25,6 +25,11 @@ def qrels_from_collection(collection: Collection) -> Qrels:
     judged; the measures of the default set do not depend on them, but
     judged-only measures (e.g. ``P(judged_only=True)@5``) do.
     """
+    withheld = next((d for d in collection.dialogues if labels_withheld(d)), None)
+    if withheld is not None:
+        raise InputError(f"{collection.name} holds no labels (dialogue {withheld.id!r} and the others of "
+                         "a participant file): it can be ranked, not evaluated", record=withheld.id,
+                         field="label")
     return {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
 
 
@@ -59,7 +64,8 @@ def read_qrels(path: str | Path) -> Qrels:
         qid, _, doc, grade_text = parts
         grade = _grade(grade_text)
         if grade is None:
-            raise InputError(f"grade is not a whole number (as trec_eval reads it): {grade_text!r}",
+            raise InputError(f"grade is not a whole number from -2147483648 to 2147483647 (as trec_eval "
+                             f"reads it): {grade_text!r}",
                              path=path, line=lineno, field="grade")
         docs = qrels.setdefault(qid, {})
         if doc in docs:
@@ -71,12 +77,18 @@ def read_qrels(path: str | Path) -> Qrels:
     return qrels
 
 
+#: the grades trec_eval (pytrec_eval) holds: a C int. A larger grade wrapped round (4294967297
+#: read as 1, 3000000000 as a negative number whose arrays took the machine's memory)
+GRADE_RANGE = (-2**31, 2**31 - 1)
+
+
 def _grade(text: str) -> int | None:
-    """A whole number as C reads it: optional sign, ASCII digits (no ``_``), at most 18 of them."""
+    """A whole number as C reads it (optional sign, ASCII digits, no ``_``) that fits a C int."""
     digits = text[1:] if text[:1] in "+-" else text
     if not digits.isascii() or not digits.isdigit() or len(digits) > 18:
         return None
-    return int(text)
+    grade = int(text)
+    return grade if GRADE_RANGE[0] <= grade <= GRADE_RANGE[1] else None
 
 
 def as_qrels(value) -> Qrels:

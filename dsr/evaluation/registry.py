@@ -95,7 +95,7 @@ def lookup(measure: Any) -> Family | None:
     """The family of an ir_measures measure object (or of a family name); None when dsr
     does not declare it (a family ir_measures added later)."""
     name = measure if isinstance(measure, str) else getattr(measure, "NAME", None)
-    return _BY_NAME.get(name)
+    return _BY_NAME.get(name) if isinstance(name, str) else None
 
 
 def display_name(measure: Any) -> str:

@@ -19,6 +19,8 @@ from a ranker's ``GRID``.
 from __future__ import annotations
 
 import functools
+import io
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -262,7 +264,7 @@ class Results:
             "protocol": self.protocol_json(),
             "measures": self.measures,
             "primary": self.primary_measure,
-            "subsets": {s: int(len(i)) for s, i in self.subsets.items()},
+            "subsets": {s: len(i) for s, i in self.subsets.items()},
             "runs": {},
             "notes": self.notes,
         }
@@ -305,6 +307,7 @@ class Results:
         """A row of the protocol's table: test-half mean and sd per subset and measure; a
         tuned family's configurations (each one's mean over all dialogues) and choice counts."""
         entry: dict[str, Any] = {"kind": system.kind, "test": {}}
+        assert system.splits is not None, "written for results with splits"
         for subset, split_means in system.splits.items():
             mean, sd = summarise(split_means)
             entry["test"][subset] = {m: {"mean": nan_to_none(mean[j]), "sd": nan_to_none(sd[j])}
@@ -394,8 +397,9 @@ def _formatted_table_class():
     instead of leaving raw ▲/▼/± that pdflatex refuses; made once, on first use."""
     if not _FORMATTED:
         pd = _pandas()
+        frame_class: Any = pd.DataFrame
 
-        class FormattedTable(pd.DataFrame):
+        class FormattedTable(frame_class):
             @property
             def _constructor(self):
                 return FormattedTable
@@ -452,13 +456,9 @@ def write_per_topic(results: Results, path: str | Path) -> None:
 def write_frame(frame, path: str | Path) -> None:
     """A frame of numbers to ``path`` by its suffix (see :func:`write_per_topic`), atomically;
     NaN is an empty TSV cell, null in JSON lines."""
-    import json
-
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix == ".parquet":
-        import io
-
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False, compression="zstd")
         with atomic_write(path, "wb") as handle:

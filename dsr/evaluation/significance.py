@@ -183,9 +183,6 @@ def paired_effects(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> di
 
 #: interval methods of :func:`mean_ci` (``auto``: bootstrap for bounded measures, else t)
 INTERVALS = ("auto", "bootstrap", "t")
-INTERVAL_NAMES = {"auto": "percentile bootstrap (2000 resamples of the topics)",
-                  "bootstrap": "percentile bootstrap (2000 resamples of the topics)",
-                  "t": "t interval"}
 
 
 def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,
@@ -351,7 +348,7 @@ def randomisation(a: np.ndarray, b: np.ndarray, n_resamples: int = DEFAULT_RESAM
 
 def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
             index: np.ndarray | None = None, n_resamples: int = DEFAULT_RESAMPLES,
-            seed: int = 0) -> dict[str, dict[str, dict[str, float]]]:
+            seed: int = 0) -> dict[str, dict[str, dict[str, float | None]]]:
     """Each system against ``baseline`` on the topics at ``index`` (all when None).
 
     ``per_topic`` maps a system name to its (n_topics, n_measures) values
@@ -366,7 +363,7 @@ def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[s
     others = [name for name in per_topic if name != baseline]
     rows = np.arange(len(base)) if index is None else np.asarray(index)
     n_m = len(measures)
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
     t_p = np.full((len(others), n_m), np.nan)
     r_p = np.full((len(others), n_m), np.nan)
     # Systems with values on the same topics share one randomisation pass (their

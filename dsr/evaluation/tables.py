@@ -23,8 +23,10 @@ needs ``tabulate``, which is not installed); LaTeX through
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -70,6 +72,7 @@ def blocks(results: Results) -> list[Block]:
         if results.splits is not None:
             rows = []
             for name, system in results.systems.items():
+                assert system.splits is not None, "every system has test-half means when the results have splits"
                 mean, sd = summarise(system.splits[subset])
                 rows.append(Row(name, [nan_to_none(v) for v in mean], [nan_to_none(v) for v in sd],
                                 _marks(results, subset, name), tuned=system.kind == "tuned"))
@@ -95,6 +98,7 @@ def blocks(results: Results) -> list[Block]:
 
 def _tuning_note(results: Results) -> str:
     split = results.splits
+    assert split is not None, "a note on tuning is written for results with splits"
     source = split.source + (f", seed {split.seed}" if split.seed is not None else "")
     tuned = any(s.kind == "tuned" for s in results.systems.values())
     return f"{source}; " + (f"tuned on val by {results.target}" if tuned else "untuned")
@@ -224,7 +228,7 @@ def _label(results: Results, name: str) -> str:
     return f"{name} (baseline)" if name == results.baseline else name
 
 
-def wide(results: Results, frame=None, digits: int = 4) -> list[tuple[str, object]]:
+def wide(results: Results, frame: Any = None, digits: int = 4) -> list[tuple[str, Any]]:
     """``[(title, DataFrame)]``: each block of :func:`main_frame` as a wide table of
     formatted cells (index: runs, columns: measures)."""
     frame = main_frame(results) if frame is None else frame
@@ -350,8 +354,6 @@ def frame_csv(frame) -> str:
 
 def to_json(results: Results) -> str:
     """The tables' frames as JSON records: ``{"table": [...], "comparison": [...], "pairs": [...]}``."""
-    import json
-
     def records(frame):
         return [{k: (None if isinstance(v, float) and v != v else
                      (v.item() if hasattr(v, "item") else (None if v is None or str(v) == "<NA>" else v)))

@@ -257,7 +257,7 @@ def _check_line(lineno: int, parts: list[str], candidates: dict[str, set[str]],
 def _check_order(qid: str, entries: list[_Entry], warnings: list[Problem]) -> None:
     """Ranks that repeat or disagree with the scores: warnings, as trec_eval ignores ranks."""
     ranked = [e for e in entries if e.rank is not None]
-    ranks: dict[int, int] = {}
+    ranks: dict[int | None, int] = {}
     for e in ranked:
         if e.rank in ranks:
             warnings.append(Problem(e.line, f"rank {e.rank} of topic {qid!r} repeats line "

@@ -43,7 +43,7 @@ replaces one request of 64 at a time under the LATENCY hint, which was slower in
 scratch comparisons (bench/bench_backends.py ``--settings`` times both). The
 caller's ``batch_size`` is the torch path's; the fast path keeps its own.
 
-ONNX Runtime was tried as a second backend (issue 25; onnxruntime 1.32 installs
+ONNX Runtime was tried as a second backend (onnxruntime 1.32 installs
 beside the pinned torch): the same module stack exported with
 ``torch.onnx.export``, fp32 with ORT's transformer graph optimisations, and
 int8 by ORT's own ``quantize_dynamic`` (int8 weights, activations quantised at
@@ -59,6 +59,7 @@ closer, so it stays the only fast backend and ONNX Runtime is not a dependency.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import json
 import os
@@ -67,12 +68,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dsr.core.data import read_benchmark
+from dsr.core.data import Collection, read_benchmark
 from dsr.core.errors import InputError
 from dsr.core.home import models_dir
 from dsr.core.models import ResolvedModel, load_cross_encoder, load_sentence_transformer
@@ -139,8 +141,6 @@ def check_backend(value: Any) -> str:
 
 def require_fast_extra(backend: str) -> None:
     """InputError naming the install command when openvino or nncf is missing."""
-    import importlib.util
-
     missing = [name for name in ("openvino", "nncf") if importlib.util.find_spec(name) is None]
     if missing:
         raise InputError(f"backend {backend} needs {' and '.join(missing)}: install the fast extra "
@@ -154,8 +154,6 @@ def require_fast_extra(backend: str) -> None:
 def fastest_backend() -> str:
     """``openvino-int8`` where the CPU has int8 dot-product units (VNNI, AMX) and the fast extra
     is installed; else ``torch``. What ``auto`` means unless ``DSR_BACKEND`` names a backend."""
-    import importlib.util
-
     pinned = os.environ.get(BACKEND_ENV, "").strip()
     if pinned and pinned != "auto":
         if pinned not in BACKENDS:
@@ -273,7 +271,9 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     example = {k: v for k, v in example.items() if k in taken}
     inputs = tuple(example)
 
-    class Wrapped(torch.nn.Module):
+    module_class: Any = torch.nn.Module
+
+    class Wrapped(module_class):
         """The module stack as a function of tensors (what convert_model traces)."""
 
         def __init__(self):
@@ -323,12 +323,10 @@ def _agreement(module, fed: FastModel, items: list) -> dict[str, Any]:
             "max_abs_diff": float(np.abs(ref - got).max())}
 
 
-def _sample():
+def _sample() -> Collection:
     """The bundled ``sample`` collection, read from the package's data file."""
-    from importlib import resources
-
-
-    return read_benchmark(resources.files("dsr.collections") / "data" / "sample.jsonl", "sample")
+    with resources.as_file(resources.files("dsr.collections") / "data" / "sample.jsonl") as path:
+        return read_benchmark(path, "sample")
 
 
 def calibration_info() -> dict[str, Any]:

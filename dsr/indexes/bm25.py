@@ -161,7 +161,9 @@ class BM25Index:
         cls = {"okapi": rank_bm25.BM25Okapi, "l": rank_bm25.BM25L, "plus": rank_bm25.BM25Plus}[variant]
         model = cls(corpus)
         vocab = {t: i for i, t in enumerate(model.idf)}
-        rows, cols, counts = [], [], []
+        rows: list[int] = []
+        cols: list[int] = []
+        counts: list[int] = []
         for row, freqs in enumerate(model.doc_freqs):
             rows.extend([row] * len(freqs))
             cols.extend(vocab[t] for t in freqs)
@@ -177,7 +179,8 @@ class BM25Index:
         self.b = check_number(b, "b")
         self.delta = (None if self.variant == "okapi" else
                       check_number(DEFAULT_DELTA[self.variant] if delta is None else delta, "delta"))
-        self._csr = self._csc = None
+        self._csr: Any = None   # scipy sparse matrices, made on first use
+        self._csc: Any = None
 
     def _contributions(self):
         """(sentences x terms CSR of contribution(t, d) where tf > 0, per-term score when tf = 0)."""
@@ -223,7 +226,7 @@ class BM25Index:
                         stem=stem, progress=progress)
             sparse.save_npz(folder / "tf.npz", index.tf)
             np.savez(folder / "stats.npz", idf=index.idf, doc_len=index.doc_len, avgdl=index.avgdl)
-            vocab = sorted(index.vocab, key=index.vocab.get)
+            vocab = sorted(index.vocab, key=lambda term: index.vocab[term])
             (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
             (folder / "ids.json").write_text(json.dumps(index.ids), encoding="utf-8")
             built["index"] = index
@@ -348,7 +351,7 @@ class BM25SIndex:
                                 method=method, idf_method=idf_method)
             _model.index(_tokenized(texts or [], stopwords, stem, progress), show_progress=False)
         self.model = _model
-        self._matrix = None
+        self._matrix: Any = None   # the scores as a scipy sparse matrix, made on first use
 
     @classmethod
     def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, variant: str = "okapi",

@@ -126,20 +126,24 @@ class EmbeddingCache:
         except FileNotFoundError:
             raise
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return self._discard(name, "its manifest is unreadable")
+            self._discard(name, "its manifest is unreadable")
+            return None
         bad = failed_checksums(self.folder, files.values(), recorded)
         if bad:
             if not (self.folder / f"{name}{SHARD}").exists():
                 raise FileNotFoundError(name)  # merged away while we read it
-            return self._discard(name, f"{', '.join(bad)} fails its checksum")
+            self._discard(name, f"{', '.join(bad)} fails its checksum")
+            return None
         try:
             keys = np.load(self.folder / files["keys"])
             vectors = np.load(self.folder / files["vectors"], mmap_mode="r")
         except (ValueError, OSError) as err:
-            return self._discard(name, f"unreadable ({err})")
+            self._discard(name, f"unreadable ({err})")
+            return None
         if (keys.ndim != 2 or keys.shape[1] != 32 or vectors.ndim != 2 or len(keys) != len(vectors)
                 or len(keys) != info.get("rows") or not np.isfinite(vectors).all()):
-            return self._discard(name, "its vectors are not finite or do not match its keys")
+            self._discard(name, "its vectors are not finite or do not match its keys")
+            return None
         return keys, vectors
 
     def _discard(self, name: str, why: str) -> None:

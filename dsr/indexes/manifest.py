@@ -161,7 +161,7 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
         expected = {**expected, "files": files}
     found = read_manifest(folder)
     reason = mismatch(found, expected)
-    if reason is None and files:
+    if reason is None and found is not None and files:
         missing = [f for f in files if not (folder / f).exists()]
         bad = failed_checksums(folder, files, found.get("checksums"))
         if missing:

@@ -1,16 +1,19 @@
 """Interchange: dsr collections and runs in the formats other IR tools read.
 
+Layer 5 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
+``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval`` and
+``dsr.evaluation``.
+
 A dsr collection is a test collection (topics = dialogues, a corpus = the
 candidate sentences, graded qrels = the labels, plus each topic's candidate
 list); these modules write it in the layouts that trec_eval, BEIR/MTEB, Hugging
 Face ``datasets``, ir_datasets and PyTerrier load, and carry a run's
 provenance in and out of run files (ir_metadata headers).
 
-Why in ``dsr/evaluation/`` and not ``dsr/core/``: what is exported is what evaluation
-tools consume (topics, qrels, a judged corpus, run metadata), it is built from
-the evaluator's own qrels (:mod:`dsr.evaluation.qrels`), and ``eval`` already owns the
-TREC file formats. Dependencies point one way, ``eval`` -> ``retrieval``: the
-domain (collections, runs) does not import evaluation.
+Why a unit above ``dsr.evaluation``: what is exported is what evaluation tools consume
+(topics, qrels, a judged corpus, run metadata), built from the evaluator's own qrels
+(:mod:`dsr.evaluation.qrels`); and nothing below imports it, so collections and runs know
+nothing of other tools' formats.
 
 =================  ==========================================================
 ``corpus``         the test-collection view of a collection: unique corpus
@@ -21,8 +24,9 @@ domain (collections, runs) does not import evaluation.
 ``irds``           ir_datasets: registration of ``dsr/...`` ids and its
                    docs.tsv/queries.tsv/qrels layout
 ``folder``         an export folder written whole, and its manifest
-``commands``       ``dsr export`` and ``dsr qrels``
 =================  ==========================================================
+
+``dsr export`` and ``dsr qrels`` are :mod:`dsr.cli.interchange`.
 
 Run headers (ir_metadata) live beside the run format, in
 :mod:`dsr.core.ir_metadata`: runs are the domain's, and the run reader uses them.

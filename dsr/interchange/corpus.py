@@ -114,8 +114,9 @@ class TestCollection:
         """``(corpus id, score)`` in initial-rank order: the initial score, or, where a
         collection has none, ``n - position`` (so the order is kept and scores decrease)."""
         ranked = self.candidates[qid]
-        if all(score is not None for _, _, score, _ in ranked):
-            return [(doc, float(score)) for doc, _, score, _ in ranked]
+        scores = [score for _, _, score, _ in ranked if score is not None]
+        if len(scores) == len(ranked):
+            return [(doc, float(score)) for (doc, *_rest), score in zip(ranked, scores)]
         return [(doc, float(len(ranked) - i)) for i, (doc, *_rest) in enumerate(ranked)]
 
     def describe(self) -> dict:

@@ -59,15 +59,17 @@ def _float(value):
     return None if value is None else float(value)
 
 
+def _turn(t) -> dict:
+    return {"author_id": t.author_id, "author_name": t.author_name, "body": t.body, "score": _float(t.score)}
+
+
 def dialogue_rows(view: TestCollection):
     for dialogue in view.collection:
-        turn = lambda t: {"author_id": t.author_id, "author_name": t.author_name,  # noqa: E731
-                          "body": t.body, "score": _float(t.score)}
         yield {
             "id": dialogue.id, "title": dialogue.title, "subset": dialogue.subset,
             "subreddit": dialogue.subreddit, "source": dialogue.source,
-            "context": [turn(t) for t in dialogue.context],
-            "target": turn(dialogue.target) if dialogue.target is not None else None,
+            "context": [_turn(t) for t in dialogue.context],
+            "target": _turn(dialogue.target) if dialogue.target is not None else None,
             "candidates": [{"id": c.id, "corpus_id": doc, "title": c.title, "body": c.body,
                             "score": _float(c.score), "label": c.label}
                            for c, (doc, *_rest) in zip(dialogue.candidates, view.candidates[dialogue.id])],

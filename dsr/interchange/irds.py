@@ -34,6 +34,7 @@ one space; docs.tsv holds the sentence (``title`` is in the BEIR and HF exports)
 
 # No `from __future__ import annotations` here: PyTerrier's text loader keeps the document
 # fields whose annotation *is* `str`, which string annotations would hide.
+import functools
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -180,7 +181,7 @@ def dataset(loader: Callable[[], Collection]) -> ir_datasets.Dataset:
 
 def dataset_ids() -> dict[str, tuple[str, str | None]]:
     """``dsr/...`` id -> (collection name, split) for every registered source with candidates."""
-    ids = {}
+    ids: dict[str, tuple[str, str | None]] = {}
     for name in REGISTERED:
         info = source_module(name).SOURCE
         if not info.has_candidates:
@@ -197,7 +198,7 @@ def register() -> list[str]:
     for dataset_id, (name, split) in dataset_ids().items():
         if dataset_id not in known:
             ir_datasets.registry.register(
-                dataset_id, dataset(lambda name=name, split=split: load_collection(name, None, split)))
+                dataset_id, dataset(functools.partial(load_collection, name, None, split)))
     return list(dataset_ids())
 
 

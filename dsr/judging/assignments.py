@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from dsr.board.db import read_session, write_session
+from dsr.board.members import hash_token, new_token
 from dsr.core.errors import InputError
-from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeItem, JudgeTask
+from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeItem, JudgeSession, JudgeTask
 from dsr.judging.reviews import _checked_name
 from dsr.judging.tasks import assign
 
@@ -20,30 +21,59 @@ class Assignments:
 
     # -- assessors -----------------------------------------------------------
     def add_assessor(self, name: str) -> str:
-        """Create an assessor; returns their token (shown once: only its hash is kept)."""
-        from dsr.board.members import hash_token, new_token
-
+        """Create an assessor; returns their token (shown once: only its hash is kept). A
+        removed assessor's name can be added again: a new token (their grades stay theirs)."""
         name = _checked_name(name, "NAME")
         token = new_token()
         with write_session(self.engine) as s:
-            if s.scalar(select(Assessor.id).where(Assessor.name == name)) is not None:
-                raise InputError(f"assessor {name!r} exists already", field="NAME")
-            s.add(Assessor(name=name, token_hash=hash_token(token), origin="web"))
+            row = s.scalar(select(Assessor).where(Assessor.name == name))
+            if row is not None and (row.token_hash is not None or row.origin != "web"):
+                raise InputError(f"assessor {name!r} exists already (dsr judge rotate-token gives them a new "
+                                 "token)", field="NAME")
+            if row is None:
+                s.add(Assessor(name=name, token_hash=hash_token(token), origin="web"))
+            else:
+                row.token_hash = hash_token(token)
         return token
 
-    def assessor_for_token(self, token: str | None) -> Assessor | None:
-        from dsr.board.members import hash_token
+    def remove_assessor(self, name: str) -> int:
+        """Revoke an assessor's token and end their browser sessions, at once (401 on the next
+        request); their grades and assignments stay (``dsr judge assign --release NAME`` hands
+        on the tasks they have not started). Returns how many grades they gave."""
+        row = self._web_assessor(name)
+        with write_session(self.engine) as s:
+            s.get(Assessor, row.id).token_hash = None
+            s.execute(delete(JudgeSession).where(JudgeSession.assessor_id == row.id))
+            return int(s.scalar(select(func.count()).select_from(Grade).where(Grade.assessor_id == row.id)))
 
+    def rotate_assessor_token(self, name: str) -> str:
+        """A new token for an assessor (shown once); the old one and their browser sessions
+        stop working at once."""
+        row = self._web_assessor(name)
+        token = new_token()
+        with write_session(self.engine) as s:
+            s.get(Assessor, row.id).token_hash = hash_token(token)
+            s.execute(delete(JudgeSession).where(JudgeSession.assessor_id == row.id))
+        return token
+
+    def _web_assessor(self, name: str) -> Assessor:
+        """An assessor who holds a token (not one of an import, nor a removed one)."""
+        name = _checked_name(name, "NAME")
+        with read_session(self.engine) as s:
+            row = s.scalar(select(Assessor).where(Assessor.name == name))
+        if row is None or row.token_hash is None:
+            held = "" if row is None else (" (removed: dsr judge add-assessor gives them a new token)"
+                                          if row.origin == "web" else f" (from {row.origin}: no token)")
+            raise InputError(f"no assessor {name!r} with a token{held}", field="NAME")
+        return row
+
+    def assessor_for_token(self, token: str | None) -> Assessor | None:
+        """The assessor holding ``token`` now (None for a wrong, rotated or revoked one): asked of
+        the database every time, so a token revoked by another process stops at once."""
         if not token:
             return None
-        digest = hash_token(token)
-        found = self._tokens.get(digest)          # a token never changes hands: kept once found
-        if found is None:
-            with read_session(self.engine) as s:
-                found = s.scalar(select(Assessor).where(Assessor.token_hash == digest))
-            if found is not None:
-                self._tokens[digest] = found
-        return found
+        with read_session(self.engine) as s:
+            return s.scalar(select(Assessor).where(Assessor.token_hash == hash_token(token)))
 
     def assessors(self) -> list[Assessor]:
         with read_session(self.engine) as s:

@@ -41,6 +41,8 @@ if TYPE_CHECKING:      # the server imports this module: pandas and the planners
 
 #: campaign names the judging pages use as paths (/judge/login, /judge/api/...)
 RESERVED_NAMES = frozenset({"login", "logout", "api"})
+#: the longest dialogue or candidate id a campaign stores (its columns: String(500))
+MAX_ID = 500
 #: the longest time a grade may say it took (longer means the page was left open)
 MAX_SECONDS = SECONDS.default
 
@@ -96,7 +98,6 @@ class Judging(Assignments, Reviews):
         self._pending: list[_Job] = []
         self._pending_lock = threading.Lock()
         self._writer = threading.Lock()
-        self._tokens: dict[str, Assessor] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -115,6 +116,12 @@ class Judging(Assignments, Reviews):
                              field="NAME")
         if name.lower() in RESERVED_NAMES:
             raise InputError(f"{name!r} is a path of the judging pages; choose another name", field="NAME")
+        for d in pool:       # what every database's columns hold (PostgreSQL refuses longer)
+            too_long = [("id", d.id)] * (len(d.id) > MAX_ID) + [(f"candidates[{i}].id", c.id) for i, c in
+                                                                 enumerate(d.candidates) if len(c.id) > MAX_ID]
+            if too_long:
+                raise InputError(f"an id is at most {MAX_ID} characters (got {len(too_long[0][1])})",
+                                 record=d.id[:80], field=too_long[0][0])
         planned = plan_tasks(pool, golds or {}, settings.chunk, settings.honeypot_rate,
                              rules.relevant_from, settings.seed)
         described = {k: v for k, v in pool.describe().items() if k != "meta"}

@@ -36,6 +36,8 @@ from dsr.judging.views import TaskContent
 ORIGIN = "crowd"
 FILES = ("batch.csv", "template.html")
 WORKER_COLUMNS = ("WorkerId", "PROLIFIC_PID", "participant_id")
+#: the longest worker id (the assessor's name is ``crowd:ID``, at most 200 characters)
+MAX_WORKER = 150
 UNSURE = "unsure"
 
 
@@ -154,6 +156,9 @@ def _read_records(reader: csv.DictReader, path: Path) -> tuple[list[dict[str, An
         who = (record.get(worker) or "").strip()
         if not who:
             raise InputError("no worker id", path=path, line=line, field=worker)
+        if not who.isprintable() or len(who) > MAX_WORKER:
+            raise InputError(f"a worker id is 1 to {MAX_WORKER} printable characters (no control character, "
+                             f"got {ascii(who)[:60]})", path=path, line=line, field=worker)
         seconds = _seconds(record.get("WorkTimeInSeconds"), len(found), path, line)
         for key, grade in found:
             if (key, who) in seen:

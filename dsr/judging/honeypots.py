@@ -7,25 +7,41 @@ the campaign's). Known answers come from two places:
 * **a judged collection** (``--gold FILE``): for every pool dialogue the judged file
   also holds (same dialogue id), its candidates with the same id and text carry
   their judged grade;
-* **automatically** (``--auto-honeypots``):
+* **automatically** (``--auto-honeypots``), chosen against the shortcuts a script would take
+  instead of reading (the word-overlap script: relevant when a sentence shares a word with
+  the last turns; the title-match script: relevant when its title shares a word with the
+  dialogue):
 
   - *relevant*: the candidate the next turn quotes, i.e. the one sharing the longest
     run of consecutive words with the real next turn, when that run is at least
     :data:`QUOTE_MIN_WORDS` words (``difflib.SequenceMatcher`` on word tokens). On the
-    judged CMU_DoG set every candidate with such a run (20 of 5,670) is graded 2;
+    judged CMU_DoG set every candidate with such a run (18 of 5,750) is graded 2;
     it gets the scale's highest grade;
-  - *not relevant*: a sentence from an unrelated document, planted among the
-    dialogue's candidates: a sentence of the pool whose title differs from the
-    dialogue's and shares no content word (``dsr.core.text.content_words``) with the
-    dialogue's title, turns or next turn, nor its own title with them. On the
-    judged set all 504 candidates that pass this test are graded 0. It gets the
-    scale's lowest grade.
+  - *not relevant*: a sentence that shares no content word (``dsr.core.text.content_words``)
+    with the real next turn and is one of
+
+    * ``related-document``: of another document whose title shares a content word with
+      the dialogue (its title, turns or next turn). It traps the title-match script, and
+      the word-overlap script too when it shares a word with the last
+      :data:`RECENT_TURNS` turns (those come first; then two sentences that catch the
+      title-match script for one that catches the word-overlap script, :func:`interleave`). On the judged set: 296 of 296 are
+      graded 0 (130 of them share a word with the last turns);
+    * ``same-document``: of the dialogue's own document (its title) and sharing no content
+      word with the last turns either: traps the title-match script. 440 of 472 graded 0,
+      32 graded 1 (about the film, not the point);
+    * ``other-document``: of a document whose title shares nothing with the dialogue, but
+      sharing a content word with the last turns: traps the word-overlap script. 1,700 of
+      1,701 graded 0.
+
+    The dialogue's own candidates that pass come first, then sentences of the pool's other
+    dialogues (planted among the candidates); it gets the scale's lowest grade.
 
 Planting itself (how many checks a task gets) is :func:`dsr.judging.tasks.plan_tasks`.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
@@ -38,7 +54,7 @@ from dsr.core.text import content_words, tokenize
 QUOTE_MIN_WORDS = 5
 #: not-relevant sentences kept ready per dialogue (planting takes what it needs)
 NEGATIVES_PER_DIALOGUE = 12
-#: a known not-relevant sentence shares no content word with this many last turns, nor the next turn
+#: the last turns a word-overlap script reads (and a not-relevant check is chosen against)
 RECENT_TURNS = 3
 
 
@@ -86,6 +102,14 @@ def dialogue_words(dialogue: Dialogue, last: int | None = None) -> set[str]:
     return words
 
 
+def recent_words(dialogue: Dialogue, last: int = RECENT_TURNS) -> set[str]:
+    """Content words of the last ``last`` turns of the context (what an assessor read last)."""
+    words: set[str] = set()
+    for turn in dialogue.context[-last:] if last else []:
+        words |= content_words(turn.body)
+    return words
+
+
 def relation(dialogue: Dialogue, title: str, title_words: set[str], words: set[str]) -> str | None:
     """``same-document`` when a sentence's title is the dialogue's, ``related-document`` when
     it shares a content word with the dialogue's title or turns, else None."""
@@ -94,6 +118,37 @@ def relation(dialogue: Dialogue, title: str, title_words: set[str], words: set[s
     if title_words & words:
         return "related-document"
     return None
+
+
+def shown_words(dialogue: Dialogue) -> set[str]:
+    """Content words of what an assessor is shown of the dialogue: its title and turns (not
+    the next turn)."""
+    words = content_words(dialogue.title)
+    for turn in dialogue.context:
+        words |= content_words(turn.body)
+    return words
+
+
+def traps(dialogue: Dialogue, title: str, body: str, words: set[str], recent: set[str]) -> tuple[bool, bool]:
+    """Which shortcut a not-relevant sentence shown with ``dialogue`` would catch: (the
+    title-match script: its title is the dialogue's or shares a content word with ``words``,
+    what the assessor is shown (:func:`shown_words`), the word-overlap script: it shares a
+    content word with the last turns)."""
+    return (title == dialogue.title or bool(content_words(title) & words),
+            bool(content_words(body) & recent))
+
+
+def not_relevant(dialogue: Dialogue, title: str, title_words: set[str], body_words: set[str],
+                 words: set[str], recent: set[str], following: set[str]) -> str | None:
+    """The kind of known not-relevant sentence (see the module docstring), or None."""
+    if body_words & following:
+        return None
+    how = relation(dialogue, title, title_words, words)
+    if how == "related-document":
+        return how
+    if how == "same-document":
+        return how if not body_words & recent else None
+    return "other-document" if body_words & recent else None
 
 
 def auto_golds(pool: Collection, low: int, high: int, seed: int = 0,
@@ -112,25 +167,42 @@ def auto_golds(pool: Collection, low: int, high: int, seed: int = 0,
         if quoted is not None:
             gold.known[quoted] = (high, "quote")
         words = dialogue_words(d) | content_words(d.title)
-        recent = dialogue_words(d, RECENT_TURNS)
+        recent = recent_words(d)
+        following = content_words(d.target.body) if d.target is not None else set()
         for index in rng.permutation(len(d.candidates)):        # the dialogue's own candidates first
             c = d.candidates[index]
             body_words, title_words = sentences[c.title, c.body]
-            how = relation(d, c.title, title_words, words)
-            if c.id != quoted and how and not body_words & recent:
+            how = not_relevant(d, c.title, title_words, body_words, words, recent, following)
+            if c.id != quoted and how:
                 gold.known[c.id] = (low, how)
         own = {(c.title, c.body) for c in d.candidates}
+        found: list[Planted] = []
         for index in rng.permutation(len(keys)):                # then the pool's other sentences
             title, body = keys[index]
             body_words, title_words = sentences[title, body]
-            how = relation(d, title, title_words, words)
-            if how and (title, body) not in own and not body_words & recent:
-                gold.planted.append(Planted(title, body, low, how))
-                if len(gold.planted) >= negatives:
-                    break
-        gold.planted.sort(key=lambda p: p.source != "same-document")   # the same document first
+            how = (title, body) not in own and not_relevant(d, title, title_words, body_words, words, recent,
+                                                              following)
+            if how:
+                found.append(Planted(title, body, low, how))
+        shown = shown_words(d)
+        gold.planted = interleave(found, lambda p: traps(d, p.title, p.body, shown, recent))[:negatives]
         golds[d.id] = gold
     return golds
+
+
+def interleave(items: list, caught) -> list:
+    """``items`` (not-relevant checks) in the order they are used: those that catch both
+    scripts first (``caught(item)`` -> (title-match, word-overlap)), then the ones that catch
+    one, two that catch the title-match script for each that catches the word-overlap one
+    (the title-match script answers the relevant checks right: relevant sentences carry the
+    dialogue's title; the word-overlap one misses those the last turns do not share a word
+    with), then the rest."""
+    both, title, overlap, neither = [], [], [], []
+    for item in items:
+        t, o = caught(item)
+        (both if t and o else title if t else overlap if o else neither).append(item)
+    thirds = itertools.zip_longest(title[0::2], title[1::2], overlap)
+    return both + [x for group in thirds for x in group if x is not None] + neither
 
 
 def judged_golds(pool: Collection, judged: Collection) -> dict[str, GoldSet]:

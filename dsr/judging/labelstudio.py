@@ -160,7 +160,7 @@ def _annotation(annotation: Any, items: list[str], where: dict) -> list[dict[str
     who = annotation.get("completed_by")
     if isinstance(who, dict):
         who = who.get("id")
-    if not isinstance(who, int) or isinstance(who, bool):
+    if not isinstance(who, int) or isinstance(who, bool) or not 0 <= who < 2**63:
         raise InputError("completed_by is not an annotator id", **{**where, "field": field + ".completed_by"})
     result = annotation.get("result")
     if result is None:

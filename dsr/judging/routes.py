@@ -55,7 +55,8 @@ def web_assessor(request: Request) -> Assessor | None:
     if row is None:
         return None
     with read_session(judging(request).engine) as s:
-        return s.get(Assessor, row.assessor_id)
+        found = s.get(Assessor, row.assessor_id)
+    return found if found is not None and found.token_hash is not None else None   # removed: no session
 
 
 def api_assessor(request: Request) -> tuple[Assessor | None, bool]:

@@ -69,7 +69,8 @@ def pool_runs(collection: Collection, runs: dict[str, Run], depth: int) -> tuple
     if not runs:
         raise InputError("give at least one run", field="runs")
     tops = {name: {q: set(run.top(q, depth)) for q in run.topics()} for name, run in runs.items()}
-    dialogues, rows = [], {name: {"run": name, "contributed": 0, "unique": 0} for name in runs}
+    dialogues: list[Dialogue] = []
+    rows: dict[str, dict[str, Any]] = {name: {"run": name, "contributed": 0, "unique": 0} for name in runs}
     for d in collection:
         pooled = set().union(*(top.get(d.id, set()) for top in tops.values()))
         for name, top in tops.items():

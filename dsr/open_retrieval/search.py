@@ -72,21 +72,21 @@ class CorpusSearcher:
 
     def search(self, queries: Sequence[Query | str], k: int) -> list[list[tuple[int, float]]]:
         """Top ``k`` (global row, score) per query, best first."""
-        queries = [q if isinstance(q, Query) else Query(q) for q in queries]
+        asked = [q if isinstance(q, Query) else Query(q) for q in queries]
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InputError(f"must be a whole number >= 1, got {k!r}", field="k")
         depth = max(k, 100) if self.method == "fused" else k
         lexical = dense = None
         if self.bm25 is not None:
             lexical = self.bm25.search_many([q.terms if q.terms is not None else self.bm25.query_tokens(q.text)
-                                             for q in queries], depth)
+                                             for q in asked], depth)
         if self.dense is not None:
-            dense = self.dense.search([q.text for q in queries], depth)
-        if self.method == "bm25":
-            return lexical
-        if self.method == "dense":
-            return dense
-        return [fuse_rrf([a, b], k) for a, b in zip(lexical, dense)]
+            dense = self.dense.search([q.text for q in asked], depth)
+        if lexical is not None and dense is not None and self.method == "fused":
+            return [fuse_rrf([a, b], k) for a, b in zip(lexical, dense)]
+        found = lexical if self.method == "bm25" else dense
+        assert found is not None, "the constructor loads the indexes its method searches"
+        return found
 
     def ids(self, rows: Sequence[int]) -> list[str]:
         return self.corpus.ids(rows)

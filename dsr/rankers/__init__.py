@@ -1,11 +1,17 @@
 """Rankers by name (:class:`dsr.core.stage.Registry`: each imported on first use, so that
-``dsr --help`` does not load torch)."""
+``dsr --help`` does not load torch).
+
+Layer 3 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
+``dsr.collections``, ``dsr.rerankers`` and ``dsr.open_retrieval`` of its own layer where no
+loop forms.
+"""
 
 from __future__ import annotations
 
 from dsr.core.stage import Registry
+from dsr.rankers.base import Ranker
 
-RANKERS = Registry("ranker", {
+RANKERS: Registry[Ranker] = Registry("ranker", {
     "initial": "dsr.rankers.initial:InitialRanker",
     "bm25": "dsr.rankers.bm25:BM25Ranker",
     "dense": "dsr.rankers.dense:DenseRanker",

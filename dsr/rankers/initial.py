@@ -20,11 +20,12 @@ class InitialRanker(Ranker):
     def rank(self, collection: Collection) -> Run:
         scores: dict[str, dict[str, float]] = {}
         for dialogue in collection:
+            scores[dialogue.id] = topic = {}
             for i, cand in enumerate(dialogue.candidates):
                 if cand.score is None:
                     raise InputError(f"collection {collection.name!r} has no initial ranker score here; "
                                      "use another ranker (bm25, dense)", record=dialogue.id,
                                      field=f"candidates[{i}].score")
-            scores[dialogue.id] = {c.id: float(c.score) for c in dialogue.candidates}
+                topic[cand.id] = float(cand.score)
         return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
                                initial_order=collection.initial_order())

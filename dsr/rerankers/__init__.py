@@ -1,11 +1,17 @@
 """Rerankers by name (:class:`dsr.core.stage.Registry`: each imported on first use, so that
-``dsr --help`` does not load torch)."""
+``dsr --help`` does not load torch).
+
+Layer 3 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
+``dsr.collections``, ``dsr.rankers`` and ``dsr.open_retrieval`` of its own layer where no loop
+forms.
+"""
 
 from __future__ import annotations
 
 from dsr.core.stage import Registry
+from dsr.rerankers.base import Reranker
 
-RERANKERS = Registry("reranker", {
+RERANKERS: Registry[Reranker] = Registry("reranker", {
     "cross-encoder": "dsr.rerankers.cross_encoder:CrossEncoderReranker",
     "bi-encoder": "dsr.rerankers.bi_encoder:BiEncoderReranker",
 })

@@ -61,7 +61,8 @@ class BiEncoderReranker(Reranker):
         cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates", backend=backend)
         query_vectors = encode(budgeted_queries(queries, model, p["query"], p["decay"]), model,
                                p["batch_size"], desc="encoding queries", backend=backend)
-        new_scores, row = {}, 0
+        new_scores: dict[tuple[str, str], float] = {}
+        row = 0
         for (qid, head), qvec in zip(heads.items(), query_vectors):
             cosines = (cand_vectors[row:row + len(head)] @ qvec).tolist()
             row += len(head)

@@ -24,6 +24,7 @@ block follow the run tie rule (initial rank, then sentence id).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from pathlib import Path
@@ -33,7 +34,7 @@ from dsr.core.candidate_text import BODY_FORMS, candidate_text
 from dsr.core.data import Candidate, Collection
 from dsr.core.errors import InputError
 from dsr.core.jsonio import load_json
-from dsr.core.models import load_cross_encoder, resolve_model
+from dsr.core.models import ResolvedModel, load_cross_encoder, resolve_model
 from dsr.core.params import Param
 from dsr.core.queries import DEFAULT_DECAY, STRATEGIES, check_strategy, model_query_budget, query_text
 from dsr.core.run import Run
@@ -87,7 +88,7 @@ class CrossEncoderReranker(Reranker):
         if self.params["backend"] not in ("torch", "auto") and self.params["precision"] != "fp32":
             raise InputError(f"precision={self.params['precision']} is for the torch backend; backend "
                              f"{self.params['backend']} sets its own", field="precision")
-        self.model_info = None  # the ResolvedModel, once rerank() has loaded it
+        self.model_info: ResolvedModel | None = None  # once rerank() has loaded it
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()
@@ -96,7 +97,7 @@ class CrossEncoderReranker(Reranker):
             out["model"] = self.model_info.describe()
         return out
 
-    def resolve(self):
+    def resolve(self) -> ResolvedModel:
         """Resolve the model (once). A model made by ``dsr train`` is used with the query
         strategy, max length and candidate text it was trained with, from its card, unless given."""
 
@@ -118,7 +119,7 @@ class CrossEncoderReranker(Reranker):
         candidate of it (or of the collection's sentence pool), else InputError.
         """
 
-        self.resolve()
+        model_info = self.resolve()
         p = self.params
         k = top_k if top_k is not None else p["top_k"]
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
@@ -127,9 +128,9 @@ class CrossEncoderReranker(Reranker):
         pairs, keys = self._pairs(collection, run, k, self._budget())
         backend = self.backend()
         if backend == "torch":
-            model = load_cross_encoder(self.model_info, max_length=p["max_length"])
+            model = load_cross_encoder(model_info, max_length=p["max_length"])
         else:
-            model = load_fast(self.model_info, "cross-encoder", backend, p["max_length"])
+            model = load_fast(model_info, "cross-encoder", backend, p["max_length"])
         scores = score_pairs(model, pairs, p["batch_size"], p["precision"])
         reranked = rerank_top_k(collection, run, dict(zip(keys, scores)), k)
         # the tag names the first stage too, as the bi-encoder's does: "bm25-...>>cross-encoder-...@k"
@@ -154,7 +155,7 @@ class CrossEncoderReranker(Reranker):
     def _budget(self):
         """(max_length, word-piece counter) of the model, for fitting query texts per pair."""
 
-        _, count = model_query_budget(self.model_info.path, self.params["max_length"])
+        _, count = model_query_budget(self.resolve().path, self.params["max_length"])
         return self.params["max_length"], count
 
     def _pairs(self, collection: Collection, run: Run, k: int | None, budget=None):
@@ -228,8 +229,6 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
     (or a GPU) about 1.8x the pairs per second, with scores that differ from
     fp32 in the third significant digit (more ties, broken by the tie rule).
     """
-    import contextlib
-
     import numpy as np
     import torch
     from tqdm import tqdm

@@ -1,5 +1,10 @@
 """Training a dialogue reranker from a collection's (weak) labels.
 
+Layer 10 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
+``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval``,
+``dsr.evaluation``, ``dsr.interchange``, ``dsr.web``, ``dsr.board``, ``dsr.judging`` and
+``dsr.server``.
+
 ``pairs`` turns dialogues into (query, sentence, target) training pairs,
 ``finetune`` fine-tunes a sentence-transformers cross-encoder on them,
 ``heldout`` measures the result on dialogues kept out of training, and

@@ -40,37 +40,48 @@ from dsr.core.errors import InputError
 from dsr.core.queries import model_query_budget, query_text
 from dsr.training import heldout as held_out
 from dsr.training.batching import WINDOW, LengthGroupedBatchSampler
-from dsr.training.chunks import CHUNK, ChunkedMNRLoss
+from dsr.training.chunks import CHUNK, ChunkedMNRLoss, DistilledMNRLoss
 from dsr.training.finetune import fit_settings, run_trainer, training_arguments
-from dsr.training.mining import mine_negatives
+from dsr.training.mining import mine_negatives, teacher_scores
 from dsr.training.pairs import ordered_negatives
 from dsr.training.settings import TrainSettings
 from dsr.training.steps import Job, base_entry, card_head, data_entry, finish, resolve_base, start_work, training_dialogues
 
-#: the ``loss`` setting -> the sentence-transformers loss class named in the card
-LOSS_NAMES = {"mnrl": "MultipleNegativesRankingLoss", "gist": "GISTEmbedLoss"}
+#: the ``loss`` setting -> the loss named in the card
+LOSS_NAMES = {"mnrl": "MultipleNegativesRankingLoss", "gist": "GISTEmbedLoss",
+              "distill": "MultipleNegativesRankingLoss + KL divergence from the teacher's scores"}
 
 
 @dataclass(frozen=True)
 class Triplet:
-    """One example: the query text, a relevant sentence and a pool negative."""
+    """One example: the query text, a relevant sentence and its list (pool) negatives."""
 
     query: str
     positive: str
-    negative: str
+    negatives: tuple[str, ...]
     dialogue: str
+    #: the candidates' ids: the positive's, then each list negative's
+    ids: tuple[str, ...] = ()
+
+    @property
+    def negative(self) -> str:
+        """The first list negative (the only one with one negative per example)."""
+        return self.negatives[0]
 
 
 def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
                   seed: int = 0, source: str = "collection",
                   text: str | Callable[[Candidate], str] = "body",
                   ranked: Mapping[str, Sequence[str]] | None = None, depth: int = 10,
-                  ) -> tuple[list[Triplet], dict[str, int]]:
-    """One triplet per dialogue with a relevant and a non-relevant candidate (deterministic);
-    candidates as ``text`` (``body`` or ``title: body``, or a candidate -> text function such
-    as the context form's :func:`dsr.collections.documents.candidate_renderer`) renders them.
-    With ``ranked`` (dialogue id -> candidate ids, best first: a miner's ranking), the
-    negative is drawn among the ``depth`` non-relevant candidates ranked highest there.
+                  negatives: int = 1) -> tuple[list[Triplet], dict[str, int]]:
+    """One example per dialogue with a relevant and a non-relevant candidate (deterministic):
+    the query, a top-graded positive and ``negatives`` distinct non-relevant candidates of its
+    list (where it has fewer, all of them, then drawn again to fill the example: every example
+    has as many columns); candidates as ``text`` (``body`` or ``title: body``, or a candidate ->
+    text function such as the context form's
+    :func:`dsr.collections.documents.candidate_renderer`) renders them. With ``ranked``
+    (dialogue id -> candidate ids, best first: a miner's ranking), the negatives are drawn
+    among the ``depth`` non-relevant candidates ranked highest there.
 
     Returns the triplets and counts for the model card. InputError when no
     dialogue has a relevant candidate.
@@ -78,28 +89,33 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
     render = text if callable(text) else (lambda c: candidate_text(c, text))
     rng = random.Random(seed)
     triplets: list[Triplet] = []
-    without_positive = without_negative = 0
+    without_positive = without_negative = short = 0
     for d in dialogues:
         positives = [c for c in d.candidates if c.label > 0]
-        negatives = ordered_negatives(d, ranked)
+        pool = ordered_negatives(d, ranked)
         if ranked is not None:
-            negatives = negatives[:depth]
+            pool = pool[:max(depth, negatives)]
         if not positives:
             without_positive += 1
             continue
-        if not negatives:
+        if not pool:
             without_negative += 1
             continue
         top = max(c.label for c in positives)
         positive = rng.choice([c for c in positives if c.label == top])
-        negative = rng.choice(negatives)
-        triplets.append(Triplet(query(d), render(positive), render(negative), d.id))
+        drawn = (rng.choice(pool),) if negatives == 1 else tuple(rng.sample(pool, min(negatives, len(pool))))
+        if len(drawn) < negatives:
+            short += 1
+            drawn += tuple(rng.choice(pool) for _ in range(negatives - len(drawn)))
+        triplets.append(Triplet(query(d), render(positive), tuple(render(c) for c in drawn), d.id,
+                                (positive.id, *(c.id for c in drawn))))
     if not triplets:
         raise InputError(f"{source}: no dialogue has both a relevant and a non-relevant candidate, "
                          "so there is nothing to learn from; check the labels or the `split`",
                          field="candidates[].label")
     return triplets, {"triplets": len(triplets), "dialogues_without_positive": without_positive,
-                      "dialogues_without_negative": without_negative}
+                      "dialogues_without_negative": without_negative,
+                      "dialogues_short_of_negatives": short}
 
 
 def load_bi_encoder(path: str | Path, seed: int, max_seq_length: int | None = None):
@@ -116,28 +132,44 @@ def load_bi_encoder(path: str | Path, seed: int, max_seq_length: int | None = No
     return model
 
 
+def example_columns(triplets: Sequence[Triplet], teacher: Sequence[Sequence[float]] | None = None
+                    ) -> dict[str, list]:
+    """The trainer's columns: anchor, positive, the list negatives (``negative``, or
+    ``negative_1`` ... ``negative_N``) and, with ``teacher`` scores, ``label``."""
+    width = len(triplets[0].negatives)
+    names = ["negative"] if width == 1 else [f"negative_{i + 1}" for i in range(width)]
+    columns = {"anchor": [t.query for t in triplets], "positive": [t.positive for t in triplets],
+               **{name: [t.negatives[i] for t in triplets] for i, name in enumerate(names)}}
+    if teacher is not None:
+        columns["label"] = [list(map(float, scores)) for scores in teacher]
+    return columns
+
+
 def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir: Path,
                          resume: bool = False, guide=None, batching: str = "random",
-                         padding: str = "column") -> dict[str, Any]:
-    """Train ``model`` in place (MNRL, in-batch + pool negatives; with a ``guide`` model,
-    GISTEmbedLoss; ``batching`` ``by-length``: batches of similar length,
-    :mod:`dsr.training.batching`; ``padding`` ``chunks``: MNRL's texts encoded in chunks of
-    similar length, :mod:`dsr.training.chunks`); return the trainer's figures.
+                         padding: str = "column", teacher: Sequence[Sequence[float]] | None = None
+                         ) -> dict[str, Any]:
+    """Train ``model`` in place (MNRL, in-batch + list negatives; with a ``guide`` model,
+    GISTEmbedLoss; with ``teacher`` scores (per example: its positive's, then each list
+    negative's), MNRL plus their distillation, :class:`dsr.training.chunks.DistilledMNRLoss`;
+    ``batching`` ``by-length``: batches of similar length, :mod:`dsr.training.batching`;
+    ``padding`` ``chunks``: MNRL's texts encoded in chunks of similar length,
+    :mod:`dsr.training.chunks`); return the trainer's figures.
 
     ``settings`` is a :class:`dsr.training.finetune.FitSettings`;
     checkpoints go to ``work_dir/checkpoints`` as for the cross-encoder.
     """
     datasets.disable_progress_bars()
     logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-    dataset = datasets.Dataset.from_dict({"anchor": [t.query for t in triplets],
-                                          "positive": [t.positive for t in triplets],
-                                          "negative": [t.negative for t in triplets]})
+    dataset = datasets.Dataset.from_dict(example_columns(triplets, teacher))
     checkpoints = work_dir / "checkpoints"
     args = SentenceTransformerTrainingArguments(**training_arguments(settings, checkpoints),
                                                 batch_sampler=LengthGroupedBatchSampler
                                                 if batching == "by-length" else BatchSamplers.NO_DUPLICATES)
     if guide is not None:
         loss = GISTEmbedLoss(model, guide=guide)
+    elif teacher is not None:
+        loss = DistilledMNRLoss(model, chunked=padding == "chunks")
     else:
         loss = ChunkedMNRLoss(model) if padding == "chunks" else MultipleNegativesRankingLoss(model)
     trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=dataset, loss=loss)
@@ -190,11 +222,14 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
 
     render = training_renderer(collection, settings, job)
     ranked, miner = mine_negatives(train_part, settings) if settings.hard_negatives else (None, None)
+    k = settings.list_negatives
     triplets, counts = make_triplets(train_part, query, seed=settings.seed, source=source,
-                                     text=render, ranked=ranked, depth=settings.hard_depth)
-    print(f"dsr train: {len(train_part)} training dialogues -> {len(triplets)} triplets "
-          f"(query, positive, {'mined hard' if ranked else 'pool'} negative); {len(heldout)} held out"
+                                     text=render, ranked=ranked, depth=settings.hard_depth, negatives=k)
+    kind = "mined hard" if ranked else "list"
+    print(f"dsr train: {len(train_part)} training dialogues -> {len(triplets)} examples "
+          f"(query, positive, {k} {kind} negative{'s' if k > 1 else ''}); {len(heldout)} held out"
           + (f"; {len(excluded)} documents excluded" if excluded else ""), file=sys.stderr)
+    teacher = teacher_scores(train_part, triplets, settings.teacher) if settings.teacher else None
 
     fit = fit_settings(settings)
     work, model = start_work(job.final, settings.resume,
@@ -202,30 +237,34 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
     guide = load_guide(settings, job)
     figures = fine_tune_bi_encoder(model, triplets, fit, work, resume=settings.resume,
                                    guide=guide and guide[0], batching=settings.batching,
-                                   padding=settings.padding)
+                                   padding=settings.padding, teacher=teacher and teacher[0])
     train_seconds = time.monotonic() - started
     held = held_out.evaluate_heldout(cosine_scorer(model), heldout, query, job.name,
                                      render) if heldout else None
     card = {
         **card_head(job, settings, "bi-encoder", model.max_seq_length, excluded),
-        "recipe": f"bi-encoder: {LOSS_NAMES[settings.loss]}, silver positive + one "
-                  f"{'mined hard' if ranked else 'pool'} negative per query point",
+        "recipe": f"bi-encoder: {LOSS_NAMES[settings.loss]}, silver positive + {k} "
+                  f"{'mined hard' if ranked else 'pool'} negative{'s' if k > 1 else ''} per query point",
         **({"context": settings.context or DEFAULT_WINDOW} if settings.text == CONTEXT_FORM else {}),
         "base": base_entry(job, settings, "No new head: the base encoder and its pooling are "
                            "fine-tuned."),
         "training_data": {
             **data_entry(collection, job, selection, train_part, heldout),
             "targets": "top-graded positive", "pairs": counts["triplets"],
-            "positives": counts["triplets"], "list_negatives": counts["triplets"],
-            "random_negatives": 0, "hard_negatives": counts["triplets"] if ranked else 0,
+            "positives": counts["triplets"], "list_negatives": k * counts["triplets"],
+            "random_negatives": 0, "hard_negatives": k * counts["triplets"] if ranked else 0,
             **({"hard_negative_miner": miner} if miner else {}),
+            **({"teacher": teacher[1]} if teacher else {}),
+            "dialogues_short_of_negatives": counts["dialogues_short_of_negatives"],
             "dialogues_without_positive": counts["dialogues_without_positive"],
             "dialogues_without_negative": counts["dialogues_without_negative"],
         },
         "parameters": {**fit.as_dict(), "max_length": model.max_seq_length,
                        "loss": LOSS_NAMES[settings.loss], **({"guide": guide[1]} if guide else {}),
+                       **({"teacher": settings.teacher} if settings.teacher else {}),
                        "hard_negatives": settings.hard_negatives, "hard_depth": settings.hard_depth,
-                       "negatives": "in-batch + one pool negative per query point",
+                       "list_negatives": k,
+                       "negatives": f"in-batch + {k} list negative{'s' if k > 1 else ''} per query point",
                        "batch_sampler": "no_duplicates" + (
                            f", grouped by length (windows of {WINDOW} batches)" if settings.batching == "by-length"
                            else ""), "batching": settings.batching,

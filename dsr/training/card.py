@@ -46,6 +46,20 @@ def text_params(card: dict[str, Any]) -> str:
             + (f" --param context={card['context']}" if "context" in card else ""))
 
 
+def describe_run(training: dict[str, Any]) -> str:
+    """A card's ``training`` in a line: steps, passes, seconds, where, precision, peak memory."""
+    where = training.get("hardware") or {}
+    place = (f"{where.get('device', training.get('device', '?'))}"
+             + (f" ({where['name']}" + (f", {where['cores']} cores" if where.get("cores") else "") + ")"
+                if where.get("name") else ""))
+    precision = (training.get("precision") or {}).get("used")
+    memory = training.get("memory") or {}
+    return (f"{training['steps']} steps ({training['epochs']:g} passes), {training['wall_seconds']:.0f} s "
+            f"on {place}" + (f", {precision}" if precision else "")
+            + (f"; peak RSS {memory['peak_rss_mib']:,} MiB" if memory.get("peak_rss_mib") else "")
+            + (f", GPU peak {memory['cuda_peak_mib']:,} MiB" if memory.get("cuda_peak_mib") else ""))
+
+
 def render_readme(card: dict[str, Any]) -> str:
     base, data, params, run = card["base"], card["training_data"], card["parameters"], card["training"]
     held = card.get("heldout") or {}
@@ -88,9 +102,11 @@ def render_readme(card: dict[str, Any]) -> str:
         *[f"| {k} | {v} |" for k, v in sorted(params.items())],
         "",
         "## Training run",
+        *([f"- recipe `{card['named_recipe']}` (`dsr train --recipe {card['named_recipe']}`; settings "
+           "given beside it are in the parameters above)"] if card.get("named_recipe") else []),
         f"- {run['steps']} steps ({run['epochs']} epochs), final mean loss {run['train_loss']:.4f}",
-        f"- wall time {run['wall_seconds']:.0f} s on {card['machine'].get('platform')} "
-        f"({card['machine'].get('cpus')} CPUs, device {run.get('device')})",
+        f"- {describe_run(run)}",
+        f"- machine: {card['machine'].get('platform')} ({card['machine'].get('cpus')} CPUs)",
         *([f"- precision {run['precision']['used']} ({run['precision']['why']}; asked: "
            f"{run['precision']['requested']})"] if run.get("precision") else []),
         "",

@@ -57,3 +57,36 @@ class ChunkedMNRLoss(MultipleNegativesRankingLoss):
 
     def forward(self, sentence_features, labels):
         return self.compute_loss_from_embeddings(embed_in_chunks(self.model, sentence_features), labels)
+
+
+class DistilledMNRLoss(MultipleNegativesRankingLoss):
+    """Distillation of a cross-encoder into the bi-encoder (``dsr train --loss distill --teacher
+    MODEL``): MultipleNegativesRankingLoss (in-batch and list negatives, as the other recipes)
+    plus ``weight`` times the KL divergence of the bi-encoder's distribution over each example's
+    own candidates (its positive and its list negatives: the scaled cosines, softmax) from the
+    teacher's (its scores of the same pairs over ``teacher_temperature``, softmax).
+
+    The labels are the teacher's scores, one row per example (positive first). The texts are
+    encoded in chunks (:func:`embed_in_chunks`) unless ``chunked`` is False.
+    """
+
+    def __init__(self, model, chunked: bool = True, weight: float = 1.0, teacher_temperature: float = 1.0):
+        super().__init__(model)
+        self.chunked, self.weight, self.teacher_temperature = chunked, weight, teacher_temperature
+
+    def forward(self, sentence_features, labels):
+        features = list(sentence_features)
+        embeddings = (embed_in_chunks(self.model, features) if self.chunked
+                      else [self.model(f)["sentence_embedding"] for f in features])
+        return (self.compute_loss_from_embeddings(embeddings, labels)
+                + self.weight * self.distillation(embeddings, labels))
+
+    def distillation(self, embeddings: list[torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
+        """KL(teacher || student) over each example's own candidates, averaged over the batch."""
+        functional = torch.nn.functional
+        query, candidates = embeddings[0], torch.stack(embeddings[1:], dim=1)
+        student = self.scale * functional.cosine_similarity(query.unsqueeze(1), candidates, dim=-1)
+        teacher = labels.to(device=student.device, dtype=torch.float32) / self.teacher_temperature
+        return functional.kl_div(functional.log_softmax(student.float(), dim=-1),
+                                 functional.log_softmax(teacher, dim=-1), log_target=True,
+                                 reduction="batchmean")

@@ -20,6 +20,7 @@ This module imports torch and transformers: import it only where training runs.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sys
@@ -33,6 +34,7 @@ from tqdm.auto import tqdm
 from transformers.trainer_callback import ProgressCallback
 
 from dsr.core.errors import InputError
+from dsr.core.provenance import cpu_name, peak_rss_mib
 
 
 @dataclass
@@ -142,9 +144,14 @@ def run_trainer(trainer, checkpoints: Path, resume: bool, settings: FitSettings)
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(StderrProgress())
     last = _last_checkpoint(checkpoints) if resume else None
+    before = peak_rss_mib()
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
     output = trainer.train(resume_from_checkpoint=str(last) if last else None)
     history = [h for h in trainer.state.log_history if "loss" in h]
     return {
+        "hardware": hardware(),
+        "memory": {**memory_figures(), "peak_rss_before_training_mib": round(before)},
         "steps": trainer.state.global_step,
         "epochs": round(float(trainer.state.epoch or 0), 4),
         "train_loss": output.training_loss,
@@ -152,6 +159,23 @@ def run_trainer(trainer, checkpoints: Path, resume: bool, settings: FitSettings)
         "resumed_from": last.name if last else None,
         "precision": resolve_precision(settings.precision),
     }
+
+
+def hardware() -> dict[str, Any]:
+    """Where training runs, for the card: a CUDA GPU when torch sees one (the trainer puts the
+    model and the loss there), else the CPU (its model name, cores and torch's threads)."""
+    if torch.cuda.is_available():
+        return {"device": "cuda", "name": torch.cuda.get_device_name(), "gpus": torch.cuda.device_count()}
+    return {"device": "cpu", "name": cpu_name(), "cores": os.cpu_count(), "threads": torch.get_num_threads()}
+
+
+def memory_figures() -> dict[str, int]:
+    """This process's peak resident memory (MiB; the collection, the model, the optimiser and
+    the activations of the largest step together) and, on a GPU, torch's peak allocation."""
+    figures = {"peak_rss_mib": round(peak_rss_mib())}
+    if torch.cuda.is_available():
+        figures["cuda_peak_mib"] = round(torch.cuda.max_memory_allocated() / 2**20)
+    return figures
 
 
 def _last_checkpoint(folder: Path) -> Path | None:

@@ -13,9 +13,11 @@ Holm-corrected; ``dsr evaluate``'s machinery) and, with ``--in-domain
 dsr:NAME``, with a model trained on every document.
 
 Outputs in ``--out``: ``kfold.run``, ``zero-shot.run`` (and ``in-domain.run``)
-with sidecars, and the report in ``report/`` (``results.md``, ``results.json``...),
-written as a set (:func:`dsr.core.atomic.atomic_dir`): a ``--out`` holding
-other files is refused before any training.
+with sidecars, ``folds.json`` and ``folds.md`` (:func:`fold_gains`: per fold, the paired gain
+of the fold model over zero-shot on the dialogues of the documents it left out, with its 95 %
+interval and the paired tests' p-values, then all folds pooled), and the report in ``report/``
+(``results.md``, ``results.json``...), written as a set (:func:`dsr.core.atomic.atomic_dir`): a
+``--out`` holding other files is refused before any training.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dsr.core.atomic import atomic_dir
+from dsr.core.atomic import atomic_dir, write_json
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
@@ -31,6 +33,7 @@ from dsr.core.provenance import slug
 from dsr.core.run import Run
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.report import REPORT_FILES, write_report_files
+from dsr.evaluation.significance import compare
 from dsr.rankers import make_ranker
 from dsr.training.card import CARD_FILE, ranking_params, read_card
 from dsr.training.folds import dialogue_document
@@ -41,7 +44,7 @@ RUNS = ("kfold", "zero-shot", "in-domain")
 
 def out_files() -> tuple[str, ...]:
     """What ``dsr kfold --out`` holds (replaced as a set): the runs, their sidecars, the report."""
-    return (*(f"{name}.run{ext}" for name in RUNS for ext in ("", ".json")),
+    return (*(f"{name}.run{ext}" for name in RUNS for ext in ("", ".json")), "folds.json", "folds.md",
             *(f"report/{name}" for name in REPORT_FILES))
 
 
@@ -113,14 +116,55 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
     if in_domain:
         runs["in-domain"] = make_ranker("dense", model=in_domain, **same).rank(evaluation)
     results = evaluate_runs(evaluation, runs, list(measures), subsets=["all"], baseline="zero-shot")
-    write_out(out, runs, results, command)
-    return results
+    fold_of = {d.id: owner[dialogue_document(d)] for d in evaluation}
+    gains = fold_gains(results, [fold_of.get(t) for t in results.topics], models)
+    write_out(out, runs, results, command, gains)
+    return results, gains
 
 
-def write_out(out: Path, runs: dict, results, command=None) -> None:
-    """``out`` as a set: each run (with its sidecar) and the report in ``out/report``."""
+def fold_gains(results, folds: list[int | None], models: list[str]) -> list[dict[str, Any]]:
+    """Per fold (then ``all`` folds pooled): the paired difference kfold − zero-shot of the
+    primary measure over the evaluated dialogues whose document that fold left out: mean, 95 %
+    t interval, the paired t-test's and the sign-flip test's p-values (uncorrected), and the two
+    means. ``folds`` gives each of ``results.topics``' fold (None: not evaluated)."""
+    measure = results.primary_measure
+    column = results.measures.index(measure)
+    values = {name: results.systems[name].per_topic for name in ("zero-shot", "kfold")}
+    rows = []
+    groups = [(str(i), model, [k for k, f in enumerate(folds) if f == i]) for i, model in enumerate(models)]
+    for fold, model, index in [*groups, ("all", "pooled", [k for k, f in enumerate(folds) if f is not None])]:
+        if not index:
+            continue
+        effect = compare(values, "zero-shot", results.measures, index=index)["kfold"][measure]
+        rows.append({"fold": fold, "model": model, "dialogues": len(index), "measure": measure,
+                     "zero_shot": float(values["zero-shot"][index, column].mean()),
+                     "kfold": float(values["kfold"][index, column].mean()),
+                     **{k: effect[k] for k in ("diff", "ci_low", "ci_high", "t", "perm")}})
+    return rows
+
+
+def folds_markdown(gains: list[dict[str, Any]]) -> str:
+    """The per-fold table (:func:`fold_gains`) in Markdown."""
+    measure = gains[0]["measure"] if gains else "nDCG@5"
+    lines = [f"| fold | model | dialogues | zero-shot {measure} | fold model {measure} | gain [95 % CI] | "
+             "p (t / sign-flip) |", "|---|---|---:|---:|---:|---|---|"]
+    for g in gains:
+        lines.append(f"| {g['fold']} | {g['model']} | {g['dialogues']} | {g['zero_shot']:.4f} | {g['kfold']:.4f} | "
+                     f"{g['diff']:+.4f} [{g['ci_low']:+.4f}, {g['ci_high']:+.4f}] | {_p(g['t'])} / {_p(g['perm'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def _p(value: float) -> str:
+    return "<.001" if value < 0.001 else f"{value:.3f}"
+
+
+def write_out(out: Path, runs: dict, results, command=None, gains=None) -> None:
+    """``out`` as a set: each run (with its sidecar), the per-fold gains and the report in
+    ``out/report``."""
     with atomic_dir(out, out_files(), field="out") as staging:
         for name, run in runs.items():
             run.write(staging / f"{name}.run")
+        write_json(staging / "folds.json", gains or [])
+        (staging / "folds.md").write_text(folds_markdown(gains or []), encoding="utf-8")
         (staging / "report").mkdir()
         write_report_files(results, staging / "report", command)

@@ -1,6 +1,8 @@
-"""Hard negatives mined by a bi-encoder: the training dialogues ranked by a model (``dsr train
---hard-negatives MODEL``) so that each dialogue's negatives can be drawn among the
-non-relevant candidates that model ranks highest. Used by both recipes.
+"""What trained models add to the training data: hard negatives mined by a bi-encoder (the
+training dialogues ranked by a model, ``dsr train --hard-negatives MODEL``, so that each
+dialogue's negatives can be drawn among the non-relevant candidates that model ranks highest;
+used by both recipes), and a teacher cross-encoder's scores of each example's candidates
+(``dsr train --loss distill --teacher MODEL``).
 
 This module imports the dense ranker (torch): import it only where training runs.
 """
@@ -9,12 +11,15 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
+from dsr.core.run import Run
 from dsr.rankers import make_ranker
+from dsr.rerankers import make_reranker
 from dsr.training.card import ranking_params, read_card
 from dsr.training.settings import TrainSettings
 
@@ -36,3 +41,28 @@ def mine_negatives(dialogues, settings: TrainSettings) -> tuple[dict[str, list[s
     ranked = {qid: [doc for doc, _ in docs] for qid, docs in run.rankings.items()}
     return ranked, {"miner": model.describe(), **params, "depth": settings.hard_depth,
                     "seconds": round(time.monotonic() - started, 1)}
+
+
+def teacher_scores(dialogues, examples: Sequence, teacher: str) -> tuple[list[list[float]], dict[str, Any]]:
+    """Each example's candidates (``example.ids``: its positive, then its list negatives) scored
+    by the cross-encoder ``teacher`` exactly as ``dsr rerank --model TEACHER`` scores them (the
+    query strategy, length and candidate text of its card); and what the card records of it."""
+    try:
+        reranker = make_reranker("cross-encoder", model=teacher)
+        reranker.resolve()
+    except InputError as err:
+        raise InputError(f"the teacher: {err.message}", field="teacher") from None
+    started = time.monotonic()
+    by_id = {d.id: d for d in dialogues}
+    wanted = {e.dialogue: list(dict.fromkeys(e.ids)) for e in examples}
+    print(f"dsr train: scoring {sum(map(len, wanted.values()))} (query, sentence) pairs of "
+          f"{len(wanted)} training dialogues with the teacher {teacher}", file=sys.stderr)
+    run = Run({qid: [(cid, float(-i)) for i, cid in enumerate(ids)] for qid, ids in wanted.items()},
+              "teacher-input")
+    scored = reranker.rerank(Collection("teacher", [by_id[qid] for qid in wanted]), run)
+    table = {qid: dict(ranked) for qid, ranked in scored.rankings.items()}
+    scores = [[table[e.dialogue][cid] for cid in e.ids] for e in examples]
+    return scores, {"teacher": reranker.model_info.describe(), "spec": teacher,
+                    **{k: reranker.params[k] for k in ("query", "text", "max_length")},
+                    "backend": reranker.backend(),
+                    "pairs": sum(map(len, wanted.values())), "seconds": round(time.monotonic() - started, 1)}

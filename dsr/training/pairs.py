@@ -117,7 +117,7 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
         query_text = query(d)
         negatives, kind = ordered_negatives(d, ranked), "list-negative" if ranked is None else "hard-negative"
         if neg_per_pos >= 0:
-            keep = int(round(neg_per_pos * len(positives)))
+            keep = round(neg_per_pos * len(positives))
             if ranked is not None:
                 negatives = negatives[:max(depth, keep)]
             negatives = rng.sample(negatives, min(len(negatives), keep))

@@ -39,11 +39,13 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def train(collection: Collection | str | Path, name: str, *, source: str | Path | None = None,
-          split: str | None = None, base: str | None = None, model_type: str | None = None,
-          query: str | None = None, text: str | None = None, loss: str | None = None,
-          guide: str | None = None, context: int | None = None,
+          split: str | None = None, recipe: str | None = None, base: str | None = None,
+          model_type: str | None = None, query: str | None = None, text: str | None = None,
+          loss: str | None = None, guide: str | None = None, teacher: str | None = None,
+          context: int | None = None,
           documents: str | None = None, subset: str | None = None,
           val_of_split: int | None = None, neg_per_pos: float | None = None,
+          list_negatives: int | None = None,
           random_negatives: int | None = None, hard_negatives: str | None = None,
           hard_depth: int | None = None, targets: str | None = None, eval_source: str | None = None,
           exclude_docs: str | None = None, folds: int | None = None, fold: int | None = None,
@@ -59,8 +61,10 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
     (``source``/``split`` as for :func:`~dsr.collections.load_collection`)
     or a benchmark file. Every other keyword is a setting of
     :data:`dsr.training.settings.PARAMS` (``dsr train --help`` lists them with
-    their defaults); ``None`` takes the declared default, or the recipe's
-    (:data:`~dsr.training.settings.RECIPES`) where it depends on ``model_type``.
+    their defaults); ``None`` takes the named ``recipe``'s value
+    (:data:`~dsr.training.settings.RECIPES`; ``"recommended"``: the one the decision rule
+    chose), else the declared default or the model type's
+    (:data:`~dsr.training.settings.MODEL_DEFAULTS`).
     A wrong value is an InputError naming the setting, before anything loads.
     Returns the model card (``dsr_model.json``).
     """

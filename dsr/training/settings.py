@@ -1,15 +1,19 @@
-"""What ``dsr train`` takes, declared once as :class:`~dsr.core.params.Param`\\ s.
+"""What ``dsr train`` takes, declared once as :class:`~dsr.core.params.Param`\\ s, and the
+named recipes (:data:`RECIPES`), declared once as :class:`Recipe`\\ s.
 
 ``dsr train``'s flags (``--max-steps``...), :func:`dsr.train`'s keyword arguments,
 their checks (exit 2 naming the setting) and the model card's parameters all come
-from :data:`PARAMS`. A setting whose default depends on the recipe (``query``,
-``batch_size``, ``max_length``, ``max_steps``, ``save_steps``, ``lr``, ``batching``) is declared with
-default ``None``; :data:`RECIPES` fills it for ``model_type``.
+from :data:`PARAMS`. A setting a recipe or the model type decides (``text``, ``epochs``,
+``query``, ``batch_size``, ``max_length``, ``max_steps``, ``save_steps``, ``lr``, ``batching``,
+``list_negatives``...) is declared with default ``None`` and filled, in this order, by what
+was given, by the named recipe (``recipe``: :data:`RECIPES`, ``recommended`` being
+:data:`RECOMMENDED`), then by :data:`MODEL_DEFAULTS` for ``model_type``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from dsr.core.candidate_text import CONTEXT_FORM, TEXT_FORMS
@@ -21,26 +25,70 @@ from dsr.training.pairs import TARGETS
 DEFAULT_BASE = "all-MiniLM-L6-v2"
 MODEL_TYPES = ("bi-encoder", "cross-encoder")
 #: the bi-encoder recipe's losses
-LOSSES = ("mnrl", "gist")
+LOSSES = ("mnrl", "gist", "distill")
 DEFAULT_MODEL_TYPE = "bi-encoder"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A named set of ``dsr train`` settings (``dsr train --recipe NAME``): what it sets (names
+    of :data:`PARAMS`), in a line for ``--help`` and the docs, and what it costs."""
+
+    name: str
+    summary: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    cost: str = ""
+
+    @property
+    def model_type(self) -> str:
+        return self.settings.get("model_type", DEFAULT_MODEL_TYPE)
+
+    def flags(self) -> str:
+        """The recipe as ``dsr train`` flags (``--max-steps -1 --epochs 3 ...``)."""
+        def shown(value: Any) -> str:
+            text = f"{value:g}".replace("e-0", "e-") if isinstance(value, float) else str(value)
+            return f'"{text}"' if " " in text else text
+        return " ".join(f"--{k.replace('_', '-')} {shown(v)}" for k, v in self.settings.items())
+
+
+#: the named recipes, the quick default first (``dsr train --recipe NAME``; docs/training.md
+#: lists them from here, ``python tools/docs_lists.py --write``)
+RECIPES: dict[str, Recipe] = {r.name: r for r in (
+    Recipe("quick", "the default: 120 steps of 32 (3,840 of the 7,046 CMU_DoG training points, "
+           "about half a pass), one list negative per point, lr 5e-5, candidates as bodies",
+           cost="169 s of training on 2 CPU cores"),
+    Recipe("full", "every training point, 3 passes, 4 list negatives per point from its own "
+           "candidate list, batches of 64, candidates as 'title: body'",
+           {"text": "title: body", "max_steps": -1, "epochs": 3.0, "batch_size": 64,
+            "list_negatives": 4, "lr": 5e-5, "save_steps": 50},
+           cost="about 30 min of training on 2 CPU cores"),
+)}
+DEFAULT_RECIPE = "quick"
+#: the recipe the decision rule chose (``dsr train --recipe recommended``; docs/results.md,
+#: "Issue 41")
+RECOMMENDED = "quick"
 
 #: the model: what is trained, from what, on which query and candidate text
 MODEL = (
     Param("base", DEFAULT_BASE, "str", "starting checkpoint: a short name, a local folder or "
           "dsr:NAME (a BERT-style encoder; a cross-encoder's classification head starts "
           "untrained)", metavar="MODEL"),
-    Param("model_type", DEFAULT_MODEL_TYPE, "str", "bi-encoder (MultipleNegativesRankingLoss) or "
+    Param("model_type", None, "str", "bi-encoder (MultipleNegativesRankingLoss; the default) or "
           "cross-encoder (BCE)", choices=MODEL_TYPES),
     Param("query", None, "str", "query strategy (default: title+recent for a bi-encoder, weighted "
           "for a cross-encoder)", choices=STRATEGIES, metavar="STRATEGY"),
-    Param("text", "body", "str", "what a candidate's text is in training (a cross-encoder: body or "
-          "'title: body'); the card records it and `dsr run`/`dsr rerank` read candidates so",
-          choices=TEXT_FORMS),
-    Param("loss", "mnrl", "str", "bi-encoder loss: mnrl (MultipleNegativesRankingLoss) or gist "
+    Param("text", None, "str", "what a candidate's text is in training (default body, or the "
+          "recipe's; a cross-encoder: body or 'title: body'); the card records it and `dsr "
+          "run`/`dsr rerank` read candidates so", choices=TEXT_FORMS),
+    Param("loss", "mnrl", "str", "bi-encoder loss: mnrl (MultipleNegativesRankingLoss), gist "
           "(GISTEmbedLoss: in-batch negatives the guide model scores above the positive are "
-          "masked)", choices=LOSSES),
+          "masked) or distill (mnrl plus the KL divergence from the teacher cross-encoder's "
+          "scores of each example's positive and list negatives)", choices=LOSSES),
     Param("guide", None, "str", "with loss gist: the guide model (default: the base model, "
           "zero-shot)", metavar="MODEL"),
+    Param("teacher", None, "str", "with loss distill: the cross-encoder whose scores are "
+          "distilled (dsr:NAME from `dsr train --model-type cross-encoder`, or a folder)",
+          metavar="MODEL"),
     Param("context", None, "int", "with text 'title: previous [SEP] body [SEP] next': neighbouring "
           "sentences on each side (default 1; the card records it)", low=1, high=20, metavar="N"),
     Param("documents", None, "str", "with the context text form: the documents' folder (CMU_DoG: "
@@ -54,6 +102,9 @@ DATA = (
           "with a split file, e.g. sigir2022: the supervised setting)", low=0, metavar="K"),
     Param("neg_per_pos", 3.0, "float", "cross-encoder: in-list negatives per positive (sampled; "
           "-1 keeps all)", low=-1, metavar="R"),
+    Param("list_negatives", None, "int", "bi-encoder: negatives per training point drawn from "
+          "its own candidate list (default 1, or the recipe's), beside the in-batch ones",
+          low=1, high=49, metavar="N"),
     Param("random_negatives", 0, "int", "cross-encoder: random sentences from other dialogues "
           "added as negatives, per dialogue", low=0, metavar="N"),
     Param("hard_negatives", None, "str", "a bi-encoder (a model name or dsr:NAME) that picks the "
@@ -81,7 +132,8 @@ DATA = (
 #: the optimisation
 OPTIMISATION = (
     Param("seed", 42, "int", "seed of the head, dropout, data order and sampling"),
-    Param("epochs", 1.0, "float", "passes over the training data", above=0),
+    Param("epochs", None, "float", "passes over the training data (default 1, or the recipe's; "
+          "reached when max_steps is -1)", above=0),
     Param("batch_size", None, "int", "examples per step (default: 32 bi-encoder, 16 "
           "cross-encoder)", low=1, metavar="N"),
     Param("max_length", None, "int", "word pieces of query + sentence (cross-encoder) or of one "
@@ -111,34 +163,72 @@ OPTIMISATION = (
           "of NAME"),
     Param("overwrite", False, "bool", "replace an existing model NAME"),
 )
-PARAMS = (*MODEL, *DATA, *OPTIMISATION)
+#: the named recipe whose settings fill those not given
+CHOICE = (
+    Param("recipe", None, "str", "a named recipe (listed below): its settings fill those not "
+          f"given; recommended is the one the decision rule chose ({RECOMMENDED}); default "
+          f"{DEFAULT_RECIPE} for a bi-encoder, none for a cross-encoder",
+          choices=(*RECIPES, "recommended"), metavar="NAME"),
+)
+PARAMS = (*CHOICE, *MODEL, *DATA, *OPTIMISATION)
 #: the groups ``dsr train --help`` shows the settings in
-GROUPS = {"model": MODEL, "data": DATA, "optimisation": OPTIMISATION}
+GROUPS = {"recipe": CHOICE, "model": MODEL, "data": DATA, "optimisation": OPTIMISATION}
 
-#: what each recipe defaults to where a setting is declared without a default
-RECIPES: dict[str, dict[str, Any]] = {
+#: what each model type defaults to where a setting is declared without a default and neither
+#: the call nor the recipe sets it
+MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "cross-encoder": {"query": "weighted", "batch_size": 16, "max_steps": 400, "max_length": 128,
-                      "save_steps": 100, "lr": 5e-5, "batching": "random", "padding": "column"},
-    # the earlier recipe stays (issue 34's shorter ones, e.g. 56 steps of 32 at 128 word pieces, are
+                      "save_steps": 100, "lr": 5e-5, "batching": "random", "padding": "column",
+                      "text": "body", "epochs": 1.0},
+    # the earlier recipe stays (shorter ones, e.g. 56 steps of 32 at 128 word pieces, are
     # lower on the judged development set), computed without most of its padding (`padding`
     # chunks, dsr.training.chunks: the same embeddings and loss; 169 s of training on 2 cores
     # against ~350 s padded per column), which `dsr decide` finds not significantly different
     # on either label set (docs/results.md, "Issue 31: the training levers"; tools/issue31_levers.py)
     "bi-encoder": {"query": "title+recent", "batch_size": 32, "max_steps": 120, "max_length": None,
-                   "save_steps": 60, "lr": 5e-5, "batching": "random", "padding": "chunks"},
+                   "save_steps": 60, "lr": 5e-5, "batching": "random", "padding": "chunks",
+                   "text": "body", "epochs": 1.0, "list_negatives": 1},
 }
 
 #: the checked settings of one training (fields: PARAMS' names)
 TrainSettings = record_type("TrainSettings", PARAMS)
 
 
+def recipe_named(name: str) -> Recipe:
+    """The recipe ``name`` (``recommended``: :data:`RECOMMENDED`)."""
+    name = RECOMMENDED if name == "recommended" else name
+    if name not in RECIPES:
+        raise InputError(f"unknown recipe {name!r}; choose from {', '.join((*RECIPES, 'recommended'))}",
+                         field="recipe")
+    return RECIPES[name]
+
+
 def resolve_settings(given: Mapping[str, Any]) -> Any:
-    """``given`` (name -> value) checked against :data:`PARAMS`, the declared defaults and the
-    recipe's filled in: a ``TrainSettings``. InputError names the setting at fault."""
+    """``given`` (name -> value) checked against :data:`PARAMS`, then the named recipe's
+    settings and the model type's defaults filled in where nothing was given: a
+    ``TrainSettings`` whose ``recipe`` is the recipe's own name (``recommended`` resolved).
+    InputError names the setting at fault."""
     values = resolve(given, PARAMS, "dsr train")
-    for key, value in RECIPES[values["model_type"]].items():
+    if values["recipe"] is None and values["model_type"] in (None, DEFAULT_MODEL_TYPE):
+        values["recipe"] = DEFAULT_RECIPE
+    if values["recipe"] is not None:
+        recipe = recipe_named(values["recipe"])
+        values["recipe"] = recipe.name
+        if values["model_type"] not in (None, recipe.model_type):
+            raise InputError(f"recipe {recipe.name!r} trains a {recipe.model_type}, not a "
+                             f"{values['model_type']}; leave `model_type` out or choose another "
+                             "recipe", field="recipe")
+        values.update({key: value for key, value in recipe.settings.items() if values[key] is None})
+    values["model_type"] = values["model_type"] or DEFAULT_MODEL_TYPE
+    for key, value in MODEL_DEFAULTS[values["model_type"]].items():
         if values[key] is None:
             values[key] = value
+    check_combinations(values)
+    return TrainSettings(**values)
+
+
+def check_combinations(values: dict[str, Any]) -> None:
+    """InputError for settings that do not go together (``values``: every setting resolved)."""
     if values["max_steps"] == 0:
         raise InputError("must be a positive number of steps or -1, got 0", field="max_steps")
     if (values["folds"] is None) != (values["fold"] is None):
@@ -146,17 +236,39 @@ def resolve_settings(given: Mapping[str, Any]) -> Any:
     if values["text"] != CONTEXT_FORM and (values["context"] is not None or values["documents"] is not None):
         raise InputError(f"context and documents apply to text {CONTEXT_FORM!r} only",
                          field="context" if values["context"] is not None else "documents")
-    if values["model_type"] != "bi-encoder" and values["text"] == CONTEXT_FORM:
-        raise InputError(f"text {CONTEXT_FORM!r} applies to bi-encoder training only (a "
-                         "cross-encoder reads 'body' or 'title: body')", field="text")
-    if values["model_type"] != "bi-encoder" and values["batching"] != "random":
-        raise InputError("batching applies to bi-encoder training only", field="batching")
-    if values["model_type"] != "bi-encoder" and values["padding"] != "column":
-        raise InputError("padding 'chunks' applies to bi-encoder training only", field="padding")
-    if values["model_type"] != "bi-encoder" and (values["loss"] != "mnrl" or values["guide"]):
-        raise InputError("loss and guide apply to bi-encoder training only (a cross-encoder "
-                         "trains with binary cross-entropy)", field="loss" if values["loss"] != "mnrl"
-                         else "guide")
-    if values["guide"] is not None and values["loss"] != "gist":
-        raise InputError("guide applies to loss 'gist' only", field="guide")
-    return TrainSettings(**values)
+    if values["model_type"] == "bi-encoder":
+        if values["loss"] == "distill" and values["teacher"] is None:
+            raise InputError("loss 'distill' needs a teacher: the cross-encoder whose scores are "
+                             "distilled (e.g. dsr:NAME from `dsr train --model-type cross-encoder`)",
+                             field="teacher")
+        if values["teacher"] is not None and values["loss"] != "distill":
+            raise InputError("teacher applies to loss 'distill' only", field="teacher")
+        if values["guide"] is not None and values["loss"] != "gist":
+            raise InputError("guide applies to loss 'gist' only", field="guide")
+        return
+    bi_only = [("text", values["text"] == CONTEXT_FORM, f"text {CONTEXT_FORM!r} applies to bi-encoder "
+                "training only (a cross-encoder reads 'body' or 'title: body')"),
+               ("batching", values["batching"] != "random", "batching applies to bi-encoder training only"),
+               ("padding", values["padding"] != "column", "padding 'chunks' applies to bi-encoder "
+                "training only"),
+               ("list_negatives", values["list_negatives"] is not None, "list_negatives applies to "
+                "bi-encoder training only (a cross-encoder's are neg_per_pos per positive)")]
+    bi_only += [(name, values[name] not in (None, "mnrl"), "loss, guide and teacher apply to bi-encoder "
+                 "training only (a cross-encoder trains with binary cross-entropy)")
+                for name in ("loss", "guide", "teacher")]
+    for name, wrong, why in bi_only:
+        if wrong:
+            raise InputError(why, field=name)
+
+
+def _check_recipes() -> None:
+    """A recipe sets only declared settings, to allowed values (a mistake here is the code's)."""
+    table = {p.name: p for p in PARAMS}
+    for recipe in RECIPES.values():
+        for key, value in recipe.settings.items():
+            if key not in table or key == "recipe":
+                raise ValueError(f"recipe {recipe.name!r} sets {key!r}, not a setting it can set")
+            table[key].check(value, f"recipe {recipe.name!r}")
+
+
+_check_recipes()

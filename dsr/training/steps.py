@@ -111,8 +111,8 @@ def card_head(job: Job, settings: TrainSettings, kind: str, max_length: int | No
     """The card's first entries, the same for both recipes."""
     return {"format": 1, "name": job.name, "kind": kind, "created": now(),
             "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
-            "query": settings.query, "text": settings.text, "max_length": max_length,
-            "excluded_documents": excluded}
+            "named_recipe": settings.recipe, "query": settings.query, "text": settings.text,
+            "max_length": max_length, "excluded_documents": excluded}
 
 
 def base_entry(job: Job, settings: TrainSettings, head: str) -> dict[str, Any]:

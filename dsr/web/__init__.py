@@ -1,5 +1,10 @@
-"""The web core the board (:mod:`dsr.board`) and judging (:mod:`dsr.judging`) both stand on,
-each part written once:
+"""The web core the board (:mod:`dsr.board`) and judging (:mod:`dsr.judging`) both stand on:
+sessions, sign-in, CSRF, pages, security headers.
+
+Layer 6 of 13 (dsr/layers.toml): it imports only the core files, though its layer would allow
+more.
+
+Each part is written once:
 
 * ``security`` — the app itself: security headers and the Content-Security-Policy, the
   request-body cap (413), the shared static files (``/static``), ``/healthz``
@@ -11,6 +16,5 @@ each part written once:
 * ``pages`` — the Jinja2 templates over one shared layout (``templates/layout.html``), the
   sign-in form and the ``problem`` error page
 
-It imports no other part of ``dsr`` but the core: each application brings its own tables,
-cookie names and templates.
+Each application brings its own tables, cookie names and templates.
 """

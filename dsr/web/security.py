@@ -1,6 +1,7 @@
 """The ASGI app both web applications are built on: security headers and the
-Content-Security-Policy on every answer, a cap on request bodies (413), the shared static
-files under ``/static`` and ``/healthz``.
+Content-Security-Policy on every answer, a cap on request bodies (413), a full disk answered
+507 (Insufficient Storage) instead of a bare 500, the shared static files under ``/static``
+and ``/healthz``.
 
 The policy forbids scripts; a page that needs its own script (judging's task page) sends
 ``csp(scripts=True)`` itself, which allows scripts of this site only.
@@ -11,8 +12,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import OperationalError
+
+from dsr.core.atomic import disk_full
 
 #: the shared assets (``/static/site.css``)
 STATIC = Path(__file__).parent / "static"
@@ -124,7 +129,26 @@ def web_app(title: str, *, secret: bytes, max_body: int) -> FastAPI:
     @app.get("/healthz")
     def healthz():
         return {"ok": True}
+
+    app.add_exception_handler(OSError, full_disk)
+    app.add_exception_handler(OperationalError, full_disk)
     return app
+
+
+#: what a request that met a full disk is told (nothing of it was stored)
+FULL_DISK = ("the server's disk is full: nothing of this request was stored (try again once the "
+             "organisers have freed some space)")
+
+
+async def full_disk(request: Request, exc: Exception):
+    """507 Insufficient Storage for a full disk (an OSError of ``dsr.core.atomic.DISK_FULL``, or
+    SQLite's "database or disk is full"): the write failed whole, nothing was stored. Any other
+    error goes on to the server's 500."""
+    if not disk_full(exc):
+        raise exc
+    if "/api/" in request.url.path:
+        return JSONResponse({"error": FULL_DISK}, status_code=507)
+    return HTMLResponse(f"<!doctype html><title>507</title><p>{FULL_DISK}</p>", status_code=507)
 
 
 def mount_static(app: FastAPI, path: str, directory: Path) -> None:

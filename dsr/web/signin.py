@@ -114,11 +114,38 @@ class SignIn:
 
     def csrf_ok(self, request: Request, sent: object) -> bool:
         """Whether ``sent`` (a form field or an ``X-CSRF-Token`` header) is a token of this
-        browser's session, or of its nonce when signed out."""
+        browser's session, or of its nonce when signed out, sent from a page of this site
+        (:func:`same_origin`)."""
         binding, max_age = self._binding(request)
-        return csrf.valid(secret_of(request), self.app, binding, sent, max_age)
+        return same_origin(request) and csrf.valid(secret_of(request), self.app, binding, sent, max_age)
 
     async def checked_form(self, request: Request):
         """The posted form when its ``csrf`` field passes :meth:`csrf_ok`, else None."""
         form = await request.form()
         return form if self.csrf_ok(request, form.get("csrf")) else None
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of a URL (an ``Origin`` header is one already)."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme.lower()}://{rest.split('/', 1)[0].lower()}" if rest else url.lower()
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a form post comes from a page of this site: its ``Origin`` header (every browser
+    sends one with a POST; ``null`` from a sandboxed or privacy-stripped page is refused),
+    else its ``Referer``, is this server's own origin (as the request reached it: the Host
+    header, or the ``X-Forwarded-Host`` a reverse proxy sets, which no form can send, and the
+    scheme a trusted proxy forwarded). A login-form token and its nonce
+    cookie that an attacker fetched and planted in a victim's browser are then of no use:
+    the post that would log the victim in as the attacker comes from the attacker's page.
+    A request with neither header is not a browser's form (a script with its own token) and
+    is judged by its CSRF token alone."""
+    sent = request.headers.get("origin")
+    if sent is None:
+        referer = request.headers.get("referer")
+        if not referer:
+            return True
+        sent = origin_of(referer)
+    hosts = [request.url.netloc, *request.headers.get("x-forwarded-host", "").split(",")[:1]]
+    return origin_of(sent) in {f"{request.url.scheme}://{h.strip()}".lower() for h in hosts if h.strip()}

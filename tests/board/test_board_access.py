@@ -173,7 +173,46 @@ def test_the_login_forms_csrf_token_is_bound_to_its_browser(setup):
         c.close()
 
 
-def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tmp_path, runs, capsys):  # noqa: F811
+@pytest.mark.parametrize("path", ["/login", "/judge/login"])
+def test_a_login_form_token_planted_in_a_victims_browser_does_not_log_them_in(setup, path):
+    """Issue 40: the attacker fetches a login form (its token and nonce cookie), plants both in
+    the victim's browser and makes it post the form with the attacker's own member token
+    (login CSRF: the victim would then work, and submit, as the attacker). The post comes
+    from the attacker's page: its Origin (or Referer) is not the board's, so it is refused
+    (403) and no session is opened; the same form posted from the board's own page logs in."""
+    from dsr.server import create_site
+
+    board, client, token = setup
+    app = create_site(board)
+    judging_token = None
+    if path.startswith("/judge"):
+        from dsr.judging.campaigns import Judging
+
+        judging_token = Judging(board.engine).add_assessor("mallory")
+    mine = judging_token or token
+    cookie = "dsr_judge_csrf" if path.startswith("/judge") else "dsr_csrf"
+    attacker = TestClient(app)
+    planted = csrf_of(attacker.get(path).text)
+    nonce = attacker.cookies.get(cookie)
+    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"},
+                    {"Referer": "http://evil.example/page"}, {"Origin": "http://testserver.evil.example"}):
+        victim = TestClient(app)
+        victim.cookies.set(cookie, nonce, domain="testserver.local")
+        answer = victim.post(path, data={"token": mine, "csrf": planted}, headers=headers, follow_redirects=False)
+        assert answer.status_code == 403, (headers, answer.status_code)
+        assert not {"dsr_session", "dsr_judge"} & set(victim.cookies), headers
+        victim.close()
+    # the same pair posted from the board's own page (what the attacker cannot make a victim do)
+    victim = TestClient(app)
+    victim.cookies.set(cookie, nonce, domain="testserver.local")
+    answer = victim.post(path, data={"token": mine, "csrf": planted}, headers={"Origin": "http://testserver"},
+                         follow_redirects=False)
+    assert answer.status_code == 303
+    for c in (attacker, victim):
+        c.close()
+
+
+def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tmp_path, runs, capsys):
     from dsr.board.phases import Season
     from dsr.cli import main
     from dsr.evaluation.qrels import read_qrels
@@ -203,7 +242,7 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
     board.close()
 
 
-def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path):  # noqa: F811
+def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path, capsys):
     """A board made at migration 0004 (one token per team) upgraded: the token works, is a member
     named 'team token' that rotate-token and remove-member act on; old browser sessions end."""
     from dsr.board.members import hash_token
@@ -216,6 +255,8 @@ def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path):
         team_id = conn.execute(text("select id from teams where name = 'old'")).scalar()
         conn.execute(text("insert into web_sessions (key_hash, team_id, expires_at, csrf) "
                           "values ('k', :t, '2999-01-01', 'c')"), {"t": team_id})
+        conn.execute(text("insert into team_members (team_id, name, email, added_at) "     # 0004's people
+                          "values (:t, 'ada', 'ada@example.org', '2026-01-01')"), {"t": team_id})
     engine.dispose()
     board = make_board(db_url, tmp_path)       # migrates to the head
     team, member = board.identify(old)
@@ -223,6 +264,14 @@ def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path):
     with board.engine.connect() as conn:
         assert conn.execute(text("select count(*) from web_sessions")).scalar() == 0
         assert conn.execute(text("select token_hash from teams where name = 'old'")).scalar() != hash_token(old)
+    # issue 40: a member of before 0005 holds no token; board list said "active"
+    from dsr.cli import main
+
+    capsys.readouterr()
+    assert main(["board", "list", "--db", db_url, "--store", str(tmp_path / "store")]) == 0
+    listed = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("old ")}
+    assert "no token" in listed["ada"] and "active" not in listed["ada"], listed
+    assert listed["team"].rstrip().endswith("active")                       # 'team token' holds one
     new = board.rotate_token("old", "team token")
     assert board.identify(old) is None and board.identify(new)[0].name == "old"
     board.remove_member("old", "team token")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from board_support import LiveServer, browser, make_board, runs, setup_phases  # noqa: F401
 
 
-def test_login_upload_rank_and_errors_in_a_real_browser(browser, tmp_path, runs):  # noqa: F811
+def test_login_upload_rank_and_errors_in_a_real_browser(browser, tmp_path, runs):
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     setup_phases(board, runs, daily_quota=3)
     token = board.add_team("alpha")

@@ -8,13 +8,13 @@ import io
 
 import numpy as np
 import pytest
-from board_support import ServerProcess, plain_rr, runs  # noqa: F401
+from board_support import ServerProcess, db_url, plain_rr, postgres, runs  # noqa: F401
 
 from dsr.cli import main
 from dsr.collections import load_collection
 
 
-def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):  # noqa: F811
+def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):
     assert main(["board", "add-phase", "sample", "--phase", "public"]) == 0
     assert main(["board", "add-baseline", "sample", str(runs / "initial.run")]) == 0
     capsys.readouterr()
@@ -62,7 +62,7 @@ def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):  # noqa: F811
     assert main(["board", "add-phase", "sample", "--phase", "x", "--qrels", str(runs / "hidden.qrels")]) == 2
 
 
-def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_home):  # noqa: F811
+def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_home):
     """add-phase with dates and a final switch, set-phase, freeze (submissions refused after it,
     the export names the collection hash and the freeze), add-member and remove-member."""
     from dsr.board.service import Board, BoardConfig, Metadata, Refused
@@ -110,3 +110,41 @@ def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_ho
     assert {r["frozen"][:4] for r in rows} == {str(board.get_phase("sample", "test").frozen_at.year)}
     assert {r["dsr_version"] for r in rows} == {__import__("dsr").__version__}
     board.close()
+
+
+@pytest.mark.slow
+def test_names_the_databases_cannot_hold_or_urls_cannot_carry_are_refused_up_front(db_url, tmp_path, capsys):
+    """Issue 40: an e-mail over 300 characters or a phase name over 100 was a traceback on
+    PostgreSQL only (its columns have lengths; SQLite's do not), and a phase name with ``/``
+    was taken and then 404'd. Both databases now refuse them before anything is written,
+    exit 2 naming the flag."""
+    db, store = ["--db", db_url], ["--store", str(tmp_path / "store")]
+    cases = [
+        (["board", "add-phase", "sample", "--phase", "x" * 101], "--phase"),
+        (["board", "add-phase", "sample", "--phase", "a/b"], "--phase"),
+        (["board", "add-phase", "sample", "--phase", "a?b"], "--phase"),
+        (["board", "add-phase", "sample", "--phase", ".."], "--phase"),
+        (["board", "add-phase", "sample", "--phase", "ok", "--name", "n" * 101], "--name"),
+        (["board", "add-phase", "sample", "--phase", "ok", "--name", "my%board"], "--name"),
+        (["board", "add-member", "lab", "ada", "--email", "a" * 290 + "@example.org"], "--email"),
+    ]
+    assert main(["board", "add-team", "lab", *db, *store]) == 0
+    for argv, flag in cases:
+        capsys.readouterr()
+        assert main([*argv, *db, *store]) == 2, argv
+        err = capsys.readouterr().err
+        assert flag in err and "Traceback" not in err, (argv, err)
+    from board_support import make_board
+
+    board = make_board(db_url, tmp_path)
+    assert board.phases() == [] and [m.name for m in board.members(board.team("lab"))] == ["lead"]
+    board.add_phase("sample", "x" * 100)                            # the longest name is taken
+    assert board.add_member("lab", "ada", "a" * 288 + "@example.org")
+    board.close()
+
+
+@pytest.mark.parametrize("server", ["http://[::1", "ftp://127.0.0.1:8000", "127.0.0.1:8000", "http://"])
+def test_submit_to_a_server_that_is_no_url_is_exit_2(tmp_path, runs, capsys, server):
+    code = main(["submit", "sample", str(runs / "bm25.run"), "--server", server, "--token", "dsr_x"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--server" in err and "Traceback" not in err, err

@@ -1,4 +1,4 @@
-"""docs/board.md's season runs line by line on a fresh DSR_HOME (issue 29, item 7).
+"""docs/board.md's season runs line by line on a fresh DSR_HOME, as an organiser would follow it.
 
 The commands are taken from the guide itself (every ``bash`` block of "A season, step by
 step", in order) and run in one bash with ``set -e`` in an empty folder, on the bundled
@@ -36,7 +36,8 @@ def season_commands() -> list[str]:
 
 def test_the_guide_names_the_commands_a_season_needs():
     commands = season_commands()
-    for needed in ("dsr board add-phase", "dsr board add-baseline sample out/sample/runs", "dsr board add-team",
+    for needed in ("dsr board add-phase", "dsr board add-baseline sample out/dev", "dsr board add-team",
+                   "dsr board participant-file sample --phase test",
                    "dsr board add-member", "dsr serve", "dsr submit", "dsr board rotate-token",
                    "dsr board remove-member", "dsr board freeze", "dsr board export", "dsr board list"):
         assert any(c.startswith(needed) for c in commands), needed
@@ -85,6 +86,9 @@ def test_the_season_of_docs_board_md_runs_line_by_line_on_a_fresh_home(tmp_path,
     systems = sorted(s.system for s in board.submissions(test))
     assert systems == ["BM25", "BM25 tuned", "initial"]
     board.close()
+    # what participants were given of the hidden phase: its 10 dialogues, no label or next turn
+    given = (work / "test-dialogues.jsonl").read_text()
+    assert len(given.splitlines()) == 10 and '"label"' not in given and '"target"' not in given
     exported = json.loads((work / "test.json").read_text())
     assert exported["provenance"]["board"] == "sample/test" and exported["provenance"]["frozen"]
     assert "sample/test" in (work / "test.csv").read_text() and r"\begin{tabular}" in (work / "test.tex").read_text()

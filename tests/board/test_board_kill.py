@@ -77,7 +77,7 @@ def jobs_for(trial: int, tokens: list[str], base: list[bytes]) -> list[list[dict
     return out
 
 
-def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):  # noqa: F811
+def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=10_000, total_quota=10_000)   # crash safety, not quotas
     tokens = [board.add_team(f"team{c}") for c in range(CLIENTS)]

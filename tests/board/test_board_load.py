@@ -12,7 +12,7 @@ from sqlalchemy import text
 QUOTA = 3
 
 
-def test_concurrent_submissions_lose_nothing_and_quotas_hold(db_url, tmp_path, runs):  # noqa: F811
+def test_concurrent_submissions_lose_nothing_and_quotas_hold(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=QUOTA)
     tokens = [board.add_team(f"team{t}") for t in range(4)]

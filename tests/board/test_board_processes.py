@@ -35,7 +35,7 @@ QUOTA = 3
 
 
 @pytest.fixture
-def pg_board(postgres, tmp_path, runs):  # noqa: F811
+def pg_board(postgres, tmp_path, runs):
     """A fresh PostgreSQL board: sample/public and sample/test (hidden, 3 a day), teams
     alpha, beta and gamma; (url, store, tokens)."""
     url = postgres.new_database()
@@ -99,7 +99,7 @@ def rows(url: str, where: str = "true", **params) -> list:
 
 
 @pytest.mark.slow
-def test_quotas_are_exact_across_processes(pg_board, pair, runs):  # noqa: F811
+def test_quotas_are_exact_across_processes(pg_board, pair, runs):
     url, _, tokens = pg_board
     (a, b), base = pair, read(runs / "bm25.run")
     answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"q{k}"), f"q{k}", "test")
@@ -121,7 +121,7 @@ def test_quotas_are_exact_across_processes(pg_board, pair, runs):  # noqa: F811
 
 
 @pytest.mark.slow
-def test_the_rate_limit_is_exact_across_processes(pg_board, runs, tmp_path):  # noqa: F811
+def test_the_rate_limit_is_exact_across_processes(pg_board, runs, tmp_path):
     """2 a minute per team: 8 submissions at once, half to each process, take exactly 2."""
     url, store, tokens = pg_board
     base = read(runs / "bm25.run")
@@ -161,7 +161,7 @@ def test_rate_limit_refills_and_counts_across_boards(tmp_path):
 
 
 @pytest.mark.slow
-def test_one_idempotency_key_sent_to_two_processes_at_once_stores_one_run(pg_board, pair, runs):  # noqa: F811
+def test_one_idempotency_key_sent_to_two_processes_at_once_stores_one_run(pg_board, pair, runs):
     url, _, tokens = pg_board
     (a, b), base = pair, read(runs / "bm25.run")
     for k in range(6):
@@ -192,7 +192,7 @@ def boards_json(server: str, ids: list[int]) -> dict:
 
 
 @pytest.mark.slow
-def test_the_ladder_is_the_same_whichever_process_serves(pg_board, pair, runs):  # noqa: F811
+def test_the_ladder_is_the_same_whichever_process_serves(pg_board, pair, runs):
     tokens, servers = pg_board[2], pair
     files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
     answers = []
@@ -227,7 +227,7 @@ def corrupt(url: str) -> None:
 
 
 @pytest.mark.slow
-def test_rebuilds_and_phase_changes_by_another_process_are_seen_by_every_process(pg_board, runs, tmp_path):  # noqa: F811
+def test_rebuilds_and_phase_changes_by_another_process_are_seen_by_every_process(pg_board, runs, tmp_path):
     url, store, tokens = pg_board
     files = [read(runs / f"random{i}.run") for i in range(3)]
     db = ["--db", url, "--store", str(store)]
@@ -285,7 +285,7 @@ def submitter(url: str, jobs: list[dict], results: list[dict], deadline: float, 
 
 
 @pytest.mark.slow
-def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board, runs, tmp_path):  # noqa: F811
+def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board, runs, tmp_path):
     """``dsr serve --processes 2``: a process is SIGKILLed while it holds a staged run (between
     the file and the row), three times, each time the process the supervisor started in place
     of the last one killed (so the other one is serving); the clients send what got no answer
@@ -360,7 +360,7 @@ def test_processes_need_postgresql(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_url, tmp_path):  # noqa: F811
+def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_url, tmp_path):
     """Migration 0007 on a board with rows (SQLite and PostgreSQL): the rows are kept, every phase
     starts at scores_version 0, and the rate limit's table works."""
     from dsr.board.scoring import matrix_bytes
@@ -394,7 +394,7 @@ def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_u
 
 
 @pytest.mark.slow
-def test_each_process_of_processes_n_has_the_whole_site(tmp_path, runs, monkeypatch):  # noqa: F811
+def test_each_process_of_processes_n_has_the_whole_site(tmp_path, runs, monkeypatch):
     """What each process of ``dsr serve --processes N`` makes from the settings its parent hands
     over: a board with its own scoring workers, warmed up, serving the leaderboard, the API and
     the judging pages; closed with the process."""

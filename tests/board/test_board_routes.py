@@ -42,7 +42,7 @@ def numbers_in(value) -> list[float]:
 class LeakCheck:
     """What must never appear: hidden labels (and any candidate id) and hidden per-topic values."""
 
-    def __init__(self, board, runs):  # noqa: F811
+    def __init__(self, board, runs):
         collection = load_collection("sample")
         self.doc_ids = {c.id for d in collection.dialogues for c in d.candidates}
         self.qrels_lines = [f"{t} 0 {d} {g}" for t, docs in read_qrels(runs / "hidden.qrels").items()
@@ -87,7 +87,7 @@ class LeakCheck:
 
 
 @pytest.fixture
-def walked(db_url, tmp_path, runs):  # noqa: F811
+def walked(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path)
     public, hidden = setup_phases(board, runs, daily_quota=5)
     token = board.add_team("alpha")
@@ -106,7 +106,7 @@ def walked(db_url, tmp_path, runs):  # noqa: F811
     board.close()
 
 
-def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):  # noqa: F811
+def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
     board, client, token, posted = walked
     check = LeakCheck(board, runs)
     ids = [s.id for p in board.phases() for s in board.submissions(p)]

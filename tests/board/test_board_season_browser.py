@@ -66,7 +66,7 @@ def expected_ranks(rr: dict[str, dict[str, float]]) -> tuple[dict[str, str], dic
     return {n: str(lo) if lo == hi else f"{lo}–{hi}" for n, (lo, hi) in ranks.items()}, dict(zip(pairs, p))
 
 
-def season(tmp_path, runs):  # noqa: F811
+def season(tmp_path, runs):
     """sample/public (primary RR, baselines initial and bm25), sample/test (hidden, quotas,
     open until next week), sample/early (closed yesterday), sample/late (opens tomorrow),
     sample/final (final phase); teams alpha, beta, gamma with runs on public."""
@@ -107,7 +107,7 @@ def log_in(page, url: str, token: str) -> None:
     page.wait_for_url(f"{url}/submit")
 
 
-def test_season_pages_in_a_real_browser(browser, tmp_path, runs):  # noqa: F811
+def test_season_pages_in_a_real_browser(browser, tmp_path, runs):
     board, tokens = season(tmp_path, runs)
     SHOTS.mkdir(parents=True, exist_ok=True)
     run_id = next(s.id for s in board.submissions(board.get_phase("sample", "public")) if s.system == "beta-random0")
@@ -146,7 +146,7 @@ def test_season_pages_in_a_real_browser(browser, tmp_path, runs):  # noqa: F811
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000
 
 
-def test_rank_groups_and_marks_match_an_independent_computation(browser, tmp_path, runs):  # noqa: F811
+def test_rank_groups_and_marks_match_an_independent_computation(browser, tmp_path, runs):
     board, tokens = season(tmp_path, runs)
     collection = load_collection("sample")
     labels = {d.id: {c.id: c.label for c in d.candidates} for d in collection.dialogues}
@@ -190,7 +190,7 @@ def test_rank_groups_and_marks_match_an_independent_computation(browser, tmp_pat
     board.close()
 
 
-def test_quota_dates_duplicates_and_freeze_in_a_real_browser(browser, tmp_path, runs):  # noqa: F811
+def test_quota_dates_duplicates_and_freeze_in_a_real_browser(browser, tmp_path, runs):
     board, tokens = season(tmp_path, runs)
     with LiveServer(board) as server:
         page = browser.new_page(viewport=VIEWPORTS["390"])

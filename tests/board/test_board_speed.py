@@ -140,7 +140,7 @@ def _team(board, name):
         return s.scalar(select(Team).where(Team.name == name))
 
 
-def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tmp_path, runs,  # noqa: F811
+def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tmp_path, runs,
                                                                                monkeypatch):
     """The same runs on two boards, one scoring in worker processes: the same means and
     per-topic values, the same refusals (invalid: the validator's problems; duplicate: 409)."""
@@ -185,10 +185,10 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
     assert len(calls) == 5                                  # every run of the second board
 
 
-def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(tmp_path, runs,  # noqa: F811
+def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(tmp_path, runs,
                                                                                monkeypatch):
     """A hidden phase's answer runs the ladder's t-test, which needs scipy.stats (0.4 s to
-    import). Imported under the write lock, it held every other writer back: issue 34's p95
+    import). Imported under the write lock, it held every other writer back: the p95's
     tail. A submission to a ladder phase imports it before its transaction; ``dsr serve``'s
     ``Board.warm_up`` at start (checked in a fresh interpreter: nothing had imported it)."""
     import os

@@ -1,14 +1,15 @@
 """A command killed (SIGKILL) at any moment while it writes a folder leaves, once the
-next command has run, exactly the old set or the new set (issue 19).
+next command has run, exactly the old set or the new set, never a mix.
 
 Bounded trials of ``dsr reproduce`` and ``dsr export`` on the bundled sample, in real
-processes (tests/kill_support.py forks them from a warm helper): half are killed
-between the two renames of the folder swap (the child is held before the rename
-onto the output folder, the old one already set aside), half after a random delay
-within the command's duration. After each trial the next command on the folder
-runs (the same command with a bad argument, refused right after it has checked its
-output folder), then the folder is compared, file by file with sha256, with the
-set before the trial and with what the command writes.
+processes (tests/kill_support.py forks them from a warm helper): a quarter are killed
+just before the new set takes the output folder's place, a quarter just after, half
+after a random delay within the command's duration. The folder must be there the
+moment the command dies (issue 40: the old swap's two renames left no folder between
+them until the next command): the old set before the swap, the new one after. After each
+trial the next command on the folder runs (the same command with a bad argument, refused
+right after it has checked its output folder), then the folder is compared, file by file
+with sha256, with the set before the trial and with what the command writes.
 """
 
 from __future__ import annotations
@@ -43,14 +44,16 @@ def forker(tmp_path_factory):
     helper.close()
 
 
-def _trial(forker: Forker, job: dict, after: dict, out: Path, delay: float | None, log: Path) -> dict:
-    """Run ``job``; kill it after ``delay`` s (None: between the renames); then run ``after``,
-    the next command. Returns how ``job`` ended."""
+def _trial(forker: Forker, job: dict, after: dict, out: Path, delay: float | str, log: Path) -> tuple[dict, dict]:
+    """Run ``job``; kill it after ``delay`` s (``before`` / ``after``: at that moment of the
+    folder swap); then run ``after``, the next command. Returns how ``job`` ended and the
+    folder as the kill left it (before the next command)."""
     flag = log.with_name("paused")
     flag.unlink(missing_ok=True)
-    pause = {"before_rename_to": str(out), "flag": str(flag)} if delay is None else None
+    moment = delay if isinstance(delay, str) else None
+    pause = {"before_rename_to": str(out), "flag": str(flag), "moment": moment} if moment else None
     pid = forker.start({**job, "pause": pause, "log": str(log)})
-    if delay is None:
+    if moment:
         deadline = time.monotonic() + 120
         while not flag.exists() and time.monotonic() < deadline:
             time.sleep(0.005)
@@ -63,8 +66,9 @@ def _trial(forker: Forker, job: dict, after: dict, out: Path, delay: float | Non
         except ProcessLookupError:
             pass
     end = forker.wait()
+    killed = snapshot(out)
     assert forker.run({**after, "log": str(log.with_name("after.log"))}) == {"exit": 2}
-    return end
+    return end, killed
 
 
 def _kill_trials(forker, tmp_path, out, jobs, after, is_new, duration: float) -> list[str]:
@@ -75,13 +79,18 @@ def _kill_trials(forker, tmp_path, out, jobs, after, is_new, duration: float) ->
     outcomes = []
     for i in range(TRIALS):
         version, job = jobs[i % 2]
-        delay = None if i % 2 == 0 else rng.uniform(0, duration)
-        end = _trial(forker, job, after, out, delay, tmp_path / "trial.log")
+        delay = ("before", None, "after", None)[i % 4] or rng.uniform(0, duration)
+        end, killed = _trial(forker, job, after, out, delay, tmp_path / "trial.log")
         now = snapshot(out)
         left = sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
         assert left == [], (i, end, left)
-        if delay is None:  # killed inside the swap: the new set was complete, so it is finished
-            assert end == {"signal": signal.SIGKILL} and is_new(out, now, version), (i, end)
+        # the folder is there the moment the command dies, before any next command: the old
+        # set until the new one is in place (issue 40: a kill between two renames left none)
+        assert before is None or killed is not None, (i, end, delay)
+        if delay == "before":      # killed as the new set was about to take its place: the old one
+            assert end == {"signal": signal.SIGKILL} and killed == before == now, (i, end)
+        if delay == "after":       # killed just after: the new one
+            assert end == {"signal": signal.SIGKILL} and killed == now and is_new(out, now, version), (i, end)
         if now == before:  # (two exports within a second are the same bytes)
             outcomes.append("old")
         else:

@@ -55,7 +55,7 @@ def test_stats_and_initial_run_evaluate_by_name(tmp_path, capsys, dsr_home):
     assert "all (115)" in out and "mean over all dialogues" in out
     value = float(out.split("initial")[1].split()[0])
     # 1e-3: one dialogue has two tied initial scores at ranks 4 and 5 that the run file's
-    # float32 scores re-tie, and trec_eval then orders them by id (issue 9's float32 ties).
+    # float32 scores re-tie, and trec_eval then orders them by id (the float32 tie rule).
     assert abs(value - expected) < 1e-3
 
 
@@ -129,7 +129,7 @@ def _stripped(dialogues: list[dict]) -> list[dict]:
 
 @pytest.mark.parametrize("how", ["meta stripped", "mixed into other data"])
 def test_train_refuses_the_judged_labels_recognised_by_content(how, tmp_path, capsys, dsr_home):
-    """Issue 19: no name, no meta, no known hash: the dialogues' content still gives it away."""
+    """No name, no meta, no known hash: the dialogues' content still gives it away."""
     judged = [json.loads(line) for line in FILE.read_text(encoding="utf-8").splitlines()]
     if how == "meta stripped":
         records = _stripped(judged)

@@ -166,7 +166,7 @@ def test_missing_source_says_how_to_get_the_data():
 def test_one_missing_file_is_named(tmp_path):
     src = make_source(tmp_path)
     (src / "wikipedia_grounded_dialogues.json").unlink()
-    with pytest.raises(InputError, match="wikipedia_grounded_dialogues.json is missing"):
+    with pytest.raises(InputError, match=r"wikipedia_grounded_dialogues\.json is missing"):
         sigir2022.load(src)
 
 

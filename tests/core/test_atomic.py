@@ -1,4 +1,4 @@
-"""Crash consistency of outputs (issue 9): report folders written as a set, stale
+"""Crash consistency of outputs: report folders written as a set, stale
 temporaries cleaned, and outputs that cannot be written reported as exit 2."""
 
 from __future__ import annotations
@@ -206,12 +206,20 @@ class _Killed(BaseException):
     """Stands for SIGKILL: nothing after it runs (no except/finally clean-up is relied on)."""
 
 
-@pytest.mark.parametrize("existed,cut", [(True, "ready"), (True, "aside"), (True, "in"), (True, "removing"),
-                                         (False, "ready")])
-def test_a_swap_cut_at_any_step_is_finished_or_undone_by_the_next_writer(tmp_path, monkeypatch, cut,
-                                                                          existed):
-    """replace_folder stopped after each of its steps (its process gone): the next atomic_dir
-    on the folder first restores the old set or the complete new one, and leaves nothing."""
+#: (existed, one-step exchange, steps done before the kill, what the folder holds then)
+CUTS = [(True, True, 1, "old"), (True, True, 2, "new"), (True, True, 3, "new"), (True, True, "removing", "new"),
+        (True, False, 1, "old"), (True, False, 2, "none"), (True, False, 3, "new"), (True, False, "removing", "new"),
+        (False, True, 1, "none"), (False, False, 1, "none")]
+
+
+@pytest.mark.parametrize("existed,exchanges,done,holds", CUTS)
+def test_a_swap_cut_at_any_step_is_finished_or_undone_by_the_next_writer(tmp_path, monkeypatch, existed,
+                                                                          exchanges, done, holds):
+    """replace_folder stopped after each of its steps (its process gone): with the one-step
+    exchange (renameat2) the folder is never missing, the old set until the exchange and the
+    new one after; without it (another system) the folder is missing between the two renames.
+    Either way the next atomic_dir on the folder first restores the old set or the complete
+    new one, and leaves nothing."""
     import dsr.core.atomic as atomic
 
     target = tmp_path / "rep"
@@ -222,34 +230,33 @@ def test_a_swap_cut_at_any_step_is_finished_or_undone_by_the_next_writer(tmp_pat
         for name, data in files.items():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / name).write_bytes(data)
-    renames = {"ready": 1, "aside": 2, "in": 3}.get(cut)  # renames done before the kill
-    real_replace, calls = os.replace, []
+    real_replace, real_exchange, steps = os.replace, atomic.exchange, []
 
-    def replace(src, dst):
-        if len(calls) == renames:
-            raise _Killed
-        calls.append(dst)
-        real_replace(src, dst)
+    def step(real):
+        def run(*args):
+            if len(steps) == done:
+                raise _Killed
+            result = real(*args)
+            if result is not False:
+                steps.append(args)
+            return result
+        return run
 
     def remove(path):
         shutil.rmtree(path / "runs")  # the old set half removed
         raise _Killed
 
     with monkeypatch.context() as patched:
-        patched.setattr(os, "replace", replace)
+        patched.setattr(os, "replace", step(real_replace))
+        patched.setattr(atomic, "exchange", step(real_exchange) if exchanges else lambda a, b: False)
         patched.setattr(atomic, "_remove", remove)
         patched.setattr(os, "getpid", lambda: 999_999_999)  # the swap's tag names a dead process
         with pytest.raises(_Killed):
             atomic.replace_folder(staging, target)
     for left in tmp_path.iterdir():
         _old(left)
-    if cut in ("in", "removing"):
-        assert snapshot(target) == new and hidden(tmp_path)  # the old set aside, not yet removed
-    elif cut == "ready" and existed:
-        assert snapshot(target) == old  # not begun: the old set is in place
-    else:
-        assert not target.exists()  # the old set aside (or none), the new one ready beside
-    expected = old if cut == "ready" and existed else new
+    assert snapshot(target) == {"old": old, "new": new}.get(holds) if holds != "none" else not target.exists()
+    expected = old if holds == "old" else new
     with atomic_dir(target, ["results.md", "runs/*.run"]) as fresh:
         assert snapshot(target) == expected and hidden(tmp_path) == [fresh.name]
     assert snapshot(target) == {} and hidden(tmp_path) == []

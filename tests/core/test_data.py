@@ -166,7 +166,7 @@ def test_written_files_get_the_usual_mode(tmp_path):
     assert stat.S_IMODE((tmp_path / "b.jsonl").stat().st_mode) == 0o644
 
 
-# --- the bulk check of plain candidates (issue 34: loading linear in size) ----------------
+# --- the bulk check of plain candidates (so that loading stays linear in size) ------------
 
 _VARIANTS = [
     lambda c: None,

@@ -177,3 +177,50 @@ def test_largest_label_is_accepted(tmp_path, records):
     line = json.dumps(records[1]).replace('"label": 0', '"label": 2147483647', 1)
     path = write_lines(tmp_path / "labels.jsonl", [json.dumps(records[0]), line])
     assert max(c.label for d in read_benchmark(path) for c in d.candidates) == 2**31 - 1
+
+
+# --- issue 40: a lone surrogate, grades and measure parameters beyond a C int ------------------
+
+@pytest.mark.parametrize("where", ["title", "candidates[1].body", "context[0].author_name"])
+def test_a_lone_surrogate_escape_is_refused_naming_the_field(capsys, tmp_path, records, where):
+    """``"\ud800"`` in a benchmark file is valid JSON but no UTF-8 text: it was a traceback when
+    the collection's content hash encoded it. Now exit 2 naming the line and field; a valid
+    pair (an emoji written as two escapes) is read as it should be."""
+    record = copy.deepcopy(records[0])
+    if where == "title":
+        record["title"] = "bad \ud800 title"
+    elif where.startswith("candidates"):
+        record["candidates"][1]["body"] = "x\udc80y"
+    else:
+        record["context"][0]["author_name"] = "\udbff"
+    path = write_lines(tmp_path / "bad.jsonl", [json.dumps(record)])     # json.dumps writes \ud800
+    err = run_rejects(capsys, tmp_path, path, "lone surrogate", where)
+    assert f"{path}:1" in err
+    record = copy.deepcopy(records[0])
+    record["title"] = "fine \U0001F600"
+    good = write_lines(tmp_path / "good.jsonl", [json.dumps(record)])
+    assert "\\ud83d\\ude00" in good.read_text() and read_benchmark(good)[record["id"]].title == "fine \U0001F600"
+
+
+@pytest.mark.parametrize("measure", ["RR(rel=3000000000)", "P@3000000000", "SDCG(max_rel=9999999999)@5"])
+def test_a_measure_parameter_beyond_a_c_int_is_refused(capsys, tmp_path, measure):
+    run = tmp_path / "bm25.run"
+    assert main(["run", "sample", "--ranker", "bm25", "--out", str(run)]) == 0
+    code, err = cli(capsys, "evaluate", "sample", str(run), "--measures", measure)
+    assert code == 2 and "--measures" in err and "2,147,483,647" in err, err
+
+
+@pytest.mark.parametrize("grade", ["3000000000", "4294967297", "-2147483649"])
+def test_a_qrels_grade_beyond_a_c_int_is_refused(capsys, tmp_path, grade):
+    """trec_eval holds a grade as a C int: 4294967297 was read as 1 (a relevant document
+    scored as not relevant) and 3000000000 as a negative number whose arrays took the
+    machine's memory (dsr board add-baseline was killed). Now the qrels line is refused."""
+    qrels = write_lines(tmp_path / "big.qrels", ["sample_askscience.s01.0.3 0 Sunset_8575223_2_0_0 1",
+                                                 f"sample_askscience.s01.0.3 0 Tyndall_effect_8663704_0_0_2 {grade}"])
+    run = tmp_path / "bm25.run"
+    assert main(["run", "sample", "--ranker", "bm25", "--out", str(run)]) == 0
+    code, err = cli(capsys, "evaluate", "--qrels", str(qrels), str(run))
+    assert code == 2 and f"{qrels}:2" in err and "grade" in err, err
+    code, err = cli(capsys, "board", "add-phase", "sample", "--phase", "t", "--hidden", "--qrels", str(qrels),
+                    "--db", f"sqlite:///{tmp_path / 'b.sqlite'}", "--store", str(tmp_path / "store"))
+    assert code == 2 and f"{qrels}:2" in err, err

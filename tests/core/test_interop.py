@@ -152,3 +152,12 @@ def test_tune_auto_groups_runs_in_the_api_as_on_the_command_line(collection, tmp
     assert cli["systems"]["bm25"]["choice_counts"] == ours.to_json()["systems"]["bm25"]["choice_counts"]
     assert cli["systems"]["bm25"]["test"]["all"]["nDCG@5"]["mean"] == \
         ours.summary("all")["bm25"]["nDCG@5"][0]
+
+
+def test_a_tune_word_other_than_auto_is_refused_naming_tune(collection, tmp_path):
+    """``tune`` is ``"auto"`` or families; any other word is an InputError naming the parameter
+    (it was an AttributeError from deep inside: ``'str' object has no attribute 'items'``)."""
+    run = make_run(collection, seed=1)
+    with pytest.raises(InputError) as err:
+        dsr.evaluate(collection, {"one": run}, measures=["nDCG@5"], tune="best")
+    assert err.value.field == "tune" and "'auto'" in str(err.value)

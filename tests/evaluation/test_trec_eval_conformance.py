@@ -141,7 +141,7 @@ def test_dsr_evaluate_qrels_prints_what_trec_eval_prints(case, version, tmp_path
         else:
             ours = per_topic[topic]
         if COMPLEMENT.fullmatch(name):
-            if topic == "all" and complete or topic not in run_topics(case):
+            if (topic == "all" and complete) or topic not in run_topics(case):
                 skipped.add(f"{name} where the run lacks a topic")
                 continue   # unj of an empty ranking is 0, Judged@k is 0 too: no complement there
             ours = 1 - ours

@@ -253,7 +253,7 @@ def _read_only(monkeypatch, folder: Path) -> None:
 
 def test_read_only_model_cache_is_exit_2_naming_the_folder(tiny_model, dsr_home, tmp_path, monkeypatch,
                                                            capsys, quick_calibration):
-    """Issue 19: the int8 export under a read-only DSR_HOME/models is refused, not a traceback."""
+    """The int8 export under a read-only DSR_HOME/models is refused, not a traceback."""
     first = tmp_path / "initial.run"
     assert main(["run", "sample", "--ranker", "initial", "--out", str(first)]) == 0
     models = dsr_home / "models"

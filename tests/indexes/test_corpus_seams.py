@@ -1,4 +1,4 @@
-"""The corpus at its seams (issue 19): bounded work on huge paragraphs and tokens, damaged
+"""The corpus at its seams: bounded work on huge paragraphs and tokens, damaged
 shards and indexes named (exit 2) by search and pool, empty sources and foreign folders
 refused at build."""
 
@@ -76,7 +76,7 @@ print(json.dumps({"long_cpu_s": seconds, "token_peak": peak, "token_texts": [len
 
 
 def test_huge_paragraphs_and_tokens_build_in_linear_time_and_bounded_memory(tmp_path):
-    """Issue 19: a 500 KB one-line document took minutes (pysbd is quadratic) and a 20 MB
+    """A 500 KB one-line document took minutes (pysbd is quadratic) and a 20 MB
     token 3.2 GB; now seconds, and a peak of Python allocations of a few times the input."""
     text = prose(500_000)
     long = _jsonl(tmp_path / "long.jsonl", [("Long", text)])

@@ -68,8 +68,10 @@ def test_hf_export_loads_with_datasets(tmp_path, monkeypatch, expected):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     out = _export("hf", tmp_path / "hf", "--query", "last")
     cache = str(tmp_path / "hf-cache")
-    load = lambda config, split: datasets.load_dataset(str(out), config, split=split,  # noqa: E731
-                                                       cache_dir=cache)
+
+    def load(config, split):
+        return datasets.load_dataset(str(out), config, split=split, cache_dir=cache)
+
     qrels = load("default", "test")
     assert {(r["query-id"], r["corpus-id"], r["score"]) for r in qrels} == {
         (q, d, g) for q, docs in expected["qrels"].items() for d, g in docs.items()}
@@ -224,7 +226,7 @@ def test_export_refuses_a_folder_of_other_files_and_replaces_an_earlier_export(t
 
 
 def test_export_over_an_earlier_export_keeps_the_users_files(tmp_path, capsys):
-    """Issue 19: a folder holding an earlier export and other files is refused, not emptied."""
+    """A folder holding an earlier export and other files is refused, not emptied."""
     out = _export("hf", tmp_path / "out")
     exported = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     mine = {"notes.md": b"my notes\n", "analysis/plot.py": b"print(1)\n", "qrels/extra.tsv": b"q\td\t1\n"}
@@ -248,8 +250,8 @@ def test_export_over_an_earlier_export_keeps_the_users_files(tmp_path, capsys):
 
 
 def test_an_export_carries_no_path_of_the_machine(tmp_path):
-    """Issue 19: dsr_export.json named the collection's file (and a built collection's
-    source and cache folders)."""
+    """dsr_export.json once named the collection's file (and a built collection's source and
+    cache folders): a path of the machine in a file that is shared."""
     copy = tmp_path / "mine.jsonl"
     copy.write_text(data_file().read_text(encoding="utf-8"), encoding="utf-8")
     for fmt in ("hf", "trec", "beir", "ir_datasets"):

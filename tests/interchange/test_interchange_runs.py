@@ -99,7 +99,7 @@ def test_validate_accepts_every_style_and_names_ties(capsys):
 from tool_runs import tool_runs  # noqa: E402,F401
 
 
-def test_tool_written_runs_are_in_the_styles_they_claim(tool_runs):  # noqa: F811
+def test_tool_written_runs_are_in_the_styles_they_claim(tool_runs):
     pyterrier = tool_runs["pyterrier"].read_text().splitlines()
     assert pyterrier[0].split()[3] == "0" and pyterrier[0].endswith(" pyterrier")   # ranks from 0
     ranx = tool_runs["ranx"].read_bytes()
@@ -110,7 +110,7 @@ def test_tool_written_runs_are_in_the_styles_they_claim(tool_runs):  # noqa: F81
 
 
 @pytest.mark.parametrize("tool", ["pyterrier", "ranx", "anserini"])
-def test_tool_written_runs_validate_evaluate_and_fix(tool, tool_runs, qrels_file, tmp_path, capsys):  # noqa: F811
+def test_tool_written_runs_validate_evaluate_and_fix(tool, tool_runs, qrels_file, tmp_path, capsys):
     """dsr validate accepts what dsr evaluate scores (ties a warning), dsr evaluate gives
     ir_measures' numbers, and --fix-ties rewrites the run without ties."""
     run = tool_runs[tool]

@@ -1,4 +1,4 @@
-"""Every bad input of issue 30, one test each, attacked as a careless or hostile user would:
+"""Every bad input of judging, one test each, attacked as a careless or hostile user would:
 ``dsr judge import`` on crowd results and Label Studio exports that are not what dsr wrote,
 ``POST /judge/api/grades`` with a lone surrogate or a body nested 100,000 deep, ``dsr judge``
 on a read-only DSR_HOME and ``dsr kfold --folds 0``. Each is exit 2 (or a 4xx) naming the file,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from board_support import LiveServer, make_board
+from board_support import LiveServer, db_url, make_board, postgres  # noqa: F401
 from judging_support import sample_campaign
 
 from dsr.cli import main
@@ -199,3 +199,30 @@ def test_kfold_with_fewer_than_two_folds_is_exit_2_naming_folds(folds, tmp_path,
                   "--folds", folds)
     assert re.search(r"--folds.*at least 2.*got " + re.escape(folds), err), err
     assert not (tmp_path / "k").exists()
+
+
+@pytest.mark.slow
+def test_worker_ids_with_control_characters_or_too_long_are_refused(db_url, tmp_path, capsys):
+    """Issue 40: a crowd worker id with a control character was stored and printed raw (an ESC
+    sequence reaches the organiser's terminal; a NUL, PostgreSQL refuses with a traceback),
+    and one over 194 characters failed on PostgreSQL only; a Label Studio annotator id over
+    2**63 made a name PostgreSQL refused. Each is exit 2 naming the line and field, nothing
+    stored, on both databases."""
+    judging = Judging.open(db_url)
+    sample_campaign(judging, assign=False, chunk=8)
+    key = judging.items_frame(judging.campaign("s1"))["key"].tolist()[0]
+    for bad in ("W\x1b[31mred", "W\x00nul", "W\u2028x", "W" * 151):
+        path = write_csv(tmp_path / "results.csv", [
+            {"WorkerId": "W-good", "Input.item_1": key, "Answer.grade_1": "2"},
+            {"WorkerId": bad, "Input.item_1": key, "Answer.grade_1": "1"}])
+        err = refused(capsys, "judge", "import", "s1", str(path), "--format", "crowd", "--db", db_url)
+        assert f"{path}:3" in err and "'WorkerId'" in err and "\x1b" not in err and "\x00" not in err, err
+        assert stored(judging) == 0
+    export = [{"id": 1, "data": {"sentences": [{"dsr_item": key}]},
+               "annotations": [{"completed_by": 10**30, "result": [{"from_name": "grade_0", "type": "choices",
+                                                                    "value": {"choices": ["2"]}}]}]}]
+    path = tmp_path / "ls.json"
+    path.write_text(json.dumps(export))
+    err = refused(capsys, "judge", "import", "s1", str(path), "--format", "label-studio", "--db", db_url)
+    assert "completed_by" in err and stored(judging) == 0
+    judging.engine.dispose()

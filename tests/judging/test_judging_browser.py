@@ -1,7 +1,7 @@
 """Judging in a real browser: Debian's chromium driven by Playwright against the real uvicorn on
 127.0.0.1. An assessor's whole flow with the keyboard alone (grade, back, unsure, guidelines,
 next task, resume after a reload); two assessors on the same tasks who never see each other's
-grades, one of whom fails the honeypots and is left out of the labels. Then issue 30's page: grade
+grades, one of whom fails the honeypots and is left out of the labels. Then the page itself: grade
 keys that stop at the end of a dialogue, a mouse-only assessor grading a whole dialogue at 390 px,
 touch taps (``has_touch``), 44 px targets, and every visible text at WCAG AA contrast (4.5:1) in
 the light, dark and no-preference schemes, from Chromium's computed colours; screenshots of each
@@ -19,7 +19,7 @@ from judging_support import assignments, sample_campaign, true_grade
 from dsr.judging.campaigns import Judging
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "board"))
-from test_board_browser import browser  # noqa: E402,F401  (Debian's chromium under Playwright)
+from test_board_browser import browser  # noqa: F401  (Debian's chromium under Playwright)
 
 
 def log_in(page, url: str, token: str) -> None:
@@ -45,7 +45,7 @@ def grades_of(judging, assessor: str) -> dict[str, tuple]:
             zip(mine["item"], mine["grade"], mine["unsure"], mine["seconds"])}
 
 
-def test_an_assessors_whole_keyboard_flow(browser, tmp_path):  # noqa: F811
+def test_an_assessors_whole_keyboard_flow(browser, tmp_path):
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     judging = Judging(board.engine)
     _, tokens = sample_campaign(judging, chunk=6)
@@ -98,7 +98,7 @@ def test_an_assessors_whole_keyboard_flow(browser, tmp_path):  # noqa: F811
     assert (tmp_path / "task.png").stat().st_size > 10_000
 
 
-def test_two_assessors_are_blind_to_each_other_and_a_honeypot_failure_is_excluded(browser, tmp_path):  # noqa: F811
+def test_two_assessors_are_blind_to_each_other_and_a_honeypot_failure_is_excluded(browser, tmp_path):
     from dsr.judging.campaign_report import outcome
 
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
@@ -139,7 +139,7 @@ def test_two_assessors_are_blind_to_each_other_and_a_honeypot_failure_is_exclude
     board.close()
 
 
-# --- keyboard, mouse and touch; the end of a dialogue; contrast (issue 30, item 1) -------------
+# --- keyboard, mouse and touch; the end of a dialogue; contrast ------------------------------
 
 PHONE = {"width": 390, "height": 844}
 SCHEMES = ("light", "dark", "no-preference")
@@ -192,7 +192,7 @@ def one_dialogue_per_task(tmp_path, assessors=("alice", "bob", "carol", "dave"))
     return board, judging, truth, tokens
 
 
-def test_grade_keys_stop_at_the_end_of_a_dialogue(browser, tmp_path):  # noqa: F811
+def test_grade_keys_stop_at_the_end_of_a_dialogue(browser, tmp_path):
     board, judging, _, tokens = one_dialogue_per_task(tmp_path)
     with LiveServer(board) as server:
         page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -226,7 +226,7 @@ def test_grade_keys_stop_at_the_end_of_a_dialogue(browser, tmp_path):  # noqa: F
     board.close()
 
 
-def test_a_mouse_only_assessor_grades_a_whole_dialogue_on_a_phone(browser, tmp_path):  # noqa: F811
+def test_a_mouse_only_assessor_grades_a_whole_dialogue_on_a_phone(browser, tmp_path):
     board, judging, truth, tokens = one_dialogue_per_task(tmp_path)
     answer = {p["key"]: true_grade(p, truth) for p in assignments(judging, "s1")}
     with LiveServer(board) as server:
@@ -259,7 +259,7 @@ def test_a_mouse_only_assessor_grades_a_whole_dialogue_on_a_phone(browser, tmp_p
     board.close()
 
 
-def test_touch_taps_grade_a_dialogue_and_go_on(browser, tmp_path):  # noqa: F811
+def test_touch_taps_grade_a_dialogue_and_go_on(browser, tmp_path):
     board, judging, truth, tokens = one_dialogue_per_task(tmp_path)
     answer = {p["key"]: true_grade(p, truth) for p in assignments(judging, "s1")}
     with LiveServer(board) as server:
@@ -289,7 +289,7 @@ def test_touch_taps_grade_a_dialogue_and_go_on(browser, tmp_path):  # noqa: F811
     board.close()
 
 
-def test_every_text_has_wcag_aa_contrast_in_light_and_dark(browser, tmp_path):  # noqa: F811
+def test_every_text_has_wcag_aa_contrast_in_light_and_dark(browser, tmp_path):
     """Every visible text of the task page (grade buttons chosen and not, keys, names, the
     sentence states, the end of the dialogue, the guidelines) and of the campaigns and login
     pages is at least 4.5:1 on what lies under it, in each colour scheme, at 1280 and 390 px."""

@@ -40,7 +40,7 @@ def stored(board) -> list[tuple[str, str, int]]:
             "join judge_assessors a on a.id = g.assessor_id"))]
 
 
-def run_until_kill(db_url, tmp_path, tokens, pending, acked, kill_after):  # noqa: F811
+def run_until_kill(db_url, tmp_path, tokens, pending, acked, kill_after):
     server = ServerProcess(db_url, tmp_path / "store").start()
     stop = threading.Event()
     threads = [threading.Thread(target=send, args=(server.url, tokens[a], pending[a], acked, stop))
@@ -57,7 +57,7 @@ def run_until_kill(db_url, tmp_path, tokens, pending, acked, kill_after):  # noq
     assert len(acked) >= kill_after, "grades did not get through before the deadline"
 
 
-def test_kill_during_judging_loses_and_duplicates_nothing(db_url, tmp_path):  # noqa: F811
+def test_kill_during_judging_loses_and_duplicates_nothing(db_url, tmp_path):
     board = make_board(db_url, tmp_path)
     judging = Judging(board.engine)
     truth, tokens = sample_campaign(judging)

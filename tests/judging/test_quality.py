@@ -3,13 +3,17 @@
 The pool is the judged CMU_DoG valid set's first 30 dialogues with the labels hidden
 (cross-document BM25 lists: a third of the candidates carry the dialogue's own film as
 title, and nearly every relevant sentence is among them, so grading by the shown title
-is a real shortcut). Four scripts grade what the page shows them (``task_view``: the
-dialogue, each sentence's title and text), through the campaign store's ``grade`` (the
-path of the page's API): a careful assessor (the true labels with 10 % noise), a
-title-matcher (2 when the sentence's title shares a word with the dialogue, else 0),
-a random one, and one that answers 0 to everything. The default settings exclude the
-title-matcher, the random one and the zeros (honeypot accuracy is balanced over relevant
-and not-relevant checks) and keep the careful one; the report flags them.
+is a real shortcut). Scripts grade what the page shows them (``task_view``: the
+dialogue, each sentence's title and text, the task's size and order), through the campaign
+store's ``grade`` (the path of the page's API): a careful assessor (the true labels with 10 %
+noise), a title-matcher (2 when the sentence's title shares a word with the dialogue, else
+0), the issue's word-overlap script (2 when the sentence shares a word with the last three
+turns), a position script (2 for a task's first two sentences), a task-size script (0 to
+every sentence of a task larger than its dialogue's smallest, where planted checks sat
+before issue 40; else the word-overlap answer), a random one, and one that answers 0 to
+everything. The default settings exclude every script, with automatic honeypots and with
+gold items alike (honeypot accuracy is balanced over relevant and not-relevant checks), and
+keep the careful one; the report flags them.
 """
 
 from __future__ import annotations
@@ -32,14 +36,46 @@ def title_matcher(view: dict, sentence: dict) -> int:
     return 2 if content_words(sentence["title"]) & words else 0
 
 
+def word_overlap(view: dict, sentence: dict) -> int:
+    """The issue's bot: 2 when the sentence shares a word with the last three turns, else 0."""
+    from dsr.core.text import content_words
+
+    recent = set()
+    for turn in view["turns"][-3:]:
+        recent |= content_words(turn["text"])
+    return 2 if content_words(sentence["body"]) & recent else 0
+
+
+def by_position(view: dict, sentence: dict) -> int:
+    """2 for the first two sentences of a task, else 0 (a page read top to bottom, lazily)."""
+    return 2 if [s["key"] for s in view["sentences"]].index(sentence["key"]) < 2 else 0
+
+
+def by_size(view: dict, sentence: dict, smallest: int) -> int:
+    """The task-size exploit: a task larger than the smallest of its dialogue held the planted
+    check (not relevant): 0 to all of it; elsewhere the word-overlap answer."""
+    return 0 if len(view["sentences"]) > smallest else word_overlap(view, sentence)
+
+
+def title_and_overlap(view: dict, sentence: dict) -> int:
+    """2 when the sentence carries the dialogue's own title and shares a word with the last
+    three turns: what automatic checks cannot catch (docs/judging.md), gold items do."""
+    return 2 if sentence["title"] == view["title"] and word_overlap(view, sentence) else 0
+
+
+#: the scripts that grade without reading, and the careful assessor
+PEOPLE = ("careful", "titles", "overlap", "position", "size", "random", "zeros")
+
+
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     return graded_campaign(tmp_path_factory.mktemp("qc") / "board.sqlite", "auto")
 
 
-def graded_campaign(db_path, known: str):
+def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
     """The campaign with ``known`` answers (``auto``: --auto-honeypots, ``gold``: the judged
-    file's grades, as --gold gives them), graded by the four scripts."""
+    file's grades, as --gold gives them), graded by ``people`` (the scripts and the careful
+    assessor)."""
     from conftest import SHARED_DATA
 
     from dsr.core.data import Collection, read_benchmark
@@ -56,8 +92,8 @@ def graded_campaign(db_path, known: str):
     defaults = Settings()                       # the defaults of dsr judge create
     golds = (honeypots.auto_golds(pool, 0, 2, seed=5) if known == "auto"
              else honeypots.judged_golds(pool, judged))
-    judging.create("qc", pool, guidelines.load(), Settings(seed=5), golds)
-    people = ("careful", "titles", "random", "zeros")
+    judging.create("qc", pool, guidelines.load(), Settings(seed=5, k=len(people)), golds)   # every script
+    # grades every task (k only says how many assessors a task gets)
     for name in people:
         judging.add_assessor(name)
     judging.assign("qc")
@@ -68,8 +104,12 @@ def graded_campaign(db_path, known: str):
     given: dict[tuple[str, str], int] = {}
     views = {}
     for assessor in judging.assessors():
-        for row in task_rows(judging, assessor, campaign):
-            view = task_view(judging, assessor, campaign, row["seq"])
+        rows = task_rows(judging, assessor, campaign)
+        pages = [task_view(judging, assessor, campaign, row["seq"]) for row in rows]
+        smallest: dict[str, int] = {}
+        for view in pages:          # what the size script learns: each dialogue's smallest task
+            smallest[view["title"]] = min(smallest.get(view["title"], 99), len(view["sentences"]))
+        for view in pages:
             for sentence in view["sentences"]:
                 key = sentence["key"]
                 views[key] = (view, sentence)
@@ -80,6 +120,14 @@ def graded_campaign(db_path, known: str):
                     grade = noisy(true, 0.10, rng)
                 elif assessor.name == "titles":
                     grade = title_matcher(view, sentence)
+                elif assessor.name == "overlap":
+                    grade = word_overlap(view, sentence)
+                elif assessor.name == "position":
+                    grade = by_position(view, sentence)
+                elif assessor.name == "size":
+                    grade = by_size(view, sentence, smallest[view["title"]])
+                elif assessor.name == "both":
+                    grade = title_and_overlap(view, sentence)
                 elif assessor.name == "random":
                     grade = int(rng.integers(3))
                 else:
@@ -102,15 +150,20 @@ def test_the_title_shortcut_is_real_on_this_pool(campaign):
     assert found > 0.9 and false < 0.3, (found, false)       # it finds the relevant ones cheaply
 
 
-def test_checks_carry_titles_like_the_candidates(campaign):
+def test_not_relevant_checks_are_chosen_against_the_shortcuts(campaign):
+    """Issue 40: the not-relevant checks were chosen by the word-overlap rule itself (no word
+    shared with the last turns), so the word-overlap script answered them right. Now each
+    catches the title-match script (its title matches the dialogue's), the word-overlap one
+    (it shares a word with the last turns) or both, two title-catching for one
+    overlap-catching: each script grades most of them relevant, and no check is free for both."""
     _, _, items, _, _, views = campaign
     checks = items[items["gold"].notna()]
     negatives = checks[checks["gold"] == 0]
     assert len(negatives) >= 60
-    assert set(negatives["source"]) <= {"same-document", "related-document"}
-    # a title-matcher grades nearly every not-relevant check relevant: the title does not give it away
-    matched = np.mean([title_matcher(*views[k]) == 2 for k in negatives.index])
-    assert matched > 0.9, matched
+    assert set(negatives["source"]) <= {"same-document", "related-document", "other-document"}
+    titles = np.array([title_matcher(*views[k]) == 2 for k in negatives.index])
+    overlap = np.array([word_overlap(*views[k]) == 2 for k in negatives.index])
+    assert titles.mean() > 0.6 and overlap.mean() > 0.4 and (titles | overlap).all(), (titles.mean(), overlap.mean())
 
 
 def test_cheating_scripts_are_excluded_and_the_careful_assessor_kept(campaign):
@@ -119,15 +172,16 @@ def test_cheating_scripts_are_excluded_and_the_careful_assessor_kept(campaign):
     judging, *_ = campaign
     result = outcome(judging, "qc", "mv")
     verdict = {a: c.counted for a, c in result.checks.items()}
-    assert verdict == {"careful": True, "titles": False, "random": False, "zeros": False}
-    assert result.checks["titles"].accuracy < 0.6 and result.checks["random"].accuracy < 0.6
+    assert verdict == {p: p == "careful" for p in PEOPLE}
+    accuracy = {a: round(c.accuracy, 3) for a, c in result.checks.items()}
+    assert all(accuracy[a] < 0.67 for a in PEOPLE if a != "careful"), accuracy     # threshold 0.7
     assert result.checks["zeros"].accuracy == 0.5         # all not-relevant checks right, no relevant one
-    assert result.checks["careful"].accuracy >= 0.8 and result.checks["careful"].checks >= 20
+    assert result.checks["careful"].accuracy >= 0.8 and result.checks["careful"].checks >= 100
     flags = {p["assessor"]: p["flags"] for p in result.assessors}
     assert flags["careful"] == []
-    assert "failed-honeypots" in flags["titles"] and "too-fast" in flags["titles"]
-    assert "low-agreement" in flags["random"] and "failed-honeypots" in flags["random"]
-    assert "one-grade" in flags["zeros"] and "too-fast" in flags["zeros"]
+    assert all("failed-honeypots" in flags[a] for a in PEOPLE if a != "careful")
+    assert "too-fast" in flags["titles"] and "one-grade" in flags["zeros"]
+    assert "low-agreement" in flags["random"] and "low-agreement" in flags["overlap"]
 
 
 def test_grade_times_are_checked_on_every_path(campaign):
@@ -221,8 +275,23 @@ def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(tmp_path):
     judging, _, items, _, _, views = graded_campaign(tmp_path / "gold.sqlite", "gold")
     negatives = items[(items["gold"] == 0)]
     assert set(items.loc[items["gold"].notna(), "source"]) == {"judged"}
-    assert np.mean([title_matcher(*views[k]) == 2 for k in negatives.index]) > 0.75     # 0.81 here
+    assert np.mean([title_matcher(*views[k]) == 2 for k in negatives.index]) > 0.75     # 0.86 here
     result = outcome(judging, "qc", "mv")
     verdict = {a: c.counted for a, c in result.checks.items()}
-    assert verdict == {"careful": True, "titles": False, "random": False, "zeros": False}
+    assert verdict == {p: p == "careful" for p in PEOPLE}
     assert result.checks["careful"].accuracy >= 0.8
+
+
+@pytest.mark.slow
+def test_what_automatic_checks_cannot_catch_gold_items_do(tmp_path):
+    """The limit docs/judging.md states: a script that grades 2 only when a sentence has the
+    dialogue's exact title and shares a word with the last turns answers every automatic
+    not-relevant check right (none is both) and passes them; gold items exclude it."""
+    from dsr.judging.campaign_report import outcome
+
+    verdicts = {}
+    for known in ("auto", "gold"):
+        judging, *_ = graded_campaign(tmp_path / f"{known}.sqlite", known, ("careful", "both"))
+        verdicts[known] = {a: (c.counted, round(c.accuracy, 3)) for a, c in outcome(judging, "qc", "mv").checks.items()}
+    assert verdicts["auto"]["both"][0] and not verdicts["gold"]["both"][0], verdicts
+    assert verdicts["auto"]["careful"][0] and verdicts["gold"]["careful"][0], verdicts

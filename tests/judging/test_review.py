@@ -18,7 +18,7 @@ from dsr.judging.campaigns import Judging
 
 
 @pytest.fixture
-def campaign(db_url):  # noqa: F811
+def campaign(db_url):
     db = db_url
     judging = Judging.open(db)
     truth, _ = sample_campaign(judging)

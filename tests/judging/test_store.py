@@ -20,7 +20,7 @@ def count_grades(judging) -> int:
         return int(s.scalar(select(func.count()).select_from(Grade)))
 
 
-def test_a_grade_is_one_row_whatever_is_sent_again(db_url):  # noqa: F811
+def test_a_grade_is_one_row_whatever_is_sent_again(db_url):
     judging = Judging.open(db_url)
     sample_campaign(judging)
     pairs = assignments(judging, "s1")
@@ -48,7 +48,7 @@ def test_a_grade_is_one_row_whatever_is_sent_again(db_url):  # noqa: F811
     assert count_grades(judging) == 2
 
 
-def test_release_and_reassign_keep_started_tasks_and_k_distinct(db_url):  # noqa: F811
+def test_release_and_reassign_keep_started_tasks_and_k_distinct(db_url):
     judging = Judging.open(db_url)
     sample_campaign(judging)
     dave = next(a for a in judging.assessors() if a.name == "dave")
@@ -67,7 +67,7 @@ def test_release_and_reassign_keep_started_tasks_and_k_distinct(db_url):  # noqa
     assert judging.assign("s1", ["alice", "bob", "carol"]) == load       # resuming changes nothing
 
 
-def test_imports_are_idempotent_and_checked(db_url, tmp_path):  # noqa: F811
+def test_imports_are_idempotent_and_checked(db_url, tmp_path):
     judging = Judging.open(db_url)
     truth, _ = sample_campaign(judging, assign=False)
     items = judging.items_frame(judging.campaign("s1"))
@@ -85,7 +85,7 @@ def test_imports_are_idempotent_and_checked(db_url, tmp_path):  # noqa: F811
     assert count_grades(judging) == 30
 
 
-def test_guidelines_scale_is_fixed_once_graded_and_names_are_unique(db_url):  # noqa: F811
+def test_guidelines_scale_is_fixed_once_graded_and_names_are_unique(db_url):
     from dsr.judging import guidelines
 
     judging = Judging.open(db_url)
@@ -124,7 +124,7 @@ def test_export_refuses_unfinished_dialogues_unless_partial(tmp_path):
         [truth[first, c.id] for c in partial.dialogues[0].candidates]
 
 
-def test_grades_sent_at_once_share_commits_and_each_gets_its_own_answer(db_url):  # noqa: F811
+def test_grades_sent_at_once_share_commits_and_each_gets_its_own_answer(db_url):
     """16 threads send 320 grades at once through the group commit: each allowed grade is stored
     once and told whether it was new (a grade sent twice is new once), each refused one is
     refused alone."""
@@ -157,7 +157,7 @@ def test_grades_sent_at_once_share_commits_and_each_gets_its_own_answer(db_url):
     assert count_grades(judging) == 80 + len(jobs[200:])
 
 
-def test_overlap_gives_a_seeded_share_of_dialogues_one_more_assessor(db_url):  # noqa: F811
+def test_overlap_gives_a_seeded_share_of_dialogues_one_more_assessor(db_url):
     judging = Judging.open(db_url)
     sample_campaign(judging, k=1, assign=False)
     with pytest.raises(InputError) as err:

@@ -191,11 +191,31 @@ def test_kfold_pools_fold_models_and_tests_against_zero_shot(data, tiny, tmp_pat
         assert card["training_data"]["selection"]["fold"] == i
     assert (out / "zero-shot.run").is_file() and (out / "report" / "results.md").is_file()
     assert "kfold" in (out / "report" / "results.md").read_text()
+    # issue 41: per fold, the paired gain over zero-shot on the dialogues of its left-out
+    # documents, checked against the runs measured plainly (tools/plain_eval.py)
+    from plain_eval import plain_measure
+
+    from dsr.core.data import read_benchmark
+
+    folds = json.loads((out / "folds.json").read_text())
+    assert [g["fold"] for g in folds] == ["0", "1", "2", "all"]
+    assert sum(g["dialogues"] for g in folds[:3]) == folds[3]["dialogues"] == 12
+    collection = read_benchmark(data["dev"])
+    qrels = {d.id: {c.id: c.label for c in d.candidates} for d in collection}
+    zs, kf = ({q: plain_measure("nDCG@5", [doc for doc, _ in ranked], qrels[q])
+               for q, ranked in Run.read(out / f"{n}.run").rankings.items()} for n in ("zero-shot", "kfold"))
+    for g in folds[:3]:
+        docs = {doc for part in pooled.config["kfold"] if part["model"] == g["model"] for doc in part["documents"]}
+        ids = [d.id for d in collection if d.meta["document"] in docs]
+        assert g["dialogues"] == len(ids)
+        assert abs(g["diff"] - sum(kf[i] - zs[i] for i in ids) / len(ids)) < 1e-9
+        assert g["ci_low"] <= g["diff"] <= g["ci_high"] and 0 <= g["t"] <= 1
+    assert "| all | pooled | 12 |" in (out / "folds.md").read_text()
 
 
 def test_kfold_out_is_a_set_and_other_files_are_refused_before_training(data, tiny, tmp_path, monkeypatch,
                                                                       capsys):
-    """Issue 19: --out is replaced as a set (runs and report/), so a folder holding other
+    """--out is replaced as a set (runs and report/), so a folder holding other
     files is refused (exit 2, kept) before any fold is trained."""
     home = tmp_path / "home"
     monkeypatch.setenv("DSR_HOME", str(home))

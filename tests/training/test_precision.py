@@ -51,7 +51,7 @@ def test_auto_picks_bf16_only_with_bf16_units(cpu):
         resolve_precision("bf16")
 
 
-def test_bf16_without_units_is_refused_before_any_work(cpu, data, tiny, dsr_home, capsys):  # noqa: F811
+def test_bf16_without_units_is_refused_before_any_work(cpu, data, tiny, dsr_home, capsys):
     cpu([])
     code = main(["train", str(data["train"]), "--name", "m", "--base", str(tiny), "--precision", "bf16",
                  *TRAIN_FLAGS])
@@ -60,7 +60,7 @@ def test_bf16_without_units_is_refused_before_any_work(cpu, data, tiny, dsr_home
 
 
 @pytest.mark.skipif(not cpu_bf16_flags(), reason="this CPU has no bf16 units (amx_bf16, avx512_bf16)")
-def test_bf16_training_is_recorded_and_changes_the_arithmetic(data, tiny, dsr_home):  # noqa: F811
+def test_bf16_training_is_recorded_and_changes_the_arithmetic(data, tiny, dsr_home):
     from safetensors.torch import load_file
 
     cards, weights = {}, {}

@@ -200,7 +200,7 @@ def test_resume_continues_from_the_last_checkpoint(bench, tiny_bert, dsr_home, m
 @pytest.mark.parametrize("damage", ["no trainer_state.json", "trainer_state.json is unreadable"])
 def test_resume_skips_a_checkpoint_whose_save_was_cut_short(bench, tiny_bert, dsr_home, monkeypatch, trained,
                                                             capsys, damage):
-    """Issue 19: a kill during a checkpoint save leaves checkpoint-N without (or with half)
+    """A kill during a checkpoint save leaves checkpoint-N without (or with half)
     its trainer_state.json; --resume continues from the previous complete checkpoint."""
     import dsr.training.heldout as heldout
 
@@ -383,9 +383,9 @@ def test_each_recipe_fills_its_own_defaults():
 
     bi = resolve_settings({})
     assert (bi.model_type, bi.max_steps, bi.batch_size, bi.max_length, bi.lr, bi.batching, bi.padding) == (
-        "bi-encoder", 120, 32, None, 5e-5, "random", "chunks")   # the default the rule kept (issue 31)
+        "bi-encoder", 120, 32, None, 5e-5, "random", "chunks")   # the default `dsr decide` kept
     fast = resolve_settings({"max_steps": 56, "max_length": 128, "lr": 1e-4, "batching": "by-length"})
-    assert (fast.max_steps, fast.max_length, fast.batching) == (56, 128, "by-length")   # issue 34's faster one
+    assert (fast.max_steps, fast.max_length, fast.batching) == (56, 128, "by-length")   # the faster recipe, when asked for
     ce = resolve_settings({"model_type": "cross-encoder"})
     assert (ce.max_steps, ce.batch_size, ce.max_length, ce.lr, ce.batching, ce.padding) == (
         400, 16, 128, 5e-5, "random", "column")

@@ -29,6 +29,7 @@ shards stay small.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
@@ -180,9 +181,6 @@ def index_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, 
 
 def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor=None) -> StageReport:
     """Count, merge and index every shard (resuming from done shards); returns what was built."""
-    import time
-
-
     start = time.perf_counter()
     p = check_params(dict(params or {}))
     versions = package_versions(("bm25s", "PyStemmer"))

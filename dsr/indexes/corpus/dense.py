@@ -113,7 +113,7 @@ def model_folder(corpus: Corpus, model: ResolvedModel, backend: str = "torch") -
     return corpus.folder / "dense" / safe_name(model.key if backend == "torch" else f"{model.key}+{backend}")
 
 
-def _versions(*names: str) -> dict[str, str]:
+def _versions(*names: str) -> dict[str, str | None]:
     versions = package_versions(names)
     versions.pop("python", None)
     return versions
@@ -233,7 +233,7 @@ def gather(corpus: Corpus, folder: Path, rows: np.ndarray) -> np.ndarray:
     return np.concatenate(parts).astype(np.float32)
 
 
-def add_shard(corpus_dir: str, folder: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
+def add_shard(corpus_dir: str, folder: str | Path, number: int, key: dict[str, Any]) -> dict[str, Any]:
     """One unit: add shard ``number``'s vectors (ids = global rows) to a copy of the trained index."""
     faiss = _faiss()
 
@@ -352,7 +352,7 @@ class ShardedDense:
         for name in corpus.names:
             check_unit(self.folder / "vectors", name, rebuild)
         self.vectors = [_shard_vectors(self.folder / "vectors", n) for n in corpus.names]
-        self.index = None
+        self.index: Any = None   # a faiss index, read on first use
         if kind == "ivfpq":
             faiss = _faiss()
 

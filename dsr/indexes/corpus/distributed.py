@@ -22,7 +22,7 @@ encoder actor takes a whole node's CPUs (a local Ray: all its workers; a
 cluster: the smallest node's CPUs; ``actor_cpus`` overrides it) and runs the
 encoder on that many threads, as the in-process path does: one model in
 memory per node instead of one per CPU, and no two encoders contending for
-the same cores. (Issue 34: one-thread actors under Ray Data made Ray 1.44x
+the same cores. (Measured: one-thread actors under Ray Data made Ray 1.44x
 slower than in-process with 3x its memory; Ray Data's own actors and reader
 tasks alone took ~12 CPU s and ~2 GB before the first vector.)
 
@@ -170,7 +170,7 @@ class Executor:
         cpus = self.encoder_cpus()
         # One actor per node (cpus = a node's CPUs), each encoding whole shards: it reads the
         # shard's texts itself and returns its vectors. Plain Ray actors, not Ray Data: Ray Data's
-        # own actors and reader tasks cost ~12 CPU s and ~2 GB at start (issue 34, measured).
+        # own actors and reader tasks cost ~12 CPU s and ~2 GB at start (measured).
         actor = ray.remote(num_cpus=cpus, max_restarts=0, max_task_retries=0)(EncoderActor)
         pool = ray.util.ActorPool([actor.remote(model, batch_size, backend, cpus)
                                    for _ in range(max(1, self.workers // cpus))])
@@ -210,12 +210,6 @@ def _call(function: Callable[..., Any], *args: Any) -> Any:
     # One Ray task body for every unit: the function travels as an argument, so any
     # picklable callable (a module function or a bound helper object) can be a unit.
     return function(*args)
-
-
-def _read_texts(path: str, number: int):
-    pa = _pyarrow()
-    texts = pa.parquet.read_table(path, columns=["text"]).column("text")
-    return pa.table({"text": texts, "shard": pa.array([number] * len(texts), pa.int64())})
 
 
 class EncoderActor:

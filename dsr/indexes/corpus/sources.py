@@ -26,6 +26,7 @@ import hashlib
 import io
 import json
 import re
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,8 +159,6 @@ def read_json_lines(path: Path, fmt: str = "jsonl") -> Iterator[Document]:
 
 def read_xml(path: Path) -> Iterator[Document]:
     """Articles of a MediaWiki XML export (namespace 0, redirects skipped), raw wikitext."""
-    import xml.etree.ElementTree as ET
-
     def local(tag: str) -> str:
         return tag.rsplit("}", 1)[-1]
 

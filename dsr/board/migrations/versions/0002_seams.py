@@ -1,4 +1,4 @@
-"""issue 19: published metadata only, duplicates and retries, ties, small hidden subsets, CSRF per session
+"""Published metadata only, duplicates and retries, ties, small hidden subsets, CSRF per session
 
 * ``submissions.sidecar_json`` keeps only the published allow-list
   (``dsr.board.published``): existing rows are rewritten;
@@ -46,7 +46,7 @@ def _no_duplicates() -> None:
     if found:
         listed = ", ".join(f"phase {p} sha256 {h[:12]}… ({n} rows)" for p, h, n in found[:10])
         raise RuntimeError(f"the board holds the same run more than once on a board ({listed}); "
-                           "remove the later copies before upgrading (issue 19: a run once per board)")
+                           "remove the later copies before upgrading (a board holds a run once)")
 
 
 def upgrade() -> None:

@@ -1,4 +1,4 @@
-"""issue 20: a season: a primary measure per phase, opening and closing dates, final phases, freezing
+"""A season: a primary measure per phase, opening and closing dates, final phases, freezing
 
 * ``phases.primary_measure``: the measure the board ranks, groups and gives intervals
   for (null: nDCG@5 when the phase has it, else its first measure);

@@ -1,4 +1,4 @@
-"""issue 29 (items 5, 6): per-member tokens, who submitted what, requests bound to their key,
+"""Per-member tokens, who submitted what, requests bound to their key,
 duplicates judged within a team, login forms bound to their browser
 
 * ``team_members.token_hash`` (sha256 of a 256-bit secret, shown once) and ``removed_at``:

@@ -1,4 +1,4 @@
-"""issue 30: the judging review queue's decisions (``judge_reviews``): an adjudicator's
+"""The judging review queue's decisions (``judge_reviews``): an adjudicator's
 grade for an item, or the item sent back for more judgements, with who decided and when.
 
 Revision ID: 0006

@@ -1,0 +1,195 @@
+"""Issue 40 item 2: ``dsr board participant-file``, read as an attacker reads what participants
+are given: no label, next turn, meta, score or order derived from them.
+
+* The file made of two worlds that differ only in what must stay hidden (labels, next turns,
+  meta, scores made from the labels, the file's candidate order) is the same, byte for byte:
+  nothing in it depends on them.
+* On the judged CMU_DoG set (real labels), the issue's next-turn word-overlap ranker reaches
+  P@1 0.78 on the organiser's file; on the participant file it can read only the context
+  and scores exactly what a context-only ranker scores; the fields left (position in the
+  file, id order) rank relevant sentences first no more often than chance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from board_support import db_url, make_board, postgres, runs  # noqa: F401
+
+from dsr.board.admin import participant_file
+from dsr.board.participants import CANDIDATE_FIELDS, DIALOGUE_FIELDS, TURN_FIELDS
+from dsr.cli import main
+from dsr.collections import load_collection
+from dsr.core.data import Collection, read_benchmark, write_benchmark
+from dsr.core.errors import InputError
+from dsr.core.text import content_words
+from dsr.evaluation.qrels import read_qrels
+
+JUDGED = "judged/cmu_dog-valid-judged.jsonl"
+
+
+def overlap_ranker(collection: Collection, last: int = 3) -> dict[str, list[str]]:
+    """The issue's ranker: the words a candidate shares with the next turn when the file has
+    it, else with the last ``last`` context turns; ties in file order."""
+    out = {}
+    for d in collection.dialogues:
+        turns = [d.target.body] if d.target is not None else [t.body for t in d.context[-last:]]
+        words = set().union(*(content_words(t) for t in turns)) if turns else set()
+        order = sorted(range(len(d.candidates)), key=lambda i: (-len(content_words(d.candidates[i].body) & words), i))
+        out[d.id] = [d.candidates[i].id for i in order]
+    return out
+
+
+def p_at_1(ranking: dict[str, list[str]], labels: dict[str, dict[str, int]]) -> float:
+    return float(np.mean([labels[q].get(docs[0], 0) > 0 for q, docs in ranking.items()]))
+
+
+def organiser_world(source: Collection, labels: dict[str, dict[str, int]], seed: int) -> Collection:
+    """The same dialogues and candidates with other hidden parts: labels permuted within each
+    dialogue, the next turn of another dialogue, candidates listed relevant first, scores made
+    from the labels, meta counting the relevant ones."""
+    rng = np.random.default_rng(seed)
+    targets = [d.target for d in source.dialogues]
+    rng.shuffle(targets)
+    out = []
+    for d, target in zip(source.dialogues, targets):
+        grades = rng.permutation([labels[d.id].get(c.id, 0) for c in d.candidates])
+        cands = [replace(c, label=int(g), score=float(g) + rng.random()) for c, g in zip(d.candidates, grades)]
+        cands.sort(key=lambda c: -c.label)
+        out.append(replace(d, candidates=cands, target=target,
+                           meta={"relevant_in_document": int((grades > 0).sum()), "docIdx": int(rng.integers(4))}))
+    return Collection(source.name, out)
+
+
+@pytest.mark.slow
+def test_the_participant_file_does_not_depend_on_labels_next_turns_meta_scores_or_order(
+        db_url, tmp_path, runs, request):
+    """Two organisers' files that differ in everything hidden give the same participant file
+    (boards on SQLite and PostgreSQL); it has only the allowed fields, reads back, ranks, and
+    cannot be evaluated (exit 2)."""
+    sample = load_collection("sample")
+    labels = read_qrels(runs / "hidden.qrels")
+    files = []
+    for world, seed in (("one", 1), ("two", 2)):
+        path = tmp_path / f"{world}.jsonl"
+        write_benchmark(organiser_world(sample, labels, seed), path)
+        url = db_url if world == "one" else (f"sqlite:///{tmp_path / world}.sqlite" if db_url.startswith("sqlite")
+                                             else request.getfixturevalue("postgres").new_database())
+        board = make_board(url, tmp_path / world)
+        phase = board.add_phase(str(path), "test", hidden=True, display="sample")   # the file's own labels
+        out = tmp_path / f"{world}-participants.jsonl"
+        written = participant_file(board, phase, out)
+        assert written.dialogues == 20 and written.meta_keys == ["docIdx", "relevant_in_document"]
+        assert written.warnings == []
+        files.append(out.read_bytes())
+        board.close()
+    assert files[0] == files[1]
+    records = [json.loads(line) for line in files[0].decode().splitlines()]
+    assert len(records) == 20
+    for r in records:
+        assert set(r) == set(DIALOGUE_FIELDS)
+        assert all(set(t) == set(TURN_FIELDS) for t in r["context"])
+        assert all(set(c) == set(CANDIDATE_FIELDS) for c in r["candidates"])
+    # it reads back with every label 0, ranks, and is refused by evaluate
+    path = tmp_path / "one-participants.jsonl"
+    collection = read_benchmark(path)
+    assert all(c.label == 0 for d in collection for c in d.candidates)
+    assert main(["run", str(path), "--ranker", "bm25", "--out", str(tmp_path / "p.run")]) == 0
+    assert main(["evaluate", str(path), str(tmp_path / "p.run")]) == 2
+
+
+def test_the_command_writes_the_file_and_says_what_it_withheld(tmp_path, runs, capsys):
+    db, store = ["--db", f"sqlite:///{tmp_path / 'b.sqlite'}"], ["--store", str(tmp_path / "store")]
+    assert main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels",
+                 str(runs / "hidden.qrels"), *db, *store]) == 0
+    assert main(["board", "add-phase", "sample", "--split", "plain", "--phase", "dev", "--name", "dev",
+                 "--allow-overlap", *db, *store]) == 0
+    capsys.readouterr()
+    out = tmp_path / "test-dialogues.jsonl"
+    assert main(["board", "participant-file", "sample", "--phase", "test", "--out", str(out), *db, *store]) == 0
+    said = capsys.readouterr().out
+    assert "wrote 20 dialogues" in said and "target (the next turn)" in said and "label" in said
+    assert out.is_file() and '"target"' not in out.read_text() and '"label"' not in out.read_text()
+    assert main(["board", "participant-file", "sample", "--phase", "test", "--out", str(tmp_path / "s.jsonl"),
+                 "--keep-scores", *db, *store]) == 0
+    assert '"score": ' in (tmp_path / "s.jsonl").read_text().split('"candidates"')[1]
+    # a public phase has no participant file; a bad output path is exit 2, nothing written
+    assert main(["board", "participant-file", "dev", "--phase", "dev", "--out", str(tmp_path / "x.jsonl"),
+                 *db, *store]) == 2
+    assert "public phase" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    assert main(["board", "participant-file", "sample", "--phase", "test", "--out",
+                 str(tmp_path / "file" / "x.jsonl"), *db, *store]) == 2
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_ids_that_give_the_labels_away_are_reported(tmp_path):
+    """A file whose candidate ids were numbered relevant first (c00 the relevant one) is still
+    written, with a warning to rename them."""
+    sample = load_collection("sample")
+    dialogues = []
+    for d in sample.dialogues:
+        ranked = sorted(d.candidates, key=lambda c: -c.label)
+        dialogues.append(replace(d, candidates=[replace(c, id=f"c{j:02d}") for j, c in enumerate(ranked)]))
+    path = tmp_path / "numbered.jsonl"
+    write_benchmark(Collection("numbered", dialogues), path)
+    board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
+    phase = board.add_phase(str(path), "test", hidden=True)
+    written = participant_file(board, phase, tmp_path / "p.jsonl")
+    assert len(written.warnings) == 1 and "rename the candidates" in written.warnings[0]
+    with pytest.raises(InputError, match="public phase"):
+        participant_file(board, board.add_phase("sample", "pub"), tmp_path / "q.jsonl")
+    board.close()
+
+
+def test_on_the_judged_set_the_next_turn_ranker_finds_nothing_beyond_the_context(shared_data, tmp_path):
+    """Real labels: the next-turn overlap ranker's P@1 0.78 on the organiser's file falls to no
+    more than the context-only ranker's on the participant file; the file's candidate order and id
+    order rank a relevant sentence first no more often than chance (z below 2)."""
+    source = read_benchmark(shared_data / JUDGED)
+    labels = {d.id: {c.id: c.label for c in d.candidates} for d in source.dialogues}
+    board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
+    phase = board.add_phase(str(shared_data / JUDGED), "test", hidden=True)
+    out = tmp_path / "participants.jsonl"
+    written = participant_file(board, phase, out)
+    board.close()
+    assert written.warnings == [] and "relevant_in_document" in written.meta_keys
+    given = read_benchmark(out)
+    leaked = p_at_1(overlap_ranker(source), labels)
+    context_only = p_at_1(overlap_ranker(replace_targets(source)), labels)
+    on_file = p_at_1(overlap_ranker(given), labels)
+    # ties broken by the organiser's order (the initial scores, made from the context) help the
+    # context-only ranker a little; the participant file lists candidates by id
+    assert leaked > 0.7 and on_file <= context_only < 0.5, (leaked, context_only, on_file)
+    for name, pick in (("file order", lambda d: d.candidates[0].id), ("last in file", lambda d: d.candidates[-1].id)):
+        hits = sum(labels[d.id].get(pick(d), 0) > 0 for d in given)
+        shares = [sum(v > 0 for v in labels[d.id].values()) / len(d.candidates) for d in given]
+        z = (hits - sum(shares)) / math.sqrt(sum(s * (1 - s) for s in shares))
+        assert z < 2, (name, hits, sum(shares), z)
+
+
+def replace_targets(collection: Collection) -> Collection:
+    return Collection(collection.name, [replace(d, target=None) for d in collection.dialogues])
+
+
+def test_a_file_without_labels_reads_and_names_itself_when_evaluated(tmp_path):
+    path = tmp_path / "p.jsonl"
+    record = {"id": "d1", "title": "t", "context": [{"author_id": "a", "author_name": "a", "body": "hi"}],
+              "candidates": [{"id": "c1", "title": "", "body": "one"}, {"id": "c2", "title": "", "body": "two"}]}
+    path.write_text(json.dumps(record) + "\n")
+    collection = read_benchmark(path)
+    assert [c.label for c in collection["d1"].candidates] == [0, 0]
+    from dsr.evaluation.qrels import qrels_from_collection
+
+    with pytest.raises(InputError, match="holds no labels"):
+        qrels_from_collection(collection)
+    # one candidate with a label and one without is still an error naming the field
+    record["candidates"][0]["label"] = 1
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(InputError, match="label"):
+        read_benchmark(path)
+
