@@ -4,10 +4,15 @@ and a SIGIR-sized run's cost (issue 34's board goals, each printed as a GOAL lin
 1. Load: ``dsr serve`` runs in a subprocess on 127.0.0.1; 20 clients (one team each, one
    HTTP connection each) send 200 submissions of runs made by dsr's rankers on the bundled
    ``sample`` collection, alternating a hidden phase (daily quota 3 per team) and a public
-   one (no quota). Every submission is validated, scored (by the server's scoring workers)
-   and stored before its answer. Printed: p50/p95 latency, submissions per second
-   (responses, accepted or refused, over the wall time) and the checks the load test makes
-   (stored runs == accepted responses, quotas exact).
+   one (no quota), each with an Idempotency-Key (as ``dsr submit`` sends). Every submission is
+   validated, scored (by the server's scoring workers) and stored before its answer. Run on
+   SQLite (one process) and PostgreSQL with 1, 2 and 4 server processes (``--processes``;
+   ``dsr serve --processes N``), and with ``--compare REF`` another commit's server beside
+   each one-process configuration in the same run. Printed per configuration: p50/p95
+   latency, submissions per second (responses, accepted or refused, over the wall time), the
+   server's CPU time a submission (all its processes) and the checks the load test makes
+   (stored runs == accepted responses, quotas exact, and every fifth request sent again with
+   its key afterwards: the same answer, nothing stored twice).
 2. SIGIR size (``--sigir``): a synthetic SIGIR-shaped collection (846 dialogues x 50
    candidates, ``dsr.collections.synthetic``) and full-depth runs: the time to parse one
    (``dsr.core.run.read_trec_run``) against the time ``Board.submit`` takes to check, score
@@ -18,6 +23,7 @@ and a SIGIR-sized run's cost (issue 34's board goals, each printed as a GOAL lin
    it is submitted to a board with the default upload limit (which follows the collection).
 
     python bench/bench_board.py [--submissions 200] [--clients 20] [--db sqlite,postgresql]
+                                [--processes 1,2,4] [--compare main] [--rounds 1]
                                 [--sigir | --no-load]
 
 PostgreSQL is a throwaway server from Debian's package (as in the tests);
@@ -27,25 +33,30 @@ without its binaries that database is skipped.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchinfo import footer, goal, header  # noqa: E402
+from benchinfo import footer, goal, header, load  # noqa: E402
 from sqlalchemy import select, text  # noqa: E402
 
+from dsr.board.db import make_engine  # noqa: E402
 from dsr.core.provenance import package_versions  # noqa: E402
 from tools import board_harness as bh  # noqa: E402  (the servers and runs the tests use too)
 
 QUOTA = 3
+#: uvicorn's optional speed-ups (its "standard" extra's C HTTP parser and event loop)
+OPTIONAL_SPEEDUPS = ("httptools", "uvloop")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -53,29 +64,90 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def bench(db_url: str, folder: Path, runs: Path, submissions: int, clients: int) -> dict:
-    board = bh.make_board(db_url, folder)
-    bh.setup_phases(board, runs, daily_quota=QUOTA)
-    tokens = [board.add_team(f"team{t}") for t in range(clients)]
-    jobs = bh.load_jobs(runs, tokens, per_team=submissions // clients)
-    with bh.ServerProcess(db_url, folder / "store", "--rate-limit", "0") as server:
+@dataclass
+class Config:
+    """One configuration of the load bench: a database, a number of server processes, the code."""
+
+    db: str
+    processes: int = 1
+    code: str = "this"             # "this", or the ref given to --compare
+    root: Path | None = None       # the checkout of ``code`` (None: this one)
+
+    @property
+    def label(self) -> str:
+        return f"{self.db}, {self.processes} process{'es' if self.processes > 1 else ''}"
+
+
+def bench(config: Config, db_url: str, folder: Path, runs: Path, submissions: int, clients: int,
+          postgres=None, rate_limit: float = 0) -> dict:
+    """The load on a fresh board: ``submissions`` from ``clients`` concurrent clients (one team
+    each, each request with its own Idempotency-Key as ``dsr submit`` sends), timed; then every
+    fifth request sent again with its key (a client whose answer was lost), untimed: it must get
+    the same answer and store nothing."""
+    tokens = setup_board(config, db_url, folder, runs, clients)
+    engine = make_engine(db_url)          # no Board here: the schema is the compared code's
+    jobs = bh.load_jobs(runs, tokens, per_team=submissions // clients, keys=True)
+    extra = ["--processes", str(config.processes)] if config.processes > 1 else []
+    with bh.ServerProcess(db_url, folder / "store", "--rate-limit", str(rate_limit), *extra,
+                          root=config.root) as server:
+        server.settle()                   # every process started and warmed up
+        cpu, db_cpu, own = server.cpu_seconds(), postgres.cpu_seconds() if postgres else 0.0, os.times()
         start = time.perf_counter()
         results = bh.hammer(server.url, jobs, clients=clients)
         wall = time.perf_counter() - start
+        cpu, after = server.cpu_seconds() - cpu, os.times()
+        db_cpu = (postgres.cpu_seconds() - db_cpu) if postgres else 0.0
+        client_cpu = after.user + after.system - own.user - own.system
+        with engine.connect() as conn:
+            stored = conn.scalar(text("select count(*) from submissions where not baseline"))
+        retried = bh.hammer(server.url, jobs[::5], clients=clients)
+    with engine.connect() as conn:
+        after_retries = conn.scalar(text("select count(*) from submissions where not baseline"))
+        keys = conn.execute(text("select idempotency_key, count(*) from submissions where not baseline "
+                                 "group by idempotency_key having count(*) > 1")).all()
+    engine.dispose()
     statuses = Counter(r["status"] for r in results)
     accepted = [r for r in results if r["status"] == 201]
-    with board.engine.connect() as conn:
-        stored = conn.scalar(text("select count(*) from submissions where not baseline"))
     per_team_hidden = Counter(r["team"] for r in accepted if r["phase"] == "test")
-    board.close()
+    first = {r["key"]: r for r in results}
+    same = all(r["status"] == first[r["key"]]["status"] and (r["status"] != 201 or (
+        r["replayed"] and r["body"]["id"] == first[r["key"]]["body"]["id"])) for r in retried)
     latencies = [r["seconds"] for r in results]
     return {"n": len(results), "statuses": dict(statuses), "wall": wall,
             "p50": statistics.median(latencies), "p95": percentile(latencies, 0.95),
-            "p50_accepted": statistics.median([r["seconds"] for r in accepted]),
-            "rate": len(results) / wall, "accepted_rate": len(accepted) / wall,
+            "rate": len(results) / wall, "cpu_ms": cpu * 1000 / len(results),
+            "db_cpu_ms": db_cpu * 1000 / len(results), "client_cpu_ms": client_cpu * 1000 / len(results),
             "stored_equals_accepted": stored == len(accepted),
             "quota_exact": all(per_team_hidden[t] == min(QUOTA, (submissions // clients + 1) // 2)
-                               for t in range(clients))}
+                               for t in range(clients)),
+            "retries": len(retried),
+            "no_duplicates": after_retries == stored and not keys and same}
+
+
+SETUP = """
+import json, sys
+from pathlib import Path
+root, url, folder, runs, clients, quota = sys.argv[1:]
+sys.path[:0] = [root + "/tools", root]
+import board_harness as bh
+board = bh.make_board(url, Path(folder))
+bh.setup_phases(board, Path(runs), daily_quota=int(quota))
+print(json.dumps([board.add_team(f"team{t}") for t in range(int(clients))]))
+board.close()
+"""
+
+
+def setup_board(config: Config, db_url: str, folder: Path, runs: Path, clients: int) -> list[str]:
+    """The board (``board_harness.setup_phases``) and a team per client, made by the code under
+    test (its own migrations): their tokens."""
+    import json
+    import subprocess
+
+    root = str(config.root or ROOT)
+    made = subprocess.run([sys.executable, "-c", SETUP, root, db_url, str(folder), str(runs), str(clients),
+                           str(QUOTA)], cwd=root, env={**os.environ, "PYTHONPATH": root}, check=True,
+                          capture_output=True, text=True)
+    return json.loads(made.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -83,14 +155,24 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=200)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--db", default="sqlite,postgresql")
+    parser.add_argument("--processes", default="1,2,4",
+                        help="server processes on PostgreSQL (SQLite: always 1)")
+    parser.add_argument("--compare", metavar="REF",
+                        help="also run another commit's server (git archive REF; 1 process) beside each "
+                             "1-process configuration, in the same run")
+    parser.add_argument("--rounds", type=int, default=1, help="configurations run this many times, interleaved")
+    parser.add_argument("--rate-limit", type=float, default=0,
+                        help="the servers' --rate-limit (default 0: none; 30, dsr serve's default, refuses "
+                             "nothing here: a team sends 10)")
     parser.add_argument("--sigir", action="store_true", help="also the SIGIR-sized benches (2-4)")
     parser.add_argument("--no-load", action="store_true", help="skip the load bench (1)")
     args = parser.parse_args()
     info = header("bench_board")
-    versions = package_versions(("fastapi", "uvicorn", "sqlalchemy", "psycopg"))
+    versions = package_versions(("fastapi", "uvicorn", "httptools", "uvloop", "sqlalchemy", "psycopg"))
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     print(f"load: {args.submissions} submissions from {args.clients} concurrent clients, sample "
-          f"collection (20 dialogues), half to a hidden phase with a daily quota of {QUOTA}")
+          f"collection (20 dialogues), half to a hidden phase with a daily quota of {QUOTA}; each "
+          "request with an Idempotency-Key, and every fifth sent again after the timed run")
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
         tmp = Path(tmp)
         os.environ["DSR_HOME"] = str(tmp / "home")
@@ -101,25 +183,73 @@ def main() -> None:
     footer(info)
 
 
+def checkout(ref: str, folder: Path) -> Path:
+    """Commit ``ref`` of this repository, exported (``git archive``) into ``folder``."""
+    import subprocess
+
+    folder.mkdir(parents=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, check=True, capture_output=True,
+                            text=True).stdout.strip()
+    archive = subprocess.run(["git", "archive", ref], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    # the commit runs with the dependencies it declares: uvicorn's optional C parser and event
+    # loop, installed here, are hidden from a commit whose pyproject does not list them
+    declared = (folder / "pyproject.toml").read_text()
+    hidden = [name for name in OPTIONAL_SPEEDUPS if f'"{name}' not in declared]
+    for name in hidden:
+        (folder / f"{name}.py").write_text(f"raise ImportError('{name} is not a dependency of {ref}')\n")
+    print(f"compared with {ref} ({commit}), exported to a temporary folder"
+          + (f"; {', '.join(hidden)} hidden from it (not among its dependencies)" if hidden else ""))
+    return folder
+
+
+def configurations(args, tmp: Path) -> list[Config]:
+    other = checkout(args.compare, tmp / "compare") if args.compare else None
+    out = []
+    for db in args.db.split(","):
+        for processes in ([1] if db == "sqlite" else [int(p) for p in args.processes.split(",")]):
+            if other is not None and processes == 1:
+                out.append(Config(db, 1, args.compare, other))
+            out.append(Config(db, processes))
+    return out
+
+
 def load_benches(args, tmp: Path) -> None:
     (tmp / "runs").mkdir()
     runs = bh.sample_runs(tmp / "runs")
-    for name in args.db.split(","):
-        folder = tmp / name
-        folder.mkdir()
-        with bh.bench_database(name, folder) as url:
-            if url is None:
-                print(f"{name}: skipped (PostgreSQL binaries not found)")
-                continue
-            r = bench(url, folder, runs, args.submissions, args.clients)
-        print(f"{name:10s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s = "
-              f"{r['rate']:.1f} submissions/s ({r['accepted_rate']:.1f} accepted/s); latency p50 "
-              f"{r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms (accepted p50 "
-              f"{r['p50_accepted'] * 1000:.0f} ms); stored == accepted: "
-              f"{r['stored_equals_accepted']}; quotas exact: {r['quota_exact']}")
-        goal(f"{name}: board p95 at {args.clients} clients", f"{r['p95'] * 1000:.0f} ms, {r['rate']:.1f}/s",
-             "p95 < 200 ms, nothing lost, quotas exact (issue 34)",
-             r["p95"] < 0.2 and r["stored_equals_accepted"] and r["quota_exact"])
+    results: list[tuple[Config, dict]] = []
+    with contextlib.ExitStack() as stack:
+        postgres = None
+        for round_ in range(args.rounds):
+            for k, config in enumerate(configurations(args, tmp / f"code{round_}")):
+                folder = tmp / f"r{round_}-{k}"
+                folder.mkdir()
+                if config.db == "sqlite":
+                    url = f"sqlite:///{folder / 'board.sqlite'}"
+                else:
+                    if postgres is None:
+                        if bh.pg_bin() is None:
+                            print("postgresql: skipped (PostgreSQL binaries not found)")
+                            continue
+                        postgres = bh.Postgres(bh.pg_bin())
+                        stack.callback(postgres.stop)
+                        postgres.start()
+                    url = postgres.new_database()
+                r = bench(config, url, folder, runs, args.submissions, args.clients,
+                          postgres if config.db == "postgresql" else None, args.rate_limit)
+                results.append((config, r))
+                print(f"{config.label:25s} {config.code:8s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s "
+                      f"= {r['rate']:.1f}/s; p50 {r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms; CPU a "
+                      f"submission: server {r['cpu_ms']:.1f} ms, database {r['db_cpu_ms']:.1f}, clients "
+                      f"{r['client_cpu_ms']:.1f}; stored == accepted: {r['stored_equals_accepted']}; "
+                      f"quotas exact: {r['quota_exact']}; {r['retries']} retries, 0 duplicates: {r['no_duplicates']}; "
+                      f"load {load()}", flush=True)
+    for config, r in results:
+        if config.code == "this":
+            goal(f"{config.label}: board p95 at {args.clients} clients",
+                 f"{r['p95'] * 1000:.0f} ms, {r['rate']:.1f}/s",
+                 "p95 < 200 ms, nothing lost, quotas exact, no duplicate on retry (issues 34, 44)",
+                 r["p95"] < 0.2 and r["stored_equals_accepted"] and r["quota_exact"] and r["no_duplicates"])
 
 
 # --- SIGIR size: parse vs score, 1 vs 2 workers, 10x accepted by default -------------------

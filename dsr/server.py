@@ -4,17 +4,33 @@ The board (:mod:`dsr.board`) and judging (:mod:`dsr.judging`) are separate units
 sits on the board's database, the board knows nothing of judging, and both stand on the web
 core (:mod:`dsr.web`: sessions, sign-in, CSRF, templates, static files, security headers). This module,
 above both, puts them together in one ASGI app.
+
+``dsr serve --processes N`` runs N such apps, one per process, on one port: uvicorn's own
+supervisor (``uvicorn.run(..., workers=N)``) binds the socket, starts the processes, and
+starts a new one when one dies. Each process builds its own :class:`Board` from the same
+settings (:func:`site_from_environment`): its database connections, its scoring workers, its
+warm-up, its judging pages. What they must agree on (quotas, the rate limit, idempotency
+keys, the ladder, the caches' versions) is in the database (docs/board.md, "Several
+processes").
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import json
+import os
+
 import uvicorn
 
 from dsr.board.app import create_app
-from dsr.board.service import Board
+from dsr.board.service import Board, BoardConfig
 from dsr.judging.routes import ROUTERS as JUDGING_ROUTERS
 from dsr.judging.routes import STATIC as JUDGING_STATIC
 from dsr.web.security import mount_static
+
+#: how ``dsr serve --processes N`` hands its settings to the processes it starts (JSON)
+SETTINGS_ENV = "DSR_SERVE_SETTINGS"
 
 
 def create_site(board: Board, routers=()):
@@ -28,3 +44,32 @@ def create_site(board: Board, routers=()):
 def serve(board: Board, *, host: str, port: int) -> None:
     """Run the site until stopped (uvicorn, one process)."""
     uvicorn.run(create_site(board), host=host, port=port, log_level="warning")
+
+
+def serve_processes(config: BoardConfig, *, host: str, port: int) -> None:
+    """Run ``config.processes`` processes of the site on one port until stopped; each makes
+    its own :class:`Board` from ``config`` (:func:`site_from_environment`)."""
+    settings = {k: (None if v is None else str(v) if k == "store" else v)
+                for k, v in dataclasses.asdict(config).items()}
+    os.environ[SETTINGS_ENV] = json.dumps(settings)
+    uvicorn.run("dsr.server:site_from_environment", factory=True, workers=config.processes,
+                host=host, port=port, log_level="warning")
+
+
+def site_from_environment():
+    """One process of ``dsr serve --processes N``: a :class:`Board` from the settings its
+    parent put in :data:`SETTINGS_ENV` (migrated already by the parent, whose checks it
+    repeats), warmed up, with its scoring workers; closed when the process stops."""
+    board = Board(BoardConfig(**json.loads(os.environ[SETTINGS_ENV])))
+    board.warm_up()
+    app = create_site(board)
+
+    @contextlib.asynccontextmanager
+    async def closing(_app):
+        try:
+            yield
+        finally:
+            board.close()
+
+    app.router.lifespan_context = closing
+    return app

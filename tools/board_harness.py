@@ -24,6 +24,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -81,6 +82,12 @@ class Postgres:
         with contextlib.suppress(Exception):
             self._run(str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def cpu_seconds(self) -> float:
+        """CPU time the cluster's processes (the postmaster and its backends) have used so far."""
+        with contextlib.suppress(OSError, ValueError):
+            return tree_cpu_seconds(int((self.root / "data" / "postmaster.pid").read_text().split()[0]))
+        return 0.0
 
     def new_database(self) -> str:
         import psycopg
@@ -156,15 +163,40 @@ def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
     return board.get_phase("sample", "public"), board.get_phase("sample", "test")
 
 
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants (Linux)."""
+    out, todo = [], [pid]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) used so far by ``pid`` and its descendants (Linux)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for each in process_tree(pid):
+        with contextlib.suppress(OSError, IndexError):
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 class ServerProcess:
     """``dsr serve`` in a subprocess (what an organiser runs), on 127.0.0.1 and a free port."""
 
-    def __init__(self, db_url: str, store: Path, *extra: str, env: dict | None = None):
+    def __init__(self, db_url: str, store: Path, *extra: str, env: dict | None = None, root: Path | None = None):
+        """``root``: the checkout whose ``dsr`` runs (default this one; a benchmark runs another
+        commit's beside it)."""
         import sys
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        root = Path(__file__).resolve().parents[1]
+        root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
         self.command = [sys.executable, "-m", "dsr.cli", "serve", "--db", db_url, "--store",
                         str(store), "--port", str(self.port), *extra]
         self.env = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
@@ -208,31 +240,63 @@ class ServerProcess:
     def __exit__(self, *exc):
         self.stop()
 
+    def processes(self) -> list[int]:
+        """The server's process and all its descendants (server processes, scoring workers)."""
+        return process_tree(self.process.pid)
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the server's processes have used so far (Linux)."""
+        return tree_cpu_seconds(self.process.pid)
+
+    def settle(self, quiet: float = 1.0, timeout: float = 180) -> None:
+        """Wait until the server's processes stop using CPU for ``quiet`` seconds: every
+        process of ``--processes N`` started and warmed up (``/healthz`` answers from the
+        first one ready)."""
+        deadline = time.monotonic() + timeout
+        last = self.cpu_seconds()
+        while time.monotonic() < deadline:
+            time.sleep(quiet)
+            now = self.cpu_seconds()
+            if now - last < 0.02 * quiet:
+                return
+            last = now
+
 
 def hammer(url: str, jobs: list[dict], clients: int, timeout: float = 120.0) -> list[dict]:
-    """Send ``jobs`` ({token, phase, system, run: bytes}) from ``clients`` concurrent clients
-    (one HTTP connection each); returns each job with its ``status`` and ``seconds``."""
+    """Send ``jobs`` ({token, phase, system, run: bytes}, optionally ``key``: an
+    Idempotency-Key) from ``clients`` concurrent clients (one HTTP connection each); returns
+    each job with its ``status``, ``body``, ``replayed`` and ``seconds``.
+
+    Every client makes its HTTP client and opens its connection (``GET /healthz``) before
+    any submission is timed, and all start together: the first submissions' times were the
+    bench's own start (20 httpx clients, each loading its TLS context, under this process's
+    one GIL), not the server's."""
     from concurrent.futures import ThreadPoolExecutor
 
     import httpx
 
     queues = [jobs[i::clients] for i in range(clients)]
+    ready = threading.Barrier(clients)
 
     def client(queue):
         out = []
         with httpx.Client(base_url=url, timeout=timeout) as http:
+            http.get("/healthz")
+            ready.wait()
             for job in queue:
                 start = time.perf_counter()
                 try:
+                    key = {"Idempotency-Key": job["key"]} if job.get("key") else {}
                     answer = http.post("/api/submissions",
                                        data={"collection": "sample", "phase": job["phase"],
                                              "system": job["system"]},
                                        files={"run": ("run.run", job["run"])},
-                                       headers={"Authorization": f"Bearer {job['token']}"})
+                                       headers={"Authorization": f"Bearer {job['token']}", **key})
                     status, body = answer.status_code, answer.json()
+                    replayed = answer.headers.get("Idempotency-Replayed") == "true"
                 except httpx.HTTPError as err:
-                    status, body = -1, {"error": str(err)}
-                out.append({**job, "status": status, "body": body,
+                    status, body, replayed = -1, {"error": str(err)}, False
+                out.append({**job, "status": status, "body": body, "replayed": replayed,
                             "seconds": time.perf_counter() - start})
         return out
 
@@ -240,14 +304,16 @@ def hammer(url: str, jobs: list[dict], clients: int, timeout: float = 120.0) -> 
         return [r for part in pool.map(client, queues) for r in part]
 
 
-def load_jobs(runs: Path, tokens: list[str], per_team: int) -> list[dict]:
-    """``per_team`` submissions per team, alternating the hidden (quota) and public phases."""
+def load_jobs(runs: Path, tokens: list[str], per_team: int, keys: bool = False) -> list[dict]:
+    """``per_team`` submissions per team, alternating the hidden (quota) and public phases;
+    ``keys``: each with its own Idempotency-Key, as ``dsr submit`` sends."""
     files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
     jobs = []
     for k in range(per_team):
         for t, token in enumerate(tokens):   # each run text once per board (no duplicate)
             jobs.append({"token": token, "team": t, "phase": "test" if k % 2 == 0 else "public",
-                         "system": f"team{t}-{k}", "run": retag(files[(k + t) % len(files)], f"t{t}-{k}")})
+                         "system": f"team{t}-{k}", "run": retag(files[(k + t) % len(files)], f"t{t}-{k}"),
+                         **({"key": f"t{t}-{k}"} if keys else {})})
     return jobs
 
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from dsr.board import leaderboard, participants, scoring
 from dsr.board.db import read_session, write_session
@@ -232,6 +232,7 @@ def rebuild(board: Board) -> RebuildReport:
     """
     report = RebuildReport()
     named: set[str] = set()
+    changed: set[int] = set()
     with read_session(board.engine) as s:
         subs = list(s.scalars(select(Submission).order_by(Submission.id)))
     for sub in subs:
@@ -251,11 +252,14 @@ def rebuild(board: Board) -> RebuildReport:
             row = s.get(Submission, sub.id)
             if row.per_topic != blob or row.means_json != means or row.tied_topics != tied:
                 report.changed += 1
+                changed.add(row.phase_id)
                 row.per_topic, row.means_json, row.tied_topics = blob, means, tied
         _set_ranking(board, sub.id, ranking_digest(board.store.get(sub.sha256)))
         report.rescored += 1
-    board._matrices.clear()
-    board.__dict__.pop("_ladders", None)     # the ladders were made from the old values
+    if changed:      # every server process reads these phases' rows again (their caches' key)
+        with write_session(board.engine) as s:
+            s.execute(update(Phase).where(Phase.id.in_(changed))
+                      .values(scores_version=Phase.scores_version + 1))
     for path in board.store.root.glob("??/*"):
         if path.name not in named:
             report.orphans += 1

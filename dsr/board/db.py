@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
@@ -77,21 +77,46 @@ def _sqlite_events(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+#: the PostgreSQL advisory lock that lets one process at a time migrate (any number, any host)
+MIGRATION_LOCK = 0x647372_0007
+
+
 def migrate(engine: Engine) -> None:
-    """Create or upgrade the schema to the newest migration (idempotent)."""
+    """Create or upgrade the schema to the newest migration (idempotent). On PostgreSQL the
+    upgrade holds an advisory lock in its transaction: the processes of ``dsr serve
+    --processes N`` (or several servers) starting together migrate one after the other, and
+    the later ones find the schema up to date."""
     from alembic import command
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
 
 
+_READERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def _reader(engine: Engine) -> Engine:
+    """What a read session runs on: on PostgreSQL, connections in autocommit (each read is one
+    statement or a few independent ones: no BEGIN and ROLLBACK round trips around them, two of
+    the four a short read cost); SQLite's reads stay in a transaction (in-process: free)."""
+    reader = _READERS.get(engine)
+    if reader is None:
+        reader = engine.execution_options(isolation_level="AUTOCOMMIT") \
+            if engine.dialect.name == "postgresql" else engine
+        _READERS[engine] = reader
+    return reader
+
+
 @contextlib.contextmanager
 def read_session(engine: Engine) -> Iterator[Session]:
-    with Session(engine, expire_on_commit=False) as session:
+    """A session for reading (nothing to flush: no autoflush before each query)."""
+    with Session(_reader(engine), expire_on_commit=False, autoflush=False) as session:
         yield session
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 
 from dsr.board import release, scoring
 from dsr.board.models import Phase, Submission, iso
@@ -37,6 +37,11 @@ from dsr.evaluation.results import Results
 from dsr.evaluation.significance import all_pairs, mean_ci
 
 SELECTIONS = ("all", "best", "latest")
+#: a team's runs on a board, in submission order (the ladder of a submit answer; built once:
+#: see ``dsr.board.members.IDENTIFY``)
+TEAM_RUNS = (select(Submission.id).where(Submission.phase_id == bindparam("phase"),
+                                         Submission.team_id == bindparam("team"), Submission.baseline.is_(False))
+             .order_by(Submission.id))
 BASELINE_VIEWS = ("chosen", "all")
 
 
@@ -236,7 +241,7 @@ def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Sub
         cache.clear()
     for runs in by_team.values():
         runs.sort(key=lambda s: s.id)
-        key = (phase.id, phase.total_quota, id(data), tuple(s.id for s in runs))
+        key = (phase.id, phase.scores_version, phase.total_quota, id(data), tuple(s.id for s in runs))
         if key not in cache:
             noise = None if runs[0].baseline else board.release_noise(phase, runs[0].team_id, [s.id for s in runs])
             cache[key] = release.ladder([board.matrix(s, len(data.measures)) for s in runs], data.subsets,
@@ -245,21 +250,22 @@ def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Sub
     return out
 
 
-def answer_means(board, phase: Phase, row: Submission, session) -> dict[str, Any]:
+def answer_means(board, phase: Phase, row: Submission, session, earlier: list[int] | None = None) -> dict[str, Any]:
     """What the submit answer says of a new row's scores: nothing on a final phase before its
     freeze, the team's ladder values after it on a hidden phase (with ``released``: whether
     any of them changed), else its means. ``session``: the write transaction (the team's
-    earlier rows are read there, by index, while the row is written)."""
+    earlier rows are read there, by index, before the row is written: all of the team's rows
+    on the phase, under the transaction's lock; ``earlier``: their ids, read already)."""
     if not phase.scores_shown:
         return {"means": None}
     if not uses_ladder(phase):
         return {"means": json.loads(row.means_json)}
     data = board.phase_data(phase)
-    earlier = [] if row.baseline else list(session.scalars(
-        select(Submission.id).where(Submission.phase_id == phase.id, Submission.team_id == row.team_id,
-                                    Submission.id < row.id, Submission.baseline.is_(False))
-        .order_by(Submission.id)))
-    matrices = [board.matrix_of(i, len(data.measures)) for i in earlier]
+    if row.baseline:
+        earlier = []
+    elif earlier is None:
+        earlier = list(session.scalars(TEAM_RUNS, {"phase": phase.id, "team": row.team_id}))
+    matrices = [board.matrix_of(i, len(data.measures), phase) for i in earlier]
     matrices.append(scoring.matrix_from_bytes(row.per_topic, len(data.measures)))
     noise = None if row.baseline else board.release_noise(phase, row.team_id, [*earlier, row.id])
     steps = release.ladder(matrices, data.subsets, data.measures, phase.total_quota, noise=noise)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from sqlalchemy import Boolean, DateTime, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy import false as sa_false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -83,6 +83,9 @@ class Phase(Base):
     final: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
     #: a frozen board takes no submission; freezing publishes a final phase's results
     frozen_at: Mapped[datetime | None] = mapped_column(DateTime, nullable=True)
+    #: raised whenever the phase's stored scores change (``dsr board rebuild``): every server
+    #: process keys its caches of per-topic values and ladders by it (migration 0007)
+    scores_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
     def primary(self) -> str:
         """The phase's primary measure: its own, else nDCG@5 when it has it, else its first."""
@@ -172,6 +175,16 @@ class Member(Base):
 
 
 Index("uq_member_token_hash", Member.token_hash, unique=True)
+
+
+class TeamRate(Base):
+    """A team's rate limit (``dsr serve --rate-limit``), shared by every server process: the
+    generic cell rate algorithm's theoretical arrival time, ``next_at`` (seconds since the
+    epoch), of the team's next request (:class:`dsr.board.service.RateLimiter`)."""
+
+    __tablename__ = "team_rates"
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"), primary_key=True)
+    next_at: Mapped[float] = mapped_column(Float)
 
 
 class Setting(Base):

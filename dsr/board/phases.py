@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 
 from dsr.board import overlap, release, scoring
 from dsr.board.db import read_session, write_session
@@ -16,6 +16,12 @@ from dsr.board.published import check_text
 from dsr.board.settings import SEASON_PARAMS
 from dsr.core.errors import InputError
 from dsr.core.params import settings_type
+
+#: a collection's phases, and one of them by name (read at every submission; built once:
+#: see ``dsr.board.members.IDENTIFY``)
+OF_COLLECTION = select(Phase).where(Phase.collection == bindparam("collection")).order_by(Phase.id)
+BY_NAME = OF_COLLECTION.where(Phase.name == bindparam("name"))
+ALL_PHASES = select(Phase).order_by(Phase.collection, Phase.id)
 
 
 class Season(settings_type("SeasonSettings", SEASON_PARAMS, "a phase's season")):
@@ -183,20 +189,24 @@ class Phases:
 
     def phases(self) -> list[Phase]:
         with read_session(self.engine) as s:
-            return list(s.scalars(select(Phase).order_by(Phase.collection, Phase.id)))
+            return list(s.scalars(ALL_PHASES))
 
     def phase(self, collection: str, name: str) -> Phase | None:
         with read_session(self.engine) as s:
             return s.scalar(select(Phase).where(Phase.collection == collection, Phase.name == name))
 
+    def phases_of(self, collection: str, phase_name: str | None = None) -> list[Phase]:
+        """The collection's phases named ``phase_name`` (all of them when None): one query,
+        read at every submission (a phase's dates and freeze are read fresh)."""
+        with read_session(self.engine) as s:
+            if phase_name:
+                return list(s.scalars(BY_NAME, {"collection": collection, "name": phase_name}))
+            return list(s.scalars(OF_COLLECTION, {"collection": collection}))
+
     def get_phase(self, collection: str, phase_name: str | None) -> Phase:
         """A phase by collection and name (the only phase of the collection when ``phase_name`` is
         None)."""
-        with read_session(self.engine) as s:
-            query = select(Phase).where(Phase.collection == collection)
-            if phase_name:
-                query = query.where(Phase.name == phase_name)
-            found = list(s.scalars(query))
+        found = self.phases_of(collection, phase_name)
         if len(found) == 1:
             return found[0]
         if not found:

@@ -37,8 +37,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
 
 from dsr.board import release, scoring
 from dsr.board.archive import RunStore, Staged
@@ -56,8 +57,8 @@ from dsr.board.intake import (  # noqa: F401 (re-exported)
 )
 from dsr.board.leaderboard import answer_means
 from dsr.board.members import Members
-from dsr.board.models import Phase, Submission, Team, iso, utcnow
-from dsr.board.phases import Phases
+from dsr.board.models import Phase, Submission, Team, TeamRate, iso, utcnow
+from dsr.board.phases import ALL_PHASES, BY_NAME, OF_COLLECTION, Phases
 from dsr.board.settings import BOARD_PARAMS, SERVE_PARAMS
 from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr serve's default)
 from dsr.core.errors import InputError
@@ -82,6 +83,36 @@ TIES = ("{n} topic(s) hold scores that tie as 32-bit floats; they are scored as 
         "distinct scores)")
 
 
+# The submission's statements, built once (see ``dsr.board.members.IDENTIFY``).
+#: a team's runs on a board, in all and since ``day``
+QUOTA_COUNT = (select(func.count(), func.count().filter(Submission.created_at >= bindparam("day")))
+               .select_from(Submission)
+               .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team")))
+#: a team's row with this Idempotency-Key
+BY_KEY = select(Submission).where(Submission.team_id == bindparam("team"),
+                                  Submission.idempotency_key == bindparam("key"))
+#: a team's row with this ranking on a board
+SAME_RANKING = select(Submission.id).where(Submission.phase_id == bindparam("phase"),
+                                           Submission.team_id == bindparam("team"),
+                                           Submission.ranking_sha256 == bindparam("ranking"))
+#: a team's rows on a board, in submission order (its quota, duplicates and ladder, read once
+#: in the write transaction)
+TEAM_ROWS = (select(Submission.id, Submission.created_at, Submission.ranking_sha256, Submission.baseline)
+             .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team"))
+             .order_by(Submission.id))
+#: the lock that serialises a team's writes (PostgreSQL)
+LOCK_TEAM = select(Team.id).where(Team.id == bindparam("team")).with_for_update()
+#: a row's per-topic values
+PER_TOPIC = select(Submission.per_topic).where(Submission.id == bindparam("id"))
+_RATES = TeamRate.__table__
+#: the rate limit: a team's request on schedule (``next_at`` at most the burst ahead of now)
+#: moves ``next_at`` on by one interval; no row changed: refused (or the team's first request)
+RATE_STEP = (update(_RATES).where(_RATES.c.team_id == bindparam("team"), _RATES.c.next_at <= bindparam("latest"))
+             .values(next_at=case((_RATES.c.next_at > bindparam("now"), _RATES.c.next_at), else_=bindparam("now"))
+                     + bindparam("interval")))
+RATE_NEXT = select(_RATES.c.next_at).where(_RATES.c.team_id == bindparam("team"))
+
+
 def tie_note(tied: int) -> str | None:
     """What a board says about a run whose scores tie in ``tied`` topics (None for none)."""
     return TIES.format(n=tied) if tied else None
@@ -97,29 +128,41 @@ def default_db_url() -> str:
 
 
 class RateLimiter:
-    """A token bucket per key (a team): ``per_minute`` requests, refilled continuously.
+    """``per_minute`` requests per key (a team), refilled continuously, with a burst of
+    ``per_minute``: a token bucket, kept in the database (table ``team_rates``) so that every
+    server process grants a team the same rate one process would.
 
-    Held in the server process (one limiter per ``dsr serve``)."""
+    The bucket is the generic cell rate algorithm (GCRA): one number per team, ``next_at``,
+    the time its next request would be on schedule; a request is allowed when ``next_at`` is
+    at most ``tolerance`` (the burst, less one interval) ahead of now, and then moves it on by
+    one interval. The test and the move are one ``UPDATE`` (a row lock on PostgreSQL, the
+    write lock on SQLite), so two processes can never both take the last token. Times are
+    this host's clock (``time.time``): the processes of one board run on one host."""
 
-    def __init__(self, per_minute: float):
-        self.rate = per_minute / 60.0
-        self.capacity = max(1.0, per_minute)
-        self.buckets: dict[Any, tuple[float, float]] = {}
-        self.lock = threading.Lock()
+    def __init__(self, engine, per_minute: float):
+        self.engine = engine
+        self.interval = 60.0 / per_minute if per_minute > 0 else 0.0
+        self.tolerance = (max(1.0, per_minute) - 1) * self.interval
 
-    def allow(self, key) -> float:
+    def allow(self, key: int, now: float | None = None) -> float:
         """0 when allowed (and counted), else the seconds to wait."""
-        if self.rate <= 0:
+        if not self.interval:
             return 0.0
-        now = time.monotonic()
-        with self.lock:
-            tokens, last = self.buckets.get(key, (self.capacity, now))
-            tokens = min(self.capacity, tokens + (now - last) * self.rate)
-            if tokens >= 1:
-                self.buckets[key] = (tokens - 1, now)
-                return 0.0
-            self.buckets[key] = (tokens, now)
-            return (1 - tokens) / self.rate
+        now = time.time() if now is None else now
+        params = {"team": key, "now": now, "latest": now + self.tolerance, "interval": self.interval}
+        for _ in range(2):
+            try:
+                with write_session(self.engine) as s:
+                    if s.execute(RATE_STEP, params).rowcount:
+                        return 0.0
+                    next_at = s.scalar(RATE_NEXT, params)
+                    if next_at is not None:
+                        return max(next_at - self.tolerance - now, 1e-3)
+                    s.execute(insert(TeamRate.__table__).values(team_id=key, next_at=now + self.interval))
+                    return 0.0
+            except IntegrityError:     # another process made the team's row first: test it again
+                continue
+        raise RuntimeError("the rate limit's row could not be read or made")
 
 
 class BoardConfig(settings_type("BoardSettings", BOARD_PARAMS + SERVE_PARAMS, "the board")):
@@ -166,9 +209,10 @@ class Board(Members, Phases):
         self.engine = make_engine(self.config.db_url())
         migrate(self.engine)
         self.store = RunStore(self.config.store_dir())
-        self.limiter = RateLimiter(self.config.rate_limit)
+        self.limiter = RateLimiter(self.engine, self.config.rate_limit)
         self._phase_data: dict[tuple[int, str], scoring.PhaseData] = {}
-        self._matrices: dict[int, Any] = {}
+        self._matrices: dict[tuple[int, int, int], Any] = {}   # (phase, scores_version, row)
+        self._versions: dict[int, int] = {}                       # each phase's newest seen
         self._lock = threading.Lock()
         self.recover()
         self.pool = None
@@ -203,12 +247,15 @@ class Board(Members, Phases):
                 path.unlink(missing_ok=True)
                 continue
             staged = Staged(digest, path)
-            if self._named(digest) and hashlib.sha256(path.read_bytes()).hexdigest() == digest:
-                self.store.finish(staged)
-                done["kept"] += 1
-            else:
-                self.store.abandon(staged, named=self._named(digest))
-                done["removed"] += 1
+            try:
+                if self._named(digest) and hashlib.sha256(path.read_bytes()).hexdigest() == digest:
+                    self.store.finish(staged)
+                    done["kept"] += 1
+                else:
+                    self.store.abandon(staged, named=self._named(digest))
+                    done["removed"] += 1
+            except FileNotFoundError:     # another process starting now handled it first
+                continue
         return done
 
     def _named(self, digest: str) -> bool:
@@ -263,14 +310,12 @@ class Board(Members, Phases):
         """Used and left today (UTC day, of ``now``) and in total, with the reset time; None =
         no limit."""
         day = (now or utcnow()).replace(hour=0, minute=0, second=0, microsecond=0)
-        query = (select(func.count(), func.count().filter(Submission.created_at >= day))
-                 .select_from(Submission)
-                 .where(Submission.phase_id == phase.id, Submission.team_id == team.id))
+        params = {"day": day, "phase": phase.id, "team": team.id}
         if session is None:
             with read_session(self.engine) as s:
-                total, today = s.execute(query).one()
+                total, today = s.execute(QUOTA_COUNT, params).one()
         else:
-            total, today = session.execute(query).one()
+            total, today = session.execute(QUOTA_COUNT, params).one()
         return quota_left(team, phase, day, int(today), int(total))
 
     # -- submitting --------------------------------------------------------
@@ -284,46 +329,81 @@ class Board(Members, Phases):
         first answer back; the same key with any other field is refused (422). ``member_id``:
         who submitted it (recorded on the row).
         """
-        meta.check()
+        with read_session(self.engine) as s:
+            ready = self._intake(s, Intake(team, phase, data, filename, meta, sidecar, baseline, key, member_id))
+        return ready if isinstance(ready, Accepted) else self._complete(ready)
+
+    def submit_named(self, team: Team, collection: str, phase_name: str | None, data: bytes, filename: str,
+                     meta: Metadata, sidecar: bytes | None = None, key: str | None = None,
+                     member_id: int | None = None) -> Accepted:
+        """:meth:`submit` to the phase a form names (``phase_name`` None or "": the collection's
+        only phase), found in the same read as the retry and the quota: a 404 when there is
+        none, a 422 when the name is wanting."""
+        with read_session(self.engine) as s:
+            if phase_name:
+                phases = list(s.scalars(BY_NAME, {"collection": collection, "name": phase_name}))
+            else:
+                phases = list(s.scalars(OF_COLLECTION, {"collection": collection}))
+            if len(phases) != 1:
+                names = ", ".join(f"{p.collection}/{p.name}" for p in s.scalars(ALL_PHASES)) or "none"
+                raise Refused(404 if not phases else 422,
+                              f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
+            ready = self._intake(s, Intake(team, phases[0], data, filename, meta, sidecar, False, key, member_id))
+        return ready if isinstance(ready, Accepted) else self._complete(ready)
+
+    def _intake(self, s, job: Intake) -> Intake | Accepted:
+        """What is checked before scoring, in one read session ``s``: the metadata, the season,
+        the run unpacked within the phase's limit and its digests, then a retry's first answer
+        (returned) and the quota before."""
+        job.meta.check()
+        phase = job.phase
         closed = phase.closed_reason(utcnow())
-        if closed is not None and not (baseline and phase.frozen_at is None):   # baselines: any time
-            # before the freeze (organisers load them before a phase opens)
+        if closed is not None and not (job.baseline and phase.frozen_at is None):   # baselines: any
+            # time before the freeze (organisers load them before a phase opens)
             raise Refused(403, closed, opens_at=iso(phase.opens_at), closes_at=iso(phase.closes_at))
-        pdata = self.phase_data(phase)
-        text = unpack_run(data, self.upload_limit(phase))
-        digest = hashlib.sha256(text).hexdigest()
-        published = published_from_sidecar(sidecar)
-        display = display_name(filename)
-        request = request_digest(phase.id, digest, display, meta, published)
-        first = self._replay(team, key, request)
+        job.pdata = self.phase_data(phase)
+        job.text = unpack_run(job.data, self.upload_limit(phase))
+        job.digest = hashlib.sha256(job.text).hexdigest()
+        job.published = published_from_sidecar(job.sidecar)
+        job.display = display_name(job.filename)
+        job.request = request_digest(phase.id, job.digest, job.display, job.meta, job.published)
+        first = self._replay(job.team, job.key, job.request, s)
         if first is not None:
             return first
-        before = self.quota(team, phase)
-        if before["exhausted"]:       # a duplicate is told first, as when the quota is left
+        job.before = self.quota(job.team, phase, s)
+        return job
+
+    def _complete(self, job: Intake) -> Accepted:
+        """Score, stage, record: the rest of :meth:`submit` after :meth:`_intake`."""
+        team, phase, text, meta = job.team, job.phase, job.text, job.meta
+        if job.before["exhausted"]:       # a duplicate is told first, as when the quota is left
             self._refuse_duplicate(team, phase, self._ranking(text))
-            raise Refused(429, "quota exhausted", quota=before)
-        ranking, scored = self._score(team, phase, pdata, text, display)
+            raise Refused(429, "quota exhausted", quota=job.before)
+        ranking, scored = self._score(team, phase, job.pdata, text, job.display)
         row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
                          description=meta.description or "", link=meta.link, run_type=meta.run_type,
-                         trained_on_collection=meta.trained_on_collection, baseline=baseline,
-                         filename=display, sha256=digest, size=len(text), lines=scored.validation.lines,
-                         sidecar_json=json.dumps(published, sort_keys=True) if published else None,
-                         means_json=json.dumps(scored.means(pdata.subsets)),
+                         trained_on_collection=meta.trained_on_collection, baseline=job.baseline,
+                         filename=job.display, sha256=job.digest, size=len(text), lines=scored.validation.lines,
+                         sidecar_json=json.dumps(job.published, sort_keys=True) if job.published else None,
+                         means_json=json.dumps(scored.means(job.pdata.subsets)),
                          per_topic=scoring.matrix_bytes(scored.values.values),
-                         tied_topics=len(scored.validation.tied_topics), idempotency_key=key,
-                         member_id=member_id, request_sha256=request,
+                         tied_topics=len(scored.validation.tied_topics), idempotency_key=job.key,
+                         member_id=job.member_id, request_sha256=job.request,
                          ranking_sha256=ranking)
         if release.uses_ladder(phase):
             release.warm()     # not under the write lock (the answer's ladder needs scipy)
         staged = self.store.stage(text)        # in place, fsynced, before the row names it
         try:
-            accepted = self._record(row, before, published)
+            accepted = self._record(row, team, phase, job.before, job.published)
         except BaseException as err:
-            self.store.abandon(staged, named=self._named(digest))
+            self.store.abandon(staged, named=self._named(job.digest))
             if isinstance(err, IntegrityError):    # a concurrent retry or duplicate won the race
-                return self._after_conflict(team, key, request, phase, ranking)
+                return self._after_conflict(team, job.key, job.request, phase, ranking)
             raise
-        self.store.finish(staged)
+        if accepted.replayed:      # the same request, sent to another thread or process, was first
+            self.store.abandon(staged, named=True)
+        else:
+            self.store.finish(staged)
         return accepted
 
     def _ranking(self, text: bytes) -> str:
@@ -335,15 +415,14 @@ class Board(Members, Phases):
     def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes,
                display: str) -> tuple[str, scoring.Scored]:
         """Parse once, validate (with the phase's tie policy) and score, in a worker or here:
-        (the ranking's digest, the scores). A duplicate of the team's own run is refused (409)
-        and so is an invalid run (422)."""
+        (the ranking's digest, the scores). An invalid run is refused (422); a duplicate of the
+        team's own run (409) is found in the write transaction (:meth:`_record`: a valid run
+        only can be a duplicate, since a stored run was valid)."""
         if self.pool is not None and len(text) >= POOL_MIN_BYTES:
             checked = self.pool.score(self.phase_spec(phase), f"{phase.collection}/{phase.name}",
                                       text, phase.strict)
         else:
             checked = scoring.score_text(pdata, text, phase.strict, self.store.scratch)
-        if checked.ranking:
-            self._refuse_duplicate(team, phase, checked.ranking)
         if checked.error is not None:   # the reader after the validator: should not happen, but say so
             raise Refused(422, f"{display}: {checked.error}")
         scored = checked.scored
@@ -359,59 +438,80 @@ class Board(Members, Phases):
                         "the run with distinct scores")
         raise Refused(422, message, problems=problems, tied_topics=len(validation.tied_topics))
 
-    def _record(self, row: Submission, before: dict, published: dict) -> Accepted:
-        """The write transaction: the quota again, under a lock, then the row and its answer."""
+    def _record(self, row: Submission, team: Team, phase: Phase, before: dict, published: dict) -> Accepted:
+        """The write transaction: under a lock, a retry of this request recorded meanwhile (its
+        answer, replayed), then the team's rows on the board (one query: the duplicate, the quota
+        counted again, the ladder's earlier runs), then the row with its answer (one INSERT; on
+        a ladder phase the row first, whose id draws the noise of its values, then its answer).
+        The answer stored for a retry leaves out the id and URL, which the row gives
+        (:meth:`_replay`)."""
         with write_session(self.engine) as s:
-            # The lock that makes the re-count exact (a no-op on SQLite, whose
-            # BEGIN IMMEDIATE already holds the database's write lock).
-            locked = s.scalar(select(Team).where(Team.id == row.team_id).with_for_update())
-            fresh = s.get(Phase, row.phase_id)
+            # The lock that makes the re-count exact across threads and processes: the team's
+            # row (PostgreSQL); SQLite's BEGIN IMMEDIATE holds the database's write lock already.
+            if s.get_bind().dialect.name != "sqlite":
+                s.execute(LOCK_TEAM, {"team": team.id})
+            first = self._replay(team, row.idempotency_key, row.request_sha256, s)
+            if first is not None:      # a retry of this request was recorded meanwhile: its answer
+                return first
+            # the team's rows on the board, once: its duplicate, its quota, its ladder's runs
+            mine = s.execute(TEAM_ROWS, {"phase": phase.id, "team": team.id}).all()
+            same = next((r.id for r in mine if r.ranking_sha256 == row.ranking_sha256), None)
+            if same is not None:
+                raise duplicate(phase, same)
             row.created_at = utcnow()
-            counted = self.quota(locked, fresh, s, now=row.created_at)
-            if not locked.organiser and counted["exhausted"]:
-                raise Refused(429, "quota exhausted", quota=counted)
             now_day = row.created_at.replace(hour=0, minute=0, second=0, microsecond=0)
+            counted = quota_left(team, phase, now_day, sum(r.created_at >= now_day for r in mine), len(mine))
+            if not team.organiser and counted["exhausted"]:
+                raise Refused(429, "quota exhausted", quota=counted)
+            earlier = [r.id for r in mine if not r.baseline]
             s.add(row)
-            s.flush()
-            if row.baseline and fresh.baseline_id is None:
-                fresh.baseline_id = row.id
-            answer = {"id": row.id, "url": f"/runs/{row.id}", "sha256": row.sha256, "lines": row.lines,
+            if release.uses_ladder(phase):    # the ladder's noise is drawn by the run's id: the row
+                s.flush()                     # first (its answer then follows in an UPDATE)
+            answer = {"sha256": row.sha256, "lines": row.lines,
                       # a final phase publishes no score before it is frozen; a hidden one its ladder
-                      **answer_means(self, fresh, row, s),
+                      **answer_means(self, phase, row, s, earlier),
                       "tied_topics": row.tied_topics,
                       "ties": tie_note(row.tied_topics), "published": published,
                       "quota_before": before,
                       # this run counted: the count under the lock, plus this row
-                      "quota": quota_left(locked, fresh, now_day, counted["daily_used"] + 1,
+                      "quota": quota_left(team, phase, now_day, counted["daily_used"] + 1,
                                           counted["total_used"] + 1)}
             row.answer_json = json.dumps(answer)
-        return Accepted(row, answer)
+            s.flush()
+            if row.baseline and phase.baseline_id is None:
+                fresh = s.get(Phase, row.phase_id)
+                if fresh.baseline_id is None:
+                    fresh.baseline_id = row.id
+        # the row as a read gives it (its team and phase joined), without reading it again
+        set_committed_value(row, "team", team)
+        set_committed_value(row, "phase", phase)
+        return Accepted(row, answered(row, answer))
 
-    def _replay(self, team: Team, key: str | None, request: str) -> Accepted | None:
+    def _replay(self, team: Team, key: str | None, request: str, session=None) -> Accepted | None:
         """The first answer to this request if its ``Idempotency-Key`` was sent before with the
         same request; Refused (422) when the key came with another request."""
         if key is None:
             return None
-        with read_session(self.engine) as s:
-            row = s.scalar(select(Submission).where(Submission.team_id == team.id,
-                                                    Submission.idempotency_key == key))
+        params = {"team": team.id, "key": key}
+        if session is None:
+            with read_session(self.engine) as s:
+                row = s.scalar(BY_KEY, params)
+        else:
+            row = session.scalar(BY_KEY, params)
         if row is None:
             return None
         if row.request_sha256 != request:
             raise Refused(422, "this Idempotency-Key was sent before with another request (another "
                                "run, board or field); send a new key with a new submission")
-        return Accepted(row, json.loads(row.answer_json), replayed=True)
+        return Accepted(row, answered(row, json.loads(row.answer_json)), replayed=True)
 
     def _refuse_duplicate(self, team: Team, phase: Phase, ranking: str) -> None:
         """409 when this team has this ranking on this board already (other teams' runs are
         never looked at: whether another team submitted a run is not told)."""
         with read_session(self.engine) as s:
-            first = s.scalar(select(Submission.id).where(Submission.phase_id == phase.id,
-                                                         Submission.team_id == team.id,
-                                                         Submission.ranking_sha256 == ranking))
+            first = s.scalar(SAME_RANKING, {"phase": phase.id, "team": team.id, "ranking": ranking})
         if first is not None:
-            raise Refused(409, f"your team submitted this ranking on {phase.collection}/{phase.name} "
-                               f"already: /runs/{first}; it was not stored again", first=f"/runs/{first}")
+            raise duplicate(phase, first)
 
     def _after_conflict(self, team: Team, key: str | None, request: str, phase: Phase,
                         ranking: str) -> Accepted:
@@ -434,18 +534,36 @@ class Board(Members, Phases):
                                   .order_by(Submission.id)))
 
     def matrix(self, sub: Submission, n_measures: int):
-        """The row's per-topic values (topics x measures), cached by id: a row never changes
-        once written (``dsr board rebuild`` runs in its own process)."""
-        return self.matrix_of(sub.id, n_measures)
+        """The row's per-topic values (topics x measures), cached by id and its phase's
+        ``scores_version`` (a row changes only by ``dsr board rebuild``, in any process, which
+        raises the version: every process then reads the rows again)."""
+        return self.matrix_of(sub.id, n_measures, sub.phase)
 
-    def matrix_of(self, submission_id: int, n_measures: int):
-        cached = self._matrices.get(submission_id)
+    def matrix_of(self, submission_id: int, n_measures: int, phase: Phase):
+        key = (phase.id, phase.scores_version, submission_id)
+        cached = self._matrices.get(key)
         if cached is None:
             with read_session(self.engine) as s:
-                blob = s.scalar(select(Submission.per_topic).where(Submission.id == submission_id))
+                blob = s.scalar(PER_TOPIC, {"id": submission_id})
             cached = scoring.matrix_from_bytes(blob, n_measures)
-            self._matrices[submission_id] = cached
+            with self._lock:
+                if self._versions.setdefault(phase.id, phase.scores_version) < phase.scores_version:
+                    self._versions[phase.id] = phase.scores_version      # the older values go
+                    for old in [k for k in self._matrices if k[0] == phase.id and k[1] < phase.scores_version]:
+                        del self._matrices[old]
+                self._matrices[key] = cached
         return cached
+
+
+def duplicate(phase: Phase, first: int) -> Refused:
+    """The 409 of a team's second submission of a ranking on a board (``first``: its row)."""
+    return Refused(409, f"your team submitted this ranking on {phase.collection}/{phase.name} "
+                        f"already: /runs/{first}; it was not stored again", first=f"/runs/{first}")
+
+
+def answered(row: Submission, answer: dict[str, Any]) -> dict[str, Any]:
+    """A stored answer (``answer_json``) as the client gets it: the row's id and URL first."""
+    return {"id": row.id, "url": f"/runs/{row.id}", **answer}
 
 
 def quota_left(team: Team, phase: Phase, day, today: int, total: int) -> dict[str, Any]:
@@ -457,6 +575,29 @@ def quota_left(team: Team, phase: Phase, day, today: int, total: int) -> dict[st
     return {"daily_limit": phase.daily_quota, "daily_used": today, "daily_left": daily_left,
             "total_limit": phase.total_quota, "total_used": total, "total_left": total_left,
             "resets_at": (day + timedelta(days=1)).isoformat() + "Z", "exhausted": limited}
+
+
+@dataclass
+class Intake:
+    """A submission on its way (:meth:`Board.submit`): what was sent, then what
+    :meth:`Board._intake` made of it."""
+
+    team: Team
+    phase: Phase
+    data: bytes
+    filename: str
+    meta: Metadata
+    sidecar: bytes | None
+    baseline: bool
+    key: str | None
+    member_id: int | None
+    pdata: scoring.PhaseData | None = None
+    text: bytes = b""
+    digest: str = ""
+    published: dict[str, Any] = field(default_factory=dict)
+    display: str = ""
+    request: str = ""
+    before: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -24,8 +24,12 @@ SERVE_PARAMS = (
     Param("rate_limit", 30.0, "float", low=0, metavar="N",
           help="submissions per minute per team (default 30; 0 for no limit)"),
     Param("workers", 0, "int", low=0, metavar="N",
-          help="scoring worker processes (dsr serve: default one per core, at most 4; "
-               "0 scores in the request's thread, as the library does)"),
+          help="scoring worker processes of each server process (dsr serve: default the cores "
+               "shared among the server processes, at least 1, at most 4 each; 0 scores in the "
+               "request's thread, as the library does)"),
+    Param("processes", 1, "int", low=1, metavar="N",
+          help="server processes answering on the port (PostgreSQL only; each has its own "
+               "scoring workers; default 1)"),
 )
 
 #: a phase's season (``add-phase``, ``set-phase``); None leaves it as it is, or the default

@@ -1,6 +1,7 @@
 """Scoring off the request path: a pool of worker processes that check and score runs.
 
-``dsr serve --workers N`` (default: one per core, at most 4) starts N processes
+``dsr serve --workers N`` (default: the cores shared among the server processes, at least one
+and at most 4 each) starts N processes
 (``forkserver``: no copy of the server's threads or database connections); a submission's
 request sends the run's bytes and its phase's :class:`dsr.board.scoring.PhaseSpec` to one
 of them, which parses the run once, validates and scores it
@@ -37,8 +38,10 @@ _phases: dict[str, PhaseData] = {}    # a worker's phases, by PhaseSpec.key
 _store: RunStore | None = None
 
 
-def default_workers() -> int:
-    return max(1, min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1))
+def default_workers(processes: int = 1) -> int:
+    """Scoring workers of each of ``processes`` server processes: the cores shared among
+    them, at least one and at most :data:`MAX_DEFAULT_WORKERS` each."""
+    return max(1, min(MAX_DEFAULT_WORKERS, (os.cpu_count() or 1) // processes))
 
 
 def _start(store_root: str, specs: list[tuple[PhaseSpec, str]], server: int) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -19,8 +20,11 @@ from dsr.cli.commands import summary
 from dsr.cli.common import add_param_flags, param_values
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError, require_extra
+from dsr.core.params import by_name
 from dsr.evaluation.measures import split_measure_list
 from dsr.evaluation.qrels import read_qrels
+
+SERVE_SETTINGS = by_name(SERVE_PARAMS)
 
 #: what the board extra provides, by import name (serve needs all; the board commands the database part)
 SERVER_MODULES = ("fastapi", "uvicorn", "jinja2", "python_multipart", "sqlalchemy", "alembic")
@@ -209,9 +213,13 @@ def cmd_serve(args) -> int:
         require_extra(module, "board")
     from dsr.board.service import default_workers
 
+    SERVE_SETTINGS["processes"].check(args.processes)        # before it divides the cores
     if args.workers is None:
-        args.workers = default_workers()
-    board = _board(args, **param_values(args, SERVE_PARAMS))
+        args.workers = default_workers(args.processes)
+    settings = param_values(args, SERVE_PARAMS)
+    if args.processes > 1:
+        return _serve_processes(args, settings)
+    board = _board(args, **settings)
     board.warm_up()
     print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
           f"runs in {board.store.root})", file=sys.stderr)
@@ -221,6 +229,29 @@ def cmd_serve(args) -> int:
         serve(board, host=args.host, port=args.port)
     finally:
         board.close()      # the scoring workers
+    return 0
+
+
+def _serve_processes(args, settings: dict) -> int:
+    """``dsr serve --processes N``: the board checked, migrated and recovered here once (no
+    scoring workers), then N server processes on the port (``dsr.server.serve_processes``)."""
+    board = _board(args, **{**settings, "workers": 0})
+    try:
+        if board.engine.dialect.name != "postgresql":
+            raise InputError(f"--processes {args.processes} needs PostgreSQL (--db postgresql://...): "
+                             "on SQLite one process serves the board (SQLite writes one transaction at a "
+                             "time, and processes waiting on its file lock poll for it: slower, not "
+                             "faster)", field="--processes")
+        url = board.engine.url.render_as_string()
+        config = dataclasses.replace(board.config, workers=args.workers)
+    finally:
+        board.close()
+    print(f"dsr: leaderboard on http://{args.host}:{args.port}/ ({args.processes} processes with "
+          f"{args.workers} scoring worker(s) each, database {url}, runs in {config.store_dir()})",
+          file=sys.stderr)
+    from dsr.server import serve_processes
+
+    serve_processes(config, host=args.host, port=args.port)
     return 0
 
 

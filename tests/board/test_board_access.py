@@ -20,7 +20,7 @@ from sqlalchemy import select, text
 
 from dsr.board.models import Member, Submission
 from dsr.web import csrf, signin
-from tests.support.board import LiveServer, make_board, read, setup_phases
+from tests.support.board import LiveServer, engine_at, make_board, read, setup_phases
 
 
 def post(client, token, data: bytes, system: str, phase: str = "public", name: str = "run.run",
@@ -246,18 +246,9 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
 def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path, capsys):
     """A board made at migration 0004 (one token per team) upgraded: the token works, is a member
     named 'team token' that rotate-token and remove-member act on; old browser sessions end."""
-    from alembic import command
-    from alembic.config import Config
-
-    from dsr.board.db import MIGRATIONS, make_engine
     from dsr.board.members import hash_token
 
-    engine = make_engine(db_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0004")
+    engine = engine_at(db_url, "0004")
     old = "dsr_an-old-team-token"
     with engine.begin() as conn:
         conn.execute(text("insert into teams (name, token_hash, organiser, created_at) "

@@ -23,7 +23,7 @@ from dsr.board.published import published_metadata
 from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
-from tests.support.board import make_board, migration_head, noisy, plain_rr, read, setup_phases
+from tests.support.board import engine_at, make_board, migration_head, noisy, plain_rr, read, setup_phases
 
 
 def public_labels():
@@ -410,7 +410,7 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=5)
     token = board.add_team("alpha")
-    submit_once, calls = board.submit, []
+    submit_once, calls = board.submit_named, []    # what the API's route calls
 
     def slow_after_commit(*args, **kwargs):
         accepted = submit_once(*args, **kwargs)
@@ -419,7 +419,7 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
             time.sleep(3.0)             # the row is committed; the client gives up meanwhile
         return accepted
 
-    monkeypatch.setattr(board, "submit", slow_after_commit)
+    monkeypatch.setattr(board, "submit_named", slow_after_commit)
     with LiveServer(board) as server:
         answer = submit(server.url, token, "sample", runs / "bm25.run", phase="test", system="bm25",
                         timeout=1.5, retries=3)
@@ -627,17 +627,7 @@ def test_temporaries_are_removed_on_failure_and_at_the_next_start(db_url, tmp_pa
 
 def test_upgrading_a_board_keeps_only_the_published_metadata_of_stored_sidecars(db_url, tmp_path, runs):
     """A board made before migration 0002 served whole sidecars: the upgrade rewrites them."""
-    from alembic import command
-    from alembic.config import Config
-
-    from dsr.board.db import MIGRATIONS, make_engine
-
-    engine = make_engine(db_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0001")
+    engine = engine_at(db_url, "0001")
     side = json.dumps(private_sidecar(tmp_path, "somehost", "someone"), sort_keys=True)
     with engine.begin() as conn:
         conn.execute(text("insert into teams (id, name, token_hash, organiser, created_at) values "

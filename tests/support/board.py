@@ -45,7 +45,7 @@ from tools.board_harness import (
 __all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "bench_database", "free_port", "hammer",
            "load_jobs", "make_board", "pg_bin", "read", "retag", "sample_runs", "setup_phases",
            "postgres", "db_url", "runs", "plain_rr", "LiveServer", "POST_ROUTES", "walk_every_route",
-           "ForkedServers", "migration_head", "browser", "CHROMIUM_FLAGS", "login_csrf", "post", "next_day",
+           "ForkedServers", "engine_at", "migration_head", "browser", "CHROMIUM_FLAGS", "login_csrf", "post", "next_day",
            "quotas", "Attacker", "noisy"]
 
 
@@ -290,6 +290,23 @@ class ForkedServers:
         self.launcher.stdin.close()
         self.launcher.wait(timeout=30)
         self.log.close()
+
+
+def engine_at(db_url: str, revision: str):
+    """An engine on ``db_url`` with the board's schema upgraded to ``revision`` only (a board of
+    an older version, to test the upgrade from it with rows in it)."""
+    from alembic import command
+    from alembic.config import Config
+
+    from dsr.board.db import MIGRATIONS, make_engine
+
+    engine = make_engine(db_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+    return engine
 
 
 def migration_head() -> str:

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 
 from dsr.board import leaderboard
 from dsr.board.intake import idempotency_key
-from dsr.board.models import Team, iso
+from dsr.board.models import Member, Team, iso
 from dsr.board.routes.deps import (
     BoardDep,
     bearer_identity,
@@ -91,28 +91,32 @@ def api_quota(request: Request, board: BoardDep, collection: str, phase: str):
             "quota": board.quota(team, found)}
 
 
-@router.post("/submissions")
-async def api_submit(request: Request, board: BoardDep):
+def _admit(board: Board, request: Request) -> tuple[Team, Member] | JSONResponse:
+    """Who is submitting, and whether the team's rate allows it (both read or written in the
+    database: in a thread, never on the event loop)."""
     found = bearer_identity(board, request)
     if found is None:
         return unauthorized()
-    team, member = found
-    wait = board.limiter.allow(team.id)
+    wait = board.limiter.allow(found[0].id)
     if wait:
         return JSONResponse({"error": f"rate limit: try again in {wait:.1f} s"}, status_code=429,
                             headers={"Retry-After": str(max(1, round(wait)))})
+    return found
+
+
+@router.post("/submissions")
+async def api_submit(request: Request, board: BoardDep):
+    admitted = await in_thread(_admit, board, request)
+    if isinstance(admitted, JSONResponse):
+        return admitted
+    team, member = admitted
     form = await request.form()
     try:
         collection, phase_name = str(form.get("collection") or ""), str(form.get("phase") or "")
-        phases = [p for p in board.phases() if p.collection == collection
-                  and (p.name == phase_name or not phase_name)]
-        if len(phases) != 1:
-            names = ", ".join(f"{p.collection}/{p.name}" for p in board.phases()) or "none"
-            raise Refused(404 if not phases else 422,
-                          f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
         key = idempotency_key(request.headers.get("idempotency-key"))
         upload = await read_upload(form)
-        accepted = await in_thread(partial(board.submit, key=key, member_id=member.id), team, phases[0], *upload)
+        accepted = await in_thread(partial(board.submit_named, key=key, member_id=member.id), team, collection,
+                                   phase_name or None, *upload)
     except Refused as refused:
         return JSONResponse(refused.to_json(), status_code=refused.status)
     return JSONResponse(accepted.answer, status_code=201,

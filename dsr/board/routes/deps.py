@@ -28,7 +28,8 @@ SIGNIN = SignIn(app="board", cookie="dsr_session", csrf_cookie="dsr_csrf", table
                 read=read_session, write=write_session)
 
 
-def get_board(request: Request) -> Board:
+async def get_board(request: Request) -> Board:
+    """The app's board (a coroutine: FastAPI would run a plain function in a thread)."""
     return request.app.state.board
 
 
@@ -54,7 +55,7 @@ def web_team(board: Board, request: Request) -> Team | None:
 
 PAGES = Pages(HERE / "templates", Site("dsr leaderboard", "/", "/login", "/logout", "base.html",
                                        back="Back to the boards"),
-              SIGNIN, "team", lambda request: web_team(get_board(request), request))
+              SIGNIN, "team", lambda request: web_team(request.app.state.board, request))
 PAGES.filters["num"] = lambda v, d=4: "–" if v is None else f"{v:.{d}f}"
 PAGES.filters["length_of_json"] = lambda text: len(json.loads(text))
 PAGES.filters["stamp"] = stamp

@@ -187,7 +187,7 @@ async def submit_page(request: Request, board: BoardDep):
     form = await checked_form(request)
     if form is None:
         return error_page(request, 403, CSRF_REFUSED)
-    wait = board.limiter.allow(team.id)
+    wait = await in_thread(board.limiter.allow, team.id)     # a write: never on the event loop
     if wait:
         return error_page(request, 429, f"too many submissions: try again in {wait:.0f} s")
     values = {k: form.get(k) for k in ("phase", "system", "description", "link", "run_type")}

@@ -1,0 +1,425 @@
+"""A board served by several processes on PostgreSQL (issue 44, item 4): real ``dsr serve``
+processes on loopback, started by the tests, share one database and one run store, and
+agree on everything a participant can observe: quotas and the rate limit are exact across
+processes, an ``Idempotency-Key`` sent to two processes at once stores one run, the ladder's
+published values are the same whichever process answers, a phase change or a rebuild made
+by another process is seen by every process at its next request, and killing a process of
+``dsr serve --processes 2`` in the middle of submissions loses and duplicates nothing.
+
+Two kinds of set-up: two ``dsr serve`` processes on two ports (each addressable, as behind a
+reverse proxy's upstream list), and ``dsr serve --processes 2`` (uvicorn's supervisor: one
+port, a dead process replaced). Servers are forked from one launcher that has imported dsr
+already (``ForkedServers``), so a pair starts in seconds."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from dsr.board.service import RateLimiter
+from dsr.cli import main
+from tests.support.board import ForkedServers, engine_at, make_board, migration_head, read, retag, setup_phases
+
+QUOTA = 3
+
+
+@pytest.fixture
+def pg_board(postgres, tmp_path, runs):
+    """A fresh PostgreSQL board: sample/public and sample/test (hidden, 3 a day), teams
+    alpha, beta and gamma; (url, store, tokens)."""
+    url = postgres.new_database()
+    board = make_board(url, tmp_path)
+    setup_phases(board, runs, daily_quota=QUOTA)
+    tokens = {name: board.add_team(name) for name in ("alpha", "beta", "gamma")}
+    board.close()
+    return url, tmp_path / "store", tokens
+
+
+@pytest.fixture
+def pair(pg_board, tmp_path):
+    """Two ``dsr serve`` processes (no rate limit) on the board of ``pg_board``: their URLs."""
+    url, store, _ = pg_board
+    with serving(url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as servers:
+        yield servers
+
+
+@contextlib.contextmanager
+def serving(url: str, store: Path, count: int, *args: str, log: Path):
+    """``count`` ``dsr serve`` processes on their own ports (their URLs), stopped afterwards."""
+    launcher = ForkedServers(log)
+    started: list[tuple[int, str]] = []
+    try:
+        for _ in range(count):
+            started.append(launcher.start("--db", url, "--store", str(store), *args, timeout=90))
+        yield [u for _, u in started]
+    finally:
+        for pid, _ in started:
+            launcher.kill(pid)
+        launcher.close()
+
+
+def post(url: str, token: str, run: bytes, system: str, phase: str = "public", key: str | None = None):
+    headers = {"Authorization": f"Bearer {token}", **({"Idempotency-Key": key} if key else {})}
+    return httpx.post(f"{url}/api/submissions", files={"run": ("run.run", run)}, headers=headers,
+                      data={"collection": "sample", "phase": phase, "system": system}, timeout=60)
+
+
+def at_once(calls: list) -> list:
+    """Run the calls in threads released together (a barrier), in order of ``calls``."""
+    barrier = threading.Barrier(len(calls))
+
+    def go(call):
+        barrier.wait()
+        return call()
+
+    with ThreadPoolExecutor(len(calls)) as pool:
+        return list(pool.map(go, calls))
+
+
+def rows(url: str, where: str = "true", **params) -> list:
+    from dsr.board.db import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text(f"select * from submissions where {where} order by id"), params).all()
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.slow
+def test_quotas_are_exact_across_processes(pg_board, pair, runs):
+    url, _, tokens = pg_board
+    (a, b), base = pair, read(runs / "bm25.run")
+    answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"q{k}"), f"q{k}", "test")
+                       for k in range(8)])
+    statuses = Counter(r.status_code for r in answers)
+    assert statuses == {201: QUOTA, 429: 8 - QUOTA}, [r.text for r in answers]
+    accepted = [r.json() for r in answers if r.status_code == 201]
+    # each accepted answer counted its own run under the lock: 1, 2 and 3, never one twice
+    assert sorted(x["quota"]["daily_used"] for x in accepted) == [1, 2, 3]
+    assert all(r.json()["quota"]["daily_left"] == 0 for r in answers if r.status_code == 429)
+    for server in (a, b):      # both processes count the same, from the database
+        quota = httpx.get(f"{server}/api/quota/sample/test", timeout=30,
+                          headers={"Authorization": f"Bearer {tokens['alpha']}"}).json()["quota"]
+        assert (quota["daily_used"], quota["daily_left"]) == (QUOTA, 0)
+    assert post(b, tokens["beta"], retag(base, "other team"), "b", "test").status_code == 201
+    team = rows(url, "phase_id = (select id from phases where name = 'test') and team_id = "
+                "(select id from teams where name = 'alpha')")
+    assert sorted(r.id for r in team) == sorted(x["id"] for x in accepted)
+
+
+@pytest.mark.slow
+def test_the_rate_limit_is_exact_across_processes(pg_board, runs, tmp_path):
+    """2 a minute per team: 8 submissions at once, half to each process, take exactly 2."""
+    url, store, tokens = pg_board
+    base = read(runs / "bm25.run")
+    with serving(url, store, 2, "--rate-limit", "2", log=tmp_path / "serve.log") as (a, b):
+        answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"r{k}"), f"r{k}")
+                           for k in range(8)])
+        assert Counter(r.status_code for r in answers) == {201: 2, 429: 6}, [r.text for r in answers]
+        refused = [r for r in answers if r.status_code == 429]
+        assert all(r.json()["error"].startswith("rate limit") and int(r.headers["Retry-After"]) >= 1
+                   for r in refused)
+        # another team has its own 2, on either process
+        assert [post(s, tokens["beta"], retag(base, f"b{s[-5:]}"), "b").status_code for s in (a, b)] == [201, 201]
+        assert post(a, tokens["beta"], retag(base, "b3"), "b3").status_code == 429
+    assert len(rows(url, "not baseline")) == 4
+
+
+def test_rate_limit_refills_and_counts_across_boards(tmp_path):
+    """The bucket (a GCRA in the database) against a plain token bucket: a burst of the rate,
+    then one request per interval, each refusal's wait exact; two boards on one database (as
+    two processes) share it."""
+    first = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
+    second = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
+    first.add_team("alpha")
+    team = first.team("alpha").id
+    one, two = RateLimiter(first.engine, 3), RateLimiter(second.engine, 3)     # 3 a minute: every 20 s
+    t = 1_000_000.0
+    assert [limiter.allow(team, t) for limiter in (one, two, one)] == [0.0, 0.0, 0.0]
+    assert two.allow(team, t) == pytest.approx(20.0)        # the bucket is empty: a token in 20 s
+    assert one.allow(team, t + 19.0) == pytest.approx(1.0)
+    assert two.allow(team, t + 20.0) == 0.0                  # one token came back
+    assert one.allow(team, t + 20.0) == pytest.approx(20.0)
+    assert two.allow(team, t + 100.0) == 0.0                 # refilled up to the burst, no more
+    assert [one.allow(team, t + 100.0) for _ in range(3)] == [0.0, 0.0, pytest.approx(20.0)]
+    assert RateLimiter(first.engine, 0).allow(team, t) == 0.0         # 0: no limit
+    first.close()
+    second.close()
+
+
+@pytest.mark.slow
+def test_one_idempotency_key_sent_to_two_processes_at_once_stores_one_run(pg_board, pair, runs):
+    url, _, tokens = pg_board
+    (a, b), base = pair, read(runs / "bm25.run")
+    for k in range(6):
+        run, key = retag(base, f"i{k}"), f"key-{k}"
+        answers = at_once([lambda s=s: post(s, tokens["alpha"], run, f"i{k}", key=key) for s in (a, b)])
+        assert [r.status_code for r in answers] == [201, 201], [r.text for r in answers]
+        assert answers[0].json() == answers[1].json()            # the same answer, the same id
+        assert sorted(r.headers.get("Idempotency-Replayed", "") for r in answers) == ["", "true"]
+    other = post(b, tokens["alpha"], retag(base, "another run"), "i0", key="key-0")
+    assert other.status_code == 422 and "Idempotency-Key" in other.json()["error"]
+    used = httpx.get(f"{a}/api/quota/sample/public", headers={"Authorization": f"Bearer {tokens['alpha']}"},
+                     timeout=30).json()["quota"]["total_used"]
+    stored = rows(url, "idempotency_key is not null")
+    assert sorted(r.idempotency_key for r in stored) == [f"key-{k}" for k in range(6)] and used == 6
+
+
+def boards_json(server: str, ids: list[int]) -> dict:
+    """Everything a client reads of the boards: every board (each selection) and every run."""
+    out = {}
+    for phase in ("public", "test"):
+        for select in ("best", "all", "latest"):
+            out[f"{phase} {select}"] = httpx.get(f"{server}/api/boards/sample/{phase}?select={select}",
+                                                 timeout=60).json()
+    out["boards"] = httpx.get(f"{server}/api/boards", timeout=60).json()
+    for i in ids:
+        out[f"run {i}"] = httpx.get(f"{server}/api/runs/{i}", timeout=60).json()
+    return out
+
+
+@pytest.mark.slow
+def test_the_ladder_is_the_same_whichever_process_serves(pg_board, pair, runs):
+    tokens, servers = pg_board[2], pair
+    files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
+    answers = []
+    for k in range(QUOTA):          # each team's runs in turn, through either process
+        for t, (team, token) in enumerate(tokens.items()):
+            for phase in ("test", "public"):
+                server = servers[(k + t) % 2]
+                answer = post(server, token, retag(files[(k + 2 * t) % len(files)], f"{team}{k}"),
+                              f"{team}-{k}", phase)
+                assert answer.status_code == 201, answer.text
+                answers.append((phase, answer.json()))
+    ids = [x["id"] for _, x in answers]
+    seen = [boards_json(server, ids) for server in servers]
+    assert seen[0] == seen[1]
+    # the answer each run got, from whichever process took it, is what the board publishes for
+    # it (the team's ladder values after it on the hidden phase, its means on the public one)
+    for phase, answer in answers:
+        assert seen[0][f"run {answer['id']}"]["means"] == answer["means"], phase
+    assert len(seen[0]["test all"]["rows"]) == 3 * QUOTA + 1       # every run and the baseline
+
+
+def corrupt(url: str) -> None:
+    """A restore from an older backup, as it were: every team run's stored scores replaced by
+    the baseline's of its phase (``dsr board rebuild`` puts them right)."""
+    from dsr.board.db import make_engine
+
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("update submissions s set per_topic = b.per_topic, means_json = b.means_json "
+                          "from submissions b where b.baseline and b.phase_id = s.phase_id and not s.baseline"))
+    engine.dispose()
+
+
+@pytest.mark.slow
+def test_rebuilds_and_phase_changes_by_another_process_are_seen_by_every_process(pg_board, runs, tmp_path):
+    url, store, tokens = pg_board
+    files = [read(runs / f"random{i}.run") for i in range(3)]
+    db = ["--db", url, "--store", str(store)]
+    with serving(url, store, 1, "--rate-limit", "0", log=tmp_path / "first.log") as (first,):
+        ids = [post(first, tokens["alpha"], retag(run, f"v{k}"), f"v{k}", phase).json()["id"]
+               for k, run in enumerate(files) for phase in ("test", "public")]
+        right = boards_json(first, ids)
+    corrupt(url)
+    with serving(url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as (a, b):
+        wrong = [boards_json(s, ids) for s in (a, b)]          # each process caches what it read
+        assert wrong[0] == wrong[1] and wrong[0]["test all"] != right["test all"]
+        assert wrong[0][f"run {ids[0]}"]["means"] != right[f"run {ids[0]}"]["means"]
+        assert main(["board", "rebuild", *db]) == 0            # another process puts the rows right
+        assert [boards_json(s, ids) for s in (a, b)] == [right, right]
+        assert main(["board", "set-phase", "sample", "--phase", "public", "--closes", "2020-01-01", *db]) == 0
+        assert main(["board", "freeze", "sample", "--phase", "test", *db]) == 0
+        for server in (a, b):
+            closed = post(server, tokens["beta"], retag(files[0], "late"), "late", "public")
+            frozen = post(server, tokens["beta"], retag(files[0], "late"), "late", "test")
+            assert (closed.status_code, frozen.status_code) == (403, 403)
+            assert "closed on 2020-01-01" in closed.json()["error"] and "frozen" in frozen.json()["error"]
+            listed = {b["phase"]: b for b in httpx.get(f"{server}/api/boards", timeout=30).json()["boards"]}
+            assert listed["public"]["closes"] == "2020-01-01T00:00:00Z" and listed["test"]["frozen"]
+
+
+def uvicorn_children(pid: int) -> list[int]:
+    """The server processes uvicorn's supervisor ``pid`` started (its spawned children)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):
+            for child in (task / "children").read_text().split():
+                with contextlib.suppress(OSError):
+                    if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                        found.append(int(child))
+    return found
+
+
+def submitter(url: str, jobs: list[dict], results: list[dict], deadline: float, gate) -> None:
+    """What ``dsr submit`` does: a request whose answer is lost is sent again, same key
+    (``gate()`` before each new job)."""
+    for job in jobs:
+        gate()
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                answer = post(url, job["token"], job["run"], job["system"], job["phase"], key=job["key"])
+                results.append({**job, "status": answer.status_code, "body": answer.json(), "tries": tries,
+                                "replayed": answer.headers.get("Idempotency-Replayed") == "true"})
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
+@pytest.mark.slow
+def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board, runs, tmp_path):
+    """``dsr serve --processes 2``: a process is SIGKILLed while it holds a staged run (between
+    the file and the row), three times, each time the process the supervisor started in place
+    of the last one killed (so the other one is serving); the clients send what got no answer
+    again, and every run is stored once, with its file."""
+    url, store, tokens = pg_board
+    base = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
+    jobs = [{"token": token, "team": team, "phase": "test" if k % 3 == 0 else "public", "system": f"{team}{k}",
+             "run": retag(base[k % len(base)], f"{team}-{k}"), "key": f"{team}-{k}"}
+            for k in range(30) for team, token in tokens.items()]
+    launcher = ForkedServers(tmp_path / "serve.log")
+    supervisor, server = launcher.start("--db", url, "--store", str(store), "--rate-limit", "0",
+                                        "--processes", "2", timeout=120)
+    killed: list[int] = []
+    paced, started = threading.Condition(), iter(range(len(jobs)))
+
+    def gate():        # at most 12 new jobs a kill ahead (waits 5 s at most): jobs outlast the kills
+        n = next(started)
+        with paced:
+            paced.wait_for(lambda: len(killed) >= 3 or n < 12 * (len(killed) + 1), timeout=5)
+
+    try:
+        results: list[dict] = []
+        deadline = time.monotonic() + 300
+        clients = [threading.Thread(target=submitter, args=(server, jobs[c::4], results, deadline, gate))
+                   for c in range(4)]
+        for client in clients:
+            client.start()
+        before: set[int] = set()       # the processes there at the last kill: the next victim is new
+        while len(killed) < 3 and time.monotonic() < deadline and any(c.is_alive() for c in clients):
+            children = set(uvicorn_children(supervisor))
+            staged = [int(p.name.split("-")[1]) for p in (store / "tmp").glob("stage-*")]
+            victims = [pid for pid in staged if pid in children - before]
+            if len(children) == 2 and victims:
+                os.kill(victims[0], signal.SIGKILL)          # it holds a staged run: mid-submission
+                killed.append(victims[0])
+                before = children
+                with paced:
+                    paced.notify_all()
+            time.sleep(0.001)
+        for client in clients:
+            client.join(timeout=300)
+        assert len(killed) == 3, f"{len(killed)} process(es) caught holding a staged run"
+        assert len(results) == len(jobs) and any(r["tries"] > 1 for r in results)
+        children = uvicorn_children(supervisor)           # replaced: two processes again, new ones
+        assert len(children) == 2 and not set(children) & set(killed)
+    finally:
+        os.kill(supervisor, signal.SIGTERM)
+        launcher._ask(f"reap {supervisor}")
+        launcher.close()
+    assert {r["status"] for r in results} <= {201, 429}, [r for r in results if r["status"] not in (201, 429)]
+    stored = rows(url, "not baseline")
+    keys = Counter(r.idempotency_key for r in stored)
+    accepted = {r["key"]: r["body"]["id"] for r in results if r["status"] == 201}
+    assert max(keys.values()) == 1 and set(keys) == set(accepted)           # once each, none lost
+    assert {r.idempotency_key: r.id for r in stored} == accepted
+    hidden = Counter(r["team"] for r in results if r["status"] == 201 and r["phase"] == "test")
+    assert hidden == dict.fromkeys(tokens, QUOTA)                            # quotas exact
+    board = make_board(url, tmp_path)                    # a start: what the killed ones left
+    board.close()
+    files = {p.name for p in store.glob("??/*")}
+    assert {r.sha256 for r in rows(url)} == files and not list((store / "tmp").iterdir())
+    assert main(["board", "rebuild", "--db", url, "--store", str(store)]) == 0
+
+
+def test_processes_need_postgresql(tmp_path, capsys):
+    """SQLite serves a board from one process: --processes 2 is refused (exit 2, said why)."""
+    code = main(["serve", "--db", f"sqlite:///{tmp_path / 'board.sqlite'}", "--store", str(tmp_path / "store"),
+                 "--processes", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--processes 2 needs PostgreSQL" in err and "Traceback" not in err
+    assert main(["serve", "--processes", "0", "--store", str(tmp_path / "store")]) == 2
+
+
+@pytest.mark.slow
+def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_url, tmp_path):
+    """Migration 0007 on a board with rows (SQLite and PostgreSQL): the rows are kept, every phase
+    starts at scores_version 0, and the rate limit's table works."""
+    from dsr.board.scoring import matrix_bytes
+    from dsr.collections import load_collection
+
+    engine = engine_at(db_url, "0006")
+    values = [[0.25 * (i % 4)] for i in range(20)]
+    with engine.begin() as conn:
+        conn.execute(text("insert into teams (id, name, token_hash, organiser, created_at) values "
+                          "(1, 'alpha', :h, false, '2026-11-01 00:00:00')"), {"h": "0" * 64})
+        conn.execute(text("insert into phases (id, collection, name, collection_ref, collection_hash, hidden, "
+                          "description, topics_json, measures_json, created_at, final) values (1, 'sample', "
+                          "'public', 'sample', :c, false, '', :t, '[\"RR\"]', '2026-11-01 00:00:00', false)"),
+                     {"c": load_collection("sample").content_hash, "t": json.dumps(load_collection("sample").ids)})
+        conn.execute(text("insert into submissions (phase_id, team_id, system, description, link, run_type, "
+                          "trained_on_collection, baseline, filename, sha256, size, lines, means_json, per_topic, "
+                          "created_at, tied_topics) values (1, 1, 'x', '', '', 'automatic', false, false, 'x.run', "
+                          ":s, 1, 1, '{}', :blob, '2026-11-01 00:00:00', 0)"),
+                     {"s": "e" * 64, "blob": matrix_bytes(values)})
+    engine.dispose()
+    board = make_board(db_url, tmp_path, rate_limit=1)        # migrates to the newest schema
+    with board.engine.connect() as conn:
+        assert conn.scalar(text("select version_num from alembic_version")) == migration_head() == "0007"
+        assert conn.execute(text("select id, scores_version from phases")).all() == [(1, 0)]
+        assert conn.scalar(text("select count(*) from team_rates")) == 0
+    sub = board.submissions(board.get_phase("sample", "public"))[0]
+    assert board.matrix(sub, 1).tolist() == values
+    team = board.team("alpha")
+    assert board.limiter.allow(team.id) == 0.0 and board.limiter.allow(team.id) > 0     # 1 a minute
+    board.close()
+
+
+@pytest.mark.slow
+def test_each_process_of_processes_n_has_the_whole_site(tmp_path, runs, monkeypatch):
+    """What each process of ``dsr serve --processes N`` makes from the settings its parent hands
+    over: a board with its own scoring workers, warmed up, serving the leaderboard, the API and
+    the judging pages; closed with the process."""
+    from fastapi.testclient import TestClient
+
+    from dsr.board.service import BoardConfig
+    from dsr.server import SETTINGS_ENV, site_from_environment
+
+    url = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    board = make_board(url, tmp_path)
+    setup_phases(board, runs)
+    token = board.add_team("alpha")
+    board.close()
+    config = BoardConfig(db=url, store=str(tmp_path / "store"), workers=1, processes=2, rate_limit=0)
+    monkeypatch.setenv(SETTINGS_ENV, json.dumps({k: getattr(config, k) for k in
+                                                 ("db", "store", "workers", "processes", "rate_limit",
+                                                  "max_upload_mb")}))
+    app = site_from_environment()
+    site = app.state.board
+    assert site.pool is not None and site.pool.workers == 1 and site._phase_data     # warmed up
+    with TestClient(app) as client:              # runs the app's lifespan: closed at the end
+        assert client.get("/judge/login").status_code == 200
+        assert client.get("/board/sample/public").status_code == 200
+        answer = client.post("/api/submissions", files={"run": ("bm25.run", read(runs / "bm25.run"))},
+                             data={"collection": "sample", "phase": "public", "system": "bm25"},
+                             headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 201, answer.text
+    assert site.pool is None                     # the scoring workers ended with the app
