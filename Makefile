@@ -34,9 +34,8 @@ test-fast: venv
 # What people write, checked by machines (pyproject's [tool.ruff] and [tool.mypy]): CI
 # (.ci/run), pre-commit (.pre-commit-config.yaml) and tests/test_lint.py all run this. It
 # uses the tools already in $(BIN) (make venv installs them) and installs nothing.
-# FORMAT=1 adds `ruff format --check`; it becomes the default once the tree has been
-# formatted in one commit (`ruff format .`).
-FORMAT ?= 0
+# `ruff format --check` too (FORMAT=0 leaves it out, while a change is being shaped).
+FORMAT ?= 1
 lint:
 	$(BIN)/ruff check --no-cache .
 	@if [ "$(FORMAT)" = 1 ]; then echo "$(BIN)/ruff format --check --no-cache ."; $(BIN)/ruff format --check --no-cache .; fi

@@ -71,14 +71,14 @@ ISA_VARIANTS = {
     "MKL AVX2": {"MKL_ENABLE_INSTRUCTIONS": "AVX2"},
     "MKL reproducible (CBWR=COMPATIBLE)": {"MKL_CBWR": "COMPATIBLE"},
     "1 thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"},
-    "16 threads": {"BENCH_TORCH_THREADS": "16"},   # torch caps OMP_NUM_THREADS at the CPUs it sees
+    "16 threads": {"BENCH_TORCH_THREADS": "16"},  # torch caps OMP_NUM_THREADS at the CPUs it sees
 }
 
 
 def worker(spec: dict) -> dict:
     """One ``reproduce`` on ``spec``'s set and backend; the table's cells and marks as JSON."""
     os.environ["DSR_HOME"] = spec["home"]
-    if os.environ.get("BENCH_TORCH_THREADS"):   # --torch-isa: more threads than cores, as a 16-core host runs
+    if os.environ.get("BENCH_TORCH_THREADS"):  # --torch-isa: more threads than cores, as a 16-core host runs
         import torch
 
         torch.set_num_threads(int(os.environ["BENCH_TORCH_THREADS"]))
@@ -89,8 +89,12 @@ def worker(spec: dict) -> dict:
     name, source, split = spec["collection"], spec["source"], spec["split"]
     collection = load_collection(name, source, split)
     started = time.perf_counter()
-    out = reproduce(collection, Path(spec["home"]) / "out" / f"{collection.name}-{spec['backend']}",
-                    backend=spec["backend"], skipped_reason="skipped: no trained model in this measurement")
+    out = reproduce(
+        collection,
+        Path(spec["home"]) / "out" / f"{collection.name}-{spec['backend']}",
+        backend=spec["backend"],
+        skipped_reason="skipped: no trained model in this measurement",
+    )
     results = out["results"]
     cells, marks = {}, {}
     for subset in ["all", *results.collection.get("subsets", [])]:
@@ -99,14 +103,19 @@ def worker(spec: dict) -> dict:
                 key = f"{system} | {subset} | {measure}"
                 cells[key] = [mean, sd]
                 marks[key] = results.mark(subset, system, measure) if results.baseline else ""
-        for run, values in results.untuned(subset).items():   # the report's untuned blocks (all points)
+        for run, values in results.untuned(subset).items():  # the report's untuned blocks (all points)
             for measure, mean in values.items():
                 key = f"{run} (untuned) | {subset} | {measure}"
                 cells[key], marks[key] = [mean, None], ""
-    out = {"collection": collection.describe(), "primary": results.primary_measure, "cells": cells,
-           "marks": marks, "table": tables.render(results, "text", verbose=False),
-           "seconds": round(time.perf_counter() - started, 1)}
-    if spec.get("vectors"):   # --torch-isa: the raw vectors too, to see that the setting moved them
+    out = {
+        "collection": collection.describe(),
+        "primary": results.primary_measure,
+        "cells": cells,
+        "marks": marks,
+        "table": tables.render(results, "text", verbose=False),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    if spec.get("vectors"):  # --torch-isa: the raw vectors too, to see that the setting moved them
         out.update(raw_vectors(collection, Path(spec["home"]) / "vectors.npy"))
     return out
 
@@ -122,13 +131,16 @@ def raw_vectors(collection, path: Path) -> dict:
 
     texts = [c.body for d in collection for c in d.candidates][:VECTORS]
     np.save(path, encode(texts, resolve_model("all-MiniLM-L6-v2", "bi-encoder"), cache=False))
-    return {"vectors": str(path), "capability": torch.backends.cpu.get_cpu_capability(),
-            "threads": torch.get_num_threads()}
+    return {"vectors": str(path), "capability": torch.backends.cpu.get_cpu_capability(), "threads": torch.get_num_threads()}
 
 
 def run_worker(spec: dict, env: dict | None = None) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True,
-                          text=True, env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"reproduce {spec} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -146,20 +158,22 @@ def compare(exact: dict, fast: dict) -> dict:
     keys = list(exact["cells"])
     on_table = [k for k in keys if k.endswith(f" | {primary}") and " (untuned) | " not in k]
 
-    def delta(k):   # between the figures as printed (4 decimals), as a reader compares them
+    def delta(k):  # between the figures as printed (4 decimals), as a reader compares them
         return round(abs(round(fast["cells"][k][0], 4) - round(exact["cells"][k][0], 4)), 4)
 
     worst = max(on_table, key=delta)  # the first cell when none differs
-    flipped = [f"{k.rsplit(' | ', 1)[0]}: {exact['marks'][k] or 'none'} -> {fast['marks'][k] or 'none'}"
-               for k in on_table if exact["marks"][k] != fast["marks"][k]]
+    flipped = [
+        f"{k.rsplit(' | ', 1)[0]}: {exact['marks'][k] or 'none'} -> {fast['marks'][k] or 'none'}"
+        for k in on_table
+        if exact["marks"][k] != fast["marks"][k]
+    ]
     return {
         "measure": primary,
         "max_delta": delta(worst),
         "cell": worst.rsplit(" | ", 1)[0],
         "cells_changed": sum(printed(exact["cells"][k]) != printed(fast["cells"][k]) for k in on_table),
         "cells": len(on_table),
-        "max_delta_untuned": max((delta(k) for k in keys if k.endswith(f" | {primary}") and " (untuned) | " in k),
-                                 default=0.0),
+        "max_delta_untuned": max((delta(k) for k in keys if k.endswith(f" | {primary}") and " (untuned) | " in k), default=0.0),
         "max_delta_any_measure": delta(max(keys, key=delta)),
         "cell_any_measure": max(keys, key=delta),
         "marks_flipped": len(flipped),
@@ -183,11 +197,13 @@ def measure(sets: list[str], backends: list[str], home: Path) -> dict:
     measured: dict = {}
     for name in sets:
         collection, source, split = SETS[name]
-        spec = {"collection": collection, "source": str(source) if source else None, "split": split,
-                "home": str(home)}
+        spec = {"collection": collection, "source": str(source) if source else None, "split": split, "home": str(home)}
         exact = run_worker({**spec, "backend": EXACT})
-        print(f"\n## {name}: {exact['collection']['dialogues']} dialogues, hash "
-              f"{exact['collection']['hash'][:12]} (torch {exact['seconds']} s)\n{exact['table']}\n", flush=True)
+        print(
+            f"\n## {name}: {exact['collection']['dialogues']} dialogues, hash "
+            f"{exact['collection']['hash'][:12]} (torch {exact['seconds']} s)\n{exact['table']}\n",
+            flush=True,
+        )
         rows = {}
         for backend in backends:
             fast = run_worker({**spec, "backend": backend})
@@ -198,49 +214,73 @@ def measure(sets: list[str], backends: list[str], home: Path) -> dict:
 
 
 def print_row(name: str, backend: str, row: dict) -> None:
-    print(f"{name:<16} {backend:<14} max |Δ| {row['measure']} {row['max_delta']:.4f} ({row['cell']}); "
-          f"{row['cells_changed']}/{row['cells']} cells print differently; max |Δ| untuned blocks "
-          f"{row['max_delta_untuned']:.4f}; max |Δ| any measure "
-          f"{row['max_delta_any_measure']:.4f} ({row['cell_any_measure']}); marks flipped {row['marks_flipped']} on the table, "
-          f"{row['marks_flipped_any_measure']} over every measure ({row['seconds']} s)", flush=True)
+    print(
+        f"{name:<16} {backend:<14} max |Δ| {row['measure']} {row['max_delta']:.4f} ({row['cell']}); "
+        f"{row['cells_changed']}/{row['cells']} cells print differently; max |Δ| untuned blocks "
+        f"{row['max_delta_untuned']:.4f}; max |Δ| any measure "
+        f"{row['max_delta_any_measure']:.4f} ({row['cell_any_measure']}); marks flipped {row['marks_flipped']} on the table, "
+        f"{row['marks_flipped_any_measure']} over every measure ({row['seconds']} s)",
+        flush=True,
+    )
     for flip in row["flipped"]:
         print(f"    flipped: {flip}")
 
 
 def summary(measured: dict) -> None:
-    print("\n| set | backend | max \\|Δ\\| nDCG@5 (cell) | cells changed | max \\|Δ\\| nDCG@5, untuned blocks "
-          "| max \\|Δ\\| any measure | marks flipped (table / any measure) |")
+    print(
+        "\n| set | backend | max \\|Δ\\| nDCG@5 (cell) | cells changed | max \\|Δ\\| nDCG@5, untuned blocks "
+        "| max \\|Δ\\| any measure | marks flipped (table / any measure) |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|")
     for name, entry in measured.items():
         for backend, row in entry["backends"].items():
             cell = row["cell"].replace(" | ", ", ") if row["max_delta"] else "none differs"
-            print(f"| {name} | {backend} | {row['max_delta']:.4f} ({cell}) | "
-                  f"{row['cells_changed']}/{row['cells']} | {row['max_delta_untuned']:.4f} | "
-                  f"{row['max_delta_any_measure']:.4f} | "
-                  f"{row['marks_flipped']} / {row['marks_flipped_any_measure']} |")
+            print(
+                f"| {name} | {backend} | {row['max_delta']:.4f} ({cell}) | "
+                f"{row['cells_changed']}/{row['cells']} | {row['max_delta_untuned']:.4f} | "
+                f"{row['max_delta_any_measure']:.4f} | "
+                f"{row['marks_flipped']} / {row['marks_flipped_any_measure']} |"
+            )
 
 
 def write_json(measured: dict, info: dict) -> None:
     """Merge this run's figures into the package's JSON (other sets and backends kept)."""
     data = json.loads(JSON_PATH.read_text(encoding="utf-8")) if JSON_PATH.exists() else {}
-    data.setdefault("about", "How far tables made on a fast backend are from the exact backend (torch "
-                    "fp32), per collection and backend: written by bench/backend_deltas.py --write, read "
-                    "by dsr.indexes.exactness for the note under every table, report and run sidecar.")
+    data.setdefault(
+        "about",
+        "How far tables made on a fast backend are from the exact backend (torch "
+        "fp32), per collection and backend: written by bench/backend_deltas.py --write, read "
+        "by dsr.indexes.exactness for the note under every table, report and run sidecar.",
+    )
     data["exact"] = EXACT
     collections = data.setdefault("collections", {})
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     for name, entry in measured.items():
         slot = collections.setdefault(name, {"backends": {}})
         slot["hash"] = entry["collection"]["hash"]
         slot["dialogues"] = entry["collection"]["dialogues"]
         slot["rows"] = "the baseline suite of dsr reproduce without trained models (BM25, zero-shot dense, RRF)"
         for backend, row in entry["backends"].items():
-            kept = ("measure", "max_delta", "cell", "cells_changed", "cells", "max_delta_untuned", "max_delta_any_measure",
-                    "cell_any_measure", "marks_flipped", "flipped", "marks_flipped_any_measure")
+            kept = (
+                "measure",
+                "max_delta",
+                "cell",
+                "cells_changed",
+                "cells",
+                "max_delta_untuned",
+                "max_delta_any_measure",
+                "cell_any_measure",
+                "marks_flipped",
+                "flipped",
+                "marks_flipped_any_measure",
+            )
             slot["backends"][backend] = {
                 **{k: round(row[k], 5) if isinstance(row[k], float) else row[k] for k in kept},
-                "date": info["date"][:10], "cpu": info["cpu"], "units": info["units"], "commit": commit}
+                "date": info["date"][:10],
+                "cpu": info["cpu"],
+                "units": info["units"],
+                "commit": commit,
+            }
     JSON_PATH.parent.mkdir(parents=True, exist_ok=True)
     JSON_PATH.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\nwrote {JSON_PATH.relative_to(ROOT)}")
@@ -253,8 +293,7 @@ def torch_isa(sets: list[str], root: Path, variants: list[str]) -> None:
 
     for name in sets:
         collection, source, split = SETS[name]
-        spec = {"collection": collection, "source": str(source) if source else None, "split": split,
-                "backend": EXACT}
+        spec = {"collection": collection, "source": str(source) if source else None, "split": split, "backend": EXACT}
         default, first = None, None
         for i, label in enumerate(["default", *(v for v in variants if v != "default")]):
             env = ISA_VARIANTS[label]
@@ -264,12 +303,15 @@ def torch_isa(sets: list[str], root: Path, variants: list[str]) -> None:
             vectors = np.load(got["vectors"])
             first = vectors if first is None else first
             moved = float(np.abs(vectors.astype(np.float64) - first).max())
-            print(f"{name:<16} torch, {label:<36} "
-                  f"{'same table' if row['same_table'] else 'DIFFERENT table'}: max |Δ| any measure "
-                  f"{row['max_delta_any_measure']:.4f}, {row['cells_changed']}/{row['cells']} cells print "
-                  f"differently, {row['marks_flipped_any_measure']} marks flipped; {len(vectors)} raw vectors "
-                  f"{'bitwise equal' if moved == 0 else f'differ by up to {moved:.1e}'} (ATen {got['capability']}, "
-                  f"{got['threads']} threads; {got['seconds']} s)", flush=True)
+            print(
+                f"{name:<16} torch, {label:<36} "
+                f"{'same table' if row['same_table'] else 'DIFFERENT table'}: max |Δ| any measure "
+                f"{row['max_delta_any_measure']:.4f}, {row['cells_changed']}/{row['cells']} cells print "
+                f"differently, {row['marks_flipped_any_measure']} marks flipped; {len(vectors)} raw vectors "
+                f"{'bitwise equal' if moved == 0 else f'differ by up to {moved:.1e}'} (ATen {got['capability']}, "
+                f"{got['threads']} threads; {got['seconds']} s)",
+                flush=True,
+            )
             if not row["same_table"]:
                 print(got["table"])
 
@@ -279,10 +321,16 @@ def main(argv=None) -> int:
     parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
     parser.add_argument("--backends", nargs="+", choices=FAST, help="default: every fast backend this CPU runs")
     parser.add_argument("--write", action="store_true", help=f"rewrite {JSON_PATH.relative_to(ROOT)}")
-    parser.add_argument("--torch-isa", action="store_true",
-                        help="instead: torch fp32's table under other instruction sets and thread counts")
-    parser.add_argument("--variants", nargs="+", choices=list(ISA_VARIANTS), default=list(ISA_VARIANTS),
-                        help="--torch-isa: the settings to compare with the default (default: all)")
+    parser.add_argument(
+        "--torch-isa", action="store_true", help="instead: torch fp32's table under other instruction sets and thread counts"
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=list(ISA_VARIANTS),
+        default=list(ISA_VARIANTS),
+        help="--torch-isa: the settings to compare with the default (default: all)",
+    )
     parser.add_argument("--home", type=Path, help="scratch DSR_HOME (default: a temporary folder)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

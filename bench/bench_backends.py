@@ -60,6 +60,7 @@ BATCH = {"bi-encoder": 64, "cross-encoder": 32}
 
 # --- worker (one subprocess per measurement) ---------------------------------
 
+
 def worker(spec: dict) -> dict:
     """Load one backend, warm up, time ``passes`` passes over the inputs; the process's peak RSS."""
     import numpy as np
@@ -98,8 +99,11 @@ def worker(spec: dict) -> dict:
         if spec.get("hint"):
             config["PERFORMANCE_HINT"] = spec["hint"]
         runner = {"request_batch": batch, "in_flight": spec["in_flight"]}
-        fast = (FastBiEncoder(fed, config, **runner) if kind == "bi-encoder"
-                else FastCrossEncoder(fed, spec["max_length"], config, **runner))
+        fast = (
+            FastBiEncoder(fed, config, **runner)
+            if kind == "bi-encoder"
+            else FastCrossEncoder(fed, spec["max_length"], config, **runner)
+        )
 
         def run(xs):
             return fast.runner.run(xs, fast.max_length if kind == "cross-encoder" else None, order=spec["sorted"])
@@ -110,7 +114,7 @@ def worker(spec: dict) -> dict:
         if spec["sorted"] or backend != "torch":
             return run(xs)
         # torch unsorted: one call per batch, so no sort across batches happens
-        return [run(xs[i:i + batch]) for i in range(0, len(xs), batch)]
+        return [run(xs[i : i + batch]) for i in range(0, len(xs), batch)]
 
     timed_pass(items[: 4 * batch])  # warm-up: first-call allocations, OpenVINO's shape caches
     rates = []
@@ -122,14 +126,16 @@ def worker(spec: dict) -> dict:
 
 
 def measure(spec: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True,
-                         text=True, env=os.environ.copy())
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True, env=os.environ.copy()
+    )
     if out.returncode != 0:
         raise RuntimeError(f"worker failed for {spec}:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 # --- inputs ----------------------------------------------------------------
+
 
 def inputs(collection, kind: str, length: str, limit: int) -> list:
     from dsr.core.queries import query_text
@@ -170,13 +176,13 @@ def cross_encoder_folder(home: Path) -> Path:
         from dsr.core.models import resolve_model
 
         torch.manual_seed(0)
-        ce = CrossEncoder(resolve_model("all-MiniLM-L6-v2").path, num_labels=1, local_files_only=True,
-                          device="cpu")
+        ce = CrossEncoder(resolve_model("all-MiniLM-L6-v2").path, num_labels=1, local_files_only=True, device="cpu")
         ce.save_pretrained(str(folder))
     return folder
 
 
 # --- parts ----------------------------------------------------------------
+
 
 def speed_settings(kind: str, length: str, extra: bool) -> list[dict]:
     """(backend, setting) pairs to time: each backend's default, then (``extra``, realistic
@@ -185,8 +191,7 @@ def speed_settings(kind: str, length: str, extra: bool) -> list[dict]:
     from dsr.indexes.backends import IN_FLIGHT, REQUEST_BATCH
 
     def fast(**kw):
-        return {"batch_size": REQUEST_BATCH, "in_flight": IN_FLIGHT, "hint": None, "threads": 0, "sorted": True,
-                **kw}
+        return {"batch_size": REQUEST_BATCH, "in_flight": IN_FLIGHT, "hint": None, "threads": 0, "sorted": True, **kw}
 
     torch_default = {"batch_size": BATCH[kind], "in_flight": 1, "hint": None, "threads": 0, "sorted": True}
     rows = [("torch", torch_default)] + [(b, fast()) for b in fast_backends()]
@@ -195,9 +200,14 @@ def speed_settings(kind: str, length: str, extra: bool) -> list[dict]:
             rows.append(("torch", dict(torch_default, batch_size=size)))
         rows.append(("torch", dict(torch_default, threads=1)))
         for b in fast_backends():
-            rows += [(b, fast(batch_size=8)), (b, fast(batch_size=32)), (b, fast(in_flight=2)),
-                     (b, fast(threads=1)), (b, fast(sorted=False)),
-                     (b, fast(batch_size=BATCH[kind], in_flight=1, hint="LATENCY"))]
+            rows += [
+                (b, fast(batch_size=8)),
+                (b, fast(batch_size=32)),
+                (b, fast(in_flight=2)),
+                (b, fast(threads=1)),
+                (b, fast(sorted=False)),
+                (b, fast(batch_size=BATCH[kind], in_flight=1, hint="LATENCY")),
+            ]
     return rows
 
 
@@ -221,10 +231,13 @@ def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool, ro
         for backend in fast_backends():
             start = time.perf_counter()
             export(resolve_model(spec, kind), kind, backend)
-            print(f"  export {kind} {backend}: {time.perf_counter() - start:.1f} s (cached after)",
-                  file=sys.stderr)
-    limits = {("bi-encoder", "real"): 600 if quick else 1151, ("bi-encoder", "256"): 100 if quick else 300,
-              ("cross-encoder", "real"): 300 if quick else 1000, ("cross-encoder", "256"): 100 if quick else 300}
+            print(f"  export {kind} {backend}: {time.perf_counter() - start:.1f} s (cached after)", file=sys.stderr)
+    limits = {
+        ("bi-encoder", "real"): 600 if quick else 1151,
+        ("bi-encoder", "256"): 100 if quick else 300,
+        ("cross-encoder", "real"): 300 if quick else 1000,
+        ("cross-encoder", "256"): 100 if quick else 300,
+    }
     folder = Path(tempfile.mkdtemp(prefix="bench-inputs-"))
     for (kind, length), limit in limits.items():
         items = inputs(collection, kind, length, limit)
@@ -235,26 +248,50 @@ def bench_speed(collection, home: Path, quick: bool, rows: list, extra: bool, ro
         results: list[dict] = [{"rates": [], "peak_rss_mib": 0.0, "load_s": []} for _ in plan]
         for _ in range(rounds):
             for (backend, setting), result in zip(plan, results):
-                got = measure({"kind": kind, "backend": backend, "model": models[kind], "inputs": str(path),
-                               "max_length": 256, "passes": passes, **setting})
+                got = measure(
+                    {
+                        "kind": kind,
+                        "backend": backend,
+                        "model": models[kind],
+                        "inputs": str(path),
+                        "max_length": 256,
+                        "passes": passes,
+                        **setting,
+                    }
+                )
                 result["rates"] += got["rates"]
                 result["load_s"].append(got["load_s"])
                 result["peak_rss_mib"] = max(result["peak_rss_mib"], got["peak_rss_mib"])
         base = statistics.median(results[0]["rates"])
         for (backend, setting), result in zip(plan, results):
             rate = statistics.median(result["rates"])
-            row = {"kind": kind, "inputs": length, "n": len(items), "mean_tokens": round(mean_tokens, 1),
-                   "backend": backend, **setting, "rate": rate, "rates": [round(r, 1) for r in result["rates"]],
-                   "speedup": rate / base, "peak_rss_mib": result["peak_rss_mib"],
-                   "load_s": statistics.median(result["load_s"])}
+            row = {
+                "kind": kind,
+                "inputs": length,
+                "n": len(items),
+                "mean_tokens": round(mean_tokens, 1),
+                "backend": backend,
+                **setting,
+                "rate": rate,
+                "rates": [round(r, 1) for r in result["rates"]],
+                "speedup": rate / base,
+                "peak_rss_mib": result["peak_rss_mib"],
+                "load_s": statistics.median(result["load_s"]),
+            }
             rows.append(row)
-            how = (f"batch {setting['batch_size']:>3}" + (f" x{setting['in_flight']}" if backend != "torch" else "")
-                   + f" threads {setting['threads'] or 'all'}" + ("" if setting["sorted"] else " unsorted")
-                   + (f" {setting['hint']}" if setting["hint"] else ""))
+            how = (
+                f"batch {setting['batch_size']:>3}"
+                + (f" x{setting['in_flight']}" if backend != "torch" else "")
+                + f" threads {setting['threads'] or 'all'}"
+                + ("" if setting["sorted"] else " unsorted")
+                + (f" {setting['hint']}" if setting["hint"] else "")
+            )
             spread = f"{min(result['rates']):.0f}-{max(result['rates']):.0f}"
-            print(f"  {kind:<13} {length:>4} ({mean_tokens:5.1f} tok) {backend:<13} {how:<38} "
-                  f"{rate:8.1f}/s ({spread:>9})  {row['speedup']:5.2f}x  peak {row['peak_rss_mib']:6.0f} MiB",
-                  file=sys.stderr)
+            print(
+                f"  {kind:<13} {length:>4} ({mean_tokens:5.1f} tok) {backend:<13} {how:<38} "
+                f"{rate:8.1f}/s ({spread:>9})  {row['speedup']:5.2f}x  peak {row['peak_rss_mib']:6.0f} MiB",
+                file=sys.stderr,
+            )
 
 
 def bench_quality(collections: dict, cross_encoder: str | None, rows: list) -> None:
@@ -266,37 +303,55 @@ def bench_quality(collections: dict, cross_encoder: str | None, rows: list) -> N
     for name, collection in collections.items():
         qrels = qrels_from_collection(collection)
         ndcg = lambda run: float(evaluate_run(qrels, run, ["nDCG@5"]).values[:, 0].mean())  # noqa: E731
-        systems = [(f"dense ({q})", lambda b, q=q: make_ranker("dense", query=q, backend=b).rank(collection))
-                   for q in ("all", "weighted")]
+        systems = [
+            (f"dense ({q})", lambda b, q=q: make_ranker("dense", query=q, backend=b).rank(collection))
+            for q in ("all", "weighted")
+        ]
         if cross_encoder:
             first = make_ranker("bm25", query="all").rank(collection)
-            systems.append(("cross-encoder top 20 of BM25 (all)", lambda b: make_reranker(
-                "cross-encoder", model=cross_encoder, backend=b).rerank(collection, first, 20)))
+            systems.append(
+                (
+                    "cross-encoder top 20 of BM25 (all)",
+                    lambda b: make_reranker("cross-encoder", model=cross_encoder, backend=b).rerank(collection, first, 20),
+                )
+            )
         for system, make in systems:
             exact = None
             for backend in ["torch", *fast_backends()]:
                 start = time.perf_counter()
                 value = ndcg(make(backend))
                 exact = value if backend == "torch" else exact
-                row = {"collection": name, "system": system, "backend": backend, "nDCG@5": value,
-                       "delta": value - exact, "seconds": time.perf_counter() - start}
+                row = {
+                    "collection": name,
+                    "system": system,
+                    "backend": backend,
+                    "nDCG@5": value,
+                    "delta": value - exact,
+                    "seconds": time.perf_counter() - start,
+                }
                 rows.append(row)
-                print(f"  {name:<22} {system:<36} {backend:<13} nDCG@5 {value:.4f}  delta {row['delta']:+.4f}"
-                      f"  ({row['seconds']:.0f} s)", file=sys.stderr)
+                print(
+                    f"  {name:<22} {system:<36} {backend:<13} nDCG@5 {value:.4f}  delta {row['delta']:+.4f}"
+                    f"  ({row['seconds']:.0f} s)",
+                    file=sys.stderr,
+                )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer texts, default settings only")
     parser.add_argument("--skip", nargs="*", default=[], choices=["speed", "quality"])
-    parser.add_argument("--settings", action="store_true",
-                        help="with --quick: still try batch sizes, one thread and unsorted batches")
+    parser.add_argument(
+        "--settings", action="store_true", help="with --quick: still try batch sizes, one thread and unsorted batches"
+    )
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3; --quick 1)")
     parser.add_argument("--passes", type=int, default=3, help="timed passes per process (default 3)")
-    parser.add_argument("--source", default=str(ROOT.parent / "shared" / "data" / "cmu_dog"),
-                        help="CMU_DoG raw folder (default ../shared/data/cmu_dog)")
-    parser.add_argument("--judged", default=str(ROOT.parent / "shared" / "data" / "judged"
-                                                / "cmu_dog-valid-judged.jsonl"))
+    parser.add_argument(
+        "--source",
+        default=str(ROOT.parent / "shared" / "data" / "cmu_dog"),
+        help="CMU_DoG raw folder (default ../shared/data/cmu_dog)",
+    )
+    parser.add_argument("--judged", default=str(ROOT.parent / "shared" / "data" / "judged" / "cmu_dog-valid-judged.jsonl"))
     parser.add_argument("--cross-encoder", metavar="MODEL", help="a trained cross-encoder for the quality rows")
     parser.add_argument("--home", help="DSR_HOME to use (default: a fresh temporary one)")
     parser.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
@@ -312,8 +367,7 @@ def main(argv=None) -> int:
     from dsr.core.provenance import package_versions
 
     info = header("bench_backends: fast inference backends against torch fp32")
-    info["versions"] = package_versions(("torch", "openvino", "nncf", "onnxruntime", "transformers",
-                                         "sentence-transformers"))
+    info["versions"] = package_versions(("torch", "openvino", "nncf", "onnxruntime", "transformers", "sentence-transformers"))
     print(json.dumps(info), file=sys.stderr)
     cmu_dog = load_collection("cmu_dog", args.source, "valid")
     speed: list = []
@@ -328,8 +382,7 @@ def main(argv=None) -> int:
         bench_quality(collections, args.cross_encoder, quality)
     footer(info)
     if args.json:
-        Path(args.json).write_text(json.dumps({"header": info, "speed": speed, "quality": quality}, indent=2),
-                                   encoding="utf-8")
+        Path(args.json).write_text(json.dumps({"header": info, "speed": speed, "quality": quality}, indent=2), encoding="utf-8")
     print(json.dumps(info))
     for row in speed:
         print("speed", json.dumps(row))
@@ -343,8 +396,9 @@ def goals(speed: list, quality: list) -> None:
     """The GOAL lines: int8 against torch fp32 per kind (>= 3.5x, what `dsr corpus index` needs
     from the fastest backend, issue 34), and int8's |delta nDCG@5| (<= 0.005)."""
     for kind in dict.fromkeys(row.get("kind") for row in speed if row.get("kind")):
-        rows = [r for r in speed if r.get("kind") == kind and r.get("speedup") is not None
-                and r.get("backend") == "openvino-int8"]
+        rows = [
+            r for r in speed if r.get("kind") == kind and r.get("speedup") is not None and r.get("backend") == "openvino-int8"
+        ]
         if rows:
             ratio = max(r["speedup"] for r in rows)
             goal(f"{kind}: int8 / torch fp32", f"{ratio:.2f}x", ">= 3.5x (issue 34)", ratio >= 3.5)

@@ -70,27 +70,27 @@ class Config:
 
     db: str
     processes: int = 1
-    code: str = "this"             # "this", or the ref given to --compare
-    root: Path | None = None       # the checkout of ``code`` (None: this one)
+    code: str = "this"  # "this", or the ref given to --compare
+    root: Path | None = None  # the checkout of ``code`` (None: this one)
 
     @property
     def label(self) -> str:
         return f"{self.db}, {self.processes} process{'es' if self.processes > 1 else ''}"
 
 
-def bench(config: Config, db_url: str, folder: Path, runs: Path, submissions: int, clients: int,
-          postgres=None, rate_limit: float = 0) -> dict:
+def bench(
+    config: Config, db_url: str, folder: Path, runs: Path, submissions: int, clients: int, postgres=None, rate_limit: float = 0
+) -> dict:
     """The load on a fresh board: ``submissions`` from ``clients`` concurrent clients (one team
     each, each request with its own Idempotency-Key as ``dsr submit`` sends), timed; then every
     fifth request sent again with its key (a client whose answer was lost), untimed: it must get
     the same answer and store nothing."""
     tokens = setup_board(config, db_url, folder, runs, clients)
-    engine = make_engine(db_url)          # no Board here: the schema is the compared code's
+    engine = make_engine(db_url)  # no Board here: the schema is the compared code's
     jobs = bh.load_jobs(runs, tokens, per_team=submissions // clients, keys=True)
     extra = ["--processes", str(config.processes)] if config.processes > 1 else []
-    with bh.ServerProcess(db_url, folder / "store", "--rate-limit", str(rate_limit), *extra,
-                          root=config.root) as server:
-        server.settle()                   # every process started and warmed up
+    with bh.ServerProcess(db_url, folder / "store", "--rate-limit", str(rate_limit), *extra, root=config.root) as server:
+        server.settle()  # every process started and warmed up
         cpu, db_cpu, own = server.cpu_seconds(), postgres.cpu_seconds() if postgres else 0.0, os.times()
         start = time.perf_counter()
         results = bh.hammer(server.url, jobs, clients=clients)
@@ -103,25 +103,38 @@ def bench(config: Config, db_url: str, folder: Path, runs: Path, submissions: in
         retried = bh.hammer(server.url, jobs[::5], clients=clients)
     with engine.connect() as conn:
         after_retries = conn.scalar(text("select count(*) from submissions where not baseline"))
-        keys = conn.execute(text("select idempotency_key, count(*) from submissions where not baseline "
-                                 "group by idempotency_key having count(*) > 1")).all()
+        keys = conn.execute(
+            text(
+                "select idempotency_key, count(*) from submissions where not baseline "
+                "group by idempotency_key having count(*) > 1"
+            )
+        ).all()
     engine.dispose()
     statuses = Counter(r["status"] for r in results)
     accepted = [r for r in results if r["status"] == 201]
     per_team_hidden = Counter(r["team"] for r in accepted if r["phase"] == "test")
     first = {r["key"]: r for r in results}
-    same = all(r["status"] == first[r["key"]]["status"] and (r["status"] != 201 or (
-        r["replayed"] and r["body"]["id"] == first[r["key"]]["body"]["id"])) for r in retried)
+    same = all(
+        r["status"] == first[r["key"]]["status"]
+        and (r["status"] != 201 or (r["replayed"] and r["body"]["id"] == first[r["key"]]["body"]["id"]))
+        for r in retried
+    )
     latencies = [r["seconds"] for r in results]
-    return {"n": len(results), "statuses": dict(statuses), "wall": wall,
-            "p50": statistics.median(latencies), "p95": percentile(latencies, 0.95),
-            "rate": len(results) / wall, "cpu_ms": cpu * 1000 / len(results),
-            "db_cpu_ms": db_cpu * 1000 / len(results), "client_cpu_ms": client_cpu * 1000 / len(results),
-            "stored_equals_accepted": stored == len(accepted),
-            "quota_exact": all(per_team_hidden[t] == min(QUOTA, (submissions // clients + 1) // 2)
-                               for t in range(clients)),
-            "retries": len(retried),
-            "no_duplicates": after_retries == stored and not keys and same}
+    return {
+        "n": len(results),
+        "statuses": dict(statuses),
+        "wall": wall,
+        "p50": statistics.median(latencies),
+        "p95": percentile(latencies, 0.95),
+        "rate": len(results) / wall,
+        "cpu_ms": cpu * 1000 / len(results),
+        "db_cpu_ms": db_cpu * 1000 / len(results),
+        "client_cpu_ms": client_cpu * 1000 / len(results),
+        "stored_equals_accepted": stored == len(accepted),
+        "quota_exact": all(per_team_hidden[t] == min(QUOTA, (submissions // clients + 1) // 2) for t in range(clients)),
+        "retries": len(retried),
+        "no_duplicates": after_retries == stored and not keys and same,
+    }
 
 
 SETUP = """
@@ -144,9 +157,14 @@ def setup_board(config: Config, db_url: str, folder: Path, runs: Path, clients: 
     import subprocess
 
     root = str(config.root or ROOT)
-    made = subprocess.run([sys.executable, "-c", SETUP, root, db_url, str(folder), str(runs), str(clients),
-                           str(QUOTA)], cwd=root, env={**os.environ, "PYTHONPATH": root}, check=True,
-                          capture_output=True, text=True)
+    made = subprocess.run(
+        [sys.executable, "-c", SETUP, root, db_url, str(folder), str(runs), str(clients), str(QUOTA)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": root},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(made.stdout.strip().splitlines()[-1])
 
 
@@ -155,24 +173,30 @@ def main() -> None:
     parser.add_argument("--submissions", type=int, default=200)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--db", default="sqlite,postgresql")
-    parser.add_argument("--processes", default="1,2,4",
-                        help="server processes on PostgreSQL (SQLite: always 1)")
-    parser.add_argument("--compare", metavar="REF",
-                        help="also run another commit's server (git archive REF; 1 process) beside each "
-                             "1-process configuration, in the same run")
+    parser.add_argument("--processes", default="1,2,4", help="server processes on PostgreSQL (SQLite: always 1)")
+    parser.add_argument(
+        "--compare",
+        metavar="REF",
+        help="also run another commit's server (git archive REF; 1 process) beside each 1-process configuration, in the same run",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="configurations run this many times, interleaved")
-    parser.add_argument("--rate-limit", type=float, default=0,
-                        help="the servers' --rate-limit (default 0: none; 30, dsr serve's default, refuses "
-                             "nothing here: a team sends 10)")
+    parser.add_argument(
+        "--rate-limit",
+        type=float,
+        default=0,
+        help="the servers' --rate-limit (default 0: none; 30, dsr serve's default, refuses nothing here: a team sends 10)",
+    )
     parser.add_argument("--sigir", action="store_true", help="also the SIGIR-sized benches (2-4)")
     parser.add_argument("--no-load", action="store_true", help="skip the load bench (1)")
     args = parser.parse_args()
     info = header("bench_board")
     versions = package_versions(("fastapi", "uvicorn", "httptools", "uvloop", "sqlalchemy", "psycopg"))
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-    print(f"load: {args.submissions} submissions from {args.clients} concurrent clients, sample "
-          f"collection (20 dialogues), half to a hidden phase with a daily quota of {QUOTA}; each "
-          "request with an Idempotency-Key, and every fifth sent again after the timed run")
+    print(
+        f"load: {args.submissions} submissions from {args.clients} concurrent clients, sample "
+        f"collection (20 dialogues), half to a hidden phase with a daily quota of {QUOTA}; each "
+        "request with an Idempotency-Key, and every fifth sent again after the timed run"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
         tmp = Path(tmp)
         os.environ["DSR_HOME"] = str(tmp / "home")
@@ -188,8 +212,9 @@ def checkout(ref: str, folder: Path) -> Path:
     import subprocess
 
     folder.mkdir(parents=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", ref], cwd=ROOT, check=True, capture_output=True,
-                            text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", ref], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
     archive = subprocess.run(["git", "archive", ref], cwd=ROOT, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     # the commit runs with the dependencies it declares: uvicorn's optional C parser and event
@@ -198,8 +223,10 @@ def checkout(ref: str, folder: Path) -> Path:
     hidden = [name for name in OPTIONAL_SPEEDUPS if f'"{name}' not in declared]
     for name in hidden:
         (folder / f"{name}.py").write_text(f"raise ImportError('{name} is not a dependency of {ref}')\n")
-    print(f"compared with {ref} ({commit}), exported to a temporary folder"
-          + (f"; {', '.join(hidden)} hidden from it (not among its dependencies)" if hidden else ""))
+    print(
+        f"compared with {ref} ({commit}), exported to a temporary folder"
+        + (f"; {', '.join(hidden)} hidden from it (not among its dependencies)" if hidden else "")
+    )
     return folder
 
 
@@ -207,7 +234,7 @@ def configurations(args, tmp: Path) -> list[Config]:
     other = checkout(args.compare, tmp / "compare") if args.compare else None
     out = []
     for db in args.db.split(","):
-        for processes in ([1] if db == "sqlite" else [int(p) for p in args.processes.split(",")]):
+        for processes in [1] if db == "sqlite" else [int(p) for p in args.processes.split(",")]:
             if other is not None and processes == 1:
                 out.append(Config(db, 1, args.compare, other))
             out.append(Config(db, processes))
@@ -235,24 +262,38 @@ def load_benches(args, tmp: Path) -> None:
                         stack.callback(postgres.stop)
                         postgres.start()
                     url = postgres.new_database()
-                r = bench(config, url, folder, runs, args.submissions, args.clients,
-                          postgres if config.db == "postgresql" else None, args.rate_limit)
+                r = bench(
+                    config,
+                    url,
+                    folder,
+                    runs,
+                    args.submissions,
+                    args.clients,
+                    postgres if config.db == "postgresql" else None,
+                    args.rate_limit,
+                )
                 results.append((config, r))
-                print(f"{config.label:25s} {config.code:8s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s "
-                      f"= {r['rate']:.1f}/s; p50 {r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms; CPU a "
-                      f"submission: server {r['cpu_ms']:.1f} ms, database {r['db_cpu_ms']:.1f}, clients "
-                      f"{r['client_cpu_ms']:.1f}; stored == accepted: {r['stored_equals_accepted']}; "
-                      f"quotas exact: {r['quota_exact']}; {r['retries']} retries, 0 duplicates: {r['no_duplicates']}; "
-                      f"load {load()}", flush=True)
+                print(
+                    f"{config.label:25s} {config.code:8s}: {r['n']} responses {r['statuses']} in {r['wall']:.1f} s "
+                    f"= {r['rate']:.1f}/s; p50 {r['p50'] * 1000:.0f} ms, p95 {r['p95'] * 1000:.0f} ms; CPU a "
+                    f"submission: server {r['cpu_ms']:.1f} ms, database {r['db_cpu_ms']:.1f}, clients "
+                    f"{r['client_cpu_ms']:.1f}; stored == accepted: {r['stored_equals_accepted']}; "
+                    f"quotas exact: {r['quota_exact']}; {r['retries']} retries, 0 duplicates: {r['no_duplicates']}; "
+                    f"load {load()}",
+                    flush=True,
+                )
     for config, r in results:
         if config.code == "this":
-            goal(f"{config.label}: board p95 at {args.clients} clients",
-                 f"{r['p95'] * 1000:.0f} ms, {r['rate']:.1f}/s",
-                 "p95 < 200 ms, nothing lost, quotas exact, no duplicate on retry (issues 34, 44)",
-                 r["p95"] < 0.2 and r["stored_equals_accepted"] and r["quota_exact"] and r["no_duplicates"])
+            goal(
+                f"{config.label}: board p95 at {args.clients} clients",
+                f"{r['p95'] * 1000:.0f} ms, {r['rate']:.1f}/s",
+                "p95 < 200 ms, nothing lost, quotas exact, no duplicate on retry (issues 34, 44)",
+                r["p95"] < 0.2 and r["stored_equals_accepted"] and r["quota_exact"] and r["no_duplicates"],
+            )
 
 
 # --- SIGIR size: parse vs score, 1 vs 2 workers, 10x accepted by default -------------------
+
 
 def sigir_files(folder: Path, dialogues: int, runs: int) -> tuple[Path, list[bytes]]:
     """A SIGIR-shaped benchmark file of ``dialogues`` x 50 candidates and ``runs`` full-depth
@@ -294,7 +335,7 @@ def parse_vs_score(folder: Path) -> None:
     collection, runs = sigir_files(folder, 846, 4)
     board, phase, _ = sigir_board(folder / "board", collection)
     team = team_row(board, "team0")
-    board.submit(team, phase, runs[0], "warm.run", Metadata(system="warm"))    # phase data built
+    board.submit(team, phase, runs[0], "warm.run", Metadata(system="warm"))  # phase data built
     parse, submit = [], []
     for k in (1, 2, 3):
         start = time.perf_counter()
@@ -305,10 +346,16 @@ def parse_vs_score(folder: Path) -> None:
         submit.append(time.perf_counter() - start)
     board.close()
     ratio = min(submit) / min(parse)
-    print(f"sigir size : {len(runs[0]) / 1e6:.1f} MB run of 846 x 50 lines: parse (read_trec_run) best "
-          f"{min(parse):.3f} s, Board.submit (check, score, store) best {min(submit):.3f} s")
-    goal("SIGIR-sized submission scored / parsed", f"{ratio:.2f}x ({min(submit):.3f} s / {min(parse):.3f} s)",
-         "<= 2x (issue 34)", ratio <= 2)
+    print(
+        f"sigir size : {len(runs[0]) / 1e6:.1f} MB run of 846 x 50 lines: parse (read_trec_run) best "
+        f"{min(parse):.3f} s, Board.submit (check, score, store) best {min(submit):.3f} s"
+    )
+    goal(
+        "SIGIR-sized submission scored / parsed",
+        f"{ratio:.2f}x ({min(submit):.3f} s / {min(parse):.3f} s)",
+        "<= 2x (issue 34)",
+        ratio <= 2,
+    )
 
 
 def post_all(url: str, runs: list[bytes], tokens: list[str], clients: int) -> float:
@@ -319,11 +366,15 @@ def post_all(url: str, runs: list[bytes], tokens: list[str], clients: int) -> fl
 
     def client(c: int) -> list[int]:
         with httpx.Client(base_url=url, timeout=300) as http:
-            return [http.post("/api/submissions", data={"collection": "sigir846", "phase": "dev",
-                                                        "system": f"s{k}"},
-                              files={"run": ("run.run", runs[k])},
-                              headers={"Authorization": f"Bearer {tokens[c]}"}).status_code
-                    for k in range(c, len(runs), clients)]
+            return [
+                http.post(
+                    "/api/submissions",
+                    data={"collection": "sigir846", "phase": "dev", "system": f"s{k}"},
+                    files={"run": ("run.run", runs[k])},
+                    headers={"Authorization": f"Bearer {tokens[c]}"},
+                ).status_code
+                for k in range(c, len(runs), clients)
+            ]
 
     start = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
@@ -342,15 +393,17 @@ def workers_scaling(folder: Path, n_runs: int = 16, clients: int = 4) -> None:
         sub = folder / f"w{workers}"
         board, _, tokens = sigir_board(sub, collection, clients)
         board.close()
-        with bh.ServerProcess(f"sqlite:///{sub / 'board.sqlite'}", sub / "store", "--rate-limit", "0",
-                              "--workers", str(workers)) as server:
-            post_all(server.url, runs[:clients], tokens, clients)      # warm: each worker's phase
+        with bh.ServerProcess(
+            f"sqlite:///{sub / 'board.sqlite'}", sub / "store", "--rate-limit", "0", "--workers", str(workers)
+        ) as server:
+            post_all(server.url, runs[:clients], tokens, clients)  # warm: each worker's phase
             rates[workers] = (n_runs - clients) / post_all(server.url, runs[clients:], tokens, clients)
-    print(f"workers    : SIGIR-sized runs accepted per second with {clients} clients: 1 worker "
-          f"{rates[1]:.2f}/s, 2 workers {rates[2]:.2f}/s (the machine has {os.cpu_count()} cores, "
-          "shared with the server process and the clients)")
-    goal("scoring throughput 2 workers / 1", f"{rates[2] / rates[1]:.2f}x", "> 1 (grows with the workers)",
-         rates[2] > rates[1])
+    print(
+        f"workers    : SIGIR-sized runs accepted per second with {clients} clients: 1 worker "
+        f"{rates[1]:.2f}/s, 2 workers {rates[2]:.2f}/s (the machine has {os.cpu_count()} cores, "
+        "shared with the server process and the clients)"
+    )
+    goal("scoring throughput 2 workers / 1", f"{rates[2] / rates[1]:.2f}x", "> 1 (grows with the workers)", rates[2] > rates[1])
 
 
 def ten_x(folder: Path) -> None:
@@ -364,11 +417,17 @@ def ten_x(folder: Path) -> None:
     seconds = time.perf_counter() - start
     limit = board.upload_limit(phase)
     board.close()
-    print(f"10x        : full-depth run of 8,460 x 50 = {len(runs[0]) / 1e6:.1f} MB; upload limit "
-          f"{limit / 1e6:.1f} MB; accepted as /runs/{accepted.row.id} in {seconds:.2f} s (first "
-          "submission: the phase's data built too)")
-    goal("10x SIGIR full-depth run accepted by default", f"{len(runs[0]) / 1e6:.1f} MB under a "
-         f"{limit / 1e6:.1f} MB limit", "accepted (issue 34)", len(runs[0]) <= limit)
+    print(
+        f"10x        : full-depth run of 8,460 x 50 = {len(runs[0]) / 1e6:.1f} MB; upload limit "
+        f"{limit / 1e6:.1f} MB; accepted as /runs/{accepted.row.id} in {seconds:.2f} s (first "
+        "submission: the phase's data built too)"
+    )
+    goal(
+        "10x SIGIR full-depth run accepted by default",
+        f"{len(runs[0]) / 1e6:.1f} MB under a {limit / 1e6:.1f} MB limit",
+        "accepted (issue 34)",
+        len(runs[0]) <= limit,
+    )
 
 
 def sigir_benches(folder: Path) -> None:

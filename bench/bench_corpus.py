@@ -107,8 +107,13 @@ def real_documents(held_out: int) -> tuple[list[dict], list[str]]:
         if i >= len(conversations) - 40:  # held out: queries only
             queries.extend(m for m in messages if len(m.split()) >= 6)
             continue
-        docs.append({"id": f"cmudog-{path.parent.name}-{path.stem}", "title": f"CMU_DoG {path.parent.name} {path.stem[:12]}",
-                     "text": "\n".join(messages)})
+        docs.append(
+            {
+                "id": f"cmudog-{path.parent.name}-{path.stem}",
+                "title": f"CMU_DoG {path.parent.name} {path.stem[:12]}",
+                "text": "\n".join(messages),
+            }
+        )
     for path in sorted((DATA / "cmu_dog" / "WikiData").glob("*.json")):
         lines = [s.strip() for s in strings(json.loads(path.read_text())) if len(s.split()) >= 3]
         docs.append({"id": f"wiki-{path.stem}", "title": path.stem.replace("_", " "), "text": "\n".join(lines)})
@@ -116,8 +121,13 @@ def real_documents(held_out: int) -> tuple[list[dict], list[str]]:
         for line in handle:
             conv = json.loads(line)
             messages = [m["text"].strip() for m in conv["messages"] if m["text"].strip()]
-            docs.append({"id": f"redial-{conv['conversationId']}", "title": f"ReDial {conv['conversationId']}",
-                         "text": "\n".join(messages)})
+            docs.append(
+                {
+                    "id": f"redial-{conv['conversationId']}",
+                    "title": f"ReDial {conv['conversationId']}",
+                    "text": "\n".join(messages),
+                }
+            )
     return docs, queries[:held_out]
 
 
@@ -137,8 +147,10 @@ def write_dump(path: Path, docs: list[dict]) -> Path:
         handle.write('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/">\n')
         for number, doc in enumerate(docs, 1):
             text = "\n\n".join(doc["text"].splitlines())
-            handle.write(f"<page><title>{escape(doc['title'])}</title><ns>0</ns><id>{number}</id><revision>"
-                         f"<text>{escape(text)}</text></revision></page>\n")
+            handle.write(
+                f"<page><title>{escape(doc['title'])}</title><ns>0</ns><id>{number}</id><revision>"
+                f"<text>{escape(text)}</text></revision></page>\n"
+            )
         handle.write("</mediawiki>\n")
     return path
 
@@ -217,21 +229,32 @@ def plan(total: float = 150e6, nodes: int = 8, cores: int = 16, gpus: int = 8) -
     gb = lambda per_sentence: per_sentence * total / 1e9  # noqa: E731
     hours = lambda rate: total / rate / 3600  # noqa: E731
     cpus = nodes * cores
-    lines = [f"plan for {total / 1e6:.0f} M sentences (measured per-core rates x {cpus} cores = {nodes} nodes x "
-             f"{cores}; parallel efficiency {scaling:.2f} as measured at 2 workers; {gpus} GPUs at the V100 anchor)"]
+    lines = [
+        f"plan for {total / 1e6:.0f} M sentences (measured per-core rates x {cpus} cores = {nodes} nodes x "
+        f"{cores}; parallel efficiency {scaling:.2f} as measured at 2 workers; {gpus} GPUs at the V100 anchor)"
+    ]
     for stage, rate in per_core.items():
-        lines.append(f"  {stage:<7} {rate:8,.0f} sent/s/core -> {hours(rate):8.1f} core-hours; "
-                     f"{hours(rate * cpus * scaling):6.2f} h on {cpus} cores")
-    lines.append(f"  encode  on {gpus} V100-class GPUs: {hours(V100_SENTENCES_PER_S * gpus):.2f} h "
-                 f"({hours(V100_SENTENCES_PER_S):.1f} h on one)")
-    lines.append(f"  bm25    anchor {BM25S_DOCS_PER_S_PER_CORE:,} docs/s/core -> {hours(BM25S_DOCS_PER_S_PER_CORE):.1f} "
-                 "core-hours")
-    lines.append(f"  ivfpq   autofaiss anchor: {AUTOFAISS['hours'] * total / AUTOFAISS['vectors']:.2f} h, "
-                 f"{AUTOFAISS['ram_gb']:.0f} GB RAM for {AUTOFAISS['vectors'] / 1e6:.0f} M vectors")
-    for label, key in (("sentences (Parquet)", "sentences (Parquet, zstd)"),
-                       ("bm25 score matrices", "bm25 (score matrices, all shards)"),
-                       ("vectors float32", "flat (float32 vectors)"),
-                       ("ivfpq codes + ids", "ivfpq (codes + ids, index.ivfdata)")):
+        lines.append(
+            f"  {stage:<7} {rate:8,.0f} sent/s/core -> {hours(rate):8.1f} core-hours; "
+            f"{hours(rate * cpus * scaling):6.2f} h on {cpus} cores"
+        )
+    lines.append(
+        f"  encode  on {gpus} V100-class GPUs: {hours(V100_SENTENCES_PER_S * gpus):.2f} h "
+        f"({hours(V100_SENTENCES_PER_S):.1f} h on one)"
+    )
+    lines.append(
+        f"  bm25    anchor {BM25S_DOCS_PER_S_PER_CORE:,} docs/s/core -> {hours(BM25S_DOCS_PER_S_PER_CORE):.1f} core-hours"
+    )
+    lines.append(
+        f"  ivfpq   autofaiss anchor: {AUTOFAISS['hours'] * total / AUTOFAISS['vectors']:.2f} h, "
+        f"{AUTOFAISS['ram_gb']:.0f} GB RAM for {AUTOFAISS['vectors'] / 1e6:.0f} M vectors"
+    )
+    for label, key in (
+        ("sentences (Parquet)", "sentences (Parquet, zstd)"),
+        ("bm25 score matrices", "bm25 (score matrices, all shards)"),
+        ("vectors float32", "flat (float32 vectors)"),
+        ("ivfpq codes + ids", "ivfpq (codes + ids, index.ivfdata)"),
+    ):
         lines.append(f"  disk/RAM {label:<22} {b[key]:8.1f} B/sentence -> {gb(b[key]):8.1f} GB")
     return lines
 
@@ -249,10 +272,14 @@ def arguments():
 
 
 def print_header() -> None:
-    versions = package_versions(("ray", "faiss-cpu", "bm25s", "pysbd", "pyarrow", "torch",
-                                 "sentence-transformers"))
-    header = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "machine": machine(), "versions": versions,
-              "load_average_start": os.getloadavg(), "command": " ".join(sys.argv)}
+    versions = package_versions(("ray", "faiss-cpu", "bm25s", "pysbd", "pyarrow", "torch", "sentence-transformers"))
+    header = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "machine": machine(),
+        "versions": versions,
+        "load_average_start": os.getloadavg(),
+        "command": " ".join(sys.argv),
+    }
     RESULTS["header"] = header
     print(f"bench_corpus.py  {header['date']}")
     print(f"machine: {header['machine']}")
@@ -271,8 +298,9 @@ def split_and_bm25(work: Path, source: Path, docs_per_shard: int) -> tuple[dict,
         if executor.uses_ray:
             RESULTS.setdefault("warm_up_seconds", {})[name] = warm_workers(executor)
         try:
-            _, split[name] = timed(f"split [{name}]", lambda: build_corpus(
-                source, out, docs_per_shard=docs_per_shard, executor=executor))
+            _, split[name] = timed(
+                f"split [{name}]", lambda: build_corpus(source, out, docs_per_shard=docs_per_shard, executor=executor)
+            )
             corpus = Corpus(out)
             _, bm25[name] = timed(f"bm25 [{name}]", lambda: build_bm25(corpus, executor=executor))
         finally:
@@ -291,15 +319,21 @@ def dump_path(work: Path, docs: list[dict], docs_per_shard: int) -> None:
     dump = write_dump(work / "sample.xml.bz2", sample_docs)
     out = work / "dump-corpus"
     shutil.rmtree(out, ignore_errors=True)
-    _, seconds = timed("split from .xml.bz2 (wikitext) [in-process]",
-                       lambda: build_corpus(dump, out, docs_per_shard=docs_per_shard))
+    _, seconds = timed(
+        "split from .xml.bz2 (wikitext) [in-process]", lambda: build_corpus(dump, out, docs_per_shard=docs_per_shard)
+    )
     jsonl_out = work / "dump-jsonl"
     shutil.rmtree(jsonl_out, ignore_errors=True)
-    _, plain_seconds = timed("split same documents from JSON Lines [in-process]",
-                             lambda: build_corpus(write_jsonl(work / "sample.jsonl", sample_docs), jsonl_out,
-                                                  docs_per_shard=docs_per_shard))
-    RESULTS["dump"] = {"documents": len(sample_docs), "sentences": len(Corpus(out)),
-                       "seconds": seconds, "jsonl_seconds": plain_seconds}
+    _, plain_seconds = timed(
+        "split same documents from JSON Lines [in-process]",
+        lambda: build_corpus(write_jsonl(work / "sample.jsonl", sample_docs), jsonl_out, docs_per_shard=docs_per_shard),
+    )
+    RESULTS["dump"] = {
+        "documents": len(sample_docs),
+        "sentences": len(Corpus(out)),
+        "seconds": seconds,
+        "jsonl_seconds": plain_seconds,
+    }
 
 
 def encoding_subset(corpus: Corpus, docs: list[dict], encode_n: int) -> list[dict]:
@@ -323,8 +357,7 @@ def encode_and_ivfpq(work: Path, subset_source: Path, shards: int, model) -> tup
     load_sentence_transformer(model)  # in-process timings leave out the one model load; Ray's include the actors'
     encode, ivf = {}, {}
     default_threads = torch.get_num_threads()
-    runs = [("in-process-1-thread", 0, 1), ("in-process", 0, default_threads), ("ray-1", 1, None),
-            ("ray-2", 2, None)]
+    runs = [("in-process-1-thread", 0, 1), ("in-process", 0, default_threads), ("ray-1", 1, None), ("ray-2", 2, None)]
     for name, workers, threads in runs:
         out = work / f"subset-{name}"
         shutil.rmtree(out, ignore_errors=True)
@@ -337,11 +370,12 @@ def encode_and_ivfpq(work: Path, subset_source: Path, shards: int, model) -> tup
         if executor.uses_ray:
             RESULTS.setdefault("actor_start_seconds", {})[name] = actor_start_seconds(executor, model)
         try:
-            _, encode[name] = timed(f"encode {len(sub):,} [{name}]",
-                                    lambda: encode_corpus(sub, model, executor=executor))
+            _, encode[name] = timed(f"encode {len(sub):,} [{name}]", lambda: encode_corpus(sub, model, executor=executor))
             if name != "in-process-1-thread":
-                _, ivf[name] = timed(f"ivfpq train+add+merge [{name}]",
-                                     lambda: build_ivfpq(sub, model, {"train_size": len(sub)}, executor=executor))
+                _, ivf[name] = timed(
+                    f"ivfpq train+add+merge [{name}]",
+                    lambda: build_ivfpq(sub, model, {"train_size": len(sub)}, executor=executor),
+                )
         finally:
             executor.__exit__(None, None, None)
             torch.set_num_threads(default_threads)
@@ -376,8 +410,9 @@ def recall_and_latency(corpus: Corpus, sub: Corpus, model, queries: list[str]) -
             start = time.perf_counter()
             found = ivfpq.search_vectors(qvec, 50)
             latency[f"ivfpq nprobe={nprobe} refine={refine} (subset)"] = (time.perf_counter() - start) / len(queries)
-            recall[f"nprobe={nprobe} refine={refine}"] = float(np.mean(
-                [len({r for r, _ in t} & {r for r, _ in f}) / 50 for t, f in zip(truth, found)]))
+            recall[f"nprobe={nprobe} refine={refine}"] = float(
+                np.mean([len({r for r, _ in t} & {r for r, _ in f}) / 50 for t, f in zip(truth, found)])
+            )
     before = anonymous_bytes()
     lexical = ShardedBM25(corpus)
     start = time.perf_counter()
@@ -403,30 +438,36 @@ def anonymous_bytes() -> int:
 
 def print_throughput(split: dict, bm25: dict, encode: dict, ivf: dict, n: int, m: int) -> None:
     print("\nthroughput (sentences/s; wall, Ray start-up excluded)")
-    for label, table, count in (("split", split, n), ("bm25", bm25, n), ("encode", encode, m),
-                                ("ivfpq", ivf, m)):
+    for label, table, count in (("split", split, n), ("bm25", bm25, n), ("encode", encode, m), ("ivfpq", ivf, m)):
         row = "  ".join(f"{k} {count / v:,.0f}" for k, v in table.items())
         print(f"  {label:<7} {row}")
     actors = RESULTS.get("actor_start_seconds", {})
     if actors:
         steady = {k: m / max(1e-9, encode[k] - actors[k]) for k in actors}
         RESULTS["encode_without_actor_start"] = steady
-        print("  encode  Ray, each pass's actor start-up (model load) taken out: "
-              + "  ".join(f"{k} {v:,.0f} (start-up {actors[k]:.1f} s)" for k, v in steady.items())
-              + f"; scaling {steady['ray-2'] / steady['ray-1']:.2f}x")
+        print(
+            "  encode  Ray, each pass's actor start-up (model load) taken out: "
+            + "  ".join(f"{k} {v:,.0f} (start-up {actors[k]:.1f} s)" for k, v in steady.items())
+            + f"; scaling {steady['ray-2'] / steady['ray-1']:.2f}x"
+        )
     for label, table in (("split", split), ("bm25", bm25), ("encode", encode)):
         base = table.get("in-process-1-thread", table["in-process"])
-        print(f"  {label:<7} Ray overhead (ray-1 / in-process{' 1 thread' if 'in-process-1-thread' in table else ''})"
-              f" {table['ray-1'] / base:.2f}x; scaling ray-1 / ray-2 {table['ray-1'] / table['ray-2']:.2f}x "
-              "(target >= 1.7)")
+        print(
+            f"  {label:<7} Ray overhead (ray-1 / in-process{' 1 thread' if 'in-process-1-thread' in table else ''})"
+            f" {table['ray-1'] / base:.2f}x; scaling ray-1 / ray-2 {table['ray-1'] / table['ray-2']:.2f}x "
+            "(target >= 1.7)"
+        )
     d = RESULTS["dump"]
-    print(f"  dump    {d['sentences'] / d['seconds']:,.0f} sent/s from .xml.bz2 (bz2 + iterparse + mwparserfromhell "
-          f"+ pysbd) vs {d['sentences'] / d['jsonl_seconds']:,.0f} from JSON Lines, same {d['documents']:,} "
-          "documents (real text with little markup: Wikipedia's templates and tables cost more)")
-    print("  Ray worker warm-up before split/BM25 (s, excluded): "
-          + ", ".join(f"{k} {v:.1f}" for k, v in RESULTS.get("warm_up_seconds", {}).items()))
-    print("  Ray start-up (s): " + ", ".join(f"{k} {v:.1f}" for k, v in RESULTS["ray_startup_seconds"].items()
-                                            if v))
+    print(
+        f"  dump    {d['sentences'] / d['seconds']:,.0f} sent/s from .xml.bz2 (bz2 + iterparse + mwparserfromhell "
+        f"+ pysbd) vs {d['sentences'] / d['jsonl_seconds']:,.0f} from JSON Lines, same {d['documents']:,} "
+        "documents (real text with little markup: Wikipedia's templates and tables cost more)"
+    )
+    print(
+        "  Ray worker warm-up before split/BM25 (s, excluded): "
+        + ", ".join(f"{k} {v:.1f}" for k, v in RESULTS.get("warm_up_seconds", {}).items())
+    )
+    print("  Ray start-up (s): " + ", ".join(f"{k} {v:.1f}" for k, v in RESULTS["ray_startup_seconds"].items() if v))
 
 
 def print_search(queries: list[str]) -> None:
@@ -449,15 +490,18 @@ def print_goals(split: dict, bm25: dict, encode: dict) -> None:
         base = table.get("in-process-1-thread", table["in-process"])
         scaling, overhead = table["ray-1"] / table["ray-2"], table["ray-1"] / base
         goal(f"Ray {label}, 2 workers / 1", f"{scaling:.2f}x", ">= 1.7x", scaling >= 1.7)
-        goal(f"Ray {label}, 1 worker against in-process (wall)", f"{overhead:.2f}x", "<= 1.10x (issue 34)",
-             overhead <= 1.1)
+        goal(f"Ray {label}, 1 worker against in-process (wall)", f"{overhead:.2f}x", "<= 1.10x (issue 34)", overhead <= 1.1)
     best = max(RESULTS["recall_at_50_vs_flat"].values())
     goal("IVF-PQ recall@50 against flat, best setting", f"{best:.3f}", ">= 0.95", best >= 0.95)
     held = RESULTS["bytes_per_sentence"].get("BM25 held in memory to search")
     whole = RESULTS["bytes_per_sentence"].get("bm25 (score matrices, all shards)")
     if held is not None and whole is not None:
-        goal("BM25 search: bytes per sentence held in memory", f"{held:.1f} (the index: {whole:.1f} on disk)",
-             "less than the whole index (issue 34)", held < whole)
+        goal(
+            "BM25 search: bytes per sentence held in memory",
+            f"{held:.1f} (the index: {whole:.1f} on disk)",
+            "less than the whole index (issue 34)",
+            held < whole,
+        )
     sentences = RESULTS["corpus"]["sentences"]
     goal("plan measured at", f"{sentences:,} sentences", ">= 1,000,000 (issue 34)", sentences >= 1_000_000)
 
@@ -484,8 +528,7 @@ def main() -> int:
     dump_path(work, docs, args.docs_per_shard)
     subset_docs = encoding_subset(corpus, docs, encode_n)
     model = resolve_model("all-MiniLM-L6-v2", "bi-encoder")
-    encode, ivf = encode_and_ivfpq(work, write_jsonl(work / "subset.jsonl", subset_docs),
-                                   max(1, len(subset_docs) // 8), model)
+    encode, ivf = encode_and_ivfpq(work, write_jsonl(work / "subset.jsonl", subset_docs), max(1, len(subset_docs) // 8), model)
     sub = Corpus(work / "subset-in-process")
     m = len(sub)
     RESULTS["subset"] = {"documents": len(subset_docs), "sentences": m}
@@ -495,8 +538,10 @@ def main() -> int:
     RESULTS["latency_seconds_per_query"] = latency
     RESULTS["load_average_end"] = os.getloadavg()
 
-    print(f"\ncorpus: {len(docs):,} documents -> {n:,} sentences in {len(corpus.names)} shards; "
-          f"encoded subset {m:,} sentences ({len(subset_docs):,} documents)")
+    print(
+        f"\ncorpus: {len(docs):,} documents -> {n:,} sentences in {len(corpus.names)} shards; "
+        f"encoded subset {m:,} sentences ({len(subset_docs):,} documents)"
+    )
     print_throughput(split, bm25, encode, ivf, n, m)
     print_search(queries)
     print_goals(split, bm25, encode)

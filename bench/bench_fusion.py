@@ -52,16 +52,22 @@ def first_calls() -> tuple[float, float]:
     print("## a fresh process per method: import ranx, first fusion, the same again (seconds)")
     worst = {"empty": 0.0, "filled": 0.0}
     with tempfile.TemporaryDirectory() as cache:
-        for state, method in (("empty", "condorcet"), ("filled", "condorcet"), ("empty", "anz"),
-                              ("filled", "anz"), ("empty", "bayesfuse"), ("filled", "bayesfuse")):
+        for state, method in (
+            ("empty", "condorcet"),
+            ("filled", "condorcet"),
+            ("empty", "anz"),
+            ("filled", "anz"),
+            ("empty", "bayesfuse"),
+            ("filled", "bayesfuse"),
+        ):
             where = os.path.join(cache, method)
-            env = {**os.environ, "NUMBA_CACHE_DIR": where}   # empty: numba compiles and fills it
-            out = subprocess.run([sys.executable, "-c", CHILD, method], capture_output=True, text=True,
-                                 cwd=ROOT, check=True, env=env).stdout.split()
+            env = {**os.environ, "NUMBA_CACHE_DIR": where}  # empty: numba compiles and fills it
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, method], capture_output=True, text=True, cwd=ROOT, check=True, env=env
+            ).stdout.split()
             imported, first, warm = map(float, out)
             worst[state] = max(worst[state], imported + first)
-            print(f"  {method:<10} numba cache {state:<6} import {imported:6.2f}  first call {first:6.2f}  "
-                  f"warm {warm:6.3f}")
+            print(f"  {method:<10} numba cache {state:<6} import {imported:6.2f}  first call {first:6.2f}  warm {warm:6.3f}")
     return worst["empty"], worst["filled"]
 
 
@@ -70,8 +76,7 @@ def shaped_runs(topics: int = 846, per: int = 50):
 
     rng = random.Random(0)
     order = {f"t{t}": [f"s{t}-{i}" for i in range(per)] for t in range(topics)}
-    runs = [Run.from_scores({q: {d: rng.random() for d in docs} for q, docs in order.items()}, tag=f"r{i}")
-            for i in range(2)]
+    runs = [Run.from_scores({q: {d: rng.random() for d in docs} for q, docs in order.items()}, tag=f"r{i}") for i in range(2)]
     return runs, order
 
 
@@ -80,10 +85,12 @@ def rrf_costs() -> None:
 
     runs, order = shaped_runs()
     print("## RRF of two runs of 846 topics x 50 sentences (seconds per fusion, best of 3)")
-    for name, call in (("dsr kernel", lambda: fuse(runs, "rrf")),
-                       ("dsr aligned (reproduce)", lambda: fuse(runs, "rrf", initial_order=order)),
-                       ("ranx (backend=ranx)", lambda: fuse(runs, "rrf", backend="ranx"))):
-        call()   # warm: ranx compiled, layouts cached
+    for name, call in (
+        ("dsr kernel", lambda: fuse(runs, "rrf")),
+        ("dsr aligned (reproduce)", lambda: fuse(runs, "rrf", initial_order=order)),
+        ("ranx (backend=ranx)", lambda: fuse(runs, "rrf", backend="ranx")),
+    ):
+        call()  # warm: ranx compiled, layouts cached
         best = min(_timed(call) for _ in range(3))
         print(f"  {name:<24} {best:.3f}")
 
@@ -98,6 +105,10 @@ if __name__ == "__main__":
     info = header("bench_fusion: ranx's first call and RRF's cost")
     cold, cached = first_calls()
     rrf_costs()
-    goal("ranx's first fusion in a process (import + first call)", f"{cold:.1f} s with numba's cache "
-         f"empty, {cached:.1f} s with it filled", "none set: documented in docs/api.md", None)
+    goal(
+        "ranx's first fusion in a process (import + first call)",
+        f"{cold:.1f} s with numba's cache empty, {cached:.1f} s with it filled",
+        "none set: documented in docs/api.md",
+        None,
+    )
     footer(info)

@@ -45,8 +45,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def assessor(url: str, token: str, grades: int, think: float, out: list, start: threading.Barrier,
-             seed: int) -> None:
+def assessor(url: str, token: str, grades: int, think: float, out: list, start: threading.Barrier, seed: int) -> None:
     pauses = random.Random(seed)
     with httpx.Client(base_url=url, timeout=60, headers={"Authorization": f"Bearer {token}"}) as http:
         tasks = http.get("/judge/api/campaigns/bench/tasks").json()["tasks"]
@@ -56,7 +55,7 @@ def assessor(url: str, token: str, grades: int, think: float, out: list, start: 
             began = time.perf_counter()
             answer = http.post("/judge/api/grades", json={"item": key, "grade": n % 3, "seconds": 2.0})
             out.append((time.perf_counter() - began, answer.status_code))
-            if think:                    # people are not in step: exponential pauses, mean ``think``
+            if think:  # people are not in step: exponential pauses, mean ``think``
                 time.sleep(pauses.expovariate(1 / think))
 
 
@@ -68,8 +67,10 @@ def bench(url: str, folder: Path, assessors: int, grades: int, think: float) -> 
     results: list = []
     start = threading.Barrier(assessors + 1)
     with bh.ServerProcess(url, folder / "store") as server:
-        threads = [threading.Thread(target=assessor, args=(server.url, tokens[a], grades, think, results, start, i))
-                   for i, a in enumerate(names)]
+        threads = [
+            threading.Thread(target=assessor, args=(server.url, tokens[a], grades, think, results, start, i))
+            for i, a in enumerate(names)
+        ]
         for t in threads:
             t.start()
         start.wait()
@@ -81,24 +82,34 @@ def bench(url: str, folder: Path, assessors: int, grades: int, think: float) -> 
         stored = conn.scalar(text("select count(*) from judge_grades"))
     board.close()
     latencies = [s for s, _ in results]
-    return {"n": len(results), "ok": sum(1 for _, code in results if code == 200), "wall": wall,
-            "p50": statistics.median(latencies), "p95": percentile(latencies, 0.95),
-            "p99": percentile(latencies, 0.99), "max": max(latencies), "stored": stored}
+    return {
+        "n": len(results),
+        "ok": sum(1 for _, code in results if code == 200),
+        "wall": wall,
+        "p50": statistics.median(latencies),
+        "p95": percentile(latencies, 0.95),
+        "p99": percentile(latencies, 0.99),
+        "max": max(latencies),
+        "stored": stored,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--assessors", type=int, default=20)
     parser.add_argument("--grades", type=int, default=30, help="grades per assessor")
-    parser.add_argument("--think", default="2,0",
-                        help="mean seconds between an assessor's grades, one run per value (default: 2 s, a "
-                             "fast reader; then 0, back to back)")
+    parser.add_argument(
+        "--think",
+        default="2,0",
+        help="mean seconds between an assessor's grades, one run per value (default: 2 s, a fast reader; then 0, back to back)",
+    )
     parser.add_argument("--db", default="sqlite,postgresql")
     args = parser.parse_args()
     print(f"# bench_judging {dt.datetime.now().astimezone().isoformat(timespec='seconds')}")
     print(f"machine: {machine()}")
-    print("versions: " + ", ".join(f"{k} {v}" for k, v in
-                                    package_versions(("fastapi", "uvicorn", "sqlalchemy", "psycopg")).items()))
+    print(
+        "versions: " + ", ".join(f"{k} {v}" for k, v in package_versions(("fastapi", "uvicorn", "sqlalchemy", "psycopg")).items())
+    )
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     thinks = [float(t) for t in args.think.split(",")]
     print(f"work: {args.assessors} assessors at once, {args.grades} grades each, mean pause {args.think} s")
@@ -114,12 +125,18 @@ def main() -> None:
                         print(f"{name}: skipped (PostgreSQL binaries not found)")
                         break
                     r = bench(url, run_folder, args.assessors, args.grades, think)
-                print(f"{name:10s} pause {think:g} s: {r['ok']} of {r['n']} grades answered 200 in "
-                      f"{r['wall']:.1f} s = {r['n'] / r['wall']:.0f} grades/s; latency p50 {r['p50'] * 1000:.1f} "
-                      f"ms, p95 {r['p95'] * 1000:.1f} ms, p99 {r['p99'] * 1000:.1f} ms, max "
-                      f"{r['max'] * 1000:.0f} ms; stored == acknowledged: {r['stored'] == r['ok']}")
-                goal(f"{name}: grading p95, pause {think:g} s", f"{r['p95'] * 1000:.1f} ms", "< 100 ms, "
-                     "stored == acknowledged", r["p95"] < 0.1 and r["stored"] == r["ok"])
+                print(
+                    f"{name:10s} pause {think:g} s: {r['ok']} of {r['n']} grades answered 200 in "
+                    f"{r['wall']:.1f} s = {r['n'] / r['wall']:.0f} grades/s; latency p50 {r['p50'] * 1000:.1f} "
+                    f"ms, p95 {r['p95'] * 1000:.1f} ms, p99 {r['p99'] * 1000:.1f} ms, max "
+                    f"{r['max'] * 1000:.0f} ms; stored == acknowledged: {r['stored'] == r['ok']}"
+                )
+                goal(
+                    f"{name}: grading p95, pause {think:g} s",
+                    f"{r['p95'] * 1000:.1f} ms",
+                    "< 100 ms, stored == acknowledged",
+                    r["p95"] < 0.1 and r["stored"] == r["ok"],
+                )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

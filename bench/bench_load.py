@@ -54,8 +54,9 @@ def slope(xs: list[float], ys: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 2, 5, 10],
-                        help="multiples of the SIGIR size (846 dialogues x 50 candidates)")
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[1, 2, 5, 10], help="multiples of the SIGIR size (846 dialogues x 50 candidates)"
+    )
     parser.add_argument("--repeat", type=int, default=2)
     args = parser.parse_args()
     info = header("bench_load: read_benchmark from 1x to 10x the SIGIR size")
@@ -75,17 +76,25 @@ def main() -> None:
             dialogues.append(846 * size)
             seconds.append(best)
             cpu.append(best_cpu)
-            print(f"{size:>3}x: {846 * size:>6} dialogues, {nbytes / 1e6:6.1f} MB, best of "
-                  f"{args.repeat}: {best:6.3f} s wall, {best_cpu:6.3f} s CPU "
-                  f"({846 * size * 50 / best:,.0f} candidates/s)")
+            print(
+                f"{size:>3}x: {846 * size:>6} dialogues, {nbytes / 1e6:6.1f} MB, best of "
+                f"{args.repeat}: {best:6.3f} s wall, {best_cpu:6.3f} s CPU "
+                f"({846 * size * 50 / best:,.0f} candidates/s)"
+            )
             path.unlink()
     fit = slope(dialogues, seconds)
     verdict = "meets" if fit <= GOAL_SLOPE else "misses"
-    print(f"RESULT: slope of log time on log size {fit:.3f} (goal <= {GOAL_SLOPE}: {verdict}); "
-          f"at {dialogues[-1]} dialogues {seconds[-1]:.2f} s")
+    print(
+        f"RESULT: slope of log time on log size {fit:.3f} (goal <= {GOAL_SLOPE}: {verdict}); "
+        f"at {dialogues[-1]} dialogues {seconds[-1]:.2f} s"
+    )
     print(f"slope of log CPU time on log size {slope(dialogues, cpu):.3f} (less sensitive to other jobs)")
-    goal("loading a benchmark file, slope of log time on log size", f"{fit:.3f}",
-         f"<= {GOAL_SLOPE}: linear (issue 34)", fit <= GOAL_SLOPE)
+    goal(
+        "loading a benchmark file, slope of log time on log size",
+        f"{fit:.3f}",
+        f"<= {GOAL_SLOPE}: linear (issue 34)",
+        fit <= GOAL_SLOPE,
+    )
     footer(info)
 
 

@@ -55,14 +55,16 @@ def cores() -> None:
         for w in workers:
             w.join()
         rates = [queue.get() for _ in workers]
-        print(f"  {processes} process(es): {', '.join(f'{r:,.0f}' for r in rates)} /s each, "
-              f"{sum(rates):,.0f} /s in all")
+        print(f"  {processes} process(es): {', '.join(f'{r:,.0f}' for r in rates)} /s each, {sum(rates):,.0f} /s in all")
 
 
 def run_text() -> str:
     rng = random.Random(0)
-    return "".join(f"t5_2qh1i.iixjd.{q}.3 Q0 Roman_concrete_1_2_0_{d} {r} {rng.random() * 10:.7g} "
-                   f"dense-title+recent\n" for q in range(846) for r, d in enumerate(range(50), 1))
+    return "".join(
+        f"t5_2qh1i.iixjd.{q}.3 Q0 Roman_concrete_1_2_0_{d} {r} {rng.random() * 10:.7g} dense-title+recent\n"
+        for q in range(846)
+        for r, d in enumerate(range(50), 1)
+    )
 
 
 def gzip_levels(rounds: int = 5) -> None:

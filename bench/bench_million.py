@@ -74,7 +74,7 @@ def recombined(docs: list[dict], copies: int) -> list[dict]:
             lines = []
             for p in d["text"].split("\n"):
                 a, b = p.split(), paragraphs[next(donor)].split()
-                lines.append(" ".join(a[:(len(a) + 1) // 2] + b[len(b) // 2:]))
+                lines.append(" ".join(a[: (len(a) + 1) // 2] + b[len(b) // 2 :]))
             out.append({"id": f"{d['id']}-r{r}", "title": f"{d['title']} ({r})", "text": "\n".join(lines)})
     return out
 
@@ -95,7 +95,7 @@ def stage(name: str, work: Path, args: argparse.Namespace) -> dict:
         from dsr.indexes.corpus.distributed import Executor
 
         docs, queries = real_documents(args.queries)
-        docs = docs[:args.docs] if args.docs else docs
+        docs = docs[: args.docs] if args.docs else docs
         (work / "queries.json").write_text(json.dumps(queries))
         source = write_jsonl(work / "docs.jsonl", recombined(docs, args.copies))
         start = time.perf_counter()
@@ -165,10 +165,16 @@ def encode_sample(corpus_dir: Path, work: Path, args: argparse.Namespace) -> dic
     wiki_rate = len(wiki) / (time.perf_counter() - start)
     np.save(work / "sample.npy", vectors)
     np.save(work / "queries.npy", encode(queries, model, cache=False, backend=args.backend))
-    return {"texts": len(texts), "seconds_encoding": seconds, "cpu_seconds": time.process_time() - cpu,
-            "per_second": len(texts) / seconds, "chars_per_text": sum(map(len, texts)) / len(texts),
-            "wikipedia_texts": len(wiki), "wikipedia_per_second": wiki_rate,
-            "wikipedia_chars_per_text": sum(map(len, wiki)) / max(1, len(wiki))}
+    return {
+        "texts": len(texts),
+        "seconds_encoding": seconds,
+        "cpu_seconds": time.process_time() - cpu,
+        "per_second": len(texts) / seconds,
+        "chars_per_text": sum(map(len, texts)) / len(texts),
+        "wikipedia_texts": len(wiki),
+        "wikipedia_per_second": wiki_rate,
+        "wikipedia_chars_per_text": sum(map(len, wiki)) / max(1, len(wiki)),
+    }
 
 
 def write_vectors(corpus, work: Path, backend: str) -> None:
@@ -195,7 +201,7 @@ def dense_search(corpus, work: Path, args: argparse.Namespace) -> dict:
 
     from dsr.indexes.corpus.dense import ShardedDense
 
-    queries = np.load(work / "queries.npy")[:args.dense_queries]
+    queries = np.load(work / "queries.npy")[: args.dense_queries]
     out = {}
     results = {}
     for kind, settings in (("flat", {}), ("ivfpq", {"nprobe": 64, "refine": 4})):
@@ -217,23 +223,30 @@ def plan(figures: dict) -> list[str]:
     n = figures["split"]["sentences"]
     scale = WIKIPEDIA / n
     cores = os.cpu_count() or 2
-    rows = [f"| stage | measured at {n:,} sentences ({cores} cores) | 150 M sentences: core-hours | "
-            "on 8 nodes x 16 cores (0.9 efficiency) | memory per node | disk |", "|---|---|---:|---:|---|---:|"]
+    rows = [
+        f"| stage | measured at {n:,} sentences ({cores} cores) | 150 M sentences: core-hours | "
+        "on 8 nodes x 16 cores (0.9 efficiency) | memory per node | disk |",
+        "|---|---|---:|---:|---|---:|",
+    ]
 
     def row(label, key, memory, per_core=True):
         f = figures[key]
         core_h = f["seconds"] * scale * (cores if per_core else 1) / 3600
-        rows.append(f"| {label} | {f['seconds']:.0f} s, peak RSS {f['peak_rss_mib']:.0f} MiB | {core_h:.1f} | "
-                    f"{core_h / (128 * 0.9):.2f} h | {memory} | {f.get('mb', 0) * scale / 1024:.1f} GB |")
+        rows.append(
+            f"| {label} | {f['seconds']:.0f} s, peak RSS {f['peak_rss_mib']:.0f} MiB | {core_h:.1f} | "
+            f"{core_h / (128 * 0.9):.2f} h | {memory} | {f.get('mb', 0) * scale / 1024:.1f} GB |"
+        )
 
     row("split (pysbd, Ray)", "split", "one shard's text per worker")
     row("BM25 count + merge + index (1 process)", "bm25", "global df; shards memory-mapped to search", False)
     enc = figures["encode"]
     rate = enc.get("wikipedia_per_second") or enc["per_second"]  # Wikipedia-length sentences first
     core_h = WIKIPEDIA / rate * cores / 3600
-    rows.append(f"| encode, {enc['backend']} (Wikipedia-length sentences where the corpus has them) | "
-                f"{rate:.0f} sentences/s | {core_h:.0f} | {core_h / (128 * 0.9):.1f} h | one model per node "
-                f"(peak RSS {enc['peak_rss_mib']:.0f} MiB here) | {1536 * WIKIPEDIA / 2**30:.0f} GB float32 |")
+    rows.append(
+        f"| encode, {enc['backend']} (Wikipedia-length sentences where the corpus has them) | "
+        f"{rate:.0f} sentences/s | {core_h:.0f} | {core_h / (128 * 0.9):.1f} h | one model per node "
+        f"(peak RSS {enc['peak_rss_mib']:.0f} MiB here) | {1536 * WIKIPEDIA / 2**30:.0f} GB float32 |"
+    )
     row("IVF-PQ train + add + merge (1 process)", "ivfpq", "training sample (39 x nlist vectors)", False)
     return rows
 
@@ -271,10 +284,10 @@ def main() -> int:
 def run_stages(args: argparse.Namespace, work: Path, info: dict) -> int:
     figures = {}
     for name in STAGES:
-        options = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
-                   if v is not None and k not in ("stage", "work")]
-        done = subprocess.run([sys.executable, __file__, "--stage", name, f"--work={work}", *options],
-                              capture_output=True, text=True)
+        options = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if v is not None and k not in ("stage", "work")]
+        done = subprocess.run(
+            [sys.executable, __file__, "--stage", name, f"--work={work}", *options], capture_output=True, text=True
+        )
         if done.returncode:
             print(done.stderr[-3000:], file=sys.stderr)
             return 1

@@ -56,8 +56,10 @@ def role(pid: int, name: str, cmdline: str) -> str:
         return "encoder actors"
     if cmdline.startswith("ray::") or "default_worker.py" in cmdline:
         return "other Ray workers"
-    if any(k in name or k in cmdline for k in ("raylet", "gcs_server", "ray/dashboard", "log_monitor",
-                                               "runtime_env", "ray_process_reaper", "monitor.py")):
+    if any(
+        k in name or k in cmdline
+        for k in ("raylet", "gcs_server", "ray/dashboard", "log_monitor", "runtime_env", "ray_process_reaper", "monitor.py")
+    ):
         return "Ray daemons"
     return "rest of the machine"
 
@@ -163,8 +165,11 @@ def main() -> int:
         export(model, "bi-encoder", backend)  # once per DSR_HOME, before any pass: not timed
     cores = os.cpu_count() or 1
     rates, memory, whole, session = {}, {}, {}, {}
-    executors = {"in-process": Executor(0), "Ray, one actor of all CPUs": Executor(cores),
-                 "Ray, one-thread actors": Executor(cores, actor_cpus=1)}
+    executors = {
+        "in-process": Executor(0),
+        "Ray, one actor of all CPUs": Executor(cores),
+        "Ray, one-thread actors": Executor(cores, actor_cpus=1),
+    }
     for name, executor in executors.items():
         out = work / f"corpus-{PASSES.index(name)}"
         shutil.rmtree(out, ignore_errors=True)
@@ -181,24 +186,31 @@ def main() -> int:
         whole[name] = len(corpus) / (sampler.wall + session[name])
         cpu, rss = sampler.by_role(), sampler.rss_by_role()
         memory[name] = sum(rss[k] for k in ROLES if k != "rest of the machine")
-        print(f"\n## {name} ({backend}): {len(corpus):,} sentences in {sampler.wall:.1f} s = {rates[name]:.0f}/s "
-              f"(the actors' start and model load included; Ray's own start and shutdown, "
-              f"{session[name]:.1f} s, apart); the machine offered "
-              f"{sampler.wall * cores:.1f} CPU s; peak memory of this job's processes {memory[name]:.0f} MiB")
+        print(
+            f"\n## {name} ({backend}): {len(corpus):,} sentences in {sampler.wall:.1f} s = {rates[name]:.0f}/s "
+            f"(the actors' start and model load included; Ray's own start and shutdown, "
+            f"{session[name]:.1f} s, apart); the machine offered "
+            f"{sampler.wall * cores:.1f} CPU s; peak memory of this job's processes {memory[name]:.0f} MiB"
+        )
         for key in ROLES:
-            print(f"  {key:<22} {cpu[key]:8.1f} CPU s  ({cpu[key] / (sampler.wall * cores):6.1%} of the machine)"
-                  f"  peak RSS {rss[key]:7.0f} MiB")
+            print(
+                f"  {key:<22} {cpu[key]:8.1f} CPU s  ({cpu[key] / (sampler.wall * cores):6.1%} of the machine)"
+                f"  peak RSS {rss[key]:7.0f} MiB"
+            )
     within = rates["Ray, one actor of all CPUs"] / rates["in-process"]
     old = rates["Ray, one-thread actors"] / rates["in-process"]
-    print(f"\nRay (one actor of {cores} CPUs) / in-process: {within:.2f}x the rate, "
-          f"{memory['Ray, one actor of all CPUs'] / memory['in-process']:.2f}x the memory; "
-          f"{cores} one-thread actors / in-process: {old:.2f}x the rate, "
-          f"{memory['Ray, one-thread actors'] / memory['in-process']:.2f}x the memory")
-    print(f"With Ray's own start and shutdown (ray.init + ray.shutdown, "
-          f"{session['Ray, one actor of all CPUs']:.1f} s; a `dsr corpus index --workers N` command pays "
-          f"them once for all its stages): {whole['Ray, one actor of all CPUs'] / whole['in-process']:.2f}x")
-    goal("Ray encoding on one node / in-process", f"{within:.2f}x", ">= 0.90x (within 10 %, issue 34)",
-         within >= 0.9)
+    print(
+        f"\nRay (one actor of {cores} CPUs) / in-process: {within:.2f}x the rate, "
+        f"{memory['Ray, one actor of all CPUs'] / memory['in-process']:.2f}x the memory; "
+        f"{cores} one-thread actors / in-process: {old:.2f}x the rate, "
+        f"{memory['Ray, one-thread actors'] / memory['in-process']:.2f}x the memory"
+    )
+    print(
+        f"With Ray's own start and shutdown (ray.init + ray.shutdown, "
+        f"{session['Ray, one actor of all CPUs']:.1f} s; a `dsr corpus index --workers N` command pays "
+        f"them once for all its stages): {whole['Ray, one actor of all CPUs'] / whole['in-process']:.2f}x"
+    )
+    goal("Ray encoding on one node / in-process", f"{within:.2f}x", ">= 0.90x (within 10 %, issue 34)", within >= 0.9)
     footer(info)
     shutil.rmtree(work, ignore_errors=True)
     return 0

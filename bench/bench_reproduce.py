@@ -85,22 +85,36 @@ def worker(spec: dict) -> dict:
                 def __exit__(self, *exc):
                     cpu[stage] = cpu.get(stage, 0.0) + cpu_seconds() - self.start
                     return inner.__exit__(*exc)
+
             return Both()
 
     timer = Timer(quiet=True)
     cpu_start = cpu_seconds()
     with timer("load"):
         collection = load_collection(spec["collection"])
-    reproduce(collection, Path(spec["home"]) / f"out-{spec['label']}", timer=timer,
-              backend=spec["backend"], skipped_reason="skipped: benchmark without a cross-encoder")
-    return {"seconds": dict(timer.seconds), "cpu": {**timer.cpu, "total": cpu_seconds() - cpu_start},
-            "peak_rss_mib": peak_rss_mib(), "dialogues": len(collection),
-            "candidates": sum(len(d.candidates) for d in collection)}
+    reproduce(
+        collection,
+        Path(spec["home"]) / f"out-{spec['label']}",
+        timer=timer,
+        backend=spec["backend"],
+        skipped_reason="skipped: benchmark without a cross-encoder",
+    )
+    return {
+        "seconds": dict(timer.seconds),
+        "cpu": {**timer.cpu, "total": cpu_seconds() - cpu_start},
+        "peak_rss_mib": peak_rss_mib(),
+        "dialogues": len(collection),
+        "candidates": sum(len(d.candidates) for d in collection),
+    }
 
 
 def run_worker(spec: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True,
-                         text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     if out.returncode != 0:
         raise RuntimeError(f"reproduce failed ({spec['code']}, {spec['label']}):\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -141,8 +155,9 @@ def compare_outputs(old: Path, new: Path) -> dict[str, list[str]]:
             out["differ"].append(name + " (only in " + ("new" if b.is_file() else "old") + ")")
         elif a.read_bytes() == b.read_bytes():
             out["same"].append(name)
-        elif name.endswith(".json") and _without_volatile(json.loads(a.read_text(encoding="utf-8"))) \
-                == _without_volatile(json.loads(b.read_text(encoding="utf-8"))):
+        elif name.endswith(".json") and _without_volatile(json.loads(a.read_text(encoding="utf-8"))) == _without_volatile(
+            json.loads(b.read_text(encoding="utf-8"))
+        ):
             out["volatile"].append(name)
         else:
             out["differ"].append(name)
@@ -151,10 +166,12 @@ def compare_outputs(old: Path, new: Path) -> dict[str, list[str]]:
 
 def print_comparison(label: str, found: dict[str, list[str]]) -> bool:
     total = sum(map(len, found.values()))
-    print(f"{label} outputs, this checkout against the baseline: {total} files, {len(found['same'])} "
-          f"byte-identical, {len(found['volatile'])} identical but for their creation time and stage "
-          f"seconds ({', '.join(found['volatile']) or '-'}), {len(found['differ'])} differ"
-          + (f": {', '.join(found['differ'])}" if found["differ"] else ""))
+    print(
+        f"{label} outputs, this checkout against the baseline: {total} files, {len(found['same'])} "
+        f"byte-identical, {len(found['volatile'])} identical but for their creation time and stage "
+        f"seconds ({', '.join(found['volatile']) or '-'}), {len(found['differ'])} differ"
+        + (f": {', '.join(found['differ'])}" if found["differ"] else "")
+    )
     return not found["differ"]
 
 
@@ -165,37 +182,59 @@ def report(name: str, results: list[tuple[dict, dict]]) -> dict:
     warm = {s: statistics.median(r[1]["seconds"].get(s, 0.0) for r in results) for s in stages}
     cpu = [{s: statistics.median(r[i]["cpu"].get(s, 0.0) for r in results) for s in stages} for i in (0, 1)]
     peaks = (max(r[0]["peak_rss_mib"] for r in results), max(r[1]["peak_rss_mib"] for r in results))
-    print(f"\n## {name} (median of {len(results)} round(s); every round: "
-          + "; ".join(f"cold {r[0]['seconds']['total']:.1f} s, warm {r[1]['seconds']['total']:.1f} s"
-                      for r in results) + ")")
+    print(
+        f"\n## {name} (median of {len(results)} round(s); every round: "
+        + "; ".join(f"cold {r[0]['seconds']['total']:.1f} s, warm {r[1]['seconds']['total']:.1f} s" for r in results)
+        + ")"
+    )
     print(f"{'stage':<16}{'cold s':>10}{'warm s':>10}{'cold CPU s':>12}{'warm CPU s':>12}")
     for stage in stages:
         print(f"{stage:<16}{cold[stage]:>10.2f}{warm[stage]:>10.2f}{cpu[0][stage]:>12.2f}{cpu[1][stage]:>12.2f}")
     print(f"peak RSS: cold {peaks[0]:.0f} MiB, warm {peaks[1]:.0f} MiB")
     ratio = warm["total"] / cold["total"]
     print(f"warm / cold = {ratio:.1%} (target <= 20 %: {'met' if ratio <= 0.2 else 'NOT met'})")
-    judged = "exact" not in name     # the goals are --fast's; the exact path is printed beside them
-    goal(f"{name}: reproduce cold", f"{cold['total']:.1f} s", "<= 60 s with --fast (issue 44)",
-         cold["total"] <= 60 if judged else None)
-    goal(f"{name}: reproduce warm", f"{warm['total']:.1f} s", "<= 10 s with --fast (issue 44)",
-         warm["total"] <= 10 if judged else None)
-    return {"cold": cold, "warm": warm, "cpu": {"cold": cpu[0], "warm": cpu[1]},
-            "peak_rss_mib": {"cold": peaks[0], "warm": peaks[1]},
-            "rounds": [{"cold": c["seconds"], "warm": w["seconds"]} for c, w in results]}
+    judged = "exact" not in name  # the goals are --fast's; the exact path is printed beside them
+    goal(
+        f"{name}: reproduce cold",
+        f"{cold['total']:.1f} s",
+        "<= 60 s with --fast (issue 44)",
+        cold["total"] <= 60 if judged else None,
+    )
+    goal(
+        f"{name}: reproduce warm",
+        f"{warm['total']:.1f} s",
+        "<= 10 s with --fast (issue 44)",
+        warm["total"] <= 10 if judged else None,
+    )
+    return {
+        "cold": cold,
+        "warm": warm,
+        "cpu": {"cold": cpu[0], "warm": cpu[1]},
+        "peak_rss_mib": {"cold": peaks[0], "warm": peaks[1]},
+        "rounds": [{"cold": c["seconds"], "warm": w["seconds"]} for c, w in results],
+    }
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--collection", default="synthetic",
-                        help="synthetic (846 x 50, SIGIR shape) or any COLLECTION dsr accepts")
+    parser.add_argument(
+        "--collection", default="synthetic", help="synthetic (846 x 50, SIGIR shape) or any COLLECTION dsr accepts"
+    )
     parser.add_argument("--dialogues", type=int, default=846, help="synthetic: dialogues")
     parser.add_argument("--fast", action="store_true", help="as dsr reproduce --fast (cold includes the export)")
-    parser.add_argument("--backend", choices=("auto", "torch", "openvino", "openvino-bf16", "openvino-int8"),
-                        help="as dsr reproduce --backend (default auto, as dsr reproduce)")
+    parser.add_argument(
+        "--backend",
+        choices=("auto", "torch", "openvino", "openvino-bf16", "openvino-int8"),
+        help="as dsr reproduce --backend (default auto, as dsr reproduce)",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="cold+warm pairs per code (default 1)")
     parser.add_argument("--baseline", metavar="DIR", help="also time this checkout's code, alternating")
-    parser.add_argument("--exact", action=argparse.BooleanOptionalAction, default=None,
-                        help="with --fast: also time this checkout on --backend torch, cold and warm (default: on)")
+    parser.add_argument(
+        "--exact",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with --fast: also time this checkout on --backend torch, cold and warm (default: on)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the homes and outputs (their folder is printed)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -211,8 +250,10 @@ def main(argv=None) -> int:
     info = header("bench_reproduce: dsr reproduce, cold vs warm")
     folder = Path(tempfile.mkdtemp(prefix="dsr-bench-reproduce-"))
     spec = collection_file(args.collection, args.dialogues, folder)
-    codes = {"this checkout": (str(ROOT), backend), **({"baseline": (str(Path(args.baseline).resolve()), backend)}
-                                                       if args.baseline else {})}
+    codes = {
+        "this checkout": (str(ROOT), backend),
+        **({"baseline": (str(Path(args.baseline).resolve()), backend)} if args.baseline else {}),
+    }
     if args.fast and (args.exact if args.exact is not None else True) and backend != "torch":
         codes["this checkout, exact (torch)"] = (str(ROOT), "torch")
     results: dict[str, list] = {name: [] for name in codes}
@@ -221,42 +262,56 @@ def main(argv=None) -> int:
         homes = {}
         for name, (code, on) in codes.items():
             homes[name] = home = folder / f"home-{round_}-{'-'.join(name.replace(',', '').split())}"
-            pair = tuple(run_worker({"code": code, "home": str(home), "collection": spec, "label": label,
-                                     "backend": on}) for label in ("cold", "warm"))
+            pair = tuple(
+                run_worker({"code": code, "home": str(home), "collection": spec, "label": label, "backend": on})
+                for label in ("cold", "warm")
+            )
             results[name].append(pair)
-            print(f"{name}, round {round_ + 1}: cold {pair[0]['seconds']['total']:.1f} s, "
-                  f"warm {pair[1]['seconds']['total']:.1f} s (load {os.getloadavg()[0]:.2f})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{name}, round {round_ + 1}: cold {pair[0]['seconds']['total']:.1f} s, "
+                f"warm {pair[1]['seconds']['total']:.1f} s (load {os.getloadavg()[0]:.2f})",
+                file=sys.stderr,
+                flush=True,
+            )
         if args.baseline:
             for label in ("cold", "warm"):
-                same &= print_comparison(f"round {round_ + 1}, {label}",
-                                         compare_outputs(homes["baseline"] / f"out-{label}",
-                                                         homes["this checkout"] / f"out-{label}"))
+                same &= print_comparison(
+                    f"round {round_ + 1}, {label}",
+                    compare_outputs(homes["baseline"] / f"out-{label}", homes["this checkout"] / f"out-{label}"),
+                )
     first = results["this checkout"][0][0]
-    print(f"collection: {args.collection} ({first['dialogues']} dialogues, {first['candidates']} candidates), "
-          f"backend {backend}")
+    print(f"collection: {args.collection} ({first['dialogues']} dialogues, {first['candidates']} candidates), backend {backend}")
     from dsr.core.provenance import package_versions
 
     print("versions: " + ", ".join(f"{k} {v}" for k, v in package_versions().items() if v))
     figures = {name: report(name, rows) for name, rows in results.items()}
     if args.baseline:
         for label in ("cold", "warm"):
-            ratios = [n[i]["seconds"]["total"] / b[i]["seconds"]["total"]
-                      for n, b in zip(results["this checkout"], results["baseline"])
-                      for i in [("cold", "warm").index(label)]]
-            print(f"{label}: this checkout / baseline = {statistics.median(ratios):.2f} "
-                  f"(per round: {', '.join(f'{r:.2f}' for r in ratios)})")
+            ratios = [
+                n[i]["seconds"]["total"] / b[i]["seconds"]["total"]
+                for n, b in zip(results["this checkout"], results["baseline"])
+                for i in [("cold", "warm").index(label)]
+            ]
+            print(
+                f"{label}: this checkout / baseline = {statistics.median(ratios):.2f} "
+                f"(per round: {', '.join(f'{r:.2f}' for r in ratios)})"
+            )
     if args.baseline:
-        goal("reproduce outputs", "byte-identical to the baseline's" if same else "DIFFERENT from the baseline's",
-             "every file the same (issue 44)", same)
+        goal(
+            "reproduce outputs",
+            "byte-identical to the baseline's" if same else "DIFFERENT from the baseline's",
+            "every file the same (issue 44)",
+            same,
+        )
     footer(info)
     if args.keep:
         print(f"homes and outputs kept in {folder}")
     else:
         shutil.rmtree(folder, ignore_errors=True)
     if args.json:
-        Path(args.json).write_text(json.dumps({"header": info, "backend": backend, "figures": figures},
-                                              indent=2), encoding="utf-8")
+        Path(args.json).write_text(
+            json.dumps({"header": info, "backend": backend, "figures": figures}, indent=2), encoding="utf-8"
+        )
     return 0
 
 

@@ -70,9 +70,16 @@ def stage(name: str, fn, *, items: int | None = None, unit: str = "", target: st
     seconds = time.perf_counter() - start
     cpu = cpu_seconds() - cpu
     after = rss_mib()
-    row = {"stage": name, "seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": after,
-           "rss_growth_mib": after - before,
-           "rate": (items / seconds if items and seconds > 0 else None), "unit": unit, "target": target}
+    row = {
+        "stage": name,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "peak_rss_mib": after,
+        "rss_growth_mib": after - before,
+        "rate": (items / seconds if items and seconds > 0 else None),
+        "unit": unit,
+        "target": target,
+    }
     RESULTS.append(row)
     rate = f"{row['rate']:,.0f} {unit}/s" if row["rate"] else ""
     print(f"  {name:<48} {seconds:9.2f} s  {rate:>16}  peak {after:7.0f} MiB", file=sys.stderr)
@@ -87,20 +94,37 @@ def bench_bm25(collection, label: str, n_search: int) -> None:
     pool = collection.sentences()
     ids, texts = list(pool), [c.body for c in pool.values()]
     n_cands = sum(len(d.candidates) for d in collection)
-    stage(f"[{label}] bm25 index build (rank_bm25, {len(ids):,} sent.)",
-          lambda: BM25Index(ids, texts), items=len(ids), unit="sent")
-    stage(f"[{label}] bm25 re-rank {len(collection)}x cands, cold (incl. index)",
-          lambda: make_ranker("bm25", query="all").rank(collection), items=n_cands, unit="cand",
-          target="< 2 s (846x50)")
-    stage(f"[{label}] bm25 re-rank, warm (index from cache)",
-          lambda: make_ranker("bm25", query="all").rank(collection), items=n_cands, unit="cand",
-          target="< 2 s (846x50)")
-    stage(f"[{label}] bm25 re-rank, weighted query, warm",
-          lambda: make_ranker("bm25", query="weighted").rank(collection), items=n_cands, unit="cand")
+    stage(
+        f"[{label}] bm25 index build (rank_bm25, {len(ids):,} sent.)", lambda: BM25Index(ids, texts), items=len(ids), unit="sent"
+    )
+    stage(
+        f"[{label}] bm25 re-rank {len(collection)}x cands, cold (incl. index)",
+        lambda: make_ranker("bm25", query="all").rank(collection),
+        items=n_cands,
+        unit="cand",
+        target="< 2 s (846x50)",
+    )
+    stage(
+        f"[{label}] bm25 re-rank, warm (index from cache)",
+        lambda: make_ranker("bm25", query="all").rank(collection),
+        items=n_cands,
+        unit="cand",
+        target="< 2 s (846x50)",
+    )
+    stage(
+        f"[{label}] bm25 re-rank, weighted query, warm",
+        lambda: make_ranker("bm25", query="weighted").rank(collection),
+        items=n_cands,
+        unit="cand",
+    )
     queries = [query_terms(d, "all") for d in collection.dialogues[:n_search]]
     ours = BM25Index(ids, texts)
-    stage(f"[{label}] open retrieval top-100, dsr BM25Index ({n_search} q)",
-          lambda: [ours.search(q, 100) for q in queries], items=n_search, unit="query")
+    stage(
+        f"[{label}] open retrieval top-100, dsr BM25Index ({n_search} q)",
+        lambda: [ours.search(q, 100) for q in queries],
+        items=n_search,
+        unit="query",
+    )
     import rank_bm25
 
     library = rank_bm25.BM25Okapi([ours.query_tokens(t) for t in texts])
@@ -112,17 +136,24 @@ def bench_bm25(collection, label: str, n_search: int) -> None:
             scores = library.get_scores(tokens)
             scores.argsort()[::-1][:100]
 
-    fast = stage(f"[{label}] bm25s index build ({len(ids):,} sent.)", lambda: BM25SIndex(ids, texts),
-                 items=len(ids), unit="sent")
-    t_ref = stage(f"[{label}] open retrieval top-100, rank_bm25 get_scores ({len(token_lists)} q)",
-                  lambda: _timed(library_search), items=len(token_lists), unit="query") / len(token_lists)
-    t_fast = stage(f"[{label}] open retrieval top-100, bm25s ({n_search} q)",
-                   lambda: _timed(lambda: [fast.search(q, 100) for q in queries]), items=n_search,
-                   unit="query") / n_search
-    RESULTS.append({"stage": f"[{label}] open retrieval speed ratio bm25s / rank_bm25 get_scores",
-                    "ratio": t_ref / t_fast})
-    print(f"  [{label}] bm25s is {t_ref / t_fast:.1f}x faster than rank_bm25 for open retrieval",
-          file=sys.stderr)
+    fast = stage(f"[{label}] bm25s index build ({len(ids):,} sent.)", lambda: BM25SIndex(ids, texts), items=len(ids), unit="sent")
+    t_ref = stage(
+        f"[{label}] open retrieval top-100, rank_bm25 get_scores ({len(token_lists)} q)",
+        lambda: _timed(library_search),
+        items=len(token_lists),
+        unit="query",
+    ) / len(token_lists)
+    t_fast = (
+        stage(
+            f"[{label}] open retrieval top-100, bm25s ({n_search} q)",
+            lambda: _timed(lambda: [fast.search(q, 100) for q in queries]),
+            items=n_search,
+            unit="query",
+        )
+        / n_search
+    )
+    RESULTS.append({"stage": f"[{label}] open retrieval speed ratio bm25s / rank_bm25 get_scores", "ratio": t_ref / t_fast})
+    print(f"  [{label}] bm25s is {t_ref / t_fast:.1f}x faster than rank_bm25 for open retrieval", file=sys.stderr)
 
 
 def _timed(fn) -> float:
@@ -144,34 +175,63 @@ def bench_dense(collection, label: str, encode_limit: int | None) -> None:
     if encode_limit is not None and encode_limit < len(pool):
         # --quick: the cold rate on a slice, extrapolated to the whole pool
         sample = pool[:encode_limit]
-        stage(f"[{label}] encode {len(sample):,} sentences, cold (sample)",
-              lambda: embeddings.encode(sample, progress=True), items=len(sample), unit="sent")
+        stage(
+            f"[{label}] encode {len(sample):,} sentences, cold (sample)",
+            lambda: embeddings.encode(sample, progress=True),
+            items=len(sample),
+            unit="sent",
+        )
         rate = RESULTS[-1]["rate"]
         cpu_per_text = RESULTS[-1]["cpu_seconds"] / len(sample)
-        RESULTS.append({"stage": f"[{label}] dense cold over {len(pool):,} sent., extrapolated",
-                        "seconds": len(pool) / rate, "cpu_seconds": cpu_per_text * len(pool),
-                        "target": "< 360 s (42,300)"})
-        print(f"  [{label}] extrapolated cold encoding of {len(pool):,}: {len(pool) / rate:.0f} s wall, "
-              f"{cpu_per_text * len(pool):.0f} CPU s", file=sys.stderr)
+        RESULTS.append(
+            {
+                "stage": f"[{label}] dense cold over {len(pool):,} sent., extrapolated",
+                "seconds": len(pool) / rate,
+                "cpu_seconds": cpu_per_text * len(pool),
+                "target": "< 360 s (42,300)",
+            }
+        )
+        print(
+            f"  [{label}] extrapolated cold encoding of {len(pool):,}: {len(pool) / rate:.0f} s wall, "
+            f"{cpu_per_text * len(pool):.0f} CPU s",
+            file=sys.stderr,
+        )
         return
     embeddings.stats.reset()
-    stage(f"[{label}] dense rank, cold ({len(pool):,} cand. + {len(collection)} q)",
-          lambda: make_ranker("dense").rank(collection), items=len(pool) + len(collection), unit="text",
-          target="< 360 s (42,300)")
+    stage(
+        f"[{label}] dense rank, cold ({len(pool):,} cand. + {len(collection)} q)",
+        lambda: make_ranker("dense").rank(collection),
+        items=len(pool) + len(collection),
+        unit="text",
+        target="< 360 s (42,300)",
+    )
     embeddings.stats.reset()
     embeddings._caches.clear()  # read the cache back from disk, as a new process would
-    stage(f"[{label}] dense rank, warm (all vectors cached)",
-          lambda: make_ranker("dense").rank(collection), items=len(pool), unit="cand", target="< 10 s")
+    stage(
+        f"[{label}] dense rank, warm (all vectors cached)",
+        lambda: make_ranker("dense").rank(collection),
+        items=len(pool),
+        unit="cand",
+        target="< 10 s",
+    )
     assert embeddings.stats.encoded == 0, "the warm run encoded something"
     vectors = embeddings.encode(pool, progress=False)
     queries = vectors[: len(collection)] + 0.01  # query-like vectors near pool points
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     flat = stage(f"[{label}] faiss flat build ({len(pool):,})", lambda: build_faiss(vectors, "flat"))
-    stage(f"[{label}] faiss flat search top-100 ({len(queries)} q)", lambda: flat.search(queries, 100),
-          items=len(queries), unit="query")
+    stage(
+        f"[{label}] faiss flat search top-100 ({len(queries)} q)",
+        lambda: flat.search(queries, 100),
+        items=len(queries),
+        unit="query",
+    )
     hnsw = stage(f"[{label}] faiss hnsw build ({len(pool):,})", lambda: build_faiss(vectors, "hnsw"))
-    stage(f"[{label}] faiss hnsw search top-100 ({len(queries)} q)", lambda: hnsw.search(queries, 100),
-          items=len(queries), unit="query")
+    stage(
+        f"[{label}] faiss hnsw search top-100 ({len(queries)} q)",
+        lambda: hnsw.search(queries, 100),
+        items=len(queries),
+        unit="query",
+    )
 
 
 def bench_cross_encoder(collection, n_pairs: int) -> None:
@@ -195,22 +255,32 @@ def bench_cross_encoder(collection, n_pairs: int) -> None:
         stage("[synthetic] cross-encoder load (MiniLM-L6 size)", lambda: load_cross_encoder(folder, 256))
         for precision in ("fp32", "bf16"):
             reranker = make_reranker("cross-encoder", model=folder, query="last", precision=precision)
-            stage(f"[synthetic] cross-encoder rerank, {pairs} pairs (max_length 256, {precision})",
-                  lambda: reranker.rerank(subset, first), items=pairs, unit="pair",
-                  target=">= 100 pairs/s")
+            stage(
+                f"[synthetic] cross-encoder rerank, {pairs} pairs (max_length 256, {precision})",
+                lambda: reranker.rerank(subset, first),
+                items=pairs,
+                unit="pair",
+                target=">= 100 pairs/s",
+            )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer dialogues; dense cold rate on a sample")
-    parser.add_argument("--source", default=str(ROOT.parent / "shared" / "data" / "cmu_dog"),
-                        help="CMU_DoG raw folder (default ../shared/data/cmu_dog)")
+    parser.add_argument(
+        "--source",
+        default=str(ROOT.parent / "shared" / "data" / "cmu_dog"),
+        help="CMU_DoG raw folder (default ../shared/data/cmu_dog)",
+    )
     parser.add_argument("--home", help="DSR_HOME to use (default: a fresh temporary folder)")
     parser.add_argument("--skip", nargs="*", default=[], choices=["bm25", "dense", "cross", "cmu_dog"])
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    parser.add_argument("--threads", type=int, metavar="N",
-                        help="torch threads (default: torch's choice, one per core); on a machine "
-                             "shared with other jobs 1 can be faster than 2")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="torch threads (default: torch's choice, one per core); on a machine shared with other jobs 1 can be faster than 2",
+    )
     args = parser.parse_args(argv)
 
     home = args.home or tempfile.mkdtemp(prefix="dsr-bench-")
@@ -222,10 +292,15 @@ def main(argv=None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    header = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "machine": machine(),
-              "torch_threads": torch.get_num_threads(),
-              "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()), "versions": versions, "quick": args.quick,
-              "dsr_home": home}
+    header = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+        "machine": machine(),
+        "torch_threads": torch.get_num_threads(),
+        "load_average": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+        "versions": versions,
+        "quick": args.quick,
+        "dsr_home": home,
+    }
     print(f"bench_retrieval {header['date']} on {platform.node()}", file=sys.stderr)
 
     from dsr.collections.synthetic import text_collection
@@ -242,8 +317,7 @@ def main(argv=None) -> int:
         from dsr.collections import load_collection
 
         cmu = stage("[cmu_dog] build valid from raw files", lambda: load_collection("cmu_dog", source, "valid"))
-        print(f"  [cmu_dog] {len(cmu)} dialogues, {len(cmu.sentences()):,} distinct sentences",
-              file=sys.stderr)
+        print(f"  [cmu_dog] {len(cmu)} dialogues, {len(cmu.sentences()):,} distinct sentences", file=sys.stderr)
         if "bm25" not in args.skip:
             bench_bm25(cmu, "cmu_dog", n_search=min(len(cmu), 50 if args.quick else 200))
         if "dense" not in args.skip:
@@ -258,27 +332,34 @@ def main(argv=None) -> int:
 def print_table(header: dict) -> None:
     v = header["versions"]
     print(f"# bench_retrieval  {header['date']}{'  (--quick)' if header['quick'] else ''}")
-    print(f"machine: {header['machine']['platform']}, {header['machine']['cpus']} CPUs "
-          f"({header['machine']['processor']}), torch threads {header['torch_threads']}, "
-          f"load average at start {header['load_average']}")
-    print("versions: " + ", ".join(f"{k} {v[k]}" for k in (
-        "python", "numpy", "rank_bm25", "bm25s", "torch", "transformers", "sentence-transformers",
-        "faiss-cpu") if k in v))
+    print(
+        f"machine: {header['machine']['platform']}, {header['machine']['cpus']} CPUs "
+        f"({header['machine']['processor']}), torch threads {header['torch_threads']}, "
+        f"load average at start {header['load_average']}"
+    )
+    print(
+        "versions: "
+        + ", ".join(
+            f"{k} {v[k]}"
+            for k in ("python", "numpy", "rank_bm25", "bm25s", "torch", "transformers", "sentence-transformers", "faiss-cpu")
+            if k in v
+        )
+    )
     print()
-    print(f"| {'stage':<66} | {'seconds':>9} | {'CPU s':>8} | {'rate':>16} | {'peak RSS MiB':>12} "
-          f"| {'+RSS MiB':>8} | target |")
+    print(f"| {'stage':<66} | {'seconds':>9} | {'CPU s':>8} | {'rate':>16} | {'peak RSS MiB':>12} | {'+RSS MiB':>8} | target |")
     print(f"|{'-' * 68}|{'-' * 11}|{'-' * 10}|{'-' * 18}|{'-' * 14}|{'-' * 10}|--------|")
     for row in RESULTS:
         if "ratio" in row:
-            print(f"| {row['stage']:<66} | {'':>9} | {'':>8} | {row['ratio']:>14.1f} x | {'':>12} "
-                  f"| {'':>8} |  |")
+            print(f"| {row['stage']:<66} | {'':>9} | {'':>8} | {row['ratio']:>14.1f} x | {'':>12} | {'':>8} |  |")
             continue
         rate = f"{row['rate']:,.0f} {row['unit']}/s" if row.get("rate") else ""
         peak = f"{row['peak_rss_mib']:.0f}" if "peak_rss_mib" in row else ""
         grow = f"{row['rss_growth_mib']:.0f}" if "rss_growth_mib" in row else ""
         cpu = f"{row['cpu_seconds']:.2f}" if "cpu_seconds" in row else ""
-        print(f"| {row['stage']:<66} | {row['seconds']:9.2f} | {cpu:>8} | {rate:>16} | {peak:>12} "
-              f"| {grow:>8} | {row.get('target', '')} |")
+        print(
+            f"| {row['stage']:<66} | {row['seconds']:9.2f} | {cpu:>8} | {rate:>16} | {peak:>12} "
+            f"| {grow:>8} | {row.get('target', '')} |"
+        )
 
 
 if __name__ == "__main__":

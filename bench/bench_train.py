@@ -44,8 +44,22 @@ def worker(spec: dict) -> dict:
     from dsr.cli import main as dsr
 
     started = time.perf_counter()
-    code = dsr(["train", "cmu_dog", "--source", spec["source"], "--split", "train", "--name", "bench-train",
-                "--overwrite", "--precision", spec["precision"], *spec["extra"]])
+    code = dsr(
+        [
+            "train",
+            "cmu_dog",
+            "--source",
+            spec["source"],
+            "--split",
+            "train",
+            "--name",
+            "bench-train",
+            "--overwrite",
+            "--precision",
+            spec["precision"],
+            *spec["extra"],
+        ]
+    )
     total = time.perf_counter() - started
     if code != 0:
         raise SystemExit(f"dsr train failed with exit {code}")
@@ -65,8 +79,7 @@ def judged_ndcg(spec: dict, card: dict) -> float:
     from dsr.rankers import make_ranker
 
     judged = load_collection("cmu_dog_dev", spec["source"])
-    run = make_ranker("dense", model="dsr:bench-train", query=card["query"],
-                      text=card.get("text", "body")).rank(judged)
+    run = make_ranker("dense", model="dsr:bench-train", query=card["query"], text=card.get("text", "body")).rank(judged)
     return float(evaluate_run(qrels_from_collection(judged), run, ["nDCG@5"]).values[:, 0].mean())
 
 
@@ -76,13 +89,19 @@ def show(precision: str, got: dict) -> None:
     per_step = t["wall_seconds"] / max(t["steps"], 1)
     used = t.get("precision", {})
     print(f"\n## --precision {precision}: trained in {used.get('used', 'fp32')} ({used.get('why', 'before --precision')})")
-    print(f"recipe: {card.get('recipe') or card['kind']}; pairs {d['pairs']} ({d['positives']} positives), "
-          f"batch {card['parameters']['batch_size']}, max_length {card['parameters']['max_length']}, "
-          f"device {t['device']}")
-    print(f"steps {t['steps']}: load+train {t['wall_seconds']:.0f} s, {per_step:.2f} s/step, "
-          f"{card['parameters']['batch_size'] / per_step:.1f} examples/s")
-    print(f"held-out scoring + card: {t['total_seconds'] - t['wall_seconds']:.0f} s; "
-          f"whole command incl. collection build: {got['total_s']:.0f} s; peak RSS {got['peak_rss_mib']:.0f} MiB")
+    print(
+        f"recipe: {card.get('recipe') or card['kind']}; pairs {d['pairs']} ({d['positives']} positives), "
+        f"batch {card['parameters']['batch_size']}, max_length {card['parameters']['max_length']}, "
+        f"device {t['device']}"
+    )
+    print(
+        f"steps {t['steps']}: load+train {t['wall_seconds']:.0f} s, {per_step:.2f} s/step, "
+        f"{card['parameters']['batch_size'] / per_step:.1f} examples/s"
+    )
+    print(
+        f"held-out scoring + card: {t['total_seconds'] - t['wall_seconds']:.0f} s; "
+        f"whole command incl. collection build: {got['total_s']:.0f} s; peak RSS {got['peak_rss_mib']:.0f} MiB"
+    )
     held = (card.get("heldout") or {}).get("rankers", {}).get("model", {})
     if held:
         print("held-out (silver): " + ", ".join(f"{m} {v:.4f}" for m, v in held.items()))
@@ -93,10 +112,16 @@ def show(precision: str, got: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", default=str(ROOT.parent / "shared" / "data" / "cmu_dog"))
-    parser.add_argument("--no-judged", dest="judged", action="store_false",
-                        help="do not rank cmu_dog_dev's graded points with the trained model")
-    parser.add_argument("--precisions", nargs="+", default=["auto"], choices=("auto", "bf16", "fp32"),
-                        help="train once per value, in this order (default: auto)")
+    parser.add_argument(
+        "--no-judged", dest="judged", action="store_false", help="do not rank cmu_dog_dev's graded points with the trained model"
+    )
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        default=["auto"],
+        choices=("auto", "bf16", "fp32"),
+        help="train once per value, in this order (default: auto)",
+    )
     parser.add_argument("--keep", metavar="DIR", help="use DIR/PRECISION as DSR_HOME and keep the models")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args, extra = parser.parse_known_args()
@@ -108,8 +133,13 @@ def main() -> int:
     from dsr.core.provenance import package_versions
     from dsr.training.settings import DEFAULT_MODEL_TYPE, MODEL_DEFAULTS
 
-    print("versions: " + ", ".join(f"{k} {v}" for k, v in package_versions(
-        ("torch", "transformers", "sentence-transformers", "datasets", "accelerate")).items()))
+    print(
+        "versions: "
+        + ", ".join(
+            f"{k} {v}"
+            for k, v in package_versions(("torch", "transformers", "sentence-transformers", "datasets", "accelerate")).items()
+        )
+    )
     print(f"args: {' '.join(extra) or '(defaults)'}")
     judged = args.judged
     results = {}
@@ -117,9 +147,12 @@ def main() -> int:
         home = str(Path(args.keep) / precision) if args.keep else tempfile.mkdtemp(prefix="dsr-bench-train-")
         spec = {"home": home, "source": args.source, "precision": precision, "extra": extra, "judged": judged}
         try:
-            out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], text=True,
-                                 stdout=subprocess.PIPE, env={k: v for k, v in os.environ.items()
-                                                              if k != "PYTHONPATH"})
+            out = subprocess.run(
+                [sys.executable, __file__, "--worker", json.dumps(spec)],
+                text=True,
+                stdout=subprocess.PIPE,
+                env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+            )
         finally:
             if not args.keep:
                 shutil.rmtree(home, ignore_errors=True)
@@ -129,7 +162,7 @@ def main() -> int:
         results[precision] = json.loads(out.stdout.strip().splitlines()[-1])
         show(precision, results[precision])
     first = next(iter(results.values()))
-    if "--recipe" in extra:   # a named recipe (e.g. full): its own steps were timed above, not the default's
+    if "--recipe" in extra:  # a named recipe (e.g. full): its own steps were timed above, not the default's
         footer(info)
         return 0
     kind = "cross-encoder" if "cross-encoder" in extra else DEFAULT_MODEL_TYPE
@@ -137,16 +170,21 @@ def main() -> int:
     for precision, got in results.items():
         t = got["card"]["training"]
         per_step = t["wall_seconds"] / max(t["steps"], 1)
-        line = (f"--precision {precision}: estimated {kind} recipe at its default {default_steps} steps "
-                f"{(got['total_s'] - t['wall_seconds'] + per_step * default_steps) / 60:.1f} min; "
-                f"whole command {got['total_s'] / first['total_s']:.2f}x the first")
+        line = (
+            f"--precision {precision}: estimated {kind} recipe at its default {default_steps} steps "
+            f"{(got['total_s'] - t['wall_seconds'] + per_step * default_steps) / 60:.1f} min; "
+            f"whole command {got['total_s'] / first['total_s']:.2f}x the first"
+        )
         if got["judged_ndcg5"] is not None:
             line += f"; judged nDCG@5 {got['judged_ndcg5'] - first['judged_ndcg5']:+.4f} vs the first"
         print(line)
         training = per_step * default_steps
-        goal(f"--precision {precision}: the default {kind} recipe's training", f"{training:.0f} s at "
-             f"{default_steps} steps", "<= 300 s on 2 cores at equal or better dev figures (issue 34)",
-             training <= 300)
+        goal(
+            f"--precision {precision}: the default {kind} recipe's training",
+            f"{training:.0f} s at {default_steps} steps",
+            "<= 300 s on 2 cores at equal or better dev figures (issue 34)",
+            training <= 300,
+        )
     footer(info)
     return 0
 

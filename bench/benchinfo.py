@@ -44,9 +44,15 @@ def load() -> str:
 def header(title: str) -> dict[str, object]:
     """Print and return the bench's first lines: title, date, machine, load."""
     model, units = cpu_model()
-    info = {"bench": title, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "cpu": model,
-            "cores": os.cpu_count(), "units": units, "load_before": load(),
-            "python": platform.python_version()}
+    info = {
+        "bench": title,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "units": units,
+        "load_before": load(),
+        "python": platform.python_version(),
+    }
     print(f"# {title} - {info['date']}")
     print(f"machine: {model}, {info['cores']} cores, units: {', '.join(units) or 'none of ' + ', '.join(UNIT_FLAGS)}")
     print(f"load average before: {info['load_before']} (on {info['cores']} cores; the machine may be shared)")

@@ -34,8 +34,9 @@ def differences(old, new, where: str, old_root: str, new_root: str, tolerance: f
     if isinstance(old, list) and isinstance(new, list):
         if len(old) != len(new):
             return [f"{where}: {len(old)} items != {len(new)}"]
-        return [d for k, (a, b) in enumerate(zip(old, new))
-                for d in differences(a, b, f"{where}[{k}]", old_root, new_root, tolerance)]
+        return [
+            d for k, (a, b) in enumerate(zip(old, new)) for d in differences(a, b, f"{where}[{k}]", old_root, new_root, tolerance)
+        ]
     if isinstance(old, str) and isinstance(new, str):
         return [] if old.replace(old_root, "OUT") == new.replace(new_root, "OUT") else [f"{where}: {old!r} != {new!r}"]
     if (isinstance(old, float) and isinstance(new, (int, float))) or (isinstance(new, float) and isinstance(old, int)):
@@ -47,9 +48,13 @@ def differences(old, new, where: str, old_root: str, new_root: str, tolerance: f
 
 def compare(old: Path, new: Path, tolerance: float = 0.0) -> list[str]:
     roots = (str(old.resolve()), str(new.resolve()))
-    out = differences(json.loads((old / "results.json").read_text(encoding="utf-8")),
-                      json.loads((new / "results.json").read_text(encoding="utf-8")),
-                      "results.json", *roots, tolerance)
+    out = differences(
+        json.loads((old / "results.json").read_text(encoding="utf-8")),
+        json.loads((new / "results.json").read_text(encoding="utf-8")),
+        "results.json",
+        *roots,
+        tolerance,
+    )
     old_md = (old / "results.md").read_text(encoding="utf-8").replace(roots[0], "OUT")
     new_md = (new / "results.md").read_text(encoding="utf-8").replace(roots[1], "OUT")
     if tolerance == 0 and old_md != new_md:
@@ -70,15 +75,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("old", type=Path)
     parser.add_argument("new", type=Path)
-    parser.add_argument("--tolerance", type=float, default=0.0,
-                        help="largest |difference| allowed in results.json's numbers (0: identical, and "
-                             "the tables and run files too)")
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=0.0,
+        help="largest |difference| allowed in results.json's numbers (0: identical, and the tables and run files too)",
+    )
     args = parser.parse_args(argv)
     found = compare(args.old, args.new, args.tolerance)
     for line in found:
         print(line)
-    print(f"RESULT: {'the same table and runs' if not found else f'{len(found)} differences'} "
-          f"(tolerance {args.tolerance})")
+    print(f"RESULT: {'the same table and runs' if not found else f'{len(found)} differences'} (tolerance {args.tolerance})")
     return 1 if found else 0
 
 

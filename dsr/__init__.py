@@ -78,7 +78,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'dsr' has no attribute {name!r}")
     module, _, attr = _EXPORTS[name].partition(":")
     value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value   # once
+    globals()[name] = value  # once
     return value
 
 
@@ -86,14 +86,30 @@ def __dir__() -> list[str]:
     return __all__
 
 
-def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (),
-             measures: Sequence[str] | None = None, *, qrels: Any = None,
-             protocol: str | None = None, tune: Mapping[str, Any] | str | None = None,
-             baseline: str | None = None, splits_file: str | None = None, n_splits: int = 50,
-             seed: int = 0, target: str = "nDCG@5", primary: str | None = None,
-             subsets: Sequence[str] | None = None, test: str = "t", n_resamples: int = 10_000,
-             alpha: float = 0.05, correction: str = "holm", family: str = "runs", ci: str = "auto",
-             all_pairs: bool = False, progress: bool = False) -> Results:
+def evaluate(
+    collection: Any = None,
+    runs: Mapping[str, Any] | Sequence[Any] = (),
+    measures: Sequence[str] | None = None,
+    *,
+    qrels: Any = None,
+    protocol: str | None = None,
+    tune: Mapping[str, Any] | str | None = None,
+    baseline: str | None = None,
+    splits_file: str | None = None,
+    n_splits: int = 50,
+    seed: int = 0,
+    target: str = "nDCG@5",
+    primary: str | None = None,
+    subsets: Sequence[str] | None = None,
+    test: str = "t",
+    n_resamples: int = 10_000,
+    alpha: float = 0.05,
+    correction: str = "holm",
+    family: str = "runs",
+    ci: str = "auto",
+    all_pairs: bool = False,
+    progress: bool = False,
+) -> Results:
     """``dsr evaluate`` as a function; every option of the command is a keyword here.
 
     * ``collection``: a Collection, a registered name or a benchmark path; or None
@@ -137,10 +153,26 @@ def evaluate(collection: Any = None, runs: Mapping[str, Any] | Sequence[Any] = (
     if families and protocol != "official":
         raise InputError("tuning families needs protocol='official' (val/test splits)", field="tune")
     splits = resolve_splits(collection, splits_file, n_splits, seed) if protocol == "official" else None
-    return evaluate_runs(collection, named, measures, subsets=subsets, splits=splits, families=families,
-                         target=target, baseline=baseline, test=test, n_resamples=n_resamples, seed=seed,
-                         alpha=alpha, progress=progress, correction=correction, family=family, ci=ci,
-                         all_pairs=all_pairs, primary=primary)
+    return evaluate_runs(
+        collection,
+        named,
+        measures,
+        subsets=subsets,
+        splits=splits,
+        families=families,
+        target=target,
+        baseline=baseline,
+        test=test,
+        n_resamples=n_resamples,
+        seed=seed,
+        alpha=alpha,
+        progress=progress,
+        correction=correction,
+        family=family,
+        ci=ci,
+        all_pairs=all_pairs,
+        primary=primary,
+    )
 
 
 def _collection(collection: Any, qrels: Any):
@@ -149,8 +181,7 @@ def _collection(collection: Any, qrels: Any):
 
     if qrels is not None:
         if collection is not None:
-            raise InputError("give a collection or qrels, not both (a collection holds its qrels)",
-                             field="qrels")
+            raise InputError("give a collection or qrels, not both (a collection holds its qrels)", field="qrels")
         return collection_from_qrels(as_qrels(qrels))
     if collection is None:
         raise InputError("give a collection (a name, a path or a Collection) or qrels=", field="collection")
@@ -162,7 +193,7 @@ def _named_runs(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
     from dsr.core.run import as_run
     from dsr.evaluation.grouping import run_names
 
-    if isinstance(runs, Mapping):   # a callable (no arguments, returns a Run) is a lazy configuration
+    if isinstance(runs, Mapping):  # a callable (no arguments, returns a Run) is a lazy configuration
         return {str(name): run if callable(run) else as_run(run, str(name)) for name, run in runs.items()}
     paths = [str(r) for r in runs if isinstance(r, (str, os.PathLike))]
     file_names = run_names(paths)
@@ -177,9 +208,20 @@ def _named_runs(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
     return out
 
 
-def fuse(runs: Sequence[Any], method: str = "rrf", *, norm: str | None = None, k: float | None = None,
-         weight: float | None = None, weights: Sequence[float] | None = None, collection: Any = None,
-         qrels: Any = None, backend: str = "dsr", tag: str | None = None, **params: Any) -> Any:
+def fuse(
+    runs: Sequence[Any],
+    method: str = "rrf",
+    *,
+    norm: str | None = None,
+    k: float | None = None,
+    weight: float | None = None,
+    weights: Sequence[float] | None = None,
+    collection: Any = None,
+    qrels: Any = None,
+    backend: str = "dsr",
+    tag: str | None = None,
+    **params: Any,
+) -> Any:
     """Fuse runs (paths, Runs, DataFrames, ranx Runs or dicts) into one ``Run``.
 
     ``method``: one of :data:`dsr.core.fusion.METHODS`, dsr's kernels (rrf, isr, borda,
@@ -200,8 +242,9 @@ def fuse(runs: Sequence[Any], method: str = "rrf", *, norm: str | None = None, k
     from dsr.core.fusion_ranx import learns
     from dsr.core.run import as_run
 
-    params.update({name: value for name, value in (("norm", norm), ("k", k), ("weight", weight),
-                                                   ("weights", weights)) if value is not None})
+    params.update(
+        {name: value for name, value in (("norm", norm), ("k", k), ("weight", weight), ("weights", weights)) if value is not None}
+    )
     method = canonical(method)
     order = labels = None
     if collection is not None:

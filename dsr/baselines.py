@@ -84,7 +84,7 @@ DEFAULT_CROSS_ENCODER = "dsr:dialogue-minilm"
 #: what --fast means: int8 OpenVINO (its measured distance from torch: dsr/indexes/data/backend_deltas.json)
 FAST_BACKEND = "openvino-int8"
 DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
-RERANK_DEPTHS = (10, 20, None)          # None: rerank every candidate
+RERANK_DEPTHS = (10, 20, None)  # None: rerank every candidate
 BASELINE = "BM25"
 
 
@@ -97,21 +97,39 @@ def trained_default(spec: str = DEFAULT_CROSS_ENCODER) -> str | None:
 def skip_reason(no_cross_encoder: bool) -> str:
     if no_cross_encoder:
         return "skipped: --no-cross-encoder"
-    return (f"skipped: no cross-encoder given (--cross-encoder MODEL) and no trained default "
-            f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see docs/training.md)")
+    return (
+        f"skipped: no cross-encoder given (--cross-encoder MODEL) and no trained default "
+        f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see docs/training.md)"
+    )
 
 
-def reproduce(collection: Collection | str | Path | None = None, out: str | Path | None = None, *,
-              source: str | Path | None = None, split: str | None = None,
-              splits_file: str | Path | None = None, n_splits: int = 50, seed: int = 0,
-              target: str = "nDCG@5", measures: Sequence[str] | None = None,
-              strategies: Sequence[str] | None = None,
-              dense_model: str | None = DEFAULT_DENSE, trained_dense: str | None = None,
-              cross_encoder: str | None = None, ce_query: str | None = None,
-              backend: str = DEFAULT_BACKEND, test: str = "t", correction: str = "holm",
-              family: str = "runs", ci: str = "auto", all_pairs: bool = False,
-              primary: str | None = None, timer: StageTimer | None = None,
-              command: list[str] | None = None, skipped_reason: str | None = None) -> dict[str, Any]:
+def reproduce(
+    collection: Collection | str | Path | None = None,
+    out: str | Path | None = None,
+    *,
+    source: str | Path | None = None,
+    split: str | None = None,
+    splits_file: str | Path | None = None,
+    n_splits: int = 50,
+    seed: int = 0,
+    target: str = "nDCG@5",
+    measures: Sequence[str] | None = None,
+    strategies: Sequence[str] | None = None,
+    dense_model: str | None = DEFAULT_DENSE,
+    trained_dense: str | None = None,
+    cross_encoder: str | None = None,
+    ce_query: str | None = None,
+    backend: str = DEFAULT_BACKEND,
+    test: str = "t",
+    correction: str = "holm",
+    family: str = "runs",
+    ci: str = "auto",
+    all_pairs: bool = False,
+    primary: str | None = None,
+    timer: StageTimer | None = None,
+    command: list[str] | None = None,
+    skipped_reason: str | None = None,
+) -> dict[str, Any]:
     """``dsr reproduce`` as a function: the baseline suite on ``collection``, evaluated with
     the split protocol, written into ``out`` (report, ``runs/``, ``manifest.json``).
 
@@ -140,8 +158,7 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
             collection = _collection(collection, source, split)
         out = Path(out or Path("out") / slug(collection.name, "run"))
         # what out holds, replaced as a set (a file of yours in runs/ is refused, never deleted)
-        out_files = (*REPORT_FILES, "runs/*.run.gz", "runs/*.run.gz.json", "runs/*.run", "runs/*.run.json",
-                     "manifest.json")
+        out_files = (*REPORT_FILES, "runs/*.run.gz", "runs/*.run.gz.json", "runs/*.run", "runs/*.run.json", "manifest.json")
         out = check_replaceable(out, out_files, field="out")  # before the long work
         strategies = _check_suite(collection, strategies, ce_query)
         with timer("splits"):
@@ -151,28 +168,51 @@ def reproduce(collection: Collection | str | Path | None = None, out: str | Path
         # were a sixth of a warm run's CPU (measured). Paused while they are built and measured;
         # then kept out of its sight (frozen) while the report's figures, which do make cycles, are drawn.
         with gc_paused():
-            suite.build(dense_model, trained_dense, cross_encoder, ce_query,
-                        skipped_reason or "skipped: no cross-encoder given")
+            suite.build(dense_model, trained_dense, cross_encoder, ce_query, skipped_reason or "skipped: no cross-encoder given")
             with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
-                results = evaluate_runs(collection, suite.runs, measures, splits=splits,
-                                        families=suite.families, target=target, baseline=BASELINE,
-                                        test=test, seed=seed, run_info=suite.info, correction=correction,
-                                        family=family, ci=ci, all_pairs=all_pairs, primary=primary)
+                results = evaluate_runs(
+                    collection,
+                    suite.runs,
+                    measures,
+                    splits=splits,
+                    families=suite.families,
+                    target=target,
+                    baseline=BASELINE,
+                    test=test,
+                    seed=seed,
+                    run_info=suite.info,
+                    correction=correction,
+                    family=family,
+                    ci=ci,
+                    all_pairs=all_pairs,
+                    primary=primary,
+                )
                 results.notes.extend(suite.notes)
         command = command or ["dsr", "reproduce", collection.name]
-        asked = {"dense model": dense_model, "cross-encoder": cross_encoder,
-                 "cross-encoder query": ce_query or "from the model card, else all"}
+        asked = {
+            "dense model": dense_model,
+            "cross-encoder": cross_encoder,
+            "cross-encoder query": ce_query or "from the model card, else all",
+        }
         gc.freeze()
         try:
-            report, manifest = _write_outputs(out, out_files, suite, results, timer, command, started, asked,
-                                              drawers)
+            report, manifest = _write_outputs(out, out_files, suite, results, timer, command, started, asked, drawers)
         finally:
             gc.unfreeze()
         return {"results": results, "report": report, "manifest": manifest, "out": out}
 
 
-def _write_outputs(out: Path, out_files: tuple[str, ...], suite: Suite, results, timer: StageTimer,
-                   command: list[str], started: float, asked: dict[str, Any], drawers=None) -> tuple[dict, dict]:
+def _write_outputs(
+    out: Path,
+    out_files: tuple[str, ...],
+    suite: Suite,
+    results,
+    timer: StageTimer,
+    command: list[str],
+    started: float,
+    asked: dict[str, Any],
+    drawers=None,
+) -> tuple[dict, dict]:
     """Write the report, ``runs/`` and ``manifest.json`` into ``out`` as one set: built in a
     hidden sibling and swapped in, so a kill leaves the previous set or this one. Nothing in
     ``out`` is read back: warm runs reuse the caches under DSR_HOME (indexes, embeddings,
@@ -189,7 +229,7 @@ def _write_outputs(out: Path, out_files: tuple[str, ...], suite: Suite, results,
             report = report_json(results, command)
         timer.seconds["total"] = round(time.perf_counter() - started, 3)
         manifest = _manifest(suite.collection, results, suite, written, timer, command, asked)
-        write_json(staging / "manifest.json", public(manifest, out))   # no local path, user or host
+        write_json(staging / "manifest.json", public(manifest, out))  # no local path, user or host
     return report, manifest
 
 
@@ -207,15 +247,19 @@ def _collection(spec, source, split) -> Collection:
             "no COLLECTION given and the SIGIR 2022 files are not available "
             f"({err}). Fetch them with `dsr data fetch sigir2022`, pass them with "
             "`dsr reproduce sigir2022 --source DIR`, or run the bundled example: "
-            "`dsr reproduce sample`", field="collection") from None
+            "`dsr reproduce sample`",
+            field="collection",
+        ) from None
 
 
 def _check_suite(collection, strategies, ce_query) -> list[str]:
     """The query strategies to run (default: all), checked with the cross-encoder's, and a
     collection with candidates to rank."""
     if not any(d.candidates for d in collection):
-        raise InputError(f"collection {collection.name!r} has no candidates to rank; "
-                         "reproduce needs a benchmark with candidate lists", field="collection")
+        raise InputError(
+            f"collection {collection.name!r} has no candidates to rank; reproduce needs a benchmark with candidate lists",
+            field="collection",
+        )
     strategies = list(strategies or STRATEGIES)
     for q in strategies:
         check_strategy(q)
@@ -227,8 +271,7 @@ def _check_suite(collection, strategies, ce_query) -> list[str]:
 class Suite:
     """Builds the runs (untuned rows) and families (tuned rows) of the baseline table."""
 
-    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer,
-                 backend: str = "torch"):
+    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer, backend: str = "torch"):
         self.collection = collection
         self.backend = backend
         self.strategies = strategies
@@ -246,8 +289,14 @@ class Suite:
         self.order = collection.initial_order()
         self._modal: dict[str, Any] = {}
 
-    def build(self, dense_model: str | None, trained_dense: str | None, cross_encoder: str | None,
-              ce_query: str | None, skipped_reason: str) -> None:
+    def build(
+        self,
+        dense_model: str | None,
+        trained_dense: str | None,
+        cross_encoder: str | None,
+        ce_query: str | None,
+        skipped_reason: str,
+    ) -> None:
         """Every row: the floors, BM25, dense and RRF (with a dense model), the trained
         bi-encoder and the cross-encoder (when given; else a note on why not)."""
         export = self._export_in_background(dense_model)
@@ -286,8 +335,11 @@ class Suite:
         with self.timer("bm25", f"{len(self.strategies)} query strategies x {len(configs)} (k1, b)"):
             every: dict[str, Any] = {}
             # one call for every strategy: the index is loaded once, each strategy's query terms made once
-            runs = iter(BM25Ranker.rank_many(self.collection, [
-                BM25Ranker(query=q, **params) for q in self.strategies for params in configs.values()]))
+            runs = iter(
+                BM25Ranker.rank_many(
+                    self.collection, [BM25Ranker(query=q, **params) for q in self.strategies for params in configs.values()]
+                )
+            )
             for q in self.strategies:
                 family = {}
                 for name, params in configs.items():
@@ -323,8 +375,9 @@ class Suite:
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsr-export")
 
         def build():
-            with self.timer("export (beside bm25)"), forked.no_fork():   # BM25 stays in this process meanwhile
+            with self.timer("export (beside bm25)"), forked.no_fork():  # BM25 stays in this process meanwhile
                 return export_model(model, "bi-encoder", self.backend)
+
         future = pool.submit(build)
         pool.shutdown(wait=False)
         return future
@@ -334,18 +387,30 @@ class Suite:
         grid = {"bm25": self.strategies, "dense": self.strategies, "k": FusionRanker.GRID["k"]}
         configs: dict[str, Callable] = {}
         for name, params in grid_configs(grid).items():
+
             def make(qb=params["bm25"], qd=params["dense"], k=params["k"]):
-                run = fuse([self.bm25_default[qb], self.dense[qd]], "rrf", k=k,
-                           initial_order=self.order, tag=f"rrf-bm25_{qb}-dense_{qd}-k{k}")
-                run.config = {"fusion": "rrf", "k": k, "runs": [f"BM25 ({qb}) k1/b default",
-                                                                 f"dense ({qd})"],
-                              "collection": self.collection.describe()}
+                run = fuse(
+                    [self.bm25_default[qb], self.dense[qd]],
+                    "rrf",
+                    k=k,
+                    initial_order=self.order,
+                    tag=f"rrf-bm25_{qb}-dense_{qd}-k{k}",
+                )
+                run.config = {
+                    "fusion": "rrf",
+                    "k": k,
+                    "runs": [f"BM25 ({qb}) k1/b default", f"dense ({qd})"],
+                    "collection": self.collection.describe(),
+                }
                 return run
+
             configs[name] = make
         self.families["RRF(BM25, dense)"] = configs
         self.model_rows.add("RRF(BM25, dense)")
-        self.info["RRF(BM25, dense)"] = {"fusion": "rrf", "grid": {
-            "bm25 query": self.strategies, "dense query": self.strategies, "k": grid["k"]}}
+        self.info["RRF(BM25, dense)"] = {
+            "fusion": "rrf",
+            "grid": {"bm25 query": self.strategies, "dense query": self.strategies, "k": grid["k"]},
+        }
 
     def trained_dense(self, model: str, zero_shot: str | None = None) -> None:
         """The ``trained bi-encoder`` row: ``model`` with the query strategy and candidate text
@@ -357,8 +422,7 @@ class Suite:
         self.models["trained_dense"] = resolved.describe()
         described = ", ".join(f"{k} {v}" for k, v in same.items())
         with self.timer("trained bi-encoder", f"{model}, {described}"):
-            self._add_run("trained bi-encoder", make_ranker("dense", model=model, backend=self.backend,
-                                                            **same))
+            self._add_run("trained bi-encoder", make_ranker("dense", model=model, backend=self.backend, **same))
         self.model_rows.add("trained bi-encoder")
         if not zero_shot:
             return
@@ -368,8 +432,7 @@ class Suite:
                 self._add_run(name, make_ranker("dense", model=zero_shot, backend=self.backend, **same))
                 self.model_rows.add(name)
         self.info["trained bi-encoder"]["zero-shot row"] = name
-        self.notes.append(f"trained bi-encoder: the zero-shot row with the same query and "
-                          f"candidate text is {name!r}")
+        self.notes.append(f"trained bi-encoder: the zero-shot row with the same query and candidate text is {name!r}")
 
     def cross_encoder(self, model: str, query: str | None) -> None:
         """``cross-encoder``: the model reranking the top k of each BM25 and dense run, tuned
@@ -383,21 +446,31 @@ class Suite:
         configs: dict[str, Callable] = {}
         for depth in RERANK_DEPTHS:
             # reranking every candidate makes the first stage irrelevant (up to ties): one config
-            for stage_name, stage in (stages.items() if depth else [next(iter(stages.items()))]):
+            for stage_name, stage in stages.items() if depth else [next(iter(stages.items()))]:
+
                 def make(stage=stage, depth=depth, stage_name=stage_name):
                     run = rerank_top_k(self.collection, stage, scores, depth)
                     run.tag = f"cross-encoder-top{depth or 'all'}"
-                    run.config = {"reranker": "cross-encoder", "model": described, "query": query,
-                                  "top_k": depth, "first_stage": stage_name,
-                                  "collection": self.collection.describe()}
+                    run.config = {
+                        "reranker": "cross-encoder",
+                        "model": described,
+                        "query": query,
+                        "top_k": depth,
+                        "first_stage": stage_name,
+                        "collection": self.collection.describe(),
+                    }
                     return run
+
                 key = {"first stage": stage_name, "top_k": depth} if depth else {"top_k": "all"}
                 configs[config_name(key)] = make
         self.families["cross-encoder"] = configs
         self.model_rows.add("cross-encoder")
-        self.info["cross-encoder"] = {"reranker": "cross-encoder", "model": described, "params": params,
-                                      "grid": {"first stage": list(stages),
-                                               "top_k": [d or "all" for d in RERANK_DEPTHS]}}
+        self.info["cross-encoder"] = {
+            "reranker": "cross-encoder",
+            "model": described,
+            "params": params,
+            "grid": {"first stage": list(stages), "top_k": [d or "all" for d in RERANK_DEPTHS]},
+        }
 
     def _add_run(self, name: str, ranker) -> None:
         run = ranker.rank(self.collection)
@@ -415,11 +488,17 @@ class Suite:
         for name, run in self.runs.items():
             written[name] = self._write(folder, name, run, {"system": name})
         for family, run in self.modal_runs(results).items():
-            written[family] = self._write(folder, family, run, {
-                "system": family, "config": results.modal_config(family),
-                "chosen_on_val": results.systems[family].tuned.choice_counts(),
-                "note": "the configuration chosen most often over the splits; each split's own "
-                        "choice is in results.json"})
+            written[family] = self._write(
+                folder,
+                family,
+                run,
+                {
+                    "system": family,
+                    "config": results.modal_config(family),
+                    "chosen_on_val": results.systems[family].tuned.choice_counts(),
+                    "note": "the configuration chosen most often over the splits; each split's own choice is in results.json",
+                },
+            )
         for entry in written.values():
             entry["sha256"] = sha256_file(entry["path"])
             entry["path"] = str(shown / Path(entry["path"]).name)
@@ -435,11 +514,16 @@ class Suite:
         return dict(self._modal)
 
     def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
-        path = folder / f"{slug(name, 'run')}.run.gz"   # gzipped: 7x smaller; dsr reads it, `zcat` for trec_eval
+        path = folder / f"{slug(name, 'run')}.run.gz"  # gzipped: 7x smaller; dsr reads it, `zcat` for trec_eval
         described = self.collection.describe()
         note = exactness_note(described, self.backend) if name in self.model_rows else None
-        run.config = {**run.config, **extra, "collection": described, **({"exactness": note} if note else {}),
-                      "versions": package_versions()}
+        run.config = {
+            **run.config,
+            **extra,
+            "collection": described,
+            **({"exactness": note} if note else {}),
+            "versions": package_versions(),
+        }
         run.write(path)
         return {"path": str(path)}
 
@@ -453,8 +537,7 @@ def same_text_row(params: dict[str, Any]) -> str:
     return f"dense ({params['query']}, {', '.join(str(v) if k == 'text' else f'{k}={v}' for k, v in extra.items())})"
 
 
-def cross_encoder_scores(collection, model: str, query: str | None,
-                         backend: str = "torch") -> tuple[dict, dict, dict]:
+def cross_encoder_scores(collection, model: str, query: str | None, backend: str = "torch") -> tuple[dict, dict, dict]:
     """Cross-encoder score of every (dialogue, candidate) pair, cached under DSR_HOME/indexes.
 
     A model made by ``dsr train`` is scored with the query strategy and max
@@ -470,9 +553,13 @@ def cross_encoder_scores(collection, model: str, query: str | None,
         params.pop("backend")
     # a fast backend's scores are those of one export (its calibration): a re-made one scores anew
     keyed = params if backend == "torch" else {**params, "export": export_identity(resolved, "cross-encoder", backend)}
-    expected = expected_manifest("cross-encoder-scores", inputs=collection.content_hash, params=keyed,
-                                 model=resolved.describe(),
-                                 packages=("sentence-transformers", "transformers", "torch"))
+    expected = expected_manifest(
+        "cross-encoder-scores",
+        inputs=collection.content_hash,
+        params=keyed,
+        model=resolved.describe(),
+        packages=("sentence-transformers", "transformers", "torch"),
+    )
 
     def build(folder: Path) -> None:
         everything = Run({d.id: [(c.id, 0.0) for c in d.candidates] for d in collection}, "pairs")
@@ -480,17 +567,19 @@ def cross_encoder_scores(collection, model: str, query: str | None,
         table = {q: dict(ranked) for q, ranked in scored.rankings.items()}
         (folder / "scores.json").write_text(json.dumps(table), encoding="utf-8")
 
-    folder, _ = cached_build("cross-encoder-scores",
-                             f"{collection.name}-{resolved.key}-{params['query']}"
-                             + ("" if backend == "torch" else f"-{backend}"), expected, build,
-                             files=("scores.json",))
+    folder, _ = cached_build(
+        "cross-encoder-scores",
+        f"{collection.name}-{resolved.key}-{params['query']}" + ("" if backend == "torch" else f"-{backend}"),
+        expected,
+        build,
+        files=("scores.json",),
+    )
     table = json.loads((folder / "scores.json").read_text(encoding="utf-8"))
     scores = {(q, d): s for q, docs in table.items() for d, s in docs.items()}
     return scores, resolved.describe(), params
 
 
-def _manifest(collection, results, suite: Suite, written, timer: StageTimer, command,
-              models: dict[str, Any]) -> dict[str, Any]:
+def _manifest(collection, results, suite: Suite, written, timer: StageTimer, command, models: dict[str, Any]) -> dict[str, Any]:
     """``manifest.json``: what ran (``models``: the dense model, cross-encoder and its query
     as asked), on what, with which settings, versions and machine, and how long each stage took."""
     provenance = stamp(command)
@@ -501,17 +590,26 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
         "protocol": results.protocol_json(),
         "measures": results.measures,
         "baseline": BASELINE,
-        "significance": {"test": results.test, "alpha": results.alpha,
-                         "correction": results.correction, "family": results.family,
-                         "n_resamples": results.n_resamples, "seed": results.seed},
+        "significance": {
+            "test": results.test,
+            "alpha": results.alpha,
+            "correction": results.correction,
+            "family": results.family,
+            "n_resamples": results.n_resamples,
+            "seed": results.seed,
+        },
         "models": {"dense": suite.models.get("dense"), "cross_encoder": suite.models.get("cross_encoder")},
-        "parameters": {"query strategies": suite.strategies, "bm25": {"defaults": BM25Ranker.DEFAULTS,
-                                                                      "grid": BM25Ranker.GRID},
-                       "dense model": models["dense model"], "cross-encoder": models["cross-encoder"],
-                       "backend": suite.backend,
-                       "cross-encoder query": models["cross-encoder query"],
-                       "rerank depths": [d or "all" for d in RERANK_DEPTHS], "seed": suite.seed,
-                       "systems": suite.info},
+        "parameters": {
+            "query strategies": suite.strategies,
+            "bm25": {"defaults": BM25Ranker.DEFAULTS, "grid": BM25Ranker.GRID},
+            "dense model": models["dense model"],
+            "cross-encoder": models["cross-encoder"],
+            "backend": suite.backend,
+            "cross-encoder query": models["cross-encoder query"],
+            "rerank depths": [d or "all" for d in RERANK_DEPTHS],
+            "seed": suite.seed,
+            "systems": suite.info,
+        },
         "runs": written,
         "notes": results.notes,
         "versions": provenance["versions"],
@@ -519,4 +617,3 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
         "wall_time_s": dict(timer.seconds),
         **({"exactness": note} if (note := exactness_note(collection.describe(), suite.backend)) else {}),
     }
-

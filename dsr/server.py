@@ -49,11 +49,11 @@ def serve(board: Board, *, host: str, port: int) -> None:
 def serve_processes(config: BoardConfig, *, host: str, port: int) -> None:
     """Run ``config.processes`` processes of the site on one port until stopped; each makes
     its own :class:`Board` from ``config`` (:func:`site_from_environment`)."""
-    settings = {k: (None if v is None else str(v) if k == "store" else v)
-                for k, v in dataclasses.asdict(config).items()}
+    settings = {k: (None if v is None else str(v) if k == "store" else v) for k, v in dataclasses.asdict(config).items()}
     os.environ[SETTINGS_ENV] = json.dumps(settings)
-    uvicorn.run("dsr.server:site_from_environment", factory=True, workers=config.processes,
-                host=host, port=port, log_level="warning")
+    uvicorn.run(
+        "dsr.server:site_from_environment", factory=True, workers=config.processes, host=host, port=port, log_level="warning"
+    )
 
 
 def site_from_environment():

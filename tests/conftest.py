@@ -38,6 +38,7 @@ settings.load_profile("dsr")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if tiers.is_slow_by_rule(item):
@@ -68,7 +69,7 @@ def pytest_configure(config):
             os.environ.setdefault(name, share)
     processes.mark_this_run()
     tiers.install_guards()
-    if not hasattr(config, "workerinput"):      # where the reports arrive: keep the modules' costs
+    if not hasattr(config, "workerinput"):  # where the reports arrive: keep the modules' costs
         config.pluginmanager.register(order.Timings(config), "dsr-module-timings")
     # what module- and session-scoped fixtures see too (the per-test dsr_home below sets both
     # again): never the user's own ~/.cache/dsr, and the exact backend
@@ -94,8 +95,10 @@ def pytest_sessionfinish(session, exitstatus):
     lines = [processes.describe(p) for p in left]
     processes.kill_all(left)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    message = ("the test run left these processes running (killed now; a test or fixture "
-               "must stop what it starts):\n  " + "\n  ".join(lines))
+    message = (
+        "the test run left these processes running (killed now; a test or fixture "
+        "must stop what it starts):\n  " + "\n  ".join(lines)
+    )
     if reporter is not None:
         reporter.ensure_newline()
         reporter.write_sep("=", "processes left behind", red=True)
@@ -123,11 +126,10 @@ def library_log_handlers_write_to_this_tests_stderr():
     captured output. Rebind every handler whose stream is closed."""
     import logging
 
-    loggers = [logging.getLogger()] + [lg for lg in logging.Logger.manager.loggerDict.values()
-                                       if isinstance(lg, logging.Logger)]
+    loggers = [logging.getLogger()] + [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
     for logger in loggers:
         for handler in logger.handlers:
             stream = getattr(handler, "stream", None)
             if isinstance(handler, logging.StreamHandler) and getattr(stream, "closed", False):
-                handler.stream = sys.stderr   # not setStream: it flushes the closed stream
+                handler.stream = sys.stderr  # not setStream: it flushes the closed stream
     yield

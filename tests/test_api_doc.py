@@ -29,7 +29,7 @@ def test_every_python_block_of_the_api_doc_runs(walked, capsys):
     mean = frame[(frame.system == "BM25") & (frame.subset == "all") & (frame.measure == "nDCG@5")]["mean"]
     assert float(mean.iloc[0]) == results.summary("all")["BM25"]["nDCG@5"][0]
     assert set(frame.system) == {"BM25", "BM25>>bi-encoder", "dense", "RRF"}
-    assert frame[frame.system == "BM25"].p_holm.isna().all()        # the baseline has no p
+    assert frame[frame.system == "BM25"].p_holm.isna().all()  # the baseline has no p
     per_topic = walked["per_topic"]
     assert len(per_topic) == 4 * len(walked["collection"])
     assert walked["tuned"].systems["BM25 tuned"].kind == "tuned"
@@ -54,8 +54,10 @@ def test_runs_in_any_shape_evaluate_and_fuse_alike(walked):
     assert same.as_dict() == walked["rrf"].as_dict()
     mixed, results = walked["mixed"], walked["results"]
     assert list(mixed.runs) == ["bm25", "run2"]
-    pd.testing.assert_series_equal(mixed.per_topic_frame().query("system == 'run2'")["nDCG@5"].reset_index(drop=True),
-                                   results.per_topic_frame().query("system == 'dense'")["nDCG@5"].reset_index(drop=True))
+    pd.testing.assert_series_equal(
+        mixed.per_topic_frame().query("system == 'run2'")["nDCG@5"].reset_index(drop=True),
+        results.per_topic_frame().query("system == 'dense'")["nDCG@5"].reset_index(drop=True),
+    )
     alone = walked["alone"]
     assert alone.table("all").loc["BM25", "nDCG@5"] == results.table("all").loc["BM25", "nDCG@5"]
 

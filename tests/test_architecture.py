@@ -56,7 +56,7 @@ def _imported(path: Path) -> set[str]:
             names = [f"{node.module}.{alias.name}" for alias in node.names]
             submodules = [n for n in names if n in MODULES]
             found.update(submodules)
-            if len(submodules) < len(names):     # an object of the package itself
+            if len(submodules) < len(names):  # an object of the package itself
                 found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
@@ -87,8 +87,7 @@ def layer(module: str) -> int:
 
 
 def violations(rule) -> list[str]:
-    return [f"{name} imports {target}" for name, targets in GRAPH.items()
-            for target in sorted(targets) if not rule(name, target)]
+    return [f"{name} imports {target}" for name, targets in GRAPH.items() for target in sorted(targets) if not rule(name, target)]
 
 
 def test_every_unit_has_a_layer():
@@ -112,8 +111,7 @@ def test_core_files_import_only_core_files():
 def test_the_board_and_judging_are_separate_units():
     """Judging sits on the board (its database); the board knows nothing of judging:
     ``dsr serve`` adds judging's routers."""
-    assert not violations(lambda name, target: not (unit(name) == "dsr.board"
-                                                    and unit(target) == "dsr.judging"))
+    assert not violations(lambda name, target: not (unit(name) == "dsr.board" and unit(target) == "dsr.judging"))
 
 
 def test_both_web_applications_stand_on_the_web_core_which_imports_neither():
@@ -121,13 +119,19 @@ def test_both_web_applications_stand_on_the_web_core_which_imports_neither():
     ``dsr.web``: the board and judging import it, and it imports only core files."""
     users = {unit(name) for name, targets in GRAPH.items() for t in targets if unit(t) == "dsr.web"}
     assert {"dsr.board", "dsr.judging"} <= users and "dsr.web" in DECLARED["core_only"]
-    assert not violations(lambda name, target: unit(name) not in DECLARED["core_only"]
-                          or unit(target) == unit(name) or is_core(target))
+    assert not violations(
+        lambda name, target: unit(name) not in DECLARED["core_only"] or unit(target) == unit(name) or is_core(target)
+    )
 
 
 def test_only_the_web_applications_import_a_web_framework():
-    found = [f"{name} imports {m}" for name, path in MODULES.items() if unit(name) not in WEB_UNITS
-             for m in sorted(_imported(path)) if m.split(".")[0] in WEB]
+    found = [
+        f"{name} imports {m}"
+        for name, path in MODULES.items()
+        if unit(name) not in WEB_UNITS
+        for m in sorted(_imported(path))
+        if m.split(".")[0] in WEB
+    ]
     assert not found, found
 
 
@@ -174,8 +178,16 @@ def test_no_loop_between_modules():
 
 
 def test_the_rules_see_every_package():
-    assert {"dsr.collections", "dsr.rankers", "dsr.rerankers", "dsr.open_retrieval",
-            "dsr.evaluation", "dsr.board", "dsr.judging", "dsr.indexes"} <= {unit(m) for m in MODULES}
+    assert {
+        "dsr.collections",
+        "dsr.rankers",
+        "dsr.rerankers",
+        "dsr.open_retrieval",
+        "dsr.evaluation",
+        "dsr.board",
+        "dsr.judging",
+        "dsr.indexes",
+    } <= {unit(m) for m in MODULES}
     assert GRAPH["dsr.cli"], "the command line imports something"
 
 
@@ -184,11 +196,41 @@ def test_the_rules_see_every_package():
 #: third-party libraries too heavy for ``dsr --help`` (each costs tens to hundreds of ms, or
 #: more): imported on first use, in one place per module, or at the top of a module that is
 #: itself only imported on first use
-HEAVY = {"torch", "sentence_transformers", "transformers", "faiss", "pandas", "matplotlib",
-         "pyarrow", "ray", "openvino", "nncf", "fastapi", "starlette", "uvicorn", "sqlalchemy",
-         "alembic", "psycopg", "jinja2", "httpx", "scipy", "datasets", "accelerate", "bm25s",
-         "rank_bm25", "ir_measures", "pytrec_eval", "ir_datasets", "yaml", "mwparserfromhell",
-         "huggingface_hub", "safetensors", "tokenizers", "ranx", "numba"}
+HEAVY = {
+    "torch",
+    "sentence_transformers",
+    "transformers",
+    "faiss",
+    "pandas",
+    "matplotlib",
+    "pyarrow",
+    "ray",
+    "openvino",
+    "nncf",
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "sqlalchemy",
+    "alembic",
+    "psycopg",
+    "jinja2",
+    "httpx",
+    "scipy",
+    "datasets",
+    "accelerate",
+    "bm25s",
+    "rank_bm25",
+    "ir_measures",
+    "pytrec_eval",
+    "ir_datasets",
+    "yaml",
+    "mwparserfromhell",
+    "huggingface_hub",
+    "safetensors",
+    "tokenizers",
+    "ranx",
+    "numba",
+}
 
 IN_FLIGHT = ()
 #: the facade re-exports lazily by design (``import dsr`` loads nothing)
@@ -208,10 +250,13 @@ def _functions(tree: ast.AST):
 
 
 def test_no_function_is_over_a_hundred_lines():
-    long = [f"{name}.{fn.name} ({fn.end_lineno - fn.lineno + 1} lines)"
-            for name, path in MODULES.items() if not _in_flight(name)
-            for fn in _functions(ast.parse(path.read_text(encoding="utf-8")))
-            if fn.end_lineno - fn.lineno + 1 > LONGEST]
+    long = [
+        f"{name}.{fn.name} ({fn.end_lineno - fn.lineno + 1} lines)"
+        for name, path in MODULES.items()
+        if not _in_flight(name)
+        for fn in _functions(ast.parse(path.read_text(encoding="utf-8")))
+        if fn.end_lineno - fn.lineno + 1 > LONGEST
+    ]
     assert not long, "split these (docs/architecture.md): " + ", ".join(long)
 
 
@@ -246,10 +291,11 @@ def test_the_command_line_loads_no_heavy_library():
     import subprocess
     import sys
 
-    code = ("import sys; from dsr.cli import build_parser; build_parser(); "
-            f"print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout
+    code = (
+        "import sys; from dsr.cli import build_parser; build_parser(); "
+        f"print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
     assert not heavy_at_import("dsr.cli")
 
@@ -264,8 +310,7 @@ def test_project_modules_are_imported_at_the_top():
         for fn in _functions(ast.parse(path.read_text(encoding="utf-8"))):
             for node in ast.walk(fn):
                 if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    targets = {resolve(node.module)} | {resolve(f"{node.module}.{a.name}")
-                                                        for a in node.names}
+                    targets = {resolve(node.module)} | {resolve(f"{node.module}.{a.name}") for a in node.names}
                 elif isinstance(node, ast.Import):
                     targets = {resolve(a.name) for a in node.names}
                 else:
@@ -281,12 +326,21 @@ def test_the_standard_library_is_imported_at_the_top():
     loaded already), so importing one inside a function only hides what a module uses."""
     import sys
 
-    inner = [f"{name}:{node.lineno} imports {m}" for name, path in MODULES.items() if not _in_flight(name)
-             for fn in _functions(ast.parse(path.read_text(encoding="utf-8"))) for node in ast.walk(fn)
-             for m in ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                       [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
-                       else [])
-             if m.split(".")[0] in sys.stdlib_module_names]
+    inner = [
+        f"{name}:{node.lineno} imports {m}"
+        for name, path in MODULES.items()
+        if not _in_flight(name)
+        for fn in _functions(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(fn)
+        for m in (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module]
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+            else []
+        )
+        if m.split(".")[0] in sys.stdlib_module_names
+    ]
     assert not inner, inner
 
 
@@ -298,8 +352,13 @@ def test_each_heavy_library_is_imported_in_one_place_per_module():
         places: dict[str, set[str]] = {}
         for fn in _functions(ast.parse(path.read_text(encoding="utf-8"))):
             for node in ast.walk(fn):
-                libraries = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                             [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+                libraries = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module]
+                    if isinstance(node, ast.ImportFrom) and node.module
+                    else []
+                )
                 for library in libraries:
                     if library.split(".")[0] in HEAVY:
                         places.setdefault(library.split(".")[0], set()).add(fn.name)
@@ -316,7 +375,6 @@ def test_command_handlers_are_named_cmd():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "set_defaults":
                 for keyword in node.keywords:
-                    if keyword.arg == "func" and isinstance(keyword.value, ast.Name) \
-                            and not keyword.value.id.startswith("cmd_"):
+                    if keyword.arg == "func" and isinstance(keyword.value, ast.Name) and not keyword.value.id.startswith("cmd_"):
                         odd.append(f"{name}: {keyword.value.id}")
     assert not odd, odd

@@ -46,8 +46,9 @@ def sample():
 
 def _check_params(cls) -> None:
     params = cls.PARAMS
-    assert isinstance(params, tuple) and all(isinstance(p, Param) for p in params), \
+    assert isinstance(params, tuple) and all(isinstance(p, Param) for p in params), (
         f"{cls.__name__}: PARAMS, a tuple of Param (empty when it takes none)"
+    )
     assert len({p.name for p in params}) == len(params), f"{cls.__name__}: a Param declared twice"
     for p in params:
         if p.default is not None or not p.optional:

@@ -42,12 +42,26 @@ def test_the_worked_example_keeps_the_contract_and_loads(example, tmp_path):
     assert isinstance(example.SOURCE, SourceInfo) and example.SOURCE.name == "team_chats"
     assert all(isinstance(p, Param) for p in example.PARAMS)
     assert {"source", "split"} <= set(inspect.signature(example.build).parameters)
-    folder = _source(tmp_path, [
-        {"id": "d1", "title": "Jazz", "turns": ["who played?", "Miles"],
-         "candidates": [{"id": "s1", "text": "Miles Davis played trumpet.", "relevant": 1},
-                        {"id": "s2", "text": "Paris is in France.", "relevant": 0}]},
-        {"id": "d2", "title": "Tea", "turns": ["green or black?"],
-         "candidates": [{"id": "s1", "text": "Green tea is unoxidised.", "relevant": 1}]}])
+    folder = _source(
+        tmp_path,
+        [
+            {
+                "id": "d1",
+                "title": "Jazz",
+                "turns": ["who played?", "Miles"],
+                "candidates": [
+                    {"id": "s1", "text": "Miles Davis played trumpet.", "relevant": 1},
+                    {"id": "s2", "text": "Paris is in France.", "relevant": 0},
+                ],
+            },
+            {
+                "id": "d2",
+                "title": "Tea",
+                "turns": ["green or black?"],
+                "candidates": [{"id": "s1", "text": "Green tea is unoxidised.", "relevant": 1}],
+            },
+        ],
+    )
     collection = example.load(folder)
     assert isinstance(collection, Collection) and [d.id for d in collection.dialogues] == ["d1", "d2"]
     assert [c.label for c in collection.dialogues[0].candidates] == [1, 0]
@@ -57,8 +71,7 @@ def test_the_worked_example_keeps_the_contract_and_loads(example, tmp_path):
 
 
 def test_the_worked_example_names_the_line_of_a_bad_record(example, tmp_path):
-    folder = _source(tmp_path, [{"id": "d1", "title": "Jazz", "turns": ["hi"], "candidates": []},
-                                {"id": "d2", "title": "Tea"}])
+    folder = _source(tmp_path, [{"id": "d1", "title": "Jazz", "turns": ["hi"], "candidates": []}, {"id": "d2", "title": "Tea"}])
     with pytest.raises(InputError) as error:
         example.load(folder)
     assert error.value.line == 2 and "dialogues.jsonl" in str(error.value)

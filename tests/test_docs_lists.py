@@ -14,14 +14,23 @@ from tools import docs_lists
 ROOT = Path(__file__).resolve().parents[1]
 
 #: where each list is expected (so a block removed by mistake fails too)
-EXPECTED = {("README.md", "rankers"), ("README.md", "rerankers"), ("README.md", "fusion"),
-            ("docs/api.md", "collections"), ("docs/interchange.md", "queries"),
-            ("docs/models.md", "queries"), ("docs/protocol.md", "measures")}
+EXPECTED = {
+    ("README.md", "rankers"),
+    ("README.md", "rerankers"),
+    ("README.md", "fusion"),
+    ("docs/api.md", "collections"),
+    ("docs/interchange.md", "queries"),
+    ("docs/models.md", "queries"),
+    ("docs/protocol.md", "measures"),
+}
 
 
 def blocks() -> set[tuple[str, str]]:
-    return {(path.relative_to(ROOT).as_posix(), match.group(2)) for path in docs_lists.docs()
-            for match in docs_lists.BLOCK.finditer(path.read_text(encoding="utf-8"))}
+    return {
+        (path.relative_to(ROOT).as_posix(), match.group(2))
+        for path in docs_lists.docs()
+        for match in docs_lists.BLOCK.finditer(path.read_text(encoding="utf-8"))
+    }
 
 
 def test_every_registry_list_in_the_docs_is_what_the_registries_give():

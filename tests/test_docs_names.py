@@ -57,8 +57,10 @@ def test_no_doc_names_the_packages_issue_33_removed():
 def test_no_docstring_names_the_packages_issue_33_removed():
     """The same for the code's own docstrings and comments (``eval`` for ``dsr.evaluation``)."""
     stale = re.compile(r"``(eval|retrieval|indexes)``")
-    found = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
-             for path in sorted((ROOT / "dsr").rglob("*.py"))
-             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if stale.search(line) and "relayout" not in line]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in sorted((ROOT / "dsr").rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if stale.search(line) and "relayout" not in line
+    ]
     assert not found, found

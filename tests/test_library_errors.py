@@ -34,11 +34,17 @@ def library_files():
 
 
 def test_no_library_error_has_a_flag_as_its_field():
-    found = [f"{name}:{node.lineno}: field={kw.value.value!r}"
-             for name, tree in library_files() for node in ast.walk(tree) if isinstance(node, ast.Call)
-             for kw in node.keywords
-             if kw.arg == "field" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)
-             and kw.value.value.startswith("--")]
+    found = [
+        f"{name}:{node.lineno}: field={kw.value.value!r}"
+        for name, tree in library_files()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for kw in node.keywords
+        if kw.arg == "field"
+        and isinstance(kw.value, ast.Constant)
+        and isinstance(kw.value.value, str)
+        and kw.value.value.startswith("--")
+    ]
     assert not found, found
 
 
@@ -48,8 +54,7 @@ def test_no_library_error_message_names_a_flag():
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Raise) and node.exc is not None):
                 continue
-            text = "\n".join(n.value for n in ast.walk(node.exc)
-                           if isinstance(n, ast.Constant) and isinstance(n.value, str))
+            text = "\n".join(n.value for n in ast.walk(node.exc) if isinstance(n, ast.Constant) and isinstance(n.value, str))
             for flag in FLAG.findall(COMMAND.sub("", text)):
                 found.add((name, flag))
     assert not found - KNOWN, sorted(found - KNOWN)
@@ -61,8 +66,7 @@ def test_the_command_line_shows_the_parameters_as_its_flags():
     parser.add_argument("--min-dialogues", type=int)
     parser.add_argument("--phase")
     parser.add_argument("--db")
-    err = shown_as_flag(InputError("lower `min_dialogues` or `other`", field="phase_name"), parser,
-                        argparse.Namespace())
+    err = shown_as_flag(InputError("lower `min_dialogues` or `other`", field="phase_name"), parser, argparse.Namespace())
     assert str(err) == "field '--phase': lower --min-dialogues or `other`"
     err = shown_as_flag(InputError("not a database URL", field="url"), parser, argparse.Namespace())
     assert err.field == "--db"

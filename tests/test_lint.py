@@ -62,7 +62,7 @@ def test_mypy_finds_what_it_should(tmp_path):
     done = _run(_tool("mypy"), "--no-incremental", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "dsr/core/loose.py:1: error: Function is missing a type annotation  [no-untyped-def]" in done.stdout
-    assert 'dsr/wrong.py:1: error: Incompatible types in assignment' in done.stdout
+    assert "dsr/wrong.py:1: error: Incompatible types in assignment" in done.stdout
 
 
 def test_ci_and_pre_commit_run_make_lint():

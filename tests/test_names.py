@@ -27,8 +27,7 @@ def _undefined(paths: list[Path]) -> list[str]:
             super().__init__(None, None)
 
         def flake(self, message):
-            if isinstance(message, (messages.UndefinedName, messages.UndefinedLocal,
-                                    messages.UndefinedExport)):
+            if isinstance(message, (messages.UndefinedName, messages.UndefinedLocal, messages.UndefinedExport)):
                 found.append(str(message))
 
         def syntaxError(self, filename, msg, lineno, offset, text):
@@ -44,8 +43,7 @@ def _undefined(paths: list[Path]) -> list[str]:
 
 
 def test_no_undefined_names():
-    files = [p for folder in FOLDERS if (ROOT / folder).is_dir()
-             for p in sorted((ROOT / folder).rglob("*.py"))]
+    files = [p for folder in FOLDERS if (ROOT / folder).is_dir() for p in sorted((ROOT / folder).rglob("*.py"))]
     assert len(files) > 100
     found = _undefined(files)
     assert not found, "\n".join(found)

@@ -42,8 +42,10 @@ def test_the_layer_paragraph_says_what_the_architecture_test_enforces():
 def test_a_docstring_written_by_hand_is_caught_and_rewritten(tmp_path):
     (tmp_path / "dsr" / "web").mkdir(parents=True)
     shutil.copy(ROOT / "dsr" / "layers.toml", tmp_path / "dsr" / "layers.toml")
-    stale_text = ('"""``import dsr``: the API.\n\nThe code lives in three packages, ``retrieval``, ``indexes``'
-                  ' and ``eval``.\n"""\n\nfrom __future__ import annotations\n')
+    stale_text = (
+        '"""``import dsr``: the API.\n\nThe code lives in three packages, ``retrieval``, ``indexes``'
+        ' and ``eval``.\n"""\n\nfrom __future__ import annotations\n'
+    )
     (tmp_path / "dsr" / "__init__.py").write_text(stale_text)
     (tmp_path / "dsr" / "web" / "__init__.py").write_text("")
     assert package_docs.stale(tmp_path) == ["dsr", "dsr.web"]
@@ -63,8 +65,13 @@ def test_a_docstring_written_by_hand_is_caught_and_rewritten(tmp_path):
 
 def _module(dotted: str) -> Path | None:
     path = ROOT.joinpath(*dotted.split("."))
-    return path / "__init__.py" if (path / "__init__.py").exists() else \
-        path.with_suffix(".py") if path.with_suffix(".py").exists() else None
+    return (
+        path / "__init__.py"
+        if (path / "__init__.py").exists()
+        else path.with_suffix(".py")
+        if path.with_suffix(".py").exists()
+        else None
+    )
 
 
 def _top_names(path: Path) -> set[str]:
@@ -75,12 +82,14 @@ def _top_names(path: Path) -> set[str]:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names.update(t.id for t in targets if isinstance(t, ast.Name))
-            names.update(e.id for t in targets if isinstance(t, ast.Tuple) for e in t.elts
-                         if isinstance(e, ast.Name))
+            names.update(e.id for t in targets if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name))
         elif isinstance(node, ast.ImportFrom):
             names.update(a.asname or a.name for a in node.names)
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) \
-                and any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in node.targets):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Dict)
+            and any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in node.targets)
+        ):
             names.update(k.value for k in node.value.keys if isinstance(k, ast.Constant))  # the facade's
     return names
 
@@ -105,15 +114,16 @@ def _missing(package: str, docstring: str) -> list[str]:
 
 
 def test_package_docstrings_name_only_modules_that_exist():
-    missing = {name: _missing(name, ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "")
-               for name, path in PACKAGES.items()}
+    missing = {
+        name: _missing(name, ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "")
+        for name, path in PACKAGES.items()
+    }
     assert not {name: found for name, found in missing.items() if found}
 
 
 def test_a_module_that_does_not_exist_is_caught():
     assert _missing("dsr.board", "* ``store`` — run files\n* ``archive`` — run files") == ["dsr.board.store"]
-    assert _missing("dsr", "see :mod:`dsr.evaluation.nowhere` and :func:`dsr.core.run.load_run`") == \
-        ["dsr.evaluation.nowhere"]
+    assert _missing("dsr", "see :mod:`dsr.evaluation.nowhere` and :func:`dsr.core.run.load_run`") == ["dsr.evaluation.nowhere"]
     assert _missing("dsr", "``dsr/cli/nowhere.py``") == ["dsr/cli/nowhere.py"]
 
 
@@ -122,8 +132,10 @@ def test_docs_architecture_draws_the_layers_in_order():
     drawing = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split("```")[1]
     drawn = []
     for line in drawing.splitlines():
-        names = re.findall(r"(?:^|[─\s])([a-z_]+)(?:/|\.py)(?=\s)", line.split("  ")[0] if "─" not in line
-                           else line.split("─", 1)[1].split("   ")[0] + " ")
+        names = re.findall(
+            r"(?:^|[─\s])([a-z_]+)(?:/|\.py)(?=\s)",
+            line.split("  ")[0] if "─" not in line else line.split("─", 1)[1].split("   ")[0] + " ",
+        )
         if line.startswith("dsr/"):
             drawn.append({"dsr"})
         elif names:

@@ -12,12 +12,21 @@ from tests.support import processes
 
 
 def test_a_process_started_during_the_run_is_found_even_in_its_own_session_and_killed():
-    token = uuid.uuid4().hex      # another run's mark: this run's own check is not disturbed
+    token = uuid.uuid4().hex  # another run's mark: this run's own check is not disturbed
     env = {**os.environ, processes.MARK: token}
     # a grandchild in a new session whose parent has already exited (reparented, as a daemon is)
-    launcher = subprocess.run([sys.executable, "-c", "import subprocess; print(subprocess.Popen(['sleep', '60'], "
-                               "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)"],
-                              env=env, capture_output=True, text=True, check=True)
+    launcher = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess; print(subprocess.Popen(['sleep', '60'], "
+            "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid)",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     orphan = int(launcher.stdout)
     untagged = subprocess.Popen(["sleep", "60"], env={k: v for k, v in env.items() if k != processes.MARK})
     try:

@@ -69,7 +69,7 @@ def printed_table(out: str, title: str, rows: int) -> list[str]:
     lines = out.splitlines()
     starts = [i for i, line in enumerate(lines) if line.strip() == title.strip()]
     assert starts, f"the command printed no line {title!r}:\n{out[:3000]}"
-    return lines[starts[0]:starts[0] + rows]
+    return lines[starts[0] : starts[0] + rows]
 
 
 def argv_of(command: str, shared: Path) -> list[str]:
@@ -81,7 +81,7 @@ def argv_of(command: str, shared: Path) -> list[str]:
 def test_every_table_of_the_readme_is_marked_with_its_command():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     marked = {command for name, command, _ in published() if name == "README.md"}
-    assert any(c.startswith("dsr reproduce cmu_dog_dev") for c in marked)   # the headline
+    assert any(c.startswith("dsr reproduce cmu_dog_dev") for c in marked)  # the headline
     # every printed table in the README (a ```text block with a "by subset" title) has a marker
     blocks = re.findall(r"```text\n(.*?)```", text, re.S)
     tables = [b for b in blocks if "(primary measure) by subset" in b.splitlines()[0]]
@@ -91,8 +91,10 @@ def test_every_table_of_the_readme_is_marked_with_its_command():
 def test_the_comparison_names_each_differing_cell():
     expected = ["T", "system     all (5)   a (2)", "dense (last)   0.5000±0.1000▲   0.4000±0.2000"]
     printed = ["T", "system     all (5)   a (2)", "dense (last)   0.5000±0.1000   0.4100±0.2000"]
-    assert differences(expected, printed) == ["'dense (last)' / all (5): README 0.5000±0.1000▲, printed 0.5000±0.1000",
-                                              "'dense (last)' / a (2): README 0.4000±0.2000, printed 0.4100±0.2000"]
+    assert differences(expected, printed) == [
+        "'dense (last)' / all (5): README 0.5000±0.1000▲, printed 0.5000±0.1000",
+        "'dense (last)' / a (2): README 0.4000±0.2000, printed 0.4100±0.2000",
+    ]
     assert differences(expected, expected) == []
 
 
@@ -107,14 +109,17 @@ def one_home(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name, command, table", published(), ids=[f"{n}:{c}" for n, c, _ in published()])
-def test_the_published_table_is_what_its_command_prints(name, command, table, one_home, shared_data, tmp_path,
-                                                        monkeypatch, capsys):
+def test_the_published_table_is_what_its_command_prints(
+    name, command, table, one_home, shared_data, tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv("DSR_HOME", str(one_home))
-    monkeypatch.delenv("DSR_BACKEND", raising=False)      # the README's settings: the default backend
+    monkeypatch.delenv("DSR_BACKEND", raising=False)  # the README's settings: the default backend
     monkeypatch.chdir(tmp_path)
     assert main(argv_of(command, shared_data)) == 0
     out = capsys.readouterr().out
     got = printed_table(out, table[0], len(table))
     diff = differences(table, got)
-    assert not diff, (f"{name}: `{command}` prints another table than the one published "
-                      f"({len(diff)} cell(s)); update {name} in the same commit:\n" + "\n".join(diff))
+    assert not diff, (
+        f"{name}: `{command}` prints another table than the one published "
+        f"({len(diff)} cell(s)); update {name} in the same commit:\n" + "\n".join(diff)
+    )

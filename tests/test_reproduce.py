@@ -14,8 +14,7 @@ from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory) -> Path:
-    return make_tiny_bert(tmp_path_factory.mktemp("ce"), collection_texts(load_collection("sample")),
-                          initializer_range=0.5)
+    return make_tiny_bert(tmp_path_factory.mktemp("ce"), collection_texts(load_collection("sample")), initializer_range=0.5)
 
 
 @pytest.mark.slow
@@ -37,7 +36,7 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
     assert {"random", "initial", "BM25", "BM25 (last)", "BM25 (title+all)"} <= set(runs)
     # every run file written is a valid submission for the collection
     for entry in runs.values():
-        assert not Path(entry["path"]).is_absolute()                # relative to the report
+        assert not Path(entry["path"]).is_absolute()  # relative to the report
         assert main(["validate", "sample", str(out / entry["path"])]) == 0
     # and dsr evaluate, and the report's per-topic values, agree with a plain walk of each file
     from tools import crosscheck_eval
@@ -59,8 +58,7 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
     untuned = table[table.block == "all"]
     assert set(untuned.loc[untuned.run == "BM25", "kind"]) == {"tuned"}
     assert "BM25 (baseline)" in printed and "nDCG@5 (primary measure) by subset" in printed
-    assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "10",
-                 "--verbose"]) == 0
+    assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "10", "--verbose"]) == 0
     assert "BM25 (baseline) (tuned, out of sample)" in capsys.readouterr().out
     curves = results["figures"]["recall_at_k"]
     assert {"BM25", "BM25 (last)", "random"} <= set(curves)
@@ -87,10 +85,9 @@ def full_run(tmp_path_factory, tiny_cross_encoder):
     args = [*FULL, "--cross-encoder", str(tiny_cross_encoder)]
     out = tmp_path_factory.mktemp("full") / "a"
     err = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err), \
-            contextlib.redirect_stdout(io.StringIO()):
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         patch.setenv("DSR_HOME", str(home))
-        patch.setattr("dsr.core.quiet.progress_shown", lambda: True)   # build notices: a terminal's
+        patch.setattr("dsr.core.quiet.progress_shown", lambda: True)  # build notices: a terminal's
         stats.reset()
         assert main([*args, "--out", str(out)]) == 0
     return home, args, out, err.getvalue(), stats.encoded
@@ -126,7 +123,7 @@ def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(full_run
     home, args, exact_out, _, _ = full_run
     monkeypatch.setenv("DSR_HOME", str(home))
     monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)
-    exports.seed(home, "all-MiniLM-L6-v2", "bi-encoder", "openvino")   # the run's one export of it
+    exports.seed(home, "all-MiniLM-L6-v2", "bi-encoder", "openvino")  # the run's one export of it
     assert main([*args, "--backend", "openvino", "--out", str(tmp_path / "fast")]) == 0
     manifest = json.loads((tmp_path / "fast" / "manifest.json").read_text())
     assert manifest["parameters"]["backend"] == "openvino"
@@ -163,8 +160,11 @@ def _means(out: Path, measure: str) -> dict[tuple[str, str, str], float]:
     import csv
 
     with open(out / "results.csv", newline="", encoding="utf-8") as f:
-        return {(r["block"], r["subset"], r["run"]): float(r["mean"])
-                for r in csv.DictReader(f) if r["measure"] == measure and r["mean"]}
+        return {
+            (r["block"], r["subset"], r["run"]): float(r["mean"])
+            for r in csv.DictReader(f)
+            if r["measure"] == measure and r["mean"]
+        }
 
 
 def test_reproduce_without_a_collection_says_what_to_do(tmp_path, capsys):
@@ -193,17 +193,33 @@ def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_pa
     base = Path(resolve_model("all-MiniLM-L6-v2", "bi-encoder").path)
     trained = tmp_path / "same-weights"
     shutil.copytree(base, trained)
-    (trained / CARD_FILE).write_text(json.dumps({"kind": "bi-encoder", "query": "title+recent",
-                                                 "text": "title: body"}), encoding="utf-8")
+    (trained / CARD_FILE).write_text(
+        json.dumps({"kind": "bi-encoder", "query": "title+recent", "text": "title: body"}), encoding="utf-8"
+    )
     out = tmp_path / "out"
-    assert main(["reproduce", "sample", "--queries", "title+recent", "--n-splits", "5",
-                 "--no-cross-encoder", "--trained-dense", str(trained), "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "sample",
+                "--queries",
+                "title+recent",
+                "--n-splits",
+                "5",
+                "--no-cross-encoder",
+                "--trained-dense",
+                str(trained),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     manifest = json.loads((out / "manifest.json").read_text())
     row = "dense (title+recent, title: body)"
     assert manifest["parameters"]["systems"]["trained bi-encoder"]["zero-shot row"] == row
     assert manifest["parameters"]["systems"][row]["params"]["text"] == "title: body"
-    runs = {name: load_run(out / manifest["runs"][name]["path"])
-            for name in ("trained bi-encoder", row, "dense (title+recent)")}
+    runs = {name: load_run(out / manifest["runs"][name]["path"]) for name in ("trained bi-encoder", row, "dense (title+recent)")}
     assert runs["trained bi-encoder"].rankings == runs[row].rankings
     assert runs[row].rankings != runs["dense (title+recent)"].rankings
     means = _means(out, "nDCG@5")

@@ -25,6 +25,7 @@ class _Item:
 @pytest.fixture
 def as_test(request):
     """Run a block as if inside another (fake) test; the real one is restored after."""
+
     def enter(nodeid: str, slow: bool):
         tiers.running(_Item(nodeid, slow))
 
@@ -37,9 +38,9 @@ def test_starting_something_slow_fails_an_unmarked_test_and_names_the_mark(as_te
     with pytest.raises(pytest.fail.Exception, match=r"test_quick starts PostgreSQL: mark it @pytest.mark.slow"):
         tiers.require_slow("PostgreSQL")
     as_test("tests/test_x.py::test_db", slow=True)
-    tiers.require_slow("PostgreSQL")        # marked: allowed
+    tiers.require_slow("PostgreSQL")  # marked: allowed
     tiers.running(None)
-    tiers.require_slow("PostgreSQL")        # outside a test (a benchmark, a tool): allowed
+    tiers.require_slow("PostgreSQL")  # outside a test (a benchmark, a tool): allowed
 
 
 def test_dsr_exports_trainings_and_ray_are_guarded():
@@ -57,7 +58,7 @@ def test_dsr_exports_trainings_and_ray_are_guarded():
     assert biencoder.start_work is steps.start_work is crossencoder.start_work
     with pytest.raises(pytest.fail.Exception, match="starts Ray"):
         Executor(workers=2).__enter__()
-    with Executor(workers=0):     # no Ray asked: nothing started, nothing to mark
+    with Executor(workers=0):  # no Ray asked: nothing started, nothing to mark
         pass
 
 
@@ -80,7 +81,7 @@ def test_every_collected_test_taking_a_slow_fixture_is_marked_slow(request):
     taking = [item for item in items if tiers.is_slow_by_rule(item)]
     assert all(item.get_closest_marker("slow") for item in taking)
     if any("postgres" in item.fixturenames for item in items):
-        assert taking       # the rule sees them (it is not a rule over nothing)
+        assert taking  # the rule sees them (it is not a rule over nothing)
 
 
 def test_the_makefile_runs_the_tiers_in_parallel_with_durations():
@@ -104,9 +105,15 @@ class _Ordered:
 def test_the_costliest_modules_run_first_and_each_module_stays_together_in_its_order():
     from tests.support import order
 
-    items = [_Ordered("a.py::t1"), _Ordered("a.py::t2", slow=True), _Ordered("b.py::t1"), _Ordered("b.py::t2"),
-             _Ordered("c.py::t1", slow=True), _Ordered("c.py::t2", slow=True), _Ordered("d.py::t1")]
-    measured = {"b.py": 40.0, "a.py": 3.0}          # c.py and d.py never measured: 10 s per slow test
+    items = [
+        _Ordered("a.py::t1"),
+        _Ordered("a.py::t2", slow=True),
+        _Ordered("b.py::t1"),
+        _Ordered("b.py::t2"),
+        _Ordered("c.py::t1", slow=True),
+        _Ordered("c.py::t2", slow=True),
+        _Ordered("d.py::t1"),
+    ]
+    measured = {"b.py": 40.0, "a.py": 3.0}  # c.py and d.py never measured: 10 s per slow test
     order.by_cost(items, measured)
-    assert [i.nodeid for i in items] == ["b.py::t1", "b.py::t2", "c.py::t1", "c.py::t2", "a.py::t1", "a.py::t2",
-                                         "d.py::t1"]
+    assert [i.nodeid for i in items] == ["b.py::t1", "b.py::t2", "c.py::t1", "c.py::t2", "a.py::t1", "a.py::t2", "d.py::t1"]

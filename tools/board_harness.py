@@ -59,7 +59,7 @@ class Postgres:
         self.root = Path(tempfile.mkdtemp(prefix="dsr-pg-"))
         self.port = free_port()
         self.as_user: list[str] = []
-        if os.geteuid() == 0:    # PostgreSQL refuses to run as root
+        if os.geteuid() == 0:  # PostgreSQL refuses to run as root
             shutil.chown(self.root, "postgres", "postgres")
             self.as_user = ["runuser", "-u", "postgres", "--"]
         (self.root / "sock").mkdir()
@@ -71,12 +71,14 @@ class Postgres:
 
     def start(self) -> None:
         data = self.root / "data"
-        self._run(str(self.bindir / "initdb"), "-D", str(data), "-U", "dsr", "--auth=trust",
-                  "-E", "UTF8", "--no-locale")
-        options = (f"-p {self.port} -k {self.root / 'sock'} -c listen_addresses=127.0.0.1 "
-                   "-c max_connections=200 -c fsync=off -c synchronous_commit=off")
-        self._run(str(self.bindir / "pg_ctl"), "-D", str(data), "-o", options,
-                  "-l", str(self.root / "log"), "-w", "-t", "60", "start")
+        self._run(str(self.bindir / "initdb"), "-D", str(data), "-U", "dsr", "--auth=trust", "-E", "UTF8", "--no-locale")
+        options = (
+            f"-p {self.port} -k {self.root / 'sock'} -c listen_addresses=127.0.0.1 "
+            "-c max_connections=200 -c fsync=off -c synchronous_commit=off"
+        )
+        self._run(
+            str(self.bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(self.root / "log"), "-w", "-t", "60", "start"
+        )
 
     def stop(self) -> None:
         with contextlib.suppress(Exception):
@@ -93,8 +95,7 @@ class Postgres:
         import psycopg
 
         name = f"board_{os.getpid()}_{next(_db_counter)}"
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=dsr dbname=postgres",
-                             autocommit=True) as conn:
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=dsr dbname=postgres", autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return f"postgresql://dsr@127.0.0.1:{self.port}/{name}"
 
@@ -126,7 +127,7 @@ def sample_runs(folder: Path) -> Path:
     hidden = {}
     for d in collection.dialogues:
         grades = rng.choice([0, 0, 0, 1, 2, 3], size=len(d.candidates))
-        grades[rng.integers(len(grades))] = 3          # every topic has a relevant candidate
+        grades[rng.integers(len(grades))] = 3  # every topic has a relevant candidate
         hidden[d.id] = {c.id: int(g) for c, g in zip(d.candidates, grades)}
     write_qrels(hidden, folder / "hidden.qrels")
     return folder
@@ -139,8 +140,7 @@ def read(path: Path) -> bytes:
 def retag(data: bytes, tag: str) -> bytes:
     """The same run (same lines, same scores) under another tag: other bytes, so a board
     does not take it for a duplicate."""
-    return b"".join(line.rsplit(b" ", 1)[0] + b" " + tag.encode() + b"\n"
-                    for line in data.splitlines())
+    return b"".join(line.rsplit(b" ", 1)[0] + b" " + tag.encode() + b"\n" for line in data.splitlines())
 
 
 def make_board(db_url: str, tmp_path: Path, **config):
@@ -156,8 +156,9 @@ def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
     from dsr.evaluation.qrels import read_qrels
 
     public = board.add_phase("sample", "public")
-    hidden = board.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"),
-                             daily_quota=daily_quota, total_quota=total_quota)
+    hidden = board.add_phase(
+        "sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"), daily_quota=daily_quota, total_quota=total_quota
+    )
     add_baselines(board, public, [str(runs / "initial.run")])
     add_baselines(board, hidden, [str(runs / "initial.run")])
     return board.get_phase("sample", "public"), board.get_phase("sample", "test")
@@ -197,8 +198,19 @@ class ServerProcess:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
-        self.command = [sys.executable, "-m", "dsr.cli", "serve", "--db", db_url, "--store",
-                        str(store), "--port", str(self.port), *extra]
+        self.command = [
+            sys.executable,
+            "-m",
+            "dsr.cli",
+            "serve",
+            "--db",
+            db_url,
+            "--store",
+            str(store),
+            "--port",
+            str(self.port),
+            *extra,
+        ]
         self.env = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
         self.cwd = root
         self.process: subprocess.Popen | None = None
@@ -206,8 +218,9 @@ class ServerProcess:
     def start(self, timeout: float = 60) -> ServerProcess:
         import httpx
 
-        self.process = subprocess.Popen(self.command, cwd=self.cwd, env=self.env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            self.command, cwd=self.cwd, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -287,17 +300,17 @@ def hammer(url: str, jobs: list[dict], clients: int, timeout: float = 120.0) -> 
                 start = time.perf_counter()
                 try:
                     key = {"Idempotency-Key": job["key"]} if job.get("key") else {}
-                    answer = http.post("/api/submissions",
-                                       data={"collection": "sample", "phase": job["phase"],
-                                             "system": job["system"]},
-                                       files={"run": ("run.run", job["run"])},
-                                       headers={"Authorization": f"Bearer {job['token']}", **key})
+                    answer = http.post(
+                        "/api/submissions",
+                        data={"collection": "sample", "phase": job["phase"], "system": job["system"]},
+                        files={"run": ("run.run", job["run"])},
+                        headers={"Authorization": f"Bearer {job['token']}", **key},
+                    )
                     status, body = answer.status_code, answer.json()
                     replayed = answer.headers.get("Idempotency-Replayed") == "true"
                 except httpx.HTTPError as err:
                     status, body, replayed = -1, {"error": str(err)}, False
-                out.append({**job, "status": status, "body": body, "replayed": replayed,
-                            "seconds": time.perf_counter() - start})
+                out.append({**job, "status": status, "body": body, "replayed": replayed, "seconds": time.perf_counter() - start})
         return out
 
     with ThreadPoolExecutor(clients) as pool:
@@ -310,10 +323,17 @@ def load_jobs(runs: Path, tokens: list[str], per_team: int, keys: bool = False) 
     files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
     jobs = []
     for k in range(per_team):
-        for t, token in enumerate(tokens):   # each run text once per board (no duplicate)
-            jobs.append({"token": token, "team": t, "phase": "test" if k % 2 == 0 else "public",
-                         "system": f"team{t}-{k}", "run": retag(files[(k + t) % len(files)], f"t{t}-{k}"),
-                         **({"key": f"t{t}-{k}"} if keys else {})})
+        for t, token in enumerate(tokens):  # each run text once per board (no duplicate)
+            jobs.append(
+                {
+                    "token": token,
+                    "team": t,
+                    "phase": "test" if k % 2 == 0 else "public",
+                    "system": f"team{t}-{k}",
+                    "run": retag(files[(k + t) % len(files)], f"t{t}-{k}"),
+                    **({"key": f"t{t}-{k}"} if keys else {}),
+                }
+            )
     return jobs
 
 

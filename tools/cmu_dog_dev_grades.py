@@ -45,11 +45,15 @@ def main(argv=None) -> int:
     parser.add_argument("--db", required=True, help="the judging database (as dsr judge --db)")
     parser.add_argument("--campaign", default="cmu-dog-dev")
     parser.add_argument("--method", default="ds", help="aggregation (dsr judge report --method)")
-    parser.add_argument("--points", type=Path, default=cmu_dog_dev.POINTS_FILE,
-                        help="the points file to fill (default: the package's)")
-    parser.add_argument("--recheck", metavar="CAMPAIGN",
-                        help="a campaign over already graded points (the 115-point set's): its assessors' "
-                             "agreement with those grades goes into the summary")
+    parser.add_argument(
+        "--points", type=Path, default=cmu_dog_dev.POINTS_FILE, help="the points file to fill (default: the package's)"
+    )
+    parser.add_argument(
+        "--recheck",
+        metavar="CAMPAIGN",
+        help="a campaign over already graded points (the 115-point set's): its assessors' "
+        "agreement with those grades goes into the summary",
+    )
     args = parser.parse_args(argv)
     assessments = args.points.with_name(ASSESSMENTS.name)
     summary_file = args.points.with_name(SUMMARY.name)
@@ -66,15 +70,25 @@ def main(argv=None) -> int:
     added = _fill(records, per_point)
     counted = set(zip(result.counted["item"], result.counted["assessor"]))
     key_of = dict(zip(items["item"], zip(items["dialogue"], items["candidate"])))
-    lines = [{"point": key_of[i][0], "sentence": key_of[i][1], "assessor": a,
-              "grade": "u" if u else int(g), "seconds": None if s != s else round(float(s), 2),
-              "counted": (i, a) in counted}
-             for i, a, g, u, s in zip(pooled["item"], pooled["assessor"], pooled["grade"],
-                                      pooled["unsure"], pooled["seconds"])]
+    lines = [
+        {
+            "point": key_of[i][0],
+            "sentence": key_of[i][1],
+            "assessor": a,
+            "grade": "u" if u else int(g),
+            "seconds": None if s != s else round(float(s), 2),
+            "counted": (i, a) in counted,
+        }
+        for i, a, g, u, s in zip(pooled["item"], pooled["assessor"], pooled["grade"], pooled["unsure"], pooled["seconds"])
+    ]
     lines.sort(key=lambda r: (r["point"], r["sentence"], r["assessor"]))
-    summary = {**result.to_json(), "seed": int(result.campaign.seed), "twice_graded": twice_graded_kappa(result.counted),
-               "points_graded_now": sum(1 for r in records if r["grades"]),
-               "points_graded_by_this_campaign": sum(1 for r in records if r["grades"] and r["grades"] == per_point.get(r["id"]))}
+    summary = {
+        **result.to_json(),
+        "seed": int(result.campaign.seed),
+        "twice_graded": twice_graded_kappa(result.counted),
+        "points_graded_now": sum(1 for r in records if r["grades"]),
+        "points_graded_by_this_campaign": sum(1 for r in records if r["grades"] and r["grades"] == per_point.get(r["id"])),
+    }
     if args.recheck:
         summary["recheck"] = recheck(outcome(judging, args.recheck, args.method), records)
     _write_lines(args.points, records)
@@ -83,11 +97,15 @@ def main(argv=None) -> int:
     twice = summary["twice_graded"]
     if args.recheck:
         agreed = summary["recheck"]["aggregated"]
-        print(f"recheck {args.recheck}: its labels against the points' grades on {agreed['sentences']} sentences: "
-              f"kappa {_fmt(agreed['kappa_binary'])} (relevant or not), {_fmt(agreed['kappa_weighted'])} (linear)")
-    print(f"{added} points graded by {args.campaign} ({summary['points_graded_now']} of {len(records)} graded now); "
-          f"{len(lines)} grades of pooled sentences kept; twice graded: {twice['items']} sentences, "
-          f"Cohen's kappa {_fmt(twice['kappa_binary'])} (relevant or not), {_fmt(twice['kappa_weighted'])} (0/1/2 linear)")
+        print(
+            f"recheck {args.recheck}: its labels against the points' grades on {agreed['sentences']} sentences: "
+            f"kappa {_fmt(agreed['kappa_binary'])} (relevant or not), {_fmt(agreed['kappa_weighted'])} (linear)"
+        )
+    print(
+        f"{added} points graded by {args.campaign} ({summary['points_graded_now']} of {len(records)} graded now); "
+        f"{len(lines)} grades of pooled sentences kept; twice graded: {twice['items']} sentences, "
+        f"Cohen's kappa {_fmt(twice['kappa_binary'])} (relevant or not), {_fmt(twice['kappa_weighted'])} (0/1/2 linear)"
+    )
     return 0
 
 
@@ -118,21 +136,30 @@ def recheck(result, records: list[dict]) -> dict:
     def versus(pairs) -> dict:
         theirs = np.array([float(g) for _, g in pairs])
         known = np.array([float(grades[key_of[i]]) for i, _ in pairs])
-        return {"sentences": len(pairs), "exact_agreement": float(np.mean(theirs == known)),
-                "kappa_binary": cohen((theirs >= 1).astype(float), (known >= 1).astype(float), [0, 1]),
-                "kappa_weighted": cohen(theirs, known, [0, 1, 2], weighted=True),
-                "relevant_share": float(np.mean(theirs >= 1)), "relevant_share_known": float(np.mean(known >= 1))}
+        return {
+            "sentences": len(pairs),
+            "exact_agreement": float(np.mean(theirs == known)),
+            "kappa_binary": cohen((theirs >= 1).astype(float), (known >= 1).astype(float), [0, 1]),
+            "kappa_weighted": cohen(theirs, known, [0, 1, 2], weighted=True),
+            "relevant_share": float(np.mean(theirs >= 1)),
+            "relevant_share_known": float(np.mean(known >= 1)),
+        }
 
-    per_assessor = {str(a): versus(list(zip(rows["item"], rows["grade"])))
-                    for a, rows in given.groupby("assessor", sort=True)}
-    confusion = [[int(((given["grade"] == mine) & (given["item"].map(lambda i: grades[key_of[i]]) == known)).sum())
-                  for mine in (0, 1, 2)] for known in (0, 1, 2)]
-    return {"campaign": result.campaign.name, "points": len({d for d, _ in key_of.values()}),
-            "counted_assessors": sorted(a["assessor"] for a in result.assessors if a["counted"]),
-            "grades": versus(list(zip(given["item"], given["grade"]))),
-            "confusion_known_by_given": confusion,
-            "aggregated": versus([(i, g) for i, g in result.labels.items() if i in key_of]),
-            "per_assessor": per_assessor, "twice_graded": twice_graded_kappa(result.counted)}
+    per_assessor = {str(a): versus(list(zip(rows["item"], rows["grade"]))) for a, rows in given.groupby("assessor", sort=True)}
+    confusion = [
+        [int(((given["grade"] == mine) & (given["item"].map(lambda i: grades[key_of[i]]) == known)).sum()) for mine in (0, 1, 2)]
+        for known in (0, 1, 2)
+    ]
+    return {
+        "campaign": result.campaign.name,
+        "points": len({d for d, _ in key_of.values()}),
+        "counted_assessors": sorted(a["assessor"] for a in result.assessors if a["counted"]),
+        "grades": versus(list(zip(given["item"], given["grade"]))),
+        "confusion_known_by_given": confusion,
+        "aggregated": versus([(i, g) for i, g in result.labels.items() if i in key_of]),
+        "per_assessor": per_assessor,
+        "twice_graded": twice_graded_kappa(result.counted),
+    }
 
 
 def _fmt(value) -> str:

@@ -24,7 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))   # dsr and tools (a package) from this checkout
+sys.path.insert(0, str(ROOT))  # dsr and tools (a package) from this checkout
 
 from tools.plain_eval import plain_measure  # noqa: E402
 
@@ -45,8 +45,7 @@ def walk(path: Path) -> dict[str, list[str]]:
             parts = line.split()
             if len(parts) == 6 and not line.startswith("#"):
                 lines[parts[0]].append((as_float32(parts[4]), parts[2]))
-    return {q: [d for _, d in sorted(rows, key=lambda sd: (-sd[0], _reverse(sd[1])))]
-            for q, rows in lines.items()}
+    return {q: [d for _, d in sorted(rows, key=lambda sd: (-sd[0], _reverse(sd[1])))] for q, rows in lines.items()}
 
 
 def _reverse(doc: str) -> tuple:
@@ -68,7 +67,7 @@ def main(argv=None) -> int:
     from dsr.evaluation.qrels import qrels_from_collection
 
     collection = load_collection(args.collection, args.source, args.split)
-    qrels = {d.id: {c.id: c.label for c in d.candidates} for d in collection}   # labels as written
+    qrels = {d.id: {c.id: c.label for c in d.candidates} for d in collection}  # labels as written
     evaluator = Evaluator(qrels_from_collection(collection), list(MEASURES), collection.ids)
     published = _published(args.out)
     manifest = json.loads((args.out / "manifest.json").read_text(encoding="utf-8"))
@@ -89,8 +88,10 @@ def main(argv=None) -> int:
         worst_all = max(worst_all, worst)
         where = f"dsr evaluate and report ({system})" if system in published else "dsr evaluate"
         print(f"{path.name:40s} topics {len(ranked):5d}  max |plain - {where}| = {worst:.3g}")
-    print(f"{len(files)} runs, largest difference {worst_all:.3g} "
-          f"({'agree' if worst_all <= TOLERANCE else 'DISAGREE'} to {TOLERANCE:g})")
+    print(
+        f"{len(files)} runs, largest difference {worst_all:.3g} "
+        f"({'agree' if worst_all <= TOLERANCE else 'DISAGREE'} to {TOLERANCE:g})"
+    )
     return 0 if worst_all <= TOLERANCE else 1
 
 
@@ -106,9 +107,9 @@ def _published(out: Path) -> dict[str, dict[str, dict[str, float]]]:
             rows = list(csv.DictReader(handle, delimiter="\t"))
     for row in rows:
         if row["kind"] == "run":
-            published[row["system"]][row["topic"]] = {m: float(row[m]) for m in MEASURES
-                                                      if row.get(m) not in (None, "")}
+            published[row["system"]][row["topic"]] = {m: float(row[m]) for m in MEASURES if row.get(m) not in (None, "")}
     return published
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -73,8 +73,13 @@ def _recipes() -> list[str]:
 
 
 REGISTRIES: dict[str, Callable[[], list[str]]] = {
-    "rankers": _rankers, "rerankers": _rerankers, "queries": _queries, "fusion": _fusion,
-    "collections": _collections, "measures": _measures, "recipes": _recipes,
+    "rankers": _rankers,
+    "rerankers": _rerankers,
+    "queries": _queries,
+    "fusion": _fusion,
+    "collections": _collections,
+    "measures": _measures,
+    "recipes": _recipes,
 }
 
 
@@ -105,8 +110,13 @@ def stale(root: Path = ROOT) -> list[str]:
     return out
 
 
-def check_or_write(argv: list[str] | None, doc: str, found: Callable[[], list[str]], up_to_date: str,
-                   rewrites: Callable[[], list[tuple[Path, Callable[[str], str]]]]) -> int:
+def check_or_write(
+    argv: list[str] | None,
+    doc: str,
+    found: Callable[[], list[str]],
+    up_to_date: str,
+    rewrites: Callable[[], list[tuple[Path, Callable[[str], str]]]],
+) -> int:
     """The command line of a tool that writes text from a declaration (this one,
     tools/package_docs.py): without ``--write``, exit 1 listing what differs; with it, each
     file whose rewrite differs is rewritten."""
@@ -126,8 +136,9 @@ def check_or_write(argv: list[str] | None, doc: str, found: Callable[[], list[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    return check_or_write(argv, __doc__, stale, "every registry list in the docs is up to date",
-                          lambda: [(path, filled) for path in docs()])
+    return check_or_write(
+        argv, __doc__, stale, "every registry list in the docs is up to date", lambda: [(path, filled) for path in docs()]
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,8 @@ class Lever:
 
     name: str
     what: str
-    args: str = ""                       # the `dsr train` arguments beyond the default recipe
-    model: str | None = None             # default: dsr:NAME
+    args: str = ""  # the `dsr train` arguments beyond the default recipe
+    model: str | None = None  # default: dsr:NAME
     fuse: tuple[str, ...] = field(default=())
     rerank: tuple[str, int] | None = None
 
@@ -63,34 +63,57 @@ FAST = "--max-length 128 --max-steps 56 --lr 1e-4 --batching by-length"
 #: against the default once all 405 development points were graded, so the default stayed;
 #: `chunks` is the same default recipe computed without most of its padding (`--padding chunks`).
 LEVERS = (
-    Lever("default", "the default recipe as trained before issue 34: MNRL, one pool negative, 120 steps "
-          "of 32, lr 5e-5, the model's 256 word pieces, random batches, each column padded to its "
-          "longest text; trained again alone on the machine for issue 34 (`default-column`): "
-          "the same weights, bit for bit, in 308 s (load 2.45–1.90)",
-          "--max-steps 120 --lr 5e-5 --max-length 256 --batching random --padding column"),
-    Lever("chunks", "the same recipe, its texts encoded in chunks of 16 of similar length (the same "
-          "batches, embeddings and loss; only dropout's draws differ): the default since issue 34",
-          "--max-steps 120 --lr 5e-5 --max-length 256 --batching random --padding chunks"),
-    Lever("chunks180", "chunks for 180 steps of 32 (5,760 of the 7,046 training points), still inside "
-          "five minutes", "--max-steps 180 --lr 5e-5 --padding chunks"),
-    Lever("fast", "issue 34's faster recipe, shorter and fewer: batches of similar length "
-          "(less padding), max length 128 (the 1–2 % of queries longer are cut to their recent "
-          "turns), 56 steps of 32 at lr 1e-4", FAST),
+    Lever(
+        "default",
+        "the default recipe as trained before issue 34: MNRL, one pool negative, 120 steps "
+        "of 32, lr 5e-5, the model's 256 word pieces, random batches, each column padded to its "
+        "longest text; trained again alone on the machine for issue 34 (`default-column`): "
+        "the same weights, bit for bit, in 308 s (load 2.45–1.90)",
+        "--max-steps 120 --lr 5e-5 --max-length 256 --batching random --padding column",
+    ),
+    Lever(
+        "chunks",
+        "the same recipe, its texts encoded in chunks of 16 of similar length (the same "
+        "batches, embeddings and loss; only dropout's draws differ): the default since issue 34",
+        "--max-steps 120 --lr 5e-5 --max-length 256 --batching random --padding chunks",
+    ),
+    Lever(
+        "chunks180",
+        "chunks for 180 steps of 32 (5,760 of the 7,046 training points), still inside five minutes",
+        "--max-steps 180 --lr 5e-5 --padding chunks",
+    ),
+    Lever(
+        "fast",
+        "issue 34's faster recipe, shorter and fewer: batches of similar length "
+        "(less padding), max length 128 (the 1–2 % of queries longer are cut to their recent "
+        "turns), 56 steps of 32 at lr 1e-4",
+        FAST,
+    ),
     Lever("zero-shot", "all-MiniLM-L6-v2 untrained", model="all-MiniLM-L6-v2"),
-    Lever("fast120", "the earlier default's 120 steps of 32 and learning rate, with fast's batches of "
-          "similar length and max length 128", "--max-steps 120 --lr 5e-5 --max-length 128 --batching by-length"),
-    Lever("fast-hardneg", "fast, the pool negative mined by `default` (its top 10 non-relevant): "
-          "a second round", FAST + " --hard-negatives dsr:default --hard-depth 10"),
-    Lever("fast-gist", "fast with GISTEmbedLoss, the zero-shot model as guide",
-          FAST + " --loss gist"),
+    Lever(
+        "fast120",
+        "the earlier default's 120 steps of 32 and learning rate, with fast's batches of similar length and max length 128",
+        "--max-steps 120 --lr 5e-5 --max-length 128 --batching by-length",
+    ),
+    Lever(
+        "fast-hardneg",
+        "fast, the pool negative mined by `default` (its top 10 non-relevant): a second round",
+        FAST + " --hard-negatives dsr:default --hard-depth 10",
+    ),
+    Lever("fast-gist", "fast with GISTEmbedLoss, the zero-shot model as guide", FAST + " --loss gist"),
     Lever("fast-seed7", "fast, seed 7", FAST + " --seed 7"),
-    Lever("fast-ens2", "seed ensemble: fast + fast-seed7 fused (interp 0.5, min-max)",
-          fuse=("fast", "fast-seed7")),
-    Lever("fast-epoch", "all turns: fast for one whole epoch of CMU_DoG train (7,046 points) "
-          "instead of 1,792 of them", "--max-length 128 --lr 1e-4 --batching by-length --max-steps -1 --epochs 1"),
-    Lever("mpnet", "all-mpnet-base-v2 base (a named, non-default recipe; `tools/all_mpnet_base_v2.sh "
-          "DIR` fetches it): 4 steps measured at ~16 s a step: ~15 min for 56 steps, ~32 min for 120",
-          "--base DIR/all-mpnet-base-v2"),
+    Lever("fast-ens2", "seed ensemble: fast + fast-seed7 fused (interp 0.5, min-max)", fuse=("fast", "fast-seed7")),
+    Lever(
+        "fast-epoch",
+        "all turns: fast for one whole epoch of CMU_DoG train (7,046 points) instead of 1,792 of them",
+        "--max-length 128 --lr 1e-4 --batching by-length --max-steps -1 --epochs 1",
+    ),
+    Lever(
+        "mpnet",
+        "all-mpnet-base-v2 base (a named, non-default recipe; `tools/all_mpnet_base_v2.sh "
+        "DIR` fetches it): 4 steps measured at ~16 s a step: ~15 min for 56 steps, ~32 min for 120",
+        "--base DIR/all-mpnet-base-v2",
+    ),
 )
 
 
@@ -115,17 +138,29 @@ def fresh(run: Path, since: float) -> bool:
 def rank(lever: Lever, card: dict | None, paths: dict[str, Path], runs: Path) -> dict[str, float]:
     """The lever's two runs (silver valid, all dev points), made where missing or stale;
     seconds each ranking took (0 when reused)."""
-    params = ZERO_SHOT if card is None else {"query": card.get("query") or "title+recent",
-                                              "text": card.get("text") or "body"}
+    params = ZERO_SHOT if card is None else {"query": card.get("query") or "title+recent", "text": card.get("text") or "body"}
     since = 0.0 if card is None else (paths["home"] / "models" / lever.name / "dsr_model.json").stat().st_mtime
     took = {}
-    for label_set, target in (("silver", ["cmu_dog", "--source", str(paths["source"]), "--split", "valid"]),
-                              ("dev", [str(paths["dev_all"])])):
+    for label_set, target in (
+        ("silver", ["cmu_dog", "--source", str(paths["source"]), "--split", "valid"]),
+        ("dev", [str(paths["dev_all"])]),
+    ):
         out = runs / f"{lever.name}.{label_set}.run"
         started, took[label_set] = time.monotonic(), 0.0
         if not fresh(out, since):
-            dsr("run", *target, "--ranker", "dense", "--query", params["query"], "--param",
-                f"model={lever.spec}", f"text={params['text']}", "--out", str(out))
+            dsr(
+                "run",
+                *target,
+                "--ranker",
+                "dense",
+                "--query",
+                params["query"],
+                "--param",
+                f"model={lever.spec}",
+                f"text={params['text']}",
+                "--out",
+                str(out),
+            )
             took[label_set] = round(time.monotonic() - started, 1)
     return took
 
@@ -149,11 +184,16 @@ def training_row(home: Path, card: dict | None) -> dict:
     t = card["training"]
     log = home / "logs" / f"{card['name']}.log"
     loads = re.findall(r"load average: ([\d.]+)", log.read_text()) if log.is_file() else []
-    return {"train_s": t["wall_seconds"], "steps": t["steps"], "loss": t.get("train_loss"),
-            "precision": (t.get("precision") or {}).get("used", "fp32"),
-            "batch": card["parameters"]["batch_size"], "max_length": card["max_length"],
-            "load": "–".join(loads[:2]) if loads else None,
-            "dropped": (card["training_data"]["selection"].get("evaluation_overlap") or {}).get("dropped_dialogues")}
+    return {
+        "train_s": t["wall_seconds"],
+        "steps": t["steps"],
+        "loss": t.get("train_loss"),
+        "precision": (t.get("precision") or {}).get("used", "fp32"),
+        "batch": card["parameters"]["batch_size"],
+        "max_length": card["max_length"],
+        "load": "–".join(loads[:2]) if loads else None,
+        "dropped": (card["training_data"]["selection"].get("evaluation_overlap") or {}).get("dropped_dialogues"),
+    }
 
 
 def reranked(lever: Lever, home: Path, paths: dict[str, Path], runs: Path) -> bool:
@@ -163,15 +203,15 @@ def reranked(lever: Lever, home: Path, paths: dict[str, Path], runs: Path) -> bo
     folder = home / "models" / lever.spec.removeprefix("dsr:")
     if lever.spec.startswith("dsr:") and not (folder / "dsr_model.json").is_file():
         return False
-    for label_set, target in (("silver", ["cmu_dog", "--source", str(paths["source"]), "--split", "valid"]),
-                              ("dev", [str(paths["dev_all"])])):
+    for label_set, target in (
+        ("silver", ["cmu_dog", "--source", str(paths["source"]), "--split", "valid"]),
+        ("dev", [str(paths["dev_all"])]),
+    ):
         before, out = runs / f"{first}.{label_set}.run", runs / f"{lever.name}.{label_set}.run"
         if not before.is_file():
             return False
-        if not fresh(out, max(before.stat().st_mtime, (folder / "dsr_model.json").stat().st_mtime
-                              if folder.is_dir() else 0)):
-            dsr("rerank", *target, "--run", str(before), "--model", lever.spec, "--top-k", str(k),
-                "--out", str(out))
+        if not fresh(out, max(before.stat().st_mtime, (folder / "dsr_model.json").stat().st_mtime if folder.is_dir() else 0)):
+            dsr("rerank", *target, "--run", str(before), "--model", lever.spec, "--top-k", str(k), "--out", str(out))
     return True
 
 
@@ -181,8 +221,7 @@ def judge(args, levers=LEVERS) -> dict:
     runs.mkdir(parents=True, exist_ok=True)
     paths = {"home": args.home, "source": args.source, "dev_all": args.out / "dev-all.jsonl"}
     if not paths["dev_all"].is_file():
-        dsr("data", "build", "cmu_dog_dev", "--source", str(args.source), "--param", "points=all",
-            "--out", str(paths["dev_all"]))
+        dsr("data", "build", "cmu_dog_dev", "--source", str(args.source), "--param", "points=all", "--out", str(paths["dev_all"]))
     present, rows = [], {}
     for lever in levers:
         card = card_of(args.home, lever)
@@ -199,12 +238,30 @@ def judge(args, levers=LEVERS) -> dict:
         if ok:
             present.append(lever)
     specs = [f"{lv.name}={runs / (lv.name + '.silver.run')},{runs / (lv.name + '.dev.run')}" for lv in present]
-    command = ["decide", "cmu_dog", "cmu_dog_dev", "--silver-source", str(args.source), "--silver-split",
-               "valid", "--dev-source", str(args.source), "--default", specs[0], *specs[1:]]
-    return {"decision": dsr(*command, "--json", json_out=True), "text": dsr(*command), "rows": rows,
-            "command": "dsr " + " ".join(command), "runs": str(runs),
-            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": machine(), "load": ", ".join(f"{x:.2f}" for x in os.getloadavg())}
+    command = [
+        "decide",
+        "cmu_dog",
+        "cmu_dog_dev",
+        "--silver-source",
+        str(args.source),
+        "--silver-split",
+        "valid",
+        "--dev-source",
+        str(args.source),
+        "--default",
+        specs[0],
+        *specs[1:],
+    ]
+    return {
+        "decision": dsr(*command, "--json", json_out=True),
+        "text": dsr(*command),
+        "rows": rows,
+        "command": "dsr " + " ".join(command),
+        "runs": str(runs),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": machine(),
+        "load": ", ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
 
 
 def machine() -> str:
@@ -217,8 +274,10 @@ def cell(row: dict | None) -> str:
         return "–"
     text = f"{row['mean']:.4f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
     if "diff" in row:
-        p = "/".join("<.001" if v is not None and v < 0.001 else f"{v:.3f}" if v is not None else "n/a"
-                     for v in (row["t_holm"], row["perm_holm"]))
+        p = "/".join(
+            "<.001" if v is not None and v < 0.001 else f"{v:.3f}" if v is not None else "n/a"
+            for v in (row["t_holm"], row["perm_holm"])
+        )
         text += f" {row['diff']:+.4f} (p {p}){' ▲' if row['better'] else ''}"
     return text
 
@@ -226,35 +285,55 @@ def cell(row: dict | None) -> str:
 def table(result: dict, levers=LEVERS) -> list[str]:
     """The levers' markdown table: every lever, judged or not trained."""
     d = result["decision"]
-    lines = [f"| lever | what (`dsr train` arguments) | training s (steps, load) | judged dev nDCG@5 "
-             f"({d['topics']['dev']}) | silver valid nDCG@5 ({d['topics']['silver']}) | helped by the rule |",
-             "|---|---|---:|---|---|---|"]
+    lines = [
+        f"| lever | what (`dsr train` arguments) | training s (steps, load) | judged dev nDCG@5 "
+        f"({d['topics']['dev']}) | silver valid nDCG@5 ({d['topics']['silver']}) | helped by the rule |",
+        "|---|---|---:|---|---|---|",
+    ]
     for lever in levers:
         row = result["rows"].get(lever.name, {})
         judged = d["rows"].get(lever.name)
-        train = (f"{row['train_s']:.0f} ({row['steps']}, load {row['load'] or '?'})" if row.get("train_s")
-                 else "–")
-        helped = ("default" if lever.name == d["default"] else "**yes**" if lever.name in d["passed"]
-                  else "no" if judged else "not trained")
+        train = f"{row['train_s']:.0f} ({row['steps']}, load {row['load'] or '?'})" if row.get("train_s") else "–"
+        helped = (
+            "default"
+            if lever.name == d["default"]
+            else "**yes**"
+            if lever.name in d["passed"]
+            else "no"
+            if judged
+            else "not trained"
+        )
         what = lever.what + (f" (`{lever.args}`)" if lever.args else "")
-        lines.append(f"| {lever.name} | {what} | {train} | {cell(judged and judged['dev'])} | "
-                     f"{cell(judged and judged['silver'])} | {helped} |")
+        lines.append(
+            f"| {lever.name} | {what} | {train} | {cell(judged and judged['dev'])} | "
+            f"{cell(judged and judged['silver'])} | {helped} |"
+        )
     return lines
 
 
-def block(result: dict, with_rule: bool, levers=LEVERS, marks=(BEGIN, END), tool="issue31_levers.py",
-          note: str = "") -> str:
+def block(result: dict, with_rule: bool, levers=LEVERS, marks=(BEGIN, END), tool="issue31_levers.py", note: str = "") -> str:
     d = result["decision"]
-    head = [marks[0], "", f"Generated by `python tools/{tool} --write` on {result['date']}; machine: "
-            f"{result['machine']}; load average at the end {result['load']}. nDCG@5, mean [95 % bootstrap "
-            "CI]; Δ to the default and Holm-adjusted p (t / sign-flip); ▲ better by both tests on that "
-            "label set. Silver valid: no conversation of it was trained on (training drops them)."
-            + (f" {note}" if note else ""), ""]
+    head = [
+        marks[0],
+        "",
+        f"Generated by `python tools/{tool} --write` on {result['date']}; machine: "
+        f"{result['machine']}; load average at the end {result['load']}. nDCG@5, mean [95 % bootstrap "
+        "CI]; Δ to the default and Holm-adjusted p (t / sign-flip); ▲ better by both tests on that "
+        "label set. Silver valid: no conversation of it was trained on (training drops them)." + (f" {note}" if note else ""),
+        "",
+    ]
     body = table(result, levers) + ["", f"**Decision:** {d['reason']}", ""]
     if with_rule:
-        body += ["```", result["command"].replace(result["runs"] + "/", "runs/").replace(
-            str(ROOT.parent), ".."), "```", "", "```",
-                 result["text"].rstrip(), "```", ""]
+        body += [
+            "```",
+            result["command"].replace(result["runs"] + "/", "runs/").replace(str(ROOT.parent), ".."),
+            "```",
+            "",
+            "```",
+            result["text"].rstrip(),
+            "```",
+            "",
+        ]
     return "\n".join(head + body + [marks[1]])
 
 
@@ -275,12 +354,15 @@ def write(doc: Path, text: str, after: str, marks=(BEGIN, END)) -> None:
 def arguments(argv, description: str):
     """The command line both lever tools take (``--home``, ``--source``, ``--out``, ``--write``)."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--home", type=Path, default=Path("/work/train-out"),
-                        help="the DSR_HOME the levers were trained in (models/NAME, logs/NAME.log)")
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=Path("/work/train-out"),
+        help="the DSR_HOME the levers were trained in (models/NAME, logs/NAME.log)",
+    )
     parser.add_argument("--source", type=Path, default=ROOT.parent / "shared" / "data" / "cmu_dog")
     parser.add_argument("--out", type=Path, default=None, help="runs and results (default HOME/levers)")
-    parser.add_argument("--write", action="store_true", help="write the table into docs/results.md "
-                        "and docs/training.md")
+    parser.add_argument("--write", action="store_true", help="write the table into docs/results.md and docs/training.md")
     args = parser.parse_args(argv)
     args.home, args.source = args.home.resolve(), args.source.resolve()
     args.out = (args.out or args.home / "levers").resolve()

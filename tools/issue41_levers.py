@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1])]   # tools, a package, when run as a script
+sys.path[:0] = [str(Path(__file__).resolve().parents[1])]  # tools, a package, when run as a script
 
 from tools.issue31_levers import ROOT, Lever, arguments, block, judge, table, write  # noqa: E402
 
@@ -29,26 +29,47 @@ MARKS = ("<!-- issue41-levers:begin (tools/issue41_levers.py) -->", "<!-- issue4
 TB = '--text "title: body"'
 #: the levers, the rule's baseline first
 LEVERS = (
-    Lever("quick-tb", "the quick default recipe (120 steps of 32, one list negative, lr 5e-5) with "
-          "candidates as 'title: body': issue 31's `chunks`", TB),
+    Lever(
+        "quick-tb",
+        "the quick default recipe (120 steps of 32, one list negative, lr 5e-5) with "
+        "candidates as 'title: body': issue 31's `chunks`",
+        TB,
+    ),
     Lever("zero-shot", "all-MiniLM-L6-v2 untrained, 'title: body'", model="all-MiniLM-L6-v2"),
-    Lever("full-e1", "the pilot: the full recipe for one pass (every training point once, 4 list "
-          "negatives per point, batches of 64)", "--recipe full --epochs 1"),
-    Lever("full", "the full recipe: every training point, 3 passes, 4 list negatives per point, "
-          "batches of 64, lr 5e-5, 'title: body'", "--recipe full"),
-    Lever("full-round2", "a second round: `full` trained one more pass with its list negatives drawn "
-          "among the 10 non-relevant candidates `full` ranks highest",
-          "--recipe full --epochs 1 --base dsr:full --hard-negatives dsr:full"),
-    Lever("ce-hard", "a cross-encoder (MiniLM-L6 with a new head, BCE, 1 positive : 3 negatives drawn "
-          "among `full`'s top 10 non-relevant) reranking `full`'s top 20",
-          '--model-type cross-encoder --text "title: body" --hard-negatives dsr:full --batch-size 32 '
-          '--max-steps 600', rerank=("full", 20)),
-    Lever("full-distill", "`full` trained one more pass with MNRL plus the KL divergence from "
-          "`ce-hard`'s scores of each point's positive and 4 list negatives",
-          "--recipe full --epochs 1 --base dsr:full --loss distill --teacher dsr:ce-hard"),
+    Lever(
+        "full-e1",
+        "the pilot: the full recipe for one pass (every training point once, 4 list negatives per point, batches of 64)",
+        "--recipe full --epochs 1",
+    ),
+    Lever(
+        "full",
+        "the full recipe: every training point, 3 passes, 4 list negatives per point, batches of 64, lr 5e-5, 'title: body'",
+        "--recipe full",
+    ),
+    Lever(
+        "full-round2",
+        "a second round: `full` trained one more pass with its list negatives drawn "
+        "among the 10 non-relevant candidates `full` ranks highest",
+        "--recipe full --epochs 1 --base dsr:full --hard-negatives dsr:full",
+    ),
+    Lever(
+        "ce-hard",
+        "a cross-encoder (MiniLM-L6 with a new head, BCE, 1 positive : 3 negatives drawn "
+        "among `full`'s top 10 non-relevant) reranking `full`'s top 20",
+        '--model-type cross-encoder --text "title: body" --hard-negatives dsr:full --batch-size 32 --max-steps 600',
+        rerank=("full", 20),
+    ),
+    Lever(
+        "full-distill",
+        "`full` trained one more pass with MNRL plus the KL divergence from "
+        "`ce-hard`'s scores of each point's positive and 4 list negatives",
+        "--recipe full --epochs 1 --base dsr:full --loss distill --teacher dsr:ce-hard",
+    ),
 )
-NOTE = ("Every ranking, reranking and mining with the exact backend (torch fp32); training with "
-        "`--precision auto` (bf16 autocast on this CPU).")
+NOTE = (
+    "Every ranking, reranking and mining with the exact backend (torch fp32); training with "
+    "`--precision auto` (bf16 autocast on this CPU)."
+)
 
 
 def main(argv=None) -> int:
@@ -59,8 +80,12 @@ def main(argv=None) -> int:
     print(result["text"])
     print("\n".join(table(result, LEVERS)))
     if args.write:
-        write(ROOT / "docs" / "results.md", block(result, True, LEVERS, MARKS, "issue41_levers.py", NOTE),
-              "## Issue 41: the training budget", MARKS)
+        write(
+            ROOT / "docs" / "results.md",
+            block(result, True, LEVERS, MARKS, "issue41_levers.py", NOTE),
+            "## Issue 41: the training budget",
+            MARKS,
+        )
     return 0
 
 

@@ -30,19 +30,27 @@ def main() -> None:
     from dsr.collections.cmu_dog_judged import FINGERPRINTS_FILE, label_tag, point_fingerprint
 
     judged = load_collection("cmu_dog_judged", args.shared / "judged")
-    silver = {point_fingerprint(d): label_tag(d)
-              for d in load_collection("cmu_dog", args.shared / "cmu_dog", "valid")}
+    silver = {point_fingerprint(d): label_tag(d) for d in load_collection("cmu_dog", args.shared / "cmu_dog", "valid")}
     points = {}
     for dialogue in judged:
         fingerprint, tag = point_fingerprint(dialogue), label_tag(dialogue)
         if fingerprint in points:
             raise SystemExit(f"two judged points share the context of {dialogue.id}")
         points[fingerprint] = None if silver.get(fingerprint) == tag else tag
-    FINGERPRINTS_FILE.write_text(json.dumps({
-        "about": "cmu_dog_judged points: point fingerprint -> 12-bit tag of the judged relevant "
-                 "candidates (null: as silver); tools/judged_fingerprints.py",
-        "judged_hash": judged.content_hash, "points": dict(sorted(points.items()))},
-        indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    FINGERPRINTS_FILE.write_text(
+        json.dumps(
+            {
+                "about": "cmu_dog_judged points: point fingerprint -> 12-bit tag of the judged relevant "
+                "candidates (null: as silver); tools/judged_fingerprints.py",
+                "judged_hash": judged.content_hash,
+                "points": dict(sorted(points.items())),
+            },
+            indent=1,
+            sort_keys=True,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     kept = sum(tag is not None for tag in points.values())
     print(f"{FINGERPRINTS_FILE}: {len(points)} points, {kept} with a tag silver labels do not give")
 

@@ -28,8 +28,7 @@ from dsr.collections import cmu_dog, cmu_dog_dev, cmu_dog_judged  # noqa: E402
 from dsr.core.fusion import fuse  # noqa: E402
 from dsr.rankers import make_ranker  # noqa: E402
 
-RUNS = {"bm25": ("bm25", {}),
-        "dense": ("dense", {"query": "title+recent", "text": "title: body"})}
+RUNS = {"bm25": ("bm25", {}), "dense": ("dense", {"query": "title+recent", "text": "title: body"})}
 
 
 def main(argv=None) -> int:
@@ -43,7 +42,7 @@ def main(argv=None) -> int:
     train = cmu_dog.load(args.source, "train")
     judged = cmu_dog_judged.load(args.judged)
     records = cmu_dog_dev.choose_points(valid, train, args.source, judged)
-    for record in records:   # grades already given stay
+    for record in records:  # grades already given stay
         record["grades"] = {**old.get(record["id"], {}).get("grades", {}), **record["grades"]}
     _write(records)
     cmu_dog_dev.points.cache_clear()
@@ -68,13 +67,14 @@ def _report(records, depth: int) -> None:
     by = {}
     for r in records:
         by.setdefault((r["split"], r["origin"]), []).append(r)
-    print(f"{len(records)} points, one per conversation; pools: union of {', '.join([*RUNS, 'rrf'])} "
-          f"top {depth}")
+    print(f"{len(records)} points, one per conversation; pools: union of {', '.join([*RUNS, 'rrf'])} top {depth}")
     for (split, origin), rs in sorted(by.items()):
         sizes = [len(r["pool"]) for r in rs]
-        print(f"  {split:5s} {origin:10s} {len(rs):4d} points, pooled sentences per point: mean "
-              f"{statistics.mean(sizes):.1f}, min {min(sizes)}, max {max(sizes)}; "
-              f"graded: {sum(1 for r in rs if r['grades'])}")
+        print(
+            f"  {split:5s} {origin:10s} {len(rs):4d} points, pooled sentences per point: mean "
+            f"{statistics.mean(sizes):.1f}, min {min(sizes)}, max {max(sizes)}; "
+            f"graded: {sum(1 for r in rs if r['grades'])}"
+        )
     todo = [r for r in records if not r["grades"]]
     print(f"  to grade: {len(todo)} points, {sum(len(r['pool']) for r in todo)} sentences")
 

@@ -44,12 +44,16 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     drawn = figures.figures(done["results"])
-    lines = ["# Gallery: the figures of a report", "",
-             "The figures `dsr reproduce cmu_dog_judged --source ../shared/data/judged` writes "
-             "(115 judged CMU_DoG dialogues, 50 generated splits), drawn by `tools/make_gallery.py` "
-             f"on {datetime.date.today().isoformat()} at {args.dpi} dpi to keep these files small; "
-             "a report's PNGs are 300 dpi and its PDFs are the vector originals. Captions are "
-             "written beside each figure (`STEM.caption.tex`, `results.md`), never inside it.", ""]
+    lines = [
+        "# Gallery: the figures of a report",
+        "",
+        "The figures `dsr reproduce cmu_dog_judged --source ../shared/data/judged` writes "
+        "(115 judged CMU_DoG dialogues, 50 generated splits), drawn by `tools/make_gallery.py` "
+        f"on {datetime.date.today().isoformat()} at {args.dpi} dpi to keep these files small; "
+        "a report's PNGs are 300 dpi and its PDFs are the vector originals. Captions are "
+        "written beside each figure (`STEM.caption.tex`, `results.md`), never inside it.",
+        "",
+    ]
     for stem in SHOWN:
         fig = drawn[stem]
         buffer = io.BytesIO()

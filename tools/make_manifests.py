@@ -44,11 +44,16 @@ OUT = ROOT / "dsr" / "collections" / "manifests"
 
 # folder under ../shared/data -> (plan name, {path in the repository: path in the copy})
 COPIES = {
-    "sigir2022": {"README.md": "README.md", "LICENSE.md": "LICENSE.md",
-                  "evaluation/val_test_splits.json": "val_test_splits.json"},
-    "redial": {"movies_with_mentions.csv": "movies_with_mentions.csv",
-               # the member of redial_dataset.zip, copied out unchanged
-               "test_data.jsonl": "test_data.jsonl"},
+    "sigir2022": {
+        "README.md": "README.md",
+        "LICENSE.md": "LICENSE.md",
+        "evaluation/val_test_splits.json": "val_test_splits.json",
+    },
+    "redial": {
+        "movies_with_mentions.csv": "movies_with_mentions.csv",
+        # the member of redial_dataset.zip, copied out unchanged
+        "test_data.jsonl": "test_data.jsonl",
+    },
     "ccpe": {"README.md": "README.md"},
 }
 
@@ -61,9 +66,11 @@ def main() -> int:
     for name in sources():
         folder = args.shared / name
         if name == "cmu_dog":
-            copies = {f"{sub}/{path.name}": path
-                      for sub in ("Conversations/train", "Conversations/valid", "WikiData")
-                      for path in sorted((folder / sub).glob("*.json"))}
+            copies = {
+                f"{sub}/{path.name}": path
+                for sub in ("Conversations/train", "Conversations/valid", "WikiData")
+                for path in sorted((folder / sub).glob("*.json"))
+            }
             copies["README.md"] = folder / "README.md"
         else:
             copies = {repo_path: folder / copy for repo_path, copy in COPIES[name].items()}
@@ -75,15 +82,14 @@ def main() -> int:
                 raise SystemExit("the split file copy does not match SOURCES.md's blob id")
             for revision, blobs in sigir2022.BLOBS.items():
                 for file_name, blob in blobs.items():
-                    key = f"datasets/{file_name}" if revision == "current" else \
-                        f"{sigir2022.OLD_COMMIT}:datasets/{file_name}"
+                    key = f"datasets/{file_name}" if revision == "current" else f"{sigir2022.OLD_COMMIT}:datasets/{file_name}"
                     files[key] = blob
         path = OUT / f"{name}.json"
         manifest = {
-            **json.loads(path.read_text(encoding="utf-8")),   # name, repository, commit, fetch
+            **json.loads(path.read_text(encoding="utf-8")),  # name, repository, commit, fetch
             "about": "fetch: what `dsr data fetch` downloads (by hand); git_blobs (sha1 of "
-                     "b'blob <size>\\0' + data) and sizes of the files at the commit: written "
-                     "by tools/make_manifests.py",
+            "b'blob <size>\\0' + data) and sizes of the files at the commit: written "
+            "by tools/make_manifests.py",
             "git_blobs": dict(sorted(files.items())),
             "sizes": dict(sorted(sizes.items())),
         }

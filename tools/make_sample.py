@@ -48,9 +48,11 @@ from dsr.core.text import tokenize
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "dsr" / "collections" / "data" / "sample.jsonl"
 
-INITIAL_RANKER = ("BM25Okapi (rank_bm25; k1=1.5, b=0.75, epsilon=0.25) over the dialogue's "
-                  "candidates; query = title + context turns; "
-                  "dsr.core.text.tokenize(stopwords=True, stem=True)")
+INITIAL_RANKER = (
+    "BM25Okapi (rank_bm25; k1=1.5, b=0.75, epsilon=0.25) over the dialogue's "
+    "candidates; query = title + context turns; "
+    "dsr.core.text.tokenize(stopwords=True, stem=True)"
+)
 
 #: topic group of each dialogue key; fillers only come from other groups
 GROUPS = {
@@ -133,8 +135,7 @@ def record(d: dict, own: dict[str, list[dict]]) -> dict:
     cands = list(own[key])
     if not 10 <= d["size"] <= 50 or d["size"] < len(cands):
         raise ValueError(f"{key}: size {d['size']} outside 10..50 or below its own sentences")
-    pool = sorted((c for k, cs in own.items() if _group(k) != group for c in cs),
-                  key=lambda c: c["id"])
+    pool = sorted((c for k, cs in own.items() if _group(k) != group for c in cs), key=lambda c: c["id"])
     rng = random.Random(f"dsr-sample-{key}")
     taken = {c["id"] for c in cands}
     for c in rng.sample(pool, len(pool)):
@@ -162,8 +163,9 @@ def record(d: dict, own: dict[str, list[dict]]) -> dict:
         "title": d["title"],
         "context": context,
         "target": turn(*d["target"]),
-        "candidates": [{"id": c["id"], "title": c["title"], "body": c["body"],
-                        "score": c["score"], "label": c["label"]} for c in cands],
+        "candidates": [
+            {"id": c["id"], "title": c["title"], "body": c["body"], "score": c["score"], "label": c["label"]} for c in cands
+        ],
         "subset": d["subset"],
         "source": "sample",
     }
@@ -176,8 +178,7 @@ def render(records: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default: {DEFAULT_OUT}")
-    parser.add_argument("--check", action="store_true",
-                        help="compare with --out instead of writing; exit 1 when they differ")
+    parser.add_argument("--check", action="store_true", help="compare with --out instead of writing; exit 1 when they differ")
     args = parser.parse_args(argv)
     text = render(build_records())
     if args.check:

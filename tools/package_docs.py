@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))   # tools, a package, when run as a script
+sys.path.insert(0, str(ROOT))  # tools, a package, when run as a script
 
 from tools.docs_lists import check_or_write  # noqa: E402
 
@@ -43,8 +43,7 @@ def declared(root: Path = ROOT) -> dict[str, Any]:
 
 def packages(root: Path = ROOT) -> dict[str, Path]:
     """Every package of dsr (dotted name -> its ``__init__.py``)."""
-    return {".".join(path.relative_to(root).parent.parts): path
-            for path in sorted((root / "dsr").rglob("__init__.py"))}
+    return {".".join(path.relative_to(root).parent.parts): path for path in sorted((root / "dsr").rglob("__init__.py"))}
 
 
 def unit_of(package: str) -> str:
@@ -65,8 +64,10 @@ def layer_paragraph(package: str, data: dict[str, Any]) -> str:
     where = f"layer {level + 1} of {len(layers)} ({LAYERS_FILE.as_posix()})"
     where = where[0].upper() + where[1:] if package == unit else f"Part of ``{unit}``, {where}"
     if level == 0:
-        return (f"{where}, the lowest: every other unit may import it. Each file here is a unit of "
-                "its own and imports only core files.")
+        return (
+            f"{where}, the lowest: every other unit may import it. Each file here is a unit of "
+            "its own and imports only core files."
+        )
     if level == len(layers) - 1:
         return f"{where}, the top: it may import every unit, and nothing imports it."
     if unit in data["core_only"]:
@@ -100,8 +101,12 @@ def head(package: str, data: dict[str, Any]) -> str:
 def _docstring_span(text: str) -> tuple[int, int] | None:
     """Offsets of the module docstring's text (inside its quotes), or None without one."""
     body = ast.parse(text).body
-    if not body or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Constant) \
-            or not isinstance(body[0].value.value, str):
+    if (
+        not body
+        or not isinstance(body[0], ast.Expr)
+        or not isinstance(body[0].value, ast.Constant)
+        or not isinstance(body[0].value.value, str)
+    ):
         return None
     start = text.index(QUOTES) + len(QUOTES)
     return start, text.index(QUOTES, start)
@@ -128,15 +133,22 @@ def rewritten(text: str, package: str, data: dict[str, Any]) -> str:
 def stale(root: Path = ROOT) -> list[str]:
     """The packages whose docstring does not open with what the layer list gives."""
     data = declared(root)
-    return [name for name, path in packages(root).items()
-            if rewritten(path.read_text(encoding="utf-8"), name, data) != path.read_text(encoding="utf-8")]
+    return [
+        name
+        for name, path in packages(root).items()
+        if rewritten(path.read_text(encoding="utf-8"), name, data) != path.read_text(encoding="utf-8")
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     data = declared()
-    return check_or_write(argv, __doc__, stale, "every package docstring opens with what dsr/layers.toml gives",
-                          lambda: [(path, functools.partial(rewritten, package=name, data=data))
-                                   for name, path in packages().items()])
+    return check_or_write(
+        argv,
+        __doc__,
+        stale,
+        "every package docstring opens with what dsr/layers.toml gives",
+        lambda: [(path, functools.partial(rewritten, package=name, data=data)) for name, path in packages().items()],
+    )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ def plain_measure(measure: str, ranked: list[str], labels: dict[str, int]) -> fl
         return sum(1 for g in gains[:k] if g >= 1) / k
     if name == "R":
         return sum(1 for g in gains[:k] if g >= 1) / n_rel if n_rel else 0.0
-    if name == "nDCG":   # trec_eval: gain = label, discount log2(rank + 1)
+    if name == "nDCG":  # trec_eval: gain = label, discount log2(rank + 1)
         dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains[:k]))
         ideal = sorted(labels.values(), reverse=True)[:k]
         idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))

@@ -63,22 +63,36 @@ EXTRA_MOVES = {
 }
 # after the move, in every text file: judging's assets are served under /judge/static/
 REPLACE = {
-    'dsr_home.glob("dsr/indexes/': 'dsr_home.glob("indexes/',   # the cache's folder, not the package
+    'dsr_home.glob("dsr/indexes/': 'dsr_home.glob("indexes/',  # the cache's folder, not the package
     '__import__("retrieval").__version__': '__import__("dsr").__version__',
     "/static/judge.": "/judge/static/judge.",
     "(``/judge/static/judge.js``, the only": "(``/judge/static/judge.js``, the only",
 }
 
-TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".sh", ".yaml", ".yml", ".html", ".mako",
-                 ".txt", ".json", ".js", ".css", ""}
+TEXT_SUFFIXES = {
+    ".py",
+    ".md",
+    ".toml",
+    ".cfg",
+    ".ini",
+    ".sh",
+    ".yaml",
+    ".yml",
+    ".html",
+    ".mako",
+    ".txt",
+    ".json",
+    ".js",
+    ".css",
+    "",
+}
 SKIP_PARTS = {".git", ".venv", "__pycache__", "node_modules", "out", ".pytest_cache", ".ruff_cache"}
 
 DOTTED = re.compile(r"(?<![\w.])(eval|retrieval|indexes)\b((?:\.[A-Za-z_]\w*)*)")
 SLASHED = re.compile(r"(?<![\w./-])(eval|retrieval|indexes)\b((?:/[A-Za-z_][\w]*)*)(/|\.py\b)?")
 # a path built from quoted parts: ROOT / "retrieval" / "collections" / "data"
 QUOTED_PATH = re.compile(r'(?<=ROOT / )"(eval|retrieval|indexes)"((?:\s*/\s*"[\w.-]+")*)')
-FROM_IMPORT = re.compile(r"^(\s*)from (eval|retrieval|indexes)((?:\.\w+)*) import ([^()\n#]+?)(\s*#.*)?$",
-                         re.M)
+FROM_IMPORT = re.compile(r"^(\s*)from (eval|retrieval|indexes)((?:\.\w+)*) import ([^()\n#]+?)(\s*#.*)?$", re.M)
 
 
 def new_module(old: str) -> str:
@@ -125,7 +139,7 @@ def rewrite_text(text: str, modules: set[str], *, paths: bool = True) -> str:
 
     def _is_import_context(m: re.Match) -> bool:
         line_start = text.rfind("\n", 0, m.start()) + 1
-        before = text[line_start:m.start()]
+        before = text[line_start : m.start()]
         return bool(re.fullmatch(r"\s*(import|from)\s+", before)) or before.rstrip().endswith("import")
 
     text = DOTTED.sub(dotted, text)
@@ -148,7 +162,7 @@ def _quoted_path(m: re.Match, modules: set[str]) -> str:
     old = ".".join(folders)
     if not known(old, modules) and old not in PACKAGES:
         return m.group(0)
-    new = new_module(old).split(".") + parts[len(folders):]
+    new = new_module(old).split(".") + parts[len(folders) :]
     return " / ".join(f'"{p}"' for p in new)
 
 
@@ -184,14 +198,15 @@ def moves(root: Path) -> list[tuple[Path, Path]]:
             for old_dir, new_dir in TEST_DIRS.items():
                 if rel.startswith(old_dir + "/"):
                     if old_dir != new_dir:
-                        out.append((path, Path(new_dir + rel[len(old_dir):])))
+                        out.append((path, Path(new_dir + rel[len(old_dir) :])))
                     break
     return out
 
 
 def tracked(root: Path) -> list[Path]:
-    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=root,
-                            capture_output=True, text=True, check=True).stdout.split("\n")
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     return [Path(p) for p in listed if p and (root / p).is_file()]
 
 
@@ -207,9 +222,11 @@ def old_modules(root: Path) -> set[str]:
 
 def adjust_parents(text: str, delta: int) -> str:
     """``Path(__file__).resolve().parents[k]`` of a test that moved up or down."""
+
     def fix(m: re.Match) -> str:
         k = int(m.group(2)) + delta
         return f"{m.group(1)}parents[{k}]" if k >= 0 else m.group(0)
+
     return re.sub(r"(__file__\)(?:\.resolve\(\))?\.)parents\[(\d)\]", fix, text)
 
 
@@ -219,7 +236,7 @@ def relayout(root: Path) -> None:
     for old, new in planned:
         (root / new).parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["git", "mv", "-k", str(old), str(new)], cwd=root, check=True)
-        if (root / old).exists():           # untracked: a plain move
+        if (root / old).exists():  # untracked: a plain move
             (root / old).rename(root / new)
         if old.suffix == ".py":
             delta = len(new.parts) - len(old.parts)
@@ -260,9 +277,11 @@ def relayout(root: Path) -> None:
 def fix_pyproject(root: Path) -> None:
     """One top-level name in the wheel."""
     path = root / "pyproject.toml"
-    text = re.sub(r'include = \[[^\]]*\]', 'include = ["dsr*"]', path.read_text(), count=1)
-    text = text.replace('"dsr.judging" = ["guidelines.yaml"]',
-                        '"dsr.judging" = ["guidelines.yaml", "templates/*.html", "static/*.css", "static/*.js"]')
+    text = re.sub(r"include = \[[^\]]*\]", 'include = ["dsr*"]', path.read_text(), count=1)
+    text = text.replace(
+        '"dsr.judging" = ["guidelines.yaml"]',
+        '"dsr.judging" = ["guidelines.yaml", "templates/*.html", "static/*.css", "static/*.js"]',
+    )
     path.write_text(text)
 
 

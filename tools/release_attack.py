@@ -69,8 +69,9 @@ def confidence(collection: Collection) -> list[str]:
 
 
 def trec(ranking: Ranking, tag: str) -> bytes:
-    return "".join(f"{q} Q0 {d} {r + 1} {len(docs) - r} {tag}\n"
-                   for q, docs in ranking.items() for r, d in enumerate(docs)).encode()
+    return "".join(
+        f"{q} Q0 {d} {r + 1} {len(docs) - r} {tag}\n" for q, docs in ranking.items() for r, d in enumerate(docs)
+    ).encode()
 
 
 @dataclass
@@ -78,10 +79,10 @@ class Deduction:
     """What a transcript of published values says of the labels, read exactly for P@1 and P@5
     (see the module docstring)."""
 
-    groups: dict[str, list[str]]                       # group -> its dialogues
-    steps: dict[str, float]                            # group -> its grid step
+    groups: dict[str, list[str]]  # group -> its dialogues
+    steps: dict[str, float]  # group -> its grid step
     min_counts: int = release.MIN_COUNTS
-    noise: float = release.NOISE                       # the rule's noise (scale noise / n)
+    noise: float = release.NOISE  # the rule's noise (scale noise / n)
     #: the attacker trusts each noise draw to lie within its interval of this probability
     trust: float = 0.999
     variables: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -99,8 +100,7 @@ class Deduction:
 
     def add(self, ranking: Ranking, group: str, measure: str, value: float) -> None:
         depth = COUNTS[measure]
-        cols = [self.variables.setdefault((q, d), len(self.variables))
-                for q in self.groups[group] for d in ranking[q][:depth]]
+        cols = [self.variables.setdefault((q, d), len(self.variables)) for q in self.groups[group] for d in ranking[q][:depth]]
         low, high = self.allowed(value, group, depth)
         self.rows.append((cols, low, high))
 
@@ -129,7 +129,7 @@ class Deduction:
         # it flips are free; when it flips none, the rest take one value in every assignment
         free = np.zeros(n, dtype=bool)
         while True:
-            cost = np.where(free, 0.0, 2.0 * first - 1.0)     # minimising it flips undecided labels
+            cost = np.where(free, 0.0, 2.0 * first - 1.0)  # minimising it flips undecided labels
             other = solve(cost)
             flipped = (other != first) & ~free
             if not flipped.any():
@@ -157,15 +157,26 @@ class Outcome:
         return self.fixed_relevant + self.fixed_not_relevant
 
     def line(self) -> str:
-        return (f"{self.runs} runs, {self.released_runs} released, {self.moved} published values moved; labels "
-                f"fixed exactly: {self.fixed} ({self.fixed_relevant} relevant, {self.fixed_not_relevant} not "
-                f"relevant, {self.wrong} wrong); bound {self.bound_bits:.0f} bits")
+        return (
+            f"{self.runs} runs, {self.released_runs} released, {self.moved} published values moved; labels "
+            f"fixed exactly: {self.fixed} ({self.fixed_relevant} relevant, {self.fixed_not_relevant} not "
+            f"relevant, {self.wrong} wrong); bound {self.bound_bits:.0f} bits"
+        )
 
 
-def accumulate_until_pass(collection: Collection, labels: dict[str, dict[str, int]], submit: Submit,
-                          groups: dict[str, list[str]], steps: dict[str, float], quota: int,
-                          measures: int, min_counts: int = release.MIN_COUNTS, noise: float = release.NOISE,
-                          start: int = 8, grow: int = 4) -> Outcome:
+def accumulate_until_pass(
+    collection: Collection,
+    labels: dict[str, dict[str, int]],
+    submit: Submit,
+    groups: dict[str, list[str]],
+    steps: dict[str, float],
+    quota: int,
+    measures: int,
+    min_counts: int = release.MIN_COUNTS,
+    noise: float = release.NOISE,
+    start: int = 8,
+    grow: int = 4,
+) -> Outcome:
     """The attack (see the module docstring) through ``submit``; ``labels`` only score it."""
     prior = next_turn_prior(collection)
     anti = {q: docs[::-1] for q, docs in prior.items()}
@@ -175,7 +186,7 @@ def accumulate_until_pass(collection: Collection, labels: dict[str, dict[str, in
     moved = released = 0
     best, done, size, sent = dict(anti), 0, start, 0
     while sent < quota:
-        switch = order[done:done + size] if sent else []
+        switch = order[done : done + size] if sent else []
         run = {**best, **{q: prior[q] for q in switch}}
         values = submit(run, f"a{sent}")
         sent += 1
@@ -194,19 +205,32 @@ def accumulate_until_pass(collection: Collection, labels: dict[str, dict[str, in
             break
     fixed = deduction.fixed()
     truth = {key: int(labels[key[0]].get(key[1], 0) > 0) for key in fixed}
-    return Outcome(sent, moved, sum(v == 1 for v in fixed.values()), sum(v == 0 for v in fixed.values()),
-                   sum(fixed[k] != truth[k] for k in fixed),
-                   release.bound({g: len(t) for g, t in groups.items()}, measures, quota, min_counts=min_counts),
-                   released)
+    return Outcome(
+        sent,
+        moved,
+        sum(v == 1 for v in fixed.values()),
+        sum(v == 0 for v in fixed.values()),
+        sum(fixed[k] != truth[k] for k in fixed),
+        release.bound({g: len(t) for g, t in groups.items()}, measures, quota, min_counts=min_counts),
+        released,
+    )
 
 
 class Simulated:
     """A team's ladder in process (``release.ladder`` over the runs' per-dialogue values, as
     the board computes them), for measuring without a server."""
 
-    def __init__(self, collection: Collection, labels: dict[str, dict[str, int]], measures: list[str],
-                 groups: dict[str, np.ndarray], quota: int, min_counts: int = release.MIN_COUNTS,
-                 noise: float = release.NOISE, seed: int = 0):
+    def __init__(
+        self,
+        collection: Collection,
+        labels: dict[str, dict[str, int]],
+        measures: list[str],
+        groups: dict[str, np.ndarray],
+        quota: int,
+        min_counts: int = release.MIN_COUNTS,
+        noise: float = release.NOISE,
+        seed: int = 0,
+    ):
         from dsr.evaluation.measures import Evaluator
 
         self.topics = collection.ids
@@ -220,13 +244,15 @@ class Simulated:
         run = {q: {d: float(len(docs) - r) for r, d in enumerate(docs)} for q, docs in ranking.items()}
         self.matrices.append(self.evaluator(run).values)
         noise = release.Noise(self.key, tuple(range(len(self.matrices))))
-        steps = release.ladder(self.matrices, self.groups, self.measures, self.quota, min_counts=self.min_counts,
-                               noise=noise, scale=self.noise)
+        steps = release.ladder(
+            self.matrices, self.groups, self.measures, self.quota, min_counts=self.min_counts, noise=noise, scale=self.noise
+        )
         return steps.values[-1]
 
 
-def measure(collection: Collection, min_counts: int, noise: float, quota: int = 20, start: int = 8,
-            grow: int = 4, seed: int = 0) -> Outcome:
+def measure(
+    collection: Collection, min_counts: int, noise: float, quota: int = 20, start: int = 8, grow: int = 4, seed: int = 0
+) -> Outcome:
     """The attack on ``collection`` (its own labels hidden) in process, default measures and
     groups (``min_dialogues`` 20)."""
     from dsr.board import scoring
@@ -238,13 +264,17 @@ def measure(collection: Collection, min_counts: int, noise: float, quota: int = 
     named = {g: [ids[i] for i in idx] for g, idx in groups.items()}
     steps = release.group_steps({g: len(t) for g, t in named.items()}, min_counts=min_counts)
     simulated = Simulated(collection, labels, scoring.default_measures(), groups, quota, min_counts, noise, seed)
-    return accumulate_until_pass(collection, labels, simulated, named, steps, quota,
-                                 len(simulated.measures), min_counts, noise, start, grow)
+    return accumulate_until_pass(
+        collection, labels, simulated, named, steps, quota, len(simulated.measures), min_counts, noise, start, grow
+    )
 
 
 #: (min_counts, noise, what): the rule before issue 40, its grid alone, and the board's rule
-RULES = ((0, 0.0, "before issue 40: the 0.01 grid"), (release.MIN_COUNTS, 0.0, "the group grids, no noise"),
-         (release.MIN_COUNTS, release.NOISE, "the board's rule: group grids and noise"))
+RULES = (
+    (0, 0.0, "before issue 40: the 0.01 grid"),
+    (release.MIN_COUNTS, 0.0, "the group grids, no noise"),
+    (release.MIN_COUNTS, release.NOISE, "the board's rule: group grids and noise"),
+)
 #: the attack's (start, grow) variants: how many dialogues a try switches first, and how many more
 VARIANTS = ((8, 4), (4, 8), (12, 2), (6, 1), (16, 4))
 
@@ -258,8 +288,10 @@ def main() -> None:
     collection = read_benchmark(args.judged)
     for min_counts, noise, what in RULES:
         for start, grow in VARIANTS:
-            print(f"{what}; start {start}, grow {grow}: {measure(collection, min_counts, noise, 20, start, grow).line()}",
-                  flush=True)
+            print(
+                f"{what}; start {start}, grow {grow}: {measure(collection, min_counts, noise, 20, start, grow).line()}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

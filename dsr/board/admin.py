@@ -82,11 +82,13 @@ def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = 
     loaded, and a failure while loading takes out the rows this call added."""
     team = board.organisers()
     files = run_files(paths)
-    names = run_names([str(p) for p in files])       # BM25.run.gz -> BM25, as dsr evaluate names it
+    names = run_names([str(p) for p in files])  # BM25.run.gz -> BM25, as dsr evaluate names it
     runs = [_baseline(board, phase, path, names[str(path)]) for path in files]
     with read_session(board.engine) as s:
-        present = {row.ranking_sha256: row for row in s.scalars(select(Submission).where(
-            Submission.phase_id == phase.id, Submission.team_id == team.id))}
+        present = {
+            row.ranking_sha256: row
+            for row in s.scalars(select(Submission).where(Submission.phase_id == phase.id, Submission.team_id == team.id))
+        }
     loading: dict[str, _Baseline] = {}
     aliases = []
     for run in runs:
@@ -101,9 +103,17 @@ def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = 
     added = Loaded(aliases=aliases)
     try:
         for run in loading.values():
-            added.append(board.submit(team, phase, run.data, run.path.name,
-                                      Metadata(run.name, _description(run.sidecar), "", "automatic", False),
-                                      run.sidecar, baseline=True).row)
+            added.append(
+                board.submit(
+                    team,
+                    phase,
+                    run.data,
+                    run.path.name,
+                    Metadata(run.name, _description(run.sidecar), "", "automatic", False),
+                    run.sidecar,
+                    baseline=True,
+                ).row
+            )
     except BaseException as err:
         _take_out(board, phase, added)
         if isinstance(err, Refused):
@@ -150,8 +160,7 @@ def _check_all(board: Board, team, phase: Phase, runs: list[_Baseline]) -> None:
             details = "; ".join(p["text"] for p in refused.problems[:5])
             wrong.append(f"{run.path}: {refused.message}{': ' + details if details else ''}")
     if wrong:
-        raise InputError(f"{len(wrong)} of {len(runs)} run(s) would be refused, so none was loaded: "
-                         + " | ".join(wrong))
+        raise InputError(f"{len(wrong)} of {len(runs)} run(s) would be refused, so none was loaded: " + " | ".join(wrong))
 
 
 def _take_out(board: Board, phase: Phase, rows: list[Submission]) -> None:
@@ -185,8 +194,7 @@ def identical_rankings(board: Board) -> list[dict]:
     out = []
     for (where, _), members in groups.items():
         if len({teams[r.id] for r in members}) > 1:
-            out.append({"board": where, "runs": [{"id": r.id, "team": teams[r.id], "system": r.system}
-                                                 for r in members]})
+            out.append({"board": where, "runs": [{"id": r.id, "team": teams[r.id], "system": r.system} for r in members]})
     return out
 
 
@@ -218,8 +226,8 @@ def order_digest(text: bytes) -> str:
 class RebuildReport:
     rescored: int = 0
     changed: int = 0
-    missing: list[int] = field(default_factory=list)     # rows whose run file is gone or altered
-    orphans: int = 0                                    # store files no row names (harmless)
+    missing: list[int] = field(default_factory=list)  # rows whose run file is gone or altered
+    orphans: int = 0  # store files no row names (harmless)
 
 
 def rebuild(board: Board) -> RebuildReport:
@@ -256,10 +264,9 @@ def rebuild(board: Board) -> RebuildReport:
                 row.per_topic, row.means_json, row.tied_topics = blob, means, tied
         _set_ranking(board, sub.id, ranking_digest(board.store.get(sub.sha256)))
         report.rescored += 1
-    if changed:      # every server process reads these phases' rows again (their caches' key)
+    if changed:  # every server process reads these phases' rows again (their caches' key)
         with write_session(board.engine) as s:
-            s.execute(update(Phase).where(Phase.id.in_(changed))
-                      .values(scores_version=Phase.scores_version + 1))
+            s.execute(update(Phase).where(Phase.id.in_(changed)).values(scores_version=Phase.scores_version + 1))
     for path in board.store.root.glob("??/*"):
         if path.name not in named:
             report.orphans += 1
@@ -282,9 +289,12 @@ def provenance(phase: Phase) -> dict[str, str | None]:
     """What an export says of where its numbers come from: the board, the collection's
     content hash, the dsr version, and when the board was frozen (None while it is not)."""
 
-    return {"board": f"{phase.collection}/{phase.name}", "collection_hash": phase.collection_hash,
-            "dsr_version": __version__,
-            "frozen": None if phase.frozen_at is None else phase.frozen_at.isoformat() + "Z"}
+    return {
+        "board": f"{phase.collection}/{phase.name}",
+        "collection_hash": phase.collection_hash,
+        "dsr_version": __version__,
+        "frozen": None if phase.frozen_at is None else phase.frozen_at.isoformat() + "Z",
+    }
 
 
 def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> str:
@@ -295,12 +305,11 @@ def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> st
     about = provenance(phase)
     if fmt == "json":
         return json.dumps({**lb.to_json(), "provenance": about}, indent=2, ensure_ascii=False) + "\n"
-    if lb.ladder:    # a hidden phase exports what its board shows: ladder values
+    if lb.ladder:  # a hidden phase exports what its board shows: ladder values
         return _ladder_table(lb, fmt, about)
     if fmt == "csv":
         return _with_columns(to_csv(lb.results), {k: v or "" for k, v in about.items()}, _places(lb))
-    return ("".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + _board_latex(lb) + "\n"
-            + to_latex(lb.results))
+    return "".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + _board_latex(lb) + "\n" + to_latex(lb.results)
 
 
 def _rank_text(entry) -> str:
@@ -323,10 +332,12 @@ def _board_latex(lb) -> str:
     marks = {"better": r"$^{\blacktriangle}$", "worse": r"$^{\blacktriangledown}$"}
     values = {m: [e.means.get(lb.subset, {}).get(m) for e in lb.entries] for m in lb.measures}
     best = {m: max((v for v in vs if v is not None), default=None) for m, vs in values.items()}
-    lines = [f"% the board on {lb.subset}, sorted by {lb.sort}: rank ranges and letter groups from "
-             "all pairs (Holm); rows sharing a letter are not significantly different\n",
-             "\\begin{tabular}{rlll" + "r" * len(lb.measures) + "}\n\\toprule\n",
-             " & ".join(["Rank", "Group", "System", "Team", *map(latex_escape, lb.measures)]) + " \\\\\n\\midrule\n"]
+    lines = [
+        f"% the board on {lb.subset}, sorted by {lb.sort}: rank ranges and letter groups from "
+        "all pairs (Holm); rows sharing a letter are not significantly different\n",
+        "\\begin{tabular}{rlll" + "r" * len(lb.measures) + "}\n\\toprule\n",
+        " & ".join(["Rank", "Group", "System", "Team", *map(latex_escape, lb.measures)]) + " \\\\\n\\midrule\n",
+    ]
     for e in lb.entries:
         cells = []
         for m in lb.measures:
@@ -335,8 +346,18 @@ def _board_latex(lb) -> str:
             if v is not None and best[m] is not None and round(v, 3) == round(best[m], 3):
                 text = "\\textbf{" + text + "}"
             cells.append(text + marks.get(e.marks.get(lb.subset, {}).get(m, ""), ""))
-        lines.append(" & ".join([_rank_text(e).replace("-", "--"), e.group, latex_escape(e.submission.system),
-                                 latex_escape(e.submission.team.name), *cells]) + " \\\\\n")
+        lines.append(
+            " & ".join(
+                [
+                    _rank_text(e).replace("-", "--"),
+                    e.group,
+                    latex_escape(e.submission.system),
+                    latex_escape(e.submission.team.name),
+                    *cells,
+                ]
+            )
+            + " \\\\\n"
+        )
     lines.append("\\bottomrule\n\\end{tabular}\n")
     return "".join(lines)
 
@@ -352,17 +373,28 @@ def _ladder_table(lb, fmt: str, about: dict) -> str:
             sub = e.submission
             for subset, values in e.means.items():
                 for measure, value in values.items():
-                    writer.writerow([sub.id, sub.team.name, sub.system, subset, measure,
-                                     "" if value is None else f"{value:g}", *(v or "" for v in about.values())])
+                    writer.writerow(
+                        [
+                            sub.id,
+                            sub.team.name,
+                            sub.system,
+                            subset,
+                            measure,
+                            "" if value is None else f"{value:g}",
+                            *(v or "" for v in about.values()),
+                        ]
+                    )
         return out.getvalue()
     head = " & ".join(["System", "Team", *map(latex_escape, lb.measures)])
     lines = [f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()]
-    lines += ["% published values of a hidden phase (the ladder rule, docs/board.md)\n",
-              "\\begin{tabular}{ll" + "r" * len(lb.measures) + "}\n\\toprule\n", head + " \\\\\n\\midrule\n"]
+    lines += [
+        "% published values of a hidden phase (the ladder rule, docs/board.md)\n",
+        "\\begin{tabular}{ll" + "r" * len(lb.measures) + "}\n\\toprule\n",
+        head + " \\\\\n\\midrule\n",
+    ]
     for e in lb.entries:
         cells = ["" if e.means["all"][m] is None else f"{e.means['all'][m]:.2f}" for m in lb.measures]
-        lines.append(" & ".join([latex_escape(e.submission.system), latex_escape(e.submission.team.name),
-                                 *cells]) + " \\\\\n")
+        lines.append(" & ".join([latex_escape(e.submission.system), latex_escape(e.submission.team.name), *cells]) + " \\\\\n")
     lines.append("\\bottomrule\n\\end{tabular}\n")
     return "".join(lines)
 
@@ -375,18 +407,22 @@ def _with_columns(text: str, columns: dict[str, str], places: dict[str, dict[str
     writer = csv.writer(out, lineterminator="\n")
     run = rows[0].index("run") if rows and "run" in rows[0] else None
     for i, row in enumerate(rows):
-        place = [] if places is None else (["rank", "group"] if i == 0 else
-                                           list(places.get(row[run], {"rank": "", "group": ""}).values()))
+        place = (
+            []
+            if places is None
+            else (["rank", "group"] if i == 0 else list(places.get(row[run], {"rank": "", "group": ""}).values()))
+        )
         writer.writerow(row + place + (list(columns) if i == 0 else list(columns.values())))
     return out.getvalue()
 
 
-def participant_file(board: Board, phase: Phase, out: str | Path,
-                     keep_scores: bool = False) -> participants.ParticipantFile:
+def participant_file(board: Board, phase: Phase, out: str | Path, keep_scores: bool = False) -> participants.ParticipantFile:
     """The dialogues of a hidden phase as participants get them (:mod:`dsr.board.participants`),
     written atomically to ``out``."""
     if not phase.hidden:
-        raise InputError(f"{phase.collection}/{phase.name} is a public phase: its labels are public, give "
-                         "participants its collection file", field="phase")
+        raise InputError(
+            f"{phase.collection}/{phase.name} is a public phase: its labels are public, give participants its collection file",
+            field="phase",
+        )
     data = board.phase_data(phase)
     return participants.write(data.collection, data.qrels, out, keep_scores=keep_scores)

@@ -37,7 +37,7 @@ def create_app(board: Board, routers: Iterable[APIRouter] = ()) -> FastAPI:
     :data:`dsr.board.routes.ROUTERS`, then ``routers`` (more parts of the site)."""
     from dsr.board.routes import ROUTERS
 
-    max_body = board.upload_limit() + 512 * 1024   # the largest run, a sidecar and the form fields
+    max_body = board.upload_limit() + 512 * 1024  # the largest run, a sidecar and the form fields
     app = web_app("dsr leaderboard", secret=board.login_secret(), max_body=max_body)
     app.state.board = board
     app.state.routers = [*ROUTERS, *routers]

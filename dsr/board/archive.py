@@ -74,7 +74,7 @@ class RunStore:
 
     def finish(self, staged: Staged) -> None:
         """The row is committed: make sure the file is in place, drop the staged name."""
-        if not self.has(staged.digest):       # removed meanwhile by a start that saw no row yet
+        if not self.has(staged.digest):  # removed meanwhile by a start that saw no row yet
             self._link(staged)
         staged.path.unlink(missing_ok=True)
 

@@ -53,18 +53,28 @@ def server_url(httpx, server: str) -> str:
     try:
         parsed = httpx.URL(text)
     except (httpx.InvalidURL, ValueError, TypeError) as err:
-        raise InputError(f"{server!r} is not a URL ({err}); e.g. http://127.0.0.1:8000",
-                         field="server") from None
+        raise InputError(f"{server!r} is not a URL ({err}); e.g. http://127.0.0.1:8000", field="server") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise InputError(f"{server!r} is not an http(s) URL with a host; e.g. http://127.0.0.1:8000",
-                         field="server")
+        raise InputError(f"{server!r} is not an http(s) URL with a host; e.g. http://127.0.0.1:8000", field="server")
     return text
 
 
-def submit(server: str, token: str, collection: str, run: str | Path, *, phase: str | None = None,
-           system: str, description: str = "", link: str = "", run_type: str = "automatic",
-           trained: bool = False, sidecar: str | Path | None = None, timeout: float = 120.0,
-           retries: int = RETRIES) -> Answer:
+def submit(
+    server: str,
+    token: str,
+    collection: str,
+    run: str | Path,
+    *,
+    phase: str | None = None,
+    system: str,
+    description: str = "",
+    link: str = "",
+    run_type: str = "automatic",
+    trained: bool = False,
+    sidecar: str | Path | None = None,
+    timeout: float = 120.0,
+    retries: int = RETRIES,
+) -> Answer:
     """POST the run and its published metadata to ``server``, retrying with the same key."""
     httpx = require_extra("httpx", "board", field="server")
     run = Path(run)
@@ -74,9 +84,15 @@ def submit(server: str, token: str, collection: str, run: str | Path, *, phase: 
     files = {"run": (run.name, run.read_bytes(), "application/octet-stream")}
     if published:
         files["sidecar"] = ("published.json", json.dumps(published).encode(), "application/json")
-    data = {"collection": collection, "phase": phase or "", "system": system,
-            "description": description, "link": link, "run_type": run_type,
-            "trained_on_collection": "true" if trained else "false"}
+    data = {
+        "collection": collection,
+        "phase": phase or "",
+        "system": system,
+        "description": description,
+        "link": link,
+        "run_type": run_type,
+        "trained_on_collection": "true" if trained else "false",
+    }
     headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": uuid.uuid4().hex}
     url = server_url(httpx, server) + "/api/submissions"
     for attempt in range(retries + 1):
@@ -85,19 +101,17 @@ def submit(server: str, token: str, collection: str, run: str | Path, *, phase: 
             break
         except (httpx.TimeoutException, httpx.RemoteProtocolError, httpx.ReadError) as err:
             if attempt == retries:
-                raise InputError(f"no answer from the server after {retries + 1} tries: {err}",
-                                 field="server") from None
-            time.sleep(min(2.0, 0.5 * 2 ** attempt))
+                raise InputError(f"no answer from the server after {retries + 1} tries: {err}", field="server") from None
+            time.sleep(min(2.0, 0.5 * 2**attempt))
         except httpx.HTTPError as err:
             raise InputError(f"cannot reach the server: {err}", field="server") from None
     try:
         body = response.json()
     except ValueError:
         body = {"error": response.text[:500]}
-    if not isinstance(body, dict):      # not the board's answer (a proxy's?): said as it came
+    if not isinstance(body, dict):  # not the board's answer (a proxy's?): said as it came
         body = {"error": json.dumps(body)[:500]}
-    return Answer(response.status_code, body, published,
-                  response.headers.get("idempotency-replayed") == "true")
+    return Answer(response.status_code, body, published, response.headers.get("idempotency-replayed") == "true")
 
 
 def quota_text(quota: dict) -> str:

@@ -47,16 +47,16 @@ def make_engine(url: str) -> Engine:
     if backend == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(parsed, connect_args={"timeout": 60, "check_same_thread": False},
-                               pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
+        engine = create_engine(
+            parsed, connect_args={"timeout": 60, "check_same_thread": False}, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW
+        )
         _sqlite_events(engine)
         return engine
     if backend == "postgresql":
         if parsed.drivername == "postgresql":
-            parsed = parsed.set(drivername="postgresql+psycopg")   # psycopg 3
+            parsed = parsed.set(drivername="postgresql+psycopg")  # psycopg 3
         return create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
-    raise InputError(f"unsupported database {backend!r}: use sqlite:///FILE or postgresql://...",
-                     field="url")
+    raise InputError(f"unsupported database {backend!r}: use sqlite:///FILE or postgresql://...", field="url")
 
 
 def _sqlite_events(engine: Engine) -> None:
@@ -107,8 +107,7 @@ def _reader(engine: Engine) -> Engine:
     the four a short read cost); SQLite's reads stay in a transaction (in-process: free)."""
     reader = _READERS.get(engine)
     if reader is None:
-        reader = engine.execution_options(isolation_level="AUTOCOMMIT") \
-            if engine.dialect.name == "postgresql" else engine
+        reader = engine.execution_options(isolation_level="AUTOCOMMIT") if engine.dialect.name == "postgresql" else engine
         _READERS[engine] = reader
     return reader
 

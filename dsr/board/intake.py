@@ -26,8 +26,7 @@ _KEY = re.compile(r"[\x21-\x7e]{1,200}")
 class Refused(Exception):
     """A submission that is not accepted: ``status`` is the HTTP status to answer with."""
 
-    def __init__(self, status: int, message: str, problems: list[dict] | None = None,
-                 quota: dict | None = None, **extra: Any):
+    def __init__(self, status: int, message: str, problems: list[dict] | None = None, quota: dict | None = None, **extra: Any):
         super().__init__(message)
         self.status = status
         self.message = message
@@ -155,14 +154,21 @@ def ranking_digest(text: bytes) -> str:
     return hashlib.sha256(json.dumps(records, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-def request_digest(phase_id: int, digest: str, filename: str, meta: Metadata,
-                   published: dict[str, Any]) -> str:
+def request_digest(phase_id: int, digest: str, filename: str, meta: Metadata, published: dict[str, Any]) -> str:
     """The sha256 of everything a submission request says: the board, the run's bytes, the
     file name, the metadata and the sidecar's published part (an ``Idempotency-Key`` is bound
     to it: the same key with any other field is refused)."""
-    request = {"phase": phase_id, "run": digest, "filename": filename, "system": meta.system,
-               "description": meta.description, "link": meta.link, "run_type": meta.run_type,
-               "trained_on_collection": bool(meta.trained_on_collection), "published": published}
+    request = {
+        "phase": phase_id,
+        "run": digest,
+        "filename": filename,
+        "system": meta.system,
+        "description": meta.description,
+        "link": meta.link,
+        "run_type": meta.run_type,
+        "trained_on_collection": bool(meta.trained_on_collection),
+        "published": published,
+    }
     return hashlib.sha256(json.dumps(request, sort_keys=True).encode("utf-8")).hexdigest()
 
 

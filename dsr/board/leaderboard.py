@@ -39,9 +39,11 @@ from dsr.evaluation.significance import all_pairs, mean_ci
 SELECTIONS = ("all", "best", "latest")
 #: a team's runs on a board, in submission order (the ladder of a submit answer; built once:
 #: see ``dsr.board.members.IDENTIFY``)
-TEAM_RUNS = (select(Submission.id).where(Submission.phase_id == bindparam("phase"),
-                                         Submission.team_id == bindparam("team"), Submission.baseline.is_(False))
-             .order_by(Submission.id))
+TEAM_RUNS = (
+    select(Submission.id)
+    .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team"), Submission.baseline.is_(False))
+    .order_by(Submission.id)
+)
 BASELINE_VIEWS = ("chosen", "all")
 
 
@@ -49,14 +51,14 @@ BASELINE_VIEWS = ("chosen", "all")
 class Entry:
     submission: Submission
     key: str
-    means: dict[str, dict[str, float | None]]          # subset -> measure -> mean
-    marks: dict[str, dict[str, str]]                   # subset -> measure -> better/worse/tie/""
-    p: dict[str, dict[str, float | None]]              # subset -> measure -> Holm-adjusted p
+    means: dict[str, dict[str, float | None]]  # subset -> measure -> mean
+    marks: dict[str, dict[str, str]]  # subset -> measure -> better/worse/tie/""
+    p: dict[str, dict[str, float | None]]  # subset -> measure -> Holm-adjusted p
     #: subset -> (low, high) of the sorted measure's 95% interval
     ci: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
-    rank: tuple[int, int] | None = None                # rank range on the sorted measure and subset
-    group: str = ""                                    # compact letter display
-    runs: int = 1                                      # the team's runs on this board
+    rank: tuple[int, int] | None = None  # rank range on the sorted measure and subset
+    group: str = ""  # compact letter display
+    runs: int = 1  # the team's runs on this board
 
 
 @dataclass
@@ -73,7 +75,7 @@ class Leaderboard:
     subset: str = "all"
     primary: str = ""
     team: str | None = None
-    hidden_baselines: int = 0                          # baseline rows collapsed
+    hidden_baselines: int = 0  # baseline rows collapsed
     #: a hidden phase's ladder values are shown (``release``), not means and statistics
     ladder: bool = False
     #: each published group's dialogues (a hidden phase's grid steps follow from them)
@@ -92,36 +94,66 @@ class Leaderboard:
         (and no score of a final phase before it is frozen)."""
         shown = self.scores_shown
         return {
-            "collection": self.phase.collection, "phase": self.phase.name, "hidden": self.phase.hidden,
-            "final": self.phase.final, "frozen": iso(self.phase.frozen_at),
-            "opens": iso(self.phase.opens_at), "closes": iso(self.phase.closes_at),
+            "collection": self.phase.collection,
+            "phase": self.phase.name,
+            "hidden": self.phase.hidden,
+            "final": self.phase.final,
+            "frozen": iso(self.phase.frozen_at),
+            "opens": iso(self.phase.opens_at),
+            "closes": iso(self.phase.closes_at),
             "collection_hash": self.phase.collection_hash,
-            "measures": self.measures, "primary": self.primary, "subsets": self.subsets,
-            "sort": self.sort, "subset": self.subset, "select": self.select,
-            "topics": len(self.results.topics), "scores_published": shown,
+            "measures": self.measures,
+            "primary": self.primary,
+            "subsets": self.subsets,
+            "sort": self.sort,
+            "subset": self.subset,
+            "select": self.select,
+            "topics": len(self.results.topics),
+            "scores_published": shown,
             "baseline": self.baseline.id if self.baseline else None,
-            **({"release": self.rule} if self.ladder else {
-                "significance": {"test": "paired t-test by topic, two-sided",
-                                 "correction": "Holm across the rows shown, per subset and measure",
-                                 "groups": f"all pairs on {self.sort} ({self.subset}), Holm over the pairs",
-                                 "interval": "95% t interval of the mean over the topics",
-                                 "alpha": self.results.alpha}}),
+            **(
+                {"release": self.rule}
+                if self.ladder
+                else {
+                    "significance": {
+                        "test": "paired t-test by topic, two-sided",
+                        "correction": "Holm across the rows shown, per subset and measure",
+                        "groups": f"all pairs on {self.sort} ({self.subset}), Holm over the pairs",
+                        "interval": "95% t interval of the mean over the topics",
+                        "alpha": self.results.alpha,
+                    }
+                }
+            ),
             "rows": [_row_json(i, e, self.sort, shown, self.ladder) for i, e in enumerate(self.entries)],
         }
 
 
 def _row_json(i: int, e: Entry, sort: str, shown: bool, ladder: bool = False) -> dict[str, Any]:
     sub = e.submission
-    row = {"position": i + 1, "id": sub.id, "team": sub.team.name,
-           "system": sub.system, "baseline": sub.baseline, "run_type": sub.run_type,
-           "trained_on_collection": sub.trained_on_collection, "team_runs": e.runs,
-           "submitted": sub.created_at.isoformat() + "Z"}
+    row = {
+        "position": i + 1,
+        "id": sub.id,
+        "team": sub.team.name,
+        "system": sub.system,
+        "baseline": sub.baseline,
+        "run_type": sub.run_type,
+        "trained_on_collection": sub.trained_on_collection,
+        "team_runs": e.runs,
+        "submitted": sub.created_at.isoformat() + "Z",
+    }
     if ladder:
         row.update({"rank": e.rank[0] if e.rank else None, "means": e.means})
     elif shown:
-        row.update({"rank": list(e.rank) if e.rank else None, "group": e.group, "means": e.means,
-                    "ci": {s: {sort: list(v)} for s, v in e.ci.items()},
-                    "vs_baseline": e.marks, "p_holm": e.p})
+        row.update(
+            {
+                "rank": list(e.rank) if e.rank else None,
+                "group": e.group,
+                "means": e.means,
+                "ci": {s: {sort: list(v)} for s, v in e.ci.items()},
+                "vs_baseline": e.marks,
+                "p_holm": e.p,
+            }
+        )
     return row
 
 
@@ -137,9 +169,18 @@ def row_key(sub: Submission) -> str:
     return f"{sub.team.name} / {sub.system} #{sub.id}"
 
 
-def build(board, phase: Phase, *, sort: str | None = None, select: str = "best",
-          baseline_id: int | None = None, descending: bool = True, subset: str = "all",
-          team: str | None = None, baselines: str = "chosen") -> Leaderboard:
+def build(
+    board,
+    phase: Phase,
+    *,
+    sort: str | None = None,
+    select: str = "best",
+    baseline_id: int | None = None,
+    descending: bool = True,
+    subset: str = "all",
+    team: str | None = None,
+    baselines: str = "chosen",
+) -> Leaderboard:
     """The leaderboard of ``phase`` (``board`` is a :class:`dsr.board.service.Board`):
     ``select`` each team's best (by ``sort``), latest or all runs, of one ``team`` when given;
     ``baselines``: the chosen baseline's row only, or all of them.
@@ -162,11 +203,10 @@ def build(board, phase: Phase, *, sort: str | None = None, select: str = "best",
     counts: dict[int, int] = {}
     for sub in teams:
         counts[sub.team_id] = counts.get(sub.team_id, 0) + 1
-    if not phase.scores_shown:     # nothing derived from a score: the order is fixed
+    if not phase.scores_shown:  # nothing derived from a score: the order is fixed
         sort, select, descending = primary, "all", True
         shown = sorted(shown + teams, key=lambda s: (s.team.name, s.created_at, s.id))
-        return _assemble(board, phase, data, shown, None, counts, baseline, all_baselines,
-                         (sort, select, subset, primary, team))
+        return _assemble(board, phase, data, shown, None, counts, baseline, all_baselines, (sort, select, subset, primary, team))
     ladder_values = released_values(board, phase, data, subs) if uses_ladder(phase) else None
 
     def mean_of(sub: Submission) -> float:
@@ -178,35 +218,57 @@ def build(board, phase: Phase, *, sort: str | None = None, select: str = "best",
         shown += teams
     else:
         by_team: dict[int, Submission] = {}
-        for sub in teams:   # in id order: "latest" keeps the last, "best" the highest
+        for sub in teams:  # in id order: "latest" keeps the last, "best" the highest
             best = by_team.get(sub.team_id)
             if best is None or select == "latest" or mean_of(sub) > mean_of(best):
                 by_team[sub.team_id] = sub
         shown += list(by_team.values())
     shown.sort(key=lambda s: (mean_of(s) if descending else -mean_of(s), -s.id), reverse=True)
-    return _assemble(board, phase, data, shown, ladder_values, counts, baseline, all_baselines,
-                     (sort, select, subset, primary, team))
+    return _assemble(
+        board, phase, data, shown, ladder_values, counts, baseline, all_baselines, (sort, select, subset, primary, team)
+    )
 
 
-def _assemble(board, phase: Phase, data: scoring.PhaseData, shown: list[Submission],
-              ladder_values: dict[int, dict] | None, counts: dict[int, int], baseline, all_baselines,
-              view: tuple) -> Leaderboard:
+def _assemble(
+    board,
+    phase: Phase,
+    data: scoring.PhaseData,
+    shown: list[Submission],
+    ladder_values: dict[int, dict] | None,
+    counts: dict[int, int],
+    baseline,
+    all_baselines,
+    view: tuple,
+) -> Leaderboard:
     """The entries of the rows ``shown`` (in order), with the statistics a phase publishes."""
     sort, select, subset, primary, team = view
     measures = data.measures
-    rows = [scoring.BoardRow(row_key(s), s.id, s.team.name, s.system, s.baseline, s.created_at,
-                             board.matrix(s, len(measures))) for s in shown]
+    rows = [
+        scoring.BoardRow(row_key(s), s.id, s.team.name, s.system, s.baseline, s.created_at, board.matrix(s, len(measures)))
+        for s in shown
+    ]
     full = phase.scores_shown and ladder_values is None
-    results = scoring.board_results(data, phase.name, rows,
-                                    row_key(baseline) if baseline and full else None)
+    results = scoring.board_results(data, phase.name, rows, row_key(baseline) if baseline and full else None)
     entries = [_entry(sub, row, data, results, counts) for sub, row in zip(shown, rows)]
     if full:
         _statistics(entries, rows, data, sort, subset)
     elif ladder_values is not None:
         _ladder_entries(entries, ladder_values, sort, subset)
-    lb = Leaderboard(phase, measures, list(data.subsets), entries, baseline, all_baselines, results,
-                     sort, select, subset, primary, team,
-                     len(all_baselines) - sum(s.baseline for s in shown))
+    lb = Leaderboard(
+        phase,
+        measures,
+        list(data.subsets),
+        entries,
+        baseline,
+        all_baselines,
+        results,
+        sort,
+        select,
+        subset,
+        primary,
+        team,
+        len(all_baselines) - sum(s.baseline for s in shown),
+    )
     lb.ladder = ladder_values is not None
     lb.groups = {name: len(idx) for name, idx in data.subsets.items()}
     return lb
@@ -226,8 +288,9 @@ def _ladder_entries(entries: list[Entry], ladder_values: dict[int, dict], sort: 
         entry.rank = (1 + higher, 1 + higher)
 
 
-def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Submission]
-                    ) -> dict[int, dict[str, dict[str, float | None]]]:
+def released_values(
+    board, phase: Phase, data: scoring.PhaseData, subs: list[Submission]
+) -> dict[int, dict[str, dict[str, float | None]]]:
     """Each run's published values on a hidden phase: its team's ladder values after it
     (``release.ladder``, with the team's noise; a baseline row: its own means on the grid, no
     noise: the organisers' runs are not adaptive probes)."""
@@ -244,8 +307,9 @@ def released_values(board, phase: Phase, data: scoring.PhaseData, subs: list[Sub
         key = (phase.id, phase.scores_version, phase.total_quota, id(data), tuple(s.id for s in runs))
         if key not in cache:
             noise = None if runs[0].baseline else board.release_noise(phase, runs[0].team_id, [s.id for s in runs])
-            cache[key] = release.ladder([board.matrix(s, len(data.measures)) for s in runs], data.subsets,
-                                        data.measures, phase.total_quota, noise=noise).values
+            cache[key] = release.ladder(
+                [board.matrix(s, len(data.measures)) for s in runs], data.subsets, data.measures, phase.total_quota, noise=noise
+            ).values
         out.update({s.id: values for s, values in zip(runs, cache[key])})
     return out
 
@@ -283,19 +347,18 @@ def _check_view(sort: str, measures: list[str], select: str, subset: str, data, 
         raise InputError(f"baselines is one of {', '.join(BASELINE_VIEWS)}", field="baselines")
 
 
-def _entry(sub: Submission, row: scoring.BoardRow, data: scoring.PhaseData, results: Results,
-           counts: dict[int, int]) -> Entry:
+def _entry(sub: Submission, row: scoring.BoardRow, data: scoring.PhaseData, results: Results, counts: dict[int, int]) -> Entry:
     measures = data.measures
     significance = results.significance or {}
-    marks = {subset: {m: scoring.direction(results, subset, row.key, m) for m in measures}
-             for subset in data.subsets}
-    p = {subset: {m: significance.get(subset, {}).get(row.key, {}).get(m, {}).get("t_holm")
-                  for m in measures} for subset in data.subsets}
+    marks = {subset: {m: scoring.direction(results, subset, row.key, m) for m in measures} for subset in data.subsets}
+    p = {
+        subset: {m: significance.get(subset, {}).get(row.key, {}).get(m, {}).get("t_holm") for m in measures}
+        for subset in data.subsets
+    }
     return Entry(sub, row.key, published_means(sub, data), marks, p, runs=counts.get(sub.team_id, 0))
 
 
-def _statistics(entries: list[Entry], rows: list[scoring.BoardRow], data: scoring.PhaseData,
-                sort: str, subset: str) -> None:
+def _statistics(entries: list[Entry], rows: list[scoring.BoardRow], data: scoring.PhaseData, sort: str, subset: str) -> None:
     """Intervals of ``sort`` per subset, and rank ranges and letter groups on ``subset``."""
     j = data.measures.index(sort)
     for entry, row in zip(entries, rows):

@@ -24,8 +24,11 @@ def hash_token(token: str) -> str:
 #: a token's team and member, read at every request with a token. Hot statements are built
 #: once: SQLAlchemy keys its cache of compiled SQL by a digest it computes once per statement
 #: object (a statement built per call costs that digest every time: 40 % of a short query)
-IDENTIFY = (select(Team, Member).join(Member, Member.team_id == Team.id)
-            .where(Member.token_hash == bindparam("token_hash"), Member.removed_at.is_(None)))
+IDENTIFY = (
+    select(Team, Member)
+    .join(Member, Member.team_id == Team.id)
+    .where(Member.token_hash == bindparam("token_hash"), Member.removed_at.is_(None))
+)
 
 #: the longest e-mail address a member's row holds (String(300))
 MAX_EMAIL = 300
@@ -68,7 +71,7 @@ class Members:
         """The team and member of a token, None for a wrong, rotated or revoked one."""
         if not token:
             return None
-        with read_session(self.engine) as s:   # one query (every API request asks it)
+        with read_session(self.engine) as s:  # one query (every API request asks it)
             found = s.execute(IDENTIFY, {"token_hash": hash_token(token)}).first()
         return None if found is None else (found[0], found[1])
 
@@ -110,20 +113,23 @@ class Members:
         """Add a person to a team; returns their token (shown once: only its hash is kept). A
         removed member's name can be added again (a new token; its old runs stay its own)."""
         team = self.team(team_name)
-        if team.organiser:     # its runs skip quotas: they come in by add-baseline only
-            raise InputError(f"{team_name!r} is the organisers' team: baselines are added with "
-                             "dsr board add-baseline, not by a member's token", field="TEAM")
+        if team.organiser:  # its runs skip quotas: they come in by add-baseline only
+            raise InputError(
+                f"{team_name!r} is the organisers' team: baselines are added with "
+                "dsr board add-baseline, not by a member's token",
+                field="TEAM",
+            )
         name = _member_name(name)
         check_text(email, "email")
         if len(email.strip()) > MAX_EMAIL:
-            raise InputError(f"an e-mail address is at most {MAX_EMAIL} characters (got {len(email.strip())})",
-                             field="email")
+            raise InputError(f"an e-mail address is at most {MAX_EMAIL} characters (got {len(email.strip())})", field="email")
         token = new_token()
         with write_session(self.engine) as s:
             row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name))
             if row is not None and row.removed_at is None:
-                raise InputError(f"{name!r} is a member of {team_name!r} already "
-                                 "(dsr board rotate-token gives them a new token)", field="NAME")
+                raise InputError(
+                    f"{name!r} is a member of {team_name!r} already (dsr board rotate-token gives them a new token)", field="NAME"
+                )
             if row is None:
                 row = Member(team_id=team.id, name=name)
                 s.add(row)
@@ -154,11 +160,9 @@ class Members:
         team = self.team(team_name)
         name = _member_name(name)
         with read_session(self.engine) as s:
-            row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name,
-                                                Member.removed_at.is_(None)))
+            row = s.scalar(select(Member).where(Member.team_id == team.id, Member.name == name, Member.removed_at.is_(None)))
         if row is None:
-            raise InputError(f"{name!r} is not a member of {team_name!r} (dsr board list shows them)",
-                             field="NAME")
+            raise InputError(f"{name!r} is not a member of {team_name!r} (dsr board list shows them)", field="NAME")
         return row
 
     def members(self, team: Team, removed: bool = False) -> list[Member]:
@@ -173,8 +177,9 @@ class Members:
         """How many runs each (team, member) submitted (member None: baselines, and runs of
         before migration 0005, whose member is not known)."""
         with read_session(self.engine) as s:
-            rows = s.execute(select(Submission.team_id, Submission.member_id, func.count())
-                             .group_by(Submission.team_id, Submission.member_id))
+            rows = s.execute(
+                select(Submission.team_id, Submission.member_id, func.count()).group_by(Submission.team_id, Submission.member_id)
+            )
             return {(team, member): int(n) for team, member, n in rows}
 
     def organisers(self) -> Team:

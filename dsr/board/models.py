@@ -55,15 +55,15 @@ class Phase(Base):
     __tablename__ = "phases"
     __table_args__ = (UniqueConstraint("collection", "name", name="uq_phase_collection_name"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    collection: Mapped[str] = mapped_column(String(100))        # display name (URL part)
+    collection: Mapped[str] = mapped_column(String(100))  # display name (URL part)
     name: Mapped[str] = mapped_column(String(100))
-    collection_ref: Mapped[str] = mapped_column(String(1000))   # what load_collection gets
+    collection_ref: Mapped[str] = mapped_column(String(1000))  # what load_collection gets
     collection_hash: Mapped[str] = mapped_column(String(64))
     hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     description: Mapped[str] = mapped_column(Text, default="")
     #: hidden phases: {topic: {doc: grade}} (never served); public: null (the collection's labels)
     labels_json: Mapped[str | None] = mapped_column(Text, nullable=True)
-    topics_json: Mapped[str] = mapped_column(Text)              # topic ids in order
+    topics_json: Mapped[str] = mapped_column(Text)  # topic ids in order
     measures_json: Mapped[str] = mapped_column(Text)
     daily_quota: Mapped[int | None] = mapped_column(Integer, nullable=True)
     total_quota: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -114,19 +114,20 @@ class Submission(Base):
     """An accepted run (invalid and refused runs are never stored)."""
 
     __tablename__ = "submissions"
-    __table_args__ = (Index("ix_submissions_phase_team_time", "phase_id", "team_id", "created_at"),
-                      # the same ranking once per team and board (a duplicate is refused, 409)
-                      Index("uq_submission_team_ranking", "phase_id", "team_id", "ranking_sha256",
-                            unique=True),
-                      # a retried request (same Idempotency-Key) is answered, not stored again
-                      Index("uq_submission_team_key", "team_id", "idempotency_key", unique=True))
+    __table_args__ = (
+        Index("ix_submissions_phase_team_time", "phase_id", "team_id", "created_at"),
+        # the same ranking once per team and board (a duplicate is refused, 409)
+        Index("uq_submission_team_ranking", "phase_id", "team_id", "ranking_sha256", unique=True),
+        # a retried request (same Idempotency-Key) is answered, not stored again
+        Index("uq_submission_team_key", "team_id", "idempotency_key", unique=True),
+    )
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     phase_id: Mapped[int] = mapped_column(ForeignKey("phases.id"))
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
     system: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="")
     link: Mapped[str] = mapped_column(String(500), default="")
-    run_type: Mapped[str] = mapped_column(String(20))            # automatic / manual
+    run_type: Mapped[str] = mapped_column(String(20))  # automatic / manual
     trained_on_collection: Mapped[bool] = mapped_column(Boolean, default=False)
     baseline: Mapped[bool] = mapped_column(Boolean, default=False)
     filename: Mapped[str] = mapped_column(String(200), default="")
@@ -136,7 +137,7 @@ class Submission(Base):
     #: the published metadata taken from the sidecar (``dsr.board.published``: an
     #: allow-list); nothing else of a sidecar is kept
     sidecar_json: Mapped[str | None] = mapped_column(Text, nullable=True)
-    means_json: Mapped[str] = mapped_column(Text)                # {subset: {measure: mean}}
+    means_json: Mapped[str] = mapped_column(Text)  # {subset: {measure: mean}}
     # float64 (topics x measures); loaded only when asked for (boards read it through
     # Board.matrix, which caches it: a row never changes once written)
     per_topic: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)

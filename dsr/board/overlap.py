@@ -77,8 +77,7 @@ class Judged:
 def judged(dialogue: Dialogue, labels: dict[str, int]) -> Judged:
     """``dialogue``'s labels (candidate id -> grade; missing: 0) as the measures see them."""
     sentence = {c.id: _digest(c.title, c.body) for c in dialogue.candidates}
-    graded = frozenset((sentence.get(doc, _digest("id", doc)), int(g)) for doc, g in labels.items()
-                       if int(g) > 0)
+    graded = frozenset((sentence.get(doc, _digest("id", doc)), int(g)) for doc, g in labels.items() if int(g) > 0)
     thresholds = sorted({g for _, g in graded})
     views = frozenset(frozenset(s for s, g in graded if g >= t) for t in thresholds)
     return Judged(dialogue.id, dialogue_text(dialogue), graded, views)
@@ -100,8 +99,14 @@ class PhaseLabels:
         return self.kind != "public"
 
 
-def phase_labels(name: str, how: str, collection: Collection, qrels: dict[str, dict[str, int]],
-                 groups: dict[str, list[int]] | None = None, minimum: int = 0) -> PhaseLabels:
+def phase_labels(
+    name: str,
+    how: str,
+    collection: Collection,
+    qrels: dict[str, dict[str, int]],
+    groups: dict[str, list[int]] | None = None,
+    minimum: int = 0,
+) -> PhaseLabels:
     """A phase's labels for the check (``collection``: the phase's dialogues, in order;
     ``groups``: a ladder phase's published groups as indices into them)."""
     if how not in KINDS:
@@ -162,9 +167,11 @@ def _readable(a: PhaseLabels, b: PhaseLabels, n: int) -> str:
     """What a pair that shares ``n`` dialogues gives away (one of them publishes per dialogue)."""
     shown, hidden = (a, b) if a.kind == "public" or (a.kind == "final" and b.kind != "public") else (b, a)
     when = "now" if shown.kind == "public" else "once it is frozen"
-    return (f"{a.name} and {b.name} share {n} dialogue(s) with the same labels (as the measures see "
-            f"them): {shown.name} publishes per-dialogue values {when}, so the {hidden.name} labels of "
-            f"those dialogues can be read from its run pages and /api/runs")
+    return (
+        f"{a.name} and {b.name} share {n} dialogue(s) with the same labels (as the measures see "
+        f"them): {shown.name} publishes per-dialogue values {when}, so the {hidden.name} labels of "
+        f"those dialogues can be read from its run pages and /api/runs"
+    )
 
 
 def _ladder_pair(a: PhaseLabels, b: PhaseLabels) -> list[str]:
@@ -175,11 +182,12 @@ def _ladder_pair(a: PhaseLabels, b: PhaseLabels) -> list[str]:
         for h, theirs in b.groups.items():
             n = differing(left, [b.dialogues[t] for t in theirs])
             if n < least:
-                out.append(f"{a.name} {g!r} ({len(mine)} dialogues) and {b.name} {h!r} ({len(theirs)} "
-                           f"dialogues) differ in {n} dialogue(s), fewer than {least}: the difference of "
-                           "their published means gives the values of the dialogues that differ"
-                           + (" (none: the same group twice doubles every team's quota on it)" if n == 0
-                              else ""))
+                out.append(
+                    f"{a.name} {g!r} ({len(mine)} dialogues) and {b.name} {h!r} ({len(theirs)} "
+                    f"dialogues) differ in {n} dialogue(s), fewer than {least}: the difference of "
+                    "their published means gives the values of the dialogues that differ"
+                    + (" (none: the same group twice doubles every team's quota on it)" if n == 0 else "")
+                )
     return out
 
 
@@ -188,10 +196,11 @@ def refuse(problems_found: list[str]) -> None:
     if problems_found:
         shown = "; ".join(problems_found[:5])
         more = f" (and {len(problems_found) - 5} more)" if len(problems_found) > 5 else ""
-        raise InputError(f"this phase would let hidden labels be read through another phase: {shown}{more}. "
-                         "A phase may share no dialogue with a hidden phase's labels when either "
-                         "publishes per-dialogue values (a public phase, or a final one once frozen), and "
-                         "two hidden phases over the same labels must differ in at least min_dialogues "
-                         "dialogues (docs/board.md: Phases over the same labels); allow_overlap overrides",
-                         field="allow_overlap")
-
+        raise InputError(
+            f"this phase would let hidden labels be read through another phase: {shown}{more}. "
+            "A phase may share no dialogue with a hidden phase's labels when either "
+            "publishes per-dialogue values (a public phase, or a final one once frozen), and "
+            "two hidden phases over the same labels must differ in at least min_dialogues "
+            "dialogues (docs/board.md: Phases over the same labels); allow_overlap overrides",
+            field="allow_overlap",
+        )

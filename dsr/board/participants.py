@@ -42,8 +42,13 @@ DIALOGUE_FIELDS = ("id", "subreddit", "title", "context", "candidates", "subset"
 TURN_FIELDS = ("author_id", "author_name", "body", "score")
 CANDIDATE_FIELDS = ("id", "title", "body")
 #: what is withheld, in words (the report and the docs)
-WITHHELD = ("each candidate's label", "target (the next turn)", "meta (every key)",
-            "each candidate's score (unless kept)", "the file's candidate order")
+WITHHELD = (
+    "each candidate's label",
+    "target (the next turn)",
+    "meta (every key)",
+    "each candidate's score (unless kept)",
+    "the file's candidate order",
+)
 #: the id order is reported when it ranks relevant sentences first with p below this
 ID_ORDER_P = 0.001
 
@@ -61,8 +66,7 @@ class ParticipantFile:
 def record(dialogue: Dialogue, keep_scores: bool = False) -> dict:
     """One dialogue as a participant gets it (see the module docstring)."""
     if keep_scores:
-        candidates = sorted(dialogue.candidates,
-                            key=lambda c: (-(c.score if c.score is not None else -math.inf), c.id))
+        candidates = sorted(dialogue.candidates, key=lambda c: (-(c.score if c.score is not None else -math.inf), c.id))
     else:
         order = {cid: i for i, cid in enumerate(natural_order(c.id for c in dialogue.candidates))}
         candidates = sorted(dialogue.candidates, key=lambda c: order[c.id])
@@ -72,13 +76,20 @@ def record(dialogue: Dialogue, keep_scores: bool = False) -> dict:
         if keep_scores and c.score is not None:
             item["score"] = c.score
         shown.append(item)
-    return {"id": dialogue.id, "subreddit": dialogue.subreddit, "title": dialogue.title,
-            "context": [{k: getattr(t, k) for k in TURN_FIELDS} for t in dialogue.context],
-            "candidates": shown, "subset": dialogue.subset, "source": dialogue.source}
+    return {
+        "id": dialogue.id,
+        "subreddit": dialogue.subreddit,
+        "title": dialogue.title,
+        "context": [{k: getattr(t, k) for k in TURN_FIELDS} for t in dialogue.context],
+        "candidates": shown,
+        "subset": dialogue.subset,
+        "source": dialogue.source,
+    }
 
 
-def write(collection: Collection, qrels: dict[str, dict[str, int]], path: str | Path,
-          keep_scores: bool = False) -> ParticipantFile:
+def write(
+    collection: Collection, qrels: dict[str, dict[str, int]], path: str | Path, keep_scores: bool = False
+) -> ParticipantFile:
     """Write ``collection``'s dialogues (a hidden phase's, in its order) for participants,
     atomically; ``qrels`` (the phase's labels) only serve the id check."""
     meta_keys: set[str] = set()
@@ -86,8 +97,12 @@ def write(collection: Collection, qrels: dict[str, dict[str, int]], path: str | 
         for d in collection.dialogues:
             meta_keys |= set(d.meta)
             handle.write(json.dumps(record(d, keep_scores), ensure_ascii=False) + "\n")
-    return ParticipantFile(len(collection), sum(len(d.candidates) for d in collection.dialogues),
-                           sorted(meta_keys), id_order_warnings(collection, qrels))
+    return ParticipantFile(
+        len(collection),
+        sum(len(d.candidates) for d in collection.dialogues),
+        sorted(meta_keys),
+        id_order_warnings(collection, qrels),
+    )
 
 
 def id_order_warnings(collection: Collection, qrels: dict[str, dict[str, int]]) -> list[str]:
@@ -111,7 +126,9 @@ def id_order_warnings(collection: Collection, qrels: dict[str, dict[str, int]]) 
             z = (hits - chance) / math.sqrt(variance)
             p = 0.5 * math.erfc(z / math.sqrt(2))
             if p < ID_ORDER_P:
-                warnings.append(f"{name} puts a relevant sentence first in {hits:.0f} of "
-                                f"{len(collection)} dialogues (chance: {chance:.1f}, p = {p:.1g}): the ids "
-                                "give the labels away; rename the candidates before the season")
+                warnings.append(
+                    f"{name} puts a relevant sentence first in {hits:.0f} of "
+                    f"{len(collection)} dialogues (chance: {chance:.1f}, p = {p:.1g}): the ids "
+                    "give the labels away; rename the candidates before the season"
+                )
     return warnings

@@ -31,10 +31,15 @@ class Season(settings_type("SeasonSettings", SEASON_PARAMS, "a phase's season"))
     def apply(self, phase: Phase, measures: list[str], keep: bool = False) -> None:
         """Set these on ``phase`` (``keep``: fields left None keep the phase's values)."""
         if self.primary is not None and self.primary not in measures:
-            raise InputError(f"primary measure {self.primary!r} is not a measure of this phase; it has "
-                             f"{', '.join(measures)}", field="primary")
-        for name, value in (("primary_measure", self.primary), ("opens_at", self.opens),
-                            ("closes_at", self.closes), ("final", self.final)):
+            raise InputError(
+                f"primary measure {self.primary!r} is not a measure of this phase; it has {', '.join(measures)}", field="primary"
+            )
+        for name, value in (
+            ("primary_measure", self.primary),
+            ("opens_at", self.opens),
+            ("closes_at", self.closes),
+            ("final", self.final),
+        ):
             if value is not None or not keep:
                 setattr(phase, name, value if value is not None or name != "final" else False)
         if phase.opens_at and phase.closes_at and phase.closes_at <= phase.opens_at:
@@ -57,19 +62,25 @@ def check_url_part(value: str, field: str) -> str:
         raise InputError(f"is 1 to {MAX_NAME} characters (got {len(value)})", field=field)
     bad = URL_UNSAFE.search(value)
     if bad:
-        raise InputError(f"holds {bad.group()!r}: it is a part of the board's URLs (/board/COLLECTION/PHASE)",
-                         field=field)
+        raise InputError(f"holds {bad.group()!r}: it is a part of the board's URLs (/board/COLLECTION/PHASE)", field=field)
     return value
 
 
-def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_quota: int | None,
-                         min_dialogues: int | None, texts: list[tuple[str, str]]) -> None:
+def _check_phase_options(
+    hidden: bool,
+    labels,
+    daily_quota: int | None,
+    total_quota: int | None,
+    min_dialogues: int | None,
+    texts: list[tuple[str, str]],
+) -> None:
     if not hidden and labels is not None:
-        raise InputError("labels are only loaded for hidden phases (public ones use the "
-                         "collection's own)", field="labels")
+        raise InputError("labels are only loaded for hidden phases (public ones use the collection's own)", field="labels")
     if min_dialogues is not None and (not hidden or min_dialogues < 1):
-        raise InputError("min_dialogues is a whole number >= 1, for hidden phases (public ones "
-                         "publish per-dialogue values)", field="min_dialogues")
+        raise InputError(
+            "min_dialogues is a whole number >= 1, for hidden phases (public ones publish per-dialogue values)",
+            field="min_dialogues",
+        )
     for value, name in ((daily_quota, "daily_quota"), (total_quota, "total_quota")):
         if value is not None and value < 0:
             raise InputError("a quota is a whole number >= 0", field=name)
@@ -80,12 +91,23 @@ def _check_phase_options(hidden: bool, labels, daily_quota: int | None, total_qu
 class Phases:
     """The board's phases (a part of :class:`~dsr.board.service.Board`)."""
 
-    def add_phase(self, collection_ref: str, phase_name: str, *, hidden: bool = False,
-                  labels: dict[str, dict[str, int]] | None = None, measures: list[str] | None = None,
-                  daily_quota: int | None = None, total_quota: int | None = None,
-                  description: str = "", display: str | None = None, strict: bool = False,
-                  min_dialogues: int | None = None, season: Season | None = None,
-                  allow_overlap: bool = False) -> Phase:
+    def add_phase(
+        self,
+        collection_ref: str,
+        phase_name: str,
+        *,
+        hidden: bool = False,
+        labels: dict[str, dict[str, int]] | None = None,
+        measures: list[str] | None = None,
+        daily_quota: int | None = None,
+        total_quota: int | None = None,
+        description: str = "",
+        display: str | None = None,
+        strict: bool = False,
+        min_dialogues: int | None = None,
+        season: Season | None = None,
+        allow_overlap: bool = False,
+    ) -> Phase:
         """Add a board (or replace a phase's labels and quotas while it has no submission).
 
         A hidden phase gets ``release``'s default quotas unless given. A phase of any kind is
@@ -99,12 +121,12 @@ class Phases:
         published mean covers (``board.phase_data(phase).subset_notes`` says which
         subsets are merged or withheld). ``season``: primary measure, dates, final."""
         season = season or Season()
-        _check_phase_options(hidden, labels, daily_quota, total_quota, min_dialogues,
-                             [(description, "description"), (display or "", "display")])
+        _check_phase_options(
+            hidden, labels, daily_quota, total_quota, min_dialogues, [(description, "description"), (display or "", "display")]
+        )
         check_url_part(phase_name, "phase_name")
         if len(collection_ref) > MAX_REF:
-            raise InputError(f"is longer than {MAX_REF} characters: move the file to a shorter path",
-                             field="collection_ref")
+            raise InputError(f"is longer than {MAX_REF} characters: move the file to a shorter path", field="collection_ref")
         collection = scoring.load_collection_ref(collection_ref)
         if hidden and labels is None:
             labels = scoring.qrels_from_collection(collection)
@@ -112,21 +134,31 @@ class Phases:
         measures = list(measures or scoring.default_measures())
         if hidden and min_dialogues is None:
             min_dialogues = scoring.MIN_DIALOGUES
-        data = scoring.build_phase_data(collection, topics, labels, measures,   # checks measures
-                                        min_dialogues=min_dialogues)            # and the subset rule
+        data = scoring.build_phase_data(
+            collection,
+            topics,
+            labels,
+            measures,  # checks measures
+            min_dialogues=min_dialogues,
+        )  # and the subset rule
         display = check_url_part(display or collection.name, "display")
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
         if not allow_overlap:
             how = "public" if not hidden else "final" if season.final else "ladder"
-            overlap.refuse(self._overlaps(overlap.phase_labels(f"{display}/{phase_name}", how, data.collection,
-                                                               data.qrels, data.subsets, min_dialogues or 0),
-                                          (display, phase_name)))
+            overlap.refuse(
+                self._overlaps(
+                    overlap.phase_labels(
+                        f"{display}/{phase_name}", how, data.collection, data.qrels, data.subsets, min_dialogues or 0
+                    ),
+                    (display, phase_name),
+                )
+            )
         with write_session(self.engine) as s:
             phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == phase_name))
-            if phase is not None and s.scalar(select(func.count()).select_from(Submission)
-                                              .where(Submission.phase_id == phase.id)):
-                raise InputError(f"phase {display}/{phase_name} has submissions; add a new phase instead",
-                                 field="phase_name")
+            if phase is not None and s.scalar(
+                select(func.count()).select_from(Submission).where(Submission.phase_id == phase.id)
+            ):
+                raise InputError(f"phase {display}/{phase_name} has submissions; add a new phase instead", field="phase_name")
             if phase is None:
                 phase = Phase(collection=display, name=phase_name)
                 s.add(phase)
@@ -148,9 +180,14 @@ class Phases:
         """A phase's labels as the cross-phase check sees them (``how``: its kind, default
         its own)."""
         data = self.phase_data(phase)
-        return overlap.phase_labels(f"{phase.collection}/{phase.name}", how or overlap.kind(phase),
-                                    data.collection, data.qrels, data.subsets if phase.hidden else None,
-                                    (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else 0)
+        return overlap.phase_labels(
+            f"{phase.collection}/{phase.name}",
+            how or overlap.kind(phase),
+            data.collection,
+            data.qrels,
+            data.subsets if phase.hidden else None,
+            (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else 0,
+        )
 
     def _overlaps(self, new: overlap.PhaseLabels, skip: tuple[str, str]) -> list[str]:
         """``overlap.problems`` of a phase against every other phase of the board (``skip``:
@@ -168,14 +205,12 @@ class Phases:
         before it is frozen: a season's dates move). A hidden phase made final (or not final)
         publishes otherwise, so it passes the cross-phase check again (``allow_overlap``:
         anyway)."""
-        if phase.hidden and season.final is not None and bool(season.final) != bool(phase.final) \
-                and not allow_overlap:
+        if phase.hidden and season.final is not None and bool(season.final) != bool(phase.final) and not allow_overlap:
             overlap.refuse(self.overlaps(phase, "final" if season.final else "ladder"))
         with write_session(self.engine) as s:
             row = s.get(Phase, phase.id)
             if row.frozen_at is not None:
-                raise InputError(f"phase {row.collection}/{row.name} is frozen: its season is over",
-                                 field="phase")
+                raise InputError(f"phase {row.collection}/{row.name} is frozen: its season is over", field="phase")
             season.apply(row, json.loads(row.measures_json), keep=True)
         return self.get_phase(phase.collection, phase.name)
 
@@ -210,7 +245,5 @@ class Phases:
         if len(found) == 1:
             return found[0]
         if not found:
-            raise InputError(f"no phase {phase_name or ''!r} of {collection!r} on this board",
-                             field="phase_name")
-        raise InputError(f"{collection} has phases {', '.join(p.name for p in found)}: name one",
-                         field="phase_name")
+            raise InputError(f"no phase {phase_name or ''!r} of {collection!r} on this board", field="phase_name")
+        raise InputError(f"{collection} has phases {', '.join(p.name for p in found)}: name one", field="phase_name")

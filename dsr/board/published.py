@@ -44,8 +44,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 def is_pathlike(text: str) -> bool:
     """A local path (absolute, home, relative with folders, Windows) or a URL-like ``x:``
     string; a hub id such as ``org/model`` (one slash) is not."""
-    return (text.startswith(("/", "~", ".")) or "\\" in text or ":" in text
-            or text.count("/") > 1 or any(ch.isspace() for ch in text))
+    return (
+        text.startswith(("/", "~", ".")) or "\\" in text or ":" in text or text.count("/") > 1 or any(ch.isspace() for ch in text)
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -54,15 +55,26 @@ def _plain(value: Any) -> Any:
         return value
     if isinstance(value, (int, float)):
         return value if value == value and abs(value) != float("inf") else None
-    if isinstance(value, str) and len(value) <= MAX_STRING and not is_pathlike(value) \
-            and not _CONTROL.search(value) and _encodable(value):
+    if (
+        isinstance(value, str)
+        and len(value) <= MAX_STRING
+        and not is_pathlike(value)
+        and not _CONTROL.search(value)
+        and _encodable(value)
+    ):
         return value
     return None
 
 
 def _link(value: Any) -> str | None:
-    if isinstance(value, str) and value.startswith(("https://", "http://")) and len(value) <= 500 \
-            and not _CONTROL.search(value) and not any(ch.isspace() for ch in value) and _encodable(value):
+    if (
+        isinstance(value, str)
+        and value.startswith(("https://", "http://"))
+        and len(value) <= 500
+        and not _CONTROL.search(value)
+        and not any(ch.isspace() for ch in value)
+        and _encodable(value)
+    ):
         return value
     return None
 
@@ -70,7 +82,7 @@ def _link(value: Any) -> str | None:
 def _encodable(text: str) -> bool:
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:        # a lone surrogate from a JSON \ud800 escape
+    except UnicodeEncodeError:  # a lone surrogate from a JSON \ud800 escape
         return False
     return True
 
@@ -78,8 +90,11 @@ def _encodable(text: str) -> bool:
 def _params(params: Any) -> dict[str, Any]:
     if not isinstance(params, dict):
         return {}
-    return {key: value for key, value in list(params.items())[:MAX_ITEMS]
-            if isinstance(key, str) and _KEY.fullmatch(key) and (value is None or _plain(value) is not None)}
+    return {
+        key: value
+        for key, value in list(params.items())[:MAX_ITEMS]
+        if isinstance(key, str) and _KEY.fullmatch(key) and (value is None or _plain(value) is not None)
+    }
 
 
 def _models(models: Any) -> list[dict[str, Any]]:
@@ -98,8 +113,11 @@ def _models(models: Any) -> list[dict[str, Any]]:
 def _versions(versions: Any) -> dict[str, str]:
     if not isinstance(versions, dict):
         return {}
-    return {k: v for k, v in list(versions.items())[:MAX_ITEMS]
-            if isinstance(k, str) and _KEY.fullmatch(k) and isinstance(v, str) and _VERSION.fullmatch(v)}
+    return {
+        k: v
+        for k, v in list(versions.items())[:MAX_ITEMS]
+        if isinstance(k, str) and _KEY.fullmatch(k) and isinstance(v, str) and _VERSION.fullmatch(v)
+    }
 
 
 def published_metadata(sidecar: Any) -> dict[str, Any]:
@@ -114,24 +132,29 @@ def published_metadata(sidecar: Any) -> dict[str, Any]:
     params = _params(sidecar.get("params"))
     if params:
         out["params"] = params
-    query = sidecar.get("query", (sidecar.get("params") or {}).get("query")
-                        if isinstance(sidecar.get("params"), dict) else None)
+    query = sidecar.get("query", (sidecar.get("params") or {}).get("query") if isinstance(sidecar.get("params"), dict) else None)
     if isinstance(query, str) and _plain(query) is not None:
         out["query"] = query
-    for key, value in (("models", _models(sidecar.get("models"))),
-                       ("versions", _versions(sidecar.get("versions")))):
+    for key, value in (("models", _models(sidecar.get("models"))), ("versions", _versions(sidecar.get("versions")))):
         if value:
             out[key] = value
     collection = sidecar.get("collection")
     if isinstance(collection, dict):
-        kept = {"name": _plain(collection.get("name")) if isinstance(collection.get("name"), str) else None,
-                "hash": collection.get("hash") if isinstance(collection.get("hash"), str)
-                and _HEX64.fullmatch(collection["hash"]) else None}
+        kept = {
+            "name": _plain(collection.get("name")) if isinstance(collection.get("name"), str) else None,
+            "hash": collection.get("hash")
+            if isinstance(collection.get("hash"), str) and _HEX64.fullmatch(collection["hash"])
+            else None,
+        }
         if any(v is not None for v in kept.values()):
             out["collection"] = {k: v for k, v in kept.items() if v is not None}
     description = sidecar.get("description")
-    if isinstance(description, str) and description.strip() and _encodable(description) \
-            and not _CONTROL.search(re.sub(r"[\n\r\t]", "", description)):
+    if (
+        isinstance(description, str)
+        and description.strip()
+        and _encodable(description)
+        and not _CONTROL.search(re.sub(r"[\n\r\t]", "", description))
+    ):
         out["description"] = description[:2000]
     for key in ("paper", "code"):
         if _link(sidecar.get(key)):
@@ -148,6 +171,7 @@ def check_text(value: str, field: str, *, multiline: bool = False) -> str:
     text = value.replace("\n", "").replace("\r", "").replace("\t", "") if multiline else value
     bad = _CONTROL.search(text)
     if bad:
-        raise InputError(f"holds a control character (U+{ord(bad.group()):04X} at position "
-                         f"{value.index(bad.group()) + 1})", field=field)
+        raise InputError(
+            f"holds a control character (U+{ord(bad.group()):04X} at position {value.index(bad.group()) + 1})", field=field
+        )
     return value

@@ -65,21 +65,53 @@ from dsr.core.params import Param, by_name, defaults
 #: the settings of a hidden phase's release rule and quotas (``add-phase`` flags come from
 #: the quota ones; step and alpha are the board's, declared once here)
 PARAMS = (
-    Param("step", 0.01, "float", "published values of a hidden phase are rounded to this step",
-          above=0, high=0.5),
-    Param("alpha", 0.05, "float", "a team's published value rises on a run that is no better than its "
-          "best so far with at most this chance over the whole quota (the level of the paired tests, "
-          "split over the phase's total quota)", above=0, below=1),
-    Param("min_counts", 2, "int", "each published group's grid cells hold at least this many counts of a "
-          "0/1 measure: a group of n dialogues gets a step of at least min_counts/n (0: the step alone, "
-          "the rule before issue 40)", low=0, high=1000),
-    Param("noise", 1.0, "float", "a team's published value is the cell of its mean plus Laplace noise of "
-          "scale noise/n on a group of n dialogues (1: one dialogue's weight; 0: none), so no value is "
-          "ever exact (Thresholdout's noise, Dwork et al. 2015)", low=0, high=10),
-    Param("daily_quota", 3, "int", "hidden phases: accepted runs per team per UTC day (all its members "
-          "together)", low=0, metavar="N"),
-    Param("total_quota", 20, "int", "hidden phases: accepted runs per team on the phase (all its members "
-          "together)", low=0, metavar="N"),
+    Param("step", 0.01, "float", "published values of a hidden phase are rounded to this step", above=0, high=0.5),
+    Param(
+        "alpha",
+        0.05,
+        "float",
+        "a team's published value rises on a run that is no better than its "
+        "best so far with at most this chance over the whole quota (the level of the paired tests, "
+        "split over the phase's total quota)",
+        above=0,
+        below=1,
+    ),
+    Param(
+        "min_counts",
+        2,
+        "int",
+        "each published group's grid cells hold at least this many counts of a "
+        "0/1 measure: a group of n dialogues gets a step of at least min_counts/n (0: the step alone, "
+        "the rule before issue 40)",
+        low=0,
+        high=1000,
+    ),
+    Param(
+        "noise",
+        1.0,
+        "float",
+        "a team's published value is the cell of its mean plus Laplace noise of "
+        "scale noise/n on a group of n dialogues (1: one dialogue's weight; 0: none), so no value is "
+        "ever exact (Thresholdout's noise, Dwork et al. 2015)",
+        low=0,
+        high=10,
+    ),
+    Param(
+        "daily_quota",
+        3,
+        "int",
+        "hidden phases: accepted runs per team per UTC day (all its members together)",
+        low=0,
+        metavar="N",
+    ),
+    Param(
+        "total_quota",
+        20,
+        "int",
+        "hidden phases: accepted runs per team on the phase (all its members together)",
+        low=0,
+        metavar="N",
+    ),
 )
 SETTINGS = by_name(PARAMS)
 DEFAULTS = defaults(PARAMS)
@@ -116,8 +148,7 @@ def default_quotas(hidden: bool, daily: int | None, total: int | None) -> tuple[
     total = SETTINGS["total_quota"].check(total) if total is not None else None
     if not hidden:
         return daily, total
-    return (DEFAULTS["daily_quota"] if daily is None else daily,
-            DEFAULTS["total_quota"] if total is None else total)
+    return (DEFAULTS["daily_quota"] if daily is None else daily, DEFAULTS["total_quota"] if total is None else total)
 
 
 def level(k: int, total_quota: int | None, alpha: float = ALPHA) -> float:
@@ -125,7 +156,7 @@ def level(k: int, total_quota: int | None, alpha: float = ALPHA) -> float:
     total quota, or spent as ``alpha * 6 / (pi^2 (k-1)^2)`` when there is none."""
     if total_quota:
         return alpha / max(1, total_quota - 1)
-    return alpha * 6 / (math.pi ** 2 * (k - 1) ** 2)
+    return alpha * 6 / (math.pi**2 * (k - 1) ** 2)
 
 
 def _digits(step: float) -> int:
@@ -184,8 +215,8 @@ def on_grid(values: np.ndarray, step: float, min_counts: int = MIN_COUNTS) -> np
 class Ladder:
     """A team's published values after each of its runs (in submission order)."""
 
-    values: list[dict[str, dict[str, float | None]]]   # per run: subset -> measure -> value
-    released: list[bool]                                # per run: did any published value change
+    values: list[dict[str, dict[str, float | None]]]  # per run: subset -> measure -> value
+    released: list[bool]  # per run: did any published value change
 
 
 @dataclass(frozen=True)
@@ -195,12 +226,12 @@ class Noise:
     the run's id, so every page and answer shows the same value and none can be drawn again."""
 
     key: bytes
-    runs: tuple[int, ...]          # each run's id, in submission order
+    runs: tuple[int, ...]  # each run's id, in submission order
 
     def draw(self, k: int, group: str, measure: str) -> float:
         """The draw of the ``k``-th run (from 0) for ``group`` and ``measure``."""
         digest = hmac.new(self.key, f"{self.runs[k]}|{group}|{measure}".encode(), hashlib.sha256).digest()
-        u = (int.from_bytes(digest[:8], "big") + 0.5) / 2**64 - 0.5       # uniform on (-1/2, 1/2)
+        u = (int.from_bytes(digest[:8], "big") + 0.5) / 2**64 - 0.5  # uniform on (-1/2, 1/2)
         return -math.copysign(math.log1p(-2 * abs(u)), u)
 
 
@@ -209,9 +240,17 @@ def noise_key(secret: bytes, phase_id: int, team_id: int) -> bytes:
     return hmac.new(secret, f"dsr.release|{phase_id}|{team_id}".encode(), hashlib.sha256).digest()
 
 
-def ladder(matrices: list[np.ndarray], subsets: dict[str, np.ndarray], measures: list[str],
-           total_quota: int | None, step: float = STEP, alpha: float = ALPHA,
-           min_counts: int = MIN_COUNTS, noise: Noise | None = None, scale: float = NOISE) -> Ladder:
+def ladder(
+    matrices: list[np.ndarray],
+    subsets: dict[str, np.ndarray],
+    measures: list[str],
+    total_quota: int | None,
+    step: float = STEP,
+    alpha: float = ALPHA,
+    min_counts: int = MIN_COUNTS,
+    noise: Noise | None = None,
+    scale: float = NOISE,
+) -> Ladder:
     """The ladder values of one team's runs (``matrices``: topics x measures each, in
     submission order) on each published group and measure, each group on its grid
     (:func:`group_step`), with ``noise`` of scale ``scale / n`` on a group of n dialogues
@@ -293,8 +332,7 @@ def group_steps(groups: dict[str, int], step: float = STEP, min_counts: int = MI
     return {name: group_step(n, step, min_counts) for name, n in groups.items()}
 
 
-def bound(groups: dict[str, int], measures: int, submissions: int, step: float = STEP,
-          min_counts: int = MIN_COUNTS) -> float:
+def bound(groups: dict[str, int], measures: int, submissions: int, step: float = STEP, min_counts: int = MIN_COUNTS) -> float:
     """The most a team learns about the labels over ``submissions`` runs, in bits: the sum of
     :func:`bits` over the phase's published values (``measures`` on each group)."""
     return measures * sum(bits(submissions, s, min_counts) for s in group_steps(groups, step, min_counts).values())
@@ -303,14 +341,20 @@ def bound(groups: dict[str, int], measures: int, submissions: int, step: float =
 def rule(phase, groups: dict[str, int] | None = None) -> dict:
     """How a hidden phase's published values are made (``release``), for the API; ``groups``
     (name -> dialogues) adds each group's grid step."""
-    out = {"rule": "ladder: a team's value changes only when a one-sided paired t-test over the "
-                   "group's dialogues finds a run better than the team's best so far; each value is "
-                   "the lower edge of its cell on the group's grid",
-           "step": STEP, "alpha": ALPHA, "min_counts": MIN_COUNTS,
-           "noise": NOISE, "noise_rule": f"Laplace noise of scale {NOISE:g}/n added to a group of n dialogues' "
-                                          "mean before its cell is taken (drawn once per run and value)",
-           "level": level(2, phase.total_quota),
-           "daily_quota": phase.daily_quota, "total_quota": phase.total_quota}
+    out = {
+        "rule": "ladder: a team's value changes only when a one-sided paired t-test over the "
+        "group's dialogues finds a run better than the team's best so far; each value is "
+        "the lower edge of its cell on the group's grid",
+        "step": STEP,
+        "alpha": ALPHA,
+        "min_counts": MIN_COUNTS,
+        "noise": NOISE,
+        "noise_rule": f"Laplace noise of scale {NOISE:g}/n added to a group of n dialogues' "
+        "mean before its cell is taken (drawn once per run and value)",
+        "level": level(2, phase.total_quota),
+        "daily_quota": phase.daily_quota,
+        "total_quota": phase.total_quota,
+    }
     if groups is not None:
         out["steps"] = group_steps(groups)
     return out

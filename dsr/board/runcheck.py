@@ -51,24 +51,28 @@ class PairIndex:
 
     topics: list[str]
     pair: dict[tuple[str, str], int]
-    docs: list[str]              # pair -> doc id
-    topic_of: np.ndarray         # pair -> topic number
-    doc_order: np.ndarray        # pair -> rank of its doc id (str order), for trec_eval's ties
-    digest_order: np.ndarray     # pair -> rank of (topic, doc) (str order), for the digest
-    pair_json: list[str]         # pair -> '["topic","doc"' as json.dumps writes it
-    id_chars: int                # the ids' characters, all pairs together
+    docs: list[str]  # pair -> doc id
+    topic_of: np.ndarray  # pair -> topic number
+    doc_order: np.ndarray  # pair -> rank of its doc id (str order), for trec_eval's ties
+    digest_order: np.ndarray  # pair -> rank of (topic, doc) (str order), for the digest
+    pair_json: list[str]  # pair -> '["topic","doc"' as json.dumps writes it
+    id_chars: int  # the ids' characters, all pairs together
 
     @classmethod
     def of(cls, collection: Collection) -> PairIndex:
         keys = [(d.id, c.id) for d in collection.dialogues for c in d.candidates]
-        topic_of = np.repeat(np.arange(len(collection.dialogues)),
-                             [len(d.candidates) for d in collection.dialogues])
+        topic_of = np.repeat(np.arange(len(collection.dialogues)), [len(d.candidates) for d in collection.dialogues])
         docs = [doc for _, doc in keys]
-        return cls([d.id for d in collection.dialogues], {k: i for i, k in enumerate(keys)}, docs,
-                   topic_of, _ranks(sorted(range(len(docs)), key=docs.__getitem__), docs),
-                   _ranks(sorted(range(len(keys)), key=keys.__getitem__), keys),
-                   [json.dumps([t, d], separators=(",", ":"))[:-1] for t, d in keys],
-                   sum(len(t) + len(d) for t, d in keys))
+        return cls(
+            [d.id for d in collection.dialogues],
+            {k: i for i, k in enumerate(keys)},
+            docs,
+            topic_of,
+            _ranks(sorted(range(len(docs)), key=docs.__getitem__), docs),
+            _ranks(sorted(range(len(keys)), key=keys.__getitem__), keys),
+            [json.dumps([t, d], separators=(",", ":"))[:-1] for t, d in keys],
+            sum(len(t) + len(d) for t, d in keys),
+        )
 
 
 def _ranks(order: list[int], keys: list) -> np.ndarray:
@@ -90,7 +94,7 @@ class Parsed:
     tags: list[str]
     tied_topics: list[str]
     ranking_sha256: str
-    scores: dict[str, dict[str, float]]   # the evaluator's input (tie rule applied)
+    scores: dict[str, dict[str, float]]  # the evaluator's input (tie rule applied)
 
 
 def parse(index: PairIndex, text: bytes) -> Parsed | None:
@@ -116,11 +120,16 @@ def parse(index: PairIndex, text: bytes) -> Parsed | None:
         return None
     pairs = np.array(found, dtype=np.int64)
     per_topic = np.bincount(index.topic_of[pairs], minlength=len(index.topics))
-    if np.bincount(pairs).max() > 1 or not per_topic.all():      # a pair twice, a topic missing
+    if np.bincount(pairs).max() > 1 or not per_topic.all():  # a pair twice, a topic missing
         return None
     tags = tokens[5::6]
-    return Parsed(len(pairs), sorted(set(tags)), _tied(index, pairs, values),
-                  _digest(index, pairs, values, tags), _scores(index, pairs, values, per_topic))
+    return Parsed(
+        len(pairs),
+        sorted(set(tags)),
+        _tied(index, pairs, values),
+        _digest(index, pairs, values, tags),
+        _scores(index, pairs, values, per_topic),
+    )
 
 
 def _scores_column(column: list[str]) -> np.ndarray | None:
@@ -133,7 +142,7 @@ def _scores_column(column: list[str]) -> np.ndarray | None:
         values = np.fromiter(map(float, column), dtype=np.float64, count=len(column))
     except ValueError:
         return None
-    return values if np.all(np.abs(values) <= F32_MAX) else None      # inf is not
+    return values if np.all(np.abs(values) <= F32_MAX) else None  # inf is not
 
 
 def _six_per_line(text: bytes) -> bool:
@@ -141,7 +150,7 @@ def _six_per_line(text: bytes) -> bool:
     data = np.frombuffer(text, dtype=np.uint8)
     space = _WHITESPACE[data]
     starts = ~space
-    starts[1:] &= space[:-1]                       # a field starts after whitespace
+    starts[1:] &= space[:-1]  # a field starts after whitespace
     line = np.searchsorted(np.flatnonzero(data == 10), np.flatnonzero(starts))
     counts = np.bincount(line)
     return bool(np.all((counts == 0) | (counts == 6)))
@@ -172,8 +181,7 @@ def _digest(index: PairIndex, pairs: np.ndarray, values: np.ndarray, tags: list[
     return hashlib.sha256(f"[{records}]".encode()).hexdigest()
 
 
-def _scores(index: PairIndex, pairs: np.ndarray, values: np.ndarray,
-            per_topic: np.ndarray) -> dict[str, dict[str, float]]:
+def _scores(index: PairIndex, pairs: np.ndarray, values: np.ndarray, per_topic: np.ndarray) -> dict[str, dict[str, float]]:
     """``read_trec_run(...).as_dict()``: each topic in trec_eval's order, scores made strictly
     decreasing as float32 by the tie rule (``dsr.core.ties``)."""
     topic = index.topic_of[pairs]

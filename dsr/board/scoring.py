@@ -44,10 +44,10 @@ MIN_DIALOGUES = 20
 class PhaseData:
     """What scoring a phase needs, built once per phase (and collection hash)."""
 
-    collection: Collection           # restricted to the phase's topics, in order
+    collection: Collection  # restricted to the phase's topics, in order
     qrels: dict[str, dict[str, int]]
     measures: list[str]
-    subsets: dict[str, np.ndarray]   # the aggregates published: hidden phases, see publishable_subsets
+    subsets: dict[str, np.ndarray]  # the aggregates published: hidden phases, see publishable_subsets
     evaluator: Evaluator
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: which subsets a hidden phase merges or withholds, and why
@@ -77,25 +77,30 @@ class PhaseSpec:
     topics_json: str
     measures_json: str
     labels_json: str | None
-    min_dialogues: int | None      # hidden phases: see publishable_subsets
+    min_dialogues: int | None  # hidden phases: see publishable_subsets
 
     @property
     def key(self) -> str:
-        return hashlib.sha256("\n".join([self.collection_hash, self.measures_json, self.topics_json,
-                                         self.labels_json or "", str(self.min_dialogues)])
-                              .encode()).hexdigest()
+        return hashlib.sha256(
+            "\n".join(
+                [self.collection_hash, self.measures_json, self.topics_json, self.labels_json or "", str(self.min_dialogues)]
+            ).encode()
+        ).hexdigest()
 
     def build(self, name: str) -> PhaseData:
         """Load the collection (an InputError when its content changed since the phase was
         added: ``name`` says which phase) and build the phase's scoring data."""
         collection = load_collection_ref(self.collection_ref)
         if collection.content_hash != self.collection_hash:
-            raise InputError(f"the collection {self.collection_ref!r} changed since phase "
-                             f"{name} was added (hash {collection.content_hash[:12]}… instead of "
-                             f"{self.collection_hash[:12]}…)")
+            raise InputError(
+                f"the collection {self.collection_ref!r} changed since phase "
+                f"{name} was added (hash {collection.content_hash[:12]}… instead of "
+                f"{self.collection_hash[:12]}…)"
+            )
         labels = json.loads(self.labels_json) if self.labels_json else None
-        return build_phase_data(collection, json.loads(self.topics_json), labels,
-                                json.loads(self.measures_json), min_dialogues=self.min_dialogues)
+        return build_phase_data(
+            collection, json.loads(self.topics_json), labels, json.loads(self.measures_json), min_dialogues=self.min_dialogues
+        )
 
 
 def split_ref(collection: str, split: str | None) -> str:
@@ -104,9 +109,8 @@ def split_ref(collection: str, split: str | None) -> str:
     if split is None:
         return collection
     if collection not in REGISTERED:
-        raise InputError(f"a split is for registered collections ({', '.join(REGISTERED)}), not "
-                         f"{collection!r}", field="split")
-    load_collection(collection, split=split)     # an unknown split is named now
+        raise InputError(f"a split is for registered collections ({', '.join(REGISTERED)}), not {collection!r}", field="split")
+    load_collection(collection, split=split)  # an unknown split is named now
     return f"{collection}:{split}"
 
 
@@ -128,22 +132,23 @@ def phase_topics(collection: Collection, labels: dict[str, dict[str, int]] | Non
         return collection.ids
     for topic, docs in labels.items():
         if topic not in collection:
-            raise InputError(f"topic {topic!r} of the labels is not a dialogue of {collection.name}",
-                             record=topic)
+            raise InputError(f"topic {topic!r} of the labels is not a dialogue of {collection.name}", record=topic)
         candidates = set(collection.candidate_ids(topic))
         for doc, grade in docs.items():
             if doc not in candidates:
-                raise InputError(f"doc {doc!r} of the labels is not a candidate of topic {topic!r}",
-                                 record=topic, field="docid")
-            if isinstance(grade, bool) or not isinstance(grade, int) or \
-                    not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
-                raise InputError(f"the grade of doc {doc!r} is not a whole number trec_eval holds (a 32-bit "
-                                 f"integer): {grade!r}", record=topic, field="grade")
+                raise InputError(f"doc {doc!r} of the labels is not a candidate of topic {topic!r}", record=topic, field="docid")
+            if isinstance(grade, bool) or not isinstance(grade, int) or not GRADE_RANGE[0] <= grade <= GRADE_RANGE[1]:
+                raise InputError(
+                    f"the grade of doc {doc!r} is not a whole number trec_eval holds (a 32-bit integer): {grade!r}",
+                    record=topic,
+                    field="grade",
+                )
     return [t for t in collection.ids if t in labels]
 
 
-def build_phase_data(collection: Collection, topics: list[str], labels: dict | None,
-                     measures: list[str], min_dialogues: int | None = None) -> PhaseData:
+def build_phase_data(
+    collection: Collection, topics: list[str], labels: dict | None, measures: list[str], min_dialogues: int | None = None
+) -> PhaseData:
     """``min_dialogues`` (hidden phases): only subsets that pass :func:`publishable_subsets`."""
     sub = Collection(collection.name, [collection[t] for t in topics], meta=collection.meta)
     qrels = qrels_from_collection(sub) if labels is None else {t: dict(labels[t]) for t in topics}
@@ -154,8 +159,7 @@ def build_phase_data(collection: Collection, topics: list[str], labels: dict | N
     return PhaseData(sub, qrels, evaluator.names, subsets, evaluator, subset_notes=notes)
 
 
-def publishable_subsets(subsets: dict[str, np.ndarray], minimum: int
-                        ) -> tuple[dict[str, np.ndarray], list[str]]:
+def publishable_subsets(subsets: dict[str, np.ndarray], minimum: int) -> tuple[dict[str, np.ndarray], list[str]]:
     """The aggregates a hidden phase may publish, and notes on the subsets merged or withheld.
 
     Subsets partition the dialogues, and the number of dialogues in each is public, so
@@ -168,21 +172,32 @@ def publishable_subsets(subsets: dict[str, np.ndarray], minimum: int
     """
     total = len(subsets["all"])
     if total < minimum:
-        raise InputError(f"the phase has {total} dialogues, fewer than the {minimum} every mean of "
-                         "a hidden phase must cover: add dialogues or lower `min_dialogues`",
-                         field="min_dialogues")
+        raise InputError(
+            f"the phase has {total} dialogues, fewer than the {minimum} every mean of "
+            "a hidden phase must cover: add dialogues or lower `min_dialogues`",
+            field="min_dialogues",
+        )
     fits = lambda n: n >= minimum and (total - n >= minimum or n == total)  # noqa: E731
     own = {k: v for k, v in subsets.items() if k != "all"}
     kept = {k: v for k, v in own.items() if fits(len(v))}
-    notes = [f"subset {k!r} ({len(v)} dialogues): " + (f"fewer than {minimum} dialogues" if len(v) < minimum
-             else f"all minus it leaves {total - len(v)} dialogues, fewer than {minimum}")
-             for k, v in own.items() if k not in kept]
+    notes = [
+        f"subset {k!r} ({len(v)} dialogues): "
+        + (
+            f"fewer than {minimum} dialogues"
+            if len(v) < minimum
+            else f"all minus it leaves {total - len(v)} dialogues, fewer than {minimum}"
+        )
+        for k, v in own.items()
+        if k not in kept
+    ]
     rest = [k for k in own if k not in kept]
     size = lambda names: sum(len(own[k]) for k in names)  # noqa: E731
     while rest and 0 < size(rest) < minimum and kept:
         joins = min(kept, key=lambda k: len(kept[k]))
-        notes.append(f"subset {joins!r} ({len(kept.pop(joins))} dialogues): all minus the published "
-                     f"subsets would leave {size(rest)} dialogues, fewer than {minimum}")
+        notes.append(
+            f"subset {joins!r} ({len(kept.pop(joins))} dialogues): all minus the published "
+            f"subsets would leave {size(rest)} dialogues, fewer than {minimum}"
+        )
         rest.append(joins)
     rest = [k for k in own if k in rest]
     out = {"all": subsets["all"], **kept}
@@ -201,8 +216,7 @@ class Scored:
     values: TopicValues | None = None
 
     def means(self, subsets: dict[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
-        return {s: dict(zip(self.values.measures, map(nan_to_none, self.values.mean(idx))))
-                for s, idx in subsets.items()}
+        return {s: dict(zip(self.values.measures, map(nan_to_none, self.values.mean(idx)))) for s, idx in subsets.items()}
 
 
 def check_and_score(data: PhaseData, path: str | Path, strict: bool = False) -> Scored:
@@ -212,7 +226,7 @@ def check_and_score(data: PhaseData, path: str | Path, strict: bool = False) -> 
     if not validation.valid:
         return Scored(validation)
     run = read_trec_run(path)
-    with data.lock:   # one evaluator per phase, shared by the server's threads
+    with data.lock:  # one evaluator per phase, shared by the server's threads
         values = data.evaluator(run)
     return Scored(validation, values)
 
@@ -242,9 +256,15 @@ def score_text(data: PhaseData, text: bytes, strict: bool, scratch: Scratch) -> 
                 return Checked(ranking, check_and_score(data, path, strict=strict))
             except InputError as err:
                 return Checked(ranking, error=err.message)
-    validation = Validation("run", data.collection.name, lines=parsed.lines, topics=len(data.topics),
-                            expected_topics=len(data.topics), tags=parsed.tags,
-                            tied_topics=parsed.tied_topics)
+    validation = Validation(
+        "run",
+        data.collection.name,
+        lines=parsed.lines,
+        topics=len(data.topics),
+        expected_topics=len(data.topics),
+        tags=parsed.tags,
+        tied_topics=parsed.tied_topics,
+    )
     with data.lock:
         values = data.evaluator(parsed.scores)
     return Checked(parsed.ranking_sha256, Scored(validation, values))
@@ -262,37 +282,46 @@ def matrix_from_bytes(blob: bytes, n_measures: int) -> np.ndarray:
 class BoardRow:
     """One row of a board: a stored submission and its per-topic values."""
 
-    key: str                 # unique row label (team / system #id)
+    key: str  # unique row label (team / system #id)
     submission_id: int
     team: str
     system: str
     baseline: bool
     created_at: object
-    values: np.ndarray       # (topics, measures)
+    values: np.ndarray  # (topics, measures)
 
 
-def board_results(data: PhaseData, phase_label: str, rows: list[BoardRow],
-                  baseline_key: str | None) -> Results:
+def board_results(data: PhaseData, phase_label: str, rows: list[BoardRow], baseline_key: str | None) -> Results:
     """The rows as an :class:`dsr.evaluation.results.Results` (all-dialogue means per subset), with the
     paired t-test (Holm across the rows) against ``baseline_key`` when given."""
     runs = {r.key: TopicValues(data.topics, data.measures, r.values) for r in rows}
     systems = {r.key: System(r.key, "run", r.values) for r in rows}
     info = {r.key: {"submission": r.submission_id, "team": r.team, "system": r.system} for r in rows}
     described = {**data.collection.describe(), "phase": phase_label}
-    described.pop("meta", None)   # holds the organiser's file path
-    results = Results(described, data.topics, [d.subset for d in data.collection.dialogues],
-                      data.subsets, data.measures, runs, info, systems, test="t", alpha=ALPHA,
-                      n_resamples=0)
+    described.pop("meta", None)  # holds the organiser's file path
+    results = Results(
+        described,
+        data.topics,
+        [d.subset for d in data.collection.dialogues],
+        data.subsets,
+        data.measures,
+        runs,
+        info,
+        systems,
+        test="t",
+        alpha=ALPHA,
+        n_resamples=0,
+    )
     if baseline_key is not None and baseline_key in systems and len(rows) > 1:
         results.baseline = baseline_key
         results.significance = significance_by_subset(
-            {k: s.per_topic for k, s in systems.items()}, baseline_key, data.measures,
-            data.subsets, n_resamples=0)
+            {k: s.per_topic for k, s in systems.items()}, baseline_key, data.measures, data.subsets, n_resamples=0
+        )
     return results
 
 
 def direction(results: Results, subset: str, key: str, measure: str) -> str:
-    """"better", "worse" or "tie" against the baseline (Holm-adjusted t-test p < alpha), "" untested."""
+    """ "better", "worse" or "tie" against the baseline (Holm-adjusted t-test p < alpha), "" untested."""
     entry = (results.significance or {}).get(subset, {}).get(key, {}).get(measure)
     if not entry or entry.get("t_holm") is None:
         return ""

@@ -78,28 +78,35 @@ LINE_ALLOWANCE = 96
 POOL_MIN_BYTES = 0
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
 MAX_ID = 2**31 - 1
-TIES = ("{n} topic(s) hold scores that tie as 32-bit floats; they are scored as trec_eval "
-        "orders them, by doc id, descending (dsr validate --fix-ties rewrites a run with "
-        "distinct scores)")
+TIES = (
+    "{n} topic(s) hold scores that tie as 32-bit floats; they are scored as trec_eval "
+    "orders them, by doc id, descending (dsr validate --fix-ties rewrites a run with "
+    "distinct scores)"
+)
 
 
 # The submission's statements, built once (see ``dsr.board.members.IDENTIFY``).
 #: a team's runs on a board, in all and since ``day``
-QUOTA_COUNT = (select(func.count(), func.count().filter(Submission.created_at >= bindparam("day")))
-               .select_from(Submission)
-               .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team")))
+QUOTA_COUNT = (
+    select(func.count(), func.count().filter(Submission.created_at >= bindparam("day")))
+    .select_from(Submission)
+    .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team"))
+)
 #: a team's row with this Idempotency-Key
-BY_KEY = select(Submission).where(Submission.team_id == bindparam("team"),
-                                  Submission.idempotency_key == bindparam("key"))
+BY_KEY = select(Submission).where(Submission.team_id == bindparam("team"), Submission.idempotency_key == bindparam("key"))
 #: a team's row with this ranking on a board
-SAME_RANKING = select(Submission.id).where(Submission.phase_id == bindparam("phase"),
-                                           Submission.team_id == bindparam("team"),
-                                           Submission.ranking_sha256 == bindparam("ranking"))
+SAME_RANKING = select(Submission.id).where(
+    Submission.phase_id == bindparam("phase"),
+    Submission.team_id == bindparam("team"),
+    Submission.ranking_sha256 == bindparam("ranking"),
+)
 #: a team's rows on a board, in submission order (its quota, duplicates and ladder, read once
 #: in the write transaction)
-TEAM_ROWS = (select(Submission.id, Submission.created_at, Submission.ranking_sha256, Submission.baseline)
-             .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team"))
-             .order_by(Submission.id))
+TEAM_ROWS = (
+    select(Submission.id, Submission.created_at, Submission.ranking_sha256, Submission.baseline)
+    .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team"))
+    .order_by(Submission.id)
+)
 #: the lock that serialises a team's writes (PostgreSQL)
 LOCK_TEAM = select(Team.id).where(Team.id == bindparam("team")).with_for_update()
 #: a row's per-topic values
@@ -107,9 +114,11 @@ PER_TOPIC = select(Submission.per_topic).where(Submission.id == bindparam("id"))
 _RATES = TeamRate.__table__
 #: the rate limit: a team's request on schedule (``next_at`` at most the burst ahead of now)
 #: moves ``next_at`` on by one interval; no row changed: refused (or the team's first request)
-RATE_STEP = (update(_RATES).where(_RATES.c.team_id == bindparam("team"), _RATES.c.next_at <= bindparam("latest"))
-             .values(next_at=case((_RATES.c.next_at > bindparam("now"), _RATES.c.next_at), else_=bindparam("now"))
-                     + bindparam("interval")))
+RATE_STEP = (
+    update(_RATES)
+    .where(_RATES.c.team_id == bindparam("team"), _RATES.c.next_at <= bindparam("latest"))
+    .values(next_at=case((_RATES.c.next_at > bindparam("now"), _RATES.c.next_at), else_=bindparam("now")) + bindparam("interval"))
+)
 RATE_NEXT = select(_RATES.c.next_at).where(_RATES.c.team_id == bindparam("team"))
 
 
@@ -160,7 +169,7 @@ class RateLimiter:
                         return max(next_at - self.tolerance - now, 1e-3)
                     s.execute(insert(TeamRate.__table__).values(team_id=key, next_at=now + self.interval))
                     return 0.0
-            except IntegrityError:     # another process made the team's row first: test it again
+            except IntegrityError:  # another process made the team's row first: test it again
                 continue
         raise RuntimeError("the rate limit's row could not be read or made")
 
@@ -188,14 +197,17 @@ class BoardConfig(settings_type("BoardSettings", BOARD_PARAMS + SERVE_PARAMS, "t
 
         try:
             url = make_url(self.db_url())
-        except Exception:     # make_engine names a bad URL
+        except Exception:  # make_engine names a bad URL
             url = None
-        if url is not None and url.get_backend_name() == "sqlite" and url.database \
-                and url.database != ":memory:":
-            require_writable(Path(url.database).parent, "set DSR_HOME to a writable folder or give --db"
-                             if self.db is None else "give --db a file in a writable folder")
-        require_writable(self.store_dir(), "set DSR_HOME to a writable folder or give --store"
-                         if self.store is None else "give --store a writable folder")
+        if url is not None and url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+            require_writable(
+                Path(url.database).parent,
+                "set DSR_HOME to a writable folder or give --db" if self.db is None else "give --db a file in a writable folder",
+            )
+        require_writable(
+            self.store_dir(),
+            "set DSR_HOME to a writable folder or give --store" if self.store is None else "give --store a writable folder",
+        )
 
 
 @dataclass
@@ -211,15 +223,16 @@ class Board(Members, Phases):
         self.store = RunStore(self.config.store_dir())
         self.limiter = RateLimiter(self.engine, self.config.rate_limit)
         self._phase_data: dict[tuple[int, str], scoring.PhaseData] = {}
-        self._matrices: dict[tuple[int, int, int], Any] = {}   # (phase, scores_version, row)
-        self._versions: dict[int, int] = {}                       # each phase's newest seen
+        self._matrices: dict[tuple[int, int, int], Any] = {}  # (phase, scores_version, row)
+        self._versions: dict[int, int] = {}  # each phase's newest seen
         self._lock = threading.Lock()
         self.recover()
         self.pool = None
         if self.config.workers > 0:
             open_now = [p for p in self.phases() if p.frozen_at is None]
-            self.pool = ScoringPool(self.config.workers, self.store.root,
-                                    [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now])
+            self.pool = ScoringPool(
+                self.config.workers, self.store.root, [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now]
+            )
 
     def warm_up(self) -> None:
         """What a server does before its first request (``dsr serve``): the open phases'
@@ -231,7 +244,7 @@ class Board(Members, Phases):
         for phase in open_now:
             try:
                 self.phase_data(phase)
-            except InputError:      # its collection changed: a submission to it will say so
+            except InputError:  # its collection changed: a submission to it will say so
                 pass
         if any(release.uses_ladder(p) for p in open_now):
             release.warm()
@@ -254,7 +267,7 @@ class Board(Members, Phases):
                 else:
                     self.store.abandon(staged, named=self._named(digest))
                     done["removed"] += 1
-            except FileNotFoundError:     # another process starting now handled it first
+            except FileNotFoundError:  # another process starting now handled it first
                 continue
         return done
 
@@ -272,14 +285,15 @@ class Board(Members, Phases):
     def _open_limit(self, phase: Phase) -> int:
         try:
             return self.upload_limit(phase)
-        except InputError:    # its collection changed: a submission to it will say so
+        except InputError:  # its collection changed: a submission to it will say so
             return MAX_UPLOAD
 
     @staticmethod
     def phase_spec(phase: Phase) -> scoring.PhaseSpec:
         minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
-        return scoring.PhaseSpec(phase.collection_ref, phase.collection_hash, phase.topics_json,
-                                 phase.measures_json, phase.labels_json, minimum)
+        return scoring.PhaseSpec(
+            phase.collection_ref, phase.collection_hash, phase.topics_json, phase.measures_json, phase.labels_json, minimum
+        )
 
     def phase_data(self, phase: Phase) -> scoring.PhaseData:
         spec = self.phase_spec(phase)
@@ -319,9 +333,18 @@ class Board(Members, Phases):
         return quota_left(team, phase, day, int(today), int(total))
 
     # -- submitting --------------------------------------------------------
-    def submit(self, team: Team, phase: Phase, data: bytes, filename: str, meta: Metadata,
-               sidecar: bytes | None = None, baseline: bool = False,
-               key: str | None = None, member_id: int | None = None) -> Accepted:
+    def submit(
+        self,
+        team: Team,
+        phase: Phase,
+        data: bytes,
+        filename: str,
+        meta: Metadata,
+        sidecar: bytes | None = None,
+        baseline: bool = False,
+        key: str | None = None,
+        member_id: int | None = None,
+    ) -> Accepted:
         """Check, score, store and record one run; returns the row and the client's answer.
 
         Raises :class:`Refused` when the run is not accepted (nothing is stored then).
@@ -333,9 +356,18 @@ class Board(Members, Phases):
             ready = self._intake(s, Intake(team, phase, data, filename, meta, sidecar, baseline, key, member_id))
         return ready if isinstance(ready, Accepted) else self._complete(ready)
 
-    def submit_named(self, team: Team, collection: str, phase_name: str | None, data: bytes, filename: str,
-                     meta: Metadata, sidecar: bytes | None = None, key: str | None = None,
-                     member_id: int | None = None) -> Accepted:
+    def submit_named(
+        self,
+        team: Team,
+        collection: str,
+        phase_name: str | None,
+        data: bytes,
+        filename: str,
+        meta: Metadata,
+        sidecar: bytes | None = None,
+        key: str | None = None,
+        member_id: int | None = None,
+    ) -> Accepted:
         """:meth:`submit` to the phase a form names (``phase_name`` None or "": the collection's
         only phase), found in the same read as the retry and the quota: a 404 when there is
         none, a 422 when the name is wanting."""
@@ -346,8 +378,7 @@ class Board(Members, Phases):
                 phases = list(s.scalars(OF_COLLECTION, {"collection": collection}))
             if len(phases) != 1:
                 names = ", ".join(f"{p.collection}/{p.name}" for p in s.scalars(ALL_PHASES)) or "none"
-                raise Refused(404 if not phases else 422,
-                              f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
+                raise Refused(404 if not phases else 422, f"no single phase {collection}/{phase_name or '?'}; boards: {names}")
             ready = self._intake(s, Intake(team, phases[0], data, filename, meta, sidecar, False, key, member_id))
         return ready if isinstance(ready, Accepted) else self._complete(ready)
 
@@ -358,7 +389,7 @@ class Board(Members, Phases):
         job.meta.check()
         phase = job.phase
         closed = phase.closed_reason(utcnow())
-        if closed is not None and not (job.baseline and phase.frozen_at is None):   # baselines: any
+        if closed is not None and not (job.baseline and phase.frozen_at is None):  # baselines: any
             # time before the freeze (organisers load them before a phase opens)
             raise Refused(403, closed, opens_at=iso(phase.opens_at), closes_at=iso(phase.closes_at))
         job.pdata = self.phase_data(phase)
@@ -376,31 +407,43 @@ class Board(Members, Phases):
     def _complete(self, job: Intake) -> Accepted:
         """Score, stage, record: the rest of :meth:`submit` after :meth:`_intake`."""
         team, phase, text, meta = job.team, job.phase, job.text, job.meta
-        if job.before["exhausted"]:       # a duplicate is told first, as when the quota is left
+        if job.before["exhausted"]:  # a duplicate is told first, as when the quota is left
             self._refuse_duplicate(team, phase, self._ranking(text))
             raise Refused(429, "quota exhausted", quota=job.before)
         ranking, scored = self._score(team, phase, job.pdata, text, job.display)
-        row = Submission(phase_id=phase.id, team_id=team.id, system=meta.system,
-                         description=meta.description or "", link=meta.link, run_type=meta.run_type,
-                         trained_on_collection=meta.trained_on_collection, baseline=job.baseline,
-                         filename=job.display, sha256=job.digest, size=len(text), lines=scored.validation.lines,
-                         sidecar_json=json.dumps(job.published, sort_keys=True) if job.published else None,
-                         means_json=json.dumps(scored.means(job.pdata.subsets)),
-                         per_topic=scoring.matrix_bytes(scored.values.values),
-                         tied_topics=len(scored.validation.tied_topics), idempotency_key=job.key,
-                         member_id=job.member_id, request_sha256=job.request,
-                         ranking_sha256=ranking)
+        row = Submission(
+            phase_id=phase.id,
+            team_id=team.id,
+            system=meta.system,
+            description=meta.description or "",
+            link=meta.link,
+            run_type=meta.run_type,
+            trained_on_collection=meta.trained_on_collection,
+            baseline=job.baseline,
+            filename=job.display,
+            sha256=job.digest,
+            size=len(text),
+            lines=scored.validation.lines,
+            sidecar_json=json.dumps(job.published, sort_keys=True) if job.published else None,
+            means_json=json.dumps(scored.means(job.pdata.subsets)),
+            per_topic=scoring.matrix_bytes(scored.values.values),
+            tied_topics=len(scored.validation.tied_topics),
+            idempotency_key=job.key,
+            member_id=job.member_id,
+            request_sha256=job.request,
+            ranking_sha256=ranking,
+        )
         if release.uses_ladder(phase):
-            release.warm()     # not under the write lock (the answer's ladder needs scipy)
-        staged = self.store.stage(text)        # in place, fsynced, before the row names it
+            release.warm()  # not under the write lock (the answer's ladder needs scipy)
+        staged = self.store.stage(text)  # in place, fsynced, before the row names it
         try:
             accepted = self._record(row, team, phase, job.before, job.published)
         except BaseException as err:
             self.store.abandon(staged, named=self._named(job.digest))
-            if isinstance(err, IntegrityError):    # a concurrent retry or duplicate won the race
+            if isinstance(err, IntegrityError):  # a concurrent retry or duplicate won the race
                 return self._after_conflict(team, job.key, job.request, phase, ranking)
             raise
-        if accepted.replayed:      # the same request, sent to another thread or process, was first
+        if accepted.replayed:  # the same request, sent to another thread or process, was first
             self.store.abandon(staged, named=True)
         else:
             self.store.finish(staged)
@@ -412,30 +455,29 @@ class Board(Members, Phases):
             return self.pool.digest(text)
         return ranking_digest(text)
 
-    def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes,
-               display: str) -> tuple[str, scoring.Scored]:
+    def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes, display: str) -> tuple[str, scoring.Scored]:
         """Parse once, validate (with the phase's tie policy) and score, in a worker or here:
         (the ranking's digest, the scores). An invalid run is refused (422); a duplicate of the
         team's own run (409) is found in the write transaction (:meth:`_record`: a valid run
         only can be a duplicate, since a stored run was valid)."""
         if self.pool is not None and len(text) >= POOL_MIN_BYTES:
-            checked = self.pool.score(self.phase_spec(phase), f"{phase.collection}/{phase.name}",
-                                      text, phase.strict)
+            checked = self.pool.score(self.phase_spec(phase), f"{phase.collection}/{phase.name}", text, phase.strict)
         else:
             checked = scoring.score_text(pdata, text, phase.strict, self.store.scratch)
-        if checked.error is not None:   # the reader after the validator: should not happen, but say so
+        if checked.error is not None:  # the reader after the validator: should not happen, but say so
             raise Refused(422, f"{display}: {checked.error}")
         scored = checked.scored
         validation = scored.validation
         if validation.valid:
             return checked.ranking, scored
-        problems = [{"line": p.line, "message": p.message, "text": p.format(display)}
-                    for p in validation.problems]
+        problems = [{"line": p.line, "message": p.message, "text": p.format(display)} for p in validation.problems]
         message = f"{display}: {len(problems)} problem(s); the run is not valid"
         if phase.strict and validation.tied_topics:
-            message += (f"; this board refuses runs whose scores tie as 32-bit floats "
-                        f"({len(validation.tied_topics)} topic(s)): dsr validate --fix-ties rewrites "
-                        "the run with distinct scores")
+            message += (
+                f"; this board refuses runs whose scores tie as 32-bit floats "
+                f"({len(validation.tied_topics)} topic(s)): dsr validate --fix-ties rewrites "
+                "the run with distinct scores"
+            )
         raise Refused(422, message, problems=problems, tied_topics=len(validation.tied_topics))
 
     def _record(self, row: Submission, team: Team, phase: Phase, before: dict, published: dict) -> Accepted:
@@ -451,7 +493,7 @@ class Board(Members, Phases):
             if s.get_bind().dialect.name != "sqlite":
                 s.execute(LOCK_TEAM, {"team": team.id})
             first = self._replay(team, row.idempotency_key, row.request_sha256, s)
-            if first is not None:      # a retry of this request was recorded meanwhile: its answer
+            if first is not None:  # a retry of this request was recorded meanwhile: its answer
                 return first
             # the team's rows on the board, once: its duplicate, its quota, its ladder's runs
             mine = s.execute(TEAM_ROWS, {"phase": phase.id, "team": team.id}).all()
@@ -465,17 +507,20 @@ class Board(Members, Phases):
                 raise Refused(429, "quota exhausted", quota=counted)
             earlier = [r.id for r in mine if not r.baseline]
             s.add(row)
-            if release.uses_ladder(phase):    # the ladder's noise is drawn by the run's id: the row
-                s.flush()                     # first (its answer then follows in an UPDATE)
-            answer = {"sha256": row.sha256, "lines": row.lines,
-                      # a final phase publishes no score before it is frozen; a hidden one its ladder
-                      **answer_means(self, phase, row, s, earlier),
-                      "tied_topics": row.tied_topics,
-                      "ties": tie_note(row.tied_topics), "published": published,
-                      "quota_before": before,
-                      # this run counted: the count under the lock, plus this row
-                      "quota": quota_left(team, phase, now_day, counted["daily_used"] + 1,
-                                          counted["total_used"] + 1)}
+            if release.uses_ladder(phase):  # the ladder's noise is drawn by the run's id: the row
+                s.flush()  # first (its answer then follows in an UPDATE)
+            answer = {
+                "sha256": row.sha256,
+                "lines": row.lines,
+                # a final phase publishes no score before it is frozen; a hidden one its ladder
+                **answer_means(self, phase, row, s, earlier),
+                "tied_topics": row.tied_topics,
+                "ties": tie_note(row.tied_topics),
+                "published": published,
+                "quota_before": before,
+                # this run counted: the count under the lock, plus this row
+                "quota": quota_left(team, phase, now_day, counted["daily_used"] + 1, counted["total_used"] + 1),
+            }
             row.answer_json = json.dumps(answer)
             s.flush()
             if row.baseline and phase.baseline_id is None:
@@ -501,8 +546,11 @@ class Board(Members, Phases):
         if row is None:
             return None
         if row.request_sha256 != request:
-            raise Refused(422, "this Idempotency-Key was sent before with another request (another "
-                               "run, board or field); send a new key with a new submission")
+            raise Refused(
+                422,
+                "this Idempotency-Key was sent before with another request (another "
+                "run, board or field); send a new key with a new submission",
+            )
         return Accepted(row, answered(row, json.loads(row.answer_json)), replayed=True)
 
     def _refuse_duplicate(self, team: Team, phase: Phase, ranking: str) -> None:
@@ -513,8 +561,7 @@ class Board(Members, Phases):
         if first is not None:
             raise duplicate(phase, first)
 
-    def _after_conflict(self, team: Team, key: str | None, request: str, phase: Phase,
-                        ranking: str) -> Accepted:
+    def _after_conflict(self, team: Team, key: str | None, request: str, phase: Phase, ranking: str) -> Accepted:
         first = self._replay(team, key, request)
         if first is not None:
             return first
@@ -523,15 +570,14 @@ class Board(Members, Phases):
 
     # -- reading -----------------------------------------------------------
     def submission(self, submission_id: int) -> Submission | None:
-        if not 1 <= submission_id <= MAX_ID:     # no row has it (and PostgreSQL would refuse it)
+        if not 1 <= submission_id <= MAX_ID:  # no row has it (and PostgreSQL would refuse it)
             return None
         with read_session(self.engine) as s:
             return s.get(Submission, submission_id)
 
     def submissions(self, phase: Phase) -> list[Submission]:
         with read_session(self.engine) as s:
-            return list(s.scalars(select(Submission).where(Submission.phase_id == phase.id)
-                                  .order_by(Submission.id)))
+            return list(s.scalars(select(Submission).where(Submission.phase_id == phase.id).order_by(Submission.id)))
 
     def matrix(self, sub: Submission, n_measures: int):
         """The row's per-topic values (topics x measures), cached by id and its phase's
@@ -548,7 +594,7 @@ class Board(Members, Phases):
             cached = scoring.matrix_from_bytes(blob, n_measures)
             with self._lock:
                 if self._versions.setdefault(phase.id, phase.scores_version) < phase.scores_version:
-                    self._versions[phase.id] = phase.scores_version      # the older values go
+                    self._versions[phase.id] = phase.scores_version  # the older values go
                     for old in [k for k in self._matrices if k[0] == phase.id and k[1] < phase.scores_version]:
                         del self._matrices[old]
                 self._matrices[key] = cached
@@ -557,8 +603,11 @@ class Board(Members, Phases):
 
 def duplicate(phase: Phase, first: int) -> Refused:
     """The 409 of a team's second submission of a ranking on a board (``first``: its row)."""
-    return Refused(409, f"your team submitted this ranking on {phase.collection}/{phase.name} "
-                        f"already: /runs/{first}; it was not stored again", first=f"/runs/{first}")
+    return Refused(
+        409,
+        f"your team submitted this ranking on {phase.collection}/{phase.name} already: /runs/{first}; it was not stored again",
+        first=f"/runs/{first}",
+    )
 
 
 def answered(row: Submission, answer: dict[str, Any]) -> dict[str, Any]:
@@ -572,9 +621,16 @@ def quota_left(team: Team, phase: Phase, day, today: int, total: int) -> dict[st
     daily_left = None if phase.daily_quota is None else max(0, phase.daily_quota - today)
     total_left = None if phase.total_quota is None else max(0, phase.total_quota - total)
     limited = not team.organiser and (daily_left == 0 or total_left == 0)
-    return {"daily_limit": phase.daily_quota, "daily_used": today, "daily_left": daily_left,
-            "total_limit": phase.total_quota, "total_used": total, "total_left": total_left,
-            "resets_at": (day + timedelta(days=1)).isoformat() + "Z", "exhausted": limited}
+    return {
+        "daily_limit": phase.daily_quota,
+        "daily_used": today,
+        "daily_left": daily_left,
+        "total_limit": phase.total_quota,
+        "total_used": total,
+        "total_left": total_left,
+        "resets_at": (day + timedelta(days=1)).isoformat() + "Z",
+        "exhausted": limited,
+    }
 
 
 @dataclass
@@ -607,5 +663,3 @@ class Accepted:
     row: Submission
     answer: dict[str, Any]
     replayed: bool = False
-
-

@@ -11,35 +11,60 @@ from dsr.core.params import Param
 
 #: where a board lives (every board command takes them)
 BOARD_PARAMS = (
-    Param("db", None, "str", metavar="URL", help="database URL: sqlite:///FILE or "
-          "postgresql://USER@HOST:PORT/DB (default: SQLite under $DSR_HOME/board/)"),
+    Param(
+        "db",
+        None,
+        "str",
+        metavar="URL",
+        help="database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB (default: SQLite under $DSR_HOME/board/)",
+    ),
     Param("store", None, "any", metavar="DIR", help="run store (default $DSR_HOME/board/runs)"),
 )
 
 #: what ``dsr serve`` accepts
 SERVE_PARAMS = (
-    Param("max_upload_mb", None, "float", above=0, optional=True, metavar="MB",
-          help="largest run file accepted, unpacked (default: each phase's follows its collection: "
-               "twice its full-depth run, at least 20)"),
-    Param("rate_limit", 30.0, "float", low=0, metavar="N",
-          help="submissions per minute per team (default 30; 0 for no limit)"),
-    Param("workers", 0, "int", low=0, metavar="N",
-          help="scoring worker processes of each server process (dsr serve: default the cores "
-               "shared among the server processes, at least 1, at most 4 each; 0 scores in the "
-               "request's thread, as the library does)"),
-    Param("processes", 1, "int", low=1, metavar="N",
-          help="server processes answering on the port (PostgreSQL only; each has its own "
-               "scoring workers; default 1)"),
+    Param(
+        "max_upload_mb",
+        None,
+        "float",
+        above=0,
+        optional=True,
+        metavar="MB",
+        help="largest run file accepted, unpacked (default: each phase's follows its collection: "
+        "twice its full-depth run, at least 20)",
+    ),
+    Param("rate_limit", 30.0, "float", low=0, metavar="N", help="submissions per minute per team (default 30; 0 for no limit)"),
+    Param(
+        "workers",
+        0,
+        "int",
+        low=0,
+        metavar="N",
+        help="scoring worker processes of each server process (dsr serve: default the cores "
+        "shared among the server processes, at least 1, at most 4 each; 0 scores in the "
+        "request's thread, as the library does)",
+    ),
+    Param(
+        "processes",
+        1,
+        "int",
+        low=1,
+        metavar="N",
+        help="server processes answering on the port (PostgreSQL only; each has its own scoring workers; default 1)",
+    ),
 )
 
 #: a phase's season (``add-phase``, ``set-phase``); None leaves it as it is, or the default
 SEASON_PARAMS = (
-    Param("primary", None, "str", metavar="M", help="the measure the board ranks by, groups and gives "
-          "intervals for (default nDCG@5 when the phase has it, else its first)"),
-    Param("opens", None, "any", metavar="WHEN",
-          help="submissions taken from then (ISO date or time, UTC)"),
-    Param("closes", None, "any", metavar="WHEN",
-          help="no submission from then on (ISO date or time, UTC)"),
-    Param("final", None, "bool", optional=True,
-          help="the final phase: no score is shown anywhere until `dsr board freeze`"),
+    Param(
+        "primary",
+        None,
+        "str",
+        metavar="M",
+        help="the measure the board ranks by, groups and gives "
+        "intervals for (default nDCG@5 when the phase has it, else its first)",
+    ),
+    Param("opens", None, "any", metavar="WHEN", help="submissions taken from then (ISO date or time, UTC)"),
+    Param("closes", None, "any", metavar="WHEN", help="no submission from then on (ISO date or time, UTC)"),
+    Param("final", None, "bool", optional=True, help="the final phase: no score is shown anywhere until `dsr board freeze`"),
 )

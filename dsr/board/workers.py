@@ -34,7 +34,7 @@ from dsr.core.errors import InputError
 #: ``dsr serve``'s default pool: one worker per core, at most this many
 MAX_DEFAULT_WORKERS = 4
 
-_phases: dict[str, PhaseData] = {}    # a worker's phases, by PhaseSpec.key
+_phases: dict[str, PhaseData] = {}  # a worker's phases, by PhaseSpec.key
 _store: RunStore | None = None
 
 
@@ -54,7 +54,7 @@ def _start(store_root: str, specs: list[tuple[PhaseSpec, str]], server: int) -> 
     for spec, name in specs:
         try:
             _phase(spec, name)
-        except InputError:      # the submission that needs it will say so
+        except InputError:  # the submission that needs it will say so
             pass
 
 
@@ -99,9 +99,10 @@ class ScoringPool:
     def __init__(self, workers: int, store_root: Path, specs: list[tuple[PhaseSpec, str]]):
         self.workers = workers
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload([__name__])     # not __main__ (the command line)
-        self.executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_start,
-                                            initargs=(str(store_root), specs, os.getpid()))
+        context.set_forkserver_preload([__name__])  # not __main__ (the command line)
+        self.executor = ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_start, initargs=(str(store_root), specs, os.getpid())
+        )
         # Start them all now, and wait until each has built the open phases' data (each submit
         # without an idle worker adds one; a task that waits a little keeps its worker busy, so
         # the next goes to another): no request waits for a worker's start.

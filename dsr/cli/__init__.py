@@ -46,23 +46,28 @@ def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dsr",
         description="Sentence retrieval in dialogue: build collections, rank, rerank, "
-                    "evaluate with the official split protocol, reproduce the baselines.",
+        "evaluate with the official split protocol, reproduce the baselines.",
         epilog="Exit codes: 0 success, 2 bad input (the message names file, line/record "
-               "and field), 1 internal error. Data and indexes live under $DSR_HOME "
-               "(default ~/.cache/dsr).",
+        "and field), 1 internal error. Data and indexes live under $DSR_HOME "
+        "(default ~/.cache/dsr).",
     )
     parser.add_argument("--version", action="version", version=f"dsr {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    wanted = ({module for module, _ in COMMANDS.values()} if command is EVERY else
-              {COMMANDS[command][0]} if command in COMMANDS else set())
+    wanted = (
+        {module for module, _ in COMMANDS.values()}
+        if command is EVERY
+        else {COMMANDS[command][0]}
+        if command in COMMANDS
+        else set()
+    )
     registered = set()
     for name, (module, summary) in COMMANDS.items():
         if module not in wanted:
-            sub.add_parser(name, help=summary)   # listed; its module loads when it runs
+            sub.add_parser(name, help=summary)  # listed; its module loads when it runs
         elif module not in registered:
-            importlib.import_module(module).register(sub)   # all of the module's commands
+            importlib.import_module(module).register(sub)  # all of the module's commands
             registered.add(module)
-    add_defaults_and_examples(parser)   # every --help: defaults and one example
+    add_defaults_and_examples(parser)  # every --help: defaults and one example
     return parser
 
 
@@ -79,9 +84,8 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     unknown command) goes to the plain parser, which prints or errors.
     """
     sub = _subparsers(parser)
-    if sub is None:   # a command: --measures RR a.run ends --measures at a.run (dsr.cli.console)
-        return parser.parse_intermixed_args(end_multi_values(parser, argv),
-                                            argparse.Namespace(command_parser=parser))
+    if sub is None:  # a command: --measures RR a.run ends --measures at a.run (dsr.cli.console)
+        return parser.parse_intermixed_args(end_multi_values(parser, argv), argparse.Namespace(command_parser=parser))
     if not argv or argv[0] not in sub.choices:
         return parser.parse_args(argv, argparse.Namespace(command_parser=parser))
     args = parse_arguments(sub.choices[argv[0]], argv[1:])
@@ -110,8 +114,8 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return 2
     if getattr(args, "verbose", False):
-        set_verbose()        # the libraries' warnings, log lines and bars too
-    quiet_libraries()        # else only dsr's own lines (dsr.core.quiet)
+        set_verbose()  # the libraries' warnings, log lines and bars too
+    quiet_libraries()  # else only dsr's own lines (dsr.core.quiet)
     try:
         code = args.func(args)
     except InputError as err:
@@ -122,12 +126,11 @@ def _main(argv: list[str] | None) -> int:
         return 130
     except Exception as err:  # a bug, not bad input: unless the disk is full
         if disk_full(err):
-            where = getattr(err, "filename", None) or getattr(args, "db", None)     # the database
+            where = getattr(err, "filename", None) or getattr(args, "db", None)  # the database
             print(f"dsr: error: {full_disk_error(where, err)}", file=sys.stderr)
             return 2
         traceback.print_exc()
-        print("dsr: internal error (exit 1): please report it with the command you ran",
-              file=sys.stderr)
+        print("dsr: internal error (exit 1): please report it with the command you ran", file=sys.stderr)
         return 1
     return int(code or 0)
 

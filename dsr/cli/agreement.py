@@ -16,12 +16,14 @@ from dsr.evaluation.ordering_agreement import agreement
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "agreement", help=summary("agreement"),
+        "agreement",
+        help=summary("agreement"),
         description="Measure each RUN with the labels of SILVER and of JUDGED on the query points "
-                    "both collections hold, and compare the two orderings of the runs with "
-                    "Kendall's tau (scipy.stats.kendalltau).",
+        "both collections hold, and compare the two orderings of the runs with "
+        "Kendall's tau (scipy.stats.kendalltau).",
         epilog="Example: dsr agreement cmu_dog cmu_dog_judged --silver-source ../shared/data/cmu_dog "
-               "--silver-split valid --judged-source ../shared/data/judged a.run b.run c.run")
+        "--silver-split valid --judged-source ../shared/data/judged a.run b.run c.run",
+    )
     p.add_argument("silver", metavar="SILVER", help="collection with silver labels (name or .jsonl)")
     p.add_argument("judged", metavar="JUDGED", help="collection with judged labels (name or .jsonl)")
     p.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (at least two)")
@@ -48,12 +50,9 @@ def cmd_agreement(args: argparse.Namespace) -> int:
         print()
         return 0
     width = max(len(s) for s in result.systems)
-    print(f"{len(result.topics)} query points in both {silver.name} and {judged.name}; "
-          f"{result.measure} per run")
+    print(f"{len(result.topics)} query points in both {silver.name} and {judged.name}; {result.measure} per run")
     print(f"{'run':{width}s}  silver  judged")
     for s, a, b in sorted(zip(result.systems, result.silver, result.judged), key=lambda x: -x[2]):
-        print(f"{s:{width}s}  {a:.4f}  {b:.4f}" + (f"  ({result.missing[s]} points not ranked)"
-                                                  if result.missing[s] else ""))
-    print(f"Kendall tau (tau-b) over {len(result.systems)} systems: {result.tau:.4f} "
-          f"(p = {result.p_value:.3g})")
+        print(f"{s:{width}s}  {a:.4f}  {b:.4f}" + (f"  ({result.missing[s]} points not ranked)" if result.missing[s] else ""))
+    print(f"Kendall tau (tau-b) over {len(result.systems)} systems: {result.tau:.4f} (p = {result.p_value:.3g})")
     return 0

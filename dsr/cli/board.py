@@ -42,20 +42,23 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers) -> None:
     s = subparsers.add_parser(
-        "serve", help=summary("serve"),
-        description="Serve the leaderboard: boards, run pages, a submission form and "
-                    "/api/... (see docs/board.md).", epilog=BOARD_EPILOG)
+        "serve",
+        help=summary("serve"),
+        description="Serve the leaderboard: boards, run pages, a submission form and /api/... (see docs/board.md).",
+        epilog=BOARD_EPILOG,
+    )
     _db_options(s)
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     add_param_flags(s, SERVE_PARAMS)
-    s.set_defaults(workers=None)          # dsr serve: one scoring process per core (at most 4)
+    s.set_defaults(workers=None)  # dsr serve: one scoring process per core (at most 4)
     s.set_defaults(func=cmd_serve)
 
     _submit_parser(subparsers)
 
-    b = subparsers.add_parser("board", help=summary("board"),
-                              description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG)
+    b = subparsers.add_parser(
+        "board", help=summary("board"), description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG
+    )
     sub = b.add_subparsers(dest="board_command", metavar="ACTION")
 
     t = sub.add_parser("add-team", help="create a team and its first member; print the member's token (shown once)")
@@ -71,9 +74,12 @@ def register(subparsers) -> None:
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
     a.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
-    a.add_argument("runs", nargs="+", metavar="RUN",
-                   help="run files, or folders of *.run and *.run.gz files (each named as dsr evaluate "
-                        "names it: BM25.run.gz is BM25)")
+    a.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="run files, or folders of *.run and *.run.gz files (each named as dsr evaluate names it: BM25.run.gz is BM25)",
+    )
     a.add_argument("--phase", metavar="P")
     a.add_argument("--default", action="store_true", help="make the first of these the board's baseline")
     a.set_defaults(func=cmd_board_add_baseline)
@@ -87,21 +93,29 @@ def register(subparsers) -> None:
     e.add_argument("collection", metavar="COLLECTION")
     e.add_argument("--phase", metavar="P")
     e.add_argument("--format", choices=("csv", "latex", "json"), default="csv")
-    e.add_argument("--select", choices=("all", "best", "latest"), default="all",
-                   help="every run, or each team's best or latest (default all)")
+    e.add_argument(
+        "--select",
+        choices=("all", "best", "latest"),
+        default="all",
+        help="every run, or each team's best or latest (default all)",
+    )
     e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_board_export)
 
-    w = sub.add_parser("participant-file",
-                       help="the dialogues of a hidden phase for participants: no label, next turn, meta "
-                            "or other field derived from them")
+    w = sub.add_parser(
+        "participant-file",
+        help="the dialogues of a hidden phase for participants: no label, next turn, meta or other field derived from them",
+    )
     _db_options(w)
     w.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
     w.add_argument("--phase", metavar="P")
     w.add_argument("--out", required=True, metavar="FILE", help="the benchmark file to write (atomically)")
-    w.add_argument("--keep-scores", action="store_true",
-                   help="keep the candidates' initial scores (only when they were computed from the "
-                        "context alone: a score made with the next turn or the labels gives them away)")
+    w.add_argument(
+        "--keep-scores",
+        action="store_true",
+        help="keep the candidates' initial scores (only when they were computed from the "
+        "context alone: a score made with the next turn or the labels gives them away)",
+    )
     w.set_defaults(func=cmd_board_participant_file)
 
     ls = sub.add_parser("list", help="phases and teams")
@@ -112,9 +126,11 @@ def register(subparsers) -> None:
 
 def _member_parsers(sub) -> None:
     """``add-member``, ``remove-member`` and ``rotate-token``."""
-    for action, text in (("add-member", "add a person to a team and print their token (shown once)"),
-                         ("remove-member", "take a person off a team: their token stops working at once"),
-                         ("rotate-token", "give a member a new token (shown once); the old one stops working")):
+    for action, text in (
+        ("add-member", "add a person to a team and print their token (shown once)"),
+        ("remove-member", "take a person off a team: their token stops working at once"),
+        ("rotate-token", "give a member a new token (shown once); the old one stops working"),
+    ):
         m = sub.add_parser(action, help=text)
         _db_options(m)
         m.add_argument("team", metavar="TEAM")
@@ -127,11 +143,13 @@ def _member_parsers(sub) -> None:
 def _submit_parser(subparsers) -> None:
     """``dsr submit``'s options."""
     u = subparsers.add_parser(
-        "submit", help=summary("submit"),
+        "submit",
+        help=summary("submit"),
         description="Upload a run (and the published metadata of RUN.json beside it: printed first) to a "
-                    "server started by dsr serve; a try without an answer is sent again with its "
-                    "Idempotency-Key. "
-                    "Exit 0 when accepted, 2 when refused (the validator's messages are printed).")
+        "server started by dsr serve; a try without an answer is sent again with its "
+        "Idempotency-Key. "
+        "Exit 0 when accepted, 2 when refused (the validator's messages are printed).",
+    )
     u.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
     u.add_argument("run", metavar="RUN", help="TREC run file (.run or .run.gz)")
     u.add_argument("--server", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000")
@@ -153,35 +171,49 @@ def _add_phase_parser(sub) -> None:
     _db_options(p)
     p.add_argument("collection", metavar="COLLECTION", help="a registered collection or a benchmark .jsonl path")
     p.add_argument("--phase", required=True, metavar="NAME", help="phase name, e.g. public or test")
-    p.add_argument("--hidden", action="store_true",
-                   help="labels only the server holds (--qrels, else the collection file's own labels)")
+    p.add_argument(
+        "--hidden", action="store_true", help="labels only the server holds (--qrels, else the collection file's own labels)"
+    )
     p.add_argument("--qrels", metavar="FILE", help="hidden labels (TREC qrels); their topics are the phase's")
     p.add_argument("--measures", nargs="+", metavar="M", help="ir_measures strings (default: dsr evaluate's)")
-    for name in ("daily_quota", "total_quota"):     # declared once: dsr.board.release.PARAMS
+    for name in ("daily_quota", "total_quota"):  # declared once: dsr.board.release.PARAMS
         setting = QUOTAS[name]
-        p.add_argument("--" + name.replace("_", "-"), type=int, metavar=setting.metavar,
-                       help=f"{setting.help}; default {setting.default} on hidden phases, none on public ones")
+        p.add_argument(
+            "--" + name.replace("_", "-"),
+            type=int,
+            metavar=setting.metavar,
+            help=f"{setting.help}; default {setting.default} on hidden phases, none on public ones",
+        )
     p.add_argument("--description", default="", help="shown on the board")
     p.add_argument("--name", metavar="NAME", help="the collection's name on the board (default its own)")
-    p.add_argument("--strict", action="store_true",
-                   help="refuse runs whose scores tie as 32-bit floats (default: accept, count and say it)")
-    p.add_argument("--min-dialogues", type=int, metavar="N",
-                   help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
-                        "cover; smaller subsets are merged or withheld, and another hidden phase whose "
-                        "published groups differ from this one's in fewer dialogues is refused (default 20)")
-    p.add_argument("--split", metavar="S", help="a registered collection's split (e.g. valid for cmu_dog, "
-                                                "plain or grounded for sample)")
+    p.add_argument(
+        "--strict", action="store_true", help="refuse runs whose scores tie as 32-bit floats (default: accept, count and say it)"
+    )
+    p.add_argument(
+        "--min-dialogues",
+        type=int,
+        metavar="N",
+        help="hidden phases: the fewest dialogues a published mean (and all minus it) may "
+        "cover; smaller subsets are merged or withheld, and another hidden phase whose "
+        "published groups differ from this one's in fewer dialogues is refused (default 20)",
+    )
+    p.add_argument(
+        "--split", metavar="S", help="a registered collection's split (e.g. valid for cmu_dog, plain or grounded for sample)"
+    )
     _allow_overlap(p)
     add_param_flags(p, SEASON_PARAMS)
     p.set_defaults(func=cmd_board_add_phase)
 
 
 def _allow_overlap(parser) -> None:
-    parser.add_argument("--allow-overlap", action="store_true",
-                        help="add the phase even when a hidden phase's labels can be read through it: a "
-                             "dialogue with the same labels beside a phase that publishes per-dialogue "
-                             "values (public, or final once frozen), or two hidden phases that differ in "
-                             "fewer than --min-dialogues dialogues (what it gives away is printed)")
+    parser.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="add the phase even when a hidden phase's labels can be read through it: a "
+        "dialogue with the same labels beside a phase that publishes per-dialogue "
+        "values (public, or final once frozen), or two hidden phases that differ in "
+        "fewer than --min-dialogues dialogues (what it gives away is printed)",
+    )
 
 
 def _season_parsers(sub) -> None:
@@ -213,7 +245,7 @@ def cmd_serve(args) -> int:
         require_extra(module, "board")
     from dsr.board.service import default_workers
 
-    SERVE_SETTINGS["processes"].check(args.processes)        # before it divides the cores
+    SERVE_SETTINGS["processes"].check(args.processes)  # before it divides the cores
     if args.workers is None:
         args.workers = default_workers(args.processes)
     settings = param_values(args, SERVE_PARAMS)
@@ -221,14 +253,17 @@ def cmd_serve(args) -> int:
         return _serve_processes(args, settings)
     board = _board(args, **settings)
     board.warm_up()
-    print(f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
-          f"runs in {board.store.root})", file=sys.stderr)
+    print(
+        f"dsr: leaderboard on http://{args.host}:{args.port}/ (database {board.engine.url.render_as_string()}, "
+        f"runs in {board.store.root})",
+        file=sys.stderr,
+    )
     from dsr.server import serve  # FastAPI and uvicorn load here, not for `dsr --help`
 
     try:
         serve(board, host=args.host, port=args.port)
     finally:
-        board.close()      # the scoring workers
+        board.close()  # the scoring workers
     return 0
 
 
@@ -238,17 +273,22 @@ def _serve_processes(args, settings: dict) -> int:
     board = _board(args, **{**settings, "workers": 0})
     try:
         if board.engine.dialect.name != "postgresql":
-            raise InputError(f"--processes {args.processes} needs PostgreSQL (--db postgresql://...): "
-                             "on SQLite one process serves the board (SQLite writes one transaction at a "
-                             "time, and processes waiting on its file lock poll for it: slower, not "
-                             "faster)", field="--processes")
+            raise InputError(
+                f"--processes {args.processes} needs PostgreSQL (--db postgresql://...): "
+                "on SQLite one process serves the board (SQLite writes one transaction at a "
+                "time, and processes waiting on its file lock poll for it: slower, not "
+                "faster)",
+                field="--processes",
+            )
         url = board.engine.url.render_as_string()
         config = dataclasses.replace(board.config, workers=args.workers)
     finally:
         board.close()
-    print(f"dsr: leaderboard on http://{args.host}:{args.port}/ ({args.processes} processes with "
-          f"{args.workers} scoring worker(s) each, database {url}, runs in {config.store_dir()})",
-          file=sys.stderr)
+    print(
+        f"dsr: leaderboard on http://{args.host}:{args.port}/ ({args.processes} processes with "
+        f"{args.workers} scoring worker(s) each, database {url}, runs in {config.store_dir()})",
+        file=sys.stderr,
+    )
     from dsr.server import serve_processes
 
     serve_processes(config, host=args.host, port=args.port)
@@ -260,12 +300,22 @@ def cmd_submit(args) -> int:
     if not token:
         raise InputError("give --token or set DSR_TOKEN", field="--token")
     system = args.system or Path(args.run).name.removesuffix(".gz").removesuffix(".run")
-    if not args.json:   # what the board will publish, before anything is sent
+    if not args.json:  # what the board will publish, before anything is sent
         published = published_for(Path(args.run), args.sidecar)
         print(f"published metadata: {json.dumps(published, sort_keys=True) if published else 'none'}")
-    answer = submit(args.server, token, args.collection, args.run, phase=args.phase, system=system,
-                    description=args.description, link=args.link, run_type=args.run_type,
-                    trained=args.trained, sidecar=args.sidecar)
+    answer = submit(
+        args.server,
+        token,
+        args.collection,
+        args.run,
+        phase=args.phase,
+        system=system,
+        description=args.description,
+        link=args.link,
+        run_type=args.run_type,
+        trained=args.trained,
+        sidecar=args.sidecar,
+    )
     body = answer.body
     if args.json:
         json.dump({"status": answer.status, **body}, sys.stdout, indent=2, ensure_ascii=False)
@@ -304,8 +354,7 @@ def _print_accepted(server: str, body: dict, replayed: bool) -> None:
 
 
 #: the answer's fields :func:`_print_accepted` says in its own words (others are printed as they come)
-SHOWN_FIELDS = {"id", "url", "means", "ties", "tied_topics", "quota_before", "quota", "sha256", "lines",
-                "published"}
+SHOWN_FIELDS = {"id", "url", "means", "ties", "tied_topics", "quota_before", "quota", "sha256", "lines", "published"}
 
 
 def _number(value) -> str:
@@ -315,11 +364,15 @@ def _number(value) -> str:
 def table(headers: list[str], rows: list[list]) -> str:
     """An aligned text table (numbers right-aligned, 4 decimals; None as '-')."""
     cells = [[("-" if v is None else _number(v) if isinstance(v, float) else str(v)) for v in row] for row in rows]
-    right = [bool(rows) and all(isinstance(r[c], (int, float)) and not isinstance(r[c], bool) for r in rows)
-             for c in range(len(headers))]
+    right = [
+        bool(rows) and all(isinstance(r[c], (int, float)) and not isinstance(r[c], bool) for r in rows)
+        for c in range(len(headers))
+    ]
     widths = [max(len(r[c]) for r in [headers, *cells]) for c in range(len(headers))]
-    return "\n".join("  ".join(v.rjust(w) if right[c] else v.ljust(w) for c, (v, w) in enumerate(zip(r, widths)))
-                      .rstrip() for r in [headers, *cells])
+    return "\n".join(
+        "  ".join(v.rjust(w) if right[c] else v.ljust(w) for c, (v, w) in enumerate(zip(r, widths))).rstrip()
+        for r in [headers, *cells]
+    )
 
 
 def _print_quota(quota, stream=None, label: str = "quota") -> None:
@@ -329,8 +382,11 @@ def _print_quota(quota, stream=None, label: str = "quota") -> None:
 
 def cmd_board_add_team(args) -> int:
     token = _board(args).add_team(args.name, member=args.member)
-    print(f"team {args.name!r} created with member {args.member.strip()!r}; the member's token "
-          "(shown once, only its hash is stored):", file=sys.stderr)
+    print(
+        f"team {args.name!r} created with member {args.member.strip()!r}; the member's token "
+        "(shown once, only its hash is stored):",
+        file=sys.stderr,
+    )
     print(token)
     return 0
 
@@ -340,30 +396,42 @@ def cmd_board_add_phase(args) -> int:
         raise InputError("--qrels loads hidden labels: add --hidden", field="--qrels")
     labels = read_qrels(args.qrels) if args.qrels else None
     board = _board(args)
-    phase = board.add_phase(collection_ref(args.collection, args.split), args.phase, hidden=args.hidden, labels=labels,
-                            measures=split_measure_list(args.measures) if args.measures else None,
-                            daily_quota=args.daily_quota, total_quota=args.total_quota,
-                            description=args.description, display=args.name, strict=args.strict,
-                            min_dialogues=args.min_dialogues, season=_season(args),
-                            allow_overlap=args.allow_overlap)
+    phase = board.add_phase(
+        collection_ref(args.collection, args.split),
+        args.phase,
+        hidden=args.hidden,
+        labels=labels,
+        measures=split_measure_list(args.measures) if args.measures else None,
+        daily_quota=args.daily_quota,
+        total_quota=args.total_quota,
+        description=args.description,
+        display=args.name,
+        strict=args.strict,
+        min_dialogues=args.min_dialogues,
+        season=_season(args),
+        allow_overlap=args.allow_overlap,
+    )
     kind = "hidden labels" if phase.hidden else "public labels"
     ties = "runs with tied scores refused" if phase.strict else "tied scores counted and said"
-    print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, "
-          f"{kind}, {ties}")
+    print(f"board {phase.collection}/{phase.name}: {len(json.loads(phase.topics_json))} dialogues, {kind}, {ties}")
     data = board.phase_data(phase)
     if phase.hidden:
-        print(f"published means: {', '.join(f'{s} ({len(i)} dialogues)' for s, i in data.subsets.items())}"
-              f" (each, and all minus each, covers at least {phase.min_dialogues} dialogues)")
+        print(
+            f"published means: {', '.join(f'{s} ({len(i)} dialogues)' for s, i in data.subsets.items())}"
+            f" (each, and all minus each, covers at least {phase.min_dialogues} dialogues)"
+        )
     for note in data.subset_notes:
         print(f"  {note}")
     print(f"quota: {quotas(phase)}")
     if phase.hidden:
         rule = release_rule(phase, {name: len(idx) for name, idx in data.subsets.items()})
         steps = ", ".join(f"{g} {st:g}" for g, st in rule["steps"].items())
-        print(f"release: a team's value changes only when a one-sided paired t-test finds a run better than "
-              f"its best so far (level {rule['level']:.2g}); it is the lower edge of the cell of its mean plus "
-              f"Laplace noise of scale {rule['noise']:g}/n, on each group's grid (step {steps}: no cell is one "
-              f"exact count)")
+        print(
+            f"release: a team's value changes only when a one-sided paired t-test finds a run better than "
+            f"its best so far (level {rule['level']:.2g}); it is the lower edge of the cell of its mean plus "
+            f"Laplace noise of scale {rule['noise']:g}/n, on each group's grid (step {steps}: no cell is one "
+            f"exact count)"
+        )
     _warn_overlaps(board, phase)
     _print_season(phase)
     return 0
@@ -382,8 +450,7 @@ def _warn_overlaps(board, phase) -> None:
 
 def quotas(phase) -> str:
     """A phase's quotas in words (per team, all its members together)."""
-    parts = [f"{n} {what}" for n, what in ((phase.daily_quota, "per UTC day"), (phase.total_quota, "in all"))
-             if n is not None]
+    parts = [f"{n} {what}" for n, what in ((phase.daily_quota, "per UTC day"), (phase.total_quota, "in all")) if n is not None]
     return f"{', '.join(parts)} per team (all its members together)" if parts else "none"
 
 
@@ -394,8 +461,7 @@ def when(text: str | None, field: str):
     try:
         value = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise InputError(f"{text!r} is not an ISO date or time (e.g. 2026-03-01 or 2026-03-01T12:00Z)",
-                         field=field) from None
+        raise InputError(f"{text!r} is not an ISO date or time (e.g. 2026-03-01 or 2026-03-01T12:00Z)", field=field) from None
     if value.tzinfo is not None:
         value = value.astimezone(UTC).replace(tzinfo=None)
     return value
@@ -404,24 +470,26 @@ def when(text: str | None, field: str):
 def _season(args):
     from dsr.board.phases import Season
 
-    return Season(primary=args.primary, opens=when(args.opens, "opens"), closes=when(args.closes, "closes"),
-                  final=args.final)
+    return Season(primary=args.primary, opens=when(args.opens, "opens"), closes=when(args.closes, "closes"), final=args.final)
 
 
 def _print_season(phase) -> None:
     from dsr.board.models import stamp, utcnow
 
-    dates = ", ".join(f"{k} {stamp(v)}" for k, v in (("opens", phase.opens_at), ("closes", phase.closes_at))
-                      if v is not None) or "no dates"
+    dates = (
+        ", ".join(f"{k} {stamp(v)}" for k, v in (("opens", phase.opens_at), ("closes", phase.closes_at)) if v is not None)
+        or "no dates"
+    )
     state = phase.closed_reason(utcnow()) or "open for submissions"
-    print(f"season {phase.collection}/{phase.name}: primary measure {phase.primary()}, {dates}"
-          f"{', final phase' if phase.final else ''}; {state}")
+    print(
+        f"season {phase.collection}/{phase.name}: primary measure {phase.primary()}, {dates}"
+        f"{', final phase' if phase.final else ''}; {state}"
+    )
 
 
 def cmd_board_set_phase(args) -> int:
     board = _board(args)
-    phase = board.set_season(board.get_phase(args.collection, args.phase), _season(args),
-                             allow_overlap=args.allow_overlap)
+    phase = board.set_season(board.get_phase(args.collection, args.phase), _season(args), allow_overlap=args.allow_overlap)
     _warn_overlaps(board, phase)
     _print_season(phase)
     return 0
@@ -440,8 +508,10 @@ def cmd_board_member(args) -> int:
     board = _board(args)
     if args.action == "remove-member":
         members = board.remove_member(args.team, args.name)
-        print(f"{args.name.strip()!r} removed from team {args.team!r}: their token and browser sessions "
-              "no longer work", file=sys.stderr)
+        print(
+            f"{args.name.strip()!r} removed from team {args.team!r}: their token and browser sessions no longer work",
+            file=sys.stderr,
+        )
         names = ", ".join(m.name + (f" <{m.email}>" if m.email else "") for m in members) or "nobody"
         print(f"team {args.team}: {names}")
         return 0
@@ -464,8 +534,7 @@ def cmd_board_add_baseline(args) -> int:
     added = add_baselines(board, phase, args.runs, default=args.default)
     measures = json.loads(phase.measures_json)
     shown = [phase.primary(), *[m for m in measures if m != phase.primary()]][:4]
-    rows = [[f"#{sub.id}", sub.system, *[json.loads(sub.means_json).get("all", {}).get(m) for m in shown]]
-            for sub in added]
+    rows = [[f"#{sub.id}", sub.system, *[json.loads(sub.means_json).get("all", {}).get(m) for m in shown]] for sub in added]
     print(f"{len(added)} baseline(s) added to {phase.collection}/{phase.name} (means over all dialogues):")
     print(table(["run", "system", *shown], rows))
     if added.aliases:
@@ -478,11 +547,11 @@ def cmd_board_rebuild(args) -> int:
     from dsr.board.admin import rebuild
 
     report = rebuild(_board(args))
-    print(f"rescored {report.rescored} run(s), {report.changed} changed; "
-          f"{report.orphans} store file(s) named by no row (harmless)")
+    print(
+        f"rescored {report.rescored} run(s), {report.changed} changed; {report.orphans} store file(s) named by no row (harmless)"
+    )
     if report.missing:
-        print(f"dsr: error: run file missing or altered for submission(s) "
-              f"{', '.join(map(str, report.missing))}", file=sys.stderr)
+        print(f"dsr: error: run file missing or altered for submission(s) {', '.join(map(str, report.missing))}", file=sys.stderr)
         return 2
     return 0
 
@@ -507,10 +576,10 @@ def cmd_board_participant_file(args) -> int:
     phase = board.get_phase(args.collection, args.phase)
     written = participant_file(board, phase, args.out, keep_scores=args.keep_scores)
     withheld = [w for w in WITHHELD if not (args.keep_scores and "score" in w)]
-    print(f"wrote {written.dialogues} dialogues ({written.candidates} candidates) of "
-          f"{phase.collection}/{phase.name} to {args.out}")
-    print(f"withheld: {'; '.join(withheld)}" + (f" (meta keys: {', '.join(written.meta_keys)})"
-                                                 if written.meta_keys else ""))
+    print(
+        f"wrote {written.dialogues} dialogues ({written.candidates} candidates) of {phase.collection}/{phase.name} to {args.out}"
+    )
+    print(f"withheld: {'; '.join(withheld)}" + (f" (meta keys: {', '.join(written.meta_keys)})" if written.meta_keys else ""))
     print("candidates are listed " + ("by score, then id" if args.keep_scores else "in the order of their ids"))
     for warning in written.warnings:
         print(f"dsr: WARNING: {warning}", file=sys.stderr)
@@ -525,24 +594,33 @@ def token_state(member) -> str:
 
 
 def cmd_board_list(args) -> int:
-    board = _board(args)        # first: it says what to install when the board extra is missing
+    board = _board(args)  # first: it says what to install when the board extra is missing
     from sqlalchemy import select
 
     from dsr.board.db import read_session
     from dsr.board.models import Team
 
     for p in board.phases():
-        print(f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "
-              f"quota: {quotas(p)}; {len(board.submissions(p))} run(s)")
+        print(
+            f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "
+            f"quota: {quotas(p)}; {len(board.submissions(p))} run(s)"
+        )
     with read_session(board.engine) as s:
         teams = list(s.scalars(select(Team).order_by(Team.name)))
     runs = board.runs_by_member()
     rows = []
     for team in teams:
         members = board.members(team, removed=True)
-        if team.organiser or runs.get((team.id, None)) or not members:   # baselines, runs of before 0005
-            rows.append([team.name, "(organisers)" if team.organiser else "(team token, before 0005)",
-                         "", runs.get((team.id, None), 0), ""])
+        if team.organiser or runs.get((team.id, None)) or not members:  # baselines, runs of before 0005
+            rows.append(
+                [
+                    team.name,
+                    "(organisers)" if team.organiser else "(team token, before 0005)",
+                    "",
+                    runs.get((team.id, None), 0),
+                    "",
+                ]
+            )
         for m in members:
             rows.append([team.name, m.name, m.email, runs.get((team.id, m.id), 0), token_state(m)])
     print()
@@ -551,11 +629,7 @@ def cmd_board_list(args) -> int:
 
     same = identical_rankings(board)
     if same:
-        print("\nidentical rankings from different teams (the same documents in the same order on "
-              "every topic):")
+        print("\nidentical rankings from different teams (the same documents in the same order on every topic):")
         for group in same:
-            print(f"  {group['board']}: " + " = ".join(f"#{r['id']} {r['team']} ({r['system']})"
-                                                       for r in group["runs"]))
+            print(f"  {group['board']}: " + " = ".join(f"#{r['id']} {r['team']} ({r['system']})" for r in group["runs"]))
     return 0
-
-

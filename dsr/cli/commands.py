@@ -18,22 +18,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fuse": ("dsr.cli.ranking", "fuse runs (rrf, isr, borda, combsum, combmnz, wsum, interp)"),
     "evaluate": ("dsr.cli.evaluation", "measure runs (official split protocol, significance, reports)"),
     "validate": ("dsr.cli.evaluation", "check a run file before evaluation or submission"),
-    "trec_eval": ("dsr.cli.trec_eval", "trec_eval's command and output, byte for byte (-q, -m map, "
-                                       "-m P.5,10, -c, -l, -M, -J, -n, -Z; --release 9.0.8|10.0)"),
-    "agreement": ("dsr.cli.agreement", "Kendall tau between system rankings by silver and by judged "
-                                       "labels"),
-    "decide": ("dsr.cli.decision", "the decision rule: does a candidate replace the default (judged "
-                                   "dev and silver valid, Holm)"),
+    "trec_eval": (
+        "dsr.cli.trec_eval",
+        "trec_eval's command and output, byte for byte (-q, -m map, -m P.5,10, -c, -l, -M, -J, -n, -Z; --release 9.0.8|10.0)",
+    ),
+    "agreement": ("dsr.cli.agreement", "Kendall tau between system rankings by silver and by judged labels"),
+    "decide": ("dsr.cli.decision", "the decision rule: does a candidate replace the default (judged dev and silver valid, Holm)"),
     "serve": ("dsr.cli.board", "start the leaderboard server (web pages and JSON API)"),
     "submit": ("dsr.cli.board", "submit a run file to a leaderboard server"),
     "board": ("dsr.cli.board", "organise a leaderboard: teams, phases, baselines, rebuild, export"),
     "judge": ("dsr.cli.judge", "judging campaigns: pool -> tasks -> grades -> judged collection"),
     "train": ("dsr.cli.training", "fine-tune a bi-encoder or cross-encoder on a collection's labels"),
-    "kfold": ("dsr.cli.kfold", "document-disjoint k-fold: train per fold, rank each fold's evaluation "
-                               "dialogues, pool, test against zero-shot"),
+    "kfold": (
+        "dsr.cli.kfold",
+        "document-disjoint k-fold: train per fold, rank each fold's evaluation dialogues, pool, test against zero-shot",
+    ),
     "reproduce": ("dsr.cli.reproduce", "the whole baseline table, end to end"),
-    "export": ("dsr.cli.interchange", "write a collection as TREC, BEIR, Hugging Face or ir_datasets "
-                                      "files"),
+    "export": ("dsr.cli.interchange", "write a collection as TREC, BEIR, Hugging Face or ir_datasets files"),
     "qrels": ("dsr.cli.interchange", "write a collection's graded qrels (TREC format)"),
     "corpus": ("dsr.cli.corpus", "a sentence corpus for open retrieval: build, index, search"),
     "pool": ("dsr.cli.corpus", "each dialogue's top sentences of a corpus, as a benchmark file to judge"),

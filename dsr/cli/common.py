@@ -20,26 +20,28 @@ from dsr.core.run import RUN_FORMATS
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
     """COLLECTION (a registered name or a benchmark .jsonl path), --source and --split."""
-    parser.add_argument("collection", metavar="COLLECTION",
-                        help=f"a registered collection ({', '.join(REGISTERED)}) "
-                             "or a path to a benchmark .jsonl file")
-    parser.add_argument("--source", metavar="DIR",
-                        help="folder with the source's raw files (default: $DSR_HOME/data/NAME)")
+    parser.add_argument(
+        "collection",
+        metavar="COLLECTION",
+        help=f"a registered collection ({', '.join(REGISTERED)}) or a path to a benchmark .jsonl file",
+    )
+    parser.add_argument("--source", metavar="DIR", help="folder with the source's raw files (default: $DSR_HOME/data/NAME)")
     parser.add_argument("--split", metavar="S", help="source split to build (e.g. valid for cmu_dog)")
 
 
 def add_allow_mismatch_argument(parser: argparse.ArgumentParser) -> None:
     """``--allow-collection-mismatch``: the one override of the collection-hash policy
     (``dsr.core.run_checks.check_collection_hash``)."""
-    parser.add_argument("--allow-collection-mismatch", action="store_true",
-                        help="use a run whose sidecar names another collection hash "
-                             "(a warning instead of exit 2)")
+    parser.add_argument(
+        "--allow-collection-mismatch",
+        action="store_true",
+        help="use a run whose sidecar names another collection hash (a warning instead of exit 2)",
+    )
 
 
 def add_param_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
     """``--param NAME=VALUE ...`` (repeatable, several per flag)."""
-    parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
-                        help=help_text)
+    parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE", help=help_text)
 
 
 def add_param_flags(parser, declared: Sequence[Param]) -> None:
@@ -48,14 +50,19 @@ def add_param_flags(parser, declared: Sequence[Param]) -> None:
     and bounds), so a wrong one is exit 2 naming the flag, as from Python."""
     for p in declared:
         flag = "--" + p.name.replace("_", "-")
-        if p.kind == "bool":        # a switch; one that may be left unset (None) also has --no-NAME
+        if p.kind == "bool":  # a switch; one that may be left unset (None) also has --no-NAME
             action = argparse.BooleanOptionalAction if p.default is None else "store_true"
             parser.add_argument(flag, action=action, default=p.default, help=p.help)
             continue
         choices = "{" + ",".join(map(str, p.choices)) + "}" if p.choices else ""
         shown = p.help + (f"; one of {choices}" if choices and p.metavar else "")
-        parser.add_argument(flag, type=TYPES[p.kind] if p.kind != "any" else str, default=p.default,
-                            metavar=p.metavar or choices or p.name.upper(), help=shown)
+        parser.add_argument(
+            flag,
+            type=TYPES[p.kind] if p.kind != "any" else str,
+            default=p.default,
+            metavar=p.metavar or choices or p.name.upper(),
+            help=shown,
+        )
 
 
 def param_values(args: argparse.Namespace, declared: Sequence[Param]) -> dict:
@@ -76,8 +83,12 @@ def check_out(out: str | Path, what: str = "a run file name") -> None:
 
 def add_run_format_argument(p) -> None:
     """--run-format: TREC's six columns, MS MARCO's three, or detected (evaluate, validate, fuse)."""
-    p.add_argument("--run-format", choices=RUN_FORMATS, default="auto",
-                   help="trec (qid Q0 docid rank score tag), msmarco (qid docid rank, as pyserini's "
-                        "--output-format msmarco writes: each score is minus the rank, ties in rank go "
-                        "to the doc id, descending) or auto (default: three columns whose last is a "
-                        "whole number are msmarco)")
+    p.add_argument(
+        "--run-format",
+        choices=RUN_FORMATS,
+        default="auto",
+        help="trec (qid Q0 docid rank score tag), msmarco (qid docid rank, as pyserini's "
+        "--output-format msmarco writes: each score is minus the rank, ties in rank go "
+        "to the doc id, descending) or auto (default: three columns whose last is a "
+        "whole number are msmarco)",
+    )

@@ -27,13 +27,11 @@ from pathlib import Path
 from dsr.collections import REGISTERED
 
 #: suffixes of the files commands take as positionals (runs, qrels, benchmarks, tables)
-FILE_SUFFIXES = (".run", ".trec", ".txt", ".tsv", ".gz", ".jsonl", ".json", ".csv", ".parquet",
-                 ".qrels")
+FILE_SUFFIXES = (".run", ".trec", ".txt", ".tsv", ".gz", ".jsonl", ".json", ".csv", ".parquet", ".qrels")
 
 
 def _multi_value_options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    return {opt: a for a in parser._actions if a.option_strings and a.nargs in ("+", "*")
-            for opt in a.option_strings}
+    return {opt: a for a in parser._actions if a.option_strings and a.nargs in ("+", "*") for opt in a.option_strings}
 
 
 def starts_positional(word: str, action: argparse.Action) -> bool:
@@ -46,7 +44,7 @@ def starts_positional(word: str, action: argparse.Action) -> bool:
     if getattr(action, "takes_files", False):
         return word in REGISTERED or word.lower().endswith((".jsonl", ".jsonl.gz"))
     if "=" in str(action.metavar or "") and "=" not in word:
-        return True          # --param NAME=VALUE: a word without "=" is not a value
+        return True  # --param NAME=VALUE: a word without "=" is not a value
     if "=" in word and not Path(word).exists():
         return False
     exists = Path(word).exists() and not getattr(action, "takes_names", False)

@@ -37,34 +37,52 @@ from dsr.open_retrieval.search import CorpusSearcher
 
 
 def _add_execution(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="0: in this process; N: a local Ray with N CPUs (default: this machine's "
-                             "cores; with --ray-address, the cluster's)")
-    parser.add_argument("--ray-address", metavar="ADDR",
-                        help="join a Ray cluster (e.g. ray://head:10001 or auto) instead of a local Ray")
-    parser.add_argument("--actor-cpus", type=int, default=None, metavar="N",
-                        help="CPUs (and threads) of each encoder actor on Ray (default: a whole node's: "
-                             "one model per node)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="0: in this process; N: a local Ray with N CPUs (default: this machine's cores; with --ray-address, the cluster's)",
+    )
+    parser.add_argument(
+        "--ray-address", metavar="ADDR", help="join a Ray cluster (e.g. ray://head:10001 or auto) instead of a local Ray"
+    )
+    parser.add_argument(
+        "--actor-cpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="CPUs (and threads) of each encoder actor on Ray (default: a whole node's: one model per node)",
+    )
 
 
 def _add_search(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--method", default="bm25", choices=SEARCH_METHODS,
-                        help=f"one of {', '.join(SEARCH_METHODS)} (fused: RRF of bm25 and dense; default bm25)")
+    parser.add_argument(
+        "--method",
+        default="bm25",
+        choices=SEARCH_METHODS,
+        help=f"one of {', '.join(SEARCH_METHODS)} (fused: RRF of bm25 and dense; default bm25)",
+    )
     parser.add_argument("--model", default="all-MiniLM-L6-v2", metavar="M", help="bi-encoder for dense")
     parser.add_argument("--index", default="flat", choices=("flat", "ivfpq"), help="dense index (default flat)")
     parser.add_argument("--nprobe", type=int, default=32, metavar="N", help="IVF lists searched (ivfpq)")
-    parser.add_argument("--refine", type=int, default=0, metavar="R",
-                        help="re-score the top R x k IVF-PQ hits exactly (0: off)")
-    parser.add_argument("--backend", default="torch", choices=("auto", *BACKENDS),
-                        help="encoder backend, as the corpus was indexed with (torch: exact; auto: the "
-                             "fastest this CPU has, openvino-int8 where it has VNNI or AMX)")
+    parser.add_argument("--refine", type=int, default=0, metavar="R", help="re-score the top R x k IVF-PQ hits exactly (0: off)")
+    parser.add_argument(
+        "--backend",
+        default="torch",
+        choices=("auto", *BACKENDS),
+        help="encoder backend, as the corpus was indexed with (torch: exact; auto: the "
+        "fastest this CPU has, openvino-int8 where it has VNNI or AMX)",
+    )
 
 
 def register(subparsers) -> None:
     corpus = subparsers.add_parser(
-        "corpus", help=summary("corpus"),
+        "corpus",
+        help=summary("corpus"),
         description="Build a sentence corpus from documents (Parquet shards), index it (BM25 with global "
-                    "statistics, dense vectors, FAISS IVF-PQ) and search it. See docs/scale.md.")
+        "statistics, dense vectors, FAISS IVF-PQ) and search it. See docs/scale.md.",
+    )
     sub = corpus.add_subparsers(dest="corpus_command", metavar="STEP")
     _register_build(sub)
     _register_index(sub)
@@ -73,57 +91,83 @@ def register(subparsers) -> None:
 
 
 def _register_build(sub) -> None:
-    build = sub.add_parser("build", help="documents -> sentence shards with a manifest",
-                           description="Split documents into sentences (pysbd; ids TITLE_DOC_SECTION_"
-                                       "PASSAGE_SENTENCE, e.g. Roman_concrete_1_2_0_3) and write Parquet "
-                                       "shards; resumes a killed build from its finished shards.")
-    build.add_argument("source", metavar="SOURCE",
-                       help="a Wikipedia XML dump (.xml or .xml.bz2), a wikiextractor --json output folder "
-                            "or file, or JSON Lines of {id, title, text}")
+    build = sub.add_parser(
+        "build",
+        help="documents -> sentence shards with a manifest",
+        description="Split documents into sentences (pysbd; ids TITLE_DOC_SECTION_"
+        "PASSAGE_SENTENCE, e.g. Roman_concrete_1_2_0_3) and write Parquet "
+        "shards; resumes a killed build from its finished shards.",
+    )
+    build.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="a Wikipedia XML dump (.xml or .xml.bz2), a wikiextractor --json output folder "
+        "or file, or JSON Lines of {id, title, text}",
+    )
     build.add_argument("--out", required=True, metavar="DIR", help="corpus folder to write")
-    build.add_argument("--format", choices=("xml", "wikiextractor", "jsonl"),
-                       help="source format (default: from the name)")
-    build.add_argument("--docs-per-shard", type=int, default=10_000, metavar="N",
-                       help="documents per shard (default 10000)")
-    build.add_argument("--min-chars", type=int, default=1, metavar="N",
-                       help="drop sentences shorter than N characters (default 1)")
+    build.add_argument("--format", choices=("xml", "wikiextractor", "jsonl"), help="source format (default: from the name)")
+    build.add_argument("--docs-per-shard", type=int, default=10_000, metavar="N", help="documents per shard (default 10000)")
+    build.add_argument(
+        "--min-chars", type=int, default=1, metavar="N", help="drop sentences shorter than N characters (default 1)"
+    )
     _add_execution(build)
     build.set_defaults(func=cmd_build)
 
 
 def _register_index(sub) -> None:
-    index = sub.add_parser("index", help="BM25 and/or dense indexes over the shards",
-                           description="Index every shard (resumable): --bm25 (global df and avgdl), "
-                                       "--dense (vectors; --index ivfpq adds an IVF-PQ index).")
+    index = sub.add_parser(
+        "index",
+        help="BM25 and/or dense indexes over the shards",
+        description="Index every shard (resumable): --bm25 (global df and avgdl), "
+        "--dense (vectors; --index ivfpq adds an IVF-PQ index).",
+    )
     index.add_argument("corpus", metavar="DIR", help="corpus folder (dsr corpus build)")
     index.add_argument("--bm25", action="store_true", help="build the BM25 shards")
     index.add_argument("--dense", action="store_true", help="encode the sentences")
     index.add_argument("--model", default="all-MiniLM-L6-v2", metavar="M", help="bi-encoder (dense)")
-    index.add_argument("--index", default="flat", choices=("flat", "ivfpq"),
-                       help="flat (vectors only, exact search) or ivfpq (also an IVF-PQ index)")
+    index.add_argument(
+        "--index",
+        default="flat",
+        choices=("flat", "ivfpq"),
+        help="flat (vectors only, exact search) or ivfpq (also an IVF-PQ index)",
+    )
     index.add_argument("--batch-size", type=int, default=64, metavar="N", help="encoding batch size")
-    index.add_argument("--backend", default="torch", choices=("auto", *BACKENDS),
-                        help="encoder backend (the vectors of each are kept apart) (torch: exact; auto: the "
-                             "fastest this CPU has, openvino-int8 where it has VNNI or AMX)")
-    index.add_argument("--part", metavar="K/N",
-                       help="encode only shard numbers = K-1 modulo N (--dense): N jobs, on as many Ray "
-                            "clusters or nodes, share one corpus; then a run without --part finishes "
-                            "it (docs/scale.md)")
-    index.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
-                       help=f"BM25: {', '.join(p.name for p in BM25_PARAMS)}; IVF-PQ: "
-                            f"{', '.join(p.name for p in IVFPQ)} (ivfpq.m=48 or bm25.k1=0.9 to be "
-                            "explicit)")
+    index.add_argument(
+        "--backend",
+        default="torch",
+        choices=("auto", *BACKENDS),
+        help="encoder backend (the vectors of each are kept apart) (torch: exact; auto: the "
+        "fastest this CPU has, openvino-int8 where it has VNNI or AMX)",
+    )
+    index.add_argument(
+        "--part",
+        metavar="K/N",
+        help="encode only shard numbers = K-1 modulo N (--dense): N jobs, on as many Ray "
+        "clusters or nodes, share one corpus; then a run without --part finishes "
+        "it (docs/scale.md)",
+    )
+    index.add_argument(
+        "--param",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="NAME=VALUE",
+        help=f"BM25: {', '.join(p.name for p in BM25_PARAMS)}; IVF-PQ: "
+        f"{', '.join(p.name for p in IVFPQ)} (ivfpq.m=48 or bm25.k1=0.9 to be "
+        "explicit)",
+    )
     _add_execution(index)
     index.set_defaults(func=cmd_index)
 
 
 def _register_search(sub) -> None:
-    search = sub.add_parser("search", help="top k sentences of the corpus for a query",
-                            description="Search the corpus; prints rank, score, sentence id and text "
-                                        "(--json: one JSON object per query).")
+    search = sub.add_parser(
+        "search",
+        help="top k sentences of the corpus for a query",
+        description="Search the corpus; prints rank, score, sentence id and text (--json: one JSON object per query).",
+    )
     search.add_argument("corpus", metavar="DIR", help="corpus folder")
-    search.add_argument("--query", required=True, action="append", metavar="TEXT",
-                        help="query text (repeat for several)")
+    search.add_argument("--query", required=True, action="append", metavar="TEXT", help="query text (repeat for several)")
     search.add_argument("-k", type=int, default=10, metavar="K", help="results per query (default 10)")
     _add_search(search)
     search.add_argument("--json", action="store_true", help="JSON Lines output")
@@ -132,24 +176,27 @@ def _register_search(sub) -> None:
 
 def _register_pool(subparsers) -> None:
     pool = subparsers.add_parser(
-        "pool", help=summary("pool"),
+        "pool",
+        help=summary("pool"),
         description="For dialogues without candidates: search the corpus with each dialogue's query and "
-                    "write the top --depth sentences as its candidates (labels 0, meta judged=false). "
-                    "With --runs (or --phase): the TREC pool, the union of the runs' top --depth per "
-                    "dialogue, with each run's contribution and unique sentences.")
+        "write the top --depth sentences as its candidates (labels 0, meta judged=false). "
+        "With --runs (or --phase): the TREC pool, the union of the runs' top --depth per "
+        "dialogue, with each run's contribution and unique sentences.",
+    )
     add_collection_argument(pool)
     pool.add_argument("--corpus", metavar="DIR", help="corpus folder (built and indexed) to search")
-    runs = pool.add_argument("--runs", nargs="+", action="extend", metavar="RUN",
-                             help="run files over COLLECTION to pool")
+    runs = pool.add_argument("--runs", nargs="+", action="extend", metavar="RUN", help="run files over COLLECTION to pool")
     runs.takes_files = True
-    pool.add_argument("--phase", metavar="NAME",
-                      help="pool the submissions of this board phase of COLLECTION (with --db/--store)")
+    pool.add_argument(
+        "--phase", metavar="NAME", help="pool the submissions of this board phase of COLLECTION (with --db/--store)"
+    )
     pool.add_argument("--db", metavar="URL", help="the board's database, for --phase (default as dsr serve)")
     pool.add_argument("--store", metavar="DIR", help="the board's run store, for --phase (default as dsr serve)")
     pool.add_argument("--json", action="store_true", help="print the runs' contributions as JSON")
     pool.add_argument("--depth", type=int, default=50, metavar="N", help="candidates per dialogue (default 50)")
-    pool.add_argument("--query", default="all", metavar="Q",
-                      help="query strategy: last, last2, all, title+all, weighted (default all)")
+    pool.add_argument(
+        "--query", default="all", metavar="Q", help="query strategy: last, last2, all, title+all, weighted (default all)"
+    )
     _add_search(pool)
     pool.add_argument("--out", required=True, metavar="FILE", help="benchmark file to write (.jsonl)")
     add_allow_mismatch_argument(pool)
@@ -161,26 +208,29 @@ def _executor(args: argparse.Namespace):
     if workers is None:
         workers = 0 if args.ray_address else (os.cpu_count() or 1)
         if not args.ray_address and importlib.util.find_spec("ray") is None:
-            print("dsr: Ray is not installed (pip install 'dialogue-sentence-retrieval[distributed]'): "
-                  "running in this process", file=sys.stderr)
+            print(
+                "dsr: Ray is not installed (pip install 'dialogue-sentence-retrieval[distributed]'): running in this process",
+                file=sys.stderr,
+            )
             workers = 0
     return Executor(workers, args.ray_address, args.actor_cpus)
 
 
 def _report(stage: str, report) -> None:
-    print(f"{stage}: built {len(report.built)}, reused {len(report.reused)} (already done), "
-          f"{report.seconds:.1f} s", file=sys.stderr)
+    print(
+        f"{stage}: built {len(report.built)}, reused {len(report.reused)} (already done), {report.seconds:.1f} s", file=sys.stderr
+    )
 
 
 def cmd_build(args: argparse.Namespace) -> int:
     executor = _executor(args)
-    report = build_corpus(args.source, args.out, fmt=args.format, docs_per_shard=args.docs_per_shard,
-                          min_chars=args.min_chars, executor=executor)
+    report = build_corpus(
+        args.source, args.out, fmt=args.format, docs_per_shard=args.docs_per_shard, min_chars=args.min_chars, executor=executor
+    )
     _report("shards", report)
     corpus = Corpus(args.out)
     counts = corpus.manifest["counts"]
-    print(f"{args.out}: {counts['documents']} documents, {counts['sentences']} sentences, "
-          f"{counts['shards']} shards")
+    print(f"{args.out}: {counts['documents']} documents, {counts['sentences']} sentences, {counts['shards']} shards")
     return 0
 
 
@@ -196,8 +246,10 @@ def _split_params(items: list[str]) -> tuple[dict, dict]:
         elif group == "ivfpq" or (not group and key in names["ivfpq"]):
             ivfpq[key] = value
         else:
-            raise InputError(f"unknown parameter {name!r}; BM25: {', '.join(names['bm25'])}; "
-                             f"IVF-PQ: {', '.join(names['ivfpq'])}", field="--param")
+            raise InputError(
+                f"unknown parameter {name!r}; BM25: {', '.join(names['bm25'])}; IVF-PQ: {', '.join(names['ivfpq'])}",
+                field="--param",
+            )
     return bm25, ivfpq
 
 
@@ -205,8 +257,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     if not (args.bm25 or args.dense):
         raise InputError("say what to build: --bm25, --dense or both", field="--bm25")
     if args.part and (args.bm25 or args.index == "ivfpq" or not args.dense):
-        raise InputError("--part shares the encoding (--dense, flat) among jobs; build --bm25 and "
-                         "--index ivfpq in a run without --part once every part is done", field="--part")
+        raise InputError(
+            "--part shares the encoding (--dense, flat) among jobs; build --bm25 and "
+            "--index ivfpq in a run without --part once every part is done",
+            field="--part",
+        )
     bm25_params, ivfpq_params = _split_params(args.param)
     corpus = Corpus(args.corpus)
     executor = _executor(args)
@@ -214,8 +269,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         if args.bm25:
             _report("bm25", build_bm25(corpus, bm25_params, executor))
         if args.dense:
-            _report("vectors", encode_corpus(corpus, args.model, args.batch_size, executor, args.backend,
-                                             args.part))
+            _report("vectors", encode_corpus(corpus, args.model, args.batch_size, executor, args.backend, args.part))
             if args.index == "ivfpq":
                 _report("ivfpq", build_ivfpq(corpus, args.model, ivfpq_params, executor, args.backend))
     print(f"{args.corpus}: indexed {len(corpus)} sentences")
@@ -223,8 +277,9 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _searcher(args: argparse.Namespace, folder: str):
-    return CorpusSearcher(folder, args.method, model=args.model, index=args.index, nprobe=args.nprobe,
-                          refine=args.refine, backend=args.backend)
+    return CorpusSearcher(
+        folder, args.method, model=args.model, index=args.index, nprobe=args.nprobe, refine=args.refine, backend=args.backend
+    )
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -233,9 +288,18 @@ def cmd_search(args: argparse.Namespace) -> int:
     for text, ranked in zip(args.query, results):
         records = searcher.corpus.records([row for row, _ in ranked])
         if args.json:
-            print(json.dumps({"query": text, "results": [
-                {"rank": i, "score": score, "id": r["id"], "title": r["title"], "text": r["text"]}
-                for i, (r, (_, score)) in enumerate(zip(records, ranked), 1)]}, ensure_ascii=False))
+            print(
+                json.dumps(
+                    {
+                        "query": text,
+                        "results": [
+                            {"rank": i, "score": score, "id": r["id"], "title": r["title"], "text": r["text"]}
+                            for i, (r, (_, score)) in enumerate(zip(records, ranked), 1)
+                        ],
+                    },
+                    ensure_ascii=False,
+                )
+            )
             continue
         print(f"# {text}")
         for i, (r, (_, score)) in enumerate(zip(records, ranked), 1):
@@ -245,8 +309,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_pool(args: argparse.Namespace) -> int:
     if sum(map(bool, (args.corpus, args.runs, args.phase))) != 1:
-        raise InputError("give one of --corpus DIR (search a corpus), --runs RUN ... or --phase NAME "
-                         "(pool runs)", field="--corpus")
+        raise InputError(
+            "give one of --corpus DIR (search a corpus), --runs RUN ... or --phase NAME (pool runs)", field="--corpus"
+        )
     if args.runs or args.phase:
         return _pool_runs(args)
     check_strategy(args.query)
@@ -256,8 +321,9 @@ def cmd_pool(args: argparse.Namespace) -> int:
     collection = collection_from_args(args)
     pooled = pool_collection(collection, searcher, args.depth, args.query)
     write_benchmark(pooled, args.out)
-    print(f"{args.out}: {len(pooled)} dialogues, {args.depth} candidates each from {len(searcher.corpus)} "
-          f"sentences ({args.method})")
+    print(
+        f"{args.out}: {len(pooled)} dialogues, {args.depth} candidates each from {len(searcher.corpus)} sentences ({args.method})"
+    )
     return 0
 
 
@@ -279,8 +345,11 @@ def _pool_runs(args: argparse.Namespace) -> int:
     write_benchmark(pooled, args.out)
     total = sum(len(d.candidates) for d in pooled)
     if args.json:
-        json.dump({"out": Path(args.out).name, "dialogues": len(pooled), "sentences": total,
-                   "depth": args.depth, "runs": rows}, sys.stdout, indent=2)
+        json.dump(
+            {"out": Path(args.out).name, "dialogues": len(pooled), "sentences": total, "depth": args.depth, "runs": rows},
+            sys.stdout,
+            indent=2,
+        )
         print()
         return 0
     width = max(len(r["run"]) for r in rows)

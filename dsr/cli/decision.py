@@ -17,27 +17,32 @@ from dsr.evaluation.significance import ALPHA
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "decide", help=summary("decide"),
+        "decide",
+        help=summary("decide"),
         description="The project's decision rule: each CANDIDATE replaces the DEFAULT pipeline only "
-                    "if it is better on the judged development set (DEV) AND on silver valid "
-                    "(SILVER), by paired tests (t and sign-flip) Holm-corrected over the candidates; "
-                    "otherwise the default stays. A RUN is one run file ranking the query points of "
-                    "both collections (e.g. a CMU_DoG valid run: the judged points are valid points), "
-                    "or SILVER_RUN,DEV_RUN; prefix NAME= to name it (default: the file's stem).")
+        "if it is better on the judged development set (DEV) AND on silver valid "
+        "(SILVER), by paired tests (t and sign-flip) Holm-corrected over the candidates; "
+        "otherwise the default stays. A RUN is one run file ranking the query points of "
+        "both collections (e.g. a CMU_DoG valid run: the judged points are valid points), "
+        "or SILVER_RUN,DEV_RUN; prefix NAME= to name it (default: the file's stem).",
+    )
     p.add_argument("silver", metavar="SILVER", help="collection with silver labels (e.g. cmu_dog)")
-    p.add_argument("dev", metavar="DEV", help="the judged development set (e.g. cmu_dog_judged, "
-                                              "cmu_dog_dev)")
-    p.add_argument("candidates", nargs="+", metavar="CANDIDATE", help="[NAME=]RUN or "
-                   "[NAME=]SILVER_RUN,DEV_RUN of each candidate pipeline")
-    p.add_argument("--default", required=True, metavar="RUN", help="the current default, as a "
-                   "CANDIDATE is given")
+    p.add_argument("dev", metavar="DEV", help="the judged development set (e.g. cmu_dog_judged, cmu_dog_dev)")
+    p.add_argument(
+        "candidates", nargs="+", metavar="CANDIDATE", help="[NAME=]RUN or [NAME=]SILVER_RUN,DEV_RUN of each candidate pipeline"
+    )
+    p.add_argument("--default", required=True, metavar="RUN", help="the current default, as a CANDIDATE is given")
     p.add_argument("--silver-source", metavar="DIR", help="--source of SILVER")
     p.add_argument("--silver-split", metavar="S", help="--split of SILVER (e.g. valid)")
     p.add_argument("--dev-source", metavar="DIR", help="--source of DEV")
     p.add_argument("--dev-split", metavar="S", help="--split of DEV")
     p.add_argument("--measure", default="nDCG@5", help="the primary measure")
-    p.add_argument("--test", choices=TESTS, default="both", help="which Holm-adjusted paired test "
-                   "must be significant: both, t or perm (sign-flip)")
+    p.add_argument(
+        "--test",
+        choices=TESTS,
+        default="both",
+        help="which Holm-adjusted paired test must be significant: both, t or perm (sign-flip)",
+    )
     p.add_argument("--alpha", type=float, default=ALPHA, help="significance level")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_decide)

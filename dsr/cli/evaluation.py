@@ -88,108 +88,175 @@ example: dsr evaluate sample a.run b.run --baseline a --correction bh --family r
 
 def add_report_arguments(p) -> None:
     """--correction, --family, --ci, --all-pairs and --format (dsr evaluate and dsr reproduce)."""
-    p.add_argument("--correction", choices=("holm", "bonferroni", "bh"), default="holm",
-                   help="multiple-comparison correction of the marks (default holm)")
-    p.add_argument("--family", choices=("runs", "runs+measures", "runs+measures+subsets"), default="runs",
-                   help="p-values corrected together (default runs: per subset and measure)")
-    p.add_argument("--ci", choices=("auto", "bootstrap", "t"), default="auto",
-                   help="95%% interval of each mean: auto (bootstrap for measures in [0, 1], t for "
-                        "counts; default), bootstrap over topics with --seed, or t (clipped to [0, 1])")
-    p.add_argument("--all-pairs", action="store_true",
-                   help="test every pair of systems and show groups of systems that are not "
-                        "significantly different")
-    p.add_argument("--primary", metavar="M",
-                   help="the measure comparisons, legends and the main figure are on (default: nDCG@5 when "
-                        "measured, else the first of --measures)")
-    p.add_argument("--format", choices=("text", "md", "latex", "csv", "json"), default="text",
-                   help="printed tables: aligned text (default), Markdown, LaTeX, CSV (long) or JSON "
-                        "records of the tables")
-    p.add_argument("--verbose", action="store_true",
-                   help="print every table (default: a short summary; the report holds everything), and "
-                        "the libraries' warnings and progress bars (default: only dsr's own lines)")
+    p.add_argument(
+        "--correction",
+        choices=("holm", "bonferroni", "bh"),
+        default="holm",
+        help="multiple-comparison correction of the marks (default holm)",
+    )
+    p.add_argument(
+        "--family",
+        choices=("runs", "runs+measures", "runs+measures+subsets"),
+        default="runs",
+        help="p-values corrected together (default runs: per subset and measure)",
+    )
+    p.add_argument(
+        "--ci",
+        choices=("auto", "bootstrap", "t"),
+        default="auto",
+        help="95%% interval of each mean: auto (bootstrap for measures in [0, 1], t for "
+        "counts; default), bootstrap over topics with --seed, or t (clipped to [0, 1])",
+    )
+    p.add_argument(
+        "--all-pairs",
+        action="store_true",
+        help="test every pair of systems and show groups of systems that are not significantly different",
+    )
+    p.add_argument(
+        "--primary",
+        metavar="M",
+        help="the measure comparisons, legends and the main figure are on (default: nDCG@5 when "
+        "measured, else the first of --measures)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "md", "latex", "csv", "json"),
+        default="text",
+        help="printed tables: aligned text (default), Markdown, LaTeX, CSV (long) or JSON records of the tables",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print every table (default: a short summary; the report holds everything), and "
+        "the libraries' warnings and progress bars (default: only dsr's own lines)",
+    )
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "evaluate", help="measure runs (official split protocol, significance, reports)",
+        "evaluate",
+        help="measure runs (official split protocol, significance, reports)",
         description="Evaluate runs: an aligned table (rows runs, columns measures, one block per "
-                    "subset); --json prints the same numbers.",
-        epilog=EVALUATE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "subset); --json prints the same numbers.",
+        epilog=EVALUATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_collection_argument(p)
     p.add_argument("runs", nargs="*", metavar="RUN", help="TREC run files (sidecar RUN.json read when present)")
     add_run_format_argument(p)
     _add_trec_eval_arguments(p)
-    p.add_argument("--measures", nargs="+", action="extend", metavar="M",
-                   help="ir_measures strings, space or comma separated (default: RR nDCG@1 nDCG@3 "
-                        "nDCG@5 nDCG@10 P@1 P@5 AP R@10)")
-    p.add_argument("--subset", action="append", metavar="S",
-                   help="only this subset (repeatable; 'all' for every dialogue; default: all and "
-                        "each of the collection's subsets)")
+    p.add_argument(
+        "--measures",
+        nargs="+",
+        action="extend",
+        metavar="M",
+        help="ir_measures strings, space or comma separated (default: RR nDCG@1 nDCG@3 nDCG@5 nDCG@10 P@1 P@5 AP R@10)",
+    )
+    p.add_argument(
+        "--subset",
+        action="append",
+        metavar="S",
+        help="only this subset (repeatable; 'all' for every dialogue; default: all and each of the collection's subsets)",
+    )
     p.add_argument("--protocol", choices=("official", "all"), help="see below")
-    p.add_argument("--splits", metavar="FILE", help="val/test split file (JSON lines {\"val\": [...], \"test\": [...]})")
-    p.add_argument("--n-splits", type=int, default=50, metavar="N",
-                   help="splits to generate when the collection has none (default 50)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of generated splits and of the randomisation test (default 0)")
+    p.add_argument("--splits", metavar="FILE", help='val/test split file (JSON lines {"val": [...], "test": [...]})')
+    p.add_argument(
+        "--n-splits", type=int, default=50, metavar="N", help="splits to generate when the collection has none (default 50)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of generated splits and of the randomisation test (default 0)")
     p.add_argument("--target", default="nDCG@5", metavar="M", help="measure tuned on val (default nDCG@5)")
     p.add_argument("--tune", action="append", metavar="GROUP=RUN,...|auto", help="see below")
     p.add_argument("--baseline", metavar="RUN", help="run (name or path) or family tested against")
-    p.add_argument("--test", choices=("t", "perm"), default="t",
-                   help="test whose Holm-adjusted p marks the table (default t); JSON has both")
-    p.add_argument("--permutations", type=int, default=10_000, metavar="N",
-                   help="resamples of the randomisation test (default 10000; 0 skips it; not negative)")
+    p.add_argument(
+        "--test", choices=("t", "perm"), default="t", help="test whose Holm-adjusted p marks the table (default t); JSON has both"
+    )
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="resamples of the randomisation test (default 10000; 0 skips it; not negative)",
+    )
     p.add_argument("--alpha", type=float, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
     add_report_arguments(p)
-    p.add_argument("--json", action="store_true",
-                   help="print the results JSON (the summary; per-topic values: --per-topic or --report)")
-    p.add_argument("--per-topic", metavar="FILE",
-                   help="write per-topic values (.parquet, .tsv, .tsv.gz or .jsonl, by the suffix)")
-    p.add_argument("--report", metavar="DIR", help="write every table (Markdown, LaTeX, CSV), the summary JSON, "
-                   "per-topic and per-split values (Parquet) and figures (PDF, PNG)")
+    p.add_argument(
+        "--json", action="store_true", help="print the results JSON (the summary; per-topic values: --per-topic or --report)"
+    )
+    p.add_argument(
+        "--per-topic", metavar="FILE", help="write per-topic values (.parquet, .tsv, .tsv.gz or .jsonl, by the suffix)"
+    )
+    p.add_argument(
+        "--report",
+        metavar="DIR",
+        help="write every table (Markdown, LaTeX, CSV), the summary JSON, "
+        "per-topic and per-split values (Parquet) and figures (PDF, PNG)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar (there is none off a terminal)")
     add_allow_mismatch_argument(p)
     p.set_defaults(func=cmd_evaluate)
+    _register_validate(subparsers)
 
+
+def _register_validate(subparsers) -> None:
     v = subparsers.add_parser(
-        "validate", help="check a run file before evaluation or submission",
+        "validate",
+        help="check a run file before evaluation or submission",
         description="Check every line of a TREC run (plain or .gz) against a collection; every "
-                    "problem is printed with its line number. Scores that tie as 32-bit floats "
-                    "(trec_eval orders those by doc id, descending) are warnings. Exit 0 when "
-                    "valid, 2 when not.")
+        "problem is printed with its line number. Scores that tie as 32-bit floats "
+        "(trec_eval orders those by doc id, descending) are warnings. Exit 0 when "
+        "valid, 2 when not.",
+    )
     add_collection_argument(v)
     v.add_argument("run", nargs="?", metavar="RUN", help="TREC run file")
     add_run_format_argument(v)
-    v.add_argument("--qrels", metavar="FILE",
-                   help="check against a TREC qrels file instead of a collection (dsr validate --qrels "
-                        "FILE RUN): unjudged documents are counted, topics without judgements ignored")
-    v.add_argument("--strict", action="store_true",
-                   help="ties are problems, not warnings (for submissions that must be tie-free)")
-    v.add_argument("--fix-ties", action="store_true",
-                   help="write the run with dsr's tie rule (ties by the collection's initial rank, "
-                        "then id; scores distinct as float32) to --out, with a sidecar")
+    v.add_argument(
+        "--qrels",
+        metavar="FILE",
+        help="check against a TREC qrels file instead of a collection (dsr validate --qrels "
+        "FILE RUN): unjudged documents are counted, topics without judgements ignored",
+    )
+    v.add_argument(
+        "--strict", action="store_true", help="ties are problems, not warnings (for submissions that must be tie-free)"
+    )
+    v.add_argument(
+        "--fix-ties",
+        action="store_true",
+        help="write the run with dsr's tie rule (ties by the collection's initial rank, "
+        "then id; scores distinct as float32) to --out, with a sidecar",
+    )
     v.add_argument("--out", metavar="FIXED", help="where --fix-ties writes (.gz: gzipped)")
     add_allow_mismatch_argument(v)
-    v.add_argument("--allow-missing", action="store_true",
-                   help="dialogues without lines are a note, not a problem")
-    v.add_argument("--max-problems", type=int, default=50, metavar="N",
-                   help="list at most N problems, then count the rest (default 50; 0 for all)")
+    v.add_argument("--allow-missing", action="store_true", help="dialogues without lines are a note, not a problem")
+    v.add_argument(
+        "--max-problems",
+        type=int,
+        default=50,
+        metavar="N",
+        help="list at most N problems, then count the rest (default 50; 0 for all)",
+    )
     v.add_argument("--json", action="store_true", help="print the outcome as JSON")
     v.set_defaults(func=cmd_validate)
 
 
 def _add_trec_eval_arguments(p) -> None:
     """--qrels, -l, -M, -c and --trec-eval (see the epilog)."""
-    p.add_argument("--qrels", metavar="FILE",
-                   help="score plain TREC runs against this TREC qrels file, as trec_eval does "
-                        "(then every positional is a run: dsr evaluate --qrels FILE RUN...)")
-    p.add_argument("-l", "--relevance-level", type=int, metavar="N",
-                   help="trec_eval -l: grades >= N are relevant (default 1)")
-    p.add_argument("-M", "--max-docs", type=int, metavar="N",
-                   help="trec_eval -M: only the first N documents of each topic count")
-    p.add_argument("-c", action="store_true", dest="complete",
-                   help="trec_eval -c: accepted; dsr always counts a topic a run lacks as 0")
-    p.add_argument("--trec-eval", choices=VERSIONS, default=FOLLOWED,
-                   help=f"whose rules: {FOLLOWED} (default: scores as 32-bit floats) or 10.0 (doubles)")
+    p.add_argument(
+        "--qrels",
+        metavar="FILE",
+        help="score plain TREC runs against this TREC qrels file, as trec_eval does "
+        "(then every positional is a run: dsr evaluate --qrels FILE RUN...)",
+    )
+    p.add_argument("-l", "--relevance-level", type=int, metavar="N", help="trec_eval -l: grades >= N are relevant (default 1)")
+    p.add_argument("-M", "--max-docs", type=int, metavar="N", help="trec_eval -M: only the first N documents of each topic count")
+    p.add_argument(
+        "-c", action="store_true", dest="complete", help="trec_eval -c: accepted; dsr always counts a topic a run lacks as 0"
+    )
+    p.add_argument(
+        "--trec-eval",
+        choices=VERSIONS,
+        default=FOLLOWED,
+        help=f"whose rules: {FOLLOWED} (default: scores as 32-bit floats) or 10.0 (doubles)",
+    )
 
 
 def _check_options(args) -> list | None:
@@ -197,19 +264,22 @@ def _check_options(args) -> list | None:
     Returns the parsed --measures (None: the default set)."""
     measures = parse_measures(split_measure_list(args.measures)) if args.measures else None
     if args.relevance_level is not None:
-        measures = with_relevance_level(measures or parse_measures(), args.relevance_level,
-                                        split_measure_list(args.measures or []))
+        measures = with_relevance_level(
+            measures or parse_measures(), args.relevance_level, split_measure_list(args.measures or [])
+        )
     check_release(measures or parse_measures(), args.trec_eval)
     if args.max_docs is not None and args.max_docs < 1:
         raise InputError(f"must be a whole number of 1 or more, got {args.max_docs}", field="--max-docs")
     if args.primary:
         parse_measures([args.primary], field="--primary")
     if not 0 < args.alpha < 1:
-        raise InputError(f"must be between 0 and 1 (exclusive), e.g. 0.05; got {args.alpha!r}",
-                         field="--alpha")
+        raise InputError(f"must be between 0 and 1 (exclusive), e.g. 0.05; got {args.alpha!r}", field="--alpha")
     if args.permutations < 0:
-        raise InputError(f"must be 0 (skip the randomisation test) or a whole number of resamples "
-                         f"of 1 or more, e.g. 10000; got {args.permutations}", field="--permutations")
+        raise InputError(
+            f"must be 0 (skip the randomisation test) or a whole number of resamples "
+            f"of 1 or more, e.g. 10000; got {args.permutations}",
+            field="--permutations",
+        )
     if args.n_splits < 1:
         raise InputError(f"must be 1 or more, got {args.n_splits}", field="--n-splits")
     return measures
@@ -247,21 +317,41 @@ def cmd_evaluate(args) -> int:
         raise InputError("no run files given", field="RUN")
     protocol = _protocol(args, collection)
     # qrels carry no collection hash: a run's sidecar is not checked against them
-    selection = select_runs(args.runs, args.tune or [], args.baseline, None if args.qrels else collection,
-                            args.allow_collection_mismatch, args.run_format)
+    selection = select_runs(
+        args.runs,
+        args.tune or [],
+        args.baseline,
+        None if args.qrels else collection,
+        args.allow_collection_mismatch,
+        args.run_format,
+    )
     for warning in selection.warnings:
         print(warning, file=sys.stderr)
-    runs = {id(r): r for r in [*selection.runs.values(),
-                               *(r for family in selection.families.values() for r in family.values())]}
+    runs = {id(r): r for r in [*selection.runs.values(), *(r for family in selection.families.values() for r in family.values())]}
     apply_rules(runs.values(), args.trec_eval, args.max_docs)
     args.unjudged = _unjudged(collection, selection.runs)
     splits = resolve_splits(collection, args.splits, args.n_splits, args.seed) if protocol == "official" else None
     results = evaluate_runs(
-        collection, selection.runs, measures,
-        subsets=args.subset, splits=splits, families=selection.families, target=args.target,
-        baseline=selection.baseline, test=args.test, n_resamples=args.permutations, seed=args.seed,
-        alpha=args.alpha, run_info=selection.info, progress=not args.quiet, correction=args.correction,
-        family=args.family, ci=args.ci, all_pairs=args.all_pairs, primary=args.primary)
+        collection,
+        selection.runs,
+        measures,
+        subsets=args.subset,
+        splits=splits,
+        families=selection.families,
+        target=args.target,
+        baseline=selection.baseline,
+        test=args.test,
+        n_resamples=args.permutations,
+        seed=args.seed,
+        alpha=args.alpha,
+        run_info=selection.info,
+        progress=not args.quiet,
+        correction=args.correction,
+        family=args.family,
+        ci=args.ci,
+        all_pairs=args.all_pairs,
+        primary=args.primary,
+    )
     _write_outputs(args, results)
     return 0
 
@@ -281,8 +371,10 @@ def _write_outputs(args, results) -> None:
         return
     if args.unjudged:
         shown = ", ".join(f"{name} {1 - judged:.1%}" for name, judged in args.unjudged["judged"].items())
-        print(f"dsr: pooled labels: unjudged in the top {UNJUDGED_AT} (1 - Judged@{UNJUDGED_AT}, mean over "
-              f"topics): {shown}", file=sys.stderr)
+        print(
+            f"dsr: pooled labels: unjudged in the top {UNJUDGED_AT} (1 - Judged@{UNJUDGED_AT}, mean over topics): {shown}",
+            file=sys.stderr,
+        )
     asked = measure_names(_check_options(args) or []) if args.measures else None
     sys.stdout.write(render(results, args.format, verbose=args.verbose, measures=asked))
     if not args.verbose and args.format in ("text", "md"):
@@ -298,26 +390,35 @@ def _unjudged(collection, runs) -> dict | None:
     """``{"at": 10, "judged": {run: Judged@10}}`` when some run ranks, in some topic's top 10,
     a document the labels do not judge (pooled labels); None when every one is judged."""
     judged = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
-    if all(doc in judged.get(q, ()) for run in runs.values() for q, ranked in run.rankings.items()
-           if q in judged for doc, _ in ranked[:UNJUDGED_AT]):
+    if all(
+        doc in judged.get(q, ())
+        for run in runs.values()
+        for q, ranked in run.rankings.items()
+        if q in judged
+        for doc, _ in ranked[:UNJUDGED_AT]
+    ):
         return None
     evaluator = Evaluator(judged, [f"Judged@{UNJUDGED_AT}"])
-    return {"at": UNJUDGED_AT, "judged": {name: float(evaluator(run).values[:, 0].mean())
-                                          for name, run in runs.items()}}
+    return {"at": UNJUDGED_AT, "judged": {name: float(evaluator(run).values[:, 0].mean()) for name, run in runs.items()}}
 
 
 def cmd_validate(args) -> int:
     if args.fix_ties != bool(args.out):
         raise InputError("--fix-ties and --out FIXED.run go together", field="--out")
     if args.qrels and args.fix_ties:
-        raise InputError("--fix-ties needs a collection (its tie rule uses the initial rank), not --qrels",
-                         field="--fix-ties")
+        raise InputError("--fix-ties needs a collection (its tie rule uses the initial rank), not --qrels", field="--fix-ties")
     collection = _collection_or_qrels(args)
     if not args.run:
         raise InputError("no run file given", field="RUN")
-    result = validate_run(collection, args.run, allow_missing=args.allow_missing, strict=args.strict,
-                          allow_mismatch=args.allow_collection_mismatch, pooled=bool(args.qrels),
-                          fmt=args.run_format)
+    result = validate_run(
+        collection,
+        args.run,
+        allow_missing=args.allow_missing,
+        strict=args.strict,
+        allow_mismatch=args.allow_collection_mismatch,
+        pooled=bool(args.qrels),
+        fmt=args.run_format,
+    )
     fixed = None
     if args.fix_ties and result.valid:
         fixed = _fix_ties(collection, args.run, args.out)
@@ -333,16 +434,19 @@ def cmd_validate(args) -> int:
             print(problem.format(result.path))
         hidden = len(result.problems) - limit
         if hidden > 0:
-            print(f"{result.path}: ... and {hidden} more problem(s) ({len(result.problems)} in all; "
-                  "--max-problems 0 lists them all)")
+            print(
+                f"{result.path}: ... and {hidden} more problem(s) ({len(result.problems)} in all; "
+                "--max-problems 0 lists them all)"
+            )
         for warning in result.warnings[:limit]:
             print(f"warning: {warning.format(result.path)}", file=sys.stderr)
         if len(result.warnings) > limit:
-            print(f"warning: {result.path}: ... and {len(result.warnings) - limit} more warning(s)",
-                  file=sys.stderr)
+            print(f"warning: {result.path}: ... and {len(result.warnings) - limit} more warning(s)", file=sys.stderr)
         if result.tied_topics:
-            print(f"dsr: warning: {result.path}: {len(result.tied_topics)} topic(s) hold scores that "
-                  "tie as 32-bit floats", file=sys.stderr)
+            print(
+                f"dsr: warning: {result.path}: {len(result.tied_topics)} topic(s) hold scores that tie as 32-bit floats",
+                file=sys.stderr,
+            )
         print(result.summary(), file=sys.stdout if result.valid else sys.stderr)
         if args.fix_ties and not result.valid:
             print("dsr: --fix-ties wrote nothing: fix the problems above first", file=sys.stderr)
@@ -353,9 +457,12 @@ def _fix_ties(collection, path: str, out: str):
     """``--fix-ties``: write the rewritten run with a sidecar naming its input."""
     check_out(out)
     fixed, run = fix_ties(collection, path)
-    fixed.config = run_sidecar("validate", shlex.join(["dsr", "validate", collection.name, str(path),
-                                                       "--fix-ties", "--out", str(out)]),
-                               {"ties": "initial rank, then id; scores strictly decreasing as float32"},
-                               collection=collection.describe(), inputs=[input_record(path, run)])
+    fixed.config = run_sidecar(
+        "validate",
+        shlex.join(["dsr", "validate", collection.name, str(path), "--fix-ties", "--out", str(out)]),
+        {"ties": "initial rank, then id; scores strictly decreasing as float32"},
+        collection=collection.describe(),
+        inputs=[input_record(path, run)],
+    )
     write_run(fixed, out)
     return fixed

@@ -14,9 +14,20 @@ from dsr.core.errors import InputError
 
 #: library parameter names that differ from the flag's dest (``make_ranker(name, **params)``
 #: -> ``--param``)
-DEST_OF = {"params": "param", "subsets": "subset", "families": "tune", "url": "db", "labels": "qrels",
-           "phase_name": "phase", "display": "name", "directory": "report", "collection_ref": "collection",
-           "allow_mismatch": "allow_collection_mismatch", "paths": "runs", "fmt": "format"}
+DEST_OF = {
+    "params": "param",
+    "subsets": "subset",
+    "families": "tune",
+    "url": "db",
+    "labels": "qrels",
+    "phase_name": "phase",
+    "display": "name",
+    "directory": "report",
+    "collection_ref": "collection",
+    "allow_mismatch": "allow_collection_mismatch",
+    "paths": "runs",
+    "fmt": "format",
+}
 
 
 def shown_as_flag(err: InputError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> InputError:
@@ -32,7 +43,7 @@ def shown_as_flag(err: InputError, parser: argparse.ArgumentParser, args: argpar
     err.message = re.sub(r"`([a-z][a-z0-9_]*)`", lambda m: _flag(parser, m.group(1)) or m.group(0), err.message)
     dest = DEST_OF.get(err.field or "", err.field)
     action = _action(parser, dest)
-    if action is None or dest is None:   # (an action is found only for a dest)
+    if action is None or dest is None:  # (an action is found only for a dest)
         return err
     if err.path is not None and str(getattr(args, dest, None)) != err.path:
         return err

@@ -25,12 +25,10 @@ EXAMPLES = {
     "collections": "dsr collections --json",
     "data": "dsr data fetch cmu_dog",
     "data fetch": "dsr data fetch cmu_dog",
-    "data build": "dsr data build cmu_dog --source ../shared/data/cmu_dog --split valid "
-                  "--out cmu_dog-valid.jsonl",
+    "data build": "dsr data build cmu_dog --source ../shared/data/cmu_dog --split valid --out cmu_dog-valid.jsonl",
     "stats": "dsr stats sample",
     "run": "dsr run sample --ranker bm25 --query all --param k1=0.9 b=0.4 --out runs/bm25.run",
-    "rerank": "dsr rerank sample --run runs/bm25.run --reranker bi-encoder --model all-MiniLM-L6-v2 "
-              "--top-k 20 --out runs/bi.run",
+    "rerank": "dsr rerank sample --run runs/bm25.run --reranker bi-encoder --model all-MiniLM-L6-v2 --top-k 20 --out runs/bi.run",
     "fuse": "dsr fuse runs/bm25.run runs/dense.run --method rrf --param k=60 --out runs/rrf.run",
     "evaluate": "dsr evaluate sample runs/bm25.run runs/rrf.run --baseline bm25",
     "validate": "dsr validate sample runs/rrf.run",
@@ -40,8 +38,7 @@ EXAMPLES = {
     "export": "dsr export sample --format beir --out export/sample-beir",
     "qrels": "dsr qrels sample --out sample.qrels.gz",
     "serve": "dsr serve --port 8000",
-    "submit": "dsr submit sample runs/bm25.run --server http://127.0.0.1:8000 --token dsr_TOKEN "
-              "--system BM25",
+    "submit": "dsr submit sample runs/bm25.run --server http://127.0.0.1:8000 --token dsr_TOKEN --system BM25",
     "board": "dsr board list",
     "board add-team": "dsr board add-team my-lab --member ada",
     "board add-phase": "dsr board add-phase sample --phase public",
@@ -57,8 +54,7 @@ EXAMPLES = {
     "board participant-file": "dsr board participant-file sample --phase test --out test-dialogues.jsonl",
     "judge": "dsr judge list",
     "judge guidelines": "dsr judge guidelines --out guidelines.yaml",
-    "judge create": "dsr judge create ccpe-1 ccpe-pool.jsonl --guidelines guidelines.yaml --k 3 "
-                    "--auto-honeypots",
+    "judge create": "dsr judge create ccpe-1 ccpe-pool.jsonl --guidelines guidelines.yaml --k 3 --auto-honeypots",
     "judge add-assessor": "dsr judge add-assessor alice",
     "judge remove-assessor": "dsr judge remove-assessor alice",
     "judge rotate-token": "dsr judge rotate-token alice",
@@ -66,22 +62,21 @@ EXAMPLES = {
     "judge status": "dsr judge status ccpe-1",
     "judge report": "dsr judge report ccpe-1 --method ds",
     "judge review": "dsr judge review ccpe-1 --adjudicate 3f9a0c1d2b4e5a6f=2 --by eve",
-    "judge export": "dsr judge export ccpe-1 --out ccpe-judged.jsonl --qrels ccpe-judged.qrels "
-                    "--only-relevant",
+    "judge export": "dsr judge export ccpe-1 --out ccpe-judged.jsonl --qrels ccpe-judged.qrels --only-relevant",
     "judge export-tasks": "dsr judge export-tasks ccpe-1 --format label-studio --out ls-tasks/",
     "judge import": "dsr judge import ccpe-1 ls-export.json --format label-studio",
     "judge list": "dsr judge list",
     "corpus": "dsr corpus build enwiki-pages-articles.xml.bz2 --out wiki/",
     "corpus build": "dsr corpus build enwiki-pages-articles.xml.bz2 --out wiki/",
     "corpus index": "dsr corpus index wiki/ --bm25 --dense --index ivfpq",
-    "corpus search": "dsr corpus search wiki/ --query \"roman concrete\" --method fused",
+    "corpus search": 'dsr corpus search wiki/ --query "roman concrete" --method fused',
     "pool": "dsr pool ccpe --source data/ccpe --corpus wiki/ --out ccpe-pool.jsonl",
     "kfold": "dsr kfold cmu_dog --source ../shared/data/cmu_dog --split train --eval cmu_dog_judged "
-             "--eval-source ../shared/data/judged --name dialogue-minilm-bi --out out/kfold",
+    "--eval-source ../shared/data/judged --name dialogue-minilm-bi --out out/kfold",
     "agreement": "dsr agreement cmu_dog cmu_dog_judged --silver-source ../shared/data/cmu_dog "
-                 "--silver-split valid --judged-source ../shared/data/judged runs/a.run runs/b.run",
+    "--silver-split valid --judged-source ../shared/data/judged runs/a.run runs/b.run",
     "decide": "dsr decide cmu_dog cmu_dog_judged --silver-source ../shared/data/cmu_dog --silver-split "
-              "valid --dev-source ../shared/data/judged --default runs/bm25.run runs/dense.run",
+    "valid --dev-source ../shared/data/judged --default runs/bm25.run runs/dense.run",
 }
 
 
@@ -95,8 +90,7 @@ class HelpFormatter(argparse.HelpFormatter):
             if not line.strip() or line.startswith(" "):
                 out.append(indent + line if line.strip() else "")
             else:
-                out.append(textwrap.fill(line, width, initial_indent=indent,
-                                         subsequent_indent=indent))
+                out.append(textwrap.fill(line, width, initial_indent=indent, subsequent_indent=indent))
         return "\n".join(out)
 
 
@@ -118,8 +112,7 @@ def add_defaults_and_examples(parser: argparse.ArgumentParser) -> None:
             command.formatter_class = HelpFormatter  # raw ones keep their own line breaks
         for action in command._actions:
             if _shows_default(action):
-                action.help = f"{action.help} (default: %(default)s)" if action.help else \
-                    "default: %(default)s"
+                action.help = f"{action.help} (default: %(default)s)" if action.help else "default: %(default)s"
         example = EXAMPLES.get(path)
         if example:
             epilog = (command.epilog or "").rstrip("\n")

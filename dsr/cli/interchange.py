@@ -30,23 +30,29 @@ See docs/interchange.md for loading each with its library.
 
 def register(subparsers) -> None:
     e = subparsers.add_parser(
-        "export", help=summary("export"),
+        "export",
+        help=summary("export"),
         description="Write a collection's queries, corpus, graded qrels and candidate lists in "
-                    "the layout another IR tool loads. The folder is written whole or not at all.",
-        epilog=EXPORT_EPILOG)
+        "the layout another IR tool loads. The folder is written whole or not at all.",
+        epilog=EXPORT_EPILOG,
+    )
     add_collection_argument(e)
     e.add_argument("--format", required=True, choices=sorted(FORMATS), help="layout to write")
-    e.add_argument("--out", required=True, metavar="DIR",
-                   help="folder to write (new, empty, or an earlier dsr export, which is replaced)")
-    e.add_argument("--query", default="all", metavar="Q",
-                   help="query strategy for the query text: last, last2, all, title+all, weighted")
+    e.add_argument(
+        "--out", required=True, metavar="DIR", help="folder to write (new, empty, or an earlier dsr export, which is replaced)"
+    )
+    e.add_argument(
+        "--query", default="all", metavar="Q", help="query strategy for the query text: last, last2, all, title+all, weighted"
+    )
     e.set_defaults(func=cmd_export)
 
     q = subparsers.add_parser(
-        "qrels", help=summary("qrels"),
+        "qrels",
+        help=summary("qrels"),
         description="Write the collection's labels as TREC qrels (qid 0 docid grade): every "
-                    "candidate of every dialogue, graded labels kept, judged non-relevant "
-                    "candidates with 0. FILE ending in .gz is gzip-compressed.")
+        "candidate of every dialogue, graded labels kept, judged non-relevant "
+        "candidates with 0. FILE ending in .gz is gzip-compressed.",
+    )
     add_collection_argument(q)
     q.add_argument("--out", required=True, metavar="FILE", help="qrels file to write (.gz: gzip)")
     q.set_defaults(func=cmd_qrels)
@@ -56,15 +62,16 @@ def cmd_export(args) -> int:
     check_export_out(args.out)  # before the work: a folder of other files is refused
     collection = collection_from_args(args)
     if not any(d.candidates for d in collection):
-        raise InputError(f"collection {collection.name!r} has no candidates to export "
-                         "(pool candidates for it first)")
+        raise InputError(f"collection {collection.name!r} has no candidates to export (pool candidates for it first)")
     view = TestCollection.build(collection, args.query)
     writer = importlib.import_module(FORMATS[args.format])
     with export_folder(args.out) as folder:
         files = writer.write(view, folder)
         write_manifest(folder, args.format, view.describe(), files)
-    print(f"dsr: wrote {args.out} ({args.format}: {len(collection)} queries, {len(view.documents)} "
-          f"documents, {len(files)} files)", file=sys.stderr)
+    print(
+        f"dsr: wrote {args.out} ({args.format}: {len(collection)} queries, {len(view.documents)} documents, {len(files)} files)",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -73,6 +80,5 @@ def cmd_qrels(args) -> int:
     check_out(out, "a qrels file name")
     qrels = qrels_from_collection(collection_from_args(args))
     write_qrels(qrels, out)
-    print(f"dsr: wrote {out} ({len(qrels)} topics, {sum(len(d) for d in qrels.values())} judgements)",
-          file=sys.stderr)
+    print(f"dsr: wrote {out} ({len(qrels)} topics, {sum(len(d) for d in qrels.values())} judgements)", file=sys.stderr)
     return 0

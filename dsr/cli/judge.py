@@ -26,17 +26,24 @@ Walk-through: docs/judging.md.
 
 
 def _db(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", metavar="URL",
-                        help="database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB "
-                             "(default: SQLite under $DSR_HOME/board/, as dsr serve)")
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB "
+        "(default: SQLite under $DSR_HOME/board/, as dsr serve)",
+    )
 
 
 def register(subparsers) -> None:
-    j = subparsers.add_parser("judge", help="judging campaigns: pool -> tasks -> grades -> judged collection",
-                              description="Run a relevance judging campaign on a pool (dsr pool's output or "
-                                          "any benchmark file): tasks, honeypots, browser judging under "
-                                          "dsr serve, Label Studio and crowdsourcing exchange, aggregation, "
-                                          "agreement, and the judged collection.", epilog=JUDGE_EPILOG)
+    j = subparsers.add_parser(
+        "judge",
+        help="judging campaigns: pool -> tasks -> grades -> judged collection",
+        description="Run a relevance judging campaign on a pool (dsr pool's output or "
+        "any benchmark file): tasks, honeypots, browser judging under "
+        "dsr serve, Label Studio and crowdsourcing exchange, aggregation, "
+        "agreement, and the judged collection.",
+        epilog=JUDGE_EPILOG,
+    )
     sub = j.add_subparsers(dest="judge_command", metavar="ACTION")
     _register_setup(sub)
     _register_results(sub)
@@ -45,16 +52,18 @@ def register(subparsers) -> None:
 
 
 def _register_setup(sub) -> None:
-    g = sub.add_parser("guidelines", help="write the default scale and guidelines (YAML) to edit, or load "
-                                          "edited ones into a campaign")
+    g = sub.add_parser(
+        "guidelines", help="write the default scale and guidelines (YAML) to edit, or load edited ones into a campaign"
+    )
     _db(g)
     g.add_argument("campaign", nargs="?", metavar="CAMPAIGN", help="the campaign to give FILE to")
     g.add_argument("file", nargs="?", metavar="FILE", help="guidelines YAML for CAMPAIGN")
     g.add_argument("--out", metavar="FILE", help="write the default guidelines here")
     g.set_defaults(func=cmd_guidelines)
 
-    c = sub.add_parser("create", help="a campaign from a pool: tasks of --chunk sentences, k assessors "
-                                      "per sentence, honeypots planted")
+    c = sub.add_parser(
+        "create", help="a campaign from a pool: tasks of --chunk sentences, k assessors per sentence, honeypots planted"
+    )
     _db(c)
     c.add_argument("name", metavar="NAME", help="the campaign's name (its URL part)")
     c.add_argument("pool", metavar="POOL", help="dsr pool's output, any benchmark .jsonl, or a registered name")
@@ -62,9 +71,12 @@ def _register_setup(sub) -> None:
     c.add_argument("--split", metavar="S", help="--split of a registered POOL")
     c.add_argument("--guidelines", metavar="FILE", help="scale and guidelines (default: the built-in 0/1/2)")
     c.add_argument("--gold", metavar="FILE", help="a judged collection giving known answers (same dialogue ids)")
-    c.add_argument("--auto-honeypots", action="store_true",
-                   help="known answers from the pool: the sentence the next turn quotes (relevant), a "
-                        "sentence of an unrelated document (not relevant)")
+    c.add_argument(
+        "--auto-honeypots",
+        action="store_true",
+        help="known answers from the pool: the sentence the next turn quotes (relevant), a "
+        "sentence of an unrelated document (not relevant)",
+    )
     add_param_flags(c, CAMPAIGN_PARAMS)
     c.set_defaults(func=cmd_create)
 
@@ -72,9 +84,10 @@ def _register_setup(sub) -> None:
     _db(a)
     a.add_argument("name", metavar="NAME")
     a.set_defaults(func=cmd_add_assessor)
-    for action, text in (("remove-assessor", "revoke an assessor's token and browser sessions at once (their "
-                                             "grades stay)"),
-                         ("rotate-token", "give an assessor a new token (shown once); the old one stops working")):
+    for action, text in (
+        ("remove-assessor", "revoke an assessor's token and browser sessions at once (their grades stay)"),
+        ("rotate-token", "give an assessor a new token (shown once); the old one stops working"),
+    ):
         r = sub.add_parser(action, help=text)
         _db(r)
         r.add_argument("name", metavar="NAME")
@@ -84,12 +97,18 @@ def _register_setup(sub) -> None:
     _db(s)
     s.add_argument("campaign", metavar="CAMPAIGN")
     who = s.add_argument("--assessors", nargs="+", metavar="NAME", help="who (default: every assessor with a token)")
-    release = s.add_argument("--release", nargs="+", default=[], metavar="NAME",
-                             help="first take back these assessors' tasks they have not started")
+    release = s.add_argument(
+        "--release", nargs="+", default=[], metavar="NAME", help="first take back these assessors' tasks they have not started"
+    )
     who.takes_names = release.takes_names = True
-    s.add_argument("--overlap", type=float, default=0.0, metavar="SHARE",
-                   help="share of dialogues (seeded, the same on every call) graded by one assessor "
-                        "more than k, for agreement (0.2: a fifth graded twice with --k 1)")
+    s.add_argument(
+        "--overlap",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="share of dialogues (seeded, the same on every call) graded by one assessor "
+        "more than k, for agreement (0.2: a fifth graded twice with --k 1)",
+    )
     s.set_defaults(func=cmd_assign)
 
 
@@ -114,8 +133,9 @@ def _register_results(sub) -> None:
     e.add_argument("--qrels", metavar="FILE", help="also write TREC qrels here")
     e.add_argument("--report", metavar="FILE", help="also write the report (JSON) here")
     e.add_argument("--method", default="mv", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
-    e.add_argument("--only-relevant", action="store_true",
-                   help="keep only dialogues with a relevant sentence (as the SIGIR 2022 set does)")
+    e.add_argument(
+        "--only-relevant", action="store_true", help="keep only dialogues with a relevant sentence (as the SIGIR 2022 set does)"
+    )
     e.add_argument("--partial", action="store_true", help="keep only fully judged dialogues instead of refusing")
     e.set_defaults(func=cmd_export)
 
@@ -139,19 +159,30 @@ def _register_results(sub) -> None:
 
 
 def _register_review(sub) -> None:
-    v = sub.add_parser("review", help="items whose aggregate is uncertain or whose assessors disagree: "
-                                      "list them, send them back for more judgements, or adjudicate")
+    v = sub.add_parser(
+        "review",
+        help="items whose aggregate is uncertain or whose assessors disagree: "
+        "list them, send them back for more judgements, or adjudicate",
+    )
     _db(v)
     v.add_argument("campaign", metavar="CAMPAIGN")
     v.add_argument("--method", default="ds", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
     add_param_flags(v.add_argument_group("which items are listed"), REVIEW_PARAMS)
-    v.add_argument("--adjudicate", nargs="+", action="extend", default=[], metavar="ITEM=GRADE",
-                   help="an adjudicator's grade for an item (its key, as listed); it wins in the export")
-    v.add_argument("--send-back", nargs="*", metavar="ITEM",
-                   help="give these items' tasks to more assessors (no ITEM: every listed item)")
+    v.add_argument(
+        "--adjudicate",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="ITEM=GRADE",
+        help="an adjudicator's grade for an item (its key, as listed); it wins in the export",
+    )
+    v.add_argument(
+        "--send-back", nargs="*", metavar="ITEM", help="give these items' tasks to more assessors (no ITEM: every listed item)"
+    )
     v.add_argument("--extra", type=int, default=1, metavar="N", help="assessors added per item sent back")
-    v.add_argument("--by", metavar="NAME", help="who decides (recorded with the decision; required with "
-                                                "--adjudicate and --send-back)")
+    v.add_argument(
+        "--by", metavar="NAME", help="who decides (recorded with the decision; required with --adjudicate and --send-back)"
+    )
     v.add_argument("--json", action="store_true", help="print JSON")
     v.set_defaults(func=cmd_review)
 
@@ -172,11 +203,13 @@ def _writable_sqlite_folder(config) -> None:
 
     try:
         url = make_url(config.db_url())
-    except Exception:     # make_engine names a bad URL
+    except Exception:  # make_engine names a bad URL
         return
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        require_writable(Path(url.database).parent, "set DSR_HOME to a writable folder or give --db"
-                         if config.db is None else "give --db a file in a writable folder")
+        require_writable(
+            Path(url.database).parent,
+            "set DSR_HOME to a writable folder or give --db" if config.db is None else "give --db a file in a writable folder",
+        )
 
 
 def cmd_guidelines(args) -> int:
@@ -186,8 +219,7 @@ def cmd_guidelines(args) -> int:
         print(f"campaign {args.campaign}: guidelines replaced from {args.file}")
         return 0
     if args.campaign or not args.out:
-        raise InputError("give --out FILE (write the default), or CAMPAIGN FILE (load into a campaign)",
-                         field="FILE")
+        raise InputError("give --out FILE (write the default), or CAMPAIGN FILE (load into a campaign)", field="FILE")
 
     with atomic_write(args.out) as handle:
         handle.write(guidelines.default_text())
@@ -196,7 +228,7 @@ def cmd_guidelines(args) -> int:
 
 
 def cmd_create(args) -> int:
-    settings = Settings(**param_values(args, CAMPAIGN_PARAMS))     # checked before any work
+    settings = Settings(**param_values(args, CAMPAIGN_PARAMS))  # checked before any work
     rules = guidelines.load(args.guidelines)
     pool = load_collection(args.pool, args.source, args.split)
     golds: dict = {}
@@ -206,14 +238,15 @@ def cmd_create(args) -> int:
         auto = honeypots.auto_golds(pool, rules.grades[0], rules.grades[-1], args.seed)
         golds = honeypots.merge(golds, auto)
     if args.honeypot_rate > 0 and not golds:
-        print("dsr: warning: no honeypots (give --gold FILE or --auto-honeypots): every assessor counts",
-              file=sys.stderr)
+        print("dsr: warning: no honeypots (give --gold FILE or --auto-honeypots): every assessor counts", file=sys.stderr)
     judging = _judging(args)
     judging.create(args.name, pool, rules, settings, golds)
     items = judging.items_frame(judging.campaign(args.name))
-    print(f"campaign {args.name}: {len(pool)} dialogues, {items['task'].nunique()} tasks, "
-          f"{int(items['candidate'].notna().sum())} sentences, {int(items['gold'].notna().sum())} honeypot "
-          f"checks ({int(items['candidate'].isna().sum())} planted); {args.k} assessors per sentence")
+    print(
+        f"campaign {args.name}: {len(pool)} dialogues, {items['task'].nunique()} tasks, "
+        f"{int(items['candidate'].notna().sum())} sentences, {int(items['gold'].notna().sum())} honeypot "
+        f"checks ({int(items['candidate'].isna().sum())} planted); {args.k} assessors per sentence"
+    )
     return 0
 
 
@@ -228,13 +261,18 @@ def cmd_assessor_token(args) -> int:
     judging = _judging(args)
     if args.action == "remove-assessor":
         grades = judging.remove_assessor(args.name)
-        print(f"assessor {args.name.strip()!r} removed: their token and browser sessions no longer work; their "
-              f"{grades} grade(s) stay (dsr judge assign CAMPAIGN --release {args.name.strip()!r} hands on the "
-              "tasks they have not started)", file=sys.stderr)
+        print(
+            f"assessor {args.name.strip()!r} removed: their token and browser sessions no longer work; their "
+            f"{grades} grade(s) stay (dsr judge assign CAMPAIGN --release {args.name.strip()!r} hands on the "
+            "tasks they have not started)",
+            file=sys.stderr,
+        )
         return 0
     token = judging.rotate_assessor_token(args.name)
-    print(f"a new token for assessor {args.name.strip()!r} (the old one no longer works; shown once, only its "
-          "hash is stored):", file=sys.stderr)
+    print(
+        f"a new token for assessor {args.name.strip()!r} (the old one no longer works; shown once, only its hash is stored):",
+        file=sys.stderr,
+    )
     print(token)
     return 0
 
@@ -255,16 +293,14 @@ def cmd_status(args) -> int:
         rows = task_rows(judging, assessor, campaign)
         if rows:
             p = progress(rows)
-            print(f"{assessor.name}: {p['done']} of {p['total']} sentences graded, "
-                  f"{p['tasks_done']} of {p['tasks']} tasks done")
+            print(f"{assessor.name}: {p['done']} of {p['total']} sentences graded, {p['tasks_done']} of {p['tasks']} tasks done")
     return 0
 
 
 def cmd_report(args) -> int:
     from dsr.judging.campaign_report import outcome
 
-    result = outcome(_judging(args), args.campaign, args.method,
-                     param_values(args, FLAG_PARAMS)).to_json()
+    result = outcome(_judging(args), args.campaign, args.method, param_values(args, FLAG_PARAMS)).to_json()
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
@@ -279,22 +315,25 @@ def _fmt(value, digits: int = 3) -> str:
 
 def _report_text(r: dict) -> str:
     a = r["agreement"]
-    lines = [f"campaign {r['campaign']} ({r['method']}): {r['items']} sentences, {r['grades']} grades, "
-             f"{r['counted_grades']} counted; {r['items_with_k_counted_grades']} sentences with "
-             f"k={r['settings']['k']} counted grades, {r['items_without_counted_grade']} with none",
-             f"Krippendorff's alpha: ordinal {_fmt(a['alpha_ordinal'])}, relevant/not {_fmt(a['alpha_binary'])}",
-             f"Fleiss' kappa: {_fmt(a['fleiss']['kappa'])} over {a['fleiss']['items']} sentences with "
-             f"{a['fleiss']['raters_per_item']} grades (relevant/not {_fmt(a['fleiss_binary']['kappa'])})",
-             f"Cohen's kappa, mean over {len(a['pairs'])} pairs: {_fmt(a['cohen_mean'])} "
-             f"(linear weights {_fmt(a['cohen_linear_mean'])})",
-             "assessor  grades  unsure  honeypots  accuracy  counted  =aggregate  kappa  "
-             "kappa-others  median s  flags"]
+    lines = [
+        f"campaign {r['campaign']} ({r['method']}): {r['items']} sentences, {r['grades']} grades, "
+        f"{r['counted_grades']} counted; {r['items_with_k_counted_grades']} sentences with "
+        f"k={r['settings']['k']} counted grades, {r['items_without_counted_grade']} with none",
+        f"Krippendorff's alpha: ordinal {_fmt(a['alpha_ordinal'])}, relevant/not {_fmt(a['alpha_binary'])}",
+        f"Fleiss' kappa: {_fmt(a['fleiss']['kappa'])} over {a['fleiss']['items']} sentences with "
+        f"{a['fleiss']['raters_per_item']} grades (relevant/not {_fmt(a['fleiss_binary']['kappa'])})",
+        f"Cohen's kappa, mean over {len(a['pairs'])} pairs: {_fmt(a['cohen_mean'])} "
+        f"(linear weights {_fmt(a['cohen_linear_mean'])})",
+        "assessor  grades  unsure  honeypots  accuracy  counted  =aggregate  kappa  kappa-others  median s  flags",
+    ]
     for p in r["assessors"]:
-        lines.append(f"{p['assessor']}  {p['grades']}  {p['unsure']}  {p['honeypots']}  "
-                     f"{_fmt(p['honeypot_accuracy'])}  {'yes' if p['counted'] else 'NO: ' + p['reason']}  "
-                     f"{_fmt(p['agreement_with_aggregate'])}  {_fmt(p['kappa_with_aggregate'])}  "
-                     f"{_fmt(p['kappa_with_others'])}  {_fmt(p['median_seconds'], 1)}  "
-                     f"{', '.join(p['flags']) or '-'}")
+        lines.append(
+            f"{p['assessor']}  {p['grades']}  {p['unsure']}  {p['honeypots']}  "
+            f"{_fmt(p['honeypot_accuracy'])}  {'yes' if p['counted'] else 'NO: ' + p['reason']}  "
+            f"{_fmt(p['agreement_with_aggregate'])}  {_fmt(p['kappa_with_aggregate'])}  "
+            f"{_fmt(p['kappa_with_others'])}  {_fmt(p['median_seconds'], 1)}  "
+            f"{', '.join(p['flags']) or '-'}"
+        )
     return "\n".join(lines)
 
 
@@ -327,17 +366,23 @@ def cmd_review(args) -> int:
             print(f"{key}: sent back to {', '.join(people)} (by {args.by})", file=sys.stderr)
     queue = review_queue(judging, args.campaign, args.method, thresholds)
     if args.json:
-        json.dump({"campaign": args.campaign, "method": args.method, "thresholds": thresholds,
-                   "items": queue}, sys.stdout, indent=2, ensure_ascii=False)
+        json.dump(
+            {"campaign": args.campaign, "method": args.method, "thresholds": thresholds, "items": queue},
+            sys.stdout,
+            indent=2,
+            ensure_ascii=False,
+        )
         print()
         return 0
     print(f"campaign {args.campaign} ({args.method}): {len(queue)} item(s) to review")
     for r in queue:
         grades = " ".join(f"{a}={g}" for a, g in r["grades"].items())
         text = r["text"] if len(r["text"]) <= 70 else r["text"][:67] + "..."
-        print(f"{r['key']}  {'+'.join(r['why'])}{' (sent back)' if r['sent_back'] else ''}  "
-              f"aggregate {r['aggregate']} p={r['posterior']:.2f} agree={r['agreement']:.2f}  {grades}  "
-              f"{r['dialogue']}  {text}")
+        print(
+            f"{r['key']}  {'+'.join(r['why'])}{' (sent back)' if r['sent_back'] else ''}  "
+            f"aggregate {r['aggregate']} p={r['posterior']:.2f} agree={r['agreement']:.2f}  {grades}  "
+            f"{r['dialogue']}  {text}"
+        )
     return 0
 
 
@@ -356,8 +401,10 @@ def cmd_export(args) -> int:
     if args.report:
         write_json(args.report, result.to_json())
     relevant = sum(1 for d in collection if d.relevant)
-    print(f"wrote {args.out}: {len(collection)} dialogues ({relevant} with a relevant sentence), "
-          f"{sum(len(d.candidates) for d in collection)} judged sentences ({args.method})")
+    print(
+        f"wrote {args.out}: {len(collection)} dialogues ({relevant} with a relevant sentence), "
+        f"{sum(len(d.candidates) for d in collection)} judged sentences ({args.method})"
+    )
     return 0
 
 
@@ -372,10 +419,10 @@ def cmd_export_tasks(args) -> int:
     tasks = all_tasks(judging, campaign)
     with atomic_dir(args.out, module.FILES, field="--out") as folder:
         module.write(folder, tasks, judging.guidelines(campaign))
-    made = f"{len(module.by_dialogue(tasks))} Label Studio tasks, one per dialogue, from " \
-        if module is labelstudio else ""
-    print(f"wrote {args.out}: {', '.join(module.FILES)} ({made}{len(tasks)} tasks, "
-          f"{sum(len(t.items) for _, t in tasks)} sentences)")
+    made = f"{len(module.by_dialogue(tasks))} Label Studio tasks, one per dialogue, from " if module is labelstudio else ""
+    print(
+        f"wrote {args.out}: {', '.join(module.FILES)} ({made}{len(tasks)} tasks, {sum(len(t.items) for _, t in tasks)} sentences)"
+    )
     return 0
 
 
@@ -384,13 +431,15 @@ def cmd_import(args) -> int:
     import dsr.judging.labelstudio as labelstudio
 
     module = labelstudio if args.format == "label-studio" else crowdsourcing
-    rows, left_out = module.read(Path(args.file))      # the whole file is checked before anything is stored
+    rows, left_out = module.read(Path(args.file))  # the whole file is checked before anything is stored
     judging = _judging(args)
     counts = tally(judging, args.campaign, rows, module.ORIGIN)
     judging.import_grades(args.campaign, rows, module.ORIGIN)
     people = len({r["assessor"] for r in rows})
-    print(f"imported {args.file} into {args.campaign}: {counts.text()} ({len(rows)} grades from {people} "
-          f"{module.ORIGIN} assessor(s)); {left_out} sentence place(s) left out (skipped or not graded)")
+    print(
+        f"imported {args.file} into {args.campaign}: {counts.text()} ({len(rows)} grades from {people} "
+        f"{module.ORIGIN} assessor(s)); {left_out} sentence place(s) left out (skipped or not graded)"
+    )
     return 0
 
 
@@ -398,8 +447,10 @@ def cmd_list(args) -> int:
     judging = _judging(args)
     for c in judging.campaigns():
         pool = json.loads(c.pool_json)
-        print(f"campaign {c.name}: pool {pool['name']} ({pool['dialogues']} dialogues), k={c.k}, "
-              f"honeypots {c.honeypot_rate:g} (threshold {c.threshold:g})")
+        print(
+            f"campaign {c.name}: pool {pool['name']} ({pool['dialogues']} dialogues), k={c.k}, "
+            f"honeypots {c.honeypot_rate:g} (threshold {c.threshold:g})"
+        )
     for a in judging.assessors():
         state = "" if a.origin != "web" else (", token active" if a.token_hash else ", removed: no token")
         print(f"assessor {a.name} ({a.origin}{state})")

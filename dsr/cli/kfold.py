@@ -24,38 +24,54 @@ PER_FOLD = ("base", "folds", "fold", "overwrite")
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "kfold", help=summary("kfold"),
+        "kfold",
+        help=summary("kfold"),
         description=kfold.__doc__.split("\n\n")[1].replace("\n", " "),
         epilog="Example: dsr kfold cmu_dog --source ../shared/data/cmu_dog --split train "
-               "--eval cmu_dog_judged --eval-source ../shared/data/judged --folds 3 "
-               "--name dialogue-minilm-bi --in-domain dsr:dialogue-minilm-bi --out out/kfold")
+        "--eval cmu_dog_judged --eval-source ../shared/data/judged --folds 3 "
+        "--name dialogue-minilm-bi --in-domain dsr:dialogue-minilm-bi --out out/kfold",
+    )
     add_collection_argument(p)
-    p.add_argument("--eval", required=True, metavar="COLLECTION",
-                   help="collection to evaluate on (e.g. cmu_dog_judged); never trained on")
+    p.add_argument(
+        "--eval", required=True, metavar="COLLECTION", help="collection to evaluate on (e.g. cmu_dog_judged); never trained on"
+    )
     p.add_argument("--eval-source", metavar="DIR", help="--source of the evaluation collection")
     p.add_argument("--eval-split", metavar="S", help="--split of the evaluation collection")
     p.add_argument("--folds", type=int, default=3, metavar="K", help="document folds, at least 2 (default 3)")
-    p.add_argument("--name", required=True, metavar="PREFIX",
-                   help="fold models are saved as dsr:PREFIX-fold0 ... dsr:PREFIX-fold{K-1}")
-    p.add_argument("--base", default="all-MiniLM-L6-v2",
-                   help="base model: trained per fold, and the zero-shot comparison")
-    p.add_argument("--in-domain", metavar="MODEL", help="also rank with this model trained on "
-                   "every document (e.g. dsr:NAME from a plain `dsr train`)")
+    p.add_argument(
+        "--name", required=True, metavar="PREFIX", help="fold models are saved as dsr:PREFIX-fold0 ... dsr:PREFIX-fold{K-1}"
+    )
+    p.add_argument("--base", default="all-MiniLM-L6-v2", help="base model: trained per fold, and the zero-shot comparison")
+    p.add_argument(
+        "--in-domain",
+        metavar="MODEL",
+        help="also rank with this model trained on every document (e.g. dsr:NAME from a plain `dsr train`)",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the runs (the report goes to DIR/report)")
     p.add_argument("--measures", nargs="+", default=["nDCG@5", "RR", "nDCG@10"], metavar="M")
-    p.add_argument("--recipe", choices=(*RECIPES, "recommended"), metavar="NAME",
-                   help="the `dsr train` recipe every fold trains with (`dsr train --help` lists them; "
-                        "default quick)")
-    p.add_argument("--train-param", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
-                   help="a `dsr train` setting for every fold, repeatable (e.g. --train-param "
-                        "max_steps=60 lr=1e-4; names as in `dsr train --help`, with _)")
+    p.add_argument(
+        "--recipe",
+        choices=(*RECIPES, "recommended"),
+        metavar="NAME",
+        help="the `dsr train` recipe every fold trains with (`dsr train --help` lists them; default quick)",
+    )
+    p.add_argument(
+        "--train-param",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a `dsr train` setting for every fold, repeatable (e.g. --train-param "
+        "max_steps=60 lr=1e-4; names as in `dsr train --help`, with _)",
+    )
     p.set_defaults(func=cmd_kfold)
 
 
 def cmd_kfold(args: argparse.Namespace) -> int:
-    if args.folds < 2:                                 # before loading anything
-        raise InputError(f"--folds must be at least 2 (one fold left out, the others trained on), "
-                         f"got {args.folds}", field="--folds")
+    if args.folds < 2:  # before loading anything
+        raise InputError(
+            f"--folds must be at least 2 (one fold left out, the others trained on), got {args.folds}", field="--folds"
+        )
     settings = train_settings(args.train_param + ([f"recipe={args.recipe}"] if args.recipe else []))
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
     out = check_replaceable(args.out, out_files(), field="--out")  # before any training
@@ -64,14 +80,23 @@ def cmd_kfold(args: argparse.Namespace) -> int:
         name = f"{args.name}-fold{i}"
         if not trained_for_fold(name, args.folds, i):
             print(f"dsr kfold: training fold {i} of {args.folds} as dsr:{name}", file=sys.stderr)
-            train(args.collection, name, source=args.source, split=args.split, base=args.base,
-                  folds=args.folds, fold=i, overwrite=True, **settings)
+            train(
+                args.collection,
+                name,
+                source=args.source,
+                split=args.split,
+                base=args.base,
+                folds=args.folds,
+                fold=i,
+                overwrite=True,
+                **settings,
+            )
         models.append(f"dsr:{name}")
-    results, gains = kfold_evaluate(evaluation, models, out, base=args.base, in_domain=args.in_domain,
-                                    measures=args.measures, command=["dsr", *sys.argv[1:]])
-    print(render(results, "text", verbose=False, measures=results.measures))   # every table: the report
-    print("\nper fold: the fold model against zero-shot on the dialogues of the documents it left out\n"
-          + folds_markdown(gains))
+    results, gains = kfold_evaluate(
+        evaluation, models, out, base=args.base, in_domain=args.in_domain, measures=args.measures, command=["dsr", *sys.argv[1:]]
+    )
+    print(render(results, "text", verbose=False, measures=results.measures))  # every table: the report
+    print("\nper fold: the fold model against zero-shot on the dialogues of the documents it left out\n" + folds_markdown(gains))
     print(f"\nruns: {out}/, report: {out / 'report'}/")
     return 0
 
@@ -83,9 +108,12 @@ def train_settings(items: list[str]) -> dict:
     known = {p.name for p in PARAMS} - set(PER_FOLD)
     unknown = sorted(set(settings) - known)
     if unknown:
-        raise InputError(f"not a `dsr train` setting kfold passes on: {', '.join(unknown)}; "
-                         f"known: {', '.join(sorted(known))} ({', '.join(PER_FOLD)} are set per "
-                         "fold)", field="--train-param")
+        raise InputError(
+            f"not a `dsr train` setting kfold passes on: {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(known))} ({', '.join(PER_FOLD)} are set per "
+            "fold)",
+            field="--train-param",
+        )
     try:
         resolve(settings, PARAMS, "dsr train")
     except InputError as err:

@@ -74,93 +74,113 @@ from dsr.rerankers import RERANKERS, make_reranker, reranker_class
 
 def _fuse_epilog() -> str:
     """Every fusion method (the registry, :data:`dsr.core.fusion.METHODS`) with its parameters."""
-    lines = ["methods (dsr's kernels first, then ranx's; parameters with defaults, '?' learnt from "
-             "labels when not given):"]
+    lines = ["methods (dsr's kernels first, then ranx's; parameters with defaults, '?' learnt from labels when not given):"]
     for method in METHODS:
-        params = ", ".join(f"{k}={'?' if v is None and method in RANX_METHODS else v}"
-                           for k, v in method_params(method).items())
+        params = ", ".join(f"{k}={'?' if v is None and method in RANX_METHODS else v}" for k, v in method_params(method).items())
         about = RANX_METHODS[method].about if method in RANX_METHODS else FUSER_ABOUT.get(method, "")
         learnt = " [learns from labels]" if method in RANX_METHODS and RANX_METHODS[method].kind == "trained" else ""
         lines.append(f"  {method:<12} {about}{learnt}" + (f" ({params})" if params else ""))
-    notes = ["normalisations (norm=): " + ", ".join(NORMS) + " (minmax is ranx's min-max; zscore, sum "
-             "and rank under dsr's kernels give a document a run lacks the run's lowest normalised "
-             "score, ranx's zmuv, and sum and rank under ranx's methods or --backend ranx, give it 0)",
-             "learnt methods learn from --qrels FILE or --collection's labels, as ranx's optimize_fusion "
-             "does (metric=: ranx's measure names, default ndcg); the sidecar records what was learnt "
-             "and from what. A run scored on the labels it learnt from is overstated.",
-             "tied scores in an input run: ranked as trec_eval ranks them (doc id descending), with a "
-             "warning; --backend ranx ranks them as ranx does (numba's unstable sort of the file's "
-             "lines), which reproduces ranx's fused run file for file. ranx's first call in a process "
-             "compiles numba code (5-7 s with numba's cache, 20-40 s without: docs/api.md)."]
+    notes = [
+        "normalisations (norm=): " + ", ".join(NORMS) + " (minmax is ranx's min-max; zscore, sum "
+        "and rank under dsr's kernels give a document a run lacks the run's lowest normalised "
+        "score, ranx's zmuv, and sum and rank under ranx's methods or --backend ranx, give it 0)",
+        "learnt methods learn from --qrels FILE or --collection's labels, as ranx's optimize_fusion "
+        "does (metric=: ranx's measure names, default ndcg); the sidecar records what was learnt "
+        "and from what. A run scored on the labels it learnt from is overstated.",
+        "tied scores in an input run: ranked as trec_eval ranks them (doc id descending), with a "
+        "warning; --backend ranx ranks them as ranx does (numba's unstable sort of the file's "
+        "lines), which reproduces ranx's fused run file for file. ranx's first call in a process "
+        "compiles numba code (5-7 s with numba's cache, 20-40 s without: docs/api.md).",
+    ]
     lines += [textwrap.fill(note, 100, subsequent_indent="  ") for note in notes]
     return "\n".join(lines) + "\n"
 
 
 def register(subparsers) -> None:
     run = subparsers.add_parser(
-        "run", help=summary("run"), add_help=False,
+        "run",
+        help=summary("run"),
+        add_help=False,
         description="Rank each dialogue's candidates with a ranker and write a TREC run "
-                    "and its JSON sidecar (configuration, collection hash, versions).")
+        "and its JSON sidecar (configuration, collection hash, versions).",
+    )
     _add_stage_help(run, "ranker")
     add_collection_argument(run)
-    run.add_argument("--ranker", required=True, metavar="R",
-                     help=f"one of {', '.join(RANKERS)}")
-    run.add_argument("--query", metavar="Q",
-                     help=f"query strategy: {', '.join(STRATEGIES)} (default: the ranker's)")
-    add_param_argument(run, "ranker parameters, e.g. k1=1.2 b=0.75; for fusion also "
-                             "rankers=bm25,dense method=rrf k=60 and RANKER.PARAM=VALUE")
+    run.add_argument("--ranker", required=True, metavar="R", help=f"one of {', '.join(RANKERS)}")
+    run.add_argument("--query", metavar="Q", help=f"query strategy: {', '.join(STRATEGIES)} (default: the ranker's)")
+    add_param_argument(
+        run, "ranker parameters, e.g. k1=1.2 b=0.75; for fusion also rankers=bm25,dense method=rrf k=60 and RANKER.PARAM=VALUE"
+    )
     run.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
     _add_ir_metadata_argument(run)
     run.set_defaults(func=cmd_run)
 
     rerank = subparsers.add_parser(
-        "rerank", help=summary("rerank"), add_help=False,
-        description="Rescore each topic's top K of a run with a model; the rest of the run "
-                    "stays below in its original order.")
+        "rerank",
+        help=summary("rerank"),
+        add_help=False,
+        description="Rescore each topic's top K of a run with a model; the rest of the run stays below in its original order.",
+    )
     _add_stage_help(rerank, "reranker")
     add_collection_argument(rerank)
     rerank.add_argument("--run", required=True, metavar="RUN", help="input run file")
-    rerank.add_argument("--model", required=True, metavar="M",
-                        help="a short name, a hub id, a local folder or dsr:NAME")
-    rerank.add_argument("--reranker", default="cross-encoder", metavar="NAME",
-                        help=f"one of {', '.join(RERANKERS)} (default: cross-encoder)")
-    rerank.add_argument("--top-k", type=int, metavar="K",
-                        help="rescore the top K of each topic (default: all)")
+    rerank.add_argument("--model", required=True, metavar="M", help="a short name, a hub id, a local folder or dsr:NAME")
+    rerank.add_argument(
+        "--reranker", default="cross-encoder", metavar="NAME", help=f"one of {', '.join(RERANKERS)} (default: cross-encoder)"
+    )
+    rerank.add_argument("--top-k", type=int, metavar="K", help="rescore the top K of each topic (default: all)")
     rerank.add_argument("--query", metavar="Q", help="query strategy (default: the reranker's)")
     rerank.add_argument("--batch-size", type=int, metavar="N", help="pairs or texts per batch")
-    add_param_argument(rerank, "other reranker parameters, e.g. max_length=256 "
-                                "'text=title: body'")
+    add_param_argument(rerank, "other reranker parameters, e.g. max_length=256 'text=title: body'")
     rerank.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
     _add_ir_metadata_argument(rerank)
     add_allow_mismatch_argument(rerank)
     rerank.set_defaults(func=cmd_rerank)
 
     fuse = subparsers.add_parser(
-        "fuse", help=summary("fuse"),
+        "fuse",
+        help=summary("fuse"),
         description="Fuse two or more runs of the same collection, with any of ranx's 25 methods and 7 "
-                    "normalisations. Ties in the fused scores, with or without --collection: the score "
-                    "as float32 descending, then sentence id descending (trec_eval 9.0.8's order), so "
-                    "the run scores as ranx.fuse's does.",
-        epilog=_fuse_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+        "normalisations. Ties in the fused scores, with or without --collection: the score "
+        "as float32 descending, then sentence id descending (trec_eval 9.0.8's order), so "
+        "the run scores as ranx.fuse's does.",
+        epilog=_fuse_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     fuse.add_argument("runs", nargs="+", metavar="RUN", help="input run files (two or more)")
     add_run_format_argument(fuse)
-    fuse.add_argument("--method", required=True, choices=METHODS + tuple(RANX_ALIASES), metavar="METHOD",
-                      help="a fusion method (below; ranx's names bordafuse, sum and mnz are dsr's borda, "
-                           "combsum and combmnz)")
-    add_param_argument(fuse, "k=60 | weight=0.5 | weights=0.3,0.7 | norm=minmax | gamma=0.5 | phi=0.8 | "
-                             "sigma=0.01 | metric=ndcg@5")
-    fuse.add_argument("--collection", metavar="COLLECTION",
-                      help="check the runs against this collection (a registered name or a "
-                           "benchmark .jsonl), and learn from its labels what a method learns; the tie "
-                           "rule is the same without it")
-    fuse.add_argument("--qrels", metavar="FILE",
-                      help="TREC qrels whose grades the learnt methods (bayesfuse, probfuse, ..., weights "
-                           "not given) learn from, instead of the collection's labels")
-    fuse.add_argument("--backend", choices=BACKENDS, default="dsr",
-                      help="dsr (default): runs as dsr reads them (tied scores ranked as trec_eval ranks "
-                           "them), dsr's kernels for rrf, isr, borda, combsum, combmnz, wsum, interp; ranx: "
-                           "every run as ranx reads its file (its own sort of tied scores) and every "
-                           "method by ranx")
+    fuse.add_argument(
+        "--method",
+        required=True,
+        choices=METHODS + tuple(RANX_ALIASES),
+        metavar="METHOD",
+        help="a fusion method (below; ranx's names bordafuse, sum and mnz are dsr's borda, combsum and combmnz)",
+    )
+    add_param_argument(
+        fuse, "k=60 | weight=0.5 | weights=0.3,0.7 | norm=minmax | gamma=0.5 | phi=0.8 | sigma=0.01 | metric=ndcg@5"
+    )
+    fuse.add_argument(
+        "--collection",
+        metavar="COLLECTION",
+        help="check the runs against this collection (a registered name or a "
+        "benchmark .jsonl), and learn from its labels what a method learns; the tie "
+        "rule is the same without it",
+    )
+    fuse.add_argument(
+        "--qrels",
+        metavar="FILE",
+        help="TREC qrels whose grades the learnt methods (bayesfuse, probfuse, ..., weights "
+        "not given) learn from, instead of the collection's labels",
+    )
+    fuse.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="dsr",
+        help="dsr (default): runs as dsr reads them (tied scores ranked as trec_eval ranks "
+        "them), dsr's kernels for rrf, isr, borda, combsum, combmnz, wsum, interp; ranx: "
+        "every run as ranx reads its file (its own sort of tied scores) and every "
+        "method by ranx",
+    )
     fuse.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
     _add_ir_metadata_argument(fuse)
     add_allow_mismatch_argument(fuse)
@@ -169,21 +189,26 @@ def register(subparsers) -> None:
 
 # --- commands ------------------------------------------------------------------
 
+
 def cmd_run(args: argparse.Namespace) -> int:
     check_out(args.out)
     params = parse_assignments(args.param, "--param")
     if args.query is not None:
         params["query"] = args.query
-    ranker = make_ranker(args.ranker, **params)   # unknown ranker/parameter: before loading data
+    ranker = make_ranker(args.ranker, **params)  # unknown ranker/parameter: before loading data
     collection = collection_from_args(args)
     run = ranker.rank(collection)
     run.tag = ranker.tag
     # describe() after rank(): rankers record what they resolved (models, indexes) there;
     # what a ranker put in the run's own config is kept too.
     described = {**run.config, **ranker.describe()}
-    run.config = run_sidecar("run", _command_line("run", args), described,
-                          collection=collection.describe(),
-                          models=model_records(described, params, "bi-encoder"))
+    run.config = run_sidecar(
+        "run",
+        _command_line("run", args),
+        described,
+        collection=collection.describe(),
+        models=model_records(described, params, "bi-encoder"),
+    )
     _write(run, args)
     return 0
 
@@ -191,15 +216,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_rerank(args: argparse.Namespace) -> int:
     check_out(args.out)
     if args.reranker not in RERANKERS:
-        raise InputError(f"unknown reranker {args.reranker!r}; choose from {', '.join(RERANKERS)}",
-                         field="--reranker")
+        raise InputError(f"unknown reranker {args.reranker!r}; choose from {', '.join(RERANKERS)}", field="--reranker")
     if args.top_k is not None and args.top_k < 1:
         raise InputError(f"must be >= 1, got {args.top_k}", field="--top-k")
     if args.batch_size is not None and args.batch_size < 1:
         raise InputError(f"must be >= 1, got {args.batch_size}", field="--batch-size")
     params = parse_assignments(args.param, "--param")
-    for flag, key, value in (("--model", "model", args.model), ("--query", "query", args.query),
-                             ("--batch-size", "batch_size", args.batch_size)):
+    for flag, key, value in (
+        ("--model", "model", args.model),
+        ("--query", "query", args.query),
+        ("--batch-size", "batch_size", args.batch_size),
+    ):
         if value is not None:
             if key in params and params[key] != value:
                 raise InputError(f"{key} given both as {flag} and as --param", field="--param")
@@ -210,7 +237,7 @@ def cmd_rerank(args: argparse.Namespace) -> int:
             raise InputError("top_k given both as --top-k and as --param", field="--param")
         top_k = args.top_k
     reranker = make_reranker(args.reranker, **params)
-    if "top_k" in reranker.DEFAULTS:   # so that describe() records it
+    if "top_k" in reranker.DEFAULTS:  # so that describe() records it
         reranker.params["top_k"] = top_k
     collection = collection_from_args(args)
     run = load_run(args.run)
@@ -219,9 +246,15 @@ def cmd_rerank(args: argparse.Namespace) -> int:
     described = {**out.config, **reranker.describe()}
     described.setdefault("top_k", top_k)
     kind = "cross-encoder" if args.reranker == "cross-encoder" else "bi-encoder"
-    out.config = run_sidecar("rerank", _command_line("rerank", args), described,
-                          collection=collection.describe(), **sidecar_part(collection.describe(), described),
-                          models=model_records(described, params, kind), inputs=[input_record(args.run, run)])
+    out.config = run_sidecar(
+        "rerank",
+        _command_line("rerank", args),
+        described,
+        collection=collection.describe(),
+        **sidecar_part(collection.describe(), described),
+        models=model_records(described, params, kind),
+        inputs=[input_record(args.run, run)],
+    )
     _write(out, args)
     return 0
 
@@ -232,7 +265,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         raise InputError(f"fuse needs at least two runs, got {len(args.runs)}", field="RUN")
     method = canonical(args.method)
     params = parse_assignments(args.param, "--param")
-    check_fusion_params(method, params)   # before the runs are read
+    check_fusion_params(method, params)  # before the runs are read
     runs = [load_run(path, args.run_format) for path in args.runs]
 
     collection = None
@@ -243,25 +276,35 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     else:
         check_same_collection(args.runs, runs, allow=args.allow_collection_mismatch)
     if not set.intersection(*(set(r.rankings) for r in runs)):
-        raise InputError("the runs have no topic in common: are they runs of the same collection?",
-                         path=args.runs[-1], field="qid")
-    for warning in tied_input_warnings(args.runs, runs, method, args.backend, "--backend ranx",
-                                       params.get("norm")):
+        raise InputError(
+            "the runs have no topic in common: are they runs of the same collection?", path=args.runs[-1], field="qid"
+        )
+    for warning in tied_input_warnings(args.runs, runs, method, args.backend, "--backend ranx", params.get("norm")):
         print(warning, file=sys.stderr)
     labels, trained_on = _fusion_labels(args, method, params, collection)
     order = collection.initial_order() if collection else None
     fused = fuse(runs, method, initial_order=order, labels=labels, backend=args.backend, **params)
-    described = collection.describe() if collection else next(
-        (r.config["collection"] for r in runs if isinstance(r.config.get("collection"), dict)), None)
-    fusion = {"fusion": method, "params": {**method_params(method), **params}, "backend": args.backend,
-              "ties": TIE_RULE}
+    described = (
+        collection.describe()
+        if collection
+        else next((r.config["collection"] for r in runs if isinstance(r.config.get("collection"), dict)), None)
+    )
+    fusion = {"fusion": method, "params": {**method_params(method), **params}, "backend": args.backend, "ties": TIE_RULE}
     if "fusion_learnt" in fused.config:
         fusion["learnt"] = {**fused.config.pop("fusion_learnt"), "from": trained_on}
-        print(f"dsr: {method} learnt {', '.join(k for k in fusion['learnt'] if k != 'from')} from the "
-              f"labels of {trained_on}; a run "
-              "scored on the labels it learnt from is overstated", file=sys.stderr)
-    fused.config = run_sidecar("fuse", _command_line("fuse", args), fusion, collection=described,
-                               inputs=[input_record(p, r) for p, r in zip(args.runs, runs)])
+        print(
+            f"dsr: {method} learnt {', '.join(k for k in fusion['learnt'] if k != 'from')} from the "
+            f"labels of {trained_on}; a run "
+            "scored on the labels it learnt from is overstated",
+            file=sys.stderr,
+        )
+    fused.config = run_sidecar(
+        "fuse",
+        _command_line("fuse", args),
+        fusion,
+        collection=described,
+        inputs=[input_record(p, r) for p, r in zip(args.runs, runs)],
+    )
     _write(fused, args)
     return 0
 
@@ -276,11 +319,16 @@ def _fusion_labels(args: argparse.Namespace, method: str, params: dict, collecti
     if collection is not None:
         labels = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
         return labels, f"collection {collection.name} ({collection.content_hash()[:12]})"
-    raise InputError(f"{method} learns {', '.join(learns(method, params))} from relevance labels: give "
-                     "--qrels FILE or --collection NAME" + ("" if method in ("bayesfuse", "mapfuse", "posfuse",
-                                                                            "probfuse", "segfuse", "slidefuse")
-                                                            else f" (or --param {learns(method, params)[0]}=...)"),
-                     field="--qrels")
+    raise InputError(
+        f"{method} learns {', '.join(learns(method, params))} from relevance labels: give "
+        "--qrels FILE or --collection NAME"
+        + (
+            ""
+            if method in ("bayesfuse", "mapfuse", "posfuse", "probfuse", "segfuse", "slidefuse")
+            else f" (or --param {learns(method, params)[0]}=...)"
+        ),
+        field="--qrels",
+    )
 
 
 def _command_line(command: str, args: argparse.Namespace) -> str:
@@ -292,9 +340,11 @@ def _command_line(command: str, args: argparse.Namespace) -> str:
         words += list(args.runs)
     else:
         words.append(args.collection)
-    flags = {"run": ("source", "split", "ranker", "query"),
-             "rerank": ("source", "split", "run", "reranker", "model", "top_k", "query", "batch_size"),
-             "fuse": ("method", "collection", "qrels", "backend")}[command]
+    flags = {
+        "run": ("source", "split", "ranker", "query"),
+        "rerank": ("source", "split", "run", "reranker", "model", "top_k", "query", "batch_size"),
+        "fuse": ("method", "collection", "qrels", "backend"),
+    }[command]
     for name in flags:
         value = getattr(args, name, None)
         if value is not None:
@@ -318,8 +368,7 @@ class _StageHelp(argparse.Action):
     """``-h/--help`` that also lists the parameters of the ranker (reranker) named
     before it, from the stage's declaration: ``dsr run --ranker bm25 --help``."""
 
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
-                 help=None, kind: str = "ranker"):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None, kind: str = "ranker"):
         super().__init__(option_strings, dest, default=default, nargs=0, help=help)
         self.kind = kind
 
@@ -334,21 +383,30 @@ class _StageHelp(argparse.Action):
 
 
 def _add_stage_help(parser: argparse.ArgumentParser, kind: str) -> None:
-    parser.add_argument("-h", "--help", action=_StageHelp, kind=kind,
-                        help=f"show this help and the parameters of the {kind} given before it "
-                             f"(--{kind} NAME --help), else of every {kind}")
+    parser.add_argument(
+        "-h",
+        "--help",
+        action=_StageHelp,
+        kind=kind,
+        help=f"show this help and the parameters of the {kind} given before it (--{kind} NAME --help), else of every {kind}",
+    )
 
 
 def _add_ir_metadata_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ir-metadata", action="store_true",
-                        help="also write the run's provenance as an ir_metadata header (# lines "
-                             "at the top; trec_eval and ir_measures reject them: see "
-                             "docs/interchange.md)")
+    parser.add_argument(
+        "--ir-metadata",
+        action="store_true",
+        help="also write the run's provenance as an ir_metadata header (# lines "
+        "at the top; trec_eval and ir_measures reject them: see "
+        "docs/interchange.md)",
+    )
 
 
 def _write(run, args: argparse.Namespace) -> None:
     out = args.out
     write_run(run, out, ir_metadata=args.ir_metadata)
     lines = sum(len(r) for r in run.rankings.values())
-    print(f"dsr: wrote {out} ({len(run.rankings)} topics, {lines} lines) and its sidecar "
-          f"{Path(str(out) + '.json').name}", file=sys.stderr)
+    print(
+        f"dsr: wrote {out} ({len(run.rankings)} topics, {lines} lines) and its sidecar {Path(str(out) + '.json').name}",
+        file=sys.stderr,
+    )

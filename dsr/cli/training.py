@@ -19,14 +19,16 @@ from dsr.training.settings import GROUPS, PARAMS, RECIPES, RECOMMENDED
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "train", help=summary("train"),
+        "train",
+        help=summary("train"),
         description="Fine-tune a bi-encoder (default: MultipleNegativesRankingLoss, in-batch and "
-                    "pool negatives; use it with `dsr run --ranker dense --param model=dsr:NAME`) "
-                    "or a cross-encoder (--model-type cross-encoder; `dsr rerank --model dsr:NAME`) "
-                    "on COLLECTION's labels and save it as $DSR_HOME/models/NAME. The defaults "
-                    "finish in under 30 minutes on 2 CPU cores; see docs/training.md. The judged "
-                    "development set (cmu_dog_judged) is never trained on (exit 2).",
-        epilog=recipes_help())
+        "pool negatives; use it with `dsr run --ranker dense --param model=dsr:NAME`) "
+        "or a cross-encoder (--model-type cross-encoder; `dsr rerank --model dsr:NAME`) "
+        "on COLLECTION's labels and save it as $DSR_HOME/models/NAME. The defaults "
+        "finish in under 30 minutes on 2 CPU cores; see docs/training.md. The judged "
+        "development set (cmu_dog_judged) is never trained on (exit 2).",
+        epilog=recipes_help(),
+    )
     add_collection_argument(p)
     p.add_argument("--name", required=True, help="model name: saved as $DSR_HOME/models/NAME")
     for title, declared in GROUPS.items():
@@ -46,8 +48,7 @@ def recipes_help() -> str:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    card = train(args.collection, args.name, source=args.source, split=args.split,
-                 **param_values(args, PARAMS))
+    card = train(args.collection, args.name, source=args.source, split=args.split, **param_values(args, PARAMS))
     if args.json:
         json.dump(card, sys.stdout, indent=2, sort_keys=True)
         print()
@@ -61,15 +62,17 @@ def print_summary(card: dict[str, Any], final: Path) -> None:
     d = card["training_data"]
     print(f"model: {final}")
     if card.get("kind") == "bi-encoder":
-        print(f"use:   dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} "
-              f"--query {card['query']}{text_params(card)} --out RUN")
+        print(
+            f"use:   dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} "
+            f"--query {card['query']}{text_params(card)} --out RUN"
+        )
     else:
-        print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN "
-              f"(queries: {card['query']})")
-    print(f"data:  {d['pairs']} pairs ({d['positives']} positives) from {d['train_dialogues']} "
-          f"dialogues of {d['collection']}")
-    print(f"train: {describe_run(t)}; loss {t['train_loss']:.4f}"
-          + (f" (recipe {card['named_recipe']})" if card.get("named_recipe") else ""))
+        print(f"use:   dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN (queries: {card['query']})")
+    print(f"data:  {d['pairs']} pairs ({d['positives']} positives) from {d['train_dialogues']} dialogues of {d['collection']}")
+    print(
+        f"train: {describe_run(t)}; loss {t['train_loss']:.4f}"
+        + (f" (recipe {card['named_recipe']})" if card.get("named_recipe") else "")
+    )
     held = card.get("heldout")
     if held:
         print(f"held out ({held['dialogues']} dialogues):")

@@ -11,7 +11,8 @@ from dsr.core.errors import InputError
 from dsr.evaluation.trec_eval_measures import NICKNAMES, RELEASES, measures, supported
 from dsr.evaluation.trec_eval_tool import Options, trec_eval
 
-EPILOG = """\
+EPILOG = (
+    """\
 output: what trec_eval prints, byte for byte: one "measure<TAB>topic<TAB>value" line per value, the
 measure padded to 22 characters, counts as whole numbers (summed over topics on the "all" lines:
 num_q 3, num_ret 1500), every other value with 4 decimals (averaged; gm_map and gm_bpref
@@ -40,46 +41,99 @@ not supported (each is refused with exit 2, naming it; nothing is printed on std
 supported options: -q -m -c -l -M -J -n -N (utility's fourth coefficient) -Z (z-scores from a
 "topic measure mean sd" file) -o (obsolete in trec_eval: no effect) -v.
 exit codes: 0, or 2 with a message naming the file, line or option (trec_eval exits 1 to 8).
-""".replace("NICKS", ", ".join(NICKNAMES["10.0"])).replace(
-    "MEASURES_9", " ".join(supported("9.0.8"))).replace("MEASURES_10", " ".join(supported("10.0")))
+""".replace("NICKS", ", ".join(NICKNAMES["10.0"]))
+    .replace("MEASURES_9", " ".join(supported("9.0.8")))
+    .replace("MEASURES_10", " ".join(supported("10.0")))
+)
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "trec_eval", help=summary("trec_eval"),
+        "trec_eval",
+        help=summary("trec_eval"),
         description="trec_eval's command: the same options, measure names and output, so a script "
-                    "calling trec_eval gets the same bytes from dsr trec_eval.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "calling trec_eval gets the same bytes from dsr trec_eval.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("qrels", metavar="QRELS", help="TREC qrels (qid iter docid grade; plain or .gz)")
     p.add_argument("run", metavar="RUN", help="TREC run (qid Q0 docid rank score tag; plain or .gz)")
-    p.add_argument("-q", "--query_eval_wanted", action="store_true", dest="per_topic",
-                   help="a line per topic and measure too")
-    p.add_argument("-m", "--measure", action="append", dest="measures", metavar="MEASURE",
-                   help="a measure or nickname, NAME[.PARAMS] (repeatable; default official)")
-    p.add_argument("-c", "--complete_rel_info_wanted", action="store_true", dest="complete",
-                   help="average over every topic of the qrels (a topic the run lacks scores 0)")
-    p.add_argument("-l", "--level_for_rel", type=int, default=1, dest="level", metavar="N",
-                   help="the lowest grade that is relevant (default 1)")
-    p.add_argument("-M", "--Max_retrieved_per_topic", type=int, dest="max_docs", metavar="N",
-                   help="only the first N documents of each topic")
-    p.add_argument("-J", "--Judged_docs_only", action="store_true", dest="judged_only",
-                   help="drop unjudged documents from each ranking first")
-    p.add_argument("-n", "--nosummary", action="store_true", help="no summary (\"all\") lines")
-    p.add_argument("-N", "--Number_docs_in_coll", type=int, default=0, dest="num_docs", metavar="N",
-                   help="documents in the collection (utility's fourth coefficient reads it)")
-    p.add_argument("-Z", "--Zscore", dest="zscores", metavar="FILE",
-                   help="print z-scores, from a file of \"topic measure mean sd\" lines")
-    p.add_argument("-R", "--Rel_info_format", default="qrels", dest="rel_format", metavar="FORMAT",
-                   help="qrels (the only one supported; prefs, qrels_prefs and qrels_jg are not)")
-    p.add_argument("-T", "--Results_format", default="trec_results", dest="results_format",
-                   metavar="FORMAT", help="trec_results (the only format)")
+    p.add_argument("-q", "--query_eval_wanted", action="store_true", dest="per_topic", help="a line per topic and measure too")
+    p.add_argument(
+        "-m",
+        "--measure",
+        action="append",
+        dest="measures",
+        metavar="MEASURE",
+        help="a measure or nickname, NAME[.PARAMS] (repeatable; default official)",
+    )
+    p.add_argument(
+        "-c",
+        "--complete_rel_info_wanted",
+        action="store_true",
+        dest="complete",
+        help="average over every topic of the qrels (a topic the run lacks scores 0)",
+    )
+    p.add_argument(
+        "-l",
+        "--level_for_rel",
+        type=int,
+        default=1,
+        dest="level",
+        metavar="N",
+        help="the lowest grade that is relevant (default 1)",
+    )
+    p.add_argument(
+        "-M", "--Max_retrieved_per_topic", type=int, dest="max_docs", metavar="N", help="only the first N documents of each topic"
+    )
+    p.add_argument(
+        "-J",
+        "--Judged_docs_only",
+        action="store_true",
+        dest="judged_only",
+        help="drop unjudged documents from each ranking first",
+    )
+    p.add_argument("-n", "--nosummary", action="store_true", help='no summary ("all") lines')
+    p.add_argument(
+        "-N",
+        "--Number_docs_in_coll",
+        type=int,
+        default=0,
+        dest="num_docs",
+        metavar="N",
+        help="documents in the collection (utility's fourth coefficient reads it)",
+    )
+    p.add_argument(
+        "-Z", "--Zscore", dest="zscores", metavar="FILE", help='print z-scores, from a file of "topic measure mean sd" lines'
+    )
+    p.add_argument(
+        "-R",
+        "--Rel_info_format",
+        default="qrels",
+        dest="rel_format",
+        metavar="FORMAT",
+        help="qrels (the only one supported; prefs, qrels_prefs and qrels_jg are not)",
+    )
+    p.add_argument(
+        "-T",
+        "--Results_format",
+        default="trec_results",
+        dest="results_format",
+        metavar="FORMAT",
+        help="trec_results (the only format)",
+    )
     p.add_argument("-D", "--Debug_level", dest="debug", metavar="N", help="not supported")
-    p.add_argument("-o", "--Output_old_results_format", action="store_true", dest="old_format",
-                   help="obsolete in trec_eval; no effect")
-    p.add_argument("-v", "--version", action="store_true", dest="show_version",
-                   help="print the version (dsr's, and the trec_eval release followed)")
-    p.add_argument("--release", choices=RELEASES, default="9.0.8",
-                   help="whose rules: 9.0.8 (default) or 10.0 (see below)")
+    p.add_argument(
+        "-o", "--Output_old_results_format", action="store_true", dest="old_format", help="obsolete in trec_eval; no effect"
+    )
+    p.add_argument(
+        "-v",
+        "--version",
+        action="store_true",
+        dest="show_version",
+        help="print the version (dsr's, and the trec_eval release followed)",
+    )
+    p.add_argument("--release", choices=RELEASES, default="9.0.8", help="whose rules: 9.0.8 (default) or 10.0 (see below)")
     p.set_defaults(func=cmd_trec_eval)
 
 
@@ -88,10 +142,18 @@ def cmd_trec_eval(args: argparse.Namespace) -> int:
         print(f"trec_eval version {args.release} (dsr {__version__})", file=sys.stderr)
         return 0
     _refuse_unsupported(args)
-    options = Options(release=args.release, measures=args.measures, per_topic=args.per_topic,
-                      complete=args.complete, level=args.level, max_docs=args.max_docs,
-                      judged_only=args.judged_only, summary=not args.nosummary, num_docs=args.num_docs,
-                      zscores=args.zscores)
+    options = Options(
+        release=args.release,
+        measures=args.measures,
+        per_topic=args.per_topic,
+        complete=args.complete,
+        level=args.level,
+        max_docs=args.max_docs,
+        judged_only=args.judged_only,
+        summary=not args.nosummary,
+        num_docs=args.num_docs,
+        zscores=args.zscores,
+    )
     printed = trec_eval(args.qrels, args.run, options)
     for note in printed.notes:
         print(f"dsr trec_eval: note: {note}", file=sys.stderr)
@@ -103,13 +165,20 @@ def _refuse_unsupported(args: argparse.Namespace) -> None:
     """The options dsr does not support, each refused by name (never a silent difference)."""
     if args.rel_format != "qrels":
         known = args.rel_format in ("prefs", "qrels_prefs", "qrels_jg")
-        raise InputError(f"not supported: -R {args.rel_format}" + (
-            " (dsr trec_eval reads qrels only; the preference and judgement-group formats and their "
-            "measures are not computed)" if known else " (trec_eval has no such format; "
-                                                       "qrels is the one dsr reads)"), field="rel_format")
+        raise InputError(
+            f"not supported: -R {args.rel_format}"
+            + (
+                " (dsr trec_eval reads qrels only; the preference and judgement-group formats and their "
+                "measures are not computed)"
+                if known
+                else " (trec_eval has no such format; qrels is the one dsr reads)"
+            ),
+            field="rel_format",
+        )
     if args.results_format != "trec_results":
-        raise InputError(f"not supported: -T {args.results_format} (trec_results is trec_eval's only "
-                         "results format)", field="results_format")
+        raise InputError(
+            f"not supported: -T {args.results_format} (trec_results is trec_eval's only results format)", field="results_format"
+        )
     if args.debug is not None:
         raise InputError("not supported: -D (trec_eval's debug output)", field="debug")
     wanted = {name for m in args.measures or [] for name in [m.partition(".")[0]]}
@@ -118,5 +187,6 @@ def _refuse_unsupported(args: argparse.Namespace) -> None:
     other = next((r for r in RELEASES if r != args.release), None)
     for name in sorted(unknown):
         if other and name in {m.name for m in measures(other)}:
-            raise InputError(f"{name} is a measure of trec_eval {other}, not of {args.release}: "
-                             f"--release {other}", field="measures")
+            raise InputError(
+                f"{name} is a measure of trec_eval {other}, not of {args.release}: --release {other}", field="measures"
+            )

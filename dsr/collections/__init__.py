@@ -32,8 +32,11 @@ def _discover() -> tuple[str, ...]:
 
     Read, not imported, so that listing the names (``dsr --help``) loads no source module:
     adding a collection is one module here (and its test), with no list to edit."""
-    found = [path.stem for path in Path(__file__).parent.glob("*.py")
-             if re.search(r"^SOURCE = SourceInfo\(", path.read_text(encoding="utf-8"), re.M)]
+    found = [
+        path.stem
+        for path in Path(__file__).parent.glob("*.py")
+        if re.search(r"^SOURCE = SourceInfo\(", path.read_text(encoding="utf-8"), re.M)
+    ]
     return tuple(sorted(found, key=lambda name: (name != REFERENCE, name)))
 
 
@@ -58,20 +61,19 @@ class SourceInfo:
         """``split``, else the source's default split (an InputError when it has none)."""
         chosen = split or self.default_split
         if chosen is None:
-            raise InputError(f"{self.name} has no default split; give one of {', '.join(self.splits)}",
-                             field="split")
+            raise InputError(f"{self.name} has no default split; give one of {', '.join(self.splits)}", field="split")
         return chosen
 
 
 def source_module(name: str) -> ModuleType:
     if name not in REGISTERED:
-        raise InputError(f"unknown collection {name!r}; registered: {', '.join(REGISTERED)} "
-                         "(or pass a path to a benchmark .jsonl file)")
+        raise InputError(
+            f"unknown collection {name!r}; registered: {', '.join(REGISTERED)} (or pass a path to a benchmark .jsonl file)"
+        )
     return importlib.import_module(f"dsr.collections.{name}")
 
 
-def load_collection(spec: str | Path, source: str | Path | None = None,
-                    split: str | None = None) -> Collection:
+def load_collection(spec: str | Path, source: str | Path | None = None, split: str | None = None) -> Collection:
     """A registered name (``sigir2022``, ``cmu_dog``...) or a path to a benchmark file."""
     spec_str = str(spec)
     if spec_str in REGISTERED:
@@ -80,5 +82,4 @@ def load_collection(spec: str | Path, source: str | Path | None = None,
     path = Path(spec_str)
     if path.exists() or path.suffix in (".jsonl", ".json"):
         return read_benchmark(path)
-    raise InputError(f"unknown collection {spec_str!r}: not a registered name "
-                     f"({', '.join(REGISTERED)}) and no such file")
+    raise InputError(f"unknown collection {spec_str!r}: not a registered name ({', '.join(REGISTERED)}) and no such file")

@@ -60,8 +60,13 @@ TARGETS = ("preference", "assistant")
 
 #: ``build``'s parameters
 PARAMS = (
-    Param("targets", "preference", "str", "preference: USER turns with an ENTITY_PREFERENCE "
-          "annotation; assistant: every ASSISTANT turn", choices=TARGETS),
+    Param(
+        "targets",
+        "preference",
+        "str",
+        "preference: USER turns with an ENTITY_PREFERENCE annotation; assistant: every ASSISTANT turn",
+        choices=TARGETS,
+    ),
     Param("min_context", 2, "int", "turns required before the target", low=0),
     Param("check_offsets", True, "bool", "check each annotation's offsets against its text"),
 )
@@ -69,8 +74,8 @@ PARAMS = (
 SOURCE = SourceInfo(
     name=NAME,
     description="CCPE-M movie-preference elicitation dialogues with entity annotations; "
-                "query points (USER turns stating a preference) without candidates, "
-                "to be ranked against any sentence corpus",
+    "query points (USER turns stating a preference) without candidates, "
+    "to be ranked against any sentence corpus",
     licence="CC BY 4.0",
     repository=REPOSITORY,
     commit=COMMIT,
@@ -88,8 +93,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The query points from ``data.json`` (``source``: the file or its folder;
     default ``$DSR_HOME/data/ccpe``), built once and cached."""
     path = _data_path(resolve_source(NAME, source), split)
-    return cached_build(NAME, None, path.parent, [path], defaults(PARAMS), BUILDER_VERSION,
-                        lambda: build(path))
+    return cached_build(NAME, None, path.parent, [path], defaults(PARAMS), BUILDER_VERSION, lambda: build(path))
 
 
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:
@@ -113,39 +117,52 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
                     continue
                 subset = "assistant"
             else:
-                preferences = [s for s in u["segments"] for a in s["annotations"]
-                               if a["annotationType"] == "ENTITY_PREFERENCE"]
+                preferences = [s for s in u["segments"] for a in s["annotations"] if a["annotationType"] == "ENTITY_PREFERENCE"]
                 if u["speaker"] != "USER" or not preferences:
                     continue
                 first = min(preferences, key=lambda s: (s["startIndex"], s["endIndex"]))
-                subset = next(a["entityType"] for a in first["annotations"]
-                              if a["annotationType"] == "ENTITY_PREFERENCE").lower()
-            dialogues.append(Dialogue(
-                id=f"{conv['conversationId']}-{i}", title="", context=turns[:i], target=turns[i],
-                candidates=[], subset=subset, source=NAME,
-                meta={"conversationId": conv["conversationId"], "utterance": i,
-                      "target_segments": u["segments"],
-                      "context_segments": {str(k): utterances[k]["segments"] for k in range(i)
-                                           if utterances[k]["segments"]}},
-            ))
+                subset = next(a["entityType"] for a in first["annotations"] if a["annotationType"] == "ENTITY_PREFERENCE").lower()
+            dialogues.append(
+                Dialogue(
+                    id=f"{conv['conversationId']}-{i}",
+                    title="",
+                    context=turns[:i],
+                    target=turns[i],
+                    candidates=[],
+                    subset=subset,
+                    source=NAME,
+                    meta={
+                        "conversationId": conv["conversationId"],
+                        "utterance": i,
+                        "target_segments": u["segments"],
+                        "context_segments": {str(k): utterances[k]["segments"] for k in range(i) if utterances[k]["segments"]},
+                    },
+                )
+            )
     if not dialogues:
-        raise InputError(f"no query point ({options['targets']} turns after "
-                         f"{options['min_context']} turns)", path=path)
-    counts = Counter(a["annotationType"] for c in conversations for u in c["utterances"]
-                     for s in u["segments"] for a in s["annotations"])
-    return Collection(NAME, dialogues, meta={
-        "source": str(path), "params": options, "conversations": len(conversations),
-        "utterances": sum(len(c["utterances"]) for c in conversations),
-        "annotations": dict(sorted(counts.items())), "builder_version": BUILDER_VERSION,
-    })
+        raise InputError(f"no query point ({options['targets']} turns after {options['min_context']} turns)", path=path)
+    counts = Counter(
+        a["annotationType"] for c in conversations for u in c["utterances"] for s in u["segments"] for a in s["annotations"]
+    )
+    return Collection(
+        NAME,
+        dialogues,
+        meta={
+            "source": str(path),
+            "params": options,
+            "conversations": len(conversations),
+            "utterances": sum(len(c["utterances"]) for c in conversations),
+            "annotations": dict(sorted(counts.items())),
+            "builder_version": BUILDER_VERSION,
+        },
+    )
 
 
 def read_conversations(path: Path, check_offsets: bool = True) -> list[dict[str, Any]]:
     """``data.json`` checked against its documented schema; ``segments`` filled in as []."""
     raw = load_json(path)
     if not isinstance(raw, list):
-        raise InputError(f"expected a JSON array of conversations, got {type(raw).__name__}",
-                         path=path)
+        raise InputError(f"expected a JSON array of conversations, got {type(raw).__name__}", path=path)
     seen: set[str] = set()
     out = []
     for n, conv in enumerate(raw):
@@ -175,8 +192,7 @@ def read_conversations(path: Path, check_offsets: bool = True) -> list[dict[str,
             if isinstance(index, bool) or index != i:
                 raise error(f"expected {i} (0-based, in order), got {index!r}", f"{name}.index")
             if u.get("speaker") not in SPEAKERS:
-                raise error(f"expected USER or ASSISTANT, got {u.get('speaker')!r}",
-                            f"{name}.speaker")
+                raise error(f"expected USER or ASSISTANT, got {u.get('speaker')!r}", f"{name}.speaker")
             text = u.get("text")
             if not isinstance(text, str):
                 raise error("missing or not text", f"{name}.text")
@@ -185,8 +201,7 @@ def read_conversations(path: Path, check_offsets: bool = True) -> list[dict[str,
                 raise error("expected a list", f"{name}.segments")
             for k, seg in enumerate(segments):
                 _check_segment(seg, text, f"{name}.segments[{k}]", error, check_offsets)
-            checked.append({"index": i, "speaker": u["speaker"], "text": text,
-                            "segments": segments})
+            checked.append({"index": i, "speaker": u["speaker"], "text": text, "segments": segments})
         out.append({"conversationId": cid, "utterances": checked})
     if not out:
         raise InputError("no conversations", path=path)
@@ -205,13 +220,11 @@ def _check_segment(seg: Any, text: str, name: str, error, check_offsets: bool) -
     start, end = bounds["startIndex"], bounds["endIndex"]
     if not 0 <= start <= end <= len(text):
         bad = "startIndex" if start < 0 or start > min(end, len(text)) else "endIndex"
-        raise error(f"span {start}:{end} is not inside the utterance text "
-                    f"({len(text)} characters)", f"{name}.{bad}")
+        raise error(f"span {start}:{end} is not inside the utterance text ({len(text)} characters)", f"{name}.{bad}")
     if not isinstance(seg.get("text"), str):
         raise error("missing or not text", f"{name}.text")
     if check_offsets and text[start:end] != seg["text"]:
-        raise error(f"text[{start}:{end}] is {text[start:end]!r}, the segment says "
-                    f"{seg['text']!r}", f"{name}.text")
+        raise error(f"text[{start}:{end}] is {text[start:end]!r}, the segment says {seg['text']!r}", f"{name}.text")
     annotations = seg.get("annotations")
     if not isinstance(annotations, list) or not annotations:
         raise error("missing or empty", f"{name}.annotations")
@@ -220,11 +233,14 @@ def _check_segment(seg: Any, text: str, name: str, error, check_offsets: bool) -
         if not isinstance(a, dict):
             raise error("expected an object", where)
         if a.get("annotationType") not in ANNOTATION_TYPES:
-            raise error(f"unknown annotation type {a.get('annotationType')!r}; expected one of "
-                        f"{', '.join(ANNOTATION_TYPES)}", f"{where}.annotationType")
+            raise error(
+                f"unknown annotation type {a.get('annotationType')!r}; expected one of {', '.join(ANNOTATION_TYPES)}",
+                f"{where}.annotationType",
+            )
         if a.get("entityType") not in ENTITY_TYPES:
-            raise error(f"unknown entity type {a.get('entityType')!r}; expected one of "
-                        f"{', '.join(ENTITY_TYPES)}", f"{where}.entityType")
+            raise error(
+                f"unknown entity type {a.get('entityType')!r}; expected one of {', '.join(ENTITY_TYPES)}", f"{where}.entityType"
+            )
 
 
 def _data_path(source: Path, split: str | None) -> Path:
@@ -232,6 +248,7 @@ def _data_path(source: Path, split: str | None) -> Path:
         raise InputError(f"ccpe has no splits, got {split!r}", field="split")
     path = source / DATA_FILE if source.is_dir() else source
     if not path.is_file():
-        raise InputError(f"missing {DATA_FILE}; `dsr data fetch ccpe` downloads it, or pass "
-                         "the file or its folder as `source`", path=path)
+        raise InputError(
+            f"missing {DATA_FILE}; `dsr data fetch ccpe` downloads it, or pass the file or its folder as `source`", path=path
+        )
     return path

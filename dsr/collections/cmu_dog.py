@@ -78,8 +78,9 @@ BUILDER_VERSION = 1
 
 #: ``build``'s parameters
 PARAMS = (
-    Param("threshold", 0.5, "float", "share of the target turn's content words a relevant "
-          "sentence must contain", above=0, high=1),
+    Param(
+        "threshold", 0.5, "float", "share of the target turn's content words a relevant sentence must contain", above=0, high=1
+    ),
     Param("pool_size", 50, "int", "candidates per query point (BM25 top k)", low=1),
     Param("min_context", 2, "int", "turns required before the target", low=0),
 )
@@ -87,8 +88,8 @@ PARAMS = (
 SOURCE = SourceInfo(
     name=NAME,
     description="CMU_DoG movie chats grounded in 30 Wikipedia-derived documents; query = the "
-                "turns before a document-reader's turn, candidates = BM25 top 50 of the "
-                "documents' sentences, SILVER labels from content-word overlap with the turn",
+    "turns before a document-reader's turn, candidates = BM25 top 50 of the "
+    "documents' sentences, SILVER labels from content-word overlap with the turn",
     licence="none stated upstream; the documents are Wikipedia text (CC BY-SA)",
     repository=REPOSITORY,
     commit=COMMIT,
@@ -108,6 +109,7 @@ SECTION_SUBSET = {0: "section0", 1: "section1", 2: "section2", 3: "section3"}
 
 # --- public entry points ----------------------------------------------------------
 
+
 def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The collection for ``split`` (default ``valid``), built once and cached.
 
@@ -120,8 +122,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     split = SOURCE.split_or_default(split)
     _check_split(folder, split)
     inputs = sorted((folder / "Conversations" / split).glob("*.json")) + _wiki_files(folder)
-    return cached_build(NAME, split, folder, inputs, defaults(PARAMS), BUILDER_VERSION,
-                        lambda: build(folder, split))
+    return cached_build(NAME, split, folder, inputs, defaults(PARAMS), BUILDER_VERSION, lambda: build(folder, split))
 
 
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:
@@ -139,11 +140,9 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
 
     documents = read_documents(folder)
     # sorted by id, so the index order is the documented tie order (sentence id)
-    sentences = sorted((s for doc in documents.values() for s in doc.sentences),
-                       key=lambda s: s.id)
+    sentences = sorted((s for doc in documents.values() for s in doc.sentences), key=lambda s: s.id)
     # rank_bm25's BM25Okapi defaults (k1=1.5, b=0.75, epsilon=0.25) over the whole pool
-    index = BM25Index([s.id for s in sentences], [s.body for s in sentences], k1=1.5, b=0.75,
-                      stopwords=True, stem=True)
+    index = BM25Index([s.id for s in sentences], [s.body for s in sentences], k1=1.5, b=0.75, stopwords=True, stem=True)
     by_wiki_idx = {doc.wiki_idx: doc for doc in documents.values()}
 
     files = sorted((folder / "Conversations" / split).glob("*.json"))
@@ -167,26 +166,47 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
             for j, score in pool:
                 sentence = sentences[j]
                 label = grades.get(sentence.id, 0) if sentence.doc == doc.name else 0
-                candidates.append(Candidate(sentence.id, sentence.title, sentence.body,
-                                            score, label))
+                candidates.append(Candidate(sentence.id, sentence.title, sentence.body, score, label))
             if not any(c.label for c in candidates):
                 continue
-            dialogues.append(Dialogue(
-                id=f"{path.stem}-{i}", title=doc.movie, context=turns[:i], target=turns[i],
-                candidates=candidates, subset=SECTION_SUBSET[h["docIdx"]], source=NAME,
-                meta={"conversation": path.name, "turn": i, "document": doc.name,
-                      "wikiDocumentIdx": doc.wiki_idx, "docIdx": h["docIdx"],
-                      "whoSawDoc": sorted(conv["whoSawDoc"]), "rating": conv.get("rating"),
-                      "relevant_in_document": len(grades)},
-            ))
-    return Collection(f"{NAME}-{split}", dialogues, meta={
-        "source": str(folder), "split": split, "params": options,
-        "conversations": len(files), "eligible_turns": considered,
-        "sentences": len(sentences), "builder_version": BUILDER_VERSION,
-    })
+            dialogues.append(
+                Dialogue(
+                    id=f"{path.stem}-{i}",
+                    title=doc.movie,
+                    context=turns[:i],
+                    target=turns[i],
+                    candidates=candidates,
+                    subset=SECTION_SUBSET[h["docIdx"]],
+                    source=NAME,
+                    meta={
+                        "conversation": path.name,
+                        "turn": i,
+                        "document": doc.name,
+                        "wikiDocumentIdx": doc.wiki_idx,
+                        "docIdx": h["docIdx"],
+                        "whoSawDoc": sorted(conv["whoSawDoc"]),
+                        "rating": conv.get("rating"),
+                        "relevant_in_document": len(grades),
+                    },
+                )
+            )
+    return Collection(
+        f"{NAME}-{split}",
+        dialogues,
+        meta={
+            "source": str(folder),
+            "split": split,
+            "params": options,
+            "conversations": len(files),
+            "eligible_turns": considered,
+            "sentences": len(sentences),
+            "builder_version": BUILDER_VERSION,
+        },
+    )
 
 
 # --- documents -----------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Sentence:
@@ -226,25 +246,21 @@ def read_documents(folder: Path) -> dict[str, Document]:
         overview = _field(raw, "0", dict, where)
         wiki_idx = _field(raw, "wikiDocumentIdx", int, where)
         if wiki_idx in seen_idx:
-            raise InputError(f"wikiDocumentIdx {wiki_idx} also used by {seen_idx[wiki_idx].name}",
-                             field="wikiDocumentIdx", **where)
+            raise InputError(
+                f"wikiDocumentIdx {wiki_idx} also used by {seen_idx[wiki_idx].name}", field="wikiDocumentIdx", **where
+            )
         seen_idx[wiki_idx] = path
         movie = _clean(_field(overview, "movieName", str, where, "0.movieName"))
         parts: list[tuple[str, list[str]]] = []
-        parts.append(("introduction", _split(segmenter,
-                                             _field(overview, "introduction", str, where,
-                                                    "0.introduction"))))
+        parts.append(("introduction", _split(segmenter, _field(overview, "introduction", str, where, "0.introduction"))))
         for key in ("cast", "critical_response", "rating"):
             items = _field(overview, key, list, where, f"0.{key}")
             for k, item in enumerate(items):
                 if not isinstance(item, str):
-                    raise InputError(f"expected text, got {type(item).__name__}",
-                                     field=f"0.{key}[{k}]", **where)
+                    raise InputError(f"expected text, got {type(item).__name__}", field=f"0.{key}[{k}]", **where)
             parts.append((key, [_clean(t) for t in items]))
-        facts = {key: _clean(str(_field(overview, key, (str, int), where, f"0.{key}")))
-                 for key in ("director", "genre", "year")}
-        parts.append(("facts", [f"{movie}: directed by {facts['director']}; "
-                                f"genre: {facts['genre']}; year: {facts['year']}."]))
+        facts = {key: _clean(str(_field(overview, key, (str, int), where, f"0.{key}"))) for key in ("director", "genre", "year")}
+        parts.append(("facts", [f"{movie}: directed by {facts['director']}; genre: {facts['genre']}; year: {facts['year']}."]))
         for scene in ("1", "2", "3"):
             parts.append((f"scene{scene}", _split(segmenter, _field(raw, scene, str, where))))
         sentences = []
@@ -252,8 +268,7 @@ def read_documents(folder: Path) -> dict[str, Document]:
             # index counts only non-empty sentences, so ids never point at nothing
             for k, text in enumerate(t for t in texts if t):
                 sentences.append(Sentence(f"{path.stem}/{section}/{k}", path.stem, movie, text))
-        documents[path.stem] = Document(path.stem, wiki_idx, movie, sentences,
-                                        {s.id: content_words(s.body) for s in sentences})
+        documents[path.stem] = Document(path.stem, wiki_idx, movie, sentences, {s.id: content_words(s.body) for s in sentences})
     if not documents:
         raise InputError("no WikiData/*.json documents", path=folder / "WikiData")
     return documents
@@ -265,8 +280,8 @@ def _split(segmenter, text: str) -> list[str]:
 
 # --- silver labels ---------------------------------------------------------------
 
-def silver_grades(target: str, sentence_words: dict[str, set[str]],
-                  threshold: float) -> dict[str, int]:
+
+def silver_grades(target: str, sentence_words: dict[str, set[str]], threshold: float) -> dict[str, int]:
     """Sentence id -> grade (2 for the best coverage, ties included; 1 above threshold).
 
     Coverage = share of the target's content words found in the sentence; a
@@ -286,6 +301,7 @@ def silver_grades(target: str, sentence_words: dict[str, set[str]],
 
 # --- BM25 ------------------------------------------------------------------------
 
+
 def top_positive(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
     """The ``k`` best (index, score) with score > 0, score desc then index.
 
@@ -301,6 +317,7 @@ def top_positive(scores: np.ndarray, k: int) -> list[tuple[int, float]]:
 
 # --- conversations ---------------------------------------------------------------
 
+
 def read_conversation(path: Path, doc_indexes: set[int]) -> dict[str, Any]:
     """One conversation file, checked; adds ``ids`` (user1/user2 -> worker id)."""
     raw = load_json(path)
@@ -311,8 +328,7 @@ def read_conversation(path: Path, doc_indexes: set[int]) -> dict[str, Any]:
         raise InputError(f"expected user1 and/or user2, got {who!r}", field="whoSawDoc", **where)
     wiki_idx = _field(raw, "wikiDocumentIdx", int, where)
     if wiki_idx not in doc_indexes:
-        raise InputError(f"no WikiData document has wikiDocumentIdx {wiki_idx}",
-                         field="wikiDocumentIdx", **where)
+        raise InputError(f"no WikiData document has wikiDocumentIdx {wiki_idx}", field="wikiDocumentIdx", **where)
     ids = {}
     for user in ("user1", "user2"):
         value = raw.get(f"{user}_id")
@@ -323,22 +339,18 @@ def read_conversation(path: Path, doc_indexes: set[int]) -> dict[str, Any]:
         if not isinstance(h, dict):
             raise InputError("expected an object", field=name, **where)
         if h.get("uid") not in ("user1", "user2"):
-            raise InputError(f"expected user1 or user2, got {h.get('uid')!r}",
-                             field=f"{name}.uid", **where)
+            raise InputError(f"expected user1 or user2, got {h.get('uid')!r}", field=f"{name}.uid", **where)
         if not isinstance(h.get("text"), str):
             raise InputError("missing turn text", field=f"{name}.text", **where)
         if h.get("docIdx") not in SECTION_SUBSET or isinstance(h.get("docIdx"), bool):
-            raise InputError(f"expected a section index 0-3, got {h.get('docIdx')!r}",
-                             field=f"{name}.docIdx", **where)
-    return {"history": history, "whoSawDoc": set(who), "wikiDocumentIdx": wiki_idx,
-            "ids": ids, "rating": raw.get("rating")}
+            raise InputError(f"expected a section index 0-3, got {h.get('docIdx')!r}", field=f"{name}.docIdx", **where)
+    return {"history": history, "whoSawDoc": set(who), "wikiDocumentIdx": wiki_idx, "ids": ids, "rating": raw.get("rating")}
 
 
 def _progress(items, desc: str):
     from tqdm import tqdm
 
-    return tqdm(items, desc=desc, unit="file", file=sys.stderr, leave=False,
-                disable=len(items) < 50 or None)
+    return tqdm(items, desc=desc, unit="file", file=sys.stderr, leave=False, disable=len(items) < 50 or None)
 
 
 def _resolve(source: Path | None) -> Path:
@@ -347,11 +359,12 @@ def _resolve(source: Path | None) -> Path:
 
 def _check_split(folder: Path, split: str) -> None:
     if split not in SOURCE.splits:
-        raise InputError(f"unknown split {split!r} for cmu_dog; use one of "
-                         f"{', '.join(SOURCE.splits)}", field="split")
+        raise InputError(f"unknown split {split!r} for cmu_dog; use one of {', '.join(SOURCE.splits)}", field="split")
     if not (folder / "WikiData").is_dir():
-        raise InputError("no WikiData folder: expected the CMU_DoG repository layout "
-                         "(Conversations/<split>/*.json, WikiData/*.json)", path=folder)
+        raise InputError(
+            "no WikiData folder: expected the CMU_DoG repository layout (Conversations/<split>/*.json, WikiData/*.json)",
+            path=folder,
+        )
     conv = folder / "Conversations" / split
     if not conv.is_dir() or not any(conv.glob("*.json")):
         raise InputError(f"no conversations for split {split!r}", path=conv)

@@ -68,25 +68,31 @@ POINT_SETS = ("judged", "all", "pool")
 #: it reads CMU_DoG's files (``dsr data fetch cmu_dog``; the tests: ../shared/data/cmu_dog)
 DATA = "cmu_dog"
 PARAMS = (
-    Param("points", "judged", "str", "judged: the graded points, all 50 candidates; all: every "
-          "point (labels 0 where not graded); pool: the points to grade, pooled sentences only",
-          choices=POINT_SETS),
+    Param(
+        "points",
+        "judged",
+        "str",
+        "judged: the graded points, all 50 candidates; all: every "
+        "point (labels 0 where not graded); pool: the points to grade, pooled sentences only",
+        choices=POINT_SETS,
+    ),
 )
 
 SOURCE = SourceInfo(
     name=NAME,
     description="the judged CMU_DoG development set: one point per conversation of CMU_DoG valid "
-                "(those in no other split) and of a fixed train slice that training never sees; "
-                "shipped as ids and grades, joined to the CMU_DoG files by the builder",
-    licence="ids and grades: MIT (the project's); the text: as CMU_DoG (none stated; documents "
-            "CC BY-SA), read from --source",
+    "(those in no other split) and of a fixed train slice that training never sees; "
+    "shipped as ids and grades, joined to the CMU_DoG files by the builder",
+    licence="ids and grades: MIT (the project's); the text: as CMU_DoG (none stated; documents CC BY-SA), read from --source",
     repository=cmu_dog.REPOSITORY,
     commit=cmu_dog.COMMIT,
     splits=("dev",),
     default_split="dev",
     has_candidates=True,
-    notes=("--source is a CMU_DoG folder (Conversations/train, Conversations/valid, WikiData)",
-           "never trained on: dsr train drops these conversations"),
+    notes=(
+        "--source is a CMU_DoG folder (Conversations/train, Conversations/valid, WikiData)",
+        "never trained on: dsr train drops these conversations",
+    ),
 )
 
 
@@ -98,11 +104,15 @@ def default_folder() -> Path:
 def is_available(folder: Path | None = None) -> bool:
     """The points are made and the CMU_DoG files are in ``folder`` (default :func:`default_folder`)."""
     folder = Path(folder) if folder is not None else default_folder()
-    return bool(points()) and (folder / "WikiData").is_dir() and all(
-        (folder / "Conversations" / split).is_dir() for split in ("train", "valid"))
+    return (
+        bool(points())
+        and (folder / "WikiData").is_dir()
+        and all((folder / "Conversations" / split).is_dir() for split in ("train", "valid"))
+    )
 
 
 # --- the shipped points ------------------------------------------------------------
+
 
 @lru_cache(maxsize=1)
 def points() -> tuple[dict[str, Any], ...]:
@@ -130,6 +140,7 @@ def dev_conversations() -> dict[str, frozenset[str]]:
 
 # --- conversations shared between splits -------------------------------------------
 
+
 def turn_key(text: str) -> str | None:
     """The turn as compared across conversations (case and spacing ignored), or None for a
     turn too short to tell conversations apart."""
@@ -154,8 +165,7 @@ def read_split_turns(folder: Path, split: str) -> dict[str, set[str]]:
     return out
 
 
-def shared_conversations(conversations: Mapping[str, set[str]],
-                         others: Mapping[Any, set[str]]) -> dict[str, Any]:
+def shared_conversations(conversations: Mapping[str, set[str]], others: Mapping[Any, set[str]]) -> dict[str, Any]:
     """Which of ``conversations`` (name -> turn keys) also appear among ``others``: name -> the
     other conversation holding at least :data:`MIN_SHARED_TURNS` of its turns and at least half
     of them. On CMU_DoG: 45 train conversations share all their turns with a valid one, and no
@@ -176,8 +186,8 @@ def shared_conversations(conversations: Mapping[str, set[str]],
 
 # --- the definition (tools/make_cmu_dog_dev.py) ------------------------------------------
 
-def choose_points(valid: Collection, train: Collection, folder: Path,
-                  judged: Collection | None = None) -> list[dict[str, Any]]:
+
+def choose_points(valid: Collection, train: Collection, folder: Path, judged: Collection | None = None) -> list[dict[str, Any]]:
     """The development points (records without pools), by the definition above."""
     splits = {split: read_split_turns(folder, split) for split in ("train", "valid", "test")}
     shared = set()
@@ -205,9 +215,17 @@ def choose_points(valid: Collection, train: Collection, folder: Path,
             else:
                 point = random.Random(f"{SEED}:{name}").choice(sorted(by_conv[name], key=lambda d: d.id))
                 grades, origin = {}, "new"
-            records.append({"id": point.id, "split": split, "conversation": name,
-                            "turn": point.meta["turn"], "origin": origin, "pool": [],
-                            "grades": grades})
+            records.append(
+                {
+                    "id": point.id,
+                    "split": split,
+                    "conversation": name,
+                    "turn": point.meta["turn"],
+                    "origin": origin,
+                    "pool": [],
+                    "grades": grades,
+                }
+            )
     return records
 
 
@@ -226,6 +244,7 @@ def depth_pool(runs: Iterable[Mapping[str, list]], depth: int = 10) -> dict[str,
 
 # --- the builder --------------------------------------------------------------------------
 
+
 def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The graded development points (``points="judged"``), built from ``source``."""
     return build(resolve_source("cmu_dog", source), split)
@@ -238,30 +257,44 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     which = check_params(params, PARAMS, NAME)["points"]
     records = points()
     if not records:
-        raise InputError(f"no development points: {POINTS_FILE.name} is not made yet "
-                         "(tools/make_cmu_dog_dev.py)", path=POINTS_FILE)
+        raise InputError(
+            f"no development points: {POINTS_FILE.name} is not made yet (tools/make_cmu_dog_dev.py)", path=POINTS_FILE
+        )
     built = {split: {d.id: d for d in cmu_dog.load(Path(source), split)} for split in ("valid", "train")}
     dialogues = []
     for record in records:
         dialogue = built[record["split"]].get(record["id"])
         if dialogue is None:
-            raise InputError(f"point {record['id']!r} is not a query point of CMU_DoG "
-                             f"{record['split']} in this folder (other CMU_DoG files?)",
-                             path=source, record=record["id"])
+            raise InputError(
+                f"point {record['id']!r} is not a query point of CMU_DoG {record['split']} in this folder (other CMU_DoG files?)",
+                path=source,
+                record=record["id"],
+            )
         graded = bool(record["grades"])
         if (which == "judged" and not any(record["grades"].values())) or (which == "pool" and graded):
             continue
         dialogues.append(_point(dialogue, record, which))
-    return Collection(NAME, dialogues, meta={"source": str(source), "split": "dev", "points": which,
-                                             "judged": which == "judged"})
+    return Collection(NAME, dialogues, meta={"source": str(source), "split": "dev", "points": which, "judged": which == "judged"})
 
 
 def _point(dialogue: Dialogue, record: Mapping[str, Any], which: str) -> Dialogue:
     grades = record["grades"]
     candidates = [c for c in dialogue.candidates if which != "pool" or c.id in set(record["pool"])]
     labelled = [type(c)(c.id, c.title, c.body, c.score, int(grades.get(c.id, 0))) for c in candidates]
-    meta = {**dialogue.meta, "split": record["split"], "origin": record.get("origin"),
-            "judged": bool(grades), "pool": len(record["pool"])}
-    return Dialogue(id=dialogue.id, title=dialogue.title, context=dialogue.context,
-                    target=dialogue.target, candidates=labelled, subset=dialogue.subset,
-                    source=NAME, meta=meta)
+    meta = {
+        **dialogue.meta,
+        "split": record["split"],
+        "origin": record.get("origin"),
+        "judged": bool(grades),
+        "pool": len(record["pool"]),
+    }
+    return Dialogue(
+        id=dialogue.id,
+        title=dialogue.title,
+        context=dialogue.context,
+        target=dialogue.target,
+        candidates=labelled,
+        subset=dialogue.subset,
+        source=NAME,
+        meta=meta,
+    )

@@ -46,9 +46,11 @@ from dsr.core.home import data_dir
 NAME = "cmu_dog_judged"
 FILE_NAME = "cmu_dog-valid-judged.jsonl"
 #: content hashes (dsr.core.data.Collection.content_hash) of the published judged files
-KNOWN_HASHES: frozenset[str] = frozenset({
-    "896240b0fe42ae3a7bc539c341c12107c0c584f9ca72760eddf06cae7b9e47a8",  # 2026-11-22, 115 points
-})
+KNOWN_HASHES: frozenset[str] = frozenset(
+    {
+        "896240b0fe42ae3a7bc539c341c12107c0c584f9ca72760eddf06cae7b9e47a8",  # 2026-11-22, 115 points
+    }
+)
 #: point fingerprint -> label tag (null: the silver labels are the same) of each judged point
 FINGERPRINTS_FILE = Path(__file__).parent / "data" / "cmu_dog_judged.fingerprints.json"
 #: this many training dialogues carrying judged labels make a refusal (one may be chance)
@@ -61,7 +63,7 @@ DATA = "judged"
 SOURCE = SourceInfo(
     name=NAME,
     description="115 CMU_DoG valid query points (the project's 50-candidate BM25 pools) with "
-                "judged 0/1/2 relevance for the next turn: a development set, never trained on",
+    "judged 0/1/2 relevance for the next turn: a development set, never trained on",
     licence="as CMU_DoG (none stated; documents CC BY-SA)",
     repository="",
     commit="",
@@ -88,11 +90,13 @@ def is_available(folder: Path | None = None) -> bool:
 def not_here_message(folder: Path) -> str:
     """What to do when the judged file is not in its default folder: it is not downloadable
     (``dsr data fetch`` has no plan for it), so it is copied there, or named with --source."""
-    return (f"no {FILE_NAME} here, and `dsr data fetch` cannot download it (the judged set is "
-            f"shared with the project, not published): copy it into this folder, e.g. "
-            f"`mkdir -p {folder} && cp ../shared/data/judged/{FILE_NAME} {folder}/` (then "
-            f"ir_datasets.load('dsr/{NAME}') and every dsr command find it), or give dsr commands "
-            f"--source ../shared/data/judged")
+    return (
+        f"no {FILE_NAME} here, and `dsr data fetch` cannot download it (the judged set is "
+        f"shared with the project, not published): copy it into this folder, e.g. "
+        f"`mkdir -p {folder} && cp ../shared/data/judged/{FILE_NAME} {folder}/` (then "
+        f"ir_datasets.load('dsr/{NAME}') and every dsr command find it), or give dsr commands "
+        f"--source ../shared/data/judged"
+    )
 
 
 def data_file(source: Path | None) -> Path:
@@ -104,9 +108,11 @@ def data_file(source: Path | None) -> Path:
     folder = resolve_source(NAME, source)
     path = folder / FILE_NAME
     if not path.is_file():
-        raise InputError(f"no {FILE_NAME} in this folder; pass the folder that holds it "
-                         "as `source` (in this project: ../shared/data/judged)", path=folder,
-                         field="source")
+        raise InputError(
+            f"no {FILE_NAME} in this folder; pass the folder that holds it as `source` (in this project: ../shared/data/judged)",
+            path=folder,
+            field="source",
+        )
     return path
 
 
@@ -125,10 +131,14 @@ def is_judged(collection: Collection, spec: str | None = None) -> bool:
     file named like it, a known content hash, a collection marked ``judged``, or
     :data:`CARRYING_LIMIT` dialogues or more carrying judged labels (:func:`judged_points`)."""
     path = str(collection.meta.get("path") or spec or "")
-    return (collection.name == NAME or bool(collection.meta.get("judged"))
-            or Path(path).name == FILE_NAME or "judged" in Path(path).name.lower()
-            or collection.content_hash in KNOWN_HASHES
-            or len(judged_points(collection)[1]) >= CARRYING_LIMIT)
+    return (
+        collection.name == NAME
+        or bool(collection.meta.get("judged"))
+        or Path(path).name == FILE_NAME
+        or "judged" in Path(path).name.lower()
+        or collection.content_hash in KNOWN_HASHES
+        or len(judged_points(collection)[1]) >= CARRYING_LIMIT
+    )
 
 
 def point_fingerprint(dialogue: Dialogue) -> str:

@@ -29,9 +29,15 @@ def params_note(declared: Declaration) -> str:
     return "parameters: " + ", ".join(f"{p.name} ({json.dumps(p.default)})" for p in declared)
 
 
-def cached_build(name: str, split: str | None, source: Path, inputs: list[Path],
-                 params: dict[str, Any], version: int,
-                 builder: Callable[[], Collection]) -> Collection:
+def cached_build(
+    name: str,
+    split: str | None,
+    source: Path,
+    inputs: list[Path],
+    params: dict[str, Any],
+    version: int,
+    builder: Callable[[], Collection],
+) -> Collection:
     """``builder()``'s collection, cached as a benchmark file under ``$DSR_HOME/collections/NAME``.
 
     The cache key hashes the builder version, split, parameters and every input
@@ -43,8 +49,7 @@ def cached_build(name: str, split: str | None, source: Path, inputs: list[Path],
     an interrupted build leaves no manifest that points at it.
     """
     digest = hashlib.sha256()
-    digest.update(json.dumps({"name": name, "split": split, "params": params,
-                              "version": version}, sort_keys=True).encode())
+    digest.update(json.dumps({"name": name, "split": split, "params": params, "version": version}, sort_keys=True).encode())
     for path in inputs:
         digest.update(str(path.relative_to(source)).encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
@@ -69,21 +74,30 @@ def cached_build(name: str, split: str | None, source: Path, inputs: list[Path],
         if cached is not None and cached.content_hash == manifest.get("content_hash"):
             cached.meta = {**manifest.get("meta", {}), "cache": str(bench)}
             return cached
-        print(f"{label}: cached build at {bench} is damaged (fails its checksum); rebuilding",
-              file=sys.stderr)
+        print(f"{label}: cached build at {bench} is damaged (fails its checksum); rebuilding", file=sys.stderr)
     elif manifest:
         print(f"{label}: source, parameters or builder changed; rebuilding", file=sys.stderr)
     require_writable(folder)
     started = time.perf_counter()
     collection = builder()
     write_benchmark(collection, bench)
-    write_json(manifest_path, {
-        "key": key, "name": name, "split": split, "params": params, "builder_version": version,
-        "sha256": checksum(bench),
-        "content_hash": collection.content_hash, "dialogues": len(collection),
-        "source": str(source), "inputs": len(inputs),
-        "seconds": round(time.perf_counter() - started, 3), "meta": collection.meta,
-    })
+    write_json(
+        manifest_path,
+        {
+            "key": key,
+            "name": name,
+            "split": split,
+            "params": params,
+            "builder_version": version,
+            "sha256": checksum(bench),
+            "content_hash": collection.content_hash,
+            "dialogues": len(collection),
+            "source": str(source),
+            "inputs": len(inputs),
+            "seconds": round(time.perf_counter() - started, 3),
+            "meta": collection.meta,
+        },
+    )
     collection.meta = {**collection.meta, "cache": str(bench)}
     return collection
 
@@ -92,7 +106,10 @@ def resolve_source(name: str, source: Path | None) -> Path:
     """``source`` or ``$DSR_HOME/data/NAME``; missing -> InputError saying how to get it."""
     folder = Path(source) if source is not None else data_dir(name)
     if not folder.exists():
-        how = ("pass the folder with --source DIR" if source is not None else
-               f"run `dsr data fetch {name}` to download it, or pass a local copy with --source DIR")
+        how = (
+            "pass the folder with --source DIR"
+            if source is not None
+            else f"run `dsr data fetch {name}` to download it, or pass a local copy with --source DIR"
+        )
         raise InputError(f"no {name} data here; {how}", path=folder)
     return folder

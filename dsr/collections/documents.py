@@ -44,9 +44,12 @@ def documents_folder(collection: Collection, documents: str | Path | None = None
             return Path(own)
     folder = resolve_source("cmu_dog", Path(documents) if documents is not None else None)
     if not (folder / "WikiData").is_dir():
-        raise InputError("the context text form needs the documents the candidates come from: "
-                         "a CMU_DoG folder with WikiData/ (the parameter `documents`)", path=folder,
-                         field="documents")
+        raise InputError(
+            "the context text form needs the documents the candidates come from: "
+            "a CMU_DoG folder with WikiData/ (the parameter `documents`)",
+            path=folder,
+            field="documents",
+        )
     return folder
 
 
@@ -55,38 +58,47 @@ def _neighbours(folder: str, window: int) -> Neighbours:
     around: Neighbours = {}
     for document in read_documents(Path(folder)).values():
         sections: dict[str, list[tuple[str, str]]] = {}
-        for sentence in document.sentences:   # in document order
+        for sentence in document.sentences:  # in document order
             sections.setdefault(sentence.id.rsplit("/", 1)[0], []).append((sentence.id, sentence.body))
         for rows in sections.values():
             for i, (sid, _) in enumerate(rows):
-                around[sid] = ([body for _, body in rows[max(0, i - window):i]],
-                               [body for _, body in rows[i + 1:i + 1 + window]])
+                around[sid] = (
+                    [body for _, body in rows[max(0, i - window) : i]],
+                    [body for _, body in rows[i + 1 : i + 1 + window]],
+                )
     return around
 
 
-def neighbours(collection: Collection, documents: str | Path | None = None,
-               window: int = DEFAULT_WINDOW) -> Neighbours:
+def neighbours(collection: Collection, documents: str | Path | None = None, window: int = DEFAULT_WINDOW) -> Neighbours:
     """Sentence id -> (previous sentences, nearest last; next sentences, nearest first), up to
     ``window`` each side, for every candidate of ``collection``; a candidate that is not a
     sentence of the documents is bad input naming its dialogue."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise InputError(f"the context window must be a whole number >= 1, got {window!r}",
-                         field="context")
+        raise InputError(f"the context window must be a whole number >= 1, got {window!r}", field="context")
     folder = documents_folder(collection, documents)
     around = _neighbours(str(folder.resolve()), window)
     for dialogue in collection:
         for c in dialogue.candidates:
             if c.id not in around:
-                raise InputError(f"candidate {c.id!r} is not a sentence of the documents in "
-                                 f"{folder} (ids <document>/<section>/<index>), so it has no "
-                                 "neighbours for the context text form", record=dialogue.id,
-                                 field="candidates[].id")
+                raise InputError(
+                    f"candidate {c.id!r} is not a sentence of the documents in "
+                    f"{folder} (ids <document>/<section>/<index>), so it has no "
+                    "neighbours for the context text form",
+                    record=dialogue.id,
+                    field="candidates[].id",
+                )
     return around
 
 
-def candidate_renderer(collection: Collection, text: str, *, documents: str | Path | None = None,
-                       window: int = DEFAULT_WINDOW, model_path: str | Path | None = None,
-                       max_length: int | None = None) -> Callable[[Candidate], str]:
+def candidate_renderer(
+    collection: Collection,
+    text: str,
+    *,
+    documents: str | Path | None = None,
+    window: int = DEFAULT_WINDOW,
+    model_path: str | Path | None = None,
+    max_length: int | None = None,
+) -> Callable[[Candidate], str]:
     """Candidate -> the text a model reads, in form ``text``.
 
     ``body`` and ``title: body`` need nothing else. The context form reads the
@@ -105,4 +117,5 @@ def candidate_renderer(collection: Collection, text: str, *, documents: str | Pa
     def render(candidate: Candidate) -> str:
         before, after = around[candidate.id]
         return context_text(candidate, before, after, budget=budget, count=count)
+
     return render

@@ -120,16 +120,16 @@ class Plan:
 def sources() -> list[str]:
     """The sources ``dsr data fetch`` can download: those whose manifest has a fetch section."""
     folder = resources.files("dsr.collections").joinpath("manifests")
-    names = sorted(entry.name[:-len(".json")] for entry in folder.iterdir()
-                   if entry.name.endswith(".json"))
+    names = sorted(entry.name[: -len(".json")] for entry in folder.iterdir() if entry.name.endswith(".json"))
     return [name for name in names if "fetch" in _manifest_file(name)]
 
 
 def plan_for(name: str, revision: str | None = None) -> Plan:
     """The download plan of source ``name`` (at ``revision``: its pinned commit by default)."""
     if name not in sources():
-        raise InputError(f"cannot fetch {name!r}; sources: {', '.join(sources())} "
-                         "(a bundled collection ships with the package)", field="name")
+        raise InputError(
+            f"cannot fetch {name!r}; sources: {', '.join(sources())} (a bundled collection ships with the package)", field="name"
+        )
     manifest = _manifest_file(name)
     section = manifest["fetch"]
     plan = section
@@ -137,12 +137,18 @@ def plan_for(name: str, revision: str | None = None) -> Plan:
         plan = section.get("revisions", {}).get(revision)
         if plan is None:
             known = ["current", *section.get("revisions", {})]
-            raise InputError(f"no revision {revision!r} for {name}; known: {', '.join(known)}",
-                             field="revision")
-    return Plan(name, manifest["repository"], plan.get("commit", manifest["commit"]),
-                manifest["commit"], tuple(Remote.from_json(f) for f in plan["files"]),
-                tuple(plan.get("first_use", ())), tuple(plan.get("required", ())),
-                plan.get("description", ""), (revision or "") if plan is not section else "")
+            raise InputError(f"no revision {revision!r} for {name}; known: {', '.join(known)}", field="revision")
+    return Plan(
+        name,
+        manifest["repository"],
+        plan.get("commit", manifest["commit"]),
+        manifest["commit"],
+        tuple(Remote.from_json(f) for f in plan["files"]),
+        tuple(plan.get("first_use", ())),
+        tuple(plan.get("required", ())),
+        plan.get("description", ""),
+        (revision or "") if plan is not section else "",
+    )
 
 
 @dataclass
@@ -154,7 +160,6 @@ class FetchResult:
     commit: str
     files: dict[str, str] = field(default_factory=dict)  # path -> how it was verified
     failed: dict[str, str] = field(default_factory=dict)  # path -> why it was rejected
-
 
 
 def load_manifest(name: str) -> dict[str, str]:
@@ -171,12 +176,12 @@ def load_sizes(name: str) -> dict[str, int]:
 def _manifest_file(name: str) -> dict:
     """``manifests/NAME.json``: the source's repository, pinned commit, fetch plan, git blob
     ids and sizes (read once)."""
-    text = resources.files("dsr.collections").joinpath("manifests", f"{name}.json").read_text(
-        encoding="utf-8")
+    text = resources.files("dsr.collections").joinpath("manifests", f"{name}.json").read_text(encoding="utf-8")
     return json.loads(text)
 
 
 # --- the plan ---------------------------------------------------------------
+
 
 def default_dest(name: str, revision: str | None = None) -> Path:
     return data_dir(plan_for(name, revision).folder_name)
@@ -186,9 +191,7 @@ def is_available(name: str, folder: str | Path | None = None) -> bool:
     """Whether ``folder`` (default: the cache) holds what ``load``/``build`` needs."""
     plan = plan_for(name)
     folder = Path(folder) if folder is not None else data_dir(plan.folder_name)
-    return all((folder / p).exists() or (folder / PurePosixPath(p).name).exists()
-               for p in plan.required)
-
+    return all((folder / p).exists() or (folder / PurePosixPath(p).name).exists() for p in plan.required)
 
 
 def _base_url(base_url: str | None) -> str:
@@ -205,10 +208,20 @@ def _url(base: str, plan: Plan, remote: Remote) -> str:
 
 # --- fetching ---------------------------------------------------------------
 
-def fetch(name: str, dest: str | Path | None = None, *, base_url: str | None = None,
-          revision: str | None = None, force: bool = False, timeout: float = DEFAULT_TIMEOUT,
-          manifest: dict[str, str] | None = None, progress: bool = True,
-          deadline: float | None = None, max_bytes: int | None = None) -> FetchResult:
+
+def fetch(
+    name: str,
+    dest: str | Path | None = None,
+    *,
+    base_url: str | None = None,
+    revision: str | None = None,
+    force: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    manifest: dict[str, str] | None = None,
+    progress: bool = True,
+    deadline: float | None = None,
+    max_bytes: int | None = None,
+) -> FetchResult:
     """Download and verify a source into ``dest`` (default ``DSR_HOME/data/NAME``).
 
     ``manifest`` replaces the shipped git blob ids (``{[commit:]path: blob}``);
@@ -222,11 +235,18 @@ def fetch(name: str, dest: str | Path | None = None, *, base_url: str | None = N
     only a first-use checksum would vouch for, folders it created that are empty).
     """
     plan = plan_for(name, revision)
-    limits = Limits(timeout=timeout, deadline=_deadline(deadline),
-                    max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes))
-    job = _Fetch(plan, Path(dest) if dest is not None else data_dir(plan.folder_name),
-                 _base_url(base_url), manifest if manifest is not None else
-                 load_manifest(plan.name), limits, force, progress)
+    limits = Limits(
+        timeout=timeout, deadline=_deadline(deadline), max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)
+    )
+    job = _Fetch(
+        plan,
+        Path(dest) if dest is not None else data_dir(plan.folder_name),
+        _base_url(base_url),
+        manifest if manifest is not None else load_manifest(plan.name),
+        limits,
+        force,
+        progress,
+    )
     return job.run()
 
 
@@ -254,8 +274,7 @@ class _Fetch:
     checksums and, after a failure, removes what this fetch wrote unverified.
     """
 
-    def __init__(self, plan: Plan, dest: Path, base: str, blobs: dict[str, str], limits: Limits,
-                 force: bool, progress: bool):
+    def __init__(self, plan: Plan, dest: Path, base: str, blobs: dict[str, str], limits: Limits, force: bool, progress: bool):
         self.plan, self.dest, self.base, self.blobs = plan, dest, base, blobs
         self.limits, self.force, self.progress = limits, force, progress
         self.sizes = load_sizes(plan.name)
@@ -285,7 +304,9 @@ class _Fetch:
                 f"{len(self.result.failed)} file(s) failed verification (downloaded from "
                 f"{self.base}); each one that arrived was deleted:\n{lines}\n"
                 "No first-use checksum was recorded from this fetch. If a mirror served them, "
-                f"check `base_url` / ${BASE_URL_ENV}; otherwise report it.", path=self.dest)
+                f"check `base_url` / ${BASE_URL_ENV}; otherwise report it.",
+                path=self.dest,
+            )
         return self.result
 
     def fetch_raw(self, remote: Remote) -> None:
@@ -295,8 +316,7 @@ class _Fetch:
         target = self.dest / remote.path
         self.mkdir(target.parent)
         with temp_beside(target, ".part") as (tmp, out):
-            _download(self.url(remote), out, self.plan.name, self.limits, self.cap(remote.path),
-                      self.progress, target.name)
+            _download(self.url(remote), out, self.plan.name, self.limits, self.cap(remote.path), self.progress, target.name)
             out.close()
             self.verify(tmp, remote.path, commit)
 
@@ -308,8 +328,7 @@ class _Fetch:
         url = self.url(remote)
         target = self.dest / (PurePosixPath(remote.path).name or "archive.tar.gz")
         with temp_beside(target, ".part") as (archive, out), contextlib.ExitStack() as staged:
-            _download(url, out, self.plan.name, self.limits, self.limits.max_bytes,
-                      self.progress, target.name)
+            _download(url, out, self.plan.name, self.limits, self.limits.max_bytes, self.progress, target.name)
             out.close()
             # every wanted member goes to a temporary file first; only once the whole
             # archive has been read without error are they verified and renamed
@@ -321,16 +340,21 @@ class _Fetch:
         for rel in sorted(wanted - set(members)):
             self.fail(rel, "missing from the downloaded archive")
 
-    def unpack(self, archive: Path, remote: Remote, url: str, wanted: set[str],
-               staged: contextlib.ExitStack, members: dict[str, Path]) -> None:
+    def unpack(
+        self, archive: Path, remote: Remote, url: str, wanted: set[str], staged: contextlib.ExitStack, members: dict[str, Path]
+    ) -> None:
         """Copy each wanted member to a temporary file beside its target (into ``members``)."""
-        for rel, handle in tqdm(_members(archive, remote, url, self.cap, self.limits),
-                                desc=f"{self.plan.name}: unpacking", unit="file",
-                                total=len(wanted) or None, file=sys.stderr,
-                                disable=not self.progress or None, leave=False):
+        for rel, handle in tqdm(
+            _members(archive, remote, url, self.cap, self.limits),
+            desc=f"{self.plan.name}: unpacking",
+            unit="file",
+            total=len(wanted) or None,
+            file=sys.stderr,
+            disable=not self.progress or None,
+            leave=False,
+        ):
             if rel in members:
-                raise InputError(f"the archive holds {rel} twice; downloaded from {url}",
-                                 path=self.dest / rel)
+                raise InputError(f"the archive holds {rel} twice; downloaded from {url}", path=self.dest / rel)
             target = self.dest / rel
             self.mkdir(target.parent)
             tmp, out = staged.enter_context(temp_beside(target, ".part"))
@@ -339,8 +363,7 @@ class _Fetch:
             members[rel] = tmp
 
     def finish(self, ok: bool) -> None:
-        _write_record(self.dest / CHECKSUMS, self.plan, self.record, self.new_records,
-                      trust_new=ok)
+        _write_record(self.dest / CHECKSUMS, self.plan, self.record, self.new_records, trust_new=ok)
         if ok:
             return
         for path in self.first_use_written:  # no record vouches for them now
@@ -407,10 +430,14 @@ class _Fetch:
         if want is None:
             self.first_use_written.append(final)
         self.result.files[rel] = how
-        self.new_records[rel] = {"sha256": sha, "git_blob": blob, "commit": commit,
-                                 "size": final.stat().st_size,
-                                 "verified_by": how if want is not None else "first use",
-                                 "recorded": self.record.get(rel, {}).get("recorded") or _today()}
+        self.new_records[rel] = {
+            "sha256": sha,
+            "git_blob": blob,
+            "commit": commit,
+            "size": final.stat().st_size,
+            "verified_by": how if want is not None else "first use",
+            "recorded": self.record.get(rel, {}).get("recorded") or _today(),
+        }
         return True
 
     def local_ok(self, rel: str, commit: str) -> bool:
@@ -426,25 +453,29 @@ class _Fetch:
             return False
         old = self.record.get(rel, {})
         self.result.files[rel] = "already present, verified"
-        self.new_records[rel] = {**old, "sha256": sha, "git_blob": blob, "commit": commit,
-                                 "size": final.stat().st_size,
-                                 "verified_by": old.get("verified_by", want[0]),
-                                 "recorded": old.get("recorded") or _today()}
+        self.new_records[rel] = {
+            **old,
+            "sha256": sha,
+            "git_blob": blob,
+            "commit": commit,
+            "size": final.stat().st_size,
+            "verified_by": old.get("verified_by", want[0]),
+            "recorded": old.get("recorded") or _today(),
+        }
         return True
 
     def fail(self, rel: str, why: str, done: str = "") -> None:
         self.result.failed[rel] = why
-        print(f"dsr: verification FAILED for {rel}: {why}" + (f"; {done}" if done else ""),
-              file=sys.stderr)
+        print(f"dsr: verification FAILED for {rel}: {why}" + (f"; {done}" if done else ""), file=sys.stderr)
 
 
-def _archive_expected(plan: Plan, remote: Remote, blobs: dict[str, str],
-                      record: dict[str, dict]) -> set[str]:
+def _archive_expected(plan: Plan, remote: Remote, blobs: dict[str, str], record: dict[str, dict]) -> set[str]:
     """Members an archive must contain: those with a known blob id or a first-use record."""
     return {p for p in (*blobs, *record) if ":" not in p and _matches(p, remote.keep)}
 
 
 # --- CHECKSUMS.json ---------------------------------------------------------
+
 
 def _read_record(path: Path, plan: Plan) -> dict[str, dict]:
     """Per-file records of an earlier fetch at the same commit ({} when none)."""
@@ -453,8 +484,9 @@ def _read_record(path: Path, plan: Plan) -> dict[str, dict]:
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise InputError(f"unreadable checksum record ({err}); delete it only if you trust "
-                         "the files beside it", path=path) from None
+        raise InputError(
+            f"unreadable checksum record ({err}); delete it only if you trust the files beside it", path=path
+        ) from None
     if not isinstance(obj, dict) or not isinstance(obj.get("files"), dict):
         raise InputError("not a dsr checksum record", path=path, field="files")
     if obj.get("commit") != plan.commit or obj.get("repository") != plan.repository:
@@ -462,13 +494,12 @@ def _read_record(path: Path, plan: Plan) -> dict[str, dict]:
     files = {}
     for rel, entry in obj["files"].items():
         if not isinstance(entry, dict) or not isinstance(entry.get("sha256"), str):
-            raise InputError("expected {\"sha256\": ...}", path=path, record=rel, field="sha256")
+            raise InputError('expected {"sha256": ...}', path=path, record=rel, field="sha256")
         files[rel] = entry
     return files
 
 
-def _write_record(path: Path, plan: Plan, old: dict[str, dict], new: dict[str, dict],
-                  trust_new: bool) -> None:
+def _write_record(path: Path, plan: Plan, old: dict[str, dict], new: dict[str, dict], trust_new: bool) -> None:
     files = dict(old)
     for rel, entry in new.items():
         if entry.get("verified_by") == "first use" and not trust_new:
@@ -476,14 +507,17 @@ def _write_record(path: Path, plan: Plan, old: dict[str, dict], new: dict[str, d
         files[rel] = entry
     if not files and not path.exists():
         return
-    write_json(path, {
-        "name": plan.name,
-        "repository": plan.repository,
-        "commit": plan.commit,
-        "about": "sha256 of each file as verified by dsr data fetch; files without a published "
-                 "git blob id were recorded on first use and every later fetch must match",
-        "files": dict(sorted(files.items())),
-    })
+    write_json(
+        path,
+        {
+            "name": plan.name,
+            "repository": plan.repository,
+            "commit": plan.commit,
+            "about": "sha256 of each file as verified by dsr data fetch; files without a published "
+            "git blob id were recorded on first use and every later fetch must match",
+            "files": dict(sorted(files.items())),
+        },
+    )
 
 
 def _today() -> str:

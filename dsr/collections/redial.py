@@ -93,8 +93,8 @@ PARAMS = (
 SOURCE = SourceInfo(
     name=NAME,
     description="ReDial movie-recommendation chats as next-mention retrieval: rank 50 movies "
-                "(co-mentions with the context's movies + a popularity prior) for a "
-                "recommender turn that names a new movie; relevant = the movies it names",
+    "(co-mentions with the context's movies + a popularity prior) for a "
+    "recommender turn that names a new movie; relevant = the movies it names",
     licence="CC BY 4.0",
     repository=REPOSITORY,
     commit=COMMIT,
@@ -123,8 +123,9 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     folder = resolve_source(NAME, source)
     split = SOURCE.split_or_default(split)
     dialogues_path, movies_path = _paths(folder, split)
-    return cached_build(NAME, split, folder, [dialogues_path, movies_path], defaults(PARAMS),
-                        BUILDER_VERSION, lambda: build(folder, split))
+    return cached_build(
+        NAME, split, folder, [dialogues_path, movies_path], defaults(PARAMS), BUILDER_VERSION, lambda: build(folder, split)
+    )
 
 
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:
@@ -141,8 +142,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     split = SOURCE.split_or_default(split)
     dialogues_path, movies_path = _paths(folder, split)
     movies = read_movies(movies_path)
-    convs = [(lineno, parse_dialogue(raw, dialogues_path, lineno, movies))
-             for lineno, raw in read_dialogues(dialogues_path)]
+    convs = [(lineno, parse_dialogue(raw, dialogues_path, lineno, movies)) for lineno, raw in read_dialogues(dialogues_path)]
     ranker = MovieRanker(movies, [c.movie_set for _, c in convs], **weights)
 
     out: list[Dialogue] = []
@@ -155,42 +155,59 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
             if turn.role == "recommender" and new and i >= min_context:
                 considered += 1
                 context = [t.as_turn() for t in conv.turns[:i]]
-                pool = ranker.top(" ".join(t.body for t in context), mentioned,
-                                  conv.movie_set, pool_size)
+                pool = ranker.top(" ".join(t.body for t in context), mentioned, conv.movie_set, pool_size)
                 grades = {m: 2 if conv.liked_by_both(m) else 1 for m in new}
-                candidates = [Candidate(movies[m].id, movies[m].title, movies[m].name, score,
-                                        grades.get(m, 0)) for m, score in pool]
+                candidates = [
+                    Candidate(movies[m].id, movies[m].title, movies[m].name, score, grades.get(m, 0)) for m, score in pool
+                ]
                 if any(c.label for c in candidates):
-                    out.append(Dialogue(
-                        id=f"{conv.id}-{i}", title="", context=context, target=turn.as_turn(),
-                        candidates=candidates,
-                        subset="seeker_named" if seeker_named else "seeker_unnamed",
-                        source=NAME,
-                        meta={"conversationId": conv.id, "turn": i,
-                              "messageIds": turn.message_ids, "line": lineno,
-                              "relevant_movies": new,
-                              "relevant_in_pool": sum(c.label > 0 for c in candidates)},
-                    ))
+                    out.append(
+                        Dialogue(
+                            id=f"{conv.id}-{i}",
+                            title="",
+                            context=context,
+                            target=turn.as_turn(),
+                            candidates=candidates,
+                            subset="seeker_named" if seeker_named else "seeker_unnamed",
+                            source=NAME,
+                            meta={
+                                "conversationId": conv.id,
+                                "turn": i,
+                                "messageIds": turn.message_ids,
+                                "line": lineno,
+                                "relevant_movies": new,
+                                "relevant_in_pool": sum(c.label > 0 for c in candidates),
+                            },
+                        )
+                    )
             mentioned.update(turn.movies)
             seeker_named = seeker_named or (turn.role == "seeker" and bool(turn.movies))
     if not out:
-        raise InputError("no query point: no recommender turn names a new movie",
-                         path=dialogues_path)
-    return Collection(f"{NAME}-{split}", out, meta={
-        "source": str(folder), "split": split, "params": options,
-        "query_points_considered": considered, "query_points_kept": len(out),
-        "pool_recall": round(len(out) / considered, 4) if considered else None,
-        "movies": len(movies), "builder_version": BUILDER_VERSION,
-    })
+        raise InputError("no query point: no recommender turn names a new movie", path=dialogues_path)
+    return Collection(
+        f"{NAME}-{split}",
+        out,
+        meta={
+            "source": str(folder),
+            "split": split,
+            "params": options,
+            "query_points_considered": considered,
+            "query_points_kept": len(out),
+            "pool_recall": round(len(out) / considered, 4) if considered else None,
+            "movies": len(movies),
+            "builder_version": BUILDER_VERSION,
+        },
+    )
 
 
 # --- movies and the initial ranker ---------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Movie:
     id: str
-    name: str       # with the year when the catalogue has one
-    title: str      # without the year
+    name: str  # with the year when the catalogue has one
+    title: str  # without the year
     mentions: int
 
 
@@ -209,18 +226,17 @@ def read_movies(path: Path) -> dict[str, Movie]:
         line = reader.line_num
         mid = (row["movieId"] or "").strip()
         if not mid.isdigit():
-            raise InputError(f"expected a numeric movie id, got {row['movieId']!r}",
-                             path=path, line=line, field="movieId")
+            raise InputError(f"expected a numeric movie id, got {row['movieId']!r}", path=path, line=line, field="movieId")
         if mid in movies:
             raise InputError(f"duplicate movie id {mid}", path=path, line=line, field="movieId")
         name = _SPACES.sub(" ", row["movieName"] or "").strip()
         if not name:
-            raise InputError("empty movie name", path=path, line=line, record=mid,
-                             field="movieName")
+            raise InputError("empty movie name", path=path, line=line, record=mid, field="movieName")
         count = (row["nbMentions"] or "").strip()
         if not count.isdigit():
-            raise InputError(f"expected a whole number, got {row['nbMentions']!r}",
-                             path=path, line=line, record=mid, field="nbMentions")
+            raise InputError(
+                f"expected a whole number, got {row['nbMentions']!r}", path=path, line=line, record=mid, field="nbMentions"
+            )
         movies[mid] = Movie(mid, name, _YEAR.sub("", name) or name, int(count))
     if not movies:
         raise InputError("no movies", path=path)
@@ -230,14 +246,23 @@ def read_movies(path: Path) -> dict[str, Movie]:
 class MovieRanker:
     """The initial ranker: co-mentions + popularity prior + BM25 against movie names."""
 
-    def __init__(self, movies: dict[str, Movie], dialogue_movies: list[set[str]],
-                 cooc_weight: float = 4.0, prior_weight: float = 1.0, bm25_weight: float = 0.0):
+    def __init__(
+        self,
+        movies: dict[str, Movie],
+        dialogue_movies: list[set[str]],
+        cooc_weight: float = 4.0,
+        prior_weight: float = 1.0,
+        bm25_weight: float = 0.0,
+    ):
         self.ids = list(movies)
         self.position = {m: n for n, m in enumerate(self.ids)}
         self.cooc_weight, self.bm25_weight = cooc_weight, bm25_weight
         # rank_bm25's BM25Okapi defaults (k1=1.5, b=0.75) over the titles
-        self.bm25 = (BM25Index(self.ids, [m.name for m in movies.values()], k1=1.5, b=0.75,
-                               stopwords=True, stem=True) if bm25_weight else None)
+        self.bm25 = (
+            BM25Index(self.ids, [m.name for m in movies.values()], k1=1.5, b=0.75, stopwords=True, stem=True)
+            if bm25_weight
+            else None
+        )
         mentions = np.array([movies[m].mentions for m in self.ids], dtype=float)
         self.prior = prior_weight * np.log1p(mentions)
         #: movie -> movie -> number of dialogues naming both
@@ -266,8 +291,7 @@ class MovieRanker:
             scores += self.bm25_weight * self.bm25.all_scores(self.bm25.query_tokens(context))
         return scores
 
-    def top(self, context: str, mentioned: set[str], own: set[str],
-            k: int) -> list[tuple[str, float]]:
+    def top(self, context: str, mentioned: set[str], own: set[str], k: int) -> list[tuple[str, float]]:
         """The ``k`` best (movie id, score), skipping ``mentioned``; score desc, then tie order."""
         # rounded before ordering, so equal scores tie the same way in any summation order
         scores = np.round(self.scores(context, mentioned, own), 6)
@@ -282,12 +306,13 @@ class MovieRanker:
 
 # --- dialogues -------------------------------------------------------------------
 
+
 @dataclass
 class MergedTurn:
-    role: str                 # "seeker" or "recommender"
+    role: str  # "seeker" or "recommender"
     worker: str
-    body: str                 # titles substituted
-    movies: list[str]         # movie ids in order of mention
+    body: str  # titles substituted
+    movies: list[str]  # movie ids in order of mention
     message_ids: list[Any]
 
     def as_turn(self) -> Turn:
@@ -298,7 +323,7 @@ class MergedTurn:
 class Conversation:
     id: str
     turns: list[MergedTurn]
-    forms: dict[str, dict]    # "initiator"/"respondent" -> movie id -> answers
+    forms: dict[str, dict]  # "initiator"/"respondent" -> movie id -> answers
 
     @property
     def movie_set(self) -> set[str]:
@@ -322,6 +347,7 @@ def read_dialogues(path: Path):
 
 def parse_dialogue(raw: Any, path: Path, lineno: int, movies: dict[str, Movie]) -> Conversation:
     """One ReDial dialogue, checked, with consecutive same-sender messages merged."""
+
     def error(message: str, field: str | None = None, record: str | None = None):
         return InputError(message, path=path, line=lineno, record=record, field=field)
 
@@ -356,13 +382,12 @@ def parse_dialogue(raw: Any, path: Path, lineno: int, movies: dict[str, Movie]) 
     messages = raw.get("messages")
     if not isinstance(messages, list) or not messages:
         raise error("missing or empty", "messages", cid)
-    return Conversation(cid, _merged_turns(messages, roles, names, movies,
-                                           lambda message, field: error(message, field, cid)),
-                        forms)
+    return Conversation(
+        cid, _merged_turns(messages, roles, names, movies, lambda message, field: error(message, field, cid)), forms
+    )
 
 
-def _merged_turns(messages: list, roles: dict[str, str], names: dict, movies: dict[str, Movie],
-                  error) -> list[MergedTurn]:
+def _merged_turns(messages: list, roles: dict[str, str], names: dict, movies: dict[str, Movie], error) -> list[MergedTurn]:
     """The messages as turns (``@ID`` mentions replaced by titles), consecutive messages of one
     sender merged into one turn; ``error(message, field)`` makes the InputError."""
     turns: list[MergedTurn] = []
@@ -375,8 +400,9 @@ def _merged_turns(messages: list, roles: dict[str, str], names: dict, movies: di
             raise error("missing message text", f"{field}.text")
         worker = str(msg.get("senderWorkerId"))
         if worker not in roles:
-            raise error(f"sender {msg.get('senderWorkerId')!r} is neither the initiator nor "
-                        "the respondent", f"{field}.senderWorkerId")
+            raise error(
+                f"sender {msg.get('senderWorkerId')!r} is neither the initiator nor the respondent", f"{field}.senderWorkerId"
+            )
         ids = _MENTION.findall(text)
         for mid in ids:
             if mid not in movies and not isinstance(names.get(mid), str):
@@ -399,12 +425,13 @@ def _merged_turns(messages: list, roles: dict[str, str], names: dict, movies: di
 
 def _paths(folder: Path, split: str) -> tuple[Path, Path]:
     if split not in SPLIT_FILES:
-        raise InputError(f"unknown split {split!r} for redial; use "
-                         f"{' or '.join(SPLIT_FILES)}", field="split")
+        raise InputError(f"unknown split {split!r} for redial; use {' or '.join(SPLIT_FILES)}", field="split")
     dialogues, movies = folder / SPLIT_FILES[split], folder / MOVIES_FILE
     for path in (dialogues, movies):
         if not path.is_file():
-            raise InputError(f"missing {path.name}; `dsr data fetch redial` downloads the "
-                             "ReDial files, or pass a folder that holds them as `source`",
-                             path=path)
+            raise InputError(
+                f"missing {path.name}; `dsr data fetch redial` downloads the "
+                "ReDial files, or pass a folder that holds them as `source`",
+                path=path,
+            )
     return dialogues, movies

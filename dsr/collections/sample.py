@@ -29,9 +29,11 @@ from dsr.core.data import Collection, read_benchmark
 from dsr.core.errors import InputError
 
 #: the initial ranker behind ``candidates[].score`` (tools/make_sample.py computes it)
-INITIAL_RANKER = ("BM25Okapi (rank_bm25; k1=1.5, b=0.75, epsilon=0.25) over the dialogue's "
-                  "candidates; query = title + context turns; "
-                  "dsr.core.text.tokenize(stopwords=True, stem=True)")
+INITIAL_RANKER = (
+    "BM25Okapi (rank_bm25; k1=1.5, b=0.75, epsilon=0.25) over the dialogue's "
+    "candidates; query = title + context turns; "
+    "dsr.core.text.tokenize(stopwords=True, stem=True)"
+)
 
 SUBSETS = ("plain", "grounded")
 
@@ -42,7 +44,7 @@ PARAMS = ()
 SOURCE = SourceInfo(
     name=NAME,
     description="20 hand-written Reddit-style dialogues (10 plain, 10 Wikipedia-grounded) with "
-                "10-50 Wikipedia-style candidate sentences each, shipped with the package",
+    "10-50 Wikipedia-style candidate sentences each, shipped with the package",
     licence="MIT (same as the project; written by the dsr authors)",
     repository="",
     commit="",
@@ -69,13 +71,14 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     ``source`` is ignored: the collection ships inside the package.
     """
     if split is not None and split not in SUBSETS:
-        raise InputError(f"unknown split {split!r} for the sample collection; "
-                         f"use one of: {', '.join(SUBSETS)} (or none for all)", field="split")
+        raise InputError(
+            f"unknown split {split!r} for the sample collection; use one of: {', '.join(SUBSETS)} (or none for all)",
+            field="split",
+        )
     with resources.as_file(data_file()) as path:
         collection = read_benchmark(path, name="sample")
     if split is not None:
-        collection = Collection(f"sample-{split}", collection.subset(split),
-                                meta={**collection.meta, "split": split})
+        collection = Collection(f"sample-{split}", collection.subset(split), meta={**collection.meta, "split": split})
     return collection
 
 

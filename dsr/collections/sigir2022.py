@@ -63,10 +63,14 @@ SPLIT_FILE = "val_test_splits.json"
 #: git blob ids of the upstream files (../shared/data/SOURCES.md); a blob id is
 #: sha1(b"blob <size>\0" + data), so a copy is checked without having seen it.
 BLOBS = {
-    "current": {"dialogues.json": "e46fc85a976baec61b7ad6ff2e70a8e60eecf6c6",
-                "wikipedia_grounded_dialogues.json": "4f69311245134f125f3844bc7e79b5a41dab6571"},
-    "old": {"dialogues.json": "96f952aac0bf57e8709ae32d09a019d1b5d52d99",
-            "wikipedia_grounded_dialogues.json": "23521f29eee94fef90d16fc2fe8a2a8479c3c4c4"},
+    "current": {
+        "dialogues.json": "e46fc85a976baec61b7ad6ff2e70a8e60eecf6c6",
+        "wikipedia_grounded_dialogues.json": "4f69311245134f125f3844bc7e79b5a41dab6571",
+    },
+    "old": {
+        "dialogues.json": "96f952aac0bf57e8709ae32d09a019d1b5d52d99",
+        "wikipedia_grounded_dialogues.json": "23521f29eee94fef90d16fc2fe8a2a8479c3c4c4",
+    },
 }
 SPLIT_BLOB = "b832c178d530d366884ff7258a3310457578ba12"
 
@@ -77,8 +81,8 @@ PARAMS = ()
 SOURCE = SourceInfo(
     name=NAME,
     description="SIGIR 2022 Reddit dialogues with 50 Wikipedia candidate sentences each, "
-                "labelled by Mechanical Turk workers (400 plain + 446 Wikipedia-grounded); "
-                "official protocol: 50 random 423/423 val/test splits",
+    "labelled by Mechanical Turk workers (400 plain + 446 Wikipedia-grounded); "
+    "official protocol: 50 random 423/423 val/test splits",
     licence="MIT",
     repository=REPOSITORY,
     commit=COMMIT,
@@ -95,6 +99,7 @@ SOURCE = SourceInfo(
 
 # --- locating the files -----------------------------------------------------
 
+
 def _find(source: Path, name: str, subfolder: str) -> Path | None:
     """``source/name`` or, as upstream lays it out, ``source/subfolder/name``."""
     for candidate in (source / name, source / subfolder / name):
@@ -106,14 +111,19 @@ def _find(source: Path, name: str, subfolder: str) -> Path | None:
 def _missing_message(source: Path, default: bool) -> str:
     where = f"no SIGIR 2022 dialogue files ({', '.join(FILES.values())}) here"
     if default:
-        return (f"{where}. Fetch them with `dsr data fetch sigir2022`, or pass a folder that "
-                "holds them with `--source DIR` (at its root or under datasets/), or try the "
-                "bundled `sample` collection")
-    return (f"{where} (looked at the folder's root and under datasets/). Fetch them with "
-            "`dsr data fetch sigir2022 --dest DIR`, or use the bundled `sample` collection")
+        return (
+            f"{where}. Fetch them with `dsr data fetch sigir2022`, or pass a folder that "
+            "holds them with `--source DIR` (at its root or under datasets/), or try the "
+            "bundled `sample` collection"
+        )
+    return (
+        f"{where} (looked at the folder's root and under datasets/). Fetch them with "
+        "`dsr data fetch sigir2022 --dest DIR`, or use the bundled `sample` collection"
+    )
 
 
 # --- reading ----------------------------------------------------------------
+
 
 def _read_dialogue_file(path: Path, subset: str) -> tuple[list[Dialogue], set[str]]:
     """One dialogue file (either schema; JSON array, object keyed by id, or JSON Lines) and the
@@ -126,8 +136,13 @@ def _read_dialogue_file(path: Path, subset: str) -> tuple[list[Dialogue], set[st
         dialogue, schema = _parse_dialogue(obj, where, subset, key)
         schemas.add(schema)
         if dialogue.id in seen:
-            raise InputError(f"duplicate dialogue id {dialogue.id!r} (also {seen[dialogue.id]})",
-                             path=path, line=line, record=dialogue.id, field="id")
+            raise InputError(
+                f"duplicate dialogue id {dialogue.id!r} (also {seen[dialogue.id]})",
+                path=path,
+                line=line,
+                record=dialogue.id,
+                field="id",
+            )
         seen[dialogue.id] = f"line {line}" if line else f"record #{index}"
         dialogues.append(dialogue)
     if not dialogues:
@@ -156,8 +171,9 @@ def _records(path: Path) -> Iterator[tuple[int, int | None, str | None, Any]]:
             yield index, None, str(key), obj
         return
     if whole is not None:
-        raise InputError(f"expected a JSON array, an object keyed by dialogue id, or JSON Lines; "
-                         f"got a {type(whole).__name__}", path=path)
+        raise InputError(
+            f"expected a JSON array, an object keyed by dialogue id, or JSON Lines; got a {type(whole).__name__}", path=path
+        )
     for index, (lineno, obj) in enumerate(iter_json_lines(text, path)):
         yield index, lineno, None, obj
 
@@ -170,19 +186,24 @@ def _parse_dialogue(obj: Any, where: _Where, subset: str, key: str | None) -> tu
     where = _Where(where.path, where.line, did)
     context = obj.get("context")
     if not isinstance(context, list) or not context:
-        raise where.error("missing or empty (expected the list of turns before the target)",
-                          "context")
+        raise where.error("missing or empty (expected the list of turns before the target)", "context")
     turns = [_turn(t, where, f"context[{i}]") for i, t in enumerate(context)]
     if obj.get("target") is None:
         raise where.error("missing (expected the turn to be written)", "target")
     target = _turn(obj["target"], where, "target")
     candidates, schema = _candidates(obj.get("candidates"), where)
     if not any(c.label > 0 for c in candidates):
-        raise where.error("no relevant candidate (label 1); the collection keeps only "
-                          "dialogues with at least one", "candidates")
-    return Dialogue(id=did, title=_str(obj.get("title")), context=turns, target=target,
-                    candidates=candidates, subset=subset, subreddit=_str(obj.get("subreddit")),
-                    source="sigir2022"), schema
+        raise where.error("no relevant candidate (label 1); the collection keeps only dialogues with at least one", "candidates")
+    return Dialogue(
+        id=did,
+        title=_str(obj.get("title")),
+        context=turns,
+        target=target,
+        candidates=candidates,
+        subset=subset,
+        subreddit=_str(obj.get("subreddit")),
+        source="sigir2022",
+    ), schema
 
 
 def _dialogue_id(obj: dict, where: _Where, key: str | None) -> str:
@@ -204,14 +225,12 @@ def _candidates(raw: Any, where: _Where) -> tuple[list[Candidate], str]:
     named: list[tuple[str, Candidate]] = []  # (field name, candidate) in file order
     if isinstance(raw, list):
         schema = "current"
-        named = [(f"candidates[{i}]", _candidate(c, where, f"candidates[{i}]", None))
-                 for i, c in enumerate(raw)]
+        named = [(f"candidates[{i}]", _candidate(c, where, f"candidates[{i}]", None)) for i, c in enumerate(raw)]
     elif isinstance(raw, dict) and raw and set(raw) <= {"pos", "neg"}:
         schema = "old"
         named = _old_candidates(raw, where)
     else:
-        raise where.error('expected a list of candidates, or {"pos": [...], "neg": [...]}',
-                          "candidates")
+        raise where.error('expected a list of candidates, or {"pos": [...], "neg": [...]}', "candidates")
     if not named:
         raise where.error("no candidates", "candidates")
     first: dict[str, str] = {}
@@ -223,7 +242,7 @@ def _candidates(raw: Any, where: _Where) -> tuple[list[Candidate], str]:
     if schema == "old":
         # the initial ranking: by score, descending; stable, so ties keep pos
         # before neg and the file order inside a group
-        candidates.sort(key=lambda c: -(c.score or 0.0))   # every score is there (_old_candidates)
+        candidates.sort(key=lambda c: -(c.score or 0.0))  # every score is there (_old_candidates)
     return candidates, schema
 
 
@@ -240,8 +259,9 @@ def _old_candidates(raw: dict, where: _Where) -> list[tuple[str, Candidate]]:
             named.append((name, _candidate(c, where, name, label)))
     for name, c in named:
         if c.score is None:
-            raise where.error("the older pos/neg schema needs every candidate's initial "
-                              "score to rebuild the initial ranking", f"{name}.score")
+            raise where.error(
+                "the older pos/neg schema needs every candidate's initial score to rebuild the initial ranking", f"{name}.score"
+            )
     return named
 
 
@@ -305,8 +325,7 @@ def _candidate(obj: Any, where: _Where, name: str, group_label: int | None) -> C
         if obj.get("label") is not None:  # tolerated when it agrees with its group
             stated = parse_label(obj["label"], where, f"{name}.label", allowed=(0, 1))
             if stated != group_label:
-                raise where.error(f"label {stated} contradicts its group "
-                                  f"({'pos' if group_label else 'neg'})", f"{name}.label")
+                raise where.error(f"label {stated} contradicts its group ({'pos' if group_label else 'neg'})", f"{name}.label")
     return Candidate(
         id=cid,
         title=_text_field(obj, "title", where, name),
@@ -317,6 +336,7 @@ def _candidate(obj: Any, where: _Where, name: str, group_label: int | None) -> C
 
 
 # --- the collection -----------------------------------------------------------
+
 
 def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The SIGIR 2022 collection from a folder (default ``$DSR_HOME/data/sigir2022``).
@@ -331,19 +351,23 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     default = source is None
     source = Path(source) if source is not None else data_dir("sigir2022")
     if split not in (None, "all", *FILES):
-        raise InputError(f"unknown split {split!r} for sigir2022; use plain or grounded "
-                         "(or leave it out for both)", field="split")
+        raise InputError(
+            f"unknown split {split!r} for sigir2022; use plain or grounded (or leave it out for both)", field="split"
+        )
     if source.is_file():
-        raise InputError("expected a folder with the SIGIR 2022 files, got a file "
-                         "(a benchmark .jsonl file is passed as the COLLECTION itself)",
-                         path=source)
+        raise InputError(
+            "expected a folder with the SIGIR 2022 files, got a file "
+            "(a benchmark .jsonl file is passed as the COLLECTION itself)",
+            path=source,
+        )
     paths = {subset: _find(source, name, "datasets") for subset, name in FILES.items()}
     if not any(paths.values()):
         raise InputError(_missing_message(source, default), path=source)
     for subset, path in paths.items():
         if path is None:
-            raise InputError(f"{FILES[subset]} is missing (found the other file); fetch both "
-                             "with `dsr data fetch sigir2022`", path=source)
+            raise InputError(
+                f"{FILES[subset]} is missing (found the other file); fetch both with `dsr data fetch sigir2022`", path=source
+            )
 
     found = {subset: path for subset, path in paths.items() if path is not None}
     dialogues: list[Dialogue] = []
@@ -355,8 +379,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
         schemas |= file_schemas
         for d in file_dialogues:
             if d.id in origin:
-                raise InputError(f"duplicate dialogue id {d.id!r}: also in {origin[d.id]}",
-                                 path=path, record=d.id, field="id")
+                raise InputError(f"duplicate dialogue id {d.id!r}: also in {origin[d.id]}", path=path, record=d.id, field="id")
             origin[d.id] = path
             dialogues.append(d)
         files_meta[path.name] = _file_meta(path)
@@ -373,9 +396,12 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
         keep = {d.id for d in dialogues}
         if splits is not None:
             splits = [([i for i in v if i in keep], [i for i in t if i in keep]) for v, t in splits]
-    return Collection("sigir2022", dialogues, splits=splits,
-                      meta={"source": str(source), "split": split or "all",
-                            "schema": "+".join(sorted(schemas)), "files": files_meta})
+    return Collection(
+        "sigir2022",
+        dialogues,
+        splits=splits,
+        meta={"source": str(source), "split": split or "all", "schema": "+".join(sorted(schemas)), "files": files_meta},
+    )
 
 
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:

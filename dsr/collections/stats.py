@@ -24,36 +24,42 @@ def collections_info() -> list[dict[str, Any]]:
                 raise
             info = None
         if info is not None:
-            row.update(description=info.description, licence=info.licence,
-                       repository=info.repository, commit=info.commit,
-                       splits=list(info.splits), has_candidates=info.has_candidates)
+            row.update(
+                description=info.description,
+                licence=info.licence,
+                repository=info.repository,
+                commit=info.commit,
+                splits=list(info.splits),
+                has_candidates=info.has_candidates,
+            )
         else:
-            row.update(description="(module not installed)", licence="", repository="",
-                       commit="", splits=[], has_candidates=None)
+            row.update(description="(module not installed)", licence="", repository="", commit="", splits=[], has_candidates=None)
         module = source_module(name) if info is not None else None
         if module is not None and hasattr(module, "is_available"):  # read from a folder, not fetched (cmu_dog_judged)
-            row.update(fetchable=False, cache=str(module.default_folder()),
-                       available=module.is_available())
+            row.update(fetchable=False, cache=str(module.default_folder()), available=module.is_available())
         elif name in fetchable:
             folder = default_dest(name)
-            row.update(fetchable=True, cache=str(folder),
-                       available=info is not None and is_available(name, folder))
+            row.update(fetchable=True, cache=str(folder), available=info is not None and is_available(name, folder))
         else:
-            row.update(fetchable=False, cache="bundled with the package",
-                       available=info is not None)
+            row.update(fetchable=False, cache="bundled with the package", available=info is not None)
         rows.append(row)
     return rows
 
 
 def collection_stats(collection) -> dict[str, Any]:
     """Per subset and overall ("all"): counts, per-dialogue mean/min/max, labels, token lengths."""
-    out = {"collection": collection.name, "hash": collection.content_hash,
-           "subsets": {name: _group_stats(collection.subset(name)) for name in collection.subsets},
-           "all": _group_stats(collection.dialogues)}
+    out = {
+        "collection": collection.name,
+        "hash": collection.content_hash,
+        "subsets": {name: _group_stats(collection.subset(name)) for name in collection.subsets},
+        "all": _group_stats(collection.dialogues),
+    }
     if collection.splits is not None:
-        out["splits"] = {"count": len(collection.splits),
-                         "val": _summary([len(v) for v, _ in collection.splits]),
-                         "test": _summary([len(t) for _, t in collection.splits])}
+        out["splits"] = {
+            "count": len(collection.splits),
+            "val": _summary([len(v) for v, _ in collection.splits]),
+            "test": _summary([len(t) for _, t in collection.splits]),
+        }
     return out
 
 
@@ -70,10 +76,8 @@ def _group_stats(dialogues) -> dict[str, Any]:
         "context_turns": _summary([len(d.context) for d in dialogues]),
         "tokens": {
             "context_turn": _summary([len(tokenize(t.body)) for d in dialogues for t in d.context]),
-            "target": _summary([len(tokenize(d.target.body)) for d in dialogues
-                                if d.target is not None]),
-            "candidate": _summary([len(tokenize(c.body)) for d in dialogues
-                                   for c in d.candidates]),
+            "target": _summary([len(tokenize(d.target.body)) for d in dialogues if d.target is not None]),
+            "candidate": _summary([len(tokenize(c.body)) for d in dialogues for c in d.candidates]),
         },
     }
 
@@ -81,5 +85,4 @@ def _group_stats(dialogues) -> dict[str, Any]:
 def _summary(values: list[int]) -> dict[str, Any]:
     if not values:
         return {"n": 0, "mean": None, "min": None, "max": None}
-    return {"n": len(values), "mean": round(statistics.fmean(values), 2),
-            "min": min(values), "max": max(values)}
+    return {"n": len(values), "mean": round(statistics.fmean(values), 2), "min": min(values), "max": max(values)}

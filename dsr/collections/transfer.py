@@ -87,8 +87,7 @@ class Remote:
         """A manifest's file entry: a path (a raw file) or ``{"path", "kind", "keep", "commit"}``."""
         if isinstance(entry, str):
             return cls(entry)
-        return cls(entry["path"], entry.get("kind", "raw"), entry.get("commit"),
-                   tuple(entry.get("keep", ())))
+        return cls(entry["path"], entry.get("kind", "raw"), entry.get("commit"), tuple(entry.get("keep", ())))
 
 
 #: Remote.commit meaning "the source's pinned commit" in a plan for another revision
@@ -114,10 +113,7 @@ def size_cap(size: int) -> int:
     return size + size // 10 + (64 << 10)
 
 
-
-
-def _members(archive: Path, remote: Remote, url: str, cap, limits: Limits
-             ) -> Iterator[tuple[str, IO[bytes]]]:
+def _members(archive: Path, remote: Remote, url: str, cap, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
     """(repository path, readable) for each wanted member of a downloaded archive.
 
     Checked before anything is unpacked, where the format allows: a zip's
@@ -141,10 +137,19 @@ def _archive_errors(remote: Remote, url: str, archive: Path):
     kind = {"tarball": "tar.gz", "zip": "zip"}[remote.kind]
     try:
         yield
-    except (tarfile.TarError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError,
-            zlib.error, RuntimeError, NotImplementedError) as err:
-        raise InputError(f"not a readable {kind} archive ({str(err) or type(err).__name__}); "
-                         f"downloaded from {url}", path=archive) from None
+    except (
+        tarfile.TarError,
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        EOFError,
+        OSError,
+        zlib.error,
+        RuntimeError,
+        NotImplementedError,
+    ) as err:
+        raise InputError(
+            f"not a readable {kind} archive ({str(err) or type(err).__name__}); downloaded from {url}", path=archive
+        ) from None
 
 
 def _tar_members(archive: Path, remote: Remote, url: str, cap, budget: int):
@@ -155,14 +160,15 @@ def _tar_members(archive: Path, remote: Remote, url: str, cap, budget: int):
                 # GitHub archives hold everything under "<repo>-<commit>/"
                 parts = PurePosixPath(member.name).parts
                 if member.name.startswith("/") or ".." in parts:
-                    raise InputError(f"unsafe member path {member.name!r} refused; downloaded "
-                                     f"from {url}", path=archive)
+                    raise InputError(f"unsafe member path {member.name!r} refused; downloaded from {url}", path=archive)
                 rel = "/".join(parts[1:])
                 if not member.isfile() or not _safe(parts[1:]) or not _matches(rel, remote.keep):
                     continue
                 if member.size > cap(rel):
-                    raise InputError(f"{rel} declares {member.size} bytes, more than the "
-                                     f"{cap(rel)} allowed; downloaded from {url}", path=archive)
+                    raise InputError(
+                        f"{rel} declares {member.size} bytes, more than the {cap(rel)} allowed; downloaded from {url}",
+                        path=archive,
+                    )
                 handle = tar.extractfile(member)
                 if handle is not None:
                     yield rel, handle
@@ -171,17 +177,25 @@ def _tar_members(archive: Path, remote: Remote, url: str, cap, budget: int):
 def _zip_members(archive: Path, remote: Remote, url: str, cap, budget: int):
     with zipfile.ZipFile(archive) as zf:  # reads (and checks) the central directory
         # members are matched by name wherever the zip puts them
-        wanted = [(PurePosixPath(info.filename).name, info) for info in zf.infolist()
-                  if not info.is_dir() and _matches(PurePosixPath(info.filename).name, remote.keep)]
+        wanted = [
+            (PurePosixPath(info.filename).name, info)
+            for info in zf.infolist()
+            if not info.is_dir() and _matches(PurePosixPath(info.filename).name, remote.keep)
+        ]
         for name, info in wanted:
             if info.file_size > cap(name):
-                raise InputError(f"{name} declares {info.file_size} bytes, more than the "
-                                 f"{cap(name)} allowed; downloaded from {url}", path=archive)
+                raise InputError(
+                    f"{name} declares {info.file_size} bytes, more than the {cap(name)} allowed; downloaded from {url}",
+                    path=archive,
+                )
         total = sum(info.file_size for _, info in wanted)
         if total > budget:
-            raise InputError(f"the wanted members would unpack to {total} bytes, more than the "
-                             f"budget of {budget} for a {archive.stat().st_size}-byte archive "
-                             f"(a zip bomb?); downloaded from {url}", path=archive)
+            raise InputError(
+                f"the wanted members would unpack to {total} bytes, more than the "
+                f"budget of {budget} for a {archive.stat().st_size}-byte archive "
+                f"(a zip bomb?); downloaded from {url}",
+                path=archive,
+            )
         for name, info in wanted:
             with zf.open(info) as handle:  # raises BadZipFile on a CRC mismatch at the end
                 yield name, handle
@@ -200,8 +214,9 @@ class _Budgeted(io.RawIOBase):
         data = self.raw.read(size)
         self.seen += len(data)
         if self.seen > self.budget:
-            raise InputError(f"the archive unpacks to more than {self.budget} bytes (a tar "
-                             f"bomb?); stopped. Downloaded from {self.url}")
+            raise InputError(
+                f"the archive unpacks to more than {self.budget} bytes (a tar bomb?); stopped. Downloaded from {self.url}"
+            )
         return data
 
 
@@ -257,6 +272,7 @@ class _Deadline:
                 def connect(self):
                     super().connect()
                     deadline.watch(self.sock)
+
             return Connection
 
         class HTTP(urllib.request.HTTPHandler):
@@ -265,14 +281,14 @@ class _Deadline:
 
         class HTTPS(urllib.request.HTTPSHandler):
             def https_open(self, req):
-                return self.do_open(watched(http.client.HTTPSConnection), req,
-                                    context=getattr(self, "_context", None))   # what the handler was made with
+                return self.do_open(
+                    watched(http.client.HTTPSConnection), req, context=getattr(self, "_context", None)
+                )  # what the handler was made with
 
         return urllib.request.build_opener(HTTP, HTTPS)
 
 
-def _download(url: str, out: IO[bytes], name: str, limits: Limits, cap: int, progress: bool,
-              label: str) -> int:
+def _download(url: str, out: IO[bytes], name: str, limits: Limits, cap: int, progress: bool, label: str) -> int:
     """Stream ``url`` into ``out`` (at most ``cap`` bytes, within ``limits.deadline``)."""
     request = urllib.request.Request(url, headers={"User-Agent": f"dsr/{__version__}"})
     received = 0
@@ -283,22 +299,30 @@ def _download(url: str, out: IO[bytes], name: str, limits: Limits, cap: int, pro
                 length = response.headers.get("Content-Length")
                 length = int(length) if length and length.isdigit() else None
                 if length is not None and length > cap:
-                    raise InputError(f"{url} is {length} bytes, more than the {cap} allowed for "
-                                     "this file; not downloaded")
-                with tqdm(total=length, unit="B", unit_scale=True, unit_divisor=1024, desc=label,
-                          file=sys.stderr, disable=not progress or None, leave=False) as bar:
+                    raise InputError(f"{url} is {length} bytes, more than the {cap} allowed for this file; not downloaded")
+                with tqdm(
+                    total=length,
+                    unit="B",
+                    unit_scale=True,
+                    unit_divisor=1024,
+                    desc=label,
+                    file=sys.stderr,
+                    disable=not progress or None,
+                    leave=False,
+                ) as bar:
                     # read1: whatever has arrived, so the deadline is seen between reads
                     while block := response.read1(_CHUNK):
                         received += len(block)
                         if received > cap:
-                            raise InputError(f"{url} sent more than the {cap} bytes allowed for "
-                                             "this file; stopped")
+                            raise InputError(f"{url} sent more than the {cap} bytes allowed for this file; stopped")
                         out.write(block)
                         bar.update(len(block))
         except urllib.error.HTTPError as err:
-            raise InputError(f"HTTP {err.code} {err.reason} for {url}: the file is not at the "
-                             "pinned commit there (a mirror given as `base_url` / "
-                             f"${BASE_URL_ENV} must mirror GitHub's layout)") from None
+            raise InputError(
+                f"HTTP {err.code} {err.reason} for {url}: the file is not at the "
+                "pinned commit there (a mirror given as `base_url` / "
+                f"${BASE_URL_ENV} must mirror GitHub's layout)"
+            ) from None
         except (http.client.HTTPException, urllib.error.URLError, TimeoutError, OSError) as err:
             if deadline.expired:
                 raise _too_slow(url, limits, received) from None
@@ -313,14 +337,15 @@ def _download(url: str, out: IO[bytes], name: str, limits: Limits, cap: int, pro
 
 
 def _too_slow(url: str, limits: Limits, received: int) -> InputError:
-    return InputError(f"the download of {url} did not finish within {limits.deadline:g} s "
-                      f"({received} bytes arrived); stopped. A slow link may need a longer "
-                      f"${DEADLINE_ENV}")
+    return InputError(
+        f"the download of {url} did not finish within {limits.deadline:g} s "
+        f"({received} bytes arrived); stopped. A slow link may need a longer "
+        f"${DEADLINE_ENV}"
+    )
 
 
 def _cut_short(url: str, received: int, why) -> InputError:
-    return InputError(f"the download of {url} was cut short after {received} bytes ({why}); "
-                      "nothing was kept, try again")
+    return InputError(f"the download of {url} was cut short after {received} bytes ({why}); nothing was kept, try again")
 
 
 def _offline(url: str, name: str, reason) -> InputError:
@@ -329,7 +354,9 @@ def _offline(url: str, name: str, reason) -> InputError:
         f"cannot download from {host} ({reason}). `dsr data fetch` needs the network; if you "
         f"have the files already, point dsr at their folder with --source DIR, e.g. "
         f"`dsr stats {name} --source DIR` or `dsr data build {name} --source DIR --out FILE` "
-        f"(or use a mirror with --base-url URL / ${BASE_URL_ENV})")
+        f"(or use a mirror with --base-url URL / ${BASE_URL_ENV})"
+    )
+
 
 def _matches(path: str, patterns: tuple[str, ...]) -> bool:
     # fnmatch's * crosses "/", so require the same depth as the pattern
@@ -337,6 +364,7 @@ def _matches(path: str, patterns: tuple[str, ...]) -> bool:
 
 
 # --- hashing ----------------------------------------------------------------
+
 
 def git_blob_file(path: str | Path) -> str:
     """The git blob id of a file: sha1 of ``b"blob <size>\\0" + content``, read in chunks."""

@@ -77,11 +77,16 @@ def full_disk_error(path: str | Path | None, err: BaseException) -> FullDisk:
     """The error of a full disk while writing ``path`` (an output file or folder, or a
     database): nothing of it was written."""
     if "database or disk is full" in str(err):
-        return FullDisk("the database or its disk is full: the transaction was rolled back, nothing of it "
-                        "was stored; free some space and run it again", path=path)
+        return FullDisk(
+            "the database or its disk is full: the transaction was rolled back, nothing of it "
+            "was stored; free some space and run it again",
+            path=path,
+        )
     what = getattr(err, "strerror", None) or "no space left on the device"
-    return FullDisk(f"cannot write: {what} (the disk is full or over its quota); nothing was written, "
-                    "free some space and run it again", path=path)
+    return FullDisk(
+        f"cannot write: {what} (the disk is full or over its quota); nothing was written, free some space and run it again",
+        path=path,
+    )
 
 
 def _forked() -> None:
@@ -110,8 +115,11 @@ def _make_folder(make: Path, path: Path, field: str | None) -> None:
         make.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         blocker = next((p for p in (make, *make.parents) if p.exists() and not p.is_dir()), None)
-        why = (f"{blocker} is a file, not a folder" if blocker is not None
-               else f"cannot create the folder {make}: {err.strerror or err}")
+        why = (
+            f"{blocker} is a file, not a folder"
+            if blocker is not None
+            else f"cannot create the folder {make}: {err.strerror or err}"
+        )
         raise InputError(f"cannot write here: {why}", path=path, field=field) from None
 
 
@@ -132,7 +140,7 @@ def clean_stale(target: str | Path) -> list[Path]:
             is_dir = sibling.is_dir() and not sibling.is_symlink()
             if not name.endswith(_DIR_SUFFIXES if is_dir else _FILE_SUFFIXES):
                 continue
-            if not _is_stale(sibling, name[len(target.name) + 2:]):
+            if not _is_stale(sibling, name[len(target.name) + 2 :]):
                 continue
             if is_dir:
                 shutil.rmtree(sibling)
@@ -190,8 +198,9 @@ def _temp_prefix(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def temp_beside(path: str | Path, suffix: str = ".tmp", mode: str = "wb",
-                field: str | None = None) -> Iterator[tuple[Path, IO[Any]]]:
+def temp_beside(
+    path: str | Path, suffix: str = ".tmp", mode: str = "wb", field: str | None = None
+) -> Iterator[tuple[Path, IO[Any]]]:
     """A new temporary file beside ``path`` (removed on exit unless renamed away meanwhile)."""
     path = check_output_path(path, field)
     clean_stale(path)
@@ -240,8 +249,7 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
 
 
 @contextlib.contextmanager
-def atomic_dir(path: str | Path, allowed: Iterable[str] | None,
-               field: str | None = None) -> Iterator[Path]:
+def atomic_dir(path: str | Path, allowed: Iterable[str] | None, field: str | None = None) -> Iterator[Path]:
     """Build a folder as a set: yields an empty staging folder, swapped in on success.
 
     ``allowed`` (glob patterns, see ``check_replaceable``) are the names the set
@@ -277,8 +285,9 @@ def make_staging(path: Path, field: str | None = None) -> Path:
     try:
         return Path(tempfile.mkdtemp(prefix=_temp_prefix(path), suffix=".dsr-new", dir=path.parent))
     except OSError as err:
-        raise InputError(f"cannot write here ({err.strerror or err}): the folder {path.parent} is not "
-                         "writable", path=path, field=field) from None
+        raise InputError(
+            f"cannot write here ({err.strerror or err}): the folder {path.parent} is not writable", path=path, field=field
+        ) from None
 
 
 def check_replaceable(path: str | Path, allowed: Iterable[str], field: str | None = None) -> Path:
@@ -301,7 +310,10 @@ def check_replaceable(path: str | Path, allowed: Iterable[str], field: str | Non
         raise InputError(
             f"holds files this command does not write ({', '.join(foreign[:5])}"
             f"{', ...' if len(foreign) > 5 else ''}); the folder is replaced as a whole, so "
-            "choose a new or empty folder (or move those files)", path=path, field=field)
+            "choose a new or empty folder (or move those files)",
+            path=path,
+            field=field,
+        )
     return path
 
 
@@ -312,8 +324,9 @@ def _foreign(folder: Path, patterns: tuple[str, ...], prefix: str = "") -> list[
         name = entry.name
         if any(fnmatch.fnmatchcase(name, pat) for pat in patterns if "/" not in pat):
             continue
-        inner = tuple(rest for head, _, rest in (pat.partition("/") for pat in patterns if "/" in pat)
-                      if fnmatch.fnmatchcase(name, head))
+        inner = tuple(
+            rest for head, _, rest in (pat.partition("/") for pat in patterns if "/" in pat) if fnmatch.fnmatchcase(name, head)
+        )
         if inner and entry.is_dir() and not entry.is_symlink():
             out += _foreign(entry, inner, f"{prefix}{name}/")
         else:
@@ -356,7 +369,7 @@ def replace_folder(new: Path, target: Path) -> None:
     os.replace(new, ready)
     moved = target.exists() or target.is_symlink()
     if moved and target.is_dir() and not target.is_symlink() and exchange(ready, target):
-        os.replace(ready, old)      # the old set
+        os.replace(ready, old)  # the old set
         _remove(old)
         return
     if moved:
@@ -430,8 +443,11 @@ def recover_folder(target: str | Path) -> str | None:
             except OSError:
                 continue
             done = "finished" if back is parts.get("ready") else "undone"
-            print(f"dsr: {target}: {'finished' if done == 'finished' else 'undid'} a folder swap "
-                  "that a killed process left half done", file=sys.stderr)
+            print(
+                f"dsr: {target}: {'finished' if done == 'finished' else 'undid'} a folder swap "
+                "that a killed process left half done",
+                file=sys.stderr,
+            )
         for left in parts.values():
             _remove(left)
     return done

@@ -26,8 +26,9 @@ CONTEXT_SEPARATOR = "[SEP]"
 
 def check_text_form(text: str) -> str:
     if text not in TEXT_FORMS:
-        raise InputError(f"unknown candidate text form {text!r}; choose from "
-                         f"{', '.join(repr(t) for t in TEXT_FORMS)}", field="text")
+        raise InputError(
+            f"unknown candidate text form {text!r}; choose from {', '.join(repr(t) for t in TEXT_FORMS)}", field="text"
+        )
     return text
 
 
@@ -42,8 +43,14 @@ def candidate_text(candidate: Candidate, text: str = "body") -> str:
     return candidate.body
 
 
-def context_text(candidate: Candidate, previous: list[str], following: list[str], *,
-                 budget: int | None = None, count: Callable[[str], int] | None = None) -> str:
+def context_text(
+    candidate: Candidate,
+    previous: list[str],
+    following: list[str],
+    *,
+    budget: int | None = None,
+    count: Callable[[str], int] | None = None,
+) -> str:
     """``"title: previous [SEP] body [SEP] next"``: the sentence between its neighbours.
 
     ``previous`` (document order, the nearest last) and ``following`` (the
@@ -64,13 +71,12 @@ def context_text(candidate: Candidate, previous: list[str], following: list[str]
     return " ".join(p for p in parts if p)
 
 
-def _fit_neighbours(before: list[str], after: list[str], room: int, count: Callable[[str], int]
-                    ) -> tuple[list[str], list[str]]:
+def _fit_neighbours(before: list[str], after: list[str], room: int, count: Callable[[str], int]) -> tuple[list[str], list[str]]:
     """The neighbours that fit in ``room`` word pieces: nearest first, previous then next at
     each distance; a side stops at its first sentence that does not fit (kept contiguous),
     except that the nearest one is cut to the words that fit."""
     kept: dict[str, list[str]] = {"before": [], "after": []}
-    open_sides = {"before": list(reversed(before)), "after": list(after)}   # nearest first
+    open_sides = {"before": list(reversed(before)), "after": list(after)}  # nearest first
     for distance in range(max(len(before), len(after))):
         for side in ("before", "after"):
             queue = open_sides[side]
@@ -87,7 +93,7 @@ def _fit_neighbours(before: list[str], after: list[str], room: int, count: Calla
                 if cut:
                     kept[side].append(" ".join(cut if side == "after" else cut[::-1]))
                     room -= sum(count(w) for w in cut)
-            open_sides[side] = queue[:distance]   # nothing farther on this side
+            open_sides[side] = queue[:distance]  # nothing farther on this side
     return list(reversed(kept["before"])), kept["after"]
 
 

@@ -36,8 +36,7 @@ class Turn:
     score: int | float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"author_id": self.author_id, "author_name": self.author_name,
-                "body": self.body, "score": self.score}
+        return {"author_id": self.author_id, "author_name": self.author_name, "body": self.body, "score": self.score}
 
 
 @dataclass
@@ -59,8 +58,7 @@ class Candidate:
         check_id(self.id, _Where(None), "candidate id")
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "title": self.title, "body": self.body,
-                "score": self.score, "label": self.label}
+        return {"id": self.id, "title": self.title, "body": self.body, "score": self.score, "label": self.label}
 
 
 @dataclass
@@ -90,8 +88,10 @@ class Dialogue:
     def __repr__(self) -> str:
         """One line: id, title (cut at 60 characters), turns, candidates, relevant ones."""
         title = self.title if len(self.title) <= 60 else self.title[:57] + "..."
-        return (f"Dialogue({self.id!r}, {title!r}: {len(self.context)} turns, {len(self.candidates)} "
-                f"candidates, {len(self.relevant)} relevant, subset {self.subset!r})")
+        return (
+            f"Dialogue({self.id!r}, {title!r}: {len(self.context)} turns, {len(self.candidates)} "
+            f"candidates, {len(self.relevant)} relevant, subset {self.subset!r})"
+        )
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -116,9 +116,14 @@ class Collection:
     of ``(val_ids, test_ids)`` pairs (the SIGIR 2022 official 50 splits).
     """
 
-    def __init__(self, name: str, dialogues: Iterable[Dialogue], *,
-                 splits: list[tuple[list[str], list[str]]] | None = None,
-                 meta: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        name: str,
+        dialogues: Iterable[Dialogue],
+        *,
+        splits: list[tuple[list[str], list[str]]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ):
         self.name = name
         self.dialogues = list(dialogues)
         self.splits = splits
@@ -136,8 +141,10 @@ class Collection:
         """One line, whatever the size: name, dialogues, candidates, subsets, splits, hash."""
         candidates = sum(len(d.candidates) for d in self.dialogues)
         splits = f", {len(self.splits)} splits" if self.splits else ""
-        return (f"Collection({self.name!r}: {len(self)} dialogues, {candidates} candidates, subsets "
-                f"{', '.join(self.subsets) or '-'}{splits}, hash {self.content_hash[:12]})")
+        return (
+            f"Collection({self.name!r}: {len(self)} dialogues, {candidates} candidates, subsets "
+            f"{', '.join(self.subsets) or '-'}{splits}, hash {self.content_hash[:12]})"
+        )
 
     def __iter__(self) -> Iterator[Dialogue]:
         return iter(self.dialogues)
@@ -196,7 +203,9 @@ class Collection:
                     raise InputError(
                         f"sentence id {c.id!r} carries different texts in dialogues {where[c.id]!r} "
                         f"and {d.id!r}: a whole-pool search needs globally unique sentence ids",
-                        record=d.id, field=f"candidates[{i}].id")
+                        record=d.id,
+                        field=f"candidates[{i}].id",
+                    )
         return pool
 
     def sentence_rows(self) -> tuple[list[Candidate], dict[tuple[str, str], int]]:
@@ -253,10 +262,14 @@ class Collection:
     def describe(self) -> dict[str, Any]:
         """Identity of the collection as recorded in sidecars and reports: a file or folder of
         this machine in ``meta`` (``path``, ``source``, ``cache``) by its name only."""
-        meta = {k: PurePath(v).name if k in MACHINE_KEYS and isinstance(v, str) else v
-                for k, v in self.meta.items()}
-        return {"name": self.name, "hash": self.content_hash, "dialogues": len(self),
-                "subsets": self.subsets, **({"meta": meta} if meta else {})}
+        meta = {k: PurePath(v).name if k in MACHINE_KEYS and isinstance(v, str) else v for k, v in self.meta.items()}
+        return {
+            "name": self.name,
+            "hash": self.content_hash,
+            "dialogues": len(self),
+            "subsets": self.subsets,
+            **({"meta": meta} if meta else {}),
+        }
 
 
 #: collection ``meta`` keys that name files or folders of the machine
@@ -277,6 +290,7 @@ def canonical_json(obj: Any) -> str:
 
 # --- benchmark file -------------------------------------------------------
 
+
 def write_benchmark(collection: Collection, path: str | Path) -> None:
     """Write the collection as a benchmark file (JSON Lines), atomically."""
     with atomic_write(path) as handle:
@@ -296,8 +310,13 @@ def read_benchmark(path: str | Path, name: str | None = None) -> Collection:
             where = _Where(path, lineno)
             dialogue = dialogue_from_json(obj, where)
             if dialogue.id in seen:
-                raise InputError(f"duplicate dialogue id {dialogue.id!r} (first on line {seen[dialogue.id]})",
-                                 path=path, line=lineno, record=dialogue.id, field="id")
+                raise InputError(
+                    f"duplicate dialogue id {dialogue.id!r} (first on line {seen[dialogue.id]})",
+                    path=path,
+                    line=lineno,
+                    record=dialogue.id,
+                    field="id",
+                )
             seen[dialogue.id] = lineno
             dialogues.append(dialogue)
     if not dialogues:
@@ -344,7 +363,7 @@ def dialogue_from_json(obj: Any, where: _Where | None = None) -> Dialogue:
     if not isinstance(cands_raw, list):
         raise where.error("missing or not a list", "candidates")
     withheld = bool(cands_raw) and all(isinstance(c, dict) and "label" not in c for c in cands_raw)
-    if withheld:        # a participant file (dsr board participant-file): no candidate has a label
+    if withheld:  # a participant file (dsr board participant-file): no candidate has a label
         cands_raw = [{**c, "label": 0} for c in cands_raw]
     candidates = _plain_candidates(cands_raw)
     if candidates is None:
@@ -396,10 +415,15 @@ def _plain_candidates(cands_raw: list[Any]) -> list[Candidate] | None:
     for c in cands_raw:
         if type(c) is not dict:
             return None
-        cid, body, title, score, label = (c.get("id"), c.get("body"), c.get("title"),
-                                          c.get("score"), c.get("label"))
-        if (type(cid) is not str or not cid or type(body) is not str or not body.strip()
-                or type(label) is not int or not 0 <= label <= MAX_LABEL):
+        cid, body, title, score, label = (c.get("id"), c.get("body"), c.get("title"), c.get("score"), c.get("label"))
+        if (
+            type(cid) is not str
+            or not cid
+            or type(body) is not str
+            or not body.strip()
+            or type(label) is not int
+            or not 0 <= label <= MAX_LABEL
+        ):
             return None
         if title is None:
             title = ""
@@ -411,8 +435,9 @@ def _plain_candidates(cands_raw: list[Any]) -> list[Candidate] | None:
     ids = [row[0] for row in rows]
     if len(set(ids)) != len(ids) or _BAD_ID_CHAR.search("".join(ids)) is not None:
         return None
-    return [_trusted(Candidate, id=cid, title=title, body=body, score=score, label=label)
-            for cid, title, body, score, label in rows]
+    return [
+        _trusted(Candidate, id=cid, title=title, body=body, score=score, label=label) for cid, title, body, score, label in rows
+    ]
 
 
 _Record = TypeVar("_Record")
@@ -453,8 +478,11 @@ def check_id(value: object, where: _Where, name: str) -> str:
         raise where.error("missing or empty id", name)
     bad = _BAD_ID_CHAR.search(value)
     if bad is not None:
-        raise where.error(f"id {value!r} contains {bad.group()!r}: TREC run and qrels files split on "
-                          "whitespace, so ids must not contain any (nor control characters)", name)
+        raise where.error(
+            f"id {value!r} contains {bad.group()!r}: TREC run and qrels files split on "
+            "whitespace, so ids must not contain any (nor control characters)",
+            name,
+        )
     return value
 
 

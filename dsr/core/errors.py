@@ -61,6 +61,9 @@ def require_extra(module: str, extra: str, field: str | None = None, also: str =
         return importlib.import_module(module)
     except ImportError as err:
         missing = getattr(err, "name", None) or module
-        raise InputError(f"{missing} is not installed (needed for this command): install it with: "
-                         f"pip install '{DISTRIBUTION}[{extra}]' (or pip install -e '.[{extra}]' in a "
-                         f"checkout){also}", field=field) from None
+        raise InputError(
+            f"{missing} is not installed (needed for this command): install it with: "
+            f"pip install '{DISTRIBUTION}[{extra}]' (or pip install -e '.[{extra}]' in a "
+            f"checkout){also}",
+            field=field,
+        ) from None

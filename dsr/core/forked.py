@@ -35,9 +35,9 @@ from typing import Any
 #: the default pool's cap (the pieces are small: more processes cost more than they give)
 MAX_WORKERS = 4
 
-_work: Callable[[int], Any] | None = None   # what a forked worker calls
+_work: Callable[[int], Any] | None = None  # what a forked worker calls
 _in_worker = False
-_held = 0      # threads now inside no_fork()
+_held = 0  # threads now inside no_fork()
 _held_lock = threading.Lock()
 
 
@@ -63,7 +63,7 @@ def default_workers() -> int:
         return max(1, int(asked))
     try:
         cpus = len(os.sched_getaffinity(0))
-    except AttributeError:    # not Linux
+    except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
     return max(1, min(MAX_WORKERS, cpus))
 
@@ -72,8 +72,7 @@ def can_fork() -> bool:
     """Linux and the other Unixes where ``fork`` is safe (not macOS, whose system
     libraries may not survive a fork), not inside a worker already, and no thread in
     :func:`no_fork`."""
-    return ("fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin"
-            and not _in_worker and not _held)
+    return "fork" in multiprocessing.get_all_start_methods() and sys.platform != "darwin" and not _in_worker and not _held
 
 
 def forked_map(work: Callable[[int], Any], n: int, workers: int | None = None) -> Iterator[Any]:
@@ -87,8 +86,9 @@ def forked_map(work: Callable[[int], Any], n: int, workers: int | None = None) -
         return
     # with fork, a worker's initializer and its arguments are not pickled: the closure is
     # inherited as it is in memory
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker, initargs=(work, os.getpid()))
+    pool = ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("fork"), initializer=_start_worker, initargs=(work, os.getpid())
+    )
     try:
         # in order, a few pieces per message: the answers stream back as they come
         yield from pool.map(_call, range(n), chunksize=max(1, n // (workers * 8)))
@@ -112,7 +112,7 @@ def die_with_parent(parent: int) -> None:
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        except (OSError, AttributeError):   # no C library to call: the check below still runs
+        except (OSError, AttributeError):  # no C library to call: the check below still runs
             pass
     if os.getppid() != parent:
         os._exit(1)

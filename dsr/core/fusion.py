@@ -101,6 +101,7 @@ NORMS: tuple[str, ...] = ("minmax", "zscore", "sum", "rank")
 
 # --- normalisation -----------------------------------------------------------
 
+
 def minmax(scores: Mapping[str, float]) -> dict[str, float]:
     """``(s - min) / (max - min)``; all 0 when the scores are all equal (Lee 1997)."""
     if not scores:
@@ -149,14 +150,17 @@ def rank_norm(scores: Mapping[str, float]) -> dict[str, float]:
 
 
 NORMALISERS: dict[str, Callable[[Mapping[str, float]], dict[str, float]]] = {
-    "minmax": minmax, "zscore": zscore, "sum": sum_norm, "rank": rank_norm}
+    "minmax": minmax,
+    "zscore": zscore,
+    "sum": sum_norm,
+    "rank": rank_norm,
+}
 
 
 def normalise(run: Run, norm: str) -> Scores:
     """Each topic of ``run`` normalised on its own with ``norm`` (one of :data:`NORMS`)."""
     if norm not in NORMALISERS:
-        raise InputError(f"unknown normalisation {norm!r}; choose from {', '.join(NORMS)}",
-                         field="norm")
+        raise InputError(f"unknown normalisation {norm!r}; choose from {', '.join(NORMS)}", field="norm")
     return {qid: NORMALISERS[norm](dict(ranked)) for qid, ranked in run.rankings.items()}
 
 
@@ -170,6 +174,7 @@ def _docs(runs: Sequence[Mapping[str, Any]], qid: str) -> list[str]:
 
 
 # --- methods -------------------------------------------------------------------
+
 
 def _check_k(k: float) -> None:
     """RRF's k: a number >= 0 (InputError naming ``k``)."""
@@ -242,13 +247,13 @@ def interp(runs: Sequence[Run], weight: float = 0.5, norm: str = "minmax") -> Sc
     for qid in _topics(runs):
         docs = _docs(normalised, qid)
         a, b = _with_floor(normalised, qid, docs)
-        fused[qid] = {doc: (weight * a[doc] if a is not None else 0.0)
-                      + ((1 - weight) * b[doc] if b is not None else 0.0) for doc in docs}
+        fused[qid] = {
+            doc: (weight * a[doc] if a is not None else 0.0) + ((1 - weight) * b[doc] if b is not None else 0.0) for doc in docs
+        }
     return fused
 
 
-def wsum(runs: Sequence[Run], weights: Sequence[float] | str | None = None,
-         norm: str = "minmax") -> Scores:
+def wsum(runs: Sequence[Run], weights: Sequence[float] | str | None = None, norm: str = "minmax") -> Scores:
     """Weighted sum of normalised scores, one weight per run (Bartell, Cottrell and Belew,
     SIGIR 1994); equal weights (None) are CombSUM divided by the number of runs.
     ``weights`` may be a comma-separated string (``--param weights=0.3,0.7``)."""
@@ -258,19 +263,16 @@ def wsum(runs: Sequence[Run], weights: Sequence[float] | str | None = None,
         try:
             weights = [float(w) for w in weights.split(",") if w.strip()]
         except ValueError:
-            raise InputError(f"weights must be numbers, comma separated, got {weights!r}",
-                             field="weights") from None
+            raise InputError(f"weights must be numbers, comma separated, got {weights!r}", field="weights") from None
     weights = [float(w) for w in weights]
     if len(weights) != len(runs) or not all(math.isfinite(w) for w in weights):
-        raise InputError(f"wsum takes one finite weight per run: {len(runs)} runs, weights "
-                         f"{weights!r}", field="weights")
+        raise InputError(f"wsum takes one finite weight per run: {len(runs)} runs, weights {weights!r}", field="weights")
     normalised = [normalise(run, norm) for run in runs]
     fused: Scores = {}
     for qid in _topics(runs):
         docs = _docs(normalised, qid)
         per_run = _with_floor(normalised, qid, docs)
-        fused[qid] = {doc: sum(w * r[doc] for w, r in zip(weights, per_run) if r is not None)
-                      for doc in docs}
+        fused[qid] = {doc: sum(w * r[doc] for w, r in zip(weights, per_run) if r is not None) for doc in docs}
     return fused
 
 
@@ -283,7 +285,7 @@ def isr(runs: Sequence[Run]) -> Scores:
         for qid, ranked in run.rankings.items():
             topic, count = fused.setdefault(qid, {}), counts.setdefault(qid, {})
             for rank, (doc, _) in enumerate(ranked, start=1):
-                topic[doc] = topic.get(doc, 0.0) + 1.0 / rank ** 2
+                topic[doc] = topic.get(doc, 0.0) + 1.0 / rank**2
                 count[doc] = count.get(doc, 0) + 1
     return {qid: {doc: s * counts[qid][doc] for doc, s in fused[qid].items()} for qid in _topics(runs)}
 
@@ -345,8 +347,10 @@ def canonical(method: str) -> str:
     ``combsum``, ``combmnz``); InputError naming ``method`` for an unknown one."""
     method = RANX_ALIASES.get(method, method)
     if method not in METHODS:
-        raise InputError(f"unknown fusion method {method!r}; choose from {', '.join(METHODS)} (or "
-                         f"ranx's names {', '.join(RANX_ALIASES)})", field="method")
+        raise InputError(
+            f"unknown fusion method {method!r}; choose from {', '.join(METHODS)} (or ranx's names {', '.join(RANX_ALIASES)})",
+            field="method",
+        )
     return method
 
 
@@ -356,8 +360,10 @@ def method_params(method: str) -> dict[str, Any]:
     method = canonical(method)
     if method in RANX_METHODS:
         spec = RANX_METHODS[method]
-        return {**spec.params, **({"metric": METRIC} if spec.ranx in SEARCHED and (
-            spec.kind == "trained" or None in spec.params.values()) else {})}
+        return {
+            **spec.params,
+            **({"metric": METRIC} if spec.ranx in SEARCHED and (spec.kind == "trained" or None in spec.params.values()) else {}),
+        }
     signature = inspect.signature(FUSERS[method]).parameters
     return {name: p.default for name, p in list(signature.items())[1:]}
 
@@ -368,14 +374,19 @@ def check_params(method: str, params: Mapping[str, Any]) -> None:
     takes = method_params(method)
     unknown = sorted(set(params) - set(takes))
     if unknown:
-        raise InputError(f"fusion method {method!r} takes {', '.join(takes)}, not "
-                         f"{', '.join(unknown)}", field="params")
+        raise InputError(f"fusion method {method!r} takes {', '.join(takes)}, not {', '.join(unknown)}", field="params")
 
 
-def fuse(runs: Sequence[Run], method: str = "rrf", *,
-         initial_order: Mapping[str, list[str]] | None = None, tag: str | None = None,
-         labels: Mapping[str, Mapping[str, int]] | None = None, backend: str = "dsr",
-         **params: Any) -> Run:
+def fuse(
+    runs: Sequence[Run],
+    method: str = "rrf",
+    *,
+    initial_order: Mapping[str, list[str]] | None = None,
+    tag: str | None = None,
+    labels: Mapping[str, Mapping[str, int]] | None = None,
+    backend: str = "dsr",
+    **params: Any,
+) -> Run:
     """Fuse ``runs`` with ``method`` (``rrf`` k=; ``isr``, ``borda``; ``combsum``/``combmnz``
     norm=; ``wsum`` weights=, norm=; ``interp`` weight=, norm=) into one run: the one public
     way to fuse runs (the stages :class:`dsr.rankers.fusion.Fusion` and
@@ -425,8 +436,14 @@ RANX_ONLY_NORMS = frozenset({"min-max-inverted", "max", "zmuv", "borda"})
 NORM_ALIASES_DSR = {"min-max": "minmax", "min_max": "minmax"}
 
 
-def tied_input_warnings(paths: Sequence[Any], runs: Sequence[Run], method: str, backend: str = "dsr",
-                        switch: str = "backend='ranx'", norm: str | None = None) -> list[str]:
+def tied_input_warnings(
+    paths: Sequence[Any],
+    runs: Sequence[Run],
+    method: str,
+    backend: str = "dsr",
+    switch: str = "backend='ranx'",
+    norm: str | None = None,
+) -> list[str]:
     """One warning per input run whose own scores tie (as float32) in some topic, as ``dsr
     evaluate`` and ``dsr validate`` warn: how fusion ranks those documents, and the other rule
     (``switch``: how the caller asks for it)."""
@@ -435,22 +452,29 @@ def tied_input_warnings(paths: Sequence[Any], runs: Sequence[Run], method: str, 
         tied = run.tied_topics()
         if not tied:
             continue
-        rule = ("as ranx does (numba's unstable sort of the file's lines)" if backend == "ranx" else
-                f"as trec_eval ranks them (doc id descending); ranx's own order differs: {switch} "
-                "reproduces it")
+        rule = (
+            "as ranx does (numba's unstable sort of the file's lines)"
+            if backend == "ranx"
+            else f"as trec_eval ranks them (doc id descending); ranx's own order differs: {switch} reproduces it"
+        )
         if not reads_order(method, norm):
-            out.append(f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit floats "
-                       f"(e.g. {tied[0]!r}); {method} fuses scores, not ranks, so the ties do not change "
-                       "the fused run")
+            out.append(
+                f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit floats "
+                f"(e.g. {tied[0]!r}); {method} fuses scores, not ranks, so the ties do not change "
+                "the fused run"
+            )
             continue
-        out.append(f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit floats "
-                   f"(e.g. {tied[0]!r}); {method} reads their ranks: tied documents are ranked {rule}")
+        out.append(
+            f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit floats "
+            f"(e.g. {tied[0]!r}); {method} reads their ranks: tied documents are ranked {rule}"
+        )
     return out
 
 
 #: The fused runs' tie rule, as the sidecar and ir_metadata state it.
-TIE_RULE = ("fused score as float32 descending, ties by sentence id descending "
-            "(trec_eval 9.0.8's order; ranx's run saved and scored)")
+TIE_RULE = (
+    "fused score as float32 descending, ties by sentence id descending (trec_eval 9.0.8's order; ranx's run saved and scored)"
+)
 
 
 def fused_run(scores: Mapping[str, Mapping[str, float]], tag: str) -> Run:
@@ -458,8 +482,7 @@ def fused_run(scores: Mapping[str, Mapping[str, float]], tag: str) -> Run:
     topics = list(scores)
     docs = [d for q in topics for d in scores[q]]
     sizes = np.fromiter((len(scores[q]) for q in topics), dtype=np.int64, count=len(topics))
-    values = np.fromiter((float(v) for q in topics for v in scores[q].values()), dtype=np.float64,
-                         count=len(docs))
+    values = np.fromiter((float(v) for q in topics for v in scores[q].values()), dtype=np.float64, count=len(docs))
     return _trec_eval_ordered(topics, docs, sizes, values, tag)
 
 
@@ -469,27 +492,26 @@ def _descending_places(topics: list[str], docs: list[str], sizes: np.ndarray) ->
     by_id = np.lexsort((np.array(docs, dtype=object).astype(str) if docs else np.zeros(0, dtype=str), topic))
     starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
     place = np.empty(len(docs), dtype=np.int64)
-    place[by_id] = np.arange(len(docs)) - starts        # ascending place of the id in its topic
+    place[by_id] = np.arange(len(docs)) - starts  # ascending place of the id in its topic
     return np.repeat(sizes, sizes) - 1 - place if len(docs) else place
 
 
-def _trec_eval_ordered(topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
-                       tag: str, descending: np.ndarray | None = None) -> Run:
+def _trec_eval_ordered(
+    topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray, tag: str, descending: np.ndarray | None = None
+) -> Run:
     """Scores laid end to end ranked by :data:`TIE_RULE`: each doc's place among its topic's
     ids in descending order (``descending``, computed when not given) is the tie-break key of
     ``Run.from_flat``, and the scores are rounded to float32 first so that scores equal as
     float32 tie."""
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
-        raise InputError(f"fused score of {docs[int(bad[0])]!r} is not finite: {values[int(bad[0])]!r}",
-                         field="runs")
+        raise InputError(f"fused score of {docs[int(bad[0])]!r} is not finite: {values[int(bad[0])]!r}", field="runs")
     if descending is None:
         descending = _descending_places(topics, docs, sizes)
     return Run.from_flat(topics, docs, sizes, _float32_array(values), descending, tag=tag)
 
 
-def _rrf_aligned(runs: Sequence[Run], k: float, initial_order: Mapping[str, list[str]],
-                 tag: str) -> Run | None:
+def _rrf_aligned(runs: Sequence[Run], k: float, initial_order: Mapping[str, list[str]], tag: str) -> Run | None:
     """RRF of runs that each rank exactly every document of ``initial_order``, topic by topic
     in its order (dsr reproduce's BM25 and dense runs): the sums in numpy over documents laid
     end to end in the initial order, the same floats as :func:`rrf` (each 0.0 + 1 / (k + rank)
@@ -553,5 +575,3 @@ def _initial_ranks(run: Run, initial_order: Mapping[str, list[str]]) -> np.ndarr
             ranks = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
     run._initial_ranks = (run.rankings, initial_order, ranks)
     return ranks
-
-

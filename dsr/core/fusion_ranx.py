@@ -69,51 +69,61 @@ class RanxMethod:
 
 _W = {"weights": None}
 RANX_METHODS: dict[str, RanxMethod] = {
-    "anz": RanxMethod("anz", "score", {"norm": "min-max"}, "CombANZ: CombSUM / runs retrieving d "
-                                                           "(Fox and Shaw, TREC-2 1994)"),
+    "anz": RanxMethod("anz", "score", {"norm": "min-max"}, "CombANZ: CombSUM / runs retrieving d (Fox and Shaw, TREC-2 1994)"),
     "max": RanxMethod("max", "score", {"norm": "min-max"}, "CombMAX: the highest score (Fox and Shaw 1994)"),
     "min": RanxMethod("min", "score", {"norm": "min-max"}, "CombMIN: the lowest score (Fox and Shaw 1994)"),
     "med": RanxMethod("med", "score", {"norm": "min-max"}, "CombMED: the median score (Fox and Shaw 1994)"),
-    "gmnz": RanxMethod("gmnz", "score", {"norm": "min-max", "gamma": None},
-                       "CombGMNZ: CombSUM x (runs retrieving d)^gamma (Joon Ho Lee, SIGIR 1997)"),
-    "wmnz": RanxMethod("wmnz", "score", {"norm": "min-max", **_W},
-                       "weighted CombMNZ (Wu, Data Fusion in IR, 2012)"),
-    "mixed": RanxMethod("mixed", "score", {"norm": "min-max", **_W},
-                        "mixed: weighted RRF and CombSUM (Wu 2012)"),
+    "gmnz": RanxMethod(
+        "gmnz",
+        "score",
+        {"norm": "min-max", "gamma": None},
+        "CombGMNZ: CombSUM x (runs retrieving d)^gamma (Joon Ho Lee, SIGIR 1997)",
+    ),
+    "wmnz": RanxMethod("wmnz", "score", {"norm": "min-max", **_W}, "weighted CombMNZ (Wu, Data Fusion in IR, 2012)"),
+    "mixed": RanxMethod("mixed", "score", {"norm": "min-max", **_W}, "mixed: weighted RRF and CombSUM (Wu 2012)"),
     "log_isr": RanxMethod("log_isr", "rank", {}, "log inverse square rank (Mourão et al., CMIG 2015)"),
-    "logn_isr": RanxMethod("logn_isr", "rank", {"sigma": 0.01},
-                           "logN inverse square rank (Mourão et al., CMIG 2015)"),
+    "logn_isr": RanxMethod("logn_isr", "rank", {"sigma": 0.01}, "logN inverse square rank (Mourão et al., CMIG 2015)"),
     "condorcet": RanxMethod("condorcet", "rank", {}, "Condorcet voting (Montague and Aslam, CIKM 2002)"),
     "w_condorcet": RanxMethod("w_condorcet", "rank", dict(_W), "weighted Condorcet (Montague and Aslam 2002)"),
-    "w_bordafuse": RanxMethod("w_bordafuse", "rank", dict(_W), "weighted Borda count (Aslam and "
-                                                               "Montague, SIGIR 2001)"),
+    "w_bordafuse": RanxMethod("w_bordafuse", "rank", dict(_W), "weighted Borda count (Aslam and Montague, SIGIR 2001)"),
     "rbc": RanxMethod("rbc", "rank", {"phi": None}, "rank-biased centroids (Bailey et al., SIGIR 2017)"),
-    "bayesfuse": RanxMethod("bayesfuse", "trained", {"norm": "min-max"},
-                            "Bayes-fuse: log-odds of relevance by rank, learnt (Aslam and Montague 2001)"),
-    "mapfuse": RanxMethod("mapfuse", "trained", {"norm": "min-max"},
-                          "MAPFuse: each run's MAP / rank, learnt (Lillis et al., SIGIR 2010)"),
-    "posfuse": RanxMethod("posfuse", "trained", {"norm": "min-max"},
-                          "PosFuse: relevance probability per rank, learnt (Lillis et al. 2010)"),
-    "probfuse": RanxMethod("probfuse", "trained", {"norm": "min-max"},
-                           "ProbFuse: relevance probability per segment, learnt (Lillis et al., SIGIR 2006)"),
-    "segfuse": RanxMethod("segfuse", "trained", {"norm": "min-max"},
-                          "SegFuse: probabilities of growing segments, learnt (Shokouhi, ECIR 2007)"),
-    "slidefuse": RanxMethod("slidefuse", "trained", {"norm": "min-max"},
-                            "SlideFuse: probabilities over a sliding window, learnt (Lillis et al., "
-                            "ECIR 2008)"),
+    "bayesfuse": RanxMethod(
+        "bayesfuse", "trained", {"norm": "min-max"}, "Bayes-fuse: log-odds of relevance by rank, learnt (Aslam and Montague 2001)"
+    ),
+    "mapfuse": RanxMethod(
+        "mapfuse", "trained", {"norm": "min-max"}, "MAPFuse: each run's MAP / rank, learnt (Lillis et al., SIGIR 2010)"
+    ),
+    "posfuse": RanxMethod(
+        "posfuse", "trained", {"norm": "min-max"}, "PosFuse: relevance probability per rank, learnt (Lillis et al. 2010)"
+    ),
+    "probfuse": RanxMethod(
+        "probfuse",
+        "trained",
+        {"norm": "min-max"},
+        "ProbFuse: relevance probability per segment, learnt (Lillis et al., SIGIR 2006)",
+    ),
+    "segfuse": RanxMethod(
+        "segfuse", "trained", {"norm": "min-max"}, "SegFuse: probabilities of growing segments, learnt (Shokouhi, ECIR 2007)"
+    ),
+    "slidefuse": RanxMethod(
+        "slidefuse",
+        "trained",
+        {"norm": "min-max"},
+        "SlideFuse: probabilities over a sliding window, learnt (Lillis et al., ECIR 2008)",
+    ),
 }
 #: dsr's own kernels, and ranx's method and parameters for each (computed by ranx with
 #: ``backend="ranx"`` or a normalisation dsr does not compute)
-SHARED = {"rrf": "rrf", "isr": "isr", "borda": "bordafuse", "combsum": "sum", "combmnz": "mnz",
-          "wsum": "wsum", "interp": "wsum"}
+SHARED = {"rrf": "rrf", "isr": "isr", "borda": "bordafuse", "combsum": "sum", "combmnz": "mnz", "wsum": "wsum", "interp": "wsum"}
 #: ranx's names for dsr's methods, accepted as they are
 RANX_ALIASES = {"bordafuse": "borda", "sum": "combsum", "mnz": "combmnz"}
 
 
 #: the methods ranx's ``optimize_fusion`` tunes by a search on ``metric`` (the others are trained
 #: without one: bayesfuse, mapfuse, posfuse, segfuse)
-SEARCHED = frozenset({"gmnz", "wmnz", "mixed", "w_condorcet", "w_bordafuse", "rbc", "probfuse", "slidefuse",
-                      "logn_isr", "rrf", "wsum"})
+SEARCHED = frozenset(
+    {"gmnz", "wmnz", "mixed", "w_condorcet", "w_bordafuse", "rbc", "probfuse", "slidefuse", "logn_isr", "rrf", "wsum"}
+)
 
 
 def ranx_norm(norm: str | None) -> str | None:
@@ -123,8 +133,10 @@ def ranx_norm(norm: str | None) -> str | None:
         return None
     norm = NORM_ALIASES.get(norm, norm)
     if norm not in RANX_NORMS:
-        raise InputError(f"unknown normalisation {norm!r}; choose from {', '.join(RANX_NORMS)} "
-                         "(dsr's minmax, zscore, sum and rank too)", field="norm")
+        raise InputError(
+            f"unknown normalisation {norm!r}; choose from {', '.join(RANX_NORMS)} (dsr's minmax, zscore, sum and rank too)",
+            field="norm",
+        )
     return norm
 
 
@@ -146,8 +158,14 @@ def learns(method: str, params: Mapping[str, Any]) -> list[str]:
     return ["its model"] if spec.kind == "trained" else missing
 
 
-def fuse_with_ranx(runs: Sequence[Run], method: str, *, labels: Mapping[str, Mapping[str, int]] | None = None,
-                   backend: str = "dsr", **params: Any) -> tuple[Scores, dict[str, Any]]:
+def fuse_with_ranx(
+    runs: Sequence[Run],
+    method: str,
+    *,
+    labels: Mapping[str, Mapping[str, int]] | None = None,
+    backend: str = "dsr",
+    **params: Any,
+) -> tuple[Scores, dict[str, Any]]:
     """Fuse ``runs`` with ranx's ``method`` (a :data:`RANX_METHODS` name, or one of dsr's methods
     by :data:`SHARED`): ``(fused scores per topic, what was learnt from labels)``. Topics are the
     union of the runs'; a run lacking one contributes nothing to it."""
@@ -162,8 +180,9 @@ def fuse_with_ranx(runs: Sequence[Run], method: str, *, labels: Mapping[str, Map
         learnt = _learn(runs, method, name, norm, labels, backend, missing, params.get("metric", METRIC))
     by_order = reads_order(method, norm)
     with _quiet():
-        fused = ranx.fuse([_to_ranx(run, topics, backend, by_order) for run in runs], norm=norm,
-                          method=name, params={**given, **learnt})
+        fused = ranx.fuse(
+            [_to_ranx(run, topics, backend, by_order) for run in runs], norm=norm, method=name, params={**given, **learnt}
+        )
     out = fused.to_dict()
     return {q: out[q] for q in topics if q in out}, _shown(learnt)
 
@@ -171,8 +190,7 @@ def fuse_with_ranx(runs: Sequence[Run], method: str, *, labels: Mapping[str, Map
 def _ranx_call(method: str, params: Mapping[str, Any], n_runs: int) -> tuple[str, str | None, dict[str, Any]]:
     """ranx's method name, normalisation and parameters for dsr's ``method`` and ``params``."""
     params = {k: v for k, v in params.items() if k != "metric"}
-    norm = ranx_norm(params.pop("norm", "min-max" if method in ("combsum", "combmnz", "wsum", "interp")
-                                else None))
+    norm = ranx_norm(params.pop("norm", "min-max" if method in ("combsum", "combmnz", "wsum", "interp") else None))
     if method in SHARED:
         if method == "interp":
             weight = float(params.pop("weight", 0.5))
@@ -198,20 +216,29 @@ def _weights(params: dict[str, Any]) -> dict[str, Any]:
         try:
             params["weights"] = [float(w) for w in weights.split(",") if w.strip()]
         except ValueError:
-            raise InputError(f"weights must be numbers, comma separated, got {weights!r}",
-                             field="weights") from None
+            raise InputError(f"weights must be numbers, comma separated, got {weights!r}", field="weights") from None
     return params
 
 
-def _learn(runs: Sequence[Run], method: str, name: str, norm: str | None, labels: Mapping[str, Mapping[str, int]] | None,
-           backend: str, missing: list[str], metric: str) -> dict[str, Any]:
+def _learn(
+    runs: Sequence[Run],
+    method: str,
+    name: str,
+    norm: str | None,
+    labels: Mapping[str, Mapping[str, int]] | None,
+    backend: str,
+    missing: list[str],
+    metric: str,
+) -> dict[str, Any]:
     """ranx's ``optimize_fusion`` on the topics that have labels: the learnt parameters."""
     ranx = _ranx()
     if not labels:
-        raise InputError(f"{method} learns {', '.join(missing)} from relevance labels, and none were "
-                         "given: pass `labels` (a collection's or a qrels file's)"
-                         + (f", or give {', '.join(missing)}" if missing != ["its model"] else ""),
-                         field="labels")
+        raise InputError(
+            f"{method} learns {', '.join(missing)} from relevance labels, and none were "
+            "given: pass `labels` (a collection's or a qrels file's)"
+            + (f", or give {', '.join(missing)}" if missing != ["its model"] else ""),
+            field="labels",
+        )
     topics = [q for q in dict.fromkeys(q for run in runs for q in run.rankings) if labels.get(q)]
     if not topics:
         raise InputError(f"no topic of the runs has labels to learn {method} from", field="labels")
@@ -219,8 +246,15 @@ def _learn(runs: Sequence[Run], method: str, name: str, norm: str | None, labels
     options = {"metric": metric, "show_progress": False} if name in SEARCHED else {}
     try:
         with _quiet():
-            return dict(ranx.optimize_fusion(qrels, [_to_ranx(run, topics, backend, reads_order(method, norm))
-                                                     for run in runs], norm=norm, method=name, **options))
+            return dict(
+                ranx.optimize_fusion(
+                    qrels,
+                    [_to_ranx(run, topics, backend, reads_order(method, norm)) for run in runs],
+                    norm=norm,
+                    method=name,
+                    **options,
+                )
+            )
     except (ValueError, KeyError) as err:
         raise InputError(f"ranx could not learn {method}: {err}", field="metric") from None
 
@@ -232,7 +266,7 @@ def _shown(learnt: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(value, (int, float)):
             shown[key] = float(value)
         elif all(isinstance(v, (int, float)) or getattr(v, "ndim", 1) == 0 for v in value):
-            shown[key] = [float(v) for v in value]      # weights, each run's MAP
+            shown[key] = [float(v) for v in value]  # weights, each run's MAP
         else:
             shown[key] = f"learnt from labels (a table per run, {len(value)} runs)"
     return shown

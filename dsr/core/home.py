@@ -39,9 +39,9 @@ def require_writable(folder: Path, advice: str = "set DSR_HOME to a writable fol
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise InputError(f"cannot create the cache folder ({err.strerror or err}); {advice} "
-                         f"(DSR_HOME is {dsr_home()})", path=folder) from None
+        raise InputError(
+            f"cannot create the cache folder ({err.strerror or err}); {advice} (DSR_HOME is {dsr_home()})", path=folder
+        ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"the cache folder is not writable; {advice} (DSR_HOME is {dsr_home()})",
-                         path=folder)
+        raise InputError(f"the cache folder is not writable; {advice} (DSR_HOME is {dsr_home()})", path=folder)
     return folder

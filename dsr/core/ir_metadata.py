@@ -48,8 +48,10 @@ from dsr.core.textfiles import read_lines
 
 START, END = "ir_metadata.start", "ir_metadata.end"
 SCHEMA_VERSION = 0.1
-TIES = ("scores strictly decreasing: ties broken by the candidate's initial rank, then sentence "
-        "id, each tied score lowered to the next float below (dsr.core.run)")
+TIES = (
+    "scores strictly decreasing: ties broken by the candidate's initial rank, then sentence "
+    "id, each tied score lowered to the next float below (dsr.core.run)"
+)
 
 
 def _yaml() -> Any:
@@ -63,8 +65,7 @@ def format_header(config: dict[str, Any], tag: str | None = None) -> list[str]:
     """The header lines (each starting with ``#``, no newline) for a run's sidecar ``config``."""
     yaml = _yaml()
     meta = primad(config, tag)
-    text = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10_000,
-                          default_flow_style=False)
+    text = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10_000, default_flow_style=False)
     return [f"# {START}"] + [f"# {line}" for line in text.splitlines()] + [f"# {END}"]
 
 
@@ -74,16 +75,17 @@ def primad(config: dict[str, Any], tag: str | None = None) -> dict[str, Any]:
     toolkit = versions.pop("dialogue-sentence-retrieval", None)
     python = versions.pop("python", None)
     libraries = [f"{name}=={version}" for name, version in sorted(versions.items()) if version]
-    meta: dict[str, Any] = {"schema-version": SCHEMA_VERSION, "run-version": 1.0,
-                            "tag": tag or config.get("tag") or "dsr"}
+    meta: dict[str, Any] = {"schema-version": SCHEMA_VERSION, "run-version": 1.0, "tag": tag or config.get("tag") or "dsr"}
     meta["platform"] = {
-        "hardware": {"cpu": {"model": platform.processor() or platform.machine(),
-                             "architecture": platform.machine(),
-                             "number of cores": _cores()}},
-        "operating system": {"kernel": f"{platform.system()} {platform.release()}",
-                             "distribution": platform.platform()},
-        "software": {"libraries": {"python": libraries},
-                     "retrieval toolkit": [f"dsr=={toolkit}" if toolkit else "dsr"]},
+        "hardware": {
+            "cpu": {
+                "model": platform.processor() or platform.machine(),
+                "architecture": platform.machine(),
+                "number of cores": _cores(),
+            }
+        },
+        "operating system": {"kernel": f"{platform.system()} {platform.release()}", "distribution": platform.platform()},
+        "software": {"libraries": {"python": libraries}, "retrieval toolkit": [f"dsr=={toolkit}" if toolkit else "dsr"]},
     }
     meta["implementation"] = {"source": {"lang": ["python" + (f" {python}" if python else "")]}}
     if config.get("command_line"):
@@ -194,16 +196,16 @@ def parse_header(lines: Iterable[str], path: str | Path | None = None) -> dict[s
             except yaml.YAMLError as err:
                 mark = getattr(err, "problem_mark", None)
                 where = start_line + 1 + mark.line if mark is not None else start_line
-                raise InputError(f"ir_metadata header is not valid YAML: {getattr(err, 'problem', err)}",
-                                 path=path, line=where) from None
+                raise InputError(
+                    f"ir_metadata header is not valid YAML: {getattr(err, 'problem', err)}", path=path, line=where
+                ) from None
             if not isinstance(meta, dict):
                 raise InputError("ir_metadata header must be a YAML mapping", path=path, line=start_line)
             header: dict[str, Any] = _jsonable(meta)
             return header
         block.append(body)
     if start_line is not None:
-        raise InputError(f"'# {START}' without '# {END}' before the first run line", path=path,
-                         line=start_line)
+        raise InputError(f"'# {START}' without '# {END}' before the first run line", path=path, line=start_line)
     return {}
 
 

@@ -91,8 +91,12 @@ def _no_lone_surrogate(text: str, obj: Any, path: str | Path, line: int | None) 
     if _SURROGATE_ESCAPE.search(text):
         found = lone_surrogate(obj)
         if found is not None:
-            raise InputError("a \\ud800-\\udfff escape without its pair (a lone surrogate): no UTF-8 text "
-                             "can hold it", path=path, line=line, field=found)
+            raise InputError(
+                "a \\ud800-\\udfff escape without its pair (a lone surrogate): no UTF-8 text can hold it",
+                path=path,
+                line=line,
+                field=found,
+            )
     return obj
 
 

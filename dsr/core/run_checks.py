@@ -34,12 +34,15 @@ def check_collection_hash(run: Run, path: str | Path, collection: Collection, al
     if recorded is None or recorded == collection.content_hash:
         return None
     named = run.config.get("collection", {}).get("name") if isinstance(run.config.get("collection"), dict) else None
-    message = (f"{path} was made for collection {named!r} (hash {recorded}), not "
-               f"{collection.name!r} (hash {collection.content_hash})")
+    message = (
+        f"{path} was made for collection {named!r} (hash {recorded}), not {collection.name!r} (hash {collection.content_hash})"
+    )
     if not allow:
-        raise InputError(f"{message}: rank this collection again, or pass "
-                         "`allow_mismatch` to use it anyway", path=sidecar_path(path),
-                         field="collection.hash")
+        raise InputError(
+            f"{message}: rank this collection again, or pass `allow_mismatch` to use it anyway",
+            path=sidecar_path(path),
+            field="collection.hash",
+        )
     print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
     return message
 
@@ -75,13 +78,20 @@ def check_run(run: Run, path: str | Path, collection: Collection, allow_mismatch
             continue
         qid, doc = parts[0], parts[2]
         if qid not in collection:
-            raise InputError(f"topic {qid!r} is not a dialogue of collection {collection.name!r}: "
-                             "is this a run of another collection?", path=path, line=lineno,
-                             field="qid")
+            raise InputError(
+                f"topic {qid!r} is not a dialogue of collection {collection.name!r}: is this a run of another collection?",
+                path=path,
+                line=lineno,
+                field="qid",
+            )
         if doc not in candidates.get(qid, ()) and doc not in pool:
-            raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r} nor in "
-                             f"collection {collection.name!r}: is this a run of another collection?",
-                             path=path, line=lineno, field="docid")
+            raise InputError(
+                f"sentence {doc!r} is not a candidate of dialogue {qid!r} nor in "
+                f"collection {collection.name!r}: is this a run of another collection?",
+                path=path,
+                line=lineno,
+                field="docid",
+            )
 
 
 def check_same_collection(paths: list[str], runs: list[Run], allow: bool = False) -> None:
@@ -95,11 +105,15 @@ def check_same_collection(paths: list[str], runs: list[Run], allow: bool = False
         if first is None:
             first = (path, recorded)
         elif recorded["hash"] != first[1]["hash"]:
-            message = (f"{path} was made for collection {recorded.get('name')!r} (hash {recorded['hash']}) "
-                       f"but {first[0]} for {first[1].get('name')!r} (hash {first[1]['hash']})")
+            message = (
+                f"{path} was made for collection {recorded.get('name')!r} (hash {recorded['hash']}) "
+                f"but {first[0]} for {first[1].get('name')!r} (hash {first[1]['hash']})"
+            )
             if allow:
                 print(f"dsr: warning: {message} (--allow-collection-mismatch)", file=sys.stderr)
                 continue
-            raise InputError(f"{message}: fuse runs of one collection (or pass "
-                             "`allow_mismatch`)", path=sidecar_path(path),
-                             field="collection.hash")
+            raise InputError(
+                f"{message}: fuse runs of one collection (or pass `allow_mismatch`)",
+                path=sidecar_path(path),
+                field="collection.hash",
+            )

@@ -44,27 +44,22 @@ def read_split_file(path: str | Path) -> list[tuple[list[str], list[str]]]:
     splits = []
     for lineno, obj in items:
         if not isinstance(obj, dict):
-            raise InputError(f'expected {{"val": [...], "test": [...]}}, got {type(obj).__name__}',
-                             path=path, line=lineno)
+            raise InputError(f'expected {{"val": [...], "test": [...]}}, got {type(obj).__name__}', path=path, line=lineno)
         parts = []
         for part in ("val", "test"):
             ids = obj.get(part)
             if not isinstance(ids, list):
-                raise InputError("missing or not a list of dialogue ids", path=path, line=lineno,
-                                 field=part)
+                raise InputError("missing or not a list of dialogue ids", path=path, line=lineno, field=part)
             bad = [i for i in ids if not isinstance(i, str) or not i]
             if bad:
-                raise InputError(f"dialogue ids must be text, got {bad[0]!r}", path=path,
-                                 line=lineno, field=part)
+                raise InputError(f"dialogue ids must be text, got {bad[0]!r}", path=path, line=lineno, field=part)
             repeated = sorted(i for i, n in Counter(ids).items() if n > 1)
             if repeated:
-                raise InputError(f"{len(repeated)} id(s) listed twice: {_few(repeated)}",
-                                 path=path, line=lineno, field=part)
+                raise InputError(f"{len(repeated)} id(s) listed twice: {_few(repeated)}", path=path, line=lineno, field=part)
             parts.append([str(i) for i in ids])
         both = sorted(set(parts[0]) & set(parts[1]))
         if both:
-            raise InputError(f"{len(both)} id(s) in both val and test: {_few(both)}",
-                             path=path, line=lineno, field="test")
+            raise InputError(f"{len(both)} id(s) in both val and test: {_few(both)}", path=path, line=lineno, field="test")
         splits.append((parts[0], parts[1]))
     return splits
 
@@ -79,17 +74,26 @@ def check_splits(splits: list[tuple[list[str], list[str]]], ids: Iterable[str], 
     for lineno, (val, test) in enumerate(splits, start=1):
         both = set(val) & set(test)
         if both:
-            raise InputError(f"{len(both)} id(s) in both val and test: {_few(sorted(both))}",
-                             path=path, line=lineno, field="test")
+            raise InputError(
+                f"{len(both)} id(s) in both val and test: {_few(sorted(both))}", path=path, line=lineno, field="test"
+            )
         got = set(val) | set(test)
         unknown = sorted(got - expected)
         missing = sorted(expected - got)
         if unknown:
-            raise InputError(f"{len(unknown)} id(s) not in the collection: {_few(unknown)}",
-                             path=path, line=lineno, field="val" if unknown[0] in val else "test")
+            raise InputError(
+                f"{len(unknown)} id(s) not in the collection: {_few(unknown)}",
+                path=path,
+                line=lineno,
+                field="val" if unknown[0] in val else "test",
+            )
         if missing:
-            raise InputError(f"{len(missing)} dialogue(s) of the collection in neither val nor "
-                             f"test: {_few(missing)}", path=path, line=lineno, field="val")
+            raise InputError(
+                f"{len(missing)} dialogue(s) of the collection in neither val nor test: {_few(missing)}",
+                path=path,
+                line=lineno,
+                field="val",
+            )
 
 
 def _few(ids: list[str], n: int = 5) -> str:

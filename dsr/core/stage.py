@@ -46,7 +46,7 @@ class Stage:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         declared = cls.__dict__.get("PARAMS", cls.PARAMS)
-        if isinstance(declared, dict):   # {name: default}: each of its default's kind
+        if isinstance(declared, dict):  # {name: default}: each of its default's kind
             declared = inferred(declared)
         cls.PARAMS = tuple(declared)
         cls.DEFAULTS = defaults(cls.PARAMS)
@@ -126,8 +126,7 @@ class Registry(dict[str, str], Generic[S]):
     def lookup(self, name: str) -> type[S]:
         """The class registered as ``name``."""
         if name not in self:
-            raise InputError(f"unknown {self.kind} {name!r}; choose from {', '.join(self)}",
-                             field=self.kind)
+            raise InputError(f"unknown {self.kind} {name!r}; choose from {', '.join(self)}", field=self.kind)
         module, _, attr = self[name].partition(":")
         found: type[S] = getattr(importlib.import_module(module), attr)
         return found

@@ -29,7 +29,7 @@ def stopword_list() -> frozenset[str]:
 
 
 def __getattr__(name: str) -> frozenset[str]:
-    if name == "STOPWORDS":   # the list as a constant, for readers of this module
+    if name == "STOPWORDS":  # the list as a constant, for readers of this module
         return stopword_list()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

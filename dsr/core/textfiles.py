@@ -25,7 +25,7 @@ def without_bom(data: bytes) -> bytes:
     """``data`` without a UTF-8 byte order mark at its start: every reader of users' files
     (runs, qrels, benchmark JSON Lines, judging imports) accepts one, so a file saved by
     Notepad is read as the same file without it."""
-    return data[len(BOM):] if data.startswith(BOM) else data
+    return data[len(BOM) :] if data.startswith(BOM) else data
 
 
 class TooLarge(InputError):
@@ -49,12 +49,15 @@ def unpack(data: bytes, limit: int | None = None, path: str | Path | None = None
         with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as stream:
             text = stream.read() if limit is None else stream.read(limit + 1)
     except EOFError:
-        raise InputError("the gzip stream is cut short: it ends before its end-of-stream marker "
-                         "(an interrupted download or upload?)", path=path) from None
+        raise InputError(
+            "the gzip stream is cut short: it ends before its end-of-stream marker (an interrupted download or upload?)",
+            path=path,
+        ) from None
     except gzip.BadGzipFile as err:
-        if str(err).startswith("Not a gzipped file"):    # the first member's header was gzip
-            raise InputError("bytes after the end of the gzip stream are not gzip (trailing "
-                             "garbage); recompress the file", path=path) from None
+        if str(err).startswith("Not a gzipped file"):  # the first member's header was gzip
+            raise InputError(
+                "bytes after the end of the gzip stream are not gzip (trailing garbage); recompress the file", path=path
+            ) from None
         raise InputError(f"a damaged gzip stream ({err})", path=path) from None
     except (zlib.error, OSError, ValueError) as err:
         raise InputError(f"a damaged gzip stream ({err})", path=path) from None

@@ -81,8 +81,7 @@ def _entry(rankings: list[list[tuple[str, float]]], ends: np.ndarray, i: int) ->
     return rankings[which][i - (int(ends[which - 1]) if which else 0)]
 
 
-def _tie_rule_flat(scores: Mapping[str, Mapping[str, float]],
-                   initial_order: Mapping[str, list[str]]) -> FlatRanking:
+def _tie_rule_flat(scores: Mapping[str, Mapping[str, float]], initial_order: Mapping[str, list[str]]) -> FlatRanking:
     """Each topic's scores ranked by the tie rule: the scores laid end to end, with each doc's
     initial rank (ids not in the initial order after those that are), for :func:`rank_flat`."""
     topics = list(scores)
@@ -100,8 +99,7 @@ def _tie_rule_flat(scores: Mapping[str, Mapping[str, float]],
             positions += [position.get(d, missing) for d in keys]
         docs += keys
         sizes[n] = len(keys)
-    values = np.fromiter((float(v) for qid in topics for v in scores[qid].values()), dtype=np.float64,
-                         count=len(docs))
+    values = np.fromiter((float(v) for qid in topics for v in scores[qid].values()), dtype=np.float64, count=len(docs))
     return rank_flat(topics, docs, sizes, values, np.asarray(positions, dtype=np.int64))
 
 
@@ -114,8 +112,7 @@ class FlatRanking:
 
     __slots__ = ("topics", "docs", "sizes", "order", "scores")
 
-    def __init__(self, topics: list[str], docs: list[str], sizes: np.ndarray, order: np.ndarray,
-                 scores: np.ndarray):
+    def __init__(self, topics: list[str], docs: list[str], sizes: np.ndarray, order: np.ndarray, scores: np.ndarray):
         self.topics, self.docs, self.sizes, self.order, self.scores = topics, docs, sizes, order, scores
 
     def __getstate__(self) -> tuple[Any, ...]:
@@ -142,8 +139,7 @@ class FlatRanking:
 PADDED_SORT_WASTE = 1.0
 
 
-def _sort_order(topic: np.ndarray, values: np.ndarray, position_of: np.ndarray,
-                sizes: np.ndarray) -> np.ndarray:
+def _sort_order(topic: np.ndarray, values: np.ndarray, position_of: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """The flat positions ordered by (topic, -value, position): ``np.lexsort`` of the three,
     done per topic on a padded matrix when the topics are of similar sizes (the same order:
     the padding sorts last and is dropped)."""
@@ -162,8 +158,7 @@ def _sort_order(topic: np.ndarray, values: np.ndarray, position_of: np.ndarray,
     return kept
 
 
-def rank_flat(topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray,
-              position_of: np.ndarray) -> FlatRanking:
+def rank_flat(topics: list[str], docs: list[str], sizes: np.ndarray, values: np.ndarray, position_of: np.ndarray) -> FlatRanking:
     """The tie rule over topics laid end to end (topic i holds the next ``sizes[i]`` docs,
     their scores ``values`` and initial ranks ``position_of``): score descending, then initial
     rank, then id, scores made strictly decreasing. One numpy sort of all topics' (topic,
@@ -172,14 +167,12 @@ def rank_flat(topics: list[str], docs: list[str], sizes: np.ndarray, values: np.
     topic = np.repeat(np.arange(len(topics)), sizes)
     order = _sort_order(topic, values, position_of, sizes)
     keys = (topic[order], -values[order], position_of[order])
-    tied = np.flatnonzero((keys[0][1:] == keys[0][:-1]) & (keys[1][1:] == keys[1][:-1])
-                          & (keys[2][1:] == keys[2][:-1]))
+    tied = np.flatnonzero((keys[0][1:] == keys[0][:-1]) & (keys[1][1:] == keys[1][:-1]) & (keys[2][1:] == keys[2][:-1]))
     ends = np.cumsum(sizes)
     for n in np.unique(keys[0][tied + 1]).tolist():  # the id decides: sort that topic in Python
         start = int(ends[n - 1]) if n else 0
-        within = sorted(range(start, int(ends[n])),
-                        key=lambda i: (-values[i], position_of[i], docs[i]))
-        order[start:int(ends[n])] = within
+        within = sorted(range(start, int(ends[n])), key=lambda i: (-values[i], position_of[i], docs[i]))
+        order[start : int(ends[n])] = within
     ranked_values = values[order]
     strict = _strict_scores(ranked_values, ends, lambda i: (docs[int(order[i])], ranked_values[i]))
     return FlatRanking(topics, docs, sizes, order, strict)

@@ -65,22 +65,42 @@ class Decision:
         if self.switch:
             others = [c for c in self.passed if c != self.chosen]
             also = f" ({', '.join(others)} also passed; {self.chosen} is best on dev)" if others else ""
-            return (f"{self.chosen} replaces {self.default}: better on the judged dev set and on "
-                    f"silver valid, Holm-corrected over {len(self.candidates)} candidate(s){also}")
-        return (f"{self.default} stays: no candidate is significantly better on both the judged "
-                f"dev set and silver valid (Holm over {len(self.candidates)} candidate(s), "
-                f"alpha {self.alpha})")
+            return (
+                f"{self.chosen} replaces {self.default}: better on the judged dev set and on "
+                f"silver valid, Holm-corrected over {len(self.candidates)} candidate(s){also}"
+            )
+        return (
+            f"{self.default} stays: no candidate is significantly better on both the judged "
+            f"dev set and silver valid (Holm over {len(self.candidates)} candidate(s), "
+            f"alpha {self.alpha})"
+        )
 
     def as_dict(self) -> dict:
-        return {"measure": self.measure, "default": self.default, "candidates": self.candidates,
-                "test": self.test, "alpha": self.alpha, "correction": "holm over the candidates, "
-                "per label set", "topics": self.topics, "rows": self.rows, "passed": self.passed,
-                "decision": self.chosen, "switch": self.switch, "reason": self.reason()}
+        return {
+            "measure": self.measure,
+            "default": self.default,
+            "candidates": self.candidates,
+            "test": self.test,
+            "alpha": self.alpha,
+            "correction": "holm over the candidates, per label set",
+            "topics": self.topics,
+            "rows": self.rows,
+            "passed": self.passed,
+            "decision": self.chosen,
+            "switch": self.switch,
+            "reason": self.reason(),
+        }
 
 
-def decide(values: Mapping[str, Mapping[str, np.ndarray]], default: str, measure: str = "nDCG@5",
-           test: str = "both", alpha: float = ALPHA, n_resamples: int = DEFAULT_RESAMPLES,
-           seed: int = 0) -> Decision:
+def decide(
+    values: Mapping[str, Mapping[str, np.ndarray]],
+    default: str,
+    measure: str = "nDCG@5",
+    test: str = "both",
+    alpha: float = ALPHA,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Decision:
     """The rule on per-topic values: ``values[label_set][system]`` is a 1-D array over that label
     set's topics (``label_set`` in :data:`LABEL_SETS`); every other system is a candidate."""
     if test not in TESTS:
@@ -98,8 +118,7 @@ def decide(values: Mapping[str, Mapping[str, np.ndarray]], default: str, measure
         raise InputError("give at least one candidate beside the default", field="candidates")
     if set(values["silver"]) != set(systems):
         raise InputError("the same systems are needed on both label sets", field="values")
-    result = Decision(measure, default, candidates, test, alpha,
-                      {s: len(next(iter(values[s].values()))) for s in LABEL_SETS})
+    result = Decision(measure, default, candidates, test, alpha, {s: len(next(iter(values[s].values()))) for s in LABEL_SETS})
     for label_set in LABEL_SETS:
         per_topic = {name: np.asarray(v, float).reshape(-1, 1) for name, v in values[label_set].items()}
         tests = compare(per_topic, default, [measure], n_resamples=n_resamples, seed=seed)
@@ -108,15 +127,21 @@ def decide(values: Mapping[str, Mapping[str, np.ndarray]], default: str, measure
             row = {"mean": float(mean[0]), "ci_low": nan_to_none(low[0]), "ci_high": nan_to_none(high[0])}
             if name != default:
                 entry = tests[name][measure]
-                row.update(diff=entry["diff"], t_holm=entry["t_holm"], perm_holm=entry["perm_holm"],
-                           wins=entry["wins"], losses=entry["losses"],
-                           better=_better(entry, test, alpha))
+                row.update(
+                    diff=entry["diff"],
+                    t_holm=entry["t_holm"],
+                    perm_holm=entry["perm_holm"],
+                    wins=entry["wins"],
+                    losses=entry["losses"],
+                    better=_better(entry, test, alpha),
+                )
             result.rows.setdefault(name, {})[label_set] = row
     result.passed = [c for c in candidates if all(result.rows[c][s]["better"] for s in LABEL_SETS)]
-    result.chosen = (max(result.passed, key=lambda c: (result.rows[c]["dev"]["mean"],
-                                                       result.rows[c]["silver"]["mean"],
-                                                       -candidates.index(c)))
-                     if result.passed else default)
+    result.chosen = (
+        max(result.passed, key=lambda c: (result.rows[c]["dev"]["mean"], result.rows[c]["silver"]["mean"], -candidates.index(c)))
+        if result.passed
+        else default
+    )
     return result
 
 
@@ -126,9 +151,14 @@ def _better(entry: dict, test: str, alpha: float) -> bool:
     return entry["diff"] > 0 and all(p is not None and p < alpha for p in ps)
 
 
-def decide_runs(dev: Collection, silver: Collection,
-                runs: Mapping[str, Mapping[str, Run | Mapping[str, Mapping[str, float]]]], default: str,
-                measure: str = "nDCG@5", **options) -> Decision:
+def decide_runs(
+    dev: Collection,
+    silver: Collection,
+    runs: Mapping[str, Mapping[str, Run | Mapping[str, Mapping[str, float]]]],
+    default: str,
+    measure: str = "nDCG@5",
+    **options,
+) -> Decision:
     """The rule on runs: ``runs[system] = {"dev": run, "silver": run}`` (a :class:`~dsr.core.run.Run`
     or ``{topic: {doc: score}}``), measured with the labels of the ``dev`` and ``silver``
     collections on each collection's own topics."""
@@ -138,15 +168,16 @@ def decide_runs(dev: Collection, silver: Collection,
         values[label_set] = {}
         for name, by_set in runs.items():
             run = by_set[label_set]
-            rankings = run.rankings if isinstance(run, Run) else {
-                q: sorted(d.items(), key=lambda x: -x[1]) for q, d in run.items()}
+            rankings = (
+                run.rankings if isinstance(run, Run) else {q: sorted(d.items(), key=lambda x: -x[1]) for q, d in run.items()}
+            )
             covered = sum(1 for q in collection.ids if rankings.get(q))
             if not covered:
-                raise InputError(f"run {name!r} ranks no query point of {collection.name!r} (the "
-                                 f"{label_set} label set)", field="runs")
+                raise InputError(
+                    f"run {name!r} ranks no query point of {collection.name!r} (the {label_set} label set)", field="runs"
+                )
             # ranks, not scores: the run's own order is measured (as in dsr.evaluation.ordering_agreement)
-            ranked = {q: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)}
-                      for q, docs in rankings.items()}
+            ranked = {q: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)} for q, docs in rankings.items()}
             values[label_set][name] = evaluator(ranked).column(evaluator.names[0])
     return decide(values, default, evaluator.names[0], **options)
 
@@ -156,10 +187,12 @@ def format_table(decision: Decision, names: Sequence[str] | None = None) -> list
     names = list(names or [decision.default, *decision.candidates])
     width = max(len(n) for n in [*names, "system"])
     t = decision.topics
-    lines = [f"{decision.measure}, mean [95% bootstrap CI]; difference to the default "
-             f"({decision.default}) and Holm-adjusted p (t / sign-flip)",
-             f"{'system':{width}s}  {'judged dev (' + str(t['dev']) + ')':>40s}  "
-             f"{'silver valid (' + str(t['silver']) + ')':>40s}  passes"]
+    lines = [
+        f"{decision.measure}, mean [95% bootstrap CI]; difference to the default "
+        f"({decision.default}) and Holm-adjusted p (t / sign-flip)",
+        f"{'system':{width}s}  {'judged dev (' + str(t['dev']) + ')':>40s}  "
+        f"{'silver valid (' + str(t['silver']) + ')':>40s}  passes",
+    ]
     for name in names:
         cells = []
         for label_set in LABEL_SETS:
@@ -167,8 +200,7 @@ def format_table(decision: Decision, names: Sequence[str] | None = None) -> list
             cell = f"{row['mean']:.4f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
             if "diff" in row:
                 cell += f" {row['diff']:+.4f} {_p(row['t_holm'])}/{_p(row['perm_holm'])}"
-                cell += " ▲" if row["better"] else (" ▼" if row["diff"] < 0 and _sig(row, decision)
-                                                   else "  ")
+                cell += " ▲" if row["better"] else (" ▼" if row["diff"] < 0 and _sig(row, decision) else "  ")
             cells.append(f"{cell:>40s}")
         mark = "default" if name == decision.default else ("yes" if name in decision.passed else "no")
         lines.append(f"{name:{width}s}  {cells[0]}  {cells[1]}  {mark}")

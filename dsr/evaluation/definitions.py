@@ -27,8 +27,9 @@ def system_definitions(results: Results) -> dict[str, str]:
 
 def _what_system(results: Results, name: str, info: dict) -> str:
     config = found if isinstance(found := info.get("config"), dict) else {}
-    kind = next((f"{k} {d[k]}" for d in (info, config) for k in ("fusion", "reranker", "ranker")
-                 if isinstance(d.get(k), str)), None)
+    kind = next(
+        (f"{k} {d[k]}" for d in (info, config) for k in ("fusion", "reranker", "ranker") if isinstance(d.get(k), str)), None
+    )
     parts = [kind] if kind else []
     fixed = {**(config.get("params") or {}), **(info.get("params") or {}), **(info.get("fixed") or {})}
     fixed = {k: v for k, v in fixed.items() if v is not None}
@@ -42,8 +43,7 @@ def _what_system(results: Results, name: str, info: dict) -> str:
         parts.append(f"tuned per split on the val half by {results.target} over {grid}")
     if system.kind == "tuned" and system.tuned is not None and results.modal_config(name):
         counts = sorted(system.tuned.choice_counts().items(), key=lambda kv: -kv[1])
-        chosen = ", ".join(f"{c} ({k})" for c, k in counts[:3]) + (f", {len(counts) - 3} others"
-                                                                  if len(counts) > 3 else "")
+        chosen = ", ".join(f"{c} ({k})" for c, k in counts[:3]) + (f", {len(counts) - 3} others" if len(counts) > 3 else "")
         parts.append(f"chosen on val in {sum(k for _, k in counts)} splits: {chosen}")
     if not parts:
         parts.append(f"run {info['tag']}" if info.get("tag") else "a run given in memory")
@@ -63,5 +63,4 @@ def baseline_note(results: Results) -> str:
     """One line saying what the baseline row is (empty without a baseline)."""
     if results.baseline is None or results.baseline not in results.systems:
         return ""
-    return (f"{results.baseline} (baseline, every ▲/▼ is against it): "
-            f"{system_definitions(results)[results.baseline]}.")
+    return f"{results.baseline} (baseline, every ▲/▼ is against it): {system_definitions(results)[results.baseline]}."

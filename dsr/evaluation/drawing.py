@@ -31,7 +31,7 @@ COST = {"diff_vs_baseline": 3.0, "measures": 2.5}
 #: the most figures a report has (:func:`dsr.evaluation.figures.figure_makers`): more workers idle
 MAX_FIGURES = 5
 
-Drawn = list[tuple[str, str, dict[str, bytes]]]   # (stem, caption, {file name: bytes})
+Drawn = list[tuple[str, str, dict[str, bytes]]]  # (stem, caption, {file name: bytes})
 
 
 class Workers(NamedTuple):
@@ -49,9 +49,10 @@ def start_workers(workers: int | None = None) -> Workers | None:
     if workers <= 1 or not can_fork():
         return None
     # a worker ends with this process, however it ends (an orphan would wait on its queue forever)
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=die_with_parent, initargs=(os.getpid(),))
-    for _ in range(workers):    # the first submit forks them all
+    pool = ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("fork"), initializer=die_with_parent, initargs=(os.getpid(),)
+    )
+    for _ in range(workers):  # the first submit forks them all
         pool.submit(_import_matplotlib)
     return Workers(pool, workers)
 
@@ -80,7 +81,7 @@ class Drawing:
         self.futures: list[Future] | None = None
         self.key = figure_cache.content_key(results, self.stems) if figure_cache.enabled() else None
         self.cached = figure_cache.lookup(self.key, self.stems, label)
-        if self.cached is not None:   # nothing to draw: matplotlib is never imported
+        if self.cached is not None:  # nothing to draw: matplotlib is never imported
             if pool is not None:
                 pool.close()
             self.pool = None
@@ -95,7 +96,7 @@ class Drawing:
         """``({stem: caption}, {file name: bytes})`` in the figures' order."""
         if self.cached is not None:
             captions, files, intervals = self.cached
-            for key, value in intervals.items():   # the tables read the intervals the figures drew
+            for key, value in intervals.items():  # the tables read the intervals the figures drew
                 self.results._intervals.setdefault(key, value)
             return captions, files
         try:

@@ -30,19 +30,18 @@ from dsr.indexes.exactness import notes as exactness_notes
 
 
 def subset_indices(collection: Collection, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-    """"all" and each of the collection's subsets (or only ``names``) -> topic indices."""
+    """ "all" and each of the collection's subsets (or only ``names``) -> topic indices."""
     labels = np.array([d.subset for d in collection.dialogues])
     available = {"all": np.arange(len(labels))}
     own = collection.subsets
     if own != ["all"]:
-        for name in own:                       # in a reader's order (Collection.subsets)
+        for name in own:  # in a reader's order (Collection.subsets)
             available[name] = np.flatnonzero(labels == name)
     if not names:
         return available
     unknown = [n for n in names if n not in available]
     if unknown:
-        raise InputError(f"no subset {unknown[0]!r} in {collection.name}; it has "
-                         f"{', '.join(available)}", field="subsets")
+        raise InputError(f"no subset {unknown[0]!r} in {collection.name}; it has {', '.join(available)}", field="subsets")
     return {n: available[n] for n in dict.fromkeys(names)}
 
 
@@ -61,14 +60,29 @@ def configs_from_grid(make_run: Callable[..., Run], grid: Mapping[str, Sequence[
     return configs
 
 
-def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Sequence | None = None, *,
-                  subsets: Sequence[str] | None = None, splits: Splits | None = None,
-                  families: Mapping[str, Mapping[str, ConfigSource]] | None = None,
-                  target: str = "nDCG@5", baseline: str | None = None, test: str = "t",
-                  n_resamples: int = sig.DEFAULT_RESAMPLES, seed: int = 0, alpha: float = sig.ALPHA,
-                  run_info: Mapping[str, dict] | None = None, progress: bool = True,
-                  correction: str = "holm", family: str = "runs", ci: str = "auto",
-                  all_pairs: bool = False, primary: str | None = None, workers: int | None = None) -> Results:
+def evaluate_runs(
+    collection: Collection,
+    runs: Mapping[str, Run],
+    measures: Sequence | None = None,
+    *,
+    subsets: Sequence[str] | None = None,
+    splits: Splits | None = None,
+    families: Mapping[str, Mapping[str, ConfigSource]] | None = None,
+    target: str = "nDCG@5",
+    baseline: str | None = None,
+    test: str = "t",
+    n_resamples: int = sig.DEFAULT_RESAMPLES,
+    seed: int = 0,
+    alpha: float = sig.ALPHA,
+    run_info: Mapping[str, dict] | None = None,
+    progress: bool = True,
+    correction: str = "holm",
+    family: str = "runs",
+    ci: str = "auto",
+    all_pairs: bool = False,
+    primary: str | None = None,
+    workers: int | None = None,
+) -> Results:
     """Evaluate runs (and tune families per split) on a collection.
 
     * ``runs``: name -> Run, reported untuned (over all dialogues, and with
@@ -93,41 +107,74 @@ def evaluate_runs(collection: Collection, runs: Mapping[str, Run], measures: Seq
       or ``DSR_WORKERS``; 1: this process only). The values do not depend on it.
     """
     families = dict(families or {})
-    correction_family = family      # ``family`` is reused below for each tuned family
+    correction_family = family  # ``family`` is reused below for each tuned family
     measures, target_name, primary_name = _check_request(
-        runs, families, measures, splits, target, test, correction, family, ci, primary)
+        runs, families, measures, splits, target, test, correction, family, ci, primary
+    )
     names = measure_names(measures)
     qrels = qrels_from_collection(collection)
     topics = collection.ids
     index_by_subset = subset_indices(collection, subsets)
-    measurer = _Measurer(Evaluator(qrels, measures, topics),
-                         len(runs) + sum(len(c) for c in families.values()), progress, workers)
+    values, info, systems, notes = _measured(
+        collection,
+        runs,
+        families,
+        splits,
+        Evaluator(qrels, measures, topics),
+        index_by_subset,
+        names.index(target_name) if target_name else None,
+        run_info,
+        progress,
+        workers,
+    )
+
+    results = Results(
+        collection=collection.describe(),
+        topics=list(topics),
+        topic_subsets=[d.subset for d in collection.dialogues],
+        subsets=index_by_subset,
+        measures=names,
+        runs=values,
+        run_info=info,
+        systems=systems,
+        splits=splits,
+        target=target_name,
+        test=test,
+        alpha=alpha,
+        n_resamples=n_resamples,
+        seed=seed,
+        notes=notes,
+        run_objects=dict(runs),
+        qrels=qrels,
+        correction=correction,
+        family=correction_family,
+        ci=ci,
+        primary=primary_name,
+    )
+    _compare(results, families, baseline, all_pairs, workers)
+    return results
+
+
+def _measured(collection, runs, families, splits, evaluator, index_by_subset, target_j, run_info, progress, workers):
+    """Every run and family measured: the runs' values, their info, the table's systems and the
+    notes under it."""
+    topics = collection.ids
+    measurer = _Measurer(evaluator, len(runs) + sum(len(c) for c in families.values()), progress, workers)
     # first, so that it is the line under the table: a fast backend's figures are not the exact ones
     notes = exactness_notes(collection.describe(), [*(r.config for r in runs.values()), *(run_info or {}).values()])
     notes += _no_relevant_note(collection)
     measurer.measure_all(runs, families)
     values = {name: measurer(run) for name, run in runs.items()}
     notes += _coverage_notes(collection, runs, values)
-    info = {name: dict((run_info or {}).get(name, {})) or {"tag": runs[name].tag, "config": runs[name].config}
-            for name in runs}
-    systems = _systems(runs, values, families, splits, topics, index_by_subset, measurer,
-                       names.index(target_name) if target_name else None, notes)
+    info = {name: dict((run_info or {}).get(name, {})) or {"tag": runs[name].tag, "config": runs[name].config} for name in runs}
+    systems = _systems(runs, values, families, splits, topics, index_by_subset, measurer, target_j, notes)
     for family_name in families:
         info.setdefault(family_name, {}).update((run_info or {}).get(family_name, {}))
     measurer.close()
-
-    results = Results(collection=collection.describe(), topics=list(topics),
-                      topic_subsets=[d.subset for d in collection.dialogues], subsets=index_by_subset,
-                      measures=names, runs=values, run_info=info, systems=systems, splits=splits,
-                      target=target_name, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
-                      notes=notes, run_objects=dict(runs), qrels=qrels, correction=correction,
-                      family=correction_family, ci=ci, primary=primary_name)
-    _compare(results, families, baseline, all_pairs, workers)
-    return results
+    return values, info, systems, notes
 
 
-def _systems(runs, values, families, splits, topics, index_by_subset, measurer, target_j,
-             notes: list[str]) -> dict[str, System]:
+def _systems(runs, values, families, splits, topics, index_by_subset, measurer, target_j, notes: list[str]) -> dict[str, System]:
     """The table's rows: the runs themselves without splits; with splits, each untuned
     run on the test halves and each family tuned per split on val by the target."""
     if splits is None:
@@ -141,8 +188,7 @@ def _systems(runs, values, families, splits, topics, index_by_subset, measurer, 
     return systems
 
 
-def _compare(results: Results, families, baseline: str | None, all_pairs: bool,
-             workers: int | None = None) -> None:
+def _compare(results: Results, families, baseline: str | None, all_pairs: bool, workers: int | None = None) -> None:
     """Recall curves of tuned families, all-pairs groups and the baseline comparisons."""
     for family_name, configs in families.items():
         # a tuned family's recall@k curve in reports: the configuration chosen most
@@ -152,43 +198,62 @@ def _compare(results: Results, families, baseline: str | None, all_pairs: bool,
             results.run_objects[family_name] = modal
     per_topic = {n: s.per_topic for n, s in results.systems.items()}
     if all_pairs:
-        results.pairs = {subset: sig.all_pairs(per_topic, results.measures, idx, results.test,
-                                               results.correction, results.alpha, results.n_resamples,
-                                               results.seed)
-                         for subset, idx in results.subsets.items()}
+        results.pairs = {
+            subset: sig.all_pairs(
+                per_topic,
+                results.measures,
+                idx,
+                results.test,
+                results.correction,
+                results.alpha,
+                results.n_resamples,
+                results.seed,
+            )
+            for subset, idx in results.subsets.items()
+        }
     if baseline is not None:
         if baseline not in results.systems:
-            raise InputError(f"baseline {baseline!r} is not one of the systems compared: "
-                             f"{', '.join(results.systems)}", field="baseline")
+            raise InputError(
+                f"baseline {baseline!r} is not one of the systems compared: {', '.join(results.systems)}", field="baseline"
+            )
         results.baseline = baseline
         results.significance = significance_by_subset(
-            per_topic, baseline, results.measures, results.subsets, results.n_resamples, results.seed,
-            results.correction, results.family, workers)
+            per_topic,
+            baseline,
+            results.measures,
+            results.subsets,
+            results.n_resamples,
+            results.seed,
+            results.correction,
+            results.family,
+            workers,
+        )
 
 
-def _check_request(runs, families, measures, splits, target, test, correction="holm", family="runs",
-                   ci="auto", primary=None):
+def _check_request(runs, families, measures, splits, target, test, correction="holm", family="runs", ci="auto", primary=None):
     """The measures to compute (the tuning target and the primary measure added), the
     target's name and the primary's; bad requests are InputErrors naming the option."""
     if test not in ("t", "perm"):
         raise InputError(f"unknown test {test!r}: use t or perm", field="test")
-    for value, allowed, option in ((correction, sig.CORRECTIONS, "correction"),
-                                   (family, sig.FAMILIES, "family"), (ci, sig.INTERVALS, "ci")):
+    for value, allowed, option in (
+        (correction, sig.CORRECTIONS, "correction"),
+        (family, sig.FAMILIES, "family"),
+        (ci, sig.INTERVALS, "ci"),
+    ):
         if value not in allowed:
             raise InputError(f"unknown value {value!r}: use {', '.join(allowed)}", field=option)
     measures = list(measures) if measures is not None else None
     if measures is None or all(isinstance(m, str) for m in measures):
         measures = parse_measures(measures)
     primary_name = None
-    if primary is not None:   # asked for: measured; by default nDCG@5 when measured, else the first
+    if primary is not None:  # asked for: measured; by default nDCG@5 when measured, else the first
         primary_measure = parse_measures([primary], field="primary")[0]
         primary_name = str(primary_measure)
         if primary_name not in measure_names(measures):
             measures = [*measures, primary_measure]
     target_name = None
     if families and splits is None:
-        raise InputError("tuning a ranker family needs val/test splits (the official protocol)",
-                         field="families")
+        raise InputError("tuning a ranker family needs val/test splits (the official protocol)", field="families")
     if splits is not None:
         target_measure = parse_measures([target], field="target")[0]
         target_name = str(target_measure)
@@ -217,8 +282,7 @@ class _Measurer:
         self.workers = workers
         self.memo: dict[int, TopicValues] = {}
         # disable=None: only on a terminal, never in a log or CI output
-        self.bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=None if progress else True,
-                        leave=False)
+        self.bar = tqdm(total=jobs, desc="evaluating", unit="run", disable=None if progress else True, leave=False)
 
     def __call__(self, run: Run) -> TopicValues:
         key = id(run)
@@ -232,7 +296,7 @@ class _Measurer:
         (:func:`dsr.core.forked.forked_map`) when there are enough of them, in this process
         otherwise: the same values. :meth:`__call__` and :meth:`grid` then read them."""
         sources = [*runs.values(), *(source for configs in families.values() for source in configs.values())]
-        by_key = {id(source): source for source in sources}    # held by the caller: ids stay unique
+        by_key = {id(source): source for source in sources}  # held by the caller: ids stay unique
         pieces = [key for key in by_key if key not in self.memo]
 
         def work(i: int) -> TopicValues:
@@ -248,8 +312,10 @@ class _Measurer:
     def grid(self, families: Mapping[str, Mapping[str, ConfigSource]]) -> dict[str, np.ndarray]:
         """``{family: values}``, one (configuration, topic, measure) array per family, from
         :meth:`measure_all`."""
-        return {family: np.stack([self.memo[id(source)].values for source in configs.values()])
-                for family, configs in families.items()}
+        return {
+            family: np.stack([self.memo[id(source)].values for source in configs.values()])
+            for family, configs in families.items()
+        }
 
     def close(self) -> None:
         self.bar.close()
@@ -257,12 +323,10 @@ class _Measurer:
 
 def _no_relevant_note(collection: Collection) -> list[str]:
     norel = sum(1 for d in collection.dialogues if not d.relevant)
-    return [f"{norel} dialogue(s) have no relevant candidate; they score 0 on every measure "
-            "(as in trec_eval)"] if norel else []
+    return [f"{norel} dialogue(s) have no relevant candidate; they score 0 on every measure (as in trec_eval)"] if norel else []
 
 
-def _coverage_notes(collection: Collection, runs: Mapping[str, Run],
-                    values: Mapping[str, TopicValues]) -> list[str]:
+def _coverage_notes(collection: Collection, runs: Mapping[str, Run], values: Mapping[str, TopicValues]) -> list[str]:
     """Notes on dialogues a run misses and topics it has that the collection does not;
     a run of no dialogue of the collection is an InputError."""
     notes = []
@@ -272,8 +336,7 @@ def _coverage_notes(collection: Collection, runs: Mapping[str, Run],
         if tv.unknown:
             notes.append(f"{name}: {tv.unknown} topic(s) not in {collection.name} were ignored")
         if tv.unknown == len(runs[name]) and len(runs[name]):
-            raise InputError(f"run {name!r} ranks no dialogue of {collection.name}: "
-                             "wrong collection?", record=name)
+            raise InputError(f"run {name!r} ranks no dialogue of {collection.name}: wrong collection?", record=name)
     return notes
 
 
@@ -281,8 +344,11 @@ def _untuned_systems(runs, values, families, index: SplitIndex, index_by_subset)
     """Each untuned run on the splits' test halves (runs that are a family's member are
     reported as the family)."""
     members = {id(r) for configs in families.values() for r in configs.values() if isinstance(r, Run)}
-    return {name: System(name, "run", tv.values, {s: index.means(tv.values, "test", s) for s in index_by_subset})
-            for name, tv in values.items() if id(runs[name]) not in members}
+    return {
+        name: System(name, "run", tv.values, {s: index.means(tv.values, "test", s) for s in index_by_subset})
+        for name, tv in values.items()
+        if id(runs[name]) not in members
+    }
 
 
 def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: int) -> dict[str, System]:
@@ -296,15 +362,23 @@ def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: i
     for family, configs in families.items():
         stack = stacks[family]
         tuned = tune(index, list(configs), stack, target_j)
-        systems[family] = System(family, "tuned", tuned.per_topic, tuned.test, tuned,
-                                 {c: stack[k].mean(axis=0) for k, c in enumerate(configs)})
+        systems[family] = System(
+            family, "tuned", tuned.per_topic, tuned.test, tuned, {c: stack[k].mean(axis=0) for k, c in enumerate(configs)}
+        )
     return systems
 
 
-def significance_by_subset(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
-                           subsets: Mapping[str, np.ndarray], n_resamples: int = sig.DEFAULT_RESAMPLES,
-                           seed: int = 0, correction: str = "holm", family: str = "runs",
-                           workers: int | None = 1) -> dict[str, dict]:
+def significance_by_subset(
+    per_topic: Mapping[str, np.ndarray],
+    baseline: str,
+    measures: list[str],
+    subsets: Mapping[str, np.ndarray],
+    n_resamples: int = sig.DEFAULT_RESAMPLES,
+    seed: int = 0,
+    correction: str = "holm",
+    family: str = "runs",
+    workers: int | None = 1,
+) -> dict[str, dict]:
     """``{subset: dsr.evaluation.significance.compare(...)}``: every system against ``baseline`` per subset,
     then adjusted by ``correction`` over ``family`` (``dsr.evaluation.significance.correct``).
     ``workers`` > 1 (None: :func:`dsr.core.forked.default_workers`): the subsets compared by
@@ -323,9 +397,14 @@ def significance_by_subset(per_topic: Mapping[str, np.ndarray], baseline: str, m
     return out
 
 
-def tune_and_evaluate(collection: Collection, configs: Mapping[str, Mapping[str, ConfigSource]],
-                      splits: Splits, target: str = "nDCG@5", measures: Sequence | None = None,
-                      **kwargs) -> Results:
+def tune_and_evaluate(
+    collection: Collection,
+    configs: Mapping[str, Mapping[str, ConfigSource]],
+    splits: Splits,
+    target: str = "nDCG@5",
+    measures: Sequence | None = None,
+    **kwargs,
+) -> Results:
     """Tune each family per split on val by ``target`` and report its test halves.
 
     ``results.systems[family].tuned`` holds the chosen configuration per split
@@ -334,5 +413,4 @@ def tune_and_evaluate(collection: Collection, configs: Mapping[str, Mapping[str,
     (``runs=`` for untuned runs beside the families, ``baseline=``...).
     """
     runs = kwargs.pop("runs", {})
-    return evaluate_runs(collection, runs, measures, splits=splits, families=configs,
-                         target=target, **kwargs)
+    return evaluate_runs(collection, runs, measures, splits=splits, families=configs, target=target, **kwargs)

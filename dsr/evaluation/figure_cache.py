@@ -51,7 +51,7 @@ CACHE_ENV = "DSR_FIGURE_CACHE"
 PACKAGES = ("matplotlib", "pillow", "numpy")
 INDEX = "figures.json"
 
-Drawn = tuple[dict[str, str], dict[str, bytes], dict]   # captions, files, intervals
+Drawn = tuple[dict[str, str], dict[str, bytes], dict]  # captions, files, intervals
 
 
 def enabled() -> bool:
@@ -77,10 +77,11 @@ def content_key(results: Any, stems: list[str]) -> str | None:
         for item in dataclasses.fields(results):
             if item.name not in ("run_objects", "_intervals", "qrels"):
                 feed([item.name, getattr(results, item.name)])
-        digest.update("\x1e".join(f"{q}\x1f{d}\x1f{g}" for q, docs in results.qrels.items()
-                                  for d, g in docs.items()).encode("utf-8"))
+        digest.update(
+            "\x1e".join(f"{q}\x1f{d}\x1f{g}" for q, docs in results.qrels.items() for d, g in docs.items()).encode("utf-8")
+        )
         labels = ranked.Labels(results.qrels, results.topics)
-        for name, run in results.run_objects.items():   # what the recall curves are drawn from
+        for name, run in results.run_objects.items():  # what the recall curves are drawn from
             held = ranked.ranked(run, labels)
             if held is None:
                 return None
@@ -130,8 +131,7 @@ class _Feeder:
 
 
 def _expected(key: str, stems: list[str], label: str) -> dict[str, Any]:
-    return expected_manifest(KIND, inputs=key, params={"code": code_hash(), "stems": stems,
-                                                       "label": label}, packages=PACKAGES)
+    return expected_manifest(KIND, inputs=key, params={"code": code_hash(), "stems": stems, "label": label}, packages=PACKAGES)
 
 
 def lookup(key: str | None, stems: list[str], label: str = "") -> Drawn | None:
@@ -149,12 +149,13 @@ def lookup(key: str | None, stems: list[str], label: str = "") -> Drawn | None:
     try:
         index = json.loads((folder / INDEX).read_text(encoding="utf-8"))
         images = {name: (folder / name).read_bytes() for name in index["files"]}
-        intervals = {tuple(entry["key"]): tuple(np.array(v, dtype=np.float64) for v in entry["values"])
-                     for entry in index["intervals"]}
+        intervals = {
+            tuple(entry["key"]): tuple(np.array(v, dtype=np.float64) for v in entry["values"]) for entry in index["intervals"]
+        }
     except (OSError, ValueError, KeyError, TypeError):
         return None
     try:
-        os.utime(folder / "manifest.json")   # recently used: kept longest
+        os.utime(folder / "manifest.json")  # recently used: kept longest
     except OSError:
         pass
     return dict(index["captions"]), images, intervals
@@ -166,9 +167,14 @@ def store(key: str | None, stems: list[str], drawn: Drawn, label: str = "") -> N
     if key is None or not enabled():
         return
     captions, images, intervals = drawn
-    index = {"captions": captions, "files": list(images),
-             "intervals": [{"key": list(k), "values": [np.asarray(v, dtype=np.float64).tolist() for v in value]}
-                           for k, value in intervals.items()]}
+    index = {
+        "captions": captions,
+        "files": list(images),
+        "intervals": [
+            {"key": list(k), "values": [np.asarray(v, dtype=np.float64).tolist() for v in value]}
+            for k, value in intervals.items()
+        ],
+    }
 
     def build(folder: Path) -> None:
         for name, data in images.items():
@@ -177,10 +183,9 @@ def store(key: str | None, stems: list[str], drawn: Drawn, label: str = "") -> N
         (folder / INDEX).write_text(json.dumps(index, allow_nan=True), encoding="utf-8")
 
     try:
-        cached_build(KIND, key, _expected(key, stems, label), build, files=[*images, INDEX],
-                     announce_new=False)
+        cached_build(KIND, key, _expected(key, stems, label), build, files=[*images, INDEX], announce_new=False)
         _prune(index_folder(KIND, key).parent)
-    except OSError:   # a cache that cannot be written costs the next report a drawing, no more
+    except OSError:  # a cache that cannot be written costs the next report a drawing, no more
         pass
 
 

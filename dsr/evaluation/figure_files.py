@@ -30,6 +30,5 @@ def palette_png(data: bytes, dpi: int = PNG_DPI) -> bytes:
     image = _mpl()["Image"]
     source = image.open(io.BytesIO(data))
     buffer = io.BytesIO()
-    source.convert("RGB").quantize(256, method=image.Quantize.MEDIANCUT).save(
-        buffer, "PNG", optimize=True, dpi=(dpi, dpi))
+    source.convert("RGB").quantize(256, method=image.Quantize.MEDIANCUT).save(buffer, "PNG", optimize=True, dpi=(dpi, dpi))
     return buffer.getvalue()

@@ -43,7 +43,7 @@ from dsr.core.provenance import slug
 from dsr.evaluation import significance as sig
 from dsr.evaluation.measures import Evaluator, parse_measures
 
-if TYPE_CHECKING:   # matplotlib itself is imported on first use (_mpl)
+if TYPE_CHECKING:  # matplotlib itself is imported on first use (_mpl)
     from matplotlib.typing import RcKeyType
 
 #: widths of ACM's sigconf template: one column (241 pt) and the full text width (506 pt)
@@ -54,21 +54,41 @@ LINE_WIDTH = 0.75
 #: PNG resolution (print quality; the PDF is the vector original)
 PNG_DPI = 300
 STYLE: dict[RcKeyType, Any] = {
-    "pdf.fonttype": 42, "ps.fonttype": 42,   # TrueType (Type 42) fonts, no Type 3
-    "svg.fonttype": "none", "svg.hashsalt": "dsr",   # SVG text stays text; stable ids
-    "font.size": 7, "axes.titlesize": 7.5, "axes.labelsize": 7, "xtick.labelsize": 6.5,
-    "ytick.labelsize": 6.5, "legend.fontsize": 6.5, "axes.linewidth": LINE_WIDTH,
-    "xtick.major.width": LINE_WIDTH, "ytick.major.width": LINE_WIDTH, "grid.linewidth": LINE_WIDTH,
-    "lines.linewidth": LINE_WIDTH, "patch.linewidth": LINE_WIDTH, "hatch.linewidth": LINE_WIDTH,
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,  # TrueType (Type 42) fonts, no Type 3
+    "svg.fonttype": "none",
+    "svg.hashsalt": "dsr",  # SVG text stays text; stable ids
+    "font.size": 7,
+    "axes.titlesize": 7.5,
+    "axes.labelsize": 7,
+    "xtick.labelsize": 6.5,
+    "ytick.labelsize": 6.5,
+    "legend.fontsize": 6.5,
+    "axes.linewidth": LINE_WIDTH,
+    "xtick.major.width": LINE_WIDTH,
+    "ytick.major.width": LINE_WIDTH,
+    "grid.linewidth": LINE_WIDTH,
+    "lines.linewidth": LINE_WIDTH,
+    "patch.linewidth": LINE_WIDTH,
+    "hatch.linewidth": LINE_WIDTH,
 }
 #: Okabe and Ito (2008), "Color universal design": a base hue per family of systems
-FAMILY_HUES = {"BM25": "#0072B2", "dense": "#E69F00", "fusion": "#009E73",
-               "reranker": "#CC79A7", "reference": "#999999", "other": "#56B4E9"}
+FAMILY_HUES = {
+    "BM25": "#0072B2",
+    "dense": "#E69F00",
+    "fusion": "#009E73",
+    "reranker": "#CC79A7",
+    "reference": "#999999",
+    "other": "#56B4E9",
+}
 #: words in a system's recorded ranker, reranker or name that place it in a family
-FAMILY_WORDS = (("reference", ("random", "initial")), ("fusion", ("fusion", "rrf", "comb", "isr", "borda")),
-                ("reranker", ("cross-encoder", "cross_encoder", "monot5", "reranker")),
-                ("dense", ("dense", "bi-encoder", "biencoder", "minilm", "e5", "bge", "contriever")),
-                ("BM25", ("bm25", "lexical", "tfidf", "qld")))
+FAMILY_WORDS = (
+    ("reference", ("random", "initial")),
+    ("fusion", ("fusion", "rrf", "comb", "isr", "borda")),
+    ("reranker", ("cross-encoder", "cross_encoder", "monot5", "reranker")),
+    ("dense", ("dense", "bi-encoder", "biencoder", "minilm", "e5", "bge", "contriever")),
+    ("BM25", ("bm25", "lexical", "tfidf", "qld")),
+)
 BETTER_COLOUR, WORSE_COLOUR = "#0072B2", "#D55E00"
 #: the systems a crowded figure does not name (light grey lines behind the named ones)
 OTHERS_COLOUR = "#D0D0D0"
@@ -94,8 +114,9 @@ def _mpl() -> dict[str, Any]:
                 with matplotlib.rc_context(STYLE):
                     super().savefig(*args, **kwargs)
 
-        _LOADED.update(rc_context=matplotlib.rc_context, to_rgb=to_rgb, PaperFigure=PaperFigure,
-                       canvas=FigureCanvasAgg, Image=Image)
+        _LOADED.update(
+            rc_context=matplotlib.rc_context, to_rgb=to_rgb, PaperFigure=PaperFigure, canvas=FigureCanvasAgg, Image=Image
+        )
     return _LOADED
 
 
@@ -114,22 +135,26 @@ def to_rgb(colour) -> tuple[float, float, float]:
 
 def styled(draw):
     """Run a drawing function under :data:`STYLE` (font sizes are read when text is made)."""
+
     def wrapper(*args, **kwargs):
         with _mpl()["rc_context"](STYLE):
             return draw(*args, **kwargs)
+
     wrapper.__doc__, wrapper.__name__ = draw.__doc__, draw.__name__
     return wrapper
 
 
 # --- families and colours --------------------------------------------------------
 
+
 def family_of(name: str, info: dict | None = None) -> str:
     """The family a system belongs to, from what its run recorded (ranker, reranker,
     fusion, a pipeline's last stage), else from its name."""
     info = info or {}
     config = found if isinstance(found := info.get("config"), dict) else {}
-    described = [str(d.get(k)) for d in (info, config) for k in ("family", "fusion", "reranker", "ranker")
-                 if isinstance(d.get(k), str)]
+    described = [
+        str(d.get(k)) for d in (info, config) for k in ("family", "fusion", "reranker", "ranker") if isinstance(d.get(k), str)
+    ]
     pipeline = config.get("pipeline") or info.get("pipeline")
     if isinstance(pipeline, list) and pipeline and isinstance(pipeline[-1], dict):
         described.insert(0, " ".join(str(v) for v in pipeline[-1].values() if isinstance(v, str)))
@@ -177,12 +202,13 @@ def system_colours(results) -> dict[str, tuple]:
     for family, members in families.items():
         others = [m for m in members if m != results.baseline]
         colours.update(zip(others, _shades(FAMILY_HUES[family], len(others), results.baseline in members)))
-        if results.baseline in members:   # the family's own colour, hatched in the bars
+        if results.baseline in members:  # the family's own colour, hatched in the bars
             colours[results.baseline] = to_rgb(FAMILY_HUES[family])
     return colours
 
 
 # --- shared pieces -----------------------------------------------------------------
+
 
 def set_caption(fig, text: str) -> None:
     """Keep ``text`` as the figure's caption, outside it (:func:`caption`)."""
@@ -199,16 +225,18 @@ def significance_note(results) -> str:
     if results.baseline is None:
         return ""
     test = "paired t-test" if results.test == "t" else "randomisation test"
-    return (f"{sig.BETTER}/{sig.WORSE}: significantly better/worse than {results.baseline} "
-            f"({test}, {results.correction_text()}, p < {results.alpha:g}); no mark: not "
-            "significantly different.")
+    return (
+        f"{sig.BETTER}/{sig.WORSE}: significantly better/worse than {results.baseline} "
+        f"({test}, {results.correction_text()}, p < {results.alpha:g}); no mark: not "
+        "significantly different."
+    )
 
 
 def _interval_note(results, measure: str) -> str:
     tuned = any(s.kind == "tuned" for s in results.systems.values())
-    return (f"Bars: mean over the dialogues with its {results.interval_text(measure)}"
-            + ("; tuned families: out-of-sample values (each split's val choice on its test half)."
-               if tuned else "."))
+    return f"Bars: mean over the dialogues with its {results.interval_text(measure)}" + (
+        "; tuned families: out-of-sample values (each split's val choice on its test half)." if tuned else "."
+    )
 
 
 def _intervals(results, names: list[str], subset: str, j: int) -> tuple[np.ndarray, np.ndarray]:
@@ -235,9 +263,16 @@ def _hbars(ax, results, names, subset, measure, colours) -> float:
     j = results.measures.index(measure)
     means, err = _intervals(results, names, subset, j)
     y = np.arange(len(names))
-    bars = ax.barh(y, means, 0.72, xerr=err, color=[colours[n] for n in names], edgecolor="black",
-                   linewidth=LINE_WIDTH, error_kw={"elinewidth": LINE_WIDTH, "capsize": 1.5,
-                                                   "capthick": LINE_WIDTH})
+    bars = ax.barh(
+        y,
+        means,
+        0.72,
+        xerr=err,
+        color=[colours[n] for n in names],
+        edgecolor="black",
+        linewidth=LINE_WIDTH,
+        error_kw={"elinewidth": LINE_WIDTH, "capsize": 1.5, "capthick": LINE_WIDTH},
+    )
     tops = np.nan_to_num(means + err[1])
     for bar, name, top in zip(bars, names, tops):
         if name == results.baseline:
@@ -245,13 +280,20 @@ def _hbars(ax, results, names, subset, measure, colours) -> float:
             ax.axvline(bar.get_width(), color="black", linewidth=LINE_WIDTH, linestyle=":", zorder=0)
         mark = results.mark(subset, name, measure)
         if mark:
-            ax.annotate(mark, (top, bar.get_y() + bar.get_height() / 2), xytext=(1.5, 0),
-                        textcoords="offset points", ha="left", va="center", fontsize=6,
-                        color=BETTER_COLOUR if mark == sig.BETTER else WORSE_COLOUR)
+            ax.annotate(
+                mark,
+                (top, bar.get_y() + bar.get_height() / 2),
+                xytext=(1.5, 0),
+                textcoords="offset points",
+                ha="left",
+                va="center",
+                fontsize=6,
+                color=BETTER_COLOUR if mark == sig.BETTER else WORSE_COLOUR,
+            )
     if results.baseline in names and len(names) > 1:
         ax.axhline(0.5, color="black", linewidth=LINE_WIDTH)
     ax.set_yticks(y, [_label(results, n) for n in names])
-    ax.set_ylim(len(names) - 0.5, -0.5)   # first row on top (not invert_yaxis: shared axes would flip back)
+    ax.set_ylim(len(names) - 0.5, -0.5)  # first row on top (not invert_yaxis: shared axes would flip back)
     ax.grid(axis="x", linewidth=LINE_WIDTH, alpha=0.3)
     ax.set_axisbelow(True)
     top = float(np.nanmax(tops)) if len(tops) else 1.0
@@ -267,6 +309,7 @@ def _value_axis(axes, top: float) -> None:
 
 # --- the figures -------------------------------------------------------------------
 
+
 @styled
 def main_figure(results, measure: str | None = None, subset: str = "all"):
     """One measure (default: the primary) per system on one subset, one ACM column wide."""
@@ -277,8 +320,19 @@ def main_figure(results, measure: str | None = None, subset: str = "all"):
     _hbars(ax, results, names, subset, measure, system_colours(results))
     n = len(results.subsets[subset])
     ax.set_xlabel(f"{measure} ({subset}, {n} dialogues)")
-    set_caption(fig, " ".join(filter(None, [f"{measure} per system on {subset} ({n} dialogues).",
-                                            _interval_note(results, measure), significance_note(results)])))
+    set_caption(
+        fig,
+        " ".join(
+            filter(
+                None,
+                [
+                    f"{measure} per system on {subset} ({n} dialogues).",
+                    _interval_note(results, measure),
+                    significance_note(results),
+                ],
+            )
+        ),
+    )
     return fig
 
 
@@ -298,16 +352,18 @@ def measures_figure(results, subset: str = "all"):
         ax.set_title(measure)
         if k % cols:
             ax.tick_params(labelleft=False)
-        if panel_top <= 1.0:          # measures in [0, 1] share one scale; counts keep their own
+        if panel_top <= 1.0:  # measures in [0, 1] share one scale; counts keep their own
             bounded.append(ax)
             top = max(top, panel_top)
     _value_axis(bounded, top)
     for k in range(len(results.measures), rows * cols):
         axes[k // cols][k % cols].set_visible(False)
-    set_caption(fig, f"Every measure on {subset} ({len(results.subsets[subset])} dialogues; measures in "
-                     "[0, 1] on one scale). "
-                  + " ".join(filter(None, [_interval_note(results, results.primary_measure),
-                                           significance_note(results)])))
+    set_caption(
+        fig,
+        f"Every measure on {subset} ({len(results.subsets[subset])} dialogues; measures in "
+        "[0, 1] on one scale). "
+        + " ".join(filter(None, [_interval_note(results, results.primary_measure), significance_note(results)])),
+    )
     return fig
 
 
@@ -328,8 +384,19 @@ def subsets_figure(results, measure: str | None = None):
     _value_axis(axes, top)
     for ax in axes[1:]:
         ax.tick_params(labelleft=False)
-    set_caption(fig, " ".join(filter(None, [f"{measure} per system, a panel per subset (one scale).",
-                                            _interval_note(results, measure), significance_note(results)])))
+    set_caption(
+        fig,
+        " ".join(
+            filter(
+                None,
+                [
+                    f"{measure} per system, a panel per subset (one scale).",
+                    _interval_note(results, measure),
+                    significance_note(results),
+                ],
+            )
+        ),
+    )
     return fig
 
 
@@ -366,9 +433,11 @@ def diff_figure(results, measure: str | None = None, subset: str = "all"):
         ax.set_xlabel("dialogues, sorted by difference")
     for row in axes:
         row[0].set_ylabel(f"Δ {measure}")
-    set_caption(fig, f"Per-dialogue {measure} of each system minus {results.baseline}'s on {subset} "
-                  f"(blue: better, orange: worse; tuned families: out-of-sample values). "
-                  + significance_note(results))
+    set_caption(
+        fig,
+        f"Per-dialogue {measure} of each system minus {results.baseline}'s on {subset} "
+        f"(blue: better, orange: worse; tuned families: out-of-sample values). " + significance_note(results),
+    )
     return fig
 
 
@@ -377,8 +446,7 @@ def _diff_title(results, subset: str, name: str, measure: str, diff: np.ndarray)
     p = results.adjusted_p(subset, name, measure)
     wtl = f", W/T/L {entry['wins']}/{entry['ties']}/{entry['losses']}" if "wins" in entry else ""
     mean = np.mean(diff) if len(diff) else float("nan")
-    return (f"{name} {results.mark(subset, name, measure)}\nΔ {mean:+.3f}"
-            + (f", p (adj.) {p:.2g}" if p is not None else "") + wtl)
+    return f"{name} {results.mark(subset, name, measure)}\nΔ {mean:+.3f}" + (f", p (adj.) {p:.2g}" if p is not None else "") + wtl
 
 
 def highlighted(results, names: list[str]) -> list[str]:
@@ -391,6 +459,7 @@ def highlighted(results, names: list[str]) -> list[str]:
         if name in summary:
             return summary[name][primary][0]
         return float(results.runs[name].mean(results.subsets["all"])[results.measures.index(primary)])
+
     best: dict[str, str] = {}
     for name in names:
         family = family_of(name, results.run_info.get(name))
@@ -416,15 +485,21 @@ def recall_figure(results):
     names = system_order(results, list(results.run_objects))
     shown = highlighted(results, names)
     for name in [n for n in names if n not in shown]:
-        ax.plot(ks, evaluator(results.run_objects[name]).mean(), color=OTHERS_COLOUR, linewidth=LINE_WIDTH,
-                zorder=1)
-    for name in sorted(shown, key=lambda n: n == results.baseline):   # the baseline's dashes on top
+        ax.plot(ks, evaluator(results.run_objects[name]).mean(), color=OTHERS_COLOUR, linewidth=LINE_WIDTH, zorder=1)
+    for name in sorted(shown, key=lambda n: n == results.baseline):  # the baseline's dashes on top
         baseline = name == results.baseline
         family = family_of(name, results.run_info.get(name))
         colour = "black" if baseline else "#555555" if family == "reference" else FAMILY_HUES[family]
         style = "--" if baseline else ":" if family == "reference" else "-"
-        ax.plot(ks, evaluator(results.run_objects[name]).mean(), label=_label(results, name),
-                color=colour, linewidth=LINE_WIDTH, linestyle=style, zorder=2)
+        ax.plot(
+            ks,
+            evaluator(results.run_objects[name]).mean(),
+            label=_label(results, name),
+            color=colour,
+            linewidth=LINE_WIDTH,
+            linestyle=style,
+            zorder=2,
+        )
     if len(shown) < len(names):
         ax.plot([], [], color=OTHERS_COLOUR, linewidth=LINE_WIDTH, label=f"{len(names) - len(shown)} others")
     ax.set_xlabel("k")
@@ -435,13 +510,24 @@ def recall_figure(results):
     ax.set_axisbelow(True)
     handles, labels = ax.get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda i: labels[i] != _label(results, results.baseline))
-    ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="lower right", frameon=False,
-              fontsize=5.5, handlelength=2.2, borderaxespad=0.3, labelspacing=0.25)
+    ax.legend(
+        [handles[i] for i in order],
+        [labels[i] for i in order],
+        loc="lower right",
+        frameon=False,
+        fontsize=5.5,
+        handlelength=2.2,
+        borderaxespad=0.3,
+        labelspacing=0.25,
+    )
     configs = "; ".join(f"{n}: {results.modal_config(n)}" for n in shown if results.modal_config(n))
-    set_caption(fig, f"Mean recall at k over all {len(results.subsets['all'])} dialogues: the baseline "
-                     f"(dashed) and the best system of each family on {results.primary_measure} "
-                     "(grey: the others). A tuned family is drawn with its configuration chosen most "
-                     "often over the splits" + (f" ({configs})." if configs else "."))
+    set_caption(
+        fig,
+        f"Mean recall at k over all {len(results.subsets['all'])} dialogues: the baseline "
+        f"(dashed) and the best system of each family on {results.primary_measure} "
+        "(grey: the others). A tuned family is drawn with its configuration chosen most "
+        "often over the splits" + (f" ({configs})." if configs else "."),
+    )
     return fig
 
 
@@ -469,17 +555,16 @@ def figures(results) -> dict[str, Any]:
 def plot(results, kind: str = "main", measure: str | None = None, subset: str | None = None):
     """``Results.plot``: one figure of ``kind`` (:data:`KINDS`), or ``"all"``: :func:`figures`."""
     if measure is not None and measure not in results.measures:
-        raise InputError(f"measure {measure!r} was not computed; these were: "
-                         f"{', '.join(results.measures)}", field="measure")
+        raise InputError(f"measure {measure!r} was not computed; these were: {', '.join(results.measures)}", field="measure")
     if kind == "all":
         return figures(results)
-    makers = {"main": lambda: main_figure(results, measure, subset or "all"),
-              "measures": lambda: measures_figure(results, subset or "all"),
-              "subsets": lambda: subsets_figure(results, measure),
-              "diff": lambda: diff_figure(results, measure, subset or "all"),
-              "recall": lambda: recall_figure(results)}
+    makers = {
+        "main": lambda: main_figure(results, measure, subset or "all"),
+        "measures": lambda: measures_figure(results, subset or "all"),
+        "subsets": lambda: subsets_figure(results, measure),
+        "diff": lambda: diff_figure(results, measure, subset or "all"),
+        "recall": lambda: recall_figure(results),
+    }
     if kind not in makers:
         raise InputError(f"unknown figure {kind!r}; choose from {', '.join(KINDS)} or all", field="kind")
     return makers[kind]()
-
-

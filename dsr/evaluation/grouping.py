@@ -33,6 +33,7 @@ RUN_SUFFIXES = (".run", ".trec", ".txt", ".tsv")
 
 def run_names(paths: Sequence[str]) -> dict[str, str]:
     """path -> a short unique name, in the order given."""
+
     def stem(path: Path) -> str:
         if path.suffix == ".gz":
             path = path.with_suffix("")
@@ -107,8 +108,14 @@ class Selection:
     warnings: list[str] = field(default_factory=list)
 
 
-def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | None = None,
-                collection=None, allow_mismatch: bool = False, fmt: str = "auto") -> Selection:
+def select_runs(
+    paths: Sequence[str],
+    tune: Sequence[str] = (),
+    baseline: str | None = None,
+    collection=None,
+    allow_mismatch: bool = False,
+    fmt: str = "auto",
+) -> Selection:
     """Read the run files once each and group them (see the module docstring). ``fmt``: the
     run files' format (:func:`dsr.core.run.read_trec_run`: TREC, MS MARCO or detected).
 
@@ -133,8 +140,7 @@ def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | 
     if not positional and not groups:
         raise InputError("give at least one run (or a `tune` group GROUP=RUN,...)", field="paths")
     loaded, info, warnings = _load(names, collection, allow_mismatch, fmt)
-    families = {group: {names[resolve(p)]: loaded[resolve(p)] for p in members}
-                for group, members in groups.items()}
+    families = {group: {names[resolve(p)]: loaded[resolve(p)] for p in members} for group, members in groups.items()}
     for group, members in groups.items():
         info[group] = {"members": [str(resolve(p)) for p in members]}
     runs = {names[p]: loaded[p] for p in positional}
@@ -146,10 +152,14 @@ def select_runs(paths: Sequence[str], tune: Sequence[str] = (), baseline: str | 
     if baseline:
         # baseline_path is None only for a --tune group, which is one of the families
         chosen = baseline if baseline in families or baseline_path is None else names[baseline_path]
-        if baseline_path is not None and chosen not in families and any(
-                loaded[baseline_path] is r for f in families.values() for r in f.values()):
-            raise InputError(f"the baseline {baseline!r} is a configuration of a tuned family; "
-                             "name the family instead", field="baseline")
+        if (
+            baseline_path is not None
+            and chosen not in families
+            and any(loaded[baseline_path] is r for f in families.values() for r in f.values())
+        ):
+            raise InputError(
+                f"the baseline {baseline!r} is a configuration of a tuned family; name the family instead", field="baseline"
+            )
     return Selection(runs, families, info, chosen, warnings)
 
 
@@ -163,11 +173,17 @@ def _load(names: Mapping[str, str], collection, allow_mismatch: bool, fmt: str =
         if collection is not None:
             check_collection_hash(run, path, collection, allow=allow_mismatch)
         tied = run.tied_topics()
-        info[names[path]] = {"path": str(path), "sha256": sha256_file(path), "tag": run.tag,
-                             "config": run.config, "tied_topics": len(tied)}
+        info[names[path]] = {
+            "path": str(path),
+            "sha256": sha256_file(path),
+            "tag": run.tag,
+            "config": run.config,
+            "tied_topics": len(tied),
+        }
         if tied:
-            warnings.append(f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit "
-                            f"floats (e.g. {tied[0]!r}); they are scored as trec_eval orders them, by "
-                            "doc id descending (dsr validate --fix-ties rewrites the run)")
+            warnings.append(
+                f"dsr: warning: {path}: {len(tied)} topic(s) hold scores that tie as 32-bit "
+                f"floats (e.g. {tied[0]!r}); they are scored as trec_eval orders them, by "
+                "doc id descending (dsr validate --fix-ties rewrites the run)"
+            )
     return loaded, info, warnings
-

@@ -19,15 +19,38 @@ from dsr.evaluation import significance as sig
 MARKS = {sig.BETTER: r"$^{\blacktriangle}$", sig.WORSE: r"$^{\blacktriangledown}$"}
 
 #: every character TeX treats specially, as text (``^^5c`` would otherwise be a backslash)
-LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                  "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                  "^": r"\textasciicircum{}"}
+LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 #: characters dsr's tables and titles use, as 7-bit LaTeX (``<``, ``>`` and ``|`` too: in
 #: text, OT1 fonts print them as ¡, ¿ and an em dash)
-SYMBOLS = {"±": r"$\pm$", "Δ": r"$\Delta$", "–": "--", "—": "---", "×": r"$\times$", "≤": r"$\leq$",
-           "≥": r"$\geq$", "…": r"\ldots{}", "<": r"$<$", ">": r"$>$", "|": r"$|$", "’": "'",
-           "“": "``", "”": "''", "→": r"$\rightarrow$"}
+SYMBOLS = {
+    "±": r"$\pm$",
+    "Δ": r"$\Delta$",
+    "–": "--",
+    "—": "---",
+    "×": r"$\times$",
+    "≤": r"$\leq$",
+    "≥": r"$\geq$",
+    "…": r"\ldots{}",
+    "<": r"$<$",
+    ">": r"$>$",
+    "|": r"$|$",
+    "’": "'",
+    "“": "``",
+    "”": "''",
+    "→": r"$\rightarrow$",
+}
 
 #: what a document needs for dsr's tables (``results.tex`` loads these)
 PACKAGES = r"""\usepackage{amssymb}   % the marks: $^{\blacktriangle}$ better, $^{\blacktriangledown}$ worse
@@ -75,16 +98,22 @@ def comment(text: str) -> str:
 
 def fit_width(tabular: str) -> str:
     """``tabular`` centred, scaled down to the line's width when wider (graphicx)."""
-    return ("\\begin{center}\n\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%\n"
-            + tabular.rstrip("\n") + "}\n\\end{center}\n")
+    return (
+        "\\begin{center}\n\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%\n"
+        + tabular.rstrip("\n")
+        + "}\n\\end{center}\n"
+    )
 
 
 def document(body: str, title: str = "") -> str:
     """``body`` in a complete article that plain ``pdflatex`` compiles (landscape, small
     margins: a results table has a column per measure)."""
-    return ("\\documentclass{article}\n"
-            "\\usepackage[landscape,margin=1.5cm]{geometry}\n\\usepackage{graphicx}\n"
-            f"{PACKAGES}\n"
-            "\\begin{document}\n\\small\n"
-            + (f"\\section*{{{tex(title)}}}\n" if title else "")
-            + body.rstrip("\n") + "\n\\end{document}\n")
+    return (
+        "\\documentclass{article}\n"
+        "\\usepackage[landscape,margin=1.5cm]{geometry}\n\\usepackage{graphicx}\n"
+        f"{PACKAGES}\n"
+        "\\begin{document}\n\\small\n"
+        + (f"\\section*{{{tex(title)}}}\n" if title else "")
+        + body.rstrip("\n")
+        + "\n\\end{document}\n"
+    )

@@ -97,16 +97,20 @@ def parse_measures(items: Iterable[str] | None = None, field: str = "measures") 
         try:
             measure = ir_measures.parse_measure(name)
         except Exception as err:  # ir_measures raises NameError, ValueError, SyntaxError...
-            raise InputError(f"not an ir_measures measure: {name!r} ({err}); e.g. "
-                             f"{', '.join(DEFAULT_MEASURES)}, RR(rel=2)", field=field) from None
+            raise InputError(
+                f"not an ir_measures measure: {name!r} ({err}); e.g. {', '.join(DEFAULT_MEASURES)}, RR(rel=2)", field=field
+            ) from None
         # parse_measure accepts any parameter name; a wrong one only fails later.
         unknown = sorted(set(measure.params) - set(measure.SUPPORTED_PARAMS))
         if unknown:
-            raise InputError(f"measure {name!r}: {measure.NAME} has no parameter "
-                             f"{', '.join(unknown)}; it takes "
-                             f"{', '.join(sorted(measure.SUPPORTED_PARAMS)) or 'none'}", field=field)
+            raise InputError(
+                f"measure {name!r}: {measure.NAME} has no parameter "
+                f"{', '.join(unknown)}; it takes "
+                f"{', '.join(sorted(measure.SUPPORTED_PARAMS)) or 'none'}",
+                field=field,
+            )
         if measure.NAME == "RBP" and "rel" not in measure.params:
-            measure = measure(rel=1)    # cwl_eval needs the grade that counts as relevant
+            measure = measure(rel=1)  # cwl_eval needs the grade that counts as relevant
         refused = registry.refusal(measure)
         if refused:
             raise InputError(f"measure {name!r}: dsr does not compute it: {refused}", field=field)
@@ -121,22 +125,30 @@ def parse_measures(items: Iterable[str] | None = None, field: str = "measures") 
 def _check_params(measure, name: str, field: str) -> None:
     """InputError for parameter values trec_eval or ir_measures would crash on."""
     if measure.NAME == "IPrec" and "recall" not in measure.params:
-        raise InputError(f"measure {name!r} needs a recall level: IPrec@0.5 (trec_eval "
-                         "iprec_at_recall_0.50)", field=field)
+        raise InputError(f"measure {name!r} needs a recall level: IPrec@0.5 (trec_eval iprec_at_recall_0.50)", field=field)
     # parameters ir_measures has no default for and the family cannot go without (C/W/L's max_rel)
     cutoff = measure.params.get("cutoff")
     if isinstance(cutoff, float) and not cutoff.is_integer():
-        raise InputError(f"measure {name!r}: a cutoff counts documents, so it is a whole number of 1 or "
-                         f"more, got {cutoff!r} (trec_eval reads ndcg_cut.{cutoff!r} as {int(cutoff)}; "
-                         f"write {measure.NAME}@{int(cutoff)} for that)", field=field)
-    needed = sorted(key for key, spec in measure.SUPPORTED_PARAMS.items() if key == "max_rel"
-                    and type(measure.params.get(key, getattr(spec, "default", None))) is object)
+        raise InputError(
+            f"measure {name!r}: a cutoff counts documents, so it is a whole number of 1 or "
+            f"more, got {cutoff!r} (trec_eval reads ndcg_cut.{cutoff!r} as {int(cutoff)}; "
+            f"write {measure.NAME}@{int(cutoff)} for that)",
+            field=field,
+        )
+    needed = sorted(
+        key
+        for key, spec in measure.SUPPORTED_PARAMS.items()
+        if key == "max_rel" and type(measure.params.get(key, getattr(spec, "default", None))) is object
+    )
     try:
         measure.validate_params()
     except AssertionError as err:
-        if needed:   # ir_measures' "invalid param max_rel=<object object at 0x...>"
-            raise InputError(f"measure {name!r} needs {', '.join(f'{k}=' for k in needed)} (e.g. "
-                             f"{measure.NAME}({needed[0]}=2)); see dsr/evaluation/registry.py", field=field) from None
+        if needed:  # ir_measures' "invalid param max_rel=<object object at 0x...>"
+            raise InputError(
+                f"measure {name!r} needs {', '.join(f'{k}=' for k in needed)} (e.g. "
+                f"{measure.NAME}({needed[0]}=2)); see dsr/evaluation/registry.py",
+                field=field,
+            ) from None
         raise InputError(f"measure {name!r}: {err}; e.g. {measure.NAME}@5", field=field) from None
     for key in ("cutoff", "rel", "max_rel"):
         value = measure.params.get(key)
@@ -144,11 +156,13 @@ def _check_params(measure, name: str, field: str) -> None:
             continue
         what = "cutoff (after @)" if key == "cutoff" else key
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"measure {name!r}: the {what} must be a whole number of 1 or more, "
-                             f"got {value!r}", field=field)
-        if value > MAX_PARAM:      # trec_eval keeps them as C ints: larger ones crash it
-            raise InputError(f"measure {name!r}: the {what} must be at most {MAX_PARAM:,} (trec_eval "
-                             f"keeps it as a 32-bit integer), got {value:,}", field=field)
+            raise InputError(f"measure {name!r}: the {what} must be a whole number of 1 or more, got {value!r}", field=field)
+        if value > MAX_PARAM:  # trec_eval keeps them as C ints: larger ones crash it
+            raise InputError(
+                f"measure {name!r}: the {what} must be at most {MAX_PARAM:,} (trec_eval "
+                f"keeps it as a 32-bit integer), got {value:,}",
+                field=field,
+            )
 
 
 def measure_names(measures: Sequence) -> list[str]:
@@ -197,8 +211,14 @@ class Evaluator:
     through ``ir_measures.evaluator(...).iter_calc``.
     """
 
-    def __init__(self, qrels: Mapping[str, Mapping[str, int]], measures: Sequence | None = None,
-                 topics: Sequence[str] | None = None, *, arrays: bool = True):
+    def __init__(
+        self,
+        qrels: Mapping[str, Mapping[str, int]],
+        measures: Sequence | None = None,
+        topics: Sequence[str] | None = None,
+        *,
+        arrays: bool = True,
+    ):
         ir_measures = _ir_measures()
         self.measures = list(measures) if measures is not None else parse_measures()
         if self.measures and isinstance(self.measures[0], str):
@@ -238,8 +258,9 @@ class Evaluator:
                 self._other_measures = other
             except Exception as err:
                 first = str(err).splitlines()[0] if str(err) else type(err).__name__
-                raise InputError(f"no installed ir_measures provider computes "
-                                 f"{', '.join(map(str, other))} ({first})", field="measures") from None
+                raise InputError(
+                    f"no installed ir_measures provider computes {', '.join(map(str, other))} ({first})", field="measures"
+                ) from None
 
     def __call__(self, run: Run | Mapping[str, Mapping[str, float]]) -> TopicValues:
         values = np.zeros((len(self.topics), len(self.names)))
@@ -247,8 +268,7 @@ class Evaluator:
         held = ranked.ranked(run, labels) if labels is not None and isinstance(run, Run) else None
         scores: Mapping[str, Mapping[str, float]] | None = None
         if held is not None and labels is not None and isinstance(run, Run):
-            values[np.ix_(held.rows, np.asarray(self._array_columns, dtype=np.int64))] = ranked.compute(
-                held, labels, self._specs)
+            values[np.ix_(held.rows, np.asarray(self._array_columns, dtype=np.int64))] = ranked.compute(held, labels, self._specs)
             flat = run.flat_ranking()
             sizes = flat.sizes.tolist() if flat is not None else [len(r) for r in run.rankings.values()]
             topics = run.topics()
@@ -273,16 +293,20 @@ class Evaluator:
         unknown = sum(1 for q in topics if q not in self._topic_index)
         return TopicValues(list(self.topics), list(self.names), values, missing, unknown)
 
-    def _native_values(self, scores: Mapping[str, Mapping[str, float]], values: np.ndarray,
-                       done: set[int]) -> None:
+    def _native_values(self, scores: Mapping[str, Mapping[str, float]], values: np.ndarray, done: set[int]) -> None:
         """The trec_eval measures not in ``done``, by pytrec_eval (the reference path)."""
         if self._native_evaluators is None:
             import pytrec_eval
 
             self._native_evaluators = [
-                (pytrec_eval.RelevanceEvaluator(self._qrels, list(columns), relevance_level=rel,
-                                                judged_docs_only_flag=bool(judged)), columns)
-                for (rel, judged), columns in self._groups.items()]
+                (
+                    pytrec_eval.RelevanceEvaluator(
+                        self._qrels, list(columns), relevance_level=rel, judged_docs_only_flag=bool(judged)
+                    ),
+                    columns,
+                )
+                for (rel, judged), columns in self._groups.items()
+            ]
         for evaluator, columns in self._native_evaluators:
             if set(columns.values()) <= done:
                 continue
@@ -303,8 +327,7 @@ class Evaluator:
             rel = int(measure.params.get("rel", 1))
             for t, i in self._topic_index.items():
                 if t not in ranked:
-                    values[i, j] = 1 if measure.NAME == "NumQ" else sum(
-                        1 for g in self._qrels[t].values() if g >= rel)
+                    values[i, j] = 1 if measure.NAME == "NumQ" else sum(1 for g in self._qrels[t].values() if g >= rel)
 
     def _other_values(self, other: Any, scores: Mapping[str, Mapping[str, float]], values: np.ndarray) -> None:
         """The measures ir_measures' other providers compute (``other``, their evaluator), topics
@@ -313,10 +336,11 @@ class Evaluator:
         try:
             for metric in other.iter_calc(numbered):
                 values[int(metric.query_id), self._measure_index[str(metric.measure)]] = metric.value
-        except Exception as err:   # a provider's own failure (a tool it runs, its parser)
+        except Exception as err:  # a provider's own failure (a tool it runs, its parser)
             first = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise InputError(f"ir_measures could not compute {', '.join(map(str, self._other_measures))}: "
-                             f"{first}", field="measures") from None
+            raise InputError(
+                f"ir_measures could not compute {', '.join(map(str, self._other_measures))}: {first}", field="measures"
+            ) from None
 
 
 def _trec_eval_name(measure) -> tuple[tuple[int, bool], str] | None:
@@ -326,7 +350,7 @@ def _trec_eval_name(measure) -> tuple[tuple[int, bool], str] | None:
     judged = bool(measure["judged_only"]) if "judged_only" in measure.SUPPORTED_PARAMS else False
     cutoff = params.get("cutoff")
     if name == "nDCG":
-        if set(params) - {"cutoff", "judged_only"}:    # gains or dcg: ir_measures decides
+        if set(params) - {"cutoff", "judged_only"}:  # gains or dcg: ir_measures decides
             return None
         # trec_eval's ndcg uses the grades as gains; the relevance level does not enter
         return (1, judged), ("ndcg" if cutoff is None else f"ndcg_cut_{cutoff}")

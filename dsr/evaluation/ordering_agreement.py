@@ -39,10 +39,16 @@ class Agreement:
     missing: dict[str, int]
 
     def as_dict(self) -> dict:
-        return {"measure": self.measure, "topics": len(self.topics), "tau": self.tau,
-                "p_value": self.p_value,
-                "systems": [{"run": s, "silver": a, "judged": b, "missing_topics": self.missing[s]}
-                            for s, a, b in zip(self.systems, self.silver, self.judged)]}
+        return {
+            "measure": self.measure,
+            "topics": len(self.topics),
+            "tau": self.tau,
+            "p_value": self.p_value,
+            "systems": [
+                {"run": s, "silver": a, "judged": b, "missing_topics": self.missing[s]}
+                for s, a, b in zip(self.systems, self.silver, self.judged)
+            ],
+        }
 
 
 def agreement(silver: Collection, judged: Collection, runs: Mapping[str, Run], measure: str = "nDCG@5") -> Agreement:
@@ -51,13 +57,15 @@ def agreement(silver: Collection, judged: Collection, runs: Mapping[str, Run], m
     from scipy.stats import kendalltau
 
     if len(runs) < 2:
-        raise InputError("give at least two runs: Kendall's tau compares orderings of systems",
-                         field="RUN")
+        raise InputError("give at least two runs: Kendall's tau compares orderings of systems", field="RUN")
     judged_ids = set(judged.ids)
     topics = [q for q in silver.ids if q in judged_ids]
     if not topics:
-        raise InputError(f"collections {silver.name!r} and {judged.name!r} share no query point "
-                         "(compare a silver collection with its judged counterpart)", field="COLLECTION")
+        raise InputError(
+            f"collections {silver.name!r} and {judged.name!r} share no query point "
+            "(compare a silver collection with its judged counterpart)",
+            field="COLLECTION",
+        )
     _check_same_candidates(silver, judged, topics)
     by_silver = Evaluator(qrels_from_collection(silver), [measure], topics)
     by_judged = Evaluator(qrels_from_collection(judged), [measure], topics)
@@ -65,21 +73,22 @@ def agreement(silver: Collection, judged: Collection, runs: Mapping[str, Run], m
     for name, run in runs.items():
         # Scores replaced by rank positions: the run's own order is what is compared, and
         # near-tied float scores cannot be re-tied (and reordered by id) downstream.
-        ranked = {q: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)}
-                  for q, docs in run.rankings.items()}
+        ranked = {q: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)} for q, docs in run.rankings.items()}
         a, b = by_silver(ranked), by_judged(ranked)
         names.append(name)
         silver_means.append(float(a.mean()[0]))
         judged_means.append(float(b.mean()[0]))
         missing[name] = a.missing
     result = kendalltau(silver_means, judged_means)
-    return Agreement(measure, topics, names, silver_means, judged_means,
-                     float(result.statistic), float(result.pvalue), missing)
+    return Agreement(measure, topics, names, silver_means, judged_means, float(result.statistic), float(result.pvalue), missing)
 
 
 def _check_same_candidates(silver, judged, topics: Sequence[str]) -> None:
     for q in topics:
         if set(silver.candidate_ids(q)) != set(judged.candidate_ids(q)):
-            raise InputError(f"query point {q!r} has other candidates in {silver.name!r} than in "
-                             f"{judged.name!r}: the label sets must judge the same pools",
-                             record=q, field="candidates")
+            raise InputError(
+                f"query point {q!r} has other candidates in {silver.name!r} than in "
+                f"{judged.name!r}: the label sets must judge the same pools",
+                record=q,
+                field="candidates",
+            )

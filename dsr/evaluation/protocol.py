@@ -48,7 +48,7 @@ class Splits:
     """Val/test splits and where they came from (recorded in every report)."""
 
     pairs: list[tuple[list[str], list[str]]]
-    source: str                    # "file", "collection" or "generated"
+    source: str  # "file", "collection" or "generated"
     path: str | None = None
     seed: int | None = None
 
@@ -72,8 +72,7 @@ def config_name(params: Mapping[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in params.items()) or "default"
 
 
-def grid_configs(grid: Mapping[str, Sequence[Any]], first: Mapping[str, Any] | None = None
-                 ) -> dict[str, dict[str, Any]]:
+def grid_configs(grid: Mapping[str, Sequence[Any]], first: Mapping[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Configuration name -> parameters over the product of ``grid``: the grid's keys in order,
     each one's values in order, so the order is the tie rule's (the first configuration wins
     ties on val). ``first`` (e.g. a ranker's ``DEFAULTS``; only the grid's keys are read) goes
@@ -136,8 +135,8 @@ class SplitIndex:
 
     splits: Splits
     topics: list[str]
-    subsets: dict[str, np.ndarray]        # subset -> topic indices
-    member: dict[str, np.ndarray] = field(init=False)   # half -> (n_splits, n_topics) bool
+    subsets: dict[str, np.ndarray]  # subset -> topic indices
+    member: dict[str, np.ndarray] = field(init=False)  # half -> (n_splits, n_topics) bool
 
     def __post_init__(self):
         position = {t: i for i, t in enumerate(self.topics)}
@@ -148,8 +147,9 @@ class SplitIndex:
                 try:
                     matrix[s, [position[t] for t in pair[h]]] = True
                 except KeyError as err:
-                    raise InputError(f"dialogue id {err.args[0]!r} is not in the collection",
-                                     path=self.splits.path, line=s + 1, field=half) from None
+                    raise InputError(
+                        f"dialogue id {err.args[0]!r} is not in the collection", path=self.splits.path, line=s + 1, field=half
+                    ) from None
             self.member[half] = matrix
         self._masks: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -190,10 +190,10 @@ class Tuned:
     """One ranker family tuned per split."""
 
     configs: list[str]
-    chosen: np.ndarray                      # (n_splits,) index into configs
-    val_target: np.ndarray                  # (n_splits, n_configs) val mean of the target
-    test: dict[str, np.ndarray]             # subset -> (n_splits, n_measures)
-    per_topic: np.ndarray                   # (n_topics, n_measures), see tune()
+    chosen: np.ndarray  # (n_splits,) index into configs
+    val_target: np.ndarray  # (n_splits, n_configs) val mean of the target
+    test: dict[str, np.ndarray]  # subset -> (n_splits, n_measures)
+    per_topic: np.ndarray  # (n_topics, n_measures), see tune()
 
     @property
     def chosen_names(self) -> list[str]:
@@ -214,15 +214,15 @@ def tune(index: SplitIndex, configs: list[str], values: np.ndarray, target: int)
     """
     if values.shape[0] != len(configs):
         raise ValueError("one value matrix per configuration")
-    val_target = index.means(values[:, :, target].T, "val")        # (n_splits, n_configs)
+    val_target = index.means(values[:, :, target].T, "val")  # (n_splits, n_configs)
     chosen = choose(val_target)
     test = {}
     for subset in index.subsets:
-        mask, counts = index.mask("test", subset)                  # (n_splits, n_topics)
+        mask, counts = index.mask("test", subset)  # (n_splits, n_topics)
         # every configuration's test sums, then each split's chosen one, then the mean
         sums = np.einsum("st,ctm->scm", mask, values)
         test[subset] = _divide(sums[np.arange(len(chosen)), chosen], counts)
-    member = index.member["test"].astype(float)                   # (n_splits, n_topics)
+    member = index.member["test"].astype(float)  # (n_splits, n_topics)
     per_config = np.stack([member[chosen == c].sum(axis=0) for c in range(len(configs))])
     counts = member.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -27,9 +27,12 @@ def qrels_from_collection(collection: Collection) -> Qrels:
     """
     withheld = next((d for d in collection.dialogues if labels_withheld(d)), None)
     if withheld is not None:
-        raise InputError(f"{collection.name} holds no labels (dialogue {withheld.id!r} and the others of "
-                         "a participant file): it can be ranked, not evaluated", record=withheld.id,
-                         field="label")
+        raise InputError(
+            f"{collection.name} holds no labels (dialogue {withheld.id!r} and the others of "
+            "a participant file): it can be ranked, not evaluated",
+            record=withheld.id,
+            field="label",
+        )
     return {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
 
 
@@ -53,24 +56,25 @@ def read_qrels(path: str | Path) -> Qrels:
     if not path.exists():
         raise InputError("no such qrels file", path=path)
     qrels: Qrels = {}
-    lines = read_lines(path)   # plain or gzip
+    lines = read_lines(path)  # plain or gzip
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.lstrip().startswith("#"):
-            continue   # comment lines, as trec_eval 10.0 reads them (9.0.8 refuses them)
+            continue  # comment lines, as trec_eval 10.0 reads them (9.0.8 refuses them)
         parts = line.split()
         if len(parts) != 4:
-            raise InputError(f"expected 4 columns (qid iteration docid grade), got {len(parts)}",
-                             path=path, line=lineno)
+            raise InputError(f"expected 4 columns (qid iteration docid grade), got {len(parts)}", path=path, line=lineno)
         qid, _, doc, grade_text = parts
         grade = _grade(grade_text)
         if grade is None:
-            raise InputError(f"grade is not a whole number from -2147483648 to 2147483647 (as trec_eval "
-                             f"reads it): {grade_text!r}",
-                             path=path, line=lineno, field="grade")
+            raise InputError(
+                f"grade is not a whole number from -2147483648 to 2147483647 (as trec_eval reads it): {grade_text!r}",
+                path=path,
+                line=lineno,
+                field="grade",
+            )
         docs = qrels.setdefault(qid, {})
         if doc in docs:
-            raise InputError(f"duplicate judgement for topic {qid!r} and doc {doc!r}",
-                             path=path, line=lineno, field="docid")
+            raise InputError(f"duplicate judgement for topic {qid!r} and doc {doc!r}", path=path, line=lineno, field="docid")
         docs[doc] = grade
     if not qrels:
         raise InputError("the qrels file is empty", path=path)
@@ -79,7 +83,7 @@ def read_qrels(path: str | Path) -> Qrels:
 
 #: the grades trec_eval (pytrec_eval) holds: a C int. A larger grade wrapped round (4294967297
 #: read as 1, 3000000000 as a negative number whose arrays took the machine's memory)
-GRADE_RANGE = (-2**31, 2**31 - 1)
+GRADE_RANGE = (-(2**31), 2**31 - 1)
 
 
 def _grade(text: str) -> int | None:
@@ -101,16 +105,20 @@ def as_qrels(value) -> Qrels:
     if hasattr(value, "columns") and hasattr(value, "iloc"):
         missing = [c for c in ("qid", "docno", "label") if c not in value.columns]
         if missing:
-            raise InputError(f"a qrels frame needs columns qid, docno and label; it has "
-                             f"{', '.join(map(str, value.columns))}", field=missing[0])
+            raise InputError(
+                f"a qrels frame needs columns qid, docno and label; it has {', '.join(map(str, value.columns))}", field=missing[0]
+            )
         out: Qrels = {}
         for qid, doc, label in zip(value["qid"].astype(str), value["docno"].astype(str), value["label"]):
             out.setdefault(qid, {})[doc] = int(label)
         return out
     if isinstance(value, dict):
         return {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in value.items()}
-    raise InputError(f"cannot read qrels from a {type(value).__name__}: give a path, a ranx.Qrels, "
-                     "a DataFrame (qid, docno, label) or a dict {qid: {docno: grade}}", field="qrels")
+    raise InputError(
+        f"cannot read qrels from a {type(value).__name__}: give a path, a ranx.Qrels, "
+        "a DataFrame (qid, docno, label) or a dict {qid: {docno: grade}}",
+        field="qrels",
+    )
 
 
 def collection_from_qrels(qrels: Qrels, name: str = "qrels") -> Collection:
@@ -118,7 +126,14 @@ def collection_from_qrels(qrels: Qrels, name: str = "qrels") -> Collection:
     no text), its judged documents as candidates. What ``dsr.evaluate(qrels=...)`` scores
     runs against when there is no collection: every topic of the qrels counts (missing
     ones score 0), exactly as trec_eval -c over that qrels file."""
-    dialogues = [Dialogue(id=qid, title="", context=[], target=None,
-                          candidates=[Candidate(doc, "", "", None, int(grade)) for doc, grade in docs.items()])
-                 for qid, docs in qrels.items()]
+    dialogues = [
+        Dialogue(
+            id=qid,
+            title="",
+            context=[],
+            target=None,
+            candidates=[Candidate(doc, "", "", None, int(grade)) for doc, grade in docs.items()],
+        )
+        for qid, docs in qrels.items()
+    ]
     return Collection(name, dialogues, meta={"from": "qrels"})

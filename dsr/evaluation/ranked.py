@@ -41,8 +41,7 @@ NONPOOL = -1
 #: trec_eval's RELVALUE_UNJUDGED: a document whose grade in the qrels is negative
 UNJUDGED = -2
 #: trec_eval's measures computed here, by the name trec_eval gives them (``P_5``: ``P``)
-KINDS = ("P", "recall", "recip_rank", "map", "map_cut", "ndcg", "ndcg_cut", "num_q", "num_ret",
-         "num_rel_ret", "num_rel")
+KINDS = ("P", "recall", "recip_rank", "map", "map_cut", "ndcg", "ndcg_cut", "num_q", "num_ret", "num_rel_ret", "num_rel")
 #: the grades of a topic the qrels do not hold
 _no_grades: dict[str, int] = {}
 #: flat label arrays kept per evaluator (a grid's runs share a few layouts of documents)
@@ -81,8 +80,7 @@ class Labels:
         self.topics = list(topics)
         self.index = {t: i for i, t in enumerate(self.topics)}
         #: per topic, doc -> the label a ranked row holds (a negative grade: UNJUDGED)
-        self.grades = [{d: (int(g) if g >= 0 else UNJUDGED) for d, g in qrels.get(t, {}).items()}
-                       for t in self.topics]
+        self.grades = [{d: (int(g) if g >= 0 else UNJUDGED) for d, g in qrels.get(t, {}).items()} for t in self.topics]
         #: topics with at least one judgement (trec_eval evaluates no other). A topic judged only
         #: with negative grades is one with nothing relevant here; trec_eval 9.0.8 leaves it
         #: undefined (it sizes its array of grade levels 0 and reads past it: zeros, the
@@ -92,7 +90,7 @@ class Labels:
         width = max((len(p) for p in positive), default=0)
         gains = np.zeros((len(positive), max(width, 1)))
         for i, p in enumerate(positive):
-            gains[i, :len(p)] = p
+            gains[i, : len(p)] = p
         #: the ideal DCG after each rank (rank by rank, as trec_eval adds)
         self.ideal = np.cumsum(gains / discounts(gains.shape[1]), axis=1)
         self._relevant: dict[int, np.ndarray] = {}
@@ -101,8 +99,9 @@ class Labels:
     def relevant(self, rel: int) -> np.ndarray:
         """Per topic, how many documents the qrels grade ``rel`` or more (trec_eval num_rel)."""
         if rel not in self._relevant:
-            self._relevant[rel] = np.array([sum(1 for g in grades.values() if g >= rel)
-                                            for grades in self.grades], dtype=np.int64)
+            self._relevant[rel] = np.array(
+                [sum(1 for g in grades.values() if g >= rel) for grades in self.grades], dtype=np.int64
+            )
         return self._relevant[rel]
 
     def layout(self, topics: list[str], docs: list[str], sizes: np.ndarray) -> np.ndarray:
@@ -117,9 +116,9 @@ class Labels:
         for qid, size in zip(topics, sizes.tolist()):
             i = self.index.get(qid)
             get = self.grades[i].get if i is not None else _no_grades.get
-            labels[start:start + size] = [get(d, NONPOOL) for d in docs[start:start + size]]
+            labels[start : start + size] = [get(d, NONPOOL) for d in docs[start : start + size]]
             start += size
-        self._layouts = [(topics, docs, sizes, labels), *self._layouts[:LAYOUTS_KEPT - 1]]
+        self._layouts = [(topics, docs, sizes, labels), *self._layouts[: LAYOUTS_KEPT - 1]]
         return labels
 
 
@@ -150,8 +149,7 @@ def ranked(run: Run, labels: Labels) -> Ranked | None:
         if getattr(run, "_normalised", None) is not rankings:
             # the scores as_dict would give the evaluator (the same errors for scores that are
             # not finite, or too many ties at the bottom of the float32 range)
-            values = np.fromiter((float(s) for ranked in lists for _, s in ranked), dtype=np.float64,
-                                 count=int(sizes.sum()))
+            values = np.fromiter((float(s) for ranked in lists for _, s in ranked), dtype=np.float64, count=int(sizes.sum()))
             ends = np.cumsum(sizes)
             _strict_scores(values, ends, lambda i: _entry(lists, ends, i))
         parts = []
@@ -241,12 +239,14 @@ class _Cache:
             hits = self.run.labels >= rel
             ranks = np.arange(1, hits.shape[1] + 1, dtype=np.float64)
             return np.cumsum(np.where(hits, self.hits(rel) / ranks, 0.0), axis=1)
+
         return self.get(("ap", rel), make)
 
     def dcg(self) -> np.ndarray:
         def make():
             gains = np.where(self.run.labels > 0, self.run.labels, 0).astype(np.float64)
             return np.cumsum(gains / discounts(gains.shape[1]), axis=1)
+
         return self.get("dcg", make)
 
 

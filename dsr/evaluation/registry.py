@@ -47,8 +47,7 @@ class Family:
     refused: str | None = None
 
 
-_IA = ("needs intent-aware qrels (one grade per subtopic); dsr's qrels have one grade per "
-       "sentence")
+_IA = "needs intent-aware qrels (one grade per subtopic); dsr's qrels have one grade per sentence"
 
 FAMILIES: tuple[Family, ...] = (
     Family("RR", "RR", 1, True, (), "reciprocal rank of the first relevant sentence (trec_eval recip_rank)"),
@@ -66,21 +65,42 @@ FAMILIES: tuple[Family, ...] = (
     Family("SetF", "SetF", 1, True, (), "F-measure of the whole ranked set"),
     Family("SetAP", "SetAP", 1, True, (), "unranked AP of the whole ranked set"),
     Family("ERR", "ERR", 1, True, (5, 10, 20), "expected reciprocal rank (gdeval: grades on its 0-4 scale)"),
-    Family("RBP", "RBP", 1, True, (), "rank-biased precision (cwl_eval), persistence p (default 0.8), "
-           "relevant from grade rel (bare RBP: rel=1): RBP(p=0.9)"),
+    Family(
+        "RBP",
+        "RBP",
+        1,
+        True,
+        (),
+        "rank-biased precision (cwl_eval), persistence p (default 0.8), relevant from grade rel (bare RBP: rel=1): RBP(p=0.9)",
+    ),
     Family("Accuracy", "Accuracy", 1, True, (), "pairwise accuracy of relevant over non-relevant"),
     Family("Compat", "Compat", 1, True, (), "compatibility with an ideal ranking (Clarke et al.)"),
-    Family("Judged", "Judged", 0, True, (5, 10), "fraction of the top k that is judged (in the qrels): "
-           "how far pooled labels cover a run"),
+    Family(
+        "Judged",
+        "Judged",
+        0,
+        True,
+        (5, 10),
+        "fraction of the top k that is judged (in the qrels): how far pooled labels cover a run",
+    ),
     Family("NumQ", "NumQ", 0, False, (), "topics evaluated (trec_eval num_q)"),
     Family("NumRet", "NumRet", 0, False, (), "sentences retrieved (NumRet(rel=1): relevant ones retrieved)"),
     Family("NumRel", "NumRel", 0, False, (), "relevant sentences in the qrels (trec_eval num_rel)"),
-    *(Family(name, name, 1, name != "alpha_DCG", (), "intent-aware measure", _IA)
-      for name in ("AP_IA", "P_IA", "ERR_IA", "nERR_IA", "alpha_DCG", "alpha_nDCG", "NRBP", "nNRBP",
-                   "StRecall")),
-    *(Family(name, name, 1, name.startswith(("NERR", "SDCG")), (), "C/W/L measure (cwl_eval), with its parameters: "
-             "SDCG(max_rel=2)@5")
-      for name in ("BPM", "INSQ", "INST", "NERR8", "NERR9", "NERR10", "NERR11", "SDCG")),
+    *(
+        Family(name, name, 1, name != "alpha_DCG", (), "intent-aware measure", _IA)
+        for name in ("AP_IA", "P_IA", "ERR_IA", "nERR_IA", "alpha_DCG", "alpha_nDCG", "NRBP", "nNRBP", "StRecall")
+    ),
+    *(
+        Family(
+            name,
+            name,
+            1,
+            name.startswith(("NERR", "SDCG")),
+            (),
+            "C/W/L measure (cwl_eval), with its parameters: SDCG(max_rel=2)@5",
+        )
+        for name in ("BPM", "INSQ", "INST", "NERR8", "NERR9", "NERR10", "NERR11", "SDCG")
+    ),
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}
@@ -105,7 +125,7 @@ def display_name(measure: Any) -> str:
     family = lookup(measure)
     if family is None or family.display == family.name or not text.startswith(family.name):
         return text
-    return family.display + text[len(family.name):]
+    return family.display + text[len(family.name) :]
 
 
 def direction(measure: Any) -> int:
@@ -124,8 +144,10 @@ def refusal(measure: Any) -> str | None:
     """None when dsr computes ``measure``; else the sentence that says why not."""
     family = lookup(measure)
     if family is None:
-        return (f"{getattr(measure, 'NAME', measure)} is parsed by ir_measures but not declared in "
-                "dsr's measure registry (dsr/evaluation/registry.py)")
+        return (
+            f"{getattr(measure, 'NAME', measure)} is parsed by ir_measures but not declared in "
+            "dsr's measure registry (dsr/evaluation/registry.py)"
+        )
     if family.refused:
         return f"{family.name} {family.refused}"
     return None

@@ -56,25 +56,50 @@ def provenance(command: Sequence[str] | None = None) -> dict:
     return stamp(command)
 
 
-def report_json(results: Results, command: Sequence[str] | None = None,
-                systems: dict[str, str] | None = None) -> dict:
-    curves = {name: (f"tuned family: its configuration chosen most often, {results.modal_config(name)}"
-                     if results.modal_config(name) else "untuned run")
-              for name in results.run_objects}
+def report_json(results: Results, command: Sequence[str] | None = None, systems: dict[str, str] | None = None) -> dict:
+    curves = {
+        name: (
+            f"tuned family: its configuration chosen most often, {results.modal_config(name)}"
+            if results.modal_config(name)
+            else "untuned run"
+        )
+        for name in results.run_objects
+    }
     systems = definitions.system_definitions(results) if systems is None else systems
-    return {**results.to_json(), "provenance": provenance(command), "definitions": systems,
-            "files": {"per_topic.parquet": "per-topic values (Results.per_topic_frame)",
-                      "per_split.parquet": "per-split test-half means and choices (Results.split_frame)"},
-            "figures": {"recall_at_k": curves, "main": f"{results.primary_measure} per system",
-                        "intervals": results.interval_text(),
-                        "colours": "a hue per family (Okabe-Ito), a shade per system, the same in every figure"}}
+    return {
+        **results.to_json(),
+        "provenance": provenance(command),
+        "definitions": systems,
+        "files": {
+            "per_topic.parquet": "per-topic values (Results.per_topic_frame)",
+            "per_split.parquet": "per-split test-half means and choices (Results.split_frame)",
+        },
+        "figures": {
+            "recall_at_k": curves,
+            "main": f"{results.primary_measure} per system",
+            "intervals": results.interval_text(),
+            "colours": "a hue per family (Okabe-Ito), a shade per system, the same in every figure",
+        },
+    }
 
 
 #: what a report folder holds (``atomic_dir`` replaces a folder holding only these;
 #: per_topic.tsv is what reports before the Parquet files held)
-REPORT_FILES = ("results.md", "results.csv", "results.json", "results.tex", "*.caption.tex", "per_topic.parquet",
-                "per_split.parquet", "per_topic.tsv", "comparison.csv", "pairs.csv", "*.png", "*.pdf",
-                "*.svg")
+REPORT_FILES = (
+    "results.md",
+    "results.csv",
+    "results.json",
+    "results.tex",
+    "*.caption.tex",
+    "per_topic.parquet",
+    "per_split.parquet",
+    "per_topic.tsv",
+    "comparison.csv",
+    "pairs.csv",
+    "*.png",
+    "*.pdf",
+    "*.svg",
+)
 
 
 #: an absolute path in text: ``/``, ``~/`` or ``C:/`` at the start or after a space, quote,
@@ -120,8 +145,13 @@ def write_report(results: Results, directory: str | Path, command: Sequence[str]
     return [directory / name for name in names]
 
 
-def write_report_files(results: Results, directory: Path, command: Sequence[str] | None = None,
-                       shown: str | Path | None = None, drawing: Drawing | None = None) -> list[str]:
+def write_report_files(
+    results: Results,
+    directory: Path,
+    command: Sequence[str] | None = None,
+    shown: str | Path | None = None,
+    drawing: Drawing | None = None,
+) -> list[str]:
     """Write the report's files into an existing folder (one at a time); returns their names.
     ``shown``: where the report will be read (the folder ``directory`` becomes): paths
     inside it are written relative to it, any other path as its file's name
@@ -132,18 +162,18 @@ def write_report_files(results: Results, directory: Path, command: Sequence[str]
     write_per_topic(results, directory / "per_topic.parquet")
     if results.splits is not None:
         write_frame(results.split_frame(), directory / "per_split.parquet")
-    captions, images = drawing.result()   # with the intervals of the means the tables show too
+    captions, images = drawing.result()  # with the intervals of the means the tables show too
     systems = definitions.system_definitions(results)
     texts = {
         "results.md": public(_markdown(results, captions, systems), base),
         "results.csv": tables.to_csv(results),
         # one line (`jq .` or `python -m json.tool` indent it): indented, it was 40% spaces
-        "results.json": json.dumps(public(report_json(results, command, systems), base), sort_keys=True,
-                                   ensure_ascii=False) + "\n",
+        "results.json": json.dumps(public(report_json(results, command, systems), base), sort_keys=True, ensure_ascii=False)
+        + "\n",
         "results.tex": public(tables.to_latex_document(results, systems=_latex_systems(systems)), base),
     }
-    for stem, text in captions.items():   # \begin{figure}...\input{main.caption}\end{figure}
-        texts[f"{stem}.caption.tex"] = (f"\\caption{{{latex.tex(text)}}}\\label{{fig:dsr-{stem}}}\n")
+    for stem, text in captions.items():  # \begin{figure}...\input{main.caption}\end{figure}
+        texts[f"{stem}.caption.tex"] = f"\\caption{{{latex.tex(text)}}}\\label{{fig:dsr-{stem}}}\n"
     if results.baseline is not None:
         texts["comparison.csv"] = tables.frame_csv(tables.comparison_frame(results))
     if results.pairs is not None:
@@ -166,18 +196,30 @@ def write_report_files(results: Results, directory: Path, command: Sequence[str]
 def _markdown(results: Results, captions: dict[str, str], systems: dict[str, str]) -> str:
     c = results.collection
     proto = results.protocol_json()
-    lines = [f"# Evaluation on {c.get('name')}", "",
-             f"- collection: `{c.get('name')}`, {c.get('dialogues')} dialogues, sha256 `{c.get('hash')}`",
-             f"- protocol: {proto['name']}"
-             + (f" — {proto['splits']['n']} splits ({proto['splits']['source']}"
-                + (f", seed {proto['splits']['seed']}" if 'seed' in proto['splits'] else "")
-                + (f", {proto['splits']['path']}" if 'path' in proto['splits'] else "")
-                + f"), target {proto['target']}; {proto['sd']}" if results.splits is not None else ""),
-             f"- measures: {', '.join(results.measures)}; primary measure: {results.primary_measure}",
-             f"- intervals: {results.interval_text()}",
-             "- per-topic values: `per_topic.parquet`", "",
-             "![main figure](main.png)", "", f"*Figure (`main.pdf`): {captions.get('main', '')}*", "",
-             "## Systems", ""]
+    lines = [
+        f"# Evaluation on {c.get('name')}",
+        "",
+        f"- collection: `{c.get('name')}`, {c.get('dialogues')} dialogues, sha256 `{c.get('hash')}`",
+        f"- protocol: {proto['name']}"
+        + (
+            f" — {proto['splits']['n']} splits ({proto['splits']['source']}"
+            + (f", seed {proto['splits']['seed']}" if "seed" in proto["splits"] else "")
+            + (f", {proto['splits']['path']}" if "path" in proto["splits"] else "")
+            + f"), target {proto['target']}; {proto['sd']}"
+            if results.splits is not None
+            else ""
+        ),
+        f"- measures: {', '.join(results.measures)}; primary measure: {results.primary_measure}",
+        f"- intervals: {results.interval_text()}",
+        "- per-topic values: `per_topic.parquet`",
+        "",
+        "![main figure](main.png)",
+        "",
+        f"*Figure (`main.pdf`): {captions.get('main', '')}*",
+        "",
+        "## Systems",
+        "",
+    ]
     lines += [f"- **{tables._label(results, name)}**: {text}" for name, text in systems.items()]
     lines += ["", "Run files:", ""]
     for name, info in results.run_info.items():
@@ -185,17 +227,22 @@ def _markdown(results: Results, captions: dict[str, str], systems: dict[str, str
             lines.append(f"- {name}: tuned family of {', '.join(map(str, info['members']))}")
             continue
         where = f"`{info['path']}`" if "path" in info else "(in memory)"
-        lines.append(f"- {name}: {where}" + (f" — {json.dumps(info['config'], sort_keys=True)}"
-                                              if info.get("config") else ""))
+        lines.append(f"- {name}: {where}" + (f" — {json.dumps(info['config'], sort_keys=True)}" if info.get("config") else ""))
     versions = package_versions()
-    lines += ["", "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v), "",
-              "## Figures", "",
-              "Each figure is a PDF (TrueType fonts) and a 300 dpi PNG; its caption is here and in "
-              "`STEM.caption.tex` (`\\begin{figure}\\includegraphics{main.pdf}\\input{main.caption}"
-              "\\end{figure}`), never drawn inside it.", ""]
+    lines += [
+        "",
+        "versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v),
+        "",
+        "## Figures",
+        "",
+        "Each figure is a PDF (TrueType fonts) and a 300 dpi PNG; its caption is here and in "
+        "`STEM.caption.tex` (`\\begin{figure}\\includegraphics{main.pdf}\\input{main.caption}"
+        "\\end{figure}`), never drawn inside it.",
+        "",
+    ]
     lines += [f"- `{stem}`: {text}" for stem, text in captions.items()]
     lines += ["", "## Tables", ""]
-    return "\n".join(lines) + "\n" + tables.to_markdown(results)   # the notes under the tables
+    return "\n".join(lines) + "\n" + tables.to_markdown(results)  # the notes under the tables
 
 
 def _latex_systems(systems: dict[str, str]) -> str:

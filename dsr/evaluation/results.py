@@ -45,9 +45,11 @@ from dsr.evaluation.protocol import SD_DDOF, TIE_DECIMALS, Splits, Tuned, summar
 
 ConfigSource = Run | Callable[[], Run]
 
-PAIRING = ("paired by topic: an untuned run's value on each dialogue; a tuned family's value is the "
-           "mean, over the splits whose test half holds the dialogue, of the configuration chosen "
-           "on that split's val half (out of sample)")
+PAIRING = (
+    "paired by topic: an untuned run's value on each dialogue; a tuned family's value is the "
+    "mean, over the splits whose test half holds the dialogue, of the configuration chosen "
+    "on that split's val half (out of sample)"
+)
 
 
 @dataclass
@@ -55,11 +57,11 @@ class System:
     """A row of the protocol's table: an untuned run or a family tuned per split."""
 
     name: str
-    kind: str                                  # "run" or "tuned"
-    per_topic: np.ndarray                      # (n_topics, n_measures), for significance
+    kind: str  # "run" or "tuned"
+    per_topic: np.ndarray  # (n_topics, n_measures), for significance
     splits: dict[str, np.ndarray] | None = None  # subset -> (n_splits, n_measures) test means
     tuned: Tuned | None = None
-    config_means: dict[str, np.ndarray] | None = None   # tuned: each config over all dialogues
+    config_means: dict[str, np.ndarray] | None = None  # tuned: each config over all dialogues
 
 
 @dataclass
@@ -130,8 +132,7 @@ class Results:
 
     def untuned(self, subset: str = "all") -> dict[str, dict[str, float]]:
         """{run: {measure: mean over the subset's dialogues}} for every untuned run."""
-        return {name: dict(zip(self.measures, map(float, tv.mean(self.subsets[subset]))))
-                for name, tv in self.runs.items()}
+        return {name: dict(zip(self.measures, map(float, tv.mean(self.subsets[subset])))) for name, tv in self.runs.items()}
 
     def modal_config(self, system: str) -> str | None:
         """A tuned family's configuration chosen most often over the splits (ties: the first given)."""
@@ -143,7 +144,7 @@ class Results:
 
     def adjusted_p(self, subset: str, system: str, measure: str) -> float | None:
         """The baseline comparison's p of ``test``, adjusted by ``correction`` over ``family``."""
-        entry = ((self.significance or {}).get(subset, {}).get(system, {}).get(measure))
+        entry = (self.significance or {}).get(subset, {}).get(system, {}).get(measure)
         if not entry:
             return None
         return entry.get(f"{self.test}_adj", entry.get(f"{self.test}_holm"))
@@ -160,16 +161,17 @@ class Results:
 
     def correction_text(self) -> str:
         """What the marks were corrected over, in words (the report states it)."""
-        return (f"{sig.CORRECTION_NAMES[self.correction]} over {sig.FAMILY_NAMES[self.family]}")
+        return f"{sig.CORRECTION_NAMES[self.correction]} over {sig.FAMILY_NAMES[self.family]}"
 
     def mean_ci(self, subset: str, system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Mean per measure of the system's per-topic values on the subset, with a 95%
         interval (``ci``; see :meth:`interval_text`)."""
         key = (subset, system, self.ci, self.seed)
-        if key not in self._intervals:   # a bootstrap is worth computing once per report
+        if key not in self._intervals:  # a bootstrap is worth computing once per report
             values = self.systems[system].per_topic if system in self.systems else self.runs[system].values
-            self._intervals[key] = sig.mean_ci(values[self.subsets[subset]], self.ci, seed=self.seed,
-                                               bounded=[_bounded(m) for m in self.measures])
+            self._intervals[key] = sig.mean_ci(
+                values[self.subsets[subset]], self.ci, seed=self.seed, bounded=[_bounded(m) for m in self.measures]
+            )
         return self._intervals[key]
 
     def interval_text(self, measure: str | None = None) -> str:
@@ -208,21 +210,55 @@ class Results:
                 for j, (measure, (mean, sd)) in enumerate(means.items()):
                     entry = (self.significance or {}).get(subset, {}).get(system, {}).get(measure) or {}
                     p = entry.get(f"{self.test}_holm")
-                    letters = ((self.pairs or {}).get(subset, {}).get(measure, {})
-                               .get("letters", {}).get(system, ""))
-                    rows.append({"system": system, "kind": self.systems[system].kind, "subset": subset,
-                                 "measure": measure, "mean": mean, "sd": num(sd), "p_holm": num(p),
-                                 "significant": self.significant(subset, system, measure),
-                                 "p_adj": num(self.adjusted_p(subset, system, measure)),
-                                 "mark": self.mark(subset, system, measure),
-                                 "topic_mean": topic_mean[j], "ci_low": low[j], "ci_high": high[j],
-                                 "diff": num(entry.get("diff")), "diff_low": num(entry.get("ci_low")),
-                                 "diff_high": num(entry.get("ci_high")), "d": num(entry.get("d")),
-                                 "wins": entry.get("wins", pd.NA), "ties": entry.get("ties", pd.NA),
-                                 "losses": entry.get("losses", pd.NA), "group": letters})
-        columns = ["system", "kind", "subset", "measure", "mean", "sd", "p_holm", "significant",
-                   "p_adj", "mark", "topic_mean", "ci_low", "ci_high", "diff", "diff_low", "diff_high",
-                   "d", "wins", "ties", "losses", "group"]
+                    letters = (self.pairs or {}).get(subset, {}).get(measure, {}).get("letters", {}).get(system, "")
+                    rows.append(
+                        {
+                            "system": system,
+                            "kind": self.systems[system].kind,
+                            "subset": subset,
+                            "measure": measure,
+                            "mean": mean,
+                            "sd": num(sd),
+                            "p_holm": num(p),
+                            "significant": self.significant(subset, system, measure),
+                            "p_adj": num(self.adjusted_p(subset, system, measure)),
+                            "mark": self.mark(subset, system, measure),
+                            "topic_mean": topic_mean[j],
+                            "ci_low": low[j],
+                            "ci_high": high[j],
+                            "diff": num(entry.get("diff")),
+                            "diff_low": num(entry.get("ci_low")),
+                            "diff_high": num(entry.get("ci_high")),
+                            "d": num(entry.get("d")),
+                            "wins": entry.get("wins", pd.NA),
+                            "ties": entry.get("ties", pd.NA),
+                            "losses": entry.get("losses", pd.NA),
+                            "group": letters,
+                        }
+                    )
+        columns = [
+            "system",
+            "kind",
+            "subset",
+            "measure",
+            "mean",
+            "sd",
+            "p_holm",
+            "significant",
+            "p_adj",
+            "mark",
+            "topic_mean",
+            "ci_low",
+            "ci_high",
+            "diff",
+            "diff_low",
+            "diff_high",
+            "d",
+            "wins",
+            "ties",
+            "losses",
+            "group",
+        ]
         frame = pd.DataFrame(rows, columns=columns)
         for col in ("wins", "ties", "losses"):
             frame[col] = frame[col].astype("Int64")
@@ -247,11 +283,15 @@ class Results:
     def protocol_json(self) -> dict[str, Any]:
         if self.splits is None:
             return {"name": "all", "description": "every dialogue once, no tuning"}
-        return {"name": "official", "splits": self.splits.describe(), "target": self.target,
-                "selection": f"highest val mean of the target (rounded to {TIE_DECIMALS} decimals); "
-                             "ties go to the configuration given first",
-                "sd": f"sample standard deviation over splits (ddof={SD_DDOF})",
-                "subsets": "configuration chosen on the whole val half, reported per subset of the test half"}
+        return {
+            "name": "official",
+            "splits": self.splits.describe(),
+            "target": self.target,
+            "selection": f"highest val mean of the target (rounded to {TIE_DECIMALS} decimals); "
+            "ties go to the configuration given first",
+            "sd": f"sample standard deviation over splits (ddof={SD_DDOF})",
+            "subsets": "configuration chosen on the whole val half, reported per subset of the test half",
+        }
 
     def to_json(self) -> dict[str, Any]:
         """The numbers of the tables (and more), JSON-ready; NaN becomes null.
@@ -271,36 +311,49 @@ class Results:
         for name, tv in self.runs.items():
             out["runs"][name] = {
                 **self.run_info.get(name, {}),
-                "missing_topics": tv.missing, "unknown_topics": tv.unknown,
+                "missing_topics": tv.missing,
+                "unknown_topics": tv.unknown,
                 "all_dialogues": {s: _means(tv.mean(i), self.measures) for s, i in self.subsets.items()},
             }
         if self.splits is not None:
             out["systems"] = {name: self._system_json(name, system) for name, system in self.systems.items()}
         if self.baseline is not None:
             out["significance"] = {
-                "baseline": self.baseline, "marked_by": f"{self.test}_adj", "alpha": self.alpha,
-                "marks": {sig.BETTER: "significantly better than the baseline",
-                          sig.WORSE: "significantly worse than the baseline"},
-                "method": self.correction, "family": self.family,
+                "baseline": self.baseline,
+                "marked_by": f"{self.test}_adj",
+                "alpha": self.alpha,
+                "marks": {
+                    sig.BETTER: "significantly better than the baseline",
+                    sig.WORSE: "significantly worse than the baseline",
+                },
+                "method": self.correction,
+                "family": self.family,
                 "effects": "diff: mean paired difference with 95% t interval (ci_low, ci_high); "
-                           "d: Cohen's d_z (mean / sd of the differences); wins/ties/losses: "
-                           "topics above / equal to / below the baseline",
-                "tests": {"t": "paired t-test (scipy.stats.ttest_rel), two-sided",
-                          "perm": f"paired sign-flip randomisation test, two-sided, "
-                                  f"{self.n_resamples} resamples, seed {self.seed}"},
-                "correction": self.correction_text() + " (t_holm/perm_holm: Holm over the systems, "
-                              "per subset and measure)",
+                "d: Cohen's d_z (mean / sd of the differences); wins/ties/losses: "
+                "topics above / equal to / below the baseline",
+                "tests": {
+                    "t": "paired t-test (scipy.stats.ttest_rel), two-sided",
+                    "perm": f"paired sign-flip randomisation test, two-sided, {self.n_resamples} resamples, seed {self.seed}",
+                },
+                "correction": self.correction_text() + " (t_holm/perm_holm: Holm over the systems, per subset and measure)",
                 "pairing": PAIRING,
                 "results": self.significance,
             }
         if self.pairs is not None:
-            out["all_pairs"] = {"test": self.test, "correction": f"{sig.CORRECTION_NAMES[self.correction]}"
-                                f" over the pairs, per subset and measure", "alpha": self.alpha,
-                                "letters": "systems sharing a letter are not significantly different",
-                                "results": self.pairs}
-        out["intervals"] = {"method": self.ci, "confidence": 0.95, "seed": self.seed,
-                            "described": self.interval_text(),
-                            "of": "the per-topic mean of each system on each subset"}
+            out["all_pairs"] = {
+                "test": self.test,
+                "correction": f"{sig.CORRECTION_NAMES[self.correction]} over the pairs, per subset and measure",
+                "alpha": self.alpha,
+                "letters": "systems sharing a letter are not significantly different",
+                "results": self.pairs,
+            }
+        out["intervals"] = {
+            "method": self.ci,
+            "confidence": 0.95,
+            "seed": self.seed,
+            "described": self.interval_text(),
+            "of": "the per-topic mean of each system on each subset",
+        }
         return out
 
     def _system_json(self, name: str, system: System) -> dict[str, Any]:
@@ -310,8 +363,9 @@ class Results:
         assert system.splits is not None, "written for results with splits"
         for subset, split_means in system.splits.items():
             mean, sd = summarise(split_means)
-            entry["test"][subset] = {m: {"mean": nan_to_none(mean[j]), "sd": nan_to_none(sd[j])}
-                                     for j, m in enumerate(self.measures)}
+            entry["test"][subset] = {
+                m: {"mean": nan_to_none(mean[j]), "sd": nan_to_none(sd[j])} for j, m in enumerate(self.measures)
+            }
         if system.tuned is not None:
             entry["configs"] = {c: _means(v, self.measures) for c, v in (system.config_means or {}).items()}
             entry["choice_counts"] = system.tuned.choice_counts()
@@ -339,8 +393,9 @@ class Results:
             return pd.DataFrame(columns=["system", "kind", "subset", "split", "config", *self.measures])
         return pd.concat(frames, ignore_index=True)
 
-    def table(self, subset: str | None = None, measures: Sequence[str] | None = None, *,
-              formatted: bool = False, digits: int = 4):
+    def table(
+        self, subset: str | None = None, measures: Sequence[str] | None = None, *, formatted: bool = False, digits: int = 4
+    ):
         """The paper's table as a wide pandas DataFrame: one row per system, a column per
         measure, under a column level per subset (``subset=`` picks one, flat columns).
 
@@ -356,8 +411,7 @@ class Results:
         measures = list(measures) if measures is not None else list(self.measures)
         for m in measures:
             if m not in self.measures:
-                raise InputError(f"measure {m!r} was not computed; these were: "
-                                 f"{', '.join(self.measures)}", field="measures")
+                raise InputError(f"measure {m!r} was not computed; these were: {', '.join(self.measures)}", field="measures")
         columns, data = [], {}
         for s in subsets:
             if s not in self.subsets:
@@ -365,10 +419,12 @@ class Results:
             summary = self.summary(s)
             for m in measures:
                 columns.append((s, m))
-                data[(s, m)] = [_table_cell(summary[n][m], self.mark(s, n, m), formatted, digits)
-                                for n in summary]
-        frame = pd.DataFrame(data, index=pd.Index(list(self.summary(subsets[0])), name="system"),
-                             columns=pd.MultiIndex.from_tuples(columns, names=["subset", "measure"]))
+                data[(s, m)] = [_table_cell(summary[n][m], self.mark(s, n, m), formatted, digits) for n in summary]
+        frame = pd.DataFrame(
+            data,
+            index=pd.Index(list(self.summary(subsets[0])), name="system"),
+            columns=pd.MultiIndex.from_tuples(columns, names=["subset", "measure"]),
+        )
         frame = frame.droplevel("subset", axis=1) if subset is not None else frame
         return _formatted_table_class()(frame) if formatted else frame
 
@@ -407,10 +463,11 @@ def _formatted_table_class():
             def to_latex(self, *args: Any, **kwargs: Any) -> str:
                 frame = pd.DataFrame(self).map(lambda v: latex.tex(v) if isinstance(v, str) else v)
                 frame.index = frame.index.map(lambda v: latex.tex(str(v)))
-                frame.columns = frame.columns.map(lambda v: tuple(latex.tex(str(x)) for x in v)
-                                                  if isinstance(v, tuple) else latex.tex(str(v)))
+                frame.columns = frame.columns.map(
+                    lambda v: tuple(latex.tex(str(x)) for x in v) if isinstance(v, tuple) else latex.tex(str(v))
+                )
                 kwargs.setdefault("escape", False)
-                if kwargs.get("index", True) and frame.index.name:   # no stray "system & & ..." row
+                if kwargs.get("index", True) and frame.index.name:  # no stray "system & & ..." row
                     frame, kwargs["index"] = frame.reset_index(), False
                 return frame.to_latex(*args, **kwargs)
 
@@ -474,6 +531,10 @@ def write_frame(frame, path: str | Path) -> None:
             return
         handle.write("\t".join(map(str, frame.columns)) + "\n")
         for row in frame.itertuples(index=False):
-            handle.write("\t".join("" if isinstance(v, float) and math.isnan(v) else
-                                   repr(float(v)) if isinstance(v, float) else str(v)
-                                   for v in row) + "\n")
+            handle.write(
+                "\t".join(
+                    "" if isinstance(v, float) and math.isnan(v) else repr(float(v)) if isinstance(v, float) else str(v)
+                    for v in row
+                )
+                + "\n"
+            )

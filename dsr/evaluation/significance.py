@@ -67,11 +67,12 @@ ALPHA = 0.05
 BETTER, WORSE = "▲", "▼"
 CORRECTIONS = ("holm", "bonferroni", "bh")
 FAMILIES = ("runs", "runs+measures", "runs+measures+subsets")
-CORRECTION_NAMES = {"holm": "Holm-Bonferroni", "bonferroni": "Bonferroni",
-                    "bh": "Benjamini-Hochberg (false discovery rate)"}
-FAMILY_NAMES = {"runs": "the systems compared, per subset and measure",
-                "runs+measures": "the systems compared and the measures, per subset",
-                "runs+measures+subsets": "the systems compared, the measures and the subsets"}
+CORRECTION_NAMES = {"holm": "Holm-Bonferroni", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg (false discovery rate)"}
+FAMILY_NAMES = {
+    "runs": "the systems compared, per subset and measure",
+    "runs+measures": "the systems compared and the measures, per subset",
+    "runs+measures+subsets": "the systems compared, the measures and the subsets",
+}
 #: differences within this of 0 are ties in win/tie/loss counts (trec_eval values are exact)
 TIE_TOLERANCE = 1e-12
 
@@ -141,8 +142,7 @@ def adjust(pvalues, method: str = "holm") -> np.ndarray:
     return {"holm": holm, "bonferroni": bonferroni, "bh": benjamini_hochberg}[method](pvalues)
 
 
-def correct(significance: dict, method: str = "holm", family: str = "runs",
-            keys: tuple[str, ...] = ("t", "perm")) -> None:
+def correct(significance: dict, method: str = "holm", family: str = "runs", keys: tuple[str, ...] = ("t", "perm")) -> None:
     """Adjust the raw p-values of ``{subset: {system: {measure: entry}}}`` in place.
 
     ``family`` decides which p-values are corrected together: ``runs`` (the
@@ -155,8 +155,7 @@ def correct(significance: dict, method: str = "holm", family: str = "runs",
     for subset, by_system in significance.items():
         for by_measure in by_system.values():
             for measure, entry in by_measure.items():
-                key = {"runs": (subset, measure), "runs+measures": (subset,),
-                       "runs+measures+subsets": ()}[family]
+                key = {"runs": (subset, measure), "runs+measures": (subset,), "runs+measures+subsets": ()}[family]
                 groups.setdefault(key, []).append(entry)
     for entries in groups.values():
         for k in keys:
@@ -176,18 +175,24 @@ def paired_effects(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> di
     with np.errstate(invalid="ignore", divide="ignore"):
         half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n) if n > 1 else sd
         cohen = np.where(sd > 0, mean / np.where(sd > 0, sd, 1), np.nan)
-    return {"diff": mean, "ci_low": mean - half, "ci_high": mean + half, "d": cohen,
-            "wins": (d > TIE_TOLERANCE).sum(axis=0), "ties": (np.abs(d) <= TIE_TOLERANCE).sum(axis=0),
-            "losses": (d < -TIE_TOLERANCE).sum(axis=0)}
+    return {
+        "diff": mean,
+        "ci_low": mean - half,
+        "ci_high": mean + half,
+        "d": cohen,
+        "wins": (d > TIE_TOLERANCE).sum(axis=0),
+        "ties": (np.abs(d) <= TIE_TOLERANCE).sum(axis=0),
+        "losses": (d < -TIE_TOLERANCE).sum(axis=0),
+    }
 
 
 #: interval methods of :func:`mean_ci` (``auto``: bootstrap for bounded measures, else t)
 INTERVALS = ("auto", "bootstrap", "t")
 
 
-def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,
-            n_resamples: int = 2000, seed: int = 0,
-            bounded=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def mean_ci(
+    values: np.ndarray, method: str = "t", confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0, bounded=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean per column of (n_topics, n_measures) ``values`` with a confidence interval.
 
     ``t``: mean ± t quantile x sd / sqrt(n). ``bootstrap``: percentile interval
@@ -220,19 +225,33 @@ def mean_ci(values: np.ndarray, method: str = "t", confidence: float = 0.95,
     return mean, low, high
 
 
-def _bootstrap(values: np.ndarray, confidence: float, n_resamples: int,
-               seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _bootstrap(values: np.ndarray, confidence: float, n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval of the column means over ``n_resamples`` resamples of the rows (the
     same resampled topics for every column): ``scipy.stats.bootstrap``, 200 resamples a batch."""
-    result = _stats().bootstrap((values,), np.mean, n_resamples=n_resamples, batch=200, axis=0,
-                                vectorized=True, confidence_level=confidence, method="percentile",
-                                random_state=np.random.default_rng(seed))
+    result = _stats().bootstrap(
+        (values,),
+        np.mean,
+        n_resamples=n_resamples,
+        batch=200,
+        axis=0,
+        vectorized=True,
+        confidence_level=confidence,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
     return result.confidence_interval.low, result.confidence_interval.high
 
 
-def all_pairs(per_topic: Mapping[str, np.ndarray], measures: list[str], index: np.ndarray | None = None,
-              test: str = "t", correction: str = "holm", alpha: float = ALPHA,
-              n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, dict]:
+def all_pairs(
+    per_topic: Mapping[str, np.ndarray],
+    measures: list[str],
+    index: np.ndarray | None = None,
+    test: str = "t",
+    correction: str = "holm",
+    alpha: float = ALPHA,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> dict[str, dict]:
     """Every pair of systems, per measure: p-values corrected over the pairs, and groups.
 
     Returns ``{measure: {"order": [systems, best mean first], "means": {...},
@@ -247,7 +266,7 @@ def all_pairs(per_topic: Mapping[str, np.ndarray], measures: list[str], index: n
     data = {n: (v if rows is None else v[rows]) for n, v in per_topic.items()}
     ok = ~np.any([np.isnan(v).any(axis=1) for v in data.values()], axis=0)
     data = {n: v[ok] for n, v in data.items()}
-    pairs = [(x, y) for i, x in enumerate(names) for y in names[i + 1:]]
+    pairs = [(x, y) for i, x in enumerate(names) for y in names[i + 1 :]]
     m = len(measures)
     raw = np.full((len(pairs), m), np.nan)
     if pairs:
@@ -271,19 +290,22 @@ def all_pairs(per_topic: Mapping[str, np.ndarray], measures: list[str], index: n
         code = 0
         for start in range(len(order)):
             end = start
-            while end + 1 < len(order) and not any(differs(order[end + 1], order[k])
-                                                   for k in range(start, end + 1)):
+            while end + 1 < len(order) and not any(differs(order[end + 1], order[k]) for k in range(start, end + 1)):
                 end += 1
             if end <= last_end:
-                continue            # inside the group before: no new letter
+                continue  # inside the group before: no new letter
             letter = _letter(code)
             code += 1
             for k in range(start, end + 1):
                 letters[order[k]] += letter
             last_end = end
-        out[measure] = {"order": order, "means": means, "n": int(ok.sum()),
-                        "p": {f"{x}|{y}": nan_to_none(pvalue[(x, y)]) for x, y in pairs},
-                        "letters": letters}
+        out[measure] = {
+            "order": order,
+            "means": means,
+            "n": int(ok.sum()),
+            "p": {f"{x}|{y}": nan_to_none(pvalue[(x, y)]) for x, y in pairs},
+            "letters": letters,
+        }
     return out
 
 
@@ -305,8 +327,9 @@ def paired_t(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(same, 1.0, p)
 
 
-def randomisation(a: np.ndarray, b: np.ndarray, n_resamples: int = DEFAULT_RESAMPLES,
-                  seed: int = 0, batch: int = 1000) -> np.ndarray:
+def randomisation(
+    a: np.ndarray, b: np.ndarray, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, batch: int = 1000
+) -> np.ndarray:
     """Two-sided paired sign-flip randomisation test p-value per column.
 
     Matches ``scipy.stats.permutation_test((a - b,), mean, permutation_type=
@@ -315,7 +338,7 @@ def randomisation(a: np.ndarray, b: np.ndarray, n_resamples: int = DEFAULT_RESAM
     from ``numpy.random.default_rng(seed)`` and p = 2 min(P(<=), P(>=)) with
     the +1 correction of a random test.
     """
-    d = np.atleast_2d((np.asarray(a, float) - np.asarray(b, float)).T).T   # (n, m)
+    d = np.atleast_2d((np.asarray(a, float) - np.asarray(b, float)).T).T  # (n, m)
     n, m = d.shape
     if n == 0:
         return np.full(m, np.nan)
@@ -323,9 +346,9 @@ def randomisation(a: np.ndarray, b: np.ndarray, n_resamples: int = DEFAULT_RESAM
     gamma = np.abs(np.finfo(float).eps * 100 * observed)
     less = np.zeros(m)
     greater = np.zeros(m)
-    exact = n <= 62 and 2 ** n <= n_resamples
+    exact = n <= 62 and 2**n <= n_resamples
     if exact:
-        total, adjustment = 2 ** n, 0
+        total, adjustment = 2**n, 0
         for start in range(0, total, batch):
             codes = np.arange(start, min(start + batch, total), dtype=np.int64)
             signs = 1.0 - 2.0 * ((codes[:, None] >> np.arange(n)) & 1)
@@ -346,9 +369,14 @@ def randomisation(a: np.ndarray, b: np.ndarray, n_resamples: int = DEFAULT_RESAM
     return np.clip(2 * np.minimum(p_less, p_greater), 0.0, 1.0)
 
 
-def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[str],
-            index: np.ndarray | None = None, n_resamples: int = DEFAULT_RESAMPLES,
-            seed: int = 0) -> dict[str, dict[str, dict[str, float | None]]]:
+def compare(
+    per_topic: Mapping[str, np.ndarray],
+    baseline: str,
+    measures: list[str],
+    index: np.ndarray | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> dict[str, dict[str, dict[str, float | None]]]:
     """Each system against ``baseline`` on the topics at ``index`` (all when None).
 
     ``per_topic`` maps a system name to its (n_topics, n_measures) values
@@ -376,12 +404,19 @@ def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[s
         ok = ~(np.isnan(a).any(axis=1) | np.isnan(b).any(axis=1))
         pairs.append((a, b, ok))
         effects = paired_effects(a[ok], b[ok])
-        out[name] = {m: {"diff": float(effects["diff"][j]), "n": int(ok.sum()),
-                         "ci_low": nan_to_none(effects["ci_low"][j]),
-                         "ci_high": nan_to_none(effects["ci_high"][j]),
-                         "d": nan_to_none(effects["d"][j]), "wins": int(effects["wins"][j]),
-                         "ties": int(effects["ties"][j]), "losses": int(effects["losses"][j])}
-                     for j, m in enumerate(measures)}
+        out[name] = {
+            m: {
+                "diff": float(effects["diff"][j]),
+                "n": int(ok.sum()),
+                "ci_low": nan_to_none(effects["ci_low"][j]),
+                "ci_high": nan_to_none(effects["ci_high"][j]),
+                "d": nan_to_none(effects["d"][j]),
+                "wins": int(effects["wins"][j]),
+                "ties": int(effects["ties"][j]),
+                "losses": int(effects["losses"][j]),
+            }
+            for j, m in enumerate(measures)
+        }
         t_p[k] = paired_t(a[ok], b[ok])
         groups.setdefault(ok.tobytes(), []).append(k)
     if n_resamples > 0:
@@ -391,12 +426,14 @@ def compare(per_topic: Mapping[str, np.ndarray], baseline: str, measures: list[s
             b = np.hstack([pairs[k][1][ok] for k in members])
             p = randomisation(a, b, n_resamples, seed)
             for g, k in enumerate(members):
-                r_p[k] = p[g * n_m:(g + 1) * n_m]
+                r_p[k] = p[g * n_m : (g + 1) * n_m]
     t_adj = np.column_stack([holm(t_p[:, j]) for j in range(len(measures))]) if others else t_p
     r_adj = np.column_stack([holm(r_p[:, j]) for j in range(len(measures))]) if others else r_p
     for (k, name), (j, measure) in product(enumerate(others), enumerate(measures)):
-        out[name][measure].update(t=nan_to_none(t_p[k, j]), t_holm=nan_to_none(t_adj[k, j]),
-                                  perm=nan_to_none(r_p[k, j]), perm_holm=nan_to_none(r_adj[k, j]))
+        out[name][measure].update(
+            t=nan_to_none(t_p[k, j]),
+            t_holm=nan_to_none(t_adj[k, j]),
+            perm=nan_to_none(r_p[k, j]),
+            perm_holm=nan_to_none(r_adj[k, j]),
+        )
     return out
-
-

@@ -53,7 +53,7 @@ class Row:
 @dataclass
 class Block:
     subset: str
-    kind: str            # "test" (mean ± sd over splits) or "all" (every dialogue)
+    kind: str  # "test" (mean ± sd over splits) or "all" (every dialogue)
     title: str
     rows: list[Row]
 
@@ -74,23 +74,39 @@ def blocks(results: Results) -> list[Block]:
             for name, system in results.systems.items():
                 assert system.splits is not None, "every system has test-half means when the results have splits"
                 mean, sd = summarise(system.splits[subset])
-                rows.append(Row(name, [nan_to_none(v) for v in mean], [nan_to_none(v) for v in sd],
-                                _marks(results, subset, name), tuned=system.kind == "tuned"))
-            title = (f"{subset}: test halves, mean ± sd over {len(results.splits)} splits "
-                     f"({_tuning_note(results)})")
+                rows.append(
+                    Row(
+                        name,
+                        [nan_to_none(v) for v in mean],
+                        [nan_to_none(v) for v in sd],
+                        _marks(results, subset, name),
+                        tuned=system.kind == "tuned",
+                    )
+                )
+            title = f"{subset}: test halves, mean ± sd over {len(results.splits)} splits ({_tuning_note(results)})"
             out.append(Block(subset, "test", title, rows))
         # untuned: every run over all dialogues, and each tuned family by its
         # out-of-sample per-topic values (its configuration chosen on val per split)
-        rows = [Row(name, [nan_to_none(v) for v in tv.mean(index)], [None] * len(results.measures),
-                    _marks(results, subset, name))
-                for name, tv in results.runs.items()]
+        rows = [
+            Row(name, [nan_to_none(v) for v in tv.mean(index)], [None] * len(results.measures), _marks(results, subset, name))
+            for name, tv in results.runs.items()
+        ]
         for name, system in results.systems.items():
             if system.kind == "tuned":
                 values = system.per_topic[index]
                 values = values[~np.isnan(values).any(axis=1)]
-                rows.append(Row(name, [nan_to_none(v) for v in (values.mean(axis=0) if len(values)
-                                                                else np.full(len(results.measures), np.nan))],
-                                [None] * len(results.measures), _marks(results, subset, name), tuned=True))
+                rows.append(
+                    Row(
+                        name,
+                        [
+                            nan_to_none(v)
+                            for v in (values.mean(axis=0) if len(values) else np.full(len(results.measures), np.nan))
+                        ],
+                        [None] * len(results.measures),
+                        _marks(results, subset, name),
+                        tuned=True,
+                    )
+                )
         untuned = ", untuned" if results.splits is not None else ""
         out.append(Block(subset, "all", f"{subset}: all {n} dialogues{untuned}", rows))
     return out
@@ -117,19 +133,47 @@ def main_frame(results: Results):
         for r in block.rows:
             for j, m in enumerate(results.measures):
                 entry = (results.significance or {}).get(block.subset, {}).get(r.name, {}).get(m, {})
-                rows.append({"block": block.kind, "subset": block.subset, "title": block.title,
-                             "run": r.name, "kind": "tuned" if r.tuned else "run",
-                             "label": _label(results, r.name)
-                             + (" (tuned, out of sample)" if r.tuned and block.kind == "all" else ""),
-                             "measure": m,
-                             "mean": np.nan if r.means[j] is None else r.means[j],
-                             "sd": np.nan if r.sds[j] is None else r.sds[j],
-                             **{f"p_{k}": np.nan if entry.get(k) is None else entry[k]
-                                for k in ("t", "t_holm", "t_adj", "perm", "perm_holm", "perm_adj")},
-                             "mark": r.marks[j], "significant": int(bool(r.marks[j]))})
-    return pd.DataFrame(rows, columns=["block", "subset", "title", "run", "kind", "label", "measure", "mean", "sd",
-                                       "p_t", "p_t_holm", "p_t_adj", "p_perm", "p_perm_holm",
-                                       "p_perm_adj", "mark", "significant"])
+                rows.append(
+                    {
+                        "block": block.kind,
+                        "subset": block.subset,
+                        "title": block.title,
+                        "run": r.name,
+                        "kind": "tuned" if r.tuned else "run",
+                        "label": _label(results, r.name) + (" (tuned, out of sample)" if r.tuned and block.kind == "all" else ""),
+                        "measure": m,
+                        "mean": np.nan if r.means[j] is None else r.means[j],
+                        "sd": np.nan if r.sds[j] is None else r.sds[j],
+                        **{
+                            f"p_{k}": np.nan if entry.get(k) is None else entry[k]
+                            for k in ("t", "t_holm", "t_adj", "perm", "perm_holm", "perm_adj")
+                        },
+                        "mark": r.marks[j],
+                        "significant": int(bool(r.marks[j])),
+                    }
+                )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "block",
+            "subset",
+            "title",
+            "run",
+            "kind",
+            "label",
+            "measure",
+            "mean",
+            "sd",
+            "p_t",
+            "p_t_holm",
+            "p_t_adj",
+            "p_perm",
+            "p_perm_holm",
+            "p_perm_adj",
+            "mark",
+            "significant",
+        ],
+    )
 
 
 def comparison_frame(results: Results):
@@ -139,11 +183,31 @@ def comparison_frame(results: Results):
     frame = results.to_frame()
     frame = frame[frame["system"] != results.baseline] if results.baseline else frame.iloc[0:0]
     frame = frame.rename(columns={"topic_mean": "mean_topics"})
-    p = [((results.significance or {}).get(s, {}).get(n, {}).get(m, {}) or {}).get(results.test)
-         for s, n, m in zip(frame["subset"], frame["system"], frame["measure"])]
+    p = [
+        ((results.significance or {}).get(s, {}).get(n, {}).get(m, {}) or {}).get(results.test)
+        for s, n, m in zip(frame["subset"], frame["system"], frame["measure"])
+    ]
     frame = frame.assign(p=[np.nan if v is None else v for v in p])
-    return frame[["subset", "system", "measure", "mean_topics", "ci_low", "ci_high", "diff", "diff_low",
-                  "diff_high", "d", "wins", "ties", "losses", "p", "p_adj", "mark"]].reset_index(drop=True)
+    return frame[
+        [
+            "subset",
+            "system",
+            "measure",
+            "mean_topics",
+            "ci_low",
+            "ci_high",
+            "diff",
+            "diff_low",
+            "diff_high",
+            "d",
+            "wins",
+            "ties",
+            "losses",
+            "p",
+            "p_adj",
+            "mark",
+        ]
+    ].reset_index(drop=True)
 
 
 def pairs_frame(results: Results):
@@ -153,12 +217,20 @@ def pairs_frame(results: Results):
     for subset, by_measure in (results.pairs or {}).items():
         for measure, entry in by_measure.items():
             for name in entry["order"]:
-                rows.append({"subset": subset, "system": name, "measure": measure,
-                             "mean": entry["means"][name], "group": entry["letters"][name]})
+                rows.append(
+                    {
+                        "subset": subset,
+                        "system": name,
+                        "measure": measure,
+                        "mean": entry["means"][name],
+                        "group": entry["letters"][name],
+                    }
+                )
     return pd.DataFrame(rows, columns=["subset", "system", "measure", "mean", "group"])
 
 
 # --- rendering ---------------------------------------------------------------------------
+
 
 def _cell(mean, sd, mark, digits: int, pm: str = "±") -> str:
     if mean is None or mean != mean:
@@ -179,16 +251,17 @@ def legend(results: Results) -> str:
     if results.baseline is None:
         return primary + " No baseline: no significance marks."
     test = "paired t-test" if results.test == "t" else "randomisation test"
-    return (f"{sig.BETTER}/{sig.WORSE} significantly better/worse than the baseline {results.baseline}: "
-            f"p < {results.alpha:g} ({test}, two-sided, {results.correction_text()}); no mark: "
-            f"not significantly different. {primary}")
+    return (
+        f"{sig.BETTER}/{sig.WORSE} significantly better/worse than the baseline {results.baseline}: "
+        f"p < {results.alpha:g} ({test}, two-sided, {results.correction_text()}); no mark: "
+        f"not significantly different. {primary}"
+    )
 
 
 def _what(results: Results) -> str:
     if results.splits is None:
         return "mean over all dialogues"
-    return (f"test halves, mean ± sd over {len(results.splits)} splits "
-            f"({_tuning_note(results)})")
+    return f"test halves, mean ± sd over {len(results.splits)} splits ({_tuning_note(results)})"
 
 
 def summary_wide(results: Results, measures=None, digits: int = 4) -> list[tuple[str, object]]:
@@ -199,13 +272,11 @@ def summary_wide(results: Results, measures=None, digits: int = 4) -> list[tuple
     measures = [m for m in dict.fromkeys(measures or []) if m in results.measures]
     if measures and measures != [primary]:
         table = results.table("all", measures, formatted=True, digits=digits)
-        out.append((f"all {len(results.subsets['all'])} dialogues: {_what(results)}",
-                    _relabel(results, table)))
+        out.append((f"all {len(results.subsets['all'])} dialogues: {_what(results)}", _relabel(results, table)))
     if len(results.subsets) > 1 or not out:
         table = results.table(measures=[primary], formatted=True, digits=digits).droplevel("measure", axis=1)
         table.columns = [f"{s} ({len(results.subsets[s])})" for s in table.columns]
-        out.append((f"{primary} (primary measure) by subset (dialogues): {_what(results)}",
-                    _relabel(results, table)))
+        out.append((f"{primary} (primary measure) by subset (dialogues): {_what(results)}", _relabel(results, table)))
     return out
 
 
@@ -234,8 +305,7 @@ def wide(results: Results, frame: Any = None, digits: int = 4) -> list[tuple[str
     frame = main_frame(results) if frame is None else frame
     out = []
     for (title), part in frame.groupby("title", sort=False):
-        part = part.assign(cell=[_cell(m, s, k, digits) for m, s, k in
-                                 zip(part["mean"], part["sd"], part["mark"])])
+        part = part.assign(cell=[_cell(m, s, k, digits) for m, s, k in zip(part["mean"], part["sd"], part["mark"])])
         table = part.pivot(index="label", columns="measure", values="cell")
         table = table.loc[list(dict.fromkeys(part["label"])), results.measures]
         table.index.name, table.columns.name = "run", None
@@ -264,15 +334,13 @@ def _text_table(table) -> str:
                 r[c] = r[c] if r[c].endswith(marks) else r[c] + " "
     rows = [header, *body]
     widths = [max(display_width(r[c]) for r in rows) for c in range(len(header))]
-    return "\n".join("  ".join(_pad(v, widths[c], left=c == 0) for c, v in enumerate(r)).rstrip()
-                     for r in rows)
+    return "\n".join("  ".join(_pad(v, widths[c], left=c == 0) for c, v in enumerate(r)).rstrip() for r in rows)
 
 
 def display_width(text: str) -> int:
     """Columns ``text`` takes in a terminal: East Asian wide and full-width characters two,
     combining marks none, everything else (▲, ▼, ±, Δ: one in Unicode's tables) one."""
-    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-               for ch in text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def _pad(text: str, width: int, left: bool) -> str:
@@ -288,18 +356,26 @@ def _comparison_wide(results: Results, measure: str | None = None, digits: int =
     out = []
     for subset, part in frame.groupby("subset", sort=False):
         table = part.set_index("system")[[]].copy()
-        table[f"{measure} [95% CI]"] = [f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
-                                        for m, lo, hi in zip(part["mean_topics"], part["ci_low"], part["ci_high"])]
+        table[f"{measure} [95% CI]"] = [
+            f"{m:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+            for m, lo, hi in zip(part["mean_topics"], part["ci_low"], part["ci_high"])
+        ]
         table[f"Δ vs {results.baseline} [95% CI]"] = [
             f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]{k}"
-            for d, lo, hi, k in zip(part["diff"], part["diff_low"], part["diff_high"], part["mark"])]
+            for d, lo, hi, k in zip(part["diff"], part["diff_low"], part["diff_high"], part["mark"])
+        ]
         table["d"] = ["–" if v != v else f"{v:+.2f}" for v in part["d"]]
         table["W/T/L"] = [f"{w}/{t}/{lo}" for w, t, lo in zip(part["wins"], part["ties"], part["losses"])]
         table["p (adj.)"] = ["–" if v != v else f"{v:.3g}" for v in part["p_adj"]]
         table.index.name = "system"
-        out.append((f"{subset}: against the baseline {results.baseline} on {measure}, the primary "
-                    f"measure (per-topic means; {results.interval_text(measure)}; differences: "
-                    "95% t interval)", table))
+        out.append(
+            (
+                f"{subset}: against the baseline {results.baseline} on {measure}, the primary "
+                f"measure (per-topic means; {results.interval_text(measure)}; differences: "
+                "95% t interval)",
+                table,
+            )
+        )
     return out
 
 
@@ -311,9 +387,14 @@ def _pairs_wide(results: Results, digits: int = 4):
         table = part.pivot(index="system", columns="measure", values="cell")
         table = table.loc[list(results.systems), results.measures]
         table.columns.name = None
-        out.append((f"{subset}: all pairs, per-topic means ({'t-test' if results.test == 't' else 'randomisation'}, "
-                    f"{sig.CORRECTION_NAMES[results.correction]} over the pairs); "
-                    "systems sharing a letter are not significantly different", table))
+        out.append(
+            (
+                f"{subset}: all pairs, per-topic means ({'t-test' if results.test == 't' else 'randomisation'}, "
+                f"{sig.CORRECTION_NAMES[results.correction]} over the pairs); "
+                "systems sharing a letter are not significantly different",
+                table,
+            )
+        )
     return out
 
 
@@ -355,10 +436,19 @@ def frame_csv(frame) -> str:
 
 def to_json(results: Results) -> str:
     """The tables' frames as JSON records: ``{"table": [...], "comparison": [...], "pairs": [...]}``."""
+
     def records(frame):
-        return [{k: (None if isinstance(v, float) and v != v else
-                     (v.item() if hasattr(v, "item") else (None if v is None or str(v) == "<NA>" else v)))
-                 for k, v in row.items()} for row in frame.to_dict(orient="records")]
+        return [
+            {
+                k: (
+                    None
+                    if isinstance(v, float) and v != v
+                    else (v.item() if hasattr(v, "item") else (None if v is None or str(v) == "<NA>" else v))
+                )
+                for k, v in row.items()
+            }
+            for row in frame.to_dict(orient="records")
+        ]
 
     out = {"table": records(main_frame(results))}
     if results.baseline is not None:
@@ -387,8 +477,7 @@ def latex_tables(results: Results, digits: int = 3, extras: bool = False) -> lis
     """``[(title, tabular)]`` of :func:`to_latex`."""
     frame = main_frame(results)
     parts = []
-    for (title, table), (_, block) in zip(wide(results, frame, digits),
-                                          frame.groupby("title", sort=False)):
+    for (title, table), (_, block) in zip(wide(results, frame, digits), frame.groupby("title", sort=False)):
         best = block.groupby("measure")["mean"].max()
         table = table.copy()
         for measure in results.measures:
@@ -420,7 +509,7 @@ def to_latex_document(results: Results, digits: int = 3, systems: str = "") -> s
     ``tabular`` pastes into a paper that loads amssymb and booktabs."""
     body = [f"\\subsection*{{{tex(title)}}}\n{fit_width(table)}" for title, table in latex_tables(results, digits, True)]
     body.append("\n" + tex(legend(results)) + "\n")
-    body += [tex(f"Note: {n}") + "\n" for n in results.notes]   # e.g. a fast backend's distance from torch
+    body += [tex(f"Note: {n}") + "\n" for n in results.notes]  # e.g. a fast backend's distance from torch
     if systems:
         body.append(systems)
     return document("\n".join(body), f"Evaluation on {results.collection.get('name')}")

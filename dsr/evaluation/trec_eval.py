@@ -37,8 +37,7 @@ VERSIONS = ("9.0.8", "10.0")
 
 def check_version(version: str) -> str:
     if version not in VERSIONS:
-        raise InputError(f"trec_eval version must be one of {', '.join(VERSIONS)}, got {version!r}",
-                         field="trec_eval")
+        raise InputError(f"trec_eval version must be one of {', '.join(VERSIONS)}, got {version!r}", field="trec_eval")
     return version
 
 
@@ -50,19 +49,22 @@ def with_relevance_level(measures: Sequence, level: int, written: Sequence[str] 
     trec_eval gives 1. ``written``: the measures as the user wrote them (a level dsr adds
     itself, RBP's ``rel=1``, is not the user's); None: every ``rel`` is the user's."""
     if isinstance(level, bool) or not isinstance(level, int) or level < 1:
-        raise InputError(f"the relevance level must be a whole number of 1 or more, got {level!r}",
-                         field="relevance_level")
+        raise InputError(f"the relevance level must be a whole number of 1 or more, got {level!r}", field="relevance_level")
     if written is None:
         explicit = {str(m) for m in measures if "rel" in m.params}
     else:
         explicit = {str(m) for m in map(_ir_measures().parse_measure, written) if "rel" in m.params}
     own = [str(m) for m in measures if str(m) in explicit and m.params.get("rel") != level]
     if own:
-        raise InputError(f"{', '.join(own)} set{'s' if len(own) == 1 else ''} a relevance level of "
-                         f"{'its' if len(own) == 1 else 'their'} own, not {level}: trec_eval's -l applies "
-                         "to every measure; drop rel= (or give it the same level)", field="relevance_level")
-    return [m(rel=level) if "rel" in m.SUPPORTED_PARAMS and str(m) not in explicit and m.NAME != "NumRet"
-            else m for m in measures]
+        raise InputError(
+            f"{', '.join(own)} set{'s' if len(own) == 1 else ''} a relevance level of "
+            f"{'its' if len(own) == 1 else 'their'} own, not {level}: trec_eval's -l applies "
+            "to every measure; drop rel= (or give it the same level)",
+            field="relevance_level",
+        )
+    return [
+        m(rel=level) if "rel" in m.SUPPORTED_PARAMS and str(m) not in explicit and m.NAME != "NumRet" else m for m in measures
+    ]
 
 
 def _ir_measures():
@@ -74,8 +76,10 @@ def _ir_measures():
 
 #: measures ``dsr evaluate`` computes only as 9.0.8 does (pytrec_eval): under 10.0 they are refused
 #: (``dsr trec_eval --release 10.0`` computes 10.0's)
-NOT_AS_10 = {"IPrec": "trec_eval 10.0 turns a recall level into a number of relevant documents with "
-                      "lround (9.0.8: + 0.9, truncated); dsr evaluate computes 9.0.8's (pytrec_eval)"}
+NOT_AS_10 = {
+    "IPrec": "trec_eval 10.0 turns a recall level into a number of relevant documents with "
+    "lround (9.0.8: + 0.9, truncated); dsr evaluate computes 9.0.8's (pytrec_eval)"
+}
 
 
 def check_release(measures: Sequence, version: str) -> None:
@@ -87,8 +91,11 @@ def check_release(measures: Sequence, version: str) -> None:
     for measure in measures:
         why = NOT_AS_10.get(measure.NAME)
         if why:
-            raise InputError(f"{measure} under trec_eval 10.0: {why}; use `dsr trec_eval --release 10.0 "
-                             "-m iprec_at_recall` (10.0's own rule), or `trec_eval` 9.0.8", field="trec_eval")
+            raise InputError(
+                f"{measure} under trec_eval 10.0: {why}; use `dsr trec_eval --release 10.0 "
+                "-m iprec_at_recall` (10.0's own rule), or `trec_eval` 9.0.8",
+                field="trec_eval",
+            )
 
 
 def apply_rules(runs: Iterable[Run], version: str = FOLLOWED, max_docs: int | None = None) -> None:

@@ -37,8 +37,7 @@ MIN_GEO_MEAN = 0.00001
 #: qrels, and one in them with a negative grade (in the pool, not judged)
 NONPOOL, UNJUDGED = -1, -2
 
-_PREFS = ("not computed by dsr: preference measures need trec_eval's -R prefs or qrels_prefs "
-          "input formats")
+_PREFS = "not computed by dsr: preference measures need trec_eval's -R prefs or qrels_prefs input formats"
 _JG = "not computed by dsr: judgement-group measures need trec_eval's -R qrels_jg input format"
 
 #: kinds: how a measure's values are named, summed over topics and printed
@@ -94,8 +93,12 @@ TABLE: tuple[TrecMeasure, ...] = (
     TrecMeasure("11pt_avg", "param", _RECALLS),
     TrecMeasure("binG", "float"),
     TrecMeasure("G", "pair"),
-    TrecMeasure("dcg", "pair", releases=("10.0",), refused="not computed by dsr (10.0's dcg shares "
-                                                           "ndcg's C routine; no nickname holds it)"),
+    TrecMeasure(
+        "dcg",
+        "pair",
+        releases=("10.0",),
+        refused="not computed by dsr (10.0's dcg shares ndcg's C routine; no nickname holds it)",
+    ),
     TrecMeasure("ideal_dcg", "pair", releases=("10.0",), refused="not computed by dsr (as dcg)"),
     TrecMeasure("ndcg", "pair"),
     TrecMeasure("ndcg_rel", "pair"),
@@ -110,50 +113,132 @@ TABLE: tuple[TrecMeasure, ...] = (
     TrecMeasure("set_map", "float"),
     TrecMeasure("set_F", "param", (1.0,)),
     TrecMeasure("num_nonrel_judged_ret", "long"),
-    *(TrecMeasure(name, kind, refused=_PREFS) for name, kind in (
-        ("prefs_num_prefs_poss", "long"), ("prefs_num_prefs_ful", "long"),
-        ("prefs_num_prefs_ful_ret", "long"), ("prefs_simp", "float"), ("prefs_pair", "float"),
-        ("prefs_avgjg", "float"), ("prefs_avgjg_Rnonrel", "float"), ("prefs_simp_ret", "float"),
-        ("prefs_pair_ret", "float"), ("prefs_avgjg_ret", "float"), ("prefs_avgjg_Rnonrel_ret", "float"),
-        ("prefs_simp_imp", "float"), ("prefs_pair_imp", "float"), ("prefs_avgjg_imp", "float"))),
+    *(
+        TrecMeasure(name, kind, refused=_PREFS)
+        for name, kind in (
+            ("prefs_num_prefs_poss", "long"),
+            ("prefs_num_prefs_ful", "long"),
+            ("prefs_num_prefs_ful_ret", "long"),
+            ("prefs_simp", "float"),
+            ("prefs_pair", "float"),
+            ("prefs_avgjg", "float"),
+            ("prefs_avgjg_Rnonrel", "float"),
+            ("prefs_simp_ret", "float"),
+            ("prefs_pair_ret", "float"),
+            ("prefs_avgjg_ret", "float"),
+            ("prefs_avgjg_Rnonrel_ret", "float"),
+            ("prefs_simp_imp", "float"),
+            ("prefs_pair_imp", "float"),
+            ("prefs_avgjg_imp", "float"),
+        )
+    ),
     TrecMeasure("map_avgjg", "float", refused=_JG),
     TrecMeasure("P_avgjg", "cut_long", _CUTS, refused=_JG),
-    TrecMeasure("Rprec_mult_avgjg", "cut_float", (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0),
-                refused=_JG),
-    TrecMeasure("yaap", "float", refused="not computed by dsr (yaap: not in any nickname, no "
-                                         "library computes it)"),
+    TrecMeasure("Rprec_mult_avgjg", "cut_float", (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0), refused=_JG),
+    TrecMeasure("yaap", "float", refused="not computed by dsr (yaap: not in any nickname, no library computes it)"),
     TrecMeasure("rbp", "pair", releases=("10.0",)),
     TrecMeasure("rbp_resid", "pair", releases=("10.0",)),
     TrecMeasure("unj", "cut_long", (5, 10, 20), releases=("10.0",)),
 )
 
-_OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
-             "recip_rank", "iprec_at_recall", "P")
-_SET = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall",
-        "set_relative_P", "set_map", "set_F")
-_TREC_TAIL = ("infAP", "gm_bpref", "utility", "11pt_avg", "ndcg", "relative_P", "Rprec_mult", "success",
-              "map_cut", "ndcg_cut", "ndcg_rel", "Rndcg", "binG", "G", "set_P", "set_recall",
-              "set_relative_P", "set_map", "set_F", "num_nonrel_judged_ret")
+_OFFICIAL = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "map",
+    "gm_map",
+    "Rprec",
+    "bpref",
+    "recip_rank",
+    "iprec_at_recall",
+    "P",
+)
+_SET = (
+    "runid",
+    "num_q",
+    "num_ret",
+    "num_rel",
+    "num_rel_ret",
+    "utility",
+    "set_P",
+    "set_recall",
+    "set_relative_P",
+    "set_map",
+    "set_F",
+)
+_TREC_TAIL = (
+    "infAP",
+    "gm_bpref",
+    "utility",
+    "11pt_avg",
+    "ndcg",
+    "relative_P",
+    "Rprec_mult",
+    "success",
+    "map_cut",
+    "ndcg_cut",
+    "ndcg_rel",
+    "Rndcg",
+    "binG",
+    "G",
+    "set_P",
+    "set_recall",
+    "set_relative_P",
+    "set_map",
+    "set_F",
+    "num_nonrel_judged_ret",
+)
 _PREFS_ALL = ("runid", "num_q", *(m.name for m in TABLE if m.name.startswith("prefs_")))
 #: release -> nickname -> the measures it marks (trec_eval's ``te_trec_measure_nicknames``)
 NICKNAMES: dict[str, dict[str, tuple[str, ...]]] = {
     release: {
         "official": _OFFICIAL,
         "set": _SET,
-        "all_trec": (*_OFFICIAL, "relstring", "recall",
-                     *(("unj", "rbp", "rbp_resid") if release == "10.0" else ()), *_TREC_TAIL),
+        "all_trec": (*_OFFICIAL, "relstring", "recall", *(("unj", "rbp", "rbp_resid") if release == "10.0" else ()), *_TREC_TAIL),
         "all_prefs": _PREFS_ALL,
         "prefs": _PREFS_ALL[:8],
         "qrels_jg": ("runid", "num_q", "map_avgjg", "P_avgjg", "Rprec_mult_avgjg"),
-    } for release in RELEASES
+    }
+    for release in RELEASES
 }
 
 #: the measures pytrec_eval (trec_eval 9.0.x's C) computes for dsr; the others are ported below
-NATIVE = frozenset({
-    "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref", "recip_rank",
-    "iprec_at_recall", "P", "recall", "infAP", "gm_bpref", "Rprec_mult", "11pt_avg", "binG", "G",
-    "ndcg", "ndcg_rel", "Rndcg", "ndcg_cut", "map_cut", "relative_P", "success", "set_P",
-    "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret"})
+NATIVE = frozenset(
+    {
+        "num_ret",
+        "num_rel",
+        "num_rel_ret",
+        "map",
+        "gm_map",
+        "Rprec",
+        "bpref",
+        "recip_rank",
+        "iprec_at_recall",
+        "P",
+        "recall",
+        "infAP",
+        "gm_bpref",
+        "Rprec_mult",
+        "11pt_avg",
+        "binG",
+        "G",
+        "ndcg",
+        "ndcg_rel",
+        "Rndcg",
+        "ndcg_cut",
+        "map_cut",
+        "relative_P",
+        "success",
+        "set_P",
+        "set_relative_P",
+        "set_recall",
+        "set_map",
+        "set_F",
+        "num_nonrel_judged_ret",
+    }
+)
 #: computed here under 10.0 although pytrec_eval has them: 10.0 rounds their recall cutoffs
 RELEASE_10_PORTED = frozenset({"iprec_at_recall", "11pt_avg"})
 
@@ -169,6 +254,7 @@ def supported(release: str) -> list[str]:
 
 
 # --- -m: which measures, with which parameters -----------------------------------------
+
 
 @dataclass(frozen=True)
 class Selected:
@@ -204,20 +290,21 @@ def select(arguments: Sequence[str] | None, release: str) -> list[Selected]:
         name, dot, text = argument.partition(".")
         if dot:
             if not text:
-                raise InputError(f"improper measure in parameter {argument!r}: nothing after the '.'",
-                                 field="measures")
+                raise InputError(f"improper measure in parameter {argument!r}: nothing after the '.'", field="measures")
             texts.setdefault(name, text)
         if name in nicknames:
             marked.update(nicknames[name])
         elif name in table:
             marked.add(name)
         else:
-            raise InputError(f"trec_eval {release} has no measure or nickname {name!r} (nicknames: "
-                             f"{', '.join(nicknames)}; measures: {', '.join(table)})", field="measures")
+            raise InputError(
+                f"trec_eval {release} has no measure or nickname {name!r} (nicknames: "
+                f"{', '.join(nicknames)}; measures: {', '.join(table)})",
+                field="measures",
+            )
     refused = [table[n] for n in table if n in marked and table[n].refused]
     if refused:
-        raise InputError("not supported: " + "; ".join(f"{m.name} ({m.refused})" for m in refused),
-                         field="measures")
+        raise InputError("not supported: " + "; ".join(f"{m.name} ({m.refused})" for m in refused), field="measures")
     return [_selected(table[n], texts.get(n)) for n in table if n in marked]
 
 
@@ -226,8 +313,9 @@ def _selected(measure: TrecMeasure, text: str | None) -> Selected:
     if kind == "cut_long":
         cuts = measure.default if text is None else _cutoffs(text, _atol, name)
         if cuts[0] <= 0:
-            raise InputError(f"{name}.{text}: a cutoff must be 1 or more (trec_eval: \"Negative cutoff "
-                             "detected\")", field="measures")
+            raise InputError(
+                f'{name}.{text}: a cutoff must be 1 or more (trec_eval: "Negative cutoff detected")', field="measures"
+            )
         return Selected(measure, text, cuts, tuple(f"{name}_{c}" for c in cuts))
     if kind == "cut_float":
         cuts = measure.default if text is None else _cutoffs(text, _atof, name)
@@ -236,8 +324,10 @@ def _selected(measure: TrecMeasure, text: str | None) -> Selected:
     if kind in ("param", "relstring"):
         params = measure.default if text is None else tuple(_atof(t) for t in text.split(","))
         if name == "utility" and len(params) != 4:
-            raise InputError(f"utility.{text}: utility takes 4 coefficients, got {len(params)} "
-                             "(trec_eval: \"improper number of coefficients\")", field="measures")
+            raise InputError(
+                f'utility.{text}: utility takes 4 coefficients, got {len(params)} (trec_eval: "improper number of coefficients")',
+                field="measures",
+            )
         return Selected(measure, text, params, (shown,))
     if kind == "pair":
         return Selected(measure, text, () if text is None else _pairs(text, name), (shown,))
@@ -250,8 +340,7 @@ def _cutoffs(text: str, read, name: str) -> tuple:
     """trec_eval's cutoff list: comma separated, read with atol/atof, sorted, no two equal."""
     cuts = sorted(read(t) for t in text.split(","))
     if any(a == b for a, b in zip(cuts, cuts[1:])):
-        raise InputError(f"{name}.{text}: a cutoff is given twice (trec_eval: \"duplicate cutoffs "
-                         "detected\")", field="measures")
+        raise InputError(f'{name}.{text}: a cutoff is given twice (trec_eval: "duplicate cutoffs detected")', field="measures")
     return tuple(cuts)
 
 
@@ -259,8 +348,7 @@ def _pairs(text: str, name: str) -> tuple[tuple[str, float], ...]:
     """``1=3,2=9``: trec_eval's name=value pairs (each piece must hold one '=')."""
     pieces = text.split(",")
     if not all(p.count("=") == 1 and p.split("=")[0] for p in pieces):
-        raise InputError(f"{name}.{text}: malformed pair parameters (each is name=value, e.g. "
-                         f"{name}.1=3,2=9)", field="measures")
+        raise InputError(f"{name}.{text}: malformed pair parameters (each is name=value, e.g. {name}.1=3,2=9)", field="measures")
     return tuple((p.split("=")[0], _atof(p.split("=")[1])) for p in pieces)
 
 
@@ -281,6 +369,7 @@ def _atof(text: str) -> float:
 
 
 # --- the measures ported from trec_eval's C --------------------------------------------
+
 
 @dataclass
 class Ranked:
@@ -355,10 +444,12 @@ def _persistence(pairs: Sequence[tuple[str, float]]) -> float:
 
 
 #: why an rbp value may differ from a trec_eval 10.0 binary's (printed once when it applies)
-RBP_NOTE = ("rbp normalises gains outside [0, 1] here (a grade above 1, or a gain given); trec_eval "
-            "10.0 starts the min and max of that step uninitialised (m_rbp.c), so its value depends "
-            "on the build; dsr starts them at 0, which reproduces every rbp value of trec_eval's own "
-            "test suite")
+RBP_NOTE = (
+    "rbp normalises gains outside [0, 1] here (a grade above 1, or a gain given); trec_eval "
+    "10.0 starts the min and max of that step uninitialised (m_rbp.c), so its value depends "
+    "on the build; dsr starts them at 0, which reproduces every rbp value of trec_eval's own "
+    "test suite"
+)
 
 
 def rbp(ranked: Ranked, pairs: Sequence[tuple[str, float]], notes: set[str] | None = None) -> float:
@@ -426,8 +517,7 @@ def utility(ranked: Ranked, params: Sequence[float], num_docs: int) -> float:
     return a * rel_ret + b * (ret - rel_ret) + c * (rel - rel_ret) + d * (num_docs + rel_ret - ret - rel)
 
 
-def ported_values(selected: Selected, ranked: Ranked, release: str, num_docs: int,
-                  notes: set[str] | None = None) -> list:
+def ported_values(selected: Selected, ranked: Ranked, release: str, num_docs: int, notes: set[str] | None = None) -> list:
     """The values of a measure computed here (not by pytrec_eval) for one topic (``notes``
     collects what the user should know about them)."""
     name, params = selected.name, selected.params
@@ -443,7 +533,7 @@ def ported_values(selected: Selected, ranked: Ranked, release: str, num_docs: in
         if not params:
             raise InputError("11pt_avg needs at least one recall level", field="measures")
         total = 0.0
-        for value in reversed(_interpolated(ranked, params, release)):   # C's order: the last cut first
+        for value in reversed(_interpolated(ranked, params, release)):  # C's order: the last cut first
             total += value
         return [total / len(params)]
     if name == "rbp":
@@ -459,8 +549,7 @@ def ported(selected: Selected, release: str) -> bool:
     """Whether dsr computes this measure itself under ``release`` (else pytrec_eval does)."""
     if selected.name == "runid":
         return False
-    return (selected.name not in NATIVE
-            or (release == "10.0" and selected.name in RELEASE_10_PORTED))
+    return selected.name not in NATIVE or (release == "10.0" and selected.name in RELEASE_10_PORTED)
 
 
 def empty_values(selected: Selected, ranked: Ranked, release: str) -> list[float]:

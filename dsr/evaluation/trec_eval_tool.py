@@ -97,7 +97,7 @@ def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | N
     _check(options)
     selected = select(options.measures, options.release)
     qrels = read_qrels(qrels_path)
-    run = read_trec_run(run_path, "trec")   # trec_eval reads six columns only
+    run = read_trec_run(run_path, "trec")  # trec_eval reads six columns only
     zscores = read_zscores(options.zscores) if options.zscores is not None else None
     rankings = {q: _ordered(r, options.release) for q, r in run.rankings.items()}
     topics = _evaluated(qrels, rankings, options, run_path)
@@ -106,7 +106,7 @@ def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | N
     notes: set[str] = set()
     values = _values(selected, qrels, dict(topics), ranked, options, notes)
     for qid, docs in topics:
-        if docs is None:   # 10.0's stand-in for a topic the run lacks (-c)
+        if docs is None:  # 10.0's stand-in for a topic the run lacks (-c)
             _clear_bogus(values[qid])
         if zscores is not None:
             _to_zscores(values[qid], zscores.get(qid))
@@ -121,17 +121,19 @@ def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | N
 
 def _check(options: Options) -> None:
     if options.release not in RELEASES:
-        raise InputError(f"release must be one of {', '.join(RELEASES)}, got {options.release!r}",
-                         field="release")
+        raise InputError(f"release must be one of {', '.join(RELEASES)}, got {options.release!r}", field="release")
     if options.level < 1:
-        raise InputError(f"not supported: a relevance level below 1 ({options.level}); pytrec_eval, "
-                         "which computes trec_eval's measures for dsr, takes levels of 1 or more",
-                         field="level")
+        raise InputError(
+            f"not supported: a relevance level below 1 ({options.level}); pytrec_eval, "
+            "which computes trec_eval's measures for dsr, takes levels of 1 or more",
+            field="level",
+        )
     if options.max_docs is not None and options.max_docs < 0:
         raise InputError(f"must be 0 or more, got {options.max_docs}", field="max_docs")
 
 
 # --- reading as trec_eval reads -------------------------------------------------------
+
 
 def _ordered(ranked: Sequence[tuple[str, float]], release: str) -> list[str]:
     """A topic's documents in the release's order: the score (float32 in 9.0.8, a double in
@@ -141,13 +143,13 @@ def _ordered(ranked: Sequence[tuple[str, float]], release: str) -> list[str]:
     return [by_id[i][0] for i in np.argsort(np.negative(scores), kind="stable")]
 
 
-def _evaluated(qrels: Mapping[str, Mapping[str, int]], rankings: Mapping[str, list[str]],
-               options: Options, run_path: Any) -> list[tuple[str, list[str] | None]]:
+def _evaluated(
+    qrels: Mapping[str, Mapping[str, int]], rankings: Mapping[str, list[str]], options: Options, run_path: Any
+) -> list[tuple[str, list[str] | None]]:
     """The topics evaluated, in trec_eval's order (its ids compared as bytes), with their
     rankings: 9.0.8 walks the run's topics that have judgements; 10.0 the qrels' topics."""
     if options.release == "9.0.8":
-        topics: list[tuple[str, list[str] | None]] = [(q, rankings[q]) for q in sorted(rankings, key=str.encode)
-                                                      if q in qrels]
+        topics: list[tuple[str, list[str] | None]] = [(q, rankings[q]) for q in sorted(rankings, key=str.encode) if q in qrels]
     else:
         topics = []
         for qid in sorted(qrels, key=str.encode):
@@ -156,12 +158,17 @@ def _evaluated(qrels: Mapping[str, Mapping[str, int]], rankings: Mapping[str, li
             elif options.complete:
                 topics.append((qid, None))
             else:
-                raise InputError(f"topic {qid!r} of the qrels has no line in the run; trec_eval 10.0 "
-                                 "stops here (\"result qid not found\"): `complete` scores it 0, `release` 9.0.8 "
-                                 "skips it", path=run_path)
+                raise InputError(
+                    f"topic {qid!r} of the qrels has no line in the run; trec_eval 10.0 "
+                    'stops here ("result qid not found"): `complete` scores it 0, `release` 9.0.8 '
+                    "skips it",
+                    path=run_path,
+                )
     if not topics:
-        raise InputError("no topic has both run lines and judgements (trec_eval: \"No queries with both "
-                         "results and relevance info\")", path=run_path)
+        raise InputError(
+            'no topic has both run lines and judgements (trec_eval: "No queries with both results and relevance info")',
+            path=run_path,
+        )
     return topics
 
 
@@ -172,15 +179,17 @@ def _check_grades(topics: list, qrels, qrels_path) -> None:
     for qid, _ in topics:
         if max(qrels[qid].values()) >= 0:
             return
-        raise InputError(f"topic {qid!r} has only negative grades and comes first; trec_eval stops on "
-                         "it (\"Can't calculate measure\", exit 4)", path=qrels_path)
+        raise InputError(
+            f'topic {qid!r} has only negative grades and comes first; trec_eval stops on it ("Can\'t calculate measure", exit 4)',
+            path=qrels_path,
+        )
 
 
 def _ranked(judged: Mapping[str, int], docs: list[str] | None, options: Options) -> Ranked:
     """``te_form_res_rels``: each retrieved document's grade in rank order, after -M and -J."""
     docs = [BOGUS_DOC] if docs is None else docs
     if options.max_docs is not None:
-        docs = docs[:options.max_docs]
+        docs = docs[: options.max_docs]
     rels = [NONPOOL if d not in judged else UNJUDGED if judged[d] < 0 else judged[d] for d in docs]
     if options.judged_only:
         rels = [r for r in rels if r >= 0]
@@ -197,8 +206,15 @@ def _ranked(judged: Mapping[str, int], docs: list[str] | None, options: Options)
 
 # --- per-topic values -------------------------------------------------------------------
 
-def _values(selected: list[Selected], qrels, rankings: dict[str, list[str] | None],
-            ranked: dict[str, Ranked], options: Options, notes: set[str]) -> dict[str, dict]:
+
+def _values(
+    selected: list[Selected],
+    qrels,
+    rankings: dict[str, list[str] | None],
+    ranked: dict[str, Ranked],
+    options: Options,
+    notes: set[str],
+) -> dict[str, dict]:
     """Every selected value of every evaluated topic: pytrec_eval's (trec_eval's C) for the
     measures it computes, the ported ones' for the rest and for empty rankings."""
     release = options.release
@@ -208,9 +224,11 @@ def _values(selected: list[Selected], qrels, rankings: dict[str, list[str] | Non
     computed = {}
     if native and any(kept.values()):
         evaluator = _pytrec().RelevanceEvaluator(
-            {q: dict(qrels[q]) for q in rankings}, {s.pytrec_name() for s in native}, options.level, 0)
-        computed = evaluator.evaluate({q: {d: float(len(docs) - i) for i, d in enumerate(docs)}
-                                       for q, docs in kept.items() if docs})
+            {q: dict(qrels[q]) for q in rankings}, {s.pytrec_name() for s in native}, options.level, 0
+        )
+        computed = evaluator.evaluate(
+            {q: {d: float(len(docs) - i) for i, d in enumerate(docs)} for q, docs in kept.items() if docs}
+        )
     for qid in rankings:
         for s in selected:
             if s.name == "runid":
@@ -219,7 +237,7 @@ def _values(selected: list[Selected], qrels, rankings: dict[str, list[str] | Non
                 found = ported_values(s, ranked[qid], release, options.num_docs, notes)
             elif not kept[qid]:
                 found = empty_values(s, ranked[qid], release)
-            else:   # pytrec_eval names a single value by the bare measure (ndcg, not ndcg_1=3)
+            else:  # pytrec_eval names a single value by the bare measure (ndcg, not ndcg_1=3)
                 got = computed[qid]
                 found = [got[s.name]] if len(s.names) == 1 else [got[name] for name in s.names]
             values[qid].update(zip(s.names, found))
@@ -233,7 +251,7 @@ def _judged_docs(qrels, rankings: dict[str, list[str] | None], options: Options)
     for qid, docs in rankings.items():
         docs = [BOGUS_DOC] if docs is None else docs
         if options.max_docs is not None:
-            docs = docs[:options.max_docs]
+            docs = docs[: options.max_docs]
         if options.judged_only:
             docs = [d for d in docs if qrels[qid].get(d, -1) >= 0]
         out[qid] = docs
@@ -259,6 +277,7 @@ def _pytrec():
 
 # --- z-scores (-Z) ------------------------------------------------------------------
 
+
 def read_zscores(path: str | Path) -> dict[str, dict[str, tuple[float, float]]]:
     """trec_eval's ``-Z`` file: ``topic measure mean sd`` lines -> {topic: {measure: (mean, sd)}}."""
     out: dict[str, dict[str, tuple[float, float]]] = {}
@@ -267,8 +286,7 @@ def read_zscores(path: str | Path) -> dict[str, dict[str, tuple[float, float]]]:
         if not parts:
             continue
         if len(parts) != 4:
-            raise InputError(f"expected 4 columns (topic measure mean sd), got {len(parts)}",
-                             path=path, line=lineno)
+            raise InputError(f"expected 4 columns (topic measure mean sd), got {len(parts)}", path=path, line=lineno)
         try:
             mean, sd = float(parts[2]), float(parts[3])
         except ValueError:
@@ -291,6 +309,7 @@ def _to_zscores(values: dict, known: Mapping[str, tuple[float, float]] | None) -
 
 
 # --- printing -------------------------------------------------------------------------
+
 
 def c_float(value: float) -> str:
     """C's ``%6.4f`` (NaN as glibc prints it: ``nan``, or ``-nan`` with the sign bit set)."""
@@ -315,8 +334,7 @@ def _topic_lines(selected: Selected, qid: str, values: dict, z: bool) -> list[st
     return [_line(name, qid, c_float(values[name]), z) for name in selected.names]
 
 
-def _summary(selected: list[Selected], values: dict[str, dict], qrels, options: Options, tag: str,
-             z: bool) -> list[str]:
+def _summary(selected: list[Selected], values: dict[str, dict], qrels, options: Options, tag: str, z: bool) -> list[str]:
     """``calc_avg_meas`` and ``print_final_meas`` of every measure, over ``all``."""
     evaluated = len(values)
     count = len(qrels) if options.complete else evaluated
@@ -330,7 +348,7 @@ def _summary(selected: list[Selected], values: dict[str, dict], qrels, options: 
             continue
         for name in s.names:
             total = 0.0
-            for topic in values.values():   # in topic order, as trec_eval adds them
+            for topic in values.values():  # in topic order, as trec_eval adds them
                 total += topic[name]
             if kind == "num_q":
                 value = float(count)

@@ -88,21 +88,30 @@ class Validation:
         if self.valid:
             missing = f", {len(self.missing)} missing (they count 0)" if self.missing else ""
             tags = ", ".join(self.tags) or "-"
-            ties = (f", {len(self.tied_topics)} topic(s) with scores tied as float32"
-                    if self.tied_topics else "")
+            ties = f", {len(self.tied_topics)} topic(s) with scores tied as float32" if self.tied_topics else ""
             ties += f", {self.unjudged} line(s) with unjudged documents" if self.unjudged else ""
-            return (f"{self.path}: valid run for {self.collection}: {self.lines} lines, "
-                    f"{self.topics} of {self.expected_topics} topics{missing}{ties}, tag {tags}")
+            return (
+                f"{self.path}: valid run for {self.collection}: {self.lines} lines, "
+                f"{self.topics} of {self.expected_topics} topics{missing}{ties}, tag {tags}"
+            )
         return f"{self.path}: {len(self.problems)} problem(s); the run is not valid"
 
     def to_json(self) -> dict:
-        return {"path": self.path, "collection": self.collection, "valid": self.valid,
-                "lines": self.lines, "topics": self.topics, "expected_topics": self.expected_topics,
-                "missing_topics": len(self.missing), "tags": self.tags,
-                "tied_topics": len(self.tied_topics), "unjudged_lines": self.unjudged,
-                "unjudged_topics": len(self.unjudged_topics),
-                "problems": [{"line": p.line, "message": p.message} for p in self.problems],
-                "warnings": [{"line": p.line, "message": p.message} for p in self.warnings]}
+        return {
+            "path": self.path,
+            "collection": self.collection,
+            "valid": self.valid,
+            "lines": self.lines,
+            "topics": self.topics,
+            "expected_topics": self.expected_topics,
+            "missing_topics": len(self.missing),
+            "tags": self.tags,
+            "tied_topics": len(self.tied_topics),
+            "unjudged_lines": self.unjudged,
+            "unjudged_topics": len(self.unjudged_topics),
+            "problems": [{"line": p.line, "message": p.message} for p in self.problems],
+            "warnings": [{"line": p.line, "message": p.message} for p in self.warnings],
+        }
 
 
 @dataclass
@@ -113,9 +122,15 @@ class _Entry:
     score: float
 
 
-def validate_run(collection: Collection, path: str | Path, allow_missing: bool = False,
-                 strict: bool = False, allow_mismatch: bool = False, pooled: bool = False,
-                 fmt: str = "auto") -> Validation:
+def validate_run(
+    collection: Collection,
+    path: str | Path,
+    allow_missing: bool = False,
+    strict: bool = False,
+    allow_mismatch: bool = False,
+    pooled: bool = False,
+    fmt: str = "auto",
+) -> Validation:
     """Every problem (and warning) of the run file at ``path`` against ``collection``
     (``fmt``: TREC or MS MARCO, see :func:`dsr.core.run.read_trec_run`).
 
@@ -131,7 +146,7 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
     data = _read(path, problems)
     if data is None:
         return result
-    if not pooled:   # qrels carry no collection hash to check a sidecar against
+    if not pooled:  # qrels carry no collection hash to check a sidecar against
         _check_sidecar(collection, path, allow_mismatch, result)
     text = without_bom(data).decode("utf-8", errors="replace")
     lines = text.split("\n")
@@ -159,13 +174,13 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
                 continue
             parts = columns
         if len(parts) > 6:
-            result.warnings.append(Problem(lineno, f"{len(parts) - 6} column(s) after the tag: ignored, "
-                                                   "as trec_eval ignores them"))
+            result.warnings.append(
+                Problem(lineno, f"{len(parts) - 6} column(s) after the tag: ignored, as trec_eval ignores them")
+            )
         elif len(parts) < 6:
             last = truncated and lineno == len(lines)
             hint = " (the file ends without a newline: truncated?)" if last else ""
-            problems.append(Problem(lineno, f"expected 6 columns (qid Q0 docid rank score tag), "
-                                            f"got {len(parts)}{hint}"))
+            problems.append(Problem(lineno, f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}{hint}"))
             continue
         _check_line(lineno, parts, candidates, seen, by_topic, result, pooled)
         tags.setdefault(parts[5])
@@ -175,17 +190,20 @@ def validate_run(collection: Collection, path: str | Path, allow_missing: bool =
         tie = _first_tie(entries)
         if tie is not None:
             result.tied_topics.append(qid)
-            message = (f"topic {qid!r}: scores tie as 32-bit floats (e.g. line {tie[0]} and line "
-                       f"{tie[1]}); trec_eval and dsr evaluate order ties by doc id, descending "
-                       "(dsr validate --fix-ties rewrites the run with distinct scores)")
+            message = (
+                f"topic {qid!r}: scores tie as 32-bit floats (e.g. line {tie[0]} and line "
+                f"{tie[1]}); trec_eval and dsr evaluate order ties by doc id, descending "
+                "(dsr validate --fix-ties rewrites the run with distinct scores)"
+            )
             (problems if strict else result.warnings).append(Problem(tie[1], message))
     present = {qid for (qid, _doc) in seen if qid in candidates}
     result.topics = len(present)
     result.missing = [d for d in collection.ids if d not in present]
     if result.missing and not allow_missing:
         example = ", ".join(repr(m) for m in result.missing[:3])
-        problems.append(Problem(None, f"{len(result.missing)} of {len(collection)} topics have no "
-                                      f"lines (e.g. {example}); they would count 0"))
+        problems.append(
+            Problem(None, f"{len(result.missing)} of {len(collection)} topics have no lines (e.g. {example}); they would count 0")
+        )
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
     result.warnings.sort(key=lambda p: (p.line is None, p.line or 0))
     return result
@@ -201,7 +219,7 @@ def _read(path: Path, problems: list[Problem]) -> bytes | None:
     except IsADirectoryError:
         problems.append(Problem(None, "is a directory, not a run file"))
         return None
-    except InputError as err:   # a damaged, cut or padded gzip file
+    except InputError as err:  # a damaged, cut or padded gzip file
         problems.append(Problem(None, err.message))
         return None
     if not data.strip():
@@ -219,8 +237,9 @@ def _check_sidecar(collection: Collection, path: Path, allow_mismatch: bool, res
         result.problems.append(Problem(None, str(err)))
         return
     if allow_mismatch and config and recorded_collection_hash(config) not in (None, collection.content_hash):
-        result.warnings.append(Problem(None, "the sidecar names another collection hash "
-                                             "(allowed by --allow-collection-mismatch)"))
+        result.warnings.append(
+            Problem(None, "the sidecar names another collection hash (allowed by --allow-collection-mismatch)")
+        )
 
 
 def _as32(score: float) -> float:
@@ -238,9 +257,15 @@ def _first_tie(entries: list[_Entry]) -> tuple[int, int] | None:
     return None
 
 
-def _check_line(lineno: int, parts: list[str], candidates: dict[str, set[str]],
-                seen: dict[tuple[str, str], int], by_topic: dict[str, list[_Entry]],
-                result: Validation, pooled: bool = False) -> None:
+def _check_line(
+    lineno: int,
+    parts: list[str],
+    candidates: dict[str, set[str]],
+    seen: dict[tuple[str, str], int],
+    by_topic: dict[str, list[_Entry]],
+    result: Validation,
+    pooled: bool = False,
+) -> None:
     """The problems of one six-column line; a good one joins its topic's entries."""
     problems = result.problems
     qid, _, doc = parts[:3]
@@ -250,8 +275,9 @@ def _check_line(lineno: int, parts: list[str], candidates: dict[str, set[str]],
             problems.append(Problem(lineno, f"topic {qid!r} is not a dialogue of {result.collection}"))
         elif qid not in result.unjudged_topics:
             result.unjudged_topics.append(qid)
-            result.warnings.append(Problem(lineno, f"topic {qid!r} has no judgements in the qrels: "
-                                                   "ignored, as trec_eval ignores it"))
+            result.warnings.append(
+                Problem(lineno, f"topic {qid!r} has no judgements in the qrels: ignored, as trec_eval ignores it")
+            )
         ok = False
     elif doc not in candidates[qid]:
         if pooled:
@@ -259,16 +285,16 @@ def _check_line(lineno: int, parts: list[str], candidates: dict[str, set[str]],
         else:
             problems.append(Problem(lineno, f"doc {doc!r} is not a candidate of topic {qid!r}"))
     if (qid, doc) in seen:
-        problems.append(Problem(lineno, f"duplicate line for topic {qid!r} and doc {doc!r} "
-                                        f"(first on line {seen[(qid, doc)]})"))
+        problems.append(Problem(lineno, f"duplicate line for topic {qid!r} and doc {doc!r} (first on line {seen[(qid, doc)]})"))
         ok = False
     else:
         seen[(qid, doc)] = lineno
     parsed, line_problems = parse_run_line(parts)
     problems.extend(Problem(lineno, message) for _, message in line_problems)
     if parsed is not None and parsed.rank is None:
-        result.warnings.append(Problem(lineno, f"rank is not a whole number: {parts[3]!r} (trec_eval "
-                                               "and dsr ignore the rank column: scores decide)"))
+        result.warnings.append(
+            Problem(lineno, f"rank is not a whole number: {parts[3]!r} (trec_eval and dsr ignore the rank column: scores decide)")
+        )
     if ok and parsed is not None:
         by_topic.setdefault(qid, []).append(_Entry(lineno, doc, parsed.rank, parsed.score))
 
@@ -279,8 +305,9 @@ def _check_order(qid: str, entries: list[_Entry], warnings: list[Problem]) -> No
     ranks: dict[int | None, int] = {}
     for e in ranked:
         if e.rank in ranks:
-            warnings.append(Problem(e.line, f"rank {e.rank} of topic {qid!r} repeats line "
-                                            f"{ranks[e.rank]} (ignored: scores decide the order)"))
+            warnings.append(
+                Problem(e.line, f"rank {e.rank} of topic {qid!r} repeats line {ranks[e.rank]} (ignored: scores decide the order)")
+            )
         else:
             ranks[e.rank] = e.line
     ordered = sorted(ranked, key=lambda e: (e.rank, e.line))
@@ -288,10 +315,15 @@ def _check_order(qid: str, entries: list[_Entry], warnings: list[Problem]) -> No
         if cur.rank == prev.rank:
             continue
         if _as32(cur.score) > _as32(prev.score):
-            warnings.append(Problem(cur.line, f"rank {cur.rank} has a higher score ({cur.score!r}) than "
-                                              f"rank {prev.rank} on line {prev.line} ({prev.score!r}) "
-                                              "as a 32-bit float: trec_eval and dsr order by score, "
-                                              "not by rank"))
+            warnings.append(
+                Problem(
+                    cur.line,
+                    f"rank {cur.rank} has a higher score ({cur.score!r}) than "
+                    f"rank {prev.rank} on line {prev.line} ({prev.score!r}) "
+                    "as a 32-bit float: trec_eval and dsr order by score, "
+                    "not by rank",
+                )
+            )
 
 
 def fix_ties(collection: Collection, path: str | Path) -> tuple[Run, Run]:
@@ -301,5 +333,5 @@ def fix_ties(collection: Collection, path: str | Path) -> tuple[Run, Run]:
 
     run = load_run(path)
     order = {d.id: collection.candidate_ids(d.id) for d in collection}
-    scores = {q: dict(ranked) for q, ranked in run.rankings.items()}   # as read, not yet float32
+    scores = {q: dict(ranked) for q, ranked in run.rankings.items()}  # as read, not yet float32
     return Run.from_scores(scores, tag=run.tag, initial_order=order), run

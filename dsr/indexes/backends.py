@@ -107,8 +107,14 @@ OUTPUTS = {"bi-encoder": "sentence_embedding", "cross-encoder": "scores"}
 CALIBRATION_SIZE = 600
 CALIBRATION_SEED = 0
 #: the int8 recipe, recorded in the manifest (a change rebuilds)
-QUANTISATION = {"library": "nncf", "mode": "static post-training", "weights": "int8",
-                "activations": "int8", "preset": "mixed", "model_type": "transformer"}
+QUANTISATION = {
+    "library": "nncf",
+    "mode": "static post-training",
+    "weights": "int8",
+    "activations": "int8",
+    "preset": "mixed",
+    "model_type": "transformer",
+}
 #: agreement with torch on these many calibration items is written to check.json
 CHECK_ITEMS = 64
 PACKAGES = ("openvino", "nncf", "torch", "transformers", "sentence-transformers")
@@ -151,12 +157,17 @@ def require_fast_extra(backend: str) -> None:
     """InputError naming the install command when openvino or nncf is missing."""
     missing = [name for name in ("openvino", "nncf") if importlib.util.find_spec(name) is None]
     if missing:
-        raise InputError(f"backend {backend} needs {' and '.join(missing)}: install the fast extra "
-                         "(pip install 'dialogue-sentence-retrieval[fast]', or -e '.[fast]' in a checkout)",
-                         field="backend")
+        raise InputError(
+            f"backend {backend} needs {' and '.join(missing)}: install the fast extra "
+            "(pip install 'dialogue-sentence-retrieval[fast]', or -e '.[fast]' in a checkout)",
+            field="backend",
+        )
     if backend == "openvino-bf16" and not cpu_has_bf16():
-        raise InputError("backend openvino-bf16 needs a CPU with bf16 units (AMX or AVX512-BF16), and this "
-                         "one has none: use openvino (fp32) or openvino-int8", field="backend")
+        raise InputError(
+            "backend openvino-bf16 needs a CPU with bf16 units (AMX or AVX512-BF16), and this "
+            "one has none: use openvino (fp32) or openvino-int8",
+            field="backend",
+        )
 
 
 def fastest_backend() -> str:
@@ -165,8 +176,9 @@ def fastest_backend() -> str:
     pinned = os.environ.get(BACKEND_ENV, "").strip()
     if pinned and pinned != "auto":
         if pinned not in BACKENDS:
-            raise InputError(f"{BACKEND_ENV}={pinned!r} in the environment is not a backend; choose from "
-                             f"{', '.join(CHOICES)}", field="backend")
+            raise InputError(
+                f"{BACKEND_ENV}={pinned!r} in the environment is not a backend; choose from {', '.join(CHOICES)}", field="backend"
+            )
         return pinned
 
     if any(importlib.util.find_spec(name) is None for name in ("openvino", "nncf")):
@@ -222,13 +234,17 @@ def fast_folder(model: ResolvedModel, kind: str, backend: str) -> Path:
 def expected_export_manifest(model: ResolvedModel, kind: str, backend: str) -> dict[str, Any]:
 
     described = {k: v for k, v in model.describe().items() if k != "spec"}  # spellings share a folder
-    params: dict[str, Any] = {"kind": kind, "backend": backend, "output": OUTPUTS[kind],
-                              "weights": "fp32", "compile": compile_config(backend)}
+    params: dict[str, Any] = {
+        "kind": kind,
+        "backend": backend,
+        "output": OUTPUTS[kind],
+        "weights": "fp32",
+        "compile": compile_config(backend),
+    }
     if backend == "openvino-int8":
         params["quantisation"] = {**QUANTISATION, "subset_size": CALIBRATION_SIZE}
         params["calibration"] = calibration_info()
-    return expected_manifest("fast-model", inputs=model.key, model=described, params=params,
-                             packages=PACKAGES)
+    return expected_manifest("fast-model", inputs=model.key, model=described, params=params, packages=PACKAGES)
 
 
 def export_identity(model: ResolvedModel, kind: str, backend: str) -> str:
@@ -249,13 +265,17 @@ def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
     require_fast_extra(backend)
     folder = fast_folder(model, kind, backend)
     expected = expected_export_manifest(model, kind, backend)
-    with muted():   # the tracer's and transformers' warnings, NNCF's bars: only with --verbose
-        folder, _ = cached_build("fast-model", folder.name, expected,
-                                 lambda tmp: _build(model, kind, backend, tmp),
-                                 files=("model.xml", "model.bin", "fast.json", "tokenizer.json"), folder=folder)
+    with muted():  # the tracer's and transformers' warnings, NNCF's bars: only with --verbose
+        folder, _ = cached_build(
+            "fast-model",
+            folder.name,
+            expected,
+            lambda tmp: _build(model, kind, backend, tmp),
+            files=("model.xml", "model.bin", "fast.json", "tokenizer.json"),
+            folder=folder,
+        )
     info = json.loads((folder / "fast.json").read_text(encoding="utf-8"))
-    return FastModel(folder, kind, backend, info["output"], tuple(info["inputs"]), info["max_length"],
-                     info["do_lower_case"])
+    return FastModel(folder, kind, backend, info["output"], tuple(info["inputs"]), info["max_length"], info["do_lower_case"])
 
 
 def _torch_model(model: ResolvedModel, kind: str):
@@ -270,16 +290,16 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     progress(f"dsr: exporting {model.name} ({kind}) to OpenVINO {backend}")
     module = _torch_model(model, kind)
     if not getattr(module.tokenizer, "is_fast", False):
-        raise InputError(f"backend {backend} needs a model with a fast (Rust) tokenizer; "
-                         f"{model.name} has none", field="backend")
+        raise InputError(f"backend {backend} needs a model with a fast (Rust) tokenizer; {model.name} has none", field="backend")
     # The Rust tokenizer alone: at run time neither transformers nor torch is imported.
     (folder / "tokenizer.json").write_text(module.tokenizer.backend_tokenizer.to_str(), encoding="utf-8")
     pad = {"pad_id": int(module.tokenizer.pad_token_id or 0), "pad_token": str(module.tokenizer.pad_token)}
     tokenizer = _tokenizer(folder, pad)
     max_length = int(module.max_seq_length or 512)
     do_lower_case = bool(getattr(module[0], "do_lower_case", False))
-    fed = FastModel(folder, kind, backend, OUTPUTS[kind], ("input_ids", "attention_mask", "token_type_ids"),
-                    max_length, do_lower_case)
+    fed = FastModel(
+        folder, kind, backend, OUTPUTS[kind], ("input_ids", "attention_mask", "token_type_ids"), max_length, do_lower_case
+    )
     calibration = calibration_items(kind)
     # Inputs of different lengths: the traced graph then applies the attention
     # mask (with no padding transformers may skip it).
@@ -302,25 +322,34 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
             return self.inner(dict(zip(inputs, tensors)))[OUTPUTS[kind]]
 
     with torch.no_grad():
-        converted = ov.convert_model(Wrapped().eval(), example_input=tuple(torch.from_numpy(example[k])
-                                                                            for k in inputs))
+        converted = ov.convert_model(Wrapped().eval(), example_input=tuple(torch.from_numpy(example[k]) for k in inputs))
     for port, name in zip(converted.inputs, inputs):
         port.get_tensor().set_names({name})
     if backend == "openvino-int8":
         import nncf
 
-        quiet_loggers("nncf")   # its import set them to INFO
+        quiet_loggers("nncf")  # its import set them to INFO
         items = [_features(tokenizer, fed, [item], None) for item in calibration]
-        converted = nncf.quantize(converted, nncf.Dataset(items), preset=nncf.QuantizationPreset.MIXED,
-                                  model_type=nncf.ModelType.TRANSFORMER, subset_size=len(items))
+        converted = nncf.quantize(
+            converted,
+            nncf.Dataset(items),
+            preset=nncf.QuantizationPreset.MIXED,
+            model_type=nncf.ModelType.TRANSFORMER,
+            subset_size=len(items),
+        )
     # compress_to_fp16 would halve the weights' precision: fp32 is fp32
     ov.save_model(converted, str(folder / "model.xml"), compress_to_fp16=False)
-    info = {"kind": kind, "output": OUTPUTS[kind], "inputs": list(inputs), "max_length": max_length,
-            "do_lower_case": do_lower_case, **pad}
+    info = {
+        "kind": kind,
+        "output": OUTPUTS[kind],
+        "inputs": list(inputs),
+        "max_length": max_length,
+        "do_lower_case": do_lower_case,
+        **pad,
+    }
     (folder / "fast.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     fed = FastModel(folder, kind, backend, OUTPUTS[kind], inputs, max_length, do_lower_case)
-    (folder / "check.json").write_text(json.dumps(_agreement(module, fed, calibration[:CHECK_ITEMS]),
-                                                  indent=2), encoding="utf-8")
+    (folder / "check.json").write_text(json.dumps(_agreement(module, fed, calibration[:CHECK_ITEMS]), indent=2), encoding="utf-8")
 
 
 def _agreement(module, fed: FastModel, items: list) -> dict[str, Any]:
@@ -335,11 +364,11 @@ def _agreement(module, fed: FastModel, items: list) -> dict[str, Any]:
         return {"items": len(items), "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min())}
     torch = _torch()
 
-    ref = np.asarray(module.predict(items, activation_fn=torch.nn.Identity(), show_progress_bar=False,
-                                    convert_to_numpy=True), np.float64).reshape(len(items), -1)[:, 0]
+    ref = np.asarray(
+        module.predict(items, activation_fn=torch.nn.Identity(), show_progress_bar=False, convert_to_numpy=True), np.float64
+    ).reshape(len(items), -1)[:, 0]
     got = runner.run(items).astype(np.float64).reshape(len(items), -1)[:, 0]
-    return {"items": len(items), "spearman": float(spearmanr(ref, got).statistic),
-            "max_abs_diff": float(np.abs(ref - got).max())}
+    return {"items": len(items), "spearman": float(spearmanr(ref, got).statistic), "max_abs_diff": float(np.abs(ref - got).max())}
 
 
 def _sample() -> Collection:
@@ -350,9 +379,14 @@ def _sample() -> Collection:
 
 def calibration_info() -> dict[str, Any]:
     """Where the int8 calibration items come from (recorded in the manifest)."""
-    return {"collection": "sample", "content_hash": _sample().content_hash,
-            "items": CALIBRATION_SIZE, "seed": CALIBRATION_SEED,
-            "query": "title and context turns", "text": "body"}
+    return {
+        "collection": "sample",
+        "content_hash": _sample().content_hash,
+        "items": CALIBRATION_SIZE,
+        "seed": CALIBRATION_SEED,
+        "query": "title and context turns",
+        "text": "body",
+    }
 
 
 def calibration_items(kind: str) -> list:
@@ -396,8 +430,11 @@ def _features(tokenizer, fed: FastModel, items: list, max_length: int | None) ->
         batch = [t.lower() for t in batch] if fed.kind == "bi-encoder" else [(a.lower(), b.lower()) for a, b in batch]
     tokenizer.enable_truncation(max_length or fed.max_length, strategy="longest_first")
     encoded = tokenizer.encode_batch(batch)
-    columns = {"input_ids": [e.ids for e in encoded], "attention_mask": [e.attention_mask for e in encoded],
-               "token_type_ids": [e.type_ids for e in encoded]}
+    columns = {
+        "input_ids": [e.ids for e in encoded],
+        "attention_mask": [e.attention_mask for e in encoded],
+        "token_type_ids": [e.type_ids for e in encoded],
+    }
     return {k: np.asarray(columns[k], dtype=np.int64) for k in fed.inputs}
 
 
@@ -405,37 +442,39 @@ class _Runner:
     """A compiled export and its tokenizer; ``run`` feeds items longest first, ``in_flight``
     requests of ``request_batch`` items at a time."""
 
-    def __init__(self, fed: FastModel, config: dict[str, Any] | None = None,
-                 request_batch: int = REQUEST_BATCH, in_flight: int = IN_FLIGHT):
+    def __init__(
+        self, fed: FastModel, config: dict[str, Any] | None = None, request_batch: int = REQUEST_BATCH, in_flight: int = IN_FLIGHT
+    ):
         ov = _openvino()
 
         self.fed = fed
         info = json.loads((fed.folder / "fast.json").read_text(encoding="utf-8"))
         self.tokenizer = _tokenizer(fed.folder, info)
-        self.compiled = ov.Core().compile_model(str(fed.folder / "model.xml"), "CPU",
-                                                {**compile_config(fed.backend), **(config or {})})
+        self.compiled = ov.Core().compile_model(
+            str(fed.folder / "model.xml"), "CPU", {**compile_config(fed.backend), **(config or {})}
+        )
         self.request_batch = int(request_batch)
         self.queue = ov.AsyncInferQueue(self.compiled, int(in_flight))
 
-    def run(self, items: Sequence, max_length: int | None = None, progress: bool = False,
-            desc: str = "", order: bool = True) -> np.ndarray:
+    def run(
+        self, items: Sequence, max_length: int | None = None, progress: bool = False, desc: str = "", order: bool = True
+    ) -> np.ndarray:
         from tqdm import tqdm
 
         items = list(items)
         size = (lambda x: len(x)) if self.fed.kind == "bi-encoder" else (lambda p: len(p[0]) + len(p[1]))
         ranked = sorted(range(len(items)), key=lambda i: -size(items[i])) if order else list(range(len(items)))
-        batches = [ranked[s:s + self.request_batch] for s in range(0, len(ranked), self.request_batch)]
+        batches = [ranked[s : s + self.request_batch] for s in range(0, len(ranked), self.request_batch)]
         results: list = [None] * len(batches)
-        with tqdm(total=len(items), desc=desc, unit="text", disable=not progress, leave=False,
-                  file=sys.stderr) as bar:
+        with tqdm(total=len(items), desc=desc, unit="text", disable=not progress, leave=False, file=sys.stderr) as bar:
+
             def done(request, index):  # OpenVINO's thread: copy out before the request is reused
                 results[index] = request.get_output_tensor(0).data.copy()
                 bar.update(len(batches[index]))
 
             self.queue.set_callback(done)
             for index, batch in enumerate(batches):  # tokenising the next overlaps running this one
-                self.queue.start_async(_features(self.tokenizer, self.fed, [items[i] for i in batch],
-                                                 max_length), index)
+                self.queue.start_async(_features(self.tokenizer, self.fed, [items[i] for i in batch], max_length), index)
             self.queue.wait_all()
         if not batches:
             return np.zeros((0,), dtype=np.float32)
@@ -451,8 +490,9 @@ class FastBiEncoder:
     def __init__(self, fed: FastModel, config: dict[str, Any] | None = None, **runner: Any):
         self.runner = _Runner(fed, config, **runner)
 
-    def encode(self, texts: Sequence[str], batch_size: int | None = None, show_progress_bar: bool = False,
-               **_: Any) -> np.ndarray:
+    def encode(
+        self, texts: Sequence[str], batch_size: int | None = None, show_progress_bar: bool = False, **_: Any
+    ) -> np.ndarray:
         """Embeddings of ``texts`` (``batch_size`` is the torch path's; see ``REQUEST_BATCH``)."""
         return self.runner.run(texts, progress=show_progress_bar, desc="encoding")
 
@@ -461,13 +501,13 @@ class FastCrossEncoder:
     """A cross-encoder on OpenVINO: ``predict(pairs)`` gives raw logits like
     CrossEncoder.predict with an identity activation (what reranking uses)."""
 
-    def __init__(self, fed: FastModel, max_length: int | None = None, config: dict[str, Any] | None = None,
-                 **runner: Any):
+    def __init__(self, fed: FastModel, max_length: int | None = None, config: dict[str, Any] | None = None, **runner: Any):
         self.runner = _Runner(fed, config, **runner)
         self.max_length = max_length
 
-    def predict(self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None,
-                show_progress_bar: bool = False, **_: Any) -> np.ndarray:
+    def predict(
+        self, pairs: Sequence[tuple[str, str]], batch_size: int | None = None, show_progress_bar: bool = False, **_: Any
+    ) -> np.ndarray:
         """Raw scores of ``pairs`` (``batch_size`` is the torch path's; see ``REQUEST_BATCH``)."""
         return self.runner.run(pairs, self.max_length, show_progress_bar, "cross-encoder")
 
@@ -476,18 +516,15 @@ class FastCrossEncoder:
 def _loaded(folder: str, built: str, kind: str, backend: str, max_length: int | None, threads: int | None):
     # ``built`` (the manifest's time) is in the key so a rebuilt export is loaded again
     info = json.loads((Path(folder) / "fast.json").read_text(encoding="utf-8"))
-    fed = FastModel(Path(folder), kind, backend, info["output"], tuple(info["inputs"]), info["max_length"],
-                    info["do_lower_case"])
+    fed = FastModel(Path(folder), kind, backend, info["output"], tuple(info["inputs"]), info["max_length"], info["do_lower_case"])
     config = {"INFERENCE_NUM_THREADS": int(threads)} if threads else None
     return FastBiEncoder(fed, config) if kind == "bi-encoder" else FastCrossEncoder(fed, max_length, config)
 
 
-def load_fast(model: ResolvedModel, kind: str, backend: str, max_length: int | None = None,
-              threads: int | None = None):
+def load_fast(model: ResolvedModel, kind: str, backend: str, max_length: int | None = None, threads: int | None = None):
     """A FastBiEncoder or FastCrossEncoder for ``model`` (exported first when needed), once per
     process; ``threads``: OpenVINO's CPU threads (None: every core, one stream each)."""
 
     fed = export(model, kind, backend)
     built = (read_manifest(fed.folder) or {}).get("built", "")
-    return _loaded(str(fed.folder), built, kind, backend, max_length if kind == "cross-encoder" else None,
-                   threads)
+    return _loaded(str(fed.folder), built, kind, backend, max_length if kind == "cross-encoder" else None, threads)

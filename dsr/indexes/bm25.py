@@ -88,8 +88,7 @@ def _bm25s():
 
 def check_variant(variant: str) -> str:
     if variant not in VARIANTS:
-        raise InputError(f"unknown BM25 variant {variant!r}; choose from {', '.join(VARIANTS)}",
-                         field="variant")
+        raise InputError(f"unknown BM25 variant {variant!r}; choose from {', '.join(VARIANTS)}", field="variant")
     return variant
 
 
@@ -112,9 +111,10 @@ def as_weights(query: Query) -> dict[str, float]:
 def _tokenized(texts: Sequence[str], stopwords: bool, stem: bool, progress: bool) -> list[list[str]]:
     from tqdm import tqdm
 
-    return [tokenize(t, stopwords=stopwords, stem=stem)
-            for t in tqdm(texts, desc="tokenising", unit="sent", leave=False,
-                         disable=not progress or len(texts) < 5000 or None)]
+    return [
+        tokenize(t, stopwords=stopwords, stem=stem)
+        for t in tqdm(texts, desc="tokenising", unit="sent", leave=False, disable=not progress or len(texts) < 5000 or None)
+    ]
 
 
 class BM25Index:
@@ -130,10 +130,20 @@ class BM25Index:
     hand computation and rank_bm25 itself).
     """
 
-    def __init__(self, ids: Sequence[str], texts: Sequence[str], *, variant: str = "okapi",
-                 k1: float = 1.2, b: float = 0.75, delta: float | None = None,
-                 stopwords: bool = False, stem: bool = False, progress: bool = False,
-                 _arrays: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        *,
+        variant: str = "okapi",
+        k1: float = 1.2,
+        b: float = 0.75,
+        delta: float | None = None,
+        stopwords: bool = False,
+        stem: bool = False,
+        progress: bool = False,
+        _arrays: dict[str, Any] | None = None,
+    ):
         check_variant(variant)
         if len(ids) != len(texts):
             raise ValueError("ids and texts differ in length")
@@ -168,18 +178,23 @@ class BM25Index:
             rows.extend([row] * len(freqs))
             cols.extend(vocab[t] for t in freqs)
             counts.extend(freqs.values())
-        tf = sparse.csr_matrix((np.asarray(counts, dtype=np.float64), (rows, cols)),
-                                     shape=(len(corpus), len(vocab)))
-        return {"vocab": vocab, "idf": np.fromiter(model.idf.values(), dtype=np.float64, count=len(vocab)),
-                "tf": tf, "doc_len": np.asarray(model.doc_len, dtype=np.float64), "avgdl": model.avgdl}
+        tf = sparse.csr_matrix((np.asarray(counts, dtype=np.float64), (rows, cols)), shape=(len(corpus), len(vocab)))
+        return {
+            "vocab": vocab,
+            "idf": np.fromiter(model.idf.values(), dtype=np.float64, count=len(vocab)),
+            "tf": tf,
+            "doc_len": np.asarray(model.doc_len, dtype=np.float64),
+            "avgdl": model.avgdl,
+        }
 
     def set_parameters(self, *, k1: float = 1.2, b: float = 0.75, delta: float | None = None) -> None:
         """Set k1, b and delta (they enter only the scores, not the statistics)."""
         self.k1 = check_number(k1, "k1")
         self.b = check_number(b, "b")
-        self.delta = (None if self.variant == "okapi" else
-                      check_number(DEFAULT_DELTA[self.variant] if delta is None else delta, "delta"))
-        self._csr: Any = None   # scipy sparse matrices, made on first use
+        self.delta = (
+            None if self.variant == "okapi" else check_number(DEFAULT_DELTA[self.variant] if delta is None else delta, "delta")
+        )
+        self._csr: Any = None  # scipy sparse matrices, made on first use
         self._csc: Any = None
 
     def _contributions(self):
@@ -209,21 +224,33 @@ class BM25Index:
         return self._csr, self._absent
 
     @classmethod
-    def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, variant: str = "okapi",
-               k1: float = 1.2, b: float = 0.75, delta: float | None = None,
-               stopwords: bool = False, stem: bool = False, progress: bool = True) -> BM25Index:
+    def cached(
+        cls,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        *,
+        name: str,
+        variant: str = "okapi",
+        k1: float = 1.2,
+        b: float = 0.75,
+        delta: float | None = None,
+        stopwords: bool = False,
+        stem: bool = False,
+        progress: bool = True,
+    ) -> BM25Index:
         """Load ``DSR_HOME/indexes/bm25/NAME-...`` if its manifest matches these inputs, else build it."""
         sparse = _sparse()
         check_variant(variant)
         expected = expected_manifest(
-            "bm25", inputs=text_hash([*ids, *texts]),
+            "bm25",
+            inputs=text_hash([*ids, *texts]),
             params={"variant": variant, "stopwords": stopwords, "stem": stem, "backend": "rank_bm25"},
-            packages=("rank_bm25", "PyStemmer"))
+            packages=("rank_bm25", "PyStemmer"),
+        )
         built: dict[str, BM25Index] = {}
 
         def build(folder: Path) -> None:
-            index = cls(ids, texts, variant=variant, k1=k1, b=b, delta=delta, stopwords=stopwords,
-                        stem=stem, progress=progress)
+            index = cls(ids, texts, variant=variant, k1=k1, b=b, delta=delta, stopwords=stopwords, stem=stem, progress=progress)
             sparse.save_npz(folder / "tf.npz", index.tf)
             np.savez(folder / "stats.npz", idf=index.idf, doc_len=index.doc_len, avgdl=index.avgdl)
             vocab = sorted(index.vocab, key=lambda term: index.vocab[term])
@@ -231,19 +258,36 @@ class BM25Index:
             (folder / "ids.json").write_text(json.dumps(index.ids), encoding="utf-8")
             built["index"] = index
 
-        folder, fresh = cached_build("bm25", f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}",
-                                     expected, build,
-                                     files=("tf.npz", "stats.npz", "vocab.json", "ids.json"))
+        folder, fresh = cached_build(
+            "bm25",
+            f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}",
+            expected,
+            build,
+            files=("tf.npz", "stats.npz", "vocab.json", "ids.json"),
+        )
         if fresh:
             return built["index"]
         stats = np.load(folder / "stats.npz")
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
-        arrays = {"vocab": {t: i for i, t in enumerate(vocab)}, "idf": stats["idf"],
-                  "tf": sparse.load_npz(folder / "tf.npz").tocsr(), "doc_len": stats["doc_len"],
-                  "avgdl": float(stats["avgdl"])}
+        arrays = {
+            "vocab": {t: i for i, t in enumerate(vocab)},
+            "idf": stats["idf"],
+            "tf": sparse.load_npz(folder / "tf.npz").tocsr(),
+            "doc_len": stats["doc_len"],
+            "avgdl": float(stats["avgdl"]),
+        }
         saved_ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
-        return cls(saved_ids, [""] * len(saved_ids), variant=variant, k1=k1, b=b, delta=delta,
-                   stopwords=stopwords, stem=stem, _arrays=arrays)
+        return cls(
+            saved_ids,
+            [""] * len(saved_ids),
+            variant=variant,
+            k1=k1,
+            b=b,
+            delta=delta,
+            stopwords=stopwords,
+            stem=stem,
+            _arrays=arrays,
+        )
 
     def query_tokens(self, text: str) -> list[str]:
         """Tokenise query text the way the pool was tokenised."""
@@ -279,8 +323,7 @@ class BM25Index:
         so one batch serves every parameter setting of the same statistics)."""
         return QueryBatch([self._query_vector(q) for q in queries], len(self.vocab))
 
-    def pair_scores(self, queries: Sequence[Query] | QueryBatch,
-                    rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
+    def pair_scores(self, queries: Sequence[Query] | QueryBatch, rows: Sequence[Sequence[int]]) -> list[np.ndarray]:
         """``[row_scores(q, r) for q, r in zip(queries, rows)]``, bit for bit, in a few sparse
         operations over all queries at once: each (query, row) pair's sum runs over the row's
         stored terms in column order, as the sparse product of ``row_scores`` does."""
@@ -295,7 +338,7 @@ class BM25Index:
         summed = products @ np.ones(matrix.shape[1])
         out, start = [], 0
         for (cols, weights), count in zip(batch.vectors, counts):
-            part = summed[start:start + count]
+            part = summed[start : start + count]
             start += count
             out.append(part + float(absent[cols] @ weights) if len(cols) else np.zeros(count))
         return out
@@ -332,10 +375,20 @@ class QueryBatch:
 class BM25SIndex:
     """bm25s over a pool: the fast backend for open retrieval (see the module docstring)."""
 
-    def __init__(self, ids: Sequence[str], texts: Sequence[str] | None = None, *, variant: str = "okapi",
-                 k1: float = 1.2, b: float = 0.75, delta: float | None = None,
-                 stopwords: bool = False, stem: bool = False, progress: bool = False,
-                 _model: Any = None):
+    def __init__(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str] | None = None,
+        *,
+        variant: str = "okapi",
+        k1: float = 1.2,
+        b: float = 0.75,
+        delta: float | None = None,
+        stopwords: bool = False,
+        stem: bool = False,
+        progress: bool = False,
+        _model: Any = None,
+    ):
         bm25s = _bm25s()
         check_variant(variant)
         self.ids = list(ids)
@@ -345,37 +398,60 @@ class BM25SIndex:
         self.variant, self.stopwords, self.stem = variant, stopwords, stem
         if _model is None:
             method, idf_method = _BM25S_METHOD[variant]
-            _model = bm25s.BM25(k1=check_number(k1, "k1"), b=check_number(b, "b"),
-                                delta=check_number(DEFAULT_DELTA[variant] or 0.0 if delta is None else delta,
-                                                   "delta"),
-                                method=method, idf_method=idf_method)
+            _model = bm25s.BM25(
+                k1=check_number(k1, "k1"),
+                b=check_number(b, "b"),
+                delta=check_number(DEFAULT_DELTA[variant] or 0.0 if delta is None else delta, "delta"),
+                method=method,
+                idf_method=idf_method,
+            )
             _model.index(_tokenized(texts or [], stopwords, stem, progress), show_progress=False)
         self.model = _model
-        self._matrix: Any = None   # the scores as a scipy sparse matrix, made on first use
+        self._matrix: Any = None  # the scores as a scipy sparse matrix, made on first use
 
     @classmethod
-    def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, variant: str = "okapi",
-               k1: float = 1.2, b: float = 0.75, delta: float | None = None,
-               stopwords: bool = False, stem: bool = False, progress: bool = True) -> BM25SIndex:
+    def cached(
+        cls,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        *,
+        name: str,
+        variant: str = "okapi",
+        k1: float = 1.2,
+        b: float = 0.75,
+        delta: float | None = None,
+        stopwords: bool = False,
+        stem: bool = False,
+        progress: bool = True,
+    ) -> BM25SIndex:
         """Load ``DSR_HOME/indexes/bm25s/NAME-...`` if its manifest matches, else build it."""
         bm25s = _bm25s()
         check_variant(variant)
         expected = expected_manifest(
-            "bm25s", inputs=text_hash([*ids, *texts]),
-            params={"variant": variant, "k1": k1, "b": b, "delta": delta, "stopwords": stopwords,
-                    "stem": stem, "backend": "bm25s"},
-            packages=("bm25s", "PyStemmer"))
+            "bm25s",
+            inputs=text_hash([*ids, *texts]),
+            params={
+                "variant": variant,
+                "k1": k1,
+                "b": b,
+                "delta": delta,
+                "stopwords": stopwords,
+                "stem": stem,
+                "backend": "bm25s",
+            },
+            packages=("bm25s", "PyStemmer"),
+        )
         built: dict[str, BM25SIndex] = {}
 
         def build(folder: Path) -> None:
-            index = cls(ids, texts, variant=variant, k1=k1, b=b, delta=delta, stopwords=stopwords,
-                        stem=stem, progress=progress)
+            index = cls(ids, texts, variant=variant, k1=k1, b=b, delta=delta, stopwords=stopwords, stem=stem, progress=progress)
             index.model.save(str(folder / "bm25s"))
             (folder / "ids.json").write_text(json.dumps(index.ids), encoding="utf-8")
             built["index"] = index
 
-        folder, fresh = cached_build("bm25s", f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}",
-                                     expected, build, files=("bm25s", "ids.json"))
+        folder, fresh = cached_build(
+            "bm25s", f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}", expected, build, files=("bm25s", "ids.json")
+        )
         if fresh:
             return built["index"]
         model = bm25s.BM25.load(str(folder / "bm25s"))
@@ -399,9 +475,7 @@ class BM25SIndex:
         sparse = _sparse()
         if self._matrix is None:
             s = self.model.scores
-            self._matrix = sparse.csr_matrix(
-                (s["data"], s["indices"], s["indptr"]),
-                shape=(len(s["indptr"]) - 1, s["num_docs"]))
+            self._matrix = sparse.csr_matrix((s["data"], s["indices"], s["indptr"]), shape=(len(s["indptr"]) - 1, s["num_docs"]))
         weights = self._weights_vector(query)
         total = np.asarray(self._matrix.T @ weights, dtype=np.float64).ravel()
         nonoccurrence = getattr(self.model, "nonoccurrence_array", None)

@@ -51,8 +51,10 @@ def build_faiss(vectors: np.ndarray, kind: str = "flat", **params: Any):
         raise InputError(f"unknown FAISS index kind {kind!r}; choose from {', '.join(KINDS)}", field="index")
     unknown = sorted(set(params) - set(DEFAULTS[kind]))
     if unknown:
-        raise InputError(f"unknown parameter(s) {', '.join(unknown)} for a {kind} index; "
-                         f"known: {', '.join(DEFAULTS[kind]) or 'none'}", field="index")
+        raise InputError(
+            f"unknown parameter(s) {', '.join(unknown)} for a {kind} index; known: {', '.join(DEFAULTS[kind]) or 'none'}",
+            field="index",
+        )
     params = {**DEFAULTS[kind], **params}
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     n, dim = vectors.shape
@@ -87,31 +89,41 @@ class DenseIndex:
         self.ids, self.index, self.model, self.kind, self.batch_size = ids, index, model, kind, batch_size
 
     @classmethod
-    def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str,
-               model: str | ResolvedModel = DEFAULT_MODEL, kind: str = "flat", batch_size: int = 64,
-               **params: Any) -> DenseIndex:
+    def cached(
+        cls,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        *,
+        name: str,
+        model: str | ResolvedModel = DEFAULT_MODEL,
+        kind: str = "flat",
+        batch_size: int = 64,
+        **params: Any,
+    ) -> DenseIndex:
         """Load ``DSR_HOME/indexes/faiss/NAME-KIND-MODEL`` if its manifest matches, else build it."""
         faiss = _faiss()
         if kind not in KINDS:
-            raise InputError(f"unknown FAISS index kind {kind!r}; choose from {', '.join(KINDS)}",
-                             field="index")
+            raise InputError(f"unknown FAISS index kind {kind!r}; choose from {', '.join(KINDS)}", field="index")
         if len(ids) != len(texts):
             raise ValueError("ids and texts differ in length")
         if not ids:
             raise InputError("the sentence pool is empty: nothing to index", field="candidates")
         resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
-        build_params = {k: v for k, v in {**DEFAULTS[kind], **params}.items()
-                        if k not in ("ef_search", "nprobe")}
-        expected = expected_manifest("faiss", inputs=text_hash([*ids, *texts]), model=resolved.describe(),
-                                     params={"kind": kind, **build_params}, packages=("faiss-cpu",))
+        build_params = {k: v for k, v in {**DEFAULTS[kind], **params}.items() if k not in ("ef_search", "nprobe")}
+        expected = expected_manifest(
+            "faiss",
+            inputs=text_hash([*ids, *texts]),
+            model=resolved.describe(),
+            params={"kind": kind, **build_params},
+            packages=("faiss-cpu",),
+        )
 
         def build(folder: Path) -> None:
             vectors = encode(texts, resolved, batch_size, desc="encoding pool")
             faiss.write_index(build_faiss(vectors, kind, **params), str(folder / "index.faiss"))
             (folder / "ids.json").write_text(json.dumps(list(ids)), encoding="utf-8")
 
-        folder, _ = cached_build("faiss", f"{name}-{kind}-{resolved.key}", expected, build,
-                                 files=("index.faiss", "ids.json"))
+        folder, _ = cached_build("faiss", f"{name}-{kind}-{resolved.key}", expected, build, files=("index.faiss", "ids.json"))
         index = faiss.read_index(str(folder / "index.faiss"))
         set_search_parameters(index, kind, params)
         saved_ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
@@ -123,8 +135,7 @@ class DenseIndex:
         if k <= 0 or len(vectors) == 0:
             return [[] for _ in range(len(vectors))]
         scores, rows = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
-        return [[(self.ids[r], float(s)) for s, r in zip(srow, rrow) if r >= 0]
-                for srow, rrow in zip(scores, rows)]
+        return [[(self.ids[r], float(s)) for s, r in zip(srow, rrow) if r >= 0] for srow, rrow in zip(scores, rows)]
 
     def search(self, queries: Sequence[str], k: int = 100) -> list[list[tuple[str, float]]]:
         """Encode ``queries`` (cached like the pool) and return their top ``k``."""

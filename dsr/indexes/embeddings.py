@@ -92,8 +92,13 @@ class EmbeddingCache:
         if self.backend != "torch":  # the torch caches' manifests stay as they were
             # vectors of one export: a re-made export (another calibration) starts a fresh cache
             params.update(backend=self.backend, export=export_identity(self.model, "bi-encoder", self.backend))
-        expected = expected_manifest("embeddings", inputs=self.model.key, model=self.model.describe(),
-                                     params={**params, "shards": "sha256"}, packages=PACKAGES)
+        expected = expected_manifest(
+            "embeddings",
+            inputs=self.model.key,
+            model=self.model.describe(),
+            params={**params, "shards": "sha256"},
+            packages=PACKAGES,
+        )
         cached_build("embeddings", self.folder.name, expected, lambda folder: None, announce_new=False)
         self.refresh()
 
@@ -141,15 +146,24 @@ class EmbeddingCache:
         except (ValueError, OSError) as err:
             self._discard(name, f"unreadable ({err})")
             return None
-        if (keys.ndim != 2 or keys.shape[1] != 32 or vectors.ndim != 2 or len(keys) != len(vectors)
-                or len(keys) != info.get("rows") or not np.isfinite(vectors).all()):
+        if (
+            keys.ndim != 2
+            or keys.shape[1] != 32
+            or vectors.ndim != 2
+            or len(keys) != len(vectors)
+            or len(keys) != info.get("rows")
+            or not np.isfinite(vectors).all()
+        ):
             self._discard(name, "its vectors are not finite or do not match its keys")
             return None
         return keys, vectors
 
     def _discard(self, name: str, why: str) -> None:
-        print(f"dsr: embedding cache shard {name!r} in {self.folder} is damaged ({why}); "
-              "not using it, its texts will be encoded again", file=sys.stderr)
+        print(
+            f"dsr: embedding cache shard {name!r} in {self.folder} is damaged ({why}); "
+            "not using it, its texts will be encoded again",
+            file=sys.stderr,
+        )
         for suffix in (SHARD, ".keys.npy", ".vectors.npy"):
             try:
                 (self.folder / f"{name}{suffix}").unlink()
@@ -185,9 +199,14 @@ class EmbeddingCache:
             # uint8 rows, not numpy "S32": S strings drop trailing NUL bytes of digests.
             np.save(handle, np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(-1, 32))
         # the shard manifest last: it marks the shard complete and carries its checksums
-        write_json(self.folder / f"{name}{SHARD}", {
-            "rows": len(keys), "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
-            "sha256": {part: checksum(self.folder / f"{name}.{part}.npy") for part in ("keys", "vectors")}})
+        write_json(
+            self.folder / f"{name}{SHARD}",
+            {
+                "rows": len(keys),
+                "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
+                "sha256": {part: checksum(self.folder / f"{name}.{part}.npy") for part in ("keys", "vectors")},
+            },
+        )
         self.refresh()
 
     def compact(self) -> None:
@@ -231,9 +250,17 @@ def _cache_for(model: ResolvedModel, backend: str = "torch") -> EmbeddingCache:
     return cache
 
 
-def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64, *,
-           cache: bool = True, progress: bool | None = None, desc: str = "encoding",
-           backend: str = "torch", threads: int | None = None) -> np.ndarray:
+def encode(
+    texts: Sequence[str],
+    model_spec: str | ResolvedModel = DEFAULT_MODEL,
+    batch_size: int = 64,
+    *,
+    cache: bool = True,
+    progress: bool | None = None,
+    desc: str = "encoding",
+    backend: str = "torch",
+    threads: int | None = None,
+) -> np.ndarray:
     """Embed ``texts``: float32 rows of unit length, in the order given.
 
     Only texts missing from the cache are encoded (each distinct text once);
@@ -261,12 +288,11 @@ def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL
         from tqdm import tqdm
 
         # By default only work long enough to watch gets a bar.
-        show = (progress if progress is not None else len(missing) >= 256)
+        show = progress if progress is not None else len(missing) >= 256
         todo = list(missing.items())
-        with tqdm(total=len(todo), desc=f"{desc} ({model.name})", unit="text", disable=not show or None,
-                  file=sys.stderr) as bar:
+        with tqdm(total=len(todo), desc=f"{desc} ({model.name})", unit="text", disable=not show or None, file=sys.stderr) as bar:
             for start in range(0, len(todo), CHUNK):
-                chunk = todo[start:start + CHUNK]
+                chunk = todo[start : start + CHUNK]
                 vectors = _run_model(model, [t for _, t in chunk], batch_size, False, desc, backend, threads)
                 store.add([k for k, _ in chunk], vectors)
                 stats.encoded += len(chunk)
@@ -277,16 +303,28 @@ def encode(texts: Sequence[str], model_spec: str | ResolvedModel = DEFAULT_MODEL
     return store.get(keys)
 
 
-def _run_model(model: ResolvedModel, texts: list[str], batch_size: int, progress: bool | None,
-               desc: str, backend: str = "torch", threads: int | None = None) -> np.ndarray:
+def _run_model(
+    model: ResolvedModel,
+    texts: list[str],
+    batch_size: int,
+    progress: bool | None,
+    desc: str,
+    backend: str = "torch",
+    threads: int | None = None,
+) -> np.ndarray:
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
     if backend != "torch":
         encoder = load_fast(model, "bi-encoder", backend, threads=threads)
     else:
         encoder = load_sentence_transformer(model)
-    vectors = encoder.encode(texts, batch_size=int(batch_size), show_progress_bar=bool(progress) and sys.stderr.isatty(),
-                             convert_to_numpy=True, normalize_embeddings=True)
+    vectors = encoder.encode(
+        texts,
+        batch_size=int(batch_size),
+        show_progress_bar=bool(progress) and sys.stderr.isatty(),
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+    )
     return normalise(np.asarray(vectors, dtype=np.float32))
 
 

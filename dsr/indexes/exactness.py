@@ -28,9 +28,11 @@ from typing import Any
 #: the backend whose figures every note is measured against
 EXACT = "torch"
 #: the ``backend`` parameter's help (dense ranker, rerankers): what a user reads when choosing
-BACKEND_HELP = ("inference backend (torch, the default: exact, the same figures on every CPU; openvino, "
-                "openvino-bf16, openvino-int8: faster on CPUs, figures differ by amounts measured per "
-                "collection, see docs/models.md; auto: openvino-int8 where the CPU has VNNI or AMX, else torch)")
+BACKEND_HELP = (
+    "inference backend (torch, the default: exact, the same figures on every CPU; openvino, "
+    "openvino-bf16, openvino-int8: faster on CPUs, figures differ by amounts measured per "
+    "collection, see docs/models.md; auto: openvino-int8 where the CPU has VNNI or AMX, else torch)"
+)
 
 
 @lru_cache(maxsize=1)
@@ -54,17 +56,25 @@ def note(collection: Mapping[str, Any], backend: str | None) -> str | None:
     head = f"{backend}: figures differ from the exact backend ({EXACT}) by"
     if row and entry.get("hash") == collection.get("hash"):
         flips, every = row["marks_flipped"], row.get("marks_flipped_any_measure", row["marks_flipped"])
-        return (f"{head} up to {row['max_delta']:.4f} {row['measure']} on this collection ({flips} ▲/▼ "
-                f"mark{'s' if flips != 1 else ''} of the table flipped there, {every} over every measure; measured "
-                f"{row['date']} on {row['cpu']}); marks may differ")
-    elsewhere = [(r["max_delta"], r["measure"], name) for name, e in entries.items()
-                 for b, r in e.get("backends", {}).items() if b == backend]
+        return (
+            f"{head} up to {row['max_delta']:.4f} {row['measure']} on this collection ({flips} ▲/▼ "
+            f"mark{'s' if flips != 1 else ''} of the table flipped there, {every} over every measure; measured "
+            f"{row['date']} on {row['cpu']}); marks may differ"
+        )
+    elsewhere = [
+        (r["max_delta"], r["measure"], name)
+        for name, e in entries.items()
+        for b, r in e.get("backends", {}).items()
+        if b == backend
+    ]
     what = "this build of the collection" if row else "this collection"
     if not elsewhere:
         return f"{head} an amount not measured on {what} nor on any other; marks may differ"
     worst = max(elsewhere)
-    return (f"{head} an amount not measured on {what} (up to {worst[0]:.4f} {worst[1]} on {worst[2]}, the "
-            f"largest of {len(elsewhere)} measured); marks may differ")
+    return (
+        f"{head} an amount not measured on {what} (up to {worst[0]:.4f} {worst[1]} on {worst[2]}, the "
+        f"largest of {len(elsewhere)} measured); marks may differ"
+    )
 
 
 def backends_in(config: Any, depth: int = 6) -> list[str]:

@@ -79,9 +79,14 @@ def safe_name(name: str) -> str:
     return slug(name, "index", strip="._")
 
 
-def expected_manifest(kind: str, *, inputs: str, params: dict[str, Any] | None = None,
-                      model: dict[str, Any] | None = None,
-                      packages: Iterable[str] = ()) -> dict[str, Any]:
+def expected_manifest(
+    kind: str,
+    *,
+    inputs: str,
+    params: dict[str, Any] | None = None,
+    model: dict[str, Any] | None = None,
+    packages: Iterable[str] = (),
+) -> dict[str, Any]:
     """The manifest an index of ``kind`` built now from these inputs would have.
 
     ``packages`` names the libraries whose version changes the files (faiss-cpu
@@ -90,8 +95,14 @@ def expected_manifest(kind: str, *, inputs: str, params: dict[str, Any] | None =
     """
     versions = package_versions(tuple(packages)) if packages else {}
     versions.pop("python", None)
-    return {"kind": kind, "inputs": inputs, "params": dict(params or {}),
-            "model": dict(model) if model else None, "versions": versions, "format": 1}
+    return {
+        "kind": kind,
+        "inputs": inputs,
+        "params": dict(params or {}),
+        "model": dict(model) if model else None,
+        "versions": versions,
+        "format": 1,
+    }
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any] | None:
@@ -115,8 +126,11 @@ def mismatch(found: dict[str, Any] | None, expected: dict[str, Any]) -> str | No
         if _normal(old) == _normal(new):
             continue
         if isinstance(old, dict) and isinstance(new, dict):
-            changed = [f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
-                       for k in sorted(set(old) | set(new)) if _normal(old.get(k)) != _normal(new.get(k))]
+            changed = [
+                f"{k}: {old.get(k)!r} -> {new.get(k)!r}"
+                for k in sorted(set(old) | set(new))
+                if _normal(old.get(k)) != _normal(new.get(k))
+            ]
             reasons.append(f"{key} changed ({'; '.join(changed)})")
         else:
             reasons.append(f"{key} changed ({_short(old)} -> {_short(new)})")
@@ -138,9 +152,16 @@ def index_folder(kind: str, name: str) -> Path:
     return index_dir() / safe_name(kind) / safe_name(name)
 
 
-def cached_build(kind: str, name: str, expected: dict[str, Any],
-                 build: Callable[[Path], None], *, files: Iterable[str] = (),
-                 announce_new: bool = True, folder: Path | None = None) -> tuple[Path, bool]:
+def cached_build(
+    kind: str,
+    name: str,
+    expected: dict[str, Any],
+    build: Callable[[Path], None],
+    *,
+    files: Iterable[str] = (),
+    announce_new: bool = True,
+    folder: Path | None = None,
+) -> tuple[Path, bool]:
     """Reuse ``DSR_HOME/indexes/KIND/NAME`` if its manifest matches, else build it.
 
     ``build(folder)`` writes the index files into an empty temporary folder;
@@ -174,13 +195,19 @@ def cached_build(kind: str, name: str, expected: dict[str, Any],
     require_writable(folder.parent)  # a read-only cache: exit 2 naming the folder
     if reason != "no index yet":
         print(f"dsr: rebuilding {kind} index {folder.name!r}: {reason}", file=sys.stderr)
-    elif announce_new:   # progress: on a terminal only (a rebuild's reason is printed everywhere)
+    elif announce_new:  # progress: on a terminal only (a rebuild's reason is printed everywhere)
         progress(f"dsr: building {kind} index {folder.name!r}")
     with atomic_dir(folder, None) as tmp:  # a folder dsr owns whole
         start = time.perf_counter()
         build(tmp)
-        write_json(tmp / MANIFEST, {**expected, "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                    "checksums": {f: checksum(tmp / f) for f in files},
-                                    "machine": machine(),
-                                    "seconds": round(time.perf_counter() - start, 3)})
+        write_json(
+            tmp / MANIFEST,
+            {
+                **expected,
+                "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "checksums": {f: checksum(tmp / f) for f in files},
+                "machine": machine(),
+                "seconds": round(time.perf_counter() - start, 3),
+            },
+        )
     return folder, True

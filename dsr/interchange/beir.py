@@ -30,11 +30,18 @@ FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "candidates.jsonl")
 
 def write(view: TestCollection, folder: Path) -> list[str]:
     write_jsonl(folder / "corpus.jsonl", corpus_rows(view))
-    write_jsonl(folder / "queries.jsonl", (
-        {"_id": d.id, "text": view.query_text(d.id),
-         "metadata": {"subset": d.subset, "title": d.title}} for d in view.collection))
-    write_lines(folder / "qrels" / "test.tsv", ["query-id\tcorpus-id\tscore"] + [
-        f"{qid}\t{doc}\t{grade}" for qid, docs in view.qrels().items() for doc, grade in docs.items()])
+    write_jsonl(
+        folder / "queries.jsonl",
+        (
+            {"_id": d.id, "text": view.query_text(d.id), "metadata": {"subset": d.subset, "title": d.title}}
+            for d in view.collection
+        ),
+    )
+    write_lines(
+        folder / "qrels" / "test.tsv",
+        ["query-id\tcorpus-id\tscore"]
+        + [f"{qid}\t{doc}\t{grade}" for qid, docs in view.qrels().items() for doc, grade in docs.items()],
+    )
     write_jsonl(folder / "candidates.jsonl", candidate_rows(view))
     return list(FILES)
 

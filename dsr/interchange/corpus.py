@@ -39,8 +39,10 @@ from dsr.core.errors import InputError
 from dsr.core.queries import STRATEGIES, check_strategy, query_text
 
 DEFAULT_QUERY = "all"
-ID_RULE = ("corpus id = candidate id when the id has one title and text across the collection; "
-           "otherwise ID~H, H = sha256(title + '\\n' + body)[:10] hex, one per distinct text")
+ID_RULE = (
+    "corpus id = candidate id when the id has one title and text across the collection; "
+    "otherwise ID~H, H = sha256(title + '\\n' + body)[:10] hex, one per distinct text"
+)
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,11 @@ class TestCollection:
                 doc_id = corpus_id(cand.id, cand.title, cand.body) if cand.id in clash else cand.id
                 key = (cand.id, cand.title, cand.body)
                 if owner.setdefault(doc_id, key) != key:
-                    raise InputError(f"corpus id {doc_id!r} of candidate {cand.id!r} clashes with "
-                                     f"candidate {owner[doc_id][0]!r}", record=dialogue.id,
-                                     field="candidates.id")
+                    raise InputError(
+                        f"corpus id {doc_id!r} of candidate {cand.id!r} clashes with candidate {owner[doc_id][0]!r}",
+                        record=dialogue.id,
+                        field="candidates.id",
+                    )
                 view.documents.setdefault(doc_id, Document(doc_id, cand.title, cand.body))
                 ranked.append((doc_id, cand.id, cand.score, cand.label))
             view.candidates[dialogue.id] = ranked
@@ -107,8 +111,7 @@ class TestCollection:
 
     def qrels(self) -> dict[str, dict[str, int]]:
         """Graded qrels by corpus id (judged non-relevant candidates kept with 0)."""
-        return {qid: {doc: label for doc, _, _, label in ranked}
-                for qid, ranked in self.candidates.items()}
+        return {qid: {doc: label for doc, _, _, label in ranked} for qid, ranked in self.candidates.items()}
 
     def candidate_scores(self, qid: str) -> list[tuple[str, float]]:
         """``(corpus id, score)`` in initial-rank order: the initial score, or, where a
@@ -124,12 +127,15 @@ class TestCollection:
         collection = self.collection.describe()
         if "meta" in collection:
             collection["meta"] = {k: v for k, v in collection["meta"].items() if k not in MACHINE_KEYS}
-        return {"collection": collection, "query": self.query,
-                "queries": len(self.collection), "documents": len(self.documents),
-                "judgements": sum(len(r) for r in self.candidates.values()),
-                "id_rule": ID_RULE, "renamed_ids": len(self.renamed)}
-
-
+        return {
+            "collection": collection,
+            "query": self.query,
+            "queries": len(self.collection),
+            "documents": len(self.documents),
+            "judgements": sum(len(r) for r in self.candidates.values()),
+            "id_rule": ID_RULE,
+            "renamed_ids": len(self.renamed),
+        }
 
 
 def corpus_id(candidate_id: str, title: str, body: str) -> str:

@@ -50,16 +50,22 @@ def replaceable(out: Path) -> tuple[str, ...]:
     return (MANIFEST, *(glob_escape(name) for name in names))
 
 
-def write_manifest(folder: Path, fmt: str, described: dict[str, Any], files: list[str],
-                   extra: dict[str, Any] | None = None) -> None:
+def write_manifest(
+    folder: Path, fmt: str, described: dict[str, Any], files: list[str], extra: dict[str, Any] | None = None
+) -> None:
     """``dsr_export.json``: format, the collection and view, files with sha256, versions."""
 
-    write_json(folder / MANIFEST, {
-        "format": fmt, **described, **(extra or {}),
-        "files": {name: sha256_file(folder / name) for name in files},
-        "dsr_version": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    })
+    write_json(
+        folder / MANIFEST,
+        {
+            "format": fmt,
+            **described,
+            **(extra or {}),
+            "files": {name: sha256_file(folder / name) for name in files},
+            "dsr_version": __version__,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        },
+    )
 
 
 def write_jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:

@@ -43,12 +43,18 @@ CONFIGS = (  # (config, split, file)
 
 
 def write(view: TestCollection, folder: Path) -> list[str]:
-    write_jsonl(folder / "qrels" / "test.jsonl", (
-        {"query-id": qid, "corpus-id": doc, "score": grade}
-        for qid, docs in view.qrels().items() for doc, grade in docs.items()))
+    write_jsonl(
+        folder / "qrels" / "test.jsonl",
+        (
+            {"query-id": qid, "corpus-id": doc, "score": grade}
+            for qid, docs in view.qrels().items()
+            for doc, grade in docs.items()
+        ),
+    )
     write_jsonl(folder / "corpus.jsonl", corpus_rows(view))
-    write_jsonl(folder / "queries.jsonl", ({"_id": d.id, "text": view.query_text(d.id),
-                                            "subset": d.subset} for d in view.collection))
+    write_jsonl(
+        folder / "queries.jsonl", ({"_id": d.id, "text": view.query_text(d.id), "subset": d.subset} for d in view.collection)
+    )
     write_jsonl(folder / "candidates.jsonl", candidate_rows(view))
     write_jsonl(folder / "dialogues.jsonl", dialogue_rows(view))
     write_lines(folder / "README.md", card(view))
@@ -66,13 +72,17 @@ def _turn(t) -> dict:
 def dialogue_rows(view: TestCollection):
     for dialogue in view.collection:
         yield {
-            "id": dialogue.id, "title": dialogue.title, "subset": dialogue.subset,
-            "subreddit": dialogue.subreddit, "source": dialogue.source,
+            "id": dialogue.id,
+            "title": dialogue.title,
+            "subset": dialogue.subset,
+            "subreddit": dialogue.subreddit,
+            "source": dialogue.source,
             "context": [_turn(t) for t in dialogue.context],
             "target": _turn(dialogue.target) if dialogue.target is not None else None,
-            "candidates": [{"id": c.id, "corpus_id": doc, "title": c.title, "body": c.body,
-                            "score": _float(c.score), "label": c.label}
-                           for c, (doc, *_rest) in zip(dialogue.candidates, view.candidates[dialogue.id])],
+            "candidates": [
+                {"id": c.id, "corpus_id": doc, "title": c.title, "body": c.body, "score": _float(c.score), "label": c.label}
+                for c, (doc, *_rest) in zip(dialogue.candidates, view.candidates[dialogue.id])
+            ],
             "meta": json.dumps(dialogue.meta, ensure_ascii=False, sort_keys=True),
         }
 
@@ -82,14 +92,21 @@ def card(view: TestCollection) -> list[str]:
     described = view.collection.describe()
     lines = ["---", "configs:"]
     for config, split, path in CONFIGS:
-        lines += [f"- config_name: {config}", "  data_files:", f"  - split: {split}",
-                  f"    path: {path}"]
-    lines += ["---", "", f"# {view.collection.name} (exported by dsr)", "",
-              f"Sentence retrieval in dialogue: {described['dialogues']} dialogues "
-              f"(subsets: {', '.join(described['subsets'])}), {len(view.documents)} candidate "
-              f"sentences, graded labels. Collection hash `{described['hash']}`; queries use the "
-              f"`{view.query}` strategy. See dsr_export.json for the id rule and file checksums.", "",
-              "```python", "from datasets import load_dataset",
-              'corpus = load_dataset("DIR", "corpus", split="corpus")',
-              'qrels = load_dataset("DIR", "default", split="test")', "```"]
+        lines += [f"- config_name: {config}", "  data_files:", f"  - split: {split}", f"    path: {path}"]
+    lines += [
+        "---",
+        "",
+        f"# {view.collection.name} (exported by dsr)",
+        "",
+        f"Sentence retrieval in dialogue: {described['dialogues']} dialogues "
+        f"(subsets: {', '.join(described['subsets'])}), {len(view.documents)} candidate "
+        f"sentences, graded labels. Collection hash `{described['hash']}`; queries use the "
+        f"`{view.query}` strategy. See dsr_export.json for the id rule and file checksums.",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        'corpus = load_dataset("DIR", "corpus", split="corpus")',
+        'qrels = load_dataset("DIR", "default", split="test")',
+        "```",
+    ]
     return lines

@@ -51,9 +51,11 @@ from dsr.interchange.folder import write_lines
 
 PREFIX = "dsr"
 FILES = ("docs.tsv", "queries.tsv", "qrels.trec", "scoreddocs.run")
-QRELS_DEFS = {0: "not relevant: would not help write the next turn",
-              1: "relevant: would help write the next turn",
-              2: "highly relevant (graded collections: cmu_dog, redial)"}
+QRELS_DEFS = {
+    0: "not relevant: would not help write the next turn",
+    1: "relevant: would help write the next turn",
+    2: "highly relevant (graded collections: cmu_dog, redial)",
+}
 
 
 class DsrDoc(NamedTuple):
@@ -67,12 +69,12 @@ class DsrDoc(NamedTuple):
 
 class DsrQuery(NamedTuple):
     query_id: str
-    text: str        # the `all` strategy: every context turn
+    text: str  # the `all` strategy: every context turn
     last: str
     last2: str
     title_all: str
     weighted: str
-    title: str       # the dialogue's title
+    title: str  # the dialogue's title
     subset: str
 
     def default_text(self) -> str:
@@ -136,8 +138,16 @@ class DsrQueries(_OnView, BaseQueries):
         view = self._lazy.view
         for dialogue in view.collection:
             texts = view.all_strategies(dialogue.id)
-            yield DsrQuery(dialogue.id, texts["all"], texts["last"], texts["last2"],
-                           texts["title_all"], texts["weighted"], dialogue.title, dialogue.subset)
+            yield DsrQuery(
+                dialogue.id,
+                texts["all"],
+                texts["last"],
+                texts["last2"],
+                texts["title_all"],
+                texts["weighted"],
+                dialogue.title,
+                dialogue.subset,
+            )
 
     def queries_cls(self):
         return DsrQuery
@@ -197,8 +207,7 @@ def register() -> list[str]:
     known = set(ir_datasets.registry)  # Registry iterates over its ids
     for dataset_id, (name, split) in dataset_ids().items():
         if dataset_id not in known:
-            ir_datasets.registry.register(
-                dataset_id, dataset(functools.partial(load_collection, name, None, split)))
+            ir_datasets.registry.register(dataset_id, dataset(functools.partial(load_collection, name, None, split)))
     return list(dataset_ids())
 
 
@@ -212,11 +221,17 @@ def write(view: TestCollection, folder: Path) -> list[str]:
     """The ``--format ir_datasets`` layout (see the module docstring)."""
     write_lines(folder / "docs.tsv", (f"{d.doc_id}\t{one_line(d.text)}" for d in view.documents.values()))
     write_lines(folder / "queries.tsv", (f"{qid}\t{one_line(text)}" for qid, text in view.queries().items()))
-    write_lines(folder / "qrels.trec", (f"{qid} 0 {doc} {grade}" for qid, docs in view.qrels().items()
-                                        for doc, grade in docs.items()))
-    write_lines(folder / "scoreddocs.run", (
-        f"{qid} Q0 {doc} {rank} {score!r} dsr-candidates" for qid in view.candidates
-        for rank, (doc, score) in enumerate(view.candidate_scores(qid), start=1)))
+    write_lines(
+        folder / "qrels.trec", (f"{qid} 0 {doc} {grade}" for qid, docs in view.qrels().items() for doc, grade in docs.items())
+    )
+    write_lines(
+        folder / "scoreddocs.run",
+        (
+            f"{qid} Q0 {doc} {rank} {score!r} dsr-candidates"
+            for qid in view.candidates
+            for rank, (doc, score) in enumerate(view.candidate_scores(qid), start=1)
+        ),
+    )
     return list(FILES)
 
 

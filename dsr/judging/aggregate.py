@@ -35,8 +35,7 @@ from dsr.core.errors import InputError
 from dsr.judging.guidelines import Guidelines
 
 #: one row per (item, assessor)
-COLUMNS = ("item", "assessor", "grade", "unsure", "seconds", "gold", "planted", "dialogue",
-           "candidate", "task", "created_at")
+COLUMNS = ("item", "assessor", "grade", "unsure", "seconds", "gold", "planted", "dialogue", "candidate", "task", "created_at")
 METHODS = ("mv", "ds", "onecoin-ds", "mace", "glad")
 
 
@@ -59,22 +58,25 @@ class Check:
     def accuracy(self) -> float | None:
         if not self.checks:
             return None
-        parts = [(self.relevant_correct, self.relevant_checks),
-                 (self.correct - self.relevant_correct, self.checks - self.relevant_checks)]
+        parts = [
+            (self.relevant_correct, self.relevant_checks),
+            (self.correct - self.relevant_correct, self.checks - self.relevant_checks),
+        ]
         return sum(c / n for c, n in parts if n) / sum(1 for _, n in parts if n)
 
 
-def honeypot_checks(grades: pd.DataFrame, guidelines: Guidelines, threshold: float,
-                    min_checks: int) -> dict[str, Check]:
+def honeypot_checks(grades: pd.DataFrame, guidelines: Guidelines, threshold: float, min_checks: int) -> dict[str, Check]:
     """Each assessor's answered honeypots (unsure answers count as wrong) and verdict."""
     out = {}
     for assessor, rows in grades.groupby("assessor", sort=True):
         checked = rows[rows["gold"].notna()]
-        right = [pd.notna(grade) and guidelines.passes(int(grade), int(gold))
-                 for grade, gold in zip(checked["grade"], checked["gold"])]
+        right = [
+            pd.notna(grade) and guidelines.passes(int(grade), int(gold)) for grade, gold in zip(checked["grade"], checked["gold"])
+        ]
         relevant = [guidelines.relevant(int(gold)) for gold in checked["gold"]]
-        check = Check(str(assessor), len(checked), sum(right), False, "", sum(relevant),
-                      sum(r and ok for r, ok in zip(relevant, right)))
+        check = Check(
+            str(assessor), len(checked), sum(right), False, "", sum(relevant), sum(r and ok for r, ok in zip(relevant, right))
+        )
         n = check.checks
         if n < min_checks or n == 0:
             check.counted, check.reason = min_checks == 0, f"{n} honeypot(s) answered, fewer than {min_checks}"
@@ -106,21 +108,29 @@ def probabilities(grades: pd.DataFrame, method: str = "mv", seed: int = 0) -> pd
     """Each item's probability of each grade (items x grades, grades ascending), by a
     crowd-kit aggregator (``probas_``); what :func:`aggregate` takes the most probable of."""
     if method not in METHODS:
-        raise InputError(f"unknown aggregation {method!r}; choose from {', '.join(METHODS)}",
-                         field="method")
+        raise InputError(f"unknown aggregation {method!r}; choose from {', '.join(METHODS)}", field="method")
     if grades.empty:
         return pd.DataFrame()
-    data = pd.DataFrame({"task": grades["item"].to_numpy(), "worker": grades["assessor"].to_numpy(),
-                         "label": grades["grade"].astype(int).to_numpy()})
-    with warnings.catch_warnings():     # crowd-kit 1.4 uses pandas keywords pandas 3 deprecates
+    data = pd.DataFrame(
+        {
+            "task": grades["item"].to_numpy(),
+            "worker": grades["assessor"].to_numpy(),
+            "label": grades["grade"].astype(int).to_numpy(),
+        }
+    )
+    with warnings.catch_warnings():  # crowd-kit 1.4 uses pandas keywords pandas 3 deprecates
         warnings.filterwarnings("ignore", module=r"crowdkit\.")
         probas = _aggregator(method, seed).fit(data).probas_
-    return probas[sorted(probas.columns)].sort_index()          # idxmax keeps the first of a tie: the lowest
+    return probas[sorted(probas.columns)].sort_index()  # idxmax keeps the first of a tie: the lowest
 
 
 def _aggregator(method: str, seed: int):
     from crowdkit.aggregation import GLAD, MACE, DawidSkene, MajorityVote, OneCoinDawidSkene
 
-    return {"mv": MajorityVote, "ds": lambda: DawidSkene(n_iter=100),
-            "onecoin-ds": lambda: OneCoinDawidSkene(n_iter=100),
-            "mace": lambda: MACE(random_state=seed), "glad": GLAD}[method]()
+    return {
+        "mv": MajorityVote,
+        "ds": lambda: DawidSkene(n_iter=100),
+        "onecoin-ds": lambda: OneCoinDawidSkene(n_iter=100),
+        "mace": lambda: MACE(random_state=seed),
+        "glad": GLAD,
+    }[method]()

@@ -54,9 +54,8 @@ def krippendorff_alpha(matrix: np.ndarray, values: list[int], level: str = "ordi
 
     pairable = np.sum(~np.isnan(matrix), axis=0) >= 2
     if pairable.sum() == 0 or len(np.unique(matrix[~np.isnan(matrix)])) < 2:
-        return None          # no item graded twice, or one grade everywhere: alpha is undefined
-    return _number(krippendorff.alpha(reliability_data=matrix, value_domain=values,
-                                      level_of_measurement=level))
+        return None  # no item graded twice, or one grade everywhere: alpha is undefined
+    return _number(krippendorff.alpha(reliability_data=matrix, value_domain=values, level_of_measurement=level))
 
 
 def fleiss(matrix: np.ndarray, values: list[int]) -> dict[str, Any]:
@@ -68,7 +67,7 @@ def fleiss(matrix: np.ndarray, values: list[int]) -> dict[str, Any]:
     if not common or not (counts == common[0]).any():
         return {"kappa": None, "items": 0, "raters_per_item": None}
     raters = int(common[0])
-    columns = matrix[:, counts == raters].T          # items x assessors
+    columns = matrix[:, counts == raters].T  # items x assessors
     codes = np.array([[values.index(int(v)) for v in row[~np.isnan(row)]] for row in columns])
     table, _ = aggregate_raters(codes, n_cat=len(values))
     kappa = fleiss_kappa(table, method="fleiss") if len(np.unique(codes)) > 1 else float("nan")
@@ -82,12 +81,11 @@ def cohen(a: np.ndarray, b: np.ndarray, values: list[int], weighted: bool = Fals
     both = ~np.isnan(a) & ~np.isnan(b)
     if both.sum() < MIN_SHARED:
         return None
-    codes = np.column_stack([[values.index(int(v)) for v in a[both]],
-                             [values.index(int(v)) for v in b[both]]])
+    codes = np.column_stack([[values.index(int(v)) for v in a[both]], [values.index(int(v)) for v in b[both]]])
     table, _ = to_table(codes, bins=len(values))
     chance = float((table.sum(axis=0) * table.sum(axis=1)).sum()) / float(table.sum()) ** 2
     if math.isclose(chance, 1.0):
-        return None          # both gave one same grade throughout: kappa is 0/0
+        return None  # both gave one same grade throughout: kappa is 0/0
     result = cohens_kappa(table, wt="linear" if weighted else None, return_results=False)
     return _number(result)
 
@@ -100,11 +98,18 @@ def agreement(grades: pd.DataFrame, values: list[int], relevant_from: int) -> di
     for (i, a), (j, b) in itertools.combinations(enumerate(assessors), 2):
         shared = int(np.sum(~np.isnan(matrix[i]) & ~np.isnan(matrix[j])))
         if shared >= MIN_SHARED:
-            pairs.append({"assessors": [a, b], "items": shared,
-                          "kappa": cohen(matrix[i], matrix[j], values),
-                          "kappa_linear": cohen(matrix[i], matrix[j], values, weighted=True)})
+            pairs.append(
+                {
+                    "assessors": [a, b],
+                    "items": shared,
+                    "kappa": cohen(matrix[i], matrix[j], values),
+                    "kappa_linear": cohen(matrix[i], matrix[j], values, weighted=True),
+                }
+            )
     return {
-        "assessors": len(assessors), "items": len(items), "grades": int(np.sum(~np.isnan(matrix))),
+        "assessors": len(assessors),
+        "items": len(items),
+        "grades": int(np.sum(~np.isnan(matrix))),
         "alpha_ordinal": krippendorff_alpha(matrix, values, "ordinal"),
         "alpha_binary": krippendorff_alpha(binary, [0, 1], "nominal"),
         "fleiss": fleiss(matrix, values),
@@ -115,8 +120,7 @@ def agreement(grades: pd.DataFrame, values: list[int], relevant_from: int) -> di
     }
 
 
-def twice_graded_kappa(grades: pd.DataFrame, values: list[int] | None = None,
-                       relevant_from: int = 1) -> dict[str, Any]:
+def twice_graded_kappa(grades: pd.DataFrame, values: list[int] | None = None, relevant_from: int = 1) -> dict[str, Any]:
     """Cohen's kappa on the pool sentences with exactly two counted grades (a campaign's
     ``--overlap`` share graded twice), the two grades as two readings whatever the pair of
     assessors: unweighted on relevant vs not, and linearly weighted on the scale."""
@@ -127,11 +131,13 @@ def twice_graded_kappa(grades: pd.DataFrame, values: list[int] | None = None,
     two = rows.groupby("item").filter(lambda g: len(g) == 2).sort_values(["item", "assessor"])
     first = two.groupby("item")["grade"].first().to_numpy(dtype=float)
     second = two.groupby("item")["grade"].last().to_numpy(dtype=float)
-    return {"items": len(first), "exact_agreement": float(np.mean(first == second)) if len(first) else None,
-            "kappa_binary": cohen((first >= relevant_from).astype(float),
-                                  (second >= relevant_from).astype(float), [0, 1]),
-            "kappa_weighted": cohen(first, second, values, weighted=True),
-            "kappa": cohen(first, second, values)}
+    return {
+        "items": len(first),
+        "exact_agreement": float(np.mean(first == second)) if len(first) else None,
+        "kappa_binary": cohen((first >= relevant_from).astype(float), (second >= relevant_from).astype(float), [0, 1]),
+        "kappa_weighted": cohen(first, second, values, weighted=True),
+        "kappa": cohen(first, second, values),
+    }
 
 
 def _mean(values) -> float | None:
@@ -139,8 +145,9 @@ def _mean(values) -> float | None:
     return float(np.mean(kept)) if kept else None
 
 
-def assessor_report(grades: pd.DataFrame, checks: dict[str, Check], labels: pd.Series,
-                    values: list[int], flags: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def assessor_report(
+    grades: pd.DataFrame, checks: dict[str, Check], labels: pd.Series, values: list[int], flags: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """One row per assessor (all grades, counted or not): checks, agreement, speed, and the
     flags of :func:`assessor_flags` (thresholds: ``dsr.judging.quality.FLAG_PARAMS``)."""
     limits = {**defaults(FLAG_PARAMS), **(flags or {})}
@@ -154,10 +161,14 @@ def assessor_report(grades: pd.DataFrame, checks: dict[str, Check], labels: pd.S
         seconds = rows["seconds"].dropna()
         given = rows["grade"].dropna()
         row = {
-            "assessor": str(assessor), "grades": int(rows["grade"].notna().sum()),
-            "unsure": int(rows["unsure"].sum()), "honeypots": check.checks,
-            "honeypots_correct": check.correct, "honeypot_accuracy": check.accuracy,
-            "counted": check.counted, "reason": check.reason,
+            "assessor": str(assessor),
+            "grades": int(rows["grade"].notna().sum()),
+            "unsure": int(rows["unsure"].sum()),
+            "honeypots": check.checks,
+            "honeypots_correct": check.correct,
+            "honeypot_accuracy": check.accuracy,
+            "counted": check.counted,
+            "reason": check.reason,
             "agreement_with_aggregate": float(np.mean(mine == theirs)) if len(mine) else None,
             "kappa_with_aggregate": cohen(mine, theirs, values) if len(mine) else None,
             "kappa_with_others": others.get(str(assessor)),
@@ -169,8 +180,7 @@ def assessor_report(grades: pd.DataFrame, checks: dict[str, Check], labels: pd.S
     return out
 
 
-def kappa_with_others(grades: pd.DataFrame, checks: dict[str, Check],
-                      values: list[int]) -> dict[str, float | None]:
+def kappa_with_others(grades: pd.DataFrame, checks: dict[str, Check], values: list[int]) -> dict[str, float | None]:
     """Each assessor's Cohen's kappa with the majority grade of the *other counted*
     assessors (ties to the lowest grade), on the pool sentences both have: leave-one-out, so
     a counted assessor is not compared with their own votes, and the excluded do not drag
@@ -185,8 +195,9 @@ def kappa_with_others(grades: pd.DataFrame, checks: dict[str, Check],
             continue
         majority = others.groupby("item")["grade"].agg(lambda g: min(g.mode()))
         shared = mine[mine["item"].isin(majority.index)]
-        out[str(assessor)] = cohen(shared["grade"].to_numpy(dtype=float),
-                                   majority.reindex(shared["item"]).to_numpy(dtype=float), values)
+        out[str(assessor)] = cohen(
+            shared["grade"].to_numpy(dtype=float), majority.reindex(shared["item"]).to_numpy(dtype=float), values
+        )
     return out
 
 

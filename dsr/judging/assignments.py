@@ -28,8 +28,9 @@ class Assignments:
         with write_session(self.engine) as s:
             row = s.scalar(select(Assessor).where(Assessor.name == name))
             if row is not None and (row.token_hash is not None or row.origin != "web"):
-                raise InputError(f"assessor {name!r} exists already (dsr judge rotate-token gives them a new "
-                                 "token)", field="NAME")
+                raise InputError(
+                    f"assessor {name!r} exists already (dsr judge rotate-token gives them a new token)", field="NAME"
+                )
             if row is None:
                 s.add(Assessor(name=name, token_hash=hash_token(token), origin="web"))
             else:
@@ -62,8 +63,15 @@ class Assignments:
         with read_session(self.engine) as s:
             row = s.scalar(select(Assessor).where(Assessor.name == name))
         if row is None or row.token_hash is None:
-            held = "" if row is None else (" (removed: dsr judge add-assessor gives them a new token)"
-                                          if row.origin == "web" else f" (from {row.origin}: no token)")
+            held = (
+                ""
+                if row is None
+                else (
+                    " (removed: dsr judge add-assessor gives them a new token)"
+                    if row.origin == "web"
+                    else f" (from {row.origin}: no token)"
+                )
+            )
             raise InputError(f"no assessor {name!r} with a token{held}", field="NAME")
         return row
 
@@ -80,8 +88,9 @@ class Assignments:
             return list(s.scalars(select(Assessor).order_by(Assessor.name)))
 
     # -- assignments -----------------------------------------------------------
-    def assign(self, name: str, assessors: list[str] | None = None,
-               release: Iterable[str] = (), overlap: float = 0.0) -> dict[str, int]:
+    def assign(
+        self, name: str, assessors: list[str] | None = None, release: Iterable[str] = (), overlap: float = 0.0
+    ) -> dict[str, int]:
         """Fill every task's places up to k (see :func:`dsr.judging.tasks.assign`); first drop
         the untouched assignments of the ``release``d assessors. ``overlap`` is the share of
         dialogues (drawn with the campaign's seed, the same on every call) whose tasks get one
@@ -92,22 +101,20 @@ class Assignments:
         campaign = self.campaign(name)
         with write_session(self.engine) as s:
             people = {a.name: a for a in s.scalars(select(Assessor))}
-            chosen = list(assessors) if assessors else [n for n, a in people.items()
-                                                       if a.origin == "web"]
+            chosen = list(assessors) if assessors else [n for n, a in people.items() if a.origin == "web"]
             gone = set(release)
             for who in [*chosen, *gone]:
                 if who not in people:
-                    raise InputError(f"no assessor {who!r} (add them with dsr judge add-assessor)",
-                                     field="assessors")
+                    raise InputError(f"no assessor {who!r} (add them with dsr judge add-assessor)", field="assessors")
             self._release(s, campaign.id, [people[n].id for n in gone])
             chosen = [n for n in chosen if n not in gone]
-            sizes = dict(s.execute(select(JudgeTask.id, JudgeTask.size)
-                                   .where(JudgeTask.campaign_id == campaign.id)).all())
+            sizes = dict(s.execute(select(JudgeTask.id, JudgeTask.size).where(JudgeTask.campaign_id == campaign.id)).all())
             existing: dict[int, set[str]] = {}
             load = dict.fromkeys(chosen, 0)
             names = {a.id: n for n, a in people.items()}
-            for task_id, assessor_id in s.execute(select(Assignment.task_id, Assignment.assessor_id)
-                                                  .join(JudgeTask).where(JudgeTask.campaign_id == campaign.id)):
+            for task_id, assessor_id in s.execute(
+                select(Assignment.task_id, Assignment.assessor_id).join(JudgeTask).where(JudgeTask.campaign_id == campaign.id)
+            ):
                 existing.setdefault(task_id, set()).add(names[assessor_id])
                 if names[assessor_id] in load:
                     load[names[assessor_id]] += sizes[task_id]
@@ -117,8 +124,14 @@ class Assignments:
                 existing.setdefault(t, set()).add(n)
             twice = self._overlap_tasks(s, campaign, overlap)
             if twice:
-                more = assign({t: sizes[t] for t in twice}, chosen, campaign.k + 1,
-                              {t: existing.get(t, set()) for t in twice}, load, campaign.seed)
+                more = assign(
+                    {t: sizes[t] for t in twice},
+                    chosen,
+                    campaign.k + 1,
+                    {t: existing.get(t, set()) for t in twice},
+                    load,
+                    campaign.seed,
+                )
                 for t, n in more:
                     load[n] += sizes[t]
                 new += more
@@ -130,20 +143,27 @@ class Assignments:
         """The tasks of a seeded ``overlap`` share of the campaign's dialogues."""
         if overlap <= 0:
             return []
-        dialogues = sorted(set(s.scalars(select(JudgeTask.dialogue_pk)
-                                         .where(JudgeTask.campaign_id == campaign.id))))
-        picked = np.random.default_rng([campaign.seed, 31]).permutation(dialogues)[:round(overlap * len(dialogues))]
+        dialogues = sorted(set(s.scalars(select(JudgeTask.dialogue_pk).where(JudgeTask.campaign_id == campaign.id))))
+        picked = np.random.default_rng([campaign.seed, 31]).permutation(dialogues)[: round(overlap * len(dialogues))]
         chosen = {int(d) for d in picked}
-        return sorted(s.scalars(select(JudgeTask.id).where(JudgeTask.campaign_id == campaign.id,
-                                                          JudgeTask.dialogue_pk.in_(chosen))))
+        return sorted(
+            s.scalars(select(JudgeTask.id).where(JudgeTask.campaign_id == campaign.id, JudgeTask.dialogue_pk.in_(chosen)))
+        )
 
     def _release(self, s, campaign_id: int, assessor_ids: list[int]) -> None:
         if not assessor_ids:
             return
-        rows = s.scalars(select(Assignment).join(JudgeTask).where(
-            JudgeTask.campaign_id == campaign_id, Assignment.assessor_id.in_(assessor_ids))).all()
+        rows = s.scalars(
+            select(Assignment)
+            .join(JudgeTask)
+            .where(JudgeTask.campaign_id == campaign_id, Assignment.assessor_id.in_(assessor_ids))
+        ).all()
         for row in rows:
-            graded = s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(
-                JudgeItem.task_id == row.task_id, Grade.assessor_id == row.assessor_id))
+            graded = s.scalar(
+                select(func.count())
+                .select_from(Grade)
+                .join(JudgeItem)
+                .where(JudgeItem.task_id == row.task_id, Grade.assessor_id == row.assessor_id)
+            )
             if not graded:
                 s.delete(row)

@@ -34,7 +34,7 @@ from dsr.judging.quality import SECONDS, Settings, checked_seconds
 from dsr.judging.reviews import Reviews, _checked_name
 from dsr.judging.tasks import plan_tasks
 
-if TYPE_CHECKING:      # the server imports this module: pandas and the planners only when used
+if TYPE_CHECKING:  # the server imports this module: pandas and the planners only when used
     import pandas as pd
 
     from dsr.judging.honeypots import GoldSet
@@ -107,47 +107,71 @@ class Judging(Assignments, Reviews):
         return cls(engine)
 
     # -- campaigns ---------------------------------------------------------
-    def create(self, name: str, pool: Collection, rules: Guidelines, settings: Settings,
-               golds: dict[str, GoldSet] | None = None) -> Campaign:
+    def create(
+        self, name: str, pool: Collection, rules: Guidelines, settings: Settings, golds: dict[str, GoldSet] | None = None
+    ) -> Campaign:
         """A campaign over ``pool``: its dialogues, tasks and items (honeypots planted)."""
         name = _checked_name(name, "NAME")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
-            raise InputError("a campaign name is letters, digits, '.', '_' and '-' (it is a URL part)",
-                             field="NAME")
+            raise InputError("a campaign name is letters, digits, '.', '_' and '-' (it is a URL part)", field="NAME")
         if name.lower() in RESERVED_NAMES:
             raise InputError(f"{name!r} is a path of the judging pages; choose another name", field="NAME")
-        for d in pool:       # what every database's columns hold (PostgreSQL refuses longer)
-            too_long = [("id", d.id)] * (len(d.id) > MAX_ID) + [(f"candidates[{i}].id", c.id) for i, c in
-                                                                 enumerate(d.candidates) if len(c.id) > MAX_ID]
+        for d in pool:  # what every database's columns hold (PostgreSQL refuses longer)
+            too_long = [("id", d.id)] * (len(d.id) > MAX_ID) + [
+                (f"candidates[{i}].id", c.id) for i, c in enumerate(d.candidates) if len(c.id) > MAX_ID
+            ]
             if too_long:
-                raise InputError(f"an id is at most {MAX_ID} characters (got {len(too_long[0][1])})",
-                                 record=d.id[:80], field=too_long[0][0])
-        planned = plan_tasks(pool, golds or {}, settings.chunk, settings.honeypot_rate,
-                             rules.relevant_from, settings.seed)
+                raise InputError(
+                    f"an id is at most {MAX_ID} characters (got {len(too_long[0][1])})", record=d.id[:80], field=too_long[0][0]
+                )
+        planned = plan_tasks(pool, golds or {}, settings.chunk, settings.honeypot_rate, rules.relevant_from, settings.seed)
         described = {k: v for k, v in pool.describe().items() if k != "meta"}
         with write_session(self.engine) as s:
             if s.scalar(select(Campaign.id).where(Campaign.name == name)) is not None:
                 raise InputError(f"campaign {name!r} exists already", field="NAME")
-            campaign = Campaign(name=name, description=settings.description,
-                                guidelines_json=json.dumps(rules.to_json()), k=settings.k,
-                                chunk=settings.chunk, honeypot_rate=settings.honeypot_rate,
-                                threshold=settings.honeypot_threshold, min_checks=settings.min_honeypots,
-                                seed=settings.seed, pool_json=json.dumps(described))
+            campaign = Campaign(
+                name=name,
+                description=settings.description,
+                guidelines_json=json.dumps(rules.to_json()),
+                k=settings.k,
+                chunk=settings.chunk,
+                honeypot_rate=settings.honeypot_rate,
+                threshold=settings.honeypot_threshold,
+                min_checks=settings.min_honeypots,
+                seed=settings.seed,
+                pool_json=json.dumps(described),
+            )
             s.add(campaign)
             s.flush()
-            rows = {d.id: JudgeDialogue(campaign_id=campaign.id, position=i, dialogue_id=d.id,
-                                        data_json=json.dumps(d.to_json(), ensure_ascii=False))
-                    for i, d in enumerate(pool)}
+            rows = {
+                d.id: JudgeDialogue(
+                    campaign_id=campaign.id, position=i, dialogue_id=d.id, data_json=json.dumps(d.to_json(), ensure_ascii=False)
+                )
+                for i, d in enumerate(pool)
+            }
             s.add_all(rows.values())
             s.flush()
-            tasks = [JudgeTask(campaign_id=campaign.id, seq=n, dialogue_pk=rows[t.dialogue].id,
-                               size=len(t.items)) for n, t in enumerate(planned, start=1)]
+            tasks = [
+                JudgeTask(campaign_id=campaign.id, seq=n, dialogue_pk=rows[t.dialogue].id, size=len(t.items))
+                for n, t in enumerate(planned, start=1)
+            ]
             s.add_all(tasks)
             s.flush()
-            s.add_all(JudgeItem(campaign_id=campaign.id, task_id=task.id, position=p,
-                                key=secrets.token_hex(8), candidate_id=it.candidate, title=it.title,
-                                body=it.body, gold=it.gold, source=it.source)
-                      for task, t in zip(tasks, planned) for p, it in enumerate(t.items))
+            s.add_all(
+                JudgeItem(
+                    campaign_id=campaign.id,
+                    task_id=task.id,
+                    position=p,
+                    key=secrets.token_hex(8),
+                    candidate_id=it.candidate,
+                    title=it.title,
+                    body=it.body,
+                    gold=it.gold,
+                    source=it.source,
+                )
+                for task, t in zip(tasks, planned)
+                for p, it in enumerate(t.items)
+            )
         return campaign
 
     def campaign(self, name: str) -> Campaign:
@@ -187,23 +211,26 @@ class Judging(Assignments, Reviews):
         """Replace a campaign's text and examples; the scale's grades cannot change once graded."""
         campaign = self.campaign(name)
         if rules.grades != self.guidelines(campaign).grades and self._graded(campaign.id):
-            raise InputError("the campaign has grades: its scale's grades cannot change "
-                             f"(now {self.guidelines(campaign).grades})", field="scale")
+            raise InputError(
+                f"the campaign has grades: its scale's grades cannot change (now {self.guidelines(campaign).grades})",
+                field="scale",
+            )
         with write_session(self.engine) as s:
             s.get(Campaign, campaign.id).guidelines_json = json.dumps(rules.to_json())
 
     def _graded(self, campaign_id: int) -> int:
         with read_session(self.engine) as s:
-            return int(s.scalar(select(func.count()).select_from(Grade).join(JudgeItem)
-                                .where(JudgeItem.campaign_id == campaign_id)))
+            return int(
+                s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(JudgeItem.campaign_id == campaign_id))
+            )
 
     def pool(self, campaign: Campaign) -> Collection:
         """The campaign's pool, as it was given (labels untouched)."""
         with read_session(self.engine) as s:
-            rows = s.scalars(select(JudgeDialogue.data_json).where(JudgeDialogue.campaign_id == campaign.id)
-                             .order_by(JudgeDialogue.position)).all()
-        return Collection(json.loads(campaign.pool_json)["name"],
-                          [dialogue_from_json(json.loads(r)) for r in rows])
+            rows = s.scalars(
+                select(JudgeDialogue.data_json).where(JudgeDialogue.campaign_id == campaign.id).order_by(JudgeDialogue.position)
+            ).all()
+        return Collection(json.loads(campaign.pool_json)["name"], [dialogue_from_json(json.loads(r)) for r in rows])
 
     # -- grades --------------------------------------------------------------
     def item(self, key: str) -> ItemRef | None:
@@ -212,8 +239,9 @@ class Judging(Assignments, Reviews):
             ref = self._items.get(key)
         if ref is None:
             with read_session(self.engine) as s:
-                row = s.execute(select(JudgeItem.id, JudgeItem.task_id, JudgeItem.campaign_id)
-                                .where(JudgeItem.key == key)).first()
+                row = s.execute(
+                    select(JudgeItem.id, JudgeItem.task_id, JudgeItem.campaign_id).where(JudgeItem.key == key)
+                ).first()
             if row is None:
                 return None
             ref = ItemRef(*row)
@@ -221,8 +249,15 @@ class Judging(Assignments, Reviews):
                 self._items[key] = ref
         return ref
 
-    def grade(self, assessor: Assessor, key: str, grade: int | None, unsure: bool = False,
-              seconds: float | None = None, source: str = "web") -> bool:
+    def grade(
+        self,
+        assessor: Assessor,
+        key: str,
+        grade: int | None,
+        unsure: bool = False,
+        seconds: float | None = None,
+        source: str = "web",
+    ) -> bool:
         """Record one grade (committed on return); True when it is the item's first from them."""
         ref = self.item(key)
         if ref is None:
@@ -238,7 +273,7 @@ class Judging(Assignments, Reviews):
         job = _Job(assessor.id, ref, grade, unsure, seconds, source)
         with self._pending_lock:
             self._pending.append(job)
-        with self._writer:          # group commit: the first to get here writes everyone's
+        with self._writer:  # group commit: the first to get here writes everyone's
             if not job.done:
                 with self._pending_lock:
                     batch, self._pending = self._pending, []
@@ -255,17 +290,16 @@ class Judging(Assignments, Reviews):
                 with write_session(self.engine) as s:
                     for job in batch:
                         try:
-                            job.new = self._upsert(s, job.assessor_id, job.ref, job.grade, job.unsure,
-                                                   job.seconds, job.source)
+                            job.new = self._upsert(s, job.assessor_id, job.ref, job.grade, job.unsure, job.seconds, job.source)
                             job.error = None
-                        except Refused as refused:       # raised before anything is written
+                        except Refused as refused:  # raised before anything is written
                             job.error = refused
                 break
-            except IntegrityError as err:    # the same grade sent twice at once (PostgreSQL): again
+            except IntegrityError as err:  # the same grade sent twice at once (PostgreSQL): again
                 if attempt == 2:
                     for job in batch:
                         job.error = err
-            except Exception as err:         # nothing of the batch is committed: all are told
+            except Exception as err:  # nothing of the batch is committed: all are told
                 for job in batch:
                     job.error = err
                 break
@@ -274,11 +308,14 @@ class Judging(Assignments, Reviews):
 
     def _upsert(self, s, assessor_id: int, ref: ItemRef, grade, unsure, seconds, source) -> bool:
         """Insert or replace one grade (SQL statements, no ORM objects: this is the hot path)."""
-        if s.execute(select(Assignment.id).where(Assignment.task_id == ref.task_id,
-                                                 Assignment.assessor_id == assessor_id)).first() is None:
+        if (
+            s.execute(
+                select(Assignment.id).where(Assignment.task_id == ref.task_id, Assignment.assessor_id == assessor_id)
+            ).first()
+            is None
+        ):
             raise Refused(403, "this item is not in one of your tasks")
-        existing = s.execute(select(Grade.id).where(Grade.item_id == ref.id,
-                                                    Grade.assessor_id == assessor_id)).scalar()
+        existing = s.execute(select(Grade.id).where(Grade.item_id == ref.id, Grade.assessor_id == assessor_id)).scalar()
         now = utcnow()
         values = {"grade": grade, "unsure": unsure, "source": source, "updated_at": now}
         if seconds is not None:
@@ -300,14 +337,24 @@ class Judging(Assignments, Reviews):
         campaign = self.campaign(name)
         values = self.guidelines(campaign).grades
         with write_session(self.engine) as s:
-            items = {k: (i, t) for k, i, t in s.execute(select(JudgeItem.key, JudgeItem.id, JudgeItem.task_id)
-                                                        .where(JudgeItem.campaign_id == campaign.id))}
+            items = {
+                k: (i, t)
+                for k, i, t in s.execute(
+                    select(JudgeItem.key, JudgeItem.id, JudgeItem.task_id).where(JudgeItem.campaign_id == campaign.id)
+                )
+            }
             people = {a.name: a.id for a in s.scalars(select(Assessor))}
-            assigned = set(s.execute(select(Assignment.task_id, Assignment.assessor_id).join(JudgeTask)
-                                     .where(JudgeTask.campaign_id == campaign.id)).all())
-            graded = dict(((i, a), g) for i, a, g in s.execute(
-                select(Grade.item_id, Grade.assessor_id, Grade.id).join(JudgeItem)
-                .where(JudgeItem.campaign_id == campaign.id)))
+            assigned = set(
+                s.execute(
+                    select(Assignment.task_id, Assignment.assessor_id).join(JudgeTask).where(JudgeTask.campaign_id == campaign.id)
+                ).all()
+            )
+            graded = dict(
+                ((i, a), g)
+                for i, a, g in s.execute(
+                    select(Grade.item_id, Grade.assessor_id, Grade.id).join(JudgeItem).where(JudgeItem.campaign_id == campaign.id)
+                )
+            )
             new, changed, now = [], [], utcnow()
             for row in rows:
                 where = row.get("where") or {}
@@ -315,8 +362,7 @@ class Judging(Assignments, Reviews):
                     raise InputError(f"item {row['item']!r} is not in campaign {name!r}", **where)
                 if row["grade"] is not None and row["grade"] not in values:
                     raise InputError(f"grade must be one of {values}, got {row['grade']!r}", **where)
-                seconds = checked_seconds(row.get("seconds"),
-                                          {**where, "field": row.get("seconds_field", "seconds")})
+                seconds = checked_seconds(row.get("seconds"), {**where, "field": row.get("seconds_field", "seconds")})
                 item_id, task_id = items[row["item"]]
                 who = self._importer(s, people, row["assessor"], origin, where)
                 if (task_id, who) not in assigned:
@@ -324,8 +370,13 @@ class Judging(Assignments, Reviews):
                         raise InputError(f"{row['assessor']} does not hold this item's task", **where)
                     s.add(Assignment(task_id=task_id, assessor_id=who))
                     assigned.add((task_id, who))
-                values_of = {"grade": row["grade"], "unsure": row["grade"] is None,
-                             "seconds": seconds, "source": origin or "bulk", "updated_at": now}
+                values_of = {
+                    "grade": row["grade"],
+                    "unsure": row["grade"] is None,
+                    "seconds": seconds,
+                    "source": origin or "bulk",
+                    "updated_at": now,
+                }
                 if (item_id, who) in graded and graded[item_id, who] is None:
                     raise InputError(f"{row['assessor']} grades item {row['item']} twice", **where)
                 if (item_id, who) in graded:
@@ -355,11 +406,12 @@ class Judging(Assignments, Reviews):
     def _pool_item(self, s, campaign: Campaign, key: str, where: str) -> JudgeItem:
         row = s.scalar(select(JudgeItem).where(JudgeItem.campaign_id == campaign.id, JudgeItem.key == key))
         if row is None or row.candidate_id is None:
-            raise InputError(f"{key!r} is not a sentence of campaign {campaign.name!r}"
-                             + (" (a planted check has no grade to decide)" if row is not None else ""),
-                             field=where)
+            raise InputError(
+                f"{key!r} is not a sentence of campaign {campaign.name!r}"
+                + (" (a planted check has no grade to decide)" if row is not None else ""),
+                field=where,
+            )
         return row
-
 
     # -- reading -------------------------------------------------------------
     def grades_frame(self, campaign: Campaign) -> pd.DataFrame:
@@ -368,14 +420,27 @@ class Judging(Assignments, Reviews):
 
         from dsr.judging.aggregate import COLUMNS
 
-        query = (select(Grade.item_id, Assessor.name, Grade.grade, Grade.unsure, Grade.seconds,
-                        JudgeItem.gold, JudgeItem.candidate_id.is_(None), JudgeDialogue.dialogue_id,
-                        JudgeItem.candidate_id, JudgeTask.seq, Grade.created_at)
-                 .join(Assessor, Grade.assessor_id == Assessor.id)
-                 .join(JudgeItem, Grade.item_id == JudgeItem.id)
-                 .join(JudgeTask, JudgeItem.task_id == JudgeTask.id)
-                 .join(JudgeDialogue, JudgeTask.dialogue_pk == JudgeDialogue.id)
-                 .where(JudgeItem.campaign_id == campaign.id).order_by(Grade.item_id, Assessor.name))
+        query = (
+            select(
+                Grade.item_id,
+                Assessor.name,
+                Grade.grade,
+                Grade.unsure,
+                Grade.seconds,
+                JudgeItem.gold,
+                JudgeItem.candidate_id.is_(None),
+                JudgeDialogue.dialogue_id,
+                JudgeItem.candidate_id,
+                JudgeTask.seq,
+                Grade.created_at,
+            )
+            .join(Assessor, Grade.assessor_id == Assessor.id)
+            .join(JudgeItem, Grade.item_id == JudgeItem.id)
+            .join(JudgeTask, JudgeItem.task_id == JudgeTask.id)
+            .join(JudgeDialogue, JudgeTask.dialogue_pk == JudgeDialogue.id)
+            .where(JudgeItem.campaign_id == campaign.id)
+            .order_by(Grade.item_id, Assessor.name)
+        )
         with read_session(self.engine) as s:
             rows = s.execute(query).all()
         frame = pd.DataFrame([tuple(r) for r in rows], columns=list(COLUMNS))
@@ -390,14 +455,27 @@ class Judging(Assignments, Reviews):
         """Every item: id, key, task seq, position, dialogue, candidate, title, body, gold, source."""
         pd = _pandas()
 
-        query = (select(JudgeItem.id, JudgeItem.key, JudgeTask.seq, JudgeItem.position,
-                        JudgeDialogue.dialogue_id, JudgeItem.candidate_id, JudgeItem.title,
-                        JudgeItem.body, JudgeItem.gold, JudgeItem.source)
-                 .join(JudgeTask, JudgeItem.task_id == JudgeTask.id)
-                 .join(JudgeDialogue, JudgeTask.dialogue_pk == JudgeDialogue.id)
-                 .where(JudgeItem.campaign_id == campaign.id).order_by(JudgeTask.seq, JudgeItem.position))
+        query = (
+            select(
+                JudgeItem.id,
+                JudgeItem.key,
+                JudgeTask.seq,
+                JudgeItem.position,
+                JudgeDialogue.dialogue_id,
+                JudgeItem.candidate_id,
+                JudgeItem.title,
+                JudgeItem.body,
+                JudgeItem.gold,
+                JudgeItem.source,
+            )
+            .join(JudgeTask, JudgeItem.task_id == JudgeTask.id)
+            .join(JudgeDialogue, JudgeTask.dialogue_pk == JudgeDialogue.id)
+            .where(JudgeItem.campaign_id == campaign.id)
+            .order_by(JudgeTask.seq, JudgeItem.position)
+        )
         with read_session(self.engine) as s:
             rows = s.execute(query).all()
-        return pd.DataFrame([tuple(r) for r in rows],
-                            columns=["item", "key", "task", "position", "dialogue", "candidate",
-                                     "title", "body", "gold", "source"])
+        return pd.DataFrame(
+            [tuple(r) for r in rows],
+            columns=["item", "key", "task", "position", "dialogue", "candidate", "title", "body", "gold", "source"],
+        )

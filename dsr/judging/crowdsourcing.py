@@ -48,9 +48,13 @@ def batch_rows(tasks: list[tuple[int, TaskContent]]) -> tuple[list[str], list[di
         columns += [f"item_{n}", f"doc_{n}", f"sentence_{n}"]
     rows = []
     for seq, task in tasks:
-        row = {"task": str(seq), "title": html.escape(task.title), "next_speaker": html.escape(task.next_speaker),
-               "turns_html": "".join(f"<p><b>{html.escape(t['speaker'])}</b> {html.escape(t['text'])}</p>"
-                                     for t in task.turns), "n": str(len(task.items))}
+        row = {
+            "task": str(seq),
+            "title": html.escape(task.title),
+            "next_speaker": html.escape(task.next_speaker),
+            "turns_html": "".join(f"<p><b>{html.escape(t['speaker'])}</b> {html.escape(t['text'])}</p>" for t in task.turns),
+            "n": str(len(task.items)),
+        }
         for n in range(1, slots + 1):
             item = task.items[n - 1] if n <= len(task.items) else None
             row[f"item_{n}"] = item["key"] if item else ""
@@ -89,10 +93,14 @@ def template(rules: Guidelines, slots: int) -> str:
 
 
 def _place(rules: Guidelines, n: int) -> str:
-    radios = " ".join(f'<label><input type="radio" name="grade_{n}" value="{g.grade}" required> '
-                      f'{g.grade} · {html.escape(g.name)}</label>' for g in rules.scale)
-    return (f'  <div class="s" data-item="${{item_{n}}}"><p><span class="doc">${{doc_{n}}}</span> ${{sentence_{n}}}</p>\n'
-            f'    {radios} <label><input type="radio" name="grade_{n}" value="{UNSURE}"> unsure</label></div>')
+    radios = " ".join(
+        f'<label><input type="radio" name="grade_{n}" value="{g.grade}" required> {g.grade} · {html.escape(g.name)}</label>'
+        for g in rules.scale
+    )
+    return (
+        f'  <div class="s" data-item="${{item_{n}}}"><p><span class="doc">${{doc_{n}}}</span> ${{sentence_{n}}}</p>\n'
+        f'    {radios} <label><input type="radio" name="grade_{n}" value="{UNSURE}"> unsure</label></div>'
+    )
 
 
 def write(folder: Path, tasks: list[tuple[int, TaskContent]], rules: Guidelines) -> None:
@@ -110,7 +118,7 @@ def read(path: Path) -> tuple[list[dict[str, Any]], int]:
 
     text = read_text(path, encoding="utf-8-sig")
     limit = csv.field_size_limit()
-    csv.field_size_limit(max(limit, len(text)))   # echoed inputs (a long dialogue's HTML) pass 128 KiB
+    csv.field_size_limit(max(limit, len(text)))  # echoed inputs (a long dialogue's HTML) pass 128 KiB
     reader = csv.DictReader(io.StringIO(text), strict=True)
     try:
         return _read_records(reader, path)
@@ -125,10 +133,11 @@ def _slots(columns: list[str], path: Path) -> list[int]:
     slots = []
     for column in columns:
         if column and column.startswith("Input.item_"):
-            number = column[len("Input.item_"):]
+            number = column[len("Input.item_") :]
             if not (number.isascii() and number.isdigit()):
-                raise InputError("expected Input.item_N with N a number (the batch's sentence places)",
-                                 path=path, line=1, field=column)
+                raise InputError(
+                    "expected Input.item_N with N a number (the batch's sentence places)", path=path, line=1, field=column
+                )
             slots.append(int(number))
     if not slots:
         raise InputError("no Input.item_N columns: not the results of a dsr judge batch", path=path, line=1)
@@ -157,16 +166,18 @@ def _read_records(reader: csv.DictReader, path: Path) -> tuple[list[dict[str, An
         if not who:
             raise InputError("no worker id", path=path, line=line, field=worker)
         if not who.isprintable() or len(who) > MAX_WORKER:
-            raise InputError(f"a worker id is 1 to {MAX_WORKER} printable characters (no control character, "
-                             f"got {ascii(who)[:60]})", path=path, line=line, field=worker)
+            raise InputError(
+                f"a worker id is 1 to {MAX_WORKER} printable characters (no control character, got {ascii(who)[:60]})",
+                path=path,
+                line=line,
+                field=worker,
+            )
         seconds = _seconds(record.get("WorkTimeInSeconds"), len(found), path, line)
         for key, grade in found:
             if (key, who) in seen:
-                raise InputError(f"worker {who} graded item {key} twice (also on line {seen[key, who]})",
-                                 path=path, line=line)
+                raise InputError(f"worker {who} graded item {key} twice (also on line {seen[key, who]})", path=path, line=line)
             seen[key, who] = line
-            rows.append({"item": key, "assessor": who, "grade": grade, "seconds": seconds,
-                         "where": {"path": path, "line": line}})
+            rows.append({"item": key, "assessor": who, "grade": grade, "seconds": seconds, "where": {"path": path, "line": line}})
     return rows, left_out
 
 
@@ -174,8 +185,11 @@ def _answer(record: dict[str, str], n: int, where: dict) -> int | None | bool:
     """The grade at place n: an int, None (unsure), or False when the place was not answered."""
     value = (record.get(f"Answer.grade_{n}") or "").strip()
     if not value:
-        ticked = [c.rsplit(".", 1)[1] for c, v in record.items()
-                  if c and c.startswith(f"Answer.grade_{n}.") and (v or "").strip().lower() == "true"]
+        ticked = [
+            c.rsplit(".", 1)[1]
+            for c, v in record.items()
+            if c and c.startswith(f"Answer.grade_{n}.") and (v or "").strip().lower() == "true"
+        ]
         if len(ticked) > 1:
             raise InputError(f"several answers ticked: {ticked}", **where)
         value = ticked[0] if ticked else ""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:                 # the store pulls SQLAlchemy; the command line imports this module
+if TYPE_CHECKING:  # the store pulls SQLAlchemy; the command line imports this module
     from dsr.judging.campaigns import Judging
 
 
@@ -28,8 +28,10 @@ def tally(judging: Judging, name: str, rows: list[dict[str, Any]], origin: str |
     campaign = judging.campaign(name)
     keys = judging.items_frame(campaign).set_index("item")["key"]
     frame = judging.grades_frame(campaign)
-    stored = {(keys[i], a): (None if u or g != g else int(g))
-              for i, a, g, u in zip(frame["item"], frame["assessor"], frame["grade"], frame["unsure"])}
+    stored = {
+        (keys[i], a): (None if u or g != g else int(g))
+        for i, a, g, u in zip(frame["item"], frame["assessor"], frame["grade"], frame["unsure"])
+    }
     new = present = changed = 0
     for row in rows:
         who = row["assessor"] if origin is None else f"{origin}:{row['assessor']}"

@@ -55,11 +55,14 @@ class Guidelines:
         return self.relevant(grade) == self.relevant(gold)
 
     def to_json(self) -> dict[str, Any]:
-        return {"question": self.question,
-                "scale": [{"grade": g.grade, "key": g.key, "name": g.name, "help": g.help}
-                          for g in self.scale],
-                "relevant_from": self.relevant_from, "honeypot_match": self.honeypot_match,
-                "guidelines": self.guidelines, "examples": self.examples}
+        return {
+            "question": self.question,
+            "scale": [{"grade": g.grade, "key": g.key, "name": g.name, "help": g.help} for g in self.scale],
+            "relevant_from": self.relevant_from,
+            "honeypot_match": self.honeypot_match,
+            "guidelines": self.guidelines,
+            "examples": self.examples,
+        }
 
     @property
     def paragraphs(self) -> list[str]:
@@ -74,20 +77,23 @@ def load(path: str | Path | None = None) -> Guidelines:
     """The guidelines in ``path`` (YAML), or the default ones; InputError names the field."""
     import yaml
 
-
     source = Path(path) if path is not None else DEFAULT_FILE
     text = read_text(source)
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        raise InputError(f"not valid YAML ({getattr(err, 'problem', None) or err})", path=source,
-                         line=mark.line + 1 if mark is not None else None) from None
+        raise InputError(
+            f"not valid YAML ({getattr(err, 'problem', None) or err})",
+            path=source,
+            line=mark.line + 1 if mark is not None else None,
+        ) from None
     return from_json(raw, source)
 
 
 def from_json(raw: Any, source: str | Path | None = None) -> Guidelines:
     """Check and build guidelines from their JSON/YAML form."""
+
     def fail(message: str, name: str) -> InputError:
         return InputError(message, path=source, field=name)
 
@@ -104,10 +110,8 @@ def from_json(raw: Any, source: str | Path | None = None) -> Guidelines:
     if len(set(keys)) != len(keys):
         raise fail(f"two grades share a key: {keys}", "scale")
     relevant_from = raw.get("relevant_from", 1)
-    if not isinstance(relevant_from, int) or isinstance(relevant_from, bool) \
-            or not values[0] < relevant_from <= values[-1]:
-        raise fail(f"a grade above the lowest ({values[0]}) and at most the highest ({values[-1]})",
-                   "relevant_from")
+    if not isinstance(relevant_from, int) or isinstance(relevant_from, bool) or not values[0] < relevant_from <= values[-1]:
+        raise fail(f"a grade above the lowest ({values[0]}) and at most the highest ({values[-1]})", "relevant_from")
     match = raw.get("honeypot_match", "binary")
     if match not in MATCH_RULES:
         raise fail(f"one of {', '.join(MATCH_RULES)}", "honeypot_match")
@@ -135,8 +139,7 @@ def _grade(entry: Any, i: int, fail) -> Grade:
     if len(key) != 1 or key.isspace():
         raise fail(f"one character, got {key!r}", f"{name}.key")
     if key in RESERVED_KEYS:
-        raise fail(f"{key!r} is kept for navigation (reserved: {' '.join(sorted(RESERVED_KEYS))})",
-                   f"{name}.key")
+        raise fail(f"{key!r} is kept for navigation (reserved: {' '.join(sorted(RESERVED_KEYS))})", f"{name}.key")
     label = entry.get("name")
     if not isinstance(label, str) or not label.strip():
         raise fail("missing", f"{name}.name")

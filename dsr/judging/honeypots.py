@@ -85,8 +85,7 @@ def quoted_candidate(dialogue: Dialogue, min_words: int = QUOTE_MIN_WORDS) -> st
     best, best_id = 0, None
     for candidate in dialogue.candidates:
         words = tokenize(candidate.body)
-        match = SequenceMatcher(None, turn, words, autojunk=False).find_longest_match(
-            0, len(turn), 0, len(words))
+        match = SequenceMatcher(None, turn, words, autojunk=False).find_longest_match(0, len(turn), 0, len(words))
         if match.size > best:
             best, best_id = match.size, candidate.id
     return best_id if best >= min_words else None
@@ -134,12 +133,18 @@ def traps(dialogue: Dialogue, title: str, body: str, words: set[str], recent: se
     title-match script: its title is the dialogue's or shares a content word with ``words``,
     what the assessor is shown (:func:`shown_words`), the word-overlap script: it shares a
     content word with the last turns)."""
-    return (title == dialogue.title or bool(content_words(title) & words),
-            bool(content_words(body) & recent))
+    return (title == dialogue.title or bool(content_words(title) & words), bool(content_words(body) & recent))
 
 
-def not_relevant(dialogue: Dialogue, title: str, title_words: set[str], body_words: set[str],
-                 words: set[str], recent: set[str], following: set[str]) -> str | None:
+def not_relevant(
+    dialogue: Dialogue,
+    title: str,
+    title_words: set[str],
+    body_words: set[str],
+    words: set[str],
+    recent: set[str],
+    following: set[str],
+) -> str | None:
     """The kind of known not-relevant sentence (see the module docstring), or None."""
     if body_words & following:
         return None
@@ -151,8 +156,9 @@ def not_relevant(dialogue: Dialogue, title: str, title_words: set[str], body_wor
     return "other-document" if body_words & recent else None
 
 
-def auto_golds(pool: Collection, low: int, high: int, seed: int = 0,
-               negatives: int = NEGATIVES_PER_DIALOGUE) -> dict[str, GoldSet]:
+def auto_golds(
+    pool: Collection, low: int, high: int, seed: int = 0, negatives: int = NEGATIVES_PER_DIALOGUE
+) -> dict[str, GoldSet]:
     """Known answers built from the pool itself (see the module docstring)."""
     rng = np.random.default_rng(seed)
     sentences = {}
@@ -169,7 +175,7 @@ def auto_golds(pool: Collection, low: int, high: int, seed: int = 0,
         words = dialogue_words(d) | content_words(d.title)
         recent = recent_words(d)
         following = content_words(d.target.body) if d.target is not None else set()
-        for index in rng.permutation(len(d.candidates)):        # the dialogue's own candidates first
+        for index in rng.permutation(len(d.candidates)):  # the dialogue's own candidates first
             c = d.candidates[index]
             body_words, title_words = sentences[c.title, c.body]
             how = not_relevant(d, c.title, title_words, body_words, words, recent, following)
@@ -177,11 +183,10 @@ def auto_golds(pool: Collection, low: int, high: int, seed: int = 0,
                 gold.known[c.id] = (low, how)
         own = {(c.title, c.body) for c in d.candidates}
         found: list[Planted] = []
-        for index in rng.permutation(len(keys)):                # then the pool's other sentences
+        for index in rng.permutation(len(keys)):  # then the pool's other sentences
             title, body = keys[index]
             body_words, title_words = sentences[title, body]
-            how = (title, body) not in own and not_relevant(d, title, title_words, body_words, words, recent,
-                                                              following)
+            how = (title, body) not in own and not_relevant(d, title, title_words, body_words, words, recent, following)
             if how:
                 found.append(Planted(title, body, low, how))
         shown = shown_words(d)
@@ -213,8 +218,7 @@ def judged_golds(pool: Collection, judged: Collection) -> dict[str, GoldSet]:
         if d.id not in judged:
             continue
         theirs = {c.id: c for c in judged[d.id].candidates}
-        known = {c.id: (theirs[c.id].label, "judged") for c in d.candidates
-                 if c.id in theirs and theirs[c.id].body == c.body}
+        known = {c.id: (theirs[c.id].label, "judged") for c in d.candidates if c.id in theirs and theirs[c.id].body == c.body}
         if known:
             golds[d.id] = GoldSet(known=known)
     return golds

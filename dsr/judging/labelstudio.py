@@ -41,13 +41,15 @@ from dsr.judging.views import TaskContent
 ORIGIN = "label-studio"
 FILES = ("tasks.json", "config.xml", "instructions.html")
 UNSURE = "unsure"
-GRADE = "grade_"              # the Choices of sentence N are grade_N
+GRADE = "grade_"  # the Choices of sentence N are grade_N
 
 
 def label_config(rules: Guidelines) -> str:
-    choices = "\n".join(f"      <Choice value={quoteattr(str(g.grade))} alias={quoteattr(str(g.grade))} "
-                        f"html={quoteattr(f'<b>{g.grade}</b> {html.escape(g.name)}')} hint={quoteattr(g.help)}/>"
-                        for g in rules.scale)
+    choices = "\n".join(
+        f"      <Choice value={quoteattr(str(g.grade))} alias={quoteattr(str(g.grade))} "
+        f"html={quoteattr(f'<b>{g.grade}</b> {html.escape(g.name)}')} hint={quoteattr(g.help)}/>"
+        for g in rules.scale
+    )
     return f"""<View>
   <Header value="$title"/>
   <Paragraphs name="dialogue" value="$turns" layout="dialogue" nameKey="speaker" textKey="text"/>
@@ -66,24 +68,34 @@ def label_config(rules: Guidelines) -> str:
 
 
 def instructions(rules: Guidelines) -> str:
-    scale = "".join(f"<li><b>{g.grade} · {html.escape(g.name)}</b> (key {html.escape(g.key)}): "
-                    f"{html.escape(g.help)}</li>" for g in rules.scale)
+    scale = "".join(
+        f"<li><b>{g.grade} · {html.escape(g.name)}</b> (key {html.escape(g.key)}): {html.escape(g.help)}</li>"
+        for g in rules.scale
+    )
     text = "".join(f"<p>{html.escape(p)}</p>" for p in rules.paragraphs)
     return f"<h3>{html.escape(rules.question)}</h3><ul>{scale}<li><b>unsure</b> (key u)</li></ul>{text}\n"
 
 
 def tasks_json(dialogues: list[tuple[list[int], TaskContent]]) -> list[dict[str, Any]]:
-    return [{"data": {"dsr_tasks": seqs, "title": task.title, "turns": task.turns,
-                      "next_line": f"Next to speak: {task.next_speaker}",
-                      "sentences": [{"dsr_item": item["key"], "title": item["title"], "text": item["body"]}
-                                    for item in task.items]}}
-            for seqs, task in dialogues]
+    return [
+        {
+            "data": {
+                "dsr_tasks": seqs,
+                "title": task.title,
+                "turns": task.turns,
+                "next_line": f"Next to speak: {task.next_speaker}",
+                "sentences": [{"dsr_item": item["key"], "title": item["title"], "text": item["body"]} for item in task.items],
+            }
+        }
+        for seqs, task in dialogues
+    ]
 
 
 def write(folder: Path, tasks: list[tuple[int, TaskContent]], rules: Guidelines) -> None:
     """The three files into ``folder`` (an empty staging folder of ``atomic_dir``)."""
-    (folder / "tasks.json").write_text(json.dumps(tasks_json(by_dialogue(tasks)), ensure_ascii=False, indent=1) + "\n",
-                                       encoding="utf-8")
+    (folder / "tasks.json").write_text(
+        json.dumps(tasks_json(by_dialogue(tasks)), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    )
     (folder / "config.xml").write_text(label_config(rules), encoding="utf-8")
     (folder / "instructions.html").write_text(instructions(rules), encoding="utf-8")
 
@@ -94,8 +106,7 @@ def by_dialogue(tasks: list[tuple[int, TaskContent]]) -> list[tuple[list[int], T
     out: list[tuple[list[int], TaskContent]] = []
     for seq, task in tasks:
         last = out[-1][1] if out else None
-        if last is not None and (last.title, last.turns, last.next_speaker) == \
-                (task.title, task.turns, task.next_speaker):
+        if last is not None and (last.title, last.turns, last.next_speaker) == (task.title, task.turns, task.next_speaker):
             out[-1] = (out[-1][0] + [seq], replace(last, items=last.items + task.items))
         else:
             out.append(([seq], task))
@@ -124,8 +135,9 @@ def read(path: Path) -> tuple[list[dict[str, Any]], int]:
             for row in grades:
                 pair = (row["item"], row["assessor"])
                 if pair in seen:
-                    raise InputError(f"annotator {row['assessor']} graded sentence {row['item']} twice "
-                                     f"(also in {seen[pair]})", **row["where"])
+                    raise InputError(
+                        f"annotator {row['assessor']} graded sentence {row['item']} twice (also in {seen[pair]})", **row["where"]
+                    )
                 seen[pair] = where["record"]
                 rows.append(row)
     return rows, left_out
@@ -137,15 +149,17 @@ def _sentences(data: Any, where: dict) -> list[str]:
         raise InputError(f"expected an object, got {type(data).__name__}", field="data", **where)
     sentences = data.get("sentences")
     if not isinstance(sentences, list) or not sentences:
-        why = ("a task of the one-sentence layout of an earlier dsr: export the tasks again"
-               if "dsr_item" in data else "not a task exported by dsr judge")
+        why = (
+            "a task of the one-sentence layout of an earlier dsr: export the tasks again"
+            if "dsr_item" in data
+            else "not a task exported by dsr judge"
+        )
         raise InputError(f"no data.sentences: {why}", field="data.sentences", **where)
     keys = []
     for n, sentence in enumerate(sentences):
         key = sentence.get("dsr_item") if isinstance(sentence, dict) else None
         if not isinstance(key, str) or not key:
-            raise InputError("expected an object with the sentence's dsr_item",
-                             field=f"data.sentences[{n}].dsr_item", **where)
+            raise InputError("expected an object with the sentence's dsr_item", field=f"data.sentences[{n}].dsr_item", **where)
         keys.append(key)
     return keys
 
@@ -166,8 +180,7 @@ def _annotation(annotation: Any, items: list[str], where: dict) -> list[dict[str
     if result is None:
         result = []
     if not isinstance(result, list):
-        raise InputError(f"expected a list of results, got {type(result).__name__}",
-                         **{**where, "field": field + ".result"})
+        raise InputError(f"expected a list of results, got {type(result).__name__}", **{**where, "field": field + ".result"})
     picked: dict[int, tuple[int | None, dict]] = {}
     for k, entry in enumerate(result):
         at = {**where, "field": f"{field}.result[{k}]"}
@@ -178,9 +191,16 @@ def _annotation(annotation: Any, items: list[str], where: dict) -> list[dict[str
     seconds = annotation.get("lead_time")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not picked:
         seconds = None
-    return [{"item": items[place], "assessor": str(who), "grade": grade,
-             "seconds": None if seconds is None else float(seconds) / len(picked), "where": at}
-            for place, (grade, at) in sorted(picked.items())]
+    return [
+        {
+            "item": items[place],
+            "assessor": str(who),
+            "grade": grade,
+            "seconds": None if seconds is None else float(seconds) / len(picked),
+            "where": at,
+        }
+        for place, (grade, at) in sorted(picked.items())
+    ]
 
 
 def _choice(entry: Any, places: int, where: dict) -> tuple[int, int | None]:
@@ -188,14 +208,15 @@ def _choice(entry: Any, places: int, where: dict) -> tuple[int, int | None]:
     if not isinstance(entry, dict):
         raise InputError(f"expected a result object, got {type(entry).__name__}", **where)
     name = entry.get("from_name")
-    number = name[len(GRADE):] if isinstance(name, str) and name.startswith(GRADE) else ""
+    number = name[len(GRADE) :] if isinstance(name, str) and name.startswith(GRADE) else ""
     if not (number.isascii() and number.isdigit()) or int(number) >= places:
-        raise InputError(f"from_name {name!r} is not the grade of one of the task's {places} sentences "
-                         f"({GRADE}0 to {GRADE}{places - 1})", **{**where, "field": where["field"] + ".from_name"})
+        raise InputError(
+            f"from_name {name!r} is not the grade of one of the task's {places} sentences ({GRADE}0 to {GRADE}{places - 1})",
+            **{**where, "field": where["field"] + ".from_name"},
+        )
     value = entry.get("value")
     if not isinstance(value, dict):
-        raise InputError(f"expected an object, got {type(value).__name__}",
-                         **{**where, "field": where["field"] + ".value"})
+        raise InputError(f"expected an object, got {type(value).__name__}", **{**where, "field": where["field"] + ".value"})
     picked = value.get("choices")
     if not isinstance(picked, list) or len(picked) != 1 or not isinstance(picked[0], str):
         raise InputError(f"expected one choice, got {picked!r}", **{**where, "field": where["field"] + ".value.choices"})
@@ -204,5 +225,6 @@ def _choice(entry: Any, places: int, where: dict) -> tuple[int, int | None]:
     try:
         return int(number), int(picked[0])
     except ValueError:
-        raise InputError(f"not a grade of the scale: {picked[0]!r}",
-                         **{**where, "field": where["field"] + ".value.choices"}) from None
+        raise InputError(
+            f"not a grade of the scale: {picked[0]!r}", **{**where, "field": where["field"] + ".value.choices"}
+        ) from None

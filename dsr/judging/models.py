@@ -29,7 +29,7 @@ class Campaign(Base):
     threshold: Mapped[float] = mapped_column(Float)
     min_checks: Mapped[int] = mapped_column(Integer)
     seed: Mapped[int] = mapped_column(Integer)
-    pool_json: Mapped[str] = mapped_column(Text)            # the pool's name, hash and size
+    pool_json: Mapped[str] = mapped_column(Text)  # the pool's name, hash and size
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -40,7 +40,7 @@ class JudgeDialogue(Base):
     campaign_id: Mapped[int] = mapped_column(ForeignKey("judge_campaigns.id"), index=True)
     position: Mapped[int] = mapped_column(Integer)
     dialogue_id: Mapped[str] = mapped_column(String(500))
-    data_json: Mapped[str] = mapped_column(Text)            # the pool file's record
+    data_json: Mapped[str] = mapped_column(Text)  # the pool file's record
 
 
 class JudgeTask(Base):
@@ -48,7 +48,7 @@ class JudgeTask(Base):
     __table_args__ = (UniqueConstraint("campaign_id", "seq", name="uq_judge_task_seq"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     campaign_id: Mapped[int] = mapped_column(ForeignKey("judge_campaigns.id"), index=True)
-    seq: Mapped[int] = mapped_column(Integer)               # 1, 2, ... within the campaign
+    seq: Mapped[int] = mapped_column(Integer)  # 1, 2, ... within the campaign
     dialogue_pk: Mapped[int] = mapped_column(ForeignKey("judge_dialogues.id"))
     size: Mapped[int] = mapped_column(Integer)
 
@@ -94,7 +94,7 @@ class Grade(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     item_id: Mapped[int] = mapped_column(ForeignKey("judge_items.id"))
     assessor_id: Mapped[int] = mapped_column(ForeignKey("judge_assessors.id"), index=True)
-    grade: Mapped[int | None] = mapped_column(Integer, nullable=True)   # null: unsure
+    grade: Mapped[int | None] = mapped_column(Integer, nullable=True)  # null: unsure
     unsure: Mapped[bool] = mapped_column(Boolean, default=False)
     seconds: Mapped[float | None] = mapped_column(Float, nullable=True)
     source: Mapped[str] = mapped_column(String(20), default="web")

@@ -26,52 +26,104 @@ from dsr.core.errors import InputError
 from dsr.core.params import Param, settings_type
 
 #: the longest a grade may say it took: longer means the page was left open, not read
-SECONDS = Param("max_seconds", 3600.0, "float", low=1.0,
-                help="the longest a grade may say it took (seconds); longer, negative or "
-                     "non-finite times are refused")
+SECONDS = Param(
+    "max_seconds",
+    3600.0,
+    "float",
+    low=1.0,
+    help="the longest a grade may say it took (seconds); longer, negative or non-finite times are refused",
+)
 
 FLAG_PARAMS = (
-    Param("min_seconds", 2.0, "float", low=0.0, metavar="S",
-          help="flag an assessor whose median seconds per sentence is below this (too fast to read)"),
-    Param("one_grade_share", 0.98, "float", above=0.0, high=1.0, metavar="F",
-          help="flag an assessor who gives one grade to at least this share of their sentences"),
-    Param("min_kappa", 0.2, "float", low=-1.0, high=1.0, metavar="K",
-          help="flag an assessor whose Cohen's kappa with the majority grade of the other counted "
-               "assessors is below this"),
-    Param("min_flag_grades", 20, "int", low=1, metavar="N",
-          help="grades an assessor needs before the flags above are judged"),
+    Param(
+        "min_seconds",
+        2.0,
+        "float",
+        low=0.0,
+        metavar="S",
+        help="flag an assessor whose median seconds per sentence is below this (too fast to read)",
+    ),
+    Param(
+        "one_grade_share",
+        0.98,
+        "float",
+        above=0.0,
+        high=1.0,
+        metavar="F",
+        help="flag an assessor who gives one grade to at least this share of their sentences",
+    ),
+    Param(
+        "min_kappa",
+        0.2,
+        "float",
+        low=-1.0,
+        high=1.0,
+        metavar="K",
+        help="flag an assessor whose Cohen's kappa with the majority grade of the other counted assessors is below this",
+    ),
+    Param("min_flag_grades", 20, "int", low=1, metavar="N", help="grades an assessor needs before the flags above are judged"),
 )
 
 REVIEW_PARAMS = (
-    Param("min_posterior", 0.8, "float", low=0.0, high=1.0, metavar="P",
-          help="list an item whose aggregated grade has a posterior probability (Dawid-Skene "
-               "unless --method says otherwise) below this"),
-    Param("min_agreement", 0.67, "float", low=0.0, high=1.0, metavar="F",
-          help="list an item where the share of counted grades equal to the aggregate is below this"),
+    Param(
+        "min_posterior",
+        0.8,
+        "float",
+        low=0.0,
+        high=1.0,
+        metavar="P",
+        help="list an item whose aggregated grade has a posterior probability (Dawid-Skene "
+        "unless --method says otherwise) below this",
+    ),
+    Param(
+        "min_agreement",
+        0.67,
+        "float",
+        low=0.0,
+        high=1.0,
+        metavar="F",
+        help="list an item where the share of counted grades equal to the aggregate is below this",
+    ),
 )
 
 
 CAMPAIGN_PARAMS = (
     Param("k", 3, "int", low=1, high=20, metavar="N", help="assessors per sentence"),
     Param("chunk", 10, "int", low=1, metavar="N", help="sentences per task (a dialogue's are cut in tasks)"),
-    Param("honeypot_rate", 0.1, "float", low=0.0, below=1.0, metavar="R",
-          help="honeypot checks per sentence in a task (at least one per task when known)"),
-    Param("honeypot_threshold", 0.7, "float", low=0.0, high=1.0, metavar="A",
-          help="honeypot accuracy an assessor needs for their grades to count"),
-    Param("min_honeypots", 3, "int", low=0, metavar="N",
-          help="honeypots an assessor must answer before their grades can count"),
+    Param(
+        "honeypot_rate",
+        0.1,
+        "float",
+        low=0.0,
+        below=1.0,
+        metavar="R",
+        help="honeypot checks per sentence in a task (at least one per task when known)",
+    ),
+    Param(
+        "honeypot_threshold",
+        0.7,
+        "float",
+        low=0.0,
+        high=1.0,
+        metavar="A",
+        help="honeypot accuracy an assessor needs for their grades to count",
+    ),
+    Param("min_honeypots", 3, "int", low=0, metavar="N", help="honeypots an assessor must answer before their grades can count"),
     Param("seed", 0, "int", metavar="N", help="seed of shuffles, tasks and assignment"),
     Param("description", "", "str", metavar="TEXT", help="shown to assessors"),
 )
 
 #: how a campaign is judged: ``Settings(k=3, honeypot_threshold=0.6)``; a value out of range is
 #: an InputError naming the field
-Settings = settings_type("Settings", CAMPAIGN_PARAMS, "a judging campaign",
-                         "How a campaign is judged (``CAMPAIGN_PARAMS``; ``dsr judge create --help``).")
+Settings = settings_type(
+    "Settings",
+    CAMPAIGN_PARAMS,
+    "a judging campaign",
+    "How a campaign is judged (``CAMPAIGN_PARAMS``; ``dsr judge create --help``).",
+)
 
 
-def checked_seconds(value: Any, where: dict[str, Any] | None = None,
-                    limit: float = SECONDS.default) -> float | None:
+def checked_seconds(value: Any, where: dict[str, Any] | None = None, limit: float = SECONDS.default) -> float | None:
     """``value`` as a float when it is a plausible grade time (None stays None), else an
     :class:`InputError` naming ``where``'s field (``seconds`` unless it says otherwise)."""
     if value is None:
@@ -79,9 +131,8 @@ def checked_seconds(value: Any, where: dict[str, Any] | None = None,
     where = {"field": "seconds", **(where or {})}
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(f"seconds must be a number, got {_short(value)}", **where)
-    if not (0 <= value <= limit) or not math.isfinite(value):      # NaN fails both: refused
-        raise InputError(f"seconds must be a finite number from 0 to {limit:g}, got {_short(value)}",
-                         **where)
+    if not (0 <= value <= limit) or not math.isfinite(value):  # NaN fails both: refused
+        raise InputError(f"seconds must be a finite number from 0 to {limit:g}, got {_short(value)}", **where)
     return float(value)
 
 

@@ -21,8 +21,9 @@ from dsr.judging.campaigns import Judging
 from dsr.judging.quality import REVIEW_PARAMS
 
 
-def review_queue(judging: Judging, name: str, method: str = "ds",
-                 thresholds: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def review_queue(
+    judging: Judging, name: str, method: str = "ds", thresholds: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """The items to review, the least certain first: key, dialogue, candidate, text, the
     counted grades by assessor, the aggregate, its posterior, the agreement, and whether
     the item was sent back already."""
@@ -50,10 +51,25 @@ def review_queue(judging: Judging, name: str, method: str = "ds",
         if posterior >= limits["min_posterior"] and agreement >= limits["min_agreement"]:
             continue
         info = items.loc[item]
-        out.append({"key": info["key"], "dialogue": info["dialogue"], "candidate": info["candidate"],
-                    "text": info["body"], "grades": {str(a): int(g) for a, g in sorted(given.items())},
-                    "aggregate": label, "posterior": posterior, "agreement": agreement,
-                    "sent_back": item in sent,
-                    "why": [w for w, bad in (("uncertain", posterior < limits["min_posterior"]),
-                                             ("disagreement", agreement < limits["min_agreement"])) if bad]})
+        out.append(
+            {
+                "key": info["key"],
+                "dialogue": info["dialogue"],
+                "candidate": info["candidate"],
+                "text": info["body"],
+                "grades": {str(a): int(g) for a, g in sorted(given.items())},
+                "aggregate": label,
+                "posterior": posterior,
+                "agreement": agreement,
+                "sent_back": item in sent,
+                "why": [
+                    w
+                    for w, bad in (
+                        ("uncertain", posterior < limits["min_posterior"]),
+                        ("disagreement", agreement < limits["min_agreement"]),
+                    )
+                    if bad
+                ],
+            }
+        )
     return sorted(out, key=lambda r: (r["posterior"], r["agreement"], r["key"]))

@@ -44,8 +44,10 @@ class Reviews:
             holders: dict[int, set[int]] = {}
             load = dict.fromkeys(people, 0)
             for task_id, assessor_id, size in s.execute(
-                    select(Assignment.task_id, Assignment.assessor_id, JudgeTask.size).join(JudgeTask)
-                    .where(JudgeTask.campaign_id == campaign.id)):
+                select(Assignment.task_id, Assignment.assessor_id, JudgeTask.size)
+                .join(JudgeTask)
+                .where(JudgeTask.campaign_id == campaign.id)
+            ):
                 holders.setdefault(task_id, set()).add(assessor_id)
                 if assessor_id in load:
                     load[assessor_id] += size
@@ -54,9 +56,11 @@ class Reviews:
                 have = holders.setdefault(item.task_id, set())
                 free = sorted((a for a in people if a not in have), key=lambda a: (load[a], people[a]))
                 if len(free) < extra:
-                    raise InputError(f"item {key} needs {extra} more assessor(s); {len(free)} with a token "
-                                     "do not hold its task (add some with dsr judge add-assessor)",
-                                     field="send_back")
+                    raise InputError(
+                        f"item {key} needs {extra} more assessor(s); {len(free)} with a token "
+                        "do not hold its task (add some with dsr judge add-assessor)",
+                        field="send_back",
+                    )
                 size = s.get(JudgeTask, item.task_id).size
                 for a in free[:extra]:
                     s.add(Assignment(task_id=item.task_id, assessor_id=a))
@@ -69,12 +73,14 @@ class Reviews:
     def reviews(self, campaign: Campaign) -> list[dict[str, Any]]:
         """Every review decision of the campaign, oldest first: item id and key, action, grade,
         by, note, when."""
-        query = (select(Review.item_id, JudgeItem.key, Review.action, Review.grade, Review.decided_by,
-                        Review.note, Review.created_at).join(JudgeItem, Review.item_id == JudgeItem.id)
-                 .where(JudgeItem.campaign_id == campaign.id).order_by(Review.id))
+        query = (
+            select(Review.item_id, JudgeItem.key, Review.action, Review.grade, Review.decided_by, Review.note, Review.created_at)
+            .join(JudgeItem, Review.item_id == JudgeItem.id)
+            .where(JudgeItem.campaign_id == campaign.id)
+            .order_by(Review.id)
+        )
         with read_session(self.engine) as s:
-            return [dict(zip(("item", "key", "action", "grade", "by", "note", "at"), row))
-                    for row in s.execute(query)]
+            return [dict(zip(("item", "key", "action", "grade", "by", "note", "at"), row)) for row in s.execute(query)]
 
 
 def _checked_name(name: str, field: str) -> str:

@@ -35,11 +35,12 @@ from dsr.web.security import csp
 from dsr.web.signin import CSRF_REFUSED, SignIn
 
 router = APIRouter()
-ROUTERS = [router]   # what dsr.server adds to the board's app
-STATIC = Path(__file__).parent / "static"   # served under /judge/static by dsr.server
+ROUTERS = [router]  # what dsr.server adds to the board's app
+STATIC = Path(__file__).parent / "static"  # served under /judge/static by dsr.server
 #: the assessor's sign-in: session cookie ``dsr_judge``, the logged-out forms' nonce ``dsr_judge_csrf``
-SIGNIN = SignIn(app="judging", cookie="dsr_judge", csrf_cookie="dsr_judge_csrf", table=JudgeSession,
-                read=read_session, write=write_session)
+SIGNIN = SignIn(
+    app="judging", cookie="dsr_judge", csrf_cookie="dsr_judge_csrf", table=JudgeSession, read=read_session, write=write_session
+)
 
 
 def judging(request: Request) -> Judging:
@@ -56,7 +57,7 @@ def web_assessor(request: Request) -> Assessor | None:
         return None
     with read_session(judging(request).engine) as s:
         found = s.get(Assessor, row.assessor_id)
-    return found if found is not None and found.token_hash is not None else None   # removed: no session
+    return found if found is not None and found.token_hash is not None else None  # removed: no session
 
 
 def api_assessor(request: Request) -> tuple[Assessor | None, bool]:
@@ -67,11 +68,22 @@ def api_assessor(request: Request) -> tuple[Assessor | None, bool]:
     return web_assessor(request), False
 
 
-PAGES = Pages(Path(__file__).parent / "templates",
-              Site("dsr judging", "/judge", "/judge/login", "/judge/logout", "judge_base.html",
-                   back="Your campaigns", signin="judge_login.html"),
-              SIGNIN, "assessor", web_assessor,
-              headers={"Content-Security-Policy": csp(scripts=True), "Cache-Control": "no-store"})
+PAGES = Pages(
+    Path(__file__).parent / "templates",
+    Site(
+        "dsr judging",
+        "/judge",
+        "/judge/login",
+        "/judge/logout",
+        "judge_base.html",
+        back="Your campaigns",
+        signin="judge_login.html",
+    ),
+    SIGNIN,
+    "assessor",
+    web_assessor,
+    headers={"Content-Security-Policy": csp(scripts=True), "Cache-Control": "no-store"},
+)
 render = PAGES.render
 problem = PAGES.problem
 
@@ -81,8 +93,7 @@ def judge_index(request: Request):
     assessor = web_assessor(request)
     if assessor is None:
         return RedirectResponse("/judge/login", status_code=303)
-    return render(request, "judge_index.html",
-                  {"assessor": assessor, "campaigns": my_campaigns(judging(request), assessor)})
+    return render(request, "judge_index.html", {"assessor": assessor, "campaigns": my_campaigns(judging(request), assessor)})
 
 
 @router.get("/judge/login", response_class=HTMLResponse)
@@ -135,8 +146,7 @@ def judge_guidelines(request: Request, name: str):
         return RedirectResponse("/judge/login", status_code=303)
     if campaign is None:
         return problem(request, 404, "no such campaign")
-    return render(request, "judge_guidelines.html",
-                  {"campaign": campaign, "rules": judging(request).guidelines(campaign)})
+    return render(request, "judge_guidelines.html", {"campaign": campaign, "rules": judging(request).guidelines(campaign)})
 
 
 @router.get("/judge/{name}/task/{seq}", response_class=HTMLResponse)
@@ -152,9 +162,17 @@ def judge_task(request: Request, name: str, seq: int):
         return problem(request, refused.status, refused.message)
     rules = judging(request).guidelines(campaign)
     view["continues"] = _same_dialogue(request, campaign, seq, view["following"])
-    return render(request, "judge_task.html",
-                  {"assessor": assessor, "view": view, "rules": rules,
-                   "keys": json.dumps({g.key: g.grade for g in rules.scale}), "max_seconds": MAX_SECONDS})
+    return render(
+        request,
+        "judge_task.html",
+        {
+            "assessor": assessor,
+            "view": view,
+            "rules": rules,
+            "keys": json.dumps({g.key: g.grade for g in rules.scale}),
+            "max_seconds": MAX_SECONDS,
+        },
+    )
 
 
 def _same_dialogue(request: Request, campaign, seq: int, following: int | None) -> bool:
@@ -163,8 +181,11 @@ def _same_dialogue(request: Request, campaign, seq: int, following: int | None) 
     if following is None:
         return False
     with read_session(judging(request).engine) as s:
-        dialogues = s.execute(select(JudgeTask.seq, JudgeTask.dialogue_pk).where(
-            JudgeTask.campaign_id == campaign.id, JudgeTask.seq.in_([seq, following]))).all()
+        dialogues = s.execute(
+            select(JudgeTask.seq, JudgeTask.dialogue_pk).where(
+                JudgeTask.campaign_id == campaign.id, JudgeTask.seq.in_([seq, following])
+            )
+        ).all()
     return len({d for _, d in dialogues}) == 1
 
 
@@ -229,8 +250,11 @@ def _api_grade(request: Request, raw: bytes):
         unsure = body.get("unsure") is True
         grade = body.get("grade")
         seconds = body.get("seconds")
-        if (grade is not None and not isinstance(grade, int)) or isinstance(grade, bool) or \
-                (seconds is not None and not isinstance(seconds, (int, float))):
+        if (
+            (grade is not None and not isinstance(grade, int))
+            or isinstance(grade, bool)
+            or (seconds is not None and not isinstance(seconds, (int, float)))
+        ):
             raise ValueError("grade is a whole number and seconds a number")
     except ValueError as err:
         return JSONResponse({"error": f"bad request: {err}"}, status_code=400)
@@ -264,8 +288,7 @@ def judge_api_tasks(request: Request, name: str):
     out = []
     for row in task_rows(judging(request), assessor, campaign):
         with read_session(judging(request).engine) as s:
-            task = s.scalar(select(JudgeTask).where(JudgeTask.campaign_id == campaign.id,
-                                                    JudgeTask.seq == row["seq"]))
+            task = s.scalar(select(JudgeTask).where(JudgeTask.campaign_id == campaign.id, JudgeTask.seq == row["seq"]))
         out.append({**row, "items": [it["key"] for it in content(judging(request), task).items]})
     return {"campaign": name, "tasks": out}
 
@@ -282,8 +305,12 @@ def judge_api_task(request: Request, name: str, seq: int):
         view = task_view(judging(request), assessor, campaign, seq)
     except Refused as refused:
         return JSONResponse({"error": refused.message}, status_code=refused.status)
-    return {"campaign": name, "seq": seq, "title": view["title"], "turns": view["turns"],
-            "next_speaker": view["next_speaker"],
-            "sentences": [{k: s[k] for k in ("key", "title", "body", "grade")} for s in view["sentences"]],
-            "scale": [{"grade": g.grade, "name": g.name, "help": g.help}
-                      for g in judging(request).guidelines(campaign).scale]}
+    return {
+        "campaign": name,
+        "seq": seq,
+        "title": view["title"],
+        "turns": view["turns"],
+        "next_speaker": view["next_speaker"],
+        "sentences": [{k: s[k] for k in ("key", "title", "body", "grade")} for s in view["sentences"]],
+        "scale": [{"grade": g.grade, "name": g.name, "help": g.help} for g in judging(request).guidelines(campaign).scale],
+    }

@@ -59,8 +59,9 @@ class PlannedTask:
     items: list[PlannedItem]
 
 
-def plan_tasks(pool: Collection, golds: dict[str, GoldSet], chunk: int, honeypot_rate: float,
-               relevant_from: int, seed: int = 0) -> list[PlannedTask]:
+def plan_tasks(
+    pool: Collection, golds: dict[str, GoldSet], chunk: int, honeypot_rate: float, relevant_from: int, seed: int = 0
+) -> list[PlannedTask]:
     """The campaign's tasks, dialogue by dialogue (see the module docstring)."""
     if chunk < 1:
         raise InputError("at least 1 sentence per task", field="chunk")
@@ -75,8 +76,10 @@ def plan_tasks(pool: Collection, golds: dict[str, GoldSet], chunk: int, honeypot
         gold = golds.get(d.id) if honeypot_rate > 0 else None
         checks = _Checks(d, gold, relevant_from) if gold is not None else None
         if checks is not None:
-            wanted = [max(1, round(honeypot_rate * len(part)))
-                      for part in np.array_split(np.arange(len(items)), -(-len(items) // chunk))]
+            wanted = [
+                max(1, round(honeypot_rate * len(part)))
+                for part in np.array_split(np.arange(len(items)), -(-len(items) // chunk))
+            ]
             items += [PlannedItem(None, p.title, p.body, p.grade, p.source) for p in checks.plants(sum(wanted))]
         order = rng.permutation(len(items))
         for part in np.array_split(order, -(-len(items) // chunk)):
@@ -94,8 +97,7 @@ class _Checks:
         words = shown_words(dialogue)
         recent = recent_words(dialogue)
         self.gold = gold
-        self.positives = [c.id for c in dialogue.candidates if c.id in gold.known
-                          and gold.known[c.id][0] >= relevant_from]
+        self.positives = [c.id for c in dialogue.candidates if c.id in gold.known and gold.known[c.id][0] >= relevant_from]
         known = [c for c in dialogue.candidates if c.id in gold.known and gold.known[c.id][0] < relevant_from]
         # known candidates before planted sentences that catch as many shortcuts
         options = [(c.title, c.body, c.id) for c in known] + [(p.title, p.body, p) for p in gold.planted]
@@ -104,12 +106,13 @@ class _Checks:
         # an automatic check that catches neither script tells nothing (a judged one is kept, last)
         options = [o for o in options if any(caught[id(o)]) or self._source(o) == "judged"]
         ranked = [o for o in ranked if o in options]
-        ranked.sort(key=lambda o: -sum(caught[id(o)]))     # stable: the interleaving within a score
+        ranked.sort(key=lambda o: -sum(caught[id(o)]))  # stable: the interleaving within a score
         self.negatives = [o[2] for o in ranked]
         #: a task's own known candidates when the dialogue's choice missed it: title-catching first
-        self.fallback = [o[2] for o in sorted(ranked, key=lambda o: (-sum(caught[id(o)]), not caught[id(o)][0]))
-                         if isinstance(o[2], str)]
-        self.chosen: set[str] = set(c.id for c in known)      # until plants() chooses
+        self.fallback = [
+            o[2] for o in sorted(ranked, key=lambda o: (-sum(caught[id(o)]), not caught[id(o)][0])) if isinstance(o[2], str)
+        ]
+        self.chosen: set[str] = set(c.id for c in known)  # until plants() chooses
 
     def _source(self, option) -> str:
         return self.gold.known[option[2]][1] if isinstance(option[2], str) else option[2].source
@@ -129,24 +132,28 @@ class _Checks:
         none, its own most telling known not-relevant candidates, up to ``wanted``."""
         planted = sum(it.candidate is None for it in task)
         here = {it.candidate: it for it in task if it.candidate is not None}
-        positives = [c for c in self.positives if c in here][:max(1, (wanted + 1) // 2)]
+        positives = [c for c in self.positives if c in here][: max(1, (wanted + 1) // 2)]
         negatives = [c for c in self.negatives if isinstance(c, str) and c in here and c in self.chosen]
         if not negatives and not planted:
-            negatives = [c for c in self.fallback if c in here][:max(0, wanted - len(positives))]
+            negatives = [c for c in self.fallback if c in here][: max(0, wanted - len(positives))]
         for key in positives + negatives:
             here[key].gold, here[key].source = self.gold.known[key]
 
 
-def assign(sizes: dict[int, int], assessors: list[str], k: int,
-           existing: dict[int, set[str]] | None = None, load: dict[str, int] | None = None,
-           seed: int = 0) -> list[tuple[int, str]]:
+def assign(
+    sizes: dict[int, int],
+    assessors: list[str],
+    k: int,
+    existing: dict[int, set[str]] | None = None,
+    load: dict[str, int] | None = None,
+    seed: int = 0,
+) -> list[tuple[int, str]]:
     """New (task, assessor) pairs so that every task of ``sizes`` (task -> sentences) has
     ``k`` distinct assessors; ``existing`` and ``load`` are the campaign's so far."""
     if k < 1:
         raise InputError("at least 1 assessor per item", field="k")
     if len(set(assessors)) < k:
-        raise InputError(f"{k} assessors per item need at least {k} assessors; "
-                         f"{len(set(assessors))} given", field="assessors")
+        raise InputError(f"{k} assessors per item need at least {k} assessors; {len(set(assessors))} given", field="assessors")
     existing = {t: set(v) for t, v in (existing or {}).items()}
     load = {a: (load or {}).get(a, 0) for a in assessors}
     rank = {str(a): r for r, a in enumerate(np.random.default_rng(seed).permutation(sorted(load)))}
@@ -156,9 +163,10 @@ def assign(sizes: dict[int, int], assessors: list[str], k: int,
         need = k - len(have)
         eligible = sorted((a for a in load if a not in have), key=lambda a: (load[a], rank[a]))
         if need > len(eligible):
-            raise InputError(f"task {task} needs {need} more assessor(s) but only "
-                             f"{len(eligible)} have not graded it", field="assessors")
-        for chosen in eligible[:max(0, need)]:
+            raise InputError(
+                f"task {task} needs {need} more assessor(s) but only {len(eligible)} have not graded it", field="assessors"
+            )
+        for chosen in eligible[: max(0, need)]:
             have.add(chosen)
             load[chosen] += sizes[task]
             out.append((task, chosen))

@@ -24,8 +24,9 @@ from dsr.core.run import Run
 from dsr.open_retrieval.search import Query
 
 
-def retrieve(collection: Collection, searcher, depth: int, query: str = "all",
-             decay: float = 0.5) -> dict[str, list[tuple[int, float]]]:
+def retrieve(
+    collection: Collection, searcher, depth: int, query: str = "all", decay: float = 0.5
+) -> dict[str, list[tuple[int, float]]]:
     """Dialogue id -> top ``depth`` (global corpus row, score), best first."""
 
     queries = []
@@ -34,15 +35,13 @@ def retrieve(collection: Collection, searcher, depth: int, query: str = "all",
         text = query_text(dialogue, query, decay)
         terms = query_terms(dialogue, query, decay, stopwords=params["stopwords"], stem=params["stem"])
         if not text.strip() or (searcher.bm25 is not None and not terms):
-            raise InputError(f"the dialogue gives an empty query with strategy {query!r}",
-                             record=dialogue.id, field="context")
+            raise InputError(f"the dialogue gives an empty query with strategy {query!r}", record=dialogue.id, field="context")
         queries.append(Query(text, terms))
     results = searcher.search(queries, depth)
     return {d.id: ranked for d, ranked in zip(collection, results)}
 
 
-def pool_collection(collection: Collection, searcher, depth: int = 50, query: str = "all",
-                    decay: float = 0.5) -> Collection:
+def pool_collection(collection: Collection, searcher, depth: int = 50, query: str = "all", decay: float = 0.5) -> Collection:
     """A copy of ``collection`` whose candidates are the corpus's top ``depth`` per dialogue."""
     results = retrieve(collection, searcher, depth, query, decay)
     how: dict[str, Any] = {**searcher.describe(), "depth": depth, "query": query, "decay": decay}
@@ -50,11 +49,20 @@ def pool_collection(collection: Collection, searcher, depth: int = 50, query: st
     for dialogue in collection:
         ranked = results[dialogue.id]
         records = searcher.corpus.records([row for row, _ in ranked])
-        candidates = [Candidate(r["id"], r["title"], r["text"], float(score), 0)
-                      for r, (_, score) in zip(records, ranked)]
-        dialogues.append(Dialogue(dialogue.id, dialogue.title, dialogue.context, dialogue.target, candidates,
-                                  subset=dialogue.subset, subreddit=dialogue.subreddit, source=dialogue.source,
-                                  meta={**dialogue.meta, "judged": False, "pool": how}))
+        candidates = [Candidate(r["id"], r["title"], r["text"], float(score), 0) for r, (_, score) in zip(records, ranked)]
+        dialogues.append(
+            Dialogue(
+                dialogue.id,
+                dialogue.title,
+                dialogue.context,
+                dialogue.target,
+                candidates,
+                subset=dialogue.subset,
+                subreddit=dialogue.subreddit,
+                source=dialogue.source,
+                meta={**dialogue.meta, "judged": False, "pool": how},
+            )
+        )
     return Collection(f"{collection.name}-pool", dialogues, meta={"pooled_from": collection.describe()})
 
 
@@ -81,14 +89,22 @@ def pool_runs(collection: Collection, runs: dict[str, Run], depth: int) -> tuple
         known = {c.id for c in d.candidates}
         stray = sorted(pooled - known)
         if stray:
-            raise InputError(f"run(s) rank {stray[0]!r}, not a candidate of the dialogue", record=d.id,
-                             field="runs")
+            raise InputError(f"run(s) rank {stray[0]!r}, not a candidate of the dialogue", record=d.id, field="runs")
         candidates = [Candidate(c.id, c.title, c.body, c.score, 0) for c in d.candidates if c.id in pooled]
         if candidates:
-            dialogues.append(Dialogue(d.id, d.title, d.context, d.target, candidates, subset=d.subset,
-                                      subreddit=d.subreddit, source=d.source,
-                                      meta={**d.meta, "judged": False,
-                                            "pool": {"runs": list(runs), "depth": depth}}))
+            dialogues.append(
+                Dialogue(
+                    d.id,
+                    d.title,
+                    d.context,
+                    d.target,
+                    candidates,
+                    subset=d.subset,
+                    subreddit=d.subreddit,
+                    source=d.source,
+                    meta={**d.meta, "judged": False, "pool": {"runs": list(runs), "depth": depth}},
+                )
+            )
     unknown = sorted(set().union(*(set(r.topics()) for r in runs.values())) - set(collection.ids))
     if unknown:
         raise InputError(f"run topic {unknown[0]!r} is not a dialogue of {collection.name}", field="runs")
@@ -97,6 +113,11 @@ def pool_runs(collection: Collection, runs: dict[str, Run], depth: int) -> tuple
     total = sum(len(d.candidates) for d in dialogues)
     for row in rows.values():
         row["share_of_pool"] = row["contributed"] and row["contributed"] / total
-    return (Collection(f"{collection.name}-pool{depth}", dialogues,
-                       meta={"pooled_from": collection.describe(), "runs": list(runs), "depth": depth}),
-            list(rows.values()))
+    return (
+        Collection(
+            f"{collection.name}-pool{depth}",
+            dialogues,
+            meta={"pooled_from": collection.describe(), "runs": list(runs), "depth": depth},
+        ),
+        list(rows.values()),
+    )

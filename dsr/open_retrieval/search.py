@@ -41,11 +41,20 @@ class Query:
 class CorpusSearcher:
     """Open retrieval over a corpus folder with the indexes it has."""
 
-    def __init__(self, folder, method: str = "bm25", *, model: str = DEFAULT_MODEL, index: str = "flat",
-                 nprobe: int = 32, refine: int = 0, batch_size: int = 64, backend: str = "torch"):
+    def __init__(
+        self,
+        folder,
+        method: str = "bm25",
+        *,
+        model: str = DEFAULT_MODEL,
+        index: str = "flat",
+        nprobe: int = 32,
+        refine: int = 0,
+        batch_size: int = 64,
+        backend: str = "torch",
+    ):
         if method not in METHODS:
-            raise InputError(f"unknown search method {method!r}; choose from {', '.join(METHODS)}",
-                             field="method")
+            raise InputError(f"unknown search method {method!r}; choose from {', '.join(METHODS)}", field="method")
         self.corpus = folder if isinstance(folder, Corpus) else Corpus(folder)
         for number in range(len(self.corpus.names)):  # every shard against corpus.json's sha256
             self.corpus.verified(number)
@@ -54,18 +63,27 @@ class CorpusSearcher:
         if method in ("bm25", "fused"):
             self.bm25 = ShardedBM25(self.corpus)
         if method in ("dense", "fused"):
-            self.dense = ShardedDense(self.corpus, model, index, nprobe=nprobe, refine=refine,
-                                      batch_size=batch_size, backend=backend)
+            self.dense = ShardedDense(
+                self.corpus, model, index, nprobe=nprobe, refine=refine, batch_size=batch_size, backend=backend
+            )
 
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"corpus": str(self.corpus.folder), "corpus_key": self.corpus.key,
-                               "sentences": len(self.corpus), "method": self.method}
+        out: dict[str, Any] = {
+            "corpus": str(self.corpus.folder),
+            "corpus_key": self.corpus.key,
+            "sentences": len(self.corpus),
+            "method": self.method,
+        }
         if self.bm25 is not None:
             out["bm25"] = self.bm25.params
         if self.dense is not None:
-            out["dense"] = {"model": self.dense.model.describe(), "index": self.dense.kind,
-                            "backend": self.dense.backend,
-                            "nprobe": self.dense.nprobe, "refine": self.dense.refine}
+            out["dense"] = {
+                "model": self.dense.model.describe(),
+                "index": self.dense.kind,
+                "backend": self.dense.backend,
+                "nprobe": self.dense.nprobe,
+                "refine": self.dense.refine,
+            }
         if self.method == "fused":
             out["fusion"] = {"method": "rrf", "k": RRF_K}
         return out
@@ -78,8 +96,9 @@ class CorpusSearcher:
         depth = max(k, 100) if self.method == "fused" else k
         lexical = dense = None
         if self.bm25 is not None:
-            lexical = self.bm25.search_many([q.terms if q.terms is not None else self.bm25.query_tokens(q.text)
-                                             for q in asked], depth)
+            lexical = self.bm25.search_many(
+                [q.terms if q.terms is not None else self.bm25.query_tokens(q.text) for q in asked], depth
+            )
         if self.dense is not None:
             dense = self.dense.search([q.text for q in asked], depth)
         if lexical is not None and dense is not None and self.method == "fused":

@@ -11,13 +11,16 @@ from __future__ import annotations
 from dsr.core.stage import Registry
 from dsr.rankers.base import Ranker
 
-RANKERS: Registry[Ranker] = Registry("ranker", {
-    "initial": "dsr.rankers.initial:InitialRanker",
-    "bm25": "dsr.rankers.bm25:BM25Ranker",
-    "dense": "dsr.rankers.dense:DenseRanker",
-    "random": "dsr.rankers.random:RandomRanker",
-    "fusion": "dsr.rankers.fusion:FusionRanker",
-    "open": "dsr.rankers.open:OpenRanker",
-})
+RANKERS: Registry[Ranker] = Registry(
+    "ranker",
+    {
+        "initial": "dsr.rankers.initial:InitialRanker",
+        "bm25": "dsr.rankers.bm25:BM25Ranker",
+        "dense": "dsr.rankers.dense:DenseRanker",
+        "random": "dsr.rankers.random:RandomRanker",
+        "fusion": "dsr.rankers.fusion:FusionRanker",
+        "open": "dsr.rankers.open:OpenRanker",
+    },
+)
 #: the class registered as a name; a ranker built with its parameters
 ranker_class, make_ranker = RANKERS.lookup, RANKERS.make

@@ -28,8 +28,9 @@ class Ranker(Stage):
 
     def __call__(self, collection: Collection, *runs: Run) -> Run:
         if runs:
-            raise InputError(f"ranker {self.name!r} makes a run from the collection; it takes no "
-                             "input run (rerank or fuse runs instead)")
+            raise InputError(
+                f"ranker {self.name!r} makes a run from the collection; it takes no input run (rerank or fuse runs instead)"
+            )
         return self.rank(collection)
 
     def rank(self, collection: Collection) -> Run:  # pragma: no cover - abstract
@@ -39,12 +40,12 @@ class Ranker(Stage):
 def ranker_config(ranker: Ranker, collection: Collection, **extra) -> dict:
     """What a run sidecar records: the ranker's description and the collection's identity."""
     described = ranker.describe()
-    return {**described, **extra, "collection": collection.describe(),
-            **sidecar_part(collection.describe(), described)}
+    return {**described, **extra, "collection": collection.describe(), **sidecar_part(collection.describe(), described)}
 
 
 def strategy_tag(ranker: Ranker) -> str:
     """Run tag that always names the query strategy, then the parameters changed from the defaults."""
-    changed = [f"{k}={v}" for k, v in sorted(ranker.params.items())
-               if v != ranker.DEFAULTS.get(k) and k not in ("query", "documents")]  # no paths in tags
+    changed = [
+        f"{k}={v}" for k, v in sorted(ranker.params.items()) if v != ranker.DEFAULTS.get(k) and k not in ("query", "documents")
+    ]  # no paths in tags
     return "-".join([ranker.name, f"query={ranker.params['query']}", *changed]).replace(" ", "_")

@@ -46,8 +46,7 @@ class BM25Ranker(Ranker):
     # the index's parameters (dsr.indexes.bm25.PARAMS), k1 and b with their tuning grids:
     # 3 x 2 configurations per query strategy; sentences are short, so b matters less than k1.
     PARAMS = (
-        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES),
-              grid=tuple(STRATEGIES)),
+        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES), grid=tuple(STRATEGIES)),
         *(replace(p, grid=INDEX_GRID.get(p.name, ())) for p in INDEX_PARAMS),
         Param("decay", 0.5, "float", "per-turn weight decay of query=weighted", above=0, high=1),
     )
@@ -62,9 +61,17 @@ class BM25Ranker(Ranker):
         files that reuse local ids (c0, c1...) per dialogue score like unique ids."""
         p = self.params
         rows, row_of = collection.sentence_rows()
-        index = BM25Index.cached([c.id for c in rows], [c.body for c in rows], name=collection.name,
-                                 variant=p["variant"], k1=p["k1"], b=p["b"], delta=p["delta"],
-                                 stopwords=p["stopwords"], stem=p["stem"])
+        index = BM25Index.cached(
+            [c.id for c in rows],
+            [c.body for c in rows],
+            name=collection.name,
+            variant=p["variant"],
+            k1=p["k1"],
+            b=p["b"],
+            delta=p["delta"],
+            stopwords=p["stopwords"],
+            stem=p["stem"],
+        )
         return index, row_of
 
     def rank(self, collection: Collection) -> Run:
@@ -92,8 +99,9 @@ class BM25Ranker(Ranker):
             index.set_parameters(k1=p["k1"], b=p["b"], delta=p["delta"])
             asked = (*key, p["query"], p["decay"])
             if asked not in terms:
-                terms[asked] = shared.query_batch([query_terms(d, p["query"], p["decay"], stopwords=p["stopwords"],
-                                                               stem=p["stem"]) for d in dialogues])
+                terms[asked] = shared.query_batch(
+                    [query_terms(d, p["query"], p["decay"], stopwords=p["stopwords"], stem=p["stem"]) for d in dialogues]
+                )
             jobs.append((index, terms[asked], rows))
 
         def scores(k: int) -> list:
@@ -108,15 +116,35 @@ class BM25Ranker(Ranker):
         docs = [c for i in ids for c in i]
         sizes = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
         places = np.arange(len(docs)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        return [Run.from_flat(topics, docs, sizes, np.concatenate(found) if found else np.zeros(0), places,
-                              tag=ranker.tag, config=ranker_config(ranker, collection))
-                for ranker, found in zip(rankers, forked_map(scores, len(jobs), workers))]
+        return [
+            Run.from_flat(
+                topics,
+                docs,
+                sizes,
+                np.concatenate(found) if found else np.zeros(0),
+                places,
+                tag=ranker.tag,
+                config=ranker_config(ranker, collection),
+            )
+            for ranker, found in zip(rankers, forked_map(scores, len(jobs), workers))
+        ]
 
 
-def bm25_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str | Mapping[str, float]],
-                k: int = 100, *, backend: str = "bm25s", variant: str = "okapi", k1: float = 1.2,
-                b: float = 0.75, delta: float | None = None, stopwords: bool = False, stem: bool = False,
-                name: str | None = None, tag: str = "bm25") -> Run:
+def bm25_search(
+    pool: Collection | Mapping[str, str],
+    queries: Mapping[str, str | Mapping[str, float]],
+    k: int = 100,
+    *,
+    backend: str = "bm25s",
+    variant: str = "okapi",
+    k1: float = 1.2,
+    b: float = 0.75,
+    delta: float | None = None,
+    stopwords: bool = False,
+    stem: bool = False,
+    name: str | None = None,
+    tag: str = "bm25",
+) -> Run:
     """Open retrieval: the top ``k`` sentences of ``pool`` for each query.
 
     ``pool``: a collection (its sentence pool, body text) or ``{id: text}``.
@@ -127,22 +155,43 @@ def bm25_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str 
     ``pool``). Ties are broken by pool order.
     """
     if backend not in BACKENDS:
-        raise InputError(f"unknown BM25 backend {backend!r}; choose from {', '.join(BACKENDS)}",
-                         field="backend")
+        raise InputError(f"unknown BM25 backend {backend!r}; choose from {', '.join(BACKENDS)}", field="backend")
     if isinstance(pool, Collection):
         name = name or pool.name
         texts_by_id = {d: c.body for d, c in pool.unique_sentences().items()}
     else:
         texts_by_id = dict(pool)
     cls = BM25SIndex if backend == "bm25s" else BM25Index
-    index = cls.cached(list(texts_by_id), list(texts_by_id.values()), name=name or "pool", variant=variant,
-                       k1=k1, b=b, delta=delta, stopwords=stopwords, stem=stem)
+    index = cls.cached(
+        list(texts_by_id),
+        list(texts_by_id.values()),
+        name=name or "pool",
+        variant=variant,
+        k1=k1,
+        b=b,
+        delta=delta,
+        stopwords=stopwords,
+        stem=stem,
+    )
     results = {}
-    for qid, query in tqdm(queries.items(), desc=f"bm25 search ({backend})", unit="query", leave=False,
-                           disable=len(queries) < 200 or None):
+    for qid, query in tqdm(
+        queries.items(), desc=f"bm25 search ({backend})", unit="query", leave=False, disable=len(queries) < 200 or None
+    ):
         terms = index.query_tokens(query) if isinstance(query, str) else query
         results[qid] = index.search(terms, k)
-    return Run.from_scores({q: dict(r) for q, r in results.items()}, tag=tag,
-                           config={"search": "bm25", "backend": backend, "k": k, "variant": variant,
-                                   "k1": k1, "b": b, "delta": delta, "stopwords": stopwords, "stem": stem},
-                           initial_order={q: [d for d, _ in r] for q, r in results.items()})
+    return Run.from_scores(
+        {q: dict(r) for q, r in results.items()},
+        tag=tag,
+        config={
+            "search": "bm25",
+            "backend": backend,
+            "k": k,
+            "variant": variant,
+            "k1": k1,
+            "b": b,
+            "delta": delta,
+            "stopwords": stopwords,
+            "stem": stem,
+        },
+        initial_order={q: [d for d, _ in r] for q, r in results.items()},
+    )

@@ -30,16 +30,26 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
     """The parameters of the dense ranker and the bi-encoder reranker (one declaration)."""
     return (
         Param("model", model, "str", "bi-encoder: a short name, a folder, dsr:NAME or a hub id"),
-        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES),
-              grid=tuple(STRATEGIES)),
+        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES), grid=tuple(STRATEGIES)),
         Param("batch_size", batch_size, "int", "texts encoded per batch", low=1),
-        Param("text", "body", "str", "what a candidate's text is (the context form: the sentence "
-              "between its neighbours in its document, fitted to the model's length)", choices=TEXT_FORMS),
-        Param("context", DEFAULT_WINDOW, "int", "neighbouring sentences on each side (text = the "
-              "context form)", low=1, high=20),
-        Param("documents", None, "str", "folder of the documents for the context form (CMU_DoG: "
-              "its folder with WikiData/; default: the collection's source, else "
-              "$DSR_HOME/data/cmu_dog)", optional=True),
+        Param(
+            "text",
+            "body",
+            "str",
+            "what a candidate's text is (the context form: the sentence "
+            "between its neighbours in its document, fitted to the model's length)",
+            choices=TEXT_FORMS,
+        ),
+        Param("context", DEFAULT_WINDOW, "int", "neighbouring sentences on each side (text = the context form)", low=1, high=20),
+        Param(
+            "documents",
+            None,
+            "str",
+            "folder of the documents for the context form (CMU_DoG: "
+            "its folder with WikiData/; default: the collection's source, else "
+            "$DSR_HOME/data/cmu_dog)",
+            optional=True,
+        ),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
         Param("backend", DEFAULT_BACKEND, "str", BACKEND_HELP, choices=CHOICES),
     )
@@ -64,8 +74,9 @@ def budgeted_queries(dialogues, model, strategy: str, decay: float) -> list[str]
 def renderer(collection: Collection, params: Mapping[str, Any], model_path: str):
     """Candidate -> text as the dense ranker and bi-encoder reranker read it (their ``text``,
     ``context`` and ``documents`` parameters; the context form fitted to the model)."""
-    return candidate_renderer(collection, params["text"], documents=params["documents"],
-                              window=params["context"], model_path=model_path)
+    return candidate_renderer(
+        collection, params["text"], documents=params["documents"], window=params["context"], model_path=model_path
+    )
 
 
 class DenseRanker(Ranker):
@@ -102,18 +113,30 @@ class DenseRanker(Ranker):
         scores, row = {}, 0
         for dialogue, qvec in zip(collection, query_vectors):
             n = len(dialogue.candidates)
-            cosines = cand_vectors[row:row + n] @ qvec
+            cosines = cand_vectors[row : row + n] @ qvec
             row += n
             scores[dialogue.id] = {c.id: float(s) for c, s in zip(dialogue.candidates, cosines)}
-        return Run.from_scores(scores, tag=self.tag,
-                               config=ranker_config(self, collection, model=model.describe()),
-                               initial_order=collection.initial_order())
+        return Run.from_scores(
+            scores,
+            tag=self.tag,
+            config=ranker_config(self, collection, model=model.describe()),
+            initial_order=collection.initial_order(),
+        )
 
 
-def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str], k: int = 100, *,
-                 model: str = "all-MiniLM-L6-v2", index: str = "flat", batch_size: int = 64,
-                 text: str = "body", name: str | None = None, tag: str = "dense",
-                 **index_params: Any) -> Run:
+def dense_search(
+    pool: Collection | Mapping[str, str],
+    queries: Mapping[str, str],
+    k: int = 100,
+    *,
+    model: str = "all-MiniLM-L6-v2",
+    index: str = "flat",
+    batch_size: int = 64,
+    text: str = "body",
+    name: str | None = None,
+    tag: str = "dense",
+    **index_params: Any,
+) -> Run:
     """Open retrieval: the top ``k`` sentences of ``pool`` by cosine, for each query text.
 
     ``pool``: a collection (its sentence pool, as ``text``) or ``{id: text}``;
@@ -130,14 +153,20 @@ def dense_search(pool: Collection | Mapping[str, str], queries: Mapping[str, str
         texts_by_id = {d: candidate_text(c, text) for d, c in pool.unique_sentences().items()}
     else:
         texts_by_id = dict(pool)
-    dense = DenseIndex.cached(list(texts_by_id), list(texts_by_id.values()), name=name or "pool",
-                              model=model, kind=index,
-                              batch_size=by_name(dense_params())["batch_size"].check(batch_size, "dense search"),
-                              **index_params)
+    dense = DenseIndex.cached(
+        list(texts_by_id),
+        list(texts_by_id.values()),
+        name=name or "pool",
+        model=model,
+        kind=index,
+        batch_size=by_name(dense_params())["batch_size"].check(batch_size, "dense search"),
+        **index_params,
+    )
     qids = list(queries)
     results = dense.search([queries[q] for q in qids], k)
-    return Run.from_scores({q: dict(r) for q, r in zip(qids, results)}, tag=tag,
-                           config={"search": "dense", "k": k, "index": index, "model": dense.model.describe(),
-                                   "text": text, **index_params},
-                           initial_order={q: [d for d, _ in r] for q, r in zip(qids, results)})
-
+    return Run.from_scores(
+        {q: dict(r) for q, r in zip(qids, results)},
+        tag=tag,
+        config={"search": "dense", "k": k, "index": index, "model": dense.model.describe(), "text": text, **index_params},
+        initial_order={q: [d for d, _ in r] for q, r in zip(qids, results)},
+    )

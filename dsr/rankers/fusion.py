@@ -21,20 +21,34 @@ from dsr.rankers.base import Ranker
 FUSION_PARAMS = (
     Param("method", "rrf", "str", "fusion method", choices=METHODS),
     Param("k", 60, "float", "rrf: the rank offset", low=0, grid=(1, 10, 30, 60, 100)),
-    Param("weight", 0.5, "float", "interp: the weight of the first run (ranker)", low=0, high=1,
-          grid=tuple(round(0.1 * i, 1) for i in range(11))),
-    Param("norm", "minmax", "str", "score normalisation of the score-based methods (dsr's and ranx's)",
-          choices=NORMS),
-    Param("weights", None, "str", "wsum and ranx's weighted methods: one weight per run (ranker), comma "
-                                  "separated (default: wsum equal, ranx's learnt from the collection's labels)"),
+    Param(
+        "weight",
+        0.5,
+        "float",
+        "interp: the weight of the first run (ranker)",
+        low=0,
+        high=1,
+        grid=tuple(round(0.1 * i, 1) for i in range(11)),
+    ),
+    Param("norm", "minmax", "str", "score normalisation of the score-based methods (dsr's and ranx's)", choices=NORMS),
+    Param(
+        "weights",
+        None,
+        "str",
+        "wsum and ranx's weighted methods: one weight per run (ranker), comma "
+        "separated (default: wsum equal, ranx's learnt from the collection's labels)",
+    ),
     Param("gamma", None, "float", "gmnz: the exponent (default: learnt from the collection's labels)", low=0),
-    Param("phi", None, "float", "rbc: the persistence (default: learnt from the collection's labels)",
-          above=0, high=1),
+    Param("phi", None, "float", "rbc: the persistence (default: learnt from the collection's labels)", above=0, high=1),
     Param("sigma", 0.01, "float", "logn_isr: the log base offset", above=0),
-    Param("metric", METRIC, "str", "the measure a learnt parameter is searched on (ranx's names: ndcg, "
-                                   "ndcg@5, map...)"),
-    Param("backend", "dsr", "str", "dsr: runs as dsr reads them, dsr's kernels where it has one; ranx: "
-                                   "runs as ranx reads their files, every method by ranx", choices=BACKENDS),
+    Param("metric", METRIC, "str", "the measure a learnt parameter is searched on (ranx's names: ndcg, ndcg@5, map...)"),
+    Param(
+        "backend",
+        "dsr",
+        "str",
+        "dsr: runs as dsr reads them, dsr's kernels where it has one; ranx: runs as ranx reads their files, every method by ranx",
+        choices=BACKENDS,
+    ),
 )
 
 
@@ -51,8 +65,7 @@ def fuse_stage(runs: list[Run], params: dict[str, Any], collection: Collection |
     if collection is not None and learns(params["method"], own):
         labels = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
     order = collection.initial_order() if collection is not None else None
-    return fuse(runs, params["method"], initial_order=order, tag=tag, labels=labels,
-                backend=params["backend"], **own)
+    return fuse(runs, params["method"], initial_order=order, tag=tag, labels=labels, backend=params["backend"], **own)
 
 
 def method_grid(method: str) -> dict[str, list[Any]]:
@@ -76,8 +89,12 @@ class Fusion(Stage):
 
     def describe(self) -> dict[str, Any]:
         learnt = getattr(self, "learnt", None)
-        return {"fusion": self.params["method"], "params": own_params(self.params),
-                "backend": self.params["backend"], **({"learnt": learnt} if learnt else {})}
+        return {
+            "fusion": self.params["method"],
+            "params": own_params(self.params),
+            "backend": self.params["backend"],
+            **({"learnt": learnt} if learnt else {}),
+        }
 
     @property
     def tag(self) -> str:
@@ -111,20 +128,20 @@ class FusionRanker(Ranker):
         *FUSION_PARAMS,
         Param("query", None, "str", "query strategy given to every sub-ranker that takes one"),
     )
-    GRID = method_grid("rrf")   # the default method's; an instance's is its own method's
+    GRID = method_grid("rrf")  # the default method's; an instance's is its own method's
 
     def __init__(self, **params: Any):
         own = {k: v for k, v in params.items() if "." not in k}
         super().__init__(**own)
         names = [n.strip() for n in str(self.params["rankers"]).split(",") if n.strip()]
         if len(names) < 2:
-            raise InputError(f"fusion needs at least two rankers, got {self.params['rankers']!r}",
-                             field="rankers")
+            raise InputError(f"fusion needs at least two rankers, got {self.params['rankers']!r}", field="rankers")
         for n in names:
             if n not in registry.RANKERS or n == self.name:
-                raise InputError(f"unknown ranker {n!r} in rankers; choose from "
-                                 f"{', '.join(r for r in registry.RANKERS if r != self.name)}",
-                                 field="rankers")
+                raise InputError(
+                    f"unknown ranker {n!r} in rankers; choose from {', '.join(r for r in registry.RANKERS if r != self.name)}",
+                    field="rankers",
+                )
         method = self.params["method"]
         if method == "interp" and len(names) != 2:
             raise InputError(f"interp fuses exactly two rankers, got {len(names)}", field="rankers")
@@ -135,8 +152,7 @@ class FusionRanker(Ranker):
                 continue
             ranker, _, param = key.partition(".")
             if ranker not in self.sub_params or not param:
-                raise InputError(f"parameter {key!r} names no ranker of this fusion "
-                                 f"({', '.join(names)})", field="params")
+                raise InputError(f"parameter {key!r} names no ranker of this fusion ({', '.join(names)})", field="params")
             self.sub_params[ranker][param] = value
         self.GRID = method_grid(method)  # per instance: the grid depends on the method
         self._rankers: list[Ranker] | None = None
@@ -168,12 +184,12 @@ class FusionRanker(Ranker):
 
     def describe(self) -> dict[str, Any]:
         learnt = getattr(self, "learnt", None)
-        return {"ranker": self.name, **({"learnt": learnt} if learnt else {}),
-                "params": {**self.params,
-                           **{f"{r}.{k}": v for r in self.names
-                              for k, v in self.sub_params[r].items()}},
-                "rankers": [{**config, **r.describe()}
-                            for r, config in zip(self.sub_rankers(), self._configs)]}
+        return {
+            "ranker": self.name,
+            **({"learnt": learnt} if learnt else {}),
+            "params": {**self.params, **{f"{r}.{k}": v for r in self.names for k, v in self.sub_params[r].items()}},
+            "rankers": [{**config, **r.describe()} for r, config in zip(self.sub_rankers(), self._configs)],
+        }
 
     def rank(self, collection: Collection) -> Run:
         """Each sub-ranker's run on ``collection``, fused. Afterwards describe() also

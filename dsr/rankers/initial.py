@@ -23,9 +23,12 @@ class InitialRanker(Ranker):
             scores[dialogue.id] = topic = {}
             for i, cand in enumerate(dialogue.candidates):
                 if cand.score is None:
-                    raise InputError(f"collection {collection.name!r} has no initial ranker score here; "
-                                     "use another ranker (bm25, dense)", record=dialogue.id,
-                                     field=f"candidates[{i}].score")
+                    raise InputError(
+                        f"collection {collection.name!r} has no initial ranker score here; use another ranker (bm25, dense)",
+                        record=dialogue.id,
+                        field=f"candidates[{i}].score",
+                    )
                 topic[cand.id] = float(cand.score)
-        return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
-                               initial_order=collection.initial_order())
+        return Run.from_scores(
+            scores, tag=self.tag, config=ranker_config(self, collection), initial_order=collection.initial_order()
+        )

@@ -40,16 +40,20 @@ class OpenRanker(Ranker):
         Param("index", "flat", "str", "dense index kind", choices=("flat", "ivfpq")),
         Param("nprobe", 32, "int", "IVF lists searched", low=1),
         Param("refine", 0, "int", "IVF-PQ: re-score this many candidates exactly (0: off)", low=0),
-        Param("backend", DEFAULT_BACKEND, "str", "encoder backend the corpus's vectors were made with "
-              "(dsr corpus index --backend; torch, the default: exact; auto: the fastest this CPU has)",
-              choices=("auto", *BACKENDS)),
+        Param(
+            "backend",
+            DEFAULT_BACKEND,
+            "str",
+            "encoder backend the corpus's vectors were made with "
+            "(dsr corpus index --backend; torch, the default: exact; auto: the fastest this CPU has)",
+            choices=("auto", *BACKENDS),
+        ),
     )
 
     def __init__(self, **params: Any):
         super().__init__(**params)
         if not self.params["corpus"]:
-            raise InputError("the open ranker needs a corpus: `corpus`, a folder built by `dsr corpus build`",
-                             field="corpus")
+            raise InputError("the open ranker needs a corpus: `corpus`, a folder built by `dsr corpus build`", field="corpus")
 
     @property
     def tag(self) -> str:
@@ -57,14 +61,21 @@ class OpenRanker(Ranker):
 
     def rank(self, collection: Collection) -> Run:
         p = self.params
-        searcher = CorpusSearcher(str(p["corpus"]), p["method"], model=str(p["model"]), index=p["index"],
-                                  nprobe=p["nprobe"], refine=p["refine"], backend=p["backend"])
+        searcher = CorpusSearcher(
+            str(p["corpus"]),
+            p["method"],
+            model=str(p["model"]),
+            index=p["index"],
+            nprobe=p["nprobe"],
+            refine=p["refine"],
+            backend=p["backend"],
+        )
         results = retrieve(collection, searcher, p["depth"], p["query"], p["decay"])
         scores, order = {}, {}
         for qid, ranked in results.items():
             ids = searcher.ids([row for row, _ in ranked])
             scores[qid] = {i: s for i, (_, s) in zip(ids, ranked)}
             order[qid] = ids
-        return Run.from_scores(scores, tag=self.tag,
-                               config=ranker_config(self, collection, search=searcher.describe()),
-                               initial_order=order)
+        return Run.from_scores(
+            scores, tag=self.tag, config=ranker_config(self, collection, search=searcher.describe()), initial_order=order
+        )

@@ -31,5 +31,6 @@ class RandomRanker(Ranker):
             rng = np.random.default_rng([seed, salt])
             values = rng.random(len(dialogue.candidates))
             scores[dialogue.id] = {c.id: float(v) for c, v in zip(dialogue.candidates, values)}
-        return Run.from_scores(scores, tag=self.tag, config=ranker_config(self, collection),
-                               initial_order=collection.initial_order())
+        return Run.from_scores(
+            scores, tag=self.tag, config=ranker_config(self, collection), initial_order=collection.initial_order()
+        )

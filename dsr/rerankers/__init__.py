@@ -11,9 +11,12 @@ from __future__ import annotations
 from dsr.core.stage import Registry
 from dsr.rerankers.base import Reranker
 
-RERANKERS: Registry[Reranker] = Registry("reranker", {
-    "cross-encoder": "dsr.rerankers.cross_encoder:CrossEncoderReranker",
-    "bi-encoder": "dsr.rerankers.bi_encoder:BiEncoderReranker",
-})
+RERANKERS: Registry[Reranker] = Registry(
+    "reranker",
+    {
+        "cross-encoder": "dsr.rerankers.cross_encoder:CrossEncoderReranker",
+        "bi-encoder": "dsr.rerankers.bi_encoder:BiEncoderReranker",
+    },
+)
 #: the class registered as a name; a reranker built with its parameters
 reranker_class, make_reranker = RERANKERS.lookup, RERANKERS.make

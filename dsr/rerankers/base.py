@@ -44,8 +44,9 @@ def rerank_top_k(collection: Collection, run: Run, new_scores, k: int | None) ->
     for qid, ranked in run.rankings.items():
         head, tail = (ranked, []) if k is None else (ranked[:k], ranked[k:])
         order = {doc: i for i, doc in enumerate(collection.candidate_ids(qid))} if qid in collection else {}
-        block = sorted(((doc, float(new_scores[qid, doc])) for doc, _ in head),
-                       key=lambda ds: (-ds[1], order.get(ds[0], len(order)), ds[0]))
+        block = sorted(
+            ((doc, float(new_scores[qid, doc])) for doc, _ in head), key=lambda ds: (-ds[1], order.get(ds[0], len(order)), ds[0])
+        )
         block = strictly_decreasing(block)
         floor = block[-1][1] if block else 0.0
         rest = [(doc, floor - i) for i, (doc, _) in enumerate(tail, start=1)]

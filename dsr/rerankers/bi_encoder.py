@@ -25,8 +25,7 @@ class BiEncoderReranker(Reranker):
     """
 
     name = "bi-encoder"
-    PARAMS = (*dense_params(),
-              Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1))
+    PARAMS = (*dense_params(), Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1))
 
     def describe(self) -> dict:
         """The parameters with ``backend`` as it runs (``auto`` resolved)."""
@@ -44,32 +43,43 @@ class BiEncoderReranker(Reranker):
         queries: list = []  # the dialogues, in topic order
         for qid in run.topics():
             if qid not in collection:
-                raise InputError(f"topic {qid!r} of the run is not a dialogue of collection "
-                                 f"{collection.name!r} (a run for another collection?)", record=qid,
-                                 field="qid")
+                raise InputError(
+                    f"topic {qid!r} of the run is not a dialogue of collection "
+                    f"{collection.name!r} (a run for another collection?)",
+                    record=qid,
+                    field="qid",
+                )
             dialogue = collection[qid]
             by_id = {c.id: c for c in dialogue.candidates}
             head = run.top(qid, top_k)
             for doc in head:
                 if doc not in by_id:
-                    raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r}",
-                                     record=qid, field="docid")
+                    raise InputError(f"sentence {doc!r} is not a candidate of dialogue {qid!r}", record=qid, field="docid")
                 pair_texts.append(render(by_id[doc]))
             heads[qid] = head
             queries.append(dialogue)
         backend = resolve_backend(p["backend"])
         cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates", backend=backend)
-        query_vectors = encode(budgeted_queries(queries, model, p["query"], p["decay"]), model,
-                               p["batch_size"], desc="encoding queries", backend=backend)
+        query_vectors = encode(
+            budgeted_queries(queries, model, p["query"], p["decay"]),
+            model,
+            p["batch_size"],
+            desc="encoding queries",
+            backend=backend,
+        )
         new_scores: dict[tuple[str, str], float] = {}
         row = 0
         for (qid, head), qvec in zip(heads.items(), query_vectors):
-            cosines = (cand_vectors[row:row + len(head)] @ qvec).tolist()
+            cosines = (cand_vectors[row : row + len(head)] @ qvec).tolist()
             row += len(head)
             new_scores.update(((qid, doc), cos) for doc, cos in zip(head, cosines))
         rankings = rerank_top_k(collection, run, new_scores, top_k).rankings
-        config = {**self.describe(), "model": model.describe(), "top_k": top_k,
-                  "first_stage": {"tag": run.tag, **run.config}, "collection": collection.describe()}
+        config = {
+            **self.describe(),
+            "model": model.describe(),
+            "top_k": top_k,
+            "first_stage": {"tag": run.tag, **run.config},
+            "collection": collection.describe(),
+        }
         tag = f"{run.tag}>>{self.name}-query={p['query']}" + (f"@{top_k}" if top_k else "")
         return Run(rankings, tag, config)
-

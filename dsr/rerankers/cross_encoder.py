@@ -68,16 +68,15 @@ class CrossEncoderReranker(Reranker):
     CARD_PARAMS = ("query", "max_length", "text")
     PARAMS = (
         Param("model", DEFAULT_MODEL, "str", "cross-encoder: a short name, a folder, dsr:NAME or a hub id"),
-        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES),
-              grid=tuple(STRATEGIES)),
+        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES), grid=tuple(STRATEGIES)),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
         Param("batch_size", 32, "int", "pairs scored per batch", low=1),
-        Param("max_length", 256, "int", "word pieces of query + candidate (longer pairs are truncated)",
-              low=1),
+        Param("max_length", 256, "int", "word pieces of query + candidate (longer pairs are truncated)", low=1),
         Param("text", "body", "str", "what a candidate's text is", choices=BODY_FORMS),
         Param("top_k", None, "int", "rescore each topic's top k (none: all)", low=1),
-        Param("precision", "fp32", "str", "fp32 (exact) or bf16 (faster on AVX-512 BF16 CPUs and GPUs)",
-              choices=("fp32", "bf16")),
+        Param(
+            "precision", "fp32", "str", "fp32 (exact) or bf16 (faster on AVX-512 BF16 CPUs and GPUs)", choices=("fp32", "bf16")
+        ),
         Param("backend", DEFAULT_BACKEND, "str", BACKEND_HELP + " (torch with precision=bf16)", choices=CHOICES),
     )
 
@@ -85,8 +84,10 @@ class CrossEncoderReranker(Reranker):
         super().__init__(**params)
         self.explicit = set(params)
         if self.params["backend"] not in ("torch", "auto") and self.params["precision"] != "fp32":
-            raise InputError(f"precision={self.params['precision']} is for the torch backend; backend "
-                             f"{self.params['backend']} sets its own", field="precision")
+            raise InputError(
+                f"precision={self.params['precision']} is for the torch backend; backend {self.params['backend']} sets its own",
+                field="precision",
+            )
         self.model_info: ResolvedModel | None = None  # once rerank() has loaded it
 
     def describe(self) -> dict[str, Any]:
@@ -146,8 +147,9 @@ class CrossEncoderReranker(Reranker):
     def tag(self) -> str:
         """``cross-encoder-MODEL`` and the parameters that differ from the defaults
         (``top_k`` shows as ``@k`` in the run's tag instead)."""
-        changed = [f"{k}={v}" for k, v in sorted(self.params.items())
-                   if k not in ("model", "top_k") and v != self.DEFAULTS.get(k)]
+        changed = [
+            f"{k}={v}" for k, v in sorted(self.params.items()) if k not in ("model", "top_k") and v != self.DEFAULTS.get(k)
+        ]
         model = str(self.params["model"]).rstrip("/").replace("\\", "/").rsplit("/", 1)[-1]
         return "-".join([self.name, model, *changed]).replace(" ", "_")
 
@@ -166,8 +168,7 @@ class CrossEncoderReranker(Reranker):
         keys: list[tuple[str, str]] = []
         for qid, ranked in run.rankings.items():
             if qid not in collection:
-                raise InputError(f"topic {qid!r} is not a dialogue of collection {collection.name!r}",
-                                 record=qid, field="qid")
+                raise InputError(f"topic {qid!r} is not a dialogue of collection {collection.name!r}", record=qid, field="qid")
             dialogue = collection[qid]
             query = query_text(dialogue, p["query"], p["decay"])
             fitted: dict[int, str] = {}
@@ -179,16 +180,14 @@ class CrossEncoderReranker(Reranker):
                     pool = collection.unique_sentences() if pool is None else pool
                     candidate = pool.get(doc)
                 if candidate is None:
-                    raise InputError(f"sentence {doc!r} is not in collection {collection.name!r}",
-                                     record=qid, field="docid")
+                    raise InputError(f"sentence {doc!r} is not in collection {collection.name!r}", record=qid, field="docid")
                 sentence = candidate_text(candidate, p["text"])
                 if budget is None:
                     pairs.append((query, sentence))
                     continue
                 room = pair_query_budget(budget[0], budget[1](sentence))
                 if room not in fitted:
-                    fitted[room] = query_text(dialogue, p["query"], p["decay"], budget=room,
-                                              count=budget[1])
+                    fitted[room] = query_text(dialogue, p["query"], p["decay"], budget=room, count=budget[1])
                 pairs.append((fitted[room], sentence))
                 keys.append((qid, doc))
         return pairs, keys
@@ -213,13 +212,15 @@ def _one_score_each(logits):
     if logits.ndim == 2 and logits.shape[1] == 1:
         logits = logits[:, 0]
     if logits.ndim != 1:
-        raise InputError(f"the cross-encoder gives {logits.shape[-1]} scores per pair; "
-                         "a reranker needs a model with one output (num_labels=1)", field="model")
+        raise InputError(
+            f"the cross-encoder gives {logits.shape[-1]} scores per pair; "
+            "a reranker needs a model with one output (num_labels=1)",
+            field="model",
+        )
     return logits
 
 
-def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
-                precision: str = "fp32") -> list[float]:
+def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32, precision: str = "fp32") -> list[float]:
     """Raw logits of a one-label CrossEncoder for each (query, text) pair, in input order.
 
     Pairs are scored longest first so that a batch holds pairs of similar
@@ -233,8 +234,11 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
     from tqdm import tqdm
 
     device = getattr(model, "device", torch.device("cpu"))
-    autocast = (torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
-                if precision == "bf16" else contextlib.nullcontext())
+    autocast = (
+        torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
+        if precision == "bf16"
+        else contextlib.nullcontext()
+    )
 
     if not pairs:
         return []
@@ -245,11 +249,15 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32,
         order = sorted(range(len(pairs)), key=lambda i: -(len(pairs[i][0]) + len(pairs[i][1])))
         with tqdm(total=len(pairs), unit="pair", desc="cross-encoder", leave=False, disable=None) as bar:  # a tty's
             for start in range(0, len(order), batch_size):
-                batch = order[start:start + batch_size]
+                batch = order[start : start + batch_size]
                 with autocast:
-                    logits = model.predict([pairs[i] for i in batch], batch_size=batch_size,
-                                           show_progress_bar=False, activation_fn=torch.nn.Identity(),
-                                           convert_to_numpy=True)
+                    logits = model.predict(
+                        [pairs[i] for i in batch],
+                        batch_size=batch_size,
+                        show_progress_bar=False,
+                        activation_fn=torch.nn.Identity(),
+                        convert_to_numpy=True,
+                    )
                 out[batch] = _one_score_each(logits)
                 bar.update(len(batch))
     bad = [i for i in range(len(pairs)) if not math.isfinite(out[i])]

@@ -37,19 +37,18 @@ class LengthGroupedBatchSampler(NoDuplicatesBatchSampler):
         out: list[list[int]] = []
         carry: list[int] = []
         for start in range(0, len(batches), WINDOW):
-            window = batches[start:start + WINDOW]
+            window = batches[start : start + WINDOW]
             order = carry + sorted((i for b in window for i in b), key=lambda i: (lengths[i], i))
             cut, carry = cut_batches(order, values, self.batch_size, len(window))
             out.extend(cut)
-        for i in carry:   # what no batch could take without a duplicate: any batch that can
+        for i in carry:  # what no batch could take without a duplicate: any batch that can
             home = next((b for b in out if values[i].isdisjoint(t for j in b for t in values[j])), None)
             home.append(i) if home is not None else out.append([i])
         random.Random(f"{self.seed}:{getattr(self, 'epoch', 0)}").shuffle(out)
         yield from out
 
 
-def cut_batches(order: list[int], values: list[set[str]], size: int, count: int
-                ) -> tuple[list[list[int]], list[int]]:
+def cut_batches(order: list[int], values: list[set[str]], size: int, count: int) -> tuple[list[list[int]], list[int]]:
     """``order`` dealt into ``count`` batches of ``size``, in that order: each example goes to
     the first batch with room that shares no text with it. Returns the batches (non-empty ones)
     and the examples left over (no room without a duplicate)."""

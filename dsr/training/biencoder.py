@@ -48,8 +48,11 @@ from dsr.training.settings import TrainSettings
 from dsr.training.steps import Job, base_entry, card_head, data_entry, finish, resolve_base, start_work, training_dialogues
 
 #: the ``loss`` setting -> the loss named in the card
-LOSS_NAMES = {"mnrl": "MultipleNegativesRankingLoss", "gist": "GISTEmbedLoss",
-              "distill": "MultipleNegativesRankingLoss + KL divergence from the teacher's scores"}
+LOSS_NAMES = {
+    "mnrl": "MultipleNegativesRankingLoss",
+    "gist": "GISTEmbedLoss",
+    "distill": "MultipleNegativesRankingLoss + KL divergence from the teacher's scores",
+}
 
 
 @dataclass(frozen=True)
@@ -69,11 +72,17 @@ class Triplet:
         return self.negatives[0]
 
 
-def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
-                  seed: int = 0, source: str = "collection",
-                  text: str | Callable[[Candidate], str] = "body",
-                  ranked: Mapping[str, Sequence[str]] | None = None, depth: int = 10,
-                  negatives: int = 1) -> tuple[list[Triplet], dict[str, int]]:
+def make_triplets(
+    dialogues: Sequence[Dialogue],
+    query: Callable[[Dialogue], str],
+    *,
+    seed: int = 0,
+    source: str = "collection",
+    text: str | Callable[[Candidate], str] = "body",
+    ranked: Mapping[str, Sequence[str]] | None = None,
+    depth: int = 10,
+    negatives: int = 1,
+) -> tuple[list[Triplet], dict[str, int]]:
     """One example per dialogue with a relevant and a non-relevant candidate (deterministic):
     the query, a top-graded positive and ``negatives`` distinct non-relevant candidates of its
     list (where it has fewer, all of them, then drawn again to fill the example: every example
@@ -94,7 +103,7 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
         positives = [c for c in d.candidates if c.label > 0]
         pool = ordered_negatives(d, ranked)
         if ranked is not None:
-            pool = pool[:max(depth, negatives)]
+            pool = pool[: max(depth, negatives)]
         if not positives:
             without_positive += 1
             continue
@@ -107,48 +116,61 @@ def make_triplets(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str
         if len(drawn) < negatives:
             short += 1
             drawn += tuple(rng.choice(pool) for _ in range(negatives - len(drawn)))
-        triplets.append(Triplet(query(d), render(positive), tuple(render(c) for c in drawn), d.id,
-                                (positive.id, *(c.id for c in drawn))))
+        triplets.append(
+            Triplet(query(d), render(positive), tuple(render(c) for c in drawn), d.id, (positive.id, *(c.id for c in drawn)))
+        )
     if not triplets:
-        raise InputError(f"{source}: no dialogue has both a relevant and a non-relevant candidate, "
-                         "so there is nothing to learn from; check the labels or the `split`",
-                         field="candidates[].label")
-    return triplets, {"triplets": len(triplets), "dialogues_without_positive": without_positive,
-                      "dialogues_without_negative": without_negative,
-                      "dialogues_short_of_negatives": short}
+        raise InputError(
+            f"{source}: no dialogue has both a relevant and a non-relevant candidate, "
+            "so there is nothing to learn from; check the labels or the `split`",
+            field="candidates[].label",
+        )
+    return triplets, {
+        "triplets": len(triplets),
+        "dialogues_without_positive": without_positive,
+        "dialogues_without_negative": without_negative,
+        "dialogues_short_of_negatives": short,
+    }
 
 
 def load_bi_encoder(path: str | Path, seed: int, max_seq_length: int | None = None):
     """A SentenceTransformer from a local folder (a bare BERT gets mean pooling)."""
     set_seed(seed)
     try:
-        model = SentenceTransformer(str(path), device=None if torch.cuda.is_available() else "cpu",
-                                    local_files_only=True)
+        model = SentenceTransformer(str(path), device=None if torch.cuda.is_available() else "cpu", local_files_only=True)
     except (OSError, ValueError) as err:
-        raise InputError(f"cannot load a bi-encoder from {path}: {err}", path=path,
-                         field="base") from None
+        raise InputError(f"cannot load a bi-encoder from {path}: {err}", path=path, field="base") from None
     if max_seq_length:
         model.max_seq_length = max_seq_length
     return model
 
 
-def example_columns(triplets: Sequence[Triplet], teacher: Sequence[Sequence[float]] | None = None
-                    ) -> dict[str, list]:
+def example_columns(triplets: Sequence[Triplet], teacher: Sequence[Sequence[float]] | None = None) -> dict[str, list]:
     """The trainer's columns: anchor, positive, the list negatives (``negative``, or
     ``negative_1`` ... ``negative_N``) and, with ``teacher`` scores, ``label``."""
     width = len(triplets[0].negatives)
     names = ["negative"] if width == 1 else [f"negative_{i + 1}" for i in range(width)]
-    columns = {"anchor": [t.query for t in triplets], "positive": [t.positive for t in triplets],
-               **{name: [t.negatives[i] for t in triplets] for i, name in enumerate(names)}}
+    columns = {
+        "anchor": [t.query for t in triplets],
+        "positive": [t.positive for t in triplets],
+        **{name: [t.negatives[i] for t in triplets] for i, name in enumerate(names)},
+    }
     if teacher is not None:
         columns["label"] = [list(map(float, scores)) for scores in teacher]
     return columns
 
 
-def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir: Path,
-                         resume: bool = False, guide=None, batching: str = "random",
-                         padding: str = "column", teacher: Sequence[Sequence[float]] | None = None
-                         ) -> dict[str, Any]:
+def fine_tune_bi_encoder(
+    model,
+    triplets: Sequence[Triplet],
+    settings,
+    work_dir: Path,
+    resume: bool = False,
+    guide=None,
+    batching: str = "random",
+    padding: str = "column",
+    teacher: Sequence[Sequence[float]] | None = None,
+) -> dict[str, Any]:
     """Train ``model`` in place (MNRL, in-batch + list negatives; with a ``guide`` model,
     GISTEmbedLoss; with ``teacher`` scores (per example: its positive's, then each list
     negative's), MNRL plus their distillation, :class:`dsr.training.chunks.DistilledMNRLoss`;
@@ -163,9 +185,10 @@ def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir:
     logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
     dataset = datasets.Dataset.from_dict(example_columns(triplets, teacher))
     checkpoints = work_dir / "checkpoints"
-    args = SentenceTransformerTrainingArguments(**training_arguments(settings, checkpoints),
-                                                batch_sampler=LengthGroupedBatchSampler
-                                                if batching == "by-length" else BatchSamplers.NO_DUPLICATES)
+    args = SentenceTransformerTrainingArguments(
+        **training_arguments(settings, checkpoints),
+        batch_sampler=LengthGroupedBatchSampler if batching == "by-length" else BatchSamplers.NO_DUPLICATES,
+    )
     if guide is not None:
         loss = GISTEmbedLoss(model, guide=guide)
     elif teacher is not None:
@@ -179,12 +202,15 @@ def fine_tune_bi_encoder(model, triplets: Sequence[Triplet], settings, work_dir:
 def cosine_scorer(model, batch_size: int = 64) -> Callable[[list[tuple[str, str]]], list[float]]:
     """score_pairs for :func:`dsr.training.heldout.evaluate_heldout`: cosine of the
     normalised embeddings, each distinct text encoded once."""
+
     def score(pairs: list[tuple[str, str]]) -> list[float]:
         texts = list(dict.fromkeys(t for pair in pairs for t in pair))
-        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=False)
+        vectors = model.encode(
+            texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
         row = {t: i for i, t in enumerate(texts)}
         return [float(vectors[row[q]] @ vectors[row[s]]) for q, s in pairs]
+
     return score
 
 
@@ -192,9 +218,14 @@ def training_renderer(collection, settings: TrainSettings, job: Job) -> Callable
     """Candidate -> text in ``settings.text``; the context form with ``settings.context``
     neighbours from ``settings.documents``, fitted to the base model's length as `dsr run`
     fits it."""
-    return candidate_renderer(collection, settings.text, documents=settings.documents,
-                              window=settings.context or DEFAULT_WINDOW, model_path=job.base.path,
-                              max_length=settings.max_length)
+    return candidate_renderer(
+        collection,
+        settings.text,
+        documents=settings.documents,
+        window=settings.context or DEFAULT_WINDOW,
+        model_path=job.base.path,
+        max_length=settings.max_length,
+    )
 
 
 def load_guide(settings: TrainSettings, job: Job):
@@ -223,54 +254,74 @@ def train_bi_encoder(collection, settings: TrainSettings, job: Job) -> dict[str,
     render = training_renderer(collection, settings, job)
     ranked, miner = mine_negatives(train_part, settings) if settings.hard_negatives else (None, None)
     k = settings.list_negatives
-    triplets, counts = make_triplets(train_part, query, seed=settings.seed, source=source,
-                                     text=render, ranked=ranked, depth=settings.hard_depth, negatives=k)
+    triplets, counts = make_triplets(
+        train_part, query, seed=settings.seed, source=source, text=render, ranked=ranked, depth=settings.hard_depth, negatives=k
+    )
     kind = "mined hard" if ranked else "list"
-    print(f"dsr train: {len(train_part)} training dialogues -> {len(triplets)} examples "
-          f"(query, positive, {k} {kind} negative{'s' if k > 1 else ''}); {len(heldout)} held out"
-          + (f"; {len(excluded)} documents excluded" if excluded else ""), file=sys.stderr)
+    print(
+        f"dsr train: {len(train_part)} training dialogues -> {len(triplets)} examples "
+        f"(query, positive, {k} {kind} negative{'s' if k > 1 else ''}); {len(heldout)} held out"
+        + (f"; {len(excluded)} documents excluded" if excluded else ""),
+        file=sys.stderr,
+    )
     teacher = teacher_scores(train_part, triplets, settings.teacher) if settings.teacher else None
 
     fit = fit_settings(settings)
-    work, model = start_work(job.final, settings.resume,
-                             lambda: load_bi_encoder(job.base.path, settings.seed, settings.max_length))
+    work, model = start_work(
+        job.final, settings.resume, lambda: load_bi_encoder(job.base.path, settings.seed, settings.max_length)
+    )
     guide = load_guide(settings, job)
-    figures = fine_tune_bi_encoder(model, triplets, fit, work, resume=settings.resume,
-                                   guide=guide and guide[0], batching=settings.batching,
-                                   padding=settings.padding, teacher=teacher and teacher[0])
+    figures = fine_tune_bi_encoder(
+        model,
+        triplets,
+        fit,
+        work,
+        resume=settings.resume,
+        guide=guide and guide[0],
+        batching=settings.batching,
+        padding=settings.padding,
+        teacher=teacher and teacher[0],
+    )
     train_seconds = time.monotonic() - started
-    held = held_out.evaluate_heldout(cosine_scorer(model), heldout, query, job.name,
-                                     render) if heldout else None
+    held = held_out.evaluate_heldout(cosine_scorer(model), heldout, query, job.name, render) if heldout else None
     card = {
         **card_head(job, settings, "bi-encoder", model.max_seq_length, excluded),
         "recipe": f"bi-encoder: {LOSS_NAMES[settings.loss]}, silver positive + {k} "
-                  f"{'mined hard' if ranked else 'pool'} negative{'s' if k > 1 else ''} per query point",
+        f"{'mined hard' if ranked else 'pool'} negative{'s' if k > 1 else ''} per query point",
         **({"context": settings.context or DEFAULT_WINDOW} if settings.text == CONTEXT_FORM else {}),
-        "base": base_entry(job, settings, "No new head: the base encoder and its pooling are "
-                           "fine-tuned."),
+        "base": base_entry(job, settings, "No new head: the base encoder and its pooling are fine-tuned."),
         "training_data": {
             **data_entry(collection, job, selection, train_part, heldout),
-            "targets": "top-graded positive", "pairs": counts["triplets"],
-            "positives": counts["triplets"], "list_negatives": k * counts["triplets"],
-            "random_negatives": 0, "hard_negatives": k * counts["triplets"] if ranked else 0,
+            "targets": "top-graded positive",
+            "pairs": counts["triplets"],
+            "positives": counts["triplets"],
+            "list_negatives": k * counts["triplets"],
+            "random_negatives": 0,
+            "hard_negatives": k * counts["triplets"] if ranked else 0,
             **({"hard_negative_miner": miner} if miner else {}),
             **({"teacher": teacher[1]} if teacher else {}),
             "dialogues_short_of_negatives": counts["dialogues_short_of_negatives"],
             "dialogues_without_positive": counts["dialogues_without_positive"],
             "dialogues_without_negative": counts["dialogues_without_negative"],
         },
-        "parameters": {**fit.as_dict(), "max_length": model.max_seq_length,
-                       "loss": LOSS_NAMES[settings.loss], **({"guide": guide[1]} if guide else {}),
-                       **({"teacher": settings.teacher} if settings.teacher else {}),
-                       "hard_negatives": settings.hard_negatives, "hard_depth": settings.hard_depth,
-                       "list_negatives": k,
-                       "negatives": f"in-batch + {k} list negative{'s' if k > 1 else ''} per query point",
-                       "batch_sampler": "no_duplicates" + (
-                           f", grouped by length (windows of {WINDOW} batches)" if settings.batching == "by-length"
-                           else ""), "batching": settings.batching,
-                       "padding": (f"chunks ({CHUNK} texts a chunk)" if settings.padding == "chunks"
-                                   and guide is None else "column"),   # GISTEmbedLoss pads per column
-                       "holdout": settings.holdout,
-                       "holdout_max": settings.holdout_max},
+        "parameters": {
+            **fit.as_dict(),
+            "max_length": model.max_seq_length,
+            "loss": LOSS_NAMES[settings.loss],
+            **({"guide": guide[1]} if guide else {}),
+            **({"teacher": settings.teacher} if settings.teacher else {}),
+            "hard_negatives": settings.hard_negatives,
+            "hard_depth": settings.hard_depth,
+            "list_negatives": k,
+            "negatives": f"in-batch + {k} list negative{'s' if k > 1 else ''} per query point",
+            "batch_sampler": "no_duplicates"
+            + (f", grouped by length (windows of {WINDOW} batches)" if settings.batching == "by-length" else ""),
+            "batching": settings.batching,
+            "padding": (
+                f"chunks ({CHUNK} texts a chunk)" if settings.padding == "chunks" and guide is None else "column"
+            ),  # GISTEmbedLoss pads per column
+            "holdout": settings.holdout,
+            "holdout_max": settings.holdout_max,
+        },
     }
     return finish(model, work, job, card, figures, held, started, train_seconds)

@@ -34,30 +34,37 @@ def write_card(folder: Path, card: dict[str, Any]) -> None:
 def ranking_params(card: dict[str, Any]) -> dict[str, Any]:
     """How a bi-encoder's card says to rank with it: its query strategy and candidate text
     (``title+recent`` and ``body`` when the card has none), and its context window."""
-    return {"query": card.get("query") or "title+recent", "text": card.get("text") or "body",
-            **({"context": card["context"]} if "context" in card else {})}
+    return {
+        "query": card.get("query") or "title+recent",
+        "text": card.get("text") or "body",
+        **({"context": card["context"]} if "context" in card else {}),
+    }
 
 
 def text_params(card: dict[str, Any]) -> str:
     """The ``--param``s that make `dsr run` read candidates as a bi-encoder was trained on them
     (empty for plain bodies), with a leading space."""
     text = card.get("text", "body")
-    return ((f" --param 'text={text}'" if text != "body" else "")
-            + (f" --param context={card['context']}" if "context" in card else ""))
+    return (f" --param 'text={text}'" if text != "body" else "") + (
+        f" --param context={card['context']}" if "context" in card else ""
+    )
 
 
 def describe_run(training: dict[str, Any]) -> str:
     """A card's ``training`` in a line: steps, passes, seconds, where, precision, peak memory."""
     where = training.get("hardware") or {}
-    place = (f"{where.get('device', training.get('device', '?'))}"
-             + (f" ({where['name']}" + (f", {where['cores']} cores" if where.get("cores") else "") + ")"
-                if where.get("name") else ""))
+    place = f"{where.get('device', training.get('device', '?'))}" + (
+        f" ({where['name']}" + (f", {where['cores']} cores" if where.get("cores") else "") + ")" if where.get("name") else ""
+    )
     precision = (training.get("precision") or {}).get("used")
     memory = training.get("memory") or {}
-    return (f"{training['steps']} steps ({training['epochs']:g} passes), {training['wall_seconds']:.0f} s "
-            f"on {place}" + (f", {precision}" if precision else "")
-            + (f"; peak RSS {memory['peak_rss_mib']:,} MiB" if memory.get("peak_rss_mib") else "")
-            + (f", GPU peak {memory['cuda_peak_mib']:,} MiB" if memory.get("cuda_peak_mib") else ""))
+    return (
+        f"{training['steps']} steps ({training['epochs']:g} passes), {training['wall_seconds']:.0f} s "
+        f"on {place}"
+        + (f", {precision}" if precision else "")
+        + (f"; peak RSS {memory['peak_rss_mib']:,} MiB" if memory.get("peak_rss_mib") else "")
+        + (f", GPU peak {memory['cuda_peak_mib']:,} MiB" if memory.get("cuda_peak_mib") else "")
+    )
 
 
 def render_readme(card: dict[str, Any]) -> str:
@@ -69,16 +76,22 @@ def render_readme(card: dict[str, Any]) -> str:
         "",
         f"Trained with `dsr train` (dsr {card['versions'].get('dialogue-sentence-retrieval')}) "
         f"on {card['created']}. Use it with "
-        + (f"`dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} --query "
-           f"{card['query']}{text_params(card)} --out RUN`" if card.get("kind") == "bi-encoder" else
-           f"`dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN`")
+        + (
+            f"`dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} --query "
+            f"{card['query']}{text_params(card)} --out RUN`"
+            if card.get("kind") == "bi-encoder"
+            else f"`dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN`"
+        )
         + f"; it reads queries built with the **`{card['query']}`** strategy "
         f"and inputs of at most {params['max_length']} word pieces"
         + f"; candidates read as **`{card.get('text', 'body')}`**"
         + (f" with {card['context']} neighbouring sentence(s) on each side" if "context" in card else "")
         + ".",
-        *([f"Documents left out of training: {', '.join(card['excluded_documents'])}."]
-          if card.get("excluded_documents") else []),
+        *(
+            [f"Documents left out of training: {', '.join(card['excluded_documents'])}."]
+            if card.get("excluded_documents")
+            else []
+        ),
         "",
         "## Base model",
         f"- `{base['spec']}` = `{base['name']}` (from {base['source']}: {base['path']})",
@@ -102,13 +115,22 @@ def render_readme(card: dict[str, Any]) -> str:
         *[f"| {k} | {v} |" for k, v in sorted(params.items())],
         "",
         "## Training run",
-        *([f"- recipe `{card['named_recipe']}` (`dsr train --recipe {card['named_recipe']}`; settings "
-           "given beside it are in the parameters above)"] if card.get("named_recipe") else []),
+        *(
+            [
+                f"- recipe `{card['named_recipe']}` (`dsr train --recipe {card['named_recipe']}`; settings "
+                "given beside it are in the parameters above)"
+            ]
+            if card.get("named_recipe")
+            else []
+        ),
         f"- {run['steps']} steps ({run['epochs']} epochs), final mean loss {run['train_loss']:.4f}",
         f"- {describe_run(run)}",
         f"- machine: {card['machine'].get('platform')} ({card['machine'].get('cpus')} CPUs)",
-        *([f"- precision {run['precision']['used']} ({run['precision']['why']}; asked: "
-           f"{run['precision']['requested']})"] if run.get("precision") else []),
+        *(
+            [f"- precision {run['precision']['used']} ({run['precision']['why']}; asked: {run['precision']['requested']})"]
+            if run.get("precision")
+            else []
+        ),
         "",
     ]
     if held.get("rankers"):
@@ -120,8 +142,10 @@ def render_readme(card: dict[str, Any]) -> str:
             "",
             "| ranker | " + " | ".join(measures) + " |",
             "|---|" + "---|" * len(measures),
-            *[f"| {name} | " + " | ".join(f"{scores[m]:.4f}" for m in measures) + " |"
-              for name, scores in held["rankers"].items()],
+            *[
+                f"| {name} | " + " | ".join(f"{scores[m]:.4f}" for m in measures) + " |"
+                for name, scores in held["rankers"].items()
+            ],
             "",
         ]
     lines += ["## Versions", "", *[f"- {k} {v}" for k, v in sorted(card["versions"].items()) if v], ""]

@@ -38,13 +38,12 @@ def embed_in_chunks(model, features_list: Iterable[dict], chunk: int | None = No
     sizes = [f["input_ids"].shape[0] for f in features_list]
     width = max(f["input_ids"].shape[1] for f in features_list)
     keys = [k for k, v in features_list[0].items() if torch.is_tensor(v) and v.dim() == 2]
-    merged = {k: torch.cat([torch.nn.functional.pad(f[k], (0, width - f[k].shape[1])) for f in features_list])
-              for k in keys}
+    merged = {k: torch.cat([torch.nn.functional.pad(f[k], (0, width - f[k].shape[1])) for f in features_list]) for k in keys}
     lengths = merged["attention_mask"].sum(dim=1)
     order = torch.argsort(lengths, stable=True)
     parts = []
     for start in range(0, len(order), chunk):
-        rows = order[start:start + chunk]
+        rows = order[start : start + chunk]
         longest = int(lengths[rows].max())
         parts.append(model({k: v[rows, :longest] for k, v in merged.items()})["sentence_embedding"])
     embeddings = torch.empty((len(order), parts[0].shape[1]), dtype=parts[0].dtype, device=parts[0].device)
@@ -76,10 +75,10 @@ class DistilledMNRLoss(MultipleNegativesRankingLoss):
 
     def forward(self, sentence_features, labels):
         features = list(sentence_features)
-        embeddings = (embed_in_chunks(self.model, features) if self.chunked
-                      else [self.model(f)["sentence_embedding"] for f in features])
-        return (self.compute_loss_from_embeddings(embeddings, labels)
-                + self.weight * self.distillation(embeddings, labels))
+        embeddings = (
+            embed_in_chunks(self.model, features) if self.chunked else [self.model(f)["sentence_embedding"] for f in features]
+        )
+        return self.compute_loss_from_embeddings(embeddings, labels) + self.weight * self.distillation(embeddings, labels)
 
     def distillation(self, embeddings: list[torch.Tensor], labels: torch.Tensor) -> torch.Tensor:
         """KL(teacher || student) over each example's own candidates, averaged over the batch."""
@@ -87,6 +86,9 @@ class DistilledMNRLoss(MultipleNegativesRankingLoss):
         query, candidates = embeddings[0], torch.stack(embeddings[1:], dim=1)
         student = self.scale * functional.cosine_similarity(query.unsqueeze(1), candidates, dim=-1)
         teacher = labels.to(device=student.device, dtype=torch.float32) / self.teacher_temperature
-        return functional.kl_div(functional.log_softmax(student.float(), dim=-1),
-                                 functional.log_softmax(teacher, dim=-1), log_target=True,
-                                 reduction="batchmean")
+        return functional.kl_div(
+            functional.log_softmax(student.float(), dim=-1),
+            functional.log_softmax(teacher, dim=-1),
+            log_target=True,
+            reduction="batchmean",
+        )

@@ -49,12 +49,10 @@ def load_base(path: str | Path, max_length: int, seed: int):
     try:
         return CrossEncoder(str(path), num_labels=1, max_length=max_length, local_files_only=True)
     except (OSError, ValueError) as err:
-        raise InputError(f"cannot load a BERT-style checkpoint from {path}: {err}",
-                         path=path, field="base") from None
+        raise InputError(f"cannot load a BERT-style checkpoint from {path}: {err}", path=path, field="base") from None
 
 
-def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: Path,
-              resume: bool = False) -> dict[str, Any]:
+def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: Path, resume: bool = False) -> dict[str, Any]:
     """Train ``model`` in place on ``columns`` (query, sentence, label); return trainer figures.
 
     Checkpoints go to ``work_dir/checkpoints`` every ``save_steps`` steps and
@@ -65,8 +63,7 @@ def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: 
     dataset = datasets.Dataset.from_dict(columns)
     checkpoints = work_dir / "checkpoints"
     args = CrossEncoderTrainingArguments(**training_arguments(settings, checkpoints))
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset,
-                                  loss=BinaryCrossEntropyLoss(model))
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=BinaryCrossEntropyLoss(model))
     return run_trainer(trainer, checkpoints, resume, settings)
 
 
@@ -80,34 +77,57 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
         return query_text(d, settings.query)
 
     ranked, miner = mine_negatives(train_part, settings) if settings.hard_negatives else (None, None)
-    pairset = make_pairs(train_part, query, neg_per_pos=settings.neg_per_pos,
-                         random_negatives=settings.random_negatives, targets=settings.targets,
-                         seed=settings.seed, source=source, text=settings.text, ranked=ranked,
-                         depth=settings.hard_depth)
-    print(f"dsr train: {len(train_part)} training dialogues ({pairset.dialogues_used} with a "
-          f"relevant candidate) -> {len(pairset.pairs)} pairs; {len(heldout)} held out",
-          file=sys.stderr)
+    pairset = make_pairs(
+        train_part,
+        query,
+        neg_per_pos=settings.neg_per_pos,
+        random_negatives=settings.random_negatives,
+        targets=settings.targets,
+        seed=settings.seed,
+        source=source,
+        text=settings.text,
+        ranked=ranked,
+        depth=settings.hard_depth,
+    )
+    print(
+        f"dsr train: {len(train_part)} training dialogues ({pairset.dialogues_used} with a "
+        f"relevant candidate) -> {len(pairset.pairs)} pairs; {len(heldout)} held out",
+        file=sys.stderr,
+    )
 
     fit = fit_settings(settings)
-    work, model = start_work(job.final, settings.resume,
-                             lambda: load_base(job.base.path, settings.max_length, settings.seed))
+    work, model = start_work(job.final, settings.resume, lambda: load_base(job.base.path, settings.max_length, settings.seed))
     figures = fine_tune(model, pairset.columns(), fit, work, resume=settings.resume)
     train_seconds = time.monotonic() - started
     # Scored exactly as `dsr rerank` scores (raw logits, same batching).
-    held = held_out.evaluate_heldout(lambda pairs: score_pairs(model, pairs, 32), heldout, query,
-                                     job.name, settings.text) if heldout else None
+    held = (
+        held_out.evaluate_heldout(lambda pairs: score_pairs(model, pairs, 32), heldout, query, job.name, settings.text)
+        if heldout
+        else None
+    )
     card = {
         **card_head(job, settings, "cross-encoder", settings.max_length, excluded),
-        "base": base_entry(job, settings, "The classification head (one logit) is not part of the "
-                           "base checkpoint: it starts untrained, randomly initialised from the seed."),
-        "training_data": {**data_entry(collection, job, selection, train_part, heldout),
-                          "targets": settings.targets, **pairset.stats(),
-                          **({"hard_negative_miner": miner} if miner else {})},
-        "parameters": {**fit.as_dict(), "neg_per_pos": settings.neg_per_pos,
-                       "random_negatives": settings.random_negatives,
-                       "hard_negatives": settings.hard_negatives, "hard_depth": settings.hard_depth,
-                       "holdout": settings.holdout,
-                       "holdout_max": settings.holdout_max, "loss": "BinaryCrossEntropyLoss"},
+        "base": base_entry(
+            job,
+            settings,
+            "The classification head (one logit) is not part of the "
+            "base checkpoint: it starts untrained, randomly initialised from the seed.",
+        ),
+        "training_data": {
+            **data_entry(collection, job, selection, train_part, heldout),
+            "targets": settings.targets,
+            **pairset.stats(),
+            **({"hard_negative_miner": miner} if miner else {}),
+        },
+        "parameters": {
+            **fit.as_dict(),
+            "neg_per_pos": settings.neg_per_pos,
+            "random_negatives": settings.random_negatives,
+            "hard_negatives": settings.hard_negatives,
+            "hard_depth": settings.hard_depth,
+            "holdout": settings.holdout,
+            "holdout_max": settings.holdout_max,
+            "loss": "BinaryCrossEntropyLoss",
+        },
     }
     return finish(model, work, job, card, figures, held, started, train_seconds)
-

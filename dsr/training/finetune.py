@@ -81,8 +81,7 @@ def cpu_bf16_flags(cpuinfo: str | None = None) -> list[str]:
 def resolve_precision(requested: str = "auto") -> dict[str, str]:
     """``{"requested", "used", "why"}``: the precision training runs in, for the trainer and the card."""
     if requested not in PRECISIONS:
-        raise InputError(f"unknown precision {requested!r}; choose from {', '.join(PRECISIONS)}",
-                         field="precision")
+        raise InputError(f"unknown precision {requested!r}; choose from {', '.join(PRECISIONS)}", field="precision")
     if requested == "fp32":
         return {"requested": requested, "used": "fp32", "why": "asked for"}
     if torch.cuda.is_available():
@@ -94,9 +93,12 @@ def resolve_precision(requested: str = "auto") -> dict[str, str]:
     if units:
         return {"requested": requested, "used": "bf16", "why": f"bf16 units: {where}"}
     if requested == "bf16":
-        raise InputError(f"`precision` bf16 needs bf16 units (a CPU with amx_bf16 or avx512_bf16, or a "
-                         f"CUDA GPU with bf16), and this machine has none ({where}): use `precision` "
-                         "fp32 or auto", field="precision")
+        raise InputError(
+            f"`precision` bf16 needs bf16 units (a CPU with amx_bf16 or avx512_bf16, or a "
+            f"CUDA GPU with bf16), and this machine has none ({where}): use `precision` "
+            "fp32 or auto",
+            field="precision",
+        )
     return {"requested": requested, "used": "fp32", "why": f"no bf16 units: {where}"}
 
 
@@ -104,10 +106,17 @@ def fit_settings(settings) -> FitSettings:
     """The optimisation settings of a ``dsr.training.settings.TrainSettings``; the precision
     resolved first, so ``precision bf16`` without bf16 units is refused before any work."""
     resolve_precision(settings.precision)
-    return FitSettings(seed=settings.seed, epochs=settings.epochs, batch_size=settings.batch_size,
-                       max_length=settings.max_length or 0, lr=settings.lr, warmup=settings.warmup,
-                       max_steps=settings.max_steps, save_steps=settings.save_steps,
-                       precision=settings.precision)
+    return FitSettings(
+        seed=settings.seed,
+        epochs=settings.epochs,
+        batch_size=settings.batch_size,
+        max_length=settings.max_length or 0,
+        lr=settings.lr,
+        warmup=settings.warmup,
+        max_steps=settings.max_steps,
+        save_steps=settings.save_steps,
+        precision=settings.precision,
+    )
 
 
 def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, Any]:
@@ -131,7 +140,7 @@ def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, An
         logging_strategy="steps",
         logging_steps=settings.logging_steps,
         report_to="none",
-        disable_tqdm=not progress_shown(),   # bars on a terminal only
+        disable_tqdm=not progress_shown(),  # bars on a terminal only
         dataloader_num_workers=0,
         bf16=bf16,
         **cpu,
@@ -190,14 +199,19 @@ def _last_checkpoint(folder: Path) -> Path | None:
     (a kill): it is removed, with a notice, and the previous checkpoint (the
     trainer keeps two) is the one resumed from.
     """
-    steps = sorted(((int(p.name.split("-")[1]), p) for p in (folder.iterdir() if folder.is_dir() else ())
-                    if re.fullmatch(r"checkpoint-\d+", p.name) and p.is_dir()), reverse=True)
+    steps = sorted(
+        (
+            (int(p.name.split("-")[1]), p)
+            for p in (folder.iterdir() if folder.is_dir() else ())
+            if re.fullmatch(r"checkpoint-\d+", p.name) and p.is_dir()
+        ),
+        reverse=True,
+    )
     for step, path in steps:
         why = _incomplete(path, step)
         if why is None:
             return path
-        print(f"dsr: ignoring the incomplete checkpoint {path.name} ({why}: a save was cut short); "
-              "removed", file=sys.stderr)
+        print(f"dsr: ignoring the incomplete checkpoint {path.name} ({why}: a save was cut short); removed", file=sys.stderr)
         shutil.rmtree(path, ignore_errors=True)
     return None
 
@@ -219,7 +233,10 @@ class StderrProgress(ProgressCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.is_world_process_zero and self.training_bar is not None and logs:
-            shown = {k: (round(v, 6) if isinstance(v, float) else v) for k, v in logs.items()
-                     if k in ("loss", "learning_rate", "epoch", "train_loss")}
+            shown = {
+                k: (round(v, 6) if isinstance(v, float) else v)
+                for k, v in logs.items()
+                if k in ("loss", "learning_rate", "epoch", "train_loss")
+            }
             if shown:
                 tqdm.write(str(shown), file=sys.stderr)

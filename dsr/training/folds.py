@@ -45,9 +45,11 @@ def documents(dialogues: Iterable[Dialogue]) -> list[str]:
     for d in dialogues:
         doc = dialogue_document(d)
         if not doc:
-            raise InputError("no meta.document: document-disjoint folds need each dialogue's "
-                             "document (CMU_DoG collections have it)", record=d.id,
-                             field="meta.document")
+            raise InputError(
+                "no meta.document: document-disjoint folds need each dialogue's document (CMU_DoG collections have it)",
+                record=d.id,
+                field="meta.document",
+            )
         found.add(doc)
     return sorted(found)
 
@@ -55,15 +57,14 @@ def documents(dialogues: Iterable[Dialogue]) -> list[str]:
 def folds(docs: Sequence[str], k: int) -> list[list[str]]:
     """``docs`` cut into ``k`` folds (seeded shuffle of the sorted names), each sorted."""
     if k < 2 or k > len(docs):
-        raise InputError(f"folds must be between 2 and the number of documents ({len(docs)}), "
-                         f"got {k}", field="folds")
+        raise InputError(f"folds must be between 2 and the number of documents ({len(docs)}), got {k}", field="folds")
     order = sorted(docs)
     random.Random(FOLD_SEED).shuffle(order)
     size, extra = divmod(len(order), k)
     out, start = [], 0
     for i in range(k):
         n = size + (1 if i < extra else 0)
-        out.append(sorted(order[start:start + n]))
+        out.append(sorted(order[start : start + n]))
         start += n
     return out
 

@@ -24,9 +24,13 @@ MEASURES = ("nDCG@5", "RR")
 BASELINES = ("initial", "bm25")
 
 
-def model_run(score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
-              dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], tag: str,
-              text: str | Callable[[Candidate], str] = "body") -> Run:
+def model_run(
+    score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
+    dialogues: Sequence[Dialogue],
+    query: Callable[[Dialogue], str],
+    tag: str,
+    text: str | Callable[[Candidate], str] = "body",
+) -> Run:
     """Score every candidate (as ``text`` renders it: a text form, or a candidate -> text
     function such as :func:`dsr.collections.documents.candidate_renderer`'s) of every
     dialogue in one batch call; ties by initial rank."""
@@ -49,9 +53,13 @@ def baseline_runs(collection: Collection) -> dict[str, Run]:
     return {name: make_ranker(name).rank(collection) for name in BASELINES}
 
 
-def evaluate_heldout(score_pairs, dialogues: Sequence[Dialogue], query, name: str,
-                     text: str | Callable[[Candidate], str] = "body",
-                     ) -> dict[str, Any]:
+def evaluate_heldout(
+    score_pairs,
+    dialogues: Sequence[Dialogue],
+    query,
+    name: str,
+    text: str | Callable[[Candidate], str] = "body",
+) -> dict[str, Any]:
     """Figures for the model card: measures of the model and the baselines, per ranker."""
 
     subset = Collection(f"{name}-heldout", dialogues)

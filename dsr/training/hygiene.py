@@ -39,8 +39,7 @@ def cmu_dog_folder(collection, eval_source: str | None) -> Path | None:
     if eval_source:
         folder = Path(eval_source)
         if not (folder / "Conversations").is_dir():
-            raise InputError("not a CMU_DoG folder (no Conversations/ in it)", path=folder,
-                             field="eval_source")
+            raise InputError("not a CMU_DoG folder (no Conversations/ in it)", path=folder, field="eval_source")
         return folder
     for folder in (collection.meta.get("source"), data_dir("cmu_dog")):
         if folder and (Path(folder) / "Conversations").is_dir():
@@ -48,15 +47,16 @@ def cmu_dog_folder(collection, eval_source: str | None) -> Path | None:
     return None
 
 
-def drop_evaluation_conversations(dialogues: list, collection, eval_source: str | None,
-                                  group: Callable[[Any], str]) -> tuple[list, dict[str, Any]]:
+def drop_evaluation_conversations(
+    dialogues: list, collection, eval_source: str | None, group: Callable[[Any], str]
+) -> tuple[list, dict[str, Any]]:
     """(the dialogues kept, the report for the card and the message)."""
     if not any(d.source in CMU_DOG_SOURCES for d in dialogues):
         return dialogues, {"checked": False, "reason": "not CMU_DoG dialogues"}
     by_conv: dict[str, list] = defaultdict(list)
     for d in dialogues:
         by_conv[group(d)].append(d)
-    dropped: dict[str, str] = {}    # conversation -> why
+    dropped: dict[str, str] = {}  # conversation -> why
     dev = set().union(*dev_conversations().values()) if dev_conversations() else set()
     for name in by_conv:
         if name in dev:
@@ -64,11 +64,15 @@ def drop_evaluation_conversations(dialogues: list, collection, eval_source: str 
     report: dict[str, Any] = {"checked": True, "splits": []}
     folder = cmu_dog_folder(collection, eval_source)
     if folder is None:
-        report["note"] = ("no CMU_DoG folder to read valid/test from (pass eval_source): only the "
-                          "development set's conversations were checked")
+        report["note"] = (
+            "no CMU_DoG folder to read valid/test from (pass eval_source): only the development set's conversations were checked"
+        )
     else:
-        turns = {name: turn_keys(t.body for d in ds for t in [*d.context, *([d.target] if d.target else [])])
-                 for name, ds in by_conv.items() if name not in dropped}
+        turns = {
+            name: turn_keys(t.body for d in ds for t in [*d.context, *([d.target] if d.target else [])])
+            for name, ds in by_conv.items()
+            if name not in dropped
+        }
         own = collection.meta.get("split")
         for split in EVALUATION_SPLITS:
             if split == own or not (folder / "Conversations" / split).is_dir():
@@ -80,8 +84,12 @@ def drop_evaluation_conversations(dialogues: list, collection, eval_source: str 
     by_reason: dict[str, int] = defaultdict(int)
     for why in dropped.values():
         by_reason[why] += 1
-    report.update(conversations=len(by_conv), dropped_conversations=len(dropped),
-                  dropped_dialogues=len(dialogues) - len(kept), by_reason=dict(sorted(by_reason.items())))
+    report.update(
+        conversations=len(by_conv),
+        dropped_conversations=len(dropped),
+        dropped_dialogues=len(dialogues) - len(kept),
+        by_reason=dict(sorted(by_reason.items())),
+    )
     return kept, report
 
 
@@ -91,9 +99,11 @@ def message(report: dict[str, Any]) -> str:
         return ""
     why = ", ".join(f"{n} {reason}" for reason, n in report["by_reason"].items()) or "none"
     checked = " and ".join(["the development set", *report["splits"]])
-    line = (f"dsr train: dropped {report['dropped_conversations']} of {report['conversations']} "
-            f"training conversations ({report['dropped_dialogues']} dialogues) that also appear in "
-            f"an evaluation split ({checked}): {why}")
+    line = (
+        f"dsr train: dropped {report['dropped_conversations']} of {report['conversations']} "
+        f"training conversations ({report['dropped_dialogues']} dialogues) that also appear in "
+        f"an evaluation split ({checked}): {why}"
+    )
     return line + (f"; {report['note']}" if report.get("note") else "")
 
 
@@ -104,7 +114,9 @@ def apply(dialogues: list, collection, eval_source: str | None, group) -> tuple[
     if line:
         print(line, file=sys.stderr)
     if not kept:
-        raise InputError("every training conversation is also evaluated on (CMU_DoG valid/test or "
-                         "the development set): nothing left to train on; train on CMU_DoG train",
-                         field="collection")
+        raise InputError(
+            "every training conversation is also evaluated on (CMU_DoG valid/test or "
+            "the development set): nothing left to train on; train on CMU_DoG train",
+            field="collection",
+        )
     return kept, report

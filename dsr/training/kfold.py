@@ -44,8 +44,12 @@ RUNS = ("kfold", "zero-shot", "in-domain")
 
 def out_files() -> tuple[str, ...]:
     """What ``dsr kfold --out`` holds (replaced as a set): the runs, their sidecars, the report."""
-    return (*(f"{name}.run{ext}" for name in RUNS for ext in ("", ".json")), "folds.json", "folds.md",
-            *(f"report/{name}" for name in REPORT_FILES))
+    return (
+        *(f"{name}.run{ext}" for name in RUNS for ext in ("", ".json")),
+        "folds.json",
+        "folds.md",
+        *(f"report/{name}" for name in REPORT_FILES),
+    )
 
 
 def trained_for_fold(name: str, k: int, i: int) -> bool:
@@ -63,13 +67,20 @@ def card(model: str, required: bool = True) -> dict[str, Any] | None:
         return None
     found = read_card(folder)
     if found is None and required:
-        raise InputError(f"not a model trained by `dsr train` (no {CARD_FILE})", path=folder / CARD_FILE,
-                         field="model")
+        raise InputError(f"not a model trained by `dsr train` (no {CARD_FILE})", path=folder / CARD_FILE, field="model")
     return found
 
 
-def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all-MiniLM-L6-v2",
-                   in_domain: str | None = None, measures=("nDCG@5", "RR"), command=None):
+def kfold_evaluate(
+    evaluation,
+    models: list[str],
+    out: Path,
+    *,
+    base: str = "all-MiniLM-L6-v2",
+    in_domain: str | None = None,
+    measures=("nDCG@5", "RR"),
+    command=None,
+):
     """Rank each dialogue of ``evaluation`` with the fold model that left its document out,
     pool, evaluate the runs against zero-shot ``base`` and write ``out`` as a set (the runs and
     ``report/``, :func:`out_files`: a folder holding anything else is refused)."""
@@ -81,38 +92,41 @@ def kfold_evaluate(evaluation, models: list[str], out: Path, *, base: str = "all
     for i, fold_card in enumerate(cards):
         theirs = ranking_params(fold_card)
         if theirs["query"] != query:
-            raise InputError(f"fold models use different query strategies ({query}, {theirs['query']})",
-                             field="model")
+            raise InputError(f"fold models use different query strategies ({query}, {theirs['query']})", field="model")
         if theirs != same:
-            raise InputError(f"fold models use different candidate texts ({text}, {theirs['text']}; "
-                             f"context {same.get('context')}, {theirs.get('context')})", field="model")
+            raise InputError(
+                f"fold models use different candidate texts ({text}, {theirs['text']}; "
+                f"context {same.get('context')}, {theirs.get('context')})",
+                field="model",
+            )
         for doc in fold_card.get("excluded_documents") or []:
             if doc in owner:
-                raise InputError(f"document {doc!r} is left out by two fold models "
-                                 f"({models[owner[doc]]}, {models[i]})", field="model")
+                raise InputError(
+                    f"document {doc!r} is left out by two fold models ({models[owner[doc]]}, {models[i]})", field="model"
+                )
             owner[doc] = i
     uncovered = sorted({dialogue_document(d) for d in evaluation} - set(owner))
     if uncovered:
-        raise InputError(f"no fold model left out {', '.join(map(str, uncovered))}: every "
-                         "evaluation document must be held out by exactly one fold", field="model")
+        raise InputError(
+            f"no fold model left out {', '.join(map(str, uncovered))}: every "
+            "evaluation document must be held out by exactly one fold",
+            field="model",
+        )
     rankings: dict[str, list] = {}
     fold_runs = []
     for i, model in enumerate(models):
-        part = Collection(f"{evaluation.name}-fold{i}",
-                          [d for d in evaluation if owner[dialogue_document(d)] == i],
-                          meta=evaluation.meta)
+        part = Collection(
+            f"{evaluation.name}-fold{i}", [d for d in evaluation if owner[dialogue_document(d)] == i], meta=evaluation.meta
+        )
         if not len(part):
             continue
         run = make_ranker("dense", model=model, **same).rank(part)
         rankings.update(run.rankings)
-        fold_runs.append({"model": model, "dialogues": len(part),
-                          "documents": cards[i].get("excluded_documents")})
+        fold_runs.append({"model": model, "dialogues": len(part), "documents": cards[i].get("excluded_documents")})
     tag = f"kfold-{len(models)}-dense-query={query}" + ("" if text == "body" else f"-text={slug(text)}")
-    pooled = Run(rankings, tag,
-                 {"kfold": fold_runs, "query": query, "text": text, "collection": evaluation.describe()})
+    pooled = Run(rankings, tag, {"kfold": fold_runs, "query": query, "text": text, "collection": evaluation.describe()})
     # zero-shot and in-domain read the candidates as the fold models do
-    runs = {"zero-shot": make_ranker("dense", model=base, **same).rank(evaluation),
-            "kfold": pooled}
+    runs = {"zero-shot": make_ranker("dense", model=base, **same).rank(evaluation), "kfold": pooled}
     if in_domain:
         runs["in-domain"] = make_ranker("dense", model=in_domain, **same).rank(evaluation)
     results = evaluate_runs(evaluation, runs, list(measures), subsets=["all"], baseline="zero-shot")
@@ -136,21 +150,32 @@ def fold_gains(results, folds: list[int | None], models: list[str]) -> list[dict
         if not index:
             continue
         effect = compare(values, "zero-shot", results.measures, index=index)["kfold"][measure]
-        rows.append({"fold": fold, "model": model, "dialogues": len(index), "measure": measure,
-                     "zero_shot": float(values["zero-shot"][index, column].mean()),
-                     "kfold": float(values["kfold"][index, column].mean()),
-                     **{k: effect[k] for k in ("diff", "ci_low", "ci_high", "t", "perm")}})
+        rows.append(
+            {
+                "fold": fold,
+                "model": model,
+                "dialogues": len(index),
+                "measure": measure,
+                "zero_shot": float(values["zero-shot"][index, column].mean()),
+                "kfold": float(values["kfold"][index, column].mean()),
+                **{k: effect[k] for k in ("diff", "ci_low", "ci_high", "t", "perm")},
+            }
+        )
     return rows
 
 
 def folds_markdown(gains: list[dict[str, Any]]) -> str:
     """The per-fold table (:func:`fold_gains`) in Markdown."""
     measure = gains[0]["measure"] if gains else "nDCG@5"
-    lines = [f"| fold | model | dialogues | zero-shot {measure} | fold model {measure} | gain [95 % CI] | "
-             "p (t / sign-flip) |", "|---|---|---:|---:|---:|---|---|"]
+    lines = [
+        f"| fold | model | dialogues | zero-shot {measure} | fold model {measure} | gain [95 % CI] | p (t / sign-flip) |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
     for g in gains:
-        lines.append(f"| {g['fold']} | {g['model']} | {g['dialogues']} | {g['zero_shot']:.4f} | {g['kfold']:.4f} | "
-                     f"{g['diff']:+.4f} [{g['ci_low']:+.4f}, {g['ci_high']:+.4f}] | {_p(g['t'])} / {_p(g['perm'])} |")
+        lines.append(
+            f"| {g['fold']} | {g['model']} | {g['dialogues']} | {g['zero_shot']:.4f} | {g['kfold']:.4f} | "
+            f"{g['diff']:+.4f} [{g['ci_low']:+.4f}, {g['ci_high']:+.4f}] | {_p(g['t'])} / {_p(g['perm'])} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -34,13 +34,19 @@ def mine_negatives(dialogues, settings: TrainSettings) -> tuple[dict[str, list[s
         raise InputError(f"the hard-negative miner: {err}", field="hard_negatives") from None
     params = ranking_params(read_card(model.path) or {})
     started = time.monotonic()
-    print(f"dsr train: ranking {len(dialogues)} training dialogues with {settings.hard_negatives} "
-          f"({', '.join(f'{k} {v}' for k, v in params.items())}) for hard negatives", file=sys.stderr)
-    run = make_ranker("dense", model=settings.hard_negatives, **params).rank(
-        Collection("hard-negatives", dialogues))
+    print(
+        f"dsr train: ranking {len(dialogues)} training dialogues with {settings.hard_negatives} "
+        f"({', '.join(f'{k} {v}' for k, v in params.items())}) for hard negatives",
+        file=sys.stderr,
+    )
+    run = make_ranker("dense", model=settings.hard_negatives, **params).rank(Collection("hard-negatives", dialogues))
     ranked = {qid: [doc for doc, _ in docs] for qid, docs in run.rankings.items()}
-    return ranked, {"miner": model.describe(), **params, "depth": settings.hard_depth,
-                    "seconds": round(time.monotonic() - started, 1)}
+    return ranked, {
+        "miner": model.describe(),
+        **params,
+        "depth": settings.hard_depth,
+        "seconds": round(time.monotonic() - started, 1),
+    }
 
 
 def teacher_scores(dialogues, examples: Sequence, teacher: str) -> tuple[list[list[float]], dict[str, Any]]:
@@ -55,14 +61,20 @@ def teacher_scores(dialogues, examples: Sequence, teacher: str) -> tuple[list[li
     started = time.monotonic()
     by_id = {d.id: d for d in dialogues}
     wanted = {e.dialogue: list(dict.fromkeys(e.ids)) for e in examples}
-    print(f"dsr train: scoring {sum(map(len, wanted.values()))} (query, sentence) pairs of "
-          f"{len(wanted)} training dialogues with the teacher {teacher}", file=sys.stderr)
-    run = Run({qid: [(cid, float(-i)) for i, cid in enumerate(ids)] for qid, ids in wanted.items()},
-              "teacher-input")
+    print(
+        f"dsr train: scoring {sum(map(len, wanted.values()))} (query, sentence) pairs of "
+        f"{len(wanted)} training dialogues with the teacher {teacher}",
+        file=sys.stderr,
+    )
+    run = Run({qid: [(cid, float(-i)) for i, cid in enumerate(ids)] for qid, ids in wanted.items()}, "teacher-input")
     scored = reranker.rerank(Collection("teacher", [by_id[qid] for qid in wanted]), run)
     table = {qid: dict(ranked) for qid, ranked in scored.rankings.items()}
     scores = [[table[e.dialogue][cid] for cid in e.ids] for e in examples]
-    return scores, {"teacher": reranker.model_info.describe(), "spec": teacher,
-                    **{k: reranker.params[k] for k in ("query", "text", "max_length")},
-                    "backend": reranker.backend(),
-                    "pairs": sum(map(len, wanted.values())), "seconds": round(time.monotonic() - started, 1)}
+    return scores, {
+        "teacher": reranker.model_info.describe(),
+        "spec": teacher,
+        **{k: reranker.params[k] for k in ("query", "text", "max_length")},
+        "backend": reranker.backend(),
+        "pairs": sum(map(len, wanted.values())),
+        "seconds": round(time.monotonic() - started, 1),
+    }

@@ -76,15 +76,26 @@ class PairSet:
 
     def columns(self) -> dict[str, list]:
         """The column layout sentence-transformers' trainer takes (query, sentence, label)."""
-        return {"query": [p.query for p in self.pairs],
-                "sentence": [p.sentence for p in self.pairs],
-                "label": [p.target for p in self.pairs]}
+        return {
+            "query": [p.query for p in self.pairs],
+            "sentence": [p.sentence for p in self.pairs],
+            "label": [p.target for p in self.pairs],
+        }
 
 
-def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], *,
-               neg_per_pos: float = 3.0, random_negatives: int = 0, targets: str = "binary",
-               seed: int = 0, source: str = "collection", text: str = "body",
-               ranked: Mapping[str, Sequence[str]] | None = None, depth: int = 10) -> PairSet:
+def make_pairs(
+    dialogues: Sequence[Dialogue],
+    query: Callable[[Dialogue], str],
+    *,
+    neg_per_pos: float = 3.0,
+    random_negatives: int = 0,
+    targets: str = "binary",
+    seed: int = 0,
+    source: str = "collection",
+    text: str = "body",
+    ranked: Mapping[str, Sequence[str]] | None = None,
+    depth: int = 10,
+) -> PairSet:
     """Build balanced training pairs from ``dialogues`` (deterministic for a seed).
 
     ``query`` maps a dialogue to its query text (a strategy of
@@ -95,15 +106,16 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
     ``title: body``). Raises InputError when no dialogue has a relevant candidate.
     """
     if targets not in TARGETS:
-        raise InputError(f"unknown target kind {targets!r}; choose from {', '.join(TARGETS)}",
-                         field="targets")
+        raise InputError(f"unknown target kind {targets!r}; choose from {', '.join(TARGETS)}", field="targets")
     rng = random.Random(seed)
     max_label = max((c.label for d in dialogues for c in d.candidates), default=0)
     if max_label <= 0:
-        raise InputError(f"{source}: no dialogue has a relevant candidate (every label is 0), "
-                         "so there is nothing to learn from; check the labels or the `split`",
-                         path=source if source.endswith((".jsonl", ".json")) else None,
-                         field="candidates[].label")
+        raise InputError(
+            f"{source}: no dialogue has a relevant candidate (every label is 0), "
+            "so there is nothing to learn from; check the labels or the `split`",
+            path=source if source.endswith((".jsonl", ".json")) else None,
+            field="candidates[].label",
+        )
     pool = _sentence_pool(dialogues, text)
     pairs: list[Pair] = []
     counts: Counter = Counter()
@@ -119,7 +131,7 @@ def make_pairs(dialogues: Sequence[Dialogue], query: Callable[[Dialogue], str], 
         if neg_per_pos >= 0:
             keep = round(neg_per_pos * len(positives))
             if ranked is not None:
-                negatives = negatives[:max(depth, keep)]
+                negatives = negatives[: max(depth, keep)]
             negatives = rng.sample(negatives, min(len(negatives), keep))
         for c in positives:
             target = 1.0 if targets == "binary" else c.label / max_label
@@ -166,9 +178,14 @@ def _sentence_pool(dialogues: Iterable[Dialogue], text: str = "body") -> list[tu
     return [(c.id, candidate_text(c, text)) for c in rows]
 
 
-def split_heldout(dialogues: Sequence[Dialogue], fraction: float, *, seed: int = 0,
-                  limit: int | None = None, group: Callable[[Dialogue], str] | None = None
-                  ) -> tuple[list[Dialogue], list[Dialogue]]:
+def split_heldout(
+    dialogues: Sequence[Dialogue],
+    fraction: float,
+    *,
+    seed: int = 0,
+    limit: int | None = None,
+    group: Callable[[Dialogue], str] | None = None,
+) -> tuple[list[Dialogue], list[Dialogue]]:
     """Split into (train, held-out) by whole groups (default: one group per dialogue).
 
     Dialogues from one conversation share context and document, so they are

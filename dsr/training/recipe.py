@@ -38,23 +38,50 @@ from dsr.training.steps import Job, resolve_base
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def train(collection: Collection | str | Path, name: str, *, source: str | Path | None = None,
-          split: str | None = None, recipe: str | None = None, base: str | None = None,
-          model_type: str | None = None, query: str | None = None, text: str | None = None,
-          loss: str | None = None, guide: str | None = None, teacher: str | None = None,
-          context: int | None = None,
-          documents: str | None = None, subset: str | None = None,
-          val_of_split: int | None = None, neg_per_pos: float | None = None,
-          list_negatives: int | None = None,
-          random_negatives: int | None = None, hard_negatives: str | None = None,
-          hard_depth: int | None = None, targets: str | None = None, eval_source: str | None = None,
-          exclude_docs: str | None = None, folds: int | None = None, fold: int | None = None,
-          holdout: float | None = None, holdout_max: int | None = None, seed: int | None = None,
-          epochs: float | None = None, batch_size: int | None = None, max_length: int | None = None,
-          lr: float | None = None, warmup: float | None = None, max_steps: int | None = None,
-          save_steps: int | None = None, batching: str | None = None,
-          padding: str | None = None, precision: str | None = None, resume: bool | None = None,
-          overwrite: bool | None = None) -> dict[str, Any]:
+def train(
+    collection: Collection | str | Path,
+    name: str,
+    *,
+    source: str | Path | None = None,
+    split: str | None = None,
+    recipe: str | None = None,
+    base: str | None = None,
+    model_type: str | None = None,
+    query: str | None = None,
+    text: str | None = None,
+    loss: str | None = None,
+    guide: str | None = None,
+    teacher: str | None = None,
+    context: int | None = None,
+    documents: str | None = None,
+    subset: str | None = None,
+    val_of_split: int | None = None,
+    neg_per_pos: float | None = None,
+    list_negatives: int | None = None,
+    random_negatives: int | None = None,
+    hard_negatives: str | None = None,
+    hard_depth: int | None = None,
+    targets: str | None = None,
+    eval_source: str | None = None,
+    exclude_docs: str | None = None,
+    folds: int | None = None,
+    fold: int | None = None,
+    holdout: float | None = None,
+    holdout_max: int | None = None,
+    seed: int | None = None,
+    epochs: float | None = None,
+    batch_size: int | None = None,
+    max_length: int | None = None,
+    lr: float | None = None,
+    warmup: float | None = None,
+    max_steps: int | None = None,
+    save_steps: int | None = None,
+    batching: str | None = None,
+    padding: str | None = None,
+    precision: str | None = None,
+    resume: bool | None = None,
+    overwrite: bool | None = None,
+) -> dict[str, Any]:
     """Fine-tune a model on ``collection``'s labels and save it as ``DSR_HOME/models/NAME``.
 
     ``collection`` is a :class:`~dsr.core.data.Collection`, a registered name
@@ -68,17 +95,20 @@ def train(collection: Collection | str | Path, name: str, *, source: str | Path 
     A wrong value is an InputError naming the setting, before anything loads.
     Returns the model card (``dsr_model.json``).
     """
-    given = {key: value for key, value in locals().items()
-             if key not in ("collection", "name", "source", "split") and value is not None}
+    given = {
+        key: value
+        for key, value in locals().items()
+        if key not in ("collection", "name", "source", "split") and value is not None
+    }
     settings = resolve_settings(given)
     if not _NAME.match(name):
-        raise InputError(f"model name {name!r} must be letters, digits, '.', '_' or '-' "
-                         "(it becomes a folder name)", field="name")
+        raise InputError(f"model name {name!r} must be letters, digits, '.', '_' or '-' (it becomes a folder name)", field="name")
     final = models_dir() / name
     recover_folder(final)  # a swap of NAME cut by a kill: finished or undone first
     if final.exists() and not settings.overwrite:
-        raise InputError(f"model {name!r} already exists at {final}; overwrite it (`overwrite`) "
-                         "or choose another name", field="name")
+        raise InputError(
+            f"model {name!r} already exists at {final}; overwrite it (`overwrite`) or choose another name", field="name"
+        )
     job = Job(name, final, resolve_base(settings.base), str(source) if source else None, split)
     spec = None if isinstance(collection, Collection) else str(collection)
     if not isinstance(collection, Collection):
@@ -104,13 +134,18 @@ def refuse_judged(collection, spec: str | None = None) -> None:
     """
     points, carrying = judged_points(collection)
     if is_judged(collection, spec):
-        found = (f" ({len(carrying)} of its dialogues carry the judged set's labels, e.g. {carrying[0]})"
-                 if carrying else "")
-        raise InputError(f"{collection.name!r} is the judged development set{found}: it is for evaluation "
-                         "only and is never trained on; train on the silver labels, e.g. "
-                         "`dsr train cmu_dog --source DIR --split train`", field="collection")
+        found = f" ({len(carrying)} of its dialogues carry the judged set's labels, e.g. {carrying[0]})" if carrying else ""
+        raise InputError(
+            f"{collection.name!r} is the judged development set{found}: it is for evaluation "
+            "only and is never trained on; train on the silver labels, e.g. "
+            "`dsr train cmu_dog --source DIR --split train`",
+            field="collection",
+        )
     if points:
-        print(f"dsr: warning: {len(points)} of {len(collection)} training dialogues are query points of the "
-              f"judged development set (cmu_dog_judged: CMU_DoG valid conversations), e.g. {points[0]}: "
-              "a model trained on them is not held out from it, so do not compare it with others "
-              "on cmu_dog_judged", file=sys.stderr)
+        print(
+            f"dsr: warning: {len(points)} of {len(collection)} training dialogues are query points of the "
+            f"judged development set (cmu_dog_judged: CMU_DoG valid conversations), e.g. {points[0]}: "
+            "a model trained on them is not held out from it, so do not compare it with others "
+            "on cmu_dog_judged",
+            file=sys.stderr,
+        )

@@ -45,24 +45,42 @@ class Recipe:
 
     def flags(self) -> str:
         """The recipe as ``dsr train`` flags (``--max-steps -1 --epochs 3 ...``)."""
+
         def shown(value: Any) -> str:
             text = f"{value:g}".replace("e-0", "e-") if isinstance(value, float) else str(value)
             return f'"{text}"' if " " in text else text
+
         return " ".join(f"--{k.replace('_', '-')} {shown(v)}" for k, v in self.settings.items())
 
 
 #: the named recipes, the quick default first (``dsr train --recipe NAME``; docs/training.md
 #: lists them from here, ``python tools/docs_lists.py --write``)
-RECIPES: dict[str, Recipe] = {r.name: r for r in (
-    Recipe("quick", "the default: 120 steps of 32 (3,840 of the 7,046 CMU_DoG training points, "
-           "about half a pass), one list negative per point, lr 5e-5, candidates as bodies",
-           cost="169 s of training on 2 CPU cores"),
-    Recipe("full", "every training point, 3 passes, 4 list negatives per point from its own "
-           "candidate list, batches of 64, candidates as 'title: body'",
-           {"text": "title: body", "max_steps": -1, "epochs": 3.0, "batch_size": 64,
-            "list_negatives": 4, "lr": 5e-5, "save_steps": 50},
-           cost="about 30 min of training on 2 CPU cores"),
-)}
+RECIPES: dict[str, Recipe] = {
+    r.name: r
+    for r in (
+        Recipe(
+            "quick",
+            "the default: 120 steps of 32 (3,840 of the 7,046 CMU_DoG training points, "
+            "about half a pass), one list negative per point, lr 5e-5, candidates as bodies",
+            cost="169 s of training on 2 CPU cores",
+        ),
+        Recipe(
+            "full",
+            "every training point, 3 passes, 4 list negatives per point from its own "
+            "candidate list, batches of 64, candidates as 'title: body'",
+            {
+                "text": "title: body",
+                "max_steps": -1,
+                "epochs": 3.0,
+                "batch_size": 64,
+                "list_negatives": 4,
+                "lr": 5e-5,
+                "save_steps": 50,
+            },
+            cost="about 30 min of training on 2 CPU cores",
+        ),
+    )
+}
 DEFAULT_RECIPE = "quick"
 #: the recipe the decision rule chose (``dsr train --recipe recommended``; docs/results.md,
 #: "Issue 41")
@@ -70,105 +88,235 @@ RECOMMENDED = "quick"
 
 #: the model: what is trained, from what, on which query and candidate text
 MODEL = (
-    Param("base", DEFAULT_BASE, "str", "starting checkpoint: a short name, a local folder or "
-          "dsr:NAME (a BERT-style encoder; a cross-encoder's classification head starts "
-          "untrained)", metavar="MODEL"),
-    Param("model_type", None, "str", "bi-encoder (MultipleNegativesRankingLoss; the default) or "
-          "cross-encoder (BCE)", choices=MODEL_TYPES),
-    Param("query", None, "str", "query strategy (default: title+recent for a bi-encoder, weighted "
-          "for a cross-encoder)", choices=STRATEGIES, metavar="STRATEGY"),
-    Param("text", None, "str", "what a candidate's text is in training (default body, or the "
-          "recipe's; a cross-encoder: body or 'title: body'); the card records it and `dsr "
-          "run`/`dsr rerank` read candidates so", choices=TEXT_FORMS),
-    Param("loss", "mnrl", "str", "bi-encoder loss: mnrl (MultipleNegativesRankingLoss), gist "
-          "(GISTEmbedLoss: in-batch negatives the guide model scores above the positive are "
-          "masked) or distill (mnrl plus the KL divergence from the teacher cross-encoder's "
-          "scores of each example's positive and list negatives)", choices=LOSSES),
-    Param("guide", None, "str", "with loss gist: the guide model (default: the base model, "
-          "zero-shot)", metavar="MODEL"),
-    Param("teacher", None, "str", "with loss distill: the cross-encoder whose scores are "
-          "distilled (dsr:NAME from `dsr train --model-type cross-encoder`, or a folder)",
-          metavar="MODEL"),
-    Param("context", None, "int", "with text 'title: previous [SEP] body [SEP] next': neighbouring "
-          "sentences on each side (default 1; the card records it)", low=1, high=20, metavar="N"),
-    Param("documents", None, "str", "with the context text form: the documents' folder (CMU_DoG: "
-          "its folder with WikiData/; default: the collection's source, else "
-          "$DSR_HOME/data/cmu_dog)", metavar="DIR"),
+    Param(
+        "base",
+        DEFAULT_BASE,
+        "str",
+        "starting checkpoint: a short name, a local folder or "
+        "dsr:NAME (a BERT-style encoder; a cross-encoder's classification head starts "
+        "untrained)",
+        metavar="MODEL",
+    ),
+    Param(
+        "model_type",
+        None,
+        "str",
+        "bi-encoder (MultipleNegativesRankingLoss; the default) or cross-encoder (BCE)",
+        choices=MODEL_TYPES,
+    ),
+    Param(
+        "query",
+        None,
+        "str",
+        "query strategy (default: title+recent for a bi-encoder, weighted for a cross-encoder)",
+        choices=STRATEGIES,
+        metavar="STRATEGY",
+    ),
+    Param(
+        "text",
+        None,
+        "str",
+        "what a candidate's text is in training (default body, or the "
+        "recipe's; a cross-encoder: body or 'title: body'); the card records it and `dsr "
+        "run`/`dsr rerank` read candidates so",
+        choices=TEXT_FORMS,
+    ),
+    Param(
+        "loss",
+        "mnrl",
+        "str",
+        "bi-encoder loss: mnrl (MultipleNegativesRankingLoss), gist "
+        "(GISTEmbedLoss: in-batch negatives the guide model scores above the positive are "
+        "masked) or distill (mnrl plus the KL divergence from the teacher cross-encoder's "
+        "scores of each example's positive and list negatives)",
+        choices=LOSSES,
+    ),
+    Param("guide", None, "str", "with loss gist: the guide model (default: the base model, zero-shot)", metavar="MODEL"),
+    Param(
+        "teacher",
+        None,
+        "str",
+        "with loss distill: the cross-encoder whose scores are "
+        "distilled (dsr:NAME from `dsr train --model-type cross-encoder`, or a folder)",
+        metavar="MODEL",
+    ),
+    Param(
+        "context",
+        None,
+        "int",
+        "with text 'title: previous [SEP] body [SEP] next': neighbouring sentences on each side (default 1; the card records it)",
+        low=1,
+        high=20,
+        metavar="N",
+    ),
+    Param(
+        "documents",
+        None,
+        "str",
+        "with the context text form: the documents' folder (CMU_DoG: "
+        "its folder with WikiData/; default: the collection's source, else "
+        "$DSR_HOME/data/cmu_dog)",
+        metavar="DIR",
+    ),
 )
 #: the training data: which dialogues, which negatives, what is held out
 DATA = (
     Param("subset", None, "str", "train only on dialogues of this subset", metavar="NAME"),
-    Param("val_of_split", None, "int", "train on the val half of official split K (collections "
-          "with a split file, e.g. sigir2022: the supervised setting)", low=0, metavar="K"),
-    Param("neg_per_pos", 3.0, "float", "cross-encoder: in-list negatives per positive (sampled; "
-          "-1 keeps all)", low=-1, metavar="R"),
-    Param("list_negatives", None, "int", "bi-encoder: negatives per training point drawn from "
-          "its own candidate list (default 1, or the recipe's), beside the in-batch ones",
-          low=1, high=49, metavar="N"),
-    Param("random_negatives", 0, "int", "cross-encoder: random sentences from other dialogues "
-          "added as negatives, per dialogue", low=0, metavar="N"),
-    Param("hard_negatives", None, "str", "a bi-encoder (a model name or dsr:NAME) that picks the "
-          "pool negatives: drawn among the non-relevant candidates it ranks highest (its top "
-          "--hard-depth) rather than among all of them", metavar="MODEL"),
-    Param("hard_depth", 10, "int", "with hard_negatives: how deep in the miner's ranking of a "
-          "dialogue's non-relevant candidates negatives are drawn", low=1, metavar="N"),
-    Param("targets", "binary", "str", "cross-encoder: binary (label > 0 -> 1) or graded (label / "
-          "highest label)", choices=TARGETS),
-    Param("eval_source", None, "str", "a CMU_DoG folder whose evaluation splits (valid, test) are "
-          "read: training conversations that also appear there are dropped, as are the judged "
-          "development set's (default: the collection's source, else $DSR_HOME/data/cmu_dog)",
-          metavar="DIR"),
-    Param("exclude_docs", None, "str", "leave these documents (meta.document, e.g. CMU_DoG films) "
-          "out of training: their dialogues and their sentences in every pool",
-          metavar="DOC[,DOC...]"),
-    Param("folds", None, "int", "document folds (with fold): train without fold I's documents",
-          low=2, metavar="K"),
+    Param(
+        "val_of_split",
+        None,
+        "int",
+        "train on the val half of official split K (collections with a split file, e.g. sigir2022: the supervised setting)",
+        low=0,
+        metavar="K",
+    ),
+    Param(
+        "neg_per_pos", 3.0, "float", "cross-encoder: in-list negatives per positive (sampled; -1 keeps all)", low=-1, metavar="R"
+    ),
+    Param(
+        "list_negatives",
+        None,
+        "int",
+        "bi-encoder: negatives per training point drawn from "
+        "its own candidate list (default 1, or the recipe's), beside the in-batch ones",
+        low=1,
+        high=49,
+        metavar="N",
+    ),
+    Param(
+        "random_negatives",
+        0,
+        "int",
+        "cross-encoder: random sentences from other dialogues added as negatives, per dialogue",
+        low=0,
+        metavar="N",
+    ),
+    Param(
+        "hard_negatives",
+        None,
+        "str",
+        "a bi-encoder (a model name or dsr:NAME) that picks the "
+        "pool negatives: drawn among the non-relevant candidates it ranks highest (its top "
+        "--hard-depth) rather than among all of them",
+        metavar="MODEL",
+    ),
+    Param(
+        "hard_depth",
+        10,
+        "int",
+        "with hard_negatives: how deep in the miner's ranking of a dialogue's non-relevant candidates negatives are drawn",
+        low=1,
+        metavar="N",
+    ),
+    Param(
+        "targets", "binary", "str", "cross-encoder: binary (label > 0 -> 1) or graded (label / highest label)", choices=TARGETS
+    ),
+    Param(
+        "eval_source",
+        None,
+        "str",
+        "a CMU_DoG folder whose evaluation splits (valid, test) are "
+        "read: training conversations that also appear there are dropped, as are the judged "
+        "development set's (default: the collection's source, else $DSR_HOME/data/cmu_dog)",
+        metavar="DIR",
+    ),
+    Param(
+        "exclude_docs",
+        None,
+        "str",
+        "leave these documents (meta.document, e.g. CMU_DoG films) "
+        "out of training: their dialogues and their sentences in every pool",
+        metavar="DOC[,DOC...]",
+    ),
+    Param("folds", None, "int", "document folds (with fold): train without fold I's documents", low=2, metavar="K"),
     Param("fold", None, "int", "the fold left out (0..K-1)", low=0, metavar="I"),
-    Param("holdout", 0.1, "float", "fraction of dialogues (whole conversations) kept out for the "
-          "card's metrics", low=0, below=1, metavar="FRACTION"),
-    Param("holdout_max", 100, "int", "at most this many held-out dialogues (scoring them takes "
-          "time on CPU)", low=1, metavar="N"),
+    Param(
+        "holdout",
+        0.1,
+        "float",
+        "fraction of dialogues (whole conversations) kept out for the card's metrics",
+        low=0,
+        below=1,
+        metavar="FRACTION",
+    ),
+    Param("holdout_max", 100, "int", "at most this many held-out dialogues (scoring them takes time on CPU)", low=1, metavar="N"),
 )
 #: the optimisation
 OPTIMISATION = (
     Param("seed", 42, "int", "seed of the head, dropout, data order and sampling"),
-    Param("epochs", None, "float", "passes over the training data (default 1, or the recipe's; "
-          "reached when max_steps is -1)", above=0),
-    Param("batch_size", None, "int", "examples per step (default: 32 bi-encoder, 16 "
-          "cross-encoder)", low=1, metavar="N"),
-    Param("max_length", None, "int", "word pieces of query + sentence (cross-encoder) or of one "
-          "text (bi-encoder); default: the bi-encoder's own (256 for all-MiniLM-L6-v2), 128 "
-          "cross-encoder",
-          low=8, metavar="L"),
-    Param("lr", None, "float", "peak learning rate (default 5e-5)",
-          above=0),
-    Param("warmup", 0.1, "float", "linear warm-up: a fraction of the steps when < 1, else steps",
-          low=0, metavar="W"),
-    Param("max_steps", None, "int", "stop after N optimiser steps (-1: run all epochs; default "
-          "120 bi-encoder, 400 cross-encoder)", low=-1, metavar="N"),
-    Param("save_steps", None, "int", "checkpoint every N steps (the last two are kept until the "
-          "end)", low=1, metavar="N"),
-    Param("batching", None, "str", "bi-encoder: random (no-duplicate batches) or by-length "
-          "(the same, each batch re-cut among examples of similar length: less padding, other "
-          "in-batch negatives); default random", choices=("random", "by-length")),
-    Param("padding", None, "str", "bi-encoder: column (each column of a batch padded to its "
-          "longest text, as sentence-transformers does) or chunks (the batch's texts sorted by "
-          "length and encoded in chunks, each padded to its own longest: the same embeddings "
-          "and loss for about half the computation; the bi-encoder's default; a "
-          "cross-encoder's is column)", choices=("column", "chunks")),
-    Param("precision", "auto", "str", "auto: bf16 autocast where the CPU (amx_bf16, avx512_bf16) or "
-          "GPU has bf16 units, else fp32; bf16 insists (refused without such units); the card "
-          "records the choice", choices=("auto", "bf16", "fp32")),
-    Param("resume", False, "bool", "continue from the newest checkpoint of an interrupted run "
-          "of NAME"),
+    Param(
+        "epochs",
+        None,
+        "float",
+        "passes over the training data (default 1, or the recipe's; reached when max_steps is -1)",
+        above=0,
+    ),
+    Param("batch_size", None, "int", "examples per step (default: 32 bi-encoder, 16 cross-encoder)", low=1, metavar="N"),
+    Param(
+        "max_length",
+        None,
+        "int",
+        "word pieces of query + sentence (cross-encoder) or of one "
+        "text (bi-encoder); default: the bi-encoder's own (256 for all-MiniLM-L6-v2), 128 "
+        "cross-encoder",
+        low=8,
+        metavar="L",
+    ),
+    Param("lr", None, "float", "peak learning rate (default 5e-5)", above=0),
+    Param("warmup", 0.1, "float", "linear warm-up: a fraction of the steps when < 1, else steps", low=0, metavar="W"),
+    Param(
+        "max_steps",
+        None,
+        "int",
+        "stop after N optimiser steps (-1: run all epochs; default 120 bi-encoder, 400 cross-encoder)",
+        low=-1,
+        metavar="N",
+    ),
+    Param("save_steps", None, "int", "checkpoint every N steps (the last two are kept until the end)", low=1, metavar="N"),
+    Param(
+        "batching",
+        None,
+        "str",
+        "bi-encoder: random (no-duplicate batches) or by-length "
+        "(the same, each batch re-cut among examples of similar length: less padding, other "
+        "in-batch negatives); default random",
+        choices=("random", "by-length"),
+    ),
+    Param(
+        "padding",
+        None,
+        "str",
+        "bi-encoder: column (each column of a batch padded to its "
+        "longest text, as sentence-transformers does) or chunks (the batch's texts sorted by "
+        "length and encoded in chunks, each padded to its own longest: the same embeddings "
+        "and loss for about half the computation; the bi-encoder's default; a "
+        "cross-encoder's is column)",
+        choices=("column", "chunks"),
+    ),
+    Param(
+        "precision",
+        "auto",
+        "str",
+        "auto: bf16 autocast where the CPU (amx_bf16, avx512_bf16) or "
+        "GPU has bf16 units, else fp32; bf16 insists (refused without such units); the card "
+        "records the choice",
+        choices=("auto", "bf16", "fp32"),
+    ),
+    Param("resume", False, "bool", "continue from the newest checkpoint of an interrupted run of NAME"),
     Param("overwrite", False, "bool", "replace an existing model NAME"),
 )
 #: the named recipe whose settings fill those not given
 CHOICE = (
-    Param("recipe", None, "str", "a named recipe (listed below): its settings fill those not "
-          f"given; recommended is the one the decision rule chose ({RECOMMENDED}); default "
-          f"{DEFAULT_RECIPE} for a bi-encoder, none for a cross-encoder",
-          choices=(*RECIPES, "recommended"), metavar="NAME"),
+    Param(
+        "recipe",
+        None,
+        "str",
+        "a named recipe (listed below): its settings fill those not "
+        f"given; recommended is the one the decision rule chose ({RECOMMENDED}); default "
+        f"{DEFAULT_RECIPE} for a bi-encoder, none for a cross-encoder",
+        choices=(*RECIPES, "recommended"),
+        metavar="NAME",
+    ),
 )
 PARAMS = (*CHOICE, *MODEL, *DATA, *OPTIMISATION)
 #: the groups ``dsr train --help`` shows the settings in
@@ -177,17 +325,36 @@ GROUPS = {"recipe": CHOICE, "model": MODEL, "data": DATA, "optimisation": OPTIMI
 #: what each model type defaults to where a setting is declared without a default and neither
 #: the call nor the recipe sets it
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
-    "cross-encoder": {"query": "weighted", "batch_size": 16, "max_steps": 400, "max_length": 128,
-                      "save_steps": 100, "lr": 5e-5, "batching": "random", "padding": "column",
-                      "text": "body", "epochs": 1.0},
+    "cross-encoder": {
+        "query": "weighted",
+        "batch_size": 16,
+        "max_steps": 400,
+        "max_length": 128,
+        "save_steps": 100,
+        "lr": 5e-5,
+        "batching": "random",
+        "padding": "column",
+        "text": "body",
+        "epochs": 1.0,
+    },
     # the earlier recipe stays (shorter ones, e.g. 56 steps of 32 at 128 word pieces, are
     # lower on the judged development set), computed without most of its padding (`padding`
     # chunks, dsr.training.chunks: the same embeddings and loss; 169 s of training on 2 cores
     # against ~350 s padded per column), which `dsr decide` finds not significantly different
     # on either label set (docs/results.md, "Issue 31: the training levers"; tools/issue31_levers.py)
-    "bi-encoder": {"query": "title+recent", "batch_size": 32, "max_steps": 120, "max_length": None,
-                   "save_steps": 60, "lr": 5e-5, "batching": "random", "padding": "chunks",
-                   "text": "body", "epochs": 1.0, "list_negatives": 1},
+    "bi-encoder": {
+        "query": "title+recent",
+        "batch_size": 32,
+        "max_steps": 120,
+        "max_length": None,
+        "save_steps": 60,
+        "lr": 5e-5,
+        "batching": "random",
+        "padding": "chunks",
+        "text": "body",
+        "epochs": 1.0,
+        "list_negatives": 1,
+    },
 }
 
 #: the checked settings of one training (fields: PARAMS' names)
@@ -198,8 +365,7 @@ def recipe_named(name: str) -> Recipe:
     """The recipe ``name`` (``recommended``: :data:`RECOMMENDED`)."""
     name = RECOMMENDED if name == "recommended" else name
     if name not in RECIPES:
-        raise InputError(f"unknown recipe {name!r}; choose from {', '.join((*RECIPES, 'recommended'))}",
-                         field="recipe")
+        raise InputError(f"unknown recipe {name!r}; choose from {', '.join((*RECIPES, 'recommended'))}", field="recipe")
     return RECIPES[name]
 
 
@@ -215,9 +381,12 @@ def resolve_settings(given: Mapping[str, Any]) -> Any:
         recipe = recipe_named(values["recipe"])
         values["recipe"] = recipe.name
         if values["model_type"] not in (None, recipe.model_type):
-            raise InputError(f"recipe {recipe.name!r} trains a {recipe.model_type}, not a "
-                             f"{values['model_type']}; leave `model_type` out or choose another "
-                             "recipe", field="recipe")
+            raise InputError(
+                f"recipe {recipe.name!r} trains a {recipe.model_type}, not a "
+                f"{values['model_type']}; leave `model_type` out or choose another "
+                "recipe",
+                field="recipe",
+            )
         values.update({key: value for key, value in recipe.settings.items() if values[key] is None})
     values["model_type"] = values["model_type"] or DEFAULT_MODEL_TYPE
     for key, value in MODEL_DEFAULTS[values["model_type"]].items():
@@ -234,28 +403,44 @@ def check_combinations(values: dict[str, Any]) -> None:
     if (values["folds"] is None) != (values["fold"] is None):
         raise InputError("folds K and fold I go together", field="folds")
     if values["text"] != CONTEXT_FORM and (values["context"] is not None or values["documents"] is not None):
-        raise InputError(f"context and documents apply to text {CONTEXT_FORM!r} only",
-                         field="context" if values["context"] is not None else "documents")
+        raise InputError(
+            f"context and documents apply to text {CONTEXT_FORM!r} only",
+            field="context" if values["context"] is not None else "documents",
+        )
     if values["model_type"] == "bi-encoder":
         if values["loss"] == "distill" and values["teacher"] is None:
-            raise InputError("loss 'distill' needs a teacher: the cross-encoder whose scores are "
-                             "distilled (e.g. dsr:NAME from `dsr train --model-type cross-encoder`)",
-                             field="teacher")
+            raise InputError(
+                "loss 'distill' needs a teacher: the cross-encoder whose scores are "
+                "distilled (e.g. dsr:NAME from `dsr train --model-type cross-encoder`)",
+                field="teacher",
+            )
         if values["teacher"] is not None and values["loss"] != "distill":
             raise InputError("teacher applies to loss 'distill' only", field="teacher")
         if values["guide"] is not None and values["loss"] != "gist":
             raise InputError("guide applies to loss 'gist' only", field="guide")
         return
-    bi_only = [("text", values["text"] == CONTEXT_FORM, f"text {CONTEXT_FORM!r} applies to bi-encoder "
-                "training only (a cross-encoder reads 'body' or 'title: body')"),
-               ("batching", values["batching"] != "random", "batching applies to bi-encoder training only"),
-               ("padding", values["padding"] != "column", "padding 'chunks' applies to bi-encoder "
-                "training only"),
-               ("list_negatives", values["list_negatives"] is not None, "list_negatives applies to "
-                "bi-encoder training only (a cross-encoder's are neg_per_pos per positive)")]
-    bi_only += [(name, values[name] not in (None, "mnrl"), "loss, guide and teacher apply to bi-encoder "
-                 "training only (a cross-encoder trains with binary cross-entropy)")
-                for name in ("loss", "guide", "teacher")]
+    bi_only = [
+        (
+            "text",
+            values["text"] == CONTEXT_FORM,
+            f"text {CONTEXT_FORM!r} applies to bi-encoder training only (a cross-encoder reads 'body' or 'title: body')",
+        ),
+        ("batching", values["batching"] != "random", "batching applies to bi-encoder training only"),
+        ("padding", values["padding"] != "column", "padding 'chunks' applies to bi-encoder training only"),
+        (
+            "list_negatives",
+            values["list_negatives"] is not None,
+            "list_negatives applies to bi-encoder training only (a cross-encoder's are neg_per_pos per positive)",
+        ),
+    ]
+    bi_only += [
+        (
+            name,
+            values[name] not in (None, "mnrl"),
+            "loss, guide and teacher apply to bi-encoder training only (a cross-encoder trains with binary cross-entropy)",
+        )
+        for name in ("loss", "guide", "teacher")
+    ]
     for name, wrong, why in bi_only:
         if wrong:
             raise InputError(why, field=name)

@@ -49,8 +49,9 @@ def excluded_documents(dialogues, settings: TrainSettings) -> tuple[list[str], d
         known = set(documents(dialogues))
         unknown = [d for d in named if d not in known]
         if unknown:
-            raise InputError(f"unknown document(s) {', '.join(unknown)}; the collection has "
-                             f"{', '.join(sorted(known))}", field="exclude_docs")
+            raise InputError(
+                f"unknown document(s) {', '.join(unknown)}; the collection has {', '.join(sorted(known))}", field="exclude_docs"
+            )
         excluded = sorted(set(excluded) | set(named))
         how["exclude_docs"] = named
     return excluded, how
@@ -61,14 +62,14 @@ def training_dialogues(collection, settings: TrainSettings):
     ``subset``/``val_of_split``, then the conversations also evaluated on
     (:mod:`dsr.training.hygiene`), then ``exclude_docs``/``folds``, then the held-out split."""
     dialogues, selection = _select(collection, settings)
-    dialogues, selection["evaluation_overlap"] = hygiene.apply(dialogues, collection,
-                                                               settings.eval_source, conversation_of)
+    dialogues, selection["evaluation_overlap"] = hygiene.apply(dialogues, collection, settings.eval_source, conversation_of)
     excluded, how = excluded_documents(dialogues, settings)
     if excluded:
         dialogues, dropped = exclude_documents(dialogues, excluded)
         selection.update(how, excluded_documents=excluded, **dropped)
-    train_part, heldout = split_heldout(dialogues, settings.holdout, seed=settings.seed,
-                                        limit=settings.holdout_max, group=conversation_of)
+    train_part, heldout = split_heldout(
+        dialogues, settings.holdout, seed=settings.seed, limit=settings.holdout_max, group=conversation_of
+    )
     return train_part, heldout, selection, excluded
 
 
@@ -85,34 +86,55 @@ def start_work(final: Path, resume: bool, load: Callable[[], Any]):
         raise
 
 
-def finish(model, work: Path, job: Job, card: dict[str, Any], figures: dict[str, Any],
-           held: dict[str, Any] | None, started: float, train_seconds: float) -> dict[str, Any]:
+def finish(
+    model,
+    work: Path,
+    job: Job,
+    card: dict[str, Any],
+    figures: dict[str, Any],
+    held: dict[str, Any] | None,
+    started: float,
+    train_seconds: float,
+) -> dict[str, Any]:
     """Save the model and its card (training figures, held-out scores, machine, versions) in the
     work folder, then move it into place; returns the card."""
     out = work / "model"
     if out.exists():
         shutil.rmtree(out)
     model.save(str(out))
-    card.update({
-        "training": {**figures, "device": str(model.device), "wall_seconds": round(train_seconds, 1),
-                     "total_seconds": round(time.monotonic() - started, 1)},
-        "heldout": held,
-        "machine": machine(),
-        "versions": package_versions((*TRACKED_PACKAGES, "datasets", "accelerate")),
-    })
+    card.update(
+        {
+            "training": {
+                **figures,
+                "device": str(model.device),
+                "wall_seconds": round(train_seconds, 1),
+                "total_seconds": round(time.monotonic() - started, 1),
+            },
+            "heldout": held,
+            "machine": machine(),
+            "versions": package_versions((*TRACKED_PACKAGES, "datasets", "accelerate")),
+        }
+    )
     write_card(out, card)
     _move_into_place(out, job.final)
     shutil.rmtree(work, ignore_errors=True)
     return card
 
 
-def card_head(job: Job, settings: TrainSettings, kind: str, max_length: int | None,
-              excluded: list[str]) -> dict[str, Any]:
+def card_head(job: Job, settings: TrainSettings, kind: str, max_length: int | None, excluded: list[str]) -> dict[str, Any]:
     """The card's first entries, the same for both recipes."""
-    return {"format": 1, "name": job.name, "kind": kind, "created": now(),
-            "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
-            "named_recipe": settings.recipe, "query": settings.query, "text": settings.text,
-            "max_length": max_length, "excluded_documents": excluded}
+    return {
+        "format": 1,
+        "name": job.name,
+        "kind": kind,
+        "created": now(),
+        "command": ["dsr", *sys.argv[1:]] if sys.argv and "dsr" in Path(sys.argv[0]).name else None,
+        "named_recipe": settings.recipe,
+        "query": settings.query,
+        "text": settings.text,
+        "max_length": max_length,
+        "excluded_documents": excluded,
+    }
 
 
 def base_entry(job: Job, settings: TrainSettings, head: str) -> dict[str, Any]:
@@ -120,10 +142,15 @@ def base_entry(job: Job, settings: TrainSettings, head: str) -> dict[str, Any]:
 
 
 def data_entry(collection, job: Job, selection, train_part, heldout) -> dict[str, Any]:
-    return {"collection": collection.name, "hash": collection.content_hash,
-            "source": collection.meta.get("path") or job.source, "source_split": job.split,
-            "selection": selection, "train_dialogues": len(train_part),
-            "heldout_dialogues": len(heldout)}
+    return {
+        "collection": collection.name,
+        "hash": collection.content_hash,
+        "source": collection.meta.get("path") or job.source,
+        "source_split": job.split,
+        "selection": selection,
+        "train_dialogues": len(train_part),
+        "heldout_dialogues": len(heldout),
+    }
 
 
 def conversation_of(dialogue) -> str:
@@ -142,9 +169,11 @@ def resolve_base(spec: str) -> ResolvedModel:
     except InputError as err:
         raise InputError(err.message, path=err.path, field="base") from None
     if not (Path(resolved.path) / "config.json").is_file():
-        raise InputError(f"base model {spec!r} resolved to {resolved.path}, which is not a "
-                         "BERT-style checkpoint folder (no config.json)", path=resolved.path,
-                         field="base")
+        raise InputError(
+            f"base model {spec!r} resolved to {resolved.path}, which is not a BERT-style checkpoint folder (no config.json)",
+            path=resolved.path,
+            field="base",
+        )
     return resolved
 
 
@@ -155,18 +184,22 @@ def _select(collection, settings: TrainSettings) -> tuple[list, dict[str, Any]]:
     if split is not None:
         splits = collection.splits
         if not splits:
-            raise InputError(f"collection {collection.name!r} has no split file, so there is no "
-                             "val half to train on; leave val_of_split out", field="val_of_split")
+            raise InputError(
+                f"collection {collection.name!r} has no split file, so there is no val half to train on; leave val_of_split out",
+                field="val_of_split",
+            )
         if split >= len(splits):
-            raise InputError(f"split {split} does not exist; the collection has "
-                             f"splits 0..{len(splits) - 1}", field="val_of_split")
+            raise InputError(
+                f"split {split} does not exist; the collection has splits 0..{len(splits) - 1}", field="val_of_split"
+            )
         val = set(splits[split][0])
         dialogues = [d for d in dialogues if d.id in val]
         selection["val_of_split"] = split
     if settings.subset:
         if settings.subset not in collection.subsets:
-            raise InputError(f"no subset {settings.subset!r} in {collection.name!r}; it has "
-                             f"{', '.join(collection.subsets)}", field="subset")
+            raise InputError(
+                f"no subset {settings.subset!r} in {collection.name!r}; it has {', '.join(collection.subsets)}", field="subset"
+            )
         dialogues = [d for d in dialogues if d.subset == settings.subset]
         selection["subset"] = settings.subset
     if not dialogues:

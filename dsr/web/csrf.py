@@ -37,7 +37,6 @@ def valid(secret: bytes, app: str, binding: str | None, sent: object, max_age: f
         return False
     try:
         value = _signer(secret, app, binding).unsign(sent, max_age=max_age)
-    except BadSignature:           # wrong binding or secret, tampered, expired or from the future
+    except BadSignature:  # wrong binding or secret, tampered, expired or from the future
         return False
     return value == VALUE
-

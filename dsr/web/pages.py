@@ -43,8 +43,15 @@ class Pages:
     ``who`` names the signed-in party in the templates (``team``, ``assessor``) and
     ``identify(request)`` finds it; ``headers`` are added to every page."""
 
-    def __init__(self, directory: Path, site: Site, signin: SignIn, who: str,
-                 identify: Callable[[Request], Any], headers: dict[str, str] | None = None):
+    def __init__(
+        self,
+        directory: Path,
+        site: Site,
+        signin: SignIn,
+        who: str,
+        identify: Callable[[Request], Any],
+        headers: dict[str, str] | None = None,
+    ):
         self.templates = Jinja2Templates(directory=[str(directory), str(TEMPLATES)])
         self.site, self.signin, self.who, self.identify = site, signin, who, identify
         self.headers = headers or {}
@@ -59,8 +66,11 @@ class Pages:
         token, nonce = self.signin.csrf_token(request)
         person = context.pop(self.who, None) or self.identify(request)
         response = self.templates.TemplateResponse(
-            request, name, {**context, "csrf": token, self.who: person, "signed_in": person, "site": self.site},
-            status_code=status)
+            request,
+            name,
+            {**context, "csrf": token, self.who: person, "signed_in": person, "site": self.site},
+            status_code=status,
+        )
         response.headers.update(self.headers)
         self.signin.keep_nonce(request, response, nonce)
         return response

@@ -27,8 +27,10 @@ def csp(scripts: bool = False) -> str:
     """The Content-Security-Policy: nothing from elsewhere, styles of this site, no script
     unless ``scripts`` (then this site's scripts, and requests to this site)."""
     allowed = "script-src 'self'; connect-src 'self'; " if scripts else ""
-    return (f"default-src 'none'; {allowed}style-src 'self'; img-src 'self' data:; "
-            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    return (
+        f"default-src 'none'; {allowed}style-src 'self'; img-src 'self' data:; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
 
 
 HEADERS = {
@@ -109,9 +111,13 @@ class SecurityHeaders:
 
 async def _send_413(send, limit: int):
     body = json.dumps({"error": f"request body larger than {limit} bytes"}).encode()
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -136,8 +142,7 @@ def web_app(title: str, *, secret: bytes, max_body: int) -> FastAPI:
 
 
 #: what a request that met a full disk is told (nothing of it was stored)
-FULL_DISK = ("the server's disk is full: nothing of this request was stored (try again once the "
-             "organisers have freed some space)")
+FULL_DISK = "the server's disk is full: nothing of this request was stored (try again once the organisers have freed some space)"
 
 
 async def full_disk(request: Request, exc: Exception):

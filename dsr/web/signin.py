@@ -76,8 +76,9 @@ class SignIn:
             s.execute(delete(self.table).where(self.table.expires_at < now()))
             s.add(self.table(key_hash=key_hash(key), expires_at=now() + timedelta(days=self.days), **fields))
         response = RedirectResponse(to, status_code=303)
-        response.set_cookie(self.cookie, key, httponly=True, samesite="lax", max_age=self.days * 86400,
-                            secure=request.url.scheme == "https")
+        response.set_cookie(
+            self.cookie, key, httponly=True, samesite="lax", max_age=self.days * 86400, secure=request.url.scheme == "https"
+        )
         return response
 
     def end(self, engine, request: Request, to: str) -> RedirectResponse:
@@ -109,8 +110,7 @@ class SignIn:
 
     def keep_nonce(self, request: Request, response: Response, nonce: str | None) -> None:
         if nonce is not None:
-            response.set_cookie(self.csrf_cookie, nonce, httponly=True, samesite="strict",
-                                secure=request.url.scheme == "https")
+            response.set_cookie(self.csrf_cookie, nonce, httponly=True, samesite="strict", secure=request.url.scheme == "https")
 
     def csrf_ok(self, request: Request, sent: object) -> bool:
         """Whether ``sent`` (a form field or an ``X-CSRF-Token`` header) is a token of this

@@ -77,8 +77,9 @@ def test_hidden_phase_scores_with_the_hidden_labels_and_serves_no_per_topic(setu
     rr = plain_rr(runs / "bm25.run", hidden)
     # a hidden phase publishes the team's ladder value: its first run's mean plus the team's noise,
     # on the group's grid
-    assert answer.json()["means"]["all"]["RR"] == noisy(board, [answer.json()["id"]], 0, "all", "RR",
-                                                        float(np.mean(list(rr.values()))), 20)
+    assert answer.json()["means"]["all"]["RR"] == noisy(
+        board, [answer.json()["id"]], 0, "all", "RR", float(np.mean(list(rr.values()))), 20
+    )
     assert answer.json()["released"] is True
     public = plain_rr(runs / "bm25.run", public_labels()[1])
     assert not math.isclose(np.mean(list(rr.values())), np.mean(list(public.values())))
@@ -102,8 +103,7 @@ def test_board_ranks_rows_and_marks_significance_with_holm(setup, runs):
     # paired t-test per row against the baseline, Holm over the three compared rows
     topics = list(labels)
     others = ["bm25", "random0", "random1"]
-    p = [stats.ttest_rel([rr[n][t] for t in topics], [rr["initial"][t] for t in topics]).pvalue
-         for n in others]
+    p = [stats.ttest_rel([rr[n][t] for t in topics], [rr["initial"][t] for t in topics]).pvalue for n in others]
     order = np.argsort(p)
     holm, running = {}, 0.0
     for k, i in enumerate(order):
@@ -114,10 +114,9 @@ def test_board_ranks_rows_and_marks_significance_with_holm(setup, runs):
             assert row["vs_baseline"]["all"]["RR"] == ""
             continue
         assert row["p_holm"]["all"]["RR"] == pytest.approx(holm[row["system"]], rel=1e-9)
-        expected = ("tie" if holm[row["system"]] >= 0.05 else
-                    "better" if means[row["system"]] > means["initial"] else "worse")
+        expected = "tie" if holm[row["system"]] >= 0.05 else "better" if means[row["system"]] > means["initial"] else "worse"
         assert row["vs_baseline"]["all"]["RR"] == expected
-    assert {r["vs_baseline"]["all"]["RR"] for r in lb["rows"]} >= {"worse"}   # random is below initial
+    assert {r["vs_baseline"]["all"]["RR"] for r in lb["rows"]} >= {"worse"}  # random is below initial
     # per-team selection: alpha's best by RR is bm25, its latest random1
     best = client.get("/api/boards/sample/public", params={"select": "best", "sort": "RR"}).json()
     assert sorted(r["system"] for r in best["rows"]) == ["bm25", "initial", "random0"]
@@ -153,27 +152,35 @@ def test_quotas_per_day_and_in_total(setup, runs):
     alpha = tokens["alpha"]
     answers = [post_run(client, alpha, runs / f"random{i}.run", f"r{i}", phase="test") for i in range(3)]
     assert [a.status_code for a in answers] == [201, 201, 429]
-    first = answers[0].json()          # shown before and after the submission
+    first = answers[0].json()  # shown before and after the submission
     assert (first["quota_before"]["daily_left"], first["quota"]["daily_left"]) == (2, 1)
     assert (first["quota_before"]["total_used"], first["quota"]["total_used"]) == (0, 1)
     refused = post_run(client, alpha, runs / "random3.run", "r3", phase="test").json()
     assert refused["quota"]["daily_left"] == 0 and refused["quota"]["resets_at"].endswith("T00:00:00Z")
     # a new day: move alpha's runs back a day; the total quota (3) then stops the 4th
     with board.engine.begin() as conn:
-        conn.execute(text("update submissions set created_at = created_at - interval '1 day'"
-                          if board.engine.dialect.name == "postgresql" else
-                          "update submissions set created_at = datetime(created_at, '-1 day')"))
+        conn.execute(
+            text(
+                "update submissions set created_at = created_at - interval '1 day'"
+                if board.engine.dialect.name == "postgresql"
+                else "update submissions set created_at = datetime(created_at, '-1 day')"
+            )
+        )
     assert post_run(client, alpha, runs / "random3.run", "r3", phase="test").status_code == 201
     last = post_run(client, alpha, runs / "random4.run", "r4", phase="test")
     assert last.status_code == 429 and last.json()["quota"]["total_left"] == 0
     # another team has its own quota; the public phase has none
-    assert post_run(client, tokens["beta"], retag(read(runs / "random0.run"), "beta"), "b",
-                    phase="test").status_code == 201
+    assert post_run(client, tokens["beta"], retag(read(runs / "random0.run"), "beta"), "b", phase="test").status_code == 201
     assert post_run(client, alpha, runs / "random0.run", "p", phase="public").status_code == 201
     with board.engine.connect() as conn:
-        counts = dict(conn.execute(text(
-            "select t.name, count(*) from submissions s join teams t on t.id = s.team_id "
-            "join phases p on p.id = s.phase_id where p.name = 'test' and not s.baseline group by t.name")).all())
+        counts = dict(
+            conn.execute(
+                text(
+                    "select t.name, count(*) from submissions s join teams t on t.id = s.team_id "
+                    "join phases p on p.id = s.phase_id where p.name = 'test' and not s.baseline group by t.name"
+                )
+            ).all()
+        )
     assert counts == {"alpha": 3, "beta": 1}
 
 
@@ -182,9 +189,9 @@ def test_tokens_are_stored_hashed_and_auth_rules(setup, runs):
     with board.engine.connect() as conn:
         hashes = dict(conn.execute(select(Team.name, Member.token_hash).join(Member, Member.team_id == Team.id)).all())
         retired = set(conn.execute(select(Team.token_hash)).scalars())
-    assert hashes["alpha"] == hashlib.sha256(tokens["alpha"].encode()).hexdigest()   # the member's token
+    assert hashes["alpha"] == hashlib.sha256(tokens["alpha"].encode()).hexdigest()  # the member's token
     assert tokens["alpha"] not in json.dumps(hashes)
-    assert not retired & set(hashes.values())           # the team's old column matches no token
+    assert not retired & set(hashes.values())  # the team's old column matches no token
     assert post_run(client, None, runs / "bm25.run", "x").status_code == 401
     assert post_run(client, "dsr_wrong", runs / "bm25.run", "x").status_code == 401
     sub = post_run(client, tokens["alpha"], runs / "bm25.run", "mine").json()
@@ -202,14 +209,18 @@ def test_gzip_runs_sidecars_and_size_limits(db_url, tmp_path, runs):
     client = TestClient(create_app(board))
     packed = gzip.compress(read(runs / "bm25.run"))
     files = {"run": ("bm25.run.gz", packed), "sidecar": ("bm25.run.json", read(runs / "bm25.run.json"))}
-    answer = client.post("/api/submissions", data={"collection": "sample", "phase": "public", "system": "gz"},
-                         files=files, headers={"Authorization": f"Bearer {token}"})
+    answer = client.post(
+        "/api/submissions",
+        data={"collection": "sample", "phase": "public", "system": "gz"},
+        files=files,
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert answer.status_code == 201, answer.text
     assert answer.json()["sha256"] == hashlib.sha256(read(runs / "bm25.run")).hexdigest()
     assert client.get(f"/api/runs/{answer.json()['id']}").json()["published"]["ranker"] == "bm25"
-    bomb = gzip.compress(b"x" * 5_000_000)          # small on the wire, too large unpacked
+    bomb = gzip.compress(b"x" * 5_000_000)  # small on the wire, too large unpacked
     assert post_run(client, token, bomb, "bomb").status_code == 413
-    big = post_run(client, token, b"y" * 900_000, "big")   # over the body limit
+    big = post_run(client, token, b"y" * 900_000, "big")  # over the body limit
     assert big.status_code == 413
     client.close()
     board.close()
@@ -223,7 +234,7 @@ def test_rate_limit_per_token(db_url, tmp_path, runs):
     bm25 = read(runs / "bm25.run")
     codes = [post_run(client, alpha, retag(bm25, f"s{i}"), f"s{i}").status_code for i in range(3)]
     assert codes == [201, 201, 429]
-    assert post_run(client, beta, retag(bm25, "b"), "b").status_code == 201   # per token
+    assert post_run(client, beta, retag(bm25, "b"), "b").status_code == 201  # per token
     client.close()
     board.close()
 
@@ -235,8 +246,9 @@ def test_rebuild_restores_scores_from_runs_and_labels(setup, runs):
     sub = post_run(client, tokens["alpha"], runs / "bm25.run", "bm25", phase="test").json()
     good = client.get("/api/boards/sample/test").json()
     with board.engine.begin() as conn:
-        conn.execute(text("update submissions set means_json = :m, per_topic = :p"),
-                     {"m": json.dumps({"all": {}}), "p": b"\0" * 8})
+        conn.execute(
+            text("update submissions set means_json = :m, per_topic = :p"), {"m": json.dumps({"all": {}}), "p": b"\0" * 8}
+        )
     board._matrices.clear()
     report = rebuild(board)
     assert report.rescored == 3 and report.changed == 3 and not report.missing
@@ -249,7 +261,7 @@ def test_migrations_are_idempotent(db_url, tmp_path):
     first = make_board(db_url, tmp_path)
     first.add_team("alpha")
     first.close()
-    again = make_board(db_url, tmp_path)          # upgrade on an up-to-date schema: a no-op
+    again = make_board(db_url, tmp_path)  # upgrade on an up-to-date schema: a no-op
     with again.engine.connect() as conn:
         assert conn.scalar(text("select version_num from alembic_version")) == migration_head()
         assert conn.scalar(select(Team.name)) == "alpha"
@@ -259,29 +271,26 @@ def test_migrations_are_idempotent(db_url, tmp_path):
 def test_escaped_output_and_security_headers(setup, runs):
     board, client, tokens = setup
     evil = "<script>alert(1)</script>"
-    sub = post_run(client, tokens["alpha"], runs / "bm25.run", evil, description=evil,
-                   link="https://example.org/?a=<b>").json()
+    sub = post_run(client, tokens["alpha"], runs / "bm25.run", evil, description=evil, link="https://example.org/?a=<b>").json()
     for url in ("/board/sample/public", f"/runs/{sub['id']}"):
         page = client.get(url)
         assert evil not in page.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
-        assert "script-src" not in page.headers["content-security-policy"]   # default-src 'none'
+        assert "script-src" not in page.headers["content-security-policy"]  # default-src 'none'
         assert page.headers["x-frame-options"] == "DENY"
-    assert post_run(client, tokens["alpha"], runs / "bm25.run", "x",
-                    link="javascript:alert(1)").status_code == 422
+    assert post_run(client, tokens["alpha"], runs / "bm25.run", "x", link="javascript:alert(1)").status_code == 422
 
 
 def test_web_forms_need_csrf_and_login(setup, runs):
     board, client, tokens = setup
     assert client.get("/submit", follow_redirects=False).headers["location"] == "/login"
-    assert client.post("/login", data={"token": tokens["alpha"]}).status_code == 403   # no CSRF
+    assert client.post("/login", data={"token": tokens["alpha"]}).status_code == 403  # no CSRF
     csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/login").text).group(1)
     assert client.post("/login", data={"token": "wrong", "csrf": csrf}).status_code == 401
     ok = client.post("/login", data={"token": tokens["alpha"], "csrf": csrf}, follow_redirects=False)
     assert ok.status_code == 303
     # logged in, forms carry the session's own token (the page's hidden field)
     csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/submit").text).group(1)
-    form = {"csrf": csrf, "phase": str(board.get_phase("sample", "public").id), "system": "web",
-            "run_type": "automatic"}
+    form = {"csrf": csrf, "phase": str(board.get_phase("sample", "public").id), "system": "web", "run_type": "automatic"}
     files = {"run": ("bm25.run", read(runs / "bm25.run"))}
     assert client.post("/submit", data={**form, "csrf": "forged"}, files=files).status_code == 403
     done = client.post("/submit", data=form, files=files, follow_redirects=False)
@@ -320,9 +329,12 @@ def test_baselines_from_a_reproduce_folder(db_url, tmp_path, runs):
 
 def test_uploaded_file_names_never_become_paths(setup, runs, tmp_path):
     board, client, tokens = setup
-    answer = client.post("/api/submissions", data={"collection": "sample", "phase": "public", "system": "p"},
-                         files={"run": ("../../../escape.run", read(runs / "bm25.run"))},
-                         headers={"Authorization": f"Bearer {tokens['alpha']}"})
+    answer = client.post(
+        "/api/submissions",
+        data={"collection": "sample", "phase": "public", "system": "p"},
+        files={"run": ("../../../escape.run", read(runs / "bm25.run"))},
+        headers={"Authorization": f"Bearer {tokens['alpha']}"},
+    )
     assert answer.status_code == 201
     assert client.get(f"/api/runs/{answer.json()['id']}").json()["filename"] == "escape.run"
     assert not list(tmp_path.parent.rglob("escape.run"))

@@ -23,12 +23,15 @@ from dsr.web import csrf, signin
 from tests.support.board import LiveServer, engine_at, make_board, read, setup_phases
 
 
-def post(client, token, data: bytes, system: str, phase: str = "public", name: str = "run.run",
-         headers: dict | None = None, **fields):
-    return client.post("/api/submissions", data={"collection": "sample", "phase": phase, "system": system,
-                                                 **fields},
-                       files={"run": (name, data)},
-                       headers={"Authorization": f"Bearer {token}", **(headers or {})})
+def post(
+    client, token, data: bytes, system: str, phase: str = "public", name: str = "run.run", headers: dict | None = None, **fields
+):
+    return client.post(
+        "/api/submissions",
+        data={"collection": "sample", "phase": phase, "system": system, **fields},
+        files={"run": (name, data)},
+        headers={"Authorization": f"Bearer {token}", **(headers or {})},
+    )
 
 
 def csrf_of(page: str) -> str:
@@ -37,9 +40,13 @@ def csrf_of(page: str) -> str:
 
 def rows(board) -> list[Submission]:
     with board.engine.connect() as conn:
-        return list(conn.execute(select(Submission.id, Submission.team_id, Submission.member_id,
-                                        Submission.system).where(~Submission.baseline)
-                                 .order_by(Submission.id)).all())
+        return list(
+            conn.execute(
+                select(Submission.id, Submission.team_id, Submission.member_id, Submission.system)
+                .where(~Submission.baseline)
+                .order_by(Submission.id)
+            ).all()
+        )
 
 
 def crlf(data: bytes) -> bytes:
@@ -56,16 +63,21 @@ def test_a_replayed_key_with_changed_fields_is_refused(setup, runs):
     assert again.status_code == 201 and again.headers["idempotency-replayed"] == "true"
     assert again.json() == first.json()
     # the same key with any field changed: refused, nothing stored, the first row unchanged
-    for changed in ({"system": "a better name"}, {"description": "second try"}, {"link": "https://x.org"},
-                    {"run_type": "manual"}, {"trained_on_collection": "true"}, {"phase": "test"}):
+    for changed in (
+        {"system": "a better name"},
+        {"description": "second try"},
+        {"link": "https://x.org"},
+        {"run_type": "manual"},
+        {"trained_on_collection": "true"},
+        {"phase": "test"},
+    ):
         fields = {"system": "bm25", "description": "first try", **changed}
         answer = post(client, token, bm25, headers=key, **fields)
         assert answer.status_code == 422, (changed, answer.text)
         assert "Idempotency-Key" in answer.json()["error"] and "idempotency-replayed" not in answer.headers
-    for other in (crlf(bm25), read(runs / "random0.run")):   # another run (even the same ranking)
+    for other in (crlf(bm25), read(runs / "random0.run")):  # another run (even the same ranking)
         assert post(client, token, other, "bm25", headers=key, description="first try").status_code == 422
-    assert post(client, token, bm25, "bm25", headers=key, description="first try",
-                name="other-name.run").status_code == 422
+    assert post(client, token, bm25, "bm25", headers=key, description="first try", name="other-name.run").status_code == 422
     assert [r.system for r in rows(board)] == ["bm25"]
 
 
@@ -75,14 +87,13 @@ def test_a_removed_member_and_a_rotated_token_get_401_at_once(setup, runs):
     assert post(client, ada, read(runs / "bm25.run"), "by ada").status_code == 201
     # Ada logs in with the browser too
     browser = TestClient(client.app)
-    login = browser.post("/login", data={"token": ada, "csrf": csrf_of(browser.get("/login").text)},
-                         follow_redirects=False)
+    login = browser.post("/login", data={"token": ada, "csrf": csrf_of(browser.get("/login").text)}, follow_redirects=False)
     assert login.status_code == 303 and browser.get("/submit", follow_redirects=False).status_code == 200
     board.remove_member("alpha", "Ada")
     answer = post(client, ada, read(runs / "random0.run"), "after removal")
     assert answer.status_code == 401 and answer.headers["www-authenticate"].startswith("Bearer")
     assert client.get("/api/quota/sample/public", headers={"Authorization": f"Bearer {ada}"}).status_code == 401
-    assert browser.get("/submit", follow_redirects=False).headers["location"] == "/login"   # session ended
+    assert browser.get("/submit", follow_redirects=False).headers["location"] == "/login"  # session ended
     assert browser.post("/login", data={"token": ada, "csrf": csrf_of(browser.get("/login").text)}).status_code == 401
     # a rotated token: the old value gets 401, the new one works; the team's other members go on
     new_ben = board.rotate_token("alpha", "Ben")
@@ -96,8 +107,8 @@ def test_a_removed_member_and_a_rotated_token_get_401_at_once(setup, runs):
         stored = {system: names[member] for _, _, member, system in rows(board)}
         tokens = [h for h in conn.execute(text("select token_hash from team_members")).scalars()]
     assert stored == {"by ada": "Ada", "by ben": "Ben", "by lead": "lead"}
-    assert len([h for h in tokens if h]) == 2                                     # Ada's is gone
-    assert not any(t in json.dumps(tokens) for t in (ada, ben, new_ben, lead))    # hashes only
+    assert len([h for h in tokens if h]) == 2  # Ada's is gone
+    assert not any(t in json.dumps(tokens) for t in (ada, ben, new_ben, lead))  # hashes only
     # nobody gets a token of the organisers' team (its runs skip quotas)
     from dsr.core.errors import InputError
 
@@ -118,12 +129,19 @@ def test_duplicates_are_judged_within_a_team_on_the_parsed_ranking(setup, runs):
     mine = f"/runs/{first.json()['id']}"
     lines = bm25.splitlines(keepends=True)
     spaced = b"".join(b"  ".join(line.split()) + b"\n" for line in lines)
-    rescored = b"".join(b" ".join(f[:4] + [repr(float(f[4])).encode() + b"0", f[5]]) + b"\n"
-                        for f in (line.split() for line in lines))
-    variants = {"CRLF": crlf(bm25), "an added newline": bm25 + b"\n", "blank lines": b"\n" + bm25 + b"\n\n",
-                "no final newline": bm25.rstrip(b"\n"), "lines reordered": b"".join(reversed(lines)),
-                "tabs and spaces": spaced.replace(b"  ", b"\t", 1), "scores written 1.50": rescored,
-                "gzip": gzip.compress(crlf(bm25))}
+    rescored = b"".join(
+        b" ".join(f[:4] + [repr(float(f[4])).encode() + b"0", f[5]]) + b"\n" for f in (line.split() for line in lines)
+    )
+    variants = {
+        "CRLF": crlf(bm25),
+        "an added newline": bm25 + b"\n",
+        "blank lines": b"\n" + bm25 + b"\n\n",
+        "no final newline": bm25.rstrip(b"\n"),
+        "lines reordered": b"".join(reversed(lines)),
+        "tabs and spaces": spaced.replace(b"  ", b"\t", 1),
+        "scores written 1.50": rescored,
+        "gzip": gzip.compress(crlf(bm25)),
+    }
     for what, data in variants.items():
         answer = post(client, token, data, f"bm25 {what}", name="bm25.run.gz" if what == "gzip" else "x.run")
         assert answer.status_code == 409, (what, answer.text)
@@ -158,7 +176,7 @@ def test_the_login_forms_csrf_token_is_bound_to_its_browser(setup):
     forged = TestClient(client.app)
     forged.cookies.set("dsr_csrf", "chosen-by-attacker", domain="testserver.local")
     assert forged.post("/login", data={"token": token, "csrf": "chosen-by-attacker"}).status_code == 403
-    forged.cookies.set("dsr_csrf", "another-browser", domain="testserver.local")   # with the attacker's field
+    forged.cookies.set("dsr_csrf", "another-browser", domain="testserver.local")  # with the attacker's field
     assert forged.post("/login", data={"token": token, "csrf": theirs}).status_code == 403
     # a token is good for a day, not more
     binding = "nonce:" + victim.cookies.get("dsr_csrf")
@@ -166,7 +184,7 @@ def test_the_login_forms_csrf_token_is_bound_to_its_browser(setup):
     younger = csrf.issue(board.login_secret(), "board", binding, issued=time.time() - signin.FORM_SECONDS + 60)
     assert csrf.valid(board.login_secret(), "board", binding, younger, signin.FORM_SECONDS)
     assert victim.post("/login", data={"token": token, "csrf": stale}).status_code == 403
-    value, _stamp, mac = mine.split(".")                                 # nor with its time changed
+    value, _stamp, mac = mine.split(".")  # nor with its time changed
     assert victim.post("/login", data={"token": token, "csrf": f"{value}.AAAAAA.{mac}"}).status_code == 403
     assert victim.post("/login", data={"token": token, "csrf": mine}, follow_redirects=False).status_code == 303
     for c in (attacker, victim, forged):
@@ -194,8 +212,12 @@ def test_a_login_form_token_planted_in_a_victims_browser_does_not_log_them_in(se
     attacker = TestClient(app)
     planted = csrf_of(attacker.get(path).text)
     nonce = attacker.cookies.get(cookie)
-    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"},
-                    {"Referer": "http://evil.example/page"}, {"Origin": "http://testserver.evil.example"}):
+    for headers in (
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Referer": "http://evil.example/page"},
+        {"Origin": "http://testserver.evil.example"},
+    ):
         victim = TestClient(app)
         victim.cookies.set(cookie, nonce, domain="testserver.local")
         answer = victim.post(path, data={"token": mine, "csrf": planted}, headers=headers, follow_redirects=False)
@@ -205,8 +227,9 @@ def test_a_login_form_token_planted_in_a_victims_browser_does_not_log_them_in(se
     # the same pair posted from the board's own page (what the attacker cannot make a victim do)
     victim = TestClient(app)
     victim.cookies.set(cookie, nonce, domain="testserver.local")
-    answer = victim.post(path, data={"token": mine, "csrf": planted}, headers={"Origin": "http://testserver"},
-                         follow_redirects=False)
+    answer = victim.post(
+        path, data={"token": mine, "csrf": planted}, headers={"Origin": "http://testserver"}, follow_redirects=False
+    )
     assert answer.status_code == 303
     for c in (attacker, victim):
         c.close()
@@ -220,14 +243,28 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
 
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs)
-    board.add_phase("sample", "final", hidden=True, labels=read_qrels(runs / "hidden.qrels"),
-                    season=Season(final=True), allow_overlap=True)   # the hidden phase's labels again
+    board.add_phase(
+        "sample", "final", hidden=True, labels=read_qrels(runs / "hidden.qrels"), season=Season(final=True), allow_overlap=True
+    )  # the hidden phase's labels again
     token = board.add_team("alpha")
     with LiveServer(board) as server:
         for phase, run in (("public", "bm25"), ("test", "random0"), ("final", "random1")):
             capsys.readouterr()
-            code = main(["submit", "sample", str(runs / f"{run}.run"), "--server", server.url, "--token", token,
-                         "--phase", phase, "--system", run])
+            code = main(
+                [
+                    "submit",
+                    "sample",
+                    str(runs / f"{run}.run"),
+                    "--server",
+                    server.url,
+                    "--token",
+                    token,
+                    "--phase",
+                    phase,
+                    "--system",
+                    run,
+                ]
+            )
             out, err = capsys.readouterr()
             assert code == 0, (phase, out, err)
             assert "Traceback" not in out + err
@@ -236,8 +273,23 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
                 assert "scores: none published yet" in out and "RR" not in out
             else:
                 assert re.search(r"(all dialogues|\w+): .*\d\.\d{4}", out), out
-            assert main(["submit", "sample", str(runs / f"{run}.run"), "--server", server.url, "--token", token,
-                         "--phase", phase, "--json"]) == 2            # a duplicate: refused, said, no traceback
+            assert (
+                main(
+                    [
+                        "submit",
+                        "sample",
+                        str(runs / f"{run}.run"),
+                        "--server",
+                        server.url,
+                        "--token",
+                        token,
+                        "--phase",
+                        phase,
+                        "--json",
+                    ]
+                )
+                == 2
+            )  # a duplicate: refused, said, no traceback
             out = capsys.readouterr().out
             assert json.loads(out)["status"] == 409
     board.close()
@@ -251,15 +303,24 @@ def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path, 
     engine = engine_at(db_url, "0004")
     old = "dsr_an-old-team-token"
     with engine.begin() as conn:
-        conn.execute(text("insert into teams (name, token_hash, organiser, created_at) "
-                          "values ('old', :h, false, '2026-01-01')"), {"h": hash_token(old)})
+        conn.execute(
+            text("insert into teams (name, token_hash, organiser, created_at) values ('old', :h, false, '2026-01-01')"),
+            {"h": hash_token(old)},
+        )
         team_id = conn.execute(text("select id from teams where name = 'old'")).scalar()
-        conn.execute(text("insert into web_sessions (key_hash, team_id, expires_at, csrf) "
-                          "values ('k', :t, '2999-01-01', 'c')"), {"t": team_id})
-        conn.execute(text("insert into team_members (team_id, name, email, added_at) "     # 0004's people
-                          "values (:t, 'ada', 'ada@example.org', '2026-01-01')"), {"t": team_id})
+        conn.execute(
+            text("insert into web_sessions (key_hash, team_id, expires_at, csrf) values ('k', :t, '2999-01-01', 'c')"),
+            {"t": team_id},
+        )
+        conn.execute(
+            text(
+                "insert into team_members (team_id, name, email, added_at) "  # 0004's people
+                "values (:t, 'ada', 'ada@example.org', '2026-01-01')"
+            ),
+            {"t": team_id},
+        )
     engine.dispose()
-    board = make_board(db_url, tmp_path)       # migrates to the head
+    board = make_board(db_url, tmp_path)  # migrates to the head
     team, member = board.identify(old)
     assert team.name == "old" and member.name == "team token"
     with board.engine.connect() as conn:
@@ -272,7 +333,7 @@ def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path, 
     assert main(["board", "list", "--db", db_url, "--store", str(tmp_path / "store")]) == 0
     listed = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("old ")}
     assert "no token" in listed["ada"] and "active" not in listed["ada"], listed
-    assert listed["team"].rstrip().endswith("active")                       # 'team token' holds one
+    assert listed["team"].rstrip().endswith("active")  # 'team token' holds one
     new = board.rotate_token("old", "team token")
     assert board.identify(old) is None and board.identify(new)[0].name == "old"
     board.remove_member("old", "team token")

@@ -73,8 +73,7 @@ def groups_of(client, collection: str, phase: str) -> tuple[dict[str, list[str]]
 
 @pytest.mark.slow
 @pytest.mark.parametrize("start, grow", [(8, 4), (4, 8)])
-def test_accumulate_until_pass_with_a_next_turn_prior_fixes_no_label(db_url, tmp_path, shared_data,
-                                                                     start, grow, capsys):
+def test_accumulate_until_pass_with_a_next_turn_prior_fixes_no_label(db_url, tmp_path, shared_data, start, grow, capsys):
     """The issue's attack on the judged CMU_DoG set (its judged labels hidden, default
     settings and quota): values move (the attack does improve), and no label is fixed."""
     collection = read_benchmark(shared_data / JUDGED)
@@ -90,9 +89,19 @@ def test_accumulate_until_pass_with_a_next_turn_prior_fixes_no_label(db_url, tmp
     def submit(ranking, tag):
         return attacker.submit(trec(ranking, tag), tag)["means"]
 
-    outcome = accumulate_until_pass(collection, labels, submit, groups, rule["steps"], attacker.total,
-                                    len(board.phase_data(board.get_phase("judged", "test")).measures),
-                                    rule["min_counts"], rule["noise"], start=start, grow=grow)
+    outcome = accumulate_until_pass(
+        collection,
+        labels,
+        submit,
+        groups,
+        rule["steps"],
+        attacker.total,
+        len(board.phase_data(board.get_phase("judged", "test")).measures),
+        rule["min_counts"],
+        rule["noise"],
+        start=start,
+        grow=grow,
+    )
     with capsys.disabled():
         print(f"\n[{db_url.split(':')[0]}] start {start}, grow {grow}: {outcome.line()}")
     assert outcome.released_runs >= 5 and outcome.moved >= 50, outcome.line()

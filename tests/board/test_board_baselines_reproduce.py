@@ -18,28 +18,26 @@ from dsr.cli import main
 from dsr.core.errors import InputError
 from tests.support.board import make_board, read
 
-pytestmark = pytest.mark.slow     # dsr reproduce on the sample, once per module
+pytestmark = pytest.mark.slow  # dsr reproduce on the sample, once per module
 
 
 @pytest.fixture(scope="module")
 def reproduced(tmp_path_factory):
     """dsr reproduce's output on the bundled sample (no dense and cross-encoder rows)."""
     out = tmp_path_factory.mktemp("reproduce") / "sample"
-    assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--no-cross-encoder",
-                 "--n-splits", "2"]) == 0
+    assert main(["reproduce", "sample", "--out", str(out), "--no-dense", "--no-cross-encoder", "--n-splits", "2"]) == 0
     return out
 
 
 def order(path) -> str:
     """A run file's lines as (topic, doc, score) sorted: what makes two files one ranking."""
-    return "".join(sorted(" ".join(line.split()[i] for i in (0, 2, 4)) + "\n"
-                          for line in gzip.open(path, "rt")))
+    return "".join(sorted(" ".join(line.split()[i] for i in (0, 2, 4)) + "\n" for line in gzip.open(path, "rt")))
 
 
 def test_a_reproduce_folder_loads_every_distinct_ranking_and_names_the_aliases(reproduced, tmp_path, capsys):
     files = sorted((reproduced / "runs").glob("*.run.gz"))
     distinct = {order(p) for p in files}
-    assert len(distinct) < len(files)     # the case of the issue: reproduce writes a ranking twice
+    assert len(distinct) < len(files)  # the case of the issue: reproduce writes a ranking twice
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
     phase = board.add_phase("sample", "dev")
     added = add_baselines(board, phase, [str(reproduced)])
@@ -58,8 +56,9 @@ def test_the_command_prints_the_aliases_and_exits_0(reproduced, tmp_path, capsys
     store = str(tmp_path / "store")
     assert main(["board", "add-phase", "sample", "--phase", "dev", "--db", db, "--store", store]) == 0
     capsys.readouterr()
-    assert main(["board", "add-baseline", "sample", str(reproduced / "runs"), "--phase", "dev",
-                 "--db", db, "--store", store]) == 0
+    assert (
+        main(["board", "add-baseline", "sample", str(reproduced / "runs"), "--phase", "dev", "--db", db, "--store", store]) == 0
+    )
     out = capsys.readouterr().out
     assert "run(s) not loaded again" in out and "BM25_title+all  BM25" in out
 
@@ -86,12 +85,12 @@ def test_organisers_see_identical_rankings_from_different_teams(tmp_path, runs, 
     phase = board.add_phase("sample", "dev")
     teams = {name: board.add_team(name) and board.team(name) for name in ("alpha", "beta", "gamma")}
     text = read(runs / "bm25.run")
-    scaled = "".join(f"{q} Q0 {d} {r} {float(s) * 10!r} copied\n" for q, _, d, r, s, _ in
-                     (line.split() for line in text.decode().splitlines())).encode()
+    scaled = "".join(
+        f"{q} Q0 {d} {r} {float(s) * 10!r} copied\n" for q, _, d, r, s, _ in (line.split() for line in text.decode().splitlines())
+    ).encode()
     board.submit(teams["alpha"], phase, text, "bm25.run", Metadata("BM25 tuned", "", "", "automatic", False))
     board.submit(teams["beta"], phase, scaled, "mine.run", Metadata("ours", "", "", "automatic", False))
-    board.submit(teams["gamma"], phase, read(runs / "initial.run"), "i.run",
-                 Metadata("initial", "", "", "automatic", False))
+    board.submit(teams["gamma"], phase, read(runs / "initial.run"), "i.run", Metadata("initial", "", "", "automatic", False))
     groups = identical_rankings(board)
     assert len(groups) == 1 and groups[0]["board"] == "sample/dev"
     assert {(r["team"], r["system"]) for r in groups[0]["runs"]} == {("alpha", "BM25 tuned"), ("beta", "ours")}
@@ -137,6 +136,7 @@ def test_the_exports_carry_each_rows_rank_and_group(reproduced, tmp_path):
     board.close()
     if sh.which("pdflatex"):
         (tmp_path / "board.tex").write_text(document(tex, "the board"))
-        done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "board.tex"], cwd=tmp_path,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", "board.tex"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stdout[-2000:]

@@ -23,9 +23,9 @@ def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):
     out = capsys.readouterr()
     token = out.out.strip()
     assert token.startswith("dsr_") and "shown once" in out.err
-    assert main(["board", "add-team", "my-lab"]) == 2            # a team name once
+    assert main(["board", "add-team", "my-lab"]) == 2  # a team name once
     db = f"sqlite:///{dsr_home / 'board' / 'board.sqlite'}"
-    assert (dsr_home / "board" / "board.sqlite").is_file()       # the embedded default
+    assert (dsr_home / "board" / "board.sqlite").is_file()  # the embedded default
     assert token.encode() not in (dsr_home / "board" / "board.sqlite").read_bytes()
 
     bad = tmp_path / "bad.run"
@@ -33,17 +33,17 @@ def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):
     bad.write_text("".join(lines[:3] + ["x Q0 y 1 2.0 t\n"] + lines[3:]))
     with ServerProcess(db, dsr_home / "board" / "runs") as server:
         capsys.readouterr()
-        assert main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url,
-                     "--token", token, "--system", "BM25"]) == 0
+        assert (
+            main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url, "--token", token, "--system", "BM25"]) == 0
+        )
         out = capsys.readouterr().out.splitlines()
         assert out[0].startswith('published metadata: {"collection": {"hash": ') and '"ranker": "bm25"' in out[0]
-        assert str(runs) not in out[0]                               # the sidecar's paths stay home
+        assert str(runs) not in out[0]  # the sidecar's paths stay home
         assert out[1].startswith("accepted: run #2 ") and "RR 0.7136" in out[2]
         assert main(["submit", "sample", str(bad), "--server", server.url, "--token", token]) == 2
         err = capsys.readouterr().err
         assert "bad.run:4: topic 'x' is not a dialogue of sample" in err and "refused (422)" in err
-        assert main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url,
-                     "--token", "nope"]) == 2
+        assert main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url, "--token", "nope"]) == 2
         assert "refused (401)" in capsys.readouterr().err
     assert main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url, "--token", token]) == 2
     assert "cannot reach the server" in capsys.readouterr().err
@@ -53,8 +53,10 @@ def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):
     rr = {r["run"]: float(r["mean"]) for r in rows if r["measure"] == "RR" and r["subset"] == "all"}
     collection = load_collection("sample")
     labels = {d.id: {c.id: c.label for c in d.candidates} for d in collection.dialogues}
-    expected = {name: np.mean(list(plain_rr(runs / f"{run}.run", labels).values()))
-                for name, run in (("baselines / initial #1", "initial"), ("my-lab / BM25 #2", "bm25"))}
+    expected = {
+        name: np.mean(list(plain_rr(runs / f"{run}.run", labels).values()))
+        for name, run in (("baselines / initial #1", "initial"), ("my-lab / BM25 #2", "bm25"))
+    }
     assert rr == pytest.approx(expected, abs=1e-12)
     assert main(["board", "export", "sample", "--format", "latex", "--out", str(tmp_path / "b.tex")]) == 0
     assert r"\begin{tabular}" in (tmp_path / "b.tex").read_text()
@@ -68,21 +70,40 @@ def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_ho
     the export names the collection hash and the freeze), add-member and remove-member."""
     from dsr.board.service import Board, BoardConfig, Metadata, Refused
 
-    assert main(["board", "add-phase", "sample", "--phase", "test", "--final", "--primary", "RR",
-                 "--opens", "2020-01-01", "--closes", "2020-01-02T00:00+02:00"]) == 0
+    assert (
+        main(
+            [
+                "board",
+                "add-phase",
+                "sample",
+                "--phase",
+                "test",
+                "--final",
+                "--primary",
+                "RR",
+                "--opens",
+                "2020-01-01",
+                "--closes",
+                "2020-01-02T00:00+02:00",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert ("season sample/test: primary measure RR, opens 2020-01-01 00:00 UTC, closes 2020-01-01 22:00 UTC, "
-            "final phase; this phase closed on 2020-01-01 22:00 UTC") in out
+    assert (
+        "season sample/test: primary measure RR, opens 2020-01-01 00:00 UTC, closes 2020-01-01 22:00 UTC, "
+        "final phase; this phase closed on 2020-01-01 22:00 UTC"
+    ) in out
     assert main(["board", "set-phase", "sample", "--closes", "someday"]) == 2
     assert "field '--closes': 'someday' is not an ISO date" in capsys.readouterr().err
-    assert main(["board", "set-phase", "sample", "--closes", "2019-12-01"]) == 2     # before it opens
+    assert main(["board", "set-phase", "sample", "--closes", "2019-12-01"]) == 2  # before it opens
     assert main(["board", "set-phase", "sample", "--closes", "2999-01-01", "--primary", "nDCG@10"]) == 0
     assert "primary measure nDCG@10" in capsys.readouterr().out
     assert main(["board", "add-team", "lab"]) == 0
     token = capsys.readouterr().out.strip()
     assert main(["board", "add-member", "lab", "Ada", "--email", "ada@example.org"]) == 0
     assert main(["board", "add-member", "lab", "Ben"]) == 0
-    assert main(["board", "add-member", "lab", "Ben"]) == 2                           # once
+    assert main(["board", "add-member", "lab", "Ben"]) == 2  # once
     assert main(["board", "remove-member", "lab", "Ada"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "team lab: Ben, lead"
     assert main(["board", "remove-member", "nobody", "Ada"]) == 2
@@ -91,20 +112,23 @@ def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_ho
     listed = capsys.readouterr().out
     assert "None" not in listed and "quota: none" in listed
     assert [line.split()[:2] + line.split()[-2:-1] for line in listed.splitlines() if line.startswith("lab ")] == [
-        ["lab", "Ada", "removed"], ["lab", "Ben", "0"], ["lab", "lead", "0"]]
+        ["lab", "Ada", "removed"],
+        ["lab", "Ben", "0"],
+        ["lab", "lead", "0"],
+    ]
 
     board = Board(BoardConfig())
     phase = board.get_phase("sample", "test")
     team = board.team_for_token(token)
     meta = Metadata("r", "", "", "automatic", False)
     accepted = board.submit(team, phase, (runs / "bm25.run").read_bytes(), "bm25.run", meta)
-    assert accepted.answer["means"] is None                      # a final phase: no score before the freeze
+    assert accepted.answer["means"] is None  # a final phase: no score before the freeze
     assert main(["board", "freeze", "sample"]) == 0
     assert "the final results of sample/test are published" in capsys.readouterr().out
     with pytest.raises(Refused) as refused:
         board.submit(team, board.get_phase("sample", "test"), (runs / "random0.run").read_bytes(), "r.run", meta)
     assert refused.value.status == 403 and "frozen on" in refused.value.message
-    assert main(["board", "set-phase", "sample", "--closes", "2999-02-01"]) == 2       # the season is over
+    assert main(["board", "set-phase", "sample", "--closes", "2999-02-01"]) == 2  # the season is over
     assert main(["board", "export", "sample", "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert {r["collection_hash"] for r in rows} == {phase.collection_hash}
@@ -139,7 +163,7 @@ def test_names_the_databases_cannot_hold_or_urls_cannot_carry_are_refused_up_fro
 
     board = make_board(db_url, tmp_path)
     assert board.phases() == [] and [m.name for m in board.members(board.team("lab"))] == ["lead"]
-    board.add_phase("sample", "x" * 100)                            # the longest name is taken
+    board.add_phase("sample", "x" * 100)  # the longest name is taken
     assert board.add_member("lab", "ada", "a" * 288 + "@example.org")
     board.close()
 

@@ -31,17 +31,27 @@ def season_commands() -> list[str]:
     section = text.split("## A season, step by step", 1)[1].split("\n## ", 1)[0]
     lines = []
     for block in re.findall(r"```bash\n(.*?)```", section, re.S):
-        block = re.sub(r"\\\n\s*", "", block)                       # join continued lines
+        block = re.sub(r"\\\n\s*", "", block)  # join continued lines
         lines += [line.strip() for line in block.splitlines() if line.strip()]
     return lines
 
 
 def test_the_guide_names_the_commands_a_season_needs():
     commands = season_commands()
-    for needed in ("dsr board add-phase", "dsr board add-baseline sample out/dev", "dsr board add-team",
-                   "dsr board participant-file sample --phase test",
-                   "dsr board add-member", "dsr serve", "dsr submit", "dsr board rotate-token",
-                   "dsr board remove-member", "dsr board freeze", "dsr board export", "dsr board list"):
+    for needed in (
+        "dsr board add-phase",
+        "dsr board add-baseline sample out/dev",
+        "dsr board add-team",
+        "dsr board participant-file sample --phase test",
+        "dsr board add-member",
+        "dsr serve",
+        "dsr submit",
+        "dsr board rotate-token",
+        "dsr board remove-member",
+        "dsr board freeze",
+        "dsr board export",
+        "dsr board list",
+    ):
         assert any(c.startswith(needed) for c in commands), needed
     assert sum(c.startswith("dsr serve") for c in commands) == 1
 
@@ -55,16 +65,18 @@ def test_the_season_of_docs_board_md_runs_line_by_line_on_a_fresh_home(tmp_path,
         if line.startswith("dsr serve"):
             assert line.endswith("&")
             line = line.replace("--port 8000", f"--port {port}")
-            script += [line.replace("&", "> serve.log 2>&1 &"), "SERVER=$!", "trap 'kill $SERVER' EXIT",
-                       f"for i in $(seq 600); do (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; "
-                       "sleep 0.1; done"]
+            script += [
+                line.replace("&", "> serve.log 2>&1 &"),
+                "SERVER=$!",
+                "trap 'kill $SERVER' EXIT",
+                f"for i in $(seq 600); do (echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.1; done",
+            ]
             continue
         script += [f"echo '$ {line}' >&2", line]
     work = tmp_path / "season"
     work.mkdir()
     env = {**os.environ, "DSR_HOME": str(dsr_home), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=work, env=env, capture_output=True, text=True,
-                          timeout=540)
+    done = subprocess.run(["bash", "-c", "\n".join(script)], cwd=work, env=env, capture_output=True, text=True, timeout=540)
     assert done.returncode == 0, f"a line of docs/board.md failed:\n{done.stderr[-3000:]}\n{done.stdout[-2000:]}"
     out = done.stdout
     assert "Traceback" not in out + done.stderr
@@ -90,11 +102,11 @@ def test_the_season_of_docs_board_md_runs_line_by_line_on_a_fresh_home(tmp_path,
     # dsr reproduce's folder: every distinct ranking a baseline, each other run an alias listed
     # under "not loaded again" (issue 42; with 5 splits the tuned BM25 may match no single
     # configuration, then there is no alias and every run is a baseline)
-    names = {p.name[:-len(".run.gz")] for p in (work / "out" / "test" / "runs").glob("*.run.gz")}
+    names = {p.name[: -len(".run.gz")] for p in (work / "out" / "test" / "runs").glob("*.run.gz")}
     test_part = out.split("baseline(s) added to sample/test", 1)[1].split("\nteam ", 1)[0]
     table = test_part.split("not loaded again", 1)[1].splitlines()[2:] if "not loaded again" in test_part else []
     aliases = {line.split()[0] for line in table if line.split() and line.split()[0] in names}
-    baselines = set(systems) - {"BM25 tuned"}                           # ada's submission
+    baselines = set(systems) - {"BM25 tuned"}  # ada's submission
     assert {"BM25", "initial"} <= baselines and "BM25 tuned" in systems
     assert baselines | aliases == names and not baselines & aliases, (baselines, aliases, names)
     board.close()

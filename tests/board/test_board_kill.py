@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 
 TRIALS = 20
 CLIENTS = 4
-BUDGET_S = 120          # a bound, not a target: measured 20-40 s per database on a loaded 2-core machine
+BUDGET_S = 120  # a bound, not a target: measured 20-40 s per database on a loaded 2-core machine
 
 
 def consistent(db: str, store: Path) -> dict:
@@ -50,9 +50,12 @@ def send(url: str, jobs: list[dict], results: list[dict]) -> None:
     with httpx.Client(base_url=url, timeout=10) as http:
         for job in jobs:
             try:
-                answer = http.post("/api/submissions", files={"run": ("run.run", job["run"])},
-                                   data={"collection": "sample", "phase": job["phase"], "system": job["system"]},
-                                   headers={"Authorization": f"Bearer {job['token']}", **job["headers"]})
+                answer = http.post(
+                    "/api/submissions",
+                    files={"run": ("run.run", job["run"])},
+                    data={"collection": "sample", "phase": job["phase"], "system": job["system"]},
+                    headers={"Authorization": f"Bearer {job['token']}", **job["headers"]},
+                )
                 results.append({**job, "status": answer.status_code, "body": answer.json()})
             except (httpx.HTTPError, ValueError):
                 results.append({**job, "status": -1})
@@ -72,18 +75,32 @@ def jobs_for(trial: int, tokens: list[str], base: list[bytes]) -> list[list[dict
         jobs = []
         for k in range(6):
             run = retag(base[(trial + c + k) % len(base)], f"t{trial}-c{c}-k{k}")
-            jobs.append({"token": token, "phase": "public" if k % 2 else "test", "system": f"c{c}k{k}",
-                         "run": run, "headers": {"Idempotency-Key": f"t{trial}c{c}k{k}"} if k % 3 == 0 else {}})
-        if trial:   # first: the last trial's first run again (a duplicate when it was stored)
-            jobs.insert(0, {**jobs[0], "run": retag(base[(trial - 1 + c) % len(base)], f"t{trial - 1}-c{c}-k0"),
-                            "headers": {}, "system": "again"})
+            jobs.append(
+                {
+                    "token": token,
+                    "phase": "public" if k % 2 else "test",
+                    "system": f"c{c}k{k}",
+                    "run": run,
+                    "headers": {"Idempotency-Key": f"t{trial}c{c}k{k}"} if k % 3 == 0 else {},
+                }
+            )
+        if trial:  # first: the last trial's first run again (a duplicate when it was stored)
+            jobs.insert(
+                0,
+                {
+                    **jobs[0],
+                    "run": retag(base[(trial - 1 + c) % len(base)], f"t{trial - 1}-c{c}-k0"),
+                    "headers": {},
+                    "system": "again",
+                },
+            )
         out.append(jobs)
     return out
 
 
 def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path)
-    setup_phases(board, runs, daily_quota=10_000, total_quota=10_000)   # crash safety, not quotas
+    setup_phases(board, runs, daily_quota=10_000, total_quota=10_000)  # crash safety, not quotas
     tokens = [board.add_team(f"team{c}") for c in range(CLIENTS)]
     board.close()
     store = tmp_path / "store"
@@ -100,17 +117,16 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):
     try:
         for trial in range(TRIALS):
             pid, url = servers.start(*serve)
-            assert acknowledged <= consistent(db_url, store)          # after the restart
-            for phase in ("public", "test"):     # the phases' scoring data, loaded on first use
+            assert acknowledged <= consistent(db_url, store)  # after the restart
+            for phase in ("public", "test"):  # the phases' scoring data, loaded on first use
                 assert httpx.get(f"{url}/api/boards/sample/{phase}/topics", timeout=30).status_code == 200
-            retried: list[dict] = []             # what a client does when its answer was cut: again
+            retried: list[dict] = []  # what a client does when its answer was cut: again
             send(url, cut_with_key, retried)
             assert [r["status"] for r in retried] == [201] * len(cut_with_key), retried
             acknowledged |= {r["body"]["id"] for r in retried}
             outcomes["retried"] += len(retried)
             results: list[dict] = []
-            clients = [threading.Thread(target=send, args=(url, jobs, results))
-                       for jobs in jobs_for(trial, tokens, base)]
+            clients = [threading.Thread(target=send, args=(url, jobs, results)) for jobs in jobs_for(trial, tokens, base)]
             for client in clients:
                 client.start()
             # a random moment: after 0 to 4 answers (whatever the machine's speed), then 0-0.3 s
@@ -128,9 +144,13 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):
             assert time.monotonic() - started < BUDGET_S
         pid, url = servers.start(*serve)
         assert acknowledged <= consistent(db_url, store)
-        answer = httpx.post(f"{url}/api/submissions", files={"run": ("bm25.run", read(runs / "bm25.run"))},
-                            data={"collection": "sample", "phase": "public", "system": "after"},
-                            headers={"Authorization": f"Bearer {tokens[0]}"}, timeout=30)
+        answer = httpx.post(
+            f"{url}/api/submissions",
+            files={"run": ("bm25.run", read(runs / "bm25.run"))},
+            data={"collection": "sample", "phase": "public", "system": "after"},
+            headers={"Authorization": f"Bearer {tokens[0]}"},
+            timeout=30,
+        )
         assert answer.status_code in (201, 409)
         servers.kill(pid)
     finally:

@@ -21,7 +21,7 @@ def test_concurrent_submissions_lose_nothing_and_quotas_hold(db_url, tmp_path, r
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=QUOTA)
     tokens = [board.add_team(f"team{t}") for t in range(4)]
-    jobs = load_jobs(runs, tokens, per_team=10)           # 40 submissions, 20 to the hidden phase
+    jobs = load_jobs(runs, tokens, per_team=10)  # 40 submissions, 20 to the hidden phase
     with ServerProcess(db_url, tmp_path / "store", "--rate-limit", "0") as server:
         server_results = hammer(server.url, jobs, clients=8)
     statuses = Counter(r["status"] for r in server_results)
@@ -29,8 +29,8 @@ def test_concurrent_submissions_lose_nothing_and_quotas_hold(db_url, tmp_path, r
     accepted = [r for r in server_results if r["status"] == 201]
     by_team_phase = Counter((r["team"], r["phase"]) for r in accepted)
     for t in range(4):
-        assert by_team_phase[(t, "test")] == QUOTA       # exactly the quota, not one more
-        assert by_team_phase[(t, "public")] == 5         # no quota there: all accepted
+        assert by_team_phase[(t, "test")] == QUOTA  # exactly the quota, not one more
+        assert by_team_phase[(t, "public")] == 5  # no quota there: all accepted
     refused = [r for r in server_results if r["status"] == 429]
     assert len(refused) == 4 * (5 - QUOTA) and all(r["body"]["quota"]["daily_left"] == 0 for r in refused)
     with board.engine.connect() as conn:

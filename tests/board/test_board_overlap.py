@@ -41,13 +41,17 @@ def sample_labels() -> dict[str, dict[str, int]]:
 def rewrites(labels: dict[str, dict[str, int]]) -> dict[str, dict[str, dict[str, int]]]:
     """The same labels written otherwise: what a measure sees of each is the same."""
     rng = np.random.default_rng(3)
-    reordered = {q: dict(sorted(docs.items(), key=lambda _: rng.random()))
-                 for q, docs in sorted(labels.items(), key=lambda _: rng.random())}
-    return {"as they are": labels,
-            "without grade-0 lines": {q: {d: g for d, g in docs.items() if g > 0} for q, docs in labels.items()},
-            "reordered": reordered,
-            "grades doubled": {q: {d: 2 * g for d, g in docs.items()} for q, docs in labels.items()},
-            "grade 0 written -1": {q: {d: (g or -1) for d, g in docs.items()} for q, docs in labels.items()}}
+    reordered = {
+        q: dict(sorted(docs.items(), key=lambda _: rng.random()))
+        for q, docs in sorted(labels.items(), key=lambda _: rng.random())
+    }
+    return {
+        "as they are": labels,
+        "without grade-0 lines": {q: {d: g for d, g in docs.items() if g > 0} for q, docs in labels.items()},
+        "reordered": reordered,
+        "grades doubled": {q: {d: 2 * g for d, g in docs.items()} for q, docs in labels.items()},
+        "grade 0 written -1": {q: {d: (g or -1) for d, g in docs.items()} for q, docs in labels.items()},
+    }
 
 
 def renamed_copy(path: Path, labels: dict[str, dict[str, int]]) -> Path:
@@ -56,8 +60,9 @@ def renamed_copy(path: Path, labels: dict[str, dict[str, int]]) -> Path:
     collection = load_collection("sample")
     dialogues = []
     for k, d in enumerate(collection.dialogues):
-        candidates = [replace(c, id=f"s{k}_{j}", label=max(0, labels[d.id].get(c.id, 0)))
-                      for j, c in enumerate(reversed(d.candidates))]
+        candidates = [
+            replace(c, id=f"s{k}_{j}", label=max(0, labels[d.id].get(c.id, 0))) for j, c in enumerate(reversed(d.candidates))
+        ]
         dialogues.append(replace(d, id=f"copy-{k:02d}", candidates=candidates))
     write_benchmark(Collection("copy", dialogues[::-1]), path)
     return path
@@ -66,8 +71,10 @@ def renamed_copy(path: Path, labels: dict[str, dict[str, int]]) -> Path:
 def with_labels(path: Path, labels: dict[str, dict[str, int]]) -> Path:
     """The sample file with these labels (as a public phase's own)."""
     collection = load_collection("sample")
-    dialogues = [replace(d, candidates=[replace(c, label=max(0, labels[d.id].get(c.id, 0)))
-                                        for c in d.candidates]) for d in collection.dialogues]
+    dialogues = [
+        replace(d, candidates=[replace(c, label=max(0, labels[d.id].get(c.id, 0))) for c in d.candidates])
+        for d in collection.dialogues
+    ]
     write_benchmark(Collection("sample", dialogues), path)
     return path
 
@@ -76,26 +83,33 @@ def add(board, kind: str, name: str, collection: str = "sample", labels=None, **
     """A phase of ``kind``: public (the collection's own labels) or hidden (``labels``)."""
     if kind == "public":
         return board.add_phase(collection, name, display="sample", **extra)
-    return board.add_phase(collection, name, hidden=True, labels=labels, display="sample",
-                           season=Season(final=kind == "final"), **extra)
+    return board.add_phase(
+        collection, name, hidden=True, labels=labels, display="sample", season=Season(final=kind == "final"), **extra
+    )
 
 
 @pytest.mark.parametrize("first", KINDS)
 @pytest.mark.parametrize("second", KINDS)
-def test_a_phase_of_any_kind_over_a_hidden_phases_labels_is_refused_in_either_order(
-        db_url, tmp_path, first, second):
+def test_a_phase_of_any_kind_over_a_hidden_phases_labels_is_refused_in_either_order(db_url, tmp_path, first, second):
     """Every pair of kinds with a hidden one, in both orders, over the sample's labels written
     five ways (and a renamed copy for the public side): refused, naming --allow-overlap."""
     if first == second == "public":
         pytest.skip("two public phases hide nothing")
     labels = sample_labels()
     board = make_board(db_url, tmp_path)
-    add(board, first, "one", labels=labels if first != "public" else None,
-        collection="sample" if first != "public" else str(with_labels(tmp_path / "one.jsonl", labels)))
+    add(
+        board,
+        first,
+        "one",
+        labels=labels if first != "public" else None,
+        collection="sample" if first != "public" else str(with_labels(tmp_path / "one.jsonl", labels)),
+    )
     for why, rewritten in rewrites(labels).items():
-        if second == "public":   # a public phase: the labels are its collection file's
-            files = {"": with_labels(tmp_path / "two.jsonl", rewritten),
-                     ", renamed copy": renamed_copy(tmp_path / "copy.jsonl", rewritten)}
+        if second == "public":  # a public phase: the labels are its collection file's
+            files = {
+                "": with_labels(tmp_path / "two.jsonl", rewritten),
+                ", renamed copy": renamed_copy(tmp_path / "copy.jsonl", rewritten),
+            }
             for note, path in files.items():
                 with pytest.raises(InputError) as err:
                     add(board, "public", "two", collection=str(path))
@@ -114,9 +128,8 @@ def test_public_and_hidden_phases_over_other_dialogues_or_other_labels_are_taken
     hidden labels that differ from the public ones in every dialogue share none either."""
     board = make_board(db_url, tmp_path)
     board.add_phase("sample:plain", "dev", display="sample")
-    board.add_phase("sample:grounded", "test", hidden=True, min_dialogues=10, display="sample",
-                    season=Season(final=True))
-    hidden = read_qrels(runs / "hidden.qrels")          # graded 0-3 at random: other labels
+    board.add_phase("sample:grounded", "test", hidden=True, min_dialogues=10, display="sample", season=Season(final=True))
+    hidden = read_qrels(runs / "hidden.qrels")  # graded 0-3 at random: other labels
     board.add_phase("sample", "other", hidden=True, labels=hidden, display="sample")
     assert {p.name for p in board.phases()} == {"dev", "test", "other"}
     assert all(board.overlaps(p) == [] for p in board.phases())
@@ -151,8 +164,7 @@ def test_allow_overlap_says_what_it_gives_away_and_it_is_given_away(db_url, tmp_
     qrels = tmp_path / "hidden.qrels"
     write_qrels({q: {d: g for d, g in docs.items() if g > 0} for q, docs in labels.items()}, qrels)
     db, store = ["--db", db_url], ["--store", str(tmp_path / "store")]
-    assert main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels", str(qrels),
-                 *db, *store]) == 0
+    assert main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels", str(qrels), *db, *store]) == 0
     capsys.readouterr()
     assert main(["board", "add-phase", "sample", "--phase", "dev", *db, *store]) == 2
     err = capsys.readouterr().err
@@ -165,15 +177,19 @@ def test_allow_overlap_says_what_it_gives_away_and_it_is_given_away(db_url, tmp_
     client = TestClient(create_app(board))
     token = board.add_team("reader")
     run = load_collection("sample")
-    data = "".join(f"{d.id} Q0 {c.id} {r + 1} {len(d.candidates) - r} x\n"
-                   for d in run.dialogues for r, c in enumerate(d.candidates)).encode()
-    answer = client.post("/api/submissions", data={"collection": "sample", "phase": "dev", "system": "x"},
-                         files={"run": ("x.run", data)}, headers={"Authorization": f"Bearer {token}"})
+    data = "".join(
+        f"{d.id} Q0 {c.id} {r + 1} {len(d.candidates) - r} x\n" for d in run.dialogues for r, c in enumerate(d.candidates)
+    ).encode()
+    answer = client.post(
+        "/api/submissions",
+        data={"collection": "sample", "phase": "dev", "system": "x"},
+        files={"run": ("x.run", data)},
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert answer.status_code == 201, answer.text
     page = client.get(f"/api/runs/{answer.json()['id']}").json()
     per_topic = page["per_topic"]
-    first = {d.id: float(next((1.0 for c in d.candidates[:1] if labels[d.id][c.id] > 0), 0.0))
-             for d in run.dialogues}
+    first = {d.id: float(next((1.0 for c in d.candidates[:1] if labels[d.id][c.id] > 0), 0.0)) for d in run.dialogues}
     assert {q: v["P@1"] for q, v in per_topic.items()} == first
     client.close()
     board.close()

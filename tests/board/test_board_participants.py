@@ -60,14 +60,19 @@ def organiser_world(source: Collection, labels: dict[str, dict[str, int]], seed:
         grades = rng.permutation([labels[d.id].get(c.id, 0) for c in d.candidates])
         cands = [replace(c, label=int(g), score=float(g) + rng.random()) for c, g in zip(d.candidates, grades)]
         cands.sort(key=lambda c: -c.label)
-        out.append(replace(d, candidates=cands, target=target,
-                           meta={"relevant_in_document": int((grades > 0).sum()), "docIdx": int(rng.integers(4))}))
+        out.append(
+            replace(
+                d,
+                candidates=cands,
+                target=target,
+                meta={"relevant_in_document": int((grades > 0).sum()), "docIdx": int(rng.integers(4))},
+            )
+        )
     return Collection(source.name, out)
 
 
 @pytest.mark.slow
-def test_the_participant_file_does_not_depend_on_labels_next_turns_meta_scores_or_order(
-        db_url, tmp_path, runs, request):
+def test_the_participant_file_does_not_depend_on_labels_next_turns_meta_scores_or_order(db_url, tmp_path, runs, request):
     """Two organisers' files that differ in everything hidden give the same participant file
     (boards on SQLite and PostgreSQL); it has only the allowed fields, reads back, ranks, and
     cannot be evaluated (exit 2)."""
@@ -77,10 +82,17 @@ def test_the_participant_file_does_not_depend_on_labels_next_turns_meta_scores_o
     for world, seed in (("one", 1), ("two", 2)):
         path = tmp_path / f"{world}.jsonl"
         write_benchmark(organiser_world(sample, labels, seed), path)
-        url = db_url if world == "one" else (f"sqlite:///{tmp_path / world}.sqlite" if db_url.startswith("sqlite")
-                                             else request.getfixturevalue("postgres").new_database())
+        url = (
+            db_url
+            if world == "one"
+            else (
+                f"sqlite:///{tmp_path / world}.sqlite"
+                if db_url.startswith("sqlite")
+                else request.getfixturevalue("postgres").new_database()
+            )
+        )
         board = make_board(url, tmp_path / world)
-        phase = board.add_phase(str(path), "test", hidden=True, display="sample")   # the file's own labels
+        phase = board.add_phase(str(path), "test", hidden=True, display="sample")  # the file's own labels
         out = tmp_path / f"{world}-participants.jsonl"
         written = participant_file(board, phase, out)
         assert written.dialogues == 20 and written.meta_keys == ["docIdx", "relevant_in_document"]
@@ -104,26 +116,61 @@ def test_the_participant_file_does_not_depend_on_labels_next_turns_meta_scores_o
 
 def test_the_command_writes_the_file_and_says_what_it_withheld(tmp_path, runs, capsys):
     db, store = ["--db", f"sqlite:///{tmp_path / 'b.sqlite'}"], ["--store", str(tmp_path / "store")]
-    assert main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels",
-                 str(runs / "hidden.qrels"), *db, *store]) == 0
-    assert main(["board", "add-phase", "sample", "--split", "plain", "--phase", "dev", "--name", "dev",
-                 "--allow-overlap", *db, *store]) == 0
+    assert (
+        main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels", str(runs / "hidden.qrels"), *db, *store])
+        == 0
+    )
+    assert (
+        main(
+            [
+                "board",
+                "add-phase",
+                "sample",
+                "--split",
+                "plain",
+                "--phase",
+                "dev",
+                "--name",
+                "dev",
+                "--allow-overlap",
+                *db,
+                *store,
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     out = tmp_path / "test-dialogues.jsonl"
     assert main(["board", "participant-file", "sample", "--phase", "test", "--out", str(out), *db, *store]) == 0
     said = capsys.readouterr().out
     assert "wrote 20 dialogues" in said and "target (the next turn)" in said and "label" in said
     assert out.is_file() and '"target"' not in out.read_text() and '"label"' not in out.read_text()
-    assert main(["board", "participant-file", "sample", "--phase", "test", "--out", str(tmp_path / "s.jsonl"),
-                 "--keep-scores", *db, *store]) == 0
+    assert (
+        main(
+            [
+                "board",
+                "participant-file",
+                "sample",
+                "--phase",
+                "test",
+                "--out",
+                str(tmp_path / "s.jsonl"),
+                "--keep-scores",
+                *db,
+                *store,
+            ]
+        )
+        == 0
+    )
     assert '"score": ' in (tmp_path / "s.jsonl").read_text().split('"candidates"')[1]
     # a public phase has no participant file; a bad output path is exit 2, nothing written
-    assert main(["board", "participant-file", "dev", "--phase", "dev", "--out", str(tmp_path / "x.jsonl"),
-                 *db, *store]) == 2
+    assert main(["board", "participant-file", "dev", "--phase", "dev", "--out", str(tmp_path / "x.jsonl"), *db, *store]) == 2
     assert "public phase" in capsys.readouterr().err
     (tmp_path / "file").write_text("")
-    assert main(["board", "participant-file", "sample", "--phase", "test", "--out",
-                 str(tmp_path / "file" / "x.jsonl"), *db, *store]) == 2
+    assert (
+        main(["board", "participant-file", "sample", "--phase", "test", "--out", str(tmp_path / "file" / "x.jsonl"), *db, *store])
+        == 2
+    )
     assert not (tmp_path / "x.jsonl").exists()
 
 
@@ -178,8 +225,12 @@ def replace_targets(collection: Collection) -> Collection:
 
 def test_a_file_without_labels_reads_and_names_itself_when_evaluated(tmp_path):
     path = tmp_path / "p.jsonl"
-    record = {"id": "d1", "title": "t", "context": [{"author_id": "a", "author_name": "a", "body": "hi"}],
-              "candidates": [{"id": "c1", "title": "", "body": "one"}, {"id": "c2", "title": "", "body": "two"}]}
+    record = {
+        "id": "d1",
+        "title": "t",
+        "context": [{"author_id": "a", "author_name": "a", "body": "hi"}],
+        "candidates": [{"id": "c1", "title": "", "body": "one"}, {"id": "c2", "title": "", "body": "two"}],
+    }
     path.write_text(json.dumps(record) + "\n")
     collection = read_benchmark(path)
     assert [c.label for c in collection["d1"].candidates] == [0, 0]
@@ -192,4 +243,3 @@ def test_a_file_without_labels_reads_and_names_itself_when_evaluated(tmp_path):
     path.write_text(json.dumps(record) + "\n")
     with pytest.raises(InputError, match="label"):
         read_benchmark(path)
-

@@ -71,8 +71,13 @@ def serving(url: str, store: Path, count: int, *args: str, log: Path):
 
 def post(url: str, token: str, run: bytes, system: str, phase: str = "public", key: str | None = None):
     headers = {"Authorization": f"Bearer {token}", **({"Idempotency-Key": key} if key else {})}
-    return httpx.post(f"{url}/api/submissions", files={"run": ("run.run", run)}, headers=headers,
-                      data={"collection": "sample", "phase": phase, "system": system}, timeout=60)
+    return httpx.post(
+        f"{url}/api/submissions",
+        files={"run": ("run.run", run)},
+        headers=headers,
+        data={"collection": "sample", "phase": phase, "system": system},
+        timeout=60,
+    )
 
 
 def at_once(calls: list) -> list:
@@ -102,21 +107,22 @@ def rows(url: str, where: str = "true", **params) -> list:
 def test_quotas_are_exact_across_processes(pg_board, pair, runs):
     url, _, tokens = pg_board
     (a, b), base = pair, read(runs / "bm25.run")
-    answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"q{k}"), f"q{k}", "test")
-                       for k in range(8)])
+    answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"q{k}"), f"q{k}", "test") for k in range(8)])
     statuses = Counter(r.status_code for r in answers)
     assert statuses == {201: QUOTA, 429: 8 - QUOTA}, [r.text for r in answers]
     accepted = [r.json() for r in answers if r.status_code == 201]
     # each accepted answer counted its own run under the lock: 1, 2 and 3, never one twice
     assert sorted(x["quota"]["daily_used"] for x in accepted) == [1, 2, 3]
     assert all(r.json()["quota"]["daily_left"] == 0 for r in answers if r.status_code == 429)
-    for server in (a, b):      # both processes count the same, from the database
-        quota = httpx.get(f"{server}/api/quota/sample/test", timeout=30,
-                          headers={"Authorization": f"Bearer {tokens['alpha']}"}).json()["quota"]
+    for server in (a, b):  # both processes count the same, from the database
+        quota = httpx.get(
+            f"{server}/api/quota/sample/test", timeout=30, headers={"Authorization": f"Bearer {tokens['alpha']}"}
+        ).json()["quota"]
         assert (quota["daily_used"], quota["daily_left"]) == (QUOTA, 0)
     assert post(b, tokens["beta"], retag(base, "other team"), "b", "test").status_code == 201
-    team = rows(url, "phase_id = (select id from phases where name = 'test') and team_id = "
-                "(select id from teams where name = 'alpha')")
+    team = rows(
+        url, "phase_id = (select id from phases where name = 'test') and team_id = (select id from teams where name = 'alpha')"
+    )
     assert sorted(r.id for r in team) == sorted(x["id"] for x in accepted)
 
 
@@ -126,12 +132,10 @@ def test_the_rate_limit_is_exact_across_processes(pg_board, runs, tmp_path):
     url, store, tokens = pg_board
     base = read(runs / "bm25.run")
     with serving(url, store, 2, "--rate-limit", "2", log=tmp_path / "serve.log") as (a, b):
-        answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"r{k}"), f"r{k}")
-                           for k in range(8)])
+        answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"r{k}"), f"r{k}") for k in range(8)])
         assert Counter(r.status_code for r in answers) == {201: 2, 429: 6}, [r.text for r in answers]
         refused = [r for r in answers if r.status_code == 429]
-        assert all(r.json()["error"].startswith("rate limit") and int(r.headers["Retry-After"]) >= 1
-                   for r in refused)
+        assert all(r.json()["error"].startswith("rate limit") and int(r.headers["Retry-After"]) >= 1 for r in refused)
         # another team has its own 2, on either process
         assert [post(s, tokens["beta"], retag(base, f"b{s[-5:]}"), "b").status_code for s in (a, b)] == [201, 201]
         assert post(a, tokens["beta"], retag(base, "b3"), "b3").status_code == 429
@@ -146,16 +150,16 @@ def test_rate_limit_refills_and_counts_across_boards(tmp_path):
     second = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     first.add_team("alpha")
     team = first.team("alpha").id
-    one, two = RateLimiter(first.engine, 3), RateLimiter(second.engine, 3)     # 3 a minute: every 20 s
+    one, two = RateLimiter(first.engine, 3), RateLimiter(second.engine, 3)  # 3 a minute: every 20 s
     t = 1_000_000.0
     assert [limiter.allow(team, t) for limiter in (one, two, one)] == [0.0, 0.0, 0.0]
-    assert two.allow(team, t) == pytest.approx(20.0)        # the bucket is empty: a token in 20 s
+    assert two.allow(team, t) == pytest.approx(20.0)  # the bucket is empty: a token in 20 s
     assert one.allow(team, t + 19.0) == pytest.approx(1.0)
-    assert two.allow(team, t + 20.0) == 0.0                  # one token came back
+    assert two.allow(team, t + 20.0) == 0.0  # one token came back
     assert one.allow(team, t + 20.0) == pytest.approx(20.0)
-    assert two.allow(team, t + 100.0) == 0.0                 # refilled up to the burst, no more
+    assert two.allow(team, t + 100.0) == 0.0  # refilled up to the burst, no more
     assert [one.allow(team, t + 100.0) for _ in range(3)] == [0.0, 0.0, pytest.approx(20.0)]
-    assert RateLimiter(first.engine, 0).allow(team, t) == 0.0         # 0: no limit
+    assert RateLimiter(first.engine, 0).allow(team, t) == 0.0  # 0: no limit
     first.close()
     second.close()
 
@@ -168,12 +172,13 @@ def test_one_idempotency_key_sent_to_two_processes_at_once_stores_one_run(pg_boa
         run, key = retag(base, f"i{k}"), f"key-{k}"
         answers = at_once([lambda s=s: post(s, tokens["alpha"], run, f"i{k}", key=key) for s in (a, b)])
         assert [r.status_code for r in answers] == [201, 201], [r.text for r in answers]
-        assert answers[0].json() == answers[1].json()            # the same answer, the same id
+        assert answers[0].json() == answers[1].json()  # the same answer, the same id
         assert sorted(r.headers.get("Idempotency-Replayed", "") for r in answers) == ["", "true"]
     other = post(b, tokens["alpha"], retag(base, "another run"), "i0", key="key-0")
     assert other.status_code == 422 and "Idempotency-Key" in other.json()["error"]
-    used = httpx.get(f"{a}/api/quota/sample/public", headers={"Authorization": f"Bearer {tokens['alpha']}"},
-                     timeout=30).json()["quota"]["total_used"]
+    used = httpx.get(f"{a}/api/quota/sample/public", headers={"Authorization": f"Bearer {tokens['alpha']}"}, timeout=30).json()[
+        "quota"
+    ]["total_used"]
     stored = rows(url, "idempotency_key is not null")
     assert sorted(r.idempotency_key for r in stored) == [f"key-{k}" for k in range(6)] and used == 6
 
@@ -183,8 +188,7 @@ def boards_json(server: str, ids: list[int]) -> dict:
     out = {}
     for phase in ("public", "test"):
         for select in ("best", "all", "latest"):
-            out[f"{phase} {select}"] = httpx.get(f"{server}/api/boards/sample/{phase}?select={select}",
-                                                 timeout=60).json()
+            out[f"{phase} {select}"] = httpx.get(f"{server}/api/boards/sample/{phase}?select={select}", timeout=60).json()
     out["boards"] = httpx.get(f"{server}/api/boards", timeout=60).json()
     for i in ids:
         out[f"run {i}"] = httpx.get(f"{server}/api/runs/{i}", timeout=60).json()
@@ -196,12 +200,11 @@ def test_the_ladder_is_the_same_whichever_process_serves(pg_board, pair, runs):
     tokens, servers = pg_board[2], pair
     files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
     answers = []
-    for k in range(QUOTA):          # each team's runs in turn, through either process
+    for k in range(QUOTA):  # each team's runs in turn, through either process
         for t, (team, token) in enumerate(tokens.items()):
             for phase in ("test", "public"):
                 server = servers[(k + t) % 2]
-                answer = post(server, token, retag(files[(k + 2 * t) % len(files)], f"{team}{k}"),
-                              f"{team}-{k}", phase)
+                answer = post(server, token, retag(files[(k + 2 * t) % len(files)], f"{team}{k}"), f"{team}-{k}", phase)
                 assert answer.status_code == 201, answer.text
                 answers.append((phase, answer.json()))
     ids = [x["id"] for _, x in answers]
@@ -211,7 +214,7 @@ def test_the_ladder_is_the_same_whichever_process_serves(pg_board, pair, runs):
     # it (the team's ladder values after it on the hidden phase, its means on the public one)
     for phase, answer in answers:
         assert seen[0][f"run {answer['id']}"]["means"] == answer["means"], phase
-    assert len(seen[0]["test all"]["rows"]) == 3 * QUOTA + 1       # every run and the baseline
+    assert len(seen[0]["test all"]["rows"]) == 3 * QUOTA + 1  # every run and the baseline
 
 
 def corrupt(url: str) -> None:
@@ -221,8 +224,12 @@ def corrupt(url: str) -> None:
 
     engine = make_engine(url)
     with engine.begin() as conn:
-        conn.execute(text("update submissions s set per_topic = b.per_topic, means_json = b.means_json "
-                          "from submissions b where b.baseline and b.phase_id = s.phase_id and not s.baseline"))
+        conn.execute(
+            text(
+                "update submissions s set per_topic = b.per_topic, means_json = b.means_json "
+                "from submissions b where b.baseline and b.phase_id = s.phase_id and not s.baseline"
+            )
+        )
     engine.dispose()
 
 
@@ -232,15 +239,18 @@ def test_rebuilds_and_phase_changes_by_another_process_are_seen_by_every_process
     files = [read(runs / f"random{i}.run") for i in range(3)]
     db = ["--db", url, "--store", str(store)]
     with serving(url, store, 1, "--rate-limit", "0", log=tmp_path / "first.log") as (first,):
-        ids = [post(first, tokens["alpha"], retag(run, f"v{k}"), f"v{k}", phase).json()["id"]
-               for k, run in enumerate(files) for phase in ("test", "public")]
+        ids = [
+            post(first, tokens["alpha"], retag(run, f"v{k}"), f"v{k}", phase).json()["id"]
+            for k, run in enumerate(files)
+            for phase in ("test", "public")
+        ]
         right = boards_json(first, ids)
     corrupt(url)
     with serving(url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as (a, b):
-        wrong = [boards_json(s, ids) for s in (a, b)]          # each process caches what it read
+        wrong = [boards_json(s, ids) for s in (a, b)]  # each process caches what it read
         assert wrong[0] == wrong[1] and wrong[0]["test all"] != right["test all"]
         assert wrong[0][f"run {ids[0]}"]["means"] != right[f"run {ids[0]}"]["means"]
-        assert main(["board", "rebuild", *db]) == 0            # another process puts the rows right
+        assert main(["board", "rebuild", *db]) == 0  # another process puts the rows right
         assert [boards_json(s, ids) for s in (a, b)] == [right, right]
         assert main(["board", "set-phase", "sample", "--phase", "public", "--closes", "2020-01-01", *db]) == 0
         assert main(["board", "freeze", "sample", "--phase", "test", *db]) == 0
@@ -275,8 +285,15 @@ def submitter(url: str, jobs: list[dict], results: list[dict], deadline: float, 
             tries += 1
             try:
                 answer = post(url, job["token"], job["run"], job["system"], job["phase"], key=job["key"])
-                results.append({**job, "status": answer.status_code, "body": answer.json(), "tries": tries,
-                                "replayed": answer.headers.get("Idempotency-Replayed") == "true"})
+                results.append(
+                    {
+                        **job,
+                        "status": answer.status_code,
+                        "body": answer.json(),
+                        "tries": tries,
+                        "replayed": answer.headers.get("Idempotency-Replayed") == "true",
+                    }
+                )
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
@@ -292,16 +309,24 @@ def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board,
     again, and every run is stored once, with its file."""
     url, store, tokens = pg_board
     base = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
-    jobs = [{"token": token, "team": team, "phase": "test" if k % 3 == 0 else "public", "system": f"{team}{k}",
-             "run": retag(base[k % len(base)], f"{team}-{k}"), "key": f"{team}-{k}"}
-            for k in range(30) for team, token in tokens.items()]
+    jobs = [
+        {
+            "token": token,
+            "team": team,
+            "phase": "test" if k % 3 == 0 else "public",
+            "system": f"{team}{k}",
+            "run": retag(base[k % len(base)], f"{team}-{k}"),
+            "key": f"{team}-{k}",
+        }
+        for k in range(30)
+        for team, token in tokens.items()
+    ]
     launcher = ForkedServers(tmp_path / "serve.log")
-    supervisor, server = launcher.start("--db", url, "--store", str(store), "--rate-limit", "0",
-                                        "--processes", "2", timeout=120)
+    supervisor, server = launcher.start("--db", url, "--store", str(store), "--rate-limit", "0", "--processes", "2", timeout=120)
     killed: list[int] = []
     paced, started = threading.Condition(), iter(range(len(jobs)))
 
-    def gate():        # at most 12 new jobs a kill ahead (waits 5 s at most): jobs outlast the kills
+    def gate():  # at most 12 new jobs a kill ahead (waits 5 s at most): jobs outlast the kills
         n = next(started)
         with paced:
             paced.wait_for(lambda: len(killed) >= 3 or n < 12 * (len(killed) + 1), timeout=5)
@@ -309,17 +334,16 @@ def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board,
     try:
         results: list[dict] = []
         deadline = time.monotonic() + 300
-        clients = [threading.Thread(target=submitter, args=(server, jobs[c::4], results, deadline, gate))
-                   for c in range(4)]
+        clients = [threading.Thread(target=submitter, args=(server, jobs[c::4], results, deadline, gate)) for c in range(4)]
         for client in clients:
             client.start()
-        before: set[int] = set()       # the processes there at the last kill: the next victim is new
+        before: set[int] = set()  # the processes there at the last kill: the next victim is new
         while len(killed) < 3 and time.monotonic() < deadline and any(c.is_alive() for c in clients):
             children = set(uvicorn_children(supervisor))
             staged = [int(p.name.split("-")[1]) for p in (store / "tmp").glob("stage-*")]
             victims = [pid for pid in staged if pid in children - before]
             if len(children) == 2 and victims:
-                os.kill(victims[0], signal.SIGKILL)          # it holds a staged run: mid-submission
+                os.kill(victims[0], signal.SIGKILL)  # it holds a staged run: mid-submission
                 killed.append(victims[0])
                 before = children
                 with paced:
@@ -329,7 +353,7 @@ def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board,
             client.join(timeout=300)
         assert len(killed) == 3, f"{len(killed)} process(es) caught holding a staged run"
         assert len(results) == len(jobs) and any(r["tries"] > 1 for r in results)
-        children = uvicorn_children(supervisor)           # replaced: two processes again, new ones
+        children = uvicorn_children(supervisor)  # replaced: two processes again, new ones
         assert len(children) == 2 and not set(children) & set(killed)
     finally:
         os.kill(supervisor, signal.SIGTERM)
@@ -339,11 +363,11 @@ def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board,
     stored = rows(url, "not baseline")
     keys = Counter(r.idempotency_key for r in stored)
     accepted = {r["key"]: r["body"]["id"] for r in results if r["status"] == 201}
-    assert max(keys.values()) == 1 and set(keys) == set(accepted)           # once each, none lost
+    assert max(keys.values()) == 1 and set(keys) == set(accepted)  # once each, none lost
     assert {r.idempotency_key: r.id for r in stored} == accepted
     hidden = Counter(r["team"] for r in results if r["status"] == 201 and r["phase"] == "test")
-    assert hidden == dict.fromkeys(tokens, QUOTA)                            # quotas exact
-    board = make_board(url, tmp_path)                    # a start: what the killed ones left
+    assert hidden == dict.fromkeys(tokens, QUOTA)  # quotas exact
+    board = make_board(url, tmp_path)  # a start: what the killed ones left
     board.close()
     files = {p.name for p in store.glob("??/*")}
     assert {r.sha256 for r in rows(url)} == files and not list((store / "tmp").iterdir())
@@ -352,8 +376,9 @@ def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board,
 
 def test_processes_need_postgresql(tmp_path, capsys):
     """SQLite serves a board from one process: --processes 2 is refused (exit 2, said why)."""
-    code = main(["serve", "--db", f"sqlite:///{tmp_path / 'board.sqlite'}", "--store", str(tmp_path / "store"),
-                 "--processes", "2"])
+    code = main(
+        ["serve", "--db", f"sqlite:///{tmp_path / 'board.sqlite'}", "--store", str(tmp_path / "store"), "--processes", "2"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "--processes 2 needs PostgreSQL" in err and "Traceback" not in err
     assert main(["serve", "--processes", "0", "--store", str(tmp_path / "store")]) == 2
@@ -369,19 +394,32 @@ def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_u
     engine = engine_at(db_url, "0006")
     values = [[0.25 * (i % 4)] for i in range(20)]
     with engine.begin() as conn:
-        conn.execute(text("insert into teams (id, name, token_hash, organiser, created_at) values "
-                          "(1, 'alpha', :h, false, '2026-11-01 00:00:00')"), {"h": "0" * 64})
-        conn.execute(text("insert into phases (id, collection, name, collection_ref, collection_hash, hidden, "
-                          "description, topics_json, measures_json, created_at, final) values (1, 'sample', "
-                          "'public', 'sample', :c, false, '', :t, '[\"RR\"]', '2026-11-01 00:00:00', false)"),
-                     {"c": load_collection("sample").content_hash, "t": json.dumps(load_collection("sample").ids)})
-        conn.execute(text("insert into submissions (phase_id, team_id, system, description, link, run_type, "
-                          "trained_on_collection, baseline, filename, sha256, size, lines, means_json, per_topic, "
-                          "created_at, tied_topics) values (1, 1, 'x', '', '', 'automatic', false, false, 'x.run', "
-                          ":s, 1, 1, '{}', :blob, '2026-11-01 00:00:00', 0)"),
-                     {"s": "e" * 64, "blob": matrix_bytes(values)})
+        conn.execute(
+            text(
+                "insert into teams (id, name, token_hash, organiser, created_at) values "
+                "(1, 'alpha', :h, false, '2026-11-01 00:00:00')"
+            ),
+            {"h": "0" * 64},
+        )
+        conn.execute(
+            text(
+                "insert into phases (id, collection, name, collection_ref, collection_hash, hidden, "
+                "description, topics_json, measures_json, created_at, final) values (1, 'sample', "
+                "'public', 'sample', :c, false, '', :t, '[\"RR\"]', '2026-11-01 00:00:00', false)"
+            ),
+            {"c": load_collection("sample").content_hash, "t": json.dumps(load_collection("sample").ids)},
+        )
+        conn.execute(
+            text(
+                "insert into submissions (phase_id, team_id, system, description, link, run_type, "
+                "trained_on_collection, baseline, filename, sha256, size, lines, means_json, per_topic, "
+                "created_at, tied_topics) values (1, 1, 'x', '', '', 'automatic', false, false, 'x.run', "
+                ":s, 1, 1, '{}', :blob, '2026-11-01 00:00:00', 0)"
+            ),
+            {"s": "e" * 64, "blob": matrix_bytes(values)},
+        )
     engine.dispose()
-    board = make_board(db_url, tmp_path, rate_limit=1)        # migrates to the newest schema
+    board = make_board(db_url, tmp_path, rate_limit=1)  # migrates to the newest schema
     with board.engine.connect() as conn:
         assert conn.scalar(text("select version_num from alembic_version")) == migration_head() == "0007"
         assert conn.execute(text("select id, scores_version from phases")).all() == [(1, 0)]
@@ -389,7 +427,7 @@ def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_u
     sub = board.submissions(board.get_phase("sample", "public"))[0]
     assert board.matrix(sub, 1).tolist() == values
     team = board.team("alpha")
-    assert board.limiter.allow(team.id) == 0.0 and board.limiter.allow(team.id) > 0     # 1 a minute
+    assert board.limiter.allow(team.id) == 0.0 and board.limiter.allow(team.id) > 0  # 1 a minute
     board.close()
 
 
@@ -409,17 +447,21 @@ def test_each_process_of_processes_n_has_the_whole_site(tmp_path, runs, monkeypa
     token = board.add_team("alpha")
     board.close()
     config = BoardConfig(db=url, store=str(tmp_path / "store"), workers=1, processes=2, rate_limit=0)
-    monkeypatch.setenv(SETTINGS_ENV, json.dumps({k: getattr(config, k) for k in
-                                                 ("db", "store", "workers", "processes", "rate_limit",
-                                                  "max_upload_mb")}))
+    monkeypatch.setenv(
+        SETTINGS_ENV,
+        json.dumps({k: getattr(config, k) for k in ("db", "store", "workers", "processes", "rate_limit", "max_upload_mb")}),
+    )
     app = site_from_environment()
     site = app.state.board
-    assert site.pool is not None and site.pool.workers == 1 and site._phase_data     # warmed up
-    with TestClient(app) as client:              # runs the app's lifespan: closed at the end
+    assert site.pool is not None and site.pool.workers == 1 and site._phase_data  # warmed up
+    with TestClient(app) as client:  # runs the app's lifespan: closed at the end
         assert client.get("/judge/login").status_code == 200
         assert client.get("/board/sample/public").status_code == 200
-        answer = client.post("/api/submissions", files={"run": ("bm25.run", read(runs / "bm25.run"))},
-                             data={"collection": "sample", "phase": "public", "system": "bm25"},
-                             headers={"Authorization": f"Bearer {token}"})
+        answer = client.post(
+            "/api/submissions",
+            files={"run": ("bm25.run", read(runs / "bm25.run"))},
+            data={"collection": "sample", "phase": "public", "system": "bm25"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
         assert answer.status_code == 201, answer.text
-    assert site.pool is None                     # the scoring workers ended with the app
+    assert site.pool is None  # the scoring workers ended with the app

@@ -29,12 +29,13 @@ from dsr.core.errors import InputError
 from dsr.evaluation.qrels import read_qrels, write_qrels
 from tests.support.board import Attacker, make_board, noisy, plain_rr, post, quotas, read
 
-STEP = 0.01           # what the issue asks for; the board's own value is read from its API
+STEP = 0.01  # what the issue asks for; the board's own value is read from its API
 
 
 def trec(rankings: dict[str, list[str]], tag: str) -> bytes:
-    return "".join(f"{q} Q0 {d} {r + 1} {len(docs) - r} {tag}\n"
-                   for q, docs in rankings.items() for r, d in enumerate(docs)).encode()
+    return "".join(
+        f"{q} Q0 {d} {r + 1} {len(docs) - r} {tag}\n" for q, docs in rankings.items() for r, d in enumerate(docs)
+    ).encode()
 
 
 def ranking_of(data: bytes) -> dict[str, list[str]]:
@@ -52,9 +53,12 @@ def numbers(text: str) -> set[str]:
 def hidden_views(client, run_id: int) -> dict:
     """Everything a participant can read about a hidden phase after a submission."""
     board = client.get("/api/boards/sample/test", params={"select": "all"}).json()
-    return {"board": board, "run": client.get(f"/api/runs/{run_id}").json(),
-            "page": client.get("/board/sample/test", params={"select": "all"}).text,
-            "csv": client.get("/board/sample/test/export.csv").text}
+    return {
+        "board": board,
+        "run": client.get(f"/api/runs/{run_id}").json(),
+        "page": client.get("/board/sample/test", params={"select": "all"}).text,
+        "csv": client.get("/board/sample/test/export.csv").text,
+    }
 
 
 @pytest.fixture
@@ -70,6 +74,7 @@ def hidden(db_url, tmp_path, runs):
 
 # --- 1. the release rule ---------------------------------------------------------------
 
+
 def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden, runs):
     """On main the second answer's mean minus the first (and the intervals' change) gave the
     changed dialogue's values exactly. Here every run that differs from the team's best in one
@@ -83,8 +88,8 @@ def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden
     before = hidden_views(client, first["id"])
     ranking = ranking_of(base)
     topics = list(ranking)
-    for k, topic in enumerate(topics[:attacker.left(20)]):
-        probe = dict(ranking, **{topic: ranking[topic][::-1]})   # this one dialogue reversed
+    for k, topic in enumerate(topics[: attacker.left(20)]):
+        probe = dict(ranking, **{topic: ranking[topic][::-1]})  # this one dialogue reversed
         changed = plain_rr_of(probe, labels)
         answer = attacker.submit(trec(probe, f"probe{k}"), f"probe {k}")
         assert answer["means"] == first["means"] and answer.get("released") is False, (topic, changed)
@@ -93,21 +98,21 @@ def test_differencing_two_runs_that_differ_in_one_dialogue_learns_nothing(hidden
         rows = {r["id"]: r["means"] for r in after["board"]["rows"]}
         assert rows[answer["id"]] == first["means"]
         assert {i: rows[i] for i in rows if i != answer["id"]} == {
-            r["id"]: r["means"] for r in before["board"]["rows"] if r["id"] in rows}
+            r["id"]: r["means"] for r in before["board"]["rows"] if r["id"] in rows
+        }
         assert after["run"]["means"] == first["means"]
         before = after
     assert attacker.sent == 20 or attacker.total is None
     # what is published is the lower edge of the first run's mean's cell on the group's grid
     step = after["board"]["release"]["steps"]["all"]
-    assert step == group_step(20) == 0.1 and step * 20 >= 2              # a cell holds 2 counts or more
-    assert first["means"]["all"]["RR"] == noisy(board, attacker.ids, 0, "all", "RR",
-                                                 float(np.mean(list(base_rr.values()))), 20)
+    assert step == group_step(20) == 0.1 and step * 20 >= 2  # a cell holds 2 counts or more
+    assert first["means"]["all"]["RR"] == noisy(board, attacker.ids, 0, "all", "RR", float(np.mean(list(base_rr.values()))), 20)
     # no interval, spread, mark, p-value or rank range at all
     assert all(not {"ci", "p_holm", "vs_baseline", "group"} & set(r) for r in after["board"]["rows"])
     assert "significance" not in after["board"] and "per_topic" not in after["run"]
     assert after["run"]["ci"] is None and after["run"]["vs_baseline"] is None
     # no full-precision number: every value on the page and in the export is on the step's grid
-    legend = re.compile(r'<p class="legend" id="legend">.*?</p>', re.DOTALL)     # states the rule's level
+    legend = re.compile(r'<p class="legend" id="legend">.*?</p>', re.DOTALL)  # states the rule's level
     for text in (legend.sub("", after["page"]), after["csv"]):
         assert not {n for n in numbers(text) if float(n) != round(float(n), 2)}
 
@@ -123,17 +128,20 @@ def test_a_real_improvement_is_published_and_the_board_tracks_it(hidden, runs):
     first = lucky.submit(read(runs / "random0.run"), "random")
     steady.submit(read(runs / "random1.run"), "random")
     better = lucky.submit(trec(perfect, "perfect"), "perfect")
-    top = noisy(board, lucky.ids, 1, "all", "RR", 1.0, 20)     # on the grid of 0.1, noise added
+    top = noisy(board, lucky.ids, 1, "all", "RR", 1.0, 20)  # on the grid of 0.1, noise added
     assert better["released"] is True and better["means"]["all"]["RR"] == top
     assert first["means"]["all"]["RR"] < top >= 0.8
     rows = client.get("/api/boards/sample/test", params={"sort": "RR"}).json()["rows"]
     assert (rows[0]["team"], rows[0]["rank"], rows[0]["means"]["all"]["RR"]) == ("lucky", 1, top)
-    assert client.get(f"/api/runs/{first['id']}").json()["means"] == first["means"]    # as it was then
+    assert client.get(f"/api/runs/{first['id']}").json()["means"] == first["means"]  # as it was then
 
 
 def plain_rr_of(ranking: dict[str, list[str]], labels) -> dict[str, float]:
-    return {q: next((1 / (i + 1) for i, d in enumerate(docs) if labels[q].get(d, 0) >= 1), 0.0)
-            for q, docs in ranking.items() if q in labels}
+    return {
+        q: next((1 / (i + 1) for i, d in enumerate(docs) if labels[q].get(d, 0) >= 1), 0.0)
+        for q, docs in ranking.items()
+        if q in labels
+    }
 
 
 def test_peeling_labels_with_rr_probes_learns_nothing(db_url, tmp_path, runs, request):
@@ -145,13 +153,12 @@ def test_peeling_labels_with_rr_probes_learns_nothing(db_url, tmp_path, runs, re
     ranking = ranking_of(base)
     topics = list(ranking)
     probes = []
-    for k in range(5):                                # 5 probes x 4 dialogues = all 20 dialogues
-        chosen = topics[4 * k: 4 * k + 4]
-        target = {q: ranking[q][3] for q in chosen}   # the candidate ranked 4th goes first
-        probes.append((target, {**ranking, **{q: [target[q]] + [d for d in ranking[q] if d != target[q]]
-                                               for q in chosen}}))
+    for k in range(5):  # 5 probes x 4 dialogues = all 20 dialogues
+        chosen = topics[4 * k : 4 * k + 4]
+        target = {q: ranking[q][3] for q in chosen}  # the candidate ranked 4th goes first
+        probes.append((target, {**ranking, **{q: [target[q]] + [d for d in ranking[q] if d != target[q]] for q in chosen}}))
     flipped = {q: dict(docs) for q, docs in labels.items()}
-    for target, _ in probes:                          # the other world: those labels inverted
+    for target, _ in probes:  # the other world: those labels inverted
         for q, d in target.items():
             flipped[q][d] = 0 if labels[q].get(d, 0) >= 1 else 3
     transcripts = []
@@ -164,7 +171,7 @@ def test_peeling_labels_with_rr_probes_learns_nothing(db_url, tmp_path, runs, re
         first = attacker.submit(base, "bm25")
         seen = [first.get("released")]
         for k, (target, probe) in enumerate(probes):
-            truth = plain_rr_of({q: probe[q] for q in target}, qrels)    # what main gave away
+            truth = plain_rr_of({q: probe[q] for q in target}, qrels)  # what main gave away
             answer = attacker.submit(trec(probe, f"peel{k}"), f"peel {k}")
             seen.append((answer["means"] == first["means"], answer.get("released"), sorted(truth.values())))
             rows = client.get("/api/boards/sample/test", params={"select": "all"}).json()["rows"]
@@ -173,8 +180,8 @@ def test_peeling_labels_with_rr_probes_learns_nothing(db_url, tmp_path, runs, re
         client.close()
         board.close()
     (published_one, truth_one), (published_other, truth_other) = transcripts
-    assert [t[2] for t in truth_one[1:]] != [t[2] for t in truth_other[1:]]   # the labels differ ...
-    assert published_one == published_other                                 # ... the answers do not
+    assert [t[2] for t in truth_one[1:]] != [t[2] for t in truth_other[1:]]  # the labels differ ...
+    assert published_one == published_other  # ... the answers do not
     assert all(s == (True, False) for s in published_one[1:])
 
 
@@ -204,8 +211,7 @@ def boosting_collection(tmp_path: Path, n: int, held_out: int, seed: int):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_the_ladder_papers_boosting_attack_gains_nothing_within_the_default_quota(
-        db_url, tmp_path, seed):
+def test_the_ladder_papers_boosting_attack_gains_nothing_within_the_default_quota(db_url, tmp_path, seed):
     """Blum and Hardt's boosting attack: random perturbations of one run (swap the first two
     candidates of each dialogue with chance 1/2), keep those whose published score rose, and
     combine them by majority vote. The labels are split: the board holds 60 dialogues, and
@@ -230,8 +236,8 @@ def test_the_ladder_papers_boosting_attack_gains_nothing_within_the_default_quot
     shown = first = attacker.submit(run_for(np.zeros(n, int), "base"), "base")["means"]["all"]["RR"]
     assert step == 0.04 and shown == noisy(board, attacker.ids, 0, "all", "RR", 0.75, n)
     kept = []
-    while attacker.left(20) > 1:                     # the last submission is the combined run
-        flips = rng.integers(0, 2, n + unused_n)     # the run covers every dialogue, used or not
+    while attacker.left(20) > 1:  # the last submission is the combined run
+        flips = rng.integers(0, 2, n + unused_n)  # the run covers every dialogue, used or not
         answer = attacker.submit(run_for(flips[:n], f"p{attacker.sent}"), f"perturbation {attacker.sent}")
         if answer["means"]["all"]["RR"] > shown:
             kept.append(flips)
@@ -251,6 +257,7 @@ def test_the_ladder_papers_boosting_attack_gains_nothing_within_the_default_quot
 
 # --- 2. final phases ---------------------------------------------------------------------
 
+
 def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp_path, runs):
     """The order oracle: on main a perfect run submitted last was listed first for any ?sort=,
     and a run that swaps two candidates told which is relevant by its place. Before the freeze
@@ -259,8 +266,7 @@ def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp
     from dsr.board.phases import Season
 
     board = make_board(db_url, tmp_path)
-    board.add_phase("sample", "final", hidden=True, labels=read_qrels(runs / "hidden.qrels"),
-                    season=Season(final=True))
+    board.add_phase("sample", "final", hidden=True, labels=read_qrels(runs / "hidden.qrels"), season=Season(final=True))
     client = TestClient(create_app(board))
     labels = read_qrels(runs / "hidden.qrels")
     ranking = ranking_of(read(runs / "random0.run"))
@@ -268,16 +274,24 @@ def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp
     q = next(iter(ranking))
     swapped = dict(ranking, **{q: [ranking[q][1], ranking[q][0], *ranking[q][2:]]})
     tokens = {name: board.add_team(name) for name in ("zeta", "alpha", "mu")}
-    sent = [("zeta", read(runs / "random0.run"), "z-random"), ("alpha", read(runs / "random1.run"), "a-random"),
-            ("mu", trec(swapped, "swap"), "m-swap"), ("alpha", trec(ranking, "orig"), "a-orig"),
-            ("zeta", trec(perfect, "perfect"), "z-perfect")]
+    sent = [
+        ("zeta", read(runs / "random0.run"), "z-random"),
+        ("alpha", read(runs / "random1.run"), "a-random"),
+        ("mu", trec(swapped, "swap"), "m-swap"),
+        ("alpha", trec(ranking, "orig"), "a-orig"),
+        ("zeta", trec(perfect, "perfect"), "z-perfect"),
+    ]
     for team, data, system in sent:
         answer = post(client, tokens[team], data, system, phase="final")
         assert answer.status_code == 201 and answer.json()["means"] is None, answer.text[:300]
-    fixed = ["a-random", "a-orig", "m-swap", "z-random", "z-perfect"]     # team, then time
+    fixed = ["a-random", "a-orig", "m-swap", "z-random", "z-perfect"]  # team, then time
     for sort in ("RR", "nDCG@5", "P@1", "AP"):
-        for params in ({"sort": sort}, {"sort": sort, "order": "asc"}, {"sort": sort, "select": "best"},
-                       {"sort": sort, "select": "latest", "order": "asc"}):
+        for params in (
+            {"sort": sort},
+            {"sort": sort, "order": "asc"},
+            {"sort": sort, "select": "best"},
+            {"sort": sort, "select": "latest", "order": "asc"},
+        ):
             body = client.get("/api/boards/sample/final", params=params).json()
             assert [r["system"] for r in body["rows"]] == fixed, params
             assert all(not {"rank", "group", "means", "ci", "vs_baseline", "p_holm"} & set(r) for r in body["rows"])
@@ -295,6 +309,7 @@ def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp
 
 # --- 3. the cross-phase check -----------------------------------------------------------
 
+
 def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tmp_path, runs, capsys):
     """On main 115- and 114-dialogue phases over the same labels gave the dropped dialogue's
     values as 115 mean - 114 mean'. Any pair of published groups of two hidden phases that
@@ -309,10 +324,12 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
     board.add_phase("sample", "b", hidden=True, labels={t: labels[t] for t in grounded}, min_dialogues=5)
     fixed = {t: dict(labels[t]) for t in plain}
     doc = next(iter(fixed[plain[0]]))
-    fixed[plain[0]][doc] = 3 - fixed[plain[0]][doc]                     # one label "fixed"
-    bad = {"one dialogue dropped": {t: labels[t] for t in plain[1:]},
-           "one label changed": fixed,
-           "a published group equal to another phase": {t: labels[t] for t in plain + grounded}}
+    fixed[plain[0]][doc] = 3 - fixed[plain[0]][doc]  # one label "fixed"
+    bad = {
+        "one dialogue dropped": {t: labels[t] for t in plain[1:]},
+        "one label changed": fixed,
+        "a published group equal to another phase": {t: labels[t] for t in plain + grounded},
+    }
     for why, qrels in bad.items():
         with pytest.raises(InputError) as err:
             board.add_phase("sample", "c", hidden=True, labels=qrels, min_dialogues=5)
@@ -320,10 +337,9 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
     # replacing a phase's labels is checked the same way
     with pytest.raises(InputError, match="sample/a"):
         board.add_phase("sample", "b", hidden=True, labels={t: labels[t] for t in plain[:-1]}, min_dialogues=5)
-    assert json.loads(board.get_phase("sample", "b").topics_json) == grounded     # unchanged
+    assert json.loads(board.get_phase("sample", "b").topics_json) == grounded  # unchanged
     # a phase that differs in at least the minimum is fine
-    board.add_phase("sample", "c", hidden=True, labels={t: labels[t] for t in plain[:5] + grounded[:5]},
-                    min_dialogues=5)
+    board.add_phase("sample", "c", hidden=True, labels={t: labels[t] for t in plain[:5] + grounded[:5]}, min_dialogues=5)
     board.close()
     # the command line: exit 2 naming the flag, or the override with a warning
     db, store = f"sqlite:///{tmp_path / 'cli.sqlite'}", str(tmp_path / "cli-store")
@@ -331,29 +347,104 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
     write_qrels({t: labels[t] for t in plain + grounded}, qrels)
     less = tmp_path / "less.qrels"
     write_qrels({t: labels[t] for t in plain + grounded[1:]}, less)
-    assert main(["board", "add-phase", "sample", "--phase", "t1", "--hidden", "--qrels", str(qrels),
-                 "--db", db, "--store", store, "--min-dialogues", "5"]) == 0
+    assert (
+        main(
+            [
+                "board",
+                "add-phase",
+                "sample",
+                "--phase",
+                "t1",
+                "--hidden",
+                "--qrels",
+                str(qrels),
+                "--db",
+                db,
+                "--store",
+                store,
+                "--min-dialogues",
+                "5",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert main(["board", "add-phase", "sample", "--phase", "t2", "--hidden", "--qrels", str(less),
-                 "--db", db, "--store", store, "--min-dialogues", "5"]) == 2
+    assert (
+        main(
+            [
+                "board",
+                "add-phase",
+                "sample",
+                "--phase",
+                "t2",
+                "--hidden",
+                "--qrels",
+                str(less),
+                "--db",
+                db,
+                "--store",
+                store,
+                "--min-dialogues",
+                "5",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "--allow-overlap" in err and "differ in 1 dialogue(s)" in err and "Traceback" not in err
-    assert main(["board", "add-phase", "sample", "--phase", "t2", "--hidden", "--qrels", str(less),
-                 "--db", db, "--store", store, "--min-dialogues", "5", "--allow-overlap"]) == 0
+    assert (
+        main(
+            [
+                "board",
+                "add-phase",
+                "sample",
+                "--phase",
+                "t2",
+                "--hidden",
+                "--qrels",
+                str(less),
+                "--db",
+                db,
+                "--store",
+                store,
+                "--min-dialogues",
+                "5",
+                "--allow-overlap",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "WARNING" in err and "sample/t1" in err and "differenc" in err
 
 
 # --- 4. quotas on by default -------------------------------------------------------------
 
-def test_hidden_phases_have_quotas_by_default_printed_by_add_phase_and_list(
-        db_url, tmp_path, runs, capsys):
+
+def test_hidden_phases_have_quotas_by_default_printed_by_add_phase_and_list(db_url, tmp_path, runs, capsys):
     from dsr.board.release import DEFAULTS
 
     db, store = db_url, str(tmp_path / "q-store")
     daily, total = DEFAULTS["daily_quota"], DEFAULTS["total_quota"]
-    assert main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels",
-                 str(runs / "hidden.qrels"), "--db", db, "--store", store]) == 0
+    assert (
+        main(
+            [
+                "board",
+                "add-phase",
+                "sample",
+                "--phase",
+                "test",
+                "--hidden",
+                "--qrels",
+                str(runs / "hidden.qrels"),
+                "--db",
+                db,
+                "--store",
+                store,
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"quota: {daily} per UTC day, {total} in all per team (all its members together)" in out
     assert "Laplace noise of scale 1/n, on each group's grid (step all 0.1: no cell is one exact count)" in out
@@ -364,8 +455,27 @@ def test_hidden_phases_have_quotas_by_default_printed_by_add_phase_and_list(
     assert f"board sample/test: hidden, quota: {daily} per UTC day, {total} in all per team" in out
     assert "board sample/public: public, quota: none" in out
     # a bad value names the flag, from the declared setting
-    assert main(["board", "add-phase", "sample", "--phase", "x", "--hidden", "--qrels",
-                 str(runs / "hidden.qrels"), "--db", db, "--store", store, "--daily-quota", "-1"]) == 2
+    assert (
+        main(
+            [
+                "board",
+                "add-phase",
+                "sample",
+                "--phase",
+                "x",
+                "--hidden",
+                "--qrels",
+                str(runs / "hidden.qrels"),
+                "--db",
+                db,
+                "--store",
+                store,
+                "--daily-quota",
+                "-1",
+            ]
+        )
+        == 2
+    )
     assert "--daily-quota" in capsys.readouterr().err
 
 

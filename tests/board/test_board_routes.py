@@ -18,12 +18,13 @@ from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
 from tests.support.board import make_board, read, setup_phases, walk_every_route
 
-QUERIES = {"/board/{collection}/{phase}": ["", "?select=best", "?select=latest&subset=grounded&order=asc",
-                                           "?sort=nDCG@5&subset=plain"],
-           "/runs/{submission_id}": ["", "?measure=nDCG@5", "?measure=AP&submitted=1"],
-           "/api/boards/{collection}/{phase}": ["", "?select=best&sort=AP"],
-           "/board/{collection}/{phase}/export.csv": ["", "?select=best"],
-           "/board/{collection}/{phase}/export.tex": ["", "?select=latest"]}
+QUERIES = {
+    "/board/{collection}/{phase}": ["", "?select=best", "?select=latest&subset=grounded&order=asc", "?sort=nDCG@5&subset=plain"],
+    "/runs/{submission_id}": ["", "?measure=nDCG@5", "?measure=AP&submitted=1"],
+    "/api/boards/{collection}/{phase}": ["", "?select=best&sort=AP"],
+    "/board/{collection}/{phase}/export.csv": ["", "?select=best"],
+    "/board/{collection}/{phase}/export.tex": ["", "?select=latest"],
+}
 
 
 def strings(value: float) -> set[str]:
@@ -45,9 +46,8 @@ class LeakCheck:
     def __init__(self, board, runs):
         collection = load_collection("sample")
         self.doc_ids = {c.id for d in collection.dialogues for c in d.candidates}
-        self.qrels_lines = [f"{t} 0 {d} {g}" for t, docs in read_qrels(runs / "hidden.qrels").items()
-                            for d, g in docs.items()]
-        served: set[str] = set()     # numbers that are fine to serve: means, public per-topic values
+        self.qrels_lines = [f"{t} 0 {d} {g}" for t, docs in read_qrels(runs / "hidden.qrels").items() for d, g in docs.items()]
+        served: set[str] = set()  # numbers that are fine to serve: means, public per-topic values
         hidden_values: set[float] = set()
         for phase in board.phases():
             n_measures = len(json.loads(phase.measures_json))
@@ -61,18 +61,18 @@ class LeakCheck:
                 else:
                     for v in np.unique(matrix):
                         served |= strings(v)
-                    for v in numbers_in(run_view(board, sub.id)["versus"]):   # public differences
+                    for v in numbers_in(run_view(board, sub.id)["versus"]):  # public differences
                         served |= strings(v)
-            for select in ("all", "best", "latest"):   # p-values are served (aggregates)
+            for select in ("all", "best", "latest"):  # p-values are served (aggregates)
                 for entry in leaderboard.build(board, phase, select=select, baselines="all").entries:
-                    for means in entry.means.values():     # a hidden phase's ladder values
+                    for means in entry.means.values():  # a hidden phase's ladder values
                         for v in means.values():
                             served |= strings(v) if v is not None else set()
                     for by_measure in entry.p.values():
                         for v in by_measure.values():
                             if v is not None:
                                 served |= strings(v)
-                    for bounds in entry.ci.values():   # the primary measure's intervals (aggregates)
+                    for bounds in entry.ci.values():  # the primary measure's intervals (aggregates)
                         for v in bounds:
                             served |= strings(v) if v is not None else set()
         self.secret = {s for v in hidden_values if v not in (0.0, 1.0) for s in strings(v)} - served
@@ -95,10 +95,12 @@ def walked(db_url, tmp_path, runs):
     posted = []
     for name in ("bm25", "random0", "random1"):
         for phase in ("public", "test"):
-            answer = client.post("/api/submissions",
-                                 data={"collection": "sample", "phase": phase, "system": name},
-                                 files={"run": (f"{name}.run", read(runs / f"{name}.run"))},
-                                 headers={"Authorization": f"Bearer {token}"})
+            answer = client.post(
+                "/api/submissions",
+                data={"collection": "sample", "phase": phase, "system": name},
+                files={"run": (f"{name}.run", read(runs / f"{name}.run"))},
+                headers={"Authorization": f"Bearer {token}"},
+            )
             assert answer.status_code == 201, answer.text
             posted.append(answer.text)
     yield board, client, token, posted
@@ -111,16 +113,35 @@ def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
     board, client, token, posted = walked
     check = LeakCheck(board, runs)
     ids = [s.id for p in board.phases() for s in board.submissions(p)]
-    values = {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids,
-              "name": ["nope"], "seq": [1]}                    # the judging pages (no campaign here)
+    values = {
+        "collection": ["sample"],
+        "phase": ["public", "test"],
+        "submission_id": ids,
+        "name": ["nope"],
+        "seq": [1],
+    }  # the judging pages (no campaign here)
     bodies, seen_routes = walk_every_route(client, token, values, QUERIES)
     bodies.update({f"POST /api/submissions #{i}": t for i, t in enumerate(posted)})
-    assert {"/", "/board/{collection}/{phase}", "/runs/{submission_id}", "/api/boards/{collection}/{phase}",
-            "/api/runs/{submission_id}", "/api/runs/{submission_id}/file"} <= seen_routes
-    leaks = {where: found[:3] for where, body in bodies.items()
-             if (found := [x for x in check.leaks(body)
-                           # run files are the team's own upload (doc ids): not labels
-                           if not (where.endswith("/file") and x in check.doc_ids)])}
+    assert {
+        "/",
+        "/board/{collection}/{phase}",
+        "/runs/{submission_id}",
+        "/api/boards/{collection}/{phase}",
+        "/api/runs/{submission_id}",
+        "/api/runs/{submission_id}/file",
+    } <= seen_routes
+    leaks = {
+        where: found[:3]
+        for where, body in bodies.items()
+        if (
+            found := [
+                x
+                for x in check.leaks(body)
+                # run files are the team's own upload (doc ids): not labels
+                if not (where.endswith("/file") and x in check.doc_ids)
+            ]
+        )
+    }
     assert not leaks
     assert len(bodies) > 100
 

@@ -31,14 +31,26 @@ def public_labels():
     return {d.id: {x.id: x.label for x in d.candidates} for d in c.dialogues}
 
 
-def post(client, token, data: bytes, system: str, phase: str = "public", name: str = "run.run",
-         sidecar: bytes | None = None, headers: dict | None = None, **fields):
+def post(
+    client,
+    token,
+    data: bytes,
+    system: str,
+    phase: str = "public",
+    name: str = "run.run",
+    sidecar: bytes | None = None,
+    headers: dict | None = None,
+    **fields,
+):
     files = {"run": (name, data)}
     if sidecar is not None:
         files["sidecar"] = ("run.run.json", sidecar)
-    return client.post("/api/submissions", data={"collection": "sample", "phase": phase, "system": system,
-                                                 **fields},
-                       files=files, headers={"Authorization": f"Bearer {token}", **(headers or {})})
+    return client.post(
+        "/api/submissions",
+        data={"collection": "sample", "phase": phase, "system": system, **fields},
+        files=files,
+        headers={"Authorization": f"Bearer {token}", **(headers or {})},
+    )
 
 
 def stored(board) -> tuple[int, list[str]]:
@@ -50,6 +62,7 @@ def stored(board) -> tuple[int, list[str]]:
 
 # --- 1. gzip: one reader, every member, no cut or padded stream ------------------------
 
+
 def multi_member(data: bytes) -> bytes:
     """What bgzip, ``pigz -i`` and ``cat a.gz b.gz`` write: several gzip members."""
     lines = data.splitlines(keepends=True)
@@ -57,8 +70,7 @@ def multi_member(data: bytes) -> bytes:
     return gzip.compress(b"".join(lines[:cut])) + gzip.compress(b"".join(lines[cut:]))
 
 
-def test_multi_member_gzip_is_read_whole_and_scored_as_the_command_line_scores_it(
-        setup, runs, tmp_path, capsys):
+def test_multi_member_gzip_is_read_whole_and_scored_as_the_command_line_scores_it(setup, runs, tmp_path, capsys):
     board, client, token = setup
     plain = read(runs / "bm25.run")
     packed = multi_member(plain)
@@ -79,16 +91,17 @@ def test_multi_member_gzip_is_read_whole_and_scored_as_the_command_line_scores_i
     capsys.readouterr()
     assert main(["evaluate", "sample", str(gz), "--measures", "RR", "--json", "--quiet"]) == 0
     (cli,) = json.loads(capsys.readouterr().out)["runs"].values()
-    assert {s: m["RR"] for s, m in cli["all_dialogues"].items()} == {
-        s: m["RR"] for s, m in body["means"].items()}
+    assert {s: m["RR"] for s, m in cli["all_dialogues"].items()} == {s: m["RR"] for s, m in body["means"].items()}
 
 
-@pytest.mark.parametrize("damage, says", [
-    (lambda packed: packed[:-20], "cut short"),
-    (lambda packed: packed + b"garbage after the end\n", "trailing garbage"),
-])
-def test_cut_or_padded_gzip_is_refused_by_board_and_command_line_alike(
-        setup, runs, tmp_path, capsys, damage, says):
+@pytest.mark.parametrize(
+    "damage, says",
+    [
+        (lambda packed: packed[:-20], "cut short"),
+        (lambda packed: packed + b"garbage after the end\n", "trailing garbage"),
+    ],
+)
+def test_cut_or_padded_gzip_is_refused_by_board_and_command_line_alike(setup, runs, tmp_path, capsys, damage, says):
     board, client, token = setup
     bad = damage(gzip.compress(read(runs / "bm25.run")))
     before = stored(board)
@@ -109,7 +122,7 @@ def test_gzip_bomb_is_refused_without_unpacking_it_whole(db_url, tmp_path, runs)
     setup_phases(board, runs)
     token = board.add_team("alpha")
     client = TestClient(create_app(board))
-    bomb = gzip.compress(b"x" * 100_000) * 3          # three members: 300 kB unpacked
+    bomb = gzip.compress(b"x" * 100_000) * 3  # three members: 300 kB unpacked
     answer = post(client, token, bomb, "bomb")
     assert answer.status_code == 413 and "unpacked" in answer.json()["error"]
     client.close()
@@ -117,6 +130,7 @@ def test_gzip_bomb_is_refused_without_unpacking_it_whole(db_url, tmp_path, runs)
 
 
 # --- 2. hidden labels do not leak through small subsets ------------------------------------
+
 
 def test_a_subset_of_one_hidden_dialogue_is_not_published(db_url, tmp_path, runs, capsys):
     """--qrels leaving one grounded dialogue: its value would be the subset's mean, and the
@@ -131,15 +145,36 @@ def test_a_subset_of_one_hidden_dialogue_is_not_published(db_url, tmp_path, runs
     qrels = tmp_path / "few.qrels"
     write_qrels({t: hidden[t] for t in plain + [lone]}, qrels)
     db, store = f"sqlite:///{tmp_path / 'cli.sqlite'}", str(tmp_path / "cli-store")
-    assert main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels", str(qrels),
-                 "--db", db, "--store", store, "--min-dialogues", "5"]) == 0
+    assert (
+        main(
+            [
+                "board",
+                "add-phase",
+                "sample",
+                "--phase",
+                "test",
+                "--hidden",
+                "--qrels",
+                str(qrels),
+                "--db",
+                db,
+                "--store",
+                store,
+                "--min-dialogues",
+                "5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "published means: all (11 dialogues)" in out
     assert "subset 'grounded' (1 dialogues): fewer than 5 dialogues: withheld" in out
     assert "subset 'plain' (10 dialogues): all minus it leaves 1 dialogues, fewer than 5: withheld" in out
     # the default minimum is 20 dialogues: 11 cannot make a hidden phase
-    assert main(["board", "add-phase", "sample", "--phase", "x", "--hidden", "--qrels", str(qrels),
-                 "--db", db, "--store", store]) == 2
+    assert (
+        main(["board", "add-phase", "sample", "--phase", "x", "--hidden", "--qrels", str(qrels), "--db", db, "--store", store])
+        == 2
+    )
     assert "fewer than the 20" in capsys.readouterr().err
 
     board = make_board(db_url, tmp_path)
@@ -147,21 +182,30 @@ def test_a_subset_of_one_hidden_dialogue_is_not_published(db_url, tmp_path, runs
     token = board.add_team("alpha")
     client = TestClient(create_app(board))
     kept = set(plain + [lone])
-    restricted = b"".join(line for line in read(runs / "bm25.run").splitlines(keepends=True)
-                          if line.split()[0].decode() in kept)
+    restricted = b"".join(line for line in read(runs / "bm25.run").splitlines(keepends=True) if line.split()[0].decode() in kept)
     answer = post(client, token, restricted, "bm25", phase="test")
     assert answer.status_code == 201, answer.text[:500]
     assert set(answer.json()["means"]) == {"all"}
-    assert answer.json()["means"]["all"]["RR"] == noisy(   # the ladder value: noise added, on the grid
-        board, [answer.json()["id"]], 0, "all", "RR",
-        float(np.mean(list(plain_rr(runs / "bm25.run", {t: hidden[t] for t in plain + [lone]}).values()))), 11)
+    assert answer.json()["means"]["all"]["RR"] == noisy(  # the ladder value: noise added, on the grid
+        board,
+        [answer.json()["id"]],
+        0,
+        "all",
+        "RR",
+        float(np.mean(list(plain_rr(runs / "bm25.run", {t: hidden[t] for t in plain + [lone]}).values()))),
+        11,
+    )
     run = client.get(f"/api/runs/{answer.json()['id']}").json()
     assert set(run["means"]) == {"all"}
     board_json = client.get("/api/boards/sample/test").json()
     assert board_json["subsets"] == ["all"] and all(set(r["means"]) == {"all"} for r in board_json["rows"])
-    for text_out in (client.get("/board/sample/test").text, client.get("/board/sample/test/export.csv").text,
-                     client.get("/board/sample/test/export.tex").text, export(board, phase, "json"),
-                     client.get(f"/runs/{answer.json()['id']}").text):
+    for text_out in (
+        client.get("/board/sample/test").text,
+        client.get("/board/sample/test/export.csv").text,
+        client.get("/board/sample/test/export.tex").text,
+        export(board, phase, "json"),
+        client.get(f"/runs/{answer.json()['id']}").text,
+    ):
         assert "grounded" not in text_out and "plain" not in text_out
     assert client.get("/board/sample/test?subset=grounded").status_code == 400
     client.close()
@@ -187,8 +231,7 @@ def partition(sizes: list[int]) -> dict[str, np.ndarray]:
     """Subsets s0, s1, ... of the given sizes, dialogues shuffled among them."""
     labels = np.repeat(np.arange(len(sizes)), sizes)
     np.random.default_rng(sum(sizes)).shuffle(labels)
-    return {"all": np.arange(len(labels)),
-            **{f"s{k}": np.flatnonzero(labels == k) for k in range(len(sizes))}}
+    return {"all": np.arange(len(labels)), **{f"s{k}": np.flatnonzero(labels == k) for k in range(len(sizes))}}
 
 
 def test_published_subsets_and_what_they_let_one_derive_all_cover_the_minimum():
@@ -211,14 +254,13 @@ def test_published_subsets_and_what_they_let_one_derive_all_cover_the_minimum():
         groups = [set(v.tolist()) for k, v in published.items() if k != "all"]
         covered = set().union(*groups) if groups else set()
         assert all(len(g) >= 20 for g in groups)
-        assert sum(len(g) for g in groups) == len(covered)          # disjoint
+        assert sum(len(g) for g in groups) == len(covered)  # disjoint
         rest = sum(sizes) - len(covered)
         assert rest == 0 or rest >= 20, (sizes, {k: len(v) for k, v in published.items()})
         # each group is whole subsets, and every subset not published alone has a note
         for name, members in published.items():
             if name != "all":
-                assert set(members.tolist()) == set().union(*(set(subsets[p].tolist())
-                                                            for p in name.split("+")))
+                assert set(members.tolist()) == set().union(*(set(subsets[p].tolist()) for p in name.split("+")))
         alone = {k for k in published if k != "all" and "+" not in k}
         assert len(notes) == len(sizes) - len(alone)
         checked += 1
@@ -230,22 +272,38 @@ def test_published_subsets_and_what_they_let_one_derive_all_cover_the_minimum():
 
 # --- 3. a board publishes no path, host or user name -----------------------------------------
 
+
 def private_sidecar(tmp_path, host: str, user: str, extra: dict | None = None) -> dict:
     """A sidecar as dsr run writes one on a participant's machine, plus what other tools add."""
     home = f"/home/{user}"
-    return {"ranker": "bm25", "params": {"k1": 1.2, "b": 0.75, "query": "all",
-                                         "index": f"{home}/secret-indexes/bm25", "model": f"{home}/secret-model"},
-            "command": "run", "command_line": f"dsr run sample --ranker bm25 --out {tmp_path}/secret-out.run "
-                                              f"# on {host} as {user}",
-            "collection": {"name": "sample", "hash": load_collection("sample").content_hash,
-                           "meta": {"path": f"{home}/secret-data/sample.jsonl"}},
-            "models": [{"spec": f"{home}/secret-model", "name": "secret-model", "source": "folder",
-                        "weights_sha256": "ab" * 32, "revision": None}],
-            "inputs": [{"path": f"{tmp_path}/secret-first.run", "sha256": "cd" * 32}],
-            "qrels": f"{home}/secret-hidden.qrels", "machine": {"node": host, "user": user},
-            "created_by": f"{user}@{host}", "versions": {"python": "3.11.7", "numpy": "2.4.6"},
-            "description": "BM25 over the whole context", "paper": "https://example.org/paper",
-            **(extra or {})}
+    return {
+        "ranker": "bm25",
+        "params": {"k1": 1.2, "b": 0.75, "query": "all", "index": f"{home}/secret-indexes/bm25", "model": f"{home}/secret-model"},
+        "command": "run",
+        "command_line": f"dsr run sample --ranker bm25 --out {tmp_path}/secret-out.run # on {host} as {user}",
+        "collection": {
+            "name": "sample",
+            "hash": load_collection("sample").content_hash,
+            "meta": {"path": f"{home}/secret-data/sample.jsonl"},
+        },
+        "models": [
+            {
+                "spec": f"{home}/secret-model",
+                "name": "secret-model",
+                "source": "folder",
+                "weights_sha256": "ab" * 32,
+                "revision": None,
+            }
+        ],
+        "inputs": [{"path": f"{tmp_path}/secret-first.run", "sha256": "cd" * 32}],
+        "qrels": f"{home}/secret-hidden.qrels",
+        "machine": {"node": host, "user": user},
+        "created_by": f"{user}@{host}",
+        "versions": {"python": "3.11.7", "numpy": "2.4.6"},
+        "description": "BM25 over the whole context",
+        "paper": "https://example.org/paper",
+        **(extra or {}),
+    }
 
 
 def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path, runs, capsys):
@@ -261,7 +319,7 @@ def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path,
     board = make_board(db_url, tmp_path)
     public = board.add_phase("sample", "public")
     hidden = board.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"))
-    folder = tmp_path / "reproduce" / "runs"          # an organiser's baseline, with the label file's path
+    folder = tmp_path / "reproduce" / "runs"  # an organiser's baseline, with the label file's path
     folder.mkdir(parents=True)
     shutil.copy(runs / "initial.run", folder / "initial.run")
     (folder / "initial.run.json").write_text(json.dumps(private_sidecar(tmp_path, host, user)))
@@ -273,34 +331,47 @@ def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path,
     for name in ("bm25", "random0"):
         for phase in ("public", "test"):
             side = json.dumps(private_sidecar(tmp_path, host, user)).encode()
-            answer = post(client, token, read(runs / f"{name}.run"), name, phase=phase,
-                          name=f"{tmp_path}/{name}.run", sidecar=side)
+            answer = post(
+                client, token, read(runs / f"{name}.run"), name, phase=phase, name=f"{tmp_path}/{name}.run", sidecar=side
+            )
             assert answer.status_code == 201, answer.text[:500]
             answers.append(answer.text)
     published = json.loads(answers[0])["published"]
     assert published["ranker"] == "bm25" and published["params"] == {"k1": 1.2, "b": 0.75, "query": "all"}
     assert published["models"] == [{"name": "secret-model", "source": "folder", "weights_sha256": "ab" * 32}]
     assert published["collection"]["hash"] == load_collection("sample").content_hash
-    assert set(published) == {"ranker", "params", "query", "models", "versions", "collection",
-                              "description", "paper"}
+    assert set(published) == {"ranker", "params", "query", "models", "versions", "collection", "description", "paper"}
     ids = [s.id for p in board.phases() for s in board.submissions(p)]
-    bodies, seen = walk_every_route(client, token, {"collection": ["sample"], "phase": ["public", "test"],
-                                                    "submission_id": ids, "name": ["nope"], "seq": [1]}, {})
+    bodies, seen = walk_every_route(
+        client,
+        token,
+        {"collection": ["sample"], "phase": ["public", "test"], "submission_id": ids, "name": ["nope"], "seq": [1]},
+        {},
+    )
     assert {"/runs/{submission_id}", "/api/runs/{submission_id}", "/board/{collection}/{phase}/export.tex"} <= seen
-    bodies = {k: v for k, v in bodies.items() if not k.startswith("/static/")}   # shipped assets
+    bodies = {k: v for k, v in bodies.items() if not k.startswith("/static/")}  # shipped assets
     for i, text_out in enumerate(answers):
         bodies[f"answer {i}"] = text_out
     for phase in (public, hidden):
         for fmt in ("csv", "latex", "json"):
             bodies[f"export {phase.name} {fmt}"] = export(board, phase, fmt)
-    with board.engine.connect() as conn:     # nothing else is kept in the database either
-        bodies["database"] = json.dumps([list(map(str, r)) for r in conn.execute(text(
-            "select system, description, filename, sidecar_json, answer_json from submissions")).all()])
+    with board.engine.connect() as conn:  # nothing else is kept in the database either
+        bodies["database"] = json.dumps(
+            [
+                list(map(str, r))
+                for r in conn.execute(
+                    text("select system, description, filename, sidecar_json, answer_json from submissions")
+                ).all()
+            ]
+        )
     private = [re.escape(str(tmp_path)), "/home/", "secret-(?!model)", re.escape(str(runs))]
     names = [rf"(?<![A-Za-z0-9]){re.escape(n)}(?![A-Za-z0-9])" for n in (host, user)]
     csrf = re.compile(r'name="csrf" value="[^"]*"')
-    leaks = {where: found for where, body in bodies.items()
-             if (found := [p for p in private + names if re.search(p, csrf.sub("", body))])}
+    leaks = {
+        where: found
+        for where, body in bodies.items()
+        if (found := [p for p in private + names if re.search(p, csrf.sub("", body))])
+    }
     assert not leaks
     assert len(bodies) > 60
     # the check would see them: the sidecars sent held every one
@@ -312,9 +383,9 @@ def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path,
 
 # --- 4 and 5. runs other tools write; ties said, refused by --strict phases ------------------
 
+
 @pytest.mark.slow
-def test_runs_written_by_other_tools_are_accepted_and_scored_as_dsr_evaluate_scores_them(
-        setup, tool_runs, capsys):
+def test_runs_written_by_other_tools_are_accepted_and_scored_as_dsr_evaluate_scores_them(setup, tool_runs, capsys):
     board, client, token = setup
     for tool, path in tool_runs.items():
         answer = post(client, token, path.read_bytes(), tool, name=path.name)
@@ -346,14 +417,29 @@ def test_ties_are_counted_and_said_and_refused_by_strict_phases(db_url, tmp_path
     (cli,) = json.loads(capsys.readouterr().out)["runs"].values()
     assert cli["tied_topics"] == 20
     with LiveServer(board) as server:
-        assert main(["submit", "sample", str(tied), "--server", server.url, "--token", token,
-                     "--phase", "public"]) == 0
+        assert main(["submit", "sample", str(tied), "--server", server.url, "--token", token, "--phase", "public"]) == 0
         out = capsys.readouterr().out
         assert "ties: 20 topic(s) hold scores that tie as 32-bit floats" in out
         board.add_phase("sample", "strict", strict=True)
         before = stored(board)
-        assert main(["submit", "sample", str(tied), "--server", server.url, "--token", token,
-                     "--phase", "strict", "--system", "tied again"]) == 2
+        assert (
+            main(
+                [
+                    "submit",
+                    "sample",
+                    str(tied),
+                    "--server",
+                    server.url,
+                    "--token",
+                    token,
+                    "--phase",
+                    "strict",
+                    "--system",
+                    "tied again",
+                ]
+            )
+            == 2
+        )
         err = capsys.readouterr().err
         assert "refused (422)" in err and "refuses runs whose scores tie as 32-bit floats (20 topic(s))" in err
         assert stored(board) == before
@@ -362,13 +448,14 @@ def test_ties_are_counted_and_said_and_refused_by_strict_phases(db_url, tmp_path
     assert sub.tied_topics == 20
     run = client.get(f"/api/runs/{sub.id}").json()
     assert run["tied_topics"] == 20 and run["ties"].startswith("20 topic(s) hold scores that tie")
-    assert run["means"] == cli["all_dialogues"]          # scored as trec_eval orders ties: doc id descending
+    assert run["means"] == cli["all_dialogues"]  # scored as trec_eval orders ties: doc id descending
     assert "20 topic(s) hold scores that tie as 32-bit floats" in client.get(f"/runs/{sub.id}").text
     client.close()
     board.close()
 
 
 # --- 6. retries and duplicates ----------------------------------------------------------------
+
 
 def quota_used(client, token, phase="test") -> int:
     answer = client.get(f"/api/quota/sample/{phase}", headers={"Authorization": f"Bearer {token}"})
@@ -410,19 +497,18 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=5)
     token = board.add_team("alpha")
-    submit_once, calls = board.submit_named, []    # what the API's route calls
+    submit_once, calls = board.submit_named, []  # what the API's route calls
 
     def slow_after_commit(*args, **kwargs):
         accepted = submit_once(*args, **kwargs)
         calls.append(1)
         if len(calls) == 1:
-            time.sleep(3.0)             # the row is committed; the client gives up meanwhile
+            time.sleep(3.0)  # the row is committed; the client gives up meanwhile
         return accepted
 
     monkeypatch.setattr(board, "submit_named", slow_after_commit)
     with LiveServer(board) as server:
-        answer = submit(server.url, token, "sample", runs / "bm25.run", phase="test", system="bm25",
-                        timeout=1.5, retries=3)
+        answer = submit(server.url, token, "sample", runs / "bm25.run", phase="test", system="bm25", timeout=1.5, retries=3)
     assert answer.status == 201 and answer.replayed
     with board.engine.connect() as conn:
         rows = conn.execute(text("select id, idempotency_key from submissions where not baseline")).all()
@@ -435,8 +521,18 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
 
 # --- 7. LaTeX exports escape every special character ----------------------------------------
 
-LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-         "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def test_latex_export_escapes_every_special_character(setup, runs, tmp_path, capsys):
@@ -449,7 +545,7 @@ def test_latex_export_escapes_every_special_character(setup, runs, tmp_path, cap
     expected = "".join(LATEX.get(ch, ch) for ch in f"alpha / {evil} #")
     assert cell.startswith(expected), (cell, expected)
     board_row = next(line for line in tex.splitlines() if "input" in line and not line.startswith("alpha /"))
-    assert board_row.split(" & ")[2] == "".join(LATEX.get(ch, ch) for ch in evil)    # the board's table
+    assert board_row.split(" & ")[2] == "".join(LATEX.get(ch, ch) for ch in evil)  # the board's table
     assert "^^" not in tex and r"\input" not in tex.replace(r"\textbackslash{}input", "")
     # the same helper for dsr evaluate's LaTeX: a run named with specials
     named = tmp_path / "a_b^c~d.run"
@@ -462,6 +558,7 @@ def test_latex_export_escapes_every_special_character(setup, runs, tmp_path, cap
 
 # --- 8. nothing the server accepted answers 500; refused text leaves nothing behind -----------
 
+
 def test_bad_text_is_refused_at_intake_naming_the_field_and_leaves_nothing(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs)
@@ -470,8 +567,7 @@ def test_bad_text_is_refused_at_intake_naming_the_field_and_leaves_nothing(db_ur
     bm25 = read(runs / "bm25.run")
     before = stored(board)
     cases = [
-        ({"sidecar": b'{"ranker": "bm25", "params": {"model": "m\\ud800"}}'}, "sidecar params.model",
-         "lone surrogate"),
+        ({"sidecar": b'{"ranker": "bm25", "params": {"model": "m\\ud800"}}'}, "sidecar params.model", "lone surrogate"),
         ({"sidecar": b'{"ranker": "bm\\u0000"}'}, "sidecar ranker", "U+0000"),
         ({"system": "nul\x00name"}, "system", "U+0000"),
         ({"description": "bell\x07"}, "description", "U+0007"),
@@ -485,17 +581,27 @@ def test_bad_text_is_refused_at_intake_naming_the_field_and_leaves_nothing(db_ur
         assert says in answer.json()["error"] and (field is None or f"'{field}'" in answer.json()["error"])
         assert stored(board) == before
         assert not list(board.store.tmp.iterdir())
-    for url in ("/runs/99999999999999999999", "/api/runs/99999999999999999999",
-                "/api/runs/99999999999999999999/file", "/runs/2147483648", "/runs/0",
-                "/board/sample/public?baseline=99999999999999999999"):
+    for url in (
+        "/runs/99999999999999999999",
+        "/api/runs/99999999999999999999",
+        "/api/runs/99999999999999999999/file",
+        "/runs/2147483648",
+        "/runs/0",
+        "/board/sample/public?baseline=99999999999999999999",
+    ):
         answer = client.get(url, headers={"Authorization": f"Bearer {token}"})
         assert answer.status_code in (404, 200), (url, answer.status_code)
         assert answer.status_code == 404 or "baseline" in url
     # accepted text is served: every later page of the run answers
     ok = post(client, token, bm25, "Ünïcode ✓ system", sidecar=b'{"ranker": "bm25", "description": "multi\\nline"}')
     assert ok.status_code == 201
-    for url in (f"/runs/{ok.json()['id']}", f"/api/runs/{ok.json()['id']}", "/board/sample/public",
-                "/board/sample/public/export.tex", "/api/boards/sample/public"):
+    for url in (
+        f"/runs/{ok.json()['id']}",
+        f"/api/runs/{ok.json()['id']}",
+        "/board/sample/public",
+        "/board/sample/public/export.tex",
+        "/api/boards/sample/public",
+    ):
         assert client.get(url).status_code == 200, url
     client.close()
     board.close()
@@ -503,11 +609,13 @@ def test_bad_text_is_refused_at_intake_naming_the_field_and_leaves_nothing(db_ur
 
 # --- 9. dsr serve: a read-only DSR_HOME, the board extra missing ------------------------------
 
+
 def run_serve(env: dict, prefix: list[str] = (), timeout: float = 60) -> subprocess.CompletedProcess:
     root = Path(__file__).resolve().parents[2]
     command = [*prefix, sys.executable, "-m", "dsr.cli", "serve", "--port", "0"]
-    return subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": str(root), **env})
+    return subprocess.run(
+        command, cwd=root, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(root), **env}
+    )
 
 
 def test_serve_with_a_read_only_dsr_home_is_exit_2_naming_the_folder(tmp_path):
@@ -520,8 +628,10 @@ def test_serve_with_a_read_only_dsr_home_is_exit_2_naming_the_folder(tmp_path):
         done = run_serve({"DSR_HOME": str(home)})
     elif shutil.which("unshare") and shutil.which("mount"):
         # root writes through permissions: a read-only tmpfs in a private mount namespace
-        done = run_serve({"DSR_HOME": str(home)},
-                         ["unshare", "-m", "sh", "-c", f'mount -t tmpfs -o ro,size=64k tmpfs "{home}" && exec "$0" "$@"'])
+        done = run_serve(
+            {"DSR_HOME": str(home)},
+            ["unshare", "-m", "sh", "-c", f'mount -t tmpfs -o ro,size=64k tmpfs "{home}" && exec "$0" "$@"'],
+        )
         if "mount:" in done.stderr:
             pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.strip()[:200]}")
     else:
@@ -531,12 +641,17 @@ def test_serve_with_a_read_only_dsr_home_is_exit_2_naming_the_folder(tmp_path):
     assert "writable" in done.stderr or "Read-only" in done.stderr
 
 
-@pytest.mark.parametrize("command, missing", [(["serve"], "fastapi"), (["serve"], "uvicorn"),
-                                              (["board", "list"], "sqlalchemy"),
-                                              (["submit", "sample", "RUN", "--server", "http://127.0.0.1:9",
-                                                "--token", "t"], "httpx")])
+@pytest.mark.parametrize(
+    "command, missing",
+    [
+        (["serve"], "fastapi"),
+        (["serve"], "uvicorn"),
+        (["board", "list"], "sqlalchemy"),
+        (["submit", "sample", "RUN", "--server", "http://127.0.0.1:9", "--token", "t"], "httpx"),
+    ],
+)
 def test_a_missing_board_extra_says_what_to_install(command, missing, runs, tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, missing, None)       # as if the board extra were not installed
+    monkeypatch.setitem(sys.modules, missing, None)  # as if the board extra were not installed
     command = [str(runs / "bm25.run") if part == "RUN" else part for part in command]
     assert main(command + (["--db", f"sqlite:///{tmp_path / 'b.sqlite'}"] if command[0] == "board" else [])) == 2
     err = capsys.readouterr().err
@@ -546,6 +661,7 @@ def test_a_missing_board_extra_says_what_to_install(command, missing, runs, tmp_
 
 
 # --- 10. CSRF bound to the session; temporaries removed on failure and at the next start -----
+
 
 def csrf_of(page: str) -> str:
     import re
@@ -559,15 +675,14 @@ def test_a_csrf_token_of_one_session_does_not_work_in_another(setup, runs):
     for _ in range(2):
         browser = TestClient(client.app)
         login = browser.get("/login").text
-        assert browser.post("/login", data={"token": token, "csrf": csrf_of(login)},
-                            follow_redirects=False).status_code == 303
+        assert browser.post("/login", data={"token": token, "csrf": csrf_of(login)}, follow_redirects=False).status_code == 303
         sessions.append(browser)
     mine, theirs = (csrf_of(b.get("/submit").text) for b in sessions)
     assert mine != theirs
     form = {"phase": str(board.get_phase("sample", "public").id), "system": "web", "run_type": "automatic"}
     files = {"run": ("bm25.run", read(runs / "bm25.run"))}
     victim = sessions[1]
-    victim.cookies.set("dsr_csrf", mine, domain="testserver.local")   # even with the cookie set to it
+    victim.cookies.set("dsr_csrf", mine, domain="testserver.local")  # even with the cookie set to it
     assert victim.post("/submit", data={**form, "csrf": mine}, files=files).status_code == 403
     assert victim.post("/logout", data={"csrf": mine}).status_code == 403
     assert stored(board)[0] == 0
@@ -594,7 +709,7 @@ def test_temporaries_are_removed_on_failure_and_at_the_next_start(db_url, tmp_pa
         raise OSError("the disk is full")
 
     before = stored(board)
-    monkeypatch.setattr(board, "_record", fail, raising=False)   # a failure after the file was staged
+    monkeypatch.setattr(board, "_record", fail, raising=False)  # a failure after the file was staged
     with pytest.raises(OSError, match="disk is full"):
         board.submit(team, public, read(runs / "bm25.run"), "bm25.run", Metadata("x"))
     assert stored(board) == before and not list(board.store.tmp.iterdir())
@@ -611,14 +726,14 @@ def test_temporaries_are_removed_on_failure_and_at_the_next_start(db_url, tmp_pa
     (tmp / f"stage-{pid}-{orphan_digest}-q1").write_bytes(orphan)
     board.store.path(orphan_digest).parent.mkdir(exist_ok=True)
     os.link(tmp / f"stage-{pid}-{orphan_digest}-q1", board.store.path(orphan_digest))
-    kept = stored(board)[1][0]                            # a stored run a row names
+    kept = stored(board)[1][0]  # a stored run a row names
     data = board.store.get(kept)
     board.store.path(kept).unlink()
     (tmp / f"stage-{pid}-{kept}-q2").write_bytes(data)
-    live = tmp / f"check-{os.getpid()}-mine.run"          # a live process's scratch file stays
+    live = tmp / f"check-{os.getpid()}-mine.run"  # a live process's scratch file stays
     live.write_bytes(b"in use")
 
-    again = make_board(db_url, tmp_path)                  # the next start
+    again = make_board(db_url, tmp_path)  # the next start
     assert sorted(p.name for p in again.store.tmp.iterdir()) == [live.name]
     assert not again.store.has(orphan_digest) and again.store.verify(kept)
     assert stored(again) == before
@@ -630,19 +745,32 @@ def test_upgrading_a_board_keeps_only_the_published_metadata_of_stored_sidecars(
     engine = engine_at(db_url, "0001")
     side = json.dumps(private_sidecar(tmp_path, "somehost", "someone"), sort_keys=True)
     with engine.begin() as conn:
-        conn.execute(text("insert into teams (id, name, token_hash, organiser, created_at) values "
-                          "(1, 'alpha', :h, false, '2026-11-01 00:00:00')"), {"h": "0" * 64})
-        conn.execute(text("insert into phases (id, collection, name, collection_ref, collection_hash, hidden, "
-                          "description, topics_json, measures_json, created_at) values (1, 'sample', 'public', "
-                          "'sample', :c, false, '', '[]', '[\"RR\"]', '2026-11-01 00:00:00')"),
-                     {"c": load_collection("sample").content_hash})
-        conn.execute(text("insert into submissions (phase_id, team_id, system, description, link, run_type, "
-                          "trained_on_collection, baseline, filename, sha256, size, lines, sidecar_json, "
-                          "means_json, per_topic, created_at) values (1, 1, 'x', '', '', 'automatic', false, "
-                          "false, 'x.run', :s, 1, 1, :side, '{}', :blob, '2026-11-01 00:00:00')"),
-                     {"s": "e" * 64, "side": side, "blob": b"\0" * 8})
+        conn.execute(
+            text(
+                "insert into teams (id, name, token_hash, organiser, created_at) values "
+                "(1, 'alpha', :h, false, '2026-11-01 00:00:00')"
+            ),
+            {"h": "0" * 64},
+        )
+        conn.execute(
+            text(
+                "insert into phases (id, collection, name, collection_ref, collection_hash, hidden, "
+                "description, topics_json, measures_json, created_at) values (1, 'sample', 'public', "
+                "'sample', :c, false, '', '[]', '[\"RR\"]', '2026-11-01 00:00:00')"
+            ),
+            {"c": load_collection("sample").content_hash},
+        )
+        conn.execute(
+            text(
+                "insert into submissions (phase_id, team_id, system, description, link, run_type, "
+                "trained_on_collection, baseline, filename, sha256, size, lines, sidecar_json, "
+                "means_json, per_topic, created_at) values (1, 1, 'x', '', '', 'automatic', false, "
+                "false, 'x.run', :s, 1, 1, :side, '{}', :blob, '2026-11-01 00:00:00')"
+            ),
+            {"s": "e" * 64, "side": side, "blob": b"\0" * 8},
+        )
     engine.dispose()
-    board = make_board(db_url, tmp_path)                 # migrates to the newest schema
+    board = make_board(db_url, tmp_path)  # migrates to the newest schema
     with board.engine.connect() as conn:
         kept = json.loads(conn.scalar(text("select sidecar_json from submissions")))
         assert conn.scalar(text("select version_num from alembic_version")) == migration_head()

@@ -32,9 +32,17 @@ FITS = "selector => { const e = document.querySelector(selector); return e.scrol
 TEAM_RUNS = {"alpha": ["bm25", "random1"], "beta": ["random0"], "gamma": ["random2"]}
 
 
-SIDECAR = json.dumps({"ranker": "random", "params": {"seed": 0}, "versions": {"numpy": "2.1.0"},
-                      "description": "Random order, a floor", "paper": "https://example.org/paper",
-                      "code": "https://example.org/code", "command_line": "dsr rank /home/someone/secret"}).encode()
+SIDECAR = json.dumps(
+    {
+        "ranker": "random",
+        "params": {"seed": 0},
+        "versions": {"numpy": "2.1.0"},
+        "description": "Random order, a floor",
+        "paper": "https://example.org/paper",
+        "code": "https://example.org/code",
+        "command_line": "dsr rank /home/someone/secret",
+    }
+).encode()
 
 
 def holm(p: list[float]) -> list[float]:
@@ -52,8 +60,7 @@ def expected_ranks(rr: dict[str, dict[str, float]]) -> tuple[dict[str, str], dic
     rank runs from 1 + the rows significantly above to N - the rows significantly below."""
     names, topics = list(rr), sorted(next(iter(rr.values())))
     pairs = list(combinations(names, 2))
-    p = holm([stats.ttest_rel([rr[a][t] for t in topics], [rr[b][t] for t in topics]).pvalue
-              for a, b in pairs])
+    p = holm([stats.ttest_rel([rr[a][t] for t in topics], [rr[b][t] for t in topics]).pvalue for a, b in pairs])
     mean = {n: np.mean([rr[n][t] for t in topics]) for n in names}
     above = {n: 0 for n in names}
     below = {n: 0 for n in names}
@@ -73,8 +80,9 @@ def season(tmp_path, runs):
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     now = utcnow()
     public = board.add_phase("sample", "public", season=Season(primary="RR", closes=now + timedelta(days=7)))
-    hidden = board.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"),
-                             daily_quota=3, total_quota=5)
+    hidden = board.add_phase(
+        "sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"), daily_quota=3, total_quota=5
+    )
     board.add_phase("sample", "early", season=Season(closes=now - timedelta(days=1)))
     board.add_phase("sample", "late", season=Season(opens=now + timedelta(days=1)))
     final = board.add_phase("sample", "final", season=Season(final=True))
@@ -86,8 +94,14 @@ def season(tmp_path, runs):
         who = board.team_for_token(tokens[team])
         for name in names:
             data = retag(read(runs / f"{name}.run"), f"{team}-{name}") if name == "bm25" else read(runs / f"{name}.run")
-            board.submit(who, public, data, f"{name}.run", Metadata(f"{team}-{name}", "", "", "automatic", False),
-                         SIDECAR if team == "beta" else None)
+            board.submit(
+                who,
+                public,
+                data,
+                f"{name}.run",
+                Metadata(f"{team}-{name}", "", "", "automatic", False),
+                SIDECAR if team == "beta" else None,
+            )
     alpha = board.team_for_token(tokens["alpha"])
     board.submit(alpha, hidden, read(runs / "random3.run"), "random3.run", Metadata("r3", "", "", "automatic", False))
     board.submit(alpha, final, read(runs / "random4.run"), "random4.run", Metadata("r4", "", "", "manual", True))
@@ -117,8 +131,17 @@ def test_season_pages_in_a_real_browser(browser, tmp_path, runs):
     diff = [mine[t] - base[t] for t in labels]
     wtl = f"{sum(d > 0 for d in diff)} wins, {sum(d == 0 for d in diff)} ties, {sum(d < 0 for d in diff)} losses"
     with LiveServer(board) as server:
-        pages = ["/", "/login", "/board/sample/public", "/board/sample/public?columns=all&baselines=all&select=all",
-                 "/board/sample/test", "/board/sample/final", f"/runs/{run_id}", "/submit", "/runs/999"]
+        pages = [
+            "/",
+            "/login",
+            "/board/sample/public",
+            "/board/sample/public?columns=all&baselines=all&select=all",
+            "/board/sample/test",
+            "/board/sample/final",
+            f"/runs/{run_id}",
+            "/submit",
+            "/runs/999",
+        ]
         for size, viewport in VIEWPORTS.items():
             context = browser.new_context(viewport=viewport)
             page = context.new_page()
@@ -131,12 +154,19 @@ def test_season_pages_in_a_real_browser(browser, tmp_path, runs):
             page.goto(f"{server.url}/runs/{run_id}")
             page.screenshot(path=str(SHOTS / f"run-{size}.png"), full_page=True)
             meta = page.inner_text("dl.meta")
-            for said in ("Random order, a floor", "https://example.org/paper", "https://example.org/code",
-                         "random", "seed=0", "numpy 2.1.0", "not on this collection"):
+            for said in (
+                "Random order, a floor",
+                "https://example.org/paper",
+                "https://example.org/code",
+                "random",
+                "seed=0",
+                "numpy 2.1.0",
+                "not on this collection",
+            ):
                 assert said in meta, said
             assert "/home/someone" not in page.content()
             assert page.inner_text("#wtl").startswith(wtl)
-            if size == "1280":   # nothing cut off: the board's table fits without scrolling
+            if size == "1280":  # nothing cut off: the board's table fits without scrolling
                 for path in pages[2:4]:
                     page.goto(server.url + path)
                     assert page.evaluate(FITS, "#board-scroll"), path
@@ -150,8 +180,11 @@ def test_rank_groups_and_marks_match_an_independent_computation(browser, tmp_pat
     board, tokens = season(tmp_path, runs)
     collection = load_collection("sample")
     labels = {d.id: {c.id: c.label for c in d.candidates} for d in collection.dialogues}
-    rr = {"initial": plain_rr(runs / "initial.run", labels), "bm25": plain_rr(runs / "bm25.run", labels),
-          **{f"{t}-{n}": plain_rr(runs / f"{n}.run", labels) for t, names in TEAM_RUNS.items() for n in names}}
+    rr = {
+        "initial": plain_rr(runs / "initial.run", labels),
+        "bm25": plain_rr(runs / "bm25.run", labels),
+        **{f"{t}-{n}": plain_rr(runs / f"{n}.run", labels) for t, names in TEAM_RUNS.items() for n in names},
+    }
     with LiveServer(board) as server:
         page = browser.new_page(viewport=VIEWPORTS["1280"])
         # default view: the chosen baseline (initial) and each team's best by RR
@@ -166,19 +199,23 @@ def test_rank_groups_and_marks_match_an_independent_computation(browser, tmp_pat
             got[system] = (rows.nth(i).locator("td.rank").inner_text(), rows.nth(i).locator("td.group").inner_text())
         assert {n: r for n, (r, _) in got.items()} == expected
         assert any("–" in r for r, _ in got.values()), "some rows should share a rank range"
-        for (a, b), p in pvalues.items():    # a shared letter only where the pair is not different
+        for (a, b), p in pvalues.items():  # a shared letter only where the pair is not different
             shares = set(got[a][1]) & set(got[b][1])
             assert not (shares and p < 0.05), (a, b, p)
         # marks: only where Holm over the rows shown against the baseline gives p < 0.05; never ≈
         others = shown[1:]
-        p = holm([stats.ttest_rel(*[[rr[n if n != "alpha-bm25" else "bm25"][t] for t in labels]
-                                    for n in (name, "initial")]).pvalue for name in others])
+        p = holm(
+            [
+                stats.ttest_rel(*[[rr[n if n != "alpha-bm25" else "bm25"][t] for t in labels] for n in (name, "initial")]).pvalue
+                for name in others
+            ]
+        )
         body = page.inner_text("#board")
         assert "≈" not in body
         for name, q in zip(others, p):
             cell = page.locator("#board tbody tr", has_text=name).locator("td.primary").inner_text()
             assert ("▼" in cell or "▲" in cell) == (q < 0.05), (name, q, cell)
-        assert "▼" in body                           # the random runs are below the initial ranking
+        assert "▼" in body  # the random runs are below the initial ranking
         # a team's history is a click away; baselines expand
         page.click("a.history")
         page.wait_for_url("**team=alpha**")
@@ -197,8 +234,9 @@ def test_quota_dates_duplicates_and_freeze_in_a_real_browser(browser, tmp_path, 
         log_in(page, server.url, tokens["alpha"])
         # alpha has one run on the hidden phase: 2 of 3 left today, 4 of 5 left in all
         page.goto(f"{server.url}/board/sample/test")
-        assert re.search(r"Your team: 2 of 3 left today, 4 of 5 left in all \(the day resets at 00:00 UTC\)",
-                         page.inner_text("#quota"))
+        assert re.search(
+            r"Your team: 2 of 3 left today, 4 of 5 left in all \(the day resets at 00:00 UTC\)", page.inner_text("#quota")
+        )
         page.goto(f"{server.url}/submit")
         row = page.locator("#quotas tr", has_text="sample / test")
         assert "2 of 3 left today, 4 of 5 left in all" in row.inner_text()
@@ -212,11 +250,11 @@ def test_quota_dates_duplicates_and_freeze_in_a_real_browser(browser, tmp_path, 
             page.click("form.card button[type=submit]")
             page.wait_for_load_state()
 
-        submit("test", "random0.run", "again")       # accepted: the quota is now 1 and 3 left
+        submit("test", "random0.run", "again")  # accepted: the quota is now 1 and 3 left
         assert "1 of 3 left today, 3 of 5 left in all" in page.inner_text("#quota")
         no_overflow(page)
         page.screenshot(path=str(SHOTS / "accepted-390.png"), full_page=True)
-        submit("test", "random0.run", "twice")       # the same bytes: refused, with a link to the first
+        submit("test", "random0.run", "twice")  # the same bytes: refused, with a link to the first
         first = board.submissions(board.get_phase("sample", "test"))[-1].id
         assert "on the board already" in page.inner_text(".refused")
         assert page.get_attribute("#duplicate a", "href") == f"/runs/{first}"
@@ -232,7 +270,7 @@ def test_quota_dates_duplicates_and_freeze_in_a_real_browser(browser, tmp_path, 
         assert "This phase closed on" in page.inner_text("#season")
         assert len(board.submissions(board.get_phase("sample", "early"))) == 0
 
-        page.goto(f"{server.url}/board/sample/final")   # final phase: no score before the freeze
+        page.goto(f"{server.url}/board/sample/final")  # final phase: no score before the freeze
         assert "not yet published" in page.inner_text("#board") and page.locator("#final-notice").count() == 1
         assert page.request.get(f"{server.url}/board/sample/final/export.csv").status == 403
         run = board.submissions(board.get_phase("sample", "final"))[-1]

@@ -35,13 +35,20 @@ def _variants(collection, folder):
     lines = text.splitlines()
     yield "plain", plain.read_bytes()
     yield "ties", text
-    yield "crlf, blank lines, tabs, 0 for Q0, no final newline", (
-        b"\r\n".join(line.replace(b" Q0 ", b"\t0  ") for line in lines[::-1]) + b"\n\n  \n" + lines[0][:0])
-    yield "scores written otherwise", b"\n".join(
-        line.rsplit(b" ", 2)[0] + b" " + format(float(line.split()[4]) * 10, ".9f").encode() + b"e-1 tag2"
-        for line in lines)
-    yield "two tags (one not ASCII), no final newline", b"\n".join(
-        line if k % 2 else line.rsplit(b" ", 1)[0] + ' t"x\\é'.encode() for k, line in enumerate(lines))
+    yield (
+        "crlf, blank lines, tabs, 0 for Q0, no final newline",
+        (b"\r\n".join(line.replace(b" Q0 ", b"\t0  ") for line in lines[::-1]) + b"\n\n  \n" + lines[0][:0]),
+    )
+    yield (
+        "scores written otherwise",
+        b"\n".join(
+            line.rsplit(b" ", 2)[0] + b" " + format(float(line.split()[4]) * 10, ".9f").encode() + b"e-1 tag2" for line in lines
+        ),
+    )
+    yield (
+        "two tags (one not ASCII), no final newline",
+        b"\n".join(line if k % 2 else line.rsplit(b" ", 1)[0] + ' t"x\\é'.encode() for k, line in enumerate(lines)),
+    )
 
 
 def test_the_one_parse_reads_valid_runs_as_the_validator_reader_and_digest_do(synthetic, tmp_path):
@@ -60,7 +67,7 @@ def test_the_one_parse_reads_valid_runs_as_the_validator_reader_and_digest_do(sy
         assert parsed.ranking_sha256 == ranking_digest(data), name
         expected = read_trec_run(path).as_dict()
         assert list(parsed.scores) == collection.ids
-        for qid, ranked in expected.items():    # the same docs, order and (tie rule) scores
+        for qid, ranked in expected.items():  # the same docs, order and (tie rule) scores
             assert list(parsed.scores[qid].items()) == list(ranked.items()), (name, qid)
     assert runcheck.parse(index, next(_variants(collection, folder))[1]).tied_topics == []
 
@@ -105,7 +112,7 @@ def test_a_phase_upload_limit_follows_its_collection(tmp_path, synthetic):
     collection, folder = synthetic
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
     phase = board.add_phase(str(folder / "c.jsonl"), "dev")
-    assert board.upload_limit(phase) == MAX_UPLOAD        # a small collection: the floor
+    assert board.upload_limit(phase) == MAX_UPLOAD  # a small collection: the floor
     pairs = board.phase_data(phase).pairs()
     assert pairs.id_chars == sum(len(d.id) + len(c.id) for d in collection.dialogues for c in d.candidates)
     board.close()
@@ -119,7 +126,7 @@ def test_a_phase_upload_limit_follows_its_collection(tmp_path, synthetic):
 
 @pytest.mark.slow
 def test_the_limit_grows_past_the_floor_with_a_large_collection(tmp_path):
-    big = make_collection(n=3000, candidates=50, seed=0)   # 150k pairs: a full-depth run ~9 MB
+    big = make_collection(n=3000, candidates=50, seed=0)  # 150k pairs: a full-depth run ~9 MB
     write_benchmark(big, tmp_path / "big.jsonl")
     run = tmp_path / "full.run"
     make_run(big, seed=0).write(run, sidecar=False)
@@ -127,7 +134,7 @@ def test_the_limit_grows_past_the_floor_with_a_large_collection(tmp_path):
     phase = board.add_phase(str(tmp_path / "big.jsonl"), "dev")
     limit = board.upload_limit(phase)
     assert limit > MAX_UPLOAD and limit >= 2 * run.stat().st_size
-    assert board.upload_limit() == limit                  # the request body's cap: the largest
+    assert board.upload_limit() == limit  # the request body's cap: the largest
     board.close()
 
 
@@ -141,14 +148,12 @@ def _team(board, name):
         return s.scalar(select(Team).where(Team.name == name))
 
 
-def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tmp_path, runs,
-                                                                               monkeypatch):
+def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tmp_path, runs, monkeypatch):
     """The same runs on two boards, one scoring in worker processes: the same means and
     per-topic values, the same refusals (invalid: the validator's problems; duplicate: 409)."""
-    monkeypatch.setattr(service, "POOL_MIN_BYTES", 0)     # the sample's runs go to the workers too
+    monkeypatch.setattr(service, "POOL_MIN_BYTES", 0)  # the sample's runs go to the workers too
     calls = []
-    monkeypatch.setattr(ScoringPool, "score", lambda self, *a, _score=ScoringPool.score: calls.append(1)
-                        or _score(self, *a))
+    monkeypatch.setattr(ScoringPool, "score", lambda self, *a, _score=ScoringPool.score: calls.append(1) or _score(self, *a))
     answers = {}
     for workers in (0, 2):
         folder = tmp_path / f"w{workers}"
@@ -157,9 +162,8 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
         board.add_team("t")
         team = _team(board, "t")
         pairs = board.phase_data(phase).pairs()
-        assert not read(runs / "bm25.run").isascii()          # ids such as Hägar_the_Horrible_...
-        assert runcheck.parse(pairs, read(runs / "bm25.run")).ranking_sha256 == ranking_digest(
-            read(runs / "bm25.run"))
+        assert not read(runs / "bm25.run").isascii()  # ids such as Hägar_the_Horrible_...
+        assert runcheck.parse(pairs, read(runs / "bm25.run")).ranking_sha256 == ranking_digest(read(runs / "bm25.run"))
         out = []
         for name in ("bm25", "random0", "random1"):
             accepted = board.submit(team, phase, read(runs / f"{name}.run"), f"{name}.run", Metadata(name))
@@ -176,19 +180,18 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
         # a refused (quota) run's duplicate check: the same digest from a worker
         assert board._ranking(read(runs / "bm25.run")) == ranking_digest(read(runs / "bm25.run"))
         board.close()
-    for (a, b) in zip(answers[0], answers[2]):
+    for a, b in zip(answers[0], answers[2]):
         if isinstance(a[1], np.ndarray):
             assert a[0] == b[0] and np.array_equal(a[1], b[1])
         else:
             assert a == b
     assert answers[0][3][0] == 422 and "nowhere" in answers[0][3][1][0]["message"]
     assert answers[0][4][0] == 409
-    assert len(calls) == 5                                  # every run of the second board
+    assert len(calls) == 5  # every run of the second board
 
 
 @pytest.mark.slow
-def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(tmp_path, runs,
-                                                                               monkeypatch):
+def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(tmp_path, runs, monkeypatch):
     """A hidden phase's answer runs the ladder's t-test, which needs scipy.stats (0.4 s to
     import). Imported under the write lock, it held every other writer back: the p95's
     tail. A submission to a ladder phase imports it before its transaction; ``dsr serve``'s
@@ -216,12 +219,20 @@ def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(t
     board.close()
 
     db, store = f"sqlite:///{tmp_path / 'b.sqlite'}", str(tmp_path / "store")
-    script = ("import sys; from dsr.board.service import Board, BoardConfig; "
-              f"b = Board(BoardConfig(db={db!r}, store={store!r})); "
-              "before = 'scipy.stats' in sys.modules; b.warm_up(); "
-              "print(before, 'scipy.stats' in sys.modules, len(b._phase_data)); b.close()")
+    script = (
+        "import sys; from dsr.board.service import Board, BoardConfig; "
+        f"b = Board(BoardConfig(db={db!r}, store={store!r})); "
+        "before = 'scipy.stats' in sys.modules; b.warm_up(); "
+        "print(before, 'scipy.stats' in sys.modules, len(b._phase_data)); b.close()"
+    )
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(root)})
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["False", "True", "2"]

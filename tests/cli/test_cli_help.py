@@ -33,7 +33,7 @@ def test_help_ends_with_a_parsing_example_and_names_defaults(path):
     args = build_parser().parse_args(words[1:])
     assert getattr(args, "func", None) is not None
     if path:
-        assert words[1:1 + len(path.split())] == path.split()
+        assert words[1 : 1 + len(path.split())] == path.split()
     # every option with a real default says it
     for action in command._actions:
         if not action.option_strings or action.help == argparse.SUPPRESS:
@@ -46,9 +46,9 @@ def test_help_ends_with_a_parsing_example_and_names_defaults(path):
 
 def test_examples_survive_the_help_formatter():
     text = COMMANDS["export"].format_help()
-    assert "  trec         topics.tsv" in text          # epilog tables keep their lines
+    assert "  trec         topics.tsv" in text  # epilog tables keep their lines
     assert "(default: all)" in COMMANDS["export"].format_help()
-    assert "default: 42" in COMMANDS["train"].format_help()      # --seed had no help text
+    assert "default: 42" in COMMANDS["train"].format_help()  # --seed had no help text
 
 
 def test_the_command_table_is_what_registers():
@@ -60,17 +60,21 @@ def test_the_command_table_is_what_registers():
     assert {c.dest: c.help for c in sub._choices_actions} == {k: v for k, (_, v) in TABLE.items()}
 
 
-@pytest.mark.parametrize("argv, loaded", [(["--help"], set()), (["train", "--help"], {"dsr.cli.training"}),
-                                          (["board", "list", "--help"], {"dsr.cli.board"})])
+@pytest.mark.parametrize(
+    "argv, loaded",
+    [(["--help"], set()), (["train", "--help"], {"dsr.cli.training"}), (["board", "list", "--help"], {"dsr.cli.board"})],
+)
 def test_only_the_running_command_module_is_imported(argv, loaded):
     import subprocess
     import sys
 
-    code = (f"import sys\nfrom dsr.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith('dsr.cli.') and m not in "
-            "('dsr.cli.commands', 'dsr.cli.flags', 'dsr.cli.help', 'dsr.cli.console')))")
+    code = (
+        f"import sys\nfrom dsr.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('dsr.cli.') and m not in "
+        "('dsr.cli.commands', 'dsr.cli.flags', 'dsr.cli.help', 'dsr.cli.console')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    shown = eval(out.stdout.strip().splitlines()[-1])   # the list printed last
+    shown = eval(out.stdout.strip().splitlines()[-1])  # the list printed last
     assert {m for m in shown if m != "dsr.cli.common"} == loaded
     assert "usage: dsr" in out.stdout
 

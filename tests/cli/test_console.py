@@ -59,16 +59,26 @@ def _argv(parser, option: str, files: list[str]) -> tuple[list[str], dict[str, o
             value = "sample" if "collection" in action.dest else files[0]
             tail.append(value)
             expected[action.dest] = value
-    required = [w for a in parser._actions if a.option_strings and a.required
-                for w in (a.option_strings[0], list(a.choices)[0] if a.choices else "x.out")]
+    required = [
+        w
+        for a in parser._actions
+        if a.option_strings and a.required
+        for w in (a.option_strings[0], list(a.choices)[0] if a.choices else "x.out")
+    ]
     metavar = next(a.metavar for a in parser._actions if option in a.option_strings)
     return [option, _value(option, metavar), *tail, *required], expected
 
 
 def test_every_multi_value_option_is_covered():
     found = {(" ".join(p.values[0]), p.values[1]) for p in multi_value_cases()}
-    assert {("evaluate", "--measures"), ("reproduce", "--measures"), ("reproduce", "--queries"),
-            ("fuse", "--param"), ("run", "--param"), ("kfold", "--measures")} <= found
+    assert {
+        ("evaluate", "--measures"),
+        ("reproduce", "--measures"),
+        ("reproduce", "--queries"),
+        ("fuse", "--param"),
+        ("run", "--param"),
+        ("kfold", "--measures"),
+    } <= found
 
 
 @pytest.mark.parametrize("path, option", list(multi_value_cases()))
@@ -97,8 +107,7 @@ def test_the_readme_example_parses_and_comma_lists_work(tmp_path, capsys):
     commas = capsys.readouterr().out
     assert "a " in spaced and "b " in spaced and "RR" in spaced
     assert "RR" in commas and "nDCG@5" in commas
-    args = parse_arguments(build_parser(), ["reproduce", "--measures", "RR", "nDCG@5", "sample",
-                                            "--queries", "last,all"])
+    args = parse_arguments(build_parser(), ["reproduce", "--measures", "RR", "nDCG@5", "sample", "--queries", "last,all"])
     assert args.collection == "sample" and args.measures == ["RR", "nDCG@5"] and args.queries == ["last,all"]
 
 
@@ -125,12 +134,18 @@ def test_evaluate_prints_a_short_summary_and_verbose_everything(tmp_path, capsys
 
 
 def _stderr_of(argv: list[str], tmp_path: Path) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "DSR_HOME": str(tmp_path / "home")}    # empty: indexes built, candidates encoded
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "DSR_HOME": str(tmp_path / "home"),
+    }  # empty: indexes built, candidates encoded
     env.pop("TQDM_DISABLE", None)
     env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
-    done = subprocess.run([sys.executable, "-m", "dsr.cli", *argv], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "dsr.cli", *argv], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stderr
 
@@ -142,8 +157,7 @@ def test_no_progress_bar_reaches_a_log(tmp_path):
     collection = make_collection(n=260, candidates=5, seed=2)
     write_benchmark(collection, tmp_path / "c.jsonl")
     err = _stderr_of(["run", "c.jsonl", "--ranker", "bm25", "--out", "bm25.run"], tmp_path)
-    err += _stderr_of(["run", "sample", "--ranker", "dense", "--out", "dense.run",
-                       "--param", "model=all-MiniLM-L6-v2"], tmp_path)
+    err += _stderr_of(["run", "sample", "--ranker", "dense", "--out", "dense.run", "--param", "model=all-MiniLM-L6-v2"], tmp_path)
     err += _stderr_of(["evaluate", "c.jsonl", "bm25.run"], tmp_path)
     assert "\r" not in err and "it/s" not in err and "Loading weights" not in err, err[-2000:]
     assert "%|" not in err

@@ -49,15 +49,24 @@ def test_collections_lists_every_source_and_its_availability(capsys, dsr_home):
 
 def test_build_writes_the_benchmark_file(capsys, tmp_path):
     out_file = tmp_path / "built" / "sigir.jsonl"
-    code, out, err = run(capsys, "data", "build", "sigir2022", "--source", str(FIXTURES / "old"),
-                         "--out", str(out_file))
+    code, out, err = run(capsys, "data", "build", "sigir2022", "--source", str(FIXTURES / "old"), "--out", str(out_file))
     assert code == 0, err
     assert "wrote 6 dialogues (plain 3, grounded 3)" in out
     built = read_benchmark(out_file)
     # the old-schema source converts to the same collection as the current one
     assert built.content_hash == sigir2022.load(CURRENT).content_hash
-    code, _, _ = run(capsys, "data", "build", "sigir2022", "--source", str(CURRENT),
-                     "--out", str(tmp_path / "grounded.jsonl"), "--split", "grounded")
+    code, _, _ = run(
+        capsys,
+        "data",
+        "build",
+        "sigir2022",
+        "--source",
+        str(CURRENT),
+        "--out",
+        str(tmp_path / "grounded.jsonl"),
+        "--split",
+        "grounded",
+    )
     assert code == 0 and read_benchmark(tmp_path / "grounded.jsonl").subsets == ["grounded"]
 
 
@@ -70,26 +79,30 @@ def test_failing_build_leaves_no_output(capsys, tmp_path):
     plain.write_text(json.dumps(items))
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    code, out, err = run(capsys, "data", "build", "sigir2022", "--source", str(src),
-                         "--out", str(out_dir / "x.jsonl"))
+    code, out, err = run(capsys, "data", "build", "sigir2022", "--source", str(src), "--out", str(out_dir / "x.jsonl"))
     assert code == 2 and out == ""
     assert str(plain) in err and "t5_2qh03.tkeys.0.3" in err and "candidates[2].label" in err
     assert list(out_dir.iterdir()) == []
 
     # an existing output stays as it was
     (out_dir / "x.jsonl").write_text("previous\n")
-    assert run(capsys, "data", "build", "sigir2022", "--source", str(src),
-               "--out", str(out_dir / "x.jsonl"))[0] == 2
+    assert run(capsys, "data", "build", "sigir2022", "--source", str(src), "--out", str(out_dir / "x.jsonl"))[0] == 2
     assert (out_dir / "x.jsonl").read_text() == "previous\n"
     assert [p.name for p in out_dir.iterdir()] == ["x.jsonl"]
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--source", "{missing}"], "no such folder"),
-    (["--source", "{fixture}", "--param", "threshold=0.5"], "unknown parameter(s) threshold for collection 'sigir2022'; known: none"),
-    (["--source", "{fixture}", "--param", "threshold"], "NAME=VALUE"),
-    (["--source", "{fixture}", "--split", "valid"], "unknown split"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--source", "{missing}"], "no such folder"),
+        (
+            ["--source", "{fixture}", "--param", "threshold=0.5"],
+            "unknown parameter(s) threshold for collection 'sigir2022'; known: none",
+        ),
+        (["--source", "{fixture}", "--param", "threshold"], "NAME=VALUE"),
+        (["--source", "{fixture}", "--split", "valid"], "unknown split"),
+    ],
+)
 def test_build_bad_arguments_exit_2(capsys, tmp_path, argv, needle):
     argv = [a.format(missing=tmp_path / "nope", fixture=CURRENT) for a in argv]
     code, _, err = run(capsys, "data", "build", "sigir2022", *argv, "--out", str(tmp_path / "o.jsonl"))
@@ -98,31 +111,28 @@ def test_build_bad_arguments_exit_2(capsys, tmp_path, argv, needle):
 
 
 def test_build_unknown_source_and_missing_action(capsys, tmp_path):
-    code, _, err = run(capsys, "data", "build", "msmarco", "--source", str(CURRENT),
-                       "--out", str(tmp_path / "o.jsonl"))
+    code, _, err = run(capsys, "data", "build", "msmarco", "--source", str(CURRENT), "--out", str(tmp_path / "o.jsonl"))
     assert code == 2 and "unknown collection 'msmarco'" in err
     assert run(capsys, "data")[0] == 2
 
 
 def _expected_stats(dialogues: list[dict]) -> dict:
     """Recomputed from the raw fixture JSON, without the reader."""
+
     def summary(values):
-        return {"n": len(values), "mean": round(statistics.fmean(values), 2),
-                "min": min(values), "max": max(values)}
+        return {"n": len(values), "mean": round(statistics.fmean(values), 2), "min": min(values), "max": max(values)}
+
     labels = [int(c["label"]) for d in dialogues for c in d["candidates"]]
     return {
         "dialogues": len(dialogues),
         "candidates_per_dialogue": summary([len(d["candidates"]) for d in dialogues]),
-        "relevant_per_dialogue": summary([sum(int(c["label"]) for c in d["candidates"])
-                                          for d in dialogues]),
+        "relevant_per_dialogue": summary([sum(int(c["label"]) for c in d["candidates"]) for d in dialogues]),
         "labels": {str(k): labels.count(k) for k in sorted(set(labels))},
         "context_turns": summary([len(d["context"]) for d in dialogues]),
         "tokens": {
-            "context_turn": summary([len(tokenize(t["body"])) for d in dialogues
-                                     for t in d["context"]]),
+            "context_turn": summary([len(tokenize(t["body"])) for d in dialogues for t in d["context"]]),
             "target": summary([len(tokenize(d["target"]["body"])) for d in dialogues]),
-            "candidate": summary([len(tokenize(c["body"])) for d in dialogues
-                                  for c in d["candidates"]]),
+            "candidate": summary([len(tokenize(c["body"])) for d in dialogues for c in d["candidates"]]),
         },
     }
 
@@ -151,7 +161,7 @@ def test_stats_table_is_aligned_and_shows_the_same_numbers(capsys):
     assert code == 0
     lines = out.splitlines()
     header = next(line for line in lines if line.split() == ["plain", "grounded", "all"])
-    table = lines[lines.index(header):lines.index("cells: mean [min-max]")]
+    table = lines[lines.index(header) : lines.index("cells: mean [min-max]")]
     assert len(table) == 10
     assert len({len(line) for line in table}) == 1  # right-aligned columns
     row = {line.split("  ")[0].strip(): line.split() for line in table[1:]}

@@ -23,8 +23,7 @@ def files(tmp_path_factory):
     collection = make_collection(n=120, seed=12)
     write_benchmark(collection, root / "coll.jsonl")
     paths = {}
-    for name, seed, quality in (("base", 1, 0.2), ("good", 2, 1.5), ("bm25_a", 3, 0.1),
-                                ("bm25_b", 4, 0.8), ("bm25_c", 5, 0.4)):
+    for name, seed, quality in (("base", 1, 0.2), ("good", 2, 1.5), ("bm25_a", 3, 0.1), ("bm25_b", 4, 0.8), ("bm25_c", 5, 0.4)):
         run = make_run(collection, seed=seed, quality=quality)
         if name.startswith("bm25"):
             run.config = {"ranker": "bm25", "params": {"k1": seed}}
@@ -35,8 +34,7 @@ def files(tmp_path_factory):
     with open(root / "splits.json", "w") as handle:
         for _ in range(10):
             order = rng.permutation(len(ids))
-            handle.write(json.dumps({"val": [ids[i] for i in order[:60]],
-                                     "test": [ids[i] for i in order[60:]]}) + "\n")
+            handle.write(json.dumps({"val": [ids[i] for i in order[:60]], "test": [ids[i] for i in order[60:]]}) + "\n")
     return root, collection, paths
 
 
@@ -52,8 +50,11 @@ def test_table_has_a_block_per_subset_and_json_the_same_numbers(files, capsys):
     code, out, _ = run_cli(argv, capsys)
     assert code == 0
     blocks = out.strip().split("\n\n")
-    assert [b.splitlines()[0] for b in blocks] == ["all: all 120 dialogues", "plain: all 60 dialogues",
-                                                   "grounded: all 60 dialogues"]
+    assert [b.splitlines()[0] for b in blocks] == [
+        "all: all 120 dialogues",
+        "plain: all 60 dialogues",
+        "grounded: all 60 dialogues",
+    ]
     header = blocks[0].splitlines()[1].split()
     assert header == ["run", *DEFAULT_MEASURES]
     assert out.strip().endswith("Primary measure: nDCG@5. No baseline: no significance marks.")
@@ -72,21 +73,49 @@ def test_table_has_a_block_per_subset_and_json_the_same_numbers(files, capsys):
 @pytest.mark.slow
 def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_path):
     root, collection, paths = files
-    argv = ["evaluate", str(root / "coll.jsonl"), paths["base"], paths["bm25_a"], paths["bm25_b"],
-            paths["bm25_c"], "--splits", str(root / "splits.json"), "--tune", "auto",
-            "--baseline", "base", "--measures", "RR,nDCG@5", "--subset", "all", "--subset", "grounded",
-            "--permutations", "500", "--report", str(tmp_path / "rep"),
-            "--per-topic", str(tmp_path / "pt.jsonl"), "--json", "--quiet"]
+    argv = [
+        "evaluate",
+        str(root / "coll.jsonl"),
+        paths["base"],
+        paths["bm25_a"],
+        paths["bm25_b"],
+        paths["bm25_c"],
+        "--splits",
+        str(root / "splits.json"),
+        "--tune",
+        "auto",
+        "--baseline",
+        "base",
+        "--measures",
+        "RR,nDCG@5",
+        "--subset",
+        "all",
+        "--subset",
+        "grounded",
+        "--permutations",
+        "500",
+        "--report",
+        str(tmp_path / "rep"),
+        "--per-topic",
+        str(tmp_path / "pt.jsonl"),
+        "--json",
+        "--quiet",
+    ]
     code, out, err = run_cli(argv, capsys)
     assert code == 0, err
     data = json.loads(out)
-    assert data["protocol"]["splits"] == {"source": "file", "n": 10, "path": str(root / "splits.json"),
-                                          "val_size": [60], "test_size": [60]}
+    assert data["protocol"]["splits"] == {
+        "source": "file",
+        "n": 10,
+        "path": str(root / "splits.json"),
+        "val_size": [60],
+        "test_size": [60],
+    }
     assert list(data["systems"]) == ["base", "bm25"]
     bm25 = data["systems"]["bm25"]
     assert bm25["kind"] == "tuned" and sum(bm25["choice_counts"].values()) == 10
     assert set(bm25["choice_counts"]) <= {"bm25_a", "bm25_b", "bm25_c"}
-    assert "splits" not in bm25["test"]["grounded"]["RR"]   # per split: per_split.parquet
+    assert "splits" not in bm25["test"]["grounded"]["RR"]  # per split: per_split.parquet
     per_split = pd.read_parquet(tmp_path / "rep" / "per_split.parquet")
     tuned = per_split[(per_split.system == "bm25") & (per_split.subset == "grounded")]
     assert list(tuned.split) == list(range(10)) and set(tuned.config) <= {"bm25_a", "bm25_b", "bm25_c"}
@@ -94,15 +123,30 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
     assert counts == {k: v for k, v in bm25["choice_counts"].items() if v}
     assert tuned["RR"].mean() == pytest.approx(bm25["test"]["grounded"]["RR"]["mean"], abs=1e-12)
     sig = data["significance"]["results"]["all"]["bm25"]["nDCG@5"]
-    assert set(sig) == {"diff", "n", "t", "t_holm", "perm", "perm_holm", "t_adj", "perm_adj", "ci_low",
-                        "ci_high", "d", "wins", "ties", "losses"}
+    assert set(sig) == {
+        "diff",
+        "n",
+        "t",
+        "t_holm",
+        "perm",
+        "perm_holm",
+        "t_adj",
+        "perm_adj",
+        "ci_low",
+        "ci_high",
+        "d",
+        "wins",
+        "ties",
+        "losses",
+    }
     # the report
     rep = tmp_path / "rep"
     names = sorted(p.name for p in rep.iterdir())
     figures = ["main", "measures", "diff_vs_baseline", "recall_at_k", "subsets_nDCG_5"]
-    assert names == sorted([f"{f}.{ext}" for f in figures for ext in ("pdf", "png", "caption.tex")]
-                           + ["comparison.csv", "per_split.parquet", "per_topic.parquet", "results.csv",
-                              "results.json", "results.md", "results.tex"])
+    assert names == sorted(
+        [f"{f}.{ext}" for f in figures for ext in ("pdf", "png", "caption.tex")]
+        + ["comparison.csv", "per_split.parquet", "per_topic.parquet", "results.csv", "results.json", "results.md", "results.tex"]
+    )
     per_topic = pd.read_parquet(rep / "per_topic.parquet")
     assert len(per_topic) == 5 * len(collection)
     for png in rep.glob("*.png"):
@@ -111,18 +155,35 @@ def test_official_protocol_with_tuning_report_and_per_topic(files, capsys, tmp_p
     assert report["collection"]["hash"] == collection.content_hash
     assert report["runs"]["bm25_a"]["config"] == {"ranker": "bm25", "params": {"k1": 3}}
     assert report["provenance"]["versions"]["ir_measures"]
-    assert report["systems"] == public(data["systems"], rep)   # the same, without local paths
+    assert report["systems"] == public(data["systems"], rep)  # the same, without local paths
     assert "±" in (rep / "results.md").read_text() and r"\toprule" in (rep / "results.tex").read_text()
     rows = [json.loads(x) for x in (tmp_path / "pt.jsonl").read_text().splitlines()]
     assert {r["kind"] for r in rows} == {"run", "tuned"}
-    assert len(rows) == 5 * len(collection)   # base, three configurations, the tuned family
+    assert len(rows) == 5 * len(collection)  # base, three configurations, the tuned family
 
 
 def test_explicit_tune_groups_and_generated_splits(files, capsys):
     root, _, paths = files
-    code, out, _ = run_cli(["evaluate", str(root / "coll.jsonl"), paths["base"], "--protocol", "official",
-                            "--tune", f"fam={paths['bm25_a']},{paths['bm25_b']}", "--n-splits", "7",
-                            "--seed", "3", "--json", "--quiet", "--measures", "nDCG@5"], capsys)
+    code, out, _ = run_cli(
+        [
+            "evaluate",
+            str(root / "coll.jsonl"),
+            paths["base"],
+            "--protocol",
+            "official",
+            "--tune",
+            f"fam={paths['bm25_a']},{paths['bm25_b']}",
+            "--n-splits",
+            "7",
+            "--seed",
+            "3",
+            "--json",
+            "--quiet",
+            "--measures",
+            "nDCG@5",
+        ],
+        capsys,
+    )
     assert code == 0
     data = json.loads(out)
     assert data["protocol"]["splits"]["source"] == "generated" and data["protocol"]["splits"]["seed"] == 3
@@ -130,14 +191,17 @@ def test_explicit_tune_groups_and_generated_splits(files, capsys):
     assert sum(data["systems"]["fam"]["choice_counts"].values()) == 7
 
 
-@pytest.mark.parametrize("extra, field", [
-    (["--measures", "nDCG@x"], "--measures"),
-    (["--baseline", "nobody"], "no such run file"),
-    (["--protocol", "all", "--tune", "auto"], "--tune"),
-    (["--tune", "oops"], "--tune"),
-    (["--target", "Bogus@1", "--protocol", "official"], "--target"),
-    (["--subset", "nope"], "--subset"),
-])
+@pytest.mark.parametrize(
+    "extra, field",
+    [
+        (["--measures", "nDCG@x"], "--measures"),
+        (["--baseline", "nobody"], "no such run file"),
+        (["--protocol", "all", "--tune", "auto"], "--tune"),
+        (["--tune", "oops"], "--tune"),
+        (["--target", "Bogus@1", "--protocol", "official"], "--target"),
+        (["--subset", "nope"], "--subset"),
+    ],
+)
 def test_bad_input_exits_2_naming_the_field(files, capsys, extra, field):
     root, _, paths = files
     code, out, err = run_cli(["evaluate", str(root / "coll.jsonl"), paths["base"], "--quiet", *extra], capsys)
@@ -155,7 +219,6 @@ def test_missing_run_file_and_bad_run_line_exit_2(files, capsys, tmp_path):
 
 
 def test_command_module_imports_nothing_heavy():
-    code = ("import sys, dsr.cli; "
-            "print(sorted(m for m in ('ir_measures', 'scipy', 'matplotlib', 'torch') if m in sys.modules))")
+    code = "import sys, dsr.cli; print(sorted(m for m in ('ir_measures', 'scipy', 'matplotlib', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -42,8 +42,10 @@ def tiny_disk(tmp_path):
     """A 4 MiB tmpfs (unmounted after the test)."""
     mount = tmp_path / "tiny"
     mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True).returncode != 0
+    ):
         pytest.skip("cannot mount a tmpfs here (root and mount needed)")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], capture_output=True)
@@ -53,8 +55,25 @@ def tiny_disk(tmp_path):
 def board_db(tmp_path, runs):
     """A board with a hidden phase (for the board's writers) and a judging campaign."""
     db, store = f"sqlite:///{tmp_path / 'b.sqlite'}", str(tmp_path / "store")
-    assert main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels",
-                 str(runs / "hidden.qrels"), "--db", db, "--store", store]) == 0
+    assert (
+        main(
+            [
+                "board",
+                "add-phase",
+                "sample",
+                "--phase",
+                "test",
+                "--hidden",
+                "--qrels",
+                str(runs / "hidden.qrels"),
+                "--db",
+                db,
+                "--store",
+                store,
+            ]
+        )
+        == 0
+    )
     assert main(["judge", "create", "j1", "sample", "--auto-honeypots", "--db", db]) == 0
     return ["--db", db], ["--store", store]
 
@@ -69,13 +88,32 @@ def test_every_writer_on_a_full_disk_exits_2_and_leaves_nothing(tiny_disk, board
         "qrels": ["qrels", "sample", "--out", "{out}/q.qrels"],
         "export": ["export", "sample", "--format", "beir", "--out", "{out}/beir"],
         "evaluate --report": ["evaluate", "sample", run, "--report", "{out}/report"],
-        "board export": ["board", "export", "sample", "--phase", "test", "--format", "json",
-                         "--out", "{out}/board.json", *db, *store],
-        "board participant-file": ["board", "participant-file", "sample", "--phase", "test",
-                                   "--out", "{out}/p.jsonl", *db, *store],
+        "board export": [
+            "board",
+            "export",
+            "sample",
+            "--phase",
+            "test",
+            "--format",
+            "json",
+            "--out",
+            "{out}/board.json",
+            *db,
+            *store,
+        ],
+        "board participant-file": [
+            "board",
+            "participant-file",
+            "sample",
+            "--phase",
+            "test",
+            "--out",
+            "{out}/p.jsonl",
+            *db,
+            *store,
+        ],
         "judge export-tasks": ["judge", "export-tasks", "j1", "--format", "label-studio", "--out", "{out}/ls", *db],
-        "judge create (database on the full disk)": ["judge", "create", "j2", "sample",
-                                                     "--db", "sqlite:///{out}/j.sqlite"],
+        "judge create (database on the full disk)": ["judge", "create", "j2", "sample", "--db", "sqlite:///{out}/j.sqlite"],
     }
     fill(tiny_disk)
     capsys.readouterr()
@@ -85,12 +123,13 @@ def test_every_writer_on_a_full_disk_exits_2_and_leaves_nothing(tiny_disk, board
         assert code == 2, (what, err[-600:])
         assert "Traceback" not in err and "full" in err, (what, err)
         assert str(tiny_disk) in err and ".dsr-new" not in err and ".partial" not in err, (what, err)
-        assert left(tiny_disk) <= {"j.sqlite"}, (what, left(tiny_disk))       # no temporary, no half file
+        assert left(tiny_disk) <= {"j.sqlite"}, (what, left(tiny_disk))  # no temporary, no half file
 
 
 def test_the_atomic_writers_turn_a_full_disk_into_exit_2(tmp_path, monkeypatch):
     """Anywhere (no tmpfs needed): ``os.fsync`` failing with ENOSPC in ``atomic_write`` and in a
     file written inside ``atomic_dir`` is a FullDisk naming the output; no temporary is left."""
+
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
@@ -124,12 +163,15 @@ def test_dsr_serve_answers_507_and_stores_nothing(tiny_disk, tmp_path, runs, whe
     client = TestClient(create_app(board), raise_server_exceptions=False)
     before = left(tiny_disk)
     fill(tiny_disk)
-    answer = client.post("/api/submissions", data={"collection": "sample", "phase": "public", "system": "bm25"},
-                         files={"run": ("bm25.run", (runs / "bm25.run").read_bytes())},
-                         headers={"Authorization": f"Bearer {token}"})
+    answer = client.post(
+        "/api/submissions",
+        data={"collection": "sample", "phase": "public", "system": "bm25"},
+        files={"run": ("bm25.run", (runs / "bm25.run").read_bytes())},
+        headers={"Authorization": f"Bearer {token}"},
+    )
     assert answer.status_code == 507, answer.text[:300]
     assert "disk is full" in answer.json()["error"] and "Traceback" not in answer.text
-    (tiny_disk / "fill").unlink()                               # space again: nothing was stored
+    (tiny_disk / "fill").unlink()  # space again: nothing was stored
     assert board.submissions(board.get_phase("sample", "public")) == []
     assert {p for p in left(tiny_disk) if "/tmp/" not in p and not p.endswith(("-wal", "-shm"))} <= before
     assert client.get("/api/boards").status_code == 200

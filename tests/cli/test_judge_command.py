@@ -23,7 +23,7 @@ def pool_file(tmp_path):
 
     sample = load_collection("sample")
     pool = as_pool(sample)
-    for d in pool:                  # what dsr pool records: the corpus folder it searched
+    for d in pool:  # what dsr pool records: the corpus folder it searched
         d.meta["pool"] = {"corpus": str(tmp_path / "corpora" / "wiki"), "depth": 50}
     write_benchmark(pool, tmp_path / "pool.jsonl")
     return tmp_path / "pool.jsonl", truth_of(sample)
@@ -40,8 +40,19 @@ def test_a_whole_campaign_from_the_command_line(tmp_path, pool_file, capsys):
     db = ["--db", f"sqlite:///{tmp_path / 'board.sqlite'}"]
     assert run(capsys, "judge", "guidelines", "--out", str(tmp_path / "g.yaml"))[0] == 0
     assert (tmp_path / "g.yaml").read_text() == guidelines.default_text()
-    code, out, _ = run(capsys, "judge", "create", "s1", str(pool), "--guidelines", str(tmp_path / "g.yaml"),
-                       "--auto-honeypots", "--chunk", "10", *db)
+    code, out, _ = run(
+        capsys,
+        "judge",
+        "create",
+        "s1",
+        str(pool),
+        "--guidelines",
+        str(tmp_path / "g.yaml"),
+        "--auto-honeypots",
+        "--chunk",
+        "10",
+        *db,
+    )
     assert code == 0 and "20 dialogues, 60 tasks, 508 sentences, 62 honeypot checks (16 planted)" in out
     tokens = [run(capsys, "judge", "add-assessor", a, *db)[1].strip() for a in ASSESSORS]
     assert all(t.startswith("dsr_") for t in tokens)
@@ -54,14 +65,27 @@ def test_a_whole_campaign_from_the_command_line(tmp_path, pool_file, capsys):
     report = json.loads(out)
     assert code == 0 and report["items"] == 508 and report["grades"] == 3 * 524
     assert report["items_without_counted_grade"] == 0 and 0.3 < report["agreement"]["alpha_ordinal"] < 1
-    code, out, _ = run(capsys, "judge", "export", "s1", "--out", str(tmp_path / "j.jsonl"), "--qrels",
-                       str(tmp_path / "j.qrels"), "--report", str(tmp_path / "r.json"), "--method", "ds",
-                       "--only-relevant", *db)
+    code, out, _ = run(
+        capsys,
+        "judge",
+        "export",
+        "s1",
+        "--out",
+        str(tmp_path / "j.jsonl"),
+        "--qrels",
+        str(tmp_path / "j.qrels"),
+        "--report",
+        str(tmp_path / "r.json"),
+        "--method",
+        "ds",
+        "--only-relevant",
+        *db,
+    )
     assert code == 0 and "wrote" in out
     judged = read_benchmark(tmp_path / "j.jsonl")
     assert all(d.meta["judged"] is True and d.relevant for d in judged)
     assert judged.dialogues[0].meta["pool"] == {"corpus": "wiki", "depth": 50}
-    assert str(tmp_path) not in (tmp_path / "j.jsonl").read_text()           # no path of this machine
+    assert str(tmp_path) not in (tmp_path / "j.jsonl").read_text()  # no path of this machine
     assert read_qrels(tmp_path / "j.qrels") == qrels_from_collection(judged)
     assert json.loads((tmp_path / "r.json").read_text())["method"] == "ds"
     j = str(tmp_path / "j.jsonl")
@@ -86,7 +110,7 @@ def test_bad_input_exits_2_naming_the_place_and_writes_nothing(tmp_path, pool_fi
     assert code == 2 and "bad.yaml" in err and "relevant_from" in err
     for flag, value in (("--honeypot-threshold", "1.5"), ("--min-honeypots", "-1"), ("--k", "0")):
         code, _, err = run(capsys, "judge", "create", "s0", str(pool), flag, value, *db)
-        assert code == 2 and flag in err and "must be" in err, err   # the library's field, shown as the flag
+        assert code == 2 and flag in err and "must be" in err, err  # the library's field, shown as the flag
     assert run(capsys, "judge", "create", "s1", str(pool), *db)[0] == 0
     code, _, err = run(capsys, "judge", "create", "s1", str(pool), *db)
     assert code == 2 and "exists already" in err
@@ -100,14 +124,12 @@ def test_bad_input_exits_2_naming_the_place_and_writes_nothing(tmp_path, pool_fi
     code, _, err = run(capsys, "judge", "guidelines", *db)
     assert code == 2 and "--out" in err
     (tmp_path / "file").write_text("x")
-    code, _, err = run(capsys, "judge", "export-tasks", "s1", "--format", "crowd", "--out",
-                       str(tmp_path / "file" / "tasks"), *db)
+    code, _, err = run(capsys, "judge", "export-tasks", "s1", "--format", "crowd", "--out", str(tmp_path / "file" / "tasks"), *db)
     assert code == 2 and "is a file" in err
     assert "Traceback" not in err
 
 
-def test_assign_takes_assessor_names_that_are_also_folders_and_an_overlap(tmp_path, pool_file, capsys,
-                                                                          monkeypatch):
+def test_assign_takes_assessor_names_that_are_also_folders_and_an_overlap(tmp_path, pool_file, capsys, monkeypatch):
     """``--assessors alice bob`` run where folders ``alice`` and ``bob`` exist: names, not files."""
     pool, _ = pool_file
     db = ["--db", f"sqlite:///{tmp_path / 'board.sqlite'}"]
@@ -120,6 +142,6 @@ def test_assign_takes_assessor_names_that_are_also_folders_and_an_overlap(tmp_pa
     assert code == 0, err
     loads = dict(line.split(": ") for line in out.splitlines())
     assert set(loads) == {"alice", "bob"}
-    assert sum(int(v.split()[0]) for v in loads.values()) > 524       # a quarter of the dialogues twice
+    assert sum(int(v.split()[0]) for v in loads.values()) > 524  # a quarter of the dialogues twice
     code, _, err = run(capsys, "judge", "assign", "s1", "--overlap", "2", *db)
     assert code == 2 and "overlap" in err and "Traceback" not in err

@@ -27,16 +27,30 @@ import pytest
 from tests.support.kill import Forker
 from tests.support.tiers import slow_fixture
 
-PRELOAD = ["dsr.cli", "dsr.cli.reproduce", "dsr.cli.interchange", "dsr.baselines", "dsr.evaluation.report", "dsr.evaluation.results", "dsr.interchange.hf",
-           "dsr.interchange.trec", "matplotlib.pyplot", "scipy.stats", "pandas"]
+PRELOAD = [
+    "dsr.cli",
+    "dsr.cli.reproduce",
+    "dsr.cli.interchange",
+    "dsr.baselines",
+    "dsr.evaluation.report",
+    "dsr.evaluation.results",
+    "dsr.interchange.hf",
+    "dsr.interchange.trec",
+    "matplotlib.pyplot",
+    "scipy.stats",
+    "pandas",
+]
 TRIALS = 20
 
 
 def snapshot(folder: Path) -> dict[str, str] | None:
     if not folder.exists():
         return None
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +104,9 @@ def _kill_trials(forker, tmp_path, out, jobs, after, is_new, duration: float) ->
         # the folder is there the moment the command dies, before any next command: the old
         # set until the new one is in place (issue 40: a kill between two renames left none)
         assert before is None or killed is not None, (i, end, delay)
-        if delay == "before":      # killed as the new set was about to take its place: the old one
+        if delay == "before":  # killed as the new set was about to take its place: the old one
             assert end == {"signal": signal.SIGKILL} and killed == before == now, (i, end)
-        if delay == "after":       # killed just after: the new one
+        if delay == "after":  # killed just after: the new one
             assert end == {"signal": signal.SIGKILL} and killed == now and is_new(out, now, version), (i, end)
         if now == before:  # (two exports within a second are the same bytes)
             outcomes.append("old")
@@ -112,8 +126,20 @@ def _timed(forker, job) -> float:
 
 def test_reproduce_killed_at_any_moment_leaves_the_old_or_the_new_set(forker, tmp_path):
     out = tmp_path / "out"
-    base = ["reproduce", "sample", "--out", str(out), "--no-dense", "--no-cross-encoder", "--n-splits", "2",
-            "--queries", "last", "--measures", "nDCG@5"]
+    base = [
+        "reproduce",
+        "sample",
+        "--out",
+        str(out),
+        "--no-dense",
+        "--no-cross-encoder",
+        "--n-splits",
+        "2",
+        "--queries",
+        "last",
+        "--measures",
+        "nDCG@5",
+    ]
     jobs = [(seed, {"argv": [*base, "--seed", str(seed)]}) for seed in (0, 1)]
     # the run files each seed writes (deterministic), and the file names of a set
     expected = {}
@@ -138,8 +164,10 @@ def test_reproduce_killed_at_any_moment_leaves_the_old_or_the_new_set(forker, tm
 
 def test_export_killed_at_any_moment_leaves_the_old_or_the_new_set(forker, tmp_path):
     out = tmp_path / "export"
-    jobs = [(query, {"argv": ["export", "sample", "--format", fmt, "--out", str(out), "--query", query]})
-            for fmt, query in (("hf", "last"), ("trec", "all"))]
+    jobs = [
+        (query, {"argv": ["export", "sample", "--format", fmt, "--out", str(out), "--query", query]})
+        for fmt, query in (("hf", "last"), ("trec", "all"))
+    ]
     listings = {}
     for query, job in jobs:
         duration = _timed(forker, job)

@@ -28,9 +28,11 @@ def plain_top(path, depth: int) -> dict[str, set[str]]:
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("runs")
     paths = []
-    for name, argv in (("bm25-last", ["--ranker", "bm25", "--query", "last"]),
-                       ("bm25-all", ["--ranker", "bm25", "--query", "all"]),
-                       ("initial", ["--ranker", "initial"])):
+    for name, argv in (
+        ("bm25-last", ["--ranker", "bm25", "--query", "last"]),
+        ("bm25-all", ["--ranker", "bm25", "--query", "all"]),
+        ("initial", ["--ranker", "initial"]),
+    ):
         out = folder / f"{name}.run"
         assert main(["run", "sample", *argv, "--out", str(out)]) == 0
         paths.append(out)
@@ -49,7 +51,7 @@ def test_the_pool_is_the_depth_k_union_of_the_runs(runs, tmp_path, capsys):
     pooled = read_benchmark(out)
     expected = {d.id: set().union(*(t.get(d.id, set()) for t in tops)) for d in sample}
     assert {d.id: {c.id for c in d.candidates} for d in pooled} == {q: s for q, s in expected.items() if s}
-    for d in pooled:                           # candidates keep the collection's order, labels hidden
+    for d in pooled:  # candidates keep the collection's order, labels hidden
         order = [c.id for c in sample[d.id].candidates]
         assert [c.id for c in d.candidates] == [c for c in order if c in expected[d.id]]
         assert d.meta["judged"] is False and all(c.label == 0 for c in d.candidates)
@@ -58,8 +60,7 @@ def test_the_pool_is_the_depth_k_union_of_the_runs(runs, tmp_path, capsys):
         others = [t for t in tops if t is not top]
         assert row["run"] == path.name
         assert row["contributed"] == sum(len(s) for s in top.values())
-        assert row["unique"] == sum(len(s - set().union(*(o.get(q, set()) for o in others)))
-                                    for q, s in top.items())
+        assert row["unique"] == sum(len(s - set().union(*(o.get(q, set()) for o in others))) for q, s in top.items())
     assert min(r["unique"] for r in report["runs"]) < max(r["unique"] for r in report["runs"])
     # the table names the runs, no folder
     assert main(["pool", "sample", "--runs", *map(str, runs), "--depth", "5", "--out", str(out)]) == 0

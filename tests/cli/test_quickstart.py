@@ -41,17 +41,17 @@ def quickstart_commands() -> list[list[str]]:
 
 def test_the_quickstart_has_the_main_commands():
     names = [c[0] for c in quickstart_commands()]
-    assert {"stats", "run", "rerank", "fuse", "validate", "evaluate", "qrels", "export",
-            "reproduce"} <= set(names)
+    assert {"stats", "run", "rerank", "fuse", "validate", "evaluate", "qrels", "export", "reproduce"} <= set(names)
     assert "train" not in names
-    assert not any(word.startswith("dsr:") for c in quickstart_commands() for word in c), \
+    assert not any(word.startswith("dsr:") for c in quickstart_commands() for word in c), (
         "a dsr:NAME model needs `dsr train` first"
+    )
 
 
 @pytest.mark.slow
 def test_every_quickstart_command_runs_as_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert make_reproduce_argv() in quickstart_commands()    # so `make reproduce` runs below
+    assert make_reproduce_argv() in quickstart_commands()  # so `make reproduce` runs below
     for argv in quickstart_commands():
         code = main(argv)
         captured = capsys.readouterr()
@@ -70,7 +70,7 @@ def check_make_reproduce_output(out: str, err: str) -> None:
     Into a log (here: not a terminal) dsr prints no progress and no library prints anything."""
     lines = out.splitlines() + err.splitlines()
     assert 1 + len(lines) <= MAKE_REPRODUCE_LINES, "\n".join(lines)
-    assert err == "", err          # stage lines and build notices are a terminal's only
+    assert err == "", err  # stage lines and build notices are a terminal's only
     assert out.startswith("SMOKE TEST on the bundled sample: 20 invented dialogues")
     assert "nothing can be significant" in out.splitlines()[0]
     assert "nDCG@5 (primary measure) by subset" in out and "no mark: not significantly different" in out
@@ -79,7 +79,7 @@ def check_make_reproduce_output(out: str, err: str) -> None:
 
 
 def test_the_readme_states_the_line_budget_the_tests_keep():
-    opening = README.read_text(encoding="utf-8").split("\n## ", 1)[0]   # where `make reproduce` is
+    opening = README.read_text(encoding="utf-8").split("\n## ", 1)[0]  # where `make reproduce` is
     assert f"`make reproduce` prints at most {MAKE_REPRODUCE_LINES} lines" in " ".join(opening.split())
 
 

@@ -24,8 +24,10 @@ from dsr.cli.reproduce import NEXT_STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
 #: what the libraries printed before issue 39 (any of these on a user's screen is a failure)
-NOISE = re.compile(r"Warning|warnings\.warn|loss_type|━|Statistics collection|Applying|Traceback|"
-                   r"Loading weights|site-packages|TracerWarning|it/s\]")
+NOISE = re.compile(
+    r"Warning|warnings\.warn|loss_type|━|Statistics collection|Applying|Traceback|"
+    r"Loading weights|site-packages|TracerWarning|it/s\]"
+)
 
 
 def environment(home: Path, **extra: str) -> dict[str, str]:
@@ -36,15 +38,22 @@ def environment(home: Path, **extra: str) -> dict[str, str]:
 def on_a_terminal(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -> tuple[int, str]:
     """Run ``dsr ARGV`` with stdout and stderr on a pseudo-terminal; everything it showed."""
     controller, terminal = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "dsr.cli", *argv], stdin=subprocess.DEVNULL,
-                            stdout=terminal, stderr=terminal, env=env, cwd=cwd, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dsr.cli", *argv],
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=terminal,
+        env=env,
+        cwd=cwd,
+        close_fds=True,
+    )
     os.close(terminal)
     chunks, deadline = [], time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
             try:
                 data = os.read(controller, 65536)
-            except OSError:       # the process closed the terminal: it has ended
+            except OSError:  # the process closed the terminal: it has ended
                 break
             if not data:
                 break
@@ -64,13 +73,12 @@ def screen_lines(shown: str) -> list[str]:
 
 @pytest.mark.slow
 def test_make_reproduce_on_a_terminal_shows_dsr_s_lines_only_within_the_budget(tmp_path):
-    code, shown = on_a_terminal(["reproduce", "sample", "--out", "out/sample"], environment(tmp_path / "home"),
-                                tmp_path)
+    code, shown = on_a_terminal(["reproduce", "sample", "--out", "out/sample"], environment(tmp_path / "home"), tmp_path)
     lines = screen_lines(shown)
     assert code == 0, shown[-3000:]
-    assert 1 + len(lines) <= MAKE_REPRODUCE_LINES, "\n".join(lines)     # make prints its command first
+    assert 1 + len(lines) <= MAKE_REPRODUCE_LINES, "\n".join(lines)  # make prints its command first
     assert not NOISE.search(shown), shown
-    assert any(line.startswith("dsr reproduce: bm25") for line in lines)   # dsr's progress, on a terminal
+    assert any(line.startswith("dsr reproduce: bm25") for line in lines)  # dsr's progress, on a terminal
     assert lines[0].startswith("SMOKE TEST") and lines[-4:] == NEXT_STEPS.splitlines()
 
 
@@ -78,18 +86,18 @@ def test_make_reproduce_on_a_terminal_shows_dsr_s_lines_only_within_the_budget(t
 def test_reproduce_fast_exports_int8_without_a_library_line_on_screen_or_in_a_log(tmp_path):
     home = tmp_path / "home"
     argv = ["reproduce", "sample", "--fast", "--out", "out/fast"]
-    logged = subprocess.run([sys.executable, "-m", "dsr.cli", *argv], capture_output=True, text=True,
-                            env=environment(home), cwd=tmp_path, timeout=900)
+    logged = subprocess.run(
+        [sys.executable, "-m", "dsr.cli", *argv], capture_output=True, text=True, env=environment(home), cwd=tmp_path, timeout=900
+    )
     assert logged.returncode == 0, logged.stderr[-3000:]
-    assert (home / "models" / "fast").is_dir()                 # the int8 export did run
-    assert logged.stderr == "", logged.stderr                  # a log: no progress, no library line
+    assert (home / "models" / "fast").is_dir()  # the int8 export did run
+    assert logged.stderr == "", logged.stderr  # a log: no progress, no library line
     assert not NOISE.search(logged.stdout), logged.stdout
     out = logged.stdout.splitlines()
     assert 1 + len(out) <= MAKE_REPRODUCE_LINES
-    under = out[out.index("") + 1]                              # the first line under the table
+    under = out[out.index("") + 1]  # the first line under the table
     assert under.startswith("note: openvino-int8: figures differ from the exact backend (torch) by")
-    code, shown = on_a_terminal(["reproduce", "sample", "--fast", "--out", "out/again"], environment(home),
-                                tmp_path)
+    code, shown = on_a_terminal(["reproduce", "sample", "--fast", "--out", "out/again"], environment(home), tmp_path)
     assert code == 0 and not NOISE.search(shown), shown
 
 
@@ -103,19 +111,37 @@ def test_verbose_shows_what_the_libraries_print_and_the_default_does_not(tmp_pat
 
     model = make_tiny_bert(tmp_path / "tiny", collection_texts(load_collection("sample")))
     first = ["run", "sample", "--ranker", "initial", "--out", "initial.run"]
-    rerank = ["rerank", "sample", "--run", "initial.run", "--reranker", "cross-encoder", "--model", str(model),
-              "--param", "backend=openvino-int8", "--top-k", "5"]
+    rerank = [
+        "rerank",
+        "sample",
+        "--run",
+        "initial.run",
+        "--reranker",
+        "cross-encoder",
+        "--model",
+        str(model),
+        "--param",
+        "backend=openvino-int8",
+        "--top-k",
+        "5",
+    ]
     outputs = {}
     for label, extra in (("quiet", {}), ("verbose", {"DSR_VERBOSE": "1"})):
         env = environment(tmp_path / f"home-{label}", **extra)
-        subprocess.run([sys.executable, "-m", "dsr.cli", *first], check=True, env=env, cwd=tmp_path,
-                       capture_output=True)
-        done = subprocess.run([sys.executable, "-m", "dsr.cli", *rerank, "--out", f"{label}.run"],
-                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+        subprocess.run([sys.executable, "-m", "dsr.cli", *first], check=True, env=env, cwd=tmp_path, capture_output=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "dsr.cli", *rerank, "--out", f"{label}.run"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         outputs[label] = done.stdout + done.stderr
-    assert outputs["quiet"].splitlines() == ["dsr: wrote quiet.run (20 topics, 508 lines) and its sidecar "
-                                             "quiet.run.json"], outputs["quiet"]
+    assert outputs["quiet"].splitlines() == ["dsr: wrote quiet.run (20 topics, 508 lines) and its sidecar quiet.run.json"], (
+        outputs["quiet"]
+    )
     assert "TracerWarning" in outputs["verbose"] and "Statistics collection" in outputs["verbose"]
 
 
@@ -128,12 +154,35 @@ def test_train_prints_its_report_on_stdout_and_nothing_of_the_trainer_into_a_log
 
     from dsr.collections import load_collection
 
-    base = make_tiny_bert(tmp_path / "tiny", collection_texts(load_collection("sample")), num_labels=None,
-                          max_position_embeddings=128)
-    done = subprocess.run([sys.executable, "-m", "dsr.cli", "train", "sample", "--name", "t", "--base", str(base),
-                           "--model-type", model_type, "--max-steps", "4", "--batch-size", "8", "--max-length", "64"],
-                          capture_output=True, text=True, env=environment(tmp_path / "home"), cwd=tmp_path,
-                          timeout=600)
+    base = make_tiny_bert(
+        tmp_path / "tiny", collection_texts(load_collection("sample")), num_labels=None, max_position_embeddings=128
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dsr.cli",
+            "train",
+            "sample",
+            "--name",
+            "t",
+            "--base",
+            str(base),
+            "--model-type",
+            model_type,
+            "--max-steps",
+            "4",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "64",
+        ],
+        capture_output=True,
+        text=True,
+        env=environment(tmp_path / "home"),
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout.splitlines()
     assert [line.split(":")[0] for line in out[:4]] == ["model", "use", "data", "train"], done.stdout

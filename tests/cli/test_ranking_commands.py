@@ -24,8 +24,7 @@ def collection():
 def runs(tmp_path):
     """Two runs of the fixture collection, made by `dsr run`."""
     paths = {}
-    for name, argv in (("initial", ["--ranker", "initial"]),
-                       ("random", ["--ranker", "random", "--param", "seed=1"])):
+    for name, argv in (("initial", ["--ranker", "initial"]), ("random", ["--ranker", "random", "--param", "seed=1"])):
         paths[name] = tmp_path / f"{name}.run"
         assert main(["run", str(FIXTURE), *argv, "--out", str(paths[name])]) == 0
     return paths
@@ -53,12 +52,12 @@ def other_collection(tmp_path: Path) -> Path:
 
 # --- dsr run -------------------------------------------------------------------------
 
+
 def test_run_params_reach_the_ranker(tmp_path, collection):
     from dsr.rankers import make_ranker
 
     out = tmp_path / "r.run"
-    assert main(["run", str(FIXTURE), "--ranker", "random", "--param", "seed=11",
-                 "--out", str(out)]) == 0
+    assert main(["run", str(FIXTURE), "--ranker", "random", "--param", "seed=11", "--out", str(out)]) == 0
     assert Run.read(out).rankings == make_ranker("random", seed=11).rank(collection).rankings
     assert Run.read(out).rankings != make_ranker("random", seed=0).rank(collection).rankings
     assert Run.read(out).tag == "random-seed=11"
@@ -66,22 +65,39 @@ def test_run_params_reach_the_ranker(tmp_path, collection):
 
 def test_run_query_option_reaches_fusion_sub_rankers(tmp_path):
     out = tmp_path / "f.run"
-    assert main(["run", str(FIXTURE), "--ranker", "fusion", "--query", "last2",
-                 "--param", "rankers=initial,random", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(FIXTURE),
+                "--ranker",
+                "fusion",
+                "--query",
+                "last2",
+                "--param",
+                "rankers=initial,random",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     side = json.loads((tmp_path / "f.run.json").read_text())
     assert side["params"]["query"] == "last2"
     assert "--query last2" in side["command_line"]
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["--ranker", "bm99"], ["unknown ranker 'bm99'", "--ranker"]),
-    (["--ranker", "random", "--param", "sead=1"], ["unknown parameter(s) sead", "random"]),
-    (["--ranker", "random", "--param", "seed"], ["expected NAME=VALUE", "--param"]),
-    (["--ranker", "initial", "--query", "last"], ["unknown parameter(s) query"]),
-    (["--ranker", "fusion", "--param", "rankers=initial,bm99"], ["unknown ranker 'bm99'", "rankers"]),
-    (["--ranker", "fusion", "--param", "rankers=initial,random", "bm25.k1=1.2"],
-     ["'bm25.k1' names no ranker"]),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--ranker", "bm99"], ["unknown ranker 'bm99'", "--ranker"]),
+        (["--ranker", "random", "--param", "sead=1"], ["unknown parameter(s) sead", "random"]),
+        (["--ranker", "random", "--param", "seed"], ["expected NAME=VALUE", "--param"]),
+        (["--ranker", "initial", "--query", "last"], ["unknown parameter(s) query"]),
+        (["--ranker", "fusion", "--param", "rankers=initial,bm99"], ["unknown ranker 'bm99'", "rankers"]),
+        (["--ranker", "fusion", "--param", "rankers=initial,random", "bm25.k1=1.2"], ["'bm25.k1' names no ranker"]),
+    ],
+)
 def test_run_bad_ranker_or_parameter(tmp_path, capsys, argv, expected):
     out = tmp_path / "x.run"
     fails(["run", FIXTURE, *argv, "--out", out], capsys, *expected)
@@ -89,39 +105,53 @@ def test_run_bad_ranker_or_parameter(tmp_path, capsys, argv, expected):
 
 
 def test_run_bad_collection_and_out(tmp_path, capsys):
-    fails(["run", tmp_path / "nope.jsonl", "--ranker", "random", "--out", tmp_path / "x.run"],
-          capsys, "nope.jsonl", "no such file")
+    fails(
+        ["run", tmp_path / "nope.jsonl", "--ranker", "random", "--out", tmp_path / "x.run"], capsys, "nope.jsonl", "no such file"
+    )
     broken = tmp_path / "broken.jsonl"
     broken.write_text(FIXTURE.read_text().splitlines()[0] + "\n{not json\n")
-    fails(["run", broken, "--ranker", "random", "--out", tmp_path / "x.run"], capsys,
-          f"{broken}:2", "malformed JSON")
-    fails(["run", FIXTURE, "--ranker", "random", "--out", tmp_path], capsys,
-          "is a folder", "--out")
+    fails(["run", broken, "--ranker", "random", "--out", tmp_path / "x.run"], capsys, f"{broken}:2", "malformed JSON")
+    fails(["run", FIXTURE, "--ranker", "random", "--out", tmp_path], capsys, "is a folder", "--out")
 
 
 # --- dsr rerank -----------------------------------------------------------------------
 
+
 def test_rerank_rejects_a_run_made_for_another_collection(tmp_path, capsys, runs):
     other = other_collection(tmp_path)
-    fails(["rerank", other, "--run", runs["initial"], "--model", "anything", "--out",
-           tmp_path / "x.run"], capsys, f"{runs['initial']}.json", "field 'collection.hash'",
-          "'runs_tiny'", "not 'other'")
+    fails(
+        ["rerank", other, "--run", runs["initial"], "--model", "anything", "--out", tmp_path / "x.run"],
+        capsys,
+        f"{runs['initial']}.json",
+        "field 'collection.hash'",
+        "'runs_tiny'",
+        "not 'other'",
+    )
     assert not (tmp_path / "x.run").exists()
 
 
 def test_rerank_names_the_line_of_a_foreign_topic_or_sentence(tmp_path, capsys, runs):
     lines = runs["initial"].read_text().splitlines()
-    foreign_topic = tmp_path / "topic.run"          # no sidecar: only the lines can tell
-    foreign_topic.write_text("\n".join(lines[:7] + ["t3_zz_q9" + lines[7][len("t3_b2_q2"):]]
-                                       + lines[8:]) + "\n")
-    fails(["rerank", FIXTURE, "--run", foreign_topic, "--model", "x", "--out", tmp_path / "o.run"],
-          capsys, f"{foreign_topic}:8", "field 'qid'", "'t3_zz_q9'")
+    foreign_topic = tmp_path / "topic.run"  # no sidecar: only the lines can tell
+    foreign_topic.write_text("\n".join(lines[:7] + ["t3_zz_q9" + lines[7][len("t3_b2_q2") :]] + lines[8:]) + "\n")
+    fails(
+        ["rerank", FIXTURE, "--run", foreign_topic, "--model", "x", "--out", tmp_path / "o.run"],
+        capsys,
+        f"{foreign_topic}:8",
+        "field 'qid'",
+        "'t3_zz_q9'",
+    )
     foreign_doc = tmp_path / "doc.run"
     parts = lines[11].split()
     parts[2] = "Checkers_1_0_0_0"
     foreign_doc.write_text("\n".join(lines[:11] + [" ".join(parts)] + lines[12:]) + "\n")
-    fails(["rerank", FIXTURE, "--run", foreign_doc, "--model", "x", "--out", tmp_path / "o.run"],
-          capsys, f"{foreign_doc}:12", "field 'docid'", "'Checkers_1_0_0_0'")
+    fails(
+        ["rerank", FIXTURE, "--run", foreign_doc, "--model", "x", "--out", tmp_path / "o.run"],
+        capsys,
+        f"{foreign_doc}:12",
+        "field 'docid'",
+        "'Checkers_1_0_0_0'",
+    )
 
 
 def test_rerank_accepts_sentences_of_the_pool(tmp_path, runs, collection):
@@ -133,69 +163,86 @@ def test_rerank_accepts_sentences_of_the_pool(tmp_path, runs, collection):
     check_run(Run.read(path), path, collection)
 
 
-@pytest.mark.parametrize("content, sidecar, expected", [
-    (None, None, ["no such run file"]),
-    (b"\xff\xfe\x00garbage\n", None, ["not UTF-8"]),
-    (b"t3_a1_q1 Q0 Moon_19331_1_0_4 1 0.5\n", None, [":1", "expected 6 columns"]),
-    (b"t3_a1_q1 Q0 Moon_19331_1_0_4 1 high x\n", None, [":1", "field 'score'"]),
-    (b"", None, ["the run file is empty"]),
-    (b"t3_a1_q1 Q0 Moon_19331_1_0_4 1 0.5 x\n", "{\"collection\": ", ["in.run.json", "malformed JSON"]),
-    (b"t3_a1_q1 Q0 Moon_19331_1_0_4 1 0.5 x\n", "[1, 2]", ["in.run.json", "JSON object"]),
-])
+@pytest.mark.parametrize(
+    "content, sidecar, expected",
+    [
+        (None, None, ["no such run file"]),
+        (b"\xff\xfe\x00garbage\n", None, ["not UTF-8"]),
+        (b"t3_a1_q1 Q0 Moon_19331_1_0_4 1 0.5\n", None, [":1", "expected 6 columns"]),
+        (b"t3_a1_q1 Q0 Moon_19331_1_0_4 1 high x\n", None, [":1", "field 'score'"]),
+        (b"", None, ["the run file is empty"]),
+        (b"t3_a1_q1 Q0 Moon_19331_1_0_4 1 0.5 x\n", '{"collection": ', ["in.run.json", "malformed JSON"]),
+        (b"t3_a1_q1 Q0 Moon_19331_1_0_4 1 0.5 x\n", "[1, 2]", ["in.run.json", "JSON object"]),
+    ],
+)
 def test_rerank_unreadable_run(tmp_path, capsys, content, sidecar, expected):
     path = tmp_path / "in.run"
     if content is not None:
         path.write_bytes(content)
     if sidecar is not None:
         (tmp_path / "in.run.json").write_text(sidecar)
-    fails(["rerank", FIXTURE, "--run", path, "--model", "x", "--out", tmp_path / "o.run"],
-          capsys, str(path), *expected)
+    fails(["rerank", FIXTURE, "--run", path, "--model", "x", "--out", tmp_path / "o.run"], capsys, str(path), *expected)
     assert not (tmp_path / "o.run").exists()
 
 
 def test_rerank_run_is_a_folder(tmp_path, capsys):
-    fails(["rerank", FIXTURE, "--run", tmp_path, "--model", "x", "--out", tmp_path / "o.run"],
-          capsys, "is a folder")
+    fails(["rerank", FIXTURE, "--run", tmp_path, "--model", "x", "--out", tmp_path / "o.run"], capsys, "is a folder")
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["--reranker", "colbert"], ["unknown reranker 'colbert'", "--reranker"]),
-    (["--top-k", "0"], ["--top-k", ">= 1"]),
-    (["--batch-size", "0"], ["--batch-size", ">= 1"]),
-    (["--query", "first"], ["parameter query of reranker 'cross-encoder' must be one of last", "got 'first'"]),
-    (["--param", "temperature=2"], ["unknown parameter(s) temperature", "cross-encoder"]),
-    (["--param", "model=other"], ["model given both as --model and as --param"]),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--reranker", "colbert"], ["unknown reranker 'colbert'", "--reranker"]),
+        (["--top-k", "0"], ["--top-k", ">= 1"]),
+        (["--batch-size", "0"], ["--batch-size", ">= 1"]),
+        (["--query", "first"], ["parameter query of reranker 'cross-encoder' must be one of last", "got 'first'"]),
+        (["--param", "temperature=2"], ["unknown parameter(s) temperature", "cross-encoder"]),
+        (["--param", "model=other"], ["model given both as --model and as --param"]),
+    ],
+)
 def test_rerank_bad_options(tmp_path, capsys, runs, argv, expected):
-    fails(["rerank", FIXTURE, "--run", runs["initial"], "--model", tmp_path / "m", *argv,
-           "--out", tmp_path / "o.run"], capsys, *expected)
+    fails(
+        ["rerank", FIXTURE, "--run", runs["initial"], "--model", tmp_path / "m", *argv, "--out", tmp_path / "o.run"],
+        capsys,
+        *expected,
+    )
 
 
 def test_rerank_missing_model_is_bad_input(tmp_path, capsys, runs):
-    fails(["rerank", FIXTURE, "--run", runs["initial"], "--model", tmp_path / "no-model",
-           "--out", tmp_path / "o.run"], capsys, "no-model", "no such model folder", "field '--model'")
-    fails(["rerank", FIXTURE, "--run", runs["initial"], "--model", "dsr:never-trained",
-           "--out", tmp_path / "o.run"], capsys, "no trained model 'never-trained'")
+    fails(
+        ["rerank", FIXTURE, "--run", runs["initial"], "--model", tmp_path / "no-model", "--out", tmp_path / "o.run"],
+        capsys,
+        "no-model",
+        "no such model folder",
+        "field '--model'",
+    )
+    fails(
+        ["rerank", FIXTURE, "--run", runs["initial"], "--model", "dsr:never-trained", "--out", tmp_path / "o.run"],
+        capsys,
+        "no trained model 'never-trained'",
+    )
     empty = tmp_path / "empty-model"
     empty.mkdir()
-    fails(["rerank", FIXTURE, "--run", runs["initial"], "--model", empty,
-           "--out", tmp_path / "o.run"], capsys, "not a model folder")
+    fails(
+        ["rerank", FIXTURE, "--run", runs["initial"], "--model", empty, "--out", tmp_path / "o.run"], capsys, "not a model folder"
+    )
     assert not (tmp_path / "o.run").exists()
 
 
 # --- dsr fuse --------------------------------------------------------------------------
 
+
 def test_fuse_params_reach_the_method(tmp_path, runs):
     from dsr.core.fusion import fuse
 
     a, b = Run.read(runs["initial"]), Run.read(runs["random"])
-    for method, params in (("rrf", ["k=1"]), ("combmnz", ["norm=zscore"]),
-                           ("interp", ["weight=0.8", "norm=zscore"])):
+    for method, params in (("rrf", ["k=1"]), ("combmnz", ["norm=zscore"]), ("interp", ["weight=0.8", "norm=zscore"])):
         out = tmp_path / f"{method}.run"
-        assert main(["fuse", str(runs["initial"]), str(runs["random"]), "--method", method,
-                     "--param", *params, "--out", str(out)]) == 0
-        typed = {p.split("=")[0]: (p.split("=")[1] if p.startswith("norm") else float(p.split("=")[1]))
-                 for p in params}
+        assert (
+            main(["fuse", str(runs["initial"]), str(runs["random"]), "--method", method, "--param", *params, "--out", str(out)])
+            == 0
+        )
+        typed = {p.split("=")[0]: (p.split("=")[1] if p.startswith("norm") else float(p.split("=")[1])) for p in params}
         assert Run.read(out).rankings == fuse([a, b], method, **typed).rankings
     # the parameters change the result
     assert Run.read(tmp_path / "interp.run").rankings != fuse([a, b], "interp", weight=0.2).rankings
@@ -205,49 +252,79 @@ def test_fuse_rejects_runs_of_different_collections(tmp_path, capsys, runs):
     other = other_collection(tmp_path)
     foreign = tmp_path / "foreign.run"
     assert main(["run", str(other), "--ranker", "random", "--out", str(foreign)]) == 0
-    fails(["fuse", runs["initial"], foreign, "--method", "rrf", "--out", tmp_path / "f.run"],
-          capsys, f"{foreign}.json", "field 'collection.hash'", "'other'", str(runs["initial"]))
+    fails(
+        ["fuse", runs["initial"], foreign, "--method", "rrf", "--out", tmp_path / "f.run"],
+        capsys,
+        f"{foreign}.json",
+        "field 'collection.hash'",
+        "'other'",
+        str(runs["initial"]),
+    )
     # against a named collection, each run is checked
-    fails(["fuse", runs["initial"], runs["random"], "--method", "rrf", "--collection", other,
-           "--out", tmp_path / "f.run"], capsys, f"{runs['initial']}.json", "collection.hash")
+    fails(
+        ["fuse", runs["initial"], runs["random"], "--method", "rrf", "--collection", other, "--out", tmp_path / "f.run"],
+        capsys,
+        f"{runs['initial']}.json",
+        "collection.hash",
+    )
     assert not (tmp_path / "f.run").exists()
 
 
 def test_fuse_rejects_runs_without_common_topics(tmp_path, capsys):
     Run({"q1": [("a", 1.0)]}, "x").write(tmp_path / "x.run", sidecar=False)
     Run({"q2": [("a", 1.0)]}, "y").write(tmp_path / "y.run", sidecar=False)
-    fails(["fuse", tmp_path / "x.run", tmp_path / "y.run", "--method", "rrf",
-           "--out", tmp_path / "f.run"], capsys, "no topic in common")
+    fails(
+        ["fuse", tmp_path / "x.run", tmp_path / "y.run", "--method", "rrf", "--out", tmp_path / "f.run"],
+        capsys,
+        "no topic in common",
+    )
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["--method", "rrf", "--param", "weight=0.3"], ["fusion method 'rrf' takes k, not weight", "--param"]),
-    (["--method", "interp", "--param", "weight=2"], ["weight must be in [0, 1]"]),
-    (["--method", "combsum", "--param", "norm=l2"], ["unknown normalisation 'l2'"]),
-    (["--method", "rrf", "--param", "k=-3"], ["k must be >= 0"]),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--method", "rrf", "--param", "weight=0.3"], ["fusion method 'rrf' takes k, not weight", "--param"]),
+        (["--method", "interp", "--param", "weight=2"], ["weight must be in [0, 1]"]),
+        (["--method", "combsum", "--param", "norm=l2"], ["unknown normalisation 'l2'"]),
+        (["--method", "rrf", "--param", "k=-3"], ["k must be >= 0"]),
+    ],
+)
 def test_fuse_bad_parameters(tmp_path, capsys, runs, argv, expected):
-    fails(["fuse", runs["initial"], runs["random"], *argv, "--out", tmp_path / "f.run"],
-          capsys, *expected)
+    fails(["fuse", runs["initial"], runs["random"], *argv, "--out", tmp_path / "f.run"], capsys, *expected)
 
 
 def test_fuse_interp_needs_two_runs_and_fuse_at_least_two(tmp_path, capsys, runs):
     three = [runs["initial"], runs["random"], runs["initial"]]
-    fails(["fuse", *three, "--method", "interp", "--out", tmp_path / "f.run"], capsys,
-          "interp fuses exactly two runs")
-    fails(["fuse", runs["initial"], "--method", "rrf", "--out", tmp_path / "f.run"], capsys,
-          "at least two runs")
-    with pytest.raises(SystemExit) as exit_:   # argparse's own check of --method
-        main(["fuse", str(runs["initial"]), str(runs["random"]), "--method", "no_such_method",
-              "--out", str(tmp_path / "f.run")])
+    fails(["fuse", *three, "--method", "interp", "--out", tmp_path / "f.run"], capsys, "interp fuses exactly two runs")
+    fails(["fuse", runs["initial"], "--method", "rrf", "--out", tmp_path / "f.run"], capsys, "at least two runs")
+    with pytest.raises(SystemExit) as exit_:  # argparse's own check of --method
+        main(["fuse", str(runs["initial"]), str(runs["random"]), "--method", "no_such_method", "--out", str(tmp_path / "f.run")])
     assert exit_.value.code == 2
 
 
 def test_rerank_with_the_bi_encoder_and_the_real_minilm(tmp_path, runs, collection):
     out = tmp_path / "bi.run"
-    assert main(["rerank", str(FIXTURE), "--run", str(runs["initial"]), "--reranker", "bi-encoder",
-                 "--model", "all-MiniLM-L6-v2", "--top-k", "3", "--query", "last",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "rerank",
+                str(FIXTURE),
+                "--run",
+                str(runs["initial"]),
+                "--reranker",
+                "bi-encoder",
+                "--model",
+                "all-MiniLM-L6-v2",
+                "--top-k",
+                "3",
+                "--query",
+                "last",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     run, before = Run.read(out), Run.read(runs["initial"])
     for qid in before.topics():
         assert sorted(run.top(qid, 3)) == sorted(before.top(qid, 3))
@@ -257,15 +334,21 @@ def test_rerank_with_the_bi_encoder_and_the_real_minilm(tmp_path, runs, collecti
     assert side["params"]["query"] == "last"
     [model] = side["models"]
     from dsr.core.models import PACKAGE_SHA256
+
     assert model["weights_sha256"] == PACKAGE_SHA256 and model["source"] == "package"
 
 
 def test_fusion_with_dense_records_the_model(tmp_path, collection):
     out = tmp_path / "fd.run"
-    assert main(["run", str(FIXTURE), "--ranker", "fusion", "--query", "last",
-                 "--param", "rankers=initial,dense", "--out", str(out)]) == 0
+    assert (
+        main(
+            ["run", str(FIXTURE), "--ranker", "fusion", "--query", "last", "--param", "rankers=initial,dense", "--out", str(out)]
+        )
+        == 0
+    )
     side = json.loads((tmp_path / "fd.run.json").read_text())
     from dsr.core.models import PACKAGE_SHA256
+
     assert [m["weights_sha256"] for m in side["models"]] == [PACKAGE_SHA256]
     assert side["rankers"][1]["ranker"] == "dense" and side["rankers"][1]["params"]["query"] == "last"
     assert "collection" not in side["rankers"][1]

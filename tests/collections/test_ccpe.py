@@ -22,7 +22,7 @@ def test_fixture_is_in_the_documented_shape():
     for conv in RAW:
         for u in conv["utterances"]:
             for s in u.get("segments", []):
-                assert u["text"][s["startIndex"]:s["endIndex"]] == s["text"]
+                assert u["text"][s["startIndex"] : s["endIndex"]] == s["text"]
 
 
 def test_preference_query_points():
@@ -30,12 +30,10 @@ def test_preference_query_points():
     expected = []
     for conv in RAW:
         for i, u in enumerate(conv["utterances"]):
-            prefs = [s for s in u.get("segments", []) for a in s["annotations"]
-                     if a["annotationType"] == "ENTITY_PREFERENCE"]
+            prefs = [s for s in u.get("segments", []) for a in s["annotations"] if a["annotationType"] == "ENTITY_PREFERENCE"]
             if u["speaker"] == "USER" and prefs and i >= 2:
                 expected.append(f"{conv['conversationId']}-{i}")
-    assert built.ids == expected == ["CCPE-8e113-3", "CCPE-8e113-6", "CCPE-8e113-8",
-                                     "CCPE-a37c2-5", "CCPE-a37c2-7"]
+    assert built.ids == expected == ["CCPE-8e113-3", "CCPE-8e113-6", "CCPE-8e113-8", "CCPE-a37c2-5", "CCPE-a37c2-7"]
     d = built["CCPE-8e113-8"]
     assert d.candidates == [] and d.target.author_id == "USER"
     assert [t.author_id for t in d.context][:3] == ["ASSISTANT", "USER", "ASSISTANT"]
@@ -51,8 +49,7 @@ def test_preference_query_points():
 
 def test_assistant_targets_and_round_trip(tmp_path):
     built = ccpe.build(FIXTURE, targets="assistant", min_context=3)
-    assert built.ids == ["CCPE-8e113-5", "CCPE-8e113-7", "CCPE-a37c2-4", "CCPE-a37c2-6",
-                         "CCPE-5f0d1-4"]
+    assert built.ids == ["CCPE-8e113-5", "CCPE-8e113-7", "CCPE-a37c2-4", "CCPE-a37c2-6", "CCPE-5f0d1-4"]
     assert set(built.subsets) == {"assistant"}
     for one in (built, ccpe.build(FIXTURE / "data.json")):
         path = tmp_path / "ccpe.jsonl"
@@ -74,27 +71,34 @@ def _set(path, value):
         for key in path[:-1]:
             obj = obj[key]
         obj[path[-1]] = value
+
     return change
 
 
-@pytest.mark.parametrize("change, record, field", [
-    (_set([0, "utterances", 1, "speaker"], "BOT"), "CCPE-8e113", "utterances[1].speaker"),
-    (_set([0, "utterances", 1, "segments", 0, "startIndex"], 3), "CCPE-8e113",
-     "utterances[1].segments[0].text"),
-    (_set([0, "utterances", 1, "segments", 0, "endIndex"], 500), "CCPE-8e113",
-     "utterances[1].segments[0].endIndex"),
-    (_set([0, "utterances", 1, "segments", 0, "startIndex"], -1), "CCPE-8e113",
-     "utterances[1].segments[0].startIndex"),
-    (_set([1, "utterances", 3, "index"], 4), "CCPE-a37c2", "utterances[3].index"),
-    (_set([1, "utterances", 3, "segments", 0, "annotations", 0, "annotationType"], "LIKES"),
-     "CCPE-a37c2", "utterances[3].segments[0].annotations[0].annotationType"),
-    (_set([1, "utterances", 3, "segments", 0, "annotations", 0, "entityType"], "ACTOR"),
-     "CCPE-a37c2", "utterances[3].segments[0].annotations[0].entityType"),
-    (_set([2, "conversationId"], "CCPE-8e113"), "CCPE-8e113", "conversationId"),
-    (_set([2, "utterances", 1, "text"], None), "CCPE-5f0d1", "utterances[1].text"),
-    (_set([2, "utterances"], []), "CCPE-5f0d1", "utterances"),
-    (_set([2, "conversationId"], ""), "#2", "conversationId"),
-])
+@pytest.mark.parametrize(
+    "change, record, field",
+    [
+        (_set([0, "utterances", 1, "speaker"], "BOT"), "CCPE-8e113", "utterances[1].speaker"),
+        (_set([0, "utterances", 1, "segments", 0, "startIndex"], 3), "CCPE-8e113", "utterances[1].segments[0].text"),
+        (_set([0, "utterances", 1, "segments", 0, "endIndex"], 500), "CCPE-8e113", "utterances[1].segments[0].endIndex"),
+        (_set([0, "utterances", 1, "segments", 0, "startIndex"], -1), "CCPE-8e113", "utterances[1].segments[0].startIndex"),
+        (_set([1, "utterances", 3, "index"], 4), "CCPE-a37c2", "utterances[3].index"),
+        (
+            _set([1, "utterances", 3, "segments", 0, "annotations", 0, "annotationType"], "LIKES"),
+            "CCPE-a37c2",
+            "utterances[3].segments[0].annotations[0].annotationType",
+        ),
+        (
+            _set([1, "utterances", 3, "segments", 0, "annotations", 0, "entityType"], "ACTOR"),
+            "CCPE-a37c2",
+            "utterances[3].segments[0].annotations[0].entityType",
+        ),
+        (_set([2, "conversationId"], "CCPE-8e113"), "CCPE-8e113", "conversationId"),
+        (_set([2, "utterances", 1, "text"], None), "CCPE-5f0d1", "utterances[1].text"),
+        (_set([2, "utterances"], []), "CCPE-5f0d1", "utterances"),
+        (_set([2, "conversationId"], ""), "#2", "conversationId"),
+    ],
+)
 def test_malformed_input_names_record_and_field(tmp_path, change, record, field):
     path = _broken(tmp_path, change)
     with pytest.raises(InputError) as err:

@@ -35,12 +35,12 @@ def source(request):
 def valid(source, tmp_path_factory):
     """Built by the command users run: dsr data build cmu_dog --source DIR --split valid."""
     out = tmp_path_factory.mktemp("built") / "cmu_dog-valid.jsonl"
-    assert main(["data", "build", "cmu_dog", "--source", str(source.path), "--split", "valid",
-                 "--out", str(out)]) == 0
+    assert main(["data", "build", "cmu_dog", "--source", str(source.path), "--split", "valid", "--out", str(out)]) == 0
     return read_benchmark(out)
 
 
 # --- an independent, plain re-implementation of the documented rules ----------------
+
 
 def plain_words(text: str) -> set[str]:
     words = re.findall(r"[a-z0-9]+", re.sub(r"(?<=[a-z])['\u2019](?=[a-z])", "", text.lower()))
@@ -58,8 +58,15 @@ def plain_sentences(folder: Path) -> dict[str, list[tuple[str, str]]]:
         out = []
         sections = [("introduction", [squash(s) for s in seg.segment(o["introduction"])])]
         sections += [(k, [squash(s) for s in o[k]]) for k in ("cast", "critical_response", "rating")]
-        sections.append(("facts", [f"{squash(o['movieName'])}: directed by {squash(o['director'])}; "
-                                   f"genre: {squash(o['genre'])}; year: {squash(o['year'])}."]))
+        sections.append(
+            (
+                "facts",
+                [
+                    f"{squash(o['movieName'])}: directed by {squash(o['director'])}; "
+                    f"genre: {squash(o['genre'])}; year: {squash(o['year'])}."
+                ],
+            )
+        )
         sections += [(f"scene{k}", [squash(s) for s in seg.segment(raw[k])]) for k in "123"]
         for name, texts in sections:
             texts = [t for t in texts if t]
@@ -94,8 +101,7 @@ def test_valid_counts_recomputed_independently(source, valid):
             labels = {sid: (2 if c == best else 1) for sid, c in rel.items()}
             query = " ".join(h["text"] for h in conv["history"][:i])
             scores = okapi.get_scores(tokenize(query, stopwords=True, stem=True)).round(6)
-            ranked = sorted((j for j in range(len(corpus)) if scores[j] > 0),
-                            key=lambda j: (-scores[j], corpus[j][0]))[:50]
+            ranked = sorted((j for j in range(len(corpus)) if scores[j] > 0), key=lambda j: (-scores[j], corpus[j][0]))[:50]
             pool = {corpus[j][0]: scores[j] for j in ranked}
             if any(sid in labels for sid in pool):
                 expected[f"{path.stem}-{i}"] = (pool, labels, turn["docIdx"], i)
@@ -118,12 +124,11 @@ def test_valid_shape_and_roles(source, valid):
     d = valid.dialogues[0]
     raw = json.loads((source.path / "Conversations" / "valid" / d.meta["conversation"]).read_text())
     history = raw["history"]
-    assert [t.body for t in d.context] == [h["text"] for h in history[:d.meta["turn"]]]
+    assert [t.body for t in d.context] == [h["text"] for h in history[: d.meta["turn"]]]
     for t, h in zip(d.context, history):
         assert t.author_name == h["uid"] and t.author_id == raw[f"{h['uid']}_id"]
     assert d.target.author_name in raw["whoSawDoc"]
-    assert d.title == json.loads((source.path / "WikiData" / f"{d.meta['document']}.json")
-                                 .read_text())["0"]["movieName"]
+    assert d.title == json.loads((source.path / "WikiData" / f"{d.meta['document']}.json").read_text())["0"]["movieName"]
     for d in valid:
         scores = [c.score for c in d.candidates]
         assert scores == sorted(scores, reverse=True) and 0 < len(scores) <= 50
@@ -166,40 +171,57 @@ def test_silver_grades_hand_made():
     # scene1/0 covers shark, attacks, beach (3/4) -> best; scene1/1 covers 2/4 = threshold
     assert grades == {"d/scene1/0": 2, "d/scene1/1": 1}
     # a tie for the best coverage: both get grade 2
-    assert cmu_dog.silver_grades("shark attacks", sentences, 0.5) == {
-        "d/scene1/0": 2, "d/scene1/1": 2, "d/scene2/0": 1}
+    assert cmu_dog.silver_grades("shark attacks", sentences, 0.5) == {"d/scene1/0": 2, "d/scene1/1": 2, "d/scene2/0": 1}
     assert cmu_dog.silver_grades("ok, yes it is!", sentences, 0.5) == {}
     assert cmu_dog.silver_grades("Brody was great", sentences, 0.9) == {}
 
 
 def test_pool_bm25_equals_rank_bm25_defaults():
-    corpus = [tokenize(t, stopwords=True, stem=True) for t in (
-        "The shark attacks the swimmers", "Brody hunts the shark with Quint",
-        "Quint's boat sinks", "The mayor keeps the beaches open for the summer")]
+    corpus = [
+        tokenize(t, stopwords=True, stem=True)
+        for t in (
+            "The shark attacks the swimmers",
+            "Brody hunts the shark with Quint",
+            "Quint's boat sinks",
+            "The mayor keeps the beaches open for the summer",
+        )
+    ]
     query = tokenize("shark shark boat beaches Quint", stopwords=True, stem=True)
     expected = BM25Okapi(corpus).get_scores(query)
-    texts = ["The shark attacks the swimmers", "Brody hunts the shark with Quint",
-             "Quint's boat sinks", "The mayor keeps the beaches open for the summer"]
+    texts = [
+        "The shark attacks the swimmers",
+        "Brody hunts the shark with Quint",
+        "Quint's boat sinks",
+        "The mayor keeps the beaches open for the summer",
+    ]
     index = BM25Index([str(i) for i in range(4)], texts, k1=1.5, b=0.75, stopwords=True, stem=True)
     assert index.all_scores(query) == pytest.approx(expected)
     top = cmu_dog.top_positive(index.all_scores(query), 3)
     # only positive scores enter a pool, best first
-    assert [j for j, _ in top] == sorted((j for j in range(4) if expected[j] > 0),
-                                         key=lambda j: -expected[j])[:3]
+    assert [j for j, _ in top] == sorted((j for j in range(4) if expected[j] > 0), key=lambda j: -expected[j])[:3]
 
 
 def _tiny_source(tmp: Path, history: list[dict], who=("user1",)) -> Path:
     (tmp / "WikiData").mkdir(parents=True)
     (tmp / "Conversations" / "valid").mkdir(parents=True)
-    doc = {"0": {"cast": ["Roy Scheider as Chief Martin Brody"], "critical_response": ["Scary."],
-                 "director": "Steven Spielberg", "genre": "thriller",
-                 "introduction": "Jaws is a 1975 film. A shark attacks Amity Island.",
-                 "movieName": "Jaws", "rating": ["IMDB: 8.0/10"], "year": "1975"},
-           "1": "A woman is pulled under. Brody closes the beaches.", "2": "Hooper finds a tooth.",
-           "3": "Quint's boat sinks. The shark explodes.", "wikiDocumentIdx": 2}
+    doc = {
+        "0": {
+            "cast": ["Roy Scheider as Chief Martin Brody"],
+            "critical_response": ["Scary."],
+            "director": "Steven Spielberg",
+            "genre": "thriller",
+            "introduction": "Jaws is a 1975 film. A shark attacks Amity Island.",
+            "movieName": "Jaws",
+            "rating": ["IMDB: 8.0/10"],
+            "year": "1975",
+        },
+        "1": "A woman is pulled under. Brody closes the beaches.",
+        "2": "Hooper finds a tooth.",
+        "3": "Quint's boat sinks. The shark explodes.",
+        "wikiDocumentIdx": 2,
+    }
     (tmp / "WikiData" / "Jaws.json").write_text(json.dumps(doc))
-    conv = {"history": history, "whoSawDoc": list(who), "wikiDocumentIdx": 2,
-            "user1_id": "USR1", "user2_id": "USR2", "rating": 2}
+    conv = {"history": history, "whoSawDoc": list(who), "wikiDocumentIdx": 2, "user1_id": "USR1", "user2_id": "USR2", "rating": 2}
     (tmp / "Conversations" / "valid" / "abc.json").write_text(json.dumps(conv))
     return tmp
 
@@ -209,9 +231,12 @@ def _turn(uid, text, doc_idx=0):
 
 
 def test_tiny_source_and_errors(tmp_path):
-    history = [_turn("user2", "hi, what is the movie?"), _turn("user1", "Jaws, a shark movie"),
-               _turn("user2", "what happens on the beaches?"),
-               _turn("user1", "Brody closes the beaches after a woman is pulled under", 1)]
+    history = [
+        _turn("user2", "hi, what is the movie?"),
+        _turn("user1", "Jaws, a shark movie"),
+        _turn("user2", "what happens on the beaches?"),
+        _turn("user1", "Brody closes the beaches after a woman is pulled under", 1),
+    ]
     folder = _tiny_source(tmp_path / "ok", history)
     built = cmu_dog.build(folder, "valid")
     assert built.ids == ["abc-3"]
@@ -220,8 +245,13 @@ def test_tiny_source_and_errors(tmp_path):
     # target words brody, closes, beaches, woman, pulled: scene1/1 covers 3/5, scene1/0 2/5
     assert {c.id: c.label for c in d.relevant} == {"Jaws/scene1/1": 2}
     # the pool: exactly the sentences sharing a word with the context (jaws, shark, beaches)
-    assert {c.id for c in d.candidates} == {"Jaws/introduction/0", "Jaws/introduction/1",
-                                            "Jaws/facts/0", "Jaws/scene1/1", "Jaws/scene3/1"}
+    assert {c.id for c in d.candidates} == {
+        "Jaws/introduction/0",
+        "Jaws/introduction/1",
+        "Jaws/facts/0",
+        "Jaws/scene1/1",
+        "Jaws/scene3/1",
+    }
 
     bad = _tiny_source(tmp_path / "bad", history[:2] + [_turn("user3", "who?")])
     with pytest.raises(InputError) as err:
@@ -235,9 +265,12 @@ def test_tiny_source_and_errors(tmp_path):
 
 
 def test_load_caches_and_rebuilds_when_stale(tmp_path, dsr_home):
-    history = [_turn("user2", "hi"), _turn("user1", "Jaws, a shark movie"),
-               _turn("user2", "what happens on the beaches?"),
-               _turn("user1", "Brody closes the beaches after a woman is pulled under", 1)]
+    history = [
+        _turn("user2", "hi"),
+        _turn("user1", "Jaws, a shark movie"),
+        _turn("user2", "what happens on the beaches?"),
+        _turn("user1", "Brody closes the beaches after a woman is pulled under", 1),
+    ]
     folder = _tiny_source(tmp_path / "src", history)
     first = cmu_dog.load(folder, "valid")
     cache = Path(first.meta["cache"])

@@ -24,9 +24,13 @@ pytestmark = REAL_CMU_DOG
 def real(tmp_path_factory):
     with shared_data_home(tmp_path_factory) as home:
         source = SHARED_DATA / "cmu_dog"
-        yield {"source": source, "home": home, "valid": cmu_dog.load(source, "valid"),
-               "train": cmu_dog.load(source, "train"),
-               "judged": cmu_dog_judged.load(SHARED_DATA / "judged")}
+        yield {
+            "source": source,
+            "home": home,
+            "valid": cmu_dog.load(source, "valid"),
+            "train": cmu_dog.load(source, "train"),
+            "judged": cmu_dog_judged.load(SHARED_DATA / "judged"),
+        }
 
 
 @pytest.fixture
@@ -46,15 +50,16 @@ def test_the_definition_on_the_fixtures(fixture_points):
     judged = cmu_dog_judged.load(FIXTURES / "judged")
     records = cmu_dog_dev.points()
     # the fixture's valid conversation that is also in train (same file, same turns) gives no point
-    shared = cmu_dog_dev.shared_conversations(cmu_dog_dev.read_split_turns(source, "valid"),
-                                              cmu_dog_dev.read_split_turns(source, "train"))
+    shared = cmu_dog_dev.shared_conversations(
+        cmu_dog_dev.read_split_turns(source, "valid"), cmu_dog_dev.read_split_turns(source, "train")
+    )
     assert len(shared) == 1 and not {r["conversation"] for r in records} & set(shared)
     again = cmu_dog_dev.choose_points(valid, train, source, judged)
     assert [r["id"] for r in again] == [r["id"] for r in records]
     assert Counter((r["split"], r["origin"]) for r in records) == {("valid", "judged-115"): 2, ("train", "new"): 1}
     by_id = {d.id: d for d in judged}
     for r in records:
-        if r["origin"] == "judged-115":   # folded in with the judged set's grades
+        if r["origin"] == "judged-115":  # folded in with the judged set's grades
             assert r["grades"] == {c.id: c.label for c in by_id[r["id"]].candidates}
         candidates = {c.id for d in [*valid, *train] if d.id == r["id"] for c in d.candidates}
         assert 0 < len(r["pool"]) <= 10 and set(r["pool"]) <= candidates
@@ -69,8 +74,7 @@ def test_the_builder_on_the_fixtures(fixture_points, tmp_path):
     for d in judged:
         assert [c.id for c in d.candidates] == [c.id for c in built[d.id].candidates]
         assert [t.body for t in d.context] == [t.body for t in built[d.id].context]
-        assert {c.id: c.label for c in d.candidates} == {c.id: records[d.id]["grades"].get(c.id, 0)
-                                                         for c in d.candidates}
+        assert {c.id: c.label for c in d.candidates} == {c.id: records[d.id]["grades"].get(c.id, 0) for c in d.candidates}
     pool = cmu_dog_dev.build(source, points="pool")
     assert [d.id for d in pool] == [i for i, r in records.items() if not r["grades"]]
     assert all({c.id for c in d.candidates} == set(records[d.id]["pool"]) for d in pool)
@@ -79,8 +83,7 @@ def test_the_builder_on_the_fixtures(fixture_points, tmp_path):
     with pytest.raises(InputError, match="only 'dev'"):
         cmu_dog_dev.build(source, "valid")
     out = tmp_path / "pool.jsonl"
-    assert main(["data", "build", "cmu_dog_dev", "--source", str(source), "--param", "points=pool",
-                 "--out", str(out)]) == 0
+    assert main(["data", "build", "cmu_dog_dev", "--source", str(source), "--param", "points=pool", "--out", str(out)]) == 0
     assert sum(1 for _ in out.open()) == 1
 
 
@@ -98,7 +101,7 @@ def test_shipped_points_follow_the_definition(real):
     records = cmu_dog_dev.points()
     assert len(records) == 405 >= 400
     assert Counter(r["split"] for r in records) == {"valid": 125, "train": 280}
-    assert len({(r["split"], r["conversation"]) for r in records}) == 405   # one per conversation
+    assert len({(r["split"], r["conversation"]) for r in records}) == 405  # one per conversation
     # no point comes from a conversation that appears in another split
     train = cmu_dog_dev.read_split_turns(real["source"], "train")
     valid = cmu_dog_dev.read_split_turns(real["source"], "valid")
@@ -118,11 +121,11 @@ def test_the_115_point_set_folds_in_with_its_grades(real):
     records = {r["id"]: r for r in cmu_dog_dev.points()}
     judged = {d.id: d for d in real["judged"]}
     folded = [r for r in records.values() if r["origin"] == "judged-115"]
-    assert len(folded) == 93      # the other 22 judged points are conversations also in train
+    assert len(folded) == 93  # the other 22 judged points are conversations also in train
     for r in folded:
         assert r["grades"] == {c.id: c.label for c in judged[r["id"]].candidates}
     new = [r for r in records.values() if r["origin"] == "new"]
-    assert len(new) == 312 and all(set(r["grades"]) == set(r["pool"]) for r in new)   # graded: the pool
+    assert len(new) == 312 and all(set(r["grades"]) == set(r["pool"]) for r in new)  # graded: the pool
     # the 22 left out are exactly the judged points of shared conversations
     train = cmu_dog_dev.read_split_turns(real["source"], "train")
     valid = cmu_dog_dev.read_split_turns(real["source"], "valid")
@@ -160,13 +163,13 @@ def test_builder_joins_ids_to_the_cmu_dog_files(real, monkeypatch):
     monkeypatch.setenv("DSR_HOME", str(real["home"]))
     judged = load_collection("cmu_dog_dev", real["source"])
     with_relevant = [r for r in cmu_dog_dev.points() if any(r["grades"].values())]
-    assert len(judged) == len(with_relevant) == 389 and judged.meta["judged"]   # 16 graded points have none
+    assert len(judged) == len(with_relevant) == 389 and judged.meta["judged"]  # 16 graded points have none
     valid = {d.id: d for d in real["valid"]}
     one = judged.dialogues[0]
     assert [c.id for c in one.candidates] == [c.id for c in valid[one.id].candidates]
     assert [t.body for t in one.context] == [t.body for t in valid[one.id].context]
     assert all(any(c.label for c in d.candidates) for d in judged)
-    assert len(cmu_dog_dev.build(real["source"], points="pool")) == 0       # nothing left to grade
+    assert len(cmu_dog_dev.build(real["source"], points="pool")) == 0  # nothing left to grade
     ungraded_copy(monkeypatch)
     pool = cmu_dog_dev.build(real["source"], points="pool")
     records = {r["id"]: r for r in cmu_dog_dev.points()}
@@ -177,16 +180,30 @@ def test_builder_joins_ids_to_the_cmu_dog_files(real, monkeypatch):
         cmu_dog_dev.build(real["source"], "valid")
 
 
-def test_data_build_writes_the_campaign_input_and_bad_params_are_refused(real, tmp_path, capsys,
-                                                                         monkeypatch):
+def test_data_build_writes_the_campaign_input_and_bad_params_are_refused(real, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DSR_HOME", str(real["home"]))
     ungraded_copy(monkeypatch)
     out = tmp_path / "pool.jsonl"
-    assert main(["data", "build", "cmu_dog_dev", "--source", str(real["source"]), "--param",
-                 "points=pool", "--out", str(out)]) == 0
+    assert (
+        main(["data", "build", "cmu_dog_dev", "--source", str(real["source"]), "--param", "points=pool", "--out", str(out)]) == 0
+    )
     assert sum(1 for _ in out.open()) == 312
-    assert main(["data", "build", "cmu_dog_dev", "--source", str(real["source"]), "--param",
-                 "points=everything", "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert (
+        main(
+            [
+                "data",
+                "build",
+                "cmu_dog_dev",
+                "--source",
+                str(real["source"]),
+                "--param",
+                "points=everything",
+                "--out",
+                str(tmp_path / "x.jsonl"),
+            ]
+        )
+        == 2
+    )
     assert "points" in capsys.readouterr().err and not (tmp_path / "x.jsonl").exists()
 
 

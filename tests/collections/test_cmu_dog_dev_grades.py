@@ -35,10 +35,12 @@ def test_twice_graded_kappa_is_cohens_on_the_items_graded_twice():
         first = rng.choice([0, 0, 0, 1, 2])
         second = first if rng.random() < 0.7 else rng.choice([0, 1, 2])
         people = rng.sample(["a1", "a2", "a3"], 2)
-        rows += [{"item": item, "assessor": people[0], "grade": first, "planted": False},
-                 {"item": item, "assessor": people[1], "grade": second, "planted": False}]
-    rows += [{"item": 100 + i, "assessor": "a1", "grade": 2, "planted": False} for i in range(5)]   # once only
-    rows += [{"item": 200, "assessor": a, "grade": 0, "planted": True} for a in ("a1", "a2")]      # a check
+        rows += [
+            {"item": item, "assessor": people[0], "grade": first, "planted": False},
+            {"item": item, "assessor": people[1], "grade": second, "planted": False},
+        ]
+    rows += [{"item": 100 + i, "assessor": "a1", "grade": 2, "planted": False} for i in range(5)]  # once only
+    rows += [{"item": 200, "assessor": a, "grade": 0, "planted": True} for a in ("a1", "a2")]  # a check
     frame = pd.DataFrame(rows)
     got = twice_graded_kappa(frame)
     two = frame[(frame["item"] < 100)].sort_values(["item", "assessor"])
@@ -58,9 +60,19 @@ def judged_points(tmp_path_factory):
         full = cmu_dog_dev.build(SHARED_DATA / "cmu_dog", points="judged")
     records = {r["id"]: r for r in cmu_dog_dev.points() if r.get("origin") == "judged-115"}
     chosen = [d for d in full if d.id in records][:8]
-    pool = [Dialogue(d.id, d.title, d.context, d.target,
-                     [type(c)(c.id, c.title, c.body, c.score, 0) for c in d.candidates if c.id in set(records[d.id]["pool"])],
-                     subset=d.subset, source=d.source, meta={**d.meta, "judged": False}) for d in chosen]
+    pool = [
+        Dialogue(
+            d.id,
+            d.title,
+            d.context,
+            d.target,
+            [type(c)(c.id, c.title, c.body, c.score, 0) for c in d.candidates if c.id in set(records[d.id]["pool"])],
+            subset=d.subset,
+            source=d.source,
+            meta={**d.meta, "judged": False},
+        )
+        for d in chosen
+    ]
     return Collection("dev-pool", pool), {d.id: records[d.id] for d in chosen}
 
 
@@ -76,10 +88,12 @@ def test_the_tool_writes_fully_labelled_points_only_and_keeps_every_grade(judged
     judging.assign("dev", overlap=0.5)
     truth = {(d, c): g for d, r in records.items() for c, g in r["grades"].items()}
     pairs = assignments(judging, "dev")
-    unfinished = pairs[-1]["seq"]                      # one task left ungraded: its point stays ungraded
-    rows = [{"item": p["key"], "assessor": p["assessor"], "seconds": 5.0,
-             "grade": true_grade(p, truth)}
-            for p in pairs if p["seq"] != unfinished]
+    unfinished = pairs[-1]["seq"]  # one task left ungraded: its point stays ungraded
+    rows = [
+        {"item": p["key"], "assessor": p["assessor"], "seconds": 5.0, "grade": true_grade(p, truth)}
+        for p in pairs
+        if p["seq"] != unfinished
+    ]
     judging.import_grades("dev", rows, None)
     left_open = {p["dialogue"] for p in pairs if p["seq"] == unfinished}
     points = tmp_path / "points.jsonl"
@@ -89,19 +103,24 @@ def test_the_tool_writes_fully_labelled_points_only_and_keeps_every_grade(judged
         if r["id"] in records:
             r["grades"] = {}
     points.write_text("".join(json.dumps(r) + "\n" for r in shipped), encoding="utf-8")
-    assert cmu_dog_dev_grades.main(["--db", f"sqlite:///{tmp_path / 'judge.sqlite'}", "--campaign", "dev",
-                                    "--points", str(points)]) == 0
+    assert (
+        cmu_dog_dev_grades.main(["--db", f"sqlite:///{tmp_path / 'judge.sqlite'}", "--campaign", "dev", "--points", str(points)])
+        == 0
+    )
     after = {r["id"]: r for r in map(json.loads, points.read_text().splitlines())}
-    assert after[kept["id"]]["grades"] == kept["grades"]                    # a grade given stays
+    assert after[kept["id"]]["grades"] == kept["grades"]  # a grade given stays
     for point, record in records.items():
         if point in left_open:
             assert after[point]["grades"] == {}
         else:
             assert after[point]["grades"] == {c: truth[point, c] for c in record["pool"]}
     lines = [json.loads(x) for x in (tmp_path / "cmu_dog_dev.assessments.jsonl").read_text().splitlines()]
-    pooled = {(p["dialogue"], p["candidate"], p["assessor"]) for p in pairs
-              if p["seq"] != unfinished and isinstance(p["candidate"], str)}
-    assert {(r["point"], r["sentence"], r["assessor"]) for r in lines} == pooled        # no planted check
+    pooled = {
+        (p["dialogue"], p["candidate"], p["assessor"])
+        for p in pairs
+        if p["seq"] != unfinished and isinstance(p["candidate"], str)
+    }
+    assert {(r["point"], r["sentence"], r["assessor"]) for r in lines} == pooled  # no planted check
     assert all(set(r) == {"point", "sentence", "assessor", "grade", "seconds", "counted"} for r in lines)
     summary = json.loads((tmp_path / "cmu_dog_dev.judging.json").read_text())
     assert summary["twice_graded"]["items"] > 0 and summary["twice_graded"]["kappa_weighted"] == pytest.approx(1.0)
@@ -111,13 +130,29 @@ def test_the_tool_writes_fully_labelled_points_only_and_keeps_every_grade(judged
     judging.assign("re", ["alice", "bob"])
     again = assignments(judging, "re")
     lenient = {"alice": 0, "bob": 1}
-    judging.import_grades("re", [{"item": p["key"], "assessor": p["assessor"], "seconds": 5.0,
-                                  "grade": max(true_grade(p, truth), lenient[p["assessor"]])} for p in again], None)
-    assert cmu_dog_dev_grades.main(["--db", f"sqlite:///{tmp_path / 'judge.sqlite'}", "--campaign", "dev",
-                                    "--points", str(points), "--recheck", "re"]) == 0
+    judging.import_grades(
+        "re",
+        [
+            {
+                "item": p["key"],
+                "assessor": p["assessor"],
+                "seconds": 5.0,
+                "grade": max(true_grade(p, truth), lenient[p["assessor"]]),
+            }
+            for p in again
+        ],
+        None,
+    )
+    assert (
+        cmu_dog_dev_grades.main(
+            ["--db", f"sqlite:///{tmp_path / 'judge.sqlite'}", "--campaign", "dev", "--points", str(points), "--recheck", "re"]
+        )
+        == 0
+    )
     checked = json.loads((tmp_path / "cmu_dog_dev.judging.json").read_text())["recheck"]
-    graded_here = {(p["dialogue"], p["candidate"]) for p in again if isinstance(p["candidate"], str)
-                   and p["dialogue"] not in left_open}
+    graded_here = {
+        (p["dialogue"], p["candidate"]) for p in again if isinstance(p["candidate"], str) and p["dialogue"] not in left_open
+    }
     assert checked["per_assessor"]["alice"]["kappa_weighted"] == pytest.approx(1.0)
     assert checked["per_assessor"]["bob"]["kappa_binary"] < 1.0
     assert sum(map(sum, checked["confusion_known_by_given"])) == checked["grades"]["sentences"] == len(graded_here)
@@ -128,8 +163,13 @@ def test_shipped_grades_are_dawid_skene_over_the_shipped_assessments():
 
     lines = [json.loads(x) for x in (DATA / "cmu_dog_dev.assessments.jsonl").read_text().splitlines()]
     summary = json.loads((DATA / "cmu_dog_dev.judging.json").read_text())
-    frame = pd.DataFrame([{"item": f"{r['point']}|{r['sentence']}", "assessor": r["assessor"], "grade": r["grade"]}
-                          for r in lines if r["counted"] and r["grade"] != "u"])
+    frame = pd.DataFrame(
+        [
+            {"item": f"{r['point']}|{r['sentence']}", "assessor": r["assessor"], "grade": r["grade"]}
+            for r in lines
+            if r["counted"] and r["grade"] != "u"
+        ]
+    )
     frame["grade"] = frame["grade"].astype(int)
     labels = aggregate(frame, summary["method"], summary["seed"]).to_dict()
     points = {r["id"]: r for r in cmu_dog_dev.points()}

@@ -32,22 +32,24 @@ def words(text: str) -> int:
 def test_context_text_keeps_title_and_body_and_adds_the_nearest_neighbours_that_fit():
     c = Candidate("Doc/scene1/5", "Jaws", "the shark attacks", 1.0, 0)
     before, after = ["one two", "three four five"], ["six seven", "eight nine ten eleven"]
-    assert context_text(c, before, after) == \
-        "Jaws: one two three four five [SEP] the shark attacks [SEP] six seven eight nine ten eleven"
+    assert (
+        context_text(c, before, after)
+        == "Jaws: one two three four five [SEP] the shark attacks [SEP] six seven eight nine ten eleven"
+    )
     # core = "Jaws: [SEP] the shark attacks [SEP]" = 6 words; room 5: the nearest on both sides
-    assert context_text(c, before, after, budget=11, count=words) == \
-        "Jaws: three four five [SEP] the shark attacks [SEP] six seven"
+    assert (
+        context_text(c, before, after, budget=11, count=words) == "Jaws: three four five [SEP] the shark attacks [SEP] six seven"
+    )
     # room 4: previous (3) fits whole, next is cut to its first word
-    assert context_text(c, before, after, budget=10, count=words) == \
-        "Jaws: three four five [SEP] the shark attacks [SEP] six"
+    assert context_text(c, before, after, budget=10, count=words) == "Jaws: three four five [SEP] the shark attacks [SEP] six"
     # room 2: the nearest previous keeps its last two words; nothing left for next
-    assert context_text(c, before, after, budget=8, count=words) == \
-        "Jaws: four five [SEP] the shark attacks [SEP]"
+    assert context_text(c, before, after, budget=8, count=words) == "Jaws: four five [SEP] the shark attacks [SEP]"
     # no room: title and body stay even beyond the budget
     assert context_text(c, before, after, budget=3, count=words) == "Jaws: [SEP] the shark attacks [SEP]"
     # a farther sentence never comes without the nearer one on its side
-    assert context_text(c, ["a b c d e f g h", "x"], ["y z"], budget=9, count=words) == \
-        "Jaws: x [SEP] the shark attacks [SEP] y z"
+    assert (
+        context_text(c, ["a b c d e f g h", "x"], ["y z"], budget=9, count=words) == "Jaws: x [SEP] the shark attacks [SEP] y z"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +60,7 @@ def small(tmp_path_factory) -> Path:
         pytest.skip("../shared/data/cmu_dog absent")
     folder = tmp_path_factory.mktemp("cmu")
     built = folder / "valid.jsonl"
-    assert main(["data", "build", "cmu_dog", "--source", str(SHARED), "--split", "valid",
-                 "--out", str(built)]) == 0
+    assert main(["data", "build", "cmu_dog", "--source", str(SHARED), "--split", "valid", "--out", str(built)]) == 0
     lines = built.read_text(encoding="utf-8").splitlines()[:12]
     small = folder / "cmu-valid-12.jsonl"
     small.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -70,8 +71,7 @@ def small(tmp_path_factory) -> Path:
 def tiny(tmp_path_factory, small) -> Path:
     sentences = [t for _, sents in plain_sentences(SHARED).values() for _, t in sents]
     texts = [*collection_texts(read_benchmark(small)), *sentences, "[SEP]"]
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), texts, num_labels=None,
-                          max_position_embeddings=64)
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), texts, num_labels=None, max_position_embeddings=64)
 
 
 @needs_data
@@ -86,10 +86,8 @@ def test_neighbours_are_the_sentences_around_it_in_its_section(small):
         for c in d.candidates:
             doc_section, index = c.id.rsplit("/", 1)
             index = int(index)
-            expected_before = [plain[f"{doc_section}/{i}"] for i in (index - 2, index - 1)
-                               if f"{doc_section}/{i}" in plain]
-            expected_after = [plain[f"{doc_section}/{i}"] for i in (index + 1, index + 2)
-                              if f"{doc_section}/{i}" in plain]
+            expected_before = [plain[f"{doc_section}/{i}"] for i in (index - 2, index - 1) if f"{doc_section}/{i}" in plain]
+            expected_after = [plain[f"{doc_section}/{i}"] for i in (index + 1, index + 2) if f"{doc_section}/{i}" in plain]
             assert around[c.id] == (expected_before, expected_after), c.id
             assert plain[c.id] == c.body
             checked += 1
@@ -106,8 +104,7 @@ def test_the_fitted_text_never_passes_the_models_length(small, tiny):
 
     collection = read_benchmark(small)
     budget, count = model_query_budget(str(tiny), 40)
-    render = candidate_renderer(collection, CONTEXT_FORM, documents=SHARED, window=3,
-                                model_path=tiny, max_length=40)
+    render = candidate_renderer(collection, CONTEXT_FORM, documents=SHARED, window=3, model_path=tiny, max_length=40)
     longer = 0
     for d in collection:
         for c in d.candidates:
@@ -116,7 +113,7 @@ def test_the_fitted_text_never_passes_the_models_length(small, tiny):
             core = count(f"{c.title}: [SEP] {c.body} [SEP]")
             assert count(text) <= max(budget, core), c.id
             longer += count(text) > 20
-    assert longer > 100   # the budget, not the window, is what limits most texts
+    assert longer > 100  # the budget, not the window, is what limits most texts
 
 
 @needs_data
@@ -128,8 +125,7 @@ def test_dense_ranker_reads_the_context_form(small, tiny):
 
     collection = read_benchmark(small)
     part = Collection("two", collection.dialogues[:2])
-    ranker = make_ranker("dense", model=str(tiny), query="last", text=CONTEXT_FORM,
-                         documents=str(SHARED), context=2)
+    ranker = make_ranker("dense", model=str(tiny), query="last", text=CONTEXT_FORM, documents=str(SHARED), context=2)
     assert "documents" not in ranker.tag and "context=2" in ranker.tag
     run = ranker.rank(part)
     model = SentenceTransformer(str(tiny), device="cpu")
@@ -146,8 +142,20 @@ def test_dense_ranker_reads_the_context_form(small, tiny):
 
 @needs_data
 def test_sentences_from_elsewhere_are_bad_input(tmp_path, capsys):
-    code = main(["run", "sample", "--ranker", "dense", "--param", f"text={CONTEXT_FORM}",
-                 "--param", f"documents={SHARED}", "--out", str(tmp_path / "x.run")])
+    code = main(
+        [
+            "run",
+            "sample",
+            "--ranker",
+            "dense",
+            "--param",
+            f"text={CONTEXT_FORM}",
+            "--param",
+            f"documents={SHARED}",
+            "--out",
+            str(tmp_path / "x.run"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "candidates[].id" in err and "no neighbours" in err
     assert not (tmp_path / "x.run").exists() and "Traceback" not in err
@@ -161,9 +169,31 @@ def test_sentences_from_elsewhere_are_bad_input(tmp_path, capsys):
 @pytest.mark.slow
 def test_train_with_the_context_form_records_it_and_ranks_alike(small, tiny, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DSR_HOME", str(tmp_path))
-    assert main(["train", str(small), "--name", "ctx", "--base", str(tiny), "--text", CONTEXT_FORM,
-                 "--context", "2", "--documents", str(SHARED), "--max-steps", "2",
-                 "--batch-size", "4", "--holdout", "0.2"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(small),
+                "--name",
+                "ctx",
+                "--base",
+                str(tiny),
+                "--text",
+                CONTEXT_FORM,
+                "--context",
+                "2",
+                "--documents",
+                str(SHARED),
+                "--max-steps",
+                "2",
+                "--batch-size",
+                "4",
+                "--holdout",
+                "0.2",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "--param context=2" in printed
     card = json.loads((tmp_path / "models" / "ctx" / "dsr_model.json").read_text())

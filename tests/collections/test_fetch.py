@@ -50,8 +50,7 @@ def server(tmp_path):
             requested.append(self.path)
             super().do_GET()
 
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
@@ -73,13 +72,13 @@ def no_temp_files(folder: Path) -> bool:
 
 # --- sigir2022: git blob ids ------------------------------------------------
 
+
 def serve_sigir(root: Path, shared: Path) -> dict[str, str]:
     """Fixture dialogues + the real split file, README and LICENSE; returns their blob ids."""
     ids = {}
     for rel, src in {
         "datasets/dialogues.json": FIXTURES / "current" / "datasets" / "dialogues.json",
-        "datasets/wikipedia_grounded_dialogues.json":
-            FIXTURES / "current" / "datasets" / "wikipedia_grounded_dialogues.json",
+        "datasets/wikipedia_grounded_dialogues.json": FIXTURES / "current" / "datasets" / "wikipedia_grounded_dialogues.json",
         "evaluation/val_test_splits.json": shared / "sigir2022" / "val_test_splits.json",
         "README.md": shared / "sigir2022" / "README.md",
         "LICENSE.md": shared / "sigir2022" / "LICENSE.md",
@@ -101,12 +100,10 @@ def fixture_manifest(ids: dict[str, str]) -> dict[str, str]:
 def test_shipped_sigir_manifest_holds_the_published_ids():
     manifest = load_manifest("sigir2022")
     assert manifest["datasets/dialogues.json"] == "e46fc85a976baec61b7ad6ff2e70a8e60eecf6c6"
-    assert manifest["datasets/wikipedia_grounded_dialogues.json"] == \
-        "4f69311245134f125f3844bc7e79b5a41dab6571"
+    assert manifest["datasets/wikipedia_grounded_dialogues.json"] == "4f69311245134f125f3844bc7e79b5a41dab6571"
     assert manifest["evaluation/val_test_splits.json"] == "b832c178d530d366884ff7258a3310457578ba12"
     assert manifest["b351828:datasets/dialogues.json"] == "96f952aac0bf57e8709ae32d09a019d1b5d52d99"
-    assert manifest["b351828:datasets/wikipedia_grounded_dialogues.json"] == \
-        "23521f29eee94fef90d16fc2fe8a2a8479c3c4c4"
+    assert manifest["b351828:datasets/wikipedia_grounded_dialogues.json"] == "23521f29eee94fef90d16fc2fe8a2a8479c3c4c4"
 
 
 def test_good_download_verifies_by_git_blob_id(server, shared_data, dsr_home):
@@ -119,8 +116,7 @@ def test_good_download_verifies_by_git_blob_id(server, shared_data, dsr_home):
     for rel, want in ids.items():
         assert blob((dest / rel).read_bytes()) == want
     # the real split file verified against the shipped (published) blob id
-    assert ids["evaluation/val_test_splits.json"] == load_manifest("sigir2022")[
-        "evaluation/val_test_splits.json"]
+    assert ids["evaluation/val_test_splits.json"] == load_manifest("sigir2022")["evaluation/val_test_splits.json"]
     record = json.loads((dest / CHECKSUMS).read_text())
     assert record["commit"] == SIGIR.commit
     for rel in ids:
@@ -184,12 +180,30 @@ def test_old_revision_goes_to_its_own_folder_and_loads(server, dsr_home, monkeyp
 # --- first-use sha256 (ccpe) ------------------------------------------------
 
 CCPE = plan_for("ccpe")
-CCPE_DATA = json.dumps([{"conversationId": "CCPE-8e113", "utterances": [
-    {"index": 0, "speaker": "ASSISTANT", "text": "What kind of movies do you like?"},
-    {"index": 1, "speaker": "USER", "text": "I really like thrillers, especially Gone Girl.",
-     "segments": [{"startIndex": 36, "endIndex": 45, "text": "Gone Girl", "annotations": [
-         {"annotationType": "ENTITY_NAME", "entityType": "MOVIE_OR_SERIES"}]}]}]}],
-    indent=2).encode()
+CCPE_DATA = json.dumps(
+    [
+        {
+            "conversationId": "CCPE-8e113",
+            "utterances": [
+                {"index": 0, "speaker": "ASSISTANT", "text": "What kind of movies do you like?"},
+                {
+                    "index": 1,
+                    "speaker": "USER",
+                    "text": "I really like thrillers, especially Gone Girl.",
+                    "segments": [
+                        {
+                            "startIndex": 36,
+                            "endIndex": 45,
+                            "text": "Gone Girl",
+                            "annotations": [{"annotationType": "ENTITY_NAME", "entityType": "MOVIE_OR_SERIES"}],
+                        }
+                    ],
+                },
+            ],
+        }
+    ],
+    indent=2,
+).encode()
 
 
 def serve_ccpe(root: Path, shared: Path, data: bytes = CCPE_DATA) -> None:
@@ -197,8 +211,7 @@ def serve_ccpe(root: Path, shared: Path, data: bytes = CCPE_DATA) -> None:
     put(root, CCPE.repository, CCPE.commit, "README.md", (shared / "ccpe" / "README.md").read_bytes())
 
 
-def test_first_use_records_sha256_and_later_fetches_must_match(server, shared_data, dsr_home,
-                                                               capsys):
+def test_first_use_records_sha256_and_later_fetches_must_match(server, shared_data, dsr_home, capsys):
     root, base, _ = server
     serve_ccpe(root, shared_data)
     dest = dsr_home / "data" / "ccpe"
@@ -241,16 +254,21 @@ def test_no_first_use_record_from_a_fetch_that_failed(server, shared_data, dsr_h
 
 # --- archives: cmu_dog (tar.gz) and redial (zip) ------------------------------
 
+
 def test_cmu_dog_tarball_members_verified_by_blob_and_first_use(server, shared_data, dsr_home):
     root, base, _ = server
     plan = plan_for("cmu_dog")
     real = shared_data / "cmu_dog"
-    chosen = (sorted((real / "Conversations" / "train").glob("*.json"))[:2]
-              + sorted((real / "Conversations" / "valid").glob("*.json"))[:1]
-              + sorted((real / "WikiData").glob("*.json"))[:2] + [real / "README.md"])
+    chosen = (
+        sorted((real / "Conversations" / "train").glob("*.json"))[:2]
+        + sorted((real / "Conversations" / "valid").glob("*.json"))[:1]
+        + sorted((real / "WikiData").glob("*.json"))[:2]
+        + [real / "README.md"]
+    )
     rels = [p.relative_to(real).as_posix() for p in chosen]
-    test_files = {"Conversations/test/0a1b2c3d4e5f60718293a4b5c6d7e8f901234567.json":
-                  b'{"history": [{"text": "hi", "uid": "user1", "docIdx": 0}], "rating": 2}\n'}
+    test_files = {
+        "Conversations/test/0a1b2c3d4e5f60718293a4b5c6d7e8f901234567.json": b'{"history": [{"text": "hi", "uid": "user1", "docIdx": 0}], "rating": 2}\n'
+    }
     prefix = f"datasets-CMU_DoG-{plan.commit}"
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -287,8 +305,7 @@ def test_redial_zip_verified_against_the_shipped_manifest(server, shared_data, d
     root, base, _ = server
     plan = plan_for("redial")
     real = shared_data / "redial"
-    put(root, plan.repository, plan.commit, "movies_with_mentions.csv",
-        (real / "movies_with_mentions.csv").read_bytes())
+    put(root, plan.repository, plan.commit, "movies_with_mentions.csv", (real / "movies_with_mentions.csv").read_bytes())
     train = b'{"conversationId": "391", "messages": []}\n'
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as zf:
@@ -296,15 +313,18 @@ def test_redial_zip_verified_against_the_shipped_manifest(server, shared_data, d
         zf.write(real / "test_data.jsonl", "test_data.jsonl")
     put(root, plan.repository, plan.commit, "redial_dataset.zip", buffer.getvalue())
     result = fetch("redial", base_url=base, progress=False)
-    assert result.files == {"movies_with_mentions.csv": "git blob id",
-                            "test_data.jsonl": "git blob id",
-                            "train_data.jsonl": "sha256 recorded (first use)"}
+    assert result.files == {
+        "movies_with_mentions.csv": "git blob id",
+        "test_data.jsonl": "git blob id",
+        "train_data.jsonl": "sha256 recorded (first use)",
+    }
     dest = dsr_home / "data" / "redial"
     assert not (dest / "redial_dataset.zip").exists() and is_available("redial")
     assert (dest / "train_data.jsonl").read_bytes() == train
 
 
 # --- failures that are not verification ---------------------------------------
+
 
 def _closed_port() -> int:
     with socket.socket() as s:
@@ -329,8 +349,7 @@ def test_silent_server_times_out(dsr_home):
     try:
         start = time.monotonic()
         with pytest.raises(InputError, match="--source DIR"):
-            fetch("ccpe", base_url=f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=1,
-                  progress=False)
+            fetch("ccpe", base_url=f"http://127.0.0.1:{listener.getsockname()[1]}", timeout=1, progress=False)
         assert time.monotonic() - start < 8
     finally:
         listener.close()
@@ -356,8 +375,10 @@ def test_manifests_are_what_the_tool_computes(shared_data):
     cmu = load_manifest("cmu_dog")
     for path in sorted((shared_data / "cmu_dog" / "Conversations" / "valid").glob("*.json"))[::40]:
         assert cmu[f"Conversations/valid/{path.name}"] == blob(path.read_bytes())
-    assert transfer.git_blob_file(shared_data / "sigir2022" / "val_test_splits.json") == \
-        load_manifest("sigir2022")["evaluation/val_test_splits.json"]
+    assert (
+        transfer.git_blob_file(shared_data / "sigir2022" / "val_test_splits.json")
+        == load_manifest("sigir2022")["evaluation/val_test_splits.json"]
+    )
 
 
 def test_offline_default_source_paths_do_not_touch_the_network(dsr_home):
@@ -367,6 +388,7 @@ def test_offline_default_source_paths_do_not_touch_the_network(dsr_home):
 
 
 # --- hostile servers and archives ----------------------------------------------
+
 
 class RawServer:
     """A loopback server that answers every request with ``respond(conn)`` (raw bytes)."""
@@ -408,6 +430,7 @@ def raw_server():
     def start(respond):
         servers.append(RawServer(respond))
         return servers[-1].base
+
     yield start
     for s in servers:
         s.close()
@@ -419,16 +442,14 @@ def trickle(conn, stop, headers=b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n"
     for i in range(len(body)):
         if stop.wait(0.5):
             return
-        conn.sendall(body[i:i + 1])
+        conn.sendall(body[i : i + 1])
 
 
 def leftovers(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUMS] \
-        if folder.exists() else []
+    return [p for p in folder.rglob("*") if p.is_file() and p.name != CHECKSUMS] if folder.exists() else []
 
 
-def test_trickling_server_stops_at_the_deadline_with_exit_2(raw_server, dsr_home, capsys,
-                                                             monkeypatch):
+def test_trickling_server_stops_at_the_deadline_with_exit_2(raw_server, dsr_home, capsys, monkeypatch):
     base = raw_server(trickle)
     monkeypatch.setenv("DSR_FETCH_DEADLINE", "1.5")
     start = time.monotonic()
@@ -440,8 +461,9 @@ def test_trickling_server_stops_at_the_deadline_with_exit_2(raw_server, dsr_home
 
 
 def test_trickled_headers_are_bounded_too(raw_server, dsr_home):
-    base = raw_server(lambda conn, stop: trickle(conn, stop, headers=b"", body=(
-        b"HTTP/1.1 200 OK\r\nX-Slow: " + b"y" * 40 + b"\r\n\r\n")))
+    base = raw_server(
+        lambda conn, stop: trickle(conn, stop, headers=b"", body=(b"HTTP/1.1 200 OK\r\nX-Slow: " + b"y" * 40 + b"\r\n\r\n"))
+    )
     start = time.monotonic()
     with pytest.raises(InputError, match="did not finish within 1 s"):
         fetch("ccpe", base_url=base, deadline=1, timeout=5, progress=False)
@@ -468,16 +490,21 @@ def test_download_without_a_length_stops_at_the_cap(raw_server, dsr_home):
             if stop.is_set():
                 return
             conn.sendall(b"z" * 65536)
+
     base = raw_server(endless)
     with pytest.raises(InputError, match="sent more than the 100000 bytes allowed"):
         fetch("ccpe", base_url=base, max_bytes=100_000, progress=False)
     assert leftovers(dsr_home / "data" / "ccpe") == []
 
 
-@pytest.mark.parametrize("reply", [
-    b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"[" * 500,
-    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n" + b"[" * 16 + b"\r\n100\r\n[[[",
-], ids=["content-length", "chunked"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"[" * 500,
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n" + b"[" * 16 + b"\r\n100\r\n[[[",
+    ],
+    ids=["content-length", "chunked"],
+)
 def test_truncated_body_is_exit_2_naming_the_url(raw_server, dsr_home, capsys, reply):
     base = raw_server(lambda conn, stop: conn.sendall(reply))
     assert main(["data", "fetch", "ccpe", "--base-url", base]) == 2
@@ -490,25 +517,28 @@ def test_truncated_body_is_exit_2_naming_the_url(raw_server, dsr_home, capsys, r
 
 def redial_zip(root: Path, shared: Path, members: dict[str, bytes], raw: bytes | None = None):
     plan = plan_for("redial")
-    put(root, plan.repository, plan.commit, "movies_with_mentions.csv",
-        (shared / "redial" / "movies_with_mentions.csv").read_bytes())
+    put(
+        root,
+        plan.repository,
+        plan.commit,
+        "movies_with_mentions.csv",
+        (shared / "redial" / "movies_with_mentions.csv").read_bytes(),
+    )
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in members.items():
             zf.writestr(name, data)
-    put(root, plan.repository, plan.commit, "redial_dataset.zip",
-        raw if raw is not None else buffer.getvalue())
+    put(root, plan.repository, plan.commit, "redial_dataset.zip", raw if raw is not None else buffer.getvalue())
     return buffer.getvalue()
 
 
 def test_corrupt_zip_member_is_exit_2_and_nothing_stays(server, shared_data, dsr_home, capsys):
     root, base, _ = server
     test_data = (shared_data / "redial" / "test_data.jsonl").read_bytes()
-    good = redial_zip(root, shared_data, {"train_data.jsonl": b'{"a": 1}\n' * 5000,
-                                          "test_data.jsonl": test_data})
+    good = redial_zip(root, shared_data, {"train_data.jsonl": b'{"a": 1}\n' * 5000, "test_data.jsonl": test_data})
     # the central directory is intact; the last member's compressed data is damaged
     middle = len(good) - len(test_data) // 20
-    bad = good[:middle] + bytes(b ^ 0x5A for b in good[middle:middle + 64]) + good[middle + 64:]
+    bad = good[:middle] + bytes(b ^ 0x5A for b in good[middle : middle + 64]) + good[middle + 64 :]
     redial_zip(root, shared_data, {}, raw=bad)
     assert main(["data", "fetch", "redial", "--base-url", base]) == 2
     err = capsys.readouterr().err
@@ -522,8 +552,7 @@ def test_corrupt_zip_member_is_exit_2_and_nothing_stays(server, shared_data, dsr
 
 def test_zip_bomb_is_refused_before_unpacking(server, shared_data, dsr_home, capsys):
     root, base, _ = server
-    data = redial_zip(root, shared_data, {"train_data.jsonl": b" " * (30 << 20),
-                                          "test_data.jsonl": b"{}\n"})
+    data = redial_zip(root, shared_data, {"train_data.jsonl": b" " * (30 << 20), "test_data.jsonl": b"{}\n"})
     assert len(data) < 100_000  # 30 MB from under 100 KB
     assert main(["data", "fetch", "redial", "--base-url", base]) == 2
     err = capsys.readouterr().err
@@ -605,7 +634,6 @@ def test_tar_path_traversal_is_refused(server, shared_data, dsr_home, tmp_path):
     assert leftovers(dsr_home / "data" / "cmu_dog") == []
 
 
-
 def test_what_to_fetch_is_data_beside_each_manifest():
     """A fetchable source is a manifest with a fetch section that agrees with its module's
     SOURCE; the downloader names no source in its code (a new one needs no edit there)."""
@@ -622,10 +650,18 @@ def test_what_to_fetch_is_data_beside_each_manifest():
         assert plan.remotes and plan.required and plan.description
     assert plan_for("sigir2022", "old").commit == sigir2022.OLD_COMMIT
     tree = ast.parse(Path(fetch_module.__file__).read_text(encoding="utf-8"))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
-                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    strings = [node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
-               and isinstance(node.value, str) and id(node) not in docstrings]
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    strings = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
     assert not [s for s in strings for name in REGISTERED if name in s]
     assert "dsr.collections" not in {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}

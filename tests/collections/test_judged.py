@@ -56,11 +56,27 @@ def test_stats_and_initial_run_evaluate_by_name(source, tmp_path, capsys, dsr_ho
     assert main(["stats", "cmu_dog_judged", "--source", str(source.path)]) == 0
     assert f"{n} dialogues" in capsys.readouterr().out
     run = tmp_path / "initial.run"
-    assert main(["run", "cmu_dog_judged", "--source", str(source.path), "--ranker", "initial",
-                 "--out", str(run)]) == 0
+    assert main(["run", "cmu_dog_judged", "--source", str(source.path), "--ranker", "initial", "--out", str(run)]) == 0
     capsys.readouterr()
-    assert main(["evaluate", "--source", str(source.path), "--measures", "nDCG@5", "--subset", "all",
-                 "--protocol", "all", "--", "cmu_dog_judged", str(run)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--source",
+                str(source.path),
+                "--measures",
+                "nDCG@5",
+                "--subset",
+                "all",
+                "--protocol",
+                "all",
+                "--",
+                "cmu_dog_judged",
+                str(run),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     expected = _plain_ndcg5_of_initial_order(source.path / FILE_NAME)
     if source.real:
@@ -127,9 +143,26 @@ def test_train_refuses_the_judged_set(how, source, tmp_path, capsys, dsr_home):
 
 def test_reproduce_runs_on_the_judged_set(source, tmp_path, dsr_home, capsys):
     out = tmp_path / "out"
-    assert main(["reproduce", "cmu_dog_judged", "--source", str(source.path), "--out", str(out),
-                 "--no-dense", "--no-cross-encoder", "--n-splits", "2", "--queries", "last",
-                 "title+recent"]) == 0
+    assert (
+        main(
+            [
+                "reproduce",
+                "cmu_dog_judged",
+                "--source",
+                str(source.path),
+                "--out",
+                str(out),
+                "--no-dense",
+                "--no-cross-encoder",
+                "--n-splits",
+                "2",
+                "--queries",
+                "last",
+                "title+recent",
+            ]
+        )
+        == 0
+    )
     assert "cmu_dog_judged" in (out / "manifest.json").read_text()
     text = (out / "results.md").read_text()
     assert "BM25 (title+recent)" in text and "initial" in text
@@ -160,8 +193,14 @@ def test_train_refuses_the_judged_labels_recognised_by_content(how, tmp_path, ca
     assert main(["train", str(copy), "--name", "leak", "--max-steps", "1"]) == 2
     err = capsys.readouterr().err
     assert "judged development set" in err and "never trained on" in err and "Traceback" not in err
-    carrying = 101 if how == "meta stripped" else 12 - sum(  # minus points whose silver labels agree
-        label_tag_is_silver(d) for d in judged[40:52])
+    carrying = (
+        101
+        if how == "meta stripped"
+        else 12
+        - sum(  # minus points whose silver labels agree
+            label_tag_is_silver(d) for d in judged[40:52]
+        )
+    )
     assert f"({carrying} of its dialogues carry the judged set's labels" in err
     assert not (dsr_home / "models").exists() or not any((dsr_home / "models").iterdir())
 
@@ -190,15 +229,39 @@ def test_the_fingerprints_match_the_judged_file(shared_data):
 
 @needs_real
 @pytest.mark.slow
-def test_training_on_cmu_dog_valid_warns_that_the_judged_points_are_in_it(tmp_path, capsys, dsr_home,
-                                                                          shared_data):
+def test_training_on_cmu_dog_valid_warns_that_the_judged_points_are_in_it(tmp_path, capsys, dsr_home, shared_data):
     from tests.support.tiny_bert import make_tiny_bert
 
-    base = make_tiny_bert(tmp_path / "tiny", ["hello movie actor film director the a of"], num_labels=None,
-                          max_position_embeddings=128)
-    assert main(["train", "cmu_dog", "--source", str(shared_data / "cmu_dog"), "--split", "valid",
-                 "--name", "v", "--base", str(base), "--model-type", "cross-encoder", "--max-steps", "1",
-                 "--batch-size", "4", "--max-length", "32", "--holdout", "0"]) == 0
+    base = make_tiny_bert(
+        tmp_path / "tiny", ["hello movie actor film director the a of"], num_labels=None, max_position_embeddings=128
+    )
+    assert (
+        main(
+            [
+                "train",
+                "cmu_dog",
+                "--source",
+                str(shared_data / "cmu_dog"),
+                "--split",
+                "valid",
+                "--name",
+                "v",
+                "--base",
+                str(base),
+                "--model-type",
+                "cross-encoder",
+                "--max-steps",
+                "1",
+                "--batch-size",
+                "4",
+                "--max-length",
+                "32",
+                "--holdout",
+                "0",
+            ]
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "warning: 115 of 502 training dialogues are query points of the judged development set" in err
 
@@ -217,5 +280,6 @@ def test_the_fixture_is_the_cmu_dog_fixtures_points_with_judged_grades():
         assert [(t.author_id, t.body) for t in point.context] == [(t.author_id, t.body) for t in silver.context]
         assert [(c.id, c.body, c.score) for c in point.candidates] == [(c.id, c.body, c.score) for c in silver.candidates]
         assert point.relevant
-    assert any({c.id: c.label for c in point.candidates} != {c.id: c.label for c in built[point.id].candidates}
-               for point in judged)
+    assert any(
+        {c.id: c.label for c in point.candidates} != {c.id: c.label for c in built[point.id].candidates} for point in judged
+    )

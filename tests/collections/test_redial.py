@@ -48,8 +48,7 @@ def real():
 
 def plain_rebuild(folder: Path):
     """A plain re-implementation of the documented rules: id -> (labels, candidate ids, subset)."""
-    movies = {r["movieId"]: r for r in csv.DictReader(open(folder / "movies_with_mentions.csv",
-                                                          newline="", encoding="utf-8"))}
+    movies = {r["movieId"]: r for r in csv.DictReader(open(folder / "movies_with_mentions.csv", newline="", encoding="utf-8"))}
     ids = list(movies)
     where = {m: n for n, m in enumerate(ids)}
     prior = np.log1p([int(movies[m]["nbMentions"]) for m in ids])
@@ -97,11 +96,9 @@ def plain_rebuild(folder: Path):
                 for m in seen:
                     score[where[m]] = -np.inf
                 pool = [ids[j] for j in np.lexsort((tie_rank, -score)) if np.isfinite(score[j])][:50]
-                labels = {m: 2 if all(f.get(m, {}).get("liked") == 1 for f in forms) else 1
-                          for m in new}
+                labels = {m: 2 if all(f.get(m, {}).get("liked") == 1 for f in forms) else 1 for m in new}
                 if set(pool) & set(labels):
-                    expected[f"{d['conversationId']}-{i}"] = (
-                        labels, pool, "seeker_named" if seeker_named else "seeker_unnamed")
+                    expected[f"{d['conversationId']}-{i}"] = (labels, pool, "seeker_named" if seeker_named else "seeker_unnamed")
             seen.extend(ms)
             seeker_named |= role == "S" and bool(ms)
     return considered, expected
@@ -125,14 +122,19 @@ def test_hand_checked_query_point_of_the_fixture(source, built):
     # had named Salt and Thunder; Midnight Ferry is liked (1) in both forms -> grade 2, Tin
     # Crown in one only -> grade 1; the catalogue's double space before the year is collapsed
     d = built["30005-3"]
-    assert [t.body for t in d.context] == ["Hello", "Hello! Which movies do you like?",
-                                           "Old adventure movies like Salt and Thunder (1987)"]
+    assert [t.body for t in d.context] == [
+        "Hello",
+        "Hello! Which movies do you like?",
+        "Old adventure movies like Salt and Thunder (1987)",
+    ]
     assert [t.author_id for t in d.context] == ["309", "310", "309"]
     assert [t.author_name for t in d.context] == ["seeker", "recommender", "seeker"]
     assert d.target.body == "Oh then Tin Crown (1979) is a classic\nand Midnight Ferry is a small gem"
     assert {c.id: c.label for c in d.relevant} == {"80008": 1, "80007": 2}
     assert {c.id: (c.title, c.body) for c in d.relevant} == {
-        "80008": ("Tin Crown", "Tin Crown (1979)"), "80007": ("Midnight Ferry", "Midnight Ferry")}
+        "80008": ("Tin Crown", "Tin Crown (1979)"),
+        "80007": ("Midnight Ferry", "Midnight Ferry"),
+    }
     ids = [c.id for c in d.candidates]
     # every movie of the catalogue but the one named before (16 - 1), none twice
     assert len(ids) == len(set(ids)) == 15 and "80005" not in ids
@@ -148,16 +150,16 @@ def test_hand_checked_query_point(real):
     # Messages 4 and 5 are both the recommender's and become one turn.
     d = built["20041-8"]
     assert [t.body for t in d.context] == [
-        "Hello!", "Hello!", "What kind of movies do you like?",
-        "I am looking for a movie recommendation.   When I was younger I really enjoyed the "
-        "A Nightmare on Elm Street (1984)",
+        "Hello!",
+        "Hello!",
+        "What kind of movies do you like?",
+        "I am looking for a movie recommendation.   When I was younger I really enjoyed the A Nightmare on Elm Street (1984)",
         "Oh, you like scary movies?\nI recently watched Happy Death Day (2017)",
         "I also enjoyed watching The Last House on the Left (1972)",
         "It was really good for a new &quot;scary movie&quot;",
         "I do enjoy some of the newer horror movies that I have seen as well.",
     ]
-    assert [t.author_id for t in d.context] == ["958", "959", "958", "959", "958", "959",
-                                                "958", "959"]
+    assert [t.author_id for t in d.context] == ["958", "959", "958", "959", "958", "959", "958", "959"]
     assert d.context[0].author_name == "recommender" and d.context[1].author_name == "seeker"
     assert d.target.body == "I heard that A Quiet Place (2018) is good. It is still in theaters though."
     assert {c.id: c.label for c in d.relevant} == {"205430": 1}
@@ -194,26 +196,29 @@ def test_initial_ranker_weights_are_parameters(source, built):
 
 def _write(folder: Path, dialogues: list, movies: str | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "movies_with_mentions.csv").write_text(movies or (
-        "movieId,movieName,nbMentions\n1,Jaws (1975),10\n2,Jaws 2 (1978),3\n3,Heat  (1995),5\n"))
+    (folder / "movies_with_mentions.csv").write_text(
+        movies or ("movieId,movieName,nbMentions\n1,Jaws (1975),10\n2,Jaws 2 (1978),3\n3,Heat  (1995),5\n")
+    )
     (folder / "test_data.jsonl").write_text("".join(json.dumps(d) + "\n" for d in dialogues))
     return folder
 
 
 def _dialogue(messages, **extra):
-    d = {"conversationId": "7", "initiatorWorkerId": 1, "respondentWorkerId": 2,
-         "movieMentions": {"1": "Jaws (1975)", "2": "Jaws 2 (1978)", "3": "Heat (1995)"},
-         "initiatorQuestions": {"2": {"suggested": 1, "seen": 0, "liked": 1}},
-         "respondentQuestions": {"2": {"suggested": 1, "seen": 0, "liked": 1}},
-         "messages": [{"messageId": n, "text": t, "senderWorkerId": s, "timeOffset": n}
-                      for n, (s, t) in enumerate(messages)]}
+    d = {
+        "conversationId": "7",
+        "initiatorWorkerId": 1,
+        "respondentWorkerId": 2,
+        "movieMentions": {"1": "Jaws (1975)", "2": "Jaws 2 (1978)", "3": "Heat (1995)"},
+        "initiatorQuestions": {"2": {"suggested": 1, "seen": 0, "liked": 1}},
+        "respondentQuestions": {"2": {"suggested": 1, "seen": 0, "liked": 1}},
+        "messages": [{"messageId": n, "text": t, "senderWorkerId": s, "timeOffset": n} for n, (s, t) in enumerate(messages)],
+    }
     d.update(extra)
     return d
 
 
 def test_small_file_merging_and_errors(tmp_path):
-    ok = _write(tmp_path / "ok", [_dialogue([(1, "I loved @1"), (1, "so scary"),
-                                             (2, "then try @2"), (2, "or @3")])])
+    ok = _write(tmp_path / "ok", [_dialogue([(1, "I loved @1"), (1, "so scary"), (2, "then try @2"), (2, "or @3")])])
     built = redial.build(ok, "test", pool_size=2)
     (d,) = built.dialogues
     assert d.id == "7-1" and d.context[0].body == "I loved Jaws (1975)\nso scary"
@@ -229,8 +234,11 @@ def test_small_file_merging_and_errors(tmp_path):
     with pytest.raises(InputError) as err:
         redial.build(unknown, "test")
     assert err.value.field == "messages[1].text" and "@42" in str(err.value)
-    bad_csv = _write(tmp_path / "csv", [_dialogue([(1, "hi @1"), (2, "try @2")])],
-                     "movieId,movieName,nbMentions\n1,Jaws (1975),10\n2,Jaws 2,many\n")
+    bad_csv = _write(
+        tmp_path / "csv",
+        [_dialogue([(1, "hi @1"), (2, "try @2")])],
+        "movieId,movieName,nbMentions\n1,Jaws (1975),10\n2,Jaws 2,many\n",
+    )
     with pytest.raises(InputError) as err:
         redial.build(bad_csv, "test")
     assert err.value.line == 3 and err.value.field == "nbMentions"

@@ -158,11 +158,13 @@ def test_bad_split_and_params_are_input_errors():
 def test_packaged_file_is_what_the_generator_writes(tmp_path):
     # the committed JSONL is reproducible from tools/make_sample.py
     out = tmp_path / "regenerated.jsonl"
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "make_sample.py"), "--out", str(out)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "make_sample.py"), "--out", str(out)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert out.read_bytes() == PACKAGED.read_bytes()
-    check = subprocess.run([sys.executable, str(ROOT / "tools" / "make_sample.py"), "--check"],
-                           capture_output=True, text=True, timeout=120)
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "make_sample.py"), "--check"], capture_output=True, text=True, timeout=120
+    )
     assert check.returncode == 0, check.stderr
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == load_collection("sample").ids

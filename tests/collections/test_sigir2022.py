@@ -26,20 +26,19 @@ def raw(path: Path) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def make_source(tmp_path: Path, plain: list | None = None, grounded: list | None = None,
-                splits: bool = False) -> Path:
+def make_source(tmp_path: Path, plain: list | None = None, grounded: list | None = None, splits: bool = False) -> Path:
     """A source folder with (possibly edited) copies of the current-schema fixtures."""
     src = tmp_path / "src"
     src.mkdir()
     (src / "dialogues.json").write_text(json.dumps(raw(PLAIN) if plain is None else plain))
-    (src / "wikipedia_grounded_dialogues.json").write_text(
-        json.dumps(raw(GROUNDED) if grounded is None else grounded))
+    (src / "wikipedia_grounded_dialogues.json").write_text(json.dumps(raw(GROUNDED) if grounded is None else grounded))
     if splits:
         shutil.copy(CURRENT / "evaluation" / "val_test_splits.json", src)
     return src
 
 
 # --- reading ----------------------------------------------------------------
+
 
 def test_current_schema_keeps_every_field_and_the_file_order():
     coll = sigir2022.load(CURRENT)
@@ -172,6 +171,7 @@ def test_one_missing_file_is_named(tmp_path):
 
 # --- strictness -------------------------------------------------------------
 
+
 def _edit(fn):
     items = raw(PLAIN)
     fn(items)
@@ -179,31 +179,25 @@ def _edit(fn):
 
 
 CASES = {
-    "candidate without id": (lambda d: d[1]["candidates"][1].pop("id"),
-                             "t5_2qh03.tkeys.0.3", "candidates[1].id"),
-    "candidate with empty body": (lambda d: d[0]["candidates"][2].update(body="  "),
-                                  "t5_2qh1i.iixjd.2.3", "candidates[2].body"),
-    "label 2": (lambda d: d[0]["candidates"][0].update(label=2),
-                "t5_2qh1i.iixjd.2.3", "candidates[0].label"),
-    "label yes": (lambda d: d[0]["candidates"][3].update(label="yes"),
-                  "t5_2qh1i.iixjd.2.3", "candidates[3].label"),
-    "label missing": (lambda d: d[2]["candidates"][1].pop("label"),
-                      "t5_2qh1i.le4kh.1.3", "candidates[1].label"),
-    "duplicate candidate id": (lambda d: d[0]["candidates"][4].update(id=d[0]["candidates"][1]["id"]),
-                               "t5_2qh1i.iixjd.2.3", "candidates[4].id"),
-    "no relevant candidate": (lambda d: [c.update(label=0) for c in d[2]["candidates"]],
-                              "t5_2qh1i.le4kh.1.3", "candidates"),
+    "candidate without id": (lambda d: d[1]["candidates"][1].pop("id"), "t5_2qh03.tkeys.0.3", "candidates[1].id"),
+    "candidate with empty body": (lambda d: d[0]["candidates"][2].update(body="  "), "t5_2qh1i.iixjd.2.3", "candidates[2].body"),
+    "label 2": (lambda d: d[0]["candidates"][0].update(label=2), "t5_2qh1i.iixjd.2.3", "candidates[0].label"),
+    "label yes": (lambda d: d[0]["candidates"][3].update(label="yes"), "t5_2qh1i.iixjd.2.3", "candidates[3].label"),
+    "label missing": (lambda d: d[2]["candidates"][1].pop("label"), "t5_2qh1i.le4kh.1.3", "candidates[1].label"),
+    "duplicate candidate id": (
+        lambda d: d[0]["candidates"][4].update(id=d[0]["candidates"][1]["id"]),
+        "t5_2qh1i.iixjd.2.3",
+        "candidates[4].id",
+    ),
+    "no relevant candidate": (lambda d: [c.update(label=0) for c in d[2]["candidates"]], "t5_2qh1i.le4kh.1.3", "candidates"),
     "missing context": (lambda d: d[1].pop("context"), "t5_2qh03.tkeys.0.3", "context"),
     "empty context": (lambda d: d[1].update(context=[]), "t5_2qh03.tkeys.0.3", "context"),
     "missing target": (lambda d: d[2].pop("target"), "t5_2qh1i.le4kh.1.3", "target"),
-    "target without text": (lambda d: d[2]["target"].pop("body"), "t5_2qh1i.le4kh.1.3",
-                            "target.body"),
-    "score not a number": (lambda d: d[0]["candidates"][0].update(score="high"),
-                           "t5_2qh1i.iixjd.2.3", "candidates[0].score"),
+    "target without text": (lambda d: d[2]["target"].pop("body"), "t5_2qh1i.le4kh.1.3", "target.body"),
+    "score not a number": (lambda d: d[0]["candidates"][0].update(score="high"), "t5_2qh1i.iixjd.2.3", "candidates[0].score"),
     "missing dialogue id": (lambda d: d[1].pop("id"), "#1", "id"),
     "duplicate dialogue id": (lambda d: d[2].update(id=d[0]["id"]), "t5_2qh1i.iixjd.2.3", "id"),
-    "candidates neither list nor pos/neg": (lambda d: d[0].update(candidates={"good": []}),
-                                            "t5_2qh1i.iixjd.2.3", "candidates"),
+    "candidates neither list nor pos/neg": (lambda d: d[0].update(candidates={"good": []}), "t5_2qh1i.iixjd.2.3", "candidates"),
 }
 
 
@@ -293,6 +287,7 @@ def test_keyed_object_whose_id_differs_from_its_key(tmp_path):
 
 # --- split files ------------------------------------------------------------
 
+
 def test_fixture_split_file_is_read_and_checked():
     splits = split_files.read_split_file(CURRENT / "evaluation" / "val_test_splits.json")
     lines = (CURRENT / "evaluation" / "val_test_splits.json").read_text().splitlines()
@@ -317,8 +312,7 @@ def test_check_splits_names_line_and_ids():
     ids = ["a", "b", "c", "d"]
     split_files.check_splits([(["a", "b"], ["c", "d"]), (["d", "a"], ["b", "c"])], ids, "s.json")
     with pytest.raises(InputError) as err:
-        split_files.check_splits([(["a", "b"], ["c", "d"]), (["a", "b"], ["c", "x", "d"])], ids,
-                               "s.json")
+        split_files.check_splits([(["a", "b"], ["c", "d"]), (["a", "b"], ["c", "x", "d"])], ids, "s.json")
     assert (err.value.line, err.value.field) == (2, "test") and "x" in err.value.message
     with pytest.raises(InputError) as err:
         split_files.check_splits([(["a"], ["c", "d"])], ids, "s.json")
@@ -328,13 +322,16 @@ def test_check_splits_names_line_and_ids():
     assert "both" in err.value.message
 
 
-@pytest.mark.parametrize("line, field, message", [
-    ('{"val": ["a", "b"], "test": ["c", "d"]', None, "malformed JSON"),
-    ('{"val": ["a", "b"]}', "test", "missing"),
-    ('{"val": ["a", "a"], "test": ["c", "d"]}', "val", "twice"),
-    ('{"val": ["a", 7], "test": ["c", "d"]}', "val", "text"),
-    ('{"val": ["a", "b"], "test": ["b", "d"]}', "test", "both"),
-])
+@pytest.mark.parametrize(
+    "line, field, message",
+    [
+        ('{"val": ["a", "b"], "test": ["c", "d"]', None, "malformed JSON"),
+        ('{"val": ["a", "b"]}', "test", "missing"),
+        ('{"val": ["a", "a"], "test": ["c", "d"]}', "val", "twice"),
+        ('{"val": ["a", 7], "test": ["c", "d"]}', "val", "text"),
+        ('{"val": ["a", "b"], "test": ["b", "d"]}', "test", "both"),
+    ],
+)
 def test_read_split_file_errors(tmp_path, line, field, message):
     path = tmp_path / "splits.json"
     path.write_text('{"val": ["a", "b"], "test": ["c", "d"]}\n' + line + "\n")
@@ -346,8 +343,11 @@ def test_read_split_file_errors(tmp_path, line, field, message):
 def test_real_split_file_is_the_official_one(shared_data):
     path = shared_data / "sigir2022" / "val_test_splits.json"
     data = path.read_bytes()
-    assert hashlib.sha1(b"blob " + str(len(data)).encode() + b"\0" + data).hexdigest() == \
-        "b832c178d530d366884ff7258a3310457578ba12" == sigir2022.SPLIT_BLOB
+    assert (
+        hashlib.sha1(b"blob " + str(len(data)).encode() + b"\0" + data).hexdigest()
+        == "b832c178d530d366884ff7258a3310457578ba12"
+        == sigir2022.SPLIT_BLOB
+    )
     splits = split_files.read_split_file(path)
     assert len(splits) == 50
     ids = set(splits[0][0]) | set(splits[0][1])
@@ -367,5 +367,4 @@ def test_split_file_as_a_json_array(tmp_path):
     lines = (CURRENT / "evaluation" / "val_test_splits.json").read_text().splitlines()
     path = tmp_path / "splits.json"
     path.write_text(json.dumps([json.loads(x) for x in lines], indent=2))
-    assert split_files.read_split_file(path) == split_files.read_split_file(
-        CURRENT / "evaluation" / "val_test_splits.json")
+    assert split_files.read_split_file(path) == split_files.read_split_file(CURRENT / "evaluation" / "val_test_splits.json")

@@ -19,8 +19,7 @@ from dsr.core.errors import InputError
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def inodes(folder: Path) -> set[int]:
@@ -44,6 +43,7 @@ def random_run(tmp_path) -> Path:
 
 # --- report folders are written as a set --------------------------------------
 
+
 @pytest.mark.slow
 def test_report_folder_is_replaced_as_a_set(tmp_path, random_run, monkeypatch, capsys):
     rep = tmp_path / "rep"
@@ -57,7 +57,7 @@ def test_report_folder_is_replaced_as_a_set(tmp_path, random_run, monkeypatch, c
     monkeypatch.setattr(dsr.evaluation.report, "write_per_topic", boom)
     assert main([*evaluate, "nDCG@5"]) == 1
     assert snapshot(rep) == before  # the old set, every file of it
-    assert hidden(tmp_path) == []    # no staging folder left behind
+    assert hidden(tmp_path) == []  # no staging folder left behind
 
     monkeypatch.setattr(dsr.evaluation.report, "write_per_topic", original)
     old_inodes = inodes(rep)
@@ -105,8 +105,7 @@ def test_reproduce_out_is_replaced_as_a_set(tmp_path, monkeypatch, capsys):
         assert path.parent == Path("runs"), name
         assert hashlib.sha256((out / path).read_bytes()).hexdigest() == entry["sha256"]
     report = json.loads((out / "results.json").read_text())
-    assert all(Path(info["path"]).parent == Path("runs")
-               for info in report["runs"].values() if "path" in info)
+    assert all(Path(info["path"]).parent == Path("runs") for info in report["runs"].values() if "path" in info)
 
 
 def test_reproduce_refuses_a_folder_with_other_files_before_working(tmp_path, capsys):
@@ -127,6 +126,7 @@ def test_reproduce_refuses_a_folder_with_other_files_before_working(tmp_path, ca
 
 # --- stale temporaries ----------------------------------------------------------
 
+
 def _old(path: Path) -> Path:
     past = time.time() - 3600
     os.utime(path, (past, past))
@@ -136,9 +136,10 @@ def _old(path: Path) -> Path:
 def test_stale_temporaries_are_removed_by_the_next_write(tmp_path):
     target = tmp_path / "x.run"
     dead = 999_999_999  # above any pid_max: no such process
-    stale = [tmp_path / name for name in (
-        ".x.run.k3j_q8ab.tmp", f".x.run.{dead}.partial", f".x.run.{dead}.partial.json",
-        f".x.run.{dead}-abc.part")]
+    stale = [
+        tmp_path / name
+        for name in (".x.run.k3j_q8ab.tmp", f".x.run.{dead}.partial", f".x.run.{dead}.partial.json", f".x.run.{dead}-abc.part")
+    ]
     for p in stale:
         p.write_text("half")
         _old(p)
@@ -176,14 +177,17 @@ def test_stale_staging_folder_of_a_report_is_removed(tmp_path):
 
 # --- outputs that cannot be written -----------------------------------------------
 
+
 def test_output_under_a_file_is_exit_2_naming_it(tmp_path, random_run, capsys):
     blocker = tmp_path / "FILE"
     blocker.write_text("i am a file\n")
-    for args in (["run", "sample", "--ranker", "random", "--out", str(blocker / "x.run")],
-                 ["run", "sample", "--ranker", "bm25", "--out", str(blocker / "a" / "b.run")],
-                 ["evaluate", "sample", str(random_run), "--report", str(blocker / "rep")],
-                 ["evaluate", "sample", str(random_run), "--per-topic", str(blocker / "t.tsv")],
-                 ["reproduce", "sample", "--no-dense", "--out", str(blocker / "rep")]):
+    for args in (
+        ["run", "sample", "--ranker", "random", "--out", str(blocker / "x.run")],
+        ["run", "sample", "--ranker", "bm25", "--out", str(blocker / "a" / "b.run")],
+        ["evaluate", "sample", str(random_run), "--report", str(blocker / "rep")],
+        ["evaluate", "sample", str(random_run), "--per-topic", str(blocker / "t.tsv")],
+        ["reproduce", "sample", "--no-dense", "--out", str(blocker / "rep")],
+    ):
         assert main(args) == 2, args
         err = capsys.readouterr().err
         assert "Traceback" not in err and f"{blocker} is a file, not a folder" in err, (args, err)
@@ -204,19 +208,28 @@ def test_check_output_path_names_the_path(tmp_path):
 
 # --- a folder swap cut between its renames ----------------------------------------
 
+
 class _Killed(BaseException):
     """Stands for SIGKILL: nothing after it runs (no except/finally clean-up is relied on)."""
 
 
 #: (existed, one-step exchange, steps done before the kill, what the folder holds then)
-CUTS = [(True, True, 1, "old"), (True, True, 2, "new"), (True, True, 3, "new"), (True, True, "removing", "new"),
-        (True, False, 1, "old"), (True, False, 2, "none"), (True, False, 3, "new"), (True, False, "removing", "new"),
-        (False, True, 1, "none"), (False, False, 1, "none")]
+CUTS = [
+    (True, True, 1, "old"),
+    (True, True, 2, "new"),
+    (True, True, 3, "new"),
+    (True, True, "removing", "new"),
+    (True, False, 1, "old"),
+    (True, False, 2, "none"),
+    (True, False, 3, "new"),
+    (True, False, "removing", "new"),
+    (False, True, 1, "none"),
+    (False, False, 1, "none"),
+]
 
 
 @pytest.mark.parametrize("existed,exchanges,done,holds", CUTS)
-def test_a_swap_cut_at_any_step_is_finished_or_undone_by_the_next_writer(tmp_path, monkeypatch, existed,
-                                                                          exchanges, done, holds):
+def test_a_swap_cut_at_any_step_is_finished_or_undone_by_the_next_writer(tmp_path, monkeypatch, existed, exchanges, done, holds):
     """replace_folder stopped after each of its steps (its process gone): with the one-step
     exchange (renameat2) the folder is never missing, the old set until the exchange and the
     new one after; without it (another system) the folder is missing between the two renames.
@@ -242,6 +255,7 @@ def test_a_swap_cut_at_any_step_is_finished_or_undone_by_the_next_writer(tmp_pat
             if result is not False:
                 steps.append(args)
             return result
+
         return run
 
     def remove(path):

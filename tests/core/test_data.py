@@ -23,11 +23,21 @@ def make_dialogue(did="t5_2qh1i.iixjd.2.3", subset="plain") -> Dialogue:
         ],
         target=Turn("t2_b", "bob", "Volcanic ash reacted with seawater to grow crystals.", 7),
         candidates=[
-            Candidate("Roman_concrete_1_2_0_3", "Roman concrete",
-                      "Pozzolanic ash from Pozzuoli made the mortar set under water.", 18.25, 1),
+            Candidate(
+                "Roman_concrete_1_2_0_3",
+                "Roman concrete",
+                "Pozzolanic ash from Pozzuoli made the mortar set under water.",
+                18.25,
+                1,
+            ),
             Candidate("Concrete_2_1_0_1", "Concrete", "Concrete is a composite material.", 11.5, 0),
-            Candidate("Tobermorite_3_0_0_0", "Tobermorite",
-                      "Aluminous tobermorite crystals grow in seawater-exposed Roman mortar.", 9.0, 2),
+            Candidate(
+                "Tobermorite_3_0_0_0",
+                "Tobermorite",
+                "Aluminous tobermorite crystals grow in seawater-exposed Roman mortar.",
+                9.0,
+                2,
+            ),
         ],
         subset=subset,
         source="fixture",
@@ -53,14 +63,17 @@ def test_round_trip_keeps_content_and_hash(tmp_path):
     assert path2.read_bytes() == path.read_bytes()
 
 
-@pytest.mark.parametrize("change", [
-    lambda d: setattr(d.candidates[0], "body", d.candidates[0].body + "!"),
-    lambda d: setattr(d.candidates[1], "label", 1),
-    lambda d: setattr(d.candidates[2], "score", 9.000001),
-    lambda d: setattr(d.context[0], "body", "Roman concrete has lasted 2000 years."),
-    lambda d: setattr(d.target, "body", "Volcanic ash."),
-    lambda d: setattr(d, "subset", "grounded"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda d: setattr(d.candidates[0], "body", d.candidates[0].body + "!"),
+        lambda d: setattr(d.candidates[1], "label", 1),
+        lambda d: setattr(d.candidates[2], "score", 9.000001),
+        lambda d: setattr(d.context[0], "body", "Roman concrete has lasted 2000 years."),
+        lambda d: setattr(d.target, "body", "Volcanic ash."),
+        lambda d: setattr(d, "subset", "grounded"),
+    ],
+)
 def test_hash_changes_when_content_changes(change):
     base = make_collection()
     changed = copy.deepcopy(base.dialogues)
@@ -77,8 +90,7 @@ def test_lookups_and_pool():
     assert "t5_2qh03.tkeys.0.3" in coll and len(coll) == 2
     assert coll.candidate_ids("t5_2qh1i.iixjd.2.3")[0] == "Roman_concrete_1_2_0_3"
     assert len(coll.sentences()) == 3  # the same ids in both dialogues are one sentence
-    assert [c.id for c in coll["t5_2qh1i.iixjd.2.3"].relevant] == [
-        "Roman_concrete_1_2_0_3", "Tobermorite_3_0_0_0"]
+    assert [c.id for c in coll["t5_2qh1i.iixjd.2.3"].relevant] == ["Roman_concrete_1_2_0_3", "Tobermorite_3_0_0_0"]
 
 
 def _write_lines(tmp_path, objs_or_text):
@@ -94,18 +106,21 @@ def _good():
     return make_dialogue().to_json()
 
 
-@pytest.mark.parametrize("mutate, line, field, words", [
-    (lambda o: o.pop("id"), 2, "id", "missing"),
-    (lambda o: o["candidates"][1].pop("body"), 2, "candidates[1].body", "missing"),
-    (lambda o: o["candidates"][1].pop("id"), 2, "candidates[1].id", "missing"),
-    (lambda o: o["candidates"][0].__setitem__("label", "yes"), 2, "candidates[0].label", "number"),
-    (lambda o: o["candidates"][0].__setitem__("label", -1), 2, "candidates[0].label", "label must be"),
-    (lambda o: o["candidates"][0].__setitem__("label", 0.5), 2, "candidates[0].label", "whole number"),
-    (lambda o: o["candidates"][0].__setitem__("score", "NaN"), 2, "candidates[0].score", "finite"),
-    (lambda o: o["candidates"][2].__setitem__("id", "Concrete_2_1_0_1"), 2, "candidates[2].id", "duplicate"),
-    (lambda o: o.__setitem__("context", "hello"), 2, "context", "list"),
-    (lambda o: o["context"][1].pop("body"), 2, "context[1].body", "missing"),
-])
+@pytest.mark.parametrize(
+    "mutate, line, field, words",
+    [
+        (lambda o: o.pop("id"), 2, "id", "missing"),
+        (lambda o: o["candidates"][1].pop("body"), 2, "candidates[1].body", "missing"),
+        (lambda o: o["candidates"][1].pop("id"), 2, "candidates[1].id", "missing"),
+        (lambda o: o["candidates"][0].__setitem__("label", "yes"), 2, "candidates[0].label", "number"),
+        (lambda o: o["candidates"][0].__setitem__("label", -1), 2, "candidates[0].label", "label must be"),
+        (lambda o: o["candidates"][0].__setitem__("label", 0.5), 2, "candidates[0].label", "whole number"),
+        (lambda o: o["candidates"][0].__setitem__("score", "NaN"), 2, "candidates[0].score", "finite"),
+        (lambda o: o["candidates"][2].__setitem__("id", "Concrete_2_1_0_1"), 2, "candidates[2].id", "duplicate"),
+        (lambda o: o.__setitem__("context", "hello"), 2, "context", "list"),
+        (lambda o: o["context"][1].pop("body"), 2, "context[1].body", "missing"),
+    ],
+)
 def test_malformed_records_name_file_line_and_field(tmp_path, mutate, line, field, words):
     bad = _good()
     bad["id"] = "second"
@@ -191,6 +206,7 @@ def test_bulk_check_reads_what_the_field_path_reads(variant):
     """Every accepted shape gives the same records through the bulk check and through
     the field-by-field path, the records' own checks included."""
     from dsr.core import data
+
     obj = _good()
     _VARIANTS[variant](obj["candidates"][1])
     fast = data.dialogue_from_json(copy.deepcopy(obj))
@@ -202,18 +218,21 @@ def test_bulk_check_reads_what_the_field_path_reads(variant):
     assert fast == checked
 
 
-@pytest.mark.parametrize("mutate, field, words", [
-    (lambda c: c.__setitem__("id", "has space"), "candidates[1].id", "contains ' '"),
-    (lambda c: c.__setitem__("id", "tab\there"), "candidates[1].id", "contains '\\t'"),
-    (lambda c: c.__setitem__("id", "nul\x00"), "candidates[1].id", "contains"),
-    (lambda c: c.__setitem__("id", ""), "candidates[1].id", "missing"),
-    (lambda c: c.__setitem__("body", "   "), "candidates[1].body", "empty sentence text"),
-    (lambda c: c.__setitem__("label", True), "candidates[1].label", "expected a number"),
-    (lambda c: c.__setitem__("label", 2**31), "candidates[1].label", "label must be"),
-    (lambda c: c.__setitem__("score", True), "candidates[1].score", "expected a number"),
-    (lambda c: c.__setitem__("score", 1e400), "candidates[1].score", "finite"),
-    (lambda c: c.__setitem__("title", ["x"]), "candidates[1].title", "expected text"),
-])
+@pytest.mark.parametrize(
+    "mutate, field, words",
+    [
+        (lambda c: c.__setitem__("id", "has space"), "candidates[1].id", "contains ' '"),
+        (lambda c: c.__setitem__("id", "tab\there"), "candidates[1].id", "contains '\\t'"),
+        (lambda c: c.__setitem__("id", "nul\x00"), "candidates[1].id", "contains"),
+        (lambda c: c.__setitem__("id", ""), "candidates[1].id", "missing"),
+        (lambda c: c.__setitem__("body", "   "), "candidates[1].body", "empty sentence text"),
+        (lambda c: c.__setitem__("label", True), "candidates[1].label", "expected a number"),
+        (lambda c: c.__setitem__("label", 2**31), "candidates[1].label", "label must be"),
+        (lambda c: c.__setitem__("score", True), "candidates[1].score", "expected a number"),
+        (lambda c: c.__setitem__("score", 1e400), "candidates[1].score", "finite"),
+        (lambda c: c.__setitem__("title", ["x"]), "candidates[1].title", "expected text"),
+    ],
+)
 def test_bulk_check_leaves_errors_to_the_field_path(tmp_path, mutate, field, words):
     """A candidate the bulk check refuses still fails naming file, line and field."""
     bad = _good()
@@ -227,6 +246,7 @@ def test_bulk_check_leaves_errors_to_the_field_path(tmp_path, mutate, field, wor
 
 def test_reading_pauses_the_collector_and_restores_it(tmp_path):
     import gc
+
     path = _write_lines(tmp_path, [_good()])
     assert gc.isenabled()
     read_benchmark(path)
@@ -241,7 +261,7 @@ def test_reading_pauses_the_collector_and_restores_it(tmp_path):
     gc.disable()
     try:
         read_benchmark(path)
-        assert not gc.isenabled()   # a caller's choice is kept
+        assert not gc.isenabled()  # a caller's choice is kept
     finally:
         gc.enable()
 

@@ -12,7 +12,7 @@ from dsr.core.errors import InputError
 
 
 def test_answers_come_back_in_order_from_other_processes():
-    table = np.arange(40.0).reshape(20, 2)      # a closure over memory: inherited, never pickled
+    table = np.arange(40.0).reshape(20, 2)  # a closure over memory: inherited, never pickled
 
     def work(i):
         return i, os.getpid(), table[i].sum()
@@ -43,7 +43,7 @@ def test_a_worker_does_not_fork_again():
         return os.getpid(), set(forked.forked_map(inner, 4, workers=2))
 
     for pid, inner_pids in forked.forked_map(outer, 2, workers=2):
-        assert inner_pids == {pid}          # serial inside a worker
+        assert inner_pids == {pid}  # serial inside a worker
 
 
 def test_dsr_workers_sets_the_default(monkeypatch):
@@ -90,7 +90,7 @@ def test_workers_end_with_the_process_that_forked_them_even_when_it_is_killed(po
 
     pids = tmp_path / "pids"
     command = os.fork()
-    if command == 0:     # the "command": starts a pool whose workers write their pids, then hangs
+    if command == 0:  # the "command": starts a pool whose workers write their pids, then hangs
         try:
             if pool == "forked_map":
                 list(forked.forked_map(lambda i: _write_pid_and_wait(pids), 2, workers=2))

@@ -24,11 +24,15 @@ ranx = pytest.importorskip("ranx")
 pytestmark = pytest.mark.slow
 
 #: dsr's kernels: ranx's method and the parameters both are given
-DSR_KERNELS = {"rrf": ("rrf", {"k": 60}, {"k": 60}), "isr": ("isr", {}, {}),
-               "borda": ("bordafuse", {}, {}), "combsum": ("sum", {"norm": "minmax"}, {}),
-               "combmnz": ("mnz", {"norm": "minmax"}, {}),
-               "wsum": ("wsum", {"weights": "0.2,0.5,0.3"}, {"weights": [0.2, 0.5, 0.3]}),
-               "interp": ("wsum", {"weight": 0.3}, {"weights": [0.3, 0.7]})}
+DSR_KERNELS = {
+    "rrf": ("rrf", {"k": 60}, {"k": 60}),
+    "isr": ("isr", {}, {}),
+    "borda": ("bordafuse", {}, {}),
+    "combsum": ("sum", {"norm": "minmax"}, {}),
+    "combmnz": ("mnz", {"norm": "minmax"}, {}),
+    "wsum": ("wsum", {"weights": "0.2,0.5,0.3"}, {"weights": [0.2, 0.5, 0.3]}),
+    "interp": ("wsum", {"weight": 0.3}, {"weights": [0.3, 0.7]}),
+}
 #: ranx methods given a parameter (the others learn theirs, or take none)
 GIVEN = {"mixed": {"weights": "0.2,0.5,0.3"}, "rbc": {"phi": 0.7}}
 RANK_BASED = {"rrf", "isr", "borda", *(m for m, s in RANX_METHODS.items() if s.kind in ("rank", "trained"))}
@@ -48,8 +52,11 @@ def write_runs(folder, tied: bool, seed: int = 7):
         with open(path, "w") as f:
             for qid, pool in pools.items():
                 docs = rng.sample(pool, rng.randint(6, 11))
-                values = ([float(rng.randint(1, 4)) for _ in docs] if tied else
-                          rng.sample([round(rng.uniform(0, 30), 4) for _ in range(40)], len(docs)))
+                values = (
+                    [float(rng.randint(1, 4)) for _ in docs]
+                    if tied
+                    else rng.sample([round(rng.uniform(0, 30), 4) for _ in range(40)], len(docs))
+                )
                 ranked = sorted(zip(docs, values), key=lambda ds: -ds[1])
                 f.writelines(f"{qid} Q0 {d} {i} {s} tool{r}\n" for i, (d, s) in enumerate(ranked, 1))
         paths.append(path)
@@ -68,18 +75,17 @@ def ranx_saved(paths, qrels, method: str, out):
     else:
         spec = RANX_METHODS[method]
         name, norm = spec.ranx, ("min-max" if "norm" in spec.params else None)
-        params = {k: ([float(w) for w in v.split(",")] if k == "weights" else v)
-                  for k, v in GIVEN.get(method, {}).items()}
+        params = {k: ([float(w) for w in v.split(",")] if k == "weights" else v) for k, v in GIVEN.get(method, {}).items()}
         if spec.params.get("sigma"):
             params["sigma"] = spec.params["sigma"]
     runs = [ranx.Run.from_file(str(p), kind="trec") for p in paths]
     learnt = {}
-    if method in RANX_METHODS and (RANX_METHODS[method].kind == "trained"
-                                   or any(v is None and k not in GIVEN.get(method, {})
-                                          for k, v in RANX_METHODS[method].params.items())):
+    if method in RANX_METHODS and (
+        RANX_METHODS[method].kind == "trained"
+        or any(v is None and k not in GIVEN.get(method, {}) for k, v in RANX_METHODS[method].params.items())
+    ):
         extra = {"metric": "ndcg", "show_progress": False} if name in SEARCHED else {}
-        learnt = ranx.optimize_fusion(ranx.Qrels.from_file(str(qrels), kind="trec"), runs, norm=norm,
-                                      method=name, **extra)
+        learnt = ranx.optimize_fusion(ranx.Qrels.from_file(str(qrels), kind="trec"), runs, norm=norm, method=name, **extra)
     ranx.fuse(runs, norm=norm, method=name, params={**params, **learnt}).save(str(out), kind="trec")
     return load_run(out)
 
@@ -95,8 +101,11 @@ def ranking(run) -> dict[str, list[str]]:
 def by_every_path(paths, qrels, method: str, folder, backend: str) -> dict[str, object]:
     """dsr's fused run by the command line, the facade and the stage (each written and read back)."""
     params = dsr_params(method)
-    learnt = method in RANX_METHODS and any(v is None for v in method_params(method).values()) \
+    learnt = (
+        method in RANX_METHODS
+        and any(v is None for v in method_params(method).values())
         and not set(GIVEN.get(method, {})) >= {k for k, v in method_params(method).items() if v is None}
+    )
     learnt = learnt or (method in RANX_METHODS and RANX_METHODS[method].kind == "trained")
     cli = folder / f"cli-{method}.run"
     args = ["fuse", *map(str, paths), "--method", method, "--out", str(cli), "--backend", backend]
@@ -107,7 +116,7 @@ def by_every_path(paths, qrels, method: str, folder, backend: str) -> dict[str, 
     api = dsr.fuse(paths, method, qrels=qrels if learnt else None, backend=backend, **params)
     api.write(folder / f"api-{method}.run", sidecar=False)
     out["api"] = load_run(folder / f"api-{method}.run")
-    collection = collection_from_qrels(read_qrels(qrels))   # the stage learns from a collection's labels
+    collection = collection_from_qrels(read_qrels(qrels))  # the stage learns from a collection's labels
     stage = Fusion(method=method, backend=backend, **params)(collection, *[load_run(p) for p in paths])
     stage.write(folder / f"stage-{method}.run", sidecar=False)
     out["stage"] = load_run(folder / f"stage-{method}.run")
@@ -117,7 +126,7 @@ def by_every_path(paths, qrels, method: str, folder, backend: str) -> dict[str, 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_on_every_path_is_ranx_s_saved_run(method, tmp_path):
     paths, qrels = write_runs(tmp_path, tied=False)
-    paths = paths[:2] if method == "interp" else paths     # interp fuses two runs
+    paths = paths[:2] if method == "interp" else paths  # interp fuses two runs
     theirs = ranking(ranx_saved(paths, qrels, method, tmp_path / "ranx.run"))
     for path_name, run in by_every_path(paths, qrels, method, tmp_path, "dsr").items():
         assert ranking(run) == theirs, (method, path_name)
@@ -144,12 +153,11 @@ def test_tied_input_runs_under_dsr_s_rule_are_ranked_as_trec_eval_ranks_them(tmp
     plain: dict[str, dict[str, float]] = {}
     for run in runs:
         for qid, ranked in run.rankings.items():
-            by_id = sorted(ranked, key=lambda ds: ds[0], reverse=True)          # trec_eval's order
+            by_id = sorted(ranked, key=lambda ds: ds[0], reverse=True)  # trec_eval's order
             ordered = sorted(by_id, key=lambda ds: -ds[1])
             for rank, (doc, _) in enumerate(ordered, 1):
                 plain.setdefault(qid, {})[doc] = plain.setdefault(qid, {}).get(doc, 0.0) + 1 / (60 + rank)
-    expected = {q: [d for d, _ in sorted(sorted(s.items(), reverse=True), key=lambda ds: -ds[1])]
-                for q, s in plain.items()}
+    expected = {q: [d for d, _ in sorted(sorted(s.items(), reverse=True), key=lambda ds: -ds[1])] for q, s in plain.items()}
     for backend_method in ("rrf", "log_isr"):
         capsys.readouterr()
         assert main(["fuse", *map(str, paths), "--method", backend_method, "--out", str(tmp_path / "f.run")]) == 0
@@ -167,8 +175,10 @@ def test_comparison_counts(capsys):
     for (_, path_name), lines in COMPARED.items():
         per_path[path_name] = per_path.get(path_name, 0) + lines
     with capsys.disabled():
-        print(f"\nfusion vs ranx's saved runs: {len({m for m, _ in COMPARED})} methods, "
-              f"{sum(COMPARED.values())} fused lines equal in order, by path {per_path}")
+        print(
+            f"\nfusion vs ranx's saved runs: {len({m for m, _ in COMPARED})} methods, "
+            f"{sum(COMPARED.values())} fused lines equal in order, by path {per_path}"
+        )
 
 
 def test_learnt_methods_are_refused_without_labels(tmp_path, capsys):

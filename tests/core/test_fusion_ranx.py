@@ -22,9 +22,14 @@ from dsr.rankers.fusion import Fusion
 ranx = pytest.importorskip("ranx")
 
 #: dsr method -> (ranx method, dsr params, ranx params); score-based ones under min-max
-SHARED = {"rrf": ("rrf", {"k": 60}, {"k": 60}), "isr": ("isr", {}, {}), "borda": ("bordafuse", {}, {}),
-          "combsum": ("sum", {"norm": "minmax"}, {}), "combmnz": ("mnz", {"norm": "minmax"}, {}),
-          "wsum": ("wsum", {"norm": "minmax", "weights": "0.25,0.5,0.25"}, {"weights": [0.25, 0.5, 0.25]})}
+SHARED = {
+    "rrf": ("rrf", {"k": 60}, {"k": 60}),
+    "isr": ("isr", {}, {}),
+    "borda": ("bordafuse", {}, {}),
+    "combsum": ("sum", {"norm": "minmax"}, {}),
+    "combmnz": ("mnz", {"norm": "minmax"}, {}),
+    "wsum": ("wsum", {"norm": "minmax", "weights": "0.25,0.5,0.25"}, {"weights": [0.25, 0.5, 0.25]}),
+}
 RANK_BASED = {"rrf", "isr", "borda"}
 MEASURES = [ir_measures.nDCG @ 5, ir_measures.AP, ir_measures.RR, ir_measures.P @ 3]
 
@@ -46,8 +51,10 @@ def ranx_fused(paths, method, out):
 
 
 def scores(run: Run, qrels):
-    return {(m, q): v for m, q, v in ((str(x.measure), x.query_id, x.value)
-                                      for x in ir_measures.iter_calc(MEASURES, qrels, run.as_dict()))}
+    return {
+        (m, q): v
+        for m, q, v in ((str(x.measure), x.query_id, x.value) for x in ir_measures.iter_calc(MEASURES, qrels, run.as_dict()))
+    }
 
 
 @st.composite
@@ -57,8 +64,10 @@ def tied_runs(draw, method):
     Rank-based methods get scores distinct within a topic (ranx's order of a run's own tied
     scores is whatever its sort leaves: no file holds it), score-based ones ties as well."""
     n_topics = draw(st.integers(1, 4))
-    pools = {f"q{t}": [f"d{i:02d}" for i in draw(st.lists(st.integers(0, 30), min_size=2, max_size=12,
-                                                            unique=True))] for t in range(n_topics)}
+    pools = {
+        f"q{t}": [f"d{i:02d}" for i in draw(st.lists(st.integers(0, 30), min_size=2, max_size=12, unique=True))]
+        for t in range(n_topics)
+    }
     runs = []
     for _ in range(3):
         rankings = {}
@@ -92,11 +101,24 @@ def test_fused_runs_equal_ranx_on_files_with_heavy_ties(method, tmp_path_factory
         ours = load_run(folder / "dsr.run")
         theirs = ranx_fused(paths, method, folder / "ranx.run")
         params = [f"{k}={v}" for k, v in ours_params.items()]
-        assert main(["fuse", *map(str, paths), "--method", method, "--out", str(folder / "cli.run"),
-                     *(["--param", *params] if params else [])]) == 0
+        assert (
+            main(
+                [
+                    "fuse",
+                    *map(str, paths),
+                    "--method",
+                    method,
+                    "--out",
+                    str(folder / "cli.run"),
+                    *(["--param", *params] if params else []),
+                ]
+            )
+            == 0
+        )
         assert load_run(folder / "cli.run").rankings == ours.rankings
-        assert {q: [d for d, _ in r] for q, r in ours.rankings.items()} == \
-            {q: [d for d, _ in r] for q, r in theirs.rankings.items()}
+        assert {q: [d for d, _ in r] for q, r in ours.rankings.items()} == {
+            q: [d for d, _ in r] for q, r in theirs.rankings.items()
+        }
         assert scores(ours, qrels) == scores(theirs, qrels)
 
     check()
@@ -113,17 +135,17 @@ def test_rrf_of_the_samples_bm25_and_dense_runs_is_one_number_on_every_path(tmp_
     values = {}
     for path_name, extra in (("alone", []), ("collection", ["--collection", "sample"])):
         out = tmp_path / f"{path_name}.run"
-        assert main(["fuse", str(bm25), str(dense), "--method", "rrf", "--param", "k=60",
-                     "--out", str(out), *extra]) == 0
+        assert main(["fuse", str(bm25), str(dense), "--method", "rrf", "--param", "k=60", "--out", str(out), *extra]) == 0
         values[path_name] = load_run(out)
     values["api"] = dsr.fuse([bm25, dense], "rrf", k=60)
     values["api+collection"] = dsr.fuse([bm25, dense], "rrf", k=60, collection=sample)
     for collection in (sample, None):
-        values[f"stage {collection is None}"] = Fusion(method="rrf", k=60)(collection, load_run(bm25),
-                                                                            load_run(dense))
+        values[f"stage {collection is None}"] = Fusion(method="rrf", k=60)(collection, load_run(bm25), load_run(dense))
     values["ranx"] = ranx_fused([bm25, dense], "rrf", tmp_path / "ranx.run")
-    ndcg = {name: ir_measures.calc_aggregate([ir_measures.nDCG @ 5], qrels, run.as_dict())[ir_measures.nDCG @ 5]
-            for name, run in values.items()}
+    ndcg = {
+        name: ir_measures.calc_aggregate([ir_measures.nDCG @ 5], qrels, run.as_dict())[ir_measures.nDCG @ 5]
+        for name, run in values.items()
+    }
     assert round(ndcg["ranx"], 4) == 0.5610
     assert len(set(ndcg.values())) == 1, ndcg
     orders = {name: {q: [d for d, _ in r] for q, r in run.rankings.items()} for name, run in values.items()}

@@ -52,11 +52,19 @@ def run_rejects(capsys, tmp_path, path: Path, *words: str) -> str:
 
 # --- ids that TREC files cannot carry -----------------------------------------
 
-@pytest.mark.parametrize("where, value", [
-    ("candidate", "Great Pyramid"), ("candidate", "tab\there"), ("candidate", "new\nline"),
-    ("candidate", "nbsp\u00a0here"), ("candidate", "ls\u2028here"), ("dialogue", "t5 x"),
-    ("dialogue", "cr\rhere"),
-])
+
+@pytest.mark.parametrize(
+    "where, value",
+    [
+        ("candidate", "Great Pyramid"),
+        ("candidate", "tab\there"),
+        ("candidate", "new\nline"),
+        ("candidate", "nbsp\u00a0here"),
+        ("candidate", "ls\u2028here"),
+        ("dialogue", "t5 x"),
+        ("dialogue", "cr\rhere"),
+    ],
+)
 def test_ids_with_whitespace_are_rejected_on_load(capsys, tmp_path, records, where, value):
     recs = copy.deepcopy(records)
     if where == "candidate":
@@ -89,8 +97,7 @@ def test_builders_cannot_make_such_ids():
 
 def test_sigir2022_titles_in_ids_become_underscores_and_runs_have_six_columns(capsys, tmp_path):
     out = tmp_path / "sigir.run"
-    code, err = cli(capsys, "run", "sigir2022", "--source", str(FIXTURES / "current"),
-                    "--ranker", "bm25", "--out", str(out))
+    code, err = cli(capsys, "run", "sigir2022", "--source", str(FIXTURES / "current"), "--ranker", "bm25", "--out", str(out))
     assert code == 0, err
     lines = [line.split() for line in out.read_text().splitlines()]
     assert lines and all(len(parts) == 6 for parts in lines)
@@ -135,6 +142,7 @@ def test_line_separators_through_data_build_and_stats(capsys, tmp_path):
 
 # --- no traceback: nesting, huge numbers, labels ------------------------------
 
+
 def test_deep_nesting_is_an_input_error(capsys, tmp_path, records):
     deep = "[" * 100_000 + "]" * 100_000
     line = json.dumps(records[1])[:-1] + f', "meta": {{"x": {deep}}}}}'
@@ -146,25 +154,30 @@ def test_deep_nesting_in_a_json_document(capsys, tmp_path):
     src = tmp_path / "src"
     shutil.copytree(FIXTURES / "current", src)
     (src / "datasets" / "dialogues.json").write_text("[" * 100_000 + "]" * 100_000)
-    code, err = cli(capsys, "data", "build", "sigir2022", "--source", str(src),
-                    "--out", str(tmp_path / "x.jsonl"))
+    code, err = cli(capsys, "data", "build", "sigir2022", "--source", str(src), "--out", str(tmp_path / "x.jsonl"))
     assert code == 2 and "dialogues.json" in err and "nested too deeply" in err
 
 
 @pytest.mark.parametrize("field", ["label", "score"])
 def test_five_thousand_digit_numbers(capsys, tmp_path, records, field):
-    line = json.dumps(records[1]).replace(f'"{field}": {records[1]["candidates"][0][field]}',
-                                          f'"{field}": {"7" * 5000}', 1)
+    line = json.dumps(records[1]).replace(f'"{field}": {records[1]["candidates"][0][field]}', f'"{field}": {"7" * 5000}', 1)
     assert "7" * 5000 in line
     path = write_lines(tmp_path / "digits.jsonl", [json.dumps(records[0]), line])
     run_rejects(capsys, tmp_path, path, f"{path}:2", f"candidates[0].{field}", "finite")
 
 
-@pytest.mark.parametrize("value, words", [
-    ("1e30", "whole number from 0 to"), ("NaN", "finite"), ("Infinity", "finite"),
-    ("-Infinity", "finite"), ("true", "expected a number"), ('"1e30"', "whole number from 0 to"),
-    ("2147483648", "whole number from 0 to"),
-])
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("1e30", "whole number from 0 to"),
+        ("NaN", "finite"),
+        ("Infinity", "finite"),
+        ("-Infinity", "finite"),
+        ("true", "expected a number"),
+        ('"1e30"', "whole number from 0 to"),
+        ("2147483648", "whole number from 0 to"),
+    ],
+)
 def test_bad_labels(capsys, tmp_path, records, value, words):
     line = json.dumps(records[1]).replace('"label": 0', f'"label": {value}', 1)
     assert value in line
@@ -181,6 +194,7 @@ def test_largest_label_is_accepted(tmp_path, records):
 
 # --- issue 40: a lone surrogate, grades and measure parameters beyond a C int ------------------
 
+
 @pytest.mark.parametrize("where", ["title", "candidates[1].body", "context[0].author_name"])
 def test_a_lone_surrogate_escape_is_refused_naming_the_field(capsys, tmp_path, records, where):
     """``"\ud800"`` in a benchmark file is valid JSON but no UTF-8 text: it was a traceback when
@@ -193,13 +207,13 @@ def test_a_lone_surrogate_escape_is_refused_naming_the_field(capsys, tmp_path, r
         record["candidates"][1]["body"] = "x\udc80y"
     else:
         record["context"][0]["author_name"] = "\udbff"
-    path = write_lines(tmp_path / "bad.jsonl", [json.dumps(record)])     # json.dumps writes \ud800
+    path = write_lines(tmp_path / "bad.jsonl", [json.dumps(record)])  # json.dumps writes \ud800
     err = run_rejects(capsys, tmp_path, path, "lone surrogate", where)
     assert f"{path}:1" in err
     record = copy.deepcopy(records[0])
-    record["title"] = "fine \U0001F600"
+    record["title"] = "fine \U0001f600"
     good = write_lines(tmp_path / "good.jsonl", [json.dumps(record)])
-    assert "\\ud83d\\ude00" in good.read_text() and read_benchmark(good)[record["id"]].title == "fine \U0001F600"
+    assert "\\ud83d\\ude00" in good.read_text() and read_benchmark(good)[record["id"]].title == "fine \U0001f600"
 
 
 @pytest.mark.parametrize("measure", ["RR(rel=3000000000)", "P@3000000000", "SDCG(max_rel=9999999999)@5"])
@@ -215,12 +229,30 @@ def test_a_qrels_grade_beyond_a_c_int_is_refused(capsys, tmp_path, grade):
     """trec_eval holds a grade as a C int: 4294967297 was read as 1 (a relevant document
     scored as not relevant) and 3000000000 as a negative number whose arrays took the
     machine's memory (dsr board add-baseline was killed). Now the qrels line is refused."""
-    qrels = write_lines(tmp_path / "big.qrels", ["sample_askscience.s01.0.3 0 Sunset_8575223_2_0_0 1",
-                                                 f"sample_askscience.s01.0.3 0 Tyndall_effect_8663704_0_0_2 {grade}"])
+    qrels = write_lines(
+        tmp_path / "big.qrels",
+        [
+            "sample_askscience.s01.0.3 0 Sunset_8575223_2_0_0 1",
+            f"sample_askscience.s01.0.3 0 Tyndall_effect_8663704_0_0_2 {grade}",
+        ],
+    )
     run = tmp_path / "bm25.run"
     assert main(["run", "sample", "--ranker", "bm25", "--out", str(run)]) == 0
     code, err = cli(capsys, "evaluate", "--qrels", str(qrels), str(run))
     assert code == 2 and f"{qrels}:2" in err and "grade" in err, err
-    code, err = cli(capsys, "board", "add-phase", "sample", "--phase", "t", "--hidden", "--qrels", str(qrels),
-                    "--db", f"sqlite:///{tmp_path / 'b.sqlite'}", "--store", str(tmp_path / "store"))
+    code, err = cli(
+        capsys,
+        "board",
+        "add-phase",
+        "sample",
+        "--phase",
+        "t",
+        "--hidden",
+        "--qrels",
+        str(qrels),
+        "--db",
+        f"sqlite:///{tmp_path / 'b.sqlite'}",
+        "--store",
+        str(tmp_path / "store"),
+    )
     assert code == 2 and f"{qrels}:2" in err, err

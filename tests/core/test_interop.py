@@ -32,9 +32,9 @@ def test_frames_round_trip_in_pyterrier_shape(runs):
     frame = run.to_frame()
     assert list(frame.columns) == ["qid", "docno", "score", "rank"]
     first = frame[frame.qid == run.topics()[0]]
-    assert list(first["rank"]) == list(range(len(first)))         # PyTerrier counts from 0
+    assert list(first["rank"]) == list(range(len(first)))  # PyTerrier counts from 0
     assert list(first["docno"]) == run.top(run.topics()[0])
-    back = Run.from_frame(frame.sample(frac=1.0, random_state=0))   # row order does not matter
+    back = Run.from_frame(frame.sample(frac=1.0, random_state=0))  # row order does not matter
     assert back.as_dict() == run.as_dict()
     # rank alone orders when there is no score; a bad frame names the missing column
     by_rank = Run.from_frame(frame.drop(columns=["score"]))
@@ -58,15 +58,19 @@ def test_ranx_runs_and_qrels_round_trip(collection, runs):
 def test_dsr_evaluate_takes_every_shape_and_gives_the_same_numbers(collection, runs, tmp_path):
     path = tmp_path / "a.run"
     runs[0].write(path)
-    shapes = {"path": str(path), "run": runs[0], "frame": runs[0].to_frame(),
-              "ranx": runs[0].to_ranx(), "dict": runs[0].as_dict()}
+    shapes = {
+        "path": str(path),
+        "run": runs[0],
+        "frame": runs[0].to_frame(),
+        "ranx": runs[0].to_ranx(),
+        "dict": runs[0].as_dict(),
+    }
     results = dsr.evaluate(collection, shapes, measures=["nDCG@5", "RR"], baseline="run")
     table = results.table("all")
-    assert (table.nunique() == 1).all(), table       # one run, five shapes, one row of numbers
+    assert (table.nunique() == 1).all(), table  # one run, five shapes, one row of numbers
     # and against qrels alone (ranx Qrels, a frame, a dict): the same per-topic values
     qrels = dsr.qrels(collection)
-    frame = pd.DataFrame([(q, d, g) for q, docs in qrels.items() for d, g in docs.items()],
-                         columns=["qid", "docno", "label"])
+    frame = pd.DataFrame([(q, d, g) for q, docs in qrels.items() for d, g in docs.items()], columns=["qid", "docno", "label"])
     expected = results.per_topic_frame().query("system == 'run'").set_index("topic")[["nDCG@5", "RR"]]
     for given in (ranx.Qrels(qrels), frame, qrels):
         alone = dsr.evaluate(runs=[runs[0].to_ranx()], qrels=given, measures=["nDCG@5", "RR"])
@@ -82,11 +86,17 @@ def test_dsr_evaluate_equals_pyterrier_experiment(collection, runs):
 
     qrels = dsr.qrels(collection)
     topics = pd.DataFrame({"qid": collection.ids, "query": ["q"] * len(collection)})
-    qrels_frame = pd.DataFrame([(q, d, g) for q, docs in qrels.items() for d, g in docs.items()],
-                               columns=["qid", "docno", "label"])
+    qrels_frame = pd.DataFrame(
+        [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()], columns=["qid", "docno", "label"]
+    )
     frames = {f"r{k}": run.to_frame() for k, run in enumerate(runs)}
-    theirs = pt.Experiment([pt.Transformer.from_df(f) for f in frames.values()], topics, qrels_frame,
-                           eval_metrics=[RR, nDCG @ 5, AP], names=list(frames))
+    theirs = pt.Experiment(
+        [pt.Transformer.from_df(f) for f in frames.values()],
+        topics,
+        qrels_frame,
+        eval_metrics=[RR, nDCG @ 5, AP],
+        names=list(frames),
+    )
     ours = dsr.evaluate(collection, frames, measures=["RR", "nDCG@5", "AP"]).table("all")
     for _, row in theirs.iterrows():
         for measure in ("RR", "nDCG@5", "AP"):
@@ -94,10 +104,14 @@ def test_dsr_evaluate_equals_pyterrier_experiment(collection, runs):
 
 
 #: ranx's name and parameters for each method both define; wsum with min-max
-SHARED = {"rrf": ("rrf", {}, {}), "isr": ("isr", {}, {}), "borda": ("bordafuse", {}, {}),
-          "combsum": ("sum", {"norm": "minmax"}, {}), "combmnz": ("mnz", {"norm": "minmax"}, {}),
-          "wsum": ("wsum", {"norm": "minmax", "weights": [0.2, 0.5, 0.3]},
-                   {"weights": [0.2, 0.5, 0.3]})}
+SHARED = {
+    "rrf": ("rrf", {}, {}),
+    "isr": ("isr", {}, {}),
+    "borda": ("bordafuse", {}, {}),
+    "combsum": ("sum", {"norm": "minmax"}, {}),
+    "combmnz": ("mnz", {"norm": "minmax"}, {}),
+    "wsum": ("wsum", {"norm": "minmax", "weights": [0.2, 0.5, 0.3]}, {"weights": [0.2, 0.5, 0.3]}),
+}
 
 
 @pytest.mark.parametrize("method", sorted(SHARED))
@@ -106,12 +120,13 @@ def test_fusion_ranks_as_ranx_does(collection, runs, method):
     under min-max a missing document scores 0 in both)."""
     theirs_name, ours_params, ranx_params = SHARED[method]
     assert method in FUSERS
-    partial = [Run({q: r[: 3 + k % 5] for k, (q, r) in enumerate(run.rankings.items())}, run.tag)
-               for run in runs]                                    # top-k cuts: documents go missing
+    partial = [
+        Run({q: r[: 3 + k % 5] for k, (q, r) in enumerate(run.rankings.items())}, run.tag) for run in runs
+    ]  # top-k cuts: documents go missing
     fused = dsr.fuse(partial, method, **ours_params)
-    reference = ranx.fuse([r.to_ranx() for r in partial], method=theirs_name,
-                          norm="min-max" if "norm" in ours_params else None,
-                          params=ranx_params).to_dict()
+    reference = ranx.fuse(
+        [r.to_ranx() for r in partial], method=theirs_name, norm="min-max" if "norm" in ours_params else None, params=ranx_params
+    ).to_dict()
     for qid, ranked in fused.rankings.items():
         expected = sorted(reference[qid].items(), key=lambda ds: -ds[1])
         ours = dict(ranked)
@@ -145,13 +160,33 @@ def test_tune_auto_groups_runs_in_the_api_as_on_the_command_line(collection, tmp
     from dsr.core.data import write_benchmark
 
     write_benchmark(collection, tmp_path / "c.jsonl")
-    assert main(["evaluate", str(tmp_path / "c.jsonl"), *paths, "--tune", "auto", "--n-splits", "5",
-                 "--protocol", "official", "--measures", "nDCG@5", "--baseline", "other", "--json",
-                 "--quiet", "--permutations", "0"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                str(tmp_path / "c.jsonl"),
+                *paths,
+                "--tune",
+                "auto",
+                "--n-splits",
+                "5",
+                "--protocol",
+                "official",
+                "--measures",
+                "nDCG@5",
+                "--baseline",
+                "other",
+                "--json",
+                "--quiet",
+                "--permutations",
+                "0",
+            ]
+        )
+        == 0
+    )
     cli = json.loads(capsys.readouterr().out)
     assert cli["systems"]["bm25"]["choice_counts"] == ours.to_json()["systems"]["bm25"]["choice_counts"]
-    assert cli["systems"]["bm25"]["test"]["all"]["nDCG@5"]["mean"] == \
-        ours.summary("all")["bm25"]["nDCG@5"][0]
+    assert cli["systems"]["bm25"]["test"]["all"]["nDCG@5"]["mean"] == ours.summary("all")["bm25"]["nDCG@5"][0]
 
 
 def test_a_tune_word_other_than_auto_is_refused_naming_tune(collection, tmp_path):

@@ -47,7 +47,7 @@ def _plain_yaml(path) -> dict:
     """The header parsed independently: '# ' stripped between the markers, then YAML."""
     lines = path.read_text().splitlines()
     start, end = lines.index("# ir_metadata.start"), lines.index("# ir_metadata.end")
-    return yaml.safe_load("\n".join(line[2:] for line in lines[start + 1:end]))
+    return yaml.safe_load("\n".join(line[2:] for line in lines[start + 1 : end]))
 
 
 def test_parse_the_documented_example():
@@ -60,8 +60,9 @@ def test_parse_the_documented_example():
     assert config["collection"] == {"name": "The New York Times Annotated Corpus"}
     assert parse_header(["q1 Q0 d1 1 2.0 x\n"]) == {}
     # YAML dates and number keys become JSON-ready text (the header goes into sidecars)
-    dated = parse_header(["# ir_metadata.start\n", "# actor:\n", "#   date: 2022-07-11\n",
-                          "#   1: first\n", "# ir_metadata.end\n"])
+    dated = parse_header(
+        ["# ir_metadata.start\n", "# actor:\n", "#   date: 2022-07-11\n", "#   1: first\n", "# ir_metadata.end\n"]
+    )
     assert dated == {"actor": {"date": "2022-07-11", "1": "first"}}
     json.dumps(dated, sort_keys=True)
 
@@ -70,15 +71,13 @@ def test_bad_headers_name_the_line():
     with pytest.raises(InputError, match=r"run:1: .*without"):
         parse_header(["# ir_metadata.start\n", "# tag: x\n", "q1 Q0 d1 1 2.0 x\n"], path="run")
     with pytest.raises(InputError, match=r"run:3: ir_metadata header is not valid YAML"):
-        parse_header(["# ir_metadata.start\n", "# tag: x\n", "# a: b: c\n", "# d: 1\n",
-                      "# ir_metadata.end\n"], path="run")
+        parse_header(["# ir_metadata.start\n", "# tag: x\n", "# a: b: c\n", "# d: 1\n", "# ir_metadata.end\n"], path="run")
 
 
 def test_run_with_ir_metadata_header(tmp_path, capsys):
     plain, annotated = tmp_path / "plain.run", tmp_path / "annotated.run"
     assert main(["run", "sample", "--ranker", "bm25", "--param", "k1=0.9", "--out", str(plain)]) == 0
-    assert main(["run", "sample", "--ranker", "bm25", "--param", "k1=0.9", "--out", str(annotated),
-                 "--ir-metadata"]) == 0
+    assert main(["run", "sample", "--ranker", "bm25", "--param", "k1=0.9", "--out", str(annotated), "--ir-metadata"]) == 0
     assert not plain.read_text().startswith("#")
     text = annotated.read_text()
     assert text.startswith("# ir_metadata.start\n")
@@ -90,8 +89,7 @@ def test_run_with_ir_metadata_header(tmp_path, capsys):
     assert side["ir_metadata_header"] is True
     assert meta["tag"] == side["tag"] == body[0].split()[5]
     assert meta["schema-version"] == 0.1
-    assert meta["method"]["retrieval"] == [{"name": "bm25", "method": "dsr run --ranker bm25",
-                                            "params": side["params"]}]
+    assert meta["method"]["retrieval"] == [{"name": "bm25", "method": "dsr run --ranker bm25", "params": side["params"]}]
     assert meta["method"]["retrieval"][0]["params"]["k1"] == 0.9
     assert meta["data"]["test collection"]["hash"] == side["collection"]["hash"]
     assert meta["data"]["test collection"]["ir_datasets"] == "dsr/sample"
@@ -139,8 +137,26 @@ def test_a_run_without_sidecar_takes_its_config_from_the_header(tmp_path, capsys
 def test_rerank_header_names_the_stage_it_reranks(tmp_path):
     first, second = tmp_path / "bm25.run", tmp_path / "rerank.run"
     assert main(["run", "sample", "--ranker", "bm25", "--out", str(first)]) == 0
-    assert main(["rerank", "sample", "--run", str(first), "--reranker", "bi-encoder", "--model",
-                 "all-MiniLM-L6-v2", "--top-k", "3", "--out", str(second), "--ir-metadata"]) == 0
+    assert (
+        main(
+            [
+                "rerank",
+                "sample",
+                "--run",
+                str(first),
+                "--reranker",
+                "bi-encoder",
+                "--model",
+                "all-MiniLM-L6-v2",
+                "--top-k",
+                "3",
+                "--out",
+                str(second),
+                "--ir-metadata",
+            ]
+        )
+        == 0
+    )
     stages = _plain_yaml(second)["method"]["retrieval"]
     assert [s["name"] for s in stages] == ["bm25", "bi-encoder"]
     assert stages[1]["reranks"] == "bm25" and stages[1]["params"]["top_k"] == 3
@@ -163,8 +179,9 @@ def test_a_bad_line_below_a_header_is_named_not_a_header_line(tmp_path, capsys):
     run = tmp_path / "bad.run"
     run.write_text("".join(header + lines))
     capsys.readouterr()
-    assert main(["fuse", str(run), str(plain), "--collection", "sample", "--method", "rrf",
-                 "--out", str(tmp_path / "f.run")]) == 2
+    assert (
+        main(["fuse", str(run), str(plain), "--collection", "sample", "--method", "rrf", "--out", str(tmp_path / "f.run")]) == 2
+    )
     assert f"{run}:{len(header) + 8}: field 'qid': topic 'nope'" in capsys.readouterr().err
 
 
@@ -172,11 +189,9 @@ def test_a_loosely_written_foreign_header_is_kept_not_fatal(tmp_path):
     plain = tmp_path / "plain.run"
     assert main(["run", "sample", "--ranker", "bm25", "--out", str(plain)]) == 0
     foreign = tmp_path / "foreign.run"
-    foreign.write_text("# ir_metadata.start\n# tag: theirs\n# method: bm25\n# data: nyt\n"
-                       "# ir_metadata.end\n" + plain.read_text())
+    foreign.write_text("# ir_metadata.start\n# tag: theirs\n# method: bm25\n# data: nyt\n# ir_metadata.end\n" + plain.read_text())
     config = Run.read(foreign).config
     assert config == {"ir_metadata": {"tag": "theirs", "method": "bm25", "data": "nyt"}}
     fused = tmp_path / "f.run"
-    assert main(["fuse", str(foreign), str(plain), "--method", "rrf", "--out", str(fused),
-                 "--ir-metadata"]) == 0
+    assert main(["fuse", str(foreign), str(plain), "--method", "rrf", "--out", str(fused), "--ir-metadata"]) == 0
     assert _plain_yaml(fused)["method"]["retrieval"][-1]["ensembles"] == ["bm25-query=all", "bm25"]

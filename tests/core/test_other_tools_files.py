@@ -41,8 +41,7 @@ def test_an_msmarco_run_is_detected_and_scored_as_its_ranks(tmp_path):
     qrels = tmp_path / "qrels"
     qrels.write_text("q1 0 d1 1\nq1 0 d2 0\nq2 0 d8 1\n")
     out = tmp_path / "pt.tsv"
-    assert main(["evaluate", "--qrels", str(qrels), str(path), "--measures", "RR,P@2",
-                 "--per-topic", str(out)]) == 0
+    assert main(["evaluate", "--qrels", str(qrels), str(path), "--measures", "RR,P@2", "--per-topic", str(out)]) == 0
     rows = {line.split("\t")[2]: line.split("\t")[4:] for line in out.read_text().splitlines()[1:]}
     assert rows == {"q1": ["0.5", "0.5"], "q2": ["0.5", "0.5"]}
 
@@ -70,8 +69,9 @@ def test_a_wrong_or_forced_format_is_an_error_naming_the_line(tmp_path, capsys):
         read_trec_run(trec, "msmarco")
     with pytest.raises(ValueError, match="expected 6 columns"):
         read_trec_run(msmarco_file(tmp_path / "m.tsv", {"q": ["a"]}), "trec")
-    assert main(["fuse", str(trec), str(trec), "--method", "rrf", "--run-format", "msmarco",
-                 "--out", str(tmp_path / "f.run")]) == 2
+    assert (
+        main(["fuse", str(trec), str(trec), "--method", "rrf", "--run-format", "msmarco", "--out", str(tmp_path / "f.run")]) == 2
+    )
     assert "expected 3 columns" in capsys.readouterr().err
 
 
@@ -95,7 +95,7 @@ def test_a_byte_order_mark_is_read_as_no_mark_in_runs_qrels_and_validate(tmp_pat
     plain, marked = tmp_path / "plain.run", bom(tmp_path / "marked.run", run_text)
     plain.write_text(run_text)
     assert load_run(marked).rankings == load_run(plain).rankings
-    assert list(load_run(marked).rankings) == ["q1"]          # not "\ufeffq1"
+    assert list(load_run(marked).rankings) == ["q1"]  # not "\ufeffq1"
     qrels = bom(tmp_path / "qrels", "q1 0 d1 1\n")
     assert read_qrels(qrels) == {"q1": {"d1": 1}}
     assert main(["validate", "--qrels", str(qrels), str(marked)]) == 0
@@ -119,7 +119,7 @@ def test_a_byte_order_mark_in_a_benchmark_file_and_a_label_studio_export(tmp_pat
     a.write_text(json.dumps(export))
     try:
         expected = labelstudio.read(a)
-    except ValueError as err:       # the export's own checks: the same with and without the mark
+    except ValueError as err:  # the export's own checks: the same with and without the mark
         with pytest.raises(ValueError) as caught:
             labelstudio.read(b)
         assert str(caught.value).replace(str(b), "F") == str(err).replace(str(a), "F")

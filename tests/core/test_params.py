@@ -20,25 +20,27 @@ DECLARED = (
 
 def test_defaults_and_overrides_are_checked_and_typed():
     out = resolve({"k1": 2, "query": "last"}, DECLARED, "ranker 'bm25'")
-    assert out == {"query": "last", "k1": 2, "b": 0.75, "depth": 10, "stem": False, "delta": None,
-                   "decay": 0.5}
+    assert out == {"query": "last", "k1": 2, "b": 0.75, "depth": 10, "stem": False, "delta": None, "decay": 0.5}
     assert resolve({"depth": 3.0}, DECLARED, "x")["depth"] == 3
     assert defaults(DECLARED)["b"] == 0.75
     assert grid(DECLARED) == {"query": ["last", "all"], "k1": [0.9, 1.2]}
 
 
-@pytest.mark.parametrize("given, words", [
-    ({"k2": 1}, "unknown parameter(s) k2 for ranker 'bm25'; known: query, k1"),
-    ({"b": 1.5}, "parameter b of ranker 'bm25' must be a number >= 0 and <= 1, got 1.5"),
-    ({"query": "first"}, "must be one of last, all"),
-    ({"depth": 2.5}, "must be a whole number >= 1"),
-    ({"depth": 0}, "must be a whole number >= 1"),
-    ({"stem": 1}, "must be true or false"),
-    ({"k1": "high"}, "must be a number >= 0"),
-    ({"k1": float("nan")}, "must be a number >= 0"),
-    ({"decay": 0}, "must be a number > 0 and <= 1"),
-    ({"k1": None}, "must be a number >= 0, got None"),
-])
+@pytest.mark.parametrize(
+    "given, words",
+    [
+        ({"k2": 1}, "unknown parameter(s) k2 for ranker 'bm25'; known: query, k1"),
+        ({"b": 1.5}, "parameter b of ranker 'bm25' must be a number >= 0 and <= 1, got 1.5"),
+        ({"query": "first"}, "must be one of last, all"),
+        ({"depth": 2.5}, "must be a whole number >= 1"),
+        ({"depth": 0}, "must be a whole number >= 1"),
+        ({"stem": 1}, "must be true or false"),
+        ({"k1": "high"}, "must be a number >= 0"),
+        ({"k1": float("nan")}, "must be a number >= 0"),
+        ({"decay": 0}, "must be a number > 0 and <= 1"),
+        ({"k1": None}, "must be a number >= 0, got None"),
+    ],
+)
 def test_bad_values_name_the_parameter_and_what_it_accepts(given, words):
     with pytest.raises(InputError) as err:
         resolve(given, DECLARED, "ranker 'bm25'")
@@ -51,9 +53,14 @@ def test_optional_parameter_takes_none():
 
 
 def test_parse_assignments_types_values():
-    assert parse_assignments(["k1=1.2", "depth=3", "stem=true", "delta=none", "query=title+all",
-                              "text=title: body"]) == {
-        "k1": 1.2, "depth": 3, "stem": True, "delta": None, "query": "title+all", "text": "title: body"}
+    assert parse_assignments(["k1=1.2", "depth=3", "stem=true", "delta=none", "query=title+all", "text=title: body"]) == {
+        "k1": 1.2,
+        "depth": 3,
+        "stem": True,
+        "delta": None,
+        "query": "title+all",
+        "text": "title: body",
+    }
     with pytest.raises(InputError, match="expected NAME=VALUE"):
         parse_assignments(["k1"])
 
@@ -74,12 +81,12 @@ def test_a_settings_type_is_made_by_keyword_with_defaults_and_checked_when_made(
     made = Settings(honeypot_threshold=0.6, min_honeypots=5)
     assert (made.k, made.honeypot_threshold, made.min_honeypots, made.description) == (3, 0.6, 5, "")
     with pytest.raises(TypeError):
-        Settings(3, 10)                                  # by keyword only
+        Settings(3, 10)  # by keyword only
     for name, value in (("honeypot_threshold", 1.5), ("min_honeypots", -1), ("k", 21), ("chunk", 2.5)):
         with pytest.raises(InputError) as raised:
             Settings(**{name: value})
         assert raised.value.field == name and "a judging campaign" in str(raised.value)
     Fixed = settings_type("Fixed", (Param("n", 2, "int", low=1),), "a test")
-    assert Fixed(n=3.0).n == 3 and isinstance(Fixed(n=3.0).n, int)       # a whole float narrowed
+    assert Fixed(n=3.0).n == 3 and isinstance(Fixed(n=3.0).n, int)  # a whole float narrowed
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.k = 4

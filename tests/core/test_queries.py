@@ -10,10 +10,13 @@ from dsr.core.queries import MIN_WEIGHT, STRATEGIES, query_terms, query_text
 
 
 def dialogue(*turns: str, title: str = "Cats or dogs") -> Dialogue:
-    return Dialogue(id="d1", title=title,
-                    context=[Turn(f"a{i}", f"user{i}", body) for i, body in enumerate(turns)],
-                    target=Turn("x", "next", "a reply"),
-                    candidates=[Candidate("c1", "Cat", "Cats purr.", None, 1)])
+    return Dialogue(
+        id="d1",
+        title=title,
+        context=[Turn(f"a{i}", f"user{i}", body) for i, body in enumerate(turns)],
+        target=Turn("x", "next", "a reply"),
+        candidates=[Candidate("c1", "Cat", "Cats purr.", None, 1)],
+    )
 
 
 D = dialogue("I like cats.", "Dogs are better than cats!", "Cats purr softly.")
@@ -27,8 +30,7 @@ def test_plain_strategies_text():
     assert query_text(D, "last") == "Cats purr softly."
     assert query_text(D, "last2") == "Dogs are better than cats!\nCats purr softly."
     assert query_text(D, "all") == "I like cats.\nDogs are better than cats!\nCats purr softly."
-    assert query_text(D, "title+all") == ("Cats or dogs\nI like cats.\nDogs are better than cats!\n"
-                                          "Cats purr softly.")
+    assert query_text(D, "title+all") == ("Cats or dogs\nI like cats.\nDogs are better than cats!\nCats purr softly.")
 
 
 def test_plain_strategies_terms_are_counts():
@@ -54,7 +56,7 @@ def test_weighted_text_is_recent_first_and_drops_light_turns():
     long = dialogue(*[f"turn number {i}" for i in range(7)])
     text = query_text(long, "weighted", decay=0.5).split("\n")
     # weights 1, .5, .25, .125, .0625 are kept; .03125 < MIN_WEIGHT is not
-    assert 0.5 ** 4 >= MIN_WEIGHT > 0.5 ** 5
+    assert 0.5**4 >= MIN_WEIGHT > 0.5**5
     assert text == [f"turn number {i}" for i in (6, 5, 4, 3, 2)]
     assert query_text(long, "weighted", decay=1.0).split("\n")[0] == "turn number 6"
 
@@ -100,8 +102,7 @@ def words(text: str) -> int:
 def test_title_recent_is_title_then_last_four_turns_newest_first():
     assert query_text(LONG, "title+recent") == "Cats or dogs\ntwelve\nnine ten eleven\neight\nsix seven"
     # BM25 sees the same words, unweighted
-    assert query_terms(LONG, "title+recent") == {w: 1 for w in
-                                                 "cats or dogs twelve nine ten eleven eight six seven".split()}
+    assert query_terms(LONG, "title+recent") == {w: 1 for w in "cats or dogs twelve nine ten eleven eight six seven".split()}
 
 
 def test_budget_drops_the_oldest_turns_and_keeps_title_and_latest():

@@ -14,9 +14,11 @@ def test_a_collection_a_dialogue_and_a_run_print_as_one_short_line():
     for obj in (sample, dialogue, run):
         text = repr(obj)
         assert "\n" not in text and len(text) < 200, text
-    assert repr(sample) == (f"Collection('sample': {len(sample)} dialogues, "
-                            f"{sum(len(d.candidates) for d in sample)} candidates, subsets "
-                            f"{', '.join(sample.subsets)}, hash {sample.content_hash[:12]})")
+    assert repr(sample) == (
+        f"Collection('sample': {len(sample)} dialogues, "
+        f"{sum(len(d.candidates) for d in sample)} candidates, subsets "
+        f"{', '.join(sample.subsets)}, hash {sample.content_hash[:12]})"
+    )
     assert repr(dialogue).startswith(f"Dialogue({dialogue.id!r}, ")
     assert f"{len(dialogue.candidates)} candidates, {len(dialogue.relevant)} relevant" in repr(dialogue)
     lines = sum(len(r) for r in run.rankings.values())

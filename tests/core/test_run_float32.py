@@ -27,6 +27,7 @@ MEASURES = ["RR", "P@1", "P@5", "nDCG@1", "nDCG@5", "nDCG@10", "nDCG@100", "AP",
 
 # --- a plain evaluator, independent of dsr and trec_eval ---------------------------------
 
+
 def plain_walk(path: Path) -> dict[str, list[str]]:
     """topic -> doc ids in the order the FILE's scores say (highest first), read with
     Python's float; asserts the file has no tie, not even as float32, and that the rank
@@ -47,6 +48,7 @@ def plain_walk(path: Path) -> dict[str, list[str]]:
 
 
 # --- the minimal case of the issue ---------------------------------------------------------
+
 
 def test_minimal_case_two_scores_equal_in_float32(tmp_path):
     # distinct as 64-bit floats, equal as 32-bit floats; the relevant document is second
@@ -73,8 +75,12 @@ def test_written_scores_parse_back_through_c_atof_and_a_float32_cast(tmp_path):
     libc.atof.restype = ctypes.c_double
     libc.atof.argtypes = [ctypes.c_char_p]
     rng = np.random.default_rng(5)
-    values = np.concatenate([rng.normal(size=300) * 10.0 ** rng.integers(-40, 39, size=300),
-                             [0.0, -0.0, 1e-45, -1e-45, 1e-39, 3e38, -3e38, 1e300, -1e300]])
+    values = np.concatenate(
+        [
+            rng.normal(size=300) * 10.0 ** rng.integers(-40, 39, size=300),
+            [0.0, -0.0, 1e-45, -1e-45, 1e-39, 3e38, -3e38, 1e300, -1e300],
+        ]
+    )
     run = Run.from_scores({"q": {f"d{i}": float(v) for i, v in enumerate(values)}})
     run.write(tmp_path / "c.run")
     held = dict(run.rankings["q"])
@@ -87,38 +93,49 @@ def test_written_scores_parse_back_through_c_atof_and_a_float32_cast(tmp_path):
 
 # --- the property -----------------------------------------------------------------------
 
+
 @st.composite
 def topics(draw):
     """A few topics; each a seed, a size (up to 10,000) and how often scores collide."""
     n_topics = draw(st.integers(1, 3))
-    return [(draw(st.integers(0, 2**32 - 1)), draw(st.sampled_from([1, 2, 3, 7, 50, 300, 2000])),
-             draw(st.floats(0, 1)), draw(st.sampled_from(["normal", "small ints", "tiny", "huge"])))
-            for _ in range(n_topics)]
+    return [
+        (
+            draw(st.integers(0, 2**32 - 1)),
+            draw(st.sampled_from([1, 2, 3, 7, 50, 300, 2000])),
+            draw(st.floats(0, 1)),
+            draw(st.sampled_from(["normal", "small ints", "tiny", "huge"])),
+        )
+        for _ in range(n_topics)
+    ]
 
 
 def make_scores(seed: int, n: int, collide: float, kind: str) -> tuple[dict[str, float], dict[str, int], list[str]]:
     """Scores with exact ties, near-ties (a few ulps apart in 64 bits, or equal in 32 bits),
     zeros of both signs, subnormals and negatives; graded labels; a random initial order."""
     rng = np.random.default_rng(seed)
-    base = {"normal": rng.normal(size=n) * 10, "small ints": rng.integers(-3, 4, size=n).astype(float),
-            "tiny": rng.normal(size=n) * 1e-38, "huge": rng.normal(size=n) * 1e37}[kind]
+    base = {
+        "normal": rng.normal(size=n) * 10,
+        "small ints": rng.integers(-3, 4, size=n).astype(float),
+        "tiny": rng.normal(size=n) * 1e-38,
+        "huge": rng.normal(size=n) * 1e37,
+    }[kind]
     values = base.tolist()
     for i in range(1, n):
         if rng.random() < collide:
             j = int(rng.integers(0, i))
             how = rng.integers(0, 6)
             if how == 0:
-                values[i] = values[j]                                        # exact tie
+                values[i] = values[j]  # exact tie
             elif how == 1:
                 values[i] = float(np.nextafter(values[j], math.inf * rng.choice([-1, 1])))  # 1 ulp
             elif how == 2:
-                values[i] = values[j] * (1 + 1e-12)                          # equal in float32
+                values[i] = values[j] * (1 + 1e-12)  # equal in float32
             elif how == 3:
                 values[i] = float(rng.choice([0.0, -0.0, 5e-324, -1e-320, 1e-40]))
             elif how == 4:
                 values[i] = -abs(values[j])
             else:
-                values[i] = float(np.float32(values[j]))                     # exactly a float32
+                values[i] = float(np.float32(values[j]))  # exactly a float32
     docs = [f"s{i:05d}" for i in rng.permutation(n)]
     labels = {d: int(g) for d, g in zip(docs, rng.choice([0, 0, 0, 1, 2], size=n))}
     initial = [docs[i] for i in rng.permutation(n)]
@@ -157,15 +174,16 @@ def test_dsr_evaluate_cli_agrees_with_the_plain_walk(tmp_path):
     collection = load_collection("sample")
     out = tmp_path / "bm25.run"
     cli = [sys.executable, "-m", "dsr.cli"]
-    subprocess.run(cli + ["run", "sample", "--ranker", "bm25", "--out", str(out)], cwd=ROOT, check=True,
-                   capture_output=True)
-    done = subprocess.run(cli + ["evaluate", "sample", str(out), "--measures", *MEASURES, "--quiet",
-                                 "--per-topic", str(tmp_path / "pt.jsonl")], cwd=ROOT,
-                          capture_output=True, text=True)
+    subprocess.run(cli + ["run", "sample", "--ranker", "bm25", "--out", str(out)], cwd=ROOT, check=True, capture_output=True)
+    done = subprocess.run(
+        cli + ["evaluate", "sample", str(out), "--measures", *MEASURES, "--quiet", "--per-topic", str(tmp_path / "pt.jsonl")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     walked = plain_walk(out)
     qrels = {d.id: {c.id: c.label for c in d.candidates} for d in collection}
     for row in map(json.loads, (tmp_path / "pt.jsonl").read_text().splitlines()):
         for m in MEASURES:
-            assert abs(row["values"][m] - plain_measure(m, walked.get(row["topic"], []),
-                                                        qrels[row["topic"]])) <= 1e-9
+            assert abs(row["values"][m] - plain_measure(m, walked.get(row["topic"], []), qrels[row["topic"]])) <= 1e-9

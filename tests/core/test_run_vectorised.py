@@ -29,8 +29,11 @@ def plain_steps(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
         value = float(np.float32(min(max(score, -F32_MAX), F32_MAX)))
         value = 0.0 if abs(value) < F32_TINY else value
         if value >= prev:
-            value = {0.0: -F32_TINY, F32_TINY: 0.0}.get(prev) if prev in (0.0, F32_TINY) else \
-                float(np.nextafter(np.float32(prev), np.float32(-np.inf)))
+            value = (
+                {0.0: -F32_TINY, F32_TINY: 0.0}.get(prev)
+                if prev in (0.0, F32_TINY)
+                else float(np.nextafter(np.float32(prev), np.float32(-np.inf)))
+            )
             if value < -F32_MAX:
                 raise ValueError("too many tied scores at the bottom of the float32 range")
         out.append((doc, value))
@@ -41,8 +44,9 @@ def plain_steps(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
 def plain_rule(doc_scores: dict[str, float], initial: list[str]) -> list[tuple[str, float]]:
     """The tie rule for one topic: score descending, initial rank (ids not in it after), id."""
     rank = {d: i for i, d in enumerate(initial)}
-    return plain_steps([(d, doc_scores[d]) for d in
-                        sorted(doc_scores, key=lambda d: (-doc_scores[d], rank.get(d, len(rank)), d))])
+    return plain_steps(
+        [(d, doc_scores[d]) for d in sorted(doc_scores, key=lambda d: (-doc_scores[d], rank.get(d, len(rank)), d))]
+    )
 
 
 def outcome(function, *args):
@@ -53,9 +57,25 @@ def outcome(function, *args):
         return f"ValueError: {err}"
 
 
-SCORES = st.one_of(st.sampled_from([0.0, -0.0, 1.0, 1.0 + 1e-12, 5e-324, -1e-320, 1e-40, 1e39, -1e39,
-                                    3.4028234663852886e38, float(np.finfo(np.float32).tiny)]),
-                   st.floats(-1e6, 1e6, allow_nan=False), st.integers(-3, 3).map(float))
+SCORES = st.one_of(
+    st.sampled_from(
+        [
+            0.0,
+            -0.0,
+            1.0,
+            1.0 + 1e-12,
+            5e-324,
+            -1e-320,
+            1e-40,
+            1e39,
+            -1e39,
+            3.4028234663852886e38,
+            float(np.finfo(np.float32).tiny),
+        ]
+    ),
+    st.floats(-1e6, 1e6, allow_nan=False),
+    st.integers(-3, 3).map(float),
+)
 
 
 @st.composite

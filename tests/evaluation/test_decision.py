@@ -40,8 +40,7 @@ def _run(silver, judged, judged_way: str, silver_way: str) -> Run:
     grades = {d.id: {c.id: c.label for c in d.candidates} for d in judged}
     scores = {}
     for d in silver:
-        labels, way = (grades[d.id], judged_way) if d.id in grades else (
-            {c.id: c.label for c in d.candidates}, silver_way)
+        labels, way = (grades[d.id], judged_way) if d.id in grades else ({c.id: c.label for c in d.candidates}, silver_way)
         sign = {"up": 1, "down": -1, "none": 0}[way]
         n = len(d.candidates)
         scores[d.id] = {c.id: sign * labels[c.id] * n + (n - i) / n for i, c in enumerate(d.candidates)}
@@ -55,23 +54,23 @@ def _initial(silver) -> Run:
 def test_better_on_judged_but_worse_on_silver_keeps_the_default(label_sets):
     silver, judged = label_sets
     runs = {"initial": _initial(silver), "judged-only": _run(silver, judged, "up", "down")}
-    decision = decide_runs(judged, silver, {k: {"dev": r, "silver": r} for k, r in runs.items()},
-                           "initial")
+    decision = decide_runs(judged, silver, {k: {"dev": r, "silver": r} for k, r in runs.items()}, "initial")
     dev, sil = decision.rows["judged-only"]["dev"], decision.rows["judged-only"]["silver"]
-    assert dev["better"] and dev["diff"] > 0.3          # far better on the judged points
-    assert sil["diff"] < 0 and not sil["better"]         # worse on the 387 other silver points
+    assert dev["better"] and dev["diff"] > 0.3  # far better on the judged points
+    assert sil["diff"] < 0 and not sil["better"]  # worse on the 387 other silver points
     assert decision.topics == {"dev": 115, "silver": 502}
     assert not decision.switch and decision.chosen == "initial" and decision.passed == []
 
 
 def test_better_on_both_switches_and_the_best_on_dev_wins(label_sets):
     silver, judged = label_sets
-    runs = {"initial": _initial(silver),
-            "judged-only": _run(silver, judged, "up", "down"),
-            "silver-only": _run(silver, judged, "none", "up"),   # judged points: initial order
-            "both": _run(silver, judged, "up", "up")}
-    decision = decide_runs(judged, silver, {k: {"dev": r, "silver": r} for k, r in runs.items()},
-                           "initial")
+    runs = {
+        "initial": _initial(silver),
+        "judged-only": _run(silver, judged, "up", "down"),
+        "silver-only": _run(silver, judged, "none", "up"),  # judged points: initial order
+        "both": _run(silver, judged, "up", "up"),
+    }
+    decision = decide_runs(judged, silver, {k: {"dev": r, "silver": r} for k, r in runs.items()}, "initial")
     assert decision.switch and decision.chosen == "both"
     assert "both" in decision.passed and "judged-only" not in decision.passed
     # silver-only is the initial order on every judged point: no difference there
@@ -104,7 +103,7 @@ def test_holm_over_the_candidates_tried_can_keep_the_default():
     values = {s: {"default": base[s], "candidate": shifted(s, shifts[s])} for s in base}
     alone = decide(values, "default", test="t")
     assert alone.chosen == "candidate"
-    for s in base:   # two more candidates that are no better than the default
+    for s in base:  # two more candidates that are no better than the default
         values[s]["other1"] = base[s] + rng.normal(0, 0.01, len(base[s]))
         values[s]["other2"] = base[s].copy()
     crowded = decide(values, "default", test="t")
@@ -120,16 +119,34 @@ def test_dsr_decide_prints_the_table_and_json(label_sets, tmp_path, capsys, monk
     _initial(silver).write(tmp_path / "initial.run")
     _run(silver, judged, "up", "up").write(tmp_path / "both.run")
     _run(silver, judged, "up", "down").write(tmp_path / "judged-only.run")
-    common = ["decide", "cmu_dog", "cmu_dog_judged", "--silver-source", str(SHARED_DATA / "cmu_dog"),
-              "--silver-split", "valid", "--dev-source", str(SHARED_DATA / "judged")]
-    assert main([*common, "--default", str(tmp_path / "initial.run"),
-                 f"good={tmp_path / 'both.run'}", str(tmp_path / "judged-only.run")]) == 0
+    common = [
+        "decide",
+        "cmu_dog",
+        "cmu_dog_judged",
+        "--silver-source",
+        str(SHARED_DATA / "cmu_dog"),
+        "--silver-split",
+        "valid",
+        "--dev-source",
+        str(SHARED_DATA / "judged"),
+    ]
+    assert (
+        main(
+            [
+                *common,
+                "--default",
+                str(tmp_path / "initial.run"),
+                f"good={tmp_path / 'both.run'}",
+                str(tmp_path / "judged-only.run"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "judged dev (115)" in out and "silver valid (502)" in out
     assert "decision: good replaces initial" in out
     assert str(tmp_path) not in out
-    assert main([*common, "--json", "--default", str(tmp_path / "initial.run"),
-                 str(tmp_path / "judged-only.run")]) == 0
+    assert main([*common, "--json", "--default", str(tmp_path / "initial.run"), str(tmp_path / "judged-only.run")]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["decision"] == "initial" and result["switch"] is False
     assert result["rows"]["judged-only"]["silver"]["diff"] < 0
@@ -140,12 +157,22 @@ def test_bad_run_specs_are_bad_input(label_sets, tmp_path, capsys):
 
     silver, _ = label_sets
     _initial(silver).write(tmp_path / "initial.run")
-    common = ["decide", "cmu_dog", "cmu_dog_judged", "--silver-source", str(SHARED_DATA / "cmu_dog"),
-              "--silver-split", "valid", "--dev-source", str(SHARED_DATA / "judged"),
-              "--default", str(tmp_path / "initial.run")]
+    common = [
+        "decide",
+        "cmu_dog",
+        "cmu_dog_judged",
+        "--silver-source",
+        str(SHARED_DATA / "cmu_dog"),
+        "--silver-split",
+        "valid",
+        "--dev-source",
+        str(SHARED_DATA / "judged"),
+        "--default",
+        str(tmp_path / "initial.run"),
+    ]
     assert main([*common, str(tmp_path / "missing.run")]) == 2
     assert "missing.run" in capsys.readouterr().err
     assert main([*common, f"{tmp_path / 'initial.run'},{tmp_path / 'initial.run'},x"]) == 2
     assert "SILVER_RUN,DEV_RUN" in capsys.readouterr().err
-    assert main([*common, str(tmp_path / "initial.run")]) == 2     # same name twice
+    assert main([*common, str(tmp_path / "initial.run")]) == 2  # same name twice
     assert "two runs named" in capsys.readouterr().err

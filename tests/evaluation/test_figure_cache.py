@@ -14,7 +14,7 @@ from dsr.evaluation import drawing, figure_cache
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import generate_splits
 
-pytestmark = pytest.mark.slow   # draws a report's figures several times
+pytestmark = pytest.mark.slow  # draws a report's figures several times
 
 
 @pytest.fixture
@@ -23,8 +23,7 @@ def results(tmp_path, monkeypatch):
     monkeypatch.setenv("DSR_WORKERS", "1")
     collection = make_collection(n=40, seed=1)
     runs = {f"bm25 {k}": make_run(collection, seed=k, quality=0.3 * k) for k in range(3)}
-    return evaluate_runs(collection, runs, splits=generate_splits(collection.ids, 5, 0), baseline="bm25 0",
-                         progress=False)
+    return evaluate_runs(collection, runs, splits=generate_splits(collection.ids, 5, 0), baseline="bm25 0", progress=False)
 
 
 def drawn(results, calls: list) -> tuple:
@@ -58,7 +57,7 @@ def test_the_same_results_reuse_the_figures_and_a_change_draws_them_again(result
     changed = copy.deepcopy(results)
     changed._intervals = {}
     name = next(iter(changed.systems))
-    changed.systems[name].per_topic[0, 0] += 0.25   # one value of one dialogue
+    changed.systems[name].per_topic[0, 0] += 0.25  # one value of one dialogue
     calls.clear()
     drawn(changed, calls)
     assert calls, "a figure showing other numbers was taken from the cache"

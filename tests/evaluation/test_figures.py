@@ -27,9 +27,14 @@ OKABE_ITO = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#999999", "#56B4E9"}
 
 def _runs(collection):
     runs = {}
-    for name, ranker, seed, quality in (("BM25 (last)", "bm25", 1, 0.5), ("BM25 (all)", "bm25", 2, 0.8),
-                                        ("dense (last)", "dense", 3, 1.2), ("dense (all)", "dense", 4, 1.4),
-                                        ("random", "random", 5, 0.0), ("RRF", None, 6, 1.3)):
+    for name, ranker, seed, quality in (
+        ("BM25 (last)", "bm25", 1, 0.5),
+        ("BM25 (all)", "bm25", 2, 0.8),
+        ("dense (last)", "dense", 3, 1.2),
+        ("dense (all)", "dense", 4, 1.4),
+        ("random", "random", 5, 0.0),
+        ("RRF", None, 6, 1.3),
+    ):
         run = make_run(collection, seed=seed, quality=quality)
         run.config = {"ranker": ranker} if ranker else {"fusion": "rrf"}
         runs[name] = run
@@ -42,15 +47,29 @@ def results(request):
     runs = _runs(collection)
     info = {name: {"config": run.config} for name, run in runs.items()}
     if request.param == "all":
-        return evaluate_runs(collection, runs, measures=["nDCG@5", "RR", "P@1"], baseline="BM25 (all)",
-                             run_info=info, progress=False, n_resamples=0)
+        return evaluate_runs(
+            collection,
+            runs,
+            measures=["nDCG@5", "RR", "P@1"],
+            baseline="BM25 (all)",
+            run_info=info,
+            progress=False,
+            n_resamples=0,
+        )
     grid = {f"k1={k}": make_run(collection, seed=10 + k, quality=0.3 * k) for k in range(1, 4)}
     for run in grid.values():
         run.config = {"ranker": "bm25"}
-    return evaluate_runs(collection, runs, measures=["nDCG@5", "RR", "P@1"],
-                         splits=generate_splits(collection.ids, 6, 0), families={"BM25": grid},
-                         baseline="BM25", run_info={**info, "BM25": {"ranker": "bm25"}}, progress=False,
-                         n_resamples=0)
+    return evaluate_runs(
+        collection,
+        runs,
+        measures=["nDCG@5", "RR", "P@1"],
+        splits=generate_splits(collection.ids, 6, 0),
+        families={"BM25": grid},
+        baseline="BM25",
+        run_info={**info, "BM25": {"ranker": "bm25"}},
+        progress=False,
+        n_resamples=0,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -67,21 +86,22 @@ def test_every_report_figure_is_drawn(results, drawn):
 def test_pdfs_embed_truetype_fonts_never_type3(drawn, tmp_path):
     for stem, fig in drawn.items():
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="pdf")      # a user's own savefig: PaperFigure keeps Type 42
+        fig.savefig(buffer, format="pdf")  # a user's own savefig: PaperFigure keeps Type 42
         data = buffer.getvalue()
         assert b"/Type3" not in data, stem
-        assert b"/FontFile2" in data, stem    # an embedded TrueType font program
+        assert b"/FontFile2" in data, stem  # an embedded TrueType font program
         (tmp_path / f"{stem}.pdf").write_bytes(data)
     if shutil.which("pdffonts") is None:
         pytest.skip("pdffonts (Debian poppler-utils) is not installed; .ci/run installs it")
     for stem in drawn:
-        out = subprocess.run(["pdffonts", str(tmp_path / f"{stem}.pdf")], capture_output=True, text=True,
-                             check=True).stdout.splitlines()
+        out = subprocess.run(
+            ["pdffonts", str(tmp_path / f"{stem}.pdf")], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
         rows = [line for line in out[2:] if line.strip()]
         assert rows, stem
-        for row in rows:   # name, type (may be two words), encoding, emb, sub, uni, object ID
+        for row in rows:  # name, type (may be two words), encoding, emb, sub, uni, object ID
             assert "Type 3" not in row and "TrueType" in row, (stem, row)
-            assert row.split()[-5] == "yes", (stem, row)     # embedded
+            assert row.split()[-5] == "yes", (stem, row)  # embedded
 
 
 def _texts(fig):
@@ -137,7 +157,7 @@ def test_recall_at_k_names_a_few_systems_in_a_compact_legend(results, drawn):
     assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
     colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
     named_colours = [to_rgb(colours[figures._label(results, n)]) for n in named]
-    assert len(set(named_colours)) == len(named_colours)          # each named line its own colour
+    assert len(set(named_colours)) == len(named_colours)  # each named line its own colour
 
 
 def _widths(fig):
@@ -150,10 +170,10 @@ def _widths(fig):
         for line in ax.get_lines():
             if line.get_linestyle() != "None":
                 widths.add(round(line.get_linewidth(), 3))
-            elif line.get_marker() not in ("None", None, ""):      # error-bar caps
+            elif line.get_marker() not in ("None", None, ""):  # error-bar caps
                 widths.add(round(line.get_markeredgewidth(), 3))
         for coll in ax.collections:
-            if isinstance(coll, LineCollection):                      # whiskers
+            if isinstance(coll, LineCollection):  # whiskers
                 widths.update(round(w, 3) for w in coll.get_linewidths())
         for patch in ax.patches:
             if isinstance(patch, Rectangle) and patch.get_linewidth() > 0 and patch.get_visible():
@@ -173,7 +193,7 @@ def test_pngs_are_300_dpi_and_every_pdf_renders(drawn, tmp_path):
     for stem, fig in drawn.items():
         files = figure_files.figure_files(fig, stem)
         png = files[f"{stem}.png"]
-        width, height = struct.unpack(">II", png[16:24])             # the IHDR chunk
+        width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk
         assert width == pytest.approx(fig.get_figwidth() * 300, abs=2), stem
         assert height == pytest.approx(fig.get_figheight() * 300, abs=2), stem
         (tmp_path / f"{stem}.pdf").write_bytes(files[f"{stem}.pdf"])
@@ -182,14 +202,16 @@ def test_pngs_are_300_dpi_and_every_pdf_renders(drawn, tmp_path):
     from matplotlib.image import imread
 
     for stem, fig in drawn.items():
-        subprocess.run(["pdftoppm", "-r", "100", "-png", "-singlefile", str(tmp_path / f"{stem}.pdf"),
-                        str(tmp_path / f"render-{stem}")], check=True)
+        subprocess.run(
+            ["pdftoppm", "-r", "100", "-png", "-singlefile", str(tmp_path / f"{stem}.pdf"), str(tmp_path / f"render-{stem}")],
+            check=True,
+        )
         image = imread(tmp_path / f"render-{stem}.png")
         assert image.shape[1] == pytest.approx(fig.get_figwidth() * 100, abs=2), stem
         ink = image[..., :3].mean(axis=2) < 0.5
-        assert ink.mean() > 0.01, stem                                  # drawn, not blank
+        assert ink.mean() > 0.01, stem  # drawn, not blank
         margin = ink[:, :2].any() or ink[:, -2:].any() or ink[:2].any() or ink[-2:].any()
-        assert not margin, stem                                         # nothing cut at the edge
+        assert not margin, stem  # nothing cut at the edge
 
 
 def test_bars_carry_bootstrap_intervals_of_the_means(results, drawn):
@@ -197,9 +219,9 @@ def test_bars_carry_bootstrap_intervals_of_the_means(results, drawn):
     names = figures.system_order(results, list(results.systems if results.splits else results.runs))
     bars = _bars(ax)
     assert len(bars) == len(names)
-    segments = bars.errorbar.lines[2][0].get_segments()     # the interval of each bar
+    segments = bars.errorbar.lines[2][0].get_segments()  # the interval of each bar
     for name, bar, segment in zip(names, bars, segments):
-        mean, low, high = (v[0] for v in results.mean_ci("all", name))   # nDCG@5 is the first
+        mean, low, high = (v[0] for v in results.mean_ci("all", name))  # nDCG@5 is the first
         assert bar.get_width() == pytest.approx(mean)
         assert sorted(x for x, _ in segment) == pytest.approx([low, high])
         assert 0 <= low <= mean <= high <= 1
@@ -224,13 +246,13 @@ def test_a_hue_per_family_and_the_baseline_set_apart(results, drawn):
     assert abs(_hue(colours["BM25 (last)"]) - _hue(colours["BM25 (all)"])) < 0.02
     assert abs(_hue(colours["dense (last)"]) - _hue(colours["dense (all)"])) < 0.02
     assert abs(_hue(colours["BM25 (last)"]) - _hue(colours["dense (last)"])) > 0.2
-    assert colours["BM25 (last)"] != colours["BM25 (all)"]           # a shade per member
+    assert colours["BM25 (last)"] != colours["BM25 (all)"]  # a shade per member
     hues = {round(_hue(h), 2) for h in OKABE_ITO if h != "#999999"}
     for name in ("BM25 (last)", "dense (all)", "RRF"):
-        assert round(_hue(colours[name]), 2) in hues                  # from Okabe-Ito's palette
+        assert round(_hue(colours[name]), 2) in hues  # from Okabe-Ito's palette
     ax = drawn["main"].axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels[0] == f"{results.baseline} (baseline)"              # first, hatched, ruled off
+    assert labels[0] == f"{results.baseline} (baseline)"  # first, hatched, ruled off
     assert _bars(ax)[0].get_hatch() and not _bars(ax)[1].get_hatch()
     assert any(np.allclose(line.get_ydata(), 0.5) for line in ax.get_lines())
 
@@ -241,9 +263,9 @@ def test_every_panel_lists_the_baseline_first(results, drawn):
             if not ax.get_visible():
                 continue
             bottom, top = ax.get_ylim()
-            assert top < bottom, (stem, ax.get_title())        # row 0 (the baseline) on top
+            assert top < bottom, (stem, ax.get_title())  # row 0 (the baseline) on top
             ticks = [t.get_text() for t in ax.get_yticklabels()]
-            assert not ticks or ticks[0] == f"{results.baseline} (baseline)", stem   # others share y
+            assert not ticks or ticks[0] == f"{results.baseline} (baseline)", stem  # others share y
 
 
 def test_main_figure_is_one_acm_column(drawn):

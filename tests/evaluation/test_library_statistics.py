@@ -16,10 +16,14 @@ P = np.array([0.01, 0.04, np.nan, 0.03, 0.2, 0.0005, 0.04])
 HOLM_BEFORE = [0.05, 0.12, np.nan, 0.12, 0.2, 0.003, 0.12]
 BONFERRONI_BEFORE = [0.06, 0.24, np.nan, 0.18, 1.0, 0.003, 0.24]
 #: the hand-written mean_ci(VALUES, "bootstrap", seed=3) and mean_ci(VALUES, "t", bounded=...)
-BOOT_BEFORE = ([0.37449083333333333, 0.42322166666666666, 4.0105666666666675],
-               [0.5637058333333334, 0.6353241666666666, 5.980408333333334])
-T_BEFORE = ([0.3666581274025682, 0.4147415327549945, 3.900670643340546],
-            [0.5659418725974319, 0.6466584672450052, 6.0479960233261165])
+BOOT_BEFORE = (
+    [0.37449083333333333, 0.42322166666666666, 4.0105666666666675],
+    [0.5637058333333334, 0.6353241666666666, 5.980408333333334],
+)
+T_BEFORE = (
+    [0.3666581274025682, 0.4147415327549945, 3.900670643340546],
+    [0.5659418725974319, 0.6466584672450052, 6.0479960233261165],
+)
 
 
 def values():
@@ -46,7 +50,7 @@ def test_holm_and_bonferroni_equal_the_hand_written_values_and_statsmodels(monke
     rng = np.random.default_rng(7)
     for size in (1, 2, 3, 8, 40):
         for _ in range(25):
-            p = rng.choice([rng.random(size), np.round(rng.random(size), 1)])   # ties too
+            p = rng.choice([rng.random(size), np.round(rng.random(size), 1)])  # ties too
             for method, ours in (("holm", holm(p)), ("bonferroni", bonferroni(p))):
                 np.testing.assert_allclose(ours, multipletests(p, method=method)[1], rtol=0, atol=1e-15)
 
@@ -55,8 +59,15 @@ def test_bootstrap_interval_equals_the_hand_written_one_and_scipy():
     _, low, high = mean_ci(values(), "bootstrap", seed=3)
     np.testing.assert_allclose(low, BOOT_BEFORE[0], rtol=0, atol=1e-14)
     np.testing.assert_allclose(high, BOOT_BEFORE[1], rtol=0, atol=1e-14)
-    res = stats.bootstrap((values(),), np.mean, n_resamples=2000, method="percentile", axis=0,
-                          vectorized=True, random_state=np.random.default_rng(3))
+    res = stats.bootstrap(
+        (values(),),
+        np.mean,
+        n_resamples=2000,
+        method="percentile",
+        axis=0,
+        vectorized=True,
+        random_state=np.random.default_rng(3),
+    )
     np.testing.assert_array_equal(low, res.confidence_interval.low)
 
 

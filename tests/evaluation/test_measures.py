@@ -18,6 +18,7 @@ from tools.plain_eval import plain_measure
 
 # --- the reference: trec_eval's definitions, written out -------------------
 
+
 def trec_order(doc_scores: dict[str, float]) -> list[str]:
     """trec_eval's order: score descending, ties by doc id descending."""
     return [d for d, _ in sorted(doc_scores.items(), key=lambda ds: (ds[1], ds[0]), reverse=True)]
@@ -50,8 +51,7 @@ def test_every_default_measure_equals_the_reference_without_ties(collection):
         run = make_run(collection, seed=seed, quality=0.8, drop_topics=seed, drop_docs=0.2)
         got = evaluator(run)
         assert got.measures == list(DEFAULT_MEASURES)
-        np.testing.assert_allclose(got.values, reference_matrix(collection, run, DEFAULT_MEASURES),
-                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got.values, reference_matrix(collection, run, DEFAULT_MEASURES), rtol=0, atol=1e-12)
         assert got.missing == seed
 
 
@@ -62,16 +62,16 @@ def test_tied_scores_are_broken_by_doc_id_descending_as_trec_eval_does(collectio
     assert tied > 1000  # the check below is about ties
     # a user's file with ties (written by hand, not by dsr's writer, which breaks them)
     path = tmp_path / "tied.run"
-    path.write_text("".join(f"{q} Q0 {d} {i} {s!r} user\n" for q, r in run.rankings.items()
-                            for i, (d, s) in enumerate(r, start=1)))
+    path.write_text(
+        "".join(f"{q} Q0 {d} {i} {s!r} user\n" for q, r in run.rankings.items() for i, (d, s) in enumerate(r, start=1))
+    )
     read = Run.read(path)
     assert len(read.tied_topics()) == sum(1 for r in raw.values() if len(set(r.values())) < len(r))
-    expected = reference_matrix(collection, Run({q: list(r.items()) for q, r in raw.items()}),
-                                DEFAULT_MEASURES, scores=raw)
+    expected = reference_matrix(collection, Run({q: list(r.items()) for q, r in raw.items()}), DEFAULT_MEASURES, scores=raw)
     evaluator = Evaluator(qrels_from_collection(collection), topics=collection.ids)
     got = evaluator(read)
     np.testing.assert_allclose(got.values, expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(evaluator(raw).values, expected, rtol=0, atol=1e-12)   # a plain dict
+    np.testing.assert_allclose(evaluator(raw).values, expected, rtol=0, atol=1e-12)  # a plain dict
     # and the other tie order (doc id ascending) would give different values
     qrels = qrels_from_collection(collection)
     ascending_rr = []
@@ -81,8 +81,7 @@ def test_tied_scores_are_broken_by_doc_id_descending_as_trec_eval_does(collectio
     assert not np.allclose(ascending_rr, got.column("RR"))
     # an in-memory Run is scored in the order it holds (as its written file would be)
     held = evaluator(run)
-    held_rr = [next((1 / (i + 1) for i, (d, _) in enumerate(run.rankings[q]) if qrels[q][d] >= 1), 0.0)
-               for q in collection.ids]
+    held_rr = [next((1 / (i + 1) for i, (d, _) in enumerate(run.rankings[q]) if qrels[q][d] >= 1), 0.0) for q in collection.ids]
     np.testing.assert_allclose(held.column("RR"), held_rr, rtol=0, atol=1e-12)
 
 
@@ -94,10 +93,13 @@ def test_hand_built_run_has_the_known_mrr_and_ndcg():
         for c, g in zip(d.candidates, labels[d.id]):
             c.label = g
     ids = {q: collection.candidate_ids(q) for q in ("q1", "q2")}
-    run = Run({"q1": [(ids["q1"][1], 4.0), (ids["q1"][2], 3.0), (ids["q1"][0], 2.0), (ids["q1"][3], 1.0)],
-               "q2": [(ids["q2"][0], 4.0), (ids["q2"][1], 3.0), (ids["q2"][3], 2.0), (ids["q2"][2], 1.0)]})
-    results = evaluate_runs(collection, {"hand": run}, ["RR", "nDCG@3", "nDCG@1", "P@1", "AP"],
-                            progress=False)
+    run = Run(
+        {
+            "q1": [(ids["q1"][1], 4.0), (ids["q1"][2], 3.0), (ids["q1"][0], 2.0), (ids["q1"][3], 1.0)],
+            "q2": [(ids["q2"][0], 4.0), (ids["q2"][1], 3.0), (ids["q2"][3], 2.0), (ids["q2"][2], 1.0)],
+        }
+    )
+    results = evaluate_runs(collection, {"hand": run}, ["RR", "nDCG@3", "nDCG@1", "P@1", "AP"], progress=False)
     means = results.untuned()["hand"]
     # q1: first relevant at rank 2 (RR 1/2); q2: at rank 3 (RR 1/3)
     assert means["RR"] == pytest.approx((1 / 2 + 1 / 3) / 2, abs=1e-15)
@@ -146,8 +148,7 @@ def test_bad_measure_strings_are_input_errors(bad):
 
 
 def test_measure_lists_split_on_commas_outside_parentheses():
-    assert split_measure_list(["RR,nDCG@5", "P(rel=2,judged_only=True)@5"]) == \
-        ["RR", "nDCG@5", "P(rel=2,judged_only=True)@5"]
+    assert split_measure_list(["RR,nDCG@5", "P(rel=2,judged_only=True)@5"]) == ["RR", "nDCG@5", "P(rel=2,judged_only=True)@5"]
     assert [str(m) for m in parse_measures(["nDCG@5", "nDCG@5", "RR"])] == ["nDCG@5", "RR"]
 
 
@@ -188,8 +189,18 @@ def test_fast_path_equals_ir_measures_iter_calc(collection):
     """pytrec_eval called directly (and ir_measures for the rest) gives ir_measures' values."""
     import ir_measures
 
-    measures = [*DEFAULT_MEASURES, "RR(rel=2)", "nDCG@20", "P(rel=2)@3", "AP@5", "nDCG",
-                "nDCG(judged_only=True)@5", "RR@5", "AP(rel=2)", "Success@3"]
+    measures = [
+        *DEFAULT_MEASURES,
+        "RR(rel=2)",
+        "nDCG@20",
+        "P(rel=2)@3",
+        "AP@5",
+        "nDCG",
+        "nDCG(judged_only=True)@5",
+        "RR@5",
+        "AP(rel=2)",
+        "Success@3",
+    ]
     qrels = qrels_from_collection(collection)
     run = make_run(collection, seed=21, quality=0.7, drop_topics=3, drop_docs=0.3)
     got = Evaluator(qrels, measures, collection.ids)(run)

@@ -64,14 +64,16 @@ def test_corrections_against_plain_step_up_and_step_down():
 
 def test_correction_families_group_the_p_values_they_name():
     rng = np.random.default_rng(4)
-    significance = {s: {n: {m: {"t": float(rng.uniform(0, 0.1)), "perm": None} for m in ("RR", "AP")}
-                        for n in ("a", "b", "c")} for s in ("all", "plain")}
+    significance = {
+        s: {n: {m: {"t": float(rng.uniform(0, 0.1)), "perm": None} for m in ("RR", "AP")} for n in ("a", "b", "c")}
+        for s in ("all", "plain")
+    }
     flat = lambda keys: [significance[s][n][m]["t"] for s, n, m in keys]  # noqa: E731
     for family, groups in (
-            ("runs", [[(s, n, m) for n in "abc"] for s in ("all", "plain") for m in ("RR", "AP")]),
-            ("runs+measures", [[(s, n, m) for n in "abc" for m in ("RR", "AP")] for s in ("all", "plain")]),
-            ("runs+measures+subsets", [[(s, n, m) for s in ("all", "plain") for n in "abc"
-                                        for m in ("RR", "AP")]])):
+        ("runs", [[(s, n, m) for n in "abc"] for s in ("all", "plain") for m in ("RR", "AP")]),
+        ("runs+measures", [[(s, n, m) for n in "abc" for m in ("RR", "AP")] for s in ("all", "plain")]),
+        ("runs+measures+subsets", [[(s, n, m) for s in ("all", "plain") for n in "abc" for m in ("RR", "AP")]]),
+    ):
         sig.correct(significance, "bh", family)
         for keys in groups:
             got = [significance[s][n][m]["t_adj"] for s, n, m in keys]
@@ -83,7 +85,7 @@ def test_paired_effects_against_plain_counts_and_scipy():
     rng = np.random.default_rng(2)
     b = rng.uniform(size=(40, 2))
     a = b + rng.normal(0.05, 0.1, size=(40, 2))
-    a[:5] = b[:5]                                   # five ties
+    a[:5] = b[:5]  # five ties
     got = sig.paired_effects(a, b)
     for j in range(2):
         d = a[:, j] - b[:, j]
@@ -103,8 +105,7 @@ def test_mean_intervals_t_and_bootstrap_against_scipy():
         assert (low[j], high[j]) == pytest.approx(ref)
     mean, low, high = sig.mean_ci(values, "bootstrap", n_resamples=4000, seed=1)
     for j in range(2):
-        ref = stats.bootstrap((values[:, j],), np.mean, method="percentile", n_resamples=4000,
-                              random_state=1).confidence_interval
+        ref = stats.bootstrap((values[:, j],), np.mean, method="percentile", n_resamples=4000, random_state=1).confidence_interval
         assert low[j] == pytest.approx(ref.low, abs=0.004) and high[j] == pytest.approx(ref.high, abs=0.004)
         assert low[j] < mean[j] < high[j]
     # the same seed gives the same interval
@@ -114,8 +115,11 @@ def test_mean_intervals_t_and_bootstrap_against_scipy():
 def test_all_pairs_groups_tied_systems_and_corrects_over_pairs():
     rng = np.random.default_rng(7)
     base = rng.uniform(size=(200, 1))
-    per_topic = {"low": base, "low2": base + rng.normal(0, 0.01, size=(200, 1)),
-                 "high": np.clip(base + 0.3 + rng.normal(0, 0.05, size=(200, 1)), 0, 2)}
+    per_topic = {
+        "low": base,
+        "low2": base + rng.normal(0, 0.01, size=(200, 1)),
+        "high": np.clip(base + 0.3 + rng.normal(0, 0.05, size=(200, 1)), 0, 2),
+    }
     out = sig.all_pairs(per_topic, ["RR"], correction="holm")["RR"]
     assert out["order"][0] == "high"
     assert out["letters"] == {"high": "a", "low": "b", "low2": "b"}
@@ -128,12 +132,24 @@ def test_all_pairs_groups_tied_systems_and_corrects_over_pairs():
 def constructed():
     """A baseline, a run clearly better and a run clearly worse (random), with splits."""
     collection = make_collection(n=120, seed=12)
-    runs = {"base": make_run(collection, seed=1, quality=1.0), "good": make_run(collection, seed=2, quality=3.0),
-            "worse": make_run(collection, seed=3, quality=0.0)}
+    runs = {
+        "base": make_run(collection, seed=1, quality=1.0),
+        "good": make_run(collection, seed=2, quality=3.0),
+        "worse": make_run(collection, seed=3, quality=0.0),
+    }
     splits = generate_splits(collection.ids, 10, seed=0)
     family = {"t1": make_run(collection, seed=4, quality=0.2), "t2": make_run(collection, seed=5, quality=2.0)}
-    results = evaluate_runs(collection, runs, ["RR", "nDCG@5"], splits=splits, families={"tuned": family},
-                            baseline="base", n_resamples=200, progress=False, all_pairs=True)
+    results = evaluate_runs(
+        collection,
+        runs,
+        ["RR", "nDCG@5"],
+        splits=splits,
+        families={"tuned": family},
+        baseline="base",
+        n_resamples=200,
+        progress=False,
+        all_pairs=True,
+    )
     return collection, runs, family, results
 
 
@@ -182,7 +198,7 @@ def test_tables_render_from_frames_and_parse(constructed):
     assert len(data["comparison"]) == 3 * len(results.subsets) * len(results.measures)
     md = tables.render(results, "md")
     header = [line for line in md.splitlines() if line.startswith("| run |")]
-    assert len(header) == 2 * len(results.subsets)           # test and untuned block per subset
+    assert len(header) == 2 * len(results.subsets)  # test and untuned block per subset
     assert "systems sharing a letter" in md
     assert r"\toprule" in tables.render(results, "latex")
 
@@ -191,13 +207,13 @@ def test_report_writes_png_and_pdf_for_every_figure(constructed, tmp_path):
     _, _, _, results = constructed
     write_report(results, tmp_path / "rep")
     names = {p.name for p in (tmp_path / "rep").iterdir()}
-    stems = {"main", "measures", "diff_vs_baseline", "recall_at_k"}   # main: the primary, nDCG@5
+    stems = {"main", "measures", "diff_vs_baseline", "recall_at_k"}  # main: the primary, nDCG@5
     for stem in stems:
         assert {f"{stem}.png", f"{stem}.pdf"} <= names
         assert (tmp_path / "rep" / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert (tmp_path / "rep" / f"{stem}.pdf").read_bytes()[:5] == b"%PDF-"
     svg = figure_files.figure_files(results.plot("main"), "main", ("svg",))["main.svg"]
-    ET.fromstring(svg)                                       # SVG on request (Results.plot + savefig)
+    ET.fromstring(svg)  # SVG on request (Results.plot + savefig)
     comparison = pd.read_csv(tmp_path / "rep" / "comparison.csv")
     assert len(comparison) == 3 * len(results.subsets) * len(results.measures)
     worse = comparison[comparison.system == "worse"]
@@ -212,8 +228,17 @@ def test_cli_correction_family_and_format(tmp_path, capsys):
     write_benchmark(collection, tmp_path / "c.jsonl")
     for name, seed, quality in (("a", 1, 1.0), ("b", 2, 0.0), ("c", 3, 1.2)):
         make_run(collection, seed=seed, quality=quality).write(tmp_path / f"{name}.run")
-    argv = [str(tmp_path / "c.jsonl"), *(str(tmp_path / f"{n}.run") for n in "abc"), "--baseline", "a",
-            "--measures", "RR,P@1", "--quiet", "--permutations", "0"]
+    argv = [
+        str(tmp_path / "c.jsonl"),
+        *(str(tmp_path / f"{n}.run") for n in "abc"),
+        "--baseline",
+        "a",
+        "--measures",
+        "RR,P@1",
+        "--quiet",
+        "--permutations",
+        "0",
+    ]
     assert main(["evaluate", *argv, "--correction", "bh", "--family", "runs+measures", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     results = data["significance"]["results"]["all"]

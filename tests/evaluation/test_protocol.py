@@ -49,8 +49,10 @@ def test_real_split_file_aggregation_equals_brute_force(official):
     collection, path = official
     splits = read_splits(path, collection.ids)
     assert len(splits) == 50 and splits.describe()["val_size"] == [423]
-    runs = {"weak": make_run(collection, seed=1, quality=0.3, drop_topics=10),
-            "strong": make_run(collection, seed=2, quality=1.5)}
+    runs = {
+        "weak": make_run(collection, seed=1, quality=0.3, drop_topics=10),
+        "strong": make_run(collection, seed=2, quality=1.5),
+    }
     results = evaluate_runs(collection, runs, MEASURES, splits=splits, target="nDCG@5", progress=False)
     assert results.splits.source == "file" and list(results.subsets) == ["all", "plain", "grounded"]
     subset_of = {d.id: d.subset for d in collection.dialogues}
@@ -71,16 +73,16 @@ def test_tuning_equals_brute_force_loop():
     collection = make_collection(n=120, seed=4)
     splits = generate_splits(collection.ids, n=50, seed=3)
     configs = {f"q={q}": make_run(collection, seed=10 + k, quality=q) for k, q in enumerate([0.2, 0.6, 0.4, 1.0])}
-    results = tune_and_evaluate(collection, {"fam": configs}, splits, target="nDCG@5",
-                                measures=MEASURES, progress=False)
+    results = tune_and_evaluate(collection, {"fam": configs}, splits, target="nDCG@5", measures=MEASURES, progress=False)
     tuned = results.systems["fam"].tuned
     names = list(configs)
     for s, (val, test) in enumerate(splits.pairs):
         val_means = [brute_mean(collection, configs[c], val)[1] for c in names]
         best = names[int(np.argmax(np.round(val_means, 12)))]
         assert tuned.chosen_names[s] == best
-        np.testing.assert_allclose(results.systems["fam"].splits["all"][s],
-                                   brute_mean(collection, configs[best], test), atol=1e-12)
+        np.testing.assert_allclose(
+            results.systems["fam"].splits["all"][s], brute_mean(collection, configs[best], test), atol=1e-12
+        )
     assert len(tuned.choice_counts()) >= 1 and sum(tuned.choice_counts().values()) == 50
     # out-of-sample per-topic values: mean over the splits holding the topic in test
     from dsr.evaluation.measures import Evaluator
@@ -100,8 +102,7 @@ def test_ties_on_val_go_to_the_first_configuration():
     splits = generate_splits(collection.ids, n=10, seed=0)
     for order in (["first", "second"], ["second", "first"]):
         configs = {name: (run if name == "first" else copy) for name in order}
-        tuned = tune_and_evaluate(collection, {"f": configs}, splits, measures=["nDCG@5"],
-                                  progress=False).systems["f"].tuned
+        tuned = tune_and_evaluate(collection, {"f": configs}, splits, measures=["nDCG@5"], progress=False).systems["f"].tuned
         assert set(tuned.chosen_names) == {order[0]}
 
 
@@ -116,8 +117,15 @@ def test_untuned_and_tuned_side_by_side_with_lazy_configs():
 
     grid = configs_from_grid(make, {"quality": [0.1, 2.0], "seed": [1]})
     assert list(grid) == ["quality=0.1,seed=1", "quality=2.0,seed=1"]
-    results = evaluate_runs(collection, {"plain": make_run(collection, seed=9)}, MEASURES,
-                            splits=splits, families={"grid": grid}, target="RR", progress=False)
+    results = evaluate_runs(
+        collection,
+        {"plain": make_run(collection, seed=9)},
+        MEASURES,
+        splits=splits,
+        families={"grid": grid},
+        target="RR",
+        progress=False,
+    )
     assert calls == [(0.1, 1), (2.0, 1)]  # each configuration built once
     assert list(results.systems) == ["plain", "grid"]
     assert results.systems["grid"].tuned.choice_counts() == {"quality=2.0,seed=1": 20}
@@ -149,8 +157,9 @@ def test_split_file_problems_name_the_line(tmp_path):
     collection = make_collection(n=10, seed=1)
     ids = collection.ids
     path = tmp_path / "s.json"
-    path.write_text(json.dumps({"val": ids[:5], "test": ids[5:]}) + "\n"
-                    + json.dumps({"val": ids[:5], "test": ids[5:9] + ["nope"]}) + "\n")
+    path.write_text(
+        json.dumps({"val": ids[:5], "test": ids[5:]}) + "\n" + json.dumps({"val": ids[:5], "test": ids[5:9] + ["nope"]}) + "\n"
+    )
     with pytest.raises(InputError) as err:
         read_splits(path, ids)
     assert err.value.line == 2 and "nope" in str(err.value)
@@ -167,7 +176,8 @@ def test_a_grid_measured_by_forked_workers_equals_one_process(tmp_path):
     collection = make_collection(n=80, seed=8)
     splits = generate_splits(collection.ids, n=20, seed=2)
     shared = make_run(collection, seed=3, quality=0.7, ties=True)
-    def make(quality, seed):       # each configuration notes the process that built it
+
+    def make(quality, seed):  # each configuration notes the process that built it
         (tmp_path / f"{os.getpid()}-{quality}-{seed}").touch()
         return make_run(collection, seed=seed, quality=quality, ties=True)
 
@@ -176,22 +186,32 @@ def test_a_grid_measured_by_forked_workers_equals_one_process(tmp_path):
     runs = {"plain": make_run(collection, seed=9), "shared": shared}
     got, built_by = [], []
     for workers in (1, 2):
-        got.append(evaluate_runs(collection, runs, MEASURES, splits=splits, families=families,
-                                 target="nDCG@5", baseline="plain", progress=False, workers=workers))
+        got.append(
+            evaluate_runs(
+                collection,
+                runs,
+                MEASURES,
+                splits=splits,
+                families=families,
+                target="nDCG@5",
+                baseline="plain",
+                progress=False,
+                workers=workers,
+            )
+        )
         built_by.append({int(f.name.split("-")[0]) for f in tmp_path.iterdir()})
-        assert len(list(tmp_path.iterdir())) == len(grid)    # each configuration built once
+        assert len(list(tmp_path.iterdir())) == len(grid)  # each configuration built once
         for f in tmp_path.iterdir():
             f.unlink()
     assert built_by[0] == {os.getpid()} and 1 <= len(built_by[1]) <= 2 and os.getpid() not in built_by[1]
-    assert len(grid) >= MIN_FORKED_PIECES    # enough pieces for the pool
+    assert len(grid) >= MIN_FORKED_PIECES  # enough pieces for the pool
     assert list(got[0].systems) == ["plain", "grid", "other"]
     for name in ("plain", "grid", "other"):
         one, two = got[0].systems[name], got[1].systems[name]
         np.testing.assert_array_equal(one.per_topic, two.per_topic)
         if one.tuned is not None:
             assert one.tuned.chosen_names == two.tuned.chosen_names
-            assert {c: v.tolist() for c, v in one.config_means.items()} == \
-                {c: v.tolist() for c, v in two.config_means.items()}
+            assert {c: v.tolist() for c, v in one.config_means.items()} == {c: v.tolist() for c, v in two.config_means.items()}
     assert got[0].summary() == got[1].summary()
 
 
@@ -207,6 +227,5 @@ def test_an_error_in_a_forked_configuration_is_raised_as_it_would_be_serially():
     grid = configs_from_grid(make, {"k": list(range(20))})
     for workers in (1, 2):
         with pytest.raises(InputError, match="configuration 11") as caught:
-            evaluate_runs(collection, {}, MEASURES, splits=splits, families={"g": grid}, progress=False,
-                          workers=workers)
+            evaluate_runs(collection, {}, MEASURES, splits=splits, families={"g": grid}, progress=False, workers=workers)
         assert caught.value.field == "k"

@@ -26,11 +26,36 @@ from dsr.evaluation.measures import Evaluator, parse_measures
 from tools.plain_eval import plain_measure
 
 #: every kind the arrays compute, with cutoffs, relevance levels and judged-only variants
-ARRAY_MEASURES = ["RR", "nDCG@1", "nDCG@3", "nDCG@5", "nDCG@10", "P@1", "P@5", "AP", "R@10", "nDCG",
-                  "AP@5", "R@3", "P@20", "RR(rel=2)", "P(rel=2)@3", "AP(rel=2)", "AP(rel=2)@3",
-                  "P(judged_only=True)@5", "nDCG(judged_only=True)@5", "nDCG(judged_only=True)",
-                  "RR(judged_only=True)", "AP(judged_only=True)", "NumRet", "NumRet(rel=1)",
-                  "NumRet(rel=2)", "NumRel", "NumRel(rel=2)", "NumQ"]
+ARRAY_MEASURES = [
+    "RR",
+    "nDCG@1",
+    "nDCG@3",
+    "nDCG@5",
+    "nDCG@10",
+    "P@1",
+    "P@5",
+    "AP",
+    "R@10",
+    "nDCG",
+    "AP@5",
+    "R@3",
+    "P@20",
+    "RR(rel=2)",
+    "P(rel=2)@3",
+    "AP(rel=2)",
+    "AP(rel=2)@3",
+    "P(judged_only=True)@5",
+    "nDCG(judged_only=True)@5",
+    "nDCG(judged_only=True)",
+    "RR(judged_only=True)",
+    "AP(judged_only=True)",
+    "NumRet",
+    "NumRet(rel=1)",
+    "NumRet(rel=2)",
+    "NumRel",
+    "NumRel(rel=2)",
+    "NumQ",
+]
 #: measures the arrays do not compute: ir_measures computes them, in the same call
 OTHER_MEASURES = ["Success@3", "Rprec", "RR@5", "Bpref", "ERR@5", "R(rel=2)@5"]
 
@@ -46,7 +71,7 @@ def near_tie(draw):
         return base
     if how == "f32 step":
         return float(np.nextafter(np.float32(base), np.float32(draw(st.sampled_from([-1, 1])) * np.inf)))
-    if how == "f64 gap":   # a different double, the same float32
+    if how == "f64 gap":  # a different double, the same float32
         return base + draw(st.sampled_from([1e-12, -1e-12, 2e-16])) * max(1.0, abs(base))
     return draw(st.floats(-4, 4, allow_nan=False, width=32))
 
@@ -61,13 +86,13 @@ def cases(draw, grades=(-1, 0, 0, 1, 1, 2, 3)):
         pool = [f"d{i}" for i in range(draw(st.integers(0, 14)))]
         judged = draw(st.lists(st.sampled_from(pool), unique=True)) if pool else []
         qrels[f"q{t}"] = {d: draw(st.sampled_from(grades)) for d in judged}
-        if qrels[f"q{t}"] and max(qrels[f"q{t}"].values()) < 0:   # undefined in trec_eval: see below
+        if qrels[f"q{t}"] and max(qrels[f"q{t}"].values()) < 0:  # undefined in trec_eval: see below
             qrels[f"q{t}"][judged[0]] = 0
         if draw(st.booleans()) or not pool:
             ranked_docs = draw(st.lists(st.sampled_from(pool), unique=True)) if pool else []
             scores[f"q{t}"] = {d: draw(near_tie()) for d in ranked_docs}
     if draw(st.booleans()):
-        scores["stray"] = {"d0": 1.0}           # a topic the qrels do not know
+        scores["stray"] = {"d0": 1.0}  # a topic the qrels do not know
     return qrels, scores
 
 
@@ -78,15 +103,21 @@ def runs_of(scores: dict, seed: int) -> dict[str, Run]:
     initial = {q: list(rng.permutation(list(d))) for q, d in scores.items()}
     lazy = Run.from_scores(scores, initial_order=initial)
     built = Run.from_scores(scores, initial_order=initial)
-    assert built.rankings is not None   # its lists built now: the list path
-    return {"flat": lazy, "lists": built, "from_dict": Run.from_dict(scores),
-            "by hand": Run({q: list(d.items()) for q, d in scores.items()})}
+    assert built.rankings is not None  # its lists built now: the list path
+    return {
+        "flat": lazy,
+        "lists": built,
+        "from_dict": Run.from_dict(scores),
+        "by hand": Run({q: list(d.items()) for q, d in scores.items()}),
+    }
 
 
 def differences(got, want) -> list[tuple[str, str, float, float]]:
     """The cells where two TopicValues differ: (topic, measure, got, wanted)."""
-    return [(got.topics[i], got.measures[j], got.values[i, j], want.values[i, j])
-            for i, j in np.argwhere(got.values != want.values).tolist()]
+    return [
+        (got.topics[i], got.measures[j], got.values[i, j], want.values[i, j])
+        for i, j in np.argwhere(got.values != want.values).tolist()
+    ]
 
 
 #: what ir_measures has no provider for (the reference path, pytrec_eval itself, checks it)
@@ -99,10 +130,8 @@ def reference_values(qrels, run: Run, measures) -> dict[tuple[str, str], float]:
     its judged-only evaluator)."""
     out = {}
     for judged in (False, True):
-        asked = [m for m in measures if str(m) not in NOT_IN_IR_MEASURES
-                 and bool(m.params.get("judged_only", False)) == judged]
-        out.update({(m.query_id, str(m.measure)): m.value
-                    for m in ir_measures.iter_calc(asked, qrels, run.as_dict())})
+        asked = [m for m in measures if str(m) not in NOT_IN_IR_MEASURES and bool(m.params.get("judged_only", False)) == judged]
+        out.update({(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(asked, qrels, run.as_dict())})
     return out
 
 
@@ -113,7 +142,7 @@ def test_every_array_value_equals_ir_measures_and_the_reference_path(case, seed)
     topics = list(qrels)
     measures = parse_measures(ARRAY_MEASURES)
     arrays, reference = Evaluator(qrels, measures, topics), Evaluator(qrels, measures, topics, arrays=False)
-    assert len(arrays._specs) == len(measures)   # all of them on the array path
+    assert len(arrays._specs) == len(measures)  # all of them on the array path
     for how, run in runs_of(scores, seed).items():
         got, want = arrays(run), reference(run)
         assert not differences(got, want), (how, differences(got, want))
@@ -121,7 +150,7 @@ def test_every_array_value_equals_ir_measures_and_the_reference_path(case, seed)
         names = [str(m) for m in measures]
         for (qid, name), value in reference_values(qrels, run, measures).items():
             if name.startswith(("NumQ", "NumRel")) and not scores.get(qid):
-                continue   # ir_measures' own fill for topics a run lacks; dsr's is trec_eval -c
+                continue  # ir_measures' own fill for topics a run lacks; dsr's is trec_eval -c
             assert got.values[topics.index(qid), names.index(name)] == value, (how, qid, name)
 
 

@@ -24,14 +24,17 @@ from dsr.evaluation.report import write_report
 @pytest.fixture(scope="module")
 def results():
     collection = make_collection(n=60, seed=8)
-    runs = {name: make_run(collection, seed=k, quality=q)
-            for k, (name, q) in enumerate((("base", 0.4), ("same", 0.45), ("better", 2.5), ("worse", -1.0)))}
-    return evaluate_runs(collection, runs, measures=["RR", "nDCG@5", "P@1"], baseline="base",
-                         all_pairs=True, progress=False, n_resamples=200)
+    runs = {
+        name: make_run(collection, seed=k, quality=q)
+        for k, (name, q) in enumerate((("base", 0.4), ("same", 0.45), ("better", 2.5), ("worse", -1.0)))
+    }
+    return evaluate_runs(
+        collection, runs, measures=["RR", "nDCG@5", "P@1"], baseline="base", all_pairs=True, progress=False, n_resamples=200
+    )
 
 
 def test_not_significant_prints_nothing_and_never_says_tied(results):
-    assert results.mark("all", "same", "nDCG@5") == ""              # not significant: no mark
+    assert results.mark("all", "same", "nDCG@5") == ""  # not significant: no mark
     assert results.mark("all", "better", "nDCG@5") == sig.BETTER
     for fmt in ("text", "md", "latex", "csv", "json"):
         for verbose in (True, False):
@@ -42,17 +45,16 @@ def test_not_significant_prints_nothing_and_never_says_tied(results):
 
 
 def test_one_primary_measure_stated_in_every_table_and_legend(results):
-    assert results.primary_measure == "nDCG@5"                       # nDCG@5 when measured
+    assert results.primary_measure == "nDCG@5"  # nDCG@5 when measured
     assert "Primary measure: nDCG@5." in tables.legend(results)
     titles = [title for title, _ in tables._all_wide(results)]
     comparisons = [t for t in titles if "against the baseline" in t]
     assert comparisons and all("on nDCG@5, the primary measure" in t for t in comparisons)
-    assert all(t.startswith("nDCG@5 (primary measure)") or t.startswith("all ")
-               for t, _ in tables.summary_wide(results))
+    assert all(t.startswith("nDCG@5 (primary measure)") or t.startswith("all ") for t, _ in tables.summary_wide(results))
     collection = make_collection(n=30, seed=2)
     runs = {"a": make_run(collection, seed=1), "b": make_run(collection, seed=2, quality=1.0)}
     first = evaluate_runs(collection, runs, measures=["RR", "P@1"], baseline="a", progress=False)
-    assert first.primary_measure == "RR" and first.measures == ["RR", "P@1"]   # nothing added
+    assert first.primary_measure == "RR" and first.measures == ["RR", "P@1"]  # nothing added
     chosen = evaluate_runs(collection, runs, measures=["RR"], baseline="a", primary="AP", progress=False)
     assert chosen.primary_measure == "AP" and chosen.measures == ["RR", "AP"]
     assert "on AP, the primary measure" in tables.format_text(chosen)
@@ -60,14 +62,14 @@ def test_one_primary_measure_stated_in_every_table_and_legend(results):
 
 
 def test_intervals_of_bounded_measures_stay_in_their_range():
-    values = np.array([[1.0], [1.0], [1.0], [1.0], [1.0], [0.5], [1.0], [1.0]])   # RR of 8 topics
+    values = np.array([[1.0], [1.0], [1.0], [1.0], [1.0], [0.5], [1.0], [1.0]])  # RR of 8 topics
     _, low, high = sig.mean_ci(values, "t")
-    assert high[0] > 1                                                # what the issue saw
+    assert high[0] > 1  # what the issue saw
     _, low, high = sig.mean_ci(values, "auto", bounded=[True])
-    assert 0 <= low[0] <= high[0] <= 1                                # bootstrap: inside [0, 1]
+    assert 0 <= low[0] <= high[0] <= 1  # bootstrap: inside [0, 1]
     _, low, high = sig.mean_ci(values, "t", bounded=[True])
-    assert high[0] == 1.0                                             # t, clipped
-    counts = np.array([[10.0], [12.0], [50.0], [11.0]])               # NumRet: no bound, t
+    assert high[0] == 1.0  # t, clipped
+    counts = np.array([[10.0], [12.0], [50.0], [11.0]])  # NumRet: no bound, t
     np.testing.assert_array_equal(sig.mean_ci(counts, "auto", bounded=[False])[2], sig.mean_ci(counts, "t")[2])
     collection = make_collection(n=12, seed=3)
     run = make_run(collection, seed=1, quality=5.0)
@@ -78,12 +80,11 @@ def test_intervals_of_bounded_measures_stay_in_their_range():
 
 
 def test_subsets_come_in_a_readers_order():
-    assert natural_order(["section2", "section10", "section0", "section1"]) == \
-        ["section0", "section1", "section2", "section10"]
+    assert natural_order(["section2", "section10", "section0", "section1"]) == ["section0", "section1", "section2", "section10"]
     assert natural_order(["grounded", "plain", "all"]) == ["all", "plain", "grounded"]
     base = make_collection(n=8, seed=1)
     for k, d in enumerate(base.dialogues):
-        d.subset = ["grounded", "plain"][k % 2]                       # grounded first in the file
+        d.subset = ["grounded", "plain"][k % 2]  # grounded first in the file
     assert list(subset_indices(Collection("c", base.dialogues))) == ["all", "plain", "grounded"]
 
 
@@ -91,8 +92,16 @@ def test_report_json_is_a_summary_and_per_topic_values_are_parquet(tmp_path):
     collection = make_collection(n=40, seed=6)
     runs = {"base": make_run(collection, seed=1), "good": make_run(collection, seed=2, quality=1.5)}
     grid = {f"q={q}": make_run(collection, seed=3 + q, quality=q) for q in range(3)}
-    res = evaluate_runs(collection, runs, measures=["RR", "nDCG@5"], splits=generate_splits(collection.ids, 8),
-                        families={"tuned": grid}, baseline="base", progress=False, n_resamples=100)
+    res = evaluate_runs(
+        collection,
+        runs,
+        measures=["RR", "nDCG@5"],
+        splits=generate_splits(collection.ids, 8),
+        families={"tuned": grid},
+        baseline="base",
+        progress=False,
+        n_resamples=100,
+    )
     write_report(res, tmp_path / "rep")
     report = json.loads((tmp_path / "rep" / "results.json").read_text())
     assert "splits" not in json.dumps(report["systems"]) and "chosen" not in report["systems"]["tuned"]
@@ -102,8 +111,7 @@ def test_report_json_is_a_summary_and_per_topic_values_are_parquet(tmp_path):
     pd.testing.assert_frame_equal(per_split, res.split_frame())
     tuned = per_split[(per_split.system == "tuned") & (per_split.subset == "all")]
     assert tuned["nDCG@5"].mean() == pytest.approx(report["systems"]["tuned"]["test"]["all"]["nDCG@5"]["mean"])
-    assert tuned.config.value_counts().to_dict() == {c: n for c, n in
-                                                     report["systems"]["tuned"]["choice_counts"].items() if n}
+    assert tuned.config.value_counts().to_dict() == {c: n for c, n in report["systems"]["tuned"]["choice_counts"].items() if n}
 
 
 @pytest.mark.slow
@@ -116,13 +124,22 @@ def test_a_report_of_the_judged_set_is_under_2_mb(shared_data, tmp_path):
     from dsr.rankers import make_ranker
 
     collection = load_collection("cmu_dog_judged", shared_data / "judged")
-    families = {f"BM25 ({q})": {f"k1={k}": make_run(collection, seed=10 * j + k, quality=0.2 * k)
-                                for k in range(6)} for j, q in enumerate(("last", "last2", "all", "a", "b", "c"))}
+    families = {
+        f"BM25 ({q})": {f"k1={k}": make_run(collection, seed=10 * j + k, quality=0.2 * k) for k in range(6)}
+        for j, q in enumerate(("last", "last2", "all", "a", "b", "c"))
+    }
     families["BM25"] = {f"{f} {c}": run for f, configs in families.items() for c, run in configs.items()}
     runs = {"random": make_ranker("random").rank(collection), "initial": make_ranker("initial").rank(collection)}
     runs.update({f"dense {k}": make_run(collection, seed=k, quality=0.5 * k) for k in range(6)})
-    res = evaluate_runs(collection, runs, splits=generate_splits(collection.ids, 50), families=families,
-                        baseline="BM25", progress=False, all_pairs=True)
+    res = evaluate_runs(
+        collection,
+        runs,
+        splits=generate_splits(collection.ids, 50),
+        families=families,
+        baseline="BM25",
+        progress=False,
+        all_pairs=True,
+    )
     write_report(res, tmp_path / "rep")
     size = sum(p.stat().st_size for p in (tmp_path / "rep").iterdir())
     assert list(res.subsets) == ["all", "section0", "section1", "section2", "section3"]

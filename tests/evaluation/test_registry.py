@@ -29,15 +29,19 @@ def files(tmp_path_factory):
     full = folder / "full.qrels"
     full.write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
     pooled = folder / "pooled.qrels"
-    pooled.write_text("# a pool: judgements of the other systems' top documents\n" + "".join(
-        f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for n, (d, g) in enumerate(docs.items()) if n % 3))
+    pooled.write_text(
+        "# a pool: judgements of the other systems' top documents\n"
+        + "".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for n, (d, g) in enumerate(docs.items()) if n % 3)
+    )
     return folder
 
 
 def their_qrels(path):
     """The qrels as ir_measures' Qrel records (its reader stops on the '#' line dsr skips)."""
-    return [ir_measures.Qrel(q, d, int(g)) for q, _, d, g in
-            (line.split() for line in path.read_text().splitlines() if line and not line.startswith("#"))]
+    return [
+        ir_measures.Qrel(q, d, int(g))
+        for q, _, d, g in (line.split() for line in path.read_text().splitlines() if line and not line.startswith("#"))
+    ]
 
 
 def family_strings():
@@ -51,8 +55,7 @@ def family_strings():
 
 @pytest.mark.parametrize("measure", family_strings())
 def test_every_measure_ir_measures_parses_works_or_is_refused_clearly(measure, files, capsys):
-    code = main(["evaluate", "--qrels", str(files / "full.qrels"), str(files / "bm25.run"),
-                 "--measures", measure, "--json"])
+    code = main(["evaluate", "--qrels", str(files / "full.qrels"), str(files / "bm25.run"), "--measures", measure, "--json"])
     out, err = capsys.readouterr()
     family = registry.lookup(ir_measures.parse_measure(measure))
     assert family is not None, f"{measure}: not declared in dsr/evaluation/registry.py"
@@ -65,8 +68,22 @@ def test_every_measure_ir_measures_parses_works_or_is_refused_clearly(measure, f
         assert measure.split("@")[0] in err and ("--measures" in err)
 
 
-@pytest.mark.parametrize("measure", ["Judged@10", "Judged@5", "NumQ", "NumRet", "NumRet(rel=1)", "NumRel",
-                                     "ERR@10", "RBP", "RBP(p=0.9,rel=1)", "nDCG@5", "IPrec@0.5"])
+@pytest.mark.parametrize(
+    "measure",
+    [
+        "Judged@10",
+        "Judged@5",
+        "NumQ",
+        "NumRet",
+        "NumRet(rel=1)",
+        "NumRel",
+        "ERR@10",
+        "RBP",
+        "RBP(p=0.9,rel=1)",
+        "nDCG@5",
+        "IPrec@0.5",
+    ],
+)
 def test_values_equal_ir_measures_on_the_same_files(measure, files):
     """Per topic, on the pooled qrels (unjudged documents in every top 10) and the full ones."""
     run = load_run(files / "bm25.run")
@@ -89,8 +106,20 @@ def test_values_equal_ir_measures_on_the_same_files(measure, files):
 
 def test_judged_at_10_on_pooled_labels_and_the_unjudged_fraction(files, capsys):
     """Judged@10 no longer crashes; on pooled labels the unjudged share is reported."""
-    assert main(["evaluate", "--qrels", str(files / "pooled.qrels"), str(files / "bm25.run"),
-                 "--measures", "Judged@10,nDCG@5", "--json"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--qrels",
+                str(files / "pooled.qrels"),
+                str(files / "bm25.run"),
+                "--measures",
+                "Judged@10,nDCG@5",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     qrels = their_qrels(files / "pooled.qrels")
     run = load_run(files / "bm25.run")
@@ -98,8 +127,7 @@ def test_judged_at_10_on_pooled_labels_and_the_unjudged_fraction(files, capsys):
     judged = out["unjudged"]["judged"]["bm25"]
     assert judged == pytest.approx(expected[ir_measures.Judged @ 10], abs=1e-12)
     assert 0.5 < judged < 0.9 and out["unjudged"]["at"] == 10
-    assert main(["evaluate", "--qrels", str(files / "pooled.qrels"), str(files / "bm25.run"),
-                 "--measures", "nDCG@5"]) == 0
+    assert main(["evaluate", "--qrels", str(files / "pooled.qrels"), str(files / "bm25.run"), "--measures", "nDCG@5"]) == 0
     assert "unjudged in the top 10" in capsys.readouterr().err
     # on full labels nothing is unjudged and nothing is said
     assert main(["evaluate", "--qrels", str(files / "full.qrels"), str(files / "bm25.run"), "--json"]) == 0
@@ -107,8 +135,7 @@ def test_judged_at_10_on_pooled_labels_and_the_unjudged_fraction(files, capsys):
 
 
 def test_refusals_name_the_reason():
-    for measure, words in (("alpha_nDCG@5", "intent-aware"), ("SDCG@5", "max_rel="),
-                           ("IPrec", "recall level"), ("RBP@5", "RBP")):
+    for measure, words in (("alpha_nDCG@5", "intent-aware"), ("SDCG@5", "max_rel="), ("IPrec", "recall level"), ("RBP@5", "RBP")):
         with pytest.raises(InputError) as err:
             Evaluator({"q": {"d": 1}}, parse_measures([measure]))
         assert words in str(err.value)
@@ -144,11 +171,14 @@ def test_validate_takes_a_qrels_file(files, capsys):
     assert "score is not a number" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("args, words", [
-    (["-M", "0"], "--max-docs"),
-    (["-l", "0"], "--relevance-level"),
-    (["--measures", "alpha_nDCG@5"], "intent-aware"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["-M", "0"], "--max-docs"),
+        (["-l", "0"], "--relevance-level"),
+        (["--measures", "alpha_nDCG@5"], "intent-aware"),
+    ],
+)
 def test_bad_trec_eval_options_are_exit_2_naming_the_option(args, words, files, capsys):
     code = main(["evaluate", "--qrels", str(files / "full.qrels"), str(files / "bm25.run"), *args])
     err = capsys.readouterr().err
@@ -163,5 +193,4 @@ def test_bad_qrels_files_are_exit_2_naming_file_and_line(files, tmp_path, capsys
     assert "bad.qrels:3" in err and "grade" in err
     assert main(["evaluate", "--qrels", str(tmp_path / "none.qrels"), str(files / "bm25.run")]) == 2
     assert "no such qrels file" in capsys.readouterr().err
-    assert main(["validate", "--qrels", str(files / "full.qrels"), str(files / "bm25.run"),
-                 str(files / "bm25.run")]) == 2
+    assert main(["validate", "--qrels", str(files / "full.qrels"), str(files / "bm25.run"), str(files / "bm25.run")]) == 2

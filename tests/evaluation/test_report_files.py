@@ -28,8 +28,9 @@ from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.report import public
 
 TEXT_FILES = ("results.md", "results.json", "results.tex", "results.csv", "comparison.csv")
-needs_pdflatex = pytest.mark.skipif(shutil.which("pdflatex") is None,
-                                    reason="pdflatex (Debian texlive-latex-base) is not installed")
+needs_pdflatex = pytest.mark.skipif(
+    shutil.which("pdflatex") is None, reason="pdflatex (Debian texlive-latex-base) is not installed"
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,33 +42,43 @@ def made(tmp_path_factory):
     write_benchmark(collection, root / "coll.jsonl")
     runs = root / "runs"
     runs.mkdir()
-    for name, seed, quality in (("base", 1, 0.3), ("good", 2, 1.6), ("worse", 3, -0.8),
-                                ("bm25_a", 4, 0.2), ("bm25_b", 5, 0.9)):
+    for name, seed, quality in (("base", 1, 0.3), ("good", 2, 1.6), ("worse", 3, -0.8), ("bm25_a", 4, 0.2), ("bm25_b", 5, 0.9)):
         run = make_run(collection, seed=seed, quality=quality)
-        run.config = {"ranker": "bm25", "params": {"k1": 0.9 + seed / 10, "b": 0.75},
-                      "command_line": f"dsr run {root / 'coll.jsonl'} --out {runs / name}.run",
-                      "inputs": [{"path": str(root / "coll.jsonl")}]}
+        run.config = {
+            "ranker": "bm25",
+            "params": {"k1": 0.9 + seed / 10, "b": 0.75},
+            "command_line": f"dsr run {root / 'coll.jsonl'} --out {runs / name}.run",
+            "inputs": [{"path": str(root / "coll.jsonl")}],
+        }
         run.write(runs / f"{name}.run")
-    shutil.copy(runs / "base.run", runs / "base_copy.run")      # a row equal to the baseline
+    shutil.copy(runs / "base.run", runs / "base_copy.run")  # a row equal to the baseline
     report = root / "report"
-    argv = ["evaluate", str(root / "coll.jsonl"), *(str(runs / f"{n}.run") for n in
-                                                     ("base", "base_copy", "good", "worse")),
-            "--tune", f"bm25={runs / 'bm25_a.run'},{runs / 'bm25_b.run'}", "--n-splits", "6",
-            "--baseline", "base", "--report", str(report), "--quiet"]
+    argv = [
+        "evaluate",
+        str(root / "coll.jsonl"),
+        *(str(runs / f"{n}.run") for n in ("base", "base_copy", "good", "worse")),
+        "--tune",
+        f"bm25={runs / 'bm25_a.run'},{runs / 'bm25_b.run'}",
+        "--n-splits",
+        "6",
+        "--baseline",
+        "base",
+        "--report",
+        str(report),
+        "--quiet",
+    ]
     assert main(argv) == 0
     return root, report
 
 
 def _secrets(root: Path) -> list[str]:
     home = str(Path.home())
-    return [str(root), str(root.resolve()), os.sep + "tmp" + os.sep, home, getpass.getuser(),
-            socket.gethostname()]
+    return [str(root), str(root.resolve()), os.sep + "tmp" + os.sep, home, getpass.getuser(), socket.gethostname()]
 
 
 def test_no_report_file_carries_a_path_user_or_host(made):
     root, report = made
-    texts = {p.name: p.read_text(encoding="utf-8") for p in report.iterdir()
-             if p.suffix in (".md", ".json", ".tex", ".csv")}
+    texts = {p.name: p.read_text(encoding="utf-8") for p in report.iterdir() if p.suffix in (".md", ".json", ".tex", ".csv")}
     assert set(TEXT_FILES) <= set(texts) and any(n.endswith(".caption.tex") for n in texts)
     for name, text in texts.items():
         for secret in _secrets(root):
@@ -76,7 +87,7 @@ def test_no_report_file_carries_a_path_user_or_host(made):
     for data in (p.read_bytes() for p in report.iterdir() if p.suffix in (".pdf", ".png", ".parquet")):
         assert str(root).encode() not in data and str(Path.home()).encode() not in data
     report_json = json.loads(texts["results.json"])
-    assert report_json["runs"]["good"]["path"] == "good.run"      # outside the report: its name
+    assert report_json["runs"]["good"]["path"] == "good.run"  # outside the report: its name
     assert "- good: `good.run`" in texts["results.md"]
 
 
@@ -84,8 +95,7 @@ def test_public_keeps_paths_inside_the_report_relative(tmp_path):
     inside = tmp_path / "rep" / "runs" / "a.run.gz"
     text = f"--out {tmp_path / 'rep'} {inside} x=/home/someone/data/b.run see https://example.org/a"
     assert public(text, tmp_path / "rep") == "--out . runs/a.run.gz x=b.run see https://example.org/a"
-    assert public({"p": [str(inside)], str(inside): 1}, tmp_path / "rep") == {"p": ["runs/a.run.gz"],
-                                                                            "runs/a.run.gz": 1}
+    assert public({"p": [str(inside)], str(inside): 1}, tmp_path / "rep") == {"p": ["runs/a.run.gz"], "runs/a.run.gz": 1}
     assert public("better/worse ▲/▼ and a / b", tmp_path) == "better/worse ▲/▼ and a / b"
 
 
@@ -111,11 +121,11 @@ def test_every_row_is_defined_and_a_twin_of_the_baseline_says_so(made):
 def test_results_tex_compiles_with_plain_pdflatex(made, tmp_path):
     _, report = made
     tex = (report / "results.tex").read_text(encoding="utf-8")
-    assert not re.search(r"^\s*Run\s*&\s*&", tex, flags=re.M)              # no stray "Run & & ..." row
+    assert not re.search(r"^\s*Run\s*&\s*&", tex, flags=re.M)  # no stray "Run & & ..." row
     assert sig.BETTER not in tex and sig.WORSE not in tex and "±" not in tex
     assert r"$^{\blacktriangle}$" in tex and r"$^{\blacktriangledown}$" in tex
     typeset = "\n".join(line for line in tex.splitlines() if not line.startswith("%"))
-    assert "p $<$ 0.05" in typeset and "p < " not in typeset                 # OT1 prints < as ¡
+    assert "p $<$ 0.05" in typeset and "p < " not in typeset  # OT1 prints < as ¡
     shutil.copy(report / "results.tex", tmp_path)
     _pdflatex(tmp_path, "results.tex")
     assert (tmp_path / "results.pdf").read_bytes()[:5] == b"%PDF-"
@@ -124,28 +134,40 @@ def test_results_tex_compiles_with_plain_pdflatex(made, tmp_path):
 @needs_pdflatex
 def test_a_paper_includes_every_figure_as_it_is(made, tmp_path):
     _, report = made
-    stems = sorted(p.name[:-len(".caption.tex")] for p in report.glob("*.caption.tex"))
+    stems = sorted(p.name[: -len(".caption.tex")] for p in report.glob("*.caption.tex"))
     assert {"main", "measures", "diff_vs_baseline", "recall_at_k"} <= set(stems)
     for path in report.iterdir():
         if path.suffix in (".pdf", ".tex"):
             shutil.copy(path, tmp_path)
-    body = "".join(f"\\begin{{figure}}[p]\\centering\\includegraphics[width=\\linewidth]{{{s}.pdf}}"
-                   f"\\input{{{s}.caption}}\\end{{figure}}\\clearpage\n" for s in stems)
+    body = "".join(
+        f"\\begin{{figure}}[p]\\centering\\includegraphics[width=\\linewidth]{{{s}.pdf}}"
+        f"\\input{{{s}.caption}}\\end{{figure}}\\clearpage\n"
+        for s in stems
+    )
     (tmp_path / "paper.tex").write_text(
-        "\\documentclass{article}\n\\usepackage{graphicx}\n" + latex.PACKAGES + "\n\\begin{document}\n"
-        + body + "\\listoffigures\n\\end{document}\n", encoding="utf-8")
+        "\\documentclass{article}\n\\usepackage{graphicx}\n"
+        + latex.PACKAGES
+        + "\n\\begin{document}\n"
+        + body
+        + "\\listoffigures\n\\end{document}\n",
+        encoding="utf-8",
+    )
     log = _pdflatex(tmp_path, "paper.tex")
     assert "Float too large" not in log
     if shutil.which("pdftoppm"):
-        subprocess.run(["pdftoppm", "-r", "30", "-png", str(tmp_path / "paper.pdf"), str(tmp_path / "page")],
-                       check=True)
+        subprocess.run(["pdftoppm", "-r", "30", "-png", str(tmp_path / "paper.pdf"), str(tmp_path / "page")], check=True)
         assert len(list(tmp_path.glob("page-*.png"))) >= len(stems) + 1
 
 
 def _pdflatex(folder: Path, name: str) -> str:
-    for _ in range(2):   # twice: the list of figures
-        done = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", name], cwd=folder,
-                              capture_output=True, text=True, timeout=120)
+    for _ in range(2):  # twice: the list of figures
+        done = subprocess.run(
+            ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", name],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stdout[-3000:]
     return done.stdout
 
@@ -153,17 +175,17 @@ def _pdflatex(folder: Path, name: str) -> str:
 @pytest.fixture(scope="module")
 def results():
     collection = make_collection(n=60, seed=8)
-    runs = {name: make_run(collection, seed=seed, quality=q) for name, seed, q in
-            (("BM25_x & {y}", 1, 0.4), ("good", 2, 1.8), ("bad", 3, -1.0), ("same", 4, 0.5))}
-    return evaluate_runs(collection, runs, measures=["nDCG@5", "RR"], baseline="BM25_x & {y}",
-                         progress=False, n_resamples=0)
+    runs = {
+        name: make_run(collection, seed=seed, quality=q)
+        for name, seed, q in (("BM25_x & {y}", 1, 0.4), ("good", 2, 1.8), ("bad", 3, -1.0), ("same", 4, 0.5))
+    }
+    return evaluate_runs(collection, runs, measures=["nDCG@5", "RR"], baseline="BM25_x & {y}", progress=False, n_resamples=0)
 
 
 @needs_pdflatex
 def test_formatted_table_to_latex_has_no_raw_marks_and_compiles(results, tmp_path):
     frame = results.table(formatted=True)
-    assert any(sig.BETTER in v for v in frame.to_numpy().ravel()) and any(
-        sig.WORSE in v for v in frame.to_numpy().ravel())
+    assert any(sig.BETTER in v for v in frame.to_numpy().ravel()) and any(sig.WORSE in v for v in frame.to_numpy().ravel())
     for text in (frame.to_latex(), results.table("all", formatted=True).to_latex()):
         assert all(ord(ch) < 128 for ch in text), [ch for ch in text if ord(ch) >= 128]
         assert r"$^{\blacktriangle}$" in text and r"BM25\_x \& \{y\}" in text
@@ -200,10 +222,11 @@ def test_figures_drawn_by_workers_are_the_files_drawn_here():
     from dsr.evaluation.drawing import Drawing
 
     collection = make_collection(n=80, seed=3)
-    runs = {name: make_run(collection, seed=seed, quality=q) for name, seed, q in
-            (("base", 1, 0.4), ("good", 2, 1.8), ("bad", 3, -1.0))}
-    made = [evaluate_runs(collection, runs, measures=["nDCG@5", "RR", "P@1"], baseline="base", progress=False)
-            for _ in range(2)]
+    runs = {
+        name: make_run(collection, seed=seed, quality=q)
+        for name, seed, q in (("base", 1, 0.4), ("good", 2, 1.8), ("bad", 3, -1.0))
+    }
+    made = [evaluate_runs(collection, runs, measures=["nDCG@5", "RR", "P@1"], baseline="base", progress=False) for _ in range(2)]
     here = Drawing(made[0], workers=1)
     assert here.pool is None
     there = Drawing(made[1], workers=2)
@@ -214,5 +237,5 @@ def test_figures_drawn_by_workers_are_the_files_drawn_here():
     assert list(files) == [f"{stem}.{fmt}" for stem in captions for fmt in ("png", "pdf")]
     assert made[1]._intervals.keys() == made[0]._intervals.keys() and made[0]._intervals
     for key, interval in made[0]._intervals.items():
-        for here_part, there_part in zip(interval, made[1]._intervals[key]):   # mean, low, high
+        for here_part, there_part in zip(interval, made[1]._intervals[key]):  # mean, low, high
             np.testing.assert_array_equal(there_part, here_part)

@@ -32,10 +32,11 @@ def test_randomisation_equals_scipy_permutation_test_when_exact():
     rng = np.random.default_rng(1)
     a = rng.uniform(size=(11, 3))
     b = a - rng.normal(0.1, 0.2, size=(11, 3))
-    got = randomisation(a, b, n_resamples=5000)   # 2**11 = 2048 patterns: exact
+    got = randomisation(a, b, n_resamples=5000)  # 2**11 = 2048 patterns: exact
     for j in range(3):
-        expected = stats.permutation_test((a[:, j] - b[:, j],), np.mean, permutation_type="samples",
-                                          n_resamples=5000, vectorized=False).pvalue
+        expected = stats.permutation_test(
+            (a[:, j] - b[:, j],), np.mean, permutation_type="samples", n_resamples=5000, vectorized=False
+        ).pvalue
         assert got[j] == pytest.approx(expected, abs=1e-12)
 
 
@@ -43,8 +44,9 @@ def test_randomisation_close_to_scipy_when_sampled():
     rng = np.random.default_rng(2)
     d = rng.normal(0.05, 0.3, size=300)
     got = randomisation(d[:, None], np.zeros((300, 1)), n_resamples=20000, seed=3)[0]
-    expected = stats.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=20000,
-                                      vectorized=True, rng=np.random.default_rng(4)).pvalue
+    expected = stats.permutation_test(
+        (d,), np.mean, permutation_type="samples", n_resamples=20000, vectorized=True, rng=np.random.default_rng(4)
+    ).pvalue
     # two Monte Carlo estimates of the same p (~0.004): within a few standard errors
     assert abs(got - expected) < 4 * np.sqrt(expected * (1 - expected) / 20000) + 1e-3
     assert got == randomisation(d[:, None], np.zeros((300, 1)), n_resamples=20000, seed=3)[0]
@@ -66,8 +68,14 @@ def test_large_difference_is_significant_and_identical_runs_are_not(collection):
     weak = make_run(collection, seed=1, quality=0.0)
     strong = make_run(collection, seed=2, quality=3.0)
     same = type(weak)(dict(weak.rankings), weak.tag)
-    results = evaluate_runs(collection, {"weak": weak, "strong": strong, "same": same},
-                            ["RR", "nDCG@5"], baseline="weak", n_resamples=2000, progress=False)
+    results = evaluate_runs(
+        collection,
+        {"weak": weak, "strong": strong, "same": same},
+        ["RR", "nDCG@5"],
+        baseline="weak",
+        n_resamples=2000,
+        progress=False,
+    )
     for subset in ("all", "plain", "grounded"):
         entry = results.significance[subset]
         for m in ("RR", "nDCG@5"):
@@ -82,8 +90,16 @@ def test_protocol_pairs_tuned_families_by_topic(collection):
     splits = generate_splits(collection.ids, n=20, seed=0)
     base = make_run(collection, seed=1, quality=0.2)
     family = {"low": make_run(collection, seed=3, quality=0.1), "high": make_run(collection, seed=4, quality=3.0)}
-    results = evaluate_runs(collection, {"base": base}, ["nDCG@5"], splits=splits,
-                            families={"fam": family}, baseline="base", n_resamples=1000, progress=False)
+    results = evaluate_runs(
+        collection,
+        {"base": base},
+        ["nDCG@5"],
+        splits=splits,
+        families={"fam": family},
+        baseline="base",
+        n_resamples=1000,
+        progress=False,
+    )
     entry = results.significance["all"]["fam"]["nDCG@5"]
     assert entry["n"] == int((results.systems["fam"].per_topic[:, 0] == results.systems["fam"].per_topic[:, 0]).sum())
     per_topic = {"fam": results.systems["fam"].per_topic, "base": results.systems["base"].per_topic}

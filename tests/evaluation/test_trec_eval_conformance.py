@@ -19,8 +19,10 @@ from dsr.cli import main
 from tests.support.data import SHARED_DATA
 
 DATA = SHARED_DATA / "trec_eval"
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (DATA / "test" / "qrels.test").exists(),
-                                reason="../shared/data/trec_eval is not here")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (DATA / "test" / "qrels.test").exists(), reason="../shared/data/trec_eval is not here"),
+]
 
 #: expected file -> (qrels, run, dsr options); from the data's README
 CASES = {
@@ -37,33 +39,58 @@ CASES = {
 COUNTS = {"num_q", "num_ret", "num_rel", "num_rel_ret"}
 #: trec_eval name -> ir_measures string (a pattern's groups fill the cutoff)
 NAMES = [
-    (r"num_q", "NumQ"), (r"num_ret", "NumRet"), (r"num_rel", "NumRel"), (r"num_rel_ret", "NumRet(rel=1)"),
-    (r"map", "AP"), (r"map_cut_(\d+)", "AP@{}"), (r"Rprec", "Rprec"), (r"bpref", "Bpref"),
-    (r"recip_rank", "RR"), (r"iprec_at_recall_([\d.]+)", "IPrec@{}"), (r"P_(\d+)", "P@{}"),
-    (r"recall_(\d+)", "R@{}"), (r"ndcg_cut_(\d+)", "nDCG@{}"), (r"ndcg", "nDCG"), (r"infAP", "infAP"),
-    (r"set_P", "SetP"), (r"set_recall", "SetR"), (r"set_F", "SetF"), (r"set_map", "SetAP"),
-    (r"set_relative_P", "SetP(relative=True)"), (r"success_(\d+)", "Success@{}"),
+    (r"num_q", "NumQ"),
+    (r"num_ret", "NumRet"),
+    (r"num_rel", "NumRel"),
+    (r"num_rel_ret", "NumRet(rel=1)"),
+    (r"map", "AP"),
+    (r"map_cut_(\d+)", "AP@{}"),
+    (r"Rprec", "Rprec"),
+    (r"bpref", "Bpref"),
+    (r"recip_rank", "RR"),
+    (r"iprec_at_recall_([\d.]+)", "IPrec@{}"),
+    (r"P_(\d+)", "P@{}"),
+    (r"recall_(\d+)", "R@{}"),
+    (r"ndcg_cut_(\d+)", "nDCG@{}"),
+    (r"ndcg", "nDCG"),
+    (r"infAP", "infAP"),
+    (r"set_P", "SetP"),
+    (r"set_recall", "SetR"),
+    (r"set_F", "SetF"),
+    (r"set_map", "SetAP"),
+    (r"set_relative_P", "SetP(relative=True)"),
+    (r"success_(\d+)", "Success@{}"),
     # 10.0's rbp equals ir_measures' RBP with persistence 0.9 (checked here on every topic)
-    (r"rbp", "RBP(p=0.9,rel=1)"), (r"unj_(\d+)", "Judged@{}"),   # printed by 10.0 only
+    (r"rbp", "RBP(p=0.9,rel=1)"),
+    (r"unj_(\d+)", "Judged@{}"),  # printed by 10.0 only
 ]
 #: trec_eval 10.0's unj_k is the unjudged fraction of the top k: 1 - Judged@k
 COMPLEMENT = re.compile(r"unj_\d+")
 #: what trec_eval prints that dsr does not define, and why (the test checks the list is exact)
 SKIPPED = {
     "runid": "the run's tag, not a measure",
-    "gm_map": "geometric mean of AP: an aggregate dsr does not compute", "gm_bpref": "likewise",
-    "Rndcg": "not in ir_measures", "ndcg_rel": "not in ir_measures", "binG": "not in ir_measures",
-    "G": "not in ir_measures", "utility": "not in ir_measures", "11pt_avg": "not in ir_measures",
-    "relative_P": "not in ir_measures", "Rprec_mult": "not in ir_measures",
-    "num_nonrel_judged_ret": "not in ir_measures", "relstring": "a string, not a number",
+    "gm_map": "geometric mean of AP: an aggregate dsr does not compute",
+    "gm_bpref": "likewise",
+    "Rndcg": "not in ir_measures",
+    "ndcg_rel": "not in ir_measures",
+    "binG": "not in ir_measures",
+    "G": "not in ir_measures",
+    "utility": "not in ir_measures",
+    "11pt_avg": "not in ir_measures",
+    "relative_P": "not in ir_measures",
+    "Rprec_mult": "not in ir_measures",
+    "num_nonrel_judged_ret": "not in ir_measures",
+    "relstring": "a string, not a number",
     "rbp_resid": "RBP's residual: not in ir_measures",
     "ndcg_1=3,2=9,4=4.5": "custom gains (-mndcg.1=3,2=9,4=4.5): ir_measures' nDCG(gains=...) goes to "
-                          "a provider that does not take them",
+    "a provider that does not take them",
 }
 #: under --trec-eval 10.0: what 10.0 computes differently and dsr does not reproduce
-SKIPPED_10 = {"iprec_at_recall": "10.0 rounds the recall cutoffs differently: dsr evaluate refuses IPrec "
-                                 "under --trec-eval 10.0 and dsr trec_eval --release 10.0 computes 10.0's "
-                                 "(tests/evaluation/test_trec_eval_dropin.py)"}
+SKIPPED_10 = {
+    "iprec_at_recall": "10.0 rounds the recall cutoffs differently: dsr evaluate refuses IPrec "
+    "under --trec-eval 10.0 and dsr trec_eval --release 10.0 computes 10.0's "
+    "(tests/evaluation/test_trec_eval_dropin.py)"
+}
 
 
 def dsr_name(name: str, case: str) -> str | None:
@@ -76,11 +103,15 @@ def dsr_name(name: str, case: str) -> str | None:
 
 def skip_reason(name: str, version: str, case: str = "") -> str | None:
     if version == "10.0" and case == "out.test.meas_params" and (name == "rbp" or name.startswith("unj_")):
-        return ("10.0 prints rbp and unj_k here with values other than those it prints for the same "
-                "qrels and run in out.test.a (compared there)")
+        return (
+            "10.0 prints rbp and unj_k here with values other than those it prints for the same "
+            "qrels and run in out.test.a (compared there)"
+        )
     if version == "10.0" and case == "out.test.aql" and (name == "rbp" or name.startswith("unj_")):
-        return ("qrels.rel_level has grade -1: 10.0's unj_k counts it as unjudged (ir_measures' Judged "
-                "as judged), and its rbp under -l 2 is not RBP(rel=2)")
+        return (
+            "qrels.rel_level has grade -1: 10.0's unj_k counts it as unjudged (ir_measures' Judged "
+            "as judged), and its rbp under -l 2 is not RBP(rel=2)"
+        )
     for prefix, why in ({**SKIPPED, **(SKIPPED_10 if version == "10.0" else {})}).items():
         if name == prefix or name.startswith(prefix + "_"):
             return why
@@ -95,13 +126,24 @@ def expected(version: str, case: str) -> dict[tuple[str, str], str]:
 def run_dsr(tmp_path, case: str, measures: list[str], version: str) -> dict[str, dict[str, float]]:
     qrels, run, options = CASES[case]
     out = tmp_path / f"{case}-{version}.tsv"
-    args = ["evaluate", "--qrels", str(DATA / "test" / qrels), str(DATA / "test" / run),
-            "--measures", ",".join(measures), "--per-topic", str(out), "--trec-eval", version, *options]
+    args = [
+        "evaluate",
+        "--qrels",
+        str(DATA / "test" / qrels),
+        str(DATA / "test" / run),
+        "--measures",
+        ",".join(measures),
+        "--per-topic",
+        str(out),
+        "--trec-eval",
+        version,
+        *options,
+    ]
     assert main(args) == 0
     values: dict[str, dict[str, float]] = defaultdict(dict)
     with open(out) as f:
         rows = list(csv.reader(f, delimiter="\t"))
-    columns = rows[0][4:]           # the measures in the order asked (-l 2 renames them: AP(rel=2))
+    columns = rows[0][4:]  # the measures in the order asked (-l 2 renames them: AP(rel=2))
     assert len(columns) == len(measures)
     for row in rows[1:]:
         for m, value in zip(measures, row[4:]):
@@ -126,7 +168,7 @@ def test_dsr_evaluate_qrels_prints_what_trec_eval_prints(case, version, tmp_path
             skipped.add(name)
         else:
             compared[name] = measure
-    if case == "out.test.aql":   # -l 2: num_rel_ret counts grades >= 2 (the others gain rel=2 from -l)
+    if case == "out.test.aql":  # -l 2: num_rel_ret counts grades >= 2 (the others gain rel=2 from -l)
         compared = {n: m.replace("rel=1", "rel=2") for n, m in compared.items()}
     got = run_dsr(tmp_path, case, sorted(set(compared.values())), version)
     complete = "-c" in CASES[case][2]
@@ -144,7 +186,7 @@ def test_dsr_evaluate_qrels_prints_what_trec_eval_prints(case, version, tmp_path
         if COMPLEMENT.fullmatch(name):
             if (topic == "all" and complete) or topic not in run_topics(case):
                 skipped.add(f"{name} where the run lacks a topic")
-                continue   # unj of an empty ranking is 0, Judged@k is 0 too: no complement there
+                continue  # unj of an empty ranking is 0, Judged@k is 0 too: no complement there
             ours = 1 - ours
         if abs(ours - float(value)) > 5e-5 + 1e-9:
             mismatches.append((name, topic, value, round(ours, 6)))
@@ -157,8 +199,21 @@ def test_qrels_with_comment_lines_score_as_without(tmp_path):
     """10.0's out.test comes from qrels.test.with-comments as well: dsr reads both alike."""
     runs = DATA / "test" / "results.test"
     for qrels in ("qrels.test", "qrels.test.with-comments"):
-        assert main(["evaluate", "--qrels", str(DATA / "test" / qrels), str(runs), "--measures", "AP,P@5",
-                     "--per-topic", str(tmp_path / f"{qrels}.tsv")]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--qrels",
+                    str(DATA / "test" / qrels),
+                    str(runs),
+                    "--measures",
+                    "AP,P@5",
+                    "--per-topic",
+                    str(tmp_path / f"{qrels}.tsv"),
+                ]
+            )
+            == 0
+        )
     assert (tmp_path / "qrels.test.tsv").read_text() == (tmp_path / "qrels.test.with-comments.tsv").read_text()
 
 
@@ -170,7 +225,22 @@ def test_double_scores_under_10_and_float32_under_9(tmp_path):
     rr = {}
     for version in ("9.0.8", "10.0"):
         out = tmp_path / f"{version}.tsv"
-        assert main(["evaluate", "--qrels", str(tmp_path / "q"), str(tmp_path / "r"), "--measures", "RR",
-                     "--per-topic", str(out), "--trec-eval", version]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "--qrels",
+                    str(tmp_path / "q"),
+                    str(tmp_path / "r"),
+                    "--measures",
+                    "RR",
+                    "--per-topic",
+                    str(out),
+                    "--trec-eval",
+                    version,
+                ]
+            )
+            == 0
+        )
         rr[version] = float(out.read_text().splitlines()[1].split("\t")[-1])
     assert rr == {"9.0.8": 0.5, "10.0": 1.0}

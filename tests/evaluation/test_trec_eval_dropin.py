@@ -28,17 +28,16 @@ SUITE_CASES = {
     "out.test.aqcM": "-m all_trec -q -c -M100 test/qrels.test test/results.trunc",
     "out.test.aql": "-m all_trec -mrelstring.20 -q -l2 test/qrels.rel_level test/results.test",
     "out.test.meas_params": "-q -miprec_at_recall..10,.20,.25,.75,.50 -m P.5,7,3 -m recall.20,2000 "
-                            "-m Rprec_mult.5.0,0.2,0.35 -mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75 "
-                            "-mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20 "
-                            "test/qrels.test test/results.test",
+    "-m Rprec_mult.5.0,0.2,0.35 -mutility.2,-1,0,0 -m 11pt_avg..25,.5,.75 "
+    "-mndcg.1=3,2=9,4=4.5 -mndcg_cut.10,20,23.4 -msuccess.2,5,20 "
+    "test/qrels.test test/results.test",
     "out.test.aqZ": "-q -m all_trec -Z test/zscores_file test/qrels.test test/results.test",
     "out.test.prefs": "-m all_prefs -q -R prefs test/prefs.test test/prefs.results.test",
     "out.test.qrels_prefs": "-m all_prefs -q -R qrels_prefs test/qrels.test test/results.test",
     "out.test.qrels_jg": "-m qrels_jg -q -R qrels_jg test/qrels.123 test/results.test",
 }
 #: what dsr refuses, and the words its error must hold (the option and, where it is one, the measure)
-UNSUPPORTED = {"out.test.prefs": "-R prefs", "out.test.qrels_prefs": "-R qrels_prefs",
-               "out.test.qrels_jg": "-R qrels_jg"}
+UNSUPPORTED = {"out.test.prefs": "-R prefs", "out.test.qrels_prefs": "-R qrels_prefs", "out.test.qrels_jg": "-R qrels_jg"}
 #: 10.0's out.test also comes from the qrels with comment lines
 EXTRA_10 = {"out.test": "test/qrels.test.with-comments test/results.test"}
 
@@ -88,16 +87,19 @@ def test_trec_eval_suite_byte_for_byte_or_refused_by_name(suite, capsys, case, r
 def test_suite_counts(suite, capsys):
     """The figure the issue asks for, per release: lines equal / refused / differing (0)."""
     for release in ("9.0.8", "10.0"):
-        for case in SUITE_CASES:    # those this process has not run (a parallel run, -k)
+        for case in SUITE_CASES:  # those this process has not run (a parallel run, -k)
             test_trec_eval_suite_byte_for_byte_or_refused_by_name(suite, capsys, case, release)
         counts = COUNTS[release]
         total = sum(len((suite / f"expected-{release}" / c).read_text().splitlines()) for c in SUITE_CASES)
-        extra = sum(len((suite / f"expected-{release}" / c).read_text().splitlines())
-                    for c in EXTRA_10) if release == "10.0" else 0
+        extra = (
+            sum(len((suite / f"expected-{release}" / c).read_text().splitlines()) for c in EXTRA_10) if release == "10.0" else 0
+        )
         assert counts["equal"] + counts["unsupported"] == total + extra
         with capsys.disabled():
-            print(f"\ntrec_eval {release} suite: {counts['equal']} lines equal, {counts['unsupported']} "
-                  f"refused as not supported (-R prefs/qrels_prefs/qrels_jg), 0 differing")
+            print(
+                f"\ntrec_eval {release} suite: {counts['equal']} lines equal, {counts['unsupported']} "
+                f"refused as not supported (-R prefs/qrels_prefs/qrels_jg), 0 differing"
+            )
 
 
 def fixture_cases() -> list[tuple[str, str, str, str]]:
@@ -111,8 +113,7 @@ def test_ties_empty_rankings_and_missing_topics_as_the_binaries(capsys, release,
     (10.0 prints it), -l 2 with gains and utility under -N: the binaries' own output; where the
     binary stopped (10.0 without -c on a topic the run lacks), dsr stops too (exit 2)."""
     expected = FIXTURE / f"expected-{release}" / name
-    code, out, err = run_dsr(capsys, ["--release", release, *options.split(), str(FIXTURE / "qrels"),
-                                      str(FIXTURE / run)])
+    code, out, err = run_dsr(capsys, ["--release", release, *options.split(), str(FIXTURE / "qrels"), str(FIXTURE / run)])
     if not expected.exists():
         assert code == 2 and out == "" and "t3" in err and "-c" in err, err
         return
@@ -122,11 +123,20 @@ def test_ties_empty_rankings_and_missing_topics_as_the_binaries(capsys, release,
 
 def test_measures_and_options_dsr_does_not_compute_are_refused_by_name(capsys):
     qrels, run = str(FIXTURE / "qrels"), str(FIXTURE / "run")
-    for args, words in [(["-m", "yaap"], "yaap"), (["-m", "all_prefs"], "prefs_simp"),
-                        (["-m", "P_avgjg"], "P_avgjg"), (["--release", "10.0", "-m", "dcg"], "dcg"),
-                        (["-D", "1"], "-D"), (["-T", "other"], "-T other"), (["-l", "0"], "relevance level"),
-                        (["-m", "rbp"], "--release 10.0"), (["-m", "nonsense"], "nonsense"),
-                        (["-m", "P.0"], "cutoff"), (["-m", "P.5,5"], "twice"), (["-m", "utility.1,2"], "4")]:
+    for args, words in [
+        (["-m", "yaap"], "yaap"),
+        (["-m", "all_prefs"], "prefs_simp"),
+        (["-m", "P_avgjg"], "P_avgjg"),
+        (["--release", "10.0", "-m", "dcg"], "dcg"),
+        (["-D", "1"], "-D"),
+        (["-T", "other"], "-T other"),
+        (["-l", "0"], "relevance level"),
+        (["-m", "rbp"], "--release 10.0"),
+        (["-m", "nonsense"], "nonsense"),
+        (["-m", "P.0"], "cutoff"),
+        (["-m", "P.5,5"], "twice"),
+        (["-m", "utility.1,2"], "4"),
+    ]:
         code, out, err = run_dsr(capsys, [*args, qrels, run])
         assert code == 2 and out == "" and words in err, (args, err)
         assert "Traceback" not in err
@@ -153,11 +163,10 @@ def test_parameter_forms_name_values_as_trec_eval(capsys):
     [r] = select(["Rprec_mult.5.0,0.2"], "9.0.8")
     assert r.names == ("Rprec_mult_0.20", "Rprec_mult_5.00")
     [n] = select(["ndcg_cut.23.4"], "9.0.8")
-    assert n.names == ("ndcg_cut_23",)      # atol("23.4"): trec_eval's own reading
+    assert n.names == ("ndcg_cut_23",)  # atol("23.4"): trec_eval's own reading
     [g] = select(["ndcg.1=3,2=9"], "10.0")
     assert g.names == ("ndcg_1=3,2=9",)
-    code, out, _ = run_dsr(capsys, ["-m", "map", "-m", "P.5,10", "-m", "num_q", str(FIXTURE / "qrels"),
-                                    str(FIXTURE / "run")])
+    code, out, _ = run_dsr(capsys, ["-m", "map", "-m", "P.5,10", "-m", "num_q", str(FIXTURE / "qrels"), str(FIXTURE / "run")])
     assert code == 0
     assert [line.split("\t")[0].rstrip() for line in out.splitlines()] == ["num_q", "map", "P_5", "P_10"]
     assert out.splitlines()[0] == "num_q                 \tall\t3"
@@ -168,13 +177,14 @@ def test_dsr_evaluate_refuses_what_trec_eval_would_compute_otherwise(capsys, tmp
     -l 2 gave 71 where trec_eval gives 1), 9.0.8's IPrec cutoffs under --trec-eval 10.0, and a
     fractional cutoff are refused, each saying why; a level dsr adds itself (RBP's) follows -l."""
     qrels, run = str(FIXTURE / "qrels"), str(FIXTURE / "run")
-    for args, words in [(["--measures", "NumRet(rel=1)", "-l", "2"], "NumRet(rel=1) sets a relevance level"),
-                        (["--measures", "IPrec@0.1", "--trec-eval", "10.0"], "lround"),
-                        (["--measures", "nDCG@23.4"], "whole number")]:
+    for args, words in [
+        (["--measures", "NumRet(rel=1)", "-l", "2"], "NumRet(rel=1) sets a relevance level"),
+        (["--measures", "IPrec@0.1", "--trec-eval", "10.0"], "lround"),
+        (["--measures", "nDCG@23.4"], "whole number"),
+    ]:
         capsys.readouterr()
         assert main(["evaluate", "--qrels", qrels, run, *args]) == 2
         assert words in capsys.readouterr().err
     out = tmp_path / "rbp.tsv"
-    assert main(["evaluate", "--qrels", qrels, run, "--measures", "RBP,NumRet(rel=2)", "-l", "2",
-                 "--per-topic", str(out)]) == 0
+    assert main(["evaluate", "--qrels", qrels, run, "--measures", "RBP,NumRet(rel=2)", "-l", "2", "--per-topic", str(out)]) == 0
     assert out.read_text().splitlines()[0].split("\t")[4:] == ["RBP(rel=2)", "NumRet(rel=2)"]

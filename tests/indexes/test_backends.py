@@ -54,7 +54,7 @@ def _pairs(collection):
 def test_bi_encoder_fast_backends_rank_like_torch(quick_calibration, sample, dsr_home, exports):
     from dsr.indexes import embeddings
 
-    for backend in FAST:     # the run's shared exports (tests/support/exports.py)
+    for backend in FAST:  # the run's shared exports (tests/support/exports.py)
         exports.seed(dsr_home, "all-MiniLM-L6-v2", "bi-encoder", backend)
     model = resolve_model("all-MiniLM-L6-v2")
     pairs = _pairs(sample)
@@ -85,8 +85,7 @@ def minilm_cross_encoder(exports):
 
 
 @pytest.mark.slow
-def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, minilm_cross_encoder,
-                                                     dsr_home, exports):
+def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, minilm_cross_encoder, dsr_home, exports):
     from dsr.core.data import Collection
     from dsr.core.run import Run
     from dsr.rerankers import make_reranker
@@ -97,8 +96,7 @@ def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, 
     everything = Run({d.id: [(c.id, 0.0) for c in d.candidates] for d in part}, "pairs")
 
     def scores(backend):
-        reranker = make_reranker("cross-encoder", model=str(minilm_cross_encoder), query="last2",
-                                 backend=backend)
+        reranker = make_reranker("cross-encoder", model=str(minilm_cross_encoder), query="last2", backend=backend)
         run = reranker.rerank(part, everything)
         return run, np.array([dict(run.rankings[d.id])[c.id] for d in part for c in d.candidates])
 
@@ -113,8 +111,7 @@ def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, 
     assert len(exported) == 1  # one model; one folder per kind and backend below it
     below = sorted(p.name for p in (dsr_home / "models" / "fast" / exported[0]).iterdir())
     assert below == sorted(f"cross-encoder-{b}" for b in FAST)
-    int8 = json.loads((dsr_home / "models" / "fast" / exported[0] / "cross-encoder-openvino-int8"
-                       / "manifest.json").read_text())
+    int8 = json.loads((dsr_home / "models" / "fast" / exported[0] / "cross-encoder-openvino-int8" / "manifest.json").read_text())
     assert int8["params"]["calibration"]["collection"] == "sample"
     assert int8["params"]["calibration"]["content_hash"] == sample.content_hash
     assert int8["params"]["quantisation"]["subset_size"] == 64
@@ -178,8 +175,23 @@ def test_cli_backend_param(tmp_path, tiny_model, dsr_home, exports, capsys):
     first = tmp_path / "initial.run"
     assert main(["run", "sample", "--ranker", "initial", "--out", str(first)]) == 0
     out = tmp_path / "ce.run"
-    assert main(["rerank", "sample", "--run", str(first), "--model", str(tiny_model),
-                 "--param", "backend=openvino", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "rerank",
+                "sample",
+                "--run",
+                str(first),
+                "--model",
+                str(tiny_model),
+                "--param",
+                "backend=openvino",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     sidecar = json.loads((tmp_path / "ce.run.json").read_text())
     assert sidecar["params"]["backend"] == "openvino"
     assert "backend=openvino" in out.read_text().split("\n", 1)[0]  # the run tag names it
@@ -188,13 +200,16 @@ def test_cli_backend_param(tmp_path, tiny_model, dsr_home, exports, capsys):
     capsys.readouterr()
     assert main(["evaluate", "sample", str(first), str(out), "--baseline", str(first)]) == 0
     printed = capsys.readouterr().out
-    assert f"note: {sidecar['exactness']}" in printed.splitlines()   # one line, under the table
+    assert f"note: {sidecar['exactness']}" in printed.splitlines()  # one line, under the table
 
 
-@pytest.mark.parametrize("argv", [
-    ["run", "sample", "--ranker", "dense", "--param", "backend=onnx"],
-    ["rerank", "sample", "--reranker", "cross-encoder", "--param", "backend=openvino", "precision=bf16"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "sample", "--ranker", "dense", "--param", "backend=onnx"],
+        ["rerank", "sample", "--reranker", "cross-encoder", "--param", "backend=openvino", "precision=bf16"],
+    ],
+)
 def test_bad_backend_is_exit_2(tmp_path, argv, capsys, tiny_model):
     if argv[0] == "rerank":
         first = tmp_path / "initial.run"
@@ -258,8 +273,9 @@ def _read_only(monkeypatch, folder: Path) -> None:
     monkeypatch.setattr(os, "mkdir", mkdir)
 
 
-def test_read_only_model_cache_is_exit_2_naming_the_folder(tiny_model, dsr_home, tmp_path, monkeypatch,
-                                                           capsys, quick_calibration):
+def test_read_only_model_cache_is_exit_2_naming_the_folder(
+    tiny_model, dsr_home, tmp_path, monkeypatch, capsys, quick_calibration
+):
     """The int8 export under a read-only DSR_HOME/models is refused, not a traceback."""
     first = tmp_path / "initial.run"
     assert main(["run", "sample", "--ranker", "initial", "--out", str(first)]) == 0
@@ -269,11 +285,22 @@ def test_read_only_model_cache_is_exit_2_naming_the_folder(tiny_model, dsr_home,
     _read_only(monkeypatch, models)
     capsys.readouterr()
     out = tmp_path / "ce.run"
-    code = main(["rerank", "sample", "--run", str(first), "--model", str(tiny_model),
-                 "--param", "backend=openvino-int8", "--out", str(out)])
+    code = main(
+        [
+            "rerank",
+            "sample",
+            "--run",
+            str(first),
+            "--model",
+            str(tiny_model),
+            "--param",
+            "backend=openvino-int8",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
-    folder = backends.fast_folder(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder",
-                                  "openvino-int8")
+    folder = backends.fast_folder(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder", "openvino-int8")
     assert code == 2 and "Traceback" not in err, err
     assert str(folder.parent) in err and ("not writable" in err or "cannot create" in err), err
     assert not out.exists() and list(models.iterdir()) == []
@@ -281,8 +308,7 @@ def test_read_only_model_cache_is_exit_2_naming_the_folder(tiny_model, dsr_home,
 
 
 @pytest.mark.slow
-def test_staging_folders_of_an_export_are_removed_on_failure_and_at_the_next_start(tiny_model, dsr_home,
-                                                                                  monkeypatch):
+def test_staging_folders_of_an_export_are_removed_on_failure_and_at_the_next_start(tiny_model, dsr_home, monkeypatch):
     """A build that fails leaves no staging folder; one left by a killed build (or an older
     version's ``.NAME.XXXX.tmp``) is removed when the export is next built."""
     model = resolve_model(str(tiny_model), "cross-encoder")

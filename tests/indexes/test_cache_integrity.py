@@ -38,8 +38,7 @@ def _nan_fill(path: Path) -> None:
     """Same shape and size, every float NaN: still a loadable .npy/.npz."""
     if path.suffix == ".npz":
         arrays = dict(np.load(path))
-        np.savez(path.with_suffix(""), **{k: np.full_like(v, np.nan, dtype=np.float64)
-                                          for k, v in arrays.items()})
+        np.savez(path.with_suffix(""), **{k: np.full_like(v, np.nan, dtype=np.float64) for k, v in arrays.items()})
     else:
         array = np.load(path)
         # integer arrays (the shard's digest rows) get their largest value instead
@@ -60,6 +59,7 @@ def scores(run) -> dict:
 
 
 # --- index folders (dsr.indexes.manifest.cached_build) ----------------------------
+
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_damaged_bm25_index_file_is_rebuilt(capsys, sample, damage):
@@ -100,8 +100,13 @@ def test_damaged_bm25_index_through_the_cli(capsys, tmp_path):
 
 # --- embedding shards ---------------------------------------------------------
 
-TEXTS = ["The cat sat on the mat.", "Volcanic ash reacted with seawater.", "Rayleigh scattering",
-         "A quick brown fox.", "Concrete is a composite material."]
+TEXTS = [
+    "The cat sat on the mat.",
+    "Volcanic ash reacted with seawater.",
+    "Rayleigh scattering",
+    "A quick brown fox.",
+    "Concrete is a composite material.",
+]
 
 
 @pytest.mark.parametrize("part", ["vectors", "keys"])
@@ -138,6 +143,7 @@ def test_shard_manifest_records_sha256(capsys):
 
 # --- built collections (dsr.collections.common.cached_build) ------------
 
+
 def test_damaged_built_collection_is_rebuilt(capsys, shared_data, dsr_home):
     from dsr.collections import cmu_dog
 
@@ -165,6 +171,7 @@ def test_damaged_built_collection_is_rebuilt(capsys, shared_data, dsr_home):
 
 
 # --- a DSR_HOME that cannot be written ----------------------------------------
+
 
 def _check_refusal(capsys, code: int, folder_hint: str) -> None:
     err = capsys.readouterr().err

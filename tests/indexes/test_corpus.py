@@ -32,7 +32,12 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 # Two articles, a redirect, a talk page (namespace 1) and a stub with markup of every kind we strip.
 PAGES = [
-    ("Roman concrete", 0, "101", False, """{{Short description|Building material}}
+    (
+        "Roman concrete",
+        0,
+        "101",
+        False,
+        """{{Short description|Building material}}
 {{Infobox material|name=Roman concrete}}
 '''Roman concrete''', also called ''opus caementicium'', was used in construction in [[Ancient Rome]].<ref>{{cite book|title=Concrete}}</ref> Like its modern equivalent, it was based on a [[hydraulic cement|hydraulic-setting cement]].
 
@@ -53,28 +58,30 @@ Builders mixed lime with [[pozzolana]]. Seawater reacted with the ash to grow cr
 == References ==
 * {{cite journal|title=Roman seawater concrete}}
 [[Category:Concrete]]
-"""),
+""",
+    ),
     ("Opus caementicium", 0, "102", True, "#REDIRECT [[Roman concrete]]"),
     ("Talk:Roman concrete", 1, "103", False, "Is this article accurate? I think so."),
-    ("Tobermorite", 0, "104", False, """'''Tobermorite''' is a [[calcium silicate hydrate]] mineral.<ref name="a"/> It was first described in 1880 near Tobermory in Scotland.
+    (
+        "Tobermorite",
+        0,
+        "104",
+        False,
+        """'''Tobermorite''' is a [[calcium silicate hydrate]] mineral.<ref name="a"/> It was first described in 1880 near Tobermory in Scotland.
 
 It forms in Roman marine concrete over many years. Dr. Jackson studied it at the U.C. Berkeley lab.
-"""),
+""",
+    ),
 ]
 
 EXPECTED_XML = [
-    ("Roman_concrete_101_0_0_0",
-     "Roman concrete, also called opus caementicium, was used in construction in Ancient Rome."),
-    ("Roman_concrete_101_0_0_1",
-     "Like its modern equivalent, it was based on a hydraulic-setting cement."),
-    ("Roman_concrete_101_0_1_0",
-     "It is durable due to its incorporation of volcanic ash, which prevents cracks from spreading."),
-    ("Roman_concrete_101_1_0_0",
-     "The Pantheon in Rome has the largest unreinforced concrete dome."),
+    ("Roman_concrete_101_0_0_0", "Roman concrete, also called opus caementicium, was used in construction in Ancient Rome."),
+    ("Roman_concrete_101_0_0_1", "Like its modern equivalent, it was based on a hydraulic-setting cement."),
+    ("Roman_concrete_101_0_1_0", "It is durable due to its incorporation of volcanic ash, which prevents cracks from spreading."),
+    ("Roman_concrete_101_1_0_0", "The Pantheon in Rome has the largest unreinforced concrete dome."),
     ("Roman_concrete_101_1_0_1", "It was built around 126 AD."),
     ("Roman_concrete_101_2_0_0", "Builders mixed lime with pozzolana."),
-    ("Roman_concrete_101_2_0_1",
-     "Seawater reacted with the ash to grow crystals of tobermorite."),
+    ("Roman_concrete_101_2_0_1", "Seawater reacted with the ash to grow crystals of tobermorite."),
     ("Tobermorite_104_0_0_0", "Tobermorite is a calcium silicate hydrate mineral."),
     ("Tobermorite_104_0_0_1", "It was first described in 1880 near Tobermory in Scotland."),
     ("Tobermorite_104_0_1_0", "It forms in Roman marine concrete over many years."),
@@ -86,13 +93,18 @@ def write_dump(path: Path, pages=PAGES) -> Path:
     """A MediaWiki export (schema 0.10), bz2-compressed, as dumps.wikimedia.org publishes them."""
     from xml.sax.saxutils import escape
 
-    parts = ['<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10" xml:lang="en">',
-             "<siteinfo><sitename>Wikipedia</sitename></siteinfo>"]
+    parts = [
+        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" version="0.10" xml:lang="en">',
+        "<siteinfo><sitename>Wikipedia</sitename></siteinfo>",
+    ]
     for title, ns, pid, redirect, text in pages:
-        parts.append(f"<page><title>{escape(title)}</title><ns>{ns}</ns><id>{pid}</id>"
-                     + (f'<redirect title="{escape(text[12:-2])}" />' if redirect else "")
-                     + f'<revision><id>9{pid}</id><text bytes="{len(text)}" xml:space="preserve">'
-                     + escape(text) + "</text></revision></page>")
+        parts.append(
+            f"<page><title>{escape(title)}</title><ns>{ns}</ns><id>{pid}</id>"
+            + (f'<redirect title="{escape(text[12:-2])}" />' if redirect else "")
+            + f'<revision><id>9{pid}</id><text bytes="{len(text)}" xml:space="preserve">'
+            + escape(text)
+            + "</text></revision></page>"
+        )
     parts.append("</mediawiki>")
     path.write_bytes(bz2.compress("\n".join(parts).encode("utf-8")))
     return path
@@ -100,8 +112,7 @@ def write_dump(path: Path, pages=PAGES) -> Path:
 
 def sentences(folder: Path) -> list[tuple[str, str]]:
     corpus = Corpus(folder)
-    return [(r["id"], r["text"]) for n in range(len(corpus.names))
-            for r in corpus.table(n).select(["id", "text"]).to_pylist()]
+    return [(r["id"], r["text"]) for n in range(len(corpus.names)) for r in corpus.table(n).select(["id", "text"]).to_pylist()]
 
 
 def sample_docs(path: Path, limit: int | None = None) -> Path:
@@ -110,12 +121,15 @@ def sample_docs(path: Path, limit: int | None = None) -> Path:
     for cand in load_collection("sample").sentences().values():
         docs.setdefault(cand.title, []).append(cand.body)
     items = list(docs.items())[:limit]
-    path.write_text("".join(json.dumps({"id": str(i), "title": t, "text": "\n".join(b)}) + "\n"
-                            for i, (t, b) in enumerate(items)), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"id": str(i), "title": t, "text": "\n".join(b)}) + "\n" for i, (t, b) in enumerate(items)),
+        encoding="utf-8",
+    )
     return path
 
 
 # --- sources and sentence ids ------------------------------------------------------
+
 
 def test_wikipedia_dump_becomes_clean_sentences_with_sigir_ids(tmp_path):
     dump = write_dump(tmp_path / "enwiki-pages-articles.xml.bz2")
@@ -133,10 +147,20 @@ def test_wikipedia_dump_becomes_clean_sentences_with_sigir_ids(tmp_path):
 
 
 def test_wikiextractor_and_json_lines_give_the_same_sentences(tmp_path):
-    docs = [{"id": "101", "title": "Roman concrete", "url": "https://en.wikipedia.org/wiki?curid=101",
-             "text": "Roman concrete was used in Ancient Rome. It is durable.\n\nThe Pantheon has a dome."},
-            {"id": "104", "title": "Tobermorite", "url": "https://en.wikipedia.org/wiki?curid=104",
-             "text": "Tobermorite is a mineral.\n== Occurrence ==\nIt forms in Roman marine concrete."}]
+    docs = [
+        {
+            "id": "101",
+            "title": "Roman concrete",
+            "url": "https://en.wikipedia.org/wiki?curid=101",
+            "text": "Roman concrete was used in Ancient Rome. It is durable.\n\nThe Pantheon has a dome.",
+        },
+        {
+            "id": "104",
+            "title": "Tobermorite",
+            "url": "https://en.wikipedia.org/wiki?curid=104",
+            "text": "Tobermorite is a mineral.\n== Occurrence ==\nIt forms in Roman marine concrete.",
+        },
+    ]
     folder = tmp_path / "extracted" / "AA"
     folder.mkdir(parents=True)
     (folder / "wiki_00").write_text(json.dumps(docs[0]) + "\n", encoding="utf-8")
@@ -145,11 +169,13 @@ def test_wikiextractor_and_json_lines_give_the_same_sentences(tmp_path):
     jsonl.write_text("".join(json.dumps({k: d[k] for k in ("id", "title", "text")}) + "\n" for d in docs))
     build_corpus(tmp_path / "extracted", tmp_path / "a")
     build_corpus(jsonl, tmp_path / "b")
-    expected = [("Roman_concrete_101_0_0_0", "Roman concrete was used in Ancient Rome."),
-                ("Roman_concrete_101_0_0_1", "It is durable."),
-                ("Roman_concrete_101_0_1_0", "The Pantheon has a dome."),
-                ("Tobermorite_104_0_0_0", "Tobermorite is a mineral."),
-                ("Tobermorite_104_1_0_0", "It forms in Roman marine concrete.")]
+    expected = [
+        ("Roman_concrete_101_0_0_0", "Roman concrete was used in Ancient Rome."),
+        ("Roman_concrete_101_0_0_1", "It is durable."),
+        ("Roman_concrete_101_0_1_0", "The Pantheon has a dome."),
+        ("Tobermorite_104_0_0_0", "Tobermorite is a mineral."),
+        ("Tobermorite_104_1_0_0", "It forms in Roman marine concrete."),
+    ]
     assert sentences(tmp_path / "a") == sentences(tmp_path / "b") == expected
     assert json.loads((tmp_path / "a" / "corpus.json").read_text())["source"]["format"] == "wikiextractor"
 
@@ -169,8 +195,13 @@ def test_bad_record_is_exit_2_naming_file_line_and_field(tmp_path, capsys):
 
 # --- BM25 with global statistics ---------------------------------------------------
 
-QUERIES = ["why is the sky blue at noon and red at sunset", "roman concrete seawater", "the",
-           "volcano eruption ash", "light scattering wavelength of the atmosphere"]
+QUERIES = [
+    "why is the sky blue at noon and red at sunset",
+    "roman concrete seawater",
+    "the",
+    "volcano eruption ash",
+    "light scattering wavelength of the atmosphere",
+]
 
 
 def test_sharded_bm25_with_global_statistics_equals_one_index(tmp_path):
@@ -192,7 +223,7 @@ def test_sharded_bm25_with_global_statistics_equals_one_index(tmp_path):
     assert sharded.search_many(batch, 30)[-2] == [(int(i), s) for i, s in single.search(batch[-2], 30)]
     assert len(sharded._open) == 5 and all(isinstance(m.scores["data"], np.memmap) for m in sharded._open.values())
     streaming = ShardedBM25(corpus)
-    streaming.OPEN_SHARDS = 2      # a corpus of more shards than stay open: the same results
+    streaming.OPEN_SHARDS = 2  # a corpus of more shards than stay open: the same results
     assert streaming.search_many(batch, 30) == sharded.search_many(batch, 30)
     assert [streaming.search(q, 30) for q in batch] == [sharded.search(q, 30) for q in batch]
     assert list(streaming._open) == [3, 4]
@@ -247,6 +278,7 @@ def test_killed_builds_resume_from_finished_shards(tmp_path, monkeypatch):
 
 
 # --- dense: flat and IVF-PQ --------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
@@ -308,10 +340,10 @@ def test_ivfpq_is_approximate_and_exact_when_it_visits_and_refines_everything(in
 
 # --- pools, stats and the open ranker ----------------------------------------------
 
+
 def test_pool_cli_writes_a_benchmark_file_that_stats_reads(indexed, tmp_path, capsys):
     out = tmp_path / "pool.jsonl"
-    assert main(["pool", "sample", "--corpus", str(indexed), "--depth", "50", "--method", "bm25",
-                 "--out", str(out)]) == 0
+    assert main(["pool", "sample", "--corpus", str(indexed), "--depth", "50", "--method", "bm25", "--out", str(out)]) == 0
     pooled = read_benchmark(out)
     sample = load_collection("sample")
     assert pooled.ids == sample.ids
@@ -337,8 +369,27 @@ def test_pool_cli_writes_a_benchmark_file_that_stats_reads(indexed, tmp_path, ca
 
 def test_pool_of_ccpe_dialogues_fused(indexed, tmp_path):
     out = tmp_path / "ccpe-pool.jsonl"
-    assert main(["pool", "ccpe", "--source", str(FIXTURES / "ccpe"), "--corpus", str(indexed),
-                 "--method", "fused", "--depth", "10", "--query", "last2", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "pool",
+                "ccpe",
+                "--source",
+                str(FIXTURES / "ccpe"),
+                "--corpus",
+                str(indexed),
+                "--method",
+                "fused",
+                "--depth",
+                "10",
+                "--query",
+                "last2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     pooled = read_benchmark(out)
     ccpe = load_collection("ccpe", source=FIXTURES / "ccpe")
     assert pooled.ids == ccpe.ids and all(len(d.candidates) == 10 for d in pooled)
@@ -353,8 +404,23 @@ def test_pool_of_ccpe_dialogues_fused(indexed, tmp_path):
 
 def test_run_with_the_open_ranker(indexed, tmp_path):
     run_path = tmp_path / "open.run"
-    assert main(["run", "sample", "--ranker", "open", "--param", f"corpus={indexed}", "method=dense",
-                 "depth=5", "--out", str(run_path)]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "sample",
+                "--ranker",
+                "open",
+                "--param",
+                f"corpus={indexed}",
+                "method=dense",
+                "depth=5",
+                "--out",
+                str(run_path),
+            ]
+        )
+        == 0
+    )
     lines = [line.split() for line in run_path.read_text().splitlines()]
     assert len(lines) == 20 * 5
     sidecar = json.loads(run_path.with_name("open.run.json").read_text())
@@ -364,14 +430,14 @@ def test_run_with_the_open_ranker(indexed, tmp_path):
 
 
 def test_corpus_search_cli(indexed, capsys):
-    assert main(["corpus", "search", str(indexed), "--query", "why is the sunset red", "-k", "3",
-                 "--json"]) == 0
+    assert main(["corpus", "search", str(indexed), "--query", "why is the sunset red", "-k", "3", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["query"] == "why is the sunset red" and [r["rank"] for r in result["results"]] == [1, 2, 3]
     assert main(["corpus", "search", str(indexed.parent / "nothing"), "--query", "x"]) == 2
 
 
 # --- Ray -------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypatch):
@@ -407,15 +473,18 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
     assert len(local.names) == 4
     for rel in [f"shards/{n}.parquet" for n in local.names] + ["bm25/global.parquet"]:
         assert (local.folder / rel).read_bytes() == (remote.folder / rel).read_bytes(), rel
-    vectors = {k: np.concatenate([np.load(p) for p in sorted(c.folder.glob("dense/*/vectors/*.npy"))])
-               for k, c in results.items()}
+    vectors = {
+        k: np.concatenate([np.load(p) for p in sorted(c.folder.glob("dense/*/vectors/*.npy"))]) for k, c in results.items()
+    }
     # the same model on other batches and threads: equal to float rounding
     assert np.allclose(vectors["local"], vectors["ray"], atol=1e-5)
     for c in results.values():
-        assert [ShardedBM25(c).search(ShardedBM25(c).query_tokens(q), 10) for q in QUERIES] == \
-            [ShardedBM25(local).search(ShardedBM25(local).query_tokens(q), 10) for q in QUERIES]
-        assert [[r for r, _ in x] for x in ShardedDense(c).search(QUERIES, 10)] == \
-            [[r for r, _ in x] for x in ShardedDense(local).search(QUERIES, 10)]
+        assert [ShardedBM25(c).search(ShardedBM25(c).query_tokens(q), 10) for q in QUERIES] == [
+            ShardedBM25(local).search(ShardedBM25(local).query_tokens(q), 10) for q in QUERIES
+        ]
+        assert [[r for r, _ in x] for x in ShardedDense(c).search(QUERIES, 10)] == [
+            [r for r, _ in x] for x in ShardedDense(local).search(QUERIES, 10)
+        ]
     # IVF-PQ shards added by Ray tasks equal those added in-process (same trained index, same vectors)
     build_ivfpq(local, params={"m": 8, "nlist": 2})
     first = {p.name: p.read_bytes() for p in local.folder.glob("dense/*/ivfpq/*.faiss")}
@@ -443,14 +512,14 @@ def test_parts_encode_disjoint_shards_and_the_last_run_completes_the_corpus(tmp_
     build_corpus(src, tmp_path / "w", docs_per_shard=6)
     whole = Corpus(tmp_path / "w")
     encode_corpus(whole, model)
-    assert [[r for r, _ in x] for x in ShardedDense(corpus, model).search(QUERIES, 10)] == \
-        [[r for r, _ in x] for x in ShardedDense(whole, model).search(QUERIES, 10)]
+    assert [[r for r, _ in x] for x in ShardedDense(corpus, model).search(QUERIES, 10)] == [
+        [r for r, _ in x] for x in ShardedDense(whole, model).search(QUERIES, 10)
+    ]
     for bad in ("0/2", "3/2", "x", "1/0"):
         with pytest.raises(InputError, match="K/N") as err:
             encode_corpus(corpus, model, part=bad)
         assert err.value.field == "part"
-    assert main(["corpus", "index", str(corpus.folder), "--dense", "--index", "ivfpq", "--part", "1/2",
-                 "--workers", "0"]) == 2
+    assert main(["corpus", "index", str(corpus.folder), "--dense", "--index", "ivfpq", "--part", "1/2", "--workers", "0"]) == 2
     assert "--part shares the encoding" in capsys.readouterr().err
 
 
@@ -478,7 +547,12 @@ def test_ivfpq_keeps_no_shard_files_and_reuses_the_merged_index(indexed):
 
     folder = next(indexed.glob("dense/*/ivfpq"))
     assert sorted(p.name for p in folder.iterdir()) == [
-        "index.done.json", "index.faiss", "index.ivfdata", "trained.done.json", "trained.faiss"]
+        "index.done.json",
+        "index.faiss",
+        "index.ivfdata",
+        "trained.done.json",
+        "trained.faiss",
+    ]
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     old = os.environ.get("DSR_HOME")
     os.environ["DSR_HOME"] = str(indexed.parent / "home")
@@ -524,9 +598,8 @@ def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch,
     folders = sorted(p.name for p in (indexed / "dense").iterdir())
     assert len(folders) == 2 and folders[1] == folders[0] + "+openvino"
     torch_search, fast = ShardedDense(corpus), ShardedDense(corpus, backend="openvino")
-    assert [[r for r, _ in x] for x in fast.search(QUERIES, 10)] == \
-        [[r for r, _ in x] for x in torch_search.search(QUERIES, 10)]
-    assert encode_corpus(corpus, backend="openvino").built == []          # resumable as ever
+    assert [[r for r, _ in x] for x in fast.search(QUERIES, 10)] == [[r for r, _ in x] for x in torch_search.search(QUERIES, 10)]
+    assert encode_corpus(corpus, backend="openvino").built == []  # resumable as ever
     if importlib.util.find_spec("ray") is not None:  # the encoder actor on a fast backend: identical vectors
         from dsr.indexes.corpus.distributed import Executor
 

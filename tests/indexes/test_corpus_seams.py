@@ -21,8 +21,10 @@ from dsr.indexes.corpus.dense import encode_corpus
 from dsr.indexes.corpus.layout import Corpus
 
 ROOT = Path(__file__).resolve().parents[2]
-WORDS = ("the moon landing was watched by millions of people around the world while engineers in "
-         "houston followed every step of the lunar module and its crew").split()
+WORDS = (
+    "the moon landing was watched by millions of people around the world while engineers in "
+    "houston followed every step of the lunar module and its crew"
+).split()
 
 
 def prose(size: int, seed: int = 0) -> str:
@@ -37,12 +39,14 @@ def prose(size: int, seed: int = 0) -> str:
 
 
 def _jsonl(path: Path, docs: list[tuple[str, str]]) -> Path:
-    path.write_text("".join(json.dumps({"id": str(i), "title": t, "text": x}) + "\n"
-                            for i, (t, x) in enumerate(docs)), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps({"id": str(i), "title": t, "text": x}) + "\n" for i, (t, x) in enumerate(docs)), encoding="utf-8"
+    )
     return path
 
 
 # --- bounded work ------------------------------------------------------------------
+
 
 def test_a_long_paragraph_is_split_in_pieces_with_the_same_sentences():
     from dsr.indexes.corpus.sentences import MAX_TOKEN_CHARS, _segmenter, chunks, split_sentences
@@ -81,9 +85,14 @@ def test_huge_paragraphs_and_tokens_build_in_linear_time_and_bounded_memory(tmp_
     text = prose(500_000)
     long = _jsonl(tmp_path / "long.jsonl", [("Long", text)])
     token = _jsonl(tmp_path / "token.jsonl", [("Blob", "It starts. " + "A" * 20_000_000 + " It ends.")])
-    done = subprocess.run([sys.executable, "-c", BOUNDED, str(long), str(token), str(tmp_path)],
-                          capture_output=True, text=True, timeout=90, cwd=ROOT,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", BOUNDED, str(long), str(token), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout)
     assert got["long_cpu_s"] < 30, got  # measured 2.4 s; the quadratic splitter: > 200 s
@@ -93,6 +102,7 @@ def test_huge_paragraphs_and_tokens_build_in_linear_time_and_bounded_memory(tmp_
 
 
 # --- building ----------------------------------------------------------------------
+
 
 def test_a_source_of_empty_documents_is_refused(tmp_path, capsys):
     source = _jsonl(tmp_path / "empty.jsonl", [("A", ""), ("B", "   \n  "), ("C", "")])
@@ -113,6 +123,7 @@ def test_corpus_build_refuses_a_folder_of_other_files(tmp_path, capsys):
 
 
 # --- a damaged corpus -------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
@@ -170,8 +181,7 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
-def test_a_damaged_corpus_is_exit_2_naming_the_file_in_search_and_pool(built, tmp_path, damage, capsys,
-                                                                         monkeypatch):
+def test_a_damaged_corpus_is_exit_2_naming_the_file_in_search_and_pool(built, tmp_path, damage, capsys, monkeypatch):
     monkeypatch.setenv("DSR_HOME", str(built.parent / "home"))
     corpus = tmp_path / "c"
     shutil.copytree(built, corpus)
@@ -182,9 +192,10 @@ def test_a_damaged_corpus_is_exit_2_naming_the_file_in_search_and_pool(built, tm
     assert main(["corpus", "search", str(corpus), *query, "--json"]) == 0  # intact: shard 1 is the hit
     assert json.loads(capsys.readouterr().out)["results"][0]["id"].startswith("Doc_3_3_")
     spoil(target)
-    for argv in (["corpus", "search", str(corpus), *query],
-                 ["pool", "sample", "--corpus", str(corpus), "--method", method, "--depth", "5",
-                  "--out", str(tmp_path / "pool.jsonl")]):
+    for argv in (
+        ["corpus", "search", str(corpus), *query],
+        ["pool", "sample", "--corpus", str(corpus), "--method", method, "--depth", "5", "--out", str(tmp_path / "pool.jsonl")],
+    ):
         assert main(argv) == 2, (damage, argv)
         captured = capsys.readouterr()
         assert str(target) in captured.err and "Traceback" not in captured.err, captured.err

@@ -15,16 +15,37 @@ from dsr.indexes import backends, exactness
 from dsr.rankers import make_ranker
 
 JUDGED = {"name": "cmu_dog_judged", "hash": "h115"}
-MEASURED = {"exact": "torch", "collections": {
-    "cmu_dog_judged": {"hash": "h115", "backends": {
-        "openvino-int8": {"measure": "nDCG@5", "max_delta": 0.0123, "marks_flipped": 2, "date": "2026-11-26",
-                          "marks_flipped_any_measure": 5,
-                          "cpu": "AMD EPYC"},
-        "openvino": {"measure": "nDCG@5", "max_delta": 0.0, "marks_flipped": 0, "date": "2026-11-26",
-                     "cpu": "AMD EPYC"}}},
-    "cmu_dog-valid": {"hash": "h502", "backends": {
-        "openvino-int8": {"measure": "nDCG@5", "max_delta": 0.0071, "marks_flipped": 1, "date": "2026-11-26",
-                          "cpu": "AMD EPYC"}}}}}
+MEASURED = {
+    "exact": "torch",
+    "collections": {
+        "cmu_dog_judged": {
+            "hash": "h115",
+            "backends": {
+                "openvino-int8": {
+                    "measure": "nDCG@5",
+                    "max_delta": 0.0123,
+                    "marks_flipped": 2,
+                    "date": "2026-11-26",
+                    "marks_flipped_any_measure": 5,
+                    "cpu": "AMD EPYC",
+                },
+                "openvino": {"measure": "nDCG@5", "max_delta": 0.0, "marks_flipped": 0, "date": "2026-11-26", "cpu": "AMD EPYC"},
+            },
+        },
+        "cmu_dog-valid": {
+            "hash": "h502",
+            "backends": {
+                "openvino-int8": {
+                    "measure": "nDCG@5",
+                    "max_delta": 0.0071,
+                    "marks_flipped": 1,
+                    "date": "2026-11-26",
+                    "cpu": "AMD EPYC",
+                }
+            },
+        },
+    },
+}
 
 
 @pytest.fixture
@@ -34,9 +55,11 @@ def figures(monkeypatch):
 
 def test_a_measured_collection_gets_its_own_figure_date_and_cpu(figures):
     line = exactness.note(JUDGED, "openvino-int8")
-    assert line == ("openvino-int8: figures differ from the exact backend (torch) by up to 0.0123 nDCG@5 on this "
-                    "collection (2 ▲/▼ marks of the table flipped there, 5 over every measure; measured 2026-11-26 on "
-                    "AMD EPYC); marks may differ")
+    assert line == (
+        "openvino-int8: figures differ from the exact backend (torch) by up to 0.0123 nDCG@5 on this "
+        "collection (2 ▲/▼ marks of the table flipped there, 5 over every measure; measured 2026-11-26 on "
+        "AMD EPYC); marks may differ"
+    )
     assert "(0 ▲/▼ marks of the table flipped there, 0 over every measure;" in exactness.note(JUDGED, "openvino")
     assert "\n" not in line
 
@@ -53,17 +76,17 @@ def test_an_unmeasured_collection_or_build_says_so_and_gives_the_largest_figure_
     assert "up to 0.0123 nDCG@5 on cmu_dog_judged, the largest of 2 measured" in other
     rebuilt = exactness.note({"name": "cmu_dog_judged", "hash": "edited"}, "openvino-int8")
     assert "not measured on this build of the collection" in rebuilt
-    assert "nor on any other" in exactness.note(JUDGED, "openvino-bf16")   # nothing measured for it
+    assert "nor on any other" in exactness.note(JUDGED, "openvino-bf16")  # nothing measured for it
 
 
 def test_backends_are_found_in_nested_configs_once_each_in_order(figures):
-    configs = [{"ranker": "bm25", "params": {"k1": 0.9}},
-               {"reranker": "cross-encoder", "params": {"backend": "torch"},
-                "first_stage": {"params": {"backend": "openvino"}}},
-               {"members": [{"config": {"params": {"backend": "openvino-int8"}}}]},
-               {"params": {"backend": "openvino"}}]
-    assert [exactness.backends_in(c) for c in configs] == [[], ["torch", "openvino"], ["openvino-int8"],
-                                                            ["openvino"]]
+    configs = [
+        {"ranker": "bm25", "params": {"k1": 0.9}},
+        {"reranker": "cross-encoder", "params": {"backend": "torch"}, "first_stage": {"params": {"backend": "openvino"}}},
+        {"members": [{"config": {"params": {"backend": "openvino-int8"}}}]},
+        {"params": {"backend": "openvino"}},
+    ]
+    assert [exactness.backends_in(c) for c in configs] == [[], ["torch", "openvino"], ["openvino-int8"], ["openvino"]]
     lines = exactness.notes(JUDGED, configs)
     assert [line.split(":")[0] for line in lines] == ["openvino", "openvino-int8"]
 
@@ -112,22 +135,21 @@ def test_the_shipped_figures_match_the_collections_they_name(shared_data):
 
 
 @pytest.mark.slow
-def test_reproduce_on_a_fast_backend_says_so_under_the_table_in_the_manifest_and_model_rows_sidecars(
-        tmp_path, figures):
+def test_reproduce_on_a_fast_backend_says_so_under_the_table_in_the_manifest_and_model_rows_sidecars(tmp_path, figures):
     from tiny_bert import collection_texts, make_tiny_bert
 
     from dsr.baselines import reproduce
 
     sample = load_collection("sample")
     tiny = make_tiny_bert(tmp_path / "tiny", collection_texts(sample), num_labels=None)
-    out = reproduce(sample, tmp_path / "out", dense_model=str(tiny), backend="openvino", strategies=["all"],
-                    n_splits=5)
+    out = reproduce(sample, tmp_path / "out", dense_model=str(tiny), backend="openvino", strategies=["all"], n_splits=5)
     line = exactness.note(sample.describe(), "openvino")
     assert out["results"].notes[0] == line
     assert out["manifest"]["exactness"] == line and out["manifest"]["parameters"]["backend"] == "openvino"
     assert f"- note: {line}" in (tmp_path / "out" / "results.md").read_text(encoding="utf-8")
-    sidecars = {json.loads(p.read_text())["system"]: json.loads(p.read_text())
-                for p in Path(tmp_path / "out" / "runs").glob("*.json")}
+    sidecars = {
+        json.loads(p.read_text())["system"]: json.loads(p.read_text()) for p in Path(tmp_path / "out" / "runs").glob("*.json")
+    }
     assert sidecars["dense (all)"]["exactness"] == line
     assert sidecars["RRF(BM25, dense)"]["exactness"] == line
     assert "exactness" not in sidecars["BM25"] and "exactness" not in sidecars["random"]

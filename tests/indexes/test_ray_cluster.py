@@ -42,8 +42,9 @@ from tests.indexes.test_corpus import QUERIES, sample_docs
 from tests.support.tiers import slow_fixture
 from tests.support.tiny_bert import make_tiny_bert
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                                reason="ray is not installed (pip install '.[distributed]')")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install '.[distributed]')"
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 40  # seconds for a node to start (a loaded 2-core machine)
@@ -61,21 +62,39 @@ def cluster_env(temp: str) -> dict[str, str]:
     """What the nodes and the driver share: RAY_TMPDIR keeps the cluster's sockets, logs and
     its `ray_current_cluster` file in ``temp``; token authentication with this cluster's own
     token (Ray's default token, ~/.ray/auth_token, is shared with every Ray of this user)."""
-    return {"RAY_TMPDIR": temp, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
-            "RAY_USAGE_STATS_ENABLED": "0", "RAY_memory_usage_threshold": "0.995"}
+    return {
+        "RAY_TMPDIR": temp,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": secrets.token_hex(32),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_memory_usage_threshold": "0.995",
+    }
 
 
 def start_node(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--num-gpus=0",
-              "--object-store-memory=100000000", "--disable-usage-stats"]
+    common = [
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        "--num-cpus=1",
+        "--num-gpus=0",
+        "--object-store-memory=100000000",
+        "--disable-usage-stats",
+    ]
     with open(log, "wb") as out:
-        return subprocess.Popen([*RAY, "start", *args, *common], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, cwd=env["RAY_TMPDIR"])
+        return subprocess.Popen(
+            [*RAY, "start", *args, *common],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=env["RAY_TMPDIR"],
+        )
 
 
 def stop_nodes(processes: list[subprocess.Popen]) -> None:
     """SIGTERM to each node's process group (the node and the workers it forked), SIGKILL to
     what is left after STOP_TIMEOUT seconds: only the processes these nodes started."""
+
     def signal_groups(sig):
         for process in processes:
             try:
@@ -99,8 +118,7 @@ def wait_for_line(log: Path, process: subprocess.Popen, line: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while line not in (log.read_text(errors="replace") if log.exists() else ""):
         if process.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"a Ray node did not start in {START_TIMEOUT} s: "
-                        + log.read_text(errors="replace")[-2000:])
+            pytest.fail(f"a Ray node did not start in {START_TIMEOUT} s: " + log.read_text(errors="replace")[-2000:])
         time.sleep(0.5)
 
 
@@ -126,9 +144,14 @@ def ray_cluster():
         processes.append(start_node([f"--address={address}"], env, logs[1]))
         wait_for_line(logs[1], processes[1], "Ray runtime started")
         # Ray reads its authentication mode when imported, so drivers are processes of their own
-        probe = run_python(["-c", f"import json, ray; ray.init(address={address!r}, logging_level='ERROR'); "
-                            "print(json.dumps([n['Resources'].get('CPU') for n in ray.nodes() if n['Alive']]))"],
-                           env)
+        probe = run_python(
+            [
+                "-c",
+                f"import json, ray; ray.init(address={address!r}, logging_level='ERROR'); "
+                "print(json.dumps([n['Resources'].get('CPU') for n in ray.nodes() if n['Alive']]))",
+            ],
+            env,
+        )
         assert probe.returncode == 0, probe.stderr[-2000:]
         assert json.loads(probe.stdout.splitlines()[-1]) == [1.0, 1.0]  # two nodes, one CPU each
         yield address, {**env, "PYTHONPATH": str(ROOT)}
@@ -147,8 +170,10 @@ def test_corpus_build_and_index_on_a_two_node_cluster_equal_the_in_process_build
     address, env = ray_cluster
     for name, where in (("local", ["--workers", "0"]), ("cluster", ["--ray-address", address])):
         folder = tmp_path / name
-        for command in (["build", str(src), "--out", str(folder), "--docs-per-shard", "6"],
-                        ["index", str(folder), "--bm25", "--dense", "--model", str(model)]):
+        for command in (
+            ["build", str(src), "--out", str(folder), "--docs-per-shard", "6"],
+            ["index", str(folder), "--bm25", "--dense", "--model", str(model)],
+        ):
             if name == "local":  # no Ray: in this process
                 assert main(["corpus", *command, *where]) == 0
                 continue
@@ -159,14 +184,17 @@ def test_corpus_build_and_index_on_a_two_node_cluster_equal_the_in_process_build
     assert len(local.names) == 4 and local.manifest["counts"] == cluster.manifest["counts"]
     for rel in [f"shards/{n}.parquet" for n in local.names] + ["bm25/global.parquet"]:
         assert (local.folder / rel).read_bytes() == (cluster.folder / rel).read_bytes(), rel
-    assert [ShardedBM25(cluster).search(ShardedBM25(cluster).query_tokens(q), 10) for q in QUERIES] == \
-        [ShardedBM25(local).search(ShardedBM25(local).query_tokens(q), 10) for q in QUERIES]
-    vectors = {k: np.concatenate([np.load(p) for p in sorted(c.folder.glob("dense/*/vectors/*.npy"))])
-               for k, c in corpora.items()}
+    assert [ShardedBM25(cluster).search(ShardedBM25(cluster).query_tokens(q), 10) for q in QUERIES] == [
+        ShardedBM25(local).search(ShardedBM25(local).query_tokens(q), 10) for q in QUERIES
+    ]
+    vectors = {
+        k: np.concatenate([np.load(p) for p in sorted(c.folder.glob("dense/*/vectors/*.npy"))]) for k, c in corpora.items()
+    }
     assert vectors["local"].shape == (len(local), 32)
     assert np.allclose(vectors["local"], vectors["cluster"], atol=1e-5)  # other batches: float rounding
-    searches = {k: [[row for row, _ in hits] for hits in ShardedDense(c, str(model)).search(QUERIES, 10)]
-                for k, c in corpora.items()}
+    searches = {
+        k: [[row for row, _ in hits] for hits in ShardedDense(c, str(model)).search(QUERIES, 10)] for k, c in corpora.items()
+    }
     assert searches["cluster"] == searches["local"]
 
 
@@ -179,30 +207,52 @@ def test_two_jobs_share_one_corpus_by_part_on_the_cluster_and_a_last_run_finishe
     model = make_tiny_bert(tmp_path / "tiny", [line for line in src.read_text().splitlines()], num_labels=None)
     address, env = ray_cluster
     for name in ("local", "parts"):
-        assert main(["corpus", "build", str(src), "--out", str(tmp_path / name), "--docs-per-shard", "6",
-                     "--workers", "0"]) == 0
-    assert main(["corpus", "index", str(tmp_path / "local"), "--dense", "--model", str(model),
-                 "--workers", "0"]) == 0
+        assert main(["corpus", "build", str(src), "--out", str(tmp_path / name), "--docs-per-shard", "6", "--workers", "0"]) == 0
+    assert main(["corpus", "index", str(tmp_path / "local"), "--dense", "--model", str(model), "--workers", "0"]) == 0
     folder = tmp_path / "parts"
-    jobs = [subprocess.Popen([sys.executable, "-m", "dsr.cli", "corpus", "index", str(folder), "--dense",
-                              "--model", str(model), "--ray-address", address, "--workers", "1",
-                              "--part", f"{k}/2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True) for k in (1, 2)]
+    jobs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dsr.cli",
+                "corpus",
+                "index",
+                str(folder),
+                "--dense",
+                "--model",
+                str(model),
+                "--ray-address",
+                address,
+                "--workers",
+                "1",
+                "--part",
+                f"{k}/2",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in (1, 2)
+    ]
     outputs = [job.communicate(timeout=240) for job in jobs]
     for job, (_, err) in zip(jobs, outputs):
         assert job.returncode == 0, err[-3000:]
     # each job encoded its own two of the four shards, and neither wrote the model file
-    assert ["vectors: built 2, reused 0" in err or "vectors: built 2, reused 2" in err for _, err in outputs] \
-        == [True, True]
+    assert ["vectors: built 2, reused 0" in err or "vectors: built 2, reused 2" in err for _, err in outputs] == [True, True]
     assert not list(folder.glob("dense/*/model.json"))
-    finish = run_python(["-m", "dsr.cli", "corpus", "index", str(folder), "--dense", "--model", str(model),
-                         "--workers", "0"], env)
+    finish = run_python(
+        ["-m", "dsr.cli", "corpus", "index", str(folder), "--dense", "--model", str(model), "--workers", "0"], env
+    )
     assert finish.returncode == 0 and "vectors: built 0, reused 4" in finish.stderr, finish.stderr[-3000:]
     corpora = {k: Corpus(tmp_path / k) for k in ("local", "parts")}
-    vectors = {k: np.concatenate([np.load(p) for p in sorted(c.folder.glob("dense/*/vectors/*.npy"))])
-               for k, c in corpora.items()}
+    vectors = {
+        k: np.concatenate([np.load(p) for p in sorted(c.folder.glob("dense/*/vectors/*.npy"))]) for k, c in corpora.items()
+    }
     assert vectors["local"].shape == (len(corpora["local"]), 32)
     assert np.allclose(vectors["local"], vectors["parts"], atol=1e-5)
-    searches = {k: [[row for row, _ in hits] for hits in ShardedDense(c, str(model)).search(QUERIES, 10)]
-                for k, c in corpora.items()}
+    searches = {
+        k: [[row for row, _ in hits] for hits in ShardedDense(c, str(model)).search(QUERIES, 10)] for k, c in corpora.items()
+    }
     assert searches["parts"] == searches["local"]

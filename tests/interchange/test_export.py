@@ -53,14 +53,11 @@ def test_beir_export_loads_with_beirs_generic_data_loader(tmp_path, expected):
     assert queries == {r["id"]: _all_query(r["id"]) for r in expected["records"]}
     assert (out / "qrels" / "test.tsv").read_text().splitlines()[0] == "query-id\tcorpus-id\tscore"
     candidates = [json.loads(line) for line in (out / "candidates.jsonl").read_text().splitlines()]
-    assert [c["corpus-ids"] for c in candidates] == [[c["id"] for c in r["candidates"]]
-                                                     for r in expected["records"]]
-    assert [c["scores"] for c in candidates] == [[c["score"] for c in r["candidates"]]
-                                                 for r in expected["records"]]
+    assert [c["corpus-ids"] for c in candidates] == [[c["id"] for c in r["candidates"]] for r in expected["records"]]
+    assert [c["scores"] for c in candidates] == [[c["score"] for c in r["candidates"]] for r in expected["records"]]
     manifest = json.loads((out / "dsr_export.json").read_text())
     assert manifest["format"] == "beir" and manifest["renamed_ids"] == 0
-    assert set(manifest["files"]) == {"corpus.jsonl", "queries.jsonl", "qrels/test.tsv",
-                                      "candidates.jsonl"}
+    assert set(manifest["files"]) == {"corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "candidates.jsonl"}
 
 
 def test_hf_export_loads_with_datasets(tmp_path, monkeypatch, expected):
@@ -74,19 +71,18 @@ def test_hf_export_loads_with_datasets(tmp_path, monkeypatch, expected):
 
     qrels = load("default", "test")
     assert {(r["query-id"], r["corpus-id"], r["score"]) for r in qrels} == {
-        (q, d, g) for q, docs in expected["qrels"].items() for d, g in docs.items()}
+        (q, d, g) for q, docs in expected["qrels"].items() for d, g in docs.items()
+    }
     corpus = load("corpus", "corpus")
     assert {r["_id"]: (r["title"], r["text"]) for r in corpus} == expected["corpus"]
     queries = load("queries", "queries")
     assert [r["_id"] for r in queries] == [r["id"] for r in expected["records"]]
-    assert [r["text"] for r in queries] == ["\n".join([t["body"] for t in r["context"]][-1:])
-                                            for r in expected["records"]]
+    assert [r["text"] for r in queries] == ["\n".join([t["body"] for t in r["context"]][-1:]) for r in expected["records"]]
     dialogues = load("dialogues", "test")
     first, record = dialogues[0], expected["records"][0]
     assert first["id"] == record["id"] and first["subset"] == record["subset"]
     assert [t["body"] for t in first["context"]] == [t["body"] for t in record["context"]]
-    assert [(c["id"], c["label"]) for c in first["candidates"]] == [
-        (c["id"], c["label"]) for c in record["candidates"]]
+    assert [(c["id"], c["label"]) for c in first["candidates"]] == [(c["id"], c["label"]) for c in record["candidates"]]
     assert load("candidates", "test").num_rows == len(expected["records"])
 
 
@@ -96,20 +92,23 @@ def test_ir_datasets_export_loads_with_ir_datasets(tmp_path, expected):
     from ir_datasets.util import LocalDownload
 
     out = _export("ir_datasets", tmp_path / "irds")
-    dataset = ir_datasets.create_dataset(docs_tsv=str(out / "docs.tsv"),
-                                         queries_tsv=str(out / "queries.tsv"),
-                                         qrels_trec=str(out / "qrels.trec"))
+    dataset = ir_datasets.create_dataset(
+        docs_tsv=str(out / "docs.tsv"), queries_tsv=str(out / "queries.tsv"), qrels_trec=str(out / "qrels.trec")
+    )
     assert {d.doc_id: d.text for d in dataset.docs_iter()} == {
-        cid: " ".join(body.split()) for cid, (_, body) in expected["corpus"].items()}
+        cid: " ".join(body.split()) for cid, (_, body) in expected["corpus"].items()
+    }
     assert {q.query_id: q.text for q in dataset.queries_iter()} == {
-        r["id"]: " ".join(_all_query(r["id"]).split()) for r in expected["records"]}
+        r["id"]: " ".join(_all_query(r["id"]).split()) for r in expected["records"]
+    }
     got = {}
     for qrel in dataset.qrels_iter():
         got.setdefault(qrel.query_id, {})[qrel.doc_id] = qrel.relevance
     assert got == expected["qrels"]
     scored = list(TrecScoredDocs(LocalDownload(str(out / "scoreddocs.run"))).scoreddocs_iter())
     assert [(s.query_id, s.doc_id, s.score) for s in scored] == [
-        (r["id"], c["id"], c["score"]) for r in expected["records"] for c in r["candidates"]]
+        (r["id"], c["id"], c["score"]) for r in expected["records"] for c in r["candidates"]
+    ]
 
 
 def test_trec_export_topics_and_qrels_load_with_ir_datasets_and_ir_measures(tmp_path, expected):
@@ -120,10 +119,10 @@ def test_trec_export_topics_and_qrels_load_with_ir_datasets_and_ir_measures(tmp_
     topics = list(TrecQueries(LocalDownload(str(out / "topics.trec"))).queries_iter())
     records = expected["records"]
     assert [t.query_id for t in topics] == [r["id"] for r in records]
-    assert [t.title for t in topics] == [" ".join(" ".join(x["body"] for x in r["context"][-2:]).split())
-                                         for r in records]
+    assert [t.title for t in topics] == [" ".join(" ".join(x["body"] for x in r["context"][-2:]).split()) for r in records]
     assert topics[0].description.splitlines() == [
-        f"{t['author_name']}: {' '.join(t['body'].split())}" for t in records[0]["context"]]
+        f"{t['author_name']}: {' '.join(t['body'].split())}" for t in records[0]["context"]
+    ]
     assert records[0]["title"] in topics[0].narrative
     tsv = [line.split("\t") for line in (out / "topics.tsv").read_text().splitlines()]
     assert [(q, text) for q, text in tsv] == [(t.query_id, t.title) for t in topics]
@@ -145,8 +144,7 @@ def test_qrels_command_writes_graded_trec_qrels_plain_and_gzip(tmp_path, expecte
         assert got == expected["qrels"]
     first = plain.read_text().splitlines()[0].split(" ")
     record = expected["records"][0]
-    assert first == [record["id"], "0", record["candidates"][0]["id"],
-                     str(record["candidates"][0]["label"])]
+    assert first == [record["id"], "0", record["candidates"][0]["id"], str(record["candidates"][0]["label"])]
 
 
 def test_graded_labels_are_kept(tmp_path):
@@ -184,8 +182,7 @@ def test_a_candidate_id_with_two_texts_gets_one_corpus_id_per_text(tmp_path):
     assert len(ids) == len(set(ids))
     assert cid not in ids
     variants = {doc["_id"]: doc["text"] for doc in corpus if doc["_id"].startswith(cid + "~")}
-    assert sorted(variants.values()) == sorted([first["candidates"][0]["body"],
-                                                second["candidates"][0]["body"]])
+    assert sorted(variants.values()) == sorted([first["candidates"][0]["body"], second["candidates"][0]["body"]])
     qrels = [line.split("\t") for line in (out / "qrels" / "test.tsv").read_text().splitlines()[1:]]
     mapped = {q: d for q, d, _ in qrels if d.startswith(cid + "~")}
     # each dialogue's judgement points at the text that dialogue showed
@@ -196,8 +193,9 @@ def test_a_candidate_id_with_two_texts_gets_one_corpus_id_per_text(tmp_path):
     assert manifest["renamed_ids"] == 1
     # the suffix is the documented hash of title + "\n" + body
     c = second["candidates"][0]
-    assert mapped[second["id"]] == f"{cid}~" + __import__("hashlib").sha256(
-        f"{c['title']}\n{c['body']}".encode()).hexdigest()[:10]
+    assert (
+        mapped[second["id"]] == f"{cid}~" + __import__("hashlib").sha256(f"{c['title']}\n{c['body']}".encode()).hexdigest()[:10]
+    )
     assert corpus_id(cid, c["title"], c["body"]) == mapped[second["id"]]
 
 
@@ -246,7 +244,11 @@ def test_export_over_an_earlier_export_keeps_the_users_files(tmp_path, capsys):
     (out / "analysis").rmdir()
     _export("trec", out)
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
-        "dsr_export.json", "qrels.txt", "topics.trec", "topics.tsv"]
+        "dsr_export.json",
+        "qrels.txt",
+        "topics.trec",
+        "topics.tsv",
+    ]
 
 
 def test_an_export_carries_no_path_of_the_machine(tmp_path):
@@ -276,8 +278,23 @@ def test_cmu_dog_hf_export_loads(tmp_path, monkeypatch, shared_data):
     datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     out = tmp_path / "hf"
-    assert main(["export", "cmu_dog", "--source", str(shared_data / "cmu_dog"), "--split", "valid",
-                 "--format", "hf", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "cmu_dog",
+                "--source",
+                str(shared_data / "cmu_dog"),
+                "--split",
+                "valid",
+                "--format",
+                "hf",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     dialogues = datasets.load_dataset(str(out), "dialogues", split="test", cache_dir=str(tmp_path / "c"))
     qrels = datasets.load_dataset(str(out), "default", split="test", cache_dir=str(tmp_path / "c"))
     assert dialogues.num_rows == 502

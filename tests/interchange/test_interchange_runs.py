@@ -29,15 +29,15 @@ def _dsr_json(argv: list[str]) -> dict:
 
 def assert_evaluate_equals_ir_measures(run: Path, qrels_file: Path) -> None:
     """dsr evaluate's means of ``run`` are ir_measures' on the same files."""
-    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all",
-                        "--measures", *MEASURES])
+    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all", "--measures", *MEASURES])
     (values,) = [r["all_dialogues"]["all"] for r in result["runs"].values()]
-    expected = ir_measures.calc_aggregate([ir_measures.parse_measure(m) for m in MEASURES],
-                                          list(ir_measures.read_trec_qrels(str(qrels_file))),
-                                          list(ir_measures.read_trec_run(str(run))))
+    expected = ir_measures.calc_aggregate(
+        [ir_measures.parse_measure(m) for m in MEASURES],
+        list(ir_measures.read_trec_qrels(str(qrels_file))),
+        list(ir_measures.read_trec_run(str(run))),
+    )
     for measure in MEASURES:
-        assert values[measure] == pytest.approx(expected[ir_measures.parse_measure(measure)],
-                                                abs=1e-12), measure
+        assert values[measure] == pytest.approx(expected[ir_measures.parse_measure(measure)], abs=1e-12), measure
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +53,10 @@ def test_the_fixtures_are_in_the_styles_they_claim():
     assert b"\tQ0\t" in text["trec_eval_tabs.run"]
     assert text["anserini.run"].split(b"\n")[0].endswith(b" Anserini")
     assert text["pyserini.run"].split(b"\n")[0].endswith(b" pyserini")
-    assert text["pyterrier.run"].split(b"\n")[0].split()[3] == b"0"      # ranks from 0
+    assert text["pyterrier.run"].split(b"\n")[0].split()[3] == b"0"  # ranks from 0
     assert b"\r\n" in text["messy_whitespace.run"] and b"\r\n\r\n" in text["messy_whitespace.run"]
     scores = [float(line.split()[4]) for line in text["pyserini.run"].decode().splitlines()]
-    assert len(set(scores)) < len(scores)                                 # ties
+    assert len(set(scores)) < len(scores)  # ties
 
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda p: p.name)
@@ -66,13 +66,14 @@ def test_dsr_evaluate_equals_ir_measures(run, qrels_file):
 
 def test_dsr_evaluate_equals_the_ir_measures_command_line(qrels_file):
     run = FIXTURES / "messy_whitespace.run"
-    cli = subprocess.run([sys.executable, "-m", "ir_measures", str(qrels_file), str(run),
-                          " ".join(MEASURES), "--places", "15"],
-                         capture_output=True, text=True, check=True)
-    expected = {name: float(value) for name, value in
-                (line.split("\t") for line in cli.stdout.strip().splitlines())}
-    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all",
-                        "--measures", *MEASURES])
+    cli = subprocess.run(
+        [sys.executable, "-m", "ir_measures", str(qrels_file), str(run), " ".join(MEASURES), "--places", "15"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    expected = {name: float(value) for name, value in (line.split("\t") for line in cli.stdout.strip().splitlines())}
+    result = _dsr_json(["evaluate", "sample", str(run), "--json", "--quiet", "--protocol", "all", "--measures", *MEASURES])
     (values,) = [r["all_dialogues"]["all"] for r in result["runs"].values()]
     assert set(expected) == set(MEASURES)
     for measure in MEASURES:
@@ -97,15 +98,14 @@ def test_validate_accepts_every_style_and_names_ties(capsys):
 # --- files written by the tools themselves (tests/tool_runs.py) -----------------------------
 
 
-
 def test_tool_written_runs_are_in_the_styles_they_claim(tool_runs):
     pyterrier = tool_runs["pyterrier"].read_text().splitlines()
-    assert pyterrier[0].split()[3] == "0" and pyterrier[0].endswith(" pyterrier")   # ranks from 0
+    assert pyterrier[0].split()[3] == "0" and pyterrier[0].endswith(" pyterrier")  # ranks from 0
     ranx = tool_runs["ranx"].read_bytes()
-    assert not ranx.endswith(b"\n") and ranx.count(b"\n") == 507                      # no final newline
+    assert not ranx.endswith(b"\n") and ranx.count(b"\n") == 507  # no final newline
     anserini = [line.split() for line in tool_runs["anserini"].read_text().splitlines()]
     assert all(p[4].endswith(".000000") for p in anserini)
-    assert len({(p[0], p[4]) for p in anserini}) < len(anserini)                       # ties
+    assert len({(p[0], p[4]) for p in anserini}) < len(anserini)  # ties
 
 
 @pytest.mark.parametrize("tool", ["pyterrier", "ranx", "anserini"])

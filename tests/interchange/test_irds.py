@@ -23,11 +23,19 @@ def records() -> list[dict]:
 
 def test_ids_cover_every_collection_with_candidates_and_its_splits():
     ids = set(ir_datasets.registry)
-    assert {"dsr/sample", "dsr/sample/plain", "dsr/sample/grounded", "dsr/cmu_dog",
-            "dsr/cmu_dog/valid", "dsr/cmu_dog/train", "dsr/redial/test", "dsr/sigir2022",
-            "dsr/sigir2022/grounded"} <= ids
-    assert not any(i.startswith("dsr/ccpe") for i in ids)   # no candidates, nothing to rank
-    assert irds.register() == list(irds.dataset_ids())       # idempotent
+    assert {
+        "dsr/sample",
+        "dsr/sample/plain",
+        "dsr/sample/grounded",
+        "dsr/cmu_dog",
+        "dsr/cmu_dog/valid",
+        "dsr/cmu_dog/train",
+        "dsr/redial/test",
+        "dsr/sigir2022",
+        "dsr/sigir2022/grounded",
+    } <= ids
+    assert not any(i.startswith("dsr/ccpe") for i in ids)  # no candidates, nothing to rank
+    assert irds.register() == list(irds.dataset_ids())  # idempotent
 
 
 def test_sample_docs_queries_qrels_scoreddocs(records):
@@ -68,8 +76,7 @@ def test_ir_measures_on_the_registered_qrels_equals_dsr_evaluate(tmp_path, capsy
     assert main(["evaluate", "sample", str(run), "--json", "--quiet", "--measures", "nDCG@5", "AP"]) == 0
     dsr = json.loads(capsys.readouterr().out)["runs"]["bm25"]["all_dialogues"]["all"]
     qrels = ir_datasets.load("dsr/sample").qrels_iter()
-    got = ir_measures.calc_aggregate([ir_measures.nDCG @ 5, ir_measures.AP], qrels,
-                                     ir_measures.read_trec_run(str(run)))
+    got = ir_measures.calc_aggregate([ir_measures.nDCG @ 5, ir_measures.AP], qrels, ir_measures.read_trec_run(str(run)))
     assert got[ir_measures.nDCG @ 5] == pytest.approx(dsr["nDCG@5"], abs=1e-12)
     assert got[ir_measures.AP] == pytest.approx(dsr["AP"], abs=1e-12)
 

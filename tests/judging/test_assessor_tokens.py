@@ -45,8 +45,12 @@ def test_remove_and_rotate_an_assessors_token(db_url, tmp_path, capsys):
     browser = login(app, tokens["alice"])
     assert browser.get("/judge").status_code == 200
     first = api.get(tasks, headers={"Authorization": f"Bearer {tokens['alice']}"}).json()["tasks"][0]["items"][0]
-    assert api.post("/judge/api/grades", json={"item": first, "grade": 2},
-                    headers={"Authorization": f"Bearer {tokens['alice']}"}).status_code == 200
+    assert (
+        api.post(
+            "/judge/api/grades", json={"item": first, "grade": 2}, headers={"Authorization": f"Bearer {tokens['alice']}"}
+        ).status_code
+        == 200
+    )
     db = ["--db", db_url]
     capsys.readouterr()
     # rotate: a new token works, the old one and the browser session do not
@@ -55,7 +59,7 @@ def test_remove_and_rotate_an_assessors_token(db_url, tmp_path, capsys):
     assert new.startswith("dsr_") and new != tokens["alice"]
     assert status(tokens["alice"]) == 401 and status(new) == 200
     assert browser.get("/judge").headers.get("location") == "/judge/login"
-    login(app, tokens["alice"], expect=401)                    # the login form refuses the old token
+    login(app, tokens["alice"], expect=401)  # the login form refuses the old token
     # remove: the token stops, grades stay, list says so
     again = login(app, new)
     assert again.get("/judge").status_code == 200
@@ -74,7 +78,7 @@ def test_remove_and_rotate_an_assessors_token(db_url, tmp_path, capsys):
     assert main(["judge", "add-assessor", "alice", *db]) == 0
     back = capsys.readouterr().out.strip()
     assert status(back) == 200 and status(new) == 401
-    assert main(["judge", "add-assessor", "bob", *db]) == 2          # holds a token: rotate it instead
+    assert main(["judge", "add-assessor", "bob", *db]) == 2  # holds a token: rotate it instead
     assert "rotate-token" in capsys.readouterr().err
     api.close()
     board.close()

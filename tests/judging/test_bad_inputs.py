@@ -59,10 +59,12 @@ def write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
 
 # --- dsr judge import --format crowd -----------------------------------------------------------
 
+
 def test_crowd_results_with_a_column_input_item_underscore_alone(campaign, tmp_path, capsys):
     judging, db, keys = campaign
-    path = write_csv(tmp_path / "results.csv", [
-        {"WorkerId": "W1", "Input.item_1": keys[0], "Answer.grade_1": "2", "Input.item_": "x"}])
+    path = write_csv(
+        tmp_path / "results.csv", [{"WorkerId": "W1", "Input.item_1": keys[0], "Answer.grade_1": "2", "Input.item_": "x"}]
+    )
     err = refused(capsys, "judge", "import", "s1", str(path), "--format", "crowd", "--db", db)
     assert f"{path}:1" in err and "Input.item_'" in err and "Input.item_N" in err
     assert stored(judging) == 0
@@ -74,29 +76,45 @@ def test_a_crowd_field_over_131072_characters_is_read(campaign, tmp_path, capsys
     judging, db, keys = campaign
     echoed = "<p><b>user1</b> " + "a long turn " * 20_000 + "</p>"
     assert len(echoed) > 131_072
-    path = write_csv(tmp_path / "results.csv", [
-        {"WorkerId": "W1", "Input.turns_html": echoed, "Input.item_1": keys[0], "Answer.grade_1": "2",
-         "Input.item_2": keys[1], "Answer.grade_2": "0"}])
+    path = write_csv(
+        tmp_path / "results.csv",
+        [
+            {
+                "WorkerId": "W1",
+                "Input.turns_html": echoed,
+                "Input.item_1": keys[0],
+                "Answer.grade_1": "2",
+                "Input.item_2": keys[1],
+                "Answer.grade_2": "0",
+            }
+        ],
+    )
     assert main(["judge", "import", "s1", str(path), "--format", "crowd", "--db", db]) == 0
     assert "2 new, 0 already present" in capsys.readouterr().out
     assert stored(judging) == 2
-    path.write_text(path.read_text().replace("<p><b>", '"<p>"x<b>', 1))      # a broken quote: not a CSV record
+    path.write_text(path.read_text().replace("<p><b>", '"<p>"x<b>', 1))  # a broken quote: not a CSV record
     err = refused(capsys, "judge", "import", "s1", str(path), "--format", "crowd", "--db", db)
     assert f"{path}:2" in err and "CSV" in err
 
 
 # --- dsr judge import --format label-studio ----------------------------------------------------
 
+
 def label_studio_export(keys: list[str], **broken) -> list[dict]:
     """A two-task export in Label Studio's JSON layout; ``broken`` replaces parts of the second."""
     tasks = []
     for n, chunk in enumerate((keys[:3], keys[3:6])):
-        result = [{"from_name": f"grade_{p}", "to_name": f"sentence_{p}", "type": "choices",
-                   "value": {"choices": ["1"]}} for p in range(len(chunk))]
-        tasks.append({"id": 101 + n, "data": {"title": "t", "sentences": [{"dsr_item": k, "title": "d", "text": "s"}
-                                                                          for k in chunk]},
-                      "annotations": [{"id": 7 + n, "completed_by": 3, "result": result, "lead_time": 9.0,
-                                       "was_cancelled": False}]})
+        result = [
+            {"from_name": f"grade_{p}", "to_name": f"sentence_{p}", "type": "choices", "value": {"choices": ["1"]}}
+            for p in range(len(chunk))
+        ]
+        tasks.append(
+            {
+                "id": 101 + n,
+                "data": {"title": "t", "sentences": [{"dsr_item": k, "title": "d", "text": "s"} for k in chunk]},
+                "annotations": [{"id": 7 + n, "completed_by": 3, "result": result, "lead_time": 9.0, "was_cancelled": False}],
+            }
+        )
     last = tasks[1]
     if "data" in broken:
         last["data"] = broken["data"]
@@ -107,19 +125,23 @@ def label_studio_export(keys: list[str], **broken) -> list[dict]:
     return tasks
 
 
-@pytest.mark.parametrize("broken, field", [
-    ({"value": "1"}, "annotations[0].result[1].value"),
-    ({"data": "<p>a dialogue</p>"}, "data"),
-    ({"result": "grade_0: 2"}, "annotations[0].result"),
-], ids=["value-a-string", "data-a-string", "result-a-string"])
+@pytest.mark.parametrize(
+    "broken, field",
+    [
+        ({"value": "1"}, "annotations[0].result[1].value"),
+        ({"data": "<p>a dialogue</p>"}, "data"),
+        ({"result": "grade_0: 2"}, "annotations[0].result"),
+    ],
+    ids=["value-a-string", "data-a-string", "result-a-string"],
+)
 def test_label_studio_parts_that_are_strings_are_refused_by_name(campaign, tmp_path, capsys, broken, field):
     judging, db, keys = campaign
     path = tmp_path / "export.json"
     path.write_text(json.dumps(label_studio_export(keys, **broken)))
     err = refused(capsys, "judge", "import", "s1", str(path), "--format", "label-studio", "--db", db)
     assert str(path) in err and "record task 102" in err and f"field '{field}'" in err, err
-    assert stored(judging) == 0                                          # task 101's grades neither
-    path.write_text(json.dumps(label_studio_export(keys)))              # the same export, whole
+    assert stored(judging) == 0  # task 101's grades neither
+    path.write_text(json.dumps(label_studio_export(keys)))  # the same export, whole
     assert main(["judge", "import", "s1", str(path), "--format", "label-studio", "--db", db]) == 0
     assert "6 new, 0 already present" in capsys.readouterr().out and stored(judging) == 6
 
@@ -129,9 +151,11 @@ def test_label_studio_grades_of_another_layout_are_refused_not_skipped(campaign,
     off the scale: refused naming the result, never skipped without a word."""
     judging, db, keys = campaign
     path = tmp_path / "export.json"
-    for change, field, words in ((("from_name", "grade"), "result[0].from_name", "grade_0 to grade_2"),
-                                 (("value", {"choices": ["1", "2"]}), "result[0].value.choices", "one choice"),
-                                 (("value", {"choices": ["7"]}), "result[0].value.choices", "grade must be one of")):
+    for change, field, words in (
+        (("from_name", "grade"), "result[0].from_name", "grade_0 to grade_2"),
+        (("value", {"choices": ["1", "2"]}), "result[0].value.choices", "one choice"),
+        (("value", {"choices": ["7"]}), "result[0].value.choices", "grade must be one of"),
+    ):
         tasks = label_studio_export(keys)
         tasks[1]["annotations"][0]["result"][0][change[0]] = change[1]
         path.write_text(json.dumps(tasks))
@@ -142,6 +166,7 @@ def test_label_studio_grades_of_another_layout_are_refused_not_skipped(campaign,
 
 # --- POST /judge/api/grades -------------------------------------------------------------------
 
+
 @pytest.fixture
 @slow_fixture
 def api(tmp_path):
@@ -149,9 +174,11 @@ def api(tmp_path):
     judging = Judging(board.engine)
     _, tokens = sample_campaign(judging)
     with LiveServer(board) as server:
-        with httpx.Client(base_url=server.url, timeout=60,
-                          headers={"Authorization": f"Bearer {tokens['alice']}",
-                                   "Content-Type": "application/json"}) as client:
+        with httpx.Client(
+            base_url=server.url,
+            timeout=60,
+            headers={"Authorization": f"Bearer {tokens['alice']}", "Content-Type": "application/json"},
+        ) as client:
             yield client, judging
     board.close()
 
@@ -175,6 +202,7 @@ def test_a_body_nested_100000_deep_is_a_400(api):
 
 # --- dsr judge on a read-only DSR_HOME; dsr kfold --folds --------------------------------------
 
+
 def test_dsr_judge_on_a_read_only_dsr_home_is_exit_2_naming_the_folder(tmp_path):
     home = tmp_path / "ro-home"
     home.mkdir()
@@ -184,8 +212,7 @@ def test_dsr_judge_on_a_read_only_dsr_home_is_exit_2_naming_the_folder(tmp_path)
         home.chmod(0o555)
     elif shutil.which("unshare") and shutil.which("mount"):
         # root writes through permissions: a read-only tmpfs in a private mount namespace
-        command = ["unshare", "-m", "sh", "-c", f'mount -t tmpfs -o ro,size=64k tmpfs "{home}" && exec "$0" "$@"',
-                   *command]
+        command = ["unshare", "-m", "sh", "-c", f'mount -t tmpfs -o ro,size=64k tmpfs "{home}" && exec "$0" "$@"', *command]
     else:
         pytest.skip("running as root without unshare/mount: no way to make a read-only folder")
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
@@ -197,8 +224,7 @@ def test_dsr_judge_on_a_read_only_dsr_home_is_exit_2_naming_the_folder(tmp_path)
 
 @pytest.mark.parametrize("folds", ["0", "-3", "1"])
 def test_kfold_with_fewer_than_two_folds_is_exit_2_naming_folds(folds, tmp_path, capsys):
-    err = refused(capsys, "kfold", "sample", "--eval", "sample", "--name", "x", "--out", str(tmp_path / "k"),
-                  "--folds", folds)
+    err = refused(capsys, "kfold", "sample", "--eval", "sample", "--name", "x", "--out", str(tmp_path / "k"), "--folds", folds)
     assert re.search(r"--folds.*at least 2.*got " + re.escape(folds), err), err
     assert not (tmp_path / "k").exists()
 
@@ -214,15 +240,25 @@ def test_worker_ids_with_control_characters_or_too_long_are_refused(db_url, tmp_
     sample_campaign(judging, assign=False, chunk=8)
     key = judging.items_frame(judging.campaign("s1"))["key"].tolist()[0]
     for bad in ("W\x1b[31mred", "W\x00nul", "W\u2028x", "W" * 151):
-        path = write_csv(tmp_path / "results.csv", [
-            {"WorkerId": "W-good", "Input.item_1": key, "Answer.grade_1": "2"},
-            {"WorkerId": bad, "Input.item_1": key, "Answer.grade_1": "1"}])
+        path = write_csv(
+            tmp_path / "results.csv",
+            [
+                {"WorkerId": "W-good", "Input.item_1": key, "Answer.grade_1": "2"},
+                {"WorkerId": bad, "Input.item_1": key, "Answer.grade_1": "1"},
+            ],
+        )
         err = refused(capsys, "judge", "import", "s1", str(path), "--format", "crowd", "--db", db_url)
         assert f"{path}:3" in err and "'WorkerId'" in err and "\x1b" not in err and "\x00" not in err, err
         assert stored(judging) == 0
-    export = [{"id": 1, "data": {"sentences": [{"dsr_item": key}]},
-               "annotations": [{"completed_by": 10**30, "result": [{"from_name": "grade_0", "type": "choices",
-                                                                    "value": {"choices": ["2"]}}]}]}]
+    export = [
+        {
+            "id": 1,
+            "data": {"sentences": [{"dsr_item": key}]},
+            "annotations": [
+                {"completed_by": 10**30, "result": [{"from_name": "grade_0", "type": "choices", "value": {"choices": ["2"]}}]}
+            ],
+        }
+    ]
     path = tmp_path / "ls.json"
     path.write_text(json.dumps(export))
     err = refused(capsys, "judge", "import", "s1", str(path), "--format", "label-studio", "--db", db_url)

@@ -35,8 +35,7 @@ def exported(tmp_path):
     db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     judging = Judging.open(db)
     truth, _ = sample_campaign(judging, assign=False, chunk=8)
-    assert main(["judge", "export-tasks", "s1", "--format", "crowd", "--out", str(tmp_path / "crowd"),
-                 "--db", db]) == 0
+    assert main(["judge", "export-tasks", "s1", "--format", "crowd", "--out", str(tmp_path / "crowd"), "--db", db]) == 0
     return judging, truth, db, tmp_path / "crowd"
 
 
@@ -49,7 +48,7 @@ def test_the_template_takes_every_row_and_names_a_radio_group_per_sentence(expor
     assert [k for r in rows for n in range(1, int(r["n"]) + 1) for k in [r[f"item_{n}"]]] == items["key"].tolist()
     slots = len([c for c in rows[0] if c.startswith("item_")])
     for row in rows[:5]:
-        page = re.sub(r"\$\{(\w+)\}", lambda m: row[m.group(1)], template)   # Mechanical Turk's substitution
+        page = re.sub(r"\$\{(\w+)\}", lambda m: row[m.group(1)], template)  # Mechanical Turk's substitution
         assert "${" not in page and html.unescape(row["title"]) in html.unescape(page)
         parser = Radios()
         parser.feed(page)
@@ -65,18 +64,25 @@ def test_batch_results_come_back_as_the_grades_given(exported, tmp_path, capsys)
     given, results = {}, []
     for w, worker in enumerate(("A1WORKER", "A2WORKER")):
         for row in rows:
-            out = {"HITId": f"H{row['task']}", "WorkerId": worker, "WorkTimeInSeconds": "60",
-                   **{f"Input.{k}": v for k, v in row.items()}}
+            out = {
+                "HITId": f"H{row['task']}",
+                "WorkerId": worker,
+                "WorkTimeInSeconds": "60",
+                **{f"Input.{k}": v for k, v in row.items()},
+            }
             n = int(row["n"])
             for i in range(1, n + 1):
                 key = row[f"item_{i}"]
                 r = items.loc[key]
-                grade = "unsure" if (i, w) == (2, 1) else str(true_grade(
-                    {"candidate": r["candidate"], "gold": r["gold"], "dialogue": r["dialogue"]}, truth))
+                grade = (
+                    "unsure"
+                    if (i, w) == (2, 1)
+                    else str(true_grade({"candidate": r["candidate"], "gold": r["gold"], "dialogue": r["dialogue"]}, truth))
+                )
                 if w == 0:
-                    out[f"Answer.grade_{i}"] = grade                          # plain field values
+                    out[f"Answer.grade_{i}"] = grade  # plain field values
                 else:
-                    for g in ("0", "1", "2", "unsure"):                       # crowd-form's radio objects
+                    for g in ("0", "1", "2", "unsure"):  # crowd-form's radio objects
                         out[f"Answer.grade_{i}.{g}"] = "true" if g == grade else "false"
                 given[key, f"crowd:{worker}"] = (None if grade == "unsure" else int(grade), 60 / n)
             results.append(out)
@@ -88,12 +94,14 @@ def test_batch_results_come_back_as_the_grades_given(exported, tmp_path, capsys)
     assert main(["judge", "import", "s1", str(tmp_path / "results.csv"), "--format", "crowd", "--db", db]) == 0
     frame = judging.grades_frame(judging.campaign("s1"))
     keys = judging.items_frame(judging.campaign("s1")).set_index("item")["key"]
-    back = {(keys[i], a): (None if g != g else int(g), s)
-            for i, a, g, s in zip(frame["item"], frame["assessor"], frame["grade"], frame["seconds"])}
+    back = {
+        (keys[i], a): (None if g != g else int(g), s)
+        for i, a, g, s in zip(frame["item"], frame["assessor"], frame["grade"], frame["seconds"])
+    }
     assert back == given
     capsys.readouterr()
     assert main(["judge", "import", "s1", str(tmp_path / "results.csv"), "--format", "crowd", "--db", db]) == 0
-    assert f": 0 new, {len(given)} already present, 0 changed" in capsys.readouterr().out    # again: nothing new
+    assert f": 0 new, {len(given)} already present, 0 changed" in capsys.readouterr().out  # again: nothing new
     assert len(judging.grades_frame(judging.campaign("s1"))) == len(given)
 
 

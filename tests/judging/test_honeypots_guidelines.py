@@ -44,12 +44,17 @@ def test_automatic_honeypots_agree_with_the_judged_labels(judged):
     label = {(d.id, c.id): c.label for d in judged for c in d.candidates}
     known = [(d.id, cid, grade, source) for d in judged for cid, (grade, source) in golds[d.id].known.items()]
     quoted = [k for k in known if k[3] == "quote"]
-    assert len(quoted) == 18                    # 18 of 115 next turns quote a candidate (>= 5 words)
+    assert len(quoted) == 18  # 18 of 115 next turns quote a candidate (>= 5 words)
     assert all(label[d, cid] == 2 and grade == 2 for d, cid, grade, _ in quoted)
     judged_as = Counter((source, label[d, cid]) for d, cid, grade, source in known if source != "quote")
     assert all(grade == 0 for *_, grade, source in known if source != "quote")
-    assert judged_as == {("same-document", 0): 440, ("same-document", 1): 32, ("related-document", 0): 277,
-                         ("other-document", 0): 1700, ("other-document", 1): 1}
+    assert judged_as == {
+        ("same-document", 0): 440,
+        ("same-document", 1): 32,
+        ("related-document", 0): 277,
+        ("other-document", 0): 1700,
+        ("other-document", 1): 1,
+    }
     both = 0
     for d in judged:
         words = content_words(d.title) | content_words(d.target.body)
@@ -70,13 +75,14 @@ def test_automatic_honeypots_agree_with_the_judged_labels(judged):
                 assert p.title != d.title and title & words
             else:
                 assert p.source == "other-document" and body & recent and not title & words
-        shown = content_words(d.title).union(*(content_words(t.body) for t in d.context))   # what the page shows
-        caught = [(p.title == d.title or bool(content_words(p.title) & shown), bool(content_words(p.body) & recent))
-                  for p in planted]
+        shown = content_words(d.title).union(*(content_words(t.body) for t in d.context))  # what the page shows
+        caught = [
+            (p.title == d.title or bool(content_words(p.title) & shown), bool(content_words(p.body) & recent)) for p in planted
+        ]
         assert caught == sorted(caught, key=lambda c: -sum(c)) or caught[0] == (True, True)
         both += caught[0] == (True, True)
         assert not {(p.title, p.body) for p in planted} & {(c.title, c.body) for c in d.candidates}
-    assert both >= 50                            # 64 of 115 dialogues have a planted check that catches both
+    assert both >= 50  # 64 of 115 dialogues have a planted check that catches both
 
 
 def test_a_judged_collection_gives_the_grades_of_shared_dialogues(judged):
@@ -87,8 +93,8 @@ def test_a_judged_collection_gives_the_grades_of_shared_dialogues(judged):
     assert set(golds) == set(judged.ids)
     d = judged.dialogues[0]
     assert golds[d.id].known == {c.id: (c.label, "judged") for c in d.candidates}
-    assert judged_golds(load_collection("sample"), judged) == {}         # nothing shared
-    sample = load_collection("sample")           # SIGIR 2022-shaped: next turns quote Wikipedia
+    assert judged_golds(load_collection("sample"), judged) == {}  # nothing shared
+    sample = load_collection("sample")  # SIGIR 2022-shaped: next turns quote Wikipedia
     quoted = [(d, quoted_candidate(d)) for d in sample if quoted_candidate(d) is not None]
     assert quoted and all(next(c for c in d.candidates if c.id == cid).label >= 1 for d, cid in quoted)
 
@@ -102,16 +108,19 @@ def test_default_guidelines_load_and_rule_honeypots():
     assert not exact.passes(1, 2) and exact.passes(2, 2)
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"scale": [{"grade": 0, "key": "0", "name": "no"}]}, "scale"),
-    ({"scale": [{"grade": 1, "key": "a", "name": "x"}, {"grade": 0, "key": "c", "name": "y"}]}, "scale"),
-    ({"scale": [{"grade": 0, "key": "j", "name": "x"}, {"grade": 1, "key": "c", "name": "y"}]}, "scale[0].key"),
-    ({"scale": [{"grade": -1, "key": "a", "name": "x"}, {"grade": 1, "key": "c", "name": "y"}]}, "scale[0].grade"),
-    ({"relevant_from": 0}, "relevant_from"),
-    ({"honeypot_match": "fuzzy"}, "honeypot_match"),
-    ({"guidelines": ""}, "guidelines"),
-    ({"examples": [{"grade": 7}]}, "examples[0].grade"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"scale": [{"grade": 0, "key": "0", "name": "no"}]}, "scale"),
+        ({"scale": [{"grade": 1, "key": "a", "name": "x"}, {"grade": 0, "key": "c", "name": "y"}]}, "scale"),
+        ({"scale": [{"grade": 0, "key": "j", "name": "x"}, {"grade": 1, "key": "c", "name": "y"}]}, "scale[0].key"),
+        ({"scale": [{"grade": -1, "key": "a", "name": "x"}, {"grade": 1, "key": "c", "name": "y"}]}, "scale[0].grade"),
+        ({"relevant_from": 0}, "relevant_from"),
+        ({"honeypot_match": "fuzzy"}, "honeypot_match"),
+        ({"guidelines": ""}, "guidelines"),
+        ({"examples": [{"grade": 7}]}, "examples[0].grade"),
+    ],
+)
 def test_bad_guidelines_name_the_field(tmp_path, change, field):
     import yaml
 

@@ -35,8 +35,10 @@ def grades_of(judging, assessor: str) -> dict[str, tuple]:
     frame = judging.grades_frame(judging.campaign("s1"))
     keys = judging.items_frame(judging.campaign("s1")).set_index("item")["key"]
     mine = frame[frame["assessor"] == assessor]
-    return {keys[i]: (None if g != g else int(g), u, s) for i, g, u, s in
-            zip(mine["item"], mine["grade"], mine["unsure"], mine["seconds"])}
+    return {
+        keys[i]: (None if g != g else int(g), u, s)
+        for i, g, u, s in zip(mine["item"], mine["grade"], mine["unsure"], mine["seconds"])
+    }
 
 
 def test_an_assessors_whole_keyboard_flow(browser, tmp_path):
@@ -55,39 +57,44 @@ def test_an_assessors_whole_keyboard_flow(browser, tmp_path):
         mine = sorted({(p["seq"], p["dialogue"]) for p in assignments(judging, "s1") if p["assessor"] == "alice"})
         seq = int(first_url.rsplit("/", 1)[1])
         at = [s for s, _ in mine].index(seq)
-        same = mine[at + 1][1] == mine[at][1]                   # chunks of 6: the next task may go on
+        same = mine[at + 1][1] == mine[at][1]  # chunks of 6: the next task may go on
         assert page.inner_text("#next-dialogue") == ("More of this dialogue →" if same else "Next dialogue →")
         page.keyboard.press("2")
         saved(page, 1, "2")
         page.keyboard.press("0")
         saved(page, 2, "0")
-        page.keyboard.press("k")                               # back to sentence 2
+        page.keyboard.press("k")  # back to sentence 2
         assert page.get_attribute("#i2", "class").endswith("current")
-        page.keyboard.press("1")                               # regrade it
+        page.keyboard.press("1")  # regrade it
         saved(page, 2, "1")
-        page.keyboard.press("u")                               # sentence 3: unsure
+        page.keyboard.press("u")  # sentence 3: unsure
         saved(page, 3, "u")
         page.keyboard.press("g")
         assert page.is_visible("#guidelines") and "Examples" in page.inner_text("#guidelines")
         page.keyboard.press("Escape")
         assert not page.is_visible("#guidelines")
-        page.keyboard.press("j")                               # skip to 5, then back to 4
+        page.keyboard.press("j")  # skip to 5, then back to 4
         page.keyboard.press("k")
         for i in range(4, n + 1):
             page.keyboard.press("0")
             saved(page, i, "0")
         assert page.inner_text("#done") == str(n)
         page.screenshot(path=str(tmp_path / "task.png"), full_page=True)
-        page.reload()                                          # resume: the grades are there
-        assert page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.grade)") == \
-            ["2", "1", "u"] + ["0"] * (n - 3)
-        page.keyboard.press("Enter")                           # all graded: on to the next task
+        page.reload()  # resume: the grades are there
+        assert page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.grade)") == ["2", "1", "u"] + ["0"] * (
+            n - 3
+        )
+        page.keyboard.press("Enter")  # all graded: on to the next task
         page.wait_for_url(lambda url: url != first_url and "/task/" in url)
         assert page.locator("#items li.current").get_attribute("id") == "i1"
     mine = grades_of(judging, "alice")
-    assert {k: v[:2] for k, v in mine.items()} == {keys[0]: (2, False), keys[1]: (1, False), keys[2]: (None, True),
-                                                   **{k: (0, False) for k in keys[3:]}}
-    assert all(0 < v[2] < 120 for v in mine.values())                      # seconds per grade recorded
+    assert {k: v[:2] for k, v in mine.items()} == {
+        keys[0]: (2, False),
+        keys[1]: (1, False),
+        keys[2]: (None, True),
+        **{k: (0, False) for k in keys[3:]},
+    }
+    assert all(0 < v[2] < 120 for v in mine.values())  # seconds per grade recorded
     board.close()
     assert (tmp_path / "task.png").stat().st_size > 10_000
 
@@ -100,7 +107,7 @@ def test_two_assessors_are_blind_to_each_other_and_a_honeypot_failure_is_exclude
     truth, tokens = sample_campaign(judging, k=2, chunk=5, honeypot_rate=0.3, assessors=("alice", "bob"))
     answer = {p["key"]: true_grade(p, truth) for p in assignments(judging, "s1")}
     checks = Counter(p["seq"] for p in assignments(judging, "s1") if p["assessor"] == "alice" and p["gold"] is not None)
-    tasks = sorted(sorted(checks, key=lambda seq: (-checks[seq], seq))[:2])     # the two with the most checks
+    tasks = sorted(sorted(checks, key=lambda seq: (-checks[seq], seq))[:2])  # the two with the most checks
     assert sum(checks[t] for t in tasks) >= 3
     with LiveServer(board) as server:
         bob = browser.new_context().new_page()
@@ -111,21 +118,18 @@ def test_two_assessors_are_blind_to_each_other_and_a_honeypot_failure_is_exclude
         for task in tasks:
             bob.goto(f"{server.url}/judge/s1/task/{task}")
             keys = bob.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.key)")
-            for i in range(1, len(keys) + 1):                  # bob calls everything useful
+            for i in range(1, len(keys) + 1):  # bob calls everything useful
                 bob.keyboard.press("2")
                 saved(bob, i, "2")
-            alice.goto(f"{server.url}/judge/s1/task/{task}")   # the same task: none of bob's grades
-            assert alice.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.grade || '')") \
-                == [""] * len(keys)
+            alice.goto(f"{server.url}/judge/s1/task/{task}")  # the same task: none of bob's grades
+            assert alice.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.grade || '')") == [""] * len(keys)
             assert alice.locator("#items .chosen").count() == 0 and alice.inner_text("#done") == str(done)
             done += len(keys)
-            for i, key in enumerate(alice.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.key)"),
-                                    start=1):
+            for i, key in enumerate(alice.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.key)"), start=1):
                 alice.keyboard.press(str(answer[key]))
                 saved(alice, i, str(answer[key]))
-            bob.reload()                                       # and bob sees only his own
-            assert bob.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.grade)") == \
-                ["2"] * len(keys)
+            bob.reload()  # and bob sees only his own
+            assert bob.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.grade)") == ["2"] * len(keys)
     result = outcome(judging, "s1")
     assert result.checks["alice"].counted and result.checks["alice"].accuracy == 1.0
     assert not result.checks["bob"].counted and result.checks["bob"].accuracy < 0.7
@@ -166,23 +170,26 @@ COLOURS_JS = """() => {
 
 def contrast(a: list[float], b: list[float]) -> float:
     """WCAG 2 contrast ratio of two sRGB colours."""
+
     def luminance(c):
         r, g, b = (v / 255 for v in c[:3])
         lin = [x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4 for x in (r, g, b)]
         return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
     hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
     return (hi + 0.05) / (lo + 0.05)
 
 
 def low_contrast(page) -> list[str]:
-    return [f"{c['what']}: {contrast(c['fg'], c['bg']):.2f}" for c in page.evaluate(COLOURS_JS)
-            if contrast(c["fg"], c["bg"]) < 4.5]
+    return [
+        f"{c['what']}: {contrast(c['fg'], c['bg']):.2f}" for c in page.evaluate(COLOURS_JS) if contrast(c["fg"], c["bg"]) < 4.5
+    ]
 
 
 def one_dialogue_per_task(tmp_path, assessors=("alice", "bob", "carol", "dave")):
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     judging = Judging(board.engine)
-    truth, tokens = sample_campaign(judging, chunk=60, assessors=assessors)   # 50 sentences at most a dialogue
+    truth, tokens = sample_campaign(judging, chunk=60, assessors=assessors)  # 50 sentences at most a dialogue
     return board, judging, truth, tokens
 
 
@@ -200,18 +207,18 @@ def test_grade_keys_stop_at_the_end_of_a_dialogue(browser, tmp_path):
             page.keyboard.press("1")
             saved(page, i, "1")
         assert page.get_attribute("#end", "class") == "end current"
-        assert page.evaluate("document.activeElement.id") == "next-dialogue"    # the control, ready for Enter
-        for _ in range(12):                                    # the issue's twelve presses: nothing more
+        assert page.evaluate("document.activeElement.id") == "next-dialogue"  # the control, ready for Enter
+        for _ in range(12):  # the issue's twelve presses: nothing more
             page.keyboard.press("0")
         page.wait_for_timeout(500)
         assert page.url == first_url and "do nothing here" in page.inner_text("#end-message")
         assert page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.grade)") == ["1"] * n
         assert len(grades_of(judging, "alice")) == n
-        page.keyboard.press("k")                               # back into the dialogue: keys grade again
+        page.keyboard.press("k")  # back into the dialogue: keys grade again
         page.keyboard.press("2")
         saved(page, n, "2")
         assert page.url == first_url and page.evaluate("document.activeElement.id") == "next-dialogue"
-        page.keyboard.press("Enter")                           # the deliberate step
+        page.keyboard.press("Enter")  # the deliberate step
         page.wait_for_url(lambda url: url != first_url and "/task/" in url)
         page.wait_for_selector("#items li.current")
         assert page.inner_text("h1") != title and page.locator("#items li.current").get_attribute("id") == "i1"
@@ -231,17 +238,18 @@ def test_a_mouse_only_assessor_grades_a_whole_dialogue_on_a_phone(browser, tmp_p
         page.click("#campaigns a:text-is('Start')")
         page.wait_for_selector("#items li.current")
         first_url = page.url
-        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]   # no sideways scroll
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # no sideways scroll
         legend = page.inner_text("#legend")
         assert all(name in legend for name in ("not useful", "somewhat useful", "useful", "unsure"))
         names = page.eval_on_selector_all("#i1 button.g", "els => els.map(e => e.innerText.replace(/\\s+/g, ' '))")
         assert names == ["0 not useful", "1 somewhat useful", "2 useful", "u unsure"]
-        boxes = page.eval_on_selector_all("button.g, #next-dialogue", "els => els.map(e => e.getBoundingClientRect())"
-                                          ".map(r => [r.width, r.height])")
-        assert min(min(w, h) for w, h in boxes) >= 44, boxes                       # touch-sized targets
+        boxes = page.eval_on_selector_all(
+            "button.g, #next-dialogue", "els => els.map(e => e.getBoundingClientRect()).map(r => [r.width, r.height])"
+        )
+        assert min(min(w, h) for w, h in boxes) >= 44, boxes  # touch-sized targets
         keys = page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.key)")
         for i, key in enumerate(keys, start=1):
-            page.locator(f"#i{i} button[name='grade'][value='{answer[key]}']").click()        # a real mouse click
+            page.locator(f"#i{i} button[name='grade'][value='{answer[key]}']").click()  # a real mouse click
             saved(page, i, str(answer[key]))
         page.screenshot(path=str(tmp_path / "phone-end.png"))
         assert page.url == first_url and page.locator("#end.current").count() == 1
@@ -271,7 +279,7 @@ def test_touch_taps_grade_a_dialogue_and_go_on(browser, tmp_path):
                 continue
             page.tap(f"#i{i} button[name='grade'][value='{answer[key]}']")
             saved(page, i, str(answer[key]))
-        page.tap("#i1 button[name='grade'][value='0']")                    # a second tap changes a grade, stays put
+        page.tap("#i1 button[name='grade'][value='0']")  # a second tap changes a grade, stays put
         saved(page, 1, "0")
         assert page.url == first_url
         page.tap("#next-dialogue")
@@ -304,7 +312,7 @@ def test_every_text_has_wcag_aa_contrast_in_light_and_dark(browser, tmp_path):
                 page.goto(f"{server.url}/judge/s1/guidelines")
                 assert low_contrast(page) == [], (scheme, width, "guidelines page")
                 page.go_back()
-                page.click("#campaigns a.button")                        # Start, then Continue
+                page.click("#campaigns a.button")  # Start, then Continue
                 page.wait_for_selector("#items li.current")
                 if page.locator("#items li.graded").count() == 0:
                     for key in ("2", "0", "u", "1"):
@@ -313,11 +321,14 @@ def test_every_text_has_wcag_aa_contrast_in_light_and_dark(browser, tmp_path):
                 page.keyboard.press("k")
                 page.screenshot(path=str(shots / f"task-{scheme}-{width}.png"), full_page=width == "390")
                 assert low_contrast(page) == [], (scheme, width, "task")
-                colours = page.eval_on_selector_all("#i1 button.g, #i5 button.g", """els => els.map(e => {
-                    const s = getComputedStyle(e); return [s.color, s.backgroundColor]; })""")
+                colours = page.eval_on_selector_all(
+                    "#i1 button.g, #i5 button.g",
+                    """els => els.map(e => {
+                    const s = getComputedStyle(e); return [s.color, s.backgroundColor]; })""",
+                )
                 assert all(fg != bg for fg, bg in colours) and len(set(map(tuple, colours))) == 2  # chosen differs
-                page.focus("#next-dialogue")                     # Tab's way to the end
-                page.keyboard.press("0")                         # the end's message shows, nothing graded
+                page.focus("#next-dialogue")  # Tab's way to the end
+                page.keyboard.press("0")  # the end's message shows, nothing graded
                 assert "do nothing here" in page.inner_text("#end-message")
                 assert page.get_attribute("#i4", "data-grade") == "1"
                 assert low_contrast(page) == [], (scheme, width, "end")

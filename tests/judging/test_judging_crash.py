@@ -39,16 +39,21 @@ def send(url: str, token: str, rows: list[dict], acked: dict, stop: threading.Ev
 
 def stored(board) -> list[tuple[str, str, int]]:
     with board.engine.connect() as conn:
-        return [tuple(r) for r in conn.execute(text(
-            "select i.key, a.name, g.grade from judge_grades g join judge_items i on i.id = g.item_id "
-            "join judge_assessors a on a.id = g.assessor_id"))]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                text(
+                    "select i.key, a.name, g.grade from judge_grades g join judge_items i on i.id = g.item_id "
+                    "join judge_assessors a on a.id = g.assessor_id"
+                )
+            )
+        ]
 
 
 def run_until_kill(db_url, tmp_path, tokens, pending, acked, kill_after):
     server = ServerProcess(db_url, tmp_path / "store").start()
     stop = threading.Event()
-    threads = [threading.Thread(target=send, args=(server.url, tokens[a], pending[a], acked, stop))
-               for a in ASSESSORS]
+    threads = [threading.Thread(target=send, args=(server.url, tokens[a], pending[a], acked, stop)) for a in ASSESSORS]
     for t in threads:
         t.start()
     deadline = time.monotonic() + 60
@@ -81,15 +86,29 @@ def test_kill_during_judging_loses_and_duplicates_nothing(db_url, tmp_path):
     # a restart: the assessors send again everything not acknowledged (some of it was stored)
     with ServerProcess(db_url, tmp_path / "store") as server:
         stop = threading.Event()
-        threads = [threading.Thread(target=send, args=(server.url, tokens[a], [
-            r for r in rows if r["assessor"] == a and (r["item"], a) not in acked], acked, stop))
-            for a in ASSESSORS]
+        threads = [
+            threading.Thread(
+                target=send,
+                args=(
+                    server.url,
+                    tokens[a],
+                    [r for r in rows if r["assessor"] == a and (r["item"], a) not in acked],
+                    acked,
+                    stop,
+                ),
+            )
+            for a in ASSESSORS
+        ]
         for t in threads:
             t.start()
         for t in threads:
             t.join(timeout=120)
-        assert httpx.get(f"{server.url}/judge/api/campaigns/s1/tasks",
-                         headers={"Authorization": f"Bearer {tokens['alice']}"}).status_code == 200
+        assert (
+            httpx.get(
+                f"{server.url}/judge/api/campaigns/s1/tasks", headers={"Authorization": f"Bearer {tokens['alice']}"}
+            ).status_code
+            == 200
+        )
     final = stored(board)
     assert len(final) == len(sent) and {(k, a): g for k, a, g in final} == sent
     board.close()

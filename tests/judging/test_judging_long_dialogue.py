@@ -26,9 +26,14 @@ def long_pool() -> Collection:
     sentences = [c.body for d in sample for c in d.candidates]
     dialogues = []
     for n, d in enumerate(sample):
-        turns = [Turn(f"u{i % 2}", ["ada", "bob"][i % 2],
-                      " ".join(sentences[(n * 31 + i * 7 + k) % len(sentences)] for k in range(1 + i % 2)))
-                 for i in range(TURNS)]
+        turns = [
+            Turn(
+                f"u{i % 2}",
+                ["ada", "bob"][i % 2],
+                " ".join(sentences[(n * 31 + i * 7 + k) % len(sentences)] for k in range(1 + i % 2)),
+            )
+            for i in range(TURNS)
+        ]
         turns[-1] = Turn(turns[-1].author_id, turns[-1].author_name, "THE LAST TURN " + turns[-1].body)
         dialogues.append(Dialogue(d.id, d.title, turns, d.target, d.candidates, subset=d.subset, meta=d.meta))
     return Collection("long-pool", dialogues)
@@ -48,7 +53,9 @@ def server(tmp_path):
 
 def in_view(page, selector: str) -> bool:
     """Whether the element is inside the viewport and inside every scroll box around it."""
-    return page.eval_on_selector(selector, """el => {
+    return page.eval_on_selector(
+        selector,
+        """el => {
         const r = el.getBoundingClientRect();
         if (r.top < 0 || r.bottom > window.innerHeight || r.height === 0) return false;
         for (let p = el.parentElement; p; p = p.parentElement) {
@@ -58,7 +65,8 @@ def in_view(page, selector: str) -> bool:
                 if (r.top < b.top - 1 || r.bottom > b.bottom + 1) return false;
             }
         }
-        return true; }""")
+        return true; }""",
+    )
 
 
 @pytest.mark.parametrize("scripts", [True, False])
@@ -76,20 +84,22 @@ def test_the_latest_turn_is_in_view_on_opening(server, browser, tmp_path, width,
     if scripts:
         page.wait_for_selector("#items li.current")
     assert page.locator(".turns li").count() == TURNS
-    assert page.evaluate("window.scrollY") == 0                       # nothing scrolled the page
+    assert page.evaluate("window.scrollY") == 0  # nothing scrolled the page
     last = ".turns li:last-child"
     assert "THE LAST TURN" in page.inner_text(last)
     assert in_view(page, last), f"the last turn is out of view at {width} px"
     assert in_view(page, "p.next"), f"'Next to speak' is out of view at {width} px"
-    assert not in_view(page, ".turns li:first-child")                 # the box opened at its end...
+    assert not in_view(page, ".turns li:first-child")  # the box opened at its end...
     box = page.locator("#turns")
     assert box.evaluate("b => b.scrollHeight > b.clientHeight")
     box.hover()
-    for _ in range(40):                                               # ...the whole dialogue one scroll up
+    for _ in range(40):  # ...the whole dialogue one scroll up
         page.mouse.wheel(0, -400)
-    page.wait_for_function("() => { const b = document.querySelector('#turns'); "
-                           "const f = b.querySelector('li').getBoundingClientRect(); "
-                           "return f.top >= b.getBoundingClientRect().top - 1; }")
+    page.wait_for_function(
+        "() => { const b = document.querySelector('#turns'); "
+        "const f = b.querySelector('li').getBoundingClientRect(); "
+        "return f.top >= b.getBoundingClientRect().top - 1; }"
+    )
     assert in_view(page, ".turns li:first-child")
     page.screenshot(path=str(tmp_path / f"long-{width}-{'js' if scripts else 'nojs'}.png"))
     context.close()

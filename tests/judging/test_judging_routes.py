@@ -41,7 +41,7 @@ def test_login_progress_and_grading_paths(served):
     anonymous = httpx.get(f"{server.url}/judge", follow_redirects=False)
     assert anonymous.status_code == 303 and anonymous.headers["location"] == "/judge/login"
     fresh = httpx.Client(base_url=server.url)
-    assert fresh.post("/judge/login", data={"token": tokens["alice"]}).status_code == 403   # no CSRF
+    assert fresh.post("/judge/login", data={"token": tokens["alice"]}).status_code == 403  # no CSRF
     page = fresh.get("/judge/login")
     csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
     assert fresh.post("/judge/login", data={"csrf": csrf, "token": "dsr_wrong"}).status_code == 401
@@ -55,22 +55,20 @@ def test_login_progress_and_grading_paths(served):
     assert "script-src 'self'" in task.headers["content-security-policy"]
     assert "script-src" not in httpx.get(f"{server.url}/").headers["content-security-policy"]
     keys = re.findall(r'data-key="([0-9a-f]{16})"', task.text)
-    csrf = re.search(r'<meta name="csrf" content="([^"]+)"', task.text).group(1)   # what judge.js sends
+    csrf = re.search(r'<meta name="csrf" content="([^"]+)"', task.text).group(1)  # what judge.js sends
     answer = alice.post("/judge/api/grades", json={"item": keys[0], "grade": 2})
-    assert answer.status_code == 403                                       # no X-CSRF-Token
-    answer = alice.post("/judge/api/grades", json={"item": keys[0], "grade": 2, "seconds": 3.2},
-                        headers={"X-CSRF-Token": csrf})
+    assert answer.status_code == 403  # no X-CSRF-Token
+    answer = alice.post("/judge/api/grades", json={"item": keys[0], "grade": 2, "seconds": 3.2}, headers={"X-CSRF-Token": csrf})
     assert answer.status_code == 200 and answer.json() == {"item": keys[0], "grade": 2, "unsure": False, "new": True}
-    assert alice.post("/judge/api/grades", json={"item": keys[0], "grade": 1},
-                      headers={"X-CSRF-Token": csrf}).json()["new"] is False
+    assert (
+        alice.post("/judge/api/grades", json={"item": keys[0], "grade": 1}, headers={"X-CSRF-Token": csrf}).json()["new"] is False
+    )
     form = alice.post(first.headers["location"], data={"csrf": csrf, "item": keys[1], "unsure": "1"})
     assert form.status_code == 303
     bearer = {"Authorization": f"Bearer {tokens['alice']}"}
-    assert httpx.post(f"{server.url}/judge/api/grades", json={"item": keys[2], "grade": 0},
-                      headers=bearer).json()["new"] is True
+    assert httpx.post(f"{server.url}/judge/api/grades", json={"item": keys[2], "grade": 0}, headers=bearer).json()["new"] is True
     assert httpx.post(f"{server.url}/judge/api/grades", content=b"{", headers=bearer).status_code == 400
-    assert httpx.post(f"{server.url}/judge/api/grades", json={"item": keys[2], "grade": True},
-                      headers=bearer).status_code == 400
+    assert httpx.post(f"{server.url}/judge/api/grades", json={"item": keys[2], "grade": True}, headers=bearer).status_code == 400
     assert httpx.post(f"{server.url}/judge/api/grades", json={"item": keys[2], "grade": 0}).status_code == 401
     grades = judging.grades_frame(judging.campaign("s1"))
     assert len(grades) == 3 and set(grades["assessor"]) == {"alice"}
@@ -92,8 +90,9 @@ def test_pages_are_blind(served):
     shared = [p for p in pairs if p["seq"] == seq and p["assessor"] == "bob"]
     bearer = {"Authorization": f"Bearer {tokens['bob']}"}
     for p in shared:
-        assert httpx.post(f"{server.url}/judge/api/grades", json={"item": p["key"], "grade": 2},
-                          headers=bearer).status_code == 200
+        assert (
+            httpx.post(f"{server.url}/judge/api/grades", json={"item": p["key"], "grade": 2}, headers=bearer).status_code == 200
+        )
     alice = login(server.url, tokens["alice"])
     page = alice.get(f"/judge/s1/task/{seq}").text
     items = page.split('id="items"')[1].split("</ol>")[0]
@@ -101,16 +100,17 @@ def test_pages_are_blind(served):
     assert "gold" not in page.lower() and "honeypot" not in page.lower() and "bob" not in page
     for marker in ("quote", "unrelated", "same-document", "related-document", "check", "pool"):
         assert marker not in items.lower()
-    assert len(set(re.findall(r'<li class="item" id="i\d+" data-key="[0-9a-f]{16}"\s*>', items))) == \
-        items.count("<li ")                                          # every sentence's markup alike
+    assert len(set(re.findall(r'<li class="item" id="i\d+" data-key="[0-9a-f]{16}"\s*>', items))) == items.count(
+        "<li "
+    )  # every sentence's markup alike
     candidates = {p["candidate"] for p in pairs if p["candidate"]}
-    assert not any(c in page for c in candidates)                           # no candidate ids either
+    assert not any(c in page for c in candidates)  # no candidate ids either
     not_mine = next(s for s, who in by_task.items() if "alice" not in who)
     assert alice.get(f"/judge/s1/task/{not_mine}").status_code == 403
     alice_api = {"Authorization": f"Bearer {tokens['alice']}"}
     task = httpx.get(f"{server.url}/judge/api/campaigns/s1/tasks/{seq}", headers=alice_api).json()
     assert [s["key"] for s in task["sentences"]] == re.findall(r'data-key="([0-9a-f]{16})"', items)
-    assert all(s["body"] and s["grade"] is None for s in task["sentences"])      # bob's grades unseen
+    assert all(s["body"] and s["grade"] is None for s in task["sentences"])  # bob's grades unseen
     assert set(task) == {"campaign", "seq", "title", "turns", "next_speaker", "sentences", "scale"}
     assert set().union(*map(set, task["sentences"])) == {"key", "title", "body", "grade"}
     assert not any(c in json.dumps(task) for c in candidates) and "bob" not in json.dumps(task)

@@ -91,10 +91,9 @@ def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
     judged = Collection("cmu-judged", read_benchmark(path).dialogues[:DIALOGUES])
     pool = as_pool(judged)
     judging = Judging.open(f"sqlite:///{db_path}")
-    defaults = Settings()                       # the defaults of dsr judge create
-    golds = (honeypots.auto_golds(pool, 0, 2, seed=5) if known == "auto"
-             else honeypots.judged_golds(pool, judged))
-    judging.create("qc", pool, guidelines.load(), Settings(seed=5, k=len(people)), golds)   # every script
+    defaults = Settings()  # the defaults of dsr judge create
+    golds = honeypots.auto_golds(pool, 0, 2, seed=5) if known == "auto" else honeypots.judged_golds(pool, judged)
+    judging.create("qc", pool, guidelines.load(), Settings(seed=5, k=len(people)), golds)  # every script
     # grades every task (k only says how many assessors a task gets)
     for name in people:
         judging.add_assessor(name)
@@ -109,7 +108,7 @@ def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
         rows = task_rows(judging, assessor, campaign)
         pages = [task_view(judging, assessor, campaign, row["seq"]) for row in rows]
         smallest: dict[str, int] = {}
-        for view in pages:          # what the size script learns: each dialogue's smallest task
+        for view in pages:  # what the size script learns: each dialogue's smallest task
             smallest[view["title"]] = min(smallest.get(view["title"], 99), len(view["sentences"]))
         for view in pages:
             for sentence in view["sentences"]:
@@ -117,8 +116,7 @@ def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
                 views[key] = (view, sentence)
                 if assessor.name == "careful":
                     item = items.loc[key]
-                    true = (truth[item["dialogue"], item["candidate"]] if isinstance(item["candidate"], str)
-                            else int(item["gold"]))
+                    true = truth[item["dialogue"], item["candidate"]] if isinstance(item["candidate"], str) else int(item["gold"])
                     grade = noisy(true, 0.10, rng)
                 elif assessor.name == "titles":
                     grade = title_matcher(view, sentence)
@@ -134,8 +132,7 @@ def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
                     grade = int(rng.integers(3))
                 else:
                     grade = 0
-                judging.grade(assessor, key, grade, seconds=float(rng.uniform(3, 9)) if assessor.name ==
-                              "careful" else 0.4)
+                judging.grade(assessor, key, grade, seconds=float(rng.uniform(3, 9)) if assessor.name == "careful" else 0.4)
                 given[assessor.name, key] = grade
     assert defaults.honeypot_threshold == 0.7 and defaults.min_honeypots == 3 and defaults.honeypot_rate == 0.1
     return judging, judged, items, truth, given, views
@@ -145,12 +142,12 @@ def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
 def test_the_title_shortcut_is_real_on_this_pool(campaign):
     _, judged, items, truth, given, views = campaign
     pool = items[items["candidate"].notna()]
-    answer = {k: title_matcher(*views[k]) for k in pool.index}     # what the script answers anywhere
+    answer = {k: title_matcher(*views[k]) for k in pool.index}  # what the script answers anywhere
     relevant = [k for k, d, c in zip(pool.index, pool["dialogue"], pool["candidate"]) if truth[d, c] >= 1]
     irrelevant = [k for k, d, c in zip(pool.index, pool["dialogue"], pool["candidate"]) if truth[d, c] == 0]
     found = np.mean([answer[k] == 2 for k in relevant])
     false = np.mean([answer[k] == 2 for k in irrelevant])
-    assert found > 0.9 and false < 0.3, (found, false)       # it finds the relevant ones cheaply
+    assert found > 0.9 and false < 0.3, (found, false)  # it finds the relevant ones cheaply
 
 
 def test_not_relevant_checks_are_chosen_against_the_shortcuts(campaign):
@@ -177,8 +174,8 @@ def test_cheating_scripts_are_excluded_and_the_careful_assessor_kept(campaign):
     verdict = {a: c.counted for a, c in result.checks.items()}
     assert verdict == {p: p == "careful" for p in PEOPLE}
     accuracy = {a: round(c.accuracy, 3) for a, c in result.checks.items()}
-    assert all(accuracy[a] < 0.67 for a in PEOPLE if a != "careful"), accuracy     # threshold 0.7
-    assert result.checks["zeros"].accuracy == 0.5         # all not-relevant checks right, no relevant one
+    assert all(accuracy[a] < 0.67 for a in PEOPLE if a != "careful"), accuracy  # threshold 0.7
+    assert result.checks["zeros"].accuracy == 0.5  # all not-relevant checks right, no relevant one
     assert result.checks["careful"].accuracy >= 0.8 and result.checks["careful"].checks >= 100
     flags = {p["assessor"]: p["flags"] for p in result.assessors}
     assert flags["careful"] == []
@@ -199,13 +196,15 @@ def test_grade_times_are_checked_on_every_path(campaign):
             judging.grade(careful, key, 1, seconds=bad)
         assert refused.value.status == 422 and "seconds" in refused.value.message
         with pytest.raises(InputError) as err:
-            judging.import_grades("qc", [{"item": key, "assessor": "careful", "grade": 1, "seconds": bad,
-                                          "where": {"path": "grades.csv", "line": 4}}], origin=None)
+            judging.import_grades(
+                "qc",
+                [{"item": key, "assessor": "careful", "grade": 1, "seconds": bad, "where": {"path": "grades.csv", "line": 4}}],
+                origin=None,
+            )
         assert err.value.field == "seconds" and err.value.line == 4 and len(str(err.value)) < 200
     frame = judging.grades_frame(judging.campaign("qc"))
     assert frame["seconds"].between(0, 3600).all()
-    assert frame.set_index(["assessor", "item"]).loc[("careful", judging.item(key).id), "grade"] == \
-        given["careful", key]
+    assert frame.set_index(["assessor", "item"]).loc[("careful", judging.item(key).id), "grade"] == given["careful", key]
 
 
 def test_report_flags_come_from_the_params(campaign, capsys):
@@ -214,8 +213,12 @@ def test_report_flags_come_from_the_params(campaign, capsys):
 
     judging, *_ = campaign
     lax = outcome(judging, "qc", "mv", {"min_seconds": 0.1, "one_grade_share": 1.0})
-    assert lax.to_json()["settings"]["flags"] == {"min_seconds": 0.1, "one_grade_share": 1.0, "min_kappa": 0.2,
-                                                  "min_flag_grades": 20}
+    assert lax.to_json()["settings"]["flags"] == {
+        "min_seconds": 0.1,
+        "one_grade_share": 1.0,
+        "min_kappa": 0.2,
+        "min_flag_grades": 20,
+    }
     flags = {p["assessor"]: p["flags"] for p in lax.assessors}
     assert "too-fast" not in flags["titles"] and "one-grade" in flags["zeros"]
     with pytest.raises(InputError) as err:
@@ -249,8 +252,7 @@ def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_repor
             body = f'{{"item": "{key}", "grade": 1, "seconds": {raw}}}'
             answer = httpx.post(f"{server.url}/judge/api/grades", content=body, headers=bearer)
             assert answer.status_code == 422 and "seconds" in answer.json()["error"], (raw, answer.text)
-        ok = httpx.post(f"{server.url}/judge/api/grades", json={"item": key, "grade": 1, "seconds": 4.25},
-                        headers=bearer)
+        ok = httpx.post(f"{server.url}/judge/api/grades", json={"item": key, "grade": 1, "seconds": 4.25}, headers=bearer)
         assert ok.status_code == 200
     board.close()
     other = next(p["key"] for p in assignments(judging, "s1") if p["assessor"] == "bob")
@@ -265,7 +267,7 @@ def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_repor
     err = capsys.readouterr().err
     assert "Batch_results.csv:3" in err and "'seconds'" in err and "Traceback" not in err and len(err) < 300
     frame = judging.grades_frame(judging.campaign("s1"))
-    assert len(frame) == 1 and frame["seconds"].tolist() == [4.25]           # nothing of the file stored
+    assert len(frame) == 1 and frame["seconds"].tolist() == [4.25]  # nothing of the file stored
     assert main(["judge", "report", "s1", "--db", db]) == 0
     assert not re.search(r"\d{12}", capsys.readouterr().out)
 
@@ -280,7 +282,7 @@ def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(tmp_path):
     judging, _, items, _, _, views = graded_campaign(tmp_path / "gold.sqlite", "gold")
     negatives = items[(items["gold"] == 0)]
     assert set(items.loc[items["gold"].notna(), "source"]) == {"judged"}
-    assert np.mean([title_matcher(*views[k]) == 2 for k in negatives.index]) > 0.75     # 0.86 here
+    assert np.mean([title_matcher(*views[k]) == 2 for k in negatives.index]) > 0.75  # 0.86 here
     result = outcome(judging, "qc", "mv")
     verdict = {a: c.counted for a, c in result.checks.items()}
     assert verdict == {p: p == "careful" for p in PEOPLE}

@@ -47,17 +47,28 @@ def campaign(tmp_path_factory):
     pool = as_pool(judged)
     judging = Judging.open(f"sqlite:///{tmp_path_factory.mktemp('real') / 'board.sqlite'}")
     golds = honeypots.auto_golds(pool, 0, 2, seed=3)
-    judging.create("cmu", pool, guidelines.load(), Settings(k=3, chunk=10, honeypot_rate=0.1,
-                                                             honeypot_threshold=0.6, min_honeypots=5, seed=3), golds)
+    judging.create(
+        "cmu",
+        pool,
+        guidelines.load(),
+        Settings(k=3, chunk=10, honeypot_rate=0.1, honeypot_threshold=0.6, min_honeypots=5, seed=3),
+        golds,
+    )
     for name in [*NOISE, SPAM]:
         judging.add_assessor(name)
     judging.assign("cmu")
     pairs = assignments(judging, "cmu")
     truth = truth_of(judged)
     rng = np.random.default_rng(11)
-    rows = [{"item": p["key"], "assessor": p["assessor"], "seconds": 3.0,
-             "grade": int(rng.integers(3)) if p["assessor"] == SPAM
-             else noisy(true_grade(p, truth), NOISE[p["assessor"]], rng)} for p in pairs]
+    rows = [
+        {
+            "item": p["key"],
+            "assessor": p["assessor"],
+            "seconds": 3.0,
+            "grade": int(rng.integers(3)) if p["assessor"] == SPAM else noisy(true_grade(p, truth), NOISE[p["assessor"]], rng),
+        }
+        for p in pairs
+    ]
     judging.import_grades("cmu", rows, origin=None)
     return judging, judged, pairs, rows
 
@@ -68,10 +79,11 @@ def test_the_pool_hides_the_labels_and_every_sentence_is_a_task_item(campaign):
     pool_items = items[items["candidate"].notna()]
     assert len(pool_items) == sum(len(d.candidates) for d in judged) == 5670
     assert not pool_items.duplicated(["dialogue", "candidate"]).any()
-    assert all(d.meta["judged"] is False and all(c.label == 0 for c in d.candidates)
-               for d in judging.pool(judging.campaign("cmu")))
+    assert all(
+        d.meta["judged"] is False and all(c.label == 0 for c in d.candidates) for d in judging.pool(judging.campaign("cmu"))
+    )
     per_item = Counter(p["key"] for p in pairs)
-    assert set(per_item.values()) == {3}                                   # k = 3 on every item
+    assert set(per_item.values()) == {3}  # k = 3 on every item
     assert all(len({p["assessor"] for p in pairs if p["key"] == k}) == 3 for k in list(per_item)[:200])
 
 
@@ -103,12 +115,11 @@ def test_majority_vote_recovers_the_judged_labels_as_far_as_the_noise_allows(cam
         true = truth[row["dialogue"], row["candidate"]]
         expected.append(mv_correct_probability(true, [NOISE[a] for a in holders[row["key"]]]))
         observed.append(label == true)
-    assert len(observed) == 5670          # every pool sentence has counted grades (2 or 3)
+    assert len(observed) == 5670  # every pool sentence has counted grades (2 or 3)
     n, p = len(observed), float(np.mean(expected))
     assert abs(np.mean(observed) - p) < 4 * np.sqrt(p * (1 - p) / n), (np.mean(observed), p)
     ds = outcome(judging, "cmu", "ds")
-    ds_acc = np.mean([ds.labels[i] == truth[items.loc[i, "dialogue"], items.loc[i, "candidate"]]
-                      for i in ds.labels.index])
+    ds_acc = np.mean([ds.labels[i] == truth[items.loc[i, "dialogue"], items.loc[i, "candidate"]] for i in ds.labels.index])
     assert ds_acc >= np.mean(observed) - 0.01
 
 
@@ -132,11 +143,13 @@ def test_agreement_equals_the_libraries_on_the_same_matrix(campaign):
     a = result.agreement
     assert a["assessors"] == 3 and a["items"] == len(keys) and a["grades"] == int((~np.isnan(matrix)).sum())
     assert a["alpha_ordinal"] == pytest.approx(
-        krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=[0, 1, 2]), abs=1e-12)
+        krippendorff.alpha(reliability_data=matrix, level_of_measurement="ordinal", value_domain=[0, 1, 2]), abs=1e-12
+    )
     binary = np.where(np.isnan(matrix), np.nan, (matrix >= 1).astype(float))
     assert a["alpha_binary"] == pytest.approx(
-        krippendorff.alpha(reliability_data=binary, level_of_measurement="nominal"), abs=1e-12)
-    counts = (~np.isnan(matrix)).sum(axis=0)         # the spammer's items keep 2 grades: the most common
+        krippendorff.alpha(reliability_data=binary, level_of_measurement="nominal"), abs=1e-12
+    )
+    counts = (~np.isnan(matrix)).sum(axis=0)  # the spammer's items keep 2 grades: the most common
     modal = Counter(counts.tolist()).most_common(1)[0][0]
     assert modal == 2
     full = np.array([row[~np.isnan(row)] for row in matrix[:, counts == modal].T]).astype(int)
@@ -148,7 +161,8 @@ def test_agreement_equals_the_libraries_on_the_same_matrix(campaign):
         assert pair["items"] == both.sum()
         assert pair["kappa"] == pytest.approx(cohen_kappa_score(matrix[i, both], matrix[j, both]), abs=1e-9)
         assert pair["kappa_linear"] == pytest.approx(
-            cohen_kappa_score(matrix[i, both], matrix[j, both], weights="linear"), abs=1e-9)
+            cohen_kappa_score(matrix[i, both], matrix[j, both], weights="linear"), abs=1e-9
+        )
     # the noisier the assessor, the lower their kappa with the aggregate
     kappas = {p["assessor"]: p["kappa_with_aggregate"] for p in result.assessors}
     assert kappas["ann"] > kappas["ben"] > kappas["cat"] > kappas[SPAM]
@@ -169,7 +183,7 @@ def test_the_judged_export_recovers_the_labels_and_keeps_the_records(campaign, t
     assert all(d.meta["judged"] is True for d in back)
     assert all(c.label == labels[d.id, c.id] for d in back for c in d.candidates)
     kept = [d.id for d in judged if any(labels[d.id, c.id] >= 1 for c in d.candidates)]
-    assert back.ids == kept and 0 < len(kept) <= len(judged)   # only dialogues with a relevant sentence
+    assert back.ids == kept and 0 < len(kept) <= len(judged)  # only dialogues with a relevant sentence
     # (how many lose every relevant sentence to the simulated noise depends on the seeded draws)
     first = back.dialogues[0]
     original = judged[first.id]

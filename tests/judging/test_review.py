@@ -22,9 +22,8 @@ def campaign(db_url):
     judging = Judging.open(db)
     truth, _ = sample_campaign(judging)
     pairs = assignments(judging, "s1")
-    judging.import_grades("s1", simulate(pairs, truth, {"alice": 0.0, "bob": 0.3, "carol": 0.3, "dave": 0.3},
-                                         seed=2), None)
-    judging.add_assessor("erin")                      # holds no task yet
+    judging.import_grades("s1", simulate(pairs, truth, {"alice": 0.0, "bob": 0.3, "carol": 0.3, "dave": 0.3}, seed=2), None)
+    judging.add_assessor("erin")  # holds no task yet
     return judging, db, truth, pairs
 
 
@@ -47,8 +46,12 @@ def test_the_queue_lists_uncertain_and_disputed_items(campaign, capsys):
     grades = judging.grades_frame(c)
     rows = counted(grades, honeypot_checks(grades, judging.guidelines(c), c.threshold, c.min_checks))
     import pandas as pd
-    probas = DawidSkene(n_iter=100).fit(pd.DataFrame({"task": rows["item"], "worker": rows["assessor"],
-                                                       "label": rows["grade"]})).probas_
+
+    probas = (
+        DawidSkene(n_iter=100)
+        .fit(pd.DataFrame({"task": rows["item"], "worker": rows["assessor"], "label": rows["grade"]}))
+        .probas_
+    )
     keys = judging.items_frame(c).set_index("item")["key"]
     for item, group in rows.groupby("item"):
         p = probas.loc[item].sort_index()
@@ -69,12 +72,10 @@ def test_an_adjudicated_grade_wins_in_the_export_and_names_who_decided(campaign,
     judging, db, _, _ = campaign
     first = listed(capsys, db)["items"][0]
     grade = next(g for g in (0, 1, 2) if g != first["aggregate"])
-    assert main(["judge", "review", "s1", "--db", db, "--adjudicate", f"{first['key']}={grade}",
-                 "--by", "eve"]) == 0
-    assert first["key"] not in {r["key"] for r in listed(capsys, db)["items"]}         # decided
+    assert main(["judge", "review", "s1", "--db", db, "--adjudicate", f"{first['key']}={grade}", "--by", "eve"]) == 0
+    assert first["key"] not in {r["key"] for r in listed(capsys, db)["items"]}  # decided
     decided = judging.reviews(judging.campaign("s1"))
-    assert [(r["key"], r["action"], r["grade"], r["by"]) for r in decided] == \
-        [(first["key"], "adjudicate", grade, "eve")]
+    assert [(r["key"], r["action"], r["grade"], r["by"]) for r in decided] == [(first["key"], "adjudicate", grade, "eve")]
     out = tmp_path / "judged.jsonl"
     assert main(["judge", "export", "s1", "--db", db, "--method", "ds", "--out", str(out)]) == 0
     judged = read_benchmark(out)
@@ -98,7 +99,7 @@ def test_sending_back_adds_an_assessor_who_then_grades(campaign, capsys):
     pairs = assignments(judging, "s1")
     mine = [p for p in pairs if p["assessor"] == "erin"]
     assert first["key"] in {p["key"] for p in mine}
-    assert len({p["seq"] for p in mine}) == 1                       # the item's task, whole
+    assert len({p["seq"] for p in mine}) == 1  # the item's task, whole
     again = {r["key"]: r for r in listed(capsys, db)["items"]}
     assert again[first["key"]]["sent_back"] is True
     erin = next(a for a in judging.assessors() if a.name == "erin")
@@ -111,13 +112,15 @@ def test_bad_decisions_exit_2_and_record_nothing(campaign, capsys):
     judging, db, _, pairs = campaign
     key = listed(capsys, db)["items"][0]["key"]
     planted = next(p["key"] for p in pairs if p["candidate"] is None)
-    for argv in (["--adjudicate", f"{key}=2"],                                   # no --by
-                 ["--adjudicate", f"{key}=7", "--by", "eve"],                    # off the scale
-                 ["--adjudicate", f"{key}=x", "--by", "eve"],
-                 ["--adjudicate", "0000000000000000=1", "--by", "eve"],          # no such item
-                 ["--adjudicate", f"{key}=1", f"{planted}=0", "--by", "eve"],    # a planted check
-                 ["--send-back", key, "--by", "eve", "--extra", "3"],            # two are free: erin, one more
-                 ["--min-posterior", "1.5"]):
+    for argv in (
+        ["--adjudicate", f"{key}=2"],  # no --by
+        ["--adjudicate", f"{key}=7", "--by", "eve"],  # off the scale
+        ["--adjudicate", f"{key}=x", "--by", "eve"],
+        ["--adjudicate", "0000000000000000=1", "--by", "eve"],  # no such item
+        ["--adjudicate", f"{key}=1", f"{planted}=0", "--by", "eve"],  # a planted check
+        ["--send-back", key, "--by", "eve", "--extra", "3"],  # two are free: erin, one more
+        ["--min-posterior", "1.5"],
+    ):
         capsys.readouterr()
         assert main(["judge", "review", "s1", "--db", db, *argv]) == 2, argv
         err = capsys.readouterr().err

@@ -26,8 +26,8 @@ def test_a_grade_is_one_row_whatever_is_sent_again(db_url):
     alice = next(a for a in judging.assessors() if a.name == "alice")
     mine = [p for p in pairs if p["assessor"] == "alice"]
     assert judging.grade(alice, mine[0]["key"], 2, seconds=4.5) is True
-    assert judging.grade(alice, mine[0]["key"], 1) is False          # changed her mind
-    assert judging.grade(alice, mine[0]["key"], 1) is False          # sent twice
+    assert judging.grade(alice, mine[0]["key"], 1) is False  # changed her mind
+    assert judging.grade(alice, mine[0]["key"], 1) is False  # sent twice
     assert judging.grade(alice, mine[1]["key"], None, unsure=True) is True
     frame = judging.grades_frame(judging.campaign("s1"))
     assert count_grades(judging) == 2 and len(frame) == 2
@@ -57,13 +57,13 @@ def test_release_and_reassign_keep_started_tasks_and_k_distinct(db_url):
     load = judging.assign("s1", ["alice", "bob", "carol"], release=["dave"])
     after = assignments(judging, "s1")
     daves = {p["seq"] for p in after if p["assessor"] == "dave"}
-    assert daves == {started["seq"]}                        # the started task stays his
+    assert daves == {started["seq"]}  # the started task stays his
     holders: dict[int, set[str]] = {}
     for p in after:
         holders.setdefault(p["seq"], set()).add(p["assessor"])
-    assert all(len(h) == 3 for h in holders.values())        # k distinct on every task
+    assert all(len(h) == 3 for h in holders.values())  # k distinct on every task
     assert sum(load.values()) + sum(1 for p in after if p["assessor"] == "dave") == len(after)
-    assert judging.assign("s1", ["alice", "bob", "carol"]) == load       # resuming changes nothing
+    assert judging.assign("s1", ["alice", "bob", "carol"]) == load  # resuming changes nothing
 
 
 def test_imports_are_idempotent_and_checked(db_url, tmp_path):
@@ -92,9 +92,10 @@ def test_guidelines_scale_is_fixed_once_graded_and_names_are_unique(db_url):
     with pytest.raises(InputError, match="exists already"):
         sample_campaign(judging)
     rules = guidelines.load()
-    wider = guidelines.from_json({**rules.to_json(), "scale": [*rules.to_json()["scale"],
-                                                               {"grade": 3, "key": "3", "name": "key"}]})
-    judging.set_guidelines("s1", wider)                              # no grade yet: allowed
+    wider = guidelines.from_json(
+        {**rules.to_json(), "scale": [*rules.to_json()["scale"], {"grade": 3, "key": "3", "name": "key"}]}
+    )
+    judging.set_guidelines("s1", wider)  # no grade yet: allowed
     judging.set_guidelines("s1", rules)
     alice = next(a for a in judging.assessors() if a.name == "alice")
     judging.grade(alice, next(p for p in assignments(judging, "s1") if p["assessor"] == "alice")["key"], 1)
@@ -111,16 +112,14 @@ def test_export_refuses_unfinished_dialogues_unless_partial(tmp_path):
     truth, _ = sample_campaign(judging, min_honeypots=0)
     pairs = assignments(judging, "s1")
     first = pairs[0]["dialogue"]
-    rows = simulate([p for p in pairs if p["dialogue"] == first], truth,
-                    {"alice": 0.0, "bob": 0.0, "carol": 0.0, "dave": 0.0})
+    rows = simulate([p for p in pairs if p["dialogue"] == first], truth, {"alice": 0.0, "bob": 0.0, "carol": 0.0, "dave": 0.0})
     judging.import_grades("s1", rows, None)
     result = outcome(judging, "s1")
     with pytest.raises(InputError, match="19 of 20 dialogues"):
         judged_collection(judging, result)
     partial = judged_collection(judging, result, partial=True)
     assert partial.ids == [first]
-    assert [c.label for c in partial.dialogues[0].candidates] == \
-        [truth[first, c.id] for c in partial.dialogues[0].candidates]
+    assert [c.label for c in partial.dialogues[0].candidates] == [truth[first, c.id] for c in partial.dialogues[0].candidates]
 
 
 def test_grades_sent_at_once_share_commits_and_each_gets_its_own_answer(db_url):
@@ -136,8 +135,11 @@ def test_grades_sent_at_once_share_commits_and_each_gets_its_own_answer(db_url):
     mine = [p for p in pairs if p["assessor"] == "alice"][:80]
     hers = {p["key"] for p in pairs if p["assessor"] == "alice"}
     foreign = [p for p in pairs if p["assessor"] == "bob" and p["key"] not in hers][:40]
-    jobs = [(people["alice"], p["key"], 1) for p in mine] * 2 + [(people["alice"], p["key"], 2) for p in foreign] + \
-           [(people[p["assessor"]], p["key"], 0) for p in pairs if p["assessor"] in ("carol", "dave")][:120]
+    jobs = (
+        [(people["alice"], p["key"], 1) for p in mine] * 2
+        + [(people["alice"], p["key"], 2) for p in foreign]
+        + [(people[p["assessor"]], p["key"], 0) for p in pairs if p["assessor"] in ("carol", "dave")][:120]
+    )
 
     def one(job):
         try:
@@ -149,9 +151,9 @@ def test_grades_sent_at_once_share_commits_and_each_gets_its_own_answer(db_url):
         answers = list(pool.map(one, jobs))
     firsts = answers[:80]
     seconds = answers[80:160]
-    assert all(a is True or b is True for a, b in zip(firsts, seconds))          # new exactly once...
+    assert all(a is True or b is True for a, b in zip(firsts, seconds))  # new exactly once...
     assert not any(a is True and b is True for a, b in zip(firsts, seconds))
-    assert answers[160:200] == [403] * 40                                         # refused alone
+    assert answers[160:200] == [403] * 40  # refused alone
     assert all(a is True for a in answers[200:])
     assert count_grades(judging) == 80 + len(jobs[200:])
 
@@ -167,10 +169,10 @@ def test_overlap_gives_a_seeded_share_of_dialogues_one_more_assessor(db_url):
     per_task: dict[int, set[str]] = {}
     for p in pairs:
         per_task.setdefault(p["seq"], set()).add(p["assessor"])
-    places: dict[str, set[int]] = {}                    # a dialogue -> its tasks' numbers of assessors
+    places: dict[str, set[int]] = {}  # a dialogue -> its tasks' numbers of assessors
     for p in pairs:
         places.setdefault(p["dialogue"], set()).add(len(per_task[p["seq"]]))
-    assert len(places) == 20 and set(map(len, places.values())) == {1}    # all tasks of a dialogue alike
-    assert sorted(n for (n,) in places.values()) == [1] * 16 + [2] * 4   # a fifth of 20 dialogues twice
-    assert judging.assign("s1", overlap=0.2) == load                     # the same share on every call
+    assert len(places) == 20 and set(map(len, places.values())) == {1}  # all tasks of a dialogue alike
+    assert sorted(n for (n,) in places.values()) == [1] * 16 + [2] * 4  # a fifth of 20 dialogues twice
+    assert judging.assign("s1", overlap=0.2) == load  # the same share on every call
     assert len(assignments(judging, "s1")) == len(pairs)

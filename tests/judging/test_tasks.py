@@ -29,7 +29,7 @@ def test_every_candidate_is_in_one_task_of_at_most_chunk_sentences(pool):
         sizes = [len(t.items) for t in tasks if t.dialogue == d.id]
         assert len(sizes) == -(-len(d.candidates) // 7) and max(sizes) <= 7 and max(sizes) - min(sizes) <= 1
     first = [it.candidate for it in tasks[0].items]
-    assert first != [c.id for c in pool.dialogues[0].candidates[:len(first)]]      # shuffled
+    assert first != [c.id for c in pool.dialogues[0].candidates[: len(first)]]  # shuffled
     again = plan_tasks(pool, {}, chunk=7, honeypot_rate=0.0, relevant_from=1, seed=1)
     assert [[it.candidate for it in t.items] for t in again] == [[it.candidate for it in t.items] for t in tasks]
 
@@ -50,12 +50,11 @@ def test_honeypots_are_planted_at_the_rate_alternating_relevant_and_not(pool):
         full += len(checks) >= wanted
         if not golds[t.dialogue].known and not golds[t.dialogue].planted:
             assert not checks
-        assert all(it.gold == 0 and it.source in ("same-document", "related-document", "other-document")
-                   for it in planted)
+        assert all(it.gold == 0 and it.source in ("same-document", "related-document", "other-document") for it in planted)
         quoted = [it for it in checks if it.source == "quote"]
         assert all(golds[t.dialogue].known[it.candidate] == (2, "quote") for it in quoted)
         if any(golds[t.dialogue].known.get(it.candidate, (0, ""))[1] == "quote" for it in pool_items):
-            assert quoted                           # a task holding the quoted sentence checks it first
+            assert quoted  # a task holding the quoted sentence checks it first
     # known not-relevant sentences of three kinds: most tasks get the full number of checks (47
     # of 62 here; 11 of 57 before issue 40, when only same- or related-document sentences free of
     # the dialogue's words could be checks)
@@ -63,8 +62,9 @@ def test_honeypots_are_planted_at_the_rate_alternating_relevant_and_not(pool):
     # a dialogue's checks are chosen for the dialogue, then fall where the shuffle puts them: as
     # many as its tasks want, give or take a task's worth
     assert all(per_dialogue[d] <= 2 * wanted_of[d] for d in per_dialogue), (per_dialogue, wanted_of)
-    assert sum(it.source == "quote" for t in tasks for it in t.items) == \
-        sum(1 for g in golds.values() if "quote" in {source for _, source in g.known.values()})
+    assert sum(it.source == "quote" for t in tasks for it in t.items) == sum(
+        1 for g in golds.values() if "quote" in {source for _, source in g.known.values()}
+    )
     assert not plan_tasks(pool, golds, chunk=10, honeypot_rate=0.0, relevant_from=1)[0].items[0].gold
 
 
@@ -82,8 +82,8 @@ def test_assignment_gives_k_distinct_assessors_with_balanced_loads_and_resumes(p
         load[who] += sizes[task]
     assert max(load.values()) - min(load.values()) <= max(sizes.values())
     existing = {t: set(h) for t, h in holders.items()}
-    assert assign(sizes, people, 3, existing, dict(load), seed=4) == []           # nothing left to do
-    del existing[0]                                                                # a task released
+    assert assign(sizes, people, 3, existing, dict(load), seed=4) == []  # nothing left to do
+    del existing[0]  # a task released
     refill = assign(sizes, people, 3, existing, dict(load), seed=4)
     assert [t for t, _ in refill] == [0, 0, 0]
     with pytest.raises(InputError, match="at least 3 assessors"):
@@ -126,7 +126,7 @@ def test_a_planted_check_changes_no_tasks_size_or_place(pool):
     assert planted_total >= 20
     # the share of planted checks in the larger tasks is their share of places, give or take
     expected = planted_total * slots_larger / slots
-    assert abs(in_larger - expected) <= 3 * max(1.0, expected ** 0.5), (in_larger, expected, planted_total)
+    assert abs(in_larger - expected) <= 3 * max(1.0, expected**0.5), (in_larger, expected, planted_total)
     # and they sit anywhere in a task: first and second half alike
     first_half = sum(n for p, n in positions.items() if p < 0.5)
     assert abs(first_half - planted_total / 2) <= 3 * max(1.0, (planted_total / 4) ** 0.5), (first_half, planted_total)

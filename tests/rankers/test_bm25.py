@@ -65,8 +65,7 @@ def plus_by_hand(query: list[str], k1: float, b: float, delta: float) -> list[fl
             if not n_t:
                 continue
             tf = d.count(t)
-            total += math.log((len(docs) + 1) / n_t) * (
-                delta + tf * (k1 + 1) / (k1 * (1 - b + b * len(d) / avgdl) + tf))
+            total += math.log((len(docs) + 1) / n_t) * (delta + tf * (k1 + 1) / (k1 * (1 - b + b * len(d) / avgdl) + tf))
         out.append(total)
     return out
 
@@ -96,8 +95,7 @@ def test_scores_equal_rank_bm25_itself(variant, delta):
     index = BM25Index(IDS, CORPUS, variant=variant, k1=1.1, b=0.6, delta=delta)
     query = ["the", "cat", "cat", "sat", "bird", "nowhere"]
     assert index.scores(query, IDS) == pytest.approx(reference.get_scores(query), rel=1e-12)
-    assert index.scores(query, ["s4", "s1"]) == pytest.approx(
-        reference.get_batch_scores(query, [4, 1]), rel=1e-12)
+    assert index.scores(query, ["s4", "s1"]) == pytest.approx(reference.get_batch_scores(query, [4, 1]), rel=1e-12)
 
 
 def test_scores_of_a_subset_use_pool_statistics():
@@ -112,8 +110,7 @@ def test_weighted_query_is_weighted_sum_of_term_scores():
     got = index.scores({"cat": 0.25, "sat": 1.5}, IDS)
     assert got == pytest.approx([0.25 * c + 1.5 * s for c, s in zip(cat, sat)], rel=1e-12)
     # count weights give exactly the score of the repeated token list
-    assert index.scores({"cat": 2, "sat": 1}, IDS) == pytest.approx(
-        okapi_by_hand(["cat", "cat", "sat"], 1.2, 0.75), rel=1e-12)
+    assert index.scores({"cat": 2, "sat": 1}, IDS) == pytest.approx(okapi_by_hand(["cat", "cat", "sat"], 1.2, 0.75), rel=1e-12)
 
 
 @pytest.mark.parametrize("variant", ["okapi", "plus"])
@@ -135,11 +132,11 @@ def test_search_breaks_ties_by_pool_order():
 
 def test_cached_index_is_reused_and_rebuilt_when_texts_change(capsys, monkeypatch):
     BM25Index.cached(IDS, CORPUS, name="quiet")
-    assert capsys.readouterr().err == ""        # a first build is progress: on a terminal only
-    monkeypatch.setattr("dsr.core.quiet.progress_shown", lambda: True)   # stderr a terminal
+    assert capsys.readouterr().err == ""  # a first build is progress: on a terminal only
+    monkeypatch.setattr("dsr.core.quiet.progress_shown", lambda: True)  # stderr a terminal
     BM25Index.cached(IDS, CORPUS, name="tiny")
     assert "building bm25 index" in capsys.readouterr().err
-    monkeypatch.undo()                          # a rebuild's reason is printed everywhere
+    monkeypatch.undo()  # a rebuild's reason is printed everywhere
     again = BM25Index.cached(IDS, CORPUS, name="tiny", k1=2.0, b=0.3)
     assert capsys.readouterr().err == ""
     query = ["the", "cat"]
@@ -159,22 +156,30 @@ def test_cached_bm25s_rebuilds_when_parameters_change(capsys):
     assert capsys.readouterr().err == ""
     index = BM25SIndex.cached(IDS, CORPUS, name="tiny", k1=1.6)
     assert "params changed (k1: 1.2 -> 1.6)" in capsys.readouterr().err
-    assert index.scores(["cat"], IDS) == pytest.approx(
-        BM25Index(IDS, CORPUS, k1=1.6).scores(["cat"], IDS), rel=1e-5)
+    assert index.scores(["cat"], IDS) == pytest.approx(BM25Index(IDS, CORPUS, k1=1.6).scores(["cat"], IDS), rel=1e-5)
 
 
 # --- the ranker ------------------------------------------------------------
+
 
 def collection() -> Collection:
     def cand(cid: str, body: str) -> Candidate:
         return Candidate(cid, "", body, None, 0)
 
-    d1 = Dialogue("d1", "Pets", [Turn("u", "u", "Does your cat sit on the mat?")], None,
-                  [cand("s0", CORPUS[0]), cand("s1", CORPUS[1]), cand("s5", CORPUS[5]),
-                   cand("s6", CORPUS[6])])
-    d2 = Dialogue("d2", "Birds", [Turn("u", "u", "the birds"), Turn("v", "v", "a bird sang")], None,
-                  [cand("s3", CORPUS[3]), cand("s7", CORPUS[7]), cand("s2", CORPUS[2]),
-                   cand("s4", CORPUS[4])])
+    d1 = Dialogue(
+        "d1",
+        "Pets",
+        [Turn("u", "u", "Does your cat sit on the mat?")],
+        None,
+        [cand("s0", CORPUS[0]), cand("s1", CORPUS[1]), cand("s5", CORPUS[5]), cand("s6", CORPUS[6])],
+    )
+    d2 = Dialogue(
+        "d2",
+        "Birds",
+        [Turn("u", "u", "the birds"), Turn("v", "v", "a bird sang")],
+        None,
+        [cand("s3", CORPUS[3]), cand("s7", CORPUS[7]), cand("s2", CORPUS[2]), cand("s4", CORPUS[4])],
+    )
     return Collection("pets", [d1, d2])
 
 
@@ -182,7 +187,7 @@ def test_ranker_scores_candidates_with_pool_statistics():
     run = make_ranker("bm25", query="last").rank(collection())
     # the pool is all 8 sentences of both dialogues: the hand computation's corpus
     expected = okapi_by_hand("does your cat sit on the mat".split(), 1.2, 0.75)
-    assert run.scores("d1")["s0"] == pytest.approx(expected[0], rel=1e-7)   # run scores are float32
+    assert run.scores("d1")["s0"] == pytest.approx(expected[0], rel=1e-7)  # run scores are float32
     assert run.top("d1")[0] == "s0"
     # d2: "a bird sang" (last) matches s3 only
     assert run.top("d2")[0] == "s3"
@@ -205,7 +210,7 @@ def test_ranker_weighted_query_and_tag():
     run = ranker.rank(collection())
     index = BM25Index(IDS, CORPUS, k1=0.9)
     expected = index.scores({"the": 0.2, "birds": 0.2, "a": 1.0, "bird": 1.0, "sang": 1.0}, ["s3"])[0]
-    assert run.scores("d2")["s3"] == pytest.approx(expected, rel=1e-7)   # run scores are float32
+    assert run.scores("d2")["s3"] == pytest.approx(expected, rel=1e-7)  # run scores are float32
     assert run.tag == "bm25-query=weighted-decay=0.2-k1=0.9"
 
 
@@ -217,10 +222,18 @@ def test_ranker_grid_is_modest_and_valid():
         assert key in ranker_cls.DEFAULTS
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"query": "first"}, "query"), ({"variant": "bm26"}, "variant"), ({"k1": -1}, "k1"),
-    ({"b": 1.5}, "b"), ({"stem": "yes"}, "stem"), ({"decay": 0}, "decay"), ({"kl": 1.2}, "params"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"query": "first"}, "query"),
+        ({"variant": "bm26"}, "variant"),
+        ({"k1": -1}, "k1"),
+        ({"b": 1.5}, "b"),
+        ({"stem": "yes"}, "stem"),
+        ({"decay": 0}, "decay"),
+        ({"kl": 1.2}, "params"),
+    ],
+)
 def test_ranker_bad_parameters(params, field):
     with pytest.raises(InputError) as err:
         make_ranker("bm25", **params)
@@ -229,8 +242,7 @@ def test_ranker_bad_parameters(params, field):
 
 @pytest.mark.parametrize("backend", ["bm25s", "rank_bm25"])
 def test_open_retrieval_over_the_pool(backend):
-    run = bm25_search(collection(), {"q1": "a cat on a mat", "q2": {"bird": 1.0, "sang": 0.5}}, k=3,
-                      backend=backend)
+    run = bm25_search(collection(), {"q1": "a cat on a mat", "q2": {"bird": 1.0, "sang": 0.5}}, k=3, backend=backend)
     assert run.top("q1")[0] == "s0"
     assert run.top("q2")[0] == "s3"
     assert len(run.top("q1")) == 3

@@ -85,8 +85,7 @@ def test_bm25_local_ids_through_the_cli(sample, local, tmp_path):
         lines = (tmp_path / name).read_text().split("\n")
         return [line.split() for line in lines if line]
 
-    renamed = {d.id: {c.id: oc.id for c, oc in zip(d.candidates, o.candidates)}
-               for d, o in zip(local, sample)}
+    renamed = {d.id: {c.id: oc.id for c, oc in zip(d.candidates, o.candidates)} for d, o in zip(local, sample)}
     local_rows = [[q, z, renamed[q][doc], rank, score] for q, z, doc, rank, score, _ in rows("local.run")]
     assert local_rows == [r[:5] for r in rows("global.run")]
 
@@ -127,13 +126,13 @@ def test_bi_encoder_local_ids_score_like_global_ids(sample, local):
 def test_training_pool_keeps_every_sentence_of_local_ids(sample, local):
     # old code keyed the pool by id alone: with local ids it kept ~50 of 221 sentences
     assert len(_sentence_pool(local.dialogues)) == len(_sentence_pool(sample.dialogues)) == 221
+
     def query(d):
         return d.context[-1].body
 
     pairs = make_pairs(local.dialogues, query, random_negatives=2, seed=0)
     ref = make_pairs(sample.dialogues, query, random_negatives=2, seed=0)
-    assert [(p.query, p.sentence, p.target) for p in pairs.pairs] == \
-        [(p.query, p.sentence, p.target) for p in ref.pairs]
+    assert [(p.query, p.sentence, p.target) for p in pairs.pairs] == [(p.query, p.sentence, p.target) for p in ref.pairs]
 
 
 def test_open_retrieval_over_ambiguous_ids_names_both_dialogues(local):

@@ -54,9 +54,8 @@ def test_the_default_is_torch_and_auto_means_int8_on_a_cpu_with_vnni_or_amx(monk
     assert backends.DEFAULT_BACKEND == "torch"
     for stage in (make_ranker("dense"), make_reranker("bi-encoder"), make_reranker("cross-encoder")):
         assert stage.params["backend"] == "torch"
-        assert stage.describe()["params"]["backend"] == "torch"   # whatever the CPU
-    expected = "openvino-int8" if cpu_flags() & {"avx512_vnni", "avx_vnni", "amx_int8"} and has_fast_extra() \
-        else "torch"
+        assert stage.describe()["params"]["backend"] == "torch"  # whatever the CPU
+    expected = "openvino-int8" if cpu_flags() & {"avx512_vnni", "avx_vnni", "amx_int8"} and has_fast_extra() else "torch"
     assert backends.resolve_backend("auto") == expected
     assert make_ranker("dense", backend="auto").describe()["params"]["backend"] == expected  # what runs is recorded
     monkeypatch.setenv("DSR_BACKEND", "torch")
@@ -78,7 +77,7 @@ def test_reproduce_and_its_flags_default_to_the_exact_backend():
 
     assert inspect.signature(reproduce).parameters["backend"].default == "torch"
     args = build_parser("reproduce").parse_args(["reproduce", "sample"])
-    assert args.backend is None and not args.fast   # the handler's default: DEFAULT_BACKEND
+    assert args.backend is None and not args.fast  # the handler's default: DEFAULT_BACKEND
     help_text = build_parser("reproduce")._subparsers._group_actions[0].choices["reproduce"].format_help()
     assert "default torch" in help_text and "--fast" in help_text
 

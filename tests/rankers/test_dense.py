@@ -43,13 +43,28 @@ def collection(eiffel_text: str = SENTENCES["eiffel"]) -> Collection:
     def cands(order):
         return [Candidate(cid, "Wiki " + cid, texts[cid], None, int(cid == order[-1])) for cid in order]
 
-    return Collection("toy", [
-        Dialogue("paris", "Travel", [Turn("a", "a", "I'm going to France next month."),
-                                     Turn("b", "b", "When was that big iron tower in Paris built?")],
-                 None, cands(["banana", "python", "whale", "eiffel"])),
-        Dialogue("code", "Hobbies", [Turn("a", "a", "Which language should I learn to write software?")],
-                 None, cands(["eiffel", "whale", "banana", "python"])),
-    ])
+    return Collection(
+        "toy",
+        [
+            Dialogue(
+                "paris",
+                "Travel",
+                [
+                    Turn("a", "a", "I'm going to France next month."),
+                    Turn("b", "b", "When was that big iron tower in Paris built?"),
+                ],
+                None,
+                cands(["banana", "python", "whale", "eiffel"]),
+            ),
+            Dialogue(
+                "code",
+                "Hobbies",
+                [Turn("a", "a", "Which language should I learn to write software?")],
+                None,
+                cands(["eiffel", "whale", "banana", "python"]),
+            ),
+        ],
+    )
 
 
 def test_real_minilm_ranks_the_relevant_sentence_first(model, counting):
@@ -126,7 +141,7 @@ def test_digests_ending_in_nul_bytes(model, counting):
 
 
 def test_faiss_index_search_and_reuse(model, counting, capsys, monkeypatch):
-    monkeypatch.setattr("dsr.core.quiet.progress_shown", lambda: True)   # the notice is progress: a terminal's
+    monkeypatch.setattr("dsr.core.quiet.progress_shown", lambda: True)  # the notice is progress: a terminal's
     ids, texts = list(SENTENCES), list(SENTENCES.values())
     index = DenseIndex.cached(ids, texts, name="toy")
     assert "building faiss index" in capsys.readouterr().err

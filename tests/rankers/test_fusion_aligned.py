@@ -59,7 +59,7 @@ def test_aligned_rrf_equals_the_general_path_with_ties(case, k):
 
 def test_runs_that_are_not_aligned_take_the_general_path():
     order = {"q": ["a", "b", "c"]}
-    missing = Run({"q": [("a", 1.0), ("b", 0.5)]})                  # lacks c
+    missing = Run({"q": [("a", 1.0), ("b", 0.5)]})  # lacks c
     extra = Run({"q": [("a", 1.0), ("b", 0.5), ("c", 0.2), ("z", 0.1)]})
     other_topics = Run({"q": [("a", 1.0), ("b", 0.5), ("c", 0.2)], "q2": [("x", 1.0)]})
     full = Run({"q": [("c", 3.0), ("a", 2.0), ("b", 1.0)]})

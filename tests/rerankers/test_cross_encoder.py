@@ -33,8 +33,7 @@ def collection():
 def tiny_model(tmp_path_factory, collection) -> Path:
     """A BERT cross-encoder (hidden 32, 2 layers, one output) with a WordPiece vocabulary
     of the fixture's words, saved as transformers saves any fine-tuned model."""
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny-cross-encoder"), collection_texts(collection),
-                          initializer_range=0.5)
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-cross-encoder"), collection_texts(collection), initializer_range=0.5)
 
 
 def reference_logits(folder: Path, pairs: list[tuple[str, str]]) -> list[float]:
@@ -55,10 +54,12 @@ def reference_logits(folder: Path, pairs: list[tuple[str, str]]) -> list[float]:
 def write_initial_run(collection, path: Path) -> Run:
     """The collection's initial ranking, as `dsr run --ranker initial` writes it."""
     order = {d.id: collection.candidate_ids(d.id) for d in collection}
-    run = Run.from_scores({d.id: {c.id: c.score for c in d.candidates} for d in collection},
-                          tag="initial", initial_order=order,
-                          config={"ranker": "initial", "params": {},
-                                  "collection": collection.describe()})
+    run = Run.from_scores(
+        {d.id: {c.id: c.score for c in d.candidates} for d in collection},
+        tag="initial",
+        initial_order=order,
+        config={"ranker": "initial", "params": {}, "collection": collection.describe()},
+    )
     run.write(path)
     return run
 
@@ -72,8 +73,10 @@ def initial_run(tmp_path, collection):
 def test_rerank_scores_are_the_models_logits(tmp_path, tiny_model, collection, initial_run):
     path, _ = initial_run
     out = tmp_path / "ce.run"
-    assert main(["rerank", str(FIXTURE), "--run", str(path), "--model", str(tiny_model),
-                 "--batch-size", "4", "--out", str(out)]) == 0
+    assert (
+        main(["rerank", str(FIXTURE), "--run", str(path), "--model", str(tiny_model), "--batch-size", "4", "--out", str(out)])
+        == 0
+    )
     run = Run.read(out)
     for dialogue in collection:
         query = query_text(dialogue, "all")
@@ -86,14 +89,17 @@ def test_rerank_scores_are_the_models_logits(tmp_path, tiny_model, collection, i
     assert len(set(scores)) == len(scores)
 
 
-def test_scores_are_deterministic_and_batch_size_does_not_change_order(tmp_path, tiny_model,
-                                                                        initial_run):
+def test_scores_are_deterministic_and_batch_size_does_not_change_order(tmp_path, tiny_model, initial_run):
     path, _ = initial_run
     outs = []
     for name, batch in (("a", "4"), ("b", "4"), ("c", "1")):
         out = tmp_path / f"{name}.run"
-        assert main(["rerank", str(FIXTURE), "--run", str(path), "--model", str(tiny_model),
-                     "--batch-size", batch, "--out", str(out)]) == 0
+        assert (
+            main(
+                ["rerank", str(FIXTURE), "--run", str(path), "--model", str(tiny_model), "--batch-size", batch, "--out", str(out)]
+            )
+            == 0
+        )
         outs.append(out)
     assert outs[0].read_bytes() == outs[1].read_bytes()
     a, c = Run.read(outs[0]), Run.read(outs[2])
@@ -105,8 +111,7 @@ def test_scores_are_deterministic_and_batch_size_does_not_change_order(tmp_path,
 def test_top_k_keeps_the_tail_in_its_original_order(tmp_path, tiny_model, collection, initial_run):
     path, before = initial_run
     out = tmp_path / "top2.run"
-    assert main(["rerank", str(FIXTURE), "--run", str(path), "--model", str(tiny_model),
-                 "--top-k", "2", "--out", str(out)]) == 0
+    assert main(["rerank", str(FIXTURE), "--run", str(path), "--model", str(tiny_model), "--top-k", "2", "--out", str(out)]) == 0
     run = Run.read(out)
     for qid in before.topics():
         dialogue = collection[qid]
@@ -127,14 +132,39 @@ def test_top_k_keeps_the_tail_in_its_original_order(tmp_path, tiny_model, collec
 def test_sidecar_records_model_params_and_input(tmp_path, tiny_model, collection, initial_run):
     path, _ = initial_run
     out = tmp_path / "ce.run"
-    assert main(["rerank", str(FIXTURE), "--run", str(path), "--model", str(tiny_model),
-                 "--query", "last", "--param", "text=title: body", "max_length=64",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "rerank",
+                str(FIXTURE),
+                "--run",
+                str(path),
+                "--model",
+                str(tiny_model),
+                "--query",
+                "last",
+                "--param",
+                "text=title: body",
+                "max_length=64",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     side = json.loads((tmp_path / "ce.run.json").read_text())
     assert side["reranker"] == "cross-encoder" and side["command"] == "rerank"
-    assert side["params"] == {"model": str(tiny_model), "query": "last", "decay": 0.5,
-                              "batch_size": 32, "max_length": 64, "text": "title: body",
-                              "top_k": None, "precision": "fp32", "backend": "torch"}
+    assert side["params"] == {
+        "model": str(tiny_model),
+        "query": "last",
+        "decay": 0.5,
+        "batch_size": 32,
+        "max_length": 64,
+        "text": "title: body",
+        "top_k": None,
+        "precision": "fp32",
+        "backend": "torch",
+    }
     weights = sha256_file(tiny_model / "model.safetensors")
     assert side["model"]["weights_sha256"] == weights
     assert side["model"]["source"] == "folder"
@@ -157,10 +187,8 @@ def test_trained_model_name_resolves_under_dsr_home(tmp_path, tiny_model, dsr_ho
     path, _ = initial_run
     shutil.copytree(tiny_model, dsr_home / "models" / "tiny")
     by_folder, by_name = tmp_path / "folder.run", tmp_path / "name.run"
-    assert main(["rerank", str(FIXTURE), "--run", str(path), "--model", str(tiny_model),
-                 "--out", str(by_folder)]) == 0
-    assert main(["rerank", str(FIXTURE), "--run", str(path), "--model", "dsr:tiny",
-                 "--out", str(by_name)]) == 0
+    assert main(["rerank", str(FIXTURE), "--run", str(path), "--model", str(tiny_model), "--out", str(by_folder)]) == 0
+    assert main(["rerank", str(FIXTURE), "--run", str(path), "--model", "dsr:tiny", "--out", str(by_name)]) == 0
     # same scores to the last bit; only the tag (which names the model spec) differs
     assert Run.read(by_folder).rankings == Run.read(by_name).rankings
     assert Run.read(by_name).tag == "initial>>cross-encoder-dsr:tiny"
@@ -177,22 +205,24 @@ def test_reranker_api_rejects_runs_of_other_collections(tiny_model, collection):
     assert err.value.record == "t3_a1_q1" and err.value.field == "docid"
 
 
-@pytest.mark.parametrize("params, field", [
-    ({"query": "first"}, "query"),
-    ({"text": "body: title"}, "text"),
-    ({"batch_size": 0}, "batch_size"),
-    ({"top_k": 2.5}, "top_k"),
-    ({"temperature": 1.0}, "params"),
-    ({"precision": "fp16"}, "precision"),
-])
+@pytest.mark.parametrize(
+    "params, field",
+    [
+        ({"query": "first"}, "query"),
+        ({"text": "body: title"}, "text"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"top_k": 2.5}, "top_k"),
+        ({"temperature": 1.0}, "params"),
+        ({"precision": "fp16"}, "precision"),
+    ],
+)
 def test_bad_parameters(params, field):
     with pytest.raises(InputError) as err:
         CrossEncoderReranker(**params)
     assert err.value.field == field
 
 
-def test_a_trained_models_card_sets_query_and_max_length_unless_given(tmp_path, tiny_model, collection,
-                                                                       initial_run):
+def test_a_trained_models_card_sets_query_and_max_length_unless_given(tmp_path, tiny_model, collection, initial_run):
     folder = tmp_path / "trained"
     shutil.copytree(tiny_model, folder)
     (folder / "dsr_model.json").write_text(json.dumps({"query": "last", "max_length": 64}))

@@ -42,11 +42,39 @@ from tools.board_harness import (
     setup_phases,
 )
 
-__all__ = ["HIDDEN_SEED", "Postgres", "ServerProcess", "bench_database", "free_port", "hammer",
-           "load_jobs", "make_board", "pg_bin", "read", "retag", "sample_runs", "setup_phases",
-           "postgres", "db_url", "runs", "plain_rr", "LiveServer", "POST_ROUTES", "walk_every_route",
-           "ForkedServers", "engine_at", "migration_head", "browser", "CHROMIUM_FLAGS", "login_csrf", "post", "next_day",
-           "quotas", "Attacker", "noisy"]
+__all__ = [
+    "HIDDEN_SEED",
+    "Postgres",
+    "ServerProcess",
+    "bench_database",
+    "free_port",
+    "hammer",
+    "load_jobs",
+    "make_board",
+    "pg_bin",
+    "read",
+    "retag",
+    "sample_runs",
+    "setup_phases",
+    "postgres",
+    "db_url",
+    "runs",
+    "plain_rr",
+    "LiveServer",
+    "POST_ROUTES",
+    "walk_every_route",
+    "ForkedServers",
+    "engine_at",
+    "migration_head",
+    "browser",
+    "CHROMIUM_FLAGS",
+    "login_csrf",
+    "post",
+    "next_day",
+    "quotas",
+    "Attacker",
+    "noisy",
+]
 
 
 class ServerProcess(board_harness.ServerProcess):
@@ -121,8 +149,15 @@ def plain_rr(run_path: Path, labels: dict[str, dict[str, int]]) -> dict[str, flo
     return out
 
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 
 
 @pytest.fixture
@@ -150,8 +185,7 @@ class LiveServer:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_site(board), host="127.0.0.1", port=self.port,
-                                log_level="warning", limit_concurrency=200)
+        config = uvicorn.Config(create_site(board), host="127.0.0.1", port=self.port, log_level="warning", limit_concurrency=200)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -178,12 +212,21 @@ def login_csrf(page: str) -> str:
 
 
 #: the routes that only take POSTs (a walk of GETs leaves them out, and fails on a new one)
-POST_ROUTES = {"/login", "/logout", "/submit", "/api/submissions",
-               "/judge/login", "/judge/logout", "/judge/{name}/task/{seq}", "/judge/api/grades"}
+POST_ROUTES = {
+    "/login",
+    "/logout",
+    "/submit",
+    "/api/submissions",
+    "/judge/login",
+    "/judge/logout",
+    "/judge/{name}/task/{seq}",
+    "/judge/api/grades",
+}
 
 
-def walk_every_route(client, token: str, values: dict[str, list], queries: dict[str, list[str]],
-                     post_routes=POST_ROUTES) -> tuple[dict[str, str], set[str]]:
+def walk_every_route(
+    client, token: str, values: dict[str, list], queries: dict[str, list[str]], post_routes=POST_ROUTES
+) -> tuple[dict[str, str], set[str]]:
     """GET every route of the app (``dsr.board.app.all_routes``: pages, API, exports, static
     files) with every value of its path parameters and each query of ``queries``, as three
     identities: anonymous, API token and a logged-in browser session. Returns the bodies by
@@ -201,7 +244,7 @@ def walk_every_route(client, token: str, values: dict[str, list], queries: dict[
     bodies: dict[str, str] = {}
     seen = set()
     for route in all_routes(app):
-        if isinstance(route, Mount):   # static files: walk each one
+        if isinstance(route, Mount):  # static files: walk each one
             for path in sorted(p.name for p in Path(route.app.directory).iterdir()):
                 bodies[f"{route.path}/{path}"] = client.get(f"{route.path}/{path}").text
             continue
@@ -254,9 +297,15 @@ class ForkedServers:
         require_slow("dsr serve processes")
         root = Path(__file__).resolve().parents[2]
         self.log = open(log, "ab")
-        self.launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER], cwd=root, text=True,
-                                         env={**os.environ, "PYTHONPATH": str(root)},
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
+        self.launcher = subprocess.Popen(
+            [sys.executable, "-c", LAUNCHER],
+            cwd=root,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(root)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+        )
 
     def _ask(self, line: str) -> str:
         self.launcher.stdin.write(line + "\n")
@@ -320,9 +369,14 @@ def migration_head() -> str:
 
 # --- a hidden phase's attacker (tests/board/test_board_release.py, test_board_attacks.py) ----
 
+
 def post(client, token, data: bytes, system: str, phase: str = "test", collection: str = "sample"):
-    return client.post("/api/submissions", data={"collection": collection, "phase": phase, "system": system},
-                       files={"run": ("run.run", data)}, headers={"Authorization": f"Bearer {token}"})
+    return client.post(
+        "/api/submissions",
+        data={"collection": collection, "phase": phase, "system": system},
+        files={"run": ("run.run", data)},
+        headers={"Authorization": f"Bearer {token}"},
+    )
 
 
 def next_day(board) -> None:
@@ -340,8 +394,7 @@ def next_day(board) -> None:
 
 
 def quotas(client, collection: str = "sample", phase: str = "test") -> tuple[int | None, int | None]:
-    board = next(b for b in client.get("/api/boards").json()["boards"]
-                 if b["collection"] == collection and b["phase"] == phase)
+    board = next(b for b in client.get("/api/boards").json()["boards"] if b["collection"] == collection and b["phase"] == phase)
     return board["daily_quota"], board["total_quota"]
 
 

@@ -19,8 +19,18 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
-__all__ = ["ROOT", "FIXTURES", "SHARED_DATA", "DataSource", "data_sources", "needs_shared", "no_shared_data_reason",
-           "shared_data", "shared_data_home", "REAL_CMU_DOG"]
+__all__ = [
+    "ROOT",
+    "FIXTURES",
+    "SHARED_DATA",
+    "DataSource",
+    "data_sources",
+    "needs_shared",
+    "no_shared_data_reason",
+    "shared_data",
+    "shared_data_home",
+    "REAL_CMU_DOG",
+]
 
 
 def no_shared_data_reason(name: str = "") -> str | None:
@@ -47,9 +57,14 @@ def data_sources(name: str) -> list:
     real files ../shared/data/NAME (slow: the real files are 10-1000 times the fixture's; skipped,
     with the reason, when absent)."""
     reason = no_shared_data_reason(name)
-    return [pytest.param(DataSource("fixture", FIXTURES / name), id="fixture"),
-            pytest.param(DataSource("shared", SHARED_DATA / name), id="shared",
-                         marks=[pytest.mark.slow, pytest.mark.skipif(reason is not None, reason=reason or "")])]
+    return [
+        pytest.param(DataSource("fixture", FIXTURES / name), id="fixture"),
+        pytest.param(
+            DataSource("shared", SHARED_DATA / name),
+            id="shared",
+            marks=[pytest.mark.slow, pytest.mark.skipif(reason is not None, reason=reason or "")],
+        ),
+    ]
 
 
 def needs_shared(name: str = ""):

@@ -30,7 +30,7 @@ CALIBRATION = 64
 class Exports:
     def __init__(self, root: Path):
         self.root = root
-        self.home = root / "home"          # the DSR_HOME the shared exports are built in
+        self.home = root / "home"  # the DSR_HOME the shared exports are built in
 
     def _lock(self):
         from filelock import FileLock
@@ -62,7 +62,7 @@ class Exports:
             built = backends.export(resolve_model(str(spec), kind), kind, backend).folder
         copy = Path(dsr_home) / built.relative_to(self.home)
         if not copy.exists():
-            shutil.copytree(built, copy)   # copies: a test may edit its own (a stale manifest)
+            shutil.copytree(built, copy)  # copies: a test may edit its own (a stale manifest)
         return copy
 
 
@@ -80,8 +80,7 @@ def _minilm_ce(folder: Path) -> None:
     from dsr.core.models import resolve_model
 
     torch.manual_seed(0)
-    model = CrossEncoder(resolve_model("all-MiniLM-L6-v2").path, num_labels=1, local_files_only=True,
-                         device="cpu")
+    model = CrossEncoder(resolve_model("all-MiniLM-L6-v2").path, num_labels=1, local_files_only=True, device="cpu")
     with torch.no_grad():  # a head wide enough that the logits spread (the default init is 0.02)
         model.model.classifier.weight.normal_(0, 1.0)
     model.save_pretrained(str(folder))
@@ -92,5 +91,5 @@ def exports(tmp_path_factory) -> Exports:
     """The run's shared exports (one folder for all xdist workers)."""
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent                 # the folder above every worker's own
+        base = base.parent  # the folder above every worker's own
     return Exports(base / "dsr-shared-exports")

@@ -8,5 +8,4 @@ from __future__ import annotations
 
 from tools.judging_harness import ASSESSORS, as_pool, assignments, noisy, sample_campaign, simulate, true_grade, truth_of
 
-__all__ = ["ASSESSORS", "as_pool", "assignments", "noisy", "sample_campaign", "simulate",
-           "true_grade", "truth_of"]
+__all__ = ["ASSESSORS", "as_pool", "assignments", "noisy", "sample_campaign", "simulate", "true_grade", "truth_of"]

@@ -46,9 +46,13 @@ class Forker:
 
         require_slow("a helper process")
         self.proc = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), *preload], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True, cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+            [sys.executable, str(Path(__file__).resolve()), *preload],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+        )
         assert self._read() == {"ready": True}
 
     def _read(self) -> Any:
@@ -97,8 +101,11 @@ def _hold_renames(target: str, flag: str, moment: str = "before") -> None:
         def held(src, dst, *args, _real=real, **kwargs):
             if moment == "before" and os.path.abspath(dst) == target:
                 hold()
-            if moment == "after" and os.path.basename(src).startswith(f".{os.path.basename(target)}.ready-") \
-                    and ".old-" in os.path.basename(dst):
+            if (
+                moment == "after"
+                and os.path.basename(src).startswith(f".{os.path.basename(target)}.ready-")
+                and ".old-" in os.path.basename(dst)
+            ):
                 hold()
             return _real(src, dst, *args, **kwargs)
 
@@ -114,11 +121,12 @@ def _hold_renames(target: str, flag: str, moment: str = "before") -> None:
 
 
 def _child(job: dict[str, Any]) -> int:
-    os.setpgid(0, 0)      # the job's own group: what it forks is swept with it
+    os.setpgid(0, 0)  # the job's own group: what it forks is swept with it
     os.environ.update(job.get("env") or {})
     if job.get("pause"):
-        _hold_renames(os.path.abspath(job["pause"]["before_rename_to"]), job["pause"]["flag"],
-                      job["pause"].get("moment", "before"))
+        _hold_renames(
+            os.path.abspath(job["pause"]["before_rename_to"]), job["pause"]["flag"], job["pause"].get("moment", "before")
+        )
     null = os.open(os.devnull, os.O_RDWR)
     log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC) if job.get("log") else null
     os.dup2(null, 0)
@@ -168,9 +176,8 @@ def serve() -> None:
         print(json.dumps({"pid": pid}), flush=True)
         _, status = os.waitpid(pid, 0)
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)     # anything the job forked that is still there
-        end = ({"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status)
-               else {"exit": os.WEXITSTATUS(status)})
+            os.killpg(pid, signal.SIGKILL)  # anything the job forked that is still there
+        end = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"exit": os.WEXITSTATUS(status)}
         print(json.dumps(end), flush=True)
 
 

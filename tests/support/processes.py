@@ -57,8 +57,7 @@ def describe(proc) -> str:
 
     try:
         command = " ".join(proc.cmdline())[:200] or proc.name()
-        return (f"{proc.pid} (parent {proc.ppid()}, up {time.time() - proc.create_time():.0f} s): "
-                f"{command}")
+        return f"{proc.pid} (parent {proc.ppid()}, up {time.time() - proc.create_time():.0f} s): {command}"
     except psutil.Error:
         return f"{proc.pid} (ended)"
 

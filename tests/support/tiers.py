@@ -38,8 +38,8 @@ def slow_fixture(function):
 def slow_fixtures(item: pytest.Item) -> list[str]:
     """The names of the slow fixtures ``item`` takes, directly or through other fixtures."""
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    return sorted(name for name, chain in defs.items()
-                  if any(getattr(d.func, "__dsr_slow__", False) for d in chain))
+    return sorted(name for name, chain in defs.items() if any(getattr(d.func, "__dsr_slow__", False) for d in chain))
+
 
 _current: list[pytest.Item] = []
 
@@ -49,8 +49,9 @@ def is_slow_by_rule(item: pytest.Item) -> bool:
     if slow_fixtures(item):
         return True
     params = getattr(getattr(item, "callspec", None), "params", {})
-    return any(name == slow_name and value == slow_value
-               for name, value in params.items() for slow_name, slow_value in SLOW_PARAMS)
+    return any(
+        name == slow_name and value == slow_value for name, value in params.items() for slow_name, slow_value in SLOW_PARAMS
+    )
 
 
 def running(item: pytest.Item | None) -> None:
@@ -62,9 +63,12 @@ def require_slow(what: str) -> None:
     """Called by whatever starts ``what`` (a server, an export, ...): fails the test now running
     unless it is marked slow. Outside a test (a benchmark, a tool) it does nothing."""
     if _current and _current[0].get_closest_marker("slow") is None:
-        pytest.fail(f"{_current[0].nodeid} starts {what}: mark it @pytest.mark.slow (the fast tier, "
-                    "make test-fast, starts no server, database, browser, process, export or training; "
-                    "docs/contributing.md)", pytrace=False)
+        pytest.fail(
+            f"{_current[0].nodeid} starts {what}: mark it @pytest.mark.slow (the fast tier, "
+            "make test-fast, starts no server, database, browser, process, export or training; "
+            "docs/contributing.md)",
+            pytrace=False,
+        )
 
 
 def _guarded(function, what: str, when=lambda *args, **kwargs: True):
@@ -87,8 +91,7 @@ def install_guards() -> None:
     from dsr.indexes.corpus import distributed
     from dsr.training import steps
 
-    for module, name, what in ((backends, "_build", "an OpenVINO export"),
-                               (steps, "start_work", "a training")):
+    for module, name, what in ((backends, "_build", "an OpenVINO export"), (steps, "start_work", "a training")):
         if not getattr(getattr(module, name), "__dsr_guarded__", False):
             setattr(module, name, _guarded(getattr(module, name), what))
     enter = distributed.Executor.__enter__

@@ -13,9 +13,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def make_tiny_bert(folder: Path, texts: Iterable[str], *, num_labels: int | None = 1,
-                   seed: int = 0, initializer_range: float = 0.02,
-                   max_position_embeddings: int = 512) -> Path:
+def make_tiny_bert(
+    folder: Path,
+    texts: Iterable[str],
+    *,
+    num_labels: int | None = 1,
+    seed: int = 0,
+    initializer_range: float = 0.02,
+    max_position_embeddings: int = 512,
+) -> Path:
     """Save a random BERT into ``folder``: a sequence classifier with ``num_labels``
     outputs (a cross-encoder), or a bare encoder when ``num_labels`` is None."""
     import torch
@@ -25,15 +31,20 @@ def make_tiny_bert(folder: Path, texts: Iterable[str], *, num_labels: int | None
     folder.mkdir(parents=True, exist_ok=True)
     words = sorted({w for text in texts for w in re.findall(r"\w+|[^\w\s]", text.lower())})
     chars = sorted({ch for w in words for ch in w})
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words,
-             *(f"##{ch}" for ch in chars if f"##{ch}" not in words)]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words, *(f"##{ch}" for ch in chars if f"##{ch}" not in words)]
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True)
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64,
-                        max_position_embeddings=max_position_embeddings,
-                        num_labels=num_labels or 1, initializer_range=initializer_range)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=max_position_embeddings,
+        num_labels=num_labels or 1,
+        initializer_range=initializer_range,
+    )
     model = BertModel(config) if num_labels is None else BertForSequenceClassification(config)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)

@@ -25,10 +25,9 @@ def write_pyterrier(scores, path: Path) -> None:
     import pandas as pd
     import pyterrier as pt
 
-    frame = pd.DataFrame([(q, d, s) for q, docs in scores.items() for d, s in docs.items()],
-                         columns=["qid", "docno", "score"])
+    frame = pd.DataFrame([(q, d, s) for q, docs in scores.items() for d, s in docs.items()], columns=["qid", "docno", "score"])
     pt.io.write_results(pt.model.add_ranks(frame), str(path))
-    assert not pt.java.started()        # no Java needed to write a run
+    assert not pt.java.started()  # no Java needed to write a run
 
 
 def write_ranx(scores, path: Path) -> None:
@@ -56,8 +55,7 @@ def tool_runs(tmp_path_factory) -> dict[str, Path]:
         scores = bm25_scores()
     finally:
         patch.undo()
-    paths = {"pyterrier": folder / "pyterrier.res", "ranx": folder / "ranx.trec",
-             "anserini": folder / "anserini.run"}
+    paths = {"pyterrier": folder / "pyterrier.res", "ranx": folder / "ranx.trec", "anserini": folder / "anserini.run"}
     write_pyterrier(scores, paths["pyterrier"])
     write_ranx(scores, paths["ranx"])
     write_anserini_integer_scores(scores, paths["anserini"])

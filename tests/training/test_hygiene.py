@@ -41,13 +41,13 @@ def test_cmu_dog_train_drops_the_valid_and_development_conversations(train):
     dialogues = list(train)
     kept, report = drop_evaluation_conversations(dialogues, train, None, conversation_of)
     shared = _same_file_same_turns()
-    assert len(shared) == 45                                  # as the issue counts them
+    assert len(shared) == 45  # as the issue counts them
     with_points = {d.meta["conversation"] for d in dialogues}
     dev_train = cmu_dog_dev.dev_conversations()["train"]
     assert len(dev_train) == 280
-    assert report["splits"] == ["valid"]                       # train itself is not checked
+    assert report["splits"] == ["valid"]  # train itself is not checked
     assert report["by_reason"] == {"valid": len(shared & with_points), "development set": 280}
-    assert len(shared & with_points) == 29                     # 16 of the 45 have no query point
+    assert len(shared & with_points) == 29  # 16 of the 45 have no query point
     left = {d.meta["conversation"] for d in kept}
     assert not left & shared and not left & dev_train
     assert left == with_points - shared - dev_train
@@ -63,16 +63,14 @@ def test_a_test_split_is_checked_too_and_a_near_copy_is_caught(train, tmp_path):
     test = folder / "Conversations" / "test"
     test.mkdir()
     names = sorted(cmu_dog_dev.dev_conversations()["train"])
-    clean = sorted({d.meta["conversation"] for d in train} - set(names)
-                   - _same_file_same_turns())
+    clean = sorted({d.meta["conversation"] for d in train} - set(names) - _same_file_same_turns())
     # a copy under another name with one turn changed, and one sharing a single long turn
     copy = json.loads((folder / "Conversations" / "train" / clean[0]).read_text())
     copy["history"][3]["text"] = "something else entirely was said here instead"
     (test / "renamed.json").write_text(json.dumps(copy))
     single = json.loads((folder / "Conversations" / "train" / clean[1]).read_text())
     long_turn = max((h["text"] for h in single["history"]), key=len)
-    (test / "one-turn.json").write_text(json.dumps({"history": [{"text": long_turn},
-                                                                {"text": "and nothing more of it"}]}))
+    (test / "one-turn.json").write_text(json.dumps({"history": [{"text": long_turn}, {"text": "and nothing more of it"}]}))
     shutil.copy(folder / "Conversations" / "train" / clean[2], test / clean[2])
     kept, report = drop_evaluation_conversations(list(train), train, str(folder), conversation_of)
     assert report["splits"] == ["valid", "test"] and report["by_reason"]["test"] == 2

@@ -12,15 +12,25 @@ from tools import issue31_levers as levers
 def _result() -> dict:
     rng = np.random.default_rng(0)
     base = {s: rng.uniform(0.2, 0.8, n) for s, n in (("dev", 120), ("silver", 300))}
-    values = {s: {"default": v, "fast": v + 0.10 + rng.normal(0, 0.01, v.size),
-                  "fast-gist": v - 0.10 + rng.normal(0, 0.01, v.size)} for s, v in base.items()}
+    values = {
+        s: {"default": v, "fast": v + 0.10 + rng.normal(0, 0.01, v.size), "fast-gist": v - 0.10 + rng.normal(0, 0.01, v.size)}
+        for s, v in base.items()
+    }
     decision = decide(values, "default", n_resamples=500).as_dict()
-    return {"decision": decision, "text": "the table\n", "command": "dsr decide cmu_dog cmu_dog_dev --default fast=/x/runs/fast.silver.run",
-            "runs": "/x/runs",
-            "date": "2026-11-26 02:00 UTC", "machine": "a CPU", "load": "0.50, 0.40, 0.30",
-            "rows": {"default": {"train_s": 500.0, "steps": 120, "load": "1.16–2.00", "present": True},
-                     "fast": {"train_s": 250.0, "steps": 72, "load": None, "present": True},
-                     "fast-gist": {"present": True}}}
+    return {
+        "decision": decision,
+        "text": "the table\n",
+        "command": "dsr decide cmu_dog cmu_dog_dev --default fast=/x/runs/fast.silver.run",
+        "runs": "/x/runs",
+        "date": "2026-11-26 02:00 UTC",
+        "machine": "a CPU",
+        "load": "0.50, 0.40, 0.30",
+        "rows": {
+            "default": {"train_s": 500.0, "steps": 120, "load": "1.16–2.00", "present": True},
+            "fast": {"train_s": 250.0, "steps": 72, "load": None, "present": True},
+            "fast-gist": {"present": True},
+        },
+    }
 
 
 def test_table_has_every_lever_and_the_rules_verdict():
@@ -40,7 +50,7 @@ def test_block_is_written_once_and_replaced_on_a_rerun(tmp_path):
     levers.write(doc, levers.block(result, True), "## Issue 31: the training levers")
     first = doc.read_text(encoding="utf-8")
     assert first.count(levers.BEGIN) == 1 and "the table" in first and "**Decision:**" in first
-    assert "fast=runs/fast.silver.run" in first and "/x/" not in first     # no path of this machine
+    assert "fast=runs/fast.silver.run" in first and "/x/" not in first  # no path of this machine
     assert first.index("## Issue 31") < first.index(levers.BEGIN) < first.index("prose") < first.index("## Next")
     result["date"] = "2026-11-27 03:30 UTC"
     levers.write(doc, levers.block(result, False), "## Issue 31: the training levers")

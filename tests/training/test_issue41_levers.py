@@ -14,14 +14,24 @@ from tools import issue41_levers as levers
 def _result() -> dict:
     rng = np.random.default_rng(1)
     base = {s: rng.uniform(0.2, 0.8, n) for s, n in (("dev", 150), ("silver", 300))}
-    values = {s: {"quick-tb": v, "full": v + 0.08 + rng.normal(0, 0.01, v.size),
-                  "zero-shot": v - 0.05 + rng.normal(0, 0.01, v.size)} for s, v in base.items()}
-    return {"decision": decide(values, "quick-tb", n_resamples=500).as_dict(), "text": "the rule's table\n",
-            "command": "dsr decide ... full=/h/runs/full.silver.run", "runs": "/h/runs",
-            "date": "2026-11-26 23:00 UTC", "machine": "a CPU", "load": "1.00, 1.00, 1.00",
-            "rows": {"quick-tb": {"train_s": 169.0, "steps": 120, "load": "2.0–2.1", "present": True},
-                     "full": {"train_s": 1800.0, "steps": 333, "load": None, "present": True},
-                     "zero-shot": {"present": True}}}
+    values = {
+        s: {"quick-tb": v, "full": v + 0.08 + rng.normal(0, 0.01, v.size), "zero-shot": v - 0.05 + rng.normal(0, 0.01, v.size)}
+        for s, v in base.items()
+    }
+    return {
+        "decision": decide(values, "quick-tb", n_resamples=500).as_dict(),
+        "text": "the rule's table\n",
+        "command": "dsr decide ... full=/h/runs/full.silver.run",
+        "runs": "/h/runs",
+        "date": "2026-11-26 23:00 UTC",
+        "machine": "a CPU",
+        "load": "1.00, 1.00, 1.00",
+        "rows": {
+            "quick-tb": {"train_s": 169.0, "steps": 120, "load": "2.0–2.1", "present": True},
+            "full": {"train_s": 1800.0, "steps": 333, "load": None, "present": True},
+            "zero-shot": {"present": True},
+        },
+    }
 
 
 def test_every_issue41_lever_is_a_row_and_the_winner_is_marked():
@@ -52,10 +62,10 @@ def test_a_reranking_lever_reranks_its_first_stages_runs(tmp_path, monkeypatch):
     runs.mkdir()
     paths = {"home": home, "source": tmp_path / "cmu_dog", "dev_all": tmp_path / "dev-all.jsonl"}
     ce = next(lv for lv in levers.LEVERS if lv.rerank)
-    assert not issue31_levers.reranked(ce, home, paths, runs)        # no model yet: not trained
+    assert not issue31_levers.reranked(ce, home, paths, runs)  # no model yet: not trained
     (home / "models" / ce.name).mkdir(parents=True)
     (home / "models" / ce.name / "dsr_model.json").write_text("{}")
-    assert not issue31_levers.reranked(ce, home, paths, runs)        # no first-stage runs yet
+    assert not issue31_levers.reranked(ce, home, paths, runs)  # no first-stage runs yet
     for label_set in ("silver", "dev"):
         (runs / f"{ce.rerank[0]}.{label_set}.run").write_text("q Q0 d 1 1.0 x\n")
     assert issue31_levers.reranked(ce, home, paths, runs) and len(calls) == 2

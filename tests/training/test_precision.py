@@ -24,10 +24,12 @@ SKYLAKE = "flags\t\t: fpu sse2 avx2 avx512f avx512bw avx512_vnni\nbogomips\t: 40
 @pytest.fixture
 def cpu(monkeypatch):
     """Pretend this machine's CPU has the given bf16 flags (and no CUDA GPU)."""
+
     def pretend(flags: list[str]):
         resolve_precision.cache_clear()
         monkeypatch.setattr(finetune, "cpu_bf16_flags", lambda: list(flags))
         monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+
     yield pretend
     resolve_precision.cache_clear()
 
@@ -41,20 +43,21 @@ def test_bf16_flags_are_read_from_cpuinfo():
 
 def test_auto_picks_bf16_only_with_bf16_units(cpu):
     cpu(["avx512_bf16"])
-    assert resolve_precision("auto") == {"requested": "auto", "used": "bf16",
-                                         "why": "bf16 units: CPU flags avx512_bf16"}
+    assert resolve_precision("auto") == {"requested": "auto", "used": "bf16", "why": "bf16 units: CPU flags avx512_bf16"}
     assert resolve_precision("fp32")["used"] == "fp32"
     cpu([])
-    assert resolve_precision("auto") == {"requested": "auto", "used": "fp32",
-                                         "why": "no bf16 units: CPU without amx_bf16 or avx512_bf16"}
+    assert resolve_precision("auto") == {
+        "requested": "auto",
+        "used": "fp32",
+        "why": "no bf16 units: CPU without amx_bf16 or avx512_bf16",
+    }
     with pytest.raises(InputError, match="needs bf16 units"):
         resolve_precision("bf16")
 
 
 def test_bf16_without_units_is_refused_before_any_work(cpu, data, tiny, dsr_home, capsys):
     cpu([])
-    code = main(["train", str(data["train"]), "--name", "m", "--base", str(tiny), "--precision", "bf16",
-                 *TRAIN_FLAGS])
+    code = main(["train", str(data["train"]), "--name", "m", "--base", str(tiny), "--precision", "bf16", *TRAIN_FLAGS])
     assert code == 2 and "--precision bf16 needs bf16 units" in capsys.readouterr().err
     assert not (dsr_home / "models").exists() or not any((dsr_home / "models").iterdir())
 
@@ -66,13 +69,14 @@ def test_bf16_training_is_recorded_and_changes_the_arithmetic(data, tiny, dsr_ho
 
     cards, weights = {}, {}
     for precision in ("auto", "fp32"):
-        assert main(["train", str(data["train"]), "--name", precision, "--base", str(tiny),
-                     "--precision", precision, *TRAIN_FLAGS]) == 0
+        assert (
+            main(["train", str(data["train"]), "--name", precision, "--base", str(tiny), "--precision", precision, *TRAIN_FLAGS])
+            == 0
+        )
         folder = dsr_home / "models" / precision
         cards[precision] = json.loads((folder / "dsr_model.json").read_text())
         weights[precision] = load_file(str(next(folder.rglob("model.safetensors"))))
-        assert f"- precision {cards[precision]['training']['precision']['used']}" in \
-            (folder / "README.md").read_text()
+        assert f"- precision {cards[precision]['training']['precision']['used']}" in (folder / "README.md").read_text()
     assert cards["auto"]["training"]["precision"]["used"] == "bf16"
     assert cards["auto"]["training"]["precision"]["why"].startswith("bf16 units: CPU flags ")
     assert cards["fp32"]["training"]["precision"] == {"requested": "fp32", "used": "fp32", "why": "asked for"}

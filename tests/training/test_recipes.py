@@ -35,28 +35,35 @@ SMALL = ["--epochs", "2", "--batch-size", "6", "--lr", "1e-3", "--save-steps", "
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("data")
-    return {"train": _write(folder / "train.jsonl", _dialogues(4, seed=1)),
-            "dev": _write(folder / "dev.jsonl", _dialogues(2, seed=2))}
+    return {
+        "train": _write(folder / "train.jsonl", _dialogues(4, seed=1)),
+        "dev": _write(folder / "dev.jsonl", _dialogues(2, seed=2)),
+    }
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
     texts = [*DOCS.values(), *DOCS, " ".join(FILLER), "0 1 2 3 4 5 6 7 8 9 ."]
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), texts, num_labels=None,
-                          max_position_embeddings=128)
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny"), texts, num_labels=None, max_position_embeddings=128)
 
 
 # --- the registry and how a recipe's settings are resolved (no training) ---------------------
 
+
 def test_a_recipe_fills_what_is_not_given_and_a_given_setting_wins():
     quick = resolve_settings({})
     assert quick.recipe == "quick" and quick.model_type == "bi-encoder"
-    assert (quick.max_steps, quick.batch_size, quick.list_negatives, quick.text, quick.epochs) == \
-        (120, 32, 1, "body", 1.0)                                   # the default, unchanged
+    assert (quick.max_steps, quick.batch_size, quick.list_negatives, quick.text, quick.epochs) == (
+        120,
+        32,
+        1,
+        "body",
+        1.0,
+    )  # the default, unchanged
     full = resolve_settings({"recipe": "full"})
     for key, value in RECIPES["full"].settings.items():
         assert getattr(full, key) == value
-    assert full.padding == MODEL_DEFAULTS["bi-encoder"]["padding"]   # what the recipe leaves alone
+    assert full.padding == MODEL_DEFAULTS["bi-encoder"]["padding"]  # what the recipe leaves alone
     mine = resolve_settings({"recipe": "full", "epochs": 1, "text": "body"})
     assert (mine.epochs, mine.text, mine.list_negatives) == (1, "body", 4)
     assert resolve_settings({"recipe": "recommended"}).recipe == RECOMMENDED
@@ -64,15 +71,18 @@ def test_a_recipe_fills_what_is_not_given_and_a_given_setting_wins():
     assert cross.recipe is None and cross.max_steps == 400 and cross.list_negatives is None
 
 
-@pytest.mark.parametrize(("given", "field", "words"), [
-    ({"recipe": "fulll"}, "recipe", "must be one of quick, full"),
-    ({"recipe": "full", "model_type": "cross-encoder"}, "recipe", "trains a bi-encoder"),
-    ({"model_type": "cross-encoder", "list_negatives": 3}, "list_negatives", "neg_per_pos"),
-    ({"list_negatives": 0}, "list_negatives", ""),
-    ({"loss": "distill"}, "teacher", "needs a teacher"),
-    ({"teacher": "dsr:ce"}, "teacher", "loss 'distill' only"),
-    ({"model_type": "cross-encoder", "teacher": "dsr:ce"}, "teacher", "bi-encoder training only"),
-])
+@pytest.mark.parametrize(
+    ("given", "field", "words"),
+    [
+        ({"recipe": "fulll"}, "recipe", "must be one of quick, full"),
+        ({"recipe": "full", "model_type": "cross-encoder"}, "recipe", "trains a bi-encoder"),
+        ({"model_type": "cross-encoder", "list_negatives": 3}, "list_negatives", "neg_per_pos"),
+        ({"list_negatives": 0}, "list_negatives", ""),
+        ({"loss": "distill"}, "teacher", "needs a teacher"),
+        ({"teacher": "dsr:ce"}, "teacher", "loss 'distill' only"),
+        ({"model_type": "cross-encoder", "teacher": "dsr:ce"}, "teacher", "bi-encoder training only"),
+    ],
+)
 def test_settings_that_do_not_go_together_name_the_setting(given, field, words):
     with pytest.raises(InputError) as err:
         resolve_settings(given)
@@ -105,9 +115,9 @@ def test_examples_have_distinct_list_negatives_from_their_own_list():
     for e in examples:
         labels = {c.id: c.label for c in by_id[e.dialogue].candidates}
         texts = {c.id: c.body for c in by_id[e.dialogue].candidates}
-        assert len(e.ids) == 5 and len(set(e.ids[1:])) == 4            # 4 distinct negatives
-        assert labels[e.ids[0]] == max(labels.values())                  # a top-graded positive
-        assert all(labels[i] == 0 for i in e.ids[1:])                    # from its own list
+        assert len(e.ids) == 5 and len(set(e.ids[1:])) == 4  # 4 distinct negatives
+        assert labels[e.ids[0]] == max(labels.values())  # a top-graded positive
+        assert all(labels[i] == 0 for i in e.ids[1:])  # from its own list
         assert (e.positive, *e.negatives) == tuple(texts[i] for i in e.ids)
     # the one-negative draw is the earlier recipe's, example for example
     one, _ = make_triplets(dialogues, lambda d: d.id, seed=5)
@@ -153,10 +163,11 @@ def test_distillation_loss_is_mnrl_plus_the_kl_divergence_computed_plainly(tiny)
         log_q = student - student.max() - np.log(np.exp(student - student.max()).sum())
         kl += float((p * (np.log(p) - log_q)).sum()) / 4
     assert abs(float(ours.detach()) - float(mnrl.detach()) - kl) < 1e-4
-    assert kl > 0.01   # the teacher's order is not the student's: the term is not vacuous
+    assert kl > 0.01  # the teacher's order is not the student's: the term is not vacuous
 
 
 # --- trainings on the tiny BERT ------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def full(data, tiny, tmp_path_factory):
@@ -164,8 +175,7 @@ def full(data, tiny, tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DSR_HOME", str(home))
-        assert main(["train", str(data["train"]), "--name", "full", "--base", str(tiny),
-                     "--recipe", "full", *SMALL]) == 0
+        assert main(["train", str(data["train"]), "--name", "full", "--base", str(tiny), "--recipe", "full", *SMALL]) == 0
     return home
 
 
@@ -187,8 +197,25 @@ def test_full_recipe_trains_every_point_for_its_passes_with_its_list_negatives(f
 
 @pytest.mark.slow
 def test_the_summary_says_where_it_trained_how_long_and_its_peak_memory(data, tiny, dsr_home, capsys):
-    assert main(["train", str(data["train"]), "--name", "q", "--base", str(tiny), "--max-steps", "2",
-                 "--batch-size", "6", "--holdout", "0.2"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(data["train"]),
+                "--name",
+                "q",
+                "--base",
+                str(tiny),
+                "--max-steps",
+                "2",
+                "--batch-size",
+                "6",
+                "--holdout",
+                "0.2",
+            ]
+        )
+        == 0
+    )
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("train:"))
     card = json.loads((dsr_home / "models" / "q" / "dsr_model.json").read_text())
     where = card["training"]["hardware"]
@@ -204,9 +231,33 @@ def test_distillation_trains_from_a_cross_encoder_teachers_scores(data, tiny, fu
     from dsr.training import mining
 
     monkeypatch.setenv("DSR_HOME", str(full))
-    assert main(["train", str(data["train"]), "--name", "ce", "--base", str(tiny), "--model-type",
-                 "cross-encoder", "--hard-negatives", "dsr:full", "--text", "title: body",
-                 "--max-steps", "4", "--batch-size", "8", "--max-length", "64", "--holdout", "0.2"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(data["train"]),
+                "--name",
+                "ce",
+                "--base",
+                str(tiny),
+                "--model-type",
+                "cross-encoder",
+                "--hard-negatives",
+                "dsr:full",
+                "--text",
+                "title: body",
+                "--max-steps",
+                "4",
+                "--batch-size",
+                "8",
+                "--max-length",
+                "64",
+                "--holdout",
+                "0.2",
+            ]
+        )
+        == 0
+    )
     seen = {}
     real = mining.teacher_scores
 
@@ -216,8 +267,28 @@ def test_distillation_trains_from_a_cross_encoder_teachers_scores(data, tiny, fu
         return seen["scores"], seen["info"]
 
     monkeypatch.setattr("dsr.training.biencoder.teacher_scores", recording)
-    assert main(["train", str(data["train"]), "--name", "distilled", "--base", str(tiny), "--recipe",
-                 "full", *SMALL, "--list-negatives", "3", "--loss", "distill", "--teacher", "dsr:ce"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(data["train"]),
+                "--name",
+                "distilled",
+                "--base",
+                str(tiny),
+                "--recipe",
+                "full",
+                *SMALL,
+                "--list-negatives",
+                "3",
+                "--loss",
+                "distill",
+                "--teacher",
+                "dsr:ce",
+            ]
+        )
+        == 0
+    )
     card = json.loads((full / "models" / "distilled" / "dsr_model.json").read_text())
     assert card["parameters"]["teacher"] == "dsr:ce" and "KL" in card["parameters"]["loss"]
     assert card["training_data"]["teacher"]["pairs"] == 4 * len(seen["examples"])
@@ -227,8 +298,7 @@ def test_distillation_trains_from_a_cross_encoder_teachers_scores(data, tiny, fu
     path = full / "one.run"
     run.write(path)
     out = full / "ce.run"
-    assert main(["rerank", str(data["train"]), "--run", str(path), "--model", "dsr:ce",
-                 "--out", str(out)]) == 0
+    assert main(["rerank", str(data["train"]), "--run", str(path), "--model", "dsr:ce", "--out", str(out)]) == 0
     reranked = dict(Run.read(out).rankings[example.dialogue])
     assert np.allclose(seen["scores"][0], [reranked[c] for c in example.ids], atol=1e-4)
 
@@ -244,19 +314,47 @@ def test_a_killed_full_recipe_resumes_from_its_last_checkpoint_to_the_same_weigh
     """The full recipe (cut down: 3 passes of 6 steps) is SIGKILLed mid-training, in its second
     pass, as soon as a checkpoint past step 7 is complete; `--resume` continues from it, and the
     weights equal an uninterrupted run's."""
-    args = ["train", str(data["train"]), "--base", str(tiny), "--recipe", "full", "--epochs", "3",
-            "--batch-size", "3", "--lr", "1e-3", "--save-steps", "4", "--holdout", "0.2", "--precision", "fp32"]
+    args = [
+        "train",
+        str(data["train"]),
+        "--base",
+        str(tiny),
+        "--recipe",
+        "full",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "3",
+        "--lr",
+        "1e-3",
+        "--save-steps",
+        "4",
+        "--holdout",
+        "0.2",
+        "--precision",
+        "fp32",
+    ]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     whole, cut = tmp_path / "whole", tmp_path / "cut"
-    done = subprocess.run([sys.executable, "-m", "dsr.cli", *args, "--name", "m"], cwd=ROOT, text=True,
-                          env={**env, "DSR_HOME": str(whole)}, capture_output=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "dsr.cli", *args, "--name", "m"],
+        cwd=ROOT,
+        text=True,
+        env={**env, "DSR_HOME": str(whole)},
+        capture_output=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     steps = json.loads((whole / "models" / "m" / "dsr_model.json").read_text())["training"]["steps"]
     assert steps >= 12
     checkpoints = cut / "models" / ".m.partial" / "checkpoints"
-    proc = subprocess.Popen([sys.executable, "-m", "dsr.cli", *args, "--name", "m"], cwd=ROOT,
-                            env={**env, "DSR_HOME": str(cut)}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dsr.cli", *args, "--name", "m"],
+        cwd=ROOT,
+        env={**env, "DSR_HOME": str(cut)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 600
     while not (checkpoints / "checkpoint-8" / "trainer_state.json").is_file():
         assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it was killed"
@@ -264,8 +362,14 @@ def test_a_killed_full_recipe_resumes_from_its_last_checkpoint_to_the_same_weigh
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (cut / "models" / "m").exists()
-    resumed = subprocess.run([sys.executable, "-m", "dsr.cli", *args, "--name", "m", "--resume"], cwd=ROOT,
-                             text=True, env={**env, "DSR_HOME": str(cut)}, capture_output=True, timeout=600)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "dsr.cli", *args, "--name", "m", "--resume"],
+        cwd=ROOT,
+        text=True,
+        env={**env, "DSR_HOME": str(cut)},
+        capture_output=True,
+        timeout=600,
+    )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     card = json.loads((cut / "models" / "m" / "dsr_model.json").read_text())
     assert card["training"]["resumed_from"] in ("checkpoint-8", "checkpoint-12") and card["training"]["steps"] == steps
@@ -278,8 +382,7 @@ def test_a_killed_full_recipe_resumes_from_its_last_checkpoint_to_the_same_weigh
 def test_on_a_gpu_the_model_and_loss_train_on_cuda_in_bf16(data, tiny, dsr_home):
     import torch
 
-    assert main(["train", str(data["train"]), "--name", "g", "--base", str(tiny), "--recipe", "full",
-                 *SMALL]) == 0
+    assert main(["train", str(data["train"]), "--name", "g", "--base", str(tiny), "--recipe", "full", *SMALL]) == 0
     card = json.loads((dsr_home / "models" / "g" / "dsr_model.json").read_text())
     run = card["training"]
     assert run["device"].startswith("cuda") and run["hardware"]["device"] == "cuda"
@@ -301,11 +404,43 @@ def test_kfold_trains_every_fold_with_the_recipe_named(data, tiny, tmp_path, mon
 
     monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(kfold_cli, "train", fake_train)
-    assert main(["kfold", str(data["train"]), "--eval", str(data["dev"]), "--folds", "3", "--name", "kf",
-                 "--base", str(tiny), "--out", str(tmp_path / "out"), "--recipe", "full",
-                 "--train-param", "epochs=2"]) == 2
+    assert (
+        main(
+            [
+                "kfold",
+                str(data["train"]),
+                "--eval",
+                str(data["dev"]),
+                "--folds",
+                "3",
+                "--name",
+                "kf",
+                "--base",
+                str(tiny),
+                "--out",
+                str(tmp_path / "out"),
+                "--recipe",
+                "full",
+                "--train-param",
+                "epochs=2",
+            ]
+        )
+        == 2
+    )
     assert calls and calls[0]["recipe"] == "full" and calls[0]["epochs"] == 2 and calls[0]["fold"] == 0
     with pytest.raises(SystemExit) as exit_:
-        main(["kfold", str(data["train"]), "--eval", str(data["dev"]), "--name", "kf",
-              "--out", str(tmp_path / "out"), "--recipe", "fulll"])
+        main(
+            [
+                "kfold",
+                str(data["train"]),
+                "--eval",
+                str(data["dev"]),
+                "--name",
+                "kf",
+                "--out",
+                str(tmp_path / "out"),
+                "--recipe",
+                "fulll",
+            ]
+        )
     assert exit_.value.code == 2

@@ -42,19 +42,34 @@ def _dialogues(n: int, seed: int, positives: bool = True) -> list[dict]:
         topic = names[i % len(names)]
         words = TOPICS[topic][0].split()
         others = [t for t in names if t != topic]
-        context = [{"author_id": f"u{j % 2}", "author_name": f"user{j % 2}",
-                    "body": _sentence(rng, words), "score": rng.randint(0, 9)} for j in range(3)]
+        context = [
+            {"author_id": f"u{j % 2}", "author_name": f"user{j % 2}", "body": _sentence(rng, words), "score": rng.randint(0, 9)}
+            for j in range(3)
+        ]
         candidates = []
         for k in range(8):
             relevant = positives and k in (1, 5)
             source = words if relevant else TOPICS[others[k % 3]][0].split()
-            candidates.append({"id": f"{topic}_{i}_{k}", "title": TOPICS[topic][1],
-                               "body": _sentence(rng, source), "score": float(8 - k),
-                               "label": (2 if k == 1 else 1) if relevant else 0})
-        out.append({"id": f"t3_{topic}{i}", "subreddit": topic, "title": f"About {topic} {i}",
-                    "context": context, "target": {"author_id": "u1", "author_name": "user1",
-                                                   "body": _sentence(rng, words), "score": 1},
-                    "candidates": candidates, "subset": "plain" if i % 2 else "grounded"})
+            candidates.append(
+                {
+                    "id": f"{topic}_{i}_{k}",
+                    "title": TOPICS[topic][1],
+                    "body": _sentence(rng, source),
+                    "score": float(8 - k),
+                    "label": (2 if k == 1 else 1) if relevant else 0,
+                }
+            )
+        out.append(
+            {
+                "id": f"t3_{topic}{i}",
+                "subreddit": topic,
+                "title": f"About {topic} {i}",
+                "context": context,
+                "target": {"author_id": "u1", "author_name": "user1", "body": _sentence(rng, words), "score": 1},
+                "candidates": candidates,
+                "subset": "plain" if i % 2 else "grounded",
+            }
+        )
     return out
 
 
@@ -72,15 +87,35 @@ def bench(tmp_path_factory) -> Path:
 def tiny_bert(tmp_path_factory) -> Path:
     """A 2-layer, 32-wide random BERT encoder (no head) with the fixture's words as its vocabulary."""
     texts = [text for text, _ in TOPICS.values()] + [" ".join(FILLER), "0 1 2 3 4 5 6 7 8 9 about ."]
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), texts, num_labels=None,
-                          max_position_embeddings=128)
+    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), texts, num_labels=None, max_position_embeddings=128)
 
 
 def _train(bench: Path, base: Path, name: str, *extra: str) -> int:
-    return main(["train", str(bench), "--name", name, "--base", str(base), "--model-type",
-                 "cross-encoder", "--max-steps", "6",
-                 "--batch-size", "8", "--max-length", "64", "--lr", "1e-3", "--save-steps", "4",
-                 "--holdout", "0.25", *extra])
+    return main(
+        [
+            "train",
+            str(bench),
+            "--name",
+            name,
+            "--base",
+            str(base),
+            "--model-type",
+            "cross-encoder",
+            "--max-steps",
+            "6",
+            "--batch-size",
+            "8",
+            "--max-length",
+            "64",
+            "--lr",
+            "1e-3",
+            "--save-steps",
+            "4",
+            "--holdout",
+            "0.25",
+            *extra,
+        ]
+    )
 
 
 def _tensors(folder: Path) -> dict:
@@ -101,8 +136,11 @@ def trained(bench, tiny_bert, tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DSR_HOME", str(home))
-        codes = [_train(bench, tiny_bert, "a"), _train(bench, tiny_bert, "b"),
-                 _train(bench, tiny_bert, "c", "--seed", "7", "--max-steps", "2")]
+        codes = [
+            _train(bench, tiny_bert, "a"),
+            _train(bench, tiny_bert, "b"),
+            _train(bench, tiny_bert, "c", "--seed", "7", "--max-steps", "2"),
+        ]
     return home, codes
 
 
@@ -157,8 +195,25 @@ def test_saved_model_scores_through_dsr_rerank(trained, bench, tmp_path, monkeyp
     first = tmp_path / "bm25.run"
     assert main(["run", str(bench), "--ranker", "bm25", "--out", str(first)]) == 0
     out = tmp_path / "ce.run"
-    assert main(["rerank", str(bench), "--run", str(first), "--model", "dsr:a",
-                 "--query", "weighted", "--param", "max_length=64", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "rerank",
+                str(bench),
+                "--run",
+                str(first),
+                "--model",
+                "dsr:a",
+                "--query",
+                "weighted",
+                "--param",
+                "max_length=64",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     from sentence_transformers import CrossEncoder
 
     from dsr.core.data import read_benchmark
@@ -173,8 +228,9 @@ def test_saved_model_scores_through_dsr_rerank(trained, bench, tmp_path, monkeyp
     dialogue = collection.dialogues[0]
     import torch
 
-    logits = model.predict([(query_text(dialogue, "weighted"), c.body) for c in dialogue.candidates],
-                           activation_fn=torch.nn.Identity())
+    logits = model.predict(
+        [(query_text(dialogue, "weighted"), c.body) for c in dialogue.candidates], activation_fn=torch.nn.Identity()
+    )
     expected = [c.id for _, c in sorted(zip(logits, dialogue.candidates), key=lambda x: -x[0])]
     assert run.top(dialogue.id) == expected
 
@@ -200,8 +256,7 @@ def test_resume_continues_from_the_last_checkpoint(bench, tiny_bert, dsr_home, m
 
 
 @pytest.mark.parametrize("damage", ["no trainer_state.json", "trainer_state.json is unreadable"])
-def test_resume_skips_a_checkpoint_whose_save_was_cut_short(bench, tiny_bert, dsr_home, monkeypatch, trained,
-                                                            capsys, damage):
+def test_resume_skips_a_checkpoint_whose_save_was_cut_short(bench, tiny_bert, dsr_home, monkeypatch, trained, capsys, damage):
     """A kill during a checkpoint save leaves checkpoint-N without (or with half)
     its trainer_state.json; --resume continues from the previous complete checkpoint."""
     import dsr.training.heldout as heldout
@@ -260,17 +315,18 @@ def test_existing_model_needs_overwrite(trained, bench, tiny_bert, monkeypatch, 
     assert "--overwrite" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flag,value", [("--max-steps", "0"), ("--batch-size", "0"),
-                                         ("--holdout", "1.5"), ("--query", "nonsense"),
-                                         ("--name", "../escape")])
+@pytest.mark.parametrize(
+    "flag,value",
+    [("--max-steps", "0"), ("--batch-size", "0"), ("--holdout", "1.5"), ("--query", "nonsense"), ("--name", "../escape")],
+)
 def test_bad_flags_are_bad_input(bench, tiny_bert, flag, value, capsys):
-    args = ["train", str(bench), "--name", "x", "--base", str(tiny_bert), "--model-type",
-            "cross-encoder", flag, value]
+    args = ["train", str(bench), "--name", "x", "--base", str(tiny_bert), "--model-type", "cross-encoder", flag, value]
     assert main(args) == 2
     assert "error" in capsys.readouterr().err
 
 
 # --- pairs and held-out split (no model) ---------------------------------------
+
 
 def _collection(dialogues):
     from dsr.core.data import Collection, dialogue_from_json
@@ -303,8 +359,7 @@ def test_hard_negatives_are_drawn_from_the_miners_top_non_relevant_candidates():
     dialogues = _collection(_dialogues(6, seed=2)).dialogues
     # a miner that ranks each dialogue's candidates in reverse list order
     ranked = {d.id: [c.id for c in reversed(d.candidates)] for d in dialogues}
-    pairs = make_pairs(dialogues, lambda d: d.title, neg_per_pos=0.5, seed=3, ranked=ranked, depth=1,
-                       text="title: body")
+    pairs = make_pairs(dialogues, lambda d: d.title, neg_per_pos=0.5, seed=3, ranked=ranked, depth=1, text="title: body")
     stats = pairs.stats()
     assert stats["hard_negatives"] == stats["list_negatives"] == len(dialogues)
     for d in dialogues:
@@ -319,10 +374,17 @@ def test_hard_negatives_are_drawn_from_the_miners_top_non_relevant_candidates():
         drawn = [p.candidate for p in deeper.pairs if p.dialogue == d.id and p.kind == "hard-negative"]
         assert len(drawn) == 1 and drawn[0] in top3
     # the miner's order is what counts: ranked in list order, the first non-relevant ones are drawn
-    forward = make_pairs(dialogues, lambda d: d.title, neg_per_pos=0.5, seed=3, depth=1,
-                         ranked={d.id: [c.id for c in d.candidates] for d in dialogues})
+    forward = make_pairs(
+        dialogues,
+        lambda d: d.title,
+        neg_per_pos=0.5,
+        seed=3,
+        depth=1,
+        ranked={d.id: [c.id for c in d.candidates] for d in dialogues},
+    )
     assert {p.candidate for p in forward.pairs if p.kind == "hard-negative"} == {
-        [c for c in d.candidates if c.label == 0][0].id for d in dialogues}
+        [c for c in d.candidates if c.label == 0][0].id for d in dialogues
+    }
     with pytest.raises(InputError, match="no dialogue"):
         make_pairs(dialogues, lambda d: d.title, ranked={}, depth=1)
 
@@ -344,6 +406,7 @@ def test_heldout_keeps_conversations_together():
 
 # --- the settings: declared once, the same from Python and the command line ---------
 
+
 def test_train_keywords_and_flags_are_the_declared_settings():
     import inspect
 
@@ -351,30 +414,41 @@ def test_train_keywords_and_flags_are_the_declared_settings():
     from dsr.cli import build_parser
     from dsr.training.settings import PARAMS
 
-    keywords = [name for name, p in inspect.signature(dsr.train).parameters.items()
-                if p.kind is p.KEYWORD_ONLY and name not in ("source", "split")]
+    keywords = [
+        name
+        for name, p in inspect.signature(dsr.train).parameters.items()
+        if p.kind is p.KEYWORD_ONLY and name not in ("source", "split")
+    ]
     assert keywords == [p.name for p in PARAMS]
     train = next(a for a in build_parser()._actions if a.dest == "command").choices["train"]
     flags = {o for a in train._actions for o in a.option_strings}
     assert {"--" + p.name.replace("_", "-") for p in PARAMS} <= flags
 
 
-@pytest.mark.parametrize("setting, value, flag", [("max_steps", 0, "--max-steps"),
-                                                  ("holdout", 1.5, "--holdout"),
-                                                  ("batch_size", 0, "--batch-size"),
-                                                  ("query", "nonsense", "--query"),
-                                                  ("text", "title: previous [SEP] body [SEP] next", "--text"),
-                                                  ("hard_negatives", "dsr:x", "--hard-negatives")])
+@pytest.mark.parametrize(
+    "setting, value, flag",
+    [
+        ("max_steps", 0, "--max-steps"),
+        ("holdout", 1.5, "--holdout"),
+        ("batch_size", 0, "--batch-size"),
+        ("query", "nonsense", "--query"),
+        ("text", "title: previous [SEP] body [SEP] next", "--text"),
+        ("hard_negatives", "dsr:x", "--hard-negatives"),
+    ],
+)
 def test_a_bad_setting_names_the_parameter_in_python_and_the_flag_on_the_command_line(
-        bench, tiny_bert, dsr_home, capsys, setting, value, flag):
+    bench, tiny_bert, dsr_home, capsys, setting, value, flag
+):
     import dsr
     from dsr.core.errors import InputError
 
-    with pytest.raises(ValueError) as err:   # an InputError is a ValueError
+    with pytest.raises(ValueError) as err:  # an InputError is a ValueError
         dsr.train(bench, "x", base=str(tiny_bert), model_type="cross-encoder", **{setting: value})
     assert isinstance(err.value, InputError) and err.value.field == setting
-    assert main(["train", str(bench), "--name", "x", "--base", str(tiny_bert), "--model-type",
-                 "cross-encoder", flag, str(value)]) == 2
+    assert (
+        main(["train", str(bench), "--name", "x", "--base", str(tiny_bert), "--model-type", "cross-encoder", flag, str(value)])
+        == 2
+    )
     assert f"field '{flag}'" in capsys.readouterr().err
     assert not (dsr_home / "models").exists()
 
@@ -385,12 +459,25 @@ def test_each_recipe_fills_its_own_defaults():
 
     bi = resolve_settings({})
     assert (bi.model_type, bi.max_steps, bi.batch_size, bi.max_length, bi.lr, bi.batching, bi.padding) == (
-        "bi-encoder", 120, 32, None, 5e-5, "random", "chunks")   # the default `dsr decide` kept
+        "bi-encoder",
+        120,
+        32,
+        None,
+        5e-5,
+        "random",
+        "chunks",
+    )  # the default `dsr decide` kept
     fast = resolve_settings({"max_steps": 56, "max_length": 128, "lr": 1e-4, "batching": "by-length"})
-    assert (fast.max_steps, fast.max_length, fast.batching) == (56, 128, "by-length")   # the faster recipe, when asked for
+    assert (fast.max_steps, fast.max_length, fast.batching) == (56, 128, "by-length")  # the faster recipe, when asked for
     ce = resolve_settings({"model_type": "cross-encoder"})
     assert (ce.max_steps, ce.batch_size, ce.max_length, ce.lr, ce.batching, ce.padding) == (
-        400, 16, 128, 5e-5, "random", "column")
+        400,
+        16,
+        128,
+        5e-5,
+        "random",
+        "column",
+    )
     assert resolve_settings({"lr": 3e-5, "batching": "random"}).lr == 3e-5
     with pytest.raises(InputError) as err:
         resolve_settings({"model_type": "cross-encoder", "batching": "by-length"})

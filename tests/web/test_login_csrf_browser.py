@@ -43,16 +43,16 @@ class AttackerSite:
         self.server.shutdown()
 
 
-@pytest.mark.parametrize("login, cookie, session", [("/login", "dsr_csrf", "dsr_session"),
-                                                     ("/judge/login", "dsr_judge_csrf", "dsr_judge")])
+@pytest.mark.parametrize(
+    "login, cookie, session", [("/login", "dsr_csrf", "dsr_session"), ("/judge/login", "dsr_judge_csrf", "dsr_judge")]
+)
 def test_a_planted_login_form_does_not_log_the_victim_in(browser, tmp_path, login, cookie, session):
     from dsr.judging.campaigns import Judging
 
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
-    token = (Judging(board.engine).add_assessor("mallory") if login.startswith("/judge")
-             else board.add_team("mallory"))
+    token = Judging(board.engine).add_assessor("mallory") if login.startswith("/judge") else board.add_team("mallory")
     with LiveServer(board) as server:
-        form = httpx.get(server.url + login)                           # the attacker's own fetch
+        form = httpx.get(server.url + login)  # the attacker's own fetch
         csrf = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)
         nonce = form.cookies[cookie]
         site = AttackerSite(f"""<!doctype html><body>
@@ -68,11 +68,11 @@ def test_a_planted_login_form_does_not_log_the_victim_in(browser, tmp_path, logi
             answer = posted.value
             page.wait_for_load_state()
             planted = {c["name"]: c["value"] for c in context.cookies(server.url)}
-            assert planted.get(cookie) == nonce                       # the plant took: the same site
+            assert planted.get(cookie) == nonce  # the plant took: the same site
             assert answer.status == 403, answer.status
-            assert session not in planted                             # no session opened
+            assert session not in planted  # no session opened
             home = page.goto(server.url + ("/judge" if login.startswith("/judge") else "/submit"))
-            assert "/login" in home.url                               # not logged in as mallory
+            assert "/login" in home.url  # not logged in as mallory
             # the same form filled on the board's own page logs in (the origin is the board's)
             page.goto(server.url + login)
             page.fill("input[name=token]", token)

@@ -19,11 +19,24 @@ from tests.support.tiers import slow_fixture
 #: what differs between the two applications: their pages, and one page only a signed-in
 #: person sees (others are sent to the login page)
 APPS = {
-    "board": {"login": "/login", "logout": "/logout", "private": "/submit", "cookie": "dsr_session",
-              "nonce": "dsr_csrf", "name": "dsr leaderboard", "back": "Back to the boards"},
-    "judging": {"login": "/judge/login", "logout": "/judge/logout", "private": "/judge",
-                "cookie": "dsr_judge", "nonce": "dsr_judge_csrf", "name": "dsr judging",
-                "back": "Your campaigns"},
+    "board": {
+        "login": "/login",
+        "logout": "/logout",
+        "private": "/submit",
+        "cookie": "dsr_session",
+        "nonce": "dsr_csrf",
+        "name": "dsr leaderboard",
+        "back": "Back to the boards",
+    },
+    "judging": {
+        "login": "/judge/login",
+        "logout": "/judge/logout",
+        "private": "/judge",
+        "cookie": "dsr_judge",
+        "nonce": "dsr_judge_csrf",
+        "name": "dsr judging",
+        "back": "Your campaigns",
+    },
 }
 
 
@@ -115,7 +128,7 @@ def test_a_session_cookie_is_of_no_use_after_signing_out(site, app):
     token = form_csrf(client.get(paths["private"]).text)
     assert client.post(paths["logout"], data={"csrf": token}).status_code == 303
     assert not signed_in(client, app)
-    copy = browser(server)                       # the copied cookie, and the session's token
+    copy = browser(server)  # the copied cookie, and the session's token
     copy.cookies.set(paths["cookie"], cookie)
     assert not signed_in(copy, app)
     assert copy.post(paths["logout"], data={"csrf": token}).status_code in (303, 403)
@@ -157,10 +170,15 @@ def test_a_token_is_bound_to_its_app_binding_secret_and_age():
     secret, other = b"s" * 32, b"t" * 32
     token = csrf.issue(secret, "board", "nonce:a")
     assert csrf.valid(secret, "board", "nonce:a", token, 60)
-    refused = [(other, "board", "nonce:a", token), (secret, "judging", "nonce:a", token),
-               (secret, "board", "nonce:b", token), (secret, "board", None, token),
-               (secret, "board", "nonce:a", token + "x"), (secret, "board", "nonce:a", None),
-               (secret, "board", "nonce:a", "é" + token)]
+    refused = [
+        (other, "board", "nonce:a", token),
+        (secret, "judging", "nonce:a", token),
+        (secret, "board", "nonce:b", token),
+        (secret, "board", None, token),
+        (secret, "board", "nonce:a", token + "x"),
+        (secret, "board", "nonce:a", None),
+        (secret, "board", "nonce:a", "é" + token),
+    ]
     assert not any(csrf.valid(*case, 60) for case in refused)
     old = csrf.issue(secret, "board", "nonce:a", issued=time.time() - 120)
     future = csrf.issue(secret, "board", "nonce:a", issued=time.time() + 3600)

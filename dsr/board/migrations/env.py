@@ -12,7 +12,6 @@ config = context.config
 connection = config.attributes.get("connection")
 if connection is None:
     raise RuntimeError("run the board's migrations through dsr.board.db.migrate")
-context.configure(connection=connection, target_metadata=Base.metadata,
-                  render_as_batch=connection.dialect.name == "sqlite")
+context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=connection.dialect.name == "sqlite")
 with context.begin_transaction():
     context.run_migrations()

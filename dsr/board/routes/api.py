@@ -29,25 +29,47 @@ router = APIRouter(prefix="/api")
 
 @router.get("/boards")
 def api_boards(board: BoardDep):
-    return {"boards": [{"collection": p.collection, "phase": p.name, "hidden": p.hidden,
-                        "final": p.final, "frozen": p.frozen_at is not None, "primary": p.primary(),
-                        "opens": iso(p.opens_at), "closes": iso(p.closes_at),
-                        "measures": json.loads(p.measures_json),
-                        "topics": len(json.loads(p.topics_json)),
-                        "daily_quota": p.daily_quota, "total_quota": p.total_quota,
-                        "url": f"/api/boards/{p.collection}/{p.name}"} for p in board.phases()]}
+    return {
+        "boards": [
+            {
+                "collection": p.collection,
+                "phase": p.name,
+                "hidden": p.hidden,
+                "final": p.final,
+                "frozen": p.frozen_at is not None,
+                "primary": p.primary(),
+                "opens": iso(p.opens_at),
+                "closes": iso(p.closes_at),
+                "measures": json.loads(p.measures_json),
+                "topics": len(json.loads(p.topics_json)),
+                "daily_quota": p.daily_quota,
+                "total_quota": p.total_quota,
+                "url": f"/api/boards/{p.collection}/{p.name}",
+            }
+            for p in board.phases()
+        ]
+    }
 
 
 @router.get("/boards/{collection}/{phase}")
-def api_board(board: BoardDep, collection: str, phase: str, sort: str | None = None, select: str = "best",
-              baseline: int | None = None, subset: str = "all", team: str | None = None,
-              baselines: str = "chosen"):
+def api_board(
+    board: BoardDep,
+    collection: str,
+    phase: str,
+    sort: str | None = None,
+    select: str = "best",
+    baseline: int | None = None,
+    subset: str = "all",
+    team: str | None = None,
+    baselines: str = "chosen",
+):
     found = find_phase(board, collection, phase)
     if found is None:
         return JSONResponse({"error": "no such board"}, status_code=404)
     try:
-        return leaderboard.build(board, found, sort=sort, select=select, baseline_id=baseline, subset=subset,
-                                 team=team or None, baselines=baselines).to_json()
+        return leaderboard.build(
+            board, found, sort=sort, select=select, baseline_id=baseline, subset=subset, team=team or None, baselines=baselines
+        ).to_json()
     except InputError as err:
         return JSONResponse({"error": str(err)}, status_code=400)
 
@@ -59,8 +81,11 @@ def api_topics(board: BoardDep, collection: str, phase: str):
     if found is None:
         return JSONResponse({"error": "no such board"}, status_code=404)
     data = board.phase_data(found)
-    return {"collection": collection, "phase": phase,
-            "topics": [{"id": d.id, "subset": d.subset} for d in data.collection.dialogues]}
+    return {
+        "collection": collection,
+        "phase": phase,
+        "topics": [{"id": d.id, "subset": d.subset} for d in data.collection.dialogues],
+    }
 
 
 @router.get("/runs/{submission_id}")
@@ -87,8 +112,7 @@ def api_quota(request: Request, board: BoardDep, collection: str, phase: str):
     found = find_phase(board, collection, phase)
     if found is None:
         return JSONResponse({"error": "no such board"}, status_code=404)
-    return {"team": team.name, "collection": collection, "phase": phase,
-            "quota": board.quota(team, found)}
+    return {"team": team.name, "collection": collection, "phase": phase, "quota": board.quota(team, found)}
 
 
 def _admit(board: Board, request: Request) -> tuple[Team, Member] | JSONResponse:
@@ -99,8 +123,11 @@ def _admit(board: Board, request: Request) -> tuple[Team, Member] | JSONResponse
         return unauthorized()
     wait = board.limiter.allow(found[0].id)
     if wait:
-        return JSONResponse({"error": f"rate limit: try again in {wait:.1f} s"}, status_code=429,
-                            headers={"Retry-After": str(max(1, round(wait)))})
+        return JSONResponse(
+            {"error": f"rate limit: try again in {wait:.1f} s"},
+            status_code=429,
+            headers={"Retry-After": str(max(1, round(wait)))},
+        )
     return found
 
 
@@ -115,32 +142,45 @@ async def api_submit(request: Request, board: BoardDep):
         collection, phase_name = str(form.get("collection") or ""), str(form.get("phase") or "")
         key = idempotency_key(request.headers.get("idempotency-key"))
         upload = await read_upload(form)
-        accepted = await in_thread(partial(board.submit_named, key=key, member_id=member.id), team, collection,
-                                   phase_name or None, *upload)
+        accepted = await in_thread(
+            partial(board.submit_named, key=key, member_id=member.id), team, collection, phase_name or None, *upload
+        )
     except Refused as refused:
         return JSONResponse(refused.to_json(), status_code=refused.status)
-    return JSONResponse(accepted.answer, status_code=201,
-                        headers={"Idempotency-Replayed": "true"} if accepted.replayed else None)
+    return JSONResponse(accepted.answer, status_code=201, headers={"Idempotency-Replayed": "true"} if accepted.replayed else None)
 
 
 def run_json(board: Board, view: dict, viewer: Team | None = None) -> dict:
     """A run as the API shows it; its file's sha256 only to its own team (and organisers): with
     it anyone could tell whether a team submitted a run they can make themselves."""
     sub = view["sub"]
-    out = {"id": sub.id, "collection": sub.phase.collection, "phase": sub.phase.name,
-           "hidden": sub.phase.hidden, "team": sub.team.name, "system": sub.system,
-           "description": sub.description, "link": sub.link, "run_type": sub.run_type,
-           "trained_on_collection": sub.trained_on_collection, "baseline": sub.baseline,
-           "filename": sub.filename, "lines": sub.lines,
-           "submitted": sub.created_at.isoformat() + "Z", "published": view["published"],
-           "tied_topics": sub.tied_topics, "ties": tie_note(sub.tied_topics), "means": view["means"],
-           "primary": view["primary"], "ci": None if view["ladder"] else view["ci"],
-           "vs_baseline": view["versus"]}
+    out = {
+        "id": sub.id,
+        "collection": sub.phase.collection,
+        "phase": sub.phase.name,
+        "hidden": sub.phase.hidden,
+        "team": sub.team.name,
+        "system": sub.system,
+        "description": sub.description,
+        "link": sub.link,
+        "run_type": sub.run_type,
+        "trained_on_collection": sub.trained_on_collection,
+        "baseline": sub.baseline,
+        "filename": sub.filename,
+        "lines": sub.lines,
+        "submitted": sub.created_at.isoformat() + "Z",
+        "published": view["published"],
+        "tied_topics": sub.tied_topics,
+        "ties": tie_note(sub.tied_topics),
+        "means": view["means"],
+        "primary": view["primary"],
+        "ci": None if view["ladder"] else view["ci"],
+        "vs_baseline": view["versus"],
+    }
     if viewer is not None and (viewer.id == sub.team_id or viewer.organiser):
         out["sha256"] = sub.sha256
     if view["plot"] is not None:
         data = board.phase_data(sub.phase)
         matrix = board.matrix(sub, len(data.measures))
-        out["per_topic"] = {t: dict(zip(data.measures, map(float, row)))
-                            for t, row in zip(data.topics, matrix)}
+        out["per_topic"] = {t: dict(zip(data.measures, map(float, row))) for t, row in zip(data.topics, matrix)}
     return out

@@ -24,8 +24,9 @@ from dsr.web.signin import SignIn
 
 HERE = Path(__file__).resolve().parents[1]
 #: the browser's sign-in: session cookie ``dsr_session``, the logged-out forms' nonce ``dsr_csrf``
-SIGNIN = SignIn(app="board", cookie="dsr_session", csrf_cookie="dsr_csrf", table=WebSession,
-                read=read_session, write=write_session)
+SIGNIN = SignIn(
+    app="board", cookie="dsr_session", csrf_cookie="dsr_csrf", table=WebSession, read=read_session, write=write_session
+)
 
 
 async def get_board(request: Request) -> Board:
@@ -40,7 +41,7 @@ def web_session(board: Board, request: Request) -> WebSession | None:
     """The browser session of the session cookie, if it is valid and not expired."""
     row = SIGNIN.session(board.engine, request)
     if row is None or not board.member_active(row.member_id):
-        return None          # expired, or its member was removed or got a new token
+        return None  # expired, or its member was removed or got a new token
     return row
 
 
@@ -53,9 +54,13 @@ def web_team(board: Board, request: Request) -> Team | None:
         return s.get(Team, row.team_id)
 
 
-PAGES = Pages(HERE / "templates", Site("dsr leaderboard", "/", "/login", "/logout", "base.html",
-                                       back="Back to the boards"),
-              SIGNIN, "team", lambda request: web_team(request.app.state.board, request))
+PAGES = Pages(
+    HERE / "templates",
+    Site("dsr leaderboard", "/", "/login", "/logout", "base.html", back="Back to the boards"),
+    SIGNIN,
+    "team",
+    lambda request: web_team(request.app.state.board, request),
+)
 PAGES.filters["num"] = lambda v, d=4: "–" if v is None else f"{v:.{d}f}"
 PAGES.filters["length_of_json"] = lambda text: len(json.loads(text))
 PAGES.filters["stamp"] = stamp
@@ -79,8 +84,7 @@ def bearer_team(board: Board, request: Request) -> Team | None:
 
 
 def unauthorized(message: str = "missing or wrong token") -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=401,
-                        headers={"WWW-Authenticate": 'Bearer realm="dsr"'})
+    return JSONResponse({"error": message}, status_code=401, headers={"WWW-Authenticate": 'Bearer realm="dsr"'})
 
 
 def page(request: Request, name: str, context: dict, status: int = 200) -> HTMLResponse:
@@ -114,9 +118,13 @@ async def read_upload(form) -> tuple[bytes, str, Metadata, bytes | None]:
     data = await upload.read()
     sidecar = form.get("sidecar")
     side = await sidecar.read() if sidecar is not None and not isinstance(sidecar, str) else None
-    meta = Metadata(str(form.get("system") or ""), str(form.get("description") or ""),
-                    str(form.get("link") or ""), str(form.get("run_type") or "automatic"),
-                    str(form.get("trained_on_collection") or "").lower() in ("1", "true", "yes", "on"))
+    meta = Metadata(
+        str(form.get("system") or ""),
+        str(form.get("description") or ""),
+        str(form.get("link") or ""),
+        str(form.get("run_type") or "automatic"),
+        str(form.get("trained_on_collection") or "").lower() in ("1", "true", "yes", "on"),
+    )
     return data, upload.filename or "run", meta, side or None
 
 

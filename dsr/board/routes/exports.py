@@ -21,8 +21,7 @@ def export(board: Board, collection: str, phase: str, kind: str, select: str):
     if found is None:
         return PlainTextResponse("no such board\n", status_code=404)
     if not found.scores_shown:
-        return PlainTextResponse("this final phase publishes its results when the organisers freeze it\n",
-                                 status_code=403)
+        return PlainTextResponse("this final phase publishes its results when the organisers freeze it\n", status_code=403)
     try:
         return PlainTextResponse(render(board, found, kind, select), media_type=MEDIA[kind])
     except InputError as err:

@@ -39,22 +39,39 @@ router = APIRouter()
 def index(request: Request, board: BoardDep):
     phases = board.phases()
     now = utcnow()
-    return page(request, "index.html", {"phases": phases,
-                                        "closed_reasons": {p.id: p.closed_reason(now) for p in phases}})
+    return page(request, "index.html", {"phases": phases, "closed_reasons": {p.id: p.closed_reason(now) for p in phases}})
 
 
 @router.get("/board/{collection}/{phase}", response_class=HTMLResponse)
-def board_page(request: Request, board: BoardDep, collection: str, phase: str, sort: str | None = None,
-               order: str = "desc", select: str = "best", baseline: int | None = None,
-               subset: str = "all", team: str | None = None, baselines: str = "chosen",
-               columns: str = "primary"):
+def board_page(
+    request: Request,
+    board: BoardDep,
+    collection: str,
+    phase: str,
+    sort: str | None = None,
+    order: str = "desc",
+    select: str = "best",
+    baseline: int | None = None,
+    subset: str = "all",
+    team: str | None = None,
+    baselines: str = "chosen",
+    columns: str = "primary",
+):
     found = find_phase(board, collection, phase)
     if found is None:
         return error_page(request, 404, "no such board")
     try:
-        lb = leaderboard.build(board, found, sort=sort, select=select, baseline_id=baseline,
-                               descending=order != "asc", subset=subset, team=team or None,
-                               baselines=baselines)
+        lb = leaderboard.build(
+            board,
+            found,
+            sort=sort,
+            select=select,
+            baseline_id=baseline,
+            descending=order != "asc",
+            subset=subset,
+            team=team or None,
+            baselines=baselines,
+        )
     except InputError as err:
         return error_page(request, 400, str(err))
     who = web_team(board, request)
@@ -62,17 +79,43 @@ def board_page(request: Request, board: BoardDep, collection: str, phase: str, s
     shown = lb.measures if columns == "all" else [lb.sort]
 
     def link(**changes) -> str:
-        params = {"sort": lb.sort, "order": order, "select": lb.select, "subset": subset,
-                  "baseline": lb.baseline.id if lb.baseline else None, "team": lb.team,
-                  "baselines": baselines, "columns": columns, **changes}
-        defaults = {"order": "desc", "select": "best", "subset": "all", "baselines": "chosen",
-                    "columns": "primary", "sort": lb.primary}
+        params = {
+            "sort": lb.sort,
+            "order": order,
+            "select": lb.select,
+            "subset": subset,
+            "baseline": lb.baseline.id if lb.baseline else None,
+            "team": lb.team,
+            "baselines": baselines,
+            "columns": columns,
+            **changes,
+        }
+        defaults = {
+            "order": "desc",
+            "select": "best",
+            "subset": "all",
+            "baselines": "chosen",
+            "columns": "primary",
+            "sort": lb.primary,
+        }
         return "?" + urlencode({k: v for k, v in params.items() if v is not None and defaults.get(k) != v})
 
-    return page(request, "board.html", {"lb": lb, "subset": subset, "order": order, "shown": shown,
-                                        "columns": columns, "baselines_view": baselines,
-                                        "quota": quota, "team": who, "link": link,
-                                        "closed": found.closed_reason(utcnow())})
+    return page(
+        request,
+        "board.html",
+        {
+            "lb": lb,
+            "subset": subset,
+            "order": order,
+            "shown": shown,
+            "columns": columns,
+            "baselines_view": baselines,
+            "quota": quota,
+            "team": who,
+            "link": link,
+            "closed": found.closed_reason(utcnow()),
+        },
+    )
 
 
 def run_view(board: Board, submission_id: int, measure: str | None = None) -> dict | None:
@@ -83,13 +126,22 @@ def run_view(board: Board, submission_id: int, measure: str | None = None) -> di
     if sub is None:
         return None
     data = board.phase_data(sub.phase)
-    view = {"sub": sub, "means": None, "measures": data.measures, "subsets": list(data.subsets),
-            "published": json.loads(sub.sidecar_json) if sub.sidecar_json else None,
-            "ties": tie_note(sub.tied_topics), "plot": None, "primary": sub.phase.primary(),
-            "ci": None, "versus": None, "ladder": False}
+    view = {
+        "sub": sub,
+        "means": None,
+        "measures": data.measures,
+        "subsets": list(data.subsets),
+        "published": json.loads(sub.sidecar_json) if sub.sidecar_json else None,
+        "ties": tie_note(sub.tied_topics),
+        "plot": None,
+        "primary": sub.phase.primary(),
+        "ci": None,
+        "versus": None,
+        "ladder": False,
+    }
     if not sub.phase.scores_shown:
         return view
-    if uses_ladder(sub.phase):   # its team's ladder values after it: no mean, no interval
+    if uses_ladder(sub.phase):  # its team's ladder values after it: no mean, no interval
         team_runs = [s for s in board.submissions(sub.phase) if s.team_id == sub.team_id]
         view["means"] = released_values(board, sub.phase, data, team_runs)[sub.id]
         view["ci"] = {name: {"low": None, "high": None} for name in data.subsets}
@@ -102,7 +154,7 @@ def run_view(board: Board, submission_id: int, measure: str | None = None) -> di
     for name, idx in data.subsets.items():
         _, low, high = mean_ci(matrix[idx, j][:, None], "t")
         view["ci"][name] = {"low": nan_to_none(low[0]), "high": nan_to_none(high[0])}
-    if not sub.phase.hidden:   # per-topic values of a hidden phase never leave the server
+    if not sub.phase.hidden:  # per-topic values of a hidden phase never leave the server
         measure = measure if measure in data.measures else view["primary"]
         view["plot"] = versus_baseline(board, sub, data, measure, matrix)
         view["versus"] = view["plot"]["versus"]
@@ -117,30 +169,34 @@ def versus_baseline(board: Board, sub, data, measure: str, matrix) -> dict:
     base = board.submission(sub.phase.baseline_id) if sub.phase.baseline_id else None
     column = matrix[:, j]
     other = board.matrix(base, len(data.measures))[:, j] if base is not None and base.id != sub.id else None
-    topics = [{"id": t, "subset": d.subset, "value": float(v),
-               "baseline": None if other is None else float(other[i])}
-              for i, (t, d, v) in enumerate(zip(data.topics, data.collection.dialogues, column))]
+    topics = [
+        {"id": t, "subset": d.subset, "value": float(v), "baseline": None if other is None else float(other[i])}
+        for i, (t, d, v) in enumerate(zip(data.topics, data.collection.dialogues, column))
+    ]
     versus = None
     if other is not None:
         effects = paired_effects(column[:, None], other[:, None])
-        versus = {"baseline": {"id": base.id, "system": base.system}, "measure": measure,
-                  **{k: nan_to_none(float(effects[k][0])) if k in ("diff", "ci_low", "ci_high", "d")
-                     else int(effects[k][0]) for k in effects}}
+        versus = {
+            "baseline": {"id": base.id, "system": base.system},
+            "measure": measure,
+            **{
+                k: nan_to_none(float(effects[k][0])) if k in ("diff", "ci_low", "ci_high", "d") else int(effects[k][0])
+                for k in effects
+            },
+        }
         order = sorted(range(len(topics)), key=lambda i: column[i] - other[i], reverse=True)
         versus["sorted"] = [{"id": topics[i]["id"], "diff": float(column[i] - other[i])} for i in order]
     return {"measure": measure, "topics": topics, "versus": versus}
 
 
 @router.get("/runs/{submission_id}", response_class=HTMLResponse)
-def run_page(request: Request, board: BoardDep, submission_id: int, measure: str | None = None,
-             submitted: int = 0):
+def run_page(request: Request, board: BoardDep, submission_id: int, measure: str | None = None, submitted: int = 0):
     view = run_view(board, submission_id, measure)
     if view is None:
         return error_page(request, 404, "no such run")
     team = web_team(board, request)
     quota = board.quota(team, view["sub"].phase) if team is not None and submitted else None
-    return page(request, "run.html", {**view, "submitted": bool(submitted), "quota": quota,
-                                      "team": team})
+    return page(request, "run.html", {**view, "submitted": bool(submitted), "quota": quota, "team": team})
 
 
 def run_file(board: Board, team: Team, submission_id: int) -> Response:
@@ -150,8 +206,11 @@ def run_file(board: Board, team: Team, submission_id: int) -> Response:
         return JSONResponse({"error": "no such run"}, status_code=404)
     if sub.team_id != team.id and not team.organiser:
         return JSONResponse({"error": "this run belongs to another team"}, status_code=403)
-    return Response(board.store.get(sub.sha256), media_type="text/plain",
-                    headers={"Content-Disposition": f'attachment; filename="run-{sub.id}.run"'})
+    return Response(
+        board.store.get(sub.sha256),
+        media_type="text/plain",
+        headers={"Content-Disposition": f'attachment; filename="run-{sub.id}.run"'},
+    )
 
 
 @router.get("/runs/{submission_id}/file")
@@ -165,9 +224,12 @@ def run_file_page(request: Request, board: BoardDep, submission_id: int):
 def submit_context(board: Board, team: Team) -> dict:
     phases = board.phases()
     now = utcnow()
-    return {"phases": phases, "run_types": RUN_TYPES,
-            "quotas": {p.id: board.quota(team, p) for p in phases},
-            "closed": {p.id: p.closed_reason(now) for p in phases}}
+    return {
+        "phases": phases,
+        "run_types": RUN_TYPES,
+        "quotas": {p.id: board.quota(team, p) for p in phases},
+        "closed": {p.id: p.closed_reason(now) for p in phases},
+    }
 
 
 @router.get("/submit", response_class=HTMLResponse)
@@ -187,7 +249,7 @@ async def submit_page(request: Request, board: BoardDep):
     form = await checked_form(request)
     if form is None:
         return error_page(request, 403, CSRF_REFUSED)
-    wait = await in_thread(board.limiter.allow, team.id)     # a write: never on the event loop
+    wait = await in_thread(board.limiter.allow, team.id)  # a write: never on the event loop
     if wait:
         return error_page(request, 429, f"too many submissions: try again in {wait:.0f} s")
     values = {k: form.get(k) for k in ("phase", "system", "description", "link", "run_type")}
@@ -198,7 +260,10 @@ async def submit_page(request: Request, board: BoardDep):
         upload = await read_upload(form)
         accepted = await in_thread(partial(board.submit, member_id=session.member_id), team, phase, *upload)
     except Refused as refused:
-        return page(request, "submit.html",
-                    {"team": team, **submit_context(board, team), "refused": refused, "values": values},
-                    refused.status)
+        return page(
+            request,
+            "submit.html",
+            {"team": team, **submit_context(board, team), "refused": refused, "values": values},
+            refused.status,
+        )
     return RedirectResponse(f"/runs/{accepted.row.id}?submitted=1", status_code=303)

@@ -100,8 +100,9 @@ def count_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, 
     path = folder / f"{name}.parquet"
     tokens = sorted(df)
     with atomic_write(path, "wb") as handle:
-        pq.write_table(pa.table({"token": pa.array(tokens, pa.string()),
-                                 "df": pa.array([df[t] for t in tokens], pa.int64())}), handle)
+        pq.write_table(
+            pa.table({"token": pa.array(tokens, pa.string()), "df": pa.array([df[t] for t in tokens], pa.int64())}), handle
+        )
     return write_marker(folder, name, key, [path], name=name, sentences=len(texts), length=total)
 
 
@@ -119,10 +120,17 @@ def merge_counts(folder: Path, markers: list[dict[str, Any]], key: dict[str, Any
     tokens = sorted(df)
     path = folder / "global.parquet"
     with atomic_write(path, "wb") as handle:
-        pq.write_table(pa.table({"token": pa.array(tokens, pa.string()),
-                                 "df": pa.array([df[t] for t in tokens], pa.int64())}), handle)
-    stats = {"key": key, "sentences": n, "length": total, "avgdl": total / n if n else 0.0,
-             "vocabulary": len(tokens), "sha256": file_sha256(path)}
+        pq.write_table(
+            pa.table({"token": pa.array(tokens, pa.string()), "df": pa.array([df[t] for t in tokens], pa.int64())}), handle
+        )
+    stats = {
+        "key": key,
+        "sentences": n,
+        "length": total,
+        "avgdl": total / n if n else 0.0,
+        "vocabulary": len(tokens),
+        "sha256": file_sha256(path),
+    }
     write_json(folder / "global.json", stats)
     return stats
 
@@ -132,6 +140,7 @@ def index_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, 
     bm25s = _bm25s()
     pq = _pyarrow().parquet
     import scipy.sparse as sp
+
     scoring = _bm25s().scoring
 
     corpus = Corpus(corpus_dir)
@@ -154,22 +163,40 @@ def index_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, 
     n_docs, avgdl = int(stats["sentences"]), np.float64(stats["avgdl"])
     if model.method in model.methods_requiring_nonoccurrence:
         model.nonoccurrence_array = scoring._build_nonoccurrence_array(
-            doc_frequencies=doc_freqs, n_docs=n_docs, compute_idf_fn=scoring._select_idf_scorer(idf_method),
-            calculate_tfc_fn=scoring._select_tfc_scorer(method), l_d=avgdl, l_avg=avgdl, k1=model.k1,
-            b=model.b, delta=model.delta, dtype=model.dtype)
+            doc_frequencies=doc_freqs,
+            n_docs=n_docs,
+            compute_idf_fn=scoring._select_idf_scorer(idf_method),
+            calculate_tfc_fn=scoring._select_tfc_scorer(method),
+            l_d=avgdl,
+            l_avg=avgdl,
+            k1=model.k1,
+            b=model.b,
+            delta=model.delta,
+            dtype=model.dtype,
+        )
     else:
         model.nonoccurrence_array = None
-    idf = scoring._build_idf_array(doc_frequencies=doc_freqs, n_docs=n_docs,
-                                   compute_idf_fn=scoring._select_idf_scorer(idf_method), dtype=model.dtype)
+    idf = scoring._build_idf_array(
+        doc_frequencies=doc_freqs, n_docs=n_docs, compute_idf_fn=scoring._select_idf_scorer(idf_method), dtype=model.dtype
+    )
     # bm25s sizes its arrays by the sum of the doc frequencies it is given: the shard's own here.
     local_df = Counter(t for row in ids for t in set(row))
     data, rows, cols = scoring._build_scores_and_indices_for_matrix(
-        corpus_token_ids=ids, idf_array=idf, avg_doc_len=avgdl, doc_frequencies=local_df, k1=model.k1,
-        b=model.b, delta=model.delta, nonoccurrence_array=model.nonoccurrence_array, method=method,
-        dtype=model.dtype, int_dtype=model.int_dtype, show_progress=False)
+        corpus_token_ids=ids,
+        idf_array=idf,
+        avg_doc_len=avgdl,
+        doc_frequencies=local_df,
+        k1=model.k1,
+        b=model.b,
+        delta=model.delta,
+        nonoccurrence_array=model.nonoccurrence_array,
+        method=method,
+        dtype=model.dtype,
+        int_dtype=model.int_dtype,
+        show_progress=False,
+    )
     matrix = sp.csc_matrix((data, (rows, cols)), shape=(len(ids), len(vocab)), dtype=model.dtype)
-    model.scores = {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr,
-                    "num_docs": len(ids)}
+    model.scores = {"data": matrix.data, "indices": matrix.indices, "indptr": matrix.indptr, "num_docs": len(ids)}
     model.vocab_dict = vocab
     model.unique_token_ids_set = set(vocab.values())
     name = shard_name(number)
@@ -189,27 +216,45 @@ def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor=No
     report = StageReport()
     executor = executor or Executor(0)
     with executor:
-        count_key = {"stage": "bm25-count", "corpus": corpus.key, "stopwords": p["stopwords"],
-                     "stem": p["stem"], "versions": versions}
+        count_key = {
+            "stage": "bm25-count",
+            "corpus": corpus.key,
+            "stopwords": p["stopwords"],
+            "stem": p["stem"],
+            "versions": versions,
+        }
         counts = _run_stage(executor, count_shard, corpus, folder / "counts", count_key, report, "bm25 counts")
         stats_key = {"counts": key_hash([m["files"] for m in counts])}
         stats = read_json(folder / "global.json")
-        if stats is None or stats.get("key") != stats_key or not (folder / "global.parquet").exists() \
-                or file_sha256(folder / "global.parquet") != stats.get("sha256"):
+        if (
+            stats is None
+            or stats.get("key") != stats_key
+            or not (folder / "global.parquet").exists()
+            or file_sha256(folder / "global.parquet") != stats.get("sha256")
+        ):
             stats = merge_counts(folder, counts, stats_key)
-        index_key = {"stage": "bm25-index", "corpus": corpus.key, "global": stats["sha256"], "params": p,
-                     "versions": versions}
+        index_key = {"stage": "bm25-index", "corpus": corpus.key, "global": stats["sha256"], "params": p, "versions": versions}
         _run_stage(executor, index_shard, corpus, folder / "shards", index_key, report, "bm25 shards")
-    write_json(folder / "index.json", {"params": p, "key": key_hash(index_key), "corpus": corpus.key,
-                                       "sentences": stats["sentences"],
-                                       "avgdl": stats["avgdl"], "vocabulary": stats["vocabulary"],
-                                       "shards": corpus.names, "versions": versions})
+    write_json(
+        folder / "index.json",
+        {
+            "params": p,
+            "key": key_hash(index_key),
+            "corpus": corpus.key,
+            "sentences": stats["sentences"],
+            "avgdl": stats["avgdl"],
+            "vocabulary": stats["vocabulary"],
+            "shards": corpus.names,
+            "versions": versions,
+        },
+    )
     report.seconds = time.perf_counter() - start
     return report
 
 
-def _run_stage(executor, function, corpus: Corpus, folder: Path, key: dict[str, Any], report: StageReport,
-               desc: str) -> list[dict[str, Any]]:
+def _run_stage(
+    executor, function, corpus: Corpus, folder: Path, key: dict[str, Any], report: StageReport, desc: str
+) -> list[dict[str, Any]]:
     """Run ``function(corpus_dir, shard, key)`` for every shard not already done; markers in shard order."""
     markers: dict[int, dict[str, Any]] = {}
     todo = []
@@ -244,9 +289,9 @@ class ShardedBM25:
     def __init__(self, corpus: Corpus):
         info = read_json(corpus.folder / "bm25" / "index.json")
         if info is None or info.get("corpus") != corpus.key:
-
-            raise InputError("the corpus has no BM25 index (or it is out of date): run "
-                             "`dsr corpus index DIR --bm25`", path=corpus.folder)
+            raise InputError(
+                "the corpus has no BM25 index (or it is out of date): run `dsr corpus index DIR --bm25`", path=corpus.folder
+            )
         self.corpus, self.params = corpus, info["params"]
         self.folder = corpus.folder / "bm25" / "shards"
         for name in corpus.names:

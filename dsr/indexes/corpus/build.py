@@ -50,16 +50,22 @@ def shard_key(source: str, fmt: str, docs_per_shard: int, min_chars: int) -> dic
 
     versions = package_versions(PACKAGES)
     versions.pop("python", None)
-    return {"stage": "sentences", "source": source, "format": fmt, "docs_per_shard": docs_per_shard,
-            "min_chars": min_chars, "versions": versions,
-            "split": {"chunk_chars": CHUNK_CHARS, "max_token_chars": MAX_TOKEN_CHARS}}
+    return {
+        "stage": "sentences",
+        "source": source,
+        "format": fmt,
+        "docs_per_shard": docs_per_shard,
+        "min_chars": min_chars,
+        "versions": versions,
+        "split": {"chunk_chars": CHUNK_CHARS, "max_token_chars": MAX_TOKEN_CHARS},
+    }
 
 
-def write_shard(folder: str, number: int, docs: list[tuple[str, str, str, str]], key: dict[str, Any],
-                min_chars: int) -> dict[str, Any]:
+def write_shard(
+    folder: str, number: int, docs: list[tuple[str, str, str, str]], key: dict[str, Any], min_chars: int
+) -> dict[str, Any]:
     """One unit: documents -> a Parquet shard and its done-marker (runs in a Ray task or in-process)."""
     import pyarrow.parquet as pq
-
 
     out = Path(folder)
     name = shard_name(number)
@@ -68,13 +74,13 @@ def write_shard(folder: str, number: int, docs: list[tuple[str, str, str, str]],
     ids = table.column("id").to_pylist()
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
-        raise InputError(f"duplicate sentence id {dup!r}: two documents share a title and id",
-                         record=dup, field="id")
+        raise InputError(f"duplicate sentence id {dup!r}: two documents share a title and id", record=dup, field="id")
     path = out / f"{name}.parquet"
     with atomic_write(path, "wb") as handle:
         pq.write_table(table, handle, compression="zstd")
-    return write_marker(out, name, key, [path], name=name, documents=len(documents),
-                        sentences=table.num_rows, sha256=file_sha256(path))
+    return write_marker(
+        out, name, key, [path], name=name, documents=len(documents), sentences=table.num_rows, sha256=file_sha256(path)
+    )
 
 
 def _batches(docs: Iterator[Document], size: int) -> Iterator[list[Document]]:
@@ -82,8 +88,15 @@ def _batches(docs: Iterator[Document], size: int) -> Iterator[list[Document]]:
         yield batch
 
 
-def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None, docs_per_shard: int = 10_000,
-                 min_chars: int = 1, executor=None) -> StageReport:
+def build_corpus(
+    source: str | Path,
+    out: str | Path,
+    *,
+    fmt: str | None = None,
+    docs_per_shard: int = 10_000,
+    min_chars: int = 1,
+    executor=None,
+) -> StageReport:
     """Build (or resume) the corpus folder ``out`` from ``source``."""
 
     start = time.perf_counter()
@@ -101,8 +114,7 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
     seen_docs: set[str] = set()
 
     def jobs() -> Iterator[tuple]:
-        for number, batch in enumerate(_batches(_checked(read_documents(source, fmt), seen_docs, source),
-                                                docs_per_shard)):
+        for number, batch in enumerate(_batches(_checked(read_documents(source, fmt), seen_docs, source), docs_per_shard)):
             marker = read_marker(shards_dir, shard_name(number), key)
             if marker is not None:
                 markers[number] = marker
@@ -119,9 +131,12 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
         raise InputError("the source holds no documents", path=source)
     shards = [markers[n] for n in range(len(markers))]
     if not any(s["sentences"] for s in shards):
-        raise InputError(f"the source's {sum(s['documents'] for s in shards)} documents hold no sentence "
-                         "(every text is empty, or shorter than `min_chars`): nothing to search",
-                         path=source, field="text")
+        raise InputError(
+            f"the source's {sum(s['documents'] for s in shards)} documents hold no sentence "
+            "(every text is empty, or shorter than `min_chars`): nothing to search",
+            path=source,
+            field="text",
+        )
     for stale in sorted(shards_dir.glob("shard-*.parquet")):  # left by an earlier, longer source
         number = int(stale.stem.rsplit("-", 1)[1])
         if number >= len(shards):
@@ -130,19 +145,30 @@ def build_corpus(source: str | Path, out: str | Path, *, fmt: str | None = None,
     report.built.sort()
     report.reused.sort()
     report.seconds = time.perf_counter() - start
-    write_json(out / MANIFEST, {
-        "kind": "dsr-corpus", "format": 1,
-        "source": {"path": str(source.resolve()), "format": fmt, "sha256": key["source"],
-                   "files": [str(f.relative_to(source)) if source.is_dir() else f.name for f in files]},
-        "params": {"docs_per_shard": docs_per_shard, "min_chars": min_chars},
-        "counts": {"documents": sum(s["documents"] for s in shards),
-                   "sentences": sum(s["sentences"] for s in shards), "shards": len(shards)},
-        "shards": [{k: s[k] for k in ("name", "documents", "sentences", "sha256")} for s in shards],
-        "versions": package_versions(PACKAGES),
-        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "executor": executor.describe(),
-        "id_scheme": "TITLE_DOC_SECTION_PASSAGE_SENTENCE",
-    })
+    write_json(
+        out / MANIFEST,
+        {
+            "kind": "dsr-corpus",
+            "format": 1,
+            "source": {
+                "path": str(source.resolve()),
+                "format": fmt,
+                "sha256": key["source"],
+                "files": [str(f.relative_to(source)) if source.is_dir() else f.name for f in files],
+            },
+            "params": {"docs_per_shard": docs_per_shard, "min_chars": min_chars},
+            "counts": {
+                "documents": sum(s["documents"] for s in shards),
+                "sentences": sum(s["sentences"] for s in shards),
+                "shards": len(shards),
+            },
+            "shards": [{k: s[k] for k in ("name", "documents", "sentences", "sha256")} for s in shards],
+            "versions": package_versions(PACKAGES),
+            "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "executor": executor.describe(),
+            "id_scheme": "TITLE_DOC_SECTION_PASSAGE_SENTENCE",
+        },
+    )
     return report
 
 

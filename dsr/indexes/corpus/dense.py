@@ -72,12 +72,17 @@ from dsr.indexes.manifest import safe_name
 KINDS = ("flat", "ivfpq")
 #: the parameters of an IVF-PQ index
 IVFPQ = (
-    Param("nlist", None, "int", "inverted lists (none: 4 sqrt(sentences), at most what the "
-          "sample trains)", low=1),
+    Param("nlist", None, "int", "inverted lists (none: 4 sqrt(sentences), at most what the sample trains)", low=1),
     Param("m", 48, "int", "sub-quantisers per vector", low=1),
     Param("nbits", 8, "int", "bits per sub-quantiser code", low=1),
-    Param("train_size", None, "int", "vectors sampled to train the quantisers (none: 39 per "
-          "list, at least 100,000: the sample grows with the lists)", low=1, optional=True),
+    Param(
+        "train_size",
+        None,
+        "int",
+        "vectors sampled to train the quantisers (none: 39 per list, at least 100,000: the sample grows with the lists)",
+        low=1,
+        optional=True,
+    ),
     Param("seed", 0, "int", "seed of the training sample"),
 )
 SEARCH = {"nprobe": 32, "refine": 0}
@@ -132,8 +137,14 @@ def check_part(part: Any) -> tuple[int, int] | None:
     return k, n
 
 
-def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, batch_size: int = 64,
-                  executor=None, backend: str = "torch", part: Any = None) -> StageReport:
+def encode_corpus(
+    corpus: Corpus,
+    model: str | ResolvedModel = DEFAULT_MODEL,
+    batch_size: int = 64,
+    executor=None,
+    backend: str = "torch",
+    part: Any = None,
+) -> StageReport:
     """Vectors of every shard not yet encoded (resumable), with ``backend`` (``torch``, a fast
     one of :mod:`dsr.indexes.backends`, or ``auto``: the fastest this CPU has).
 
@@ -148,11 +159,14 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
     folder = model_folder(corpus, resolved, backend) / "vectors"
     folder.mkdir(parents=True, exist_ok=True)
-    key = {"stage": "encode", "corpus": corpus.key, "model": resolved.describe(),
-           "versions": _versions("sentence-transformers", "transformers", "torch")}
+    key = {
+        "stage": "encode",
+        "corpus": corpus.key,
+        "model": resolved.describe(),
+        "versions": _versions("sentence-transformers", "transformers", "torch"),
+    }
     if backend != "torch":
-        key.update(backend=backend, versions=_versions("sentence-transformers", "transformers", "torch",
-                                                       "openvino", "nncf"))
+        key.update(backend=backend, versions=_versions("sentence-transformers", "transformers", "torch", "openvino", "nncf"))
         export_model(resolved, "bi-encoder", backend)  # once, before any worker loads it
     report = StageReport()
     todo = []
@@ -165,8 +179,15 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
     if todo:
         from tqdm import tqdm
 
-        with executor, tqdm(total=sum(corpus.shards[n]["sentences"] for n in todo), unit="sent",
-                            desc=f"encoding ({resolved.name})", disable=None) as bar:   # a terminal only
+        with (
+            executor,
+            tqdm(
+                total=sum(corpus.shards[n]["sentences"] for n in todo),
+                unit="sent",
+                desc=f"encoding ({resolved.name})",
+                disable=None,
+            ) as bar,
+        ):  # a terminal only
             files = [corpus.verified(n) for n in todo]
             counts = [corpus.shards[n]["sentences"] for n in todo]
             for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size, backend):
@@ -181,9 +202,16 @@ def encode_corpus(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, ba
     if part is not None and len(report.built) + len(report.reused) < len(corpus.names):
         report.seconds = time.perf_counter() - start  # other parts' shards are still to come
         return report
-    write_json(folder.parent / "model.json", {"model": resolved.describe(), "key": key_hash(key),
-                                              "corpus": corpus.key, "backend": backend,
-                                              "dimension": int(_shard_vectors(folder, corpus.names[0]).shape[1])})
+    write_json(
+        folder.parent / "model.json",
+        {
+            "model": resolved.describe(),
+            "key": key_hash(key),
+            "corpus": corpus.key,
+            "backend": backend,
+            "dimension": int(_shard_vectors(folder, corpus.names[0]).shape[1]),
+        },
+    )
     report.seconds = time.perf_counter() - start
     return report
 
@@ -251,12 +279,16 @@ def add_shard(corpus_dir: str, folder: str | Path, number: int, key: dict[str, A
     return write_marker(folder / "ivfpq", name, key, [path], name=name, sentences=len(rows))
 
 
-def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, params: dict[str, Any] | None = None,
-                executor=None, backend: str = "torch") -> StageReport:
+def build_ivfpq(
+    corpus: Corpus,
+    model: str | ResolvedModel = DEFAULT_MODEL,
+    params: dict[str, Any] | None = None,
+    executor=None,
+    backend: str = "torch",
+) -> StageReport:
     """Train (on a sample), add every shard (in parallel), merge on disk. Needs the vectors."""
     faiss = _faiss()
     merge_ondisk = _faiss().contrib.ondisk.merge_ondisk
-
 
     start = time.perf_counter()
     p = check_ivfpq(dict(params or {}))
@@ -264,8 +296,7 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     folder = model_folder(corpus, resolved, resolve_backend(backend))
     info = read_json(folder / "model.json")
     if info is None or info.get("corpus") != corpus.key:
-        raise InputError("the corpus has no vectors for this model yet: run `dsr corpus index DIR --dense`",
-                         path=corpus.folder)
+        raise InputError("the corpus has no vectors for this model yet: run `dsr corpus index DIR --dense`", path=corpus.folder)
     out = folder / "ivfpq"
     out.mkdir(parents=True, exist_ok=True)
     report = StageReport()
@@ -273,8 +304,13 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
     sample = _sample_rows(corpus, ivfpq_sample_size(len(corpus), p), p["seed"])
     settings = ivfpq_settings(len(corpus), len(sample), dim, p)
     nlist, m, nbits = settings["nlist"], settings["m"], settings["nbits"]
-    train_key = {"stage": "ivfpq-train", "vectors": info["key"], "corpus": corpus.key, "settings": settings,
-                 "versions": _versions("faiss-cpu")}
+    train_key = {
+        "stage": "ivfpq-train",
+        "vectors": info["key"],
+        "corpus": corpus.key,
+        "settings": settings,
+        "versions": _versions("faiss-cpu"),
+    }
     if read_marker(out, "trained", train_key) is None:
         vectors = gather(corpus, folder / "vectors", sample)
         index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, nlist, m, nbits, faiss.METRIC_INNER_PRODUCT)
@@ -303,8 +339,16 @@ def build_ivfpq(corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, para
         with stdout_to_stderr():  # merge_ondisk prints its progress
             merge_ondisk(trained, [str(out / f"{n}.faiss") for n in corpus.names], str(out / "index.ivfdata"))
         faiss.write_index(trained, str(out / "index.faiss"))
-        write_marker(out, "index", merged_key, [out / "index.faiss", out / "index.ivfdata"], name="index",
-                     settings=settings, sentences=len(corpus), corpus=corpus.key)
+        write_marker(
+            out,
+            "index",
+            merged_key,
+            [out / "index.faiss", out / "index.ivfdata"],
+            name="index",
+            settings=settings,
+            sentences=len(corpus),
+            corpus=corpus.key,
+        )
         report.built.append("ivfpq/index")
         _remove_shard_files(out, corpus.names)
     else:
@@ -334,9 +378,16 @@ class _AddShard:
 class ShardedDense:
     """Dense search over a corpus: exact (``flat``) over the vector shards, or the merged IVF-PQ."""
 
-    def __init__(self, corpus: Corpus, model: str | ResolvedModel = DEFAULT_MODEL, kind: str = "flat",
-                 nprobe: int = SEARCH["nprobe"], refine: int = SEARCH["refine"], batch_size: int = 64,
-                 backend: str = "torch"):
+    def __init__(
+        self,
+        corpus: Corpus,
+        model: str | ResolvedModel = DEFAULT_MODEL,
+        kind: str = "flat",
+        nprobe: int = SEARCH["nprobe"],
+        refine: int = SEARCH["refine"],
+        batch_size: int = 64,
+        backend: str = "torch",
+    ):
         if kind not in KINDS:
             raise InputError(f"unknown index kind {kind!r}; choose from {', '.join(KINDS)}", field="index")
         self.corpus, self.kind, self.batch_size = corpus, kind, batch_size
@@ -346,21 +397,25 @@ class ShardedDense:
         self.folder = model_folder(corpus, self.model, self.backend)
         info = read_json(self.folder / "model.json")
         if info is None or info.get("corpus") != corpus.key:
-            raise InputError(f"the corpus has no vectors for {self.model.name} (or they are out of date): run "
-                             "`dsr corpus index DIR --dense`", path=corpus.folder)
+            raise InputError(
+                f"the corpus has no vectors for {self.model.name} (or they are out of date): run `dsr corpus index DIR --dense`",
+                path=corpus.folder,
+            )
         rebuild = f"dsr corpus index {corpus.folder} --dense --model {self.model.name}"
         for name in corpus.names:
             check_unit(self.folder / "vectors", name, rebuild)
         self.vectors = [_shard_vectors(self.folder / "vectors", n) for n in corpus.names]
-        self.index: Any = None   # a faiss index, read on first use
+        self.index: Any = None  # a faiss index, read on first use
         if kind == "ivfpq":
             faiss = _faiss()
 
             path = self.folder / "ivfpq" / "index.faiss"
             marker = read_json(self.folder / "ivfpq" / "index.done.json")
             if not path.exists() or marker is None or marker.get("corpus") != corpus.key:
-                raise InputError("the corpus has no IVF-PQ index (or it is out of date): run "
-                                 "`dsr corpus index DIR --dense --index ivfpq`", path=corpus.folder)
+                raise InputError(
+                    "the corpus has no IVF-PQ index (or it is out of date): run `dsr corpus index DIR --dense --index ivfpq`",
+                    path=corpus.folder,
+                )
             check_unit(self.folder / "ivfpq", "index", f"{rebuild} --index ivfpq")
             with stdout_to_stderr():  # faiss announces the on-disk file name on C stdout
                 self.index = faiss.read_index(str(path), faiss.IO_FLAG_ONDISK_SAME_DIR)
@@ -400,8 +455,7 @@ class ShardedDense:
                 top = top_rows(s, k)
                 rows[q].append(top + self.corpus.offsets[number])
                 scores[q].append(s[top])
-        return [merge_top_k(np.concatenate(r).astype(np.int64), np.concatenate(s), k)
-                for r, s in zip(rows, scores)]
+        return [merge_top_k(np.concatenate(r).astype(np.int64), np.concatenate(s), k) for r, s in zip(rows, scores)]
 
     def exact_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         order = np.argsort(rows, kind="stable")

@@ -48,7 +48,7 @@ from dsr.indexes.backends import load_fast
 from dsr.indexes.embeddings import encode
 
 ROOT = Path(__file__).resolve().parents[3]
-PACKAGE = Path(__file__).resolve().parents[2]      # dsr/, shipped to a cluster's nodes
+PACKAGE = Path(__file__).resolve().parents[2]  # dsr/, shipped to a cluster's nodes
 #: environment the Ray workers need to find data, models and caches as the driver does
 PASSED_ENV = ("DSR_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
 
@@ -98,12 +98,15 @@ class Executor:
                     # too) is started through Ray's runtime-env agent, 0.3-0.6 s more each.
                     path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
                     with _environ(PYTHONPATH=path):
-                        ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
-                                 logging_level="ERROR")
+                        ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
                 else:
                     env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-                    ray.init(address=self.address, log_to_driver=False, logging_level="ERROR",
-                             runtime_env={"env_vars": env, "py_modules": [str(PACKAGE)]})
+                    ray.init(
+                        address=self.address,
+                        log_to_driver=False,
+                        logging_level="ERROR",
+                        runtime_env={"env_vars": env, "py_modules": [str(PACKAGE)]},
+                    )
                 self._started = True
             if not self.workers:
                 self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -115,8 +118,9 @@ class Executor:
             import_ray().shutdown()
             self._started = False
 
-    def map(self, function: Callable[..., Any], jobs: Iterable[tuple], *, desc: str,
-            total: int | None = None, unit: str = "shard") -> Iterator[Any]:
+    def map(
+        self, function: Callable[..., Any], jobs: Iterable[tuple], *, desc: str, total: int | None = None, unit: str = "shard"
+    ) -> Iterator[Any]:
         """``function(*job)`` for each job; results in completion order, with a progress bar."""
         from tqdm import tqdm
 
@@ -152,8 +156,9 @@ class Executor:
         nodes = [int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n.get("Alive")]
         return max(1, min([c for c in nodes if c > 0] or [1]))
 
-    def encode_parquet(self, files: list[Path], counts: list[int], model, batch_size: int,
-                       backend: str = "torch") -> Iterator[tuple[int, np.ndarray]]:
+    def encode_parquet(
+        self, files: list[Path], counts: list[int], model, batch_size: int, backend: str = "torch"
+    ) -> Iterator[tuple[int, np.ndarray]]:
         """Vectors of the ``text`` column of each Parquet file: ``(file index, vectors)`` per file.
 
         In-process: one file at a time with :func:`dsr.indexes.embeddings.encode`.
@@ -172,8 +177,7 @@ class Executor:
         # shard's texts itself and returns its vectors. Plain Ray actors, not Ray Data: Ray Data's
         # own actors and reader tasks cost ~12 CPU s and ~2 GB at start (measured).
         actor = ray.remote(num_cpus=cpus, max_restarts=0, max_task_retries=0)(EncoderActor)
-        pool = ray.util.ActorPool([actor.remote(model, batch_size, backend, cpus)
-                                   for _ in range(max(1, self.workers // cpus))])
+        pool = ray.util.ActorPool([actor.remote(model, batch_size, backend, cpus) for _ in range(max(1, self.workers // cpus))])
         jobs = [(str(path), number) for number, path in enumerate(files)]
         try:
             yield from pool.map_unordered(lambda a, job: a.encode_file.remote(*job), jobs)
@@ -230,8 +234,7 @@ class EncoderActor:
         self.batch_size = batch_size
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        return encode(texts, self.model, self.batch_size, cache=False, progress=False, backend=self.backend,
-                      threads=self.threads)
+        return encode(texts, self.model, self.batch_size, cache=False, progress=False, backend=self.backend, threads=self.threads)
 
     def encode_file(self, path: str, number: int) -> tuple[int, np.ndarray]:
         """``(number, vectors)`` of the ``text`` column of the Parquet file ``path``."""

@@ -68,11 +68,9 @@ def marker_path(folder: Path, name: str) -> Path:
     return folder / f"{name}.done.json"
 
 
-def write_marker(folder: Path, unit: str, key: dict[str, Any], files: Iterable[Path],
-                 **info: Any) -> dict[str, Any]:
+def write_marker(folder: Path, unit: str, key: dict[str, Any], files: Iterable[Path], **info: Any) -> dict[str, Any]:
     """Mark ``unit`` done: its key, each file's sha256 (files under ``folder``), ``info``."""
-    marker = {"key": key, "files": {str(Path(f).relative_to(folder)): _checksum(Path(f)) for f in files},
-              **info}
+    marker = {"key": key, "files": {str(Path(f).relative_to(folder)): _checksum(Path(f)) for f in files}, **info}
     write_json(marker_path(folder, unit), marker)
     return marker
 
@@ -92,14 +90,18 @@ def check_unit(folder: Path, name: str, rebuild: str) -> dict[str, Any]:
     naming the damaged file and the command that rebuilds it (``rebuild``)."""
     marker = read_json(marker_path(folder, name))
     if marker is None or not isinstance(marker.get("files"), dict):
-        raise InputError(f"{name} has no readable done-marker (unfinished or damaged): run `{rebuild}`",
-                         path=marker_path(folder, name))
+        raise InputError(
+            f"{name} has no readable done-marker (unfinished or damaged): run `{rebuild}`", path=marker_path(folder, name)
+        )
     for rel, digest in marker["files"].items():
         path = folder / rel
         if not path.exists() or _checksum(path) != digest:
-            raise InputError(f"{'missing' if not path.exists() else 'damaged'}: it differs from the "
-                             f"checksum recorded when it was built (truncated, edited or replaced); "
-                             f"rebuild it with `{rebuild}`", path=path)
+            raise InputError(
+                f"{'missing' if not path.exists() else 'damaged'}: it differs from the "
+                f"checksum recorded when it was built (truncated, edited or replaced); "
+                f"rebuild it with `{rebuild}`",
+                path=path,
+            )
     return marker
 
 
@@ -130,8 +132,7 @@ class Corpus:
         try:
             self.manifest = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise InputError("not a corpus folder (no corpus.json): build it with `dsr corpus build`",
-                             path=self.folder) from None
+            raise InputError("not a corpus folder (no corpus.json): build it with `dsr corpus build`", path=self.folder) from None
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise InputError(f"unreadable manifest ({err})", path=path) from None
         self.shards: list[dict[str, Any]] = self.manifest["shards"]
@@ -166,9 +167,12 @@ class Corpus:
         if number not in self._verified:
             if not path.is_file() or file_sha256(path) != self.shards[number].get("sha256"):
                 why = "missing" if not path.is_file() else "damaged: its sha256 differs from corpus.json's"
-                raise InputError(f"shard {self.shards[number]['name']} is {why} (truncated, edited or "
-                                 "replaced); rebuild it with `dsr corpus build` (intact shards are kept), "
-                                 "then `dsr corpus index`", path=path)
+                raise InputError(
+                    f"shard {self.shards[number]['name']} is {why} (truncated, edited or "
+                    "replaced); rebuild it with `dsr corpus build` (intact shards are kept), "
+                    "then `dsr corpus index`",
+                    path=path,
+                )
             self._verified.add(number)
         return path
 

@@ -84,15 +84,14 @@ _SPACE_RUN = re.compile(r"\s+")
 def split_sentences(text: str) -> list[str]:
     """pysbd's English sentences of one paragraph, stripped, empty ones dropped (long
     paragraphs in pieces, overlong tokens cut: see the module's docstring)."""
-    return [s.strip() for piece in chunks(cap_tokens(text)) for s in _segmenter().segment(piece)
-            if s.strip()]
+    return [s.strip() for piece in chunks(cap_tokens(text)) for s in _segmenter().segment(piece) if s.strip()]
 
 
 def cap_tokens(text: str) -> str:
     """``text`` with every run of non-space characters cut to ``MAX_TOKEN_CHARS``."""
     if len(text) <= MAX_TOKEN_CHARS:
         return text
-    return _LONG_TOKEN.sub(lambda m: text[m.start():m.start() + MAX_TOKEN_CHARS], text)
+    return _LONG_TOKEN.sub(lambda m: text[m.start() : m.start() + MAX_TOKEN_CHARS], text)
 
 
 def chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
@@ -100,9 +99,9 @@ def chunks(text: str, size: int = CHUNK_CHARS) -> Iterator[str]:
     white space (a hard cut only where a piece holds neither)."""
     start = 0
     while len(text) - start > size:
-        window = text[start:start + size]
+        window = text[start : start + size]
         cut = _last_end(_SENTENCE_END, window, size // 2) or _last_end(_SPACE_RUN, window, 1) or size
-        yield text[start:start + cut]
+        yield text[start : start + cut]
         start += cut
     yield text[start:]
 
@@ -128,8 +127,9 @@ def document_sentences(doc: Document, min_chars: int = 1) -> Iterator[Sentence]:
             continue
         for number, text in enumerate(split_sentences(line)):
             if len(text) >= min_chars and _WORD.search(text):
-                yield Sentence(sentence_id(doc.title, doc.id, section, passage, number), doc.id, doc.title,
-                               section, passage, number, text)
+                yield Sentence(
+                    sentence_id(doc.title, doc.id, section, passage, number), doc.id, doc.title, section, passage, number, text
+                )
         passage += 1
 
 
@@ -138,12 +138,14 @@ def sentences_table(docs: Iterable[Document], min_chars: int = 1):
     import pyarrow as pa
 
     rows = [s for doc in docs for s in document_sentences(doc, min_chars)]
-    return pa.table({
-        "id": pa.array([s.id for s in rows], pa.string()),
-        "doc_id": pa.array([s.doc_id for s in rows], pa.string()),
-        "title": pa.array([s.title for s in rows], pa.string()),
-        "section": pa.array([s.section for s in rows], pa.int32()),
-        "passage": pa.array([s.passage for s in rows], pa.int32()),
-        "sentence": pa.array([s.sentence for s in rows], pa.int32()),
-        "text": pa.array([s.text for s in rows], pa.string()),
-    })
+    return pa.table(
+        {
+            "id": pa.array([s.id for s in rows], pa.string()),
+            "doc_id": pa.array([s.doc_id for s in rows], pa.string()),
+            "title": pa.array([s.title for s in rows], pa.string()),
+            "section": pa.array([s.section for s in rows], pa.int32()),
+            "passage": pa.array([s.passage for s in rows], pa.int32()),
+            "sentence": pa.array([s.sentence for s in rows], pa.int32()),
+            "text": pa.array([s.text for s in rows], pa.string()),
+        }
+    )

@@ -77,8 +77,7 @@ def detect_format(source: Path) -> str:
     # wikiextractor's files have no extension: wiki_00
     if re.fullmatch(r"wiki_\d+", name):
         return "wikiextractor"
-    raise InputError("cannot tell the source format from the name; give `fmt` (xml, wikiextractor or jsonl)",
-                     path=source)
+    raise InputError("cannot tell the source format from the name; give `fmt` (xml, wikiextractor or jsonl)", path=source)
 
 
 def source_files(source: Path, fmt: str) -> list[Path]:
@@ -129,6 +128,7 @@ def read_documents(source: Path, fmt: str) -> Iterator[Document]:
 
 # --- JSON Lines and wikiextractor -----------------------------------------------
 
+
 def read_json_lines(path: Path, fmt: str = "jsonl") -> Iterator[Document]:
     """``{"id", "title", "text"}`` per line (wikiextractor adds ``url``, ignored)."""
     with _open_text(path) as handle:
@@ -157,8 +157,10 @@ def read_json_lines(path: Path, fmt: str = "jsonl") -> Iterator[Document]:
 
 # --- MediaWiki XML ----------------------------------------------------------------
 
+
 def read_xml(path: Path) -> Iterator[Document]:
     """Articles of a MediaWiki XML export (namespace 0, redirects skipped), raw wikitext."""
+
     def local(tag: str) -> str:
         return tag.rsplit("}", 1)[-1]
 
@@ -188,8 +190,12 @@ def read_xml(path: Path) -> Iterator[Document]:
                 if ns != "0" or redirect:
                     continue
                 if not title.strip() or not page_id:
-                    raise InputError("page without a title or id", path=path, record=title or page_id,
-                                     field="title" if not title.strip() else "id")
+                    raise InputError(
+                        "page without a title or id",
+                        path=path,
+                        record=title or page_id,
+                        field="title" if not title.strip() else "id",
+                    )
                 if text is None:
                     raise InputError("page without revision text", path=path, record=title, field="text")
                 if text.lstrip().lower().startswith("#redirect"):
@@ -204,8 +210,17 @@ def read_xml(path: Path) -> Iterator[Document]:
 
 _SKIP_TAGS = {"ref", "gallery", "math", "timeline", "references", "syntaxhighlight", "score", "table"}
 _SKIP_LINKS = ("file:", "image:", "category:", "media:")
-_SECTION_SKIP = {"references", "external links", "see also", "further reading", "notes", "bibliography",
-                 "sources", "citations", "footnotes"}
+_SECTION_SKIP = {
+    "references",
+    "external links",
+    "see also",
+    "further reading",
+    "notes",
+    "bibliography",
+    "sources",
+    "citations",
+    "footnotes",
+}
 
 
 def clean_wikitext(text: str) -> str:
