@@ -23,6 +23,9 @@ from pathlib import Path
 import pytest
 
 from dsr.cli import main
+from tests.support.data import REAL_CMU_DOG, shared_data_home
+
+pytestmark = REAL_CMU_DOG  # one worker builds CMU_DoG from ../shared/data for every module that does
 
 ROOT = Path(__file__).resolve().parents[1]
 #: the files whose marked tables are run: README.md, and docs pages where a table is cheap to make
@@ -101,8 +104,6 @@ def test_the_comparison_names_each_differing_cell():
 @pytest.fixture(scope="module")
 def one_home(tmp_path_factory):
     """One DSR_HOME for every table (the embeddings of CMU_DoG's sentences are made once)."""
-    from tests.conftest import shared_data_home
-
     with shared_data_home(tmp_path_factory) as home:
         yield home
 

@@ -117,3 +117,28 @@ def test_the_costliest_modules_run_first_and_each_module_stays_together_in_its_o
     measured = {"b.py": 40.0, "a.py": 3.0}  # c.py and d.py never measured: 10 s per slow test
     order.by_cost(items, measured)
     assert [i.nodeid for i in items] == ["b.py::t1", "b.py::t2", "c.py::t1", "c.py::t2", "a.py::t1", "a.py::t2", "d.py::t1"]
+
+
+def test_every_import_in_the_tests_resolves_without_sys_path_tricks():
+    """A slow test's import inside a function runs only in the full tier: a helper imported by a
+    bare name (``from tiny_bert import ...``, the layout before tests.support) passes the fast
+    tier and fails ``make test``. Every module any test file imports, at the top or inside a
+    function, is found from the checkout's root (pyproject's ``pythonpath = ["."]``)."""
+    import ast
+    import importlib.util
+
+    missing = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                else []
+            )
+            for name in names:
+                top = name.split(".")[0]
+                if importlib.util.find_spec(top) is None:
+                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {name}")
+    assert not missing, missing

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from test_quickstart import MAKE_REPRODUCE_LINES
 
 from dsr.cli.reproduce import NEXT_STEPS
+from tests.cli.test_quickstart import MAKE_REPRODUCE_LINES
 
 ROOT = Path(__file__).resolve().parents[2]
 #: what the libraries printed before issue 39 (any of these on a user's screen is a failure)
@@ -105,9 +105,8 @@ def test_reproduce_fast_exports_int8_without_a_library_line_on_screen_or_in_a_lo
 def test_verbose_shows_what_the_libraries_print_and_the_default_does_not(tmp_path):
     """The contrast that makes the quiet test mean something: the same int8 export of a tiny
     cross-encoder, with DSR_VERBOSE=1 (what --verbose sets), prints the libraries' lines."""
-    from tiny_bert import collection_texts, make_tiny_bert
-
     from dsr.collections import load_collection
+    from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
     model = make_tiny_bert(tmp_path / "tiny", collection_texts(load_collection("sample")))
     first = ["run", "sample", "--ranker", "initial", "--out", "initial.run"]
@@ -150,9 +149,8 @@ def test_verbose_shows_what_the_libraries_print_and_the_default_does_not(tmp_pat
 def test_train_prints_its_report_on_stdout_and_nothing_of_the_trainer_into_a_log(tmp_path, model_type):
     """The trainer printed its log dicts on stdout (``{'train_runtime': ...}``) and stderr when
     no terminal showed its bar; a log now holds dsr's report and its one line on stderr."""
-    from tiny_bert import collection_texts, make_tiny_bert
-
     from dsr.collections import load_collection
+    from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
     base = make_tiny_bert(
         tmp_path / "tiny", collection_texts(load_collection("sample")), num_labels=None, max_position_embeddings=128

@@ -136,9 +136,8 @@ def test_the_shipped_figures_match_the_collections_they_name(shared_data):
 
 @pytest.mark.slow
 def test_reproduce_on_a_fast_backend_says_so_under_the_table_in_the_manifest_and_model_rows_sidecars(tmp_path, figures):
-    from tiny_bert import collection_texts, make_tiny_bert
-
     from dsr.baselines import reproduce
+    from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
     sample = load_collection("sample")
     tiny = make_tiny_bert(tmp_path / "tiny", collection_texts(sample), num_labels=None)

@@ -264,9 +264,8 @@ def test_kfold_pools_fold_models_and_tests_against_zero_shot(data, tiny, tmp_pat
     assert "kfold" in (out / "report" / "results.md").read_text()
     # issue 41: per fold, the paired gain over zero-shot on the dialogues of its left-out
     # documents, checked against the runs measured plainly (tools/plain_eval.py)
-    from plain_eval import plain_measure
-
     from dsr.core.data import read_benchmark
+    from tools.plain_eval import plain_measure
 
     folds = json.loads((out / "folds.json").read_text())
     assert [g["fold"] for g in folds] == ["0", "1", "2", "all"]
