@@ -46,6 +46,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,7 @@ from dsr.evaluation.drawing import workers as drawing_workers
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
+from dsr.evaluation.settings import SPLIT_PARAMS, TEST_PARAMS, EvaluateSettings
 from dsr.indexes.backends import DEFAULT_BACKEND, export_identity, resolve_backend
 from dsr.indexes.backends import export as export_model
 from dsr.indexes.exactness import note as exactness_note
@@ -86,6 +88,16 @@ FAST_BACKEND = "openvino-int8"
 DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
 RERANK_DEPTHS = (10, 20, None)  # None: rerank every candidate
 BASELINE = "BM25"
+
+#: the settings :func:`reproduce` shares with :func:`dsr.evaluate` (their Params, with the
+#: suite's own help lines); ``REPORT_PARAMS`` too (``dsr.evaluation.settings``)
+_EVALUATE = {p.name: p for p in SPLIT_PARAMS + TEST_PARAMS}
+REPRODUCE_PARAMS = (
+    _EVALUATE["n_splits"],
+    replace(_EVALUATE["seed"], help="seed for generated splits, random ranker, permutation test (default 0)"),
+    _EVALUATE["target"],
+    replace(_EVALUATE["test"], help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)"),
+)
 
 
 def trained_default(spec: str = DEFAULT_CROSS_ENCODER) -> str | None:
@@ -147,6 +159,9 @@ def reproduce(
 
     Returns ``{"results": Results, "report": dict, "manifest": dict, "out": Path}``.
     """
+    EvaluateSettings(  # checked first, by their Params (as ``dsr.evaluate`` checks them)
+        n_splits=n_splits, seed=seed, target=target, test=test, correction=correction, family=family, ci=ci, all_pairs=all_pairs
+    )
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter()
     # the figures' workers are forked now and import matplotlib while the runs are made, unless

@@ -1,0 +1,223 @@
+"""One front door: every setting is a ``Param``; the command line and Python refuse alike.
+
+* Every flag of every command that has a default (other than None, a switch's False or an
+  empty list) takes it from a declared ``Param`` (``dsr.cli.common.add_param_flags`` keeps the
+  Param on the flag's action), unless it is not a setting (:data:`NOT_SETTINGS`, each with why)
+  or is listed, by name, as not yet converted (:data:`NOT_YET_CONVERTED`); both lists must be
+  exact, so converting a flag means deleting its line and a new default in an argparse call
+  fails here.
+* A Python function's keyword of a Param's name has the Param's default.
+* The same bad value given to ``dsr.evaluate`` (or ``dsr.reproduce``, ...) and to its command
+  is refused with the same message: ``field 'alpha': ...`` in Python, ``field '--alpha': ...``
+  on the command line (exit 2, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+
+import pytest
+
+import dsr
+from dsr.baselines import REPRODUCE_PARAMS
+from dsr.baselines import reproduce as reproduce_api
+from dsr.cli import build_parser, main
+from dsr.cli.help import commands
+from dsr.core.errors import InputError
+from dsr.evaluation.experiment import evaluate_runs
+from dsr.evaluation.settings import EVALUATE_PARAMS, REPORT_PARAMS
+
+COMMANDS = commands(build_parser())
+
+#: flags with a default that are not settings of the work but of how its outcome is shown
+#: or written: they have no Python counterpart that could refuse them differently
+NOT_SETTINGS = {
+    ("evaluate", "--format"): "how the tables are printed (Results.table/render take it)",
+    ("reproduce", "--format"): "how the tables are printed",
+    ("board export", "--format"): "the file format written",
+    ("validate", "--max-problems"): "how many problems are printed",
+}
+
+#: settings whose default is still written in an argparse call: not yet converted to a Param
+#: (issue 43 item 1 is done when this is empty)
+NOT_YET_CONVERTED = {
+    ("data fetch", "--timeout"),
+    ("rerank", "--reranker"),
+    ("fuse", "--run-format"),
+    ("fuse", "--backend"),
+    ("evaluate", "--run-format"),
+    ("validate", "--run-format"),
+    ("trec_eval", "--level_for_rel"),
+    ("trec_eval", "--Number_docs_in_coll"),
+    ("trec_eval", "--Rel_info_format"),
+    ("trec_eval", "--Results_format"),
+    ("trec_eval", "--release"),
+    ("agreement", "--measure"),
+    ("decide", "--measure"),
+    ("decide", "--test"),
+    ("decide", "--alpha"),
+    ("serve", "--host"),
+    ("serve", "--port"),
+    ("submit", "--description"),
+    ("submit", "--link"),
+    ("submit", "--run-type"),
+    ("board add-team", "--member"),
+    ("board add-phase", "--description"),
+    ("board add-member", "--email"),
+    ("board export", "--select"),
+    ("judge assign", "--overlap"),
+    ("judge report", "--method"),
+    ("judge export", "--method"),
+    ("judge review", "--method"),
+    ("judge review", "--extra"),
+    ("kfold", "--folds"),
+    ("kfold", "--base"),
+    ("kfold", "--measures"),
+    ("reproduce", "--dense-model"),
+    ("export", "--query"),
+    ("corpus build", "--docs-per-shard"),
+    ("corpus build", "--min-chars"),
+    ("corpus index", "--model"),
+    ("corpus index", "--index"),
+    ("corpus index", "--batch-size"),
+    ("corpus index", "--backend"),
+    ("corpus search", "-k"),
+    ("corpus search", "--method"),
+    ("corpus search", "--model"),
+    ("corpus search", "--index"),
+    ("corpus search", "--nprobe"),
+    ("corpus search", "--refine"),
+    ("corpus search", "--backend"),
+    ("pool", "--depth"),
+    ("pool", "--query"),
+    ("pool", "--method"),
+    ("pool", "--model"),
+    ("pool", "--index"),
+    ("pool", "--nprobe"),
+    ("pool", "--refine"),
+    ("pool", "--backend"),
+}
+
+
+def _flag(action: argparse.Action) -> str:
+    return max(action.option_strings, key=len)
+
+
+def _options(path: str):
+    return [a for a in COMMANDS[path]._actions if a.option_strings and not isinstance(a, argparse._HelpAction)]
+
+
+def _has_default(action: argparse.Action) -> bool:
+    d = action.default  # (0 is a default; a switch's False is not)
+    return not (d is None or d is False or d == argparse.SUPPRESS or (isinstance(d, list) and not d))
+
+
+def test_every_cli_default_comes_from_a_param():
+    written = {
+        (path, _flag(a))
+        for path in COMMANDS
+        for a in _options(path)
+        if _has_default(a) and getattr(a, "param", None) is None and not isinstance(a, argparse._VersionAction)
+    }
+    not_settings = set(NOT_SETTINGS)
+    assert not_settings <= written, f"no longer written in argparse: drop from NOT_SETTINGS: {sorted(not_settings - written)}"
+    left = written - not_settings
+    assert not left - NOT_YET_CONVERTED, f"a default written outside a Param: {sorted(left - NOT_YET_CONVERTED)}"
+    assert not NOT_YET_CONVERTED - left, f"converted: drop from NOT_YET_CONVERTED: {sorted(NOT_YET_CONVERTED - left)}"
+
+
+#: a Param's flag whose command leaves it None, to be worked out when it runs (not another value)
+COMPUTED = {("serve", "--workers"): "dsr serve: one scoring process per core, at most 4"}
+
+
+def test_a_params_flag_has_its_default_and_leaves_the_checks_to_it():
+    seen = 0
+    for path in COMMANDS:
+        for action in _options(path):
+            p = getattr(action, "param", None)
+            if p is None:
+                continue
+            seen += 1
+            default = None if (path, _flag(action)) in COMPUTED else p.default
+            assert action.dest == p.name and action.default == default, (path, _flag(action))
+            # no argparse choices: the Param refuses a value, with the message Python gives
+            assert action.choices is None, (path, _flag(action))
+    assert seen >= 40
+
+
+@pytest.mark.parametrize(
+    "function, declared",
+    [
+        (dsr.evaluate, EVALUATE_PARAMS),
+        (evaluate_runs, EVALUATE_PARAMS),
+        (reproduce_api, REPRODUCE_PARAMS + REPORT_PARAMS),
+    ],
+    ids=lambda x: getattr(x, "__qualname__", ""),
+)
+def test_python_keywords_default_to_their_params(function, declared):
+    signature = inspect.signature(function).parameters
+    taken = [p for p in declared if p.name in signature]
+    assert len(taken) >= 4
+    for p in taken:
+        assert signature[p.name].default == p.default, p.name
+
+
+#: (Python keyword, bad value, the command line's flag and value)
+BAD_EVALUATE = [
+    ("alpha", 1.5, "--alpha", "1.5"),
+    ("alpha", 0.0, "--alpha", "0"),
+    ("n_resamples", -1, "--permutations", "-1"),
+    ("test", "x", "--test", "x"),
+    ("n_splits", 0, "--n-splits", "0"),
+    ("seed", -1, "--seed", "-1"),
+    ("correction", "none", "--correction", "none"),
+    ("family", "everything", "--family", "everything"),
+    ("ci", "normal", "--ci", "normal"),
+]
+
+
+def _same_refusal(python_error: InputError, name: str, flag: str, cli_code: int, cli_err: str) -> None:
+    assert python_error.field == name
+    assert cli_code == 2 and "Traceback" not in cli_err
+    expected = str(python_error).replace(f"field '{name}'", f"field '{flag}'", 1)
+    assert cli_err == f"dsr: error: {expected}\n"
+
+
+@pytest.mark.parametrize("name, value, flag, text", BAD_EVALUATE, ids=lambda x: str(x))
+def test_evaluate_refuses_alike_in_python_and_on_the_command_line(runs, capsys, name, value, flag, text):
+    run = str(runs / "bm25.run")
+    with pytest.raises(InputError) as python:
+        dsr.evaluate("sample", [run], **{name: value})
+    code = main(["evaluate", "sample", run, "--quiet", flag, text])
+    _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
+    if name != "n_splits":  # evaluate_runs takes splits, not how many to make
+        collection = dsr.load_collection("sample")
+        with pytest.raises(InputError) as direct:
+            evaluate_runs(collection, {"bm25": dsr.Run.read(run)}, **{name: value}, progress=False)
+        assert str(direct.value) == str(python.value)
+
+
+@pytest.mark.parametrize(
+    "name, value, flag, text",
+    [b for b in BAD_EVALUATE if b[0] not in ("alpha", "n_resamples")],  # not reproduce's
+    ids=lambda x: str(x),
+)
+def test_reproduce_refuses_alike_in_python_and_on_the_command_line(tmp_path, capsys, name, value, flag, text):
+    out = tmp_path / "out"
+    with pytest.raises(InputError) as python:
+        reproduce_api("sample", out, dense_model=None, **{name: value})
+    code = main(["reproduce", "sample", "--out", str(out), "--no-dense", "--no-cross-encoder", "--json", flag, text])
+    _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
+    assert not out.exists()  # refused before any work
+
+
+def test_trec_eval_rules_refuse_alike(runs, capsys):
+    from dsr.evaluation.trec_eval import apply_rules
+
+    run = dsr.Run.read(str(runs / "bm25.run"))
+    for name, value, flag, text in [("max_docs", 0, "--max-docs", "0"), ("trec_eval", "8.1", "--trec-eval", "8.1")]:
+        with pytest.raises(InputError) as python:
+            apply_rules([run], **{"version" if name == "trec_eval" else name: value})
+        code = main(["evaluate", "sample", str(runs / "bm25.run"), flag, text])
+        _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
