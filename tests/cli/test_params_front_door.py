@@ -43,9 +43,7 @@ NOT_SETTINGS = {
 #: (issue 43 item 1 is done when this is empty)
 NOT_YET_CONVERTED = {
     ("data fetch", "--timeout"),
-    ("rerank", "--reranker"),
     ("fuse", "--run-format"),
-    ("fuse", "--backend"),
     ("evaluate", "--run-format"),
     ("validate", "--run-format"),
     ("trec_eval", "--level_for_rel"),
@@ -54,9 +52,6 @@ NOT_YET_CONVERTED = {
     ("trec_eval", "--Results_format"),
     ("trec_eval", "--release"),
     ("agreement", "--measure"),
-    ("decide", "--measure"),
-    ("decide", "--test"),
-    ("decide", "--alpha"),
     ("serve", "--host"),
     ("serve", "--port"),
     ("submit", "--description"),
@@ -71,8 +66,6 @@ NOT_YET_CONVERTED = {
     ("judge export", "--method"),
     ("judge review", "--method"),
     ("judge review", "--extra"),
-    ("kfold", "--folds"),
-    ("kfold", "--base"),
     ("kfold", "--measures"),
     ("reproduce", "--dense-model"),
     ("export", "--query"),
@@ -221,3 +214,55 @@ def test_trec_eval_rules_refuse_alike(runs, capsys):
             apply_rules([run], **{"version" if name == "trec_eval" else name: value})
         code = main(["evaluate", "sample", str(runs / "bm25.run"), flag, text])
         _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
+
+
+def test_decide_refuses_alike(runs, capsys):
+    import numpy as np
+
+    from dsr.evaluation.decision import decide
+
+    values = {label: {"bm25": np.linspace(0, 1, 5), "initial": np.linspace(0, 0.5, 5)} for label in ("dev", "silver")}
+    candidates = [f"initial={runs / 'initial.run'}", "--default", f"bm25={runs / 'bm25.run'}"]
+    for name, value, flag, text in [
+        ("test", "x", "--test", "x"),
+        ("alpha", 1.5, "--alpha", "1.5"),
+        ("alpha", 0.0, "--alpha", "0"),
+    ]:
+        with pytest.raises(InputError) as python:
+            decide(values, "bm25", **{name: value})
+        code = main(["decide", "sample", "sample", *candidates, flag, text])
+        _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
+
+
+def test_fuse_refuses_a_backend_alike(runs, tmp_path, capsys):
+    paths = [str(runs / "bm25.run"), str(runs / "initial.run")]
+    with pytest.raises(InputError) as python:
+        dsr.fuse([dsr.Run.read(p) for p in paths], "rrf", backend="terrier")
+    out = tmp_path / "fused.run"
+    code = main(["fuse", *paths, "--method", "rrf", "--backend", "terrier", "--out", str(out)])
+    _same_refusal(python.value, "backend", "--backend", code, capsys.readouterr().err)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "name, value, flag, text",
+    [("reranker", "colbert", "--reranker", "colbert"), ("top_k", 0, "--top-k", "0"), ("batch_size", 0, "--batch-size", "0")],
+    ids=lambda x: str(x),
+)
+def test_rerank_refuses_alike(runs, tmp_path, capsys, name, value, flag, text):
+    given = {"reranker": "cross-encoder", "model": "cross-encoder/ms-marco-MiniLM-L-6-v2", name: value}
+    with pytest.raises(InputError) as python:
+        dsr.reranker(given.pop("reranker"), **given)
+    out = tmp_path / "reranked.run"
+    argv = ["rerank", "sample", "--run", str(runs / "bm25.run"), "--model", given["model"], "--out", str(out), flag, text]
+    _same_refusal(python.value, name, flag, main(argv), capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_kfold_refuses_through_its_params(tmp_path, capsys):
+    from dsr.training.kfold import KfoldSettings
+
+    with pytest.raises(InputError) as python:
+        KfoldSettings(folds=1)
+    code = main(["kfold", "sample", "--eval", "sample", "--name", "x", "--out", str(tmp_path / "k"), "--folds", "1"])
+    _same_refusal(python.value, "folds", "--folds", code, capsys.readouterr().err)
