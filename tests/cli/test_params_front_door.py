@@ -75,21 +75,6 @@ NOT_YET_CONVERTED = {
     ("corpus index", "--index"),
     ("corpus index", "--batch-size"),
     ("corpus index", "--backend"),
-    ("corpus search", "-k"),
-    ("corpus search", "--method"),
-    ("corpus search", "--model"),
-    ("corpus search", "--index"),
-    ("corpus search", "--nprobe"),
-    ("corpus search", "--refine"),
-    ("corpus search", "--backend"),
-    ("pool", "--depth"),
-    ("pool", "--query"),
-    ("pool", "--method"),
-    ("pool", "--model"),
-    ("pool", "--index"),
-    ("pool", "--nprobe"),
-    ("pool", "--refine"),
-    ("pool", "--backend"),
 }
 
 
@@ -266,3 +251,40 @@ def test_kfold_refuses_through_its_params(tmp_path, capsys):
         KfoldSettings(folds=1)
     code = main(["kfold", "sample", "--eval", "sample", "--name", "x", "--out", str(tmp_path / "k"), "--folds", "1"])
     _same_refusal(python.value, "folds", "--folds", code, capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(
+    "name, value, flag, text",
+    [
+        ("method", "splade", "--method", "splade"),
+        ("index", "hnsw", "--index", "hnsw"),
+        ("nprobe", 0, "--nprobe", "0"),
+        ("refine", -1, "--refine", "-1"),
+        ("backend", "onnx", "--backend", "onnx"),
+    ],
+    ids=lambda x: str(x),
+)
+def test_corpus_search_and_pool_refuse_alike(runs, tmp_path, capsys, name, value, flag, text):
+    from dsr.open_retrieval.search import CorpusSearcher
+
+    folder = tmp_path / "corpus"  # refused before the corpus is opened
+    with pytest.raises(InputError) as python:
+        CorpusSearcher(folder, **{name: value})
+    code = main(["corpus", "search", str(folder), "--query", "roman concrete", flag, text])
+    _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
+    out = tmp_path / "pooled.jsonl"
+    code = main(["pool", "sample", "--corpus", str(folder), "--out", str(out), flag, text])
+    _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_pool_depth_refused_alike(runs, tmp_path, capsys):
+    from dsr.open_retrieval.pool import pool_runs
+
+    collection = dsr.load_collection("sample")
+    with pytest.raises(InputError) as python:
+        pool_runs(collection, {"bm25": dsr.Run.read(str(runs / "bm25.run"))}, 0)
+    out = tmp_path / "pooled.jsonl"
+    code = main(["pool", "sample", "--runs", str(runs / "bm25.run"), "--depth", "0", "--out", str(out)])
+    _same_refusal(python.value, "depth", "--depth", code, capsys.readouterr().err)
+    assert not out.exists()
