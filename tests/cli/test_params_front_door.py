@@ -42,7 +42,6 @@ NOT_SETTINGS = {
 #: settings whose default is still written in an argparse call: not yet converted to a Param
 #: (issue 43 item 1 is done when this is empty)
 NOT_YET_CONVERTED = {
-    ("data fetch", "--timeout"),
     ("fuse", "--run-format"),
     ("evaluate", "--run-format"),
     ("validate", "--run-format"),
@@ -51,7 +50,6 @@ NOT_YET_CONVERTED = {
     ("trec_eval", "--Rel_info_format"),
     ("trec_eval", "--Results_format"),
     ("trec_eval", "--release"),
-    ("agreement", "--measure"),
     ("serve", "--host"),
     ("serve", "--port"),
     ("submit", "--description"),
@@ -68,7 +66,6 @@ NOT_YET_CONVERTED = {
     ("judge review", "--extra"),
     ("kfold", "--measures"),
     ("reproduce", "--dense-model"),
-    ("export", "--query"),
     ("corpus build", "--docs-per-shard"),
     ("corpus build", "--min-chars"),
     ("corpus index", "--model"),
@@ -288,3 +285,23 @@ def test_pool_depth_refused_alike(runs, tmp_path, capsys):
     code = main(["pool", "sample", "--runs", str(runs / "bm25.run"), "--depth", "0", "--out", str(out)])
     _same_refusal(python.value, "depth", "--depth", code, capsys.readouterr().err)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value, text", [(0.0, "0"), (-1.0, "-1")])
+def test_data_fetch_refuses_a_timeout_alike(tmp_path, capsys, value, text):
+    from dsr.collections.fetch import fetch
+
+    dest = tmp_path / "cmu_dog"  # refused before any connection or file
+    with pytest.raises(InputError) as python:
+        fetch("cmu_dog", dest, timeout=value)
+    code = main(["data", "fetch", "cmu_dog", "--dest", str(dest), "--timeout", text])
+    _same_refusal(python.value, "timeout", "--timeout", code, capsys.readouterr().err)
+    assert not dest.exists()
+
+
+def test_agreement_and_export_take_their_defaults_from_their_params():
+    from dsr.evaluation.ordering_agreement import MEASURE, agreement
+    from dsr.interchange.corpus import QUERY, TestCollection
+
+    assert inspect.signature(agreement).parameters["measure"].default == MEASURE.default
+    assert inspect.signature(TestCollection.build).parameters["query"].default == QUERY.default
