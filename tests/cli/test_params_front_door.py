@@ -59,11 +59,6 @@ NOT_YET_CONVERTED = {
     ("board add-phase", "--description"),
     ("board add-member", "--email"),
     ("board export", "--select"),
-    ("judge assign", "--overlap"),
-    ("judge report", "--method"),
-    ("judge export", "--method"),
-    ("judge review", "--method"),
-    ("judge review", "--extra"),
     ("kfold", "--measures"),
     ("reproduce", "--dense-model"),
     ("corpus build", "--docs-per-shard"),
@@ -305,3 +300,18 @@ def test_agreement_and_export_take_their_defaults_from_their_params():
 
     assert inspect.signature(agreement).parameters["measure"].default == MEASURE.default
     assert inspect.signature(TestCollection.build).parameters["query"].default == QUERY.default
+
+
+def test_judging_functions_default_to_their_params():
+    from dsr.judging.campaign_report import outcome
+    from dsr.judging.campaigns import Judging
+    from dsr.judging.quality import EXTRA, METHOD, OVERLAP, REVIEW_METHOD
+    from dsr.judging.review import review_queue
+
+    for function, p in [
+        (outcome, METHOD),
+        (review_queue, REVIEW_METHOD),
+        (Judging.assign, OVERLAP),
+        (Judging.send_back, EXTRA),
+    ]:
+        assert inspect.signature(function).parameters[p.name].default == p.default, function
