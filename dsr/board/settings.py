@@ -21,6 +21,12 @@ BOARD_PARAMS = (
     Param("store", None, "any", metavar="DIR", help="run store (default $DSR_HOME/board/runs)"),
 )
 
+#: where ``dsr serve`` listens (``dsr.server.serve`` and ``serve_processes`` check them)
+LISTEN_PARAMS = (
+    Param("host", "127.0.0.1", "str", "address to listen on (default 127.0.0.1)"),
+    Param("port", 8000, "int", "port (default 8000)", low=0, high=65535),
+)
+
 #: what ``dsr serve`` accepts
 SERVE_PARAMS = (
     Param(

@@ -15,12 +15,12 @@ from dsr.board.participants import WITHHELD
 from dsr.board.release import SETTINGS as QUOTAS
 from dsr.board.release import rule as release_rule
 from dsr.board.scoring import split_ref
-from dsr.board.settings import BOARD_PARAMS, SEASON_PARAMS, SERVE_PARAMS
+from dsr.board.settings import BOARD_PARAMS, LISTEN_PARAMS, SEASON_PARAMS, SERVE_PARAMS
 from dsr.cli.commands import summary
 from dsr.cli.common import add_param_flags, param_values
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError, require_extra
-from dsr.core.params import by_name
+from dsr.core.params import by_name, resolve
 from dsr.evaluation.measures import split_measure_list
 from dsr.evaluation.qrels import read_qrels
 
@@ -48,8 +48,7 @@ def register(subparsers) -> None:
         epilog=BOARD_EPILOG,
     )
     _db_options(s)
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    add_param_flags(s, LISTEN_PARAMS)  # --host, --port
     add_param_flags(s, SERVE_PARAMS)
     s.set_defaults(workers=None)  # dsr serve: one scoring process per core (at most 4)
     s.set_defaults(func=cmd_serve)
@@ -245,6 +244,7 @@ def cmd_serve(args) -> int:
         require_extra(module, "board")
     from dsr.board.service import default_workers
 
+    resolve(param_values(args, LISTEN_PARAMS), LISTEN_PARAMS, "")  # as dsr.server.serve checks them
     SERVE_SETTINGS["processes"].check(args.processes)  # before it divides the cores
     if args.workers is None:
         args.workers = default_workers(args.processes)

@@ -50,8 +50,6 @@ NOT_YET_CONVERTED = {
     ("trec_eval", "--Rel_info_format"),
     ("trec_eval", "--Results_format"),
     ("trec_eval", "--release"),
-    ("serve", "--host"),
-    ("serve", "--port"),
     ("submit", "--description"),
     ("submit", "--link"),
     ("submit", "--run-type"),
@@ -315,3 +313,15 @@ def test_judging_functions_default_to_their_params():
         (Judging.send_back, EXTRA),
     ]:
         assert inspect.signature(function).parameters[p.name].default == p.default, function
+
+
+@pytest.mark.parametrize("value, text", [(70000, "70000"), (-1, "-1")])
+def test_serve_refuses_a_port_alike(tmp_path, capsys, value, text):
+    from dsr.server import serve
+
+    with pytest.raises(InputError) as python:
+        serve(None, host="127.0.0.1", port=value)  # refused before the board is touched
+    db = f"sqlite:///{tmp_path / 'board.db'}"
+    code = main(["serve", "--db", db, "--store", str(tmp_path / "runs"), "--port", text])
+    _same_refusal(python.value, "port", "--port", code, capsys.readouterr().err)
+    assert not (tmp_path / "board.db").exists()
