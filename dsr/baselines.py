@@ -59,6 +59,7 @@ from dsr.core.fusion import fuse
 from dsr.core.home import models_dir
 from dsr.core.jsonio import gc_paused
 from dsr.core.models import resolve_model
+from dsr.core.params import Param
 from dsr.core.provenance import package_versions, sha256_file, slug, stamp
 from dsr.core.queries import STRATEGIES, check_strategy
 from dsr.core.run import Run
@@ -98,6 +99,15 @@ REPRODUCE_PARAMS = (
     _EVALUATE["target"],
     replace(_EVALUATE["test"], help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)"),
 )
+#: the bi-encoder of the dense rows (None: no dense or fusion rows; ``--no-dense``)
+DENSE_MODEL = Param(
+    "dense_model",
+    DEFAULT_DENSE,
+    "str",
+    f"bi-encoder for the dense rows (default {DEFAULT_DENSE})",
+    optional=True,
+    metavar="MODEL",
+)
 
 
 def trained_default(spec: str = DEFAULT_CROSS_ENCODER) -> str | None:
@@ -112,6 +122,15 @@ def skip_reason(no_cross_encoder: bool) -> str:
     return (
         f"skipped: no cross-encoder given (--cross-encoder MODEL) and no trained default "
         f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see docs/training.md)"
+    )
+
+
+def _check_settings(dense_model, n_splits, seed, target, test, correction, family, ci, all_pairs) -> None:
+    """:func:`reproduce`'s settings, each checked by its Param (an InputError naming it), as
+    ``dsr.evaluate`` checks the ones it shares."""
+    DENSE_MODEL.check(dense_model)
+    EvaluateSettings(
+        n_splits=n_splits, seed=seed, target=target, test=test, correction=correction, family=family, ci=ci, all_pairs=all_pairs
     )
 
 
@@ -159,9 +178,7 @@ def reproduce(
 
     Returns ``{"results": Results, "report": dict, "manifest": dict, "out": Path}``.
     """
-    EvaluateSettings(  # checked first, by their Params (as ``dsr.evaluate`` checks them)
-        n_splits=n_splits, seed=seed, target=target, test=test, correction=correction, family=family, ci=ci, all_pairs=all_pairs
-    )
+    _check_settings(dense_model, n_splits, seed, target, test, correction, family, ci, all_pairs)  # first, by their Params
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter()
     # the figures' workers are forked now and import matplotlib while the runs are made, unless

@@ -8,8 +8,8 @@ import sys
 
 from dsr.baselines import (
     DEFAULT_CROSS_ENCODER,
-    DEFAULT_DENSE,
     DEFAULT_TRAINED_DENSE,
+    DENSE_MODEL,
     FAST_BACKEND,
     REPRODUCE_PARAMS,
     reproduce,
@@ -74,9 +74,7 @@ def register(subparsers) -> None:
         metavar="Q",
         help="query strategies to run, space or comma separated (default: all of them)",
     )
-    p.add_argument(
-        "--dense-model", default=DEFAULT_DENSE, metavar="MODEL", help=f"bi-encoder for the dense rows (default {DEFAULT_DENSE})"
-    )
+    add_param_flags(p, (DENSE_MODEL,))
     p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
     p.add_argument(
         "--trained-dense",

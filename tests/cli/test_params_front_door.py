@@ -20,7 +20,7 @@ import inspect
 import pytest
 
 import dsr
-from dsr.baselines import REPRODUCE_PARAMS
+from dsr.baselines import DENSE_MODEL, REPRODUCE_PARAMS
 from dsr.baselines import reproduce as reproduce_api
 from dsr.cli import build_parser, main
 from dsr.cli.help import commands
@@ -58,7 +58,6 @@ NOT_YET_CONVERTED = {
     ("board add-member", "--email"),
     ("board export", "--select"),
     ("kfold", "--measures"),
-    ("reproduce", "--dense-model"),
     ("corpus build", "--docs-per-shard"),
     ("corpus build", "--min-chars"),
     ("corpus index", "--model"),
@@ -119,7 +118,7 @@ def test_a_params_flag_has_its_default_and_leaves_the_checks_to_it():
     [
         (dsr.evaluate, EVALUATE_PARAMS),
         (evaluate_runs, EVALUATE_PARAMS),
-        (reproduce_api, REPRODUCE_PARAMS + REPORT_PARAMS),
+        (reproduce_api, (*REPRODUCE_PARAMS, *REPORT_PARAMS, DENSE_MODEL)),
     ],
     ids=lambda x: getattr(x, "__qualname__", ""),
 )
