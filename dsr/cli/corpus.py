@@ -26,15 +26,14 @@ from dsr.cli.common import (
 )
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
-from dsr.core.params import parse_assignments
+from dsr.core.params import parse_assignments, resolve
 from dsr.core.queries import check_strategy
 from dsr.core.run import load_run, read_trec_run
 from dsr.core.run_checks import check_run
-from dsr.indexes.backends import BACKENDS
 from dsr.indexes.bm25 import PARAMS as BM25_PARAMS
 from dsr.indexes.corpus.bm25 import build_bm25
-from dsr.indexes.corpus.build import build_corpus
-from dsr.indexes.corpus.dense import IVFPQ, build_ivfpq, encode_corpus
+from dsr.indexes.corpus.build import BUILD_PARAMS, build_corpus
+from dsr.indexes.corpus.dense import ENCODE_PARAMS, IVFPQ, build_ivfpq, encode_corpus
 from dsr.indexes.corpus.distributed import Executor
 from dsr.indexes.corpus.layout import Corpus
 from dsr.open_retrieval.pool import POOL_PARAMS, PoolSettings, pool_collection, pool_runs
@@ -95,10 +94,7 @@ def _register_build(sub) -> None:
     )
     build.add_argument("--out", required=True, metavar="DIR", help="corpus folder to write")
     build.add_argument("--format", choices=("xml", "wikiextractor", "jsonl"), help="source format (default: from the name)")
-    build.add_argument("--docs-per-shard", type=int, default=10_000, metavar="N", help="documents per shard (default 10000)")
-    build.add_argument(
-        "--min-chars", type=int, default=1, metavar="N", help="drop sentences shorter than N characters (default 1)"
-    )
+    add_param_flags(build, BUILD_PARAMS)  # --docs-per-shard, --min-chars
     _add_execution(build)
     build.set_defaults(func=cmd_build)
 
@@ -113,21 +109,7 @@ def _register_index(sub) -> None:
     index.add_argument("corpus", metavar="DIR", help="corpus folder (dsr corpus build)")
     index.add_argument("--bm25", action="store_true", help="build the BM25 shards")
     index.add_argument("--dense", action="store_true", help="encode the sentences")
-    index.add_argument("--model", default="all-MiniLM-L6-v2", metavar="M", help="bi-encoder (dense)")
-    index.add_argument(
-        "--index",
-        default="flat",
-        choices=("flat", "ivfpq"),
-        help="flat (vectors only, exact search) or ivfpq (also an IVF-PQ index)",
-    )
-    index.add_argument("--batch-size", type=int, default=64, metavar="N", help="encoding batch size")
-    index.add_argument(
-        "--backend",
-        default="torch",
-        choices=("auto", *BACKENDS),
-        help="encoder backend (the vectors of each are kept apart) (torch: exact; auto: the "
-        "fastest this CPU has, openvino-int8 where it has VNNI or AMX)",
-    )
+    add_param_flags(index, ENCODE_PARAMS)  # --model, --index, --batch-size, --backend
     index.add_argument(
         "--part",
         metavar="K/N",
@@ -209,10 +191,9 @@ def _report(stage: str, report) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    settings = resolve(param_values(args, BUILD_PARAMS), BUILD_PARAMS, "")  # before a Ray session starts
     executor = _executor(args)
-    report = build_corpus(
-        args.source, args.out, fmt=args.format, docs_per_shard=args.docs_per_shard, min_chars=args.min_chars, executor=executor
-    )
+    report = build_corpus(args.source, args.out, fmt=args.format, executor=executor, **settings)
     _report("shards", report)
     corpus = Corpus(args.out)
     counts = corpus.manifest["counts"]
@@ -240,6 +221,7 @@ def _split_params(items: list[str]) -> tuple[dict, dict]:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    resolve(param_values(args, ENCODE_PARAMS), ENCODE_PARAMS, "")  # as encode_corpus checks them
     if not (args.bm25 or args.dense):
         raise InputError("say what to build: --bm25, --dense or both", field="--bm25")
     if args.part and (args.bm25 or args.index == "ivfpq" or not args.dense):

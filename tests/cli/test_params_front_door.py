@@ -58,12 +58,6 @@ NOT_YET_CONVERTED = {
     ("board add-member", "--email"),
     ("board export", "--select"),
     ("kfold", "--measures"),
-    ("corpus build", "--docs-per-shard"),
-    ("corpus build", "--min-chars"),
-    ("corpus index", "--model"),
-    ("corpus index", "--index"),
-    ("corpus index", "--batch-size"),
-    ("corpus index", "--backend"),
 }
 
 
@@ -324,3 +318,31 @@ def test_serve_refuses_a_port_alike(tmp_path, capsys, value, text):
     code = main(["serve", "--db", db, "--store", str(tmp_path / "runs"), "--port", text])
     _same_refusal(python.value, "port", "--port", code, capsys.readouterr().err)
     assert not (tmp_path / "board.db").exists()
+
+
+@pytest.mark.parametrize(
+    "name, value, flag, text", [("docs_per_shard", 0, "--docs-per-shard", "0"), ("min_chars", -1, "--min-chars", "-1")]
+)
+def test_corpus_build_refuses_alike(tmp_path, capsys, name, value, flag, text):
+    from dsr.indexes.corpus.build import build_corpus
+
+    source = tmp_path / "docs.jsonl"
+    source.write_text('{"id": "1", "title": "Roman concrete", "text": "It set under water. It lasted."}\n')
+    out = tmp_path / "corpus"
+    with pytest.raises(InputError) as python:
+        build_corpus(source, out, **{name: value})
+    code = main(["corpus", "build", str(source), "--out", str(out), flag, text])
+    _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "name, value, flag, text", [("batch_size", 0, "--batch-size", "0"), ("backend", "onnx", "--backend", "onnx")]
+)
+def test_corpus_index_refuses_alike(tmp_path, capsys, name, value, flag, text):
+    from dsr.indexes.corpus.dense import encode_corpus
+
+    with pytest.raises(InputError) as python:
+        encode_corpus(None, **{name: value})  # refused before the corpus is read
+    code = main(["corpus", "index", str(tmp_path / "corpus"), "--dense", flag, text])
+    _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
