@@ -50,13 +50,6 @@ NOT_YET_CONVERTED = {
     ("trec_eval", "--Rel_info_format"),
     ("trec_eval", "--Results_format"),
     ("trec_eval", "--release"),
-    ("submit", "--description"),
-    ("submit", "--link"),
-    ("submit", "--run-type"),
-    ("board add-team", "--member"),
-    ("board add-phase", "--description"),
-    ("board add-member", "--email"),
-    ("board export", "--select"),
     ("kfold", "--measures"),
 }
 
@@ -346,3 +339,31 @@ def test_corpus_index_refuses_alike(tmp_path, capsys, name, value, flag, text):
         encode_corpus(None, **{name: value})  # refused before the corpus is read
     code = main(["corpus", "index", str(tmp_path / "corpus"), "--dense", flag, text])
     _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
+
+
+def test_submit_refuses_a_run_type_alike(runs, capsys):
+    from dsr.board.client import submit
+
+    run = str(runs / "bm25.run")
+    server = "http://127.0.0.1:9"  # refused before anything is sent
+    with pytest.raises(InputError) as python:
+        submit(server, "token", "sample", run, system="bm25", run_type="semi")
+    code = main(["submit", "sample", run, "--server", server, "--token", "token", "--json", "--run-type", "semi"])
+    _same_refusal(python.value, "run_type", "--run-type", code, capsys.readouterr().err)
+
+
+def test_board_functions_default_to_their_params():
+    from dsr.board.admin import export
+    from dsr.board.client import submit
+    from dsr.board.members import Members
+    from dsr.board.phases import Phases
+    from dsr.board.settings import EMAIL, MEMBER, PHASE_DESCRIPTION, SELECT, SUBMIT_PARAMS
+
+    for function, p in [
+        *((submit, p) for p in SUBMIT_PARAMS),
+        (Members.add_team, MEMBER),
+        (Members.add_member, EMAIL),
+        (Phases.add_phase, PHASE_DESCRIPTION),
+    ]:
+        assert inspect.signature(function).parameters[p.name].default == p.default, function
+    assert inspect.signature(export).parameters["select_rule"].default == SELECT.default
