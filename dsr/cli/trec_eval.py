@@ -6,10 +6,11 @@ import argparse
 import sys
 
 from dsr.cli.commands import summary
+from dsr.cli.common import add_param_flags
 from dsr.core import __version__
 from dsr.core.errors import InputError
 from dsr.evaluation.trec_eval_measures import NICKNAMES, RELEASES, measures, supported
-from dsr.evaluation.trec_eval_tool import Options, trec_eval
+from dsr.evaluation.trec_eval_tool import OPTION, Options, trec_eval
 
 EPILOG = (
     """\
@@ -74,18 +75,7 @@ def register(subparsers) -> None:
         dest="complete",
         help="average over every topic of the qrels (a topic the run lacks scores 0)",
     )
-    p.add_argument(
-        "-l",
-        "--level_for_rel",
-        type=int,
-        default=1,
-        dest="level",
-        metavar="N",
-        help="the lowest grade that is relevant (default 1)",
-    )
-    p.add_argument(
-        "-M", "--Max_retrieved_per_topic", type=int, dest="max_docs", metavar="N", help="only the first N documents of each topic"
-    )
+    add_param_flags(p, (OPTION["level"], OPTION["max_docs"]))
     p.add_argument(
         "-J",
         "--Judged_docs_only",
@@ -94,15 +84,7 @@ def register(subparsers) -> None:
         help="drop unjudged documents from each ranking first",
     )
     p.add_argument("-n", "--nosummary", action="store_true", help='no summary ("all") lines')
-    p.add_argument(
-        "-N",
-        "--Number_docs_in_coll",
-        type=int,
-        default=0,
-        dest="num_docs",
-        metavar="N",
-        help="documents in the collection (utility's fourth coefficient reads it)",
-    )
+    add_param_flags(p, (OPTION["num_docs"],))
     p.add_argument(
         "-Z", "--Zscore", dest="zscores", metavar="FILE", help='print z-scores, from a file of "topic measure mean sd" lines'
     )
@@ -133,16 +115,12 @@ def register(subparsers) -> None:
         dest="show_version",
         help="print the version (dsr's, and the trec_eval release followed)",
     )
-    p.add_argument("--release", choices=RELEASES, default="9.0.8", help="whose rules: 9.0.8 (default) or 10.0 (see below)")
+    add_param_flags(p, (OPTION["release"],))
     p.set_defaults(func=cmd_trec_eval)
 
 
 def cmd_trec_eval(args: argparse.Namespace) -> int:
-    if args.show_version:
-        print(f"trec_eval version {args.release} (dsr {__version__})", file=sys.stderr)
-        return 0
-    _refuse_unsupported(args)
-    options = Options(
+    options = Options(  # the values checked first, by their Params
         release=args.release,
         measures=args.measures,
         per_topic=args.per_topic,
@@ -154,6 +132,10 @@ def cmd_trec_eval(args: argparse.Namespace) -> int:
         num_docs=args.num_docs,
         zscores=args.zscores,
     )
+    if args.show_version:
+        print(f"trec_eval version {args.release} (dsr {__version__})", file=sys.stderr)
+        return 0
+    _refuse_unsupported(args)
     printed = trec_eval(args.qrels, args.run, options)
     for note in printed.notes:
         print(f"dsr trec_eval: note: {note}", file=sys.stderr)

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from dsr.core.errors import InputError
+from dsr.core.params import Param
 from dsr.core.run import read_trec_run
 from dsr.core.textfiles import read_lines
 from dsr.evaluation.qrels import read_qrels
@@ -57,9 +58,46 @@ MISSING_ZSCORE = -1000000.0
 BOGUS_DOC = "ceci_nest_pas_un_docno"
 
 
+#: trec_eval's options that carry a value (``dsr trec_eval``'s flags, trec_eval's names):
+#: :class:`Options` checks its fields through them
+OPTION_PARAMS = (
+    Param("release", "9.0.8", "str", "whose rules: 9.0.8 (default) or 10.0 (see below)", choices=RELEASES),
+    Param(
+        "level",
+        1,
+        "int",
+        "the lowest grade that is relevant (default 1; pytrec_eval, which computes trec_eval's "
+        "measures for dsr, takes levels of 1 or more)",
+        low=1,
+        metavar="N",
+        flags=("-l", "--level_for_rel"),
+    ),
+    Param(
+        "max_docs",
+        None,
+        "int",
+        "only the first N documents of each topic",
+        low=0,
+        metavar="N",
+        flags=("-M", "--Max_retrieved_per_topic"),
+    ),
+    Param(
+        "num_docs",
+        0,
+        "int",
+        "documents in the collection (utility's fourth coefficient reads it)",
+        low=0,
+        metavar="N",
+        flags=("-N", "--Number_docs_in_coll"),
+    ),
+)
+OPTION = {p.name: p for p in OPTION_PARAMS}
+
+
 @dataclass
 class Options:
-    """trec_eval's options (``dsr trec_eval``'s flags)."""
+    """trec_eval's options (``dsr trec_eval``'s flags); those with a value checked when made,
+    by :data:`OPTION_PARAMS`."""
 
     release: str = "9.0.8"
     #: -m: measures and nicknames, with parameters (``P.5,10``); None: ``official``
@@ -80,6 +118,10 @@ class Options:
     num_docs: int = 0
     #: -Z: a file of ``topic measure mean sd`` lines: print z-scores
     zscores: str | Path | None = None
+
+    def __post_init__(self) -> None:
+        for p in OPTION_PARAMS:
+            setattr(self, p.name, p.check(getattr(self, p.name)))
 
 
 @dataclass
@@ -120,16 +162,8 @@ def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | N
 
 
 def _check(options: Options) -> None:
-    if options.release not in RELEASES:
-        raise InputError(f"release must be one of {', '.join(RELEASES)}, got {options.release!r}", field="release")
-    if options.level < 1:
-        raise InputError(
-            f"not supported: a relevance level below 1 ({options.level}); pytrec_eval, "
-            "which computes trec_eval's measures for dsr, takes levels of 1 or more",
-            field="level",
-        )
-    if options.max_docs is not None and options.max_docs < 0:
-        raise InputError(f"must be 0 or more, got {options.max_docs}", field="max_docs")
+    """An Options changed after it was made, checked again."""
+    Options(**{p.name: getattr(options, p.name) for p in OPTION_PARAMS})
 
 
 # --- reading as trec_eval reads -------------------------------------------------------
