@@ -15,7 +15,7 @@ from dsr.collections import REGISTERED, load_collection
 from dsr.core.atomic import check_output_path
 from dsr.core.errors import InputError
 from dsr.core.params import TYPES, Param
-from dsr.core.run import RUN_FORMATS
+from dsr.core.run import RUN_FORMAT
 
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
@@ -86,13 +86,6 @@ def check_out(out: str | Path, what: str = "a run file name") -> None:
 
 
 def add_run_format_argument(p) -> None:
-    """--run-format: TREC's six columns, MS MARCO's three, or detected (evaluate, validate, fuse)."""
-    p.add_argument(
-        "--run-format",
-        choices=RUN_FORMATS,
-        default="auto",
-        help="trec (qid Q0 docid rank score tag), msmarco (qid docid rank, as pyserini's "
-        "--output-format msmarco writes: each score is minus the rank, ties in rank go "
-        "to the doc id, descending) or auto (default: three columns whose last is a "
-        "whole number are msmarco)",
-    )
+    """--run-format (its Param, ``dsr.core.run.RUN_FORMAT``: the readers' ``fmt``): TREC's six
+    columns, MS MARCO's three, or detected (evaluate, validate, fuse)."""
+    add_param_flags(p, (RUN_FORMAT,))

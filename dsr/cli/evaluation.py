@@ -282,7 +282,7 @@ def cmd_evaluate(args) -> int:
         args.baseline,
         None if args.qrels else collection,
         args.allow_collection_mismatch,
-        args.run_format,
+        args.fmt,
     )
     for warning in selection.warnings:
         print(warning, file=sys.stderr)
@@ -376,7 +376,7 @@ def cmd_validate(args) -> int:
         strict=args.strict,
         allow_mismatch=args.allow_collection_mismatch,
         pooled=bool(args.qrels),
-        fmt=args.run_format,
+        fmt=args.fmt,
     )
     fixed = None
     if args.fix_ties and result.valid:

@@ -257,7 +257,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     method = canonical(args.method)
     params = parse_assignments(args.param, "--param")
     check_fusion_params(method, params)  # before the runs are read
-    runs = [load_run(path, args.run_format) for path in args.runs]
+    runs = [load_run(path, args.fmt) for path in args.runs]
 
     collection = None
     if args.collection:

@@ -45,9 +45,6 @@ NOT_SETTINGS = {
 #: settings whose default is still written in an argparse call: not yet converted to a Param
 #: (issue 43 item 1 is done when this is empty)
 NOT_YET_CONVERTED = {
-    ("fuse", "--run-format"),
-    ("evaluate", "--run-format"),
-    ("validate", "--run-format"),
     # trec_eval's -R and -T: dsr reads one format of each and refuses the others by name
     # (dsr/cli/trec_eval.py _refuse_unsupported); not yet declared as Params
     ("trec_eval", "--Rel_info_format"),
@@ -390,3 +387,20 @@ def test_trec_eval_options_refuse_alike(runs, capsys, name, value, flag, text):
         Options(**{name: value})
     code = main(["trec_eval", str(runs / "hidden.qrels"), str(runs / "bm25.run"), flag, text])
     _same_refusal(python.value, name, flag, code, capsys.readouterr().err)
+
+
+def test_a_run_format_is_refused_alike(runs, tmp_path, capsys):
+    run = str(runs / "bm25.run")
+    with pytest.raises(InputError) as python:
+        dsr.Run.read(run, "tsv")
+    assert python.value.field == "fmt"
+    with pytest.raises(InputError) as validated:
+        dsr.validate_run(dsr.load_collection("sample"), run, fmt="tsv")
+    assert str(validated.value) == str(python.value)
+    for argv in (
+        ["evaluate", "sample", run, "--quiet"],
+        ["validate", "sample", run],
+        ["fuse", run, str(runs / "initial.run"), "--method", "rrf", "--out", str(tmp_path / "f.run")],
+    ):
+        code = main([*argv, "--run-format", "tsv"])
+        _same_refusal(python.value, "fmt", "--run-format", code, capsys.readouterr().err)
