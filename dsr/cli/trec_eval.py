@@ -88,22 +88,7 @@ def register(subparsers) -> None:
     p.add_argument(
         "-Z", "--Zscore", dest="zscores", metavar="FILE", help='print z-scores, from a file of "topic measure mean sd" lines'
     )
-    p.add_argument(
-        "-R",
-        "--Rel_info_format",
-        default="qrels",
-        dest="rel_format",
-        metavar="FORMAT",
-        help="qrels (the only one supported; prefs, qrels_prefs and qrels_jg are not)",
-    )
-    p.add_argument(
-        "-T",
-        "--Results_format",
-        default="trec_results",
-        dest="results_format",
-        metavar="FORMAT",
-        help="trec_results (the only format)",
-    )
+    add_param_flags(p, (OPTION["rel_format"], OPTION["results_format"]))
     p.add_argument("-D", "--Debug_level", dest="debug", metavar="N", help="not supported")
     p.add_argument(
         "-o", "--Output_old_results_format", action="store_true", dest="old_format", help="obsolete in trec_eval; no effect"
@@ -131,6 +116,8 @@ def cmd_trec_eval(args: argparse.Namespace) -> int:
         summary=not args.nosummary,
         num_docs=args.num_docs,
         zscores=args.zscores,
+        rel_format=args.rel_format,
+        results_format=args.results_format,
     )
     if args.show_version:
         print(f"trec_eval version {args.release} (dsr {__version__})", file=sys.stderr)
@@ -145,22 +132,6 @@ def cmd_trec_eval(args: argparse.Namespace) -> int:
 
 def _refuse_unsupported(args: argparse.Namespace) -> None:
     """The options dsr does not support, each refused by name (never a silent difference)."""
-    if args.rel_format != "qrels":
-        known = args.rel_format in ("prefs", "qrels_prefs", "qrels_jg")
-        raise InputError(
-            f"not supported: -R {args.rel_format}"
-            + (
-                " (dsr trec_eval reads qrels only; the preference and judgement-group formats and their "
-                "measures are not computed)"
-                if known
-                else " (trec_eval has no such format; qrels is the one dsr reads)"
-            ),
-            field="rel_format",
-        )
-    if args.results_format != "trec_results":
-        raise InputError(
-            f"not supported: -T {args.results_format} (trec_results is trec_eval's only results format)", field="results_format"
-        )
     if args.debug is not None:
         raise InputError("not supported: -D (trec_eval's debug output)", field="debug")
     wanted = {name for m in args.measures or [] for name in [m.partition(".")[0]]}

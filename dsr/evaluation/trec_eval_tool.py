@@ -90,6 +90,22 @@ OPTION_PARAMS = (
         metavar="N",
         flags=("-N", "--Number_docs_in_coll"),
     ),
+    Param(
+        "rel_format",
+        "qrels",
+        "str",
+        "qrels (the only one supported; prefs, qrels_prefs and qrels_jg are not)",
+        metavar="FORMAT",
+        flags=("-R", "--Rel_info_format"),
+    ),
+    Param(
+        "results_format",
+        "trec_results",
+        "str",
+        "trec_results (the only format)",
+        metavar="FORMAT",
+        flags=("-T", "--Results_format"),
+    ),
 )
 OPTION = {p.name: p for p in OPTION_PARAMS}
 
@@ -119,9 +135,15 @@ class Options:
     #: -Z: a file of ``topic measure mean sd`` lines: print z-scores
     zscores: str | Path | None = None
 
+    #: -R: the qrels' format (qrels only: the others are refused by name)
+    rel_format: str = "qrels"
+    #: -T: the run's format (trec_results, trec_eval's only one)
+    results_format: str = "trec_results"
+
     def __post_init__(self) -> None:
         for p in OPTION_PARAMS:
             setattr(self, p.name, p.check(getattr(self, p.name)))
+        _check_formats(self.rel_format, self.results_format)
 
 
 @dataclass
@@ -159,6 +181,26 @@ def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | N
     if options.summary:
         lines += _summary(selected, values, qrels, options, run.tag, zscores is not None)
     return Printed("".join(line + "\n" for line in lines), sorted(notes))
+
+
+def _check_formats(rel_format: str, results_format: str) -> None:
+    """-R and -T: the one format of each that dsr reads; the others refused by name."""
+    if rel_format != "qrels":
+        known = rel_format in ("prefs", "qrels_prefs", "qrels_jg")
+        raise InputError(
+            f"not supported: -R {rel_format}"
+            + (
+                " (dsr trec_eval reads qrels only; the preference and judgement-group formats and their "
+                "measures are not computed)"
+                if known
+                else " (trec_eval has no such format; qrels is the one dsr reads)"
+            ),
+            field="rel_format",
+        )
+    if results_format != "trec_results":
+        raise InputError(
+            f"not supported: -T {results_format} (trec_results is trec_eval's only results format)", field="results_format"
+        )
 
 
 def _check(options: Options) -> None:

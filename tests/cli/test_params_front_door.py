@@ -45,10 +45,6 @@ NOT_SETTINGS = {
 #: settings whose default is still written in an argparse call: not yet converted to a Param
 #: (issue 43 item 1 is done when this is empty)
 NOT_YET_CONVERTED = {
-    # trec_eval's -R and -T: dsr reads one format of each and refuses the others by name
-    # (dsr/cli/trec_eval.py _refuse_unsupported); not yet declared as Params
-    ("trec_eval", "--Rel_info_format"),
-    ("trec_eval", "--Results_format"),
     ("kfold", "--measures"),
 }
 
