@@ -61,6 +61,7 @@ def add_param_flags(parser, declared: Sequence[Param]) -> None:
             made = parser.add_argument(
                 *flags,
                 dest=p.name,
+                nargs="+" if isinstance(p.default, tuple) else None,  # a list: one or more values
                 type=TYPES[p.kind] if p.kind != "any" else str,
                 default=p.default,
                 metavar=p.metavar or choices or p.name.upper(),

@@ -47,7 +47,6 @@ def register(subparsers) -> None:
         help="also rank with this model trained on every document (e.g. dsr:NAME from a plain `dsr train`)",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the runs (the report goes to DIR/report)")
-    p.add_argument("--measures", nargs="+", default=["nDCG@5", "RR", "nDCG@10"], metavar="M")
     p.add_argument(
         "--recipe",
         choices=(*RECIPES, "recommended"),
@@ -89,7 +88,13 @@ def cmd_kfold(args: argparse.Namespace) -> int:
             )
         models.append(f"dsr:{name}")
     results, gains = kfold_evaluate(
-        evaluation, models, out, base=args.base, in_domain=args.in_domain, measures=args.measures, command=["dsr", *sys.argv[1:]]
+        evaluation,
+        models,
+        out,
+        base=args.base,
+        in_domain=args.in_domain,
+        measures=list(args.measures),
+        command=["dsr", *sys.argv[1:]],
     )
     print(render(results, "text", verbose=False, measures=results.measures))  # every table: the report
     print("\nper fold: the fold model against zero-shot on the dialogues of the documents it left out\n" + folds_markdown(gains))

@@ -53,6 +53,7 @@ KFOLD_PARAMS = (
         help="document folds, at least 2 (default 3): one left out, the others trained on",
     ),
     Param("base", "all-MiniLM-L6-v2", "str", "base model: trained per fold, and the zero-shot comparison"),
+    Param("measures", ("nDCG@5", "RR", "nDCG@10"), "any", "measures of the report (default nDCG@5 RR nDCG@10)", metavar="M"),
 )
 KfoldSettings = settings_type("KfoldSettings", KFOLD_PARAMS, "", "``dsr kfold``'s settings (``KFOLD_PARAMS``).")
 

@@ -43,10 +43,9 @@ NOT_SETTINGS = {
 }
 
 #: settings whose default is still written in an argparse call: not yet converted to a Param
-#: (issue 43 item 1 is done when this is empty)
-NOT_YET_CONVERTED = {
-    ("kfold", "--measures"),
-}
+#: (empty: issue 43 item 1's every flag is converted; a command that cannot be converted at
+#: once is named here, never hidden in NOT_SETTINGS)
+NOT_YET_CONVERTED: set[tuple[str, str]] = set()
 
 
 def _flag(action: argparse.Action) -> str:
