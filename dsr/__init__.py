@@ -138,7 +138,20 @@ def evaluate(
     from dsr.evaluation.experiment import evaluate_runs
     from dsr.evaluation.grouping import auto_families
     from dsr.evaluation.protocol import resolve_splits
+    from dsr.evaluation.settings import EvaluateSettings
 
+    EvaluateSettings(  # checked first, by their Params (``dsr evaluate`` checks the same)
+        n_splits=n_splits,
+        seed=seed,
+        target=target,
+        test=test,
+        n_resamples=n_resamples,
+        alpha=alpha,
+        correction=correction,
+        family=family,
+        ci=ci,
+        all_pairs=all_pairs,
+    )
     collection = _collection(collection, qrels)
     named = _named_runs(runs)
     if isinstance(tune, str):

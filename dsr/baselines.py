@@ -46,6 +46,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ from dsr.core.fusion import fuse
 from dsr.core.home import models_dir
 from dsr.core.jsonio import gc_paused
 from dsr.core.models import resolve_model
+from dsr.core.params import Param
 from dsr.core.provenance import package_versions, sha256_file, slug, stamp
 from dsr.core.queries import STRATEGIES, check_strategy
 from dsr.core.run import Run
@@ -68,6 +70,7 @@ from dsr.evaluation.drawing import workers as drawing_workers
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
+from dsr.evaluation.settings import SPLIT_PARAMS, TEST_PARAMS, EvaluateSettings
 from dsr.indexes.backends import DEFAULT_BACKEND, export_identity, resolve_backend
 from dsr.indexes.backends import export as export_model
 from dsr.indexes.exactness import note as exactness_note
@@ -87,6 +90,25 @@ DEFAULT_TRAINED_DENSE = "dsr:dialogue-minilm-bi"
 RERANK_DEPTHS = (10, 20, None)  # None: rerank every candidate
 BASELINE = "BM25"
 
+#: the settings :func:`reproduce` shares with :func:`dsr.evaluate` (their Params, with the
+#: suite's own help lines); ``REPORT_PARAMS`` too (``dsr.evaluation.settings``)
+_EVALUATE = {p.name: p for p in SPLIT_PARAMS + TEST_PARAMS}
+REPRODUCE_PARAMS = (
+    _EVALUATE["n_splits"],
+    replace(_EVALUATE["seed"], help="seed for generated splits, random ranker, permutation test (default 0)"),
+    _EVALUATE["target"],
+    replace(_EVALUATE["test"], help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)"),
+)
+#: the bi-encoder of the dense rows (None: no dense or fusion rows; ``--no-dense``)
+DENSE_MODEL = Param(
+    "dense_model",
+    DEFAULT_DENSE,
+    "str",
+    f"bi-encoder for the dense rows (default {DEFAULT_DENSE})",
+    optional=True,
+    metavar="MODEL",
+)
+
 
 def trained_default(spec: str = DEFAULT_CROSS_ENCODER) -> str | None:
     """``spec`` (``dsr:NAME``) when ``dsr train`` has saved that model, else None."""
@@ -100,6 +122,15 @@ def skip_reason(no_cross_encoder: bool) -> str:
     return (
         f"skipped: no cross-encoder given (--cross-encoder MODEL) and no trained default "
         f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see docs/training.md)"
+    )
+
+
+def _check_settings(dense_model, n_splits, seed, target, test, correction, family, ci, all_pairs) -> None:
+    """:func:`reproduce`'s settings, each checked by its Param (an InputError naming it), as
+    ``dsr.evaluate`` checks the ones it shares."""
+    DENSE_MODEL.check(dense_model)
+    EvaluateSettings(
+        n_splits=n_splits, seed=seed, target=target, test=test, correction=correction, family=family, ci=ci, all_pairs=all_pairs
     )
 
 
@@ -147,6 +178,7 @@ def reproduce(
 
     Returns ``{"results": Results, "report": dict, "manifest": dict, "out": Path}``.
     """
+    _check_settings(dense_model, n_splits, seed, target, test, correction, family, ci, all_pairs)  # first, by their Params
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter()
     # the figures' workers are forked now and import matplotlib while the runs are made, unless

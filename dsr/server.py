@@ -25,6 +25,8 @@ import uvicorn
 
 from dsr.board.app import create_app
 from dsr.board.service import Board, BoardConfig
+from dsr.board.settings import LISTEN_PARAMS
+from dsr.core.params import resolve
 from dsr.judging.routes import ROUTERS as JUDGING_ROUTERS
 from dsr.judging.routes import STATIC as JUDGING_STATIC
 from dsr.web.security import mount_static
@@ -43,12 +45,14 @@ def create_site(board: Board, routers=()):
 
 def serve(board: Board, *, host: str, port: int) -> None:
     """Run the site until stopped (uvicorn, one process)."""
+    resolve({"host": host, "port": port}, LISTEN_PARAMS, "")
     uvicorn.run(create_site(board), host=host, port=port, log_level="warning")
 
 
 def serve_processes(config: BoardConfig, *, host: str, port: int) -> None:
     """Run ``config.processes`` processes of the site on one port until stopped; each makes
     its own :class:`Board` from ``config`` (:func:`site_from_environment`)."""
+    resolve({"host": host, "port": port}, LISTEN_PARAMS, "")
     settings = {k: (None if v is None else str(v) if k == "store" else v) for k, v in dataclasses.asdict(config).items()}
     os.environ[SETTINGS_ENV] = json.dumps(settings)
     uvicorn.run(

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from dsr.board.published import published_metadata
+from dsr.board.settings import SUBMIT_PARAMS
 from dsr.core.errors import InputError, require_extra
 from dsr.core.jsonio import load_json
+from dsr.core.params import resolve
 from dsr.core.run import sidecar_path
 
 RETRIES = 2
@@ -76,6 +78,7 @@ def submit(
     retries: int = RETRIES,
 ) -> Answer:
     """POST the run and its published metadata to ``server``, retrying with the same key."""
+    resolve({"description": description, "link": link, "run_type": run_type}, SUBMIT_PARAMS, "")
     httpx = require_extra("httpx", "board", field="server")
     run = Path(run)
     if not run.is_file():

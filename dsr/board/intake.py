@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsr.board.published import check_text, published_metadata
+from dsr.board.settings import RUN_TYPES
 from dsr.core.errors import InputError
 from dsr.core.textfiles import TooLarge, unpack, without_bom
 
-RUN_TYPES = ("automatic", "manual")
 MAX_SIDECAR = 256 * 1024
 _KEY = re.compile(r"[\x21-\x7e]{1,200}")
 

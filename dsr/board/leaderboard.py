@@ -32,11 +32,11 @@ from sqlalchemy import bindparam, select
 from dsr.board import release, scoring
 from dsr.board.models import Phase, Submission, iso
 from dsr.board.release import uses_ladder
+from dsr.board.settings import SELECT
 from dsr.core.errors import InputError
 from dsr.evaluation.results import Results
 from dsr.evaluation.significance import all_pairs, mean_ci
 
-SELECTIONS = ("all", "best", "latest")
 #: a team's runs on a board, in submission order (the ladder of a submit answer; built once:
 #: see ``dsr.board.members.IDENTIFY``)
 TEAM_RUNS = (
@@ -339,8 +339,7 @@ def answer_means(board, phase: Phase, row: Submission, session, earlier: list[in
 def _check_view(sort: str, measures: list[str], select: str, subset: str, data, baselines: str) -> None:
     if sort not in measures:
         raise InputError(f"no measure {sort!r} on this board; it has {', '.join(measures)}", field="sort")
-    if select not in SELECTIONS:
-        raise InputError(f"select is one of {', '.join(SELECTIONS)}", field="select")
+    select = SELECT.check(select)
     if subset not in data.subsets:
         raise InputError(f"no subset {subset!r}; this board has {', '.join(data.subsets)}", field="subset")
     if baselines not in BASELINE_VIEWS:

@@ -13,6 +13,7 @@ from dsr.board.db import read_session, write_session
 from dsr.board.models import Member, Setting, Submission, Team, WebSession, utcnow
 from dsr.board.published import check_text
 from dsr.board.release import Noise, noise_key
+from dsr.board.settings import MEMBER
 from dsr.core.errors import InputError
 
 
@@ -33,7 +34,7 @@ IDENTIFY = (
 #: the longest e-mail address a member's row holds (String(300))
 MAX_EMAIL = 300
 #: the first member ``add-team`` makes (``--member`` names another)
-FIRST_MEMBER = "lead"
+FIRST_MEMBER = MEMBER.default
 
 
 def new_token() -> str:

@@ -21,6 +21,32 @@ BOARD_PARAMS = (
     Param("store", None, "any", metavar="DIR", help="run store (default $DSR_HOME/board/runs)"),
 )
 
+#: what a submission says of itself (``dsr.board.client.submit``; ``dsr submit`` flags); the
+#: server checks them again (``dsr.board.intake``) for any client
+RUN_TYPES = ("automatic", "manual")
+SUBMIT_PARAMS = (
+    Param("description", "", "str", "what the system does"),
+    Param("link", "", "str", "paper or code link", metavar="URL"),
+    Param("run_type", "automatic", "str", "automatic or manual", choices=RUN_TYPES),
+)
+
+#: which runs a leaderboard lists (``dsr board export``, ``dsr.board.admin.export``; checked by
+#: ``dsr.board.leaderboard.build``, whose own default, the web page's, is best)
+SELECTIONS = ("all", "best", "latest")
+SELECT = Param("select", "all", "str", "every run, or each team's best or latest (default all)", choices=SELECTIONS)
+
+#: a new team's first member (``Board.add_team``), a member's contact (``Board.add_member``) and a
+#: phase's description (``Board.add_phase``)
+MEMBER = Param("member", "lead", "str", "the first member's name (default lead)", metavar="WHO")
+EMAIL = Param("email", "", "str", "a contact address (kept for organisers, never served)")
+PHASE_DESCRIPTION = Param("description", "", "str", "shown on the board")
+
+#: where ``dsr serve`` listens (``dsr.server.serve`` and ``serve_processes`` check them)
+LISTEN_PARAMS = (
+    Param("host", "127.0.0.1", "str", "address to listen on (default 127.0.0.1)"),
+    Param("port", 8000, "int", "port (default 8000)", low=0, high=65535),
+)
+
 #: what ``dsr serve`` accepts
 SERVE_PARAMS = (
     Param(

@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
+from dsr.cli.common import add_param_flags
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
-from dsr.evaluation.ordering_agreement import agreement
+from dsr.evaluation.ordering_agreement import MEASURE, agreement
 
 
 def register(subparsers) -> None:
@@ -30,7 +31,7 @@ def register(subparsers) -> None:
     p.add_argument("--silver-source", metavar="DIR", help="--source of SILVER")
     p.add_argument("--silver-split", metavar="S", help="--split of SILVER (e.g. valid)")
     p.add_argument("--judged-source", metavar="DIR", help="--source of JUDGED")
-    p.add_argument("--measure", default="nDCG@5", help="measure (default nDCG@5)")
+    add_param_flags(p, (MEASURE,))
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_agreement)
 

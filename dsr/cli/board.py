@@ -15,12 +15,22 @@ from dsr.board.participants import WITHHELD
 from dsr.board.release import SETTINGS as QUOTAS
 from dsr.board.release import rule as release_rule
 from dsr.board.scoring import split_ref
-from dsr.board.settings import BOARD_PARAMS, SEASON_PARAMS, SERVE_PARAMS
+from dsr.board.settings import (
+    BOARD_PARAMS,
+    EMAIL,
+    LISTEN_PARAMS,
+    MEMBER,
+    PHASE_DESCRIPTION,
+    SEASON_PARAMS,
+    SELECT,
+    SERVE_PARAMS,
+    SUBMIT_PARAMS,
+)
 from dsr.cli.commands import summary
 from dsr.cli.common import add_param_flags, param_values
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError, require_extra
-from dsr.core.params import by_name
+from dsr.core.params import by_name, resolve
 from dsr.evaluation.measures import split_measure_list
 from dsr.evaluation.qrels import read_qrels
 
@@ -48,8 +58,7 @@ def register(subparsers) -> None:
         epilog=BOARD_EPILOG,
     )
     _db_options(s)
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    s.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    add_param_flags(s, LISTEN_PARAMS)  # --host, --port
     add_param_flags(s, SERVE_PARAMS)
     s.set_defaults(workers=None)  # dsr serve: one scoring process per core (at most 4)
     s.set_defaults(func=cmd_serve)
@@ -64,7 +73,7 @@ def register(subparsers) -> None:
     t = sub.add_parser("add-team", help="create a team and its first member; print the member's token (shown once)")
     _db_options(t)
     t.add_argument("name", metavar="NAME")
-    t.add_argument("--member", default="lead", metavar="WHO", help="the first member's name (default lead)")
+    add_param_flags(t, (MEMBER,))
     t.set_defaults(func=cmd_board_add_team)
 
     _add_phase_parser(sub)
@@ -93,12 +102,7 @@ def register(subparsers) -> None:
     e.add_argument("collection", metavar="COLLECTION")
     e.add_argument("--phase", metavar="P")
     e.add_argument("--format", choices=("csv", "latex", "json"), default="csv")
-    e.add_argument(
-        "--select",
-        choices=("all", "best", "latest"),
-        default="all",
-        help="every run, or each team's best or latest (default all)",
-    )
+    add_param_flags(e, (SELECT,))
     e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_board_export)
 
@@ -136,7 +140,7 @@ def _member_parsers(sub) -> None:
         m.add_argument("team", metavar="TEAM")
         m.add_argument("name", metavar="NAME", help="the person's name")
         if action == "add-member":
-            m.add_argument("--email", default="", help="a contact address (kept for organisers, never served)")
+            add_param_flags(m, (EMAIL,))
         m.set_defaults(func=cmd_board_member, action=action)
 
 
@@ -156,9 +160,7 @@ def _submit_parser(subparsers) -> None:
     u.add_argument("--token", metavar="T", help="your member token (default: $DSR_TOKEN)")
     u.add_argument("--phase", metavar="P", help="phase (needed when the collection has several)")
     u.add_argument("--system", metavar="NAME", help="system name (default: the file name)")
-    u.add_argument("--description", default="", help="what the system does")
-    u.add_argument("--link", default="", metavar="URL", help="paper or code link")
-    u.add_argument("--run-type", choices=("automatic", "manual"), default="automatic")
+    add_param_flags(u, SUBMIT_PARAMS)  # --description, --link, --run-type
     u.add_argument("--trained", action="store_true", help="the system was trained or tuned on this collection")
     u.add_argument("--sidecar", metavar="FILE", help="sidecar JSON (default: RUN.json when present)")
     u.add_argument("--json", action="store_true", help="print the server's answer as JSON")
@@ -184,7 +186,7 @@ def _add_phase_parser(sub) -> None:
             metavar=setting.metavar,
             help=f"{setting.help}; default {setting.default} on hidden phases, none on public ones",
         )
-    p.add_argument("--description", default="", help="shown on the board")
+    add_param_flags(p, (PHASE_DESCRIPTION,))
     p.add_argument("--name", metavar="NAME", help="the collection's name on the board (default its own)")
     p.add_argument(
         "--strict", action="store_true", help="refuse runs whose scores tie as 32-bit floats (default: accept, count and say it)"
@@ -245,6 +247,7 @@ def cmd_serve(args) -> int:
         require_extra(module, "board")
     from dsr.board.service import default_workers
 
+    resolve(param_values(args, LISTEN_PARAMS), LISTEN_PARAMS, "")  # as dsr.server.serve checks them
     SERVE_SETTINGS["processes"].check(args.processes)  # before it divides the cores
     if args.workers is None:
         args.workers = default_workers(args.processes)
@@ -559,6 +562,7 @@ def cmd_board_rebuild(args) -> int:
 def cmd_board_export(args) -> int:
     from dsr.board.admin import export
 
+    SELECT.check(args.select)  # before the board opens (as leaderboard.build checks it)
     board = _board(args)
     text = export(board, board.get_phase(args.collection, args.phase), args.format, args.select)
     if args.out:

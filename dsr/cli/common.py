@@ -15,7 +15,7 @@ from dsr.collections import REGISTERED, load_collection
 from dsr.core.atomic import check_output_path
 from dsr.core.errors import InputError
 from dsr.core.params import TYPES, Param
-from dsr.core.run import RUN_FORMATS
+from dsr.core.run import RUN_FORMAT
 
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:
@@ -45,24 +45,29 @@ def add_param_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
 
 
 def add_param_flags(parser, declared: Sequence[Param]) -> None:
-    """One flag per declared setting: ``--max-steps`` for ``max_steps``, typed by its kind,
-    with its default and help (a bool is a switch). The library checks the values (choices
-    and bounds), so a wrong one is exit 2 naming the flag, as from Python."""
+    """One flag per declared setting: ``--max-steps`` for ``max_steps`` (or the Param's
+    ``flags``), typed by its kind, with its default and help (a bool is a switch). The library
+    checks the values (choices and bounds), so a wrong one is exit 2 naming the flag, as from
+    Python. Each flag's action keeps its Param (``action.param``: tests check every default
+    comes from one)."""
     for p in declared:
-        flag = "--" + p.name.replace("_", "-")
+        flags = p.flags or ("--" + p.name.replace("_", "-"),)
+        shown = p.help.replace("%", "%%")  # argparse formats help with %
         if p.kind == "bool":  # a switch; one that may be left unset (None) also has --no-NAME
             action = argparse.BooleanOptionalAction if p.default is None else "store_true"
-            parser.add_argument(flag, action=action, default=p.default, help=p.help)
-            continue
-        choices = "{" + ",".join(map(str, p.choices)) + "}" if p.choices else ""
-        shown = p.help + (f"; one of {choices}" if choices and p.metavar else "")
-        parser.add_argument(
-            flag,
-            type=TYPES[p.kind] if p.kind != "any" else str,
-            default=p.default,
-            metavar=p.metavar or choices or p.name.upper(),
-            help=shown,
-        )
+            made = parser.add_argument(*flags, dest=p.name, action=action, default=p.default, help=shown)
+        else:
+            choices = "{" + ",".join(map(str, p.choices)) + "}" if p.choices else ""
+            made = parser.add_argument(
+                *flags,
+                dest=p.name,
+                nargs="+" if isinstance(p.default, tuple) else None,  # a list: one or more values
+                type=TYPES[p.kind] if p.kind != "any" else str,
+                default=p.default,
+                metavar=p.metavar or choices or p.name.upper(),
+                help=shown + (f"; one of {choices}" if choices and p.metavar else ""),
+            )
+        made.param = p
 
 
 def param_values(args: argparse.Namespace, declared: Sequence[Param]) -> dict:
@@ -82,13 +87,6 @@ def check_out(out: str | Path, what: str = "a run file name") -> None:
 
 
 def add_run_format_argument(p) -> None:
-    """--run-format: TREC's six columns, MS MARCO's three, or detected (evaluate, validate, fuse)."""
-    p.add_argument(
-        "--run-format",
-        choices=RUN_FORMATS,
-        default="auto",
-        help="trec (qid Q0 docid rank score tag), msmarco (qid docid rank, as pyserini's "
-        "--output-format msmarco writes: each score is minus the rank, ties in rank go "
-        "to the doc id, descending) or auto (default: three columns whose last is a "
-        "whole number are msmarco)",
-    )
+    """--run-format (its Param, ``dsr.core.run.RUN_FORMAT``: the readers' ``fmt``): TREC's six
+    columns, MS MARCO's three, or detected (evaluate, validate, fuse)."""
+    add_param_flags(p, (RUN_FORMAT,))

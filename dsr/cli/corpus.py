@@ -17,23 +17,27 @@ from pathlib import Path
 
 from dsr.cli.board import _board
 from dsr.cli.commands import summary
-from dsr.cli.common import add_allow_mismatch_argument, add_collection_argument, collection_from_args
+from dsr.cli.common import (
+    add_allow_mismatch_argument,
+    add_collection_argument,
+    add_param_flags,
+    collection_from_args,
+    param_values,
+)
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
-from dsr.core.params import parse_assignments
+from dsr.core.params import parse_assignments, resolve
 from dsr.core.queries import check_strategy
 from dsr.core.run import load_run, read_trec_run
 from dsr.core.run_checks import check_run
-from dsr.indexes.backends import BACKENDS
 from dsr.indexes.bm25 import PARAMS as BM25_PARAMS
 from dsr.indexes.corpus.bm25 import build_bm25
-from dsr.indexes.corpus.build import build_corpus
-from dsr.indexes.corpus.dense import IVFPQ, build_ivfpq, encode_corpus
+from dsr.indexes.corpus.build import BUILD_PARAMS, build_corpus
+from dsr.indexes.corpus.dense import ENCODE_PARAMS, IVFPQ, build_ivfpq, encode_corpus
 from dsr.indexes.corpus.distributed import Executor
 from dsr.indexes.corpus.layout import Corpus
-from dsr.open_retrieval.pool import pool_collection, pool_runs
-from dsr.open_retrieval.search import METHODS as SEARCH_METHODS
-from dsr.open_retrieval.search import CorpusSearcher
+from dsr.open_retrieval.pool import POOL_PARAMS, PoolSettings, pool_collection, pool_runs
+from dsr.open_retrieval.search import SEARCH_PARAMS, CorpusSearcher, K
 
 
 def _add_execution(parser: argparse.ArgumentParser) -> None:
@@ -57,23 +61,7 @@ def _add_execution(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_search(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--method",
-        default="bm25",
-        choices=SEARCH_METHODS,
-        help=f"one of {', '.join(SEARCH_METHODS)} (fused: RRF of bm25 and dense; default bm25)",
-    )
-    parser.add_argument("--model", default="all-MiniLM-L6-v2", metavar="M", help="bi-encoder for dense")
-    parser.add_argument("--index", default="flat", choices=("flat", "ivfpq"), help="dense index (default flat)")
-    parser.add_argument("--nprobe", type=int, default=32, metavar="N", help="IVF lists searched (ivfpq)")
-    parser.add_argument("--refine", type=int, default=0, metavar="R", help="re-score the top R x k IVF-PQ hits exactly (0: off)")
-    parser.add_argument(
-        "--backend",
-        default="torch",
-        choices=("auto", *BACKENDS),
-        help="encoder backend, as the corpus was indexed with (torch: exact; auto: the "
-        "fastest this CPU has, openvino-int8 where it has VNNI or AMX)",
-    )
+    add_param_flags(parser, SEARCH_PARAMS)  # --method, --model, --index, --nprobe, --refine, --backend
 
 
 def register(subparsers) -> None:
@@ -106,10 +94,7 @@ def _register_build(sub) -> None:
     )
     build.add_argument("--out", required=True, metavar="DIR", help="corpus folder to write")
     build.add_argument("--format", choices=("xml", "wikiextractor", "jsonl"), help="source format (default: from the name)")
-    build.add_argument("--docs-per-shard", type=int, default=10_000, metavar="N", help="documents per shard (default 10000)")
-    build.add_argument(
-        "--min-chars", type=int, default=1, metavar="N", help="drop sentences shorter than N characters (default 1)"
-    )
+    add_param_flags(build, BUILD_PARAMS)  # --docs-per-shard, --min-chars
     _add_execution(build)
     build.set_defaults(func=cmd_build)
 
@@ -124,21 +109,7 @@ def _register_index(sub) -> None:
     index.add_argument("corpus", metavar="DIR", help="corpus folder (dsr corpus build)")
     index.add_argument("--bm25", action="store_true", help="build the BM25 shards")
     index.add_argument("--dense", action="store_true", help="encode the sentences")
-    index.add_argument("--model", default="all-MiniLM-L6-v2", metavar="M", help="bi-encoder (dense)")
-    index.add_argument(
-        "--index",
-        default="flat",
-        choices=("flat", "ivfpq"),
-        help="flat (vectors only, exact search) or ivfpq (also an IVF-PQ index)",
-    )
-    index.add_argument("--batch-size", type=int, default=64, metavar="N", help="encoding batch size")
-    index.add_argument(
-        "--backend",
-        default="torch",
-        choices=("auto", *BACKENDS),
-        help="encoder backend (the vectors of each are kept apart) (torch: exact; auto: the "
-        "fastest this CPU has, openvino-int8 where it has VNNI or AMX)",
-    )
+    add_param_flags(index, ENCODE_PARAMS)  # --model, --index, --batch-size, --backend
     index.add_argument(
         "--part",
         metavar="K/N",
@@ -168,7 +139,7 @@ def _register_search(sub) -> None:
     )
     search.add_argument("corpus", metavar="DIR", help="corpus folder")
     search.add_argument("--query", required=True, action="append", metavar="TEXT", help="query text (repeat for several)")
-    search.add_argument("-k", type=int, default=10, metavar="K", help="results per query (default 10)")
+    add_param_flags(search, (K,))
     _add_search(search)
     search.add_argument("--json", action="store_true", help="JSON Lines output")
     search.set_defaults(func=cmd_search)
@@ -193,10 +164,7 @@ def _register_pool(subparsers) -> None:
     pool.add_argument("--db", metavar="URL", help="the board's database, for --phase (default as dsr serve)")
     pool.add_argument("--store", metavar="DIR", help="the board's run store, for --phase (default as dsr serve)")
     pool.add_argument("--json", action="store_true", help="print the runs' contributions as JSON")
-    pool.add_argument("--depth", type=int, default=50, metavar="N", help="candidates per dialogue (default 50)")
-    pool.add_argument(
-        "--query", default="all", metavar="Q", help="query strategy: last, last2, all, title+all, weighted (default all)"
-    )
+    add_param_flags(pool, POOL_PARAMS)  # --depth, --query
     _add_search(pool)
     pool.add_argument("--out", required=True, metavar="FILE", help="benchmark file to write (.jsonl)")
     add_allow_mismatch_argument(pool)
@@ -223,10 +191,9 @@ def _report(stage: str, report) -> None:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    settings = resolve(param_values(args, BUILD_PARAMS), BUILD_PARAMS, "")  # before a Ray session starts
     executor = _executor(args)
-    report = build_corpus(
-        args.source, args.out, fmt=args.format, docs_per_shard=args.docs_per_shard, min_chars=args.min_chars, executor=executor
-    )
+    report = build_corpus(args.source, args.out, fmt=args.format, executor=executor, **settings)
     _report("shards", report)
     corpus = Corpus(args.out)
     counts = corpus.manifest["counts"]
@@ -254,6 +221,7 @@ def _split_params(items: list[str]) -> tuple[dict, dict]:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    resolve(param_values(args, ENCODE_PARAMS), ENCODE_PARAMS, "")  # as encode_corpus checks them
     if not (args.bm25 or args.dense):
         raise InputError("say what to build: --bm25, --dense or both", field="--bm25")
     if args.part and (args.bm25 or args.index == "ivfpq" or not args.dense):
@@ -277,9 +245,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _searcher(args: argparse.Namespace, folder: str):
-    return CorpusSearcher(
-        folder, args.method, model=args.model, index=args.index, nprobe=args.nprobe, refine=args.refine, backend=args.backend
-    )
+    return CorpusSearcher(folder, **param_values(args, SEARCH_PARAMS))
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -314,9 +280,7 @@ def cmd_pool(args: argparse.Namespace) -> int:
         )
     if args.runs or args.phase:
         return _pool_runs(args)
-    check_strategy(args.query)
-    if args.depth < 1:
-        raise InputError(f"must be >= 1, got {args.depth}", field="--depth")
+    PoolSettings(depth=args.depth, query=check_strategy(args.query))  # as pool_collection checks them
     searcher = _searcher(args, args.corpus)
     collection = collection_from_args(args)
     pooled = pool_collection(collection, searcher, args.depth, args.query)
@@ -329,8 +293,7 @@ def cmd_pool(args: argparse.Namespace) -> int:
 
 def _pool_runs(args: argparse.Namespace) -> int:
     """``dsr pool COLLECTION --runs A B ... --depth k`` (or ``--phase NAME``)."""
-    if args.depth < 1:
-        raise InputError(f"must be >= 1, got {args.depth}", field="--depth")
+    PoolSettings(depth=args.depth)  # as pool_runs checks it
     collection = collection_from_args(args)
     runs = {}
     if args.runs:

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from dsr.cli.commands import summary
-from dsr.cli.common import add_collection_argument, check_out, collection_from_args
+from dsr.cli.common import add_collection_argument, add_param_flags, check_out, collection_from_args
 from dsr.collections import source_module
-from dsr.collections.fetch import fetch, sources
+from dsr.collections.fetch import TIMEOUT, fetch, sources
 from dsr.collections.stats import collection_stats, collections_info
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
@@ -60,13 +60,7 @@ def register(subparsers) -> None:
         "(commit b351828, into $DSR_HOME/data/sigir2022-b351828)",
     )
     f.add_argument("--force", action="store_true", help="download again even the files already present and verified")
-    f.add_argument(
-        "--timeout",
-        type=float,
-        default=15.0,
-        metavar="SECONDS",
-        help="give up on a silent connection after this long (default 15)",
-    )
+    add_param_flags(f, (TIMEOUT,))
     f.set_defaults(func=cmd_fetch)
 
     b = actions.add_parser(

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
+from dsr.cli.common import add_param_flags, param_values
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
-from dsr.evaluation.decision import TESTS, decide_runs, format_table
-from dsr.evaluation.significance import ALPHA
+from dsr.evaluation.decision import DECIDE_PARAMS, DecideSettings, decide_runs, format_table
 
 
 def register(subparsers) -> None:
@@ -36,19 +36,14 @@ def register(subparsers) -> None:
     p.add_argument("--silver-split", metavar="S", help="--split of SILVER (e.g. valid)")
     p.add_argument("--dev-source", metavar="DIR", help="--source of DEV")
     p.add_argument("--dev-split", metavar="S", help="--split of DEV")
-    p.add_argument("--measure", default="nDCG@5", help="the primary measure")
-    p.add_argument(
-        "--test",
-        choices=TESTS,
-        default="both",
-        help="which Holm-adjusted paired test must be significant: both, t or perm (sign-flip)",
-    )
-    p.add_argument("--alpha", type=float, default=ALPHA, help="significance level")
+    add_param_flags(p, DECIDE_PARAMS)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_decide)
 
 
 def cmd_decide(args: argparse.Namespace) -> int:
+    settings = param_values(args, DECIDE_PARAMS)
+    DecideSettings(**settings)  # checked before any collection is read
     silver = load_collection(args.silver, args.silver_source, args.silver_split)
     dev = load_collection(args.dev, args.dev_source, args.dev_split)
     runs: dict[str, dict[str, Run]] = {}
@@ -59,7 +54,7 @@ def cmd_decide(args: argparse.Namespace) -> int:
             raise InputError(f"two runs named {name!r}; name them with NAME=RUN", field=field)
         runs[name] = pair
         default = default or name
-    decision = decide_runs(dev, silver, runs, default, args.measure, test=args.test, alpha=args.alpha)
+    decision = decide_runs(dev, silver, runs, default, **settings)
     if args.json:
         json.dump(decision.as_dict(), sys.stdout, indent=2)
         print()

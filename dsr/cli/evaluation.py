@@ -15,9 +15,11 @@ from pathlib import Path
 from dsr.cli.common import (
     add_allow_mismatch_argument,
     add_collection_argument,
+    add_param_flags,
     add_run_format_argument,
     check_out,
     collection_from_args,
+    param_values,
 )
 from dsr.core.errors import InputError
 from dsr.core.provenance import input_record, run_sidecar
@@ -30,8 +32,17 @@ from dsr.evaluation.protocol import resolve_splits
 from dsr.evaluation.qrels import collection_from_qrels, read_qrels
 from dsr.evaluation.report import write_report
 from dsr.evaluation.results import write_per_topic
+from dsr.evaluation.settings import EVALUATE_PARAMS, REPORT_PARAMS, SPLIT_PARAMS, TEST_PARAMS, EvaluateSettings
 from dsr.evaluation.tables import render
-from dsr.evaluation.trec_eval import FOLLOWED, VERSIONS, apply_rules, check_release, with_relevance_level
+from dsr.evaluation.trec_eval import (
+    FOLLOWED,
+    MAX_DOCS,
+    RELEASE,
+    RELEVANCE_LEVEL,
+    apply_rules,
+    check_release,
+    with_relevance_level,
+)
 from dsr.evaluation.validate import fix_ties, validate_run
 
 EVALUATE_EPILOG = """\
@@ -87,31 +98,9 @@ example: dsr evaluate sample a.run b.run --baseline a --correction bh --family r
 
 
 def add_report_arguments(p) -> None:
-    """--correction, --family, --ci, --all-pairs and --format (dsr evaluate and dsr reproduce)."""
-    p.add_argument(
-        "--correction",
-        choices=("holm", "bonferroni", "bh"),
-        default="holm",
-        help="multiple-comparison correction of the marks (default holm)",
-    )
-    p.add_argument(
-        "--family",
-        choices=("runs", "runs+measures", "runs+measures+subsets"),
-        default="runs",
-        help="p-values corrected together (default runs: per subset and measure)",
-    )
-    p.add_argument(
-        "--ci",
-        choices=("auto", "bootstrap", "t"),
-        default="auto",
-        help="95%% interval of each mean: auto (bootstrap for measures in [0, 1], t for "
-        "counts; default), bootstrap over topics with --seed, or t (clipped to [0, 1])",
-    )
-    p.add_argument(
-        "--all-pairs",
-        action="store_true",
-        help="test every pair of systems and show groups of systems that are not significantly different",
-    )
+    """--correction, --family, --ci, --all-pairs (their Params), --primary, --format and --verbose
+    (dsr evaluate and dsr reproduce)."""
+    add_param_flags(p, REPORT_PARAMS)
     p.add_argument(
         "--primary",
         metavar="M",
@@ -160,24 +149,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("--protocol", choices=("official", "all"), help="see below")
     p.add_argument("--splits", metavar="FILE", help='val/test split file (JSON lines {"val": [...], "test": [...]})')
-    p.add_argument(
-        "--n-splits", type=int, default=50, metavar="N", help="splits to generate when the collection has none (default 50)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of generated splits and of the randomisation test (default 0)")
-    p.add_argument("--target", default="nDCG@5", metavar="M", help="measure tuned on val (default nDCG@5)")
+    add_param_flags(p, SPLIT_PARAMS)
     p.add_argument("--tune", action="append", metavar="GROUP=RUN,...|auto", help="see below")
     p.add_argument("--baseline", metavar="RUN", help="run (name or path) or family tested against")
-    p.add_argument(
-        "--test", choices=("t", "perm"), default="t", help="test whose Holm-adjusted p marks the table (default t); JSON has both"
-    )
-    p.add_argument(
-        "--permutations",
-        type=int,
-        default=10_000,
-        metavar="N",
-        help="resamples of the randomisation test (default 10000; 0 skips it; not negative)",
-    )
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level, between 0 and 1 (default 0.05)")
+    add_param_flags(p, TEST_PARAMS)
     add_report_arguments(p)
     p.add_argument(
         "--json", action="store_true", help="print the results JSON (the summary; per-topic values: --per-topic or --report)"
@@ -246,17 +221,11 @@ def _add_trec_eval_arguments(p) -> None:
         help="score plain TREC runs against this TREC qrels file, as trec_eval does "
         "(then every positional is a run: dsr evaluate --qrels FILE RUN...)",
     )
-    p.add_argument("-l", "--relevance-level", type=int, metavar="N", help="trec_eval -l: grades >= N are relevant (default 1)")
-    p.add_argument("-M", "--max-docs", type=int, metavar="N", help="trec_eval -M: only the first N documents of each topic count")
+    add_param_flags(p, (RELEVANCE_LEVEL, MAX_DOCS))
     p.add_argument(
         "-c", action="store_true", dest="complete", help="trec_eval -c: accepted; dsr always counts a topic a run lacks as 0"
     )
-    p.add_argument(
-        "--trec-eval",
-        choices=VERSIONS,
-        default=FOLLOWED,
-        help=f"whose rules: {FOLLOWED} (default: scores as 32-bit floats) or 10.0 (doubles)",
-    )
+    add_param_flags(p, (RELEASE,))
 
 
 def _check_options(args) -> list | None:
@@ -268,20 +237,10 @@ def _check_options(args) -> list | None:
             measures or parse_measures(), args.relevance_level, split_measure_list(args.measures or [])
         )
     check_release(measures or parse_measures(), args.trec_eval)
-    if args.max_docs is not None and args.max_docs < 1:
-        raise InputError(f"must be a whole number of 1 or more, got {args.max_docs}", field="--max-docs")
+    MAX_DOCS.check(args.max_docs)
     if args.primary:
-        parse_measures([args.primary], field="--primary")
-    if not 0 < args.alpha < 1:
-        raise InputError(f"must be between 0 and 1 (exclusive), e.g. 0.05; got {args.alpha!r}", field="--alpha")
-    if args.permutations < 0:
-        raise InputError(
-            f"must be 0 (skip the randomisation test) or a whole number of resamples "
-            f"of 1 or more, e.g. 10000; got {args.permutations}",
-            field="--permutations",
-        )
-    if args.n_splits < 1:
-        raise InputError(f"must be 1 or more, got {args.n_splits}", field="--n-splits")
+        parse_measures([args.primary], field="primary")
+    EvaluateSettings(**param_values(args, EVALUATE_PARAMS))  # the checks dsr.evaluate makes
     return measures
 
 
@@ -323,7 +282,7 @@ def cmd_evaluate(args) -> int:
         args.baseline,
         None if args.qrels else collection,
         args.allow_collection_mismatch,
-        args.run_format,
+        args.fmt,
     )
     for warning in selection.warnings:
         print(warning, file=sys.stderr)
@@ -341,7 +300,7 @@ def cmd_evaluate(args) -> int:
         target=args.target,
         baseline=selection.baseline,
         test=args.test,
-        n_resamples=args.permutations,
+        n_resamples=args.n_resamples,
         seed=args.seed,
         alpha=args.alpha,
         run_info=selection.info,
@@ -417,7 +376,7 @@ def cmd_validate(args) -> int:
         strict=args.strict,
         allow_mismatch=args.allow_collection_mismatch,
         pooled=bool(args.qrels),
-        fmt=args.run_format,
+        fmt=args.fmt,
     )
     fixed = None
     if args.fix_ties and result.valid:

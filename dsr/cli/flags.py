@@ -41,7 +41,7 @@ def shown_as_flag(err: InputError, parser: argparse.ArgumentParser, args: argpar
     (``--out FILE``), so a benchmark's ``target`` field is not shown as ``--target``.
     """
     err.message = re.sub(r"`([a-z][a-z0-9_]*)`", lambda m: _flag(parser, m.group(1)) or m.group(0), err.message)
-    dest = DEST_OF.get(err.field or "", err.field)
+    dest = _dest(parser, err.field)
     action = _action(parser, dest)
     if action is None or dest is None:  # (an action is found only for a dest)
         return err
@@ -54,11 +54,17 @@ def shown_as_flag(err: InputError, parser: argparse.ArgumentParser, args: argpar
     return err
 
 
+def _dest(parser: argparse.ArgumentParser, name: str | None) -> str | None:
+    """The dest of parameter ``name`` in this command: its own name when a flag has it as its
+    dest (a Param's flag: ``fmt`` is ``--run-format``), else :data:`DEST_OF`'s."""
+    return name if _action(parser, name) is not None else DEST_OF.get(name or "", name)
+
+
 def _action(parser: argparse.ArgumentParser, dest: str | None) -> argparse.Action | None:
     return next((a for a in parser._actions if a.dest == dest and dest), None)
 
 
 def _flag(parser: argparse.ArgumentParser, name: str) -> str | None:
     """The flag of parameter ``name`` in this command (None when it has none)."""
-    action = _action(parser, DEST_OF.get(name, name))
+    action = _action(parser, _dest(parser, name))
     return max(action.option_strings, key=len) if action is not None and action.option_strings else None

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
-from dsr.cli.common import add_collection_argument, check_out, collection_from_args
+from dsr.cli.common import add_collection_argument, add_param_flags, check_out, collection_from_args
 from dsr.core.errors import InputError
 from dsr.evaluation.qrels import qrels_from_collection, write_qrels
 from dsr.interchange import FORMATS
-from dsr.interchange.corpus import TestCollection
+from dsr.interchange.corpus import QUERY, TestCollection
 from dsr.interchange.folder import check_export_out, export_folder, write_manifest
 
 EXPORT_EPILOG = """\
@@ -41,9 +41,7 @@ def register(subparsers) -> None:
     e.add_argument(
         "--out", required=True, metavar="DIR", help="folder to write (new, empty, or an earlier dsr export, which is replaced)"
     )
-    e.add_argument(
-        "--query", default="all", metavar="Q", help="query strategy for the query text: last, last2, all, title+all, weighted"
-    )
+    add_param_flags(e, (QUERY,))
     e.set_defaults(func=cmd_export)
 
     q = subparsers.add_parser(

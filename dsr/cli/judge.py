@@ -16,7 +16,7 @@ from dsr.core.home import require_writable
 from dsr.evaluation.qrels import qrels_from_collection, write_qrels
 from dsr.judging import guidelines, honeypots
 from dsr.judging.exchange import tally
-from dsr.judging.quality import CAMPAIGN_PARAMS, FLAG_PARAMS, REVIEW_PARAMS, Settings
+from dsr.judging.quality import CAMPAIGN_PARAMS, EXTRA, FLAG_PARAMS, METHOD, OVERLAP, REVIEW_METHOD, REVIEW_PARAMS, Settings
 
 JUDGE_EPILOG = """\
 A campaign lives in the leaderboard's database (--db; default SQLite at
@@ -101,14 +101,7 @@ def _register_setup(sub) -> None:
         "--release", nargs="+", default=[], metavar="NAME", help="first take back these assessors' tasks they have not started"
     )
     who.takes_names = release.takes_names = True
-    s.add_argument(
-        "--overlap",
-        type=float,
-        default=0.0,
-        metavar="SHARE",
-        help="share of dialogues (seeded, the same on every call) graded by one assessor "
-        "more than k, for agreement (0.2: a fifth graded twice with --k 1)",
-    )
+    add_param_flags(s, (OVERLAP,))
     s.set_defaults(func=cmd_assign)
 
 
@@ -121,7 +114,7 @@ def _register_results(sub) -> None:
     r = sub.add_parser("report", help="honeypots, aggregation, agreement (alpha, kappas) and per-assessor figures")
     _db(r)
     r.add_argument("campaign", metavar="CAMPAIGN")
-    r.add_argument("--method", default="mv", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
+    add_param_flags(r, (METHOD,))
     r.add_argument("--json", action="store_true", help="print JSON")
     add_param_flags(r.add_argument_group("assessor flags"), FLAG_PARAMS)
     r.set_defaults(func=cmd_report)
@@ -132,7 +125,7 @@ def _register_results(sub) -> None:
     e.add_argument("--out", required=True, metavar="FILE", help="benchmark .jsonl to write")
     e.add_argument("--qrels", metavar="FILE", help="also write TREC qrels here")
     e.add_argument("--report", metavar="FILE", help="also write the report (JSON) here")
-    e.add_argument("--method", default="mv", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
+    add_param_flags(e, (METHOD,))
     e.add_argument(
         "--only-relevant", action="store_true", help="keep only dialogues with a relevant sentence (as the SIGIR 2022 set does)"
     )
@@ -166,7 +159,7 @@ def _register_review(sub) -> None:
     )
     _db(v)
     v.add_argument("campaign", metavar="CAMPAIGN")
-    v.add_argument("--method", default="ds", help="mv, ds, onecoin-ds, mace or glad (crowd-kit)")
+    add_param_flags(v, (REVIEW_METHOD,))
     add_param_flags(v.add_argument_group("which items are listed"), REVIEW_PARAMS)
     v.add_argument(
         "--adjudicate",
@@ -179,7 +172,7 @@ def _register_review(sub) -> None:
     v.add_argument(
         "--send-back", nargs="*", metavar="ITEM", help="give these items' tasks to more assessors (no ITEM: every listed item)"
     )
-    v.add_argument("--extra", type=int, default=1, metavar="N", help="assessors added per item sent back")
+    add_param_flags(v, (EXTRA,))
     v.add_argument(
         "--by", metavar="NAME", help="who decides (recorded with the decision; required with --adjudicate and --send-back)"
     )

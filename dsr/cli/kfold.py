@@ -7,14 +7,14 @@ import argparse
 import sys
 
 from dsr.cli.commands import summary
-from dsr.cli.common import add_collection_argument
+from dsr.cli.common import add_collection_argument, add_param_flags, param_values
 from dsr.collections import load_collection
 from dsr.core.atomic import check_replaceable
 from dsr.core.errors import InputError
 from dsr.core.params import parse_assignments, resolve
 from dsr.evaluation.tables import render
 from dsr.training import kfold
-from dsr.training.kfold import folds_markdown, kfold_evaluate, out_files, trained_for_fold
+from dsr.training.kfold import KFOLD_PARAMS, KfoldSettings, folds_markdown, kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
 from dsr.training.settings import PARAMS, RECIPES
 
@@ -37,18 +37,16 @@ def register(subparsers) -> None:
     )
     p.add_argument("--eval-source", metavar="DIR", help="--source of the evaluation collection")
     p.add_argument("--eval-split", metavar="S", help="--split of the evaluation collection")
-    p.add_argument("--folds", type=int, default=3, metavar="K", help="document folds, at least 2 (default 3)")
     p.add_argument(
         "--name", required=True, metavar="PREFIX", help="fold models are saved as dsr:PREFIX-fold0 ... dsr:PREFIX-fold{K-1}"
     )
-    p.add_argument("--base", default="all-MiniLM-L6-v2", help="base model: trained per fold, and the zero-shot comparison")
+    add_param_flags(p, KFOLD_PARAMS)  # --folds, --base
     p.add_argument(
         "--in-domain",
         metavar="MODEL",
         help="also rank with this model trained on every document (e.g. dsr:NAME from a plain `dsr train`)",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the runs (the report goes to DIR/report)")
-    p.add_argument("--measures", nargs="+", default=["nDCG@5", "RR", "nDCG@10"], metavar="M")
     p.add_argument(
         "--recipe",
         choices=(*RECIPES, "recommended"),
@@ -68,10 +66,7 @@ def register(subparsers) -> None:
 
 
 def cmd_kfold(args: argparse.Namespace) -> int:
-    if args.folds < 2:  # before loading anything
-        raise InputError(
-            f"--folds must be at least 2 (one fold left out, the others trained on), got {args.folds}", field="--folds"
-        )
+    KfoldSettings(**param_values(args, KFOLD_PARAMS))  # checked by their Params, before loading anything
     settings = train_settings(args.train_param + ([f"recipe={args.recipe}"] if args.recipe else []))
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
     out = check_replaceable(args.out, out_files(), field="--out")  # before any training
@@ -93,7 +88,13 @@ def cmd_kfold(args: argparse.Namespace) -> int:
             )
         models.append(f"dsr:{name}")
     results, gains = kfold_evaluate(
-        evaluation, models, out, base=args.base, in_domain=args.in_domain, measures=args.measures, command=["dsr", *sys.argv[1:]]
+        evaluation,
+        models,
+        out,
+        base=args.base,
+        in_domain=args.in_domain,
+        measures=list(args.measures),
+        command=["dsr", *sys.argv[1:]],
     )
     print(render(results, "text", verbose=False, measures=results.measures))  # every table: the report
     print("\nper fold: the fold model against zero-shot on the dialogues of the documents it left out\n" + folds_markdown(gains))

@@ -35,6 +35,7 @@ import os
 import shlex
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 from dsr.cli.commands import summary
@@ -42,6 +43,7 @@ from dsr.cli.common import (
     add_allow_mismatch_argument,
     add_collection_argument,
     add_param_argument,
+    add_param_flags,
     add_run_format_argument,
     check_out,
     collection_from_args,
@@ -59,7 +61,7 @@ from dsr.core.fusion import (
     tied_input_warnings,
 )
 from dsr.core.fusion import check_params as check_fusion_params
-from dsr.core.fusion_ranx import BACKENDS, RANX_ALIASES, RANX_METHODS, learns
+from dsr.core.fusion_ranx import BACKEND, RANX_ALIASES, RANX_METHODS, learns
 from dsr.core.models import model_records
 from dsr.core.params import parse_assignments
 from dsr.core.provenance import input_record, run_sidecar, sha256_file
@@ -69,7 +71,7 @@ from dsr.core.run_checks import check_run, check_same_collection
 from dsr.evaluation.qrels import read_qrels
 from dsr.indexes.exactness import sidecar_part
 from dsr.rankers import RANKERS, make_ranker, ranker_class
-from dsr.rerankers import RERANKERS, make_reranker, reranker_class
+from dsr.rerankers import RERANKER, RERANKERS, make_reranker, reranker_class
 
 
 def _fuse_epilog() -> str:
@@ -94,6 +96,15 @@ def _fuse_epilog() -> str:
     ]
     lines += [textwrap.fill(note, 100, subsequent_indent="  ") for note in notes]
     return "\n".join(lines) + "\n"
+
+
+#: dsr fuse --backend's help (the Param's, said for the command line)
+FUSE_BACKEND_HELP = (
+    "dsr (default): runs as dsr reads them (tied scores ranked as trec_eval ranks "
+    "them), dsr's kernels for rrf, isr, borda, combsum, combmnz, wsum, interp; ranx: "
+    "every run as ranx reads its file (its own sort of tied scores) and every "
+    "method by ranx"
+)
 
 
 def register(subparsers) -> None:
@@ -125,9 +136,7 @@ def register(subparsers) -> None:
     add_collection_argument(rerank)
     rerank.add_argument("--run", required=True, metavar="RUN", help="input run file")
     rerank.add_argument("--model", required=True, metavar="M", help="a short name, a hub id, a local folder or dsr:NAME")
-    rerank.add_argument(
-        "--reranker", default="cross-encoder", metavar="NAME", help=f"one of {', '.join(RERANKERS)} (default: cross-encoder)"
-    )
+    add_param_flags(rerank, (RERANKER,))
     rerank.add_argument("--top-k", type=int, metavar="K", help="rescore the top K of each topic (default: all)")
     rerank.add_argument("--query", metavar="Q", help="query strategy (default: the reranker's)")
     rerank.add_argument("--batch-size", type=int, metavar="N", help="pairs or texts per batch")
@@ -172,15 +181,7 @@ def register(subparsers) -> None:
         help="TREC qrels whose grades the learnt methods (bayesfuse, probfuse, ..., weights "
         "not given) learn from, instead of the collection's labels",
     )
-    fuse.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        default="dsr",
-        help="dsr (default): runs as dsr reads them (tied scores ranked as trec_eval ranks "
-        "them), dsr's kernels for rrf, isr, borda, combsum, combmnz, wsum, interp; ranx: "
-        "every run as ranx reads its file (its own sort of tied scores) and every "
-        "method by ranx",
-    )
+    add_param_flags(fuse, (replace(BACKEND, help=FUSE_BACKEND_HELP),))
     fuse.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
     _add_ir_metadata_argument(fuse)
     add_allow_mismatch_argument(fuse)
@@ -215,30 +216,20 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_rerank(args: argparse.Namespace) -> int:
     check_out(args.out)
-    if args.reranker not in RERANKERS:
-        raise InputError(f"unknown reranker {args.reranker!r}; choose from {', '.join(RERANKERS)}", field="--reranker")
-    if args.top_k is not None and args.top_k < 1:
-        raise InputError(f"must be >= 1, got {args.top_k}", field="--top-k")
-    if args.batch_size is not None and args.batch_size < 1:
-        raise InputError(f"must be >= 1, got {args.batch_size}", field="--batch-size")
     params = parse_assignments(args.param, "--param")
     for flag, key, value in (
         ("--model", "model", args.model),
         ("--query", "query", args.query),
         ("--batch-size", "batch_size", args.batch_size),
+        ("--top-k", "top_k", args.top_k),
     ):
         if value is not None:
             if key in params and params[key] != value:
                 raise InputError(f"{key} given both as {flag} and as --param", field="--param")
             params[key] = value
-    top_k = params.pop("top_k", None)
-    if args.top_k is not None:
-        if top_k is not None and top_k != args.top_k:
-            raise InputError("top_k given both as --top-k and as --param", field="--param")
-        top_k = args.top_k
+    # the name and every value checked by the reranker's registry and Params, as dsr.reranker(...)
     reranker = make_reranker(args.reranker, **params)
-    if "top_k" in reranker.DEFAULTS:  # so that describe() records it
-        reranker.params["top_k"] = top_k
+    top_k = reranker.params.get("top_k")
     collection = collection_from_args(args)
     run = load_run(args.run)
     check_run(run, args.run, collection, allow_mismatch=args.allow_collection_mismatch)
@@ -266,7 +257,7 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     method = canonical(args.method)
     params = parse_assignments(args.param, "--param")
     check_fusion_params(method, params)  # before the runs are read
-    runs = [load_run(path, args.run_format) for path in args.runs]
+    runs = [load_run(path, args.fmt) for path in args.runs]
 
     collection = None
     if args.collection:

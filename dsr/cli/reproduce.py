@@ -8,14 +8,16 @@ import sys
 
 from dsr.baselines import (
     DEFAULT_CROSS_ENCODER,
-    DEFAULT_DENSE,
     DEFAULT_TRAINED_DENSE,
+    DENSE_MODEL,
     FAST_BACKEND,
+    REPRODUCE_PARAMS,
     reproduce,
     skip_reason,
     trained_default,
 )
 from dsr.cli.commands import summary
+from dsr.cli.common import add_param_flags
 from dsr.cli.evaluation import add_report_arguments
 from dsr.collections import load_collection
 from dsr.core.timing import StageTimer
@@ -57,11 +59,7 @@ def register(subparsers) -> None:
         help='val/test split file (JSON lines {"val": [...], "test": [...]}); default: '
         "the collection's own (SIGIR 2022: the official 50), else generated",
     )
-    p.add_argument(
-        "--n-splits", type=int, default=50, metavar="N", help="splits to generate when the collection has none (default 50)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed for generated splits, random ranker, permutation test (default 0)")
-    p.add_argument("--target", default="nDCG@5", help="measure tuned on val (default nDCG@5)")
+    add_param_flags(p, REPRODUCE_PARAMS)  # --n-splits, --seed, --target, --test
     p.add_argument(
         "--measures",
         nargs="+",
@@ -76,9 +74,7 @@ def register(subparsers) -> None:
         metavar="Q",
         help="query strategies to run, space or comma separated (default: all of them)",
     )
-    p.add_argument(
-        "--dense-model", default=DEFAULT_DENSE, metavar="MODEL", help=f"bi-encoder for the dense rows (default {DEFAULT_DENSE})"
-    )
+    add_param_flags(p, (DENSE_MODEL,))
     p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
     p.add_argument(
         "--trained-dense",
@@ -113,12 +109,6 @@ def register(subparsers) -> None:
         "the same table on every CPU; openvino, openvino-bf16, openvino-int8: faster, figures "
         f"differ, see docs/models.md; auto: {FAST_BACKEND} where the CPU has VNNI or AMX, else "
         f"torch; --fast: {FAST_BACKEND})",
-    )
-    p.add_argument(
-        "--test",
-        choices=("t", "perm"),
-        default="t",
-        help="test that decides the ▲/▼ marks: paired t-test or permutation (default t)",
     )
     add_report_arguments(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")

@@ -6,10 +6,11 @@ import argparse
 import sys
 
 from dsr.cli.commands import summary
+from dsr.cli.common import add_param_flags
 from dsr.core import __version__
 from dsr.core.errors import InputError
 from dsr.evaluation.trec_eval_measures import NICKNAMES, RELEASES, measures, supported
-from dsr.evaluation.trec_eval_tool import Options, trec_eval
+from dsr.evaluation.trec_eval_tool import OPTION, Options, trec_eval
 
 EPILOG = (
     """\
@@ -74,18 +75,7 @@ def register(subparsers) -> None:
         dest="complete",
         help="average over every topic of the qrels (a topic the run lacks scores 0)",
     )
-    p.add_argument(
-        "-l",
-        "--level_for_rel",
-        type=int,
-        default=1,
-        dest="level",
-        metavar="N",
-        help="the lowest grade that is relevant (default 1)",
-    )
-    p.add_argument(
-        "-M", "--Max_retrieved_per_topic", type=int, dest="max_docs", metavar="N", help="only the first N documents of each topic"
-    )
+    add_param_flags(p, (OPTION["level"], OPTION["max_docs"]))
     p.add_argument(
         "-J",
         "--Judged_docs_only",
@@ -94,34 +84,11 @@ def register(subparsers) -> None:
         help="drop unjudged documents from each ranking first",
     )
     p.add_argument("-n", "--nosummary", action="store_true", help='no summary ("all") lines')
-    p.add_argument(
-        "-N",
-        "--Number_docs_in_coll",
-        type=int,
-        default=0,
-        dest="num_docs",
-        metavar="N",
-        help="documents in the collection (utility's fourth coefficient reads it)",
-    )
+    add_param_flags(p, (OPTION["num_docs"],))
     p.add_argument(
         "-Z", "--Zscore", dest="zscores", metavar="FILE", help='print z-scores, from a file of "topic measure mean sd" lines'
     )
-    p.add_argument(
-        "-R",
-        "--Rel_info_format",
-        default="qrels",
-        dest="rel_format",
-        metavar="FORMAT",
-        help="qrels (the only one supported; prefs, qrels_prefs and qrels_jg are not)",
-    )
-    p.add_argument(
-        "-T",
-        "--Results_format",
-        default="trec_results",
-        dest="results_format",
-        metavar="FORMAT",
-        help="trec_results (the only format)",
-    )
+    add_param_flags(p, (OPTION["rel_format"], OPTION["results_format"]))
     p.add_argument("-D", "--Debug_level", dest="debug", metavar="N", help="not supported")
     p.add_argument(
         "-o", "--Output_old_results_format", action="store_true", dest="old_format", help="obsolete in trec_eval; no effect"
@@ -133,16 +100,12 @@ def register(subparsers) -> None:
         dest="show_version",
         help="print the version (dsr's, and the trec_eval release followed)",
     )
-    p.add_argument("--release", choices=RELEASES, default="9.0.8", help="whose rules: 9.0.8 (default) or 10.0 (see below)")
+    add_param_flags(p, (OPTION["release"],))
     p.set_defaults(func=cmd_trec_eval)
 
 
 def cmd_trec_eval(args: argparse.Namespace) -> int:
-    if args.show_version:
-        print(f"trec_eval version {args.release} (dsr {__version__})", file=sys.stderr)
-        return 0
-    _refuse_unsupported(args)
-    options = Options(
+    options = Options(  # the values checked first, by their Params
         release=args.release,
         measures=args.measures,
         per_topic=args.per_topic,
@@ -153,7 +116,13 @@ def cmd_trec_eval(args: argparse.Namespace) -> int:
         summary=not args.nosummary,
         num_docs=args.num_docs,
         zscores=args.zscores,
+        rel_format=args.rel_format,
+        results_format=args.results_format,
     )
+    if args.show_version:
+        print(f"trec_eval version {args.release} (dsr {__version__})", file=sys.stderr)
+        return 0
+    _refuse_unsupported(args)
     printed = trec_eval(args.qrels, args.run, options)
     for note in printed.notes:
         print(f"dsr trec_eval: note: {note}", file=sys.stderr)
@@ -163,22 +132,6 @@ def cmd_trec_eval(args: argparse.Namespace) -> int:
 
 def _refuse_unsupported(args: argparse.Namespace) -> None:
     """The options dsr does not support, each refused by name (never a silent difference)."""
-    if args.rel_format != "qrels":
-        known = args.rel_format in ("prefs", "qrels_prefs", "qrels_jg")
-        raise InputError(
-            f"not supported: -R {args.rel_format}"
-            + (
-                " (dsr trec_eval reads qrels only; the preference and judgement-group formats and their "
-                "measures are not computed)"
-                if known
-                else " (trec_eval has no such format; qrels is the one dsr reads)"
-            ),
-            field="rel_format",
-        )
-    if args.results_format != "trec_results":
-        raise InputError(
-            f"not supported: -T {args.results_format} (trec_results is trec_eval's only results format)", field="results_format"
-        )
     if args.debug is not None:
         raise InputError("not supported: -D (trec_eval's debug output)", field="debug")
     wanted = {name for m in args.measures or [] for name in [m.partition(".")[0]]}

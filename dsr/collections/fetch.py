@@ -83,6 +83,7 @@ from dsr.collections.transfer import (
 from dsr.core.atomic import check_output_path, temp_beside, write_json
 from dsr.core.errors import InputError
 from dsr.core.home import data_dir
+from dsr.core.params import Param
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,12 @@ def _url(base: str, plan: Plan, remote: Remote) -> str:
 # --- fetching ---------------------------------------------------------------
 
 
+#: how long a silent connection is waited for (``dsr data fetch --timeout``)
+TIMEOUT = Param(
+    "timeout", DEFAULT_TIMEOUT, "float", "give up on a silent connection after this long (default 15)", above=0, metavar="SECONDS"
+)
+
+
 def fetch(
     name: str,
     dest: str | Path | None = None,
@@ -234,6 +241,7 @@ def fetch(
     stay; everything else this fetch wrote is removed (``.part`` files, files
     only a first-use checksum would vouch for, folders it created that are empty).
     """
+    timeout = TIMEOUT.check(timeout)
     plan = plan_for(name, revision)
     limits = Limits(
         timeout=timeout, deadline=_deadline(deadline), max_bytes=DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes)

@@ -82,7 +82,7 @@ import numpy as np
 
 from dsr.core.errors import InputError
 from dsr.core.fusion_ranx import (
-    BACKENDS,
+    BACKEND,
     METRIC,
     RANX_ALIASES,
     RANX_METHODS,
@@ -410,8 +410,7 @@ def fuse(
     if len(runs) < 2:
         raise InputError(f"fusion needs at least two runs, got {len(runs)}", field="runs")
     check_params(method, params)
-    if backend not in BACKENDS:
-        raise InputError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}", field="backend")
+    backend = BACKEND.check(backend)
     shown = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
     tag = tag or f"fusion-{method}" + (f"-{shown}" if shown else "")
     if method in RANX_METHODS or backend == "ranx" or params.get("norm") in RANX_ONLY_NORMS:

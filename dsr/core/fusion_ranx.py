@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dsr.core.errors import InputError
+from dsr.core.params import Param
 from dsr.core.run import Run
 from dsr.core.ties import strictly_decreasing
 
@@ -49,6 +50,15 @@ Scores = dict[str, dict[str, float]]
 RANX_NORMS = ("min-max", "min-max-inverted", "max", "sum", "zmuv", "rank", "borda")
 NORM_ALIASES = {"minmax": "min-max", "min_max": "min-max", "min_max_inverted": "min-max-inverted"}
 BACKENDS = ("dsr", "ranx")
+#: the fusion backend as a setting (``dsr.fuse(backend=...)``, ``dsr fuse --backend``, the fusion
+#: ranker's ``backend``)
+BACKEND = Param(
+    "backend",
+    "dsr",
+    "str",
+    "dsr: runs as dsr reads them, dsr's kernels where it has one; ranx: runs as ranx reads their files, every method by ranx",
+    choices=BACKENDS,
+)
 #: ranx's default optimisation measure (its name: ranx's metric strings, e.g. ndcg@5, map)
 METRIC = "ndcg"
 

@@ -49,6 +49,9 @@ class Param:
     grid: tuple[Any, ...] = field(default=())
     #: the value's name in a command line's --help (``N``, ``MODEL``); "" : derived from the kind
     metavar: str = ""
+    #: the command line's flags when they are not ``--`` and the name (a kept flag name:
+    #: ``("--permutations",)`` for ``n_resamples``; trec_eval's ``("-M", "--max-docs")``)
+    flags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

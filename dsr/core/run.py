@@ -54,6 +54,7 @@ from dsr.core.atomic import FullDisk, check_output_path, disk_full, full_disk_er
 from dsr.core.errors import InputError
 from dsr.core.ir_metadata import config_from_header, format_header, read_header
 from dsr.core.jsonio import load_json
+from dsr.core.params import Param
 from dsr.core.provenance import sha256_file
 from dsr.core.textfiles import atomic_write_text, read_lines
 from dsr.core.ties import (
@@ -428,6 +429,19 @@ def parse_run_line(parts: list[str]) -> tuple[RunLine | None, list[tuple[str, st
 
 #: the run file formats read: TREC's six columns, MS MARCO's three (``auto``: by the first line)
 RUN_FORMATS = ("auto", "trec", "msmarco")
+#: the run file format as a setting: the readers' ``fmt`` (``read_trec_run``, ``load_run``,
+#: ``validate_run``), the command line's ``--run-format`` (dsr evaluate, validate, fuse)
+RUN_FORMAT = Param(
+    "fmt",
+    "auto",
+    "str",
+    "trec (qid Q0 docid rank score tag), msmarco (qid docid rank, as pyserini's "
+    "--output-format msmarco writes: each score is minus the rank, ties in rank go "
+    "to the doc id, descending) or auto (default: three columns whose last is a "
+    "whole number are msmarco)",
+    choices=RUN_FORMATS,
+    flags=("--run-format",),
+)
 #: the tag of a run read from an MS MARCO file (which has none)
 MSMARCO_TAG = "msmarco"
 #: how an MS MARCO run (``qid<TAB>docid<TAB>rank``, no score: pyserini's ``--output-format
@@ -472,8 +486,7 @@ def read_trec_run(path: str | Path, fmt: str = "auto") -> Run:
     path = Path(path)
     if not path.exists():
         raise InputError("no such run file", path=path)
-    if fmt not in RUN_FORMATS:
-        raise InputError(f"run format must be one of {', '.join(RUN_FORMATS)}, got {fmt!r}", field="fmt")
+    fmt = RUN_FORMAT.check(fmt)
     rankings: dict[str, list[tuple[str, float]]] = {}
     seen: set[tuple[str, str]] = set()
     tag = None

@@ -26,20 +26,32 @@ judged points it contains; a topic a run does not rank counts 0, as in ``dsr eva
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
+from dsr.core.params import Param, settings_type
 from dsr.core.run import Run
 from dsr.evaluation.measures import Evaluator, nan_to_none
 from dsr.evaluation.qrels import qrels_from_collection
+from dsr.evaluation.settings import TEST_PARAMS
 from dsr.evaluation.significance import ALPHA, DEFAULT_RESAMPLES, compare, mean_ci
 
 #: the label sets the rule asks about, in the order printed
 LABEL_SETS = ("dev", "silver")
 TESTS = ("both", "t", "perm")
+
+#: the rule's settings (``dsr decide``'s flags): the measure, which test, the level
+DECIDE_PARAMS = (
+    Param("measure", "nDCG@5", "str", "the primary measure", metavar="M"),
+    Param(
+        "test", "both", "str", "which Holm-adjusted paired test must be significant: both, t or perm (sign-flip)", choices=TESTS
+    ),
+    replace(next(p for p in TEST_PARAMS if p.name == "alpha"), help="significance level"),
+)
+DecideSettings = settings_type("DecideSettings", DECIDE_PARAMS, "", "The decision rule's settings (``DECIDE_PARAMS``).")
 
 
 @dataclass
@@ -103,10 +115,7 @@ def decide(
 ) -> Decision:
     """The rule on per-topic values: ``values[label_set][system]`` is a 1-D array over that label
     set's topics (``label_set`` in :data:`LABEL_SETS`); every other system is a candidate."""
-    if test not in TESTS:
-        raise InputError(f"unknown test {test!r}: use {', '.join(TESTS)}", field="test")
-    if not 0 < alpha < 1:
-        raise InputError(f"alpha must be between 0 and 1, got {alpha}", field="alpha")
+    DecideSettings(measure=measure, test=test, alpha=alpha)  # by their Params, as dsr decide
     missing = [s for s in LABEL_SETS if s not in values]
     if missing:
         raise InputError(f"no values for the label set(s) {', '.join(missing)}", field="values")

@@ -26,6 +26,7 @@ from dsr.evaluation.measures import (
 from dsr.evaluation.protocol import SplitIndex, Splits, tune
 from dsr.evaluation.qrels import qrels_from_collection
 from dsr.evaluation.results import ConfigSource, Results, System
+from dsr.evaluation.settings import EvaluateSettings
 from dsr.indexes.exactness import notes as exactness_notes
 
 
@@ -106,21 +107,28 @@ def evaluate_runs(
     * ``workers``: processes measuring a tuning grid (default: one per CPU, at most 4,
       or ``DSR_WORKERS``; 1: this process only). The values do not depend on it.
     """
-    families = dict(families or {})
-    correction_family = family  # ``family`` is reused below for each tuned family
-    measures, target_name, primary_name = _check_request(
-        runs, families, measures, splits, target, test, correction, family, ci, primary
+    EvaluateSettings(  # each checked by its Param (EVALUATE_PARAMS): an InputError naming it
+        target=target,
+        test=test,
+        n_resamples=n_resamples,
+        seed=seed,
+        alpha=alpha,
+        correction=correction,
+        family=family,
+        ci=ci,
+        all_pairs=all_pairs,
     )
+    families = dict(families or {})
+    measures, target_name, primary_name = _check_request(runs, families, measures, splits, target, primary)
     names = measure_names(measures)
     qrels = qrels_from_collection(collection)
-    topics = collection.ids
     index_by_subset = subset_indices(collection, subsets)
     values, info, systems, notes = _measured(
         collection,
         runs,
         families,
         splits,
-        Evaluator(qrels, measures, topics),
+        Evaluator(qrels, measures, collection.ids),
         index_by_subset,
         names.index(target_name) if target_name else None,
         run_info,
@@ -130,7 +138,7 @@ def evaluate_runs(
 
     results = Results(
         collection=collection.describe(),
-        topics=list(topics),
+        topics=list(collection.ids),
         topic_subsets=[d.subset for d in collection.dialogues],
         subsets=index_by_subset,
         measures=names,
@@ -147,7 +155,7 @@ def evaluate_runs(
         run_objects=dict(runs),
         qrels=qrels,
         correction=correction,
-        family=correction_family,
+        family=family,
         ci=ci,
         primary=primary_name,
     )
@@ -230,18 +238,10 @@ def _compare(results: Results, families, baseline: str | None, all_pairs: bool, 
         )
 
 
-def _check_request(runs, families, measures, splits, target, test, correction="holm", family="runs", ci="auto", primary=None):
+def _check_request(runs, families, measures, splits, target, primary=None):
     """The measures to compute (the tuning target and the primary measure added), the
-    target's name and the primary's; bad requests are InputErrors naming the option."""
-    if test not in ("t", "perm"):
-        raise InputError(f"unknown test {test!r}: use t or perm", field="test")
-    for value, allowed, option in (
-        (correction, sig.CORRECTIONS, "correction"),
-        (family, sig.FAMILIES, "family"),
-        (ci, sig.INTERVALS, "ci"),
-    ):
-        if value not in allowed:
-            raise InputError(f"unknown value {value!r}: use {', '.join(allowed)}", field=option)
+    target's name and the primary's; bad requests are InputErrors naming the parameter (the
+    settings' values: their Params, :data:`dsr.evaluation.settings.EVALUATE_PARAMS`)."""
     measures = list(measures) if measures is not None else None
     if measures is None or all(isinstance(m, str) for m in measures):
         measures = parse_measures(measures)

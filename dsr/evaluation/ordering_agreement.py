@@ -20,9 +20,13 @@ from dataclasses import dataclass
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
+from dsr.core.params import Param
 from dsr.core.run import Run
 from dsr.evaluation.measures import Evaluator
 from dsr.evaluation.qrels import qrels_from_collection
+
+#: the measure the systems are ordered by (``dsr agreement --measure``)
+MEASURE = Param("measure", "nDCG@5", "str", "measure (default nDCG@5)")
 
 
 @dataclass
@@ -56,6 +60,7 @@ def agreement(silver: Collection, judged: Collection, runs: Mapping[str, Run], m
     over the query points both collections hold."""
     from scipy.stats import kendalltau
 
+    measure = MEASURE.check(measure)
     if len(runs) < 2:
         raise InputError("give at least two runs: Kendall's tau compares orderings of systems", field="RUN")
     judged_ids = set(judged.ids)

@@ -28,17 +28,44 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from dsr.core.errors import InputError
+from dsr.core.params import Param
 from dsr.core.run import Run
 
 #: the release whose rules dsr follows, and the other one (``--trec-eval``)
 FOLLOWED = "9.0.8"
 VERSIONS = ("9.0.8", "10.0")
 
+#: trec_eval's rules as settings (``dsr evaluate``'s ``--trec-eval``, ``-M``, ``-l``), checked here
+RELEASE = Param(
+    "trec_eval",
+    FOLLOWED,
+    "str",
+    f"whose rules: {FOLLOWED} (default: scores as 32-bit floats) or 10.0 (doubles)",
+    choices=VERSIONS,
+)
+MAX_DOCS = Param(
+    "max_docs",
+    None,
+    "int",
+    "trec_eval -M: only the first N documents of each topic count",
+    low=1,
+    metavar="N",
+    flags=("-M", "--max-docs"),
+)
+RELEVANCE_LEVEL = Param(
+    "relevance_level",
+    None,
+    "int",
+    "trec_eval -l: grades >= N are relevant (default 1)",
+    low=1,
+    metavar="N",
+    flags=("-l", "--relevance-level"),
+)
+RULES_PARAMS = (RELEVANCE_LEVEL, MAX_DOCS, RELEASE)
+
 
 def check_version(version: str) -> str:
-    if version not in VERSIONS:
-        raise InputError(f"trec_eval version must be one of {', '.join(VERSIONS)}, got {version!r}", field="trec_eval")
-    return version
+    return RELEASE.check(version)
 
 
 def with_relevance_level(measures: Sequence, level: int, written: Sequence[str] | None = None) -> list:
@@ -48,8 +75,9 @@ def with_relevance_level(measures: Sequence, level: int, written: Sequence[str] 
     applies to every measure, and silently keeping the measure's own level gave 71 where
     trec_eval gives 1. ``written``: the measures as the user wrote them (a level dsr adds
     itself, RBP's ``rel=1``, is not the user's); None: every ``rel`` is the user's."""
-    if isinstance(level, bool) or not isinstance(level, int) or level < 1:
-        raise InputError(f"the relevance level must be a whole number of 1 or more, got {level!r}", field="relevance_level")
+    level = RELEVANCE_LEVEL.check(level)
+    if level is None:  # no -l: the measures as they are
+        return list(measures)
     if written is None:
         explicit = {str(m) for m in measures if "rel" in m.params}
     else:
@@ -102,8 +130,7 @@ def apply_rules(runs: Iterable[Run], version: str = FOLLOWED, max_docs: int | No
     """Order each run's topics as ``version`` of trec_eval reads the file, then keep the first
     ``max_docs`` (trec_eval ``-M``). In place; 9.0.8's order is what a run read by dsr holds."""
     check_version(version)
-    if max_docs is not None and (isinstance(max_docs, bool) or not isinstance(max_docs, int) or max_docs < 1):
-        raise InputError(f"must be a whole number of 1 or more, got {max_docs!r}", field="max_docs")
+    max_docs = MAX_DOCS.check(max_docs)
     for run in runs:
         rankings = run.rankings
         if version == "10.0":

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from dsr.core.errors import InputError
+from dsr.core.params import Param
 from dsr.core.run import read_trec_run
 from dsr.core.textfiles import read_lines
 from dsr.evaluation.qrels import read_qrels
@@ -57,9 +58,62 @@ MISSING_ZSCORE = -1000000.0
 BOGUS_DOC = "ceci_nest_pas_un_docno"
 
 
+#: trec_eval's options that carry a value (``dsr trec_eval``'s flags, trec_eval's names):
+#: :class:`Options` checks its fields through them
+OPTION_PARAMS = (
+    Param("release", "9.0.8", "str", "whose rules: 9.0.8 (default) or 10.0 (see below)", choices=RELEASES),
+    Param(
+        "level",
+        1,
+        "int",
+        "the lowest grade that is relevant (default 1; pytrec_eval, which computes trec_eval's "
+        "measures for dsr, takes levels of 1 or more)",
+        low=1,
+        metavar="N",
+        flags=("-l", "--level_for_rel"),
+    ),
+    Param(
+        "max_docs",
+        None,
+        "int",
+        "only the first N documents of each topic",
+        low=0,
+        metavar="N",
+        flags=("-M", "--Max_retrieved_per_topic"),
+    ),
+    Param(
+        "num_docs",
+        0,
+        "int",
+        "documents in the collection (utility's fourth coefficient reads it)",
+        low=0,
+        metavar="N",
+        flags=("-N", "--Number_docs_in_coll"),
+    ),
+    Param(
+        "rel_format",
+        "qrels",
+        "str",
+        "qrels (the only one supported; prefs, qrels_prefs and qrels_jg are not)",
+        metavar="FORMAT",
+        flags=("-R", "--Rel_info_format"),
+    ),
+    Param(
+        "results_format",
+        "trec_results",
+        "str",
+        "trec_results (the only format)",
+        metavar="FORMAT",
+        flags=("-T", "--Results_format"),
+    ),
+)
+OPTION = {p.name: p for p in OPTION_PARAMS}
+
+
 @dataclass
 class Options:
-    """trec_eval's options (``dsr trec_eval``'s flags)."""
+    """trec_eval's options (``dsr trec_eval``'s flags); those with a value checked when made,
+    by :data:`OPTION_PARAMS`."""
 
     release: str = "9.0.8"
     #: -m: measures and nicknames, with parameters (``P.5,10``); None: ``official``
@@ -80,6 +134,16 @@ class Options:
     num_docs: int = 0
     #: -Z: a file of ``topic measure mean sd`` lines: print z-scores
     zscores: str | Path | None = None
+
+    #: -R: the qrels' format (qrels only: the others are refused by name)
+    rel_format: str = "qrels"
+    #: -T: the run's format (trec_results, trec_eval's only one)
+    results_format: str = "trec_results"
+
+    def __post_init__(self) -> None:
+        for p in OPTION_PARAMS:
+            setattr(self, p.name, p.check(getattr(self, p.name)))
+        _check_formats(self.rel_format, self.results_format)
 
 
 @dataclass
@@ -119,17 +183,29 @@ def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | N
     return Printed("".join(line + "\n" for line in lines), sorted(notes))
 
 
-def _check(options: Options) -> None:
-    if options.release not in RELEASES:
-        raise InputError(f"release must be one of {', '.join(RELEASES)}, got {options.release!r}", field="release")
-    if options.level < 1:
+def _check_formats(rel_format: str, results_format: str) -> None:
+    """-R and -T: the one format of each that dsr reads; the others refused by name."""
+    if rel_format != "qrels":
+        known = rel_format in ("prefs", "qrels_prefs", "qrels_jg")
         raise InputError(
-            f"not supported: a relevance level below 1 ({options.level}); pytrec_eval, "
-            "which computes trec_eval's measures for dsr, takes levels of 1 or more",
-            field="level",
+            f"not supported: -R {rel_format}"
+            + (
+                " (dsr trec_eval reads qrels only; the preference and judgement-group formats and their "
+                "measures are not computed)"
+                if known
+                else " (trec_eval has no such format; qrels is the one dsr reads)"
+            ),
+            field="rel_format",
         )
-    if options.max_docs is not None and options.max_docs < 0:
-        raise InputError(f"must be 0 or more, got {options.max_docs}", field="max_docs")
+    if results_format != "trec_results":
+        raise InputError(
+            f"not supported: -T {results_format} (trec_results is trec_eval's only results format)", field="results_format"
+        )
+
+
+def _check(options: Options) -> None:
+    """An Options changed after it was made, checked again."""
+    Options(**{p.name: getattr(options, p.name) for p in OPTION_PARAMS})
 
 
 # --- reading as trec_eval reads -------------------------------------------------------

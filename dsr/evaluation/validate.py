@@ -39,6 +39,7 @@ from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import (
     MSMARCO_RULE,
+    RUN_FORMAT,
     Run,
     detect_format,
     load_run,
@@ -140,6 +141,7 @@ def validate_run(
     them, a document without a judgement is unjudged, not a problem (counted in
     ``unjudged``), and a topic without judgements is ignored (a warning).
     """
+    fmt = RUN_FORMAT.check(fmt)
     path = Path(path)
     result = Validation(str(path), collection.name, expected_topics=len(collection))
     problems = result.problems

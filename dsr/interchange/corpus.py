@@ -36,9 +36,14 @@ from dataclasses import dataclass, field
 
 from dsr.core.data import MACHINE_KEYS, Collection
 from dsr.core.errors import InputError
+from dsr.core.params import Param
 from dsr.core.queries import STRATEGIES, check_strategy, query_text
 
 DEFAULT_QUERY = "all"
+#: the query strategy of an export's query text (``dsr export --query``; checked by ``check_strategy``)
+QUERY = Param(
+    "query", DEFAULT_QUERY, "str", "query strategy for the query text: last, last2, all, title+all, weighted", metavar="Q"
+)
 ID_RULE = (
     "corpus id = candidate id when the id has one title and text across the collection; "
     "otherwise ID~H, H = sha256(title + '\\n' + body)[:10] hex, one per distinct text"

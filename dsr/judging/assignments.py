@@ -12,6 +12,7 @@ from dsr.board.db import read_session, write_session
 from dsr.board.members import hash_token, new_token
 from dsr.core.errors import InputError
 from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeItem, JudgeSession, JudgeTask
+from dsr.judging.quality import OVERLAP
 from dsr.judging.reviews import _checked_name
 from dsr.judging.tasks import assign
 
@@ -96,8 +97,7 @@ class Assignments:
         dialogues (drawn with the campaign's seed, the same on every call) whose tasks get one
         assessor more than k, to measure agreement on them. Returns the sentences now
         assigned to each assessor."""
-        if not 0.0 <= overlap <= 1.0:
-            raise InputError(f"overlap is a share from 0 to 1, not {overlap}", field="overlap")
+        overlap = OVERLAP.check(overlap)
         campaign = self.campaign(name)
         with write_session(self.engine) as s:
             people = {a.name: a for a in s.scalars(select(Assessor))}

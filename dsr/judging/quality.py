@@ -86,6 +86,25 @@ REVIEW_PARAMS = (
     ),
 )
 
+#: how a campaign's grades become labels (``dsr judge report``/``export --method``; the name is
+#: checked where the grades are aggregated, ``dsr.judging.aggregate.probabilities``)
+METHOD = Param("method", "mv", "str", "mv, ds, onecoin-ds, mace or glad (crowd-kit)")
+#: the review queue's aggregation (``dsr judge review --method``): Dawid-Skene's posteriors
+REVIEW_METHOD = Param("method", "ds", "str", "mv, ds, onecoin-ds, mace or glad (crowd-kit)")
+#: ``Judging.assign``'s share of dialogues graded by one assessor more than k
+OVERLAP = Param(
+    "overlap",
+    0.0,
+    "float",
+    "share of dialogues (seeded, the same on every call) graded by one assessor "
+    "more than k, for agreement (0.2: a fifth graded twice with --k 1)",
+    low=0.0,
+    high=1.0,
+    metavar="SHARE",
+)
+#: ``Judging.send_back``'s assessors added per item
+EXTRA = Param("extra", 1, "int", "assessors added per item sent back", low=1, metavar="N")
+
 
 CAMPAIGN_PARAMS = (
     Param("k", 3, "int", low=1, high=20, metavar="N", help="assessors per sentence"),

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from dsr.board.db import read_session, write_session
 from dsr.core.errors import InputError
 from dsr.judging.models import Assessor, Assignment, Campaign, JudgeItem, JudgeTask, Review
+from dsr.judging.quality import EXTRA
 
 
 class Reviews:
@@ -36,8 +37,7 @@ class Reviews:
         Returns item key -> the assessors added. All or nothing."""
         campaign = self.campaign(name)
         by = _checked_name(by, "by")
-        if isinstance(extra, bool) or not isinstance(extra, int) or extra < 1:
-            raise InputError(f"a whole number >= 1, got {extra!r}", field="extra")
+        extra = EXTRA.check(extra)
         out: dict[str, list[str]] = {}
         with write_session(self.engine) as s:
             people = {a.id: a.name for a in s.scalars(select(Assessor).where(Assessor.origin == "web"))}

@@ -19,16 +19,24 @@ from typing import Any
 
 from dsr.core.data import Candidate, Collection, Dialogue
 from dsr.core.errors import InputError
-from dsr.core.queries import query_terms, query_text
+from dsr.core.params import Param, settings_type
+from dsr.core.queries import check_strategy, query_terms, query_text
 from dsr.core.run import Run
 from dsr.open_retrieval.search import Query
+
+#: a pool's settings (``dsr pool --depth``, ``--query``)
+POOL_PARAMS = (
+    Param("depth", 50, "int", "candidates per dialogue (default 50)", low=1, metavar="N"),
+    Param("query", "all", "str", "query strategy: last, last2, all, title+all, weighted (default all)", metavar="Q"),
+)
+PoolSettings = settings_type("PoolSettings", POOL_PARAMS, "", "A pool's settings (``POOL_PARAMS``).")
 
 
 def retrieve(
     collection: Collection, searcher, depth: int, query: str = "all", decay: float = 0.5
 ) -> dict[str, list[tuple[int, float]]]:
     """Dialogue id -> top ``depth`` (global corpus row, score), best first."""
-
+    PoolSettings(depth=depth, query=check_strategy(query))
     queries = []
     params = searcher.bm25.params if searcher.bm25 is not None else {"stopwords": False, "stem": False}
     for dialogue in collection:
@@ -72,8 +80,7 @@ def pool_runs(collection: Collection, runs: dict[str, Run], depth: int) -> tuple
     labels 0 and ``meta.judged`` false, ready for ``dsr judge create``. Also, per run: the
     sentences it puts in the pool (``contributed``: its top ``depth`` over all dialogues)
     and those no other run puts there (``unique``)."""
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise InputError(f"a whole number >= 1, got {depth!r}", field="depth")
+    depth = POOL_PARAMS[0].check(depth)
     if not runs:
         raise InputError("give at least one run", field="runs")
     tops = {name: {q: set(run.top(q, depth)) for q in run.topics()} for name, run in runs.items()}

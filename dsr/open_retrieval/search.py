@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dsr.core.errors import InputError
 from dsr.core.fusion import rrf
+from dsr.core.params import Param, settings_type
 from dsr.core.run import Run
+from dsr.indexes.backends import CHOICES as BACKEND_CHOICES
 from dsr.indexes.corpus.bm25 import ShardedBM25
 from dsr.indexes.corpus.dense import ShardedDense
 from dsr.indexes.corpus.layout import Corpus
@@ -28,6 +29,32 @@ from dsr.indexes.embeddings import DEFAULT_MODEL
 
 METHODS = ("bm25", "dense", "fused")
 RRF_K = 60
+
+#: a searcher's settings (:class:`CorpusSearcher`; ``dsr corpus search`` and ``dsr pool`` flags)
+SEARCH_PARAMS = (
+    Param(
+        "method",
+        "bm25",
+        "str",
+        f"one of {', '.join(METHODS)} (fused: RRF of bm25 and dense; default bm25)",
+        choices=METHODS,
+    ),
+    Param("model", DEFAULT_MODEL, "str", "bi-encoder for dense", metavar="M"),
+    Param("index", "flat", "str", "dense index (default flat)", choices=("flat", "ivfpq")),
+    Param("nprobe", 32, "int", "IVF lists searched (ivfpq)", low=1, metavar="N"),
+    Param("refine", 0, "int", "re-score the top R x k IVF-PQ hits exactly (0: off)", low=0, metavar="R"),
+    Param(
+        "backend",
+        "torch",
+        "str",
+        "encoder backend, as the corpus was indexed with (torch: exact; auto: the "
+        "fastest this CPU has, openvino-int8 where it has VNNI or AMX)",
+        choices=BACKEND_CHOICES,
+    ),
+)
+SearchSettings = settings_type("SearchSettings", SEARCH_PARAMS, "", "A corpus searcher's settings (``SEARCH_PARAMS``).")
+#: results per query (``CorpusSearcher.search``'s ``k``; ``dsr corpus search -k``)
+K = Param("k", 10, "int", "results per query (default 10)", low=1, metavar="K", flags=("-k",))
 
 
 @dataclass
@@ -53,8 +80,7 @@ class CorpusSearcher:
         batch_size: int = 64,
         backend: str = "torch",
     ):
-        if method not in METHODS:
-            raise InputError(f"unknown search method {method!r}; choose from {', '.join(METHODS)}", field="method")
+        SearchSettings(method=method, model=model, index=index, nprobe=nprobe, refine=refine, backend=backend)
         self.corpus = folder if isinstance(folder, Corpus) else Corpus(folder)
         for number in range(len(self.corpus.names)):  # every shard against corpus.json's sha256
             self.corpus.verified(number)
@@ -91,8 +117,7 @@ class CorpusSearcher:
     def search(self, queries: Sequence[Query | str], k: int) -> list[list[tuple[int, float]]]:
         """Top ``k`` (global row, score) per query, best first."""
         asked = [q if isinstance(q, Query) else Query(q) for q in queries]
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise InputError(f"must be a whole number >= 1, got {k!r}", field="k")
+        k = K.check(k)
         depth = max(k, 100) if self.method == "fused" else k
         lexical = dense = None
         if self.bm25 is not None:

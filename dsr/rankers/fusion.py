@@ -10,7 +10,7 @@ from dsr import rankers as registry
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.fusion import METHODS, NORMS, fuse, method_params
-from dsr.core.fusion_ranx import BACKENDS, METRIC, learns
+from dsr.core.fusion_ranx import BACKEND, METRIC, learns
 from dsr.core.params import Param
 from dsr.core.run import Run
 from dsr.core.stage import Stage
@@ -42,13 +42,7 @@ FUSION_PARAMS = (
     Param("phi", None, "float", "rbc: the persistence (default: learnt from the collection's labels)", above=0, high=1),
     Param("sigma", 0.01, "float", "logn_isr: the log base offset", above=0),
     Param("metric", METRIC, "str", "the measure a learnt parameter is searched on (ranx's names: ndcg, ndcg@5, map...)"),
-    Param(
-        "backend",
-        "dsr",
-        "str",
-        "dsr: runs as dsr reads them, dsr's kernels where it has one; ranx: runs as ranx reads their files, every method by ranx",
-        choices=BACKENDS,
-    ),
+    BACKEND,
 )
 
 

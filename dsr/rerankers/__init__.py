@@ -8,6 +8,7 @@ forms.
 
 from __future__ import annotations
 
+from dsr.core.params import Param
 from dsr.core.stage import Registry
 from dsr.rerankers.base import Reranker
 
@@ -20,3 +21,7 @@ RERANKERS: Registry[Reranker] = Registry(
 )
 #: the class registered as a name; a reranker built with its parameters
 reranker_class, make_reranker = RERANKERS.lookup, RERANKERS.make
+
+#: ``dsr rerank --reranker``: the reranker by name (the registry refuses an unknown one, with the
+#: message ``dsr.reranker(name)`` gives)
+RERANKER = Param("reranker", "cross-encoder", "str", f"one of {', '.join(RERANKERS)} (default: cross-encoder)", metavar="NAME")

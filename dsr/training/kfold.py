@@ -22,6 +22,7 @@ interval and the paired tests' p-values, then all folds pooled), and the report 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from dsr.core.atomic import atomic_dir, write_json
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
+from dsr.core.params import Param, settings_type
 from dsr.core.provenance import slug
 from dsr.core.run import Run
 from dsr.evaluation.experiment import evaluate_runs
@@ -37,9 +39,23 @@ from dsr.evaluation.significance import compare
 from dsr.rankers import make_ranker
 from dsr.training.card import CARD_FILE, ranking_params, read_card
 from dsr.training.folds import dialogue_document
+from dsr.training.settings import PARAMS as TRAIN_PARAMS
 
 #: the runs ``--out`` holds
 RUNS = ("kfold", "zero-shot", "in-domain")
+
+#: ``dsr kfold``'s settings: the folds (``dsr train``'s ``folds``, here 3 unless given) and the base
+#: model trained per fold and compared zero-shot
+KFOLD_PARAMS = (
+    replace(
+        next(p for p in TRAIN_PARAMS if p.name == "folds"),
+        default=3,
+        help="document folds, at least 2 (default 3): one left out, the others trained on",
+    ),
+    Param("base", "all-MiniLM-L6-v2", "str", "base model: trained per fold, and the zero-shot comparison"),
+    Param("measures", ("nDCG@5", "RR", "nDCG@10"), "any", "measures of the report (default nDCG@5 RR nDCG@10)", metavar="M"),
+)
+KfoldSettings = settings_type("KfoldSettings", KFOLD_PARAMS, "", "``dsr kfold``'s settings (``KFOLD_PARAMS``).")
 
 
 def out_files() -> tuple[str, ...]:

@@ -299,8 +299,8 @@ def test_every_subcommand_parses_intermixed():
         (["--measures", "nDCG@0"], "--measures", "1 or more"),
         (["--measures", "P(rel=0)@5"], "--measures", "1 or more"),
         (["--measures", "nDCG@1.5"], "--measures", "cutoff"),
-        (["--alpha", "7"], "--alpha", "between 0 and 1"),
-        (["--permutations", "-1"], "--permutations", "1 or more"),
+        (["--alpha", "7"], "--alpha", "a number > 0 and < 1"),
+        (["--permutations", "-1"], "--permutations", "a whole number >= 0"),
     ],
 )
 def test_bad_evaluation_options_exit_2_without_a_traceback(setup, extra, option, says):

@@ -130,7 +130,7 @@ def test_measures_and_options_dsr_does_not_compute_are_refused_by_name(capsys):
         (["--release", "10.0", "-m", "dcg"], "dcg"),
         (["-D", "1"], "-D"),
         (["-T", "other"], "-T other"),
-        (["-l", "0"], "relevance level"),
+        (["-l", "0"], "field '--level_for_rel': parameter level must be a whole number >= 1"),
         (["-m", "rbp"], "--release 10.0"),
         (["-m", "nonsense"], "nonsense"),
         (["-m", "P.0"], "cutoff"),

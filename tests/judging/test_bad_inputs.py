@@ -225,7 +225,7 @@ def test_dsr_judge_on_a_read_only_dsr_home_is_exit_2_naming_the_folder(tmp_path)
 @pytest.mark.parametrize("folds", ["0", "-3", "1"])
 def test_kfold_with_fewer_than_two_folds_is_exit_2_naming_folds(folds, tmp_path, capsys):
     err = refused(capsys, "kfold", "sample", "--eval", "sample", "--name", "x", "--out", str(tmp_path / "k"), "--folds", folds)
-    assert re.search(r"--folds.*at least 2.*got " + re.escape(folds), err), err
+    assert re.search(r"--folds.*>= 2.*got " + re.escape(folds), err), err
     assert not (tmp_path / "k").exists()
 
 

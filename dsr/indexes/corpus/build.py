@@ -23,6 +23,7 @@ from typing import Any
 
 from dsr.core.atomic import atomic_write, check_replaceable, write_json
 from dsr.core.errors import InputError
+from dsr.core.params import Param, resolve
 from dsr.core.provenance import package_versions
 from dsr.indexes.corpus.distributed import Executor
 from dsr.indexes.corpus.layout import MANIFEST, file_sha256, read_marker, shard_name, write_marker
@@ -44,6 +45,13 @@ class StageReport:
 #: what a corpus folder may hold (anything else is refused, never overwritten): the manifest,
 #: the shards with their markers and a killed build's temporaries, and the indexes
 CORPUS_FILES = ("corpus.json", ".corpus.json.*", "shards/shard-*", "shards/.shard-*", "bm25", "dense")
+
+
+#: how documents become shards (``build_corpus``; ``dsr corpus build`` flags)
+BUILD_PARAMS = (
+    Param("docs_per_shard", 10_000, "int", "documents per shard (default 10000)", low=1, metavar="N"),
+    Param("min_chars", 1, "int", "drop sentences shorter than N characters (default 1)", low=0, metavar="N"),
+)
 
 
 def shard_key(source: str, fmt: str, docs_per_shard: int, min_chars: int) -> dict[str, Any]:
@@ -101,8 +109,7 @@ def build_corpus(
 
     start = time.perf_counter()
     source, out = Path(source), Path(out)
-    if isinstance(docs_per_shard, bool) or not isinstance(docs_per_shard, int) or docs_per_shard < 1:
-        raise InputError(f"must be a whole number >= 1, got {docs_per_shard!r}", field="docs_per_shard")
+    resolve({"docs_per_shard": docs_per_shard, "min_chars": min_chars}, BUILD_PARAMS, "")
     check_replaceable(out, CORPUS_FILES, field="out")  # a folder of other files is refused
     fmt = fmt or detect_format(source)
     files = source_files(source, fmt)

@@ -51,6 +51,7 @@ from dsr.core.errors import InputError
 from dsr.core.models import ResolvedModel, resolve_model
 from dsr.core.params import Param, resolve
 from dsr.core.provenance import package_versions
+from dsr.indexes.backends import CHOICES as BACKEND_CHOICES
 from dsr.indexes.backends import export as export_model
 from dsr.indexes.backends import resolve_backend
 from dsr.indexes.corpus.bm25 import _run_stage, merge_top_k, top_rows
@@ -68,6 +69,23 @@ from dsr.indexes.corpus.layout import (
 )
 from dsr.indexes.embeddings import DEFAULT_MODEL, encode
 from dsr.indexes.manifest import safe_name
+
+#: how a corpus is encoded (``encode_corpus``; ``dsr corpus index`` flags; ``index`` says
+#: whether ``build_ivfpq`` follows)
+ENCODE_PARAMS = (
+    Param("model", DEFAULT_MODEL, "str", "bi-encoder (dense)", metavar="M"),
+    Param("index", "flat", "str", "flat (vectors only, exact search) or ivfpq (also an IVF-PQ index)", choices=("flat", "ivfpq")),
+    Param("batch_size", 64, "int", "encoding batch size", low=1, metavar="N"),
+    Param(
+        "backend",
+        "torch",
+        "str",
+        "encoder backend (the vectors of each are kept apart) (torch: exact; auto: the "
+        "fastest this CPU has, openvino-int8 where it has VNNI or AMX)",
+        choices=BACKEND_CHOICES,
+    ),
+)
+
 
 KINDS = ("flat", "ivfpq")
 #: the parameters of an IVF-PQ index
@@ -155,6 +173,7 @@ def encode_corpus(
 
     start = time.perf_counter()
     part = check_part(part)
+    resolve({"batch_size": batch_size, "backend": backend}, ENCODE_PARAMS, "")  # (a model may be resolved)
     backend = resolve_backend(backend)
     resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, "bi-encoder")
     folder = model_folder(corpus, resolved, backend) / "vectors"
