@@ -58,6 +58,15 @@ def worker(spec: dict) -> dict:
     """One ``reproduce`` with the code of ``spec["code"]``: per-stage seconds and peak RSS."""
     sys.path.insert(0, spec["code"])
     os.environ["DSR_HOME"] = spec["home"]
+    # benchinfo imported this checkout's dsr already (its provenance helpers): forget it, so that
+    # every dsr module below is the one of spec["code"] (a baseline ran this checkout's code
+    # before, and its outputs were byte-identical for that reason)
+    for name in [m for m in sys.modules if m == "dsr" or m.startswith("dsr.")]:
+        del sys.modules[name]
+    import dsr
+
+    code = Path(spec["code"]).resolve()
+    assert code in Path(dsr.__file__).resolve().parents, f"dsr imported from {dsr.__file__}, not from {code}"
     try:
         from dsr.baselines import reproduce
         from dsr.core.timing import StageTimer
