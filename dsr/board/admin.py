@@ -13,7 +13,6 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from dsr.board import leaderboard, participants, scoring
-from dsr.board.db import read_session, write_session
 from dsr.board.intake import ranking_digest, unpack_run
 from dsr.board.models import Phase, Submission
 from dsr.board.published import published_metadata
@@ -23,6 +22,7 @@ from dsr.core.errors import InputError
 from dsr.core.run import parse_run_line, sidecar_path
 from dsr.core.textfiles import without_bom
 from dsr.core.ties import trec_eval_order
+from dsr.db.engine import read_session, write_session
 from dsr.evaluation.grouping import run_names
 from dsr.evaluation.tables import latex_escape, to_csv, to_latex
 
