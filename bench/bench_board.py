@@ -50,8 +50,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from benchinfo import footer, goal, header, load  # noqa: E402
 from sqlalchemy import select, text  # noqa: E402
 
-from dsr.board.db import make_engine  # noqa: E402
 from dsr.core.provenance import package_versions  # noqa: E402
+from dsr.db.engine import make_engine  # noqa: E402
 from tools import board_harness as bh  # noqa: E402  (the servers and runs the tests use too)
 
 QUOTA = 3
@@ -320,8 +320,8 @@ def sigir_board(folder: Path, collection: Path, clients: int = 1):
 
 
 def team_row(board, name: str):
-    from dsr.board.db import read_session
     from dsr.board.models import Team
+    from dsr.db.engine import read_session
 
     with read_session(board.engine) as s:
         return s.scalar(select(Team).where(Team.name == name))

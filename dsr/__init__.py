@@ -1,7 +1,7 @@
 """``import dsr``: the Python API in one place, each name loaded on first use so that
 ``import dsr`` stays fast.
 
-Layer 13 of 13 (dsr/layers.toml), the top: it may import every unit, and nothing imports it.
+Layer 15 of 15 (dsr/layers.toml), the top: it may import every unit, and nothing imports it.
 
 It re-exports what a notebook needs from the units below it::
 

@@ -109,9 +109,18 @@ def test_core_files_import_only_core_files():
 
 
 def test_the_board_and_judging_are_separate_units():
-    """Judging sits on the board (its database); the board knows nothing of judging:
-    ``dsr serve`` adds judging's routers."""
-    assert not violations(lambda name, target: not (unit(name) == "dsr.board" and unit(target) == "dsr.judging"))
+    """The board and judging import nothing of each other (``apart`` in dsr/layers.toml): both
+    stand on the database layer ``dsr.db`` (engines, sessions, the base, tokens, the refusal
+    type) and the web core; ``dsr serve`` adds judging's routers, ``dsr.migrations`` reads
+    both applications' tables."""
+    pairs = [set(pair) for pair in DECLARED["apart"]]
+    assert {"dsr.board", "dsr.judging"} in pairs
+    assert not violations(lambda name, target: {unit(name), unit(target)} not in pairs)
+
+
+def test_both_applications_stand_on_the_database_layer_which_imports_neither():
+    users = {unit(name) for name, targets in GRAPH.items() for t in targets if unit(t) == "dsr.db"}
+    assert {"dsr.board", "dsr.judging"} <= users and "dsr.db" in DECLARED["core_only"]
 
 
 def test_both_web_applications_stand_on_the_web_core_which_imports_neither():

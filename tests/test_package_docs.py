@@ -30,11 +30,14 @@ def test_every_package_is_described_and_every_description_is_of_a_package():
 
 def test_the_layer_paragraph_says_what_the_architecture_test_enforces():
     judging = package_docs.layer_paragraph("dsr.judging", DATA)
-    assert judging.startswith("Layer 8 of 13") and "``dsr.board``" in judging and "``dsr.server``" not in judging
+    assert judging.startswith("Layer 9 of 15") and "``dsr.db``" in judging and "``dsr.server``" not in judging
+    assert "imports nothing of ``dsr.board``" in judging and "may import ``dsr.board``" not in judging
+    assert "``dsr.board``" not in judging.split(" It imports nothing")[0]
     assert "imports only the core files" in package_docs.layer_paragraph("dsr.web", DATA)
+    assert "imports only the core files" in package_docs.layer_paragraph("dsr.db", DATA)
     rankers = package_docs.layer_paragraph("dsr.rankers", DATA)
     assert "``dsr.collections``, ``dsr.rerankers`` and ``dsr.open_retrieval`` of its own layer" in rankers
-    assert package_docs.layer_paragraph("dsr.board.routes", DATA).startswith("Part of ``dsr.board``, layer 7")
+    assert package_docs.layer_paragraph("dsr.board.routes", DATA).startswith("Part of ``dsr.board``, layer 8")
     assert "Only the application" in package_docs.layer_paragraph("dsr.cli", DATA)
     assert "nothing imports it" in package_docs.layer_paragraph("dsr", DATA)
 
@@ -53,7 +56,7 @@ def test_a_docstring_written_by_hand_is_caught_and_rewritten(tmp_path):
     fixed = package_docs.rewritten(stale_text, "dsr", data)
     docstring = ast.get_docstring(ast.parse(fixed))
     assert docstring.startswith("``import dsr``: the Python API in one place")
-    assert "Layer 13 of 13" in docstring and docstring.endswith("``indexes`` and ``eval``.")  # its own text kept
+    assert "Layer 15 of 15" in docstring and docstring.endswith("``indexes`` and ``eval``.")  # its own text kept
     assert fixed.endswith('"""\n\nfrom __future__ import annotations\n')
     assert package_docs.rewritten(fixed, "dsr", data) == fixed
     (tmp_path / "dsr" / "__init__.py").write_text(fixed)

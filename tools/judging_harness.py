@@ -16,8 +16,8 @@ from dataclasses import replace
 import numpy as np
 from sqlalchemy import select
 
-from dsr.board.db import read_session
 from dsr.core.data import Collection, Dialogue
+from dsr.db.engine import read_session
 from dsr.judging.models import Assessor, Assignment, JudgeDialogue, JudgeItem, JudgeTask
 
 ASSESSORS = ("alice", "bob", "carol", "dave")

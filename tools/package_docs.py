@@ -36,8 +36,9 @@ QUOTES = '"""'
 
 
 def declared(root: Path = ROOT) -> dict[str, Any]:
-    """``dsr/layers.toml``: ``layers`` (lists of units, lowest first), ``core_only``,
-    ``application`` and ``packages`` (package -> what it is)."""
+    """``dsr/layers.toml``: ``layers`` (lists of units, lowest first), ``core_only``, ``apart``
+    (pairs of units that import nothing of each other), ``application`` and ``packages``
+    (package -> what it is)."""
     return tomllib.loads((root / LAYERS_FILE).read_text(encoding="utf-8"))
 
 
@@ -72,12 +73,15 @@ def layer_paragraph(package: str, data: dict[str, Any]) -> str:
         return f"{where}, the top: it may import every unit, and nothing imports it."
     if unit in data["core_only"]:
         return f"{where}: it imports only the core files, though its layer would allow more."
-    below = ["dsr.core files", *[name for names in layers[1:level] for name in names]]
+    apart = {name for pair in data.get("apart", []) if unit in pair for name in pair if name != unit}
+    below = ["dsr.core files", *[name for names in layers[1:level] for name in names if name not in apart]]
     text = f"{where}: it may import {_listed(below)}".replace("``dsr.core files``", "the ``dsr.core`` files")
     peers = [name for name in layers[level] if name != unit]
     if peers:
         text += f", and {_listed(peers)} of its own layer where no loop forms"
     text += "."
+    if apart:
+        text += f" It imports nothing of {_listed(sorted(apart))}, though its layer would allow it."
     if unit in data["application"]:
         text += f" Only the application ({_listed(data['application'])}) imports it."
     return text

@@ -1,8 +1,9 @@
 """The leaderboard server: ``dsr serve``, ``dsr submit`` and ``dsr board ...``.
 
-Layer 7 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
+Layer 8 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
 ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval``,
-``dsr.evaluation``, ``dsr.interchange`` and ``dsr.web``.
+``dsr.evaluation``, ``dsr.interchange``, ``dsr.web`` and ``dsr.db``. It imports nothing of
+``dsr.judging``, though its layer would allow it.
 
 Evaluation's front door: a submitted run is checked by the same validator as
 ``dsr validate`` (:func:`dsr.evaluation.validate.validate_run`), scored by the same
@@ -11,8 +12,8 @@ with a baseline by the same paired tests (:mod:`dsr.evaluation.significance`).
 
 Modules, one thing each:
 
-* ``models`` — the database tables (SQLAlchemy 2 ORM)
-* ``db`` — engines (SQLite with WAL, PostgreSQL), Alembic migrations, sessions
+* ``models`` — the board's tables (SQLAlchemy 2 ORM, on :mod:`dsr.db`: engines, sessions, the
+  base, tokens; the one Alembic chain is ``dsr/migrations``)
 * ``archive`` — content-addressed run files (sha256), fsynced before the DB commit
 * ``settings`` — the board's settings, declared once as ``Param``\\ s
 * ``runcheck`` — a submitted run parsed once and validated with numpy

@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlalchemy import select, update
 
 from dsr.board import leaderboard, participants, scoring
-from dsr.board.db import read_session, write_session
+from dsr.board.archive import RunFiles
 from dsr.board.intake import ranking_digest, unpack_run
 from dsr.board.models import Phase, Submission
 from dsr.board.published import published_metadata
@@ -23,6 +23,7 @@ from dsr.core.errors import InputError
 from dsr.core.run import parse_run_line, sidecar_path
 from dsr.core.textfiles import without_bom
 from dsr.core.ties import trec_eval_order
+from dsr.db.engine import read_session, write_session
 from dsr.evaluation.grouping import run_names
 from dsr.evaluation.tables import latex_escape, to_csv, to_latex
 
@@ -179,6 +180,12 @@ def _take_out(board: Board, phase: Phase, rows: list[Submission]) -> None:
     board.__dict__.pop("_ladders", None)
 
 
+def stored_runs(board: Board) -> RunFiles:
+    """The board's run files as the organisers' commands use them: by digest, through the run
+    store's interface (:class:`~dsr.board.archive.RunFiles`), never by path."""
+    return board.store
+
+
 def identical_rankings(board: Board) -> list[dict]:
     """Runs of different teams on one board that rank every topic alike (the same documents in
     the same order: the same per-topic values, whatever their scores or tags): for organisers,
@@ -189,8 +196,9 @@ def identical_rankings(board: Board) -> list[dict]:
         teams = {row.id: row.team.name for row in rows}
         phases = {row.id: f"{row.phase.collection}/{row.phase.name}" for row in rows}
     for row in rows:
-        if board.store.verify(row.sha256):
-            groups.setdefault((phases[row.id], order_digest(board.store.get(row.sha256))), []).append(row)
+        data = stored_runs(board).read(row.sha256)
+        if data is not None:
+            groups.setdefault((phases[row.id], order_digest(data)), []).append(row)
     out = []
     for (where, _), members in groups.items():
         if len({teams[r.id] for r in members}) > 1:
@@ -245,11 +253,13 @@ def rebuild(board: Board) -> RebuildReport:
         subs = list(s.scalars(select(Submission).order_by(Submission.id)))
     for sub in subs:
         named.add(sub.sha256)
-        if not board.store.verify(sub.sha256):
+        stored = stored_runs(board).read(sub.sha256)
+        if stored is None:
             report.missing.append(sub.id)
             continue
         data = board.phase_data(sub.phase)
-        scored = scoring.check_and_score(data, board.store.path(sub.sha256))
+        with stored_runs(board).scratch(stored) as path:
+            scored = scoring.check_and_score(data, path)
         if not scored.validation.valid:
             report.missing.append(sub.id)
             continue
@@ -262,14 +272,12 @@ def rebuild(board: Board) -> RebuildReport:
                 report.changed += 1
                 changed.add(row.phase_id)
                 row.per_topic, row.means_json, row.tied_topics = blob, means, tied
-        _set_ranking(board, sub.id, ranking_digest(board.store.get(sub.sha256)))
+        _set_ranking(board, sub.id, ranking_digest(stored))
         report.rescored += 1
     if changed:  # every server process reads these phases' rows again (their caches' key)
         with write_session(board.engine) as s:
             s.execute(update(Phase).where(Phase.id.in_(changed)).values(scores_version=Phase.scores_version + 1))
-    for path in board.store.root.glob("??/*"):
-        if path.name not in named:
-            report.orphans += 1
+    report.orphans = len(set(stored_runs(board).digests()) - named)
     return report
 
 

@@ -13,6 +13,10 @@ are ``ROOT/tmp/check-PID-*.run``. Temporaries carry the process id: a start
 handles those of processes that are gone (:meth:`RunStore.leftovers`), never a
 live process's. Paths are built from the hex digest only, never from anything
 a user sent.
+
+What the organisers' commands (:mod:`dsr.board.admin`) need of the store is :class:`RunFiles`:
+the stored runs by digest (read, verified, put, deleted, listed) and a scratch copy for the
+validator; they never build a path into it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from dsr.core.atomic import process_running
 
@@ -32,7 +37,39 @@ _HEX = re.compile(r"^[0-9a-f]{64}$")
 _TEMP = re.compile(r"^(stage|check)-(\d+)-(.*)$")
 
 
+class RunFiles(Protocol):
+    """The stored run files, each named by the sha256 of its bytes: what the organisers'
+    commands use (:class:`RunStore` is the one on disk)."""
+
+    def put(self, data: bytes) -> str:
+        """Store ``data`` durably; its sha256."""
+        ...
+
+    def get(self, digest: str) -> bytes:
+        """The stored bytes (``FileNotFoundError`` when there are none)."""
+        ...
+
+    def read(self, digest: str) -> bytes | None:
+        """The stored bytes when they still hash to ``digest``; None when missing or altered."""
+        ...
+
+    def delete(self, digest: str) -> bool:
+        """Remove the stored file; whether there was one."""
+        ...
+
+    def digests(self) -> list[str]:
+        """The digests of every stored file, sorted."""
+        ...
+
+    def scratch(self, data: bytes) -> contextlib.AbstractContextManager[Path]:
+        """A private temporary file holding ``data`` (for the validator), removed afterwards."""
+        ...
+
+
 class RunStore:
+    """The run files on disk (:class:`RunFiles`, and the staging the submission transaction
+    uses)."""
+
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
@@ -96,10 +133,31 @@ class RunStore:
     def get(self, digest: str) -> bytes:
         return self.path(digest).read_bytes()
 
+    def read(self, digest: str) -> bytes | None:
+        """The stored bytes when the file exists and still hashes to its name, else None."""
+        try:
+            data = self.path(digest).read_bytes()
+        except FileNotFoundError:
+            return None
+        return data if hashlib.sha256(data).hexdigest() == digest else None
+
     def verify(self, digest: str) -> bool:
         """Whether the stored file exists and still hashes to its name."""
+        return self.read(digest) is not None
+
+    def delete(self, digest: str) -> bool:
+        """Remove the stored file (its folder fsynced); whether there was one."""
         path = self.path(digest)
-        return path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == digest
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        _fsync_dir(path.parent)
+        return True
+
+    def digests(self) -> list[str]:
+        """The digests of every stored file (staging and scratch files are not runs), sorted."""
+        return sorted(path.name for path in self.root.glob("??/*") if _HEX.match(path.name) and path.parent.name == path.name[:2])
 
     @contextlib.contextmanager
     def scratch(self, data: bytes) -> Iterator[Path]:

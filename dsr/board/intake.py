@@ -18,24 +18,10 @@ from dsr.board.published import check_text, published_metadata
 from dsr.board.settings import RUN_TYPES
 from dsr.core.errors import InputError
 from dsr.core.textfiles import TooLarge, unpack, without_bom
+from dsr.db.refused import Refused
 
 MAX_SIDECAR = 256 * 1024
 _KEY = re.compile(r"[\x21-\x7e]{1,200}")
-
-
-class Refused(Exception):
-    """A submission that is not accepted: ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, status: int, message: str, problems: list[dict] | None = None, quota: dict | None = None, **extra: Any):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.problems = problems or []
-        self.quota = quota
-        self.extra = extra
-
-    def to_json(self) -> dict[str, Any]:
-        return {"error": self.message, "problems": self.problems, "quota": self.quota, **self.extra}
 
 
 def text_field(value: str, field: str, multiline: bool = False) -> str:

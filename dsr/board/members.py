@@ -4,23 +4,15 @@ removing a member or rotating a token revokes at once. :class:`Members` is a par
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-
 from sqlalchemy import bindparam, delete, func, select
 
-from dsr.board.db import read_session, write_session
 from dsr.board.models import Member, Setting, Submission, Team, WebSession, utcnow
 from dsr.board.published import check_text
 from dsr.board.release import Noise, noise_key
 from dsr.board.settings import MEMBER
 from dsr.core.errors import InputError
-
-
-def hash_token(token: str) -> str:
-    """Tokens are 256 random bits, so one sha256 is enough (no salt or slow hash needed)."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
+from dsr.db.engine import read_session, write_session
+from dsr.db.tokens import hash_token, new_token
 
 #: a token's team and member, read at every request with a token. Hot statements are built
 #: once: SQLAlchemy keys its cache of compiled SQL by a digest it computes once per statement
@@ -35,10 +27,6 @@ IDENTIFY = (
 MAX_EMAIL = 300
 #: the first member ``add-team`` makes (``--member`` names another)
 FIRST_MEMBER = MEMBER.default
-
-
-def new_token() -> str:
-    return "dsr_" + secrets.token_urlsafe(32)
 
 
 def _member_name(name: str) -> str:

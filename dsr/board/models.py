@@ -1,4 +1,5 @@
-"""The board's tables. Schema changes go through Alembic (``dsr/board/migrations``).
+"""The board's tables, on the shared :class:`dsr.db.base.Base`. Schema changes go through the
+Alembic chain (``dsr/migrations``).
 
 Times are naive UTC datetimes (SQLite keeps no time zone). Per-topic values
 are stored as float64 bytes (topics x measures of the phase, exact); hidden
@@ -8,11 +9,13 @@ labels as JSON text on their phase. Neither is ever served for a hidden phase.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy import false as sa_false
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from dsr.db.base import Base, BrowserSession, utcnow
 
 #: a phase's primary measure unless it names one (the mission names MRR and nDCG)
 PRIMARY_DEFAULT = "nDCG@5"
@@ -26,14 +29,6 @@ def stamp(when: datetime) -> str:
 def iso(when: datetime | None) -> str | None:
     """A naive UTC time as the API writes it (``2026-03-01T12:00:00Z``), None for None."""
     return None if when is None else when.isoformat() + "Z"
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-class Base(DeclarativeBase):
-    pass
 
 
 class Team(Base):
@@ -196,14 +191,11 @@ class Setting(Base):
     value: Mapped[str] = mapped_column(Text)
 
 
-class WebSession(Base):
-    """A browser login (cookie holds a random key; the table its hash)."""
+class WebSession(BrowserSession, Base):
+    """A member's browser login (:class:`~dsr.db.base.BrowserSession`'s columns, and whose)."""
 
     __tablename__ = "web_sessions"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
-    expires_at: Mapped[datetime] = mapped_column(DateTime)
     #: unused since the web core (dsr.web.csrf) signs tokens bound to the session's key; kept
     #: so that the schema needs no migration
     csrf: Mapped[str | None] = mapped_column(String(64), nullable=True)

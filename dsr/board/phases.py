@@ -10,12 +10,12 @@ import re
 from sqlalchemy import bindparam, func, select
 
 from dsr.board import overlap, release, scoring
-from dsr.board.db import read_session, write_session
 from dsr.board.models import Phase, Submission, utcnow
 from dsr.board.published import check_text
 from dsr.board.settings import SEASON_PARAMS
 from dsr.core.errors import InputError
 from dsr.core.params import settings_type
+from dsr.db.engine import read_session, write_session
 
 #: a collection's phases, and one of them by name (read at every submission; built once:
 #: see ``dsr.board.members.IDENTIFY``)

@@ -44,7 +44,6 @@ from sqlalchemy.orm.attributes import set_committed_value
 from dsr.board import release, scoring
 from dsr.board.archive import RunStore, Staged
 from dsr.board.client import quota_text  # noqa: F401 (re-exported)
-from dsr.board.db import make_engine, migrate, read_session, sqlite_url, write_session
 from dsr.board.intake import (  # noqa: F401 (re-exported)
     RUN_TYPES,
     Metadata,
@@ -64,6 +63,7 @@ from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr se
 from dsr.core.errors import InputError
 from dsr.core.home import dsr_home, require_writable
 from dsr.core.params import settings_type
+from dsr.db.engine import make_engine, migrate, read_session, sqlite_url, write_session
 
 #: the smallest upload limit a phase gets (``--max-upload-mb`` fixes one for every phase)
 MAX_UPLOAD = 20 * 1024 * 1024

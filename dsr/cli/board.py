@@ -477,7 +477,8 @@ def _season(args):
 
 
 def _print_season(phase) -> None:
-    from dsr.board.models import stamp, utcnow
+    from dsr.board.models import stamp
+    from dsr.db.base import utcnow
 
     dates = (
         ", ".join(f"{k} {stamp(v)}" for k, v in (("opens", phase.opens_at), ("closes", phase.closes_at)) if v is not None)
@@ -601,8 +602,8 @@ def cmd_board_list(args) -> int:
     board = _board(args)  # first: it says what to install when the board extra is missing
     from sqlalchemy import select
 
-    from dsr.board.db import read_session
     from dsr.board.models import Team
+    from dsr.db.engine import read_session
 
     for p in board.phases():
         print(

@@ -1,6 +1,6 @@
 """Registered collections, one module per source, and ``load_collection``.
 
-Layer 3 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
+Layer 3 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
 ``dsr.rankers``, ``dsr.rerankers`` and ``dsr.open_retrieval`` of its own layer where no loop
 forms.
 

@@ -1,6 +1,6 @@
 """What is measured and reported: qrels, measures, the split protocol, significance, reports.
 
-Layer 4 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
+Layer 4 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
 ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers`` and ``dsr.open_retrieval``.
 
 Modules, one thing each:

@@ -1,6 +1,6 @@
 """Interchange: dsr collections and runs in the formats other IR tools read.
 
-Layer 5 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
+Layer 5 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
 ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval`` and
 ``dsr.evaluation``.
 

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 import numpy as np
 from sqlalchemy import delete, func, select
 
-from dsr.board.db import read_session, write_session
-from dsr.board.members import hash_token, new_token
 from dsr.core.errors import InputError
+from dsr.db.engine import read_session, write_session
+from dsr.db.tokens import hash_token, new_token
 from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeItem, JudgeSession, JudgeTask
 from dsr.judging.quality import OVERLAP
 from dsr.judging.reviews import _checked_name

@@ -1,7 +1,7 @@
 """Campaigns in the board's database: create, assign, grade, read back.
 
 :class:`Judging` binds an engine (the leaderboard's: SQLite by default, PostgreSQL
-by URL; see :mod:`dsr.board.db`); ``dsr judge`` commands, the judging pages and
+by URL; see :mod:`dsr.db.engine`); ``dsr judge`` commands, the judging pages and
 the tests all go through it. A grade is committed before :meth:`Judging.grade`
 returns (so before the page is told it is saved); grades arriving at the same moment
 from the server's threads share one transaction, one commit and one fsync (group
@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from dsr.board.db import make_engine, migrate, read_session, write_session
-from dsr.board.models import utcnow
 from dsr.core.data import Collection, dialogue_from_json
 from dsr.core.errors import InputError
+from dsr.db.base import utcnow
+from dsr.db.engine import make_engine, migrate, read_session, write_session
+from dsr.db.refused import Refused
 from dsr.judging import guidelines as guidelines_module
 from dsr.judging.assignments import Assignments
 from dsr.judging.guidelines import Guidelines
@@ -52,15 +53,6 @@ def _pandas():
     import pandas
 
     return pandas
-
-
-class Refused(Exception):
-    """A grade or page that is not allowed: ``status`` is the HTTP status to answer with."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 @dataclass(frozen=True)

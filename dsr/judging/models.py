@@ -1,4 +1,5 @@
-"""The judging campaigns' tables, in the board's database (same metadata, migration 0003).
+"""The judging campaigns' tables, in the board's database (the shared :class:`dsr.db.base.Base`,
+migrations 0003 and 0006 of the one chain in ``dsr/migrations``).
 
 A campaign holds its pool (each dialogue's record as in the pool file), its tasks
 (a dialogue's sentences to grade, honeypots planted) and items, the assessors'
@@ -14,7 +15,7 @@ from datetime import datetime
 from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from dsr.board.models import Base, utcnow
+from dsr.db.base import Base, BrowserSession, utcnow
 
 
 class Campaign(Base):
@@ -102,14 +103,11 @@ class Grade(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
-class JudgeSession(Base):
-    """An assessor's browser login (the cookie holds a random key; the table its hash)."""
+class JudgeSession(BrowserSession, Base):
+    """An assessor's browser login (:class:`~dsr.db.base.BrowserSession`'s columns, and whose)."""
 
     __tablename__ = "judge_web_sessions"
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     assessor_id: Mapped[int] = mapped_column(ForeignKey("judge_assessors.id"))
-    expires_at: Mapped[datetime] = mapped_column(DateTime)
 
 
 class Review(Base):

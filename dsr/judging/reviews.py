@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from dsr.board.db import read_session, write_session
 from dsr.core.errors import InputError
+from dsr.db.engine import read_session, write_session
 from dsr.judging.models import Assessor, Assignment, Campaign, JudgeItem, JudgeTask, Review
 from dsr.judging.quality import EXTRA
 

@@ -26,8 +26,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
-from dsr.board.db import read_session, write_session
-from dsr.judging.campaigns import MAX_SECONDS, Judging, Refused
+from dsr.db.engine import read_session, write_session
+from dsr.db.refused import Refused
+from dsr.judging.campaigns import MAX_SECONDS, Judging
 from dsr.judging.models import Assessor, JudgeSession, JudgeTask
 from dsr.judging.views import content, my_campaigns, task_rows, task_view
 from dsr.web.pages import Pages, Site

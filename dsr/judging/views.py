@@ -14,8 +14,9 @@ from typing import Any
 
 from sqlalchemy import and_, func, select
 
-from dsr.board.db import read_session
-from dsr.judging.campaigns import Judging, Refused
+from dsr.db.engine import read_session
+from dsr.db.refused import Refused
+from dsr.judging.campaigns import Judging
 from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem, JudgeTask
 
 

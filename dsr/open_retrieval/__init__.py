@@ -1,6 +1,6 @@
 """Open retrieval: dialogues against a whole sentence corpus (no candidate list).
 
-Layer 3 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
+Layer 3 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
 ``dsr.collections``, ``dsr.rankers`` and ``dsr.rerankers`` of its own layer where no loop
 forms.
 

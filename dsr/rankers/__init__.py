@@ -1,7 +1,7 @@
 """Rankers by name (:class:`dsr.core.stage.Registry`: each imported on first use, so that
 ``dsr --help`` does not load torch).
 
-Layer 3 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
+Layer 3 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.indexes``, and
 ``dsr.collections``, ``dsr.rerankers`` and ``dsr.open_retrieval`` of its own layer where no
 loop forms.
 """

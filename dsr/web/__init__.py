@@ -1,7 +1,7 @@
 """The web core the board (:mod:`dsr.board`) and judging (:mod:`dsr.judging`) both stand on:
 sessions, sign-in, CSRF, pages, security headers.
 
-Layer 6 of 13 (dsr/layers.toml): it imports only the core files, though its layer would allow
+Layer 6 of 15 (dsr/layers.toml): it imports only the core files, though its layer would allow
 more.
 
 Each part is written once:

@@ -253,8 +253,27 @@ def test_rebuild_restores_scores_from_runs_and_labels(setup, runs):
     report = rebuild(board)
     assert report.rescored == 3 and report.changed == 3 and not report.missing
     assert client.get("/api/boards/sample/test").json()["rows"] == good["rows"]
-    board.store.path(sub["sha256"]).unlink()
+    assert board.store.delete(sub["sha256"]) and not board.store.delete(sub["sha256"])
     assert rebuild(board).missing == [sub["id"]]
+
+
+def test_the_run_store_by_digest(tmp_path):
+    """The run store's interface (:class:`dsr.board.archive.RunFiles`): put, get, read (None
+    when missing or altered), delete, the digests listed (staging and scratch files are not)."""
+    from dsr.board.archive import RunFiles, RunStore
+
+    store: RunFiles = RunStore(tmp_path / "runs")
+    first, second = store.put(b"q1 Q0 d1 1 1.0 x\n"), store.put(b"q1 Q0 d2 1 1.0 x\n")
+    assert first == hashlib.sha256(b"q1 Q0 d1 1 1.0 x\n").hexdigest() and store.put(b"q1 Q0 d1 1 1.0 x\n") == first
+    assert store.get(first) == b"q1 Q0 d1 1 1.0 x\n" and store.read(second) == b"q1 Q0 d2 1 1.0 x\n"
+    with store.scratch(b"checked") as path:
+        assert path.read_bytes() == b"checked" and store.digests() == sorted([first, second])
+    (tmp_path / "runs" / second[:2] / second).write_bytes(b"altered")
+    assert store.read(second) is None and store.get(second) == b"altered"  # read checks, get does not
+    assert store.delete(first) and not store.delete(first) and store.read(first) is None
+    assert store.digests() == [second]
+    with pytest.raises(ValueError, match="not a sha256"):
+        store.get("../../etc/passwd")
 
 
 def test_migrations_are_idempotent(db_url, tmp_path):

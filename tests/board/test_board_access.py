@@ -298,7 +298,7 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
 def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path, capsys):
     """A board made at migration 0004 (one token per team) upgraded: the token works, is a member
     named 'team token' that rotate-token and remove-member act on; old browser sessions end."""
-    from dsr.board.members import hash_token
+    from dsr.db.tokens import hash_token
 
     engine = engine_at(db_url, "0004")
     old = "dsr_an-old-team-token"

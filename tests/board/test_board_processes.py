@@ -93,7 +93,7 @@ def at_once(calls: list) -> list:
 
 
 def rows(url: str, where: str = "true", **params) -> list:
-    from dsr.board.db import make_engine
+    from dsr.db.engine import make_engine
 
     engine = make_engine(url)
     try:
@@ -220,7 +220,7 @@ def test_the_ladder_is_the_same_whichever_process_serves(pg_board, pair, runs):
 def corrupt(url: str) -> None:
     """A restore from an older backup, as it were: every team run's stored scores replaced by
     the baseline's of its phase (``dsr board rebuild`` puts them right)."""
-    from dsr.board.db import make_engine
+    from dsr.db.engine import make_engine
 
     engine = make_engine(url)
     with engine.begin() as conn:

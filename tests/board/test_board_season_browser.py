@@ -18,10 +18,10 @@ import numpy as np
 from scipy import stats
 
 from dsr.board.admin import add_baselines
-from dsr.board.models import utcnow
 from dsr.board.phases import Season
 from dsr.board.service import Metadata
 from dsr.collections import load_collection
+from dsr.db.base import utcnow
 from dsr.evaluation.qrels import read_qrels
 from tests.support.board import LiveServer, make_board, plain_rr, read, retag
 

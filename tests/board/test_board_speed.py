@@ -141,8 +141,8 @@ def test_the_limit_grows_past_the_floor_with_a_large_collection(tmp_path):
 def _team(board, name):
     from sqlalchemy import select
 
-    from dsr.board.db import read_session
     from dsr.board.models import Team
+    from dsr.db.engine import read_session
 
     with read_session(board.engine) as s:
         return s.scalar(select(Team).where(Team.name == name))

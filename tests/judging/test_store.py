@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-from dsr.board.db import read_session
 from dsr.core.errors import InputError
+from dsr.db.engine import read_session
 from dsr.judging.campaigns import Judging, Refused
 from dsr.judging.models import Grade
 from tests.support.judging import assignments, sample_campaign, simulate

@@ -342,29 +342,20 @@ class ForkedServers:
 
 
 def engine_at(db_url: str, revision: str):
-    """An engine on ``db_url`` with the board's schema upgraded to ``revision`` only (a board of
-    an older version, to test the upgrade from it with rows in it)."""
-    from alembic import command
-    from alembic.config import Config
-
-    from dsr.board.db import MIGRATIONS, make_engine
+    """An engine on ``db_url`` with the schema upgraded to ``revision`` only (a board of an older
+    version, to test the upgrade from it with rows in it)."""
+    from dsr.db.engine import make_engine, migrate
 
     engine = make_engine(db_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
+    migrate(engine, revision)
     return engine
 
 
 def migration_head() -> str:
-    """The newest migration shipped in dsr/board/migrations."""
-    from alembic.script import ScriptDirectory
+    """The newest migration shipped in dsr/migrations."""
+    from dsr.db.engine import revisions
 
-    from dsr.board.db import MIGRATIONS
-
-    return ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    return revisions()[-1]
 
 
 # --- a hidden phase's attacker (tests/board/test_board_release.py, test_board_attacks.py) ----
@@ -385,8 +376,8 @@ def next_day(board) -> None:
 
     from sqlalchemy import select
 
-    from dsr.board.db import write_session
     from dsr.board.models import Submission
+    from dsr.db.engine import write_session
 
     with write_session(board.engine) as s:
         for row in s.scalars(select(Submission)):

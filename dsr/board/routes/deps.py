@@ -16,9 +16,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
-from dsr.board.db import read_session, write_session
 from dsr.board.models import Member, Phase, Team, WebSession, stamp
 from dsr.board.service import Board, Metadata, Refused, quota_text
+from dsr.db.engine import read_session, write_session
 from dsr.web.pages import Pages, Site
 from dsr.web.signin import SignIn
 

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from dsr.board import leaderboard
 from dsr.board.leaderboard import published_means, released_values
-from dsr.board.models import Team, utcnow
+from dsr.board.models import Team
 from dsr.board.release import uses_ladder
 from dsr.board.routes.deps import (
     BoardDep,
@@ -28,6 +28,7 @@ from dsr.board.routes.deps import (
 )
 from dsr.board.service import RUN_TYPES, Board, Refused, tie_note
 from dsr.core.errors import InputError
+from dsr.db.base import utcnow
 from dsr.evaluation.measures import nan_to_none
 from dsr.evaluation.significance import mean_ci, paired_effects
 from dsr.web.signin import CSRF_REFUSED

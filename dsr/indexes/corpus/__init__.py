@@ -1,6 +1,6 @@
 """A sentence corpus for open retrieval, and its sharded indexes.
 
-Part of ``dsr.indexes``, layer 2 of 13 (dsr/layers.toml): it may import the ``dsr.core`` files.
+Part of ``dsr.indexes``, layer 2 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files.
 
 * :mod:`dsr.indexes.corpus.sources` — documents in (Wikipedia XML dump,
   wikiextractor JSON, JSON Lines);

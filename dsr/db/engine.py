@@ -1,10 +1,12 @@
-"""Engines, migrations and sessions for SQLite (embedded default) and PostgreSQL.
+"""Engines, migrations and sessions for SQLite (embedded default) and PostgreSQL, for the board
+and judging alike (one database).
 
 SQLite runs in WAL mode with a busy timeout; a write transaction that checks a
 quota starts with ``BEGIN IMMEDIATE`` (:func:`write_session`), so two checks
 cannot both see the old count. On PostgreSQL the same transaction locks the
-team's row (``SELECT ... FOR UPDATE``, see ``service``). The schema is created
-and upgraded by the Alembic migrations shipped in ``dsr/board/migrations``.
+team's row (``SELECT ... FOR UPDATE``, see ``dsr.board.service``). The schema is created
+and upgraded by the one Alembic chain shipped in ``dsr/migrations`` (:func:`migrate` runs it
+by its folder: the chain's ``env.py`` reads both applications' tables, layers above this one).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -21,7 +24,9 @@ from sqlalchemy.orm import Session
 
 from dsr.core.errors import InputError
 
-MIGRATIONS = Path(__file__).with_name("migrations")
+#: the Alembic chain (``dsr.migrations``: its own unit, above the board and judging, whose models
+#: its env.py reads; run from here by its folder, never imported)
+MIGRATIONS = Path(__file__).parents[1] / "migrations"
 #: SQLite connections kept open: one per request thread of the server (anyio's default limit is
 #: 40 threads). SQLAlchemy's default (5, and 10 more opened, with their PRAGMAs, and closed
 #: again on demand) made 20 concurrent submissions open and close connections all the time
@@ -81,21 +86,35 @@ def _sqlite_events(engine: Engine) -> None:
 MIGRATION_LOCK = 0x647372_0007
 
 
-def migrate(engine: Engine) -> None:
-    """Create or upgrade the schema to the newest migration (idempotent). On PostgreSQL the
-    upgrade holds an advisory lock in its transaction: the processes of ``dsr serve
-    --processes N`` (or several servers) starting together migrate one after the other, and
-    the later ones find the schema up to date."""
-    from alembic import command
-    from alembic.config import Config
+def _alembic() -> ModuleType:
+    """alembic with the parts used here, imported on first use in this one place."""
+    import alembic.command
+    import alembic.config
+    import alembic.script
 
-    config = Config()
+    return alembic
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Create or upgrade the schema to the newest migration (idempotent), or to ``revision``
+    (an older board's schema, for the upgrade tests). On PostgreSQL the upgrade holds an
+    advisory lock in its transaction: the processes of ``dsr serve --processes N`` (or several
+    servers) starting together migrate one after the other, and the later ones find the schema
+    up to date."""
+    alembic = _alembic()
+    config = alembic.config.Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+        alembic.command.upgrade(config, revision)
+
+
+def revisions() -> list[str]:
+    """The chain's revision ids, the first (``0001``) to the head, in order."""
+    chain = _alembic().script.ScriptDirectory(str(MIGRATIONS)).walk_revisions()  # head first
+    return [script.revision for script in reversed(list(chain))]
 
 
 _READERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
