@@ -166,7 +166,7 @@ def evaluate_runs(
 def _measured(collection, runs, families, splits, evaluator, index_by_subset, target_j, run_info, progress, workers):
     """Every run and family measured: the runs' values, their info, the table's systems and the
     notes under it."""
-    topics = collection.ids
+    topics = evaluator.topics
     measurer = _Measurer(evaluator, len(runs) + sum(len(c) for c in families.values()), progress, workers)
     # first, so that it is the line under the table: a fast backend's figures are not the exact ones
     notes = exactness_notes(collection.describe(), [*(r.config for r in runs.values()), *(run_info or {}).values()])
