@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import pickle
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, NamedTuple
@@ -90,7 +91,11 @@ class Drawing:
         if self.pool is None:
             return
         groups = _balanced(self.stems, min(self.pool.n, len(self.stems)))
-        self.futures = [self.pool.pool.submit(_draw_in_worker, results, group) for group in groups]
+        # pickled here, once: the executor's feeder thread would pickle ``results`` later, while
+        # this thread goes on filling its caches (the tables' intervals), and fail on a dict
+        # that changed size during the pickling
+        snapshot = pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
+        self.futures = [self.pool.pool.submit(_draw_in_worker, snapshot, group) for group in groups]
 
     def result(self) -> tuple[dict[str, str], dict[str, bytes]]:
         """``({stem: caption}, {file name: bytes})`` in the figures' order."""
@@ -148,6 +153,8 @@ def _draw(results: Any, stems: list[str]) -> Drawn:
     return out
 
 
-def _draw_in_worker(results: Any, stems: list[str]) -> tuple[Drawn, dict]:
-    """:func:`_draw` in a worker, with the intervals of the means it computed."""
+def _draw_in_worker(snapshot: bytes, stems: list[str]) -> tuple[Drawn, dict]:
+    """:func:`_draw` in a worker on the pickled results, with the intervals of the means it
+    computed."""
+    results = pickle.loads(snapshot)
     return _draw(results, stems), results._intervals
