@@ -150,6 +150,18 @@ def make_board(db_url: str, tmp_path: Path, **config):
     return Board(BoardConfig(db=db_url, store=tmp_path / "store", **config))
 
 
+def fix_secret(board, secret: bytes) -> None:
+    """Give ``board`` a known secret in place of the random one migration 0005 made, so that
+    its release noise (keyed by the secret, the phase and the team) draws the same values in
+    every test run: a test then asserts exact published values instead of likely ones."""
+    from dsr.board.models import Setting
+    from dsr.db.engine import write_session
+
+    with write_session(board.engine) as s:
+        s.get(Setting, "login_secret").value = secret.hex()
+    board._login_secret = None
+
+
 def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
     """sample/public (baseline: initial) and sample/test (hidden labels, quotas)."""
     from dsr.board.admin import add_baselines

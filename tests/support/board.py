@@ -28,6 +28,7 @@ import pytest
 from tests.support.tiers import require_slow, slow_fixture
 from tools import board_harness
 from tools.board_harness import (
+    fix_secret,
     HIDDEN_SEED,
     Postgres,
     bench_database,
@@ -50,6 +51,7 @@ __all__ = [
     "free_port",
     "hammer",
     "load_jobs",
+    "fix_secret",
     "make_board",
     "pg_bin",
     "read",
