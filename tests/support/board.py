@@ -28,10 +28,10 @@ import pytest
 from tests.support.tiers import require_slow, slow_fixture
 from tools import board_harness
 from tools.board_harness import (
-    fix_secret,
     HIDDEN_SEED,
     Postgres,
     bench_database,
+    fix_secret,
     free_port,
     hammer,
     load_jobs,
