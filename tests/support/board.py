@@ -274,8 +274,10 @@ def walk_every_route(
 LAUNCHER = r"""
 import os, sys
 import alembic.command, alembic.config, dsr.cli, dsr.board.app, dsr.board.routes, dsr.board.service
-import psycopg, uvicorn   # the imports a start costs, paid once; and uvicorn's own, made by load():
+import dsr.board.release, dsr.board.scoring, dsr.board.workers, dsr.server
+import psycopg, uvicorn   # the imports a start costs, paid once; and uvicorn's own, made by load(),
 uvicorn.Config(lambda scope, receive, send: None, log_level="warning").load()
+dsr.board.release.warm()  # and scipy.stats, which a start's warm-up imports (1-2 s each time)
 for line in sys.stdin:
     args = line.split()
     if args[0] == "reap":                  # wait for a killed server, so its pid is gone
@@ -290,8 +292,11 @@ for line in sys.stdin:
 
 
 class ForkedServers:
-    """``dsr serve`` processes forked from one launcher that has imported dsr already, so a
-    kill test can start (and SIGKILL) a real server many times in a few seconds."""
+    """``dsr serve`` processes forked from one launcher that has imported dsr already (and
+    scipy.stats, which a start's warm-up imports: 1-2 s of each start otherwise), so a kill
+    test can start (and SIGKILL) a real server many times in a few seconds. Each start still
+    runs all of ``dsr serve``: its checks, the migration, recovery, its scoring workers (their
+    forkserver is a new interpreter), the warm-up and uvicorn."""
 
     def __init__(self, log: Path):
         import sys
