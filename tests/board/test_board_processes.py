@@ -29,7 +29,7 @@ from sqlalchemy import text
 
 from dsr.board.service import RateLimiter
 from dsr.cli import main
-from tests.support.board import ForkedServers, engine_at, make_board, migration_head, read, retag, setup_phases
+from tests.support.board import ForkedServers, empty_database, engine_at, make_board, migration_head, read, retag, setup_phases
 
 QUOTA = 3
 
@@ -385,6 +385,7 @@ def test_processes_need_postgresql(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@empty_database
 def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_url, tmp_path):
     """Migration 0007 on a board with rows (SQLite and PostgreSQL): the rows are kept, every phase
     starts at scores_version 0, and the rate limit's table works."""

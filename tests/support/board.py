@@ -36,6 +36,7 @@ from tools.board_harness import (
     hammer,
     load_jobs,
     make_board,
+    migrated_sqlite,
     pg_bin,
     read,
     retag,
@@ -60,6 +61,8 @@ __all__ = [
     "setup_phases",
     "postgres",
     "db_url",
+    "empty_database",
+    "sqlite_template",
     "runs",
     "plain_rr",
     "LiveServer",
@@ -106,12 +109,30 @@ def postgres():
     server.stop()
 
 
+def empty_database(test):
+    """Mark a test whose ``db_url`` must be empty (it migrates it itself: :func:`engine_at`)."""
+    test.__dsr_empty_database__ = True
+    return test
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> Path:
+    """Where the SQLite database that ``db_url`` copies is made (on first use, per process)."""
+    return tmp_path_factory.mktemp("template") / "board.sqlite"
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request, tmp_path):
-    """A fresh, empty database: SQLite in tmp_path, or one on the throwaway PostgreSQL."""
+    """A fresh database, SQLite in tmp_path or one on the throwaway PostgreSQL, with the schema
+    at the head as a board's first start leaves it (a copy of one migrated once per process,
+    with its own login secret: ``tools.board_harness.migrated_sqlite``,
+    ``Postgres.migrated_database``); empty for a test marked :func:`empty_database`."""
+    empty = getattr(request.function, "__dsr_empty_database__", False)
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'board.sqlite'}"
-    return request.getfixturevalue("postgres").new_database()
+        path = tmp_path / "board.sqlite"
+        return f"sqlite:///{path}" if empty else migrated_sqlite(request.getfixturevalue("sqlite_template"), path)
+    postgres = request.getfixturevalue("postgres")
+    return postgres.new_database() if empty else postgres.migrated_database()
 
 
 @pytest.fixture(scope="session")
@@ -349,11 +370,15 @@ class ForkedServers:
 
 
 def engine_at(db_url: str, revision: str):
-    """An engine on ``db_url`` with the schema upgraded to ``revision`` only (a board of an older
+    """An engine on ``db_url`` (an empty database: a test taking ``db_url`` is marked
+    :func:`empty_database`) with the schema upgraded to ``revision`` only (a board of an older
     version, to test the upgrade from it with rows in it)."""
+    from sqlalchemy import inspect
+
     from dsr.db.engine import make_engine, migrate
 
     engine = make_engine(db_url)
+    assert not inspect(engine).get_table_names(), f"{db_url} is not empty: mark the test @empty_database"
     migrate(engine, revision)
     return engine
 
