@@ -71,6 +71,7 @@ __all__ = [
     "ForkedServers",
     "engine_at",
     "migration_head",
+    "chromium",
     "browser",
     "CHROMIUM_FLAGS",
     "login_csrf",
@@ -183,19 +184,31 @@ CHROMIUM_FLAGS = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 @slow_fixture
-def browser():
+def chromium():
     """Debian's chromium, headless, driven by Playwright's Python API (its own browser
-    download is never used); skipped when either is missing."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
+    download is never used), started once for a module's tests; skipped when either is
+    missing."""
+    executable = shutil.which("chromium")
+    if executable is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+@slow_fixture
+def browser(chromium):
+    """The module's chromium (:func:`chromium`), with no browser context open: each test opens
+    its own (its cookies, storage and cache), and what it leaves open is closed after it."""
+    assert not chromium.contexts
+    yield chromium
+    for context in chromium.contexts:
+        context.close()
 
 
 class LiveServer:
