@@ -5,7 +5,8 @@ has its file and every file a row, no file is half written (each hashes to its n
 is on a board twice, every acknowledged run is stored, and no temporary is left; a request
 cut by the kill and sent again with its Idempotency-Key is answered 201 and stored once. Then a
 new run is accepted and ``dsr board rebuild`` finds nothing missing. Servers are forked from
-one launcher that has imported dsr already, so 13 starts take seconds."""
+one launcher that has imported dsr already (one for both databases), so 13 starts take
+seconds."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from dsr.cli import main
-from tests.support.board import ForkedServers, make_board, read, retag, setup_phases
+from tests.support.board import make_board, read, retag, setup_phases
 
 #: kills and restarts real servers, or hammers one: the slow tier
 pytestmark = pytest.mark.slow
@@ -102,14 +103,14 @@ def jobs_for(trial: int, tokens: list[str], base: list[bytes]) -> list[list[dict
     return out
 
 
-def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):
+def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs, launcher):
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=10_000, total_quota=10_000)  # crash safety, not quotas
     tokens = [board.add_team(f"team{c}") for c in range(CLIENTS)]
     board.close()
     store = tmp_path / "store"
     base = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
-    servers = ForkedServers(tmp_path / "serve.log")
+    log = tmp_path / "serve.log"
     # one scoring worker (the pool's path: a forkserver and its worker, each loading the phases'
     # data) in the even trials, none (scoring in the server's own threads) in the odd ones:
     # crash safety must not depend on where a run is scored, nor on the count
@@ -119,47 +120,44 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs):
     started = time.monotonic()
     outcomes = {"killed mid-request": 0, "accepted": 0, "duplicate": 0, "retried": 0}
     cut_with_key: list[dict] = []
-    try:
-        for trial in range(TRIALS):
-            pid, url = servers.start(*serve, "0" if trial % 2 else "1")
-            assert acknowledged <= consistent(db_url, store)  # after the restart
-            for phase in ("public", "test"):  # the phases' scoring data, loaded on first use
-                assert httpx.get(f"{url}/api/boards/sample/{phase}/topics", timeout=30).status_code == 200
-            retried: list[dict] = []  # what a client does when its answer was cut: again
-            send(url, cut_with_key, retried)
-            assert [r["status"] for r in retried] == [201] * len(cut_with_key), retried
-            acknowledged |= {r["body"]["id"] for r in retried}
-            outcomes["retried"] += len(retried)
-            results: list[dict] = []
-            clients = [threading.Thread(target=send, args=(url, jobs, results)) for jobs in jobs_for(trial, tokens, base)]
-            for client in clients:
-                client.start()
-            # a random moment: after 0 to 4 answers (whatever the machine's speed), then 0-0.3 s
-            wait_for(lambda n=rng.randint(0, 4): len(results) >= n, 20)
-            time.sleep(rng.uniform(0.0, 0.3))
-            servers.kill(pid)
-            for client in clients:
-                client.join(timeout=30)
-            acknowledged |= {r["body"]["id"] for r in results if r["status"] == 201}
-            cut_with_key = [r for r in results if r["status"] == -1 and r["headers"]]
-            outcomes["killed mid-request"] += sum(r["status"] == -1 for r in results)
-            outcomes["accepted"] += sum(r["status"] == 201 for r in results)
-            outcomes["duplicate"] += sum(r["status"] == 409 for r in results)
-            assert {r["status"] for r in results} <= {201, 409, -1}, results
-            assert time.monotonic() - started < BUDGET_S
-        pid, url = servers.start(*serve, "1")
-        assert acknowledged <= consistent(db_url, store)
-        answer = httpx.post(
-            f"{url}/api/submissions",
-            files={"run": ("bm25.run", read(runs / "bm25.run"))},
-            data={"collection": "sample", "phase": "public", "system": "after"},
-            headers={"Authorization": f"Bearer {tokens[0]}"},
-            timeout=30,
-        )
-        assert answer.status_code in (201, 409)
-        servers.kill(pid)
-    finally:
-        servers.close()
+    for trial in range(TRIALS):
+        pid, url = launcher.start(*serve, "0" if trial % 2 else "1", log=log)
+        assert acknowledged <= consistent(db_url, store)  # after the restart
+        for phase in ("public", "test"):  # the phases' scoring data, loaded on first use
+            assert httpx.get(f"{url}/api/boards/sample/{phase}/topics", timeout=30).status_code == 200
+        retried: list[dict] = []  # what a client does when its answer was cut: again
+        send(url, cut_with_key, retried)
+        assert [r["status"] for r in retried] == [201] * len(cut_with_key), retried
+        acknowledged |= {r["body"]["id"] for r in retried}
+        outcomes["retried"] += len(retried)
+        results: list[dict] = []
+        clients = [threading.Thread(target=send, args=(url, jobs, results)) for jobs in jobs_for(trial, tokens, base)]
+        for client in clients:
+            client.start()
+        # a random moment: after 0 to 4 answers (whatever the machine's speed), then 0-0.3 s
+        wait_for(lambda n=rng.randint(0, 4): len(results) >= n, 20)
+        time.sleep(rng.uniform(0.0, 0.3))
+        launcher.kill(pid)
+        for client in clients:
+            client.join(timeout=30)
+        acknowledged |= {r["body"]["id"] for r in results if r["status"] == 201}
+        cut_with_key = [r for r in results if r["status"] == -1 and r["headers"]]
+        outcomes["killed mid-request"] += sum(r["status"] == -1 for r in results)
+        outcomes["accepted"] += sum(r["status"] == 201 for r in results)
+        outcomes["duplicate"] += sum(r["status"] == 409 for r in results)
+        assert {r["status"] for r in results} <= {201, 409, -1}, results
+        assert time.monotonic() - started < BUDGET_S
+    pid, url = launcher.start(*serve, "1", log=log)
+    assert acknowledged <= consistent(db_url, store)
+    answer = httpx.post(
+        f"{url}/api/submissions",
+        files={"run": ("bm25.run", read(runs / "bm25.run"))},
+        data={"collection": "sample", "phase": "public", "system": "after"},
+        headers={"Authorization": f"Bearer {tokens[0]}"},
+        timeout=30,
+    )
+    assert answer.status_code in (201, 409)
+    launcher.kill(pid)
     assert outcomes["killed mid-request"] >= 5 and outcomes["accepted"] >= 10 and outcomes["duplicate"] >= 1, outcomes
     assert outcomes["retried"] >= 1, outcomes
     assert main(["board", "rebuild", "--db", db_url, "--store", str(store)]) == 0

@@ -16,6 +16,7 @@ session-scoped PostgreSQL starts once per run (per xdist worker), not once per m
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -69,6 +70,7 @@ __all__ = [
     "POST_ROUTES",
     "walk_every_route",
     "ForkedServers",
+    "launcher",
     "engine_at",
     "migration_head",
     "chromium",
@@ -306,21 +308,23 @@ def walk_every_route(
 
 
 LAUNCHER = r"""
-import os, sys
+import json, os, sys
 import alembic.command, alembic.config, dsr.cli, dsr.board.app, dsr.board.routes, dsr.board.service
 import dsr.board.release, dsr.board.scoring, dsr.board.workers, dsr.server
 import psycopg, uvicorn   # the imports a start costs, paid once; and uvicorn's own, made by load(),
 uvicorn.Config(lambda scope, receive, send: None, log_level="warning").load()
 dsr.board.release.warm()  # and scipy.stats, which a start's warm-up imports (1-2 s each time)
 for line in sys.stdin:
-    args = line.split()
-    if args[0] == "reap":                  # wait for a killed server, so its pid is gone
-        os.waitpid(int(args[1]), 0)
+    if line.startswith("reap "):           # wait for a killed server, so its pid is gone
+        os.waitpid(int(line.split()[1]), 0)
         print("reaped", flush=True)
         continue
+    job = json.loads(line)
     pid = os.fork()
     if pid == 0:                           # the server: dsr serve, as an organiser runs it
-        os._exit(dsr.cli.main(args))
+        if job["log"]:                     # its stderr (and its children's) to its test's log
+            os.dup2(os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644), 2)
+        os._exit(dsr.cli.main(job["argv"]))
     print(pid, flush=True)
 """
 
@@ -353,12 +357,14 @@ class ForkedServers:
         self.launcher.stdin.flush()
         return self.launcher.stdout.readline().strip()
 
-    def start(self, *serve_args: str, timeout: float = 30) -> tuple[int, str]:
-        """(pid, url) of a new server, once it answers /healthz."""
+    def start(self, *serve_args: str, timeout: float = 30, log: Path | None = None) -> tuple[int, str]:
+        """(pid, url) of a new server, once it answers /healthz; its stderr goes to ``log``
+        (else to the launcher's)."""
         import httpx
 
         port = free_port()
-        pid = int(self._ask(" ".join(["serve", "--port", str(port), *serve_args])))
+        job = {"argv": ["serve", "--port", str(port), *serve_args], "log": str(log) if log else None}
+        pid = int(self._ask(json.dumps(job)))
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -367,7 +373,7 @@ class ForkedServers:
                     return pid, url
             except httpx.HTTPError:
                 time.sleep(0.02)
-        raise RuntimeError(f"the forked dsr serve did not answer; see {self.log.name}")
+        raise RuntimeError(f"the forked dsr serve did not answer; see {log or self.log.name}")
 
     def kill(self, pid: int) -> None:
         """SIGKILL (no handler runs), then reap it."""
@@ -380,6 +386,16 @@ class ForkedServers:
         self.launcher.stdin.close()
         self.launcher.wait(timeout=30)
         self.log.close()
+
+
+@pytest.fixture(scope="module")
+@slow_fixture
+def launcher(tmp_path_factory):
+    """One :class:`ForkedServers` for a module's tests (its start, 2-4 s of imports, paid once);
+    a test gives each start its own log."""
+    servers = ForkedServers(tmp_path_factory.mktemp("launcher") / "launcher.log")
+    yield servers
+    servers.close()
 
 
 def engine_at(db_url: str, revision: str):
