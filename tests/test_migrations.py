@@ -25,7 +25,7 @@ import dsr.judging.models
 from dsr.board.published import published_metadata
 from dsr.db.base import Base
 from dsr.db.engine import MIGRATIONS, make_engine, migrate, revisions, sqlite_url
-from tests.support.board import engine_at
+from tests.support.board import empty_database, engine_at
 
 ROOT = Path(__file__).resolve().parents[1]
 assert dsr.board.models.Team and dsr.judging.models.Campaign  # every table on Base.metadata
@@ -202,6 +202,7 @@ def _kept(engine, found: dict[str, dict[tuple, dict]], expected: dict[str, list[
 
 @pytest.mark.slow
 @pytest.mark.parametrize("start", revisions()[:-1])
+@empty_database
 def test_upgrading_from_every_revision_keeps_every_row(db_url, start):
     engine = engine_at(db_url, start)
     written = _fill(engine)

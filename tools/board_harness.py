@@ -65,6 +65,7 @@ class Postgres:
         (self.root / "sock").mkdir()
         if self.as_user:
             shutil.chown(self.root / "sock", "postgres", "postgres")
+        self._template: str | None = None  # a database at the head, copied by migrated_database
 
     def _run(self, *args: str) -> None:
         subprocess.run([*self.as_user, *args], check=True, capture_output=True, timeout=120)
@@ -91,13 +92,66 @@ class Postgres:
             return tree_cpu_seconds(int((self.root / "data" / "postmaster.pid").read_text().split()[0]))
         return 0.0
 
-    def new_database(self) -> str:
+    def new_database(self, template: str | None = None) -> str:
+        """A new, empty database (or a copy of the database ``template``): its URL."""
         import psycopg
 
         name = f"board_{os.getpid()}_{next(_db_counter)}"
         with psycopg.connect(f"host=127.0.0.1 port={self.port} user=dsr dbname=postgres", autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
         return f"postgresql://dsr@127.0.0.1:{self.port}/{name}"
+
+    def migrated_database(self) -> str:
+        """A new database with the schema at the head, as a board's first start leaves it: a
+        copy (``CREATE DATABASE ... TEMPLATE``) of one migrated once on this server, with a
+        login secret of its own (:func:`new_login_secret`). A board opened on it finds its
+        migrations done; the migrations themselves are tested on empty databases."""
+        if self._template is None:
+            from dsr.db.engine import make_engine, migrate
+
+            url = self.new_database()
+            engine = make_engine(url)
+            migrate(engine)
+            engine.dispose()  # a template takes no connections while it is copied
+            self._template = url.rsplit("/", 1)[1]
+        url = self.new_database(self._template)
+        new_login_secret(url)
+        return url
+
+
+def migrated_sqlite(template: Path, path: Path) -> str:
+    """An SQLite database at ``path`` with the schema at the head: a copy of ``template`` (made
+    by :func:`dsr.db.engine.migrate` on an empty file, and closed) with a login secret of its
+    own. Its URL."""
+    if not template.is_file():
+        from dsr.db.engine import make_engine, migrate
+
+        engine = make_engine(f"sqlite:///{template}")
+        migrate(engine)
+        engine.dispose()  # the last connection's close checkpoints the WAL into the file
+    assert not template.with_name(template.name + "-wal").exists(), "the template's WAL was not checkpointed"
+    shutil.copyfile(template, path)
+    url = f"sqlite:///{path}"
+    new_login_secret(url)
+    return url
+
+
+def new_login_secret(url: str) -> None:
+    """Draw the board's login secret anew, as migration 0005 does for each new database (a copy
+    of a migrated database would share its template's)."""
+    import secrets
+
+    from sqlalchemy import text
+
+    from dsr.db.engine import make_engine
+
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        done = conn.execute(
+            text("UPDATE board_settings SET value = :v WHERE name = 'login_secret'"), {"v": secrets.token_hex(32)}
+        )
+        assert done.rowcount == 1, "no login secret in the migrated database"
+    engine.dispose()
 
 
 def sample_runs(folder: Path) -> Path:

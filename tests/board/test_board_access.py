@@ -20,7 +20,7 @@ from sqlalchemy import select, text
 
 from dsr.board.models import Member, Submission
 from dsr.web import csrf, signin
-from tests.support.board import LiveServer, engine_at, make_board, read, setup_phases
+from tests.support.board import LiveServer, empty_database, engine_at, make_board, read, setup_phases
 
 
 def post(
@@ -295,6 +295,7 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
     board.close()
 
 
+@empty_database
 def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path, capsys):
     """A board made at migration 0004 (one token per team) upgraded: the token works, is a member
     named 'team token' that rotate-token and remove-member act on; old browser sessions end."""

@@ -9,7 +9,7 @@ by another process is seen by every process at its next request, and killing a p
 Two kinds of set-up: two ``dsr serve`` processes on two ports (each addressable, as behind a
 reverse proxy's upstream list), and ``dsr serve --processes 2`` (uvicorn's supervisor: one
 port, a dead process replaced). Servers are forked from one launcher that has imported dsr
-already (``ForkedServers``), so a pair starts in seconds."""
+already (``ForkedServers``, one for the module), so a pair starts in seconds."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from sqlalchemy import text
 
 from dsr.board.service import RateLimiter
 from dsr.cli import main
-from tests.support.board import ForkedServers, engine_at, make_board, migration_head, read, retag, setup_phases
+from tests.support.board import ForkedServers, empty_database, engine_at, make_board, migration_head, read, retag, setup_phases
 
 QUOTA = 3
 
@@ -47,26 +47,24 @@ def pg_board(postgres, tmp_path, runs):
 
 
 @pytest.fixture
-def pair(pg_board, tmp_path):
+def pair(pg_board, launcher, tmp_path):
     """Two ``dsr serve`` processes (no rate limit) on the board of ``pg_board``: their URLs."""
     url, store, _ = pg_board
-    with serving(url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as servers:
+    with serving(launcher, url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as servers:
         yield servers
 
 
 @contextlib.contextmanager
-def serving(url: str, store: Path, count: int, *args: str, log: Path):
+def serving(launcher: ForkedServers, url: str, store: Path, count: int, *args: str, log: Path):
     """``count`` ``dsr serve`` processes on their own ports (their URLs), stopped afterwards."""
-    launcher = ForkedServers(log)
     started: list[tuple[int, str]] = []
     try:
         for _ in range(count):
-            started.append(launcher.start("--db", url, "--store", str(store), *args, timeout=90))
+            started.append(launcher.start("--db", url, "--store", str(store), *args, timeout=90, log=log))
         yield [u for _, u in started]
     finally:
         for pid, _ in started:
             launcher.kill(pid)
-        launcher.close()
 
 
 def post(url: str, token: str, run: bytes, system: str, phase: str = "public", key: str | None = None):
@@ -127,11 +125,11 @@ def test_quotas_are_exact_across_processes(pg_board, pair, runs):
 
 
 @pytest.mark.slow
-def test_the_rate_limit_is_exact_across_processes(pg_board, runs, tmp_path):
+def test_the_rate_limit_is_exact_across_processes(pg_board, runs, tmp_path, launcher):
     """2 a minute per team: 8 submissions at once, half to each process, take exactly 2."""
     url, store, tokens = pg_board
     base = read(runs / "bm25.run")
-    with serving(url, store, 2, "--rate-limit", "2", log=tmp_path / "serve.log") as (a, b):
+    with serving(launcher, url, store, 2, "--rate-limit", "2", log=tmp_path / "serve.log") as (a, b):
         answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"r{k}"), f"r{k}") for k in range(8)])
         assert Counter(r.status_code for r in answers) == {201: 2, 429: 6}, [r.text for r in answers]
         refused = [r for r in answers if r.status_code == 429]
@@ -234,11 +232,11 @@ def corrupt(url: str) -> None:
 
 
 @pytest.mark.slow
-def test_rebuilds_and_phase_changes_by_another_process_are_seen_by_every_process(pg_board, runs, tmp_path):
+def test_rebuilds_and_phase_changes_by_another_process_are_seen_by_every_process(pg_board, runs, tmp_path, launcher):
     url, store, tokens = pg_board
     files = [read(runs / f"random{i}.run") for i in range(3)]
     db = ["--db", url, "--store", str(store)]
-    with serving(url, store, 1, "--rate-limit", "0", log=tmp_path / "first.log") as (first,):
+    with serving(launcher, url, store, 1, "--rate-limit", "0", log=tmp_path / "first.log") as (first,):
         ids = [
             post(first, tokens["alpha"], retag(run, f"v{k}"), f"v{k}", phase).json()["id"]
             for k, run in enumerate(files)
@@ -246,7 +244,7 @@ def test_rebuilds_and_phase_changes_by_another_process_are_seen_by_every_process
         ]
         right = boards_json(first, ids)
     corrupt(url)
-    with serving(url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as (a, b):
+    with serving(launcher, url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as (a, b):
         wrong = [boards_json(s, ids) for s in (a, b)]  # each process caches what it read
         assert wrong[0] == wrong[1] and wrong[0]["test all"] != right["test all"]
         assert wrong[0][f"run {ids[0]}"]["means"] != right[f"run {ids[0]}"]["means"]
@@ -302,7 +300,7 @@ def submitter(url: str, jobs: list[dict], results: list[dict], deadline: float, 
 
 
 @pytest.mark.slow
-def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board, runs, tmp_path):
+def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board, runs, tmp_path, launcher):
     """``dsr serve --processes 2``: a process is SIGKILLed while it holds a staged run (between
     the file and the row), three times, each time the process the supervisor started in place
     of the last one killed (so the other one is serving); the clients send what got no answer
@@ -321,8 +319,9 @@ def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board,
         for k in range(30)
         for team, token in tokens.items()
     ]
-    launcher = ForkedServers(tmp_path / "serve.log")
-    supervisor, server = launcher.start("--db", url, "--store", str(store), "--rate-limit", "0", "--processes", "2", timeout=120)
+    supervisor, server = launcher.start(
+        "--db", url, "--store", str(store), "--rate-limit", "0", "--processes", "2", timeout=120, log=tmp_path / "serve.log"
+    )
     killed: list[int] = []
     paced, started = threading.Condition(), iter(range(len(jobs)))
 
@@ -358,7 +357,6 @@ def test_killing_a_process_mid_submission_loses_and_duplicates_nothing(pg_board,
     finally:
         os.kill(supervisor, signal.SIGTERM)
         launcher._ask(f"reap {supervisor}")
-        launcher.close()
     assert {r["status"] for r in results} <= {201, 429}, [r for r in results if r["status"] not in (201, 429)]
     stored = rows(url, "not baseline")
     keys = Counter(r.idempotency_key for r in stored)
@@ -385,6 +383,7 @@ def test_processes_need_postgresql(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@empty_database
 def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_url, tmp_path):
     """Migration 0007 on a board with rows (SQLite and PostgreSQL): the rows are kept, every phase
     starts at scores_version 0, and the rate limit's table works."""

@@ -23,7 +23,7 @@ from dsr.board.published import published_metadata
 from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
-from tests.support.board import engine_at, make_board, migration_head, noisy, plain_rr, read, setup_phases
+from tests.support.board import empty_database, engine_at, make_board, migration_head, noisy, plain_rr, read, setup_phases
 
 
 def public_labels():
@@ -740,6 +740,7 @@ def test_temporaries_are_removed_on_failure_and_at_the_next_start(db_url, tmp_pa
     again.close()
 
 
+@empty_database
 def test_upgrading_a_board_keeps_only_the_published_metadata_of_stored_sidecars(db_url, tmp_path, runs):
     """A board made before migration 0002 served whole sidecars: the upgrade rewrites them."""
     engine = engine_at(db_url, "0001")

@@ -16,6 +16,7 @@ session-scoped PostgreSQL starts once per run (per xdist worker), not once per m
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -36,6 +37,7 @@ from tools.board_harness import (
     hammer,
     load_jobs,
     make_board,
+    migrated_sqlite,
     pg_bin,
     read,
     retag,
@@ -60,14 +62,18 @@ __all__ = [
     "setup_phases",
     "postgres",
     "db_url",
+    "empty_database",
+    "sqlite_template",
     "runs",
     "plain_rr",
     "LiveServer",
     "POST_ROUTES",
     "walk_every_route",
     "ForkedServers",
+    "launcher",
     "engine_at",
     "migration_head",
+    "chromium",
     "browser",
     "CHROMIUM_FLAGS",
     "login_csrf",
@@ -106,12 +112,30 @@ def postgres():
     server.stop()
 
 
+def empty_database(test):
+    """Mark a test whose ``db_url`` must be empty (it migrates it itself: :func:`engine_at`)."""
+    test.__dsr_empty_database__ = True
+    return test
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory) -> Path:
+    """Where the SQLite database that ``db_url`` copies is made (on first use, per process)."""
+    return tmp_path_factory.mktemp("template") / "board.sqlite"
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def db_url(request, tmp_path):
-    """A fresh, empty database: SQLite in tmp_path, or one on the throwaway PostgreSQL."""
+    """A fresh database, SQLite in tmp_path or one on the throwaway PostgreSQL, with the schema
+    at the head as a board's first start leaves it (a copy of one migrated once per process,
+    with its own login secret: ``tools.board_harness.migrated_sqlite``,
+    ``Postgres.migrated_database``); empty for a test marked :func:`empty_database`."""
+    empty = getattr(request.function, "__dsr_empty_database__", False)
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'board.sqlite'}"
-    return request.getfixturevalue("postgres").new_database()
+        path = tmp_path / "board.sqlite"
+        return f"sqlite:///{path}" if empty else migrated_sqlite(request.getfixturevalue("sqlite_template"), path)
+    postgres = request.getfixturevalue("postgres")
+    return postgres.new_database() if empty else postgres.migrated_database()
 
 
 @pytest.fixture(scope="session")
@@ -162,19 +186,31 @@ CHROMIUM_FLAGS = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 @slow_fixture
-def browser():
+def chromium():
     """Debian's chromium, headless, driven by Playwright's Python API (its own browser
-    download is never used); skipped when either is missing."""
-    chromium = shutil.which("chromium")
-    if chromium is None:
+    download is never used), started once for a module's tests; skipped when either is
+    missing."""
+    executable = shutil.which("chromium")
+    if executable is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_FLAGS)
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+@slow_fixture
+def browser(chromium):
+    """The module's chromium (:func:`chromium`), with no browser context open: each test opens
+    its own (its cookies, storage and cache), and what it leaves open is closed after it."""
+    assert not chromium.contexts
+    yield chromium
+    for context in chromium.contexts:
+        context.close()
 
 
 class LiveServer:
@@ -272,26 +308,33 @@ def walk_every_route(
 
 
 LAUNCHER = r"""
-import os, sys
+import json, os, sys
 import alembic.command, alembic.config, dsr.cli, dsr.board.app, dsr.board.routes, dsr.board.service
-import psycopg, uvicorn   # the imports a start costs, paid once; and uvicorn's own, made by load():
+import dsr.board.release, dsr.board.scoring, dsr.board.workers, dsr.server
+import psycopg, uvicorn   # the imports a start costs, paid once; and uvicorn's own, made by load(),
 uvicorn.Config(lambda scope, receive, send: None, log_level="warning").load()
+dsr.board.release.warm()  # and scipy.stats, which a start's warm-up imports (1-2 s each time)
 for line in sys.stdin:
-    args = line.split()
-    if args[0] == "reap":                  # wait for a killed server, so its pid is gone
-        os.waitpid(int(args[1]), 0)
+    if line.startswith("reap "):           # wait for a killed server, so its pid is gone
+        os.waitpid(int(line.split()[1]), 0)
         print("reaped", flush=True)
         continue
+    job = json.loads(line)
     pid = os.fork()
     if pid == 0:                           # the server: dsr serve, as an organiser runs it
-        os._exit(dsr.cli.main(args))
+        if job["log"]:                     # its stderr (and its children's) to its test's log
+            os.dup2(os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644), 2)
+        os._exit(dsr.cli.main(job["argv"]))
     print(pid, flush=True)
 """
 
 
 class ForkedServers:
-    """``dsr serve`` processes forked from one launcher that has imported dsr already, so a
-    kill test can start (and SIGKILL) a real server many times in a few seconds."""
+    """``dsr serve`` processes forked from one launcher that has imported dsr already (and
+    scipy.stats, which a start's warm-up imports: 1-2 s of each start otherwise), so a kill
+    test can start (and SIGKILL) a real server many times in a few seconds. Each start still
+    runs all of ``dsr serve``: its checks, the migration, recovery, its scoring workers (their
+    forkserver is a new interpreter), the warm-up and uvicorn."""
 
     def __init__(self, log: Path):
         import sys
@@ -314,12 +357,14 @@ class ForkedServers:
         self.launcher.stdin.flush()
         return self.launcher.stdout.readline().strip()
 
-    def start(self, *serve_args: str, timeout: float = 30) -> tuple[int, str]:
-        """(pid, url) of a new server, once it answers /healthz."""
+    def start(self, *serve_args: str, timeout: float = 30, log: Path | None = None) -> tuple[int, str]:
+        """(pid, url) of a new server, once it answers /healthz; its stderr goes to ``log``
+        (else to the launcher's)."""
         import httpx
 
         port = free_port()
-        pid = int(self._ask(" ".join(["serve", "--port", str(port), *serve_args])))
+        job = {"argv": ["serve", "--port", str(port), *serve_args], "log": str(log) if log else None}
+        pid = int(self._ask(json.dumps(job)))
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -328,7 +373,7 @@ class ForkedServers:
                     return pid, url
             except httpx.HTTPError:
                 time.sleep(0.02)
-        raise RuntimeError(f"the forked dsr serve did not answer; see {self.log.name}")
+        raise RuntimeError(f"the forked dsr serve did not answer; see {log or self.log.name}")
 
     def kill(self, pid: int) -> None:
         """SIGKILL (no handler runs), then reap it."""
@@ -343,12 +388,26 @@ class ForkedServers:
         self.log.close()
 
 
+@pytest.fixture(scope="module")
+@slow_fixture
+def launcher(tmp_path_factory):
+    """One :class:`ForkedServers` for a module's tests (its start, 2-4 s of imports, paid once);
+    a test gives each start its own log."""
+    servers = ForkedServers(tmp_path_factory.mktemp("launcher") / "launcher.log")
+    yield servers
+    servers.close()
+
+
 def engine_at(db_url: str, revision: str):
-    """An engine on ``db_url`` with the schema upgraded to ``revision`` only (a board of an older
+    """An engine on ``db_url`` (an empty database: a test taking ``db_url`` is marked
+    :func:`empty_database`) with the schema upgraded to ``revision`` only (a board of an older
     version, to test the upgrade from it with rows in it)."""
+    from sqlalchemy import inspect
+
     from dsr.db.engine import make_engine, migrate
 
     engine = make_engine(db_url)
+    assert not inspect(engine).get_table_names(), f"{db_url} is not empty: mark the test @empty_database"
     migrate(engine, revision)
     return engine
 
