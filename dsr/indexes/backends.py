@@ -20,9 +20,10 @@
   such a CPU (refused with a clear error elsewhere). Scores move a little;
 * ``openvino-int8``: that IR with int8 weights and activations, quantised
   after training by NNCF (static, "mixed" preset, transformer model type),
-  calibrated on all of the bundled ``sample`` collection's sentences and
-  queries, or (query, sentence) pairs: never a download; the operations left in float run
-  in f32. Scores move a little.
+  calibrated on a small fixed set: the first ``CALIBRATION_SIZE`` (128) of the bundled
+  ``sample`` collection's sentences and queries, or (query, sentence) pairs, in a seeded
+  order (their sha256 is in the manifest): never a download; the operations left in float
+  run in f32. Scores move a little.
 
 A table, report or run sidecar made on any backend but torch carries one line saying
 how far its figures were measured to be from torch's on that collection
@@ -40,8 +41,9 @@ when it does not (retrained ``dsr:NAME`` weights get a new folder, an upgrade
 rebuilds). ``check.json`` records how far the export's outputs are from
 torch's on 64 calibration items.
 
-Texts are fed longest first, so a request holds texts of similar length (less
-padding, as sentence-transformers does), padded to a multiple of
+A call's texts are tokenised at once and fed longest first in tokens, so a request
+holds texts of one length or nearly (less padding, as sentence-transformers does), padded
+to its longest rounded up to a multiple of
 ``PAD_MULTIPLE`` tokens (fewer distinct shapes for the CPU plugin to prepare),
 in requests of ``REQUEST_BATCH`` texts with ``IN_FLIGHT`` requests running at
 once under OpenVINO's THROUGHPUT hint (one stream per core). On 2 cores this

@@ -264,8 +264,8 @@ def encode(
     """Embed ``texts``: float32 rows of unit length, in the order given.
 
     Only texts missing from the cache are encoded (each distinct text once);
-    ``stats`` counts them. ``cache=False`` encodes everything and stores
-    nothing. ``progress`` (default: when 256 or more texts need encoding)
+    ``stats`` counts them. ``cache=False`` encodes every distinct text
+    (once: a repeat gets the same row) and stores nothing. ``progress`` (default: when 256 or more texts need encoding)
     shows a tqdm bar on stderr. ``backend``: ``torch`` (exact) or a fast
     one of :mod:`dsr.indexes.backends`, with its own cache. ``threads``: CPU threads of a fast
     backend (None: every core; a Ray actor passes the CPUs it was given).
