@@ -447,7 +447,7 @@ def _encodings(tokenizer: _Tokenizer, fed: FastModel, items: Sequence, max_lengt
         batch = [(str(a).strip(), str(b).strip()) for a, b in items]
     if fed.do_lower_case:
         batch = [t.lower() for t in batch] if fed.kind == "bi-encoder" else [(a.lower(), b.lower()) for a, b in batch]
-    tokenizer.rust.enable_truncation(max_length or fed.max_length, strategy="longest_first")
+    tokenizer.rust.enable_truncation(int(max_length or fed.max_length or 512), strategy="longest_first")
     return tokenizer.rust.encode_batch(batch)
 
 
