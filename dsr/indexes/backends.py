@@ -103,8 +103,8 @@ INT8_UNITS = ("avx512_vnni", "avx_vnni", "amx_int8")
 #: what each kind's module stack outputs (sentence-transformers' feature names)
 OUTPUTS = {"bi-encoder": "sentence_embedding", "cross-encoder": "scores"}
 #: calibration items for int8: the first this many of the bundled sample collection's texts or
-#: pairs in a seeded order (of 548 texts, 508 pairs). NNCF's statistics passes cost about 40 ms
-#: an item on 2 cores (issue 44: all 548 took 23 s of a 41 s export; 128 take a few seconds);
+#: pairs in a seeded order (of 548 texts, 508 pairs). NNCF's statistics passes cost about 26 ms
+#: an item on 2 cores (issue 44: all 548 took 16.5 s of a 24.9 s export, 128 take 5.4 s of 11.6 s);
 #: the tables' distance to torch is measured again by bench/backend_deltas.py (docs/models.md).
 CALIBRATION_SIZE = 128
 CALIBRATION_SEED = 0
