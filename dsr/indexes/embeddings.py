@@ -264,8 +264,8 @@ def encode(
     """Embed ``texts``: float32 rows of unit length, in the order given.
 
     Only texts missing from the cache are encoded (each distinct text once);
-    ``stats`` counts them. ``cache=False`` encodes everything and stores
-    nothing. ``progress`` (default: when 256 or more texts need encoding)
+    ``stats`` counts them. ``cache=False`` encodes every distinct text
+    (once: a repeat gets the same row) and stores nothing. ``progress`` (default: when 256 or more texts need encoding)
     shows a tqdm bar on stderr. ``backend``: ``torch`` (exact) or a fast
     one of :mod:`dsr.indexes.backends`, with its own cache. ``threads``: CPU threads of a fast
     backend (None: every core; a Ray actor passes the CPUs it was given).
@@ -312,20 +312,32 @@ def _run_model(
     backend: str = "torch",
     threads: int | None = None,
 ) -> np.ndarray:
+    """Vectors of ``texts`` in order; each distinct text is encoded once and its vector scattered
+    back to every place it occurs (texts of distinct content reach the model as given)."""
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
+    distinct, where = distinct_texts(texts)
     if backend != "torch":
         encoder = load_fast(model, "bi-encoder", backend, threads=threads)
     else:
         encoder = load_sentence_transformer(model)
     vectors = encoder.encode(
-        texts,
+        distinct,
         batch_size=int(batch_size),
         show_progress_bar=bool(progress) and sys.stderr.isatty(),
         convert_to_numpy=True,
         normalize_embeddings=True,
     )
-    return normalise(np.asarray(vectors, dtype=np.float32))
+    vectors = normalise(np.asarray(vectors, dtype=np.float32))
+    return vectors if len(distinct) == len(texts) else vectors[where]
+
+
+def distinct_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """``texts`` without repeats (first occurrences, in order) and, for each text, the row of
+    its first occurrence: ``distinct[i] == texts[j]`` for ``i = where[j]``."""
+    first: dict[str, int] = {}
+    where = np.fromiter((first.setdefault(t, len(first)) for t in texts), dtype=np.intp, count=len(texts))
+    return list(first), where
 
 
 def normalise(vectors: np.ndarray) -> np.ndarray:

@@ -5,8 +5,8 @@ every ranker, reranker and ``dsr reproduce``: its scores do not depend on the CP
 instruction set (what OpenVINO's bf16 and int8 do). A table, report or run sidecar made
 with ``openvino``, ``openvino-bf16`` or ``openvino-int8`` carries :func:`note`, e.g.
 
-    openvino-int8: figures differ from the exact backend (torch) by up to 0.0247 nDCG@5 on this
-    collection (2 ▲/▼ marks of the table flipped there, 9 over every measure; measured 2026-11-27
+    openvino-int8: figures differ from the exact backend (torch) by up to 0.0226 nDCG@5 on this
+    collection (1 ▲/▼ mark of the table flipped there, 9 over every measure; measured 2026-11-27
     on AMD EPYC); marks may differ
 
 The figures are measured, not promised: ``bench/backend_deltas.py --write`` runs the
