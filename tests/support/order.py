@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import pytest
 
-__all__ = ["KEY", "SLOW_SECONDS", "module_of", "by_cost", "Timings"]
+__all__ = ["KEY", "SLOW_SECONDS", "RANX", "module_of", "by_cost", "Timings"]
 
 KEY = "dsr/module_seconds"
 #: the guessed cost of a slow test in a module no run has measured yet
 SLOW_SECONDS = 10.0
+#: the xdist group of the modules that run ranx: its first use in a process compiles numba's
+#: typed containers and its kernels (10-20 s, and more where numba's on-disk cache is cold, as
+#: in a fresh virtual environment), so one worker pays it for all of them (``--dist loadgroup``)
+RANX = pytest.mark.xdist_group("ranx")
 
 
 def module_of(nodeid: str) -> str:
