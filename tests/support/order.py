@@ -60,6 +60,18 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "tests/test_readme_tables.py",
         "tests/training/test_hygiene.py",
     ),
+    "biencoder-train": (
+        "tests/training/test_biencoder_train.py",
+    ),  # its module fixture `home` trains two models: once, on one worker
+    "train": ("tests/training/test_train.py",),  # its module fixture `trained` trains a model: once, on one worker
+    "recipes": ("tests/training/test_recipes.py",),  # its module fixture `full` runs the full recipe: once, on one worker
+    "reproduce": ("tests/test_reproduce.py",),  # its module fixture `full_run` runs the full suite (25 s): once, on one worker
+    "ray-cluster": (
+        "tests/indexes/test_ray_cluster.py",
+    ),  # its module fixture starts a two-node Ray cluster: once, on one worker
+    "corpus": (
+        "tests/indexes/test_corpus.py",
+    ),  # its module fixture `indexed` builds a corpus and its indexes: once, on one worker
     "ranx": (
         "tests/core/test_fusion_every_method.py",
         "tests/core/test_fusion_ranx.py",
