@@ -44,8 +44,15 @@ def pytest_collection_modifyitems(config, items):
         if tiers.is_slow_by_rule(item):
             item.add_marker(pytest.mark.slow)
     # the costliest modules first (tests/support/order.py), so the long tests start early
+    order.check_groups(items)
     cache = getattr(config, "cache", None)
     order.by_cost(items, cache.get(order.KEY, {}) if cache is not None else {})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` with the xdist groups of tests/support/order.py (pytest 9 ignores the marks)."""
+    return order.make_scheduler(config, log)
 
 
 @pytest.hookimpl(wrapper=True)

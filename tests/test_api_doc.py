@@ -9,6 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.support.order import RANX
+
+pytestmark = RANX  # a block converts to ranx: one worker compiles it (tests/support/order.py)
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 
 

@@ -11,6 +11,8 @@ from dsr.cli import main
 from dsr.collections import load_collection
 from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
+pytestmark = pytest.mark.xdist_group("reproduce")  # one worker sets up the module fixtures (tests/support/order.py GROUPS)
+
 
 @pytest.fixture(scope="module")
 def tiny_cross_encoder(tmp_path_factory) -> Path:

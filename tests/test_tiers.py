@@ -119,6 +119,56 @@ def test_the_costliest_modules_run_first_and_each_module_stays_together_in_its_o
     assert [i.nodeid for i in items] == ["b.py::t1", "b.py::t2", "c.py::t1", "c.py::t2", "a.py::t1", "a.py::t2", "d.py::t1"]
 
 
+class _Config:
+    """What xdist's scheduler reads of a run's config: ``-n 2 --dist loadgroup``."""
+
+    def getvalue(self, name):
+        return {"dist": "loadgroup", "tx": ["2*popen"]}[name]
+
+
+def test_a_group_goes_to_one_worker_and_is_ordered_at_the_cost_of_all_its_modules(monkeypatch):
+    """pytest 9 ignores xdist's own grouping (the ``xdist_group`` mark), so the scheduler reads
+    tests/support/order.py's GROUPS: a grouped module's tests are one work unit with the other
+    modules of its group; any other test is a unit of its own, as ``--dist loadgroup`` does."""
+    from tests.support import order
+
+    monkeypatch.setattr(order, "_GROUP_OF", {"g1.py": "g", "g2.py": "g"})
+    items = [_Ordered("a.py::t1"), _Ordered("g1.py::t1"), _Ordered("b.py::t1"), _Ordered("g2.py::t1"), _Ordered("g2.py::t2")]
+    order.by_cost(items, {"a.py": 30.0, "b.py": 25.0, "g1.py": 20.0, "g2.py": 15.0})  # the group: 35 s
+    assert [i.nodeid for i in items] == ["g1.py::t1", "g2.py::t1", "g2.py::t2", "a.py::t1", "b.py::t1"]
+    scheduler = order.make_scheduler(_Config(), None)
+    assert scheduler is not None
+    assert {n: scheduler._split_scope(n) for n in ("g1.py::t1", "g2.py::t2[x]", "a.py::t1")} == {
+        "g1.py::t1": "g",
+        "g2.py::t2[x]": "g",
+        "a.py::t1": "a.py::t1",
+    }
+
+
+def test_every_grouped_module_exists_and_its_mark_names_its_group(pytestconfig):
+    """Each module GROUPS lists exists, and :func:`check_groups` (run at every collection) fails
+    a run whose marks and GROUPS disagree."""
+    from tests.support import order
+
+    listed = [m for modules in order.GROUPS.values() for m in modules]
+    assert listed and all((ROOT / m).is_file() for m in listed) and len(listed) == len(set(listed))
+
+    class Marked(_Ordered):
+        def __init__(self, nodeid, group):
+            super().__init__(nodeid)
+            self.group = group
+
+        def iter_markers(self, name):
+            return [pytest.mark.xdist_group(self.group).mark] if name == "xdist_group" and self.group else []
+
+    grouped = order.GROUPS["ranx"][0]
+    order.check_groups([Marked(f"{grouped}::t", "ranx"), Marked("tests/x.py::t", None)])
+    with pytest.raises(pytest.UsageError, match=re.escape("tests/x.py: marked ['ranx'], listed in None")):
+        order.check_groups([Marked("tests/x.py::t", "ranx")])
+    with pytest.raises(pytest.UsageError, match=re.escape("marked [], listed in 'ranx'")):
+        order.check_groups([Marked(f"{grouped}::t", None)])
+
+
 def test_every_import_in_the_tests_resolves_without_sys_path_tricks():
     """A slow test's import inside a function runs only in the full tier: a helper imported by a
     bare name (``from tiny_bert import ...``, the layout before tests.support) passes the fast

@@ -125,9 +125,16 @@ def test_verbose_shows_what_the_libraries_print_and_the_default_does_not(tmp_pat
         "5",
     ]
     outputs = {}
+    # one initial run for both reranks (the same file either way; each rerank exports in its own home)
+    subprocess.run(
+        [sys.executable, "-m", "dsr.cli", *first],
+        check=True,
+        env=environment(tmp_path / "home-quiet"),
+        cwd=tmp_path,
+        capture_output=True,
+    )
     for label, extra in (("quiet", {}), ("verbose", {"DSR_VERBOSE": "1"})):
         env = environment(tmp_path / f"home-{label}", **extra)
-        subprocess.run([sys.executable, "-m", "dsr.cli", *first], check=True, env=env, cwd=tmp_path, capture_output=True)
         done = subprocess.run(
             [sys.executable, "-m", "dsr.cli", *rerank, "--out", f"{label}.run"],
             capture_output=True,

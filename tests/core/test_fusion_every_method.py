@@ -19,9 +19,10 @@ from dsr.core.fusion_ranx import RANX_METHODS, SEARCHED
 from dsr.core.run import load_run
 from dsr.evaluation.qrels import collection_from_qrels, read_qrels
 from dsr.rankers.fusion import Fusion
+from tests.support.order import RANX
 
 ranx = pytest.importorskip("ranx")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, RANX]  # one worker compiles ranx (tests/support/order.py)
 
 #: dsr's kernels: ranx's method and the parameters both are given
 DSR_KERNELS = {

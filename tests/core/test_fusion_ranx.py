@@ -18,8 +18,10 @@ from dsr.cli import main
 from dsr.core.fusion import TIE_RULE, fuse
 from dsr.core.run import Run, load_run
 from dsr.rankers.fusion import Fusion
+from tests.support.order import RANX
 
 ranx = pytest.importorskip("ranx")
+pytestmark = RANX  # one worker compiles ranx (tests/support/order.py)
 
 #: dsr method -> (ranx method, dsr params, ranx params); score-based ones under min-max
 SHARED = {

@@ -13,8 +13,10 @@ from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.errors import InputError
 from dsr.core.fusion import FUSERS
 from dsr.core.run import Run, as_run
+from tests.support.order import RANX
 
 ranx = pytest.importorskip("ranx")
+pytestmark = RANX  # one worker compiles ranx (tests/support/order.py)
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,8 @@ from dsr.indexes.corpus.layout import Corpus
 from dsr.open_retrieval.search import CorpusSearcher
 from tests.support.tiny_bert import make_tiny_bert
 
+pytestmark = pytest.mark.xdist_group("corpus")  # one worker sets up the module fixtures (tests/support/order.py GROUPS)
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 # Two articles, a redirect, a talk page (namespace 1) and a stub with markup of every kind we strip.

@@ -42,9 +42,11 @@ from tests.indexes.test_corpus import QUERIES, sample_docs
 from tests.support.tiers import slow_fixture
 from tests.support.tiny_bert import make_tiny_bert
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install '.[distributed]')"
-)
+# one worker sets up the module fixtures (tests/support/order.py GROUPS)
+pytestmark = [
+    pytest.mark.xdist_group("ray-cluster"),
+    pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install '.[distributed]')"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 40  # seconds for a node to start (a loaded 2-core machine)

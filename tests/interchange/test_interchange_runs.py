@@ -14,7 +14,9 @@ import ir_measures
 import pytest
 
 from dsr.cli import main
+from tests.support.order import RANX
 
+pytestmark = RANX  # the tool_runs fixture writes with ranx: one worker compiles it (tests/support/order.py)
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "interchange"
 RUNS = sorted(FIXTURES.glob("*.run"))
 MEASURES = ["RR", "nDCG@1", "nDCG@3", "nDCG@5", "nDCG@10", "P@1", "P@5", "AP", "R@10"]

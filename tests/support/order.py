@@ -3,34 +3,136 @@ first), so that the long tests start early and no worker ends the run alone on o
 
 A module's cost is its tests' total duration in the last run that measured it (kept in pytest's
 cache, ``.pytest_cache``, under :data:`KEY`); a module never measured counts
-:data:`SLOW_SECONDS` per slow test. Each module's tests stay together and in their order (a
+:data:`SLOW_SECONDS` per slow test (or :data:`FIRST_GUESS`). Each module's tests stay together and in their order (a
 module's fixtures are set up once), and the order is the same in every xdist worker (each
 reads the cache as the last run left it).
+
+**Groups.** ``--dist loadgroup`` sends the tests of one xdist group to one worker. xdist finds a
+test's group by the ``xdist_group`` mark, which it appends to the test's node id, and pytest 9
+no longer lets it (the id is computed; xdist 3.8 sets an attribute nobody reads): every group
+was split over the workers, so each worker built CMU_DoG train and compiled ranx, and set up
+the group's module fixtures again. The groups are therefore listed here by module
+(:data:`GROUPS`), read by the scheduler (:func:`make_scheduler`, the conftest's
+``pytest_xdist_make_scheduler``); a module's ``xdist_group`` mark must name the group this
+lists it in (:func:`check_groups`), and a group is ordered by the cost of all its modules.
 """
 
 from __future__ import annotations
 
 import pytest
 
-__all__ = ["KEY", "SLOW_SECONDS", "module_of", "by_cost", "Timings"]
+__all__ = [
+    "KEY",
+    "SLOW_SECONDS",
+    "RANX",
+    "GROUPS",
+    "module_of",
+    "group_of",
+    "by_cost",
+    "check_groups",
+    "make_scheduler",
+    "Timings",
+]
 
 KEY = "dsr/module_seconds"
 #: the guessed cost of a slow test in a module no run has measured yet
 SLOW_SECONDS = 10.0
+#: where no run has measured them yet (a fresh clone, as in CI): the seconds of the modules whose
+#: few slow tests take far more than SLOW_SECONDS each (CI's --durations, 2026-11-27), so they
+#: start first and do not end the run on one worker while the other idles
+FIRST_GUESS = {
+    "tests/test_readme_tables.py": 115.0,
+    "tests/cli/test_quiet.py": 75.0,
+    "tests/rankers/test_default_backend.py": 70.0,
+    "tests/indexes/test_backends.py": 60.0,
+    "tests/indexes/test_corpus.py": 30.0,
+}
+#: the xdist group of the modules that run ranx: its first use in a process compiles numba's
+#: typed containers and its kernels (10-20 s, and more where numba's on-disk cache is cold, as
+#: in a fresh virtual environment), so one worker pays it for all of them (``--dist loadgroup``)
+RANX = pytest.mark.xdist_group("ranx")
+#: every xdist group and its modules (the scheduler's; each module's mark names its group)
+GROUPS: dict[str, tuple[str, ...]] = {
+    # tests.support.data.REAL_CMU_DOG: one worker builds CMU_DoG train from ../shared/data
+    "real-cmu-dog-train": (
+        "tests/collections/test_cmu_dog_dev.py",
+        "tests/collections/test_cmu_dog_dev_grades.py",
+        "tests/test_readme_tables.py",
+        "tests/training/test_hygiene.py",
+    ),
+    "biencoder-train": (
+        "tests/training/test_biencoder_train.py",
+    ),  # its module fixture `home` trains two models: once, on one worker
+    "train": ("tests/training/test_train.py",),  # its module fixture `trained` trains a model: once, on one worker
+    "recipes": ("tests/training/test_recipes.py",),  # its module fixture `full` runs the full recipe: once, on one worker
+    "reproduce": ("tests/test_reproduce.py",),  # its module fixture `full_run` runs the full suite (25 s): once, on one worker
+    "ray-cluster": (
+        "tests/indexes/test_ray_cluster.py",
+    ),  # its module fixture starts a two-node Ray cluster: once, on one worker
+    "corpus": (
+        "tests/indexes/test_corpus.py",
+    ),  # its module fixture `indexed` builds a corpus and its indexes: once, on one worker
+    "ranx": (
+        "tests/core/test_fusion_every_method.py",
+        "tests/core/test_fusion_ranx.py",
+        "tests/core/test_interop.py",
+        "tests/interchange/test_interchange_runs.py",
+        "tests/test_api_doc.py",
+    ),
+}
+_GROUP_OF = {module: group for group, modules in GROUPS.items() for module in modules}
 
 
 def module_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+def group_of(nodeid: str) -> str | None:
+    """The xdist group of a test (:data:`GROUPS`), or None."""
+    return _GROUP_OF.get(module_of(nodeid))
+
+
 def by_cost(items: list[pytest.Item], seconds: dict[str, float]) -> None:
-    """Sort ``items`` in place: modules by cost, costliest first; stable otherwise."""
+    """Sort ``items`` in place: modules by cost, costliest first, a group's modules together at
+    the cost of the whole group; stable otherwise."""
     guess: dict[str, float] = {}
     for item in items:
         module = module_of(item.nodeid)
         guess[module] = guess.get(module, 0.0) + (SLOW_SECONDS if item.get_closest_marker("slow") else 0.0)
-    cost = {module: seconds.get(module, guess[module]) for module in guess}
-    items.sort(key=lambda item: -cost[module_of(item.nodeid)])
+    cost = {module: seconds.get(module, max(guess[module], FIRST_GUESS.get(module, 0.0))) for module in guess}
+    unit = {module: _GROUP_OF.get(module, module) for module in cost}
+    unit_cost: dict[str, float] = {}
+    for module, c in cost.items():
+        unit_cost[unit[module]] = unit_cost.get(unit[module], 0.0) + c
+    items.sort(key=lambda item: (-unit_cost[unit[module_of(item.nodeid)]], unit[module_of(item.nodeid)]))
+
+
+def check_groups(items: list[pytest.Item]) -> None:
+    """Fail the collection when a test's ``xdist_group`` mark names another group than the one
+    :data:`GROUPS` lists its module in (the scheduler reads GROUPS, not the marks)."""
+    wrong = set()
+    for item in items:
+        marks = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+        listed = group_of(item.nodeid)
+        if marks != ({listed} if listed else set()):
+            wrong.add(f"{module_of(item.nodeid)}: marked {sorted(marks)}, listed in {listed!r}")
+    if wrong:
+        raise pytest.UsageError(
+            "xdist groups: list each grouped module in tests/support/order.py GROUPS:\n  " + "\n  ".join(sorted(wrong))
+        )
+
+
+def make_scheduler(config: pytest.Config, log):
+    """``--dist loadgroup``'s scheduler with the groups of :data:`GROUPS` (None otherwise: xdist's own)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class ByModuleGroups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid) or super()._split_scope(nodeid)
+
+    return ByModuleGroups(config, log)
 
 
 class Timings:

@@ -19,6 +19,8 @@ from dsr.cli import main
 from tests.support.tiers import slow_fixture
 from tests.support.tiny_bert import make_tiny_bert
 
+pytestmark = pytest.mark.xdist_group("biencoder-train")  # one worker sets up the module fixtures (tests/support/order.py GROUPS)
+
 DOCS = {
     "Moon": "apollo moon rocket saturn launch nasa orbit astronaut crater lunar",
     "Film": "movie actor director scene camera oscar screenplay cinema studio premiere",

@@ -27,6 +27,8 @@ from dsr.training.settings import MODEL_DEFAULTS, RECIPES, RECOMMENDED, resolve_
 from tests.support.tiny_bert import make_tiny_bert
 from tests.training.test_biencoder_train import DOCS, FILLER, _dialogues, _write
 
+pytestmark = pytest.mark.xdist_group("recipes")  # one worker sets up the module fixtures (tests/support/order.py GROUPS)
+
 ROOT = Path(__file__).resolve().parents[2]
 #: the full recipe cut down to the fixture: 2 passes over 18 training points in batches of 6
 SMALL = ["--epochs", "2", "--batch-size", "6", "--lr", "1e-3", "--save-steps", "2", "--holdout", "0.2"]
