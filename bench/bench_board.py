@@ -79,12 +79,21 @@ class Config:
 
 
 def bench(
-    config: Config, db_url: str, folder: Path, runs: Path, submissions: int, clients: int, postgres=None, rate_limit: float = 0
+    config: Config,
+    db_url: str,
+    folder: Path,
+    runs: Path,
+    submissions: int,
+    clients: int,
+    postgres=None,
+    rate_limit: float = 0,
+    lean: bool = False,
 ) -> dict:
     """The load on a fresh board: ``submissions`` from ``clients`` concurrent clients (one team
     each, each request with its own Idempotency-Key as ``dsr submit`` sends), timed; then every
     fifth request sent again with its key (a client whose answer was lost), untimed: it must get
-    the same answer and store nothing."""
+    the same answer and store nothing. ``lean``: the clients are ``board_harness.hammer_lean``'s
+    (the standard library's HTTP client, forms encoded before the timed requests)."""
     tokens = setup_board(config, db_url, folder, runs, clients)
     engine = make_engine(db_url)  # no Board here: the schema is the compared code's
     jobs = bh.load_jobs(runs, tokens, per_team=submissions // clients, keys=True)
@@ -93,14 +102,14 @@ def bench(
         server.settle()  # every process started and warmed up
         cpu, db_cpu, own = server.cpu_seconds(), postgres.cpu_seconds() if postgres else 0.0, os.times()
         start = time.perf_counter()
-        results = bh.hammer(server.url, jobs, clients=clients)
+        results = (bh.hammer_lean if lean else bh.hammer)(server.url, jobs, clients=clients)
         wall = time.perf_counter() - start
         cpu, after = server.cpu_seconds() - cpu, os.times()
         db_cpu = (postgres.cpu_seconds() - db_cpu) if postgres else 0.0
         client_cpu = after.user + after.system - own.user - own.system
         with engine.connect() as conn:
             stored = conn.scalar(text("select count(*) from submissions where not baseline"))
-        retried = bh.hammer(server.url, jobs[::5], clients=clients)
+        retried = (bh.hammer_lean if lean else bh.hammer)(server.url, jobs[::5], clients=clients)
     with engine.connect() as conn:
         after_retries = conn.scalar(text("select count(*) from submissions where not baseline"))
         keys = conn.execute(
@@ -179,6 +188,13 @@ def main() -> None:
         metavar="REF",
         help="also run another commit's server (git archive REF; 1 process) beside each 1-process configuration, in the same run",
     )
+    parser.add_argument(
+        "--clients-kind",
+        choices=["httpx", "lean"],
+        default="httpx",
+        help="the load generator: httpx (default, as before) or lean (http.client, forms encoded before timing: "
+        "less of the 2 cores taken from the server by the clients that share them)",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="configurations run this many times, interleaved")
     parser.add_argument(
         "--rate-limit",
@@ -195,7 +211,8 @@ def main() -> None:
     print(
         f"load: {args.submissions} submissions from {args.clients} concurrent clients, sample "
         f"collection (20 dialogues), half to a hidden phase with a daily quota of {QUOTA}; each "
-        "request with an Idempotency-Key, and every fifth sent again after the timed run"
+        "request with an Idempotency-Key, and every fifth sent again after the timed run; clients: "
+        + ("http.client, forms encoded before timing (--clients-kind lean)" if args.clients_kind == "lean" else "httpx")
     )
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
         tmp = Path(tmp)
@@ -271,6 +288,7 @@ def load_benches(args, tmp: Path) -> None:
                     args.clients,
                     postgres if config.db == "postgresql" else None,
                     args.rate_limit,
+                    args.clients_kind == "lean",
                 )
                 results.append((config, r))
                 print(
