@@ -92,8 +92,8 @@ def bench(
     """The load on a fresh board: ``submissions`` from ``clients`` concurrent clients (one team
     each, each request with its own Idempotency-Key as ``dsr submit`` sends), timed; then every
     fifth request sent again with its key (a client whose answer was lost), untimed: it must get
-    the same answer and store nothing. ``lean``: the clients are ``board_harness.hammer_lean``'s
-    (the standard library's HTTP client, forms encoded before the timed requests)."""
+    the same answer and store nothing. ``lean``: ``board_harness.hammer``'s lean clients (the standard
+    library's HTTP client, forms encoded before the timed requests)."""
     tokens = setup_board(config, db_url, folder, runs, clients)
     engine = make_engine(db_url)  # no Board here: the schema is the compared code's
     jobs = bh.load_jobs(runs, tokens, per_team=submissions // clients, keys=True)
@@ -102,14 +102,14 @@ def bench(
         server.settle()  # every process started and warmed up
         cpu, db_cpu, own = server.cpu_seconds(), postgres.cpu_seconds() if postgres else 0.0, os.times()
         start = time.perf_counter()
-        results = (bh.hammer_lean if lean else bh.hammer)(server.url, jobs, clients=clients)
+        results = bh.hammer(server.url, jobs, clients=clients, lean=lean)
         wall = time.perf_counter() - start
         cpu, after = server.cpu_seconds() - cpu, os.times()
         db_cpu = (postgres.cpu_seconds() - db_cpu) if postgres else 0.0
         client_cpu = after.user + after.system - own.user - own.system
         with engine.connect() as conn:
             stored = conn.scalar(text("select count(*) from submissions where not baseline"))
-        retried = (bh.hammer_lean if lean else bh.hammer)(server.url, jobs[::5], clients=clients)
+        retried = bh.hammer(server.url, jobs[::5], clients=clients, lean=lean)
     with engine.connect() as conn:
         after_retries = conn.scalar(text("select count(*) from submissions where not baseline"))
         keys = conn.execute(

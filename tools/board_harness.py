@@ -141,17 +141,20 @@ def new_login_secret(url: str) -> None:
     of a migrated database would share its template's)."""
     import secrets
 
-    from sqlalchemy import text
-
     from dsr.db.engine import make_engine
 
     engine = make_engine(url)
-    with engine.begin() as conn:
-        done = conn.execute(
-            text("UPDATE board_settings SET value = :v WHERE name = 'login_secret'"), {"v": secrets.token_hex(32)}
-        )
-        assert done.rowcount == 1, "no login secret in the migrated database"
+    set_login_secret(engine, secrets.token_bytes(32))
     engine.dispose()
+
+
+def set_login_secret(engine, secret: bytes) -> None:
+    """Put ``secret`` in the row of the board's login secret that migration 0005 made."""
+    from sqlalchemy import text
+
+    with engine.begin() as conn:
+        done = conn.execute(text("UPDATE board_settings SET value = :v WHERE name = 'login_secret'"), {"v": secret.hex()})
+        assert done.rowcount == 1, "no login secret in the migrated database"
 
 
 def sample_runs(folder: Path) -> Path:
@@ -208,12 +211,8 @@ def fix_secret(board, secret: bytes) -> None:
     """Give ``board`` a known secret in place of the random one migration 0005 made, so that
     its release noise (keyed by the secret, the phase and the team) draws the same values in
     every test run: a test then asserts exact published values instead of likely ones."""
-    from dsr.board.models import Setting
-    from dsr.db.engine import write_session
-
-    with write_session(board.engine) as s:
-        s.get(Setting, "login_secret").value = secret.hex()
-    board._login_secret = None
+    set_login_secret(board.engine, secret)
+    board._login_secret = None  # the board keeps the secret it read
 
 
 def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
@@ -357,50 +356,67 @@ def multipart(job: dict, boundary: str = "dsr-bench-boundary") -> tuple[bytes, s
     return b"".join(parts) + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
 
 
-def hammer_lean(url: str, jobs: list[dict], clients: int, timeout: float = 120.0) -> list[dict]:
-    """:func:`hammer` with the standard library's ``http.client`` and every form encoded before
-    the timed requests: a load generator that takes about a third of httpx's CPU a request, so
-    that on a small machine the clients, which share its cores with the server, leave more of
-    them to the server (as clients on other machines would). Same jobs, same answers."""
+@contextlib.contextmanager
+def _httpx_client(url: str, timeout: float):
+    """:func:`hammer`'s default client (httpx), its connection open: ``(prepare, send)``."""
+    import httpx
+
+    with httpx.Client(base_url=url, timeout=timeout) as http:
+        http.get("/healthz")
+
+        def send(job: dict) -> tuple[int, dict, bool]:
+            try:
+                key = {"Idempotency-Key": job["key"]} if job.get("key") else {}
+                answer = http.post(
+                    "/api/submissions",
+                    data={"collection": "sample", "phase": job["phase"], "system": job["system"]},
+                    files={"run": ("run.run", job["run"])},
+                    headers={"Authorization": f"Bearer {job['token']}", **key},
+                )
+                return answer.status_code, answer.json(), answer.headers.get("Idempotency-Replayed") == "true"
+            except httpx.HTTPError as err:
+                return -1, {"error": str(err)}, False
+
+        yield (lambda job: job), send
+
+
+@contextlib.contextmanager
+def _lean_client(url: str, timeout: float):
+    """:func:`hammer`'s lean client (the standard library's ``http.client``, each form encoded by
+    ``prepare`` before the timed requests), its connection open: ``(prepare, send)``."""
     import http.client
     import json
     from urllib.parse import urlsplit
 
     address = urlsplit(url)
-    queues = [jobs[i::clients] for i in range(clients)]
-    ready = threading.Barrier(clients)
+    conn = http.client.HTTPConnection(address.hostname, address.port, timeout=timeout)
+    conn.request("GET", "/healthz")
+    conn.getresponse().read()
 
-    def client(queue):
-        bodies = [multipart(job) for job in queue]
-        conn = http.client.HTTPConnection(address.hostname, address.port, timeout=timeout)
-        conn.request("GET", "/healthz")
-        conn.getresponse().read()
-        ready.wait()
-        out = []
-        for job, (body, kind) in zip(queue, bodies):
-            start = time.perf_counter()
-            headers = {"Authorization": f"Bearer {job['token']}", "Content-Type": kind}
-            if job.get("key"):
-                headers["Idempotency-Key"] = job["key"]
-            try:
-                conn.request("POST", "/api/submissions", body=body, headers=headers)
-                answer = conn.getresponse()
-                status, body = answer.status, json.loads(answer.read())
-                replayed = answer.getheader("Idempotency-Replayed") == "true"
-            except (OSError, http.client.HTTPException) as err:
-                status, body, replayed = -1, {"error": str(err)}, False
-                conn.close()
-            out.append({**job, "status": status, "body": body, "replayed": replayed, "seconds": time.perf_counter() - start})
+    def prepare(job: dict) -> tuple[bytes, dict]:
+        form, kind = multipart(job)
+        headers = {"Authorization": f"Bearer {job['token']}", "Content-Type": kind}
+        if job.get("key"):
+            headers["Idempotency-Key"] = job["key"]
+        return form, headers
+
+    def send(prepared: tuple[bytes, dict]) -> tuple[int, dict, bool]:
+        form, headers = prepared
+        try:
+            conn.request("POST", "/api/submissions", body=form, headers=headers)
+            answer = conn.getresponse()
+            return answer.status, json.loads(answer.read()), answer.getheader("Idempotency-Replayed") == "true"
+        except (OSError, http.client.HTTPException) as err:
+            conn.close()  # the next request opens a new connection
+            return -1, {"error": str(err)}, False
+
+    try:
+        yield prepare, send
+    finally:
         conn.close()
-        return out
-
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(clients) as pool:
-        return [r for part in pool.map(client, queues) for r in part]
 
 
-def hammer(url: str, jobs: list[dict], clients: int, timeout: float = 120.0) -> list[dict]:
+def hammer(url: str, jobs: list[dict], clients: int, timeout: float = 120.0, lean: bool = False) -> list[dict]:
     """Send ``jobs`` ({token, phase, system, run: bytes}, optionally ``key``: an
     Idempotency-Key) from ``clients`` concurrent clients (one HTTP connection each); returns
     each job with its ``status``, ``body``, ``replayed`` and ``seconds``.
@@ -408,33 +424,24 @@ def hammer(url: str, jobs: list[dict], clients: int, timeout: float = 120.0) -> 
     Every client makes its HTTP client and opens its connection (``GET /healthz``) before
     any submission is timed, and all start together: the first submissions' times were the
     bench's own start (20 httpx clients, each loading its TLS context, under this process's
-    one GIL), not the server's."""
+    one GIL), not the server's. ``lean``: the standard library's ``http.client`` with every
+    form encoded before the timed requests, a load generator that takes about a tenth of
+    httpx's CPU a request, so that on a small machine the clients, which share its cores with
+    the server, leave more of them to the server (as clients on other machines would)."""
     from concurrent.futures import ThreadPoolExecutor
-
-    import httpx
 
     queues = [jobs[i::clients] for i in range(clients)]
     ready = threading.Barrier(clients)
+    opened = _lean_client if lean else _httpx_client
 
     def client(queue):
         out = []
-        with httpx.Client(base_url=url, timeout=timeout) as http:
-            http.get("/healthz")
+        with opened(url, timeout) as (prepare, send):
+            requests = [prepare(job) for job in queue]
             ready.wait()
-            for job in queue:
+            for job, request in zip(queue, requests):
                 start = time.perf_counter()
-                try:
-                    key = {"Idempotency-Key": job["key"]} if job.get("key") else {}
-                    answer = http.post(
-                        "/api/submissions",
-                        data={"collection": "sample", "phase": job["phase"], "system": job["system"]},
-                        files={"run": ("run.run", job["run"])},
-                        headers={"Authorization": f"Bearer {job['token']}", **key},
-                    )
-                    status, body = answer.status_code, answer.json()
-                    replayed = answer.headers.get("Idempotency-Replayed") == "true"
-                except httpx.HTTPError as err:
-                    status, body, replayed = -1, {"error": str(err)}, False
+                status, body, replayed = send(request)
                 out.append({**job, "status": status, "body": body, "replayed": replayed, "seconds": time.perf_counter() - start})
         return out
 
