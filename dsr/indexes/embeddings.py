@@ -273,9 +273,11 @@ def encode(
     stats.calls += 1
     model = model_spec if isinstance(model_spec, ResolvedModel) else resolve_model(model_spec, "bi-encoder")
     texts = [str(t) for t in texts]
-    if not cache:
+    if not cache:  # each distinct text encoded once (the cache's keys do this below)
         stats.encoded += len(texts)
-        return _run_model(model, texts, batch_size, progress, desc, backend, threads)
+        distinct, where = distinct_texts(texts)
+        vectors = _run_model(model, distinct, batch_size, progress, desc, backend, threads)
+        return vectors if len(distinct) == len(texts) else vectors[where]
     keys = [text_key(t) for t in texts]
     store = _cache_for(model, backend)
     missing: dict[bytes, str] = {}
@@ -312,24 +314,21 @@ def _run_model(
     backend: str = "torch",
     threads: int | None = None,
 ) -> np.ndarray:
-    """Vectors of ``texts`` in order; each distinct text is encoded once and its vector scattered
-    back to every place it occurs (texts of distinct content reach the model as given)."""
+    """Unit vectors of ``texts`` in order, each text given to the model as it is."""
     if not texts:
         return np.zeros((0, dimension(model)), dtype=np.float32)
-    distinct, where = distinct_texts(texts)
     if backend != "torch":
         encoder = load_fast(model, "bi-encoder", backend, threads=threads)
     else:
         encoder = load_sentence_transformer(model)
     vectors = encoder.encode(
-        distinct,
+        texts,
         batch_size=int(batch_size),
         show_progress_bar=bool(progress) and sys.stderr.isatty(),
         convert_to_numpy=True,
         normalize_embeddings=True,
     )
-    vectors = normalise(np.asarray(vectors, dtype=np.float32))
-    return vectors if len(distinct) == len(texts) else vectors[where]
+    return normalise(np.asarray(vectors, dtype=np.float32))
 
 
 def distinct_texts(texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
