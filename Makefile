@@ -23,7 +23,10 @@ $(VENV)/.installed: pyproject.toml
 # browsers, OpenVINO exports or training: -m "not slow"); test is everything, what CI runs.
 # Both run on every core (pytest-xdist; tests of one xdist_group share a worker) and list the
 # slowest tests.
-PYTEST := $(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=20
+# PYTHONDONTWRITEBYTECODE= (empty: unset for Python): where the environment sets it (this project's
+# machines do), every xdist worker rewrote every test module's asserts at collection and every
+# `dsr` subprocess a test starts compiled dsr from source again; __pycache__ is git-ignored.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=20
 
 test: venv
 	$(PYTEST)
