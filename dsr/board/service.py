@@ -295,8 +295,9 @@ class Board(Members, Phases):
             phase.collection_ref, phase.collection_hash, phase.topics_json, phase.measures_json, phase.labels_json, minimum
         )
 
-    def phase_data(self, phase: Phase) -> scoring.PhaseData:
-        spec = self.phase_spec(phase)
+    def phase_data(self, phase: Phase, spec: scoring.PhaseSpec | None = None) -> scoring.PhaseData:
+        """The phase's scoring data, built once a process (``spec``: the phase's, made already)."""
+        spec = spec or self.phase_spec(phase)
         key = (phase.id, spec.key)
         with self._lock:
             data = self._phase_data.get(key)
@@ -316,7 +317,12 @@ class Board(Members, Phases):
             return self.config.max_upload
         if phase is None:
             return max([self._open_limit(p) for p in self.phases() if p.frozen_at is None], default=MAX_UPLOAD)
-        pairs = self.phase_data(phase).pairs()
+        return self._limit_of(self.phase_data(phase))
+
+    def _limit_of(self, data: scoring.PhaseData) -> int:
+        if self.config.max_upload is not None:
+            return self.config.max_upload
+        pairs = data.pairs()
         return max(MAX_UPLOAD, 2 * (pairs.id_chars + LINE_ALLOWANCE * len(pairs.docs)))
 
     # -- quotas ------------------------------------------------------------
@@ -392,8 +398,9 @@ class Board(Members, Phases):
         if closed is not None and not (job.baseline and phase.frozen_at is None):  # baselines: any
             # time before the freeze (organisers load them before a phase opens)
             raise Refused(403, closed, opens_at=iso(phase.opens_at), closes_at=iso(phase.closes_at))
-        job.pdata = self.phase_data(phase)
-        job.text = unpack_run(job.data, self.upload_limit(phase))
+        job.spec = self.phase_spec(phase)
+        job.pdata = self.phase_data(phase, job.spec)
+        job.text = unpack_run(job.data, self._limit_of(job.pdata))
         job.digest = hashlib.sha256(job.text).hexdigest()
         job.published = published_from_sidecar(job.sidecar)
         job.display = display_name(job.filename)
@@ -410,7 +417,7 @@ class Board(Members, Phases):
         if job.before["exhausted"]:  # a duplicate is told first, as when the quota is left
             self._refuse_duplicate(team, phase, self._ranking(text))
             raise Refused(429, "quota exhausted", quota=job.before)
-        ranking, scored = self._score(team, phase, job.pdata, text, job.display)
+        ranking, scored = self._score(team, phase, job.pdata, text, job.display, job.spec)
         row = Submission(
             phase_id=phase.id,
             team_id=team.id,
@@ -455,13 +462,15 @@ class Board(Members, Phases):
             return self.pool.digest(text)
         return ranking_digest(text)
 
-    def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes, display: str) -> tuple[str, scoring.Scored]:
+    def _score(
+        self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes, display: str, spec: scoring.PhaseSpec | None = None
+    ) -> tuple[str, scoring.Scored]:
         """Parse once, validate (with the phase's tie policy) and score, in a worker or here:
         (the ranking's digest, the scores). An invalid run is refused (422); a duplicate of the
         team's own run (409) is found in the write transaction (:meth:`_record`: a valid run
         only can be a duplicate, since a stored run was valid)."""
         if self.pool is not None and len(text) >= POOL_MIN_BYTES:
-            checked = self.pool.score(self.phase_spec(phase), f"{phase.collection}/{phase.name}", text, phase.strict)
+            checked = self.pool.score(spec or self.phase_spec(phase), f"{phase.collection}/{phase.name}", text, phase.strict)
         else:
             checked = scoring.score_text(pdata, text, phase.strict, self.store.scratch)
         if checked.error is not None:  # the reader after the validator: should not happen, but say so
@@ -647,6 +656,7 @@ class Intake:
     baseline: bool
     key: str | None
     member_id: int | None
+    spec: scoring.PhaseSpec | None = None
     pdata: scoring.PhaseData | None = None
     text: bytes = b""
     digest: str = ""
