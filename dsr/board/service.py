@@ -94,6 +94,11 @@ QUOTA_COUNT = (
 )
 #: a team's row with this Idempotency-Key
 BY_KEY = select(Submission).where(Submission.team_id == bindparam("team"), Submission.idempotency_key == bindparam("key"))
+#: the id of a team's row with this Idempotency-Key
+KEY_ID = select(Submission.id).where(Submission.team_id == bindparam("team"), Submission.idempotency_key == bindparam("key"))
+#: a submission's first read, one statement: :data:`QUOTA_COUNT` and the row of its key if
+#: there is one (a retry, answered before scoring)
+QUOTA_AND_KEY = QUOTA_COUNT.add_columns(KEY_ID.scalar_subquery())
 #: a team's row with this ranking on a board
 SAME_RANKING = select(Submission.id).where(
     Submission.phase_id == bindparam("phase"),
@@ -101,10 +106,20 @@ SAME_RANKING = select(Submission.id).where(
     Submission.ranking_sha256 == bindparam("ranking"),
 )
 #: a team's rows on a board, in submission order (its quota, duplicates and ladder, read once
-#: in the write transaction)
+#: in the write transaction), and its row of an Idempotency-Key on any board (a retry)
 TEAM_ROWS = (
-    select(Submission.id, Submission.created_at, Submission.ranking_sha256, Submission.baseline)
-    .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team"))
+    select(
+        Submission.id,
+        Submission.created_at,
+        Submission.ranking_sha256,
+        Submission.baseline,
+        Submission.phase_id,
+        Submission.idempotency_key,
+    )
+    .where(
+        Submission.team_id == bindparam("team"),
+        (Submission.phase_id == bindparam("phase")) | (Submission.idempotency_key == bindparam("key")),
+    )
     .order_by(Submission.id)
 )
 #: the lock that serialises a team's writes (PostgreSQL)
@@ -405,10 +420,12 @@ class Board(Members, Phases):
         job.published = published_from_sidecar(job.sidecar)
         job.display = display_name(job.filename)
         job.request = request_digest(phase.id, job.digest, job.display, job.meta, job.published)
-        first = self._replay(job.team, job.key, job.request, s)
-        if first is not None:
-            return first
-        job.before = self.quota(job.team, phase, s)
+        day = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
+        params = {"day": day, "phase": phase.id, "team": job.team.id, "key": job.key}
+        total, today, key_row = s.execute(QUOTA_AND_KEY, params).one()
+        if key_row is not None:  # a retry: its first answer (or 422 for another request)
+            return self._replayed(s.get(Submission, key_row), job.request)
+        job.before = quota_left(job.team, phase, day, int(today), int(total))
         return job
 
     def _complete(self, job: Intake) -> Accepted:
@@ -501,11 +518,14 @@ class Board(Members, Phases):
             # row (PostgreSQL); SQLite's BEGIN IMMEDIATE holds the database's write lock already.
             if s.get_bind().dialect.name != "sqlite":
                 s.execute(LOCK_TEAM, {"team": team.id})
-            first = self._replay(team, row.idempotency_key, row.request_sha256, s)
-            if first is not None:  # a retry of this request was recorded meanwhile: its answer
-                return first
-            # the team's rows on the board, once: its duplicate, its quota, its ladder's runs
-            mine = s.execute(TEAM_ROWS, {"phase": phase.id, "team": team.id}).all()
+            # the team's rows on the board, once: its duplicate, its quota, its ladder's runs; and
+            # the row of this request's key, on any board
+            key = row.idempotency_key
+            rows = s.execute(TEAM_ROWS, {"phase": phase.id, "team": team.id, "key": key}).all()
+            keyed = next((r.id for r in rows if key is not None and r.idempotency_key == key), None)
+            if keyed is not None:  # a retry of this request was recorded meanwhile: its answer
+                return self._replayed(s.get(Submission, keyed), row.request_sha256)
+            mine = [r for r in rows if r.phase_id == phase.id]
             same = next((r.id for r in mine if r.ranking_sha256 == row.ranking_sha256), None)
             if same is not None:
                 raise duplicate(phase, same)
@@ -554,6 +574,12 @@ class Board(Members, Phases):
             row = session.scalar(BY_KEY, params)
         if row is None:
             return None
+        return self._replayed(row, request)
+
+    @staticmethod
+    def _replayed(row: Submission, request: str) -> Accepted:
+        """The first answer of a key's row to a retry with request digest ``request``: Refused
+        (422) when the key came with another request."""
         if row.request_sha256 != request:
             raise Refused(
                 422,
