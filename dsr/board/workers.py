@@ -2,9 +2,10 @@
 
 ``dsr serve --workers N`` (default: the cores shared among the server processes, at least one
 and at most 4 each) starts N processes
-(``forkserver``: no copy of the server's threads or database connections); a submission's
-request sends the run's bytes and its phase's :class:`dsr.board.scoring.PhaseSpec` to one
-of them, which parses the run once, validates and scores it
+(``forkserver``: no copy of the server's threads or database connections), each with a pipe
+of its own; a submission's request thread takes an idle worker and sends it the run's bytes
+and its phase's key (the phase's :class:`dsr.board.scoring.PhaseSpec` the first time that
+worker meets the phase), and the worker parses the run once, validates and scores it
 (:func:`dsr.board.scoring.score_text`) and sends back the per-topic values, the
 validation summary and the ranking digest. Each worker builds a phase's scoring data once
 (on first use, or at start for the phases open then) and keeps it. The request waits on
@@ -24,7 +25,7 @@ import os
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,6 @@ class WorkerGone(RuntimeError):
 class _Worker:
     process: multiprocessing.process.BaseProcess
     conn: Any
-    keys: set[str] = field(default_factory=set)  # the phase specs it holds
 
 
 class ScoringPool:
@@ -144,7 +144,6 @@ class ScoringPool:
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload([__name__])  # not __main__ (the command line)
         self._start_args = (str(store_root), specs, os.getpid())
-        self._keys = {spec.key for spec, _ in specs}
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
@@ -159,7 +158,7 @@ class ScoringPool:
         process = self._context.Process(target=_serve, args=(theirs, *self._start_args), name="dsr-scoring")
         process.start()
         theirs.close()
-        worker = _Worker(process, ours, set(self._keys))
+        worker = _Worker(process, ours)
         with self._lock:
             self._all.append(worker)
         return worker
@@ -194,6 +193,8 @@ class ScoringPool:
         self._idle.put(fresh)
 
     def score(self, spec: PhaseSpec, name: str, text: bytes, strict: bool) -> Checked:
+        """:func:`dsr.board.scoring.score_text` in a worker: the phase named by its key, and
+        sent whole to a worker that has not seen it (once a worker)."""
         key = spec.key
         checked = self._call(_score, key, None, name, text, strict)
         if checked is None:  # that worker had not seen this phase
