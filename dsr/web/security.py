@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -113,7 +114,7 @@ def web_app(title: str, *, secret: bytes, max_body: int) -> FastAPI:
     ``secret`` signs the CSRF tokens (:mod:`dsr.web.csrf`); it is kept in ``app.state.secret``."""
     # FastAPI's OpenTelemetry hooks (FastAPI >= 0.160) off: the site configures no provider, and
     # the check for one cost every request three look-ups of OpenTelemetry's globals (py-spy)
-    off = {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+    off: dict[str, Any] = {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
     options = off if "telemetry" in inspect.signature(FastAPI.__init__).parameters else {}
     app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None, **options)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
