@@ -35,7 +35,7 @@ from dsr.web.security import web_app
 def create_app(board: Board, routers: Iterable[APIRouter] = ()) -> FastAPI:
     """The ASGI app serving ``board`` (a :class:`dsr.board.service.Board`): the routers of
     :data:`dsr.board.routes.ROUTERS`, then ``routers`` (more parts of the site)."""
-    from dsr.board.routes import ROUTERS
+    from dsr.board.routes import FIRST, ROUTERS
 
     max_body = board.upload_limit() + 512 * 1024  # the largest run, a sidecar and the form fields
     app = web_app("dsr leaderboard", secret=board.login_secret(), max_body=max_body)
@@ -43,6 +43,7 @@ def create_app(board: Board, routers: Iterable[APIRouter] = ()) -> FastAPI:
     app.state.routers = [*ROUTERS, *routers]
     for router in app.state.routers:
         app.include_router(router)
+    app.router.routes[:0] = FIRST  # the hot routes, matched first
     return app
 
 

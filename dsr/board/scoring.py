@@ -13,6 +13,7 @@ Holm-corrected) and their CSV/LaTeX exports are ``dsr.evaluation.tables``'.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -79,8 +80,10 @@ class PhaseSpec:
     labels_json: str | None
     min_dialogues: int | None  # hidden phases: see publishable_subsets
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
+        """A digest of the spec (computed once a spec: a hidden phase's labels are megabytes
+        on a SIGIR-sized collection)."""
         return hashlib.sha256(
             "\n".join(
                 [self.collection_hash, self.measures_json, self.topics_json, self.labels_json or "", str(self.min_dialogues)]

@@ -94,6 +94,11 @@ QUOTA_COUNT = (
 )
 #: a team's row with this Idempotency-Key
 BY_KEY = select(Submission).where(Submission.team_id == bindparam("team"), Submission.idempotency_key == bindparam("key"))
+#: the id of a team's row with this Idempotency-Key
+KEY_ID = select(Submission.id).where(Submission.team_id == bindparam("team"), Submission.idempotency_key == bindparam("key"))
+#: a submission's first read, one statement: :data:`QUOTA_COUNT` and the row of its key if
+#: there is one (a retry, answered before scoring)
+QUOTA_AND_KEY = QUOTA_COUNT.add_columns(KEY_ID.scalar_subquery())
 #: a team's row with this ranking on a board
 SAME_RANKING = select(Submission.id).where(
     Submission.phase_id == bindparam("phase"),
@@ -101,10 +106,20 @@ SAME_RANKING = select(Submission.id).where(
     Submission.ranking_sha256 == bindparam("ranking"),
 )
 #: a team's rows on a board, in submission order (its quota, duplicates and ladder, read once
-#: in the write transaction)
+#: in the write transaction), and its row of an Idempotency-Key on any board (a retry)
 TEAM_ROWS = (
-    select(Submission.id, Submission.created_at, Submission.ranking_sha256, Submission.baseline)
-    .where(Submission.phase_id == bindparam("phase"), Submission.team_id == bindparam("team"))
+    select(
+        Submission.id,
+        Submission.created_at,
+        Submission.ranking_sha256,
+        Submission.baseline,
+        Submission.phase_id,
+        Submission.idempotency_key,
+    )
+    .where(
+        Submission.team_id == bindparam("team"),
+        (Submission.phase_id == bindparam("phase")) | (Submission.idempotency_key == bindparam("key")),
+    )
     .order_by(Submission.id)
 )
 #: the lock that serialises a team's writes (PostgreSQL)
@@ -295,8 +310,9 @@ class Board(Members, Phases):
             phase.collection_ref, phase.collection_hash, phase.topics_json, phase.measures_json, phase.labels_json, minimum
         )
 
-    def phase_data(self, phase: Phase) -> scoring.PhaseData:
-        spec = self.phase_spec(phase)
+    def phase_data(self, phase: Phase, spec: scoring.PhaseSpec | None = None) -> scoring.PhaseData:
+        """The phase's scoring data, built once a process (``spec``: the phase's, made already)."""
+        spec = spec or self.phase_spec(phase)
         key = (phase.id, spec.key)
         with self._lock:
             data = self._phase_data.get(key)
@@ -316,7 +332,12 @@ class Board(Members, Phases):
             return self.config.max_upload
         if phase is None:
             return max([self._open_limit(p) for p in self.phases() if p.frozen_at is None], default=MAX_UPLOAD)
-        pairs = self.phase_data(phase).pairs()
+        return self._limit_of(self.phase_data(phase))
+
+    def _limit_of(self, data: scoring.PhaseData) -> int:
+        if self.config.max_upload is not None:
+            return self.config.max_upload
+        pairs = data.pairs()
         return max(MAX_UPLOAD, 2 * (pairs.id_chars + LINE_ALLOWANCE * len(pairs.docs)))
 
     # -- quotas ------------------------------------------------------------
@@ -392,16 +413,19 @@ class Board(Members, Phases):
         if closed is not None and not (job.baseline and phase.frozen_at is None):  # baselines: any
             # time before the freeze (organisers load them before a phase opens)
             raise Refused(403, closed, opens_at=iso(phase.opens_at), closes_at=iso(phase.closes_at))
-        job.pdata = self.phase_data(phase)
-        job.text = unpack_run(job.data, self.upload_limit(phase))
+        job.spec = self.phase_spec(phase)
+        job.pdata = self.phase_data(phase, job.spec)
+        job.text = unpack_run(job.data, self._limit_of(job.pdata))
         job.digest = hashlib.sha256(job.text).hexdigest()
         job.published = published_from_sidecar(job.sidecar)
         job.display = display_name(job.filename)
         job.request = request_digest(phase.id, job.digest, job.display, job.meta, job.published)
-        first = self._replay(job.team, job.key, job.request, s)
-        if first is not None:
-            return first
-        job.before = self.quota(job.team, phase, s)
+        day = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
+        params = {"day": day, "phase": phase.id, "team": job.team.id, "key": job.key}
+        total, today, key_row = s.execute(QUOTA_AND_KEY, params).one()
+        if key_row is not None:  # a retry: its first answer (or 422 for another request)
+            return self._replayed(s.get(Submission, key_row), job.request)
+        job.before = quota_left(job.team, phase, day, int(today), int(total))
         return job
 
     def _complete(self, job: Intake) -> Accepted:
@@ -410,7 +434,7 @@ class Board(Members, Phases):
         if job.before["exhausted"]:  # a duplicate is told first, as when the quota is left
             self._refuse_duplicate(team, phase, self._ranking(text))
             raise Refused(429, "quota exhausted", quota=job.before)
-        ranking, scored = self._score(team, phase, job.pdata, text, job.display)
+        ranking, scored = self._score(team, phase, job.pdata, text, job.display, job.spec)
         row = Submission(
             phase_id=phase.id,
             team_id=team.id,
@@ -455,13 +479,15 @@ class Board(Members, Phases):
             return self.pool.digest(text)
         return ranking_digest(text)
 
-    def _score(self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes, display: str) -> tuple[str, scoring.Scored]:
+    def _score(
+        self, team: Team, phase: Phase, pdata: scoring.PhaseData, text: bytes, display: str, spec: scoring.PhaseSpec | None = None
+    ) -> tuple[str, scoring.Scored]:
         """Parse once, validate (with the phase's tie policy) and score, in a worker or here:
         (the ranking's digest, the scores). An invalid run is refused (422); a duplicate of the
         team's own run (409) is found in the write transaction (:meth:`_record`: a valid run
         only can be a duplicate, since a stored run was valid)."""
         if self.pool is not None and len(text) >= POOL_MIN_BYTES:
-            checked = self.pool.score(self.phase_spec(phase), f"{phase.collection}/{phase.name}", text, phase.strict)
+            checked = self.pool.score(spec or self.phase_spec(phase), f"{phase.collection}/{phase.name}", text, phase.strict)
         else:
             checked = scoring.score_text(pdata, text, phase.strict, self.store.scratch)
         if checked.error is not None:  # the reader after the validator: should not happen, but say so
@@ -492,11 +518,14 @@ class Board(Members, Phases):
             # row (PostgreSQL); SQLite's BEGIN IMMEDIATE holds the database's write lock already.
             if s.get_bind().dialect.name != "sqlite":
                 s.execute(LOCK_TEAM, {"team": team.id})
-            first = self._replay(team, row.idempotency_key, row.request_sha256, s)
-            if first is not None:  # a retry of this request was recorded meanwhile: its answer
-                return first
-            # the team's rows on the board, once: its duplicate, its quota, its ladder's runs
-            mine = s.execute(TEAM_ROWS, {"phase": phase.id, "team": team.id}).all()
+            # the team's rows on the board, once: its duplicate, its quota, its ladder's runs; and
+            # the row of this request's key, on any board
+            key = row.idempotency_key
+            rows = s.execute(TEAM_ROWS, {"phase": phase.id, "team": team.id, "key": key}).all()
+            keyed = next((r.id for r in rows if key is not None and r.idempotency_key == key), None)
+            if keyed is not None:  # a retry of this request was recorded meanwhile: its answer
+                return self._replayed(s.get(Submission, keyed), row.request_sha256)
+            mine = [r for r in rows if r.phase_id == phase.id]
             same = next((r.id for r in mine if r.ranking_sha256 == row.ranking_sha256), None)
             if same is not None:
                 raise duplicate(phase, same)
@@ -545,6 +574,12 @@ class Board(Members, Phases):
             row = session.scalar(BY_KEY, params)
         if row is None:
             return None
+        return self._replayed(row, request)
+
+    @staticmethod
+    def _replayed(row: Submission, request: str) -> Accepted:
+        """The first answer of a key's row to a retry with request digest ``request``: Refused
+        (422) when the key came with another request."""
         if row.request_sha256 != request:
             raise Refused(
                 422,
@@ -647,6 +682,7 @@ class Intake:
     baseline: bool
     key: str | None
     member_id: int | None
+    spec: scoring.PhaseSpec | None = None
     pdata: scoring.PhaseData | None = None
     text: bytes = b""
     digest: str = ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from types import ModuleType
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session
 
 from dsr.core.errors import InputError
@@ -60,7 +62,9 @@ def make_engine(url: str) -> Engine:
     if backend == "postgresql":
         if parsed.drivername == "postgresql":
             parsed = parsed.set(drivername="postgresql+psycopg")  # psycopg 3
-        return create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
+        engine = create_engine(parsed, pool_size=10, max_overflow=20)
+        _ping_when_idle(engine)
+        return engine
     raise InputError(f"unsupported database {backend!r}: use sqlite:///FILE or postgresql://...", field="url")
 
 
@@ -80,6 +84,32 @@ def _sqlite_events(engine: Engine) -> None:
     def _begin(connection):
         immediate = connection.get_execution_options().get("board_write")
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+#: a PostgreSQL connection idle this long (seconds) is tested before use
+PING_AFTER_S = 1.0
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Test a pooled connection before use when it sat idle for :data:`PING_AFTER_S` or more
+    (a database restarted meanwhile: a fresh connection instead of an error), SQLAlchemy's
+    pessimistic disconnect handling with a checkout event. ``pool_pre_ping`` tested it at
+    every checkout: a ``SELECT 1`` round trip in each of a submission's three sessions. A
+    connection in steady use is not tested; one that breaks in use invalidates the pool, whose
+    older connections are then replaced."""
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(_dbapi_connection, record):
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_connection, record, _proxy):
+        if time.monotonic() - record.info.get("idle_since", float("-inf")) < PING_AFTER_S:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_connection)
+        except Exception as err:  # the pool connects anew (three tries)
+            raise DisconnectionError() from err
 
 
 #: the PostgreSQL advisory lock that lets one process at a time migrate (any number, any host)
@@ -139,6 +169,16 @@ def read_session(engine: Engine) -> Iterator[Session]:
 
 
 _WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
+_WRITERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+
+
+def _writer(engine: Engine) -> Engine:
+    """What a write session runs on: ``engine`` with the option that makes SQLite's ``BEGIN``
+    IMMEDIATE, made once an engine (a copy of the engine's options every transaction, else)."""
+    writer = _WRITERS.get(engine)
+    if writer is None:
+        writer = _WRITERS.setdefault(engine, engine.execution_options(board_write=True))
+    return writer
 
 
 @contextlib.contextmanager
@@ -154,6 +194,6 @@ def write_session(engine: Engine) -> Iterator[Session]:
     if engine.dialect.name == "sqlite":
         lock = _WRITE_LOCKS.setdefault(engine, threading.Lock())
     with lock if lock is not None else contextlib.nullcontext():
-        with Session(engine.execution_options(board_write=True), expire_on_commit=False) as session:
+        with Session(_writer(engine), expire_on_commit=False) as session:
             with session.begin():
                 yield session

@@ -9,8 +9,10 @@ The policy forbids scripts; a page that needs its own script (judging's task pag
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -45,19 +47,26 @@ class _TooLarge(Exception):
     pass
 
 
-class BodyLimit:
-    """ASGI middleware: a request body over ``limit`` bytes is answered 413 (header or stream)."""
+class Guard:
+    """ASGI middleware, both of the web core's rules in one layer (each layer wraps every
+    request and every message sent): a request body over ``limit`` bytes is answered 413
+    (header or stream), and every answer gets :data:`HEADERS` where it does not set them itself.
+
+    Plain ASGI, not ``@app.middleware("http")`` (Starlette's ``BaseHTTPMiddleware`` runs each
+    request in one more task and streams the answer through a memory channel: CPU on the
+    event loop that, with 20 concurrent submissions, showed in the board's p95)."""
 
     def __init__(self, app, limit: int):
         self.app = app
         self.limit = limit
+        self.extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in HEADERS.items()]
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
-            return await _send_413(send, self.limit)
+            return await _send_413(send, self.limit, self.extra)
         received = 0
         started = False
 
@@ -70,52 +79,30 @@ class BodyLimit:
                     raise _TooLarge
             return message
 
-        async def tracking_send(message):
+        async def guarded_send(message):
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await _send_413(send, self.limit)
-
-
-class SecurityHeaders:
-    """ASGI middleware: :data:`HEADERS` on every answer that does not set them itself.
-
-    Plain ASGI, not ``@app.middleware("http")`` (Starlette's ``BaseHTTPMiddleware`` runs each
-    request in one more task and streams the answer through a memory channel: CPU on the
-    event loop that, with 20 concurrent submissions, showed in the board's p95)."""
-
-    def __init__(self, app):
-        self.app = app
-        self.extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in HEADERS.items()]
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-
-        async def with_headers(message):
-            if message["type"] == "http.response.start":
                 headers = list(message.get("headers") or [])
                 present = {name.lower() for name, _ in headers}
                 headers += [(k, v) for k, v in self.extra if k not in present]
                 message = {**message, "headers": headers}
             await send(message)
 
-        await self.app(scope, receive, with_headers)
+        try:
+            await self.app(scope, limited_receive, guarded_send)
+        except _TooLarge:
+            if not started:
+                await _send_413(send, self.limit, self.extra)
 
 
-async def _send_413(send, limit: int):
+async def _send_413(send, limit: int, extra: list[tuple[bytes, bytes]]):
     body = json.dumps({"error": f"request body larger than {limit} bytes"}).encode()
     await send(
         {
             "type": "http.response.start",
             "status": 413,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra],
         }
     )
     await send({"type": "http.response.body", "body": body})
@@ -125,12 +112,15 @@ def web_app(title: str, *, secret: bytes, max_body: int) -> FastAPI:
     """A FastAPI app with the security headers, the body cap, ``/static`` and ``/healthz``.
 
     ``secret`` signs the CSRF tokens (:mod:`dsr.web.csrf`); it is kept in ``app.state.secret``."""
-    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None)
+    # FastAPI's OpenTelemetry hooks (FastAPI >= 0.160) off: the site configures no provider, and
+    # the check for one cost every request three look-ups of OpenTelemetry's globals (py-spy)
+    off: dict[str, Any] = {"telemetry": {"tracing": False, "metrics": False, "logs": False}}
+    options = off if "telemetry" in inspect.signature(FastAPI.__init__).parameters else {}
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None, **options)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.state.secret = secret
 
-    app.add_middleware(SecurityHeaders)
-    app.add_middleware(BodyLimit, limit=max_body)
+    app.add_middleware(Guard, limit=max_body)
 
     @app.get("/healthz")
     def healthz():

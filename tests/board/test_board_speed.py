@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dsr.board import runcheck, service
+from dsr.board import runcheck, scoring, service
 from dsr.board.intake import ranking_digest
 from dsr.board.service import MAX_UPLOAD, Metadata, Refused
-from dsr.board.workers import ScoringPool
+from dsr.board.workers import ScoringPool, WorkerGone
 from dsr.collections.synthetic import make_collection, make_run
 from dsr.core.data import write_benchmark
 from dsr.core.run import read_trec_run
@@ -236,3 +236,32 @@ def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(t
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["False", "True", "2"]
+
+
+@pytest.mark.slow
+def test_a_scoring_worker_that_dies_is_replaced_and_phases_reach_new_workers(tmp_path, runs):
+    """A worker killed between calls fails the one call that meets it (``WorkerGone``) and is
+    replaced: the calls after it are answered (``ProcessPoolExecutor``'s pool stayed broken for
+    every later run). A phase added after the pool started reaches each worker once, whole,
+    the first time it scores that phase's run; the answers are the request thread's."""
+    board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path, workers=1)
+    try:
+        phase = board.add_phase("sample", "dev")  # after the pool's start: no worker has it
+        spec, text = board.phase_spec(phase), read(runs / "bm25.run")
+        here = scoring.score_text(board.phase_data(phase), text, False, board.store.scratch)
+        pool = board.pool
+        first = pool._all[0].process
+        for _ in range(2):  # the spec sent once, then named by its key
+            checked = pool.score(spec, "sample/dev", text, False)
+            assert checked.ranking == here.ranking and np.array_equal(checked.scored.values.values, here.scored.values.values)
+        first.kill()
+        first.join(10)
+        with pytest.raises(WorkerGone):
+            pool.digest(text)
+        assert len(pool._all) == 1 and pool._all[0].process is not first and pool._all[0].process.is_alive()
+        assert pool.digest(text) == ranking_digest(text)
+        assert pool.score(spec, "sample/dev", text, False).ranking == here.ranking  # the new worker: sent again
+        fresh = pool._all[0].process
+    finally:
+        board.close()
+    assert not fresh.is_alive()

@@ -7,6 +7,7 @@ from functools import partial
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 
 from dsr.board import leaderboard
 from dsr.board.intake import idempotency_key
@@ -131,8 +132,11 @@ def _admit(board: Board, request: Request) -> tuple[Team, Member] | JSONResponse
     return found
 
 
-@router.post("/submissions")
-async def api_submit(request: Request, board: BoardDep):
+async def api_submit(request: Request):
+    """``POST /api/submissions``: a plain Starlette route, matched before every router
+    (:data:`FIRST`): the board's busiest answer skips FastAPI's walk over the site's routes
+    and its dependency resolution (the same answers: it takes nothing FastAPI would parse)."""
+    board: Board = request.app.state.board
     admitted = await in_thread(_admit, board, request)
     if isinstance(admitted, JSONResponse):
         return admitted
@@ -148,6 +152,10 @@ async def api_submit(request: Request, board: BoardDep):
     except Refused as refused:
         return JSONResponse(refused.to_json(), status_code=refused.status)
     return JSONResponse(accepted.answer, status_code=201, headers={"Idempotency-Replayed": "true"} if accepted.replayed else None)
+
+
+#: routes the app matches before its routers (:func:`dsr.board.app.create_app`)
+FIRST = [Route("/api/submissions", api_submit, methods=["POST"])]
 
 
 def run_json(board: Board, view: dict, viewer: Team | None = None) -> dict:
