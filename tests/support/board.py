@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -62,6 +63,8 @@ __all__ = [
     "setup_phases",
     "postgres",
     "db_url",
+    "memory_root",
+    "db_folder",
     "empty_database",
     "sqlite_template",
     "runs",
@@ -112,6 +115,31 @@ def postgres():
     server.stop()
 
 
+#: tmpfs: where an SQLite commit's fsync (``synchronous=FULL``, 2 ms and more on a loaded disk,
+#: one per grade or submission) costs nothing, as the throwaway PostgreSQL runs with fsync=off;
+#: what the tests prove is the same (a killed process loses no committed row either way)
+MEMORY = Path("/dev/shm")
+
+
+@pytest.fixture(scope="session")
+def memory_root(tmp_path_factory):
+    """This process's folder for test databases in memory (:data:`MEMORY`; tmp_path_factory's
+    folder where there is none), removed at the end of the run."""
+    if not (MEMORY.is_dir() and os.access(MEMORY, os.W_OK)):
+        yield tmp_path_factory.mktemp("databases")
+        return
+    folder = Path(tempfile.mkdtemp(prefix="dsr-test-db-", dir=MEMORY))
+    os.chmod(folder, 0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def db_folder(memory_root):
+    """A test's own empty folder for its SQLite databases, in memory (:func:`memory_root`)."""
+    return Path(tempfile.mkdtemp(dir=memory_root))
+
+
 def empty_database(test):
     """Mark a test whose ``db_url`` must be empty (it migrates it itself: :func:`engine_at`)."""
     test.__dsr_empty_database__ = True
@@ -119,20 +147,20 @@ def empty_database(test):
 
 
 @pytest.fixture(scope="session")
-def sqlite_template(tmp_path_factory) -> Path:
+def sqlite_template(memory_root) -> Path:
     """Where the SQLite database that ``db_url`` copies is made (on first use, per process)."""
-    return tmp_path_factory.mktemp("template") / "board.sqlite"
+    return memory_root / "template.sqlite"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path):
+def db_url(request, db_folder):
     """A fresh database, SQLite in tmp_path or one on the throwaway PostgreSQL, with the schema
     at the head as a board's first start leaves it (a copy of one migrated once per process,
     with its own login secret: ``tools.board_harness.migrated_sqlite``,
     ``Postgres.migrated_database``); empty for a test marked :func:`empty_database`."""
     empty = getattr(request.function, "__dsr_empty_database__", False)
     if request.param == "sqlite":
-        path = tmp_path / "board.sqlite"
+        path = db_folder / "board.sqlite"
         return f"sqlite:///{path}" if empty else migrated_sqlite(request.getfixturevalue("sqlite_template"), path)
     postgres = request.getfixturevalue("postgres")
     return postgres.new_database() if empty else postgres.migrated_database()
