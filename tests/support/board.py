@@ -4,6 +4,8 @@
   ``pg_ctl`` in a temporary directory, loopback port); skipped with the reason
   when the binaries are missing. ``db_url`` is parametrised over SQLite and
   PostgreSQL (a fresh database per test), so every test that takes it runs on both.
+* ``memory_root``, ``db_folder``: folders in memory (tmpfs) for SQLite databases that a test
+  commits to thousands of times.
 * ``runs``: run files made by dsr's rankers on the bundled ``sample`` collection.
 * ``live_server``: the app under a real uvicorn on 127.0.0.1 and a free port.
 
@@ -115,9 +117,11 @@ def postgres():
     server.stop()
 
 
-#: tmpfs: where an SQLite commit's fsync (``synchronous=FULL``, 2 ms and more on a loaded disk,
-#: one per grade or submission) costs nothing, as the throwaway PostgreSQL runs with fsync=off;
-#: what the tests prove is the same (a killed process loses no committed row either way)
+#: tmpfs: where an SQLite commit's fsync (``synchronous=FULL``: 2 ms and more on a disk other
+#: processes write to, one per grade) costs nothing, as the throwaway PostgreSQL runs with
+#: fsync=off; what the tests prove is the same (a killed process loses no committed row either
+#: way). For tests that commit thousands of times (test_quality's graded campaigns); the
+#: boards of ``db_url`` commit tens of times and stay in tmp_path (no difference measured)
 MEMORY = Path("/dev/shm")
 
 
@@ -129,7 +133,6 @@ def memory_root(tmp_path_factory):
         yield tmp_path_factory.mktemp("databases")
         return
     folder = Path(tempfile.mkdtemp(prefix="dsr-test-db-", dir=MEMORY))
-    os.chmod(folder, 0o755)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -147,20 +150,20 @@ def empty_database(test):
 
 
 @pytest.fixture(scope="session")
-def sqlite_template(memory_root) -> Path:
+def sqlite_template(tmp_path_factory) -> Path:
     """Where the SQLite database that ``db_url`` copies is made (on first use, per process)."""
-    return memory_root / "template.sqlite"
+    return tmp_path_factory.mktemp("template") / "board.sqlite"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, db_folder):
+def db_url(request, tmp_path):
     """A fresh database, SQLite in tmp_path or one on the throwaway PostgreSQL, with the schema
     at the head as a board's first start leaves it (a copy of one migrated once per process,
     with its own login secret: ``tools.board_harness.migrated_sqlite``,
     ``Postgres.migrated_database``); empty for a test marked :func:`empty_database`."""
     empty = getattr(request.function, "__dsr_empty_database__", False)
     if request.param == "sqlite":
-        path = db_folder / "board.sqlite"
+        path = tmp_path / "board.sqlite"
         return f"sqlite:///{path}" if empty else migrated_sqlite(request.getfixturevalue("sqlite_template"), path)
     postgres = request.getfixturevalue("postgres")
     return postgres.new_database() if empty else postgres.migrated_database()
