@@ -76,12 +76,36 @@ def pytest_configure(config):
             os.environ.setdefault(name, share)
     processes.mark_this_run()
     tiers.install_guards()
+    session_temp_folder(config)
     if not hasattr(config, "workerinput"):  # where the reports arrive: keep the modules' costs
         config.pluginmanager.register(order.Timings(config), "dsr-module-timings")
     # what module- and session-scoped fixtures see too (the per-test dsr_home below sets both
     # again): never the user's own ~/.cache/dsr, and the exact backend
     os.environ["DSR_HOME"] = tempfile.mkdtemp(prefix="dsr-test-home-")
     os.environ["DSR_BACKEND"] = "torch"
+
+
+#: the environment variable naming the run's temporary folder (set by the process that starts the run)
+TEMP_MARK = "DSR_TEST_TMPDIR"
+
+
+def session_temp_folder(config) -> None:
+    """One temporary folder for the run, in the system's (TMPDIR, for this process and every
+    process it starts: xdist's workers, servers, their scoring workers' forkserver), removed at
+    the end of the run by the process that made it. What a process leaves in TMPDIR when it is
+    killed, or when it ends without Python's exit handlers (``os._exit`` in a forked server),
+    goes with it: multiprocessing's ``pymp-*`` folders (a forkserver's listener socket) were
+    ~250 a run left in /tmp. Readable by others (0755): the throwaway PostgreSQL runs as
+    postgres in a folder made here."""
+    if os.environ.get(TEMP_MARK):  # an xdist worker: its controller's folder
+        return
+    # pytest's basetemp (tmp_path: kept for the last three runs) stays where it was
+    os.environ.setdefault("PYTEST_DEBUG_TEMPROOT", tempfile.gettempdir())
+    folder = tempfile.mkdtemp(prefix="dsr-test-tmp-")
+    os.chmod(folder, 0o755)
+    os.environ[TEMP_MARK] = os.environ["TMPDIR"] = folder
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
 def pytest_unconfigure(config):

@@ -95,7 +95,8 @@ def plain_rebuild(folder: Path):
                 score = np.round(4 * np.log1p(co) + prior, 6)
                 for m in seen:
                     score[where[m]] = -np.inf
-                pool = [ids[j] for j in np.lexsort((tie_rank, -score)) if np.isfinite(score[j])][:50]
+                order = np.lexsort((tie_rank, -score))
+                pool = [ids[j] for j in order[np.isfinite(score[order])][:50]]
                 labels = {m: 2 if all(f.get(m, {}).get("liked") == 1 for f in forms) else 1 for m in new}
                 if set(pool) & set(labels):
                     expected[f"{d['conversationId']}-{i}"] = (labels, pool, "seeker_named" if seeker_named else "seeker_unnamed")

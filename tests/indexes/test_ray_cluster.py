@@ -50,7 +50,9 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 40  # seconds for a node to start (a loaded 2-core machine)
-STOP_TIMEOUT = 5  # seconds for the nodes to stop on SIGTERM before SIGKILL
+#: seconds for the nodes to stop on SIGTERM before SIGKILL: neither node of `ray start --block`
+#: had stopped 30 s after it (Ray 2.60, 2026-11-27), so a longer wait only delays the SIGKILL
+STOP_TIMEOUT = 1
 RAY = [sys.executable, "-c", "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
 
 
@@ -121,7 +123,7 @@ def wait_for_line(log: Path, process: subprocess.Popen, line: str) -> None:
     while line not in (log.read_text(errors="replace") if log.exists() else ""):
         if process.poll() is not None or time.monotonic() > deadline:
             pytest.fail(f"a Ray node did not start in {START_TIMEOUT} s: " + log.read_text(errors="replace")[-2000:])
-        time.sleep(0.5)
+        time.sleep(0.1)
 
 
 def run_python(code: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -28,6 +28,9 @@ from tests.support.tiers import slow_fixture
 
 DIALOGUES = 30
 
+# one worker grades the module's campaign (10,000 grades, one commit each) for all its tests
+pytestmark = pytest.mark.xdist_group("quality")
+
 
 def title_matcher(view: dict, sentence: dict) -> int:
     from dsr.core.text import content_words
@@ -71,8 +74,8 @@ PEOPLE = ("careful", "titles", "overlap", "position", "size", "random", "zeros")
 
 @pytest.fixture(scope="module")
 @slow_fixture
-def campaign(tmp_path_factory):
-    return graded_campaign(tmp_path_factory.mktemp("qc") / "board.sqlite", "auto")
+def campaign(memory_root):
+    return graded_campaign(memory_root / "qc.sqlite", "auto")
 
 
 def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
@@ -273,13 +276,13 @@ def test_grade_times_are_refused_by_the_api_the_import_and_never_reach_the_repor
 
 
 @pytest.mark.slow
-def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(tmp_path):
+def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(db_folder):
     """With known grades from a judged file (--gold), most judged-0 candidates are of other
     films, which a title-matcher answers right: the not-relevant checks are taken from the
     dialogue's own or a related document first."""
     from dsr.judging.campaign_report import outcome
 
-    judging, _, items, _, _, views = graded_campaign(tmp_path / "gold.sqlite", "gold")
+    judging, _, items, _, _, views = graded_campaign(db_folder / "gold.sqlite", "gold")
     negatives = items[(items["gold"] == 0)]
     assert set(items.loc[items["gold"].notna(), "source"]) == {"judged"}
     assert np.mean([title_matcher(*views[k]) == 2 for k in negatives.index]) > 0.75  # 0.86 here
@@ -290,7 +293,7 @@ def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(tmp_path):
 
 
 @pytest.mark.slow
-def test_what_automatic_checks_cannot_catch_gold_items_do(tmp_path):
+def test_what_automatic_checks_cannot_catch_gold_items_do(db_folder):
     """The limit docs/judging.md states: a script that grades 2 only when a sentence has the
     dialogue's exact title and shares a word with the last turns answers every automatic
     not-relevant check right (none is both) and passes them; gold items exclude it."""
@@ -298,7 +301,7 @@ def test_what_automatic_checks_cannot_catch_gold_items_do(tmp_path):
 
     verdicts = {}
     for known in ("auto", "gold"):
-        judging, *_ = graded_campaign(tmp_path / f"{known}.sqlite", known, ("careful", "both"))
+        judging, *_ = graded_campaign(db_folder / f"{known}.sqlite", known, ("careful", "both"))
         verdicts[known] = {a: (c.counted, round(c.accuracy, 3)) for a, c in outcome(judging, "qc", "mv").checks.items()}
     assert verdicts["auto"]["both"][0] and not verdicts["gold"]["both"][0], verdicts
     assert verdicts["auto"]["careful"][0] and verdicts["gold"]["careful"][0], verdicts

@@ -4,6 +4,8 @@
   ``pg_ctl`` in a temporary directory, loopback port); skipped with the reason
   when the binaries are missing. ``db_url`` is parametrised over SQLite and
   PostgreSQL (a fresh database per test), so every test that takes it runs on both.
+* ``memory_root``, ``db_folder``: folders in memory (tmpfs) for SQLite databases that a test
+  commits to thousands of times.
 * ``runs``: run files made by dsr's rankers on the bundled ``sample`` collection.
 * ``live_server``: the app under a real uvicorn on 127.0.0.1 and a free port.
 
@@ -20,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -62,6 +65,8 @@ __all__ = [
     "setup_phases",
     "postgres",
     "db_url",
+    "memory_root",
+    "db_folder",
     "empty_database",
     "sqlite_template",
     "runs",
@@ -110,6 +115,32 @@ def postgres():
         pytest.fail(f"PostgreSQL did not start: {err.stderr.decode(errors='replace')[-800:]}")
     yield server
     server.stop()
+
+
+#: tmpfs: where an SQLite commit's fsync (``synchronous=FULL``: 2 ms and more on a disk other
+#: processes write to, one per grade) costs nothing, as the throwaway PostgreSQL runs with
+#: fsync=off; what the tests prove is the same (a killed process loses no committed row either
+#: way). For tests that commit thousands of times (test_quality's graded campaigns); the
+#: boards of ``db_url`` commit tens of times and stay in tmp_path (no difference measured)
+MEMORY = Path("/dev/shm")
+
+
+@pytest.fixture(scope="session")
+def memory_root(tmp_path_factory):
+    """This process's folder for test databases in memory (:data:`MEMORY`; tmp_path_factory's
+    folder where there is none), removed at the end of the run."""
+    if not (MEMORY.is_dir() and os.access(MEMORY, os.W_OK)):
+        yield tmp_path_factory.mktemp("databases")
+        return
+    folder = Path(tempfile.mkdtemp(prefix="dsr-test-db-", dir=MEMORY))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def db_folder(memory_root):
+    """A test's own empty folder for its SQLite databases, in memory (:func:`memory_root`)."""
+    return Path(tempfile.mkdtemp(dir=memory_root))
 
 
 def empty_database(test):

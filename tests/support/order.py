@@ -69,6 +69,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "ray-cluster": (
         "tests/indexes/test_ray_cluster.py",
     ),  # its module fixture starts a two-node Ray cluster: once, on one worker
+    "quality": (
+        "tests/judging/test_quality.py",
+    ),  # its module fixture `campaign` grades a real pool 10,000 times: once, on one worker
     "corpus": (
         "tests/indexes/test_corpus.py",
     ),  # its module fixture `indexed` builds a corpus and its indexes: once, on one worker
