@@ -129,8 +129,19 @@ IN_FLIGHT = 4
 PAD_MULTIPLE = 8
 
 
+#: the package OpenVINO's converter and NNCF send usage statistics with (to Google Analytics,
+#: unless a consent file in ~/intel says no): both fall back to a stub when it cannot be imported
+TELEMETRY = "openvino_telemetry"
+
+
 def _openvino():
-    """openvino, imported on first use, in this one place (importing this module does not load it)."""
+    """openvino, imported on first use, in this one place (importing this module does not load it).
+
+    Without telemetry: OpenVINO's converter and NNCF send usage events by default (opt-out), each
+    from a process forked off this one (about 70 an export, 5 s of CPU, and a network request a
+    default code path must not make); with ``openvino_telemetry`` unimportable they use their own
+    stubs and send nothing. Left alone where something imported it before dsr did."""
+    sys.modules.setdefault(TELEMETRY, None)  # type: ignore[arg-type]  # None: `import` raises ImportError
     import openvino
 
     return openvino

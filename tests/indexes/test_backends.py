@@ -148,6 +148,28 @@ def test_export_is_cached_with_a_manifest_and_rebuilt_when_stale(tiny_model, dsr
     assert json.loads((first.folder / "manifest.json").read_text())["versions"] == manifest["versions"]
 
 
+@pytest.mark.slow
+def test_an_int8_export_sends_no_telemetry(tiny_model, monkeypatch):
+    """OpenVINO's converter and NNCF send usage events unless told not to, each from a forked
+    process: an export (conversion and quantisation both) forks none, the converter uses its
+    stub, and the package both send with cannot be imported (NNCF, which replaces its telemetry
+    by a mock when pytest is loaded, then takes its stub too)."""
+    import importlib
+    import multiprocessing
+
+    forked = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forked.append("fork") or real_fork())
+    monkeypatch.setattr(multiprocessing.Process, "start", lambda self: forked.append(self))
+    backends.export(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder", "openvino-int8")
+    assert forked == []
+    import openvino.tools.ovc.convert_impl
+
+    assert openvino.tools.ovc.convert_impl.tm.__name__ == "openvino.tools.ovc.telemetry_stub"
+    with pytest.raises(ImportError):
+        importlib.import_module(backends.TELEMETRY)
+
+
 def test_calibration_is_local_and_seeded(quick_calibration):
     pairs = backends.calibration_items("cross-encoder")
     sample = load_collection("sample")
