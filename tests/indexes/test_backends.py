@@ -9,8 +9,8 @@ a seeded classification head), and check the export cache and its manifest.
 
 Thresholds (Spearman of the scores over the sample collection's pairs):
 fp32 >= 0.999 (measured 1.0000); int8 >= 0.98 (measured: see the asserts'
-messages; the README reports nDCG@5 on CMU_DoG). Calibration is cut to 64
-items here to keep the test short; the default is 300.
+messages; the README reports nDCG@5 on CMU_DoG). The exports are the product's own
+(its calibration set), built once per run (tests/support/exports.py).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _pairs(collection):
 
 
 @pytest.mark.slow
-def test_bi_encoder_fast_backends_rank_like_torch(quick_calibration, sample, dsr_home, exports):
+def test_bi_encoder_fast_backends_rank_like_torch(sample, dsr_home, exports):
     from dsr.indexes import embeddings
 
     for backend in FAST:  # the run's shared exports (tests/support/exports.py)
@@ -85,7 +85,7 @@ def minilm_cross_encoder(exports):
 
 
 @pytest.mark.slow
-def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, minilm_cross_encoder, dsr_home, exports):
+def test_cross_encoder_fast_backends_rank_like_torch(sample, minilm_cross_encoder, dsr_home, exports):
     from dsr.core.data import Collection
     from dsr.core.run import Run
     from dsr.rerankers import make_reranker
@@ -114,7 +114,7 @@ def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, 
     int8 = json.loads((dsr_home / "models" / "fast" / exported[0] / "cross-encoder-openvino-int8" / "manifest.json").read_text())
     assert int8["params"]["calibration"]["collection"] == "sample"
     assert int8["params"]["calibration"]["content_hash"] == sample.content_hash
-    assert int8["params"]["quantisation"]["subset_size"] == 64
+    assert int8["params"]["quantisation"]["subset_size"] == backends.CALIBRATION_SIZE
 
 
 @pytest.fixture
