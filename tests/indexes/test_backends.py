@@ -170,6 +170,23 @@ def test_an_int8_export_sends_no_telemetry(tiny_model, monkeypatch):
         importlib.import_module(backends.TELEMETRY)
 
 
+@pytest.mark.slow
+def test_the_exports_of_one_model_share_torch_s_reference_outputs(tiny_model, monkeypatch):
+    """check.json compares each export with torch on the same items: torch scores them once a
+    process for every backend's export of one model (its weights), not once an export."""
+    from sentence_transformers import CrossEncoder
+
+    calls = []
+    real = CrossEncoder.predict
+    monkeypatch.setattr(CrossEncoder, "predict", lambda self, *a, **k: calls.append(len(a[0])) or real(self, *a, **k))
+    monkeypatch.setattr(backends, "_REFERENCES", {})
+    model = resolve_model(str(tiny_model), "cross-encoder")
+    checks = [json.loads((backends.export(model, "cross-encoder", b).folder / "check.json").read_text()) for b in FAST]
+    assert calls == [backends.CHECK_ITEMS]
+    assert all(c["items"] == backends.CHECK_ITEMS and c["max_abs_diff"] < 0.01 for c in checks), checks
+    assert checks[0]["max_abs_diff"] < 1e-4 and checks[0]["spearman"] > 0.99  # fp32 against torch's own scores
+
+
 def test_calibration_is_local_and_seeded(quick_calibration):
     pairs = backends.calibration_items("cross-encoder")
     sample = load_collection("sample")
