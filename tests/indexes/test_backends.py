@@ -199,13 +199,23 @@ def test_calibration_is_local_and_seeded(quick_calibration):
 def test_a_retrained_model_gets_a_new_export(tiny_model, dsr_home, sample):
     import shutil
 
+    import torch
+
+    from dsr.core.models import load_cross_encoder
     from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
     shutil.copytree(tiny_model, dsr_home / "models" / "mine")
-    old = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino").folder
+    old = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino")
     make_tiny_bert(dsr_home / "models" / "mine", collection_texts(sample), seed=1)  # "retrained"
-    new = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino").folder
-    assert new != old and new.parent.name.startswith("dsr_mine")
+    new = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino")
+    assert new.folder != old.folder and new.folder.parent.name.startswith("dsr_mine")
+    # the new export is of the new weights (in this process too: the torch model is not the one loaded before)
+    pairs = _pairs(sample)[:20]
+    old_scores, new_scores = (backends.FastCrossEncoder(fed).predict(pairs) for fed in (old, new))
+    assert not np.allclose(old_scores, new_scores)
+    torch_model = load_cross_encoder(resolve_model("dsr:mine", "cross-encoder"))
+    torch_scores = torch_model.predict(pairs, activation_fn=torch.nn.Identity())
+    assert np.allclose(np.ravel(new_scores), np.ravel(torch_scores), atol=1e-4)
 
 
 @pytest.mark.slow
