@@ -57,6 +57,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "real-cmu-dog-train": (
         "tests/collections/test_cmu_dog_dev.py",
         "tests/collections/test_cmu_dog_dev_grades.py",
+        "tests/indexes/test_exactness.py",
         "tests/test_readme_tables.py",
         "tests/training/test_hygiene.py",
     ),
