@@ -120,11 +120,8 @@ def test_reproduce_full_suite_with_a_cross_encoder_reuses_its_caches(full_run, t
 
 @pytest.mark.slow
 def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(full_run, tmp_path, exports, monkeypatch):
-    from dsr.indexes import backends
-
     home, args, exact_out, _, _ = full_run
     monkeypatch.setenv("DSR_HOME", str(home))
-    monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)
     exports.seed(home, "all-MiniLM-L6-v2", "bi-encoder", "openvino")  # the run's one export of it
     assert main([*args, "--backend", "openvino", "--out", str(tmp_path / "fast")]) == 0
     manifest = json.loads((tmp_path / "fast" / "manifest.json").read_text())

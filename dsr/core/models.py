@@ -247,25 +247,27 @@ def _sentence_transformers() -> ModuleType:
 
 
 @lru_cache(maxsize=4)
-def _load_sentence_transformer(path: str) -> Any:
+def _load_sentence_transformer(path: str, weights: str | None) -> Any:
     return _sentence_transformers().SentenceTransformer(path, device=device(), local_files_only=True)
 
 
 def load_sentence_transformer(spec: str | ResolvedModel) -> Any:
-    """A SentenceTransformer for ``spec``, loaded once per process."""
+    """A SentenceTransformer for ``spec``, loaded once per process (per weights: a model
+    retrained in its folder is loaded again, not served from before)."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "bi-encoder")
-    return _load_sentence_transformer(model.path)
+    return _load_sentence_transformer(model.path, model.weights_sha256)
 
 
 @lru_cache(maxsize=4)
-def _load_cross_encoder(path: str, max_length: int | None) -> Any:
+def _load_cross_encoder(path: str, max_length: int | None, weights: str | None) -> Any:
     return _sentence_transformers().CrossEncoder(path, device=device(), max_length=max_length, local_files_only=True)
 
 
 def load_cross_encoder(spec: str | ResolvedModel, max_length: int | None = None) -> Any:
-    """A CrossEncoder for ``spec`` (inputs truncated to ``max_length`` tokens), loaded once per process."""
+    """A CrossEncoder for ``spec`` (inputs truncated to ``max_length`` tokens), loaded once per
+    process (per weights, as :func:`load_sentence_transformer`)."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "cross-encoder")
-    return _load_cross_encoder(model.path, max_length)
+    return _load_cross_encoder(model.path, max_length, model.weights_sha256)
 
 
 def model_records(described: dict[str, Any], params: dict[str, Any], kind: str) -> list[dict[str, Any]]:

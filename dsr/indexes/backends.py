@@ -129,8 +129,19 @@ IN_FLIGHT = 4
 PAD_MULTIPLE = 8
 
 
+#: the package OpenVINO's converter and NNCF send usage statistics with (to Google Analytics,
+#: unless a consent file in ~/intel says no): both fall back to a stub when it cannot be imported
+TELEMETRY = "openvino_telemetry"
+
+
 def _openvino():
-    """openvino, imported on first use, in this one place (importing this module does not load it)."""
+    """openvino, imported on first use, in this one place (importing this module does not load it).
+
+    Without telemetry: OpenVINO's converter and NNCF send usage events by default (opt-out), each
+    from a process forked off this one (about 70 an export, 5 s of CPU, and a network request a
+    default code path must not make); with ``openvino_telemetry`` unimportable they use their own
+    stubs and send nothing. Left alone where something imported it before dsr did."""
+    sys.modules.setdefault(TELEMETRY, None)  # type: ignore[arg-type]  # None: `import` raises ImportError
     import openvino
 
     return openvino
@@ -351,24 +362,46 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     }
     (folder / "fast.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     fed = FastModel(folder, kind, backend, OUTPUTS[kind], inputs, max_length, do_lower_case)
-    (folder / "check.json").write_text(json.dumps(_agreement(module, fed, calibration[:CHECK_ITEMS]), indent=2), encoding="utf-8")
+    check = _agreement(_reference(module, model, kind, calibration[:CHECK_ITEMS]), fed, calibration[:CHECK_ITEMS])
+    (folder / "check.json").write_text(json.dumps(check, indent=2), encoding="utf-8")
 
 
-def _agreement(module, fed: FastModel, items: list) -> dict[str, Any]:
-    """How far the export is from torch on ``items``: informative, for check.json."""
+#: torch's outputs on the check items, by (model key, kind, the items' sha256): the same for each
+#: backend's export of a model, so computed once a process (a cross-encoder's 64 long pairs take
+#: 3 to 4 s on a core); the last few models' only
+_REFERENCES: dict[tuple[str, str, str], np.ndarray] = {}
+REFERENCES_KEPT = 4
+
+
+def _reference(module, model: ResolvedModel, kind: str, items: list) -> np.ndarray:
+    """torch's output for each of ``items``: embeddings (bi-encoder) or scores (cross-encoder)."""
+    digest = hashlib.sha256(json.dumps(items, ensure_ascii=False).encode("utf-8")).hexdigest()
+    key = (model.key, kind, digest)
+    if model.weights_sha256 and key in _REFERENCES:
+        return _REFERENCES[key]
+    if kind == "bi-encoder":
+        ref = np.asarray(module.encode(items, convert_to_numpy=True, show_progress_bar=False), np.float64)
+    else:
+        identity = _torch().nn.Identity()
+        ref = np.asarray(
+            module.predict(items, activation_fn=identity, show_progress_bar=False, convert_to_numpy=True), np.float64
+        ).reshape(len(items), -1)[:, 0]
+    if model.weights_sha256:  # a model without a weights hash is never taken for another
+        while len(_REFERENCES) >= REFERENCES_KEPT:
+            del _REFERENCES[next(iter(_REFERENCES))]
+        _REFERENCES[key] = ref
+    return ref
+
+
+def _agreement(ref: np.ndarray, fed: FastModel, items: list) -> dict[str, Any]:
+    """How far the export is from torch's outputs ``ref`` on ``items``: informative, for check.json."""
     from scipy.stats import spearmanr
 
     runner = _Runner(fed)
     if fed.kind == "bi-encoder":
-        ref = np.asarray(module.encode(items, convert_to_numpy=True, show_progress_bar=False), np.float64)
         got = runner.run(items).astype(np.float64)
         cos = (ref * got).sum(1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(got, axis=1))
         return {"items": len(items), "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min())}
-    torch = _torch()
-
-    ref = np.asarray(
-        module.predict(items, activation_fn=torch.nn.Identity(), show_progress_bar=False, convert_to_numpy=True), np.float64
-    ).reshape(len(items), -1)[:, 0]
     got = runner.run(items).astype(np.float64).reshape(len(items), -1)[:, 0]
     return {"items": len(items), "spearman": float(spearmanr(ref, got).statistic), "max_abs_diff": float(np.abs(ref - got).max())}
 

@@ -9,8 +9,8 @@ a seeded classification head), and check the export cache and its manifest.
 
 Thresholds (Spearman of the scores over the sample collection's pairs):
 fp32 >= 0.999 (measured 1.0000); int8 >= 0.98 (measured: see the asserts'
-messages; the README reports nDCG@5 on CMU_DoG). Calibration is cut to 64
-items here to keep the test short; the default is 300.
+messages; the README reports nDCG@5 on CMU_DoG). The exports are the product's own
+(its calibration set), built once per run (tests/support/exports.py).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _pairs(collection):
 
 
 @pytest.mark.slow
-def test_bi_encoder_fast_backends_rank_like_torch(quick_calibration, sample, dsr_home, exports):
+def test_bi_encoder_fast_backends_rank_like_torch(sample, dsr_home, exports):
     from dsr.indexes import embeddings
 
     for backend in FAST:  # the run's shared exports (tests/support/exports.py)
@@ -85,7 +85,7 @@ def minilm_cross_encoder(exports):
 
 
 @pytest.mark.slow
-def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, minilm_cross_encoder, dsr_home, exports):
+def test_cross_encoder_fast_backends_rank_like_torch(sample, minilm_cross_encoder, dsr_home, exports):
     from dsr.core.data import Collection
     from dsr.core.run import Run
     from dsr.rerankers import make_reranker
@@ -114,7 +114,7 @@ def test_cross_encoder_fast_backends_rank_like_torch(quick_calibration, sample, 
     int8 = json.loads((dsr_home / "models" / "fast" / exported[0] / "cross-encoder-openvino-int8" / "manifest.json").read_text())
     assert int8["params"]["calibration"]["collection"] == "sample"
     assert int8["params"]["calibration"]["content_hash"] == sample.content_hash
-    assert int8["params"]["quantisation"]["subset_size"] == 64
+    assert int8["params"]["quantisation"]["subset_size"] == backends.CALIBRATION_SIZE
 
 
 @pytest.fixture
@@ -148,6 +148,45 @@ def test_export_is_cached_with_a_manifest_and_rebuilt_when_stale(tiny_model, dsr
     assert json.loads((first.folder / "manifest.json").read_text())["versions"] == manifest["versions"]
 
 
+@pytest.mark.slow
+def test_an_int8_export_sends_no_telemetry(tiny_model, monkeypatch):
+    """OpenVINO's converter and NNCF send usage events unless told not to, each from a forked
+    process: an export (conversion and quantisation both) forks none, the converter uses its
+    stub, and the package both send with cannot be imported (NNCF, which replaces its telemetry
+    by a mock when pytest is loaded, then takes its stub too)."""
+    import importlib
+    import multiprocessing
+
+    forked = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forked.append("fork") or real_fork())
+    monkeypatch.setattr(multiprocessing.Process, "start", lambda self: forked.append(self))
+    backends.export(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder", "openvino-int8")
+    assert forked == []
+    import openvino.tools.ovc.convert_impl
+
+    assert openvino.tools.ovc.convert_impl.tm.__name__ == "openvino.tools.ovc.telemetry_stub"
+    with pytest.raises(ImportError):
+        importlib.import_module(backends.TELEMETRY)
+
+
+@pytest.mark.slow
+def test_the_exports_of_one_model_share_torch_s_reference_outputs(tiny_model, monkeypatch):
+    """check.json compares each export with torch on the same items: torch scores them once a
+    process for every backend's export of one model (its weights), not once an export."""
+    from sentence_transformers import CrossEncoder
+
+    calls = []
+    real = CrossEncoder.predict
+    monkeypatch.setattr(CrossEncoder, "predict", lambda self, *a, **k: calls.append(len(a[0])) or real(self, *a, **k))
+    monkeypatch.setattr(backends, "_REFERENCES", {})
+    model = resolve_model(str(tiny_model), "cross-encoder")
+    checks = [json.loads((backends.export(model, "cross-encoder", b).folder / "check.json").read_text()) for b in FAST]
+    assert calls == [backends.CHECK_ITEMS]
+    assert all(c["items"] == backends.CHECK_ITEMS and c["max_abs_diff"] < 0.01 for c in checks), checks
+    assert checks[0]["max_abs_diff"] < 1e-4 and checks[0]["spearman"] > 0.99  # fp32 against torch's own scores
+
+
 def test_calibration_is_local_and_seeded(quick_calibration):
     pairs = backends.calibration_items("cross-encoder")
     sample = load_collection("sample")
@@ -160,13 +199,23 @@ def test_calibration_is_local_and_seeded(quick_calibration):
 def test_a_retrained_model_gets_a_new_export(tiny_model, dsr_home, sample):
     import shutil
 
+    import torch
+
+    from dsr.core.models import load_cross_encoder
     from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
     shutil.copytree(tiny_model, dsr_home / "models" / "mine")
-    old = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino").folder
+    old = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino")
     make_tiny_bert(dsr_home / "models" / "mine", collection_texts(sample), seed=1)  # "retrained"
-    new = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino").folder
-    assert new != old and new.parent.name.startswith("dsr_mine")
+    new = backends.export(resolve_model("dsr:mine", "cross-encoder"), "cross-encoder", "openvino")
+    assert new.folder != old.folder and new.folder.parent.name.startswith("dsr_mine")
+    # the new export is of the new weights (in this process too: the torch model is not the one loaded before)
+    pairs = _pairs(sample)[:20]
+    old_scores, new_scores = (backends.FastCrossEncoder(fed).predict(pairs) for fed in (old, new))
+    assert not np.allclose(old_scores, new_scores)
+    torch_model = load_cross_encoder(resolve_model("dsr:mine", "cross-encoder"))
+    torch_scores = torch_model.predict(pairs, activation_fn=torch.nn.Identity())
+    assert np.allclose(np.ravel(new_scores), np.ravel(torch_scores), atol=1e-4)
 
 
 @pytest.mark.slow

@@ -592,7 +592,6 @@ def test_a_fast_backend_indexes_apart_and_ranks_like_torch(indexed, monkeypatch,
     from dsr.indexes import backends
 
     monkeypatch.setenv("DSR_HOME", str(indexed.parent / "home"))
-    monkeypatch.setattr(backends, "CALIBRATION_SIZE", 64)
     exports.seed(indexed.parent / "home", "all-MiniLM-L6-v2", "bi-encoder", "openvino")  # the run's one export
     corpus = Corpus(indexed)
     report = encode_corpus(corpus, backend="openvino")

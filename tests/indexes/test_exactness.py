@@ -13,6 +13,10 @@ from dsr.evaluation import tables
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.indexes import backends, exactness
 from dsr.rankers import make_ranker
+from tests.support.data import REAL_CMU_DOG, shared_data_home
+from tests.support.tiers import slow_fixture
+
+pytestmark = REAL_CMU_DOG  # the real collections are built once, by the worker that builds them for every module
 
 JUDGED = {"name": "cmu_dog_judged", "hash": "h115"}
 MEASURED = {
@@ -124,7 +128,16 @@ def test_the_shipped_figures_name_real_collections_backends_dates_and_cpus():
         assert "openvino-int8" in data["collections"][name]["backends"], name
 
 
-def test_the_shipped_figures_match_the_collections_they_name(shared_data):
+@pytest.fixture(scope="module")
+@slow_fixture
+def real_home(tmp_path_factory):
+    """The run's DSR_HOME of the collections built from ../shared/data (tests.support.data)."""
+    with shared_data_home(tmp_path_factory) as home:
+        yield home
+
+
+def test_the_shipped_figures_match_the_collections_they_name(shared_data, real_home, monkeypatch):
+    monkeypatch.setenv("DSR_HOME", str(real_home))
     data = exactness.measured()["collections"]
     judged = load_collection("cmu_dog_judged", str(shared_data / "judged"))
     dev = load_collection("cmu_dog_dev", str(shared_data / "cmu_dog"))

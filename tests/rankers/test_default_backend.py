@@ -107,8 +107,9 @@ def ndcg5(collection, run) -> float:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not has_fast_extra(), reason="the fast extra (openvino, nncf) is not installed")
-def test_int8_ranks_cmu_dog_valid_within_the_stated_tolerance_of_torch(cmu_dog_valid, monkeypatch):
+def test_int8_ranks_cmu_dog_valid_within_the_stated_tolerance_of_torch(cmu_dog_valid, monkeypatch, dsr_home, exports):
     monkeypatch.delenv("DSR_BACKEND", raising=False)
+    exports.seed(dsr_home, "all-MiniLM-L6-v2", "bi-encoder", "openvino-int8")  # the product's export, built once a run
     for query in ("all", "last"):
         exact = make_ranker("dense", query=query, backend="torch")(cmu_dog_valid)
         fast = make_ranker("dense", query=query, backend="openvino-int8")(cmu_dog_valid)

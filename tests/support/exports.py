@@ -5,8 +5,10 @@ An export costs 3 to 30 s (all-MiniLM-L6-v2, int8 most), and every test has its 
 ``exports`` builds each (model, kind, backend) once per run, in a folder every xdist worker
 shares (under a file lock: the first worker to need it builds it, the others wait and reuse
 it), and :meth:`Exports.seed` copies it into a test's ``DSR_HOME/models/fast``: dsr then finds
-an export whose manifest matches and reuses it, exactly as when the test had built it.
-Calibration is cut to :data:`CALIBRATION` items (tests run with the same, ``quick_calibration``).
+an export whose manifest matches and reuses it, exactly as when the test had built it. They are
+the product's own exports (its calibration set), so a test of what a user's ``backend=`` gets
+seeds the same one. Each export and each model has a lock of its own: a worker building one
+does not hold up another that needs a different one.
 
 Tests of the export itself (its cache, manifest, rebuilds, staging folders) build their own.
 The shared models (a tiny BERT cross-encoder, MiniLM-L6 with a seeded cross-encoder head) live
@@ -15,16 +17,16 @@ in that folder too, so every test names them by the same path.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-__all__ = ["CALIBRATION", "Exports", "exports"]
+from dsr.indexes.backends import CALIBRATION_SIZE
 
-#: the int8 calibration items of the tests' exports (dsr's default is 300)
-CALIBRATION = 64
+__all__ = ["Exports", "exports"]
 
 
 class Exports:
@@ -32,17 +34,19 @@ class Exports:
         self.root = root
         self.home = root / "home"  # the DSR_HOME the shared exports are built in
 
-    def _lock(self):
+    def _lock(self, *what: str):
+        """The lock of one shared thing (a model by name; an export by model, kind and backend)."""
         from filelock import FileLock
 
         self.root.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.root / ".lock"))
+        name = hashlib.sha256("\0".join(what).encode("utf-8")).hexdigest()[:16]
+        return FileLock(str(self.root / f".{name}.lock"))
 
     def model(self, name: str) -> Path:
         """A shared model folder: ``tiny-ce`` (a tiny BERT cross-encoder over the sample's
         texts) or ``minilm-ce`` (all-MiniLM-L6-v2's weights with a seeded one-logit head)."""
         folder = self.root / "models" / name
-        with self._lock():
+        with self._lock("model", name):
             if not folder.exists():
                 staging = folder.with_name(f".{name}.building")
                 shutil.rmtree(staging, ignore_errors=True)
@@ -56,9 +60,9 @@ class Exports:
         from dsr.core.models import resolve_model
         from dsr.indexes import backends
 
-        with self._lock(), pytest.MonkeyPatch.context() as patch:
+        with self._lock("export", str(spec), kind, backend), pytest.MonkeyPatch.context() as patch:
             patch.setenv("DSR_HOME", str(self.home))
-            patch.setattr(backends, "CALIBRATION_SIZE", CALIBRATION)
+            patch.setattr(backends, "CALIBRATION_SIZE", CALIBRATION_SIZE)  # the product's, whatever a test set
             built = backends.export(resolve_model(str(spec), kind), kind, backend).folder
         copy = Path(dsr_home) / built.relative_to(self.home)
         if not copy.exists():
