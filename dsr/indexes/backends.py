@@ -75,6 +75,7 @@ import os
 import random
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -334,10 +335,15 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
         def forward(self, *tensors):
             return self.inner(dict(zip(inputs, tensors)))[OUTPUTS[kind]]
 
-    with torch.no_grad():
-        converted = ov.convert_model(Wrapped().eval(), example_input=tuple(torch.from_numpy(example[k]) for k in inputs))
+    converted = _convert(ov, torch, Wrapped().eval(), tuple(torch.from_numpy(example[k]) for k in inputs))
     for port, name in zip(converted.inputs, inputs):
         port.get_tensor().set_names({name})
+    # torch's side of the check, computed beside the quantisation (whose compiles and one-item
+    # passes leave a core mostly idle): about 1.3 s off the export's wall time (issue 44)
+    checked = calibration[:CHECK_ITEMS]
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsr-export-check")
+    reference = pool.submit(_reference, module, model, kind, checked)
+    pool.shutdown(wait=False)
     if backend == "openvino-int8":
         import nncf
 
@@ -362,8 +368,19 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     }
     (folder / "fast.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     fed = FastModel(folder, kind, backend, OUTPUTS[kind], inputs, max_length, do_lower_case)
-    check = _agreement(_reference(module, model, kind, calibration[:CHECK_ITEMS]), fed, calibration[:CHECK_ITEMS])
-    (folder / "check.json").write_text(json.dumps(check, indent=2), encoding="utf-8")
+    (folder / "check.json").write_text(json.dumps(_agreement(reference.result(), fed, checked), indent=2), encoding="utf-8")
+
+
+def _convert(ov, torch, module, example: tuple):
+    """``module`` traced on ``example`` and converted to an OpenVINO model: OpenVINO's own TorchScript
+    decoder (what ``convert_model`` makes from a module), told to skip torch's check of the trace
+    (a second and third forward pass, compared with the first: 1.9 of the trace's 3.2 CPU seconds, issue
+    44; the graph and so the IR are the same without it)."""
+    from openvino.frontend.pytorch.ts_decoder import TorchScriptPythonDecoder
+
+    with torch.no_grad():
+        decoder = TorchScriptPythonDecoder(module, example_input=example, trace_kwargs={"check_trace": False})
+        return ov.convert_model(decoder, example_input=example)
 
 
 #: torch's outputs on the check items, by (model key, kind, the items' sha256): the same for each
@@ -395,14 +412,13 @@ def _reference(module, model: ResolvedModel, kind: str, items: list) -> np.ndarr
 
 def _agreement(ref: np.ndarray, fed: FastModel, items: list) -> dict[str, Any]:
     """How far the export is from torch's outputs ``ref`` on ``items``: informative, for check.json."""
-    from scipy.stats import spearmanr
-
-    runner = _Runner(fed)
+    got = _Runner(fed).run(items).astype(np.float64)
     if fed.kind == "bi-encoder":
-        got = runner.run(items).astype(np.float64)
         cos = (ref * got).sum(1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(got, axis=1))
         return {"items": len(items), "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min())}
-    got = runner.run(items).astype(np.float64).reshape(len(items), -1)[:, 0]
+    from scipy.stats import spearmanr  # the cross-encoder's alone (0.5 s to import)
+
+    got = got.reshape(len(items), -1)[:, 0]
     return {"items": len(items), "spearman": float(spearmanr(ref, got).statistic), "max_abs_diff": float(np.abs(ref - got).max())}
 
 
@@ -508,6 +524,27 @@ def length_order(lengths: Sequence[int]) -> list[int]:
     return sorted(range(len(lengths)), key=lambda i: -lengths[i])
 
 
+#: the last model compiled (key: the sha256 of its files and the settings): the export's check compiles
+#: the model it has just written, and the encoder loaded next in the same process (a cold ``dsr
+#: reproduce --fast``) takes that one instead of compiling it again (0.4-0.5 s; issue 44)
+_COMPILED: dict[tuple[str, str], Any] = {}
+
+
+def _compiled(folder: Path, config: dict[str, Any]) -> Any:
+    """``folder``'s model compiled for the CPU with ``config`` (the one compiled last when it is the
+    same files and settings)."""
+    digest = hashlib.sha256()
+    for name in ("model.xml", "model.bin"):
+        digest.update((folder / name).read_bytes())
+    key = (digest.hexdigest(), json.dumps(config, sort_keys=True, default=str))
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        compiled = _openvino().Core().compile_model(str(folder / "model.xml"), "CPU", config)
+        _COMPILED.clear()  # one at a time: a process rarely holds two exports
+        _COMPILED[key] = compiled
+    return compiled
+
+
 class _Runner:
     """A compiled export and its tokenizer; ``run`` tokenises the items, feeds them longest
     first (in tokens), ``in_flight`` requests of ``request_batch`` items at a time, and
@@ -521,9 +558,7 @@ class _Runner:
         self.fed = fed
         info = json.loads((fed.folder / "fast.json").read_text(encoding="utf-8"))
         self.tokenizer = _Tokenizer(fed.folder, info)
-        self.compiled = ov.Core().compile_model(
-            str(fed.folder / "model.xml"), "CPU", {**compile_config(fed.backend), **(config or {})}
-        )
+        self.compiled = _compiled(fed.folder, {**compile_config(fed.backend), **(config or {})})
         self.request_batch = int(request_batch)
         self.queue = ov.AsyncInferQueue(self.compiled, int(in_flight))
 
