@@ -68,6 +68,7 @@ closer, so it stays the only fast backend and ONNX Runtime is not a dependency.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import inspect
 import json
@@ -135,8 +136,9 @@ PAD_MULTIPLE = 8
 TELEMETRY = "openvino_telemetry"
 
 
-def _openvino():
-    """openvino, imported on first use, in this one place (importing this module does not load it).
+def _openvino(part: str | None = None):
+    """openvino (or its submodule ``openvino.PART``), imported on first use, in this one place
+    (importing this module does not load it).
 
     Without telemetry: OpenVINO's converter and NNCF send usage events by default (opt-out), each
     from a process forked off this one (about 70 an export, 5 s of CPU, and a network request a
@@ -145,7 +147,7 @@ def _openvino():
     sys.modules.setdefault(TELEMETRY, None)  # type: ignore[arg-type]  # None: `import` raises ImportError
     import openvino
 
-    return openvino
+    return importlib.import_module(f"openvino.{part}") if part else openvino
 
 
 def _torch():
@@ -376,10 +378,9 @@ def _convert(ov, torch, module, example: tuple):
     decoder (what ``convert_model`` makes from a module), told to skip torch's check of the trace
     (a second and third forward pass, compared with the first: 1.9 of the trace's 3.2 CPU seconds, issue
     44; the graph and so the IR are the same without it)."""
-    from openvino.frontend.pytorch.ts_decoder import TorchScriptPythonDecoder
-
+    decoders = _openvino("frontend.pytorch.ts_decoder")  # it imports torch: the export's alone
     with torch.no_grad():
-        decoder = TorchScriptPythonDecoder(module, example_input=example, trace_kwargs={"check_trace": False})
+        decoder = decoders.TorchScriptPythonDecoder(module, example_input=example, trace_kwargs={"check_trace": False})
         return ov.convert_model(decoder, example_input=example)
 
 
