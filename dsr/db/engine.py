@@ -169,16 +169,6 @@ def read_session(engine: Engine) -> Iterator[Session]:
 
 
 _WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.Lock] = weakref.WeakKeyDictionary()
-_WRITERS: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
-
-
-def _writer(engine: Engine) -> Engine:
-    """What a write session runs on: ``engine`` with the option that makes SQLite's ``BEGIN``
-    IMMEDIATE, made once an engine (a copy of the engine's options every transaction, else)."""
-    writer = _WRITERS.get(engine)
-    if writer is None:
-        writer = _WRITERS.setdefault(engine, engine.execution_options(board_write=True))
-    return writer
 
 
 @contextlib.contextmanager
@@ -194,6 +184,10 @@ def write_session(engine: Engine) -> Iterator[Session]:
     if engine.dialect.name == "sqlite":
         lock = _WRITE_LOCKS.setdefault(engine, threading.Lock())
     with lock if lock is not None else contextlib.nullcontext():
-        with Session(_writer(engine), expire_on_commit=False) as session:
+        with Session(engine, expire_on_commit=False) as session:
             with session.begin():
+                # the option SQLite's "begin" event reads (BEGIN IMMEDIATE), on this session's
+                # connection: an engine copy with it, made every transaction or kept in a map
+                # that then held the engine alive, is not needed
+                session.connection(execution_options={"board_write": True})
                 yield session
