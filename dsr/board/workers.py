@@ -169,15 +169,28 @@ class ScoringPool:
         except (EOFError, OSError) as err:
             raise WorkerGone(f"a scoring worker did not start (exit code {worker.process.exitcode})") from err
 
-    def _call(self, function, *args):
+    @contextlib.contextmanager
+    def _worker(self):
+        """An idle worker, the calling thread's until the block ends: back in the pool after
+        an answer (a raised one too), replaced when it ended during the call."""
         worker = self._idle.get()
+        try:
+            yield worker
+        except WorkerGone:
+            self._replace(worker)
+            raise
+        except Exception:  # the worker's own answer, raised here: the pipe is in step
+            self._idle.put(worker)
+            raise
+        self._idle.put(worker)
+
+    @staticmethod
+    def _ask(worker: _Worker, function, *args):
         try:
             worker.conn.send((function, args))
             ok, value = worker.conn.recv()
         except (EOFError, OSError) as err:
-            self._replace(worker)
             raise WorkerGone("a scoring worker ended during the call") from err
-        self._idle.put(worker)
         if not ok:
             raise value
         return value
@@ -196,14 +209,16 @@ class ScoringPool:
         """:func:`dsr.board.scoring.score_text` in a worker: the phase named by its key, and
         sent whole to a worker that has not seen it (once a worker)."""
         key = spec.key
-        checked = self._call(_score, key, None, name, text, strict)
-        if checked is None:  # that worker had not seen this phase
-            checked = self._call(_score, key, spec, name, text, strict)
+        with self._worker() as worker:
+            checked = self._ask(worker, _score, key, None, name, text, strict)
+            if checked is None:  # this worker has not seen the phase: the same worker gets it
+                checked = self._ask(worker, _score, key, spec, name, text, strict)
         return checked
 
     def digest(self, text: bytes) -> str:
         """:func:`dsr.board.intake.ranking_digest` in a worker (a refused run's duplicate check)."""
-        return self._call(ranking_digest, text)
+        with self._worker() as worker:
+            return self._ask(worker, ranking_digest, text)
 
     def close(self) -> None:
         with self._lock:

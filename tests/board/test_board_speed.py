@@ -265,3 +265,30 @@ def test_a_scoring_worker_that_dies_is_replaced_and_phases_reach_new_workers(tmp
     finally:
         board.close()
     assert not fresh.is_alive()
+
+
+@pytest.mark.slow
+def test_a_phase_s_spec_reaches_each_scoring_worker_once(tmp_path, runs, monkeypatch):
+    """A worker that has not seen a phase gets its spec on the same call, so each worker is
+    sent it once, however the calls are spread over the workers (the spec sent to whichever
+    worker was idle next left the first one without it, paying two round trips a run)."""
+    board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path, workers=2)
+    try:
+        phase = board.add_phase("sample", "dev")  # after the pool's start: no worker has it
+        spec, text = board.phase_spec(phase), read(runs / "bm25.run")
+        here = scoring.score_text(board.phase_data(phase), text, False, board.store.scratch)
+        pool, sent = board.pool, []
+        real_ask = pool._ask
+
+        def ask(worker, function, *args):
+            sent.append((worker.process.pid, args[1] is not None))
+            return real_ask(worker, function, *args)
+
+        monkeypatch.setattr(pool, "_ask", ask)
+        for _ in range(6):
+            assert pool.score(spec, "sample/dev", text, False).ranking == here.ranking
+        with_spec = [pid for pid, whole in sent if whole]
+        assert sorted(with_spec) == sorted({pid for pid, _ in sent}) and len(with_spec) == 2, sent
+        assert len(sent) == 6 + 2  # one call a run, and one more the first time a worker meets the phase
+    finally:
+        board.close()
