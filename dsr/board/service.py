@@ -344,8 +344,7 @@ class Board(Members, Phases):
     def quota(self, team: Team, phase: Phase, session=None, now=None) -> dict[str, Any]:
         """Used and left today (UTC day, of ``now``) and in total, with the reset time; None =
         no limit."""
-        day = (now or utcnow()).replace(hour=0, minute=0, second=0, microsecond=0)
-        params = {"day": day, "phase": phase.id, "team": team.id}
+        day, params = _quota_params(team, phase, now)
         if session is None:
             with read_session(self.engine) as s:
                 total, today = s.execute(QUOTA_COUNT, params).one()
@@ -420,9 +419,8 @@ class Board(Members, Phases):
         job.published = published_from_sidecar(job.sidecar)
         job.display = display_name(job.filename)
         job.request = request_digest(phase.id, job.digest, job.display, job.meta, job.published)
-        day = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
-        params = {"day": day, "phase": phase.id, "team": job.team.id, "key": job.key}
-        total, today, key_row = s.execute(QUOTA_AND_KEY, params).one()
+        day, params = _quota_params(job.team, phase)
+        total, today, key_row = s.execute(QUOTA_AND_KEY, {**params, "key": job.key}).one()
         if key_row is not None:  # a retry: its first answer (or 422 for another request)
             return self._replayed(s.get(Submission, key_row), job.request)
         job.before = quota_left(job.team, phase, day, int(today), int(total))
@@ -561,17 +559,13 @@ class Board(Members, Phases):
         set_committed_value(row, "phase", phase)
         return Accepted(row, answered(row, answer))
 
-    def _replay(self, team: Team, key: str | None, request: str, session=None) -> Accepted | None:
+    def _replay(self, team: Team, key: str | None, request: str) -> Accepted | None:
         """The first answer to this request if its ``Idempotency-Key`` was sent before with the
         same request; Refused (422) when the key came with another request."""
         if key is None:
             return None
-        params = {"team": team.id, "key": key}
-        if session is None:
-            with read_session(self.engine) as s:
-                row = s.scalar(BY_KEY, params)
-        else:
-            row = session.scalar(BY_KEY, params)
+        with read_session(self.engine) as s:
+            row = s.scalar(BY_KEY, {"team": team.id, "key": key})
         if row is None:
             return None
         return self._replayed(row, request)
@@ -648,6 +642,12 @@ def duplicate(phase: Phase, first: int) -> Refused:
 def answered(row: Submission, answer: dict[str, Any]) -> dict[str, Any]:
     """A stored answer (``answer_json``) as the client gets it: the row's id and URL first."""
     return {"id": row.id, "url": f"/runs/{row.id}", **answer}
+
+
+def _quota_params(team: Team, phase: Phase, now=None) -> tuple[Any, dict[str, Any]]:
+    """The UTC day of ``now`` (default: now) and :data:`QUOTA_COUNT`'s parameters for it."""
+    day = (now or utcnow()).replace(hour=0, minute=0, second=0, microsecond=0)
+    return day, {"day": day, "phase": phase.id, "team": team.id}
 
 
 def quota_left(team: Team, phase: Phase, day, today: int, total: int) -> dict[str, Any]:
