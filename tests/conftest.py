@@ -15,11 +15,11 @@ without the mark fails and says so (``tiers.require_slow``; tests/test_tiers.py)
 
 from __future__ import annotations
 
+import multiprocessing.util
 import os
 import shutil
 import sys
 import tempfile
-from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -80,7 +80,8 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput"):  # where the reports arrive: keep the modules' costs
         config.pluginmanager.register(order.Timings(config), "dsr-module-timings")
     # what module- and session-scoped fixtures see too (the per-test dsr_home below sets both
-    # again): never the user's own ~/.cache/dsr, and the exact backend
+    # again): never the user's own ~/.cache/dsr, and the exact backend; in the run's temporary
+    # folder, which goes at the run's end (session_temp_folder)
     os.environ["DSR_HOME"] = tempfile.mkdtemp(prefix="dsr-test-home-")
     os.environ["DSR_BACKEND"] = "torch"
 
@@ -105,13 +106,11 @@ def session_temp_folder(config) -> None:
     os.chmod(folder, 0o755)
     os.environ[TEMP_MARK] = os.environ["TMPDIR"] = folder
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
-    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
-
-
-def pytest_unconfigure(config):
-    home = os.environ.get("DSR_HOME", "")
-    if Path(home).name.startswith("dsr-test-home-"):
-        shutil.rmtree(home, ignore_errors=True)
+    # removed at this process's exit, after multiprocessing's own exit handlers (which remove
+    # this process's pymp-* folder in it, at exitpriority -100, and printed a traceback when the
+    # folder had gone at pytest's cleanup before them); never in a forked child (the finalizer
+    # keeps its process id)
+    multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=-200)
 
 
 @pytest.hookimpl(trylast=True)
