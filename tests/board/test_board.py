@@ -13,6 +13,8 @@ import hashlib
 import json
 import math
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ from sqlalchemy import select, text
 
 from dsr.board.app import create_app
 from dsr.board.models import Member, Submission, Team
+from dsr.board.routes.deps import submission_threads
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
 from tests.support.board import make_board, migration_head, noisy, plain_rr, read, retag, setup_phases
@@ -236,6 +239,29 @@ def test_rate_limit_per_token(db_url, tmp_path, runs):
     assert codes == [201, 201, 429]
     assert post_run(client, beta, retag(bm25, "b"), "b").status_code == 201  # per token
     client.close()
+    board.close()
+
+
+def test_submissions_run_on_the_app_s_few_threads_and_all_land(db_url, tmp_path, runs):
+    """A submission's work runs in the app's own pool: one thread a scoring worker and two
+    more (here no worker: two), however many requests arrive at once (40 threads under 20
+    clients passed the GIL round and overflowed PostgreSQL's connection pool); 8 at once all
+    land, each stored once."""
+    board = make_board(db_url, tmp_path, workers=0)
+    setup_phases(board, runs)
+    token = board.add_team("alpha")
+    ran_in, real = [], board.submit_named
+    board.submit_named = lambda *a, **k: ran_in.append(threading.current_thread().name) or real(*a, **k)
+    app = create_app(board)
+    bm25 = read(runs / "bm25.run")
+    with TestClient(app) as client, ThreadPoolExecutor(8) as senders:
+        codes = list(senders.map(lambda i: post_run(client, token, retag(bm25, f"s{i}"), f"s{i}").status_code, range(8)))
+    assert codes == [201] * 8
+    assert submission_threads(board) == 2 == app.state.threads._max_workers
+    assert len(ran_in) == 8 and {name.rsplit("_", 1)[0] for name in ran_in} == {"dsr-request"}
+    assert len(set(ran_in)) <= 2
+    with board.engine.connect() as conn:
+        assert conn.scalar(text("select count(*) from submissions where not baseline")) == 8
     board.close()
 
 

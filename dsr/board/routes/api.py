@@ -137,7 +137,7 @@ async def api_submit(request: Request):
     (:data:`FIRST`): the board's busiest answer skips FastAPI's walk over the site's routes
     and its dependency resolution (the same answers: it takes nothing FastAPI would parse)."""
     board: Board = request.app.state.board
-    admitted = await in_thread(_admit, board, request)
+    admitted = await in_thread(request, _admit, board, request)
     if isinstance(admitted, JSONResponse):
         return admitted
     team, member = admitted
@@ -147,7 +147,7 @@ async def api_submit(request: Request):
         key = idempotency_key(request.headers.get("idempotency-key"))
         upload = await read_upload(form)
         accepted = await in_thread(
-            partial(board.submit_named, key=key, member_id=member.id), team, collection, phase_name or None, *upload
+            request, partial(board.submit_named, key=key, member_id=member.id), team, collection, phase_name or None, *upload
         )
     except Refused as refused:
         return JSONResponse(refused.to_json(), status_code=refused.status)

@@ -131,15 +131,30 @@ async def read_upload(form) -> tuple[bytes, str, Metadata, bytes | None]:
     return data, upload.filename or "run", meta, side or None
 
 
-#: the threads of :func:`in_thread` (as many as anyio's default limit for FastAPI's sync routes)
-THREADS = 40
-_POOL: list[ThreadPoolExecutor] = []
+#: the threads of :func:`in_thread` beside a board's scoring workers (one each): a submission's
+#: thread waits on the database and on a worker, but between the waits it runs Python under
+#: the process's one GIL. 40 threads (anyio's limit for FastAPI's sync routes) under 20
+#: clients each held a little work and handed the GIL round the lot, and more of them held a
+#: PostgreSQL connection at once than the pool keeps (10), so overflow connections were opened
+#: and closed all the time: p95 at 20 clients 199 ms on PostgreSQL and 158 on SQLite, against
+#: 127 and 134 with 4 threads a process of 2 scoring workers (bench/bench_board.py, docs/board.md)
+SPARE_THREADS = 2
 
 
-async def in_thread(function, *args):
-    """Database and CPU work of a request, off the event loop: in a thread of this module's
-    pool, handed over by asyncio itself (``run_in_executor``: a third of the CPU of anyio's
+def submission_threads(board: Board) -> int:
+    """Threads of an app's :func:`in_thread` pool: one for each scoring worker (its run waits
+    on it) and :data:`SPARE_THREADS` for work that needs no worker (the rate limit, a replay,
+    a refusal, scoring in the thread when a board has no workers)."""
+    return max(0, board.config.workers) + SPARE_THREADS
+
+
+async def in_thread(request: Request, function, *args):
+    """Database and CPU work of a request, off the event loop: in a thread of the app's own
+    pool (:func:`submission_threads`; made at its first use, on the event loop), handed over
+    by asyncio itself (``run_in_executor``: a third of the CPU of anyio's
     ``run_in_threadpool`` a hand-over, measured, which a submission makes twice)."""
-    if not _POOL:
-        _POOL.append(ThreadPoolExecutor(THREADS, thread_name_prefix="dsr-request"))
-    return await asyncio.get_running_loop().run_in_executor(_POOL[0], partial(function, *args))
+    state = request.app.state
+    pool = getattr(state, "threads", None)
+    if pool is None:
+        pool = state.threads = ThreadPoolExecutor(submission_threads(state.board), thread_name_prefix="dsr-request")
+    return await asyncio.get_running_loop().run_in_executor(pool, partial(function, *args))

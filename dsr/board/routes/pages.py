@@ -250,7 +250,7 @@ async def submit_page(request: Request, board: BoardDep):
     form = await checked_form(request)
     if form is None:
         return error_page(request, 403, CSRF_REFUSED)
-    wait = await in_thread(board.limiter.allow, team.id)  # a write: never on the event loop
+    wait = await in_thread(request, board.limiter.allow, team.id)  # a write: never on the event loop
     if wait:
         return error_page(request, 429, f"too many submissions: try again in {wait:.0f} s")
     values = {k: form.get(k) for k in ("phase", "system", "description", "link", "run_type")}
@@ -259,7 +259,7 @@ async def submit_page(request: Request, board: BoardDep):
         if phase is None:
             raise Refused(422, "choose a phase")
         upload = await read_upload(form)
-        accepted = await in_thread(partial(board.submit, member_id=session.member_id), team, phase, *upload)
+        accepted = await in_thread(request, partial(board.submit, member_id=session.member_id), team, phase, *upload)
     except Refused as refused:
         return page(
             request,
