@@ -1,7 +1,10 @@
 """SIGKILL of ``dsr serve`` while four assessors are grading, on SQLite and PostgreSQL, twice per
 database: every grade the server acknowledged is in the database with its value, no (sentence,
 assessor) has two rows, and after a restart the assessors send again what was not acknowledged
-and the campaign ends with exactly one row per grade given."""
+and the campaign ends with exactly one row per grade given. The servers are real ``dsr serve``
+processes forked from one launcher that has imported dsr already (the module's ``launcher``:
+``tests.support.board.ForkedServers``), so the six starts take seconds, not six interpreters'
+imports."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import pytest
 from sqlalchemy import text
 
 from dsr.judging.campaigns import Judging
-from tests.support.board import ServerProcess, make_board
+from tests.support.board import make_board
 from tests.support.judging import ASSESSORS, assignments, sample_campaign, simulate
 
 #: kills and restarts real servers, or hammers one: the slow tier
@@ -50,32 +53,35 @@ def stored(board) -> list[tuple[str, str, int]]:
         ]
 
 
-def run_until_kill(db_url, tmp_path, tokens, pending, acked, kill_after):
-    server = ServerProcess(db_url, tmp_path / "store").start()
+def run_until_kill(launcher, serve, log, tokens, pending, acked, kill_after):
+    pid, url = launcher.start(*serve, log=log)
     stop = threading.Event()
-    threads = [threading.Thread(target=send, args=(server.url, tokens[a], pending[a], acked, stop)) for a in ASSESSORS]
+    threads = [threading.Thread(target=send, args=(url, tokens[a], pending[a], acked, stop)) for a in ASSESSORS]
     for t in threads:
         t.start()
     deadline = time.monotonic() + 60
     while len(acked) < kill_after and time.monotonic() < deadline:
         time.sleep(0.01)
-    server.kill()
+    launcher.kill(pid)  # SIGKILL: no shutdown handler runs (a crash)
     stop.set()
     for t in threads:
         t.join(timeout=30)
     assert len(acked) >= kill_after, "grades did not get through before the deadline"
 
 
-def test_kill_during_judging_loses_and_duplicates_nothing(db_url, tmp_path):
+def test_kill_during_judging_loses_and_duplicates_nothing(db_url, tmp_path, launcher):
     board = make_board(db_url, tmp_path)
     judging = Judging(board.engine)
     truth, tokens = sample_campaign(judging)
     rows = simulate(assignments(judging, "s1")[:240], truth, dict.fromkeys(ASSESSORS, 0.2), seed=5)
     sent = {(r["item"], r["assessor"]): r["grade"] for r in rows}
     acked: dict = {}
+    # no scoring workers (--workers 0): grades never reach them, and each start would spawn them
+    serve = ("--db", db_url, "--store", str(tmp_path / "store"), "--workers", "0")
+    log = tmp_path / "serve.log"
     for _ in range(KILLS):
         pending = {a: [r for r in rows if r["assessor"] == a and (r["item"], a) not in acked] for a in ASSESSORS}
-        run_until_kill(db_url, tmp_path, tokens, pending, acked, kill_after=len(acked) + 40)
+        run_until_kill(launcher, serve, log, tokens, pending, acked, kill_after=len(acked) + 40)
         rows_now = stored(board)
         pairs = [(k, a) for k, a, _ in rows_now]
         assert len(pairs) == len(set(pairs)), "a grade has two rows"
@@ -84,18 +90,13 @@ def test_kill_during_judging_loses_and_duplicates_nothing(db_url, tmp_path):
         assert all(sent[pair] == grade for pair, grade in have.items())
         assert len(have) < len(sent), "the kill should land while grades are being sent"
     # a restart: the assessors send again everything not acknowledged (some of it was stored)
-    with ServerProcess(db_url, tmp_path / "store") as server:
+    pid, url = launcher.start(*serve, log=log)
+    try:
         stop = threading.Event()
         threads = [
             threading.Thread(
                 target=send,
-                args=(
-                    server.url,
-                    tokens[a],
-                    [r for r in rows if r["assessor"] == a and (r["item"], a) not in acked],
-                    acked,
-                    stop,
-                ),
+                args=(url, tokens[a], [r for r in rows if r["assessor"] == a and (r["item"], a) not in acked], acked, stop),
             )
             for a in ASSESSORS
         ]
@@ -103,12 +104,10 @@ def test_kill_during_judging_loses_and_duplicates_nothing(db_url, tmp_path):
             t.start()
         for t in threads:
             t.join(timeout=120)
-        assert (
-            httpx.get(
-                f"{server.url}/judge/api/campaigns/s1/tasks", headers={"Authorization": f"Bearer {tokens['alice']}"}
-            ).status_code
-            == 200
-        )
+        tasks = httpx.get(f"{url}/judge/api/campaigns/s1/tasks", headers={"Authorization": f"Bearer {tokens['alice']}"})
+        assert tasks.status_code == 200
+    finally:
+        launcher.kill(pid)
     final = stored(board)
     assert len(final) == len(sent) and {(k, a): g for k, a, g in final} == sent
     board.close()
