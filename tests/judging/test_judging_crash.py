@@ -3,8 +3,8 @@ database: every grade the server acknowledged is in the database with its value,
 assessor) has two rows, and after a restart the assessors send again what was not acknowledged
 and the campaign ends with exactly one row per grade given. The servers are real ``dsr serve``
 processes forked from one launcher that has imported dsr already (the module's ``launcher``:
-``tests.support.board.ForkedServers``), so the six starts take seconds, not six interpreters'
-imports."""
+``tests.support.board.ForkedServers``) with no scoring workers (``--workers 0``: grading never
+uses them), so the six starts take seconds, not six interpreters' imports."""
 
 from __future__ import annotations
 
