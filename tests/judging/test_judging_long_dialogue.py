@@ -39,8 +39,11 @@ def long_pool() -> Collection:
     return Collection("long-pool", dialogues)
 
 
-@pytest.fixture
-def server(tmp_path):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The campaign's board under a real uvicorn, one for the module's tests: each only reads
+    (logs in, in its own browser context, and opens the first task; nothing is graded)."""
+    tmp_path = tmp_path_factory.mktemp("long")
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     judging = Judging(board.engine)
     judging.create("long", long_pool(), guidelines.load(), Settings(k=1, chunk=10, honeypot_rate=0, seed=0), {})
