@@ -34,24 +34,56 @@ from tests.support.board import ForkedServers, empty_database, engine_at, make_b
 QUOTA = 3
 
 
+def new_board(url: str, folder: Path, runs: Path) -> Path:
+    """sample/public and sample/test (hidden, 3 a day) on the database at ``url``: its store."""
+    board = make_board(url, folder)
+    setup_phases(board, runs, daily_quota=QUOTA)
+    board.close()
+    return folder / "store"
+
+
+def add_teams(url: str, folder: Path, names: dict[str, str]) -> dict[str, str]:
+    """The teams ``names`` (short name: team name) on the board at ``url``: {short name: token}."""
+    board = make_board(url, folder)
+    tokens = {short: board.add_team(name) for short, name in names.items()}
+    board.close()
+    return tokens
+
+
 @pytest.fixture
 def pg_board(postgres, tmp_path, runs):
     """A fresh PostgreSQL board: sample/public and sample/test (hidden, 3 a day), teams
     alpha, beta and gamma; (url, store, tokens)."""
     url = postgres.new_database()
-    board = make_board(url, tmp_path)
-    setup_phases(board, runs, daily_quota=QUOTA)
-    tokens = {name: board.add_team(name) for name in ("alpha", "beta", "gamma")}
-    board.close()
-    return url, tmp_path / "store", tokens
+    store = new_board(url, tmp_path, runs)
+    return url, store, add_teams(url, tmp_path, {name: name for name in ("alpha", "beta", "gamma")})
+
+
+@pytest.fixture(scope="module")
+def shared_board(postgres, tmp_path_factory, runs):
+    """The board of the module's :func:`pair`, as :func:`pg_board` makes one but without teams:
+    each test on it has teams of its own (:func:`pair_board`); (url, store, folder)."""
+    url, folder = postgres.new_database(), tmp_path_factory.mktemp("pair")
+    return url, new_board(url, folder, runs), folder
+
+
+@pytest.fixture(scope="module")
+def pair(shared_board, launcher):
+    """Two ``dsr serve`` processes (no rate limit) on the board of ``shared_board``, started once
+    for the module's tests: their URLs."""
+    url, store, folder = shared_board
+    with serving(launcher, url, store, 2, "--rate-limit", "0", log=folder / "serve.log") as servers:
+        yield servers
 
 
 @pytest.fixture
-def pair(pg_board, launcher, tmp_path):
-    """Two ``dsr serve`` processes (no rate limit) on the board of ``pg_board``: their URLs."""
-    url, store, _ = pg_board
-    with serving(launcher, url, store, 2, "--rate-limit", "0", log=tmp_path / "serve.log") as servers:
-        yield servers
+def pair_board(shared_board, pair, request):
+    """The board the :func:`pair` serves, with three new teams of this test alone (alpha, beta
+    and gamma, named after the test, so no other test's runs count for them); (url, store,
+    tokens by short name, team names by short name)."""
+    url, store, folder = shared_board
+    names = {short: f"{request.node.name[5:25]}-{short}".replace("_", "-") for short in ("alpha", "beta", "gamma")}
+    return url, store, add_teams(url, folder, names), names
 
 
 @contextlib.contextmanager
@@ -102,8 +134,8 @@ def rows(url: str, where: str = "true", **params) -> list:
 
 
 @pytest.mark.slow
-def test_quotas_are_exact_across_processes(pg_board, pair, runs):
-    url, _, tokens = pg_board
+def test_quotas_are_exact_across_processes(pair_board, pair, runs):
+    url, _, tokens, names = pair_board
     (a, b), base = pair, read(runs / "bm25.run")
     answers = at_once([lambda k=k: post((a, b)[k % 2], tokens["alpha"], retag(base, f"q{k}"), f"q{k}", "test") for k in range(8)])
     statuses = Counter(r.status_code for r in answers)
@@ -119,7 +151,9 @@ def test_quotas_are_exact_across_processes(pg_board, pair, runs):
         assert (quota["daily_used"], quota["daily_left"]) == (QUOTA, 0)
     assert post(b, tokens["beta"], retag(base, "other team"), "b", "test").status_code == 201
     team = rows(
-        url, "phase_id = (select id from phases where name = 'test') and team_id = (select id from teams where name = 'alpha')"
+        url,
+        "phase_id = (select id from phases where name = 'test') and team_id = (select id from teams where name = :team)",
+        team=names["alpha"],
     )
     assert sorted(r.id for r in team) == sorted(x["id"] for x in accepted)
 
@@ -163,8 +197,8 @@ def test_rate_limit_refills_and_counts_across_boards(tmp_path):
 
 
 @pytest.mark.slow
-def test_one_idempotency_key_sent_to_two_processes_at_once_stores_one_run(pg_board, pair, runs):
-    url, _, tokens = pg_board
+def test_one_idempotency_key_sent_to_two_processes_at_once_stores_one_run(pair_board, pair, runs):
+    url, _, tokens, names = pair_board
     (a, b), base = pair, read(runs / "bm25.run")
     for k in range(6):
         run, key = retag(base, f"i{k}"), f"key-{k}"
@@ -177,7 +211,7 @@ def test_one_idempotency_key_sent_to_two_processes_at_once_stores_one_run(pg_boa
     used = httpx.get(f"{a}/api/quota/sample/public", headers={"Authorization": f"Bearer {tokens['alpha']}"}, timeout=30).json()[
         "quota"
     ]["total_used"]
-    stored = rows(url, "idempotency_key is not null")
+    stored = rows(url, "idempotency_key is not null and team_id = (select id from teams where name = :team)", team=names["alpha"])
     assert sorted(r.idempotency_key for r in stored) == [f"key-{k}" for k in range(6)] and used == 6
 
 
@@ -194,8 +228,8 @@ def boards_json(server: str, ids: list[int]) -> dict:
 
 
 @pytest.mark.slow
-def test_the_ladder_is_the_same_whichever_process_serves(pg_board, pair, runs):
-    tokens, servers = pg_board[2], pair
+def test_the_ladder_is_the_same_whichever_process_serves(pair_board, pair, runs):
+    tokens, names, servers = pair_board[2], pair_board[3], pair
     files = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]
     answers = []
     for k in range(QUOTA):  # each team's runs in turn, through either process
@@ -212,7 +246,9 @@ def test_the_ladder_is_the_same_whichever_process_serves(pg_board, pair, runs):
     # it (the team's ladder values after it on the hidden phase, its means on the public one)
     for phase, answer in answers:
         assert seen[0][f"run {answer['id']}"]["means"] == answer["means"], phase
-    assert len(seen[0]["test all"]["rows"]) == 3 * QUOTA + 1  # every run and the baseline
+    listed = seen[0]["test all"]["rows"]  # every run of this test's teams, and the baseline
+    assert sum(row["team"] in names.values() for row in listed) == 3 * QUOTA
+    assert sum(row["baseline"] for row in listed) == 1
 
 
 def corrupt(url: str) -> None:
