@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from dsr.core.data import Collection, dialogue_from_json
@@ -46,6 +46,17 @@ RESERVED_NAMES = frozenset({"login", "logout", "api"})
 MAX_ID = 500
 #: the longest time a grade may say it took (longer means the page was left open)
 MAX_SECONDS = SECONDS.default
+
+
+#: the statements of :meth:`Judging.grade`, built once, on the tables (SQLAlchemy Core: no
+#: statement is built, and no ORM execution runs, per grade; the hot path of the judging pages)
+_GRADES, _ASSIGNMENTS = Grade.__table__, Assignment.__table__
+_ASSIGNED = select(_ASSIGNMENTS.c.id).where(
+    _ASSIGNMENTS.c.task_id == bindparam("task"), _ASSIGNMENTS.c.assessor_id == bindparam("assessor")
+)
+_GRADED = select(_GRADES.c.id).where(_GRADES.c.item_id == bindparam("item"), _GRADES.c.assessor_id == bindparam("assessor"))
+_INSERT_GRADE = insert(_GRADES)
+_UPDATE_GRADE = update(_GRADES).where(_GRADES.c.id == bindparam("grade_id"))
 
 
 def _pandas():
@@ -299,23 +310,19 @@ class Judging(Assignments, Reviews):
             job.done = True
 
     def _upsert(self, s, assessor_id: int, ref: ItemRef, grade, unsure, seconds, source) -> bool:
-        """Insert or replace one grade (SQL statements, no ORM objects: this is the hot path)."""
-        if (
-            s.execute(
-                select(Assignment.id).where(Assignment.task_id == ref.task_id, Assignment.assessor_id == assessor_id)
-            ).first()
-            is None
-        ):
+        """Insert or replace one grade (prepared Core statements: this is the hot path)."""
+        conn = s.connection()
+        if conn.execute(_ASSIGNED, {"task": ref.task_id, "assessor": assessor_id}).first() is None:
             raise Refused(403, "this item is not in one of your tasks")
-        existing = s.execute(select(Grade.id).where(Grade.item_id == ref.id, Grade.assessor_id == assessor_id)).scalar()
+        existing = conn.execute(_GRADED, {"item": ref.id, "assessor": assessor_id}).scalar()
         now = utcnow()
         values = {"grade": grade, "unsure": unsure, "source": source, "updated_at": now}
         if seconds is not None:
             values["seconds"] = seconds
         if existing is None:
-            s.execute(insert(Grade).values(item_id=ref.id, assessor_id=assessor_id, created_at=now, **values))
+            conn.execute(_INSERT_GRADE, {"item_id": ref.id, "assessor_id": assessor_id, "created_at": now, **values})
             return True
-        s.execute(update(Grade).where(Grade.id == existing).values(**values))
+        conn.execute(_UPDATE_GRADE, {"grade_id": existing, **values})
         return False
 
     def import_grades(self, name: str, rows: list[dict[str, Any]], origin: str | None) -> int:
