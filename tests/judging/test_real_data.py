@@ -7,6 +7,7 @@ exactly from the noise rates, item by item); and the agreement figures equal tho
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 
@@ -73,6 +74,22 @@ def campaign(tmp_path_factory):
     return judging, judged, pairs, rows
 
 
+@pytest.fixture(scope="module")
+def outcomes(campaign):
+    """The campaign's outcome by aggregation method (``dsr.judging.campaign_report.outcome``),
+    computed on first use and shared by the module's tests, which only read it."""
+    from dsr.judging.campaign_report import outcome
+
+    made: dict = {}
+
+    def of(method: str):
+        if method not in made:
+            made[method] = outcome(campaign[0], "cmu", method)
+        return made[method]
+
+    return of
+
+
 def test_the_pool_hides_the_labels_and_every_sentence_is_a_task_item(campaign):
     judging, judged, pairs, _ = campaign
     items = judging.items_frame(judging.campaign("cmu"))
@@ -87,51 +104,45 @@ def test_the_pool_hides_the_labels_and_every_sentence_is_a_task_item(campaign):
     assert all(len({p["assessor"] for p in pairs if p["key"] == k}) == 3 for k in list(per_item)[:200])
 
 
-def test_honeypots_exclude_the_random_assessor_only(campaign):
-    from dsr.judging.campaign_report import outcome
-
-    judging, *_ = campaign
-    result = outcome(judging, "cmu", "mv")
+def test_honeypots_exclude_the_random_assessor_only(outcomes):
+    result = outcomes("mv")
     verdict = {a: c.counted for a, c in result.checks.items()}
     assert verdict == {"ann": True, "ben": True, "cat": True, SPAM: False}
     assert all(c.checks >= 5 for c in result.checks.values())
     assert result.checks[SPAM].accuracy < 0.6 <= result.checks["cat"].accuracy
 
 
-def test_majority_vote_recovers_the_judged_labels_as_far_as_the_noise_allows(campaign):
-    from dsr.judging.campaign_report import outcome
-
+def test_majority_vote_recovers_the_judged_labels_as_far_as_the_noise_allows(campaign, outcomes):
     judging, judged, pairs, _ = campaign
-    result = outcome(judging, "cmu", "mv")
+    result = outcomes("mv")
     truth = truth_of(judged)
-    items = judging.items_frame(judging.campaign("cmu")).set_index("item")
+    items = judging.items_frame(judging.campaign("cmu")).set_index("item").to_dict("index")  # item: its row
     holders: dict[str, list[str]] = {}
     for p in pairs:
         if p["assessor"] != SPAM and p["candidate"] is not None:
             holders.setdefault(p["key"], []).append(p["assessor"])
+    chance = functools.cache(lambda true, rates: mv_correct_probability(true, list(rates)))  # a few distinct cases
     expected, observed = [], []
     for item, label in result.labels.items():
-        row = items.loc[item]
+        row = items[item]
         true = truth[row["dialogue"], row["candidate"]]
-        expected.append(mv_correct_probability(true, [NOISE[a] for a in holders[row["key"]]]))
+        expected.append(chance(true, tuple(NOISE[a] for a in holders[row["key"]])))
         observed.append(label == true)
     assert len(observed) == 5670  # every pool sentence has counted grades (2 or 3)
     n, p = len(observed), float(np.mean(expected))
     assert abs(np.mean(observed) - p) < 4 * np.sqrt(p * (1 - p) / n), (np.mean(observed), p)
-    ds = outcome(judging, "cmu", "ds")
-    ds_acc = np.mean([ds.labels[i] == truth[items.loc[i, "dialogue"], items.loc[i, "candidate"]] for i in ds.labels.index])
+    ds = outcomes("ds")
+    ds_acc = np.mean([label == truth[items[i]["dialogue"], items[i]["candidate"]] for i, label in ds.labels.items()])
     assert ds_acc >= np.mean(observed) - 0.01
 
 
-def test_agreement_equals_the_libraries_on_the_same_matrix(campaign):
+def test_agreement_equals_the_libraries_on_the_same_matrix(campaign, outcomes):
     import krippendorff
     from sklearn.metrics import cohen_kappa_score
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-    from dsr.judging.campaign_report import outcome
-
-    judging, _, pairs, rows = campaign
-    result = outcome(judging, "cmu", "mv")
+    _, _, pairs, rows = campaign
+    result = outcomes("mv")
     planted = {p["key"] for p in pairs if p["candidate"] is None}
     keys = sorted({r["item"] for r in rows if r["item"] not in planted})
     people = sorted(NOISE)
@@ -168,12 +179,12 @@ def test_agreement_equals_the_libraries_on_the_same_matrix(campaign):
     assert kappas["ann"] > kappas["ben"] > kappas["cat"] > kappas[SPAM]
 
 
-def test_the_judged_export_recovers_the_labels_and_keeps_the_records(campaign, tmp_path):
+def test_the_judged_export_recovers_the_labels_and_keeps_the_records(campaign, outcomes, tmp_path):
     from dsr.core.data import read_benchmark, write_benchmark
-    from dsr.judging.campaign_report import judged_collection, outcome
+    from dsr.judging.campaign_report import judged_collection
 
     judging, judged, pairs, _ = campaign
-    result = outcome(judging, "cmu", "ds")
+    result = outcomes("ds")
     out = judged_collection(judging, result, only_relevant=True)
     write_benchmark(out, tmp_path / "j.jsonl")
     back = read_benchmark(tmp_path / "j.jsonl")
