@@ -18,7 +18,8 @@ from dsr.cli import main
 from dsr.core.errors import InputError
 from tests.support.board import make_board, read
 
-pytestmark = pytest.mark.slow  # dsr reproduce on the sample, once per module
+#: dsr reproduce on the sample, once per module: on one worker (tests/support/order.py GROUPS)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("board-reproduce")]
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from dsr.cli import main
 from tests.support.board import make_board, read, retag, setup_phases
 
 #: kills and restarts real servers, or hammers one: the slow tier
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("board-kill")]  # one launcher: one worker
 
 #: 12 kills, each at a moment drawn from a fixed seed: every trial makes 4 clients' 6-7
 #: submissions, so the 12 cut 50-80 requests in all, at every stage of a submission (20 trials

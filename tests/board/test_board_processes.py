@@ -32,6 +32,8 @@ from dsr.cli import main
 from tests.support.board import ForkedServers, empty_database, engine_at, make_board, migration_head, read, retag, setup_phases
 
 QUOTA = 3
+#: the module's launcher and pair of servers, set up once: its tests on one worker (tests/support/order.py)
+pytestmark = pytest.mark.xdist_group("board-processes")
 
 
 def new_board(url: str, folder: Path, runs: Path) -> Path:

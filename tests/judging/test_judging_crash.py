@@ -20,7 +20,7 @@ from tests.support.board import make_board
 from tests.support.judging import ASSESSORS, assignments, sample_campaign, simulate
 
 #: kills and restarts real servers, or hammers one: the slow tier
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("judging-crash")]  # one launcher: one worker
 
 KILLS = 2
 

@@ -15,7 +15,7 @@ from dsr.judging.campaigns import Judging, Settings
 from tests.support.board import LiveServer, make_board
 from tests.support.judging import as_pool
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("judging-long-dialogue")]  # one server: one worker
 TURNS = 30
 
 

@@ -19,6 +19,8 @@ from tests.support.tiers import slow_fixture
 
 NOISE = {"ann": 0.10, "ben": 0.20, "cat": 0.30}
 SPAM = "spam"
+#: the module's campaign and outcomes, made once: its tests on one worker (tests/support/order.py)
+pytestmark = pytest.mark.xdist_group("judging-real-data")
 
 
 def mv_correct_probability(true: int, rates: list[float], values=(0, 1, 2)) -> float:

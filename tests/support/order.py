@@ -77,6 +77,14 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "corpus": (
         "tests/indexes/test_corpus.py",
     ),  # its module fixture `indexed` builds a corpus and its indexes: once, on one worker
+    # the module fixtures of these (a launcher and servers, a reproduce output, a campaign, a
+    # server for a browser) are made once only when the module's tests share one worker
+    "board-processes": ("tests/board/test_board_processes.py",),
+    "board-kill": ("tests/board/test_board_kill.py",),
+    "board-reproduce": ("tests/board/test_board_baselines_reproduce.py",),
+    "judging-crash": ("tests/judging/test_judging_crash.py",),
+    "judging-real-data": ("tests/judging/test_real_data.py",),
+    "judging-long-dialogue": ("tests/judging/test_judging_long_dialogue.py",),
     "ranx": (
         "tests/core/test_fusion_every_method.py",
         "tests/core/test_fusion_ranx.py",
