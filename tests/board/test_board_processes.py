@@ -9,7 +9,9 @@ by another process is seen by every process at its next request, and killing a p
 Two kinds of set-up: two ``dsr serve`` processes on two ports (each addressable, as behind a
 reverse proxy's upstream list), and ``dsr serve --processes 2`` (uvicorn's supervisor: one
 port, a dead process replaced). Servers are forked from one launcher that has imported dsr
-already (``ForkedServers``, one for the module), so a pair starts in seconds."""
+already (``ForkedServers``, one for the module), so a pair starts in seconds; the pair of the
+quota, idempotency and ladder tests is started once for the module, on one board, and each of
+those tests has teams of its own (its counts are of its teams' rows)."""
 
 from __future__ import annotations
 
