@@ -503,7 +503,7 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
         accepted = submit_once(*args, **kwargs)
         calls.append(1)
         if len(calls) == 1:
-            time.sleep(3.0)  # the row is committed; the client gives up meanwhile
+            time.sleep(2.0)  # the row is committed; the client gives up meanwhile (after 1.5 s)
         return accepted
 
     monkeypatch.setattr(board, "submit_named", slow_after_commit)
