@@ -5,15 +5,21 @@ grades, one of whom fails the honeypots and is left out of the labels. Then the 
 keys that stop at the end of a dialogue, a mouse-only assessor grading a whole dialogue at 390 px,
 touch taps (``has_touch``), 44 px targets, and every visible text at WCAG AA contrast (4.5:1) in
 the light, dark and no-preference schemes, from Chromium's computed colours; screenshots of each
-scheme at 1280 and 390 px are written to the test's folder (``shots/``)."""
+scheme at 1280 and 390 px are written to the test's folder (``shots/``). Those four page tests
+share one campaign and server (the module's), each grading as an assessor of its own."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from dsr.judging.campaigns import Judging
 from tests.support.board import LiveServer, make_board
 from tests.support.judging import assignments, sample_campaign, true_grade
+
+#: the module's browser and its page tests' server, started once: its tests on one worker (tests/support/order.py)
+pytestmark = pytest.mark.xdist_group("judging-browser")
 
 
 def log_in(page, url: str, token: str) -> None:
@@ -186,154 +192,154 @@ def low_contrast(page) -> list[str]:
     ]
 
 
-def one_dialogue_per_task(tmp_path, assessors=("alice", "bob", "carol", "dave")):
+@pytest.fixture(scope="module")
+def one_each(tmp_path_factory):
+    """A campaign of one dialogue per task (50 sentences at most) for assessors alice, bob, carol
+    and dave under a real uvicorn, one for the module's four tests of the page: each grades as an
+    assessor of its own (keys: alice, mouse: bob, touch: carol, contrast: dave) and reads only
+    that assessor's grades; (board, judging, truth, tokens, server)."""
+    tmp_path = tmp_path_factory.mktemp("one_each")
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     judging = Judging(board.engine)
-    truth, tokens = sample_campaign(judging, chunk=60, assessors=assessors)  # 50 sentences at most a dialogue
-    return board, judging, truth, tokens
-
-
-def test_grade_keys_stop_at_the_end_of_a_dialogue(browser, tmp_path):
-    board, judging, _, tokens = one_dialogue_per_task(tmp_path)
+    truth, tokens = sample_campaign(judging, chunk=60, assessors=("alice", "bob", "carol", "dave"))
     with LiveServer(board) as server:
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        log_in(page, server.url, tokens["alice"])
-        page.click("#campaigns a:text-is('Start')")
-        page.wait_for_selector("#items li.current")
-        first_url, title = page.url, page.inner_text("h1")
-        n = page.locator("#items li.item").count()
-        assert page.inner_text("#next-dialogue") == "Next dialogue →"
-        for i in range(1, n + 1):
-            page.keyboard.press("1")
-            saved(page, i, "1")
-        assert page.get_attribute("#end", "class") == "end current"
-        assert page.evaluate("document.activeElement.id") == "next-dialogue"  # the control, ready for Enter
-        for _ in range(12):  # the issue's twelve presses: nothing more
-            page.keyboard.press("0")
-        page.wait_for_timeout(500)
-        assert page.url == first_url and "do nothing here" in page.inner_text("#end-message")
-        assert page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.grade)") == ["1"] * n
-        assert len(grades_of(judging, "alice")) == n
-        page.keyboard.press("k")  # back into the dialogue: keys grade again
-        page.keyboard.press("2")
-        saved(page, n, "2")
-        assert page.url == first_url and page.evaluate("document.activeElement.id") == "next-dialogue"
-        page.keyboard.press("Enter")  # the deliberate step
-        page.wait_for_url(lambda url: url != first_url and "/task/" in url)
-        page.wait_for_selector("#items li.current")
-        assert page.inner_text("h1") != title and page.locator("#items li.current").get_attribute("id") == "i1"
-        assert page.locator("#items li.graded").count() == 0
-    assert sorted(v[0] for v in grades_of(judging, "alice").values()) == [1] * (n - 1) + [2]
+        yield board, judging, truth, tokens, server
     board.close()
 
 
-def test_a_mouse_only_assessor_grades_a_whole_dialogue_on_a_phone(browser, tmp_path):
-    board, judging, truth, tokens = one_dialogue_per_task(tmp_path)
+def test_grade_keys_stop_at_the_end_of_a_dialogue(browser, one_each, tmp_path):
+    _, judging, _, tokens, server = one_each
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    log_in(page, server.url, tokens["alice"])
+    page.click("#campaigns a:text-is('Start')")
+    page.wait_for_selector("#items li.current")
+    first_url, title = page.url, page.inner_text("h1")
+    n = page.locator("#items li.item").count()
+    assert page.inner_text("#next-dialogue") == "Next dialogue →"
+    for i in range(1, n + 1):
+        page.keyboard.press("1")
+        saved(page, i, "1")
+    assert page.get_attribute("#end", "class") == "end current"
+    assert page.evaluate("document.activeElement.id") == "next-dialogue"  # the control, ready for Enter
+    for _ in range(12):  # the issue's twelve presses: nothing more
+        page.keyboard.press("0")
+    page.wait_for_timeout(500)
+    assert page.url == first_url and "do nothing here" in page.inner_text("#end-message")
+    assert page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.grade)") == ["1"] * n
+    assert len(grades_of(judging, "alice")) == n
+    page.keyboard.press("k")  # back into the dialogue: keys grade again
+    page.keyboard.press("2")
+    saved(page, n, "2")
+    assert page.url == first_url and page.evaluate("document.activeElement.id") == "next-dialogue"
+    page.keyboard.press("Enter")  # the deliberate step
+    page.wait_for_url(lambda url: url != first_url and "/task/" in url)
+    page.wait_for_selector("#items li.current")
+    assert page.inner_text("h1") != title and page.locator("#items li.current").get_attribute("id") == "i1"
+    assert page.locator("#items li.graded").count() == 0
+    assert sorted(v[0] for v in grades_of(judging, "alice").values()) == [1] * (n - 1) + [2]
+
+
+def test_a_mouse_only_assessor_grades_a_whole_dialogue_on_a_phone(browser, one_each, tmp_path):
+    _, judging, truth, tokens, server = one_each
     answer = {p["key"]: true_grade(p, truth) for p in assignments(judging, "s1")}
-    with LiveServer(board) as server:
-        page = browser.new_page(viewport=PHONE)
-        log_in(page, server.url, tokens["bob"])
-        start = page.locator("#campaigns a:text-is('Start')").bounding_box()
-        assert start["width"] >= 44 and start["height"] >= 44
-        page.click("#campaigns a:text-is('Start')")
-        page.wait_for_selector("#items li.current")
-        first_url = page.url
-        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # no sideways scroll
-        legend = page.inner_text("#legend")
-        assert all(name in legend for name in ("not useful", "somewhat useful", "useful", "unsure"))
-        names = page.eval_on_selector_all("#i1 button.g", "els => els.map(e => e.innerText.replace(/\\s+/g, ' '))")
-        assert names == ["0 not useful", "1 somewhat useful", "2 useful", "u unsure"]
-        boxes = page.eval_on_selector_all(
-            "button.g, #next-dialogue", "els => els.map(e => e.getBoundingClientRect()).map(r => [r.width, r.height])"
-        )
-        assert min(min(w, h) for w, h in boxes) >= 44, boxes  # touch-sized targets
-        keys = page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.key)")
-        for i, key in enumerate(keys, start=1):
-            page.locator(f"#i{i} button[name='grade'][value='{answer[key]}']").click()  # a real mouse click
-            saved(page, i, str(answer[key]))
-        page.screenshot(path=str(tmp_path / "phone-end.png"))
-        assert page.url == first_url and page.locator("#end.current").count() == 1
-        assert "not graded" not in page.inner_text("#end-message")
-        page.locator("#next-dialogue").click()
-        page.wait_for_url(lambda url: url != first_url and "/task/" in url)
+    page = browser.new_page(viewport=PHONE)
+    log_in(page, server.url, tokens["bob"])
+    start = page.locator("#campaigns a:text-is('Start')").bounding_box()
+    assert start["width"] >= 44 and start["height"] >= 44
+    page.click("#campaigns a:text-is('Start')")
+    page.wait_for_selector("#items li.current")
+    first_url = page.url
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # no sideways scroll
+    legend = page.inner_text("#legend")
+    assert all(name in legend for name in ("not useful", "somewhat useful", "useful", "unsure"))
+    names = page.eval_on_selector_all("#i1 button.g", "els => els.map(e => e.innerText.replace(/\\s+/g, ' '))")
+    assert names == ["0 not useful", "1 somewhat useful", "2 useful", "u unsure"]
+    boxes = page.eval_on_selector_all(
+        "button.g, #next-dialogue", "els => els.map(e => e.getBoundingClientRect()).map(r => [r.width, r.height])"
+    )
+    assert min(min(w, h) for w, h in boxes) >= 44, boxes  # touch-sized targets
+    keys = page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.key)")
+    for i, key in enumerate(keys, start=1):
+        page.locator(f"#i{i} button[name='grade'][value='{answer[key]}']").click()  # a real mouse click
+        saved(page, i, str(answer[key]))
+    page.screenshot(path=str(tmp_path / "phone-end.png"))
+    assert page.url == first_url and page.locator("#end.current").count() == 1
+    assert "not graded" not in page.inner_text("#end-message")
+    page.locator("#next-dialogue").click()
+    page.wait_for_url(lambda url: url != first_url and "/task/" in url)
     mine = grades_of(judging, "bob")
     assert {k: v[0] for k, v in mine.items()} == {k: answer[k] for k in keys}
-    board.close()
 
 
-def test_touch_taps_grade_a_dialogue_and_go_on(browser, tmp_path):
-    board, judging, truth, tokens = one_dialogue_per_task(tmp_path)
+def test_touch_taps_grade_a_dialogue_and_go_on(browser, one_each, tmp_path):
+    _, judging, truth, tokens, server = one_each
     answer = {p["key"]: true_grade(p, truth) for p in assignments(judging, "s1")}
-    with LiveServer(board) as server:
-        context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True, device_scale_factor=2)
-        page = context.new_page()
-        log_in(page, server.url, tokens["carol"])
-        page.tap("#campaigns a:text-is('Start')")
-        page.wait_for_selector("#items li.current")
-        first_url = page.url
-        keys = page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.key)")
-        for i, key in enumerate(keys, start=1):
-            if i == 2:
-                page.tap(f"#i{i} button.unsure")
-                saved(page, i, "u")
-                continue
-            page.tap(f"#i{i} button[name='grade'][value='{answer[key]}']")
-            saved(page, i, str(answer[key]))
-        page.tap("#i1 button[name='grade'][value='0']")  # a second tap changes a grade, stays put
-        saved(page, 1, "0")
-        assert page.url == first_url
-        page.tap("#next-dialogue")
-        page.wait_for_url(lambda url: url != first_url and "/task/" in url)
-        context.close()
+    context = browser.new_context(viewport=PHONE, has_touch=True, is_mobile=True, device_scale_factor=2)
+    page = context.new_page()
+    log_in(page, server.url, tokens["carol"])
+    page.tap("#campaigns a:text-is('Start')")
+    page.wait_for_selector("#items li.current")
+    first_url = page.url
+    keys = page.eval_on_selector_all("#items li.item", "els => els.map(e => e.dataset.key)")
+    for i, key in enumerate(keys, start=1):
+        if i == 2:
+            page.tap(f"#i{i} button.unsure")
+            saved(page, i, "u")
+            continue
+        page.tap(f"#i{i} button[name='grade'][value='{answer[key]}']")
+        saved(page, i, str(answer[key]))
+    page.tap("#i1 button[name='grade'][value='0']")  # a second tap changes a grade, stays put
+    saved(page, 1, "0")
+    assert page.url == first_url
+    page.tap("#next-dialogue")
+    page.wait_for_url(lambda url: url != first_url and "/task/" in url)
+    context.close()
     mine = grades_of(judging, "carol")
     expected = {k: (answer[k], False) for k in keys} | {keys[0]: (0, False), keys[1]: (None, True)}
     assert {k: v[:2] for k, v in mine.items()} == expected
-    board.close()
 
 
-def test_every_text_has_wcag_aa_contrast_in_light_and_dark(browser, tmp_path):
+def test_every_text_has_wcag_aa_contrast_in_light_and_dark(browser, one_each, tmp_path):
     """Every visible text of the task page (grade buttons chosen and not, keys, names, the
     sentence states, the end of the dialogue, the guidelines) and of the campaigns and login
     pages is at least 4.5:1 on what lies under it, in each colour scheme, at 1280 and 390 px."""
-    board, judging, _, tokens = one_dialogue_per_task(tmp_path)
+    _, judging, _, tokens, server = one_each
     shots = tmp_path / "shots"
     shots.mkdir()
-    with LiveServer(board) as server:
-        for scheme in SCHEMES:
-            for width, viewport in (("1280", {"width": 1280, "height": 900}), ("390", PHONE)):
-                context = browser.new_context(viewport=viewport, color_scheme=scheme)
-                page = context.new_page()
-                page.goto(f"{server.url}/judge/login")
-                assert low_contrast(page) == [], (scheme, width, "login")
-                log_in(page, server.url, tokens["dave"])
-                page.screenshot(path=str(shots / f"campaigns-{scheme}-{width}.png"))
-                assert low_contrast(page) == [], (scheme, width, "campaigns")
-                assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
-                page.goto(f"{server.url}/judge/s1/guidelines")
-                assert low_contrast(page) == [], (scheme, width, "guidelines page")
-                page.go_back()
-                page.click("#campaigns a.button")  # Start, then Continue
-                page.wait_for_selector("#items li.current")
-                if page.locator("#items li.graded").count() == 0:
-                    for key in ("2", "0", "u", "1"):
-                        page.keyboard.press(key)
-                    saved(page, 4, "1")
-                page.keyboard.press("k")
-                page.screenshot(path=str(shots / f"task-{scheme}-{width}.png"), full_page=width == "390")
-                assert low_contrast(page) == [], (scheme, width, "task")
-                colours = page.eval_on_selector_all(
-                    "#i1 button.g, #i5 button.g",
-                    """els => els.map(e => {
-                    const s = getComputedStyle(e); return [s.color, s.backgroundColor]; })""",
-                )
-                assert all(fg != bg for fg, bg in colours) and len(set(map(tuple, colours))) == 2  # chosen differs
-                page.focus("#next-dialogue")  # Tab's way to the end
-                page.keyboard.press("0")  # the end's message shows, nothing graded
-                assert "do nothing here" in page.inner_text("#end-message")
-                assert page.get_attribute("#i4", "data-grade") == "1"
-                assert low_contrast(page) == [], (scheme, width, "end")
-                page.keyboard.press("g")
-                page.screenshot(path=str(shots / f"guidelines-{scheme}-{width}.png"))
-                assert low_contrast(page) == [], (scheme, width, "guidelines")
-                context.close()
-    board.close()
+    for scheme in SCHEMES:
+        for width, viewport in (("1280", {"width": 1280, "height": 900}), ("390", PHONE)):
+            context = browser.new_context(viewport=viewport, color_scheme=scheme)
+            page = context.new_page()
+            page.goto(f"{server.url}/judge/login")
+            assert low_contrast(page) == [], (scheme, width, "login")
+            log_in(page, server.url, tokens["dave"])
+            page.screenshot(path=str(shots / f"campaigns-{scheme}-{width}.png"))
+            assert low_contrast(page) == [], (scheme, width, "campaigns")
+            assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+            page.goto(f"{server.url}/judge/s1/guidelines")
+            assert low_contrast(page) == [], (scheme, width, "guidelines page")
+            page.go_back()
+            page.click("#campaigns a.button")  # Start, then Continue
+            page.wait_for_selector("#items li.current")
+            if page.locator("#items li.graded").count() == 0:
+                for key in ("2", "0", "u", "1"):
+                    page.keyboard.press(key)
+                saved(page, 4, "1")
+            page.keyboard.press("k")
+            page.screenshot(path=str(shots / f"task-{scheme}-{width}.png"), full_page=width == "390")
+            assert low_contrast(page) == [], (scheme, width, "task")
+            colours = page.eval_on_selector_all(
+                "#i1 button.g, #i5 button.g",
+                """els => els.map(e => {
+                const s = getComputedStyle(e); return [s.color, s.backgroundColor]; })""",
+            )
+            assert all(fg != bg for fg, bg in colours) and len(set(map(tuple, colours))) == 2  # chosen differs
+            page.focus("#next-dialogue")  # Tab's way to the end
+            page.keyboard.press("0")  # the end's message shows, nothing graded
+            assert "do nothing here" in page.inner_text("#end-message")
+            assert page.get_attribute("#i4", "data-grade") == "1"
+            assert low_contrast(page) == [], (scheme, width, "end")
+            page.keyboard.press("g")
+            page.screenshot(path=str(shots / f"guidelines-{scheme}-{width}.png"))
+            assert low_contrast(page) == [], (scheme, width, "guidelines")
+            context.close()

@@ -85,6 +85,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "judging-crash": ("tests/judging/test_judging_crash.py",),
     "judging-real-data": ("tests/judging/test_real_data.py",),
     "judging-long-dialogue": ("tests/judging/test_judging_long_dialogue.py",),
+    "judging-browser": ("tests/judging/test_judging_browser.py",),
     "ranx": (
         "tests/core/test_fusion_every_method.py",
         "tests/core/test_fusion_ranx.py",
