@@ -24,6 +24,11 @@ from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
 from tests.support.board import empty_database, engine_at, make_board, migration_head, noisy, plain_rr, read, setup_phases
+from tests.support.order import RANX
+
+#: ``tool_runs`` writes a run with ranx (its first use in a process compiles numba's containers, and
+#: PyTerrier's import): on the worker of the ranx group, which has made them already
+pytestmark = RANX
 
 
 def public_labels():

@@ -91,6 +91,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "tests/core/test_fusion_ranx.py",
         "tests/core/test_interop.py",
         "tests/interchange/test_interchange_runs.py",
+        "tests/board/test_board_seams.py",  # tool_runs (ranx, PyTerrier), as test_interchange_runs
         "tests/test_api_doc.py",
     ),
 }
