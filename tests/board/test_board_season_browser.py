@@ -15,6 +15,7 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from dsr.board.admin import add_baselines
@@ -27,6 +28,8 @@ from tests.support.board import LiveServer, make_board, plain_rr, read, retag
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = Path(os.environ.get("DSR_SCREENSHOTS") or ROOT / "out" / "screenshots")
+#: the module's browser and read-only season, made once: its tests on one worker (tests/support/order.py)
+pytestmark = pytest.mark.xdist_group("board-season-browser")
 VIEWPORTS = {"1280": {"width": 1280, "height": 900}, "390": {"width": 390, "height": 844}}
 FITS = "selector => { const e = document.querySelector(selector); return e.scrollWidth <= e.clientWidth; }"
 TEAM_RUNS = {"alpha": ["bm25", "random1"], "beta": ["random0"], "gamma": ["random2"]}
@@ -108,6 +111,18 @@ def season(tmp_path, runs):
     return board, tokens
 
 
+@pytest.fixture(scope="module")
+def read_only_season(tmp_path_factory, runs):
+    """A :func:`season` under a real uvicorn, one for the module's two tests that only read it
+    (pages, ranks and marks); the test that submits and freezes makes its own. (board, tokens,
+    server)"""
+    tmp_path = tmp_path_factory.mktemp("season")
+    board, tokens = season(tmp_path, runs)
+    with LiveServer(board) as server:
+        yield board, tokens, server
+    board.close()
+
+
 def no_overflow(page) -> None:
     """The page never scrolls sideways (a wide table scrolls inside its own box)."""
     width = page.evaluate("document.documentElement.scrollWidth")
@@ -121,8 +136,8 @@ def log_in(page, url: str, token: str) -> None:
     page.wait_for_url(f"{url}/submit")
 
 
-def test_season_pages_in_a_real_browser(browser, tmp_path, runs):
-    board, tokens = season(tmp_path, runs)
+def test_season_pages_in_a_real_browser(browser, read_only_season, runs):
+    board, tokens, server = read_only_season
     SHOTS.mkdir(parents=True, exist_ok=True)
     run_id = next(s.id for s in board.submissions(board.get_phase("sample", "public")) if s.system == "beta-random0")
     collection = load_collection("sample")
@@ -130,54 +145,52 @@ def test_season_pages_in_a_real_browser(browser, tmp_path, runs):
     mine, base = plain_rr(runs / "random0.run", labels), plain_rr(runs / "initial.run", labels)
     diff = [mine[t] - base[t] for t in labels]
     wtl = f"{sum(d > 0 for d in diff)} wins, {sum(d == 0 for d in diff)} ties, {sum(d < 0 for d in diff)} losses"
-    with LiveServer(board) as server:
-        pages = [
-            "/",
-            "/login",
-            "/board/sample/public",
-            "/board/sample/public?columns=all&baselines=all&select=all",
-            "/board/sample/test",
-            "/board/sample/final",
-            f"/runs/{run_id}",
-            "/submit",
-            "/runs/999",
-        ]
-        for size, viewport in VIEWPORTS.items():
-            context = browser.new_context(viewport=viewport)
-            page = context.new_page()
-            log_in(page, server.url, tokens["gamma"])
-            for path in pages:
+    pages = [
+        "/",
+        "/login",
+        "/board/sample/public",
+        "/board/sample/public?columns=all&baselines=all&select=all",
+        "/board/sample/test",
+        "/board/sample/final",
+        f"/runs/{run_id}",
+        "/submit",
+        "/runs/999",
+    ]
+    for size, viewport in VIEWPORTS.items():
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        log_in(page, server.url, tokens["gamma"])
+        for path in pages:
+            page.goto(server.url + path)
+            no_overflow(page)
+        page.goto(f"{server.url}/board/sample/public")
+        page.screenshot(path=str(SHOTS / f"board-{size}.png"), full_page=True)
+        page.goto(f"{server.url}/runs/{run_id}")
+        page.screenshot(path=str(SHOTS / f"run-{size}.png"), full_page=True)
+        meta = page.inner_text("dl.meta")
+        for said in (
+            "Random order, a floor",
+            "https://example.org/paper",
+            "https://example.org/code",
+            "random",
+            "seed=0",
+            "numpy 2.1.0",
+            "not on this collection",
+        ):
+            assert said in meta, said
+        assert "/home/someone" not in page.content()
+        assert page.inner_text("#wtl").startswith(wtl)
+        if size == "1280":  # nothing cut off: the board's table fits without scrolling
+            for path in pages[2:4]:
                 page.goto(server.url + path)
-                no_overflow(page)
-            page.goto(f"{server.url}/board/sample/public")
-            page.screenshot(path=str(SHOTS / f"board-{size}.png"), full_page=True)
-            page.goto(f"{server.url}/runs/{run_id}")
-            page.screenshot(path=str(SHOTS / f"run-{size}.png"), full_page=True)
-            meta = page.inner_text("dl.meta")
-            for said in (
-                "Random order, a floor",
-                "https://example.org/paper",
-                "https://example.org/code",
-                "random",
-                "seed=0",
-                "numpy 2.1.0",
-                "not on this collection",
-            ):
-                assert said in meta, said
-            assert "/home/someone" not in page.content()
-            assert page.inner_text("#wtl").startswith(wtl)
-            if size == "1280":  # nothing cut off: the board's table fits without scrolling
-                for path in pages[2:4]:
-                    page.goto(server.url + path)
-                    assert page.evaluate(FITS, "#board-scroll"), path
-            context.close()
-    board.close()
+                assert page.evaluate(FITS, "#board-scroll"), path
+        context.close()
     for name in ("board-1280", "board-390", "run-1280", "run-390"):
         assert (SHOTS / f"{name}.png").stat().st_size > 10_000
 
 
-def test_rank_groups_and_marks_match_an_independent_computation(browser, tmp_path, runs):
-    board, tokens = season(tmp_path, runs)
+def test_rank_groups_and_marks_match_an_independent_computation(browser, read_only_season, runs):
+    board, tokens, server = read_only_season
     collection = load_collection("sample")
     labels = {d.id: {c.id: c.label for c in d.candidates} for d in collection.dialogues}
     rr = {
@@ -185,46 +198,44 @@ def test_rank_groups_and_marks_match_an_independent_computation(browser, tmp_pat
         "bm25": plain_rr(runs / "bm25.run", labels),
         **{f"{t}-{n}": plain_rr(runs / f"{n}.run", labels) for t, names in TEAM_RUNS.items() for n in names},
     }
-    with LiveServer(board) as server:
-        page = browser.new_page(viewport=VIEWPORTS["1280"])
-        # default view: the chosen baseline (initial) and each team's best by RR
-        page.goto(f"{server.url}/board/sample/public")
-        shown = ["initial", "alpha-bm25", "beta-random0", "gamma-random2"]
-        expected, pvalues = expected_ranks({n: rr[n if n != "alpha-bm25" else "bm25"] for n in shown})
-        rows = page.locator("#board tbody tr")
-        assert rows.count() == 4 and page.locator("#more-baselines").inner_text() == "1 more"
-        got = {}
-        for i in range(rows.count()):
-            system = rows.nth(i).locator("td.system a").first.inner_text()
-            got[system] = (rows.nth(i).locator("td.rank").inner_text(), rows.nth(i).locator("td.group").inner_text())
-        assert {n: r for n, (r, _) in got.items()} == expected
-        assert any("–" in r for r, _ in got.values()), "some rows should share a rank range"
-        for (a, b), p in pvalues.items():  # a shared letter only where the pair is not different
-            shares = set(got[a][1]) & set(got[b][1])
-            assert not (shares and p < 0.05), (a, b, p)
-        # marks: only where Holm over the rows shown against the baseline gives p < 0.05; never ≈
-        others = shown[1:]
-        p = holm(
-            [
-                stats.ttest_rel(*[[rr[n if n != "alpha-bm25" else "bm25"][t] for t in labels] for n in (name, "initial")]).pvalue
-                for name in others
-            ]
-        )
-        body = page.inner_text("#board")
-        assert "≈" not in body
-        for name, q in zip(others, p):
-            cell = page.locator("#board tbody tr", has_text=name).locator("td.primary").inner_text()
-            assert ("▼" in cell or "▲" in cell) == (q < 0.05), (name, q, cell)
-        assert "▼" in body  # the random runs are below the initial ranking
-        # a team's history is a click away; baselines expand
-        page.click("a.history")
-        page.wait_for_url("**team=alpha**")
-        history = sorted(page.locator("#board td.system a").all_inner_texts())
-        assert history == ["alpha-bm25", "alpha-random1", "initial"]
-        page.goto(f"{server.url}/board/sample/public")
-        page.click("#more-baselines")
-        assert page.locator("#board tr.baseline").count() == 2
-    board.close()
+    page = browser.new_page(viewport=VIEWPORTS["1280"])
+    # default view: the chosen baseline (initial) and each team's best by RR
+    page.goto(f"{server.url}/board/sample/public")
+    shown = ["initial", "alpha-bm25", "beta-random0", "gamma-random2"]
+    expected, pvalues = expected_ranks({n: rr[n if n != "alpha-bm25" else "bm25"] for n in shown})
+    rows = page.locator("#board tbody tr")
+    assert rows.count() == 4 and page.locator("#more-baselines").inner_text() == "1 more"
+    got = {}
+    for i in range(rows.count()):
+        system = rows.nth(i).locator("td.system a").first.inner_text()
+        got[system] = (rows.nth(i).locator("td.rank").inner_text(), rows.nth(i).locator("td.group").inner_text())
+    assert {n: r for n, (r, _) in got.items()} == expected
+    assert any("–" in r for r, _ in got.values()), "some rows should share a rank range"
+    for (a, b), p in pvalues.items():  # a shared letter only where the pair is not different
+        shares = set(got[a][1]) & set(got[b][1])
+        assert not (shares and p < 0.05), (a, b, p)
+    # marks: only where Holm over the rows shown against the baseline gives p < 0.05; never ≈
+    others = shown[1:]
+    p = holm(
+        [
+            stats.ttest_rel(*[[rr[n if n != "alpha-bm25" else "bm25"][t] for t in labels] for n in (name, "initial")]).pvalue
+            for name in others
+        ]
+    )
+    body = page.inner_text("#board")
+    assert "≈" not in body
+    for name, q in zip(others, p):
+        cell = page.locator("#board tbody tr", has_text=name).locator("td.primary").inner_text()
+        assert ("▼" in cell or "▲" in cell) == (q < 0.05), (name, q, cell)
+    assert "▼" in body  # the random runs are below the initial ranking
+    # a team's history is a click away; baselines expand
+    page.click("a.history")
+    page.wait_for_url("**team=alpha**")
+    history = sorted(page.locator("#board td.system a").all_inner_texts())
+    assert history == ["alpha-bm25", "alpha-random1", "initial"]
+    page.goto(f"{server.url}/board/sample/public")
+    page.click("#more-baselines")
+    assert page.locator("#board tr.baseline").count() == 2
 
 
 def test_quota_dates_duplicates_and_freeze_in_a_real_browser(browser, tmp_path, runs):

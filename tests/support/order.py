@@ -86,6 +86,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "judging-real-data": ("tests/judging/test_real_data.py",),
     "judging-long-dialogue": ("tests/judging/test_judging_long_dialogue.py",),
     "judging-browser": ("tests/judging/test_judging_browser.py",),
+    "board-season-browser": ("tests/board/test_board_season_browser.py",),
     "ranx": (
         "tests/core/test_fusion_every_method.py",
         "tests/core/test_fusion_ranx.py",
