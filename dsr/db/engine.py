@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session
@@ -180,10 +180,7 @@ def write_session(engine: Engine) -> Iterator[Session]:
     put seconds into the slowest requests. Other processes (admin commands)
     still meet ``BEGIN IMMEDIATE`` and the busy timeout.
     """
-    lock = None
-    if engine.dialect.name == "sqlite":
-        lock = _WRITE_LOCKS.setdefault(engine, threading.Lock())
-    with lock if lock is not None else contextlib.nullcontext():
+    with _write_lock(engine):
         with Session(engine, expire_on_commit=False) as session:
             with session.begin():
                 # the option SQLite's "begin" event reads (BEGIN IMMEDIATE), on this session's
@@ -191,3 +188,22 @@ def write_session(engine: Engine) -> Iterator[Session]:
                 # that then held the engine alive, is not needed
                 session.connection(execution_options={"board_write": True})
                 yield session
+
+
+def _write_lock(engine: Engine):
+    """The lock this process's writers to an SQLite database queue on (none for PostgreSQL)."""
+    if engine.dialect.name != "sqlite":
+        return contextlib.nullcontext()
+    return _WRITE_LOCKS.setdefault(engine, threading.Lock())
+
+
+@contextlib.contextmanager
+def write_connection(engine: Engine) -> Iterator[Connection]:
+    """:func:`write_session`'s transaction (the same lock, ``BEGIN IMMEDIATE`` on SQLite, a
+    commit on success) on a Core connection, without an ORM session: for a hot path that runs
+    SQL statements only (a grade: ``dsr.judging.campaigns``)."""
+    with _write_lock(engine):
+        with engine.connect() as connection:
+            connection.execution_options(board_write=True)
+            with connection.begin():
+                yield connection

@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from dsr.core.data import Collection, dialogue_from_json
 from dsr.core.errors import InputError
 from dsr.db.base import utcnow
-from dsr.db.engine import make_engine, migrate, read_session, write_session
+from dsr.db.engine import make_engine, migrate, read_session, write_connection, write_session
 from dsr.db.refused import Refused
 from dsr.judging import guidelines as guidelines_module
 from dsr.judging.assignments import Assignments
@@ -290,10 +290,10 @@ class Judging(Assignments, Reviews):
         a refused grade writes nothing and does not hold the others back."""
         for attempt in (1, 2):
             try:
-                with write_session(self.engine) as s:
+                with write_connection(self.engine) as conn:
                     for job in batch:
                         try:
-                            job.new = self._upsert(s, job.assessor_id, job.ref, job.grade, job.unsure, job.seconds, job.source)
+                            job.new = self._upsert(conn, job.assessor_id, job.ref, job.grade, job.unsure, job.seconds, job.source)
                             job.error = None
                         except Refused as refused:  # raised before anything is written
                             job.error = refused
@@ -309,9 +309,8 @@ class Judging(Assignments, Reviews):
         for job in batch:
             job.done = True
 
-    def _upsert(self, s, assessor_id: int, ref: ItemRef, grade, unsure, seconds, source) -> bool:
+    def _upsert(self, conn, assessor_id: int, ref: ItemRef, grade, unsure, seconds, source) -> bool:
         """Insert or replace one grade (prepared Core statements: this is the hot path)."""
-        conn = s.connection()
         if conn.execute(_ASSIGNED, {"task": ref.task_id, "assessor": assessor_id}).first() is None:
             raise Refused(403, "this item is not in one of your tasks")
         existing = conn.execute(_GRADED, {"item": ref.id, "assessor": assessor_id}).scalar()
