@@ -182,12 +182,12 @@ def test_reproduce_rejects_unknown_strategy(tmp_path, capsys):
 def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_path, full_run, monkeypatch):
     """The trained bi-encoder row is read against the zero-shot model with its card's query
     and candidate text: a 'trained' model that is the zero-shot weights themselves gives
-    exactly that row, and not the table's body-only row. (In a copy of the full run's home:
+    exactly that row, and not the table's body-only row. (With a copy of the full run's indexes:
     MiniLM's vectors of the candidates' bodies are reused; one measure, nDCG@5, is read.)"""
     import shutil
 
     home = tmp_path / "home"
-    shutil.copytree(full_run[0], home)
+    shutil.copytree(full_run[0] / "indexes", home / "indexes")  # not its exports (the fast test's)
     monkeypatch.setenv("DSR_HOME", str(home))
 
     from dsr.core.models import resolve_model
