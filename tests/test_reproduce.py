@@ -69,8 +69,9 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
         assert all((out / f"{stem}.{ext}").stat().st_size > 0 for ext in ("png", "pdf"))
 
 
-#: the full suite with a cross-encoder, as the two tests below run it (the fast one adds --backend)
-FULL = ["reproduce", "sample", "--queries", "last", "all", "--n-splits", "5"]
+#: the full suite (every row) with a cross-encoder, as the two tests below run it (the fast one
+#: adds --backend); two measures, the primary one and RR, so that every figure is drawn
+FULL = ["reproduce", "sample", "--queries", "last", "all", "--n-splits", "5", "--measures", "nDCG@5", "RR"]
 
 
 @pytest.fixture(scope="module")
