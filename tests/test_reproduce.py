@@ -69,8 +69,9 @@ def test_reproduce_without_dense_writes_report_runs_and_manifest(tmp_path, capsy
         assert all((out / f"{stem}.{ext}").stat().st_size > 0 for ext in ("png", "pdf"))
 
 
-#: the full suite with a cross-encoder, as the two tests below run it (the fast one adds --backend)
-FULL = ["reproduce", "sample", "--queries", "last", "all", "--n-splits", "5"]
+#: the full suite (every row) with a cross-encoder, as the two tests below run it (the fast one
+#: adds --backend); two measures, the primary one and RR, so that every figure is drawn
+FULL = ["reproduce", "sample", "--queries", "last", "all", "--n-splits", "5", "--measures", "nDCG@5", "RR"]
 
 
 @pytest.fixture(scope="module")
@@ -179,11 +180,16 @@ def test_reproduce_rejects_unknown_strategy(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_path):
+def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_path, full_run, monkeypatch):
     """The trained bi-encoder row is read against the zero-shot model with its card's query
     and candidate text: a 'trained' model that is the zero-shot weights themselves gives
-    exactly that row, and not the table's body-only row."""
+    exactly that row, and not the table's body-only row. (With a copy of the full run's indexes:
+    MiniLM's vectors of the candidates' bodies are reused; one measure, nDCG@5, is read.)"""
     import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(full_run[0] / "indexes", home / "indexes")  # not its exports (the fast test's)
+    monkeypatch.setenv("DSR_HOME", str(home))
 
     from dsr.core.models import resolve_model
     from dsr.core.run import load_run
@@ -208,6 +214,8 @@ def test_the_trained_row_has_a_zero_shot_row_with_the_same_query_and_text(tmp_pa
                 "--no-cross-encoder",
                 "--trained-dense",
                 str(trained),
+                "--measures",
+                "nDCG@5",
                 "--out",
                 str(out),
             ]

@@ -4,7 +4,9 @@ Each test runs the real command in a process of its own with a fresh DSR_HOME, a
 would: on a pseudo-terminal (what a screen shows: dsr's progress included) or into a pipe
 (what a log holds). The int8 export is where the libraries were loudest: torch's
 TracerWarnings with the source lines they point at, transformers' FutureWarning and
-``loss_type=None``, four NNCF progress bars on standard output.
+``loss_type=None``, four NNCF progress bars on standard output. The models exported here are
+tiny BERTs (tests/support/tiny_bert.py), loaded and exported by the same code as MiniLM: with
+DSR_VERBOSE=1 their int8 exports print every one of those lines (the verbose test below).
 """
 
 from __future__ import annotations
@@ -82,10 +84,26 @@ def test_make_reproduce_on_a_terminal_shows_dsr_s_lines_only_within_the_budget(t
     assert lines[0].startswith("SMOKE TEST") and lines[-4:] == NEXT_STEPS.splitlines()
 
 
+def _tiny(folder: Path, **config) -> Path:
+    from dsr.collections import load_collection
+    from tests.support.tiny_bert import collection_texts, make_tiny_bert
+
+    return make_tiny_bert(folder, collection_texts(load_collection("sample")), **config)
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory) -> Path:
+    """A tiny bare BERT (a bi-encoder, or the base a training starts from), shared read-only."""
+    return _tiny(tmp_path_factory.mktemp("tiny-encoder"), num_labels=None, max_position_embeddings=128)
+
+
 @pytest.mark.slow
-def test_reproduce_fast_exports_int8_without_a_library_line_on_screen_or_in_a_log(tmp_path):
+def test_reproduce_fast_exports_int8_without_a_library_line_on_screen_or_in_a_log(tmp_path, tiny_encoder):
+    """``--fast`` with a tiny bi-encoder for the dense rows (MiniLM's export costs 25 s; the
+    tiny one's int8 export prints the same library lines when verbose: sentence-transformers'
+    and transformers' TracerWarnings, the FutureWarning, ``loss_type=None``, NNCF's bars)."""
     home = tmp_path / "home"
-    argv = ["reproduce", "sample", "--fast", "--out", "out/fast"]
+    argv = ["reproduce", "sample", "--fast", "--dense-model", str(tiny_encoder), "--out", "out/fast"]
     logged = subprocess.run(
         [sys.executable, "-m", "dsr.cli", *argv], capture_output=True, text=True, env=environment(home), cwd=tmp_path, timeout=900
     )
@@ -97,7 +115,7 @@ def test_reproduce_fast_exports_int8_without_a_library_line_on_screen_or_in_a_lo
     assert 1 + len(out) <= MAKE_REPRODUCE_LINES
     under = out[out.index("") + 1]  # the first line under the table
     assert under.startswith("note: openvino-int8: figures differ from the exact backend (torch) by")
-    code, shown = on_a_terminal(["reproduce", "sample", "--fast", "--out", "out/again"], environment(home), tmp_path)
+    code, shown = on_a_terminal([*argv[:-1], "out/again"], environment(home), tmp_path)
     assert code == 0 and not NOISE.search(shown), shown
 
 
@@ -105,10 +123,9 @@ def test_reproduce_fast_exports_int8_without_a_library_line_on_screen_or_in_a_lo
 def test_verbose_shows_what_the_libraries_print_and_the_default_does_not(tmp_path):
     """The contrast that makes the quiet test mean something: the same int8 export of a tiny
     cross-encoder, with DSR_VERBOSE=1 (what --verbose sets), prints the libraries' lines."""
-    from dsr.collections import load_collection
-    from tests.support.tiny_bert import collection_texts, make_tiny_bert
+    from dsr.cli import main
 
-    model = make_tiny_bert(tmp_path / "tiny", collection_texts(load_collection("sample")))
+    model = _tiny(tmp_path / "tiny")
     first = ["run", "sample", "--ranker", "initial", "--out", "initial.run"]
     rerank = [
         "rerank",
@@ -125,14 +142,9 @@ def test_verbose_shows_what_the_libraries_print_and_the_default_does_not(tmp_pat
         "5",
     ]
     outputs = {}
-    # one initial run for both reranks (the same file either way; each rerank exports in its own home)
-    subprocess.run(
-        [sys.executable, "-m", "dsr.cli", *first],
-        check=True,
-        env=environment(tmp_path / "home-quiet"),
-        cwd=tmp_path,
-        capture_output=True,
-    )
+    # one initial run for both reranks, written here (the same file either way; each rerank
+    # exports in its own home, in a process of its own)
+    assert main([*first[:-1], str(tmp_path / first[-1])]) == 0
     for label, extra in (("quiet", {}), ("verbose", {"DSR_VERBOSE": "1"})):
         env = environment(tmp_path / f"home-{label}", **extra)
         done = subprocess.run(
@@ -153,15 +165,10 @@ def test_verbose_shows_what_the_libraries_print_and_the_default_does_not(tmp_pat
 
 @pytest.mark.slow
 @pytest.mark.parametrize("model_type", ["cross-encoder", "bi-encoder"])
-def test_train_prints_its_report_on_stdout_and_nothing_of_the_trainer_into_a_log(tmp_path, model_type):
+def test_train_prints_its_report_on_stdout_and_nothing_of_the_trainer_into_a_log(tmp_path, model_type, tiny_encoder):
     """The trainer printed its log dicts on stdout (``{'train_runtime': ...}``) and stderr when
     no terminal showed its bar; a log now holds dsr's report and its one line on stderr."""
-    from dsr.collections import load_collection
-    from tests.support.tiny_bert import collection_texts, make_tiny_bert
-
-    base = make_tiny_bert(
-        tmp_path / "tiny", collection_texts(load_collection("sample")), num_labels=None, max_position_embeddings=128
-    )
+    base = tiny_encoder  # read only: the trained model is saved in the test's DSR_HOME
     done = subprocess.run(
         [
             sys.executable,

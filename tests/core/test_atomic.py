@@ -82,8 +82,22 @@ def test_report_folder_with_other_files_is_refused(tmp_path, random_run, capsys)
 
 @pytest.mark.slow
 def test_reproduce_out_is_replaced_as_a_set(tmp_path, monkeypatch, capsys):
+    """A reproduce of one query strategy and one measure (a set of 28 files, runs/ among them:
+    the set is the point, not its size) is replaced as a set, or not at all."""
     out = tmp_path / "out"
-    args = ["reproduce", "sample", "--out", str(out), "--no-dense", "--n-splits", "3"]
+    args = [
+        "reproduce",
+        "sample",
+        "--out",
+        str(out),
+        "--no-dense",
+        "--n-splits",
+        "3",
+        "--queries",
+        "last",
+        "--measures",
+        "nDCG@5",
+    ]
     assert main(args) == 0
     before = snapshot(out)
     assert {"manifest.json", "results.json", "per_topic.parquet", "runs/BM25.run.gz"} <= set(before)

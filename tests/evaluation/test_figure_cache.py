@@ -5,6 +5,7 @@ a damaged file in the cache, draws them again."""
 from __future__ import annotations
 
 import copy
+import shutil
 
 import numpy as np
 import pytest
@@ -14,16 +15,44 @@ from dsr.evaluation import drawing, figure_cache
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import generate_splits
 
-pytestmark = pytest.mark.slow  # draws a report's figures several times
+pytestmark = pytest.mark.slow  # draws a report's figures several times (once per test, and once for them all)
+
+
+def _home(monkeypatch, home) -> None:
+    monkeypatch.setenv("DSR_HOME", str(home))
+    monkeypatch.setenv("DSR_WORKERS", "1")
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    """The results, drawn once into the figure cache of a home of their own (each test copies
+    that home and the results, so the first drawing is shared and nothing of it is changed):
+    (home, results after the drawing, drawings counted, (captions, files), intervals)."""
+    home = tmp_path_factory.mktemp("figures-drawn") / "home"
+    with pytest.MonkeyPatch.context() as patch:
+        _home(patch, home)
+        collection = make_collection(n=40, seed=1)
+        runs = {f"bm25 {k}": make_run(collection, seed=k, quality=0.3 * k) for k in range(3)}
+        results = evaluate_runs(collection, runs, splits=generate_splits(collection.ids, 5, 0), baseline="bm25 0", progress=False)
+        calls: list = []
+        out, intervals = drawn(results, calls)
+    return home, results, len(calls), out, intervals
 
 
 @pytest.fixture
-def results(tmp_path, monkeypatch):
-    monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DSR_WORKERS", "1")
-    collection = make_collection(n=40, seed=1)
-    runs = {f"bm25 {k}": make_run(collection, seed=k, quality=0.3 * k) for k in range(3)}
-    return evaluate_runs(collection, runs, splits=generate_splits(collection.ids, 5, 0), baseline="bm25 0", progress=False)
+def results(first, tmp_path, monkeypatch):
+    """A copy of the drawn results (their interval cache emptied, as a new evaluation's), in a
+    copy of the home that holds their figures."""
+    home, results, _, _, _ = first
+    shutil.copytree(home, tmp_path / "home")
+    _home(monkeypatch, tmp_path / "home")
+    return fresh(results)
+
+
+def fresh(results):
+    again = copy.deepcopy(results)
+    again._intervals = {}
+    return again
 
 
 def drawn(results, calls: list) -> tuple:
@@ -41,21 +70,17 @@ def drawn(results, calls: list) -> tuple:
     return out, dict(results._intervals)
 
 
-def test_the_same_results_reuse_the_figures_and_a_change_draws_them_again(results):
+def test_the_same_results_reuse_the_figures_and_a_change_draws_them_again(first, results):
+    _, _, first_calls, (captions, files), intervals = first
+    assert first_calls and files and figure_cache.likely_hit("test")
     calls: list = []
-    (captions, files), intervals = drawn(results, calls)
-    assert calls and files and figure_cache.likely_hit("test")
-    again = copy.deepcopy(results)
-    again._intervals = {}
-    calls.clear()
-    (captions2, files2), intervals2 = drawn(again, calls)
+    (captions2, files2), intervals2 = drawn(results, calls)
     assert not calls, "drawn again though nothing changed"
     assert captions2 == captions and files2 == files
     assert intervals2.keys() == intervals.keys()
     assert all(np.array_equal(a, b, equal_nan=True) for k in intervals for a, b in zip(intervals[k], intervals2[k]))
 
-    changed = copy.deepcopy(results)
-    changed._intervals = {}
+    changed = fresh(results)
     name = next(iter(changed.systems))
     changed.systems[name].per_topic[0, 0] += 0.25  # one value of one dialogue
     calls.clear()
@@ -63,26 +88,20 @@ def test_the_same_results_reuse_the_figures_and_a_change_draws_them_again(result
     assert calls, "a figure showing other numbers was taken from the cache"
 
 
-def test_a_damaged_cached_file_is_drawn_again(results):
-    calls: list = []
-    (_, files), _ = drawn(results, calls)
+def test_a_damaged_cached_file_is_drawn_again(first, results):
+    _, _, _, (_, files), _ = first
     key = figure_cache.content_key(results, list(drawing.figures.figure_makers(results)))
     folder = figure_cache.index_folder(figure_cache.KIND, key)
     victim = folder / next(iter(files))
     victim.write_bytes(victim.read_bytes()[:100])
-    again = copy.deepcopy(results)
-    again._intervals = {}
-    calls.clear()
-    (_, files2), _ = drawn(again, calls)
+    calls: list = []
+    (_, files2), _ = drawn(results, calls)
     assert calls and files2 == files
 
 
 def test_the_cache_can_be_turned_off(results, monkeypatch):
+    assert figure_cache.likely_hit("test")  # drawn before, with the cache on
+    monkeypatch.setenv(figure_cache.CACHE_ENV, "0")
     calls: list = []
     drawn(results, calls)
-    monkeypatch.setenv(figure_cache.CACHE_ENV, "0")
-    again = copy.deepcopy(results)
-    again._intervals = {}
-    calls.clear()
-    drawn(again, calls)
     assert calls and not figure_cache.likely_hit("test")

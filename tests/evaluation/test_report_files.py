@@ -7,6 +7,7 @@ raw marks, and text tables whose columns line up whether a cell is marked or not
 
 from __future__ import annotations
 
+import copy
 import getpass
 import json
 import os
@@ -215,10 +216,12 @@ def test_display_width_counts_wide_characters_twice():
     assert tables.display_width("e\u0301") == 1
 
 
-def test_figures_drawn_by_workers_are_the_files_drawn_here():
-    """The report's figures drawn by two forked workers: the same captions and the same
-    bytes (PNG and PDF) as drawn in this process, and the intervals of the means the
-    workers computed come back for the tables."""
+@pytest.fixture(scope="module")
+def drawn_here(tmp_path_factory):
+    """Results of three systems on three measures, evaluated once (each test below has workers
+    draw a copy of them as evaluated), and their figures drawn in this process into a home of
+    their own (so a test's workers find no figures in their cache): (the results as evaluated,
+    the copy drawn here, (captions, files))."""
     from dsr.evaluation.drawing import Drawing
 
     collection = make_collection(n=80, seed=3)
@@ -226,38 +229,49 @@ def test_figures_drawn_by_workers_are_the_files_drawn_here():
         name: make_run(collection, seed=seed, quality=q)
         for name, seed, q in (("base", 1, 0.4), ("good", 2, 1.8), ("bad", 3, -1.0))
     }
-    made = [evaluate_runs(collection, runs, measures=["nDCG@5", "RR", "P@1"], baseline="base", progress=False) for _ in range(2)]
-    here = Drawing(made[0], workers=1)
-    assert here.pool is None
-    there = Drawing(made[1], workers=2)
+    evaluated = evaluate_runs(collection, runs, measures=["nDCG@5", "RR", "P@1"], baseline="base", progress=False)
+    here = copy.deepcopy(evaluated)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DSR_HOME", str(tmp_path_factory.mktemp("drawn-here")))
+        drawing = Drawing(here, workers=1)
+        assert drawing.pool is None
+        return evaluated, here, drawing.result()
+
+
+def test_figures_drawn_by_workers_are_the_files_drawn_here(drawn_here):
+    """The report's figures drawn by two forked workers: the same captions and the same
+    bytes (PNG and PDF) as drawn in this process, and the intervals of the means the
+    workers computed come back for the tables."""
+    from dsr.evaluation.drawing import Drawing
+
+    evaluated, here, (captions, files) = drawn_here
+    made = copy.deepcopy(evaluated)
+    there = Drawing(made, workers=2)
     assert there.pool is not None and len(there.futures) == 2
-    captions, files = here.result()
     assert there.result() == (captions, files)
     assert list(captions) == ["main", "measures", "subsets_nDCG_5", "diff_vs_baseline", "recall_at_k"]
     assert list(files) == [f"{stem}.{fmt}" for stem in captions for fmt in ("png", "pdf")]
-    assert made[1]._intervals.keys() == made[0]._intervals.keys() and made[0]._intervals
-    for key, interval in made[0]._intervals.items():
-        for here_part, there_part in zip(interval, made[1]._intervals[key]):  # mean, low, high
+    assert made._intervals.keys() == here._intervals.keys() and here._intervals
+    for key, interval in here._intervals.items():
+        for here_part, there_part in zip(interval, made._intervals[key]):  # mean, low, high
             np.testing.assert_array_equal(there_part, here_part)
 
 
-def test_workers_draw_the_results_as_they_were_when_the_drawing_started():
+def test_workers_draw_the_results_as_they_were_when_the_drawing_started(drawn_here):
     """The tables fill the results' caches (the intervals of the means) while the workers draw:
     the workers get the results as they stood when the drawing started, so this thread's
     writes neither reach them nor break their sending (a dict pickled while it grew failed a
     reproduce on CI: "dictionary changed size during iteration")."""
     from dsr.evaluation.drawing import Drawing
 
-    collection = make_collection(n=80, seed=3)
-    runs = {name: make_run(collection, seed=seed, quality=q) for name, seed, q in (("base", 1, 0.4), ("good", 2, 1.8))}
-    made = [evaluate_runs(collection, runs, measures=["nDCG@5", "RR"], baseline="base", progress=False) for _ in range(2)]
-    here = Drawing(made[0], workers=1)
-    there = Drawing(made[1], workers=2)  # made before here's result() stores the figures in the cache
+    evaluated, here, drawn = drawn_here
+    made = copy.deepcopy(evaluated)
+    there = Drawing(made, workers=2)  # this test's home holds no figures: the workers draw
     assert there.futures is not None
     written = {("written here", i) for i in range(200_000)}
     for key in written:  # what the tables do while the workers draw
-        made[1]._intervals[key] = (0.0, 0.0, 0.0)
+        made._intervals[key] = (0.0, 0.0, 0.0)
     for future in there.futures:  # each worker's own intervals: none of those written here
         assert not written & future.result()[1].keys()
-    assert there.result() == here.result()
-    assert made[1]._intervals.keys() - made[0]._intervals.keys() == written
+    assert there.result() == drawn
+    assert made._intervals.keys() - here._intervals.keys() == written
