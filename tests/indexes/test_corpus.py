@@ -443,6 +443,9 @@ def test_corpus_search_cli(indexed, capsys):
 
 @pytest.mark.slow
 def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypatch):
+    """Every stage on a local Ray (one session: corpus, BM25, vectors, then IVF-PQ shards added
+    by Ray tasks) equals the in-process build. The vectors are a tiny BERT's (which model
+    encodes is not the point: that the Ray encoder actor's vectors are the in-process ones)."""
     ray = pytest.importorskip("ray", reason="ray is not installed (pip install '.[distributed]')")
     # Ray kills workers when the *machine* is above 95 % memory; on a shared test machine that is
     # other people's memory (our actors use ~0.5 GB each): let the local Ray run up to 99.5 %.
@@ -450,6 +453,7 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
     from dsr.indexes.corpus.distributed import Executor
 
     src = sample_docs(tmp_path / "docs.jsonl", limit=24)
+    model = str(make_tiny_bert(tmp_path / "tiny", src.read_text().splitlines(), num_labels=None))
     results = {}
     for name, workers in (("local", 0), ("ray", 2)):
         executor = Executor(workers)
@@ -457,7 +461,7 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
             build_corpus(src, tmp_path / name, docs_per_shard=6, executor=executor)
             corpus = Corpus(tmp_path / name)
             build_bm25(corpus, executor=executor)
-            encode_corpus(corpus, executor=executor)
+            encode_corpus(corpus, model, executor=executor)
             assert ray.is_initialized() == bool(workers)
             if workers:  # a local Ray's workers inherit this process's DSR_HOME and this checkout
 
@@ -469,6 +473,17 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
                 import dsr
 
                 assert ray.get(ray.remote(seen).remote()) == (os.environ.get("DSR_HOME"), dsr.__file__)
+                # IVF-PQ shards added by Ray tasks (in this session) equal those added in-process
+                # (same trained index, same vectors)
+                local = results["local"]
+                build_ivfpq(local, model, params={"m": 8, "nlist": 2})
+                first = {p.name: p.read_bytes() for p in local.folder.glob("dense/*/ivfpq/*.faiss")}
+                for p in local.folder.glob("dense/*/ivfpq/*"):
+                    if p.name != "trained.faiss" and not p.name.startswith("trained"):
+                        p.unlink()
+                report = build_ivfpq(local, model, params={"m": 8, "nlist": 2}, executor=executor)
+                assert report.reused == ["ivfpq/trained"] and len(report.built) == 5
+                assert {p.name: p.read_bytes() for p in local.folder.glob("dense/*/ivfpq/*.faiss")} == first
         results[name] = corpus
         assert not ray.is_initialized()  # the executor shut its Ray down
     local, remote = results["local"], results["ray"]
@@ -479,23 +494,15 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
         k: np.concatenate([np.load(p) for p in sorted(c.folder.glob("dense/*/vectors/*.npy"))]) for k, c in results.items()
     }
     # the same model on other batches and threads: equal to float rounding
+    assert vectors["local"].shape == (len(local), 32)
     assert np.allclose(vectors["local"], vectors["ray"], atol=1e-5)
     for c in results.values():
         assert [ShardedBM25(c).search(ShardedBM25(c).query_tokens(q), 10) for q in QUERIES] == [
             ShardedBM25(local).search(ShardedBM25(local).query_tokens(q), 10) for q in QUERIES
         ]
-        assert [[r for r, _ in x] for x in ShardedDense(c).search(QUERIES, 10)] == [
-            [r for r, _ in x] for x in ShardedDense(local).search(QUERIES, 10)
+        assert [[r for r, _ in x] for x in ShardedDense(c, model).search(QUERIES, 10)] == [
+            [r for r, _ in x] for x in ShardedDense(local, model).search(QUERIES, 10)
         ]
-    # IVF-PQ shards added by Ray tasks equal those added in-process (same trained index, same vectors)
-    build_ivfpq(local, params={"m": 8, "nlist": 2})
-    first = {p.name: p.read_bytes() for p in local.folder.glob("dense/*/ivfpq/*.faiss")}
-    for p in local.folder.glob("dense/*/ivfpq/*"):
-        if p.name != "trained.faiss" and not p.name.startswith("trained"):
-            p.unlink()
-    report = build_ivfpq(local, params={"m": 8, "nlist": 2}, executor=Executor(2))
-    assert report.reused == ["ivfpq/trained"] and len(report.built) == 5
-    assert {p.name: p.read_bytes() for p in local.folder.glob("dense/*/ivfpq/*.faiss")} == first
 
 
 def test_parts_encode_disjoint_shards_and_the_last_run_completes_the_corpus(tmp_path, capsys):
