@@ -255,11 +255,16 @@ def write_json(measured: dict, info: dict) -> None:
     data["exact"] = EXACT
     collections = data.setdefault("collections", {})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    from dsr.baselines import DEFAULT_DENSE
+    from dsr.core.models import resolve_model
+
+    model = resolve_model(DEFAULT_DENSE, "bi-encoder").describe()  # the suite's dense rows' model
     for name, entry in measured.items():
         slot = collections.setdefault(name, {"backends": {}})
         slot["hash"] = entry["collection"]["hash"]
         slot["dialogues"] = entry["collection"]["dialogues"]
         slot["rows"] = "the baseline suite of dsr reproduce without trained models (BM25, zero-shot dense, RRF)"
+        slot["model"] = {"name": model["name"], "weights_sha256": model["weights_sha256"]}  # what the figures hold for
         for backend, row in entry["backends"].items():
             kept = (
                 "measure",

@@ -74,6 +74,7 @@ from dsr.evaluation.settings import SPLIT_PARAMS, TEST_PARAMS, EvaluateSettings
 from dsr.indexes.backends import DEFAULT_BACKEND, export_identity, resolve_backend
 from dsr.indexes.backends import export as export_model
 from dsr.indexes.exactness import note as exactness_note
+from dsr.indexes.exactness import notes as exactness_notes
 from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker
 from dsr.rankers.bm25 import BM25Ranker
@@ -536,6 +537,11 @@ class Suite:
             entry["path"] = str(shown / Path(entry["path"]).name)
         return written
 
+    def weights(self) -> list[str]:
+        """The weights' sha256 of the models the suite ran (the models' rows, on its backend)."""
+        described = [m for m in self.models.values() if isinstance(m, dict)]
+        return [m["weights_sha256"] for m in described if isinstance(m.get("weights_sha256"), str)]
+
     def modal_runs(self, results) -> dict[str, Any]:
         """Each family's configuration chosen most often over the splits, as a run (made
         once), also in ``results.run_objects`` (the report's recall@k curve of the family)."""
@@ -548,7 +554,9 @@ class Suite:
     def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
         path = folder / f"{slug(name, 'run')}.run.gz"  # gzipped: 7x smaller; dsr reads it, `zcat` for trec_eval
         described = self.collection.describe()
-        note = exactness_note(described, self.backend) if name in self.model_rows else None
+        note = None
+        if name in self.model_rows:  # the models that ran on the backend, when the run names them
+            note = " / ".join(exactness_notes(described, [run.config])) or exactness_note(described, self.backend)
         run.config = {
             **run.config,
             **extra,
@@ -647,5 +655,5 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
         "versions": provenance["versions"],
         "machine": provenance["machine"],
         "wall_time_s": dict(timer.seconds),
-        **({"exactness": note} if (note := exactness_note(collection.describe(), suite.backend)) else {}),
+        **({"exactness": note} if (note := exactness_note(collection.describe(), suite.backend, suite.weights())) else {}),
     }

@@ -45,9 +45,10 @@ def measured() -> dict[str, Any]:
         return {"collections": {}}
 
 
-def note(collection: Mapping[str, Any], backend: str | None) -> str | None:
+def note(collection: Mapping[str, Any], backend: str | None, models: Iterable[str] = ()) -> str | None:
     """The line for a table of ``collection`` (its ``describe()``: name and hash) made on
-    ``backend``; None on the exact backend."""
+    ``backend``; None on the exact backend. ``models``: the weights' sha256 of the models
+    that ran on ``backend`` for the table (unknown: say nothing of them)."""
     if not backend or backend == EXACT or backend == "auto":
         return None
     entries = measured().get("collections", {})
@@ -55,6 +56,15 @@ def note(collection: Mapping[str, Any], backend: str | None) -> str | None:
     row = entry.get("backends", {}).get(backend)
     head = f"{backend}: figures differ from the exact backend ({EXACT}) by"
     if row and entry.get("hash") == collection.get("hash"):
+        measured_model = entry.get("model") or {}
+        others = sorted({m for m in models if m} - {measured_model.get("weights_sha256")})
+        if others and measured_model:
+            return (
+                f"{head} an amount not measured for this table's model{'s' if len(others) > 1 else ''} (weights "
+                f"{', '.join(m[:12] for m in others)}); with {measured_model.get('name')} up to "
+                f"{row['max_delta']:.4f} {row['measure']} on this collection (measured {row['date']} on "
+                f"{row['cpu']}); marks may differ"
+            )
         flips, every = row["marks_flipped"], row.get("marks_flipped_any_measure", row["marks_flipped"])
         return (
             f"{head} up to {row['max_delta']:.4f} {row['measure']} on this collection ({flips} ▲/▼ "
@@ -81,16 +91,25 @@ def backends_in(config: Any, depth: int = 6) -> list[str]:
     """The backends a run's config (or sidecar, or a system's description in a report) names:
     every ``params.backend`` in it, also in nested parts (a reranked run's first stage, a
     tuned family's members), in the order met."""
-    found: list[str] = []
+    return [backend for backend, _ in models_in(config, depth)]
+
+
+def models_in(config: Any, depth: int = 6) -> list[tuple[str, str | None]]:
+    """``(backend, weights sha256)`` of every part of a run's config that names a
+    ``params.backend`` (the model beside it, ``model.weights_sha256``, or None), nested parts
+    too, in the order met."""
+    found: list[tuple[str, str | None]] = []
     if depth and isinstance(config, Mapping):
         params = config.get("params")
         if isinstance(params, Mapping) and isinstance(params.get("backend"), str):
-            found.append(params["backend"])
+            model = config.get("model")
+            weights = model.get("weights_sha256") if isinstance(model, Mapping) else None
+            found.append((params["backend"], weights if isinstance(weights, str) else None))
         for value in config.values():
-            found += backends_in(value, depth - 1)
+            found += models_in(value, depth - 1)
     elif depth and isinstance(config, list | tuple):
         for value in config:
-            found += backends_in(value, depth - 1)
+            found += models_in(value, depth - 1)
     return found
 
 
@@ -102,9 +121,8 @@ def sidecar_part(collection: Mapping[str, Any], config: Any) -> dict[str, str]:
 
 def notes(collection: Mapping[str, Any], configs: Iterable[Any]) -> list[str]:
     """One :func:`note` per fast backend that ``configs`` (runs' configs, systems' descriptions)
-    name, in the order first met."""
-    seen: list[str] = []
-    for backend in (b for config in configs for b in backends_in(config)):
-        if backend not in seen:
-            seen.append(backend)
-    return [line for line in (note(collection, b) for b in seen) if line]
+    name, in the order first met, with the models that ran on it."""
+    models: dict[str, set[str]] = {}
+    for backend, weights in (found for config in configs for found in models_in(config)):
+        models.setdefault(backend, set()).update([weights] if weights else [])
+    return [line for line in (note(collection, b, m) for b, m in models.items()) if line]

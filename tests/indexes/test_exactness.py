@@ -83,6 +83,35 @@ def test_an_unmeasured_collection_or_build_says_so_and_gives_the_largest_figure_
     assert "nor on any other" in exactness.note(JUDGED, "openvino-bf16")  # nothing measured for it
 
 
+def test_a_table_of_another_model_says_its_amount_was_not_measured(monkeypatch):
+    """The figures hold for the model measured (the suite's zero-shot bi-encoder): a table
+    whose fast-backend runs used another model (--dense-model, a trained one) is told so."""
+    minilm, other = "a" * 64, "b" * 64
+    with_model = json.loads(json.dumps(MEASURED))
+    with_model["collections"]["cmu_dog_judged"]["model"] = {"name": "all-MiniLM-L6-v2", "weights_sha256": minilm}
+    monkeypatch.setattr(exactness, "measured", lambda: with_model)
+    measured_line = exactness.note(JUDGED, "openvino-int8")
+    assert exactness.note(JUDGED, "openvino-int8", [minilm]) == measured_line  # the model measured
+    assert "up to 0.0123 nDCG@5 on this collection (2 ▲/▼ marks" in measured_line
+    line = exactness.note(JUDGED, "openvino-int8", [minilm, other])
+    assert line == (
+        "openvino-int8: figures differ from the exact backend (torch) by an amount not measured for "
+        "this table's model (weights bbbbbbbbbbbb); with all-MiniLM-L6-v2 up to 0.0123 nDCG@5 on this "
+        "collection (measured 2026-11-26 on AMD EPYC); marks may differ"
+    )
+    # from runs' configs: each fast backend with the models that ran on it
+    configs = [
+        {"ranker": "dense", "params": {"backend": "openvino-int8"}, "model": {"weights_sha256": minilm}},
+        {"reranker": "cross-encoder", "params": {"backend": "openvino-int8"}, "model": {"weights_sha256": other}},
+        {"ranker": "dense", "params": {"backend": "openvino"}, "model": {"weights_sha256": other}},
+    ]
+    assert exactness.models_in(configs[1]) == [("openvino-int8", other)]
+    lines = exactness.notes(JUDGED, configs)
+    assert lines[0] == line
+    assert lines[1].startswith("openvino: figures differ from the exact backend (torch) by an amount not measured for")
+    assert exactness.notes(JUDGED, configs[:1]) == [measured_line]
+
+
 def test_backends_are_found_in_nested_configs_once_each_in_order(figures):
     configs = [
         {"ranker": "bm25", "params": {"k1": 0.9}},
