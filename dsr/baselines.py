@@ -556,7 +556,9 @@ class Suite:
         described = self.collection.describe()
         note = None
         if name in self.model_rows:  # the models that ran on the backend, when the run names them
-            note = " / ".join(exactness_notes(described, [run.config])) or exactness_note(described, self.backend)
+            model = run.config.get("model")  # a row's own model (a reranked family's config names no backend)
+            weights = [model["weights_sha256"]] if isinstance(model, dict) and model.get("weights_sha256") else []
+            note = " / ".join(exactness_notes(described, [run.config])) or exactness_note(described, self.backend, weights)
         run.config = {
             **run.config,
             **extra,
