@@ -244,7 +244,12 @@ def test_cli_backend_param(tmp_path, tiny_model, dsr_home, exports, capsys):
     sidecar = json.loads((tmp_path / "ce.run.json").read_text())
     assert sidecar["params"]["backend"] == "openvino"
     assert "backend=openvino" in out.read_text().split("\n", 1)[0]  # the run tag names it
-    assert sidecar["exactness"].startswith("openvino: figures differ from the exact backend (torch) by up to")
+    # the figures measured on sample hold for MiniLM's rows: this tiny cross-encoder's are not known
+    weights = sidecar["model"]["weights_sha256"][:12]
+    assert sidecar["exactness"].startswith(
+        f"openvino: figures differ from the exact backend (torch) by an amount not measured for this table's model (weights {weights}); "
+        "with sentence-transformers/all-MiniLM-L6-v2 up to"
+    )
     assert "exactness" not in json.loads((tmp_path / "initial.run.json").read_text())
     capsys.readouterr()
     assert main(["evaluate", "sample", str(first), str(out), "--baseline", str(first)]) == 0
