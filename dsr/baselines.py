@@ -429,10 +429,13 @@ class Suite:
                     initial_order=self.order,
                     tag=f"rrf-bm25_{qb}-dense_{qd}-k{k}",
                 )
+                dense = self.dense[qd].config
                 run.config = {
                     "fusion": "rrf",
                     "k": k,
                     "runs": [f"BM25 ({qb}) k1/b default", f"dense ({qd})"],
+                    # the dense run's model and the backend it ran on (its note under a fast backend)
+                    "dense": {key: dense[key] for key in ("model", "params") if key in dense},
                     "collection": self.collection.describe(),
                 }
                 return run
@@ -487,6 +490,7 @@ class Suite:
                     run.config = {
                         "reranker": "cross-encoder",
                         "model": described,
+                        "params": {**params, "backend": self.backend},  # what ran: the backend too
                         "query": query,
                         "top_k": depth,
                         "first_stage": stage_name,
@@ -555,10 +559,8 @@ class Suite:
         path = folder / f"{slug(name, 'run')}.run.gz"  # gzipped: 7x smaller; dsr reads it, `zcat` for trec_eval
         described = self.collection.describe()
         note = None
-        if name in self.model_rows:  # the models that ran on the backend, when the run names them
-            model = run.config.get("model")  # a row's own model (a reranked family's config names no backend)
-            weights = [model["weights_sha256"]] if isinstance(model, dict) and model.get("weights_sha256") else []
-            note = " / ".join(exactness_notes(described, [run.config])) or exactness_note(described, self.backend, weights)
+        if name in self.model_rows:  # the model that ran, on the backend its config names
+            note = " / ".join(exactness_notes(described, [run.config])) or None
         run.config = {
             **run.config,
             **extra,

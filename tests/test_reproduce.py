@@ -139,6 +139,8 @@ def test_reproduce_on_a_fast_backend_names_it_and_keeps_the_table_close(full_run
     for row in ("cross-encoder", "dense (last)", "BM25", "random"):
         sidecar = json.loads((tmp_path / "fast" / (manifest["runs"][row]["path"] + ".json")).read_text())
         lines[row] = sidecar.get("exactness")
+        if row == "cross-encoder":  # the reranked row's config names the backend it ran on
+            assert sidecar["params"]["backend"] == "openvino", sidecar
     assert lines["cross-encoder"].startswith(unmeasured)
     assert lines["dense (last)"].startswith("openvino: figures differ from the exact backend (torch) by up to")
     assert lines["BM25"] is None and lines["random"] is None

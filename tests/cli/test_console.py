@@ -153,8 +153,9 @@ def _stderr_of(argv: list[str], tmp_path: Path) -> str:
 @pytest.mark.slow
 def test_no_progress_bar_reaches_a_log(tmp_path):
     """bm25 (a bar from 200 dialogues), the dense ranker (the Hugging Face "Loading weights"
-    bar and the encoding bar; its model a tiny BERT, loaded and encoding through the same
-    code as MiniLM) and the evaluator, with stderr a pipe as in CI."""
+    bar, and the encoding bar, which dsr shows on a terminal from 256 texts to encode: 1,560
+    here; its model a tiny BERT, loaded and encoding through the same code as MiniLM) and the
+    evaluator, with stderr a pipe as in CI."""
     from dsr.collections import load_collection
     from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
@@ -162,7 +163,7 @@ def test_no_progress_bar_reaches_a_log(tmp_path):
     write_benchmark(collection, tmp_path / "c.jsonl")
     model = make_tiny_bert(tmp_path / "tiny", collection_texts(load_collection("sample")), num_labels=None)
     err = _stderr_of(["run", "c.jsonl", "--ranker", "bm25", "--out", "bm25.run"], tmp_path)
-    err += _stderr_of(["run", "sample", "--ranker", "dense", "--out", "dense.run", "--param", f"model={model}"], tmp_path)
+    err += _stderr_of(["run", "c.jsonl", "--ranker", "dense", "--out", "dense.run", "--param", f"model={model}"], tmp_path)
     err += _stderr_of(["evaluate", "c.jsonl", "bm25.run"], tmp_path)
     assert "\r" not in err and "it/s" not in err and "Loading weights" not in err, err[-2000:]
     assert "%|" not in err
