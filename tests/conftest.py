@@ -150,6 +150,15 @@ def session_temp_folder(config) -> None:
     multiprocessing.util.Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=-200)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config):
+    """The heap frozen before pytest's last collections (five full ones, for unraisable
+    exceptions): in a worker that has run a few hundred tests they took longer than the 5 s
+    xdist's gateway gives a worker to end, and it then sent the worker a SIGINT, whose
+    KeyboardInterrupt printed a warning under the run's last line."""
+    gc.freeze()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     """Fail the run when a process started during it is still running at its end (in the
