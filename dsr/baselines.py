@@ -74,7 +74,7 @@ from dsr.evaluation.settings import SPLIT_PARAMS, TEST_PARAMS, EvaluateSettings
 from dsr.indexes.backends import DEFAULT_BACKEND, export_identity, resolve_backend
 from dsr.indexes.backends import export as export_model
 from dsr.indexes.exactness import note as exactness_note
-from dsr.indexes.exactness import notes as exactness_notes
+from dsr.indexes.exactness import sidecar_part as exactness_sidecar_part
 from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker
 from dsr.rankers.bm25 import BM25Ranker
@@ -558,14 +558,13 @@ class Suite:
     def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
         path = folder / f"{slug(name, 'run')}.run.gz"  # gzipped: 7x smaller; dsr reads it, `zcat` for trec_eval
         described = self.collection.describe()
-        note = None
-        if name in self.model_rows:  # the model that ran, on the backend its config names
-            note = " / ".join(exactness_notes(described, [run.config])) or None
+        # a model row's note: the model that ran, on the backend its config names
+        noted = exactness_sidecar_part(described, run.config) if name in self.model_rows else {}
         run.config = {
             **run.config,
             **extra,
             "collection": described,
-            **({"exactness": note} if note else {}),
+            **noted,
             "versions": package_versions(),
         }
         run.write(path)

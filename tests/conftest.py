@@ -53,13 +53,12 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker more than the cores this process may run on (or
-    PYTEST_XDIST_AUTO_NUM_WORKERS). A sixth of a 2-core run's CPU stood idle while workers waited
-    on their servers, browsers, clusters and subprocesses; a third worker fills it (2026-11-27,
-    2 cores: 474 s with 3 workers, 512 s with 4, 595 s with 2)."""
-    named = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
-    if named.isdigit() and int(named) > 0:
-        return int(named)
+    """``-n auto``: one worker more than the cores this process may run on (where
+    PYTEST_XDIST_AUTO_NUM_WORKERS is set, xdist's own hook reads it). A sixth of a 2-core run's
+    CPU stood idle while workers waited on their servers, browsers, clusters and subprocesses; a
+    third worker fills it (2026-11-27, 2 cores: 474 s with 3 workers, 512 s with 4, 595 s with 2)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # the next implementation (xdist's) answers
     return len(os.sched_getaffinity(0)) + 1
 
 
