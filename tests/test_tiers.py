@@ -129,13 +129,18 @@ class _Config:
 def test_a_group_goes_to_one_worker_and_is_ordered_at_the_cost_of_all_its_modules(monkeypatch):
     """pytest 9 ignores xdist's own grouping (the ``xdist_group`` mark), so the scheduler reads
     tests/support/order.py's GROUPS: a grouped module's tests are one work unit with the other
-    modules of its group; any other test is a unit of its own, as ``--dist loadgroup`` does."""
+    modules of its group; any other test is a unit of its own, as ``--dist loadgroup`` does.
+    The group's modules run costliest first (the README's tables before the int8 test that
+    reuses their vectors)."""
     from tests.support import order
 
     monkeypatch.setattr(order, "_GROUP_OF", {"g1.py": "g", "g2.py": "g"})
     items = [_Ordered("a.py::t1"), _Ordered("g1.py::t1"), _Ordered("b.py::t1"), _Ordered("g2.py::t1"), _Ordered("g2.py::t2")]
     order.by_cost(items, {"a.py": 30.0, "b.py": 25.0, "g1.py": 20.0, "g2.py": 15.0})  # the group: 35 s
     assert [i.nodeid for i in items] == ["g1.py::t1", "g2.py::t1", "g2.py::t2", "a.py::t1", "b.py::t1"]
+    # within the group, its costliest module first (whatever the collection's order)
+    order.by_cost(items, {"a.py": 30.0, "b.py": 25.0, "g1.py": 15.0, "g2.py": 20.0})
+    assert [i.nodeid for i in items] == ["g2.py::t1", "g2.py::t2", "g1.py::t1", "a.py::t1", "b.py::t1"]
     scheduler = order.make_scheduler(_Config(), None)
     assert scheduler is not None
     assert {n: scheduler._split_scope(n) for n in ("g1.py::t1", "g2.py::t2[x]", "a.py::t1")} == {

@@ -59,6 +59,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "tests/collections/test_cmu_dog_dev.py",
         "tests/collections/test_cmu_dog_dev_grades.py",
         "tests/indexes/test_exactness.py",
+        "tests/rankers/test_default_backend.py",  # reuses the README tables' vectors of CMU_DoG valid
         "tests/test_readme_tables.py",
         "tests/training/test_hygiene.py",
     ),
@@ -110,7 +111,8 @@ def group_of(nodeid: str) -> str | None:
 
 def by_cost(items: list[pytest.Item], seconds: dict[str, float]) -> None:
     """Sort ``items`` in place: modules by cost, costliest first, a group's modules together at
-    the cost of the whole group; stable otherwise."""
+    the cost of the whole group and, within it, costliest first; stable otherwise (a module's
+    tests stay in their order)."""
     guess: dict[str, float] = {}
     for item in items:
         module = module_of(item.nodeid)
@@ -120,7 +122,9 @@ def by_cost(items: list[pytest.Item], seconds: dict[str, float]) -> None:
     unit_cost: dict[str, float] = {}
     for module, c in cost.items():
         unit_cost[unit[module]] = unit_cost.get(unit[module], 0.0) + c
-    items.sort(key=lambda item: (-unit_cost[unit[module_of(item.nodeid)]], unit[module_of(item.nodeid)]))
+    items.sort(
+        key=lambda item: (-unit_cost[unit[module_of(item.nodeid)]], unit[module_of(item.nodeid)], -cost[module_of(item.nodeid)])
+    )
 
 
 def check_groups(items: list[pytest.Item]) -> None:
