@@ -187,6 +187,28 @@ def test_every_line_has_one_width(drawn):
         assert _widths(fig) == {figures.LINE_WIDTH}, stem
 
 
+def test_a_png_holds_the_pixels_of_matplotlib_s_own_png_in_256_colours(results):
+    """The PNG is made from Agg's pixels directly (not from matplotlib's PNG, decoded again):
+    the same pixels, so the same 256 colours, for every figure and at a height that is not a
+    whole number of pixels at 300 dpi (each figure is drawn twice: one for each path)."""
+    from PIL import Image
+
+    def draw() -> dict:
+        odd = figures.new_figure(7.0, 1.05)  # 1.05 in * 300 dpi is 314.99...: Agg's canvas has 315 rows
+        odd.gca().plot([0, 1], [1, 0])
+        return {**results.plot("all"), "odd": odd}
+
+    ours, theirs = draw(), draw()
+    for stem, fig in ours.items():
+        files = figure_files.figure_files(fig, stem, ("png",))
+        own = io.BytesIO()
+        theirs[stem].savefig(own, format="png", dpi=300)
+        expected = Image.open(io.BytesIO(own.getvalue())).convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT)
+        got = Image.open(io.BytesIO(files[f"{stem}.png"]))
+        assert got.size == expected.size, stem
+        assert np.array_equal(np.asarray(got.convert("RGB")), np.asarray(expected.convert("RGB"))), stem
+
+
 def test_pngs_are_300_dpi_and_every_pdf_renders(drawn, tmp_path):
     import struct
 
