@@ -49,6 +49,9 @@ def start_workers(workers: int | None = None) -> Workers | None:
     workers = min(default_workers() if workers is None else workers, MAX_FIGURES)
     if workers <= 1 or not can_fork():
         return None
+    # scipy.stats (the intervals the figures draw, and this process's significance tests) is
+    # imported here, once, so that the workers inherit it instead of each importing it again
+    figures.sig._stats()
     # a worker ends with this process, however it ends (an orphan would wait on its queue forever)
     pool = ProcessPoolExecutor(
         workers, mp_context=multiprocessing.get_context("fork"), initializer=die_with_parent, initargs=(os.getpid(),)

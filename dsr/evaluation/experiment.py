@@ -392,6 +392,8 @@ def significance_by_subset(
     def one(i: int) -> dict:
         return sig.compare(per_topic, baseline, measures, subsets[names[i]], n_resamples, seed)
 
+    if len(names) > 1:
+        sig._stats()  # imported once, here, before forked_map's workers copy this process
     out = dict(zip(names, forked_map(one, len(names), workers)))
     sig.correct(out, correction, family)
     return out
