@@ -23,6 +23,7 @@ import pytest
 from dsr.cli import main
 from dsr.core.data import read_benchmark
 from dsr.core.errors import InputError
+from dsr.training.finetune import _incomplete
 from dsr.training.settings import MODEL_DEFAULTS, RECIPES, RECOMMENDED, resolve_settings
 from tests.support.tiny_bert import make_tiny_bert
 from tests.training.test_biencoder_train import DOCS, FILLER, _dialogues, _write
@@ -311,16 +312,6 @@ def _tensors(folder: Path) -> dict:
     return load_file(str(folder / "model.safetensors"))
 
 
-def saved_at(checkpoint: Path, step: int) -> bool:
-    """Whether the trainer has finished saving ``checkpoint`` (its ``trainer_state.json``, written
-    last, reads back with that step): a file that merely exists may still be half written, and a
-    kill then leaves a checkpoint that ``--resume`` rightly drops for the one before it."""
-    try:
-        return json.loads((checkpoint / "trainer_state.json").read_text(encoding="utf-8")).get("global_step") == step
-    except (OSError, ValueError):
-        return False
-
-
 @pytest.mark.slow
 def test_a_killed_full_recipe_resumes_from_its_last_checkpoint_to_the_same_weights(data, tiny, tmp_path):
     """The full recipe (cut down: 3 passes of 6 steps) is SIGKILLed mid-training, in its second
@@ -368,7 +359,10 @@ def test_a_killed_full_recipe_resumes_from_its_last_checkpoint_to_the_same_weigh
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 600
-    while not saved_at(checkpoints / "checkpoint-8", 8):
+    # complete as --resume judges it (trainer_state.json, written last, reads back with step 8):
+    # a file that merely exists may still be half written, and a kill then leaves a checkpoint
+    # that --resume rightly drops for the one before it
+    while _incomplete(checkpoints / "checkpoint-8", 8) is not None:
         assert proc.poll() is None and time.monotonic() < deadline, "the run ended before it was killed"
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
