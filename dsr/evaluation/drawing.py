@@ -24,7 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, NamedTuple
 
 from dsr.core.forked import can_fork, default_workers, die_with_parent
-from dsr.evaluation import figure_cache, figures
+from dsr.evaluation import figure_cache, figures, significance
 from dsr.evaluation.figure_files import figure_files
 
 #: relative drawing time of each figure (SIGIR-sized report, 2026-11-26); others: 1
@@ -51,7 +51,7 @@ def start_workers(workers: int | None = None) -> Workers | None:
         return None
     # scipy.stats (the intervals the figures draw, and this process's significance tests) is
     # imported here, once, so that the workers inherit it instead of each importing it again
-    figures.sig._stats()
+    significance._stats()
     # a worker ends with this process, however it ends (an orphan would wait on its queue forever)
     pool = ProcessPoolExecutor(
         workers, mp_context=multiprocessing.get_context("fork"), initializer=die_with_parent, initargs=(os.getpid(),)
