@@ -122,9 +122,12 @@ def by_cost(items: list[pytest.Item], seconds: dict[str, float]) -> None:
     unit_cost: dict[str, float] = {}
     for module, c in cost.items():
         unit_cost[unit[module]] = unit_cost.get(unit[module], 0.0) + c
-    items.sort(
-        key=lambda item: (-unit_cost[unit[module_of(item.nodeid)]], unit[module_of(item.nodeid)], -cost[module_of(item.nodeid)])
-    )
+
+    def key(item: pytest.Item) -> tuple[float, str, float]:
+        module = module_of(item.nodeid)
+        return -unit_cost[unit[module]], unit[module], -cost[module]
+
+    items.sort(key=key)
 
 
 def check_groups(items: list[pytest.Item]) -> None:
