@@ -87,8 +87,8 @@ def quiet_libraries() -> None:
     if "transformers" in sys.modules:  # imported already: its own switches
         from transformers.utils import logging as hf_logging
 
-        hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
     if "huggingface_hub" in sys.modules:
         from huggingface_hub.utils import disable_progress_bars
 
