@@ -449,6 +449,10 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
     # Ray kills workers when the *machine* is above 95 % memory; on a shared test machine that is
     # other people's memory (our actors use ~0.5 GB each): let the local Ray run up to 99.5 %.
     monkeypatch.setenv("RAY_memory_usage_threshold", "0.995")
+    # Ray runs its workers at nice 15 (RAY_worker_niceness). Beside a full run's other xdist
+    # workers (nice 0) they got a few % of a core: this test took 22 s alone and 165 s in the
+    # run, nearly all of it waiting (82-131 s in CI's runs). At 0 its time is its own cost.
+    monkeypatch.setenv("RAY_worker_niceness", "0")
     from dsr.indexes.corpus.distributed import Executor
 
     src = sample_docs(tmp_path / "docs.jsonl", limit=24)

@@ -72,6 +72,9 @@ def cluster_env(temp: str) -> dict[str, str]:
         "RAY_AUTH_TOKEN": secrets.token_hex(32),
         "RAY_USAGE_STATS_ENABLED": "0",
         "RAY_memory_usage_threshold": "0.995",
+        # Ray runs its workers at nice 15: in a full run, beside the other xdist workers at
+        # nice 0, they got a few % of a core, and these tests waited (see test_corpus's Ray test)
+        "RAY_worker_niceness": "0",
     }
 
 
