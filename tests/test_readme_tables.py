@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from dsr.cli import main
-from tests.support.data import REAL_CMU_DOG, shared_data_home
+from tests.support.data import REAL_CMU_DOG
 
 pytestmark = REAL_CMU_DOG  # one worker builds CMU_DoG from ../shared/data for every module that does
 
@@ -101,19 +101,12 @@ def test_the_comparison_names_each_differing_cell():
     assert differences(expected, expected) == []
 
 
-@pytest.fixture(scope="module")
-def one_home(tmp_path_factory):
-    """One DSR_HOME for every table (the embeddings of CMU_DoG's sentences are made once)."""
-    with shared_data_home(tmp_path_factory) as home:
-        yield home
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name, command, table", published(), ids=[f"{n}:{c}" for n, c, _ in published()])
 def test_the_published_table_is_what_its_command_prints(
-    name, command, table, one_home, shared_data, tmp_path, monkeypatch, capsys
+    name, command, table, real_home, shared_data, tmp_path, monkeypatch, capsys
 ):
-    monkeypatch.setenv("DSR_HOME", str(one_home))
+    monkeypatch.setenv("DSR_HOME", str(real_home))
     monkeypatch.delenv("DSR_BACKEND", raising=False)  # the README's settings: the default backend
     monkeypatch.chdir(tmp_path)
     assert main(argv_of(command, shared_data)) == 0

@@ -13,8 +13,7 @@ from dsr.evaluation import tables
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.indexes import backends, exactness
 from dsr.rankers import make_ranker
-from tests.support.data import REAL_CMU_DOG, shared_data_home
-from tests.support.tiers import slow_fixture
+from tests.support.data import REAL_CMU_DOG
 
 pytestmark = REAL_CMU_DOG  # the real collections are built once, by the worker that builds them for every module
 
@@ -155,14 +154,6 @@ def test_the_shipped_figures_name_real_collections_backends_dates_and_cpus():
             assert row["date"][:4] >= "2026" and row["cpu"] and 0 <= row["cells_changed"] <= row["cells"]
     for name in ("cmu_dog_judged", "cmu_dog_dev", "cmu_dog-valid"):
         assert "openvino-int8" in data["collections"][name]["backends"], name
-
-
-@pytest.fixture(scope="module")
-@slow_fixture
-def real_home(tmp_path_factory):
-    """The run's DSR_HOME of the collections built from ../shared/data (tests.support.data)."""
-    with shared_data_home(tmp_path_factory) as home:
-        yield home
 
 
 def test_the_shipped_figures_match_the_collections_they_name(shared_data, real_home, monkeypatch):

@@ -29,8 +29,7 @@ from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.indexes import backends, embeddings
 from dsr.rankers import make_ranker
-from tests.support.data import REAL_CMU_DOG, SHARED_DATA, shared_data_home
-from tests.support.tiers import slow_fixture
+from tests.support.data import REAL_CMU_DOG, SHARED_DATA
 
 #: with the modules that build from ../shared/data: CMU_DoG valid is built once a run, and the
 #: README's tables, which run before this module in that group (tests/support/order.py), leave
@@ -96,14 +95,6 @@ def test_a_cross_encoder_in_bf16_stays_on_torch_under_auto(monkeypatch):
     assert make_reranker("cross-encoder", precision="bf16").backend() == "torch"
     with pytest.raises(InputError, match="precision"):
         make_reranker("cross-encoder", precision="bf16", backend="openvino-int8")
-
-
-@pytest.fixture(scope="module")
-@slow_fixture
-def real_home(tmp_path_factory):
-    """The run's DSR_HOME of the collections built from ../shared/data (tests.support.data)."""
-    with shared_data_home(tmp_path_factory) as home:
-        yield home
 
 
 @pytest.fixture(scope="module")

@@ -107,5 +107,14 @@ def shared_data_home(tmp_path_factory) -> Iterator[Path]:
         yield home
 
 
+@pytest.fixture(scope="module")
+@slow_fixture
+def real_home(tmp_path_factory) -> Iterator[Path]:
+    """The run's DSR_HOME of the collections built from ../shared/data (:func:`shared_data_home`),
+    set for a module's tests; skipped when ../shared/data is absent."""
+    with shared_data_home(tmp_path_factory) as home:
+        yield home
+
+
 #: the xdist group of the modules that build CMU_DoG train from ../shared/data (one worker builds it)
 REAL_CMU_DOG = pytest.mark.xdist_group("real-cmu-dog-train")
