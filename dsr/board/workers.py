@@ -24,6 +24,7 @@ import multiprocessing.util
 import os
 import queue
 import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -119,6 +120,26 @@ def _serve(conn, store_root: str, specs: list[tuple[PhaseSpec, str]], server: in
             conn.send((False, RuntimeError(f"a scoring worker's answer could not be sent: {err!r}")))
 
 
+#: the longest path a Unix socket can bind on Linux (sun_path: 108 bytes with the final NUL)
+SOCKET_PATH_MAX = 107
+#: what the forkserver adds to the temporary folder for its socket: /pymp-XXXXXXXX/listener-XXXXXXXX
+_SOCKET_SUFFIX = len("/pymp-12345678/listener-12345678")
+
+
+def check_socket_room() -> None:
+    """Refuse, before anything starts, a temporary folder too long for the scoring pool's
+    forkserver socket (multiprocessing binds it at TMPDIR/pymp-*/listener-*): else the pool's
+    start fails deep in multiprocessing with "AF_UNIX path too long"."""
+    folder = tempfile.gettempdir()
+    if len(os.fsencode(folder)) + _SOCKET_SUFFIX > SOCKET_PATH_MAX:
+        raise InputError(
+            f"the temporary folder is {len(os.fsencode(folder))} bytes long, and the scoring workers' "
+            f"socket inside it would pass the {SOCKET_PATH_MAX} bytes a Unix socket's path may have: "
+            f"set TMPDIR to a folder of at most {SOCKET_PATH_MAX - _SOCKET_SUFFIX} bytes, or serve with --workers 0",
+            field="TMPDIR",
+        )
+
+
 class WorkerGone(RuntimeError):
     """A scoring worker ended during a call (killed, out of memory): the request fails, a new
     worker takes its place."""
@@ -142,6 +163,8 @@ class ScoringPool:
 
     def __init__(self, workers: int, store_root: Path, specs: list[tuple[PhaseSpec, str]]):
         self.workers = workers
+        if workers:
+            check_socket_room()
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload([__name__])  # not __main__ (the command line)
         self._start_args = (str(store_root), specs, os.getpid())

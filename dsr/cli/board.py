@@ -246,11 +246,14 @@ def cmd_serve(args) -> int:
     for module in SERVER_MODULES:
         require_extra(module, "board")
     from dsr.board.service import default_workers
+    from dsr.board.workers import check_socket_room
 
     resolve(param_values(args, LISTEN_PARAMS), LISTEN_PARAMS, "")  # as dsr.server.serve checks them
     SERVE_SETTINGS["processes"].check(args.processes)  # before it divides the cores
     if args.workers is None:
         args.workers = default_workers(args.processes)
+    if args.workers:  # before the board is opened (with --processes, each process would refuse it)
+        check_socket_room()
     settings = param_values(args, SERVE_PARAMS)
     if args.processes > 1:
         return _serve_processes(args, settings)

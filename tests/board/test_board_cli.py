@@ -179,3 +179,21 @@ def test_submit_to_a_server_that_is_no_url_is_exit_2(tmp_path, runs, capsys, ser
     code = main(["submit", "sample", str(runs / "bm25.run"), "--server", server, "--token", "dsr_x"])
     err = capsys.readouterr().err
     assert code == 2 and "--server" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_serve_refuses_a_temporary_folder_too_long_for_its_workers_socket(tmp_path, monkeypatch, capsys, processes):
+    """The scoring pool's forkserver binds a Unix socket at TMPDIR/pymp-*/listener-* (at most
+    107 bytes): a longer TMPDIR is refused up front, named, before the board is opened (it
+    failed in multiprocessing with an internal error), and --workers 0 needs no socket."""
+    from dsr.board.workers import SOCKET_PATH_MAX
+
+    deep = tmp_path / ("t" * max(1, SOCKET_PATH_MAX - 20 - len(str(tmp_path))))
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    db = tmp_path / "board.sqlite"
+    args = ["serve", "--db", f"sqlite:///{db}", "--store", str(tmp_path / "store"), "--processes", processes, "--workers", "1"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "TMPDIR" in err and "107 bytes" in err and "--workers 0" in err and "Traceback" not in err
+    assert not db.exists() and not (tmp_path / "store").exists()  # nothing opened, nothing written
