@@ -135,7 +135,7 @@ def check_socket_room() -> None:
         raise InputError(
             f"the temporary folder is {len(os.fsencode(folder))} bytes long, and the scoring workers' "
             f"socket inside it would pass the {SOCKET_PATH_MAX} bytes a Unix socket's path may have: "
-            f"set TMPDIR to a folder of at most {SOCKET_PATH_MAX - _SOCKET_SUFFIX} bytes, or serve with --workers 0",
+            f"set TMPDIR to a folder of at most {SOCKET_PATH_MAX - _SOCKET_SUFFIX} bytes, or `workers` to 0",
             field="TMPDIR",
         )
 

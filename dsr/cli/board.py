@@ -26,6 +26,7 @@ from dsr.board.settings import (
     SERVE_PARAMS,
     SUBMIT_PARAMS,
 )
+from dsr.board.workers import check_socket_room
 from dsr.cli.commands import summary
 from dsr.cli.common import add_param_flags, param_values
 from dsr.core.atomic import atomic_write
@@ -246,7 +247,6 @@ def cmd_serve(args) -> int:
     for module in SERVER_MODULES:
         require_extra(module, "board")
     from dsr.board.service import default_workers
-    from dsr.board.workers import check_socket_room
 
     resolve(param_values(args, LISTEN_PARAMS), LISTEN_PARAMS, "")  # as dsr.server.serve checks them
     SERVE_SETTINGS["processes"].check(args.processes)  # before it divides the cores

@@ -195,5 +195,5 @@ def test_serve_refuses_a_temporary_folder_too_long_for_its_workers_socket(tmp_pa
     args = ["serve", "--db", f"sqlite:///{db}", "--store", str(tmp_path / "store"), "--processes", processes, "--workers", "1"]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "TMPDIR" in err and "107 bytes" in err and "--workers 0" in err and "Traceback" not in err
+    assert "TMPDIR" in err and "107 bytes" in err and "--workers to 0" in err and "Traceback" not in err
     assert not db.exists() and not (tmp_path / "store").exists()  # nothing opened, nothing written
