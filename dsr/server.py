@@ -46,7 +46,7 @@ def create_site(board: Board, routers=()):
 def serve(board: Board, *, host: str, port: int) -> None:
     """Run the site until stopped (uvicorn, one process)."""
     resolve({"host": host, "port": port}, LISTEN_PARAMS, "")
-    uvicorn.run(closed_at_shutdown(create_site(board), board), host=host, port=port, log_level="warning")
+    uvicorn.run(create_site(board), host=host, port=port, log_level="warning")
 
 
 def serve_processes(config: BoardConfig, *, host: str, port: int) -> None:
@@ -66,24 +66,14 @@ def site_from_environment():
     repeats), warmed up, with its scoring workers; closed when the process stops."""
     board = Board(BoardConfig(**json.loads(os.environ[SETTINGS_ENV])))
     board.warm_up()
-    return closed_at_shutdown(create_site(board), board)
-
-
-def closed_at_shutdown(app, board: Board):
-    """``app`` (a server process's only app) with ``board`` closed when the server shuts down:
-    in the lifespan, since nothing after ``uvicorn.run`` runs when SIGTERM stopped it (uvicorn
-    raises the signal again once shut down). The scoring workers end, and so does the folder
-    their forkserver kept in the system's temporary folder."""
+    app = create_site(board)
 
     @contextlib.asynccontextmanager
     async def closing(_app):
         try:
             yield
         finally:
-            pool = board.pool
             board.close()
-            if pool is not None:
-                pool.remove_made_folder()
 
     app.router.lifespan_context = closing
     return app

@@ -20,10 +20,9 @@ thread: the same function, no pool.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing.util
+import multiprocessing
 import os
 import queue
-import shutil
 import tempfile
 import threading
 import time
@@ -171,27 +170,11 @@ class ScoringPool:
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
-        # whether the forkserver's start makes this process's multiprocessing folder (pymp-*):
-        # not where it has one already, inherited too (a process forked from one that made it)
-        config = getattr(multiprocessing.current_process(), "_config", None)
-        makes_folder = isinstance(config, dict) and config.get("tempdir") is None
         # Start them all now, each building the open phases' data: no request waits for a start.
         started = [self._spawn() for _ in range(workers)]
         for worker in started:
             self._ready(worker)
             self._idle.put(worker)
-        #: the multiprocessing folder this pool's start made (None: it made none)
-        self.made_folder: str | None = multiprocessing.util.get_temp_dir() if makes_folder and workers else None
-
-    def remove_made_folder(self) -> None:
-        """At the end of a server process, once closed: the multiprocessing folder the pool's
-        start made (``pymp-*`` in the system's temporary folder, where the forkserver keeps its
-        socket). multiprocessing removes it at exit, but uvicorn ends a process stopped by
-        SIGTERM by raising the signal again after its shutdown, and a process ended by a
-        signal runs no exit hook: every stop of ``dsr serve`` left one behind per process.
-        A folder the process had before the pool (its parent's, when it was forked) stays."""
-        if self.made_folder:
-            shutil.rmtree(self.made_folder, ignore_errors=True)
 
     def _spawn(self) -> _Worker:
         ours, theirs = self._context.Pipe()

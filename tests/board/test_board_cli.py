@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import io
 import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,10 +32,7 @@ def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):
     bad = tmp_path / "bad.run"
     lines = (runs / "bm25.run").read_text().splitlines(keepends=True)
     bad.write_text("".join(lines[:3] + ["x Q0 y 1 2.0 t\n"] + lines[3:]))
-    # the server's TMPDIR: a short path (its forkserver's socket path must fit in 108 bytes)
-    server_tmp = Path(tempfile.mkdtemp(prefix="serve-"))
-    with ServerProcess(db, dsr_home / "board" / "runs", env={"TMPDIR": str(server_tmp)}) as server:
-        assert [p.name[:5] for p in server_tmp.iterdir()] == ["pymp-"]  # its scoring pool's forkserver
+    with ServerProcess(db, dsr_home / "board" / "runs") as server:
         capsys.readouterr()
         assert (
             main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url, "--token", token, "--system", "BM25"]) == 0
@@ -52,7 +48,6 @@ def test_quickstart_commands(tmp_path, runs, capsys, dsr_home):
         assert "refused (401)" in capsys.readouterr().err
     assert main(["submit", "sample", str(runs / "bm25.run"), "--server", server.url, "--token", token]) == 2
     assert "cannot reach the server" in capsys.readouterr().err
-    assert list(server_tmp.iterdir()) == []  # stopped by SIGTERM, as an organiser's service manager does
 
     assert main(["board", "export", "sample", "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
