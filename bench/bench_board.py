@@ -217,6 +217,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-board-") as tmp:
         tmp = Path(tmp)
         os.environ["DSR_HOME"] = str(tmp / "home")
+        # the servers' temporary folder: each stop of `dsr serve` leaves its scoring pool's
+        # forkserver folder (pymp-*; docs/board.md), ~30 a run in /tmp before; they go with tmp
+        os.environ["TMPDIR"] = str(tmp)
         if not args.no_load:
             load_benches(args, tmp)
         if args.sigir:
