@@ -29,6 +29,7 @@ from typing import Any
 
 from dsr.core.errors import InputError
 from dsr.core.home import models_dir
+from dsr.core.onednn import onednn_linears
 from dsr.core.provenance import sha256_file
 
 KINDS = ("bi-encoder", "cross-encoder")
@@ -247,27 +248,44 @@ def _sentence_transformers() -> ModuleType:
 
 
 @lru_cache(maxsize=4)
-def _load_sentence_transformer(path: str, weights: str | None) -> Any:
-    return _sentence_transformers().SentenceTransformer(path, device=device(), local_files_only=True)
+def _load_sentence_transformer(path: str, weights: str | None, plain: bool) -> Any:
+    model = _sentence_transformers().SentenceTransformer(path, device=device(), local_files_only=True)
+    return model if plain else onednn_linears(model)
 
 
-def load_sentence_transformer(spec: str | ResolvedModel) -> Any:
+def load_sentence_transformer(spec: str | ResolvedModel, *, plain: bool = False) -> Any:
     """A SentenceTransformer for ``spec``, loaded once per process (per weights: a model
-    retrained in its folder is loaded again, not served from before)."""
+    retrained in its folder is loaded again, not served from before), for inference: its
+    linear layers on oneDNN (:func:`onednn_linears`). ``plain``: the model as
+    sentence-transformers loads it (what an export traces)."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "bi-encoder")
-    return _load_sentence_transformer(model.path, model.weights_sha256)
+    return _load_sentence_transformer(model.path, model.weights_sha256, plain)
+
+
+@lru_cache(maxsize=2)
+def _load_float64_sentence_transformer(path: str, weights: str | None) -> Any:
+    return _sentence_transformers().SentenceTransformer(path, device="cpu", local_files_only=True).double().eval()
+
+
+def load_float64_sentence_transformer(spec: str | ResolvedModel) -> Any:
+    """The bi-encoder in float64 on the CPU, loaded once per process (per weights): what
+    :func:`dsr.indexes.embeddings.settle_near_ties` re-scores near ties with."""
+    model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "bi-encoder")
+    return _load_float64_sentence_transformer(model.path, model.weights_sha256)
 
 
 @lru_cache(maxsize=4)
-def _load_cross_encoder(path: str, max_length: int | None, weights: str | None) -> Any:
-    return _sentence_transformers().CrossEncoder(path, device=device(), max_length=max_length, local_files_only=True)
+def _load_cross_encoder(path: str, max_length: int | None, weights: str | None, plain: bool) -> Any:
+    model = _sentence_transformers().CrossEncoder(path, device=device(), max_length=max_length, local_files_only=True)
+    return model if plain else onednn_linears(model)
 
 
-def load_cross_encoder(spec: str | ResolvedModel, max_length: int | None = None) -> Any:
+def load_cross_encoder(spec: str | ResolvedModel, max_length: int | None = None, *, plain: bool = False) -> Any:
     """A CrossEncoder for ``spec`` (inputs truncated to ``max_length`` tokens), loaded once per
-    process (per weights, as :func:`load_sentence_transformer`)."""
+    process (per weights, as :func:`load_sentence_transformer`), its linear layers on oneDNN
+    unless ``plain`` (an export's trace; a bf16 autocast)."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "cross-encoder")
-    return _load_cross_encoder(model.path, max_length, model.weights_sha256)
+    return _load_cross_encoder(model.path, max_length, model.weights_sha256, plain)
 
 
 def model_records(described: dict[str, Any], params: dict[str, Any], kind: str) -> list[dict[str, Any]]:

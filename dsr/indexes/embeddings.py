@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
 import time
@@ -38,7 +39,7 @@ import numpy as np
 
 from dsr.core.atomic import atomic_write, write_json
 from dsr.core.home import require_writable
-from dsr.core.models import ResolvedModel, load_sentence_transformer, resolve_model
+from dsr.core.models import ResolvedModel, load_float64_sentence_transformer, load_sentence_transformer, resolve_model
 from dsr.indexes.backends import export_identity, load_fast
 from dsr.indexes.manifest import cached_build, checksum, expected_manifest, failed_checksums, index_folder, safe_name
 
@@ -85,6 +86,7 @@ class EmbeddingCache:
     def __init__(self, model: ResolvedModel, backend: str = "torch"):
         self.model = model
         self.backend = backend
+        self.dtype = np.float64 if backend == FLOAT64 else np.float32
         self.folder = index_folder("embeddings", cache_name(model, backend))
         self._lookup: dict[bytes, tuple[int, int]] = {}
         self._shards: list[np.ndarray] = []
@@ -92,8 +94,10 @@ class EmbeddingCache:
 
     def open(self) -> None:
         """Create the folder (or start afresh when its manifest is stale), then read it."""
-        params = {"normalize": True, "dtype": "float32"}
-        if self.backend != "torch":  # the torch caches' manifests stay as they were
+        params: dict[str, object] = {"normalize": True, "dtype": np.dtype(self.dtype).name}
+        if self.backend == FLOAT64:  # settle_near_ties': each text encoded alone, in float64
+            params.update(backend=FLOAT64, batch=1)
+        elif self.backend != "torch":  # the torch caches' manifests stay as they were
             # vectors of one export: a re-made export (another calibration) starts a fresh cache
             params.update(backend=self.backend, export=export_identity(self.model, "bi-encoder", self.backend))
         expected = expected_manifest(
@@ -185,7 +189,7 @@ class EmbeddingCache:
         """Vectors of ``keys`` (all must be present), in order."""
         where = [self._lookup[k] for k in keys]
         dim = self._shards[where[0][0]].shape[1] if where else 0
-        out = np.empty((len(keys), dim), dtype=np.float32)
+        out = np.empty((len(keys), dim), dtype=self.dtype)
         by_shard: dict[int, list[tuple[int, int]]] = {}
         for i, (shard, row) in enumerate(where):
             by_shard.setdefault(shard, []).append((i, row))
@@ -198,7 +202,7 @@ class EmbeddingCache:
         """Write one new shard (vectors first, keys last: the keys file marks it complete)."""
         name = f"{time.strftime('%Y%m%d%H%M%S')}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         with atomic_write(self.folder / f"{name}.vectors.npy", "wb") as handle:
-            np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32))
+            np.save(handle, np.ascontiguousarray(vectors, dtype=self.dtype))
         with atomic_write(self.folder / f"{name}.keys.npy", "wb") as handle:
             # uint8 rows, not numpy "S32": S strings drop trailing NUL bytes of digests.
             np.save(handle, np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(-1, 32))
@@ -357,3 +361,72 @@ def dimension(model: str | ResolvedModel) -> int:
     encoder = load_sentence_transformer(model)
     getter = getattr(encoder, "get_embedding_dimension", None) or encoder.get_sentence_embedding_dimension
     return int(getter())
+
+
+#: cosines of one topic this close (or closer) are a near tie, re-scored in float64 by
+#: :func:`settle_near_ties`. fp32 cosines differ from float64's by up to 3e-7 (measured on
+#: cmu_dog_judged, all-MiniLM-L6-v2, 2026-11-27) and from another fp32 kernel's by about as
+#: much: 1e-5 is 30 times that
+NEAR_TIE = 1e-5
+#: a float64 cosine is kept to this many decimals: far above float64's noise (1e-16, the
+#: kernel's), far below any gap fp32 could see
+FLOAT64_DECIMALS = 12
+#: the embedding cache of the float64 vectors (``MODEL@WEIGHTS16+float64``)
+FLOAT64 = "float64"
+
+
+def settle_near_ties(topics: Sequence[tuple[np.ndarray, str, Sequence[str]]], model: ResolvedModel) -> list[np.ndarray]:
+    """For each topic, ``(cosines, query, texts)`` (fp32 cosines, ``texts[i]``'s with
+    ``query``'s vector), its cosines with every near tie re-scored in float64: new float64
+    arrays, in order.
+
+    Why: fp32 vectors differ in their last bits with the kernel that computed them (MKL or
+    oneDNN, the CPU's instruction set) and the batch a text was padded in, so two candidates
+    whose cosines are within about 3e-7 of each other swap places from one machine (or one
+    cache) to the next, and a published nDCG@5 moves (cmu_dog_judged, ``dense (last2)``: two
+    sentences 2e-7 apart at rank 5 changed two cells by up to 0.004). Here each text within
+    :data:`NEAR_TIE` of a different text next to it in the ranking, and the query, is encoded
+    alone in float64 (no batch, no padding; 15-100 ms a text on a core, then kept in the
+    embedding cache ``+float64``) and every candidate of that text gets its float64 cosine (an
+    exactly rounded sum, to :data:`FLOAT64_DECIMALS` decimals). Float64's noise is far below
+    any real gap, so those candidates come in one order on every machine; the others are over
+    1e-5 apart, 30 times fp32's error, so their order never depended on it. One text twice is
+    one cached vector, so one cosine: a true tie (broken by the run's rule) left as it is.
+    """
+    out = [np.asarray(cosines, dtype=np.float64).copy() for cosines, _, _ in topics]
+    members: list[list[int]] = []
+    wanted: dict[str, None] = {}
+    for scores, (_, query, texts) in zip(out, topics):
+        order = np.argsort(-scores, kind="stable")
+        near = np.flatnonzero(scores[order][:-1] - scores[order][1:] <= NEAR_TIE).tolist()
+        pairs = [(int(order[i]), int(order[i + 1])) for i in near]
+        near_texts = {texts[k] for a, b in pairs if texts[a] != texts[b] for k in (a, b)}
+        members.append([k for k, text in enumerate(texts) if text in near_texts])  # every copy alike
+        if near_texts:
+            wanted.update(dict.fromkeys([query, *near_texts]))
+    if not wanted:
+        return out
+    vectors = dict(zip(wanted, _float64_vectors(list(wanted), model)))
+    for scores, rows, (_, query, texts) in zip(out, members, topics):
+        for k in rows:
+            # an exactly rounded sum (a matrix product's order of sums varies with its shape
+            # and the BLAS), to 12 decimals: what float64 noise leaves tied is a tie
+            scores[k] = round(math.fsum((vectors[texts[k]] * vectors[query]).tolist()), FLOAT64_DECIMALS)
+    return out
+
+
+def _float64_vectors(texts: list[str], model: ResolvedModel) -> np.ndarray:
+    """float64 unit vectors of distinct ``texts``, each encoded alone, through the cache."""
+    keys = [text_key(t) for t in texts]
+    store = _cache_for(model, FLOAT64)
+    missing = [(k, t) for k, t in zip(keys, texts) if k not in store]
+    if missing:
+        require_writable(store.folder)
+        encoder = load_float64_sentence_transformer(model)
+        rows = [
+            encoder.encode([text], convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False)[0]
+            for _, text in missing
+        ]
+        store.add([k for k, _ in missing], np.asarray(rows, dtype=np.float64))
+        store.compact()
+    return store.get(keys)

@@ -21,7 +21,7 @@ from dsr.core.queries import DEFAULT_DECAY, STRATEGIES, model_query_budget, quer
 from dsr.core.run import Run
 from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND, resolve_backend
 from dsr.indexes.dense import DenseIndex
-from dsr.indexes.embeddings import encode
+from dsr.indexes.embeddings import encode, settle_near_ties
 from dsr.indexes.exactness import BACKEND_HELP
 from dsr.rankers.base import Ranker, ranker_config, strategy_tag
 
@@ -110,12 +110,16 @@ class DenseRanker(Ranker):
         backend = resolve_backend(p["backend"])
         cand_vectors = encode(cand_texts, model, p["batch_size"], desc="encoding candidates", backend=backend)
         query_vectors = encode(queries, model, p["batch_size"], desc="encoding queries", backend=backend)
-        scores, row = {}, 0
-        for dialogue, qvec in zip(collection, query_vectors):
+        topics, row = [], 0
+        for dialogue, query, qvec in zip(collection, queries, query_vectors):
             n = len(dialogue.candidates)
-            cosines = cand_vectors[row : row + n] @ qvec
+            topics.append((cand_vectors[row : row + n] @ qvec, query, cand_texts[row : row + n]))
             row += n
-            scores[dialogue.id] = {c.id: float(s) for c, s in zip(dialogue.candidates, cosines)}
+        if backend == "torch":  # the exact backend: its order the same on every machine
+            cosines = settle_near_ties(topics, model)
+        else:
+            cosines = [c for c, _, _ in topics]
+        scores = {d.id: {c.id: float(s) for c, s in zip(d.candidates, values)} for d, values in zip(collection, cosines)}
         return Run.from_scores(
             scores,
             tag=self.tag,

@@ -8,7 +8,7 @@ from dsr.core.models import resolve_model
 from dsr.core.params import Param
 from dsr.core.run import Run
 from dsr.indexes.backends import resolve_backend
-from dsr.indexes.embeddings import encode
+from dsr.indexes.embeddings import encode, settle_near_ties
 from dsr.rankers.dense import budgeted_queries, dense_params, renderer, resolved_backend
 from dsr.rerankers.base import Reranker, rerank_top_k
 
@@ -60,18 +60,19 @@ class BiEncoderReranker(Reranker):
             queries.append(dialogue)
         backend = resolve_backend(p["backend"])
         cand_vectors = encode(pair_texts, model, p["batch_size"], desc="encoding candidates", backend=backend)
-        query_vectors = encode(
-            budgeted_queries(queries, model, p["query"], p["decay"]),
-            model,
-            p["batch_size"],
-            desc="encoding queries",
-            backend=backend,
-        )
-        new_scores: dict[tuple[str, str], float] = {}
-        row = 0
-        for (qid, head), qvec in zip(heads.items(), query_vectors):
-            cosines = (cand_vectors[row : row + len(head)] @ qvec).tolist()
+        query_texts = budgeted_queries(queries, model, p["query"], p["decay"])
+        query_vectors = encode(query_texts, model, p["batch_size"], desc="encoding queries", backend=backend)
+        topics, row = [], 0
+        for head, query, qvec in zip(heads.values(), query_texts, query_vectors):
+            topics.append((cand_vectors[row : row + len(head)] @ qvec, query, pair_texts[row : row + len(head)]))
             row += len(head)
+        if backend == "torch":  # the exact backend: its order the same on every machine
+            settled = settle_near_ties(topics, model)
+        else:
+            settled = [c for c, _, _ in topics]
+        new_scores: dict[tuple[str, str], float] = {}
+        for (qid, head), values in zip(heads.items(), settled):
+            cosines = values.tolist()
             new_scores.update(((qid, doc), cos) for doc, cos in zip(head, cosines))
         rankings = rerank_top_k(collection, run, new_scores, top_k).rankings
         config = {

@@ -128,7 +128,8 @@ class CrossEncoderReranker(Reranker):
         pairs, keys = self._pairs(collection, run, k, self._budget())
         backend = self.backend()
         if backend == "torch":
-            model = load_cross_encoder(model_info, max_length=p["max_length"])
+            # bf16 runs under torch's autocast, which only knows torch's own linear layers
+            model = load_cross_encoder(model_info, max_length=p["max_length"], plain=p["precision"] != "fp32")
         else:
             model = load_fast(model_info, "cross-encoder", backend, p["max_length"])
         scores = score_pairs(model, pairs, p["batch_size"], p["precision"])
