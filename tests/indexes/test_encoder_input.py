@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from dsr.collections import load_collection
 from dsr.core.models import load_sentence_transformer, resolve_model
 from dsr.indexes import backends, embeddings
-from tests.support.tiny_bert import collection_texts, make_tiny_bert
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +28,9 @@ def sample():
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory, sample):
-    """A tiny BERT as a bi-encoder (mean pooling), over the sample's words."""
-    folder = make_tiny_bert(tmp_path_factory.mktemp("tiny-bi"), collection_texts(sample), num_labels=None)
-    return resolve_model(str(folder), "bi-encoder")
+def tiny(exports):
+    """A tiny BERT as a bi-encoder (mean pooling), over the sample's words (one per run)."""
+    return resolve_model(str(exports.model("tiny-bi")), "bi-encoder")
 
 
 def _texts(sample) -> list[str]:

@@ -26,7 +26,7 @@ import pytest
 
 from dsr.indexes.backends import CALIBRATION_SIZE
 
-__all__ = ["Exports", "exports"]
+__all__ = ["Exports", "exports", "tiny_bi"]
 
 
 class Exports:
@@ -44,13 +44,14 @@ class Exports:
 
     def model(self, name: str) -> Path:
         """A shared model folder: ``tiny-ce`` (a tiny BERT cross-encoder over the sample's
-        texts) or ``minilm-ce`` (all-MiniLM-L6-v2's weights with a seeded one-logit head)."""
+        texts), ``tiny-bi`` (the same as a bi-encoder: mean pooling) or ``minilm-ce``
+        (all-MiniLM-L6-v2's weights with a seeded one-logit head)."""
         folder = self.root / "models" / name
         with self._lock("model", name):
             if not folder.exists():
                 staging = folder.with_name(f".{name}.building")
                 shutil.rmtree(staging, ignore_errors=True)
-                {"tiny-ce": _tiny_ce, "minilm-ce": _minilm_ce}[name](staging)
+                {"tiny-ce": _tiny_ce, "tiny-bi": _tiny_bi, "minilm-ce": _minilm_ce}[name](staging)
                 staging.rename(folder)
         return folder
 
@@ -77,6 +78,13 @@ def _tiny_ce(folder: Path) -> None:
     make_tiny_bert(folder, collection_texts(load_collection("sample")))
 
 
+def _tiny_bi(folder: Path) -> None:
+    from dsr.collections import load_collection
+    from tests.support.tiny_bert import collection_texts, make_tiny_bert
+
+    make_tiny_bert(folder, collection_texts(load_collection("sample")), num_labels=None)
+
+
 def _minilm_ce(folder: Path) -> None:
     import torch
     from sentence_transformers import CrossEncoder
@@ -97,3 +105,11 @@ def exports(tmp_path_factory) -> Exports:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # the folder above every worker's own
     return Exports(base / "dsr-shared-exports")
+
+
+@pytest.fixture(scope="session")
+def tiny_bi(exports):
+    """The run's tiny BERT bi-encoder (``tiny-bi``), resolved."""
+    from dsr.core.models import resolve_model
+
+    return resolve_model(str(exports.model("tiny-bi")), "bi-encoder")
