@@ -110,10 +110,11 @@ def reuse_exact_vectors(real_home: Path, home: Path, model: str) -> None:
     which test made a torch vector is not what a tolerance against int8 is about, and the
     README's tables keep a home whose vectors no other test made. Nothing is copied where
     they have not run (another order, ``-p no:xdist``): this test then encodes every text."""
-    name = embeddings.cache_name(resolve_model(model))
-    source = real_home / "indexes" / "embeddings" / name
-    if source.is_dir():
-        shutil.copytree(source, home / "indexes" / "embeddings" / name)
+    for backend in ("torch", embeddings.FLOAT64):  # the fp32 vectors, and the float64 ones of near ties
+        name = embeddings.cache_name(resolve_model(model), backend)
+        source = real_home / "indexes" / "embeddings" / name
+        if source.is_dir():
+            shutil.copytree(source, home / "indexes" / "embeddings" / name)
 
 
 def ndcg5(collection, run) -> float:
