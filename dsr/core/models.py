@@ -248,9 +248,13 @@ def _sentence_transformers() -> ModuleType:
 
 
 @lru_cache(maxsize=4)
-def _load_sentence_transformer(path: str, weights: str | None, plain: bool) -> Any:
-    model = _sentence_transformers().SentenceTransformer(path, device=device(), local_files_only=True)
-    return model if plain else onednn_linears(model)
+def _load_sentence_transformer(path: str, weights: str | None, form: str) -> Any:
+    """``form``: ``inference`` (linear layers on oneDNN), ``plain`` or ``float64`` (on the CPU)."""
+    st = _sentence_transformers().SentenceTransformer
+    if form == "float64":
+        return st(path, device="cpu", local_files_only=True).double().eval()
+    model = st(path, device=device(), local_files_only=True)
+    return model if form == "plain" else onednn_linears(model)
 
 
 def load_sentence_transformer(spec: str | ResolvedModel, *, plain: bool = False) -> Any:
@@ -259,19 +263,14 @@ def load_sentence_transformer(spec: str | ResolvedModel, *, plain: bool = False)
     linear layers on oneDNN (:func:`onednn_linears`). ``plain``: the model as
     sentence-transformers loads it (what an export traces)."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "bi-encoder")
-    return _load_sentence_transformer(model.path, model.weights_sha256, plain)
-
-
-@lru_cache(maxsize=2)
-def _load_float64_sentence_transformer(path: str, weights: str | None) -> Any:
-    return _sentence_transformers().SentenceTransformer(path, device="cpu", local_files_only=True).double().eval()
+    return _load_sentence_transformer(model.path, model.weights_sha256, "plain" if plain else "inference")
 
 
 def load_float64_sentence_transformer(spec: str | ResolvedModel) -> Any:
     """The bi-encoder in float64 on the CPU, loaded once per process (per weights): what
     :func:`dsr.indexes.embeddings.settle_near_ties` re-scores near ties with."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "bi-encoder")
-    return _load_float64_sentence_transformer(model.path, model.weights_sha256)
+    return _load_sentence_transformer(model.path, model.weights_sha256, "float64")
 
 
 @lru_cache(maxsize=4)

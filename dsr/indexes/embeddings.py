@@ -375,10 +375,13 @@ FLOAT64_DECIMALS = 12
 FLOAT64 = "float64"
 
 
-def settle_near_ties(topics: Sequence[tuple[np.ndarray, str, Sequence[str]]], model: ResolvedModel) -> list[np.ndarray]:
+def settle_near_ties(
+    topics: Sequence[tuple[np.ndarray, str, Sequence[str]]], model: ResolvedModel, backend: str = "torch"
+) -> list[np.ndarray]:
     """For each topic, ``(cosines, query, texts)`` (fp32 cosines, ``texts[i]``'s with
     ``query``'s vector), its cosines with every near tie re-scored in float64: new float64
-    arrays, in order.
+    arrays, in order. On a fast ``backend`` (not exact: its figures carry a stated
+    tolerance) the cosines as they are.
 
     Why: fp32 vectors differ in their last bits with the kernel that computed them (MKL or
     oneDNN, the CPU's instruction set) and the batch a text was padded in, so two candidates
@@ -393,12 +396,15 @@ def settle_near_ties(topics: Sequence[tuple[np.ndarray, str, Sequence[str]]], mo
     1e-5 apart, 30 times fp32's error, so their order never depended on it. One text twice is
     one cached vector, so one cosine: a true tie (broken by the run's rule) left as it is.
     """
+    if backend != "torch":
+        return [cosines for cosines, _, _ in topics]
     out = [np.asarray(cosines, dtype=np.float64).copy() for cosines, _, _ in topics]
     members: list[list[int]] = []
     wanted: dict[str, None] = {}
     for scores, (_, query, texts) in zip(out, topics):
         order = np.argsort(-scores, kind="stable")
-        near = np.flatnonzero(scores[order][:-1] - scores[order][1:] <= NEAR_TIE).tolist()
+        ranked = scores[order]
+        near = np.flatnonzero(ranked[:-1] - ranked[1:] <= NEAR_TIE).tolist()
         pairs = [(int(order[i]), int(order[i + 1])) for i in near]
         near_texts = {texts[k] for a, b in pairs if texts[a] != texts[b] for k in (a, b)}
         members.append([k for k, text in enumerate(texts) if text in near_texts])  # every copy alike

@@ -115,10 +115,7 @@ class DenseRanker(Ranker):
             n = len(dialogue.candidates)
             topics.append((cand_vectors[row : row + n] @ qvec, query, cand_texts[row : row + n]))
             row += n
-        if backend == "torch":  # the exact backend: its order the same on every machine
-            cosines = settle_near_ties(topics, model)
-        else:
-            cosines = [c for c, _, _ in topics]
+        cosines = settle_near_ties(topics, model, backend)  # the exact backend's order: the same on every machine
         scores = {d.id: {c.id: float(s) for c, s in zip(d.candidates, values)} for d, values in zip(collection, cosines)}
         return Run.from_scores(
             scores,

@@ -66,14 +66,10 @@ class BiEncoderReranker(Reranker):
         for head, query, qvec in zip(heads.values(), query_texts, query_vectors):
             topics.append((cand_vectors[row : row + len(head)] @ qvec, query, pair_texts[row : row + len(head)]))
             row += len(head)
-        if backend == "torch":  # the exact backend: its order the same on every machine
-            settled = settle_near_ties(topics, model)
-        else:
-            settled = [c for c, _, _ in topics]
+        settled = settle_near_ties(topics, model, backend)  # the exact backend's order: the same on every machine
         new_scores: dict[tuple[str, str], float] = {}
         for (qid, head), values in zip(heads.items(), settled):
-            cosines = values.tolist()
-            new_scores.update(((qid, doc), cos) for doc, cos in zip(head, cosines))
+            new_scores.update(((qid, doc), cos) for doc, cos in zip(head, values.tolist()))
         rankings = rerank_top_k(collection, run, new_scores, top_k).rankings
         config = {
             **self.describe(),

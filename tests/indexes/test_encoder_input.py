@@ -27,12 +27,6 @@ def sample():
     return load_collection("sample")
 
 
-@pytest.fixture(scope="module")
-def tiny(exports):
-    """A tiny BERT as a bi-encoder (mean pooling), over the sample's words (one per run)."""
-    return resolve_model(str(exports.model("tiny-bi")), "bi-encoder")
-
-
 def _texts(sample) -> list[str]:
     """Real sentences of different lengths, a third of them repeated, shuffled."""
     texts = [c.body for d in sample for c in d.candidates][:90]
@@ -49,9 +43,9 @@ def test_distinct_texts_scatter_back_to_every_place(texts):
     assert distinct == sorted(set(texts), key=texts.index)  # first occurrences, in order
 
 
-def test_each_distinct_text_is_encoded_once_and_scattered_back(tiny, sample, monkeypatch):
+def test_each_distinct_text_is_encoded_once_and_scattered_back(tiny_bi, sample, monkeypatch):
     texts = _texts(sample)
-    model = load_sentence_transformer(tiny)
+    model = load_sentence_transformer(tiny_bi)
     everything = embeddings.normalise(np.asarray(model.encode(texts, batch_size=16, convert_to_numpy=True), np.float32))
     fed: list[list[str]] = []
     original = type(model).encode
@@ -61,7 +55,7 @@ def test_each_distinct_text_is_encoded_once_and_scattered_back(tiny, sample, mon
         return original(self, sentences, *args, **kwargs)
 
     monkeypatch.setattr(type(model), "encode", spy)
-    got = embeddings.encode(texts, tiny, batch_size=16, cache=False)
+    got = embeddings.encode(texts, tiny_bi, batch_size=16, cache=False)
     assert fed == [list(dict.fromkeys(texts))]  # each distinct text once, in first-seen order
     assert got.shape == everything.shape
     for i, text in enumerate(texts):  # a repeat gets its first occurrence's row, bytes for bytes
@@ -70,15 +64,15 @@ def test_each_distinct_text_is_encoded_once_and_scattered_back(tiny, sample, mon
     np.testing.assert_allclose(got, everything, rtol=0, atol=1e-6)
 
 
-def test_the_exact_path_is_unchanged_where_there_is_nothing_to_dedupe(tiny, sample):
+def test_the_exact_path_is_unchanged_where_there_is_nothing_to_dedupe(tiny_bi, sample):
     texts = list(dict.fromkeys(_texts(sample)))
-    model = load_sentence_transformer(tiny)
+    model = load_sentence_transformer(tiny_bi)
     direct = embeddings.normalise(
         np.asarray(model.encode(texts, batch_size=16, convert_to_numpy=True, normalize_embeddings=True), np.float32)
     )
-    assert embeddings.encode(texts, tiny, batch_size=16, cache=False).tobytes() == direct.tobytes()
+    assert embeddings.encode(texts, tiny_bi, batch_size=16, cache=False).tobytes() == direct.tobytes()
     # and through the cache (which dedupes by digest first), the same bytes
-    assert embeddings.encode(texts + texts[:5], tiny, batch_size=16).tobytes() == np.vstack([direct, direct[:5]]).tobytes()
+    assert embeddings.encode(texts + texts[:5], tiny_bi, batch_size=16).tobytes() == np.vstack([direct, direct[:5]]).tobytes()
 
 
 def test_length_order_is_longest_first_with_ties_in_input_order():
@@ -87,8 +81,8 @@ def test_length_order_is_longest_first_with_ties_in_input_order():
     assert backends.length_order([]) == []
 
 
-def test_a_padded_request_is_masked_and_rounded_to_the_pad_multiple(tiny, sample, tmp_path):
-    module = load_sentence_transformer(tiny)
+def test_a_padded_request_is_masked_and_rounded_to_the_pad_multiple(tiny_bi, sample, tmp_path):
+    module = load_sentence_transformer(tiny_bi)
     (tmp_path / "tokenizer.json").write_text(module.tokenizer.backend_tokenizer.to_str(), encoding="utf-8")
     tokenizer = backends._Tokenizer(tmp_path, {"pad_id": module.tokenizer.pad_token_id})
     fed = backends.FastModel(tmp_path, "bi-encoder", "openvino", "sentence_embedding", ("input_ids", "attention_mask"), 128, True)
@@ -107,8 +101,8 @@ def test_a_padded_request_is_masked_and_rounded_to_the_pad_multiple(tiny, sample
 
 
 @pytest.mark.slow
-def test_requests_sorted_by_length_return_rows_in_input_order(tiny, sample, dsr_home):
-    fed = backends.export(tiny, "bi-encoder", "openvino")
+def test_requests_sorted_by_length_return_rows_in_input_order(tiny_bi, sample, dsr_home):
+    fed = backends.export(tiny_bi, "bi-encoder", "openvino")
     texts = _texts(sample)
     runner = backends._Runner(fed, request_batch=8, in_flight=2)
     alone = np.vstack([runner.run([t]) for t in texts])  # one text a request: no padding, no order

@@ -80,8 +80,8 @@ def test_the_dense_order_is_the_same_under_fp32_noise_and_near_ties_were_met(tin
     settled = []
     real_settle = dense.settle_near_ties
 
-    def spy(topics, model):
-        out = real_settle(topics, model)
+    def spy(topics, model, backend):
+        out = real_settle(topics, model, backend)
         settled.extend(int(np.sum(a != np.asarray(c, np.float64))) for a, (c, _, _) in zip(out, topics))
         return out
 
