@@ -4,6 +4,7 @@
     python bench/bench_reproduce.py --collection sample   # the bundled sample (make reproduce)
     python bench/bench_reproduce.py --fast          # dense on OpenVINO int8 (dsr reproduce --fast)
     python bench/bench_reproduce.py --fast --baseline ../old-checkout --rounds 2
+    python bench/bench_reproduce.py --collection cmu_dog_dev --source ../shared/data/cmu_dog --backend torch
 
 Each collection is reproduced twice in one fresh DSR_HOME: the first run
 builds every index and encodes every sentence (cold), the second finds them
@@ -37,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,8 +101,9 @@ def worker(spec: dict) -> dict:
 
     timer = Timer(quiet=True)
     cpu_start = cpu_seconds()
+    settled = count_settled_near_ties()  # the exact backend's near ties (dsr.indexes.embeddings)
     with timer("load"):
-        collection = load_collection(spec["collection"])
+        collection = load_collection(spec["collection"], spec.get("source"))
     reproduce(
         collection,
         Path(spec["home"]) / f"out-{spec['label']}",
@@ -114,7 +117,36 @@ def worker(spec: dict) -> dict:
         "peak_rss_mib": peak_rss_mib(),
         "dialogues": len(collection),
         "candidates": sum(len(d.candidates) for d in collection),
+        "near_ties": settled,
     }
+
+
+def count_settled_near_ties() -> dict[str, float]:
+    """Counts of what the dense ranker's ``settle_near_ties`` re-scored in float64, filled as it
+    runs: rankings, rankings with a near tie, candidates re-scored, seconds. Empty for a checkout
+    without it."""
+    import numpy as np
+
+    from dsr.rankers import dense
+
+    counts = {"rankings": 0, "settled": 0, "candidates": 0, "seconds": 0.0}
+    real = getattr(dense, "settle_near_ties", None)
+    if real is None:
+        return {}
+
+    def counted(topics, *args, **kwargs):
+        start = time.perf_counter()
+        out = real(topics, *args, **kwargs)
+        counts["seconds"] += time.perf_counter() - start
+        for new, (old, _, _) in zip(out, topics):
+            moved = int((np.asarray(new, np.float64) != np.asarray(old, np.float64)).sum())
+            counts["rankings"] += 1
+            counts["settled"] += moved > 0
+            counts["candidates"] += moved
+        return out
+
+    dense.settle_near_ties = counted
+    return counts
 
 
 def run_worker(spec: dict) -> dict:
@@ -230,6 +262,7 @@ def main(argv=None) -> int:
         "--collection", default="synthetic", help="synthetic (846 x 50, SIGIR shape) or any COLLECTION dsr accepts"
     )
     parser.add_argument("--dialogues", type=int, default=846, help="synthetic: dialogues")
+    parser.add_argument("--source", metavar="DIR", help="a registered collection's source folder (as dsr reproduce --source)")
     parser.add_argument("--fast", action="store_true", help="as dsr reproduce --fast (cold includes the export)")
     parser.add_argument(
         "--backend",
@@ -272,7 +305,9 @@ def main(argv=None) -> int:
         for name, (code, on) in codes.items():
             homes[name] = home = folder / f"home-{round_}-{'-'.join(name.replace(',', '').split())}"
             pair = tuple(
-                run_worker({"code": code, "home": str(home), "collection": spec, "label": label, "backend": on})
+                run_worker(
+                    {"code": code, "home": str(home), "collection": spec, "source": args.source, "label": label, "backend": on}
+                )
                 for label in ("cold", "warm")
             )
             results[name].append(pair)
@@ -282,6 +317,14 @@ def main(argv=None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
+            for label, part in zip(("cold", "warm"), pair):
+                if part.get("near_ties", {}).get("rankings"):
+                    ties = part["near_ties"]
+                    print(
+                        f"{name}, round {round_ + 1}, {label}: near ties settled in float64 in "
+                        f"{ties['settled']} of {ties['rankings']} dense rankings, {ties['candidates']} "
+                        f"candidates re-scored, {ties['seconds']:.2f} s"
+                    )
         if args.baseline:
             for label in ("cold", "warm"):
                 same &= print_comparison(

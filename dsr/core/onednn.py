@@ -1,6 +1,6 @@
 """Inference on the CPU with oneDNN's linear layers (:func:`onednn_linears`): the exact
-(fp32) backend's bi-encoders and cross-encoders, about 30 % faster where MKL takes a slower
-path (CPUs not Intel's)."""
+(fp32) backend's bi-encoders and cross-encoders, faster where MKL takes a slower path (CPUs
+not Intel's)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ def onednn_linears(module: Any) -> Any:
     returns ``module``, changed in place.
 
     Why: torch's fp32 ``Linear`` on the CPU calls MKL's sgemm, which takes a slower path on
-    CPUs that are not Intel's (on the AMD EPYC development machine, Zen 5 with AVX-512: about
-    100 GFLOP/s a core against oneDNN's 140-200, which picks its kernels by instruction set,
-    not by vendor). The linear layers are three quarters of a bi-encoder's time, so encoding
-    takes about 30 % less there (docs/models.md). Both are fp32 sums of the same products in
+    CPUs that are not Intel's; oneDNN picks its kernels by instruction set, not by vendor. The
+    linear layers are three quarters of a bi-encoder's time: on the AMD EPYC development
+    machine the README's headline spent 75 CPU-seconds in its dense stage against 87 before
+    (bench/bench_reproduce.py, docs/models.md). Both are fp32 sums of the same products in
     another order: the vectors differ by about 1e-7 (as two CPUs' MKL paths do); the rankings
     do not, as near ties are settled in float64 (:func:`dsr.indexes.embeddings.settle_near_ties`),
-    and every published table is the same with either. Not applied for training (no gradients), for an export's
-    trace, under a bf16 autocast (the op is outside autocast's lists: it would run fp32), off
-    the CPU, or where torch has no oneDNN or the CPU is not x86-64.
+    and every published table is the same with either. Not applied for training (no
+    gradients), for an export's trace, under a bf16 autocast (the op is outside autocast's
+    lists: it would run fp32), off the CPU, or where torch has no oneDNN or the CPU is not x86-64.
     """
     import torch
 

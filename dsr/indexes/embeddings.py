@@ -364,8 +364,8 @@ def dimension(model: str | ResolvedModel) -> int:
 
 
 #: cosines of one topic this close (or closer) are a near tie, re-scored in float64 by
-#: :func:`settle_near_ties`. fp32 cosines differ from float64's by up to 3e-7 (measured on
-#: cmu_dog_judged, all-MiniLM-L6-v2, 2026-11-27) and from another fp32 kernel's by about as
+#: :func:`settle_near_ties`. fp32 cosines differ from float64's by up to 3e-7 (all-MiniLM-L6-v2;
+#: tests/rankers/test_near_ties.py measures it) and from another fp32 kernel's by about as
 #: much: 1e-5 is 30 times that
 NEAR_TIE = 1e-5
 #: a float64 cosine is kept to this many decimals: far above float64's noise (1e-16, the
@@ -389,9 +389,9 @@ def settle_near_ties(
     cache) to the next, and a published nDCG@5 moves (cmu_dog_judged, ``dense (last2)``: two
     sentences 2e-7 apart at rank 5 changed two cells by up to 0.004). Here each text within
     :data:`NEAR_TIE` of a different text next to it in the ranking, and the query, is encoded
-    alone in float64 (no batch, no padding; 15-100 ms a text on a core, then kept in the
-    embedding cache ``+float64``) and every candidate of that text gets its float64 cosine (an
-    exactly rounded sum, to :data:`FLOAT64_DECIMALS` decimals). Float64's noise is far below
+    alone in float64 (no batch, no padding; then kept in the embedding cache ``+float64``) and
+    every candidate of that text gets its float64 cosine (an exactly rounded sum, to
+    :data:`FLOAT64_DECIMALS` decimals). Float64's noise is far below
     any real gap, so those candidates come in one order on every machine; the others are over
     1e-5 apart, 30 times fp32's error, so their order never depended on it. One text twice is
     one cached vector, so one cosine: a true tie (broken by the run's rule) left as it is.

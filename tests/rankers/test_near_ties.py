@@ -127,3 +127,31 @@ def test_the_exact_backend_s_linear_layers_run_on_onednn_and_give_torch_s_vector
     b = plain.encode(texts, batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)  # fp32 both: the last bits differ
     assert embeddings.encode(texts, tiny_bi, cache=False).tobytes() == a.tobytes()  # the exact path runs it
+
+
+@pytest.mark.slow
+def test_fp32_cosines_are_well_inside_the_margin_of_float64_s(sample):
+    """NEAR_TIE's margin, measured: all-MiniLM-L6-v2's fp32 cosines (the exact path: batches,
+    oneDNN) against float64's (each text alone) on the sample's first 8 dialogues, query
+    strategies ``last`` and ``all``. Measured 2026-11-27 on cmu_dog_judged: up to 3e-7."""
+    from dsr.core.models import resolve_model
+
+    model = resolve_model("all-MiniLM-L6-v2", "bi-encoder")
+    part = sample.dialogues[:8]
+    texts = [c.body for d in part for c in d.candidates]
+    worst = 0.0
+    for strategy in ("last", "all"):
+        queries = dense.budgeted_queries(part, model, strategy, 0.5)
+        cand32 = embeddings.encode(texts, model, cache=False)
+        query32 = embeddings.encode(queries, model, cache=False)
+        distinct = list(dict.fromkeys(texts + queries))
+        vectors64 = dict(zip(distinct, embeddings._float64_vectors(distinct, model)))
+        row = 0
+        for d, query, q32 in zip(part, queries, query32):
+            n = len(d.candidates)
+            cos32 = cand32[row : row + n] @ q32
+            cos64 = np.array([vectors64[t] @ vectors64[query] for t in texts[row : row + n]])
+            worst = max(worst, float(np.abs(cos32 - cos64).max()))
+            row += n
+    print(f"largest |fp32 - float64| cosine: {worst:.2e}")
+    assert 0 < worst <= embeddings.NEAR_TIE / 10, worst  # fp32 is not float64, and far inside the margin
