@@ -67,6 +67,48 @@ def test_a_measured_collection_gets_its_own_figure_date_and_cpu(figures):
     assert "\n" not in line
 
 
+def _cpu_row(cpu, units, date, delta, flips, every=0):
+    return {
+        "measure": "nDCG@5",
+        "max_delta": delta,
+        "marks_flipped": flips,
+        "marks_flipped_any_measure": every,
+        "date": date,
+        "cpu": cpu,
+        "units": units,
+    }
+
+
+def test_each_kind_of_cpu_keeps_its_figures_and_the_note_quotes_the_largest(monkeypatch):
+    epyc = _cpu_row("AMD EPYC", ["avx512_vnni"], "2026-11-27", 0.0226, 1, 9)
+    xeon = _cpu_row("Intel Xeon", [], "2026-11-28", 0.0251, 1, 13)
+    first = exactness.merge_measurement(None, epyc)
+    assert first == epyc  # one kind: the row as measured, no list
+    both = exactness.merge_measurement(first, xeon)
+    assert both["max_delta"] == 0.0251 and both["cpu"] == "Intel Xeon"  # the larger figure is the row
+    assert both["by_cpu"] == [epyc, xeon]  # every kind kept, in a stable order
+    # the same kind measured again replaces its own figures only, and the row follows the largest
+    again = exactness.merge_measurement(both, _cpu_row("Intel Xeon", [], "2026-11-29", 0.0100, 0, 2))
+    assert [r["date"] for r in again["by_cpu"]] == ["2026-11-27", "2026-11-29"]
+    assert again["max_delta"] == 0.0226 and again["cpu"] == "AMD EPYC" and again["marks_flipped_any_measure"] == 9
+    # the same name with other units is another kind (an AMX Xeon is not a Skylake Xeon)
+    amx = exactness.merge_measurement(again, _cpu_row("Intel Xeon", ["amx_int8"], "2026-11-30", 0.0200, 2))
+    assert len(amx["by_cpu"]) == 3 and amx["max_delta"] == 0.0226
+    data = {"collections": {"cmu_dog_judged": {"hash": "h115", "backends": {"openvino-int8": both}}}}
+    monkeypatch.setattr(exactness, "measured", lambda: data)
+    assert exactness.note(JUDGED, "openvino-int8") == (
+        "openvino-int8: figures differ from the exact backend (torch) by up to 0.0251 nDCG@5 on this "
+        "collection (at most 1 ▲/▼ mark of the table flipped there, 13 over every measure; the largest of 2 "
+        "kinds of CPU measured: AMD EPYC 2026-11-27, Intel Xeon 2026-11-28); marks may differ"
+    )
+    # the marks are the most of any kind, also where another kind had the larger difference
+    fewer_marks = exactness.merge_measurement(first, _cpu_row("Intel Xeon", [], "2026-11-28", 0.0300, 0, 2))
+    data["collections"]["cmu_dog_judged"]["backends"]["openvino-int8"] = fewer_marks
+    assert "up to 0.0300 nDCG@5 on this collection (at most 1 ▲/▼ mark of the table flipped there, 9 over every" in (
+        exactness.note(JUDGED, "openvino-int8")
+    )
+
+
 def test_the_exact_backend_gets_no_line(figures):
     assert exactness.note(JUDGED, "torch") is None
     assert exactness.note(JUDGED, None) is None
@@ -152,6 +194,9 @@ def test_the_shipped_figures_name_real_collections_backends_dates_and_cpus():
             assert row["measure"] == "nDCG@5" and 0 <= row["max_delta"] <= row["max_delta_any_measure"] < 1
             assert row["marks_flipped"] == len(row["flipped"]) <= row["marks_flipped_any_measure"]
             assert row["date"][:4] >= "2026" and row["cpu"] and 0 <= row["cells_changed"] <= row["cells"]
+            kinds = row.get("by_cpu", [row])  # the row is the largest of the kinds of CPU measured
+            assert row["max_delta"] == max(r["max_delta"] for r in kinds), (name, backend)
+            assert len({(r["cpu"], tuple(r["units"])) for r in kinds}) == len(kinds), (name, backend)
     for name in ("cmu_dog_judged", "cmu_dog_dev", "cmu_dog-valid"):
         assert "openvino-int8" in data["collections"][name]["backends"], name
 
