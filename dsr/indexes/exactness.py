@@ -115,7 +115,7 @@ def merge_measurement(kept: Mapping[str, Any] | None, new: Mapping[str, Any]) ->
 
     earlier = [] if kept is None else [plain(r) for r in kept.get("by_cpu", [kept])]
     rows = [r for r in earlier if kind(r) != kind(new)] + [plain(new)]
-    rows.sort(key=lambda r: (kind(r)[0], kind(r)[1]))
+    rows.sort(key=kind)
     worst = max(rows, key=lambda r: (r["max_delta"], r["marks_flipped"], r.get("marks_flipped_any_measure", 0), r["date"]))
     return {**worst, "by_cpu": rows} if len(rows) > 1 else dict(worst)
 
