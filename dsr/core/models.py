@@ -249,12 +249,15 @@ def _sentence_transformers() -> ModuleType:
 
 @lru_cache(maxsize=4)
 def _load_sentence_transformer(path: str, weights: str | None, form: str) -> Any:
-    """``form``: ``inference`` (linear layers on oneDNN), ``plain`` or ``float64`` (on the CPU)."""
+    """``form``: ``inference`` (on the GPU when torch sees one, else on the CPU with its linear
+    layers on oneDNN), ``plain`` or ``float64`` (on the CPU: an export traces the model on the
+    CPU, where OpenVINO runs it, whatever GPU the machine has)."""
     st = _sentence_transformers().SentenceTransformer
     if form == "float64":
         return st(path, device="cpu", local_files_only=True).double().eval()
-    model = st(path, device=device(), local_files_only=True)
-    return model if form == "plain" else onednn_linears(model)
+    if form == "plain":
+        return st(path, device="cpu", local_files_only=True)
+    return onednn_linears(st(path, device=device(), local_files_only=True))
 
 
 def load_sentence_transformer(spec: str | ResolvedModel, *, plain: bool = False) -> Any:
@@ -275,7 +278,10 @@ def load_float64_sentence_transformer(spec: str | ResolvedModel) -> Any:
 
 @lru_cache(maxsize=4)
 def _load_cross_encoder(path: str, max_length: int | None, weights: str | None, plain: bool) -> Any:
-    model = _sentence_transformers().CrossEncoder(path, device=device(), max_length=max_length, local_files_only=True)
+    """``plain``: on the CPU (what an export traces), else as :func:`_load_sentence_transformer`."""
+    model = _sentence_transformers().CrossEncoder(
+        path, device="cpu" if plain else device(), max_length=max_length, local_files_only=True
+    )
     return model if plain else onednn_linears(model)
 
 

@@ -7,7 +7,8 @@ with ``openvino``, ``openvino-bf16`` or ``openvino-int8`` carries :func:`note`, 
 
     openvino-int8: figures differ from the exact backend (torch) by up to 0.0251 nDCG@5 on this
     collection (at most 1 ▲/▼ mark of the table flipped there, 13 over every measure; the largest
-    of 2 kinds of CPU measured: AMD EPYC 2026-11-27, Intel Xeon 2026-11-28); marks may differ
+    of 3 kinds of CPU measured: AMD EPYC (VNNI) 2026-11-27, Intel Xeon (no VNNI/AMX) 2026-11-28,
+    Intel Xeon (AMX) 2026-11-28); marks may differ
 
 The figures are measured, not promised: ``bench/backend_deltas.py --write`` runs the
 baseline suite on each backend and on torch and stores, per collection and backend,
@@ -73,7 +74,7 @@ def note(collection: Mapping[str, Any], backend: str | None, models: Iterable[st
         if len(kinds) > 1:
             most, where = (
                 "at most ",
-                f"the largest of {len(kinds)} kinds of CPU measured: " + ", ".join(f"{k['cpu']} {k['date']}" for k in kinds),
+                f"the largest of {len(kinds)} kinds of CPU measured: " + ", ".join(f"{cpu_kind(k)} {k['date']}" for k in kinds),
             )
         else:
             most, where = "", f"measured {row['date']} on {row['cpu']}"
@@ -96,6 +97,20 @@ def note(collection: Mapping[str, Any], backend: str | None, models: Iterable[st
         f"{head} an amount not measured on {what} (up to {worst[0]:.4f} {worst[1]} on {worst[2]}, the "
         f"largest of {len(elsewhere)} measured); marks may differ"
     )
+
+
+def cpu_kind(row: Mapping[str, Any]) -> str:
+    """A measured CPU as a note names it: its name and what its int8 kernels run on (int8's
+    figures follow the units: AMX and VNNI sum products exactly, a CPU with neither takes
+    other kernels), e.g. ``Intel Xeon (AMX)``, ``AMD EPYC (VNNI)``, ``Intel Xeon (no VNNI/AMX)``."""
+    units = [str(u) for u in row.get("units") or ()]
+    if any(u.startswith("amx") for u in units):
+        tag = "AMX"
+    elif any("vnni" in u for u in units):
+        tag = "VNNI"
+    else:
+        tag = "no VNNI/AMX"
+    return f"{row.get('cpu')} ({tag})"
 
 
 def merge_measurement(kept: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:

@@ -149,6 +149,27 @@ def test_export_is_cached_with_a_manifest_and_rebuilt_when_stale(tiny_model, dsr
 
 
 @pytest.mark.slow
+def test_an_export_traces_on_the_cpu_when_torch_sees_a_gpu(tiny_model, dsr_home, monkeypatch):
+    """Where torch sees a GPU, sentence-transformers loads a model on it; the export must trace
+    it on the CPU, where OpenVINO runs and the example inputs are (on an H100 machine,
+    2026-11-28, ``--backend openvino`` failed: "Expected all tensors to be on the same device").
+    Here torch is told it sees one: a model sent there fails (this torch has no CUDA)."""
+    import torch
+
+    from dsr.core import models
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    models._load_cross_encoder.cache_clear()  # a model loaded before on the CPU would hide it
+    try:
+        assert models.device() == "cuda"
+        fast = backends.export(resolve_model(str(tiny_model), "cross-encoder"), "cross-encoder", "openvino")
+        check = json.loads((fast.folder / "check.json").read_text())
+        assert check["items"] == backends.CHECK_ITEMS and check["spearman"] > 0.99
+    finally:
+        models._load_cross_encoder.cache_clear()
+
+
+@pytest.mark.slow
 def test_an_int8_export_sends_no_telemetry(tiny_model, monkeypatch):
     """OpenVINO's converter and NNCF send usage events unless told not to, each from a forked
     process: an export (conversion and quantisation both) forks none, the converter uses its

@@ -99,7 +99,13 @@ def test_each_kind_of_cpu_keeps_its_figures_and_the_note_quotes_the_largest(monk
     assert exactness.note(JUDGED, "openvino-int8") == (
         "openvino-int8: figures differ from the exact backend (torch) by up to 0.0251 nDCG@5 on this "
         "collection (at most 1 ▲/▼ mark of the table flipped there, 13 over every measure; the largest of 2 "
-        "kinds of CPU measured: AMD EPYC 2026-11-27, Intel Xeon 2026-11-28); marks may differ"
+        "kinds of CPU measured: AMD EPYC (VNNI) 2026-11-27, Intel Xeon (no VNNI/AMX) 2026-11-28); marks may differ"
+    )
+    # two Xeons (an AMX one and a Skylake) are told apart by what their int8 kernels run on
+    data["collections"]["cmu_dog_judged"]["backends"]["openvino-int8"] = amx
+    assert (
+        "3 kinds of CPU measured: AMD EPYC (VNNI) 2026-11-27, Intel Xeon (no VNNI/AMX) 2026-11-29, Intel Xeon (AMX) 2026-11-30)"
+        in (exactness.note(JUDGED, "openvino-int8"))
     )
     # the marks are the most of any kind, also where another kind had the larger difference
     fewer_marks = exactness.merge_measurement(first, _cpu_row("Intel Xeon", [], "2026-11-28", 0.0300, 0, 2))
