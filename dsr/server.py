@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 
 import uvicorn
 
@@ -43,10 +44,29 @@ def create_site(board: Board, routers=()):
     return app
 
 
+class _Stopped(Exception):
+    """SIGTERM, raised in the main thread (:func:`serve`)."""
+
+
+def _stopped(signum, frame) -> None:
+    raise _Stopped
+
+
 def serve(board: Board, *, host: str, port: int) -> None:
-    """Run the site until stopped (uvicorn, one process)."""
+    """Run the site until stopped (uvicorn, one process). SIGTERM (``kill``, ``systemctl
+    stop``, ``docker stop``) returns here once uvicorn has shut down gracefully: after that
+    uvicorn puts back the handler it found and sends itself the signal again, and with the
+    default handler the process ended there, before the caller's ``finally`` (which closes
+    the scoring workers) and Python's exit handlers (multiprocessing's, which remove the
+    forkserver's ``pymp-*`` folder from TMPDIR: one was left at each stop)."""
     resolve({"host": host, "port": port}, LISTEN_PARAMS, "")
-    uvicorn.run(create_site(board), host=host, port=port, log_level="warning")
+    previous = signal.signal(signal.SIGTERM, _stopped)
+    try:
+        uvicorn.run(create_site(board), host=host, port=port, log_level="warning")
+    except _Stopped:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def serve_processes(config: BoardConfig, *, host: str, port: int) -> None:
@@ -74,6 +94,12 @@ def site_from_environment():
             yield
         finally:
             board.close()
+            # uvicorn's supervisor stops this process with SIGTERM; after this shutdown uvicorn
+            # sends itself the signal again, with the default handler, which ended the process
+            # before Python's exit handlers (multiprocessing's remove the scoring workers'
+            # forkserver folder, pymp-* in TMPDIR). Held back, it is never delivered: the
+            # process returns from uvicorn and exits with its exit handlers run (status 0).
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 
     app.router.lifespan_context = closing
     return app

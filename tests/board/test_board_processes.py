@@ -508,3 +508,54 @@ def test_each_process_of_processes_n_has_the_whole_site(tmp_path, runs, monkeypa
         )
         assert answer.status_code == 201, answer.text
     assert site.pool is None  # the scoring workers ended with the app
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_sigterm_stops_dsr_serve_with_its_exit_handlers_run(tmp_path, dsr_home, request, processes):
+    """``kill``, ``systemctl stop`` and ``docker stop`` send SIGTERM: ``dsr serve`` (one process,
+    and each process of ``--processes 2``) shuts down, closes its scoring workers and exits 0
+    with Python's exit handlers run, so its scoring workers' forkserver folder (multiprocessing's
+    ``pymp-*`` in TMPDIR) goes too: uvicorn used to end each process by the signal again after
+    its shutdown, before those handlers, and one folder was left in TMPDIR at each stop. A real
+    ``dsr serve`` (not a forked one: those end without exit handlers), on loopback."""
+    import subprocess
+    import sys
+
+    from tests.support.board import free_port
+
+    if processes == "1":
+        db = f"sqlite:///{tmp_path / 'board.sqlite'}"
+    else:
+        db = request.getfixturevalue("postgres").new_database()
+    temp, port = tmp_path / "tmp", free_port()
+    temp.mkdir()
+    argv = ["serve", "--port", str(port), "--db", db, "--store", str(tmp_path / "store"), "--workers", "1"]
+    server = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from dsr.cli import main; sys.exit(main())", *argv, "--processes", processes],
+        env={**os.environ, "TMPDIR": str(temp), "DSR_HOME": str(dsr_home)},
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "serve.log", "wb"),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and server.poll() is None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        # every process's scoring workers are up (each warms up before it answers)
+        until = time.monotonic() + 60
+        while len(list(temp.glob("pymp-*"))) < int(processes) and time.monotonic() < until:
+            time.sleep(0.1)
+        assert len(list(temp.glob("pymp-*"))) == int(processes), (tmp_path / "serve.log").read_text()
+        server.send_signal(signal.SIGTERM)
+        code = server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    log = (tmp_path / "serve.log").read_text()
+    assert code == 0 and "Traceback" not in log, log
+    assert sorted(p.name for p in temp.iterdir()) == []
