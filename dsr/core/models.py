@@ -277,20 +277,35 @@ def load_float64_sentence_transformer(spec: str | ResolvedModel) -> Any:
 
 
 @lru_cache(maxsize=4)
-def _load_cross_encoder(path: str, max_length: int | None, weights: str | None, plain: bool) -> Any:
-    """``plain``: on the CPU (what an export traces), else as :func:`_load_sentence_transformer`."""
+def _load_cross_encoder(path: str, max_length: int | None, weights: str | None, form: str) -> Any:
+    """``form``: ``inference`` (as :func:`_load_sentence_transformer`'s), ``plain`` (where torch
+    runs it, linear layers as loaded: a bf16 autocast), ``export`` (that, on the CPU: what an
+    export traces) or ``float64`` (on the CPU)."""
+    on_cpu = form in ("export", "float64")
     model = _sentence_transformers().CrossEncoder(
-        path, device="cpu" if plain else device(), max_length=max_length, local_files_only=True
+        path, device="cpu" if on_cpu else device(), max_length=max_length, local_files_only=True
     )
-    return model if plain else onednn_linears(model)
+    if form == "float64":
+        return model.double().eval()
+    return onednn_linears(model) if form == "inference" else model
 
 
-def load_cross_encoder(spec: str | ResolvedModel, max_length: int | None = None, *, plain: bool = False) -> Any:
+def load_cross_encoder(
+    spec: str | ResolvedModel, max_length: int | None = None, *, plain: bool = False, export: bool = False
+) -> Any:
     """A CrossEncoder for ``spec`` (inputs truncated to ``max_length`` tokens), loaded once per
     process (per weights, as :func:`load_sentence_transformer`), its linear layers on oneDNN
-    unless ``plain`` (an export's trace; a bf16 autocast)."""
+    unless ``plain`` (a bf16 autocast) or ``export`` (on the CPU, what an export traces)."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "cross-encoder")
-    return _load_cross_encoder(model.path, max_length, model.weights_sha256, plain)
+    form = "export" if export else "plain" if plain else "inference"
+    return _load_cross_encoder(model.path, max_length, model.weights_sha256, form)
+
+
+def load_float64_cross_encoder(spec: str | ResolvedModel, max_length: int | None = None) -> Any:
+    """The cross-encoder in float64 on the CPU, loaded once per process (per weights): what
+    :func:`dsr.rerankers.cross_encoder.settle_near_ties` re-scores near ties with."""
+    model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "cross-encoder")
+    return _load_cross_encoder(model.path, max_length, model.weights_sha256, "float64")
 
 
 def model_records(described: dict[str, Any], params: dict[str, Any], kind: str) -> list[dict[str, Any]]:

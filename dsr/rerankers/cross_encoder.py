@@ -34,7 +34,7 @@ from dsr.core.candidate_text import BODY_FORMS, candidate_text
 from dsr.core.data import Candidate, Collection
 from dsr.core.errors import InputError
 from dsr.core.jsonio import load_json
-from dsr.core.models import ResolvedModel, load_cross_encoder, resolve_model
+from dsr.core.models import ResolvedModel, load_cross_encoder, load_float64_cross_encoder, resolve_model
 from dsr.core.params import Param
 from dsr.core.queries import DEFAULT_DECAY, STRATEGIES, check_strategy, model_query_budget, query_text
 from dsr.core.run import Run
@@ -47,6 +47,12 @@ from dsr.rerankers.base import Reranker, rerank_top_k
 
 #: the published MS MARCO cross-encoder of MiniLM-L6 size (hub id cross-encoder/NAME)
 DEFAULT_MODEL = "ms-marco-MiniLM-L-6-v2"
+#: logits of one topic closer than this are a near tie, settled in float64 (settle_near_ties):
+#: 37 times fp32's largest error measured on the sample (2.7e-6, logits of -1.3 to 2.3;
+#: tests/rerankers/test_cross_encoder_near_ties.py keeps it at least 10 times)
+NEAR_TIE = 1e-4
+#: decimals a float64 logit is kept to (as the bi-encoder's cosines)
+FLOAT64_DECIMALS = 12
 
 
 class CrossEncoderReranker(Reranker):
@@ -133,6 +139,8 @@ class CrossEncoderReranker(Reranker):
         else:
             model = load_fast(model_info, "cross-encoder", backend, p["max_length"])
         scores = score_pairs(model, pairs, p["batch_size"], p["precision"])
+        if backend == "torch" and p["precision"] == "fp32":  # the exact path (a fast one states its tolerance)
+            scores = settle_near_ties(scores, pairs, [qid for qid, _ in keys], model_info, p["max_length"])
         reranked = rerank_top_k(collection, run, dict(zip(keys, scores)), k)
         # the tag names the first stage too, as the bi-encoder's does: "bm25-...>>cross-encoder-...@k"
         reranked.tag = f"{run.tag}>>{self.tag}" + (f"@{k}" if k else "")
@@ -194,6 +202,48 @@ class CrossEncoderReranker(Reranker):
         return pairs, keys
 
 
+def settle_near_ties(
+    scores: list[float], pairs: list[tuple[str, str]], topics: list[str], model: ResolvedModel, max_length: int | None
+) -> list[float]:
+    """``scores`` (fp32 logits of ``pairs``, the pair of topic ``topics[i]``) with every near
+    tie re-scored in float64: a new list.
+
+    Why: as a bi-encoder's cosines (:func:`dsr.indexes.embeddings.settle_near_ties`), fp32
+    logits differ in their last bits with the kernel (the CPU's instruction set) and the batch
+    a pair was padded in, so two pairs of one topic whose logits are within fp32's error swap
+    places from one machine to the next, and a published figure moves. Each pair within
+    :data:`NEAR_TIE` of a different pair next to it in its topic's order is scored alone (no
+    batch, no padding) by the model in float64 on the CPU, kept to :data:`FLOAT64_DECIMALS`
+    decimals, and so is every other copy of that pair: those come in one order on every
+    machine; the others are further apart than fp32's error, so their order never depended on
+    it. One pair twice in a topic gets one score: a true tie, left to the run's tie rule."""
+    by_topic: dict[str, list[int]] = {}
+    for i, topic in enumerate(topics):
+        by_topic.setdefault(topic, []).append(i)
+    near: dict[tuple[str, str], None] = {}
+    for rows in by_topic.values():
+        ranked = sorted(rows, key=lambda i: -scores[i])
+        for a, b in zip(ranked, ranked[1:]):
+            if scores[a] - scores[b] <= NEAR_TIE and pairs[a] != pairs[b]:
+                near.update(dict.fromkeys((pairs[a], pairs[b])))
+    if not near:
+        return list(scores)
+    torch = _torch()
+    encoder = load_float64_cross_encoder(model, max_length)
+    settled = {}
+    for pair in near:  # each alone: its logit does not depend on what it was batched with
+        logit = encoder.predict([pair], show_progress_bar=False, activation_fn=torch.nn.Identity(), convert_to_tensor=True)
+        settled[pair] = round(float(logit.reshape(-1)[0].item()), FLOAT64_DECIMALS)
+    return [settled.get(pair, score) for pair, score in zip(pairs, scores)]
+
+
+def _torch():
+    """torch, imported on first use (a reranker that never scores does not load it)."""
+    import torch
+
+    return torch
+
+
 def pair_query_budget(max_length: int, sentence_tokens: int) -> int:
     """Word pieces a query may take beside a sentence of ``sentence_tokens`` in ``max_length``.
 
@@ -231,9 +281,9 @@ def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32, preci
     fp32 in the third significant digit (more ties, broken by the tie rule).
     """
     import numpy as np
-    import torch
     from tqdm import tqdm
 
+    torch = _torch()
     device = getattr(model, "device", torch.device("cpu"))
     autocast = (
         torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
