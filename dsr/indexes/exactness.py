@@ -101,8 +101,9 @@ def note(collection: Mapping[str, Any], backend: str | None, models: Iterable[st
 
 def cpu_kind(row: Mapping[str, Any]) -> str:
     """A measured CPU as a note names it: its name and what its int8 kernels run on (int8's
-    figures follow the units: AMX and VNNI sum products exactly, a CPU with neither takes
-    other kernels), e.g. ``Intel Xeon (AMX)``, ``AMD EPYC (VNNI)``, ``Intel Xeon (no VNNI/AMX)``."""
+    figures followed the units on the three kinds measured: AMX and VNNI gave the same, likely
+    as both sum int8 products exactly; a CPU with neither takes other kernels), e.g.
+    ``Intel Xeon (AMX)``, ``AMD EPYC (VNNI)``, ``Intel Xeon (no VNNI/AMX)``."""
     units = [str(u) for u in row.get("units") or ()]
     if any(u.startswith("amx") for u in units):
         tag = "AMX"
