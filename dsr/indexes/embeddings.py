@@ -34,6 +34,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -402,11 +403,7 @@ def settle_near_ties(
     members: list[list[int]] = []
     wanted: dict[str, None] = {}
     for scores, (_, query, texts) in zip(out, topics):
-        order = np.argsort(-scores, kind="stable")
-        ranked = scores[order]
-        near = np.flatnonzero(ranked[:-1] - ranked[1:] <= NEAR_TIE).tolist()
-        pairs = [(int(order[i]), int(order[i + 1])) for i in near]
-        near_texts = {texts[k] for a, b in pairs if texts[a] != texts[b] for k in (a, b)}
+        near_texts = near_tied(scores, texts, NEAR_TIE)
         members.append([k for k, text in enumerate(texts) if text in near_texts])  # every copy alike
         if near_texts:
             wanted.update(dict.fromkeys([query, *near_texts]))
@@ -419,6 +416,17 @@ def settle_near_ties(
             # and the BLAS), to 12 decimals: what float64 noise leaves tied is a tie
             scores[k] = round(math.fsum((vectors[texts[k]] * vectors[query]).tolist()), FLOAT64_DECIMALS)
     return out
+
+
+def near_tied(scores: Sequence[float] | np.ndarray, labels: Sequence[Any], margin: float) -> set[Any]:
+    """The labels (texts, pairs) of the items within ``margin`` of an item with another label
+    next to them in ``scores``' descending order: one topic's near ties. Two items of one label
+    (one text twice) are not a near tie of each other: they get one score when settled."""
+    values = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-values, kind="stable")
+    ranked = values[order]
+    near = np.flatnonzero(ranked[:-1] - ranked[1:] <= margin).tolist()
+    return {labels[k] for i in near if labels[order[i]] != labels[order[i + 1]] for k in (int(order[i]), int(order[i + 1]))}
 
 
 def _float64_vectors(texts: list[str], model: ResolvedModel) -> np.ndarray:

@@ -27,6 +27,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from dsr.indexes.backends import INT8_UNITS
+
 #: the backend whose figures every note is measured against
 EXACT = "torch"
 #: the ``backend`` parameter's help (dense ranker, rerankers): what a user reads when choosing
@@ -104,13 +106,8 @@ def cpu_kind(row: Mapping[str, Any]) -> str:
     figures followed the units on the three kinds measured: AMX and VNNI gave the same, likely
     as both sum int8 products exactly; a CPU with neither takes other kernels), e.g.
     ``Intel Xeon (AMX)``, ``AMD EPYC (VNNI)``, ``Intel Xeon (no VNNI/AMX)``."""
-    units = [str(u) for u in row.get("units") or ()]
-    if any(u.startswith("amx") for u in units):
-        tag = "AMX"
-    elif any("vnni" in u for u in units):
-        tag = "VNNI"
-    else:
-        tag = "no VNNI/AMX"
+    units = set(row.get("units") or ())
+    tag = "AMX" if "amx_int8" in units else "VNNI" if units & set(INT8_UNITS) else "no VNNI/AMX"
     return f"{row.get('cpu')} ({tag})"
 
 

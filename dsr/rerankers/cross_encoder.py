@@ -42,6 +42,7 @@ from dsr.core.run import Run
 # the body text forms are the dense ranker's, so both read candidates alike (the context form
 # is for bi-encoders: dsr rerank --reranker bi-encoder, dsr run --ranker dense)
 from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND, load_fast, resolve_backend
+from dsr.indexes.embeddings import near_tied
 from dsr.indexes.exactness import BACKEND_HELP
 from dsr.rerankers.base import Reranker, rerank_top_k
 
@@ -220,12 +221,9 @@ def settle_near_ties(
     by_topic: dict[str, list[int]] = {}
     for i, topic in enumerate(topics):
         by_topic.setdefault(topic, []).append(i)
-    near: dict[tuple[str, str], None] = {}
+    near: set[tuple[str, str]] = set()
     for rows in by_topic.values():
-        ranked = sorted(rows, key=lambda i: -scores[i])
-        for a, b in zip(ranked, ranked[1:]):
-            if scores[a] - scores[b] <= NEAR_TIE and pairs[a] != pairs[b]:
-                near.update(dict.fromkeys((pairs[a], pairs[b])))
+        near |= near_tied([scores[i] for i in rows], [pairs[i] for i in rows], NEAR_TIE)
     if not near:
         return list(scores)
     torch = _torch()
