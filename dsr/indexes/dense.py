@@ -3,7 +3,9 @@
 Vectors come from :func:`dsr.indexes.embeddings.encode` (cached, L2-normalised),
 so inner product is cosine similarity. Index kinds:
 
-* ``flat`` (default): ``IndexFlatIP``, exact;
+* ``flat`` (default): ``IndexFlatIP``, exact: ``search`` settles near ties in float64
+  (:func:`dsr.indexes.embeddings.settled_top_k`), so the top ``k`` and its order are the same
+  on every machine;
 * ``hnsw``: ``IndexHNSWFlat`` (graph, approximate; ``m`` links per node,
   ``ef_search`` candidates per query), for pools of hundreds of thousands;
 * ``ivf``: ``IndexIVFFlat`` (``nlist`` clusters, default 4 sqrt(N); ``nprobe``
@@ -26,7 +28,8 @@ import numpy as np
 
 from dsr.core.errors import InputError
 from dsr.core.models import ResolvedModel, resolve_model
-from dsr.indexes.embeddings import DEFAULT_MODEL, encode
+from dsr.indexes import embeddings
+from dsr.indexes.embeddings import DEFAULT_MODEL, encode, near_depth, settled_top_k
 from dsr.indexes.manifest import cached_build, expected_manifest, text_hash
 
 KINDS = ("flat", "hnsw", "ivf")
@@ -85,8 +88,17 @@ def set_search_parameters(index, kind: str, params: dict[str, Any]) -> None:
 class DenseIndex:
     """Sentence ids and their FAISS index; ``search`` encodes queries with the same model."""
 
-    def __init__(self, ids: list[str], index, model: ResolvedModel, kind: str, batch_size: int = 64):
+    def __init__(
+        self,
+        ids: list[str],
+        index,
+        model: ResolvedModel,
+        kind: str,
+        batch_size: int = 64,
+        texts: Sequence[str] | None = None,
+    ):
         self.ids, self.index, self.model, self.kind, self.batch_size = ids, index, model, kind, batch_size
+        self.texts = list(texts) if texts is not None else None  # the pool's texts, in ``ids``' order
 
     @classmethod
     def cached(
@@ -127,10 +139,11 @@ class DenseIndex:
         index = faiss.read_index(str(folder / "index.faiss"))
         set_search_parameters(index, kind, params)
         saved_ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
-        return cls(saved_ids, index, resolved, kind, batch_size)
+        return cls(saved_ids, index, resolved, kind, batch_size, texts=texts)
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
-        """Top ``k`` (id, cosine) per query vector, best first."""
+        """Top ``k`` (id, cosine) per query vector, best first, as FAISS ranks them (fp32: a near
+        tie's order may differ between machines; :meth:`search` settles them on a flat index)."""
         k = min(int(k), len(self.ids))
         if k <= 0 or len(vectors) == 0:
             return [[] for _ in range(len(vectors))]
@@ -138,5 +151,33 @@ class DenseIndex:
         return [[(self.ids[r], float(s)) for s, r in zip(srow, rrow) if r >= 0] for srow, rrow in zip(scores, rows)]
 
     def search(self, queries: Sequence[str], k: int = 100) -> list[list[tuple[str, float]]]:
-        """Encode ``queries`` (cached like the pool) and return their top ``k``."""
-        return self.search_vectors(encode(queries, self.model, self.batch_size, desc="encoding queries"), k)
+        """Encode ``queries`` (cached like the pool) and return their top ``k``. On a flat index
+        the near ties are settled in float64 (ties then by pool order): the same top ``k``, in
+        the same order, on every machine."""
+        vectors = encode(queries, self.model, self.batch_size, desc="encoding queries")
+        k = min(int(k), len(self.ids))
+        if self.kind != "flat" or self.texts is None or k <= 0 or len(vectors) == 0:
+            return self.search_vectors(vectors, k)
+        found = self._near_rows(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        texts = self.texts
+        settled = settled_top_k(found, list(queries), lambda rows: [texts[r] for r in rows], k, self.model)
+        return [[(self.ids[r], s) for r, s in ranked] for ranked in settled]
+
+    def _near_rows(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """Each query's (row, fp32 score) of its best ``k`` and every row within NEAR_TIE of the
+        k-th: one search of all queries a little deeper than ``k``, then, for a query whose
+        deepest row is still that near, searches twice as deep until one is not (or the pool
+        ends)."""
+        n = len(self.ids)
+        depth = min(n, k + 16)
+        scores, rows = self.index.search(vectors, depth)
+        out = []
+        for vector, srow, rrow in zip(vectors, scores, rows):
+            d = depth
+            while d < n and float(srow[-1]) >= float(srow[k - 1]) - embeddings.NEAR_TIE:
+                d = min(n, 2 * d)
+                found = self.index.search(vector[None, :], d)
+                srow, rrow = found[0][0], found[1][0]
+            keep = near_depth(np.asarray(srow, dtype=np.float64), k)
+            out.append([(int(rrow[i]), float(srow[i])) for i in keep if rrow[i] >= 0])
+        return out

@@ -32,7 +32,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -416,6 +416,47 @@ def settle_near_ties(
             # and the BLAS), to 12 decimals: what float64 noise leaves tied is a tie
             scores[k] = round(math.fsum((vectors[texts[k]] * vectors[query]).tolist()), FLOAT64_DECIMALS)
     return out
+
+
+def settled_top_k(
+    found: Sequence[Sequence[tuple[int, float]]],
+    queries: Sequence[str],
+    texts_of: Callable[[list[int]], Sequence[str]],
+    k: int,
+    model: ResolvedModel,
+    backend: str = "torch",
+) -> list[list[tuple[int, float]]]:
+    """Open retrieval's best ``k`` per query, its near ties settled as :func:`settle_near_ties`
+    settles a topic's: ``found[q]`` is query ``q``'s ``(row, fp32 score)`` list holding at least
+    every row scored within :data:`NEAR_TIE` of its k-th best (:func:`near_depth`), so a row
+    that float64 puts into the top k is among them; ``texts_of(rows)`` gives the rows' texts.
+    Each list comes back ranked by score (float64 where settled), then row ascending (a true
+    tie: one text twice, or two equal fp32 scores far from any other), cut to ``k``. On a fast
+    ``backend`` the scores are as they came, ranked the same way."""
+    topics = []
+    for query, ranked in zip(queries, found):
+        listed = [int(r) for r, _ in ranked]
+        topics.append((np.asarray([s for _, s in ranked], dtype=np.float64), query, list(texts_of(listed)) if listed else []))
+    settled = settle_near_ties(topics, model, backend)
+    out = []
+    for ranked, scores in zip(found, settled):
+        rows = np.asarray([int(r) for r, _ in ranked], dtype=np.int64)
+        order = np.lexsort((rows, -scores))[: max(int(k), 0)]
+        out.append([(int(rows[i]), float(scores[i])) for i in order])
+    return out
+
+
+def near_depth(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of ``scores``' best ``k`` and of every score within :data:`NEAR_TIE` of the
+    k-th (all of them when there are ``k`` or fewer): what :func:`settled_top_k` needs of one
+    list, or of one shard (a shard's k-th is at most the whole's, so its margin holds the
+    whole's)."""
+    if len(scores) <= k:
+        return np.arange(len(scores), dtype=np.int64)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = float(scores[np.argpartition(-scores, k - 1)[:k]].min())
+    return np.flatnonzero(scores >= kth - NEAR_TIE).astype(np.int64)
 
 
 def near_tied(scores: Sequence[float] | np.ndarray, labels: Sequence[Any], margin: float) -> set[Any]:

@@ -143,7 +143,8 @@ def dense_search(
     ``pool``: a collection (its sentence pool, as ``text``) or ``{id: text}``;
     ``index``: ``flat`` (exact), ``hnsw`` or ``ivf`` (see :mod:`dsr.indexes.dense`,
     which also lists ``index_params``). The FAISS index and all vectors are
-    cached under ``DSR_HOME/indexes``. Ties are broken by FAISS rank.
+    cached under ``DSR_HOME/indexes``. On ``flat``, near ties are settled in float64 and ties
+    broken by pool order (the same top ``k`` on every machine); on ``hnsw`` and ``ivf``, by FAISS rank.
     """
 
     check_text_form(text)

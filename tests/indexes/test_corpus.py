@@ -316,6 +316,40 @@ def test_flat_search_is_exact_cosine_over_all_shards(indexed):
         assert np.allclose([s for _, s in got], scores[order], atol=1e-6)
 
 
+def test_flat_search_settles_near_ties_so_every_machine_gets_one_top_k(indexed, monkeypatch):
+    """fp32 products differ in their last bits between machines (the BLAS, the CPU); ``search``
+    settles the near ties at and across the k-th place in float64 (embeddings.settled_top_k).
+    "Another machine": the same vectors with noise, scaled up with the margin (1e-4 and 3e-3,
+    30 times apart, as fp32's 3e-7 and NEAR_TIE's 1e-5)."""
+    from dsr.indexes import embeddings
+    from dsr.indexes.corpus import dense as corpus_dense
+
+    monkeypatch.setattr(embeddings, "NEAR_TIE", 3e-3)
+    met = []
+    real = corpus_dense.settled_top_k
+
+    def spy(found, queries, texts_of, k, model, backend="torch"):
+        met.append(sum(len(f) for f in found) - k * len(found))  # rows past the cut, within the margin
+        return real(found, queries, texts_of, k, model, backend)
+
+    monkeypatch.setattr(corpus_dense, "settled_top_k", spy)
+    corpus = Corpus(indexed)
+    orders, unsettled = [], []
+    for seed in range(3):
+        flat = ShardedDense(corpus)
+        rng = np.random.default_rng(seed)
+        flat.vectors = [(np.asarray(v) + rng.uniform(-1e-4, 1e-4, v.shape)).astype(np.float32) for v in flat.vectors]
+        clean = flat.encode
+        flat.encode = lambda queries, clean=clean, rng=rng: (
+            clean(queries) + rng.uniform(-1e-4, 1e-4, (len(queries), 384))
+        ).astype(np.float32)
+        orders.append([[r for r, _ in hits] for hits in flat.search(QUERIES, 20)])
+        unsettled.append([[r for r, _ in hits] for hits in flat.search_vectors(flat.encode(QUERIES), 20)])
+    assert sum(met) > 0, "no near tie at the cut: the test would prove nothing"
+    assert orders[0] == orders[1] == orders[2]
+    assert not unsettled[0] == unsettled[1] == unsettled[2], "the noise moved nothing: the test would prove nothing"
+
+
 def test_ivfpq_is_approximate_and_exact_when_it_visits_and_refines_everything(indexed):
     corpus = Corpus(indexed)
     flat = ShardedDense(corpus)

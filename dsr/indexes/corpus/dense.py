@@ -67,7 +67,7 @@ from dsr.indexes.corpus.layout import (
     read_marker,
     write_marker,
 )
-from dsr.indexes.embeddings import DEFAULT_MODEL, encode
+from dsr.indexes.embeddings import DEFAULT_MODEL, encode, near_depth, settled_top_k
 from dsr.indexes.manifest import safe_name
 
 #: how a corpus is encoded (``encode_corpus``; ``dsr corpus index`` flags; ``index`` says
@@ -460,21 +460,31 @@ class ShardedDense:
             out.append(merge_top_k(rrow, srow, k))
         return out
 
-    def _flat_many(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+    def _flat_many(self, queries: np.ndarray, k: int, near: bool = False) -> list[list[tuple[int, float]]]:
         """Exact top ``k`` of every query: each shard read from disk once for the whole batch,
         then scored query by query (a matrix-vector product each: the same float sums as one
         query alone, so a batch never reorders near-ties), each query's top k kept with every
-        row tied with its k-th score, so the merge breaks ties by row like one index."""
+        row tied with its k-th score, so the merge breaks ties by row like one index.
+        ``near``: every row within NEAR_TIE of the k-th kept too, in score order, not cut to
+        ``k`` (what :func:`dsr.indexes.embeddings.settled_top_k` settles)."""
+        pick = near_depth if near else top_rows
         rows: list[list[np.ndarray]] = [[] for _ in queries]
         scores: list[list[np.ndarray]] = [[] for _ in queries]
         for number, mapped in enumerate(self.vectors):
             vectors = np.asarray(mapped) if len(queries) > 1 else mapped
             for q, query in enumerate(queries):
                 s = np.asarray(vectors @ query, dtype=np.float64)
-                top = top_rows(s, k)
+                top = pick(s, k)
                 rows[q].append(top + self.corpus.offsets[number])
                 scores[q].append(s[top])
-        return [merge_top_k(np.concatenate(r).astype(np.int64), np.concatenate(s), k) for r, s in zip(rows, scores)]
+        out = []
+        for found, scored in zip(rows, scores):
+            every, values = np.concatenate(found).astype(np.int64), np.concatenate(scored)
+            if near:  # within the margin of the whole's k-th (a shard's margin held it)
+                keep = near_depth(values, k)
+                every, values = every[keep], values[keep]
+            out.append(merge_top_k(every, values, len(every) if near else k))
+        return out
 
     def exact_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
         order = np.argsort(rows, kind="stable")
@@ -484,4 +494,16 @@ class ShardedDense:
         return out
 
     def search(self, queries: Sequence[str], k: int) -> list[list[tuple[int, float]]]:
-        return self.search_vectors(self.encode(queries), k)
+        """Top ``k`` (global row, score) per query text, best first. Flat on the exact backend:
+        near ties settled in float64 (:func:`dsr.indexes.embeddings.settled_top_k`; ties then
+        by row), so the top ``k`` and its order are the same on every machine; IVF-PQ and the
+        fast backends rank as they score (approximate, or within a stated tolerance)."""
+        vectors = self.encode(queries)
+        if self.kind != "flat" or self.backend != "torch":
+            return self.search_vectors(vectors, k)
+        found = self._flat_many(np.ascontiguousarray(vectors, dtype=np.float32), k, near=True)
+        return settled_top_k(found, list(queries), self.texts, k, self.model, self.backend)
+
+    def texts(self, rows: Sequence[int]) -> list[str]:
+        """The sentence texts of global ``rows``, in the order given."""
+        return [str(record["text"]) for record in self.corpus.records(rows)]
