@@ -238,6 +238,7 @@ def drawn_here(tmp_path_factory):
         return evaluated, here, drawing.result()
 
 
+@pytest.mark.slow  # starts forked drawing workers (a helper process)
 def test_figures_drawn_by_workers_are_the_files_drawn_here(drawn_here):
     """The report's figures drawn by two forked workers: the same captions and the same
     bytes (PNG and PDF) as drawn in this process, and the intervals of the means the
@@ -257,6 +258,7 @@ def test_figures_drawn_by_workers_are_the_files_drawn_here(drawn_here):
             np.testing.assert_array_equal(there_part, here_part)
 
 
+@pytest.mark.slow  # starts forked drawing workers (a helper process)
 def test_workers_draw_the_results_as_they_were_when_the_drawing_started(drawn_here):
     """The tables fill the results' caches (the intervals of the means) while the workers draw:
     the workers get the results as they stood when the drawing started, so this thread's

@@ -79,6 +79,7 @@ print(json.dumps({"long_cpu_s": seconds, "token_peak": peak, "token_texts": [len
 """
 
 
+@pytest.mark.slow  # megabytes of text built twice: 17 s on the 2-core Skylake Xeon
 def test_huge_paragraphs_and_tokens_build_in_linear_time_and_bounded_memory(tmp_path):
     """A 500 KB one-line document took minutes (pysbd is quadratic) and a 20 MB
     token 3.2 GB; now seconds, and a peak of Python allocations of a few times the input."""
