@@ -43,6 +43,7 @@ from dsr.core.home import require_writable
 from dsr.core.models import ResolvedModel, load_float64_sentence_transformer, load_sentence_transformer, resolve_model
 from dsr.indexes.backends import export_identity, load_fast
 from dsr.indexes.manifest import cached_build, checksum, expected_manifest, failed_checksums, index_folder, safe_name
+from dsr.indexes.topk import merge_top_k, top_rows
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 #: texts given to the model at once (a fast backend sorts each such call by length)
@@ -438,12 +439,10 @@ def settled_top_k(
         listed = [int(r) for r, _ in ranked]
         topics.append((np.asarray([s for _, s in ranked], dtype=np.float64), query, list(texts_of(listed)) if listed else []))
     settled = settle_near_ties(topics, model, backend)
-    out = []
-    for ranked, scores in zip(found, settled):
-        rows = np.asarray([int(r) for r, _ in ranked], dtype=np.int64)
-        order = np.lexsort((rows, -scores))[: max(int(k), 0)]
-        out.append([(int(rows[i]), float(scores[i])) for i in order])
-    return out
+    return [
+        merge_top_k(np.asarray([int(r) for r, _ in ranked], dtype=np.int64), scores, max(int(k), 0))
+        for ranked, scores in zip(found, settled)
+    ]
 
 
 def near_depth(scores: np.ndarray, k: int) -> np.ndarray:
@@ -451,12 +450,7 @@ def near_depth(scores: np.ndarray, k: int) -> np.ndarray:
     k-th (all of them when there are ``k`` or fewer): what :func:`settled_top_k` needs of one
     list, or of one shard (a shard's k-th is at most the whole's, so its margin holds the
     whole's)."""
-    if len(scores) <= k:
-        return np.arange(len(scores), dtype=np.int64)
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    kth = float(scores[np.argpartition(-scores, k - 1)[:k]].min())
-    return np.flatnonzero(scores >= kth - NEAR_TIE).astype(np.int64)
+    return top_rows(scores, k, NEAR_TIE)
 
 
 def near_tied(scores: Sequence[float] | np.ndarray, labels: Sequence[Any], margin: float) -> set[Any]:

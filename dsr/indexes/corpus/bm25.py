@@ -54,6 +54,7 @@ from dsr.indexes.corpus.layout import (
     shard_name,
     write_marker,
 )
+from dsr.indexes.topk import merge_top_k, top_rows
 
 
 def _pyarrow():
@@ -353,18 +354,3 @@ def posting_scores(model, weights: dict[str, float]) -> np.ndarray:
         vector[list(by_column)] = list(by_column.values())
         total += float(vector @ nonoccurrence)
     return total
-
-
-def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
-    """The rows of the ``k`` best scores and every row tied with the k-th (so that a merge
-    of shards breaks ties by global row, as one index would)."""
-    if len(scores) <= k:
-        return np.arange(len(scores), dtype=np.int64)
-    threshold = scores[np.argpartition(-scores, k - 1)[:k]].min()
-    return np.flatnonzero(scores >= threshold).astype(np.int64)
-
-
-def merge_top_k(rows: np.ndarray, scores: np.ndarray, k: int) -> list[tuple[int, float]]:
-    """Best ``k`` of the shards' lists: score descending, then global row ascending."""
-    order = np.lexsort((rows, -scores))[:k]
-    return [(int(rows[i]), float(scores[i])) for i in order]

@@ -54,7 +54,7 @@ from dsr.core.provenance import package_versions
 from dsr.indexes.backends import CHOICES as BACKEND_CHOICES
 from dsr.indexes.backends import export as export_model
 from dsr.indexes.backends import resolve_backend
-from dsr.indexes.corpus.bm25 import _run_stage, merge_top_k, top_rows
+from dsr.indexes.corpus.bm25 import _run_stage
 from dsr.indexes.corpus.build import StageReport
 from dsr.indexes.corpus.distributed import Executor
 from dsr.indexes.corpus.layout import (
@@ -69,6 +69,7 @@ from dsr.indexes.corpus.layout import (
 )
 from dsr.indexes.embeddings import DEFAULT_MODEL, encode, near_depth, settled_top_k
 from dsr.indexes.manifest import safe_name
+from dsr.indexes.topk import merge_top_k, top_rows
 
 #: how a corpus is encoded (``encode_corpus``; ``dsr corpus index`` flags; ``index`` says
 #: whether ``build_ivfpq`` follows)
