@@ -29,8 +29,9 @@ $(VENV)/.installed: pyproject.toml
 
 # the tiers (docs/contributing.md): test-fast is the inner loop (no servers, databases,
 # browsers, OpenVINO exports or training: -m "not slow"); test is everything, what CI runs.
-# Both run in parallel (pytest-xdist; -n auto is one worker more than the cores, see
-# tests/conftest.py; tests of one xdist_group share a worker) and list the slowest tests.
+# Both run in parallel (pytest-xdist; -n auto is one worker per core for test-fast and one
+# more than the cores for test, see tests/conftest.py; tests of one xdist_group share a
+# worker) and list the slowest tests.
 # PYTHONDONTWRITEBYTECODE= (empty: unset for Python): where the environment sets it (this project's
 # machines do), every xdist worker rewrote every test module's asserts at collection and every
 # `dsr` subprocess a test starts compiled dsr from source again; __pycache__ is git-ignored.

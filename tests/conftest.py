@@ -53,13 +53,17 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker more than the cores this process may run on (where
-    PYTEST_XDIST_AUTO_NUM_WORKERS is set, xdist's own hook reads it). A sixth of a 2-core run's
-    CPU stood idle while workers waited on their servers, browsers, clusters and subprocesses; a
-    third worker fills it (2026-11-27, 2 cores: 474 s with 3 workers, 512 s with 4, 595 s with 2)."""
+    """``-n auto``: for the whole suite, one worker more than the cores this process may run on
+    (where PYTEST_XDIST_AUTO_NUM_WORKERS is set, xdist's own hook reads it). A sixth of a 2-core
+    run's CPU stood idle while workers waited on their servers, browsers, clusters and
+    subprocesses; a third worker fills it (2026-11-27, 2 cores: 474 s with 3 workers, 512 s with
+    4, 595 s with 2). The fast tier (``-m "not slow"``) starts none of those, so a worker more
+    only adds its own collection and imports (~20 CPU s each): one worker per core
+    (2026-11-28, Skylake Xeon, 2 cores, `make test-fast` back to back: 235 and 232 s with 3
+    workers, 201 and 213 s with 2; docs/contributing.md)."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # the next implementation (xdist's) answers
-    return len(os.sched_getaffinity(0)) + 1
+    return tiers.auto_workers(config, len(os.sched_getaffinity(0)))
 
 
 @pytest.hookimpl(optionalhook=True)

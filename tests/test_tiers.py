@@ -90,8 +90,27 @@ def test_the_makefile_runs_the_tiers_in_parallel_with_durations():
     assert "-n auto" in pytest_line and "--durations" in pytest_line
     assert re.search(r"^test: venv\n\t\$\(PYTEST\)\n", makefile, re.M)
     assert re.search(r'^test-fast: venv\n\t\$\(PYTEST\) -m "not slow"\n', makefile, re.M)
+    assert tiers.FAST_TIER == "not slow"
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"slow: ' in pyproject and "--strict-markers" in pyproject and '"pytest-xdist"' in pyproject
+
+
+class _MarkConfig:
+    def __init__(self, markexpr: str):
+        self.markexpr = markexpr
+
+    def getoption(self, name, default=None):
+        return self.markexpr if name == "markexpr" else default
+
+
+@pytest.mark.parametrize(
+    ("markexpr", "workers"),
+    [("not slow", 2), ("  not   slow ", 2), ("", 3), ("slow", 3), ("not slow and not x", 3)],
+)
+def test_the_fast_tier_runs_a_worker_per_core_and_the_whole_suite_one_more(markexpr, workers):
+    """The fast tier waits on no server or process, so a third worker on 2 cores only adds its own
+    collection; the whole suite's waits are filled by one (tests/conftest.py has the figures)."""
+    assert tiers.auto_workers(_MarkConfig(markexpr), 2) == workers
 
 
 class _Ordered:

@@ -22,10 +22,22 @@ import functools
 
 import pytest
 
-__all__ = ["SLOW_PARAMS", "slow_fixture", "is_slow_by_rule", "running", "require_slow", "install_guards"]
+__all__ = [
+    "SLOW_PARAMS",
+    "FAST_TIER",
+    "slow_fixture",
+    "is_slow_by_rule",
+    "is_fast_tier",
+    "auto_workers",
+    "running",
+    "require_slow",
+    "install_guards",
+]
 
 #: parametrised tests whose parameter starts one: (argument, value)
 SLOW_PARAMS = frozenset({("db_url", "postgresql")})
+#: the mark expression of ``make test-fast`` (the Makefile's ``-m``)
+FAST_TIER = "not slow"
 
 
 def slow_fixture(function):
@@ -52,6 +64,17 @@ def is_slow_by_rule(item: pytest.Item) -> bool:
     return any(
         name == slow_name and value == slow_value for name, value in params.items() for slow_name, slow_value in SLOW_PARAMS
     )
+
+
+def is_fast_tier(config: pytest.Config) -> bool:
+    """Whether this run is the fast tier: its mark expression is :data:`FAST_TIER`."""
+    return " ".join(str(config.getoption("markexpr", "") or "").split()) == FAST_TIER
+
+
+def auto_workers(config: pytest.Config, cores: int) -> int:
+    """``-n auto``'s workers (the conftest's ``pytest_xdist_auto_num_workers``): one per core in
+    the fast tier, one more than the cores for the whole suite (its docstring has the figures)."""
+    return cores if is_fast_tier(config) else cores + 1
 
 
 def running(item: pytest.Item | None) -> None:
