@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import signal
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -528,8 +529,10 @@ def test_sigterm_stops_dsr_serve_with_its_exit_handlers_run(tmp_path, dsr_home, 
         db = f"sqlite:///{tmp_path / 'board.sqlite'}"
     else:
         db = request.getfixturevalue("postgres").new_database()
-    temp, port = tmp_path / "tmp", free_port()
-    temp.mkdir()
+    # the server's own TMPDIR, short: in the run's temporary folder, not under tmp_path, whose
+    # length grows with pytest's run counter (/tmp/pytest-of-root/pytest-100/popen-gw2/... passed
+    # the 75 bytes the scoring workers' socket allows at the 100th run, and dsr serve refused it)
+    temp, port = Path(tempfile.mkdtemp(prefix="serve-")), free_port()
     argv = ["serve", "--port", str(port), "--db", db, "--store", str(tmp_path / "store"), "--workers", "1"]
     server = subprocess.Popen(
         [sys.executable, "-c", "import sys; from dsr.cli import main; sys.exit(main())", *argv, "--processes", processes],
@@ -559,3 +562,4 @@ def test_sigterm_stops_dsr_serve_with_its_exit_handlers_run(tmp_path, dsr_home, 
     log = (tmp_path / "serve.log").read_text()
     assert code == 0 and "Traceback" not in log, log
     assert sorted(p.name for p in temp.iterdir()) == []
+    temp.rmdir()
