@@ -250,23 +250,25 @@ def _sentence_transformers() -> ModuleType:
 @lru_cache(maxsize=4)
 def _load_sentence_transformer(path: str, weights: str | None, form: str) -> Any:
     """``form``: ``inference`` (on the GPU when torch sees one, else on the CPU with its linear
-    layers on oneDNN), ``plain`` or ``float64`` (on the CPU: an export traces the model on the
-    CPU, where OpenVINO runs it, whatever GPU the machine has)."""
+    layers on oneDNN), ``export`` (as sentence-transformers loads it, on the CPU: an export
+    traces the model on the CPU, where OpenVINO runs it, whatever GPU the machine has) or
+    ``float64`` (on the CPU)."""
     st = _sentence_transformers().SentenceTransformer
     if form == "float64":
         return st(path, device="cpu", local_files_only=True).double().eval()
-    if form == "plain":
+    if form == "export":
         return st(path, device="cpu", local_files_only=True)
     return onednn_linears(st(path, device=device(), local_files_only=True))
 
 
-def load_sentence_transformer(spec: str | ResolvedModel, *, plain: bool = False) -> Any:
+def load_sentence_transformer(spec: str | ResolvedModel, *, export: bool = False) -> Any:
     """A SentenceTransformer for ``spec``, loaded once per process (per weights: a model
     retrained in its folder is loaded again, not served from before), for inference: its
-    linear layers on oneDNN (:func:`onednn_linears`). ``plain``: the model as
-    sentence-transformers loads it (what an export traces)."""
+    linear layers on oneDNN (:func:`onednn_linears`). ``export``: the model as
+    sentence-transformers loads it, on the CPU (what an export traces; the cross-encoder's
+    loader names it the same)."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "bi-encoder")
-    return _load_sentence_transformer(model.path, model.weights_sha256, "plain" if plain else "inference")
+    return _load_sentence_transformer(model.path, model.weights_sha256, "export" if export else "inference")
 
 
 def load_float64_sentence_transformer(spec: str | ResolvedModel) -> Any:
@@ -278,9 +280,9 @@ def load_float64_sentence_transformer(spec: str | ResolvedModel) -> Any:
 
 @lru_cache(maxsize=4)
 def _load_cross_encoder(path: str, max_length: int | None, weights: str | None, form: str) -> Any:
-    """``form``: ``inference`` (as :func:`_load_sentence_transformer`'s), ``plain`` (where torch
-    runs it, linear layers as loaded: a bf16 autocast), ``export`` (that, on the CPU: what an
-    export traces) or ``float64`` (on the CPU)."""
+    """``form``: ``inference`` (as :func:`_load_sentence_transformer`'s), ``autocast`` (where torch
+    runs it, linear layers as loaded: what a bf16 autocast runs), ``export`` (as loaded,
+    on the CPU: what an export traces) or ``float64`` (on the CPU)."""
     on_cpu = form in ("export", "float64")
     model = _sentence_transformers().CrossEncoder(
         path, device="cpu" if on_cpu else device(), max_length=max_length, local_files_only=True
@@ -291,13 +293,14 @@ def _load_cross_encoder(path: str, max_length: int | None, weights: str | None, 
 
 
 def load_cross_encoder(
-    spec: str | ResolvedModel, max_length: int | None = None, *, plain: bool = False, export: bool = False
+    spec: str | ResolvedModel, max_length: int | None = None, *, autocast: bool = False, export: bool = False
 ) -> Any:
     """A CrossEncoder for ``spec`` (inputs truncated to ``max_length`` tokens), loaded once per
     process (per weights, as :func:`load_sentence_transformer`), its linear layers on oneDNN
-    unless ``plain`` (a bf16 autocast) or ``export`` (on the CPU, what an export traces)."""
+    unless ``autocast`` (as loaded, for a bf16 autocast) or ``export`` (as loaded, on
+    the CPU: what an export traces)."""
     model = spec if isinstance(spec, ResolvedModel) else resolve_model(spec, "cross-encoder")
-    form = "export" if export else "plain" if plain else "inference"
+    form = "export" if export else "autocast" if autocast else "inference"
     return _load_cross_encoder(model.path, max_length, model.weights_sha256, form)
 
 

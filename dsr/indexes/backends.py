@@ -295,8 +295,8 @@ def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
 
 
 def _torch_model(model: ResolvedModel, kind: str):
-    """The model as sentence-transformers loads it (``plain``: what the export traces)."""
-    return load_sentence_transformer(model, plain=True) if kind == "bi-encoder" else load_cross_encoder(model, export=True)
+    """The model as sentence-transformers loads it, on the CPU (what the export traces)."""
+    return load_sentence_transformer(model, export=True) if kind == "bi-encoder" else load_cross_encoder(model, export=True)
 
 
 def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:

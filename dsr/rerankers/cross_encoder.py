@@ -136,7 +136,7 @@ class CrossEncoderReranker(Reranker):
         backend = self.backend()
         if backend == "torch":
             # bf16 runs under torch's autocast, which only knows torch's own linear layers
-            model = load_cross_encoder(model_info, max_length=p["max_length"], plain=p["precision"] != "fp32")
+            model = load_cross_encoder(model_info, max_length=p["max_length"], autocast=p["precision"] != "fp32")
         else:
             model = load_fast(model_info, "cross-encoder", backend, p["max_length"])
         scores = score_pairs(model, pairs, p["batch_size"], p["precision"])

@@ -119,7 +119,7 @@ def test_the_exact_backend_s_linear_layers_run_on_onednn_and_give_torch_s_vector
     from dsr.core.models import load_sentence_transformer
 
     texts = [c.body for d in sample for c in d.candidates][:40]
-    fast, plain = load_sentence_transformer(tiny_bi), load_sentence_transformer(tiny_bi, plain=True)
+    fast, plain = load_sentence_transformer(tiny_bi), load_sentence_transformer(tiny_bi, export=True)
     assert fast is not plain and fast is load_sentence_transformer(tiny_bi)  # each loaded once
     linears = [m for m in plain.modules() if type(m) is torch.nn.Linear]
     assert linears and not any(type(m) is torch.nn.Linear for m in fast.modules())  # all swapped (x86-64)
