@@ -37,9 +37,10 @@ def ci(tmp_path: Path, *, apt: int = 0, labelstudio: int = 0, venv: int = 0) -> 
     for tool in TOOLS:
         os.symlink(shutil.which(tool), bin_ / tool)
     events = tmp_path / "events"
-    # the installs take a while, so that what waits for them is seen
-    stub(bin_, "apt-get", f'sleep 0.5; echo "apt-get $*"; echo "apt-get-$1" >> {events}; exit {apt}')
-    stub(bin_, "sh", f'sleep 0.5; echo "label studio: $*"; echo labelstudio >> {events}; exit {labelstudio}')
+    # the installs take a while (longer than starting `make` takes on a busy machine), so that
+    # what runs beside them and what waits for them are seen
+    stub(bin_, "apt-get", f'sleep 1.5; echo "apt-get $*"; echo "apt-get-$1" >> {events}; exit {apt}')
+    stub(bin_, "sh", f'sleep 1.5; echo "label studio: $*"; echo labelstudio >> {events}; exit {labelstudio}')
     stub(bin_, "make", f'echo "make-$1" >> {events}; echo "making $1"; [ "$1" != venv ] || exit {venv}')
     done = subprocess.run(
         ["bash", str(checkout / ".ci" / "run")],
