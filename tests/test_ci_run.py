@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-#: what the script needs of a machine besides the commands it installs or runs
-TOOLS = ("bash", "ls", "cat", "rm", "mktemp", "dirname", "sleep", "date")
+#: what the script (and the stand-ins' sleep) needs of a machine besides the commands it installs or runs
+TOOLS = ("bash", "ls", "cat", "rm", "mktemp", "dirname", "sleep")
 
 pytestmark = pytest.mark.slow  # starts bash and its stand-ins (helper processes)
 
