@@ -8,7 +8,7 @@ with ``openvino``, ``openvino-bf16`` or ``openvino-int8`` carries :func:`note`, 
     openvino-int8: figures differ from the exact backend (torch) by up to 0.0251 nDCG@5 on this
     collection (at most 1 ▲/▼ mark of the table flipped there, 13 over every measure; the largest
     of 3 kinds of CPU measured: AMD EPYC (VNNI) 2026-11-27, Intel Xeon (no VNNI/AMX) 2026-11-28,
-    Intel Xeon (AMX) 2026-11-28); marks may differ
+    Intel Xeon (AMX) 2026-12-01); marks may differ
 
 The figures are measured, not promised: ``bench/backend_deltas.py --write`` runs the
 baseline suite on each backend and on torch and stores, per collection and backend,
