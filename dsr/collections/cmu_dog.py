@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,12 +133,49 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     a value out of range or any other name is an InputError naming it.
     """
     options = check_params(params, PARAMS, NAME)
-    threshold = float(options["threshold"])
-    pool_size, min_context = options["pool_size"], options["min_context"]
     folder = Path(source)
     split = SOURCE.split_or_default(split)
     _check_split(folder, split)
+    files = sorted((folder / "Conversations" / split).glob("*.json"))
+    dialogues, considered, sentences = _query_points(folder, split, files, options, None)
+    return Collection(
+        f"{NAME}-{split}",
+        dialogues,
+        meta={
+            "source": str(folder),
+            "split": split,
+            "params": options,
+            "conversations": len(files),
+            "eligible_turns": considered,
+            "sentences": len(sentences),
+            "builder_version": BUILDER_VERSION,
+        },
+    )
 
+
+def build_points(source: Path, split: str, ids: Iterable[str]) -> dict[str, Dialogue]:
+    """The query points named ``ids`` (dialogue ids, ``<conversation>-<turn>``) of ``split``, by id,
+    each exactly as :func:`build` makes it with the default parameters; ids that are not query
+    points of ``split`` are left out. Only their conversation files are read and only their turns
+    are labelled and pooled (a point depends on its own turn, its conversation and the documents,
+    never on another point), so a few hundred points cost about a second where building and
+    reading the whole of train costs several (what ``cmu_dog_dev`` takes from CMU_DoG)."""
+    folder = Path(source)
+    _check_split(folder, split)
+    wanted = set(ids)
+    stems = {i.rsplit("-", 1)[0] for i in wanted}
+    files = [path for path in sorted((folder / "Conversations" / split).glob("*.json")) if path.stem in stems]
+    dialogues, _, _ = _query_points(folder, split, files, defaults(PARAMS), wanted)
+    return {d.id: d for d in dialogues}
+
+
+def _query_points(
+    folder: Path, split: str, files: list[Path], options: dict[str, Any], wanted: set[str] | None
+) -> tuple[list[Dialogue], int, list[Sentence]]:
+    """The query points of ``split``'s conversation ``files`` (those in ``wanted`` only, when
+    given), the eligible turns considered and the pool's sentences."""
+    threshold = float(options["threshold"])
+    pool_size, min_context = options["pool_size"], options["min_context"]
     documents = read_documents(folder)
     # sorted by id, so the index order is the documented tie order (sentence id)
     sentences = sorted((s for doc in documents.values() for s in doc.sentences), key=lambda s: s.id)
@@ -145,7 +183,6 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     index = BM25Index([s.id for s in sentences], [s.body for s in sentences], k1=1.5, b=0.75, stopwords=True, stem=True)
     by_wiki_idx = {doc.wiki_idx: doc for doc in documents.values()}
 
-    files = sorted((folder / "Conversations" / split).glob("*.json"))
     dialogues: list[Dialogue] = []
     considered = 0
     for path in _progress(files, f"cmu_dog {split}"):
@@ -155,6 +192,8 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
         turns = [Turn(conv["ids"][h["uid"]], h["uid"], h["text"]) for h in history]
         for i, h in enumerate(history):
             if i < min_context or h["uid"] not in conv["whoSawDoc"]:
+                continue
+            if wanted is not None and f"{path.stem}-{i}" not in wanted:
                 continue
             considered += 1
             grades = silver_grades(h["text"], doc.sentence_words, threshold)
@@ -190,19 +229,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
                     },
                 )
             )
-    return Collection(
-        f"{NAME}-{split}",
-        dialogues,
-        meta={
-            "source": str(folder),
-            "split": split,
-            "params": options,
-            "conversations": len(files),
-            "eligible_turns": considered,
-            "sentences": len(sentences),
-            "builder_version": BUILDER_VERSION,
-        },
-    )
+    return dialogues, considered, sentences
 
 
 # --- documents -----------------------------------------------------------------

@@ -153,6 +153,22 @@ def test_valid_shape_and_roles(source, valid):
         assert all(c.id.startswith(d.meta["document"] + "/") for c in d.relevant)
 
 
+def test_named_points_are_built_as_the_whole_split_builds_them(source, valid):
+    """``build_points`` (what cmu_dog_dev takes from CMU_DoG) reads only the named points'
+    conversations and labels only their turns, and gives each point as the whole split's build
+    does: context, target, candidates with their scores and labels, subset and meta."""
+    every = {d.id: d for d in valid}
+    named = sorted(every)[::2] + ["no-such-conversation-3", f"{sorted(every)[0].rsplit('-', 1)[0]}-999"]
+    built = cmu_dog.build_points(source.path, "valid", named)
+    assert sorted(built) == sorted(every)[::2]  # ids that are not query points are left out
+    for point_id, d in built.items():
+        assert d == every[point_id]
+        assert d.meta == every[point_id].meta
+    assert cmu_dog.build_points(source.path, "valid", []) == {}
+    with pytest.raises(InputError, match="unknown split"):
+        cmu_dog.build_points(source.path, "dev", named)
+
+
 def test_ids_stable_across_builds_and_round_trip(source, valid, tmp_path):
     again = cmu_dog.build(source.path, "valid")
     assert again.ids == valid.ids
