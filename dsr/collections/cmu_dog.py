@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,7 +137,8 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     split = SOURCE.split_or_default(split)
     _check_split(folder, split)
     files = sorted((folder / "Conversations" / split).glob("*.json"))
-    dialogues, considered, sentences = _query_points(folder, split, files, options, None)
+    corpus = _Corpus(folder)
+    dialogues, considered = _query_points(corpus, split, files, options, None)
     return Collection(
         f"{NAME}-{split}",
         dialogues,
@@ -147,41 +148,57 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
             "params": options,
             "conversations": len(files),
             "eligible_turns": considered,
-            "sentences": len(sentences),
+            "sentences": len(corpus.sentences),
             "builder_version": BUILDER_VERSION,
         },
     )
 
 
-def build_points(source: Path, split: str, ids: Iterable[str]) -> dict[str, Dialogue]:
-    """The query points named ``ids`` (dialogue ids, ``<conversation>-<turn>``) of ``split``, by id,
-    each exactly as :func:`build` makes it with the default parameters; ids that are not query
-    points of ``split`` are left out. Only their conversation files are read and only their turns
-    are labelled and pooled (a point depends on its own turn, its conversation and the documents,
-    never on another point), so a few hundred points cost about a second where building and
-    reading the whole of train costs several (what ``cmu_dog_dev`` takes from CMU_DoG)."""
+def build_points(source: Path, ids: Mapping[str, Iterable[str]]) -> dict[str, dict[str, Dialogue]]:
+    """The query points named in ``ids`` (split -> dialogue ids, ``<conversation>-<turn>``), as
+    split -> id -> point, each exactly as :func:`build` makes it with the default parameters; ids
+    that are not query points of their split are left out. Only their conversation files are read
+    and only their turns are labelled and pooled (a point depends on its own turn, its
+    conversation and the documents, never on another point), and the documents are read and
+    indexed once for every split, so a few hundred points cost well under a second where
+    building and reading the whole of train costs several (what ``cmu_dog_dev`` takes from CMU_DoG)."""
     folder = Path(source)
-    _check_split(folder, split)
-    wanted = set(ids)
-    stems = {i.rsplit("-", 1)[0] for i in wanted}
-    files = [path for path in sorted((folder / "Conversations" / split).glob("*.json")) if path.stem in stems]
-    dialogues, _, _ = _query_points(folder, split, files, defaults(PARAMS), wanted)
-    return {d.id: d for d in dialogues}
+    for split in ids:
+        _check_split(folder, split)
+    corpus = _Corpus(folder)
+    out = {}
+    for split, named in ids.items():
+        wanted = set(named)
+        stems = {i.rsplit("-", 1)[0] for i in wanted}
+        files = [path for path in sorted((folder / "Conversations" / split).glob("*.json")) if path.stem in stems]
+        dialogues, _ = _query_points(corpus, split, files, defaults(PARAMS), wanted)
+        out[split] = {d.id: d for d in dialogues}
+    return out
+
+
+class _Corpus:
+    """A CMU_DoG folder's documents, their sentences in id order and the BM25 index over them:
+    what every query point is labelled and pooled from."""
+
+    def __init__(self, folder: Path):
+        self.documents = read_documents(folder)
+        # sorted by id, so the index order is the documented tie order (sentence id)
+        self.sentences = sorted((s for doc in self.documents.values() for s in doc.sentences), key=lambda s: s.id)
+        # rank_bm25's BM25Okapi defaults (k1=1.5, b=0.75, epsilon=0.25) over the whole pool
+        self.index = BM25Index(
+            [s.id for s in self.sentences], [s.body for s in self.sentences], k1=1.5, b=0.75, stopwords=True, stem=True
+        )
+        self.by_wiki_idx = {doc.wiki_idx: doc for doc in self.documents.values()}
 
 
 def _query_points(
-    folder: Path, split: str, files: list[Path], options: dict[str, Any], wanted: set[str] | None
-) -> tuple[list[Dialogue], int, list[Sentence]]:
+    corpus: _Corpus, split: str, files: list[Path], options: dict[str, Any], wanted: set[str] | None
+) -> tuple[list[Dialogue], int]:
     """The query points of ``split``'s conversation ``files`` (those in ``wanted`` only, when
-    given), the eligible turns considered and the pool's sentences."""
+    given) and the eligible turns considered."""
     threshold = float(options["threshold"])
     pool_size, min_context = options["pool_size"], options["min_context"]
-    documents = read_documents(folder)
-    # sorted by id, so the index order is the documented tie order (sentence id)
-    sentences = sorted((s for doc in documents.values() for s in doc.sentences), key=lambda s: s.id)
-    # rank_bm25's BM25Okapi defaults (k1=1.5, b=0.75, epsilon=0.25) over the whole pool
-    index = BM25Index([s.id for s in sentences], [s.body for s in sentences], k1=1.5, b=0.75, stopwords=True, stem=True)
-    by_wiki_idx = {doc.wiki_idx: doc for doc in documents.values()}
+    sentences, index, by_wiki_idx = corpus.sentences, corpus.index, corpus.by_wiki_idx
 
     dialogues: list[Dialogue] = []
     considered = 0
@@ -229,7 +246,7 @@ def _query_points(
                     },
                 )
             )
-    return dialogues, considered, sentences
+    return dialogues, considered
 
 
 # --- documents -----------------------------------------------------------------

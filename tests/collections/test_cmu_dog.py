@@ -159,14 +159,14 @@ def test_named_points_are_built_as_the_whole_split_builds_them(source, valid):
     does: context, target, candidates with their scores and labels, subset and meta."""
     every = {d.id: d for d in valid}
     named = sorted(every)[::2] + ["no-such-conversation-3", f"{sorted(every)[0].rsplit('-', 1)[0]}-999"]
-    built = cmu_dog.build_points(source.path, "valid", named)
-    assert sorted(built) == sorted(every)[::2]  # ids that are not query points are left out
-    for point_id, d in built.items():
+    built = cmu_dog.build_points(source.path, {"valid": named, "train": []})
+    assert set(built) == {"valid", "train"} and built["train"] == {}
+    assert sorted(built["valid"]) == sorted(every)[::2]  # ids that are not query points are left out
+    for point_id, d in built["valid"].items():
         assert d == every[point_id]
         assert d.meta == every[point_id].meta
-    assert cmu_dog.build_points(source.path, "valid", []) == {}
     with pytest.raises(InputError, match="unknown split"):
-        cmu_dog.build_points(source.path, "dev", named)
+        cmu_dog.build_points(source.path, {"dev": named})
 
 
 def test_ids_stable_across_builds_and_round_trip(source, valid, tmp_path):

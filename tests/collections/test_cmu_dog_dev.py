@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -24,21 +23,11 @@ pytestmark = REAL_CMU_DOG
 @slow_fixture
 def real(tmp_path_factory):
     """The real CMU_DoG splits, loaded once (``cmu_dog.load``: the built collection's checks and
-    its 3,373 train conversations, 3-4 s a call), and handed to ``cmu_dog_dev``'s builder in the
-    module's tests: the builder still joins the points to them on every call, but the 8 builds
-    of these tests no longer read train again each time (the load itself: tests/collections/
-    test_cmu_dog.py, and the first two calls here)."""
-    with shared_data_home(tmp_path_factory) as home, pytest.MonkeyPatch.context() as patch:
+    its 3,373 train conversations, 3-4 s a call) for the tests that compare with them;
+    ``cmu_dog_dev``'s builder itself builds only its own points (``cmu_dog.build_points``)."""
+    with shared_data_home(tmp_path_factory) as home:
         folder = SHARED_DATA / "cmu_dog"
         loaded = {split: cmu_dog.load(folder, split) for split in ("valid", "train")}
-        load = cmu_dog.load
-
-        def load_once(source=None, split=None):  # cmu_dog.load's signature
-            if source is not None and Path(source).resolve() == folder.resolve() and split in loaded:
-                return loaded[split]
-            return load(source, split)
-
-        patch.setattr(cmu_dog_dev.cmu_dog, "load", load_once)
         yield {
             "source": folder,
             "home": home,
