@@ -177,18 +177,18 @@ def build_points(source: Path, ids: Mapping[str, Iterable[str]]) -> dict[str, di
 
 
 class _Corpus:
-    """A CMU_DoG folder's documents, their sentences in id order and the BM25 index over them:
-    what every query point is labelled and pooled from."""
+    """A CMU_DoG folder's sentences in id order, the BM25 index over them and its documents by
+    ``wikiDocumentIdx``: what every query point is labelled and pooled from."""
 
     def __init__(self, folder: Path):
-        self.documents = read_documents(folder)
+        documents = read_documents(folder)
         # sorted by id, so the index order is the documented tie order (sentence id)
-        self.sentences = sorted((s for doc in self.documents.values() for s in doc.sentences), key=lambda s: s.id)
+        self.sentences = sorted((s for doc in documents.values() for s in doc.sentences), key=lambda s: s.id)
         # rank_bm25's BM25Okapi defaults (k1=1.5, b=0.75, epsilon=0.25) over the whole pool
         self.index = BM25Index(
             [s.id for s in self.sentences], [s.body for s in self.sentences], k1=1.5, b=0.75, stopwords=True, stem=True
         )
-        self.by_wiki_idx = {doc.wiki_idx: doc for doc in self.documents.values()}
+        self.by_wiki_idx = {doc.wiki_idx: doc for doc in documents.values()}
 
 
 def _query_points(
