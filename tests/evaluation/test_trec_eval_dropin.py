@@ -110,7 +110,8 @@ def fixture_cases() -> list[tuple[str, str, str, str]]:
 @pytest.mark.parametrize("release,name,run,options", fixture_cases())
 def test_ties_empty_rankings_and_missing_topics_as_the_binaries(capsys, release, name, run, options):
     """Ties as float32 but not as doubles, -M0 (C's "-nan"), -J, -c with a topic the run lacks
-    (10.0 prints it), -l 2 with gains and utility under -N: the binaries' own output; where the
+    (10.0 prints it), -l 2 with gains and utility under -N, one cutoff of each measure (``-m
+    P.5``): the binaries' own output; where the
     binary stopped (10.0 without -c on a topic the run lacks), dsr stops too (exit 2)."""
     expected = FIXTURE / f"expected-{release}" / name
     code, out, err = run_dsr(capsys, ["--release", release, *options.split(), str(FIXTURE / "qrels"), str(FIXTURE / run)])
@@ -170,6 +171,31 @@ def test_parameter_forms_name_values_as_trec_eval(capsys):
     assert code == 0
     assert [line.split("\t")[0].rstrip() for line in out.splitlines()] == ["num_q", "map", "P_5", "P_10"]
     assert out.splitlines()[0] == "num_q                 \tall\t3"
+
+
+@pytest.mark.parametrize("release", ["9.0.8", "10.0"])
+def test_one_cutoff_prints_what_that_cutoff_prints_among_others(capsys, release):
+    """``-m P.5`` (one cutoff, the commonest form) of every measure with cutoffs, under -q: the
+    lines of ``-m P.5,10`` that name P_5, as trec_eval prints them. A single cutoff once ended in
+    an internal error for every native one (P, recall, ndcg_cut, map_cut, success...: pytrec_eval
+    names even one cutoff's value ``P_5``); the binaries' own output on such a case is
+    ``one_cutoff`` of tests/fixtures/trec_eval/cases.tsv."""
+    qrels, run = str(FIXTURE / "qrels"), str(FIXTURE / "run")
+    cut = {"cut_long": ("5", "1,5,10"), "cut_float": ("0.5", "0.1,0.5,0.9")}
+    checked = []
+    for measure in measures(release):
+        if measure.kind not in cut or measure.refused:
+            continue
+        one, many = cut[measure.kind]
+        code, alone, err = run_dsr(capsys, ["--release", release, "-q", "-m", f"{measure.name}.{one}", qrels, run])
+        assert code == 0, (measure.name, err)
+        [name] = select([f"{measure.name}.{one}"], release)[0].names
+        code, among, err = run_dsr(capsys, ["--release", release, "-q", "-m", f"{measure.name}.{many}", qrels, run])
+        assert code == 0, (measure.name, err)
+        assert alone.splitlines() == [line for line in among.splitlines() if line.split("\t")[0].rstrip() == name]
+        assert len(alone.splitlines()) == 4  # t1, t2, t3 (the run's topics with judgements) and all
+        checked.append(measure.name)
+    assert {"P", "recall", "ndcg_cut", "map_cut", "success", "iprec_at_recall"} <= set(checked)
 
 
 def test_dsr_evaluate_refuses_what_trec_eval_would_compute_otherwise(capsys, tmp_path):
