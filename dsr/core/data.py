@@ -305,8 +305,9 @@ def read_benchmark(path: str | Path, name: str | None = None) -> Collection:
     path = Path(path)
     dialogues = []
     seen: dict[str, int] = {}
+    text = read_text(path)
     with gc_paused():
-        for lineno, obj in iter_json_lines(read_text(path), path):
+        for lineno, obj in _benchmark_lines(text, path):
             where = _Where(path, lineno)
             dialogue = dialogue_from_json(obj, where)
             if dialogue.id in seen:
@@ -322,6 +323,48 @@ def read_benchmark(path: str | Path, name: str | None = None) -> Collection:
     if not dialogues:
         raise InputError("no dialogues in the file", path=path)
     return Collection(name or path.stem, dialogues, meta={"path": str(path)})
+
+
+def _benchmark_lines(text: str, path: Path) -> Iterator[tuple[int, Any]]:
+    """The JSON Lines of a benchmark file; where its first line is not JSON but a TREC run's or
+    qrels' line (a run given where the collection goes: ``dsr validate my.run``), the error
+    says so."""
+    try:
+        yield from iter_json_lines(text, path)
+    except InputError as err:
+        kind = _trec_kind(text)
+        if kind is None or not err.message.startswith("malformed JSON") or err.line != _first_line(text):
+            raise
+        raise InputError(
+            f"{err.message}; this looks like a {kind}, not a benchmark file (JSON Lines, one dialogue "
+            "a line); where a command takes a collection and a run, the collection (a registered name "
+            "or a benchmark file) comes first",
+            path=path,
+            line=err.line,
+        ) from None
+
+
+def _first_line(text: str) -> int | None:
+    return next((n for n, line in enumerate(text.split("\n"), start=1) if line.strip()), None)
+
+
+def _trec_kind(text: str) -> str | None:
+    """``TREC run file`` or ``TREC qrels file`` where the first non-empty line has that shape."""
+    line = next((line for line in text.split("\n") if line.strip()), "")
+    fields = line.split()
+    if len(fields) == 6 and _number(fields[3]) and _number(fields[4]):
+        return "TREC run file (qid Q0 docid rank score tag)"
+    if len(fields) == 4 and _number(fields[3]) and not fields[0].startswith(("{", "[")):
+        return "TREC qrels file (qid 0 docid grade)"
+    return None
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass

@@ -114,6 +114,25 @@ def test_run_bad_collection_and_out(tmp_path, capsys):
     fails(["run", FIXTURE, "--ranker", "random", "--out", tmp_path], capsys, "is a folder", "--out")
 
 
+def test_a_run_or_qrels_where_the_collection_goes_is_named_for_what_it_is(tmp_path, capsys):
+    """``dsr validate my.run`` (the run alone, taken for the collection): the error says the
+    file looks like a TREC run (or qrels) and that the collection comes first; a benchmark file
+    broken on its first line keeps the plain JSON error."""
+    run = tmp_path / "my.run"
+    assert main(["run", str(FIXTURE), "--ranker", "random", "--out", str(run)]) == 0
+    capsys.readouterr()
+    err = fails(["validate", run], capsys, f"{run}:1: malformed JSON", "looks like a TREC run file", "comes first")
+    assert "Traceback" not in err
+    qrels = tmp_path / "my.qrels"
+    assert main(["qrels", str(FIXTURE), "--out", str(qrels)]) == 0
+    capsys.readouterr()
+    fails(["evaluate", qrels, run], capsys, f"{qrels}:1: malformed JSON", "looks like a TREC qrels file")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n" + FIXTURE.read_text())
+    err = fails(["validate", broken, run], capsys, f"{broken}:1: malformed JSON")
+    assert "looks like" not in err
+
+
 # --- dsr rerank -----------------------------------------------------------------------
 
 
