@@ -65,7 +65,8 @@ below everything that run retrieved:
 * ``combsum`` / ``interp`` / ``wsum``: it gets that run's lowest normalised score
   for the topic (0 under min-max and sum, which is the usual "missing counts as
   zero"; under z-score, zero would be the mean and would lift an unretrieved
-  document above half the retrieved ones; under rank, 1/n, below every rank);
+  document above half the retrieved ones; under rank, 1/n, the score of the run's last
+  retrieved document, where ranx's methods give 0);
 * ``combmnz``: as combsum, and it does not count towards the multiplier, which
   counts the runs that retrieved it (Fox and Shaw count non-zero scores; a
   min-max normalised last document scores 0 but was still retrieved).
