@@ -11,6 +11,7 @@ handled by the same code.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import re
@@ -332,8 +333,9 @@ def _benchmark_lines(text: str, path: Path) -> Iterator[tuple[int, Any]]:
     try:
         yield from iter_json_lines(text, path)
     except InputError as err:
-        kind = _trec_kind(text)
-        if kind is None or not err.message.startswith("malformed JSON") or err.line != _first_line(text):
+        lineno, line = _first_line(text)
+        kind = _trec_kind(line)
+        if kind is None or err.line != lineno or not err.message.startswith("malformed JSON"):
             raise
         raise InputError(
             f"{err.message}; this looks like a {kind}, not a benchmark file (JSON Lines, one dialogue "
@@ -344,13 +346,16 @@ def _benchmark_lines(text: str, path: Path) -> Iterator[tuple[int, Any]]:
         ) from None
 
 
-def _first_line(text: str) -> int | None:
-    return next((n for n, line in enumerate(text.split("\n"), start=1) if line.strip()), None)
+def _first_line(text: str) -> tuple[int | None, str]:
+    """(number, text) of the first line that is not blank (read lazily: the file may be large)."""
+    for number, line in enumerate(io.StringIO(text), start=1):
+        if line.strip():
+            return number, line
+    return None, ""
 
 
-def _trec_kind(text: str) -> str | None:
-    """``TREC run file`` or ``TREC qrels file`` where the first non-empty line has that shape."""
-    line = next((line for line in text.split("\n") if line.strip()), "")
+def _trec_kind(line: str) -> str | None:
+    """What a TREC run's or qrels' line (its shape) says the file is, else None."""
     fields = line.split()
     if len(fields) == 6 and _number(fields[3]) and _number(fields[4]):
         return "TREC run file (qid Q0 docid rank score tag)"
