@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeVar, overload
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError
 from dsr.core.jsonio import gc_paused, iter_json_lines, read_text
+from dsr.core.run import parse_run_line
 from dsr.core.text import natural_order
 
 
@@ -355,21 +356,17 @@ def _first_line(text: str) -> tuple[int | None, str]:
 
 
 def _trec_kind(line: str) -> str | None:
-    """What a TREC run's or qrels' line (its shape) says the file is, else None."""
+    """What a TREC run's or qrels' line (its shape) says the file is, else None: a line the run
+    reader takes (:func:`dsr.core.run.parse_run_line`), or four columns ending in a whole number."""
     fields = line.split()
-    if len(fields) == 6 and _number(fields[3]) and _number(fields[4]):
+    if parse_run_line(fields)[0] is not None:
         return "TREC run file (qid Q0 docid rank score tag)"
-    if len(fields) == 4 and _number(fields[3]) and not fields[0].startswith(("{", "[")):
+    if len(fields) == 4 and _WHOLE.fullmatch(fields[3]) and not fields[0].startswith(("{", "[")):
         return "TREC qrels file (qid 0 docid grade)"
     return None
 
 
-def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+_WHOLE = re.compile(r"[+-]?\d+")
 
 
 @dataclass
