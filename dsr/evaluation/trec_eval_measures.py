@@ -276,6 +276,12 @@ class Selected:
         """How pytrec_eval is asked for it (``P.5,10``; trec_eval's own parameter form)."""
         return self.name if self.text is None else f"{self.name}.{self.text}"
 
+    def pytrec_keys(self) -> tuple[str, ...]:
+        """The names pytrec_eval answers it under, in :attr:`names`' order: a value per cutoff,
+        named as trec_eval prints them (``P_5``, one cutoff too); any other measure's one value
+        under the bare measure's name (``ndcg`` for ``ndcg.1=3``, printed ``ndcg_1=3``)."""
+        return self.names if self.measure.kind in ("cut_long", "cut_float") else (self.name,)
+
 
 def select(arguments: Sequence[str] | None, release: str) -> list[Selected]:
     """The measures ``-m`` arguments ask for (``official`` when none), in trec_eval's order,

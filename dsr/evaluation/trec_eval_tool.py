@@ -314,19 +314,9 @@ def _values(
             elif not kept[qid]:
                 found = empty_values(s, ranked[qid], release)
             else:
-                found = _native_values(s, computed[qid])
+                found = [computed[qid][key] for key in s.pytrec_keys()]
             values[qid].update(zip(s.names, found))
     return values
-
-
-def _native_values(s: Selected, got: Mapping[str, Any]) -> list:
-    """A measure's values in what pytrec_eval returned for a topic. A measure with cutoffs has a
-    value per cutoff, named as trec_eval prints them (``P_5``, even when ``-m P.5`` asks for one
-    cutoff only); any other has one value, under the bare measure's name (``ndcg`` for
-    ``ndcg.1=3``, which trec_eval prints as ``ndcg_1=3``)."""
-    if s.measure.kind in ("cut_long", "cut_float"):
-        return [got[name] for name in s.names]
-    return [got[s.name]]
 
 
 def _judged_docs(qrels, rankings: dict[str, list[str] | None], options: Options) -> dict[str, list[str]]:
