@@ -210,7 +210,8 @@ def _query_points(
         for i, h in enumerate(history):
             if i < min_context or h["uid"] not in conv["whoSawDoc"]:
                 continue
-            if wanted is not None and f"{path.stem}-{i}" not in wanted:
+            point_id = f"{path.stem}-{i}"
+            if wanted is not None and point_id not in wanted:
                 continue
             considered += 1
             grades = silver_grades(h["text"], doc.sentence_words, threshold)
@@ -227,7 +228,7 @@ def _query_points(
                 continue
             dialogues.append(
                 Dialogue(
-                    id=f"{path.stem}-{i}",
+                    id=point_id,
                     title=doc.movie,
                     context=turns[:i],
                     target=turns[i],
