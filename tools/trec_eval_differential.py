@@ -30,6 +30,7 @@ import random
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,12 +139,17 @@ def random_files(rng: random.Random, folder: Path, graded_run: bool) -> tuple[st
     return str(folder / "qrels"), str(folder / "run")
 
 
+def random_pairs(rng: random.Random, n: int, folder: Path, graded_run: bool) -> Iterator[tuple[str, str]]:
+    """Up to ``n`` random (qrels, run) pairs, written to ``folder`` one after the other."""
+    for _ in range(n):
+        files = random_files(rng, folder, graded_run)
+        if files is not None:
+            yield files
+
+
 def random_cases(bins: dict[str, str], rng: random.Random, n: int, folder: Path) -> tuple[int, int]:
     cases = differ = 0
-    for _ in range(n):
-        files = random_files(rng, folder, graded_run=False)
-        if files is None:
-            continue
+    for files in random_pairs(rng, n, folder, graded_run=False):
         flags: list[str] = []
         options: dict[str, Any] = {}
         for flag, name, chance in (("-q", "per_topic", 0.5), ("-c", "complete", 0.3), ("-J", "judged_only", 0.3)):
@@ -171,10 +177,7 @@ def random_cases(bins: dict[str, str], rng: random.Random, n: int, folder: Path)
 
 def evaluate_cases(bins: dict[str, str], rng: random.Random, n: int, folder: Path) -> tuple[int, int]:
     cases = differ = 0
-    for _ in range(n):
-        files = random_files(rng, folder, graded_run=True)
-        if files is None:
-            continue
+    for files in random_pairs(rng, n, folder, graded_run=True):
         release = rng.choice(RELEASES)
         extra = (["-M", str(rng.randint(1, 6))] if rng.random() < 0.3 else []) + (["-l", "2"] if rng.random() < 0.3 else [])
         table = folder / "per_topic.tsv"
