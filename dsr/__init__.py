@@ -35,6 +35,7 @@ from dsr.core.errors import InputError
 
 #: public name -> "module:attribute"
 _EXPORTS = {
+    "register": "dsr.core.registry:register",
     "load_collection": "dsr.collections:load_collection",
     "Collection": "dsr.core.data:Collection",
     "Dialogue": "dsr.core.data:Dialogue",

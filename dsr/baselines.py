@@ -50,7 +50,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dsr.collections import load_collection
+from dsr.collections import REFERENCE, load_collection
 from dsr.core import forked
 from dsr.core.atomic import atomic_dir, check_replaceable, write_json
 from dsr.core.data import Collection
@@ -61,7 +61,7 @@ from dsr.core.jsonio import gc_paused
 from dsr.core.models import resolve_model
 from dsr.core.params import Param
 from dsr.core.provenance import package_versions, sha256_file, slug, stamp
-from dsr.core.queries import STRATEGIES, check_strategy
+from dsr.core.queries import OWN_STRATEGIES, check_strategy
 from dsr.core.run import Run
 from dsr.core.timing import StageTimer
 from dsr.evaluation import figure_cache
@@ -185,9 +185,9 @@ def reproduce(
     # the figures' workers are forked now and import matplotlib while the runs are made, unless
     # this collection's figures were drawn by this code before (then they are probably reused
     # from the figure cache, and matplotlib is not imported at all; on a miss they start later)
-    label = str(getattr(collection, "name", None) or collection or "sigir2022")
+    label = str(getattr(collection, "name", None) or collection or REFERENCE)
     with drawing_workers(0 if figure_cache.likely_hit(label) else None) as drawers:
-        with timer("load", str(getattr(collection, "name", collection) or "sigir2022 (default)")):
+        with timer("load", str(getattr(collection, "name", collection) or f"{REFERENCE} (default)")):
             collection = _collection(collection, source, split)
         out = Path(out or Path("out") / slug(collection.name, "run"))
         # what out holds, replaced as a set (a file of yours in runs/ is refused, never deleted)
@@ -274,12 +274,12 @@ def _collection(spec, source, split) -> Collection:
     if spec is not None:
         return load_collection(spec, source, split)
     try:
-        return load_collection("sigir2022", source, split)
+        return load_collection(REFERENCE, source, split)
     except InputError as err:
         raise InputError(
             "no COLLECTION given and the SIGIR 2022 files are not available "
-            f"({err}). Fetch them with `dsr data fetch sigir2022`, pass them with "
-            "`dsr reproduce sigir2022 --source DIR`, or run the bundled example: "
+            f"({err}). Fetch them with `dsr data fetch {REFERENCE}`, pass them with "
+            f"`dsr reproduce {REFERENCE} --source DIR`, or run the bundled example: "
             "`dsr reproduce sample`",
             field="collection",
         ) from None
@@ -293,7 +293,7 @@ def _check_suite(collection, strategies, ce_query) -> list[str]:
             f"collection {collection.name!r} has no candidates to rank; reproduce needs a benchmark with candidate lists",
             field="collection",
         )
-    strategies = list(strategies or STRATEGIES)
+    strategies = list(strategies or OWN_STRATEGIES)
     for q in strategies:
         check_strategy(q)
     if ce_query is not None:

@@ -1,21 +1,25 @@
-"""Lists in the docs that come from the registries, never typed by hand.
+"""Lists in the docs that come from the registry, never typed by hand.
 
 A doc (README.md, docs/*.md) marks a list with ``<!-- registry:NAME -->`` ...
 ``<!-- /registry -->``, on one line or across lines; this tool fills what is between with
-the registry's names, each in backticks, comma-separated:
+the names of a kind of part of the registry (``dsr.core.registry``), each in backticks,
+comma-separated:
 
-    rankers      dsr.rankers.RANKERS
-    rerankers    dsr.rerankers.RERANKERS
-    queries      dsr.core.queries.STRATEGIES
-    fusion       dsr.core.fusion.METHODS
-    collections  dsr.collections.REGISTERED
-    measures     dsr.evaluation.registry.FAMILIES (the ir_measures family names)
-    recipes      dsr.training.settings.RECIPES (dsr train --recipe NAME)
+    rankers      kind ranker
+    rerankers    kind reranker
+    queries      kind query (the query strategies)
+    fusion       kind fusion
+    collections  kind collection
+    measures     kind measure (the ir_measures family names)
+    recipes      kind recipe (dsr train --recipe NAME)
+    formats      kind format (dsr export --format NAME)
+
+Only dsr's own parts are listed: an installed plug-in does not change the docs.
 
     python tools/docs_lists.py           # exit 1 and the blocks that differ
     python tools/docs_lists.py --write   # rewrite them
 
-tests/test_docs_lists.py fails when a block differs from what the registries give.
+tests/test_docs_lists.py fails when a block differs from what the registry gives.
 """
 
 from __future__ import annotations
@@ -27,60 +31,30 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 BLOCK = re.compile(r"(<!-- registry:([a-z_]+) -->)(.*?)(<!-- /registry -->)", re.S)
 
-
-def _rankers() -> list[str]:
-    from dsr.rankers import RANKERS
-
-    return list(RANKERS)
-
-
-def _rerankers() -> list[str]:
-    from dsr.rerankers import RERANKERS
-
-    return list(RERANKERS)
-
-
-def _queries() -> list[str]:
-    from dsr.core.queries import STRATEGIES
-
-    return list(STRATEGIES)
-
-
-def _fusion() -> list[str]:
-    from dsr.core.fusion import METHODS
-
-    return list(METHODS)
-
-
-def _collections() -> list[str]:
-    from dsr.collections import REGISTERED
-
-    return list(REGISTERED)
-
-
-def _measures() -> list[str]:
-    from dsr.evaluation.registry import FAMILIES
-
-    return [family.name for family in FAMILIES]
-
-
-def _recipes() -> list[str]:
-    from dsr.training.settings import RECIPES
-
-    return list(RECIPES)
-
-
-REGISTRIES: dict[str, Callable[[], list[str]]] = {
-    "rankers": _rankers,
-    "rerankers": _rerankers,
-    "queries": _queries,
-    "fusion": _fusion,
-    "collections": _collections,
-    "measures": _measures,
-    "recipes": _recipes,
+#: a docs list's name -> the registry's kind
+KINDS = {
+    "rankers": "ranker",
+    "rerankers": "reranker",
+    "queries": "query",
+    "fusion": "fusion",
+    "collections": "collection",
+    "measures": "measure",
+    "recipes": "recipe",
+    "formats": "format",
 }
+
+
+def own_names(kind: str) -> list[str]:
+    """dsr's own parts of ``kind``, in the registry's order."""
+    from dsr.core import registry
+
+    return [name for name, entry in registry.entries(kind).items() if entry.owner == registry.DSR]
+
+
+REGISTRIES: dict[str, Callable[[], list[str]]] = {name: (lambda kind=kind: own_names(kind)) for name, kind in KINDS.items()}
 
 
 def docs(root: Path = ROOT) -> list[Path]:

@@ -1,17 +1,17 @@
 """``dsr export`` and ``dsr qrels``: a collection in other tools' formats.
 
-The format writers (``dsr.interchange.FORMATS``; ir_datasets' among them) are imported
-only when their format is asked for.
+The format writers (the registry's kind ``format``: ``dsr.interchange.FORMATS``, ir_datasets'
+among them) are imported only when their format is asked for.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, check_out, collection_from_args
+from dsr.core import registry
 from dsr.core.errors import InputError
 from dsr.evaluation.qrels import qrels_from_collection, write_qrels
 from dsr.interchange import FORMATS
@@ -62,7 +62,7 @@ def cmd_export(args) -> int:
     if not any(d.candidates for d in collection):
         raise InputError(f"collection {collection.name!r} has no candidates to export (pool candidates for it first)")
     view = TestCollection.build(collection, args.query)
-    writer = importlib.import_module(FORMATS[args.format])
+    writer = registry.get("format", args.format)
     with export_folder(args.out) as folder:
         files = writer.write(view, folder)
         write_manifest(folder, args.format, view.describe(), files)

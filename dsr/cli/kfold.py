@@ -16,7 +16,7 @@ from dsr.evaluation.tables import render
 from dsr.training import kfold
 from dsr.training.kfold import KFOLD_PARAMS, KfoldSettings, folds_markdown, kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
-from dsr.training.settings import PARAMS, RECIPES
+from dsr.training.settings import PARAMS, RECIPE_NAMES
 
 #: settings kfold sets for every fold itself
 PER_FOLD = ("base", "folds", "fold", "overwrite")
@@ -49,7 +49,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="folder for the runs (the report goes to DIR/report)")
     p.add_argument(
         "--recipe",
-        choices=(*RECIPES, "recommended"),
+        choices=RECIPE_NAMES,
         metavar="NAME",
         help="the `dsr train` recipe every fold trains with (`dsr train --help` lists them; default quick)",
     )

@@ -11,10 +11,11 @@ from typing import Any
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, param_values
+from dsr.core import registry
 from dsr.core.home import models_dir
 from dsr.training.card import describe_run, text_params
 from dsr.training.recipe import train
-from dsr.training.settings import GROUPS, PARAMS, RECIPES, RECOMMENDED
+from dsr.training.settings import GROUPS, PARAMS, RECOMMENDED
 
 
 def register(subparsers) -> None:
@@ -38,9 +39,9 @@ def register(subparsers) -> None:
 
 
 def recipes_help() -> str:
-    """The named recipes, for ``--help`` (from :data:`dsr.training.settings.RECIPES`)."""
+    """The named recipes, for ``--help`` (the registry's, :data:`dsr.training.settings.RECIPES` first)."""
     lines = ["recipes (--recipe NAME; flags given beside it override its settings):"]
-    for recipe in RECIPES.values():
+    for _, recipe in registry.items("recipe"):
         lines.append(f"{recipe.name}: {recipe.summary}" + (f" ({recipe.cost})" if recipe.cost else ""))
         lines.append(f"    = {recipe.flags() or '(the defaults above)'}")
     lines.append(f"recommended: {RECOMMENDED}, the one the decision rule chose (docs/results.md)")

@@ -4,43 +4,39 @@ Layer 3 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files and ``dsr.
 ``dsr.rankers``, ``dsr.rerankers`` and ``dsr.open_retrieval`` of its own layer where no loop
 forms.
 
-Each source module defines ``SOURCE`` (a ``SourceInfo``) and
-``load(source: Path | None, split: str | None) -> Collection``; a module
-whose raw files need converting also defines
-``build(source: Path, split: str | None, **params) -> Collection``.
-Every command that takes a COLLECTION accepts a registered name or a path to
-a benchmark file (JSON Lines in the SIGIR 2022 schema).
+A source is a part of the registry (:mod:`dsr.core.registry`, kind ``collection``): one
+of dsr's modules here, or another package's module or object registered through the entry
+points ``dsr.collections`` (docs/plugins.md). It defines ``SOURCE`` (a ``SourceInfo``,
+whose ``name`` is its key), ``PARAMS`` and
+``load(source: Path | None, split: str | None) -> Collection``; a source whose raw files
+need converting also defines ``build(source: Path, split: str | None, **params) ->
+Collection``. What else it offers, it carries itself: ``DOCUMENTS`` (the documents its
+sentences come from: :class:`dsr.collections.documents.Documents`), ``manifest_copies``
+(its manifest's file map, for ``tools/make_manifests.py``), ``is_available`` and
+``default_folder`` (a source read from a folder rather than fetched), ``DATA`` (the source
+whose files it reads). Every command that takes a COLLECTION accepts a registered name or a
+path to a benchmark file (JSON Lines in the SIGIR 2022 schema).
 """
 
 from __future__ import annotations
 
-import importlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
+from typing import Any
 
+from dsr.core import registry
 from dsr.core.data import Collection, read_benchmark
 from dsr.core.errors import InputError
 
 #: the reference collection, listed first wherever collections are listed
 REFERENCE = "sigir2022"
 
+# dsr's own sources, the reference first, each module imported on first use
+for _name in (REFERENCE, "ccpe", "cmu_dog", "cmu_dog_dev", "cmu_dog_judged", "redial", "sample"):
+    registry.register("collection", _name, f"dsr.collections.{_name}")
 
-def _discover() -> tuple[str, ...]:
-    """Every module of this folder that declares ``SOURCE = SourceInfo(...)`` at its top.
-
-    Read, not imported, so that listing the names (``dsr --help``) loads no source module:
-    adding a collection is one module here (and its test), with no list to edit."""
-    found = [
-        path.stem
-        for path in Path(__file__).parent.glob("*.py")
-        if re.search(r"^SOURCE = SourceInfo\(", path.read_text(encoding="utf-8"), re.M)
-    ]
-    return tuple(sorted(found, key=lambda name: (name != REFERENCE, name)))
-
-
-REGISTERED = _discover()
+#: the registered names: dsr's own, then other packages' (read when used)
+REGISTERED = registry.Names("collection")
 
 
 @dataclass(frozen=True)
@@ -65,12 +61,13 @@ class SourceInfo:
         return chosen
 
 
-def source_module(name: str) -> ModuleType:
+def source_module(name: str) -> Any:
+    """The source registered as ``name``: a module of this folder, or another package's part."""
     if name not in REGISTERED:
         raise InputError(
             f"unknown collection {name!r}; registered: {', '.join(REGISTERED)} (or pass a path to a benchmark .jsonl file)"
         )
-    return importlib.import_module(f"dsr.collections.{name}")
+    return registry.get("collection", name)
 
 
 def load_collection(spec: str | Path, source: str | Path | None = None, split: str | None = None) -> Collection:
@@ -78,7 +75,8 @@ def load_collection(spec: str | Path, source: str | Path | None = None, split: s
     spec_str = str(spec)
     if spec_str in REGISTERED:
         module = source_module(spec_str)
-        return module.load(Path(source) if source else None, split)
+        loaded: Collection = module.load(Path(source) if source else None, split)
+        return loaded
     path = Path(spec_str)
     if path.exists() or path.suffix in (".jsonl", ".json"):
         return read_benchmark(path)

@@ -89,6 +89,12 @@ SOURCE = SourceInfo(
 )
 
 
+def manifest_files(copy: Path) -> dict[str, Path | str]:
+    """What this source's manifest lists (``tools/make_manifests.py``): each repository path ->
+    its unchanged upstream copy in ``copy`` (the tool hashes it), or a published git blob id."""
+    return {"README.md": copy / "README.md"}
+
+
 def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The query points from ``data.json`` (``source``: the file or its folder;
     default ``$DSR_HOME/data/ccpe``), built once and cached."""

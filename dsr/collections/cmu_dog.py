@@ -64,6 +64,7 @@ import numpy as np
 
 from dsr.collections import SourceInfo
 from dsr.collections.common import cached_build, check_params, params_note, resolve_source
+from dsr.collections.documents import Documents
 from dsr.core.data import Candidate, Collection, Dialogue, Turn
 from dsr.core.errors import InputError
 from dsr.core.jsonio import load_json
@@ -124,6 +125,17 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     _check_split(folder, split)
     inputs = sorted((folder / "Conversations" / split).glob("*.json")) + _wiki_files(folder)
     return cached_build(NAME, split, folder, inputs, defaults(PARAMS), BUILDER_VERSION, lambda: build(folder, split))
+
+
+def manifest_files(copy: Path) -> dict[str, Path | str]:
+    """What this source's manifest lists (``tools/make_manifests.py``): each repository path ->
+    its unchanged upstream copy in ``copy`` (the tool hashes it), or a published git blob id."""
+    files: dict[str, Path | str] = {
+        f"{sub}/{path.name}": path
+        for sub in ("Conversations/train", "Conversations/valid", "WikiData")
+        for path in sorted((copy / sub).glob("*.json"))
+    }
+    return {**files, "README.md": copy / "README.md"}
 
 
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:
@@ -317,6 +329,26 @@ def read_documents(folder: Path) -> dict[str, Document]:
     if not documents:
         raise InputError("no WikiData/*.json documents", path=folder / "WikiData")
     return documents
+
+
+def document_passages(folder: Path) -> list[list[tuple[str, str]]]:
+    """Each section of each document as its sentences ``(id, text)`` in document order: the
+    passages the context text form takes a candidate's neighbours from (never across one)."""
+    passages: list[list[tuple[str, str]]] = []
+    for document in read_documents(folder).values():
+        sections: dict[str, list[tuple[str, str]]] = {}
+        for sentence in document.sentences:  # in document order
+            sections.setdefault(sentence.id.rsplit("/", 1)[0], []).append((sentence.id, sentence.body))
+        passages.extend(sections.values())
+    return passages
+
+
+#: the documents this source's sentences come from (the judged sets' too), for the context form
+DOCUMENTS = Documents(
+    "a CMU_DoG folder with WikiData/ (sentence ids <document>/<section>/<index>)",
+    lambda folder: (folder / "WikiData").is_dir(),
+    document_passages,
+)
 
 
 def _split(segmenter, text: str) -> list[str]:

@@ -2,32 +2,31 @@
 
 The context text form (:data:`dsr.core.candidate_text.CONTEXT_FORM`,
 ``"title: previous [SEP] body [SEP] next"``) shows a model the sentences
-around a candidate in the document it came from. Candidate ids of CMU_DoG
-(and of the judged set built from it) are ``<document>/<section>/<index>``:
-the neighbours are the sentences ``index - 1, index - 2...`` and ``index + 1,
-index + 2...`` of the same section, read from the CMU_DoG ``WikiData``
-documents exactly as the collection builder splits them
-(:func:`dsr.collections.cmu_dog.read_documents`), so the text is the
-same whichever collection (train, valid, judged) the candidate appears in.
+around a candidate in the document it came from. A source whose sentences come from
+documents offers them (``DOCUMENTS``, a :class:`Documents`): what folder holds them, and
+their passages, each a run of ``(sentence id, text)`` in document order, read exactly as
+the source's builder splits them, so the text is the same whichever collection the
+candidate appears in. The neighbours are the sentences ``index - 1, index - 2...`` and
+``index + 1, index + 2...`` of the same passage; this module names no source.
 
-The documents folder is the ``documents`` parameter, else the collection's
-own CMU_DoG source folder (``meta.source`` of a built CMU_DoG split), else
-``$DSR_HOME/data/cmu_dog``. Collections whose sentences do not come from
-CMU_DoG's documents (SIGIR 2022's Wikipedia passages, ReDial) have no
+The documents folder is the ``documents`` parameter, else the collection's own source
+folder (``meta.source`` of a built collection), else ``$DSR_HOME/data/NAME`` of a source
+that offers documents. Collections whose sentences are no source's documents have no
 neighbours here: asking for the context form on them is bad input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from dsr.collections.cmu_dog import read_documents
-from dsr.collections.common import resolve_source
+from dsr.core import registry
 from dsr.core.candidate_text import CONTEXT_FORM, candidate_text, check_text_form, context_text
 from dsr.core.data import Candidate, Collection
 from dsr.core.errors import InputError
+from dsr.core.home import data_dir
 from dsr.core.queries import model_query_budget
 
 #: neighbours on each side by default
@@ -36,36 +35,60 @@ DEFAULT_WINDOW = 1
 Neighbours = dict[str, tuple[list[str], list[str]]]
 
 
-def documents_folder(collection: Collection, documents: str | Path | None = None) -> Path:
-    """The CMU_DoG folder (holding ``WikiData/``) the candidates' sentences come from."""
-    if documents is None:
-        own = collection.meta.get("source")
-        if own and (Path(own) / "WikiData").is_dir():
-            return Path(own)
-    folder = resolve_source("cmu_dog", Path(documents) if documents is not None else None)
-    if not (folder / "WikiData").is_dir():
-        raise InputError(
-            "the context text form needs the documents the candidates come from: "
-            "a CMU_DoG folder with WikiData/ (the parameter `documents`)",
-            path=folder,
-            field="documents",
-        )
-    return folder
+@dataclass(frozen=True)
+class Documents:
+    """The documents a source's sentences come from, as the context text form reads them."""
+
+    #: the folder that holds them, in words (``a CMU_DoG folder with WikiData/``)
+    about: str
+    #: whether a folder holds them
+    holds: Callable[[Path], bool]
+    #: the folder's passages: each a sequence of (sentence id, text) in document order
+    passages: Callable[[Path], Iterable[Sequence[tuple[str, str]]]]
+
+
+def _offered() -> list[tuple[str, Documents]]:
+    """(source name, its documents) for every registered source that offers documents."""
+    return [(name, part.DOCUMENTS) for name, part in registry.items("collection") if getattr(part, "DOCUMENTS", None)]
+
+
+def documents_folder(collection: Collection, documents: str | Path | None = None) -> tuple[Path, Documents]:
+    """The folder the candidates' sentences come from, and the documents it holds."""
+    offered = _offered()
+    about = " or ".join(docs.about for _, docs in offered) or "no registered source offers documents"
+    if documents is not None:
+        folder = Path(documents)
+        found = next((docs for _, docs in offered if docs.holds(folder)), None)
+        if found is None:
+            raise InputError(
+                f"the context text form needs the documents the candidates come from: {about} (the parameter `documents`)",
+                path=folder,
+                field="documents",
+            )
+        return folder, found
+    own = collection.meta.get("source")
+    places = [Path(own)] if own else []
+    for folder in [*places, *(data_dir(name) for name, _ in offered)]:
+        found = next((docs for _, docs in offered if docs.holds(folder)), None)
+        if found is not None:
+            return folder, found
+    fetch = "; ".join(f"`dsr data fetch {name}`" for name, _ in offered)
+    raise InputError(
+        f"the context text form needs the documents the candidates come from: {about} "
+        f"(the parameter `documents`{', or ' + fetch if fetch else ''})",
+        field="documents",
+    )
 
 
 @lru_cache(maxsize=4)
-def _neighbours(folder: str, window: int) -> Neighbours:
+def _neighbours(folder: str, passages: Callable[[Path], Iterable[Sequence[tuple[str, str]]]], window: int) -> Neighbours:
     around: Neighbours = {}
-    for document in read_documents(Path(folder)).values():
-        sections: dict[str, list[tuple[str, str]]] = {}
-        for sentence in document.sentences:  # in document order
-            sections.setdefault(sentence.id.rsplit("/", 1)[0], []).append((sentence.id, sentence.body))
-        for rows in sections.values():
-            for i, (sid, _) in enumerate(rows):
-                around[sid] = (
-                    [body for _, body in rows[max(0, i - window) : i]],
-                    [body for _, body in rows[i + 1 : i + 1 + window]],
-                )
+    for rows in passages(Path(folder)):
+        for i, (sid, _) in enumerate(rows):
+            around[sid] = (
+                [body for _, body in rows[max(0, i - window) : i]],
+                [body for _, body in rows[i + 1 : i + 1 + window]],
+            )
     return around
 
 
@@ -75,15 +98,14 @@ def neighbours(collection: Collection, documents: str | Path | None = None, wind
     sentence of the documents is bad input naming its dialogue."""
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise InputError(f"the context window must be a whole number >= 1, got {window!r}", field="context")
-    folder = documents_folder(collection, documents)
-    around = _neighbours(str(folder.resolve()), window)
+    folder, offered = documents_folder(collection, documents)
+    around = _neighbours(str(folder.resolve()), offered.passages, window)
     for dialogue in collection:
         for c in dialogue.candidates:
             if c.id not in around:
                 raise InputError(
                     f"candidate {c.id!r} is not a sentence of the documents in "
-                    f"{folder} (ids <document>/<section>/<index>), so it has no "
-                    "neighbours for the context text form",
+                    f"{folder} ({offered.about}), so it has no neighbours for the context text form",
                     record=dialogue.id,
                     field="candidates[].id",
                 )

@@ -114,6 +114,13 @@ _SPACES = re.compile(r"\s+")
 _YEAR = re.compile(r"\s*\(\d{4}\)\s*$")
 
 
+def manifest_files(copy: Path) -> dict[str, Path | str]:
+    """What this source's manifest lists (``tools/make_manifests.py``): each repository path ->
+    its unchanged upstream copy in ``copy`` (the tool hashes it), or a published git blob id."""
+    # test_data.jsonl: the member of redial_dataset.zip, copied out unchanged
+    return {name: copy / name for name in (MOVIES_FILE, SPLIT_FILES["test"])}
+
+
 def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The collection for ``split`` (default ``test``), built once and cached.
 

@@ -338,6 +338,25 @@ def _candidate(obj: Any, where: _Where, name: str, group_label: int | None) -> C
 # --- the collection -----------------------------------------------------------
 
 
+def manifest_files(copy: Path) -> dict[str, Path | str]:
+    """What this source's manifest lists (``tools/make_manifests.py``): each repository path ->
+    its unchanged upstream copy in ``copy`` (the tool hashes it), or a published git blob id.
+    The dialogue files are not on these machines: their ids are the published ones
+    (:data:`BLOBS`), and the copy of the split file must match its published id."""
+    split_copy = copy / SPLIT_FILE
+    if git_blob_file(split_copy) != SPLIT_BLOB:
+        raise InputError("the split file copy does not match SOURCES.md's blob id", path=split_copy)
+    files: dict[str, Path | str] = {
+        "README.md": copy / "README.md",
+        "LICENSE.md": copy / "LICENSE.md",
+        f"evaluation/{SPLIT_FILE}": split_copy,
+    }
+    for revision, blobs in BLOBS.items():
+        for file_name, blob in blobs.items():
+            files[f"datasets/{file_name}" if revision == "current" else f"{OLD_COMMIT}:datasets/{file_name}"] = blob
+    return files
+
+
 def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The SIGIR 2022 collection from a folder (default ``$DSR_HOME/data/sigir2022``).
 

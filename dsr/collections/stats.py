@@ -8,6 +8,7 @@ from typing import Any
 
 from dsr.collections import REGISTERED, source_module
 from dsr.collections.fetch import default_dest, is_available, sources
+from dsr.core import registry
 from dsr.core.text import tokenize
 
 
@@ -16,7 +17,7 @@ def collections_info() -> list[dict[str, Any]]:
     fetchable = sources()
     rows = []
     for name in REGISTERED:
-        row: dict[str, Any] = {"name": name}
+        row: dict[str, Any] = {"name": name, "provider": registry.owner("collection", name)}
         try:
             info = source_module(name).SOURCE
         except ModuleNotFoundError as err:
@@ -35,13 +36,14 @@ def collections_info() -> list[dict[str, Any]]:
         else:
             row.update(description="(module not installed)", licence="", repository="", commit="", splits=[], has_candidates=None)
         module = source_module(name) if info is not None else None
-        if module is not None and hasattr(module, "is_available"):  # read from a folder, not fetched (cmu_dog_judged)
+        if module is not None and hasattr(module, "is_available"):  # read from a folder, not fetched
             row.update(fetchable=False, cache=str(module.default_folder()), available=module.is_available())
         elif name in fetchable:
             folder = default_dest(name)
             row.update(fetchable=True, cache=str(folder), available=info is not None and is_available(name, folder))
         else:
-            row.update(fetchable=False, cache="bundled with the package", available=info is not None)
+            bundled = "bundled with the package" if row["provider"] == registry.DSR else f"provided by {row['provider']}"
+            row.update(fetchable=False, cache=bundled, available=info is not None)
         rows.append(row)
     return rows
 

@@ -81,6 +81,7 @@ from typing import Any
 
 import numpy as np
 
+from dsr.core import registry
 from dsr.core.errors import InputError
 from dsr.core.fusion_ranx import (
     BACKEND,
@@ -89,6 +90,7 @@ from dsr.core.fusion_ranx import (
     RANX_METHODS,
     RANX_NORMS,
     SEARCHED,
+    SHARED,
     fuse_with_ranx,
     reads_order,
 )
@@ -335,8 +337,12 @@ FUSER_ABOUT = {
     "wsum": "weighted sum of normalised scores (Bartell et al., SIGIR 1994; ranx wsum)",
     "interp": "weight * a + (1 - weight) * b of two runs (Vogt and Cottrell 1999; ranx wsum)",
 }
-#: every method: dsr's kernels, then the rest of ranx's 25 (computed by ranx)
-METHODS = (*FUSERS, *RANX_METHODS)
+# the registry's fusion methods (kind ``fusion``): dsr's kernels, then the rest of ranx's 25
+# (computed by ranx); another package's kernel comes from the entry points ``dsr.fusion``
+for _name, _method in {**FUSERS, **RANX_METHODS}.items():
+    registry.register("fusion", _name, _method)
+#: every method's name: dsr's kernels, ranx's, then other packages' (read when used)
+METHODS = registry.Names("fusion")
 #: every normalisation: dsr's four (with its rule for a document a run lacks, see above) and
 #: ranx's (``min-max`` is dsr's ``minmax``; ``zmuv``, ``rank`` and ``sum`` under ranx give a
 #: missing document 0); a score-based method of dsr's under one of ranx's only is ranx's
@@ -365,7 +371,7 @@ def method_params(method: str) -> dict[str, Any]:
             **spec.params,
             **({"metric": METRIC} if spec.ranx in SEARCHED and (spec.kind == "trained" or None in spec.params.values()) else {}),
         }
-    signature = inspect.signature(FUSERS[method]).parameters
+    signature = inspect.signature(registry.get("fusion", method)).parameters
     return {name: p.default for name, p in list(signature.items())[1:]}
 
 
@@ -414,6 +420,9 @@ def fuse(
     backend = BACKEND.check(backend)
     shown = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
     tag = tag or f"fusion-{method}" + (f"-{shown}" if shown else "")
+    ranx_has = method in RANX_METHODS or method in SHARED
+    if not ranx_has and (backend == "ranx" or params.get("norm") in RANX_ONLY_NORMS):
+        raise InputError(f"fusion method {method!r} is not one ranx computes: use backend dsr and dsr's norms", field="backend")
     if method in RANX_METHODS or backend == "ranx" or params.get("norm") in RANX_ONLY_NORMS:
         scores, learnt = fuse_with_ranx(runs, method, labels=labels, backend=backend, **params)
         run = fused_run(scores, tag)
@@ -427,7 +436,8 @@ def fuse(
     own = dict(params)
     if "norm" in own:
         own["norm"] = NORM_ALIASES_DSR.get(own["norm"], own["norm"])
-    return fused_run(FUSERS[method](runs, **own), tag)
+    kernel: Callable[..., Scores] = registry.get("fusion", method)
+    return fused_run(kernel(runs, **own), tag)
 
 
 #: ranx's normalisations dsr's kernels do not compute (a dsr method under one is ranx's)

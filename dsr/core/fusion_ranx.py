@@ -76,6 +76,11 @@ class RanxMethod:
     #: one line of help, with the paper
     about: str = ""
 
+    @property
+    def name(self) -> str:
+        """dsr's name of the method, ranx's (its key in the registry)."""
+        return self.ranx
+
 
 _W = {"weights": None}
 RANX_METHODS: dict[str, RanxMethod] = {

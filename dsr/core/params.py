@@ -41,8 +41,9 @@ class Param:
     above: float | None = None
     #: exclusive upper bound (``high`` is inclusive); e.g. a fraction in [0, 1)
     below: float | None = None
-    #: the values allowed for a str parameter (None: any string)
-    choices: tuple[Any, ...] | None = None
+    #: the values allowed for a str parameter (None: any string); a registry's names
+    #: (:class:`dsr.core.registry.Names`) are read when checked, so other packages' parts count
+    choices: Sequence[Any] | None = None
     #: None is allowed (meaning: the stage's own default behaviour)
     optional: bool = False
     #: values the split protocol tries on val ([] = not tuned)

@@ -46,15 +46,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from dsr.core import registry
 from dsr.core.data import Dialogue
 from dsr.core.errors import InputError
 from dsr.core.text import tokenize
-
-STRATEGIES: tuple[str, ...] = ("last", "last2", "all", "title+all", "weighted", "title+recent")
 
 #: default recency decay of ``weighted`` (weight of the turn before the last)
 DEFAULT_DECAY = 0.5
@@ -63,12 +63,77 @@ MIN_WEIGHT = 0.05
 #: context turns of ``title+recent`` (the issue's zero-shot query: title, last four turns)
 RECENT_TURNS = 4
 
+#: (the dialogue, its non-empty context turns oldest first, the decay) -> pieces (text, weight)
+Pieces = Callable[[Dialogue, list[str], float], list[tuple[str, float]]]
 
-def check_strategy(strategy: str) -> str:
-    """Return ``strategy`` if it is known, else raise an InputError listing the names."""
-    if strategy not in STRATEGIES:
-        raise InputError(f"unknown query strategy {strategy!r}; choose from {', '.join(STRATEGIES)}", field="query")
-    return strategy
+
+@dataclass(frozen=True)
+class Strategy:
+    """A named query strategy (a part of the registry, kind ``query``): the pieces of a
+    dialogue a query holds, with their weights, and how its text form orders them."""
+
+    name: str
+    about: str
+    #: the pieces of a dialogue with context turns (one without falls back to its title)
+    pieces: Pieces
+    #: the first piece is the title (never dropped to fit a budget)
+    titled: bool = False
+    #: the pieces' turns run most recent first (not oldest first)
+    newest_first: bool = False
+    #: the text form lists the turns most recent first, without those under MIN_WEIGHT
+    recency_text: bool = False
+    #: it reads ``decay`` (checked)
+    decays: bool = False
+
+
+def _title(dialogue: Dialogue) -> list[tuple[str, float]]:
+    return [(dialogue.title, 1.0)] if dialogue.title else []
+
+
+def _weighted(dialogue: Dialogue, turns: list[str], decay: float) -> list[tuple[str, float]]:
+    return [(t, decay ** (len(turns) - 1 - i)) for i, t in enumerate(turns)]
+
+
+_OWN = (
+    Strategy("last", "the last context turn", lambda d, turns, decay: [(turns[-1], 1.0)]),
+    Strategy("last2", "the last two context turns (oldest first)", lambda d, turns, decay: [(t, 1.0) for t in turns[-2:]]),
+    Strategy("all", "every context turn (oldest first)", lambda d, turns, decay: [(t, 1.0) for t in turns]),
+    Strategy(
+        "title+all",
+        "the title, then every context turn",
+        lambda d, turns, decay: _title(d) + [(t, 1.0) for t in turns],
+        titled=True,
+    ),
+    Strategy("weighted", "every context turn, weighted decay ** age", _weighted, recency_text=True, decays=True),
+    Strategy(
+        "title+recent",
+        f"the title, then the last {RECENT_TURNS} context turns, most recent first",
+        lambda d, turns, decay: _title(d) + [(t, 1.0) for t in reversed(turns[-RECENT_TURNS:])],
+        titled=True,
+        newest_first=True,
+    ),
+)
+for _strategy in _OWN:
+    registry.register("query", _strategy.name, _strategy)
+
+#: dsr's own strategies, in order: what its tuning grids, the baseline suite and exports cover
+OWN_STRATEGIES: tuple[str, ...] = tuple(s.name for s in _OWN)
+#: every registered strategy's name: dsr's own, then other packages' (read when used)
+STRATEGIES = registry.Names("query")
+
+
+def strategy_of(name: str) -> Strategy:
+    """The strategy registered as ``name`` (InputError naming ``query`` for an unknown one)."""
+    found = registry.find("query", name)
+    if found is None:
+        raise InputError(f"unknown query strategy {name!r}; choose from {', '.join(STRATEGIES)}", field="query")
+    return found  # type: ignore[no-any-return]
+
+
+def check_strategy(name: str) -> str:
+    """Return ``name`` if it is a registered strategy, else raise an InputError listing the names."""
+    strategy_of(name)
+    return name
 
 
 def check_decay(decay: float) -> float:
@@ -87,23 +152,11 @@ def query_turns(dialogue: Dialogue, strategy: str, decay: float = DEFAULT_DECAY)
     The title (``title+all``) has weight 1. This is the common ground of
     :func:`query_text` and :func:`query_terms`.
     """
-    check_strategy(strategy)
+    chosen = strategy_of(strategy)
     turns = [t.body for t in dialogue.context if t.body and t.body.strip()]
     if not turns:
-        return [(dialogue.title, 1.0)] if dialogue.title else []
-    if strategy == "last":
-        return [(turns[-1], 1.0)]
-    if strategy == "last2":
-        return [(t, 1.0) for t in turns[-2:]]
-    if strategy == "all":
-        return [(t, 1.0) for t in turns]
-    if strategy == "title+all":
-        return ([(dialogue.title, 1.0)] if dialogue.title else []) + [(t, 1.0) for t in turns]
-    if strategy == "title+recent":
-        return ([(dialogue.title, 1.0)] if dialogue.title else []) + [(t, 1.0) for t in reversed(turns[-RECENT_TURNS:])]
-    decay = check_decay(decay)
-    n = len(turns)
-    return [(t, decay ** (n - 1 - i)) for i, t in enumerate(turns)]
+        return _title(dialogue)
+    return chosen.pieces(dialogue, turns, check_decay(decay) if chosen.decays else decay)
 
 
 def query_text(
@@ -129,18 +182,19 @@ def query_text(
 
 
 def _text_pieces(dialogue: Dialogue, strategy: str, decay: float) -> list[tuple[str, int]]:
-    """(text, priority) in output order; priority 0 = never dropped, higher = dropped sooner."""
+    """(text, priority) in output order; priority 0 = never dropped, higher (older) = dropped sooner."""
+    chosen = strategy_of(strategy)
     pieces = query_turns(dialogue, strategy, decay)
-    has_title = bool(dialogue.title) and strategy in ("title+all", "title+recent")
-    turns = [(t, w) for t, w in pieces[1:]] if has_title and pieces else list(pieces)
-    title = [(pieces[0][0], 0)] if has_title and pieces else []
     if not any(t.body and t.body.strip() for t in dialogue.context):
         return [(text, 0) for text, _ in pieces]  # the title alone
-    if strategy == "weighted":
+    has_title = bool(dialogue.title) and chosen.titled
+    turns = [(t, w) for t, w in pieces[1:]] if has_title and pieces else list(pieces)
+    title = [(pieces[0][0], 0)] if has_title and pieces else []
+    if chosen.recency_text:
         # The last turn weighs 1, so it is always kept.
         kept = [text for text, weight in turns if weight >= MIN_WEIGHT]
-        return [(text, age) for age, text in enumerate(reversed(kept))]
-    if strategy == "title+recent":  # already most recent first
+        return title + [(text, age) for age, text in enumerate(reversed(kept))]
+    if chosen.newest_first:  # already most recent first
         return title + [(text, age) for age, (text, _) in enumerate(turns)]
     n = len(turns)
     return title + [(text, n - 1 - i) for i, (text, _) in enumerate(turns)]

@@ -17,13 +17,12 @@ Each stage declares its parameters once, as data (:mod:`dsr.core.params`):
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from dsr.core.data import Collection
-from dsr.core.errors import InputError
 from dsr.core.params import Param, defaults, grid, help_text, inferred, resolve
+from dsr.core.registry import Parts, get
 from dsr.core.run import Run
 
 
@@ -114,21 +113,15 @@ class Pipeline(Stage):
 S = TypeVar("S", bound=Stage)
 
 
-class Registry(dict[str, str], Generic[S]):
-    """Stages by name: name -> ``"module:Class"``, each class imported on first use, so a
-    registry costs nothing until a stage is built (``dsr --help`` loads no model library).
-    An unknown name is an InputError naming ``kind`` and the registered names."""
-
-    def __init__(self, kind: str, entries: Mapping[str, str]):
-        super().__init__(entries)
-        self.kind = kind
+class Registry(Parts, Generic[S]):
+    """The stages of one kind of :mod:`dsr.core.registry` (``ranker``, ``reranker``) by name:
+    dsr's own and other packages', each class imported on first use, so listing them costs
+    nothing (``dsr --help`` loads no model library). An unknown name is an InputError naming
+    the kind and the registered names."""
 
     def lookup(self, name: str) -> type[S]:
         """The class registered as ``name``."""
-        if name not in self:
-            raise InputError(f"unknown {self.kind} {name!r}; choose from {', '.join(self)}", field=self.kind)
-        module, _, attr = self[name].partition(":")
-        found: type[S] = getattr(importlib.import_module(module), attr)
+        found: type[S] = get(self.kind, name)
         return found
 
     def make(self, name: str, **params: Any) -> S:

@@ -42,9 +42,6 @@ from dsr.evaluation import ranked, registry
 #: the default set, the primary measure and each family's bounds: declared once, in dsr.evaluation.registry
 DEFAULT_MEASURES = registry.DEFAULT_MEASURES
 DEFAULT_PRIMARY = registry.DEFAULT_PRIMARY
-#: ir_measures families whose per-topic values lie in [0, 1] (counts such as NumRet and
-#: unnormalised gains do not): their intervals are bootstrapped or clipped
-BOUNDED = frozenset(f.name for f in registry.FAMILIES if f.bounded)
 
 
 def bounded(measure) -> bool:

@@ -17,7 +17,7 @@ Rules a reader of a paper needs:
   for all dialogues and for each subset's dialogues within the test half.
 * **Untuned runs** are reported the same way: their mean and sd over the test
   halves (no choice to make).
-* Splits come from ``--splits FILE``, else the collection's own (sigir2022),
+* Splits come from ``--splits FILE``, else the collection's own (a source that ships them),
   else a seeded generator (:func:`generate_splits`: N splits, val gets
   ``floor(n/2)`` dialogues, the seed is recorded in every report).
 

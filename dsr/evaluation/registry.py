@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dsr.core import registry as core_registry
+
 
 @dataclass(frozen=True)
 class Family:
@@ -45,6 +47,9 @@ class Family:
     about: str
     #: None when dsr computes it; else why not (printed with exit 2)
     refused: str | None = None
+    #: a measure of the family as a paper prints it, where the name alone is not one
+    #: (``IPrec@0.5``; :mod:`dsr.testing` parses it and prints it back)
+    example: str = ""
 
 
 _IA = "needs intent-aware qrels (one grade per subtopic); dsr's qrels have one grade per sentence"
@@ -59,7 +64,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("Success", "Success", 1, True, (1, 5, 10), "1 when a relevant sentence is in the top k"),
     Family("Bpref", "bpref", 1, True, (), "binary preference (judged non-relevant above relevant)"),
     Family("infAP", "infAP", 1, True, (), "inferred AP (trec_eval infAP)"),
-    Family("IPrec", "IPrec", 1, True, (), "interpolated precision at a recall level: IPrec@0.5"),
+    Family("IPrec", "IPrec", 1, True, (), "interpolated precision at a recall level: IPrec@0.5", example="IPrec@0.5"),
     Family("SetP", "SetP", 1, True, (), "precision of the whole ranked set"),
     Family("SetR", "SetR", 1, True, (), "recall of the whole ranked set"),
     Family("SetF", "SetF", 1, True, (), "F-measure of the whole ranked set"),
@@ -98,12 +103,22 @@ FAMILIES: tuple[Family, ...] = (
             name.startswith(("NERR", "SDCG")),
             (),
             "C/W/L measure (cwl_eval), with its parameters: SDCG(max_rel=2)@5",
+            example=f"{name}(max_rel=2)" + ("@5" if name in ("BPM", "NERR8", "NERR9", "SDCG") else ""),
         )
         for name in ("BPM", "INSQ", "INST", "NERR8", "NERR9", "NERR10", "NERR11", "SDCG")
     ),
 )
 
-_BY_NAME = {f.name: f for f in FAMILIES}
+# the registry's measures (kind ``measure``): these families, then other packages' (a family an
+# installed ir_measures provider computes, declared by the entry points ``dsr.measures``)
+for _family in FAMILIES:
+    core_registry.register("measure", _family.name, _family)
+
+
+def families() -> list[Family]:
+    """Every registered family: dsr's declarations above, then other packages'."""
+    return [family for _, family in core_registry.items("measure")]
+
 
 #: what ``dsr evaluate`` measures when nobody says otherwise
 DEFAULT_MEASURES = ("RR", "nDCG@1", "nDCG@3", "nDCG@5", "nDCG@10", "P@1", "P@5", "AP", "R@10")
@@ -115,7 +130,8 @@ def lookup(measure: Any) -> Family | None:
     """The family of an ir_measures measure object (or of a family name); None when dsr
     does not declare it (a family ir_measures added later)."""
     name = measure if isinstance(measure, str) else getattr(measure, "NAME", None)
-    return _BY_NAME.get(name) if isinstance(name, str) else None
+    found: Family | None = core_registry.find("measure", name) if isinstance(name, str) else None
+    return found
 
 
 def display_name(measure: Any) -> str:
@@ -146,7 +162,7 @@ def refusal(measure: Any) -> str | None:
     if family is None:
         return (
             f"{getattr(measure, 'NAME', measure)} is parsed by ir_measures but not declared in "
-            "dsr's measure registry (dsr/evaluation/registry.py)"
+            "dsr's measure registry (dsr/evaluation/registry.py, or a package's entry point dsr.measures)"
         )
     if family.refused:
         return f"{family.name} {family.refused}"
@@ -156,7 +172,7 @@ def refusal(measure: Any) -> str | None:
 def help_lines() -> list[str]:
     """``--measures`` help: one line per family dsr computes, with its default cutoffs."""
     lines = []
-    for f in FAMILIES:
+    for f in families():
         if f.refused:
             continue
         at = f"@k (k: {', '.join(map(str, f.cutoffs))}...)" if f.cutoffs else ""

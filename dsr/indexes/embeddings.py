@@ -388,7 +388,7 @@ def settle_near_ties(
     Why: fp32 vectors differ in their last bits with the kernel that computed them (MKL or
     oneDNN, the CPU's instruction set) and the batch a text was padded in, so two candidates
     whose cosines are within about 3e-7 of each other swap places from one machine (or one
-    cache) to the next, and a published nDCG@5 moves (cmu_dog_judged, ``dense (last2)``: two
+    cache) to the next, and a published nDCG@5 moves (on the judged set, ``dense (last2)``: two
     sentences 2e-7 apart at rank 5 changed two cells by up to 0.004). Here each text within
     :data:`NEAR_TIE` of a different text next to it in the ranking, and the query, is encoded
     alone in float64 (no batch, no padding; then kept in the embedding cache ``+float64``) and

@@ -34,10 +34,17 @@ Run headers (ir_metadata) live beside the run format, in
 
 from __future__ import annotations
 
-#: ``dsr export --format`` name -> module with ``write(view, folder) -> list[str]``
-FORMATS = {
+from dsr.core import registry
+
+# ``dsr export --format`` name -> module with ``NAME`` and ``write(view, folder) -> list[str]``
+# (the registry's kind ``format``; another package's writer: the entry points ``dsr.formats``)
+for _name, _module in {
     "trec": "dsr.interchange.trec",
     "beir": "dsr.interchange.beir",
     "ir_datasets": "dsr.interchange.irds",
     "hf": "dsr.interchange.hf",
-}
+}.items():
+    registry.register("format", _name, _module)
+
+#: the export formats' names (read when used)
+FORMATS = registry.Names("format")

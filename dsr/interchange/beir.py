@@ -28,6 +28,10 @@ from dsr.interchange.folder import write_jsonl, write_lines
 FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "candidates.jsonl")
 
 
+#: the format's name (``dsr export --format beir``)
+NAME = "beir"
+
+
 def write(view: TestCollection, folder: Path) -> list[str]:
     write_jsonl(folder / "corpus.jsonl", corpus_rows(view))
     write_jsonl(

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from dsr.core.data import MACHINE_KEYS, Collection
 from dsr.core.errors import InputError
 from dsr.core.params import Param
-from dsr.core.queries import STRATEGIES, check_strategy, query_text
+from dsr.core.queries import OWN_STRATEGIES, check_strategy, query_text
 
 DEFAULT_QUERY = "all"
 #: the query strategy of an export's query text (``dsr export --query``; checked by ``check_strategy``)
@@ -112,7 +112,7 @@ class TestCollection:
     def all_strategies(self, qid: str) -> dict[str, str]:
         """Every strategy's text for one dialogue (``title+all`` keyed as ``title_all``)."""
         dialogue = self.collection[qid]
-        return {s.replace("+", "_"): query_text(dialogue, s) for s in STRATEGIES}
+        return {s.replace("+", "_"): query_text(dialogue, s) for s in OWN_STRATEGIES}
 
     def qrels(self) -> dict[str, dict[str, int]]:
         """Graded qrels by corpus id (judged non-relevant candidates kept with 0)."""

@@ -42,6 +42,10 @@ CONFIGS = (  # (config, split, file)
 )
 
 
+#: the format's name (``dsr export --format hf``)
+NAME = "hf"
+
+
 def write(view: TestCollection, folder: Path) -> list[str]:
     write_jsonl(
         folder / "qrels" / "test.jsonl",

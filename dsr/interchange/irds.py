@@ -217,6 +217,10 @@ def register_benchmark(dataset_id: str, path: str | Path) -> ir_datasets.Dataset
     return ir_datasets.load(dataset_id)
 
 
+#: the format's name (``dsr export --format ir_datasets``)
+NAME = "ir_datasets"
+
+
 def write(view: TestCollection, folder: Path) -> list[str]:
     """The ``--format ir_datasets`` layout (see the module docstring)."""
     write_lines(folder / "docs.tsv", (f"{d.doc_id}\t{one_line(d.text)}" for d in view.documents.values()))

@@ -28,6 +28,10 @@ from dsr.interchange.folder import write_lines
 FILES = ("topics.tsv", "topics.trec", "qrels.txt")
 
 
+#: the format's name (``dsr export --format trec``)
+NAME = "trec"
+
+
 def write(view: TestCollection, folder: Path) -> list[str]:
     queries = view.queries()
     write_lines(folder / "topics.tsv", (f"{qid}\t{one_line(text)}" for qid, text in queries.items()))

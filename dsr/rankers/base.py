@@ -10,6 +10,8 @@ and a ``describe()`` dict that goes into run sidecars and reports.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
@@ -25,6 +27,9 @@ class Ranker(Stage):
     """
 
     kind = "ranker"
+    #: it searches a corpus given as a parameter instead of ranking the collection's candidates,
+    #: so it runs on no collection alone (its contract check builds no run)
+    needs_corpus: ClassVar[bool] = False
 
     def __call__(self, collection: Collection, *runs: Run) -> Run:
         if runs:

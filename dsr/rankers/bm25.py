@@ -20,7 +20,7 @@ from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.forked import forked_map
 from dsr.core.params import Param
-from dsr.core.queries import STRATEGIES, query_terms
+from dsr.core.queries import OWN_STRATEGIES, STRATEGIES, query_terms
 from dsr.core.run import Run
 from dsr.indexes.bm25 import BACKENDS, BM25Index, BM25SIndex, QueryBatch
 from dsr.indexes.bm25 import PARAMS as INDEX_PARAMS
@@ -46,7 +46,7 @@ class BM25Ranker(Ranker):
     # the index's parameters (dsr.indexes.bm25.PARAMS), k1 and b with their tuning grids:
     # 3 x 2 configurations per query strategy; sentences are short, so b matters less than k1.
     PARAMS = (
-        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES), grid=tuple(STRATEGIES)),
+        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=STRATEGIES, grid=OWN_STRATEGIES),
         *(replace(p, grid=INDEX_GRID.get(p.name, ())) for p in INDEX_PARAMS),
         Param("decay", 0.5, "float", "per-turn weight decay of query=weighted", above=0, high=1),
     )

@@ -17,7 +17,7 @@ from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.core.params import Param, by_name
-from dsr.core.queries import DEFAULT_DECAY, STRATEGIES, model_query_budget, query_text
+from dsr.core.queries import DEFAULT_DECAY, OWN_STRATEGIES, STRATEGIES, model_query_budget, query_text
 from dsr.core.run import Run
 from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND, resolve_backend
 from dsr.indexes.dense import DenseIndex
@@ -30,7 +30,7 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
     """The parameters of the dense ranker and the bi-encoder reranker (one declaration)."""
     return (
         Param("model", model, "str", "bi-encoder: a short name, a folder, dsr:NAME or a hub id"),
-        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES), grid=tuple(STRATEGIES)),
+        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=STRATEGIES, grid=OWN_STRATEGIES),
         Param("batch_size", batch_size, "int", "texts encoded per batch", low=1),
         Param(
             "text",
@@ -45,9 +45,8 @@ def dense_params(model: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> tuple
             "documents",
             None,
             "str",
-            "folder of the documents for the context form (CMU_DoG: "
-            "its folder with WikiData/; default: the collection's source, else "
-            "$DSR_HOME/data/cmu_dog)",
+            "folder of the documents for the context form (a source's that offers "
+            "documents; default: the collection's source, else $DSR_HOME/data/NAME of such a source)",
             optional=True,
         ),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),

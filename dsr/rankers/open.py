@@ -30,10 +30,11 @@ class OpenRanker(Ranker):
     """The corpus's top ``depth`` sentences per dialogue (BM25, dense or fused)."""
 
     name = "open"
+    needs_corpus = True
     PARAMS = (
         Param("corpus", None, "str", "the corpus folder (dsr corpus build, dsr corpus index); required"),
         Param("method", "bm25", "str", "how the corpus is searched", choices=("bm25", "dense", "fused")),
-        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES)),
+        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=STRATEGIES),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
         Param("depth", 50, "int", "sentences kept per dialogue", low=1),
         Param("model", "all-MiniLM-L6-v2", "str", "bi-encoder of the dense index"),

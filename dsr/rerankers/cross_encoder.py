@@ -36,7 +36,7 @@ from dsr.core.errors import InputError
 from dsr.core.jsonio import load_json
 from dsr.core.models import ResolvedModel, load_cross_encoder, load_float64_cross_encoder, resolve_model
 from dsr.core.params import Param
-from dsr.core.queries import DEFAULT_DECAY, STRATEGIES, check_strategy, model_query_budget, query_text
+from dsr.core.queries import DEFAULT_DECAY, OWN_STRATEGIES, STRATEGIES, check_strategy, model_query_budget, query_text
 from dsr.core.run import Run
 
 # the body text forms are the dense ranker's, so both read candidates alike (the context form
@@ -75,7 +75,7 @@ class CrossEncoderReranker(Reranker):
     CARD_PARAMS = ("query", "max_length", "text")
     PARAMS = (
         Param("model", DEFAULT_MODEL, "str", "cross-encoder: a short name, a folder, dsr:NAME or a hub id"),
-        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=tuple(STRATEGIES), grid=tuple(STRATEGIES)),
+        Param("query", "all", "str", "query strategy (dsr.core.queries)", choices=STRATEGIES, grid=OWN_STRATEGIES),
         Param("decay", DEFAULT_DECAY, "float", "per-turn weight decay of query=weighted", above=0, high=1),
         Param("batch_size", 32, "int", "pairs scored per batch", low=1),
         Param("max_length", 256, "int", "word pieces of query + candidate (longer pairs are truncated)", low=1),

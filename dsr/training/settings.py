@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsr.core import registry
 from dsr.core.candidate_text import CONTEXT_FORM, TEXT_FORMS
 from dsr.core.errors import InputError
 from dsr.core.params import Param, record_type, resolve
@@ -81,6 +82,11 @@ RECIPES: dict[str, Recipe] = {
         ),
     )
 }
+# the registry's recipes (kind ``recipe``): these, then other packages' (entry points ``dsr.recipes``)
+for _recipe in RECIPES.values():
+    registry.register("recipe", _recipe.name, _recipe)
+#: every recipe's name, and ``recommended`` (read when used)
+RECIPE_NAMES = registry.Names("recipe", extra=("recommended",))
 DEFAULT_RECIPE = "quick"
 #: the recipe the decision rule chose (``dsr train --recipe recommended``; docs/results.md,
 #: "Issue 41": ``full`` beat the quick recipe on title: body candidates on the judged
@@ -315,7 +321,7 @@ CHOICE = (
         "a named recipe (listed below): its settings fill those not "
         f"given; recommended is the one the decision rule chose ({RECOMMENDED}); default "
         f"{DEFAULT_RECIPE} for a bi-encoder, none for a cross-encoder",
-        choices=(*RECIPES, "recommended"),
+        choices=RECIPE_NAMES,
         metavar="NAME",
     ),
 )
@@ -365,9 +371,10 @@ TrainSettings = record_type("TrainSettings", PARAMS)
 def recipe_named(name: str) -> Recipe:
     """The recipe ``name`` (``recommended``: :data:`RECOMMENDED`)."""
     name = RECOMMENDED if name == "recommended" else name
-    if name not in RECIPES:
-        raise InputError(f"unknown recipe {name!r}; choose from {', '.join((*RECIPES, 'recommended'))}", field="recipe")
-    return RECIPES[name]
+    found: Recipe | None = registry.find("recipe", name)
+    if found is None:
+        raise InputError(f"unknown recipe {name!r}; choose from {', '.join(RECIPE_NAMES)}", field="recipe")
+    return found
 
 
 def resolve_settings(given: Mapping[str, Any]) -> Any:

@@ -20,7 +20,7 @@ import pytest
 from dsr.cli import main
 from dsr.collections import fetch as fetch_mod
 from dsr.collections import sigir2022, transfer
-from dsr.collections.fetch import CHECKSUMS, fetch, is_available, load_manifest, plan_for
+from dsr.collections.fetch import CHECKSUMS, fetch, is_available, load_manifest, plan_for, sources
 from dsr.core.errors import InputError
 from tests.support.tiers import slow_fixture
 
@@ -379,6 +379,21 @@ def test_manifests_are_what_the_tool_computes(shared_data):
         transfer.git_blob_file(shared_data / "sigir2022" / "val_test_splits.json")
         == load_manifest("sigir2022")["evaluation/val_test_splits.json"]
     )
+
+
+def test_the_tool_writes_the_shipped_manifests_from_each_sources_own_file_map(shared_data, tmp_path, capsys):
+    """tools/make_manifests.py names no source: each fetched source lists its files itself
+    (``manifest_files``), and what the tool writes from them is what the package ships."""
+    from dsr.collections import source_module
+    from tools import make_manifests
+
+    shipped = make_manifests.OUT
+    for path in shipped.glob("*.json"):
+        shutil.copy(path, tmp_path / path.name)
+    assert make_manifests.main(["--shared", str(shared_data)], out=tmp_path) == 0
+    for name in sources():
+        assert callable(source_module(name).manifest_files)
+        assert (tmp_path / f"{name}.json").read_bytes() == (shipped / f"{name}.json").read_bytes(), name
 
 
 def test_offline_default_source_paths_do_not_touch_the_network(dsr_home):
