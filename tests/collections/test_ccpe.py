@@ -139,3 +139,12 @@ def test_load_caches_and_missing_source(tmp_path, dsr_home):
     with pytest.raises(InputError) as err:
         ccpe.load(None, None)
     assert "dsr data fetch ccpe" in str(err.value)
+
+
+def test_it_keeps_the_collection_contract_on_its_fixture():
+    """dsr.testing's check, the one a plug-in's collection runs: it builds, loads, hashes the
+    same twice and through its benchmark file, and exports."""
+    from dsr import testing
+    from dsr.collections import source_module
+
+    testing.check_collection(source_module("ccpe"), FIXTURE, None, name="ccpe")

@@ -20,7 +20,7 @@ from dsr.core.data import read_benchmark, write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.text import STOPWORDS, content_words, tokenize
 from dsr.indexes.bm25 import BM25Index
-from tests.support.data import SHARED_DATA, data_sources
+from tests.support.data import FIXTURES, SHARED_DATA, data_sources
 
 SHARED = SHARED_DATA / "cmu_dog"
 #: query points of the valid split as built (the real count is reported in the README)
@@ -333,3 +333,12 @@ def test_load_valid_is_fast_the_second_time(source, valid):
     assert second.content_hash == first.content_hash == valid.content_hash
     assert second.meta["cache"] == first.meta["cache"]
     print(f"cmu_dog valid ({source.kind}): build+cache {build_s:.2f}s, cached load {time.perf_counter() - started:.2f}s")
+
+
+def test_it_keeps_the_collection_contract_on_its_fixture():
+    """dsr.testing's check, the one a plug-in's collection runs: it builds, loads, hashes the
+    same twice and through its benchmark file, and exports."""
+    from dsr import testing
+    from dsr.collections import source_module
+
+    testing.check_collection(source_module("cmu_dog"), FIXTURES / "cmu_dog", "valid", name="cmu_dog")

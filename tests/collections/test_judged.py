@@ -283,3 +283,12 @@ def test_the_fixture_is_the_cmu_dog_fixtures_points_with_judged_grades():
     assert any(
         {c.id: c.label for c in point.candidates} != {c.id: c.label for c in built[point.id].candidates} for point in judged
     )
+
+
+def test_it_keeps_the_collection_contract_on_its_fixture():
+    """dsr.testing's check, the one a plug-in's collection runs: it builds, loads, hashes the
+    same twice and through its benchmark file, and exports."""
+    from dsr import testing
+    from dsr.collections import source_module
+
+    testing.check_collection(source_module("cmu_dog_judged"), FIXTURES / "judged", None, name="cmu_dog_judged")

@@ -16,7 +16,7 @@ import pytest
 from dsr.collections import redial
 from dsr.core.data import read_benchmark, write_benchmark
 from dsr.core.errors import InputError
-from tests.support.data import data_sources, no_shared_data_reason
+from tests.support.data import FIXTURES, data_sources, no_shared_data_reason
 
 #: query points considered and kept, as built (the real counts are reported in the README)
 COUNTS = {"fixture": (10, 10), "shared": (3372, 1417)}
@@ -259,3 +259,12 @@ def test_load_caches(tmp_path, dsr_home):
     with pytest.raises(InputError) as err:
         redial.load(None, None)
     assert "dsr data fetch redial" in str(err.value)
+
+
+def test_it_keeps_the_collection_contract_on_its_fixture():
+    """dsr.testing's check, the one a plug-in's collection runs: it builds, loads, hashes the
+    same twice and through its benchmark file, and exports."""
+    from dsr import testing
+    from dsr.collections import source_module
+
+    testing.check_collection(source_module("redial"), FIXTURES / "redial", None, name="redial")

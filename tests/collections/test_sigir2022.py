@@ -368,3 +368,12 @@ def test_split_file_as_a_json_array(tmp_path):
     path = tmp_path / "splits.json"
     path.write_text(json.dumps([json.loads(x) for x in lines], indent=2))
     assert split_files.read_split_file(path) == split_files.read_split_file(CURRENT / "evaluation" / "val_test_splits.json")
+
+
+def test_it_keeps_the_collection_contract_on_its_fixture():
+    """dsr.testing's check, the one a plug-in's collection runs: it builds, loads, hashes the
+    same twice and through its benchmark file, and exports."""
+    from dsr import testing
+    from dsr.collections import source_module
+
+    testing.check_collection(source_module("sigir2022"), CURRENT, None, name="sigir2022")
