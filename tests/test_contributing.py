@@ -75,3 +75,16 @@ def test_the_worked_example_names_the_line_of_a_bad_record(example, tmp_path):
     with pytest.raises(InputError) as error:
         example.load(folder)
     assert error.value.line == 2 and "dialogues.jsonl" in str(error.value)
+
+
+def test_the_worked_example_keeps_dsr_testings_collection_contract(example, tmp_path):
+    from dsr import testing
+
+    folder = _source(
+        tmp_path,
+        [
+            {"id": "d1", "title": "Jazz", "turns": ["who?"], "candidates": [{"id": "s1", "text": "Miles.", "relevant": 1}]},
+            {"id": "d2", "title": "Tea", "turns": ["green?"], "candidates": [{"id": "s2", "text": "Green tea.", "relevant": 0}]},
+        ],
+    )
+    assert len(testing.check_collection(example, folder, name="team_chats")) == 2

@@ -108,7 +108,11 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     progress_only_on_a_terminal()
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else "")
+    try:
+        parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else "")
+    except InputError as err:  # the parts the parser lists: a name two plug-ins claim
+        print(f"dsr: error: {err}", file=sys.stderr)
+        return 2
     args = parse_arguments(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
