@@ -1,13 +1,14 @@
-"""BM25 indexes over a sentence pool: rank_bm25 (reference) and bm25s (fast).
+"""BM25 indexes over a sentence pool: rank_bm25's formulas (BM25Index) and bm25s's (BM25SIndex).
 
 Two uses:
 
 * **re-ranking** (the benchmark task): statistics (IDF, average length) come
   from the whole pool; :meth:`BM25Index.scores` scores only the given sentences
   (a dialogue's candidates).
-* **open retrieval**: :meth:`search` returns the top k of the whole pool.
-  :class:`BM25SIndex` (bm25s: scores precomputed into a sparse matrix) does
-  this far faster on large pools; ``bench/bench_retrieval.py`` measures it.
+* **open retrieval**: :meth:`search` returns the top k of the whole pool, with either
+  index: :class:`BM25SIndex` keeps bm25s's precomputed score matrix and its formulas,
+  :class:`BM25Index` rank_bm25's; each reads only the query's terms' postings
+  (``bench/bench_providers.py`` times both: the same order of time).
 
 Variants (rank_bm25 classes): ``okapi`` (BM25Okapi: IDF
 ``log((N - n + 0.5) / (n + 0.5))``, negative IDFs raised to
@@ -373,7 +374,7 @@ class QueryBatch:
 
 
 class BM25SIndex:
-    """bm25s over a pool: the fast backend for open retrieval (see the module docstring)."""
+    """bm25s over a pool: its score matrix and formulas, for open retrieval (see the module docstring)."""
 
     def __init__(
         self,
@@ -461,27 +462,27 @@ class BM25SIndex:
     def query_tokens(self, text: str) -> list[str]:
         return tokenize(text, stopwords=self.stopwords, stem=self.stem)
 
-    def _weights_vector(self, query: Query):
+    def _query_vector(self, query: Query) -> tuple[np.ndarray, np.ndarray]:
+        """The query's term rows of the score matrix and their weights (terms the pool lacks left out)."""
         vocab = self.model.vocab_dict
-        weights = np.zeros(len(self.model.scores["indptr"]) - 1, dtype=np.float64)
-        for token, weight in as_weights(query).items():
-            column = vocab.get(token)
-            if column is not None:
-                weights[column] += weight
-        return weights
+        pairs = [(vocab[token], weight) for token, weight in as_weights(query).items() if token in vocab]
+        return np.array([row for row, _ in pairs], dtype=np.int64), np.array([w for _, w in pairs], dtype=np.float64)
 
     def all_scores(self, query: Query) -> np.ndarray:
-        """Scores of every pool sentence: weights @ (term x sentence score matrix)."""
+        """Scores of every pool sentence: the query's rows of the (term x sentence) score matrix,
+        weighted; only those rows are read, so a query costs its terms' postings."""
         sparse = _sparse()
         if self._matrix is None:
             s = self.model.scores
             self._matrix = sparse.csr_matrix((s["data"], s["indices"], s["indptr"]), shape=(len(s["indptr"]) - 1, s["num_docs"]))
-        weights = self._weights_vector(query)
-        total = np.asarray(self._matrix.T @ weights, dtype=np.float64).ravel()
+        rows, weights = self._query_vector(query)
+        if not len(rows):
+            return np.zeros(self._matrix.shape[1])
+        total = np.asarray(self._matrix[rows].T @ weights, dtype=np.float64).ravel()
         nonoccurrence = getattr(self.model, "nonoccurrence_array", None)
         if nonoccurrence is not None:
             # bm25l/bm25+ store scores minus the "term absent" score; add it back.
-            total += float(weights @ nonoccurrence)
+            total += float(nonoccurrence[rows] @ weights)
         return total
 
     def scores(self, query: Query, ids: Sequence[str]) -> np.ndarray:

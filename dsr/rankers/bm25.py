@@ -3,7 +3,7 @@
 Re-ranking (:class:`BM25Ranker`, the benchmark task): IDF and average length
 come from the collection's whole sentence pool, and each dialogue's own
 candidates are scored. Open retrieval (:func:`bm25_search`): the top k of a
-whole pool for each query, with the fast bm25s backend by default.
+whole pool for each query, with bm25s's index and formulas by default.
 Formulas, variants and weighted queries: see :mod:`dsr.indexes.bm25`.
 """
 
