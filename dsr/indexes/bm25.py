@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from dsr.core.errors import InputError
-from dsr.core.params import Param
+from dsr.core.params import Param, defaults
 from dsr.core.text import tokenize
 from dsr.indexes.manifest import cached_build, expected_manifest, text_hash
 
@@ -225,70 +225,38 @@ class BM25Index:
         return self._csr, self._absent
 
     @classmethod
-    def cached(
-        cls,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        *,
-        name: str,
-        variant: str = "okapi",
-        k1: float = 1.2,
-        b: float = 0.75,
-        delta: float | None = None,
-        stopwords: bool = False,
-        stem: bool = False,
-        progress: bool = True,
-    ) -> BM25Index:
-        """Load ``DSR_HOME/indexes/bm25/NAME-...`` if its manifest matches these inputs, else build it."""
+    def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, progress: bool = True, **settings: Any) -> BM25Index:
+        """Load ``DSR_HOME/indexes/bm25/NAME-...`` if its manifest matches these inputs, else build
+        it; ``settings``: :data:`PARAMS` (the statistics depend only on variant, stopwords, stem)."""
+        index: BM25Index = _cached(cls, "bm25", ids, texts, name, index_settings(settings), progress)
+        return index
+
+    #: what the manifest keys, and the files an index is kept in
+    KEYED = ("variant", "stopwords", "stem")
+    BACKEND = "rank_bm25"
+    PACKAGES = ("rank_bm25", "PyStemmer")
+    FILES = ("tf.npz", "stats.npz", "vocab.json", "ids.json")
+
+    def _save(self, folder: Path) -> None:
         sparse = _sparse()
-        check_variant(variant)
-        expected = expected_manifest(
-            "bm25",
-            inputs=text_hash([*ids, *texts]),
-            params={"variant": variant, "stopwords": stopwords, "stem": stem, "backend": "rank_bm25"},
-            packages=("rank_bm25", "PyStemmer"),
-        )
-        built: dict[str, BM25Index] = {}
+        sparse.save_npz(folder / "tf.npz", self.tf)
+        np.savez(folder / "stats.npz", idf=self.idf, doc_len=self.doc_len, avgdl=self.avgdl)
+        vocab = sorted(self.vocab, key=lambda term: self.vocab[term])
+        (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+        (folder / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
 
-        def build(folder: Path) -> None:
-            index = cls(ids, texts, variant=variant, k1=k1, b=b, delta=delta, stopwords=stopwords, stem=stem, progress=progress)
-            sparse.save_npz(folder / "tf.npz", index.tf)
-            np.savez(folder / "stats.npz", idf=index.idf, doc_len=index.doc_len, avgdl=index.avgdl)
-            vocab = sorted(index.vocab, key=lambda term: index.vocab[term])
-            (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-            (folder / "ids.json").write_text(json.dumps(index.ids), encoding="utf-8")
-            built["index"] = index
-
-        folder, fresh = cached_build(
-            "bm25",
-            f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}",
-            expected,
-            build,
-            files=("tf.npz", "stats.npz", "vocab.json", "ids.json"),
-        )
-        if fresh:
-            return built["index"]
+    @classmethod
+    def _load(cls, folder: Path, ids: list[str], settings: dict[str, Any]) -> BM25Index:
         stats = np.load(folder / "stats.npz")
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         arrays = {
             "vocab": {t: i for i, t in enumerate(vocab)},
             "idf": stats["idf"],
-            "tf": sparse.load_npz(folder / "tf.npz").tocsr(),
+            "tf": _sparse().load_npz(folder / "tf.npz").tocsr(),
             "doc_len": stats["doc_len"],
             "avgdl": float(stats["avgdl"]),
         }
-        saved_ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
-        return cls(
-            saved_ids,
-            [""] * len(saved_ids),
-            variant=variant,
-            k1=k1,
-            b=b,
-            delta=delta,
-            stopwords=stopwords,
-            stem=stem,
-            _arrays=arrays,
-        )
+        return cls(ids, [""] * len(ids), **settings, _arrays=arrays)
 
     def query_tokens(self, text: str) -> list[str]:
         """Tokenise query text the way the pool was tokenised."""
@@ -411,53 +379,25 @@ class BM25SIndex:
         self._matrix: Any = None  # the scores as a scipy sparse matrix, made on first use
 
     @classmethod
-    def cached(
-        cls,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        *,
-        name: str,
-        variant: str = "okapi",
-        k1: float = 1.2,
-        b: float = 0.75,
-        delta: float | None = None,
-        stopwords: bool = False,
-        stem: bool = False,
-        progress: bool = True,
-    ) -> BM25SIndex:
-        """Load ``DSR_HOME/indexes/bm25s/NAME-...`` if its manifest matches, else build it."""
-        bm25s = _bm25s()
-        check_variant(variant)
-        expected = expected_manifest(
-            "bm25s",
-            inputs=text_hash([*ids, *texts]),
-            params={
-                "variant": variant,
-                "k1": k1,
-                "b": b,
-                "delta": delta,
-                "stopwords": stopwords,
-                "stem": stem,
-                "backend": "bm25s",
-            },
-            packages=("bm25s", "PyStemmer"),
-        )
-        built: dict[str, BM25SIndex] = {}
+    def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, progress: bool = True, **settings: Any) -> BM25SIndex:
+        """Load ``DSR_HOME/indexes/bm25s/NAME-...`` if its manifest matches, else build it;
+        ``settings``: :data:`PARAMS` (bm25s precomputes scores: every one is keyed)."""
+        index: BM25SIndex = _cached(cls, "bm25s", ids, texts, name, index_settings(settings), progress)
+        return index
 
-        def build(folder: Path) -> None:
-            index = cls(ids, texts, variant=variant, k1=k1, b=b, delta=delta, stopwords=stopwords, stem=stem, progress=progress)
-            index.model.save(str(folder / "bm25s"))
-            (folder / "ids.json").write_text(json.dumps(index.ids), encoding="utf-8")
-            built["index"] = index
+    KEYED = ("variant", "k1", "b", "delta", "stopwords", "stem")
+    BACKEND = "bm25s"
+    PACKAGES = ("bm25s", "PyStemmer")
+    FILES = ("bm25s", "ids.json")
 
-        folder, fresh = cached_build(
-            "bm25s", f"{name}-{variant}-sw{int(stopwords)}-st{int(stem)}", expected, build, files=("bm25s", "ids.json")
-        )
-        if fresh:
-            return built["index"]
-        model = bm25s.BM25.load(str(folder / "bm25s"))
-        saved_ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
-        return cls(saved_ids, variant=variant, stopwords=stopwords, stem=stem, _model=model)
+    def _save(self, folder: Path) -> None:
+        self.model.save(str(folder / "bm25s"))
+        (folder / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
+
+    @classmethod
+    def _load(cls, folder: Path, ids: list[str], settings: dict[str, Any]) -> BM25SIndex:
+        model = _bm25s().BM25.load(str(folder / "bm25s"))
+        return cls(ids, **{k: settings[k] for k in ("variant", "stopwords", "stem")}, _model=model)
 
     def query_tokens(self, text: str) -> list[str]:
         return tokenize(text, stopwords=self.stopwords, stem=self.stem)
@@ -494,6 +434,44 @@ class BM25SIndex:
 
     def search(self, query: Query, k: int = 100) -> list[tuple[str, float]]:
         return _top_k(self.ids, self.all_scores(query), k)
+
+
+def index_settings(given: Mapping[str, Any]) -> dict[str, Any]:
+    """An index's settings: :data:`PARAMS`' defaults with ``given`` (a name not declared is a TypeError)."""
+    unknown = sorted(set(given) - {p.name for p in PARAMS})
+    if unknown:
+        raise TypeError(f"unexpected settings {', '.join(unknown)}")
+    return {**defaults(PARAMS), **given}
+
+
+def _cached(
+    cls: Any, kind: str, ids: Sequence[str], texts: Sequence[str], name: str, settings: dict[str, Any], progress: bool
+) -> Any:
+    """``cls``'s index of ``texts`` under ``DSR_HOME/indexes/KIND``: loaded when its manifest
+    matches these inputs (the texts and ``cls.KEYED`` settings), else built and saved."""
+    check_variant(settings["variant"])
+    expected = expected_manifest(
+        kind,
+        inputs=text_hash([*ids, *texts]),
+        params={**{k: settings[k] for k in cls.KEYED}, "backend": cls.BACKEND},
+        packages=cls.PACKAGES,
+    )
+    built: dict[str, Any] = {}
+
+    def build(folder: Path) -> None:
+        built["index"] = cls(ids, texts, **settings, progress=progress)
+        built["index"]._save(folder)
+
+    folder, fresh = cached_build(
+        kind,
+        f"{name}-{settings['variant']}-sw{int(settings['stopwords'])}-st{int(settings['stem'])}",
+        expected,
+        build,
+        files=cls.FILES,
+    )
+    if fresh:
+        return built["index"]
+    return cls._load(folder, json.loads((folder / "ids.json").read_text(encoding="utf-8")), settings)
 
 
 def _top_k(ids: list[str], scores: np.ndarray, k: int) -> list[tuple[str, float]]:

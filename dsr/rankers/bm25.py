@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm
@@ -22,7 +23,7 @@ from dsr.core.forked import forked_map
 from dsr.core.params import Param
 from dsr.core.queries import OWN_STRATEGIES, STRATEGIES, query_terms
 from dsr.core.run import Run
-from dsr.indexes.bm25 import BACKENDS, BM25Index, BM25SIndex, QueryBatch
+from dsr.indexes.bm25 import BACKENDS, BM25Index, BM25SIndex, QueryBatch, index_settings
 from dsr.indexes.bm25 import PARAMS as INDEX_PARAMS
 from dsr.rankers.base import Ranker, ranker_config, strategy_tag
 
@@ -61,17 +62,8 @@ class BM25Ranker(Ranker):
         files that reuse local ids (c0, c1...) per dialogue score like unique ids."""
         p = self.params
         rows, row_of = collection.sentence_rows()
-        index = BM25Index.cached(
-            [c.id for c in rows],
-            [c.body for c in rows],
-            name=collection.name,
-            variant=p["variant"],
-            k1=p["k1"],
-            b=p["b"],
-            delta=p["delta"],
-            stopwords=p["stopwords"],
-            stem=p["stem"],
-        )
+        own = {name: p[name] for name in ("variant", "k1", "b", "delta", "stopwords", "stem")}  # the index's settings
+        index = BM25Index.cached([c.id for c in rows], [c.body for c in rows], name=collection.name, **own)
         return index, row_of
 
     def rank(self, collection: Collection) -> Run:
@@ -136,14 +128,9 @@ def bm25_search(
     k: int = 100,
     *,
     backend: str = "bm25s",
-    variant: str = "okapi",
-    k1: float = 1.2,
-    b: float = 0.75,
-    delta: float | None = None,
-    stopwords: bool = False,
-    stem: bool = False,
     name: str | None = None,
     tag: str = "bm25",
+    **settings: Any,
 ) -> Run:
     """Open retrieval: the top ``k`` sentences of ``pool`` for each query.
 
@@ -152,7 +139,8 @@ def bm25_search(
     ``{qid: {token: weight}}`` (e.g. from :func:`dsr.core.queries.query_terms`
     with the same tokeniser options). The index is cached under
     ``DSR_HOME/indexes`` as ``NAME`` (default: the collection's name, or
-    ``pool``). Ties are broken by pool order.
+    ``pool``). Ties are broken by pool order. ``settings``: the index's
+    (:data:`dsr.indexes.bm25.PARAMS`: variant, k1, b, delta, stopwords, stem).
     """
     if backend not in BACKENDS:
         raise InputError(f"unknown BM25 backend {backend!r}; choose from {', '.join(BACKENDS)}", field="backend")
@@ -162,17 +150,7 @@ def bm25_search(
     else:
         texts_by_id = dict(pool)
     cls = BM25SIndex if backend == "bm25s" else BM25Index
-    index = cls.cached(
-        list(texts_by_id),
-        list(texts_by_id.values()),
-        name=name or "pool",
-        variant=variant,
-        k1=k1,
-        b=b,
-        delta=delta,
-        stopwords=stopwords,
-        stem=stem,
-    )
+    index = cls.cached(list(texts_by_id), list(texts_by_id.values()), name=name or "pool", **settings)
     results = {}
     for qid, query in tqdm(
         queries.items(), desc=f"bm25 search ({backend})", unit="query", leave=False, disable=len(queries) < 200 or None
@@ -182,16 +160,6 @@ def bm25_search(
     return Run.from_scores(
         {q: dict(r) for q, r in results.items()},
         tag=tag,
-        config={
-            "search": "bm25",
-            "backend": backend,
-            "k": k,
-            "variant": variant,
-            "k1": k1,
-            "b": b,
-            "delta": delta,
-            "stopwords": stopwords,
-            "stem": stem,
-        },
+        config={"search": "bm25", "backend": backend, "k": k, **index_settings(settings)},
         initial_order={q: [d for d, _ in r] for q, r in results.items()},
     )

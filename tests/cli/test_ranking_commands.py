@@ -65,23 +65,7 @@ def test_run_params_reach_the_ranker(tmp_path, collection):
 
 def test_run_query_option_reaches_fusion_sub_rankers(tmp_path):
     out = tmp_path / "f.run"
-    assert (
-        main(
-            [
-                "run",
-                str(FIXTURE),
-                "--ranker",
-                "fusion",
-                "--query",
-                "last2",
-                "--param",
-                "rankers=initial,random",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert main(f"run {FIXTURE} --ranker fusion --query last2 --param rankers=initial,random --out {out}".split()) == 0
     side = json.loads((tmp_path / "f.run.json").read_text())
     assert side["params"]["query"] == "last2"
     assert "--query last2" in side["command_line"]

@@ -264,13 +264,18 @@ def _turn(uid, text, doc_idx=0):
     return {"docIdx": doc_idx, "text": text, "uid": uid, "utcTimestamp": "2018-02-28T18:11:32Z"}
 
 
-def test_tiny_source_and_errors(tmp_path):
-    history = [
-        _turn("user2", "hi, what is the movie?"),
+def _history(opening: str) -> list[dict]:
+    """A four-turn chat about Jaws whose last turn, a document reader's, is the query point."""
+    return [
+        _turn("user2", opening),
         _turn("user1", "Jaws, a shark movie"),
         _turn("user2", "what happens on the beaches?"),
         _turn("user1", "Brody closes the beaches after a woman is pulled under", 1),
     ]
+
+
+def test_tiny_source_and_errors(tmp_path):
+    history = _history("hi, what is the movie?")
     folder = _tiny_source(tmp_path / "ok", history)
     built = cmu_dog.build(folder, "valid")
     assert built.ids == ["abc-3"]
@@ -299,12 +304,7 @@ def test_tiny_source_and_errors(tmp_path):
 
 
 def test_load_caches_and_rebuilds_when_stale(tmp_path, dsr_home):
-    history = [
-        _turn("user2", "hi"),
-        _turn("user1", "Jaws, a shark movie"),
-        _turn("user2", "what happens on the beaches?"),
-        _turn("user1", "Brody closes the beaches after a woman is pulled under", 1),
-    ]
+    history = _history("hi")
     folder = _tiny_source(tmp_path / "src", history)
     first = cmu_dog.load(folder, "valid")
     cache = Path(first.meta["cache"])

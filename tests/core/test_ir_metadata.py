@@ -137,26 +137,8 @@ def test_a_run_without_sidecar_takes_its_config_from_the_header(tmp_path, capsys
 def test_rerank_header_names_the_stage_it_reranks(tmp_path):
     first, second = tmp_path / "bm25.run", tmp_path / "rerank.run"
     assert main(["run", "sample", "--ranker", "bm25", "--out", str(first)]) == 0
-    assert (
-        main(
-            [
-                "rerank",
-                "sample",
-                "--run",
-                str(first),
-                "--reranker",
-                "bi-encoder",
-                "--model",
-                "all-MiniLM-L6-v2",
-                "--top-k",
-                "3",
-                "--out",
-                str(second),
-                "--ir-metadata",
-            ]
-        )
-        == 0
-    )
+    argv = f"rerank sample --run {first} --reranker bi-encoder --model all-MiniLM-L6-v2 --top-k 3 --out {second} --ir-metadata"
+    assert main(argv.split()) == 0
     stages = _plain_yaml(second)["method"]["retrieval"]
     assert [s["name"] for s in stages] == ["bm25", "bi-encoder"]
     assert stages[1]["reranks"] == "bm25" and stages[1]["params"]["top_k"] == 3

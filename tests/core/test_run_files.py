@@ -164,24 +164,8 @@ def test_fused_ties_are_broken_alike_with_or_without_the_collection(tmp_path):
 
 def test_run_sidecar_holds_the_full_configuration(tmp_path, collection):
     out = tmp_path / "fusion.run"
-    assert (
-        main(
-            [
-                "run",
-                str(FIXTURE),
-                "--ranker",
-                "fusion",
-                "--param",
-                "rankers=initial,random",
-                "method=interp",
-                "weight=0.3",
-                "random.seed=5",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    argv = f"run {FIXTURE} --ranker fusion --param rankers=initial,random method=interp weight=0.3 random.seed=5 --out {out}"
+    assert main(argv.split()) == 0
     side = json.loads((tmp_path / "fusion.run.json").read_text())
     assert side["ranker"] == "fusion" and side["command"] == "run"
     assert side["params"] == {

@@ -112,24 +112,12 @@ def test_holm_over_the_candidates_tried_can_keep_the_default():
 
 
 def test_dsr_decide_prints_the_table_and_json(label_sets, tmp_path, capsys, monkeypatch):
-    from tests.support.data import SHARED_DATA
-
     silver, judged = label_sets
     monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
     _initial(silver).write(tmp_path / "initial.run")
     _run(silver, judged, "up", "up").write(tmp_path / "both.run")
     _run(silver, judged, "up", "down").write(tmp_path / "judged-only.run")
-    common = [
-        "decide",
-        "cmu_dog",
-        "cmu_dog_judged",
-        "--silver-source",
-        str(SHARED_DATA / "cmu_dog"),
-        "--silver-split",
-        "valid",
-        "--dev-source",
-        str(SHARED_DATA / "judged"),
-    ]
+    common = _decide_on_shared_data()
     assert (
         main(
             [
@@ -153,20 +141,10 @@ def test_dsr_decide_prints_the_table_and_json(label_sets, tmp_path, capsys, monk
 
 
 def test_bad_run_specs_are_bad_input(label_sets, tmp_path, capsys):
-    from tests.support.data import SHARED_DATA
-
     silver, _ = label_sets
     _initial(silver).write(tmp_path / "initial.run")
     common = [
-        "decide",
-        "cmu_dog",
-        "cmu_dog_judged",
-        "--silver-source",
-        str(SHARED_DATA / "cmu_dog"),
-        "--silver-split",
-        "valid",
-        "--dev-source",
-        str(SHARED_DATA / "judged"),
+        *_decide_on_shared_data(),
         "--default",
         str(tmp_path / "initial.run"),
     ]
@@ -176,3 +154,11 @@ def test_bad_run_specs_are_bad_input(label_sets, tmp_path, capsys):
     assert "SILVER_RUN,DEV_RUN" in capsys.readouterr().err
     assert main([*common, str(tmp_path / "initial.run")]) == 2  # same name twice
     assert "two runs named" in capsys.readouterr().err
+
+
+def _decide_on_shared_data() -> list[str]:
+    """``dsr decide`` on CMU_DoG valid's silver labels and the judged set in ../shared/data."""
+    from tests.support.data import SHARED_DATA
+
+    cmu, judged = SHARED_DATA / "cmu_dog", SHARED_DATA / "judged"
+    return f"decide cmu_dog cmu_dog_judged --silver-source {cmu} --silver-split valid --dev-source {judged}".split()

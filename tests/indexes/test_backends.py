@@ -245,23 +245,7 @@ def test_cli_backend_param(tmp_path, tiny_model, dsr_home, exports, capsys):
     first = tmp_path / "initial.run"
     assert main(["run", "sample", "--ranker", "initial", "--out", str(first)]) == 0
     out = tmp_path / "ce.run"
-    assert (
-        main(
-            [
-                "rerank",
-                "sample",
-                "--run",
-                str(first),
-                "--model",
-                str(tiny_model),
-                "--param",
-                "backend=openvino",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
+    assert main(f"rerank sample --run {first} --model {tiny_model} --param backend=openvino --out {out}".split()) == 0
     sidecar = json.loads((tmp_path / "ce.run.json").read_text())
     assert sidecar["params"]["backend"] == "openvino"
     assert "backend=openvino" in out.read_text().split("\n", 1)[0]  # the run tag names it
