@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsr import rankers as rankers_module
+from dsr.core import registry
 from dsr.core.data import read_benchmark
 from dsr.core.errors import InputError
 from dsr.core.fusion import combmnz, combsum, fuse, interp, minmax, rrf, wsum, zscore
@@ -177,11 +177,10 @@ class ByLength(Ranker):
 
 @pytest.fixture
 def stand_ins(monkeypatch):
+    """The two stand-ins registered as rankers for the test (and dropped after it)."""
     classes = {"by_score": ByScore, "by_length": ByLength}
-    for name in classes:
-        monkeypatch.setitem(rankers_module.RANKERS, name, f"tests:{name}")
-    real = rankers_module.ranker_class
-    monkeypatch.setattr(rankers_module, "ranker_class", lambda name: classes[name] if name in classes else real(name))
+    for name, cls in classes.items():
+        monkeypatch.setitem(registry._STATE.called["ranker"], name, registry.Entry("ranker", name, cls, "tests"))
     return classes
 
 
