@@ -68,7 +68,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
     ),  # its module fixture `home` trains two models: once, on one worker
     "train": ("tests/training/test_train.py",),  # its module fixture `trained` trains a model: once, on one worker
     "recipes": ("tests/training/test_recipes.py",),  # its module fixture `full` runs the full recipe: once, on one worker
-    "reproduce": ("tests/test_reproduce.py",),  # its module fixture `full_run` runs the full suite (25 s): once, on one worker
+    "reproduce": ("tests/test_reproduce.py",),
+    "readme-tasks": (
+        "tests/test_readme.py",
+    ),  # its tasks run in one folder and home, in order  # its module fixture `full_run` runs the full suite (25 s): once, on one worker
     "ray-cluster": (
         "tests/indexes/test_ray_cluster.py",
     ),  # its module fixture starts a two-node Ray cluster: once, on one worker
