@@ -342,7 +342,7 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     # lower on the judged development set), computed without most of its padding (`padding`
     # chunks, dsr.training.chunks: the same embeddings and loss; 169 s of training on 2 cores
     # against ~350 s padded per column), which `dsr decide` finds not significantly different
-    # on either label set (docs/results.md, "Issue 31: the training levers"; tools/issue31_levers.py)
+    # on either label set (the training-levers study, experiments/training_levers.py)
     "bi-encoder": {
         "query": "title+recent",
         "batch_size": 32,
