@@ -8,7 +8,7 @@ TORCH  := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: venv test test-fast lint reproduce headline bench clean
+.PHONY: venv test test-fast lint reproduce headline bench docs docs-serve clean
 
 venv: $(VENV)/.installed
 
@@ -61,8 +61,19 @@ reproduce: venv
 headline: venv
 	$(BIN)/dsr reproduce cmu_dog_dev $(if $(CMU_DOG),--source $(CMU_DOG)) --out out/cmu_dog_dev
 
+# every bench, then the docs' figure blocks from the result files they wrote (bench/results/)
 bench: venv
 	$(BIN)/python bench/run_all.py
+	$(BIN)/python tools/docs_figures.py --write
+
+# the documentation site (mkdocs.yml) into build/site, offline; --strict: a broken link, anchor
+# or API reference fails it. docs-serve serves it on loopback while you edit.
+DOCS_PORT ?= 8001
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict -a 127.0.0.1:$(DOCS_PORT)
 
 clean:
-	rm -rf $(VENV) out *.egg-info
+	rm -rf $(VENV) out build *.egg-info
