@@ -95,6 +95,13 @@ def test_the_readme_has_its_four_tasks_each_with_a_block():
     assert "Features" in found and "Links" in found
 
 
+def test_every_link_of_the_readme_is_a_file_of_the_repository():
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text())
+    assert links
+    missing = [link for link in links if not link.startswith("http") and not (ROOT / link).exists()]
+    assert not missing, missing
+
+
 def test_every_dsr_line_of_the_readme_parses():
     parser = build_parser()
     lines = [argv for block in bash_blocks(text()) for argv in dsr_lines(block)]
