@@ -79,8 +79,7 @@ def test_a_figure_typed_by_hand_is_caught_and_rewritten(tmp_path):
 def test_write_result_writes_what_a_block_renders(tmp_path, monkeypatch):
     import sys
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import benchinfo
+    from bench import benchinfo
 
     monkeypatch.setattr(sys, "argv", ["bench/bench_x.py", "--quick"])
     info = benchinfo.header("bench x")
