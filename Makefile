@@ -13,8 +13,8 @@ export TRANSFORMERS_OFFLINE ?= 1
 venv: $(VENV)/.installed
 
 # pip compiles every installed module to bytecode one file at a time; compileall does the same
-# files on every core (--no-compile, then -j 0): this step took 175 s instead of 220 s on 2
-# idle cores (Skylake Xeon, 2026-11-28; 22,633 .pyc files either way). The bytecode is
+# files on every core (--no-compile, then -j 0), which is quicker on a machine of several
+# cores, for the same .pyc files. The bytecode is
 # needed: where PYTHONDONTWRITEBYTECODE is set, as on this project's machines, nothing would
 # ever write it and every `dsr` would compile torch again. A file
 # that cannot compile under this Python (torch's tests of newer syntax) is left as pip

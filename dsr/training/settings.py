@@ -82,9 +82,9 @@ RECIPES: dict[str, Recipe] = {
     )
 }
 DEFAULT_RECIPE = "quick"
-#: the recipe the decision rule chose (``dsr train --recipe recommended``; docs/results.md,
-#: "Issue 41": ``full`` beat the quick recipe on title: body candidates on the judged
-#: development set and on silver valid, Holm-corrected, 2026-11-27)
+#: the recipe the decision rule chose (``dsr train --recipe recommended``; the training-recipes
+#: study, experiments/training_recipes.py: ``full`` beat the quick recipe on title: body
+#: candidates on the judged development set and on silver valid, Holm-corrected)
 RECOMMENDED = "full"
 
 #: the model: what is trained, from what, on which query and candidate text
@@ -340,8 +340,8 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     },
     # the earlier recipe stays (shorter ones, e.g. 56 steps of 32 at 128 word pieces, are
     # lower on the judged development set), computed without most of its padding (`padding`
-    # chunks, dsr.training.chunks: the same embeddings and loss; 169 s of training on 2 cores
-    # against ~350 s padded per column), which `dsr decide` finds not significantly different
+    # chunks, dsr.training.chunks: the same embeddings and loss, about half the time of padding
+    # per column), which `dsr decide` finds not significantly different
     # on either label set (the training-levers study, experiments/training_levers.py)
     "bi-encoder": {
         "query": "title+recent",
