@@ -62,7 +62,7 @@ RECIPES: dict[str, Recipe] = {
             "quick",
             "the default: 120 steps of 32 (3,840 of the 7,046 CMU_DoG training points, "
             "about half a pass), one list negative per point, lr 5e-5, candidates as bodies",
-            cost="169 s of training on 2 CPU cores",
+            cost="minutes of training on a laptop CPU; its time is on the docs' Benchmarks page",
         ),
         Recipe(
             "full",
@@ -77,7 +77,7 @@ RECIPES: dict[str, Recipe] = {
                 "lr": 5e-5,
                 "save_steps": 50,
             },
-            cost="812 s of training on 2 CPU cores (333 steps, bf16 autocast)",
+            cost="333 steps, bf16 autocast where the CPU has it: several times the quick recipe's time",
         ),
     )
 }
