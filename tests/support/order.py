@@ -69,6 +69,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "recipes": ("tests/training/test_recipes.py",),  # its module fixture `full` runs the full recipe: once, on one worker
     "reproduce": ("tests/test_reproduce.py",),  # its module fixture `full_run` runs the full suite: once, on one worker
     "readme-tasks": ("tests/test_readme.py",),  # its tasks run in one folder and home, in order
+    "wheel": ("tests/test_wheel.py",),  # its module fixture builds the wheel and a venv: once, on one worker
     "ray-cluster": (
         "tests/indexes/test_ray_cluster.py",
     ),  # its module fixture starts a two-node Ray cluster: once, on one worker
