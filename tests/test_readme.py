@@ -177,7 +177,7 @@ def test_reproducing_and_deciding_on_cmu_dog_dev_run_as_written(reader):
     folder, home = reader
     out = run_block(bash_blocks(sections()[TASKS[1]])[0], folder, home, timeout=1800)
     assert "already present, verified" in out and "RRF(BM25, dense)" in out
-    out = run_block(bash_blocks(sections()[TASKS[2]])[0], folder, home, timeout=2400)
+    out = run_block(bash_blocks(sections()[TASKS[2]])[0], folder, home, timeout=3600)
     assert (home / "models" / "my-bi").is_dir() and "my-bi" in out
 
 
