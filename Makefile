@@ -8,13 +8,13 @@ TORCH  := torch==2.13.0
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: venv test test-fast lint reproduce headline bench clean
+.PHONY: venv test test-fast lint reproduce headline bench docs docs-serve clean
 
 venv: $(VENV)/.installed
 
 # pip compiles every installed module to bytecode one file at a time; compileall does the same
-# files on every core (--no-compile, then -j 0): this step took 175 s instead of 220 s on 2
-# idle cores (Skylake Xeon, 2026-11-28; 22,633 .pyc files either way). The bytecode is
+# files on every core (--no-compile, then -j 0), which is quicker on a machine of several
+# cores, for the same .pyc files. The bytecode is
 # needed: where PYTHONDONTWRITEBYTECODE is set, as on this project's machines, nothing would
 # ever write it and every `dsr` would compile torch again. A file
 # that cannot compile under this Python (torch's tests of newer syntax) is left as pip
@@ -61,8 +61,19 @@ reproduce: venv
 headline: venv
 	$(BIN)/dsr reproduce cmu_dog_dev $(if $(CMU_DOG),--source $(CMU_DOG)) --out out/cmu_dog_dev
 
+# every bench, then the docs' figure blocks from the result files they wrote (bench/results/)
 bench: venv
 	$(BIN)/python bench/run_all.py
+	$(BIN)/python tools/docs_figures.py --write
+
+# the documentation site (mkdocs.yml) into build/site, offline; --strict: a broken link, anchor
+# or API reference fails it. docs-serve serves it on loopback while you edit.
+DOCS_PORT ?= 8001
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-serve: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict -a 127.0.0.1:$(DOCS_PORT)
 
 clean:
-	rm -rf $(VENV) out *.egg-info
+	rm -rf $(VENV) out build *.egg-info

@@ -1,7 +1,7 @@
 """Open retrieval at >= 1 M sentences: BM25 and IVF-PQ build and search, int8 encoding, and the
 plan for English Wikipedia (~150 M sentences) extrapolated from them.
 
-    python bench/bench_million.py [--work DIR]    # about 4 minutes on 2 cores, 2 GB of disk
+    python bench/bench_million.py [--work DIR]    # minutes on 2 cores, 2 GB of disk
     python bench/bench_million.py --work /tmp/m --docs 200 --encode 500   # a smoke test
 
 The corpus: the real documents of bench_corpus.py (every CMU_DoG conversation
@@ -22,7 +22,7 @@ is its own:
 * **encode**: ``--encode`` sentences of the corpus (seeded rows) on the
   fastest backend this CPU has (openvino-int8 with VNNI/AMX; the export is
   made before and not timed): sentences/s. The whole corpus is **not**
-  encoded (1 M sentences would take ~25 min of both cores);
+  encoded (1 M sentences would take far longer);
 * **vectors**: every sentence's vector is one of the encoded sample's real
   vectors (seeded choice) plus Gaussian noise (sd 0.05 per dimension),
   normalised: **not the model's vectors**, but vectors of its dimension and

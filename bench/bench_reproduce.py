@@ -46,7 +46,7 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from benchinfo import footer, goal, header, peak_rss_mib  # noqa: E402
+from benchinfo import footer, goal, header, peak_rss_mib, write_result  # noqa: E402
 
 
 def cpu_seconds() -> float:
@@ -279,6 +279,12 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the homes and outputs (their folder is printed)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument(
+        "--result",
+        metavar="NAME",
+        help="the result file the docs show, bench/results/NAME.json (default reproduce_COLLECTION, "
+        "with _fast under --fast; 'none': not written)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -363,6 +369,22 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(
             json.dumps({"header": info, "backend": backend, "figures": figures}, indent=2), encoding="utf-8"
+        )
+    name = args.result or f"reproduce_{Path(args.collection).stem}" + ("_fast" if args.fast else "")
+    if name != "none":
+        rows = [
+            [f"{code}, {label}", f"{figures[code][label]['total']:.1f} s", f"{figures[code]['cpu'][label]['total']:.1f} s",
+             f"{figures[code]['peak_rss_mib'][label]:.0f} MiB"]
+            for code in figures
+            for label in ("cold", "warm")
+        ]  # fmt: skip
+        write_result(
+            name,
+            info,
+            ["run", "wall", "CPU", "peak RSS"],
+            rows,
+            title=f"dsr reproduce {args.collection}, cold (a fresh DSR_HOME) and warm, backend {backend}",
+            notes=[f"Median of {args.rounds} round(s)." + ("" if same else " Outputs DIFFER from the baseline's.")],
         )
     return 0
 

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from dsr.collections import REFERENCE, load_collection
-from dsr.core import forked
+from dsr.core import docs_url, forked
 from dsr.core.atomic import atomic_dir, check_replaceable, write_json
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
@@ -122,7 +122,7 @@ def skip_reason(no_cross_encoder: bool) -> str:
         return "skipped: --no-cross-encoder"
     return (
         f"skipped: no cross-encoder given (--cross-encoder MODEL) and no trained default "
-        f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see docs/training.md)"
+        f"({DEFAULT_CROSS_ENCODER}); train one with `dsr train` (see {docs_url('training')})"
     )
 
 

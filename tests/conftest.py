@@ -8,7 +8,7 @@ here once for the whole suite (``pytest_plugins``): a test takes them by name.
 **Tiers** (docs/contributing.md): ``make test-fast`` runs ``-m "not slow"``, ``make test``
 runs everything. A test is ``slow`` when it starts a server, a database, a browser, a Ray
 cluster or a helper process, exports an OpenVINO model, trains a model, reads the real data in
-../shared/data, or takes more than about 5 s. Most are marked here by the fixtures they take (``tests.support.tiers``), the rest
+../shared/data, or is slow by the durations report. Most are marked here by the fixtures they take (``tests.support.tiers``), the rest
 with ``@pytest.mark.slow`` or a module's ``pytestmark``; a test that starts one of those things
 without the mark fails and says so (``tiers.require_slow``; tests/test_tiers.py).
 """
@@ -30,7 +30,7 @@ from tests.support import order, processes, tiers
 
 pytest_plugins = ["tests.support.data", "tests.support.board", "tests.support.tool_runs", "tests.support.exports"]
 
-# No time limit per example: hypothesis' default deadline (200 ms) fails an example that a loaded
+# No time limit per example: hypothesis' default deadline fails an example that a loaded
 # machine or a parallel run slows down, and speed targets live in the benchmarks (bench/), never
 # in timed tests.
 settings.register_profile("dsr", deadline=None)
@@ -54,13 +54,11 @@ def pytest_collection_modifyitems(config, items):
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
     """``-n auto``: for the whole suite, one worker more than the cores this process may run on
-    (where PYTEST_XDIST_AUTO_NUM_WORKERS is set, xdist's own hook reads it). A sixth of a 2-core
+    (where PYTEST_XDIST_AUTO_NUM_WORKERS is set, xdist's own hook reads it). Part of a 2-core
     run's CPU stood idle while workers waited on their servers, browsers, clusters and
-    subprocesses; a third worker fills it (2026-11-27, 2 cores: 474 s with 3 workers, 512 s with
-    4, 595 s with 2). The fast tier (``-m "not slow"``) starts none of those, so a worker more
-    only adds its own collection and imports (~20 CPU s each): one worker per core
-    (2026-11-28, Skylake Xeon, 2 cores, `make test-fast` back to back: 235 and 232 s with 3
-    workers, 201 and 213 s with 2; docs/contributing.md)."""
+    subprocesses; a third worker fills it (the suite was quickest so). The fast tier
+    (``-m "not slow"``) starts none of those, so a worker more only adds its own collection and
+    imports: one worker per core."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # the next implementation (xdist's) answers
     return tiers.auto_workers(config, len(os.sched_getaffinity(0)))
@@ -80,7 +78,7 @@ def pytest_runtest_protocol(item, nextitem):
     # What earlier tests and imports left on the heap is frozen while this one runs: a full
     # collection (accelerate's Trainer makes one at every training start; Python's own, as objects
     # pile up) scans only what this test made. In a worker that has run hundreds of tests those
-    # scans took ~40 s of a run. Unfrozen after it (splicing a list: free), so what became garbage
+    # scans took a large share of a run. Unfrozen after it (splicing a list: free), so what became garbage
     # is collected as before.
     gc.freeze()
     try:
@@ -113,8 +111,8 @@ def pytest_configure(config):
 
 def share_tls_contexts() -> None:
     """One TLS context per setting in each process of the run. httpx makes one for every client
-    (loading the CA bundle: ~30 ms), and every ``httpx.get``/``post`` is a client of its own: the
-    tests' ~1,400 clients to their loopback servers (plain http) spent ~35 s of a run there. A
+    (loading the CA bundle), and every ``httpx.get``/``post`` is a client of its own: the tests'
+    clients to their loopback servers (plain http) spent a noticeable share of a run there. A
     context is safe to share between clients and threads; where httpx's layout differs this
     does nothing."""
     try:
@@ -156,7 +154,7 @@ def session_temp_folder(config) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config):
     """The heap frozen before pytest's last collections (five full ones, for unraisable
-    exceptions): in a worker that has run a few hundred tests they took longer than the 5 s
+    exceptions): in a worker that has run a few hundred tests they took longer than the time
     xdist's gateway gives a worker to end, and it then sent the worker a SIGINT, whose
     KeyboardInterrupt printed a warning under the run's last line."""
     gc.freeze()
@@ -190,7 +188,7 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture(autouse=True)
 def dsr_home(tmp_path_factory, monkeypatch):
     """Every test gets its own empty DSR_HOME, and ``backend=auto`` means torch (the exact path:
-    an int8 export per test's fresh home would cost 30-90 s; tests of auto unset DSR_BACKEND)."""
+    an int8 export per test's fresh home would be slow; tests of auto unset DSR_BACKEND)."""
     home = tmp_path_factory.mktemp("dsr_home")
     monkeypatch.setenv("DSR_HOME", str(home))
     monkeypatch.setenv("DSR_BACKEND", "torch")

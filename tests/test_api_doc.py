@@ -12,7 +12,7 @@ import pytest
 from tests.support.order import RANX
 
 # a block converts to ranx: one worker compiles it (tests/support/order.py); the walk runs every
-# block of docs/api.md (a reproduce, fusions, figures): 41 s on the 2-core Skylake Xeon
+# block of docs/api.md (a reproduce, fusions, figures)
 pytestmark = [RANX, pytest.mark.slow]
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 

@@ -1,8 +1,8 @@
 """The docs name only code that exists: every ``dsr.…`` dotted name in backticks in README.md and
-docs/*.md resolves (a module, or a name in one), and no page names the packages issue 33
-removed (``eval``, ``retrieval``, a top-level ``indexes``) as where code lives, except where it
-tells how ``tools/relayout.py`` rewrites old scripts. (docs/api.md said "the code lives in
-`retrieval` (the domain), `indexes` … and `eval`" long after they were gone.)"""
+docs/*.md resolves (a module, or a name in one), and no page names the top-level packages of an
+earlier layout (``eval``, ``retrieval``, a top-level ``indexes``) as where code lives. (A page
+said "the code lives in `retrieval` (the domain), `indexes` … and `eval`" long after they were
+gone.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 DOTTED = re.compile(r"`(dsr(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\(\))?`")
 REMOVED = re.compile(r"`(eval|retrieval|indexes)(?:\.[A-Za-z_.]+)?`|\bfrom (eval|retrieval|indexes)\.\w")
 
@@ -45,26 +45,23 @@ def test_every_dotted_dsr_name_in_the_docs_exists():
     assert not missing, missing
 
 
-def test_no_doc_names_the_packages_issue_33_removed():
-    """Except in a paragraph that tells that history (it names issue 33 or tools/relayout.py)."""
-    found = []
-    for doc in DOCS:
-        for paragraph in doc.read_text(encoding="utf-8").split("\n\n"):
-            if "issue 33" in paragraph or "relayout" in paragraph:
-                continue
-            for line in paragraph.splitlines():
-                if REMOVED.search(line):
-                    found.append(f"{doc.relative_to(ROOT)}: {line.strip()}")
+def test_no_doc_names_the_packages_of_an_earlier_layout():
+    found = [
+        f"{doc.relative_to(ROOT)}: {line.strip()}"
+        for doc in DOCS
+        for line in doc.read_text(encoding="utf-8").splitlines()
+        if REMOVED.search(line)
+    ]
     assert not found, found
 
 
-def test_no_docstring_names_the_packages_issue_33_removed():
+def test_no_docstring_names_the_packages_of_an_earlier_layout():
     """The same for the code's own docstrings and comments (``eval`` for ``dsr.evaluation``)."""
     stale = re.compile(r"``(eval|retrieval|indexes)``")
     found = [
         f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
         for path in sorted((ROOT / "dsr").rglob("*.py"))
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if stale.search(line) and "relayout" not in line
+        if stale.search(line)
     ]
     assert not found, found

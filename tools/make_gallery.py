@@ -2,7 +2,7 @@
 
     nice python tools/make_gallery.py [--source ../shared/data/judged] [--dpi 110]
 
-Runs ``dsr reproduce cmu_dog_judged`` (the baseline suite, about 30 s with the dense
+Runs ``dsr reproduce cmu_dog_judged`` (the baseline suite, quick with the dense
 model cached) into a temporary folder, then writes each figure of its report as a
 PNG at ``--dpi`` (the report's own are 300 dpi; these are small, for reading the
 docs) into ``docs/gallery/``, and ``docs/gallery/README.md`` with each figure's

@@ -18,7 +18,7 @@ from dsr.board.intake import ranking_digest, unpack_run
 from dsr.board.models import Phase, Submission
 from dsr.board.published import published_metadata
 from dsr.board.service import Board, Metadata, Refused
-from dsr.core import __version__
+from dsr.core import __version__, docs_url
 from dsr.core.errors import InputError
 from dsr.core.run import parse_run_line, sidecar_path
 from dsr.core.textfiles import without_bom
@@ -396,7 +396,7 @@ def _ladder_table(lb, fmt: str, about: dict) -> str:
     head = " & ".join(["System", "Team", *map(latex_escape, lb.measures)])
     lines = [f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()]
     lines += [
-        "% published values of a hidden phase (the ladder rule, docs/board.md)\n",
+        f"% published values of a hidden phase (the ladder rule, {docs_url('board')})\n",
         "\\begin{tabular}{ll" + "r" * len(lb.measures) + "}\n\\toprule\n",
         head + " \\\\\n\\midrule\n",
     ]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from dsr.core import docs_url
 from dsr.core.data import Collection, Dialogue
 from dsr.core.errors import InputError
 
@@ -201,6 +202,6 @@ def refuse(problems_found: list[str]) -> None:
             "A phase may share no dialogue with a hidden phase's labels when either "
             "publishes per-dialogue values (a public phase, or a final one once frozen), and "
             "two hidden phases over the same labels must differ in at least min_dialogues "
-            "dialogues (docs/board.md: Phases over the same labels); allow_overlap overrides",
+            f"dialogues ({docs_url('board', 'phases-over-the-same-labels')}); allow_overlap overrides",
             field="allow_overlap",
         )

@@ -129,7 +129,7 @@ def _stats():
 
 
 def warm() -> None:
-    """Import scipy.stats now (about 0.4 s on a 2-core machine): a server does it at its
+    """Import scipy.stats now (a noticeable import): a server does it at its
     start, and a submission to a ladder phase before its write transaction, so the first
     ladder test never imports it while holding the database's write lock (which made
     every other submission wait: the board's p95 under 20 clients)."""

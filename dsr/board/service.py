@@ -74,7 +74,7 @@ LINE_ALLOWANCE = 96
 #: the request's thread. 0: every run. A 20-dialogue run's parse and scoring (a few ms) cost
 #: less than the hand-over alone, but in the request's thread they hold the server's GIL, which
 #: 20 concurrent requests and the event loop share: measured with 20 clients (bench/bench_board.py), the
-#: server spent 7.2 instead of 9.6 ms of CPU a submission with every run sent to the workers
+#: server spent less CPU a submission with every run sent to the workers
 POOL_MIN_BYTES = 0
 #: the largest id a row can have (PostgreSQL ``integer``); larger ones name no row
 MAX_ID = 2**31 - 1

@@ -25,11 +25,11 @@ import os
 import sys
 import traceback
 
-from dsr.cli.commands import COMMANDS
+from dsr.cli.commands import COMMANDS, listing
 from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
 from dsr.cli.flags import shown_as_flag
 from dsr.cli.help import add_defaults_and_examples
-from dsr.core import __version__
+from dsr.core import __version__, docs_url
 from dsr.core.atomic import disk_full, full_disk_error
 from dsr.core.errors import InputError
 from dsr.core.quiet import quiet_libraries, set_verbose
@@ -45,14 +45,16 @@ def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
     imports no command module. By default every module registers (tests, documentation)."""
     parser = argparse.ArgumentParser(
         prog="dsr",
+        usage="dsr [-h] [--version] COMMAND ...",
         description="Sentence retrieval in dialogue: build collections, rank, rerank, "
         "evaluate with the official split protocol, reproduce the baselines.",
-        epilog="Exit codes: 0 success, 2 bad input (the message names file, line/record "
+        epilog=listing() + "\n\nExit codes: 0 success, 2 bad input (the message names file, line/record "
         "and field), 1 internal error. Data and indexes live under $DSR_HOME "
-        "(default ~/.cache/dsr).",
+        f"(default ~/.cache/dsr).\n\ndocumentation:\n  {docs_url()}",
     )
     parser.add_argument("--version", action="version", version=f"dsr {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # the commands are listed by task in the epilog (commands.listing), not in argparse's one list
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", help=argparse.SUPPRESS)
     wanted = (
         {module for module, _ in COMMANDS.values()}
         if command is EVERY

@@ -29,6 +29,7 @@ from dsr.board.settings import (
 from dsr.board.workers import check_socket_room
 from dsr.cli.commands import summary
 from dsr.cli.common import add_param_flags, param_values
+from dsr.core import docs_url
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError, require_extra
 from dsr.core.params import by_name, resolve
@@ -55,7 +56,7 @@ def register(subparsers) -> None:
     s = subparsers.add_parser(
         "serve",
         help=summary("serve"),
-        description="Serve the leaderboard: boards, run pages, a submission form and /api/... (see docs/board.md).",
+        description=f"Serve the leaderboard: boards, run pages, a submission form and /api/... (see {docs_url('board')}).",
         epilog=BOARD_EPILOG,
     )
     _db_options(s)
@@ -67,7 +68,7 @@ def register(subparsers) -> None:
     _submit_parser(subparsers)
 
     b = subparsers.add_parser(
-        "board", help=summary("board"), description="Organisers' commands (see docs/board.md).", epilog=BOARD_EPILOG
+        "board", help=summary("board"), description=f"Organisers' commands (see {docs_url('board')}).", epilog=BOARD_EPILOG
     )
     sub = b.add_subparsers(dest="board_command", metavar="ACTION")
 

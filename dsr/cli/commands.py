@@ -41,6 +41,38 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: ``dsr --help`` lists the commands by task, in this order (a command of no group is listed last,
+#: under "other"; tests/cli/test_cli_help.py checks that every command has its group)
+GROUPS: dict[str, tuple[str, ...]] = {
+    "evaluate": ("evaluate", "validate", "trec_eval", "agreement"),
+    "rank and fuse": ("run", "rerank", "fuse", "reproduce"),
+    "train and decide": ("train", "kfold", "decide"),
+    "leaderboard": ("serve", "submit", "board"),
+    "judging": ("judge",),
+    "corpus": ("corpus", "pool"),
+    "data and export": ("collections", "data", "stats", "export", "qrels"),
+}
+
+
+def grouped() -> dict[str, list[str]]:
+    """Every command of :data:`COMMANDS` under its task (``other`` for one no group names)."""
+    out = {title: [c for c in names if c in COMMANDS] for title, names in GROUPS.items()}
+    named = {c for names in GROUPS.values() for c in names}
+    rest = [c for c in COMMANDS if c not in named]
+    if rest:
+        out["other"] = rest
+    return out
+
+
+def listing(width: int = 14) -> str:
+    """The commands by task, as ``dsr --help`` prints them."""
+    lines = ["commands, by task (dsr COMMAND --help for each):"]
+    for title, names in grouped().items():
+        lines.append(f"  {title}:")
+        lines += [f"    {name:<{width}}{summary(name)}" for name in names]
+    return "\n".join(lines)
+
+
 def summary(command: str) -> str:
     """The one-line help of ``command`` (what ``dsr --help`` lists)."""
     return COMMANDS[command][1]

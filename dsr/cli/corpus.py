@@ -24,6 +24,7 @@ from dsr.cli.common import (
     collection_from_args,
     param_values,
 )
+from dsr.core import docs_url
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.params import parse_assignments, resolve
@@ -69,7 +70,7 @@ def register(subparsers) -> None:
         "corpus",
         help=summary("corpus"),
         description="Build a sentence corpus from documents (Parquet shards), index it (BM25 with global "
-        "statistics, dense vectors, FAISS IVF-PQ) and search it. See docs/scale.md.",
+        "statistics, dense vectors, FAISS IVF-PQ) and search it. See " + docs_url("scale") + ".",
     )
     sub = corpus.add_subparsers(dest="corpus_command", metavar="STEP")
     _register_build(sub)
@@ -115,7 +116,7 @@ def _register_index(sub) -> None:
         metavar="K/N",
         help="encode only shard numbers = K-1 modulo N (--dense): N jobs, on as many Ray "
         "clusters or nodes, share one corpus; then a run without --part finishes "
-        "it (docs/scale.md)",
+        f"it ({docs_url('scale')})",
     )
     index.add_argument(
         "--param",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, check_out, collection_from_args
-from dsr.core import registry
+from dsr.core import docs_url, registry
 from dsr.core.errors import InputError
 from dsr.evaluation.qrels import qrels_from_collection, write_qrels
 from dsr.interchange import FORMATS
@@ -24,8 +24,8 @@ formats (each export also writes dsr_export.json: collection hash, query strateg
   beir         corpus.jsonl, queries.jsonl, qrels/test.tsv, candidates.jsonl
   hf           README.md (dataset configs), corpus/queries/qrels/candidates/dialogues .jsonl
   ir_datasets  docs.tsv, queries.tsv, qrels.trec, scoreddocs.run
-See docs/interchange.md for loading each with its library.
-"""
+See {docs} for loading each with its library.
+""".format(docs=docs_url("interchange"))
 
 
 def register(subparsers) -> None:

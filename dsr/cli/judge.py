@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dsr.cli.common import add_param_flags, param_values
 from dsr.collections import load_collection
+from dsr.core import docs_url
 from dsr.core.atomic import atomic_dir, atomic_write, check_output_path, write_json
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
@@ -21,8 +22,8 @@ from dsr.judging.quality import CAMPAIGN_PARAMS, EXTRA, FLAG_PARAMS, METHOD, OVE
 JUDGE_EPILOG = """\
 A campaign lives in the leaderboard's database (--db; default SQLite at
 $DSR_HOME/board/board.sqlite): give dsr serve the same --db and assessors judge at /judge.
-Walk-through: docs/judging.md.
-"""
+Walk-through: {docs}.
+""".format(docs=docs_url("judging"))
 
 
 def _db(parser: argparse.ArgumentParser) -> None:

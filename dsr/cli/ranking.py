@@ -49,6 +49,7 @@ from dsr.cli.common import (
     collection_from_args,
 )
 from dsr.collections import load_collection
+from dsr.core import docs_url
 from dsr.core.errors import InputError
 from dsr.core.fusion import (
     FUSER_ABOUT,
@@ -92,7 +93,7 @@ def _fuse_epilog() -> str:
         "tied scores in an input run: ranked as trec_eval ranks them (doc id descending), with a "
         "warning; --backend ranx ranks them as ranx does (numba's unstable sort of the file's "
         "lines), which reproduces ranx's fused run file for file. ranx's first call in a process "
-        "compiles numba code (5-7 s with numba's cache, 20-40 s without: docs/api.md).",
+        "compiles numba code once (cached by numba after that).",
     ]
     lines += [textwrap.fill(note, 100, subsequent_indent="  ") for note in notes]
     return "\n".join(lines) + "\n"
@@ -389,7 +390,7 @@ def _add_ir_metadata_argument(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also write the run's provenance as an ir_metadata header (# lines "
         "at the top; trec_eval and ir_measures reject them: see "
-        "docs/interchange.md)",
+        f"{docs_url('interchange')})",
     )
 
 

@@ -20,6 +20,7 @@ from dsr.cli.commands import summary
 from dsr.cli.common import add_param_flags
 from dsr.cli.evaluation import add_report_arguments
 from dsr.collections import load_collection
+from dsr.core import docs_url
 from dsr.core.timing import StageTimer
 from dsr.evaluation import tables
 from dsr.evaluation.measures import split_measure_list
@@ -107,7 +108,7 @@ def register(subparsers) -> None:
         choices=CHOICES,
         help=f"backend for the dense and cross-encoder models (default {DEFAULT_BACKEND}: exact, "
         "the same table on every CPU; openvino, openvino-bf16, openvino-int8: faster, figures "
-        f"differ, see docs/models.md; auto: {FAST_BACKEND} where the CPU has VNNI or AMX, else "
+        f"differ, see {docs_url('models')}; auto: {FAST_BACKEND} where the CPU has VNNI or AMX, else "
         f"torch; --fast: {FAST_BACKEND})",
     )
     add_report_arguments(p)
@@ -167,7 +168,7 @@ NEXT_STEPS = (
     "next, the first table on real public data (cmu_dog_dev: 389 judged CMU_DoG query points):\n"
     "  dsr data fetch cmu_dog          # CMU_DoG at its pinned commit, every file verified\n"
     "  dsr reproduce cmu_dog_dev       # or --source DIR with a copy of CMU_DoG (make headline)\n"
-    "its reference table, to compare with: README.md"
+    f"its reference table, to compare with: {docs_url('results')}"
 )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, param_values
-from dsr.core import registry
+from dsr.core import docs_url, registry
 from dsr.core.home import models_dir
 from dsr.training.card import describe_run, text_params
 from dsr.training.recipe import train
@@ -26,7 +26,7 @@ def register(subparsers) -> None:
         "pool negatives; use it with `dsr run --ranker dense --param model=dsr:NAME`) "
         "or a cross-encoder (--model-type cross-encoder; `dsr rerank --model dsr:NAME`) "
         "on COLLECTION's labels and save it as $DSR_HOME/models/NAME. The defaults "
-        "finish in under 30 minutes on 2 CPU cores; see docs/training.md. The judged "
+        f"finish on a laptop CPU; see {docs_url('training')}. The judged "
         "development set (cmu_dog_judged) is never trained on (exit 2).",
         epilog=recipes_help(),
     )
@@ -44,7 +44,7 @@ def recipes_help() -> str:
     for _, recipe in registry.items("recipe"):
         lines.append(f"{recipe.name}: {recipe.summary}" + (f" ({recipe.cost})" if recipe.cost else ""))
         lines.append(f"    = {recipe.flags() or '(the defaults above)'}")
-    lines.append(f"recommended: {RECOMMENDED}, the one the decision rule chose (docs/results.md)")
+    lines.append(f"recommended: {RECOMMENDED}, the one the decision rule chose (dsr decide --help)")
     return "\n".join(lines)
 
 

@@ -260,10 +260,10 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     records = points()
     if not records:
         raise InputError(
-            f"no development points: {POINTS_FILE.name} is not made yet (tools/make_cmu_dog_dev.py)", path=POINTS_FILE
+            f"no development points: {POINTS_FILE.name} is missing from the installed package (reinstall dsr)", path=POINTS_FILE
         )
-    # only the listed points are built (each exactly as CMU_DoG's build makes it): about a second,
-    # where building and reading the whole of train and valid took ~15 s cold and ~4 s from the cache
+    # only the listed points are built (each exactly as CMU_DoG's build makes it), a small part of
+    # building and reading the whole of train and valid
     built = cmu_dog.build_points(
         Path(source), {split: [r["id"] for r in records if r["split"] == split] for split in ("valid", "train")}
     )

@@ -48,7 +48,7 @@ FILE_NAME = "cmu_dog-valid-judged.jsonl"
 #: content hashes (dsr.core.data.Collection.content_hash) of the published judged files
 KNOWN_HASHES: frozenset[str] = frozenset(
     {
-        "896240b0fe42ae3a7bc539c341c12107c0c584f9ca72760eddf06cae7b9e47a8",  # 2026-11-22, 115 points
+        "896240b0fe42ae3a7bc539c341c12107c0c584f9ca72760eddf06cae7b9e47a8",  # the file of 115 points
     }
 )
 #: point fingerprint -> label tag (null: the silver labels are the same) of each judged point

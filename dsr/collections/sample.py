@@ -55,7 +55,6 @@ SOURCE = SourceInfo(
         "bundled: needs no download and no --source",
         "--split plain|grounded keeps one subset",
         f"initial scores: {INITIAL_RANKER}",
-        "regenerate with: python tools/make_sample.py (check with --check)",
     ),
 )
 

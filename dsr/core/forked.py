@@ -16,7 +16,7 @@ use, at most :data:`MAX_WORKERS`.
 
 A worker ends with the process that forked it, however that one ends (SIGKILL included: on
 Linux through ``PR_SET_PDEATHSIG``): an orphaned pool worker would otherwise wait on its task
-queue forever, holding its memory (two outlived a killed ``dsr reproduce`` by 49 minutes).
+queue forever, holding its memory (two long outlived a killed ``dsr reproduce``).
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ def _model_query_budget(
         length = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
     if length is not None and (Path(folder) / "tokenizer.json").is_file():
         # the Rust tokenizer a fast Hugging Face tokenizer wraps, without importing transformers
-        # (1.6 s of a warm `dsr reproduce`): the same word pieces
+        # (a large part of a warm `dsr reproduce`): the same word pieces
         return max(1, int(length) - SPECIAL_TOKENS), rust_token_counter(Path(folder) / "tokenizer.json")
     from transformers import AutoTokenizer
 

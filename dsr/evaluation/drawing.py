@@ -1,7 +1,6 @@
 """A report's figures drawn by worker processes while the rest of the report is written.
 
-Drawing is most of a report's writing time (``dsr reproduce`` on a SIGIR-sized set: 5 to
-6 s of 7, against 1 to 2 s for the run files and tables): the figures' bootstrap
+Drawing is most of a report's writing time (more than the run files and tables): the figures' bootstrap
 intervals, matplotlib's layout and the 300 dpi PNGs. :class:`Drawing` starts them at once
 in up to ``workers`` processes, each drawing a share of the figures (balanced by their
 measured cost), and hands back the same captions and files as drawing them here would.
@@ -27,7 +26,7 @@ from dsr.core.forked import can_fork, default_workers, die_with_parent
 from dsr.evaluation import figure_cache, figures, significance
 from dsr.evaluation.figure_files import figure_files
 
-#: relative drawing time of each figure (SIGIR-sized report, 2026-11-26); others: 1
+#: relative drawing time of each figure (measured on a SIGIR-sized report); others: 1
 COST = {"diff_vs_baseline": 3.0, "measures": 2.5}
 #: the most figures a report has (:func:`dsr.evaluation.figures.figure_makers`): more workers idle
 MAX_FIGURES = 5

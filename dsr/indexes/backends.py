@@ -56,8 +56,7 @@ beside the pinned torch): the same module stack exported with
 ``torch.onnx.export``, fp32 with ORT's transformer graph optimisations, and
 int8 by ORT's own ``quantize_dynamic`` (int8 weights, activations quantised at
 run time: no calibration). In one interleaved run on 600 real CMU_DoG
-sentences and 300 (turn, sentence) pairs (2 cores, load 7-9, 2026-11-23),
-against torch fp32: bi-encoder ORT fp32 2.0x, ORT int8 3.9-4.0x, OpenVINO int8
+sentences and 300 (turn, sentence) pairs, against torch fp32: bi-encoder ORT fp32 2.0x, ORT int8 3.9-4.0x, OpenVINO int8
 7.7x; cross-encoder ORT fp32 1.9x, ORT int8 3.4-3.8x, OpenVINO int8 7.4x; and
 ORT's dynamic int8 strays further from torch (smallest cosine 0.923 against
 0.994 for OpenVINO's; Spearman of the cross-encoder's scores 0.95 against
@@ -105,9 +104,9 @@ INT8_UNITS = ("avx512_vnni", "avx_vnni", "amx_int8")
 #: what each kind's module stack outputs (sentence-transformers' feature names)
 OUTPUTS = {"bi-encoder": "sentence_embedding", "cross-encoder": "scores"}
 #: calibration items for int8: the first this many of the bundled sample collection's texts or
-#: pairs in a seeded order (of 548 texts, 508 pairs). NNCF's statistics passes cost about 26 ms
-#: an item on 2 cores (issue 44: all 548 took 16.5 s of a 24.9 s export, 128 take 5.4 s of 11.6 s);
-#: the tables' distance to torch is measured again by bench/backend_deltas.py (docs/models.md).
+#: pairs in a seeded order (of 548 texts, 508 pairs). NNCF's statistics passes cost time per item,
+#: most of an export's with all of them; the tables' distance to torch is measured again by
+#: bench/backend_deltas.py.
 CALIBRATION_SIZE = 128
 CALIBRATION_SEED = 0
 #: the int8 recipe, recorded in the manifest (a change rebuilds)
@@ -141,7 +140,7 @@ def _openvino(part: str | None = None):
     (importing this module does not load it).
 
     Without telemetry: OpenVINO's converter and NNCF send usage events by default (opt-out), each
-    from a process forked off this one (about 70 an export, 5 s of CPU, and a network request a
+    from a process forked off this one (dozens an export, each costing CPU, and a network request a
     default code path must not make); with ``openvino_telemetry`` unimportable they use their own
     stubs and send nothing. Left alone where something imported it before dsr did."""
     sys.modules.setdefault(TELEMETRY, None)  # type: ignore[arg-type]  # None: `import` raises ImportError
@@ -341,7 +340,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     for port, name in zip(converted.inputs, inputs):
         port.get_tensor().set_names({name})
     # torch's side of the check, computed beside the quantisation (whose compiles and one-item
-    # passes leave a core mostly idle): about 1.3 s off the export's wall time (issue 44)
+    # passes leave a core mostly idle), which shortens the export's wall time
     checked = calibration[:CHECK_ITEMS]
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsr-export-check")
     reference = pool.submit(_reference, module, model, kind, checked)
@@ -386,7 +385,7 @@ def _convert(ov, torch, module, example: tuple):
 
 #: torch's outputs on the check items, by (model key, kind, the items' sha256): the same for each
 #: backend's export of a model, so computed once a process (a cross-encoder's 64 long pairs take
-#: 3 to 4 s on a core); the last few models' only
+#: a while on a core); the last few models' only
 _REFERENCES: dict[tuple[str, str, str], np.ndarray] = {}
 REFERENCES_KEPT = 4
 
@@ -417,7 +416,7 @@ def _agreement(ref: np.ndarray, fed: FastModel, items: list) -> dict[str, Any]:
     if fed.kind == "bi-encoder":
         cos = (ref * got).sum(1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(got, axis=1))
         return {"items": len(items), "mean_cosine": float(cos.mean()), "min_cosine": float(cos.min())}
-    from scipy.stats import spearmanr  # the cross-encoder's alone (0.5 s to import)
+    from scipy.stats import spearmanr  # the cross-encoder's alone (a slow import)
 
     got = got.reshape(len(items), -1)[:, 0]
     return {"items": len(items), "spearman": float(spearmanr(ref, got).statistic), "max_abs_diff": float(np.abs(ref - got).max())}
@@ -527,7 +526,7 @@ def length_order(lengths: Sequence[int]) -> list[int]:
 
 #: the last model compiled (key: the sha256 of its files and the settings): the export's check compiles
 #: the model it has just written, and the encoder loaded next in the same process (a cold ``dsr
-#: reproduce --fast``) takes that one instead of compiling it again (0.4-0.5 s; issue 44)
+#: reproduce --fast``) takes that one instead of compiling it again
 _COMPILED: dict[tuple[str, str], Any] = {}
 
 

@@ -125,8 +125,8 @@ class BM25Index:
     document frequencies, lengths, average length); scores are then computed
     from them as one sparse matrix of per-(sentence, term) contributions, with
     rank_bm25's formula for the variant, because its own ``get_batch_scores``
-    converts the whole length list on every call and loops in Python (846
-    dialogues x 50 candidates took ~30 s that way, well over the 2 s target).
+    converts the whole length list on every call and loops in Python (far too
+    slow for a SIGIR-sized collection).
     Scores equal rank_bm25's ``get_scores`` (tests/rankers/test_bm25.py checks both a
     hand computation and rank_bm25 itself).
     """

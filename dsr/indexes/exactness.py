@@ -27,6 +27,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from dsr.core import docs_url
 from dsr.indexes.backends import INT8_UNITS
 
 #: the backend whose figures every note is measured against
@@ -35,7 +36,7 @@ EXACT = "torch"
 BACKEND_HELP = (
     "inference backend (torch, the default: exact, the same figures on every CPU; openvino, "
     "openvino-bf16, openvino-int8: faster on CPUs, figures differ by amounts measured per "
-    "collection, see docs/models.md; auto: openvino-int8 where the CPU has VNNI or AMX, else torch)"
+    f"collection, see {docs_url('models')}; auto: openvino-int8 where the CPU has VNNI or AMX, else torch)"
 )
 
 

@@ -25,7 +25,7 @@ import torch
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
 #: texts per chunk: 96 texts a step (32 triplets) in 6 chunks; smaller chunks pad less but
-#: multiply smaller matrices (measured on 2 CPU cores, docs/training.md)
+#: multiply smaller matrices (measured on 2 CPU cores)
 CHUNK = 16
 
 

@@ -63,7 +63,7 @@ RECIPES: dict[str, Recipe] = {
             "quick",
             "the default: 120 steps of 32 (3,840 of the 7,046 CMU_DoG training points, "
             "about half a pass), one list negative per point, lr 5e-5, candidates as bodies",
-            cost="169 s of training on 2 CPU cores",
+            cost="minutes of training on a laptop CPU; its time is on the docs' Benchmarks page",
         ),
         Recipe(
             "full",
@@ -78,7 +78,7 @@ RECIPES: dict[str, Recipe] = {
                 "lr": 5e-5,
                 "save_steps": 50,
             },
-            cost="812 s of training on 2 CPU cores (333 steps, bf16 autocast)",
+            cost="333 steps, bf16 autocast where the CPU has it: several times the quick recipe's time",
         ),
     )
 }
@@ -88,9 +88,9 @@ for _recipe in RECIPES.values():
 #: every recipe's name, and ``recommended`` (read when used)
 RECIPE_NAMES = registry.Names("recipe", extra=("recommended",))
 DEFAULT_RECIPE = "quick"
-#: the recipe the decision rule chose (``dsr train --recipe recommended``; docs/results.md,
-#: "Issue 41": ``full`` beat the quick recipe on title: body candidates on the judged
-#: development set and on silver valid, Holm-corrected, 2026-11-27)
+#: the recipe the decision rule chose (``dsr train --recipe recommended``; the training-recipes
+#: study, experiments/training_recipes.py: ``full`` beat the quick recipe on title: body
+#: candidates on the judged development set and on silver valid, Holm-corrected)
 RECOMMENDED = "full"
 
 #: the model: what is trained, from what, on which query and candidate text
@@ -346,9 +346,9 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     },
     # the earlier recipe stays (shorter ones, e.g. 56 steps of 32 at 128 word pieces, are
     # lower on the judged development set), computed without most of its padding (`padding`
-    # chunks, dsr.training.chunks: the same embeddings and loss; 169 s of training on 2 cores
-    # against ~350 s padded per column), which `dsr decide` finds not significantly different
-    # on either label set (docs/results.md, "Issue 31: the training levers"; tools/issue31_levers.py)
+    # chunks, dsr.training.chunks: the same embeddings and loss, about half the time of padding
+    # per column), which `dsr decide` finds not significantly different
+    # on either label set (the training-levers study, experiments/training_levers.py)
     "bi-encoder": {
         "query": "title+recent",
         "batch_size": 32,

@@ -49,7 +49,7 @@ def test_the_deduction_reads_exact_counts_and_nothing_more():
 
 
 @pytest.mark.slow
-def test_the_rule_before_issue_40_gave_labels_away_and_the_grids_alone_some(shared_data):
+def test_a_rule_without_grids_and_noise_gives_labels_away_and_the_grids_alone_some(shared_data):
     """The measured figures the docs quote: the old rule (0.01 grid, no noise) lets the attack
     fix over 200 labels exactly; the group grids without noise still let one variant fix some
     (where two groups' cells meet at their edges); the board's rule none."""

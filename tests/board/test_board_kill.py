@@ -28,10 +28,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("board-kill")]  # one la
 
 #: 12 kills, each at a moment drawn from a fixed seed: every trial makes 4 clients' 6-7
 #: submissions, so the 12 cut 50-80 requests in all, at every stage of a submission (20 trials
-#: cut no kind more; each start costs 1-2 s, the scoring worker's new interpreter)
+#: cut no kind more; each start costs the scoring worker's new interpreter)
 TRIALS = 12
 CLIENTS = 4
-BUDGET_S = 120  # a bound, not a target: measured 15-30 s per database on a loaded 2-core machine
+BUDGET_S = 120  # a bound, not a target: far above what a loaded 2-core machine takes
 
 
 def consistent(db: str, store: Path) -> dict:
@@ -136,7 +136,7 @@ def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs, launcher):
             client.start()
         # a random moment: after 0 to 4 runs accepted (whatever the machine's speed; a trial's
         # first answers are often its duplicates' 409s, and counting those let a slow machine
-        # kill before a new run was stored: 7 accepted in 12 trials), then 0-0.3 s
+        # kill before a new run was stored), then a short random pause
         wait_for(lambda n=rng.randint(0, 4): sum(r["status"] == 201 for r in results) >= n, 20)
         time.sleep(rng.uniform(0.0, 0.3))
         launcher.kill(pid)

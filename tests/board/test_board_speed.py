@@ -192,7 +192,7 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
 
 @pytest.mark.slow
 def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(tmp_path, runs, monkeypatch):
-    """A hidden phase's answer runs the ladder's t-test, which needs scipy.stats (0.4 s to
+    """A hidden phase's answer runs the ladder's t-test, which needs scipy.stats (a slow
     import). Imported under the write lock, it held every other writer back: the p95's
     tail. A submission to a ladder phase imports it before its transaction; ``dsr serve``'s
     ``Board.warm_up`` at start (checked in a fresh interpreter: nothing had imported it)."""

@@ -120,7 +120,7 @@ def _kill_trials(forker, tmp_path, out, jobs, after, is_new, duration: float) ->
 def _timed(forker, job) -> float:
     """Run ``job`` to the end in the helper itself (warming what its children inherit), then
     once more in a child, as a trial runs it; returns how long the child took (a child starts
-    warm: 0.2 s where the helper's first run drew the figures for 2.4 s, and a random kill
+    warm: far quicker than the helper's first run, which drew the figures, and a random kill
     within the helper's duration mostly came after the command had ended)."""
     assert forker.run({**job, "warm": True}) == {"exit": 0}
     start = time.monotonic()

@@ -99,7 +99,7 @@ def tiny_encoder(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_reproduce_fast_exports_int8_without_a_library_line_on_screen_or_in_a_log(tmp_path, tiny_encoder):
-    """``--fast`` with a tiny bi-encoder for the dense rows (MiniLM's export costs 25 s; the
+    """``--fast`` with a tiny bi-encoder for the dense rows (MiniLM's export is slow; the
     tiny one's int8 export prints the same library lines when verbose: sentence-transformers'
     and transformers' TracerWarnings, the FutureWarning, ``loss_type=None``, NNCF's bars)."""
     home = tmp_path / "home"

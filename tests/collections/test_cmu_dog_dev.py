@@ -23,7 +23,7 @@ pytestmark = REAL_CMU_DOG
 @slow_fixture
 def real(tmp_path_factory):
     """The real CMU_DoG splits, loaded once (``cmu_dog.load``: the built collection's checks and
-    its 3,373 train conversations, 3-4 s a call) for the tests that compare with them;
+    its 3,373 train conversations, seconds a call) for the tests that compare with them;
     ``cmu_dog_dev``'s builder itself builds only its own points (``cmu_dog.build_points``)."""
     with shared_data_home(tmp_path_factory) as home:
         folder = SHARED_DATA / "cmu_dog"

@@ -82,7 +82,7 @@ def test_nothing_is_forked_while_a_thread_is_in_no_fork():
 @pytest.mark.parametrize("pool", ["forked_map", "drawing"])
 def test_workers_end_with_the_process_that_forked_them_even_when_it_is_killed(pool, tmp_path):
     """A SIGKILLed command leaves no worker waiting on its queue (two orphaned workers of a
-    killed ``dsr reproduce`` once outlived it by 49 minutes): every worker ends with it."""
+    killed ``dsr reproduce`` once long outlived it): every worker ends with it."""
     import signal
     import time
 

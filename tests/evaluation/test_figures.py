@@ -187,7 +187,7 @@ def test_every_line_has_one_width(drawn):
         assert _widths(fig) == {figures.LINE_WIDTH}, stem
 
 
-@pytest.mark.slow  # every figure drawn twice at 300 dpi and quantised: 15 s per results set (2-core Skylake Xeon)
+@pytest.mark.slow  # every figure drawn twice at 300 dpi and quantised, per results set
 def test_a_png_holds_the_pixels_of_matplotlib_s_own_png_in_256_colours(results):
     """The PNG is made from Agg's pixels directly (not from matplotlib's PNG, decoded again):
     the same pixels, so the same 256 colours, for every figure and at a height that is not a
@@ -210,7 +210,7 @@ def test_a_png_holds_the_pixels_of_matplotlib_s_own_png_in_256_colours(results):
         assert np.array_equal(np.asarray(got.convert("RGB")), np.asarray(expected.convert("RGB"))), stem
 
 
-@pytest.mark.slow  # every figure written at 300 dpi and every PDF rendered: 10-13 s per results set (2-core Skylake Xeon)
+@pytest.mark.slow  # every figure written at 300 dpi and every PDF rendered, per results set
 def test_pngs_are_300_dpi_and_every_pdf_renders(drawn, tmp_path):
     import struct
 

@@ -37,8 +37,8 @@ def test_holm_and_bonferroni_equal_the_hand_written_values_and_statsmodels(monke
     import gc
 
     # multipletests(method="holm") runs gc.collect() on every call (the reason dsr does not
-    # call it): in a test process holding torch and transformers that is 0.1-0.5 s a call, 125
-    # calls here; a collection changes no number, so the comparison runs without it
+    # call it): in a test process holding torch and transformers that is slow, and this test makes
+    # many calls; a collection changes no number, so the comparison runs without it
     monkeypatch.setattr(gc, "collect", lambda *args: 0)
     np.testing.assert_array_equal(holm(P), HOLM_BEFORE)
     np.testing.assert_array_equal(bonferroni(P), BONFERRONI_BEFORE)

@@ -151,8 +151,8 @@ def test_export_is_cached_with_a_manifest_and_rebuilt_when_stale(tiny_model, dsr
 @pytest.mark.slow
 def test_an_export_traces_on_the_cpu_when_torch_sees_a_gpu(tiny_model, dsr_home, monkeypatch):
     """Where torch sees a GPU, sentence-transformers loads a model on it; the export must trace
-    it on the CPU, where OpenVINO runs and the example inputs are (on an H100 machine,
-    2026-11-28, ``--backend openvino`` failed: "Expected all tensors to be on the same device").
+    it on the CPU, where OpenVINO runs and the example inputs are (on a GPU machine,
+    ``--backend openvino`` once failed: "Expected all tensors to be on the same device").
     Here torch is told it sees one: a model sent there fails (this torch has no CUDA)."""
     import torch
 

@@ -484,8 +484,8 @@ def test_ray_and_in_process_build_the_same_corpus_and_indexes(tmp_path, monkeypa
     # other people's memory (our actors use ~0.5 GB each): let the local Ray run up to 99.5 %.
     monkeypatch.setenv("RAY_memory_usage_threshold", "0.995")
     # Ray runs its workers at nice 15 (RAY_worker_niceness). Beside a full run's other xdist
-    # workers (nice 0) they got a few % of a core: this test took 22 s alone and 165 s in the
-    # run, nearly all of it waiting (82-131 s in CI's runs). At 0 its time is its own cost.
+    # workers (nice 0) they got a few % of a core, and this test spent nearly all of a full run
+    # waiting. At 0 its time is its own cost.
     monkeypatch.setenv("RAY_worker_niceness", "0")
     from dsr.indexes.corpus.distributed import Executor
 

@@ -79,7 +79,7 @@ print(json.dumps({"long_cpu_s": seconds, "token_peak": peak, "token_texts": [len
 """
 
 
-@pytest.mark.slow  # megabytes of text built twice: 17 s on the 2-core Skylake Xeon
+@pytest.mark.slow  # megabytes of text built twice
 def test_huge_paragraphs_and_tokens_build_in_linear_time_and_bounded_memory(tmp_path):
     """A 500 KB one-line document took minutes (pysbd is quadratic) and a 20 MB
     token 3.2 GB; now seconds, and a peak of Python allocations of a few times the input."""
@@ -96,7 +96,7 @@ def test_huge_paragraphs_and_tokens_build_in_linear_time_and_bounded_memory(tmp_
     )
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout)
-    assert got["long_cpu_s"] < 30, got  # measured 2.4 s; the quadratic splitter: > 200 s
+    assert got["long_cpu_s"] < 30, got  # linear: the quadratic splitter takes far longer
     assert got["long_sentences"] == text.count("."), got  # every sentence, none cut
     assert got["token_peak"] < 5 * 20_000_000, got  # measured 2.0x (the JSON line and its text)
     assert got["token_texts"] == [len("It starts."), 1000 + len(" It ends.")], got  # the token cut

@@ -51,7 +51,7 @@ pytestmark = [
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 40  # seconds for a node to start (a loaded 2-core machine)
 #: seconds for the nodes to stop on SIGTERM before SIGKILL: neither node of `ray start --block`
-#: had stopped 30 s after it (Ray 2.60, 2026-11-27), so a longer wait only delays the SIGKILL
+#: had stopped long after it (Ray 2.60), so a longer wait only delays the SIGKILL
 STOP_TIMEOUT = 1
 RAY = [sys.executable, "-c", "import sys; from ray.scripts.scripts import main; sys.argv[0] = 'ray'; main()"]
 

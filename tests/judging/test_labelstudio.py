@@ -2,7 +2,7 @@
 (from its own virtual environment: tools/labelstudio_venv.sh makes it; the test is skipped,
 saying so, only when that environment is absent). The server starts in a data folder of its
 own, on a copy of the empty, migrated database that script leaves beside the environment (a
-start on a new database first applies Label Studio's ~300 migrations: 25-70 s).
+start on a new database first applies Label Studio's ~300 migrations, which is slow).
 
 ``dsr judge export-tasks --format label-studio`` (one task per dialogue) -> a project made with the exported labelling
 config (Label Studio validates it) and instructions -> the tasks imported -> three annotators'

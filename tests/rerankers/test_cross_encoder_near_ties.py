@@ -119,9 +119,8 @@ def test_a_fast_backend_or_bf16_is_left_as_it_is(tiny_ce, sample, monkeypatch):
 def test_fp32_logits_are_well_inside_the_margin_of_float64_s(sample, exports):
     """NEAR_TIE's margin, measured: a MiniLM-L6 cross-encoder's fp32 logits (the exact path:
     batches, oneDNN) against float64's (each pair alone) on the sample's first 4 dialogues' top
-    10. Measured 2026-11-28 on the first 8 dialogues' top 20: up to 2.7e-6, logits from -1.3
-    to 2.3 (fp32's error grows with a logit's size: the margin allows logits about 10 times
-    these)."""
+    10 (fp32's error grows with a logit's size: the margin allows logits about 10 times the
+    sample's)."""
     model = resolve_model(str(exports.model("minilm-ce")), "cross-encoder")
     first = make_ranker("initial")(sample)
     rerank = make_reranker("cross-encoder", model=model.path, query="all", backend="torch")

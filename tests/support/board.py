@@ -117,7 +117,7 @@ def postgres():
     server.stop()
 
 
-#: tmpfs: where an SQLite commit's fsync (``synchronous=FULL``: 2 ms and more on a disk other
+#: tmpfs: where an SQLite commit's fsync (``synchronous=FULL``: slow on a disk other
 #: processes write to, one per grade) costs nothing, as the throwaway PostgreSQL runs with
 #: fsync=off; what the tests prove is the same (a killed process loses no committed row either
 #: way). For tests that commit thousands of times (test_quality's graded campaigns); the
@@ -362,7 +362,7 @@ for line in sys.stdin:
 
 class ForkedServers:
     """``dsr serve`` processes forked from one launcher that has imported dsr already (and
-    scipy.stats, which a start's warm-up imports: 1-2 s of each start otherwise), so a kill
+    scipy.stats, which a start's warm-up imports: most of each start otherwise), so a kill
     test can start (and SIGKILL) a real server many times in a few seconds. Each start still
     runs all of ``dsr serve``: its checks, the migration, recovery, its scoring workers (their
     forkserver is a new interpreter), the warm-up and uvicorn."""
@@ -422,7 +422,7 @@ class ForkedServers:
 @pytest.fixture(scope="module")
 @slow_fixture
 def launcher(tmp_path_factory):
-    """One :class:`ForkedServers` for a module's tests (its start, 2-4 s of imports, paid once);
+    """One :class:`ForkedServers` for a module's tests (its start, seconds of imports, paid once);
     a test gives each start its own log."""
     servers = ForkedServers(tmp_path_factory.mktemp("launcher") / "launcher.log")
     yield servers

@@ -93,7 +93,7 @@ def shared_data_home(tmp_path_factory) -> Iterator[Path]:
     """For a module-scoped fixture built from ../shared/data (skipped when it is absent): a
     DSR_HOME set inside the block (the per-test home is function-scoped); yields it. It is one
     home for the whole run (per xdist worker), so the collections built from the real files
-    (CMU_DoG train: 3,373 conversations, 15-20 s) are built once and reused by every module;
+    (CMU_DoG train: 3,373 conversations) are built once and reused by every module;
     the modules that build CMU_DoG train share one xdist group (``REAL_CMU_DOG``), so one worker
     builds it."""
     reason = no_shared_data_reason()

@@ -1,6 +1,6 @@
 """OpenVINO exports built once per test run and shared by the tests that use them.
 
-An export costs 3 to 30 s (all-MiniLM-L6-v2, int8 most), and every test has its own
+An export is slow (all-MiniLM-L6-v2, int8 most), and every test has its own
 ``DSR_HOME``, so each test used to build its own copy of the same export. The session fixture
 ``exports`` builds each (model, kind, backend) once per run, in a folder every xdist worker
 shares (under a file lock: the first worker to need it builds it, the others wait and reuse

@@ -38,9 +38,8 @@ KEY = "dsr/module_seconds"
 #: the guessed cost of a slow test in a module no run has measured yet
 SLOW_SECONDS = 10.0
 #: where no run has measured them yet (a fresh clone, as in CI): the seconds of the modules whose
-#: few slow tests take far more than SLOW_SECONDS each (CI's --durations, 2026-11-27; the four
-#: below it: their --durations in a run of 2 workers after the exports sent no telemetry,
-#: 2026-11-27 09:10), so they start first and do not end the run on one worker while the other idles
+#: few slow tests take far more than SLOW_SECONDS each (CI's --durations; the four
+#: below it: their --durations in a run of 2 workers), so they start first and do not end the run on one worker while the other idles
 FIRST_GUESS = {
     "tests/test_readme_tables.py": 115.0,
     "tests/cli/test_quiet.py": 67.0,
@@ -49,7 +48,7 @@ FIRST_GUESS = {
     "tests/indexes/test_corpus.py": 46.0,
 }
 #: the xdist group of the modules that run ranx: its first use in a process compiles numba's
-#: typed containers and its kernels (10-20 s, and more where numba's on-disk cache is cold, as
+#: typed containers and its kernels (seconds, and more where numba's on-disk cache is cold, as
 #: in a fresh virtual environment), so one worker pays it for all of them (``--dist loadgroup``)
 RANX = pytest.mark.xdist_group("ranx")
 #: every xdist group and its modules (the scheduler's; each module's mark names its group)
@@ -68,7 +67,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     ),  # its module fixture `home` trains two models: once, on one worker
     "train": ("tests/training/test_train.py",),  # its module fixture `trained` trains a model: once, on one worker
     "recipes": ("tests/training/test_recipes.py",),  # its module fixture `full` runs the full recipe: once, on one worker
-    "reproduce": ("tests/test_reproduce.py",),  # its module fixture `full_run` runs the full suite (25 s): once, on one worker
+    "reproduce": ("tests/test_reproduce.py",),  # its module fixture `full_run` runs the full suite: once, on one worker
+    "readme-tasks": ("tests/test_readme.py",),  # its tasks run in one folder and home, in order
+    "wheel": ("tests/test_wheel.py",),  # its module fixture builds the wheel and a venv: once, on one worker
     "ray-cluster": (
         "tests/indexes/test_ray_cluster.py",
     ),  # its module fixture starts a two-node Ray cluster: once, on one worker

@@ -2,8 +2,8 @@
 
 ``make test-fast`` runs ``-m "not slow"``; ``make test`` runs everything. A test is ``slow``
 when it starts a server, a database, a browser, a Ray cluster or a helper process, exports an
-OpenVINO model, trains a model, reads the real data in ../shared/data, or takes more than about
-5 s (docs/contributing.md).
+OpenVINO model, trains a model, reads the real data in ../shared/data, or is slow by the durations
+report (docs/contributing.md).
 
 Most slow tests are marked by the fixtures they take: a fixture that starts one of those things
 is declared with :func:`slow_fixture` (under ``@pytest.fixture``), and ``tests/conftest.py``

@@ -136,8 +136,8 @@ async def read_upload(form) -> tuple[bytes, str, Metadata, bytes | None]:
 #: the process's one GIL. 40 threads (anyio's limit for FastAPI's sync routes) under 20
 #: clients each held a little work and handed the GIL round the lot, and more of them held a
 #: PostgreSQL connection at once than the pool keeps (10), so overflow connections were opened
-#: and closed all the time: p95 at 20 clients 199 ms on PostgreSQL and 158 on SQLite, against
-#: 127 and 134 with 4 threads a process of 2 scoring workers (bench/bench_board.py, docs/board.md)
+#: and closed all the time: p95 latency was higher on both databases than with 4 threads a
+#: process of 2 scoring workers (bench/bench_board.py writes the figures)
 SPARE_THREADS = 2
 
 

@@ -95,7 +95,7 @@ class Executor:
                     # A local Ray's processes are this process's children: its workers inherit
                     # the environment (PASSED_ENV, and PYTHONPATH naming this checkout) as it is
                     # during ray.init. No runtime_env: with one, every worker (the encoder actor
-                    # too) is started through Ray's runtime-env agent, 0.3-0.6 s more each.
+                    # too) is started through Ray's runtime-env agent, a slower start each.
                     path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
                     with _environ(PYTHONPATH=path):
                         ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")

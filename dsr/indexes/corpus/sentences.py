@@ -19,7 +19,7 @@ sentences shorter than ``min_chars`` are dropped without renumbering the
 others, so a kept sentence's id does not depend on the threshold.
 
 Bounded work on any input: pysbd's time grows with the square of the text it
-is given (a one-line document of 100 KB took 29 s), so a paragraph longer than
+is given (a long one-line document took minutes), so a paragraph longer than
 ``CHUNK_CHARS`` is cut into pieces of at most that many characters before it
 is split, each cut after the last sentence end in its second half (``.``,
 ``!`` or ``?``, closing quotes or brackets, white space, then no lower-case

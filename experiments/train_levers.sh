@@ -1,10 +1,10 @@
 #!/bin/bash
-# Issue 41: train the levers of tools/issue41_levers.py, one at a time, each under the shared
+# Train the levers of experiments/training_recipes.py, one at a time, each under the shared
 # heavy-run lock (flock /tmp/dsr-heavy.lock) with `uptime` and the UTC time printed inside it, the
 # trainer's output, /usr/bin/time -v (peak RSS) and the load in HOME/logs/NAME.log (the lever
 # table reads the load from there).
 #
-#   tools/issue41_train.sh HOME 'quick-tb --text "title: body"' 'full --recipe full' ...
+#   experiments/train_levers.sh HOME 'quick-tb --text "title: body"' 'full --recipe full' ...
 #
 # Each argument is NAME followed by its `dsr train` arguments (as in LEVERS); a model already in
 # HOME/models/NAME is kept. Rankings use the exact backend (DSR_BACKEND=torch: the miner of
@@ -14,7 +14,7 @@
 # operation while the other is descheduled (on 2026-11-26 at load 10-13 the quick recipe ran
 # 40 s a step with two threads, against 1.4 s idle; one thread was not timed there); the card
 # records the threads used (training.hardware.threads).
-HOME_DIR=${1:?usage: tools/issue41_train.sh HOME 'NAME ARGS...' ...}; shift
+HOME_DIR=${1:?usage: experiments/train_levers.sh HOME 'NAME ARGS...' ...}; shift
 export DSR_HOME=$HOME_DIR DSR_BACKEND=torch HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 PY=${PY:-python}
 # HELD=1: the caller already holds the heavy-run lock (several runs back to back in one hold)

@@ -1,14 +1,14 @@
-"""tools/issue41_levers.py: issue 41's levers on issue 31's machinery: every lever in the table
-with the rule's verdict, a reranking lever's runs made by `dsr rerank` over its first stage's
-runs, and the generated block of docs/results.md under its own markers."""
+"""experiments/training_recipes.py: the recipes' levers on the training-levers machinery: every lever
+in the table with the rule's verdict, a reranking lever's runs made by `dsr rerank` over its first
+stage's runs, and the generated block of the journal under its own markers."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from dsr.evaluation.decision import decide
-from tools import issue31_levers
-from tools import issue41_levers as levers
+from experiments import training_levers as base
+from experiments import training_recipes as levers
 
 
 def _result() -> dict:
@@ -34,41 +34,41 @@ def _result() -> dict:
     }
 
 
-def test_every_issue41_lever_is_a_row_and_the_winner_is_marked():
-    lines = issue31_levers.table(_result(), levers.LEVERS)
+def test_every_recipe_lever_is_a_row_and_the_winner_is_marked():
+    lines = base.table(_result(), levers.LEVERS)
     rows = {line.split(" | ")[0].lstrip("| "): line for line in lines[2:]}
     assert set(rows) == {lever.name for lever in levers.LEVERS}
     assert rows["quick-tb"].endswith("| default |") and rows["full"].endswith("| **yes** |")
     assert rows["ce-hard"].endswith("| not trained |") and "`--model-type cross-encoder" in rows["ce-hard"]
 
 
-def test_the_block_goes_under_issue41_with_its_own_markers(tmp_path):
+def test_the_block_goes_under_its_heading_with_its_own_markers(tmp_path):
     doc = tmp_path / "results.md"
     doc.write_text("# R\n\n## Issue 41: the training budget\n\nprose\n", encoding="utf-8")
-    block = issue31_levers.block(_result(), True, levers.LEVERS, levers.MARKS, "issue41_levers.py", levers.NOTE)
-    issue31_levers.write(doc, block, "## Issue 41: the training budget", levers.MARKS)
+    block = base.block(_result(), True, levers.LEVERS, levers.MARKS, "training_recipes.py", levers.NOTE)
+    base.write(doc, block, "## Issue 41: the training budget", levers.MARKS)
     text = doc.read_text(encoding="utf-8")
-    assert text.count(levers.MARKS[0]) == 1 and issue31_levers.BEGIN not in text
-    assert "python tools/issue41_levers.py --write" in text and "exact backend" in text
+    assert text.count(levers.MARKS[0]) == 1 and base.BEGIN not in text
+    assert "python experiments/training_recipes.py --write" in text and "exact backend" in text
     assert "full=runs/full.silver.run" in text and "/h/" not in text
-    issue31_levers.write(doc, block.replace("23:00", "23:59"), "## Issue 41: the training budget", levers.MARKS)
+    base.write(doc, block.replace("23:00", "23:59"), "## Issue 41: the training budget", levers.MARKS)
     assert doc.read_text(encoding="utf-8").count(levers.MARKS[0]) == 1 and "23:59" in doc.read_text()
 
 
 def test_a_reranking_lever_reranks_its_first_stages_runs(tmp_path, monkeypatch):
     calls = []
-    monkeypatch.setattr(issue31_levers, "dsr", lambda *args, **kw: calls.append(args))
+    monkeypatch.setattr(base, "dsr", lambda *args, **kw: calls.append(args))
     home, runs = tmp_path / "home", tmp_path / "runs"
     runs.mkdir()
     paths = {"home": home, "source": tmp_path / "cmu_dog", "dev_all": tmp_path / "dev-all.jsonl"}
     ce = next(lv for lv in levers.LEVERS if lv.rerank)
-    assert not issue31_levers.reranked(ce, home, paths, runs)  # no model yet: not trained
+    assert not base.reranked(ce, home, paths, runs)  # no model yet: not trained
     (home / "models" / ce.name).mkdir(parents=True)
     (home / "models" / ce.name / "dsr_model.json").write_text("{}")
-    assert not issue31_levers.reranked(ce, home, paths, runs)  # no first-stage runs yet
+    assert not base.reranked(ce, home, paths, runs)  # no first-stage runs yet
     for label_set in ("silver", "dev"):
         (runs / f"{ce.rerank[0]}.{label_set}.run").write_text("q Q0 d 1 1.0 x\n")
-    assert issue31_levers.reranked(ce, home, paths, runs) and len(calls) == 2
+    assert base.reranked(ce, home, paths, runs) and len(calls) == 2
     for call, label_set in zip(calls, ("silver", "dev"), strict=True):
         assert call[0] == "rerank" and f"dsr:{ce.name}" in call and str(ce.rerank[1]) in call
         assert str(runs / f"{ce.rerank[0]}.{label_set}.run") in call

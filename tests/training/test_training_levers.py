@@ -1,12 +1,13 @@
-"""tools/issue31_levers.py: the levers' table from a real ``dsr decide`` decision, and the
-generated block of a doc replaced in place on every re-run."""
+"""experiments/training_levers.py: the levers' table from a real ``dsr decide`` decision, the
+study's result file, and the generated block of the journal replaced in place on every re-run."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from dsr.evaluation.decision import decide
-from tools import issue31_levers as levers
+from experiments import training_levers as levers
+from tools import docs_figures
 
 
 def _result() -> dict:
@@ -57,3 +58,13 @@ def test_block_is_written_once_and_replaced_on_a_rerun(tmp_path):
     second = doc.read_text(encoding="utf-8")
     assert second.count(levers.BEGIN) == 1 and "2026-11-27 03:30 UTC" in second
     assert "2026-11-26" not in second and "the table" not in second and second.endswith("## Next\n")
+
+
+def test_the_result_file_is_what_a_figures_block_renders(tmp_path, monkeypatch):
+    monkeypatch.setattr(levers, "RESULTS", tmp_path / "experiments" / "results")
+    path = levers.result_file(_result(), "training_levers", "The levers")
+    assert path == tmp_path / "experiments" / "results" / "training_levers.json"
+    data = docs_figures.load("training_levers", tmp_path)
+    assert data["columns"][0] == "lever" and {row[0] for row in data["rows"]} == {lever.name for lever in levers.LEVERS}
+    assert data["date"] == "2026-11-26 02:00 UTC" and data["load_after"] == "0.50, 0.40, 0.30"
+    assert "| default |" in docs_figures.rendered("training_levers", tmp_path)

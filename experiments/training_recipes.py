@@ -1,7 +1,7 @@
-"""Judge issue 41's training levers (the named recipes and what builds on them) by the project's
-rule (``dsr decide``), in one command, as tools/issue31_levers.py does for issue 31's:
+"""The training recipes study: the named recipes and what builds on them, judged by the project's
+rule (``dsr decide``), in one command, on the machinery of experiments/training_levers.py:
 
-    python tools/issue41_levers.py --home /work/train41 --write
+    python experiments/training_recipes.py --home /work/train41 --write
 
 Every lever is a model trained by ``dsr train`` into ``HOME/models/NAME`` (the arguments in
 :data:`LEVERS`), the zero-shot model, or a cross-encoder reranking another lever's top 20. Each
@@ -9,9 +9,9 @@ ranks CMU_DoG valid (silver labels, 502 points) and all 405 points of the judged
 ``cmu_dog_dev`` with the exact backend (torch fp32: ``DSR_BACKEND=torch`` for every ranking,
 reranking and mining here), then ``dsr decide`` compares every lever with the quick recipe
 trained on ``title: body`` candidates (issue 31's ``chunks``), Holm over the levers present.
-With ``--write`` the table replaces the generated block of docs/results.md ("Issue 41").
-Levers whose model is missing are listed as not trained. tools/issue41_train.sh trains them,
-one at a time under the heavy-run lock.
+With ``--write`` it writes ``experiments/results/training_recipes.json`` and replaces the study's
+block in experiments/JOURNAL.md. Levers whose model is missing are listed as not trained.
+experiments/train_levers.sh trains them, one at a time under the heavy-run lock.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ import os
 import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1])]  # tools, a package, when run as a script
+sys.path[:0] = [str(Path(__file__).resolve().parents[1])]  # experiments, a package, when run as a script
 
-from tools.issue31_levers import ROOT, Lever, arguments, block, judge, table, write  # noqa: E402
+from experiments.training_levers import JOURNAL, Lever, arguments, block, judge, result_file, table, write  # noqa: E402
 
-MARKS = ("<!-- issue41-levers:begin (tools/issue41_levers.py) -->", "<!-- issue41-levers:end -->")
+MARKS = ("<!-- training-recipes:begin (experiments/training_recipes.py) -->", "<!-- training-recipes:end -->")
 TB = '--text "title: body"'
 #: the levers, the rule's baseline first
 LEVERS = (
@@ -80,12 +80,8 @@ def main(argv=None) -> int:
     print(result["text"])
     print("\n".join(table(result, LEVERS)))
     if args.write:
-        write(
-            ROOT / "docs" / "results.md",
-            block(result, True, LEVERS, MARKS, "issue41_levers.py", NOTE),
-            "## Issue 41: the training budget",
-            MARKS,
-        )
+        result_file(result, "training_recipes", "The training recipes, judged by dsr decide", LEVERS, NOTE)
+        write(JOURNAL, block(result, True, LEVERS, MARKS, "training_recipes.py", NOTE), "## Issue 41: the training budget", MARKS)
     return 0
 
 

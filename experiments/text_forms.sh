@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The tables of docs/results.md "Issue 24" (second session): the default bi-encoder recipe with
+# The text-forms study (experiments/JOURNAL.md, "the sentence in its document"): the default bi-encoder recipe with
 # `title: body`, in-domain and document-disjoint (dsr kfold), fused with the zero-shot model
 # (weights tuned on val halves), and a cross-encoder second stage with hard negatives.
-# About 75 minutes of 2 CPU cores. Usage: tools/issue24_tables.sh OUT [SHARED_DATA]
+# About 75 minutes of 2 CPU cores. Usage: experiments/text_forms.sh OUT [SHARED_DATA]
 set -euo pipefail
-OUT=${1:?usage: tools/issue24_tables.sh OUT [SHARED_DATA]}
+OUT=${1:?usage: experiments/text_forms.sh OUT [SHARED_DATA]}
 DATA=$(cd "${2:-../shared/data}" && pwd)
 mkdir -p "$OUT" && cd "$OUT"
 D=(--source "$DATA/cmu_dog" --split train)
