@@ -88,6 +88,10 @@ def _check_phase_options(
         check_text(text, name, multiline=name == "description")
 
 
+def _key(phase: Phase) -> tuple[str, str]:
+    return phase.collection, phase.name
+
+
 class Phases:
     """The board's phases (a part of :class:`~dsr.board.service.Board`)."""
 
@@ -111,10 +115,10 @@ class Phases:
         """Add a board (or replace a phase's labels and quotas while it has no submission).
 
         A hidden phase gets ``release``'s default quotas unless given. A phase of any kind is
-        refused when it would let a hidden phase's labels be read (:mod:`dsr.board.overlap`: a
-        shared dialogue beside a phase that publishes per-dialogue values, or two hidden phases'
-        groups that differ in fewer than ``min_dialogues`` dialogues); ``allow_overlap`` takes
-        it anyway (:meth:`overlaps` then says what it gives away).
+        refused when it shares labels with another phase and one of the two is hidden
+        (:mod:`dsr.board.overlap`: the same judged pairs, found by id or by folded text, with
+        grades that agree); ``allow_overlap`` takes it when both are hidden (:meth:`overlaps`
+        then says what it gives away), never beside a public phase.
 
         ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
         (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
@@ -143,16 +147,16 @@ class Phases:
         )  # and the subset rule
         display = check_url_part(display or collection.name, "display")
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
-        if not allow_overlap:
-            how = "public" if not hidden else "final" if season.final else "ladder"
-            overlap.refuse(
-                self._overlaps(
-                    overlap.phase_labels(
-                        f"{display}/{phase_name}", how, data.collection, data.qrels, data.subsets, min_dialogues or 0
-                    ),
-                    (display, phase_name),
-                )
-            )
+        how = "public" if not hidden else "final" if season.final else "ladder"
+        overlap.refuse(
+            self._overlaps(
+                overlap.phase_labels(
+                    f"{display}/{phase_name}", how, data.collection, data.qrels, data.subsets, min_dialogues or 0
+                ),
+                (display, phase_name),
+            ),
+            allow_overlap,
+        )
         with write_session(self.engine) as s:
             phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == phase_name))
             if phase is not None and s.scalar(
@@ -189,7 +193,7 @@ class Phases:
             (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else 0,
         )
 
-    def _overlaps(self, new: overlap.PhaseLabels, skip: tuple[str, str]) -> list[str]:
+    def _overlaps(self, new: overlap.PhaseLabels, skip: tuple[str, str]) -> list[overlap.Problem]:
         """``overlap.problems`` of a phase against every other phase of the board (``skip``:
         its own collection and name, when its labels are replaced)."""
         others = [self.labels_of(p) for p in self.phases() if (p.collection, p.name) != skip]
@@ -198,15 +202,17 @@ class Phases:
     def overlaps(self, phase: Phase, how: str | None = None) -> list[str]:
         """Why a phase lets hidden labels be read through another one (empty: it does not);
         ``how``: as if it were of that kind."""
-        return self._overlaps(self.labels_of(phase, how), (phase.collection, phase.name))
+        return [p.text for p in self._overlaps(self.labels_of(phase, how), _key(phase))]
 
     def set_season(self, phase: Phase, season: Season, allow_overlap: bool = False) -> Phase:
         """Change a phase's primary measure, dates or final switch (allowed at any time
         before it is frozen: a season's dates move). A hidden phase made final (or not final)
         publishes otherwise, so it passes the cross-phase check again (``allow_overlap``:
         anyway)."""
-        if phase.hidden and season.final is not None and bool(season.final) != bool(phase.final) and not allow_overlap:
-            overlap.refuse(self.overlaps(phase, "final" if season.final else "ladder"))
+        if phase.hidden and season.final is not None and bool(season.final) != bool(phase.final):
+            overlap.refuse(
+                self._overlaps(self.labels_of(phase, "final" if season.final else "ladder"), _key(phase)), allow_overlap
+            )
         with write_session(self.engine) as s:
             row = s.get(Phase, phase.id)
             if row.frozen_at is not None:

@@ -212,10 +212,9 @@ def _allow_overlap(parser) -> None:
     parser.add_argument(
         "--allow-overlap",
         action="store_true",
-        help="add the phase even when a hidden phase's labels can be read through it: a "
-        "dialogue with the same labels beside a phase that publishes per-dialogue "
-        "values (public, or final once frozen), or two hidden phases that differ in "
-        "fewer than --min-dialogues dialogues (what it gives away is printed)",
+        help="add a hidden phase even when it shares labels with another hidden phase (the same "
+        "judged pairs with grades that agree; what it gives away is printed); never beside a "
+        "public phase",
     )
 
 
