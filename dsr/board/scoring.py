@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from dsr.board import runcheck
-from dsr.board.intake import ranking_digest
+from dsr.board.intake import compressed, ranking_digest
 from dsr.collections import REGISTERED, load_collection
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
@@ -242,7 +242,13 @@ class Checked:
     ranking: str
     scored: Scored | None = None
     error: str | None = None
+    #: the run's problems in all, when the validation keeps only the first :data:`MAX_PROBLEMS`
+    problems: int = 0
 
+
+#: the problems of an invalid run kept in its answer (a run of millions of bad lines, a few KB
+#: gzipped, made the worker's answer and the 422 hundreds of megabytes)
+MAX_PROBLEMS = 100
 
 Scratch = Callable[[bytes], AbstractContextManager[Path]]
 
@@ -251,14 +257,20 @@ def score_text(data: PhaseData, text: bytes, strict: bool, scratch: Scratch) -> 
     """A submitted run's bytes parsed once (:func:`dsr.board.runcheck.parse`), validated and
     scored; a run that is not the plain case is written to ``scratch(text)`` (a private
     temporary file) for the line-by-line validator, which names every problem."""
+    packed = compressed(text)
+    if packed is not None:  # intake refuses it first; never unpacked here (no cap would hold)
+        return Checked("", error=f"the run holds a {packed} stream: the board unpacks one layer of gzip, no more")
     parsed = runcheck.parse(data.pairs(), text)
     if parsed is None or (strict and parsed.tied_topics):
         ranking = ranking_digest(text)
         with scratch(text) as path:
             try:
-                return Checked(ranking, check_and_score(data, path, strict=strict))
+                scored = check_and_score(data, path, strict=strict)
             except InputError as err:
                 return Checked(ranking, error=err.message)
+        found = len(scored.validation.problems)
+        del scored.validation.problems[MAX_PROBLEMS:]
+        return Checked(ranking, scored, problems=found)
     validation = Validation(
         "run",
         data.collection.name,

@@ -246,7 +246,10 @@ class Board(Members, Phases):
         if self.config.workers > 0:
             open_now = [p for p in self.phases() if p.frozen_at is None]
             self.pool = ScoringPool(
-                self.config.workers, self.store.root, [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now]
+                self.config.workers,
+                self.store.root,
+                [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now],
+                timeout=self.config.score_timeout,
             )
 
     def warm_up(self) -> None:
@@ -495,7 +498,10 @@ class Board(Members, Phases):
         if validation.valid:
             return checked.ranking, scored
         problems = [{"line": p.line, "message": p.message, "text": p.format(display)} for p in validation.problems]
-        message = f"{display}: {len(problems)} problem(s); the run is not valid"
+        found = max(checked.problems, len(problems))
+        message = f"{display}: {found} problem(s); the run is not valid" + (
+            f" (the first {len(problems)} listed)" if found > len(problems) else ""
+        )
         if phase.strict and validation.tied_topics:
             message += (
                 f"; this board refuses runs whose scores tie as 32-bit floats "
