@@ -63,7 +63,7 @@ from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr se
 from dsr.core.errors import InputError
 from dsr.core.home import dsr_home, require_writable
 from dsr.core.params import settings_type
-from dsr.db.engine import make_engine, migrate, read_session, sqlite_url, write_session
+from dsr.db.engine import open_database, read_session, sqlite_url, write_session
 
 #: the smallest upload limit a phase gets (``--max-upload-mb`` fixes one for every phase)
 MAX_UPLOAD = 20 * 1024 * 1024
@@ -233,8 +233,7 @@ class Board(Members, Phases):
 
     def __post_init__(self):
         self.config.check_folders()
-        self.engine = make_engine(self.config.db_url())
-        migrate(self.engine)
+        self.engine = open_database(self.config.db_url())
         self.store = RunStore(self.config.store_dir())
         self.limiter = RateLimiter(self.engine, self.config.rate_limit)
         self._phase_data: dict[tuple[int, str], scoring.PhaseData] = {}
