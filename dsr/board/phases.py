@@ -9,7 +9,7 @@ import re
 
 from sqlalchemy import bindparam, func, select
 
-from dsr.board import overlap, release, scoring
+from dsr.board import overlap, participants, release, scoring
 from dsr.board.models import Phase, Submission, utcnow
 from dsr.board.published import check_text
 from dsr.board.settings import SEASON_PARAMS
@@ -111,6 +111,7 @@ class Phases:
         min_dialogues: int | None = None,
         season: Season | None = None,
         allow_overlap: bool = False,
+        subset_names: dict[str, str] | None = None,
     ) -> Phase:
         """Add a board (or replace a phase's labels and quotas while it has no submission).
 
@@ -123,7 +124,10 @@ class Phases:
         ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
         (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
         published mean covers (``board.phase_data(phase).subset_notes`` says which
-        subsets are merged or withheld). ``season``: primary measure, dates, final."""
+        subsets are merged or withheld). ``season``: primary measure, dates, final.
+        ``subset_names`` (hidden phases): {subset: the name shown}; a subset it does not name
+        is shown under a neutral one when the subsets give a withheld field away
+        (:func:`dsr.board.participants.group_names`)."""
         season = season or Season()
         _check_phase_options(
             hidden, labels, daily_quota, total_quota, min_dialogues, [(description, "description"), (display or "", "display")]
@@ -138,12 +142,16 @@ class Phases:
         measures = list(measures or scoring.default_measures())
         if hidden and min_dialogues is None:
             min_dialogues = scoring.MIN_DIALOGUES
+        if subset_names and not hidden:
+            raise InputError("subset names are for hidden phases (a public phase publishes its file)", field="subset_names")
+        groups = participants.group_names([collection[t] for t in topics], subset_names)[0] if hidden else {}
         data = scoring.build_phase_data(
             collection,
             topics,
             labels,
             measures,  # checks measures
             min_dialogues=min_dialogues,
+            groups=groups,
         )  # and the subset rule
         display = check_url_part(display or collection.name, "display")
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
@@ -177,6 +185,7 @@ class Phases:
             phase.description = description
             phase.strict = strict
             phase.min_dialogues = min_dialogues
+            phase.groups_json = json.dumps(groups, sort_keys=True) if groups else None
             season.apply(phase, data.measures)
         return phase
 

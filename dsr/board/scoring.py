@@ -19,7 +19,7 @@ import json
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -79,6 +79,7 @@ class PhaseSpec:
     measures_json: str
     labels_json: str | None
     min_dialogues: int | None  # hidden phases: see publishable_subsets
+    groups_json: str | None = None  # hidden phases: the subsets' shown names (Phase.groups_json)
 
     @functools.cached_property
     def key(self) -> str:
@@ -86,7 +87,14 @@ class PhaseSpec:
         on a SIGIR-sized collection)."""
         return hashlib.sha256(
             "\n".join(
-                [self.collection_hash, self.measures_json, self.topics_json, self.labels_json or "", str(self.min_dialogues)]
+                [
+                    self.collection_hash,
+                    self.measures_json,
+                    self.topics_json,
+                    self.labels_json or "",
+                    str(self.min_dialogues),
+                    self.groups_json or "",
+                ]
             ).encode()
         ).hexdigest()
 
@@ -101,8 +109,14 @@ class PhaseSpec:
                 f"{self.collection_hash[:12]}…)"
             )
         labels = json.loads(self.labels_json) if self.labels_json else None
+        groups = json.loads(self.groups_json) if self.groups_json else None
         return build_phase_data(
-            collection, json.loads(self.topics_json), labels, json.loads(self.measures_json), min_dialogues=self.min_dialogues
+            collection,
+            json.loads(self.topics_json),
+            labels,
+            json.loads(self.measures_json),
+            min_dialogues=self.min_dialogues,
+            groups=groups,
         )
 
 
@@ -150,10 +164,19 @@ def phase_topics(collection: Collection, labels: dict[str, dict[str, int]] | Non
 
 
 def build_phase_data(
-    collection: Collection, topics: list[str], labels: dict | None, measures: list[str], min_dialogues: int | None = None
+    collection: Collection,
+    topics: list[str],
+    labels: dict | None,
+    measures: list[str],
+    min_dialogues: int | None = None,
+    groups: dict[str, str] | None = None,
 ) -> PhaseData:
-    """``min_dialogues`` (hidden phases): only subsets that pass :func:`publishable_subsets`."""
-    sub = Collection(collection.name, [collection[t] for t in topics], meta=collection.meta)
+    """``min_dialogues`` (hidden phases): only subsets that pass :func:`publishable_subsets`;
+    ``groups``: the subsets' shown names (a subset it does not name keeps its own)."""
+    chosen = [collection[t] for t in topics]
+    if groups:
+        chosen = [replace(d, subset=groups.get(d.subset, d.subset)) for d in chosen]
+    sub = Collection(collection.name, chosen, meta=collection.meta)
     qrels = qrels_from_collection(sub) if labels is None else {t: dict(labels[t]) for t in topics}
     evaluator = Evaluator(qrels, list(measures), topics)
     subsets, notes = subset_indices(sub), []

@@ -309,7 +309,13 @@ class Board(Members, Phases):
     def phase_spec(phase: Phase) -> scoring.PhaseSpec:
         minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
         return scoring.PhaseSpec(
-            phase.collection_ref, phase.collection_hash, phase.topics_json, phase.measures_json, phase.labels_json, minimum
+            phase.collection_ref,
+            phase.collection_hash,
+            phase.topics_json,
+            phase.measures_json,
+            phase.labels_json,
+            minimum,
+            phase.groups_json if phase.hidden else None,
         )
 
     def phase_data(self, phase: Phase, spec: scoring.PhaseSpec | None = None) -> scoring.PhaseData:

@@ -203,6 +203,17 @@ def _add_phase_parser(sub) -> None:
     p.add_argument(
         "--split", metavar="S", help="a registered collection's split (e.g. valid for cmu_dog, plain or grounded for sample)"
     )
+    p.add_argument(
+        "--subset-name",
+        dest="subset_names",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="OLD=NEW",
+        help="hidden phases: show subset OLD as NEW (the board, the API and the participant file); "
+        "by default subsets that give a withheld field away (CMU_DoG's section = the withheld "
+        "meta.docIdx) are shown under neutral names",
+    )
     _allow_overlap(p)
     add_param_flags(p, SEASON_PARAMS)
     p.set_defaults(func=cmd_board_add_phase)
@@ -415,6 +426,7 @@ def cmd_board_add_phase(args) -> int:
         min_dialogues=args.min_dialogues,
         season=_season(args),
         allow_overlap=args.allow_overlap,
+        subset_names=_subset_names(args.subset_names),
     )
     kind = "hidden labels" if phase.hidden else "public labels"
     ties = "runs with tied scores refused" if phase.strict else "tied scores counted and said"
@@ -425,6 +437,8 @@ def cmd_board_add_phase(args) -> int:
             f"published means: {', '.join(f'{s} ({len(i)} dialogues)' for s, i in data.subsets.items())}"
             f" (each, and all minus each, covers at least {phase.min_dialogues} dialogues)"
         )
+    for old, new in json.loads(phase.groups_json or "{}").items():
+        print(f"  subset {old!r} is shown as {new!r} (the board, the API and the participant file)")
     for note in data.subset_notes:
         print(f"  {note}")
     print(f"quota: {quotas(phase)}")
@@ -440,6 +454,17 @@ def cmd_board_add_phase(args) -> int:
     _warn_overlaps(board, phase)
     _print_season(phase)
     return 0
+
+
+def _subset_names(pairs: list[str]) -> dict[str, str] | None:
+    """``--subset-name OLD=NEW ...`` as {OLD: NEW}."""
+    names = {}
+    for pair in pairs:
+        old, sep, new = pair.partition("=")
+        if not sep or not old:
+            raise InputError(f"{pair!r} is not OLD=NEW", field="subset_names")
+        names[old] = new
+    return names or None
 
 
 def collection_ref(collection: str, split: str | None) -> str:

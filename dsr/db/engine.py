@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 import threading
 import time
 import weakref
@@ -22,9 +23,10 @@ from types import ModuleType
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DatabaseError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
+from dsr.core.atomic import disk_full, full_disk_error
 from dsr.core.errors import InputError
 
 #: the Alembic chain (``dsr.migrations``: its own unit, above the board and judging, whose models
@@ -119,10 +121,6 @@ def database_error(err: BaseException, url: str) -> InputError | None:
     """What to tell the user of ``err``, met opening or writing the database at ``url`` (an
     InputError naming the URL without its password, or a full disk's error), or None when it
     is not the database's state or reachability (a bug: it goes on as it is)."""
-    from sqlalchemy.exc import DatabaseError, InterfaceError, OperationalError
-
-    from dsr.core.atomic import disk_full, full_disk_error
-
     if not isinstance(err, (DatabaseError, InterfaceError, OperationalError)):
         return None
     where = shown_url(url)
@@ -149,8 +147,6 @@ def database_error(err: BaseException, url: str) -> InputError | None:
 def _nearly_full(path: Path) -> bool:
     """Whether the disk under ``path`` has less than a megabyte free (SQLite says "disk I/O
     error", not "full", when it cannot grow its write-ahead log's index on a full disk)."""
-    import shutil
-
     folder = path if path.is_dir() else path.parent
     try:
         return shutil.disk_usage(folder).free < 2**20
