@@ -11,7 +11,7 @@ from sqlalchemy import bindparam, func, select
 
 from dsr.board import overlap, participants, release, scoring
 from dsr.board.models import Phase, Submission, utcnow
-from dsr.board.published import check_text
+from dsr.board.published import check_name, check_text
 from dsr.board.settings import SEASON_PARAMS
 from dsr.core.errors import InputError
 from dsr.core.params import settings_type
@@ -54,12 +54,17 @@ MAX_NAME, MAX_REF = 100, 1000
 
 
 def check_url_part(value: str, field: str) -> str:
-    """A board's collection or phase name: 1 to 100 characters of text, none of ``/``, a
-    backslash, ``?``, ``#`` and ``%``, not ``.`` or ``..``: what every database stores and
-    every URL of the board can carry."""
-    check_text(value, field)
-    if not value.strip() or len(value) > MAX_NAME or value.strip() in (".", ".."):
+    """A board's collection or phase name: 1 to 100 printable characters (``check_name``),
+    none of ``/``, a backslash, ``?``, ``#`` and ``%``, not ``.`` or ``..``: what every
+    database stores and every URL of the board can carry."""
+    check_name(value, field)
+    if not value.strip() or len(value) > MAX_NAME:
         raise InputError(f"is 1 to {MAX_NAME} characters (got {len(value)})", field=field)
+    if value.strip() in (".", ".."):
+        raise InputError(
+            f"is {value.strip()!r}: a URL path reads it as this folder or the one above (/board/COLLECTION/PHASE)",
+            field=field,
+        )
     bad = URL_UNSAFE.search(value)
     if bad:
         raise InputError(f"holds {bad.group()!r}: it is a part of the board's URLs (/board/COLLECTION/PHASE)", field=field)
