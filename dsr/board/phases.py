@@ -150,26 +150,31 @@ class Phases:
         if subset_names and not hidden:
             raise InputError("subset names are for hidden phases (a public phase publishes its file)", field="subset_names")
         groups = participants.group_names([collection[t] for t in topics], subset_names)[0] if hidden else {}
-        data = scoring.build_phase_data(
-            collection,
-            topics,
-            labels,
-            measures,  # checks measures
-            min_dialogues=min_dialogues,
-            groups=groups,
-        )  # and the subset rule
+        # checks the measures and the subset rule
+        data = scoring.build_phase_data(collection, topics, labels, measures, min_dialogues=min_dialogues, groups=groups)
         display = check_url_part(display or collection.name, "display")
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
         how = "public" if not hidden else "final" if season.final else "ladder"
-        overlap.refuse(
-            self._overlaps(
-                overlap.phase_labels(
-                    f"{display}/{phase_name}", how, data.collection, data.qrels, data.subsets, min_dialogues or 0
-                ),
-                (display, phase_name),
-            ),
-            allow_overlap,
-        )
+        mine = overlap.phase_labels(f"{display}/{phase_name}", how, data.collection, data.qrels, data.subsets, min_dialogues or 0)
+        overlap.refuse(self._overlaps(mine, (display, phase_name)), allow_overlap)
+        fields = {
+            "collection_ref": collection_ref,
+            "collection_hash": collection.content_hash,
+            "hidden": hidden,
+            "labels_json": scoring.labels_to_json(labels) if labels is not None else None,
+            "topics_json": json.dumps(topics),
+            "measures_json": json.dumps(data.measures),
+            "daily_quota": daily_quota,
+            "total_quota": total_quota,
+            "description": description,
+            "strict": strict,
+            "min_dialogues": min_dialogues,
+            "groups_json": json.dumps(groups, sort_keys=True) if groups else None,
+        }
+        return self._write_phase(display, phase_name, fields, season, data.measures)
+
+    def _write_phase(self, display: str, phase_name: str, fields: dict, season: Season, measures: list[str]) -> Phase:
+        """The phase row (a new one, or its own while it has no submission) with ``fields``."""
         with write_session(self.engine) as s:
             phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == phase_name))
             if phase is not None and s.scalar(
@@ -179,19 +184,9 @@ class Phases:
             if phase is None:
                 phase = Phase(collection=display, name=phase_name)
                 s.add(phase)
-            phase.collection_ref = collection_ref
-            phase.collection_hash = collection.content_hash
-            phase.hidden = hidden
-            phase.labels_json = scoring.labels_to_json(labels) if labels is not None else None
-            phase.topics_json = json.dumps(topics)
-            phase.measures_json = json.dumps(data.measures)
-            phase.daily_quota = daily_quota
-            phase.total_quota = total_quota
-            phase.description = description
-            phase.strict = strict
-            phase.min_dialogues = min_dialogues
-            phase.groups_json = json.dumps(groups, sort_keys=True) if groups else None
-            season.apply(phase, data.measures)
+            for name, value in fields.items():
+                setattr(phase, name, value)
+            season.apply(phase, measures)
         return phase
 
     def labels_of(self, phase: Phase, how: str | None = None) -> overlap.PhaseLabels:
