@@ -11,6 +11,12 @@ cluster or a helper process, exports an OpenVINO model, trains a model, reads th
 ../shared/data, or is slow by the durations report. Most are marked here by the fixtures they take (``tests.support.tiers``), the rest
 with ``@pytest.mark.slow`` or a module's ``pytestmark``; a test that starts one of those things
 without the mark fails and says so (``tiers.require_slow``; tests/test_tiers.py).
+
+**Nothing left running**: at the end of a run, every process it started and that still runs is
+reported, killed and fails the run (``tests.support.processes``); a run interrupted before its
+end (SIGINT, SIGTERM, SIGKILL) runs no fixture's teardown, so the fixtures whose servers leave
+the run's process group (PostgreSQL, Chromium) leave their stop to a watcher
+(``processes.stop_with_me``; tests/board/test_board_interrupted.py).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """What a submission carries, checked before anything is stored: the metadata a participant
-types, the run file (gzip unpacked by the command line's reader, with a size cap), the
+types, the run file (one layer of gzip unpacked by the command line's reader, with a size
+cap; a compressed stream inside it is refused), the
 sidecar (kept only as its published allow-list) and the client's idempotency key.
 
 Every refusal is a :class:`Refused` with the HTTP status to answer and a message
@@ -61,17 +62,48 @@ class Metadata:
         return self
 
 
+#: the magic bytes of the compressed formats a run upload may not hold (after its one gzip layer)
+COMPRESSED = {
+    b"\x1f\x8b": "gzip",
+    b"PK\x03\x04": "zip",
+    b"PK\x05\x06": "zip",
+    b"BZh": "bz2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"\x5d\x00\x00": "lzma",
+}
+
+
+def compressed(data: bytes) -> str | None:
+    """The compressed format ``data`` starts with (its magic bytes, after a byte order mark),
+    or None: a run file's text is never one."""
+    head = without_bom(data[:16])
+    return next((name for magic, name in COMPRESSED.items() if head.startswith(magic)), None)
+
+
 def unpack_run(data: bytes, limit: int) -> bytes:
     """The run's text: the upload, or every member of a gzip upload (the command line's
-    reader, ``dsr.core.textfiles.unpack``), capped at ``limit`` unpacked bytes."""
+    reader, ``dsr.core.textfiles.unpack``), capped at ``limit`` unpacked bytes. One layer: a
+    compressed stream inside the gzip (a gzip of a gzip, of a zip, ...), or an upload in
+    another compressed format, is refused before anything reads it further, so the cap counts
+    every byte the scorer reads."""
     if len(data) > limit:
         raise Refused(413, f"the run file is larger than {limit} bytes")
+    outer = compressed(data)
+    if outer not in (None, "gzip"):
+        raise Refused(422, f"the run file is {outer}: the board takes a run as plain text or gzip (one layer)")
     try:
-        return unpack(data, limit)
+        text = unpack(data, limit)
     except TooLarge:
         raise Refused(413, f"the unpacked run file is larger than {limit} bytes") from None
     except InputError as err:
         raise Refused(422, f"the run file is not valid gzip: {err.message}") from None
+    inner = compressed(text)
+    if inner is not None:
+        raise Refused(
+            422, f"the run file holds {inner} inside its {outer or 'text'}: the board unpacks one layer of gzip, no more"
+        )
+    return text
 
 
 def published_from_sidecar(sidecar: bytes | None) -> dict[str, Any]:

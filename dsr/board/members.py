@@ -7,7 +7,7 @@ from __future__ import annotations
 from sqlalchemy import bindparam, delete, func, select
 
 from dsr.board.models import Member, Setting, Submission, Team, WebSession, utcnow
-from dsr.board.published import check_text
+from dsr.board.published import check_name, check_text
 from dsr.board.release import Noise, noise_key
 from dsr.board.settings import MEMBER
 from dsr.core.errors import InputError
@@ -33,7 +33,7 @@ def _member_name(name: str) -> str:
     name = name.strip()
     if not name or len(name) > 200:
         raise InputError("a member's name is 1 to 200 characters", field="NAME")
-    check_text(name, "NAME")
+    check_name(name, "NAME")
     return name
 
 
@@ -48,7 +48,7 @@ class Members:
         name = name.strip()
         if not name or len(name) > 100:
             raise InputError("a team name is 1 to 100 characters", field="NAME")
-        check_text(name, "NAME")
+        check_name(name, "NAME")
         with write_session(self.engine) as s:
             if s.scalar(select(Team).where(Team.name == name)):
                 raise InputError(f"team {name!r} exists already", field="NAME")

@@ -81,6 +81,9 @@ class Phase(Base):
     #: raised whenever the phase's stored scores change (``dsr board rebuild``): every server
     #: process keys its caches of per-topic values and ladders by it (migration 0007)
     scores_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: hidden phases: {subset in the collection file: the name shown} (null: the file's own);
+    #: a subset derived from a withheld field gets a neutral name (migration 0008)
+    groups_json: Mapped[str | None] = mapped_column(Text, nullable=True)
 
     def primary(self) -> str:
         """The phase's primary measure: its own, else nDCG@5 when it has it, else its first."""

@@ -21,8 +21,11 @@ A benchmark record carries more than the dialogue. Each field, read as an attack
   rename them.
 
 Kept: ``id``, ``subreddit``, ``title``, ``context`` (each turn's author id and name, text
-and score), each candidate's ``id``, ``title`` and ``body``, ``subset`` (published anyway by
-``/api/boards/C/P/topics``) and ``source``. The reader (``dsr.core.data.read_benchmark``)
+and score), each candidate's ``id``, ``title`` and ``body``, ``subset`` and ``source``. A
+subset is a published group (``/api/boards/C/P/topics``, the ladder); when the subsets give a
+withheld field away (each fixes a ``meta`` value: CMU_DoG's ``section3`` is the withheld
+``docIdx`` 3), the phase shows them under neutral names (:func:`group_names`), here as on the
+board. The reader (``dsr.core.data.read_benchmark``)
 reads such a file with every label 0 and refuses to evaluate on it.
 """
 
@@ -30,11 +33,14 @@ from __future__ import annotations
 
 import json
 import math
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dsr.board.published import check_text
 from dsr.core.atomic import atomic_write
 from dsr.core.data import Collection, Dialogue
+from dsr.core.errors import InputError
 from dsr.core.text import natural_order
 
 #: the fields of a dialogue and of a turn a participant file keeps
@@ -51,6 +57,56 @@ WITHHELD = (
 )
 #: the id order is reported when it ranks relevant sentences first with p below this
 ID_ORDER_P = 0.001
+#: what a neutral group name looks like (``{n}``: a number drawn at random)
+NEUTRAL = "group {n}"
+
+
+def revealed_field(dialogues: list[Dialogue]) -> str | None:
+    """The withheld field that the dialogues' subsets give away, or None: a ``meta`` key whose
+    value each subset fixes (every dialogue of a subset has the same one) and that takes two
+    values or more, as CMU_DoG's ``section3`` fixes the withheld ``meta.docIdx`` 3 (the
+    section of the document shown at the next turn)."""
+    if len({d.subset for d in dialogues}) < 2:
+        return None
+    keys = set.intersection(*(set(d.meta) for d in dialogues)) if dialogues else set()
+    for key in sorted(keys):
+        values: dict[str, set[str]] = {}
+        for d in dialogues:
+            values.setdefault(d.subset, set()).add(json.dumps(d.meta[key], sort_keys=True, default=str))
+        if all(len(v) == 1 for v in values.values()) and len(set().union(*values.values())) >= 2:
+            return f"meta.{key}"
+    return None
+
+
+def group_names(dialogues: list[Dialogue], given: dict[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """The names a hidden phase shows for its dialogues' subsets ({subset: name}, only those
+    renamed) and notes saying why: the organiser's ``given`` names (one name for several
+    subsets merges them), and, for the rest, a neutral name (:data:`NEUTRAL`, numbered in a
+    random order) when the subsets give a withheld field away (:func:`revealed_field`)."""
+    subsets = sorted({d.subset for d in dialogues} - {"all"})
+    given = dict(given or {})
+    for old, new in given.items():
+        if old not in subsets:
+            raise InputError(
+                f"{old!r} is not a subset of the phase's dialogues ({', '.join(subsets) or 'none'})", field="subset_names"
+            )
+        if not new.strip() or new == "all" or len(new) > 100:
+            raise InputError(f"the name for {old!r} is 1 to 100 characters and not 'all'", field="subset_names")
+        check_text(new, "subset_names")
+    revealed = revealed_field(dialogues)
+    rest = [s for s in subsets if s not in given]
+    names = dict(given)
+    notes = [f"subset {old!r} is shown as {new!r} (given)" for old, new in given.items()]
+    if revealed and rest:
+        numbers = secrets.SystemRandom().sample(range(1, len(rest) + 1), len(rest))
+        for old, n in zip(rest, numbers):
+            names[old] = NEUTRAL.format(n=n)
+        notes.append(
+            f"subsets {', '.join(map(repr, rest))} give the withheld {revealed} away: shown as "
+            + ", ".join(f"{old!r} -> {names[old]!r}" for old in rest)
+            + " (choose names with --subset-name OLD=NEW)"
+        )
+    return names, notes
 
 
 @dataclass

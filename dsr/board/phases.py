@@ -9,9 +9,9 @@ import re
 
 from sqlalchemy import bindparam, func, select
 
-from dsr.board import overlap, release, scoring
+from dsr.board import overlap, participants, release, scoring
 from dsr.board.models import Phase, Submission, utcnow
-from dsr.board.published import check_text
+from dsr.board.published import check_name, check_text
 from dsr.board.settings import SEASON_PARAMS
 from dsr.core.errors import InputError
 from dsr.core.params import settings_type
@@ -54,12 +54,17 @@ MAX_NAME, MAX_REF = 100, 1000
 
 
 def check_url_part(value: str, field: str) -> str:
-    """A board's collection or phase name: 1 to 100 characters of text, none of ``/``, a
-    backslash, ``?``, ``#`` and ``%``, not ``.`` or ``..``: what every database stores and
-    every URL of the board can carry."""
-    check_text(value, field)
-    if not value.strip() or len(value) > MAX_NAME or value.strip() in (".", ".."):
+    """A board's collection or phase name: 1 to 100 printable characters (``check_name``),
+    none of ``/``, a backslash, ``?``, ``#`` and ``%``, not ``.`` or ``..``: what every
+    database stores and every URL of the board can carry."""
+    check_name(value, field)
+    if not value.strip() or len(value) > MAX_NAME:
         raise InputError(f"is 1 to {MAX_NAME} characters (got {len(value)})", field=field)
+    if value.strip() in (".", ".."):
+        raise InputError(
+            f"is {value.strip()!r}: a URL path reads it as this folder or the one above (/board/COLLECTION/PHASE)",
+            field=field,
+        )
     bad = URL_UNSAFE.search(value)
     if bad:
         raise InputError(f"holds {bad.group()!r}: it is a part of the board's URLs (/board/COLLECTION/PHASE)", field=field)
@@ -88,6 +93,10 @@ def _check_phase_options(
         check_text(text, name, multiline=name == "description")
 
 
+def _key(phase: Phase) -> tuple[str, str]:
+    return phase.collection, phase.name
+
+
 class Phases:
     """The board's phases (a part of :class:`~dsr.board.service.Board`)."""
 
@@ -107,19 +116,23 @@ class Phases:
         min_dialogues: int | None = None,
         season: Season | None = None,
         allow_overlap: bool = False,
+        subset_names: dict[str, str] | None = None,
     ) -> Phase:
         """Add a board (or replace a phase's labels and quotas while it has no submission).
 
         A hidden phase gets ``release``'s default quotas unless given. A phase of any kind is
-        refused when it would let a hidden phase's labels be read (:mod:`dsr.board.overlap`: a
-        shared dialogue beside a phase that publishes per-dialogue values, or two hidden phases'
-        groups that differ in fewer than ``min_dialogues`` dialogues); ``allow_overlap`` takes
-        it anyway (:meth:`overlaps` then says what it gives away).
+        refused when it shares labels with another phase and one of the two is hidden
+        (:mod:`dsr.board.overlap`: the same judged pairs, found by id or by folded text, with
+        grades that agree); ``allow_overlap`` takes it when both are hidden (:meth:`overlaps`
+        then says what it gives away), never beside a public phase.
 
         ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
         (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
         published mean covers (``board.phase_data(phase).subset_notes`` says which
-        subsets are merged or withheld). ``season``: primary measure, dates, final."""
+        subsets are merged or withheld). ``season``: primary measure, dates, final.
+        ``subset_names`` (hidden phases): {subset: the name shown}; a subset it does not name
+        is shown under a neutral one when the subsets give a withheld field away
+        (:func:`dsr.board.participants.group_names`)."""
         season = season or Season()
         _check_phase_options(
             hidden, labels, daily_quota, total_quota, min_dialogues, [(description, "description"), (display or "", "display")]
@@ -134,25 +147,34 @@ class Phases:
         measures = list(measures or scoring.default_measures())
         if hidden and min_dialogues is None:
             min_dialogues = scoring.MIN_DIALOGUES
-        data = scoring.build_phase_data(
-            collection,
-            topics,
-            labels,
-            measures,  # checks measures
-            min_dialogues=min_dialogues,
-        )  # and the subset rule
+        if subset_names and not hidden:
+            raise InputError("subset names are for hidden phases (a public phase publishes its file)", field="subset_names")
+        groups = participants.group_names([collection[t] for t in topics], subset_names)[0] if hidden else {}
+        # checks the measures and the subset rule
+        data = scoring.build_phase_data(collection, topics, labels, measures, min_dialogues=min_dialogues, groups=groups)
         display = check_url_part(display or collection.name, "display")
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
-        if not allow_overlap:
-            how = "public" if not hidden else "final" if season.final else "ladder"
-            overlap.refuse(
-                self._overlaps(
-                    overlap.phase_labels(
-                        f"{display}/{phase_name}", how, data.collection, data.qrels, data.subsets, min_dialogues or 0
-                    ),
-                    (display, phase_name),
-                )
-            )
+        how = "public" if not hidden else "final" if season.final else "ladder"
+        mine = overlap.phase_labels(f"{display}/{phase_name}", how, data.collection, data.qrels, data.subsets, min_dialogues or 0)
+        overlap.refuse(self._overlaps(mine, (display, phase_name)), allow_overlap)
+        fields = {
+            "collection_ref": collection_ref,
+            "collection_hash": collection.content_hash,
+            "hidden": hidden,
+            "labels_json": scoring.labels_to_json(labels) if labels is not None else None,
+            "topics_json": json.dumps(topics),
+            "measures_json": json.dumps(data.measures),
+            "daily_quota": daily_quota,
+            "total_quota": total_quota,
+            "description": description,
+            "strict": strict,
+            "min_dialogues": min_dialogues,
+            "groups_json": json.dumps(groups, sort_keys=True) if groups else None,
+        }
+        return self._write_phase(display, phase_name, fields, season, data.measures)
+
+    def _write_phase(self, display: str, phase_name: str, fields: dict, season: Season, measures: list[str]) -> Phase:
+        """The phase row (a new one, or its own while it has no submission) with ``fields``."""
         with write_session(self.engine) as s:
             phase = s.scalar(select(Phase).where(Phase.collection == display, Phase.name == phase_name))
             if phase is not None and s.scalar(
@@ -162,18 +184,9 @@ class Phases:
             if phase is None:
                 phase = Phase(collection=display, name=phase_name)
                 s.add(phase)
-            phase.collection_ref = collection_ref
-            phase.collection_hash = collection.content_hash
-            phase.hidden = hidden
-            phase.labels_json = scoring.labels_to_json(labels) if labels is not None else None
-            phase.topics_json = json.dumps(topics)
-            phase.measures_json = json.dumps(data.measures)
-            phase.daily_quota = daily_quota
-            phase.total_quota = total_quota
-            phase.description = description
-            phase.strict = strict
-            phase.min_dialogues = min_dialogues
-            season.apply(phase, data.measures)
+            for name, value in fields.items():
+                setattr(phase, name, value)
+            season.apply(phase, measures)
         return phase
 
     def labels_of(self, phase: Phase, how: str | None = None) -> overlap.PhaseLabels:
@@ -189,7 +202,7 @@ class Phases:
             (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else 0,
         )
 
-    def _overlaps(self, new: overlap.PhaseLabels, skip: tuple[str, str]) -> list[str]:
+    def _overlaps(self, new: overlap.PhaseLabels, skip: tuple[str, str]) -> list[overlap.Problem]:
         """``overlap.problems`` of a phase against every other phase of the board (``skip``:
         its own collection and name, when its labels are replaced)."""
         others = [self.labels_of(p) for p in self.phases() if (p.collection, p.name) != skip]
@@ -198,15 +211,17 @@ class Phases:
     def overlaps(self, phase: Phase, how: str | None = None) -> list[str]:
         """Why a phase lets hidden labels be read through another one (empty: it does not);
         ``how``: as if it were of that kind."""
-        return self._overlaps(self.labels_of(phase, how), (phase.collection, phase.name))
+        return [p.text for p in self._overlaps(self.labels_of(phase, how), _key(phase))]
 
     def set_season(self, phase: Phase, season: Season, allow_overlap: bool = False) -> Phase:
         """Change a phase's primary measure, dates or final switch (allowed at any time
         before it is frozen: a season's dates move). A hidden phase made final (or not final)
         publishes otherwise, so it passes the cross-phase check again (``allow_overlap``:
         anyway)."""
-        if phase.hidden and season.final is not None and bool(season.final) != bool(phase.final) and not allow_overlap:
-            overlap.refuse(self.overlaps(phase, "final" if season.final else "ladder"))
+        if phase.hidden and season.final is not None and bool(season.final) != bool(phase.final):
+            overlap.refuse(
+                self._overlaps(self.labels_of(phase, "final" if season.final else "ladder"), _key(phase)), allow_overlap
+            )
         with write_session(self.engine) as s:
             row = s.get(Phase, phase.id)
             if row.frozen_at is not None:

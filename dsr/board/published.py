@@ -30,6 +30,7 @@ import re
 from typing import Any
 
 from dsr.core.errors import InputError
+from dsr.core.text import unprintable
 
 STAGE_KEYS = ("ranker", "reranker", "fusion")
 MODEL_KEYS = ("name", "spec", "source", "weights_sha256", "revision")
@@ -160,6 +161,18 @@ def published_metadata(sidecar: Any) -> dict[str, Any]:
         if _link(sidecar.get(key)):
             out[key] = sidecar[key]
     return out
+
+
+def check_name(value: str, field: str) -> str:
+    """``value`` when it is a name a board can show (a team, a member, a collection or a phase):
+    :func:`check_text`, and printable (``dsr.core.text.unprintable``: no format character,
+    such as a bidi control that shows the name as another), else an InputError naming
+    ``field``."""
+    check_text(value, field)
+    hidden = unprintable(value)
+    if hidden is not None:
+        raise InputError(f"holds {hidden}, which is not printable: a name is shown as it is written", field=field)
+    return value
 
 
 def check_text(value: str, field: str, *, multiline: bool = False) -> str:

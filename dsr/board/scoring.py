@@ -19,13 +19,13 @@ import json
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from dsr.board import runcheck
-from dsr.board.intake import ranking_digest
+from dsr.board.intake import compressed, ranking_digest
 from dsr.collections import REGISTERED, load_collection
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
@@ -79,6 +79,7 @@ class PhaseSpec:
     measures_json: str
     labels_json: str | None
     min_dialogues: int | None  # hidden phases: see publishable_subsets
+    groups_json: str | None = None  # hidden phases: the subsets' shown names (Phase.groups_json)
 
     @functools.cached_property
     def key(self) -> str:
@@ -86,7 +87,14 @@ class PhaseSpec:
         on a SIGIR-sized collection)."""
         return hashlib.sha256(
             "\n".join(
-                [self.collection_hash, self.measures_json, self.topics_json, self.labels_json or "", str(self.min_dialogues)]
+                [
+                    self.collection_hash,
+                    self.measures_json,
+                    self.topics_json,
+                    self.labels_json or "",
+                    str(self.min_dialogues),
+                    self.groups_json or "",
+                ]
             ).encode()
         ).hexdigest()
 
@@ -101,8 +109,14 @@ class PhaseSpec:
                 f"{self.collection_hash[:12]}…)"
             )
         labels = json.loads(self.labels_json) if self.labels_json else None
+        groups = json.loads(self.groups_json) if self.groups_json else None
         return build_phase_data(
-            collection, json.loads(self.topics_json), labels, json.loads(self.measures_json), min_dialogues=self.min_dialogues
+            collection,
+            json.loads(self.topics_json),
+            labels,
+            json.loads(self.measures_json),
+            min_dialogues=self.min_dialogues,
+            groups=groups,
         )
 
 
@@ -150,10 +164,19 @@ def phase_topics(collection: Collection, labels: dict[str, dict[str, int]] | Non
 
 
 def build_phase_data(
-    collection: Collection, topics: list[str], labels: dict | None, measures: list[str], min_dialogues: int | None = None
+    collection: Collection,
+    topics: list[str],
+    labels: dict | None,
+    measures: list[str],
+    min_dialogues: int | None = None,
+    groups: dict[str, str] | None = None,
 ) -> PhaseData:
-    """``min_dialogues`` (hidden phases): only subsets that pass :func:`publishable_subsets`."""
-    sub = Collection(collection.name, [collection[t] for t in topics], meta=collection.meta)
+    """``min_dialogues`` (hidden phases): only subsets that pass :func:`publishable_subsets`;
+    ``groups``: the subsets' shown names (a subset it does not name keeps its own)."""
+    chosen = [collection[t] for t in topics]
+    if groups:
+        chosen = [replace(d, subset=groups.get(d.subset, d.subset)) for d in chosen]
+    sub = Collection(collection.name, chosen, meta=collection.meta)
     qrels = qrels_from_collection(sub) if labels is None else {t: dict(labels[t]) for t in topics}
     evaluator = Evaluator(qrels, list(measures), topics)
     subsets, notes = subset_indices(sub), []
@@ -242,7 +265,13 @@ class Checked:
     ranking: str
     scored: Scored | None = None
     error: str | None = None
+    #: the run's problems in all, when the validation keeps only the first :data:`MAX_PROBLEMS`
+    problems: int = 0
 
+
+#: the problems of an invalid run kept in its answer (a run of millions of bad lines, a few KB
+#: gzipped, made the worker's answer and the 422 hundreds of megabytes)
+MAX_PROBLEMS = 100
 
 Scratch = Callable[[bytes], AbstractContextManager[Path]]
 
@@ -251,14 +280,20 @@ def score_text(data: PhaseData, text: bytes, strict: bool, scratch: Scratch) -> 
     """A submitted run's bytes parsed once (:func:`dsr.board.runcheck.parse`), validated and
     scored; a run that is not the plain case is written to ``scratch(text)`` (a private
     temporary file) for the line-by-line validator, which names every problem."""
+    packed = compressed(text)
+    if packed is not None:  # intake refuses it first; never unpacked here (no cap would hold)
+        return Checked("", error=f"the run holds a {packed} stream: the board unpacks one layer of gzip, no more")
     parsed = runcheck.parse(data.pairs(), text)
     if parsed is None or (strict and parsed.tied_topics):
         ranking = ranking_digest(text)
         with scratch(text) as path:
             try:
-                return Checked(ranking, check_and_score(data, path, strict=strict))
+                scored = check_and_score(data, path, strict=strict)
             except InputError as err:
                 return Checked(ranking, error=err.message)
+        found = len(scored.validation.problems)
+        del scored.validation.problems[MAX_PROBLEMS:]
+        return Checked(ranking, scored, problems=found)
     validation = Validation(
         "run",
         data.collection.name,

@@ -63,7 +63,7 @@ from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr se
 from dsr.core.errors import InputError
 from dsr.core.home import dsr_home, require_writable
 from dsr.core.params import settings_type
-from dsr.db.engine import make_engine, migrate, read_session, sqlite_url, write_session
+from dsr.db.engine import open_database, read_session, sqlite_url, write_session
 
 #: the smallest upload limit a phase gets (``--max-upload-mb`` fixes one for every phase)
 MAX_UPLOAD = 20 * 1024 * 1024
@@ -233,8 +233,7 @@ class Board(Members, Phases):
 
     def __post_init__(self):
         self.config.check_folders()
-        self.engine = make_engine(self.config.db_url())
-        migrate(self.engine)
+        self.engine = open_database(self.config.db_url())
         self.store = RunStore(self.config.store_dir())
         self.limiter = RateLimiter(self.engine, self.config.rate_limit)
         self._phase_data: dict[tuple[int, str], scoring.PhaseData] = {}
@@ -246,7 +245,10 @@ class Board(Members, Phases):
         if self.config.workers > 0:
             open_now = [p for p in self.phases() if p.frozen_at is None]
             self.pool = ScoringPool(
-                self.config.workers, self.store.root, [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now]
+                self.config.workers,
+                self.store.root,
+                [(self.phase_spec(p), f"{p.collection}/{p.name}") for p in open_now],
+                timeout=self.config.score_timeout,
             )
 
     def warm_up(self) -> None:
@@ -307,7 +309,13 @@ class Board(Members, Phases):
     def phase_spec(phase: Phase) -> scoring.PhaseSpec:
         minimum = (phase.min_dialogues or scoring.MIN_DIALOGUES) if phase.hidden else None
         return scoring.PhaseSpec(
-            phase.collection_ref, phase.collection_hash, phase.topics_json, phase.measures_json, phase.labels_json, minimum
+            phase.collection_ref,
+            phase.collection_hash,
+            phase.topics_json,
+            phase.measures_json,
+            phase.labels_json,
+            minimum,
+            phase.groups_json if phase.hidden else None,
         )
 
     def phase_data(self, phase: Phase, spec: scoring.PhaseSpec | None = None) -> scoring.PhaseData:
@@ -495,7 +503,10 @@ class Board(Members, Phases):
         if validation.valid:
             return checked.ranking, scored
         problems = [{"line": p.line, "message": p.message, "text": p.format(display)} for p in validation.problems]
-        message = f"{display}: {len(problems)} problem(s); the run is not valid"
+        found = max(checked.problems, len(problems))
+        message = f"{display}: {found} problem(s); the run is not valid" + (
+            f" (the first {len(problems)} listed)" if found > len(problems) else ""
+        )
         if phase.strict and validation.tied_topics:
             message += (
                 f"; this board refuses runs whose scores tie as 32-bit floats "

@@ -71,6 +71,16 @@ SERVE_PARAMS = (
         "request's thread, as the library does)",
     ),
     Param(
+        "score_timeout",
+        60.0,
+        "float",
+        above=0,
+        metavar="S",
+        help="seconds a scoring worker may spend on one run: past them the run is refused (422) "
+        "and the worker replaced (default 60; with --workers 0 runs are scored in the request's "
+        "thread, without this bound)",
+    ),
+    Param(
         "processes",
         1,
         "int",

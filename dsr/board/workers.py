@@ -35,6 +35,7 @@ from dsr.board.intake import ranking_digest
 from dsr.board.scoring import Checked, PhaseData, PhaseSpec, score_text
 from dsr.core.atomic import process_running
 from dsr.core.errors import InputError
+from dsr.db.refused import Refused
 
 #: ``dsr serve``'s default pool: one worker per core, at most this many
 MAX_DEFAULT_WORKERS = 4
@@ -144,6 +145,11 @@ class WorkerGone(RuntimeError):
     worker takes its place."""
 
 
+class Overdue(RuntimeError):
+    """A scoring worker did not answer within the pool's time bound: it is killed and replaced,
+    and the run refused."""
+
+
 @dataclass
 class _Worker:
     process: multiprocessing.process.BaseProcess
@@ -160,8 +166,11 @@ class ScoringPool:
     phase's spec (its labels, topics and measures) goes to a worker once; later calls name it
     by its key."""
 
-    def __init__(self, workers: int, store_root: Path, specs: list[tuple[PhaseSpec, str]]):
+    def __init__(self, workers: int, store_root: Path, specs: list[tuple[PhaseSpec, str]], timeout: float | None = None):
+        """``timeout``: the seconds a call may take before the worker is killed and replaced
+        and the run refused (None: no bound)."""
         self.workers = workers
+        self.timeout = timeout
         if workers:
             check_socket_room()
         self._context = multiprocessing.get_context("forkserver")
@@ -202,15 +211,23 @@ class ScoringPool:
         except WorkerGone:
             self._replace(worker)
             raise
+        except Overdue:  # it may still be unpacking or parsing: its CPU and memory go now
+            self._replace(worker)
+            raise Refused(
+                422,
+                f"the run took longer than {self.timeout:g} s to check and score (the board's bound): "
+                "refused, nothing stored; a valid run of this board takes far less",
+            ) from None
         except Exception:  # the worker's own answer, raised here: the pipe is in step
             self._idle.put(worker)
             raise
         self._idle.put(worker)
 
-    @staticmethod
-    def _ask(worker: _Worker, function, *args):
+    def _ask(self, worker: _Worker, function, *args):
         try:
             worker.conn.send((function, args))
+            if self.timeout is not None and not worker.conn.poll(self.timeout):
+                raise Overdue(f"no answer within {self.timeout} s")
             ok, value = worker.conn.recv()
         except (EOFError, OSError) as err:
             raise WorkerGone("a scoring worker ended during the call") from err

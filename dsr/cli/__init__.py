@@ -130,7 +130,11 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("dsr: interrupted", file=sys.stderr)
         return 130
-    except Exception as err:  # a bug, not bad input: unless the disk is full
+    except Exception as err:  # a bug, not bad input: unless the disk is full or the database unusable
+        found = _database_error(err, args)
+        if found is not None:
+            print(f"dsr: error: {found}", file=sys.stderr)
+            return 2
         if disk_full(err):
             where = getattr(err, "filename", None) or getattr(args, "db", None)  # the database
             print(f"dsr: error: {full_disk_error(where, err)}", file=sys.stderr)
@@ -139,6 +143,17 @@ def _main(argv: list[str] | None) -> int:
         print("dsr: internal error (exit 1): please report it with the command you ran", file=sys.stderr)
         return 1
     return int(code or 0)
+
+
+def _database_error(err: Exception, args) -> Exception | None:
+    """A database a command could not open or write (a server gone, a full disk under SQLite's
+    file, met after the open): the error naming its URL (``dsr.db.engine.database_error``)."""
+    if "sqlalchemy" not in sys.modules or not hasattr(args, "db"):
+        return None
+    from dsr.board.service import default_db_url
+    from dsr.db.engine import database_error
+
+    return database_error(err, args.db or default_db_url())
 
 
 if __name__ == "__main__":

@@ -204,6 +204,17 @@ def _add_phase_parser(sub) -> None:
     p.add_argument(
         "--split", metavar="S", help="a registered collection's split (e.g. valid for cmu_dog, plain or grounded for sample)"
     )
+    p.add_argument(
+        "--subset-name",
+        dest="subset_names",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="OLD=NEW",
+        help="hidden phases: show subset OLD as NEW (the board, the API and the participant file); "
+        "by default subsets that give a withheld field away (CMU_DoG's section = the withheld "
+        "meta.docIdx) are shown under neutral names",
+    )
     _allow_overlap(p)
     add_param_flags(p, SEASON_PARAMS)
     p.set_defaults(func=cmd_board_add_phase)
@@ -213,10 +224,9 @@ def _allow_overlap(parser) -> None:
     parser.add_argument(
         "--allow-overlap",
         action="store_true",
-        help="add the phase even when a hidden phase's labels can be read through it: a "
-        "dialogue with the same labels beside a phase that publishes per-dialogue "
-        "values (public, or final once frozen), or two hidden phases that differ in "
-        "fewer than --min-dialogues dialogues (what it gives away is printed)",
+        help="add a hidden phase even when it shares labels with another hidden phase (the same "
+        "judged pairs with grades that agree; what it gives away is printed); never beside a "
+        "public phase",
     )
 
 
@@ -417,6 +427,7 @@ def cmd_board_add_phase(args) -> int:
         min_dialogues=args.min_dialogues,
         season=_season(args),
         allow_overlap=args.allow_overlap,
+        subset_names=_subset_names(args.subset_names),
     )
     kind = "hidden labels" if phase.hidden else "public labels"
     ties = "runs with tied scores refused" if phase.strict else "tied scores counted and said"
@@ -427,6 +438,8 @@ def cmd_board_add_phase(args) -> int:
             f"published means: {', '.join(f'{s} ({len(i)} dialogues)' for s, i in data.subsets.items())}"
             f" (each, and all minus each, covers at least {phase.min_dialogues} dialogues)"
         )
+    for old, new in json.loads(phase.groups_json or "{}").items():
+        print(f"  subset {old!r} is shown as {new!r} (the board, the API and the participant file)")
     for note in data.subset_notes:
         print(f"  {note}")
     print(f"quota: {quotas(phase)}")
@@ -442,6 +455,17 @@ def cmd_board_add_phase(args) -> int:
     _warn_overlaps(board, phase)
     _print_season(phase)
     return 0
+
+
+def _subset_names(pairs: list[str]) -> dict[str, str] | None:
+    """``--subset-name OLD=NEW ...`` as {OLD: NEW}."""
+    names = {}
+    for pair in pairs:
+        old, sep, new = pair.partition("=")
+        if not sep or not old:
+            raise InputError(f"{pair!r} is not OLD=NEW", field="subset_names")
+        names[old] = new
+    return names or None
 
 
 def collection_ref(collection: str, split: str | None) -> str:

@@ -25,7 +25,7 @@ from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError
 from dsr.core.jsonio import gc_paused, iter_json_lines, read_text
 from dsr.core.run import parse_run_line
-from dsr.core.text import natural_order
+from dsr.core.text import natural_order, unprintable
 
 
 @dataclass
@@ -452,7 +452,7 @@ def _plain_candidates(cands_raw: list[Any]) -> list[Candidate] | None:
     Plain means: an object whose id is non-empty text, whose body is text that is not
     blank, whose title is text or absent, whose score is absent or a finite int or float
     and whose label an int from 0 to ``MAX_LABEL``; the ids, joined, hold no whitespace
-    or control character, and no two are equal. What this accepts,
+    or control character, are printable, and no two are equal. What this accepts,
     :func:`candidate_from_json` accepts with the same values (tested); anything else
     (numbers as strings, a numeric id, a float label...) goes that way.
     """
@@ -478,7 +478,8 @@ def _plain_candidates(cands_raw: list[Any]) -> list[Candidate] | None:
             return None
         rows.append((cid, title, body, score, label))
     ids = [row[0] for row in rows]
-    if len(set(ids)) != len(ids) or _BAD_ID_CHAR.search("".join(ids)) is not None:
+    joined = "".join(ids)
+    if len(set(ids)) != len(ids) or _BAD_ID_CHAR.search(joined) is not None or not joined.isprintable():
         return None
     return [
         _trusted(Candidate, id=cid, title=title, body=body, score=score, label=label) for cid, title, body, score, label in rows
@@ -517,8 +518,10 @@ _BAD_ID_CHAR = re.compile(r"[\s\x00-\x1f\x7f-\x9f]")
 
 
 def check_id(value: object, where: _Where, name: str) -> str:
-    """A dialogue or candidate id that a TREC run or qrels file can carry: not empty and
-    without whitespace of any kind (run files are split on it), else InputError."""
+    """A dialogue or candidate id that a TREC run or qrels file can carry: not empty, without
+    whitespace of any kind (run files are split on it) and printable (no format character:
+    a bidi control shows an id other than it is; ``dsr.core.text.unprintable``, the check of
+    names elsewhere), else InputError."""
     if not isinstance(value, str) or not value:
         raise where.error("missing or empty id", name)
     bad = _BAD_ID_CHAR.search(value)
@@ -526,6 +529,14 @@ def check_id(value: object, where: _Where, name: str) -> str:
         raise where.error(
             f"id {value!r} contains {bad.group()!r}: TREC run and qrels files split on "
             "whitespace, so ids must not contain any (nor control characters)",
+            name,
+        )
+    hidden = unprintable(value)
+    if hidden is not None:
+        raise where.error(
+            f"id {value!r} holds {hidden}, which is not printable: an id is shown on pages, "
+            "in files and in reports, and a format character (a bidi control, a zero-width "
+            "space) would show it as another",
             name,
         )
     return value

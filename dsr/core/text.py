@@ -11,6 +11,7 @@ faster than pure-Python Porter, with nothing to download.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -68,3 +69,15 @@ def natural_order(names: Iterable[str]) -> list[str]:
         return (first.get(name, 3), [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts])
 
     return sorted(names, key=key)
+
+
+def unprintable(value: str) -> str | None:
+    """The first character of ``value`` that is not printable text, named (``U+202E
+    RIGHT-TO-LEFT OVERRIDE``), or None: control and format characters (bidi controls,
+    zero-width spaces and joiners, the byte order mark), line and paragraph separators,
+    private-use and unassigned code points (``str.isprintable``; a space is printable). The
+    one check of ids and names: a bidi control shows a name other than it is."""
+    if value.isprintable():
+        return None
+    ch = next(c for c in value if not c.isprintable())
+    return f"U+{ord(ch):04X} {unicodedata.name(ch, 'an unnamed character')}"

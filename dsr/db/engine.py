@@ -12,6 +12,8 @@ by its folder: the chain's ``env.py`` reads both applications' tables, layers ab
 from __future__ import annotations
 
 import contextlib
+import re
+import shutil
 import threading
 import time
 import weakref
@@ -21,9 +23,10 @@ from types import ModuleType
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DatabaseError, DisconnectionError, InterfaceError, OperationalError
 from sqlalchemy.orm import Session
 
+from dsr.core.atomic import disk_full, full_disk_error
 from dsr.core.errors import InputError
 
 #: the Alembic chain (``dsr.migrations``: its own unit, above the board and judging, whose models
@@ -44,16 +47,34 @@ def sqlite_url(path: str | Path) -> str:
     return f"sqlite:///{Path(path)}"
 
 
+def shown_url(url: str) -> str:
+    """``url`` as an error may print it: its password, if any, as ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL SQLAlchemy reads: hide what looks like a password anyway
+        return re.sub(r"(://[^/:@]*:)[^/]*@", r"\1***@", url)
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url`` (``sqlite:///FILE`` or ``postgresql://...``), schema not touched."""
     try:
         parsed = make_url(url)
     except Exception as err:
-        raise InputError(f"not a database URL: {url!r} ({err})", field="url") from None
+        raise InputError(f"not a database URL: {shown_url(url)!r} ({err})", field="url") from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        if not parsed.database:
+            raise InputError(f"{shown_url(url)!r} names no database file: give sqlite:///FILE", field="url")
+        if parsed.database != ":memory:":
+            folder = Path(parsed.database).parent
+            if folder.exists() and not folder.is_dir():
+                raise InputError(f"{shown_url(url)}: {folder} is not a folder", field="url")
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise InputError(
+                    f"{shown_url(url)}: cannot make its folder {folder} ({err.strerror or err})", field="url"
+                ) from None
         engine = create_engine(
             parsed, connect_args={"timeout": 60, "check_same_thread": False}, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW
         )
@@ -66,6 +87,71 @@ def make_engine(url: str) -> Engine:
         _ping_when_idle(engine)
         return engine
     raise InputError(f"unsupported database {backend!r}: use sqlite:///FILE or postgresql://...", field="url")
+
+
+def open_database(url: str, revision: str = "head") -> Engine:
+    """An engine for ``url`` with its schema migrated (:func:`migrate`): what every command and
+    ``dsr serve`` opens. A database that cannot be opened or written (a folder or another kind
+    of file, a server that does not answer, a full disk) is an InputError naming the URL
+    without its password (:func:`database_error`)."""
+    engine = make_engine(url)
+    try:
+        with engine.connect():
+            pass
+        migrate(engine, revision)
+    except Exception as err:
+        found = database_error(err, url)
+        engine.dispose()
+        if found is None:
+            raise
+        raise found from None
+    return engine
+
+
+#: SQLite's words for a database it cannot use, and what to tell the user
+_SQLITE_SAYS = (
+    ("file is not a database", "is not an SQLite database (another kind of file?): give --db a database file or a new name"),
+    ("database disk image is malformed", "is damaged (SQLite: the database disk image is malformed); restore it from a copy"),
+    ("attempt to write a readonly database", "cannot be written (read-only): give --db a file in a writable folder"),
+    ("database is locked", "is locked by another process (waited 60 s): try again when it is done"),
+)
+
+
+def database_error(err: BaseException, url: str) -> InputError | None:
+    """What to tell the user of ``err``, met opening or writing the database at ``url`` (an
+    InputError naming the URL without its password, or a full disk's error), or None when it
+    is not the database's state or reachability (a bug: it goes on as it is)."""
+    if not isinstance(err, (DatabaseError, InterfaceError, OperationalError)):
+        return None
+    where = shown_url(url)
+    reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    try:
+        parsed = make_url(url)
+    except Exception:
+        return InputError(f"cannot open the database {where!r}: {reason}", field="url")
+    if parsed.get_backend_name() != "sqlite":
+        return InputError(
+            f"cannot use the PostgreSQL database {where}: {reason} (is the server running and is the URL right?)", field="url"
+        )
+    path = Path(parsed.database or "")
+    if disk_full(err) or ("disk I/O error" in reason and _nearly_full(path)):
+        return full_disk_error(where, err if disk_full(err) else OSError(28, "No space left on device"))
+    if path.is_dir():
+        return InputError(f"{where}: {path} is a folder, not an SQLite database file", field="url")
+    for says, told in _SQLITE_SAYS:
+        if says in reason:
+            return InputError(f"{where}: {path} {told}", field="url")
+    return InputError(f"cannot open the SQLite database {where} ({path}): {reason}", field="url")
+
+
+def _nearly_full(path: Path) -> bool:
+    """Whether the disk under ``path`` has less than a megabyte free (SQLite says "disk I/O
+    error", not "full", when it cannot grow its write-ahead log's index on a full disk)."""
+    folder = path if path.is_dir() else path.parent
+    try:
+        return shutil.disk_usage(folder).free < 2**20
+    except OSError:
+        return False
 
 
 def _sqlite_events(engine: Engine) -> None:

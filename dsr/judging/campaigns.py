@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from dsr.core.data import Collection, dialogue_from_json
 from dsr.core.errors import InputError
 from dsr.db.base import utcnow
-from dsr.db.engine import make_engine, migrate, read_session, write_connection, write_session
+from dsr.db.engine import open_database, read_session, write_connection, write_session
 from dsr.db.refused import Refused
 from dsr.judging import guidelines as guidelines_module
 from dsr.judging.assignments import Assignments
@@ -105,9 +105,7 @@ class Judging(Assignments, Reviews):
 
     @classmethod
     def open(cls, url: str) -> Judging:
-        engine = make_engine(url)
-        migrate(engine)
-        return cls(engine)
+        return cls(open_database(url))
 
     # -- campaigns ---------------------------------------------------------
     def create(

@@ -10,7 +10,8 @@ the campaign's). Known answers come from two places:
 * **automatically** (``--auto-honeypots``), chosen against the shortcuts a script would take
   instead of reading (the word-overlap script: relevant when a sentence shares a word with
   the last turns; the title-match script: relevant when its title shares a word with the
-  dialogue):
+  dialogue; the two together: relevant when a sentence carries the dialogue's own title and
+  shares a word with the last turns):
 
   - *relevant*: the candidate the next turn quotes, i.e. the one sharing the longest
     run of consecutive words with the real next turn, when that run is at least
@@ -20,6 +21,15 @@ the campaign's). Known answers come from two places:
   - *not relevant*: a sentence that shares no content word (``dsr.core.text.content_words``)
     with the real next turn and is one of
 
+    * ``retitled-document``: a sentence of another document that names it (a content word
+      of its own title that nothing the assessor is shown of the dialogue holds) and shares
+      a content word with the last :data:`RECENT_TURNS` turns, shown under the dialogue's own
+      title. Only what it says tells it is about another subject: every shortcut above
+      takes it for relevant, the two together too (own title, a shared word), which no
+      check drawn from the documents as they are can catch (the dialogue's own sentences
+      that share a word with the last turns are graded 1 or 2 in a fifth of the cases on the
+      judged set). These come first. On the judged set, wherever such a sentence is a
+      candidate under its own title, it is graded 0;
     * ``related-document``: of another document whose title shares a content word with
       the dialogue (its title, turns or next turn). It traps the title-match script, and
       the word-overlap script too when it shares a word with the last
@@ -128,12 +138,32 @@ def shown_words(dialogue: Dialogue) -> set[str]:
     return words
 
 
-def traps(dialogue: Dialogue, title: str, body: str, words: set[str], recent: set[str]) -> tuple[bool, bool]:
+def traps(dialogue: Dialogue, title: str, body: str, words: set[str], recent: set[str]) -> tuple[bool, bool, bool]:
     """Which shortcut a not-relevant sentence shown with ``dialogue`` would catch: (the
     title-match script: its title is the dialogue's or shares a content word with ``words``,
-    what the assessor is shown (:func:`shown_words`), the word-overlap script: it shares a
-    content word with the last turns)."""
-    return (title == dialogue.title or bool(content_words(title) & words), bool(content_words(body) & recent))
+    what the assessor is shown (:func:`shown_words`); the word-overlap script: it shares a
+    content word with the last turns; the two together: the dialogue's own title and a word
+    shared with the last turns)."""
+    overlap = bool(content_words(body) & recent)
+    return (title == dialogue.title or bool(content_words(title) & words), overlap, title == dialogue.title and overlap)
+
+
+def retitled(
+    dialogue: Dialogue,
+    title: str,
+    title_words: set[str],
+    body_words: set[str],
+    shown: set[str],
+    recent: set[str],
+    following: set[str],
+) -> bool:
+    """Whether a sentence of another document (``title``) can be shown under the dialogue's own
+    title as a known not-relevant check (``retitled-document``, see the module docstring): it
+    names its document by a content word of that title which nothing shown of the dialogue
+    holds, shares a content word with the last turns and none with the next turn."""
+    if title == dialogue.title or body_words & following or not body_words & recent:
+        return False
+    return bool((body_words & title_words) - shown - content_words(dialogue.title))
 
 
 def not_relevant(
@@ -182,32 +212,38 @@ def auto_golds(
             if c.id != quoted and how:
                 gold.known[c.id] = (low, how)
         own = {(c.title, c.body) for c in d.candidates}
+        own_bodies = {c.body for c in d.candidates}
+        shown = shown_words(d)
         found: list[Planted] = []
         for index in rng.permutation(len(keys)):  # then the pool's other sentences
             title, body = keys[index]
             body_words, title_words = sentences[title, body]
-            how = (title, body) not in own and not_relevant(d, title, title_words, body_words, words, recent, following)
+            if (title, body) in own:
+                continue
+            if body not in own_bodies and retitled(d, title, title_words, body_words, shown, recent, following):
+                found.append(Planted(d.title, body, low, "retitled-document"))
+                continue
+            how = not_relevant(d, title, title_words, body_words, words, recent, following)
             if how:
                 found.append(Planted(title, body, low, how))
-        shown = shown_words(d)
         gold.planted = interleave(found, lambda p: traps(d, p.title, p.body, shown, recent))[:negatives]
         golds[d.id] = gold
     return golds
 
 
 def interleave(items: list, caught) -> list:
-    """``items`` (not-relevant checks) in the order they are used: those that catch both
-    scripts first (``caught(item)`` -> (title-match, word-overlap)), then the ones that catch
-    one, two that catch the title-match script for each that catches the word-overlap one
-    (the title-match script answers the relevant checks right: relevant sentences carry the
-    dialogue's title; the word-overlap one misses those the last turns do not share a word
-    with), then the rest."""
-    both, title, overlap, neither = [], [], [], []
+    """``items`` (not-relevant checks) in the order they are used: those that catch every
+    script first (``caught(item)`` -> (title-match, word-overlap, the two together)), then
+    those that catch the first two, then the ones that catch one, two that catch the
+    title-match script for each that catches the word-overlap one (the title-match script
+    answers the relevant checks right: relevant sentences carry the dialogue's title; the
+    word-overlap one misses those the last turns do not share a word with), then the rest."""
+    every, both, title, overlap, neither = [], [], [], [], []
     for item in items:
-        t, o = caught(item)
-        (both if t and o else title if t else overlap if o else neither).append(item)
+        t, o, a = caught(item)
+        (every if a else both if t and o else title if t else overlap if o else neither).append(item)
     thirds = itertools.zip_longest(title[0::2], title[1::2], overlap)
-    return both + [x for group in thirds for x in group if x is not None] + neither
+    return every + both + [x for group in thirds for x in group if x is not None] + neither
 
 
 def judged_golds(pool: Collection, judged: Collection) -> dict[str, GoldSet]:

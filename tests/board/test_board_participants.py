@@ -206,6 +206,9 @@ def test_on_the_judged_set_the_next_turn_ranker_finds_nothing_beyond_the_context
     board.close()
     assert written.warnings == [] and "relevant_in_document" in written.meta_keys
     given = read_benchmark(out)
+    # the file's subsets are its sections, the withheld meta.docIdx (115 of 115): neutral names
+    assert all(d.subset == f"section{d.meta['docIdx']}" for d in source.dialogues)
+    assert {d.subset for d in given} == {f"group {n}" for n in range(1, 5)}
     leaked = p_at_1(overlap_ranker(source), labels)
     context_only = p_at_1(overlap_ranker(replace_targets(source)), labels)
     on_file = p_at_1(overlap_ranker(given), labels)
@@ -243,3 +246,73 @@ def test_a_file_without_labels_reads_and_names_itself_when_evaluated(tmp_path):
     path.write_text(json.dumps(record) + "\n")
     with pytest.raises(InputError, match="label"):
         read_benchmark(path)
+
+
+def with_revealing_subsets(path) -> Collection:
+    """The sample with a withheld ``meta.section`` that its subset fixes (plain: 0, grounded: 1),
+    as CMU_DoG's ``section3`` fixes ``meta.docIdx`` 3; written to ``path``."""
+    sample = load_collection("sample")
+    made = Collection(
+        "sample", [replace(d, meta={"section": int(d.subset == "grounded"), "turn": k}) for k, d in enumerate(sample)]
+    )
+    write_benchmark(made, path)
+    return made
+
+
+def test_subsets_that_give_a_withheld_field_away_get_neutral_names():
+    from dsr.board.participants import group_names, revealed_field
+
+    sample = load_collection("sample")
+    revealing = [replace(d, meta={"section": int(d.subset == "grounded"), "turn": k}) for k, d in enumerate(sample)]
+    assert revealed_field(revealing) == "meta.section"
+    names, notes = group_names(revealing)
+    assert sorted(names) == ["grounded", "plain"] and sorted(names.values()) == ["group 1", "group 2"]
+    assert "meta.section" in notes[0]
+    assert revealed_field(sample.dialogues) is None and group_names(sample.dialogues) == ({}, [])
+    mixed = [replace(d, meta={"section": k % 3}) for k, d in enumerate(sample)]  # not fixed by the subset
+    assert revealed_field(mixed) is None
+    assert group_names(revealing, {"plain": "chit-chat"})[0] == {"plain": "chit-chat", "grounded": "group 1"}
+    assert group_names(revealing, {"plain": "dialogues", "grounded": "dialogues"})[0] == {  # merged: no group
+        "plain": "dialogues",
+        "grounded": "dialogues",
+    }
+    for bad in ({"nope": "x"}, {"plain": "all"}, {"plain": ""}, {"plain": "a\x00"}):
+        with pytest.raises(InputError) as err:
+            group_names(sample.dialogues, bad)
+        assert err.value.field == "subset_names", bad
+
+
+@pytest.mark.slow
+def test_the_board_and_the_participant_file_show_the_neutral_names(db_url, tmp_path, capsys):
+    """A hidden phase over a file whose subsets fix a withheld field: the participant file, the
+    topics API and the board's published groups carry neutral names, never the file's; the
+    organiser's --subset-name names are used as given; a public phase takes none."""
+    from fastapi.testclient import TestClient
+
+    from dsr.board.app import create_app
+
+    path = tmp_path / "revealing.jsonl"
+    with_revealing_subsets(path)
+    db, store = ["--db", db_url], ["--store", str(tmp_path / "store")]
+    add = ["board", "add-phase", str(path), "--name", "sample", "--hidden", "--min-dialogues", "5"]
+    assert main([*add, "--phase", "test", *db, *store]) == 0
+    said = capsys.readouterr().out
+    assert "subset 'plain' is shown as 'group" in said and "subset 'grounded' is shown as 'group" in said
+    assert main(["board", "participant-file", "sample", "--phase", "test", "--out", str(tmp_path / "p.jsonl"), *db, *store]) == 0
+    text = (tmp_path / "p.jsonl").read_text()
+    subsets = {json.loads(line)["subset"] for line in text.splitlines()}
+    assert subsets == {"group 1", "group 2"} and '"plain"' not in text and '"grounded"' not in text
+    board = make_board(db_url, tmp_path)
+    client = TestClient(create_app(board))
+    topics = client.get("/api/boards/sample/test/topics").json()
+    assert {t["subset"] for t in topics["topics"]} == {"group 1", "group 2"}, topics
+    page = client.get("/api/boards/sample/test").text + client.get("/board/sample/test").text
+    assert "plain" not in page and "grounded" not in page
+    client.close()
+    board.close()
+    assert (
+        main([*add, "--phase", "named", "--subset-name", "plain=chit-chat", "grounded=wiki", "--allow-overlap", *db, *store]) == 0
+    )
+    assert "subset 'plain' is shown as 'chit-chat'" in capsys.readouterr().out
+    assert main(["board", "add-phase", "sample", "--phase", "dev", "--subset-name", "plain=x", *db, *store]) == 2
+    assert "--subset-name" in capsys.readouterr().err

@@ -465,7 +465,7 @@ def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_u
     engine.dispose()
     board = make_board(db_url, tmp_path, rate_limit=1)  # migrates to the newest schema
     with board.engine.connect() as conn:
-        assert conn.scalar(text("select version_num from alembic_version")) == migration_head() == "0007"
+        assert conn.scalar(text("select version_num from alembic_version")) == migration_head()
         assert conn.execute(text("select id, scores_version from phases")).all() == [(1, 0)]
         assert conn.scalar(text("select count(*) from team_rates")) == 0
     sub = board.submissions(board.get_phase("sample", "public"))[0]

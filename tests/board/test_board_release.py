@@ -321,7 +321,8 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
     """On main 115- and 114-dialogue phases over the same labels gave the dropped dialogue's
     values as 115 mean - 114 mean'. Any pair of published groups of two hidden phases that
     differ in fewer than --min-dialogues dialogues (dropped, added or relabelled) is refused,
-    at add-phase and when a phase's labels are replaced; --allow-overlap takes it loudly."""
+    at add-phase and when a phase's labels are replaced, and its refusal names the groups; two
+    hidden phases that share labels at all take --allow-overlap, which says what it gives away."""
     labels = read_qrels(runs / "hidden.qrels")
     collection = load_collection("sample")
     plain = [d.id for d in collection.dialogues if d.subset == "plain"]
@@ -345,8 +346,13 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
     with pytest.raises(InputError, match="sample/a"):
         board.add_phase("sample", "b", hidden=True, labels={t: labels[t] for t in plain[:-1]}, min_dialogues=5)
     assert json.loads(board.get_phase("sample", "b").topics_json) == grounded  # unchanged
-    # a phase that differs in at least the minimum is fine
-    board.add_phase("sample", "c", hidden=True, labels={t: labels[t] for t in plain[:5] + grounded[:5]}, min_dialogues=5)
+    # a phase over labels shared with them, even in groups that differ in at least the minimum,
+    # only with allow_overlap (each team's quota counts twice on what they share)
+    some = {t: labels[t] for t in plain[:5] + grounded[:5]}
+    with pytest.raises(InputError, match="sample/a"):
+        board.add_phase("sample", "c", hidden=True, labels=some, min_dialogues=5)
+    c = board.add_phase("sample", "c", hidden=True, labels=some, min_dialogues=5, allow_overlap=True)
+    assert all("quota counts twice" in p for p in board.overlaps(c)) and len(board.overlaps(c)) == 2
     board.close()
     # the command line: exit 2 naming the flag, or the override with a warning
     db, store = f"sqlite:///{tmp_path / 'cli.sqlite'}", str(tmp_path / "cli-store")

@@ -53,17 +53,17 @@ def test_a_whole_campaign_from_the_command_line(tmp_path, pool_file, capsys):
         "10",
         *db,
     )
-    assert code == 0 and "20 dialogues, 60 tasks, 508 sentences, 62 honeypot checks (16 planted)" in out
+    assert code == 0 and "20 dialogues, 64 tasks, 508 sentences, 68 honeypot checks (43 planted)" in out
     tokens = [run(capsys, "judge", "add-assessor", a, *db)[1].strip() for a in ASSESSORS]
     assert all(t.startswith("dsr_") for t in tokens)
     code, out, _ = run(capsys, "judge", "assign", "s1", *db)
     loads = [int(line.split(": ")[1].split()[0]) for line in out.splitlines()]
-    assert code == 0 and len(loads) == 4 and sum(loads) == 3 * 524 and max(loads) - min(loads) <= 11
+    assert code == 0 and len(loads) == 4 and sum(loads) == 3 * 551 and max(loads) - min(loads) <= 11
     judging = Judging.open(db[1])
     judging.import_grades("s1", simulate(assignments(judging, "s1"), truth, dict.fromkeys(ASSESSORS, 0.1)), None)
     code, out, _ = run(capsys, "judge", "report", "s1", "--json", *db)
     report = json.loads(out)
-    assert code == 0 and report["items"] == 508 and report["grades"] == 3 * 524
+    assert code == 0 and report["items"] == 508 and report["grades"] == 3 * 551
     assert report["items_without_counted_grade"] == 0 and 0.3 < report["agreement"]["alpha_ordinal"] < 1
     code, out, _ = run(
         capsys,

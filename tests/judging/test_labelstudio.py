@@ -113,7 +113,7 @@ def test_label_studio_round_trip(label_studio, tmp_path, capsys):
     judging = Judging.open(db)
     truth, _ = sample_campaign(judging, assign=False)
     assert main(["judge", "export-tasks", "s1", "--format", "label-studio", "--out", str(tmp_path / "ls"), "--db", db]) == 0
-    assert "(20 Label Studio tasks, one per dialogue, from 60 tasks, 524 sentences)" in capsys.readouterr().out
+    assert "(20 Label Studio tasks, one per dialogue, from 64 tasks, 551 sentences)" in capsys.readouterr().out
     folder = tmp_path / "ls"
     project = label_studio.post(
         "/api/projects",

@@ -23,7 +23,7 @@ import math
 import numpy as np
 import pytest
 
-from tests.support.judging import as_pool, noisy, truth_of
+from tests.support.judging import SCRIPTS, shortcut_campaign, title_and_overlap, title_matcher, word_overlap
 from tests.support.tiers import slow_fixture
 
 DIALOGUES = 30
@@ -32,44 +32,8 @@ DIALOGUES = 30
 pytestmark = pytest.mark.xdist_group("quality")
 
 
-def title_matcher(view: dict, sentence: dict) -> int:
-    from dsr.core.text import content_words
-
-    words = content_words(view["title"])
-    for turn in view["turns"]:
-        words |= content_words(turn["text"])
-    return 2 if content_words(sentence["title"]) & words else 0
-
-
-def word_overlap(view: dict, sentence: dict) -> int:
-    """The issue's bot: 2 when the sentence shares a word with the last three turns, else 0."""
-    from dsr.core.text import content_words
-
-    recent = set()
-    for turn in view["turns"][-3:]:
-        recent |= content_words(turn["text"])
-    return 2 if content_words(sentence["body"]) & recent else 0
-
-
-def by_position(view: dict, sentence: dict) -> int:
-    """2 for the first two sentences of a task, else 0 (a page read top to bottom, lazily)."""
-    return 2 if [s["key"] for s in view["sentences"]].index(sentence["key"]) < 2 else 0
-
-
-def by_size(view: dict, sentence: dict, smallest: int) -> int:
-    """The task-size exploit: a task larger than the smallest of its dialogue held the planted
-    check (not relevant): 0 to all of it; elsewhere the word-overlap answer."""
-    return 0 if len(view["sentences"]) > smallest else word_overlap(view, sentence)
-
-
-def title_and_overlap(view: dict, sentence: dict) -> int:
-    """2 when the sentence carries the dialogue's own title and shares a word with the last
-    three turns: what automatic checks cannot catch (docs/judging.md), gold items do."""
-    return 2 if sentence["title"] == view["title"] and word_overlap(view, sentence) else 0
-
-
-#: the scripts that grade without reading, and the careful assessor
-PEOPLE = ("careful", "titles", "overlap", "position", "size", "random", "zeros")
+#: the scripts that grade without reading (tools/judging_harness.py), and the careful assessor
+PEOPLE = ("careful", *SCRIPTS)
 
 
 @pytest.fixture(scope="module")
@@ -81,64 +45,16 @@ def campaign(memory_root):
 def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
     """The campaign with ``known`` answers (``auto``: --auto-honeypots, ``gold``: the judged
     file's grades, as --gold gives them), graded by ``people`` (the scripts and the careful
-    assessor)."""
-    from dsr.core.data import Collection, read_benchmark
-    from dsr.judging import guidelines, honeypots
-    from dsr.judging.campaigns import Judging, Settings
-    from dsr.judging.views import task_rows, task_view
+    assessor): ``tools.judging_harness.shortcut_campaign``."""
+    from dsr.judging.campaigns import Settings
     from tests.support.data import SHARED_DATA
 
     path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
     if not path.is_file():
         pytest.skip("../shared/data/judged/cmu_dog-valid-judged.jsonl is not beside the checkout")
-    judged = Collection("cmu-judged", read_benchmark(path).dialogues[:DIALOGUES])
-    pool = as_pool(judged)
-    judging = Judging.open(f"sqlite:///{db_path}")
     defaults = Settings()  # the defaults of dsr judge create
-    golds = honeypots.auto_golds(pool, 0, 2, seed=5) if known == "auto" else honeypots.judged_golds(pool, judged)
-    judging.create("qc", pool, guidelines.load(), Settings(seed=5, k=len(people)), golds)  # every script
-    # grades every task (k only says how many assessors a task gets)
-    for name in people:
-        judging.add_assessor(name)
-    judging.assign("qc")
-    campaign = judging.campaign("qc")
-    items = judging.items_frame(campaign).set_index("key")
-    truth = truth_of(judged)
-    rng = np.random.default_rng(7)
-    given: dict[tuple[str, str], int] = {}
-    views = {}
-    for assessor in judging.assessors():
-        rows = task_rows(judging, assessor, campaign)
-        pages = [task_view(judging, assessor, campaign, row["seq"]) for row in rows]
-        smallest: dict[str, int] = {}
-        for view in pages:  # what the size script learns: each dialogue's smallest task
-            smallest[view["title"]] = min(smallest.get(view["title"], 99), len(view["sentences"]))
-        for view in pages:
-            for sentence in view["sentences"]:
-                key = sentence["key"]
-                views[key] = (view, sentence)
-                if assessor.name == "careful":
-                    item = items.loc[key]
-                    true = truth[item["dialogue"], item["candidate"]] if isinstance(item["candidate"], str) else int(item["gold"])
-                    grade = noisy(true, 0.10, rng)
-                elif assessor.name == "titles":
-                    grade = title_matcher(view, sentence)
-                elif assessor.name == "overlap":
-                    grade = word_overlap(view, sentence)
-                elif assessor.name == "position":
-                    grade = by_position(view, sentence)
-                elif assessor.name == "size":
-                    grade = by_size(view, sentence, smallest[view["title"]])
-                elif assessor.name == "both":
-                    grade = title_and_overlap(view, sentence)
-                elif assessor.name == "random":
-                    grade = int(rng.integers(3))
-                else:
-                    grade = 0
-                judging.grade(assessor, key, grade, seconds=float(rng.uniform(3, 9)) if assessor.name == "careful" else 0.4)
-                given[assessor.name, key] = grade
     assert defaults.honeypot_threshold == 0.7 and defaults.min_honeypots == 3 and defaults.honeypot_rate == 0.1
-    return judging, judged, items, truth, given, views
+    return shortcut_campaign(db_path, path, known, people, DIALOGUES)
 
 
 @pytest.mark.slow
@@ -154,19 +70,23 @@ def test_the_title_shortcut_is_real_on_this_pool(campaign):
 
 
 def test_not_relevant_checks_are_chosen_against_the_shortcuts(campaign):
-    """Issue 40: the not-relevant checks were chosen by the word-overlap rule itself (no word
+    """The not-relevant checks were once chosen by the word-overlap rule itself (no word
     shared with the last turns), so the word-overlap script answered them right. Now each
     catches the title-match script (its title matches the dialogue's), the word-overlap one
-    (it shares a word with the last turns) or both, two title-catching for one
-    overlap-catching: each script grades most of them relevant, and no check is free for both."""
+    (it shares a word with the last turns) or both; the retitled ones, first, catch the two
+    together too (the dialogue's own title and a shared word), which a script grading by
+    "own title and a shared content word" passed at 0.875 before them."""
     _, _, items, _, _, views = campaign
     checks = items[items["gold"].notna()]
     negatives = checks[checks["gold"] == 0]
     assert len(negatives) >= 60
-    assert set(negatives["source"]) <= {"same-document", "related-document", "other-document"}
+    assert set(negatives["source"]) <= {"retitled-document", "same-document", "related-document", "other-document"}
     titles = np.array([title_matcher(*views[k]) == 2 for k in negatives.index])
     overlap = np.array([word_overlap(*views[k]) == 2 for k in negatives.index])
+    both = np.array([title_and_overlap(*views[k]) == 2 for k in negatives.index])
     assert titles.mean() > 0.6 and overlap.mean() > 0.4 and (titles | overlap).all(), (titles.mean(), overlap.mean())
+    retitled = (negatives["source"] == "retitled-document").to_numpy()
+    assert both[retitled].all() and both.mean() > 0.5, both.mean()  # the two together, caught by retitled checks
 
 
 def test_cheating_scripts_are_excluded_and_the_careful_assessor_kept(campaign):
@@ -290,18 +210,3 @@ def test_gold_items_from_a_judged_file_exclude_the_cheaters_too(db_folder):
     verdict = {a: c.counted for a, c in result.checks.items()}
     assert verdict == {p: p == "careful" for p in PEOPLE}
     assert result.checks["careful"].accuracy >= 0.8
-
-
-@pytest.mark.slow
-def test_what_automatic_checks_cannot_catch_gold_items_do(db_folder):
-    """The limit docs/judging.md states: a script that grades 2 only when a sentence has the
-    dialogue's exact title and shares a word with the last turns answers every automatic
-    not-relevant check right (none is both) and passes them; gold items exclude it."""
-    from dsr.judging.campaign_report import outcome
-
-    verdicts = {}
-    for known in ("auto", "gold"):
-        judging, *_ = graded_campaign(db_folder / f"{known}.sqlite", known, ("careful", "both"))
-        verdicts[known] = {a: (c.counted, round(c.accuracy, 3)) for a, c in outcome(judging, "qc", "mv").checks.items()}
-    assert verdicts["auto"]["both"][0] and not verdicts["gold"]["both"][0], verdicts
-    assert verdicts["auto"]["careful"][0] and verdicts["gold"]["careful"][0], verdicts

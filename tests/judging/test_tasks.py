@@ -50,7 +50,10 @@ def test_honeypots_are_planted_at_the_rate_alternating_relevant_and_not(pool):
         full += len(checks) >= wanted
         if not golds[t.dialogue].known and not golds[t.dialogue].planted:
             assert not checks
-        assert all(it.gold == 0 and it.source in ("same-document", "related-document", "other-document") for it in planted)
+        assert all(
+            it.gold == 0 and it.source in ("retitled-document", "same-document", "related-document", "other-document")
+            for it in planted
+        )
         quoted = [it for it in checks if it.source == "quote"]
         assert all(golds[t.dialogue].known[it.candidate] == (2, "quote") for it in quoted)
         if any(golds[t.dialogue].known.get(it.candidate, (0, ""))[1] == "quote" for it in pool_items):

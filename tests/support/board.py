@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import processes
 from tests.support.tiers import require_slow, slow_fixture
 from tools import board_harness
 from tools.board_harness import (
@@ -108,13 +109,20 @@ def postgres():
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         pytest.skip("running as root without runuser: cannot start PostgreSQL as another user")
     server = Postgres(bindir)
+    # pg_ctl starts the server in a session of its own: an interrupted run would leave it
+    watch = processes.stop_with_me(
+        run=[[*server.as_user, str(bindir / "pg_ctl"), "-D", str(server.root / "data"), "-m", "immediate", "stop"]],
+        remove=[str(server.root)],
+    )
     try:
         server.start()
     except subprocess.CalledProcessError as err:
         server.stop()
+        watch.release()
         pytest.fail(f"PostgreSQL did not start: {err.stderr.decode(errors='replace')[-800:]}")
     yield server
     server.stop()
+    watch.release()
 
 
 #: tmpfs: where an SQLite commit's fsync (``synchronous=FULL``: slow on a disk other
@@ -228,9 +236,14 @@ def chromium():
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        launch = lambda: pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)  # noqa: E731
+        browser, started = processes.started_by(launch, named="chrom")
+        # Playwright starts the browser in a process group of its own (and its crash handlers
+        # leave it): killed with the run however it ends
+        watch = processes.stop_with_me(kill=started)
         yield browser
         browser.close()
+    watch.release()
 
 
 @pytest.fixture

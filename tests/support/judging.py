@@ -6,6 +6,38 @@ re-exported here for the tests.
 
 from __future__ import annotations
 
-from tools.judging_harness import ASSESSORS, as_pool, assignments, noisy, sample_campaign, simulate, true_grade, truth_of
+from tools.judging_harness import (
+    ASSESSORS,
+    SCRIPTS,
+    as_pool,
+    assignments,
+    by_position,
+    by_size,
+    noisy,
+    sample_campaign,
+    shortcut_campaign,
+    simulate,
+    title_and_overlap,
+    title_matcher,
+    true_grade,
+    truth_of,
+    word_overlap,
+)
 
-__all__ = ["ASSESSORS", "as_pool", "assignments", "noisy", "sample_campaign", "simulate", "true_grade", "truth_of"]
+__all__ = [
+    "ASSESSORS",
+    "SCRIPTS",
+    "as_pool",
+    "assignments",
+    "by_position",
+    "by_size",
+    "noisy",
+    "sample_campaign",
+    "shortcut_campaign",
+    "simulate",
+    "title_and_overlap",
+    "title_matcher",
+    "true_grade",
+    "truth_of",
+    "word_overlap",
+]

@@ -55,6 +55,7 @@ RANX = pytest.mark.xdist_group("ranx")
 GROUPS: dict[str, tuple[str, ...]] = {
     # tests.support.data.REAL_CMU_DOG: one worker builds CMU_DoG train from ../shared/data
     "real-cmu-dog-train": (
+        "tests/board/test_board_overlap_real.py",
         "tests/collections/test_cmu_dog_dev.py",
         "tests/collections/test_cmu_dog_dev_grades.py",
         "tests/indexes/test_exactness.py",
