@@ -89,8 +89,10 @@ from dsr.core.fusion_ranx import (
     RANX_METHODS,
     RANX_NORMS,
     SEARCHED,
+    TUNED,
     fuse_with_ranx,
     reads_order,
+    tunes,
 )
 from dsr.core.run import Run
 from dsr.core.ties import _float32_array
@@ -372,7 +374,7 @@ def method_params(method: str) -> dict[str, Any]:
 def check_params(method: str, params: Mapping[str, Any]) -> None:
     """InputError when ``params`` holds a name ``method`` does not take (a typo is not
     silently ignored)."""
-    takes = method_params(method)
+    takes = {**method_params(method), **({"metric": METRIC} if method in TUNED else {})}
     unknown = sorted(set(params) - set(takes))
     if unknown:
         raise InputError(f"fusion method {method!r} takes {', '.join(takes)}, not {', '.join(unknown)}", field="params")
@@ -402,8 +404,11 @@ def fuse(
     candidates be summed in numpy. Parameters a method does not take are an InputError.
 
     ranx's methods (:data:`dsr.core.fusion_ranx.RANX_METHODS`) are ranx's own code; those that
-    learn from relevance ``labels`` (``{topic: {doc: grade}}``) are refused without them. The
-    fused run's ``config["fusion_learnt"]`` holds what was learnt. ``backend="ranx"`` hands ranx
+    learn from relevance ``labels`` (``{topic: {doc: grade}}``) are refused without them. With
+    labels, ``rrf``'s k, ``wsum``'s weights and ``logn_isr``'s sigma, when not given, are learnt
+    as ranx's ``optimize_fusion`` learns them (:data:`dsr.core.fusion_ranx.TUNED`; its grid and
+    ``metric``) and the run is ranx's fusion with them; without labels their defaults hold. The
+    fused run's ``config["fusion_learnt"]`` holds what was learnt (and the metric and grid). ``backend="ranx"`` hands ranx
     every run as ranx reads its file and lets ranx compute dsr's methods too (see
     :mod:`dsr.core.fusion_ranx`: the order of documents whose scores tie in an input run).
     """
@@ -414,7 +419,10 @@ def fuse(
     backend = BACKEND.check(backend)
     shown = ",".join(f"{k}={v}" for k, v in sorted(params.items()))
     tag = tag or f"fusion-{method}" + (f"-{shown}" if shown else "")
-    if method in RANX_METHODS or backend == "ranx" or params.get("norm") in RANX_ONLY_NORMS:
+    if method == "interp" and len(runs) != 2:
+        raise InputError(f"interp fuses exactly two runs, got {len(runs)}", field="method")
+    tuned = tunes(method, params) if labels else []
+    if method in RANX_METHODS or backend == "ranx" or params.get("norm") in RANX_ONLY_NORMS or tuned:
         scores, learnt = fuse_with_ranx(runs, method, labels=labels, backend=backend, **params)
         run = fused_run(scores, tag)
         if learnt:
@@ -424,7 +432,7 @@ def fuse(
         fast_run = _rrf_aligned(runs, params.get("k", 60), initial_order, tag)
         if fast_run is not None:
             return fast_run
-    own = dict(params)
+    own = {k: v for k, v in params.items() if k != "metric"}  # what a learnt parameter is searched on
     if "norm" in own:
         own["norm"] = NORM_ALIASES_DSR.get(own["norm"], own["norm"])
     return fused_run(FUSERS[method](runs, **own), tag)
