@@ -95,7 +95,7 @@ from dsr.core.fusion_ranx import (
     tunes,
 )
 from dsr.core.run import Run
-from dsr.core.ties import _float32_array
+from dsr.core.ties import F32_MAX
 
 Scores = dict[str, dict[str, float]]
 
@@ -510,13 +510,23 @@ def _trec_eval_ordered(
     """Scores laid end to end ranked by :data:`TIE_RULE`: each doc's place among its topic's
     ids in descending order (``descending``, computed when not given) is the tie-break key of
     ``Run.from_flat``, and the scores are rounded to float32 first so that scores equal as
-    float32 tie."""
+    float32 tie. The rounding keeps subnormals, as trec_eval's C ``float`` does: ranx's CombMIN
+    and CombMED of min-max normalised runs score documents 1e-45 to 1e-39 apart, which trec_eval
+    ranks by those values; the run then writes them as the tie rule's normal scores below 0, in
+    that order."""
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
         raise InputError(f"fused score of {docs[int(bad[0])]!r} is not finite: {values[int(bad[0])]!r}", field="runs")
     if descending is None:
         descending = _descending_places(topics, docs, sizes)
-    return Run.from_flat(topics, docs, sizes, _float32_array(values), descending, tag=tag)
+    return Run.from_flat(topics, docs, sizes, _c_float(values), descending, tag=tag)
+
+
+def _c_float(values: np.ndarray) -> np.ndarray:
+    """``values`` as C's ``float`` holds them (trec_eval 9.0.8's ``atof`` into a float): rounded
+    to nearest float32, clamped to its range, subnormals kept; -0.0 made 0.0 (equal in C)."""
+    out: np.ndarray = np.clip(values, -F32_MAX, F32_MAX).astype(np.float32).astype(np.float64) + 0.0
+    return out
 
 
 def _rrf_aligned(runs: Sequence[Run], k: float, initial_order: Mapping[str, list[str]], tag: str) -> Run | None:

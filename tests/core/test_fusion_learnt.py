@@ -4,8 +4,9 @@ the qrels file's, and the registered ``sample`` for the methods that learn). ran
 run files (``Run.from_file``), learns with ``optimize_fusion`` what it learns (on ndcg, its own
 grid) from the same labels, fuses and saves; both files are then read as trec_eval 9.0.8 reads a
 run (the score as a C float, subnormals kept, descending; ties by docno descending), by a plain
-reader written here. What dsr learnt (its sidecar's ``learnt``) must be what ranx learnt, and a value
-the user gives is never learnt over."""
+reader written here. What dsr learnt (its sidecar's ``learnt``) must be what ranx learnt, a value
+the user gives is never learnt over, and CombMIN and CombMED, whose scores ranx writes near 1e-40,
+must be read by trec_eval in ranx's order."""
 
 from __future__ import annotations
 
@@ -231,3 +232,22 @@ def test_what_was_learnt_is_said_on_stderr_and_in_the_sidecar(files, tmp_path, c
     # without labels the defaults hold, and nothing says it learnt
     _, sidecar = dsr_fused(paths, "rrf", [], tmp_path / "plain.run")
     assert sidecar["params"]["k"] == 60 and "learnt" not in sidecar and "rrf learnt" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["min", "med"])
+def test_comb_min_and_med_are_read_by_trec_eval_in_ranx_s_order(method, sample_runs, tmp_path):
+    """ranx's CombMIN/CombMED of dsr-written runs (ties stepped below one another) hold scores
+    1e-45 to 1e-39 apart, which trec_eval reads as distinct C floats: dsr's run must rank them so."""
+    theirs, _ = ranx_fused(sample_runs, None, method, {}, tmp_path / "ranx.run")
+    ours, _ = dsr_fused(sample_runs, method, [], tmp_path / "dsr.run")
+    assert ours == theirs
+    # the case is real: ranx wrote subnormal scores, and read as zero they would rank otherwise
+    scores = [float(line.split()[4]) for line in open(tmp_path / "ranx.run")]
+    assert any(0 < abs(s) < np.finfo(np.float32).tiny for s in scores)
+    flushed = {}
+    for line in open(tmp_path / "ranx.run"):
+        qid, _, doc, _, score, _ = line.split()
+        value = float(np.float32(float(score)))
+        flushed.setdefault(qid, []).append((doc, 0.0 if abs(value) < np.finfo(np.float32).tiny else value))
+    as_zero = {q: [d for d, _ in sorted(sorted(r, reverse=True), key=lambda ds: -ds[1])] for q, r in flushed.items()}
+    assert as_zero != theirs
