@@ -412,8 +412,8 @@ def _add_ir_metadata_argument(parser: argparse.ArgumentParser) -> None:
         "--ir-metadata",
         action="store_true",
         help="also write the run's provenance as an ir_metadata header (# lines "
-        "at the top; trec_eval and ir_measures reject them: see "
-        "docs/interchange.md)",
+        "at the top; trec_eval 9.0.8 and ir_measures refuse them, trec_eval 10.0 skips them: "
+        "see docs/interchange.md)",
     )
 
 
