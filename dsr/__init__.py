@@ -246,14 +246,16 @@ def fuse(
     ``phi``, ``sigma``, ``metric``). A method that learns from labels (bayesfuse, probfuse, ...;
     a weighted one without ``weights``) learns from ``qrels`` (a qrels file's path or a dict
     ``{topic: {doc: grade}}``), else from ``collection``'s labels, as ranx's ``optimize_fusion``
-    does; without either it is refused. A parameter the method does not take is an error. Ties
+    does; without either it is refused. With labels, rrf's ``k``, wsum's ``weights`` and
+    logn_isr's ``sigma`` are learnt too when not given (without: 60, equal, 0.01); the run's
+    ``config["fusion_learnt"]`` says what was learnt. A parameter the method does not take is an error. Ties
     are broken as on every other path (:data:`dsr.core.fusion.TIE_RULE`); an input run whose own
     scores tie is ranked as trec_eval ranks it, with a warning on stderr (``backend="ranx"``: as
     ranx ranks it, see :mod:`dsr.core.fusion_ranx`).
     """
     from dsr.core.fusion import canonical, tied_input_warnings
     from dsr.core.fusion import fuse as fuse_runs
-    from dsr.core.fusion_ranx import learns
+    from dsr.core.fusion_ranx import learns, tunes
     from dsr.core.run import as_run
 
     params.update(
@@ -264,7 +266,7 @@ def fuse(
     if collection is not None:
         collection = _collection(collection, None)
         order = {d.id: collection.candidate_ids(d.id) for d in collection}
-    if learns(method, params):
+    if learns(method, params) or tunes(method, params):
         labels = _labels(qrels, collection)
     loaded = [as_run(r) for r in runs]
     named = [str(r) if isinstance(r, (str, os.PathLike)) else getattr(r, "tag", "run") for r in runs]

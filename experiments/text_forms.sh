@@ -36,7 +36,7 @@ for set in judged silver; do
     mkdir -p "$set" && pushd "$set" >/dev/null
     dsr run "${C[@]}" --ranker dense "${TB[@]}" --out zs.run
     dsr run "${C[@]}" --ranker dense "${TB[@]}" --param model=dsr:tb-bi --out tb.run
-    dsr fuse tb.run zs.run --method rrf "${F[@]}" --out rrf.run
+    dsr fuse tb.run zs.run --method rrf --param k=60 "${F[@]}" --out rrf.run
     for m in hard list; do
         dsr rerank "${C[@]}" --run tb.run --model "dsr:tb-ce-$m" --top-k 20 --out "ce-$m.run"
     done
@@ -51,7 +51,7 @@ done
 pushd kfold-judged >/dev/null
 F=(--collection "$JUDGED")
 kinterp=$(tuned kfold.run zero-shot.run kinterp)
-dsr fuse kfold.run zero-shot.run --method rrf "${F[@]}" --out krrf.run
+dsr fuse kfold.run zero-shot.run --method rrf --param k=60 "${F[@]}" --out krrf.run
 dsr evaluate cmu_dog_judged --source "$DATA/judged" zero-shot.run kfold.run in-domain.run krrf.run \
     --tune "$kinterp" --protocol official --baseline zero-shot.run --measures nDCG@5 RR --subset all --verbose
 popd >/dev/null

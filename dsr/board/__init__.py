@@ -2,8 +2,8 @@
 
 Layer 8 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
 ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval``,
-``dsr.evaluation``, ``dsr.interchange``, ``dsr.web`` and ``dsr.db``. It imports nothing of
-``dsr.judging``, though its layer would allow it.
+``dsr.evaluation``, ``dsr.interchange``, ``dsr.pyterrier``, ``dsr.web`` and ``dsr.db``. It
+imports nothing of ``dsr.judging``, though its layer would allow it.
 
 Evaluation's front door: a submitted run is checked by the same validator as
 ``dsr validate`` (:func:`dsr.evaluation.validate.validate_run`), scored by the same

@@ -2,9 +2,10 @@
 
 Layer 14 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
 ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval``,
-``dsr.evaluation``, ``dsr.interchange``, ``dsr.web``, ``dsr.db``, ``dsr.board``,
-``dsr.judging``, ``dsr.migrations``, ``dsr.server``, ``dsr.training``, ``dsr.baselines`` and
-``dsr.testing``. Only the application (``dsr.cli``, ``dsr.baselines`` and ``dsr``) imports it.
+``dsr.evaluation``, ``dsr.interchange``, ``dsr.pyterrier``, ``dsr.web``, ``dsr.db``,
+``dsr.board``, ``dsr.judging``, ``dsr.migrations``, ``dsr.server``, ``dsr.training``,
+``dsr.baselines`` and ``dsr.testing``. Only the application (``dsr.cli``, ``dsr.baselines`` and
+``dsr``) imports it.
 
 :data:`dsr.cli.commands.COMMANDS` is the explicit table of commands, their modules and
 one-line help (the order is the order in ``--help``); each module's

@@ -62,7 +62,7 @@ from dsr.core.fusion import (
     tied_input_warnings,
 )
 from dsr.core.fusion import check_params as check_fusion_params
-from dsr.core.fusion_ranx import BACKEND, RANX_ALIASES, RANX_METHODS, learns
+from dsr.core.fusion_ranx import BACKEND, METRIC, RANX_ALIASES, RANX_METHODS, TUNED, learns, tunes
 from dsr.core.models import model_records
 from dsr.core.params import parse_assignments
 from dsr.core.provenance import input_record, run_sidecar, sha256_file
@@ -79,17 +79,26 @@ def _fuse_epilog() -> str:
     """Every fusion method (the registry, :data:`dsr.core.fusion.METHODS`) with its parameters."""
     lines = ["methods (dsr's kernels first, then ranx's; parameters with defaults, '?' learnt from labels when not given):"]
     for method in METHODS:
-        params = ", ".join(f"{k}={'?' if v is None and method in RANX_METHODS else v}" for k, v in method_params(method).items())
+        shown = {
+            k: "?" if v is None and method in RANX_METHODS else "equal" if v is None else v
+            for k, v in method_params(method).items()
+        }
+        params = ", ".join(f"{k}={v}" for k, v in shown.items())
         about = RANX_METHODS[method].about if method in RANX_METHODS else FUSER_ABOUT.get(method, "")
         learnt = " [learns from labels]" if method in RANX_METHODS and RANX_METHODS[method].kind == "trained" else ""
+        if method in TUNED:
+            params += f"; {TUNED[method]} learnt from labels when given, metric={METRIC}"
         lines.append(f"  {method:<12} {about}{learnt}" + (f" ({params})" if params else ""))
     notes = [
         "normalisations (norm=): " + ", ".join(NORMS) + " (minmax is ranx's min-max; zscore, sum "
         "and rank under dsr's kernels give a document a run lacks the run's lowest normalised "
         "score, ranx's zmuv, and sum and rank under ranx's methods or --backend ranx, give it 0)",
         "learnt methods learn from --qrels FILE or --collection's labels, as ranx's optimize_fusion "
-        "does (metric=: ranx's measure names, default ndcg); the sidecar records what was learnt "
-        "and from what. A run scored on the labels it learnt from is overstated.",
+        "does (metric=: ranx's measure names, default ndcg); so do rrf's k, wsum's weights and "
+        "logn_isr's sigma when not given (without labels: k=60, equal weights, sigma=0.01; a value "
+        "given, e.g. --param k=60, is kept). The output and the sidecar's 'learnt' say what was "
+        "learnt, on which metric, over which grid and from what. A run scored on the labels it "
+        "learnt from is overstated.",
         "tied scores in an input run: ranked as trec_eval ranks them (doc id descending), with a "
         "warning; --backend ranx ranks them as ranx does (numba's unstable sort of the file's "
         "lines), which reproduces ranx's fused run file for file. ranx's first call in a process "
@@ -173,14 +182,15 @@ def register(subparsers) -> None:
         "--collection",
         metavar="COLLECTION",
         help="check the runs against this collection (a registered name or a "
-        "benchmark .jsonl), and learn from its labels what a method learns; the tie "
-        "rule is the same without it",
+        "benchmark .jsonl), and learn from its labels what a method learns (rrf's k, "
+        "wsum's weights, logn_isr's sigma too, when not given); the tie rule is the same without it",
     )
     fuse.add_argument(
         "--qrels",
         metavar="FILE",
         help="TREC qrels whose grades the learnt methods (bayesfuse, probfuse, ..., weights "
-        "not given) learn from, instead of the collection's labels",
+        "not given; rrf's k, wsum's weights, logn_isr's sigma not given) learn from, instead of the "
+        "collection's labels",
     )
     add_param_flags(fuse, (replace(BACKEND, help=FUSE_BACKEND_HELP),))
     fuse.add_argument("--out", required=True, metavar="RUN", help="run file to write (.gz: gzipped)")
@@ -283,10 +293,11 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     )
     fusion = {"fusion": method, "params": {**method_params(method), **params}, "backend": args.backend, "ties": TIE_RULE}
     if "fusion_learnt" in fused.config:
-        fusion["learnt"] = {**fused.config.pop("fusion_learnt"), "from": trained_on}
+        learnt = fused.config.pop("fusion_learnt")
+        fusion["learnt"] = {**learnt, "from": trained_on}
+        fusion["params"].update({k: v for k, v in learnt.items() if k in fusion["params"]})
         print(
-            f"dsr: {method} learnt {', '.join(k for k in fusion['learnt'] if k != 'from')} from the "
-            f"labels of {trained_on}; a run "
+            f"dsr: {method} learnt {_learnt_text(learnt)} from the labels of {trained_on}; a run "
             "scored on the labels it learnt from is overstated",
             file=sys.stderr,
         )
@@ -303,14 +314,17 @@ def cmd_fuse(args: argparse.Namespace) -> int:
 
 def _fusion_labels(args: argparse.Namespace, method: str, params: dict, collection) -> tuple[dict | None, str | None]:
     """The labels a learnt method learns from (--qrels, else --collection's), and what they are;
-    (None, None) when the method learns nothing."""
-    if not learns(method, params):
+    (None, None) when the method learns nothing, or only a parameter with a default (rrf's k,
+    wsum's weights, logn_isr's sigma) and no labels are given."""
+    if not learns(method, params) and not tunes(method, params):
         return None, None
     if args.qrels:
         return read_qrels(args.qrels), f"qrels {Path(args.qrels).name} (sha256 {sha256_file(args.qrels)[:12]})"
     if collection is not None:
         labels = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
-        return labels, f"collection {collection.name} ({collection.content_hash()[:12]})"
+        return labels, f"collection {collection.name} ({collection.content_hash[:12]})"
+    if not learns(method, params):
+        return None, None  # the default of what it would tune holds
     raise InputError(
         f"{method} learns {', '.join(learns(method, params))} from relevance labels: give "
         "--qrels FILE or --collection NAME"
@@ -321,6 +335,16 @@ def _fusion_labels(args: argparse.Namespace, method: str, params: dict, collecti
         ),
         field="--qrels",
     )
+
+
+def _learnt_text(learnt: dict) -> str:
+    """What a fusion learnt, said in one line: ``k=30 (ranx's optimize_fusion on ndcg over
+    min_k=10, max_k=100, step=10)``; a trained method's tables by what they are."""
+    values = [f"{k}={v}" if not isinstance(v, str) else v for k, v in learnt.items() if k not in ("metric", "grid")]
+    if "metric" not in learnt:
+        return ", ".join(values) + " (ranx's optimize_fusion)"
+    grid = ", ".join(f"{k}={v}" for k, v in learnt["grid"].items())
+    return ", ".join(values) + f" (ranx's optimize_fusion on {learnt['metric']}" + (f" over {grid})" if grid else ")")
 
 
 def _command_line(command: str, args: argparse.Namespace) -> str:
@@ -389,8 +413,8 @@ def _add_ir_metadata_argument(parser: argparse.ArgumentParser) -> None:
         "--ir-metadata",
         action="store_true",
         help="also write the run's provenance as an ir_metadata header (# lines "
-        "at the top; trec_eval and ir_measures reject them: see "
-        f"{docs_url('interchange')})",
+        "at the top; trec_eval 9.0.8 and ir_measures refuse them, trec_eval 10.0 skips them: "
+        f"see {docs_url('interchange')})",
     )
 
 

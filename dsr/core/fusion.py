@@ -91,11 +91,13 @@ from dsr.core.fusion_ranx import (
     RANX_NORMS,
     SEARCHED,
     SHARED,
+    TUNED,
     fuse_with_ranx,
     reads_order,
+    tunes,
 )
 from dsr.core.run import Run
-from dsr.core.ties import _float32_array
+from dsr.core.ties import F32_MAX
 
 Scores = dict[str, dict[str, float]]
 
@@ -378,7 +380,7 @@ def method_params(method: str) -> dict[str, Any]:
 def check_params(method: str, params: Mapping[str, Any]) -> None:
     """InputError when ``params`` holds a name ``method`` does not take (a typo is not
     silently ignored)."""
-    takes = method_params(method)
+    takes = {**method_params(method), **({"metric": METRIC} if method in TUNED else {})}
     unknown = sorted(set(params) - set(takes))
     if unknown:
         raise InputError(f"fusion method {method!r} takes {', '.join(takes)}, not {', '.join(unknown)}", field="params")
@@ -408,8 +410,11 @@ def fuse(
     candidates be summed in numpy. Parameters a method does not take are an InputError.
 
     ranx's methods (:data:`dsr.core.fusion_ranx.RANX_METHODS`) are ranx's own code; those that
-    learn from relevance ``labels`` (``{topic: {doc: grade}}``) are refused without them. The
-    fused run's ``config["fusion_learnt"]`` holds what was learnt. ``backend="ranx"`` hands ranx
+    learn from relevance ``labels`` (``{topic: {doc: grade}}``) are refused without them. With
+    labels, ``rrf``'s k, ``wsum``'s weights and ``logn_isr``'s sigma, when not given, are learnt
+    as ranx's ``optimize_fusion`` learns them (:data:`dsr.core.fusion_ranx.TUNED`; its grid and
+    ``metric``) and the run is ranx's fusion with them; without labels their defaults hold. The
+    fused run's ``config["fusion_learnt"]`` holds what was learnt (and the metric and grid). ``backend="ranx"`` hands ranx
     every run as ranx reads its file and lets ranx compute dsr's methods too (see
     :mod:`dsr.core.fusion_ranx`: the order of documents whose scores tie in an input run).
     """
@@ -423,7 +428,10 @@ def fuse(
     ranx_has = method in RANX_METHODS or method in SHARED
     if not ranx_has and (backend == "ranx" or params.get("norm") in RANX_ONLY_NORMS):
         raise InputError(f"fusion method {method!r} is not one ranx computes: use backend dsr and dsr's norms", field="backend")
-    if method in RANX_METHODS or backend == "ranx" or params.get("norm") in RANX_ONLY_NORMS:
+    if method == "interp" and len(runs) != 2:
+        raise InputError(f"interp fuses exactly two runs, got {len(runs)}", field="method")
+    tuned = tunes(method, params) if labels else []
+    if method in RANX_METHODS or backend == "ranx" or params.get("norm") in RANX_ONLY_NORMS or tuned:
         scores, learnt = fuse_with_ranx(runs, method, labels=labels, backend=backend, **params)
         run = fused_run(scores, tag)
         if learnt:
@@ -433,7 +441,7 @@ def fuse(
         fast_run = _rrf_aligned(runs, params.get("k", 60), initial_order, tag)
         if fast_run is not None:
             return fast_run
-    own = dict(params)
+    own = {k: v for k, v in params.items() if k != "metric"}  # what a learnt parameter is searched on
     if "norm" in own:
         own["norm"] = NORM_ALIASES_DSR.get(own["norm"], own["norm"])
     kernel: Callable[..., Scores] = registry.get("fusion", method)
@@ -512,13 +520,23 @@ def _trec_eval_ordered(
     """Scores laid end to end ranked by :data:`TIE_RULE`: each doc's place among its topic's
     ids in descending order (``descending``, computed when not given) is the tie-break key of
     ``Run.from_flat``, and the scores are rounded to float32 first so that scores equal as
-    float32 tie."""
+    float32 tie. The rounding keeps subnormals, as trec_eval's C ``float`` does: ranx's CombMIN
+    and CombMED of min-max normalised runs score documents 1e-45 to 1e-39 apart, which trec_eval
+    ranks by those values; the run then writes them as the tie rule's normal scores below 0, in
+    that order."""
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
         raise InputError(f"fused score of {docs[int(bad[0])]!r} is not finite: {values[int(bad[0])]!r}", field="runs")
     if descending is None:
         descending = _descending_places(topics, docs, sizes)
-    return Run.from_flat(topics, docs, sizes, _float32_array(values), descending, tag=tag)
+    return Run.from_flat(topics, docs, sizes, _c_float(values), descending, tag=tag)
+
+
+def _c_float(values: np.ndarray) -> np.ndarray:
+    """``values`` as C's ``float`` holds them (trec_eval 9.0.8's ``atof`` into a float): rounded
+    to nearest float32, clamped to its range, subnormals kept; -0.0 made 0.0 (equal in C)."""
+    out: np.ndarray = np.clip(values, -F32_MAX, F32_MAX).astype(np.float32).astype(np.float64) + 0.0
+    return out
 
 
 def _rrf_aligned(runs: Sequence[Run], k: float, initial_order: Mapping[str, list[str]], tag: str) -> Run | None:

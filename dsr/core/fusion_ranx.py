@@ -13,7 +13,10 @@ parameters, and which of those it learns from relevance labels when not given:
   labels (probabilities per rank or segment, each run's MAP), by ranx's ``optimize_fusion``;
 * the weighted methods (``mixed``, ``w_bordafuse``, ``w_condorcet``, ``wmnz``) take ``weights``,
   and ``gmnz`` its ``gamma``, ``rbc`` its ``phi``; without them they are learnt from labels the
-  same way (a grid search of ranx's on ``metric``, ranx's default ``ndcg``).
+  same way (a grid search of ranx's on ``metric``, ranx's default ``ndcg``);
+* ``rrf``'s ``k``, ``wsum``'s ``weights``, ``logn_isr``'s ``sigma`` and ``interp``'s ``weight``
+  (:data:`TUNED`) have defaults, and are learnt the same way when labels are given and they are
+  not (then ranx fuses with what it learnt, so the run is ranx's).
 
 Without labels such a method is refused (InputError naming ``labels``). Labels are relevance
 grades ``{topic: {doc: grade}}``: a collection's, or a qrels file's. Learning on the labels a
@@ -34,6 +37,7 @@ What a run hands ranx (``backend``):
 from __future__ import annotations
 
 import contextlib
+import inspect
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -163,6 +167,20 @@ def reads_order(method: str, norm: str | None) -> bool:
     return kind in ("rank", "trained") or norm in ("rank", "borda")
 
 
+#: parameters that have a default and that ranx's ``optimize_fusion`` tunes: not given, they are
+#: learnt when labels are given (``dsr fuse --qrels`` or ``--collection``), else the default holds
+#: (rrf k = 60, wsum equal weights, logn_isr sigma = 0.01, interp weight = 0.5: interp is ranx's
+#: wsum of two runs, whose weights ``(weight, 1 - weight)`` ranx learns); a value given is kept
+TUNED = {"rrf": "k", "wsum": "weights", "logn_isr": "sigma", "interp": "weight"}
+
+
+def tunes(method: str, params: Mapping[str, Any]) -> list[str]:
+    """The parameter of :data:`TUNED` that ``method`` would learn from labels with ``params``
+    (one not given: a key absent, as the command line and ``dsr.fuse`` leave it; [] otherwise)."""
+    name = TUNED.get(method)
+    return [name] if name is not None and name not in params else []
+
+
 def learns(method: str, params: Mapping[str, Any]) -> list[str]:
     """What ``method`` would learn from labels with ``params``: its trained probabilities, or
     the parameters left None ([] when it learns nothing)."""
@@ -189,17 +207,22 @@ def fuse_with_ranx(
     ranx = _ranx()
     name, norm, given = _ranx_call(method, params, len(runs))
     topics = list(dict.fromkeys(q for run in runs for q in run.rankings))
-    missing = learns(method, params)
+    missing = learns(method, params) or (tunes(method, params) if labels else [])
     learnt: dict[str, Any] = {}
+    shown: dict[str, Any] = {}
     if missing:
-        learnt = _learn(runs, method, name, norm, labels, backend, missing, params.get("metric", METRIC))
+        metric = params.get("metric", METRIC)
+        learnt = _learn(runs, method, name, norm, labels, backend, missing, metric)
+        shown = {**_shown(learnt), **({"metric": metric, "grid": _grid(name)} if name in SEARCHED else {})}
+        if method == "interp":
+            shown["weight"] = shown["weights"][0]  # ranx's wsum weights (weight, 1 - weight)
     by_order = reads_order(method, norm)
     with _quiet():
         fused = ranx.fuse(
             [_to_ranx(run, topics, backend, by_order) for run in runs], norm=norm, method=name, params={**given, **learnt}
         )
     out = fused.to_dict()
-    return {q: out[q] for q in topics if q in out}, _shown(learnt)
+    return {q: out[q] for q in topics if q in out}, shown
 
 
 def _ranx_call(method: str, params: Mapping[str, Any], n_runs: int) -> tuple[str, str | None, dict[str, Any]]:
@@ -274,11 +297,24 @@ def _learn(
         raise InputError(f"ranx could not learn {method}: {err}", field="metric") from None
 
 
+def _grid(name: str) -> dict[str, Any]:
+    """The grid ranx's optimiser of ``name`` searches: its keyword defaults (``min_k``, ``max_k``,
+    ``step``...), read from ranx itself so that the sidecar says what this ranx searched."""
+    signature = inspect.signature(_ranx().fusion_optimization.optimization_switch(name)).parameters.values()
+    return {
+        p.name: p.default
+        for p in signature
+        if isinstance(p.default, (int, float)) and not isinstance(p.default, bool) and p.name != "show_progress"
+    }
+
+
 def _shown(learnt: Mapping[str, Any]) -> dict[str, Any]:
     """What was learnt, for a sidecar: numbers and weights as they are, tables by their size."""
     shown: dict[str, Any] = {}
     for key, value in learnt.items():
-        if isinstance(value, (int, float)):
+        if isinstance(value, int) and not isinstance(value, bool):
+            shown[key] = value  # rrf's k, probfuse's segments: integers in ranx's grid
+        elif isinstance(value, float) or getattr(value, "ndim", 1) == 0:
             shown[key] = float(value)
         elif all(isinstance(v, (int, float)) or getattr(v, "ndim", 1) == 0 for v in value):
             shown[key] = [float(v) for v in value]  # weights, each run's MAP

@@ -25,8 +25,8 @@ Method, Actor, Data), written as comment lines at the top of the file::
 
 dsr writes it only when asked (``--ir-metadata`` on ``dsr run``, ``dsr rerank``
 and ``dsr fuse``), because ``#`` lines break most other readers: trec_eval
-rejects them, and ir_measures' and pytrec_eval's run readers expect six
-columns on every non-blank line. Strip the header before handing such a file
+9.0.8 stops on them (10.0 skips them), and the run readers of ir_measures,
+ranx and PyTerrier expect six columns on every non-blank line. Strip the header before handing such a file
 to them (``grep -v '^#' run > plain.run``). dsr's own reader skips ``#``
 lines, and a run without a sidecar gets its configuration from the header
 (:func:`config_from_header`: the header under ``ir_metadata``, plus the

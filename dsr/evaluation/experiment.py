@@ -170,7 +170,7 @@ def _measured(collection, runs, families, splits, evaluator, index_by_subset, ta
     measurer = _Measurer(evaluator, len(runs) + sum(len(c) for c in families.values()), progress, workers)
     # first, so that it is the line under the table: a fast backend's figures are not the exact ones
     notes = exactness_notes(collection.describe(), [*(r.config for r in runs.values()), *(run_info or {}).values()])
-    notes += _no_relevant_note(collection)
+    notes += _no_relevant_note(collection, evaluator.measures)
     measurer.measure_all(runs, families)
     values = {name: measurer(run) for name, run in runs.items()}
     notes += _coverage_notes(collection, runs, values)
@@ -321,9 +321,26 @@ class _Measurer:
         self.bar.close()
 
 
-def _no_relevant_note(collection: Collection) -> list[str]:
+def _no_relevant_note(collection: Collection, measures: Sequence[Any]) -> list[str]:
+    """The dialogues that score 0 whatever a run does: those with no candidate graded above 0
+    (every measure), and, for each relevance level above 1 that a measure counts from (``-l 2``,
+    ``RR(rel=2)``), those whose best grade is below it (those measures; a graded one such as
+    nDCG still counts the lower grades as gains)."""
     norel = sum(1 for d in collection.dialogues if not d.relevant)
-    return [f"{norel} dialogue(s) have no relevant candidate; they score 0 on every measure (as in trec_eval)"] if norel else []
+    notes = [f"{norel} dialogue(s) have no relevant candidate; they score 0 on every measure (as in trec_eval)"] if norel else []
+    by_level: dict[int, list[str]] = {}
+    for measure in measures:
+        level = getattr(measure, "params", {}).get("rel")
+        if isinstance(level, int) and level > 1:
+            by_level.setdefault(level, []).append(str(measure))
+    for level, named in sorted(by_level.items()):
+        below = sum(1 for d in collection.dialogues if d.relevant and max(c.label for c in d.candidates) < level)
+        if below:
+            notes.append(
+                f"{below} {'more ' if norel else ''}dialogue(s) have no candidate graded {level} or more: they score 0 on "
+                f"{', '.join(named)}, which count grades from {level} as relevant (as trec_eval -l {level})"
+            )
+    return notes
 
 
 def _coverage_notes(collection: Collection, runs: Mapping[str, Run], values: Mapping[str, TopicValues]) -> list[str]:

@@ -410,6 +410,10 @@ def diff_figure(results, measure: str | None = None, subset: str = "all"):
     index = results.subsets[subset]
     base = results.systems[results.baseline].per_topic[index, j]
     others = [n for n in _names(results) if n != results.baseline]
+    # a system no different from the baseline on any dialogue would draw an empty panel: it is
+    # named in the caption instead
+    same = [n for n in others if not np.any(_differences(results, n, base, index, j) != 0)]
+    others = [n for n in others if n not in same]
     if not others:
         return None
     cols = min(3, len(others))
@@ -417,8 +421,7 @@ def diff_figure(results, measure: str | None = None, subset: str = "all"):
     fig = new_figure(ACM_PAGE_IN, 1.35 * rows + 0.2)
     axes = fig.subplots(rows, cols, sharey=True, squeeze=False)
     for k, name in enumerate(others):
-        diff = results.systems[name].per_topic[index, j] - base
-        diff = np.sort(diff[~np.isnan(diff)])[::-1]
+        diff = np.sort(_differences(results, name, base, index, j))[::-1]
         ax = axes[k // cols][k % cols]
         xs = np.arange(len(diff))
         # a filled curve, not a bar per topic: 20 systems x 846 topics draw in a second
@@ -436,9 +439,17 @@ def diff_figure(results, measure: str | None = None, subset: str = "all"):
     set_caption(
         fig,
         f"Per-dialogue {measure} of each system minus {results.baseline}'s on {subset} "
-        f"(blue: better, orange: worse; tuned families: out-of-sample values). " + significance_note(results),
+        f"(blue: better, orange: worse; tuned families: out-of-sample values). "
+        + (f"Not drawn, no different from {results.baseline} on any dialogue: {', '.join(same)}. " if same else "")
+        + significance_note(results),
     )
     return fig
+
+
+def _differences(results, name: str, base: np.ndarray, index, j: int) -> np.ndarray:
+    """``name``'s per-dialogue values minus the baseline's, where both have one."""
+    diff = results.systems[name].per_topic[index, j] - base
+    return diff[~np.isnan(diff)]
 
 
 def _diff_title(results, subset: str, name: str, measure: str, diff: np.ndarray) -> str:

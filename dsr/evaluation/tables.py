@@ -17,7 +17,7 @@ Where no difference is significant nothing is printed: "not significantly
 different" is not "tied", and the legend says so.
 
 Markdown is rendered here from the DataFrame (``DataFrame.to_markdown``
-needs ``tabulate``, which is not installed); LaTeX through
+needs ``tabulate``, which dsr does not depend on); LaTeX through
 ``DataFrame.to_latex`` (jinja2); CSV through ``DataFrame.to_csv``.
 """
 

@@ -2,7 +2,7 @@
 
 Layer 5 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
 ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval`` and
-``dsr.evaluation``.
+``dsr.evaluation``, and ``dsr.pyterrier`` of its own layer where no loop forms.
 
 A dsr collection is a test collection (topics = dialogues, a corpus = the
 candidate sentences, graded qrels = the labels, plus each topic's candidate

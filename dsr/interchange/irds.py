@@ -1,11 +1,24 @@
 """ir_datasets: dsr collections under ``dsr/...`` ids, and the ``--format ir_datasets`` layout.
 
 Registration (ir_datasets' extension mechanism: ``ir_datasets.registry.register``)
-happens when this module is imported::
+happens when this module is imported: the one supported way, in Python and on the command line::
 
     import ir_datasets
     import dsr.interchange.irds            # registers dsr/...
     dataset = ir_datasets.load("dsr/sample")
+
+    python -m dsr.interchange.irds export dsr/sample queries   # ir_datasets' own command line
+
+ir_datasets (0.6) finds an extension only when something imports it: it reads no entry point
+and has no plug-in list (allenai/ir_datasets issue 297 asks for one), so a fresh
+``ir_datasets.load("dsr/sample")`` or ``ir_datasets export dsr/sample ...`` cannot see dsr's
+ids without the import above, short of a ``.pth`` start-up hook in every Python process of
+the environment, which dsr does not install. PyTerrier users need no import:
+``pt.get_dataset("dsr:sample")`` comes through PyTerrier's own entry point
+(:mod:`dsr.pyterrier`).
+
+The handlers::
+
     for doc in dataset.docs_iter(): ...      # DsrDoc(doc_id, text, title)
     for query in dataset.queries_iter(): ... # DsrQuery(query_id, text, last, last2, ...)
     for qrel in dataset.qrels_iter(): ...    # TrecQrel(query_id, doc_id, relevance, iteration)
@@ -35,6 +48,7 @@ one space; docs.tsv holds the sentence (``title`` is in the BEIR and HF exports)
 # No `from __future__ import annotations` here: PyTerrier's text loader keeps the document
 # fields whose annotation *is* `str`, which string annotations would hide.
 import functools
+import sys
 from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
@@ -239,4 +253,14 @@ def write(view: TestCollection, folder: Path) -> list[str]:
     return list(FILES)
 
 
+def main(argv: list[str] | None = None) -> None:
+    """``python -m dsr.interchange.irds ARGS``: ir_datasets' own command line (``export``,
+    ``lookup``, ``list``, ...) with dsr's ids registered."""
+    register()
+    ir_datasets.main(list(sys.argv[1:] if argv is None else argv))
+
+
 register()
+
+if __name__ == "__main__":
+    main()

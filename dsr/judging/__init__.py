@@ -2,8 +2,8 @@
 
 Layer 9 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
 ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval``,
-``dsr.evaluation``, ``dsr.interchange``, ``dsr.web`` and ``dsr.db``. It imports nothing of
-``dsr.board``, though its layer would allow it.
+``dsr.evaluation``, ``dsr.interchange``, ``dsr.pyterrier``, ``dsr.web`` and ``dsr.db``. It
+imports nothing of ``dsr.board``, though its layer would allow it.
 
 * :mod:`~dsr.judging.guidelines` — the scale and guidelines the organiser edits (YAML);
 * :mod:`~dsr.judging.honeypots` — known answers: from a judged collection or built

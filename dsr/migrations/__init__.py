@@ -2,6 +2,6 @@
 
 Layer 10 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
 ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval``,
-``dsr.evaluation``, ``dsr.interchange``, ``dsr.web``, ``dsr.db``, ``dsr.board`` and
-``dsr.judging``.
+``dsr.evaluation``, ``dsr.interchange``, ``dsr.pyterrier``, ``dsr.web``, ``dsr.db``,
+``dsr.board`` and ``dsr.judging``.
 """

@@ -2,8 +2,8 @@
 
 Layer 12 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files, ``dsr.indexes``,
 ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``, ``dsr.open_retrieval``,
-``dsr.evaluation``, ``dsr.interchange``, ``dsr.web``, ``dsr.db``, ``dsr.board``,
-``dsr.judging``, ``dsr.migrations`` and ``dsr.server``.
+``dsr.evaluation``, ``dsr.interchange``, ``dsr.pyterrier``, ``dsr.web``, ``dsr.db``,
+``dsr.board``, ``dsr.judging``, ``dsr.migrations`` and ``dsr.server``.
 
 ``pairs`` turns dialogues into (query, sentence, target) training pairs,
 ``finetune`` fine-tunes a sentence-transformers cross-encoder on them,

@@ -222,3 +222,34 @@ def test_command_module_imports_nothing_heavy():
     code = "import sys, dsr.cli; print(sorted(m for m in ('ir_measures', 'scipy', 'matplotlib', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_no_relevant_note_counts_at_the_measures_relevance_level(tmp_path, capsys):
+    """A dialogue graded 1 at best has no relevant candidate under ``-l 2``: the note counts it
+    there (and only there), beside those with nothing graded above 0; the measures it names are
+    the ones that give it 0 (ir_measures' own values), nDCG, graded, does not."""
+    import ir_measures
+
+    qrels = tmp_path / "q.qrels"
+    qrels.write_text("q0 0 a 0\nq0 0 b 0\nq1 0 c 1\nq1 0 d 0\nq2 0 e 2\nq2 0 f 1\n")
+    run = tmp_path / "r.run"
+    run.write_text("q0 Q0 a 1 2 x\nq0 Q0 b 2 1 x\nq1 Q0 c 1 2 x\nq1 Q0 d 2 1 x\nq2 Q0 f 1 2 x\nq2 Q0 e 2 1 x\n")
+
+    def notes(*extra: str) -> list[str]:
+        capsys.readouterr()
+        assert main(["evaluate", "--qrels", str(qrels), str(run), "--measures", "nDCG@5", "RR", "AP", *extra, "--json"]) == 0
+        return json.loads(capsys.readouterr().out)["notes"]
+
+    assert notes() == ["1 dialogue(s) have no relevant candidate; they score 0 on every measure (as in trec_eval)"]
+    at_2 = notes("-l", "2")
+    assert at_2[0].startswith("1 dialogue(s) have no relevant candidate")
+    assert at_2[1].startswith("1 more dialogue(s) have no candidate graded 2 or more: they score 0 on RR(rel=2), AP(rel=2)")
+    values = {
+        (m.query_id, str(m.measure)): m.value
+        for m in ir_measures.iter_calc(
+            [ir_measures.parse_measure(s) for s in ("RR(rel=2)", "AP(rel=2)", "nDCG@5")],
+            ir_measures.read_trec_qrels(str(qrels)),
+            ir_measures.read_trec_run(str(run)),
+        )
+    }
+    assert values["q1", "RR(rel=2)"] == values["q1", "AP(rel=2)"] == 0 and values["q1", "nDCG@5"] > 0

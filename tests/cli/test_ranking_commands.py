@@ -286,7 +286,7 @@ def test_fuse_rejects_runs_without_common_topics(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, expected",
     [
-        (["--method", "rrf", "--param", "weight=0.3"], ["fusion method 'rrf' takes k, not weight", "--param"]),
+        (["--method", "rrf", "--param", "weight=0.3"], ["fusion method 'rrf' takes k, metric, not weight", "--param"]),
         (["--method", "interp", "--param", "weight=2"], ["weight must be in [0, 1]"]),
         (["--method", "combsum", "--param", "norm=l2"], ["unknown normalisation 'l2'"]),
         (["--method", "rrf", "--param", "k=-3"], ["k must be >= 0"]),

@@ -295,3 +295,21 @@ def test_every_panel_lists_the_baseline_first(results, drawn):
 def test_main_figure_is_one_acm_column(drawn):
     assert drawn["main"].get_figwidth() == pytest.approx(figures.ACM_COLUMN_IN)
     assert drawn["subsets_nDCG_5"].get_figwidth() == pytest.approx(figures.ACM_PAGE_IN)
+
+
+def test_a_system_identical_to_the_baseline_gets_no_empty_panel():
+    """A run that ranks every dialogue as the baseline does has no difference to draw: it is named
+    in the caption, and every panel drawn holds a difference (a filled area)."""
+    collection = make_collection(n=40, seed=5)
+    runs = {"base": make_run(collection, seed=1, quality=0.5), "other": make_run(collection, seed=2, quality=1.0)}
+    runs["copy"] = make_run(collection, seed=1, quality=0.5)  # the same ranking as the baseline
+    results = evaluate_runs(collection, runs, measures=["nDCG@5", "RR"], baseline="base", progress=False, n_resamples=0)
+    fig = figures.diff_figure(results)
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title().split()[0] for ax in shown] == ["other"]
+    assert all(ax.collections and any(len(c.get_paths()) for c in ax.collections) for ax in shown)
+    assert "no different from base on any dialogue: copy" in figures.caption(fig)
+    only_copy = evaluate_runs(
+        collection, {k: runs[k] for k in ("base", "copy")}, measures=["nDCG@5"], baseline="base", progress=False, n_resamples=0
+    )
+    assert figures.diff_figure(only_copy) is None  # nothing to draw, as with no other system

@@ -123,3 +123,39 @@ def test_what_pyterriers_irds_adapter_reads(records):
     assert len(results) == sum(len(r["candidates"]) for r in records)
     wanted = set(results["doc_id"])
     assert {d.doc_id for d in dataset.docs_store().get_many_iter(wanted)} == wanted
+
+
+def _fresh(tmp_path, *argv: str):
+    """A new Python process, started outside the checkout (dsr as installed)."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+
+
+@pytest.mark.slow  # new processes
+def test_the_supported_ways_in_a_fresh_process(tmp_path):
+    """The one import, in Python, and ``python -m dsr.interchange.irds`` for ir_datasets' own command
+    line; without either, ir_datasets (no plug-in mechanism) does not know dsr's ids, as the docs say."""
+    expected = [f"{q.query_id} 0 {q.doc_id} {q.relevance}" for q in ir_datasets.load("dsr/sample").qrels_iter()]
+    loaded = _fresh(
+        tmp_path,
+        "-c",
+        "import ir_datasets, dsr.interchange.irds\n"
+        "print(sum(1 for _ in ir_datasets.load('dsr/sample').qrels_iter()), sum(1 for _ in ir_datasets.load('dsr/sample/plain').queries_iter()))",
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == [str(len(expected)), "10"]
+    exported = _fresh(tmp_path, "-m", "dsr.interchange.irds", "export", "dsr/sample", "qrels", "--format", "trec")
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout.splitlines() == expected
+    queries = _fresh(tmp_path, "-m", "dsr.interchange.irds", "export", "dsr/sample", "queries", "--fields", "query_id", "last")
+    assert queries.returncode == 0, queries.stderr
+    dialogue = next(iter(ir_datasets.load("dsr/sample").queries_iter()))
+    assert queries.stdout.splitlines()[0] == f"{dialogue.query_id}\t{dialogue.last}" and len(queries.stdout.splitlines()) == 20
+    listed = _fresh(tmp_path, "-m", "dsr.interchange.irds", "list")
+    assert listed.returncode == 0 and "dsr/cmu_dog/valid" in listed.stdout.split()
+    unaided = _fresh(tmp_path, "-c", "import ir_datasets; ir_datasets.load('dsr/sample')")
+    assert unaided.returncode != 0 and "KeyError: 'dsr/sample'" in unaided.stderr, (
+        "ir_datasets now finds dsr without the import: say so in docs/interchange.md and dsr/interchange/irds.py"
+    )

@@ -2,7 +2,9 @@
 (Playwright, against the real uvicorn on 127.0.0.1) at 1280 and 390 px on a 30-turn dialogue:
 without any scrolling, the last turn before "Next to speak" and "Next to speak" itself are in
 the viewport; the whole dialogue is one scroll up inside the conversation's box; and the same
-holds with the script off (the box starts at its end by CSS alone)."""
+holds with the script off (the box starts at its end by CSS alone). The page shows that earlier
+turns lie above: a line says how many (the script), a shade marks the box's top edge (CSS, read
+from the pixels); a wrapped turn's lines start where its first line does, right of the name."""
 
 from __future__ import annotations
 
@@ -106,3 +108,96 @@ def test_the_latest_turn_is_in_view_on_opening(server, browser, tmp_path, width,
     assert in_view(page, ".turns li:first-child")
     page.screenshot(path=str(tmp_path / f"long-{width}-{'js' if scripts else 'nojs'}.png"))
     context.close()
+
+
+def open_task(browser, server, width: int, height: int, scripts: bool = True):
+    live, token = server
+    context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=scripts)
+    page = context.new_page()
+    page.goto(f"{live.url}/judge/login")
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live.url}/judge")
+    page.goto(f"{live.url}/judge/long/task/1")
+    page.wait_for_selector(".turns li")
+    return page
+
+
+#: turns wholly or partly above the conversation box's top edge (out of sight there)
+ABOVE = """() => { const top = document.querySelector('#turns').getBoundingClientRect().top;
+    return [...document.querySelectorAll('.turns li')].filter(li => li.getBoundingClientRect().top < top - 1).length; }"""
+
+
+@pytest.mark.parametrize("width,height", [(1280, 900), (390, 844)])
+def test_a_line_above_the_conversation_says_how_many_turns_are_out_of_sight(server, browser, width, height):
+    page = open_task(browser, server, width, height)
+    page.wait_for_selector("#earlier:not([hidden])")
+    above = page.evaluate(ABOVE)
+    assert 0 < above < TURNS
+    assert page.inner_text("#earlier") == f"↑ {above} earlier turns above: scroll up in the conversation"
+    assert in_view(page, "#earlier")
+    page.locator("#turns").hover()
+    for _ in range(40):
+        page.mouse.wheel(0, -400)
+    page.wait_for_selector("#earlier", state="hidden")  # the first turn in view: nothing above
+    assert page.evaluate(ABOVE) == 0
+    page.context.close()
+
+
+def strip_luminance(png: bytes) -> float:
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("L")
+    return sum(image.get_flattened_data()) / (image.width * image.height)
+
+
+@pytest.mark.parametrize("width,height", [(1280, 900), (390, 844)])
+def test_without_the_script_a_shade_at_the_box_top_marks_earlier_turns(server, browser, tmp_path, width, height):
+    """The box's top edge is shaded while turns lie above it, its bottom edge not (the latest turn
+    is the conversation's last); read from the page's pixels, in the gap left of the turns' text."""
+    page = open_task(browser, server, width, height, scripts=False)
+    assert not visible_cue(page)
+    box = page.locator("#turns").bounding_box()
+    left = page.locator(".turns li b").first.bounding_box()["x"]
+    strip = {"x": box["x"] + 4, "width": max(2, left - box["x"] - 6), "height": 5}
+    top = strip_luminance(page.screenshot(clip={**strip, "y": box["y"] + 1}))
+    bottom = strip_luminance(page.screenshot(clip={**strip, "y": box["y"] + box["height"] - 6}))
+    assert top < bottom - 10, (top, bottom)
+    page.locator("#turns").hover()
+    for _ in range(40):
+        page.mouse.wheel(0, -400)
+    page.wait_for_function(
+        "() => document.querySelector('.turns li').getBoundingClientRect().top >= document.querySelector('#turns').getBoundingClientRect().top - 1"
+    )
+    box = page.locator("#turns").bounding_box()
+    scrolled_top = strip_luminance(page.screenshot(clip={**strip, "y": box["y"] + 1}))
+    scrolled_bottom = strip_luminance(page.screenshot(clip={**strip, "y": box["y"] + box["height"] - 6}))
+    assert scrolled_top > scrolled_bottom + 10, (scrolled_top, scrolled_bottom)  # now the later turns lie below
+    page.screenshot(path=str(tmp_path / f"shade-{width}.png"))
+    page.context.close()
+
+
+def visible_cue(page) -> bool:
+    return page.eval_on_selector("#earlier", "e => e.getBoundingClientRect().height > 0")
+
+
+@pytest.mark.parametrize("width,height", [(1280, 900), (390, 844)])
+def test_a_wrapped_turn_s_lines_start_where_its_first_line_does(server, browser, width, height):
+    """Every line of a turn's text starts at the same x, right of the speaker's name (not under it),
+    and the names of all turns take one column."""
+    page = open_task(browser, server, width, height)
+    turns = page.eval_on_selector_all(
+        ".turns li",
+        """items => items.map(li => { const name = li.querySelector('b').getBoundingClientRect();
+            const text = document.createRange(); text.selectNodeContents(li.querySelector('span'));
+            const lines = [...text.getClientRects()].map(r => r.left);  // one rectangle per line
+            return [name.left, name.right, lines]; })""",
+    )
+    wrapped = [t for t in turns if len(t[2]) > 1]
+    assert wrapped, "no turn wraps at this width: the case is not tested"
+    for _, name_right, lines in turns:
+        assert max(lines) - min(lines) <= 1 and min(lines) >= name_right, (name_right, lines)
+    assert len({round(t[2][0]) for t in turns}) == 1 and len({round(t[0]) for t in turns}) == 1  # one column each
+    page.context.close()

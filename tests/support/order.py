@@ -92,6 +92,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "board-season-browser": ("tests/board/test_board_season_browser.py",),
     "ranx": (
         "tests/core/test_fusion_every_method.py",
+        "tests/core/test_fusion_learnt.py",
         "tests/core/test_fusion_ranx.py",
         "tests/core/test_interop.py",
         "tests/interchange/test_interchange_runs.py",

@@ -3,8 +3,8 @@
 
 Part of ``dsr.board``, layer 8 of 15 (dsr/layers.toml): it may import the ``dsr.core`` files,
 ``dsr.indexes``, ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``,
-``dsr.open_retrieval``, ``dsr.evaluation``, ``dsr.interchange``, ``dsr.web`` and ``dsr.db``. It
-imports nothing of ``dsr.judging``, though its layer would allow it.
+``dsr.open_retrieval``, ``dsr.evaluation``, ``dsr.interchange``, ``dsr.pyterrier``, ``dsr.web``
+and ``dsr.db``. It imports nothing of ``dsr.judging``, though its layer would allow it.
 
 * ``deps`` — what they share: the board, templates, who is asking, CSRF, the upload
 * ``pages`` — the browser pages (index, board, run, run file, the submission form)

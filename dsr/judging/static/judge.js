@@ -3,6 +3,25 @@
 // committed it. Grading stops after the last sentence: the end of the dialogue is a place of
 // its own where grade keys do nothing, and only Enter or the "Next dialogue" control goes on.
 // The page works without this script (one form per sentence).
+// The conversation's box opens at its latest turn: the line above it says how many turns are
+// out of sight above (wholly or in part), and goes once the first turn is in view.
+(function () {
+  "use strict";
+  var box = document.getElementById("turns");
+  var cue = document.getElementById("earlier");
+  if (!box || !cue) { return; }
+  var turns = Array.prototype.slice.call(box.querySelectorAll(".turns li"));
+  function update() {
+    var top = box.getBoundingClientRect().top;
+    var above = turns.filter(function (li) { return li.getBoundingClientRect().top < top - 1; }).length;
+    cue.hidden = above === 0;
+    cue.querySelector(".count").textContent = above + (above === 1 ? " earlier turn" : " earlier turns");
+  }
+  box.addEventListener("scroll", update, { passive: true });
+  window.addEventListener("resize", update);
+  update();
+})();
+
 (function () {
   "use strict";
   var list = document.getElementById("items");

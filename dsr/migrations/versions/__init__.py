@@ -3,6 +3,6 @@ were the board's).
 
 Part of ``dsr.migrations``, layer 10 of 15 (dsr/layers.toml): it may import the ``dsr.core``
 files, ``dsr.indexes``, ``dsr.collections``, ``dsr.rankers``, ``dsr.rerankers``,
-``dsr.open_retrieval``, ``dsr.evaluation``, ``dsr.interchange``, ``dsr.web``, ``dsr.db``,
-``dsr.board`` and ``dsr.judging``.
+``dsr.open_retrieval``, ``dsr.evaluation``, ``dsr.interchange``, ``dsr.pyterrier``,
+``dsr.web``, ``dsr.db``, ``dsr.board`` and ``dsr.judging``.
 """
