@@ -99,7 +99,7 @@ def levers_for(first: str = "full", ce: str = CE, steps: str = "") -> tuple[Leve
 #: the levers on the recommended recipe, the rule's default first
 LEVERS = levers_for()
 #: the result files of the pilots (bench/bench_train.py --json) that measured a lever's cost
-PILOTS = {"full": "train", CE: "train-ce-hard", "mpnet-full": "train-mpnet-pilot"}
+PILOTS = {"full": "train", f"{CE}@5": "train-ce-hard", "mpnet-full": "train-mpnet-pilot"}
 COLUMNS = [
     "lever",
     "what (`dsr train` arguments)",
