@@ -25,7 +25,11 @@ The suite (every row is evaluated on the same dialogues):
   first stage, tuned per split over the first stage (each BM25 and dense run)
   and k (10, 20, all). Its scores are computed once per (dialogue, sentence)
   and cached, so the grid costs no extra model calls. Without a cross-encoder
-  the row is skipped and the report says why.
+  the row is skipped and the report says why;
+* ``trained pipeline``: a cross-encoder trained by ``dsr train`` for the trained
+  bi-encoder (``--trained-reranker``, e.g. the second stage of ``dsr train --recipe
+  recommended``) reranking the ``trained bi-encoder`` row's top k, tuned per split over k
+  (10, 20, all), with the query strategy, length and candidate text of its card.
 
 The dense and cross-encoder models run on ``--backend`` (default ``torch``, the
 exact path, whose table is the same on every CPU; ``--fast`` is ``openvino-int8``;
@@ -135,6 +139,15 @@ def _check_settings(dense_model, n_splits, seed, target, test, correction, famil
     )
 
 
+def _check_trained(trained_dense: str | None, trained_reranker: str | None) -> None:
+    if trained_reranker and not trained_dense:
+        raise InputError(
+            "a trained reranker reranks the trained bi-encoder's run: give `trained_dense` too "
+            "(the bi-encoder it was trained for, e.g. dsr:M beside dsr:M-ce)",
+            field="trained_reranker",
+        )
+
+
 def reproduce(
     collection: Collection | str | Path | None = None,
     out: str | Path | None = None,
@@ -151,6 +164,7 @@ def reproduce(
     trained_dense: str | None = None,
     cross_encoder: str | None = None,
     ce_query: str | None = None,
+    trained_reranker: str | None = None,
     backend: str = DEFAULT_BACKEND,
     test: str = "t",
     correction: str = "holm",
@@ -170,7 +184,8 @@ def reproduce(
     is sigir2022 when its files are present. ``out`` defaults to
     ``out/COLLECTION``. ``dense_model=None`` skips the dense and fusion rows;
     ``trained_dense`` and ``cross_encoder`` (a folder, hub id or ``dsr:NAME``)
-    add their rows; ``backend`` is what runs the models (``torch``, the default: exact;
+    add their rows, ``trained_reranker`` (with ``trained_dense``) the trained pipeline's;
+    ``backend`` is what runs the models (``torch``, the default: exact;
     ``auto``: the fastest this CPU has, :mod:`dsr.indexes.backends`; resolved before anything
     runs). ``test``, ``correction``, ``family``, ``ci``,
     ``all_pairs`` and ``primary`` are :func:`dsr.evaluate`'s. ``timer`` collects (and, unless
@@ -180,6 +195,7 @@ def reproduce(
     Returns ``{"results": Results, "report": dict, "manifest": dict, "out": Path}``.
     """
     _check_settings(dense_model, n_splits, seed, target, test, correction, family, ci, all_pairs)  # first, by their Params
+    _check_trained(trained_dense, trained_reranker)
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter()
     # the figures' workers are forked now and import matplotlib while the runs are made, unless
@@ -202,6 +218,8 @@ def reproduce(
         # then kept out of its sight (frozen) while the report's figures, which do make cycles, are drawn.
         with gc_paused():
             suite.build(dense_model, trained_dense, cross_encoder, ce_query, skipped_reason or "skipped: no cross-encoder given")
+            if trained_reranker:
+                suite.trained_pipeline(trained_reranker)
             with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
                 results = evaluate_runs(
                     collection,
@@ -222,11 +240,8 @@ def reproduce(
                 )
                 results.notes.extend(suite.notes)
         command = command or ["dsr", "reproduce", collection.name]
-        asked = {
-            "dense model": dense_model,
-            "cross-encoder": cross_encoder,
-            "cross-encoder query": ce_query or "from the model card, else all",
-        }
+        asked = {"dense model": dense_model, "cross-encoder": cross_encoder, "trained reranker": trained_reranker}
+        asked["cross-encoder query"] = ce_query or "from the model card, else all"
         gc.freeze()
         try:
             report, manifest = _write_outputs(out, out_files, suite, results, timer, command, started, asked, drawers)
@@ -509,6 +524,41 @@ class Suite:
             "grid": {"first stage": list(stages), "top_k": [d or "all" for d in RERANK_DEPTHS]},
         }
 
+    def trained_pipeline(self, model: str) -> None:
+        """``trained pipeline``: the trained cross-encoder ``model`` reranking the ``trained
+        bi-encoder`` run's top k (its card's query, length and candidate text), tuned over k."""
+        with self.timer("trained pipeline", model):
+            scores, described, params = cross_encoder_scores(self.collection, model, None, self.backend)
+        first = self.runs["trained bi-encoder"]
+        self.models["trained_reranker"] = described
+        configs: dict[str, Callable] = {}
+        for depth in RERANK_DEPTHS:
+
+            def make(depth=depth):
+                run = rerank_top_k(self.collection, first, scores, depth)
+                run.tag = f"trained-pipeline-top{depth or 'all'}"
+                run.config = {
+                    "reranker": "cross-encoder",
+                    "model": described,
+                    "params": {**params, "backend": self.backend},
+                    "top_k": depth,
+                    "first_stage": {"row": "trained bi-encoder", **first.config},
+                    "collection": self.collection.describe(),
+                }
+                return run
+
+            configs[config_name({"top_k": depth or "all"})] = make
+        self.families["trained pipeline"] = configs
+        self.model_rows.add("trained pipeline")
+        self.info["trained pipeline"] = {
+            "reranker": "cross-encoder",
+            "model": described,
+            "params": params,
+            "first stage": "trained bi-encoder",
+            "grid": {"top_k": [d or "all" for d in RERANK_DEPTHS]},
+        }
+        self.notes.append(f"trained pipeline: {model} reranking the trained bi-encoder's top k, k tuned on val")
+
     def _add_run(self, name: str, ranker) -> None:
         run = ranker.rank(self.collection)
         self.runs[name] = run
@@ -641,7 +691,11 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
             "n_resamples": results.n_resamples,
             "seed": results.seed,
         },
-        "models": {"dense": suite.models.get("dense"), "cross_encoder": suite.models.get("cross_encoder")},
+        "models": {
+            "dense": suite.models.get("dense"),
+            "cross_encoder": suite.models.get("cross_encoder"),
+            **({"trained_reranker": suite.models["trained_reranker"]} if "trained_reranker" in suite.models else {}),
+        },
         "parameters": {
             "query strategies": suite.strategies,
             "bm25": {"defaults": BM25Ranker.DEFAULTS, "grid": BM25Ranker.GRID},
@@ -649,6 +703,7 @@ def _manifest(collection, results, suite: Suite, written, timer: StageTimer, com
             "cross-encoder": models["cross-encoder"],
             "backend": suite.backend,
             "cross-encoder query": models["cross-encoder query"],
+            **({"trained reranker": models["trained reranker"]} if models.get("trained reranker") else {}),
             "rerank depths": [d or "all" for d in RERANK_DEPTHS],
             "seed": suite.seed,
             "systems": suite.info,

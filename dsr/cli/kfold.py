@@ -16,7 +16,7 @@ from dsr.evaluation.tables import render
 from dsr.training import kfold
 from dsr.training.kfold import KFOLD_PARAMS, KfoldSettings, folds_markdown, kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
-from dsr.training.settings import PARAMS, RECIPE_NAMES
+from dsr.training.settings import PARAMS, RECIPE_NAMES, pipeline_named
 
 #: settings kfold sets for every fold itself
 PER_FOLD = ("base", "folds", "fold", "overwrite")
@@ -51,7 +51,8 @@ def register(subparsers) -> None:
         "--recipe",
         choices=RECIPE_NAMES,
         metavar="NAME",
-        help="the `dsr train` recipe every fold trains with (`dsr train --help` lists them; default quick)",
+        help="the `dsr train` recipe every fold trains with (`dsr train --help` lists them; default quick); "
+        "a pipeline trains every stage per fold, and each fold's reranker reranks its first stage's top k",
     )
     p.add_argument(
         "--train-param",
@@ -70,10 +71,12 @@ def cmd_kfold(args: argparse.Namespace) -> int:
     settings = train_settings(args.train_param + ([f"recipe={args.recipe}"] if args.recipe else []))
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
     out = check_replaceable(args.out, out_files(), field="--out")  # before any training
-    models = []
+    pipeline = pipeline_named(args.recipe)
+    models, rerankers = [], []
     for i in range(args.folds):
         name = f"{args.name}-fold{i}"
-        if not trained_for_fold(name, args.folds, i):
+        stages = pipeline.models(name) if pipeline else [name]
+        if not all(trained_for_fold(model, args.folds, i) for model in stages):
             print(f"dsr kfold: training fold {i} of {args.folds} as dsr:{name}", file=sys.stderr)
             train(
                 args.collection,
@@ -87,6 +90,8 @@ def cmd_kfold(args: argparse.Namespace) -> int:
                 **settings,
             )
         models.append(f"dsr:{name}")
+        if pipeline:  # the first stage ranks; a stage with a top k reranks it
+            rerankers += [f"dsr:{m}" for stage, m in zip(pipeline.stages, stages, strict=True) if stage.top_k]
     results, gains = kfold_evaluate(
         evaluation,
         models,
@@ -95,6 +100,8 @@ def cmd_kfold(args: argparse.Namespace) -> int:
         in_domain=args.in_domain,
         measures=list(args.measures),
         command=["dsr", *sys.argv[1:]],
+        rerankers=rerankers or None,
+        top_k=pipeline.describe(args.name)["top_k"] if pipeline else None,
     )
     print(render(results, "text", verbose=False, measures=results.measures))  # every table: the report
     print("\nper fold: the fold model against zero-shot on the dialogues of the documents it left out\n" + folds_markdown(gains))

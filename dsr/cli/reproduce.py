@@ -91,6 +91,13 @@ def register(subparsers) -> None:
     )
     p.add_argument("--no-cross-encoder", action="store_true", help="skip the cross-encoder row")
     p.add_argument(
+        "--trained-reranker",
+        metavar="MODEL",
+        help="cross-encoder trained by `dsr train` for the trained bi-encoder (e.g. the second "
+        "stage of `dsr train --recipe recommended`): the `trained pipeline` row reranks the "
+        "`trained bi-encoder` row's top k, k tuned on val (10, 20, all); needs --trained-dense",
+    )
+    p.add_argument(
         "--ce-query",
         metavar="Q",
         help="query strategy for the cross-encoder (default: the one a `dsr train` model "
@@ -138,6 +145,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         trained_dense=trained_dense,
         cross_encoder=cross_encoder,
         ce_query=args.ce_query,
+        trained_reranker=args.trained_reranker,
         backend=args.backend or (FAST_BACKEND if args.fast else DEFAULT_BACKEND),
         test=args.test,
         correction=args.correction,

@@ -15,7 +15,7 @@ from dsr.core import docs_url, registry
 from dsr.core.home import models_dir
 from dsr.training.card import describe_run, text_params
 from dsr.training.recipe import train
-from dsr.training.settings import GROUPS, PARAMS, RECOMMENDED
+from dsr.training.settings import GROUPS, PARAMS, PIPELINES, RECOMMENDED
 
 
 def register(subparsers) -> None:
@@ -44,7 +44,11 @@ def recipes_help() -> str:
     for _, recipe in registry.items("recipe"):
         lines.append(f"{recipe.name}: {recipe.summary}" + (f" ({recipe.cost})" if recipe.cost else ""))
         lines.append(f"    = {recipe.flags() or '(the defaults above)'}")
-    lines.append(f"recommended: {RECOMMENDED}, the one the decision rule chose (dsr decide --help)")
+    for pipeline in PIPELINES.values():
+        lines.append(f"{pipeline.name} (a pipeline): {pipeline.summary}")
+        lines.append("    = " + " then ".join(f"{s.recipe} as NAME{s.suffix}" for s in pipeline.stages))
+    chosen = " then ".join(s.recipe for s in RECOMMENDED.stages)
+    lines.append(f"recommended: {chosen}, what the decision rule chose (dsr decide --help)")
     return "\n".join(lines)
 
 
@@ -54,8 +58,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         json.dump(card, sys.stdout, indent=2, sort_keys=True)
         print()
     else:
-        print_summary(card, models_dir() / args.name)
+        for stage in card.get("stages") or [card]:
+            print_summary(stage, models_dir() / stage["name"])
+        if card.get("pipeline"):
+            print(pipeline_use(card["pipeline"]))
     return 0
+
+
+def pipeline_use(pipeline: dict[str, Any]) -> str:
+    """How to run a trained pipeline (its first stage, then its reranker over the top k)."""
+    first, *rest = pipeline["models"]
+    line = f"pipeline {pipeline['name']}: dsr run ... --ranker dense --param model=dsr:{first} --out FIRST.run"
+    for model in rest:
+        line += f"; dsr rerank ... --run FIRST.run --model dsr:{model} --top-k {pipeline.get('top_k') or 20} --out RUN"
+    return line
 
 
 def print_summary(card: dict[str, Any], final: Path) -> None:

@@ -138,6 +138,9 @@ def decide(
                 entry = tests[name][measure]
                 row.update(
                     diff=entry["diff"],
+                    # the paired difference's 95 % t interval (not corrected for the candidates)
+                    diff_ci_low=entry["ci_low"],
+                    diff_ci_high=entry["ci_high"],
                     t_holm=entry["t_holm"],
                     perm_holm=entry["perm_holm"],
                     wins=entry["wins"],

@@ -1,5 +1,10 @@
 """The cross-encoder recipe of ``dsr train``: BinaryCrossEntropyLoss on (query, sentence,
-target) pairs (:mod:`dsr.training.pairs`) with sentence-transformers' trainer.
+target) pairs (:mod:`dsr.training.pairs`, ``loss`` bce, the default) or, with ``loss``
+listwise, a softmax cross-entropy over each training point's own list (:class:`ListwiseLoss`:
+its top-graded positive against ``list_negatives`` of its non-relevant candidates, every pair
+scored by the model: the localised contrastive estimation of Gao, Dai and Callan, ECIR 2021,
+which trains a reranker on its first stage's hard negatives), with sentence-transformers'
+trainer.
 
 The model starts from a BERT-style checkpoint folder; a sentence-transformers
 bi-encoder folder (such as all-MiniLM-L6-v2) is converted by
@@ -25,13 +30,14 @@ from typing import Any
 import datasets
 from sentence_transformers import CrossEncoder
 from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncoderTrainingArguments
-from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, MultipleNegativesRankingLoss
 from transformers import set_seed
 
 from dsr.core.errors import InputError
 from dsr.core.queries import query_text
 from dsr.rerankers.cross_encoder import score_pairs
 from dsr.training import heldout as held_out
+from dsr.training.biencoder import example_columns, make_triplets
 from dsr.training.finetune import FitSettings, fit_settings, run_trainer, training_arguments
 from dsr.training.mining import mine_negatives
 from dsr.training.pairs import make_pairs
@@ -52,8 +58,32 @@ def load_base(path: str | Path, max_length: int, seed: int):
         raise InputError(f"cannot load a BERT-style checkpoint from {path}: {err}", path=path, field="base") from None
 
 
-def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: Path, resume: bool = False) -> dict[str, Any]:
-    """Train ``model`` in place on ``columns`` (query, sentence, label); return trainer figures.
+class ListwiseLoss(MultipleNegativesRankingLoss):
+    """Softmax cross-entropy of each example's positive against its own list negatives, on the
+    model's raw logits: columns (query, positive, negative_1 ... negative_N), no in-batch
+    negatives (another point's sentences are easy ones; the point's own are what a reranker
+    has to tell apart). sentence-transformers' cross-encoder MultipleNegativesRankingLoss with
+    the in-batch draw left out, no activation and scale 1."""
+
+    def __init__(self, model) -> None:
+        super().__init__(model, num_negatives=None, scale=1.0, activation_fn=None)
+
+    def get_in_batch_negatives(self, anchors, candidates):
+        return iter(())
+
+
+#: the ``loss`` setting -> the loss named in the card
+LOSS_NAMES = {
+    "bce": "BinaryCrossEntropyLoss",
+    "listwise": "listwise softmax cross-entropy over the point's positive and its list negatives (LCE)",
+}
+
+
+def fine_tune(
+    model, columns: dict[str, list], settings: FitSettings, work_dir: Path, resume: bool = False, loss: str = "bce"
+) -> dict[str, Any]:
+    """Train ``model`` in place on ``columns`` (query, sentence, label for ``bce``; query,
+    positive, negative_1... for ``listwise``); return trainer figures.
 
     Checkpoints go to ``work_dir/checkpoints`` every ``save_steps`` steps and
     at each epoch end; ``resume`` continues from the newest complete one there.
@@ -63,20 +93,44 @@ def fine_tune(model, columns: dict[str, list], settings: FitSettings, work_dir: 
     dataset = datasets.Dataset.from_dict(columns)
     checkpoints = work_dir / "checkpoints"
     args = CrossEncoderTrainingArguments(**training_arguments(settings, checkpoints))
-    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=BinaryCrossEntropyLoss(model))
+    objective = ListwiseLoss(model) if loss == "listwise" else BinaryCrossEntropyLoss(model)
+    trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=objective)
     return run_trainer(trainer, checkpoints, resume, settings)
 
 
-def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[str, Any]:
-    """Select, pair, fine-tune, measure, write the card, move into place; returns the card."""
-    started = time.monotonic()
-    train_part, heldout, selection, excluded = training_dialogues(collection, settings)
-    source = str(collection.meta.get("path") or collection.name)
-
-    def query(d):
-        return query_text(d, settings.query)
-
-    ranked, miner = mine_negatives(train_part, settings) if settings.hard_negatives else (None, None)
+def training_examples(train_part, settings: TrainSettings, query, source: str, ranked) -> tuple[dict[str, list], dict[str, Any]]:
+    """The trainer's columns and what the card records of them: BCE pairs (``loss`` bce) or one
+    listwise example per point with a relevant and a non-relevant candidate (``listwise``: its
+    top-graded positive and ``list_negatives`` of its own non-relevant candidates, among the
+    miner's top ``hard_depth`` with ``hard_negatives``), drawn with the seed."""
+    if settings.loss == "listwise":
+        k = settings.list_negatives
+        examples, counts = make_triplets(
+            train_part,
+            query,
+            seed=settings.seed,
+            source=source,
+            text=settings.text,
+            ranked=ranked,
+            depth=settings.hard_depth,
+            negatives=k,
+        )
+        columns = example_columns(examples)
+        columns = {("query" if name == "anchor" else name): values for name, values in columns.items()}
+        stats = {
+            "pairs": len(examples) * (k + 1),
+            "examples": len(examples),
+            "positives": len(examples),
+            "list_negatives": k * len(examples),
+            "hard_negatives": k * len(examples) if ranked else 0,
+            "random_negatives": 0,
+            "dialogues_used": len(examples),
+            **{
+                key: counts[key]
+                for key in ("dialogues_without_positive", "dialogues_without_negative", "dialogues_short_of_negatives")
+            },
+        }
+        return columns, stats
     pairset = make_pairs(
         train_part,
         query,
@@ -89,15 +143,30 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
         ranked=ranked,
         depth=settings.hard_depth,
     )
+    return pairset.columns(), pairset.stats()
+
+
+def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[str, Any]:
+    """Select, pair, fine-tune, measure, write the card, move into place; returns the card."""
+    started = time.monotonic()
+    train_part, heldout, selection, excluded = training_dialogues(collection, settings)
+    source = str(collection.meta.get("path") or collection.name)
+
+    def query(d):
+        return query_text(d, settings.query)
+
+    ranked, miner = mine_negatives(train_part, settings) if settings.hard_negatives else (None, None)
+    columns, stats = training_examples(train_part, settings, query, source, ranked)
+    shape = f"{stats['examples']} listwise examples ({settings.list_negatives} negatives each), " if "examples" in stats else ""
     print(
-        f"dsr train: {len(train_part)} training dialogues ({pairset.dialogues_used} with a "
-        f"relevant candidate) -> {len(pairset.pairs)} pairs; {len(heldout)} held out",
+        f"dsr train: {len(train_part)} training dialogues ({stats['dialogues_used']} with a "
+        f"relevant candidate) -> {shape}{stats['pairs']} pairs; {len(heldout)} held out",
         file=sys.stderr,
     )
 
     fit = fit_settings(settings)
     work, model = start_work(job.final, settings.resume, lambda: load_base(job.base.path, settings.max_length, settings.seed))
-    figures = fine_tune(model, pairset.columns(), fit, work, resume=settings.resume)
+    figures = fine_tune(model, columns, fit, work, resume=settings.resume, loss=settings.loss)
     train_seconds = time.monotonic() - started
     # Scored exactly as `dsr rerank` scores (raw logits, same batching).
     held = (
@@ -115,19 +184,22 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
         ),
         "training_data": {
             **data_entry(collection, job, selection, train_part, heldout),
-            "targets": settings.targets,
-            **pairset.stats(),
+            "targets": settings.targets if settings.loss == "bce" else "the top-graded positive first in its list",
+            **stats,
             **({"hard_negative_miner": miner} if miner else {}),
         },
         "parameters": {
             **fit.as_dict(),
-            "neg_per_pos": settings.neg_per_pos,
-            "random_negatives": settings.random_negatives,
+            **(
+                {"neg_per_pos": settings.neg_per_pos, "random_negatives": settings.random_negatives}
+                if settings.loss == "bce"
+                else {"list_negatives": settings.list_negatives}
+            ),
             "hard_negatives": settings.hard_negatives,
             "hard_depth": settings.hard_depth,
             "holdout": settings.holdout,
             "holdout_max": settings.holdout_max,
-            "loss": "BinaryCrossEntropyLoss",
+            "loss": LOSS_NAMES[settings.loss],
         },
     }
     return finish(model, work, job, card, figures, held, started, train_seconds)

@@ -168,6 +168,8 @@ def run_trainer(trainer, checkpoints: Path, resume: bool, settings: FitSettings)
         "steps": trainer.state.global_step,
         "epochs": round(float(trainer.state.epoch or 0), 4),
         "train_loss": output.training_loss,
+        # the trainer's own time: the steps (and checkpoints), not the selection, mining or load before them
+        "steps_seconds": round(float(output.metrics.get("train_runtime", 0.0)), 1),
         "loss_history": [{"step": h["step"], "loss": h["loss"]} for h in history],
         "resumed_from": last.name if last else None,
         "precision": resolve_precision(settings.precision),

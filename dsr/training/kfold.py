@@ -37,6 +37,7 @@ from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.report import REPORT_FILES, write_report_files
 from dsr.evaluation.significance import compare
 from dsr.rankers import make_ranker
+from dsr.rerankers import make_reranker
 from dsr.training.card import CARD_FILE, ranking_params, read_card
 from dsr.training.folds import dialogue_document
 from dsr.training.settings import PARAMS as TRAIN_PARAMS
@@ -96,10 +97,15 @@ def kfold_evaluate(
     in_domain: str | None = None,
     measures=("nDCG@5", "RR"),
     command=None,
+    rerankers: list[str] | None = None,
+    top_k: int | None = None,
 ):
-    """Rank each dialogue of ``evaluation`` with the fold model that left its document out,
-    pool, evaluate the runs against zero-shot ``base`` and write ``out`` as a set (the runs and
-    ``report/``, :func:`out_files`: a folder holding anything else is refused)."""
+    """Rank each dialogue of ``evaluation`` with the fold model that left its document out
+    (then, with ``rerankers``, one per fold: that fold's cross-encoder reranks its top
+    ``top_k``), pool, evaluate the runs against zero-shot ``base`` and write ``out`` as a set
+    (the runs and ``report/``, :func:`out_files`: a folder holding anything else is refused)."""
+    if rerankers is not None and len(rerankers) != len(models):
+        raise InputError(f"{len(rerankers)} fold rerankers for {len(models)} fold models", field="rerankers")
 
     cards = [card(m) for m in models]
     same = ranking_params(cards[0])  # the query and candidate text the fold models were trained on
@@ -137,9 +143,19 @@ def kfold_evaluate(
         if not len(part):
             continue
         run = make_ranker("dense", model=model, **same).rank(part)
+        if rerankers:
+            run = make_reranker("cross-encoder", model=rerankers[i]).rerank(part, run, top_k)
         rankings.update(run.rankings)
-        fold_runs.append({"model": model, "dialogues": len(part), "documents": cards[i].get("excluded_documents")})
+        fold_runs.append(
+            {
+                "model": model,
+                **({"reranker": rerankers[i], "top_k": top_k} if rerankers else {}),
+                "dialogues": len(part),
+                "documents": cards[i].get("excluded_documents"),
+            }
+        )
     tag = f"kfold-{len(models)}-dense-query={query}" + ("" if text == "body" else f"-text={slug(text)}")
+    tag += f"-reranked-top{top_k or 'all'}" if rerankers else ""
     pooled = Run(rankings, tag, {"kfold": fold_runs, "query": query, "text": text, "collection": evaluation.describe()})
     # zero-shot and in-domain read the candidates as the fold models do
     runs = {"zero-shot": make_ranker("dense", model=base, **same).rank(evaluation), "kfold": pooled}

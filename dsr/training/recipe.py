@@ -32,7 +32,8 @@ from dsr.core.atomic import recover_folder
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.home import models_dir
-from dsr.training.settings import resolve_settings
+from dsr.training.card import read_card
+from dsr.training.settings import Pipeline, pipeline_named, resolve_settings
 from dsr.training.steps import Job, resolve_base
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -100,6 +101,40 @@ def train(
         for key, value in locals().items()
         if key not in ("collection", "name", "source", "split") and value is not None
     }
+    pipeline = pipeline_named(given.get("recipe"))
+    if pipeline is not None:
+        return train_pipeline(collection, name, pipeline, given, source, split)
+    return train_one(collection, name, given, source, split)
+
+
+def train_pipeline(collection, name: str, pipeline: Pipeline, given: dict[str, Any], source, split) -> dict[str, Any]:
+    """Every stage of ``pipeline`` in turn (stage i as ``NAME + suffix``, with the settings
+    given and its stage's recipe; a setting the stage ``uses`` takes an earlier stage's model).
+    With ``resume``, a stage already trained is kept. Returns the first stage's card with
+    ``pipeline`` (what it is) and ``stages`` (every stage's card)."""
+    for stage in pipeline.stages:  # every stage's settings checked before the first trains
+        resolve_settings({**given, "recipe": stage.recipe, **{k: "dsr:x" for k in stage.uses}})
+    if not isinstance(collection, Collection):  # read once for every stage
+        collection = load_collection(collection, source, split)
+    described, cards = pipeline.describe(name), []
+    for stage, model in zip(pipeline.stages, pipeline.models(name), strict=True):
+        kept = models_dir() / model / "dsr_model.json"
+        if given.get("resume") and kept.is_file():
+            print(f"dsr train: {model} (stage {stage.recipe} of {pipeline.name}) is trained already: kept", file=sys.stderr)
+            cards.append(read_card(kept.parent) or {})
+            continue
+        settings = {**given, "recipe": stage.recipe, **{key: f"dsr:{name}{suffix}" for key, suffix in stage.uses.items()}}
+        print(
+            f"dsr train: stage {len(cards) + 1} of {len(pipeline.stages)} ({pipeline.name}): {model}, recipe {stage.recipe}",
+            file=sys.stderr,
+        )
+        cards.append(train_one(collection, model, settings, source, split, pipeline=described))
+    return {**cards[0], "pipeline": described, "stages": cards}
+
+
+def train_one(collection, name: str, given: dict[str, Any], source, split, pipeline: dict | None = None) -> dict[str, Any]:
+    """One training (:func:`train` without a pipeline); ``pipeline``: what its card records of
+    the pipeline it is a stage of."""
     settings = resolve_settings(given)
     if not _NAME.match(name):
         raise InputError(f"model name {name!r} must be letters, digits, '.', '_' or '-' (it becomes a folder name)", field="name")
@@ -109,7 +144,7 @@ def train(
         raise InputError(
             f"model {name!r} already exists at {final}; overwrite it (`overwrite`) or choose another name", field="name"
         )
-    job = Job(name, final, resolve_base(settings.base), str(source) if source else None, split)
+    job = Job(name, final, resolve_base(settings.base), str(source) if source else None, split, pipeline)
     spec = None if isinstance(collection, Collection) else str(collection)
     if not isinstance(collection, Collection):
         collection = load_collection(collection, source, split)

@@ -25,8 +25,11 @@ from dsr.training.pairs import TARGETS
 
 DEFAULT_BASE = "all-MiniLM-L6-v2"
 MODEL_TYPES = ("bi-encoder", "cross-encoder")
-#: the bi-encoder recipe's losses
-LOSSES = ("mnrl", "gist", "distill")
+#: each model type's losses, its default first
+MODEL_LOSSES = {"bi-encoder": ("mnrl", "gist", "distill"), "cross-encoder": ("bce", "listwise")}
+LOSSES = (*MODEL_LOSSES["bi-encoder"], *MODEL_LOSSES["cross-encoder"])
+#: the list negatives of a listwise cross-encoder example where none are given
+LISTWISE_NEGATIVES = 4
 DEFAULT_MODEL_TYPE = "bi-encoder"
 
 
@@ -80,18 +83,87 @@ RECIPES: dict[str, Recipe] = {
             },
             cost="333 steps, bf16 autocast where the CPU has it: several times the quick recipe's time",
         ),
+        Recipe(
+            "ce-hard",
+            "a cross-encoder reranker for a trained first stage: MiniLM-L6 with a new one-logit "
+            "head, a listwise loss over each point's positive and 4 negatives drawn among the "
+            "10 non-relevant candidates the first stage (--hard-negatives) ranks highest, "
+            "batches of 8 points (40 pairs), candidates as 'title: body'",
+            {
+                "model_type": "cross-encoder",
+                "loss": "listwise",
+                "text": "title: body",
+                "list_negatives": 4,
+                "hard_depth": 10,
+                "batch_size": 8,
+                "max_steps": 400,
+                "lr": 5e-5,
+                "save_steps": 50,
+            },
+        ),
     )
 }
 # the registry's recipes (kind ``recipe``): these, then other packages' (entry points ``dsr.recipes``)
 for _recipe in RECIPES.values():
     registry.register("recipe", _recipe.name, _recipe)
-#: every recipe's name, and ``recommended`` (read when used)
-RECIPE_NAMES = registry.Names("recipe", extra=("recommended",))
 DEFAULT_RECIPE = "quick"
-#: the recipe the decision rule chose (``dsr train --recipe recommended``; the training-recipes
-#: study, experiments/training_recipes.py: ``full`` beat the quick recipe on title: body
-#: candidates on the judged development set and on silver valid, Holm-corrected)
-RECOMMENDED = "full"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One model of a :class:`Pipeline`: trained with the recipe ``recipe`` as ``NAME +
+    suffix``; ``uses`` names the settings that take an earlier stage's model (setting -> that
+    stage's suffix: ``{"hard_negatives": ""}`` mines with the first stage, ``dsr:NAME``);
+    ``top_k``, for a reranker, is how many of the first stage's candidates it reranks."""
+
+    recipe: str
+    suffix: str = ""
+    uses: Mapping[str, str] = field(default_factory=dict)
+    top_k: int | None = None
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Models trained one after the other (``dsr train --recipe NAME`` trains every stage):
+    a first stage, then e.g. a cross-encoder on its hard negatives."""
+
+    name: str
+    summary: str
+    stages: tuple[Stage, ...]
+
+    def models(self, name: str) -> list[str]:
+        """The models' names for a pipeline trained as ``name``."""
+        return [name + stage.suffix for stage in self.stages]
+
+    def describe(self, name: str) -> dict[str, Any]:
+        """What each stage's card records of the pipeline."""
+        return {
+            "name": self.name,
+            "models": self.models(name),
+            "recipes": [stage.recipe for stage in self.stages],
+            "top_k": next((stage.top_k for stage in self.stages if stage.top_k), None),
+        }
+
+
+#: the named pipelines (``dsr train --recipe NAME`` trains each stage in turn)
+PIPELINES: dict[str, Pipeline] = {
+    p.name: p
+    for p in (
+        Pipeline(
+            "full+ce",
+            "the full bi-encoder recipe, then the ce-hard cross-encoder on its hard negatives "
+            "reranking its top 20: models NAME and NAME-ce",
+            (Stage("full"), Stage("ce-hard", "-ce", {"hard_negatives": ""}, top_k=20)),
+        ),
+    )
+}
+#: what the decision rule chose (``dsr train --recipe recommended``; the training-recipes study,
+#: experiments/training_recipes.py: ``full`` beat the quick recipe on title: body candidates on
+#: the judged development set and on silver valid, Holm-corrected; the second-stage study,
+#: experiments/second_stage.py, judges what builds on it): the full bi-encoder recipe alone
+RECOMMENDED = Pipeline("recommended", "the full bi-encoder recipe (the rule's choice)", (Stage("full"),))
+#: every recipe's and pipeline's name, and ``recommended`` (read when used)
+RECIPE_NAMES = registry.Names("recipe", extra=(*PIPELINES, "recommended"))
 
 #: the model: what is trained, from what, on which query and candidate text
 MODEL = (
@@ -130,12 +202,14 @@ MODEL = (
     ),
     Param(
         "loss",
-        "mnrl",
+        None,
         "str",
-        "bi-encoder loss: mnrl (MultipleNegativesRankingLoss), gist "
+        "bi-encoder loss: mnrl (MultipleNegativesRankingLoss, the default), gist "
         "(GISTEmbedLoss: in-batch negatives the guide model scores above the positive are "
         "masked) or distill (mnrl plus the KL divergence from the teacher cross-encoder's "
-        "scores of each example's positive and list negatives)",
+        "scores of each example's positive and list negatives); cross-encoder loss: bce "
+        "(binary cross-entropy on pairs, the default) or listwise (softmax cross-entropy of "
+        "the point's positive against its list_negatives, all scored by the model)",
         choices=LOSSES,
     ),
     Param("guide", None, "str", "with loss gist: the guide model (default: the base model, zero-shot)", metavar="MODEL"),
@@ -178,14 +252,20 @@ DATA = (
         metavar="K",
     ),
     Param(
-        "neg_per_pos", 3.0, "float", "cross-encoder: in-list negatives per positive (sampled; -1 keeps all)", low=-1, metavar="R"
+        "neg_per_pos",
+        3.0,
+        "float",
+        "cross-encoder with loss bce: in-list negatives per positive (sampled; -1 keeps all)",
+        low=-1,
+        metavar="R",
     ),
     Param(
         "list_negatives",
         None,
         "int",
-        "bi-encoder: negatives per training point drawn from "
-        "its own candidate list (default 1, or the recipe's), beside the in-batch ones",
+        "bi-encoder, and a cross-encoder with loss listwise: negatives per training point "
+        "drawn from its own candidate list (default 1, or the recipe's; listwise 4), beside "
+        "a bi-encoder's in-batch ones",
         low=1,
         high=49,
         metavar="N",
@@ -319,8 +399,9 @@ CHOICE = (
         None,
         "str",
         "a named recipe (listed below): its settings fill those not "
-        f"given; recommended is the one the decision rule chose ({RECOMMENDED}); default "
-        f"{DEFAULT_RECIPE} for a bi-encoder, none for a cross-encoder",
+        f"given; a pipeline ({', '.join(PIPELINES)}) trains each of its stages; recommended is "
+        f"what the decision rule chose ({' then '.join(s.recipe for s in RECOMMENDED.stages)}); "
+        f"default {DEFAULT_RECIPE} for a bi-encoder, none for a cross-encoder",
         choices=RECIPE_NAMES,
         metavar="NAME",
     ),
@@ -333,6 +414,7 @@ GROUPS = {"recipe": CHOICE, "model": MODEL, "data": DATA, "optimisation": OPTIMI
 #: the call nor the recipe sets it
 MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     "cross-encoder": {
+        "loss": "bce",
         "query": "weighted",
         "batch_size": 16,
         "max_steps": 400,
@@ -350,6 +432,7 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     # per column), which `dsr decide` finds not significantly different
     # on either label set (the training-levers study, experiments/training_levers.py)
     "bi-encoder": {
+        "loss": "mnrl",
         "query": "title+recent",
         "batch_size": 32,
         "max_steps": 120,
@@ -368,9 +451,19 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
 TrainSettings = record_type("TrainSettings", PARAMS)
 
 
+def pipeline_named(name: str | None) -> Pipeline | None:
+    """The pipeline ``name`` stands for when it trains several models (``recommended`` with
+    several stages, or a name of :data:`PIPELINES`), else None (one training)."""
+    pipeline = RECOMMENDED if name == "recommended" else PIPELINES.get(name or "")
+    return pipeline if pipeline is not None and len(pipeline.stages) > 1 else None
+
+
 def recipe_named(name: str) -> Recipe:
-    """The recipe ``name`` (``recommended``: :data:`RECOMMENDED`)."""
-    name = RECOMMENDED if name == "recommended" else name
+    """The recipe ``name`` (``recommended``, or a pipeline: its first stage's)."""
+    if name == "recommended":
+        name = RECOMMENDED.stages[0].recipe
+    elif name in PIPELINES:
+        name = PIPELINES[name].stages[0].recipe
     found: Recipe | None = registry.find("recipe", name)
     if found is None:
         raise InputError(f"unknown recipe {name!r}; choose from {', '.join(RECIPE_NAMES)}", field="recipe")
@@ -400,6 +493,8 @@ def resolve_settings(given: Mapping[str, Any]) -> Any:
     for key, value in MODEL_DEFAULTS[values["model_type"]].items():
         if values[key] is None:
             values[key] = value
+    if values["model_type"] == "cross-encoder" and values["loss"] == "listwise" and values["list_negatives"] is None:
+        values["list_negatives"] = LISTWISE_NEGATIVES
     check_combinations(values)
     return TrainSettings(**values)
 
@@ -414,6 +509,11 @@ def check_combinations(values: dict[str, Any]) -> None:
         raise InputError(
             f"context and documents apply to text {CONTEXT_FORM!r} only",
             field="context" if values["context"] is not None else "documents",
+        )
+    own = MODEL_LOSSES[values["model_type"]]
+    if values["loss"] not in own:
+        raise InputError(
+            f"loss {values['loss']!r} is not a {values['model_type']} loss; choose from {', '.join(own)}", field="loss"
         )
     if values["model_type"] == "bi-encoder":
         if values["loss"] == "distill" and values["teacher"] is None:
@@ -437,17 +537,18 @@ def check_combinations(values: dict[str, Any]) -> None:
         ("padding", values["padding"] != "column", "padding 'chunks' applies to bi-encoder training only"),
         (
             "list_negatives",
-            values["list_negatives"] is not None,
-            "list_negatives applies to bi-encoder training only (a cross-encoder's are neg_per_pos per positive)",
+            values["list_negatives"] is not None and values["loss"] != "listwise",
+            "list_negatives applies to bi-encoder training and to a cross-encoder with loss "
+            "listwise (with loss bce its negatives are neg_per_pos per positive)",
         ),
     ]
     bi_only += [
         (
             name,
-            values[name] not in (None, "mnrl"),
-            "loss, guide and teacher apply to bi-encoder training only (a cross-encoder trains with binary cross-entropy)",
+            values[name] is not None,
+            "guide and teacher apply to bi-encoder training only (a cross-encoder learns from the labels)",
         )
-        for name in ("loss", "guide", "teacher")
+        for name in ("guide", "teacher")
     ]
     for name, wrong, why in bi_only:
         if wrong:
@@ -455,13 +556,22 @@ def check_combinations(values: dict[str, Any]) -> None:
 
 
 def _check_recipes() -> None:
-    """A recipe sets only declared settings, to allowed values (a mistake here is the code's)."""
+    """A recipe sets only declared settings, to allowed values; a pipeline's stages name
+    recipes and earlier stages (a mistake here is the code's)."""
     table = {p.name: p for p in PARAMS}
     for recipe in RECIPES.values():
         for key, value in recipe.settings.items():
             if key not in table or key == "recipe":
                 raise ValueError(f"recipe {recipe.name!r} sets {key!r}, not a setting it can set")
             table[key].check(value, f"recipe {recipe.name!r}")
+    for pipeline in (*PIPELINES.values(), RECOMMENDED):
+        seen: list[str] = []
+        for stage in pipeline.stages:
+            if stage.recipe not in RECIPES or stage.suffix in seen:
+                raise ValueError(f"pipeline {pipeline.name!r}: stage {stage.recipe!r} (suffix {stage.suffix!r})")
+            if any(key not in table or suffix not in seen for key, suffix in stage.uses.items()):
+                raise ValueError(f"pipeline {pipeline.name!r}: stage {stage.recipe!r} uses {dict(stage.uses)}")
+            seen.append(stage.suffix)
 
 
 _check_recipes()

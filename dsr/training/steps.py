@@ -35,6 +35,8 @@ class Job:
     base: ResolvedModel
     source: str | None = None
     split: str | None = None
+    #: the pipeline this model is a stage of (:meth:`dsr.training.settings.Pipeline.describe`)
+    pipeline: dict[str, Any] | None = None
 
 
 def excluded_documents(dialogues, settings: TrainSettings) -> tuple[list[str], dict[str, Any]]:
@@ -134,6 +136,7 @@ def card_head(job: Job, settings: TrainSettings, kind: str, max_length: int | No
         "text": settings.text,
         "max_length": max_length,
         "excluded_documents": excluded,
+        **({"pipeline": job.pipeline} if job.pipeline else {}),
     }
 
 

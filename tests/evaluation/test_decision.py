@@ -156,6 +156,22 @@ def test_bad_run_specs_are_bad_input(label_sets, tmp_path, capsys):
     assert "two runs named" in capsys.readouterr().err
 
 
+def test_each_candidates_paired_difference_has_its_t_interval():
+    """diff_ci_low/high: the 95 % t interval of the per-topic differences, as scipy gives it."""
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    base = {s: rng.uniform(0, 1, n) for s, n in (("dev", 60), ("silver", 90))}
+    other = {s: v + rng.normal(0.02, 0.2, len(v)) for s, v in base.items()}
+    decision = decide({s: {"base": base[s], "other": other[s]} for s in base}, "base", n_resamples=200)
+    for s in base:
+        d = other[s] - base[s]
+        low, high = stats.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=stats.sem(d))
+        row = decision.rows["other"][s]
+        assert row["diff_ci_low"] == pytest.approx(low, abs=1e-12) and row["diff_ci_high"] == pytest.approx(high, abs=1e-12)
+        assert row["diff_ci_low"] < row["diff"] < row["diff_ci_high"]
+
+
 def _decide_on_shared_data() -> list[str]:
     """``dsr decide`` on CMU_DoG valid's silver labels and the judged set in ../shared/data."""
     from tests.support.data import SHARED_DATA

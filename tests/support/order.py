@@ -68,6 +68,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     ),  # its module fixture `home` trains two models: once, on one worker
     "train": ("tests/training/test_train.py",),  # its module fixture `trained` trains a model: once, on one worker
     "recipes": ("tests/training/test_recipes.py",),  # its module fixture `full` runs the full recipe: once, on one worker
+    "pipeline": ("tests/training/test_pipeline.py",),  # its module fixture trains a two-stage pipeline: once, on one worker
     "reproduce": ("tests/test_reproduce.py",),  # its module fixture `full_run` runs the full suite: once, on one worker
     "readme-tasks": ("tests/test_readme.py",),  # its tasks run in one folder and home, in order
     "wheel": ("tests/test_wheel.py",),  # its module fixture builds the wheel and a venv: once, on one worker

@@ -69,7 +69,7 @@ def test_a_recipe_fills_what_is_not_given_and_a_given_setting_wins():
     assert full.padding == MODEL_DEFAULTS["bi-encoder"]["padding"]  # what the recipe leaves alone
     mine = resolve_settings({"recipe": "full", "epochs": 1, "text": "body"})
     assert (mine.epochs, mine.text, mine.list_negatives) == (1, "body", 4)
-    assert resolve_settings({"recipe": "recommended"}).recipe == RECOMMENDED
+    assert resolve_settings({"recipe": "recommended"}).recipe == RECOMMENDED.stages[0].recipe
     cross = resolve_settings({"model_type": "cross-encoder"})
     assert cross.recipe is None and cross.max_steps == 400 and cross.list_negatives is None
 
@@ -98,7 +98,7 @@ def test_help_lists_every_recipe_from_the_registry(capsys):
     out = " ".join(capsys.readouterr().out.split())
     for recipe in RECIPES.values():
         assert f"{recipe.name}: " in out and " ".join(recipe.flags().split()) in out
-    assert f"recommended: {RECOMMENDED}" in out
+    assert "recommended: " + " then ".join(s.recipe for s in RECOMMENDED.stages) in out
 
 
 def test_a_bad_recipe_on_the_command_line_is_exit_2_naming_the_flag(data, capsys, dsr_home):
