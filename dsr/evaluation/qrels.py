@@ -52,10 +52,25 @@ def read_qrels(path: str | Path) -> Qrels:
     tracks use for "junk", are kept as they are; they count as not relevant),
     no (topic, doc) pair twice. Blank lines and ``#`` comment lines are skipped.
     """
+    qrels, _, _ = _read(path, strict=True)
+    return qrels
+
+
+def read_qrels_as_trec_eval(path: str | Path) -> tuple[Qrels, dict[str, str], int]:
+    """Qrels as ``dsr trec_eval`` reads them: as :func:`read_qrels`, but a document judged twice
+    is not an error here (trec_eval stops on it only when it evaluates that topic): (the qrels,
+    each grade the first given; {topic: its smallest document id judged twice}; the lines
+    graded above 0, which trec_eval -c counts as num_rel)."""
+    return _read(path, strict=False)
+
+
+def _read(path: str | Path, strict: bool) -> tuple[Qrels, dict[str, str], int]:
     path = Path(path)
     if not path.exists():
         raise InputError("no such qrels file", path=path)
     qrels: Qrels = {}
+    twice: dict[str, str] = {}
+    relevant = 0
     lines = read_lines(path)  # plain or gzip
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -72,13 +87,18 @@ def read_qrels(path: str | Path) -> Qrels:
                 line=lineno,
                 field="grade",
             )
+        relevant += grade > 0
         docs = qrels.setdefault(qid, {})
         if doc in docs:
-            raise InputError(f"duplicate judgement for topic {qid!r} and doc {doc!r}", path=path, line=lineno, field="docid")
+            if strict:
+                raise InputError(f"duplicate judgement for topic {qid!r} and doc {doc!r}", path=path, line=lineno, field="docid")
+            if qid not in twice or doc.encode() < twice[qid].encode():
+                twice[qid] = doc
+            continue
         docs[doc] = grade
     if not qrels:
         raise InputError("the qrels file is empty", path=path)
-    return qrels
+    return qrels, twice, relevant
 
 
 #: the grades trec_eval (pytrec_eval) holds: a C int. A larger grade wrapped round (4294967297
