@@ -116,7 +116,7 @@ def _shape(path: Path, header: bool) -> tuple[str, int] | None:
         while chunk:
             if chunk.translate(None, _PLAIN):
                 return None  # a byte Python's split reads as a space, or not ASCII
-            tabs, spaces = tabs or b"\t" in chunk, spaces or b" " in chunk
+            tabs, spaces = tabs or chunk.find(b"\t", start) >= 0, spaces or chunk.find(b" ", start) >= 0
             if tabs and spaces:
                 return None
             if b"#" in chunk and (chunk.find(b"\n#", start) >= 0 or (previous == b"\n" and chunk.startswith(b"#", start))):

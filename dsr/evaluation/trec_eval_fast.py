@@ -454,7 +454,8 @@ def _assemble(ids, in_run, ordered_labels, starts, lengths, grades, qrels: Colum
     codes = np.asarray([in_run.get(q, -1) for q in ids], dtype=np.int64)
     bogus = codes < 0
     topic_starts = np.where(bogus, 0, starts[np.maximum(codes, 0)])
-    topic_lengths = np.where(bogus, 1, lengths[np.maximum(codes, 0)])
+    stand_in = 1 if options.max_docs is None else min(1, options.max_docs)  # -M cuts it too
+    topic_lengths = np.where(bogus, stand_in, lengths[np.maximum(codes, 0)])
     labels = ordered_labels
     if bogus.any():
         extra = np.asarray([_bogus_label(qrels, q) for q in np.asarray(ids, dtype=object)[bogus].tolist()], dtype=np.int64)
