@@ -47,7 +47,7 @@ def random_files(rng: random.Random, folder: Path) -> tuple[Path, Path]:
     qrels, run = [], []
     for t in topics:
         docs = [f"d{j}" for j in range(rng.randint(1, 14))]
-        only_negative = t == "q0" and rng.random() < 0.15 or rng.random() < 0.04
+        only_negative = (t == "q0" and rng.random() < 0.15) or rng.random() < 0.04
         for doc in rng.sample(docs, rng.randint(1, len(docs))):
             grades = [-1] if only_negative else [-1, -2, 0, 0, 1, 1, 2, 3, 11]
             qrels.append(f"{t} 0 {doc} {rng.choice(grades)}")
@@ -60,7 +60,8 @@ def random_files(rng: random.Random, folder: Path) -> tuple[Path, Path]:
                     run.append(f"{t} Q0 {doc} {k} {_score(rng)} tag")
     if not run:
         run.append(f"{topics[0]} Q0 d0 1 1 tag")
-    rng.shuffle(run) if rng.random() < 0.3 else None  # noqa: B018
+    if rng.random() < 0.3:  # topics and scores out of order
+        rng.shuffle(run)
     (folder / "qrels").write_text("\n".join(qrels) + "\n")
     (folder / "run").write_text("\n".join(run) + "\n")
     return folder / "qrels", folder / "run"
