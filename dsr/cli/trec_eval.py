@@ -10,7 +10,7 @@ from dsr.cli.common import add_param_flags
 from dsr.core import __version__
 from dsr.core.errors import InputError
 from dsr.evaluation.trec_eval_measures import NICKNAMES, RELEASES, measures, supported
-from dsr.evaluation.trec_eval_tool import ENGINES, OPTION, Options, Stopped, trec_eval
+from dsr.evaluation.trec_eval_tool import ENGINE, OPTION, Options, Stopped, trec_eval
 
 EPILOG = (
     """\
@@ -103,13 +103,7 @@ def register(subparsers) -> None:
         help="print the version (dsr's, and the trec_eval release followed)",
     )
     add_param_flags(p, (OPTION["release"],))
-    p.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="auto",
-        help="who evaluates: auto (default: the arrays for a plain file they read, else the reference) "
-        "or reference (a Python object per line: pytrec_eval and the ports); the same output",
-    )
+    add_param_flags(p, (ENGINE,))
     p.set_defaults(func=cmd_trec_eval)
 
 

@@ -31,7 +31,19 @@ from typing import Any
 
 import numpy as np
 
-from dsr.evaluation.trec_eval_measures import MIN_GEO_MEAN, NONPOOL, UNJUDGED, Selected, _atol, _gains, c_lround, c_merge_sort
+from dsr.evaluation.trec_eval_measures import (
+    MIN_GEO_MEAN,
+    NONPOOL,
+    RBP_NOTE,
+    UNJUDGED,
+    Ranked,
+    Selected,
+    _atol,
+    _gains,
+    _persistence,
+    c_lround,
+    c_merge_sort,
+)
 
 #: trec_eval's INFAP_EPSILON
 INFAP_EPSILON = 0.00001
@@ -575,8 +587,6 @@ def _weights(p: float, w: int) -> np.ndarray:
 def rbp(block: Block, selected: Selected, notes: set[str] | None) -> np.ndarray:
     """10.0's ``te_calc_rbp`` with the reference's gains (:func:`dsr.evaluation.
     trec_eval_measures.rbp`): one gain table per number of grade levels."""
-    from dsr.evaluation.trec_eval_measures import RBP_NOTE, Ranked, _persistence
-
     p = _persistence(selected.params)
     weights = _weights(p, block.w)[:-1, None]
     out = np.zeros(len(block.num_ret))
@@ -600,8 +610,6 @@ def rbp(block: Block, selected: Selected, notes: set[str] | None) -> np.ndarray:
 def rbp_resid(block: Block, selected: Selected) -> np.ndarray:
     """10.0's ``te_calc_rbp_resid``: p to the ranking's length plus (1 - p) times the weights
     of its unjudged documents (0 when none is)."""
-    from dsr.evaluation.trec_eval_measures import _persistence
-
     p = _persistence(selected.params)
     weights = _weights(p, block.w)
     unjudged = (block.R < 0) & (block.R != PAD)

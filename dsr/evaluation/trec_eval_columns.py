@@ -130,8 +130,7 @@ def _read(path: Path, delimiter: str, skip: int, names: list[str], value: str, d
     """The file's topics, ids and ``value`` column, read by pyarrow a block at a time (the
     other columns unconverted), or None where pyarrow refuses a line (the reference then
     names it)."""
-    import pyarrow as pa
-
+    pa, _ = _pyarrow()
     try:
         reader = _reader(path, delimiter, skip, names, value)
         held = _Held(estimate=path.stat().st_size // 12 + 1024, dtype=dtype)
@@ -147,9 +146,7 @@ def _reader(path: Path, delimiter: str, skip: int, names: list[str], value: str)
     """pyarrow's streaming CSV reader of the columns needed (qid dictionary-encoded; a run's
     second column as a boolean that is true for ``Q0`` and ``0``, so any other value is an
     error, as the reference makes it)."""
-    import pyarrow as pa
-    import pyarrow.csv as csv
-
+    pa, csv = _pyarrow()
     types: dict[str, Any] = {
         "qid": pa.dictionary(pa.int32(), pa.string()),
         "doc": pa.string(),
@@ -172,6 +169,14 @@ def _reader(path: Path, delimiter: str, skip: int, names: list[str], value: str)
         ),
         memory_pool=pa.system_memory_pool(),  # freed blocks go back to the system
     )
+
+
+def _pyarrow() -> tuple[Any, Any]:
+    """pyarrow and its CSV reader, imported on first use in this one place."""
+    import pyarrow
+    import pyarrow.csv
+
+    return pyarrow, pyarrow.csv
 
 
 class _Held:

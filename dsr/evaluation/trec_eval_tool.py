@@ -189,6 +189,15 @@ class Stopped(InputError):
 
 #: who evaluates: the arrays where they cover the input (``auto``), or always the reference
 ENGINES = ("auto", "reference")
+ENGINE = Param(
+    "engine",
+    "auto",
+    "str",
+    "who evaluates: auto (default: the arrays for a plain file they read, else the reference) or reference "
+    "(a Python object per line: pytrec_eval and the ports); the same output",
+    choices=ENGINES,
+    flags=("--engine",),
+)
 
 
 def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | None = None, engine: str = "auto") -> Printed:
@@ -197,8 +206,7 @@ def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | N
     topic, :class:`Stopped` carries what it printed before. ``engine``: :data:`ENGINES`."""
     options = options or Options()
     _check(options)
-    if engine not in ENGINES:
-        raise InputError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}", field="engine")
+    ENGINE.check(engine)
     selected = select(options.measures, options.release)
     notes: set[str] = set()
     evaluated = trec_eval_fast.evaluate(qrels_path, run_path, options, selected, notes) if engine == "auto" else None
