@@ -97,9 +97,17 @@ class ColumnRun(Run):
 
     @property
     def rankings(self) -> dict[str, list[tuple[str, float]]]:
+        """Read from the file the reference way, in the order of the rules it was read by (the
+        release's, then -M): what ``apply_rules`` would have made of it."""
         held = self.__dict__.get("_rankings")
         if held is None:
-            held = self.__dict__["_rankings"] = read_trec_run(self.path, "trec").rankings
+            release, max_docs = self.rules
+            held = read_trec_run(self.path, "trec").rankings
+            if release == "10.0":
+                held = {q: _double_order(r) for q, r in held.items()}
+            if max_docs is not None:
+                held = {q: r[:max_docs] for q, r in held.items()}
+            self.__dict__["_rankings"] = held
         return held
 
     @rankings.setter
@@ -155,6 +163,14 @@ class ColumnRun(Run):
             out[i] = np.count_nonzero(top != NONPOOL) / len(top) if len(top) else 0.0
             every = every and bool((top != NONPOOL).all())
         return out, every
+
+
+def _double_order(ranked: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """trec_eval 10.0's order: scores as doubles, descending, ties by doc id descending
+    (``dsr.evaluation.trec_eval.apply_rules``')."""
+    by_doc = sorted(ranked, key=lambda ds: ds[0], reverse=True)
+    order = np.argsort(-np.asarray([s for _, s in by_doc], dtype=np.float64), kind="stable")
+    return [by_doc[i] for i in order]
 
 
 def _starts_with_hash(path: Path) -> bool:

@@ -246,7 +246,7 @@ class Evaluator:
         #: the columns the arrays compute and how
         self._array_columns = list(specs) if arrays else []
         self._specs = [specs[j] for j in self._array_columns]
-        self._labels = ranked.Labels(qrels, self.topics) if self._specs else None
+        self._made_labels: ranked.Labels | None = None
         self._other = None
         if other:
             # topics go to ir_measures' providers as numbers: gdeval (ERR) reads digits only
@@ -260,13 +260,21 @@ class Evaluator:
                     f"no installed ir_measures provider computes {', '.join(map(str, other))} ({first})", field="measures"
                 ) from None
 
+    @property
+    def _labels(self) -> ranked.Labels | None:
+        """The qrels as the ranked labels' arrays (made when first needed: a run read as
+        arrays never needs them), or None when no measure is computed so."""
+        if self._made_labels is None and self._specs:
+            self._made_labels = ranked.Labels(self._qrels, self.topics)
+        return self._made_labels
+
     def __call__(self, run: Run | Mapping[str, Mapping[str, float]]) -> TopicValues:
         values = np.zeros((len(self.topics), len(self.names)))
-        labels = self._labels
-        judged = self._judged_columns(run.judged) if isinstance(run, ColumnRun) and labels is not None else None
-        held = ranked.ranked(run, labels) if labels is not None and isinstance(run, Run) and judged is None else None
+        judged = self._judged_columns(run.judged) if isinstance(run, ColumnRun) and self._specs else None
+        labels = self._labels if judged is None else None
+        held = ranked.ranked(run, labels) if labels is not None and isinstance(run, Run) else None
         scores: Mapping[str, Mapping[str, float]] | None = None
-        if judged is not None and isinstance(run, ColumnRun):  # a large run read as arrays: no Python list per topic
+        if judged is not None and isinstance(run, ColumnRun):  # a run read as arrays: no Python list per topic
             values[:, self._array_columns] = run.measure(judged, self.topics, self._specs)
             topics = run.topics()
             ranked_topics = {q for q, n in zip(topics, run.lengths.tolist()) if n}

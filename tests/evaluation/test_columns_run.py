@@ -73,6 +73,10 @@ def test_the_arrays_print_what_the_reference_prints(tmp_path, monkeypatch):
         evaluated += arrays[0] == 0
         level = ["evaluate", "--qrels", str(qrels), str(run), "--measures", LEVEL_2, "-l", "2", "--json"]
         assert run_cli(level, True, monkeypatch) == run_cli(level, False, monkeypatch)
+        # measures only ir_measures computes: the run's lines read again, in the rules' order
+        rules = rng.choice([["--trec-eval", "10.0"], ["-M", "2"], ["-M", "1", "--trec-eval", "10.0"]])
+        other = ["evaluate", "--qrels", str(qrels), str(run), "--measures", "Bpref,Rprec,Success@1,nDCG@3", "--json", *rules]
+        assert run_cli(other, True, monkeypatch) == run_cli(other, False, monkeypatch), (other, run.read_text())
     assert evaluated > 30  # (a run of no topic of the qrels is refused alike)
     # the table too, and a measure only ir_measures computes (the run's lines are then read again)
     argv = ["evaluate", "--qrels", str(qrels), str(run), "--measures", "nDCG@5,Bpref,Judged@5"]
