@@ -381,7 +381,7 @@ def _column_reader(args, collection):
 def _unjudged(collection, runs) -> dict | None:
     """``{"at": 10, "judged": {run: Judged@10}}`` when some run ranks, in some topic's top 10,
     a document the labels do not judge (pooled labels); None when every one is judged."""
-    judged = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+    judged = qrels_from_collection(collection)
     if runs and all(isinstance(r, ColumnRun) for r in runs.values()):
         return _unjudged_columns(judged, runs)
     if all(

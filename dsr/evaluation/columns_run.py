@@ -1,8 +1,8 @@
 """Large run files for ``dsr evaluate``, read as arrays: :class:`ColumnRun`.
 
 Reference: :func:`dsr.core.run.load_run` (a Python list of ``(doc, score)`` per topic, then
-:class:`~dsr.evaluation.measures.Evaluator`'s ranked labels, or pytrec_eval), which on a run of
-millions of lines takes tens of seconds and gigabytes. A :class:`ColumnRun` is the same run
+:class:`~dsr.evaluation.measures.Evaluator`'s ranked labels, or pytrec_eval), which makes a
+run of millions of lines slow and large. A :class:`ColumnRun` is the same run
 read by :mod:`dsr.evaluation.trec_eval_columns`: each line's topic and document id as numbers,
 in the order the run is scored (trec_eval's: the score descending as float32, or as a double
 under ``--trec-eval 10.0``; ties by doc id descending; ``-M`` applied). The evaluator asks it
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,12 @@ import numpy as np
 
 from dsr.core.data import Candidate, Collection, Dialogue
 from dsr.core.ir_metadata import config_from_header, read_header
+from dsr.core.provenance import sha256_file
 from dsr.core.run import Run, read_sidecar, read_trec_run
 from dsr.core.ties import F32_MAX
 from dsr.evaluation import trec_eval_arrays as arrays
 from dsr.evaluation import trec_eval_fast as fast
+from dsr.evaluation.qrels import HELD_QRELS
 from dsr.evaluation.trec_eval_columns import Columns, read_qrels_columns, read_run_columns, widen
 from dsr.evaluation.trec_eval_measures import NONPOOL, select
 
@@ -58,13 +61,19 @@ class ColumnRun(Run):
         self.lengths = lengths
         self.starts = np.cumsum(lengths) - lengths
         self._tied = tied
+        #: the file's sha256, hashed while it was read (the run's info records it)
+        self.sha256: str | None = None
 
     @classmethod
     def of_file(cls, path: str | Path, judged: Columns, release: str = "9.0.8", max_docs: int | None = None) -> ColumnRun | None:
         """The run at ``path`` as arrays, labelled by ``judged`` (the qrels it is evaluated
         with), or None where the reference reads it."""
         path = Path(path)
+        digest: list[str] = []
+        hashing = threading.Thread(target=lambda: digest.append(sha256_file(path)))  # beside the reading
+        hashing.start()
         columns = read_run_columns(path)
+        hashing.join()
         if columns is None or not np.isfinite(columns.values).all() or np.abs(columns.values).max(initial=0) > F32_MAX:
             return None
         as32 = fast.typed_scores(columns.values, "9.0.8")
@@ -84,6 +93,7 @@ class ColumnRun(Run):
         kept = np.arange(len(columns.topic)) if lines is None else lines
         run = cls(path, columns, kept, lengths, tied, (release, max_docs))
         run.__dict__["_labels"] = (judged, by_line[kept])
+        run.sha256 = digest[0]
         return run
 
     def __len__(self) -> int:
@@ -303,6 +313,9 @@ def collection_of(columns: Columns, name: str) -> Collection:
         start = end
     collection = Collection(name, dialogues, meta={"from": "qrels"})
     collection.__dict__["content_hash"] = digest.hexdigest()  # Collection.content_hash's value, cached
+    collection.__dict__[HELD_QRELS] = {
+        qid: dict(zip(docs[start:end], grades[start:end])) for qid, start, end in zip(columns.topics, [0, *ends], ends)
+    }
     return collection
 
 

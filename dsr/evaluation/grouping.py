@@ -178,7 +178,7 @@ def _load(names: Mapping[str, str], collection, allow_mismatch: bool, fmt: str =
         tied = run.tied_topics()
         info[names[path]] = {
             "path": str(path),
-            "sha256": sha256_file(path),
+            "sha256": getattr(run, "sha256", None) or sha256_file(path),  # a ColumnRun hashed it as it read
             "tag": run.tag,
             "config": run.config,
             "tied_topics": len(tied),

@@ -33,7 +33,14 @@ def qrels_from_collection(collection: Collection) -> Qrels:
             record=withheld.id,
             field="label",
         )
+    held = collection.__dict__.get(HELD_QRELS)
+    if held is not None:  # made with the collection from the same arrays: a copy of it
+        return {q: dict(docs) for q, docs in held.items()}
     return {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+
+
+#: where a collection made from a qrels file's arrays keeps its qrels (``columns_run.collection_of``)
+HELD_QRELS = "_held_qrels"
 
 
 def write_qrels(qrels: Qrels, path: str | Path) -> None:

@@ -13,10 +13,11 @@ arguments), the C's branches kept (``map`` is 0 unless a relevant document is re
 
 What it covers: every measure of ``all_trec`` of both releases with any parameters, every
 option but ``-Z``, any ``-l`` (pytrec_eval refuses levels below 1: for those the reference
-hands its rankings to these arrays too). What it does not, and leaves to the reference:
-gain parameters that name a grade twice, a topic judged only with negative grades (trec_eval
-reads stale memory there), z-scores. Why: the reference takes tens of seconds and gigabytes
-on a run of millions of lines; trec_eval itself takes seconds.
+hands its rankings to these arrays too), a topic judged only with grade -1 after another (it
+reads the grade counts the topic before left, as trec_eval does). What it does not, and
+leaves to the reference: gain parameters that name a grade twice, z-scores. Why: the
+reference's Python object per run line makes a run of millions of lines slow and large,
+where trec_eval is neither.
 ``tests/evaluation/test_trec_eval_arrays.py`` holds the two equal on random and adversarial
 files; ``tools/trec_eval_differential.py`` holds both to the binaries.
 """

@@ -3,8 +3,8 @@
 
 The reference readers are :func:`dsr.evaluation.qrels.read_qrels` and
 :func:`dsr.core.run.read_trec_run` (and :func:`dsr.evaluation.trec_eval_tool.read_run_as_trec_eval`):
-a Python object per line, which on a file of millions of lines costs tens of seconds and
-gigabytes. Here pyarrow's CSV reader (multithreaded) splits the columns, and every line
+a Python object per line, which makes a file of millions of lines slow to read and large
+to hold. Here pyarrow's CSV reader (multithreaded) splits the columns, and every line
 becomes numbers: its topic's index, its document id as big-endian 64-bit words (zero-padded,
 so comparing the words compares the ids as C's ``strcmp`` does, which is how trec_eval orders
 ties), its score or grade. No Python object is made per line.
