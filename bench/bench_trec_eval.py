@@ -247,12 +247,11 @@ def main() -> int:
 
 def write_json(path: Path, args, info: dict, columns: list[str], table: list[list[str]], goals: list[str], size: float) -> None:
     """``bench/results/trec_eval.json`` in the figures' schema (docs/contributing.md)."""
-    flags = " ".join(
-        [
-            *(f"--trec-eval {Path(b).name}" for b in args.trec_eval),
-            *(f"--te-{n} {Path(b).name}" for n, b in (("9", args.te_9), ("10", args.te_10)) if b),
-        ]
-    )
+    given = [
+        *(["--trec-eval BIN"] * len(args.trec_eval)),
+        *(f"--te-{n} BIN" for n, b in (("9", args.te_9), ("10", args.te_10)) if b),
+    ]
+    flags = " ".join(given)  # the binaries by their option, not their path
     record = {
         "name": "trec_eval",
         "title": f"dsr trec_eval and dsr evaluate --qrels against trec_eval: {args.topics:,} topics x {args.docs:,} documents "

@@ -224,6 +224,12 @@ def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | N
     return Printed(text, sorted(notes))
 
 
+def reference_engine(qrels_path: str | Path, run_path: str | Path, options: Options | None = None) -> Printed:
+    """:func:`trec_eval` by the reference alone (``engine="reference"``): the fast path's
+    reference in ``dsr/core/providers.py``."""
+    return trec_eval(qrels_path, run_path, options, engine="reference")
+
+
 def _reference(qrels_path, run_path, options: Options, selected: list[Selected], notes: set[str]) -> Evaluated:
     """The reference path: a Python object per line, pytrec_eval and the ports."""
     qrels, judged_twice, relevant = read_qrels_as_trec_eval(qrels_path)
