@@ -126,7 +126,7 @@ PROVIDERS: tuple[Provider, ...] = (
         "of one space or one tab between six (four) columns without a NaN score; the rest (gzip, other "
         "spacing, a NaN, -Z, a gain named twice) goes to the reference (pytrec_eval and the ports)",
         "the reference makes a Python object per run line, which a run of millions of lines makes "
-        "slow and large beside trec_eval (bench/bench_trec_eval.py)",
+        "slow and large beside trec_eval",
     ),
     Provider(
         "runs read as arrays",
@@ -136,8 +136,7 @@ PROVIDERS: tuple[Provider, ...] = (
         "columnar reader reads, with finite scores within float32 and each document once a topic, "
         "measured by the evaluator's P, R, RR, AP, nDCG, NumQ, NumRet, NumRel (any rel, judged_only); any "
         "other measure, or use of the rankings, reads the file the reference way",
-        "dsr evaluate --qrels on a large run: the Python lists per topic make it slow and large "
-        "beside trec_eval (bench/bench_trec_eval.py)",
+        "dsr evaluate --qrels on a large run: the Python lists per topic make it slow and large beside trec_eval",
     ),
 )
 
