@@ -19,7 +19,11 @@ One row per provider, on inputs of the size dsr meets them at (a SIGIR-shaped co
 * sharded BM25: peak memory (tracemalloc) of one bm25s index over a corpus against the
   largest shard's unit of the sharded build (8 shards);
 * trec_eval's command line: no ratio (the reference, trec_eval's C binaries, is not
-  installable with dsr).
+  installable with dsr);
+* trec_eval over arrays: ``dsr trec_eval -q -m all_trec`` of a TREC-sized run (200 topics x
+  1,000 documents, bench/bench_trec_eval.py's files), the reference engine against the arrays;
+* runs read as arrays: the same run read and measured (dsr evaluate's default measures),
+  ``load_run`` against ``ColumnRun.of_file``.
 """
 
 from __future__ import annotations
@@ -192,6 +196,37 @@ def sharded_bm25(texts, work: Path) -> tuple[str, float, float]:
     return f"peak MiB: one index of {len(sentences):,} sentences vs the largest of {len(corpus.names)} shards", single, unit
 
 
+def trec_files(work: Path) -> tuple[Path, Path]:
+    """bench/bench_trec_eval.py's qrels and run, 200 topics x 1,000 documents (made once)."""
+    from bench_trec_eval import write_files
+
+    if not (work / "run").exists():
+        write_files(work, 200, 1000, 100, 0)
+    return work / "qrels", work / "run"
+
+
+def trec_eval_arrays(work: Path) -> tuple[str, float, float]:
+    from dsr.evaluation.trec_eval_tool import Options, trec_eval
+
+    qrels, run = trec_files(work)
+    options = Options(measures=["all_trec"], per_topic=True)
+    ref, fast = best(lambda: trec_eval(qrels, run, options, engine="reference"), lambda: trec_eval(qrels, run, options))
+    return "dsr trec_eval -q -m all_trec, 200 topics x 1,000 documents", ref, fast
+
+
+def runs_as_arrays(work: Path) -> tuple[str, float, float]:
+    from dsr.core.run import load_run
+    from dsr.evaluation.columns_run import ColumnRun, read_qrels_file
+    from dsr.evaluation.measures import Evaluator
+    from dsr.evaluation.qrels import read_qrels
+
+    qrels, run = trec_files(work)
+    evaluator, judged = Evaluator(read_qrels(qrels)), read_qrels_file(qrels)
+    assert judged is not None
+    ref, fast = best(lambda: evaluator(load_run(run)), lambda: evaluator(ColumnRun.of_file(run, judged)))
+    return "a run of 200 topics x 1,000 documents read and measured", ref, fast
+
+
 def rows_of(work: Path, notes: list[str]) -> list[list[object]]:
     from dsr.collections.synthetic import make_collection, text_collection
 
@@ -203,6 +238,8 @@ def rows_of(work: Path, notes: list[str]) -> list[list[object]]:
         "RRF of candidate-aligned runs": lambda: aligned_rrf(collection, work),
         "BM25 scorer": lambda: bm25_scorer(texts, work),
         "sharded BM25": lambda: sharded_bm25(texts, work),
+        "trec_eval over arrays": lambda: trec_eval_arrays(work),
+        "runs read as arrays": lambda: runs_as_arrays(work),
     }
     what, plain, bm25s = bm25_pool_search(texts, work)
     notes.append(

@@ -9,6 +9,7 @@ from pathlib import Path
 BENCHES = (
     "bench_load.py",
     "bench_eval.py",
+    "bench_trec_eval.py",
     "bench_retrieval.py",
     "bench_backends.py",
     "bench_reproduce.py",

@@ -7,6 +7,7 @@ check without an entry) fails the first test."""
 from __future__ import annotations
 
 import importlib
+import io
 import json
 from pathlib import Path
 
@@ -186,32 +187,84 @@ def check_sharded_bm25(provider: Provider, rng, tmp_path: Path) -> None:
 
 def check_trec_eval_command_line(provider: Provider, rng, tmp_path: Path) -> None:
     """The binaries' own outputs, recorded (tests/fixtures/trec_eval: float32 ties, a negative
-    grade, a topic the run lacks); random inputs need the binaries: tools/trec_eval_differential.py."""
+    grade, a topic the run lacks, levels below 1, nan and inf scores, the stops and their exit
+    status); random inputs need the binaries: tools/trec_eval_differential.py."""
+    import contextlib
+
     from dsr.cli import main
 
     assert load(provider.fast)
     fixture = ROOT / "tests" / "fixtures" / "trec_eval"
     for line in (fixture / "cases.tsv").read_text().splitlines():
-        name, run, options = line.split("\t")
+        name, run, options, *qrels = line.split("\t")
         for release in ("9.0.8", "10.0"):
             expected = fixture / f"expected-{release}" / name
-            if not expected.exists():
-                continue
+            exit_file = expected.with_name(f"{name}.exit")
+            status = int(exit_file.read_text().split()[0]) if exit_file.exists() else 0
             out = tmp_path / f"{name}-{release}.txt"
-            with open(out, "w") as stdout:
-                _run_to(
-                    stdout,
-                    main,
-                    ["trec_eval", "--release", release, *options.split(), str(fixture / "qrels"), str(fixture / run)],
-                )
+            argv = [
+                "trec_eval",
+                "--release",
+                release,
+                *options.split(),
+                str(fixture / (qrels or ["qrels"])[0]),
+                str(fixture / run),
+            ]
+            with open(out, "w") as stdout, contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
+                assert main(argv) == status, (release, name)
             assert out.read_text() == expected.read_text(), (release, name)
 
 
-def _run_to(stdout, main, argv) -> None:
-    import contextlib
+def _trec_files(rng, tmp_path: Path) -> tuple[Path, Path]:
+    """A qrels and a run file of :func:`qrels_of` and :func:`scored_runs` (float32 ties,
+    negative grades, a topic judging nothing relevant, a topic the run lacks)."""
+    topics = topics_of(rng)
+    qrels, run = qrels_of(rng, topics), scored_runs(rng, topics, n=2)[1]
+    (tmp_path / "qrels").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items()))
+    (tmp_path / "run").write_text("".join(f"{q} Q0 {d} 0 {s!r} t\n" for q, docs in run.items() for d, s in docs.items()))
+    return tmp_path / "qrels", tmp_path / "run"
 
-    with contextlib.redirect_stdout(stdout):
-        assert main(argv) == 0
+
+def check_trec_eval_arrays(provider: Provider, rng, tmp_path: Path) -> None:
+    """The arrays (asserted to be the engine) print what the reference prints, or stop where
+    it stops, for both releases and a spread of options."""
+    from dsr.evaluation.trec_eval_measures import select
+    from dsr.evaluation.trec_eval_tool import Options, Stopped, trec_eval
+
+    reference, fast = load(provider.reference), load(provider.fast)
+    qrels, run = _trec_files(rng, tmp_path)
+
+    def printed(engine, options):
+        try:
+            return engine(qrels, run, options).text
+        except Stopped as stopped:
+            return stopped.printed + str(stopped)
+
+    for release in ("9.0.8", "10.0"):
+        for extra in ({}, {"complete": True, "max_docs": 3}, {"judged_only": True, "level": 2}, {"level": -1}):
+            options = Options(release=release, measures=["all_trec"], per_topic=True, **extra)
+            assert fast(qrels, run, options, select(["all_trec"], release), set()) is not None
+            assert printed(trec_eval, options) == printed(reference, options), (release, extra)
+
+
+def check_runs_as_arrays(provider: Provider, rng, tmp_path: Path) -> None:
+    """The evaluator's values of a run read as arrays are those of the run read line by line."""
+    from dsr.evaluation.columns_run import read_qrels_file
+    from dsr.evaluation.measures import Evaluator
+    from dsr.evaluation.qrels import read_qrels
+    from dsr.evaluation.trec_eval import apply_rules
+
+    reference, fast = load(provider.reference), load(provider.fast)
+    qrels, run = _trec_files(rng, tmp_path)
+    judged = read_qrels(qrels)
+    measures = ["RR", "nDCG@5", "P@3", "AP", "R@10", "P(rel=2)@5", "AP(judged_only=True)", "NumRet", "NumRel(rel=2)"]
+    for release, max_docs in (("9.0.8", None), ("10.0", 4)):
+        evaluator = Evaluator(judged, measures)
+        arrays = fast(run, read_qrels_file(qrels), release, max_docs)
+        assert arrays is not None
+        lines = reference(run)
+        apply_rules([lines], release, max_docs)
+        assert np.array_equal(evaluator(arrays).values, evaluator(lines).values), (release, max_docs)
 
 
 def _orders(run: Run) -> dict[str, list[str]]:
@@ -226,6 +279,8 @@ CHECKS = {
     "BM25 scorer": check_bm25_scorer,
     "sharded BM25": check_sharded_bm25,
     "trec_eval's command line": check_trec_eval_command_line,
+    "trec_eval over arrays": check_trec_eval_arrays,
+    "runs read as arrays": check_runs_as_arrays,
 }
 #: the checks that compile ranx or build a corpus on disk
 SLOW = {"fusion kernels", "sharded BM25"}

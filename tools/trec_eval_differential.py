@@ -1,20 +1,30 @@
 """``dsr trec_eval`` and ``dsr evaluate --qrels`` against the real trec_eval binaries.
 
     python tools/trec_eval_differential.py --te-9 BIN --te-10 BIN [--cases N] [--seed S] [QRELS RUN]
+    python tools/trec_eval_differential.py --te-9 BIN --te-10 BIN --write-fixtures
 
 BIN: trec_eval 9.0.8 and 10.0 built from usnistgov/trec_eval at the commits
-tests/fixtures/trec_eval/README.md names (``make`` in each checkout). Three checks, each
-printing its count of cases and of differences (exit 1 when any differs):
+tests/fixtures/trec_eval/README.md names (``make`` in each checkout). Four checks, each
+printing its count of cases and of differences (exit 1 when any differs); ``dsr trec_eval``
+is run through both of its engines (the arrays where they cover the input, and the
+reference), each held to the binary:
 
-1. **every -m form** on QRELS RUN (default: tests/fixtures/trec_eval's): each measure of
+1. **the fixtures**: every case of tests/fixtures/trec_eval/cases.tsv: the binary's output
+   and exit status (4 where it stops in its loop over topics, after its ``-q`` lines);
+2. **every -m form** on QRELS RUN (default: tests/fixtures/trec_eval's): each measure of
    each release with default parameters, one cutoff, two cutoffs (or a parameter), with and
    without ``-q``, and combinations of nicknames, repeats and bad parameters: dsr's output
    byte for byte, or dsr's error where the binary stops;
-2. **random files** (``--cases``): qrels and runs with scores that tie as float32 and as
-   doubles, negative grades, unjudged and missing documents, random ``-q -c -J -M -l -n`` and
-   measures, under both releases, byte for byte;
-3. **dsr evaluate --qrels** (ir_measures) on the same kind of files: each topic's value of 12
+3. **random files** (``--cases``): qrels and runs with scores that tie as float32 and as
+   doubles, ``nan`` and ``inf`` scores, scores beyond float32, negative grades, unjudged and
+   missing documents, documents listed or judged twice, topics judged only negatively, random
+   ``-q -c -J -M -l -n`` (levels from -2 to 3) and measures (gains less than 1 apart
+   included), under both releases: output and exit status;
+4. **dsr evaluate --qrels** (ir_measures) on the same kind of files: each topic's value of 12
    measures against the binary's ``-q -c`` line, to its printed precision (5e-5).
+
+``--write-fixtures`` writes each case's expected files instead: ``expected-RELEASE/NAME`` (what
+the binary printed) and, where it exited other than 0, ``NAME.exit`` (its status and stderr).
 
 The binaries are not part of the test suite (nothing here builds C); their outputs on the
 corners that matter are kept as fixtures (tests/fixtures/trec_eval).
@@ -31,16 +41,14 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dsr.cli import main as dsr_main  # noqa: E402
-from dsr.core.errors import InputError  # noqa: E402
 from dsr.evaluation.trec_eval_measures import measures  # noqa: E402
-from dsr.evaluation.trec_eval_tool import Options, trec_eval  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "trec_eval"
 RELEASES = ("9.0.8", "10.0")
@@ -59,6 +67,8 @@ RANDOM_MEASURES = [
     ["P.2"],
     ["ndcg.1=2,2=5", "bpref"],
     ["success.1", "recall.3"],
+    ["ndcg.1=0.5,3=7", "Rndcg.2=1.4,0=0.3", "G.1=2.5,2=0.2"],  # gains less than 1 apart: C's int compare
+    ["ndcg_rel.-1=2,1=0.6", "G.-2=1", "relstring"],  # a gain for unpooled and unjudged documents
 ]
 #: dsr evaluate's measure -> the trec_eval value it is compared with
 EVALUATE = {
@@ -69,21 +79,85 @@ EVALUATE = {
 }  # fmt: skip
 
 
-def binary(bins: dict[str, str], release: str, options: list[str], qrels: str, run: str) -> str | None:
-    """What the release prints, or None where it stops or prints an error."""
+ENGINES = ("auto", "reference")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a command printed on stdout and its exit status (0; 4: stopped in the loop over
+    topics; anything else: refused)."""
+
+    stdout: str
+    status: int
+    stderr: str = ""
+
+    def same(self, other: Outcome) -> bool:
+        """(``self``: the binary's.) A crash (a signal) is matched by any stop or refusal."""
+        if self.status < 0 or self.status > 128:
+            return other.status not in (0, 1)
+        if self.status in (0, 4) or other.status in (0, 4):
+            return self.status == other.status and self.stdout == other.stdout
+        return True  # both refuse the input (trec_eval's 1, 2, 7...; dsr's 2)
+
+
+def binary(bins: dict[str, str], release: str, options: list[str], qrels: str, run: str) -> Outcome:
+    """What the release prints and its status (a 0 with a ``trec_eval:`` message is a refusal)."""
     done = subprocess.run([bins[release], *options, qrels, run], capture_output=True, text=True)
-    return None if done.returncode or "trec_eval:" in done.stderr else done.stdout
+    status = 2 if done.returncode == 0 and "trec_eval:" in done.stderr else done.returncode
+    return Outcome(done.stdout, status, done.stderr)
 
 
-def ours(release: str, ms: list[str], qrels: str, run: str, **options) -> str | None:
-    """What dsr trec_eval prints, None where it refuses the input (an InputError), or what it
-    raised otherwise (an internal error, which never equals a binary's output)."""
-    try:
-        return trec_eval(qrels, run, Options(release=release, measures=ms, **options)).text
-    except InputError:
-        return None
-    except Exception as err:  # reported as a difference, not raised
-        return f"<internal error {type(err).__name__}: {err}>"
+def ours(release: str, flags: list[str], qrels: str, run: str, engine: str) -> Outcome:
+    """What ``dsr trec_eval`` prints and its status; an internal error is status 1 (which
+    never equals a binary's output)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = dsr_main(["trec_eval", "--release", release, "--engine", engine, *flags, qrels, run])
+    if status == 1:
+        return Outcome(f"<internal error: {err.getvalue()[-400:]}>", 1)
+    return Outcome(out.getvalue(), status, err.getvalue())
+
+
+def compared(bins, release: str, flags: list[str], qrels: str, run: str) -> list[str]:
+    """The engines whose outcome differs from the binary's."""
+    want = binary(bins, release, flags, qrels, run)
+    return [e for e in ENGINES if not want.same(ours(release, flags, qrels, run, e))]
+
+
+def fixture_cases() -> list[tuple[str, str, list[str], str]]:
+    """(name, run, options, qrels) of tests/fixtures/trec_eval/cases.tsv."""
+    out = []
+    for line in (FIXTURE / "cases.tsv").read_text().splitlines():
+        name, run, options, *qrels = line.split("\t")
+        out.append((name, run, options.split(), qrels[0] if qrels else "qrels"))
+    return out
+
+
+def fixtures(bins: dict[str, str]) -> tuple[int, int]:
+    cases = differ = 0
+    for name, run, flags, qrels in fixture_cases():
+        for release in RELEASES:
+            cases += 1
+            bad = compared(bins, release, flags, str(FIXTURE / qrels), str(FIXTURE / run))
+            if bad:
+                differ += 1
+                print(f"  differs ({', '.join(bad)}): {release} {name}")
+    return cases, differ
+
+
+def write_fixtures(bins: dict[str, str]) -> None:
+    """Each case's expected files, from the binaries: stdout; NAME.exit where the status is not 0."""
+    for name, run, flags, qrels in fixture_cases():
+        for release in RELEASES:
+            done = binary(bins, release, flags, str(FIXTURE / qrels), str(FIXTURE / run))
+            folder = FIXTURE / f"expected-{release}"
+            (folder / name).write_text(done.stdout)
+            exit_file = folder / f"{name}.exit"
+            if done.status:
+                exit_file.write_text(f"{done.status}\n{done.stderr}")
+            elif exit_file.exists():
+                exit_file.unlink()
+            print(f"{release} {name}: status {done.status}, {len(done.stdout.splitlines())} lines")
 
 
 def forms(release: str) -> list[list[str]]:
@@ -114,29 +188,46 @@ def every_form(bins: dict[str, str], qrels: str, run: str) -> tuple[int, int]:
             for per_topic in (False, True):
                 cases += 1
                 flags = (["-q"] if per_topic else []) + [a for m in ms for a in ("-m", m)]
-                want, got = binary(bins, release, flags, qrels, run), ours(release, ms, qrels, run, per_topic=per_topic)
-                if (want or None) != (got or None):
+                bad = compared(bins, release, flags, qrels, run)
+                if bad:
                     differ += 1
-                    print(f"  differs: {release} {' '.join(flags)}")
+                    print(f"  differs ({', '.join(bad)}): {release} {' '.join(flags)}")
     return cases, differ
 
 
+#: scores of the random runs: ties as float32 and as doubles, C's non-finite forms, beyond float32
+SCORES = (0.5, 0.30000001, 0.3, "nan", "inf", "-inf", "NaN", "Infinity", "1e39", "3e38", "-0")
+
+
 def random_files(rng: random.Random, folder: Path, graded_run: bool) -> tuple[str, str] | None:
+    """A random qrels and run (``graded_run``: the gentler kind ``dsr evaluate`` reads)."""
     topics = [f"q{i}" for i in range(rng.randint(1, 6))]
     qrels, run = [], []
     for t in topics:
         docs = [f"d{j}" for j in range(rng.randint(2, 12))]
+        # only the first topic: after another, trec_eval reads stale memory there (or crashes)
+        negative_only = not graded_run and t == "q0" and rng.random() < 0.2
         for doc in rng.sample(docs, rng.randint(1, len(docs))):
-            qrels.append(f"{t} 0 {doc} {rng.choice([0, 0, 1, 1, 2, 3] if graded_run else [-1, 0, 0, 1, 1, 2, 3])}")
+            grades = [-1, -2] if negative_only else [0, 0, 1, 1, 2, 3] if graded_run else [-1, 0, 0, 1, 1, 2, 3]
+            qrels.append(f"{t} 0 {doc} {rng.choice(grades)}")
+            if not graded_run and rng.random() < 0.02:
+                qrels.append(f"{t} 0 {doc} {rng.choice(grades)}")  # judged twice
         if rng.random() < 0.9:
             for k, doc in enumerate(rng.sample(docs, rng.randint(1, len(docs)))):
-                score = rng.choice([round(rng.random(), rng.choice([1, 2, 7])), 0.5, 0.30000001, 0.3, float(rng.randint(-2, 3))])
-                run.append(f"{t} Q0 {doc} {k} {score} tag")
+                run.append(f"{t} Q0 {doc} {k} {_score(rng, graded_run)} tag")
+                if not graded_run and rng.random() < 0.02:
+                    run.append(f"{t} Q0 {doc} {k} {_score(rng, graded_run)} tag")  # listed twice
     if not run or not any(int(line.split()[3]) > 0 for line in qrels):
         return None
     (folder / "qrels").write_text("\n".join(qrels) + "\n")
     (folder / "run").write_text("\n".join(run) + "\n")
     return str(folder / "qrels"), str(folder / "run")
+
+
+def _score(rng: random.Random, finite: bool) -> object:
+    if finite or rng.random() < 0.85:
+        return rng.choice([round(rng.random(), rng.choice([1, 2, 7])), 0.5, 0.30000001, 0.3, float(rng.randint(-2, 3))])
+    return rng.choice(SCORES)
 
 
 def random_pairs(rng: random.Random, n: int, folder: Path, graded_run: bool) -> Iterator[tuple[str, str]]:
@@ -147,31 +238,26 @@ def random_pairs(rng: random.Random, n: int, folder: Path, graded_run: bool) -> 
             yield files
 
 
+def random_flags(rng: random.Random) -> list[str]:
+    flags = [flag for flag, chance in (("-q", 0.5), ("-c", 0.3), ("-J", 0.3), ("-n", 0.2)) if rng.random() < chance]
+    if rng.random() < 0.3:
+        flags += ["-M", str(rng.randint(0, 6))]
+    if rng.random() < 0.4:
+        flags += ["-l", str(rng.choice([2, 0, -1, -2, 3]))]
+    return flags + [a for m in rng.choice(RANDOM_MEASURES) for a in ("-m", m)]
+
+
 def random_cases(bins: dict[str, str], rng: random.Random, n: int, folder: Path) -> tuple[int, int]:
     cases = differ = 0
     for files in random_pairs(rng, n, folder, graded_run=False):
-        flags: list[str] = []
-        options: dict[str, Any] = {}
-        for flag, name, chance in (("-q", "per_topic", 0.5), ("-c", "complete", 0.3), ("-J", "judged_only", 0.3)):
-            if rng.random() < chance:
-                flags.append(flag)
-                options[name] = True
-        if rng.random() < 0.3:
-            options["max_docs"] = rng.randint(0, 6)
-            flags += ["-M", str(options["max_docs"])]
-        if rng.random() < 0.3:
-            options["level"] = 2
-            flags += ["-l", "2"]
-        if rng.random() < 0.2:
-            options["summary"] = False
-            flags.append("-n")
-        ms = rng.choice(RANDOM_MEASURES)
-        flags += [a for m in ms for a in ("-m", m)]
+        flags = random_flags(rng)
         for release in RELEASES:
             cases += 1
-            if binary(bins, release, flags, *files) != ours(release, ms, *files, **options):
+            bad = compared(bins, release, flags, *files)
+            if bad:
                 differ += 1
-                print(f"  differs: {release} {' '.join(flags)}\n{Path(files[0]).read_text()}--\n{Path(files[1]).read_text()}")
+                shown = f"{Path(files[0]).read_text()}--\n{Path(files[1]).read_text()}"
+                print(f"  differs ({', '.join(bad)}): {release} {' '.join(flags)}\n{shown}")
     return cases, differ
 
 
@@ -185,7 +271,8 @@ def evaluate_cases(bins: dict[str, str], rng: random.Random, n: int, folder: Pat
             argv = ["evaluate", "--qrels", *files, "--measures", *EVALUATE, "--trec-eval", release, "--per-topic", str(table)]
             code = dsr_main(argv + extra)
         flags = ["-q", "-c", *[a for te, _ in EVALUATE.values() for a in ("-m", te)], *extra]
-        printed = binary(bins, release, flags, *files)
+        done = binary(bins, release, flags, *files)
+        printed = done.stdout if done.status == 0 else None
         cases += 1
         if code != 0 or printed is None:
             differ += (code != 0) != (printed is None)
@@ -207,13 +294,18 @@ def run() -> int:
     parser.add_argument("--te-10", required=True, help="trec_eval 10.0's binary")
     parser.add_argument("--cases", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--write-fixtures", action="store_true", help="write tests/fixtures/trec_eval's expected files")
     parser.add_argument("files", nargs="*", default=[str(FIXTURE / "qrels"), str(FIXTURE / "run")], metavar="QRELS RUN")
     args = parser.parse_args()
     bins = {"9.0.8": args.te_9, "10.0": args.te_10}
+    if args.write_fixtures:
+        write_fixtures(bins)
+        return 0
     rng = random.Random(args.seed)
     total = 0
     with tempfile.TemporaryDirectory() as tmp:
         for what, (cases, differ) in (
+            ("the fixtures (tests/fixtures/trec_eval/cases.tsv)", fixtures(bins)),
             (f"every -m form on {' '.join(Path(f).name for f in args.files)}", every_form(bins, *args.files)),
             ("random files, dsr trec_eval", random_cases(bins, rng, args.cases, Path(tmp))),
             ("random files, dsr evaluate --qrels per topic", evaluate_cases(bins, rng, args.cases, Path(tmp))),

@@ -25,11 +25,12 @@ from dsr.core.errors import InputError
 from dsr.core.provenance import input_record, run_sidecar
 from dsr.core.run import write_run
 from dsr.evaluation import registry
+from dsr.evaluation.columns_run import ColumnRun, collection_of, qrels_columns, read_qrels_file
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.grouping import select_runs
 from dsr.evaluation.measures import Evaluator, measure_names, parse_measures, split_measure_list
 from dsr.evaluation.protocol import resolve_splits
-from dsr.evaluation.qrels import collection_from_qrels, read_qrels
+from dsr.evaluation.qrels import collection_from_qrels, qrels_from_collection, read_qrels
 from dsr.evaluation.report import write_report
 from dsr.evaluation.results import write_per_topic
 from dsr.evaluation.settings import EVALUATE_PARAMS, REPORT_PARAMS, SPLIT_PARAMS, TEST_PARAMS, EvaluateSettings
@@ -266,6 +267,10 @@ def _collection_or_qrels(args):
         args.run = first
     else:
         raise InputError("with --qrels, give one run: dsr validate --qrels FILE RUN", field="RUN")
+    judged = read_qrels_file(args.qrels) if hasattr(args, "runs") else None
+    args.judged_columns = judged
+    if judged is not None:  # as arrays: a large qrels file's lines never become Python objects
+        return collection_of(judged, name=f"qrels {Path(args.qrels).name}")
     return collection_from_qrels(read_qrels(args.qrels), name=f"qrels {Path(args.qrels).name}")
 
 
@@ -283,6 +288,7 @@ def cmd_evaluate(args) -> int:
         None if args.qrels else collection,
         args.allow_collection_mismatch,
         args.fmt,
+        reader=_column_reader(args, collection),
     )
     for warning in selection.warnings:
         print(warning, file=sys.stderr)
@@ -345,10 +351,39 @@ def _write_outputs(args, results) -> None:
 UNJUDGED_AT = 10
 
 
+#: a run file of a collection this large is read as arrays (with --qrels: every run file)
+COLUMNS_FROM_BYTES = 1 << 22
+
+
+def _column_reader(args, collection):
+    """Run files read as arrays where they can be (a large run's lines never become Python
+    objects: dsr.evaluation.columns_run): with --qrels every one, with a collection the large
+    ones; None: read the reference way."""
+    if args.fmt == "msmarco":
+        return None
+    judged = getattr(args, "judged_columns", None)
+    if judged is not None:
+        return lambda path: ColumnRun.of_file(path, judged, args.trec_eval, args.max_docs)
+    if args.qrels:
+        return None
+    made: list = []
+
+    def read(path):
+        if not Path(path).is_file() or Path(path).stat().st_size < COLUMNS_FROM_BYTES:
+            return None  # load_run reads it (or names what is wrong)
+        if not made:
+            made.append(qrels_columns(qrels_from_collection(collection)))
+        return None if made[0] is None else ColumnRun.of_file(path, made[0], args.trec_eval, args.max_docs)
+
+    return read
+
+
 def _unjudged(collection, runs) -> dict | None:
     """``{"at": 10, "judged": {run: Judged@10}}`` when some run ranks, in some topic's top 10,
     a document the labels do not judge (pooled labels); None when every one is judged."""
-    judged = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+    judged = qrels_from_collection(collection)
+    if runs and all(isinstance(r, ColumnRun) for r in runs.values()):
+        return _unjudged_columns(judged, runs)
     if all(
         doc in judged.get(q, ())
         for run in runs.values()
@@ -359,6 +394,20 @@ def _unjudged(collection, runs) -> dict | None:
         return None
     evaluator = Evaluator(judged, [f"Judged@{UNJUDGED_AT}"])
     return {"at": UNJUDGED_AT, "judged": {name: float(evaluator(run).values[:, 0].mean()) for name, run in runs.items()}}
+
+
+def _unjudged_columns(judged, runs) -> dict | None:
+    """:func:`_unjudged` of runs read as arrays (ir_measures' Judged@10, over every topic)."""
+    topics = list(judged)
+    found = {}
+    for name, run in runs.items():
+        columns = qrels_columns(judged, run.judged)
+        if columns is None:
+            return None
+        found[name] = run.judged_at(columns, topics, UNJUDGED_AT)
+    if all(every for _, every in found.values()):
+        return None
+    return {"at": UNJUDGED_AT, "judged": {name: float(values.mean()) for name, (values, _) in found.items()}}
 
 
 def cmd_validate(args) -> int:

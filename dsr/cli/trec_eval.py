@@ -10,7 +10,7 @@ from dsr.cli.common import add_param_flags
 from dsr.core import __version__
 from dsr.core.errors import InputError
 from dsr.evaluation.trec_eval_measures import NICKNAMES, RELEASES, measures, supported
-from dsr.evaluation.trec_eval_tool import OPTION, Options, trec_eval
+from dsr.evaluation.trec_eval_tool import ENGINE, OPTION, Options, Stopped, trec_eval
 
 EPILOG = (
     """\
@@ -41,7 +41,9 @@ not supported (each is refused with exit 2, naming it; nothing is printed on std
   dcg and ideal_dcg; -T other than trec_results; -D (debug output).
 supported options: -q -m -c -l -M -J -n -N (utility's fourth coefficient) -Z (z-scores from a
 "topic measure mean sd" file) -o (obsolete in trec_eval: no effect) -v.
-exit codes: 0, or 2 with a message naming the file, line or option (trec_eval exits 1 to 8).
+exit codes: 0; 2 with a message naming the file, line or option (trec_eval exits 1 to 8); 4 where
+trec_eval stops in its loop over topics, after the -q lines it prints before (10.0 on a qrels topic
+the run lacks; a document listed twice in a topic's first -M, or judged twice).
 """.replace("NICKS", ", ".join(NICKNAMES["10.0"]))
     .replace("MEASURES_9", " ".join(supported("9.0.8")))
     .replace("MEASURES_10", " ".join(supported("10.0")))
@@ -101,11 +103,31 @@ def register(subparsers) -> None:
         help="print the version (dsr's, and the trec_eval release followed)",
     )
     add_param_flags(p, (OPTION["release"],))
+    add_param_flags(p, (ENGINE,))
     p.set_defaults(func=cmd_trec_eval)
 
 
 def cmd_trec_eval(args: argparse.Namespace) -> int:
-    options = Options(  # the values checked first, by their Params
+    options = options_of(args)
+    if args.show_version:
+        print(f"trec_eval version {args.release} (dsr {__version__})", file=sys.stderr)
+        return 0
+    _refuse_unsupported(args)
+    try:
+        printed = trec_eval(args.qrels, args.run, options, engine=args.engine)
+    except Stopped as stopped:  # trec_eval's own output up to where it stops, and its status
+        sys.stdout.write(stopped.printed)
+        print(f"dsr: error: {stopped}", file=sys.stderr)
+        return stopped.status
+    for note in printed.notes:
+        print(f"dsr trec_eval: note: {note}", file=sys.stderr)
+    sys.stdout.write(printed.text)
+    return 0
+
+
+def options_of(args: argparse.Namespace) -> Options:
+    """The parsed command line as :class:`Options` (its values checked by their Params)."""
+    return Options(
         release=args.release,
         measures=args.measures,
         per_topic=args.per_topic,
@@ -119,15 +141,6 @@ def cmd_trec_eval(args: argparse.Namespace) -> int:
         rel_format=args.rel_format,
         results_format=args.results_format,
     )
-    if args.show_version:
-        print(f"trec_eval version {args.release} (dsr {__version__})", file=sys.stderr)
-        return 0
-    _refuse_unsupported(args)
-    printed = trec_eval(args.qrels, args.run, options)
-    for note in printed.notes:
-        print(f"dsr trec_eval: note: {note}", file=sys.stderr)
-    sys.stdout.write(printed.text)
-    return 0
 
 
 def _refuse_unsupported(args: argparse.Namespace) -> None:

@@ -112,10 +112,31 @@ PROVIDERS: tuple[Provider, ...] = (
         "trec_eval's command line",
         "trec_eval 9.0.8 and 10.0 (C binaries of usnistgov/trec_eval)",
         "dsr.evaluation.trec_eval_tool:trec_eval",
-        "trec_eval's options, measure names and output byte for byte under either release, through "
-        "pytrec_eval's extension; -R prefs, qrels_prefs and qrels_jg, -D and yaap are refused",
+        "trec_eval's options, measure names and output byte for byte under either release, its edges "
+        "included (-l 0 and below, nan and inf scores, the -q lines and exit 4 where it stops on a "
+        "topic); -R prefs, qrels_prefs and qrels_jg, -D and yaap are refused",
         "trec_eval is not installable with pip; dsr trec_eval is where dsr is",
         "availability",
+    ),
+    Provider(
+        "trec_eval over arrays",
+        "dsr.evaluation.trec_eval_tool:reference_engine",
+        "dsr.evaluation.trec_eval_fast:evaluate",
+        "every measure of all_trec of both releases, every option but -Z, any -l, on plain ASCII files "
+        "of one space or one tab between six (four) columns without a NaN score; the rest (gzip, other "
+        "spacing, a NaN, -Z, a gain named twice) goes to the reference (pytrec_eval and the ports)",
+        "the reference makes a Python object per run line, which a run of millions of lines makes "
+        "slow and large beside trec_eval",
+    ),
+    Provider(
+        "runs read as arrays",
+        "dsr.core.run:load_run",
+        "dsr.evaluation.columns_run:ColumnRun.of_file",
+        "dsr evaluate's runs (with --qrels every one, with a collection files of 4 MB or more) that the "
+        "columnar reader reads, with finite scores within float32 and each document once a topic, "
+        "measured by the evaluator's P, R, RR, AP, nDCG, NumQ, NumRet, NumRel (any rel, judged_only); any "
+        "other measure, or use of the rankings, reads the file the reference way",
+        "dsr evaluate --qrels on a large run: the Python lists per topic make it slow and large beside trec_eval",
     ),
 )
 

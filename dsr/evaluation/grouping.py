@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,9 +115,11 @@ def select_runs(
     collection=None,
     allow_mismatch: bool = False,
     fmt: str = "auto",
+    reader: Callable[[str], Run | None] | None = None,
 ) -> Selection:
     """Read the run files once each and group them (see the module docstring). ``fmt``: the
-    run files' format (:func:`dsr.core.run.read_trec_run`: TREC, MS MARCO or detected).
+    run files' format (:func:`dsr.core.run.read_trec_run`: TREC, MS MARCO or detected);
+    ``reader``: tried first on each path (None from it: the file is read by ``load_run``).
 
     ``baseline`` is a run (name or path) or a ``--tune`` group; a run that is a
     configuration of a tuned family cannot be the baseline (name the family).
@@ -139,7 +141,7 @@ def select_runs(
             positional.append(baseline_path)
     if not positional and not groups:
         raise InputError("give at least one run (or a `tune` group GROUP=RUN,...)", field="paths")
-    loaded, info, warnings = _load(names, collection, allow_mismatch, fmt)
+    loaded, info, warnings = _load(names, collection, allow_mismatch, fmt, reader)
     families = {group: {names[resolve(p)]: loaded[resolve(p)] for p in members} for group, members in groups.items()}
     for group, members in groups.items():
         info[group] = {"members": [str(resolve(p)) for p in members]}
@@ -163,19 +165,20 @@ def select_runs(
     return Selection(runs, families, info, chosen, warnings)
 
 
-def _load(names: Mapping[str, str], collection, allow_mismatch: bool, fmt: str = "auto"):
+def _load(names: Mapping[str, str], collection, allow_mismatch: bool, fmt: str = "auto", reader=None):
     """Each path read once: ``{path: Run}``, ``{name: report info}`` and tie warnings."""
     loaded: dict[str, Run] = {}
     info: dict[str, dict[str, Any]] = {}
     warnings = []
     for path in names:
-        loaded[path] = run = load_run(path, fmt)
+        run = reader(path) if reader is not None else None
+        loaded[path] = run = run if run is not None else load_run(path, fmt)
         if collection is not None:
             check_collection_hash(run, path, collection, allow=allow_mismatch)
         tied = run.tied_topics()
         info[names[path]] = {
             "path": str(path),
-            "sha256": sha256_file(path),
+            "sha256": getattr(run, "sha256", None) or sha256_file(path),  # a ColumnRun hashed it as it read
             "tag": run.tag,
             "config": run.config,
             "tied_topics": len(tied),

@@ -38,6 +38,7 @@ import numpy as np
 from dsr.core.errors import InputError
 from dsr.core.run import Run
 from dsr.evaluation import ranked, registry
+from dsr.evaluation.columns_run import ColumnRun, qrels_columns
 
 #: the default set, the primary measure and each family's bounds: declared once, in dsr.evaluation.registry
 DEFAULT_MEASURES = registry.DEFAULT_MEASURES
@@ -245,7 +246,7 @@ class Evaluator:
         #: the columns the arrays compute and how
         self._array_columns = list(specs) if arrays else []
         self._specs = [specs[j] for j in self._array_columns]
-        self._labels = ranked.Labels(qrels, self.topics) if self._specs else None
+        self._made_labels: ranked.Labels | None = None
         self._other = None
         if other:
             # topics go to ir_measures' providers as numbers: gdeval (ERR) reads digits only
@@ -259,12 +260,26 @@ class Evaluator:
                     f"no installed ir_measures provider computes {', '.join(map(str, other))} ({first})", field="measures"
                 ) from None
 
+    @property
+    def _labels(self) -> ranked.Labels | None:
+        """The qrels as the ranked labels' arrays (made when first needed: a run read as
+        arrays never needs them), or None when no measure is computed so."""
+        if self._made_labels is None and self._specs:
+            self._made_labels = ranked.Labels(self._qrels, self.topics)
+        return self._made_labels
+
     def __call__(self, run: Run | Mapping[str, Mapping[str, float]]) -> TopicValues:
         values = np.zeros((len(self.topics), len(self.names)))
-        labels = self._labels
+        judged = self._judged_columns(run.judged) if isinstance(run, ColumnRun) and self._specs else None
+        labels = self._labels if judged is None else None
         held = ranked.ranked(run, labels) if labels is not None and isinstance(run, Run) else None
         scores: Mapping[str, Mapping[str, float]] | None = None
-        if held is not None and labels is not None and isinstance(run, Run):
+        if judged is not None and isinstance(run, ColumnRun):  # a run read as arrays: no Python list per topic
+            values[:, self._array_columns] = run.measure(judged, self.topics, self._specs)
+            topics = run.topics()
+            ranked_topics = {q for q, n in zip(topics, run.lengths.tolist()) if n}
+            done = set(self._array_columns)
+        elif held is not None and labels is not None and isinstance(run, Run):
             values[np.ix_(held.rows, np.asarray(self._array_columns, dtype=np.int64))] = ranked.compute(held, labels, self._specs)
             flat = run.flat_ranking()
             sizes = flat.sizes.tolist() if flat is not None else [len(r) for r in run.rankings.values()]
@@ -289,6 +304,14 @@ class Evaluator:
             self._fill_missing(values, ranked_topics)
         unknown = sum(1 for q in topics if q not in self._topic_index)
         return TopicValues(list(self.topics), list(self.names), values, missing, unknown)
+
+    def _judged_columns(self, held):
+        """The qrels as :mod:`dsr.evaluation.columns_run`'s arrays match them (made once):
+        ``held`` (the arrays a run was labelled with) when they are these qrels."""
+        made = self.__dict__.setdefault("_columns", {})
+        if id(held) not in made:
+            made[id(held)] = (held, qrels_columns(self._qrels, held))
+        return made[id(held)][1]
 
     def _native_values(self, scores: Mapping[str, Mapping[str, float]], values: np.ndarray, done: set[int]) -> None:
         """The trec_eval measures not in ``done``, by pytrec_eval (the reference path)."""

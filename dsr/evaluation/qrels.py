@@ -33,7 +33,14 @@ def qrels_from_collection(collection: Collection) -> Qrels:
             record=withheld.id,
             field="label",
         )
+    held = collection.__dict__.get(HELD_QRELS)
+    if held is not None:  # made with the collection from the same arrays: a copy of it
+        return {q: dict(docs) for q, docs in held.items()}
     return {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+
+
+#: where a collection made from a qrels file's arrays keeps its qrels (``columns_run.collection_of``)
+HELD_QRELS = "_held_qrels"
 
 
 def write_qrels(qrels: Qrels, path: str | Path) -> None:
@@ -52,10 +59,25 @@ def read_qrels(path: str | Path) -> Qrels:
     tracks use for "junk", are kept as they are; they count as not relevant),
     no (topic, doc) pair twice. Blank lines and ``#`` comment lines are skipped.
     """
+    qrels, _, _ = _read(path, strict=True)
+    return qrels
+
+
+def read_qrels_as_trec_eval(path: str | Path) -> tuple[Qrels, dict[str, str], int]:
+    """Qrels as ``dsr trec_eval`` reads them: as :func:`read_qrels`, but a document judged twice
+    is not an error here (trec_eval stops on it only when it evaluates that topic): (the qrels,
+    each grade the first given; {topic: its smallest document id judged twice}; the lines
+    graded above 0, which trec_eval -c counts as num_rel)."""
+    return _read(path, strict=False)
+
+
+def _read(path: str | Path, strict: bool) -> tuple[Qrels, dict[str, str], int]:
     path = Path(path)
     if not path.exists():
         raise InputError("no such qrels file", path=path)
     qrels: Qrels = {}
+    twice: dict[str, str] = {}
+    relevant = 0
     lines = read_lines(path)  # plain or gzip
     for lineno, line in enumerate(lines, start=1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -72,13 +94,18 @@ def read_qrels(path: str | Path) -> Qrels:
                 line=lineno,
                 field="grade",
             )
+        relevant += grade > 0
         docs = qrels.setdefault(qid, {})
         if doc in docs:
-            raise InputError(f"duplicate judgement for topic {qid!r} and doc {doc!r}", path=path, line=lineno, field="docid")
+            if strict:
+                raise InputError(f"duplicate judgement for topic {qid!r} and doc {doc!r}", path=path, line=lineno, field="docid")
+            if qid not in twice or doc.encode() < twice[qid].encode():
+                twice[qid] = doc
+            continue
         docs[doc] = grade
     if not qrels:
         raise InputError("the qrels file is empty", path=path)
-    return qrels
+    return qrels, twice, relevant
 
 
 #: the grades trec_eval (pytrec_eval) holds: a C int. A larger grade wrapped round (4294967297

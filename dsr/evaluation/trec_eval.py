@@ -30,6 +30,7 @@ import numpy as np
 from dsr.core.errors import InputError
 from dsr.core.params import Param
 from dsr.core.run import Run
+from dsr.evaluation.columns_run import ColumnRun
 
 #: the release whose rules dsr follows, and the other one (``--trec-eval``)
 FOLLOWED = "9.0.8"
@@ -132,6 +133,8 @@ def apply_rules(runs: Iterable[Run], version: str = FOLLOWED, max_docs: int | No
     check_version(version)
     max_docs = MAX_DOCS.check(max_docs)
     for run in runs:
+        if isinstance(run, ColumnRun) and run.rules == (version, max_docs):
+            continue  # read in that order and cut already
         rankings = run.rankings
         if version == "10.0":
             rankings = {q: _double_order(r) for q, r in rankings.items()}

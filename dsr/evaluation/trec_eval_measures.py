@@ -398,6 +398,25 @@ class Ranked:
         return sum(1 for r in self.rels if r >= self.level)
 
 
+def c_merge_sort(items: list, compare) -> list:
+    """glibc's ``qsort`` (``msort_with_tmp``: the first half is n // 2, the left element taken
+    when ``compare(left, right) <= 0``), which gives its order even for a comparison that is
+    not a consistent order, as trec_eval's is with a NaN score."""
+    if len(items) <= 1:
+        return list(items)
+    half = len(items) // 2
+    left, right = c_merge_sort(items[:half], compare), c_merge_sort(items[half:], compare)
+    out, i, j = [], 0, 0
+    while i < len(left) and j < len(right):
+        if compare(left[i], right[j]) <= 0:
+            out.append(left[i])
+            i += 1
+        else:
+            out.append(right[j])
+            j += 1
+    return out + left[i:] + right[j:]
+
+
 def c_lround(x: float) -> int:
     """C ``lround``: halves away from zero."""
     return int(math.copysign(math.floor(abs(x) + 0.5), x))

@@ -18,6 +18,21 @@ Where the releases differ, ``release`` decides:
 * 10.0 rounds ``iprec_at_recall`` and ``11pt_avg`` cutoffs with ``lround`` (9.0.8: + 0.9,
   truncated), and has ``rbp``, ``rbp_resid`` and ``unj`` in ``all_trec``.
 
+As trec_eval, scores are read as C's ``atof`` reads them, ``nan``, ``inf`` and ``infinity``
+in any case included (a NaN compares neither above nor below any score, so its place is
+where glibc's merge sort leaves it: replayed here), a level ``-l`` of 0 or below makes
+judged non-relevant documents (0), then unpooled (-1) and unjudged ones (-2) relevant where
+the C compares with the level, and where trec_eval stops in its loop over topics (10.0 on a
+qrels topic the run lacks, a document listed twice among a topic's first ``-M``, a document
+judged twice) dsr prints the ``-q`` lines trec_eval printed before and stops with its exit
+status, 4 (:class:`Stopped`).
+
+Two paths, one output: :mod:`dsr.evaluation.trec_eval_fast` (files read as arrays, the
+measures over arrays) for the files and options it covers, and the reference below (a
+Python object per line; pytrec_eval, i.e. trec_eval's C, for the measures it computes, a port
+of the C for the others and for levels below 1, which pytrec_eval refuses) for the rest.
+``tests/evaluation/test_trec_eval_arrays.py`` holds them equal.
+
 One difference from both binaries: ``#`` lines of a qrels file are comments under either
 release (10.0 reads them so; 9.0.8 stops with "malformed line"), as ``dsr evaluate --qrels``
 reads them. Input that trec_eval reads by accident (a score such as ``1.5abc``, which C's
@@ -26,7 +41,10 @@ reads them. Input that trec_eval reads by accident (a score such as ``1.5abc``, 
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,9 +54,10 @@ import numpy as np
 
 from dsr.core.errors import InputError
 from dsr.core.params import Param
-from dsr.core.run import read_trec_run
 from dsr.core.textfiles import read_lines
-from dsr.evaluation.qrels import read_qrels
+from dsr.evaluation import trec_eval_arrays, trec_eval_fast
+from dsr.evaluation.qrels import read_qrels_as_trec_eval
+from dsr.evaluation.trec_eval_fast import BOGUS_DOC, Evaluated, Stop
 from dsr.evaluation.trec_eval_measures import (
     MIN_GEO_MEAN,
     NONPOOL,
@@ -46,6 +65,8 @@ from dsr.evaluation.trec_eval_measures import (
     UNJUDGED,
     Ranked,
     Selected,
+    _atol,
+    c_merge_sort,
     empty_values,
     ported,
     ported_values,
@@ -54,8 +75,8 @@ from dsr.evaluation.trec_eval_measures import (
 
 #: what trec_eval prints for a value it cannot turn into a z-score (MISSING_ZSCORE_VALUE)
 MISSING_ZSCORE = -1000000.0
-#: 10.0's stand-in ranking for a qrels topic the run lacks, under -c: one unjudged document
-BOGUS_DOC = "ceci_nest_pas_un_docno"
+#: what C's atof reads in full as a decimal number
+DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 #: trec_eval's options that carry a value (``dsr trec_eval``'s flags, trec_eval's names):
@@ -66,9 +87,8 @@ OPTION_PARAMS = (
         "level",
         1,
         "int",
-        "the lowest grade that is relevant (default 1; pytrec_eval, which computes trec_eval's "
-        "measures for dsr, takes levels of 1 or more)",
-        low=1,
+        "the lowest grade that is relevant (default 1; 0 or below as trec_eval reads them: "
+        "-l 0 makes grade 0 relevant, -l -1 also documents the qrels do not hold)",
         metavar="N",
         flags=("-l", "--level_for_rel"),
     ),
@@ -154,33 +174,118 @@ class Printed:
     notes: list[str]
 
 
-def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | None = None) -> Printed:
+class Stopped(InputError):
+    """trec_eval stopped in its loop over topics (exit 4): ``printed`` is what it had printed
+    on standard output by then (the ``-q`` lines of the topics before), ``words`` what it
+    printed on stderr."""
+
+    status = 4
+
+    def __init__(self, message: str, printed: str, words: str, path: str | Path | None = None):
+        super().__init__(f"{message}; trec_eval: {words!r}", path=path)
+        self.printed = printed
+        self.words = words
+
+
+#: who evaluates: the arrays where they cover the input (``auto``), or always the reference
+ENGINES = ("auto", "reference")
+ENGINE = Param(
+    "engine",
+    "auto",
+    "str",
+    "who evaluates: auto (default: the arrays for a plain file they read, else the reference) or reference "
+    "(a Python object per line: pytrec_eval and the ports); the same output",
+    choices=ENGINES,
+    flags=("--engine",),
+)
+
+
+def trec_eval(qrels_path: str | Path, run_path: str | Path, options: Options | None = None, engine: str = "auto") -> Printed:
     """What trec_eval ``options.release`` prints for ``qrels_path`` and ``run_path`` (and the notes
-    on where a trec_eval binary's value is not defined, for stderr)."""
+    on where a trec_eval binary's value is not defined, for stderr). Where trec_eval stops on a
+    topic, :class:`Stopped` carries what it printed before. ``engine``: :data:`ENGINES`."""
     options = options or Options()
     _check(options)
+    ENGINE.check(engine)
     selected = select(options.measures, options.release)
-    qrels = read_qrels(qrels_path)
-    run = read_trec_run(run_path, "trec")  # trec_eval reads six columns only
-    zscores = read_zscores(options.zscores) if options.zscores is not None else None
-    rankings = {q: _ordered(r, options.release) for q, r in run.rankings.items()}
-    topics = _evaluated(qrels, rankings, options, run_path)
-    _check_grades(topics, qrels, qrels_path)
-    ranked = {qid: _ranked(qrels[qid], docs, options) for qid, docs in topics}
     notes: set[str] = set()
-    values = _values(selected, qrels, dict(topics), ranked, options, notes)
-    for qid, docs in topics:
-        if docs is None:  # 10.0's stand-in for a topic the run lacks (-c)
-            _clear_bogus(values[qid])
-        if zscores is not None:
-            _to_zscores(values[qid], zscores.get(qid))
-    lines = []
-    if options.per_topic:
-        for qid, _ in topics:
-            lines += [line for s in selected for line in _topic_lines(s, qid, values[qid], zscores is not None)]
+    evaluated = trec_eval_fast.evaluate(qrels_path, run_path, options, selected, notes) if engine == "auto" else None
+    if evaluated is None:
+        evaluated = _reference(qrels_path, run_path, options, selected, notes)
+    z = options.zscores is not None
+    stop = evaluated.stop
+    shown = evaluated.ids if stop is None else evaluated.ids[: stop.at]
+    text = _topic_lines(selected, shown, evaluated.columns, z) if options.per_topic else ""
+    if stop is not None:
+        where = qrels_path if "judge" in stop.message else run_path
+        raise Stopped(stop.message, text, stop.words, path=where)
     if options.summary:
-        lines += _summary(selected, values, qrels, options, run.tag, zscores is not None)
-    return Printed("".join(line + "\n" for line in lines), sorted(notes))
+        text += "".join(line + "\n" for line in _summary(selected, evaluated, options, z))
+    return Printed(text, sorted(notes))
+
+
+def reference_engine(qrels_path: str | Path, run_path: str | Path, options: Options | None = None) -> Printed:
+    """:func:`trec_eval` by the reference alone (``engine="reference"``): the fast path's
+    reference in ``dsr/core/providers.py``."""
+    return trec_eval(qrels_path, run_path, options, engine="reference")
+
+
+def _reference(qrels_path, run_path, options: Options, selected: list[Selected], notes: set[str]) -> Evaluated:
+    """The reference path: a Python object per line, pytrec_eval and the ports."""
+    qrels, judged_twice, relevant = read_qrels_as_trec_eval(qrels_path)
+    run_tag, rankings_read = read_run_as_trec_eval(run_path)
+    zscores = read_zscores(options.zscores) if options.zscores is not None else None
+    rankings = {q: _ordered(r, options.release) for q, r in rankings_read.items()}
+    topics, missing = _evaluated(qrels, rankings, options, run_path)
+    stop = _first_stop(topics, missing, qrels, judged_twice, options, selected)
+    if stop is not None:
+        topics = topics[: stop.at]
+    ranked = {qid: _ranked(qrels[qid], docs, options) for qid, docs in topics}
+    if options.level < 1 or _stale_gains(topics, qrels, selected):  # what pytrec_eval cannot give
+        columns = trec_eval_fast.compute(_as_arrays(topics, ranked, qrels), selected, options, notes)
+        values = {qid: {name: columns[name][i] for name in columns} for i, (qid, _) in enumerate(topics)}
+    else:
+        values = _values(selected, qrels, dict(topics), ranked, options, notes)
+        for qid, docs in topics:
+            if docs is None:  # 10.0's stand-in for a topic the run lacks (-c)
+                _clear_bogus(values[qid])
+    if zscores is not None:
+        for qid, _ in topics:
+            _to_zscores(values[qid], zscores.get(qid))
+    ids = [qid for qid, _ in topics]
+    names = [name for s in selected if s.name != "runid" for name in s.names]
+    columns = {name: [values[qid][name] for qid in ids] for name in names}
+    return Evaluated(ids, columns, len(qrels), relevant, run_tag, stop)
+
+
+def _stale_gains(topics, qrels, selected: list[Selected]) -> bool:
+    """Whether a topic judged only with grade -1 meets a gain named for a negative label: its
+    value then reads the grade counts of the topic before (in trec_eval's order), which
+    pytrec_eval, evaluating in its own order, does not reproduce."""
+    gained = ("ndcg", "ndcg_rel", "Rndcg", "G")
+    named = any(_atol(name) < 0 for s in selected if s.name in gained for name, _ in s.params)
+    return named and any(max(qrels[qid].values()) < 0 for qid, _ in topics)
+
+
+def _as_arrays(topics, ranked: Mapping[str, Ranked], qrels) -> trec_eval_arrays.Topics:
+    """The reference's rankings (after -M and -J) as the arrays' topics."""
+    rels = [ranked[qid].rels for qid, _ in topics]
+    lengths = np.asarray([len(r) for r in rels], dtype=np.int64)
+    grades = [sorted((g for g in qrels[qid].values() if g >= 0), reverse=True) for qid, _ in topics]
+    grade_lengths = np.asarray([len(g) for g in grades], dtype=np.int64)
+    highest = np.asarray([max(qrels[qid].values()) for qid, _ in topics], dtype=np.int64)
+    source = np.maximum(trec_eval_fast.stale_grades(highest), 0)
+    return trec_eval_arrays.Topics(
+        [qid for qid, _ in topics],
+        np.asarray([r for rel in rels for r in rel], dtype=np.int64),
+        (np.cumsum(lengths) - lengths),
+        lengths,
+        np.asarray([g for grade in grades for g in grade], dtype=np.int64),
+        (np.cumsum(grade_lengths) - grade_lengths)[source],
+        grade_lengths[source],
+        np.asarray([docs is None for _, docs in topics], dtype=bool),
+        highest >= 0,
+    )
 
 
 def _check_formats(rel_format: str, results_format: str) -> None:
@@ -210,55 +315,126 @@ def _check(options: Options) -> None:
 
 # --- reading as trec_eval reads -------------------------------------------------------
 
+#: the non-finite forms C's ``strtod`` reads (any case, a sign, ``nan(chars)``)
+_NOT_FINITE = re.compile(r"[+-]?(?:inf(?:inity)?|nan(?:\([0-9A-Za-z_]*\))?)", re.IGNORECASE)
+
+
+def c_score(text: str) -> float | None:
+    """A run's score as trec_eval's ``atof`` reads the whole text: a decimal (beyond a double's
+    range: infinite, as ``strtod`` gives), ``inf``, ``infinity`` or ``nan``; None otherwise."""
+    if DECIMAL.fullmatch(text):
+        return float(text)
+    if _NOT_FINITE.fullmatch(text):
+        return math.nan if "n" in text.lower().lstrip("+-")[:1] else math.copysign(math.inf, -1.0 if text[0] == "-" else 1.0)
+    return None
+
+
+def read_run_as_trec_eval(path: str | Path) -> tuple[str, dict[str, list[tuple[str, float]]]]:
+    """A TREC run as trec_eval reads it: (the tag, each topic's (doc, score) lines in file
+    order). Unlike :func:`dsr.core.run.read_trec_run`, a document may appear twice (trec_eval
+    stops only where that falls within a topic's first ``-M``) and a score may be ``nan``,
+    ``inf`` or beyond the float32 range (9.0.8 reads it as infinite). Six columns, the second
+    ``Q0`` or ``0``; blank and ``#`` lines skipped; a score C reads only in part (``1.5abc``) is
+    an error naming the line."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError("no such run file", path=path)
+    rankings: dict[str, list[tuple[str, float]]] = {}
+    tag = None
+    for lineno, line in enumerate(read_lines(path), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        parts = line.split()
+        if len(parts) < 6:
+            raise InputError(f"expected 6 columns (qid Q0 docid rank score tag), got {len(parts)}", path=path, line=lineno)
+        qid, iteration, doc, _, score_text, tag = parts[:6]
+        if iteration not in ("Q0", "0"):
+            raise InputError(f"the second column must be Q0 (or 0), got {iteration!r}", path=path, line=lineno, field="Q0")
+        score = c_score(score_text)
+        if score is None:
+            raise InputError(
+                f"score is not a number as trec_eval reads it: {score_text!r} (digits, one '.', an optional "
+                "exponent, or inf/nan; no '_', hex or trailing text)",
+                path=path,
+                line=lineno,
+                field="score",
+            )
+        rankings.setdefault(qid, []).append((doc, score))
+    if not rankings:
+        raise InputError("the run file is empty", path=path)
+    return tag or "dsr", rankings
+
 
 def _ordered(ranked: Sequence[tuple[str, float]], release: str) -> list[str]:
     """A topic's documents in the release's order: the score (float32 in 9.0.8, a double in
-    10.0) descending, ties by doc id descending (``comp_sim_docno``)."""
-    by_id = sorted(ranked, key=lambda ds: ds[0].encode(), reverse=True)
-    scores = np.asarray([s for _, s in by_id], dtype=np.float32 if release == "9.0.8" else np.float64)
+    10.0) descending, ties by doc id descending (``comp_sim_docno``). With a NaN score that
+    comparison orders nothing consistently, so its result is glibc's merge sort's on
+    trec_eval's input (the topic's lines sorted by doc id): :func:`c_merge_sort` replays it."""
+    dtype = np.float32 if release == "9.0.8" else np.float64
+    with np.errstate(over="ignore"):
+        held = np.asarray([s for _, s in ranked], dtype=np.float64).astype(dtype)
+    if np.isnan(held).any():
+        lines = sorted(zip([d for d, _ in ranked], held.tolist()), key=lambda ds: ds[0].encode())
+        return [d for d, _ in c_merge_sort(lines, _compare_sim_docno)]
+    by_id = sorted(zip([d for d, _ in ranked], held.tolist()), key=lambda ds: ds[0].encode(), reverse=True)
+    scores = np.asarray([s for _, s in by_id], dtype=dtype)
     return [by_id[i][0] for i in np.argsort(np.negative(scores), kind="stable")]
+
+
+def _compare_sim_docno(a: tuple[str, float], b: tuple[str, float]) -> int:
+    """trec_eval's ``comp_sim_docno``: the higher score first, then the higher doc id."""
+    if a[1] > b[1]:
+        return -1
+    if a[1] < b[1]:
+        return 1
+    x, y = b[0].encode(), a[0].encode()
+    return (x > y) - (x < y)
 
 
 def _evaluated(
     qrels: Mapping[str, Mapping[str, int]], rankings: Mapping[str, list[str]], options: Options, run_path: Any
-) -> list[tuple[str, list[str] | None]]:
+) -> tuple[list[tuple[str, list[str] | None]], int | None]:
     """The topics evaluated, in trec_eval's order (its ids compared as bytes), with their
-    rankings: 9.0.8 walks the run's topics that have judgements; 10.0 the qrels' topics."""
+    rankings (None: 10.0's stand-in for a topic the run lacks), and where 10.0 stops on a
+    topic the run lacks (without -c; None: it does not): 9.0.8 walks the run's topics that
+    have judgements; 10.0 the qrels' topics."""
     if options.release == "9.0.8":
         topics: list[tuple[str, list[str] | None]] = [(q, rankings[q]) for q in sorted(rankings, key=str.encode) if q in qrels]
+        missing = None
     else:
-        topics = []
-        for qid in sorted(qrels, key=str.encode):
-            if qid in rankings:
-                topics.append((qid, rankings[qid]))
-            elif options.complete:
-                topics.append((qid, None))
-            else:
-                raise InputError(
-                    f"topic {qid!r} of the qrels has no line in the run; trec_eval 10.0 "
-                    'stops here ("result qid not found"): `complete` scores it 0, `release` 9.0.8 '
-                    "skips it",
-                    path=run_path,
-                )
+        topics = [(q, rankings.get(q)) for q in sorted(qrels, key=str.encode)]
+        missing = None if options.complete else next((i for i, (q, _) in enumerate(topics) if q not in rankings), None)
     if not topics:
         raise InputError(
             'no topic has both run lines and judgements (trec_eval: "No queries with both results and relevance info")',
             path=run_path,
         )
-    return topics
+    return topics, missing
 
 
-def _check_grades(topics: list, qrels, qrels_path) -> None:
-    """trec_eval stops ("Can't calculate measure", exit 4) on a topic whose grades are all
-    negative when no topic with a grade of 0 or more came before it: its buffer of grade counts
-    is then asked for 0 places and never allocated (``te_chk_and_malloc``). The same here."""
-    for qid, _ in topics:
-        if max(qrels[qid].values()) >= 0:
-            return
-        raise InputError(
-            f'topic {qid!r} has only negative grades and comes first; trec_eval stops on it ("Can\'t calculate measure", exit 4)',
-            path=qrels_path,
-        )
+def _first_stop(topics, missing: int | None, qrels, judged_twice: Mapping[str, str], options: Options, selected) -> Stop | None:
+    """Where trec_eval stops in its loop (exit 4), in its order of checks: a topic the run
+    lacks (10.0); then, in the first measure that reads the ranking, a document listed twice
+    among the first -M, one judged twice, a topic with no grade of 0 or more."""
+    named = trec_eval_fast.ranking_reader(selected)
+    for i, (qid, docs) in enumerate(topics):
+        if i == missing:
+            return trec_eval_fast.missing_stop(i, qid)
+        if named is None:
+            continue
+        cut = docs if docs is None or options.max_docs is None else docs[: options.max_docs]
+        if cut and len(set(cut)) < len(cut):
+            counts = Counter(cut)
+            twice = [d for d, n in counts.items() if n > 1]
+            return trec_eval_fast.listed_twice_stop(i, qid, min(twice, key=str.encode), named)
+        if qid in judged_twice:
+            return trec_eval_fast.judged_twice_stop(i, qid, judged_twice[qid], named)
+        highest = max(qrels[qid].values())
+        if highest < 0:
+            stop = trec_eval_fast.negative_stop(i, qid, highest, named)
+            if stop is not None:
+                return stop
+    return None
 
 
 def _ranked(judged: Mapping[str, int], docs: list[str] | None, options: Options) -> Ranked:
@@ -397,42 +573,58 @@ def _line(name: str, qid: str, text: str, z: bool = False) -> str:
     return f"{'Z' if z else ''}{name:<22}\t{qid}\t{text}"
 
 
-def _topic_lines(selected: Selected, qid: str, values: dict, z: bool) -> list[str]:
-    """``print_single_meas``: what -q prints for one measure of one topic."""
-    kind = selected.measure.kind
-    if kind in ("runid", "num_q", "gm"):
-        return []
-    if kind == "relstring":
-        return [_line(selected.names[0], qid, f"'{values[selected.names[0]]}'")]
-    if kind == "long" and not z:
-        return [_line(selected.names[0], qid, str(int(values[selected.names[0]])))]
-    return [_line(name, qid, c_float(values[name]), z) for name in selected.names]
+def _topic_lines(selected: list[Selected], ids: list[str], columns: Mapping[str, Sequence], z: bool) -> str:
+    """``print_single_meas`` of every measure of every topic (-q), topic by topic."""
+    printed = []
+    for s in selected:
+        kind = s.measure.kind
+        if kind in ("runid", "num_q", "gm"):
+            continue
+        if kind == "relstring":
+            printed.append([_line(s.names[0], qid, f"'{v}'") for qid, v in zip(ids, columns[s.names[0]])])
+        elif kind == "long" and not z:
+            printed.append([_line(s.names[0], qid, str(int(v))) for qid, v in zip(ids, _floats(columns[s.names[0]]))])
+        else:
+            printed += [_float_lines(name, ids, columns[name], z) for name in s.names]
+    return "".join(f"{line}\n" for line in itertools.chain.from_iterable(zip(*printed)))
 
 
-def _summary(selected: list[Selected], values: dict[str, dict], qrels, options: Options, tag: str, z: bool) -> list[str]:
+def _floats(column: Sequence) -> list[float]:
+    return column.tolist() if isinstance(column, np.ndarray) else [float(v) for v in column]
+
+
+def _float_lines(name: str, ids: list[str], column: Sequence, z: bool) -> list[str]:
+    """``%6.4f`` lines of one value for every topic (C's ``-nan`` where the sign is set)."""
+    head = f"{'Z' if z else ''}{name:<22}\t"
+    values = _floats(column)
+    if np.isnan(np.asarray(values, dtype=np.float64)).any():
+        return [f"{head}{qid}\t{c_float(v)}" for qid, v in zip(ids, values)]
+    return [f"{head}{qid}\t{v:6.4f}" for qid, v in zip(ids, values)]
+
+
+def _summary(selected: list[Selected], evaluated: Evaluated, options: Options, z: bool) -> list[str]:
     """``calc_avg_meas`` and ``print_final_meas`` of every measure, over ``all``."""
-    evaluated = len(values)
-    count = len(qrels) if options.complete else evaluated
+    topics = len(evaluated.ids)
+    count = evaluated.qrels_topics if options.complete else topics
     lines = []
     for s in selected:
         kind = s.measure.kind
         if kind == "runid":
-            lines.append(_line("runid", "all", tag))
+            lines.append(_line("runid", "all", evaluated.tag))
             continue
         if kind == "relstring":
             continue
         for name in s.names:
-            total = 0.0
-            for topic in values.values():  # in topic order, as trec_eval adds them
-                total += topic[name]
+            column = np.asarray(_floats(evaluated.columns[name]), dtype=np.float64)
+            total = float(np.cumsum(column)[-1]) if len(column) else 0.0  # in topic order, as trec_eval adds
             if kind == "num_q":
                 value = float(count)
             elif s.name == "num_rel" and options.complete:
-                value = float(sum(1 for docs in qrels.values() for g in docs.values() if g > 0))
+                value = float(evaluated.qrels_relevant)
             elif kind == "long":
                 value = total
             elif kind == "gm":
-                value = math.exp((total + (count - evaluated) * math.log(MIN_GEO_MEAN)) / count)
+                value = math.exp((total + (count - topics) * math.log(MIN_GEO_MEAN)) / count)
             else:
                 value = total / count
             text = str(int(value)) if kind in ("long", "num_q") and not z else c_float(value)

@@ -369,7 +369,7 @@ def test_board_functions_default_to_their_params():
 @pytest.mark.parametrize(
     "name, value, flag, text",
     [
-        ("level", 0, "--level_for_rel", "0"),
+        ("num_docs", -1, "--Number_docs_in_coll", "-1"),
         ("max_docs", -1, "--Max_retrieved_per_topic", "-1"),
         ("release", "8.1", "--release", "8.1"),
     ],
