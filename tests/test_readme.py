@@ -8,8 +8,9 @@ first on the PATH: what a reader pastes into a terminal. Two things are set arou
 them: ``DSR_HOME`` is a folder holding a copy of ``../shared/data/cmu_dog`` (so ``dsr data fetch
 cmu_dog`` finds every file present and verified, and downloads nothing: no test reaches the
 network), and the leaderboard's port 8000 is a free port of this machine (another test or server
-may hold 8000). The table of the reproduce task is compared with its command's output by
-tests/test_readme_tables.py.
+may hold 8000). The reproduce task's printed table is compared with the README's, cell by cell,
+with tests/test_readme_tables.py's comparison (that module leaves this table to this test, so the
+command runs once).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pytest
 
 from dsr.cli import build_parser
 from tests.support.data import SHARED_DATA, needs_shared
+from tests.test_readme_tables import differences, printed_table, published
 
 #: the tasks share one folder and home (a module fixture): one worker runs them, in order
 pytestmark = pytest.mark.xdist_group("readme-tasks")
@@ -60,7 +62,7 @@ def bash_blocks(section: str) -> list[str]:
 def dsr_lines(block: str) -> list[list[str]]:
     """The ``dsr`` command lines of a block, as argv (a ``T=$(dsr ...)`` counts too)."""
     found = []
-    for line in block.splitlines():
+    for line in re.sub(r"\\\n\s*", " ", block).splitlines():  # a line continued with a backslash is one
         line = re.sub(r"^\w+=\$\((.*)\)", r"\1", line.strip())
         words = shlex.split(line, comments=True)
         if words and words[-1] == "&":
@@ -177,6 +179,10 @@ def test_reproducing_and_deciding_on_cmu_dog_dev_run_as_written(reader):
     folder, home = reader
     out = run_block(bash_blocks(sections()[TASKS[1]])[0], folder, home, timeout=1800)
     assert "already present, verified" in out and "RRF(BM25, dense)" in out
+    ((_, command, table),) = [t for t in published() if t[0] == "README.md"]
+    assert command in sections()[TASKS[1]] or command.removeprefix("dsr ") in sections()[TASKS[1]]
+    diff = differences(table, printed_table(out, table[0], len(table)))
+    assert not diff, "README.md's table is not what its command prints; update it:\n" + "\n".join(diff)
     out = run_block(bash_blocks(sections()[TASKS[2]])[0], folder, home, timeout=3600)
     assert (home / "models" / "my-bi").is_dir() and "my-bi" in out
 

@@ -183,15 +183,36 @@ def decide_runs(
             rankings = (
                 run.rankings if isinstance(run, Run) else {q: sorted(d.items(), key=lambda x: -x[1]) for q, d in run.items()}
             )
-            covered = sum(1 for q in collection.ids if rankings.get(q))
-            if not covered:
-                raise InputError(
-                    f"run {name!r} ranks no query point of {collection.name!r} (the {label_set} label set)", field="runs"
-                )
+            _check_coverage(name, label_set, collection, rankings)
             # ranks, not scores: the run's own order is measured (as in dsr.evaluation.ordering_agreement)
             ranked = {q: {d: float(len(docs) - i) for i, (d, _) in enumerate(docs)} for q, docs in rankings.items()}
             values[label_set][name] = evaluator(ranked).column(evaluator.names[0])
     return decide(values, default, evaluator.names[0], **options)
+
+
+def _check_coverage(name: str, label_set: str, collection: Collection, rankings: Mapping[str, Sequence[tuple[str, float]]]) -> None:
+    """InputError unless the run ranks every query point of ``collection``, each among its own
+    candidates: a point the run lacks would count as 0 and a sentence of another candidate list
+    as unjudged, so a run of another collection (a CMU_DoG valid run given for cmu_dog_dev, whose
+    points and pools are its own) would be measured, silently, on what it never ranked."""
+    hint = f"rank {collection.name!r} itself (`dsr run`) and give the runs as SILVER_RUN,DEV_RUN"
+    missing = [q for q in collection.ids if not rankings.get(q)]
+    if missing:
+        raise InputError(
+            f"run {name!r} ranks {len(collection.ids) - len(missing)} of the {len(collection.ids)} query points of "
+            f"{collection.name!r} (the {label_set} label set; {missing[0]!r} is missing): {hint}",
+            field="runs",
+        )
+    for q in collection.ids:
+        ranked = rankings[q]
+        known = set(collection.candidate_ids(q))
+        stray = next((d for d, _ in ranked if d not in known), None)
+        if stray is not None:
+            raise InputError(
+                f"run {name!r} ranks {stray!r} for query point {q!r}, which is not one of its candidates in "
+                f"{collection.name!r} (the {label_set} label set): {hint}",
+                field="runs",
+            )
 
 
 def format_table(decision: Decision, names: Sequence[str] | None = None) -> list[str]:

@@ -178,3 +178,19 @@ def _decide_on_shared_data() -> list[str]:
 
     cmu, judged = SHARED_DATA / "cmu_dog", SHARED_DATA / "judged"
     return f"decide cmu_dog cmu_dog_judged --silver-source {cmu} --silver-split valid --dev-source {judged}".split()
+
+
+def test_a_run_of_other_points_or_other_candidates_is_refused_not_scored_as_zeros():
+    """A run that lacks some of a label set's points, or ranks a sentence that is not the point's
+    candidate, would be measured on what it never ranked (a CMU_DoG valid run given for
+    cmu_dog_dev covers 125 of its 389 points): refused, naming the run, the set and the point."""
+    sample = load_collection("sample")
+    whole = Run.from_scores({d.id: {c.id: -i for i, c in enumerate(d.candidates)} for d in sample})
+    decide_runs(sample, sample, {"a": {"dev": whole, "silver": whole}, "b": {"dev": whole, "silver": whole}}, "a")
+    first = sample.ids[0]
+    part = Run({q: r for q, r in whole.rankings.items() if q != first})
+    with pytest.raises(ValueError, match=rf"run 'b' ranks {len(sample) - 1} of the {len(sample)} query points .*{first!r} is missing"):
+        decide_runs(sample, sample, {"a": {"dev": whole, "silver": whole}, "b": {"dev": part, "silver": whole}}, "a")
+    stray = Run({**whole.rankings, first: [("not-a-candidate", 1.0), *whole.rankings[first][1:]]})
+    with pytest.raises(ValueError, match=r"ranks 'not-a-candidate' for query point .* not one of its candidates .*silver"):
+        decide_runs(sample, sample, {"a": {"dev": whole, "silver": whole}, "b": {"dev": whole, "silver": stray}}, "a")
