@@ -76,6 +76,24 @@ def test_the_build_fetches_nothing():
     assert cfg["site_url"].startswith("https://")
 
 
+def test_read_the_docs_builds_this_site_with_the_docs_extra_only():
+    """The address the hints name (DOCS_URL) is the site Read the Docs builds from this file: the
+    same mkdocs.yml, and the docs extra's pins installed by the same words that name them."""
+    import tomllib
+
+    from dsr.core import DOCS_URL
+
+    rtd = yaml.safe_load((ROOT / ".readthedocs.yaml").read_text(encoding="utf-8"))
+    assert rtd["version"] == 2 and rtd["mkdocs"]["configuration"] == "mkdocs.yml"
+    assert rtd["build"]["tools"]["python"] == "3.11"
+    (install,) = rtd["build"]["jobs"]["install"]
+    command = re.search(r"\$\(python -c \"(.*)\"\)", install).group(1)
+    printed = subprocess.run([sys.executable, "-c", command], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    docs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]["docs"]
+    assert printed == docs and all("==" in pin for pin in docs)
+    assert config()["site_url"] == DOCS_URL and DOCS_URL.endswith(".readthedocs.io/en/latest/")
+
+
 def test_make_builds_and_serves_it_on_loopback():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert re.search(r"^docs: venv\n\t.*mkdocs build --strict", makefile, re.M)
