@@ -33,7 +33,9 @@ from dsr.cli.help import add_defaults_and_examples
 from dsr.core import __version__, docs_url
 from dsr.core.atomic import disk_full, full_disk_error
 from dsr.core.errors import InputError
+from dsr.core.params import Settings
 from dsr.core.quiet import quiet_libraries, set_verbose
+from dsr.core.registry import Names
 
 #: ``build_parser(command=EVERY)``: every command module registered
 EVERY = None
@@ -97,6 +99,20 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     return args
 
 
+def checked_settings(args: argparse.Namespace) -> Settings | None:
+    """Every setting of the command checked before it runs, by the Param its flag was made
+    from (a wrong value: exit 2 naming the flag, with the message Python gives), and the
+    command's settings record (``settings_record``, its parser's default) made from them. A
+    registry's name (``--reranker``) is left to the registry, which names what is registered."""
+    for action in args.command_parser._actions:
+        param = getattr(action, "param", None)
+        value = getattr(args, action.dest, None)
+        if param is not None and not isinstance(param.choices, Names) and not (value is None and action.default is None):
+            param.check(value)
+    record: type[Settings] | None = getattr(args, "settings_record", None)
+    return record.from_values(args) if record is not None else None
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
@@ -124,6 +140,7 @@ def _main(argv: list[str] | None) -> int:
         set_verbose()  # the libraries' warnings, log lines and bars too
     quiet_libraries()  # else only dsr's own lines (dsr.core.quiet)
     try:
+        args.settings = checked_settings(args)
         code = args.func(args)
     except InputError as err:
         print(f"dsr: error: {shown_as_flag(err, args.command_parser, args)}", file=sys.stderr)
