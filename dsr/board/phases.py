@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from sqlalchemy import bindparam, func, select
 
@@ -97,6 +98,27 @@ def _key(phase: Phase) -> tuple[str, str]:
     return phase.collection, phase.name
 
 
+def _phase_fields(
+    ref: str,
+    content_hash: str,
+    hidden: bool,
+    labels: dict[str, dict[str, int]] | None,
+    topics: list[str],
+    measures: list[str],
+    groups: dict[str, str],
+) -> dict[str, Any]:
+    """A phase row's fields of what it scores: its collection, labels, topics, measures, groups."""
+    return {
+        "collection_ref": ref,
+        "collection_hash": content_hash,
+        "hidden": hidden,
+        "labels_json": scoring.labels_to_json(labels) if labels is not None else None,
+        "topics_json": json.dumps(topics),
+        "measures_json": json.dumps(measures),
+        "groups_json": json.dumps(groups, sort_keys=True) if groups else None,
+    }
+
+
 class Phases:
     """The board's phases (a part of :class:`~dsr.board.service.Board`)."""
 
@@ -126,14 +148,13 @@ class Phases:
         grades that agree); ``allow_overlap`` takes it when both are hidden (:meth:`overlaps`
         then says what it gives away), never beside a public phase.
 
-        ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
-        (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
-        published mean covers (``board.phase_data(phase).subset_notes`` says which
-        subsets are merged or withheld). ``season``: primary measure, dates, final.
+        ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues`` (hidden
+        phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a published mean
+        covers (``board.phase_data(phase).subset_notes`` says which subsets are merged or
+        withheld). ``season``: primary measure, dates, final.
         ``subset_names`` (hidden phases): {subset: the name shown}; a subset it does not name
         is shown under a neutral one when the subsets give a withheld field away
         (:func:`dsr.board.participants.group_names`)."""
-        season = season or Season()
         _check_phase_options(
             hidden, labels, daily_quota, total_quota, min_dialogues, [(description, "description"), (display or "", "display")]
         )
@@ -154,24 +175,13 @@ class Phases:
         data = scoring.build_phase_data(collection, topics, labels, measures, min_dialogues=min_dialogues, groups=groups)
         display = check_url_part(display or collection.name, "display")
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
-        how = "public" if not hidden else "final" if season.final else "ladder"
+        how = "public" if not hidden else "final" if season and season.final else "ladder"
         mine = overlap.phase_labels(f"{display}/{phase_name}", how, data.collection, data.qrels, data.subsets, min_dialogues or 0)
         overlap.refuse(self._overlaps(mine, (display, phase_name)), allow_overlap)
-        fields = {
-            "collection_ref": collection_ref,
-            "collection_hash": collection.content_hash,
-            "hidden": hidden,
-            "labels_json": scoring.labels_to_json(labels) if labels is not None else None,
-            "topics_json": json.dumps(topics),
-            "measures_json": json.dumps(data.measures),
-            "daily_quota": daily_quota,
-            "total_quota": total_quota,
-            "description": description,
-            "strict": strict,
-            "min_dialogues": min_dialogues,
-            "groups_json": json.dumps(groups, sort_keys=True) if groups else None,
-        }
-        return self._write_phase(display, phase_name, fields, season, data.measures)
+        fields = _phase_fields(collection_ref, collection.content_hash, hidden, labels, topics, data.measures, groups)
+        fields.update(daily_quota=daily_quota, total_quota=total_quota, description=description, strict=strict)
+        fields["min_dialogues"] = min_dialogues
+        return self._write_phase(display, phase_name, fields, season or Season(), data.measures)
 
     def _write_phase(self, display: str, phase_name: str, fields: dict, season: Season, measures: list[str]) -> Phase:
         """The phase row (a new one, or its own while it has no submission) with ``fields``."""

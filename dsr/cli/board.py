@@ -81,7 +81,12 @@ def register(subparsers) -> None:
     _add_phase_parser(sub)
     _season_parsers(sub)
     _member_parsers(sub)
+    _run_parsers(sub)
+    b.set_defaults(func=lambda args: b.print_help() or 2)
 
+
+def _run_parsers(sub: argparse._SubParsersAction) -> None:
+    """``add-baseline``, ``rebuild``, ``export``, ``participant-file`` and ``list``."""
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
     a.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
@@ -127,7 +132,6 @@ def register(subparsers) -> None:
     ls = sub.add_parser("list", help="phases and teams")
     _db_options(ls)
     ls.set_defaults(func=cmd_board_list)
-    b.set_defaults(func=lambda args: b.print_help() or 2)
 
 
 def _member_parsers(sub) -> None:

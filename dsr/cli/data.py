@@ -21,6 +21,12 @@ from dsr.core.params import parse_assignments
 
 
 def register(subparsers) -> None:
+    _register_p(subparsers)
+    _register_data(subparsers)
+    _register_s(subparsers)
+
+
+def _register_p(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "collections",
         help=summary("collections"),
@@ -30,6 +36,8 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_collections)
 
+
+def _register_data(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser(
         "data",
         help=summary("data"),
@@ -77,6 +85,8 @@ def register(subparsers) -> None:
     b.add_argument("--param", action="append", metavar="K=V", help="a build parameter, repeatable (e.g. threshold=0.5)")
     b.set_defaults(func=cmd_build)
 
+
+def _register_s(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser(
         "stats",
         help=summary("stats"),

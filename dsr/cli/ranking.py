@@ -118,6 +118,12 @@ FUSE_BACKEND_HELP = (
 
 
 def register(subparsers) -> None:
+    _register_run(subparsers)
+    _register_rerank(subparsers)
+    _register_fuse(subparsers)
+
+
+def _register_run(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser(
         "run",
         help=summary("run"),
@@ -136,6 +142,8 @@ def register(subparsers) -> None:
     _add_ir_metadata_argument(run)
     run.set_defaults(func=cmd_run)
 
+
+def _register_rerank(subparsers: argparse._SubParsersAction) -> None:
     rerank = subparsers.add_parser(
         "rerank",
         help=summary("rerank"),
@@ -156,6 +164,8 @@ def register(subparsers) -> None:
     add_allow_mismatch_argument(rerank)
     rerank.set_defaults(func=cmd_rerank)
 
+
+def _register_fuse(subparsers: argparse._SubParsersAction) -> None:
     fuse = subparsers.add_parser(
         "fuse",
         help=summary("fuse"),

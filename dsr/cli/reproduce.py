@@ -75,6 +75,14 @@ def register(subparsers) -> None:
         metavar="Q",
         help="query strategies to run, space or comma separated (default: all of them)",
     )
+    _add_model_arguments(p)
+    add_report_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=cmd_reproduce)
+
+
+def _add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The suite's models: the dense rows', the trained ones', the cross-encoder's, their backend."""
     add_param_flags(p, (DENSE_MODEL,))
     p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
     p.add_argument(
@@ -118,9 +126,6 @@ def register(subparsers) -> None:
         f"differ, see {docs_url('models')}; auto: {FAST_BACKEND} where the CPU has VNNI or AMX, else "
         f"torch; --fast: {FAST_BACKEND})",
     )
-    add_report_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.set_defaults(func=cmd_reproduce)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

@@ -62,6 +62,10 @@ def configs_from_grid(make_run: Callable[..., Run], grid: Mapping[str, Sequence[
     return configs
 
 
+#: the settings a Results keeps (its report states them)
+RESULTS_SETTINGS = ("test", "alpha", "n_resamples", "seed", "correction", "family", "ci")
+
+
 def evaluate_runs(
     collection: Collection,
     runs: Mapping[str, Run],
@@ -76,77 +80,67 @@ def evaluate_runs(
     **given: Any,
 ) -> Results:
     """Evaluate runs (and tune families per split) on a collection, with ``settings`` (an
-    :class:`~dsr.evaluation.settings.EvaluateSettings`; keywords of its fields build or
-    change one; ``measures``, strings or ir_measures objects, is its ``measures``).
+    :class:`~dsr.evaluation.settings.EvaluateSettings`, whose ``protocol``, ``splits`` and
+    trec_eval rules :func:`dsr.evaluation.evaluate.evaluate` applies; keywords of its fields
+    build or change one; ``measures``, strings or ir_measures objects, is its ``measures``).
 
-    * ``runs``: name -> Run, reported untuned (over all dialogues, and with
-      ``splits`` also on each split's test half).
-    * ``families``: family -> {config name: Run or callable -> Run}; needs
-      ``splits``; each family is tuned on val per split by ``target`` (added
-      to the measures when missing). A Run object that is both in ``runs``
-      and in a family is evaluated once and shown as the family in the
-      protocol's table (and as itself in the untuned one).
-    * ``settings.baseline``: a run or family name every other system is tested against
-      (``test`` "t" or "perm" decides the table marks); ``subsets`` restricts to these;
-      ``correction`` over ``family``, ``ci``, ``all_pairs`` and ``primary`` as in
-      :class:`~dsr.evaluation.settings.ReportSettings`. Its ``protocol``, ``splits`` and
-      trec_eval's rules are :func:`dsr.evaluation.evaluate.evaluate`'s: here ``splits``
-      is given.
-    * ``progress``: a progress bar, on a terminal only.
-    * ``workers``: processes measuring a tuning grid (default: one per CPU, at most 4,
-      or ``DSR_WORKERS``; 1: this process only). The values do not depend on it.
+    * ``runs``: name -> Run, reported untuned (over all dialogues, and with ``splits`` also
+      on each split's test half).
+    * ``families``: family -> {config name: Run or callable -> Run}; needs ``splits``; each
+      family is tuned on val per split by ``target`` (added to the measures when missing). A
+      Run in ``runs`` and in a family is measured once and shown as the family.
+    * ``progress``: a progress bar, on a terminal only; ``workers``: processes measuring a
+      tuning grid (default: one per CPU, at most 4, or ``DSR_WORKERS``; the values do not
+      depend on it).
     """
     if measures is not None:
         given["measures"] = tuple(map(str, measures))
     settings = EvaluateSettings.of(settings, given)  # each checked by its Param: an InputError naming it
     families = dict(families or {})
     measured, target_name, primary_name = _check_request(runs, families, settings, splits)
-    names = measure_names(measured)
     qrels = qrels_from_collection(collection)
     index_by_subset = subset_indices(collection, settings.subsets)
+    evaluator = Evaluator(qrels, measured, collection.ids)
     values, info, systems, notes = _measured(
-        collection,
-        runs,
-        families,
-        splits,
-        Evaluator(qrels, measured, collection.ids),
-        index_by_subset,
-        names.index(target_name) if target_name else None,
-        run_info,
-        progress,
-        workers,
+        collection, runs, families, splits, evaluator, index_by_subset, target_name, run_info, progress, workers
     )
     results = Results(
         collection=collection.describe(),
         topics=list(collection.ids),
         topic_subsets=[d.subset for d in collection.dialogues],
         subsets=index_by_subset,
-        measures=names,
+        measures=measure_names(measured),
         runs=values,
         run_info=info,
         systems=systems,
         splits=splits,
         target=target_name,
-        test=settings.test,
-        alpha=settings.alpha,
-        n_resamples=settings.n_resamples,
-        seed=settings.seed,
         notes=notes,
         run_objects=dict(runs),
         qrels=qrels,
-        correction=settings.correction,
-        family=settings.family,
-        ci=settings.ci,
         primary=primary_name,
+        **{name: getattr(settings, name) for name in RESULTS_SETTINGS},
     )
     _compare(results, families, settings.baseline, settings.all_pairs, workers)
     return results
 
 
-def _measured(collection, runs, families, splits, evaluator, index_by_subset, target_j, run_info, progress, workers):
+def _measured(
+    collection: Collection,
+    runs: Mapping[str, Run],
+    families: Mapping[str, Mapping[str, ConfigSource]],
+    splits: Splits | None,
+    evaluator: Evaluator,
+    index_by_subset: dict[str, np.ndarray],
+    target: str | None,
+    run_info: Mapping[str, dict[str, Any]] | None,
+    progress: bool,
+    workers: int | None,
+) -> tuple[dict[str, TopicValues], dict[str, dict[str, Any]], dict[str, System], list[str]]:
     """Every run and family measured: the runs' values, their info, the table's systems and the
     notes under it."""
     topics = evaluator.topics
+    target_j = measure_names(evaluator.measures).index(target) if target else None
     measurer = _Measurer(evaluator, len(runs) + sum(len(c) for c in families.values()), progress, workers)
     # first, so that it is the line under the table: a fast backend's figures are not the exact ones
     notes = exactness_notes(collection.describe(), [*(r.config for r in runs.values()), *(run_info or {}).values()])

@@ -316,12 +316,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
         folder, kind, backend, OUTPUTS[kind], ("input_ids", "attention_mask", "token_type_ids"), max_length, do_lower_case
     )
     calibration = calibration_items(kind)
-    # Inputs of different lengths: the traced graph then applies the attention
-    # mask (with no padding transformers may skip it).
-    example = _features(tokenizer, fed, calibration[:4], None)
-    # only what the network takes (some models have no token types)
-    taken = set(inspect.signature(getattr(module[0], "auto_model", module[0]).forward).parameters)
-    example = {k: v for k, v in example.items() if k in taken}
+    example = _example(module, tokenizer, fed, calibration)
     inputs = tuple(example)
 
     module_class: Any = torch.nn.Module
@@ -346,17 +341,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     reference = pool.submit(_reference, module, model, kind, checked)
     pool.shutdown(wait=False)
     if backend == "openvino-int8":
-        import nncf
-
-        quiet_loggers("nncf")  # its import set them to INFO
-        items = [_features(tokenizer, fed, [item], None) for item in calibration]
-        converted = nncf.quantize(
-            converted,
-            nncf.Dataset(items),
-            preset=nncf.QuantizationPreset.MIXED,
-            model_type=nncf.ModelType.TRANSFORMER,
-            subset_size=len(items),
-        )
+        converted = _quantised(converted, [_features(tokenizer, fed, [item], None) for item in calibration])
     # compress_to_fp16 would halve the weights' precision: fp32 is fp32
     ov.save_model(converted, str(folder / "model.xml"), compress_to_fp16=False)
     info = {
@@ -370,6 +355,29 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     (folder / "fast.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     fed = FastModel(folder, kind, backend, OUTPUTS[kind], inputs, max_length, do_lower_case)
     (folder / "check.json").write_text(json.dumps(_agreement(reference.result(), fed, checked), indent=2), encoding="utf-8")
+
+
+def _example(module: Any, tokenizer: Any, fed: FastModel, calibration: list[Any]) -> dict[str, Any]:
+    """What the export traces: calibration items of different lengths (the traced graph then
+    applies the attention mask; with no padding transformers may skip it), as the network's
+    own inputs only (some models have no token types)."""
+    example = _features(tokenizer, fed, calibration[:4], None)
+    taken = set(inspect.signature(getattr(module[0], "auto_model", module[0]).forward).parameters)
+    return {k: v for k, v in example.items() if k in taken}
+
+
+def _quantised(converted: Any, items: list[dict[str, Any]]) -> Any:
+    """The OpenVINO model quantised to int8 by NNCF on the calibration ``items``."""
+    import nncf
+
+    quiet_loggers("nncf")  # its import set them to INFO
+    return nncf.quantize(
+        converted,
+        nncf.Dataset(items),
+        preset=nncf.QuantizationPreset.MIXED,
+        model_type=nncf.ModelType.TRANSFORMER,
+        subset_size=len(items),
+    )
 
 
 def _convert(ov, torch, module, example: tuple):

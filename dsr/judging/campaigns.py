@@ -88,6 +88,62 @@ class _Job:
     error: Exception | None = None
 
 
+def _grading_state(s: Any, campaign_id: int) -> tuple[dict[str, tuple[int, int]], dict[str, int], set[Any], dict[Any, Any]]:
+    """A campaign's items by key (id, task), assessors by name, (task, assessor) assignments
+    and (item, assessor) grades, as an import of grades reads them."""
+    items = {
+        k: (i, t)
+        for k, i, t in s.execute(
+            select(JudgeItem.key, JudgeItem.id, JudgeItem.task_id).where(JudgeItem.campaign_id == campaign_id)
+        )
+    }
+    people = {a.name: a.id for a in s.scalars(select(Assessor))}
+    assigned = set(
+        s.execute(
+            select(Assignment.task_id, Assignment.assessor_id).join(JudgeTask).where(JudgeTask.campaign_id == campaign_id)
+        ).all()
+    )
+    graded = dict(
+        ((i, a), g)
+        for i, a, g in s.execute(
+            select(Grade.item_id, Grade.assessor_id, Grade.id).join(JudgeItem).where(JudgeItem.campaign_id == campaign_id)
+        )
+    )
+    return items, people, assigned, graded
+
+
+def _check_id_lengths(pool: Collection) -> None:
+    """Every dialogue and candidate id fits what every database's columns hold (PostgreSQL
+    refuses longer)."""
+    for d in pool:
+        too_long = [("id", d.id)] * (len(d.id) > MAX_ID) + [
+            (f"candidates[{i}].id", c.id) for i, c in enumerate(d.candidates) if len(c.id) > MAX_ID
+        ]
+        if too_long:
+            raise InputError(
+                f"an id is at most {MAX_ID} characters (got {len(too_long[0][1])})", record=d.id[:80], field=too_long[0][0]
+            )
+
+
+def _items(campaign_id: int, tasks: list[Any], planned: list[Any]) -> list[JudgeItem]:
+    """The items of each planned task, each with a fresh key."""
+    return [
+        JudgeItem(
+            campaign_id=campaign_id,
+            task_id=task.id,
+            position=p,
+            key=secrets.token_hex(8),
+            candidate_id=it.candidate,
+            title=it.title,
+            body=it.body,
+            gold=it.gold,
+            source=it.source,
+        )
+        for task, t in zip(tasks, planned)
+        for p, it in enumerate(t.items)
+    ]
+
+
 class Judging(Assignments, Reviews):
     """Judging campaigns stored in the database behind ``engine``."""
 
@@ -117,14 +173,7 @@ class Judging(Assignments, Reviews):
             raise InputError("a campaign name is letters, digits, '.', '_' and '-' (it is a URL part)", field="NAME")
         if name.lower() in RESERVED_NAMES:
             raise InputError(f"{name!r} is a path of the judging pages; choose another name", field="NAME")
-        for d in pool:  # what every database's columns hold (PostgreSQL refuses longer)
-            too_long = [("id", d.id)] * (len(d.id) > MAX_ID) + [
-                (f"candidates[{i}].id", c.id) for i, c in enumerate(d.candidates) if len(c.id) > MAX_ID
-            ]
-            if too_long:
-                raise InputError(
-                    f"an id is at most {MAX_ID} characters (got {len(too_long[0][1])})", record=d.id[:80], field=too_long[0][0]
-                )
+        _check_id_lengths(pool)
         planned = plan_tasks(pool, golds or {}, settings.chunk, settings.honeypot_rate, rules.relevant_from, settings.seed)
         described = {k: v for k, v in pool.describe().items() if k != "meta"}
         with write_session(self.engine) as s:
@@ -158,21 +207,7 @@ class Judging(Assignments, Reviews):
             ]
             s.add_all(tasks)
             s.flush()
-            s.add_all(
-                JudgeItem(
-                    campaign_id=campaign.id,
-                    task_id=task.id,
-                    position=p,
-                    key=secrets.token_hex(8),
-                    candidate_id=it.candidate,
-                    title=it.title,
-                    body=it.body,
-                    gold=it.gold,
-                    source=it.source,
-                )
-                for task, t in zip(tasks, planned)
-                for p, it in enumerate(t.items)
-            )
+            s.add_all(_items(campaign.id, tasks, planned))
         return campaign
 
     def campaign(self, name: str) -> Campaign:
@@ -333,24 +368,7 @@ class Judging(Assignments, Reviews):
         campaign = self.campaign(name)
         values = self.guidelines(campaign).grades
         with write_session(self.engine) as s:
-            items = {
-                k: (i, t)
-                for k, i, t in s.execute(
-                    select(JudgeItem.key, JudgeItem.id, JudgeItem.task_id).where(JudgeItem.campaign_id == campaign.id)
-                )
-            }
-            people = {a.name: a.id for a in s.scalars(select(Assessor))}
-            assigned = set(
-                s.execute(
-                    select(Assignment.task_id, Assignment.assessor_id).join(JudgeTask).where(JudgeTask.campaign_id == campaign.id)
-                ).all()
-            )
-            graded = dict(
-                ((i, a), g)
-                for i, a, g in s.execute(
-                    select(Grade.item_id, Grade.assessor_id, Grade.id).join(JudgeItem).where(JudgeItem.campaign_id == campaign.id)
-                )
-            )
+            items, people, assigned, graded = _grading_state(s, campaign.id)
             new, changed, now = [], [], utcnow()
             for row in rows:
                 where = row.get("where") or {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
@@ -79,27 +80,8 @@ def board_page(
     quota = board.quota(who, found) if who is not None else None
     shown = lb.measures if columns == "all" else [lb.sort]
 
-    def link(**changes) -> str:
-        params = {
-            "sort": lb.sort,
-            "order": order,
-            "select": lb.select,
-            "subset": subset,
-            "baseline": lb.baseline.id if lb.baseline else None,
-            "team": lb.team,
-            "baselines": baselines,
-            "columns": columns,
-            **changes,
-        }
-        defaults = {
-            "order": "desc",
-            "select": "best",
-            "subset": "all",
-            "baselines": "chosen",
-            "columns": "primary",
-            "sort": lb.primary,
-        }
-        return "?" + urlencode({k: v for k, v in params.items() if v is not None and defaults.get(k) != v})
+    view = {"order": order, "subset": subset, "baselines": baselines, "columns": columns}
+    link = partial(_board_link, lb, view)
 
     return page(
         request,
@@ -117,6 +99,27 @@ def board_page(
             "closed": found.closed_reason(utcnow()),
         },
     )
+
+
+#: a board page's query parameters left out of its links when they are these
+LINK_DEFAULTS = {"order": "desc", "select": "best", "subset": "all", "baselines": "chosen", "columns": "primary"}
+
+
+def _board_link(lb: leaderboard.Leaderboard, view: dict[str, Any], **changes: Any) -> str:
+    """The query string of the board page ``lb`` shown as ``view`` with ``changes`` made."""
+    params = {
+        "sort": lb.sort,
+        "order": view["order"],
+        "select": lb.select,
+        "subset": view["subset"],
+        "baseline": lb.baseline.id if lb.baseline else None,
+        "team": lb.team,
+        "baselines": view["baselines"],
+        "columns": view["columns"],
+        **changes,
+    }
+    defaults = {**LINK_DEFAULTS, "sort": lb.primary}
+    return "?" + urlencode({k: v for k, v in params.items() if v is not None and defaults.get(k) != v})
 
 
 def run_view(board: Board, submission_id: int, measure: str | None = None) -> dict | None:
