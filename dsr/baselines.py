@@ -319,7 +319,7 @@ def _check_suite(collection, strategies, ce_query) -> list[str]:
 class Suite:
     """Builds the runs (untuned rows) and families (tuned rows) of the baseline table."""
 
-    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer, backend: str = "torch"):
+    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer, backend: str = "torch") -> None:
         self.collection = collection
         self.backend = backend
         self.strategies = strategies

@@ -1,22 +1,24 @@
 """A board's phases: adding one (with the cross-phase check of :mod:`dsr.board.overlap` and the
-default quotas), its season (dates, final, freeze) and finding one. :class:`Phases` is a part
-of :class:`dsr.board.service.Board`."""
+default quotas), its season (dates, final, freeze) and finding one. :class:`Phases` is a service
+of :class:`dsr.board.service.Board` (``board.phases``)."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, func, select
 
 from dsr.board import overlap, participants, release, scoring
+from dsr.board.context import BoardContext
 from dsr.board.models import Phase, Submission, utcnow
 from dsr.board.published import check_name, check_text
-from dsr.board.settings import SEASON_PARAMS
+from dsr.board.settings import SeasonSettings
 from dsr.core.errors import InputError
-from dsr.core.params import settings_type
-from dsr.db.engine import read_session, write_session
+from dsr.db.engine import get_row, read_session, write_session
 
 #: a collection's phases, and one of them by name (read at every submission; built once:
 #: see ``dsr.board.members.IDENTIFY``)
@@ -25,9 +27,10 @@ BY_NAME = OF_COLLECTION.where(Phase.name == bindparam("name"))
 ALL_PHASES = select(Phase).order_by(Phase.collection, Phase.id)
 
 
-class Season(settings_type("SeasonSettings", SEASON_PARAMS, "a phase's season")):
+@dataclass(frozen=True, kw_only=True)
+class Season(SeasonSettings):
     """What ``add-phase`` and ``set-phase`` set of a phase's season (None: leave / default;
-    ``opens`` and ``closes`` are naive UTC datetimes), declared by ``SEASON_PARAMS``."""
+    ``opens`` and ``closes`` are naive UTC datetimes)."""
 
     def apply(self, phase: Phase, measures: list[str], keep: bool = False) -> None:
         """Set these on ``phase`` (``keep``: fields left None keep the phase's values)."""
@@ -120,7 +123,14 @@ def _phase_fields(
 
 
 class Phases:
-    """The board's phases (a part of :class:`~dsr.board.service.Board`)."""
+    """The board's phases, on the database of a :class:`~dsr.board.context.BoardContext`
+    (:class:`dsr.board.service.Board` holds one as ``board.phases``); ``phase_data`` gives a
+    phase's scoring data (the board's, cached)."""
+
+    def __init__(self, context: BoardContext, phase_data: Callable[[Phase], scoring.PhaseData]) -> None:
+        self.context = context
+        self.engine = context.engine
+        self.phase_data = phase_data
 
     def add_phase(
         self,
@@ -215,7 +225,7 @@ class Phases:
     def _overlaps(self, new: overlap.PhaseLabels, skip: tuple[str, str]) -> list[overlap.Problem]:
         """``overlap.problems`` of a phase against every other phase of the board (``skip``:
         its own collection and name, when its labels are replaced)."""
-        others = [self.labels_of(p) for p in self.phases() if (p.collection, p.name) != skip]
+        others = [self.labels_of(p) for p in self.all() if (p.collection, p.name) != skip]
         return overlap.problems(new, others)
 
     def overlaps(self, phase: Phase, how: str | None = None) -> list[str]:
@@ -233,7 +243,7 @@ class Phases:
                 self._overlaps(self.labels_of(phase, "final" if season.final else "ladder"), _key(phase)), allow_overlap
             )
         with write_session(self.engine) as s:
-            row = s.get(Phase, phase.id)
+            row = get_row(s, Phase, phase.id)
             if row.frozen_at is not None:
                 raise InputError(f"phase {row.collection}/{row.name} is frozen: its season is over", field="phase")
             season.apply(row, json.loads(row.measures_json), keep=True)
@@ -242,12 +252,12 @@ class Phases:
     def freeze(self, phase: Phase) -> Phase:
         """Freeze a board: no more submissions; a final phase's scores are published."""
         with write_session(self.engine) as s:
-            row = s.get(Phase, phase.id)
+            row = get_row(s, Phase, phase.id)
             if row.frozen_at is None:
                 row.frozen_at = utcnow()
         return self.get_phase(phase.collection, phase.name)
 
-    def phases(self) -> list[Phase]:
+    def all(self) -> list[Phase]:
         with read_session(self.engine) as s:
             return list(s.scalars(ALL_PHASES))
 

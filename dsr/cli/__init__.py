@@ -25,6 +25,7 @@ import importlib
 import os
 import sys
 import traceback
+from argparse import Namespace
 
 from dsr.cli.commands import COMMANDS, listing
 from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
@@ -36,6 +37,7 @@ from dsr.core.errors import InputError
 from dsr.core.params import Settings
 from dsr.core.quiet import quiet_libraries, set_verbose
 from dsr.core.registry import Names
+from dsr.db.place import default_url
 
 #: ``build_parser(command=EVERY)``: every command module registered
 EVERY = None
@@ -163,15 +165,14 @@ def _main(argv: list[str] | None) -> int:
     return int(code or 0)
 
 
-def _database_error(err: Exception, args) -> Exception | None:
+def _database_error(err: Exception, args: Namespace) -> Exception | None:
     """A database a command could not open or write (a server gone, a full disk under SQLite's
     file, met after the open): the error naming its URL (``dsr.db.engine.database_error``)."""
     if "sqlalchemy" not in sys.modules or not hasattr(args, "db"):
         return None
-    from dsr.board.service import default_db_url
     from dsr.db.engine import database_error
 
-    return database_error(err, args.db or default_db_url())
+    return database_error(err, args.db or default_url())
 
 
 if __name__ == "__main__":

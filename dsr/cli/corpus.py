@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tempfile
+from argparse import _SubParsersAction
 from pathlib import Path
 
 from dsr.cli.board import _board
@@ -65,7 +66,7 @@ def _add_search(parser: argparse.ArgumentParser) -> None:
     add_param_flags(parser, SEARCH_PARAMS)  # --method, --model, --index, --nprobe, --refine, --backend
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     corpus = subparsers.add_parser(
         "corpus",
         help=summary("corpus"),
@@ -146,7 +147,7 @@ def _register_search(sub) -> None:
     search.set_defaults(func=cmd_search)
 
 
-def _register_pool(subparsers) -> None:
+def _register_pool(subparsers: _SubParsersAction) -> None:
     pool = subparsers.add_parser(
         "pool",
         help=summary("pool"),
@@ -327,7 +328,7 @@ def _pool_runs(args: argparse.Namespace) -> int:
 def _phase_runs(args: argparse.Namespace, collection) -> dict:
     """The submissions of a board phase, as runs named ``TEAM/SYSTEM #ID``."""
     board = _board(args)
-    phase = board.get_phase(collection.name, args.phase)
+    phase = board.phases.get_phase(collection.name, args.phase)
     runs = {}
     with tempfile.TemporaryDirectory() as folder:
         for sub in board.submissions(phase):

@@ -10,6 +10,7 @@ import argparse
 import json
 import shlex
 import sys
+from argparse import Namespace, _SubParsersAction
 from dataclasses import replace
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     p = subparsers.add_parser(
         "evaluate",
         help="measure runs (official split protocol, significance, reports)",
@@ -144,7 +145,7 @@ def register(subparsers) -> None:
     _register_validate(subparsers)
 
 
-def _register_validate(subparsers) -> None:
+def _register_validate(subparsers: _SubParsersAction) -> None:
     v = subparsers.add_parser(
         "validate",
         help="check a run file before evaluation or submission",
@@ -196,7 +197,7 @@ def _add_trec_eval_arguments(p: argparse.ArgumentParser) -> None:
     add_settings_flags(p, TrecEvalRules)
 
 
-def _collection_or_qrels(args):
+def _collection_or_qrels(args: Namespace):
     """The collection, or with --qrels the qrels file's judgements (COLLECTION is then a run)."""
     if not args.qrels:
         return collection_from_args(args)
@@ -249,7 +250,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_outputs(args, results) -> None:
+def _write_outputs(args: Namespace, results) -> None:
     """--per-topic, --report, then the printed tables (or --json)."""
     if args.per_topic:
         write_per_topic(results, args.per_topic)
@@ -338,7 +339,7 @@ def _unjudged_columns(judged, runs) -> dict | None:
     return {"at": UNJUDGED_AT, "judged": {name: float(values.mean()) for name, (values, _) in found.items()}}
 
 
-def cmd_validate(args) -> int:
+def cmd_validate(args: Namespace) -> int:
     if args.fix_ties != bool(args.out):
         raise InputError("--fix-ties and --out FIXED.run go together", field="--out")
     if args.qrels and args.fix_ties:

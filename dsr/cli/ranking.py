@@ -35,6 +35,7 @@ import os
 import shlex
 import sys
 import textwrap
+from argparse import _SubParsersAction
 from dataclasses import replace
 from pathlib import Path
 
@@ -117,7 +118,7 @@ FUSE_BACKEND_HELP = (
 )
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     _register_run(subparsers)
     _register_rerank(subparsers)
     _register_fuse(subparsers)
@@ -394,11 +395,13 @@ class _StageHelp(argparse.Action):
     """``-h/--help`` that also lists the parameters of the ranker (reranker) named
     before it, from the stage's declaration: ``dsr run --ranker bm25 --help``."""
 
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None, kind: str = "ranker"):
+    def __init__(
+        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None, kind: str = "ranker"
+    ) -> None:
         super().__init__(option_strings, dest, default=default, nargs=0, help=help)
         self.kind = kind
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
         registry, lookup = (RANKERS, ranker_class) if self.kind == "ranker" else (RERANKERS, reranker_class)
         chosen = getattr(namespace, self.kind, None)
         parser.print_help()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from argparse import _SubParsersAction
 
 from dsr.baselines import (
     DEFAULT_CROSS_ENCODER,
@@ -27,7 +28,7 @@ from dsr.evaluation.measures import split_measure_list
 from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     p = subparsers.add_parser(
         "reproduce",
         help=summary("reproduce"),

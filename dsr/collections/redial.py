@@ -265,7 +265,7 @@ class MovieRanker:
         cooc_weight: float = 4.0,
         prior_weight: float = 1.0,
         bm25_weight: float = 0.0,
-    ):
+    ) -> None:
         self.ids = list(movies)
         self.position = {m: n for n, m in enumerate(self.ids)}
         self.cooc_weight, self.bm25_weight = cooc_weight, bm25_weight

@@ -248,7 +248,7 @@ class _Measurer:
     """The evaluator with a memo by run or callable object (a run in ``runs`` and in a
     family is measured once) and one progress bar over every run and configuration."""
 
-    def __init__(self, evaluator: Evaluator, jobs: int, progress: bool, workers: int | None = None):
+    def __init__(self, evaluator: Evaluator, jobs: int, progress: bool, workers: int | None = None) -> None:
         from tqdm import tqdm
 
         self.evaluator = evaluator

@@ -324,7 +324,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     class Wrapped(module_class):
         """The module stack as a function of tensors (what convert_model traces)."""
 
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.inner = module
 
@@ -480,7 +480,7 @@ def _calibration(kind: str, size: int, seed: int) -> tuple:
 class _Tokenizer:
     """The export's Rust tokenizer, unpadded (:func:`_padded` pads a batch), and its pad id."""
 
-    def __init__(self, folder: Path, pad: dict[str, Any]):
+    def __init__(self, folder: Path, pad: dict[str, Any]) -> None:
         from tokenizers import Tokenizer
 
         self.rust = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -560,7 +560,7 @@ class _Runner:
 
     def __init__(
         self, fed: FastModel, config: dict[str, Any] | None = None, request_batch: int = REQUEST_BATCH, in_flight: int = IN_FLIGHT
-    ):
+    ) -> None:
         ov = _openvino()
 
         self.fed = fed
@@ -581,7 +581,7 @@ class _Runner:
         results: list = [None] * len(batches)
         with tqdm(total=len(encoded), desc=desc, unit="text", disable=not progress, leave=False, file=sys.stderr) as bar:
 
-            def done(request, index):  # OpenVINO's thread: copy out before the request is reused
+            def done(request, index) -> None:  # OpenVINO's thread: copy out before the request is reused
                 results[index] = request.get_output_tensor(0).data.copy()
                 bar.update(len(batches[index]))
 
@@ -600,7 +600,7 @@ class _Runner:
 class FastBiEncoder:
     """A bi-encoder on OpenVINO: ``encode(texts)`` like SentenceTransformer.encode."""
 
-    def __init__(self, fed: FastModel, config: dict[str, Any] | None = None, **runner: Any):
+    def __init__(self, fed: FastModel, config: dict[str, Any] | None = None, **runner: Any) -> None:
         self.runner = _Runner(fed, config, **runner)
 
     def encode(
@@ -614,7 +614,9 @@ class FastCrossEncoder:
     """A cross-encoder on OpenVINO: ``predict(pairs)`` gives raw logits like
     CrossEncoder.predict with an identity activation (what reranking uses)."""
 
-    def __init__(self, fed: FastModel, max_length: int | None = None, config: dict[str, Any] | None = None, **runner: Any):
+    def __init__(
+        self, fed: FastModel, max_length: int | None = None, config: dict[str, Any] | None = None, **runner: Any
+    ) -> None:
         self.runner = _Runner(fed, config, **runner)
         self.max_length = max_length
 

@@ -19,13 +19,13 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Engine, Table, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from dsr.core.data import Collection, dialogue_from_json
 from dsr.core.errors import InputError
 from dsr.db.base import utcnow
-from dsr.db.engine import open_database, read_session, write_connection, write_session
+from dsr.db.engine import get_row, open_database, read_session, write_connection, write_session
 from dsr.db.refused import Refused
 from dsr.judging import guidelines as guidelines_module
 from dsr.judging.assignments import Assignments
@@ -50,7 +50,8 @@ MAX_SECONDS = SECONDS.default
 
 #: the statements of :meth:`Judging.grade`, built once, on the tables (SQLAlchemy Core: no
 #: statement is built, and no ORM execution runs, per grade; the hot path of the judging pages)
-_GRADES, _ASSIGNMENTS = Grade.__table__, Assignment.__table__
+_GRADES: Table = Grade.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
+_ASSIGNMENTS: Table = Assignment.__table__  # type: ignore[assignment]
 _ASSIGNED = select(_ASSIGNMENTS.c.id).where(
     _ASSIGNMENTS.c.task_id == bindparam("task"), _ASSIGNMENTS.c.assessor_id == bindparam("assessor")
 )
@@ -144,11 +145,15 @@ def _items(campaign_id: int, tasks: list[Any], planned: list[Any]) -> list[Judge
     ]
 
 
-class Judging(Assignments, Reviews):
-    """Judging campaigns stored in the database behind ``engine``."""
+class Judging:
+    """Judging campaigns stored in the database behind ``engine``; its services
+    (``assignments``: assessors and who grades what; ``reviews``: the review queue's
+    decisions) read the campaigns through it."""
 
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.assignments = Assignments(engine, self.campaign)
+        self.reviews = Reviews(engine, self.campaign, self.guidelines)
         self._items: dict[str, ItemRef] = {}
         self._guidelines: dict[tuple[int, str], Guidelines] = {}
         self._scales: dict[int, list[int]] = {}
@@ -238,7 +243,7 @@ class Judging(Assignments, Reviews):
             values = None if fresh else self._scales.get(campaign_id)
         if values is None:
             with read_session(self.engine) as s:
-                values = self.guidelines(s.get(Campaign, campaign_id)).grades
+                values = self.guidelines(get_row(s, Campaign, campaign_id)).grades
             with self._lock:
                 self._scales[campaign_id] = values
         return values
@@ -252,12 +257,12 @@ class Judging(Assignments, Reviews):
                 field="scale",
             )
         with write_session(self.engine) as s:
-            s.get(Campaign, campaign.id).guidelines_json = json.dumps(rules.to_json())
+            get_row(s, Campaign, campaign.id).guidelines_json = json.dumps(rules.to_json())
 
     def _graded(self, campaign_id: int) -> int:
         with read_session(self.engine) as s:
             return int(
-                s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(JudgeItem.campaign_id == campaign_id))
+                s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(JudgeItem.campaign_id == campaign_id)) or 0
             )
 
     def pool(self, campaign: Campaign) -> Collection:
@@ -417,16 +422,6 @@ class Judging(Assignments, Reviews):
         return people[name]
 
     # -- review ----------------------------------------------------------------
-    def _pool_item(self, s, campaign: Campaign, key: str, where: str) -> JudgeItem:
-        row = s.scalar(select(JudgeItem).where(JudgeItem.campaign_id == campaign.id, JudgeItem.key == key))
-        if row is None or row.candidate_id is None:
-            raise InputError(
-                f"{key!r} is not a sentence of campaign {campaign.name!r}"
-                + (" (a planted check has no grade to decide)" if row is not None else ""),
-                field=where,
-            )
-        return row
-
     # -- reading -------------------------------------------------------------
     def grades_frame(self, campaign: Campaign) -> pd.DataFrame:
         """Every grade of the campaign, one row per (item, assessor) (see ``aggregate.COLUMNS``)."""

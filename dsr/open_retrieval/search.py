@@ -79,7 +79,7 @@ class CorpusSearcher:
         refine: int = 0,
         batch_size: int = 64,
         backend: str = "torch",
-    ):
+    ) -> None:
         SearchSettings(method=method, model=model, index=index, nprobe=nprobe, refine=refine, backend=backend)
         self.corpus = folder if isinstance(folder, Corpus) else Corpus(folder)
         for number in range(len(self.corpus.names)):  # every shard against corpus.json's sha256

@@ -124,7 +124,7 @@ class FusionRanker(Ranker):
     )
     GRID = method_grid("rrf")  # the default method's; an instance's is its own method's
 
-    def __init__(self, **params: Any):
+    def __init__(self, **params: Any) -> None:
         own = {k: v for k, v in params.items() if "." not in k}
         super().__init__(**own)
         names = [n.strip() for n in str(self.params["rankers"]).split(",") if n.strip()]

@@ -87,7 +87,7 @@ class CrossEncoderReranker(Reranker):
         Param("backend", DEFAULT_BACKEND, "str", BACKEND_HELP + " (torch with precision=bf16)", choices=CHOICES),
     )
 
-    def __init__(self, **params: Any):
+    def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.explicit = set(params)
         if self.params["backend"] not in ("torch", "auto") and self.params["precision"] != "fp32":

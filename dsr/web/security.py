@@ -56,7 +56,7 @@ class Guard:
     request in one more task and streams the answer through a memory channel: CPU on the
     event loop that, with 20 concurrent submissions, showed in the board's p95)."""
 
-    def __init__(self, app, limit: int):
+    def __init__(self, app, limit: int) -> None:
         self.app = app
         self.limit = limit
         self.extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in HEADERS.items()]
@@ -79,7 +79,7 @@ class Guard:
                     raise _TooLarge
             return message
 
-        async def guarded_send(message):
+        async def guarded_send(message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
@@ -96,7 +96,7 @@ class Guard:
                 await _send_413(send, self.limit, self.extra)
 
 
-async def _send_413(send, limit: int, extra: list[tuple[bytes, bytes]]):
+async def _send_413(send, limit: int, extra: list[tuple[bytes, bytes]]) -> None:
     body = json.dumps({"error": f"request body larger than {limit} bytes"}).encode()
     await send(
         {

@@ -334,16 +334,17 @@ def test_agreement_and_export_take_their_defaults_from_their_params():
 
 
 def test_judging_functions_default_to_their_params():
+    from dsr.judging.assignments import Assignments
     from dsr.judging.campaign_report import outcome
-    from dsr.judging.campaigns import Judging
     from dsr.judging.quality import EXTRA, METHOD, OVERLAP, REVIEW_METHOD
     from dsr.judging.review import review_queue
+    from dsr.judging.reviews import Reviews
 
     for function, p in [
         (outcome, METHOD),
         (review_queue, REVIEW_METHOD),
-        (Judging.assign, OVERLAP),
-        (Judging.send_back, EXTRA),
+        (Assignments.assign, OVERLAP),
+        (Reviews.send_back, EXTRA),
     ]:
         assert inspect.signature(function).parameters[p.name].default == p.default, function
 

@@ -293,7 +293,7 @@ class ShardedBM25:
     #: shards kept open between searches (a small corpus stays open; a large one streams)
     OPEN_SHARDS = 8
 
-    def __init__(self, corpus: Corpus):
+    def __init__(self, corpus: Corpus) -> None:
         info = read_json(corpus.folder / "bm25" / "index.json")
         if info is None or info.get("corpus") != corpus.key:
             raise InputError(

@@ -414,7 +414,7 @@ def _remove_shard_files(out: Path, names: Sequence[str]) -> None:
 class _AddShard:
     """``add_shard`` with the model folder bound (a picklable callable for Ray tasks)."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str) -> None:
         self.folder = folder
 
     def __call__(self, corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
@@ -433,7 +433,7 @@ class ShardedDense:
         refine: int = SEARCH["refine"],
         batch_size: int = 64,
         backend: str = "torch",
-    ):
+    ) -> None:
         if kind not in KINDS:
             raise InputError(f"unknown index kind {kind!r}; choose from {', '.join(KINDS)}", field="index")
         self.corpus, self.kind, self.batch_size = corpus, kind, batch_size
