@@ -86,7 +86,7 @@ def __dir__() -> list[str]:
     return __all__
 
 
-def _collection(collection: Any, qrels: Any):
+def _collection(collection: Any, qrels: Any) -> Any:
     from dsr.collections import load_collection
     from dsr.evaluation.qrels import as_qrels, collection_from_qrels
 

@@ -154,7 +154,7 @@ def _nearly_full(path: Path) -> bool:
 
 def _sqlite_events(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
-    def _connect(dbapi_connection, _record) -> None:
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
         # Transactions are begun below (pysqlite's own BEGIN cannot be IMMEDIATE).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -165,7 +165,7 @@ def _sqlite_events(engine: Engine) -> None:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _begin(connection) -> None:
+    def _begin(connection: Connection) -> None:
         immediate = connection.get_execution_options().get("board_write")
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -183,11 +183,11 @@ def _ping_when_idle(engine: Engine) -> None:
     older connections are then replaced."""
 
     @event.listens_for(engine, "checkin")
-    def _checkin(_dbapi_connection, record) -> None:
+    def _checkin(_dbapi_connection: Any, record: Any) -> None:
         record.info["idle_since"] = time.monotonic()
 
     @event.listens_for(engine, "checkout")
-    def _checkout(dbapi_connection, record, _proxy):
+    def _checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         if time.monotonic() - record.info.get("idle_since", float("-inf")) < PING_AFTER_S:
             return
         try:
@@ -274,7 +274,7 @@ def write_session(engine: Engine) -> Iterator[Session]:
                 yield session
 
 
-def _write_lock(engine: Engine):
+def _write_lock(engine: Engine) -> Any:
     """The lock this process's writers to an SQLite database queue on (none for PostgreSQL)."""
     if engine.dialect.name != "sqlite":
         return contextlib.nullcontext()

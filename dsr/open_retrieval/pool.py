@@ -23,7 +23,7 @@ from dsr.core.errors import InputError
 from dsr.core.params import Settings, setting
 from dsr.core.queries import check_strategy, query_terms, query_text
 from dsr.core.run import Run
-from dsr.open_retrieval.search import Query
+from dsr.open_retrieval.search import CorpusSearcher, Query
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,7 +38,7 @@ POOL_PARAMS = PoolSettings.params()
 
 
 def retrieve(
-    collection: Collection, searcher, depth: int, query: str = "all", decay: float = 0.5
+    collection: Collection, searcher: CorpusSearcher, depth: int, query: str = "all", decay: float = 0.5
 ) -> dict[str, list[tuple[int, float]]]:
     """Dialogue id -> top ``depth`` (global corpus row, score), best first."""
     PoolSettings(depth=depth, query=check_strategy(query))
@@ -54,7 +54,9 @@ def retrieve(
     return {d.id: ranked for d, ranked in zip(collection, results)}
 
 
-def pool_collection(collection: Collection, searcher, depth: int = 50, query: str = "all", decay: float = 0.5) -> Collection:
+def pool_collection(
+    collection: Collection, searcher: CorpusSearcher, depth: int = 50, query: str = "all", decay: float = 0.5
+) -> Collection:
     """A copy of ``collection`` whose candidates are the corpus's top ``depth`` per dialogue."""
     results = retrieve(collection, searcher, depth, query, decay)
     how: dict[str, Any] = {**searcher.describe(), "depth": depth, "query": query, "decay": decay}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dsr.core.fusion import rrf
@@ -66,7 +67,7 @@ class CorpusSearcher:
 
     def __init__(
         self,
-        folder,
+        folder: str | Path | Corpus,
         method: str = "bm25",
         *,
         model: str = DEFAULT_MODEL,
