@@ -78,7 +78,7 @@ def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
     return parser
 
 
-def _subparsers(parser: argparse.ArgumentParser):
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
     return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
 
 

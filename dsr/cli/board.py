@@ -10,6 +10,7 @@ import sys
 from argparse import Namespace, _SubParsersAction
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from dsr.board.client import published_for, quota_text, submit
 from dsr.board.participants import WITHHELD
@@ -36,6 +37,11 @@ from dsr.core.errors import InputError, require_extra
 from dsr.core.params import by_name, resolve
 from dsr.evaluation.measures import split_measure_list
 from dsr.evaluation.qrels import read_qrels
+
+if TYPE_CHECKING:  # SQLAlchemy and FastAPI load with them: imported where a command opens the board
+    from dsr.board.models import Member, Phase
+    from dsr.board.phases import Season
+    from dsr.board.service import Board
 
 SERVE_SETTINGS = by_name(SERVE_PARAMS)
 
@@ -135,7 +141,7 @@ def _run_parsers(sub: argparse._SubParsersAction) -> None:
     ls.set_defaults(func=cmd_board_list)
 
 
-def _member_parsers(sub) -> None:
+def _member_parsers(sub: _SubParsersAction) -> None:
     """``add-member``, ``remove-member`` and ``rotate-token``."""
     for action, text in (
         ("add-member", "add a person to a team and print their token (shown once)"),
@@ -174,7 +180,7 @@ def _submit_parser(subparsers: _SubParsersAction) -> None:
     u.set_defaults(func=cmd_submit)
 
 
-def _add_phase_parser(sub) -> None:
+def _add_phase_parser(sub: _SubParsersAction) -> None:
     """``dsr board add-phase``'s options."""
     p = sub.add_parser("add-phase", help="open a board: a collection and a phase (public or hidden labels)")
     _db_options(p)
@@ -225,7 +231,7 @@ def _add_phase_parser(sub) -> None:
     p.set_defaults(func=cmd_board_add_phase)
 
 
-def _allow_overlap(parser) -> None:
+def _allow_overlap(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-overlap",
         action="store_true",
@@ -235,7 +241,7 @@ def _allow_overlap(parser) -> None:
     )
 
 
-def _season_parsers(sub) -> None:
+def _season_parsers(sub: _SubParsersAction) -> None:
     """``dsr board set-phase`` and ``dsr board freeze``."""
     s = sub.add_parser("set-phase", help="change a phase's primary measure, dates or final switch")
     _db_options(s)
@@ -251,7 +257,7 @@ def _season_parsers(sub) -> None:
     f.set_defaults(func=cmd_board_freeze)
 
 
-def _board(args: Namespace, **extra):
+def _board(args: Namespace, **extra: Any) -> Board:
     for module in DATABASE_MODULES:
         require_extra(module, "board")
     from dsr.board.service import Board, BoardConfig
@@ -379,7 +385,7 @@ def _print_accepted(server: str, body: dict, replayed: bool) -> None:
 SHOWN_FIELDS = {"id", "url", "means", "ties", "tied_topics", "quota_before", "quota", "sha256", "lines", "published"}
 
 
-def _number(value) -> str:
+def _number(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
@@ -397,7 +403,7 @@ def table(headers: list[str], rows: list[list]) -> str:
     )
 
 
-def _print_quota(quota, stream=None, label: str = "quota") -> None:
+def _print_quota(quota: dict[str, Any] | None, stream: TextIO | None = None, label: str = "quota") -> None:
     if quota and (quota.get("daily_limit") is not None or quota.get("total_limit") is not None):
         print(f"{label}: {quota_text(quota)}", file=stream or sys.stdout)
 
@@ -479,18 +485,18 @@ def collection_ref(collection: str, split: str | None) -> str:
     return split_ref(collection, split)
 
 
-def _warn_overlaps(board, phase) -> None:
+def _warn_overlaps(board: Board, phase: Phase) -> None:
     for problem in board.phases.overlaps(phase):
         print(f"dsr: WARNING: --allow-overlap: {problem}", file=sys.stderr)
 
 
-def quotas(phase) -> str:
+def quotas(phase: Phase) -> str:
     """A phase's quotas in words (per team, all its members together)."""
     parts = [f"{n} {what}" for n, what in ((phase.daily_quota, "per UTC day"), (phase.total_quota, "in all")) if n is not None]
     return f"{', '.join(parts)} per team (all its members together)" if parts else "none"
 
 
-def when(text: str | None, field: str):
+def when(text: str | None, field: str) -> datetime | None:
     """An ISO date or time as a naive UTC datetime (a time without an offset is UTC)."""
     if text is None:
         return None
@@ -503,13 +509,13 @@ def when(text: str | None, field: str):
     return value
 
 
-def _season(args: Namespace):
+def _season(args: Namespace) -> Season:
     from dsr.board.phases import Season
 
     return Season(primary=args.primary, opens=when(args.opens, "opens"), closes=when(args.closes, "closes"), final=args.final)
 
 
-def _print_season(phase) -> None:
+def _print_season(phase: Phase) -> None:
     from dsr.board.models import stamp
     from dsr.db.base import utcnow
 
@@ -626,7 +632,7 @@ def cmd_board_participant_file(args: Namespace) -> int:
     return 0
 
 
-def token_state(member) -> str:
+def token_state(member: Member) -> str:
     """What ``board list`` says of a member's token: active only when they hold one."""
     if member.removed_at is not None:
         return f"removed {member.removed_at:%Y-%m-%d}"

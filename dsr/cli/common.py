@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dsr.collections import REGISTERED, load_collection
 from dsr.core.atomic import check_output_path
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.params import TYPES, Param, Settings
 from dsr.core.run import RUN_FORMAT
@@ -87,7 +88,7 @@ def param_values(args: argparse.Namespace, declared: Sequence[Param]) -> dict:
     return {p.name: getattr(args, p.name) for p in declared}
 
 
-def collection_from_args(args: argparse.Namespace):
+def collection_from_args(args: argparse.Namespace) -> Collection:
     return load_collection(args.collection, getattr(args, "source", None), getattr(args, "split", None))
 
 
@@ -98,7 +99,7 @@ def check_out(out: str | Path, what: str = "a run file name") -> None:
     check_output_path(out, "--out")  # a parent that is a file: exit 2, before any work
 
 
-def add_run_format_argument(p) -> None:
+def add_run_format_argument(p: argparse.ArgumentParser) -> None:
     """--run-format (its Param, ``dsr.core.run.RUN_FORMAT``: the readers' ``fmt``): TREC's six
     columns, MS MARCO's three, or detected (evaluate, validate, fuse)."""
     add_param_flags(p, (RUN_FORMAT,))

@@ -11,8 +11,10 @@ import json
 import shlex
 import sys
 from argparse import Namespace, _SubParsersAction
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from dsr.cli.common import (
     add_allow_mismatch_argument,
@@ -22,9 +24,10 @@ from dsr.cli.common import (
     check_out,
     collection_from_args,
 )
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.provenance import input_record, run_sidecar
-from dsr.core.run import write_run
+from dsr.core.run import Run, write_run
 from dsr.evaluation import registry
 from dsr.evaluation.columns_run import ColumnRun, collection_of, qrels_columns, read_qrels_file
 from dsr.evaluation.evaluate import asked_measures, evaluate
@@ -32,7 +35,7 @@ from dsr.evaluation.grouping import select_runs
 from dsr.evaluation.measures import Evaluator, measure_names, parse_measures
 from dsr.evaluation.qrels import collection_from_qrels, qrels_from_collection, read_qrels
 from dsr.evaluation.report import write_report
-from dsr.evaluation.results import write_per_topic
+from dsr.evaluation.results import Results, write_per_topic
 from dsr.evaluation.settings import EvaluateSettings, ReportSettings, SignificanceSettings, SplitSettings
 from dsr.evaluation.tables import render
 from dsr.evaluation.trec_eval import FOLLOWED, TrecEvalRules
@@ -197,7 +200,7 @@ def _add_trec_eval_arguments(p: argparse.ArgumentParser) -> None:
     add_settings_flags(p, TrecEvalRules)
 
 
-def _collection_or_qrels(args: Namespace):
+def _collection_or_qrels(args: Namespace) -> Collection:
     """The collection, or with --qrels the qrels file's judgements (COLLECTION is then a run)."""
     if not args.qrels:
         return collection_from_args(args)
@@ -250,7 +253,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_outputs(args: Namespace, results) -> None:
+def _write_outputs(args: Namespace, results: Results) -> None:
     """--per-topic, --report, then the printed tables (or --json)."""
     if args.per_topic:
         write_per_topic(results, args.per_topic)
@@ -284,7 +287,7 @@ UNJUDGED_AT = 10
 COLUMNS_FROM_BYTES = 1 << 22
 
 
-def _column_reader(args, collection):
+def _column_reader(args: Namespace, collection: Collection) -> Callable[[str], Run | None] | None:
     """Run files read as arrays where they can be (a large run's lines never become Python
     objects: dsr.evaluation.columns_run): with --qrels every one, with a collection the large
     ones; None: read the reference way."""
@@ -295,9 +298,9 @@ def _column_reader(args, collection):
         return lambda path: ColumnRun.of_file(path, judged, args.trec_eval, args.max_docs)
     if args.qrels:
         return None
-    made: list = []
+    made: list[Any] = []
 
-    def read(path):
+    def read(path: str) -> Run | None:
         if not Path(path).is_file() or Path(path).stat().st_size < COLUMNS_FROM_BYTES:
             return None  # load_run reads it (or names what is wrong)
         if not made:
@@ -307,7 +310,7 @@ def _column_reader(args, collection):
     return read
 
 
-def _unjudged(collection, runs) -> dict | None:
+def _unjudged(collection: Collection, runs: Mapping[str, Run]) -> dict[str, Any] | None:
     """``{"at": 10, "judged": {run: Judged@10}}`` when some run ranks, in some topic's top 10,
     a document the labels do not judge (pooled labels); None when every one is judged."""
     judged = qrels_from_collection(collection)
@@ -325,7 +328,7 @@ def _unjudged(collection, runs) -> dict | None:
     return {"at": UNJUDGED_AT, "judged": {name: float(evaluator(run).values[:, 0].mean()) for name, run in runs.items()}}
 
 
-def _unjudged_columns(judged, runs) -> dict | None:
+def _unjudged_columns(judged: dict[str, dict[str, int]], runs: Mapping[str, Any]) -> dict[str, Any] | None:
     """:func:`_unjudged` of runs read as arrays (ir_measures' Judged@10, over every topic)."""
     topics = list(judged)
     found = {}
@@ -390,7 +393,7 @@ def cmd_validate(args: Namespace) -> int:
     return 0 if result.valid else 2
 
 
-def _fix_ties(collection, path: str, out: str):
+def _fix_ties(collection: Collection, path: str, out: str) -> Run:
     """``--fix-ties``: write the rewritten run with a sidecar naming its input."""
     check_out(out)
     fixed, run = fix_ties(collection, path)

@@ -7,7 +7,7 @@ import json
 import sys
 from argparse import Namespace, _SubParsersAction
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dsr.cli.common import add_param_flags, add_settings_flags, param_values
 from dsr.collections import load_collection
@@ -62,7 +62,7 @@ def register(subparsers: _SubParsersAction) -> None:
     j.set_defaults(func=lambda args: j.print_help() or 2)
 
 
-def _register_setup(sub) -> None:
+def _register_setup(sub: _SubParsersAction) -> None:
     g = sub.add_parser(
         "guidelines", help="write the default scale and guidelines (YAML) to edit, or load edited ones into a campaign"
     )
@@ -116,7 +116,7 @@ def _register_setup(sub) -> None:
     s.set_defaults(func=cmd_assign)
 
 
-def _register_results(sub) -> None:
+def _register_results(sub: _SubParsersAction) -> None:
     st = sub.add_parser("status", help="progress per assessor")
     _db(st)
     st.add_argument("campaign", metavar="CAMPAIGN")
@@ -162,7 +162,7 @@ def _register_results(sub) -> None:
     ls.set_defaults(func=cmd_list)
 
 
-def _register_review(sub) -> None:
+def _register_review(sub: _SubParsersAction) -> None:
     v = sub.add_parser(
         "review",
         help="items whose aggregate is uncertain or whose assessors disagree: "
@@ -299,7 +299,7 @@ def cmd_report(args: Namespace) -> int:
     return 0
 
 
-def _fmt(value, digits: int = 3) -> str:
+def _fmt(value: Any, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 

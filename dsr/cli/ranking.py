@@ -38,6 +38,7 @@ import textwrap
 from argparse import _SubParsersAction
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from dsr.cli.commands import summary
 from dsr.cli.common import (
@@ -51,6 +52,7 @@ from dsr.cli.common import (
 )
 from dsr.collections import load_collection
 from dsr.core import docs_url
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.fusion import (
     FUSER_ABOUT,
@@ -68,7 +70,7 @@ from dsr.core.models import model_records
 from dsr.core.params import parse_assignments
 from dsr.core.provenance import input_record, run_sidecar, sha256_file
 from dsr.core.queries import STRATEGIES
-from dsr.core.run import load_run, write_run
+from dsr.core.run import Run, load_run, write_run
 from dsr.core.run_checks import check_run, check_same_collection
 from dsr.evaluation.qrels import read_qrels
 from dsr.indexes.exactness import sidecar_part
@@ -323,7 +325,9 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fusion_labels(args: argparse.Namespace, method: str, params: dict, collection) -> tuple[dict | None, str | None]:
+def _fusion_labels(
+    args: argparse.Namespace, method: str, params: dict[str, Any], collection: Collection | None
+) -> tuple[dict[str, dict[str, int]] | None, str | None]:
     """The labels a learnt method learns from (--qrels, else --collection's), and what they are;
     (None, None) when the method learns nothing, or only a parameter with a default (rrf's k,
     wsum's weights, logn_isr's sigma) and no labels are given."""
@@ -396,12 +400,17 @@ class _StageHelp(argparse.Action):
     before it, from the stage's declaration: ``dsr run --ranker bm25 --help``."""
 
     def __init__(
-        self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None, kind: str = "ranker"
+        self,
+        option_strings: list[str],
+        dest: str = argparse.SUPPRESS,
+        default: Any = argparse.SUPPRESS,
+        help: str | None = None,
+        kind: str = "ranker",
     ) -> None:
         super().__init__(option_strings, dest, default=default, nargs=0, help=help)
         self.kind = kind
 
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
         registry, lookup = (RANKERS, ranker_class) if self.kind == "ranker" else (RERANKERS, reranker_class)
         chosen = getattr(namespace, self.kind, None)
         parser.print_help()
@@ -431,7 +440,7 @@ def _add_ir_metadata_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _write(run, args: argparse.Namespace) -> None:
+def _write(run: Run, args: argparse.Namespace) -> None:
     out = args.out
     write_run(run, out, ir_metadata=args.ir_metadata)
     lines = sum(len(r) for r in run.rankings.values())

@@ -22,6 +22,7 @@ from dsr.cli.common import add_param_flags
 from dsr.cli.evaluation import add_report_arguments
 from dsr.collections import load_collection
 from dsr.core import docs_url
+from dsr.core.data import Collection
 from dsr.core.timing import StageTimer
 from dsr.evaluation import tables
 from dsr.evaluation.measures import split_measure_list
@@ -186,7 +187,7 @@ NEXT_STEPS = (
 )
 
 
-def sample_banner(collection) -> str:
+def sample_banner(collection: Collection) -> str:
     """What ``make reproduce`` runs, said before it runs: a smoke test, not a result."""
     counts = {s: len(collection.subset(s)) for s in collection.subsets}
     parts = ", ".join(f"{n} {s}" for s, n in counts.items())
