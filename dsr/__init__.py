@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -130,36 +129,27 @@ def fuse(
     scores tie is ranked as trec_eval ranks it, with a warning on stderr (``backend="ranx"``: as
     ranx ranks it, see :mod:`dsr.core.fusion_ranx`).
     """
-    from dsr.core.fusion import canonical, tied_input_warnings
-    from dsr.core.fusion import fuse as fuse_runs
-    from dsr.core.fusion_ranx import learns, tunes
     from dsr.core.run import as_run
+    from dsr.rankers.fusion import fuse_runs
 
     params.update(
         {name: value for name, value in (("norm", norm), ("k", k), ("weight", weight), ("weights", weights)) if value is not None}
     )
-    method = canonical(method)
-    order = labels = None
     if collection is not None:
         collection = _collection(collection, None)
-        order = {d.id: collection.candidate_ids(d.id) for d in collection}
-    if learns(method, params) or tunes(method, params):
-        labels = _labels(qrels, collection)
     loaded = [as_run(r) for r in runs]
-    named = [str(r) if isinstance(r, (str, os.PathLike)) else getattr(r, "tag", "run") for r in runs]
-    for warning in tied_input_warnings(named, loaded, method, backend, norm=params.get("norm")):
-        print(warning, file=sys.stderr)
-    return fuse_runs(loaded, method, initial_order=order, tag=tag, labels=labels, backend=backend, **params)
+    named = [
+        str(r) if isinstance(r, (str, os.PathLike)) else getattr(r, "tag", None) or f"run{i + 1}" for i, r in enumerate(runs)
+    ]
+    return fuse_runs(loaded, method, params, names=named, collection=collection, labels=_labels(qrels), backend=backend, tag=tag)
 
 
-def _labels(qrels: Any, collection: Any) -> dict | None:
-    """Relevance labels to learn from: ``qrels`` (a path or a dict), else the collection's."""
+def _labels(qrels: Any) -> dict[str, dict[str, int]] | None:
+    """Relevance labels to learn from: ``qrels`` (a path or a dict); None: the collection's, if any."""
     if isinstance(qrels, (str, os.PathLike)):
         from dsr.evaluation.qrels import read_qrels
 
         return read_qrels(os.fspath(qrels))
     if qrels is not None:
         return {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
-    if collection is not None:
-        return {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
     return None

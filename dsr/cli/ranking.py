@@ -60,12 +60,10 @@ from dsr.core.fusion import (
     NORMS,
     TIE_RULE,
     canonical,
-    fuse,
     method_params,
-    tied_input_warnings,
 )
 from dsr.core.fusion import check_params as check_fusion_params
-from dsr.core.fusion_ranx import BACKEND, METRIC, RANX_ALIASES, RANX_METHODS, TUNED, learns, tunes
+from dsr.core.fusion_ranx import BACKEND, METRIC, RANX_ALIASES, RANX_METHODS, TUNED
 from dsr.core.models import model_records
 from dsr.core.params import parse_assignments
 from dsr.core.provenance import input_record, run_sidecar, sha256_file
@@ -75,6 +73,7 @@ from dsr.core.run_checks import check_run, check_same_collection
 from dsr.evaluation.qrels import read_qrels
 from dsr.indexes.exactness import sidecar_part
 from dsr.rankers import RANKERS, make_ranker, ranker_class
+from dsr.rankers.fusion import fuse_runs
 from dsr.rerankers import RERANKER, RERANKERS, make_reranker, reranker_class
 
 
@@ -275,14 +274,12 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
+    """The runs read and checked against ``--collection`` (or each other's sidecars), then
+    :func:`dsr.rankers.fusion.fuse_runs`, :func:`dsr.fuse`'s door, which owns the rules."""
     check_out(args.out)
-    if len(args.runs) < 2:
-        raise InputError(f"fuse needs at least two runs, got {len(args.runs)}", field="RUN")
-    method = canonical(args.method)
     params = parse_assignments(args.param, "--param")
-    check_fusion_params(method, params)  # before the runs are read
+    check_fusion_params(canonical(args.method), params)  # before the runs are read
     runs = [load_run(path, args.fmt) for path in args.runs]
-
     collection = None
     if args.collection:
         collection = load_collection(args.collection)
@@ -290,15 +287,12 @@ def cmd_fuse(args: argparse.Namespace) -> int:
             check_run(run, path, collection, allow_mismatch=args.allow_collection_mismatch)
     else:
         check_same_collection(args.runs, runs, allow=args.allow_collection_mismatch)
-    if not set.intersection(*(set(r.rankings) for r in runs)):
-        raise InputError(
-            "the runs have no topic in common: are they runs of the same collection?", path=args.runs[-1], field="qid"
-        )
-    for warning in tied_input_warnings(args.runs, runs, method, args.backend, "--backend ranx", params.get("norm")):
-        print(warning, file=sys.stderr)
-    labels, trained_on = _fusion_labels(args, method, params, collection)
-    order = collection.initial_order() if collection else None
-    fused = fuse(runs, method, initial_order=order, labels=labels, backend=args.backend, **params)
+    labels = read_qrels(args.qrels) if args.qrels else None
+    method = canonical(args.method)
+    fused = fuse_runs(
+        runs, method, params, names=args.runs, collection=collection, labels=labels, backend=args.backend, switch="--backend ranx"
+    )
+    trained_on = _trained_on(args, collection)
     described = (
         collection.describe()
         if collection
@@ -325,31 +319,13 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fusion_labels(
-    args: argparse.Namespace, method: str, params: dict[str, Any], collection: Collection | None
-) -> tuple[dict[str, dict[str, int]] | None, str | None]:
-    """The labels a learnt method learns from (--qrels, else --collection's), and what they are;
-    (None, None) when the method learns nothing, or only a parameter with a default (rrf's k,
-    wsum's weights, logn_isr's sigma) and no labels are given."""
-    if not learns(method, params) and not tunes(method, params):
-        return None, None
+def _trained_on(args: argparse.Namespace, collection: Collection | None) -> str | None:
+    """What a learnt method learnt from, for its sidecar: --qrels, else --collection's labels."""
     if args.qrels:
-        return read_qrels(args.qrels), f"qrels {Path(args.qrels).name} (sha256 {sha256_file(args.qrels)[:12]})"
+        return f"qrels {Path(args.qrels).name} (sha256 {sha256_file(args.qrels)[:12]})"
     if collection is not None:
-        labels = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
-        return labels, f"collection {collection.name} ({collection.content_hash[:12]})"
-    if not learns(method, params):
-        return None, None  # the default of what it would tune holds
-    raise InputError(
-        f"{method} learns {', '.join(learns(method, params))} from relevance labels: give "
-        "--qrels FILE or --collection NAME"
-        + (
-            ""
-            if method in ("bayesfuse", "mapfuse", "posfuse", "probfuse", "segfuse", "slidefuse")
-            else f" (or --param {learns(method, params)[0]}=...)"
-        ),
-        field="--qrels",
-    )
+        return f"collection {collection.name} ({collection.content_hash[:12]})"
+    return None
 
 
 def _learnt_text(learnt: dict) -> str:
