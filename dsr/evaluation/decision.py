@@ -191,7 +191,9 @@ def decide_runs(
     return decide(values, default, evaluator.names[0], **options)
 
 
-def _check_coverage(name: str, label_set: str, collection: Collection, rankings: Mapping[str, Sequence[tuple[str, float]]]) -> None:
+def _check_coverage(
+    name: str, label_set: str, collection: Collection, rankings: Mapping[str, Sequence[tuple[str, float]]]
+) -> None:
     """InputError unless the run ranks every query point of ``collection``, each among its own
     candidates: a point the run lacks would count as 0 and a sentence of another candidate list
     as unjudged, so a run of another collection (a CMU_DoG valid run given for cmu_dog_dev, whose
