@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dsr.core import __version__  # noqa: F401  (dsr.__version__)
-from dsr.core.errors import InputError
+from dsr.core.errors import InputError  # noqa: F401  (dsr.InputError, what every refusal is)
 
 #: public name -> "module:attribute"
 _EXPORTS = {
@@ -85,19 +85,6 @@ def __dir__() -> list[str]:
     return __all__
 
 
-def _collection(collection: Any, qrels: Any) -> Any:
-    from dsr.collections import load_collection
-    from dsr.evaluation.qrels import as_qrels, collection_from_qrels
-
-    if qrels is not None:
-        if collection is not None:
-            raise InputError("give a collection or qrels, not both (a collection holds its qrels)", field="qrels")
-        return collection_from_qrels(as_qrels(qrels))
-    if collection is None:
-        raise InputError("give a collection (a name, a path or a Collection) or qrels=", field="collection")
-    return load_collection(str(collection)) if isinstance(collection, (str, os.PathLike)) else collection
-
-
 def fuse(
     runs: Sequence[Any],
     method: str = "rrf",
@@ -135,8 +122,10 @@ def fuse(
     params.update(
         {name: value for name, value in (("norm", norm), ("k", k), ("weight", weight), ("weights", weights)) if value is not None}
     )
-    if collection is not None:
-        collection = _collection(collection, None)
+    if isinstance(collection, (str, os.PathLike)):
+        from dsr.collections import load_collection
+
+        collection = load_collection(os.fspath(collection))
     loaded = [as_run(r) for r in runs]
     named = [
         str(r) if isinstance(r, (str, os.PathLike)) else getattr(r, "tag", None) or f"run{i + 1}" for i, r in enumerate(runs)

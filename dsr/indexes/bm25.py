@@ -46,7 +46,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -119,7 +119,34 @@ def _tokenized(texts: Sequence[str], stopwords: bool, stem: bool, progress: bool
     ]
 
 
-class BM25Index:
+class _Cached:
+    """What both indexes share: built once per pool and kept under ``DSR_HOME/indexes/KIND``
+    with a manifest of the inputs and the ``KEYED`` settings (:func:`_cached`)."""
+
+    KIND: ClassVar[str] = ""
+
+    @classmethod
+    def cached(
+        cls: type[IndexT],
+        ids: Sequence[str],
+        texts: Sequence[str],
+        settings: BM25Settings | None = None,
+        *,
+        name: str,
+        progress: bool = True,
+        **given: Any,
+    ) -> IndexT:
+        """Load ``DSR_HOME/indexes/KIND/NAME-...`` if its manifest matches these inputs, else
+        build it (rank_bm25's statistics depend only on variant, stopwords and stem; bm25s
+        precomputes scores, so every setting is keyed)."""
+        index: IndexT = _cached(cls, cls.KIND, ids, texts, name, BM25Settings.of(settings, given), progress)
+        return index
+
+
+IndexT = TypeVar("IndexT", bound=_Cached)
+
+
+class BM25Index(_Cached):
     """rank_bm25 statistics over a pool of sentences; ``ids[i]`` is the id of row ``i``.
 
     rank_bm25 builds the statistics (its IDF, with Okapi's epsilon floor,
@@ -223,23 +250,8 @@ class BM25Index:
             self._absent = absent
         return self._csr, self._absent
 
-    @classmethod
-    def cached(
-        cls,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        settings: BM25Settings | None = None,
-        *,
-        name: str,
-        progress: bool = True,
-        **given: Any,
-    ) -> BM25Index:
-        """Load ``DSR_HOME/indexes/bm25/NAME-...`` if its manifest matches these inputs, else build
-        it (the statistics depend only on variant, stopwords, stem)."""
-        index: BM25Index = _cached(cls, "bm25", ids, texts, name, BM25Settings.of(settings, given), progress)
-        return index
-
     #: what the manifest keys, and the files an index is kept in
+    KIND = "bm25"
     KEYED = ("variant", "stopwords", "stem")
     BACKEND = "rank_bm25"
     PACKAGES = ("rank_bm25", "PyStemmer")
@@ -349,7 +361,7 @@ class QueryBatch:
         self.matrix.sort_indices()
 
 
-class BM25SIndex:
+class BM25SIndex(_Cached):
     """bm25s over a pool: its score matrix and formulas, for open retrieval (see the module docstring)."""
 
     def __init__(
@@ -384,22 +396,7 @@ class BM25SIndex:
         self.model = _model
         self._matrix: Any = None  # the scores as a scipy sparse matrix, made on first use
 
-    @classmethod
-    def cached(
-        cls,
-        ids: Sequence[str],
-        texts: Sequence[str],
-        settings: BM25Settings | None = None,
-        *,
-        name: str,
-        progress: bool = True,
-        **given: Any,
-    ) -> BM25SIndex:
-        """Load ``DSR_HOME/indexes/bm25s/NAME-...`` if its manifest matches, else build it
-        (bm25s precomputes scores: every setting is keyed)."""
-        index: BM25SIndex = _cached(cls, "bm25s", ids, texts, name, BM25Settings.of(settings, given), progress)
-        return index
-
+    KIND = "bm25s"
     KEYED = ("variant", "k1", "b", "delta", "stopwords", "stem")
     BACKEND = "bm25s"
     PACKAGES = ("bm25s", "PyStemmer")

@@ -189,7 +189,9 @@ def test_a_run_of_other_points_or_other_candidates_is_refused_not_scored_as_zero
     decide_runs(sample, sample, {"a": {"dev": whole, "silver": whole}, "b": {"dev": whole, "silver": whole}}, "a")
     first = sample.ids[0]
     part = Run({q: r for q, r in whole.rankings.items() if q != first})
-    with pytest.raises(ValueError, match=rf"run 'b' ranks {len(sample) - 1} of the {len(sample)} query points .*{first!r} is missing"):
+    with pytest.raises(
+        ValueError, match=rf"run 'b' ranks {len(sample) - 1} of the {len(sample)} query points .*{first!r} is missing"
+    ):
         decide_runs(sample, sample, {"a": {"dev": whole, "silver": whole}, "b": {"dev": part, "silver": whole}}, "a")
     stray = Run({**whole.rankings, first: [("not-a-candidate", 1.0), *whole.rankings[first][1:]]})
     with pytest.raises(ValueError, match=r"ranks 'not-a-candidate' for query point .* not one of its candidates .*silver"):
