@@ -154,7 +154,7 @@ sys.path[:0] = [root + "/tools", root]
 import board_harness as bh
 board = bh.make_board(url, Path(folder))
 bh.setup_phases(board, Path(runs), daily_quota=int(quota))
-print(json.dumps([board.add_team(f"team{t}") for t in range(int(clients))]))
+print(json.dumps([board.members.add_team(f"team{t}") for t in range(int(clients))]))
 board.close()
 """
 
@@ -335,9 +335,9 @@ def sigir_files(folder: Path, dialogues: int, runs: int) -> tuple[Path, list[byt
 def sigir_board(folder: Path, collection: Path, clients: int = 1):
     """An SQLite board with one public phase on ``collection`` and ``clients`` teams."""
     board = bh.make_board(f"sqlite:///{folder / 'board.sqlite'}", folder)
-    board.add_phase(str(collection), "dev")
-    tokens = [board.add_team(f"team{t}") for t in range(clients)]
-    return board, board.phases()[0], tokens
+    board.phases.add_phase(str(collection), "dev")
+    tokens = [board.members.add_team(f"team{t}") for t in range(clients)]
+    return board, board.phases.all()[0], tokens
 
 
 def team_row(board, name: str):

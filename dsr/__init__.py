@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from dsr.core import __version__  # noqa: F401  (dsr.__version__)
-from dsr.core.errors import InputError
+from dsr.core.errors import InputError  # noqa: F401  (dsr.InputError, what every refusal is)
 
 #: public name -> "module:attribute"
 _EXPORTS = {
@@ -57,6 +56,8 @@ _EXPORTS = {
     "query_text": "dsr.core.queries:query_text",
     "STRATEGIES": "dsr.core.queries:STRATEGIES",
     "Evaluator": "dsr.evaluation.measures:Evaluator",
+    "evaluate": "dsr.evaluation.evaluate:evaluate",
+    "EvaluateSettings": "dsr.evaluation.settings:EvaluateSettings",
     "evaluate_runs": "dsr.evaluation.experiment:evaluate_runs",
     "Results": "dsr.evaluation.results:Results",
     "configs_from_grid": "dsr.evaluation.experiment:configs_from_grid",
@@ -68,10 +69,7 @@ _EXPORTS = {
     "reproduce": "dsr.baselines:reproduce",
 }
 
-__all__ = sorted([*_EXPORTS, "evaluate", "fuse"])
-
-if TYPE_CHECKING:  # pragma: no cover
-    from dsr.evaluation.results import Results
+__all__ = sorted([*_EXPORTS, "fuse"])
 
 
 def __getattr__(name: str) -> Any:
@@ -85,141 +83,6 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
-
-
-def evaluate(
-    collection: Any = None,
-    runs: Mapping[str, Any] | Sequence[Any] = (),
-    measures: Sequence[str] | None = None,
-    *,
-    qrels: Any = None,
-    protocol: str | None = None,
-    tune: Mapping[str, Any] | str | None = None,
-    baseline: str | None = None,
-    splits_file: str | None = None,
-    n_splits: int = 50,
-    seed: int = 0,
-    target: str = "nDCG@5",
-    primary: str | None = None,
-    subsets: Sequence[str] | None = None,
-    test: str = "t",
-    n_resamples: int = 10_000,
-    alpha: float = 0.05,
-    correction: str = "holm",
-    family: str = "runs",
-    ci: str = "auto",
-    all_pairs: bool = False,
-    progress: bool = False,
-) -> Results:
-    """``dsr evaluate`` as a function; every option of the command is a keyword here.
-
-    * ``collection``: a Collection, a registered name or a benchmark path; or None
-      with ``qrels`` (a TREC qrels path, ``ranx.Qrels``, a DataFrame qid/docno/label
-      or ``{qid: {docno: grade}}``): every topic of the qrels is scored, as trec_eval -c.
-    * ``runs``: ``{name: run}`` or a list of runs; a run is a path, a ``Run``, a
-      PyTerrier-shaped DataFrame (qid, docno, score[, rank]), a ``ranx.Run`` or a dict
-      ``{qid: {docno: score}}`` (see :func:`dsr.core.run.as_run`). A list names
-      files as ``dsr evaluate`` does, other runs by their tag (else run1, run2, ...).
-    * ``protocol``: ``"all"`` scores every dialogue once; ``"official"`` uses the
-      collection's val/test splits (or ``splits_file``, else ``n_splits`` seeded ones)
-      and reports each run on the test halves. Default: official when there are
-      splits (or ``tune``), else all, as on the command line.
-    * ``tune``: ``{family: {config name: run}}`` (or a list of runs) tuned per split
-      on val by ``target``; ``"auto"`` groups ``runs`` whose sidecars share a family.
-    * ``baseline``: the run or family every other system is tested against
-      (``test`` "t" or "perm"; ``correction`` holm/bonferroni/bh over ``family``
-      runs/runs+measures/runs+measures+subsets; ``alpha``; ``n_resamples``).
-    * ``primary``: the measure of comparisons, legends and the main figure (nDCG@5);
-      ``ci``: auto (bootstrap for measures in [0, 1]), bootstrap or t;
-      ``all_pairs``: test every pair; ``subsets``: restrict to these.
-
-    Returns :class:`dsr.evaluation.results.Results` (``table()``, ``plot()``, ``to_frame()``,
-    ``per_topic_frame()``).
-    """
-    from dsr.evaluation.experiment import evaluate_runs
-    from dsr.evaluation.grouping import auto_families
-    from dsr.evaluation.protocol import resolve_splits
-    from dsr.evaluation.settings import EvaluateSettings
-
-    EvaluateSettings(  # checked first, by their Params (``dsr evaluate`` checks the same)
-        n_splits=n_splits,
-        seed=seed,
-        target=target,
-        test=test,
-        n_resamples=n_resamples,
-        alpha=alpha,
-        correction=correction,
-        family=family,
-        ci=ci,
-        all_pairs=all_pairs,
-    )
-    collection = _collection(collection, qrels)
-    named = _named_runs(runs)
-    if isinstance(tune, str):
-        if tune != "auto":
-            raise InputError(f"tune must be 'auto' or {{family: runs}}, got {tune!r}", field="tune")
-        families = auto_families(named, list(named))
-    else:
-        families = {f: _named_runs(c) for f, c in (tune or {}).items()}
-    protocol = protocol or ("official" if (splits_file or collection.splits or families) else "all")
-    if protocol not in ("all", "official"):
-        raise InputError(f"protocol must be 'all' or 'official', got {protocol!r}", field="protocol")
-    if families and protocol != "official":
-        raise InputError("tuning families needs protocol='official' (val/test splits)", field="tune")
-    splits = resolve_splits(collection, splits_file, n_splits, seed) if protocol == "official" else None
-    return evaluate_runs(
-        collection,
-        named,
-        measures,
-        subsets=subsets,
-        splits=splits,
-        families=families,
-        target=target,
-        baseline=baseline,
-        test=test,
-        n_resamples=n_resamples,
-        seed=seed,
-        alpha=alpha,
-        progress=progress,
-        correction=correction,
-        family=family,
-        ci=ci,
-        all_pairs=all_pairs,
-        primary=primary,
-    )
-
-
-def _collection(collection: Any, qrels: Any):
-    from dsr.collections import load_collection
-    from dsr.evaluation.qrels import as_qrels, collection_from_qrels
-
-    if qrels is not None:
-        if collection is not None:
-            raise InputError("give a collection or qrels, not both (a collection holds its qrels)", field="qrels")
-        return collection_from_qrels(as_qrels(qrels))
-    if collection is None:
-        raise InputError("give a collection (a name, a path or a Collection) or qrels=", field="collection")
-    return load_collection(str(collection)) if isinstance(collection, (str, os.PathLike)) else collection
-
-
-def _named_runs(runs: Mapping[str, Any] | Sequence[Any]) -> dict[str, Any]:
-    """``{name: Run}`` from a mapping or a list of anything :func:`dsr.core.run.as_run` reads."""
-    from dsr.core.run import as_run
-    from dsr.evaluation.grouping import run_names
-
-    if isinstance(runs, Mapping):  # a callable (no arguments, returns a Run) is a lazy configuration
-        return {str(name): run if callable(run) else as_run(run, str(name)) for name, run in runs.items()}
-    paths = [str(r) for r in runs if isinstance(r, (str, os.PathLike))]
-    file_names = run_names(paths)
-    out: dict[str, Any] = {}
-    for k, run in enumerate(runs):
-        converted = as_run(run)
-        tag = converted.tag if converted.tag not in (None, "", "dsr") else f"run{k + 1}"
-        name = file_names[str(run)] if isinstance(run, (str, os.PathLike)) else tag
-        while name in out:
-            name = f"{name}#{k + 1}"
-        out[name] = converted
-    return out
 
 
 def fuse(
@@ -253,36 +116,29 @@ def fuse(
     scores tie is ranked as trec_eval ranks it, with a warning on stderr (``backend="ranx"``: as
     ranx ranks it, see :mod:`dsr.core.fusion_ranx`).
     """
-    from dsr.core.fusion import canonical, tied_input_warnings
-    from dsr.core.fusion import fuse as fuse_runs
-    from dsr.core.fusion_ranx import learns, tunes
     from dsr.core.run import as_run
+    from dsr.rankers.fusion import fuse_runs
 
     params.update(
         {name: value for name, value in (("norm", norm), ("k", k), ("weight", weight), ("weights", weights)) if value is not None}
     )
-    method = canonical(method)
-    order = labels = None
-    if collection is not None:
-        collection = _collection(collection, None)
-        order = {d.id: collection.candidate_ids(d.id) for d in collection}
-    if learns(method, params) or tunes(method, params):
-        labels = _labels(qrels, collection)
+    if isinstance(collection, (str, os.PathLike)):
+        from dsr.collections import load_collection
+
+        collection = load_collection(os.fspath(collection))
     loaded = [as_run(r) for r in runs]
-    named = [str(r) if isinstance(r, (str, os.PathLike)) else getattr(r, "tag", "run") for r in runs]
-    for warning in tied_input_warnings(named, loaded, method, backend, norm=params.get("norm")):
-        print(warning, file=sys.stderr)
-    return fuse_runs(loaded, method, initial_order=order, tag=tag, labels=labels, backend=backend, **params)
+    named = [
+        str(r) if isinstance(r, (str, os.PathLike)) else getattr(r, "tag", None) or f"run{i + 1}" for i, r in enumerate(runs)
+    ]
+    return fuse_runs(loaded, method, params, names=named, collection=collection, labels=_labels(qrels), backend=backend, tag=tag)
 
 
-def _labels(qrels: Any, collection: Any) -> dict | None:
-    """Relevance labels to learn from: ``qrels`` (a path or a dict), else the collection's."""
+def _labels(qrels: Any) -> dict[str, dict[str, int]] | None:
+    """Relevance labels to learn from: ``qrels`` (a path or a dict); None: the collection's, if any."""
     if isinstance(qrels, (str, os.PathLike)):
         from dsr.evaluation.qrels import read_qrels
 
         return read_qrels(os.fspath(qrels))
     if qrels is not None:
         return {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
-    if collection is not None:
-        return {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
     return None

@@ -74,6 +74,7 @@ from dsr.evaluation.drawing import workers as drawing_workers
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
+from dsr.evaluation.results import Results
 from dsr.evaluation.settings import SPLIT_PARAMS, TEST_PARAMS, EvaluateSettings
 from dsr.indexes.backends import DEFAULT_BACKEND, export_identity, resolve_backend
 from dsr.indexes.backends import export as export_model
@@ -130,13 +131,12 @@ def skip_reason(no_cross_encoder: bool) -> str:
     )
 
 
-def _check_settings(dense_model, n_splits, seed, target, test, correction, family, ci, all_pairs) -> None:
-    """:func:`reproduce`'s settings, each checked by its Param (an InputError naming it), as
-    ``dsr.evaluate`` checks the ones it shares."""
+def _check_settings(dense_model: str | None, measures: Sequence[str] | None, **shared: Any) -> EvaluateSettings:
+    """:func:`reproduce`'s settings, each checked by its Param (an InputError naming it): the
+    ones it shares with ``dsr.evaluate`` as the record the suite is evaluated with (against
+    :data:`BASELINE`)."""
     DENSE_MODEL.check(dense_model)
-    EvaluateSettings(
-        n_splits=n_splits, seed=seed, target=target, test=test, correction=correction, family=family, ci=ci, all_pairs=all_pairs
-    )
+    return EvaluateSettings(measures=tuple(measures) if measures else None, baseline=BASELINE, **shared)
 
 
 def _check_trained(trained_dense: str | None, trained_reranker: str | None) -> None:
@@ -192,9 +192,13 @@ def reproduce(
     quiet, prints) each stage's wall time; ``command`` is what the report
     records; ``skipped_reason`` is the note on a skipped cross-encoder row.
 
-    Returns ``{"results": Results, "report": dict, "manifest": dict, "out": Path}``.
+    Returns ``{"results": Results, "report": dict, "manifest": dict, "out": Path}``. (Over 60
+    lines: its signature alone is its 27 keyword settings.)
     """
-    _check_settings(dense_model, n_splits, seed, target, test, correction, family, ci, all_pairs)  # first, by their Params
+    settings = _check_settings(  # first, by their Params
+        dense_model, measures, n_splits=n_splits, seed=seed, target=target, test=test, correction=correction, family=family, ci=ci
+    )
+    settings = replace(settings, all_pairs=all_pairs, primary=primary)
     _check_trained(trained_dense, trained_reranker)
     timer = timer or StageTimer(quiet=True)
     started = time.perf_counter()
@@ -213,32 +217,8 @@ def reproduce(
         with timer("splits"):
             splits = resolve_splits(collection, splits_file, n_splits, seed)
         suite = Suite(collection, strategies, seed, timer, resolve_backend(backend))
-        # The runs are millions of small objects without cycles: the collector's passes over them
-        # were a sixth of a warm run's CPU (measured). Paused while they are built and measured;
-        # then kept out of its sight (frozen) while the report's figures, which do make cycles, are drawn.
-        with gc_paused():
-            suite.build(dense_model, trained_dense, cross_encoder, ce_query, skipped_reason or "skipped: no cross-encoder given")
-            if trained_reranker:
-                suite.trained_pipeline(trained_reranker)
-            with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
-                results = evaluate_runs(
-                    collection,
-                    suite.runs,
-                    measures,
-                    splits=splits,
-                    families=suite.families,
-                    target=target,
-                    baseline=BASELINE,
-                    test=test,
-                    seed=seed,
-                    run_info=suite.info,
-                    correction=correction,
-                    family=family,
-                    ci=ci,
-                    all_pairs=all_pairs,
-                    primary=primary,
-                )
-                results.notes.extend(suite.notes)
+        models = (dense_model, trained_dense, cross_encoder, ce_query, skipped_reason or "skipped: no cross-encoder given")
+        results = _measured(suite, settings, splits, timer, models, trained_reranker)
         command = command or ["dsr", "reproduce", collection.name]
         asked = {"dense model": dense_model, "cross-encoder": cross_encoder, "trained reranker": trained_reranker}
         asked["cross-encoder query"] = ce_query or "from the model card, else all"
@@ -248,6 +228,30 @@ def reproduce(
         finally:
             gc.unfreeze()
         return {"results": results, "report": report, "manifest": manifest, "out": out}
+
+
+def _measured(
+    suite: Suite,
+    settings: EvaluateSettings,
+    splits: Any,
+    timer: StageTimer,
+    models: tuple[Any, ...],
+    trained_reranker: str | None,
+) -> Results:
+    """The suite's runs built (``models``: :meth:`Suite.build`'s) and evaluated."""
+    # The runs are millions of small objects without cycles: the collector's passes over them
+    # were a sixth of a warm run's CPU (measured). Paused while they are built and measured;
+    # then kept out of its sight (frozen) while the report's figures, which do make cycles, are drawn.
+    with gc_paused():
+        suite.build(*models)
+        if trained_reranker:
+            suite.trained_pipeline(trained_reranker)
+        with timer("evaluate", f"{len(suite.runs)} runs and {len(suite.families)} tuned families"):
+            results = evaluate_runs(
+                suite.collection, suite.runs, settings=settings, splits=splits, families=suite.families, run_info=suite.info
+            )
+            results.notes.extend(suite.notes)
+    return results
 
 
 def _write_outputs(
@@ -319,7 +323,7 @@ def _check_suite(collection, strategies, ce_query) -> list[str]:
 class Suite:
     """Builds the runs (untuned rows) and families (tuned rows) of the baseline table."""
 
-    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer, backend: str = "torch"):
+    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer, backend: str = "torch") -> None:
         self.collection = collection
         self.backend = backend
         self.strategies = strategies

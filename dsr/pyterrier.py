@@ -60,7 +60,7 @@ RESULT_COLUMNS = ["qid", "docno", "score", "rank"]
 class DsrDataset(pt.datasets.Dataset):
     """A dsr collection as a PyTerrier dataset, and the maker of its transformers."""
 
-    def __init__(self, collection: str | Path | Collection, source: str | None = None, split: str | None = None):
+    def __init__(self, collection: str | Path | Collection, source: str | None = None, split: str | None = None) -> None:
         self.collection = collection if isinstance(collection, Collection) else load_collection(str(collection), source, split)
 
     def __repr__(self) -> str:
@@ -117,7 +117,7 @@ def _results(run: Run, qids: list[str], frame: pd.DataFrame) -> pd.DataFrame:
 class DsrRanker(pt.Transformer):
     """A dsr ranker as a PyTerrier retriever over a collection's dialogues."""
 
-    def __init__(self, collection: Collection, ranker: Ranker):
+    def __init__(self, collection: Collection, ranker: Ranker) -> None:
         self.collection = collection
         self.stage = ranker
         self._run: Run | None = None
@@ -139,7 +139,7 @@ class DsrRanker(pt.Transformer):
 class DsrReranker(pt.Transformer):
     """A dsr reranker as a PyTerrier re-ranker of a result frame."""
 
-    def __init__(self, collection: Collection, reranker: Reranker):
+    def __init__(self, collection: Collection, reranker: Reranker) -> None:
         self.collection = collection
         self.stage = reranker
 

@@ -21,6 +21,8 @@ import dataclasses
 import json
 import os
 import signal
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import uvicorn
 
@@ -36,7 +38,7 @@ from dsr.web.security import mount_static
 SETTINGS_ENV = "DSR_SERVE_SETTINGS"
 
 
-def create_site(board: Board, routers=()):
+def create_site(board: Board, routers: Sequence[Any] = ()) -> Any:
     """The board's app with the judging pages (``/judge``, their assets under
     ``/judge/static``), then ``routers``."""
     app = create_app(board, routers=[*JUDGING_ROUTERS, *routers])
@@ -48,7 +50,7 @@ class _Stopped(Exception):
     """SIGTERM, raised in the main thread (:func:`serve`)."""
 
 
-def _stopped(signum, frame) -> None:
+def _stopped(signum: int, frame: Any) -> None:
     raise _Stopped
 
 
@@ -80,7 +82,7 @@ def serve_processes(config: BoardConfig, *, host: str, port: int) -> None:
     )
 
 
-def site_from_environment():
+def site_from_environment() -> Any:
     """One process of ``dsr serve --processes N``: a :class:`Board` from the settings its
     parent put in :data:`SETTINGS_ENV` (migrated already by the parent, whose checks it
     repeats), warmed up, with its scoring workers; closed when the process stops."""
@@ -89,7 +91,7 @@ def site_from_environment():
     app = create_site(board)
 
     @contextlib.asynccontextmanager
-    async def closing(_app):
+    async def closing(_app: Any) -> AsyncIterator[None]:
         try:
             yield
         finally:

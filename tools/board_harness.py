@@ -212,7 +212,7 @@ def fix_secret(board, secret: bytes) -> None:
     its release noise (keyed by the secret, the phase and the team) draws the same values in
     every test run: a test then asserts exact published values instead of likely ones."""
     set_login_secret(board.engine, secret)
-    board._login_secret = None  # the board keeps the secret it read
+    board.context.login_secret(refresh=True)  # the board keeps the secret it read
 
 
 def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
@@ -220,13 +220,13 @@ def setup_phases(board, runs: Path, daily_quota=None, total_quota=None):
     from dsr.board.admin import add_baselines
     from dsr.evaluation.qrels import read_qrels
 
-    public = board.add_phase("sample", "public")
-    hidden = board.add_phase(
+    public = board.phases.add_phase("sample", "public")
+    hidden = board.phases.add_phase(
         "sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"), daily_quota=daily_quota, total_quota=total_quota
     )
     add_baselines(board, public, [str(runs / "initial.run")])
     add_baselines(board, hidden, [str(runs / "initial.run")])
-    return board.get_phase("sample", "public"), board.get_phase("sample", "test")
+    return board.phases.get_phase("sample", "public"), board.phases.get_phase("sample", "test")
 
 
 def process_tree(pid: int) -> list[int]:

@@ -85,9 +85,11 @@ def sample_campaign(
         ),
         golds,
     )
-    tokens = {a: judging.add_assessor(a) for a in assessors if a not in {x.name for x in judging.assessors()}}
+    tokens = {
+        a: judging.assignments.add_assessor(a) for a in assessors if a not in {x.name for x in judging.assignments.assessors()}
+    }
     if assign:
-        judging.assign(name, list(assessors))
+        judging.assignments.assign(name, list(assessors))
     return truth_of(sample), tokens
 
 
@@ -230,15 +232,15 @@ def shortcut_campaign(db_path, judged_path, known: str, people=("careful", *SCRI
     # every script grades every task (k only says how many assessors a task gets)
     judging.create("qc", pool, guidelines.load(), Settings(seed=5, k=len(people)), golds)
     for name in people:
-        judging.add_assessor(name)
-    judging.assign("qc")
+        judging.assignments.add_assessor(name)
+    judging.assignments.assign("qc")
     campaign = judging.campaign("qc")
     items = judging.items_frame(campaign).set_index("key")
     truth = truth_of(judged)
     rng = np.random.default_rng(7)
     given: dict[tuple[str, str], int] = {}
     views = {}
-    for assessor in judging.assessors():
+    for assessor in judging.assignments.assessors():
         pages = [task_view(judging, assessor, campaign, row["seq"]) for row in task_rows(judging, assessor, campaign)]
         smallest: dict[str, int] = {}
         for view in pages:  # what the size script learns: each dialogue's smallest task

@@ -23,7 +23,7 @@ from dsr.core.errors import InputError
 from dsr.core.run import parse_run_line, sidecar_path
 from dsr.core.textfiles import without_bom
 from dsr.core.ties import trec_eval_order
-from dsr.db.engine import read_session, write_session
+from dsr.db.engine import get_row, read_session, write_session
 from dsr.evaluation.grouping import run_names
 from dsr.evaluation.tables import latex_escape, to_csv, to_latex
 
@@ -58,7 +58,7 @@ class Loaded(list):
     load because they hold a ranking already loaded: ``aliases`` of (run name, the row's system
     name and id it is the same ranking as)."""
 
-    def __init__(self, rows=(), aliases=()):
+    def __init__(self, rows=(), aliases=()) -> None:
         super().__init__(rows)
         self.aliases: list[tuple[str, str]] = list(aliases)
 
@@ -81,7 +81,7 @@ def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = 
     configuration it was tuned to, ``BM25_title+all``, as the same ranking) is not loaded again:
     it is reported as an alias of that row. All or nothing: every run is checked before any is
     loaded, and a failure while loading takes out the rows this call added."""
-    team = board.organisers()
+    team = board.members.organisers()
     files = run_files(paths)
     names = run_names([str(p) for p in files])  # BM25.run.gz -> BM25, as dsr evaluate names it
     runs = [_baseline(board, phase, path, names[str(path)]) for path in files]
@@ -122,7 +122,7 @@ def add_baselines(board: Board, phase: Phase, paths: list[str], default: bool = 
         raise
     if default and added:
         with write_session(board.engine) as s:
-            s.get(Phase, phase.id).baseline_id = added[0].id
+            get_row(s, Phase, phase.id).baseline_id = added[0].id
     return added
 
 
@@ -171,13 +171,12 @@ def _take_out(board: Board, phase: Phase, rows: list[Submission]) -> None:
         return
     ids = {row.id for row in rows}
     with write_session(board.engine) as s:
-        fresh = s.get(Phase, phase.id)
+        fresh = get_row(s, Phase, phase.id)
         if fresh.baseline_id in ids:
             fresh.baseline_id = None
         for row_id in ids:
-            s.delete(s.get(Submission, row_id))
-    board._matrices.clear()
-    board.__dict__.pop("_ladders", None)
+            s.delete(get_row(s, Submission, row_id))
+    board.cache.forget_rows()
 
 
 def stored_runs(board: Board) -> RunFiles:
@@ -222,7 +221,7 @@ def order_digest(text: bytes) -> str:
         if not line.strip() or line.startswith("#"):
             continue
         parsed, problems = parse_run_line(line.split())
-        if problems:
+        if problems or parsed is None:
             return digest
         rankings.setdefault(parsed.qid, []).append((parsed.doc, parsed.score))
     order = {q: [d for d, _ in trec_eval_order(r)] for q, r in sorted(rankings.items())}
@@ -263,11 +262,12 @@ def rebuild(board: Board) -> RebuildReport:
         if not scored.validation.valid:
             report.missing.append(sub.id)
             continue
+        assert scored.values is not None, "a valid run is scored"
         blob = scoring.matrix_bytes(scored.values.values)
         means = json.dumps(scored.means(data.subsets))
         tied = len(scored.validation.tied_topics)
         with write_session(board.engine) as s:
-            row = s.get(Submission, sub.id)
+            row = get_row(s, Submission, sub.id)
             if row.per_topic != blob or row.means_json != means or row.tied_topics != tied:
                 report.changed += 1
                 changed.add(row.phase_id)
@@ -288,7 +288,7 @@ def _set_ranking(board: Board, submission_id: int, ranking: str) -> None:
 
     try:
         with write_session(board.engine) as s:
-            s.get(Submission, submission_id).ranking_sha256 = ranking
+            get_row(s, Submission, submission_id).ranking_sha256 = ranking
     except IntegrityError:
         pass
 
@@ -351,7 +351,8 @@ def _board_latex(lb) -> str:
         for m in lb.measures:
             v = e.means.get(lb.subset, {}).get(m)
             text = "" if v is None else f"{v:.3f}"
-            if v is not None and best[m] is not None and round(v, 3) == round(best[m], 3):
+            top = best[m]
+            if v is not None and top is not None and round(v, 3) == round(top, 3):
                 text = "\\textbf{" + text + "}"
             cells.append(text + marks.get(e.marks.get(lb.subset, {}).get(m, ""), ""))
         lines.append(
@@ -417,7 +418,7 @@ def _with_columns(text: str, columns: dict[str, str], places: dict[str, dict[str
     for i, row in enumerate(rows):
         place = (
             []
-            if places is None
+            if places is None or run is None
             else (["rank", "group"] if i == 0 else list(places.get(row[run], {"rank": "", "group": ""}).values()))
         )
         writer.writerow(row + place + (list(columns) if i == 0 else list(columns.values())))

@@ -38,7 +38,7 @@ def create_app(board: Board, routers: Iterable[APIRouter] = ()) -> FastAPI:
     from dsr.board.routes import FIRST, ROUTERS
 
     max_body = board.upload_limit() + 512 * 1024  # the largest run, a sidecar and the form fields
-    app = web_app("dsr leaderboard", secret=board.login_secret(), max_body=max_body)
+    app = web_app("dsr leaderboard", secret=board.context.login_secret(), max_body=max_body)
     app.state.board = board
     app.state.routers = [*ROUTERS, *routers]
     for router in app.state.routers:

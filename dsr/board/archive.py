@@ -70,7 +70,7 @@ class RunStore:
     """The run files on disk (:class:`RunFiles`, and the staging the submission transaction
     uses)."""
 
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.tmp = self.root / "tmp"

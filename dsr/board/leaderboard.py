@@ -22,20 +22,41 @@ For hidden phases only ladder values leave the server.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from sqlalchemy import bindparam, select
 
 from dsr.board import release, scoring
+from dsr.board.cache import ScoreCache
 from dsr.board.models import Phase, Submission, iso
 from dsr.board.release import uses_ladder
 from dsr.board.settings import SELECT
 from dsr.core.errors import InputError
 from dsr.evaluation.results import Results
 from dsr.evaluation.significance import all_pairs, mean_ci
+
+
+class Scores(Protocol):
+    """What a leaderboard reads of its board (:class:`dsr.board.service.Board` is one): the
+    phase's scoring data and rows, each row's per-topic values, a team's release noise and
+    the cache that keeps the ladders."""
+
+    cache: ScoreCache
+
+    def phase_data(self, phase: Phase) -> scoring.PhaseData: ...
+
+    def submissions(self, phase: Phase) -> list[Submission]: ...
+
+    def matrix(self, sub: Submission, n_measures: int) -> Any: ...
+
+    def matrix_of(self, submission_id: int, n_measures: int, phase: Phase) -> Any: ...
+
+    def release_noise(self, phase: Phase, team_id: int, runs: list[int]) -> Any: ...
+
 
 #: a team's runs on a board, in submission order (the ladder of a submit answer; built once:
 #: see ``dsr.board.members.IDENTIFY``)
@@ -170,7 +191,7 @@ def row_key(sub: Submission) -> str:
 
 
 def build(
-    board,
+    board: Scores,
     phase: Phase,
     *,
     sort: str | None = None,
@@ -289,7 +310,7 @@ def _ladder_entries(entries: list[Entry], ladder_values: dict[int, dict], sort: 
 
 
 def released_values(
-    board, phase: Phase, data: scoring.PhaseData, subs: list[Submission]
+    board: Scores, phase: Phase, data: scoring.PhaseData, subs: list[Submission]
 ) -> dict[int, dict[str, dict[str, float | None]]]:
     """Each run's published values on a hidden phase: its team's ladder values after it
     (``release.ladder``, with the team's noise; a baseline row: its own means on the grid, no
@@ -298,23 +319,23 @@ def released_values(
     for sub in subs:
         by_team.setdefault(-sub.id if sub.baseline else sub.team_id, []).append(sub)
     out = {}
-    # a row never changes once written, so a team's ladder is kept per list of its rows
-    cache = board.__dict__.setdefault("_ladders", {})
-    if len(cache) > 10_000:
-        cache.clear()
     for runs in by_team.values():
         runs.sort(key=lambda s: s.id)
+        # a row never changes once written, so a team's ladder is kept per list of its rows
         key = (phase.id, phase.scores_version, phase.total_quota, id(data), tuple(s.id for s in runs))
-        if key not in cache:
-            noise = None if runs[0].baseline else board.release_noise(phase, runs[0].team_id, [s.id for s in runs])
-            cache[key] = release.ladder(
-                [board.matrix(s, len(data.measures)) for s in runs], data.subsets, data.measures, phase.total_quota, noise=noise
-            ).values
-        out.update({s.id: values for s, values in zip(runs, cache[key])})
+        values = board.cache.ladder(key, functools.partial(_ladder, board, phase, data, runs))
+        out.update({s.id: v for s, v in zip(runs, values)})
     return out
 
 
-def answer_means(board, phase: Phase, row: Submission, session, earlier: list[int] | None = None) -> dict[str, Any]:
+def _ladder(board: Scores, phase: Phase, data: scoring.PhaseData, runs: list[Submission]) -> list[Any]:
+    """A team's ladder values after each of its ``runs`` (a baseline's: without noise)."""
+    noise = None if runs[0].baseline else board.release_noise(phase, runs[0].team_id, [s.id for s in runs])
+    matrices = [board.matrix(s, len(data.measures)) for s in runs]
+    return release.ladder(matrices, data.subsets, data.measures, phase.total_quota, noise=noise).values
+
+
+def answer_means(board: Scores, phase: Phase, row: Submission, session, earlier: list[int] | None = None) -> dict[str, Any]:
     """What the submit answer says of a new row's scores: nothing on a final phase before its
     freeze, the team's ladder values after it on a hidden phase (with ``released``: whether
     any of them changed), else its means. ``session``: the write transaction (the team's

@@ -1,17 +1,17 @@
 """Teams, their members and tokens: each member's own token, stored hashed and shown once;
-removing a member or rotating a token revokes at once. :class:`Members` is a part of
-:class:`dsr.board.service.Board`."""
+removing a member or rotating a token revokes at once. :class:`Members` is a service of
+:class:`dsr.board.service.Board` (``board.members``)."""
 
 from __future__ import annotations
 
 from sqlalchemy import bindparam, delete, func, select
 
-from dsr.board.models import Member, Setting, Submission, Team, WebSession, utcnow
+from dsr.board.context import BoardContext
+from dsr.board.models import Member, Submission, Team, WebSession, utcnow
 from dsr.board.published import check_name, check_text
-from dsr.board.release import Noise, noise_key
 from dsr.board.settings import MEMBER
 from dsr.core.errors import InputError
-from dsr.db.engine import read_session, write_session
+from dsr.db.engine import get_row, read_session, write_session
 from dsr.db.tokens import hash_token, new_token
 
 #: a token's team and member, read at every request with a token. Hot statements are built
@@ -38,8 +38,12 @@ def _member_name(name: str) -> str:
 
 
 class Members:
-    """The board's teams and members (a part of :class:`~dsr.board.service.Board`, which holds
-    ``engine`` and ``config``)."""
+    """The board's teams and members, on the database of a :class:`~dsr.board.context.BoardContext`
+    (:class:`dsr.board.service.Board` holds one as ``board.members``)."""
+
+    def __init__(self, context: BoardContext) -> None:
+        self.context = context
+        self.engine = context.engine
 
     # -- teams, members and tokens ----------------------------------------
     def add_team(self, name: str, organiser: bool = False, member: str = FIRST_MEMBER) -> str | None:
@@ -75,20 +79,6 @@ class Members:
         with read_session(self.engine) as s:
             member = s.get(Member, member_id)
         return member is not None and member.removed_at is None and member.token_hash is not None
-
-    def login_secret(self) -> bytes:
-        """The board's secret that binds a login form to its browser (migration 0005 makes it)."""
-        secret = getattr(self, "_login_secret", None)
-        if secret is None:
-            with read_session(self.engine) as s:
-                row = s.get(Setting, "login_secret")
-            secret = self._login_secret = bytes.fromhex(row.value)
-        return secret
-
-    def release_noise(self, phase, team_id: int, runs: list[int]):
-        """The noise of a team's published values on a hidden phase (``release.Noise``), keyed
-        by the board's secret, the phase and the team."""
-        return Noise(noise_key(self.login_secret(), phase.id, team_id), tuple(runs))
 
     def team(self, name: str) -> Team:
         """A team by name, else an InputError naming it."""
@@ -130,10 +120,10 @@ class Members:
         (401 on the next request); their submissions stay recorded as theirs."""
         row = self._active_member(team_name, name)
         with write_session(self.engine) as s:
-            member = s.get(Member, row.id)
+            member = get_row(s, Member, row.id)
             member.token_hash, member.removed_at = None, utcnow()
             s.execute(delete(WebSession).where(WebSession.member_id == row.id))
-        return self.members(self.team(team_name))
+        return self.of_team(self.team(team_name))
 
     def rotate_token(self, team_name: str, name: str) -> str:
         """A new token for a member (shown once); the old one and the member's browser
@@ -141,7 +131,7 @@ class Members:
         row = self._active_member(team_name, name)
         token = new_token()
         with write_session(self.engine) as s:
-            s.get(Member, row.id).token_hash = hash_token(token)
+            get_row(s, Member, row.id).token_hash = hash_token(token)
             s.execute(delete(WebSession).where(WebSession.member_id == row.id))
         return token
 
@@ -154,7 +144,7 @@ class Members:
             raise InputError(f"{name!r} is not a member of {team_name!r} (dsr board list shows them)", field="NAME")
         return row
 
-    def members(self, team: Team, removed: bool = False) -> list[Member]:
+    def of_team(self, team: Team, removed: bool = False) -> list[Member]:
         """A team's members (``removed``: those taken off too), by name."""
         with read_session(self.engine) as s:
             query = select(Member).where(Member.team_id == team.id).order_by(Member.name)
@@ -179,4 +169,5 @@ class Members:
             self.add_team("baselines", organiser=True)
             with read_session(self.engine) as s:
                 team = s.scalar(select(Team).where(Team.name == "baselines"))
+        assert team is not None, "made above"
         return team

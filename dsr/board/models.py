@@ -88,7 +88,7 @@ class Phase(Base):
     def primary(self) -> str:
         """The phase's primary measure: its own, else nDCG@5 when it has it, else its first."""
         measures = json.loads(self.measures_json)
-        if self.primary_measure in measures:
+        if self.primary_measure is not None and self.primary_measure in measures:
             return self.primary_measure
         return PRIMARY_DEFAULT if PRIMARY_DEFAULT in measures else measures[0]
 

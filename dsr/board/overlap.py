@@ -56,7 +56,9 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dsr.core import docs_url
 from dsr.core.data import Collection, Dialogue
@@ -130,7 +132,7 @@ def phase_labels(
     how: str,
     collection: Collection,
     qrels: dict[str, dict[str, int]],
-    groups: dict[str, list[int]] | None = None,
+    groups: Mapping[str, Sequence[int] | Any] | None = None,
     minimum: int = 0,
 ) -> PhaseLabels:
     """A phase's labels for the check (``collection``: the phase's dialogues, in order;
@@ -241,8 +243,8 @@ def _by_text(a: PhaseLabels, b: PhaseLabels) -> list[tuple[str, str]]:
     for d in a.dialogues.values():
         common: dict[str, float] = defaultdict(float)
         for t in d.texts:
-            for e in where.get(t, ()):
-                common[e] += weight(t)
+            for other in where.get(t, ()):
+                common[other] += weight(t)
         total = sum(map(weight, d.texts))
         out += [(d.id, e) for e, w in common.items() if w >= 0.5 * max(total, total_b[e]) - 1e-9]
     return out

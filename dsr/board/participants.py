@@ -36,6 +36,7 @@ import math
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dsr.board.published import check_text
 from dsr.core.atomic import atomic_write
@@ -128,7 +129,7 @@ def record(dialogue: Dialogue, keep_scores: bool = False) -> dict:
         candidates = sorted(dialogue.candidates, key=lambda c: order[c.id])
     shown = []
     for c in candidates:
-        item = {"id": c.id, "title": c.title, "body": c.body}
+        item: dict[str, Any] = {"id": c.id, "title": c.title, "body": c.body}
         if keep_scores and c.score is not None:
             item["score"] = c.score
         shown.append(item)

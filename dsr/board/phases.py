@@ -1,21 +1,24 @@
 """A board's phases: adding one (with the cross-phase check of :mod:`dsr.board.overlap` and the
-default quotas), its season (dates, final, freeze) and finding one. :class:`Phases` is a part
-of :class:`dsr.board.service.Board`."""
+default quotas), its season (dates, final, freeze) and finding one. :class:`Phases` is a service
+of :class:`dsr.board.service.Board` (``board.phases``)."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import bindparam, func, select
 
 from dsr.board import overlap, participants, release, scoring
+from dsr.board.context import BoardContext
 from dsr.board.models import Phase, Submission, utcnow
 from dsr.board.published import check_name, check_text
-from dsr.board.settings import SEASON_PARAMS
+from dsr.board.settings import SeasonSettings
 from dsr.core.errors import InputError
-from dsr.core.params import settings_type
-from dsr.db.engine import read_session, write_session
+from dsr.db.engine import get_row, read_session, write_session
 
 #: a collection's phases, and one of them by name (read at every submission; built once:
 #: see ``dsr.board.members.IDENTIFY``)
@@ -24,9 +27,10 @@ BY_NAME = OF_COLLECTION.where(Phase.name == bindparam("name"))
 ALL_PHASES = select(Phase).order_by(Phase.collection, Phase.id)
 
 
-class Season(settings_type("SeasonSettings", SEASON_PARAMS, "a phase's season")):
+@dataclass(frozen=True, kw_only=True)
+class Season(SeasonSettings):
     """What ``add-phase`` and ``set-phase`` set of a phase's season (None: leave / default;
-    ``opens`` and ``closes`` are naive UTC datetimes), declared by ``SEASON_PARAMS``."""
+    ``opens`` and ``closes`` are naive UTC datetimes)."""
 
     def apply(self, phase: Phase, measures: list[str], keep: bool = False) -> None:
         """Set these on ``phase`` (``keep``: fields left None keep the phase's values)."""
@@ -97,8 +101,36 @@ def _key(phase: Phase) -> tuple[str, str]:
     return phase.collection, phase.name
 
 
+def _phase_fields(
+    ref: str,
+    content_hash: str,
+    hidden: bool,
+    labels: dict[str, dict[str, int]] | None,
+    topics: list[str],
+    measures: list[str],
+    groups: dict[str, str],
+) -> dict[str, Any]:
+    """A phase row's fields of what it scores: its collection, labels, topics, measures, groups."""
+    return {
+        "collection_ref": ref,
+        "collection_hash": content_hash,
+        "hidden": hidden,
+        "labels_json": scoring.labels_to_json(labels) if labels is not None else None,
+        "topics_json": json.dumps(topics),
+        "measures_json": json.dumps(measures),
+        "groups_json": json.dumps(groups, sort_keys=True) if groups else None,
+    }
+
+
 class Phases:
-    """The board's phases (a part of :class:`~dsr.board.service.Board`)."""
+    """The board's phases, on the database of a :class:`~dsr.board.context.BoardContext`
+    (:class:`dsr.board.service.Board` holds one as ``board.phases``); ``phase_data`` gives a
+    phase's scoring data (the board's, cached)."""
+
+    def __init__(self, context: BoardContext, phase_data: Callable[[Phase], scoring.PhaseData]) -> None:
+        self.context = context
+        self.engine = context.engine
+        self.phase_data = phase_data
 
     def add_phase(
         self,
@@ -126,14 +158,13 @@ class Phases:
         grades that agree); ``allow_overlap`` takes it when both are hidden (:meth:`overlaps`
         then says what it gives away), never beside a public phase.
 
-        ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues``
-        (hidden phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a
-        published mean covers (``board.phase_data(phase).subset_notes`` says which
-        subsets are merged or withheld). ``season``: primary measure, dates, final.
+        ``strict``: runs whose scores tie as float32 are refused. ``min_dialogues`` (hidden
+        phases; default ``scoring.MIN_DIALOGUES``): the fewest dialogues a published mean
+        covers (``board.phase_data(phase).subset_notes`` says which subsets are merged or
+        withheld). ``season``: primary measure, dates, final.
         ``subset_names`` (hidden phases): {subset: the name shown}; a subset it does not name
         is shown under a neutral one when the subsets give a withheld field away
         (:func:`dsr.board.participants.group_names`)."""
-        season = season or Season()
         _check_phase_options(
             hidden, labels, daily_quota, total_quota, min_dialogues, [(description, "description"), (display or "", "display")]
         )
@@ -154,24 +185,13 @@ class Phases:
         data = scoring.build_phase_data(collection, topics, labels, measures, min_dialogues=min_dialogues, groups=groups)
         display = check_url_part(display or collection.name, "display")
         daily_quota, total_quota = release.default_quotas(hidden, daily_quota, total_quota)
-        how = "public" if not hidden else "final" if season.final else "ladder"
+        how = "public" if not hidden else "final" if season and season.final else "ladder"
         mine = overlap.phase_labels(f"{display}/{phase_name}", how, data.collection, data.qrels, data.subsets, min_dialogues or 0)
         overlap.refuse(self._overlaps(mine, (display, phase_name)), allow_overlap)
-        fields = {
-            "collection_ref": collection_ref,
-            "collection_hash": collection.content_hash,
-            "hidden": hidden,
-            "labels_json": scoring.labels_to_json(labels) if labels is not None else None,
-            "topics_json": json.dumps(topics),
-            "measures_json": json.dumps(data.measures),
-            "daily_quota": daily_quota,
-            "total_quota": total_quota,
-            "description": description,
-            "strict": strict,
-            "min_dialogues": min_dialogues,
-            "groups_json": json.dumps(groups, sort_keys=True) if groups else None,
-        }
-        return self._write_phase(display, phase_name, fields, season, data.measures)
+        fields = _phase_fields(collection_ref, collection.content_hash, hidden, labels, topics, data.measures, groups)
+        fields.update(daily_quota=daily_quota, total_quota=total_quota, description=description, strict=strict)
+        fields["min_dialogues"] = min_dialogues
+        return self._write_phase(display, phase_name, fields, season or Season(), data.measures)
 
     def _write_phase(self, display: str, phase_name: str, fields: dict, season: Season, measures: list[str]) -> Phase:
         """The phase row (a new one, or its own while it has no submission) with ``fields``."""
@@ -205,7 +225,7 @@ class Phases:
     def _overlaps(self, new: overlap.PhaseLabels, skip: tuple[str, str]) -> list[overlap.Problem]:
         """``overlap.problems`` of a phase against every other phase of the board (``skip``:
         its own collection and name, when its labels are replaced)."""
-        others = [self.labels_of(p) for p in self.phases() if (p.collection, p.name) != skip]
+        others = [self.labels_of(p) for p in self.all() if (p.collection, p.name) != skip]
         return overlap.problems(new, others)
 
     def overlaps(self, phase: Phase, how: str | None = None) -> list[str]:
@@ -223,7 +243,7 @@ class Phases:
                 self._overlaps(self.labels_of(phase, "final" if season.final else "ladder"), _key(phase)), allow_overlap
             )
         with write_session(self.engine) as s:
-            row = s.get(Phase, phase.id)
+            row = get_row(s, Phase, phase.id)
             if row.frozen_at is not None:
                 raise InputError(f"phase {row.collection}/{row.name} is frozen: its season is over", field="phase")
             season.apply(row, json.loads(row.measures_json), keep=True)
@@ -232,12 +252,12 @@ class Phases:
     def freeze(self, phase: Phase) -> Phase:
         """Freeze a board: no more submissions; a final phase's scores are published."""
         with write_session(self.engine) as s:
-            row = s.get(Phase, phase.id)
+            row = get_row(s, Phase, phase.id)
             if row.frozen_at is None:
                 row.frozen_at = utcnow()
         return self.get_phase(phase.collection, phase.name)
 
-    def phases(self) -> list[Phase]:
+    def all(self) -> list[Phase]:
         with read_session(self.engine) as s:
             return list(s.scalars(ALL_PHASES))
 

@@ -179,7 +179,7 @@ def build_phase_data(
     sub = Collection(collection.name, chosen, meta=collection.meta)
     qrels = qrels_from_collection(sub) if labels is None else {t: dict(labels[t]) for t in topics}
     evaluator = Evaluator(qrels, list(measures), topics)
-    subsets, notes = subset_indices(sub), []
+    subsets, notes = subset_indices(sub), list[str]()
     if min_dialogues is not None:
         subsets, notes = publishable_subsets(subsets, min_dialogues)
     return PhaseData(sub, qrels, evaluator.names, subsets, evaluator, subset_notes=notes)
@@ -242,6 +242,7 @@ class Scored:
     values: TopicValues | None = None
 
     def means(self, subsets: dict[str, np.ndarray]) -> dict[str, dict[str, float | None]]:
+        assert self.values is not None, "a refused run has no means"
         return {s: dict(zip(self.values.measures, map(nan_to_none, self.values.mean(idx)))) for s, idx in subsets.items()}
 
 

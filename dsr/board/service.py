@@ -30,20 +30,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, insert, select, update
+from sqlalchemy import Table, bindparam, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 
 from dsr.board import release, scoring
 from dsr.board.archive import RunStore, Staged
+from dsr.board.cache import ScoreCache
 from dsr.board.client import quota_text  # noqa: F401 (re-exported)
+from dsr.board.context import BoardContext
 from dsr.board.intake import (  # noqa: F401 (re-exported)
     RUN_TYPES,
     Metadata,
@@ -58,12 +59,13 @@ from dsr.board.leaderboard import answer_means
 from dsr.board.members import Members
 from dsr.board.models import Phase, Submission, Team, TeamRate, iso, utcnow
 from dsr.board.phases import ALL_PHASES, BY_NAME, OF_COLLECTION, Phases
-from dsr.board.settings import BOARD_PARAMS, SERVE_PARAMS
+from dsr.board.release import Noise, noise_key
+from dsr.board.settings import BoardSettings
 from dsr.board.workers import ScoringPool, default_workers  # noqa: F401 (dsr serve's default)
 from dsr.core.errors import InputError
-from dsr.core.home import dsr_home, require_writable
-from dsr.core.params import settings_type
-from dsr.db.engine import open_database, read_session, sqlite_url, write_session
+from dsr.core.home import require_writable
+from dsr.db.engine import get_row, open_database, read_session, write_session
+from dsr.db.place import board_home, check_sqlite_folder, default_url
 
 #: the smallest upload limit a phase gets (``--max-upload-mb`` fixes one for every phase)
 MAX_UPLOAD = 20 * 1024 * 1024
@@ -126,7 +128,7 @@ TEAM_ROWS = (
 LOCK_TEAM = select(Team.id).where(Team.id == bindparam("team")).with_for_update()
 #: a row's per-topic values
 PER_TOPIC = select(Submission.per_topic).where(Submission.id == bindparam("id"))
-_RATES = TeamRate.__table__
+_RATES: Table = TeamRate.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
 #: the rate limit: a team's request on schedule (``next_at`` at most the burst ahead of now)
 #: moves ``next_at`` on by one interval; no row changed: refused (or the team's first request)
 RATE_STEP = (
@@ -142,15 +144,6 @@ def tie_note(tied: int) -> str | None:
     return TIES.format(n=tied) if tied else None
 
 
-def board_home() -> Path:
-    """``$DSR_HOME/board``: the embedded database and the run store."""
-    return dsr_home() / "board"
-
-
-def default_db_url() -> str:
-    return sqlite_url(board_home() / "board.sqlite")
-
-
 class RateLimiter:
     """``per_minute`` requests per key (a team), refilled continuously, with a burst of
     ``per_minute``: a token bucket, kept in the database (table ``team_rates``) so that every
@@ -163,7 +156,7 @@ class RateLimiter:
     write lock on SQLite), so two processes can never both take the last token. Times are
     this host's clock (``time.time``): the processes of one board run on one host."""
 
-    def __init__(self, engine, per_minute: float):
+    def __init__(self, engine, per_minute: float) -> None:
         self.engine = engine
         self.interval = 60.0 / per_minute if per_minute > 0 else 0.0
         self.tolerance = (max(1.0, per_minute) - 1) * self.interval
@@ -177,21 +170,22 @@ class RateLimiter:
         for _ in range(2):
             try:
                 with write_session(self.engine) as s:
-                    if s.execute(RATE_STEP, params).rowcount:
+                    if s.execute(RATE_STEP, params).rowcount:  # type: ignore[attr-defined]  # an UPDATE's CursorResult
                         return 0.0
                     next_at = s.scalar(RATE_NEXT, params)
                     if next_at is not None:
                         return max(next_at - self.tolerance - now, 1e-3)
-                    s.execute(insert(TeamRate.__table__).values(team_id=key, next_at=now + self.interval))
+                    s.execute(insert(_RATES).values(team_id=key, next_at=now + self.interval))
                     return 0.0
             except IntegrityError:  # another process made the team's row first: test it again
                 continue
         raise RuntimeError("the rate limit's row could not be read or made")
 
 
-class BoardConfig(settings_type("BoardSettings", BOARD_PARAMS + SERVE_PARAMS, "the board")):
-    """A board's database and run store, and what its server accepts (``BOARD_PARAMS`` and
-    ``SERVE_PARAMS``: made by keyword, checked when made)."""
+@dataclass(frozen=True, kw_only=True)
+class BoardConfig(BoardSettings):
+    """A board's database and run store, and what its server accepts (made by keyword,
+    checked when made), with where they are when not given."""
 
     @property
     def max_upload(self) -> int | None:
@@ -200,7 +194,7 @@ class BoardConfig(settings_type("BoardSettings", BOARD_PARAMS + SERVE_PARAMS, "t
         return None if self.max_upload_mb is None else int(self.max_upload_mb * 2**20)
 
     def db_url(self) -> str:
-        return self.db or default_db_url()
+        return self.db or default_url()
 
     def store_dir(self) -> Path:
         return Path(self.store) if self.store else board_home() / "runs"
@@ -208,17 +202,7 @@ class BoardConfig(settings_type("BoardSettings", BOARD_PARAMS + SERVE_PARAMS, "t
     def check_folders(self) -> None:
         """The store's folder and an SQLite database's folder can be written, else an
         InputError naming the folder (a read-only DSR_HOME, a --store on a read-only disk)."""
-        from sqlalchemy.engine import make_url
-
-        try:
-            url = make_url(self.db_url())
-        except Exception:  # make_engine names a bad URL
-            url = None
-        if url is not None and url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-            require_writable(
-                Path(url.database).parent,
-                "set DSR_HOME to a writable folder or give --db" if self.db is None else "give --db a file in a writable folder",
-            )
+        check_sqlite_folder(self.db_url(), given=self.db is not None)
         require_writable(
             self.store_dir(),
             "set DSR_HOME to a writable folder or give --store" if self.store is None else "give --store a writable folder",
@@ -226,24 +210,25 @@ class BoardConfig(settings_type("BoardSettings", BOARD_PARAMS + SERVE_PARAMS, "t
 
 
 @dataclass
-class Board(Members, Phases):
-    """A database and a run store, with the phases' scoring data cached."""
+class Board:
+    """A database and a run store, with the phases' scoring data cached: its services
+    (``members``, ``phases``) share one :class:`~dsr.board.context.BoardContext`."""
 
     config: BoardConfig = field(default_factory=BoardConfig)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.config.check_folders()
         self.engine = open_database(self.config.db_url())
+        self.context = BoardContext(self.engine, self.config)
+        self.members = Members(self.context)
+        self.phases = Phases(self.context, self.phase_data)
         self.store = RunStore(self.config.store_dir())
         self.limiter = RateLimiter(self.engine, self.config.rate_limit)
-        self._phase_data: dict[tuple[int, str], scoring.PhaseData] = {}
-        self._matrices: dict[tuple[int, int, int], Any] = {}  # (phase, scores_version, row)
-        self._versions: dict[int, int] = {}  # each phase's newest seen
-        self._lock = threading.Lock()
+        self.cache = ScoreCache()
         self.recover()
         self.pool = None
         if self.config.workers > 0:
-            open_now = [p for p in self.phases() if p.frozen_at is None]
+            open_now = [p for p in self.phases.all() if p.frozen_at is None]
             self.pool = ScoringPool(
                 self.config.workers,
                 self.store.root,
@@ -251,13 +236,18 @@ class Board(Members, Phases):
                 timeout=self.config.score_timeout,
             )
 
+    def release_noise(self, phase: Phase, team_id: int, runs: list[int]) -> Noise:
+        """The noise of a team's published values on a hidden phase (``release.Noise``), keyed
+        by the board's secret, the phase and the team."""
+        return Noise(noise_key(self.context.login_secret(), phase.id, team_id), tuple(runs))
+
     def warm_up(self) -> None:
         """What a server does before its first request (``dsr serve``): the open phases'
         scoring data built in this process (every submission reads it: its subsets and
         measures, and all of it without scoring workers) and, when one publishes ladder
         values, scipy.stats imported. Done lazily instead,
         the first submissions paid it, the ladder's import under the write lock."""
-        open_now = [p for p in self.phases() if p.frozen_at is None]
+        open_now = [p for p in self.phases.all() if p.frozen_at is None]
         for phase in open_now:
             try:
                 self.phase_data(phase)
@@ -320,15 +310,8 @@ class Board(Members, Phases):
 
     def phase_data(self, phase: Phase, spec: scoring.PhaseSpec | None = None) -> scoring.PhaseData:
         """The phase's scoring data, built once a process (``spec``: the phase's, made already)."""
-        spec = spec or self.phase_spec(phase)
-        key = (phase.id, spec.key)
-        with self._lock:
-            data = self._phase_data.get(key)
-        if data is None:
-            data = spec.build(f"{phase.collection}/{phase.name}")
-            with self._lock:
-                self._phase_data[key] = data
-        return data
+        made = spec or self.phase_spec(phase)
+        return self.cache.phase_data((phase.id, made.key), lambda: made.build(f"{phase.collection}/{phase.name}"))
 
     def upload_limit(self, phase: Phase | None = None) -> int:
         """The largest run (unpacked bytes) a phase takes: ``max_upload`` when the organiser
@@ -339,7 +322,7 @@ class Board(Members, Phases):
         if self.config.max_upload is not None:
             return self.config.max_upload
         if phase is None:
-            return max([self._open_limit(p) for p in self.phases() if p.frozen_at is None], default=MAX_UPLOAD)
+            return max([self._open_limit(p) for p in self.phases.all() if p.frozen_at is None], default=MAX_UPLOAD)
         return self._limit_of(self.phase_data(phase))
 
     def _limit_of(self, data: scoring.PhaseData) -> int:
@@ -440,7 +423,9 @@ class Board(Members, Phases):
         if job.before["exhausted"]:  # a duplicate is told first, as when the quota is left
             self._refuse_duplicate(team, phase, self._ranking(text))
             raise Refused(429, "quota exhausted", quota=job.before)
+        assert job.pdata is not None, "set by _intake"
         ranking, scored = self._score(team, phase, job.pdata, text, job.display, job.spec)
+        assert scored.values is not None, "a scored run has values"
         row = Submission(
             phase_id=phase.id,
             team_id=team.id,
@@ -499,6 +484,7 @@ class Board(Members, Phases):
         if checked.error is not None:  # the reader after the validator: should not happen, but say so
             raise Refused(422, f"{display}: {checked.error}")
         scored = checked.scored
+        assert scored is not None, "checked without an error"
         validation = scored.validation
         if validation.valid:
             return checked.ranking, scored
@@ -533,7 +519,7 @@ class Board(Members, Phases):
             rows = s.execute(TEAM_ROWS, {"phase": phase.id, "team": team.id, "key": key}).all()
             keyed = next((r.id for r in rows if key is not None and r.idempotency_key == key), None)
             if keyed is not None:  # a retry of this request was recorded meanwhile: its answer
-                return self._replayed(s.get(Submission, keyed), row.request_sha256)
+                return self._replayed(get_row(s, Submission, keyed), row.request_sha256)
             mine = [r for r in rows if r.phase_id == phase.id]
             same = next((r.id for r in mine if r.ranking_sha256 == row.ranking_sha256), None)
             if same is not None:
@@ -562,7 +548,7 @@ class Board(Members, Phases):
             row.answer_json = json.dumps(answer)
             s.flush()
             if row.baseline and phase.baseline_id is None:
-                fresh = s.get(Phase, row.phase_id)
+                fresh = get_row(s, Phase, row.phase_id)
                 if fresh.baseline_id is None:
                     fresh.baseline_id = row.id
         # the row as a read gives it (its team and phase joined), without reading it again
@@ -582,7 +568,7 @@ class Board(Members, Phases):
         return self._replayed(row, request)
 
     @staticmethod
-    def _replayed(row: Submission, request: str) -> Accepted:
+    def _replayed(row: Submission, request: str | None) -> Accepted:
         """The first answer of a key's row to a retry with request digest ``request``: Refused
         (422) when the key came with another request."""
         if row.request_sha256 != request:
@@ -591,7 +577,7 @@ class Board(Members, Phases):
                 "this Idempotency-Key was sent before with another request (another "
                 "run, board or field); send a new key with a new submission",
             )
-        return Accepted(row, answered(row, json.loads(row.answer_json)), replayed=True)
+        return Accepted(row, answered(row, json.loads(row.answer_json or "{}")), replayed=True)
 
     def _refuse_duplicate(self, team: Team, phase: Phase, ranking: str) -> None:
         """409 when this team has this ranking on this board already (other teams' runs are
@@ -626,19 +612,14 @@ class Board(Members, Phases):
         return self.matrix_of(sub.id, n_measures, sub.phase)
 
     def matrix_of(self, submission_id: int, n_measures: int, phase: Phase):
-        key = (phase.id, phase.scores_version, submission_id)
-        cached = self._matrices.get(key)
-        if cached is None:
+        def read() -> Any:
             with read_session(self.engine) as s:
                 blob = s.scalar(PER_TOPIC, {"id": submission_id})
-            cached = scoring.matrix_from_bytes(blob, n_measures)
-            with self._lock:
-                if self._versions.setdefault(phase.id, phase.scores_version) < phase.scores_version:
-                    self._versions[phase.id] = phase.scores_version  # the older values go
-                    for old in [k for k in self._matrices if k[0] == phase.id and k[1] < phase.scores_version]:
-                        del self._matrices[old]
-                self._matrices[key] = cached
-        return cached
+            if blob is None:
+                raise LookupError(f"submission {submission_id} has no per-topic values")
+            return scoring.matrix_from_bytes(blob, n_measures)
+
+        return self.cache.matrix(phase.id, phase.scores_version, submission_id, read)
 
 
 def duplicate(phase: Phase, first: int) -> Refused:

@@ -1,25 +1,35 @@
 """The board's settings, declared once as :class:`~dsr.core.params.Param`\\ s: the
 command line's flags (``--db``, ``--max-upload-mb``, ``--opens``...), defaults, help and
 checks all come from here, and so do the records the library takes
-(:class:`dsr.board.service.BoardConfig`, :class:`dsr.board.phases.Season`), made by
-keyword and checked when made. This module imports nothing heavy (``dsr --help`` reads it).
+(:class:`BoardSettings`, :class:`SeasonSettings`; :class:`dsr.board.service.BoardConfig`
+and :class:`dsr.board.phases.Season` add what they do), made by keyword and checked when
+made. This module imports nothing heavy (``dsr --help`` reads it).
 """
 
 from __future__ import annotations
 
-from dsr.core.params import Param
+from dataclasses import dataclass
+from typing import Any
 
-#: where a board lives (every board command takes them)
-BOARD_PARAMS = (
-    Param(
-        "db",
+from dsr.core.params import Param, Settings, setting
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoardPlace(Settings):
+    """Where a board lives (every board command takes it)."""
+
+    WHAT = "the board"
+
+    db: str | None = setting(
         None,
-        "str",
+        "database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB (default: SQLite under $DSR_HOME/board/)",
         metavar="URL",
-        help="database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB (default: SQLite under $DSR_HOME/board/)",
-    ),
-    Param("store", None, "any", metavar="DIR", help="run store (default $DSR_HOME/board/runs)"),
-)
+    )
+    store: Any = setting(None, "run store (default $DSR_HOME/board/runs)", metavar="DIR")
+
+
+BOARD_PARAMS = BoardPlace.params()
+
 
 #: what a submission says of itself (``dsr.board.client.submit``; ``dsr submit`` flags); the
 #: server checks them again (``dsr.board.intake``) for any client
@@ -47,60 +57,68 @@ LISTEN_PARAMS = (
     Param("port", 8000, "int", "port (default 8000)", low=0, high=65535),
 )
 
-#: what ``dsr serve`` accepts
-SERVE_PARAMS = (
-    Param(
-        "max_upload_mb",
+
+@dataclass(frozen=True, kw_only=True)
+class ServeSettings(Settings):
+    """What ``dsr serve`` accepts."""
+
+    WHAT = "the board"
+
+    max_upload_mb: float | None = setting(
         None,
-        "float",
-        above=0,
-        optional=True,
-        metavar="MB",
-        help="largest run file accepted, unpacked (default: each phase's follows its collection: "
+        "largest run file accepted, unpacked (default: each phase's follows its collection: "
         "twice its full-depth run, at least 20)",
-    ),
-    Param("rate_limit", 30.0, "float", low=0, metavar="N", help="submissions per minute per team (default 30; 0 for no limit)"),
-    Param(
-        "workers",
+        above=0,
+        metavar="MB",
+    )
+    rate_limit: float = setting(30.0, "submissions per minute per team (default 30; 0 for no limit)", low=0, metavar="N")
+    workers: int = setting(
         0,
-        "int",
-        low=0,
-        metavar="N",
-        help="scoring worker processes of each server process (dsr serve: default the cores "
+        "scoring worker processes of each server process (dsr serve: default the cores "
         "shared among the server processes, at least 1, at most 4 each; 0 scores in the "
         "request's thread, as the library does)",
-    ),
-    Param(
-        "score_timeout",
+        low=0,
+        metavar="N",
+    )
+    score_timeout: float = setting(
         60.0,
-        "float",
-        above=0,
-        metavar="S",
-        help="seconds a scoring worker may spend on one run: past them the run is refused (422) "
+        "seconds a scoring worker may spend on one run: past them the run is refused (422) "
         "and the worker replaced (default 60; with --workers 0 runs are scored in the request's "
         "thread, without this bound)",
-    ),
-    Param(
-        "processes",
+        above=0,
+        metavar="S",
+    )
+    processes: int = setting(
         1,
-        "int",
+        "server processes answering on the port (PostgreSQL only; each has its own scoring workers; default 1)",
         low=1,
         metavar="N",
-        help="server processes answering on the port (PostgreSQL only; each has its own scoring workers; default 1)",
-    ),
-)
+    )
 
-#: a phase's season (``add-phase``, ``set-phase``); None leaves it as it is, or the default
-SEASON_PARAMS = (
-    Param(
-        "primary",
+
+SERVE_PARAMS = ServeSettings.params()
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoardSettings(ServeSettings, BoardPlace):
+    """A board's database and run store, and what its server accepts."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeasonSettings(Settings):
+    """A phase's season (``add-phase``, ``set-phase``); None leaves it as it is, or the default
+    (``opens`` and ``closes``: naive UTC datetimes)."""
+
+    WHAT = "a phase's season"
+
+    primary: str | None = setting(
         None,
-        "str",
+        "the measure the board ranks by, groups and gives intervals for (default nDCG@5 when the phase has it, else its first)",
         metavar="M",
-        help="the measure the board ranks by, groups and gives "
-        "intervals for (default nDCG@5 when the phase has it, else its first)",
-    ),
-    Param("opens", None, "any", metavar="WHEN", help="submissions taken from then (ISO date or time, UTC)"),
-    Param("closes", None, "any", metavar="WHEN", help="no submission from then on (ISO date or time, UTC)"),
-    Param("final", None, "bool", optional=True, help="the final phase: no score is shown anywhere until `dsr board freeze`"),
-)
+    )
+    opens: Any = setting(None, "submissions taken from then (ISO date or time, UTC)", metavar="WHEN")
+    closes: Any = setting(None, "no submission from then on (ISO date or time, UTC)", metavar="WHEN")
+    final: bool | None = setting(None, "the final phase: no score is shown anywhere until `dsr board freeze`")
+
+
+SEASON_PARAMS = SeasonSettings.params()

@@ -94,6 +94,7 @@ def _score(key: str, spec: PhaseSpec | None, name: str, text: bytes, strict: boo
         return Checked("", error=err.message)
     if data is None:
         return None
+    assert _store is not None, "a worker's store is set when it starts"
     return score_text(data, text, strict, _store.scratch)
 
 
@@ -166,7 +167,7 @@ class ScoringPool:
     phase's spec (its labels, topics and measures) goes to a worker once; later calls name it
     by its key."""
 
-    def __init__(self, workers: int, store_root: Path, specs: list[tuple[PhaseSpec, str]], timeout: float | None = None):
+    def __init__(self, workers: int, store_root: Path, specs: list[tuple[PhaseSpec, str]], timeout: float | None = None) -> None:
         """``timeout``: the seconds a call may take before the worker is killed and replaced
         and the run refused (None: no bound)."""
         self.workers = workers
@@ -223,7 +224,7 @@ class ScoringPool:
             raise
         self._idle.put(worker)
 
-    def _ask(self, worker: _Worker, function, *args):
+    def _ask(self, worker: _Worker, function, *args: Any):
         try:
             worker.conn.send((function, args))
             if self.timeout is not None and not worker.conn.poll(self.timeout):

@@ -25,6 +25,7 @@ import importlib
 import os
 import sys
 import traceback
+from argparse import Namespace
 
 from dsr.cli.commands import COMMANDS, listing
 from dsr.cli.console import end_multi_values, progress_only_on_a_terminal
@@ -33,7 +34,10 @@ from dsr.cli.help import add_defaults_and_examples
 from dsr.core import __version__, docs_url
 from dsr.core.atomic import disk_full, full_disk_error
 from dsr.core.errors import InputError
+from dsr.core.params import Settings
 from dsr.core.quiet import quiet_libraries, set_verbose
+from dsr.core.registry import Names
+from dsr.db.place import default_url
 
 #: ``build_parser(command=EVERY)``: every command module registered
 EVERY = None
@@ -74,7 +78,7 @@ def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
     return parser
 
 
-def _subparsers(parser: argparse.ArgumentParser):
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
     return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
 
 
@@ -95,6 +99,20 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     if sub.dest is not argparse.SUPPRESS:
         setattr(args, sub.dest, argv[0])
     return args
+
+
+def checked_settings(args: argparse.Namespace) -> Settings | None:
+    """Every setting of the command checked before it runs, by the Param its flag was made
+    from (a wrong value: exit 2 naming the flag, with the message Python gives), and the
+    command's settings record (``settings_record``, its parser's default) made from them. A
+    registry's name (``--reranker``) is left to the registry, which names what is registered."""
+    for action in args.command_parser._actions:
+        param = getattr(action, "param", None)
+        value = getattr(args, action.dest, None)
+        if param is not None and not isinstance(param.choices, Names) and not (value is None and action.default is None):
+            param.check(value)
+    record: type[Settings] | None = getattr(args, "settings_record", None)
+    return record.from_values(args) if record is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,6 +142,7 @@ def _main(argv: list[str] | None) -> int:
         set_verbose()  # the libraries' warnings, log lines and bars too
     quiet_libraries()  # else only dsr's own lines (dsr.core.quiet)
     try:
+        args.settings = checked_settings(args)
         code = args.func(args)
     except InputError as err:
         print(f"dsr: error: {shown_as_flag(err, args.command_parser, args)}", file=sys.stderr)
@@ -146,15 +165,14 @@ def _main(argv: list[str] | None) -> int:
     return int(code or 0)
 
 
-def _database_error(err: Exception, args) -> Exception | None:
+def _database_error(err: Exception, args: Namespace) -> Exception | None:
     """A database a command could not open or write (a server gone, a full disk under SQLite's
     file, met after the open): the error naming its URL (``dsr.db.engine.database_error``)."""
     if "sqlalchemy" not in sys.modules or not hasattr(args, "db"):
         return None
-    from dsr.board.service import default_db_url
     from dsr.db.engine import database_error
 
-    return database_error(err, args.db or default_db_url())
+    return database_error(err, args.db or default_url())
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@ import dataclasses
 import json
 import os
 import sys
+from argparse import Namespace, _SubParsersAction
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from dsr.board.client import published_for, quota_text, submit
 from dsr.board.participants import WITHHELD
@@ -36,6 +38,11 @@ from dsr.core.params import by_name, resolve
 from dsr.evaluation.measures import split_measure_list
 from dsr.evaluation.qrels import read_qrels
 
+if TYPE_CHECKING:  # SQLAlchemy and FastAPI load with them: imported where a command opens the board
+    from dsr.board.models import Member, Phase
+    from dsr.board.phases import Season
+    from dsr.board.service import Board
+
 SERVE_SETTINGS = by_name(SERVE_PARAMS)
 
 #: what the board extra provides, by import name (serve needs all; the board commands the database part)
@@ -52,7 +59,7 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
     add_param_flags(parser, BOARD_PARAMS)
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     s = subparsers.add_parser(
         "serve",
         help=summary("serve"),
@@ -81,7 +88,12 @@ def register(subparsers) -> None:
     _add_phase_parser(sub)
     _season_parsers(sub)
     _member_parsers(sub)
+    _run_parsers(sub)
+    b.set_defaults(func=lambda args: b.print_help() or 2)
 
+
+def _run_parsers(sub: argparse._SubParsersAction) -> None:
+    """``add-baseline``, ``rebuild``, ``export``, ``participant-file`` and ``list``."""
     a = sub.add_parser("add-baseline", help="add runs (e.g. dsr reproduce's out/NAME/runs) as baseline rows")
     _db_options(a)
     a.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
@@ -127,10 +139,9 @@ def register(subparsers) -> None:
     ls = sub.add_parser("list", help="phases and teams")
     _db_options(ls)
     ls.set_defaults(func=cmd_board_list)
-    b.set_defaults(func=lambda args: b.print_help() or 2)
 
 
-def _member_parsers(sub) -> None:
+def _member_parsers(sub: _SubParsersAction) -> None:
     """``add-member``, ``remove-member`` and ``rotate-token``."""
     for action, text in (
         ("add-member", "add a person to a team and print their token (shown once)"),
@@ -146,7 +157,7 @@ def _member_parsers(sub) -> None:
         m.set_defaults(func=cmd_board_member, action=action)
 
 
-def _submit_parser(subparsers) -> None:
+def _submit_parser(subparsers: _SubParsersAction) -> None:
     """``dsr submit``'s options."""
     u = subparsers.add_parser(
         "submit",
@@ -169,7 +180,7 @@ def _submit_parser(subparsers) -> None:
     u.set_defaults(func=cmd_submit)
 
 
-def _add_phase_parser(sub) -> None:
+def _add_phase_parser(sub: _SubParsersAction) -> None:
     """``dsr board add-phase``'s options."""
     p = sub.add_parser("add-phase", help="open a board: a collection and a phase (public or hidden labels)")
     _db_options(p)
@@ -220,7 +231,7 @@ def _add_phase_parser(sub) -> None:
     p.set_defaults(func=cmd_board_add_phase)
 
 
-def _allow_overlap(parser) -> None:
+def _allow_overlap(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-overlap",
         action="store_true",
@@ -230,7 +241,7 @@ def _allow_overlap(parser) -> None:
     )
 
 
-def _season_parsers(sub) -> None:
+def _season_parsers(sub: _SubParsersAction) -> None:
     """``dsr board set-phase`` and ``dsr board freeze``."""
     s = sub.add_parser("set-phase", help="change a phase's primary measure, dates or final switch")
     _db_options(s)
@@ -246,7 +257,7 @@ def _season_parsers(sub) -> None:
     f.set_defaults(func=cmd_board_freeze)
 
 
-def _board(args, **extra):
+def _board(args: Namespace, **extra: Any) -> Board:
     for module in DATABASE_MODULES:
         require_extra(module, "board")
     from dsr.board.service import Board, BoardConfig
@@ -254,7 +265,7 @@ def _board(args, **extra):
     return Board(BoardConfig(**param_values(args, BOARD_PARAMS), **extra))
 
 
-def cmd_serve(args) -> int:
+def cmd_serve(args: Namespace) -> int:
     for module in SERVER_MODULES:
         require_extra(module, "board")
     from dsr.board.service import default_workers
@@ -284,7 +295,7 @@ def cmd_serve(args) -> int:
     return 0
 
 
-def _serve_processes(args, settings: dict) -> int:
+def _serve_processes(args: Namespace, settings: dict) -> int:
     """``dsr serve --processes N``: the board checked, migrated and recovered here once (no
     scoring workers), then N server processes on the port (``dsr.server.serve_processes``)."""
     board = _board(args, **{**settings, "workers": 0})
@@ -312,7 +323,7 @@ def _serve_processes(args, settings: dict) -> int:
     return 0
 
 
-def cmd_submit(args) -> int:
+def cmd_submit(args: Namespace) -> int:
     token = args.token or os.environ.get("DSR_TOKEN")
     if not token:
         raise InputError("give --token or set DSR_TOKEN", field="--token")
@@ -374,7 +385,7 @@ def _print_accepted(server: str, body: dict, replayed: bool) -> None:
 SHOWN_FIELDS = {"id", "url", "means", "ties", "tied_topics", "quota_before", "quota", "sha256", "lines", "published"}
 
 
-def _number(value) -> str:
+def _number(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
@@ -392,13 +403,13 @@ def table(headers: list[str], rows: list[list]) -> str:
     )
 
 
-def _print_quota(quota, stream=None, label: str = "quota") -> None:
+def _print_quota(quota: dict[str, Any] | None, stream: TextIO | None = None, label: str = "quota") -> None:
     if quota and (quota.get("daily_limit") is not None or quota.get("total_limit") is not None):
         print(f"{label}: {quota_text(quota)}", file=stream or sys.stdout)
 
 
-def cmd_board_add_team(args) -> int:
-    token = _board(args).add_team(args.name, member=args.member)
+def cmd_board_add_team(args: Namespace) -> int:
+    token = _board(args).members.add_team(args.name, member=args.member)
     print(
         f"team {args.name!r} created with member {args.member.strip()!r}; the member's token "
         "(shown once, only its hash is stored):",
@@ -408,12 +419,12 @@ def cmd_board_add_team(args) -> int:
     return 0
 
 
-def cmd_board_add_phase(args) -> int:
+def cmd_board_add_phase(args: Namespace) -> int:
     if args.qrels and not args.hidden:
         raise InputError("--qrels loads hidden labels: add --hidden", field="--qrels")
     labels = read_qrels(args.qrels) if args.qrels else None
     board = _board(args)
-    phase = board.add_phase(
+    phase = board.phases.add_phase(
         collection_ref(args.collection, args.split),
         args.phase,
         hidden=args.hidden,
@@ -474,18 +485,18 @@ def collection_ref(collection: str, split: str | None) -> str:
     return split_ref(collection, split)
 
 
-def _warn_overlaps(board, phase) -> None:
-    for problem in board.overlaps(phase):
+def _warn_overlaps(board: Board, phase: Phase) -> None:
+    for problem in board.phases.overlaps(phase):
         print(f"dsr: WARNING: --allow-overlap: {problem}", file=sys.stderr)
 
 
-def quotas(phase) -> str:
+def quotas(phase: Phase) -> str:
     """A phase's quotas in words (per team, all its members together)."""
     parts = [f"{n} {what}" for n, what in ((phase.daily_quota, "per UTC day"), (phase.total_quota, "in all")) if n is not None]
     return f"{', '.join(parts)} per team (all its members together)" if parts else "none"
 
 
-def when(text: str | None, field: str):
+def when(text: str | None, field: str) -> datetime | None:
     """An ISO date or time as a naive UTC datetime (a time without an offset is UTC)."""
     if text is None:
         return None
@@ -498,13 +509,13 @@ def when(text: str | None, field: str):
     return value
 
 
-def _season(args):
+def _season(args: Namespace) -> Season:
     from dsr.board.phases import Season
 
     return Season(primary=args.primary, opens=when(args.opens, "opens"), closes=when(args.closes, "closes"), final=args.final)
 
 
-def _print_season(phase) -> None:
+def _print_season(phase: Phase) -> None:
     from dsr.board.models import stamp
     from dsr.db.base import utcnow
 
@@ -519,27 +530,29 @@ def _print_season(phase) -> None:
     )
 
 
-def cmd_board_set_phase(args) -> int:
+def cmd_board_set_phase(args: Namespace) -> int:
     board = _board(args)
-    phase = board.set_season(board.get_phase(args.collection, args.phase), _season(args), allow_overlap=args.allow_overlap)
+    phase = board.phases.set_season(
+        board.phases.get_phase(args.collection, args.phase), _season(args), allow_overlap=args.allow_overlap
+    )
     _warn_overlaps(board, phase)
     _print_season(phase)
     return 0
 
 
-def cmd_board_freeze(args) -> int:
+def cmd_board_freeze(args: Namespace) -> int:
     board = _board(args)
-    phase = board.freeze(board.get_phase(args.collection, args.phase))
+    phase = board.phases.freeze(board.phases.get_phase(args.collection, args.phase))
     _print_season(phase)
     if phase.final:
         print(f"the final results of {phase.collection}/{phase.name} are published")
     return 0
 
 
-def cmd_board_member(args) -> int:
+def cmd_board_member(args: Namespace) -> int:
     board = _board(args)
     if args.action == "remove-member":
-        members = board.remove_member(args.team, args.name)
+        members = board.members.remove_member(args.team, args.name)
         print(
             f"{args.name.strip()!r} removed from team {args.team!r}: their token and browser sessions no longer work",
             file=sys.stderr,
@@ -548,21 +561,21 @@ def cmd_board_member(args) -> int:
         print(f"team {args.team}: {names}")
         return 0
     if args.action == "add-member":
-        token = board.add_member(args.team, args.name, args.email)
+        token = board.members.add_member(args.team, args.name, args.email)
         what = f"{args.name.strip()!r} added to team {args.team!r}; their token"
     else:
-        token = board.rotate_token(args.team, args.name)
+        token = board.members.rotate_token(args.team, args.name)
         what = f"a new token for {args.name.strip()!r} of team {args.team!r} (the old one no longer works)"
     print(f"{what} (shown once, only its hash is stored):", file=sys.stderr)
     print(token)
     return 0
 
 
-def cmd_board_add_baseline(args) -> int:
+def cmd_board_add_baseline(args: Namespace) -> int:
     from dsr.board.admin import add_baselines
 
     board = _board(args)
-    phase = board.get_phase(args.collection, args.phase)
+    phase = board.phases.get_phase(args.collection, args.phase)
     added = add_baselines(board, phase, args.runs, default=args.default)
     measures = json.loads(phase.measures_json)
     shown = [phase.primary(), *[m for m in measures if m != phase.primary()]][:4]
@@ -575,7 +588,7 @@ def cmd_board_add_baseline(args) -> int:
     return 0
 
 
-def cmd_board_rebuild(args) -> int:
+def cmd_board_rebuild(args: Namespace) -> int:
     from dsr.board.admin import rebuild
 
     report = rebuild(_board(args))
@@ -588,12 +601,12 @@ def cmd_board_rebuild(args) -> int:
     return 0
 
 
-def cmd_board_export(args) -> int:
+def cmd_board_export(args: Namespace) -> int:
     from dsr.board.admin import export
 
     SELECT.check(args.select)  # before the board opens (as leaderboard.build checks it)
     board = _board(args)
-    text = export(board, board.get_phase(args.collection, args.phase), args.format, args.select)
+    text = export(board, board.phases.get_phase(args.collection, args.phase), args.format, args.select)
     if args.out:
         with atomic_write(args.out) as handle:
             handle.write(text)
@@ -602,11 +615,11 @@ def cmd_board_export(args) -> int:
     return 0
 
 
-def cmd_board_participant_file(args) -> int:
+def cmd_board_participant_file(args: Namespace) -> int:
     from dsr.board.admin import participant_file
 
     board = _board(args)
-    phase = board.get_phase(args.collection, args.phase)
+    phase = board.phases.get_phase(args.collection, args.phase)
     written = participant_file(board, phase, args.out, keep_scores=args.keep_scores)
     withheld = [w for w in WITHHELD if not (args.keep_scores and "score" in w)]
     print(
@@ -619,31 +632,31 @@ def cmd_board_participant_file(args) -> int:
     return 0
 
 
-def token_state(member) -> str:
+def token_state(member: Member) -> str:
     """What ``board list`` says of a member's token: active only when they hold one."""
     if member.removed_at is not None:
         return f"removed {member.removed_at:%Y-%m-%d}"
     return "active" if member.token_hash else "no token (dsr board rotate-token gives one)"
 
 
-def cmd_board_list(args) -> int:
+def cmd_board_list(args: Namespace) -> int:
     board = _board(args)  # first: it says what to install when the board extra is missing
     from sqlalchemy import select
 
     from dsr.board.models import Team
     from dsr.db.engine import read_session
 
-    for p in board.phases():
+    for p in board.phases.all():
         print(
             f"board {p.collection}/{p.name}: {'hidden' if p.hidden else 'public'}, "
             f"quota: {quotas(p)}; {len(board.submissions(p))} run(s)"
         )
     with read_session(board.engine) as s:
         teams = list(s.scalars(select(Team).order_by(Team.name)))
-    runs = board.runs_by_member()
+    runs = board.members.runs_by_member()
     rows = []
     for team in teams:
-        members = board.members(team, removed=True)
+        members = board.members.of_team(team, removed=True)
         if team.organiser or runs.get((team.id, None)) or not members:  # baselines, runs of before 0005
             rows.append(
                 [

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from dsr.collections import REGISTERED, load_collection
 from dsr.core.atomic import check_output_path
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
-from dsr.core.params import TYPES, Param
+from dsr.core.params import TYPES, Param, Settings
 from dsr.core.run import RUN_FORMAT
 
 
@@ -44,12 +45,12 @@ def add_param_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
     parser.add_argument("--param", action="extend", nargs="+", default=[], metavar="NAME=VALUE", help=help_text)
 
 
-def add_param_flags(parser, declared: Sequence[Param]) -> None:
+def add_param_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, declared: Sequence[Param]) -> None:
     """One flag per declared setting: ``--max-steps`` for ``max_steps`` (or the Param's
-    ``flags``), typed by its kind, with its default and help (a bool is a switch). The library
-    checks the values (choices and bounds), so a wrong one is exit 2 naming the flag, as from
-    Python. Each flag's action keeps its Param (``action.param``: tests check every default
-    comes from one)."""
+    ``flags``), typed by its kind, with its default and help (a bool is a switch; a ``many``
+    setting takes one or more values, repeatable). The library checks the values (choices and
+    bounds), so a wrong one is exit 2 naming the flag, as from Python. Each flag's action keeps
+    its Param (``action.param``: tests check every default comes from one)."""
     for p in declared:
         flags = p.flags or ("--" + p.name.replace("_", "-"),)
         shown = p.help.replace("%", "%%")  # argparse formats help with %
@@ -58,16 +59,28 @@ def add_param_flags(parser, declared: Sequence[Param]) -> None:
             made = parser.add_argument(*flags, dest=p.name, action=action, default=p.default, help=shown)
         else:
             choices = "{" + ",".join(map(str, p.choices)) + "}" if p.choices else ""
+            many: dict = {}
+            if p.many:
+                many = {"action": "append"} if p.repeated else {"action": "extend", "nargs": "+"}
+            elif isinstance(p.default, tuple):
+                many = {"nargs": "+"}  # a list: one or more values
             made = parser.add_argument(
                 *flags,
                 dest=p.name,
-                nargs="+" if isinstance(p.default, tuple) else None,  # a list: one or more values
                 type=TYPES[p.kind] if p.kind != "any" else str,
                 default=p.default,
                 metavar=p.metavar or choices or p.name.upper(),
                 help=shown + (f"; one of {choices}" if choices and p.metavar else ""),
+                **many,
             )
-        made.param = p
+        made.param = p  # type: ignore[attr-defined]
+
+
+def add_settings_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, record: type[Settings], *names: str) -> None:
+    """:func:`add_param_flags` for the fields ``names`` of a settings record (all of them when
+    none is named), in the order named."""
+    table = {p.name: p for p in record.params()}
+    add_param_flags(parser, [table[n] for n in names] if names else list(table.values()))
 
 
 def param_values(args: argparse.Namespace, declared: Sequence[Param]) -> dict:
@@ -75,7 +88,7 @@ def param_values(args: argparse.Namespace, declared: Sequence[Param]) -> dict:
     return {p.name: getattr(args, p.name) for p in declared}
 
 
-def collection_from_args(args: argparse.Namespace):
+def collection_from_args(args: argparse.Namespace) -> Collection:
     return load_collection(args.collection, getattr(args, "source", None), getattr(args, "split", None))
 
 
@@ -86,7 +99,7 @@ def check_out(out: str | Path, what: str = "a run file name") -> None:
     check_output_path(out, "--out")  # a parent that is a file: exit 2, before any work
 
 
-def add_run_format_argument(p) -> None:
+def add_run_format_argument(p: argparse.ArgumentParser) -> None:
     """--run-format (its Param, ``dsr.core.run.RUN_FORMAT``: the readers' ``fmt``): TREC's six
     columns, MS MARCO's three, or detected (evaluate, validate, fuse)."""
     add_param_flags(p, (RUN_FORMAT,))

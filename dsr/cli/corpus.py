@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tempfile
+from argparse import _SubParsersAction
 from pathlib import Path
 
 from dsr.cli.board import _board
@@ -25,15 +26,15 @@ from dsr.cli.common import (
     param_values,
 )
 from dsr.core import docs_url
-from dsr.core.data import write_benchmark
+from dsr.core.data import Collection, write_benchmark
 from dsr.core.errors import InputError
 from dsr.core.params import parse_assignments, resolve
 from dsr.core.queries import check_strategy
-from dsr.core.run import load_run, read_trec_run
+from dsr.core.run import Run, load_run, read_trec_run
 from dsr.core.run_checks import check_run
 from dsr.indexes.bm25 import PARAMS as BM25_PARAMS
 from dsr.indexes.corpus.bm25 import build_bm25
-from dsr.indexes.corpus.build import BUILD_PARAMS, build_corpus
+from dsr.indexes.corpus.build import BUILD_PARAMS, StageReport, build_corpus
 from dsr.indexes.corpus.dense import ENCODE_PARAMS, IVFPQ, build_ivfpq, encode_corpus
 from dsr.indexes.corpus.distributed import Executor
 from dsr.indexes.corpus.layout import Corpus
@@ -65,7 +66,7 @@ def _add_search(parser: argparse.ArgumentParser) -> None:
     add_param_flags(parser, SEARCH_PARAMS)  # --method, --model, --index, --nprobe, --refine, --backend
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     corpus = subparsers.add_parser(
         "corpus",
         help=summary("corpus"),
@@ -79,7 +80,7 @@ def register(subparsers) -> None:
     _register_pool(subparsers)
 
 
-def _register_build(sub) -> None:
+def _register_build(sub: argparse._SubParsersAction) -> None:
     build = sub.add_parser(
         "build",
         help="documents -> sentence shards with a manifest",
@@ -100,7 +101,7 @@ def _register_build(sub) -> None:
     build.set_defaults(func=cmd_build)
 
 
-def _register_index(sub) -> None:
+def _register_index(sub: argparse._SubParsersAction) -> None:
     index = sub.add_parser(
         "index",
         help="BM25 and/or dense indexes over the shards",
@@ -132,7 +133,7 @@ def _register_index(sub) -> None:
     index.set_defaults(func=cmd_index)
 
 
-def _register_search(sub) -> None:
+def _register_search(sub: argparse._SubParsersAction) -> None:
     search = sub.add_parser(
         "search",
         help="top k sentences of the corpus for a query",
@@ -146,7 +147,7 @@ def _register_search(sub) -> None:
     search.set_defaults(func=cmd_search)
 
 
-def _register_pool(subparsers) -> None:
+def _register_pool(subparsers: _SubParsersAction) -> None:
     pool = subparsers.add_parser(
         "pool",
         help=summary("pool"),
@@ -172,7 +173,7 @@ def _register_pool(subparsers) -> None:
     pool.set_defaults(func=cmd_pool)
 
 
-def _executor(args: argparse.Namespace):
+def _executor(args: argparse.Namespace) -> Executor:
     workers = args.workers
     if workers is None:
         workers = 0 if args.ray_address else (os.cpu_count() or 1)
@@ -185,7 +186,7 @@ def _executor(args: argparse.Namespace):
     return Executor(workers, args.ray_address, args.actor_cpus)
 
 
-def _report(stage: str, report) -> None:
+def _report(stage: str, report: StageReport) -> None:
     print(
         f"{stage}: built {len(report.built)}, reused {len(report.reused)} (already done), {report.seconds:.1f} s", file=sys.stderr
     )
@@ -245,7 +246,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _searcher(args: argparse.Namespace, folder: str):
+def _searcher(args: argparse.Namespace, folder: str) -> CorpusSearcher:
     return CorpusSearcher(folder, **param_values(args, SEARCH_PARAMS))
 
 
@@ -324,10 +325,10 @@ def _pool_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _phase_runs(args: argparse.Namespace, collection) -> dict:
+def _phase_runs(args: argparse.Namespace, collection: Collection) -> dict[str, Run]:
     """The submissions of a board phase, as runs named ``TEAM/SYSTEM #ID``."""
     board = _board(args)
-    phase = board.get_phase(collection.name, args.phase)
+    phase = board.phases.get_phase(collection.name, args.phase)
     runs = {}
     with tempfile.TemporaryDirectory() as folder:
         for sub in board.submissions(phase):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from argparse import Namespace, _SubParsersAction
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,13 @@ from dsr.core.errors import InputError
 from dsr.core.params import parse_assignments
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
+    _register_p(subparsers)
+    _register_data(subparsers)
+    _register_s(subparsers)
+
+
+def _register_p(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "collections",
         help=summary("collections"),
@@ -30,6 +37,8 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_collections)
 
+
+def _register_data(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser(
         "data",
         help=summary("data"),
@@ -77,6 +86,8 @@ def register(subparsers) -> None:
     b.add_argument("--param", action="append", metavar="K=V", help="a build parameter, repeatable (e.g. threshold=0.5)")
     b.set_defaults(func=cmd_build)
 
+
+def _register_s(subparsers: argparse._SubParsersAction) -> None:
     s = subparsers.add_parser(
         "stats",
         help=summary("stats"),
@@ -97,7 +108,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 # --- dsr collections --------------------------------------------------------
 
 
-def cmd_collections(args) -> int:
+def cmd_collections(args: Namespace) -> int:
     rows = collections_info()
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
@@ -123,7 +134,7 @@ def cmd_collections(args) -> int:
 # --- dsr data fetch / build -------------------------------------------------
 
 
-def cmd_fetch(args) -> int:
+def cmd_fetch(args: Namespace) -> int:
     result = fetch(args.name, args.dest, base_url=args.base_url, revision=args.revision, force=args.force, timeout=args.timeout)
     counts: dict[str, int] = {}
     for how in result.files.values():
@@ -133,7 +144,7 @@ def cmd_fetch(args) -> int:
     return 0
 
 
-def cmd_build(args) -> int:
+def cmd_build(args: Namespace) -> int:
     params = parse_assignments(args.param, "--param")
     module = source_module(args.name)
     build = getattr(module, "build", None)
@@ -154,7 +165,7 @@ def cmd_build(args) -> int:
 # --- dsr stats --------------------------------------------------------------
 
 
-def cmd_stats(args) -> int:
+def cmd_stats(args: Namespace) -> int:
     collection = collection_from_args(args)
     stats = collection_stats(collection)
     if args.json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from argparse import _SubParsersAction
 from pathlib import Path
 
 from dsr.cli.commands import summary
@@ -15,7 +16,7 @@ from dsr.core.run import Run
 from dsr.evaluation.decision import DECIDE_PARAMS, DecideSettings, decide_runs, format_table
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     p = subparsers.add_parser(
         "decide",
         help=summary("decide"),

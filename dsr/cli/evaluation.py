@@ -10,40 +10,35 @@ import argparse
 import json
 import shlex
 import sys
+from argparse import Namespace, _SubParsersAction
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from dsr.cli.common import (
     add_allow_mismatch_argument,
     add_collection_argument,
-    add_param_flags,
     add_run_format_argument,
+    add_settings_flags,
     check_out,
     collection_from_args,
-    param_values,
 )
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.provenance import input_record, run_sidecar
-from dsr.core.run import write_run
+from dsr.core.run import Run, write_run
 from dsr.evaluation import registry
 from dsr.evaluation.columns_run import ColumnRun, collection_of, qrels_columns, read_qrels_file
-from dsr.evaluation.experiment import evaluate_runs
+from dsr.evaluation.evaluate import asked_measures, evaluate
 from dsr.evaluation.grouping import select_runs
-from dsr.evaluation.measures import Evaluator, measure_names, parse_measures, split_measure_list
-from dsr.evaluation.protocol import resolve_splits
+from dsr.evaluation.measures import Evaluator, measure_names, parse_measures
 from dsr.evaluation.qrels import collection_from_qrels, qrels_from_collection, read_qrels
 from dsr.evaluation.report import write_report
-from dsr.evaluation.results import write_per_topic
-from dsr.evaluation.settings import EVALUATE_PARAMS, REPORT_PARAMS, SPLIT_PARAMS, TEST_PARAMS, EvaluateSettings
+from dsr.evaluation.results import Results, write_per_topic
+from dsr.evaluation.settings import EvaluateSettings, ReportSettings, SignificanceSettings, SplitSettings
 from dsr.evaluation.tables import render
-from dsr.evaluation.trec_eval import (
-    FOLLOWED,
-    MAX_DOCS,
-    RELEASE,
-    RELEVANCE_LEVEL,
-    apply_rules,
-    check_release,
-    with_relevance_level,
-)
+from dsr.evaluation.trec_eval import FOLLOWED, TrecEvalRules
 from dsr.evaluation.validate import fix_ties, validate_run
 
 EVALUATE_EPILOG = """\
@@ -98,16 +93,10 @@ example: dsr evaluate sample a.run b.run --baseline a --correction bh --family r
 """.replace("FOLLOWED", FOLLOWED).replace("MEASURES", "\n".join(registry.help_lines()))
 
 
-def add_report_arguments(p) -> None:
-    """--correction, --family, --ci, --all-pairs (their Params), --primary, --format and --verbose
-    (dsr evaluate and dsr reproduce)."""
-    add_param_flags(p, REPORT_PARAMS)
-    p.add_argument(
-        "--primary",
-        metavar="M",
-        help="the measure comparisons, legends and the main figure are on (default: nDCG@5 when "
-        "measured, else the first of --measures)",
-    )
+def add_report_arguments(p: argparse.ArgumentParser) -> None:
+    """--correction, --family, --ci, --all-pairs, --primary (their record's fields), --format and
+    --verbose (dsr evaluate and dsr reproduce)."""
+    add_settings_flags(p, ReportSettings)
     p.add_argument(
         "--format",
         choices=("text", "md", "latex", "csv", "json"),
@@ -122,7 +111,7 @@ def add_report_arguments(p) -> None:
     )
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     p = subparsers.add_parser(
         "evaluate",
         help="measure runs (official split protocol, significance, reports)",
@@ -135,25 +124,11 @@ def register(subparsers) -> None:
     p.add_argument("runs", nargs="*", metavar="RUN", help="TREC run files (sidecar RUN.json read when present)")
     add_run_format_argument(p)
     _add_trec_eval_arguments(p)
-    p.add_argument(
-        "--measures",
-        nargs="+",
-        action="extend",
-        metavar="M",
-        help="ir_measures strings, space or comma separated (default: RR nDCG@1 nDCG@3 nDCG@5 nDCG@10 P@1 P@5 AP R@10)",
-    )
-    p.add_argument(
-        "--subset",
-        action="append",
-        metavar="S",
-        help="only this subset (repeatable; 'all' for every dialogue; default: all and each of the collection's subsets)",
-    )
-    p.add_argument("--protocol", choices=("official", "all"), help="see below")
-    p.add_argument("--splits", metavar="FILE", help='val/test split file (JSON lines {"val": [...], "test": [...]})')
-    add_param_flags(p, SPLIT_PARAMS)
+    add_settings_flags(p, EvaluateSettings, "measures", "subsets", "protocol", "splits")
+    add_settings_flags(p, SplitSettings)
     p.add_argument("--tune", action="append", metavar="GROUP=RUN,...|auto", help="see below")
-    p.add_argument("--baseline", metavar="RUN", help="run (name or path) or family tested against")
-    add_param_flags(p, TEST_PARAMS)
+    add_settings_flags(p, EvaluateSettings, "baseline")
+    add_settings_flags(p, SignificanceSettings)
     add_report_arguments(p)
     p.add_argument(
         "--json", action="store_true", help="print the results JSON (the summary; per-topic values: --per-topic or --report)"
@@ -169,11 +144,11 @@ def register(subparsers) -> None:
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar (there is none off a terminal)")
     add_allow_mismatch_argument(p)
-    p.set_defaults(func=cmd_evaluate)
+    p.set_defaults(func=cmd_evaluate, settings_record=EvaluateSettings)
     _register_validate(subparsers)
 
 
-def _register_validate(subparsers) -> None:
+def _register_validate(subparsers: _SubParsersAction) -> None:
     v = subparsers.add_parser(
         "validate",
         help="check a run file before evaluation or submission",
@@ -214,7 +189,7 @@ def _register_validate(subparsers) -> None:
     v.set_defaults(func=cmd_validate)
 
 
-def _add_trec_eval_arguments(p) -> None:
+def _add_trec_eval_arguments(p: argparse.ArgumentParser) -> None:
     """--qrels, -l, -M, -c and --trec-eval (see the epilog)."""
     p.add_argument(
         "--qrels",
@@ -222,39 +197,10 @@ def _add_trec_eval_arguments(p) -> None:
         help="score plain TREC runs against this TREC qrels file, as trec_eval does "
         "(then every positional is a run: dsr evaluate --qrels FILE RUN...)",
     )
-    add_param_flags(p, (RELEVANCE_LEVEL, MAX_DOCS))
-    p.add_argument(
-        "-c", action="store_true", dest="complete", help="trec_eval -c: accepted; dsr always counts a topic a run lacks as 0"
-    )
-    add_param_flags(p, (RELEASE,))
+    add_settings_flags(p, TrecEvalRules)
 
 
-def _check_options(args) -> list | None:
-    """Options first, before any file is read: a bad value is exit 2 naming the option.
-    Returns the parsed --measures (None: the default set)."""
-    measures = parse_measures(split_measure_list(args.measures)) if args.measures else None
-    if args.relevance_level is not None:
-        measures = with_relevance_level(
-            measures or parse_measures(), args.relevance_level, split_measure_list(args.measures or [])
-        )
-    check_release(measures or parse_measures(), args.trec_eval)
-    MAX_DOCS.check(args.max_docs)
-    if args.primary:
-        parse_measures([args.primary], field="primary")
-    EvaluateSettings(**param_values(args, EVALUATE_PARAMS))  # the checks dsr.evaluate makes
-    return measures
-
-
-def _protocol(args, collection) -> str:
-    protocol = args.protocol or ("official" if (args.splits or collection.splits or args.tune) else "all")
-    if protocol == "all" and args.tune:
-        raise InputError("tuning needs val/test splits: use --protocol official", field="--tune")
-    if protocol == "all" and args.splits:
-        raise InputError("--splits is for --protocol official", field="--splits")
-    return protocol
-
-
-def _collection_or_qrels(args):
+def _collection_or_qrels(args: Namespace) -> Collection:
     """The collection, or with --qrels the qrels file's judgements (COLLECTION is then a run)."""
     if not args.qrels:
         return collection_from_args(args)
@@ -274,17 +220,19 @@ def _collection_or_qrels(args):
     return collection_from_qrels(read_qrels(args.qrels), name=f"qrels {Path(args.qrels).name}")
 
 
-def cmd_evaluate(args) -> int:
-    measures = _check_options(args)
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """The runs read with their sidecars (``--tune`` groups, the baseline by name or path),
+    then :func:`dsr.evaluate` with the parsed record, which checks every rule."""
+    settings: EvaluateSettings = args.settings
+    asked_measures(settings)  # the measures and trec_eval's rules checked before any file is read
     collection = _collection_or_qrels(args)
     if not args.runs:
         raise InputError("no run files given", field="RUN")
-    protocol = _protocol(args, collection)
     # qrels carry no collection hash: a run's sidecar is not checked against them
     selection = select_runs(
         args.runs,
         args.tune or [],
-        args.baseline,
+        settings.baseline,
         None if args.qrels else collection,
         args.allow_collection_mismatch,
         args.fmt,
@@ -292,36 +240,20 @@ def cmd_evaluate(args) -> int:
     )
     for warning in selection.warnings:
         print(warning, file=sys.stderr)
-    runs = {id(r): r for r in [*selection.runs.values(), *(r for family in selection.families.values() for r in family.values())]}
-    apply_rules(runs.values(), args.trec_eval, args.max_docs)
-    args.unjudged = _unjudged(collection, selection.runs)
-    splits = resolve_splits(collection, args.splits, args.n_splits, args.seed) if protocol == "official" else None
-    results = evaluate_runs(
+    results = evaluate(
         collection,
         selection.runs,
-        measures,
-        subsets=args.subset,
-        splits=splits,
-        families=selection.families,
-        target=args.target,
-        baseline=selection.baseline,
-        test=args.test,
-        n_resamples=args.n_resamples,
-        seed=args.seed,
-        alpha=args.alpha,
+        replace(settings, baseline=selection.baseline),
+        tune=selection.families if args.tune else None,
         run_info=selection.info,
         progress=not args.quiet,
-        correction=args.correction,
-        family=args.family,
-        ci=args.ci,
-        all_pairs=args.all_pairs,
-        primary=args.primary,
     )
+    args.unjudged = _unjudged(collection, selection.runs)
     _write_outputs(args, results)
     return 0
 
 
-def _write_outputs(args, results) -> None:
+def _write_outputs(args: Namespace, results: Results) -> None:
     """--per-topic, --report, then the printed tables (or --json)."""
     if args.per_topic:
         write_per_topic(results, args.per_topic)
@@ -340,7 +272,7 @@ def _write_outputs(args, results) -> None:
             f"dsr: pooled labels: unjudged in the top {UNJUDGED_AT} (1 - Judged@{UNJUDGED_AT}, mean over topics): {shown}",
             file=sys.stderr,
         )
-    asked = measure_names(_check_options(args) or []) if args.measures else None
+    asked = measure_names(parse_measures(asked_measures(args.settings))) if args.measures else None
     sys.stdout.write(render(results, args.format, verbose=args.verbose, measures=asked))
     if not args.verbose and args.format in ("text", "md"):
         where = f"; every table is in {args.report}/" if args.report else ""
@@ -355,7 +287,7 @@ UNJUDGED_AT = 10
 COLUMNS_FROM_BYTES = 1 << 22
 
 
-def _column_reader(args, collection):
+def _column_reader(args: Namespace, collection: Collection) -> Callable[[str], Run | None] | None:
     """Run files read as arrays where they can be (a large run's lines never become Python
     objects: dsr.evaluation.columns_run): with --qrels every one, with a collection the large
     ones; None: read the reference way."""
@@ -366,9 +298,9 @@ def _column_reader(args, collection):
         return lambda path: ColumnRun.of_file(path, judged, args.trec_eval, args.max_docs)
     if args.qrels:
         return None
-    made: list = []
+    made: list[Any] = []
 
-    def read(path):
+    def read(path: str) -> Run | None:
         if not Path(path).is_file() or Path(path).stat().st_size < COLUMNS_FROM_BYTES:
             return None  # load_run reads it (or names what is wrong)
         if not made:
@@ -378,7 +310,7 @@ def _column_reader(args, collection):
     return read
 
 
-def _unjudged(collection, runs) -> dict | None:
+def _unjudged(collection: Collection, runs: Mapping[str, Run]) -> dict[str, Any] | None:
     """``{"at": 10, "judged": {run: Judged@10}}`` when some run ranks, in some topic's top 10,
     a document the labels do not judge (pooled labels); None when every one is judged."""
     judged = qrels_from_collection(collection)
@@ -396,7 +328,7 @@ def _unjudged(collection, runs) -> dict | None:
     return {"at": UNJUDGED_AT, "judged": {name: float(evaluator(run).values[:, 0].mean()) for name, run in runs.items()}}
 
 
-def _unjudged_columns(judged, runs) -> dict | None:
+def _unjudged_columns(judged: dict[str, dict[str, int]], runs: Mapping[str, Any]) -> dict[str, Any] | None:
     """:func:`_unjudged` of runs read as arrays (ir_measures' Judged@10, over every topic)."""
     topics = list(judged)
     found = {}
@@ -410,7 +342,7 @@ def _unjudged_columns(judged, runs) -> dict | None:
     return {"at": UNJUDGED_AT, "judged": {name: float(values.mean()) for name, (values, _) in found.items()}}
 
 
-def cmd_validate(args) -> int:
+def cmd_validate(args: Namespace) -> int:
     if args.fix_ties != bool(args.out):
         raise InputError("--fix-ties and --out FIXED.run go together", field="--out")
     if args.qrels and args.fix_ties:
@@ -461,7 +393,7 @@ def cmd_validate(args) -> int:
     return 0 if result.valid else 2
 
 
-def _fix_ties(collection, path: str, out: str):
+def _fix_ties(collection: Collection, path: str, out: str) -> Run:
     """``--fix-ties``: write the rewritten run with a sidecar naming its input."""
     check_out(out)
     fixed, run = fix_ties(collection, path)

@@ -7,6 +7,7 @@ among them) are imported only when their format is asked for.
 from __future__ import annotations
 
 import sys
+from argparse import Namespace, _SubParsersAction
 from pathlib import Path
 
 from dsr.cli.commands import summary
@@ -28,7 +29,7 @@ See {docs} for loading each with its library.
 """.format(docs=docs_url("interchange"))
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     e = subparsers.add_parser(
         "export",
         help=summary("export"),
@@ -56,7 +57,7 @@ def register(subparsers) -> None:
     q.set_defaults(func=cmd_qrels)
 
 
-def cmd_export(args) -> int:
+def cmd_export(args: Namespace) -> int:
     check_export_out(args.out)  # before the work: a folder of other files is refused
     collection = collection_from_args(args)
     if not any(d.candidates for d in collection):
@@ -73,7 +74,7 @@ def cmd_export(args) -> int:
     return 0
 
 
-def cmd_qrels(args) -> int:
+def cmd_qrels(args: Namespace) -> int:
     out = Path(args.out)
     check_out(out, "a qrels file name")
     qrels = qrels_from_collection(collection_from_args(args))

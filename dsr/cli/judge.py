@@ -5,19 +5,34 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from argparse import Namespace, _SubParsersAction
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from dsr.cli.common import add_param_flags, param_values
+from dsr.cli.common import add_param_flags, add_settings_flags, param_values
 from dsr.collections import load_collection
 from dsr.core import docs_url
 from dsr.core.atomic import atomic_dir, atomic_write, check_output_path, write_json
 from dsr.core.data import write_benchmark
 from dsr.core.errors import InputError
-from dsr.core.home import require_writable
+from dsr.db.place import check_sqlite_folder
 from dsr.evaluation.qrels import qrels_from_collection, write_qrels
 from dsr.judging import guidelines, honeypots
 from dsr.judging.exchange import tally
-from dsr.judging.quality import CAMPAIGN_PARAMS, EXTRA, FLAG_PARAMS, METHOD, OVERLAP, REVIEW_METHOD, REVIEW_PARAMS, Settings
+
+if TYPE_CHECKING:  # SQLAlchemy loads with it: imported where a command opens the store
+    from dsr.judging.campaigns import Judging
+from dsr.judging.quality import (
+    CAMPAIGN_PARAMS,
+    EXTRA,
+    FLAG_PARAMS,
+    METHOD,
+    OVERLAP,
+    REVIEW_METHOD,
+    REVIEW_PARAMS,
+    JudgingPlace,
+    Settings,
+)
 
 JUDGE_EPILOG = """\
 A campaign lives in the leaderboard's database (--db; default SQLite at
@@ -27,15 +42,10 @@ Walk-through: {docs}.
 
 
 def _db(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--db",
-        metavar="URL",
-        help="database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB "
-        "(default: SQLite under $DSR_HOME/board/, as dsr serve)",
-    )
+    add_settings_flags(parser, JudgingPlace)
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     j = subparsers.add_parser(
         "judge",
         help="judging campaigns: pool -> tasks -> grades -> judged collection",
@@ -52,7 +62,7 @@ def register(subparsers) -> None:
     j.set_defaults(func=lambda args: j.print_help() or 2)
 
 
-def _register_setup(sub) -> None:
+def _register_setup(sub: _SubParsersAction) -> None:
     g = sub.add_parser(
         "guidelines", help="write the default scale and guidelines (YAML) to edit, or load edited ones into a campaign"
     )
@@ -106,7 +116,7 @@ def _register_setup(sub) -> None:
     s.set_defaults(func=cmd_assign)
 
 
-def _register_results(sub) -> None:
+def _register_results(sub: _SubParsersAction) -> None:
     st = sub.add_parser("status", help="progress per assessor")
     _db(st)
     st.add_argument("campaign", metavar="CAMPAIGN")
@@ -152,7 +162,7 @@ def _register_results(sub) -> None:
     ls.set_defaults(func=cmd_list)
 
 
-def _register_review(sub) -> None:
+def _register_review(sub: _SubParsersAction) -> None:
     v = sub.add_parser(
         "review",
         help="items whose aggregate is uncertain or whose assessors disagree: "
@@ -181,32 +191,18 @@ def _register_review(sub) -> None:
     v.set_defaults(func=cmd_review)
 
 
-def _judging(args):
-    """The campaign store behind ``--db``; an SQLite file's folder must be writable (a
-    read-only DSR_HOME is exit 2 naming the folder, as for dsr serve)."""
-    from dsr.board.service import BoardConfig
+def _judging(args: Namespace) -> Judging:
+    """The campaign store behind ``--db`` (judging's own record, :class:`JudgingPlace`); an
+    SQLite file's folder must be writable (a read-only DSR_HOME is exit 2 naming the folder,
+    as for dsr serve)."""
     from dsr.judging.campaigns import Judging
 
-    config = BoardConfig(db=args.db)
-    _writable_sqlite_folder(config)
-    return Judging.open(config.db_url())
+    place = JudgingPlace(db=args.db)
+    check_sqlite_folder(place.url(), given=place.db is not None)
+    return Judging.open(place.url())
 
 
-def _writable_sqlite_folder(config) -> None:
-    from sqlalchemy.engine import make_url
-
-    try:
-        url = make_url(config.db_url())
-    except Exception:  # make_engine names a bad URL
-        return
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        require_writable(
-            Path(url.database).parent,
-            "set DSR_HOME to a writable folder or give --db" if config.db is None else "give --db a file in a writable folder",
-        )
-
-
-def cmd_guidelines(args) -> int:
+def cmd_guidelines(args: Namespace) -> int:
 
     if args.campaign and args.file:
         _judging(args).set_guidelines(args.campaign, guidelines.load(args.file))
@@ -221,7 +217,7 @@ def cmd_guidelines(args) -> int:
     return 0
 
 
-def cmd_create(args) -> int:
+def cmd_create(args: Namespace) -> int:
     settings = Settings(**param_values(args, CAMPAIGN_PARAMS))  # checked before any work
     rules = guidelines.load(args.guidelines)
     pool = load_collection(args.pool, args.source, args.split)
@@ -244,17 +240,17 @@ def cmd_create(args) -> int:
     return 0
 
 
-def cmd_add_assessor(args) -> int:
-    token = _judging(args).add_assessor(args.name)
+def cmd_add_assessor(args: Namespace) -> int:
+    token = _judging(args).assignments.add_assessor(args.name)
     print(f"assessor {args.name!r} created; their token (shown once, only its hash is stored):", file=sys.stderr)
     print(token)
     return 0
 
 
-def cmd_assessor_token(args) -> int:
+def cmd_assessor_token(args: Namespace) -> int:
     judging = _judging(args)
     if args.action == "remove-assessor":
-        grades = judging.remove_assessor(args.name)
+        grades = judging.assignments.remove_assessor(args.name)
         print(
             f"assessor {args.name.strip()!r} removed: their token and browser sessions no longer work; their "
             f"{grades} grade(s) stay (dsr judge assign CAMPAIGN --release {args.name.strip()!r} hands on the "
@@ -262,7 +258,7 @@ def cmd_assessor_token(args) -> int:
             file=sys.stderr,
         )
         return 0
-    token = judging.rotate_assessor_token(args.name)
+    token = judging.assignments.rotate_assessor_token(args.name)
     print(
         f"a new token for assessor {args.name.strip()!r} (the old one no longer works; shown once, only its hash is stored):",
         file=sys.stderr,
@@ -271,19 +267,19 @@ def cmd_assessor_token(args) -> int:
     return 0
 
 
-def cmd_assign(args) -> int:
-    load = _judging(args).assign(args.campaign, args.assessors, args.release, args.overlap)
+def cmd_assign(args: Namespace) -> int:
+    load = _judging(args).assignments.assign(args.campaign, args.assessors, args.release, args.overlap)
     for name, sentences in sorted(load.items()):
         print(f"{name}: {sentences} sentences")
     return 0
 
 
-def cmd_status(args) -> int:
+def cmd_status(args: Namespace) -> int:
     from dsr.judging.views import progress, task_rows
 
     judging = _judging(args)
     campaign = judging.campaign(args.campaign)
-    for assessor in judging.assessors():
+    for assessor in judging.assignments.assessors():
         rows = task_rows(judging, assessor, campaign)
         if rows:
             p = progress(rows)
@@ -291,7 +287,7 @@ def cmd_status(args) -> int:
     return 0
 
 
-def cmd_report(args) -> int:
+def cmd_report(args: Namespace) -> int:
     from dsr.judging.campaign_report import outcome
 
     result = outcome(_judging(args), args.campaign, args.method, param_values(args, FLAG_PARAMS)).to_json()
@@ -303,7 +299,7 @@ def cmd_report(args) -> int:
     return 0
 
 
-def _fmt(value, digits: int = 3) -> str:
+def _fmt(value: Any, digits: int = 3) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
@@ -341,7 +337,7 @@ def _decisions(pairs: list[str]) -> dict[str, int]:
     return out
 
 
-def cmd_review(args) -> int:
+def cmd_review(args: Namespace) -> int:
     from dsr.judging.review import review_queue
 
     judging = _judging(args)
@@ -351,11 +347,11 @@ def cmd_review(args) -> int:
         raise InputError("say who decides: --by NAME", field="--by")
     thresholds = param_values(args, REVIEW_PARAMS)
     if decisions:
-        judging.adjudicate(args.campaign, decisions, args.by)
+        judging.reviews.adjudicate(args.campaign, decisions, args.by)
         print(f"{len(decisions)} item(s) adjudicated by {args.by}", file=sys.stderr)
     if args.send_back is not None:
         keys = args.send_back or [r["key"] for r in review_queue(judging, args.campaign, args.method, thresholds)]
-        added = judging.send_back(args.campaign, keys, args.by, args.extra)
+        added = judging.reviews.send_back(args.campaign, keys, args.by, args.extra)
         for key, people in added.items():
             print(f"{key}: sent back to {', '.join(people)} (by {args.by})", file=sys.stderr)
     queue = review_queue(judging, args.campaign, args.method, thresholds)
@@ -380,7 +376,7 @@ def cmd_review(args) -> int:
     return 0
 
 
-def cmd_export(args) -> int:
+def cmd_export(args: Namespace) -> int:
     from dsr.judging.campaign_report import judged_collection, outcome
 
     for path, flag in ((args.out, "--out"), (args.qrels, "--qrels"), (args.report, "--report")):
@@ -402,7 +398,7 @@ def cmd_export(args) -> int:
     return 0
 
 
-def cmd_export_tasks(args) -> int:
+def cmd_export_tasks(args: Namespace) -> int:
     import dsr.judging.crowdsourcing as crowdsourcing
     import dsr.judging.labelstudio as labelstudio
     from dsr.judging.views import all_tasks
@@ -420,7 +416,7 @@ def cmd_export_tasks(args) -> int:
     return 0
 
 
-def cmd_import(args) -> int:
+def cmd_import(args: Namespace) -> int:
     import dsr.judging.crowdsourcing as crowdsourcing
     import dsr.judging.labelstudio as labelstudio
 
@@ -437,7 +433,7 @@ def cmd_import(args) -> int:
     return 0
 
 
-def cmd_list(args) -> int:
+def cmd_list(args: Namespace) -> int:
     judging = _judging(args)
     for c in judging.campaigns():
         pool = json.loads(c.pool_json)
@@ -445,7 +441,7 @@ def cmd_list(args) -> int:
             f"campaign {c.name}: pool {pool['name']} ({pool['dialogues']} dialogues), k={c.k}, "
             f"honeypots {c.honeypot_rate:g} (threshold {c.threshold:g})"
         )
-    for a in judging.assessors():
+    for a in judging.assignments.assessors():
         state = "" if a.origin != "web" else (", token active" if a.token_hash else ", removed: no token")
         print(f"assessor {a.name} ({a.origin}{state})")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from argparse import _SubParsersAction
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_collection_argument, add_param_flags, param_values
@@ -22,7 +23,7 @@ from dsr.training.settings import PARAMS, RECIPE_NAMES, pipeline_named
 PER_FOLD = ("base", "folds", "fold", "overwrite")
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     p = subparsers.add_parser(
         "kfold",
         help=summary("kfold"),

@@ -35,8 +35,10 @@ import os
 import shlex
 import sys
 import textwrap
+from argparse import _SubParsersAction
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from dsr.cli.commands import summary
 from dsr.cli.common import (
@@ -50,6 +52,7 @@ from dsr.cli.common import (
 )
 from dsr.collections import load_collection
 from dsr.core import docs_url
+from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.fusion import (
     FUSER_ABOUT,
@@ -57,21 +60,20 @@ from dsr.core.fusion import (
     NORMS,
     TIE_RULE,
     canonical,
-    fuse,
     method_params,
-    tied_input_warnings,
 )
 from dsr.core.fusion import check_params as check_fusion_params
-from dsr.core.fusion_ranx import BACKEND, METRIC, RANX_ALIASES, RANX_METHODS, TUNED, learns, tunes
+from dsr.core.fusion_ranx import BACKEND, METRIC, RANX_ALIASES, RANX_METHODS, TUNED
 from dsr.core.models import model_records
 from dsr.core.params import parse_assignments
 from dsr.core.provenance import input_record, run_sidecar, sha256_file
 from dsr.core.queries import STRATEGIES
-from dsr.core.run import load_run, write_run
+from dsr.core.run import Run, load_run, write_run
 from dsr.core.run_checks import check_run, check_same_collection
 from dsr.evaluation.qrels import read_qrels
 from dsr.indexes.exactness import sidecar_part
 from dsr.rankers import RANKERS, make_ranker, ranker_class
+from dsr.rankers.fusion import fuse_runs
 from dsr.rerankers import RERANKER, RERANKERS, make_reranker, reranker_class
 
 
@@ -117,7 +119,13 @@ FUSE_BACKEND_HELP = (
 )
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
+    _register_run(subparsers)
+    _register_rerank(subparsers)
+    _register_fuse(subparsers)
+
+
+def _register_run(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser(
         "run",
         help=summary("run"),
@@ -136,6 +144,8 @@ def register(subparsers) -> None:
     _add_ir_metadata_argument(run)
     run.set_defaults(func=cmd_run)
 
+
+def _register_rerank(subparsers: argparse._SubParsersAction) -> None:
     rerank = subparsers.add_parser(
         "rerank",
         help=summary("rerank"),
@@ -156,6 +166,8 @@ def register(subparsers) -> None:
     add_allow_mismatch_argument(rerank)
     rerank.set_defaults(func=cmd_rerank)
 
+
+def _register_fuse(subparsers: argparse._SubParsersAction) -> None:
     fuse = subparsers.add_parser(
         "fuse",
         help=summary("fuse"),
@@ -262,14 +274,12 @@ def cmd_rerank(args: argparse.Namespace) -> int:
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
+    """The runs read and checked against ``--collection`` (or each other's sidecars), then
+    :func:`dsr.rankers.fusion.fuse_runs`, :func:`dsr.fuse`'s door, which owns the rules."""
     check_out(args.out)
-    if len(args.runs) < 2:
-        raise InputError(f"fuse needs at least two runs, got {len(args.runs)}", field="RUN")
-    method = canonical(args.method)
     params = parse_assignments(args.param, "--param")
-    check_fusion_params(method, params)  # before the runs are read
+    check_fusion_params(canonical(args.method), params)  # before the runs are read
     runs = [load_run(path, args.fmt) for path in args.runs]
-
     collection = None
     if args.collection:
         collection = load_collection(args.collection)
@@ -277,15 +287,12 @@ def cmd_fuse(args: argparse.Namespace) -> int:
             check_run(run, path, collection, allow_mismatch=args.allow_collection_mismatch)
     else:
         check_same_collection(args.runs, runs, allow=args.allow_collection_mismatch)
-    if not set.intersection(*(set(r.rankings) for r in runs)):
-        raise InputError(
-            "the runs have no topic in common: are they runs of the same collection?", path=args.runs[-1], field="qid"
-        )
-    for warning in tied_input_warnings(args.runs, runs, method, args.backend, "--backend ranx", params.get("norm")):
-        print(warning, file=sys.stderr)
-    labels, trained_on = _fusion_labels(args, method, params, collection)
-    order = collection.initial_order() if collection else None
-    fused = fuse(runs, method, initial_order=order, labels=labels, backend=args.backend, **params)
+    labels = read_qrels(args.qrels) if args.qrels else None
+    method = canonical(args.method)
+    fused = fuse_runs(
+        runs, method, params, names=args.runs, collection=collection, labels=labels, backend=args.backend, switch="--backend ranx"
+    )
+    trained_on = _trained_on(args, collection)
     described = (
         collection.describe()
         if collection
@@ -312,29 +319,13 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fusion_labels(args: argparse.Namespace, method: str, params: dict, collection) -> tuple[dict | None, str | None]:
-    """The labels a learnt method learns from (--qrels, else --collection's), and what they are;
-    (None, None) when the method learns nothing, or only a parameter with a default (rrf's k,
-    wsum's weights, logn_isr's sigma) and no labels are given."""
-    if not learns(method, params) and not tunes(method, params):
-        return None, None
+def _trained_on(args: argparse.Namespace, collection: Collection | None) -> str | None:
+    """What a learnt method learnt from, for its sidecar: --qrels, else --collection's labels."""
     if args.qrels:
-        return read_qrels(args.qrels), f"qrels {Path(args.qrels).name} (sha256 {sha256_file(args.qrels)[:12]})"
+        return f"qrels {Path(args.qrels).name} (sha256 {sha256_file(args.qrels)[:12]})"
     if collection is not None:
-        labels = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
-        return labels, f"collection {collection.name} ({collection.content_hash[:12]})"
-    if not learns(method, params):
-        return None, None  # the default of what it would tune holds
-    raise InputError(
-        f"{method} learns {', '.join(learns(method, params))} from relevance labels: give "
-        "--qrels FILE or --collection NAME"
-        + (
-            ""
-            if method in ("bayesfuse", "mapfuse", "posfuse", "probfuse", "segfuse", "slidefuse")
-            else f" (or --param {learns(method, params)[0]}=...)"
-        ),
-        field="--qrels",
-    )
+        return f"collection {collection.name} ({collection.content_hash[:12]})"
+    return None
 
 
 def _learnt_text(learnt: dict) -> str:
@@ -384,11 +375,18 @@ class _StageHelp(argparse.Action):
     """``-h/--help`` that also lists the parameters of the ranker (reranker) named
     before it, from the stage's declaration: ``dsr run --ranker bm25 --help``."""
 
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None, kind: str = "ranker"):
+    def __init__(
+        self,
+        option_strings: list[str],
+        dest: str = argparse.SUPPRESS,
+        default: Any = argparse.SUPPRESS,
+        help: str | None = None,
+        kind: str = "ranker",
+    ) -> None:
         super().__init__(option_strings, dest, default=default, nargs=0, help=help)
         self.kind = kind
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
         registry, lookup = (RANKERS, ranker_class) if self.kind == "ranker" else (RERANKERS, reranker_class)
         chosen = getattr(namespace, self.kind, None)
         parser.print_help()
@@ -418,7 +416,7 @@ def _add_ir_metadata_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _write(run, args: argparse.Namespace) -> None:
+def _write(run: Run, args: argparse.Namespace) -> None:
     out = args.out
     write_run(run, out, ir_metadata=args.ir_metadata)
     lines = sum(len(r) for r in run.rankings.values())

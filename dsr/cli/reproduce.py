@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from argparse import _SubParsersAction
 
 from dsr.baselines import (
     DEFAULT_CROSS_ENCODER,
@@ -21,13 +22,14 @@ from dsr.cli.common import add_param_flags
 from dsr.cli.evaluation import add_report_arguments
 from dsr.collections import load_collection
 from dsr.core import docs_url
+from dsr.core.data import Collection
 from dsr.core.timing import StageTimer
 from dsr.evaluation import tables
 from dsr.evaluation.measures import split_measure_list
 from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     p = subparsers.add_parser(
         "reproduce",
         help=summary("reproduce"),
@@ -75,6 +77,14 @@ def register(subparsers) -> None:
         metavar="Q",
         help="query strategies to run, space or comma separated (default: all of them)",
     )
+    _add_model_arguments(p)
+    add_report_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=cmd_reproduce)
+
+
+def _add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The suite's models: the dense rows', the trained ones', the cross-encoder's, their backend."""
     add_param_flags(p, (DENSE_MODEL,))
     p.add_argument("--no-dense", action="store_true", help="skip the dense and fusion rows")
     p.add_argument(
@@ -118,9 +128,6 @@ def register(subparsers) -> None:
         f"differ, see {docs_url('models')}; auto: {FAST_BACKEND} where the CPU has VNNI or AMX, else "
         f"torch; --fast: {FAST_BACKEND})",
     )
-    add_report_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.set_defaults(func=cmd_reproduce)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -180,7 +187,7 @@ NEXT_STEPS = (
 )
 
 
-def sample_banner(collection) -> str:
+def sample_banner(collection: Collection) -> str:
     """What ``make reproduce`` runs, said before it runs: a smoke test, not a result."""
     counts = {s: len(collection.subset(s)) for s in collection.subsets}
     parts = ", ".join(f"{n} {s}" for s, n in counts.items())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from argparse import _SubParsersAction
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from dsr.training.recipe import train
 from dsr.training.settings import GROUPS, PARAMS, PIPELINES, RECOMMENDED
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     p = subparsers.add_parser(
         "train",
         help=summary("train"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from argparse import _SubParsersAction
 
 from dsr.cli.commands import summary
 from dsr.cli.common import add_param_flags
@@ -50,7 +51,7 @@ the run lacks; a document listed twice in a topic's first -M, or judged twice).
 )
 
 
-def register(subparsers) -> None:
+def register(subparsers: _SubParsersAction) -> None:
     p = subparsers.add_parser(
         "trec_eval",
         help=summary("trec_eval"),

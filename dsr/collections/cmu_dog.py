@@ -192,7 +192,7 @@ class _Corpus:
     """A CMU_DoG folder's sentences in id order, the BM25 index over them and its documents by
     ``wikiDocumentIdx``: what every query point is labelled and pooled from."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path) -> None:
         documents = read_documents(folder)
         # sorted by id, so the index order is the documented tie order (sentence id)
         self.sentences = sorted((s for doc in documents.values() for s in doc.sentences), key=lambda s: s.id)

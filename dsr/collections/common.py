@@ -29,35 +29,20 @@ def params_note(declared: Declaration) -> str:
     return "parameters: " + ", ".join(f"{p.name} ({json.dumps(p.default)})" for p in declared)
 
 
-def cached_build(
-    name: str,
-    split: str | None,
-    source: Path,
-    inputs: list[Path],
-    params: dict[str, Any],
-    version: int,
-    builder: Callable[[], Collection],
-) -> Collection:
-    """``builder()``'s collection, cached as a benchmark file under ``$DSR_HOME/collections/NAME``.
-
-    The cache key hashes the builder version, split, parameters and every input
-    file's bytes (path relative to ``source`` + sha256), so any change to the
-    raw files or the conversion rebuilds. A cached file is used only when its
-    manifest's key matches, the file's sha256 and its content hash equal the
-    ones recorded at build time (a damaged file is rebuilt, not trusted). The
-    benchmark file is written first and the manifest last, both atomically:
-    an interrupted build leaves no manifest that points at it.
-    """
+def build_key(name: str, split: str | None, source: Path, inputs: list[Path], params: dict[str, Any], version: int) -> str:
+    """The cache key of a build: the builder version, split, parameters and every input
+    file's bytes (path relative to ``source`` + sha256)."""
     digest = hashlib.sha256()
     digest.update(json.dumps({"name": name, "split": split, "params": params, "version": version}, sort_keys=True).encode())
     for path in inputs:
         digest.update(str(path.relative_to(source)).encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
-    key = digest.hexdigest()
-    folder = dsr_home() / "collections" / name
-    stem = split or "all"
-    bench, manifest_path = folder / f"{stem}.jsonl", folder / f"{stem}.manifest.json"
-    label = f"{name}-{split}" if split else name
+    return digest.hexdigest()
+
+
+def _cached(folder: Path, bench: Path, manifest_path: Path, key: str, label: str) -> Collection | None:
+    """The cached build when its manifest's key matches and the file passes its checksum and
+    content hash; None (with why on stderr when there was one) otherwise."""
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):  # missing, unreadable, not JSON (JSONDecodeError, Unicode)
@@ -77,6 +62,36 @@ def cached_build(
         print(f"{label}: cached build at {bench} is damaged (fails its checksum); rebuilding", file=sys.stderr)
     elif manifest:
         print(f"{label}: source, parameters or builder changed; rebuilding", file=sys.stderr)
+    return None
+
+
+def cached_build(
+    name: str,
+    split: str | None,
+    source: Path,
+    inputs: list[Path],
+    params: dict[str, Any],
+    version: int,
+    builder: Callable[[], Collection],
+) -> Collection:
+    """``builder()``'s collection, cached as a benchmark file under ``$DSR_HOME/collections/NAME``.
+
+    The cache key hashes the builder version, split, parameters and every input
+    file's bytes (path relative to ``source`` + sha256), so any change to the
+    raw files or the conversion rebuilds. A cached file is used only when its
+    manifest's key matches, the file's sha256 and its content hash equal the
+    ones recorded at build time (a damaged file is rebuilt, not trusted). The
+    benchmark file is written first and the manifest last, both atomically:
+    an interrupted build leaves no manifest that points at it.
+    """
+    key = build_key(name, split, source, inputs, params, version)
+    folder = dsr_home() / "collections" / name
+    stem = split or "all"
+    bench, manifest_path = folder / f"{stem}.jsonl", folder / f"{stem}.manifest.json"
+    label = f"{name}-{split}" if split else name
+    cached = _cached(folder, bench, manifest_path, key, label)
+    if cached is not None:
+        return cached
     require_writable(folder)
     started = time.perf_counter()
     collection = builder()

@@ -282,7 +282,9 @@ class _Fetch:
     checksums and, after a failure, removes what this fetch wrote unverified.
     """
 
-    def __init__(self, plan: Plan, dest: Path, base: str, blobs: dict[str, str], limits: Limits, force: bool, progress: bool):
+    def __init__(
+        self, plan: Plan, dest: Path, base: str, blobs: dict[str, str], limits: Limits, force: bool, progress: bool
+    ) -> None:
         self.plan, self.dest, self.base, self.blobs = plan, dest, base, blobs
         self.limits, self.force, self.progress = limits, force, progress
         self.sizes = load_sizes(plan.name)

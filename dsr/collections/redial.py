@@ -135,6 +135,29 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     )
 
 
+def _query_point(
+    conv: Any, i: int, lineno: int, turn: Any, context: list[Any], candidates: list[Candidate], new: list[str], named: bool
+) -> Dialogue:
+    """The query point of a recommender turn ``i`` that names the ``new`` movies."""
+    return Dialogue(
+        id=f"{conv.id}-{i}",
+        title="",
+        context=context,
+        target=turn.as_turn(),
+        candidates=candidates,
+        subset="seeker_named" if named else "seeker_unnamed",
+        source=NAME,
+        meta={
+            "conversationId": conv.id,
+            "turn": i,
+            "messageIds": turn.message_ids,
+            "line": lineno,
+            "relevant_movies": new,
+            "relevant_in_pool": sum(c.label > 0 for c in candidates),
+        },
+    )
+
+
 def build(source: Path, split: str | None = None, **params: Any) -> Collection:
     """Convert ``<split>_data.jsonl`` (default ``test``) to a Collection.
 
@@ -168,25 +191,7 @@ def build(source: Path, split: str | None = None, **params: Any) -> Collection:
                     Candidate(movies[m].id, movies[m].title, movies[m].name, score, grades.get(m, 0)) for m, score in pool
                 ]
                 if any(c.label for c in candidates):
-                    out.append(
-                        Dialogue(
-                            id=f"{conv.id}-{i}",
-                            title="",
-                            context=context,
-                            target=turn.as_turn(),
-                            candidates=candidates,
-                            subset="seeker_named" if seeker_named else "seeker_unnamed",
-                            source=NAME,
-                            meta={
-                                "conversationId": conv.id,
-                                "turn": i,
-                                "messageIds": turn.message_ids,
-                                "line": lineno,
-                                "relevant_movies": new,
-                                "relevant_in_pool": sum(c.label > 0 for c in candidates),
-                            },
-                        )
-                    )
+                    out.append(_query_point(conv, i, lineno, turn, context, candidates, new, seeker_named))
             mentioned.update(turn.movies)
             seeker_named = seeker_named or (turn.role == "seeker" and bool(turn.movies))
     if not out:
@@ -260,7 +265,7 @@ class MovieRanker:
         cooc_weight: float = 4.0,
         prior_weight: float = 1.0,
         bm25_weight: float = 0.0,
-    ):
+    ) -> None:
         self.ids = list(movies)
         self.position = {m: n for n, m in enumerate(self.ids)}
         self.cooc_weight, self.bm25_weight = cooc_weight, bm25_weight

@@ -357,6 +357,25 @@ def manifest_files(copy: Path) -> dict[str, Path | str]:
     return files
 
 
+def _dialogue_files(source: Path, default: bool) -> dict[str, Path | None]:
+    """Each subset's dialogue file in ``source``; both, or an InputError saying what is missing."""
+    if source.is_file():
+        raise InputError(
+            "expected a folder with the SIGIR 2022 files, got a file "
+            "(a benchmark .jsonl file is passed as the COLLECTION itself)",
+            path=source,
+        )
+    paths = {subset: _find(source, name, "datasets") for subset, name in FILES.items()}
+    if not any(paths.values()):
+        raise InputError(_missing_message(source, default), path=source)
+    for subset, path in paths.items():
+        if path is None:
+            raise InputError(
+                f"{FILES[subset]} is missing (found the other file); fetch both with `dsr data fetch sigir2022`", path=source
+            )
+    return paths
+
+
 def load(source: Path | None = None, split: str | None = None) -> Collection:
     """The SIGIR 2022 collection from a folder (default ``$DSR_HOME/data/sigir2022``).
 
@@ -373,20 +392,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
         raise InputError(
             f"unknown split {split!r} for sigir2022; use plain or grounded (or leave it out for both)", field="split"
         )
-    if source.is_file():
-        raise InputError(
-            "expected a folder with the SIGIR 2022 files, got a file "
-            "(a benchmark .jsonl file is passed as the COLLECTION itself)",
-            path=source,
-        )
-    paths = {subset: _find(source, name, "datasets") for subset, name in FILES.items()}
-    if not any(paths.values()):
-        raise InputError(_missing_message(source, default), path=source)
-    for subset, path in paths.items():
-        if path is None:
-            raise InputError(
-                f"{FILES[subset]} is missing (found the other file); fetch both with `dsr data fetch sigir2022`", path=source
-            )
+    paths = _dialogue_files(source, default)
 
     found = {subset: path for subset, path in paths.items() if path is not None}
     dialogues: list[Dialogue] = []

@@ -204,7 +204,7 @@ def _zip_members(archive: Path, remote: Remote, url: str, cap, budget: int):
 class _Budgeted(io.RawIOBase):
     """A reader that stops (InputError) once more than ``budget`` bytes came through."""
 
-    def __init__(self, raw: IO[bytes] | io.BufferedIOBase, budget: int, url: str):
+    def __init__(self, raw: IO[bytes] | io.BufferedIOBase, budget: int, url: str) -> None:
         self.raw, self.budget, self.url, self.seen = raw, budget, url, 0
 
     def readable(self) -> bool:
@@ -239,7 +239,7 @@ class _Deadline:
     """Shuts the connection's socket when time is up, so a trickling server cannot
     hold a download open: a per-read timeout alone never fires while bytes come."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.expired = False
         self.sockets: list[socket.socket] = []
@@ -269,7 +269,7 @@ class _Deadline:
 
         def watched(base: Any) -> Any:
             class Connection(base):
-                def connect(self):
+                def connect(self) -> None:
                     super().connect()
                     deadline.watch(self.sock)
 

@@ -125,7 +125,7 @@ class Collection:
         *,
         splits: list[tuple[list[str], list[str]]] | None = None,
         meta: dict[str, Any] | None = None,
-    ):
+    ) -> None:
         self.name = name
         self.dialogues = list(dialogues)
         self.splits = splits

@@ -28,7 +28,7 @@ class InputError(ValueError):
         line: int | None = None,
         record: str | None = None,
         field: str | None = None,
-    ):
+    ) -> None:
         self.message = message
         self.path = str(path) if path is not None else None
         self.line = line

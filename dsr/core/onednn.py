@@ -37,7 +37,7 @@ def onednn_linears(module: Any) -> Any:
     class OneDnnLinear(torch.nn.Module):
         """``torch.nn.Linear``'s forward (fp32, no gradient) on oneDNN, its weights packed once."""
 
-        def __init__(self, linear: torch.nn.Linear):
+        def __init__(self, linear: torch.nn.Linear) -> None:
             super().__init__()
             self.in_features, self.out_features = linear.in_features, linear.out_features
             bias = linear.bias if linear.bias is not None else torch.zeros(linear.out_features)

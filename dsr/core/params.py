@@ -16,9 +16,11 @@ is declared and nothing looser.
 from __future__ import annotations
 
 import math
+import types
+import typing
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, make_dataclass
-from typing import Any
+from dataclasses import dataclass, field, fields, make_dataclass, replace
+from typing import Any, ClassVar, TypeVar
 
 from dsr.core.errors import InputError
 
@@ -53,6 +55,10 @@ class Param:
     #: the command line's flags when they are not ``--`` and the name (a kept flag name:
     #: ``("--permutations",)`` for ``n_resamples``; trec_eval's ``("-M", "--max-docs")``)
     flags: tuple[str, ...] = ()
+    #: a tuple of values of the kind (one or more on the command line), each checked
+    many: bool = False
+    #: a ``many`` parameter's command line takes one value per flag (``--subset a --subset b``)
+    repeated: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -60,7 +66,18 @@ class Param:
 
     def check(self, value: Any, what: str = "") -> Any:
         """``value`` if it is allowed (a whole float narrowed to int for an int parameter; an
-        int stays an int for a float one, so tags read ``k=60``), else InputError."""
+        int stays an int for a float one, so tags read ``k=60``), else InputError. A ``many``
+        parameter takes a list or tuple (a string is one value) and gives a tuple."""
+        if self.many and value is not None:
+            one = replace(self, many=False, optional=False, default=0)
+            if isinstance(value, str):
+                value = (value,)
+            if not isinstance(value, (list, tuple)):
+                raise self._error(value, what)
+            try:
+                return tuple(one.check(v, what) for v in value)
+            except InputError:
+                raise self._error(value, what) from None
         if self.kind == "any":
             return value
         if value is None:
@@ -95,6 +112,10 @@ class Param:
 
     def accepts(self) -> str:
         """What the parameter accepts, in words (for errors and --help)."""
+        if self.many:
+            one = replace(self, many=False, optional=False, default=0)
+            text = "one or more values, each " + one.accepts()
+            return text + (" (or none)" if self.optional or self.default is None else "")
         if self.kind == "any":
             return "any value"
         if self.kind == "bool":
@@ -170,11 +191,116 @@ def resolve(given: Mapping[str, Any], declared: Declaration, what: str) -> dict[
 #: the Python type of each kind
 TYPES: dict[str, Any] = {"int": int, "float": float, "bool": bool, "str": str, "any": Any}
 
+#: the key of a settings record's field metadata that holds its Param
+PARAM = "param"
+
+
+def setting(default: Any, help: str = "", **spec: Any) -> Any:
+    """A field of a :class:`Settings` record: its default, help and checks (``low``, ``choices``,
+    ``grid``, ``flags``..., as :class:`Param` takes them). The kind is read from the field's
+    annotation (``int``, ``float | None``, ``tuple[str, ...]``), so the type checker, the
+    checks and the command line's flag read one declaration::
+
+        @dataclass(frozen=True, kw_only=True)
+        class SplitSettings(Settings):
+            n_splits: int = setting(50, "splits to generate", low=1, metavar="N")
+    """
+    return field(default=default, metadata={PARAM: {"help": help, **spec}})
+
+
+class Settings:
+    """Base of the settings records: a frozen, keyword-only dataclass whose fields are
+    :func:`setting`\\ s, each checked when the record is made (:meth:`Param.check`: an
+    InputError naming the field and what it accepts). A command's flags come from its
+    record's :meth:`params` (``dsr.cli.common.add_param_flags``) and its handler receives the
+    record; the function takes it whole, so Python and the command line refuse a value with
+    one message. Records of several parts are one record inheriting each part."""
+
+    #: what the settings are of, for messages (``of ranker 'bm25'``); "": nothing added
+    WHAT: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for p in params_of(type(self)):
+            object.__setattr__(self, p.name, p.check(getattr(self, p.name), self.WHAT))
+
+    @classmethod
+    def params(cls) -> tuple[Param, ...]:
+        """The record's fields as :class:`Param`\\ s, in order (flags, help, grids)."""
+        return params_of(cls)
+
+    @classmethod
+    def of(cls: type[R], settings: R | None = None, given: Mapping[str, Any] | None = None) -> R:
+        """``settings`` (default: the defaults) with the ``given`` fields replaced: what a
+        keyword convenience builds (``dsr.evaluate(c, runs, alpha=0.01)``). A name that is no
+        field is an InputError naming it and the known ones."""
+        given = dict(given or {})
+        names = {p.name for p in params_of(cls)}
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise InputError(
+                f"unknown setting(s) {', '.join(unknown)} of {cls.__name__}; known: {', '.join(sorted(names))}",
+                field=unknown[0],
+            )
+        if settings is None:
+            return cls(**given)
+        if not isinstance(settings, cls):
+            raise InputError(f"settings must be a {cls.__name__}, got {type(settings).__name__}", field="settings")
+        return typing.cast(R, replace(typing.cast(Any, settings), **given)) if given else settings
+
+    @classmethod
+    def from_values(cls: type[R], values: Any) -> R:
+        """The record of an object holding its fields as attributes (an argparse Namespace whose
+        flags :func:`~dsr.cli.common.add_param_flags` made): each field it lacks keeps its default."""
+        return cls(**{p.name: getattr(values, p.name) for p in params_of(cls) if hasattr(values, p.name)})
+
+    def values(self) -> dict[str, Any]:
+        """``{field: value}``, in order."""
+        return {p.name: getattr(self, p.name) for p in params_of(type(self))}
+
+
+R = TypeVar("R", bound=Settings)
+
+
+#: record -> its Params, made once (a record's fields do not change)
+_DECLARED: dict[type, tuple[Param, ...]] = {}
+
+
+def params_of(record: type) -> tuple[Param, ...]:
+    """The fields of a settings record (a dataclass of :func:`setting` fields) as Params, their
+    kind read from the annotations."""
+    if record not in _DECLARED:
+        _DECLARED[record] = _declared(record)
+    return _DECLARED[record]
+
+
+def _declared(record: type) -> tuple[Param, ...]:
+    hints = typing.get_type_hints(record)
+    out = []
+    for f in fields(record):
+        if PARAM not in f.metadata:
+            continue
+        kind, optional, many = _kind(hints[f.name])
+        out.append(Param(f.name, f.default, kind, optional=optional, many=many, **f.metadata[PARAM]))
+    return tuple(out)
+
+
+def _kind(annotation: Any) -> tuple[str, bool, bool]:
+    """(kind, None allowed, a tuple of values) of a field's annotation."""
+    args = typing.get_args(annotation)
+    optional = type(None) in args and typing.get_origin(annotation) in (types.UnionType, typing.Union)
+    if optional:
+        rest = [a for a in args if a is not type(None)]
+        annotation = rest[0] if len(rest) == 1 else Any
+    many = typing.get_origin(annotation) is tuple
+    if many:
+        annotation = typing.get_args(annotation)[0]
+    names = {t: k for k, t in TYPES.items() if t is not Any}
+    return names.get(annotation, "any"), optional, many
+
 
 def record_type(name: str, declared: Declaration) -> type:
-    """A frozen dataclass with one typed field per declared parameter, in order: what a
-    function receives once :func:`resolve` has checked its settings
-    (``record_type("TrainSettings", PARAMS)(**resolve(given, PARAMS, "dsr train"))``)."""
+    """A frozen dataclass made at run time from ``declared`` (kept only until the training's
+    record is a :class:`Settings`; mypy cannot see its fields)."""
     return make_dataclass(name, [(p.name, _annotation(p)) for p in declared], frozen=True)
 
 
@@ -184,18 +310,16 @@ def _annotation(p: Param) -> Any:
 
 
 def settings_type(name: str, declared: Declaration, what: str, doc: str = "") -> type:
-    """A frozen, keyword-only dataclass of the declared settings, each with its default and
-    checked when made (:meth:`Param.check`: an InputError naming the parameter and what it
-    accepts): a library's settings record whose fields, flags (``add_param_flags``), defaults
-    and help all come from ``declared``."""
+    """A keyword-only settings dataclass made at run time from ``declared`` (kept only until
+    the board's and judging's records are :class:`Settings`; mypy cannot see its fields)."""
 
     def __post_init__(self: Any) -> None:
         for p in declared:
             object.__setattr__(self, p.name, p.check(getattr(self, p.name), what))
 
-    fields = [(p.name, _annotation(p), field(default=p.default)) for p in declared]
+    made_fields = [(p.name, _annotation(p), field(default=p.default)) for p in declared]
     made = make_dataclass(
-        name, fields, frozen=True, kw_only=True, namespace={"__post_init__": __post_init__, "PARAMS": tuple(declared)}
+        name, made_fields, frozen=True, kw_only=True, namespace={"__post_init__": __post_init__, "PARAMS": tuple(declared)}
     )
     made.__doc__ = doc or f"The settings of {what} (see its ``PARAMS``)."
     return made

@@ -302,7 +302,7 @@ class Names(Sequence[str]):
     import on (``choices=Names("query")``) and still see the parts registered later. ``extra``:
     names accepted beside the parts' (``recommended`` of the recipes)."""
 
-    def __init__(self, kind: str, extra: Sequence[str] = ()):
+    def __init__(self, kind: str, extra: Sequence[str] = ()) -> None:
         self.kind = _kind(kind).name
         self.extra = tuple(extra)
 
@@ -341,7 +341,7 @@ class Names(Sequence[str]):
 class Parts(Mapping[str, Any]):
     """A kind's parts as a mapping, name -> part, each loaded when looked up."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str) -> None:
         self.kind = _kind(kind).name
 
     def __getitem__(self, name: str) -> Any:

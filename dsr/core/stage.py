@@ -52,7 +52,7 @@ class Stage:
         if "GRID" not in cls.__dict__:
             cls.GRID = grid(cls.PARAMS)
 
-    def __init__(self, **params: Any):
+    def __init__(self, **params: Any) -> None:
         self.params = resolve(params, self.PARAMS, f"{self.kind} {self.name!r}")
 
     @classmethod
@@ -85,7 +85,7 @@ class Pipeline(Stage):
     kind = "pipeline"
     stages: list[Stage]
 
-    def __init__(self, stages: Sequence[Stage]):
+    def __init__(self, stages: Sequence[Stage]) -> None:
         super().__init__()
         flat: list[Stage] = []
         for stage in stages:

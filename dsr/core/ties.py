@@ -112,7 +112,7 @@ class FlatRanking:
 
     __slots__ = ("topics", "docs", "sizes", "order", "scores")
 
-    def __init__(self, topics: list[str], docs: list[str], sizes: np.ndarray, order: np.ndarray, scores: np.ndarray):
+    def __init__(self, topics: list[str], docs: list[str], sizes: np.ndarray, order: np.ndarray, scores: np.ndarray) -> None:
         self.topics, self.docs, self.sizes, self.order, self.scores = topics, docs, sizes, order, scores
 
     def __getstate__(self) -> tuple[Any, ...]:

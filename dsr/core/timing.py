@@ -13,7 +13,7 @@ class StageTimer:
     """Wall time per stage, for the manifest (and a line on stderr per stage, on a terminal:
     :func:`dsr.core.quiet.progress`)."""
 
-    def __init__(self, quiet: bool = False):
+    def __init__(self, quiet: bool = False) -> None:
         self.seconds: dict[str, float] = {}
         self.quiet = quiet
 

@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
@@ -28,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from dsr.core.atomic import disk_full, full_disk_error
 from dsr.core.errors import InputError
+from dsr.db.place import sqlite_url  # noqa: F401 (its home before dsr.db.place)
 
 #: the Alembic chain (``dsr.migrations``: its own unit, above the board and judging, whose models
 #: its env.py reads; run from here by its folder, never imported)
@@ -41,10 +43,6 @@ POOL_SIZE = 40
 #: more, opened on demand and closed when returned (a thread can hold two: a read inside the
 #: write transaction)
 POOL_OVERFLOW = 20
-
-
-def sqlite_url(path: str | Path) -> str:
-    return f"sqlite:///{Path(path)}"
 
 
 def shown_url(url: str) -> str:
@@ -156,7 +154,7 @@ def _nearly_full(path: Path) -> bool:
 
 def _sqlite_events(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
-    def _connect(dbapi_connection, _record):
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
         # Transactions are begun below (pysqlite's own BEGIN cannot be IMMEDIATE).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -167,7 +165,7 @@ def _sqlite_events(engine: Engine) -> None:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _begin(connection):
+    def _begin(connection: Connection) -> None:
         immediate = connection.get_execution_options().get("board_write")
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
@@ -185,11 +183,11 @@ def _ping_when_idle(engine: Engine) -> None:
     older connections are then replaced."""
 
     @event.listens_for(engine, "checkin")
-    def _checkin(_dbapi_connection, record):
+    def _checkin(_dbapi_connection: Any, record: Any) -> None:
         record.info["idle_since"] = time.monotonic()
 
     @event.listens_for(engine, "checkout")
-    def _checkout(dbapi_connection, record, _proxy):
+    def _checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
         if time.monotonic() - record.info.get("idle_since", float("-inf")) < PING_AFTER_S:
             return
         try:
@@ -276,7 +274,7 @@ def write_session(engine: Engine) -> Iterator[Session]:
                 yield session
 
 
-def _write_lock(engine: Engine):
+def _write_lock(engine: Engine) -> Any:
     """The lock this process's writers to an SQLite database queue on (none for PostgreSQL)."""
     if engine.dialect.name != "sqlite":
         return contextlib.nullcontext()
@@ -293,3 +291,15 @@ def write_connection(engine: Engine) -> Iterator[Connection]:
             connection.execution_options(board_write=True)
             with connection.begin():
                 yield connection
+
+
+R = TypeVar("R")
+
+
+def get_row(s: Session, model: type[R], key: Any) -> R:
+    """The row of ``model`` at ``key`` that the caller knows is there (it read or wrote it in
+    this transaction, or holds its foreign key): a LookupError naming it if it is not."""
+    row = s.get(model, key)
+    if row is None:
+        raise LookupError(f"no {model.__name__} row {key!r}")
+    return row

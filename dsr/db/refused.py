@@ -10,7 +10,9 @@ class Refused(Exception):
     """Not accepted: ``status`` is the HTTP status to answer with; ``problems`` (a run's) and
     ``quota`` and any ``extra`` fields go into the JSON answer (:meth:`to_json`)."""
 
-    def __init__(self, status: int, message: str, problems: list[dict] | None = None, quota: dict | None = None, **extra: Any):
+    def __init__(
+        self, status: int, message: str, problems: list[dict] | None = None, quota: dict | None = None, **extra: Any
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message

@@ -26,32 +26,33 @@ judged points it contains; a topic a run does not rank counts 0, as in ``dsr eva
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
-from dsr.core.params import Param, settings_type
+from dsr.core.params import Settings, setting
 from dsr.core.run import Run
 from dsr.evaluation.measures import Evaluator, nan_to_none
 from dsr.evaluation.qrels import qrels_from_collection
-from dsr.evaluation.settings import TEST_PARAMS
 from dsr.evaluation.significance import ALPHA, DEFAULT_RESAMPLES, compare, mean_ci
 
 #: the label sets the rule asks about, in the order printed
 LABEL_SETS = ("dev", "silver")
 TESTS = ("both", "t", "perm")
 
-#: the rule's settings (``dsr decide``'s flags): the measure, which test, the level
-DECIDE_PARAMS = (
-    Param("measure", "nDCG@5", "str", "the primary measure", metavar="M"),
-    Param(
-        "test", "both", "str", "which Holm-adjusted paired test must be significant: both, t or perm (sign-flip)", choices=TESTS
-    ),
-    replace(next(p for p in TEST_PARAMS if p.name == "alpha"), help="significance level"),
-)
-DecideSettings = settings_type("DecideSettings", DECIDE_PARAMS, "", "The decision rule's settings (``DECIDE_PARAMS``).")
+
+@dataclass(frozen=True, kw_only=True)
+class DecideSettings(Settings):
+    """The decision rule's settings (``dsr decide``'s flags): the measure, which test, the level."""
+
+    measure: str = setting("nDCG@5", "the primary measure", metavar="M")
+    test: str = setting("both", "which Holm-adjusted paired test must be significant: both, t or perm (sign-flip)", choices=TESTS)
+    alpha: float = setting(ALPHA, "significance level", above=0, below=1)
+
+
+DECIDE_PARAMS = DecideSettings.params()
 
 
 @dataclass

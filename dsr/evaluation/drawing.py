@@ -77,7 +77,7 @@ class Drawing:
     now): :meth:`result` gives ``(captions, files)`` and lets the workers go. ``label`` (the
     collection's name) is recorded with a new entry of the cache."""
 
-    def __init__(self, results, pool: Workers | None = None, workers: int | None = None, label: str = ""):
+    def __init__(self, results, pool: Workers | None = None, workers: int | None = None, label: str = "") -> None:
         self.stems = list(figures.figure_makers(results))
         self.results = results
         self.label = label

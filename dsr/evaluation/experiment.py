@@ -22,6 +22,7 @@ from dsr.evaluation.measures import (
     TopicValues,
     measure_names,
     parse_measures,
+    split_measure_list,
 )
 from dsr.evaluation.protocol import SplitIndex, Splits, tune
 from dsr.evaluation.qrels import qrels_from_collection
@@ -61,112 +62,85 @@ def configs_from_grid(make_run: Callable[..., Run], grid: Mapping[str, Sequence[
     return configs
 
 
+#: the settings a Results keeps (its report states them)
+RESULTS_SETTINGS = ("test", "alpha", "n_resamples", "seed", "correction", "family", "ci")
+
+
 def evaluate_runs(
     collection: Collection,
     runs: Mapping[str, Run],
-    measures: Sequence | None = None,
+    measures: Sequence[Any] | None = None,
+    settings: EvaluateSettings | None = None,
     *,
-    subsets: Sequence[str] | None = None,
     splits: Splits | None = None,
     families: Mapping[str, Mapping[str, ConfigSource]] | None = None,
-    target: str = "nDCG@5",
-    baseline: str | None = None,
-    test: str = "t",
-    n_resamples: int = sig.DEFAULT_RESAMPLES,
-    seed: int = 0,
-    alpha: float = sig.ALPHA,
-    run_info: Mapping[str, dict] | None = None,
+    run_info: Mapping[str, dict[str, Any]] | None = None,
     progress: bool = True,
-    correction: str = "holm",
-    family: str = "runs",
-    ci: str = "auto",
-    all_pairs: bool = False,
-    primary: str | None = None,
     workers: int | None = None,
+    **given: Any,
 ) -> Results:
-    """Evaluate runs (and tune families per split) on a collection.
+    """Evaluate runs (and tune families per split) on a collection, with ``settings`` (an
+    :class:`~dsr.evaluation.settings.EvaluateSettings`, whose ``protocol``, ``splits`` and
+    trec_eval rules :func:`dsr.evaluation.evaluate.evaluate` applies; keywords of its fields
+    build or change one; ``measures``, strings or ir_measures objects, is its ``measures``).
 
-    * ``runs``: name -> Run, reported untuned (over all dialogues, and with
-      ``splits`` also on each split's test half).
-    * ``families``: family -> {config name: Run or callable -> Run}; needs
-      ``splits``; each family is tuned on val per split by ``target`` (added
-      to the measures when missing). A Run object that is both in ``runs``
-      and in a family is evaluated once and shown as the family in the
-      protocol's table (and as itself in the untuned one).
-    * ``baseline``: a run or family name; every other system is tested
-      against it (``test`` "t" or "perm" decides the table marks).
-    * ``subsets``: restrict to these ("all" and the collection's own by default).
-    * ``correction`` (holm, bonferroni, bh) over ``family`` (runs,
-      runs+measures, runs+measures+subsets) decides the marks; ``ci`` (auto:
-      bootstrap for measures in [0, 1], else t; bootstrap; t) the intervals;
-      ``all_pairs`` tests every pair of systems.
-    * ``primary``: the measure comparisons, legends and the main figure are on
-      (added to the measures when missing; default: nDCG@5 when measured, else
-      the first measure).
-    * ``progress``: a progress bar, on a terminal only.
-    * ``workers``: processes measuring a tuning grid (default: one per CPU, at most 4,
-      or ``DSR_WORKERS``; 1: this process only). The values do not depend on it.
+    * ``runs``: name -> Run, reported untuned (over all dialogues, and with ``splits`` also
+      on each split's test half).
+    * ``families``: family -> {config name: Run or callable -> Run}; needs ``splits``; each
+      family is tuned on val per split by ``target`` (added to the measures when missing). A
+      Run in ``runs`` and in a family is measured once and shown as the family.
+    * ``progress``: a progress bar, on a terminal only; ``workers``: processes measuring a
+      tuning grid (default: one per CPU, at most 4, or ``DSR_WORKERS``; the values do not
+      depend on it).
     """
-    EvaluateSettings(  # each checked by its Param (EVALUATE_PARAMS): an InputError naming it
-        target=target,
-        test=test,
-        n_resamples=n_resamples,
-        seed=seed,
-        alpha=alpha,
-        correction=correction,
-        family=family,
-        ci=ci,
-        all_pairs=all_pairs,
-    )
+    if measures is not None:
+        given["measures"] = tuple(map(str, measures))
+    settings = EvaluateSettings.of(settings, given)  # each checked by its Param: an InputError naming it
     families = dict(families or {})
-    measures, target_name, primary_name = _check_request(runs, families, measures, splits, target, primary)
-    names = measure_names(measures)
+    measured, target_name, primary_name = _check_request(runs, families, settings, splits)
     qrels = qrels_from_collection(collection)
-    index_by_subset = subset_indices(collection, subsets)
+    index_by_subset = subset_indices(collection, settings.subsets)
+    evaluator = Evaluator(qrels, measured, collection.ids)
     values, info, systems, notes = _measured(
-        collection,
-        runs,
-        families,
-        splits,
-        Evaluator(qrels, measures, collection.ids),
-        index_by_subset,
-        names.index(target_name) if target_name else None,
-        run_info,
-        progress,
-        workers,
+        collection, runs, families, splits, evaluator, index_by_subset, target_name, run_info, progress, workers
     )
-
     results = Results(
         collection=collection.describe(),
         topics=list(collection.ids),
         topic_subsets=[d.subset for d in collection.dialogues],
         subsets=index_by_subset,
-        measures=names,
+        measures=measure_names(measured),
         runs=values,
         run_info=info,
         systems=systems,
         splits=splits,
         target=target_name,
-        test=test,
-        alpha=alpha,
-        n_resamples=n_resamples,
-        seed=seed,
         notes=notes,
         run_objects=dict(runs),
         qrels=qrels,
-        correction=correction,
-        family=family,
-        ci=ci,
         primary=primary_name,
+        **{name: getattr(settings, name) for name in RESULTS_SETTINGS},
     )
-    _compare(results, families, baseline, all_pairs, workers)
+    _compare(results, families, settings.baseline, settings.all_pairs, workers)
     return results
 
 
-def _measured(collection, runs, families, splits, evaluator, index_by_subset, target_j, run_info, progress, workers):
+def _measured(
+    collection: Collection,
+    runs: Mapping[str, Run],
+    families: Mapping[str, Mapping[str, ConfigSource]],
+    splits: Splits | None,
+    evaluator: Evaluator,
+    index_by_subset: dict[str, np.ndarray],
+    target: str | None,
+    run_info: Mapping[str, dict[str, Any]] | None,
+    progress: bool,
+    workers: int | None,
+) -> tuple[dict[str, TopicValues], dict[str, dict[str, Any]], dict[str, System], list[str]]:
     """Every run and family measured: the runs' values, their info, the table's systems and the
     notes under it."""
     topics = evaluator.topics
+    target_j = measure_names(evaluator.measures).index(target) if target else None
     measurer = _Measurer(evaluator, len(runs) + sum(len(c) for c in families.values()), progress, workers)
     # first, so that it is the line under the table: a fast backend's figures are not the exact ones
     notes = exactness_notes(collection.describe(), [*(r.config for r in runs.values()), *(run_info or {}).values()])
@@ -238,16 +212,15 @@ def _compare(results: Results, families, baseline: str | None, all_pairs: bool, 
         )
 
 
-def _check_request(runs, families, measures, splits, target, primary=None):
+def _check_request(
+    runs: Mapping[str, Run], families: Mapping[str, Any], settings: EvaluateSettings, splits: Splits | None
+) -> tuple[list[Any], str | None, str | None]:
     """The measures to compute (the tuning target and the primary measure added), the
-    target's name and the primary's; bad requests are InputErrors naming the parameter (the
-    settings' values: their Params, :data:`dsr.evaluation.settings.EVALUATE_PARAMS`)."""
-    measures = list(measures) if measures is not None else None
-    if measures is None or all(isinstance(m, str) for m in measures):
-        measures = parse_measures(measures)
+    target's name and the primary's; bad requests are InputErrors naming the parameter."""
+    measures = parse_measures(split_measure_list(settings.measures) if settings.measures else None)
     primary_name = None
-    if primary is not None:  # asked for: measured; by default nDCG@5 when measured, else the first
-        primary_measure = parse_measures([primary], field="primary")[0]
+    if settings.primary is not None:  # asked for: measured; by default nDCG@5 when measured, else the first
+        primary_measure = parse_measures([settings.primary], field="primary")[0]
         primary_name = str(primary_measure)
         if primary_name not in measure_names(measures):
             measures = [*measures, primary_measure]
@@ -255,7 +228,7 @@ def _check_request(runs, families, measures, splits, target, primary=None):
     if families and splits is None:
         raise InputError("tuning a ranker family needs val/test splits (the official protocol)", field="families")
     if splits is not None:
-        target_measure = parse_measures([target], field="target")[0]
+        target_measure = parse_measures([settings.target], field="target")[0]
         target_name = str(target_measure)
         if target_name not in measure_names(measures):
             measures = [*measures, target_measure]
@@ -275,7 +248,7 @@ class _Measurer:
     """The evaluator with a memo by run or callable object (a run in ``runs`` and in a
     family is measured once) and one progress bar over every run and configuration."""
 
-    def __init__(self, evaluator: Evaluator, jobs: int, progress: bool, workers: int | None = None):
+    def __init__(self, evaluator: Evaluator, jobs: int, progress: bool, workers: int | None = None) -> None:
         from tqdm import tqdm
 
         self.evaluator = evaluator

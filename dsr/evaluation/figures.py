@@ -136,7 +136,7 @@ def to_rgb(colour) -> tuple[float, float, float]:
 def styled(draw):
     """Run a drawing function under :data:`STYLE` (font sizes are read when text is made)."""
 
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs):
         with _mpl()["rc_context"](STYLE):
             return draw(*args, **kwargs)
 

@@ -216,7 +216,7 @@ class Evaluator:
         topics: Sequence[str] | None = None,
         *,
         arrays: bool = True,
-    ):
+    ) -> None:
         ir_measures = _ir_measures()
         self.measures = list(measures) if measures is not None else parse_measures()
         if self.measures and isinstance(self.measures[0], str):

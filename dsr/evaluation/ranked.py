@@ -76,7 +76,7 @@ def spec_of(native: tuple[tuple[int, bool], str] | None) -> Spec | None:
 class Labels:
     """The qrels as arrays, over the evaluator's topics (in its order)."""
 
-    def __init__(self, qrels: Mapping[str, Mapping[str, int]], topics: Sequence[str]):
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]], topics: Sequence[str]) -> None:
         self.topics = list(topics)
         self.index = {t: i for i, t in enumerate(self.topics)}
         #: per topic, doc -> the label a ranked row holds (a negative grade: UNJUDGED)
@@ -222,7 +222,7 @@ class _Cache:
     """What several measures of one run share, made once: per relevance level, the hits and
     their running count; the running sums of AP and DCG."""
 
-    def __init__(self, run: Ranked, labels: Labels):
+    def __init__(self, run: Ranked, labels: Labels) -> None:
         self.run, self.labels = run, labels
         self.parts: dict = {}
 

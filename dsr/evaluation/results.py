@@ -64,6 +64,13 @@ class System:
     config_means: dict[str, np.ndarray] | None = None  # tuned: each config over all dialogues
 
 
+#: :meth:`Results.to_frame`'s columns, in order
+FRAME_COLUMNS = (
+    "system kind subset measure mean sd p_holm significant p_adj mark topic_mean ci_low ci_high "
+    "diff diff_low diff_high d wins ties losses group"
+).split()
+
+
 @dataclass
 class Results:
     """Everything measured: per-topic matrices, split means, choices, significance.
@@ -236,30 +243,7 @@ class Results:
                             "group": letters,
                         }
                     )
-        columns = [
-            "system",
-            "kind",
-            "subset",
-            "measure",
-            "mean",
-            "sd",
-            "p_holm",
-            "significant",
-            "p_adj",
-            "mark",
-            "topic_mean",
-            "ci_low",
-            "ci_high",
-            "diff",
-            "diff_low",
-            "diff_high",
-            "d",
-            "wins",
-            "ties",
-            "losses",
-            "group",
-        ]
-        frame = pd.DataFrame(rows, columns=columns)
+        frame = pd.DataFrame(rows, columns=FRAME_COLUMNS)
         for col in ("wins", "ties", "losses"):
             frame[col] = frame[col].astype("Int64")
         return frame
@@ -318,27 +302,7 @@ class Results:
         if self.splits is not None:
             out["systems"] = {name: self._system_json(name, system) for name, system in self.systems.items()}
         if self.baseline is not None:
-            out["significance"] = {
-                "baseline": self.baseline,
-                "marked_by": f"{self.test}_adj",
-                "alpha": self.alpha,
-                "marks": {
-                    sig.BETTER: "significantly better than the baseline",
-                    sig.WORSE: "significantly worse than the baseline",
-                },
-                "method": self.correction,
-                "family": self.family,
-                "effects": "diff: mean paired difference with 95% t interval (ci_low, ci_high); "
-                "d: Cohen's d_z (mean / sd of the differences); wins/ties/losses: "
-                "topics above / equal to / below the baseline",
-                "tests": {
-                    "t": "paired t-test (scipy.stats.ttest_rel), two-sided",
-                    "perm": f"paired sign-flip randomisation test, two-sided, {self.n_resamples} resamples, seed {self.seed}",
-                },
-                "correction": self.correction_text() + " (t_holm/perm_holm: Holm over the systems, per subset and measure)",
-                "pairing": PAIRING,
-                "results": self.significance,
-            }
+            out["significance"] = self._significance_json()
         if self.pairs is not None:
             out["all_pairs"] = {
                 "test": self.test,
@@ -355,6 +319,30 @@ class Results:
             "of": "the per-topic mean of each system on each subset",
         }
         return out
+
+    def _significance_json(self) -> dict[str, Any]:
+        """How the baseline comparisons were made, and their results."""
+        return {
+            "baseline": self.baseline,
+            "marked_by": f"{self.test}_adj",
+            "alpha": self.alpha,
+            "marks": {
+                sig.BETTER: "significantly better than the baseline",
+                sig.WORSE: "significantly worse than the baseline",
+            },
+            "method": self.correction,
+            "family": self.family,
+            "effects": "diff: mean paired difference with 95% t interval (ci_low, ci_high); "
+            "d: Cohen's d_z (mean / sd of the differences); wins/ties/losses: "
+            "topics above / equal to / below the baseline",
+            "tests": {
+                "t": "paired t-test (scipy.stats.ttest_rel), two-sided",
+                "perm": f"paired sign-flip randomisation test, two-sided, {self.n_resamples} resamples, seed {self.seed}",
+            },
+            "correction": self.correction_text() + " (t_holm/perm_holm: Holm over the systems, per subset and measure)",
+            "pairing": PAIRING,
+            "results": self.significance,
+        }
 
     def _system_json(self, name: str, system: System) -> dict[str, Any]:
         """A row of the protocol's table: test-half mean and sd per subset and measure; a

@@ -280,24 +280,7 @@ def all_pairs(
         means = {n: float(data[n][:, j].mean()) if len(data[n]) else float("nan") for n in names}
         order = sorted(names, key=lambda n: -means[n] if means[n] == means[n] else np.inf)
 
-        def differs(x, y):
-            p = pvalue.get((x, y), pvalue.get((y, x)))
-            return p is not None and p == p and p < alpha
-
-        letters = {n: "" for n in names}
-        last_end = -1
-        code = 0
-        for start in range(len(order)):
-            end = start
-            while end + 1 < len(order) and not any(differs(order[end + 1], order[k]) for k in range(start, end + 1)):
-                end += 1
-            if end <= last_end:
-                continue  # inside the group before: no new letter
-            letter = _letter(code)
-            code += 1
-            for k in range(start, end + 1):
-                letters[order[k]] += letter
-            last_end = end
+        letters = _letters(order, pvalue, alpha)
         out[measure] = {
             "order": order,
             "means": means,
@@ -368,6 +351,48 @@ def randomisation(
     return np.clip(2 * np.minimum(p_less, p_greater), 0.0, 1.0)
 
 
+def _letters(order: list[str], pvalue: Mapping[tuple[str, str], float], alpha: float) -> dict[str, str]:
+    """A compact letter display of systems sorted best first: each letter is a maximal run of
+    consecutive systems with no significant pair among them."""
+
+    def differs(x: str, y: str) -> bool:
+        p = pvalue.get((x, y), pvalue.get((y, x)))
+        return p is not None and p == p and p < alpha
+
+    letters = {n: "" for n in order}
+    last_end = -1
+    code = 0
+    for start in range(len(order)):
+        end = start
+        while end + 1 < len(order) and not any(differs(order[end + 1], order[k]) for k in range(start, end + 1)):
+            end += 1
+        if end <= last_end:
+            continue  # inside the group before: no new letter
+        letter = _letter(code)
+        code += 1
+        for k in range(start, end + 1):
+            letters[order[k]] += letter
+        last_end = end
+    return letters
+
+
+def _effects(effects: Mapping[str, np.ndarray], measures: list[str], n: int) -> dict[str, dict[str, float | None]]:
+    """:func:`paired_effects`' arrays as ``{measure: {"diff", "n", "ci_low", ...}}``."""
+    return {
+        m: {
+            "diff": float(effects["diff"][j]),
+            "n": n,
+            "ci_low": nan_to_none(effects["ci_low"][j]),
+            "ci_high": nan_to_none(effects["ci_high"][j]),
+            "d": nan_to_none(effects["d"][j]),
+            "wins": int(effects["wins"][j]),
+            "ties": int(effects["ties"][j]),
+            "losses": int(effects["losses"][j]),
+        }
+        for j, m in enumerate(measures)
+    }
+
+
 def compare(
     per_topic: Mapping[str, np.ndarray],
     baseline: str,
@@ -402,20 +427,7 @@ def compare(
         # A topic without a value in either system (NaN: never in a test half) is left out.
         ok = ~(np.isnan(a).any(axis=1) | np.isnan(b).any(axis=1))
         pairs.append((a, b, ok))
-        effects = paired_effects(a[ok], b[ok])
-        out[name] = {
-            m: {
-                "diff": float(effects["diff"][j]),
-                "n": int(ok.sum()),
-                "ci_low": nan_to_none(effects["ci_low"][j]),
-                "ci_high": nan_to_none(effects["ci_high"][j]),
-                "d": nan_to_none(effects["d"][j]),
-                "wins": int(effects["wins"][j]),
-                "ties": int(effects["ties"][j]),
-                "losses": int(effects["losses"][j]),
-            }
-            for j, m in enumerate(measures)
-        }
+        out[name] = _effects(paired_effects(a[ok], b[ok]), measures, int(ok.sum()))
         t_p[k] = paired_t(a[ok], b[ok])
         groups.setdefault(ok.tobytes(), []).append(k)
     if n_resamples > 0:

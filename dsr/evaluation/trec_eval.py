@@ -24,11 +24,12 @@ The options that mirror trec_eval's:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from dsr.core.errors import InputError
-from dsr.core.params import Param
+from dsr.core.params import Settings, setting
 from dsr.core.run import Run
 from dsr.evaluation.columns_run import ColumnRun
 
@@ -36,33 +37,26 @@ from dsr.evaluation.columns_run import ColumnRun
 FOLLOWED = "9.0.8"
 VERSIONS = ("9.0.8", "10.0")
 
-#: trec_eval's rules as settings (``dsr evaluate``'s ``--trec-eval``, ``-M``, ``-l``), checked here
-RELEASE = Param(
-    "trec_eval",
-    FOLLOWED,
-    "str",
-    f"whose rules: {FOLLOWED} (default: scores as 32-bit floats) or 10.0 (doubles)",
-    choices=VERSIONS,
-)
-MAX_DOCS = Param(
-    "max_docs",
-    None,
-    "int",
-    "trec_eval -M: only the first N documents of each topic count",
-    low=1,
-    metavar="N",
-    flags=("-M", "--max-docs"),
-)
-RELEVANCE_LEVEL = Param(
-    "relevance_level",
-    None,
-    "int",
-    "trec_eval -l: grades >= N are relevant (default 1)",
-    low=1,
-    metavar="N",
-    flags=("-l", "--relevance-level"),
-)
-RULES_PARAMS = (RELEVANCE_LEVEL, MAX_DOCS, RELEASE)
+
+@dataclass(frozen=True, kw_only=True)
+class TrecEvalRules(Settings):
+    """trec_eval's rules as settings (``dsr evaluate``'s ``-l``, ``-M``, ``-c`` and
+    ``--trec-eval``), checked here."""
+
+    relevance_level: int | None = setting(
+        None, "trec_eval -l: grades >= N are relevant (default 1)", low=1, metavar="N", flags=("-l", "--relevance-level")
+    )
+    max_docs: int | None = setting(
+        None, "trec_eval -M: only the first N documents of each topic count", low=1, metavar="N", flags=("-M", "--max-docs")
+    )
+    complete: bool = setting(False, "trec_eval -c: accepted; dsr always counts a topic a run lacks as 0", flags=("-c",))
+    trec_eval: str = setting(
+        FOLLOWED, f"whose rules: {FOLLOWED} (default: scores as 32-bit floats) or 10.0 (doubles)", choices=VERSIONS
+    )
+
+
+RULES_PARAMS = TrecEvalRules.params()
+RELEVANCE_LEVEL, MAX_DOCS, COMPLETE, RELEASE = RULES_PARAMS
 
 
 def check_version(version: str) -> str:

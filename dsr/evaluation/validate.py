@@ -157,9 +157,36 @@ def validate_run(
         lines.pop()  # the empty string after the final newline
     candidates = {d.id: {c.id for c in d.candidates} for d in collection.dialogues}
     seen: dict[tuple[str, str], int] = {}
+    msmarco = (detect_format(lines) if fmt == "auto" else fmt) == "msmarco"
+    by_topic = _check_lines(lines, truncated, msmarco, candidates, seen, result, pooled)
+    _check_topics(by_topic, strict, result)
+    present = {qid for (qid, _doc) in seen if qid in candidates}
+    result.topics = len(present)
+    result.missing = [d for d in collection.ids if d not in present]
+    if result.missing and not allow_missing:
+        example = ", ".join(repr(m) for m in result.missing[:3])
+        problems.append(
+            Problem(None, f"{len(result.missing)} of {len(collection)} topics have no lines (e.g. {example}); they would count 0")
+        )
+    problems.sort(key=lambda p: (p.line is None, p.line or 0))
+    result.warnings.sort(key=lambda p: (p.line is None, p.line or 0))
+    return result
+
+
+def _check_lines(
+    lines: list[str],
+    truncated: bool,
+    msmarco: bool,
+    candidates: dict[str, set[str]],
+    seen: dict[tuple[str, str], int],
+    result: Validation,
+    pooled: bool,
+) -> dict[str, list[_Entry]]:
+    """Each line's problems and warnings (columns, text, ids, ranks, scores) into ``result``;
+    the lines read, by topic."""
+    problems = result.problems
     by_topic: dict[str, list[_Entry]] = {}
     tags: dict[str, None] = {}
-    msmarco = (detect_format(lines) if fmt == "auto" else fmt) == "msmarco"
     if msmarco:
         result.warnings.append(Problem(None, f"an MS MARCO run (qid docid rank): {MSMARCO_RULE}"))
     for lineno, line in enumerate(lines, start=1):
@@ -187,6 +214,11 @@ def validate_run(
         _check_line(lineno, parts, candidates, seen, by_topic, result, pooled)
         tags.setdefault(parts[5])
     result.tags = list(tags)
+    return by_topic
+
+
+def _check_topics(by_topic: dict[str, list[_Entry]], strict: bool, result: Validation) -> None:
+    """Each topic's order and ties (ties as float32 are problems when ``strict``)."""
     for qid, entries in by_topic.items():
         _check_order(qid, entries, result.warnings)
         tie = _first_tie(entries)
@@ -197,18 +229,7 @@ def validate_run(
                 f"{tie[1]}); trec_eval and dsr evaluate order ties by doc id, descending "
                 "(dsr validate --fix-ties rewrites the run with distinct scores)"
             )
-            (problems if strict else result.warnings).append(Problem(tie[1], message))
-    present = {qid for (qid, _doc) in seen if qid in candidates}
-    result.topics = len(present)
-    result.missing = [d for d in collection.ids if d not in present]
-    if result.missing and not allow_missing:
-        example = ", ".join(repr(m) for m in result.missing[:3])
-        problems.append(
-            Problem(None, f"{len(result.missing)} of {len(collection)} topics have no lines (e.g. {example}); they would count 0")
-        )
-    problems.sort(key=lambda p: (p.line is None, p.line or 0))
-    result.warnings.sort(key=lambda p: (p.line is None, p.line or 0))
-    return result
+            (result.problems if strict else result.warnings).append(Problem(tie[1], message))
 
 
 def _read(path: Path, problems: list[Problem]) -> bytes | None:

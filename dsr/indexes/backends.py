@@ -316,12 +316,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
         folder, kind, backend, OUTPUTS[kind], ("input_ids", "attention_mask", "token_type_ids"), max_length, do_lower_case
     )
     calibration = calibration_items(kind)
-    # Inputs of different lengths: the traced graph then applies the attention
-    # mask (with no padding transformers may skip it).
-    example = _features(tokenizer, fed, calibration[:4], None)
-    # only what the network takes (some models have no token types)
-    taken = set(inspect.signature(getattr(module[0], "auto_model", module[0]).forward).parameters)
-    example = {k: v for k, v in example.items() if k in taken}
+    example = _example(module, tokenizer, fed, calibration)
     inputs = tuple(example)
 
     module_class: Any = torch.nn.Module
@@ -329,7 +324,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     class Wrapped(module_class):
         """The module stack as a function of tensors (what convert_model traces)."""
 
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.inner = module
 
@@ -346,17 +341,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     reference = pool.submit(_reference, module, model, kind, checked)
     pool.shutdown(wait=False)
     if backend == "openvino-int8":
-        import nncf
-
-        quiet_loggers("nncf")  # its import set them to INFO
-        items = [_features(tokenizer, fed, [item], None) for item in calibration]
-        converted = nncf.quantize(
-            converted,
-            nncf.Dataset(items),
-            preset=nncf.QuantizationPreset.MIXED,
-            model_type=nncf.ModelType.TRANSFORMER,
-            subset_size=len(items),
-        )
+        converted = _quantised(converted, [_features(tokenizer, fed, [item], None) for item in calibration])
     # compress_to_fp16 would halve the weights' precision: fp32 is fp32
     ov.save_model(converted, str(folder / "model.xml"), compress_to_fp16=False)
     info = {
@@ -370,6 +355,29 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
     (folder / "fast.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
     fed = FastModel(folder, kind, backend, OUTPUTS[kind], inputs, max_length, do_lower_case)
     (folder / "check.json").write_text(json.dumps(_agreement(reference.result(), fed, checked), indent=2), encoding="utf-8")
+
+
+def _example(module: Any, tokenizer: Any, fed: FastModel, calibration: list[Any]) -> dict[str, Any]:
+    """What the export traces: calibration items of different lengths (the traced graph then
+    applies the attention mask; with no padding transformers may skip it), as the network's
+    own inputs only (some models have no token types)."""
+    example = _features(tokenizer, fed, calibration[:4], None)
+    taken = set(inspect.signature(getattr(module[0], "auto_model", module[0]).forward).parameters)
+    return {k: v for k, v in example.items() if k in taken}
+
+
+def _quantised(converted: Any, items: list[dict[str, Any]]) -> Any:
+    """The OpenVINO model quantised to int8 by NNCF on the calibration ``items``."""
+    import nncf
+
+    quiet_loggers("nncf")  # its import set them to INFO
+    return nncf.quantize(
+        converted,
+        nncf.Dataset(items),
+        preset=nncf.QuantizationPreset.MIXED,
+        model_type=nncf.ModelType.TRANSFORMER,
+        subset_size=len(items),
+    )
 
 
 def _convert(ov, torch, module, example: tuple):
@@ -472,7 +480,7 @@ def _calibration(kind: str, size: int, seed: int) -> tuple:
 class _Tokenizer:
     """The export's Rust tokenizer, unpadded (:func:`_padded` pads a batch), and its pad id."""
 
-    def __init__(self, folder: Path, pad: dict[str, Any]):
+    def __init__(self, folder: Path, pad: dict[str, Any]) -> None:
         from tokenizers import Tokenizer
 
         self.rust = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -552,7 +560,7 @@ class _Runner:
 
     def __init__(
         self, fed: FastModel, config: dict[str, Any] | None = None, request_batch: int = REQUEST_BATCH, in_flight: int = IN_FLIGHT
-    ):
+    ) -> None:
         ov = _openvino()
 
         self.fed = fed
@@ -573,7 +581,7 @@ class _Runner:
         results: list = [None] * len(batches)
         with tqdm(total=len(encoded), desc=desc, unit="text", disable=not progress, leave=False, file=sys.stderr) as bar:
 
-            def done(request, index):  # OpenVINO's thread: copy out before the request is reused
+            def done(request, index) -> None:  # OpenVINO's thread: copy out before the request is reused
                 results[index] = request.get_output_tensor(0).data.copy()
                 bar.update(len(batches[index]))
 
@@ -592,7 +600,7 @@ class _Runner:
 class FastBiEncoder:
     """A bi-encoder on OpenVINO: ``encode(texts)`` like SentenceTransformer.encode."""
 
-    def __init__(self, fed: FastModel, config: dict[str, Any] | None = None, **runner: Any):
+    def __init__(self, fed: FastModel, config: dict[str, Any] | None = None, **runner: Any) -> None:
         self.runner = _Runner(fed, config, **runner)
 
     def encode(
@@ -606,7 +614,9 @@ class FastCrossEncoder:
     """A cross-encoder on OpenVINO: ``predict(pairs)`` gives raw logits like
     CrossEncoder.predict with an identity activation (what reranking uses)."""
 
-    def __init__(self, fed: FastModel, max_length: int | None = None, config: dict[str, Any] | None = None, **runner: Any):
+    def __init__(
+        self, fed: FastModel, max_length: int | None = None, config: dict[str, Any] | None = None, **runner: Any
+    ) -> None:
         self.runner = _Runner(fed, config, **runner)
         self.max_length = max_length
 

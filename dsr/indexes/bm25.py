@@ -44,13 +44,14 @@ import itertools
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from dsr.core.errors import InputError
-from dsr.core.params import Param, defaults
+from dsr.core.params import Settings, setting
 from dsr.core.text import tokenize
 from dsr.indexes.manifest import cached_build, expected_manifest, text_hash
 
@@ -59,16 +60,28 @@ DEFAULT_DELTA = {"okapi": None, "l": 0.5, "plus": 1.0}
 BACKENDS = ("rank_bm25", "bm25s")
 _BM25S_METHOD = {"okapi": ("atire", "robertson"), "l": ("bm25l", "bm25l"), "plus": ("bm25+", "bm25+")}
 
-#: the parameters of a BM25 index, declared once for the BM25 ranker (which adds its query
-#: strategy and tuning grids) and the corpus index
-PARAMS = (
-    Param("variant", "okapi", "str", "BM25 variant", choices=VARIANTS),
-    Param("k1", 1.2, "float", "term-frequency saturation", low=0),
-    Param("b", 0.75, "float", "length normalisation", low=0, high=1),
-    Param("delta", None, "float", "BM25L/BM25+ delta (none: the variant's default)", low=0),
-    Param("stopwords", False, "bool", "drop English stopwords"),
-    Param("stem", False, "bool", "Snowball-stem tokens"),
-)
+
+@dataclass(frozen=True, kw_only=True)
+class BM25Settings(Settings):
+    """A BM25 index's settings, declared once for both indexes, the BM25 ranker (which adds its
+    query strategy and tuning grids) and the corpus index; checked when made."""
+
+    WHAT = "a BM25 index"
+
+    variant: str = setting("okapi", "BM25 variant", choices=VARIANTS)
+    k1: float = setting(1.2, "term-frequency saturation", low=0)
+    b: float = setting(0.75, "length normalisation", low=0, high=1)
+    delta: float | None = setting(None, "BM25L/BM25+ delta (none: the variant's default)", low=0)
+    stopwords: bool = setting(False, "drop English stopwords")
+    stem: bool = setting(False, "Snowball-stem tokens")
+
+    def variant_delta(self) -> float | None:
+        """``delta``, else the variant's default (None for okapi, which has none)."""
+        return DEFAULT_DELTA[self.variant] if self.delta is None else self.delta
+
+
+#: :class:`BM25Settings`' fields as Params (the ranker's and the corpus index's declarations)
+PARAMS = BM25Settings.params()
 
 Query = Mapping[str, float] | Sequence[str]
 
@@ -85,18 +98,6 @@ def _bm25s():
     import bm25s
 
     return bm25s
-
-
-def check_variant(variant: str) -> str:
-    if variant not in VARIANTS:
-        raise InputError(f"unknown BM25 variant {variant!r}; choose from {', '.join(VARIANTS)}", field="variant")
-    return variant
-
-
-def check_number(value: Any, name: str, low: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= low:
-        raise InputError(f"{name} must be a number >= {low}, got {value!r}", field=name)
-    return float(value)
 
 
 def as_weights(query: Query) -> dict[str, float]:
@@ -118,7 +119,34 @@ def _tokenized(texts: Sequence[str], stopwords: bool, stem: bool, progress: bool
     ]
 
 
-class BM25Index:
+class _Cached:
+    """What both indexes share: built once per pool and kept under ``DSR_HOME/indexes/KIND``
+    with a manifest of the inputs and the ``KEYED`` settings (:func:`_cached`)."""
+
+    KIND: ClassVar[str] = ""
+
+    @classmethod
+    def cached(
+        cls: type[IndexT],
+        ids: Sequence[str],
+        texts: Sequence[str],
+        settings: BM25Settings | None = None,
+        *,
+        name: str,
+        progress: bool = True,
+        **given: Any,
+    ) -> IndexT:
+        """Load ``DSR_HOME/indexes/KIND/NAME-...`` if its manifest matches these inputs, else
+        build it (rank_bm25's statistics depend only on variant, stopwords and stem; bm25s
+        precomputes scores, so every setting is keyed)."""
+        index: IndexT = _cached(cls, cls.KIND, ids, texts, name, BM25Settings.of(settings, given), progress)
+        return index
+
+
+IndexT = TypeVar("IndexT", bound=_Cached)
+
+
+class BM25Index(_Cached):
     """rank_bm25 statistics over a pool of sentences; ``ids[i]`` is the id of row ``i``.
 
     rank_bm25 builds the statistics (its IDF, with Okapi's epsilon floor,
@@ -135,17 +163,14 @@ class BM25Index:
         self,
         ids: Sequence[str],
         texts: Sequence[str],
+        settings: BM25Settings | None = None,
         *,
-        variant: str = "okapi",
-        k1: float = 1.2,
-        b: float = 0.75,
-        delta: float | None = None,
-        stopwords: bool = False,
-        stem: bool = False,
         progress: bool = False,
         _arrays: dict[str, Any] | None = None,
-    ):
-        check_variant(variant)
+        **given: Any,
+    ) -> None:
+        settings = BM25Settings.of(settings, given)
+        variant, stopwords, stem = settings.variant, settings.stopwords, settings.stem
         if len(ids) != len(texts):
             raise ValueError("ids and texts differ in length")
         if not ids:
@@ -162,7 +187,7 @@ class BM25Index:
         self.tf = _arrays["tf"]  # scipy CSR, sentences x terms, raw term counts
         self.doc_len: np.ndarray = _arrays["doc_len"]
         self.avgdl: float = float(_arrays["avgdl"])
-        self.set_parameters(k1=k1, b=b, delta=delta)
+        self.set_parameters(settings)
 
     @staticmethod
     def _statistics(corpus: list[list[str]], variant: str) -> dict[str, Any]:
@@ -188,13 +213,14 @@ class BM25Index:
             "avgdl": model.avgdl,
         }
 
-    def set_parameters(self, *, k1: float = 1.2, b: float = 0.75, delta: float | None = None) -> None:
-        """Set k1, b and delta (they enter only the scores, not the statistics)."""
-        self.k1 = check_number(k1, "k1")
-        self.b = check_number(b, "b")
-        self.delta = (
-            None if self.variant == "okapi" else check_number(DEFAULT_DELTA[self.variant] if delta is None else delta, "delta")
-        )
+    def set_parameters(self, settings: BM25Settings | None = None, **given: Any) -> None:
+        """Take k1, b and delta of ``settings`` (keywords of its fields change them): they
+        enter only the scores, not the statistics, so one index serves a whole grid."""
+        settings = BM25Settings.of(settings, given)
+        self.settings = replace(settings, variant=self.variant, stopwords=self.stopwords, stem=self.stem)
+        self.k1, self.b = float(settings.k1), float(settings.b)
+        delta = self.settings.variant_delta()
+        self.delta = None if delta is None else float(delta)
         self._csr: Any = None  # scipy sparse matrices, made on first use
         self._csc: Any = None
 
@@ -224,14 +250,8 @@ class BM25Index:
             self._absent = absent
         return self._csr, self._absent
 
-    @classmethod
-    def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, progress: bool = True, **settings: Any) -> BM25Index:
-        """Load ``DSR_HOME/indexes/bm25/NAME-...`` if its manifest matches these inputs, else build
-        it; ``settings``: :data:`PARAMS` (the statistics depend only on variant, stopwords, stem)."""
-        index: BM25Index = _cached(cls, "bm25", ids, texts, name, index_settings(settings), progress)
-        return index
-
     #: what the manifest keys, and the files an index is kept in
+    KIND = "bm25"
     KEYED = ("variant", "stopwords", "stem")
     BACKEND = "rank_bm25"
     PACKAGES = ("rank_bm25", "PyStemmer")
@@ -246,7 +266,7 @@ class BM25Index:
         (folder / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
 
     @classmethod
-    def _load(cls, folder: Path, ids: list[str], settings: dict[str, Any]) -> BM25Index:
+    def _load(cls, folder: Path, ids: list[str], settings: BM25Settings) -> BM25Index:
         stats = np.load(folder / "stats.npz")
         vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
         arrays = {
@@ -256,7 +276,7 @@ class BM25Index:
             "doc_len": stats["doc_len"],
             "avgdl": float(stats["avgdl"]),
         }
-        return cls(ids, [""] * len(ids), **settings, _arrays=arrays)
+        return cls(ids, [""] * len(ids), settings, _arrays=arrays)
 
     def query_tokens(self, text: str) -> list[str]:
         """Tokenise query text the way the pool was tokenised."""
@@ -331,7 +351,7 @@ class QueryBatch:
     """Queries as term columns and weights of one pool: per query ``(cols, weights)`` in the
     query's token order, and all of them as a sparse (queries x terms) matrix."""
 
-    def __init__(self, vectors: list[tuple[np.ndarray, np.ndarray]], terms: int):
+    def __init__(self, vectors: list[tuple[np.ndarray, np.ndarray]], terms: int) -> None:
         sparse = _sparse()
         self.vectors = vectors
         starts = np.concatenate([[0], np.cumsum([len(c) for c, _ in vectors])]).astype(np.int64)
@@ -341,25 +361,23 @@ class QueryBatch:
         self.matrix.sort_indices()
 
 
-class BM25SIndex:
+class BM25SIndex(_Cached):
     """bm25s over a pool: its score matrix and formulas, for open retrieval (see the module docstring)."""
 
     def __init__(
         self,
         ids: Sequence[str],
         texts: Sequence[str] | None = None,
+        settings: BM25Settings | None = None,
         *,
-        variant: str = "okapi",
-        k1: float = 1.2,
-        b: float = 0.75,
-        delta: float | None = None,
-        stopwords: bool = False,
-        stem: bool = False,
         progress: bool = False,
         _model: Any = None,
-    ):
+        **given: Any,
+    ) -> None:
         bm25s = _bm25s()
-        check_variant(variant)
+        settings = BM25Settings.of(settings, given)
+        variant, stopwords, stem = settings.variant, settings.stopwords, settings.stem
+        self.settings = settings
         self.ids = list(ids)
         if not self.ids:
             raise InputError("the sentence pool is empty: nothing to index", field="candidates")
@@ -368,9 +386,9 @@ class BM25SIndex:
         if _model is None:
             method, idf_method = _BM25S_METHOD[variant]
             _model = bm25s.BM25(
-                k1=check_number(k1, "k1"),
-                b=check_number(b, "b"),
-                delta=check_number(DEFAULT_DELTA[variant] or 0.0 if delta is None else delta, "delta"),
+                k1=float(settings.k1),
+                b=float(settings.b),
+                delta=float(settings.variant_delta() or 0.0),
                 method=method,
                 idf_method=idf_method,
             )
@@ -378,13 +396,7 @@ class BM25SIndex:
         self.model = _model
         self._matrix: Any = None  # the scores as a scipy sparse matrix, made on first use
 
-    @classmethod
-    def cached(cls, ids: Sequence[str], texts: Sequence[str], *, name: str, progress: bool = True, **settings: Any) -> BM25SIndex:
-        """Load ``DSR_HOME/indexes/bm25s/NAME-...`` if its manifest matches, else build it;
-        ``settings``: :data:`PARAMS` (bm25s precomputes scores: every one is keyed)."""
-        index: BM25SIndex = _cached(cls, "bm25s", ids, texts, name, index_settings(settings), progress)
-        return index
-
+    KIND = "bm25s"
     KEYED = ("variant", "k1", "b", "delta", "stopwords", "stem")
     BACKEND = "bm25s"
     PACKAGES = ("bm25s", "PyStemmer")
@@ -395,9 +407,9 @@ class BM25SIndex:
         (folder / "ids.json").write_text(json.dumps(self.ids), encoding="utf-8")
 
     @classmethod
-    def _load(cls, folder: Path, ids: list[str], settings: dict[str, Any]) -> BM25SIndex:
+    def _load(cls, folder: Path, ids: list[str], settings: BM25Settings) -> BM25SIndex:
         model = _bm25s().BM25.load(str(folder / "bm25s"))
-        return cls(ids, **{k: settings[k] for k in ("variant", "stopwords", "stem")}, _model=model)
+        return cls(ids, None, settings, _model=model)
 
     def query_tokens(self, text: str) -> list[str]:
         return tokenize(text, stopwords=self.stopwords, stem=self.stem)
@@ -437,34 +449,31 @@ class BM25SIndex:
 
 
 def index_settings(given: Mapping[str, Any]) -> dict[str, Any]:
-    """An index's settings: :data:`PARAMS`' defaults with ``given`` (a name not declared is a TypeError)."""
-    unknown = sorted(set(given) - {p.name for p in PARAMS})
-    if unknown:
-        raise TypeError(f"unexpected settings {', '.join(unknown)}")
-    return {**defaults(PARAMS), **given}
+    """An index's settings as a dict: :class:`BM25Settings`' defaults with ``given``."""
+    return BM25Settings.of(None, given).values()
 
 
 def _cached(
-    cls: Any, kind: str, ids: Sequence[str], texts: Sequence[str], name: str, settings: dict[str, Any], progress: bool
+    cls: Any, kind: str, ids: Sequence[str], texts: Sequence[str], name: str, settings: BM25Settings, progress: bool
 ) -> Any:
     """``cls``'s index of ``texts`` under ``DSR_HOME/indexes/KIND``: loaded when its manifest
     matches these inputs (the texts and ``cls.KEYED`` settings), else built and saved."""
-    check_variant(settings["variant"])
+    values = settings.values()
     expected = expected_manifest(
         kind,
         inputs=text_hash([*ids, *texts]),
-        params={**{k: settings[k] for k in cls.KEYED}, "backend": cls.BACKEND},
+        params={**{k: values[k] for k in cls.KEYED}, "backend": cls.BACKEND},
         packages=cls.PACKAGES,
     )
     built: dict[str, Any] = {}
 
     def build(folder: Path) -> None:
-        built["index"] = cls(ids, texts, **settings, progress=progress)
+        built["index"] = cls(ids, texts, settings, progress=progress)
         built["index"]._save(folder)
 
     folder, fresh = cached_build(
         kind,
-        f"{name}-{settings['variant']}-sw{int(settings['stopwords'])}-st{int(settings['stem'])}",
+        f"{name}-{settings.variant}-sw{int(settings.stopwords)}-st{int(settings.stem)}",
         expected,
         build,
         files=cls.FILES,

@@ -96,7 +96,7 @@ class DenseIndex:
         kind: str,
         batch_size: int = 64,
         texts: Sequence[str] | None = None,
-    ):
+    ) -> None:
         self.ids, self.index, self.model, self.kind, self.batch_size = ids, index, model, kind, batch_size
         self.texts = list(texts) if texts is not None else None  # the pool's texts, in ``ids``' order
 

@@ -85,7 +85,7 @@ def text_key(text: str) -> bytes:
 class EmbeddingCache:
     """The cache folder of one model; vectors looked up by text digest."""
 
-    def __init__(self, model: ResolvedModel, backend: str = "torch"):
+    def __init__(self, model: ResolvedModel, backend: str = "torch") -> None:
         self.model = model
         self.backend = backend
         self.dtype = np.float64 if backend == FLOAT64 else np.float32

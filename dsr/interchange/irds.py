@@ -98,7 +98,7 @@ class DsrQuery(NamedTuple):
 class _Lazy:
     """The test-collection view, built on first use and shared by the handlers."""
 
-    def __init__(self, loader: Callable[[], Collection]):
+    def __init__(self, loader: Callable[[], Collection]) -> None:
         self._loader = loader
 
     @cached_property
@@ -109,7 +109,7 @@ class _Lazy:
 class _OnView:
     """A handler over the shared lazy view."""
 
-    def __init__(self, lazy: _Lazy):
+    def __init__(self, lazy: _Lazy) -> None:
         self._lazy = lazy
 
 
@@ -130,12 +130,12 @@ class DsrDocs(_OnView, BaseDocs):
     def docs_namespace(self):
         return PREFIX
 
-    def docs_lang(self):
+    def docs_lang(self) -> str:
         return "en"
 
 
 class _Store(Docstore):
-    def __init__(self, docs: DsrDocs):
+    def __init__(self, docs: DsrDocs) -> None:
         super().__init__(DsrDoc, "doc_id")
         self._docs = docs
 
@@ -169,7 +169,7 @@ class DsrQueries(_OnView, BaseQueries):
     def queries_namespace(self):
         return PREFIX
 
-    def queries_lang(self):
+    def queries_lang(self) -> str:
         return "en"
 
 

@@ -27,7 +27,9 @@ with scikit-learn 1.9's ``check_is_fitted``, so they are not offered.)
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -80,8 +82,8 @@ def honeypot_checks(grades: pd.DataFrame, guidelines: Guidelines, threshold: flo
         n = check.checks
         if n < min_checks or n == 0:
             check.counted, check.reason = min_checks == 0, f"{n} honeypot(s) answered, fewer than {min_checks}"
-        elif check.accuracy < threshold:
-            check.reason = f"honeypot accuracy {check.accuracy:.3f} below {threshold:g}"
+        elif (accuracy := check.accuracy) is not None and accuracy < threshold:
+            check.reason = f"honeypot accuracy {accuracy:.3f} below {threshold:g}"
         else:
             check.counted, check.reason = True, f"honeypot accuracy {check.accuracy:.3f}"
         out[str(assessor)] = check
@@ -124,13 +126,14 @@ def probabilities(grades: pd.DataFrame, method: str = "mv", seed: int = 0) -> pd
     return probas[sorted(probas.columns)].sort_index()  # idxmax keeps the first of a tie: the lowest
 
 
-def _aggregator(method: str, seed: int):
+def _aggregator(method: str, seed: int) -> Any:
     from crowdkit.aggregation import GLAD, MACE, DawidSkene, MajorityVote, OneCoinDawidSkene
 
-    return {
+    made: dict[str, Callable[[], Any]] = {
         "mv": MajorityVote,
         "ds": lambda: DawidSkene(n_iter=100),
         "onecoin-ds": lambda: OneCoinDawidSkene(n_iter=100),
         "mace": lambda: MACE(random_state=seed),
         "glad": GLAD,
-    }[method]()
+    }
+    return made[method]()

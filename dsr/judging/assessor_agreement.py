@@ -55,7 +55,7 @@ def krippendorff_alpha(matrix: np.ndarray, values: list[int], level: str = "ordi
     pairable = np.sum(~np.isnan(matrix), axis=0) >= 2
     if pairable.sum() == 0 or len(np.unique(matrix[~np.isnan(matrix)])) < 2:
         return None  # no item graded twice, or one grade everywhere: alpha is undefined
-    return _number(krippendorff.alpha(reliability_data=matrix, value_domain=values, level_of_measurement=level))
+    return _number(krippendorff.alpha(reliability_data=matrix, value_domain=values, level_of_measurement=level))  # type: ignore[arg-type]  # the level is checked by its caller
 
 
 def fleiss(matrix: np.ndarray, values: list[int]) -> dict[str, Any]:

@@ -1,15 +1,15 @@
 """Assessors and who grades what (``dsr judge add-assessor``, ``dsr judge assign``):
-:class:`Assignments` is a part of :class:`dsr.judging.campaigns.Judging`."""
+:class:`Assignments` is a service of :class:`dsr.judging.campaigns.Judging`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
-from sqlalchemy import delete, func, select
+from sqlalchemy import Engine, delete, func, select
 
 from dsr.core.errors import InputError
-from dsr.db.engine import read_session, write_session
+from dsr.db.engine import get_row, read_session, write_session
 from dsr.db.tokens import hash_token, new_token
 from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeItem, JudgeSession, JudgeTask
 from dsr.judging.quality import OVERLAP
@@ -18,7 +18,13 @@ from dsr.judging.tasks import assign
 
 
 class Assignments:
-    """Assessors, their tokens and their tasks (a part of :class:`~dsr.judging.campaigns.Judging`)."""
+    """Assessors, their tokens and their tasks, on judging's database (``engine``) with its
+    campaigns by name (``campaign``): :class:`dsr.judging.campaigns.Judging` holds one as
+    ``judging.assignments``."""
+
+    def __init__(self, engine: Engine, campaign: Callable[[str], Campaign]) -> None:
+        self.engine = engine
+        self.campaign = campaign
 
     # -- assessors -----------------------------------------------------------
     def add_assessor(self, name: str) -> str:
@@ -44,9 +50,9 @@ class Assignments:
         on the tasks they have not started). Returns how many grades they gave."""
         row = self._web_assessor(name)
         with write_session(self.engine) as s:
-            s.get(Assessor, row.id).token_hash = None
+            get_row(s, Assessor, row.id).token_hash = None
             s.execute(delete(JudgeSession).where(JudgeSession.assessor_id == row.id))
-            return int(s.scalar(select(func.count()).select_from(Grade).where(Grade.assessor_id == row.id)))
+            return int(s.scalar(select(func.count()).select_from(Grade).where(Grade.assessor_id == row.id)) or 0)
 
     def rotate_assessor_token(self, name: str) -> str:
         """A new token for an assessor (shown once); the old one and their browser sessions
@@ -54,7 +60,7 @@ class Assignments:
         row = self._web_assessor(name)
         token = new_token()
         with write_session(self.engine) as s:
-            s.get(Assessor, row.id).token_hash = hash_token(token)
+            get_row(s, Assessor, row.id).token_hash = hash_token(token)
             s.execute(delete(JudgeSession).where(JudgeSession.assessor_id == row.id))
         return token
 

@@ -78,7 +78,7 @@ def outcome(judging: Judging, name: str, method: str = "mv", flags: dict[str, An
     rows = counted(grades, checks)
     labels = aggregate(rows, method, campaign.seed)
     adjudicated = {
-        r["item"]: (r["grade"], r["by"]) for r in judging.reviews(campaign) if r["action"] == "adjudicate"
+        r["item"]: (r["grade"], r["by"]) for r in judging.reviews.of(campaign) if r["action"] == "adjudicate"
     }  # the latest per item
     if adjudicated:
         labels = pd.concat(

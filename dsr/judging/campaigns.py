@@ -19,13 +19,13 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Engine, Table, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from dsr.core.data import Collection, dialogue_from_json
 from dsr.core.errors import InputError
 from dsr.db.base import utcnow
-from dsr.db.engine import open_database, read_session, write_connection, write_session
+from dsr.db.engine import get_row, open_database, read_session, write_connection, write_session
 from dsr.db.refused import Refused
 from dsr.judging import guidelines as guidelines_module
 from dsr.judging.assignments import Assignments
@@ -50,7 +50,8 @@ MAX_SECONDS = SECONDS.default
 
 #: the statements of :meth:`Judging.grade`, built once, on the tables (SQLAlchemy Core: no
 #: statement is built, and no ORM execution runs, per grade; the hot path of the judging pages)
-_GRADES, _ASSIGNMENTS = Grade.__table__, Assignment.__table__
+_GRADES: Table = Grade.__table__  # type: ignore[assignment]  # a mapped class's table is a Table
+_ASSIGNMENTS: Table = Assignment.__table__  # type: ignore[assignment]
 _ASSIGNED = select(_ASSIGNMENTS.c.id).where(
     _ASSIGNMENTS.c.task_id == bindparam("task"), _ASSIGNMENTS.c.assessor_id == bindparam("assessor")
 )
@@ -88,11 +89,71 @@ class _Job:
     error: Exception | None = None
 
 
-class Judging(Assignments, Reviews):
-    """Judging campaigns stored in the database behind ``engine``."""
+def _grading_state(s: Any, campaign_id: int) -> tuple[dict[str, tuple[int, int]], dict[str, int], set[Any], dict[Any, Any]]:
+    """A campaign's items by key (id, task), assessors by name, (task, assessor) assignments
+    and (item, assessor) grades, as an import of grades reads them."""
+    items = {
+        k: (i, t)
+        for k, i, t in s.execute(
+            select(JudgeItem.key, JudgeItem.id, JudgeItem.task_id).where(JudgeItem.campaign_id == campaign_id)
+        )
+    }
+    people = {a.name: a.id for a in s.scalars(select(Assessor))}
+    assigned = set(
+        s.execute(
+            select(Assignment.task_id, Assignment.assessor_id).join(JudgeTask).where(JudgeTask.campaign_id == campaign_id)
+        ).all()
+    )
+    graded = dict(
+        ((i, a), g)
+        for i, a, g in s.execute(
+            select(Grade.item_id, Grade.assessor_id, Grade.id).join(JudgeItem).where(JudgeItem.campaign_id == campaign_id)
+        )
+    )
+    return items, people, assigned, graded
 
-    def __init__(self, engine):
+
+def _check_id_lengths(pool: Collection) -> None:
+    """Every dialogue and candidate id fits what every database's columns hold (PostgreSQL
+    refuses longer)."""
+    for d in pool:
+        too_long = [("id", d.id)] * (len(d.id) > MAX_ID) + [
+            (f"candidates[{i}].id", c.id) for i, c in enumerate(d.candidates) if len(c.id) > MAX_ID
+        ]
+        if too_long:
+            raise InputError(
+                f"an id is at most {MAX_ID} characters (got {len(too_long[0][1])})", record=d.id[:80], field=too_long[0][0]
+            )
+
+
+def _items(campaign_id: int, tasks: list[Any], planned: list[Any]) -> list[JudgeItem]:
+    """The items of each planned task, each with a fresh key."""
+    return [
+        JudgeItem(
+            campaign_id=campaign_id,
+            task_id=task.id,
+            position=p,
+            key=secrets.token_hex(8),
+            candidate_id=it.candidate,
+            title=it.title,
+            body=it.body,
+            gold=it.gold,
+            source=it.source,
+        )
+        for task, t in zip(tasks, planned)
+        for p, it in enumerate(t.items)
+    ]
+
+
+class Judging:
+    """Judging campaigns stored in the database behind ``engine``; its services
+    (``assignments``: assessors and who grades what; ``reviews``: the review queue's
+    decisions) read the campaigns through it."""
+
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.assignments = Assignments(engine, self.campaign)
+        self.reviews = Reviews(engine, self.campaign, self.guidelines)
         self._items: dict[str, ItemRef] = {}
         self._guidelines: dict[tuple[int, str], Guidelines] = {}
         self._scales: dict[int, list[int]] = {}
@@ -117,14 +178,7 @@ class Judging(Assignments, Reviews):
             raise InputError("a campaign name is letters, digits, '.', '_' and '-' (it is a URL part)", field="NAME")
         if name.lower() in RESERVED_NAMES:
             raise InputError(f"{name!r} is a path of the judging pages; choose another name", field="NAME")
-        for d in pool:  # what every database's columns hold (PostgreSQL refuses longer)
-            too_long = [("id", d.id)] * (len(d.id) > MAX_ID) + [
-                (f"candidates[{i}].id", c.id) for i, c in enumerate(d.candidates) if len(c.id) > MAX_ID
-            ]
-            if too_long:
-                raise InputError(
-                    f"an id is at most {MAX_ID} characters (got {len(too_long[0][1])})", record=d.id[:80], field=too_long[0][0]
-                )
+        _check_id_lengths(pool)
         planned = plan_tasks(pool, golds or {}, settings.chunk, settings.honeypot_rate, rules.relevant_from, settings.seed)
         described = {k: v for k, v in pool.describe().items() if k != "meta"}
         with write_session(self.engine) as s:
@@ -158,21 +212,7 @@ class Judging(Assignments, Reviews):
             ]
             s.add_all(tasks)
             s.flush()
-            s.add_all(
-                JudgeItem(
-                    campaign_id=campaign.id,
-                    task_id=task.id,
-                    position=p,
-                    key=secrets.token_hex(8),
-                    candidate_id=it.candidate,
-                    title=it.title,
-                    body=it.body,
-                    gold=it.gold,
-                    source=it.source,
-                )
-                for task, t in zip(tasks, planned)
-                for p, it in enumerate(t.items)
-            )
+            s.add_all(_items(campaign.id, tasks, planned))
         return campaign
 
     def campaign(self, name: str) -> Campaign:
@@ -203,7 +243,7 @@ class Judging(Assignments, Reviews):
             values = None if fresh else self._scales.get(campaign_id)
         if values is None:
             with read_session(self.engine) as s:
-                values = self.guidelines(s.get(Campaign, campaign_id)).grades
+                values = self.guidelines(get_row(s, Campaign, campaign_id)).grades
             with self._lock:
                 self._scales[campaign_id] = values
         return values
@@ -217,12 +257,12 @@ class Judging(Assignments, Reviews):
                 field="scale",
             )
         with write_session(self.engine) as s:
-            s.get(Campaign, campaign.id).guidelines_json = json.dumps(rules.to_json())
+            get_row(s, Campaign, campaign.id).guidelines_json = json.dumps(rules.to_json())
 
     def _graded(self, campaign_id: int) -> int:
         with read_session(self.engine) as s:
             return int(
-                s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(JudgeItem.campaign_id == campaign_id))
+                s.scalar(select(func.count()).select_from(Grade).join(JudgeItem).where(JudgeItem.campaign_id == campaign_id)) or 0
             )
 
     def pool(self, campaign: Campaign) -> Collection:
@@ -333,24 +373,7 @@ class Judging(Assignments, Reviews):
         campaign = self.campaign(name)
         values = self.guidelines(campaign).grades
         with write_session(self.engine) as s:
-            items = {
-                k: (i, t)
-                for k, i, t in s.execute(
-                    select(JudgeItem.key, JudgeItem.id, JudgeItem.task_id).where(JudgeItem.campaign_id == campaign.id)
-                )
-            }
-            people = {a.name: a.id for a in s.scalars(select(Assessor))}
-            assigned = set(
-                s.execute(
-                    select(Assignment.task_id, Assignment.assessor_id).join(JudgeTask).where(JudgeTask.campaign_id == campaign.id)
-                ).all()
-            )
-            graded = dict(
-                ((i, a), g)
-                for i, a, g in s.execute(
-                    select(Grade.item_id, Grade.assessor_id, Grade.id).join(JudgeItem).where(JudgeItem.campaign_id == campaign.id)
-                )
-            )
+            items, people, assigned, graded = _grading_state(s, campaign.id)
             new, changed, now = [], [], utcnow()
             for row in rows:
                 where = row.get("where") or {}
@@ -399,16 +422,6 @@ class Judging(Assignments, Reviews):
         return people[name]
 
     # -- review ----------------------------------------------------------------
-    def _pool_item(self, s, campaign: Campaign, key: str, where: str) -> JudgeItem:
-        row = s.scalar(select(JudgeItem).where(JudgeItem.campaign_id == campaign.id, JudgeItem.key == key))
-        if row is None or row.candidate_id is None:
-            raise InputError(
-                f"{key!r} is not a sentence of campaign {campaign.name!r}"
-                + (" (a planted check has no grade to decide)" if row is not None else ""),
-                field=where,
-            )
-        return row
-
     # -- reading -------------------------------------------------------------
     def grades_frame(self, campaign: Campaign) -> pd.DataFrame:
         """Every grade of the campaign, one row per (item, assessor) (see ``aggregate.COLUMNS``)."""

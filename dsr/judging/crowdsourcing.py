@@ -149,8 +149,10 @@ def _read_records(reader: csv.DictReader, path: Path) -> tuple[list[dict[str, An
     worker = next((c for c in WORKER_COLUMNS if c in columns), None)
     if worker is None:
         raise InputError(f"no worker column (one of {', '.join(WORKER_COLUMNS)})", path=path, line=1)
-    slots = _slots(columns, path)
-    rows, seen, left_out = [], {}, 0
+    slots = _slots(list(columns), path)
+    rows: list[dict[str, Any]] = []
+    seen: dict[Any, Any] = {}
+    left_out = 0
     for line, record in enumerate(reader, start=2):
         found = []
         for n in slots:

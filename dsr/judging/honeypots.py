@@ -52,8 +52,10 @@ Planting itself (how many checks a task gets) is :func:`dsr.judging.tasks.plan_t
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from typing import TypeVar
 
 import numpy as np
 
@@ -191,7 +193,7 @@ def auto_golds(
 ) -> dict[str, GoldSet]:
     """Known answers built from the pool itself (see the module docstring)."""
     rng = np.random.default_rng(seed)
-    sentences = {}
+    sentences: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
     for d in pool:
         for c in d.candidates:
             sentences.setdefault((c.title, c.body), (content_words(c.body), content_words(c.title)))
@@ -231,14 +233,22 @@ def auto_golds(
     return golds
 
 
-def interleave(items: list, caught) -> list:
+#: what a list of checks holds
+T = TypeVar("T")
+
+
+def interleave(items: list[T], caught: Callable[[T], tuple[bool, bool, bool]]) -> list[T]:
     """``items`` (not-relevant checks) in the order they are used: those that catch every
     script first (``caught(item)`` -> (title-match, word-overlap, the two together)), then
     those that catch the first two, then the ones that catch one, two that catch the
     title-match script for each that catches the word-overlap one (the title-match script
     answers the relevant checks right: relevant sentences carry the dialogue's title; the
     word-overlap one misses those the last turns do not share a word with), then the rest."""
-    every, both, title, overlap, neither = [], [], [], [], []
+    every: list[T] = []
+    both: list[T] = []
+    title: list[T] = []
+    overlap: list[T] = []
+    neither: list[T] = []
     for item in items:
         t, o, a = caught(item)
         (every if a else both if t and o else title if t else overlap if o else neither).append(item)

@@ -120,11 +120,13 @@ def read(path: Path) -> tuple[list[dict[str, Any]], int]:
     exported = load_json(path)
     if not isinstance(exported, list):
         raise InputError("expected Label Studio's JSON export: a list of tasks", path=path)
-    rows, seen, left_out = [], {}, 0
+    rows: list[dict[str, Any]] = []
+    seen: dict[Any, Any] = {}
+    left_out = 0
     for i, task in enumerate(exported):
         if not isinstance(task, dict):
             raise InputError("expected a task object", path=path, record=f"task {i}")
-        where = {"path": path, "record": f"task {task.get('id', i)}"}
+        where: dict[str, Any] = {"path": path, "record": f"task {task.get('id', i)}"}
         items = _sentences(task.get("data"), where)
         annotations = task.get("annotations") or []
         if not isinstance(annotations, list):

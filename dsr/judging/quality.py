@@ -20,10 +20,13 @@ imports the store, and the store this.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from dsr.core.errors import InputError
-from dsr.core.params import Param, settings_type
+from dsr.core.params import Param, setting
+from dsr.core.params import Settings as BaseSettings
+from dsr.db.place import default_url
 
 #: the longest a grade may say it took: longer means the page was left open, not read
 SECONDS = Param(
@@ -106,40 +109,44 @@ OVERLAP = Param(
 EXTRA = Param("extra", 1, "int", "assessors added per item sent back", low=1, metavar="N")
 
 
-CAMPAIGN_PARAMS = (
-    Param("k", 3, "int", low=1, high=20, metavar="N", help="assessors per sentence"),
-    Param("chunk", 10, "int", low=1, metavar="N", help="sentences per task (a dialogue's are cut in tasks)"),
-    Param(
-        "honeypot_rate",
-        0.1,
-        "float",
-        low=0.0,
-        below=1.0,
-        metavar="R",
-        help="honeypot checks per sentence in a task (at least one per task when known)",
-    ),
-    Param(
-        "honeypot_threshold",
-        0.7,
-        "float",
-        low=0.0,
-        high=1.0,
-        metavar="A",
-        help="honeypot accuracy an assessor needs for their grades to count",
-    ),
-    Param("min_honeypots", 3, "int", low=0, metavar="N", help="honeypots an assessor must answer before their grades can count"),
-    Param("seed", 0, "int", metavar="N", help="seed of shuffles, tasks and assignment"),
-    Param("description", "", "str", metavar="TEXT", help="shown to assessors"),
-)
+@dataclass(frozen=True, kw_only=True)
+class Settings(BaseSettings):
+    """How a campaign is judged (``dsr judge create --help``): ``Settings(k=3,
+    honeypot_threshold=0.6)``; a value out of range is an InputError naming the field."""
 
-#: how a campaign is judged: ``Settings(k=3, honeypot_threshold=0.6)``; a value out of range is
-#: an InputError naming the field
-Settings = settings_type(
-    "Settings",
-    CAMPAIGN_PARAMS,
-    "a judging campaign",
-    "How a campaign is judged (``CAMPAIGN_PARAMS``; ``dsr judge create --help``).",
-)
+    WHAT = "a judging campaign"
+
+    k: int = setting(3, "assessors per sentence", low=1, high=20, metavar="N")
+    chunk: int = setting(10, "sentences per task (a dialogue's are cut in tasks)", low=1, metavar="N")
+    honeypot_rate: float = setting(
+        0.1, "honeypot checks per sentence in a task (at least one per task when known)", low=0.0, below=1.0, metavar="R"
+    )
+    honeypot_threshold: float = setting(
+        0.7, "honeypot accuracy an assessor needs for their grades to count", low=0.0, high=1.0, metavar="A"
+    )
+    min_honeypots: int = setting(3, "honeypots an assessor must answer before their grades can count", low=0, metavar="N")
+    seed: int = setting(0, "seed of shuffles, tasks and assignment", metavar="N")
+    description: str = setting("", "shown to assessors", metavar="TEXT")
+
+
+CAMPAIGN_PARAMS = Settings.params()
+
+
+@dataclass(frozen=True, kw_only=True)
+class JudgingPlace(BaseSettings):
+    """Where judging's campaigns live: the database both applications share (``dsr judge
+    --db``; the default is :func:`dsr.db.place.default_url`'s, as for ``dsr serve``)."""
+
+    WHAT = "judging"
+
+    db: str | None = setting(
+        None,
+        "database URL: sqlite:///FILE or postgresql://USER@HOST:PORT/DB (default: SQLite under $DSR_HOME/board/)",
+        metavar="URL",
+    )
+
+    def url(self) -> str:
+        return self.db or default_url()
 
 
 def checked_seconds(value: Any, where: dict[str, Any] | None = None, limit: float = SECONDS.default) -> float | None:

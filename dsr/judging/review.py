@@ -35,7 +35,7 @@ def review_queue(
     probas = probabilities(rows, method, campaign.seed)
     if probas.empty:
         return []
-    reviews = judging.reviews(campaign)
+    reviews = judging.reviews.of(campaign)
     decided = {r["item"] for r in reviews if r["action"] == "adjudicate"}
     sent = {r["item"] for r in reviews if r["action"] == "more"}
     items = judging.items_frame(campaign).set_index("item")

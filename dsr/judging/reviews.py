@@ -1,21 +1,31 @@
 """The review queue's decisions (``dsr judge review``): an adjudicator's grade for an item, or
 the item sent back to more assessors, each recorded with who decided. :class:`Reviews` is a
-part of :class:`dsr.judging.campaigns.Judging`."""
+service of :class:`dsr.judging.campaigns.Judging`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
 from dsr.core.errors import InputError
-from dsr.db.engine import read_session, write_session
+from dsr.db.engine import get_row, read_session, write_session
+from dsr.judging.guidelines import Guidelines
 from dsr.judging.models import Assessor, Assignment, Campaign, JudgeItem, JudgeTask, Review
 from dsr.judging.quality import EXTRA
 
 
 class Reviews:
-    """Decisions on uncertain or disputed items (a part of :class:`~dsr.judging.campaigns.Judging`)."""
+    """Decisions on uncertain or disputed items, on judging's database (``engine``) with its
+    campaigns by name and their guidelines: :class:`dsr.judging.campaigns.Judging` holds one
+    as ``judging.reviews``."""
+
+    def __init__(self, engine: Engine, campaign: Callable[[str], Campaign], guidelines: Callable[[Campaign], Guidelines]) -> None:
+        self.engine = engine
+        self.campaign = campaign
+        self.guidelines = guidelines
 
     def adjudicate(self, name: str, decisions: dict[str, int], by: str, note: str = "") -> int:
         """An adjudicator's grades (item key -> grade), recorded with who decided; the latest
@@ -27,7 +37,7 @@ class Reviews:
             for key, grade in decisions.items():
                 if isinstance(grade, bool) or grade not in values:
                     raise InputError(f"grade of {key} must be one of {values}, got {grade!r}", field="adjudicate")
-                item = self._pool_item(s, campaign, key, "adjudicate")
+                item = _pool_item(s, campaign, key, "adjudicate")
                 s.add(Review(item_id=item.id, action="adjudicate", grade=grade, decided_by=by, note=note))
         return len(decisions)
 
@@ -52,7 +62,7 @@ class Reviews:
                 if assessor_id in load:
                     load[assessor_id] += size
             for key in dict.fromkeys(keys):
-                item = self._pool_item(s, campaign, key, "send_back")
+                item = _pool_item(s, campaign, key, "send_back")
                 have = holders.setdefault(item.task_id, set())
                 free = sorted((a for a in people if a not in have), key=lambda a: (load[a], people[a]))
                 if len(free) < extra:
@@ -61,7 +71,7 @@ class Reviews:
                         "do not hold its task (add some with dsr judge add-assessor)",
                         field="send_back",
                     )
-                size = s.get(JudgeTask, item.task_id).size
+                size = get_row(s, JudgeTask, item.task_id).size
                 for a in free[:extra]:
                     s.add(Assignment(task_id=item.task_id, assessor_id=a))
                     have.add(a)
@@ -70,7 +80,7 @@ class Reviews:
                 s.add(Review(item_id=item.id, action="more", decided_by=by, note="added: " + ", ".join(out[key])))
         return out
 
-    def reviews(self, campaign: Campaign) -> list[dict[str, Any]]:
+    def of(self, campaign: Campaign) -> list[dict[str, Any]]:
         """Every review decision of the campaign, oldest first: item id and key, action, grade,
         by, note, when."""
         query = (
@@ -81,6 +91,18 @@ class Reviews:
         )
         with read_session(self.engine) as s:
             return [dict(zip(("item", "key", "action", "grade", "by", "note", "at"), row)) for row in s.execute(query)]
+
+
+def _pool_item(s: Session, campaign: Campaign, key: str, where: str) -> JudgeItem:
+    """The campaign's sentence (not a planted check) of item ``key``, else an InputError."""
+    row = s.scalar(select(JudgeItem).where(JudgeItem.campaign_id == campaign.id, JudgeItem.key == key))
+    if row is None or row.candidate_id is None:
+        raise InputError(
+            f"{key!r} is not a sentence of campaign {campaign.name!r}"
+            + (" (a planted check has no grade to decide)" if row is not None else ""),
+            field=where,
+        )
+    return row
 
 
 def _checked_name(name: str, field: str) -> str:

@@ -65,7 +65,7 @@ def api_assessor(request: Request) -> tuple[Assessor | None, bool]:
     """(assessor, by bearer token): a bearer token, else the browser session."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
-        return judging(request).assessor_for_token(token.strip()), True
+        return judging(request).assignments.assessor_for_token(token.strip()), True
     return web_assessor(request), False
 
 
@@ -107,7 +107,7 @@ async def judge_login(request: Request):
     form = await SIGNIN.checked_form(request)
     if form is None:
         return problem(request, 403, CSRF_REFUSED)
-    assessor = judging(request).assessor_for_token(str(form.get("token") or "").strip())
+    assessor = judging(request).assignments.assessor_for_token(str(form.get("token") or "").strip())
     if assessor is None:
         return PAGES.signin_form(request, "wrong token")
     return SIGNIN.start(judging(request).engine, request, "/judge", assessor_id=assessor.id)
@@ -261,8 +261,8 @@ def _api_grade(request: Request, raw: bytes):
         return JSONResponse({"error": f"bad request: {err}"}, status_code=400)
     try:
         new = judging(request).grade(assessor, body["item"], grade, unsure, seconds)
-    except Refused as refused:
-        return JSONResponse({"error": refused.message}, status_code=refused.status)
+    except Refused as no:
+        return JSONResponse({"error": no.message}, status_code=no.status)
     return {"item": body["item"], "grade": None if unsure else grade, "unsure": unsure, "new": new}
 
 
@@ -290,6 +290,7 @@ def judge_api_tasks(request: Request, name: str):
     for row in task_rows(judging(request), assessor, campaign):
         with read_session(judging(request).engine) as s:
             task = s.scalar(select(JudgeTask).where(JudgeTask.campaign_id == campaign.id, JudgeTask.seq == row["seq"]))
+        assert task is not None, "a row of task_rows is a task"
         out.append({**row, "items": [it["key"] for it in content(judging(request), task).items]})
     return {"campaign": name, "tasks": out}
 
@@ -304,8 +305,8 @@ def judge_api_task(request: Request, name: str, seq: int):
         return refused
     try:
         view = task_view(judging(request), assessor, campaign, seq)
-    except Refused as refused:
-        return JSONResponse({"error": refused.message}, status_code=refused.status)
+    except Refused as no:
+        return JSONResponse({"error": no.message}, status_code=no.status)
     return {
         "campaign": name,
         "seq": seq,

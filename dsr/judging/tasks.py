@@ -93,7 +93,7 @@ def plan_tasks(
 class _Checks:
     """A dialogue's known answers, used up as its tasks are marked."""
 
-    def __init__(self, dialogue, gold: GoldSet, relevant_from: int):
+    def __init__(self, dialogue, gold: GoldSet, relevant_from: int) -> None:
         words = shown_words(dialogue)
         recent = recent_words(dialogue)
         self.gold = gold

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import and_, func, select
 
-from dsr.db.engine import read_session
+from dsr.db.engine import get_row, read_session
 from dsr.db.refused import Refused
 from dsr.judging.campaigns import Judging
 from dsr.judging.models import Assessor, Assignment, Campaign, Grade, JudgeDialogue, JudgeItem, JudgeTask
@@ -68,7 +68,7 @@ def my_campaigns(judging: Judging, assessor: Assessor) -> list[dict[str, Any]]:
             .where(Assignment.assessor_id == assessor.id)
             .distinct()
         ).all()
-        campaigns = [s.get(Campaign, i) for i in sorted(ids)]
+        campaigns = [get_row(s, Campaign, i) for i in sorted(ids)]
     return [{"campaign": c, **progress(task_rows(judging, assessor, c))} for c in campaigns]
 
 
@@ -78,7 +78,7 @@ def content(judging: Judging, task: JudgeTask) -> TaskContent:
     if cached is not None:
         return cached
     with read_session(judging.engine) as s:
-        record = json.loads(s.scalar(select(JudgeDialogue.data_json).where(JudgeDialogue.id == task.dialogue_pk)))
+        record = json.loads(s.scalar(select(JudgeDialogue.data_json).where(JudgeDialogue.id == task.dialogue_pk)) or "{}")
         items = s.execute(
             select(JudgeItem.key, JudgeItem.title, JudgeItem.body)
             .where(JudgeItem.task_id == task.id)
@@ -103,6 +103,7 @@ def task_view(judging: Judging, assessor: Assessor, campaign: Campaign, seq: int
         raise Refused(404 if not rows else 403, "this task is not one of yours")
     with read_session(judging.engine) as s:
         task = s.scalar(select(JudgeTask).where(JudgeTask.campaign_id == campaign.id, JudgeTask.seq == seq))
+        assert task is not None, "the task is one of the assessor's"
         mine = dict(
             s.execute(
                 select(JudgeItem.key, Grade.grade)

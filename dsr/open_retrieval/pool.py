@@ -15,25 +15,30 @@ candidates are replaced.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from dsr.core.data import Candidate, Collection, Dialogue
 from dsr.core.errors import InputError
-from dsr.core.params import Param, settings_type
+from dsr.core.params import Settings, setting
 from dsr.core.queries import check_strategy, query_terms, query_text
 from dsr.core.run import Run
-from dsr.open_retrieval.search import Query
+from dsr.open_retrieval.search import CorpusSearcher, Query
 
-#: a pool's settings (``dsr pool --depth``, ``--query``)
-POOL_PARAMS = (
-    Param("depth", 50, "int", "candidates per dialogue (default 50)", low=1, metavar="N"),
-    Param("query", "all", "str", "query strategy: last, last2, all, title+all, weighted (default all)", metavar="Q"),
-)
-PoolSettings = settings_type("PoolSettings", POOL_PARAMS, "", "A pool's settings (``POOL_PARAMS``).")
+
+@dataclass(frozen=True, kw_only=True)
+class PoolSettings(Settings):
+    """A pool's settings (``dsr pool --depth``, ``--query``)."""
+
+    depth: int = setting(50, "candidates per dialogue (default 50)", low=1, metavar="N")
+    query: str = setting("all", "query strategy: last, last2, all, title+all, weighted (default all)", metavar="Q")
+
+
+POOL_PARAMS = PoolSettings.params()
 
 
 def retrieve(
-    collection: Collection, searcher, depth: int, query: str = "all", decay: float = 0.5
+    collection: Collection, searcher: CorpusSearcher, depth: int, query: str = "all", decay: float = 0.5
 ) -> dict[str, list[tuple[int, float]]]:
     """Dialogue id -> top ``depth`` (global corpus row, score), best first."""
     PoolSettings(depth=depth, query=check_strategy(query))
@@ -49,7 +54,9 @@ def retrieve(
     return {d.id: ranked for d, ranked in zip(collection, results)}
 
 
-def pool_collection(collection: Collection, searcher, depth: int = 50, query: str = "all", decay: float = 0.5) -> Collection:
+def pool_collection(
+    collection: Collection, searcher: CorpusSearcher, depth: int = 50, query: str = "all", decay: float = 0.5
+) -> Collection:
     """A copy of ``collection`` whose candidates are the corpus's top ``depth`` per dialogue."""
     results = retrieve(collection, searcher, depth, query, decay)
     how: dict[str, Any] = {**searcher.describe(), "depth": depth, "query": query, "decay": decay}

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from dsr.core.fusion import rrf
-from dsr.core.params import Param, settings_type
+from dsr.core.params import Param, Settings, setting
 from dsr.core.run import Run
 from dsr.indexes.backends import CHOICES as BACKEND_CHOICES
 from dsr.indexes.corpus.bm25 import ShardedBM25
@@ -30,29 +31,25 @@ from dsr.indexes.embeddings import DEFAULT_MODEL
 METHODS = ("bm25", "dense", "fused")
 RRF_K = 60
 
-#: a searcher's settings (:class:`CorpusSearcher`; ``dsr corpus search`` and ``dsr pool`` flags)
-SEARCH_PARAMS = (
-    Param(
-        "method",
-        "bm25",
-        "str",
-        f"one of {', '.join(METHODS)} (fused: RRF of bm25 and dense; default bm25)",
-        choices=METHODS,
-    ),
-    Param("model", DEFAULT_MODEL, "str", "bi-encoder for dense", metavar="M"),
-    Param("index", "flat", "str", "dense index (default flat)", choices=("flat", "ivfpq")),
-    Param("nprobe", 32, "int", "IVF lists searched (ivfpq)", low=1, metavar="N"),
-    Param("refine", 0, "int", "re-score the top R x k IVF-PQ hits exactly (0: off)", low=0, metavar="R"),
-    Param(
-        "backend",
+
+@dataclass(frozen=True, kw_only=True)
+class SearchSettings(Settings):
+    """A searcher's settings (:class:`CorpusSearcher`; ``dsr corpus search`` and ``dsr pool`` flags)."""
+
+    method: str = setting("bm25", f"one of {', '.join(METHODS)} (fused: RRF of bm25 and dense; default bm25)", choices=METHODS)
+    model: str = setting(DEFAULT_MODEL, "bi-encoder for dense", metavar="M")
+    index: str = setting("flat", "dense index (default flat)", choices=("flat", "ivfpq"))
+    nprobe: int = setting(32, "IVF lists searched (ivfpq)", low=1, metavar="N")
+    refine: int = setting(0, "re-score the top R x k IVF-PQ hits exactly (0: off)", low=0, metavar="R")
+    backend: str = setting(
         "torch",
-        "str",
         "encoder backend, as the corpus was indexed with (torch: exact; auto: the "
         "fastest this CPU has, openvino-int8 where it has VNNI or AMX)",
         choices=BACKEND_CHOICES,
-    ),
-)
-SearchSettings = settings_type("SearchSettings", SEARCH_PARAMS, "", "A corpus searcher's settings (``SEARCH_PARAMS``).")
+    )
+
+
+SEARCH_PARAMS = SearchSettings.params()
 #: results per query (``CorpusSearcher.search``'s ``k``; ``dsr corpus search -k``)
 K = Param("k", 10, "int", "results per query (default 10)", low=1, metavar="K", flags=("-k",))
 
@@ -70,7 +67,7 @@ class CorpusSearcher:
 
     def __init__(
         self,
-        folder,
+        folder: str | Path | Corpus,
         method: str = "bm25",
         *,
         model: str = DEFAULT_MODEL,
@@ -79,7 +76,7 @@ class CorpusSearcher:
         refine: int = 0,
         batch_size: int = 64,
         backend: str = "torch",
-    ):
+    ) -> None:
         SearchSettings(method=method, model=model, index=index, nprobe=nprobe, refine=refine, backend=backend)
         self.corpus = folder if isinstance(folder, Corpus) else Corpus(folder)
         for number in range(len(self.corpus.names)):  # every shard against corpus.json's sha256

@@ -10,7 +10,7 @@ and a ``describe()`` dict that goes into run sidecars and reports.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
@@ -42,7 +42,7 @@ class Ranker(Stage):
         raise NotImplementedError
 
 
-def ranker_config(ranker: Ranker, collection: Collection, **extra) -> dict:
+def ranker_config(ranker: Ranker, collection: Collection, **extra: Any) -> dict[str, Any]:
     """What a run sidecar records: the ranker's description and the collection's identity."""
     described = ranker.describe()
     return {**described, **extra, "collection": collection.describe(), **sidecar_part(collection.describe(), described)}

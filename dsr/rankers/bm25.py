@@ -23,7 +23,7 @@ from dsr.core.forked import forked_map
 from dsr.core.params import Param
 from dsr.core.queries import OWN_STRATEGIES, STRATEGIES, query_terms
 from dsr.core.run import Run
-from dsr.indexes.bm25 import BACKENDS, BM25Index, BM25SIndex, QueryBatch, index_settings
+from dsr.indexes.bm25 import BACKENDS, BM25Index, BM25Settings, BM25SIndex, QueryBatch, index_settings
 from dsr.indexes.bm25 import PARAMS as INDEX_PARAMS
 from dsr.rankers.base import Ranker, ranker_config, strategy_tag
 
@@ -62,8 +62,7 @@ class BM25Ranker(Ranker):
         files that reuse local ids (c0, c1...) per dialogue score like unique ids."""
         p = self.params
         rows, row_of = collection.sentence_rows()
-        own = {name: p[name] for name in ("variant", "k1", "b", "delta", "stopwords", "stem")}  # the index's settings
-        index = BM25Index.cached([c.id for c in rows], [c.body for c in rows], name=collection.name, **own)
+        index = BM25Index.cached([c.id for c in rows], [c.body for c in rows], index_part(p), name=collection.name)
         return index, row_of
 
     def rank(self, collection: Collection) -> Run:
@@ -88,7 +87,7 @@ class BM25Ranker(Ranker):
                 loaded[key] = index, [[row_of[d.id, c] for c in i] for d, i in zip(dialogues, ids)]
             shared, rows = loaded[key]
             index = copy.copy(shared)  # the statistics shared, the scores' parameters its own
-            index.set_parameters(k1=p["k1"], b=p["b"], delta=p["delta"])
+            index.set_parameters(index_part(p))
             asked = (*key, p["query"], p["decay"])
             if asked not in terms:
                 terms[asked] = shared.query_batch(
@@ -120,6 +119,11 @@ class BM25Ranker(Ranker):
             )
             for ranker, found in zip(rankers, forked_map(scores, len(jobs), workers))
         ]
+
+
+def index_part(params: Mapping[str, Any]) -> BM25Settings:
+    """The index's settings among a BM25 ranker's parameters."""
+    return BM25Settings(**{p.name: params[p.name] for p in BM25Settings.params()})
 
 
 def bm25_search(

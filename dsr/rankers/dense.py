@@ -8,12 +8,12 @@ and scores each dialogue's own candidates. Open retrieval
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dsr.collections.documents import DEFAULT_WINDOW, candidate_renderer
 from dsr.core.candidate_text import BODY_FORMS, TEXT_FORMS, candidate_text, check_text_form
-from dsr.core.data import Collection
+from dsr.core.data import Collection, Dialogue
 from dsr.core.errors import InputError
 from dsr.core.models import resolve_model
 from dsr.core.params import Param, by_name
@@ -62,7 +62,7 @@ def resolved_backend(described: dict[str, Any]) -> dict[str, Any]:
     return {**described, "params": params}
 
 
-def budgeted_queries(dialogues, model, strategy: str, decay: float) -> list[str]:
+def budgeted_queries(dialogues: Iterable[Dialogue], model: Any, strategy: str, decay: float) -> list[str]:
     """Each dialogue's query text, fitted to the bi-encoder's max sequence length
     (oldest turns dropped first; see :mod:`dsr.core.queries`)."""
 
@@ -70,7 +70,7 @@ def budgeted_queries(dialogues, model, strategy: str, decay: float) -> list[str]
     return [query_text(d, strategy, decay, budget=budget, count=count) for d in dialogues]
 
 
-def renderer(collection: Collection, params: Mapping[str, Any], model_path: str):
+def renderer(collection: Collection, params: Mapping[str, Any], model_path: str) -> Any:
     """Candidate -> text as the dense ranker and bi-encoder reranker read it (their ``text``,
     ``context`` and ``documents`` parameters; the context form fitted to the model)."""
     return candidate_renderer(

@@ -4,13 +4,16 @@ module :mod:`dsr.core.fusion`, shared with the corpus search."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsr import rankers as registry
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
-from dsr.core.fusion import METHODS, NORMS, fuse, method_params
-from dsr.core.fusion_ranx import BACKEND, METRIC, learns
+from dsr.core.fusion import METHODS, NORMS, canonical, fuse, method_params, tied_input_warnings
+from dsr.core.fusion import check_params as check_fusion_params
+from dsr.core.fusion_ranx import BACKEND, METRIC, learns, tunes
 from dsr.core.params import Param
 from dsr.core.run import Run
 from dsr.core.stage import Stage
@@ -60,6 +63,50 @@ def fuse_stage(runs: list[Run], params: dict[str, Any], collection: Collection |
         labels = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
     order = collection.initial_order() if collection is not None else None
     return fuse(runs, params["method"], initial_order=order, tag=tag, labels=labels, backend=params["backend"], **own)
+
+
+#: ranx's trained methods: they learn tables, not a parameter a caller could give instead
+TRAINED = ("bayesfuse", "mapfuse", "posfuse", "probfuse", "segfuse", "slidefuse")
+
+
+def fuse_runs(
+    runs: Sequence[Run],
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    collection: Collection | None = None,
+    labels: Mapping[str, Mapping[str, int]] | None = None,
+    backend: str = "dsr",
+    tag: str | None = None,
+    switch: str = "backend='ranx'",
+) -> Run:
+    """The one door of fusion (:func:`dsr.fuse` and ``dsr fuse`` both call it), with its rules:
+    two runs or more with a topic in common, the method's own parameters, the labels a learnt
+    method learns from (``labels``, else ``collection``'s; refused without either), and a
+    warning on stderr for an input run whose own scores tie (``names``: the runs as the caller
+    knows them; ``switch``: how the caller asks for the other tie rule)."""
+    method = canonical(method)
+    params = dict(params or {})
+    check_fusion_params(method, params)
+    names = list(names) if names is not None else [r.tag or f"run{k + 1}" for k, r in enumerate(runs)]
+    if len(runs) < 2:
+        raise InputError(f"fuse needs at least two runs, got {len(runs)}", field="runs")
+    if not set.intersection(*(set(r.rankings) for r in runs)):
+        raise InputError("the runs have no topic in common: are they runs of the same collection?", path=names[-1], field="qid")
+    if labels is None and collection is not None and (learns(method, params) or tunes(method, params)):
+        labels = {d.id: {c.id: int(c.label) for c in d.candidates} for d in collection.dialogues}
+    if labels is None and learns(method, params):
+        instead = "" if method in TRAINED else f" (or `params` {learns(method, params)[0]}=...)"
+        raise InputError(
+            f"{method} learns {', '.join(learns(method, params))} from relevance labels: give `qrels` or `collection`{instead}",
+            field="qrels",
+        )
+    for warning in tied_input_warnings(names, runs, method, backend, switch, params.get("norm")):
+        print(warning, file=sys.stderr)
+    order = collection.initial_order() if collection is not None else None
+    given = {q: dict(d) for q, d in labels.items()} if labels is not None else None
+    return fuse(list(runs), method, initial_order=order, tag=tag, labels=given, backend=backend, **params)
 
 
 def method_grid(method: str) -> dict[str, list[Any]]:
@@ -124,7 +171,7 @@ class FusionRanker(Ranker):
     )
     GRID = method_grid("rrf")  # the default method's; an instance's is its own method's
 
-    def __init__(self, **params: Any):
+    def __init__(self, **params: Any) -> None:
         own = {k: v for k, v in params.items() if "." not in k}
         super().__init__(**own)
         names = [n.strip() for n in str(self.params["rankers"]).split(",") if n.strip()]

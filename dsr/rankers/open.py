@@ -51,7 +51,7 @@ class OpenRanker(Ranker):
         ),
     )
 
-    def __init__(self, **params: Any):
+    def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         if not self.params["corpus"]:
             raise InputError("the open ranker needs a corpus: `corpus`, a folder built by `dsr corpus build`", field="corpus")

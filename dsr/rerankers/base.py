@@ -7,6 +7,8 @@ so its output is still a full ranking of every candidate.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
@@ -29,7 +31,7 @@ class Reranker(Stage):
         raise NotImplementedError  # pragma: no cover - abstract
 
 
-def rerank_top_k(collection: Collection, run: Run, new_scores, k: int | None) -> Run:
+def rerank_top_k(collection: Collection, run: Run, new_scores: Any, k: int | None) -> Run:
     """Apply rescored values to a run's top ``k`` per topic (all when None).
 
     ``new_scores`` maps ``(topic, doc)`` to the reranker's score and must hold

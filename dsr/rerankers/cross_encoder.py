@@ -87,7 +87,7 @@ class CrossEncoderReranker(Reranker):
         Param("backend", DEFAULT_BACKEND, "str", BACKEND_HELP + " (torch with precision=bf16)", choices=CHOICES),
     )
 
-    def __init__(self, **params: Any):
+    def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self.explicit = set(params)
         if self.params["backend"] not in ("torch", "auto") and self.params["precision"] != "fp32":
@@ -163,13 +163,13 @@ class CrossEncoderReranker(Reranker):
         model = str(self.params["model"]).rstrip("/").replace("\\", "/").rsplit("/", 1)[-1]
         return "-".join([self.name, model, *changed]).replace(" ", "_")
 
-    def _budget(self):
+    def _budget(self) -> tuple[int, Any]:
         """(max_length, word-piece counter) of the model, for fitting query texts per pair."""
 
         _, count = model_query_budget(self.resolve().path, self.params["max_length"])
         return self.params["max_length"], count
 
-    def _pairs(self, collection: Collection, run: Run, k: int | None, budget=None):
+    def _pairs(self, collection: Collection, run: Run, k: int | None, budget: tuple[int, Any] | None = None) -> Any:
         """(query text, candidate text) per scored sentence; with ``budget`` = (max_length,
         counter), each query is fitted to what the pair leaves it (see pair_query_budget)."""
         p = self.params
@@ -235,7 +235,7 @@ def settle_near_ties(
     return [settled.get(pair, score) for pair, score in zip(pairs, scores)]
 
 
-def _torch():
+def _torch() -> Any:
     """torch, imported on first use (a reranker that never scores does not load it)."""
     import torch
 
@@ -253,7 +253,7 @@ def pair_query_budget(max_length: int, sentence_tokens: int) -> int:
     return max(room - sentence_tokens, room // 2, 1)
 
 
-def _one_score_each(logits):
+def _one_score_each(logits: Any) -> list[float]:
     """Logits of shape (n,) or (n, 1) as (n,) floats, else InputError (not a one-label model)."""
     import numpy as np
 
@@ -269,7 +269,7 @@ def _one_score_each(logits):
     return logits
 
 
-def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int = 32, precision: str = "fp32") -> list[float]:
+def score_pairs(model: Any, pairs: list[tuple[str, str]], batch_size: int = 32, precision: str = "fp32") -> list[float]:
     """Raw logits of a one-label CrossEncoder for each (query, text) pair, in input order.
 
     Pairs are scored longest first so that a batch holds pairs of similar

@@ -51,7 +51,7 @@ class Pages:
         who: str,
         identify: Callable[[Request], Any],
         headers: dict[str, str] | None = None,
-    ):
+    ) -> None:
         self.templates = Jinja2Templates(directory=[str(directory), str(TEMPLATES)])
         self.site, self.signin, self.who, self.identify = site, signin, who, identify
         self.headers = headers or {}

@@ -56,12 +56,12 @@ class Guard:
     request in one more task and streams the answer through a memory channel: CPU on the
     event loop that, with 20 concurrent submissions, showed in the board's p95)."""
 
-    def __init__(self, app, limit: int):
+    def __init__(self, app: Any, limit: int) -> None:
         self.app = app
         self.limit = limit
         self.extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in HEADERS.items()]
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         length = dict(scope.get("headers") or []).get(b"content-length")
@@ -70,7 +70,7 @@ class Guard:
         received = 0
         started = False
 
-        async def limited_receive():
+        async def limited_receive() -> Any:
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":
@@ -79,7 +79,7 @@ class Guard:
                     raise _TooLarge
             return message
 
-        async def guarded_send(message):
+        async def guarded_send(message: Any) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
@@ -96,7 +96,7 @@ class Guard:
                 await _send_413(send, self.limit, self.extra)
 
 
-async def _send_413(send, limit: int, extra: list[tuple[bytes, bytes]]):
+async def _send_413(send: Any, limit: int, extra: list[tuple[bytes, bytes]]) -> None:
     body = json.dumps({"error": f"request body larger than {limit} bytes"}).encode()
     await send(
         {
@@ -123,7 +123,7 @@ def web_app(title: str, *, secret: bytes, max_body: int) -> FastAPI:
     app.add_middleware(Guard, limit=max_body)
 
     @app.get("/healthz")
-    def healthz():
+    def healthz() -> Any:
         return {"ok": True}
 
     app.add_exception_handler(OSError, full_disk)
@@ -135,7 +135,7 @@ def web_app(title: str, *, secret: bytes, max_body: int) -> FastAPI:
 FULL_DISK = "the server's disk is full: nothing of this request was stored (try again once the organisers have freed some space)"
 
 
-async def full_disk(request: Request, exc: Exception):
+async def full_disk(request: Request, exc: Exception) -> Any:
     """507 Insufficient Storage for a full disk (an OSError of ``dsr.core.atomic.DISK_FULL``, or
     SQLite's "database or disk is full"): the write failed whole, nothing was stored. Any other
     error goes on to the server's 500."""

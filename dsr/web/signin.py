@@ -21,7 +21,7 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import RedirectResponse, Response
-from sqlalchemy import delete, select
+from sqlalchemy import Engine, delete, select
 
 from dsr.web import csrf
 
@@ -59,7 +59,7 @@ class SignIn:
     write: Callable[[Any], AbstractContextManager]
     days: int = 7
 
-    def session(self, engine, request: Request):
+    def session(self, engine: Engine, request: Request) -> Any:
         """The row of the browser's session cookie, if there is one and it has not expired."""
         key = request.cookies.get(self.cookie)
         if not key:
@@ -68,7 +68,7 @@ class SignIn:
             row = s.scalar(select(self.table).where(self.table.key_hash == key_hash(key)))
         return None if row is None or row.expires_at < now() else row
 
-    def start(self, engine, request: Request, to: str, **fields) -> RedirectResponse:
+    def start(self, engine: Engine, request: Request, to: str, **fields: Any) -> RedirectResponse:
         """Open a session (``fields`` fill the row: who signed in) and go to ``to``; expired rows
         are swept on the way."""
         key = secrets.token_urlsafe(32)
@@ -81,7 +81,7 @@ class SignIn:
         )
         return response
 
-    def end(self, engine, request: Request, to: str) -> RedirectResponse:
+    def end(self, engine: Engine, request: Request, to: str) -> RedirectResponse:
         """Sign out: the session's row is deleted (its cookie is of no use after) and the cookie too."""
         key = request.cookies.get(self.cookie)
         if key:
@@ -119,7 +119,7 @@ class SignIn:
         binding, max_age = self._binding(request)
         return same_origin(request) and csrf.valid(secret_of(request), self.app, binding, sent, max_age)
 
-    async def checked_form(self, request: Request):
+    async def checked_form(self, request: Request) -> Any:
         """The posted form when its ``csrf`` field passes :meth:`csrf_ok`, else None."""
         form = await request.form()
         return form if self.csrf_ok(request, form.get("csrf")) else None

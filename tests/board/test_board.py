@@ -47,7 +47,7 @@ def post_run(client, token, path, system, phase="public", **fields):
 def setup(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=2, total_quota=3)
-    tokens = {name: board.add_team(name) for name in ("alpha", "beta")}
+    tokens = {name: board.members.add_team(name) for name in ("alpha", "beta")}
     client = TestClient(create_app(board))
     yield board, client, tokens
     client.close()
@@ -208,7 +208,7 @@ def test_tokens_are_stored_hashed_and_auth_rules(setup, runs):
 def test_gzip_runs_sidecars_and_size_limits(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path, max_upload_mb=200_000 / 2**20)
     setup_phases(board, runs)
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     client = TestClient(create_app(board))
     packed = gzip.compress(read(runs / "bm25.run"))
     files = {"run": ("bm25.run.gz", packed), "sidecar": ("bm25.run.json", read(runs / "bm25.run.json"))}
@@ -232,7 +232,7 @@ def test_gzip_runs_sidecars_and_size_limits(db_url, tmp_path, runs):
 def test_rate_limit_per_token(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path, rate_limit=2)
     setup_phases(board, runs)
-    alpha, beta = board.add_team("alpha"), board.add_team("beta")
+    alpha, beta = board.members.add_team("alpha"), board.members.add_team("beta")
     client = TestClient(create_app(board))
     bm25 = read(runs / "bm25.run")
     codes = [post_run(client, alpha, retag(bm25, f"s{i}"), f"s{i}").status_code for i in range(3)]
@@ -249,7 +249,7 @@ def test_submissions_run_on_the_app_s_few_threads_and_all_land(db_url, tmp_path,
     land, each stored once."""
     board = make_board(db_url, tmp_path, workers=0)
     setup_phases(board, runs)
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     ran_in, real = [], board.submit_named
     board.submit_named = lambda *a, **k: ran_in.append(threading.current_thread().name) or real(*a, **k)
     app = create_app(board)
@@ -275,7 +275,7 @@ def test_rebuild_restores_scores_from_runs_and_labels(setup, runs):
         conn.execute(
             text("update submissions set means_json = :m, per_topic = :p"), {"m": json.dumps({"all": {}}), "p": b"\0" * 8}
         )
-    board._matrices.clear()
+    board.cache.forget_rows()
     report = rebuild(board)
     assert report.rescored == 3 and report.changed == 3 and not report.missing
     assert client.get("/api/boards/sample/test").json()["rows"] == good["rows"]
@@ -304,7 +304,7 @@ def test_the_run_store_by_digest(tmp_path):
 
 def test_migrations_are_idempotent(db_url, tmp_path):
     first = make_board(db_url, tmp_path)
-    first.add_team("alpha")
+    first.members.add_team("alpha")
     first.close()
     again = make_board(db_url, tmp_path)  # upgrade on an up-to-date schema: a no-op
     with again.engine.connect() as conn:
@@ -335,7 +335,7 @@ def test_web_forms_need_csrf_and_login(setup, runs):
     assert ok.status_code == 303
     # logged in, forms carry the session's own token (the page's hidden field)
     csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/submit").text).group(1)
-    form = {"csrf": csrf, "phase": str(board.get_phase("sample", "public").id), "system": "web", "run_type": "automatic"}
+    form = {"csrf": csrf, "phase": str(board.phases.get_phase("sample", "public").id), "system": "web", "run_type": "automatic"}
     files = {"run": ("bm25.run", read(runs / "bm25.run"))}
     assert client.post("/submit", data={**form, "csrf": "forged"}, files=files).status_code == 403
     done = client.post("/submit", data=form, files=files, follow_redirects=False)
@@ -352,7 +352,7 @@ def test_baselines_from_a_reproduce_folder(db_url, tmp_path, runs):
     from dsr.core.errors import InputError
 
     board = make_board(db_url, tmp_path)
-    phase = board.add_phase("sample", "public")
+    phase = board.phases.add_phase("sample", "public")
     out = tmp_path / "out" / "sample"
     (out / "runs").mkdir(parents=True)
     for name in ("initial", "bm25"):
@@ -360,7 +360,7 @@ def test_baselines_from_a_reproduce_folder(db_url, tmp_path, runs):
             shutil.copy(runs / f"{name}{suffix}", out / "runs" / f"{name}{suffix}")
     added = add_baselines(board, phase, [str(out)])
     assert [s.system for s in added] == ["bm25", "initial"]
-    assert board.get_phase("sample", "public").baseline_id == added[0].id
+    assert board.phases.get_phase("sample", "public").baseline_id == added[0].id
     assert json.loads(board.submission(added[0].id).sidecar_json)["ranker"] == "bm25"
     client = TestClient(create_app(board))
     rows = client.get("/api/boards/sample/public", params={"baselines": "all"}).json()["rows"]

@@ -83,20 +83,20 @@ def test_a_replayed_key_with_changed_fields_is_refused(setup, runs):
 
 def test_a_removed_member_and_a_rotated_token_get_401_at_once(setup, runs):
     board, client, lead = setup
-    ada, ben = board.add_member("alpha", "Ada"), board.add_member("alpha", "Ben", "ben@example.org")
+    ada, ben = board.members.add_member("alpha", "Ada"), board.members.add_member("alpha", "Ben", "ben@example.org")
     assert post(client, ada, read(runs / "bm25.run"), "by ada").status_code == 201
     # Ada logs in with the browser too
     browser = TestClient(client.app)
     login = browser.post("/login", data={"token": ada, "csrf": csrf_of(browser.get("/login").text)}, follow_redirects=False)
     assert login.status_code == 303 and browser.get("/submit", follow_redirects=False).status_code == 200
-    board.remove_member("alpha", "Ada")
+    board.members.remove_member("alpha", "Ada")
     answer = post(client, ada, read(runs / "random0.run"), "after removal")
     assert answer.status_code == 401 and answer.headers["www-authenticate"].startswith("Bearer")
     assert client.get("/api/quota/sample/public", headers={"Authorization": f"Bearer {ada}"}).status_code == 401
     assert browser.get("/submit", follow_redirects=False).headers["location"] == "/login"  # session ended
     assert browser.post("/login", data={"token": ada, "csrf": csrf_of(browser.get("/login").text)}).status_code == 401
     # a rotated token: the old value gets 401, the new one works; the team's other members go on
-    new_ben = board.rotate_token("alpha", "Ben")
+    new_ben = board.members.rotate_token("alpha", "Ben")
     assert new_ben != ben
     assert post(client, ben, read(runs / "random1.run"), "old token").status_code == 401
     assert post(client, new_ben, read(runs / "random1.run"), "by ben").status_code == 201
@@ -113,9 +113,9 @@ def test_a_removed_member_and_a_rotated_token_get_401_at_once(setup, runs):
     from dsr.core.errors import InputError
 
     with pytest.raises(InputError, match="organisers' team"):
-        board.add_member("baselines", "mallory")
+        board.members.add_member("baselines", "mallory")
     # a removed name can be added again, with a new token; the old one stays dead
-    again = board.add_member("alpha", "Ada")
+    again = board.members.add_member("alpha", "Ada")
     assert post(client, ada, read(runs / "random3.run"), "old").status_code == 401
     assert post(client, again, read(runs / "random3.run"), "new").status_code == 201
     browser.close()
@@ -147,7 +147,7 @@ def test_duplicates_are_judged_within_a_team_on_the_parsed_ranking(setup, runs):
         assert answer.status_code == 409, (what, answer.text)
         assert answer.json()["first"] == mine and mine in answer.json()["error"]
     # another team: its own copy is taken, and no answer names or hints at alpha's run
-    beta = board.add_team("beta")
+    beta = board.members.add_team("beta")
     theirs = [post(client, beta, data, f"copy {what}") for what, data in (("plain", bm25), ("CRLF", crlf(bm25)))]
     assert theirs[0].status_code == 201 and theirs[1].status_code == 409
     assert theirs[1].json()["first"] == f"/runs/{theirs[0].json()['id']}"
@@ -180,9 +180,9 @@ def test_the_login_forms_csrf_token_is_bound_to_its_browser(setup):
     assert forged.post("/login", data={"token": token, "csrf": theirs}).status_code == 403
     # a token is good for a day, not more
     binding = "nonce:" + victim.cookies.get("dsr_csrf")
-    stale = csrf.issue(board.login_secret(), "board", binding, issued=time.time() - signin.FORM_SECONDS - 60)
-    younger = csrf.issue(board.login_secret(), "board", binding, issued=time.time() - signin.FORM_SECONDS + 60)
-    assert csrf.valid(board.login_secret(), "board", binding, younger, signin.FORM_SECONDS)
+    stale = csrf.issue(board.context.login_secret(), "board", binding, issued=time.time() - signin.FORM_SECONDS - 60)
+    younger = csrf.issue(board.context.login_secret(), "board", binding, issued=time.time() - signin.FORM_SECONDS + 60)
+    assert csrf.valid(board.context.login_secret(), "board", binding, younger, signin.FORM_SECONDS)
     assert victim.post("/login", data={"token": token, "csrf": stale}).status_code == 403
     value, _stamp, mac = mine.split(".")  # nor with its time changed
     assert victim.post("/login", data={"token": token, "csrf": f"{value}.AAAAAA.{mac}"}).status_code == 403
@@ -206,7 +206,7 @@ def test_a_login_form_token_planted_in_a_victims_browser_does_not_log_them_in(se
     if path.startswith("/judge"):
         from dsr.judging.campaigns import Judging
 
-        judging_token = Judging(board.engine).add_assessor("mallory")
+        judging_token = Judging(board.engine).assignments.add_assessor("mallory")
     mine = judging_token or token
     cookie = "dsr_judge_csrf" if path.startswith("/judge") else "dsr_csrf"
     attacker = TestClient(app)
@@ -243,10 +243,10 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
 
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs)
-    board.add_phase(
+    board.phases.add_phase(
         "sample", "final", hidden=True, labels=read_qrels(runs / "hidden.qrels"), season=Season(final=True), allow_overlap=True
     )  # the hidden phase's labels again
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     with LiveServer(board) as server:
         for phase, run in (("public", "bm25"), ("test", "random0"), ("final", "random1")):
             capsys.readouterr()
@@ -322,7 +322,7 @@ def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path, 
         )
     engine.dispose()
     board = make_board(db_url, tmp_path)  # migrates to the head
-    team, member = board.identify(old)
+    team, member = board.members.identify(old)
     assert team.name == "old" and member.name == "team token"
     with board.engine.connect() as conn:
         assert conn.execute(text("select count(*) from web_sessions")).scalar() == 0
@@ -335,8 +335,8 @@ def test_team_tokens_of_before_0005_keep_working_as_a_members(db_url, tmp_path, 
     listed = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("old ")}
     assert "no token" in listed["ada"] and "active" not in listed["ada"], listed
     assert listed["team"].rstrip().endswith("active")  # 'team token' holds one
-    new = board.rotate_token("old", "team token")
-    assert board.identify(old) is None and board.identify(new)[0].name == "old"
-    board.remove_member("old", "team token")
-    assert board.identify(new) is None
+    new = board.members.rotate_token("old", "team token")
+    assert board.members.identify(old) is None and board.members.identify(new)[0].name == "old"
+    board.members.remove_member("old", "team token")
+    assert board.members.identify(new) is None
     board.close()

@@ -79,7 +79,7 @@ def test_accumulate_until_pass_with_a_next_turn_prior_fixes_no_label(db_url, tmp
     collection = read_benchmark(shared_data / JUDGED)
     labels = {d.id: {c.id: c.label for c in d.candidates} for d in collection.dialogues}
     board = make_board(db_url, tmp_path)
-    board.add_phase(str(shared_data / JUDGED), "test", hidden=True, display="judged")
+    board.phases.add_phase(str(shared_data / JUDGED), "test", hidden=True, display="judged")
     client = TestClient(create_app(board))
     attacker = Attacker(board, client, "mallory", collection="judged")
     groups, rule, topics = groups_of(client, "judged", "test")
@@ -97,7 +97,7 @@ def test_accumulate_until_pass_with_a_next_turn_prior_fixes_no_label(db_url, tmp
         groups,
         rule["steps"],
         attacker.total,
-        len(board.phase_data(board.get_phase("judged", "test")).measures),
+        len(board.phase_data(board.phases.get_phase("judged", "test")).measures),
         rule["min_counts"],
         rule["noise"],
         start=start,

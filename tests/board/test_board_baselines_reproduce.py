@@ -40,7 +40,7 @@ def test_a_reproduce_folder_loads_every_distinct_ranking_and_names_the_aliases(r
     distinct = {order(p) for p in files}
     assert len(distinct) < len(files)  # the case of the issue: reproduce writes a ranking twice
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
-    phase = board.add_phase("sample", "dev")
+    phase = board.phases.add_phase("sample", "dev")
     added = add_baselines(board, phase, [str(reproduced)])
     assert len(added) == len(distinct)
     assert len(added) + len(added.aliases) == len(files)
@@ -70,11 +70,11 @@ def test_one_bad_run_loads_none(reproduced, tmp_path):
     shutil.copytree(reproduced / "runs", folder)
     (folder / "zz_broken.run").write_text("t1 Q0 nope 1 1.0 x\nbroken line\n")
     board = make_board(f"sqlite:///{tmp_path / 'd.sqlite'}", tmp_path)
-    phase = board.add_phase("sample", "dev")
+    phase = board.phases.add_phase("sample", "dev")
     with pytest.raises(InputError, match=r"1 of \d+ run\(s\) would be refused, so none was loaded.*zz_broken"):
         add_baselines(board, phase, [str(folder)])
     assert board.submissions(phase) == []
-    assert board.get_phase("sample", "dev").baseline_id is None
+    assert board.phases.get_phase("sample", "dev").baseline_id is None
     board.close()
 
 
@@ -83,8 +83,8 @@ def test_organisers_see_identical_rankings_from_different_teams(tmp_path, runs, 
     organisers' list groups them; a third team's other ranking is not listed."""
     db = f"sqlite:///{tmp_path / 'e.sqlite'}"
     board = make_board(db, tmp_path)
-    phase = board.add_phase("sample", "dev")
-    teams = {name: board.add_team(name) and board.team(name) for name in ("alpha", "beta", "gamma")}
+    phase = board.phases.add_phase("sample", "dev")
+    teams = {name: board.members.add_team(name) and board.members.team(name) for name in ("alpha", "beta", "gamma")}
     text = read(runs / "bm25.run")
     scaled = "".join(
         f"{q} Q0 {d} {r} {float(s) * 10!r} copied\n" for q, _, d, r, s, _ in (line.split() for line in text.decode().splitlines())
@@ -120,7 +120,7 @@ def test_the_exports_carry_each_rows_rank_and_group(reproduced, tmp_path):
     from dsr.evaluation.latex import document
 
     board = make_board(f"sqlite:///{tmp_path / 'f.sqlite'}", tmp_path)
-    phase = board.add_phase("sample", "dev")
+    phase = board.phases.add_phase("sample", "dev")
     add_baselines(board, phase, [str(reproduced)])
     client = TestClient(create_app(board))
     rows = client.get("/api/boards/sample/dev", params={"baselines": "all"}).json()["rows"]

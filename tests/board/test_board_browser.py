@@ -11,7 +11,7 @@ from tests.support.board import LiveServer, make_board, setup_phases
 def test_login_upload_rank_and_errors_in_a_real_browser(browser, tmp_path, runs):
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     setup_phases(board, runs, daily_quota=3)
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     lines = (runs / "bm25.run").read_text().splitlines(keepends=True)
     lines[4] = lines[4].replace(" Q0 ", " Q0 not_a_candidate_", 1)
     bad = tmp_path / "broken.run"

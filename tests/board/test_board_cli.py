@@ -119,21 +119,21 @@ def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_ho
     ]
 
     board = Board(BoardConfig())
-    phase = board.get_phase("sample", "test")
-    team = board.team_for_token(token)
+    phase = board.phases.get_phase("sample", "test")
+    team = board.members.team_for_token(token)
     meta = Metadata("r", "", "", "automatic", False)
     accepted = board.submit(team, phase, (runs / "bm25.run").read_bytes(), "bm25.run", meta)
     assert accepted.answer["means"] is None  # a final phase: no score before the freeze
     assert main(["board", "freeze", "sample"]) == 0
     assert "the final results of sample/test are published" in capsys.readouterr().out
     with pytest.raises(Refused) as refused:
-        board.submit(team, board.get_phase("sample", "test"), (runs / "random0.run").read_bytes(), "r.run", meta)
+        board.submit(team, board.phases.get_phase("sample", "test"), (runs / "random0.run").read_bytes(), "r.run", meta)
     assert refused.value.status == 403 and "frozen on" in refused.value.message
     assert main(["board", "set-phase", "sample", "--closes", "2999-02-01"]) == 2  # the season is over
     assert main(["board", "export", "sample", "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert {r["collection_hash"] for r in rows} == {phase.collection_hash}
-    assert {r["frozen"][:4] for r in rows} == {str(board.get_phase("sample", "test").frozen_at.year)}
+    assert {r["frozen"][:4] for r in rows} == {str(board.phases.get_phase("sample", "test").frozen_at.year)}
     assert {r["dsr_version"] for r in rows} == {__import__("dsr").__version__}
     board.close()
 
@@ -163,9 +163,9 @@ def test_names_the_databases_cannot_hold_or_urls_cannot_carry_are_refused_up_fro
     from tests.support.board import make_board
 
     board = make_board(db_url, tmp_path)
-    assert board.phases() == [] and [m.name for m in board.members(board.team("lab"))] == ["lead"]
-    board.add_phase("sample", "x" * 100)  # the longest name is taken
-    assert board.add_member("lab", "ada", "a" * 288 + "@example.org")
+    assert board.phases.all() == [] and [m.name for m in board.members.of_team(board.members.team("lab"))] == ["lead"]
+    board.phases.add_phase("sample", "x" * 100)  # the longest name is taken
+    assert board.members.add_member("lab", "ada", "a" * 288 + "@example.org")
     board.close()
 
 

@@ -84,8 +84,8 @@ def test_one_layer_of_gzip_is_unpacked_and_anything_inside_refused(packed, runs)
 
 def test_the_board_refuses_the_bombs_and_stores_nothing(tmp_path, runs, packed):
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
-    board.add_phase("sample", "public")
-    token = board.add_team("alpha")
+    board.phases.add_phase("sample", "public")
+    token = board.members.add_team("alpha")
     client = TestClient(create_app(board))
     for what, data in packed.items():
         answer = client.post(
@@ -96,7 +96,7 @@ def test_the_board_refuses_the_bombs_and_stores_nothing(tmp_path, runs, packed):
         )
         assert answer.status_code == 422, (what, answer.text[:300])
         assert "one layer" in answer.json()["error"], answer.text[:300]
-    assert board.submissions(board.get_phase("sample", "public")) == []
+    assert board.submissions(board.phases.get_phase("sample", "public")) == []
     ok = client.post(
         "/api/submissions",
         data={"collection": "sample", "phase": "public", "system": "bm25"},
@@ -129,8 +129,8 @@ def test_bombs_and_a_run_past_the_time_bound_leave_other_teams_runs_their_usual_
     second (measured on this server first: a bound on the load, not a speed target)."""
     db = f"sqlite:///{tmp_path / 'b.sqlite'}"
     board = make_board(db, tmp_path)
-    board.add_phase("sample", "public")
-    attacker, honest = board.add_team("attacker"), board.add_team("honest")
+    board.phases.add_phase("sample", "public")
+    attacker, honest = board.members.add_team("attacker"), board.members.add_team("honest")
     board.close()
     bm25 = read(runs / "bm25.run")
     junk = gzip.compress(b"x\n" * 1_000_000)

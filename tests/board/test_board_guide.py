@@ -94,9 +94,9 @@ def test_the_season_of_docs_board_md_runs_line_by_line_on_a_fresh_home(tmp_path,
     board = Board(BoardConfig())
     ada = (work / "ada.token").read_text().strip()
     ben = (work / "ben.token").read_text().strip()
-    assert board.identify(ada)[1].name == "ada" and board.identify(ben) is None
+    assert board.members.identify(ada)[1].name == "ada" and board.members.identify(ben) is None
     assert ada.encode() not in (dsr_home / "board" / "board.sqlite").read_bytes()
-    test = board.get_phase("sample", "test")
+    test = board.phases.get_phase("sample", "test")
     assert test.frozen_at is not None and test.final
     systems = sorted(s.system for s in board.submissions(test))
     # dsr reproduce's folder: every distinct ranking a baseline, each other run an alias listed

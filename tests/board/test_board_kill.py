@@ -106,7 +106,7 @@ def jobs_for(trial: int, tokens: list[str], base: list[bytes]) -> list[list[dict
 def test_kill_at_random_moments_then_restart(db_url, tmp_path, runs, launcher):
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=10_000, total_quota=10_000)  # crash safety, not quotas
-    tokens = [board.add_team(f"team{c}") for c in range(CLIENTS)]
+    tokens = [board.members.add_team(f"team{c}") for c in range(CLIENTS)]
     board.close()
     store = tmp_path / "store"
     base = [read(runs / f"random{i}.run") for i in range(5)] + [read(runs / "bm25.run")]

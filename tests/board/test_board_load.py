@@ -20,7 +20,7 @@ QUOTA = 3
 def test_concurrent_submissions_lose_nothing_and_quotas_hold(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=QUOTA)
-    tokens = [board.add_team(f"team{t}") for t in range(4)]
+    tokens = [board.members.add_team(f"team{t}") for t in range(4)]
     jobs = load_jobs(runs, tokens, per_team=10)  # 40 submissions, 20 to the hidden phase
     with ServerProcess(db_url, tmp_path / "store", "--rate-limit", "0") as server:
         # the bench's two load generators: httpx for the first half (each team's 3 hidden runs

@@ -33,8 +33,8 @@ def site(tmp_path_factory, runs):
     single = tmp_path / "single.jsonl"
     write_benchmark(Collection("single", [replace(d, subset="plain") for d in load_collection("sample").dialogues]), single)
     shutil.copy(runs / "initial.run", tmp_path / "initial.run")  # without its sidecar: another collection's hash
-    add_baselines(board, board.add_phase(str(single), "one"), [str(tmp_path / "initial.run")])
-    token = board.add_team("alpha")
+    add_baselines(board, board.phases.add_phase(str(single), "one"), [str(tmp_path / "initial.run")])
+    token = board.members.add_team("alpha")
     with LiveServer(board) as server:
         yield board, server, token
     board.close()

@@ -40,8 +40,8 @@ def add(board, kind: str, name: str, collection: str = "sample", labels=None, **
     """A phase of ``kind``: public (the collection's own labels) or hidden (``labels``, else
     the collection's own)."""
     if kind == "public":
-        return board.add_phase(collection, name, display="sample", **extra)
-    return board.add_phase(
+        return board.phases.add_phase(collection, name, display="sample", **extra)
+    return board.phases.add_phase(
         collection,
         name,
         hidden=True,
@@ -88,7 +88,7 @@ def test_every_copy_of_a_hidden_phases_file_is_refused_in_either_order_and_names
             assert "sample/copy" not in str(err.value), str(err.value)  # independent labels: not named
             said = str(err.value)
             assert "dialogue(s) and" in said and "judged pair(s)" in said and "same grade" in said
-    assert sorted(p.name for p in board.phases()) == ["copy", "original"]
+    assert sorted(p.name for p in board.phases.all()) == ["copy", "original"]
     board.close()
 
 
@@ -117,12 +117,12 @@ def test_public_and_hidden_phases_over_other_dialogues_or_other_labels_are_taken
     """The check is not a blanket refusal: a public split and a hidden one share no dialogue;
     hidden labels that differ from the public ones in every dialogue share none either."""
     board = make_board(db_url, tmp_path)
-    board.add_phase("sample:plain", "dev", display="sample")
-    board.add_phase("sample:grounded", "test", hidden=True, min_dialogues=10, display="sample", season=Season(final=True))
+    board.phases.add_phase("sample:plain", "dev", display="sample")
+    board.phases.add_phase("sample:grounded", "test", hidden=True, min_dialogues=10, display="sample", season=Season(final=True))
     hidden = read_qrels(runs / "hidden.qrels")  # graded 0-3 at random: other labels
-    board.add_phase("sample", "other", hidden=True, labels=hidden, display="sample")
-    assert {p.name for p in board.phases()} == {"dev", "test", "other"}
-    assert all(board.overlaps(p) == [] for p in board.phases())
+    board.phases.add_phase("sample", "other", hidden=True, labels=hidden, display="sample")
+    assert {p.name for p in board.phases.all()} == {"dev", "test", "other"}
+    assert all(board.phases.overlaps(p) == [] for p in board.phases.all())
     board.close()
 
 
@@ -134,18 +134,18 @@ def test_two_hidden_phases_share_labels_only_with_allow_overlap_and_final_is_che
     labels = sample_labels()
     other = {q: ({d: 1 - min(g, 1) for d, g in docs.items()} if k % 2 else docs) for k, (q, docs) in enumerate(labels.items())}
     board = make_board(db_url, tmp_path)
-    board.add_phase("sample", "a", hidden=True, labels=labels, min_dialogues=5)
+    board.phases.add_phase("sample", "a", hidden=True, labels=labels, min_dialogues=5)
     with pytest.raises(InputError) as err:
-        board.add_phase("sample", "b", hidden=True, labels=other, min_dialogues=5)
+        board.phases.add_phase("sample", "b", hidden=True, labels=other, min_dialogues=5)
     assert err.value.field == "allow_overlap" and "sample/b shares labels with sample/a" in str(err.value)
-    b = board.add_phase("sample", "b", hidden=True, labels=other, min_dialogues=5, allow_overlap=True)
-    assert "quota counts twice" in board.overlaps(b)[0]
+    b = board.phases.add_phase("sample", "b", hidden=True, labels=other, min_dialogues=5, allow_overlap=True)
+    assert "quota counts twice" in board.phases.overlaps(b)[0]
     with pytest.raises(InputError) as err:
-        board.set_season(b, Season(final=True))
+        board.phases.set_season(b, Season(final=True))
     assert err.value.field == "allow_overlap" and "sample/a" in str(err.value)
-    assert not board.get_phase("sample", "b").final
-    assert board.set_season(b, Season(final=True), allow_overlap=True).final
-    assert "once it is frozen" in board.overlaps(board.get_phase("sample", "b"))[0]
+    assert not board.phases.get_phase("sample", "b").final
+    assert board.phases.set_season(b, Season(final=True), allow_overlap=True).final
+    assert "once it is frozen" in board.phases.overlaps(board.phases.get_phase("sample", "b"))[0]
     board.close()
 
 
@@ -175,7 +175,7 @@ def test_the_command_line_refuses_a_public_copy_even_with_allow_overlap(db_url, 
     err = capsys.readouterr().err
     assert "WARNING" in err and "sample/again shares labels with sample/test" in err and "quota counts twice" in err
     board = make_board(db_url, tmp_path)
-    assert sorted(p.name for p in board.phases()) == ["again", "test"]
+    assert sorted(p.name for p in board.phases.all()) == ["again", "test"]
     board.close()
 
 
@@ -192,6 +192,6 @@ def test_a_split_of_a_registered_collection_is_a_phase_of_its_own(tmp_path, caps
     assert main(["board", "add-phase", str(path), "--split", "plain", "--phase", "y", *db, *store]) == 2
     assert "--split" in capsys.readouterr().err
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
-    phase = board.get_phase("sample-plain", "dev")
+    phase = board.phases.get_phase("sample-plain", "dev")
     assert len(json.loads(phase.topics_json)) == 10 and phase.collection_ref == "sample:plain"
     board.close()

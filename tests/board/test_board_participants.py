@@ -92,7 +92,7 @@ def test_the_participant_file_does_not_depend_on_labels_next_turns_meta_scores_o
             )
         )
         board = make_board(url, tmp_path / world)
-        phase = board.add_phase(str(path), "test", hidden=True, display="sample")  # the file's own labels
+        phase = board.phases.add_phase(str(path), "test", hidden=True, display="sample")  # the file's own labels
         out = tmp_path / f"{world}-participants.jsonl"
         written = participant_file(board, phase, out)
         assert written.dialogues == 20 and written.meta_keys == ["docIdx", "relevant_in_document"]
@@ -185,11 +185,11 @@ def test_ids_that_give_the_labels_away_are_reported(tmp_path):
     path = tmp_path / "numbered.jsonl"
     write_benchmark(Collection("numbered", dialogues), path)
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
-    phase = board.add_phase(str(path), "test", hidden=True)
+    phase = board.phases.add_phase(str(path), "test", hidden=True)
     written = participant_file(board, phase, tmp_path / "p.jsonl")
     assert len(written.warnings) == 1 and "rename the candidates" in written.warnings[0]
     with pytest.raises(InputError, match="public phase"):
-        participant_file(board, board.add_phase("sample", "pub"), tmp_path / "q.jsonl")
+        participant_file(board, board.phases.add_phase("sample", "pub"), tmp_path / "q.jsonl")
     board.close()
 
 
@@ -200,7 +200,7 @@ def test_on_the_judged_set_the_next_turn_ranker_finds_nothing_beyond_the_context
     source = read_benchmark(shared_data / JUDGED)
     labels = {d.id: {c.id: c.label for c in d.candidates} for d in source.dialogues}
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
-    phase = board.add_phase(str(shared_data / JUDGED), "test", hidden=True)
+    phase = board.phases.add_phase(str(shared_data / JUDGED), "test", hidden=True)
     out = tmp_path / "participants.jsonl"
     written = participant_file(board, phase, out)
     board.close()

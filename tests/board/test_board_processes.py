@@ -50,7 +50,7 @@ def new_board(url: str, folder: Path, runs: Path) -> Path:
 def add_teams(url: str, folder: Path, names: dict[str, str]) -> dict[str, str]:
     """The teams ``names`` (short name: team name) on the board at ``url``: {short name: token}."""
     board = make_board(url, folder)
-    tokens = {short: board.add_team(name) for short, name in names.items()}
+    tokens = {short: board.members.add_team(name) for short, name in names.items()}
     board.close()
     return tokens
 
@@ -185,8 +185,8 @@ def test_rate_limit_refills_and_counts_across_boards(tmp_path):
     two processes) share it."""
     first = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     second = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
-    first.add_team("alpha")
-    team = first.team("alpha").id
+    first.members.add_team("alpha")
+    team = first.members.team("alpha").id
     one, two = RateLimiter(first.engine, 3), RateLimiter(second.engine, 3)  # 3 a minute: every 20 s
     t = 1_000_000.0
     assert [limiter.allow(team, t) for limiter in (one, two, one)] == [0.0, 0.0, 0.0]
@@ -468,9 +468,9 @@ def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_u
         assert conn.scalar(text("select version_num from alembic_version")) == migration_head()
         assert conn.execute(text("select id, scores_version from phases")).all() == [(1, 0)]
         assert conn.scalar(text("select count(*) from team_rates")) == 0
-    sub = board.submissions(board.get_phase("sample", "public"))[0]
+    sub = board.submissions(board.phases.get_phase("sample", "public"))[0]
     assert board.matrix(sub, 1).tolist() == values
-    team = board.team("alpha")
+    team = board.members.team("alpha")
     assert board.limiter.allow(team.id) == 0.0 and board.limiter.allow(team.id) > 0  # 1 a minute
     board.close()
 
@@ -488,7 +488,7 @@ def test_each_process_of_processes_n_has_the_whole_site(tmp_path, runs, monkeypa
     url = f"sqlite:///{tmp_path / 'board.sqlite'}"
     board = make_board(url, tmp_path)
     setup_phases(board, runs)
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     board.close()
     config = BoardConfig(db=url, store=str(tmp_path / "store"), workers=1, processes=2, rate_limit=0)
     monkeypatch.setenv(
@@ -497,7 +497,7 @@ def test_each_process_of_processes_n_has_the_whole_site(tmp_path, runs, monkeypa
     )
     app = site_from_environment()
     site = app.state.board
-    assert site.pool is not None and site.pool.workers == 1 and site._phase_data  # warmed up
+    assert site.pool is not None and site.pool.workers == 1 and site.cache.held()["phases"]  # warmed up
     with TestClient(app) as client:  # runs the app's lifespan: closed at the end
         assert client.get("/judge/login").status_code == 200
         assert client.get("/board/sample/public").status_code == 200

@@ -70,7 +70,7 @@ def hidden(db_url, tmp_path, runs):
     board secret (so the release noise is the same in every run of a test)."""
     board = make_board(db_url, tmp_path)
     fix_secret(board, SECRET)
-    board.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"))
+    board.phases.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"))
     client = TestClient(create_app(board))
     yield board, client
     client.close()
@@ -172,7 +172,7 @@ def test_peeling_labels_with_rr_probes_learns_nothing(db_url, tmp_path, runs, re
     for world, qrels in (("one", labels), ("other", flipped)):
         url = db_url if world == "one" else second_database(db_url, tmp_path, request)
         board = make_board(url, tmp_path / world)
-        board.add_phase("sample", "test", hidden=True, labels=qrels)
+        board.phases.add_phase("sample", "test", hidden=True, labels=qrels)
         client = TestClient(create_app(board))
         attacker = Attacker(board, client, "mallory")
         first = attacker.submit(base, "bm25")
@@ -229,7 +229,7 @@ def test_the_ladder_papers_boosting_attack_gains_nothing_within_the_default_quot
     n, unused_n = 60, 2000
     path, labels, candidates, board_pos, unused_pos = boosting_collection(tmp_path, n, unused_n, seed)
     board = make_board(db_url, tmp_path)
-    board.add_phase(str(path), "test", hidden=True, labels=labels, measures=["RR"])
+    board.phases.add_phase(str(path), "test", hidden=True, labels=labels, measures=["RR"])
     client = TestClient(create_app(board))
     attacker = Attacker(board, client, "booster", collection="boost")
     topics = [t["id"] for t in client.get("/api/boards/boost/test/topics").json()["topics"]]
@@ -273,14 +273,14 @@ def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp
     from dsr.board.phases import Season
 
     board = make_board(db_url, tmp_path)
-    board.add_phase("sample", "final", hidden=True, labels=read_qrels(runs / "hidden.qrels"), season=Season(final=True))
+    board.phases.add_phase("sample", "final", hidden=True, labels=read_qrels(runs / "hidden.qrels"), season=Season(final=True))
     client = TestClient(create_app(board))
     labels = read_qrels(runs / "hidden.qrels")
     ranking = ranking_of(read(runs / "random0.run"))
     perfect = {q: sorted(docs, key=lambda d: -labels[q].get(d, 0)) for q, docs in ranking.items()}
     q = next(iter(ranking))
     swapped = dict(ranking, **{q: [ranking[q][1], ranking[q][0], *ranking[q][2:]]})
-    tokens = {name: board.add_team(name) for name in ("zeta", "alpha", "mu")}
+    tokens = {name: board.members.add_team(name) for name in ("zeta", "alpha", "mu")}
     sent = [
         ("zeta", read(runs / "random0.run"), "z-random"),
         ("alpha", read(runs / "random1.run"), "a-random"),
@@ -306,7 +306,7 @@ def test_a_final_phase_before_its_freeze_lists_rows_in_a_fixed_order(db_url, tmp
             assert [s for s in re.findall(r'<a href="/runs/\d+">([^<]+)</a>', page)] == fixed, params
             assert "not yet published" in page and "Group" not in page.split("<tbody>")[1]
     assert client.get("/board/sample/final/export.csv").status_code == 403
-    board.freeze(board.get_phase("sample", "final"))
+    board.phases.freeze(board.phases.get_phase("sample", "final"))
     body = client.get("/api/boards/sample/final", params={"sort": "RR", "select": "all"}).json()
     assert body["rows"][0]["system"] == "z-perfect" and body["rows"][0]["means"]["all"]["RR"] == 1.0
     assert "ci" in body["rows"][0] and body["rows"][0]["rank"]
@@ -328,8 +328,8 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
     plain = [d.id for d in collection.dialogues if d.subset == "plain"]
     grounded = [d.id for d in collection.dialogues if d.subset == "grounded"]
     board = make_board(db_url, tmp_path)
-    board.add_phase("sample", "a", hidden=True, labels={t: labels[t] for t in plain}, min_dialogues=5)
-    board.add_phase("sample", "b", hidden=True, labels={t: labels[t] for t in grounded}, min_dialogues=5)
+    board.phases.add_phase("sample", "a", hidden=True, labels={t: labels[t] for t in plain}, min_dialogues=5)
+    board.phases.add_phase("sample", "b", hidden=True, labels={t: labels[t] for t in grounded}, min_dialogues=5)
     fixed = {t: dict(labels[t]) for t in plain}
     doc = next(iter(fixed[plain[0]]))
     fixed[plain[0]][doc] = 3 - fixed[plain[0]][doc]  # one label "fixed"
@@ -340,19 +340,19 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
     }
     for why, qrels in bad.items():
         with pytest.raises(InputError) as err:
-            board.add_phase("sample", "c", hidden=True, labels=qrels, min_dialogues=5)
+            board.phases.add_phase("sample", "c", hidden=True, labels=qrels, min_dialogues=5)
         assert err.value.field == "allow_overlap" and "sample/a" in str(err.value), why
     # replacing a phase's labels is checked the same way
     with pytest.raises(InputError, match="sample/a"):
-        board.add_phase("sample", "b", hidden=True, labels={t: labels[t] for t in plain[:-1]}, min_dialogues=5)
-    assert json.loads(board.get_phase("sample", "b").topics_json) == grounded  # unchanged
+        board.phases.add_phase("sample", "b", hidden=True, labels={t: labels[t] for t in plain[:-1]}, min_dialogues=5)
+    assert json.loads(board.phases.get_phase("sample", "b").topics_json) == grounded  # unchanged
     # a phase over labels shared with them, even in groups that differ in at least the minimum,
     # only with allow_overlap (each team's quota counts twice on what they share)
     some = {t: labels[t] for t in plain[:5] + grounded[:5]}
     with pytest.raises(InputError, match="sample/a"):
-        board.add_phase("sample", "c", hidden=True, labels=some, min_dialogues=5)
-    c = board.add_phase("sample", "c", hidden=True, labels=some, min_dialogues=5, allow_overlap=True)
-    assert all("quota counts twice" in p for p in board.overlaps(c)) and len(board.overlaps(c)) == 2
+        board.phases.add_phase("sample", "c", hidden=True, labels=some, min_dialogues=5)
+    c = board.phases.add_phase("sample", "c", hidden=True, labels=some, min_dialogues=5, allow_overlap=True)
+    assert all("quota counts twice" in p for p in board.phases.overlaps(c)) and len(board.phases.overlaps(c)) == 2
     board.close()
     # the command line: exit 2 naming the flag, or the override with a warning
     db, store = f"sqlite:///{tmp_path / 'cli.sqlite'}", str(tmp_path / "cli-store")

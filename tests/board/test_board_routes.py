@@ -49,7 +49,7 @@ class LeakCheck:
         self.qrels_lines = [f"{t} 0 {d} {g}" for t, docs in read_qrels(runs / "hidden.qrels").items() for d, g in docs.items()]
         served: set[str] = set()  # numbers that are fine to serve: means, public per-topic values
         hidden_values: set[float] = set()
-        for phase in board.phases():
+        for phase in board.phases.all():
             n_measures = len(json.loads(phase.measures_json))
             for sub in board.submissions(phase):
                 for means in json.loads(sub.means_json).values():
@@ -90,7 +90,7 @@ class LeakCheck:
 def walked(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path)
     public, hidden = setup_phases(board, runs, daily_quota=5)
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     client = TestClient(create_app(board))
     posted = []
     for name in ("bm25", "random0", "random1"):
@@ -112,7 +112,7 @@ def walked(db_url, tmp_path, runs):
 def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
     board, client, token, posted = walked
     check = LeakCheck(board, runs)
-    ids = [s.id for p in board.phases() for s in board.submissions(p)]
+    ids = [s.id for p in board.phases.all() for s in board.submissions(p)]
     values = {
         "collection": ["sample"],
         "phase": ["public", "test"],
@@ -146,11 +146,11 @@ def test_no_route_serves_hidden_labels_or_hidden_per_topic_values(walked, runs):
     assert len(bodies) > 100
 
     # The check is not vacuous: hidden per-topic values or labels, if served, would be caught...
-    hidden = next(p for p in board.phases() if p.hidden)
+    hidden = next(p for p in board.phases.all() if p.hidden)
     sub = next(s for s in board.submissions(hidden) if not s.baseline)
     assert check.leaks(json.dumps(board.matrix(sub, len(json.loads(hidden.measures_json))).tolist()))
     assert check.leaks((runs / "hidden.qrels").read_text()[:400])
     # ...while a public phase's per-topic values are served (allowed)
-    public = next(p for p in board.phases() if not p.hidden)
+    public = next(p for p in board.phases.all() if not p.hidden)
     pub = next(s for s in board.submissions(public) if not s.baseline)
     assert "per_topic" in client.get(f"/api/runs/{pub.id}").json()

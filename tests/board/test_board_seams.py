@@ -125,7 +125,7 @@ def test_cut_or_padded_gzip_is_refused_by_board_and_command_line_alike(setup, ru
 def test_gzip_bomb_is_refused_without_unpacking_it_whole(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path, max_upload_mb=200_000 / 2**20)
     setup_phases(board, runs)
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     client = TestClient(create_app(board))
     bomb = gzip.compress(b"x" * 100_000) * 3  # three members: 300 kB unpacked
     answer = post(client, token, bomb, "bomb")
@@ -183,8 +183,8 @@ def test_a_subset_of_one_hidden_dialogue_is_not_published(db_url, tmp_path, runs
     assert "fewer than the 20" in capsys.readouterr().err
 
     board = make_board(db_url, tmp_path)
-    phase = board.add_phase("sample", "test", hidden=True, labels=read_qrels(qrels), min_dialogues=5)
-    token = board.add_team("alpha")
+    phase = board.phases.add_phase("sample", "test", hidden=True, labels=read_qrels(qrels), min_dialogues=5)
+    token = board.members.add_team("alpha")
     client = TestClient(create_app(board))
     kept = set(plain + [lone])
     restricted = b"".join(line for line in read(runs / "bm25.run").splitlines(keepends=True) if line.split()[0].decode() in kept)
@@ -322,15 +322,15 @@ def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path,
 
     host, user = socket.gethostname(), getpass.getuser()
     board = make_board(db_url, tmp_path)
-    public = board.add_phase("sample", "public")
-    hidden = board.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"))
+    public = board.phases.add_phase("sample", "public")
+    hidden = board.phases.add_phase("sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"))
     folder = tmp_path / "reproduce" / "runs"  # an organiser's baseline, with the label file's path
     folder.mkdir(parents=True)
     shutil.copy(runs / "initial.run", folder / "initial.run")
     (folder / "initial.run.json").write_text(json.dumps(private_sidecar(tmp_path, host, user)))
     for phase in (public, hidden):
         add_baselines(board, phase, [str(folder)])
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     client = TestClient(create_app(board))
     answers = []
     for name in ("bm25", "random0"):
@@ -346,7 +346,7 @@ def test_no_route_or_export_publishes_a_path_host_or_user_name(db_url, tmp_path,
     assert published["models"] == [{"name": "secret-model", "source": "folder", "weights_sha256": "ab" * 32}]
     assert published["collection"]["hash"] == load_collection("sample").content_hash
     assert set(published) == {"ranker", "params", "query", "models", "versions", "collection", "description", "paper"}
-    ids = [s.id for p in board.phases() for s in board.submissions(p)]
+    ids = [s.id for p in board.phases.all() for s in board.submissions(p)]
     bodies, seen = walk_every_route(
         client,
         token,
@@ -413,8 +413,8 @@ def test_ties_are_counted_and_said_and_refused_by_strict_phases(db_url, tmp_path
     from tests.support.board import LiveServer
 
     board = make_board(db_url, tmp_path)
-    board.add_phase("sample", "public")
-    token = board.add_team("alpha")
+    board.phases.add_phase("sample", "public")
+    token = board.members.add_team("alpha")
     tied = tmp_path / "tied.run"
     tied.write_bytes(all_tied(read(runs / "bm25.run")))
     capsys.readouterr()
@@ -425,7 +425,7 @@ def test_ties_are_counted_and_said_and_refused_by_strict_phases(db_url, tmp_path
         assert main(["submit", "sample", str(tied), "--server", server.url, "--token", token, "--phase", "public"]) == 0
         out = capsys.readouterr().out
         assert "ties: 20 topic(s) hold scores that tie as 32-bit floats" in out
-        board.add_phase("sample", "strict", strict=True)
+        board.phases.add_phase("sample", "strict", strict=True)
         before = stored(board)
         assert (
             main(
@@ -449,7 +449,7 @@ def test_ties_are_counted_and_said_and_refused_by_strict_phases(db_url, tmp_path
         assert "refused (422)" in err and "refuses runs whose scores tie as 32-bit floats (20 topic(s))" in err
         assert stored(board) == before
     client = TestClient(create_app(board))
-    (sub,) = [s for s in board.submissions(board.get_phase("sample", "public"))]
+    (sub,) = [s for s in board.submissions(board.phases.get_phase("sample", "public"))]
     assert sub.tied_topics == 20
     run = client.get(f"/api/runs/{sub.id}").json()
     assert run["tied_topics"] == 20 and run["ties"].startswith("20 topic(s) hold scores that tie")
@@ -481,7 +481,7 @@ def test_a_retry_with_the_same_key_gets_the_first_answer_and_a_duplicate_is_refu
     assert dup.status_code == 409 and dup.json()["first"] == f"/runs/{first.json()['id']}"
     assert f"/runs/{first.json()['id']}" in dup.json()["error"]
     # another team's runs are never compared (a 409 would tell whether alpha submitted it)
-    other_team = board.add_team("beta")
+    other_team = board.members.add_team("beta")
     copy = post(client, other_team, bm25, "copy", phase="test")
     assert copy.status_code == 201 and copy.json()["id"] != first.json()["id"]
     assert stored(board)[0] == 2 and quota_used(client, token) == 1
@@ -501,7 +501,7 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
 
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs, daily_quota=5)
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     submit_once, calls = board.submit_named, []  # what the API's route calls
 
     def slow_after_commit(*args, **kwargs):
@@ -567,7 +567,7 @@ def test_latex_export_escapes_every_special_character(setup, runs, tmp_path, cap
 def test_bad_text_is_refused_at_intake_naming_the_field_and_leaves_nothing(db_url, tmp_path, runs):
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs)
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     client = TestClient(create_app(board), raise_server_exceptions=False)
     bm25 = read(runs / "bm25.run")
     before = stored(board)
@@ -684,7 +684,7 @@ def test_a_csrf_token_of_one_session_does_not_work_in_another(setup, runs):
         sessions.append(browser)
     mine, theirs = (csrf_of(b.get("/submit").text) for b in sessions)
     assert mine != theirs
-    form = {"phase": str(board.get_phase("sample", "public").id), "system": "web", "run_type": "automatic"}
+    form = {"phase": str(board.phases.get_phase("sample", "public").id), "system": "web", "run_type": "automatic"}
     files = {"run": ("bm25.run", read(runs / "bm25.run"))}
     victim = sessions[1]
     victim.cookies.set("dsr_csrf", mine, domain="testserver.local")  # even with the cookie set to it
@@ -708,7 +708,7 @@ def test_temporaries_are_removed_on_failure_and_at_the_next_start(db_url, tmp_pa
 
     board = make_board(db_url, tmp_path)
     public, _ = setup_phases(board, runs)
-    team = board.organisers()
+    team = board.members.organisers()
 
     def fail(*args, **kwargs):
         raise OSError("the disk is full")

@@ -82,19 +82,19 @@ def season(tmp_path, runs):
     sample/final (final phase); teams alpha, beta, gamma with runs on public."""
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     now = utcnow()
-    public = board.add_phase("sample", "public", season=Season(primary="RR", closes=now + timedelta(days=7)))
-    hidden = board.add_phase(
+    public = board.phases.add_phase("sample", "public", season=Season(primary="RR", closes=now + timedelta(days=7)))
+    hidden = board.phases.add_phase(
         "sample", "test", hidden=True, labels=read_qrels(runs / "hidden.qrels"), daily_quota=3, total_quota=5
     )
-    board.add_phase("sample", "early", season=Season(closes=now - timedelta(days=1)))
-    board.add_phase("sample", "late", season=Season(opens=now + timedelta(days=1)))
-    final = board.add_phase("sample", "final", season=Season(final=True))
+    board.phases.add_phase("sample", "early", season=Season(closes=now - timedelta(days=1)))
+    board.phases.add_phase("sample", "late", season=Season(opens=now + timedelta(days=1)))
+    final = board.phases.add_phase("sample", "final", season=Season(final=True))
     for phase in (public, hidden, final):
         add_baselines(board, phase, [str(runs / "initial.run")])
     add_baselines(board, public, [str(runs / "bm25.run")])
-    tokens = {team: board.add_team(team) for team in TEAM_RUNS}
+    tokens = {team: board.members.add_team(team) for team in TEAM_RUNS}
     for team, names in TEAM_RUNS.items():
-        who = board.team_for_token(tokens[team])
+        who = board.members.team_for_token(tokens[team])
         for name in names:
             data = retag(read(runs / f"{name}.run"), f"{team}-{name}") if name == "bm25" else read(runs / f"{name}.run")
             board.submit(
@@ -105,7 +105,7 @@ def season(tmp_path, runs):
                 Metadata(f"{team}-{name}", "", "", "automatic", False),
                 SIDECAR if team == "beta" else None,
             )
-    alpha = board.team_for_token(tokens["alpha"])
+    alpha = board.members.team_for_token(tokens["alpha"])
     board.submit(alpha, hidden, read(runs / "random3.run"), "random3.run", Metadata("r3", "", "", "automatic", False))
     board.submit(alpha, final, read(runs / "random4.run"), "random4.run", Metadata("r4", "", "", "manual", True))
     return board, tokens
@@ -139,7 +139,7 @@ def log_in(page, url: str, token: str) -> None:
 def test_season_pages_in_a_real_browser(browser, read_only_season, runs):
     board, tokens, server = read_only_season
     SHOTS.mkdir(parents=True, exist_ok=True)
-    run_id = next(s.id for s in board.submissions(board.get_phase("sample", "public")) if s.system == "beta-random0")
+    run_id = next(s.id for s in board.submissions(board.phases.get_phase("sample", "public")) if s.system == "beta-random0")
     collection = load_collection("sample")
     labels = {d.id: {c.id: c.label for c in d.candidates} for d in collection.dialogues}
     mine, base = plain_rr(runs / "random0.run", labels), plain_rr(runs / "initial.run", labels)
@@ -266,7 +266,7 @@ def test_quota_dates_duplicates_and_freeze_in_a_real_browser(browser, tmp_path, 
         no_overflow(page)
         page.screenshot(path=str(SHOTS / "accepted-390.png"), full_page=True)
         submit("test", "random0.run", "twice")  # the same bytes: refused, with a link to the first
-        first = board.submissions(board.get_phase("sample", "test"))[-1].id
+        first = board.submissions(board.phases.get_phase("sample", "test"))[-1].id
         assert "on the board already" in page.inner_text(".refused")
         assert page.get_attribute("#duplicate a", "href") == f"/runs/{first}"
         no_overflow(page)
@@ -279,19 +279,19 @@ def test_quota_dates_duplicates_and_freeze_in_a_real_browser(browser, tmp_path, 
             assert said in refusal and re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", refusal), refusal
         page.goto(f"{server.url}/board/sample/early")
         assert "This phase closed on" in page.inner_text("#season")
-        assert len(board.submissions(board.get_phase("sample", "early"))) == 0
+        assert len(board.submissions(board.phases.get_phase("sample", "early"))) == 0
 
         page.goto(f"{server.url}/board/sample/final")  # final phase: no score before the freeze
         assert "not yet published" in page.inner_text("#board") and page.locator("#final-notice").count() == 1
         assert page.request.get(f"{server.url}/board/sample/final/export.csv").status == 403
-        run = board.submissions(board.get_phase("sample", "final"))[-1]
+        run = board.submissions(board.phases.get_phase("sample", "final"))[-1]
         assert page.request.get(f"{server.url}/api/runs/{run.id}").json()["means"] is None
-        board.freeze(board.get_phase("sample", "final"))
+        board.phases.freeze(board.phases.get_phase("sample", "final"))
         page.goto(f"{server.url}/board/sample/final")
         assert "not yet published" not in page.inner_text("#board")
         assert "Frozen on" in page.inner_text("#season")
         export = page.request.get(f"{server.url}/board/sample/final/export.csv").text()
-        assert f",{board.get_phase('sample', 'final').collection_hash}," in export
+        assert f",{board.phases.get_phase('sample', 'final').collection_hash}," in export
         submit("final", "random2.run", "late entry")
         assert "frozen on" in page.inner_text(".refused")
     board.close()

@@ -111,7 +111,7 @@ def test_anything_but_a_plain_valid_run_goes_to_the_line_by_line_validator(synth
 def test_a_phase_upload_limit_follows_its_collection(tmp_path, synthetic):
     collection, folder = synthetic
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
-    phase = board.add_phase(str(folder / "c.jsonl"), "dev")
+    phase = board.phases.add_phase(str(folder / "c.jsonl"), "dev")
     assert board.upload_limit(phase) == MAX_UPLOAD  # a small collection: the floor
     pairs = board.phase_data(phase).pairs()
     assert pairs.id_chars == sum(len(d.id) + len(c.id) for d in collection.dialogues for c in d.candidates)
@@ -119,7 +119,7 @@ def test_a_phase_upload_limit_follows_its_collection(tmp_path, synthetic):
     fixed = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path, max_upload_mb=0.001)
     assert fixed.upload_limit(phase) == fixed.upload_limit() == int(0.001 * 2**20) == 1048
     with pytest.raises(Refused) as refused:
-        fixed.submit(fixed.add_team("t") and _team(fixed, "t"), phase, b"x" * 1049, "r.run", Metadata("s"))
+        fixed.submit(fixed.members.add_team("t") and _team(fixed, "t"), phase, b"x" * 1049, "r.run", Metadata("s"))
     assert refused.value.status == 413
     fixed.close()
 
@@ -131,7 +131,7 @@ def test_the_limit_grows_past_the_floor_with_a_large_collection(tmp_path):
     run = tmp_path / "full.run"
     make_run(big, seed=0).write(run, sidecar=False)
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
-    phase = board.add_phase(str(tmp_path / "big.jsonl"), "dev")
+    phase = board.phases.add_phase(str(tmp_path / "big.jsonl"), "dev")
     limit = board.upload_limit(phase)
     assert limit > MAX_UPLOAD and limit >= 2 * run.stat().st_size
     assert board.upload_limit() == limit  # the request body's cap: the largest
@@ -158,8 +158,8 @@ def test_scoring_workers_give_the_answers_scoring_in_the_request_thread_gives(tm
     for workers in (0, 2):
         folder = tmp_path / f"w{workers}"
         board = make_board(f"sqlite:///{folder / 'b.sqlite'}", folder, workers=workers)
-        phase = board.add_phase("sample", "dev")
-        board.add_team("t")
+        phase = board.phases.add_phase("sample", "dev")
+        board.members.add_team("t")
         team = _team(board, "t")
         pairs = board.phase_data(phase).pairs()
         assert not read(runs / "bm25.run").isascii()  # ids such as Hägar_the_Horrible_...
@@ -206,8 +206,8 @@ def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(t
 
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path)
     public, hidden = setup_phases(board, runs, daily_quota=3)
-    token = board.add_team("t")
-    team = board.team_for_token(token)
+    token = board.members.add_team("t")
+    team = board.members.team_for_token(token)
     calls = []
     monkeypatch.setattr(release, "warm", lambda: calls.append("warm"))
     record = service.Board._record
@@ -223,7 +223,7 @@ def test_a_ladder_phase_imports_scipy_before_the_write_lock_and_serve_at_start(t
         "import sys; from dsr.board.service import Board, BoardConfig; "
         f"b = Board(BoardConfig(db={db!r}, store={store!r})); "
         "before = 'scipy.stats' in sys.modules; b.warm_up(); "
-        "print(before, 'scipy.stats' in sys.modules, len(b._phase_data)); b.close()"
+        "print(before, 'scipy.stats' in sys.modules, b.cache.held()['phases']); b.close()"
     )
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run(
@@ -246,7 +246,7 @@ def test_a_scoring_worker_that_dies_is_replaced_and_phases_reach_new_workers(tmp
     the first time it scores that phase's run; the answers are the request thread's."""
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path, workers=1)
     try:
-        phase = board.add_phase("sample", "dev")  # after the pool's start: no worker has it
+        phase = board.phases.add_phase("sample", "dev")  # after the pool's start: no worker has it
         spec, text = board.phase_spec(phase), read(runs / "bm25.run")
         here = scoring.score_text(board.phase_data(phase), text, False, board.store.scratch)
         pool = board.pool
@@ -274,7 +274,7 @@ def test_a_phase_s_spec_reaches_each_scoring_worker_once(tmp_path, runs, monkeyp
     worker was idle next left the first one without it, paying two round trips a run)."""
     board = make_board(f"sqlite:///{tmp_path / 'b.sqlite'}", tmp_path, workers=2)
     try:
-        phase = board.add_phase("sample", "dev")  # after the pool's start: no worker has it
+        phase = board.phases.add_phase("sample", "dev")  # after the pool's start: no worker has it
         spec, text = board.phase_spec(phase), read(runs / "bm25.run")
         here = scoring.score_text(board.phase_data(phase), text, False, board.store.scratch)
         pool, sent = board.pool, []

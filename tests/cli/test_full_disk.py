@@ -158,8 +158,8 @@ def test_dsr_serve_answers_507_and_stores_nothing(tiny_disk, tmp_path, runs, whe
 
     db = f"sqlite:///{tiny_disk / 'b.sqlite'}" if where == "database" else f"sqlite:///{tmp_path / 'b.sqlite'}"
     board = make_board(db, tiny_disk if where == "store" else tmp_path)
-    board.add_phase("sample", "public")
-    token = board.add_team("alpha")
+    board.phases.add_phase("sample", "public")
+    token = board.members.add_team("alpha")
     client = TestClient(create_app(board), raise_server_exceptions=False)
     before = left(tiny_disk)
     fill(tiny_disk)
@@ -172,7 +172,7 @@ def test_dsr_serve_answers_507_and_stores_nothing(tiny_disk, tmp_path, runs, whe
     assert answer.status_code == 507, answer.text[:300]
     assert "disk is full" in answer.json()["error"] and "Traceback" not in answer.text
     (tiny_disk / "fill").unlink()  # space again: nothing was stored
-    assert board.submissions(board.get_phase("sample", "public")) == []
+    assert board.submissions(board.phases.get_phase("sample", "public")) == []
     assert {p for p in left(tiny_disk) if "/tmp/" not in p and not p.endswith(("-wal", "-shm"))} <= before
     assert client.get("/api/boards").status_code == 200
     client.close()

@@ -16,20 +16,18 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import shlex
 
 import pytest
 
 import dsr
-from dsr.baselines import DENSE_MODEL, REPRODUCE_PARAMS
 from dsr.baselines import reproduce as reproduce_api
 from dsr.cli import build_parser, main
-from dsr.cli.help import commands
+from dsr.cli.help import EXAMPLES, commands
 from dsr.core.errors import InputError
-from dsr.evaluation.decision import DECIDE_PARAMS, decide
+from dsr.core.params import TYPES
+from dsr.core.registry import Names
 from dsr.evaluation.experiment import evaluate_runs
-from dsr.evaluation.settings import EVALUATE_PARAMS, REPORT_PARAMS
-from dsr.evaluation.trec_eval_tool import OPTION_PARAMS, Options
-from dsr.open_retrieval.search import SEARCH_PARAMS, CorpusSearcher
 
 COMMANDS = commands(build_parser())
 
@@ -94,24 +92,76 @@ def test_a_params_flag_has_its_default_and_leaves_the_checks_to_it():
     assert seen >= 40
 
 
-@pytest.mark.parametrize(
-    "function, declared",
-    [
-        (dsr.evaluate, EVALUATE_PARAMS),
-        (evaluate_runs, EVALUATE_PARAMS),
-        (reproduce_api, (*REPRODUCE_PARAMS, *REPORT_PARAMS, DENSE_MODEL)),
-        (decide, DECIDE_PARAMS),
-        (Options, OPTION_PARAMS),
-        (CorpusSearcher, SEARCH_PARAMS),
-    ],
-    ids=lambda x: getattr(x, "__qualname__", ""),
-)
-def test_python_keywords_default_to_their_params(function, declared):
-    signature = inspect.signature(function).parameters
-    taken = [p for p in declared if p.name in signature]
-    assert len(taken) >= 3
-    for p in taken:
-        assert signature[p.name].default == p.default, p.name
+def _bad_values(p) -> list[str]:
+    """Values a setting refuses, as the command line would give them (a switch has none; a
+    registry's names are refused by the registry: test_rerank_refuses_alike)."""
+    if p.kind == "bool" or isinstance(p.choices, Names):
+        return []
+    if p.choices is not None:
+        return ["no-such-choice"]
+    out = []
+    step = 1 if p.kind == "int" else 0.5
+    if p.low is not None:
+        out.append(p.low - step)
+    if p.above is not None:
+        out.append(p.above)
+    if p.high is not None:
+        out.append(p.high + step)
+    if p.below is not None:
+        out.append(p.below)
+    return [str(int(v) if p.kind == "int" else float(v)) for v in out]
+
+
+def _walk():
+    """(command, flag, Param, text) for every bad value of every setting of every command."""
+    for path in COMMANDS:
+        for action in _options(path):
+            p = getattr(action, "param", None)
+            if p is not None and path in EXAMPLES:
+                for text in _bad_values(p):
+                    yield path, _flag(action), p, text
+
+
+WALK = list(_walk())
+
+
+def test_the_walk_covers_every_command_with_a_setting():
+    with_settings = {path for path in COMMANDS for a in _options(path) if getattr(a, "param", None) is not None}
+    walked = {path for path, *_ in WALK}
+    checkable = {path for path in with_settings if any(_bad_values(a.param) for a in _options(path) if hasattr(a, "param"))}
+    assert walked == checkable and len(walked) >= 20
+
+
+@pytest.mark.parametrize("path, flag, p, text", WALK, ids=lambda x: x if isinstance(x, str) else "")
+def test_every_command_refuses_a_bad_setting_as_python_does(tmp_path, monkeypatch, capsys, path, flag, p, text):
+    """The command's example with one setting made bad: exit 2 before any work, with the
+    message its Param (the record's field, the function's keyword) gives in Python, the
+    field shown as the flag."""
+    monkeypatch.setenv("DSR_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    value = TYPES[p.kind](text) if p.kind in ("int", "float") else text
+    with pytest.raises(InputError) as python:
+        p.check([value] if p.many else value)
+    record = COMMANDS[path].get_default("settings_record")
+    if record is not None and p.name in {q.name for q in record.params()}:
+        with pytest.raises(InputError) as made:
+            record(**{p.name: [value] if p.many else value})
+        assert str(made.value) == str(python.value)
+    argv = shlex.split(EXAMPLES[path])[1:]
+    code = main([*argv, flag, text])
+    _same_refusal(python.value, p.name, flag, code, capsys.readouterr().err)
+    assert not any(tmp_path.iterdir()) or sorted(x.name for x in tmp_path.iterdir()) == ["home"]
+
+
+def test_a_record_is_what_the_command_line_parses():
+    """``dsr evaluate``'s flags parse into the record ``dsr.evaluate`` builds from keywords."""
+    from dsr.cli import checked_settings, parse_arguments
+
+    argv = ["evaluate", "sample", "a.run", "--alpha", "0.01", "--subset", "plain", "--measures", "RR", "nDCG@5", "-l", "2"]
+    args = parse_arguments(build_parser("evaluate"), argv)
+    made = dsr.EvaluateSettings(alpha=0.01, subsets=["plain"], measures=["RR", "nDCG@5"], relevance_level=2)
+    assert checked_settings(args) == made
+    assert made.subsets == ("plain",)
 
 
 #: (Python keyword, bad value, the command line's flag and value)
@@ -284,16 +334,17 @@ def test_agreement_and_export_take_their_defaults_from_their_params():
 
 
 def test_judging_functions_default_to_their_params():
+    from dsr.judging.assignments import Assignments
     from dsr.judging.campaign_report import outcome
-    from dsr.judging.campaigns import Judging
     from dsr.judging.quality import EXTRA, METHOD, OVERLAP, REVIEW_METHOD
     from dsr.judging.review import review_queue
+    from dsr.judging.reviews import Reviews
 
     for function, p in [
         (outcome, METHOD),
         (review_queue, REVIEW_METHOD),
-        (Judging.assign, OVERLAP),
-        (Judging.send_back, EXTRA),
+        (Assignments.assign, OVERLAP),
+        (Reviews.send_back, EXTRA),
     ]:
         assert inspect.signature(function).parameters[p.name].default == p.default, function
 

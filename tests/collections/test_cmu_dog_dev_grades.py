@@ -84,8 +84,8 @@ def test_the_tool_writes_fully_labelled_points_only_and_keeps_every_grade(judged
     golds = judged_golds(pool, cmu_dog_judged.load(SHARED_DATA / "judged"))
     judging.create("dev", pool, guidelines.load(), Settings(k=1, chunk=10, seed=5), golds)
     for who in ("alice", "bob"):
-        judging.add_assessor(who)
-    judging.assign("dev", overlap=0.5)
+        judging.assignments.add_assessor(who)
+    judging.assignments.assign("dev", overlap=0.5)
     truth = {(d, c): g for d, r in records.items() for c, g in r["grades"].items()}
     pairs = assignments(judging, "dev")
     unfinished = pairs[-1]["seq"]  # one task left ungraded: its point stays ungraded
@@ -127,7 +127,7 @@ def test_the_tool_writes_fully_labelled_points_only_and_keeps_every_grade(judged
     assert str(tmp_path) not in json.dumps(summary) and "token" not in json.dumps(summary)
     # a recheck campaign over the graded points: a careful assessor agrees fully, a lenient one less
     judging.create("re", pool, guidelines.load(), Settings(k=1, chunk=10, seed=6), golds)
-    judging.assign("re", ["alice", "bob"])
+    judging.assignments.assign("re", ["alice", "bob"])
     again = assignments(judging, "re")
     lenient = {"alice": 0, "bob": 1}
     judging.import_grades(

@@ -90,3 +90,39 @@ def test_a_settings_type_is_made_by_keyword_with_defaults_and_checked_when_made(
     assert Fixed(n=3.0).n == 3 and isinstance(Fixed(n=3.0).n, int)  # a whole float narrowed
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.k = 4
+
+
+def test_a_settings_record_reads_its_params_from_its_fields_and_checks_them():
+    import dataclasses
+
+    from dsr.core.params import Settings, setting
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Part(Settings):
+        n: int = setting(2, "how many", low=1, metavar="N")
+        rate: float | None = setting(None, "a rate", above=0, below=1)
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Whole(Part):
+        WHAT = "a test"
+        names: tuple[str, ...] | None = setting(None, "names", choices=("a", "b"), flags=("--name",), repeated=True)
+        fast: bool = setting(False, "go fast")
+
+    declared = {p.name: p for p in Whole.params()}
+    assert list(declared) == ["n", "rate", "names", "fast"]
+    assert (declared["n"].kind, declared["rate"].kind, declared["rate"].optional) == ("int", "float", True)
+    assert declared["names"].many and declared["names"].flags == ("--name",) and declared["fast"].kind == "bool"
+    made = Whole(n=3.0, names=["a"])
+    assert made.n == 3 and isinstance(made.n, int) and made.names == ("a",)  # checked and narrowed
+    assert made.values() == {"n": 3, "rate": None, "names": ("a",), "fast": False}
+    for name, value in (("n", 0), ("rate", 1.0), ("names", ["c"]), ("names", 3), ("fast", "yes")):
+        with pytest.raises(InputError) as raised:
+            Whole(**{name: value})
+        assert raised.value.field == name and "of a test" in str(raised.value)
+    assert Whole.of(made, {"rate": 0.5}) == dataclasses.replace(made, rate=0.5)
+    with pytest.raises(InputError, match=r"unknown setting.*rte"):
+        Whole.of(None, {"rte": 0.5})
+    with pytest.raises(TypeError):
+        Whole(3)  # by keyword only
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.n = 4  # type: ignore[misc]

@@ -49,8 +49,8 @@ def server(tmp_path_factory):
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
     judging = Judging(board.engine)
     judging.create("long", long_pool(), guidelines.load(), Settings(k=1, chunk=10, honeypot_rate=0, seed=0), {})
-    token = judging.add_assessor("ada")
-    judging.assign("long", ["ada"])
+    token = judging.assignments.add_assessor("ada")
+    judging.assignments.assign("long", ["ada"])
     with LiveServer(board) as live:
         yield live, token
     board.close()

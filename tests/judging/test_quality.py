@@ -112,7 +112,7 @@ def test_grade_times_are_checked_on_every_path(campaign):
     from dsr.judging.campaigns import Refused
 
     judging, _, _, _, given, _ = campaign
-    careful = next(a for a in judging.assessors() if a.name == "careful")
+    careful = next(a for a in judging.assignments.assessors() if a.name == "careful")
     key = next(k for who, k in given if who == "careful")
     for bad in (math.nan, math.inf, -1e300, -1.0, 1e300, "3", True):
         with pytest.raises(Refused) as refused:

@@ -58,8 +58,8 @@ def campaign(tmp_path_factory):
         golds,
     )
     for name in [*NOISE, SPAM]:
-        judging.add_assessor(name)
-    judging.assign("cmu")
+        judging.assignments.add_assessor(name)
+    judging.assignments.assign("cmu")
     pairs = assignments(judging, "cmu")
     truth = truth_of(judged)
     rng = np.random.default_rng(11)

@@ -23,7 +23,7 @@ def campaign(db_url):
     truth, _ = sample_campaign(judging)
     pairs = assignments(judging, "s1")
     judging.import_grades("s1", simulate(pairs, truth, {"alice": 0.0, "bob": 0.3, "carol": 0.3, "dave": 0.3}, seed=2), None)
-    judging.add_assessor("erin")  # holds no task yet
+    judging.assignments.add_assessor("erin")  # holds no task yet
     return judging, db, truth, pairs
 
 
@@ -74,7 +74,7 @@ def test_an_adjudicated_grade_wins_in_the_export_and_names_who_decided(campaign,
     grade = next(g for g in (0, 1, 2) if g != first["aggregate"])
     assert main(["judge", "review", "s1", "--db", db, "--adjudicate", f"{first['key']}={grade}", "--by", "eve"]) == 0
     assert first["key"] not in {r["key"] for r in listed(capsys, db)["items"]}  # decided
-    decided = judging.reviews(judging.campaign("s1"))
+    decided = judging.reviews.of(judging.campaign("s1"))
     assert [(r["key"], r["action"], r["grade"], r["by"]) for r in decided] == [(first["key"], "adjudicate", grade, "eve")]
     out = tmp_path / "judged.jsonl"
     assert main(["judge", "export", "s1", "--db", db, "--method", "ds", "--out", str(out)]) == 0
@@ -102,9 +102,9 @@ def test_sending_back_adds_an_assessor_who_then_grades(campaign, capsys):
     assert len({p["seq"] for p in mine}) == 1  # the item's task, whole
     again = {r["key"]: r for r in listed(capsys, db)["items"]}
     assert again[first["key"]]["sent_back"] is True
-    erin = next(a for a in judging.assessors() if a.name == "erin")
+    erin = next(a for a in judging.assignments.assessors() if a.name == "erin")
     judging.grade(erin, first["key"], truth[first["dialogue"], first["candidate"]], seconds=5.0)
-    review = judging.reviews(judging.campaign("s1"))
+    review = judging.reviews.of(judging.campaign("s1"))
     assert review[-1]["action"] == "more" and review[-1]["by"] == "eve" and "erin" in review[-1]["note"]
 
 
@@ -125,5 +125,5 @@ def test_bad_decisions_exit_2_and_record_nothing(campaign, capsys):
         assert main(["judge", "review", "s1", "--db", db, *argv]) == 2, argv
         err = capsys.readouterr().err
         assert "Traceback" not in err and err.count("\n") <= 2, err
-    assert judging.reviews(judging.campaign("s1")) == []
+    assert judging.reviews.of(judging.campaign("s1")) == []
     assert not [p for p in assignments(judging, "s1") if p["assessor"] == "erin"]

@@ -23,7 +23,7 @@ def test_a_grade_is_one_row_whatever_is_sent_again(db_url):
     judging = Judging.open(db_url)
     sample_campaign(judging)
     pairs = assignments(judging, "s1")
-    alice = next(a for a in judging.assessors() if a.name == "alice")
+    alice = next(a for a in judging.assignments.assessors() if a.name == "alice")
     mine = [p for p in pairs if p["assessor"] == "alice"]
     assert judging.grade(alice, mine[0]["key"], 2, seconds=4.5) is True
     assert judging.grade(alice, mine[0]["key"], 1) is False  # changed her mind
@@ -50,11 +50,11 @@ def test_a_grade_is_one_row_whatever_is_sent_again(db_url):
 def test_release_and_reassign_keep_started_tasks_and_k_distinct(db_url):
     judging = Judging.open(db_url)
     sample_campaign(judging)
-    dave = next(a for a in judging.assessors() if a.name == "dave")
+    dave = next(a for a in judging.assignments.assessors() if a.name == "dave")
     before = assignments(judging, "s1")
     started = next(p for p in before if p["assessor"] == "dave")
     judging.grade(dave, started["key"], 0)
-    load = judging.assign("s1", ["alice", "bob", "carol"], release=["dave"])
+    load = judging.assignments.assign("s1", ["alice", "bob", "carol"], release=["dave"])
     after = assignments(judging, "s1")
     daves = {p["seq"] for p in after if p["assessor"] == "dave"}
     assert daves == {started["seq"]}  # the started task stays his
@@ -63,7 +63,7 @@ def test_release_and_reassign_keep_started_tasks_and_k_distinct(db_url):
         holders.setdefault(p["seq"], set()).add(p["assessor"])
     assert all(len(h) == 3 for h in holders.values())  # k distinct on every task
     assert sum(load.values()) + sum(1 for p in after if p["assessor"] == "dave") == len(after)
-    assert judging.assign("s1", ["alice", "bob", "carol"]) == load  # resuming changes nothing
+    assert judging.assignments.assign("s1", ["alice", "bob", "carol"]) == load  # resuming changes nothing
 
 
 def test_imports_are_idempotent_and_checked(db_url, tmp_path):
@@ -74,7 +74,7 @@ def test_imports_are_idempotent_and_checked(db_url, tmp_path):
     assert judging.import_grades("s1", rows, "crowd") == 30
     assert judging.import_grades("s1", rows, "crowd") == 30
     assert count_grades(judging) == 30
-    assert "crowd:W1" in {a.name for a in judging.assessors()}
+    assert "crowd:W1" in {a.name for a in judging.assignments.assessors()}
     bad = [{"item": "nope", "assessor": "W1", "grade": 1, "where": {"path": "r.csv", "line": 7}}]
     with pytest.raises(InputError) as err:
         judging.import_grades("s1", bad, "crowd")
@@ -97,7 +97,7 @@ def test_guidelines_scale_is_fixed_once_graded_and_names_are_unique(db_url):
     )
     judging.set_guidelines("s1", wider)  # no grade yet: allowed
     judging.set_guidelines("s1", rules)
-    alice = next(a for a in judging.assessors() if a.name == "alice")
+    alice = next(a for a in judging.assignments.assessors() if a.name == "alice")
     judging.grade(alice, next(p for p in assignments(judging, "s1") if p["assessor"] == "alice")["key"], 1)
     with pytest.raises(InputError, match="cannot change"):
         judging.set_guidelines("s1", wider)
@@ -130,7 +130,7 @@ def test_grades_sent_at_once_share_commits_and_each_gets_its_own_answer(db_url):
 
     judging = Judging.open(db_url)
     sample_campaign(judging)
-    people = {a.name: a for a in judging.assessors()}
+    people = {a.name: a for a in judging.assignments.assessors()}
     pairs = assignments(judging, "s1")
     mine = [p for p in pairs if p["assessor"] == "alice"][:80]
     hers = {p["key"] for p in pairs if p["assessor"] == "alice"}
@@ -162,9 +162,9 @@ def test_overlap_gives_a_seeded_share_of_dialogues_one_more_assessor(db_url):
     judging = Judging.open(db_url)
     sample_campaign(judging, k=1, assign=False)
     with pytest.raises(InputError) as err:
-        judging.assign("s1", overlap=1.5)
+        judging.assignments.assign("s1", overlap=1.5)
     assert err.value.field == "overlap"
-    load = judging.assign("s1", overlap=0.2)
+    load = judging.assignments.assign("s1", overlap=0.2)
     pairs = assignments(judging, "s1")
     per_task: dict[int, set[str]] = {}
     for p in pairs:
@@ -174,5 +174,5 @@ def test_overlap_gives_a_seeded_share_of_dialogues_one_more_assessor(db_url):
         places.setdefault(p["dialogue"], set()).add(len(per_task[p["seq"]]))
     assert len(places) == 20 and set(map(len, places.values())) == {1}  # all tasks of a dialogue alike
     assert sorted(n for (n,) in places.values()) == [1] * 16 + [2] * 4  # a fifth of 20 dialogues twice
-    assert judging.assign("s1", overlap=0.2) == load  # the same share on every call
+    assert judging.assignments.assign("s1", overlap=0.2) == load  # the same share on every call
     assert len(assignments(judging, "s1")) == len(pairs)

@@ -194,7 +194,7 @@ def setup(db_url, tmp_path, runs):
 
     board = make_board(db_url, tmp_path)
     setup_phases(board, runs)
-    token = board.add_team("alpha")
+    token = board.members.add_team("alpha")
     client = TestClient(create_app(board))
     yield board, client, token
     client.close()
@@ -499,7 +499,7 @@ class Attacker:
 
     def __init__(self, board, client, name: str, phase: str = "test", collection: str = "sample"):
         self.board, self.client, self.phase, self.collection = board, client, phase, collection
-        self.token = board.add_team(name)
+        self.token = board.members.add_team(name)
         self.daily, self.total = quotas(client, collection, phase)
         self.sent = self.today = 0
         self.ids: list[int] = []
@@ -525,5 +525,5 @@ def noisy(board, run_ids: list[int], k: int, group: str, measure: str, mean: flo
     from dsr.board import release
 
     row = board.submission(run_ids[k])
-    noise = board.release_noise(board.get_phase(row.phase.collection, row.phase.name), row.team_id, run_ids)
+    noise = board.release_noise(board.phases.get_phase(row.phase.collection, row.phase.name), row.team_id, run_ids)
     return release.published(mean + release.NOISE / n * noise.draw(k, group, measure), release.group_step(n))

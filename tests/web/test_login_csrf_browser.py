@@ -50,7 +50,11 @@ def test_a_planted_login_form_does_not_log_the_victim_in(browser, tmp_path, logi
     from dsr.judging.campaigns import Judging
 
     board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
-    token = Judging(board.engine).add_assessor("mallory") if login.startswith("/judge") else board.add_team("mallory")
+    token = (
+        Judging(board.engine).assignments.add_assessor("mallory")
+        if login.startswith("/judge")
+        else board.members.add_team("mallory")
+    )
     with LiveServer(board) as server:
         form = httpx.get(server.url + login)  # the attacker's own fetch
         csrf = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)

@@ -46,7 +46,7 @@ def site(tmp_path_factory):
     """The whole site with team ``alpha`` (member token) and assessor ``alice``."""
     tmp = tmp_path_factory.mktemp("web")
     board = make_board(f"sqlite:///{tmp / 'board.sqlite'}", tmp)
-    tokens = {"board": board.add_team("alpha"), "judging": Judging(board.engine).add_assessor("alice")}
+    tokens = {"board": board.members.add_team("alpha"), "judging": Judging(board.engine).assignments.add_assessor("alice")}
     with LiveServer(board) as server:
         yield server, board, tokens
     board.close()
@@ -139,9 +139,9 @@ def test_a_session_cookie_is_of_no_use_after_signing_out(site, app):
 
 def test_revoking_a_members_token_ends_their_browser_sessions(site):
     server, board, _tokens = site
-    token = board.add_member("alpha", "bea")
+    token = board.members.add_member("alpha", "bea")
     client = sign_in(server, "board", token)
-    board.remove_member("alpha", "bea")
+    board.members.remove_member("alpha", "bea")
     assert not signed_in(client, "board")
     assert client.post("/submit", data={"csrf": "x"}).status_code == 401
     client.close()

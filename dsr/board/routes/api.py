@@ -47,7 +47,7 @@ def api_boards(board: BoardDep):
                 "total_quota": p.total_quota,
                 "url": f"/api/boards/{p.collection}/{p.name}",
             }
-            for p in board.phases()
+            for p in board.phases.all()
         ]
     }
 

@@ -22,7 +22,7 @@ async def login(request: Request, board: BoardDep):
     form = await SIGNIN.checked_form(request)
     if form is None:
         return error_page(request, 403, CSRF_REFUSED)
-    found = board.identify(str(form.get("token") or "").strip())
+    found = board.members.identify(str(form.get("token") or "").strip())
     if found is None:
         return PAGES.signin_form(request, "wrong token")
     team, member = found

@@ -14,7 +14,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
@@ -43,7 +43,7 @@ BoardDep = Annotated[Board, Depends(get_board)]
 def web_session(board: Board, request: Request) -> WebSession | None:
     """The browser session of the session cookie, if it is valid and not expired."""
     row = SIGNIN.session(board.engine, request)
-    if row is None or not board.member_active(row.member_id):
+    if row is None or not board.members.member_active(row.member_id):
         return None  # expired, or its member was removed or got a new token
     return row
 
@@ -77,7 +77,7 @@ def bearer_identity(board: Board, request: Request) -> tuple[Team, Member] | Non
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None
-    return board.identify(token.strip())
+    return board.members.identify(token.strip())
 
 
 def bearer_team(board: Board, request: Request) -> Team | None:
@@ -107,7 +107,7 @@ def error_page(request: Request, status: int, message: str) -> HTMLResponse:
 
 
 def find_phase(board: Board, collection: str, phase: str) -> Phase | None:
-    for p in board.phases():
+    for p in board.phases.all():
         if p.collection == collection and p.name == phase:
             return p
     return None
@@ -148,7 +148,7 @@ def submission_threads(board: Board) -> int:
     return max(0, board.config.workers) + SPARE_THREADS
 
 
-async def in_thread(request: Request, function, *args):
+async def in_thread(request: Request, function, *args: Any):
     """Database and CPU work of a request, off the event loop: in a thread of the app's own
     pool (:func:`submission_threads`; made at its first use, on the event loop), handed over
     by asyncio itself (``run_in_executor``: a third of the CPU of anyio's

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from typing import Any
 from urllib.parse import urlencode
 
+import numpy as np
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from dsr.board import leaderboard
 from dsr.board.leaderboard import published_means, released_values
-from dsr.board.models import Team
+from dsr.board.models import Submission, Team
 from dsr.board.release import uses_ladder
 from dsr.board.routes.deps import (
     BoardDep,
@@ -26,6 +28,7 @@ from dsr.board.routes.deps import (
     web_session,
     web_team,
 )
+from dsr.board.scoring import PhaseData
 from dsr.board.service import RUN_TYPES, Board, Refused, tie_note
 from dsr.core.errors import InputError
 from dsr.db.base import utcnow
@@ -38,7 +41,7 @@ router = APIRouter()
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, board: BoardDep):
-    phases = board.phases()
+    phases = board.phases.all()
     now = utcnow()
     return page(request, "index.html", {"phases": phases, "closed_reasons": {p.id: p.closed_reason(now) for p in phases}})
 
@@ -79,27 +82,8 @@ def board_page(
     quota = board.quota(who, found) if who is not None else None
     shown = lb.measures if columns == "all" else [lb.sort]
 
-    def link(**changes) -> str:
-        params = {
-            "sort": lb.sort,
-            "order": order,
-            "select": lb.select,
-            "subset": subset,
-            "baseline": lb.baseline.id if lb.baseline else None,
-            "team": lb.team,
-            "baselines": baselines,
-            "columns": columns,
-            **changes,
-        }
-        defaults = {
-            "order": "desc",
-            "select": "best",
-            "subset": "all",
-            "baselines": "chosen",
-            "columns": "primary",
-            "sort": lb.primary,
-        }
-        return "?" + urlencode({k: v for k, v in params.items() if v is not None and defaults.get(k) != v})
+    view = {"order": order, "subset": subset, "baselines": baselines, "columns": columns}
+    link = partial(_board_link, lb, view)
 
     return page(
         request,
@@ -119,6 +103,27 @@ def board_page(
     )
 
 
+#: a board page's query parameters left out of its links when they are these
+LINK_DEFAULTS = {"order": "desc", "select": "best", "subset": "all", "baselines": "chosen", "columns": "primary"}
+
+
+def _board_link(lb: leaderboard.Leaderboard, view: dict[str, Any], **changes: Any) -> str:
+    """The query string of the board page ``lb`` shown as ``view`` with ``changes`` made."""
+    params = {
+        "sort": lb.sort,
+        "order": view["order"],
+        "select": lb.select,
+        "subset": view["subset"],
+        "baseline": lb.baseline.id if lb.baseline else None,
+        "team": lb.team,
+        "baselines": view["baselines"],
+        "columns": view["columns"],
+        **changes,
+    }
+    defaults = {**LINK_DEFAULTS, "sort": lb.primary}
+    return "?" + urlencode({k: v for k, v in params.items() if v is not None and defaults.get(k) != v})
+
+
 def run_view(board: Board, submission_id: int, measure: str | None = None) -> dict | None:
     """What a run page and ``GET /api/runs/ID`` show: aggregates (none for a final phase
     before it is frozen) with the primary measure's intervals; on public phases the
@@ -127,7 +132,8 @@ def run_view(board: Board, submission_id: int, measure: str | None = None) -> di
     if sub is None:
         return None
     data = board.phase_data(sub.phase)
-    view = {
+    primary = sub.phase.primary()
+    view: dict[str, Any] = {
         "sub": sub,
         "means": None,
         "measures": data.measures,
@@ -135,7 +141,7 @@ def run_view(board: Board, submission_id: int, measure: str | None = None) -> di
         "published": json.loads(sub.sidecar_json) if sub.sidecar_json else None,
         "ties": tie_note(sub.tied_topics),
         "plot": None,
-        "primary": sub.phase.primary(),
+        "primary": primary,
         "ci": None,
         "versus": None,
         "ladder": False,
@@ -149,20 +155,20 @@ def run_view(board: Board, submission_id: int, measure: str | None = None) -> di
         view["ladder"] = True
         return view
     matrix = board.matrix(sub, len(data.measures))
-    j = data.measures.index(view["primary"])
+    j = data.measures.index(primary)
     view["means"] = published_means(sub, data)
-    view["ci"] = {}
+    intervals = {}
     for name, idx in data.subsets.items():
         _, low, high = mean_ci(matrix[idx, j][:, None], "t")
-        view["ci"][name] = {"low": nan_to_none(low[0]), "high": nan_to_none(high[0])}
+        intervals[name] = {"low": nan_to_none(low[0]), "high": nan_to_none(high[0])}
+    view["ci"] = intervals
     if not sub.phase.hidden:  # per-topic values of a hidden phase never leave the server
-        measure = measure if measure in data.measures else view["primary"]
-        view["plot"] = versus_baseline(board, sub, data, measure, matrix)
-        view["versus"] = view["plot"]["versus"]
+        plot = versus_baseline(board, sub, data, measure if measure in data.measures else primary, matrix)
+        view["plot"], view["versus"] = plot, plot["versus"]
     return view
 
 
-def versus_baseline(board: Board, sub, data, measure: str, matrix) -> dict:
+def versus_baseline(board: Board, sub: Submission, data: PhaseData, measure: str, matrix: np.ndarray) -> dict[str, Any]:
     """Per dialogue, ``measure`` of the run and of the board's baseline (public phases):
     values, differences sorted for a plot, and wins/ties/losses
     (``dsr.evaluation.significance.paired_effects``)."""
@@ -174,8 +180,8 @@ def versus_baseline(board: Board, sub, data, measure: str, matrix) -> dict:
         {"id": t, "subset": d.subset, "value": float(v), "baseline": None if other is None else float(other[i])}
         for i, (t, d, v) in enumerate(zip(data.topics, data.collection.dialogues, column))
     ]
-    versus = None
-    if other is not None:
+    versus: dict[str, Any] | None = None
+    if other is not None and base is not None:
         effects = paired_effects(column[:, None], other[:, None])
         versus = {
             "baseline": {"id": base.id, "system": base.system},
@@ -223,7 +229,7 @@ def run_file_page(request: Request, board: BoardDep, submission_id: int):
 
 
 def submit_context(board: Board, team: Team) -> dict:
-    phases = board.phases()
+    phases = board.phases.all()
     now = utcnow()
     return {
         "phases": phases,
@@ -255,7 +261,7 @@ async def submit_page(request: Request, board: BoardDep):
         return error_page(request, 429, f"too many submissions: try again in {wait:.0f} s")
     values = {k: form.get(k) for k in ("phase", "system", "description", "link", "run_type")}
     try:
-        phase = next((p for p in board.phases() if str(p.id) == str(values["phase"])), None)
+        phase = next((p for p in board.phases.all() if str(p.id) == str(values["phase"])), None)
         if phase is None:
             raise Refused(422, "choose a phase")
         upload = await read_upload(form)

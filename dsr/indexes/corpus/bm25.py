@@ -136,6 +136,26 @@ def merge_counts(folder: Path, markers: list[dict[str, Any]], key: dict[str, Any
     return stats
 
 
+def _nonoccurrence(model: Any, doc_freqs: dict[int, int], n_docs: int, avgdl: Any, method: str, idf_method: str) -> Any:
+    """bm25s's score of a term a sentence lacks (BM25L, BM25+), from the global statistics;
+    None for the variants without one."""
+    scoring = _bm25s().scoring
+    if model.method not in model.methods_requiring_nonoccurrence:
+        return None
+    return scoring._build_nonoccurrence_array(
+        doc_frequencies=doc_freqs,
+        n_docs=n_docs,
+        compute_idf_fn=scoring._select_idf_scorer(idf_method),
+        calculate_tfc_fn=scoring._select_tfc_scorer(method),
+        l_d=avgdl,
+        l_avg=avgdl,
+        k1=model.k1,
+        b=model.b,
+        delta=model.delta,
+        dtype=model.dtype,
+    )
+
+
 def index_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
     """Pass 3 unit: the shard's bm25s index scored with the global statistics."""
     bm25s = _bm25s()
@@ -162,21 +182,7 @@ def index_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, 
     # np.float64, as bm25s computes it (a numpy mean): under numpy's promotion rules a Python
     # float would make the term-frequency part float32 and scores differ in the last bits.
     n_docs, avgdl = int(stats["sentences"]), np.float64(stats["avgdl"])
-    if model.method in model.methods_requiring_nonoccurrence:
-        model.nonoccurrence_array = scoring._build_nonoccurrence_array(
-            doc_frequencies=doc_freqs,
-            n_docs=n_docs,
-            compute_idf_fn=scoring._select_idf_scorer(idf_method),
-            calculate_tfc_fn=scoring._select_tfc_scorer(method),
-            l_d=avgdl,
-            l_avg=avgdl,
-            k1=model.k1,
-            b=model.b,
-            delta=model.delta,
-            dtype=model.dtype,
-        )
-    else:
-        model.nonoccurrence_array = None
+    model.nonoccurrence_array = _nonoccurrence(model, doc_freqs, n_docs, avgdl, method, idf_method)
     idf = scoring._build_idf_array(
         doc_frequencies=doc_freqs, n_docs=n_docs, compute_idf_fn=scoring._select_idf_scorer(idf_method), dtype=model.dtype
     )
@@ -287,7 +293,7 @@ class ShardedBM25:
     #: shards kept open between searches (a small corpus stays open; a large one streams)
     OPEN_SHARDS = 8
 
-    def __init__(self, corpus: Corpus):
+    def __init__(self, corpus: Corpus) -> None:
         info = read_json(corpus.folder / "bm25" / "index.json")
         if info is None or info.get("corpus") != corpus.key:
             raise InputError(

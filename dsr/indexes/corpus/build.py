@@ -144,39 +144,55 @@ def build_corpus(
             path=source,
             field="text",
         )
-    for stale in sorted(shards_dir.glob("shard-*.parquet")):  # left by an earlier, longer source
-        number = int(stale.stem.rsplit("-", 1)[1])
-        if number >= len(shards):
-            stale.unlink()
-            (shards_dir / f"{stale.stem}.done.json").unlink(missing_ok=True)
+    _drop_stale(shards_dir, len(shards))
     report.built.sort()
     report.reused.sort()
     report.seconds = time.perf_counter() - start
-    write_json(
-        out / MANIFEST,
-        {
-            "kind": "dsr-corpus",
-            "format": 1,
-            "source": {
-                "path": str(source.resolve()),
-                "format": fmt,
-                "sha256": key["source"],
-                "files": [str(f.relative_to(source)) if source.is_dir() else f.name for f in files],
-            },
-            "params": {"docs_per_shard": docs_per_shard, "min_chars": min_chars},
-            "counts": {
-                "documents": sum(s["documents"] for s in shards),
-                "sentences": sum(s["sentences"] for s in shards),
-                "shards": len(shards),
-            },
-            "shards": [{k: s[k] for k in ("name", "documents", "sentences", "sha256")} for s in shards],
-            "versions": package_versions(PACKAGES),
-            "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "executor": executor.describe(),
-            "id_scheme": "TITLE_DOC_SECTION_PASSAGE_SENTENCE",
-        },
-    )
+    write_json(out / MANIFEST, _manifest(source, fmt, files, key, docs_per_shard, min_chars, shards, executor))
     return report
+
+
+def _drop_stale(shards_dir: Path, count: int) -> None:
+    """The shards an earlier, longer source left beyond the ``count`` built now."""
+    for stale in sorted(shards_dir.glob("shard-*.parquet")):  # left by an earlier, longer source
+        number = int(stale.stem.rsplit("-", 1)[1])
+        if number >= count:
+            stale.unlink()
+            (shards_dir / f"{stale.stem}.done.json").unlink(missing_ok=True)
+
+
+def _manifest(
+    source: Path,
+    fmt: str,
+    files: list[Path],
+    key: dict[str, Any],
+    docs_per_shard: int,
+    min_chars: int,
+    shards: list[dict[str, Any]],
+    executor: Any,
+) -> dict[str, Any]:
+    """The corpus's manifest: its source, settings, counts, shards and versions."""
+    return {
+        "kind": "dsr-corpus",
+        "format": 1,
+        "source": {
+            "path": str(source.resolve()),
+            "format": fmt,
+            "sha256": key["source"],
+            "files": [str(f.relative_to(source)) if source.is_dir() else f.name for f in files],
+        },
+        "params": {"docs_per_shard": docs_per_shard, "min_chars": min_chars},
+        "counts": {
+            "documents": sum(s["documents"] for s in shards),
+            "sentences": sum(s["sentences"] for s in shards),
+            "shards": len(shards),
+        },
+        "shards": [{k: s[k] for k in ("name", "documents", "sentences", "sha256")} for s in shards],
+        "versions": package_versions(PACKAGES),
+        "built": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "executor": executor.describe(),
+        "id_scheme": "TITLE_DOC_SECTION_PASSAGE_SENTENCE",
+    }
 
 
 def _checked(docs: Iterator[Document], seen: set[str], source: Path) -> Iterator[Document]:

@@ -195,30 +195,8 @@ def encode_corpus(
             report.reused.append(f"vectors/{name}")
         elif part is None or number % part[1] == part[0] - 1:
             todo.append(number)
-    executor = executor or Executor(0)
     if todo:
-        from tqdm import tqdm
-
-        with (
-            executor,
-            tqdm(
-                total=sum(corpus.shards[n]["sentences"] for n in todo),
-                unit="sent",
-                desc=f"encoding ({resolved.name})",
-                disable=None,
-            ) as bar,
-        ):  # a terminal only
-            files = [corpus.verified(n) for n in todo]
-            counts = [corpus.shards[n]["sentences"] for n in todo]
-            for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size, backend):
-                number = todo[position]
-                name = corpus.names[number]
-                path = folder / f"{name}.npy"
-                with atomic_write(path, "wb") as handle:
-                    np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32))
-                write_marker(folder, name, key, [path], name=name, sentences=len(vectors))
-                report.built.append(f"vectors/{name}")
-                bar.update(len(vectors))
+        _encode_shards(corpus, todo, folder, key, resolved, batch_size, backend, executor or Executor(0), report)
     if part is not None and len(report.built) + len(report.reused) < len(corpus.names):
         report.seconds = time.perf_counter() - start  # other parts' shards are still to come
         return report
@@ -234,6 +212,42 @@ def encode_corpus(
     )
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _encode_shards(
+    corpus: Corpus,
+    todo: list[int],
+    folder: Path,
+    key: dict[str, Any],
+    resolved: ResolvedModel,
+    batch_size: int,
+    backend: str,
+    executor: Any,
+    report: StageReport,
+) -> None:
+    """The vectors of the shards ``todo``, each written with its marker as it comes."""
+    from tqdm import tqdm
+
+    with (
+        executor,
+        tqdm(
+            total=sum(corpus.shards[n]["sentences"] for n in todo),
+            unit="sent",
+            desc=f"encoding ({resolved.name})",
+            disable=None,
+        ) as bar,
+    ):  # a terminal only
+        files = [corpus.verified(n) for n in todo]
+        counts = [corpus.shards[n]["sentences"] for n in todo]
+        for position, vectors in executor.encode_parquet(files, counts, resolved, batch_size, backend):
+            number = todo[position]
+            name = corpus.names[number]
+            path = folder / f"{name}.npy"
+            with atomic_write(path, "wb") as handle:
+                np.save(handle, np.ascontiguousarray(vectors, dtype=np.float32))
+            write_marker(folder, name, key, [path], name=name, sentences=len(vectors))
+            report.built.append(f"vectors/{name}")
+            bar.update(len(vectors))
 
 
 def _shard_vectors(folder: Path, name: str) -> np.ndarray:
@@ -307,8 +321,7 @@ def build_ivfpq(
     backend: str = "torch",
 ) -> StageReport:
     """Train (on a sample), add every shard (in parallel), merge on disk. Needs the vectors."""
-    faiss = _faiss()
-    merge_ondisk = _faiss().contrib.ondisk.merge_ondisk
+    _faiss()  # imported (or its absence said) before any work
 
     start = time.perf_counter()
     p = check_ivfpq(dict(params or {}))
@@ -323,7 +336,6 @@ def build_ivfpq(
     dim = int(info["dimension"])
     sample = _sample_rows(corpus, ivfpq_sample_size(len(corpus), p), p["seed"])
     settings = ivfpq_settings(len(corpus), len(sample), dim, p)
-    nlist, m, nbits = settings["nlist"], settings["m"], settings["nbits"]
     train_key = {
         "stage": "ivfpq-train",
         "vectors": info["key"],
@@ -332,16 +344,7 @@ def build_ivfpq(
         "versions": _versions("faiss-cpu"),
     }
     if read_marker(out, "trained", train_key) is None:
-        vectors = gather(corpus, folder / "vectors", sample)
-        index = faiss.IndexIVFPQ(faiss.IndexFlatIP(dim), dim, nlist, m, nbits, faiss.METRIC_INNER_PRODUCT)
-        index.cp.seed = p["seed"]
-        index.pq.cp.seed = p["seed"]
-        with stdout_to_stderr():  # k-means warnings
-            index.train(vectors)
-        tmp = out / ".trained.faiss.tmp"
-        faiss.write_index(index, str(tmp))
-        tmp.replace(out / "trained.faiss")
-        write_marker(out, "trained", train_key, [out / "trained.faiss"], name="trained")
+        _train_ivfpq(gather(corpus, folder / "vectors", sample), out, train_key, settings, dim, p["seed"])
         report.built.append("ivfpq/trained")
     else:
         report.reused.append("ivfpq/trained")
@@ -353,28 +356,51 @@ def build_ivfpq(
         executor = executor or Executor(0)
         with executor:
             _run_stage(executor, _AddShard(str(folder)), corpus, out, add_key, report, "ivfpq shards")
-        trained = faiss.read_index(str(out / "trained.faiss"))
-        for stale in ("index.faiss", "index.ivfdata"):
-            (out / stale).unlink(missing_ok=True)
-        with stdout_to_stderr():  # merge_ondisk prints its progress
-            merge_ondisk(trained, [str(out / f"{n}.faiss") for n in corpus.names], str(out / "index.ivfdata"))
-        faiss.write_index(trained, str(out / "index.faiss"))
-        write_marker(
-            out,
-            "index",
-            merged_key,
-            [out / "index.faiss", out / "index.ivfdata"],
-            name="index",
-            settings=settings,
-            sentences=len(corpus),
-            corpus=corpus.key,
-        )
+        _merge_ivfpq(corpus, out, merged_key, settings)
         report.built.append("ivfpq/index")
         _remove_shard_files(out, corpus.names)
     else:
         report.reused.append("ivfpq/index")
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _train_ivfpq(vectors: np.ndarray, out: Path, key: dict[str, Any], settings: dict[str, Any], dim: int, seed: int) -> None:
+    """The IVF-PQ index trained on the sample's ``vectors``, written with its marker."""
+    faiss = _faiss()
+    index = faiss.IndexIVFPQ(
+        faiss.IndexFlatIP(dim), dim, settings["nlist"], settings["m"], settings["nbits"], faiss.METRIC_INNER_PRODUCT
+    )
+    index.cp.seed = seed
+    index.pq.cp.seed = seed
+    with stdout_to_stderr():  # k-means warnings
+        index.train(vectors)
+    tmp = out / ".trained.faiss.tmp"
+    faiss.write_index(index, str(tmp))
+    tmp.replace(out / "trained.faiss")
+    write_marker(out, "trained", key, [out / "trained.faiss"], name="trained")
+
+
+def _merge_ivfpq(corpus: Corpus, out: Path, key: dict[str, Any], settings: dict[str, Any]) -> None:
+    """The shards' IVF-PQ lists merged on disk into ``index.faiss`` and ``index.ivfdata``."""
+    faiss = _faiss()
+    merge_ondisk = faiss.contrib.ondisk.merge_ondisk
+    trained = faiss.read_index(str(out / "trained.faiss"))
+    for stale in ("index.faiss", "index.ivfdata"):
+        (out / stale).unlink(missing_ok=True)
+    with stdout_to_stderr():  # merge_ondisk prints its progress
+        merge_ondisk(trained, [str(out / f"{n}.faiss") for n in corpus.names], str(out / "index.ivfdata"))
+    faiss.write_index(trained, str(out / "index.faiss"))
+    write_marker(
+        out,
+        "index",
+        key,
+        [out / "index.faiss", out / "index.ivfdata"],
+        name="index",
+        settings=settings,
+        sentences=len(corpus),
+        corpus=corpus.key,
+    )
 
 
 def _remove_shard_files(out: Path, names: Sequence[str]) -> None:
@@ -388,7 +414,7 @@ def _remove_shard_files(out: Path, names: Sequence[str]) -> None:
 class _AddShard:
     """``add_shard`` with the model folder bound (a picklable callable for Ray tasks)."""
 
-    def __init__(self, folder: str):
+    def __init__(self, folder: str) -> None:
         self.folder = folder
 
     def __call__(self, corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, Any]:
@@ -407,7 +433,7 @@ class ShardedDense:
         refine: int = SEARCH["refine"],
         batch_size: int = 64,
         backend: str = "torch",
-    ):
+    ) -> None:
         if kind not in KINDS:
             raise InputError(f"unknown index kind {kind!r}; choose from {', '.join(KINDS)}", field="index")
         self.corpus, self.kind, self.batch_size = corpus, kind, batch_size

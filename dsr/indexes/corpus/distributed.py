@@ -70,7 +70,7 @@ def check_workers(workers: int) -> int:
 class Executor:
     """Runs shard units in-process (``workers=0``) or on Ray; use as a context manager."""
 
-    def __init__(self, workers: int = 0, address: str | None = None, actor_cpus: int | None = None):
+    def __init__(self, workers: int = 0, address: str | None = None, actor_cpus: int | None = None) -> None:
         self.workers = check_workers(workers)
         self.address = address
         if actor_cpus is not None:
@@ -220,7 +220,7 @@ class EncoderActor:
     """A Ray actor: loads the sentence encoder once, on ``threads`` CPU threads (the CPUs Ray
     gave it: no oversubscription), and encodes whole shards."""
 
-    def __init__(self, model, batch_size: int, backend: str = "torch", threads: int = 1):
+    def __init__(self, model, batch_size: int, backend: str = "torch", threads: int = 1) -> None:
         self.threads = int(threads)
         self.model = model  # a ResolvedModel: the driver resolved it, the folder is shared
         self.backend = backend  # a fast one was exported by the driver: the actor only loads it

@@ -126,7 +126,7 @@ class Corpus:
     1's...); ``offsets[i]`` is the first global row of shard ``i``.
     """
 
-    def __init__(self, folder: str | Path):
+    def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         path = self.folder / MANIFEST
         try:
