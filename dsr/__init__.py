@@ -66,6 +66,7 @@ _EXPORTS = {
     "validate_run": "dsr.evaluation.validate:validate_run",
     "write_report": "dsr.evaluation.report:write_report",
     "train": "dsr.training.recipe:train",
+    "TrainSettings": "dsr.training.settings:TrainSettings",
     "reproduce": "dsr.baselines:reproduce",
 }
 

@@ -8,16 +8,16 @@ import sys
 from argparse import _SubParsersAction
 
 from dsr.cli.commands import summary
-from dsr.cli.common import add_collection_argument, add_param_flags, param_values
+from dsr.cli.common import add_collection_argument, add_param_flags
 from dsr.collections import load_collection
 from dsr.core.atomic import check_replaceable
 from dsr.core.errors import InputError
-from dsr.core.params import parse_assignments, resolve
+from dsr.core.params import parse_assignments
 from dsr.evaluation.tables import render
 from dsr.training import kfold
 from dsr.training.kfold import KFOLD_PARAMS, KfoldSettings, folds_markdown, kfold_evaluate, out_files, trained_for_fold
 from dsr.training.recipe import train
-from dsr.training.settings import PARAMS, RECIPE_NAMES, pipeline_named
+from dsr.training.settings import PARAMS, RECIPE_NAMES, TrainSettings, pipeline_named
 
 #: settings kfold sets for every fold itself
 PER_FOLD = ("base", "folds", "fold", "overwrite")
@@ -68,28 +68,19 @@ def register(subparsers: _SubParsersAction) -> None:
 
 
 def cmd_kfold(args: argparse.Namespace) -> int:
-    KfoldSettings(**param_values(args, KFOLD_PARAMS))  # checked by their Params, before loading anything
-    settings = train_settings(args.train_param + ([f"recipe={args.recipe}"] if args.recipe else []))
+    chosen = KfoldSettings.from_values(args)  # checked by their Params, before loading anything
+    given = train_settings(args.train_param + ([f"recipe={args.recipe}"] if args.recipe else []))
     evaluation = load_collection(args.eval, args.eval_source, args.eval_split)
     out = check_replaceable(args.out, out_files(), field="--out")  # before any training
     pipeline = pipeline_named(args.recipe)
     models, rerankers = [], []
-    for i in range(args.folds):
+    for i in range(chosen.folds):
         name = f"{args.name}-fold{i}"
         stages = pipeline.models(name) if pipeline else [name]
-        if not all(trained_for_fold(model, args.folds, i) for model in stages):
-            print(f"dsr kfold: training fold {i} of {args.folds} as dsr:{name}", file=sys.stderr)
-            train(
-                args.collection,
-                name,
-                source=args.source,
-                split=args.split,
-                base=args.base,
-                folds=args.folds,
-                fold=i,
-                overwrite=True,
-                **settings,
-            )
+        if not all(trained_for_fold(model, chosen.folds, i) for model in stages):
+            print(f"dsr kfold: training fold {i} of {chosen.folds} as dsr:{name}", file=sys.stderr)
+            per_fold = {"base": chosen.base, "folds": chosen.folds, "fold": i, "overwrite": True}
+            train(args.collection, name, TrainSettings.of(given, per_fold), source=args.source, split=args.split)
         models.append(f"dsr:{name}")
         if pipeline:  # the first stage ranks; a stage with a top k reranks it
             rerankers += [f"dsr:{m}" for stage, m in zip(pipeline.stages, stages, strict=True) if stage.top_k]
@@ -97,9 +88,9 @@ def cmd_kfold(args: argparse.Namespace) -> int:
         evaluation,
         models,
         out,
-        base=args.base,
+        base=chosen.base,
         in_domain=args.in_domain,
-        measures=list(args.measures),
+        measures=list(chosen.measures),
         command=["dsr", *sys.argv[1:]],
         rerankers=rerankers or None,
         top_k=pipeline.describe(args.name)["top_k"] if pipeline else None,
@@ -110,7 +101,7 @@ def cmd_kfold(args: argparse.Namespace) -> int:
     return 0
 
 
-def train_settings(items: list[str]) -> dict:
+def train_settings(items: list[str]) -> TrainSettings:
     """``--train-param`` as training settings: names of ``dsr train``'s settings, less those
     kfold sets per fold (checked before the first fold trains)."""
     settings = parse_assignments(items, "--train-param")
@@ -124,7 +115,6 @@ def train_settings(items: list[str]) -> dict:
             field="--train-param",
         )
     try:
-        resolve(settings, PARAMS, "dsr train")
+        return TrainSettings(**settings)
     except InputError as err:
         raise InputError(err.message, field="--train-param") from None
-    return settings

@@ -1,5 +1,6 @@
-"""``dsr train``: argument handling. The flags are the settings declared in
-:mod:`dsr.training.settings`; the training is :func:`dsr.training.recipe.train`."""
+"""``dsr train``: argument handling. The flags are the fields of
+:class:`dsr.training.settings.TrainSettings`, parsed into one and handed whole to
+:func:`dsr.training.recipe.train` (``dsr.train``)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from dsr.cli.commands import summary
-from dsr.cli.common import add_collection_argument, add_param_flags, param_values
+from dsr.cli.common import add_collection_argument, add_param_flags
 from dsr.core import docs_url, registry
 from dsr.core.home import models_dir
 from dsr.training.card import describe_run, text_params
 from dsr.training.recipe import train
-from dsr.training.settings import GROUPS, PARAMS, PIPELINES, RECOMMENDED
+from dsr.training.settings import GROUPS, PIPELINES, RECOMMENDED, TrainSettings
 
 
 def register(subparsers: _SubParsersAction) -> None:
@@ -54,7 +55,8 @@ def recipes_help() -> str:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    card = train(args.collection, args.name, source=args.source, split=args.split, **param_values(args, PARAMS))
+    settings = TrainSettings.from_values(args)
+    card = train(args.collection, args.name, settings, source=args.source, split=args.split)
     if args.json:
         json.dump(card, sys.stdout, indent=2, sort_keys=True)
         print()

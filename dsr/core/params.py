@@ -19,7 +19,7 @@ import math
 import types
 import typing
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, make_dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, TypeVar
 
 from dsr.core.errors import InputError
@@ -296,33 +296,6 @@ def _kind(annotation: Any) -> tuple[str, bool, bool]:
         annotation = typing.get_args(annotation)[0]
     names = {t: k for k, t in TYPES.items() if t is not Any}
     return names.get(annotation, "any"), optional, many
-
-
-def record_type(name: str, declared: Declaration) -> type:
-    """A frozen dataclass made at run time from ``declared`` (kept only until the training's
-    record is a :class:`Settings`; mypy cannot see its fields)."""
-    return make_dataclass(name, [(p.name, _annotation(p)) for p in declared], frozen=True)
-
-
-def _annotation(p: Param) -> Any:
-    kind = TYPES[p.kind]
-    return kind | None if (p.optional or p.default is None) and kind is not Any else kind
-
-
-def settings_type(name: str, declared: Declaration, what: str, doc: str = "") -> type:
-    """A keyword-only settings dataclass made at run time from ``declared`` (kept only until
-    the board's and judging's records are :class:`Settings`; mypy cannot see its fields)."""
-
-    def __post_init__(self: Any) -> None:
-        for p in declared:
-            object.__setattr__(self, p.name, p.check(getattr(self, p.name), what))
-
-    made_fields = [(p.name, _annotation(p), field(default=p.default)) for p in declared]
-    made = make_dataclass(
-        name, made_fields, frozen=True, kw_only=True, namespace={"__post_init__": __post_init__, "PARAMS": tuple(declared)}
-    )
-    made.__doc__ = doc or f"The settings of {what} (see its ``PARAMS``)."
-    return made
 
 
 def help_text(declared: Declaration) -> str:

@@ -68,31 +68,39 @@ def describe_run(training: dict[str, Any]) -> str:
 
 
 def render_readme(card: dict[str, Any]) -> str:
-    base, data, params, run = card["base"], card["training_data"], card["parameters"], card["training"]
-    held = card.get("heldout") or {}
-    lines = [
-        f"# {card['name']}: a dialogue sentence "
-        + ("ranker (bi-encoder)" if card.get("kind") == "bi-encoder" else "reranker (cross-encoder)"),
+    """The model folder's README.md: the card for a reader, section by section."""
+    lines = [*_use(card), *_base_and_data(card), *_parameters(card), *_training_run(card), *_heldout(card)]
+    lines += ["## Versions", "", *[f"- {k} {v}" for k, v in sorted(card["versions"].items()) if v], ""]
+    return "\n".join(lines)
+
+
+def _use(card: dict[str, Any]) -> list[str]:
+    """The title and how to use the model: the command, its queries, inputs and candidates."""
+    bi = card.get("kind") == "bi-encoder"
+    use = (
+        f"`dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} --query "
+        f"{card['query']}{text_params(card)} --out RUN`"
+        if bi
+        else f"`dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN`"
+    )
+    excluded = card.get("excluded_documents")
+    return [
+        f"# {card['name']}: a dialogue sentence " + ("ranker (bi-encoder)" if bi else "reranker (cross-encoder)"),
         "",
         f"Trained with `dsr train` (dsr {card['versions'].get('dialogue-sentence-retrieval')}) "
-        f"on {card['created']}. Use it with "
-        + (
-            f"`dsr run COLLECTION --ranker dense --param model=dsr:{card['name']} --query "
-            f"{card['query']}{text_params(card)} --out RUN`"
-            if card.get("kind") == "bi-encoder"
-            else f"`dsr rerank COLLECTION --run RUN --model dsr:{card['name']} --out RUN`"
-        )
-        + f"; it reads queries built with the **`{card['query']}`** strategy "
-        f"and inputs of at most {params['max_length']} word pieces"
+        f"on {card['created']}. Use it with " + use + f"; it reads queries built with the **`{card['query']}`** strategy "
+        f"and inputs of at most {card['parameters']['max_length']} word pieces"
         + f"; candidates read as **`{card.get('text', 'body')}`**"
         + (f" with {card['context']} neighbouring sentence(s) on each side" if "context" in card else "")
         + ".",
-        *(
-            [f"Documents left out of training: {', '.join(card['excluded_documents'])}."]
-            if card.get("excluded_documents")
-            else []
-        ),
+        *([f"Documents left out of training: {', '.join(excluded)}."] if excluded else []),
         "",
+    ]
+
+
+def _base_and_data(card: dict[str, Any]) -> list[str]:
+    base, data = card["base"], card["training_data"]
+    return [
         "## Base model",
         f"- `{base['spec']}` = `{base['name']}` (from {base['source']}: {base['path']})",
         f"- weights sha256 `{base.get('weights_sha256')}`",
@@ -108,45 +116,44 @@ def render_readme(card: dict[str, Any]) -> str:
         f"dialogues; targets `{data['targets']}`",
         f"- {data['dialogues_without_positive']} dialogues had no relevant candidate and were not used",
         "",
-        "## Parameters",
-        "",
-        "| parameter | value |",
-        "|---|---|",
-        *[f"| {k} | {v} |" for k, v in sorted(params.items())],
-        "",
+    ]
+
+
+def _parameters(card: dict[str, Any]) -> list[str]:
+    rows = [f"| {k} | {v} |" for k, v in sorted(card["parameters"].items())]
+    return ["## Parameters", "", "| parameter | value |", "|---|---|", *rows, ""]
+
+
+def _training_run(card: dict[str, Any]) -> list[str]:
+    run, recipe = card["training"], card.get("named_recipe")
+    precision = run.get("precision")
+    return [
         "## Training run",
         *(
-            [
-                f"- recipe `{card['named_recipe']}` (`dsr train --recipe {card['named_recipe']}`; settings "
-                "given beside it are in the parameters above)"
-            ]
-            if card.get("named_recipe")
+            [f"- recipe `{recipe}` (`dsr train --recipe {recipe}`; settings given beside it are in the parameters above)"]
+            if recipe
             else []
         ),
         f"- {run['steps']} steps ({run['epochs']} epochs), final mean loss {run['train_loss']:.4f}",
         f"- {describe_run(run)}",
         f"- machine: {card['machine'].get('platform')} ({card['machine'].get('cpus')} CPUs)",
-        *(
-            [f"- precision {run['precision']['used']} ({run['precision']['why']}; asked: {run['precision']['requested']})"]
-            if run.get("precision")
-            else []
-        ),
+        *([f"- precision {precision['used']} ({precision['why']}; asked: {precision['requested']})"] if precision else []),
         "",
     ]
-    if held.get("rankers"):
-        measures = held["measures"]
-        lines += [
-            f"## Held-out dialogues ({held['dialogues']}, never trained on)",
-            "",
-            "Their own candidate lists reranked; labels as in the training data.",
-            "",
-            "| ranker | " + " | ".join(measures) + " |",
-            "|---|" + "---|" * len(measures),
-            *[
-                f"| {name} | " + " | ".join(f"{scores[m]:.4f}" for m in measures) + " |"
-                for name, scores in held["rankers"].items()
-            ],
-            "",
-        ]
-    lines += ["## Versions", "", *[f"- {k} {v}" for k, v in sorted(card["versions"].items()) if v], ""]
-    return "\n".join(lines)
+
+
+def _heldout(card: dict[str, Any]) -> list[str]:
+    held = card.get("heldout") or {}
+    if not held.get("rankers"):
+        return []
+    measures = held["measures"]
+    return [
+        f"## Held-out dialogues ({held['dialogues']}, never trained on)",
+        "",
+        "Their own candidate lists reranked; labels as in the training data.",
+        "",
+        "| ranker | " + " | ".join(measures) + " |",
+        "|---|" + "---|" * len(measures),
+        *[f"| {name} | " + " | ".join(f"{scores[m]:.4f}" for m in measures) + " |" for name, scores in held["rankers"].items()],
+        "",
+    ]

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
+from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
 #: texts per chunk: 96 texts a step (32 triplets) in 6 chunks; smaller chunks pad less but
@@ -29,7 +30,9 @@ from sentence_transformers.sentence_transformer.losses import MultipleNegativesR
 CHUNK = 16
 
 
-def embed_in_chunks(model, features_list: Iterable[dict], chunk: int | None = None) -> list[torch.Tensor]:
+def embed_in_chunks(
+    model: SentenceTransformer, features_list: Iterable[dict[str, torch.Tensor]], chunk: int | None = None
+) -> list[torch.Tensor]:
     """Each column's ``sentence_embedding`` (as sentence-transformers' ``embed_columns`` returns
     them), the columns' texts encoded together in chunks of ``chunk`` (default :data:`CHUNK`)
     texts of similar length."""
@@ -54,7 +57,7 @@ def embed_in_chunks(model, features_list: Iterable[dict], chunk: int | None = No
 class ChunkedMNRLoss(MultipleNegativesRankingLoss):
     """MultipleNegativesRankingLoss whose embeddings come from :func:`embed_in_chunks`."""
 
-    def forward(self, sentence_features, labels):
+    def forward(self, sentence_features: Iterable[dict[str, torch.Tensor]], labels: torch.Tensor) -> torch.Tensor:
         return self.compute_loss_from_embeddings(embed_in_chunks(self.model, sentence_features), labels)
 
 
@@ -69,11 +72,13 @@ class DistilledMNRLoss(MultipleNegativesRankingLoss):
     encoded in chunks (:func:`embed_in_chunks`) unless ``chunked`` is False.
     """
 
-    def __init__(self, model, chunked: bool = True, weight: float = 1.0, teacher_temperature: float = 1.0):
+    def __init__(
+        self, model: SentenceTransformer, chunked: bool = True, weight: float = 1.0, teacher_temperature: float = 1.0
+    ) -> None:
         super().__init__(model)
         self.chunked, self.weight, self.teacher_temperature = chunked, weight, teacher_temperature
 
-    def forward(self, sentence_features, labels):
+    def forward(self, sentence_features: Iterable[dict[str, torch.Tensor]], labels: torch.Tensor) -> torch.Tensor:
         features = list(sentence_features)
         embeddings = (
             embed_in_chunks(self.model, features) if self.chunked else [self.model(f)["sentence_embedding"] for f in features]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable, Generator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,19 +34,20 @@ from sentence_transformers.cross_encoder import CrossEncoderTrainer, CrossEncode
 from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, MultipleNegativesRankingLoss
 from transformers import set_seed
 
+from dsr.core.data import Collection, Dialogue
 from dsr.core.errors import InputError
 from dsr.core.queries import query_text
 from dsr.rerankers.cross_encoder import score_pairs
 from dsr.training import heldout as held_out
 from dsr.training.biencoder import example_columns, make_triplets
-from dsr.training.finetune import FitSettings, fit_settings, run_trainer, training_arguments
+from dsr.training.finetune import resolve_precision, run_trainer, training_arguments
 from dsr.training.mining import mine_negatives
 from dsr.training.pairs import make_pairs
-from dsr.training.settings import TrainSettings
+from dsr.training.settings import TrainSettings, decided
 from dsr.training.steps import Job, base_entry, card_head, data_entry, finish, start_work, training_dialogues
 
 
-def load_base(path: str | Path, max_length: int, seed: int):
+def load_base(path: str | Path, max_length: int, seed: int) -> CrossEncoder:
     """A CrossEncoder with one output logit from a local checkpoint folder.
 
     The seed is set first because the classification head is initialised
@@ -65,11 +67,13 @@ class ListwiseLoss(MultipleNegativesRankingLoss):
     has to tell apart). sentence-transformers' cross-encoder MultipleNegativesRankingLoss with
     the in-batch draw left out, no activation and scale 1."""
 
-    def __init__(self, model) -> None:
-        super().__init__(model, num_negatives=None, scale=1.0, activation_fn=None)
+    def __init__(self, model: CrossEncoder) -> None:
+        # scale 1 (the raw logits): sentence-transformers annotates scale as int, yet multiplies
+        # the scores by it as a number
+        super().__init__(model, num_negatives=None, scale=1, activation_fn=None)
 
-    def get_in_batch_negatives(self, anchors, candidates):
-        return iter(())
+    def get_in_batch_negatives(self, anchors: list[str], candidates: list[list[str]]) -> Generator[list[str], None, None]:
+        yield from ()
 
 
 #: the ``loss`` setting -> the loss named in the card
@@ -79,11 +83,9 @@ LOSS_NAMES = {
 }
 
 
-def fine_tune(
-    model, columns: dict[str, list], settings: FitSettings, work_dir: Path, resume: bool = False, loss: str = "bce"
-) -> dict[str, Any]:
-    """Train ``model`` in place on ``columns`` (query, sentence, label for ``bce``; query,
-    positive, negative_1... for ``listwise``); return trainer figures.
+def fine_tune(model: CrossEncoder, columns: dict[str, list[Any]], settings: TrainSettings, work_dir: Path) -> dict[str, Any]:
+    """Train ``model`` in place on ``columns`` (query, sentence, label for ``loss`` ``bce``;
+    query, positive, negative_1... for ``listwise``); return trainer figures.
 
     Checkpoints go to ``work_dir/checkpoints`` every ``save_steps`` steps and
     at each epoch end; ``resume`` continues from the newest complete one there.
@@ -93,24 +95,31 @@ def fine_tune(
     dataset = datasets.Dataset.from_dict(columns)
     checkpoints = work_dir / "checkpoints"
     args = CrossEncoderTrainingArguments(**training_arguments(settings, checkpoints))
-    objective = ListwiseLoss(model) if loss == "listwise" else BinaryCrossEntropyLoss(model)
+    objective = ListwiseLoss(model) if settings.loss == "listwise" else BinaryCrossEntropyLoss(model)
     trainer = CrossEncoderTrainer(model=model, args=args, train_dataset=dataset, loss=objective)
-    return run_trainer(trainer, checkpoints, resume, settings)
+    return run_trainer(trainer, checkpoints, settings.resume, settings.precision)
 
 
-def training_examples(train_part, settings: TrainSettings, query, source: str, ranked) -> tuple[dict[str, list], dict[str, Any]]:
+def training_examples(
+    train_part: Sequence[Dialogue],
+    settings: TrainSettings,
+    query: Callable[[Dialogue], str],
+    source: str,
+    ranked: Mapping[str, Sequence[str]] | None,
+) -> tuple[dict[str, list[Any]], dict[str, Any]]:
     """The trainer's columns and what the card records of them: BCE pairs (``loss`` bce) or one
     listwise example per point with a relevant and a non-relevant candidate (``listwise``: its
     top-graded positive and ``list_negatives`` of its own non-relevant candidates, among the
     miner's top ``hard_depth`` with ``hard_negatives``), drawn with the seed."""
+    text = decided(settings.text, "text")
     if settings.loss == "listwise":
-        k = settings.list_negatives
+        k = decided(settings.list_negatives, "list_negatives")
         examples, counts = make_triplets(
             train_part,
             query,
             seed=settings.seed,
             source=source,
-            text=settings.text,
+            text=text,
             ranked=ranked,
             depth=settings.hard_depth,
             negatives=k,
@@ -139,21 +148,22 @@ def training_examples(train_part, settings: TrainSettings, query, source: str, r
         targets=settings.targets,
         seed=settings.seed,
         source=source,
-        text=settings.text,
+        text=text,
         ranked=ranked,
         depth=settings.hard_depth,
     )
     return pairset.columns(), pairset.stats()
 
 
-def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[str, Any]:
+def train_cross_encoder(collection: Collection, settings: TrainSettings, job: Job) -> dict[str, Any]:
     """Select, pair, fine-tune, measure, write the card, move into place; returns the card."""
     started = time.monotonic()
     train_part, heldout, selection, excluded = training_dialogues(collection, settings)
     source = str(collection.meta.get("path") or collection.name)
+    strategy, text, max_length = decided(settings.query, "query"), decided(settings.text, "text"), settings.max_length
 
-    def query(d):
-        return query_text(d, settings.query)
+    def query(d: Dialogue) -> str:
+        return query_text(d, strategy)
 
     ranked, miner = mine_negatives(train_part, settings) if settings.hard_negatives else (None, None)
     columns, stats = training_examples(train_part, settings, query, source, ranked)
@@ -164,18 +174,20 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
         file=sys.stderr,
     )
 
-    fit = fit_settings(settings)
-    work, model = start_work(job.final, settings.resume, lambda: load_base(job.base.path, settings.max_length, settings.seed))
-    figures = fine_tune(model, columns, fit, work, resume=settings.resume, loss=settings.loss)
+    resolve_precision(settings.precision)  # bf16 without bf16 units: refused before the model loads
+    work, model = start_work(
+        job.final, settings.resume, lambda: load_base(job.base.path, decided(max_length, "max_length"), settings.seed)
+    )
+    figures = fine_tune(model, columns, settings, work)
     train_seconds = time.monotonic() - started
     # Scored exactly as `dsr rerank` scores (raw logits, same batching).
     held = (
-        held_out.evaluate_heldout(lambda pairs: score_pairs(model, pairs, 32), heldout, query, job.name, settings.text)
+        held_out.evaluate_heldout(lambda pairs: score_pairs(model, pairs, 32), heldout, query, job.name, text)
         if heldout
         else None
     )
     card = {
-        **card_head(job, settings, "cross-encoder", settings.max_length, excluded),
+        **card_head(job, settings, "cross-encoder", max_length, excluded),
         "base": base_entry(
             job,
             settings,
@@ -189,7 +201,7 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
             **({"hard_negative_miner": miner} if miner else {}),
         },
         "parameters": {
-            **fit.as_dict(),
+            **settings.card_parameters(max_length),
             **(
                 {"neg_per_pos": settings.neg_per_pos, "random_negatives": settings.random_negatives}
                 if settings.loss == "bce"
@@ -199,7 +211,7 @@ def train_cross_encoder(collection, settings: TrainSettings, job: Job) -> dict[s
             "hard_depth": settings.hard_depth,
             "holdout": settings.holdout,
             "holdout_max": settings.holdout_max,
-            "loss": LOSS_NAMES[settings.loss],
+            "loss": LOSS_NAMES[decided(settings.loss, "loss")],
         },
     }
     return finish(model, work, job, card, figures, held, started, train_seconds)

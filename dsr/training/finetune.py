@@ -24,10 +24,9 @@ import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tqdm.auto import tqdm
@@ -36,26 +35,11 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from dsr.core.errors import InputError
 from dsr.core.provenance import cpu_name, peak_rss_mib
 from dsr.core.quiet import progress_shown
+from dsr.training.settings import LOGGING_STEPS, OptimisationSettings
 
-
-@dataclass
-class FitSettings:
-    """Optimisation settings (``dsr train`` settings of the same names)."""
-
-    seed: int = 42
-    epochs: float = 1.0
-    batch_size: int = 16
-    max_length: int = 128
-    lr: float = 5e-5
-    warmup: float = 0.1  # a fraction of the steps when < 1, else a number of steps
-    max_steps: int = -1  # -1: run the epochs to the end
-    save_steps: int = 200
-    logging_steps: int = 50
-    precision: str = "auto"  # auto, bf16 or fp32 (see resolve_precision)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
-
+if TYPE_CHECKING:
+    from transformers import Trainer, TrainingArguments
+    from transformers.trainer_callback import TrainerControl, TrainerState
 
 PRECISIONS = ("auto", "bf16", "fp32")
 #: /proc/cpuinfo flags of CPUs whose bf16 units make bf16 autocast faster than fp32
@@ -102,25 +86,9 @@ def resolve_precision(requested: str = "auto") -> dict[str, str]:
     return {"requested": requested, "used": "fp32", "why": f"no bf16 units: {where}"}
 
 
-def fit_settings(settings) -> FitSettings:
-    """The optimisation settings of a ``dsr.training.settings.TrainSettings``; the precision
-    resolved first, so ``precision bf16`` without bf16 units is refused before any work."""
-    resolve_precision(settings.precision)
-    return FitSettings(
-        seed=settings.seed,
-        epochs=settings.epochs,
-        batch_size=settings.batch_size,
-        max_length=settings.max_length or 0,
-        lr=settings.lr,
-        warmup=settings.warmup,
-        max_steps=settings.max_steps,
-        save_steps=settings.save_steps,
-        precision=settings.precision,
-    )
-
-
-def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, Any]:
-    """The trainer arguments both recipes share (sentence-transformers' *TrainingArguments)."""
+def training_arguments(settings: OptimisationSettings, checkpoints: Path) -> dict[str, Any]:
+    """The trainer arguments both recipes share (sentence-transformers' *TrainingArguments), from
+    a resolved record (:func:`dsr.training.settings.resolve_settings`)."""
     bf16 = resolve_precision(settings.precision)["used"] == "bf16"
     # bf16 on a CPU: the trainer wants use_cpu said (it checks bf16 against a GPU otherwise)
     on_cpu = bf16 and not torch.cuda.is_available()
@@ -138,7 +106,7 @@ def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, An
         save_steps=settings.save_steps,
         save_total_limit=2,
         logging_strategy="steps",
-        logging_steps=settings.logging_steps,
+        logging_steps=LOGGING_STEPS,
         report_to="none",
         disable_tqdm=not progress_shown(),  # bars on a terminal only
         dataloader_num_workers=0,
@@ -147,7 +115,7 @@ def training_arguments(settings: FitSettings, checkpoints: Path) -> dict[str, An
     )
 
 
-def run_trainer(trainer, checkpoints: Path, resume: bool, settings: FitSettings) -> dict[str, Any]:
+def run_trainer(trainer: Trainer, checkpoints: Path, resume: bool, precision: str) -> dict[str, Any]:
     """Train (from the newest checkpoint when ``resume``), progress on stderr; the figures
     (with the precision used and why, for the card)."""
     # The stock callbacks print loss lines to stdout (PrinterCallback, when the bar is off);
@@ -172,7 +140,7 @@ def run_trainer(trainer, checkpoints: Path, resume: bool, settings: FitSettings)
         "steps_seconds": round(float(output.metrics.get("train_runtime", 0.0)), 1),
         "loss_history": [{"step": h["step"], "loss": h["loss"]} for h in history],
         "resumed_from": last.name if last else None,
-        "precision": resolve_precision(settings.precision),
+        "precision": resolve_precision(precision),
     }
 
 
@@ -233,7 +201,14 @@ def _incomplete(path: Path, step: int) -> str | None:
 class StderrProgress(ProgressCallback):
     """The trainer's tqdm bar, with its log lines on stderr (stdout is for results)."""
 
-    def on_log(self, args, state, control, logs=None, **kwargs):
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         if state.is_world_process_zero and self.training_bar is not None and logs:
             shown = {
                 k: (round(v, 6) if isinstance(v, float) else v)

@@ -54,9 +54,9 @@ def baseline_runs(collection: Collection) -> dict[str, Run]:
 
 
 def evaluate_heldout(
-    score_pairs,
+    score_pairs: Callable[[list[tuple[str, str]]], Sequence[float]],
     dialogues: Sequence[Dialogue],
-    query,
+    query: Callable[[Dialogue], str],
     name: str,
     text: str | Callable[[Candidate], str] = "body",
 ) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from dsr.collections.cmu_dog_dev import dev_conversations, read_split_turns, shared_conversations, turn_keys
+from dsr.core.data import Collection, Dialogue
 from dsr.core.errors import InputError
 from dsr.core.home import data_dir
 
@@ -34,26 +35,26 @@ EVALUATION_SPLITS = ("valid", "test")
 CMU_DOG_SOURCES = ("cmu_dog", "cmu_dog_dev", "cmu_dog_judged")
 
 
-def cmu_dog_folder(collection, eval_source: str | None) -> Path | None:
+def cmu_dog_folder(collection: Collection, eval_source: str | None) -> Path | None:
     """The CMU_DoG folder whose evaluation splits are checked (None when there is none)."""
     if eval_source:
         folder = Path(eval_source)
         if not (folder / "Conversations").is_dir():
             raise InputError("not a CMU_DoG folder (no Conversations/ in it)", path=folder, field="eval_source")
         return folder
-    for folder in (collection.meta.get("source"), data_dir("cmu_dog")):
-        if folder and (Path(folder) / "Conversations").is_dir():
-            return Path(folder)
+    for candidate in (collection.meta.get("source"), data_dir("cmu_dog")):
+        if candidate and (Path(candidate) / "Conversations").is_dir():
+            return Path(candidate)
     return None
 
 
 def drop_evaluation_conversations(
-    dialogues: list, collection, eval_source: str | None, group: Callable[[Any], str]
-) -> tuple[list, dict[str, Any]]:
+    dialogues: list[Dialogue], collection: Collection, eval_source: str | None, group: Callable[[Dialogue], str]
+) -> tuple[list[Dialogue], dict[str, Any]]:
     """(the dialogues kept, the report for the card and the message)."""
     if not any(d.source in CMU_DOG_SOURCES for d in dialogues):
         return dialogues, {"checked": False, "reason": "not CMU_DoG dialogues"}
-    by_conv: dict[str, list] = defaultdict(list)
+    by_conv: dict[str, list[Dialogue]] = defaultdict(list)
     for d in dialogues:
         by_conv[group(d)].append(d)
     dropped: dict[str, str] = {}  # conversation -> why
@@ -107,7 +108,9 @@ def message(report: dict[str, Any]) -> str:
     return line + (f"; {report['note']}" if report.get("note") else "")
 
 
-def apply(dialogues: list, collection, eval_source: str | None, group) -> tuple[list, dict[str, Any]]:
+def apply(
+    dialogues: list[Dialogue], collection: Collection, eval_source: str | None, group: Callable[[Dialogue], str]
+) -> tuple[list[Dialogue], dict[str, Any]]:
     """:func:`drop_evaluation_conversations`, its line printed on stderr."""
     kept, report = drop_evaluation_conversations(dialogues, collection, eval_source, group)
     line = message(report)

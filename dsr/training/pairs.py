@@ -34,7 +34,7 @@ from dsr.core.candidate_text import candidate_text
 
 # candidate_text: the body, as the cross-encoder reranker reads it by default (titles repeat
 # across a list)
-from dsr.core.data import Collection, Dialogue
+from dsr.core.data import Candidate, Collection, Dialogue
 from dsr.core.errors import InputError
 
 TARGETS = ("binary", "graded")
@@ -108,14 +108,7 @@ def make_pairs(
     if targets not in TARGETS:
         raise InputError(f"unknown target kind {targets!r}; choose from {', '.join(TARGETS)}", field="targets")
     rng = random.Random(seed)
-    max_label = max((c.label for d in dialogues for c in d.candidates), default=0)
-    if max_label <= 0:
-        raise InputError(
-            f"{source}: no dialogue has a relevant candidate (every label is 0), "
-            "so there is nothing to learn from; check the labels or the `split`",
-            path=source if source.endswith((".jsonl", ".json")) else None,
-            field="candidates[].label",
-        )
+    max_label = _max_label(dialogues, source)
     pool = _sentence_pool(dialogues, text)
     pairs: list[Pair] = []
     counts: Counter = Counter()
@@ -140,22 +133,40 @@ def make_pairs(
             pairs.append(Pair(query_text, candidate_text(c, text), 0.0, d.id, c.id, kind))
         if random_negatives > 0:
             own = {candidate_text(c, text) for c in d.candidates}
-            drawn = 0
-            # Bounded retries: a tiny pool can be all of this dialogue's own sentences.
-            for _ in range(random_negatives * 10):
-                if drawn == random_negatives:
-                    break
-                sentence_id, sentence = pool[rng.randrange(len(pool))]
-                if sentence in own:
-                    continue
-                pairs.append(Pair(query_text, sentence, 0.0, d.id, sentence_id, "random-negative"))
-                drawn += 1
+            drawn = _draw_random(rng, pool, own, random_negatives)
+            pairs += [Pair(query_text, sentence, 0.0, d.id, sid, "random-negative") for sid, sentence in drawn]
     for p in pairs:
         counts[p.kind] += 1
     return PairSet(pairs, used, without, max_label, counts)
 
 
-def ordered_negatives(d: Dialogue, ranked: Mapping[str, Sequence[str]] | None) -> list:
+def _max_label(dialogues: Sequence[Dialogue], source: str) -> int:
+    """The highest label of ``dialogues``; InputError when none is relevant (``source`` names them)."""
+    max_label = max((c.label for d in dialogues for c in d.candidates), default=0)
+    if max_label <= 0:
+        raise InputError(
+            f"{source}: no dialogue has a relevant candidate (every label is 0), "
+            "so there is nothing to learn from; check the labels or the `split`",
+            path=source if source.endswith((".jsonl", ".json")) else None,
+            field="candidates[].label",
+        )
+    return max_label
+
+
+def _draw_random(rng: random.Random, pool: list[tuple[str, str]], own: set[str], n: int) -> list[tuple[str, str]]:
+    """Up to ``n`` (id, text) of ``pool`` drawn with ``rng``, none of them one of ``own``."""
+    drawn: list[tuple[str, str]] = []
+    # Bounded retries: a tiny pool can be all of this dialogue's own sentences.
+    for _ in range(n * 10):
+        if len(drawn) == n:
+            break
+        sentence_id, sentence = pool[rng.randrange(len(pool))]
+        if sentence not in own:
+            drawn.append((sentence_id, sentence))
+    return drawn
+
+
+def ordered_negatives(d: Dialogue, ranked: Mapping[str, Sequence[str]] | None) -> list[Candidate]:
     """``d``'s non-relevant candidates: in list order, or in the miner's order (``ranked``;
     a candidate it did not rank goes last, in list order)."""
     negatives = [c for c in d.candidates if c.label <= 0]

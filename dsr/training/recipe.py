@@ -9,7 +9,7 @@ and in-pool negatives, :mod:`dsr.training.biencoder`), usable with
 for ``dsr rerank --model dsr:NAME``. ``folds=K, fold=I`` or ``exclude_docs``
 leave documents out of training (:mod:`dsr.training.folds`). The judged
 development set is refused. The settings are declared once in
-:mod:`dsr.training.settings` (the flags of ``dsr train`` come from there too).
+:class:`dsr.training.settings.TrainSettings`, which ``dsr train`` parses its flags into.
 
 Training pairs come from a collection's training part (for example CMU_DoG
 train with its silver labels, or the val half of one official split of a
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.home import models_dir
 from dsr.training.card import read_card
-from dsr.training.settings import Pipeline, pipeline_named, resolve_settings
+from dsr.training.settings import Pipeline, Stage, TrainSettings, pipeline_named, resolve_settings
 from dsr.training.steps import Job, resolve_base
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -42,97 +43,77 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 def train(
     collection: Collection | str | Path,
     name: str,
+    settings: TrainSettings | None = None,
     *,
     source: str | Path | None = None,
     split: str | None = None,
-    recipe: str | None = None,
-    base: str | None = None,
-    model_type: str | None = None,
-    query: str | None = None,
-    text: str | None = None,
-    loss: str | None = None,
-    guide: str | None = None,
-    teacher: str | None = None,
-    context: int | None = None,
-    documents: str | None = None,
-    subset: str | None = None,
-    val_of_split: int | None = None,
-    neg_per_pos: float | None = None,
-    list_negatives: int | None = None,
-    random_negatives: int | None = None,
-    hard_negatives: str | None = None,
-    hard_depth: int | None = None,
-    targets: str | None = None,
-    eval_source: str | None = None,
-    exclude_docs: str | None = None,
-    folds: int | None = None,
-    fold: int | None = None,
-    holdout: float | None = None,
-    holdout_max: int | None = None,
-    seed: int | None = None,
-    epochs: float | None = None,
-    batch_size: int | None = None,
-    max_length: int | None = None,
-    lr: float | None = None,
-    warmup: float | None = None,
-    max_steps: int | None = None,
-    save_steps: int | None = None,
-    batching: str | None = None,
-    padding: str | None = None,
-    precision: str | None = None,
-    resume: bool | None = None,
-    overwrite: bool | None = None,
+    **given: Any,
 ) -> dict[str, Any]:
-    """Fine-tune a model on ``collection``'s labels and save it as ``DSR_HOME/models/NAME``.
+    """Fine-tune a model on ``collection``'s labels with ``settings`` (a
+    :class:`~dsr.training.settings.TrainSettings`; keywords of its fields build or change one:
+    ``dsr.train(c, NAME, max_steps=120)``) and save it as ``DSR_HOME/models/NAME``.
 
     ``collection`` is a :class:`~dsr.core.data.Collection`, a registered name
     (``source``/``split`` as for :func:`~dsr.collections.load_collection`)
-    or a benchmark file. Every other keyword is a setting of
-    :data:`dsr.training.settings.PARAMS` (``dsr train --help`` lists them with
-    their defaults); ``None`` takes the named ``recipe``'s value
+    or a benchmark file. ``dsr train --help`` lists the settings with their defaults; one
+    left ``None`` (a keyword given as ``None`` too) takes the named ``recipe``'s value
     (:data:`~dsr.training.settings.RECIPES`; ``"recommended"``: the one the decision rule
-    chose), else the declared default or the model type's
-    (:data:`~dsr.training.settings.MODEL_DEFAULTS`).
+    chose), else the model type's (:data:`~dsr.training.settings.MODEL_DEFAULTS`).
     A wrong value is an InputError naming the setting, before anything loads.
     Returns the model card (``dsr_model.json``).
     """
-    given = {
-        key: value
-        for key, value in locals().items()
-        if key not in ("collection", "name", "source", "split") and value is not None
-    }
-    pipeline = pipeline_named(given.get("recipe"))
+    settings = TrainSettings.of(settings, {key: value for key, value in given.items() if value is not None})
+    pipeline = pipeline_named(settings.recipe)
     if pipeline is not None:
-        return train_pipeline(collection, name, pipeline, given, source, split)
-    return train_one(collection, name, given, source, split)
+        return train_pipeline(collection, name, pipeline, settings, source, split)
+    return train_one(collection, name, settings, source, split)
 
 
-def train_pipeline(collection, name: str, pipeline: Pipeline, given: dict[str, Any], source, split) -> dict[str, Any]:
-    """Every stage of ``pipeline`` in turn (stage i as ``NAME + suffix``, with the settings
-    given and its stage's recipe; a setting the stage ``uses`` takes an earlier stage's model).
-    With ``resume``, a stage already trained is kept. Returns the first stage's card with
+def train_pipeline(
+    collection: Collection | str | Path,
+    name: str,
+    pipeline: Pipeline,
+    settings: TrainSettings,
+    source: str | Path | None,
+    split: str | None,
+) -> dict[str, Any]:
+    """Every stage of ``pipeline`` in turn (stage i as ``NAME + suffix``, with ``settings`` and
+    its stage's recipe; a setting the stage ``uses`` takes an earlier stage's model). With
+    ``resume``, a stage already trained is kept. Returns the first stage's card with
     ``pipeline`` (what it is) and ``stages`` (every stage's card)."""
+
+    def staged(stage: Stage, model_of: Callable[[str], str]) -> TrainSettings:
+        uses = {key: model_of(suffix) for key, suffix in stage.uses.items()}
+        return TrainSettings.of(settings, {"recipe": stage.recipe, **uses})
+
     for stage in pipeline.stages:  # every stage's settings checked before the first trains
-        resolve_settings({**given, "recipe": stage.recipe, **{k: "dsr:x" for k in stage.uses}})
+        resolve_settings(staged(stage, lambda suffix: "dsr:x"))
     if not isinstance(collection, Collection):  # read once for every stage
         collection = load_collection(collection, source, split)
     described, cards = pipeline.describe(name), []
     for stage, model in zip(pipeline.stages, pipeline.models(name), strict=True):
         kept = models_dir() / model / "dsr_model.json"
-        if given.get("resume") and kept.is_file():
+        if settings.resume and kept.is_file():
             print(f"dsr train: {model} (stage {stage.recipe} of {pipeline.name}) is trained already: kept", file=sys.stderr)
             cards.append(read_card(kept.parent) or {})
             continue
-        settings = {**given, "recipe": stage.recipe, **{key: f"dsr:{name}{suffix}" for key, suffix in stage.uses.items()}}
         print(
             f"dsr train: stage {len(cards) + 1} of {len(pipeline.stages)} ({pipeline.name}): {model}, recipe {stage.recipe}",
             file=sys.stderr,
         )
-        cards.append(train_one(collection, model, settings, source, split, pipeline=described))
+        stage_settings = staged(stage, lambda suffix: f"dsr:{name}{suffix}")
+        cards.append(train_one(collection, model, stage_settings, source, split, pipeline=described))
     return {**cards[0], "pipeline": described, "stages": cards}
 
 
-def train_one(collection, name: str, given: dict[str, Any], source, split, pipeline: dict | None = None) -> dict[str, Any]:
+def train_one(
+    collection: Collection | str | Path,
+    name: str,
+    given: TrainSettings,
+    source: str | Path | None,
+    split: str | None,
+    pipeline: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """One training (:func:`train` without a pipeline); ``pipeline``: what its card records of
     the pipeline it is a stage of."""
     settings = resolve_settings(given)
@@ -159,7 +140,7 @@ def train_one(collection, name: str, given: dict[str, Any], source, split, pipel
     return train_cross_encoder(collection, settings, job)
 
 
-def refuse_judged(collection, spec: str | None = None) -> None:
+def refuse_judged(collection: Collection, spec: str | None = None) -> None:
     """InputError for the judged development set: its labels must never be trained on.
 
     Recognised by name, file, hash or content (dsr.collections.cmu_dog_judged); a

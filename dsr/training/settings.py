@@ -1,25 +1,27 @@
-"""What ``dsr train`` takes, declared once as :class:`~dsr.core.params.Param`\\ s, and the
-named recipes (:data:`RECIPES`), declared once as :class:`Recipe`\\ s.
+"""What ``dsr train`` takes, declared once as the fields of :class:`TrainSettings` (each
+carries its :class:`~dsr.core.params.Param`), and the named recipes (:data:`RECIPES`),
+declared once as :class:`Recipe`\\ s.
 
-``dsr train``'s flags (``--max-steps``...), :func:`dsr.train`'s keyword arguments,
-their checks (exit 2 naming the setting) and the model card's parameters all come
-from :data:`PARAMS`. A setting a recipe or the model type decides (``text``, ``epochs``,
-``query``, ``batch_size``, ``max_length``, ``max_steps``, ``save_steps``, ``lr``, ``batching``,
-``list_negatives``...) is declared with default ``None`` and filled, in this order, by what
-was given, by the named recipe (``recipe``: :data:`RECIPES`, ``recommended`` being
-:data:`RECOMMENDED`), then by :data:`MODEL_DEFAULTS` for ``model_type``.
+``dsr train``'s flags (``--max-steps``...), :func:`dsr.train`'s record and keyword
+arguments, their checks (exit 2 naming the setting) and the model card's parameters all come
+from :class:`TrainSettings` (:data:`PARAMS`: its fields as Params). A setting a recipe or the
+model type decides (``text``, ``epochs``, ``query``, ``batch_size``, ``max_length``,
+``max_steps``, ``save_steps``, ``lr``, ``batching``, ``list_negatives``...) is declared with
+default ``None`` and filled (:func:`resolve_settings`), in this order, by what was given, by
+the named recipe (``recipe``: :data:`RECIPES`, ``recommended`` being :data:`RECOMMENDED`),
+then by :data:`MODEL_DEFAULTS` for ``model_type``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from dsr.core import registry
 from dsr.core.candidate_text import CONTEXT_FORM, TEXT_FORMS
 from dsr.core.errors import InputError
-from dsr.core.params import Param, record_type, resolve
+from dsr.core.params import Settings, setting
 from dsr.core.queries import STRATEGIES
 from dsr.training.pairs import TARGETS
 
@@ -165,45 +167,57 @@ RECOMMENDED = Pipeline("recommended", "the full bi-encoder recipe (the rule's ch
 #: every recipe's and pipeline's name, and ``recommended`` (read when used)
 RECIPE_NAMES = registry.Names("recipe", extra=(*PIPELINES, "recommended"))
 
-#: the model: what is trained, from what, on which query and candidate text
-MODEL = (
-    Param(
-        "base",
+
+class _TrainPart(Settings):
+    """A part of ``dsr train``'s settings: a wrong value is refused ``of dsr train``."""
+
+    WHAT: ClassVar[str] = "dsr train"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChoiceSettings(_TrainPart):
+    """The named recipe whose settings fill those not given."""
+
+    recipe: str | None = setting(
+        None,
+        "a named recipe (listed below): its settings fill those not "
+        f"given; a pipeline ({', '.join(PIPELINES)}) trains each of its stages; recommended is "
+        f"what the decision rule chose ({' then '.join(s.recipe for s in RECOMMENDED.stages)}); "
+        f"default {DEFAULT_RECIPE} for a bi-encoder, none for a cross-encoder",
+        choices=RECIPE_NAMES,
+        metavar="NAME",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSettings(_TrainPart):
+    """The model: what is trained, from what, on which query and candidate text."""
+
+    base: str = setting(
         DEFAULT_BASE,
-        "str",
         "starting checkpoint: a short name, a local folder or "
         "dsr:NAME (a BERT-style encoder; a cross-encoder's classification head starts "
         "untrained)",
         metavar="MODEL",
-    ),
-    Param(
-        "model_type",
+    )
+    model_type: str | None = setting(
+        None, "bi-encoder (MultipleNegativesRankingLoss; the default) or cross-encoder (BCE)", choices=MODEL_TYPES
+    )
+    query: str | None = setting(
         None,
-        "str",
-        "bi-encoder (MultipleNegativesRankingLoss; the default) or cross-encoder (BCE)",
-        choices=MODEL_TYPES,
-    ),
-    Param(
-        "query",
-        None,
-        "str",
         "query strategy (default: title+recent for a bi-encoder, weighted for a cross-encoder)",
         choices=STRATEGIES,
         metavar="STRATEGY",
-    ),
-    Param(
-        "text",
+    )
+    text: str | None = setting(
         None,
-        "str",
         "what a candidate's text is in training (default body, or the "
         "recipe's; a cross-encoder: body or 'title: body'); the card records it and `dsr "
         "run`/`dsr rerank` read candidates so",
         choices=TEXT_FORMS,
-    ),
-    Param(
-        "loss",
+    )
+    loss: str | None = setting(
         None,
-        "str",
         "bi-encoder loss: mnrl (MultipleNegativesRankingLoss, the default), gist "
         "(GISTEmbedLoss: in-batch negatives the guide model scores above the positive are "
         "masked) or distill (mnrl plus the KL divergence from the teacher cross-encoder's "
@@ -211,204 +225,186 @@ MODEL = (
         "(binary cross-entropy on pairs, the default) or listwise (softmax cross-entropy of "
         "the point's positive against its list_negatives, all scored by the model)",
         choices=LOSSES,
-    ),
-    Param("guide", None, "str", "with loss gist: the guide model (default: the base model, zero-shot)", metavar="MODEL"),
-    Param(
-        "teacher",
+    )
+    guide: str | None = setting(None, "with loss gist: the guide model (default: the base model, zero-shot)", metavar="MODEL")
+    teacher: str | None = setting(
         None,
-        "str",
         "with loss distill: the cross-encoder whose scores are "
         "distilled (dsr:NAME from `dsr train --model-type cross-encoder`, or a folder)",
         metavar="MODEL",
-    ),
-    Param(
-        "context",
+    )
+    context: int | None = setting(
         None,
-        "int",
         "with text 'title: previous [SEP] body [SEP] next': neighbouring sentences on each side (default 1; the card records it)",
         low=1,
         high=20,
         metavar="N",
-    ),
-    Param(
-        "documents",
+    )
+    documents: str | None = setting(
         None,
-        "str",
         "with the context text form: the documents' folder (CMU_DoG: "
         "its folder with WikiData/; default: the collection's source, else "
         "$DSR_HOME/data/cmu_dog)",
         metavar="DIR",
-    ),
-)
-#: the training data: which dialogues, which negatives, what is held out
-DATA = (
-    Param("subset", None, "str", "train only on dialogues of this subset", metavar="NAME"),
-    Param(
-        "val_of_split",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataSettings(_TrainPart):
+    """The training data: which dialogues, which negatives, what is held out."""
+
+    subset: str | None = setting(None, "train only on dialogues of this subset", metavar="NAME")
+    val_of_split: int | None = setting(
         None,
-        "int",
         "train on the val half of official split K (collections with a split file, e.g. sigir2022: the supervised setting)",
         low=0,
         metavar="K",
-    ),
-    Param(
-        "neg_per_pos",
-        3.0,
-        "float",
-        "cross-encoder with loss bce: in-list negatives per positive (sampled; -1 keeps all)",
-        low=-1,
-        metavar="R",
-    ),
-    Param(
-        "list_negatives",
+    )
+    neg_per_pos: float = setting(
+        3.0, "cross-encoder with loss bce: in-list negatives per positive (sampled; -1 keeps all)", low=-1, metavar="R"
+    )
+    list_negatives: int | None = setting(
         None,
-        "int",
         "bi-encoder, and a cross-encoder with loss listwise: negatives per training point "
         "drawn from its own candidate list (default 1, or the recipe's; listwise 4), beside "
         "a bi-encoder's in-batch ones",
         low=1,
         high=49,
         metavar="N",
-    ),
-    Param(
-        "random_negatives",
-        0,
-        "int",
-        "cross-encoder: random sentences from other dialogues added as negatives, per dialogue",
-        low=0,
-        metavar="N",
-    ),
-    Param(
-        "hard_negatives",
+    )
+    random_negatives: int = setting(
+        0, "cross-encoder: random sentences from other dialogues added as negatives, per dialogue", low=0, metavar="N"
+    )
+    hard_negatives: str | None = setting(
         None,
-        "str",
         "a bi-encoder (a model name or dsr:NAME) that picks the "
         "pool negatives: drawn among the non-relevant candidates it ranks highest (its top "
         "--hard-depth) rather than among all of them",
         metavar="MODEL",
-    ),
-    Param(
-        "hard_depth",
+    )
+    hard_depth: int = setting(
         10,
-        "int",
         "with hard_negatives: how deep in the miner's ranking of a dialogue's non-relevant candidates negatives are drawn",
         low=1,
         metavar="N",
-    ),
-    Param(
-        "targets", "binary", "str", "cross-encoder: binary (label > 0 -> 1) or graded (label / highest label)", choices=TARGETS
-    ),
-    Param(
-        "eval_source",
+    )
+    targets: str = setting("binary", "cross-encoder: binary (label > 0 -> 1) or graded (label / highest label)", choices=TARGETS)
+    eval_source: str | None = setting(
         None,
-        "str",
         "a CMU_DoG folder whose evaluation splits (valid, test) are "
         "read: training conversations that also appear there are dropped, as are the judged "
         "development set's (default: the collection's source, else $DSR_HOME/data/cmu_dog)",
         metavar="DIR",
-    ),
-    Param(
-        "exclude_docs",
+    )
+    exclude_docs: str | None = setting(
         None,
-        "str",
         "leave these documents (meta.document, e.g. CMU_DoG films) "
         "out of training: their dialogues and their sentences in every pool",
         metavar="DOC[,DOC...]",
-    ),
-    Param("folds", None, "int", "document folds (with fold): train without fold I's documents", low=2, metavar="K"),
-    Param("fold", None, "int", "the fold left out (0..K-1)", low=0, metavar="I"),
-    Param(
-        "holdout",
+    )
+    folds: int | None = setting(None, "document folds (with fold): train without fold I's documents", low=2, metavar="K")
+    fold: int | None = setting(None, "the fold left out (0..K-1)", low=0, metavar="I")
+    holdout: float = setting(
         0.1,
-        "float",
         "fraction of dialogues (whole conversations) kept out for the card's metrics",
         low=0,
         below=1,
         metavar="FRACTION",
-    ),
-    Param("holdout_max", 100, "int", "at most this many held-out dialogues (scoring them takes time on CPU)", low=1, metavar="N"),
-)
-#: the optimisation
-OPTIMISATION = (
-    Param("seed", 42, "int", "seed of the head, dropout, data order and sampling"),
-    Param(
-        "epochs",
+    )
+    holdout_max: int = setting(100, "at most this many held-out dialogues (scoring them takes time on CPU)", low=1, metavar="N")
+
+
+#: the trainer's loss lines come every this many steps (not a setting; the card records it)
+LOGGING_STEPS = 50
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimisationSettings(_TrainPart):
+    """The optimisation: what sentence-transformers' trainer is given
+    (:func:`dsr.training.finetune.training_arguments`)."""
+
+    seed: int = setting(42, "seed of the head, dropout, data order and sampling")
+    epochs: float | None = setting(
+        None, "passes over the training data (default 1, or the recipe's; reached when max_steps is -1)", above=0
+    )
+    batch_size: int | None = setting(None, "examples per step (default: 32 bi-encoder, 16 cross-encoder)", low=1, metavar="N")
+    max_length: int | None = setting(
         None,
-        "float",
-        "passes over the training data (default 1, or the recipe's; reached when max_steps is -1)",
-        above=0,
-    ),
-    Param("batch_size", None, "int", "examples per step (default: 32 bi-encoder, 16 cross-encoder)", low=1, metavar="N"),
-    Param(
-        "max_length",
-        None,
-        "int",
         "word pieces of query + sentence (cross-encoder) or of one "
         "text (bi-encoder); default: the bi-encoder's own (256 for all-MiniLM-L6-v2), 128 "
         "cross-encoder",
         low=8,
         metavar="L",
-    ),
-    Param("lr", None, "float", "peak learning rate (default 5e-5)", above=0),
-    Param("warmup", 0.1, "float", "linear warm-up: a fraction of the steps when < 1, else steps", low=0, metavar="W"),
-    Param(
-        "max_steps",
+    )
+    lr: float | None = setting(None, "peak learning rate (default 5e-5)", above=0)
+    warmup: float = setting(0.1, "linear warm-up: a fraction of the steps when < 1, else steps", low=0, metavar="W")
+    max_steps: int | None = setting(
         None,
-        "int",
         "stop after N optimiser steps (-1: run all epochs; default 120 bi-encoder, 400 cross-encoder)",
         low=-1,
         metavar="N",
-    ),
-    Param("save_steps", None, "int", "checkpoint every N steps (the last two are kept until the end)", low=1, metavar="N"),
-    Param(
-        "batching",
+    )
+    save_steps: int | None = setting(None, "checkpoint every N steps (the last two are kept until the end)", low=1, metavar="N")
+    batching: str | None = setting(
         None,
-        "str",
         "bi-encoder: random (no-duplicate batches) or by-length "
         "(the same, each batch re-cut among examples of similar length: less padding, other "
         "in-batch negatives); default random",
         choices=("random", "by-length"),
-    ),
-    Param(
-        "padding",
+    )
+    padding: str | None = setting(
         None,
-        "str",
         "bi-encoder: column (each column of a batch padded to its "
         "longest text, as sentence-transformers does) or chunks (the batch's texts sorted by "
         "length and encoded in chunks, each padded to its own longest: the same embeddings "
         "and loss for about half the computation; the bi-encoder's default; a "
         "cross-encoder's is column)",
         choices=("column", "chunks"),
-    ),
-    Param(
-        "precision",
+    )
+    precision: str = setting(
         "auto",
-        "str",
         "auto: bf16 autocast where the CPU (amx_bf16, avx512_bf16) or "
         "GPU has bf16 units, else fp32; bf16 insists (refused without such units); the card "
         "records the choice",
         choices=("auto", "bf16", "fp32"),
-    ),
-    Param("resume", False, "bool", "continue from the newest checkpoint of an interrupted run of NAME"),
-    Param("overwrite", False, "bool", "replace an existing model NAME"),
-)
-#: the named recipe whose settings fill those not given
-CHOICE = (
-    Param(
-        "recipe",
-        None,
-        "str",
-        "a named recipe (listed below): its settings fill those not "
-        f"given; a pipeline ({', '.join(PIPELINES)}) trains each of its stages; recommended is "
-        f"what the decision rule chose ({' then '.join(s.recipe for s in RECOMMENDED.stages)}); "
-        f"default {DEFAULT_RECIPE} for a bi-encoder, none for a cross-encoder",
-        choices=RECIPE_NAMES,
-        metavar="NAME",
-    ),
-)
-PARAMS = (*CHOICE, *MODEL, *DATA, *OPTIMISATION)
+    )
+    resume: bool = setting(False, "continue from the newest checkpoint of an interrupted run of NAME")
+    overwrite: bool = setting(False, "replace an existing model NAME")
+
+    def card_parameters(self, max_length: int | None) -> dict[str, Any]:
+        """The optimisation as the model card's ``parameters`` open (``max_length``: what the
+        model was trained at; 0 when unknown), in the order cards have always had it."""
+        return {
+            "seed": self.seed,
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "max_length": max_length or 0,
+            "lr": self.lr,
+            "warmup": self.warmup,
+            "max_steps": self.max_steps,
+            "save_steps": self.save_steps,
+            "logging_steps": LOGGING_STEPS,
+            "precision": self.precision,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainSettings(OptimisationSettings, DataSettings, ModelSettings, ChoiceSettings):
+    """Every setting of one training (``dsr.train``, ``dsr train``), each checked when made: an
+    InputError naming the field and what it accepts. A field declared ``None`` is decided by
+    the recipe or the model type (:func:`resolve_settings`, which also checks the rules between
+    settings); the trainers read a resolved record."""
+
+
+#: every field of :class:`TrainSettings` as a Param, in order (the parts' fields in turn)
+PARAMS = TrainSettings.params()
 #: the groups ``dsr train --help`` shows the settings in
-GROUPS = {"recipe": CHOICE, "model": MODEL, "data": DATA, "optimisation": OPTIMISATION}
+GROUPS = {
+    "recipe": ChoiceSettings.params(),
+    "model": ModelSettings.params(),
+    "data": DataSettings.params(),
+    "optimisation": OptimisationSettings.params(),
+}
 
 #: what each model type defaults to where a setting is declared without a default and neither
 #: the call nor the recipe sets it
@@ -447,9 +443,6 @@ MODEL_DEFAULTS: dict[str, dict[str, Any]] = {
     },
 }
 
-#: the checked settings of one training (fields: PARAMS' names)
-TrainSettings = record_type("TrainSettings", PARAMS)
-
 
 def pipeline_named(name: str | None) -> Pipeline | None:
     """The pipeline ``name`` stands for when it trains several models (``recommended`` with
@@ -470,12 +463,12 @@ def recipe_named(name: str) -> Recipe:
     return found
 
 
-def resolve_settings(given: Mapping[str, Any]) -> Any:
-    """``given`` (name -> value) checked against :data:`PARAMS`, then the named recipe's
-    settings and the model type's defaults filled in where nothing was given: a
-    ``TrainSettings`` whose ``recipe`` is the recipe's own name (``recommended`` resolved).
-    InputError names the setting at fault."""
-    values = resolve(given, PARAMS, "dsr train")
+def resolve_settings(settings: TrainSettings) -> TrainSettings:
+    """``settings`` with the named recipe's settings and the model type's defaults filled in
+    where nothing was given (a field left ``None``), the rules between settings checked: a
+    record whose ``recipe`` is the recipe's own name (``recommended`` resolved) and whose
+    fields :func:`decided` reads are set. InputError names the setting at fault."""
+    values = settings.values()
     if values["recipe"] is None and values["model_type"] in (None, DEFAULT_MODEL_TYPE):
         values["recipe"] = DEFAULT_RECIPE
     if values["recipe"] is not None:
@@ -497,6 +490,18 @@ def resolve_settings(given: Mapping[str, Any]) -> Any:
         values["list_negatives"] = LISTWISE_NEGATIVES
     check_combinations(values)
     return TrainSettings(**values)
+
+
+T = TypeVar("T")
+
+
+def decided(value: T | None, name: str) -> T:
+    """A setting :func:`resolve_settings` always fills (``query``, ``text``, ``loss``,
+    ``epochs``...; :data:`MODEL_DEFAULTS`), read by a trainer: ValueError when ``None``, a
+    record that did not pass through :func:`resolve_settings` (the code's mistake)."""
+    if value is None:
+        raise ValueError(f"setting {name} is unresolved: the trainers take resolve_settings' record")
+    return value
 
 
 def check_combinations(values: dict[str, Any]) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dsr.core.atomic import replace_folder
+from dsr.core.data import Collection, Dialogue
 from dsr.core.errors import InputError
 from dsr.core.models import ResolvedModel, resolve_model
 from dsr.core.provenance import TRACKED_PACKAGES, machine, now, package_versions
@@ -22,7 +23,13 @@ from dsr.training import hygiene
 from dsr.training.card import write_card
 from dsr.training.folds import documents, exclude_documents, fold_documents
 from dsr.training.pairs import split_heldout
-from dsr.training.settings import TrainSettings
+from dsr.training.settings import TrainSettings, decided
+
+if TYPE_CHECKING:
+    from sentence_transformers import CrossEncoder, SentenceTransformer
+
+#: what a work folder's loader gives (a SentenceTransformer, a CrossEncoder)
+M = TypeVar("M")
 
 
 @dataclass(frozen=True)
@@ -39,12 +46,12 @@ class Job:
     pipeline: dict[str, Any] | None = None
 
 
-def excluded_documents(dialogues, settings: TrainSettings) -> tuple[list[str], dict[str, Any]]:
+def excluded_documents(dialogues: Sequence[Dialogue], settings: TrainSettings) -> tuple[list[str], dict[str, Any]]:
     """The documents ``exclude_docs`` or ``folds``/``fold`` leave out, and how (for the card)."""
     excluded: list[str] = []
     how: dict[str, Any] = {}
     if settings.folds is not None:
-        excluded = fold_documents(dialogues, settings.folds, settings.fold)
+        excluded = fold_documents(dialogues, settings.folds, decided(settings.fold, "fold"))
         how = {"folds": settings.folds, "fold": settings.fold}
     if settings.exclude_docs:
         named = [d.strip() for d in settings.exclude_docs.split(",") if d.strip()]
@@ -59,7 +66,9 @@ def excluded_documents(dialogues, settings: TrainSettings) -> tuple[list[str], d
     return excluded, how
 
 
-def training_dialogues(collection, settings: TrainSettings):
+def training_dialogues(
+    collection: Collection, settings: TrainSettings
+) -> tuple[list[Dialogue], list[Dialogue], dict[str, Any], list[str]]:
     """(training dialogues, held-out dialogues, selection for the card, excluded documents):
     ``subset``/``val_of_split``, then the conversations also evaluated on
     (:mod:`dsr.training.hygiene`), then ``exclude_docs``/``folds``, then the held-out split."""
@@ -75,7 +84,7 @@ def training_dialogues(collection, settings: TrainSettings):
     return train_part, heldout, selection, excluded
 
 
-def start_work(final: Path, resume: bool, load: Callable[[], Any]):
+def start_work(final: Path, resume: bool, load: Callable[[], M]) -> tuple[Path, M]:
     """The ``.NAME.partial`` work folder (emptied unless resuming) and ``load()``'s model."""
     work = final.parent / f".{final.name}.partial"
     if work.exists() and not resume:
@@ -89,7 +98,7 @@ def start_work(final: Path, resume: bool, load: Callable[[], Any]):
 
 
 def finish(
-    model,
+    model: SentenceTransformer | CrossEncoder,
     work: Path,
     job: Job,
     card: dict[str, Any],
@@ -144,7 +153,13 @@ def base_entry(job: Job, settings: TrainSettings, head: str) -> dict[str, Any]:
     return {"spec": settings.base, "path": job.base.path, **job.base.describe(), "head": head}
 
 
-def data_entry(collection, job: Job, selection, train_part, heldout) -> dict[str, Any]:
+def data_entry(
+    collection: Collection,
+    job: Job,
+    selection: dict[str, Any],
+    train_part: Sequence[Dialogue],
+    heldout: Sequence[Dialogue],
+) -> dict[str, Any]:
     return {
         "collection": collection.name,
         "hash": collection.content_hash,
@@ -156,7 +171,7 @@ def data_entry(collection, job: Job, selection, train_part, heldout) -> dict[str
     }
 
 
-def conversation_of(dialogue) -> str:
+def conversation_of(dialogue: Dialogue) -> str:
     """The conversation a dialogue (query point) was cut from, for grouping held-out data."""
     meta = dialogue.meta or {}
     for key in ("conversation", "conversation_id", "dialogue_id"):
@@ -180,7 +195,7 @@ def resolve_base(spec: str) -> ResolvedModel:
     return resolved
 
 
-def _select(collection, settings: TrainSettings) -> tuple[list, dict[str, Any]]:
+def _select(collection: Collection, settings: TrainSettings) -> tuple[list[Dialogue], dict[str, Any]]:
     dialogues = list(collection.dialogues)
     selection: dict[str, Any] = {}
     split = settings.val_of_split

@@ -71,10 +71,9 @@ def test_help_text_lists_every_parameter_with_default_and_grid():
     assert len(text.splitlines()) == len(DECLARED)
 
 
-def test_a_settings_type_is_made_by_keyword_with_defaults_and_checked_when_made():
+def test_a_settings_record_is_made_by_keyword_with_defaults_and_checked_when_made():
     import dataclasses
 
-    from dsr.core.params import settings_type
     from dsr.judging.quality import CAMPAIGN_PARAMS, Settings
 
     assert [f.name for f in dataclasses.fields(Settings)] == [p.name for p in CAMPAIGN_PARAMS]
@@ -86,8 +85,7 @@ def test_a_settings_type_is_made_by_keyword_with_defaults_and_checked_when_made(
         with pytest.raises(InputError) as raised:
             Settings(**{name: value})
         assert raised.value.field == name and "a judging campaign" in str(raised.value)
-    Fixed = settings_type("Fixed", (Param("n", 2, "int", low=1),), "a test")
-    assert Fixed(n=3.0).n == 3 and isinstance(Fixed(n=3.0).n, int)  # a whole float narrowed
+    assert Settings(k=3.0).k == 3 and isinstance(Settings(k=3.0).k, int)  # a whole float narrowed
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.k = 4
 

@@ -20,7 +20,7 @@ from dsr.core.data import read_benchmark
 from dsr.core.errors import InputError
 from dsr.core.run import Run
 from dsr.training import settings as train_settings
-from dsr.training.settings import PIPELINES, RECIPES, pipeline_named, resolve_settings
+from dsr.training.settings import PIPELINES, RECIPES, TrainSettings, pipeline_named, resolve_settings
 from tests.support.tiny_bert import make_tiny_bert
 from tests.training.test_biencoder_train import DOCS, FILLER, _dialogues, _write
 
@@ -49,12 +49,12 @@ def tiny(tmp_path_factory) -> Path:
 
 
 def test_a_cross_encoder_takes_its_own_losses_and_listwise_its_list_negatives():
-    ce = resolve_settings({"model_type": "cross-encoder"})
+    ce = resolve_settings(TrainSettings(model_type="cross-encoder"))
     assert ce.loss == "bce" and ce.list_negatives is None
-    listwise = resolve_settings({"model_type": "cross-encoder", "loss": "listwise"})
+    listwise = resolve_settings(TrainSettings(model_type="cross-encoder", loss="listwise"))
     assert listwise.list_negatives == train_settings.LISTWISE_NEGATIVES
-    assert resolve_settings({}).loss == "mnrl"
-    hard = resolve_settings({"recipe": "ce-hard"})
+    assert resolve_settings(TrainSettings()).loss == "mnrl"
+    hard = resolve_settings(TrainSettings(recipe="ce-hard"))
     assert (hard.model_type, hard.loss, hard.list_negatives, hard.text) == ("cross-encoder", "listwise", 4, "title: body")
 
 
@@ -70,7 +70,7 @@ def test_a_cross_encoder_takes_its_own_losses_and_listwise_its_list_negatives():
 )
 def test_losses_that_do_not_fit_the_model_name_the_setting(given, field, words):
     with pytest.raises(InputError) as err:
-        resolve_settings(given)
+        resolve_settings(TrainSettings(**given))
     assert err.value.field == field and words in err.value.message
 
 
@@ -80,10 +80,10 @@ def test_a_pipeline_names_its_stages_models_and_recommended_is_one_only_when_it_
     assert [s.recipe for s in pipeline.stages] == ["full", "ce-hard"] and all(s.recipe in RECIPES for s in pipeline.stages)
     assert pipeline_named("full+ce") is pipeline and pipeline_named("full") is None
     # recommended resolves to its first stage's recipe for one training, and is a pipeline with several
-    assert resolve_settings({"recipe": "recommended"}).recipe == train_settings.RECOMMENDED.stages[0].recipe
+    assert resolve_settings(TrainSettings(recipe="recommended")).recipe == train_settings.RECOMMENDED.stages[0].recipe
     monkeypatch.setattr(train_settings, "RECOMMENDED", pipeline)
     assert pipeline_named("recommended") is pipeline
-    assert resolve_settings({"recipe": "recommended"}).recipe == "full"
+    assert resolve_settings(TrainSettings(recipe="recommended")).recipe == "full"
 
 
 def test_help_lists_the_pipelines_and_what_recommended_is(capsys):
@@ -160,7 +160,7 @@ def test_the_listwise_negatives_are_the_first_stages_top_non_relevant_candidates
 
     monkeypatch.setenv("DSR_HOME", str(pipeline_home))
     dialogues = read_benchmark(data["train"]).dialogues
-    settings = resolve_settings({"recipe": "ce-hard", "hard_negatives": "dsr:p", "hard_depth": 3})
+    settings = resolve_settings(TrainSettings(recipe="ce-hard", hard_negatives="dsr:p", hard_depth=3))
     ranked, _ = mine_negatives(dialogues, settings)
     columns, stats = crossencoder.training_examples(dialogues, settings, lambda d: d.title, "fixture", ranked)
     assert list(columns) == ["query", "positive", "negative_1", "negative_2", "negative_3", "negative_4"]

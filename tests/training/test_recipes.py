@@ -24,7 +24,7 @@ from dsr.cli import main
 from dsr.core.data import read_benchmark
 from dsr.core.errors import InputError
 from dsr.training.finetune import _incomplete
-from dsr.training.settings import MODEL_DEFAULTS, RECIPES, RECOMMENDED, resolve_settings
+from dsr.training.settings import MODEL_DEFAULTS, RECIPES, RECOMMENDED, TrainSettings, resolve_settings
 from tests.support.tiny_bert import make_tiny_bert
 from tests.training.test_biencoder_train import DOCS, FILLER, _dialogues, _write
 
@@ -54,7 +54,7 @@ def tiny(tmp_path_factory) -> Path:
 
 
 def test_a_recipe_fills_what_is_not_given_and_a_given_setting_wins():
-    quick = resolve_settings({})
+    quick = resolve_settings(TrainSettings())
     assert quick.recipe == "quick" and quick.model_type == "bi-encoder"
     assert (quick.max_steps, quick.batch_size, quick.list_negatives, quick.text, quick.epochs) == (
         120,
@@ -63,14 +63,14 @@ def test_a_recipe_fills_what_is_not_given_and_a_given_setting_wins():
         "body",
         1.0,
     )  # the default, unchanged
-    full = resolve_settings({"recipe": "full"})
+    full = resolve_settings(TrainSettings(recipe="full"))
     for key, value in RECIPES["full"].settings.items():
         assert getattr(full, key) == value
     assert full.padding == MODEL_DEFAULTS["bi-encoder"]["padding"]  # what the recipe leaves alone
-    mine = resolve_settings({"recipe": "full", "epochs": 1, "text": "body"})
+    mine = resolve_settings(TrainSettings(recipe="full", epochs=1, text="body"))
     assert (mine.epochs, mine.text, mine.list_negatives) == (1, "body", 4)
-    assert resolve_settings({"recipe": "recommended"}).recipe == RECOMMENDED.stages[0].recipe
-    cross = resolve_settings({"model_type": "cross-encoder"})
+    assert resolve_settings(TrainSettings(recipe="recommended")).recipe == RECOMMENDED.stages[0].recipe
+    cross = resolve_settings(TrainSettings(model_type="cross-encoder"))
     assert cross.recipe is None and cross.max_steps == 400 and cross.list_negatives is None
 
 
@@ -88,7 +88,7 @@ def test_a_recipe_fills_what_is_not_given_and_a_given_setting_wins():
 )
 def test_settings_that_do_not_go_together_name_the_setting(given, field, words):
     with pytest.raises(InputError) as err:
-        resolve_settings(given)
+        resolve_settings(TrainSettings(**given))
     assert err.value.field == field and words in str(err.value)
 
 
@@ -404,7 +404,7 @@ def test_kfold_trains_every_fold_with_the_recipe_named(data, tiny, tmp_path, mon
 
     calls = []
 
-    def fake_train(collection, name, **settings):
+    def fake_train(collection, name, settings, **where):
         calls.append(settings)
         raise InputError("stop here", field="recipe")
 
@@ -433,7 +433,7 @@ def test_kfold_trains_every_fold_with_the_recipe_named(data, tiny, tmp_path, mon
         )
         == 2
     )
-    assert calls and calls[0]["recipe"] == "full" and calls[0]["epochs"] == 2 and calls[0]["fold"] == 0
+    assert calls and (calls[0].recipe, calls[0].epochs, calls[0].fold, calls[0].base) == ("full", 2, 0, str(tiny))
     with pytest.raises(SystemExit) as exit_:
         main(
             [
