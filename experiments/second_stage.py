@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]  # experiments, a package, when run as a script
 
-from experiments.training_levers import ROOT, Lever, arguments, card_of, dsr, fresh, rank, training_row  # noqa: E402
+from experiments.training_levers import ROOT, Lever, arguments, card_of, dsr, fresh, fuse, rank, training_row  # noqa: E402
 
 NAME = "second-stage-levers"
 RESULT = ROOT / "experiments" / "results" / f"{NAME}.json"
@@ -152,17 +152,6 @@ def derive(lever: Lever, runs: Path, depth: int, collections: dict) -> None:
         run = rerank_top_k(collections[label_set], first, scores, k)
         run.tag = f"{ce}-top{k}"
         run.write(runs / f"{lever.name}.{label_set}.run")
-
-
-def fuse(lever: Lever, runs: Path) -> bool:
-    for label_set in ("silver", "dev"):
-        parts = [runs / f"{p}.{label_set}.run" for p in lever.fuse]
-        if not all(p.is_file() for p in parts):
-            return False
-        out = runs / f"{lever.name}.{label_set}.run"
-        if not fresh(out, max(p.stat().st_mtime for p in parts)):
-            dsr("fuse", *map(str, parts), "--method", "interp", "--param", "weight=0.5", "--out", str(out))
-    return True
 
 
 def make_runs(args, runs: Path, paths: dict[str, Path], levers: tuple[Lever, ...]) -> tuple[list[Lever], dict[str, dict]]:
