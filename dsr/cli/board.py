@@ -29,8 +29,7 @@ from dsr.board.settings import (
     SUBMIT_PARAMS,
 )
 from dsr.board.workers import check_socket_room
-from dsr.cli.commands import summary
-from dsr.cli.common import add_param_flags, param_values
+from dsr.cli.common import add_command, add_param_flags, param_values, show_help
 from dsr.core import docs_url
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError, require_extra
@@ -60,9 +59,9 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    s = subparsers.add_parser(
+    s = add_command(
+        subparsers,
         "serve",
-        help=summary("serve"),
         description=f"Serve the leaderboard: boards, run pages, a submission form and /api/... (see {docs_url('board')}).",
         epilog=BOARD_EPILOG,
     )
@@ -74,9 +73,7 @@ def register(subparsers: _SubParsersAction) -> None:
 
     _submit_parser(subparsers)
 
-    b = subparsers.add_parser(
-        "board", help=summary("board"), description=f"Organisers' commands (see {docs_url('board')}).", epilog=BOARD_EPILOG
-    )
+    b = add_command(subparsers, "board", description=f"Organisers' commands (see {docs_url('board')}).", epilog=BOARD_EPILOG)
     sub = b.add_subparsers(dest="board_command", metavar="ACTION")
 
     t = sub.add_parser("add-team", help="create a team and its first member; print the member's token (shown once)")
@@ -89,7 +86,7 @@ def register(subparsers: _SubParsersAction) -> None:
     _season_parsers(sub)
     _member_parsers(sub)
     _run_parsers(sub)
-    b.set_defaults(func=lambda args: b.print_help() or 2)
+    b.set_defaults(func=lambda args: show_help(b))
 
 
 def _run_parsers(sub: argparse._SubParsersAction) -> None:
@@ -159,9 +156,9 @@ def _member_parsers(sub: _SubParsersAction) -> None:
 
 def _submit_parser(subparsers: _SubParsersAction) -> None:
     """``dsr submit``'s options."""
-    u = subparsers.add_parser(
+    u = add_command(
+        subparsers,
         "submit",
-        help=summary("submit"),
         description="Upload a run (and the published metadata of RUN.json beside it: printed first) to a "
         "server started by dsr serve; a try without an answer is sent again with its "
         "Idempotency-Key. "
