@@ -58,6 +58,15 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
     add_param_flags(parser, BOARD_PARAMS)
 
 
+def _phase_parser(sub: _SubParsersAction, name: str, help: str, collection_help: str | None = None) -> argparse.ArgumentParser:
+    """``dsr board NAME``: an action on one phase, with the database options, COLLECTION and --phase."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help)
+    _db_options(parser)
+    parser.add_argument("collection", metavar="COLLECTION", help=collection_help)
+    parser.add_argument("--phase", metavar="P")
+    return parser
+
+
 def register(subparsers: _SubParsersAction) -> None:
     s = add_command(
         subparsers,
@@ -108,22 +117,18 @@ def _run_parsers(sub: argparse._SubParsersAction) -> None:
     _db_options(r)
     r.set_defaults(func=cmd_board_rebuild)
 
-    e = sub.add_parser("export", help="the board as CSV, LaTeX or JSON")
-    _db_options(e)
-    e.add_argument("collection", metavar="COLLECTION")
-    e.add_argument("--phase", metavar="P")
+    e = _phase_parser(sub, "export", "the board as CSV, LaTeX or JSON")
     e.add_argument("--format", choices=("csv", "latex", "json"), default="csv")
     add_param_flags(e, (SELECT,))
     e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_board_export)
 
-    w = sub.add_parser(
+    w = _phase_parser(
+        sub,
         "participant-file",
-        help="the dialogues of a hidden phase for participants: no label, next turn, meta or other field derived from them",
+        "the dialogues of a hidden phase for participants: no label, next turn, meta or other field derived from them",
+        collection_help="the board's collection name",
     )
-    _db_options(w)
-    w.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
-    w.add_argument("--phase", metavar="P")
     w.add_argument("--out", required=True, metavar="FILE", help="the benchmark file to write (atomically)")
     w.add_argument(
         "--keep-scores",
@@ -240,17 +245,11 @@ def _allow_overlap(parser: argparse.ArgumentParser) -> None:
 
 def _season_parsers(sub: _SubParsersAction) -> None:
     """``dsr board set-phase`` and ``dsr board freeze``."""
-    s = sub.add_parser("set-phase", help="change a phase's primary measure, dates or final switch")
-    _db_options(s)
-    s.add_argument("collection", metavar="COLLECTION")
-    s.add_argument("--phase", metavar="P")
+    s = _phase_parser(sub, "set-phase", "change a phase's primary measure, dates or final switch")
     add_param_flags(s, SEASON_PARAMS)
     _allow_overlap(s)
     s.set_defaults(func=cmd_board_set_phase)
-    f = sub.add_parser("freeze", help="end a phase: no more submissions; a final phase's results are published")
-    _db_options(f)
-    f.add_argument("collection", metavar="COLLECTION")
-    f.add_argument("--phase", metavar="P")
+    f = _phase_parser(sub, "freeze", "end a phase: no more submissions; a final phase's results are published")
     f.set_defaults(func=cmd_board_freeze)
 
 
