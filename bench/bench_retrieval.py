@@ -34,6 +34,7 @@ Everything runs in a fresh temporary DSR_HOME (cold caches) unless --home.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -211,20 +212,10 @@ def bench_dense(collection, label: str, encode_limit: int | None) -> None:
     vectors = embeddings.encode(pool, progress=False)
     queries = vectors[: len(collection)] + 0.01  # query-like vectors near pool points
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    flat = stage(f"[{label}] faiss flat build ({len(pool):,})", lambda: build_faiss(vectors, "flat"))
-    stage(
-        f"[{label}] faiss flat search top-100 ({len(queries)} q)",
-        lambda: flat.search(queries, 100),
-        items=len(queries),
-        unit="query",
-    )
-    hnsw = stage(f"[{label}] faiss hnsw build ({len(pool):,})", lambda: build_faiss(vectors, "hnsw"))
-    stage(
-        f"[{label}] faiss hnsw search top-100 ({len(queries)} q)",
-        lambda: hnsw.search(queries, 100),
-        items=len(queries),
-        unit="query",
-    )
+    for kind in ("flat", "hnsw"):
+        index = stage(f"[{label}] faiss {kind} build ({len(pool):,})", functools.partial(build_faiss, vectors, kind))
+        top_100 = functools.partial(index.search, queries, 100)
+        stage(f"[{label}] faiss {kind} search top-100 ({len(queries)} q)", top_100, items=len(queries), unit="query")
 
 
 def bench_cross_encoder(collection, n_pairs: int) -> None:
