@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 
-from benchinfo import footer, header  # noqa: E402
+from benchinfo import header, write_result  # noqa: E402
 
 from dsr.core.providers import PROVIDERS  # noqa: E402
 
@@ -266,22 +266,10 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     with tempfile.TemporaryDirectory() as work:
         rows = rows_of(Path(work), notes)
-    footer(info)
-    result = {
-        "name": "providers",
-        "title": "each fast path of dsr/core/providers.py against its reference (best of 3)",
-        "command": "python bench/bench_providers.py",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": {k: info[k] for k in ("cpu", "cores", "units", "python")},
-        "load_before": info["load_before"],
-        "load_after": info["load_after"],
-        "columns": ["provider", "input", "reference", "fast path", "ratio", "justified by"],
-        "rows": rows,
-        "notes": notes,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    columns = ["provider", "input", "reference", "fast path", "ratio", "justified by"]
+    title = "each fast path of dsr/core/providers.py against its reference (best of 3)"
+    command = "python bench/bench_providers.py"
+    write_result("providers", info, columns, rows, title=title, command=command, notes=notes, path=args.out)
     return 0
 
 

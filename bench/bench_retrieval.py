@@ -34,6 +34,7 @@ Everything runs in a fresh temporary DSR_HOME (cold caches) unless --home.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -97,20 +98,13 @@ def bench_bm25(collection, label: str, n_search: int) -> None:
     stage(
         f"[{label}] bm25 index build (rank_bm25, {len(ids):,} sent.)", lambda: BM25Index(ids, texts), items=len(ids), unit="sent"
     )
-    stage(
-        f"[{label}] bm25 re-rank {len(collection)}x cands, cold (incl. index)",
-        lambda: make_ranker("bm25", query="all").rank(collection),
-        items=n_cands,
-        unit="cand",
-        target="< 2 s (846x50)",
-    )
-    stage(
-        f"[{label}] bm25 re-rank, warm (index from cache)",
-        lambda: make_ranker("bm25", query="all").rank(collection),
-        items=n_cands,
-        unit="cand",
-        target="< 2 s (846x50)",
-    )
+
+    def rerank_all():
+        return make_ranker("bm25", query="all").rank(collection)
+
+    # the first builds the index and caches it, the second reads the cache
+    for when in (f" {len(collection)}x cands, cold (incl. index)", ", warm (index from cache)"):
+        stage(f"[{label}] bm25 re-rank{when}", rerank_all, items=n_cands, unit="cand", target="< 2 s (846x50)")
     stage(
         f"[{label}] bm25 re-rank, weighted query, warm",
         lambda: make_ranker("bm25", query="weighted").rank(collection),
@@ -218,20 +212,10 @@ def bench_dense(collection, label: str, encode_limit: int | None) -> None:
     vectors = embeddings.encode(pool, progress=False)
     queries = vectors[: len(collection)] + 0.01  # query-like vectors near pool points
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    flat = stage(f"[{label}] faiss flat build ({len(pool):,})", lambda: build_faiss(vectors, "flat"))
-    stage(
-        f"[{label}] faiss flat search top-100 ({len(queries)} q)",
-        lambda: flat.search(queries, 100),
-        items=len(queries),
-        unit="query",
-    )
-    hnsw = stage(f"[{label}] faiss hnsw build ({len(pool):,})", lambda: build_faiss(vectors, "hnsw"))
-    stage(
-        f"[{label}] faiss hnsw search top-100 ({len(queries)} q)",
-        lambda: hnsw.search(queries, 100),
-        items=len(queries),
-        unit="query",
-    )
+    for kind in ("flat", "hnsw"):
+        index = stage(f"[{label}] faiss {kind} build ({len(pool):,})", functools.partial(build_faiss, vectors, kind))
+        top_100 = functools.partial(index.search, queries, 100)
+        stage(f"[{label}] faiss {kind} search top-100 ({len(queries)} q)", top_100, items=len(queries), unit="query")
 
 
 def bench_cross_encoder(collection, n_pairs: int) -> None:

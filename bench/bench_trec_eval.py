@@ -20,7 +20,6 @@ retrieved, grades 0 to 3 and some -1.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -32,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from benchinfo import footer, goal, header  # noqa: E402
+from benchinfo import footer, goal, header, write_result  # noqa: E402
 
 #: the dsr command of this interpreter's environment
 DSR = (
@@ -252,26 +251,17 @@ def write_json(path: Path, args, info: dict, columns: list[str], table: list[lis
         *(f"--te-{n} BIN" for n, b in (("9", args.te_9), ("10", args.te_10)) if b),
     ]
     flags = " ".join(given)  # the binaries by their option, not their path
-    record = {
-        "name": "trec_eval",
-        "title": f"dsr trec_eval and dsr evaluate --qrels against trec_eval: {args.topics:,} topics x {args.docs:,} documents "
-        f"({size:.0f} MB), {args.topics * args.judged:,} qrels lines",
-        "command": f"python bench/bench_trec_eval.py {flags}".strip(),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": {"cpu": info["cpu"], "cores": info["cores"], "units": info["units"], "python": info["python"]},
-        "load_before": info["load_before"],
-        "load_after": info["load_after"],
-        "columns": columns,
-        "rows": table,
-        "notes": [
-            f"median wall time of {args.rounds} interleaved rounds, each command a process of its own; memory: the "
-            "largest peak resident set (ru_maxrss) of the rounds",
-            *(line.split(" (goal")[0].removeprefix("GOAL ") for line in goals),
-        ],
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    title = (
+        f"dsr trec_eval and dsr evaluate --qrels against trec_eval: {args.topics:,} topics x {args.docs:,} documents "
+        f"({size:.0f} MB), {args.topics * args.judged:,} qrels lines"
+    )
+    notes = [
+        f"median wall time of {args.rounds} interleaved rounds, each command a process of its own; memory: the "
+        "largest peak resident set (ru_maxrss) of the rounds",
+        *(line.split(" (goal")[0].removeprefix("GOAL ") for line in goals),
+    ]
+    command = f"python bench/bench_trec_eval.py {flags}".strip()
+    write_result("trec_eval", info, columns, table, title=title, command=command, notes=notes, path=path)
 
 
 if __name__ == "__main__":

@@ -95,11 +95,12 @@ def write_result(
     command: str | None = None,
     notes: list[str] | None = None,
     folder: Path | None = None,
+    path: Path | None = None,
 ) -> Path:
-    """Write ``FOLDER/NAME.json`` (default ``bench/results``): the figures of one run with the
-    date, machine and load of :func:`header` (and :func:`footer`, called here if it was not),
-    in the shape ``tools/docs_figures.py`` renders. ``command`` defaults to this process's
-    command line. Returns the path."""
+    """Write ``FOLDER/NAME.json`` (default ``bench/results``; or ``path``, a bench's --out): the
+    figures of one run with the date, machine and load of :func:`header` (and :func:`footer`,
+    called here if it was not), in the shape ``tools/docs_figures.py`` renders. ``command``
+    defaults to this process's command line. Returns the path."""
     if "load_after" not in info:
         footer(info)
     if command is None:
@@ -116,7 +117,7 @@ def write_result(
         "rows": [[_plain(cell) for cell in row] for row in rows],
         "notes": list(notes or []),
     }
-    path = (folder or RESULTS) / f"{name}.json"
+    path = Path(path) if path is not None else (folder or RESULTS) / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"figures written to {_relative(str(path))} (python tools/docs_figures.py --write shows them in the docs)")

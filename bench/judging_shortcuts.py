@@ -15,17 +15,15 @@ their grades count, to bench/results/judging_shortcuts.json.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from benchinfo import footer, header  # noqa: E402
+from benchinfo import header, write_result  # noqa: E402
 
 from dsr.judging.campaign_report import outcome  # noqa: E402
 from tools.judging_harness import SCRIPTS, shortcut_campaign  # noqa: E402
@@ -72,25 +70,19 @@ def main() -> int:
             ]
         )
         print(" | ".join(map(str, rows[-1])))
-    footer(info)
-    result = {
-        "name": "judging_shortcuts",
-        "title": "Balanced honeypot accuracy of a careful assessor and of scripts that grade without reading (threshold 0.7)",
-        "command": "python bench/judging_shortcuts.py",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": {"cpu": info["cpu"], "cores": info["cores"], "units": info["units"], "python": info["python"]},
-        "load_before": info["load_before"],
-        "load_after": info["load_after"],
-        "columns": ["assessor", "auto checks", "answered", "gold items", "answered", "counted (auto)", "counted (gold)"],
-        "rows": rows,
-        "notes": [
+    write_result(
+        "judging_shortcuts",
+        info,
+        ["assessor", "auto checks", "answered", "gold items", "answered", "counted (auto)", "counted (gold)"],
+        rows,
+        title="Balanced honeypot accuracy of a careful assessor and of scripts that grade without reading (threshold 0.7)",
+        command="python bench/judging_shortcuts.py",
+        notes=[
             "the first 30 dialogues of the judged CMU_DoG valid set (graded by language-model assessors), labels hidden; "
             "default settings: 10 % honeypots, threshold 0.7, at least 3 checks",
         ],
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"written: {args.out}")
+        path=Path(args.out),
+    )
     return 0
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]  # experiments, a package, when run as a script
 
-from experiments.training_levers import ROOT, Lever, arguments, card_of, dsr, fresh, rank, training_row  # noqa: E402
+from experiments.training_levers import ROOT, Lever, arguments, card_of, decide, dsr, fresh, fuse, rank, training_row, workspace  # noqa: E402
 
 NAME = "second-stage-levers"
 RESULT = ROOT / "experiments" / "results" / f"{NAME}.json"
@@ -154,17 +154,6 @@ def derive(lever: Lever, runs: Path, depth: int, collections: dict) -> None:
         run.write(runs / f"{lever.name}.{label_set}.run")
 
 
-def fuse(lever: Lever, runs: Path) -> bool:
-    for label_set in ("silver", "dev"):
-        parts = [runs / f"{p}.{label_set}.run" for p in lever.fuse]
-        if not all(p.is_file() for p in parts):
-            return False
-        out = runs / f"{lever.name}.{label_set}.run"
-        if not fresh(out, max(p.stat().st_mtime for p in parts)):
-            dsr("fuse", *map(str, parts), "--method", "interp", "--param", "weight=0.5", "--out", str(out))
-    return True
-
-
 def make_runs(args, runs: Path, paths: dict[str, Path], levers: tuple[Lever, ...]) -> tuple[list[Lever], dict[str, dict]]:
     """Every lever's two runs where its model is there; the levers present and their rows."""
     present, rows = [], {}
@@ -206,23 +195,9 @@ def judge(args, levers: tuple[Lever, ...] = LEVERS) -> dict:
     if card_of(args.home, levers[0]) is None:  # every lever not trained
         why = f"not judged: the default {levers[0].name!r} is not trained"
         return {"decision": None, "text": why, "rows": {}, "load_before": load_before}
-    runs = args.out / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
-    paths = {"home": args.home, "source": args.source, "dev_all": args.out / "dev-all.jsonl"}
-    if not paths["dev_all"].is_file():
-        dsr("data", "build", "cmu_dog_dev", "--source", str(args.source), "--param", "points=all", "--out", str(paths["dev_all"]))
+    runs, paths = workspace(args)
     present, rows = make_runs(args, runs, paths, levers)
-    specs = [f"{lv.name}={runs / (lv.name + '.silver.run')},{runs / (lv.name + '.dev.run')}" for lv in present]
-    command = ["decide", "cmu_dog", "cmu_dog_dev", "--silver-source", str(args.source), "--silver-split", "valid"]
-    command += ["--dev-source", str(args.source), "--default", specs[0], *specs[1:]]
-    return {
-        "decision": dsr(*command, "--json", json_out=True),
-        "text": dsr(*command),
-        "rows": rows,
-        "command": "dsr " + " ".join(command),
-        "runs": str(runs),
-        "load_before": load_before,
-    }
+    return {**decide(args.source, runs, present, rows), "load_before": load_before}
 
 
 def p_text(row: dict) -> str:

@@ -216,13 +216,35 @@ def reranked(lever: Lever, home: Path, paths: dict[str, Path], runs: Path) -> bo
     return True
 
 
-def judge(args, levers=LEVERS) -> dict:
-    """Make the runs, run `dsr decide`; everything the report needs."""
+def workspace(args) -> tuple[Path, dict[str, Path]]:
+    """The runs folder under --out, and the paths the levers read: the home, the CMU_DoG source
+    and the judged development set with all its points (built once)."""
     runs = args.out / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     paths = {"home": args.home, "source": args.source, "dev_all": args.out / "dev-all.jsonl"}
     if not paths["dev_all"].is_file():
         dsr("data", "build", "cmu_dog_dev", "--source", str(args.source), "--param", "points=all", "--out", str(paths["dev_all"]))
+    return runs, paths
+
+
+def decide(source: Path, runs: Path, present: list[Lever], rows: dict) -> dict:
+    """``dsr decide`` on the levers ``present`` (the default first), their runs in ``runs``: the
+    decision (JSON and text), the levers' ``rows`` and the command line."""
+    specs = [f"{lv.name}={runs / (lv.name + '.silver.run')},{runs / (lv.name + '.dev.run')}" for lv in present]
+    command = ["decide", "cmu_dog", "cmu_dog_dev", "--silver-source", str(source), "--silver-split", "valid"]
+    command += ["--dev-source", str(source), "--default", specs[0], *specs[1:]]
+    return {
+        "decision": dsr(*command, "--json", json_out=True),
+        "text": dsr(*command),
+        "rows": rows,
+        "command": "dsr " + " ".join(command),
+        "runs": str(runs),
+    }
+
+
+def judge(args, levers=LEVERS) -> dict:
+    """Make the runs, run `dsr decide`; everything the report needs."""
+    runs, paths = workspace(args)
     present, rows = [], {}
     for lever in levers:
         card = card_of(args.home, lever)
@@ -238,27 +260,8 @@ def judge(args, levers=LEVERS) -> dict:
         rows.setdefault(lever.name, {}).update(training_row(args.home, card), present=ok)
         if ok:
             present.append(lever)
-    specs = [f"{lv.name}={runs / (lv.name + '.silver.run')},{runs / (lv.name + '.dev.run')}" for lv in present]
-    command = [
-        "decide",
-        "cmu_dog",
-        "cmu_dog_dev",
-        "--silver-source",
-        str(args.source),
-        "--silver-split",
-        "valid",
-        "--dev-source",
-        str(args.source),
-        "--default",
-        specs[0],
-        *specs[1:],
-    ]
     return {
-        "decision": dsr(*command, "--json", json_out=True),
-        "text": dsr(*command),
-        "rows": rows,
-        "command": "dsr " + " ".join(command),
-        "runs": str(runs),
+        **decide(args.source, runs, present, rows),
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(),
         "load": ", ".join(f"{x:.2f}" for x in os.getloadavg()),

@@ -34,7 +34,14 @@ from hypothesis import settings
 
 from tests.support import order, processes, tiers
 
-pytest_plugins = ["tests.support.data", "tests.support.board", "tests.support.tool_runs", "tests.support.exports"]
+pytest_plugins = [
+    "tests.support.data",
+    "tests.support.board",
+    "tests.support.tool_runs",
+    "tests.support.exports",
+    "tests.support.disk",
+    "tests.support.judging",
+]
 
 # No time limit per example: hypothesis' default deadline fails an example that a loaded
 # machine or a parallel run slows down, and speed targets live in the benchmarks (bench/), never

@@ -8,8 +8,7 @@ import sys
 from argparse import _SubParsersAction
 from pathlib import Path
 
-from dsr.cli.commands import summary
-from dsr.cli.common import add_param_flags
+from dsr.cli.common import add_command, add_param_flags
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
@@ -17,9 +16,9 @@ from dsr.evaluation.ordering_agreement import MEASURE, agreement
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "agreement",
-        help=summary("agreement"),
         description="Measure each RUN with the labels of SILVER and of JUDGED on the query points "
         "both collections hold, and compare the two orderings of the runs with "
         "Kendall's tau (scipy.stats.kendalltau).",

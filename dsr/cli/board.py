@@ -29,8 +29,7 @@ from dsr.board.settings import (
     SUBMIT_PARAMS,
 )
 from dsr.board.workers import check_socket_room
-from dsr.cli.commands import summary
-from dsr.cli.common import add_param_flags, param_values
+from dsr.cli.common import add_command, add_param_flags, param_values, show_help
 from dsr.core import docs_url
 from dsr.core.atomic import atomic_write
 from dsr.core.errors import InputError, require_extra
@@ -59,10 +58,19 @@ def _db_options(parser: argparse.ArgumentParser) -> None:
     add_param_flags(parser, BOARD_PARAMS)
 
 
+def _phase_parser(sub: _SubParsersAction, name: str, help: str, collection_help: str | None = None) -> argparse.ArgumentParser:
+    """``dsr board NAME``: an action on one phase, with the database options, COLLECTION and --phase."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help)
+    _db_options(parser)
+    parser.add_argument("collection", metavar="COLLECTION", help=collection_help)
+    parser.add_argument("--phase", metavar="P")
+    return parser
+
+
 def register(subparsers: _SubParsersAction) -> None:
-    s = subparsers.add_parser(
+    s = add_command(
+        subparsers,
         "serve",
-        help=summary("serve"),
         description=f"Serve the leaderboard: boards, run pages, a submission form and /api/... (see {docs_url('board')}).",
         epilog=BOARD_EPILOG,
     )
@@ -74,9 +82,7 @@ def register(subparsers: _SubParsersAction) -> None:
 
     _submit_parser(subparsers)
 
-    b = subparsers.add_parser(
-        "board", help=summary("board"), description=f"Organisers' commands (see {docs_url('board')}).", epilog=BOARD_EPILOG
-    )
+    b = add_command(subparsers, "board", description=f"Organisers' commands (see {docs_url('board')}).", epilog=BOARD_EPILOG)
     sub = b.add_subparsers(dest="board_command", metavar="ACTION")
 
     t = sub.add_parser("add-team", help="create a team and its first member; print the member's token (shown once)")
@@ -89,7 +95,7 @@ def register(subparsers: _SubParsersAction) -> None:
     _season_parsers(sub)
     _member_parsers(sub)
     _run_parsers(sub)
-    b.set_defaults(func=lambda args: b.print_help() or 2)
+    b.set_defaults(func=lambda args: show_help(b))
 
 
 def _run_parsers(sub: argparse._SubParsersAction) -> None:
@@ -111,22 +117,18 @@ def _run_parsers(sub: argparse._SubParsersAction) -> None:
     _db_options(r)
     r.set_defaults(func=cmd_board_rebuild)
 
-    e = sub.add_parser("export", help="the board as CSV, LaTeX or JSON")
-    _db_options(e)
-    e.add_argument("collection", metavar="COLLECTION")
-    e.add_argument("--phase", metavar="P")
+    e = _phase_parser(sub, "export", "the board as CSV, LaTeX or JSON")
     e.add_argument("--format", choices=("csv", "latex", "json"), default="csv")
     add_param_flags(e, (SELECT,))
     e.add_argument("--out", metavar="FILE", help="write here (atomically) instead of stdout")
     e.set_defaults(func=cmd_board_export)
 
-    w = sub.add_parser(
+    w = _phase_parser(
+        sub,
         "participant-file",
-        help="the dialogues of a hidden phase for participants: no label, next turn, meta or other field derived from them",
+        "the dialogues of a hidden phase for participants: no label, next turn, meta or other field derived from them",
+        collection_help="the board's collection name",
     )
-    _db_options(w)
-    w.add_argument("collection", metavar="COLLECTION", help="the board's collection name")
-    w.add_argument("--phase", metavar="P")
     w.add_argument("--out", required=True, metavar="FILE", help="the benchmark file to write (atomically)")
     w.add_argument(
         "--keep-scores",
@@ -159,9 +161,9 @@ def _member_parsers(sub: _SubParsersAction) -> None:
 
 def _submit_parser(subparsers: _SubParsersAction) -> None:
     """``dsr submit``'s options."""
-    u = subparsers.add_parser(
+    u = add_command(
+        subparsers,
         "submit",
-        help=summary("submit"),
         description="Upload a run (and the published metadata of RUN.json beside it: printed first) to a "
         "server started by dsr serve; a try without an answer is sent again with its "
         "Idempotency-Key. "
@@ -243,17 +245,11 @@ def _allow_overlap(parser: argparse.ArgumentParser) -> None:
 
 def _season_parsers(sub: _SubParsersAction) -> None:
     """``dsr board set-phase`` and ``dsr board freeze``."""
-    s = sub.add_parser("set-phase", help="change a phase's primary measure, dates or final switch")
-    _db_options(s)
-    s.add_argument("collection", metavar="COLLECTION")
-    s.add_argument("--phase", metavar="P")
+    s = _phase_parser(sub, "set-phase", "change a phase's primary measure, dates or final switch")
     add_param_flags(s, SEASON_PARAMS)
     _allow_overlap(s)
     s.set_defaults(func=cmd_board_set_phase)
-    f = sub.add_parser("freeze", help="end a phase: no more submissions; a final phase's results are published")
-    _db_options(f)
-    f.add_argument("collection", metavar="COLLECTION")
-    f.add_argument("--phase", metavar="P")
+    f = _phase_parser(sub, "freeze", "end a phase: no more submissions; a final phase's results are published")
     f.set_defaults(func=cmd_board_freeze)
 
 

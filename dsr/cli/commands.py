@@ -3,7 +3,8 @@
 ``dsr --help`` lists the commands from this table alone; a command's module (its
 ``register(subparsers)`` and handlers, and through them the library) is imported only
 when that command runs or shows its own help. A module's commands are consecutive
-here; its ``register`` adds them all, each with ``help=summary(NAME)``.
+here; its ``register`` adds them all, each with ``dsr.cli.common.add_command`` (its help
+from here).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Argument handling shared by the command modules: the COLLECTION argument, --param,
---out checks and the one override of the collection-hash policy.
+"""Argument handling shared by the command modules: each command's parser, the COLLECTION
+argument, --param, --out checks and the one override of the collection-hash policy.
 
 Only argument handling lives in ``dsr.cli``; what a command does is in the
 domain packages it calls. Nothing outside this package imports it.
@@ -10,13 +10,29 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, TextIO
 
+from dsr.cli.commands import summary
 from dsr.collections import REGISTERED, load_collection
 from dsr.core.atomic import check_output_path
 from dsr.core.data import Collection
 from dsr.core.errors import InputError
 from dsr.core.params import TYPES, Param, Settings
 from dsr.core.run import RUN_FORMAT
+
+
+def add_command(subparsers: argparse._SubParsersAction, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """The parser of command ``name``, with its one-line help from the table of commands
+    (:data:`dsr.cli.commands.COMMANDS`: what ``dsr --help`` lists)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=summary(name), **kwargs)
+    return parser
+
+
+def show_help(parser: argparse.ArgumentParser, file: TextIO | None = None) -> int:
+    """Print ``parser``'s help (to stdout, or ``file``) and return exit code 2: a command
+    group run without its action."""
+    parser.print_help(file)
+    return 2
 
 
 def add_collection_argument(parser: argparse.ArgumentParser) -> None:

@@ -17,10 +17,11 @@ from argparse import _SubParsersAction
 from pathlib import Path
 
 from dsr.cli.board import _board
-from dsr.cli.commands import summary
 from dsr.cli.common import (
     add_allow_mismatch_argument,
     add_collection_argument,
+    add_command,
+    add_param_argument,
     add_param_flags,
     collection_from_args,
     param_values,
@@ -67,9 +68,9 @@ def _add_search(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    corpus = subparsers.add_parser(
+    corpus = add_command(
+        subparsers,
         "corpus",
-        help=summary("corpus"),
         description="Build a sentence corpus from documents (Parquet shards), index it (BM25 with global "
         "statistics, dense vectors, FAISS IVF-PQ) and search it. See " + docs_url("scale") + ".",
     )
@@ -119,15 +120,10 @@ def _register_index(sub: argparse._SubParsersAction) -> None:
         "clusters or nodes, share one corpus; then a run without --part finishes "
         f"it ({docs_url('scale')})",
     )
-    index.add_argument(
-        "--param",
-        action="extend",
-        nargs="+",
-        default=[],
-        metavar="NAME=VALUE",
-        help=f"BM25: {', '.join(p.name for p in BM25_PARAMS)}; IVF-PQ: "
-        f"{', '.join(p.name for p in IVFPQ)} (ivfpq.m=48 or bm25.k1=0.9 to be "
-        "explicit)",
+    add_param_argument(
+        index,
+        f"BM25: {', '.join(p.name for p in BM25_PARAMS)}; IVF-PQ: "
+        f"{', '.join(p.name for p in IVFPQ)} (ivfpq.m=48 or bm25.k1=0.9 to be explicit)",
     )
     _add_execution(index)
     index.set_defaults(func=cmd_index)
@@ -148,9 +144,9 @@ def _register_search(sub: argparse._SubParsersAction) -> None:
 
 
 def _register_pool(subparsers: _SubParsersAction) -> None:
-    pool = subparsers.add_parser(
+    pool = add_command(
+        subparsers,
         "pool",
-        help=summary("pool"),
         description="For dialogues without candidates: search the corpus with each dialogue's query and "
         "write the top --depth sentences as its candidates (labels 0, meta judged=false). "
         "With --runs (or --phase): the TREC pool, the union of the runs' top --depth per "
@@ -159,7 +155,7 @@ def _register_pool(subparsers: _SubParsersAction) -> None:
     add_collection_argument(pool)
     pool.add_argument("--corpus", metavar="DIR", help="corpus folder (built and indexed) to search")
     runs = pool.add_argument("--runs", nargs="+", action="extend", metavar="RUN", help="run files over COLLECTION to pool")
-    runs.takes_files = True
+    runs.takes_files = True  # type: ignore[attr-defined]
     pool.add_argument(
         "--phase", metavar="NAME", help="pool the submissions of this board phase of COLLECTION (with --db/--store)"
     )

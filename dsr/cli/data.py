@@ -11,8 +11,7 @@ from argparse import Namespace, _SubParsersAction
 from pathlib import Path
 from typing import Any
 
-from dsr.cli.commands import summary
-from dsr.cli.common import add_collection_argument, add_param_flags, check_out, collection_from_args
+from dsr.cli.common import add_collection_argument, add_command, add_param_flags, check_out, collection_from_args, show_help
 from dsr.collections import source_module
 from dsr.collections.fetch import TIMEOUT, fetch, sources
 from dsr.collections.stats import collection_stats, collections_info
@@ -28,9 +27,9 @@ def register(subparsers: _SubParsersAction) -> None:
 
 
 def _register_p(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "collections",
-        help=summary("collections"),
         description="List each registered source with its licence, where its raw files are "
         "cached ($DSR_HOME/data/NAME) and whether they are there.",
     )
@@ -39,13 +38,13 @@ def _register_p(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_data(subparsers: argparse._SubParsersAction) -> None:
-    data = subparsers.add_parser(
+    data = add_command(
+        subparsers,
         "data",
-        help=summary("data"),
         description="Download and verify a source's raw files, or convert them into a benchmark file.",
     )
     actions = data.add_subparsers(dest="data_command", metavar="ACTION")
-    data.set_defaults(func=lambda args: _usage(data))
+    data.set_defaults(func=lambda args: show_help(data, sys.stderr))
 
     f = actions.add_parser(
         "fetch",
@@ -88,9 +87,9 @@ def _register_data(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_s(subparsers: argparse._SubParsersAction) -> None:
-    s = subparsers.add_parser(
+    s = add_command(
+        subparsers,
         "stats",
-        help=summary("stats"),
         description="Per subset and overall: dialogues; candidates, relevant candidates and "
         "context turns per dialogue (mean/min/max); the label distribution; "
         "lengths in tokens of context turns, targets and candidates.",
@@ -98,11 +97,6 @@ def _register_s(subparsers: argparse._SubParsersAction) -> None:
     add_collection_argument(s)
     s.add_argument("--json", action="store_true", help="the same numbers as JSON")
     s.set_defaults(func=cmd_stats)
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
 
 
 # --- dsr collections --------------------------------------------------------

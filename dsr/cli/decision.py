@@ -8,8 +8,7 @@ import sys
 from argparse import _SubParsersAction
 from pathlib import Path
 
-from dsr.cli.commands import summary
-from dsr.cli.common import add_param_flags, param_values
+from dsr.cli.common import add_command, add_param_flags, param_values
 from dsr.collections import load_collection
 from dsr.core.errors import InputError
 from dsr.core.run import Run
@@ -17,9 +16,9 @@ from dsr.evaluation.decision import DECIDE_PARAMS, DecideSettings, decide_runs, 
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "decide",
-        help=summary("decide"),
         description="The project's decision rule: each CANDIDATE replaces the DEFAULT pipeline only "
         "if it is better on the judged development set (DEV) AND on silver valid "
         "(SILVER), by paired tests (t and sign-flip) Holm-corrected over the candidates; "

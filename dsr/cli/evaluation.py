@@ -19,6 +19,7 @@ from typing import Any
 from dsr.cli.common import (
     add_allow_mismatch_argument,
     add_collection_argument,
+    add_command,
     add_run_format_argument,
     add_settings_flags,
     check_out,
@@ -112,9 +113,9 @@ def add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "evaluate",
-        help="measure runs (official split protocol, significance, reports)",
         description="Evaluate runs: an aligned table (rows runs, columns measures, one block per "
         "subset); --json prints the same numbers.",
         epilog=EVALUATE_EPILOG,
@@ -149,9 +150,9 @@ def register(subparsers: _SubParsersAction) -> None:
 
 
 def _register_validate(subparsers: _SubParsersAction) -> None:
-    v = subparsers.add_parser(
+    v = add_command(
+        subparsers,
         "validate",
-        help="check a run file before evaluation or submission",
         description="Check every line of a TREC run (plain or .gz) against a collection; every "
         "problem is printed with its line number. Scores that tie as 32-bit floats "
         "(trec_eval orders those by doc id, descending) are warnings. Exit 0 when "

@@ -10,8 +10,7 @@ import sys
 from argparse import Namespace, _SubParsersAction
 from pathlib import Path
 
-from dsr.cli.commands import summary
-from dsr.cli.common import add_collection_argument, add_param_flags, check_out, collection_from_args
+from dsr.cli.common import add_collection_argument, add_command, add_param_flags, check_out, collection_from_args
 from dsr.core import docs_url, registry
 from dsr.core.errors import InputError
 from dsr.evaluation.qrels import qrels_from_collection, write_qrels
@@ -30,9 +29,9 @@ See {docs} for loading each with its library.
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    e = subparsers.add_parser(
+    e = add_command(
+        subparsers,
         "export",
-        help=summary("export"),
         description="Write a collection's queries, corpus, graded qrels and candidate lists in "
         "the layout another IR tool loads. The folder is written whole or not at all.",
         epilog=EXPORT_EPILOG,
@@ -45,9 +44,9 @@ def register(subparsers: _SubParsersAction) -> None:
     add_param_flags(e, (QUERY,))
     e.set_defaults(func=cmd_export)
 
-    q = subparsers.add_parser(
+    q = add_command(
+        subparsers,
         "qrels",
-        help=summary("qrels"),
         description="Write the collection's labels as TREC qrels (qid 0 docid grade): every "
         "candidate of every dialogue, graded labels kept, judged non-relevant "
         "candidates with 0. FILE ending in .gz is gzip-compressed.",

@@ -9,7 +9,7 @@ from argparse import Namespace, _SubParsersAction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsr.cli.common import add_param_flags, add_settings_flags, param_values
+from dsr.cli.common import add_command, add_param_flags, add_settings_flags, param_values, show_help
 from dsr.collections import load_collection
 from dsr.core import docs_url
 from dsr.core.atomic import atomic_dir, atomic_write, check_output_path, write_json
@@ -46,9 +46,9 @@ def _db(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    j = subparsers.add_parser(
+    j = add_command(
+        subparsers,
         "judge",
-        help="judging campaigns: pool -> tasks -> grades -> judged collection",
         description="Run a relevance judging campaign on a pool (dsr pool's output or "
         "any benchmark file): tasks, honeypots, browser judging under "
         "dsr serve, Label Studio and crowdsourcing exchange, aggregation, "
@@ -59,7 +59,7 @@ def register(subparsers: _SubParsersAction) -> None:
     _register_setup(sub)
     _register_results(sub)
     _register_review(sub)
-    j.set_defaults(func=lambda args: j.print_help() or 2)
+    j.set_defaults(func=lambda args: show_help(j))
 
 
 def _register_setup(sub: _SubParsersAction) -> None:

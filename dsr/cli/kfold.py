@@ -7,8 +7,7 @@ import argparse
 import sys
 from argparse import _SubParsersAction
 
-from dsr.cli.commands import summary
-from dsr.cli.common import add_collection_argument, add_param_flags
+from dsr.cli.common import add_collection_argument, add_command, add_param_flags
 from dsr.collections import load_collection
 from dsr.core.atomic import check_replaceable
 from dsr.core.errors import InputError
@@ -24,9 +23,9 @@ PER_FOLD = ("base", "folds", "fold", "overwrite")
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "kfold",
-        help=summary("kfold"),
         description=kfold.__doc__.split("\n\n")[1].replace("\n", " "),
         epilog="Example: dsr kfold cmu_dog --source ../shared/data/cmu_dog --split train "
         "--eval cmu_dog_judged --eval-source ../shared/data/judged --folds 3 "

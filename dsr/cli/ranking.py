@@ -40,10 +40,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dsr.cli.commands import summary
 from dsr.cli.common import (
     add_allow_mismatch_argument,
     add_collection_argument,
+    add_command,
     add_param_argument,
     add_param_flags,
     add_run_format_argument,
@@ -126,9 +126,9 @@ def register(subparsers: _SubParsersAction) -> None:
 
 
 def _register_run(subparsers: argparse._SubParsersAction) -> None:
-    run = subparsers.add_parser(
+    run = add_command(
+        subparsers,
         "run",
-        help=summary("run"),
         add_help=False,
         description="Rank each dialogue's candidates with a ranker and write a TREC run "
         "and its JSON sidecar (configuration, collection hash, versions).",
@@ -146,9 +146,9 @@ def _register_run(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_rerank(subparsers: argparse._SubParsersAction) -> None:
-    rerank = subparsers.add_parser(
+    rerank = add_command(
+        subparsers,
         "rerank",
-        help=summary("rerank"),
         add_help=False,
         description="Rescore each topic's top K of a run with a model; the rest of the run stays below in its original order.",
     )
@@ -168,9 +168,9 @@ def _register_rerank(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _register_fuse(subparsers: argparse._SubParsersAction) -> None:
-    fuse = subparsers.add_parser(
+    fuse = add_command(
+        subparsers,
         "fuse",
-        help=summary("fuse"),
         description="Fuse two or more runs of the same collection, with any of ranx's 25 methods and 7 "
         "normalisations. Ties in the fused scores, with or without --collection: the score "
         "as float32 descending, then sentence id descending (trec_eval 9.0.8's order), so "

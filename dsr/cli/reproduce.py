@@ -17,8 +17,7 @@ from dsr.baselines import (
     skip_reason,
     trained_default,
 )
-from dsr.cli.commands import summary
-from dsr.cli.common import add_param_flags
+from dsr.cli.common import add_command, add_param_flags
 from dsr.cli.evaluation import add_report_arguments
 from dsr.collections import load_collection
 from dsr.core import docs_url
@@ -30,9 +29,9 @@ from dsr.indexes.backends import CHOICES, DEFAULT_BACKEND
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "reproduce",
-        help=summary("reproduce"),
         description="Load a collection, build or reuse its indexes, run the baseline suite "
         "(random, initial, BM25 and dense with each query strategy, RRF, a "
         "cross-encoder when one is available), tune each on val per split, "

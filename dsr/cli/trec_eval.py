@@ -6,8 +6,7 @@ import argparse
 import sys
 from argparse import _SubParsersAction
 
-from dsr.cli.commands import summary
-from dsr.cli.common import add_param_flags
+from dsr.cli.common import add_command, add_param_flags
 from dsr.core import __version__
 from dsr.core.errors import InputError
 from dsr.evaluation.trec_eval_measures import NICKNAMES, RELEASES, measures, supported
@@ -52,9 +51,9 @@ the run lacks; a document listed twice in a topic's first -M, or judged twice).
 
 
 def register(subparsers: _SubParsersAction) -> None:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "trec_eval",
-        help=summary("trec_eval"),
         description="trec_eval's command: the same options, measure names and output, so a script "
         "calling trec_eval gets the same bytes from dsr trec_eval.",
         epilog=EPILOG,

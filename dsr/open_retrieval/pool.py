@@ -15,7 +15,7 @@ candidates are replaced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dsr.core.data import Candidate, Collection, Dialogue
@@ -65,20 +65,14 @@ def pool_collection(
         ranked = results[dialogue.id]
         records = searcher.corpus.records([row for row, _ in ranked])
         candidates = [Candidate(r["id"], r["title"], r["text"], float(score), 0) for r, (_, score) in zip(records, ranked)]
-        dialogues.append(
-            Dialogue(
-                dialogue.id,
-                dialogue.title,
-                dialogue.context,
-                dialogue.target,
-                candidates,
-                subset=dialogue.subset,
-                subreddit=dialogue.subreddit,
-                source=dialogue.source,
-                meta={**dialogue.meta, "judged": False, "pool": how},
-            )
-        )
+        dialogues.append(pooled_dialogue(dialogue, candidates, how))
     return Collection(f"{collection.name}-pool", dialogues, meta={"pooled_from": collection.describe()})
+
+
+def pooled_dialogue(dialogue: Dialogue, candidates: list[Candidate], how: dict[str, Any]) -> Dialogue:
+    """``dialogue`` with the pooled ``candidates``, not judged yet, and ``meta.pool`` saying how
+    they were pooled."""
+    return replace(dialogue, candidates=candidates, meta={**dialogue.meta, "judged": False, "pool": how})
 
 
 def pool_runs(collection: Collection, runs: dict[str, Run], depth: int) -> tuple[Collection, list[dict]]:
@@ -106,19 +100,7 @@ def pool_runs(collection: Collection, runs: dict[str, Run], depth: int) -> tuple
             raise InputError(f"run(s) rank {stray[0]!r}, not a candidate of the dialogue", record=d.id, field="runs")
         candidates = [Candidate(c.id, c.title, c.body, c.score, 0) for c in d.candidates if c.id in pooled]
         if candidates:
-            dialogues.append(
-                Dialogue(
-                    d.id,
-                    d.title,
-                    d.context,
-                    d.target,
-                    candidates,
-                    subset=d.subset,
-                    subreddit=d.subreddit,
-                    source=d.source,
-                    meta={**d.meta, "judged": False, "pool": {"runs": list(runs), "depth": depth}},
-                )
-            )
+            dialogues.append(pooled_dialogue(d, candidates, {"runs": list(runs), "depth": depth}))
     unknown = sorted(set().union(*(set(r.topics()) for r in runs.values())) - set(collection.ids))
     if unknown:
         raise InputError(f"run topic {unknown[0]!r} is not a dialogue of {collection.name}", field="runs")

@@ -250,21 +250,8 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
     with LiveServer(board) as server:
         for phase, run in (("public", "bm25"), ("test", "random0"), ("final", "random1")):
             capsys.readouterr()
-            code = main(
-                [
-                    "submit",
-                    "sample",
-                    str(runs / f"{run}.run"),
-                    "--server",
-                    server.url,
-                    "--token",
-                    token,
-                    "--phase",
-                    phase,
-                    "--system",
-                    run,
-                ]
-            )
+            submit = ["submit", "sample", str(runs / f"{run}.run"), "--server", server.url, "--token", token, "--phase", phase]
+            code = main([*submit, "--system", run])
             out, err = capsys.readouterr()
             assert code == 0, (phase, out, err)
             assert "Traceback" not in out + err
@@ -273,23 +260,7 @@ def test_dsr_submit_prints_the_answer_on_open_hidden_and_final_phases(db_url, tm
                 assert "scores: none published yet" in out and "RR" not in out
             else:
                 assert re.search(r"(all dialogues|\w+): .*\d\.\d{4}", out), out
-            assert (
-                main(
-                    [
-                        "submit",
-                        "sample",
-                        str(runs / f"{run}.run"),
-                        "--server",
-                        server.url,
-                        "--token",
-                        token,
-                        "--phase",
-                        phase,
-                        "--json",
-                    ]
-                )
-                == 2
-            )  # a duplicate: refused, said, no traceback
+            assert main([*submit, "--json"]) == 2  # a duplicate: refused, said, no traceback
             out = capsys.readouterr().out
             assert json.loads(out)["status"] == 409
     board.close()

@@ -71,25 +71,8 @@ def test_season_and_members_from_the_command_line(tmp_path, runs, capsys, dsr_ho
     the export names the collection hash and the freeze), add-member and remove-member."""
     from dsr.board.service import Board, BoardConfig, Metadata, Refused
 
-    assert (
-        main(
-            [
-                "board",
-                "add-phase",
-                "sample",
-                "--phase",
-                "test",
-                "--final",
-                "--primary",
-                "RR",
-                "--opens",
-                "2020-01-01",
-                "--closes",
-                "2020-01-02T00:00+02:00",
-            ]
-        )
-        == 0
-    )
+    season = ["--final", "--primary", "RR", "--opens", "2020-01-01", "--closes", "2020-01-02T00:00+02:00"]
+    assert main(["board", "add-phase", "sample", "--phase", "test", *season]) == 0
     out = capsys.readouterr().out
     assert (
         "season sample/test: primary measure RR, opens 2020-01-01 00:00 UTC, closes 2020-01-01 22:00 UTC, "

@@ -8,14 +8,13 @@ and ``dsr judge`` (a test checks it names them all)."""
 from __future__ import annotations
 
 import argparse
-import errno
-import os
 import subprocess
 import sys
 
 import pytest
 
 from dsr.cli import build_parser, main
+from tests.support.disk import fill
 from tests.support.tiers import require_slow
 
 #: a command line of each board and judge command (``{dir}``: a folder for its files), and serve
@@ -95,30 +94,6 @@ def test_a_database_that_cannot_be_used_is_exit_2_naming_it(what, files, runs, c
         assert code == 2, (what, why, err[-500:])
         assert "Traceback" not in err and named in err and "s3cret" not in err, (what, why, err)
     assert list((files / "folder").iterdir()) == [] and (files / "text.txt").read_text() == "not a database\n"
-
-
-def fill(folder) -> None:
-    """Write zeros into ``folder`` until its disk is full (again: what a command freed)."""
-    with open(folder / "fill", "ab", buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 512)
-        except OSError as err:
-            assert err.errno == errno.ENOSPC
-
-
-@pytest.fixture
-def tiny_disk(tmp_path):
-    """A 4 MiB tmpfs (unmounted after the test)."""
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    if (
-        os.geteuid() != 0
-        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True).returncode != 0
-    ):
-        pytest.skip("cannot mount a tmpfs here (root and mount needed)")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
 
 
 def dsr(*argv: str) -> subprocess.CompletedProcess:

@@ -116,52 +116,18 @@ def test_the_participant_file_does_not_depend_on_labels_next_turns_meta_scores_o
 
 def test_the_command_writes_the_file_and_says_what_it_withheld(tmp_path, runs, capsys):
     db, store = ["--db", f"sqlite:///{tmp_path / 'b.sqlite'}"], ["--store", str(tmp_path / "store")]
-    assert (
-        main(["board", "add-phase", "sample", "--phase", "test", "--hidden", "--qrels", str(runs / "hidden.qrels"), *db, *store])
-        == 0
-    )
-    assert (
-        main(
-            [
-                "board",
-                "add-phase",
-                "sample",
-                "--split",
-                "plain",
-                "--phase",
-                "dev",
-                "--name",
-                "dev",
-                "--allow-overlap",
-                *db,
-                *store,
-            ]
-        )
-        == 0
-    )
+    hidden = ["--hidden", "--qrels", str(runs / "hidden.qrels")]
+    assert main(["board", "add-phase", "sample", "--phase", "test", *hidden, *db, *store]) == 0
+    dev = ["--split", "plain", "--phase", "dev", "--name", "dev", "--allow-overlap"]
+    assert main(["board", "add-phase", "sample", *dev, *db, *store]) == 0
     capsys.readouterr()
     out = tmp_path / "test-dialogues.jsonl"
     assert main(["board", "participant-file", "sample", "--phase", "test", "--out", str(out), *db, *store]) == 0
     said = capsys.readouterr().out
     assert "wrote 20 dialogues" in said and "target (the next turn)" in said and "label" in said
     assert out.is_file() and '"target"' not in out.read_text() and '"label"' not in out.read_text()
-    assert (
-        main(
-            [
-                "board",
-                "participant-file",
-                "sample",
-                "--phase",
-                "test",
-                "--out",
-                str(tmp_path / "s.jsonl"),
-                "--keep-scores",
-                *db,
-                *store,
-            ]
-        )
-        == 0
-    )
+    scored = ["--phase", "test", "--out", str(tmp_path / "s.jsonl"), "--keep-scores"]
+    assert main(["board", "participant-file", "sample", *scored, *db, *store]) == 0
     assert '"score": ' in (tmp_path / "s.jsonl").read_text().split('"candidates"')[1]
     # a public phase has no participant file; a bad output path is exit 2, nothing written
     assert main(["board", "participant-file", "dev", "--phase", "dev", "--out", str(tmp_path / "x.jsonl"), *db, *store]) == 2

@@ -32,7 +32,20 @@ from sqlalchemy import text
 
 from dsr.board.service import RateLimiter
 from dsr.cli import main
-from tests.support.board import ForkedServers, empty_database, engine_at, make_board, migration_head, read, retag, setup_phases
+from tests.support.board import (
+    OLD_PHASE,
+    OLD_SUBMISSION,
+    OLD_TEAM,
+    ForkedServers,
+    empty_database,
+    engine_at,
+    insert_row,
+    make_board,
+    migration_head,
+    read,
+    retag,
+    setup_phases,
+)
 
 QUOTA = 3
 #: the module's launcher and pair of servers, set up once: its tests on one worker (tests/support/order.py)
@@ -437,31 +450,13 @@ def test_upgrading_a_board_of_0006_keeps_its_rows_and_adds_the_shared_state(db_u
 
     engine = engine_at(db_url, "0006")
     values = [[0.25 * (i % 4)] for i in range(20)]
+    sample = load_collection("sample")
     with engine.begin() as conn:
-        conn.execute(
-            text(
-                "insert into teams (id, name, token_hash, organiser, created_at) values "
-                "(1, 'alpha', :h, false, '2026-11-01 00:00:00')"
-            ),
-            {"h": "0" * 64},
+        insert_row(conn, "teams", **OLD_TEAM)
+        insert_row(
+            conn, "phases", **OLD_PHASE, collection_hash=sample.content_hash, topics_json=json.dumps(sample.ids), final=False
         )
-        conn.execute(
-            text(
-                "insert into phases (id, collection, name, collection_ref, collection_hash, hidden, "
-                "description, topics_json, measures_json, created_at, final) values (1, 'sample', "
-                "'public', 'sample', :c, false, '', :t, '[\"RR\"]', '2026-11-01 00:00:00', false)"
-            ),
-            {"c": load_collection("sample").content_hash, "t": json.dumps(load_collection("sample").ids)},
-        )
-        conn.execute(
-            text(
-                "insert into submissions (phase_id, team_id, system, description, link, run_type, "
-                "trained_on_collection, baseline, filename, sha256, size, lines, means_json, per_topic, "
-                "created_at, tied_topics) values (1, 1, 'x', '', '', 'automatic', false, false, 'x.run', "
-                ":s, 1, 1, '{}', :blob, '2026-11-01 00:00:00', 0)"
-            ),
-            {"s": "e" * 64, "blob": matrix_bytes(values)},
-        )
+        insert_row(conn, "submissions", **OLD_SUBMISSION, per_topic=matrix_bytes(values), tied_topics=0)
     engine.dispose()
     board = make_board(db_url, tmp_path, rate_limit=1)  # migrates to the newest schema
     with board.engine.connect() as conn:

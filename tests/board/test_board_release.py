@@ -355,78 +355,18 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
     assert all("quota counts twice" in p for p in board.phases.overlaps(c)) and len(board.phases.overlaps(c)) == 2
     board.close()
     # the command line: exit 2 naming the flag, or the override with a warning
-    db, store = f"sqlite:///{tmp_path / 'cli.sqlite'}", str(tmp_path / "cli-store")
+    db, store = ["--db", f"sqlite:///{tmp_path / 'cli.sqlite'}"], ["--store", str(tmp_path / "cli-store")]
     qrels = tmp_path / "all.qrels"
     write_qrels({t: labels[t] for t in plain + grounded}, qrels)
     less = tmp_path / "less.qrels"
     write_qrels({t: labels[t] for t in plain + grounded[1:]}, less)
-    assert (
-        main(
-            [
-                "board",
-                "add-phase",
-                "sample",
-                "--phase",
-                "t1",
-                "--hidden",
-                "--qrels",
-                str(qrels),
-                "--db",
-                db,
-                "--store",
-                store,
-                "--min-dialogues",
-                "5",
-            ]
-        )
-        == 0
-    )
+    add_phase = ["board", "add-phase", "sample", "--hidden", "--min-dialogues", "5", *db, *store]
+    assert main([*add_phase, "--phase", "t1", "--qrels", str(qrels)]) == 0
     capsys.readouterr()
-    assert (
-        main(
-            [
-                "board",
-                "add-phase",
-                "sample",
-                "--phase",
-                "t2",
-                "--hidden",
-                "--qrels",
-                str(less),
-                "--db",
-                db,
-                "--store",
-                store,
-                "--min-dialogues",
-                "5",
-            ]
-        )
-        == 2
-    )
+    assert main([*add_phase, "--phase", "t2", "--qrels", str(less)]) == 2
     err = capsys.readouterr().err
     assert "--allow-overlap" in err and "differ in 1 dialogue(s)" in err and "Traceback" not in err
-    assert (
-        main(
-            [
-                "board",
-                "add-phase",
-                "sample",
-                "--phase",
-                "t2",
-                "--hidden",
-                "--qrels",
-                str(less),
-                "--db",
-                db,
-                "--store",
-                store,
-                "--min-dialogues",
-                "5",
-                "--allow-overlap",
-            ]
-        )
-        == 0
-    )
+    assert main([*add_phase, "--phase", "t2", "--qrels", str(less), "--allow-overlap"]) == 0
     err = capsys.readouterr().err
     assert "WARNING" in err and "sample/t1" in err and "differenc" in err
 
@@ -437,58 +377,21 @@ def test_two_hidden_phases_that_differ_in_a_few_dialogues_are_refused(db_url, tm
 def test_hidden_phases_have_quotas_by_default_printed_by_add_phase_and_list(db_url, tmp_path, runs, capsys):
     from dsr.board.release import DEFAULTS
 
-    db, store = db_url, str(tmp_path / "q-store")
+    db, store = ["--db", db_url], ["--store", str(tmp_path / "q-store")]
     daily, total = DEFAULTS["daily_quota"], DEFAULTS["total_quota"]
-    assert (
-        main(
-            [
-                "board",
-                "add-phase",
-                "sample",
-                "--phase",
-                "test",
-                "--hidden",
-                "--qrels",
-                str(runs / "hidden.qrels"),
-                "--db",
-                db,
-                "--store",
-                store,
-            ]
-        )
-        == 0
-    )
+    hidden = ["--hidden", "--qrels", str(runs / "hidden.qrels")]
+    assert main(["board", "add-phase", "sample", "--phase", "test", *hidden, *db, *store]) == 0
     out = capsys.readouterr().out
     assert f"quota: {daily} per UTC day, {total} in all per team (all its members together)" in out
     assert "Laplace noise of scale 1/n, on each group's grid (step all 0.1: no cell is one exact count)" in out
-    assert main(["board", "add-phase", "sample", "--phase", "public", "--db", db, "--store", store]) == 0
+    assert main(["board", "add-phase", "sample", "--phase", "public", *db, *store]) == 0
     assert "quota: none" in capsys.readouterr().out
-    assert main(["board", "list", "--db", db, "--store", store]) == 0
+    assert main(["board", "list", *db, *store]) == 0
     out = capsys.readouterr().out
     assert f"board sample/test: hidden, quota: {daily} per UTC day, {total} in all per team" in out
     assert "board sample/public: public, quota: none" in out
     # a bad value names the flag, from the declared setting
-    assert (
-        main(
-            [
-                "board",
-                "add-phase",
-                "sample",
-                "--phase",
-                "x",
-                "--hidden",
-                "--qrels",
-                str(runs / "hidden.qrels"),
-                "--db",
-                db,
-                "--store",
-                store,
-                "--daily-quota",
-                "-1",
-            ]
-        )
-        == 2
-    )
+    assert main(["board", "add-phase", "sample", "--phase", "x", *hidden, *db, *store, "--daily-quota", "-1"]) == 2
     assert "--daily-quota" in capsys.readouterr().err
 
 

@@ -23,7 +23,20 @@ from dsr.board.published import published_metadata
 from dsr.cli import main
 from dsr.collections import load_collection
 from dsr.evaluation.qrels import read_qrels
-from tests.support.board import empty_database, engine_at, make_board, migration_head, noisy, plain_rr, read, setup_phases
+from tests.support.board import (
+    OLD_PHASE,
+    OLD_SUBMISSION,
+    OLD_TEAM,
+    empty_database,
+    engine_at,
+    insert_row,
+    make_board,
+    migration_head,
+    noisy,
+    plain_rr,
+    read,
+    setup_phases,
+)
 from tests.support.order import RANX
 
 #: ``tool_runs`` writes a run with ranx (its first use in a process compiles numba's containers, and
@@ -149,37 +162,15 @@ def test_a_subset_of_one_hidden_dialogue_is_not_published(db_url, tmp_path, runs
     hidden = read_qrels(runs / "hidden.qrels")
     qrels = tmp_path / "few.qrels"
     write_qrels({t: hidden[t] for t in plain + [lone]}, qrels)
-    db, store = f"sqlite:///{tmp_path / 'cli.sqlite'}", str(tmp_path / "cli-store")
-    assert (
-        main(
-            [
-                "board",
-                "add-phase",
-                "sample",
-                "--phase",
-                "test",
-                "--hidden",
-                "--qrels",
-                str(qrels),
-                "--db",
-                db,
-                "--store",
-                store,
-                "--min-dialogues",
-                "5",
-            ]
-        )
-        == 0
-    )
+    db, store = ["--db", f"sqlite:///{tmp_path / 'cli.sqlite'}"], ["--store", str(tmp_path / "cli-store")]
+    hidden_phase = ["board", "add-phase", "sample", "--hidden", "--qrels", str(qrels), *db, *store]
+    assert main([*hidden_phase, "--phase", "test", "--min-dialogues", "5"]) == 0
     out = capsys.readouterr().out
     assert "published means: all (11 dialogues)" in out
     assert "subset 'grounded' (1 dialogues): fewer than 5 dialogues: withheld" in out
     assert "subset 'plain' (10 dialogues): all minus it leaves 1 dialogues, fewer than 5: withheld" in out
     # the default minimum is 20 dialogues: 11 cannot make a hidden phase
-    assert (
-        main(["board", "add-phase", "sample", "--phase", "x", "--hidden", "--qrels", str(qrels), "--db", db, "--store", store])
-        == 2
-    )
+    assert main([*hidden_phase, "--phase", "x"]) == 2
     assert "fewer than the 20" in capsys.readouterr().err
 
     board = make_board(db_url, tmp_path)
@@ -427,24 +418,8 @@ def test_ties_are_counted_and_said_and_refused_by_strict_phases(db_url, tmp_path
         assert "ties: 20 topic(s) hold scores that tie as 32-bit floats" in out
         board.phases.add_phase("sample", "strict", strict=True)
         before = stored(board)
-        assert (
-            main(
-                [
-                    "submit",
-                    "sample",
-                    str(tied),
-                    "--server",
-                    server.url,
-                    "--token",
-                    token,
-                    "--phase",
-                    "strict",
-                    "--system",
-                    "tied again",
-                ]
-            )
-            == 2
-        )
+        again = ["--server", server.url, "--token", token, "--phase", "strict", "--system", "tied again"]
+        assert main(["submit", "sample", str(tied), *again]) == 2
         err = capsys.readouterr().err
         assert "refused (422)" in err and "refuses runs whose scores tie as 32-bit floats (20 topic(s))" in err
         assert stored(board) == before
@@ -526,18 +501,8 @@ def test_dsr_submit_retries_after_a_timeout_and_stores_the_run_once(db_url, tmp_
 
 # --- 7. LaTeX exports escape every special character ----------------------------------------
 
-LATEX = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
+#: TeX's specials as text: seven behind a backslash, three (a backslash itself among them) as text commands
+LATEX = {ch: "\\" + ch for ch in "&%$#_{}"} | {"\\": r"\textbackslash{}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
 
 
 def test_latex_export_escapes_every_special_character(setup, runs, tmp_path, capsys):
@@ -751,30 +716,9 @@ def test_upgrading_a_board_keeps_only_the_published_metadata_of_stored_sidecars(
     engine = engine_at(db_url, "0001")
     side = json.dumps(private_sidecar(tmp_path, "somehost", "someone"), sort_keys=True)
     with engine.begin() as conn:
-        conn.execute(
-            text(
-                "insert into teams (id, name, token_hash, organiser, created_at) values "
-                "(1, 'alpha', :h, false, '2026-11-01 00:00:00')"
-            ),
-            {"h": "0" * 64},
-        )
-        conn.execute(
-            text(
-                "insert into phases (id, collection, name, collection_ref, collection_hash, hidden, "
-                "description, topics_json, measures_json, created_at) values (1, 'sample', 'public', "
-                "'sample', :c, false, '', '[]', '[\"RR\"]', '2026-11-01 00:00:00')"
-            ),
-            {"c": load_collection("sample").content_hash},
-        )
-        conn.execute(
-            text(
-                "insert into submissions (phase_id, team_id, system, description, link, run_type, "
-                "trained_on_collection, baseline, filename, sha256, size, lines, sidecar_json, "
-                "means_json, per_topic, created_at) values (1, 1, 'x', '', '', 'automatic', false, "
-                "false, 'x.run', :s, 1, 1, :side, '{}', :blob, '2026-11-01 00:00:00')"
-            ),
-            {"s": "e" * 64, "side": side, "blob": b"\0" * 8},
-        )
+        insert_row(conn, "teams", **OLD_TEAM)
+        insert_row(conn, "phases", **OLD_PHASE, collection_hash=load_collection("sample").content_hash, topics_json="[]")
+        insert_row(conn, "submissions", **OLD_SUBMISSION, sidecar_json=side, per_topic=b"\0" * 8)
     engine.dispose()
     board = make_board(db_url, tmp_path)  # migrates to the newest schema
     with board.engine.connect() as conn:

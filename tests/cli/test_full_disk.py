@@ -11,8 +11,6 @@ failing with ENOSPC, which runs anywhere.
 from __future__ import annotations
 
 import errno
-import os
-import subprocess
 
 import pytest
 
@@ -20,16 +18,7 @@ from dsr.cli import main
 from dsr.core import atomic
 from dsr.core.errors import InputError
 from tests.support.board import make_board
-
-
-def fill(folder) -> None:
-    """Write zeros into ``folder`` until its disk is full."""
-    with open(folder / "fill", "wb", buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 512)
-        except OSError as err:
-            assert err.errno == errno.ENOSPC
+from tests.support.disk import fill
 
 
 def left(folder) -> set[str]:
@@ -38,80 +27,28 @@ def left(folder) -> set[str]:
 
 
 @pytest.fixture
-def tiny_disk(tmp_path):
-    """A 4 MiB tmpfs (unmounted after the test)."""
-    mount = tmp_path / "tiny"
-    mount.mkdir()
-    if (
-        os.geteuid() != 0
-        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True).returncode != 0
-    ):
-        pytest.skip("cannot mount a tmpfs here (root and mount needed)")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
-
-
-@pytest.fixture
 def board_db(tmp_path, runs):
     """A board with a hidden phase (for the board's writers) and a judging campaign."""
-    db, store = f"sqlite:///{tmp_path / 'b.sqlite'}", str(tmp_path / "store")
-    assert (
-        main(
-            [
-                "board",
-                "add-phase",
-                "sample",
-                "--phase",
-                "test",
-                "--hidden",
-                "--qrels",
-                str(runs / "hidden.qrels"),
-                "--db",
-                db,
-                "--store",
-                store,
-            ]
-        )
-        == 0
-    )
-    assert main(["judge", "create", "j1", "sample", "--auto-honeypots", "--db", db]) == 0
-    return ["--db", db], ["--store", store]
+    db, store = ["--db", f"sqlite:///{tmp_path / 'b.sqlite'}"], ["--store", str(tmp_path / "store")]
+    hidden = ["--hidden", "--qrels", str(runs / "hidden.qrels")]
+    assert main(["board", "add-phase", "sample", "--phase", "test", *hidden, *db, *store]) == 0
+    assert main(["judge", "create", "j1", "sample", "--auto-honeypots", *db]) == 0
+    return db, store
 
 
 @pytest.mark.slow
 def test_every_writer_on_a_full_disk_exits_2_and_leaves_nothing(tiny_disk, board_db, runs, capsys):
     db, store = board_db
     run = str(runs / "bm25.run")
+    phase = ["--phase", "test"]
     commands = {
         "run": ["run", "sample", "--ranker", "bm25", "--out", "{out}/a.run"],
         "fuse": ["fuse", run, str(runs / "random0.run"), "--method", "rrf", "--out", "{out}/f.run"],
         "qrels": ["qrels", "sample", "--out", "{out}/q.qrels"],
         "export": ["export", "sample", "--format", "beir", "--out", "{out}/beir"],
         "evaluate --report": ["evaluate", "sample", run, "--report", "{out}/report"],
-        "board export": [
-            "board",
-            "export",
-            "sample",
-            "--phase",
-            "test",
-            "--format",
-            "json",
-            "--out",
-            "{out}/board.json",
-            *db,
-            *store,
-        ],
-        "board participant-file": [
-            "board",
-            "participant-file",
-            "sample",
-            "--phase",
-            "test",
-            "--out",
-            "{out}/p.jsonl",
-            *db,
-            *store,
-        ],
+        "board export": ["board", "export", "sample", *phase, "--format", "json", "--out", "{out}/board.json", *db, *store],
+        "board participant-file": ["board", "participant-file", "sample", *phase, "--out", "{out}/p.jsonl", *db, *store],
         "judge export-tasks": ["judge", "export-tasks", "j1", "--format", "label-studio", "--out", "{out}/ls", *db],
         "judge create (database on the full disk)": ["judge", "create", "j2", "sample", "--db", "sqlite:///{out}/j.sqlite"],
     }

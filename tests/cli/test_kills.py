@@ -130,20 +130,8 @@ def _timed(forker, job) -> float:
 
 def test_reproduce_killed_at_any_moment_leaves_the_old_or_the_new_set(forker, tmp_path):
     out = tmp_path / "out"
-    base = [
-        "reproduce",
-        "sample",
-        "--out",
-        str(out),
-        "--no-dense",
-        "--no-cross-encoder",
-        "--n-splits",
-        "2",
-        "--queries",
-        "last",
-        "--measures",
-        "nDCG@5",
-    ]
+    small = ["--no-dense", "--no-cross-encoder", "--n-splits", "2", "--queries", "last", "--measures", "nDCG@5"]
+    base = ["reproduce", "sample", "--out", str(out), *small]
     jobs = [(seed, {"argv": [*base, "--seed", str(seed)]}) for seed in (0, 1)]
     # the run files each seed writes (deterministic), and the file names of a set
     expected = {}

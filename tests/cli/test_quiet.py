@@ -169,26 +169,10 @@ def test_train_prints_its_report_on_stdout_and_nothing_of_the_trainer_into_a_log
     """The trainer printed its log dicts on stdout (``{'train_runtime': ...}``) and stderr when
     no terminal showed its bar; a log now holds dsr's report and its one line on stderr."""
     base = tiny_encoder  # read only: the trained model is saved in the test's DSR_HOME
+    train = ["train", "sample", "--name", "t", "--base", str(base), "--model-type", model_type]
+    small = ["--max-steps", "4", "--batch-size", "8", "--max-length", "64"]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dsr.cli",
-            "train",
-            "sample",
-            "--name",
-            "t",
-            "--base",
-            str(base),
-            "--model-type",
-            model_type,
-            "--max-steps",
-            "4",
-            "--batch-size",
-            "8",
-            "--max-length",
-            "64",
-        ],
+        [sys.executable, "-m", "dsr.cli", *train, *small],
         capture_output=True,
         text=True,
         env=environment(tmp_path / "home"),

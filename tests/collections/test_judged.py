@@ -143,26 +143,8 @@ def test_train_refuses_the_judged_set(how, source, tmp_path, capsys, dsr_home):
 
 def test_reproduce_runs_on_the_judged_set(source, tmp_path, dsr_home, capsys):
     out = tmp_path / "out"
-    assert (
-        main(
-            [
-                "reproduce",
-                "cmu_dog_judged",
-                "--source",
-                str(source.path),
-                "--out",
-                str(out),
-                "--no-dense",
-                "--no-cross-encoder",
-                "--n-splits",
-                "2",
-                "--queries",
-                "last",
-                "title+recent",
-            ]
-        )
-        == 0
-    )
+    small = ["--no-dense", "--no-cross-encoder", "--n-splits", "2", "--queries", "last", "title+recent"]
+    assert main(["reproduce", "cmu_dog_judged", "--source", str(source.path), "--out", str(out), *small]) == 0
     assert "cmu_dog_judged" in (out / "manifest.json").read_text()
     text = (out / "results.md").read_text()
     assert "BM25 (title+recent)" in text and "initial" in text

@@ -27,12 +27,15 @@ from dsr.evaluation.report import write_report
 P = [0.01, 0.04, 0.03, 0.005, 0.2, np.nan, 0.049]
 
 
+def by_size(p) -> tuple[list[int], list[float]]:
+    """The indices of the p-values that are not NaN, smallest first; and a NaN for each one."""
+    return sorted((i for i, v in enumerate(p) if v == v), key=lambda i: p[i]), [float("nan")] * len(p)
+
+
 def plain_bh(p):
     """Benjamini-Hochberg step-up written out: p_(i) * m / i, running min from the largest."""
-    idx = [i for i, v in enumerate(p) if v == v]
-    m = len(idx)
-    order = sorted(idx, key=lambda i: p[i])
-    out = [float("nan")] * len(p)
+    order, out = by_size(p)
+    m = len(order)
     running = 1.0
     for rank in range(m, 0, -1):
         i = order[rank - 1]
@@ -42,10 +45,9 @@ def plain_bh(p):
 
 
 def plain_holm(p):
-    idx = [i for i, v in enumerate(p) if v == v]
-    m = len(idx)
-    order = sorted(idx, key=lambda i: p[i])
-    out = [float("nan")] * len(p)
+    """Holm's step-down written out: p_(i) * (m - i + 1), running max from the smallest."""
+    order, out = by_size(p)
+    m = len(order)
     running = 0.0
     for rank, i in enumerate(order):
         running = max(running, min(1.0, p[i] * (m - rank)))

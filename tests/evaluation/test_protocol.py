@@ -35,11 +35,9 @@ def brute_mean(collection, run, ids, measures=MEASURES):
 @slow_fixture
 def official(request):
     """A SIGIR-shaped collection over the real split file's 846 ids."""
-    from tests.support.data import SHARED_DATA
+    from tests.support.data import shared_file
 
-    path = SHARED_DATA / "sigir2022" / "val_test_splits.json"
-    if not path.exists():
-        pytest.skip("../shared/data is not beside the checkout")
+    path = shared_file("sigir2022/val_test_splits.json")
     first = json.loads(path.read_text().splitlines()[0])
     ids = sorted(first["val"] + first["test"])
     return make_collection(ids=ids, seed=7, grades=(0,) * 9 + (1,)), path

@@ -21,9 +21,7 @@ import pytest
 
 from dsr.cli import main
 from dsr.judging.campaigns import Judging
-from tests.support.board import LiveServer, make_board
 from tests.support.judging import sample_campaign
-from tests.support.tiers import slow_fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -168,19 +166,14 @@ def test_label_studio_grades_of_another_layout_are_refused_not_skipped(campaign,
 
 
 @pytest.fixture
-@slow_fixture
-def api(tmp_path):
-    board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
-    judging = Judging(board.engine)
-    _, tokens = sample_campaign(judging)
-    with LiveServer(board) as server:
-        with httpx.Client(
-            base_url=server.url,
-            timeout=60,
-            headers={"Authorization": f"Bearer {tokens['alice']}", "Content-Type": "application/json"},
-        ) as client:
-            yield client, judging
-    board.close()
+def api(served_campaign):
+    server, judging, tokens = served_campaign
+    with httpx.Client(
+        base_url=server.url,
+        timeout=60,
+        headers={"Authorization": f"Bearer {tokens['alice']}", "Content-Type": "application/json"},
+    ) as client:
+        yield client, judging
 
 
 def test_a_lone_surrogate_in_item_is_a_400(api):

@@ -22,11 +22,9 @@ from tests.support.tiers import slow_fixture
 @slow_fixture
 def judged():
     from dsr.core.data import read_benchmark
-    from tests.support.data import SHARED_DATA
+    from tests.support.data import shared_file
 
-    path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
-    if not path.is_file():
-        pytest.skip("../shared/data/judged is not beside the checkout")
+    path = shared_file("judged/cmu_dog-valid-judged.jsonl")
     return read_benchmark(path)
 
 

@@ -77,15 +77,7 @@ def in_view(page, selector: str) -> bool:
 @pytest.mark.parametrize("scripts", [True, False])
 @pytest.mark.parametrize("width,height", [(1280, 900), (390, 844)])
 def test_the_latest_turn_is_in_view_on_opening(server, browser, tmp_path, width, height, scripts):
-    live, token = server
-    context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=scripts)
-    page = context.new_page()
-    page.goto(f"{live.url}/judge/login")
-    page.fill("#token", token)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live.url}/judge")
-    page.goto(f"{live.url}/judge/long/task/1")
-    page.wait_for_selector(".turns li")
+    page = open_task(browser, server, width, height, scripts)
     if scripts:
         page.wait_for_selector("#items li.current")
     assert page.locator(".turns li").count() == TURNS
@@ -107,7 +99,7 @@ def test_the_latest_turn_is_in_view_on_opening(server, browser, tmp_path, width,
     )
     assert in_view(page, ".turns li:first-child")
     page.screenshot(path=str(tmp_path / f"long-{width}-{'js' if scripts else 'nojs'}.png"))
-    context.close()
+    page.context.close()
 
 
 def open_task(browser, server, width: int, height: int, scripts: bool = True):

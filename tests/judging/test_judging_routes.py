@@ -8,23 +8,8 @@ import json
 import re
 
 import httpx
-import pytest
 
-from dsr.judging.campaigns import Judging
-from tests.support.board import LiveServer, make_board
-from tests.support.judging import assignments, sample_campaign
-from tests.support.tiers import slow_fixture
-
-
-@pytest.fixture
-@slow_fixture
-def served(tmp_path):
-    board = make_board(f"sqlite:///{tmp_path / 'board.sqlite'}", tmp_path)
-    judging = Judging(board.engine)
-    truth, tokens = sample_campaign(judging)
-    with LiveServer(board) as server:
-        yield server, judging, tokens
-    board.close()
+from tests.support.judging import assignments
 
 
 def login(url: str, token: str) -> httpx.Client:
@@ -36,8 +21,8 @@ def login(url: str, token: str) -> httpx.Client:
     return client
 
 
-def test_login_progress_and_grading_paths(served):
-    server, judging, tokens = served
+def test_login_progress_and_grading_paths(served_campaign):
+    server, judging, tokens = served_campaign
     anonymous = httpx.get(f"{server.url}/judge", follow_redirects=False)
     assert anonymous.status_code == 303 and anonymous.headers["location"] == "/judge/login"
     fresh = httpx.Client(base_url=server.url)
@@ -81,8 +66,8 @@ def test_login_progress_and_grading_paths(served):
     assert listing["tasks"][0]["items"] == keys and listing["tasks"][0]["done"] == 3
 
 
-def test_pages_are_blind(served):
-    server, judging, tokens = served
+def test_pages_are_blind(served_campaign):
+    server, judging, tokens = served_campaign
     pairs = assignments(judging, "s1")
     by_task: dict[int, set[str]] = {}
     for p in pairs:

@@ -47,11 +47,9 @@ def graded_campaign(db_path, known: str, people: tuple[str, ...] = PEOPLE):
     file's grades, as --gold gives them), graded by ``people`` (the scripts and the careful
     assessor): ``tools.judging_harness.shortcut_campaign``."""
     from dsr.judging.campaigns import Settings
-    from tests.support.data import SHARED_DATA
+    from tests.support.data import shared_file
 
-    path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
-    if not path.is_file():
-        pytest.skip("../shared/data/judged/cmu_dog-valid-judged.jsonl is not beside the checkout")
+    path = shared_file("judged/cmu_dog-valid-judged.jsonl")
     defaults = Settings()  # the defaults of dsr judge create
     assert defaults.honeypot_threshold == 0.7 and defaults.min_honeypots == 3 and defaults.honeypot_rate == 0.1
     return shortcut_campaign(db_path, path, known, people, DIALOGUES)

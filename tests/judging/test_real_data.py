@@ -41,11 +41,9 @@ def campaign(tmp_path_factory):
     from dsr.core.data import read_benchmark
     from dsr.judging import guidelines, honeypots
     from dsr.judging.campaigns import Judging, Settings
-    from tests.support.data import SHARED_DATA
+    from tests.support.data import shared_file
 
-    path = SHARED_DATA / "judged" / "cmu_dog-valid-judged.jsonl"
-    if not path.is_file():
-        pytest.skip("../shared/data/judged/cmu_dog-valid-judged.jsonl is not beside the checkout")
+    path = shared_file("judged/cmu_dog-valid-judged.jsonl")
     judged = read_benchmark(path)
     pool = as_pool(judged)
     judging = Judging.open(f"sqlite:///{tmp_path_factory.mktemp('real') / 'board.sqlite'}")

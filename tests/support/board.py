@@ -79,6 +79,10 @@ __all__ = [
     "launcher",
     "engine_at",
     "migration_head",
+    "OLD_TEAM",
+    "OLD_PHASE",
+    "OLD_SUBMISSION",
+    "insert_row",
     "chromium",
     "browser",
     "CHROMIUM_FLAGS",
@@ -454,6 +458,45 @@ def engine_at(db_url: str, revision: str):
     assert not inspect(engine).get_table_names(), f"{db_url} is not empty: mark the test @empty_database"
     migrate(engine, revision)
     return engine
+
+
+#: rows of a board made by an older dsr, in the columns every schema since the first has: a test
+#: of an upgrade adds what its version had beside them (:func:`insert_row`)
+OLD_TEAM = {"id": 1, "name": "alpha", "token_hash": "0" * 64, "organiser": False, "created_at": "2026-11-01 00:00:00"}
+OLD_PHASE = {
+    "id": 1,
+    "collection": "sample",
+    "name": "public",
+    "collection_ref": "sample",
+    "hidden": False,
+    "description": "",
+    "measures_json": '["RR"]',
+    "created_at": "2026-11-01 00:00:00",
+}
+OLD_SUBMISSION = {
+    "phase_id": 1,
+    "team_id": 1,
+    "system": "x",
+    "description": "",
+    "link": "",
+    "run_type": "automatic",
+    "trained_on_collection": False,
+    "baseline": False,
+    "filename": "x.run",
+    "sha256": "e" * 64,
+    "size": 1,
+    "lines": 1,
+    "means_json": "{}",
+    "created_at": "2026-11-01 00:00:00",
+}
+
+
+def insert_row(conn, table: str, **row) -> None:
+    """``insert into TABLE`` the columns of ``row``, in SQL: a row as an older schema held it
+    (dsr's models describe the newest schema only)."""
+    from sqlalchemy import text
+
+    conn.execute(text(f"insert into {table} ({', '.join(row)}) values ({', '.join(':' + c for c in row)})"), row)
 
 
 def migration_head() -> str:

@@ -23,6 +23,7 @@ __all__ = [
     "ROOT",
     "FIXTURES",
     "SHARED_DATA",
+    "shared_file",
     "DataSource",
     "data_sources",
     "needs_shared",
@@ -86,6 +87,14 @@ def shared_data() -> Path:
     if reason:
         pytest.skip(reason)
     return SHARED_DATA
+
+
+def shared_file(relative: str) -> Path:
+    """The file ../shared/data/RELATIVE; skips, naming it, when it is not beside the checkout."""
+    path = SHARED_DATA / relative
+    if not path.is_file():
+        pytest.skip(f"../shared/data/{relative} is not beside the checkout")
+    return path
 
 
 @contextlib.contextmanager
