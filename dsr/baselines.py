@@ -69,19 +69,20 @@ from dsr.core.queries import OWN_STRATEGIES, check_strategy
 from dsr.core.run import Run
 from dsr.core.timing import StageTimer
 from dsr.evaluation import figure_cache
-from dsr.evaluation.drawing import Drawing
+from dsr.evaluation.drawing import Drawing, Workers
 from dsr.evaluation.drawing import workers as drawing_workers
 from dsr.evaluation.experiment import evaluate_runs
 from dsr.evaluation.protocol import config_name, grid_configs, resolve_splits
 from dsr.evaluation.report import REPORT_FILES, public, report_json, write_report_files
 from dsr.evaluation.results import Results
 from dsr.evaluation.settings import SPLIT_PARAMS, TEST_PARAMS, EvaluateSettings
-from dsr.indexes.backends import DEFAULT_BACKEND, export_identity, resolve_backend
+from dsr.indexes.backends import DEFAULT_BACKEND, FastModel, export_identity, resolve_backend
 from dsr.indexes.backends import export as export_model
 from dsr.indexes.exactness import note as exactness_note
 from dsr.indexes.exactness import sidecar_part as exactness_sidecar_part
 from dsr.indexes.manifest import cached_build, expected_manifest
 from dsr.rankers import make_ranker
+from dsr.rankers.base import Ranker
 from dsr.rankers.bm25 import BM25Ranker
 from dsr.rankers.fusion import FusionRanker
 from dsr.rerankers.base import rerank_top_k
@@ -258,12 +259,12 @@ def _write_outputs(
     out: Path,
     out_files: tuple[str, ...],
     suite: Suite,
-    results,
+    results: Results,
     timer: StageTimer,
     command: list[str],
     started: float,
     asked: dict[str, Any],
-    drawers=None,
+    drawers: Workers | None = None,
 ) -> tuple[dict, dict]:
     """Write the report, ``runs/`` and ``manifest.json`` into ``out`` as one set: built in a
     hidden sibling and swapped in, so a kill leaves the previous set or this one. Nothing in
@@ -285,7 +286,7 @@ def _write_outputs(
     return report, manifest
 
 
-def _collection(spec, source, split) -> Collection:
+def _collection(spec: Collection | str | Path | None, source: str | Path | None, split: str | None) -> Collection:
     """``spec`` loaded; ``None``: sigir2022 when its files are present, else an error that says
     what to do."""
     if isinstance(spec, Collection):
@@ -304,7 +305,7 @@ def _collection(spec, source, split) -> Collection:
         ) from None
 
 
-def _check_suite(collection, strategies, ce_query) -> list[str]:
+def _check_suite(collection: Collection, strategies: Sequence[str] | None, ce_query: str | None) -> list[str]:
     """The query strategies to run (default: all), checked with the cross-encoder's, and a
     collection with candidates to rank."""
     if not any(d.candidates for d in collection):
@@ -323,7 +324,9 @@ def _check_suite(collection, strategies, ce_query) -> list[str]:
 class Suite:
     """Builds the runs (untuned rows) and families (tuned rows) of the baseline table."""
 
-    def __init__(self, collection, strategies: list[str], seed: int, timer: StageTimer, backend: str = "torch") -> None:
+    def __init__(
+        self, collection: Collection, strategies: list[str], seed: int, timer: StageTimer, backend: str = "torch"
+    ) -> None:
         self.collection = collection
         self.backend = backend
         self.strategies = strategies
@@ -339,7 +342,7 @@ class Suite:
         self.bm25_default: dict[str, Any] = {}
         self.dense: dict[str, Any] = {}
         self.order = collection.initial_order()
-        self._modal: dict[str, Any] = {}
+        self._modal: dict[str, Run] = {}
 
     def build(
         self,
@@ -426,7 +429,7 @@ class Suite:
         model = resolve_model(dense_model, "bi-encoder")
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dsr-export")
 
-        def build():
+        def build() -> FastModel:
             with self.timer("export (beside bm25)"), forked.no_fork():  # BM25 stays in this process meanwhile
                 return export_model(model, "bi-encoder", self.backend)
 
@@ -440,7 +443,7 @@ class Suite:
         configs: dict[str, Callable] = {}
         for name, params in grid_configs(grid).items():
 
-            def make(qb=params["bm25"], qd=params["dense"], k=params["k"]):
+            def make(qb: str = params["bm25"], qd: str = params["dense"], k: int = params["k"]) -> Run:
                 run = fuse(
                     [self.bm25_default[qb], self.dense[qd]],
                     "rrf",
@@ -503,7 +506,7 @@ class Suite:
             # reranking every candidate makes the first stage irrelevant (up to ties): one config
             for stage_name, stage in stages.items() if depth else [next(iter(stages.items()))]:
 
-                def make(stage=stage, depth=depth, stage_name=stage_name):
+                def make(stage: Run = stage, depth: int | None = depth, stage_name: str = stage_name) -> Run:
                     run = rerank_top_k(self.collection, stage, scores, depth)
                     run.tag = f"cross-encoder-top{depth or 'all'}"
                     run.config = {
@@ -538,7 +541,7 @@ class Suite:
         configs: dict[str, Callable] = {}
         for depth in RERANK_DEPTHS:
 
-            def make(depth=depth):
+            def make(depth: int | None = depth) -> Run:
                 run = rerank_top_k(self.collection, first, scores, depth)
                 run.tag = f"trained-pipeline-top{depth or 'all'}"
                 run.config = {
@@ -563,12 +566,12 @@ class Suite:
         }
         self.notes.append(f"trained pipeline: {model} reranking the trained bi-encoder's top k, k tuned on val")
 
-    def _add_run(self, name: str, ranker) -> None:
+    def _add_run(self, name: str, ranker: Ranker) -> None:
         run = ranker.rank(self.collection)
         self.runs[name] = run
         self.info[name] = ranker.describe()
 
-    def write_runs(self, folder: Path, results, shown: Path | None = None) -> dict[str, dict[str, str]]:
+    def write_runs(self, folder: Path, results: Results, shown: Path | None = None) -> dict[str, dict[str, str]]:
         """Every untuned run, and each family's most often chosen configuration, with sidecars.
 
         Written into ``folder``; the paths recorded are under ``shown`` (default
@@ -579,6 +582,8 @@ class Suite:
         for name, run in self.runs.items():
             written[name] = self._write(folder, name, run, {"system": name})
         for family, run in self.modal_runs(results).items():
+            tuned = results.systems[family].tuned
+            assert tuned is not None, family  # each family of the suite is evaluated as a tuned row
             written[family] = self._write(
                 folder,
                 family,
@@ -586,7 +591,7 @@ class Suite:
                 {
                     "system": family,
                     "config": results.modal_config(family),
-                    "chosen_on_val": results.systems[family].tuned.choice_counts(),
+                    "chosen_on_val": tuned.choice_counts(),
                     "note": "the configuration chosen most often over the splits; each split's own choice is in results.json",
                 },
             )
@@ -600,16 +605,18 @@ class Suite:
         described = [m for m in self.models.values() if isinstance(m, dict)]
         return [m["weights_sha256"] for m in described if isinstance(m.get("weights_sha256"), str)]
 
-    def modal_runs(self, results) -> dict[str, Any]:
+    def modal_runs(self, results: Results) -> dict[str, Run]:
         """Each family's configuration chosen most often over the splits, as a run (made
         once), also in ``results.run_objects`` (the report's recall@k curve of the family)."""
         for family, configs in self.families.items():
             if family not in self._modal:
-                source = configs[results.modal_config(family)]
+                chosen = results.modal_config(family)
+                assert chosen is not None, family  # each family of the suite is evaluated as a tuned row
+                source = configs[chosen]
                 self._modal[family] = results.run_objects[family] = source() if callable(source) else source
         return dict(self._modal)
 
-    def _write(self, folder: Path, name: str, run, extra: dict[str, Any]) -> dict[str, str]:
+    def _write(self, folder: Path, name: str, run: Run, extra: dict[str, Any]) -> dict[str, str]:
         path = folder / f"{slug(name, 'run')}.run.gz"  # gzipped: 7x smaller; dsr reads it, `zcat` for trec_eval
         described = self.collection.describe()
         # a model row's note: the model that ran, on the backend its config names
@@ -634,7 +641,9 @@ def same_text_row(params: dict[str, Any]) -> str:
     return f"dense ({params['query']}, {', '.join(str(v) if k == 'text' else f'{k}={v}' for k, v in extra.items())})"
 
 
-def cross_encoder_scores(collection, model: str, query: str | None, backend: str = "torch") -> tuple[dict, dict, dict]:
+def cross_encoder_scores(
+    collection: Collection, model: str, query: str | None, backend: str = "torch"
+) -> tuple[dict[tuple[str, str], float], dict[str, Any], dict[str, Any]]:
     """Cross-encoder score of every (dialogue, candidate) pair, cached under DSR_HOME/indexes.
 
     A model made by ``dsr train`` is scored with the query strategy and max
@@ -676,7 +685,15 @@ def cross_encoder_scores(collection, model: str, query: str | None, backend: str
     return scores, resolved.describe(), params
 
 
-def _manifest(collection, results, suite: Suite, written, timer: StageTimer, command, models: dict[str, Any]) -> dict[str, Any]:
+def _manifest(
+    collection: Collection,
+    results: Results,
+    suite: Suite,
+    written: dict[str, dict[str, str]],
+    timer: StageTimer,
+    command: list[str],
+    models: dict[str, Any],
+) -> dict[str, Any]:
     """``manifest.json``: what ran (``models``: the dense model, cross-encoder and its query
     as asked), on what, with which settings, versions and machine, and how long each stage took."""
     provenance = stamp(command)

@@ -51,18 +51,20 @@ def test_ruff_finds_what_it_should(tmp_path):
 
 
 def test_mypy_finds_what_it_should(tmp_path):
-    """Under the project's configuration, a wrong type anywhere in the package is a finding, and
-    in the core (checked strictly) so is a function without annotations."""
+    """Under the project's configuration, a wrong type and a function without annotations are
+    findings anywhere in the package (the core is checked more strictly still)."""
     (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
     (tmp_path / "dsr" / "core").mkdir(parents=True)
     (tmp_path / "dsr" / "__init__.py").write_text("")
     (tmp_path / "dsr" / "core" / "__init__.py").write_text("")
     (tmp_path / "dsr" / "core" / "loose.py").write_text("def half(x):\n    return x / 2\n")
     (tmp_path / "dsr" / "wrong.py").write_text('count: int = "three"\n')
+    (tmp_path / "dsr" / "plain.py").write_text("def twice(x):\n    return 2 * x\n")
     done = _run(_tool("mypy"), "--no-incremental", cwd=tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "dsr/core/loose.py:1: error: Function is missing a type annotation  [no-untyped-def]" in done.stdout
     assert "dsr/wrong.py:1: error: Incompatible types in assignment" in done.stdout
+    assert "dsr/plain.py:1: error: Function is missing a type annotation  [no-untyped-def]" in done.stdout
 
 
 def test_ci_and_pre_commit_run_make_lint():

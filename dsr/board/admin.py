@@ -7,6 +7,7 @@ import csv
 import hashlib
 import io
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from sqlalchemy import select, update
 from dsr.board import leaderboard, participants, scoring
 from dsr.board.archive import RunFiles
 from dsr.board.intake import ranking_digest, unpack_run
-from dsr.board.models import Phase, Submission
+from dsr.board.leaderboard import Entry, Leaderboard
+from dsr.board.models import Phase, Submission, Team
 from dsr.board.published import published_metadata
 from dsr.board.service import Board, Metadata, Refused
 from dsr.core import __version__, docs_url
@@ -53,12 +55,12 @@ def run_files(paths: list[str]) -> list[Path]:
     return out
 
 
-class Loaded(list):
+class Loaded(list[Submission]):
     """The baseline rows ``add_baselines`` added (a list of Submission), and the runs it did not
     load because they hold a ranking already loaded: ``aliases`` of (run name, the row's system
     name and id it is the same ranking as)."""
 
-    def __init__(self, rows=(), aliases=()) -> None:
+    def __init__(self, rows: Iterable[Submission] = (), aliases: Iterable[tuple[str, str]] = ()) -> None:
         super().__init__(rows)
         self.aliases: list[tuple[str, str]] = list(aliases)
 
@@ -149,7 +151,7 @@ def _description(sidecar: bytes | None) -> str:
     return json.dumps({k: config[k] for k in ("ranker", "params", "query") if k in config}, sort_keys=True)
 
 
-def _check_all(board: Board, team, phase: Phase, runs: list[_Baseline]) -> None:
+def _check_all(board: Board, team: Team, phase: Phase, runs: list[_Baseline]) -> None:
     """Every run validated and scored as the board will (nothing stored): one InputError naming
     each run that would be refused, before any is loaded."""
     pdata = board.phase_data(phase)
@@ -320,7 +322,7 @@ def export(board: Board, phase: Phase, fmt: str, select_rule: str = "all") -> st
     return "".join(f"% {k}: {v or 'not frozen'}\n" for k, v in about.items()) + _board_latex(lb) + "\n" + to_latex(lb.results)
 
 
-def _rank_text(entry) -> str:
+def _rank_text(entry: Entry) -> str:
     """A row's rank as the board shows it: ``2`` or the range ``2-4``."""
     if not entry.rank:
         return ""
@@ -328,12 +330,12 @@ def _rank_text(entry) -> str:
     return str(low) if low == high else f"{low}-{high}"
 
 
-def _places(lb) -> dict[str, dict[str, str]]:
+def _places(lb: Leaderboard) -> dict[str, dict[str, str]]:
     """run key -> {"rank", "group"}: the board's rank range and letter group of each row."""
     return {e.key: {"rank": _rank_text(e), "group": e.group} for e in lb.entries}
 
 
-def _board_latex(lb) -> str:
+def _board_latex(lb: Leaderboard) -> str:
     """The board as its page shows it: rank (a range where rows are not significantly
     different), letter group, system, team and the means on the board's subset, ▲/▼ against
     the baseline; the best mean per measure bold."""
@@ -371,7 +373,7 @@ def _board_latex(lb) -> str:
     return "".join(lines)
 
 
-def _ladder_table(lb, fmt: str, about: dict) -> str:
+def _ladder_table(lb: Leaderboard, fmt: str, about: dict[str, str | None]) -> str:
     """A hidden phase's published values (``dsr.board.release``) as CSV (one line per run,
     subset and measure) or LaTeX (one row per run, the measures on "all")."""
     if fmt == "csv":

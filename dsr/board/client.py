@@ -14,6 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from dsr.board.published import published_metadata
@@ -48,7 +49,7 @@ def published_for(run: Path, sidecar: str | Path | None) -> dict[str, Any]:
     return published_metadata(value)
 
 
-def server_url(httpx, server: str) -> str:
+def server_url(httpx: ModuleType, server: str) -> str:
     """``server`` (``http://HOST:PORT``, ``https://...``) without a trailing slash, or an
     InputError naming ``server`` when it is not such a URL (``http://[::1``, ``ftp://x``, ``x``)."""
     text = (server or "").strip().rstrip("/")

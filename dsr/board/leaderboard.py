@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from sqlalchemy import bindparam, select
+from sqlalchemy.orm import Session
 
 from dsr.board import release, scoring
 from dsr.board.cache import ScoreCache
@@ -251,15 +252,15 @@ def build(
 
 
 def _assemble(
-    board,
+    board: Scores,
     phase: Phase,
     data: scoring.PhaseData,
     shown: list[Submission],
     ladder_values: dict[int, dict] | None,
     counts: dict[int, int],
-    baseline,
-    all_baselines,
-    view: tuple,
+    baseline: Submission | None,
+    all_baselines: list[Submission],
+    view: tuple[str, str, str, str, str | None],
 ) -> Leaderboard:
     """The entries of the rows ``shown`` (in order), with the statistics a phase publishes."""
     sort, select, subset, primary, team = view
@@ -335,7 +336,9 @@ def _ladder(board: Scores, phase: Phase, data: scoring.PhaseData, runs: list[Sub
     return release.ladder(matrices, data.subsets, data.measures, phase.total_quota, noise=noise).values
 
 
-def answer_means(board: Scores, phase: Phase, row: Submission, session, earlier: list[int] | None = None) -> dict[str, Any]:
+def answer_means(
+    board: Scores, phase: Phase, row: Submission, session: Session, earlier: list[int] | None = None
+) -> dict[str, Any]:
     """What the submit answer says of a new row's scores: nothing on a final phase before its
     freeze, the team's ladder values after it on a hidden phase (with ``released``: whether
     any of them changed), else its means. ``session``: the write transaction (the team's
@@ -357,7 +360,7 @@ def answer_means(board: Scores, phase: Phase, row: Submission, session, earlier:
     return {"means": steps.values[-1], "released": steps.released[-1]}
 
 
-def _check_view(sort: str, measures: list[str], select: str, subset: str, data, baselines: str) -> None:
+def _check_view(sort: str, measures: list[str], select: str, subset: str, data: scoring.PhaseData, baselines: str) -> None:
     if sort not in measures:
         raise InputError(f"no measure {sort!r} on this board; it has {', '.join(measures)}", field="sort")
     select = SELECT.check(select)

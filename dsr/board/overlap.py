@@ -58,11 +58,14 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsr.core import docs_url
 from dsr.core.data import Collection, Dialogue
 from dsr.core.errors import InputError
+
+if TYPE_CHECKING:  # SQLAlchemy loads with the models: this check is plain data
+    from dsr.board.models import Phase
 
 KINDS = ("public", "final", "ladder")
 #: the pooled agreement beyond chance (one-sided z; p = 0.001) from which two label sets over
@@ -70,7 +73,7 @@ KINDS = ("public", "final", "ladder")
 AGREEMENT_Z = 3.09
 
 
-def kind(phase) -> str:
+def kind(phase: Phase) -> str:
     """How a phase row publishes: ``public``, ``final`` (hidden, everything at its freeze) or
     ``ladder`` (hidden, ladder values only)."""
     if not phase.hidden:

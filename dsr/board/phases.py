@@ -77,7 +77,7 @@ def check_url_part(value: str, field: str) -> str:
 
 def _check_phase_options(
     hidden: bool,
-    labels,
+    labels: dict[str, dict[str, int]] | None,
     daily_quota: int | None,
     total_quota: int | None,
     min_dialogues: int | None,

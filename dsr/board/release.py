@@ -56,11 +56,16 @@ import hashlib
 import hmac
 import math
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dsr.core.errors import InputError
 from dsr.core.params import Param, by_name, defaults
+
+if TYPE_CHECKING:  # SQLAlchemy loads with the models: the rule itself is plain arithmetic
+    from dsr.board.models import Phase
 
 #: the settings of a hidden phase's release rule and quotas (``add-phase`` flags come from
 #: the quota ones; step and alpha are the board's, declared once here)
@@ -121,7 +126,7 @@ MIN_COUNTS = DEFAULTS["min_counts"]
 NOISE = DEFAULTS["noise"]
 
 
-def _stats():
+def _stats() -> ModuleType:
     """scipy.stats, imported on first use, in this one place."""
     from scipy import stats
 
@@ -136,7 +141,7 @@ def warm() -> None:
     _stats()
 
 
-def uses_ladder(phase) -> bool:
+def uses_ladder(phase: Phase) -> bool:
     """Whether the phase publishes ladder values (hidden and not a final phase: a final
     phase shows nothing before its freeze and everything after)."""
     return bool(phase.hidden) and not phase.final
@@ -338,7 +343,7 @@ def bound(groups: dict[str, int], measures: int, submissions: int, step: float =
     return measures * sum(bits(submissions, s, min_counts) for s in group_steps(groups, step, min_counts).values())
 
 
-def rule(phase, groups: dict[str, int] | None = None) -> dict:
+def rule(phase: Phase, groups: dict[str, int] | None = None) -> dict[str, Any]:
     """How a hidden phase's published values are made (``release``), for the API; ``groups``
     (name -> dialogues) adds each group's grid step."""
     out = {

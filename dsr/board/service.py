@@ -32,12 +32,13 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Table, bindparam, case, func, insert, select, update
+from sqlalchemy import Engine, Table, bindparam, case, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from dsr.board import release, scoring
@@ -66,6 +67,9 @@ from dsr.core.errors import InputError
 from dsr.core.home import require_writable
 from dsr.db.engine import get_row, open_database, read_session, write_session
 from dsr.db.place import board_home, check_sqlite_folder, default_url
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: the smallest upload limit a phase gets (``--max-upload-mb`` fixes one for every phase)
 MAX_UPLOAD = 20 * 1024 * 1024
@@ -156,7 +160,7 @@ class RateLimiter:
     write lock on SQLite), so two processes can never both take the last token. Times are
     this host's clock (``time.time``): the processes of one board run on one host."""
 
-    def __init__(self, engine, per_minute: float) -> None:
+    def __init__(self, engine: Engine, per_minute: float) -> None:
         self.engine = engine
         self.interval = 60.0 / per_minute if per_minute > 0 else 0.0
         self.tolerance = (max(1.0, per_minute) - 1) * self.interval
@@ -332,7 +336,7 @@ class Board:
         return max(MAX_UPLOAD, 2 * (pairs.id_chars + LINE_ALLOWANCE * len(pairs.docs)))
 
     # -- quotas ------------------------------------------------------------
-    def quota(self, team: Team, phase: Phase, session=None, now=None) -> dict[str, Any]:
+    def quota(self, team: Team, phase: Phase, session: Session | None = None, now: datetime | None = None) -> dict[str, Any]:
         """Used and left today (UTC day, of ``now``) and in total, with the reset time; None =
         no limit."""
         day, params = _quota_params(team, phase, now)
@@ -393,7 +397,7 @@ class Board:
             ready = self._intake(s, Intake(team, phases[0], data, filename, meta, sidecar, False, key, member_id))
         return ready if isinstance(ready, Accepted) else self._complete(ready)
 
-    def _intake(self, s, job: Intake) -> Intake | Accepted:
+    def _intake(self, s: Session, job: Intake) -> Intake | Accepted:
         """What is checked before scoring, in one read session ``s``: the metadata, the season,
         the run unpacked within the phase's limit and its digests, then a retry's first answer
         (returned) and the quota before."""
@@ -413,7 +417,7 @@ class Board:
         day, params = _quota_params(job.team, phase)
         total, today, key_row = s.execute(QUOTA_AND_KEY, {**params, "key": job.key}).one()
         if key_row is not None:  # a retry: its first answer (or 422 for another request)
-            return self._replayed(s.get(Submission, key_row), job.request)
+            return self._replayed(get_row(s, Submission, key_row), job.request)
         job.before = quota_left(job.team, phase, day, int(today), int(total))
         return job
 
@@ -605,13 +609,13 @@ class Board:
         with read_session(self.engine) as s:
             return list(s.scalars(select(Submission).where(Submission.phase_id == phase.id).order_by(Submission.id)))
 
-    def matrix(self, sub: Submission, n_measures: int):
+    def matrix(self, sub: Submission, n_measures: int) -> np.ndarray:
         """The row's per-topic values (topics x measures), cached by id and its phase's
         ``scores_version`` (a row changes only by ``dsr board rebuild``, in any process, which
         raises the version: every process then reads the rows again)."""
         return self.matrix_of(sub.id, n_measures, sub.phase)
 
-    def matrix_of(self, submission_id: int, n_measures: int, phase: Phase):
+    def matrix_of(self, submission_id: int, n_measures: int, phase: Phase) -> np.ndarray:
         def read() -> Any:
             with read_session(self.engine) as s:
                 blob = s.scalar(PER_TOPIC, {"id": submission_id})
@@ -636,13 +640,13 @@ def answered(row: Submission, answer: dict[str, Any]) -> dict[str, Any]:
     return {"id": row.id, "url": f"/runs/{row.id}", **answer}
 
 
-def _quota_params(team: Team, phase: Phase, now=None) -> tuple[Any, dict[str, Any]]:
+def _quota_params(team: Team, phase: Phase, now: datetime | None = None) -> tuple[datetime, dict[str, Any]]:
     """The UTC day of ``now`` (default: now) and :data:`QUOTA_COUNT`'s parameters for it."""
     day = (now or utcnow()).replace(hour=0, minute=0, second=0, microsecond=0)
     return day, {"day": day, "phase": phase.id, "team": team.id}
 
 
-def quota_left(team: Team, phase: Phase, day, today: int, total: int) -> dict[str, Any]:
+def quota_left(team: Team, phase: Phase, day: datetime, today: int, total: int) -> dict[str, Any]:
     """A quota answer from the counts of the team's runs on the board (today: since ``day``,
     midnight UTC) and in all; None = no limit."""
     daily_left = None if phase.daily_quota is None else max(0, phase.daily_quota - today)

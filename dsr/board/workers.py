@@ -26,9 +26,11 @@ import queue
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dsr.board.archive import RunStore
 from dsr.board.intake import ranking_digest
@@ -36,6 +38,8 @@ from dsr.board.scoring import Checked, PhaseData, PhaseSpec, score_text
 from dsr.core.atomic import process_running
 from dsr.core.errors import InputError
 from dsr.db.refused import Refused
+
+_T = TypeVar("_T")
 
 #: ``dsr serve``'s default pool: one worker per core, at most this many
 MAX_DEFAULT_WORKERS = 4
@@ -98,7 +102,7 @@ def _score(key: str, spec: PhaseSpec | None, name: str, text: bytes, strict: boo
     return score_text(data, text, strict, _store.scratch)
 
 
-def _serve(conn, store_root: str, specs: list[tuple[PhaseSpec, str]], server: int) -> None:
+def _serve(conn: Connection, store_root: str, specs: list[tuple[PhaseSpec, str]], server: int) -> None:
     """A worker: its start, then calls ``(function, args)`` from its pipe answered with
     ``(True, value)`` or ``(False, exception)``, until ``None`` or the pipe's end."""
     _start(store_root, specs, server)
@@ -203,7 +207,7 @@ class ScoringPool:
             raise WorkerGone(f"a scoring worker did not start (exit code {worker.process.exitcode})") from err
 
     @contextlib.contextmanager
-    def _worker(self):
+    def _worker(self) -> Iterator[_Worker]:
         """An idle worker, the calling thread's until the block ends: back in the pool after
         an answer (a raised one too), replaced when it ended during the call."""
         worker = self._idle.get()
@@ -224,7 +228,7 @@ class ScoringPool:
             raise
         self._idle.put(worker)
 
-    def _ask(self, worker: _Worker, function, *args: Any):
+    def _ask(self, worker: _Worker, function: Callable[..., _T], *args: Any) -> _T:
         try:
             worker.conn.send((function, args))
             if self.timeout is not None and not worker.conn.poll(self.timeout):
@@ -254,6 +258,7 @@ class ScoringPool:
             checked = self._ask(worker, _score, key, None, name, text, strict)
             if checked is None:  # this worker has not seen the phase: the same worker gets it
                 checked = self._ask(worker, _score, key, spec, name, text, strict)
+        assert checked is not None, "a worker sent the spec builds the phase"
         return checked
 
     def digest(self, text: bytes) -> str:

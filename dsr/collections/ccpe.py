@@ -36,6 +36,7 @@ offset comparison, for a copy whose offsets were computed differently.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +175,7 @@ def read_conversations(path: Path, check_offsets: bool = True) -> list[dict[str,
     for n, conv in enumerate(raw):
         record = f"#{n}"
 
-        def error(message: str, field: str | None = None):
+        def error(message: str, field: str | None = None) -> InputError:
             return InputError(message, path=path, record=record, field=field)
 
         if not isinstance(conv, dict):
@@ -214,7 +215,7 @@ def read_conversations(path: Path, check_offsets: bool = True) -> list[dict[str,
     return out
 
 
-def _check_segment(seg: Any, text: str, name: str, error, check_offsets: bool) -> None:
+def _check_segment(seg: Any, text: str, name: str, error: Callable[[str, str], InputError], check_offsets: bool) -> None:
     if not isinstance(seg, dict):
         raise error("expected an object", name)
     bounds: dict[str, int] = {}

@@ -55,10 +55,10 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -71,6 +71,11 @@ from dsr.core.jsonio import load_json
 from dsr.core.params import Param, defaults
 from dsr.core.text import content_words
 from dsr.indexes.bm25 import BM25Index
+
+if TYPE_CHECKING:
+    from pysbd import Segmenter
+
+_T = TypeVar("_T")
 
 NAME = "cmu_dog"
 REPOSITORY = "festvox/datasets-CMU_DoG"
@@ -351,7 +356,7 @@ DOCUMENTS = Documents(
 )
 
 
-def _split(segmenter, text: str) -> list[str]:
+def _split(segmenter: Segmenter, text: str) -> list[str]:
     return [_clean(s) for s in segmenter.segment(text) if _clean(s)]
 
 
@@ -424,7 +429,7 @@ def read_conversation(path: Path, doc_indexes: set[int]) -> dict[str, Any]:
     return {"history": history, "whoSawDoc": set(who), "wikiDocumentIdx": wiki_idx, "ids": ids, "rating": raw.get("rating")}
 
 
-def _progress(items, desc: str):
+def _progress(items: Sequence[_T], desc: str) -> Iterable[_T]:
     from tqdm import tqdm
 
     return tqdm(items, desc=desc, unit="file", file=sys.stderr, leave=False, disable=len(items) < 50 or None)
@@ -451,7 +456,7 @@ def _wiki_files(folder: Path) -> list[Path]:
     return sorted((folder / "WikiData").glob("*.json"))
 
 
-def _field(obj: Any, key: str, kind, where: dict, name: str | None = None) -> Any:
+def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: dict[str, Any], name: str | None = None) -> Any:
     if not isinstance(obj, dict):
         raise InputError("expected a JSON object", **where)
     value = obj.get(key)

@@ -58,6 +58,7 @@ import csv
 import io
 import re
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import permutations
 from pathlib import Path
@@ -352,7 +353,7 @@ def _liked(answers: Any) -> bool:
     return value is not None and not isinstance(value, bool) and str(value) == "1"
 
 
-def read_dialogues(path: Path):
+def read_dialogues(path: Path) -> Iterator[tuple[int, Any]]:
     """(line number, object) for each non-empty line of a JSON Lines file."""
     return iter_json_lines(read_text(path), path)
 
@@ -360,7 +361,7 @@ def read_dialogues(path: Path):
 def parse_dialogue(raw: Any, path: Path, lineno: int, movies: dict[str, Movie]) -> Conversation:
     """One ReDial dialogue, checked, with consecutive same-sender messages merged."""
 
-    def error(message: str, field: str | None = None, record: str | None = None):
+    def error(message: str, field: str | None = None, record: str | None = None) -> InputError:
         return InputError(message, path=path, line=lineno, record=record, field=field)
 
     if not isinstance(raw, dict):
@@ -399,7 +400,13 @@ def parse_dialogue(raw: Any, path: Path, lineno: int, movies: dict[str, Movie]) 
     )
 
 
-def _merged_turns(messages: list, roles: dict[str, str], names: dict, movies: dict[str, Movie], error) -> list[MergedTurn]:
+def _merged_turns(
+    messages: list[Any],
+    roles: dict[str, str],
+    names: dict[str, Any],
+    movies: dict[str, Movie],
+    error: Callable[[str, str], InputError],
+) -> list[MergedTurn]:
     """The messages as turns (``@ID`` mentions replaced by titles), consecutive messages of one
     sender merged into one turn; ``error(message, field)`` makes the InputError."""
     turns: list[MergedTurn] = []

@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dsr.collections import SourceInfo
 from dsr.collections.common import check_params
 from dsr.core.data import Collection, read_benchmark
 from dsr.core.errors import InputError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 #: the initial ranker behind ``candidates[].score`` (tools/make_sample.py computes it)
 INITIAL_RANKER = (
@@ -59,7 +63,7 @@ SOURCE = SourceInfo(
 )
 
 
-def data_file():
+def data_file() -> Traversable:
     """The packaged benchmark file, as an ``importlib.resources`` Traversable."""
     return resources.files("dsr.collections").joinpath("data", "sample.jsonl")
 
@@ -81,7 +85,7 @@ def load(source: Path | None = None, split: str | None = None) -> Collection:
     return collection
 
 
-def build(source: Path | None = None, split: str | None = None, **params) -> Collection:
+def build(source: Path | None = None, split: str | None = None, **params: Any) -> Collection:
     """Same as :func:`load`: there are no raw files to convert (:data:`PARAMS` is empty)."""
     check_params(params, PARAMS, NAME)
     return load(source, split)

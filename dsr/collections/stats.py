@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from typing import Any
 
 from dsr.collections import REGISTERED, source_module
 from dsr.collections.fetch import default_dest, is_available, sources
 from dsr.core import registry
+from dsr.core.data import Collection, Dialogue
 from dsr.core.text import tokenize
 
 
@@ -48,7 +50,7 @@ def collections_info() -> list[dict[str, Any]]:
     return rows
 
 
-def collection_stats(collection) -> dict[str, Any]:
+def collection_stats(collection: Collection) -> dict[str, Any]:
     """Per subset and overall ("all"): counts, per-dialogue mean/min/max, labels, token lengths."""
     out = {
         "collection": collection.name,
@@ -65,7 +67,7 @@ def collection_stats(collection) -> dict[str, Any]:
     return out
 
 
-def _group_stats(dialogues) -> dict[str, Any]:
+def _group_stats(dialogues: Sequence[Dialogue]) -> dict[str, Any]:
     labels: dict[str, int] = {}
     for d in dialogues:
         for c in d.candidates:

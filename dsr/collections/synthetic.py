@@ -10,6 +10,7 @@ length for the retrieval benchmarks. Everything is seeded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,13 @@ from dsr.core.run import Run
 
 
 def make_collection(
-    ids=None, n: int = 60, candidates: int = 50, seed: int = 0, grades=(0, 0, 0, 0, 1, 2), splits=None, name: str = "synthetic"
+    ids: Sequence[str] | None = None,
+    n: int = 60,
+    candidates: int = 50,
+    seed: int = 0,
+    grades: Sequence[int] = (0, 0, 0, 0, 1, 2),
+    splits: list[tuple[list[str], list[str]]] | None = None,
+    name: str = "synthetic",
 ) -> Collection:
     rng = np.random.default_rng(seed)
     if ids is None:

@@ -43,7 +43,7 @@ import urllib.parse
 import urllib.request
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -113,7 +113,9 @@ def size_cap(size: int) -> int:
     return size + size // 10 + (64 << 10)
 
 
-def _members(archive: Path, remote: Remote, url: str, cap, limits: Limits) -> Iterator[tuple[str, IO[bytes]]]:
+def _members(
+    archive: Path, remote: Remote, url: str, cap: Callable[[str], int], limits: Limits
+) -> Iterator[tuple[str, IO[bytes]]]:
     """(repository path, readable) for each wanted member of a downloaded archive.
 
     Checked before anything is unpacked, where the format allows: a zip's
@@ -132,7 +134,7 @@ def _members(archive: Path, remote: Remote, url: str, cap, limits: Limits) -> It
 
 
 @contextlib.contextmanager
-def _archive_errors(remote: Remote, url: str, archive: Path):
+def _archive_errors(remote: Remote, url: str, archive: Path) -> Iterator[None]:
     """A broken, truncated or unsupported archive (while listing or reading) is an InputError."""
     kind = {"tarball": "tar.gz", "zip": "zip"}[remote.kind]
     try:
@@ -152,7 +154,9 @@ def _archive_errors(remote: Remote, url: str, archive: Path):
         ) from None
 
 
-def _tar_members(archive: Path, remote: Remote, url: str, cap, budget: int):
+def _tar_members(
+    archive: Path, remote: Remote, url: str, cap: Callable[[str], int], budget: int
+) -> Iterator[tuple[str, IO[bytes]]]:
     with gzip.open(archive, "rb") as raw:
         stream = _Budgeted(raw, budget, url)
         with tarfile.open(fileobj=stream, mode="r|") as tar:  # one pass, no seeking back
@@ -174,7 +178,9 @@ def _tar_members(archive: Path, remote: Remote, url: str, cap, budget: int):
                     yield rel, handle
 
 
-def _zip_members(archive: Path, remote: Remote, url: str, cap, budget: int):
+def _zip_members(
+    archive: Path, remote: Remote, url: str, cap: Callable[[str], int], budget: int
+) -> Iterator[tuple[str, IO[bytes]]]:
     with zipfile.ZipFile(archive) as zf:  # reads (and checks) the central directory
         # members are matched by name wherever the zip puts them
         wanted = [
@@ -250,10 +256,10 @@ class _Deadline:
         self.timer.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.timer.cancel()
 
-    def watch(self, sock) -> None:
+    def watch(self, sock: socket.socket) -> None:
         self.sockets.append(sock)
         if self.expired:
             self.expire()
@@ -276,11 +282,11 @@ class _Deadline:
             return Connection
 
         class HTTP(urllib.request.HTTPHandler):
-            def http_open(self, req):
+            def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
                 return self.do_open(watched(http.client.HTTPConnection), req)
 
         class HTTPS(urllib.request.HTTPSHandler):
-            def https_open(self, req):
+            def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
                 return self.do_open(
                     watched(http.client.HTTPSConnection), req, context=getattr(self, "_context", None)
                 )  # what the handler was made with
@@ -344,11 +350,11 @@ def _too_slow(url: str, limits: Limits, received: int) -> InputError:
     )
 
 
-def _cut_short(url: str, received: int, why) -> InputError:
+def _cut_short(url: str, received: int, why: object) -> InputError:
     return InputError(f"the download of {url} was cut short after {received} bytes ({why}); nothing was kept, try again")
 
 
-def _offline(url: str, name: str, reason) -> InputError:
+def _offline(url: str, name: str, reason: object) -> InputError:
     host = urllib.parse.urlsplit(url).netloc or url
     return InputError(
         f"cannot download from {host} ({reason}). `dsr data fetch` needs the network; if you "

@@ -195,7 +195,9 @@ def _groups(specs: Sequence) -> dict[tuple[int, bool], list[int]]:
     return groups
 
 
-def _topics(ranked: list[str], code_of: Mapping[str, int], run: ColumnRun, labels, judged: Columns, only_judged: bool):
+def _topics(
+    ranked: list[str], code_of: Mapping[str, int], run: ColumnRun, labels: np.ndarray, judged: Columns, only_judged: bool
+) -> arrays.Topics:
     """The run's topics of ``ranked`` as the arrays' topics (their grades from ``judged``)."""
     codes = np.asarray([code_of[q] for q in ranked], dtype=np.int64)
     starts, lengths = run.starts[codes], run.lengths[codes]
@@ -236,7 +238,7 @@ def _values(topics: arrays.Topics, specs: Sequence, rel: int) -> np.ndarray:
     return out
 
 
-def _tied_topics(columns: Columns, as32: np.ndarray, order) -> list[str]:
+def _tied_topics(columns: Columns, as32: np.ndarray, order: np.ndarray | None) -> list[str]:
     """The topics whose scores tie as float32, in the run's order (``Run.tied_topics``)."""
     line = np.arange(len(columns)) if order is None else order
     score, topic = as32[line], columns.topic[line]

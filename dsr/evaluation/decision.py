@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -170,7 +171,7 @@ def decide_runs(
     runs: Mapping[str, Mapping[str, Run | Mapping[str, Mapping[str, float]]]],
     default: str,
     measure: str = "nDCG@5",
-    **options,
+    **options: Any,
 ) -> Decision:
     """The rule on runs: ``runs[system] = {"dev": run, "silver": run}`` (a :class:`~dsr.core.run.Run`
     or ``{topic: {doc: score}}``), measured with the labels of the ``dev`` and ``silver``

@@ -50,7 +50,7 @@ def _what_system(results: Results, name: str, info: dict) -> str:
     return "; ".join(parts)
 
 
-def _value(v) -> str:
+def _value(v: object) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 

@@ -20,11 +20,14 @@ import os
 import pickle
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dsr.core.forked import can_fork, default_workers, die_with_parent
 from dsr.evaluation import figure_cache, figures, significance
 from dsr.evaluation.figure_files import figure_files
+
+if TYPE_CHECKING:
+    from dsr.evaluation.results import Results
 
 #: relative drawing time of each figure (measured on a SIGIR-sized report); others: 1
 COST = {"diff_vs_baseline": 3.0, "measures": 2.5}
@@ -77,7 +80,7 @@ class Drawing:
     now): :meth:`result` gives ``(captions, files)`` and lets the workers go. ``label`` (the
     collection's name) is recorded with a new entry of the cache."""
 
-    def __init__(self, results, pool: Workers | None = None, workers: int | None = None, label: str = "") -> None:
+    def __init__(self, results: Results, pool: Workers | None = None, workers: int | None = None, label: str = "") -> None:
         self.stems = list(figures.figure_makers(results))
         self.results = results
         self.label = label

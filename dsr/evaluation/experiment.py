@@ -156,11 +156,22 @@ def _measured(
     return values, info, systems, notes
 
 
-def _systems(runs, values, families, splits, topics, index_by_subset, measurer, target_j, notes: list[str]) -> dict[str, System]:
+def _systems(
+    runs: Mapping[str, Run],
+    values: Mapping[str, TopicValues],
+    families: Mapping[str, Mapping[str, ConfigSource]],
+    splits: Splits | None,
+    topics: list[str],
+    index_by_subset: dict[str, np.ndarray],
+    measurer: _Measurer,
+    target_j: int | None,
+    notes: list[str],
+) -> dict[str, System]:
     """The table's rows: the runs themselves without splits; with splits, each untuned
     run on the test halves and each family tuned per split on val by the target."""
     if splits is None:
         return {name: System(name, "run", tv.values) for name, tv in values.items()}
+    assert target_j is not None, "a target is measured wherever there are splits (_check_request)"
     index = SplitIndex(splits, topics, index_by_subset)
     never = int((index.test_counts() == 0).sum())
     if never:
@@ -170,12 +181,20 @@ def _systems(runs, values, families, splits, topics, index_by_subset, measurer, 
     return systems
 
 
-def _compare(results: Results, families, baseline: str | None, all_pairs: bool, workers: int | None = None) -> None:
+def _compare(
+    results: Results,
+    families: Mapping[str, Mapping[str, ConfigSource]],
+    baseline: str | None,
+    all_pairs: bool,
+    workers: int | None = None,
+) -> None:
     """Recall curves of tuned families, all-pairs groups and the baseline comparisons."""
     for family_name, configs in families.items():
         # a tuned family's recall@k curve in reports: the configuration chosen most
         # often, when it is a Run in hand (callables were let go)
-        modal = configs[results.modal_config(family_name)]
+        chosen = results.modal_config(family_name)
+        assert chosen is not None, family_name  # a family is a tuned system of the results
+        modal = configs[chosen]
         if isinstance(modal, Run):
             results.run_objects[family_name] = modal
     per_topic = {n: s.per_topic for n, s in results.systems.items()}
@@ -330,7 +349,13 @@ def _coverage_notes(collection: Collection, runs: Mapping[str, Run], values: Map
     return notes
 
 
-def _untuned_systems(runs, values, families, index: SplitIndex, index_by_subset) -> dict[str, System]:
+def _untuned_systems(
+    runs: Mapping[str, Run],
+    values: Mapping[str, TopicValues],
+    families: Mapping[str, Mapping[str, ConfigSource]],
+    index: SplitIndex,
+    index_by_subset: Mapping[str, np.ndarray],
+) -> dict[str, System]:
     """Each untuned run on the splits' test halves (runs that are a family's member are
     reported as the family)."""
     members = {id(r) for configs in families.values() for r in configs.values() if isinstance(r, Run)}
@@ -341,7 +366,9 @@ def _untuned_systems(runs, values, families, index: SplitIndex, index_by_subset)
     }
 
 
-def _tuned_systems(families, measurer: _Measurer, index: SplitIndex, target_j: int) -> dict[str, System]:
+def _tuned_systems(
+    families: Mapping[str, Mapping[str, ConfigSource]], measurer: _Measurer, index: SplitIndex, target_j: int
+) -> dict[str, System]:
     """Each family tuned per split on val by the target; callables are run, measured
     and let go, so a grid never sits in memory."""
     for family, configs in families.items():
@@ -394,8 +421,8 @@ def tune_and_evaluate(
     configs: Mapping[str, Mapping[str, ConfigSource]],
     splits: Splits,
     target: str = "nDCG@5",
-    measures: Sequence | None = None,
-    **kwargs,
+    measures: Sequence[Any] | None = None,
+    **kwargs: Any,
 ) -> Results:
     """Tune each family per split on val by ``target`` and report its test halves.
 

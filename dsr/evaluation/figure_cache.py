@@ -94,7 +94,7 @@ def content_key(results: Any, stems: list[str]) -> str | None:
 class _Feeder:
     """Feeds values into a digest in a canonical form (see the module docstring)."""
 
-    def __init__(self, digest) -> None:
+    def __init__(self, digest: hashlib._Hash) -> None:
         self.update = digest.update
 
     def __call__(self, value: Any) -> None:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING, cast
 
 from dsr.evaluation.figures import PNG_DPI, _mpl
 
+if TYPE_CHECKING:  # matplotlib itself is imported on first use (_mpl)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-def figure_files(fig, stem: str, formats: tuple[str, ...] = ("png", "pdf")) -> dict[str, bytes]:
+
+def figure_files(fig: Figure, stem: str, formats: tuple[str, ...] = ("png", "pdf")) -> dict[str, bytes]:
     """The figure as PNG (:data:`PNG_DPI`, 300 dpi, 256 colours) and vector PDF (for the paper), or any
     of ``formats`` (``svg`` too), without dates in the vector files (so a rerun writes the
     same bytes)."""
@@ -21,7 +26,8 @@ def figure_files(fig, stem: str, formats: tuple[str, ...] = ("png", "pdf")) -> d
             # Agg's pixels as they are ("raw" RGBA): matplotlib's own PNG would be compressed
             # only to be decoded again for the palette (the same pixels, ~8% of a report's drawing)
             fig.savefig(buffer, format="raw", dpi=PNG_DPI)
-            height, width = fig.canvas.buffer_rgba().shape[:2]  # the renderer that drew them: its pixels
+            # the renderer that drew them (new_figure's Agg canvas): its pixels
+            height, width = cast("FigureCanvasAgg", fig.canvas).buffer_rgba().shape[:2]
             out[f"{stem}.png"] = palette_png(buffer.getvalue(), (width, height))
         else:
             fig.savefig(buffer, format=fmt, metadata=metadata[fmt])

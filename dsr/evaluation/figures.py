@@ -33,8 +33,8 @@ Agg canvas, so nothing touches a global backend.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
@@ -44,7 +44,69 @@ from dsr.evaluation import significance as sig
 from dsr.evaluation.measures import Evaluator, parse_measures
 
 if TYPE_CHECKING:  # matplotlib itself is imported on first use (_mpl)
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
     from matplotlib.typing import RcKeyType
+
+    from dsr.core.run import Run
+    from dsr.evaluation.measures import TopicValues
+    from dsr.evaluation.protocol import Splits
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class _Row(Protocol):
+    """What a figure reads of a table's row (:class:`dsr.evaluation.results.System`)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def per_topic(self) -> np.ndarray: ...
+
+
+class ResultsView(Protocol):
+    """What the figures read of their results (:class:`dsr.evaluation.results.Results` is one;
+    that module draws with this one, so the figures name what they read rather than import it)."""
+
+    @property
+    def baseline(self) -> str | None: ...
+    @property
+    def measures(self) -> Sequence[str]: ...
+    @property
+    def primary_measure(self) -> str: ...
+    @property
+    def subsets(self) -> Mapping[str, np.ndarray]: ...
+    @property
+    def systems(self) -> Mapping[str, _Row]: ...
+    @property
+    def runs(self) -> Mapping[str, TopicValues]: ...
+    @property
+    def run_info(self) -> Mapping[str, dict[str, Any]]: ...
+    @property
+    def run_objects(self) -> Mapping[str, Run]: ...
+    @property
+    def qrels(self) -> Mapping[str, Mapping[str, int]]: ...
+    @property
+    def topics(self) -> Sequence[str]: ...
+    @property
+    def splits(self) -> Splits | None: ...
+    @property
+    def significance(self) -> Mapping[str, dict[str, Any]] | None: ...
+    @property
+    def test(self) -> str: ...
+    @property
+    def alpha(self) -> float: ...
+
+    def summary(self, subset: str = "all") -> dict[str, dict[str, tuple[float, float | None]]]: ...
+    def modal_config(self, system: str) -> str | None: ...
+    def adjusted_p(self, subset: str, system: str, measure: str) -> float | None: ...
+    def mark(self, subset: str, system: str, measure: str) -> str: ...
+    def correction_text(self) -> str: ...
+    def mean_ci(self, subset: str, system: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def interval_text(self, measure: str | None = None) -> str: ...
+
 
 #: widths of ACM's sigconf template: one column (241 pt) and the full text width (506 pt)
 ACM_COLUMN_IN = 3.33
@@ -120,7 +182,7 @@ def _mpl() -> dict[str, Any]:
     return _LOADED
 
 
-def new_figure(width: float, height: float):
+def new_figure(width: float, height: float) -> Figure:
     """A :class:`PaperFigure` (constrained layout) on the Agg canvas."""
     mpl = _mpl()
     with mpl["rc_context"](STYLE):
@@ -129,14 +191,14 @@ def new_figure(width: float, height: float):
     return fig
 
 
-def to_rgb(colour) -> tuple[float, float, float]:
+def to_rgb(colour: str) -> tuple[float, float, float]:
     return _mpl()["to_rgb"](colour)
 
 
-def styled(draw):
+def styled(draw: Callable[_P, _R]) -> Callable[_P, _R]:
     """Run a drawing function under :data:`STYLE` (font sizes are read when text is made)."""
 
-    def wrapper(*args: Any, **kwargs):
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         with _mpl()["rc_context"](STYLE):
             return draw(*args, **kwargs)
 
@@ -178,7 +240,7 @@ def _shades(hex_colour: str, n: int, apart_from_base: bool = False) -> list[tupl
     return [tuple(np.clip(base * (1 + t) if t < 0 else base + (1 - base) * t, 0, 1)) for t in steps]
 
 
-def system_order(results, names: list[str]) -> list[str]:
+def system_order(results: ResultsView, names: list[str]) -> list[str]:
     """The baseline first, then the systems grouped by family: the baseline's own family
     first, the others in table order (members in table order)."""
     families: dict[str, list[str]] = {}
@@ -191,7 +253,7 @@ def system_order(results, names: list[str]) -> list[str]:
     return head + [n for members in families.values() for n in members]
 
 
-def system_colours(results) -> dict[str, tuple]:
+def system_colours(results: ResultsView) -> dict[str, tuple]:
     """One colour per system, the same in every figure: a hue per family (Okabe-Ito),
     a shade per member."""
     names = list(dict.fromkeys([*results.systems, *results.runs]))
@@ -210,18 +272,18 @@ def system_colours(results) -> dict[str, tuple]:
 # --- shared pieces -----------------------------------------------------------------
 
 
-def set_caption(fig, text: str) -> None:
+def set_caption(fig: Figure, text: str) -> None:
     """Keep ``text`` as the figure's caption, outside it (:func:`caption`)."""
-    fig.dsr_caption = " ".join(text.split())
+    fig.dsr_caption = " ".join(text.split())  # type: ignore[attr-defined]  # the caption travels with its figure
 
 
-def caption(fig) -> str:
+def caption(fig: Figure) -> str:
     """The caption of a figure made here: what it shows, its intervals and marks (a paper
     sets it under the figure; reports write it in results.md and ``STEM.caption.tex``)."""
     return getattr(fig, "dsr_caption", "")
 
 
-def significance_note(results) -> str:
+def significance_note(results: ResultsView) -> str:
     if results.baseline is None:
         return ""
     test = "paired t-test" if results.test == "t" else "randomisation test"
@@ -232,14 +294,14 @@ def significance_note(results) -> str:
     )
 
 
-def _interval_note(results, measure: str) -> str:
+def _interval_note(results: ResultsView, measure: str) -> str:
     tuned = any(s.kind == "tuned" for s in results.systems.values())
     return f"Bars: mean over the dialogues with its {results.interval_text(measure)}" + (
         "; tuned families: out-of-sample values (each split's val choice on its test half)." if tuned else "."
     )
 
 
-def _intervals(results, names: list[str], subset: str, j: int) -> tuple[np.ndarray, np.ndarray]:
+def _intervals(results: ResultsView, names: list[str], subset: str, j: int) -> tuple[np.ndarray, np.ndarray]:
     """Means and the (2, n) error-bar extents of each system's interval on ``subset``."""
     stats = [results.mean_ci(subset, n) for n in names]
     means = np.array([s[0][j] for s in stats], dtype=float)
@@ -248,16 +310,16 @@ def _intervals(results, names: list[str], subset: str, j: int) -> tuple[np.ndarr
     return means, np.vstack([np.maximum(means - low, 0), np.maximum(high - means, 0)])
 
 
-def _names(results) -> list[str]:
+def _names(results: ResultsView) -> list[str]:
     names = list(results.systems) if results.splits is not None else list(results.runs)
     return system_order(results, names)
 
 
-def _label(results, name: str) -> str:
+def _label(results: ResultsView, name: str) -> str:
     return f"{name} (baseline)" if name == results.baseline else name
 
 
-def _hbars(ax, results, names, subset, measure, colours) -> float:
+def _hbars(ax: Axes, results: ResultsView, names: list[str], subset: str, measure: str, colours: Mapping[str, tuple]) -> float:
     """Horizontal bars with intervals and marks, the baseline hatched and set apart;
     returns the highest interval end (callers set one value axis for their panels)."""
     j = results.measures.index(measure)
@@ -301,7 +363,7 @@ def _hbars(ax, results, names, subset, measure, colours) -> float:
     return top
 
 
-def _value_axis(axes, top: float) -> None:
+def _value_axis(axes: Iterable[Axes], top: float) -> None:
     """One value axis for ``axes``: 0 to ``top`` plus room for the marks."""
     for ax in axes:
         ax.set_xlim(0, max(1e-9, top) * 1.1)
@@ -311,7 +373,7 @@ def _value_axis(axes, top: float) -> None:
 
 
 @styled
-def main_figure(results, measure: str | None = None, subset: str = "all"):
+def main_figure(results: ResultsView, measure: str | None = None, subset: str = "all") -> Figure:
     """One measure (default: the primary) per system on one subset, one ACM column wide."""
     measure = measure or results.primary_measure
     names = _names(results)
@@ -337,7 +399,7 @@ def main_figure(results, measure: str | None = None, subset: str = "all"):
 
 
 @styled
-def measures_figure(results, subset: str = "all"):
+def measures_figure(results: ResultsView, subset: str = "all") -> Figure:
     """A panel per measure (every system, its interval and marks), the full text width."""
     names = _names(results)
     cols = min(3, len(results.measures))
@@ -368,7 +430,7 @@ def measures_figure(results, subset: str = "all"):
 
 
 @styled
-def subsets_figure(results, measure: str | None = None):
+def subsets_figure(results: ResultsView, measure: str | None = None) -> Figure:
     """A panel per subset (beside "all"), one measure, the full text width."""
     measure = measure or results.primary_measure
     parts = [s for s in results.subsets if s != "all"] or list(results.subsets)
@@ -401,7 +463,7 @@ def subsets_figure(results, measure: str | None = None):
 
 
 @styled
-def diff_figure(results, measure: str | None = None, subset: str = "all"):
+def diff_figure(results: ResultsView, measure: str | None = None, subset: str = "all") -> Figure | None:
     """Per-topic differences against the baseline, sorted, a panel per system (shared y)."""
     measure = measure or results.primary_measure
     if results.baseline is None:
@@ -446,13 +508,13 @@ def diff_figure(results, measure: str | None = None, subset: str = "all"):
     return fig
 
 
-def _differences(results, name: str, base: np.ndarray, index, j: int) -> np.ndarray:
+def _differences(results: ResultsView, name: str, base: np.ndarray, index: np.ndarray, j: int) -> np.ndarray:
     """``name``'s per-dialogue values minus the baseline's, where both have one."""
     diff = results.systems[name].per_topic[index, j] - base
     return diff[~np.isnan(diff)]
 
 
-def _diff_title(results, subset: str, name: str, measure: str, diff: np.ndarray) -> str:
+def _diff_title(results: ResultsView, subset: str, name: str, measure: str, diff: np.ndarray) -> str:
     entry = (results.significance or {}).get(subset, {}).get(name, {}).get(measure, {})
     p = results.adjusted_p(subset, name, measure)
     wtl = f", W/T/L {entry['wins']}/{entry['ties']}/{entry['losses']}" if "wins" in entry else ""
@@ -460,13 +522,13 @@ def _diff_title(results, subset: str, name: str, measure: str, diff: np.ndarray)
     return f"{name} {results.mark(subset, name, measure)}\nΔ {mean:+.3f}" + (f", p (adj.) {p:.2g}" if p is not None else "") + wtl
 
 
-def highlighted(results, names: list[str]) -> list[str]:
+def highlighted(results: ResultsView, names: list[str]) -> list[str]:
     """The systems a crowded figure names: the baseline and the best of each family on
     the primary measure over all dialogues (table order kept)."""
     summary = results.summary("all")
     primary = results.primary_measure
 
-    def score(name):
+    def score(name: str) -> float:
         if name in summary:
             return summary[name][primary][0]
         return float(results.runs[name].mean(results.subsets["all"])[results.measures.index(primary)])
@@ -481,7 +543,7 @@ def highlighted(results, names: list[str]) -> list[str]:
 
 
 @styled
-def recall_figure(results):
+def recall_figure(results: ResultsView) -> Figure | None:
     """Mean R@k for k = 1..the most candidates: the baseline (black, dashed) and the best
     system of each family (its family's hue) named in a compact legend; every other
     system a light grey line (reference rows dotted dark grey). A tuned family is drawn with its configuration chosen most
@@ -520,7 +582,8 @@ def recall_figure(results):
     ax.grid(alpha=0.3, linewidth=LINE_WIDTH)
     ax.set_axisbelow(True)
     handles, labels = ax.get_legend_handles_labels()
-    order = sorted(range(len(labels)), key=lambda i: labels[i] != _label(results, results.baseline))
+    baseline_label = None if results.baseline is None else _label(results, results.baseline)
+    order = sorted(range(len(labels)), key=lambda i: labels[i] != baseline_label)
     ax.legend(
         [handles[i] for i in order],
         [labels[i] for i in order],
@@ -542,7 +605,7 @@ def recall_figure(results):
     return fig
 
 
-def figure_makers(results) -> dict[str, Callable[[], Any]]:
+def figure_makers(results: ResultsView) -> dict[str, Callable[[], Any]]:
     """What draws each figure of a report, by file stem (``main``, ``measures``,
     ``subsets_M``, ``diff_vs_baseline``, ``recall_at_k``); a maker may give None (nothing
     to draw)."""
@@ -557,13 +620,15 @@ def figure_makers(results) -> dict[str, Callable[[], Any]]:
     return out
 
 
-def figures(results) -> dict[str, Any]:
+def figures(results: ResultsView) -> dict[str, Any]:
     """Every figure of a report, by file stem (:func:`figure_makers`)."""
     drawn = {stem: make() for stem, make in figure_makers(results).items()}
     return {k: v for k, v in drawn.items() if v is not None}
 
 
-def plot(results, kind: str = "main", measure: str | None = None, subset: str | None = None):
+def plot(
+    results: ResultsView, kind: str = "main", measure: str | None = None, subset: str | None = None
+) -> Figure | dict[str, Any] | None:
     """``Results.plot``: one figure of ``kind`` (:data:`KINDS`), or ``"all"``: :func:`figures`."""
     if measure is not None and measure not in results.measures:
         raise InputError(f"measure {measure!r} was not computed; these were: {', '.join(results.measures)}", field="measure")

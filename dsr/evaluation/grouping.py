@@ -19,12 +19,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsr.core.errors import InputError
 from dsr.core.provenance import sha256_file
 from dsr.core.run import Run, load_run
 from dsr.core.run_checks import check_collection_hash
+
+if TYPE_CHECKING:
+    from dsr.core.data import Collection
 
 #: sidecar keys that name a run's family, in order of precedence (``--tune auto``)
 FAMILY_KEYS = ("family", "ranker", "reranker", "fusion")
@@ -112,7 +115,7 @@ def select_runs(
     paths: Sequence[str],
     tune: Sequence[str] = (),
     baseline: str | None = None,
-    collection=None,
+    collection: Collection | None = None,
     allow_mismatch: bool = False,
     fmt: str = "auto",
     reader: Callable[[str], Run | None] | None = None,
@@ -165,7 +168,13 @@ def select_runs(
     return Selection(runs, families, info, chosen, warnings)
 
 
-def _load(names: Mapping[str, str], collection, allow_mismatch: bool, fmt: str = "auto", reader=None):
+def _load(
+    names: Mapping[str, str],
+    collection: Collection | None,
+    allow_mismatch: bool,
+    fmt: str = "auto",
+    reader: Callable[[str], Run | None] | None = None,
+) -> tuple[dict[str, Run], dict[str, dict[str, Any]], list[str]]:
     """Each path read once: ``{path: Run}``, ``{name: report info}`` and tie warnings."""
     loaded: dict[str, Run] = {}
     info: dict[str, dict[str, Any]] = {}

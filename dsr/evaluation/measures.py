@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import Any, SupportsFloat
 
 import numpy as np
 
@@ -39,13 +40,14 @@ from dsr.core.errors import InputError
 from dsr.core.run import Run
 from dsr.evaluation import ranked, registry
 from dsr.evaluation.columns_run import ColumnRun, qrels_columns
+from dsr.evaluation.trec_eval_columns import Columns
 
 #: the default set, the primary measure and each family's bounds: declared once, in dsr.evaluation.registry
 DEFAULT_MEASURES = registry.DEFAULT_MEASURES
 DEFAULT_PRIMARY = registry.DEFAULT_PRIMARY
 
 
-def bounded(measure) -> bool:
+def bounded(measure: Any) -> bool:
     """Whether a measure (an ir_measures object or its string) takes values in [0, 1]."""
     if isinstance(measure, str):
         measure = _ir_measures().parse_measure(measure)
@@ -69,7 +71,7 @@ def split_measure_list(items: Iterable[str]) -> list[str]:
     return [s.strip() for s in out if s.strip()]
 
 
-def _ir_measures():
+def _ir_measures() -> ModuleType:
     """ir_measures, imported on first use, in this one place (``dsr --help`` does not load it)."""
     import ir_measures
 
@@ -120,7 +122,7 @@ def parse_measures(items: Iterable[str] | None = None, field: str = "measures") 
     return measures
 
 
-def _check_params(measure, name: str, field: str) -> None:
+def _check_params(measure: Any, name: str, field: str) -> None:
     """InputError for parameter values trec_eval or ir_measures would crash on."""
     if measure.NAME == "IPrec" and "recall" not in measure.params:
         raise InputError(f"measure {name!r} needs a recall level: IPrec@0.5 (trec_eval iprec_at_recall_0.50)", field=field)
@@ -168,10 +170,10 @@ def measure_names(measures: Sequence) -> list[str]:
     return [str(m) for m in measures]
 
 
-def nan_to_none(value) -> float | None:
+def nan_to_none(value: SupportsFloat) -> float | None:
     """A float, or None for NaN (a mean over no topic), so JSON and tables show it as missing."""
-    value = float(value)
-    return None if value != value else value
+    number = float(value)
+    return None if number != number else number
 
 
 @dataclass
@@ -305,7 +307,7 @@ class Evaluator:
         unknown = sum(1 for q in topics if q not in self._topic_index)
         return TopicValues(list(self.topics), list(self.names), values, missing, unknown)
 
-    def _judged_columns(self, held):
+    def _judged_columns(self, held: Columns) -> Columns | None:
         """The qrels as :mod:`dsr.evaluation.columns_run`'s arrays match them (made once):
         ``held`` (the arrays a run was labelled with) when they are these qrels."""
         made = self.__dict__.setdefault("_columns", {})
@@ -363,7 +365,7 @@ class Evaluator:
             ) from None
 
 
-def _trec_eval_name(measure) -> tuple[tuple[int, bool], str] | None:
+def _trec_eval_name(measure: Any) -> tuple[tuple[int, bool], str] | None:
     """``((relevance_level, judged_only), trec_eval measure)`` for a measure trec_eval
     computes as ir_measures defines it, else None (the names pytrec_eval reports back)."""
     name, params = measure.NAME, measure.params
@@ -394,6 +396,11 @@ def _trec_eval_name(measure) -> tuple[tuple[int, bool], str] | None:
     return None
 
 
-def evaluate_run(qrels, run, measures=None, topics=None) -> TopicValues:
+def evaluate_run(
+    qrels: Mapping[str, Mapping[str, int]],
+    run: Run | Mapping[str, Mapping[str, float]],
+    measures: Sequence[Any] | None = None,
+    topics: Sequence[str] | None = None,
+) -> TopicValues:
     """One-off: per-topic values of ``run`` (build an :class:`Evaluator` for many runs)."""
     return Evaluator(qrels, measures, topics)(run)

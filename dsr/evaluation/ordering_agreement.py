@@ -88,7 +88,7 @@ def agreement(silver: Collection, judged: Collection, runs: Mapping[str, Run], m
     return Agreement(measure, topics, names, silver_means, judged_means, float(result.statistic), float(result.pvalue), missing)
 
 
-def _check_same_candidates(silver, judged, topics: Sequence[str]) -> None:
+def _check_same_candidates(silver: Collection, judged: Collection, topics: Sequence[str]) -> None:
     for q in topics:
         if set(silver.candidate_ids(q)) != set(judged.candidate_ids(q)):
             raise InputError(

@@ -31,12 +31,15 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dsr.core.errors import InputError
 from dsr.core.splits import check_splits, read_split_file
+
+if TYPE_CHECKING:
+    from dsr.core.data import Collection
 
 #: decimals to which val means are rounded before choosing (see module docstring)
 TIE_DECIMALS = 12
@@ -116,7 +119,7 @@ def read_splits(path: str | Path, ids: Sequence[str] | None = None) -> Splits:
     return Splits(pairs, "file", path=str(path))
 
 
-def resolve_splits(collection, path: str | Path | None = None, n: int = 50, seed: int = 0) -> Splits:
+def resolve_splits(collection: Collection, path: str | Path | None = None, n: int = 50, seed: int = 0) -> Splits:
     """``path`` if given, else the collection's own splits, else ``n`` generated with ``seed``."""
     if path is not None:
         return read_splits(path, collection.ids)
@@ -138,7 +141,7 @@ class SplitIndex:
     subsets: dict[str, np.ndarray]  # subset -> topic indices
     member: dict[str, np.ndarray] = field(init=False)  # half -> (n_splits, n_topics) bool
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         position = {t: i for i, t in enumerate(self.topics)}
         self.member = {}
         for h, half in enumerate(("val", "test")):

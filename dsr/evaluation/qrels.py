@@ -10,6 +10,7 @@ otherwise, e.g. ``RR(rel=2)``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from dsr.core.data import Candidate, Collection, Dialogue, labels_withheld
 from dsr.core.errors import InputError
@@ -122,7 +123,7 @@ def _grade(text: str) -> int | None:
     return grade if GRADE_RANGE[0] <= grade <= GRADE_RANGE[1] else None
 
 
-def as_qrels(value) -> Qrels:
+def as_qrels(value: Any) -> Qrels:
     """Qrels from what a notebook holds: a TREC qrels path, a ``ranx.Qrels``, a pandas
     DataFrame (PyTerrier's ``qid``, ``docno``, ``label``) or ``{qid: {docno: grade}}``."""
     if isinstance(value, (str, Path)):

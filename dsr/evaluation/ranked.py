@@ -27,7 +27,7 @@ trec_eval gives its written file (strictly decreasing float32 scores; see
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,7 +165,7 @@ def ranked(run: Run, labels: Labels) -> Ranked | None:
     return _matrix(rows, sizes, flat_labels, labels)
 
 
-def _entry(lists: list, ends: np.ndarray, i: int):
+def _entry(lists: Sequence[Sequence[tuple[str, float]]], ends: np.ndarray, i: int) -> tuple[str, float]:
     which = int(np.searchsorted(ends, i, side="right"))
     return lists[which][i - (int(ends[which - 1]) if which else 0)]
 
@@ -224,9 +224,9 @@ class _Cache:
 
     def __init__(self, run: Ranked, labels: Labels) -> None:
         self.run, self.labels = run, labels
-        self.parts: dict = {}
+        self.parts: dict[Hashable, np.ndarray] = {}
 
-    def get(self, key, make):
+    def get(self, key: Hashable, make: Callable[[], np.ndarray]) -> np.ndarray:
         if key not in self.parts:
             self.parts[key] = make()
         return self.parts[key]
@@ -235,7 +235,7 @@ class _Cache:
         return self.get(("hits", rel), lambda: np.cumsum(self.run.labels >= rel, axis=1))
 
     def precision_sums(self, rel: int) -> np.ndarray:
-        def make():
+        def make() -> np.ndarray:
             hits = self.run.labels >= rel
             ranks = np.arange(1, hits.shape[1] + 1, dtype=np.float64)
             return np.cumsum(np.where(hits, self.hits(rel) / ranks, 0.0), axis=1)
@@ -243,7 +243,7 @@ class _Cache:
         return self.get(("ap", rel), make)
 
     def dcg(self) -> np.ndarray:
-        def make():
+        def make() -> np.ndarray:
             gains = np.where(self.run.labels > 0, self.run.labels, 0).astype(np.float64)
             return np.cumsum(gains / discounts(gains.shape[1]), axis=1)
 

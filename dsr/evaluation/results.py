@@ -25,7 +25,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +43,10 @@ from dsr.evaluation.measures import (
     nan_to_none,
 )
 from dsr.evaluation.protocol import SD_DDOF, TIE_DECIMALS, Splits, Tuned, summarise
+
+if TYPE_CHECKING:  # pandas and matplotlib are imported on first use
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 ConfigSource = Run | Callable[[], Run]
 
@@ -193,7 +198,7 @@ class Results:
             return "95% interval: percentile bootstrap for measures in [0, 1], t for the others"
         return "95% t interval"
 
-    def to_frame(self):
+    def to_frame(self) -> pd.DataFrame:
         """The table as a pandas DataFrame, one row per (system, subset, measure).
 
         Columns: ``system``, ``kind`` (run or tuned), ``subset``, ``measure``,
@@ -248,7 +253,7 @@ class Results:
             frame[col] = frame[col].astype("Int64")
         return frame
 
-    def per_topic_frame(self):
+    def per_topic_frame(self) -> pd.DataFrame:
         """Per-topic values as a pandas DataFrame: ``system``, ``kind``, ``topic``, ``subset``
         and a column per measure (tuned families: out-of-sample values, as in significance)."""
         pd = _pandas()
@@ -360,7 +365,7 @@ class Results:
             entry.update(self.run_info.get(name, {}))
         return entry
 
-    def split_frame(self):
+    def split_frame(self) -> pd.DataFrame:
         """Per split, the test half's mean of every system (official protocol; empty
         otherwise): ``system``, ``kind``, ``subset``, ``split`` (0-based), ``config``
         (a tuned family's configuration chosen on that split's val half, else "")
@@ -383,7 +388,7 @@ class Results:
 
     def table(
         self, subset: str | None = None, measures: Sequence[str] | None = None, *, formatted: bool = False, digits: int = 4
-    ):
+    ) -> pd.DataFrame:
         """The paper's table as a wide pandas DataFrame: one row per system, a column per
         measure, under a column level per subset (``subset=`` picks one, flat columns).
 
@@ -416,7 +421,7 @@ class Results:
         frame = frame.droplevel("subset", axis=1) if subset is not None else frame
         return _formatted_table_class()(frame) if formatted else frame
 
-    def plot(self, kind: str = "main", measure: str | None = None, subset: str | None = None):
+    def plot(self, kind: str = "main", measure: str | None = None, subset: str | None = None) -> Figure | dict[str, Any] | None:
         """A matplotlib Figure (``dsr.evaluation.figures``): ``main`` (the primary measure, or
         ``measure``, per system with 95% intervals, one ACM column wide), ``measures`` (a
         panel per measure), ``subsets`` (a panel per subset), ``diff`` (per-topic
@@ -426,7 +431,7 @@ class Results:
         return figures.plot(self, kind, measure=measure, subset=subset)
 
 
-def _pandas():
+def _pandas() -> ModuleType:
     """pandas, imported on first use, in this one place (``dsr --help`` loads no pandas)."""
     import pandas
 
@@ -436,7 +441,7 @@ def _pandas():
 _FORMATTED: list = []
 
 
-def _formatted_table_class():
+def _formatted_table_class() -> type[pd.DataFrame]:
     """A DataFrame whose ``to_latex`` turns the printed cells into LaTeX (:func:`dsr.evaluation.latex.tex`)
     instead of leaving raw ▲/▼/± that pdflatex refuses; made once, on first use."""
     if not _FORMATTED:
@@ -445,7 +450,7 @@ def _formatted_table_class():
 
         class FormattedTable(frame_class):
             @property
-            def _constructor(self):
+            def _constructor(self) -> type[FormattedTable]:
                 return FormattedTable
 
             def to_latex(self, *args: Any, **kwargs: Any) -> str:
@@ -475,7 +480,7 @@ def _bounded(measure: str) -> bool:
         return False
 
 
-def _table_cell(mean_sd: tuple[float, float | None], mark: str, formatted: bool, digits: int):
+def _table_cell(mean_sd: tuple[float, float | None], mark: str, formatted: bool, digits: int) -> float | str:
     mean, sd = mean_sd
     if not formatted:
         return mean
@@ -498,7 +503,7 @@ def write_per_topic(results: Results, path: str | Path) -> None:
     write_frame(results.per_topic_frame(), path)
 
 
-def write_frame(frame, path: str | Path) -> None:
+def write_frame(frame: pd.DataFrame, path: str | Path) -> None:
     """A frame of numbers to ``path`` by its suffix (see :func:`write_per_topic`), atomically;
     NaN is an empty TSV cell, null in JSON lines."""
     path = Path(path)

@@ -55,10 +55,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import product
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dsr.evaluation.measures import nan_to_none
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 DEFAULT_RESAMPLES = 10_000
 ALPHA = 0.05
@@ -83,7 +88,7 @@ def direction(diff: float | None, p: float | None, alpha: float = ALPHA) -> str:
     return BETTER if diff > 0 else WORSE
 
 
-def holm(pvalues) -> np.ndarray:
+def holm(pvalues: ArrayLike) -> np.ndarray:
     """Holm–Bonferroni adjusted p-values (step-down), in the input order: the i-th smallest
     of m p-values times (m - i + 1), made monotone with a running maximum, clipped at 1. NaN
     p-values are left NaN and do not count in m.
@@ -107,7 +112,7 @@ def holm(pvalues) -> np.ndarray:
     return out
 
 
-def bonferroni(pvalues) -> np.ndarray:
+def bonferroni(pvalues: ArrayLike) -> np.ndarray:
     """Bonferroni: each p times the number of (non-NaN) p-values, clipped at 1 (equal to
     ``multipletests(method="bonferroni")``, tested; see :func:`holm` for why not called)."""
     p = np.asarray(pvalues, dtype=float)
@@ -115,14 +120,14 @@ def bonferroni(pvalues) -> np.ndarray:
     return np.minimum(p * m, 1.0)
 
 
-def _stats():
+def _stats() -> ModuleType:
     """scipy.stats, imported on first use, in this one place (``dsr --help`` loads no scipy)."""
     from scipy import stats
 
     return stats
 
 
-def benjamini_hochberg(pvalues) -> np.ndarray:
+def benjamini_hochberg(pvalues: ArrayLike) -> np.ndarray:
     """Benjamini–Hochberg adjusted p-values (``scipy.stats.false_discovery_control``),
     NaN left NaN and not counted."""
     stats = _stats()
@@ -134,7 +139,7 @@ def benjamini_hochberg(pvalues) -> np.ndarray:
     return out
 
 
-def adjust(pvalues, method: str = "holm") -> np.ndarray:
+def adjust(pvalues: ArrayLike, method: str = "holm") -> np.ndarray:
     """Adjusted p-values by ``method`` (one of :data:`CORRECTIONS`)."""
     if method not in CORRECTIONS:
         raise ValueError(f"unknown correction {method!r}: use {', '.join(CORRECTIONS)}")
@@ -190,7 +195,12 @@ INTERVALS = ("auto", "bootstrap", "t")
 
 
 def mean_ci(
-    values: np.ndarray, method: str = "t", confidence: float = 0.95, n_resamples: int = 2000, seed: int = 0, bounded=None
+    values: np.ndarray,
+    method: str = "t",
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    bounded: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean per column of (n_topics, n_measures) ``values`` with a confidence interval.
 

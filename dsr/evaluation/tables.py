@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +38,9 @@ from dsr.evaluation.latex import LATEX_SPECIALS, comment, document, fit_width, l
 from dsr.evaluation.measures import nan_to_none
 from dsr.evaluation.protocol import summarise
 from dsr.evaluation.results import Results
+
+if TYPE_CHECKING:  # pandas itself is imported on first use (_pandas)
+    import pandas as pd
 
 FORMATS = ("text", "md", "latex", "csv", "json")
 
@@ -58,7 +63,7 @@ class Block:
     rows: list[Row]
 
 
-def _pandas():
+def _pandas() -> ModuleType:
     """pandas, imported on first use, in this one place (``dsr --help`` loads no pandas)."""
     import pandas
 
@@ -124,7 +129,7 @@ def _marks(results: Results, subset: str, name: str) -> list[str]:
     return [results.mark(subset, name, m) for m in results.measures]
 
 
-def main_frame(results: Results):
+def main_frame(results: Results) -> pd.DataFrame:
     """The results table, long: one row per (block, subset, system, measure) with
     ``mean``, ``sd``, raw and adjusted p-values, ``mark`` (▲/▼/"") and ``significant``."""
     pd = _pandas()
@@ -176,7 +181,7 @@ def main_frame(results: Results):
     )
 
 
-def comparison_frame(results: Results):
+def comparison_frame(results: Results) -> pd.DataFrame:
     """Each system against the baseline (empty without one): ``subset``, ``system``,
     ``measure``, ``mean``/``ci_low``/``ci_high`` (per-topic mean, 95% interval),
     ``diff``/``diff_low``/``diff_high``, ``d``, ``wins``/``ties``/``losses``, ``p``, ``p_adj``, ``mark``."""
@@ -210,7 +215,7 @@ def comparison_frame(results: Results):
     ].reset_index(drop=True)
 
 
-def pairs_frame(results: Results):
+def pairs_frame(results: Results) -> pd.DataFrame:
     """With all-pairs testing: ``subset``, ``system``, ``measure``, ``mean``, ``group`` (letters)."""
     pd = _pandas()
     rows = []
@@ -232,7 +237,7 @@ def pairs_frame(results: Results):
 # --- rendering ---------------------------------------------------------------------------
 
 
-def _cell(mean, sd, mark, digits: int, pm: str = "±") -> str:
+def _cell(mean: float | None, sd: float | None, mark: str | None, digits: int, pm: str = "±") -> str:
     if mean is None or mean != mean:
         return "–"
     text = f"{mean:.{digits}f}"
@@ -264,7 +269,7 @@ def _what(results: Results) -> str:
     return f"test halves, mean ± sd over {len(results.splits)} splits ({_tuning_note(results)})"
 
 
-def summary_wide(results: Results, measures=None, digits: int = 4) -> list[tuple[str, object]]:
+def summary_wide(results: Results, measures: Sequence[str] | None = None, digits: int = 4) -> list[tuple[str, pd.DataFrame]]:
     """``[(title, DataFrame)]`` of the short summary: ``measures`` (when given and not
     just the primary) on all dialogues, then the primary measure by subset."""
     primary = results.primary_measure
@@ -280,14 +285,14 @@ def summary_wide(results: Results, measures=None, digits: int = 4) -> list[tuple
     return out
 
 
-def _relabel(results: Results, table):
+def _relabel(results: Results, table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
     table.index = [_label(results, n) for n in table.index]
     table.index.name, table.columns.name = "system", None
     return table
 
 
-def format_summary(results: Results, measures=None, digits: int = 4) -> str:
+def format_summary(results: Results, measures: Sequence[str] | None = None, digits: int = 4) -> str:
     """The short text a terminal shows by default (``--verbose`` prints :func:`format_text`)."""
     text = "\n\n".join(f"{title}\n{_text_table(t)}" for title, t in summary_wide(results, measures, digits))
     if results.notes:
@@ -313,7 +318,7 @@ def wide(results: Results, frame: Any = None, digits: int = 4) -> list[tuple[str
     return out
 
 
-def _markdown_table(table) -> str:
+def _markdown_table(table: pd.DataFrame) -> str:
     header = [table.index.name or "", *map(str, table.columns)]
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * len(table.columns)]
     for label, row in table.iterrows():
@@ -321,7 +326,7 @@ def _markdown_table(table) -> str:
     return "\n".join(lines)
 
 
-def _text_table(table) -> str:
+def _text_table(table: pd.DataFrame) -> str:
     """Aligned text: labels left, cells right, a mark slot at the end of every cell of a
     column where any cell carries ▲/▼ (so the numbers line up whether marked or not),
     widths measured as a terminal draws them (:func:`display_width`)."""
@@ -348,7 +353,7 @@ def _pad(text: str, width: int, left: bool) -> str:
     return text + gap if left else gap + text
 
 
-def _comparison_wide(results: Results, measure: str | None = None, digits: int = 4):
+def _comparison_wide(results: Results, measure: str | None = None, digits: int = 4) -> list[tuple[str, pd.DataFrame]]:
     """Per subset, the comparison with the baseline on one measure (the primary one)."""
     frame = comparison_frame(results)
     measure = measure or results.primary_measure
@@ -379,7 +384,7 @@ def _comparison_wide(results: Results, measure: str | None = None, digits: int =
     return out
 
 
-def _pairs_wide(results: Results, digits: int = 4):
+def _pairs_wide(results: Results, digits: int = 4) -> list[tuple[str, pd.DataFrame]]:
     frame = pairs_frame(results)
     out = []
     for subset, part in frame.groupby("subset", sort=False):
@@ -398,7 +403,7 @@ def _pairs_wide(results: Results, digits: int = 4):
     return out
 
 
-def _all_wide(results: Results, digits: int = 4):
+def _all_wide(results: Results, digits: int = 4) -> list[tuple[str, pd.DataFrame]]:
     tables = wide(results, digits=digits)
     if results.baseline is not None:
         tables += _comparison_wide(results, digits=digits)
@@ -415,7 +420,7 @@ def format_text(results: Results, digits: int = 4) -> str:
     return text + "\n" + legend(results) + "\n" + _baseline_line(results)
 
 
-def to_markdown(results: Results, digits: int = 4, tables=None) -> str:
+def to_markdown(results: Results, digits: int = 4, tables: Sequence[tuple[str, pd.DataFrame]] | None = None) -> str:
     """Every table (or ``tables``, ``[(title, frame)]``) as Markdown, with the notes and the legend."""
     tables = _all_wide(results, digits) if tables is None else tables
     text = "\n\n".join(f"### {title}\n\n{_markdown_table(t)}" for title, t in tables) + "\n"
@@ -429,7 +434,7 @@ def to_csv(results: Results) -> str:
     return frame_csv(frame)
 
 
-def frame_csv(frame) -> str:
+def frame_csv(frame: pd.DataFrame) -> str:
     """A frame as CSV, floats as their shortest exact repr (they read back equal)."""
     return frame.to_csv(index=False, lineterminator="\n", float_format=lambda v: repr(float(v)), na_rep="")
 
@@ -437,7 +442,7 @@ def frame_csv(frame) -> str:
 def to_json(results: Results) -> str:
     """The tables' frames as JSON records: ``{"table": [...], "comparison": [...], "pairs": [...]}``."""
 
-    def records(frame):
+    def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
         return [
             {
                 k: (
@@ -515,7 +520,7 @@ def to_latex_document(results: Results, digits: int = 3, systems: str = "") -> s
     return document("\n".join(body), f"Evaluation on {results.collection.get('name')}")
 
 
-def _latex_table(table) -> str:
+def _latex_table(table: pd.DataFrame) -> str:
     """A wide table of LaTeX cells as a booktabs ``tabular``; the row labels are its first
     column, ``Run`` (a named index would add a stray ``Run & & ...`` row)."""
     table = table.copy()
@@ -525,7 +530,7 @@ def _latex_table(table) -> str:
     return body.rstrip("\n") + "\n"
 
 
-def render(results: Results, fmt: str = "text", verbose: bool = True, measures=None) -> str:
+def render(results: Results, fmt: str = "text", verbose: bool = True, measures: Sequence[str] | None = None) -> str:
     """The printed tables in ``fmt``: text, md, latex, csv (long) or json (records).
 
     ``verbose=False`` gives text and Markdown the short summary (:func:`summary_wide`,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
@@ -90,7 +91,7 @@ def with_relevance_level(measures: Sequence, level: int, written: Sequence[str] 
     ]
 
 
-def _ir_measures():
+def _ir_measures() -> ModuleType:
     """ir_measures, in this one place (loaded already where measures were parsed)."""
     import ir_measures
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,8 @@ from dsr.evaluation.trec_eval_measures import (
     c_lround,
     c_merge_sort,
 )
+
+_T = TypeVar("_T")
 
 #: trec_eval's INFAP_EPSILON
 INFAP_EPSILON = 0.00001
@@ -152,9 +154,9 @@ class Block:
         )
         self.ranks = np.arange(1, self.w + 1, dtype=np.float64)[:, None]
         self.cols = np.arange(n)
-        self._made: dict = {}
+        self._made: dict[Hashable, Any] = {}
 
-    def made(self, key, make: Callable[[], Any]) -> Any:
+    def made(self, key: Hashable, make: Callable[[], _T]) -> _T:
         if key not in self._made:
             self._made[key] = make()
         return self._made[key]
@@ -208,7 +210,7 @@ class Block:
         inside = (count >= 1) & (count <= found)
         return np.where(inside, rows[np.where(inside, starts + count - 1, 0)] if len(rows) else 0, -1)
 
-    def _relevant_rows(self):
+    def _relevant_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rows of each topic's relevant documents, topic after topic."""
         topic, rows = np.nonzero(self.rel.T)
         found = np.bincount(topic, minlength=len(self.num_ret)).astype(np.int64)
@@ -348,7 +350,7 @@ def _ideal_cumulative(matrix: np.ndarray, count: np.ndarray) -> np.ndarray:
 def _results(block: Block, gains: Gains) -> tuple[np.ndarray, np.ndarray]:
     """(each rank's gain, the results' DCG down to each rank)."""
 
-    def make():
+    def make() -> tuple[np.ndarray, np.ndarray]:
         rg = np.where(block.R == PAD, 0.0, gains.of_labels(block.R))
         return rg, np.cumsum(np.where(rg != 0, rg / discounts(block.w), 0.0), axis=0)
 
@@ -358,7 +360,7 @@ def _results(block: Block, gains: Gains) -> tuple[np.ndarray, np.ndarray]:
 def _ideal(block: Block, gains: Gains) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(the ideal's gains, their count, the ideal DCG after each position)."""
 
-    def make():
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         matrix, count = gains.ideal(block)
         return matrix, count, _ideal_cumulative(matrix, count)
 
@@ -521,7 +523,7 @@ def bpref_sum(block: Block) -> tuple[np.ndarray, np.ndarray]:
 
 
 def bpref(block: Block) -> np.ndarray:
-    def make():
+    def make() -> np.ndarray:
         total, _ = bpref_sum(block)
         return np.where(block.num_rel > 0, total / np.where(block.num_rel > 0, block.num_rel, 1), total)
 

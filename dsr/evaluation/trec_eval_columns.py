@@ -24,12 +24,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dsr.core.textfiles import GZIP_MAGIC
 from dsr.evaluation.qrels import GRADE_RANGE
+
+if TYPE_CHECKING:  # pyarrow itself is imported on first use (_pyarrow)
+    import pyarrow as pa
 
 #: the bytes a covered file holds: printable ASCII, the newline, the tab
 _PLAIN = bytes(range(0x20, 0x7F)) + b"\n\t"
@@ -189,7 +192,7 @@ class _Held:
         self.words = np.empty((estimate, 1), np.uint64)
         self.index: dict[str, int] = {}
 
-    def add(self, batch, value: str) -> bool:
+    def add(self, batch: pa.RecordBatch, value: str) -> bool:
         rows = batch.num_rows
         qid = batch.column("qid")
         names = qid.dictionary.to_pylist()
@@ -228,7 +231,7 @@ class _Held:
         return Columns(list(self.index), self.topic[:n], self.words[:n], self.values[:n])
 
 
-def _numpy(array, dtype: Any) -> np.ndarray:
+def _numpy(array: pa.Array, dtype: Any) -> np.ndarray:
     """A numeric pyarrow array without nulls as numpy, zero-copy (``to_numpy`` would import
     pandas, a second's start-up)."""
     dtype = np.dtype(dtype)
@@ -245,7 +248,7 @@ def _last_tag(path: Path, delimiter: str) -> str:
     return tail.split(delimiter.encode())[5].decode("ascii")
 
 
-def _words(column) -> np.ndarray | None:
+def _words(column: pa.StringArray) -> np.ndarray | None:
     """Each id of a string array as zero-padded big-endian 64-bit words (lines, words); None
     for an empty id."""
     chunks = []

@@ -12,9 +12,10 @@ the reference replays), z-scores, a gain named twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -22,6 +23,27 @@ from dsr.core.errors import InputError
 from dsr.evaluation import trec_eval_arrays as arrays
 from dsr.evaluation.trec_eval_columns import Columns, read_qrels_columns, read_run_columns, widen
 from dsr.evaluation.trec_eval_measures import NONPOOL, UNJUDGED, Selected
+
+
+class Options(Protocol):
+    """What the fast path reads of trec_eval's options (:class:`dsr.evaluation.trec_eval_tool.Options`
+    is one; that module calls this one, so the options are named here rather than imported)."""
+
+    @property
+    def release(self) -> str: ...
+    @property
+    def level(self) -> int: ...
+    @property
+    def num_docs(self) -> int: ...
+    @property
+    def max_docs(self) -> int | None: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def judged_only(self) -> bool: ...
+    @property
+    def zscores(self) -> str | Path | None: ...
+
 
 #: the highest grade whose gain table (named gains) the arrays build
 MAX_NAMED_GRADE = 1 << 12
@@ -55,7 +77,7 @@ class Evaluated:
     stop: Stop | None = None
 
 
-def covers(selected: list[Selected], options) -> bool:
+def covers(selected: list[Selected], options: Options) -> bool:
     """Whether the fast path computes these measures (the gains of each named once; no -Z)."""
     if options.zscores is not None:
         return False
@@ -63,7 +85,9 @@ def covers(selected: list[Selected], options) -> bool:
     return all(arrays.Gains.of(s, options.release) is not None for s in gained)
 
 
-def evaluate(qrels_path, run_path, options, selected: list[Selected], notes: set[str]) -> Evaluated | None:
+def evaluate(
+    qrels_path: str | Path, run_path: str | Path, options: Options, selected: list[Selected], notes: set[str]
+) -> Evaluated | None:
     """``dsr trec_eval`` on the files by arrays, or None where the reference decides."""
     if not covers(selected, options):
         return None
@@ -90,7 +114,7 @@ def evaluate(qrels_path, run_path, options, selected: list[Selected], notes: set
     return Evaluated(topics.ids, columns, len(qrels.topics), int(np.count_nonzero(qrels.values > 0)), run.tag or "dsr", stop)
 
 
-def compute(topics: arrays.Topics, selected: list[Selected], options, notes: set[str]) -> dict[str, Sequence]:
+def compute(topics: arrays.Topics, selected: list[Selected], options: Options, notes: set[str]) -> dict[str, Sequence]:
     """Every selected value of every topic, by blocks of topics."""
     columns: dict[str, list] = {name: [] for s in selected if s.name != "runid" for name in s.names}
     widths = topics.grade_lengths + 1
@@ -128,7 +152,7 @@ def _clear_bogus(columns: dict[str, Sequence], bogus: np.ndarray) -> None:
 
 
 def _topics(
-    qrels: Columns, run: Columns, options, selected: list[Selected], run_path
+    qrels: Columns, run: Columns, options: Options, selected: list[Selected], run_path: str | Path
 ) -> tuple[arrays.Topics, Stop | None] | None:
     """The evaluated topics as :class:`~dsr.evaluation.trec_eval_arrays.Topics`, and where
     trec_eval stops (None: it does not); None where the reference decides."""
@@ -422,7 +446,16 @@ def _highest(qrels: Columns, ids: list[str]) -> np.ndarray:
     return out
 
 
-def _stop(ids, in_run, run: Columns, qrels: Columns, dups, highest, options, selected) -> Stop | None:
+def _stop(
+    ids: list[str],
+    in_run: Mapping[str, int],
+    run: Columns,
+    qrels: Columns,
+    dups: tuple[dict[int, int], dict[int, int]],
+    highest: np.ndarray,
+    options: Options,
+    selected: list[Selected],
+) -> Stop | None:
     """The first topic trec_eval stops on (exit 4) in its order of checks: one the run lacks
     (10.0 without -c); then, in the first measure that reads the ranking, a document listed
     twice among the topic's kept lines, one judged twice, no grade of 0 or more."""
@@ -447,7 +480,16 @@ def _stop(ids, in_run, run: Columns, qrels: Columns, dups, highest, options, sel
     return None
 
 
-def _assemble(ids, in_run, ordered_labels, starts, lengths, grades, qrels: Columns, options) -> arrays.Topics:
+def _assemble(
+    ids: list[str],
+    in_run: Mapping[str, int],
+    ordered_labels: np.ndarray,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    grades: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    qrels: Columns,
+    options: Options,
+) -> arrays.Topics:
     """The evaluated topics' labels (10.0's stand-in ranking for those the run lacks, -J's
     drop of unjudged documents) and grades, as arrays."""
     n = len(ids)

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from dsr.core.errors import InputError
+
+_T = TypeVar("_T")
 
 RELEASES = ("9.0.8", "10.0")
 #: trec_eval's MIN_GEO_MEAN: a topic's value below it counts as it in a geometric mean
@@ -342,7 +345,7 @@ def _selected(measure: TrecMeasure, text: str | None) -> Selected:
     return Selected(measure, None, (), (name,))
 
 
-def _cutoffs(text: str, read, name: str) -> tuple:
+def _cutoffs(text: str, read: Callable[[str], float], name: str) -> tuple[float, ...]:
     """trec_eval's cutoff list: comma separated, read with atol/atof, sorted, no two equal."""
     cuts = sorted(read(t) for t in text.split(","))
     if any(a == b for a, b in zip(cuts, cuts[1:])):
@@ -398,7 +401,7 @@ class Ranked:
         return sum(1 for r in self.rels if r >= self.level)
 
 
-def c_merge_sort(items: list, compare) -> list:
+def c_merge_sort(items: Sequence[_T], compare: Callable[[_T, _T], int]) -> list[_T]:
     """glibc's ``qsort`` (``msort_with_tmp``: the first half is n // 2, the left element taken
     when ``compare(left, right) <= 0``), which gives its order even for a comparison that is
     not a consistent order, as trec_eval's is with a NaN score."""

@@ -48,6 +48,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -230,7 +231,9 @@ def reference_engine(qrels_path: str | Path, run_path: str | Path, options: Opti
     return trec_eval(qrels_path, run_path, options, engine="reference")
 
 
-def _reference(qrels_path, run_path, options: Options, selected: list[Selected], notes: set[str]) -> Evaluated:
+def _reference(
+    qrels_path: str | Path, run_path: str | Path, options: Options, selected: list[Selected], notes: set[str]
+) -> Evaluated:
     """The reference path: a Python object per line, pytrec_eval and the ports."""
     qrels, judged_twice, relevant = read_qrels_as_trec_eval(qrels_path)
     run_tag, rankings_read = read_run_as_trec_eval(run_path)
@@ -258,7 +261,9 @@ def _reference(qrels_path, run_path, options: Options, selected: list[Selected],
     return Evaluated(ids, columns, len(qrels), relevant, run_tag, stop)
 
 
-def _stale_gains(topics, qrels, selected: list[Selected]) -> bool:
+def _stale_gains(
+    topics: list[tuple[str, list[str] | None]], qrels: Mapping[str, Mapping[str, int]], selected: list[Selected]
+) -> bool:
     """Whether a topic judged only with grade -1 meets a gain named for a negative label: its
     value then reads the grade counts of the topic before (in trec_eval's order), which
     pytrec_eval, evaluating in its own order, does not reproduce."""
@@ -267,7 +272,9 @@ def _stale_gains(topics, qrels, selected: list[Selected]) -> bool:
     return named and any(max(qrels[qid].values()) < 0 for qid, _ in topics)
 
 
-def _as_arrays(topics, ranked: Mapping[str, Ranked], qrels) -> trec_eval_arrays.Topics:
+def _as_arrays(
+    topics: list[tuple[str, list[str] | None]], ranked: Mapping[str, Ranked], qrels: Mapping[str, Mapping[str, int]]
+) -> trec_eval_arrays.Topics:
     """The reference's rankings (after -M and -J) as the arrays' topics."""
     rels = [ranked[qid].rels for qid, _ in topics]
     lengths = np.asarray([len(r) for r in rels], dtype=np.int64)
@@ -412,7 +419,14 @@ def _evaluated(
     return topics, missing
 
 
-def _first_stop(topics, missing: int | None, qrels, judged_twice: Mapping[str, str], options: Options, selected) -> Stop | None:
+def _first_stop(
+    topics: list[tuple[str, list[str] | None]],
+    missing: int | None,
+    qrels: Mapping[str, Mapping[str, int]],
+    judged_twice: Mapping[str, str],
+    options: Options,
+    selected: list[Selected],
+) -> Stop | None:
     """Where trec_eval stops in its loop (exit 4), in its order of checks: a topic the run
     lacks (10.0); then, in the first measure that reads the ranking, a document listed twice
     among the first -M, one judged twice, a topic with no grade of 0 or more."""
@@ -461,7 +475,7 @@ def _ranked(judged: Mapping[str, int], docs: list[str] | None, options: Options)
 
 def _values(
     selected: list[Selected],
-    qrels,
+    qrels: Mapping[str, Mapping[str, int]],
     rankings: dict[str, list[str] | None],
     ranked: dict[str, Ranked],
     options: Options,
@@ -495,7 +509,9 @@ def _values(
     return values
 
 
-def _judged_docs(qrels, rankings: dict[str, list[str] | None], options: Options) -> dict[str, list[str]]:
+def _judged_docs(
+    qrels: Mapping[str, Mapping[str, int]], rankings: dict[str, list[str] | None], options: Options
+) -> dict[str, list[str]]:
     """The ranking pytrec_eval is given: in order, cut by -M, without unjudged documents under -J
     (``te_form_res_rels`` drops them after ranking, so the order is kept)."""
     out = {}
@@ -518,7 +534,7 @@ def _clear_bogus(values: dict) -> None:
             values[name] = ""
 
 
-def _pytrec():
+def _pytrec() -> ModuleType:
     """pytrec_eval's extension (trec_eval's C), imported on first use in this one place; its
     Python wrapper would refuse trec_eval's own parameter forms (``ndcg.1=3``, ``utility.2,-1,0,0``)."""
     import pytrec_eval_ext

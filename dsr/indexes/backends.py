@@ -80,16 +80,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
-from dsr.core.data import Collection, read_benchmark
+from dsr.core.data import Collection, Dialogue, read_benchmark
 from dsr.core.errors import InputError
 from dsr.core.home import models_dir
 from dsr.core.models import ResolvedModel, load_cross_encoder, load_sentence_transformer
 from dsr.core.quiet import muted, progress, quiet_loggers
 from dsr.indexes.manifest import cached_build, expected_manifest, read_manifest, safe_name
+
+if TYPE_CHECKING:  # torch is imported on first use (_torch)
+    from torch import Tensor, nn
 
 BACKENDS = ("torch", "openvino", "openvino-bf16", "openvino-int8")
 #: what a dense ranker, reranker or ``dsr reproduce`` runs on unless told: the exact path (issue 39:
@@ -135,7 +139,7 @@ PAD_MULTIPLE = 8
 TELEMETRY = "openvino_telemetry"
 
 
-def _openvino(part: str | None = None):
+def _openvino(part: str | None = None) -> ModuleType:
     """openvino (or its submodule ``openvino.PART``), imported on first use, in this one place
     (importing this module does not load it).
 
@@ -149,7 +153,7 @@ def _openvino(part: str | None = None):
     return importlib.import_module(f"openvino.{part}") if part else openvino
 
 
-def _torch():
+def _torch() -> ModuleType:
     """torch, imported on first use, in this one place (importing this module does not load it)."""
     import torch
 
@@ -293,7 +297,7 @@ def export(model: ResolvedModel, kind: str, backend: str) -> FastModel:
     return FastModel(folder, kind, backend, info["output"], tuple(info["inputs"]), info["max_length"], info["do_lower_case"])
 
 
-def _torch_model(model: ResolvedModel, kind: str):
+def _torch_model(model: ResolvedModel, kind: str) -> Any:
     """The model as sentence-transformers loads it, on the CPU (what the export traces)."""
     return load_sentence_transformer(model, export=True) if kind == "bi-encoder" else load_cross_encoder(model, export=True)
 
@@ -328,7 +332,7 @@ def _build(model: ResolvedModel, kind: str, backend: str, folder: Path) -> None:
             super().__init__()
             self.inner = module
 
-        def forward(self, *tensors):
+        def forward(self, *tensors: Tensor) -> Tensor:
             return self.inner(dict(zip(inputs, tensors)))[OUTPUTS[kind]]
 
     converted = _convert(ov, torch, Wrapped().eval(), tuple(torch.from_numpy(example[k]) for k in inputs))
@@ -380,7 +384,7 @@ def _quantised(converted: Any, items: list[dict[str, Any]]) -> Any:
     )
 
 
-def _convert(ov, torch, module, example: tuple):
+def _convert(ov: ModuleType, torch: ModuleType, module: nn.Module, example: tuple[Tensor, ...]) -> Any:
     """``module`` traced on ``example`` and converted to an OpenVINO model: OpenVINO's own TorchScript
     decoder (what ``convert_model`` makes from a module), told to skip torch's check of the trace
     (a second and third forward pass, compared with the first: 1.9 of the trace's 3.2 CPU seconds, issue
@@ -398,7 +402,7 @@ _REFERENCES: dict[tuple[str, str, str], np.ndarray] = {}
 REFERENCES_KEPT = 4
 
 
-def _reference(module, model: ResolvedModel, kind: str, items: list) -> np.ndarray:
+def _reference(module: Any, model: ResolvedModel, kind: str, items: list[Any]) -> np.ndarray:
     """torch's output for each of ``items``: embeddings (bi-encoder) or scores (cross-encoder)."""
     digest = hashlib.sha256(json.dumps(items, ensure_ascii=False).encode("utf-8")).hexdigest()
     key = (model.key, kind, digest)
@@ -464,7 +468,7 @@ def calibration_items(kind: str) -> list:
 def _calibration(kind: str, size: int, seed: int) -> tuple:
     collection = _sample()
 
-    def query(dialogue, last_only: bool = False) -> str:
+    def query(dialogue: Dialogue, last_only: bool = False) -> str:
         turns = [t.body for t in dialogue.context]
         return turns[-1] if last_only and turns else " ".join([dialogue.title, *turns]).strip()
 
@@ -581,7 +585,7 @@ class _Runner:
         results: list = [None] * len(batches)
         with tqdm(total=len(encoded), desc=desc, unit="text", disable=not progress, leave=False, file=sys.stderr) as bar:
 
-            def done(request, index) -> None:  # OpenVINO's thread: copy out before the request is reused
+            def done(request: Any, index: int) -> None:  # OpenVINO's thread: copy out before the request is reused
                 results[index] = request.get_output_tensor(0).data.copy()
                 bar.update(len(batches[index]))
 
@@ -628,7 +632,9 @@ class FastCrossEncoder:
 
 
 @lru_cache(maxsize=4)
-def _loaded(folder: str, built: str, kind: str, backend: str, max_length: int | None, threads: int | None):
+def _loaded(
+    folder: str, built: str, kind: str, backend: str, max_length: int | None, threads: int | None
+) -> FastBiEncoder | FastCrossEncoder:
     # ``built`` (the manifest's time) is in the key so a rebuilt export is loaded again
     info = json.loads((Path(folder) / "fast.json").read_text(encoding="utf-8"))
     fed = FastModel(Path(folder), kind, backend, info["output"], tuple(info["inputs"]), info["max_length"], info["do_lower_case"])
@@ -636,7 +642,21 @@ def _loaded(folder: str, built: str, kind: str, backend: str, max_length: int | 
     return FastBiEncoder(fed, config) if kind == "bi-encoder" else FastCrossEncoder(fed, max_length, config)
 
 
-def load_fast(model: ResolvedModel, kind: str, backend: str, max_length: int | None = None, threads: int | None = None):
+@overload
+def load_fast(
+    model: ResolvedModel, kind: Literal["bi-encoder"], backend: str, max_length: int | None = None, threads: int | None = None
+) -> FastBiEncoder: ...
+@overload
+def load_fast(
+    model: ResolvedModel, kind: Literal["cross-encoder"], backend: str, max_length: int | None = None, threads: int | None = None
+) -> FastCrossEncoder: ...
+@overload
+def load_fast(
+    model: ResolvedModel, kind: str, backend: str, max_length: int | None = None, threads: int | None = None
+) -> FastBiEncoder | FastCrossEncoder: ...
+def load_fast(
+    model: ResolvedModel, kind: str, backend: str, max_length: int | None = None, threads: int | None = None
+) -> FastBiEncoder | FastCrossEncoder:
     """A FastBiEncoder or FastCrossEncoder for ``model`` (exported first when needed), once per
     process; ``threads``: OpenVINO's CPU threads (None: every core, one stream each)."""
 

@@ -46,6 +46,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -86,14 +87,14 @@ PARAMS = BM25Settings.params()
 Query = Mapping[str, float] | Sequence[str]
 
 
-def _sparse():
+def _sparse() -> ModuleType:
     """scipy.sparse, imported on first use, in this one place (``dsr --help`` loads no scipy)."""
     import scipy.sparse
 
     return scipy.sparse
 
 
-def _bm25s():
+def _bm25s() -> ModuleType:
     """bm25s, imported on first use, in this one place (it loads scipy and numba helpers)."""
     import bm25s
 
@@ -224,7 +225,7 @@ class BM25Index(_Cached):
         self._csr: Any = None  # scipy sparse matrices, made on first use
         self._csc: Any = None
 
-    def _contributions(self):
+    def _contributions(self) -> tuple[Any, np.ndarray]:
         """(sentences x terms CSR of contribution(t, d) where tf > 0, per-term score when tf = 0)."""
         if self._csr is None:
             tf = self.tf.tocoo()

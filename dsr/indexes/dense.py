@@ -22,7 +22,8 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -32,6 +33,9 @@ from dsr.indexes import embeddings
 from dsr.indexes.embeddings import DEFAULT_MODEL, encode, near_depth, settled_top_k
 from dsr.indexes.manifest import cached_build, expected_manifest, text_hash
 
+if TYPE_CHECKING:  # faiss itself is imported on first use (_faiss)
+    import faiss
+
 KINDS = ("flat", "hnsw", "ivf")
 DEFAULTS: dict[str, dict[str, Any]] = {
     "flat": {},
@@ -40,14 +44,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _faiss():
+def _faiss() -> ModuleType:
     """faiss, imported on first use, in this one place."""
     import faiss
 
     return faiss
 
 
-def build_faiss(vectors: np.ndarray, kind: str = "flat", **params: Any):
+def build_faiss(vectors: np.ndarray, kind: str = "flat", **params: Any) -> faiss.Index:
     """A FAISS inner-product index of ``kind`` holding ``vectors`` (rows in order)."""
     faiss = _faiss()
     if kind not in KINDS:
@@ -76,13 +80,13 @@ def build_faiss(vectors: np.ndarray, kind: str = "flat", **params: Any):
     return index
 
 
-def set_search_parameters(index, kind: str, params: dict[str, Any]) -> None:
+def set_search_parameters(index: faiss.Index, kind: str, params: dict[str, Any]) -> None:
     """efSearch / nprobe are search-time settings: set them after building or loading."""
     params = {**DEFAULTS[kind], **params}
     if kind == "hnsw":
-        index.hnsw.efSearch = int(params["ef_search"])
+        cast("faiss.IndexHNSW", index).hnsw.efSearch = int(params["ef_search"])
     elif kind == "ivf":
-        index.nprobe = int(params["nprobe"])
+        cast("faiss.IndexIVF", index).nprobe = int(params["nprobe"])
 
 
 class DenseIndex:
@@ -91,7 +95,7 @@ class DenseIndex:
     def __init__(
         self,
         ids: list[str],
-        index,
+        index: faiss.Index,
         model: ResolvedModel,
         kind: str,
         batch_size: int = 64,

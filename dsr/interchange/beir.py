@@ -20,7 +20,9 @@ Load it with ``GenericDataLoader(data_folder=DIR).load(split="test")``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from dsr.interchange.corpus import TestCollection
 from dsr.interchange.folder import write_jsonl, write_lines
@@ -50,11 +52,11 @@ def write(view: TestCollection, folder: Path) -> list[str]:
     return list(FILES)
 
 
-def corpus_rows(view: TestCollection):
+def corpus_rows(view: TestCollection) -> Iterator[dict[str, str]]:
     return ({"_id": d.doc_id, "title": d.title, "text": d.text} for d in view.documents.values())
 
 
-def candidate_rows(view: TestCollection):
+def candidate_rows(view: TestCollection) -> Iterator[dict[str, Any]]:
     for qid in view.candidates:
         scored = view.candidate_scores(qid)
         yield {"query-id": qid, "corpus-ids": [d for d, _ in scored], "scores": [s for _, s in scored]}

@@ -27,8 +27,11 @@ Arrow infers one type per column.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from dsr.core.data import Turn
 from dsr.interchange.beir import candidate_rows, corpus_rows
 from dsr.interchange.corpus import TestCollection
 from dsr.interchange.folder import write_jsonl, write_lines
@@ -65,15 +68,15 @@ def write(view: TestCollection, folder: Path) -> list[str]:
     return [path for _, _, path in CONFIGS] + ["README.md"]
 
 
-def _float(value):
+def _float(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _turn(t) -> dict:
+def _turn(t: Turn) -> dict[str, Any]:
     return {"author_id": t.author_id, "author_name": t.author_name, "body": t.body, "score": _float(t.score)}
 
 
-def dialogue_rows(view: TestCollection):
+def dialogue_rows(view: TestCollection) -> Iterator[dict[str, Any]]:
     for dialogue in view.collection:
         yield {
             "id": dialogue.id,

@@ -49,10 +49,10 @@ one space; docs.tsv holds the sentence (``title`` is in the BEIR and HF exports)
 # fields whose annotation *is* `str`, which string annotations would hide.
 import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import ir_datasets
 from ir_datasets.formats import BaseDocs, BaseQrels, BaseQueries, BaseScoredDocs, GenericScoredDoc, TrecQrel
@@ -114,20 +114,20 @@ class _OnView:
 
 
 class DsrDocs(_OnView, BaseDocs):
-    def docs_iter(self):
+    def docs_iter(self) -> Iterator[DsrDoc]:
         for doc in self._lazy.view.documents.values():
             yield DsrDoc(doc.doc_id, doc.text, doc.title)
 
-    def docs_count(self):
+    def docs_count(self) -> int:
         return len(self._lazy.view.documents)
 
-    def docs_cls(self):
+    def docs_cls(self) -> type[DsrDoc]:
         return DsrDoc
 
-    def docs_store(self, field="doc_id", options=None):
+    def docs_store(self, field: str = "doc_id", options: Any = None) -> "_Store":
         return _Store(self)
 
-    def docs_namespace(self):
+    def docs_namespace(self) -> str:
         return PREFIX
 
     def docs_lang(self) -> str:
@@ -139,7 +139,7 @@ class _Store(Docstore):
         super().__init__(DsrDoc, "doc_id")
         self._docs = docs
 
-    def get_many_iter(self, doc_ids):
+    def get_many_iter(self, doc_ids: Iterable[str]) -> Iterator[DsrDoc]:
         documents = self._docs._lazy.view.documents
         for doc_id in doc_ids:
             if doc_id in documents:
@@ -148,7 +148,7 @@ class _Store(Docstore):
 
 
 class DsrQueries(_OnView, BaseQueries):
-    def queries_iter(self):
+    def queries_iter(self) -> Iterator[DsrQuery]:
         view = self._lazy.view
         for dialogue in view.collection:
             texts = view.all_strategies(dialogue.id)
@@ -163,10 +163,10 @@ class DsrQueries(_OnView, BaseQueries):
                 dialogue.subset,
             )
 
-    def queries_cls(self):
+    def queries_cls(self) -> type[DsrQuery]:
         return DsrQuery
 
-    def queries_namespace(self):
+    def queries_namespace(self) -> str:
         return PREFIX
 
     def queries_lang(self) -> str:
@@ -174,26 +174,26 @@ class DsrQueries(_OnView, BaseQueries):
 
 
 class DsrQrels(_OnView, BaseQrels):
-    def qrels_iter(self):
+    def qrels_iter(self) -> Iterator[TrecQrel]:
         for qid, docs in self._lazy.view.qrels().items():
             for doc, grade in docs.items():
                 yield TrecQrel(qid, doc, grade, "0")
 
-    def qrels_cls(self):
+    def qrels_cls(self) -> type[TrecQrel]:
         return TrecQrel
 
-    def qrels_defs(self):
+    def qrels_defs(self) -> dict[int, str]:
         return dict(QRELS_DEFS)
 
 
 class DsrScoredDocs(_OnView, BaseScoredDocs):
-    def scoreddocs_iter(self):
+    def scoreddocs_iter(self) -> Iterator[GenericScoredDoc]:
         view = self._lazy.view
         for qid in view.candidates:
             for doc, score in view.candidate_scores(qid):
                 yield GenericScoredDoc(qid, doc, score)
 
-    def scoreddocs_count(self):
+    def scoreddocs_count(self) -> int:
         return sum(len(r) for r in self._lazy.view.candidates.values())
 
 

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from dsr.evaluation.qrels import qrels_from_collection, write_qrels
@@ -40,7 +41,7 @@ def write(view: TestCollection, folder: Path) -> list[str]:
     return list(FILES)
 
 
-def topic_lines(view: TestCollection, queries: dict[str, str]):
+def topic_lines(view: TestCollection, queries: dict[str, str]) -> Iterator[str]:
     for dialogue in view.collection:
         yield "<top>"
         yield f"<num> Number: {dialogue.id}"

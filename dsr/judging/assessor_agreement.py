@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, SupportsFloat
 
 import numpy as np
 import pandas as pd
@@ -44,9 +45,9 @@ def rating_matrix(grades: pd.DataFrame) -> tuple[list[str], list[Any], np.ndarra
     return [str(a) for a in table.index], list(table.columns), table.to_numpy(dtype=float)
 
 
-def _number(value) -> float | None:
-    value = float(value)
-    return None if math.isnan(value) else value
+def _number(value: SupportsFloat) -> float | None:
+    number = float(value)
+    return None if math.isnan(number) else number
 
 
 def krippendorff_alpha(matrix: np.ndarray, values: list[int], level: str = "ordinal") -> float | None:
@@ -94,7 +95,7 @@ def agreement(grades: pd.DataFrame, values: list[int], relevant_from: int) -> di
     """The campaign's agreement figures on ``grades`` (counted grades of pool items)."""
     assessors, items, matrix = rating_matrix(grades)
     binary = np.where(np.isnan(matrix), np.nan, (matrix >= relevant_from).astype(float))
-    pairs = []
+    pairs: list[dict[str, Any]] = []
     for (i, a), (j, b) in itertools.combinations(enumerate(assessors), 2):
         shared = int(np.sum(~np.isnan(matrix[i]) & ~np.isnan(matrix[j])))
         if shared >= MIN_SHARED:
@@ -140,7 +141,7 @@ def twice_graded_kappa(grades: pd.DataFrame, values: list[int] | None = None, re
     }
 
 
-def _mean(values) -> float | None:
+def _mean(values: Iterable[float | None]) -> float | None:
     kept = [v for v in values if v is not None]
     return float(np.mean(kept)) if kept else None
 

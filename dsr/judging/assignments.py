@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 from sqlalchemy import Engine, delete, func, select
+from sqlalchemy.orm import Session
 
 from dsr.core.errors import InputError
 from dsr.db.engine import get_row, read_session, write_session
@@ -145,7 +146,7 @@ class Assignments:
         return load
 
     @staticmethod
-    def _overlap_tasks(s, campaign: Campaign, overlap: float) -> list[int]:
+    def _overlap_tasks(s: Session, campaign: Campaign, overlap: float) -> list[int]:
         """The tasks of a seeded ``overlap`` share of the campaign's dialogues."""
         if overlap <= 0:
             return []
@@ -156,7 +157,7 @@ class Assignments:
             s.scalars(select(JudgeTask.id).where(JudgeTask.campaign_id == campaign.id, JudgeTask.dialogue_pk.in_(chosen)))
         )
 
-    def _release(self, s, campaign_id: int, assessor_ids: list[int]) -> None:
+    def _release(self, s: Session, campaign_id: int, assessor_ids: list[int]) -> None:
         if not assessor_ids:
             return
         rows = s.scalars(

@@ -17,10 +17,12 @@ import re
 import secrets
 import threading
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, Table, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Engine, Table, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from dsr.core.data import Collection, dialogue_from_json
 from dsr.core.errors import InputError
@@ -60,7 +62,7 @@ _INSERT_GRADE = insert(_GRADES)
 _UPDATE_GRADE = update(_GRADES).where(_GRADES.c.id == bindparam("grade_id"))
 
 
-def _pandas():
+def _pandas() -> ModuleType:
     """pandas, imported on first use, in this one place (importing this module does not load it)."""
     import pandas
 
@@ -347,13 +349,22 @@ class Judging:
         for job in batch:
             job.done = True
 
-    def _upsert(self, conn, assessor_id: int, ref: ItemRef, grade, unsure, seconds, source) -> bool:
+    def _upsert(
+        self,
+        conn: Connection,
+        assessor_id: int,
+        ref: ItemRef,
+        grade: int | None,
+        unsure: bool,
+        seconds: float | None,
+        source: str,
+    ) -> bool:
         """Insert or replace one grade (prepared Core statements: this is the hot path)."""
         if conn.execute(_ASSIGNED, {"task": ref.task_id, "assessor": assessor_id}).first() is None:
             raise Refused(403, "this item is not in one of your tasks")
         existing = conn.execute(_GRADED, {"item": ref.id, "assessor": assessor_id}).scalar()
         now = utcnow()
-        values = {"grade": grade, "unsure": unsure, "source": source, "updated_at": now}
+        values: dict[str, Any] = {"grade": grade, "unsure": unsure, "source": source, "updated_at": now}
         if seconds is not None:
             values["seconds"] = seconds
         if existing is None:
@@ -410,7 +421,7 @@ class Judging:
         return len(rows)
 
     @staticmethod
-    def _importer(s, people: dict[str, int], assessor: str, origin: str | None, where: dict) -> int:
+    def _importer(s: Session, people: dict[str, int], assessor: str, origin: str | None, where: dict[str, Any]) -> int:
         name = assessor if origin is None else f"{origin}:{assessor}"
         if name not in people:
             if origin is None:

@@ -9,6 +9,7 @@ again (``dsr judge guidelines CAMPAIGN FILE``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,7 +129,7 @@ def from_json(raw: Any, source: str | Path | None = None) -> Guidelines:
     return Guidelines(str(question), grades, text, examples, relevant_from, match)
 
 
-def _grade(entry: Any, i: int, fail) -> Grade:
+def _grade(entry: Any, i: int, fail: Callable[[str, str], InputError]) -> Grade:
     name = f"scale[{i}]"
     if not isinstance(entry, dict):
         raise fail("expected a mapping with grade, key and name", name)

@@ -20,16 +20,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy import select
 from starlette.concurrency import run_in_threadpool
 
 from dsr.db.engine import read_session, write_session
 from dsr.db.refused import Refused
 from dsr.judging.campaigns import MAX_SECONDS, Judging
-from dsr.judging.models import Assessor, JudgeSession, JudgeTask
+from dsr.judging.models import Assessor, Campaign, JudgeSession, JudgeTask
 from dsr.judging.views import content, my_campaigns, task_rows, task_view
 from dsr.web.pages import Pages, Site
 from dsr.web.security import csp
@@ -90,7 +91,7 @@ problem = PAGES.problem
 
 
 @router.get("/judge", response_class=HTMLResponse)
-def judge_index(request: Request):
+def judge_index(request: Request) -> Response:
     assessor = web_assessor(request)
     if assessor is None:
         return RedirectResponse("/judge/login", status_code=303)
@@ -98,12 +99,12 @@ def judge_index(request: Request):
 
 
 @router.get("/judge/login", response_class=HTMLResponse)
-def judge_login_form(request: Request):
+def judge_login_form(request: Request) -> HTMLResponse:
     return PAGES.signin_form(request)
 
 
 @router.post("/judge/login")
-async def judge_login(request: Request):
+async def judge_login(request: Request) -> Response:
     form = await SIGNIN.checked_form(request)
     if form is None:
         return problem(request, 403, CSRF_REFUSED)
@@ -114,21 +115,19 @@ async def judge_login(request: Request):
 
 
 @router.post("/judge/logout")
-async def judge_logout(request: Request):
+async def judge_logout(request: Request) -> Response:
     if await SIGNIN.checked_form(request) is None:
         return problem(request, 403, CSRF_REFUSED)
     return SIGNIN.end(judging(request).engine, request, "/judge/login")
 
 
-def _campaign(request: Request, name: str):
-    from dsr.judging.models import Campaign
-
+def _campaign(request: Request, name: str) -> Campaign | None:
     with read_session(judging(request).engine) as s:
         return s.scalar(select(Campaign).where(Campaign.name == name))
 
 
 @router.get("/judge/{name}", response_class=HTMLResponse)
-def judge_continue(request: Request, name: str):
+def judge_continue(request: Request, name: str) -> Response:
     """To the assessor's first task with an ungraded sentence (the list when all are done)."""
     assessor, campaign = web_assessor(request), _campaign(request, name)
     if assessor is None:
@@ -141,7 +140,7 @@ def judge_continue(request: Request, name: str):
 
 
 @router.get("/judge/{name}/guidelines", response_class=HTMLResponse)
-def judge_guidelines(request: Request, name: str):
+def judge_guidelines(request: Request, name: str) -> Response:
     campaign = _campaign(request, name)
     if web_assessor(request) is None:
         return RedirectResponse("/judge/login", status_code=303)
@@ -151,7 +150,7 @@ def judge_guidelines(request: Request, name: str):
 
 
 @router.get("/judge/{name}/task/{seq}", response_class=HTMLResponse)
-def judge_task(request: Request, name: str, seq: int):
+def judge_task(request: Request, name: str, seq: int) -> Response:
     assessor, campaign = web_assessor(request), _campaign(request, name)
     if assessor is None:
         return RedirectResponse("/judge/login", status_code=303)
@@ -176,7 +175,7 @@ def judge_task(request: Request, name: str, seq: int):
     )
 
 
-def _same_dialogue(request: Request, campaign, seq: int, following: int | None) -> bool:
+def _same_dialogue(request: Request, campaign: Campaign, seq: int, following: int | None) -> bool:
     """Whether the assessor's next task is more of this task's dialogue (a dialogue longer than
     --chunk is cut into tasks): the page's end says "more of this dialogue", else "next dialogue"."""
     if following is None:
@@ -191,7 +190,7 @@ def _same_dialogue(request: Request, campaign, seq: int, following: int | None) 
 
 
 @router.post("/judge/{name}/task/{seq}")
-async def judge_task_form(request: Request, name: str, seq: int):
+async def judge_task_form(request: Request, name: str, seq: int) -> Response:
     """The no-JavaScript path: one sentence's form, then back to the task at the next sentence."""
     assessor = web_assessor(request)
     if assessor is None:
@@ -210,8 +209,8 @@ async def judge_task_form(request: Request, name: str, seq: int):
     return RedirectResponse(f"/judge/{name}/task/{seq}", status_code=303)
 
 
-@router.post("/judge/api/grades")
-async def judge_api_grade(request: Request):
+@router.post("/judge/api/grades", response_model=None)
+async def judge_api_grade(request: Request) -> JSONResponse | dict[str, Any]:
     """``{"item": KEY, "grade": G}`` or ``{"item": KEY, "unsure": true}`` (``seconds`` optional):
     committed before the answer; ``new`` says whether it is the assessor's first on the item.
     The database work runs in the thread pool, so grades sent at the same moment share one
@@ -220,7 +219,7 @@ async def judge_api_grade(request: Request):
     return await run_in_threadpool(_api_grade, request, body)
 
 
-def _json_body(raw: bytes):
+def _json_body(raw: bytes) -> Any:
     """The request's JSON; a body nested too deep for the parser is a ValueError (400), not a 500."""
     try:
         return json.loads(raw)
@@ -236,7 +235,7 @@ def _text(value: str) -> bool:
     return True
 
 
-def _api_grade(request: Request, raw: bytes):
+def _api_grade(request: Request, raw: bytes) -> JSONResponse | dict[str, Any]:
     assessor, bearer = api_assessor(request)
     if assessor is None:
         return JSONResponse({"error": "missing or wrong token"}, status_code=401)
@@ -266,24 +265,25 @@ def _api_grade(request: Request, raw: bytes):
     return {"item": body["item"], "grade": None if unsure else grade, "unsure": unsure, "new": new}
 
 
-def _api_caller(request: Request, name: str):
-    """(assessor, campaign, None) for a bearer token's request on a campaign, else the 401 or
-    404 answer as the third item."""
+def _api_caller(request: Request, name: str) -> tuple[Assessor, Campaign] | JSONResponse:
+    """(assessor, campaign) for a bearer token's request on a campaign, else the 401 or 404
+    answer."""
     assessor, _ = api_assessor(request)
     if assessor is None:
-        return None, None, JSONResponse({"error": "missing or wrong token"}, status_code=401)
+        return JSONResponse({"error": "missing or wrong token"}, status_code=401)
     campaign = _campaign(request, name)
     if campaign is None:
-        return assessor, None, JSONResponse({"error": "no such campaign"}, status_code=404)
-    return assessor, campaign, None
+        return JSONResponse({"error": "no such campaign"}, status_code=404)
+    return assessor, campaign
 
 
-@router.get("/judge/api/campaigns/{name}/tasks")
-def judge_api_tasks(request: Request, name: str):
+@router.get("/judge/api/campaigns/{name}/tasks", response_model=None)
+def judge_api_tasks(request: Request, name: str) -> JSONResponse | dict[str, Any]:
     """The asking assessor's tasks: seq, size, graded, and the item keys in order."""
-    assessor, campaign, refused = _api_caller(request, name)
-    if refused is not None:
-        return refused
+    caller = _api_caller(request, name)
+    if isinstance(caller, JSONResponse):
+        return caller
+    assessor, campaign = caller
     from dsr.judging.models import JudgeTask
 
     out = []
@@ -295,14 +295,15 @@ def judge_api_tasks(request: Request, name: str):
     return {"campaign": name, "tasks": out}
 
 
-@router.get("/judge/api/campaigns/{name}/tasks/{seq}")
-def judge_api_task(request: Request, name: str, seq: int):
+@router.get("/judge/api/campaigns/{name}/tasks/{seq}", response_model=None)
+def judge_api_task(request: Request, name: str, seq: int) -> JSONResponse | dict[str, Any]:
     """One of the asking assessor's tasks as the page shows it: the dialogue's title, turns and
     who speaks next, and each sentence's key, document title, text and the assessor's own
     grade. Nothing else: no pool order, no run, no other assessor's grade, no mark on checks."""
-    assessor, campaign, refused = _api_caller(request, name)
-    if refused is not None:
-        return refused
+    caller = _api_caller(request, name)
+    if isinstance(caller, JSONResponse):
+        return caller
+    assessor, campaign = caller
     try:
         view = task_view(judging(request), assessor, campaign, seq)
     except Refused as no:

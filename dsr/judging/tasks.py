@@ -38,7 +38,7 @@ from dsr.core.errors import InputError
 from dsr.judging.honeypots import interleave, recent_words, shown_words, traps
 
 if TYPE_CHECKING:
-    from dsr.core.data import Collection
+    from dsr.core.data import Collection, Dialogue
     from dsr.judging.honeypots import GoldSet, Planted
 
 
@@ -93,7 +93,7 @@ def plan_tasks(
 class _Checks:
     """A dialogue's known answers, used up as its tasks are marked."""
 
-    def __init__(self, dialogue, gold: GoldSet, relevant_from: int) -> None:
+    def __init__(self, dialogue: Dialogue, gold: GoldSet, relevant_from: int) -> None:
         words = shown_words(dialogue)
         recent = recent_words(dialogue)
         self.gold = gold
@@ -114,7 +114,7 @@ class _Checks:
         ]
         self.chosen: set[str] = set(c.id for c in known)  # until plants() chooses
 
-    def _source(self, option) -> str:
+    def _source(self, option: tuple[str, str, str | Planted]) -> str:
         return self.gold.known[option[2]][1] if isinstance(option[2], str) else option[2].source
 
     def plants(self, wanted: int) -> list[Planted]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from functools import partial
+from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from dsr.board import leaderboard
@@ -28,8 +29,8 @@ from dsr.core.errors import InputError
 router = APIRouter(prefix="/api")
 
 
-@router.get("/boards")
-def api_boards(board: BoardDep):
+@router.get("/boards", response_model=None)
+def api_boards(board: BoardDep) -> dict[str, Any]:
     return {
         "boards": [
             {
@@ -52,7 +53,7 @@ def api_boards(board: BoardDep):
     }
 
 
-@router.get("/boards/{collection}/{phase}")
+@router.get("/boards/{collection}/{phase}", response_model=None)
 def api_board(
     board: BoardDep,
     collection: str,
@@ -63,7 +64,7 @@ def api_board(
     subset: str = "all",
     team: str | None = None,
     baselines: str = "chosen",
-):
+) -> JSONResponse | dict[str, Any]:
     found = find_phase(board, collection, phase)
     if found is None:
         return JSONResponse({"error": "no such board"}, status_code=404)
@@ -75,8 +76,8 @@ def api_board(
         return JSONResponse({"error": str(err)}, status_code=400)
 
 
-@router.get("/boards/{collection}/{phase}/topics")
-def api_topics(board: BoardDep, collection: str, phase: str):
+@router.get("/boards/{collection}/{phase}/topics", response_model=None)
+def api_topics(board: BoardDep, collection: str, phase: str) -> JSONResponse | dict[str, Any]:
     """The dialogues a run for this phase ranks (ids and subsets; never labels)."""
     found = find_phase(board, collection, phase)
     if found is None:
@@ -89,8 +90,8 @@ def api_topics(board: BoardDep, collection: str, phase: str):
     }
 
 
-@router.get("/runs/{submission_id}")
-def api_run(request: Request, board: BoardDep, submission_id: int):
+@router.get("/runs/{submission_id}", response_model=None)
+def api_run(request: Request, board: BoardDep, submission_id: int) -> JSONResponse | dict[str, Any]:
     view = run_view(board, submission_id)
     if view is None:
         return JSONResponse({"error": "no such run"}, status_code=404)
@@ -98,15 +99,15 @@ def api_run(request: Request, board: BoardDep, submission_id: int):
 
 
 @router.get("/runs/{submission_id}/file")
-def api_run_file(request: Request, board: BoardDep, submission_id: int):
+def api_run_file(request: Request, board: BoardDep, submission_id: int) -> Response:
     team = bearer_team(board, request)
     if team is None:
         return unauthorized()
     return run_file(board, team, submission_id)
 
 
-@router.get("/quota/{collection}/{phase}")
-def api_quota(request: Request, board: BoardDep, collection: str, phase: str):
+@router.get("/quota/{collection}/{phase}", response_model=None)
+def api_quota(request: Request, board: BoardDep, collection: str, phase: str) -> JSONResponse | dict[str, Any]:
     team = bearer_team(board, request)
     if team is None:
         return unauthorized()
@@ -132,7 +133,7 @@ def _admit(board: Board, request: Request) -> tuple[Team, Member] | JSONResponse
     return found
 
 
-async def api_submit(request: Request):
+async def api_submit(request: Request) -> JSONResponse:
     """``POST /api/submissions``: a plain Starlette route, matched before every router
     (:data:`FIRST`): the board's busiest answer skips FastAPI's walk over the site's routes
     and its dependency resolution (the same answers: it takes nothing FastAPI would parse)."""
@@ -158,7 +159,7 @@ async def api_submit(request: Request):
 FIRST = [Route("/api/submissions", api_submit, methods=["POST"])]
 
 
-def run_json(board: Board, view: dict, viewer: Team | None = None) -> dict:
+def run_json(board: Board, view: dict[str, Any], viewer: Team | None = None) -> dict[str, Any]:
     """A run as the API shows it; its file's sha256 only to its own team (and organisers): with
     it anyone could tell whether a team submitted a run they can make themselves."""
     sub = view["sub"]

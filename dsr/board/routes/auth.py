@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 
 from dsr.board.routes.deps import PAGES, SIGNIN, BoardDep, error_page
 from dsr.web.signin import CSRF_REFUSED
@@ -13,12 +13,12 @@ router = APIRouter()
 
 
 @router.get("/login", response_class=HTMLResponse)
-def login_form(request: Request):
+def login_form(request: Request) -> HTMLResponse:
     return PAGES.signin_form(request)
 
 
 @router.post("/login")
-async def login(request: Request, board: BoardDep):
+async def login(request: Request, board: BoardDep) -> Response:
     form = await SIGNIN.checked_form(request)
     if form is None:
         return error_page(request, 403, CSRF_REFUSED)
@@ -30,7 +30,7 @@ async def login(request: Request, board: BoardDep):
 
 
 @router.post("/logout")
-async def logout(request: Request, board: BoardDep):
+async def logout(request: Request, board: BoardDep) -> Response:
     if await SIGNIN.checked_form(request) is None:
         return error_page(request, 403, CSRF_REFUSED)
     return SIGNIN.end(board.engine, request, "/")

@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.datastructures import FormData
 
 from dsr.board.models import Member, Phase, Team, WebSession, stamp
 from dsr.board.service import Board, Metadata, Refused, quota_text
 from dsr.db.engine import read_session, write_session
 from dsr.web.pages import Pages, Site
 from dsr.web.signin import SignIn
+
+_T = TypeVar("_T")
 
 HERE = Path(__file__).resolve().parents[1]
 #: the browser's sign-in: session cookie ``dsr_session``, the logged-out forms' nonce ``dsr_csrf``
@@ -96,7 +100,7 @@ def page(request: Request, name: str, context: dict, status: int = 200) -> HTMLR
     return PAGES.render(request, name, context, status)
 
 
-async def checked_form(request: Request):
+async def checked_form(request: Request) -> FormData | None:
     """The posted form when its CSRF field is the session's token, or logged out one made for
     this browser; else None."""
     return await SIGNIN.checked_form(request)
@@ -113,7 +117,7 @@ def find_phase(board: Board, collection: str, phase: str) -> Phase | None:
     return None
 
 
-async def read_upload(form) -> tuple[bytes, str, Metadata, bytes | None]:
+async def read_upload(form: FormData) -> tuple[bytes, str, Metadata, bytes | None]:
     """The run file, its name, the metadata and the sidecar of a submission form (web or API)."""
     upload = form.get("run")
     if upload is None or isinstance(upload, str):
@@ -148,7 +152,7 @@ def submission_threads(board: Board) -> int:
     return max(0, board.config.workers) + SPARE_THREADS
 
 
-async def in_thread(request: Request, function, *args: Any):
+async def in_thread(request: Request, function: Callable[..., _T], *args: Any) -> _T:
     """Database and CPU work of a request, off the event loop: in a thread of the app's own
     pool (:func:`submission_threads`; made at its first use, on the event loop), handed over
     by asyncio itself (``run_in_executor``: a third of the CPU of anyio's

@@ -16,7 +16,7 @@ router = APIRouter()
 MEDIA = {"csv": "text/csv", "latex": "application/x-latex", "json": "application/json"}
 
 
-def export(board: Board, collection: str, phase: str, kind: str, select: str):
+def export(board: Board, collection: str, phase: str, kind: str, select: str) -> PlainTextResponse:
     found = find_phase(board, collection, phase)
     if found is None:
         return PlainTextResponse("no such board\n", status_code=404)
@@ -29,15 +29,15 @@ def export(board: Board, collection: str, phase: str, kind: str, select: str):
 
 
 @router.get("/board/{collection}/{phase}/export.csv")
-def export_csv(board: BoardDep, collection: str, phase: str, select: str = "all"):
+def export_csv(board: BoardDep, collection: str, phase: str, select: str = "all") -> PlainTextResponse:
     return export(board, collection, phase, "csv", select)
 
 
 @router.get("/board/{collection}/{phase}/export.tex")
-def export_tex(board: BoardDep, collection: str, phase: str, select: str = "all"):
+def export_tex(board: BoardDep, collection: str, phase: str, select: str = "all") -> PlainTextResponse:
     return export(board, collection, phase, "latex", select)
 
 
 @router.get("/board/{collection}/{phase}/export.json")
-def export_json(board: BoardDep, collection: str, phase: str, select: str = "all"):
+def export_json(board: BoardDep, collection: str, phase: str, select: str = "all") -> PlainTextResponse:
     return export(board, collection, phase, "json", select)

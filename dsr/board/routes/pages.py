@@ -40,7 +40,7 @@ router = APIRouter()
 
 
 @router.get("/", response_class=HTMLResponse)
-def index(request: Request, board: BoardDep):
+def index(request: Request, board: BoardDep) -> HTMLResponse:
     phases = board.phases.all()
     now = utcnow()
     return page(request, "index.html", {"phases": phases, "closed_reasons": {p.id: p.closed_reason(now) for p in phases}})
@@ -60,7 +60,7 @@ def board_page(
     team: str | None = None,
     baselines: str = "chosen",
     columns: str = "primary",
-):
+) -> HTMLResponse:
     found = find_phase(board, collection, phase)
     if found is None:
         return error_page(request, 404, "no such board")
@@ -197,7 +197,9 @@ def versus_baseline(board: Board, sub: Submission, data: PhaseData, measure: str
 
 
 @router.get("/runs/{submission_id}", response_class=HTMLResponse)
-def run_page(request: Request, board: BoardDep, submission_id: int, measure: str | None = None, submitted: int = 0):
+def run_page(
+    request: Request, board: BoardDep, submission_id: int, measure: str | None = None, submitted: int = 0
+) -> HTMLResponse:
     view = run_view(board, submission_id, measure)
     if view is None:
         return error_page(request, 404, "no such run")
@@ -221,7 +223,7 @@ def run_file(board: Board, team: Team, submission_id: int) -> Response:
 
 
 @router.get("/runs/{submission_id}/file")
-def run_file_page(request: Request, board: BoardDep, submission_id: int):
+def run_file_page(request: Request, board: BoardDep, submission_id: int) -> Response:
     team = web_team(board, request) or bearer_team(board, request)
     if team is None:
         return error_page(request, 401, "log in with your team's token to download run files")
@@ -240,7 +242,7 @@ def submit_context(board: Board, team: Team) -> dict:
 
 
 @router.get("/submit", response_class=HTMLResponse)
-def submit_form(request: Request, board: BoardDep):
+def submit_form(request: Request, board: BoardDep) -> Response:
     team = web_team(board, request)
     if team is None:
         return RedirectResponse("/login", status_code=303)
@@ -248,7 +250,7 @@ def submit_form(request: Request, board: BoardDep):
 
 
 @router.post("/submit")
-async def submit_page(request: Request, board: BoardDep):
+async def submit_page(request: Request, board: BoardDep) -> Response:
     session = web_session(board, request)
     team = web_team(board, request)
     if team is None or session is None:

@@ -31,7 +31,9 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -41,7 +43,7 @@ from dsr.core.errors import InputError
 from dsr.core.params import resolve
 from dsr.core.provenance import package_versions
 from dsr.core.text import tokenize
-from dsr.indexes.bm25 import _BM25S_METHOD, DEFAULT_DELTA, PARAMS, as_weights
+from dsr.indexes.bm25 import _BM25S_METHOD, DEFAULT_DELTA, PARAMS, Query, as_weights
 from dsr.indexes.corpus.build import StageReport
 from dsr.indexes.corpus.distributed import Executor
 from dsr.indexes.corpus.layout import (
@@ -57,7 +59,7 @@ from dsr.indexes.corpus.layout import (
 from dsr.indexes.topk import merge_top_k, top_rows
 
 
-def _pyarrow():
+def _pyarrow() -> ModuleType:
     """pyarrow, imported on first use, in this one place (importing this module does not load it)."""
     import pyarrow
     import pyarrow.parquet
@@ -65,7 +67,7 @@ def _pyarrow():
     return pyarrow
 
 
-def _bm25s():
+def _bm25s() -> ModuleType:
     """bm25s, imported on first use, in this one place (importing this module does not load it)."""
     import bm25s
     import bm25s.scoring
@@ -213,7 +215,7 @@ def index_shard(corpus_dir: str, number: int, key: dict[str, Any]) -> dict[str, 
     return write_marker(folder / "shards", name, key, [out], name=name, sentences=len(ids))
 
 
-def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor=None) -> StageReport:
+def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor: Executor | None = None) -> StageReport:
     """Count, merge and index every shard (resuming from done shards); returns what was built."""
     start = time.perf_counter()
     p = check_params(dict(params or {}))
@@ -260,7 +262,13 @@ def build_bm25(corpus: Corpus, params: dict[str, Any] | None = None, executor=No
 
 
 def _run_stage(
-    executor, function, corpus: Corpus, folder: Path, key: dict[str, Any], report: StageReport, desc: str
+    executor: Executor,
+    function: Callable[[str, int, dict[str, Any]], dict[str, Any]],
+    corpus: Corpus,
+    folder: Path,
+    key: dict[str, Any],
+    report: StageReport,
+    desc: str,
 ) -> list[dict[str, Any]]:
     """Run ``function(corpus_dir, shard, key)`` for every shard not already done; markers in shard order."""
     markers: dict[int, dict[str, Any]] = {}
@@ -305,7 +313,7 @@ class ShardedBM25:
             check_unit(self.folder, name, f"dsr corpus index {corpus.folder} --bm25")
         self._open: OrderedDict[int, Any] = OrderedDict()
 
-    def _shard(self, number: int):
+    def _shard(self, number: int) -> Any:
         """Shard ``number``'s bm25s model, memory-mapped; the least recently used closed beyond
         ``OPEN_SHARDS``."""
         model = self._open.pop(number, None)
@@ -319,11 +327,11 @@ class ShardedBM25:
     def query_tokens(self, text: str) -> list[str]:
         return tokenize(text, stopwords=self.params["stopwords"], stem=self.params["stem"])
 
-    def search(self, query, k: int) -> list[tuple[int, float]]:
+    def search(self, query: Query, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (global row, score), best first; ties by global row."""
         return self.search_many([query], k)[0]
 
-    def search_many(self, queries, k: int) -> list[list[tuple[int, float]]]:
+    def search_many(self, queries: Sequence[Query], k: int) -> list[list[tuple[int, float]]]:
         """:meth:`search` of each query (tokens or ``{token: weight}``), every shard opened once."""
         weights = [as_weights(q) for q in queries]
         rows: list[list[np.ndarray]] = [[] for _ in weights]
@@ -339,7 +347,7 @@ class ShardedBM25:
         return [merge_top_k(np.concatenate(r), np.concatenate(s), k) for r, s in zip(rows, scores)]
 
 
-def posting_scores(model, weights: dict[str, float]) -> np.ndarray:
+def posting_scores(model: Any, weights: dict[str, float]) -> np.ndarray:
     """Every sentence's score in one shard: the sum over the query's tokens of weight x the
     token's stored score, read from the token's posting list alone (the same sums, in the
     same order, as bm25s' weights @ (term x sentence) matrix), plus the "term absent" score

@@ -103,7 +103,7 @@ def build_corpus(
     fmt: str | None = None,
     docs_per_shard: int = 10_000,
     min_chars: int = 1,
-    executor=None,
+    executor: Executor | None = None,
 ) -> StageReport:
     """Build (or resume) the corpus folder ``out`` from ``source``."""
 

@@ -40,8 +40,9 @@ import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -109,7 +110,7 @@ SEARCH = {"nprobe": 32, "refine": 0}
 TRAIN_PER_LIST, TRAIN_MIN = 39, 100_000
 
 
-def _faiss():
+def _faiss() -> ModuleType:
     """faiss, imported on first use, in this one place (importing this module does not load it)."""
     import faiss
     import faiss.contrib.ondisk
@@ -118,7 +119,7 @@ def _faiss():
 
 
 @contextlib.contextmanager
-def stdout_to_stderr():
+def stdout_to_stderr() -> Iterator[None]:
     """Send what C code (faiss) prints on stdout to stderr: stdout carries results."""
     sys.stdout.flush()
     saved = os.dup(1)
@@ -160,7 +161,7 @@ def encode_corpus(
     corpus: Corpus,
     model: str | ResolvedModel = DEFAULT_MODEL,
     batch_size: int = 64,
-    executor=None,
+    executor: Executor | None = None,
     backend: str = "torch",
     part: Any = None,
 ) -> StageReport:
@@ -317,7 +318,7 @@ def build_ivfpq(
     corpus: Corpus,
     model: str | ResolvedModel = DEFAULT_MODEL,
     params: dict[str, Any] | None = None,
-    executor=None,
+    executor: Executor | None = None,
     backend: str = "torch",
 ) -> StageReport:
     """Train (on a sample), add every shard (in parallel), merge on disk. Needs the vectors."""

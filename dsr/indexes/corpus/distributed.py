@@ -38,12 +38,13 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from dsr.core.errors import InputError, require_extra
-from dsr.core.models import load_sentence_transformer
+from dsr.core.models import ResolvedModel, load_sentence_transformer
 from dsr.indexes.backends import load_fast
 from dsr.indexes.embeddings import encode
 
@@ -53,7 +54,7 @@ PACKAGE = Path(__file__).resolve().parents[2]  # dsr/, shipped to a cluster's no
 PASSED_ENV = ("DSR_HOME", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME")
 
 
-def _pyarrow():
+def _pyarrow() -> ModuleType:
     """pyarrow, imported on first use, in this one place (importing this module does not load it)."""
     import pyarrow
     import pyarrow.parquet
@@ -112,7 +113,7 @@ class Executor:
                 self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._depth -= 1
         if self._started and self._depth == 0:
             import_ray().shutdown()
@@ -157,7 +158,7 @@ class Executor:
         return max(1, min([c for c in nodes if c > 0] or [1]))
 
     def encode_parquet(
-        self, files: list[Path], counts: list[int], model, batch_size: int, backend: str = "torch"
+        self, files: list[Path], counts: list[int], model: ResolvedModel, batch_size: int, backend: str = "torch"
     ) -> Iterator[tuple[int, np.ndarray]]:
         """Vectors of the ``text`` column of each Parquet file: ``(file index, vectors)`` per file.
 
@@ -200,7 +201,7 @@ def _environ(**values: str) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _get(ray, ref) -> Any:
+def _get(ray: ModuleType, ref: Any) -> Any:
     """A task's result; bad input found in a task is raised here as the InputError it is (exit 2)."""
     try:
         return ray.get(ref)
@@ -220,7 +221,7 @@ class EncoderActor:
     """A Ray actor: loads the sentence encoder once, on ``threads`` CPU threads (the CPUs Ray
     gave it: no oversubscription), and encodes whole shards."""
 
-    def __init__(self, model, batch_size: int, backend: str = "torch", threads: int = 1) -> None:
+    def __init__(self, model: ResolvedModel, batch_size: int, backend: str = "torch", threads: int = 1) -> None:
         self.threads = int(threads)
         self.model = model  # a ResolvedModel: the driver resolved it, the folder is shared
         self.backend = backend  # a fast one was exported by the driver: the actor only loads it
@@ -242,5 +243,5 @@ class EncoderActor:
         return number, self.encode(texts)
 
 
-def import_ray():
+def import_ray() -> ModuleType:
     return require_extra("ray", "distributed", field="workers", also=" (or run with --workers 0)")

@@ -29,12 +29,15 @@ import json
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dsr.core.atomic import write_json
 from dsr.core.errors import InputError
+
+if TYPE_CHECKING:  # pyarrow is imported where a shard is read
+    import pyarrow as pa
 
 MANIFEST = "corpus.json"
 
@@ -138,7 +141,7 @@ class Corpus:
         self.shards: list[dict[str, Any]] = self.manifest["shards"]
         counts = [s["sentences"] for s in self.shards]
         self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self._tables: dict[int, Any] = {}
+        self._tables: dict[int, pa.Table] = {}
         self._verified: set[int] = set()
 
     def __len__(self) -> int:
@@ -156,7 +159,7 @@ class Corpus:
         """Identity of the corpus content: later stages key their outputs on it."""
         return key_hash([(s["name"], s["sha256"]) for s in self.shards])
 
-    def table(self, number: int, columns: Sequence[str] | None = None):
+    def table(self, number: int, columns: Sequence[str] | None = None) -> pa.Table:
         import pyarrow.parquet as pq
 
         return pq.read_table(self.verified(number), columns=list(columns) if columns else None)
@@ -179,7 +182,7 @@ class Corpus:
     def texts(self, number: int) -> list[str]:
         return self.table(number, ["text"]).column("text").to_pylist()
 
-    def _full(self, number: int):
+    def _full(self, number: int) -> pa.Table:
         if number not in self._tables:
             self._tables[number] = self.table(number)
         return self._tables[number]

@@ -37,8 +37,13 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from dsr.indexes.corpus.sources import Document
+
+if TYPE_CHECKING:  # imported on first use
+    import pyarrow as pa
+    from pysbd import Segmenter
 
 _HEADING = re.compile(r"^(=+)\s*(.*?)\s*\1$")
 _WORD = re.compile(r"\w")
@@ -66,7 +71,7 @@ def sentence_id(title: str, doc_id: str, section: int, passage: int, sentence: i
 
 
 @lru_cache(maxsize=1)
-def _segmenter():
+def _segmenter() -> Segmenter:
     import pysbd
 
     return pysbd.Segmenter(language="en", clean=False)
@@ -133,7 +138,7 @@ def document_sentences(doc: Document, min_chars: int = 1) -> Iterator[Sentence]:
         passage += 1
 
 
-def sentences_table(docs: Iterable[Document], min_chars: int = 1):
+def sentences_table(docs: Iterable[Document], min_chars: int = 1) -> pa.Table:
     """A pyarrow Table (columns :data:`COLUMNS`) of the documents' sentences."""
     import pyarrow as pa
 

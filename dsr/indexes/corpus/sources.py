@@ -30,14 +30,19 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from types import ModuleType
+from typing import IO, TYPE_CHECKING
 
 from dsr.core.errors import InputError
+
+if TYPE_CHECKING:  # imported on first use (_mwparserfromhell)
+    from mwparserfromhell.nodes import Node
+    from mwparserfromhell.wikicode import Wikicode
 
 FORMATS = ("xml", "wikiextractor", "jsonl")
 
 
-def _mwparserfromhell():
+def _mwparserfromhell() -> ModuleType:
     """mwparserfromhell, imported on first use, in this one place (importing this module does not load it)."""
     import mwparserfromhell
     import mwparserfromhell.nodes
@@ -254,7 +259,7 @@ def clean_wikitext(text: str) -> str:
     return "\n".join(lines)
 
 
-def _drop_noise(code, node) -> None:
+def _drop_noise(code: Wikicode, node: Node) -> None:
     nodes = _mwparserfromhell().nodes
     Comment, Tag, Template, Wikilink = nodes.Comment, nodes.Tag, nodes.Template, nodes.Wikilink
 
@@ -270,7 +275,7 @@ def _drop_noise(code, node) -> None:
         _remove(code, node)
 
 
-def _remove(code, node) -> None:
+def _remove(code: Wikicode, node: Node) -> None:
     try:
         code.remove(node)
     except ValueError:  # already gone with its parent
