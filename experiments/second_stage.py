@@ -255,6 +255,8 @@ def result_file(result: dict, levers: tuple[Lever, ...] = LEVERS, name: str = NA
     for lever in levers:
         row, judged = result["rows"].get(lever.name, {}), d and d["rows"].get(lever.name)
         train = f"{row['train_s']:.0f} ({row['steps']})" if row.get("train_s") else "–"
+        if row.get("resumed_from"):
+            train += f"; resumed from {row['resumed_from']}: the resumed run's seconds only"
         what = lever.what + (f" (`{lever.args}`)" if lever.args else "")
         rows.append(
             [

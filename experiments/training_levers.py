@@ -188,6 +188,8 @@ def training_row(home: Path, card: dict | None) -> dict:
     return {
         "train_s": t["wall_seconds"],
         "steps": t["steps"],
+        # a resumed training's card times the resumed run only: the steps before it are not in it
+        "resumed_from": t.get("resumed_from"),
         "loss": t.get("train_loss"),
         "precision": (t.get("precision") or {}).get("used", "fp32"),
         "batch": card["parameters"]["batch_size"],
